@@ -1,0 +1,157 @@
+/*
+ * base.h: what every subsystem shares: error reporting, the one allocator,
+ * arenas, element types and a few file helpers.  Nothing here knows about
+ * documents, schemas or models.
+ *
+ *     struct strata_error err;
+ *     float *v = base_alloc(n * sizeof *v);
+ *     if (!v)
+ *         return base_err(&err, STRATA_NOMEM, "embedding of %zu cells", n);
+ *     ...
+ *     base_free(v, n * sizeof *v);
+ *
+ *     struct base_arena a;
+ *     base_arena_init(&a, 1 << 16);
+ *     char *tmp = base_arena_alloc(&a, 100, 8);   // lives until reset or free
+ *     base_arena_reset(&a);                        // keeps its first block
+ *     base_arena_free(&a);
+ *
+ * Errors: functions return 0, a negative STRATA_* code (engine/strata.h is the
+ * one list of codes) or a positive errno.  Details go into a struct
+ * strata_error passed by the caller (it may be NULL); base_err() fills it and
+ * returns the code, so a failure is reported in one statement.
+ *
+ * Memory: all heap traffic goes through base_alloc/base_free (the size is
+ * passed back to base_free).  The counters let tests count allocations and
+ * base_alloc_fail_after() makes the Nth allocation fail.  Counters are
+ * global and atomic; base_alloc_thread_count() counts the calling thread's
+ * allocations only.
+ */
+#ifndef BASE_H
+#define BASE_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../engine/strata.h"
+
+/* ---- errors ------------------------------------------------------------ */
+
+/* Set err (may be NULL) to code and a printf-style message; return code. */
+int base_err(struct strata_error *err, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+int base_verr(struct strata_error *err, int code, const char *fmt, va_list ap);
+
+/* Put "prefix: " before err's message, keeping its code; return err->code
+ * (or code if err is NULL). */
+int base_err_prefix(struct strata_error *err, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Bugs abort with file:line; bad input never reaches here. */
+#define BASE_ASSERT(c) \
+	((c) ? (void)0 : base_assert_fail(#c, __FILE__, __LINE__))
+_Noreturn void base_assert_fail(const char *what, const char *file, int line);
+
+/* ---- the allocator -------------------------------------------------------
+ * Every block is aligned to 64 bytes.  base_free and base_realloc take the
+ * size the block was allocated with.  All return NULL on failure. */
+void *base_alloc(size_t n);
+void *base_calloc(size_t count, size_t size);
+void *base_realloc(void *p, size_t old_n, size_t new_n);
+void base_free(void *p, size_t n);
+char *base_strdup(const char *s);           /* free with base_strfree */
+char *base_strndup(const char *s, size_t n);
+void base_strfree(char *s);
+
+struct base_alloc_stats {
+	uint64_t allocs;     /* successful allocations (realloc counts once) */
+	uint64_t frees;
+	uint64_t live_bytes;
+	uint64_t peak_bytes;
+};
+void base_alloc_stats(struct base_alloc_stats *st);
+uint64_t base_alloc_thread_count(void); /* allocations made by this thread */
+/* Make the n-th allocation from now (1 = the next) fail, then all after it
+ * succeed again; n <= 0 disables.  For tests. */
+void base_alloc_fail_after(long n);
+
+/* Grow an array of elements of size elem so that it holds at least need;
+ * *cap is updated.  Fails with STRATA_LIMIT past max elements. */
+int base_grow(void **p, size_t *cap, size_t need, size_t elem, size_t max);
+
+/* ---- arenas: request-scoped memory freed in one call -------------------- */
+struct base_arena_block;
+struct base_arena {
+	struct base_arena_block *head; /* current block */
+	struct base_arena_block *first;
+	size_t block_size;
+	size_t used_total;
+};
+void base_arena_init(struct base_arena *a, size_t block_size);
+/* NULL on failure.  align is a power of two <= 64. */
+void *base_arena_alloc(struct base_arena *a, size_t n, size_t align);
+char *base_arena_strdup(struct base_arena *a, const char *s);
+/* Forget everything allocated; keeps the blocks for reuse (no allocation in
+ * steady state). */
+void base_arena_reset(struct base_arena *a);
+void base_arena_free(struct base_arena *a);
+
+/* ---- element types: ONNX TensorProto.DataType numbering ----------------- */
+enum base_dtype {
+	BASE_DT_UNDEFINED = 0,
+	BASE_DT_FLOAT = 1,
+	BASE_DT_UINT8 = 2,
+	BASE_DT_INT8 = 3,
+	BASE_DT_UINT16 = 4,
+	BASE_DT_INT16 = 5,
+	BASE_DT_INT32 = 6,
+	BASE_DT_INT64 = 7,
+	BASE_DT_STRING = 8, /* cells are char * (NUL-terminated) */
+	BASE_DT_BOOL = 9,   /* one byte, 0 or 1 */
+	BASE_DT_FLOAT16 = 10,
+	BASE_DT_DOUBLE = 11,
+	BASE_DT_UINT32 = 12,
+	BASE_DT_UINT64 = 13,
+	BASE_DT_COMPLEX64 = 14,
+	BASE_DT_COMPLEX128 = 15,
+	BASE_DT_BFLOAT16 = 16,
+	BASE_DT_COUNT
+};
+size_t base_dtype_size(int dt);       /* 0 for UNDEFINED or unknown */
+const char *base_dtype_name(int dt);  /* "float", "int64", ...; "?" if unknown */
+int base_dtype_from_name(const char *name); /* BASE_DT_UNDEFINED if unknown */
+
+float base_bf16_to_f32(uint16_t h);
+uint16_t base_f32_to_bf16(float f); /* round to nearest even; NaN stays NaN */
+float base_f16_to_f32(uint16_t h);
+uint16_t base_f32_to_f16(float f);
+
+/* Read element i of a buffer of type dt as a double / store a double into it
+ * (converting with C rules, saturating nothing).  For numeric and bool types. */
+double base_load_double(int dt, const void *cells, size_t i);
+void base_store_double(int dt, void *cells, size_t i, double v);
+
+/* ---- files ---------------------------------------------------------------- */
+
+/* A read-only memory map of a whole file (or an empty region for an empty file). */
+struct base_map {
+	const void *data;
+	size_t size;
+};
+/* Returns 0 or errno; message names the path. */
+int base_map_file(const char *path, struct base_map *m, struct strata_error *err);
+void base_unmap(struct base_map *m);
+
+/* Read a whole file into a new NUL-terminated buffer (free with base_free(p,
+ * *n + 1)). */
+int base_read_file(const char *path, char **out, size_t *n, struct strata_error *err);
+
+/* Join dir and a relative name into a new string (base_strfree).  An absolute
+ * name is returned as it is. */
+char *base_path_join(const char *dir, const char *name);
+
+/* Monotonic seconds. */
+double base_now(void);
+
+#endif

@@ -1,0 +1,148 @@
+/*
+ * strata.h: the Strata library, a ranking engine that evaluates machine-learned
+ * models next to the documents they score.
+ *
+ * An application is a folder holding schemas/ (one .sd file per document type)
+ * and models/ (ONNX files named by the rank profiles).  strata_open() deploys it:
+ * it parses and type-checks every schema and rank profile, loads every model and
+ * opens the document store, which lives in the application's data folder
+ * (APP/.strata unless another folder is given).  Documents go in as Vespa
+ * document JSON operations; queries are Vespa search requests and come back as
+ * Vespa result JSON.
+ *
+ *     struct strata *db;
+ *     struct strata_error err;
+ *     if (strata_open("myapp", NULL, &db, &err) != 0) {
+ *         fprintf(stderr, "%s\n", err.msg);
+ *         return 1;
+ *     }
+ *     strata_feed_json(db, "{\"put\": \"id:shop:product::1\","
+ *                          " \"fields\": {\"title\": \"lamp\", \"price\": 30}}", &err);
+ *     char *result;
+ *     if (strata_query_json(db, "{\"yql\": \"select * from sources * where true\","
+ *                               " \"ranking.profile\": \"default\"}", &result, &err) == 0) {
+ *         puts(result);
+ *         strata_free(result);
+ *     }
+ *     strata_close(db);
+ *
+ * Threads: one struct strata may be used by many query threads at once and by
+ * one feeding thread; strata_close() must not race with any other call.
+ *
+ * Errors: every fallible call returns 0 on success, a negative STRATA_* code
+ * below, or a positive errno value passed through from the system.  When a
+ * struct strata_error is given it receives the code and a message; messages
+ * about a file begin with "file:line:column: ".  strata_strerror() names any
+ * code.  The codes are append-only.
+ */
+#ifndef STRATA_H
+#define STRATA_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum strata_code {
+	STRATA_OK = 0,
+	STRATA_ERROR = -1,            /* failure that fits no other code */
+	STRATA_NOMEM = -2,            /* out of memory, or an injected allocation fault */
+	STRATA_INVALID_ARGUMENT = -3, /* a bad value from the caller: option, input, shape, document */
+	STRATA_NOT_FOUND = -4,        /* no such document, field, profile, feature, input or file entry */
+	STRATA_PARSE = -5,            /* syntax error in a schema, expression, YQL or JSON */
+	STRATA_TYPE = -6,             /* type error in a schema or expression */
+	STRATA_NOT_IMPLEMENTED = -7,  /* a valid construct or operator this version lacks */
+	STRATA_INVALID_GRAPH = -8,    /* a model graph that cannot be run */
+	STRATA_INVALID_PROTOBUF = -9, /* a model file that is not a readable ONNX protobuf */
+	STRATA_CORRUPT = -10,         /* a stored record or file fails its checks */
+	STRATA_LIMIT = -11,           /* a hard limit was reached */
+	STRATA_STORE = -12,           /* the store (LMDB) reported an error; the message says which */
+	STRATA_TXN_FAILED = -13,      /* the transaction failed earlier and must be aborted */
+	STRATA_EXISTS = -14,          /* the thing to create already exists */
+	STRATA_RUNTIME = -15,         /* a model failed while running (bad index, shape mismatch) */
+};
+
+#define STRATA_ERRMSG_MAX 1024
+
+/* Where a failure is described.  code repeats the return value; msg is
+ * NUL-terminated and empty when there is nothing to add to the code. */
+struct strata_error {
+	int code;
+	char msg[STRATA_ERRMSG_MAX];
+};
+
+/* A short, static description of code (negative STRATA_* or positive errno). */
+const char *strata_strerror(int code);
+
+struct strata; /* an open application */
+
+struct strata_options {
+	const char *data_dir; /* where the store lives; NULL: APP/.strata */
+	int read_only;        /* 1: no feeding; the store must exist */
+};
+
+/* Deploy and open the application in folder app.  opts may be NULL.
+ * Returns 0, STRATA_PARSE or STRATA_TYPE (message has file:line:column),
+ * STRATA_NOT_FOUND (a model file or the schemas folder is missing),
+ * STRATA_INVALID_PROTOBUF / STRATA_INVALID_GRAPH / STRATA_NOT_IMPLEMENTED (a
+ * model), STRATA_STORE, STRATA_NOMEM, or an errno.  On success *out is a new
+ * handle for strata_close(). */
+int strata_open(const char *app, const struct strata_options *opts,
+                struct strata **out, struct strata_error *err);
+
+/* Close the handle and free everything it holds.  NULL is ignored. */
+void strata_close(struct strata *db);
+
+/* Apply one Vespa document operation given as JSON text: {"put": ID, "fields":
+ * {...}}, {"update": ID, "fields": {"f": {"assign": v}}} or {"remove": ID}.
+ * It is committed before the call returns.  Returns 0, STRATA_PARSE (not
+ * JSON), STRATA_INVALID_ARGUMENT (does not fit the schema; nothing is
+ * written), STRATA_NOT_FOUND (update or remove of a missing document), or a
+ * store error.  For many operations use strata_feed_file(). */
+int strata_feed_json(struct strata *db, const char *op, struct strata_error *err);
+
+/* Statistics of a feed. */
+struct strata_feed_stats {
+	long ok;
+	long failed;
+	double seconds;
+};
+
+/* Called for each operation that failed: line is its first line in the input
+ * (1-based), msg the reason. */
+typedef void strata_feed_report_fn(void *ud, long line, int code, const char *msg);
+
+/* Feed every operation of a JSON Lines stream or a JSON array read from path
+ * ("-" is standard input).  A bad operation is reported through report (may be
+ * NULL) and skipped; the others are written in batched transactions.  Returns 0
+ * when every operation went in, STRATA_INVALID_ARGUMENT when some failed (see
+ * stats), or an error that stopped the feed (I/O, store).  stats may be NULL. */
+int strata_feed_file(struct strata *db, const char *path, strata_feed_report_fn *report,
+                     void *ud, struct strata_feed_stats *stats, struct strata_error *err);
+
+/* Run a search request given as Vespa search JSON: {"yql": ...,
+ * "ranking.profile": ..., "input.query(q)": ..., "hits": N, "offset": N}.
+ * On success *result is a new NUL-terminated Vespa result JSON text that the
+ * caller frees with strata_free().  Returns 0, STRATA_PARSE (bad JSON or YQL),
+ * STRATA_INVALID_ARGUMENT (bad input value or option), STRATA_NOT_FOUND
+ * (unknown profile, field or input), STRATA_RUNTIME (a model failed), or a
+ * store error. */
+int strata_query_json(struct strata *db, const char *request, char **result,
+                      struct strata_error *err);
+
+/* Get a document by id ("id:ns:doctype::key") as Vespa document JSON
+ * ({"id": ..., "fields": {...}}), a new string freed with strata_free().
+ * Returns 0, STRATA_NOT_FOUND, STRATA_INVALID_ARGUMENT (malformed id). */
+int strata_get_json(struct strata *db, const char *id, char **doc, struct strata_error *err);
+
+/* Remove a document by id.  Returns 0, STRATA_NOT_FOUND, STRATA_INVALID_ARGUMENT. */
+int strata_remove(struct strata *db, const char *id, struct strata_error *err);
+
+/* Free a string returned by this library. */
+void strata_free(char *s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,176 @@
+/*
+ * rank.h: schemas and rank profiles.  Parses an application's .sd files,
+ * type-checks and compiles every rank profile's expressions into programs for
+ * a small VM, loads the ONNX models the profiles name, and evaluates the
+ * phases over documents whose attributes it reads through a callback (the
+ * engine points it into the store's memory map; rank knows nothing of LMDB).
+ *
+ *     struct rank_app *app;
+ *     if (rank_app_load("myapp", &app, &err) != 0)
+ *         die(err.msg);                       // "myapp/schemas/p.sd:12:5: ..."
+ *     const struct rank_schema *s = rank_app_schema_find(app, "product");
+ *     const struct rank_profile *p = rank_profile_find(s, "default");
+ *     struct rank_query *q;
+ *     rank_query_new(p, &q, &err);
+ *     rank_query_set_input(q, "q_emb", cells, 384, &err);  // query(q_emb)
+ *     rank_query_first_phase(q, &docs, lids, n, scores, &err);
+ *     ... keep the best rank_profile_rerank_count(p) ...
+ *     rank_query_second_phase(q, &docs, best, first, k, scores2, &err);
+ *     rank_query_free(q);
+ *     rank_app_free(app);
+ *
+ * A struct rank_app is immutable once loaded and shared by all threads; a
+ * struct rank_query belongs to one thread for one query.
+ */
+#ifndef RANK_H
+#define RANK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../base/base.h"
+
+#define RANK_MAX_RANK 8
+
+enum rank_field_type {
+	RANK_FT_STRING = 1,
+	RANK_FT_INT,
+	RANK_FT_LONG,
+	RANK_FT_FLOAT,
+	RANK_FT_DOUBLE,
+	RANK_FT_BOOL,
+	RANK_FT_TENSOR,
+};
+
+enum rank_distance {
+	RANK_DIST_EUCLIDEAN = 0, /* the default */
+	RANK_DIST_ANGULAR,
+	RANK_DIST_DOTPRODUCT,
+	RANK_DIST_PRENORMALIZED_ANGULAR,
+};
+
+/* A document field as the schema declares it. */
+struct rank_field {
+	const char *name;
+	int type;            /* enum rank_field_type */
+	int attribute;       /* indexing: attribute */
+	int summary;         /* indexing: summary */
+	int cell;            /* TENSOR: BASE_DT_FLOAT, DOUBLE, INT8, BFLOAT16, INT32, INT64 */
+	int rank;            /* TENSOR: dimensions */
+	int64_t dims[RANK_MAX_RANK];
+	const char *dim_names[RANK_MAX_RANK];
+	int distance_metric; /* enum rank_distance (attribute { distance-metric: ... }) */
+	int line, col;       /* where it is declared */
+};
+
+struct rank_app;
+struct rank_schema;
+struct rank_profile;
+struct rank_query;
+
+/* Parse and compile every APP/schemas/ *.sd file and load the models they
+ * name (paths relative to APP).  Returns 0, an errno (unreadable folder or
+ * file), STRATA_PARSE or STRATA_TYPE ("file:line:col: message"),
+ * STRATA_NOT_IMPLEMENTED (a construct this version lacks, named with its
+ * position), STRATA_NOT_FOUND (a model file), model load errors prefixed
+ * with the onnx-model's position, STRATA_NOMEM. */
+int rank_app_load(const char *appdir, struct rank_app **out, struct strata_error *err);
+void rank_app_free(struct rank_app *app);
+
+int rank_app_nschemas(const struct rank_app *app);
+const struct rank_schema *rank_app_schema(const struct rank_app *app, int i);
+const struct rank_schema *rank_app_schema_find(const struct rank_app *app, const char *doctype);
+
+const char *rank_schema_name(const struct rank_schema *s);        /* the document type */
+int rank_schema_nfields(const struct rank_schema *s);
+const struct rank_field *rank_schema_field(const struct rank_schema *s, int i);
+int rank_schema_field_index(const struct rank_schema *s, const char *name); /* -1 if none */
+
+/* The profile called name ("default" always exists: first-phase 0 unless the
+ * schema defines it).  NULL if none. */
+const struct rank_profile *rank_profile_find(const struct rank_schema *s, const char *name);
+const char *rank_profile_name(const struct rank_profile *p);
+int rank_profile_has_second_phase(const struct rank_profile *p);
+int rank_profile_rerank_count(const struct rank_profile *p); /* default 100 */
+
+/* Declared query inputs of a profile: name (as in query(name)), shape (rank 0
+ * for a number), and the number of cells. */
+struct rank_input_info {
+	const char *name;
+	int rank;
+	int64_t dims[RANK_MAX_RANK];
+	const char *dim_names[RANK_MAX_RANK];
+	size_t ncells;
+};
+int rank_profile_ninputs(const struct rank_profile *p);
+const struct rank_input_info *rank_profile_input(const struct rank_profile *p, int i);
+int rank_profile_input_index(const struct rank_profile *p, const char *name);
+
+/* Dump the compiled programs of a profile, EXPLAIN-style, into a new string
+ * (base_strfree). */
+char *rank_profile_explain(const struct rank_profile *p);
+
+/* How ranking reads documents: attr() returns a pointer to the value of
+ * field (index in the schema) for document lid: the cells of a tensor, or one
+ * int32_t/int64_t/float/double/uint8_t for a number or bool; NULL when the
+ * document has no value.  The pointer must stay valid for the whole query. */
+struct rank_docs {
+	void *ud;
+	const void *(*attr)(void *ud, int field, uint32_t lid);
+};
+
+/* Evaluation state of one query against one profile.  Returns 0 or
+ * STRATA_NOMEM. */
+int rank_query_new(const struct rank_profile *p, struct rank_query **out, struct strata_error *err);
+void rank_query_free(struct rank_query *q);
+
+/* Give query(name) a value: n cells in row-major order (n must equal the
+ * declared ncells).  Inputs not given take their declared default (zeros
+ * when there is none).  Returns 0, STRATA_NOT_FOUND (not declared),
+ * STRATA_INVALID_ARGUMENT (wrong number of cells). */
+int rank_query_set_input(struct rank_query *q, const char *name, const double *cells, size_t n,
+                         struct strata_error *err);
+
+/* Declare the query's nearestNeighbor item: field (a tensor attribute) is
+ * compared with query(input).  closeness(field, f) and distance(field, f)
+ * refer to it.  Returns 0, STRATA_NOT_FOUND (unknown field or input),
+ * STRATA_TYPE (not a tensor attribute, or shapes differ). */
+int rank_query_set_nn(struct rank_query *q, const char *field, const char *input,
+                      struct strata_error *err);
+
+/* The distance of lid's field value to the nearestNeighbor query tensor, in
+ * the field's metric; +inf when the document has no value. */
+double rank_query_nn_distance(struct rank_query *q, const struct rank_docs *d, uint32_t lid);
+
+/* First phase for n documents: scores[i] for lids[i].  Returns 0,
+ * STRATA_RUNTIME (a model failed), STRATA_NOMEM. */
+int rank_query_first_phase(struct rank_query *q, const struct rank_docs *d, const uint32_t *lids,
+                           size_t n, double *scores, struct strata_error *err);
+
+/* Second phase for the n re-ranked candidates, whose first-phase scores are
+ * first[i] (the firstPhase feature).  Models with a symbolic batch dimension
+ * run once for all n.  Returns 0, STRATA_RUNTIME, STRATA_NOMEM. */
+int rank_query_second_phase(struct rank_query *q, const struct rank_docs *d, const uint32_t *lids,
+                            const double *first, size_t n, double *scores,
+                            struct strata_error *err);
+
+/* A feature value handed to a callback: rank 0 is a number. */
+struct rank_feature {
+	const char *name;          /* as written in the profile: "attribute(price)" */
+	int rank;
+	const int64_t *dims;
+	const char *const *dim_names;
+	size_t ncells;
+	const double *cells;
+};
+typedef int rank_feature_fn(void *ud, const struct rank_feature *f);
+
+enum { RANK_MATCH_FEATURES = 1, RANK_SUMMARY_FEATURES = 2 };
+
+/* Evaluate the match-features or summary-features of lid (after the phases
+ * ran for it; first is its first-phase score) and hand each to fn.  Returns
+ * 0, what fn returned if non-zero, STRATA_RUNTIME, STRATA_NOMEM. */
+int rank_query_features(struct rank_query *q, const struct rank_docs *d, uint32_t lid, double first,
+                        int which, rank_feature_fn *fn, void *ud, struct strata_error *err);
+
+#endif

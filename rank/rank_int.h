@@ -1,0 +1,178 @@
+/*
+ * rank_int.h: what the files of rank/ share.  No other subsystem includes it.
+ *
+ * Data flow inside rank/:
+ *   lex.c, parse.c   .sd text -> struct rank_sd (schema AST, expressions as
+ *                    struct rank_ast trees, every node with its position)
+ *   schema.c         resolves profile inheritance into flat profiles
+ *   compile.c        types every expression (dense tensor shapes with named
+ *                    dimensions), resolves features, inlines user functions,
+ *                    emits a flat program (struct rank_prog)
+ *   vm.c             runs programs; tensor.c is the dense tensor algebra
+ *   model.c          onnx-model blocks: input mapping, batched and per-document
+ *                    runs through runtime/
+ *   app.c            rank.h: loading an application, queries, phases, features
+ */
+#ifndef RANK_INT_H
+#define RANK_INT_H
+
+#include "rank.h"
+
+/* A position in a schema file. */
+struct rank_pos {
+	const char *file; /* owned by the struct rank_sd */
+	int line, col;    /* 1-based */
+};
+
+/* The type of a value: a number is rank 0 (cells double).  Dimension names
+ * are owned by whoever owns the type (the AST or the program). */
+struct rank_type {
+	int cell;      /* BASE_DT_DOUBLE, FLOAT, INT8, BFLOAT16, INT32, INT64 */
+	int rank;
+	int64_t dims[RANK_MAX_RANK];
+	char *dim_names[RANK_MAX_RANK];
+};
+
+/* ---- expressions ------------------------------------------------------------ */
+enum rank_ast_kind {
+	RA_NUM = 1,   /* num */
+	RA_STR,       /* "text" (str) */
+	RA_NAME,      /* bare identifier (name): user function without arguments,
+	                 lambda parameter, firstPhase, aggregator or dimension name
+	                 in an argument position */
+	RA_CALL,      /* name(args): math and tensor functions, if, user functions,
+	                 features (attribute, query, constant, onnx, closeness,
+	                 distance).  out: the ".name" after the call
+	                 (onnx(m).score), else NULL */
+	RA_UNARY,     /* op ('-' or '!') applied to args[0] */
+	RA_BINARY,    /* args[0] op args[1]; op is enum rank_binop */
+	RA_LAMBDA,    /* f(params)(args[0]) */
+};
+
+enum rank_binop {
+	RB_ADD = 1, RB_SUB, RB_MUL, RB_DIV, RB_MOD, RB_POW,
+	RB_EQ, RB_NE, RB_LT, RB_LE, RB_GT, RB_GE,
+	RB_AND, RB_OR,
+};
+
+struct rank_ast {
+	int kind;            /* enum rank_ast_kind */
+	int op;              /* RA_UNARY: '-' or '!'; RA_BINARY: enum rank_binop */
+	double num;          /* RA_NUM */
+	char *name;          /* RA_NAME, RA_CALL; RA_STR text */
+	char *out;           /* RA_CALL: output after '.', or NULL */
+	int nargs;
+	struct rank_ast **args;
+	int nparams;         /* RA_LAMBDA */
+	char **params;
+	struct rank_pos pos;
+	char *text;          /* the source text of this expression (for feature names) */
+};
+
+/* ---- schema declarations -------------------------------------------------- */
+struct rank_function_decl {
+	char *name;
+	int nparams;
+	char **params;
+	struct rank_ast *body;
+	struct rank_pos pos;
+};
+
+struct rank_input_decl {     /* inputs { query(name) type: default } */
+	char *name;
+	struct rank_type type;
+	int has_default;
+	double *dflt;            /* ncells values when has_default */
+	size_t ncells;
+	struct rank_pos pos;
+};
+
+struct rank_constant_decl {  /* constants { name type: value } or constant name { ... } */
+	char *name;
+	struct rank_type type;
+	double *cells;           /* ncells values (read from file: when given) */
+	size_t ncells;
+	struct rank_pos pos;
+};
+
+struct rank_model_input {    /* input "name": source */
+	char *name;
+	struct rank_ast *source; /* attribute(f), query(q), constant(c) or a function name */
+	struct rank_pos pos;
+};
+struct rank_model_output {   /* output "name": alias */
+	char *name;
+	char *alias;
+	struct rank_pos pos;
+};
+struct rank_model_decl {     /* onnx-model name { file: ... input ... output ... } */
+	char *name;
+	char *file;              /* relative to the application folder */
+	int ninputs, noutputs;
+	struct rank_model_input *inputs;
+	struct rank_model_output *outputs;
+	struct rank_pos pos;
+};
+
+struct rank_profile_decl {
+	char *name;
+	int ninherits;
+	char **inherits;
+	struct rank_pos *inherits_pos;
+	int ninputs, nconstants, nfunctions, nmodels;
+	struct rank_input_decl *inputs;
+	struct rank_constant_decl *constants;
+	struct rank_function_decl *functions;
+	struct rank_model_decl *models;
+	struct rank_ast *first_phase;   /* NULL when not set (here or inherited) */
+	struct rank_ast *second_phase;
+	int rerank_count;               /* -1 when not set */
+	struct rank_ast *global_phase;
+	int global_rerank_count;        /* -1 when not set */
+	int nmatch_features, nsummary_features;
+	struct rank_ast **match_features;   /* each with text = the feature's name */
+	struct rank_ast **summary_features;
+	struct rank_pos pos;
+};
+
+/* One parsed .sd file.  After schema.c's resolution, profiles[] are flat:
+ * every profile holds what it inherits (its own definitions win) and a
+ * "default" profile exists. */
+struct rank_sd {
+	char *file;
+	char *name;                     /* schema name = document type */
+	int nfields;
+	struct rank_field *fields;      /* names and dim names owned here */
+	int nmodels, nconstants;        /* schema-level onnx-model and constant blocks */
+	struct rank_model_decl *models;
+	struct rank_constant_decl *constants;
+	int nprofiles;
+	struct rank_profile_decl *profiles;
+	struct rank_pos pos;
+};
+
+/* Parse one .sd file's text (file names it in messages).  Returns 0,
+ * STRATA_PARSE, STRATA_TYPE, STRATA_NOT_IMPLEMENTED, STRATA_NOMEM; messages
+ * begin with "file:line:col: ". */
+int rank_sd_parse(const char *file, const char *text, size_t len, struct rank_sd **out,
+                  struct strata_error *err);
+/* Resolve inheritance (profiles may inherit from several, in any order of
+ * declaration; cycles and unknown parents are errors) and add "default". */
+int rank_sd_resolve(struct rank_sd *sd, struct strata_error *err);
+void rank_sd_free(struct rank_sd *sd);
+
+/* Parse a standalone expression (for tests and tools). */
+int rank_expr_parse(const char *file, const char *text, struct rank_ast **out,
+                    struct strata_error *err);
+void rank_ast_free(struct rank_ast *a);
+
+/* Helpers for type values. */
+size_t rank_type_cells(const struct rank_type *t);
+/* Parse "tensor<float>(x[3],y[2])" or "double" etc. into t (dim names
+ * allocated with base_strdup).  Returns 0 or STRATA_PARSE. */
+int rank_type_parse(const char *text, struct rank_type *t);
+void rank_type_clear(struct rank_type *t);
+/* Format t ("tensor<float>(x[3])") into buf. */
+const char *rank_type_str(const struct rank_type *t, char *buf, size_t n);
+
+#endif

@@ -1,0 +1,106 @@
+/*
+ * runtime.h: Strata's ONNX runtime.  Loads .onnx models, resolves every node
+ * to a kernel at load time, and runs them single-threaded on caller memory.
+ *
+ *     struct rt_model *m;
+ *     struct strata_error err;
+ *     if (runtime_model_load("ranker.onnx", &m, &err) != 0)
+ *         die(err.msg);                      // e.g. NOT_IMPLEMENTED: "op Foo (opset 17)"
+ *     struct rt_ctx *cx;
+ *     runtime_ctx_new(m, &cx, &err);
+ *     struct rt_tensor in[2] = {
+ *         { BASE_DT_FLOAT, 2, {1, 384}, query_vec },
+ *         { BASE_DT_FLOAT, 2, {1, 384}, doc_vec },   // may point into a memory map
+ *     };
+ *     struct rt_tensor out[1];
+ *     if (runtime_run(cx, in, out, &err) == 0)
+ *         printf("%f\n", ((float *)out[0].data)[0]); // valid until the next run
+ *     runtime_ctx_free(cx);
+ *     runtime_model_free(m);
+ *
+ * A struct rt_model is immutable once loaded and may be shared by any number
+ * of threads.  A struct rt_ctx holds the buffers of one evaluation and is
+ * used by one thread at a time; parallelism lives outside, one context per
+ * thread.  Inputs are read in place (never copied or modified); outputs live
+ * in the context until its next run or until it is freed.
+ */
+#ifndef RUNTIME_H
+#define RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../base/base.h"
+
+#define RT_MAX_RANK 8
+
+/* A tensor view: a small value carrier, no ownership.  Cells are dense,
+ * row-major, of type dtype (enum base_dtype).  A string tensor's data is an
+ * array of char * (NUL-terminated).  A scalar has rank 0 and one cell. */
+struct rt_tensor {
+	int dtype;
+	int rank;
+	int64_t dims[RT_MAX_RANK];
+	void *data;
+};
+
+/* Number of cells of t (1 for a scalar). */
+int64_t runtime_tensor_count(const struct rt_tensor *t);
+
+/* The declared type of a graph input or output.  dims[i] is -1 where the
+ * dimension is symbolic or unknown; dim_names[i] then holds its name ("batch")
+ * or "" when it has none.  rank is -1 when the shape is not declared. */
+struct rt_value_info {
+	const char *name;
+	int dtype;
+	int rank;
+	int64_t dims[RT_MAX_RANK];
+	const char *dim_names[RT_MAX_RANK];
+};
+
+struct rt_model; /* a loaded, compiled model (immutable, shareable) */
+struct rt_ctx;   /* the buffers of one evaluation (one thread at a time) */
+
+/* Load the model at path.  External data files are resolved relative to the
+ * model's folder and memory-mapped.  Returns 0, an errno (cannot read),
+ * STRATA_INVALID_PROTOBUF (not an ONNX model), STRATA_INVALID_GRAPH
+ * (dangling names, cycles, bad attributes or shapes), STRATA_NOT_IMPLEMENTED
+ * (an operator or type combination without a kernel: the message names the
+ * op, its domain and opset), STRATA_NOMEM.  *out is freed with
+ * runtime_model_free(). */
+int runtime_model_load(const char *path, struct rt_model **out, struct strata_error *err);
+
+/* Load a model from memory (the buffer may be freed after the call).  dir is
+ * where external data files are looked up (may be NULL).  Same errors as
+ * runtime_model_load. */
+int runtime_model_load_buffer(const void *buf, size_t n, const char *dir,
+                              struct rt_model **out, struct strata_error *err);
+
+void runtime_model_free(struct rt_model *m);
+
+/* Graph inputs (initializers excluded) and outputs, in declaration order.
+ * The returned info lives as long as the model. */
+int runtime_model_ninputs(const struct rt_model *m);
+int runtime_model_noutputs(const struct rt_model *m);
+const struct rt_value_info *runtime_model_input(const struct rt_model *m, int i);
+const struct rt_value_info *runtime_model_output(const struct rt_model *m, int i);
+/* Index of the input or output called name, or -1. */
+int runtime_model_input_index(const struct rt_model *m, const char *name);
+int runtime_model_output_index(const struct rt_model *m, const char *name);
+
+/* A new run context for m.  Returns 0 or STRATA_NOMEM. */
+int runtime_ctx_new(const struct rt_model *m, struct rt_ctx **out, struct strata_error *err);
+void runtime_ctx_free(struct rt_ctx *cx);
+
+/* Run the model.  in[] has one tensor per graph input, in input order; each
+ * must match the declared element type, rank and fixed dimensions, and one
+ * symbolic name must take one size throughout a run.  out[] receives one view
+ * per graph output, in output order, valid until the next run on cx or until
+ * cx is freed.  Returns 0, STRATA_INVALID_ARGUMENT (an input does not fit:
+ * the message names it, the expected and the given shape), STRATA_RUNTIME
+ * (a kernel failed: index out of range, incompatible shapes; the message
+ * names the node), STRATA_NOMEM. */
+int runtime_run(struct rt_ctx *cx, const struct rt_tensor *in, struct rt_tensor *out,
+                struct strata_error *err);
+
+#endif

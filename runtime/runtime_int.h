@@ -1,0 +1,236 @@
+/*
+ * runtime_int.h: what the files of runtime/ share: the graph, the kernel
+ * interface and the operator registry.  No other subsystem includes it.
+ *
+ * Data flow: load.c decodes the protobuf into a struct rt_graph (values and
+ * nodes); graph.c sorts the nodes, checks them and resolves each one to an
+ * operator definition by (domain, op type, opset); the definition's init()
+ * looks at the input element types (known for every value by then, since init
+ * runs in topological order), sets the output element types and picks the
+ * kernel.  exec.c runs the kernels in order: each reads its inputs as tensor
+ * views and asks for its outputs with rt_output(), which draws buffers from
+ * the run context; a buffer goes back to the context after its last reader.
+ *
+ * An operator family lives in one file under ops/ and exports one table of
+ * struct rt_opdef, ended by an entry whose op is NULL; ops/registry.c lists
+ * the tables.
+ */
+#ifndef RUNTIME_INT_H
+#define RUNTIME_INT_H
+
+#include "runtime.h"
+
+/* ---- node attributes ------------------------------------------------------ */
+enum rt_attr_type {
+	RT_ATTR_UNDEFINED = 0,
+	RT_ATTR_FLOAT = 1,
+	RT_ATTR_INT = 2,
+	RT_ATTR_STRING = 3,
+	RT_ATTR_TENSOR = 4,
+	RT_ATTR_GRAPH = 5,
+	RT_ATTR_FLOATS = 6,
+	RT_ATTR_INTS = 7,
+	RT_ATTR_STRINGS = 8,
+	RT_ATTR_TENSORS = 9,
+	RT_ATTR_GRAPHS = 10,
+}; /* AttributeProto.AttributeType numbering */
+
+struct rt_attr {
+	const char *name;
+	int type;                /* enum rt_attr_type */
+	float f;                 /* FLOAT */
+	int64_t i;               /* INT */
+	const char *s;           /* STRING (NUL-terminated; slen bytes) */
+	size_t slen;
+	size_t n;                /* count of FLOATS / INTS / STRINGS */
+	const float *floats;
+	const int64_t *ints;
+	const char *const *strings;
+	const struct rt_tensor *t; /* TENSOR, owned by the graph */
+};
+
+/* ---- values and nodes ----------------------------------------------------- */
+struct rt_value {
+	char *name;
+	int dtype;               /* BASE_DT_*, UNDEFINED until known */
+	int is_input;            /* graph input index + 1, or 0 */
+	int is_output;           /* graph output index + 1, or 0 */
+	struct rt_tensor *konst; /* initializer or Constant value, else NULL */
+	int producer;            /* index of the node writing it, -1 for inputs/constants */
+	int last_use;            /* index (in run order) of the last node reading it, -1 if none */
+};
+
+struct rt_graph;
+struct rt_exec;
+struct rt_node;
+
+typedef int rt_kernel_fn(struct rt_node *n, struct rt_exec *x);
+
+struct rt_node {
+	char *name;              /* may be "" */
+	char *op;
+	char *domain;            /* "" for ai.onnx */
+	int opset;               /* the model's opset for this domain */
+	int nin, nout;
+	int *in;                 /* value index per input; -1 for an omitted optional one */
+	int *out;                /* value index per output; -1 for an omitted optional one */
+	int nattr;
+	struct rt_attr *attr;
+	const struct rt_opdef *def;
+	rt_kernel_fn *run;       /* set by def->init */
+	void *state;             /* kernel-private, set by init, freed by def->fini */
+};
+
+struct rt_opdef {
+	const char *domain;      /* "" for ai.onnx, "com.microsoft", ... */
+	const char *op;
+	int since;               /* first opset version this entry serves */
+	/* Check attributes and input types, set output types with
+	 * rt_graph_set_dtype(), set n->run (and n->state).  Returns 0,
+	 * STRATA_NOT_IMPLEMENTED (type combination or attribute value without a
+	 * kernel), STRATA_INVALID_GRAPH (missing input, bad attribute). */
+	int (*init)(struct rt_node *n, struct rt_graph *g, struct strata_error *err);
+	void (*fini)(struct rt_node *n); /* may be NULL */
+};
+
+/* The graph: owned by struct rt_model. */
+struct rt_graph {
+	int nvalues, nnodes;
+	struct rt_value *values;
+	struct rt_node *nodes;   /* in run (topological) order after resolution */
+	int ninputs, noutputs;
+	int *inputs;             /* value indices of the graph inputs */
+	int *outputs;
+	struct rt_value_info *input_info;
+	struct rt_value_info *output_info;
+};
+
+/* Element type of value v, BASE_DT_UNDEFINED when v < 0. */
+int rt_graph_dtype(const struct rt_graph *g, int v);
+void rt_graph_set_dtype(struct rt_graph *g, int v, int dtype);
+/* The constant value of v (initializer or folded Constant), or NULL. */
+const struct rt_tensor *rt_graph_const(const struct rt_graph *g, int v);
+
+/* Attributes of a node: the attribute called name, or NULL. */
+const struct rt_attr *rt_attr_find(const struct rt_node *n, const char *name);
+int64_t rt_attr_int(const struct rt_node *n, const char *name, int64_t dflt);
+float rt_attr_float(const struct rt_node *n, const char *name, float dflt);
+const char *rt_attr_string(const struct rt_node *n, const char *name, const char *dflt);
+/* INTS attribute: *count is set (0 and NULL returned when absent). */
+const int64_t *rt_attr_ints(const struct rt_node *n, const char *name, size_t *count);
+
+/* Failure helpers for init(): fill err with "node NAME (OP): ..." and return code. */
+int rt_node_err(const struct rt_node *n, struct strata_error *err, int code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/* ---- what a kernel sees while running --------------------------------------- */
+
+/* Input i of n as a view, or NULL when the input is omitted (i >= nin or
+ * the optional input is empty). */
+const struct rt_tensor *rt_input(struct rt_exec *x, const struct rt_node *n, int i);
+
+/* Allocate output i of n with the given type and shape (dims may be NULL for
+ * rank 0); *out receives the view, whose buffer is 64-byte aligned and
+ * uninitialized.  Returns 0, STRATA_NOMEM or STRATA_LIMIT. */
+int rt_output(struct rt_exec *x, const struct rt_node *n, int i, int dtype, int rank,
+              const int64_t *dims, struct rt_tensor **out);
+
+/* Scratch memory for the running kernel only (released when it returns). */
+void *rt_scratch(struct rt_exec *x, size_t bytes);
+
+/* Report a run-time failure of n ("node NAME (OP): ..."), return code. */
+int rt_fail(struct rt_exec *x, const struct rt_node *n, int code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/* ---- shapes and broadcasting helpers (shape.c) ------------------------------ */
+
+/* Numpy-style broadcast of a and b into out (rank and dims).  Returns 0 or
+ * STRATA_RUNTIME when incompatible. */
+int rt_broadcast_shape(const struct rt_tensor *a, const struct rt_tensor *b, int *rank,
+                       int64_t *dims);
+/* Normalize a possibly negative axis for a tensor of rank r; -1 if out of range. */
+int rt_axis(int64_t axis, int r);
+/* Read an int64 or int32 1-D tensor into dst (at most max entries); the count or -1. */
+int rt_tensor_to_ints(const struct rt_tensor *t, int64_t *dst, int max);
+
+/* ---- the registry (ops/registry.c) ------------------------------------------ */
+
+/* The definition of (domain, op) with the largest since <= opset, or NULL.
+ * *found_op is set to 1 when the op exists at some other opset. */
+const struct rt_opdef *rt_registry_find(const char *domain, const char *op, int opset,
+                                        int *found_op);
+
+/* One table per operator family, each ended by { .op = NULL }. */
+extern const struct rt_opdef rt_ops_elementwise[]; /* ops/elementwise.c: arithmetic, math, compare, logic, Where, Clip, Cast */
+extern const struct rt_opdef rt_ops_matmul[];      /* ops/matmul.c: MatMul, Gemm (GEMM core in ops/gemm.c) */
+extern const struct rt_opdef rt_ops_shape[];       /* ops/shape.c: Reshape, Flatten, Transpose, Squeeze, Unsqueeze, Concat, Slice, Gather, Shape, Constant, Identity, Expand */
+extern const struct rt_opdef rt_ops_reduce[];      /* ops/reduce.c: Reduce*, ArgMax/ArgMin */
+extern const struct rt_opdef rt_ops_normalize[];   /* ops/normalize.c: Softmax, LogSoftmax, LayerNormalization */
+
+/* ---- GEMM core (ops/gemm.c) --------------------------------------------------
+ * C[M,N] = alpha * op(A)[M,K] * op(B)[K,N] + beta * C, row-major, with leading
+ * dimensions lda, ldb, ldc; op(X) = X or X^T.  beta == 0 ignores C's old
+ * content (NaN included). */
+void rt_sgemm(int transa, int transb, int64_t M, int64_t N, int64_t K, float alpha,
+              const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
+              float *C, int64_t ldc);
+
+/* ---- model memory and internals shared by load.c, graph.c and exec.c -------- */
+
+/* A set of blocks freed together.  Each block comes from base_alloc with a
+ * 64-byte header holding its size, so the data is 64-byte aligned.  The
+ * protobuf decoder allocates the same way, which lets the loader keep a
+ * decoded raw_data buffer instead of copying it. */
+struct rt_blocks {
+	void **b;
+	size_t n, cap;
+};
+/* A zeroed block of n bytes owned by bl, or NULL (out of memory). */
+void *rt_blocks_alloc(struct rt_blocks *bl, size_t n);
+/* A NUL-terminated copy of n bytes of s, owned by bl, or NULL. */
+char *rt_blocks_strndup(struct rt_blocks *bl, const char *s, size_t n);
+/* Free every block of bl; bl is empty and reusable afterwards. */
+void rt_blocks_free(struct rt_blocks *bl);
+
+/* A memory-mapped external data file of a model. */
+struct rt_extfile {
+	char *location;          /* as written in the model */
+	struct base_map map;
+};
+
+struct rt_model {
+	struct rt_graph g;
+	struct rt_blocks mem;    /* every byte of the graph, names, attributes, constants */
+	struct rt_extfile *ext;  /* mapped external data files */
+	size_t next, capext;
+	char *dir;               /* where external data is looked up, or NULL */
+	int64_t ir_version;
+	int opset;               /* opset of the default domain */
+	int nopsets;
+	char **opset_domains;    /* other imported domains ("com.microsoft") */
+	int *opset_versions;
+};
+
+/* graph.c: sort the nodes, resolve each to its definition, run the inits in
+ * order, compute last uses and fill input_info/output_info's missing types.
+ * Errors: STRATA_INVALID_GRAPH, STRATA_NOT_IMPLEMENTED, STRATA_NOMEM. */
+int rt_graph_resolve(struct rt_model *m, struct strata_error *err);
+/* graph.c: call every node's fini.  The memory itself belongs to m->mem. */
+void rt_graph_fini(struct rt_model *m);
+
+/* Decode one serialized TensorProto (the test data format of input_N.pb and
+ * output_N.pb) into t; the cells are owned by bl.  *name (may be NULL) is set
+ * to the tensor's name, also owned by bl.  Returns 0,
+ * STRATA_INVALID_PROTOBUF, STRATA_INVALID_GRAPH (cells do not match dims),
+ * STRATA_NOT_IMPLEMENTED (element type), STRATA_NOMEM. */
+int rt_tensor_from_pb(const void *buf, size_t n, struct rt_tensor *t, const char **name,
+                      struct rt_blocks *bl, struct strata_error *err);
+/* The same for a file; also an errno when it cannot be read. */
+int rt_tensor_from_pb_file(const char *path, struct rt_tensor *t, const char **name,
+                           struct rt_blocks *bl, struct strata_error *err);
+
+/* Bytes of a dense tensor of count cells of dtype (char * per string cell);
+ * 0 with *ok = 0 on overflow or an unknown type. */
+size_t rt_tensor_bytes(int dtype, int64_t count, int *ok);
+
+#endif

@@ -1,0 +1,158 @@
+/*
+ * store.h: the document store, on LMDB.
+ *
+ * A store holds documents of one or more document types.  Each type has a
+ * fixed list of fields (struct store_field); the store keeps every document
+ * whole for summaries, and keeps attribute fields of fixed size (numbers,
+ * bools, dense tensors) in columns, so that ranking reads a document's
+ * attribute straight from the memory map: store_attr() returns a pointer into
+ * the map, aligned for its cell type, with no copy.
+ *
+ *     struct store_env *env;
+ *     store_open("app/.strata", &env, &err);
+ *     int dt;
+ *     store_doctype_add(env, &product_type, &dt, &err);
+ *     struct store_txn *w;
+ *     store_txn_begin(env, 1, &w, &err);
+ *     store_put(w, dt, "id:shop:product::1", values, &err);   // values[nfields]
+ *     store_txn_commit(w, &err);
+ *
+ *     struct store_txn *r;
+ *     store_txn_begin(env, 0, &r, &err);
+ *     for (uint32_t lid = 0; store_next(r, dt, &lid) == 0; lid++) {
+ *         const float *e = store_attr(r, dt, EMB_FIELD, lid);  // into the map
+ *         ...
+ *     }
+ *     store_txn_abort(r);
+ *
+ * Threads: one write transaction at a time (others wait); any number of read
+ * transactions, each used by one thread, never blocked by the writer.  A
+ * read transaction sees the snapshot of its start.  Pointers returned from a
+ * transaction are valid until it ends.
+ *
+ * Failures inside a write transaction mark it failed: every later call on it
+ * returns STRATA_TXN_FAILED and only store_txn_abort() is allowed, so nothing
+ * half-written is ever committed.  A failed put/update/remove that returns
+ * STRATA_INVALID_ARGUMENT or STRATA_NOT_FOUND has written nothing and does
+ * NOT fail the transaction.
+ */
+#ifndef STORE_H
+#define STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../base/base.h"
+
+#define STORE_MAX_RANK 8
+
+enum store_type {
+	STORE_T_STRING = 1,
+	STORE_T_INT,    /* int32 */
+	STORE_T_LONG,   /* int64 */
+	STORE_T_FLOAT,
+	STORE_T_DOUBLE,
+	STORE_T_BOOL,
+	STORE_T_TENSOR, /* dense tensor: cell type and shape in the field */
+};
+
+/* One field of a document type. */
+struct store_field {
+	const char *name;
+	int type;          /* enum store_type */
+	int attribute;     /* 1: kept in a column (ignored for strings: they are read from the document) */
+	int cell;          /* TENSOR: BASE_DT_FLOAT, DOUBLE, INT8, BFLOAT16, INT32 or INT64 */
+	int rank;          /* TENSOR: number of dimensions */
+	int64_t dims[STORE_MAX_RANK]; /* TENSOR: sizes */
+};
+
+struct store_doctype {
+	const char *name;
+	int nfields;
+	const struct store_field *fields;
+};
+
+/* One field value.  set = 0 means absent.  Views are borrowed. */
+struct store_value {
+	int set;
+	int64_t i;         /* INT, LONG, BOOL */
+	double d;          /* FLOAT, DOUBLE */
+	const char *s;     /* STRING: bytes (not NUL-terminated when read back) */
+	size_t n;          /* STRING: length in bytes; TENSOR: number of cells */
+	const void *cells; /* TENSOR: n cells of the field's cell type */
+};
+
+struct store_env;
+struct store_txn;
+
+/* Open (creating if missing) the store in folder dir.  Returns 0, an errno,
+ * STRATA_STORE, STRATA_NOMEM. */
+int store_open(const char *dir, struct store_env **out, struct strata_error *err);
+void store_close(struct store_env *env);
+
+/* Make a document type known to the store (each time the store is opened,
+ * before transactions begin).  The first time, its layout is recorded; later
+ * the given layout must agree with the recorded one: fields may be added, but
+ * an existing field whose type, cell type, shape or attribute flag changed
+ * is refused with STRATA_INVALID_ARGUMENT naming the field (the stored data
+ * is left as it is).  *id is the handle used below.  The struct may be freed
+ * after the call. */
+int store_doctype_add(struct store_env *env, const struct store_doctype *dt, int *id,
+                      struct strata_error *err);
+
+int store_txn_begin(struct store_env *env, int write, struct store_txn **out,
+                    struct strata_error *err);
+/* Commit a write transaction (synced to disk on return) and free it.  A read
+ * transaction is just ended.  On failure nothing is committed and the txn is
+ * freed all the same. */
+int store_txn_commit(struct store_txn *txn, struct strata_error *err);
+void store_txn_abort(struct store_txn *txn);
+
+/* Write a whole document (replacing an earlier one with the same id).
+ * values has one entry per field of the type.  Returns 0,
+ * STRATA_INVALID_ARGUMENT (a tensor of the wrong cell count, an id too long),
+ * STRATA_TXN_FAILED, STRATA_STORE, STRATA_NOMEM. */
+int store_put(struct store_txn *w, int doctype, const char *docid,
+              const struct store_value *values, struct strata_error *err);
+
+/* Assign the fields whose value is set; the others keep their value.
+ * Returns 0, STRATA_NOT_FOUND (no such document), and store_put's errors. */
+int store_update(struct store_txn *w, int doctype, const char *docid,
+                 const struct store_value *values, struct strata_error *err);
+
+/* Remove a document.  Returns 0, STRATA_NOT_FOUND, STRATA_TXN_FAILED, STRATA_STORE. */
+int store_remove(struct store_txn *w, int doctype, const char *docid,
+                 struct strata_error *err);
+
+/* The local id of a document, for the calls below.  Returns 0 or
+ * STRATA_NOT_FOUND. */
+int store_lookup(struct store_txn *txn, int doctype, const char *docid, uint32_t *lid,
+                 struct strata_error *err);
+
+/* The first live local id >= *lid: sets *lid and returns 0, or returns
+ * STRATA_NOT_FOUND when there is none.  Ids are visited in increasing order. */
+int store_next(struct store_txn *txn, int doctype, uint32_t *lid);
+
+/* Number of live documents of the type. */
+uint64_t store_count(struct store_txn *txn, int doctype);
+
+/* The document id of lid (valid until the txn ends), or NULL. */
+const char *store_docid(struct store_txn *txn, int doctype, uint32_t lid);
+
+/* All fields of a document: values[nfields] receives views valid until the
+ * transaction ends.  Returns 0, STRATA_NOT_FOUND, STRATA_CORRUPT. */
+int store_get(struct store_txn *txn, int doctype, uint32_t lid, struct store_value *values,
+              struct strata_error *err);
+
+/* The attribute value of field for lid: a pointer into the memory map to the
+ * cells (a tensor) or the single value (int32_t, int64_t, float, double, or
+ * uint8_t for a bool), aligned for its type, valid until the transaction
+ * ends.  NULL when the document has no value for the field or the field is
+ * not a column attribute.  Cheap: consecutive lids of one field usually
+ * share a block. */
+const void *store_attr(struct store_txn *txn, int doctype, int field, uint32_t lid);
+
+/* Whether ptr lies inside the store's memory map (for zero-copy checks). */
+int store_in_map(const struct store_env *env, const void *ptr);
+
+#endif
