@@ -209,6 +209,7 @@ struct rt_model {
 	int nopsets;
 	char **opset_domains;    /* other imported domains ("com.microsoft") */
 	int *opset_versions;
+	int ninited;             /* nodes whose init ran (their fini runs at free) */
 };
 
 /* graph.c: sort the nodes, resolve each to its definition, run the inits in
