@@ -26,9 +26,17 @@
  *     store_txn_abort(r);
  *
  * Threads: one write transaction at a time (others wait); any number of read
- * transactions, each used by one thread, never blocked by the writer.  A
- * read transaction sees the snapshot of its start.  Pointers returned from a
- * transaction are valid until it ends.
+ * transactions, each used by one thread at a time, never blocked by the
+ * writer.  One thread may hold several read transactions.  A read
+ * transaction sees the snapshot of its start.  Pointers returned from a read
+ * transaction are valid until it ends.  In a write transaction they are valid
+ * only until the next put/update/remove, and may point to the transaction's
+ * private pages rather than into the map.
+ *
+ * Limits: a document id is at most 511 bytes (LMDB's key size; longer ids
+ * are refused, never truncated), a string value at most 16 MiB, a tensor
+ * value at most 16 MiB.  Local ids are handed out in increasing order and
+ * never reused.
  *
  * Failures inside a write transaction mark it failed: every later call on it
  * returns STRATA_TXN_FAILED and only store_txn_abort() is allowed, so nothing
@@ -85,38 +93,71 @@ struct store_value {
 struct store_env;
 struct store_txn;
 
-/* Open (creating if missing) the store in folder dir.  Returns 0, an errno,
- * STRATA_STORE, STRATA_NOMEM. */
+/* Open (creating if missing, with its parents, mode 0755) the store in
+ * folder dir.  Returns 0, an errno, STRATA_STORE, STRATA_NOMEM.  On success
+ * *out is a new handle for store_close().  A folder may be open only once
+ * in a process at a time (LMDB's rule); other processes may open it too. */
 int store_open(const char *dir, struct store_env **out, struct strata_error *err);
+
+/* Settings for store_open_opts(); zero means the default. */
+struct store_options {
+	uint64_t map_size; /* largest the store may grow, bytes (default 64 GiB,
+	                      address space only: the file grows as it fills) */
+};
+/* store_open() with options (opts may be NULL).  Past map_size, writes fail
+ * with STRATA_STORE ("store is full") and fail their transaction. */
+int store_open_opts(const char *dir, const struct store_options *opts,
+                    struct store_env **out, struct strata_error *err);
+
+/* Close the store and free the handle.  Every transaction must have ended.
+ * NULL is ignored. */
 void store_close(struct store_env *env);
 
 /* Make a document type known to the store (each time the store is opened,
  * before transactions begin).  The first time, its layout is recorded; later
- * the given layout must agree with the recorded one: fields may be added, but
- * an existing field whose type, cell type, shape or attribute flag changed
- * is refused with STRATA_INVALID_ARGUMENT naming the field (the stored data
- * is left as it is).  *id is the handle used below.  The struct may be freed
- * after the call. */
+ * the given layout must agree with the recorded one: fields may be added (in
+ * any order; fields are matched by name), but an existing field whose type,
+ * cell type, shape or attribute flag changed is refused with
+ * STRATA_INVALID_ARGUMENT naming the field and both types (the stored data
+ * is left as it is).  A recorded field the given layout omits is hidden, its
+ * data kept.  The attribute flag of a string field is ignored.  Names: the
+ * type's is 1-200 of [A-Za-z0-9_.-], fields' 1-200 bytes, unique.  *id is the
+ * handle used below; field indexes below are those of the given struct,
+ * which may be freed after the call.  Returns 0, STRATA_INVALID_ARGUMENT,
+ * STRATA_EXISTS (added twice), STRATA_LIMIT (more than 40 types),
+ * STRATA_CORRUPT (an unreadable recorded layout), STRATA_STORE,
+ * STRATA_NOMEM. */
 int store_doctype_add(struct store_env *env, const struct store_doctype *dt, int *id,
                       struct strata_error *err);
 
+/* Begin a read (write = 0) or write transaction; a write waits for the
+ * current writer.  Returns 0, STRATA_LIMIT (too many readers),
+ * STRATA_STORE, STRATA_NOMEM.  End it with store_txn_commit() or
+ * store_txn_abort(). */
 int store_txn_begin(struct store_env *env, int write, struct store_txn **out,
                     struct strata_error *err);
 /* Commit a write transaction (synced to disk on return) and free it.  A read
  * transaction is just ended.  On failure nothing is committed and the txn is
- * freed all the same. */
+ * freed all the same.  Returns 0, STRATA_TXN_FAILED (it failed earlier),
+ * STRATA_STORE, or an errno (I/O). */
 int store_txn_commit(struct store_txn *txn, struct strata_error *err);
 void store_txn_abort(struct store_txn *txn);
 
-/* Write a whole document (replacing an earlier one with the same id).
- * values has one entry per field of the type.  Returns 0,
- * STRATA_INVALID_ARGUMENT (a tensor of the wrong cell count, an id too long),
- * STRATA_TXN_FAILED, STRATA_STORE, STRATA_NOMEM. */
+/* Write a whole document (replacing an earlier one with the same id: fields
+ * not set become absent).  values has one entry per field of the type; a
+ * FLOAT is stored as float, an INT must fit int32, a BOOL is i != 0.
+ * Returns 0, STRATA_INVALID_ARGUMENT (a tensor of the wrong cell count, an
+ * empty or too long id, a value out of range, a read transaction),
+ * STRATA_LIMIT, STRATA_TXN_FAILED, STRATA_STORE, STRATA_CORRUPT,
+ * STRATA_NOMEM, or an errno.  Input errors are found before anything is
+ * written and leave the transaction usable; an error after the first write
+ * (LMDB failing, a full store) fails the transaction. */
 int store_put(struct store_txn *w, int doctype, const char *docid,
               const struct store_value *values, struct strata_error *err);
 
 /* Assign the fields whose value is set; the others keep their value.
- * Returns 0, STRATA_NOT_FOUND (no such document), and store_put's errors. */
+ * Returns 0, STRATA_NOT_FOUND (no such document), STRATA_CORRUPT (the stored
+ * record is unreadable; nothing written), and store_put's errors. */
 int store_update(struct store_txn *w, int doctype, const char *docid,
                  const struct store_value *values, struct strata_error *err);
 
@@ -124,32 +165,39 @@ int store_update(struct store_txn *w, int doctype, const char *docid,
 int store_remove(struct store_txn *w, int doctype, const char *docid,
                  struct strata_error *err);
 
-/* The local id of a document, for the calls below.  Returns 0 or
- * STRATA_NOT_FOUND. */
+/* The local id of a document, for the calls below.  Returns 0,
+ * STRATA_NOT_FOUND, STRATA_INVALID_ARGUMENT (a bad id), STRATA_TXN_FAILED. */
 int store_lookup(struct store_txn *txn, int doctype, const char *docid, uint32_t *lid,
                  struct strata_error *err);
 
 /* The first live local id >= *lid: sets *lid and returns 0, or returns
- * STRATA_NOT_FOUND when there is none.  Ids are visited in increasing order. */
+ * STRATA_NOT_FOUND when there is none.  Ids are visited in increasing order;
+ * asking for the id after the last one found is a cursor step, not a search.
+ * Other errors: STRATA_INVALID_ARGUMENT (bad handle), STRATA_TXN_FAILED,
+ * STRATA_STORE. */
 int store_next(struct store_txn *txn, int doctype, uint32_t *lid);
 
-/* Number of live documents of the type. */
+/* Number of live documents of the type (0 on a bad handle). */
 uint64_t store_count(struct store_txn *txn, int doctype);
 
 /* The document id of lid (valid until the txn ends), or NULL. */
 const char *store_docid(struct store_txn *txn, int doctype, uint32_t lid);
 
 /* All fields of a document: values[nfields] receives views valid until the
- * transaction ends.  Returns 0, STRATA_NOT_FOUND, STRATA_CORRUPT. */
+ * transaction ends (absent fields have set = 0).  Column attributes are
+ * views into their column (tensors in cells + n, numbers copied into i/d).
+ * Returns 0, STRATA_NOT_FOUND, STRATA_CORRUPT, STRATA_TXN_FAILED,
+ * STRATA_NOMEM. */
 int store_get(struct store_txn *txn, int doctype, uint32_t lid, struct store_value *values,
               struct strata_error *err);
 
 /* The attribute value of field for lid: a pointer into the memory map to the
  * cells (a tensor) or the single value (int32_t, int64_t, float, double, or
- * uint8_t for a bool), aligned for its type, valid until the transaction
- * ends.  NULL when the document has no value for the field or the field is
- * not a column attribute.  Cheap: consecutive lids of one field usually
- * share a block. */
+ * uint8_t for a bool), aligned to 8 bytes at least, valid until the
+ * transaction ends.  NULL when the document has no value for the field, the
+ * field is not a column attribute, the handle, field or lid is out of range,
+ * or the transaction failed.  Cheap: consecutive lids of one field usually
+ * share a block, and the transaction remembers the last block per field. */
 const void *store_attr(struct store_txn *txn, int doctype, int field, uint32_t lid);
 
 /* Whether ptr lies inside the store's memory map (for zero-copy checks). */

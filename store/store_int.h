@@ -1,0 +1,122 @@
+/*
+ * store_int.h: what the files of the store share (env.c, doc.c, attr.c).
+ *
+ * On disk (one LMDB environment per store):
+ *   "meta"        named DB: "t/<doctype>" -> the recorded field layout,
+ *                 "n/<doctype>" -> the next local id (u32)
+ *   "<dt>/ids"    document id string -> local id (u32)
+ *   "<dt>/docs"   local id (u32, MDB_INTEGERKEY) -> document record (doc.c)
+ *   "<dt>/cols"   (column number << 32 | block number) as a 64-bit
+ *                 MDB_INTEGERKEY -> a column block (attr.c)
+ *
+ * A doctype has two field lists.  The stored layout (struct sfield) is every
+ * field ever recorded for the type, in the order first recorded: a stored
+ * field's index is its column number and its number in document records, so
+ * it never changes.  The caller's layout is the struct store_doctype passed to
+ * store_doctype_add() in this process; field indexes in the API are the
+ * caller's, mapped through ufield[] to stored fields.
+ */
+#ifndef STORE_INT_H
+#define STORE_INT_H
+
+#include <lmdb.h>
+
+#include "store.h"
+
+#define STORE_MAX_DOCTYPES 40      /* 3 named DBs each + meta must fit maxdbs */
+#define STORE_MAX_DBS 128
+#define STORE_MAX_FIELDS 4096
+#define STORE_MAX_NAME 200         /* doctype and field names, bytes */
+#define STORE_MAX_STRING (16u << 20)
+#define STORE_MAX_CELL_BYTES (16u << 20) /* one document's tensor */
+#define STORE_BLOCK_TARGET 8192    /* minimum cell bytes of a column block */
+#define STORE_BITMAP_ALIGN 64      /* the presence bitmap is padded to this */
+
+/* A field of the stored layout. */
+struct sfield {
+	char *name;        /* base_strdup */
+	int type;          /* enum store_type */
+	int attribute;     /* normalized: 0 for strings */
+	int cell;          /* BASE_DT_* for tensors, 0 otherwise */
+	int rank;
+	int64_t dims[STORE_MAX_RANK];
+	/* Derived. */
+	int column;        /* 1: values live in column blocks, not in records */
+	uint64_t ncells;   /* tensors: product of dims */
+	uint32_t cell_bytes;    /* column: bytes of one document's value */
+	uint32_t block_shift;   /* column: log2 of documents per block */
+	uint32_t bitmap_bytes;  /* column: presence bitmap, padded */
+	size_t block_bytes;     /* column: bitmap + cells */
+	int user;          /* caller's field index, -1 when the caller omits it */
+};
+
+struct doctype {
+	char *name;
+	MDB_dbi ids, docs, cols;
+	int nstored;
+	int stored_cap;          /* allocated entries; unused ones are zero */
+	struct sfield *stored;
+	int nuser;
+	int *ufield;             /* nuser: caller index -> stored index */
+};
+
+struct store_env {
+	MDB_env *env;
+	MDB_dbi meta;
+	unsigned maxkey;         /* longest key LMDB accepts */
+	unsigned psize;          /* database page size */
+	const char *map_lo;      /* the memory map, for store_in_map */
+	size_t map_size;
+	int ntypes;
+	struct doctype *types[STORE_MAX_DOCTYPES];
+};
+
+/* One store_attr cache slot: the block last looked up for a field. */
+struct attr_slot {
+	const uint8_t *p;       /* block bytes, NULL when the block is missing */
+	uint32_t block;
+	int valid;
+};
+
+struct store_txn {
+	struct store_env *env;
+	MDB_txn *txn;
+	int write;
+	int failed;
+	/* store_attr cache: slots[t] has one slot per caller field of type t,
+	 * for the types known when the txn began. */
+	int ntypes;
+	struct attr_slot *slots[STORE_MAX_DOCTYPES];
+	struct attr_slot *slot_mem;
+	size_t slot_count;
+	/* store_next: a cursor per type, opened on first use. */
+	MDB_cursor *cursors[STORE_MAX_DOCTYPES];
+	uint32_t cursor_lid[STORE_MAX_DOCTYPES]; /* lid the cursor is on */
+	int cursor_ok[STORE_MAX_DOCTYPES];
+	/* Scratch buffer for building records (write txns); once a record is
+	 * put, attr.c may use it to keep a block aside. */
+	uint8_t *buf;
+	size_t buf_cap;
+	/* Aligned copies of record tensors that LMDB left misaligned. */
+	struct base_arena arena;
+	int arena_used;
+};
+
+/* env.c */
+int store_mdb_err(struct strata_error *err, int rc, const char *what);
+int store_txn_check(struct store_txn *txn, int write, int doctype, struct strata_error *err);
+/* After an LMDB write fails: mark the txn failed and report. */
+int store_txn_fail(struct store_txn *txn, int rc, const char *what, struct strata_error *err);
+const char *store_type_desc(const struct sfield *f, char *buf, size_t n);
+
+/* attr.c */
+/* Set (cell != NULL) or clear (cell == NULL) lid's value in f's column.
+ * Returns 0 or an LMDB/CORRUPT error; the caller fails the txn. */
+int store_col_write(struct store_txn *txn, struct doctype *dt, int sf, uint32_t lid,
+                    const void *cell, struct strata_error *err);
+/* lid's value in stored field sf's column, or NULL. */
+const void *store_col_get(struct store_txn *txn, struct doctype *dt, int sf, uint32_t lid);
+/* Forget cached block pointers (before a write). */
+void store_attr_reset(struct store_txn *txn);
+
+#endif
