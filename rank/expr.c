@@ -1,0 +1,548 @@
+/*
+ * expr.c: the parser of ranking expressions, used by parse.c for every
+ * expression of a schema (phases, functions, feature lists, model inputs)
+ * and by rank_expr_parse() for a lone expression.  Output: struct rank_ast
+ * trees (rank_int.h) that compile.c types and compiles.
+ *
+ * From loosest to tightest binding: || ; && ; comparisons (== != < <= > >=,
+ * left-associative) ; + - ; * / % ; unary - and ! ; ^ (right-associative;
+ * its right operand may carry a unary sign, 2^-1) ; calls, names, numbers,
+ * strings, parentheses.  A binary or unary node's position is its
+ * operator's; its text spans both operands.  Calls take an optional ".out"
+ * (onnx(m).score); f(a,b)(body) is a lambda.
+ *
+ * Invariants: recursion is bounded by MAX_DEPTH, so deeply nested input fails
+ * cleanly; on failure the entry points free whatever was built.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rank_int.h"
+
+#define MAX_DEPTH 200 /* nesting of expressions */
+
+struct parser {
+	struct rank_lexer *lx;
+	struct strata_error *err;
+	struct rank_sd *sd; /* NULL when parsing a lone expression */
+	int depth;
+};
+
+static int fail(struct parser *p, const struct rank_tok *t, int code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static int fail_at(struct parser *p, int line, int col, int code, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+
+static int fail(struct parser *p, const struct rank_tok *t, int code, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int rc = rank_lex_verr(p->lx, t->line, t->col, p->err, code, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+static int fail_at(struct parser *p, int line, int col, int code, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int rc = rank_lex_verr(p->lx, line, col, p->err, code, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+static int nomem(struct parser *p)
+{
+	return base_err(p->err, STRATA_NOMEM, "%s:%d:%d: out of memory", p->lx->file, p->lx->line,
+	                p->lx->col);
+}
+
+static int push(struct parser *p, void *arrp, int *n, size_t elem)
+{
+	int rc = rank_vec_push(arrp, n, elem);
+	if (rc == STRATA_LIMIT)
+		return base_err(p->err, rc, "%s:%d:%d: too many elements", p->lx->file, p->lx->line,
+		                p->lx->col);
+	return rc ? nomem(p) : 0;
+}
+
+/* Quote t for a message.  Two buffers take turns, so one message may quote
+ * two tokens; it is formatted before the next call. */
+static const char *show(const struct rank_tok *t)
+{
+	static _Thread_local char buf[2][64];
+	static _Thread_local int turn;
+	turn ^= 1;
+	return rank_tok_show(t, buf[turn], sizeof buf[turn]);
+}
+
+static char *tokdup(struct parser *p, const struct rank_tok *t)
+{
+	char *s = base_strndup(t->s, t->len);
+	if (!s)
+		nomem(p);
+	return s;
+}
+
+static struct rank_pos tokpos(struct parser *p, const struct rank_tok *t)
+{
+	struct rank_pos ps = {p->lx->file, t->line, t->col};
+	return ps;
+}
+
+static void peek(struct parser *p, int mode, struct rank_tok *t)
+{
+	rank_lex_peek(p->lx, mode, t);
+}
+
+static void next(struct parser *p, int mode, struct rank_tok *t)
+{
+	rank_lex_next(p->lx, mode, t);
+}
+
+static int expect_name(struct parser *p, int mode, struct rank_tok *t, const char *what)
+{
+	next(p, mode, t);
+	if (t->kind != RT_NAME)
+		return fail(p, t, STRATA_PARSE, "expected %s, found %s", what, show(t));
+	return 0;
+}
+
+/* ---- expressions ------------------------------------------------------------------ */
+
+static int expr(struct parser *p, struct rank_ast **out);
+static int unary(struct parser *p, struct rank_ast **out);
+
+static struct rank_ast *node(struct parser *p, int kind, const struct rank_tok *at)
+{
+	struct rank_ast *a = base_calloc(1, sizeof *a);
+	if (!a) {
+		nomem(p);
+		return NULL;
+	}
+	a->kind = kind;
+	a->pos = tokpos(p, at);
+	return a;
+}
+
+/* Give a its source text: from start to the end of the last token taken. */
+static int set_text(struct parser *p, struct rank_ast *a, const char *start)
+{
+	const char *end = p->lx->text + p->lx->off;
+	if (!(a->text = base_strndup(start, (size_t)(end - start))))
+		return nomem(p);
+	return 0;
+}
+
+static int add_arg(struct parser *p, struct rank_ast *a, struct rank_ast *arg)
+{
+	int rc = push(p, &a->args, &a->nargs, sizeof *a->args);
+	if (rc) {
+		rank_ast_free(arg);
+		return rc;
+	}
+	a->args[a->nargs - 1] = arg;
+	return 0;
+}
+
+
+static int enter(struct parser *p, const struct rank_tok *t)
+{
+	if (++p->depth > MAX_DEPTH)
+		return fail(p, t, STRATA_LIMIT, "expression nested more than %d deep", MAX_DEPTH);
+	return 0;
+}
+
+/* Arguments of a call after its '(' up to and including ')'. */
+static int call_args(struct parser *p, struct rank_ast *call, const struct rank_tok *nm)
+{
+	struct rank_tok t;
+	peek(p, RANK_LEX_EXPR, &t);
+	if (rank_tok_is(&t, ")")) {
+		rank_lex_take(p->lx, &t);
+		return 0;
+	}
+	for (;;) {
+		struct rank_ast *arg = NULL;
+		int rc = expr(p, &arg);
+		if (rc) {
+			rank_ast_free(arg);
+			return rc;
+		}
+		if ((rc = add_arg(p, call, arg)) != 0)
+			return rc;
+		next(p, RANK_LEX_EXPR, &t);
+		if (rank_tok_is(&t, ")"))
+			return 0;
+		if (!rank_tok_is(&t, ","))
+			return fail(p, &t, STRATA_PARSE, "expected ',' or ')' in the arguments of '%.*s', found %s",
+			            (int)nm->len, nm->s, show(&t));
+	}
+}
+
+/* f(a, b)(body): call holds the parameters as bare-name arguments. */
+static int lambda(struct parser *p, struct rank_ast *call, const struct rank_tok *open)
+{
+	for (int i = 0; i < call->nargs; i++) {
+		struct rank_ast *a = call->args[i];
+		if (a->kind != RA_NAME || strchr(a->name, '.'))
+			return fail_at(p, a->pos.line, a->pos.col, STRATA_PARSE,
+			               "a lambda parameter must be a name, found '%s'", a->text);
+	}
+	/* Move the parameter names over, then parse the body. */
+	for (int i = 0; i < call->nargs; i++) {
+		int rc = push(p, &call->params, &call->nparams, sizeof *call->params);
+		if (rc)
+			return rc;
+		call->params[i] = call->args[i]->name;
+		call->args[i]->name = NULL;
+		rank_ast_free(call->args[i]);
+		call->args[i] = NULL;
+	}
+	rank_vec_free(call->args, call->nargs, sizeof *call->args);
+	call->args = NULL;
+	call->nargs = 0;
+	call->kind = RA_LAMBDA;
+	base_strfree(call->name);
+	call->name = NULL;
+	struct rank_ast *body = NULL;
+	int rc = expr(p, &body);
+	if (rc) {
+		rank_ast_free(body);
+		return rc;
+	}
+	if ((rc = add_arg(p, call, body)) != 0)
+		return rc;
+	struct rank_tok t;
+	next(p, RANK_LEX_EXPR, &t);
+	if (!rank_tok_is(&t, ")"))
+		return fail(p, &t, STRATA_PARSE, "expected ')' closing the lambda opened at %d:%d, found %s",
+		            open->line, open->col, show(&t));
+	return 0;
+}
+
+/* A name, a call name(args) with an optional ".out", or a lambda. */
+static int name_expr(struct parser *p, const struct rank_tok *nm, struct rank_ast **out)
+{
+	struct rank_tok t;
+	peek(p, RANK_LEX_EXPR, &t);
+	if (rank_tok_is(nm, "tensor") && (rank_tok_is(&t, "(") || rank_tok_is(&t, "<")))
+		return fail(p, nm, STRATA_NOT_IMPLEMENTED,
+		            "tensor literals and generators in expressions are not supported");
+	struct rank_ast *a = node(p, RA_NAME, nm);
+	if (!a)
+		return STRATA_NOMEM;
+	*out = a;
+	if (!(a->name = tokdup(p, nm)))
+		return STRATA_NOMEM;
+	if (!rank_tok_is(&t, "(")) {
+		/* A dotted name (a.b) stays one name; compile.c decides. */
+		while (rank_tok_is(&t, ".")) {
+			struct rank_tok part;
+			rank_lex_take(p->lx, &t);
+			int rc = expect_name(p, RANK_LEX_EXPR, &part, "a name after '.'");
+			if (rc)
+				return rc;
+			size_t n = strlen(a->name);
+			char *joined = base_alloc(n + part.len + 2);
+			if (!joined)
+				return nomem(p);
+			memcpy(joined, a->name, n);
+			joined[n] = '.';
+			memcpy(joined + n + 1, part.s, part.len);
+			joined[n + 1 + part.len] = 0;
+			char *exact = base_strdup(joined);
+			base_free(joined, n + part.len + 2);
+			if (!exact)
+				return nomem(p);
+			base_strfree(a->name);
+			a->name = exact;
+			peek(p, RANK_LEX_EXPR, &t);
+		}
+		return 0;
+	}
+	struct rank_tok open = t;
+	rank_lex_take(p->lx, &t);
+	a->kind = RA_CALL;
+	int rc = call_args(p, a, nm);
+	if (rc)
+		return rc;
+	peek(p, RANK_LEX_EXPR, &t);
+	if (rank_tok_is(nm, "f") && rank_tok_is(&t, "(")) {
+		rank_lex_take(p->lx, &t);
+		return lambda(p, a, &open);
+	}
+	if (rank_tok_is(&t, ".")) {
+		struct rank_tok o;
+		rank_lex_take(p->lx, &t);
+		if ((rc = expect_name(p, RANK_LEX_EXPR, &o, "an output name after '.'")) != 0)
+			return rc;
+		if (!(a->out = tokdup(p, &o)))
+			return STRATA_NOMEM;
+		peek(p, RANK_LEX_EXPR, &t);
+	}
+	if (rank_tok_is(&t, "{"))
+		return fail(p, &t, STRATA_NOT_IMPLEMENTED, "tensor slices (value{...}) are not supported");
+	return 0;
+}
+
+static int primary(struct parser *p, struct rank_ast **out)
+{
+	struct rank_tok t;
+	next(p, RANK_LEX_EXPR, &t);
+	const char *start = t.s;
+	int rc;
+	switch (t.kind) {
+	case RT_NUM: {
+		struct rank_ast *a = node(p, RA_NUM, &t);
+		if (!a)
+			return STRATA_NOMEM;
+		*out = a;
+		if ((rc = rank_tok_number(p->lx, &t, &a->num, p->err)) != 0)
+			return rc;
+		break;
+	}
+	case RT_STR: {
+		struct rank_ast *a = node(p, RA_STR, &t);
+		if (!a)
+			return STRATA_NOMEM;
+		*out = a;
+		if (!(a->name = rank_tok_unquote(&t)))
+			return STRATA_NOMEM;
+		break;
+	}
+	case RT_NAME:
+		if ((rc = name_expr(p, &t, out)) != 0)
+			return rc;
+		break;
+	case RT_PUNCT:
+		if (rank_tok_is(&t, "(")) {
+			if ((rc = enter(p, &t)) != 0)
+				return rc;
+			if ((rc = expr(p, out)) != 0)
+				return rc;
+			p->depth--;
+			struct rank_tok c;
+			next(p, RANK_LEX_EXPR, &c);
+			if (rank_tok_is(&c, ","))
+				return fail(p, &t, STRATA_NOT_IMPLEMENTED,
+				            "dimension lists such as '(d0, d1)' are not supported");
+			if (!rank_tok_is(&c, ")"))
+				return fail(p, &c, STRATA_PARSE,
+				            "expected ')' closing the '(' at %d:%d, found %s", t.line, t.col,
+				            show(&c));
+			return 0; /* the inner node keeps its own text */
+		}
+		if (rank_tok_is(&t, "{") || rank_tok_is(&t, "["))
+			return fail(p, &t, STRATA_NOT_IMPLEMENTED,
+			            "tensor literals in expressions are not supported (found %s)", show(&t));
+		return fail(p, &t, STRATA_PARSE, "expected an expression, found %s", show(&t));
+	case RT_BAD:
+		if (t.s[0] == '"' || t.s[0] == '\'')
+			return fail(p, &t, STRATA_PARSE, "unterminated string %s", show(&t));
+		return fail(p, &t, STRATA_PARSE, "unexpected %s in expression", show(&t));
+	default:
+		return fail(p, &t, STRATA_PARSE, "expected an expression, found %s", show(&t));
+	}
+	return set_text(p, *out, start);
+}
+
+static struct rank_ast *binary_node(struct parser *p, int op, const struct rank_tok *at,
+                                    struct rank_ast *l, struct rank_ast *r)
+{
+	struct rank_ast *a = node(p, RA_BINARY, at);
+	if (!a)
+		return NULL;
+	a->op = op;
+	a->args = base_calloc(rank_vec_cap(2), sizeof *a->args);
+	if (!a->args) {
+		base_free(a, sizeof *a);
+		nomem(p);
+		return NULL;
+	}
+	a->args[0] = l;
+	a->args[1] = r;
+	a->nargs = 2;
+	return a;
+}
+
+/* base ^ exponent, right-associative. */
+static int power(struct parser *p, struct rank_ast **out)
+{
+	struct rank_tok t;
+	peek(p, RANK_LEX_EXPR, &t);
+	const char *start = t.s;
+	int rc = primary(p, out);
+	if (rc)
+		return rc;
+	peek(p, RANK_LEX_EXPR, &t);
+	if (!rank_tok_is(&t, "^"))
+		return 0;
+	rank_lex_take(p->lx, &t);
+	if ((rc = enter(p, &t)) != 0)
+		return rc;
+	struct rank_ast *r = NULL;
+	rc = unary(p, &r); /* unary -> power: right-associative, 2^-1 allowed */
+	if (rc) {
+		rank_ast_free(r);
+		return rc;
+	}
+	p->depth--;
+	struct rank_ast *a = binary_node(p, RB_POW, &t, *out, r);
+	if (!a) {
+		rank_ast_free(r);
+		return STRATA_NOMEM;
+	}
+	*out = a;
+	return set_text(p, a, start);
+}
+
+static int unary(struct parser *p, struct rank_ast **out)
+{
+	struct rank_tok t;
+	peek(p, RANK_LEX_EXPR, &t);
+	if (!rank_tok_is(&t, "-") && !rank_tok_is(&t, "!"))
+		return power(p, out);
+	rank_lex_take(p->lx, &t);
+	int rc = enter(p, &t);
+	if (rc)
+		return rc;
+	struct rank_ast *a = node(p, RA_UNARY, &t);
+	if (!a)
+		return STRATA_NOMEM;
+	*out = a;
+	a->op = t.s[0];
+	struct rank_ast *arg = NULL;
+	if ((rc = unary(p, &arg)) != 0) {
+		rank_ast_free(arg);
+		return rc;
+	}
+	p->depth--;
+	if ((rc = add_arg(p, a, arg)) != 0)
+		return rc;
+	return set_text(p, a, t.s);
+}
+
+/* Binary levels from loosest (0) to tightest; unary() is below the last. */
+static const struct {
+	const char *tok;
+	int op;
+	int level;
+} binops[] = {
+	{"||", RB_OR, 0}, {"&&", RB_AND, 1},
+	{"==", RB_EQ, 2}, {"!=", RB_NE, 2}, {"<", RB_LT, 2}, {"<=", RB_LE, 2}, {">", RB_GT, 2}, {">=", RB_GE, 2},
+	{"+", RB_ADD, 3}, {"-", RB_SUB, 3},
+	{"*", RB_MUL, 4}, {"/", RB_DIV, 4}, {"%", RB_MOD, 4},
+};
+#define NLEVELS 5
+
+static int binop_at(const struct rank_tok *t, int level)
+{
+	if (t->kind != RT_PUNCT)
+		return 0;
+	for (size_t i = 0; i < sizeof binops / sizeof binops[0]; i++)
+		if (binops[i].level == level && rank_tok_is(t, binops[i].tok))
+			return binops[i].op;
+	return 0;
+}
+
+static int binary(struct parser *p, int level, struct rank_ast **out)
+{
+	if (level == NLEVELS)
+		return unary(p, out);
+	struct rank_tok t;
+	peek(p, RANK_LEX_EXPR, &t);
+	const char *start = t.s;
+	int rc = binary(p, level + 1, out);
+	if (rc)
+		return rc;
+	for (;;) {
+		peek(p, RANK_LEX_EXPR, &t);
+		if (level == 2 && (rank_tok_is(&t, "~=") || rank_tok_is(&t, "in")))
+			return fail(p, &t, STRATA_NOT_IMPLEMENTED, "the %s operator is not supported",
+			            show(&t));
+		int op = binop_at(&t, level);
+		if (!op)
+			return 0;
+		rank_lex_take(p->lx, &t);
+		struct rank_ast *r = NULL;
+		if ((rc = binary(p, level + 1, &r)) != 0) {
+			rank_ast_free(r);
+			return rc;
+		}
+		struct rank_ast *a = binary_node(p, op, &t, *out, r);
+		if (!a) {
+			rank_ast_free(r);
+			return STRATA_NOMEM;
+		}
+		*out = a;
+		if ((rc = set_text(p, a, start)) != 0)
+			return rc;
+	}
+}
+
+static int expr(struct parser *p, struct rank_ast **out)
+{
+	struct rank_tok t;
+	peek(p, RANK_LEX_EXPR, &t);
+	int rc = enter(p, &t);
+	if (rc)
+		return rc;
+	rc = binary(p, 0, out);
+	p->depth--;
+	return rc;
+}
+
+/* Entry points parse into a local root and hand it over only on success,
+ * so the caller never sees a half-built tree. */
+int rank_expr_lex(struct rank_lexer *lx, struct rank_ast **out, struct strata_error *err)
+{
+	struct parser p = {lx, err, NULL, 0};
+	struct rank_ast *a = NULL;
+	int rc = expr(&p, &a);
+	if (rc) {
+		rank_ast_free(a);
+		*out = NULL;
+		return rc;
+	}
+	*out = a;
+	return 0;
+}
+
+int rank_feature_lex(struct rank_lexer *lx, struct rank_ast **out, struct strata_error *err)
+{
+	struct parser p = {lx, err, NULL, 0};
+	struct rank_ast *a = NULL;
+	int rc = primary(&p, &a);
+	if (rc) {
+		rank_ast_free(a);
+		*out = NULL;
+		return rc;
+	}
+	*out = a;
+	return 0;
+}
+
+int rank_expr_parse(const char *file, const char *text, struct rank_ast **out,
+                    struct strata_error *err)
+{
+	struct rank_lexer lx;
+	struct rank_tok t;
+	*out = NULL;
+	rank_lex_init(&lx, file, text, strlen(text));
+	int rc = rank_expr_lex(&lx, out, err);
+	if (rc)
+		return rc;
+	rank_lex_peek(&lx, RANK_LEX_EXPR, &t);
+	if (t.kind != RT_EOF) {
+		char b[64];
+		rc = rank_lex_err(&lx, &t, err, STRATA_PARSE, "unexpected %s after the expression",
+		                  rank_tok_show(&t, b, sizeof b));
+		rank_ast_free(*out);
+		*out = NULL;
+	}
+	return rc;
+}
+

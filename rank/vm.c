@@ -1,0 +1,291 @@
+/*
+ * vm.c: runs compiled rank programs for one document.
+ *
+ * One dispatch loop (exec) over the flat instruction array compile.c emits;
+ * the opcodes are documented at enum rank_opcode in rank_int.h.  A value is a
+ * number or a pointer to dense cells of some BASE_DT_* type: attribute cells
+ * come straight from the rank_docs callback (the store's memory map), query
+ * and constant tensors from where the query and the profile keep them, model
+ * outputs from the runtime context.  Only computed tensors are new memory,
+ * taken from the query's arena, which the caller resets per document.
+ *
+ * Stack discipline: each program run takes a frame of nlocals + ncode slots
+ * from the query's value stack (instructions push at most one value each and
+ * never jump backwards, so ncode bounds the depth).  A model input evaluated
+ * from inside ONNX takes the next frame; rank_query_new sized the stack for
+ * every program of the profile at once, which bounds any nesting since
+ * models cannot depend on themselves.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "../runtime/runtime.h"
+#include "rank_int.h"
+
+struct vm {
+	struct rank_query *q;
+	const struct rank_prog *prog;
+	struct rank_val *locals;
+	struct strata_error *err;
+};
+
+static int exec(struct vm *x, int pc, struct rank_val *sp, struct rank_val *res);
+
+static const struct rank_type *type_of(const struct vm *x, int t)
+{
+	return &x->q->p->types[t];
+}
+
+static size_t ncells(const struct rank_type *t)
+{
+	size_t n = 1;
+	for (int i = 0; i < t->rank; i++)
+		n *= (size_t)t->dims[i];
+	return n;
+}
+
+static void set_num(struct rank_val *v, double d)
+{
+	v->cells = NULL;
+	v->num = d;
+	v->cell = BASE_DT_DOUBLE;
+}
+
+static void set_cells(struct rank_val *v, const void *cells, int cell)
+{
+	v->cells = cells;
+	v->num = 0;
+	v->cell = cell;
+}
+
+/* A lambda run per cell: its parameters go to locals base and base + 1. */
+struct lambda {
+	struct vm *x;
+	int pc, base;
+	struct rank_val *sp;
+};
+
+static double run_lambda(void *ud, double a, double b)
+{
+	struct lambda *l = ud;
+	struct rank_val r;
+	set_num(&l->x->locals[l->base], a);
+	set_num(&l->x->locals[l->base + 1], b);
+	/* Lambda bodies are scalar code (compile.c admits no features there),
+	 * so they cannot fail. */
+	int rc = exec(l->x, l->pc, l->sp, &r);
+	BASE_ASSERT(rc == 0);
+	return r.num;
+}
+
+static double run_fn2(void *ud, double a, double b)
+{
+	return rank_fn2(*(const int *)ud, a, b);
+}
+
+static int oom(struct vm *x)
+{
+	return base_err(x->err, STRATA_NOMEM, "evaluating %s", x->prog->name);
+}
+
+static int load_attr(struct vm *x, int field, int t, struct rank_val *v)
+{
+	struct rank_query *q = x->q;
+	const struct rank_field *f = &q->p->sd->fields[field];
+	const void *p = q->docs ? q->docs->attr(q->docs->ud, field, q->lid) : NULL;
+	if (f->type == RANK_FT_TENSOR) {
+		if (!p) {
+			/* A document without the tensor reads as zeros (Vespa's
+			 * empty dense tensor). */
+			size_t n = ncells(type_of(x, t)) * base_dtype_size(f->cell);
+			void *z = base_arena_alloc(&q->arena, n ? n : 1, 64);
+			if (!z)
+				return oom(x);
+			memset(z, 0, n);
+			p = z;
+		}
+		set_cells(v, p, f->cell);
+		return 0;
+	}
+	double d = 0.0;
+	if (p) {
+		switch (f->type) {
+		case RANK_FT_INT: d = *(const int32_t *)p; break;
+		case RANK_FT_LONG: d = (double)*(const int64_t *)p; break;
+		case RANK_FT_FLOAT: d = *(const float *)p; break;
+		case RANK_FT_DOUBLE: d = *(const double *)p; break;
+		case RANK_FT_BOOL: d = *(const uint8_t *)p != 0; break;
+		}
+	}
+	set_num(v, d);
+	return 0;
+}
+
+/* closeness/distance of the document's field to the query tensor its
+ * nearestNeighbor item names; no such item or no value: distance +inf. */
+static double closeness(struct vm *x, int field, int distance)
+{
+	struct rank_query *q = x->q;
+	const struct rank_field *f = &q->p->sd->fields[field];
+	int in = q->nn_input[field];
+	const void *cells = in >= 0 && q->docs ? q->docs->attr(q->docs->ud, field, q->lid) : NULL;
+	double d = INFINITY;
+	if (cells)
+		d = rank_tensor_distance(f->distance_metric, f->cell, cells, BASE_DT_DOUBLE,
+		                         q->inputs[in], q->p->inputs[in].ncells);
+	return distance ? d : rank_closeness_of(f->distance_metric, d);
+}
+
+static int exec(struct vm *x, int pc, struct rank_val *sp, struct rank_val *res)
+{
+	struct rank_query *q = x->q;
+	const struct rank_profile *p = q->p;
+	const struct rank_ins *code = x->prog->code;
+	int rc;
+	for (;;) {
+		const struct rank_ins *in = &code[pc++];
+		switch (in->op) {
+		case RANK_OP_NUM:
+			set_num(sp++, in->k);
+			break;
+		case RANK_OP_ATTR:
+			if ((rc = load_attr(x, in->a, in->t, sp++)))
+				return rc;
+			break;
+		case RANK_OP_QUERY:
+			if (p->types[in->t].rank == 0)
+				set_num(sp++, q->inputs[in->a][0]);
+			else
+				set_cells(sp++, q->inputs[in->a], BASE_DT_DOUBLE);
+			break;
+		case RANK_OP_CONST: {
+			const double *c = p->consts[in->a]->cells;
+			if (p->types[in->t].rank == 0)
+				set_num(sp++, c ? c[0] : 0.0);
+			else
+				set_cells(sp++, c, BASE_DT_DOUBLE);
+			break;
+		}
+		case RANK_OP_FIRST:
+			set_num(sp++, q->first);
+			break;
+		case RANK_OP_GET:
+			*sp++ = x->locals[in->a];
+			break;
+		case RANK_OP_SET:
+			x->locals[in->a] = *--sp;
+			break;
+		case RANK_OP_UN:
+			sp[-1].num = rank_fn1(in->a, sp[-1].num);
+			break;
+		case RANK_OP_BIN:
+			sp[-2].num = rank_fn2(in->a, sp[-2].num, sp[-1].num);
+			sp--;
+			break;
+		case RANK_OP_JUMPF:
+			if ((--sp)->num == 0.0)
+				pc = in->a;
+			break;
+		case RANK_OP_JUMP:
+			pc = in->a;
+			break;
+		case RANK_OP_RET:
+			*res = sp[-1];
+			return 0;
+		case RANK_OP_MAP: {
+			if (in->t == 0) { /* map over a number */
+				struct lambda l = { x, in->a, in->b, sp };
+				sp[-1].num = run_lambda(&l, sp[-1].num, 0.0);
+				break;
+			}
+			const struct rank_type *ti = type_of(x, in->d);
+			size_t n = ncells(ti);
+			double *r = base_arena_alloc(&q->arena, n * sizeof *r, 64);
+			if (!r)
+				return oom(x);
+			struct rank_val v = sp[-1];
+			if (in->a >= 0) {
+				struct lambda l = { x, in->a, in->b, sp };
+				for (size_t i = 0; i < n; i++)
+					r[i] = run_lambda(&l, rank_cell(v.cell, v.cells, i), 0.0);
+			} else {
+				for (size_t i = 0; i < n; i++)
+					r[i] = rank_fn1(in->c, rank_cell(v.cell, v.cells, i));
+			}
+			set_cells(&sp[-1], r, BASE_DT_DOUBLE);
+			break;
+		}
+		case RANK_OP_JOIN: {
+			double *r;
+			struct lambda l = { x, in->a, in->b, sp };
+			if (in->t == 0) { /* two numbers through a lambda */
+				sp[-2].num = run_lambda(&l, sp[-2].num, sp[-1].num);
+				sp--;
+				break;
+			}
+			if (in->a >= 0)
+				rc = rank_tensor_join(&q->arena, type_of(x, in->d), sp[-2], type_of(x, in->e),
+				                      sp[-1], type_of(x, in->t), run_lambda, &l, &r);
+			else
+				rc = rank_tensor_join(&q->arena, type_of(x, in->d), sp[-2], type_of(x, in->e),
+				                      sp[-1], type_of(x, in->t), run_fn2, (void *)&in->c, &r);
+			if (rc)
+				return oom(x);
+			sp--;
+			set_cells(&sp[-1], r, BASE_DT_DOUBLE);
+			break;
+		}
+		case RANK_OP_REDUCE: {
+			double *r;
+			const struct rank_type *ti = type_of(x, in->d), *tr = type_of(x, in->t);
+			if (ti->rank == 0) {
+				/* count of a number is 1; the other aggregates keep it */
+				if (in->a == RANK_AGG_COUNT)
+					sp[-1].num = 1.0;
+				break;
+			}
+			if (rank_tensor_reduce(&q->arena, ti, sp[-1], tr, in->a, &r))
+				return oom(x);
+			if (tr->rank == 0)
+				set_num(&sp[-1], r[0]);
+			else
+				set_cells(&sp[-1], r, BASE_DT_DOUBLE);
+			break;
+		}
+		case RANK_OP_DOT: {
+			size_t n = ncells(type_of(x, in->d));
+			double d = rank_tensor_dot(sp[-2].cell, sp[-2].cells, sp[-1].cell, sp[-1].cells, n);
+			sp--;
+			set_num(&sp[-1], d);
+			break;
+		}
+		case RANK_OP_CLOSE:
+			set_num(sp++, closeness(x, in->a, in->b));
+			break;
+		case RANK_OP_ONNX: {
+			struct rank_val v;
+			if ((rc = rank_model_value(q, in->a, in->b, &v, x->err)))
+				return rc;
+			if (p->types[in->t].rank == 0)
+				set_num(&v, rank_cell(v.cell, v.cells, 0));
+			*sp++ = v;
+			break;
+		}
+		default:
+			BASE_ASSERT(!"bad opcode");
+		}
+	}
+}
+
+int rank_vm_run(struct rank_query *q, const struct rank_prog *prog, struct rank_val *out,
+                struct strata_error *err)
+{
+	size_t need = (size_t)prog->nlocals + (size_t)prog->ncode;
+	BASE_ASSERT(q->top + need <= q->nstack);
+	struct vm x = { q, prog, q->stack + q->top, err };
+	size_t saved = q->top;
+	q->top += need;
+	int rc = exec(&x, 0, x.locals + prog->nlocals, out);
+	q->top = saved;
+	return rc;
+}

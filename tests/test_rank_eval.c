@@ -1,0 +1,641 @@
+/*
+ * test_rank_eval.c: the rank evaluation back end: compiling profiles,
+ * running the VM over documents held in test arrays, tensor functions,
+ * closeness/distance, ONNX models per document and batched, and the errors
+ * with their file:line:col.  Every expected value is computed here
+ * independently of rank/.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "../rank/rank_int.h"
+#include "modelbuild.h"
+
+/* ---- the fake document store --------------------------------------------- */
+#define NDOCS 5
+static double price[NDOCS] = { 1.5, 7.0, 3.0, 10.0, 0.25 };
+static int32_t count_[NDOCS] = { 1, 2, 3, 4, 5 };
+static float emb[NDOCS][4] = {
+	{ 1, 2, 3, 4 }, { 0.5f, -1, 2, 0 }, { 3, 3, 3, 3 }, { -2, 1, 0, 1 }, { 0.1f, 0.2f, 0.3f, 0.4f },
+};
+static int has_emb[NDOCS] = { 1, 1, 1, 1, 0 }; /* the last document has no embedding */
+
+struct fake {
+	const struct rank_schema *s;
+};
+
+static const void *fake_attr(void *ud, int field, uint32_t lid)
+{
+	struct fake *f = ud;
+	const char *name = rank_schema_field(f->s, field)->name;
+	if (strcmp(name, "price") == 0)
+		return &price[lid];
+	if (strcmp(name, "count") == 0)
+		return &count_[lid];
+	if (strncmp(name, "emb", 3) == 0)
+		return has_emb[lid] ? emb[lid] : NULL;
+	return NULL;
+}
+
+static const float qv[4] = { 0.5f, -0.25f, 1.0f, 2.0f };
+static const double qd[4] = { 0.5, -0.25, 1.0, 2.0 };
+static const float wv[4] = { 0.1f, 0.2f, -0.3f, 0.4f };
+
+/* ---- application folders ------------------------------------------------- */
+
+static void write_file(const char *dir, const char *name, const char *text)
+{
+	char path[1100];
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+/* x * w with w = wv, input shape [batch,4] (batch != 0) or [4]. */
+static void save_model(const char *path, int batch)
+{
+	struct mb_model *m = mb_new("mul", 17);
+	const char *names[2] = { "batch", "" };
+	if (batch) {
+		mb_input(m, "x", BASE_DT_FLOAT, 2, (int64_t[]){ -1, 4 }, names);
+		mb_output(m, "y", BASE_DT_FLOAT, 2, (int64_t[]){ -1, 4 }, names);
+	} else {
+		mb_input(m, "x", BASE_DT_FLOAT, 1, (int64_t[]){ 4 }, NULL);
+		mb_output(m, "y", BASE_DT_FLOAT, 1, (int64_t[]){ 4 }, NULL);
+	}
+	mb_init(m, "w", BASE_DT_FLOAT, 1, (int64_t[]){ 4 }, wv);
+	mb_node(m, "Mul", "x,w", "y");
+	assert_int_equal(mb_save(m, path), 0);
+	mb_free(m);
+}
+
+static char *make_app(const char *sd)
+{
+	char tmpl[] = "/tmp/strata_rank_evalXXXXXX";
+	char *dir = mkdtemp(tmpl);
+	assert_non_null(dir);
+	char sub[512];
+	snprintf(sub, sizeof sub, "%s/schemas", dir);
+	assert_int_equal(mkdir(sub, 0700), 0);
+	snprintf(sub, sizeof sub, "%s/models", dir);
+	assert_int_equal(mkdir(sub, 0700), 0);
+	snprintf(sub, sizeof sub, "%s/models/batch.onnx", dir);
+	save_model(sub, 1);
+	snprintf(sub, sizeof sub, "%s/models/single.onnx", dir);
+	save_model(sub, 0);
+	snprintf(sub, sizeof sub, "%s/schemas", dir);
+	write_file(sub, "x.sd", sd);
+	return strdup(dir);
+}
+
+static void remove_app(char *dir)
+{
+	char cmd[600];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+	free(dir);
+}
+
+#define FIELDS \
+	"  document doc {\n" \
+	"    field price type double { indexing: attribute }\n" \
+	"    field count type int { indexing: attribute }\n" \
+	"    field title type string { indexing: summary }\n" \
+	"    field emb type tensor<float>(x[4]) { indexing: attribute }\n" \
+	"    field emba type tensor<float>(x[4]) {\n" \
+	"      indexing: attribute\n" \
+	"      attribute { distance-metric: angular }\n" \
+	"    }\n" \
+	"    field embd type tensor<float>(x[4]) {\n" \
+	"      indexing: attribute\n" \
+	"      attribute { distance-metric: dotproduct }\n" \
+	"    }\n" \
+	"    field embp type tensor<float>(x[4]) {\n" \
+	"      indexing: attribute\n" \
+	"      attribute { distance-metric: prenormalized-angular }\n" \
+	"    }\n" \
+	"  }\n"
+
+static const char *main_sd =
+	"schema doc {\n"
+	FIELDS
+	"  rank-profile base {\n"
+	"    inputs {\n"
+	"      query(w) double: 2\n"
+	"      query(q) tensor<float>(x[4])\n"
+	"      query(m) tensor<float>(x[4],y[2])\n"
+	"    }\n"
+	"    function lin(a, b) {\n"
+	"      expression: a * attribute(price) + b\n"
+	"    }\n"
+	"    function twice(v) {\n"
+	"      expression: lin(v, 0) * 2\n"
+	"    }\n"
+	"    first-phase {\n"
+	"      expression: lin(query(w), 1)\n"
+	"    }\n"
+	"  }\n"
+	"  rank-profile child inherits base {\n"
+	"    second-phase {\n"
+	"      expression: firstPhase + twice(attribute(count))\n"
+	"      rerank-count: 3\n"
+	"    }\n"
+	"    match-features: attribute(price) attribute(emb)\n"
+	"  }\n"
+	"  rank-profile batched inherits base {\n"
+	"    onnx-model mb {\n"
+	"      file: models/batch.onnx\n"
+	"      input \"x\": attribute(emb)\n"
+	"      output \"y\": out\n"
+	"    }\n"
+	"    first-phase {\n"
+	"      expression: sum(onnx(mb).out)\n"
+	"    }\n"
+	"    second-phase {\n"
+	"      expression: sum(onnx(mb).out)\n"
+	"    }\n"
+	"    match-features: onnx(mb).out\n"
+	"  }\n"
+	"  rank-profile single inherits base {\n"
+	"    onnx-model ms {\n"
+	"      file: models/single.onnx\n"
+	"      input \"x\": attribute(emb)\n"
+	"    }\n"
+	"    first-phase {\n"
+	"      expression: sum(onnx(ms))\n"
+	"    }\n"
+	"    second-phase {\n"
+	"      expression: sum(onnx(ms).y)\n"
+	"    }\n"
+	"  }\n"
+	"  rank-profile qmodel inherits base {\n"
+	"    onnx-model mq {\n"
+	"      file: models/batch.onnx\n"
+	"      input \"x\": query(q)\n"
+	"    }\n"
+	"    second-phase {\n"
+	"      expression: sum(onnx(mq)) + attribute(price)\n"
+	"    }\n"
+	"  }\n"
+	"}\n";
+
+struct world {
+	char *dir;
+	struct rank_app *app;
+	const struct rank_schema *s;
+	struct fake fake;
+	struct rank_docs docs;
+};
+
+static int setup(void **state)
+{
+	struct world *w = calloc(1, sizeof *w);
+	struct strata_error err = { 0 };
+	w->dir = make_app(main_sd);
+	int rc = rank_app_load(w->dir, &w->app, &err);
+	if (rc)
+		fprintf(stderr, "load: %d %s\n", rc, err.msg);
+	assert_int_equal(rc, 0);
+	w->s = rank_app_schema_find(w->app, "doc");
+	assert_non_null(w->s);
+	w->fake.s = w->s;
+	w->docs.ud = &w->fake;
+	w->docs.attr = fake_attr;
+	*state = w;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct world *w = *state;
+	rank_app_free(w->app);
+	remove_app(w->dir);
+	free(w);
+	return 0;
+}
+
+static struct rank_query *new_query(struct world *w, const char *profile)
+{
+	struct strata_error err = { 0 };
+	const struct rank_profile *p = rank_profile_find(w->s, profile);
+	assert_non_null(p);
+	struct rank_query *q;
+	assert_int_equal(rank_query_new(p, &q, &err), 0);
+	assert_int_equal(rank_query_set_input(q, "q", qd, 4, &err), 0);
+	double m[8];
+	for (int i = 0; i < 8; i++)
+		m[i] = i - 3;
+	assert_int_equal(rank_query_set_input(q, "m", m, 8, &err), 0);
+	return q;
+}
+
+/* Evaluate expression text against profile base for doc lid. */
+static int eval_expr(struct world *w, struct rank_query *q, const char *text, uint32_t lid,
+                     struct rank_val *v, const struct rank_type **t, struct strata_error *err)
+{
+	struct rank_ast *a;
+	int rc = rank_expr_parse("expr", text, &a, err);
+	if (rc)
+		return rc;
+	struct rank_profile *p = (struct rank_profile *)rank_profile_find(w->s, "base");
+	static struct rank_prog prog; /* kept until the next call: results may point at it */
+	rank_prog_release(&prog);
+	rc = rank_expr_compile(p, a, &prog, err);
+	if (rc == 0)
+		rc = rank_query_eval(q, &prog, &w->docs, lid, 0.0, v, err);
+	if (t)
+		*t = &p->types[prog.result];
+	rank_ast_free(a);
+	return rc;
+}
+
+static double num(struct world *w, struct rank_query *q, const char *text, uint32_t lid)
+{
+	struct rank_val v;
+	const struct rank_type *t;
+	struct strata_error err = { 0 };
+	int rc = eval_expr(w, q, text, lid, &v, &t, &err);
+	if (rc)
+		fprintf(stderr, "%s: %s\n", text, err.msg);
+	assert_int_equal(rc, 0);
+	assert_int_equal(t->rank, 0);
+	return v.num;
+}
+
+static void cells(struct world *w, struct rank_query *q, const char *text, uint32_t lid,
+                  double *out, size_t n)
+{
+	struct rank_val v;
+	const struct rank_type *t;
+	struct strata_error err = { 0 };
+	int rc = eval_expr(w, q, text, lid, &v, &t, &err);
+	if (rc)
+		fprintf(stderr, "%s: %s\n", text, err.msg);
+	assert_int_equal(rc, 0);
+	size_t k = 1;
+	for (int i = 0; i < t->rank; i++)
+		k *= (size_t)t->dims[i];
+	assert_int_equal(k, n);
+	for (size_t i = 0; i < n; i++)
+		out[i] = rank_cell(v.cell, v.cells, i);
+}
+
+#define NEAR(a, b) assert_true(fabs((double)(a) - (double)(b)) < 1e-6 * (1 + fabs((double)(b))))
+
+static void test_arithmetic(void **state)
+{
+	struct world *w = *state;
+	struct rank_query *q = new_query(w, "base");
+	for (uint32_t d = 0; d < NDOCS; d++) {
+		double p = price[d];
+		NEAR(num(w, q, "1 + 2 * attribute(price) - 6 / 3 * 2", d), 1 + 2 * p - 6.0 / 3 * 2);
+		NEAR(num(w, q, "(1 + 2) * attribute(price)", d), 3 * p);
+		NEAR(num(w, q, "-attribute(price) + attribute(count) % 2", d), -p + count_[d] % 2);
+		NEAR(num(w, q, "if(attribute(price) > 5, 10, 20)", d), p > 5 ? 10 : 20);
+		NEAR(num(w, q, "if(attribute(price) >= 3 && attribute(count) < 4, 1, 0)", d),
+		     (p >= 3 && count_[d] < 4) ? 1 : 0);
+	}
+	NEAR(num(w, q, "exp(0.5) + log(2) + log10(100) + sqrt(attribute(price))", 1),
+	     exp(0.5) + log(2) + 2 + sqrt(7.0));
+	NEAR(num(w, q, "tanh(0.3) + sigmoid(0.1) + relu(-3) + relu(2)", 0),
+	     tanh(0.3) + 1 / (1 + exp(-0.1)) + 2);
+	NEAR(num(w, q, "pow(2, 3) + max(1, 4) + min(1, 4) + fabs(-2) + abs(-1)", 0), 8 + 4 + 1 + 2 + 1);
+	NEAR(num(w, q, "floor(2.5) + ceil(2.5) + sin(1) + cos(1) + atan2(1, 2) + fmod(7, 3)", 0),
+	     2 + 3 + sin(1) + cos(1) + atan2(1, 2) + 1);
+	NEAR(num(w, q, "isNan(0) + query(w)", 0), 2.0); /* query(w) default 2 */
+	rank_query_free(q);
+}
+
+static void test_tensor_functions(void **state)
+{
+	struct world *w = *state;
+	struct rank_query *q = new_query(w, "base");
+	double out[8];
+	for (uint32_t d = 0; d < 4; d++) {
+		const float *e = emb[d];
+		double s = 0, dot = 0, sq = 0, mx = -1e300;
+		for (int i = 0; i < 4; i++) {
+			s += e[i];
+			dot += e[i] * qd[i];
+			sq += e[i] * e[i];
+			if (e[i] > mx)
+				mx = e[i];
+		}
+		NEAR(num(w, q, "sum(attribute(emb))", d), s);
+		NEAR(num(w, q, "sum(attribute(emb) * query(q))", d), dot);    /* fused dot */
+		NEAR(num(w, q, "sum(attribute(emb) * query(q) + 0)", d), dot); /* generic join */
+		NEAR(num(w, q, "reduce(attribute(emb), max, x)", d), mx);
+		NEAR(num(w, q, "reduce(attribute(emb), avg)", d), s / 4);
+		NEAR(num(w, q, "reduce(attribute(emb), count, x)", d), 4);
+		NEAR(num(w, q, "sum(map(attribute(emb), f(x)(x * x)))", d), sq);
+		NEAR(num(w, q, "sum(join(attribute(emb), query(q), f(a,b)(a - b)))", d),
+		     s - (qd[0] + qd[1] + qd[2] + qd[3]));
+		cells(w, q, "l2_normalize(attribute(emb), x)", d, out, 4);
+		for (int i = 0; i < 4; i++)
+			NEAR(out[i], e[i] / sqrt(sq));
+		/* matmul with query(m) (x[4],y[2], cells i - 3 row-major) */
+		cells(w, q, "matmul(attribute(emb), query(m), x)", d, out, 2);
+		for (int y = 0; y < 2; y++) {
+			double r = 0;
+			for (int x = 0; x < 4; x++)
+				r += e[x] * (x * 2 + y - 3);
+			NEAR(out[y], r);
+		}
+		cells(w, q, "softmax(attribute(emb), x)", d, out, 4);
+		double z = 0;
+		for (int i = 0; i < 4; i++)
+			z += exp(e[i]);
+		for (int i = 0; i < 4; i++)
+			NEAR(out[i], exp(e[i]) / z);
+		cells(w, q, "argmax(attribute(emb), x)", d, out, 4);
+		for (int i = 0; i < 4; i++)
+			NEAR(out[i], e[i] == mx ? 1.0 : 0.0);
+		/* a dimension pair: join by name broadcasts emb along y */
+		cells(w, q, "attribute(emb) * query(m)", d, out, 8);
+		for (int x = 0; x < 4; x++)
+			for (int y = 0; y < 2; y++)
+				NEAR(out[x * 2 + y], e[x] * (x * 2 + y - 3));
+		cells(w, q, "reduce(query(m), sum, x)", d, out, 2);
+		NEAR(out[0], -3 - 1 + 1 + 3);
+		NEAR(out[1], -2 + 0 + 2 + 4);
+	}
+	/* the document without emb reads as zeros */
+	NEAR(num(w, q, "sum(attribute(emb) * query(q))", 4), 0.0);
+	rank_query_free(q);
+}
+
+static void test_closeness(void **state)
+{
+	struct world *w = *state;
+	struct strata_error err = { 0 };
+	struct rank_query *q = new_query(w, "base");
+	/* no nearestNeighbor item: distance +inf, closeness 0 */
+	assert_true(isinf(num(w, q, "distance(field, emb)", 0)));
+	NEAR(num(w, q, "closeness(field, emb)", 0), 0.0);
+	assert_int_equal(rank_query_set_nn(q, "emb", "q", &err), 0);
+	assert_int_equal(rank_query_set_nn(q, "emba", "q", &err), 0);
+	assert_int_equal(rank_query_set_nn(q, "embd", "q", &err), 0);
+	assert_int_equal(rank_query_set_nn(q, "embp", "q", &err), 0);
+	assert_int_equal(rank_query_set_nn(q, "price", "q", &err), STRATA_TYPE);
+	assert_int_equal(rank_query_set_nn(q, "emb", "w", &err), STRATA_TYPE);
+	assert_int_equal(rank_query_set_nn(q, "nope", "q", &err), STRATA_NOT_FOUND);
+	for (uint32_t d = 0; d < 4; d++) {
+		const float *e = emb[d];
+		double sd = 0, dot = 0, ee = 0, qq = 0;
+		for (int i = 0; i < 4; i++) {
+			sd += (e[i] - qd[i]) * (e[i] - qd[i]);
+			dot += e[i] * qd[i];
+			ee += e[i] * e[i];
+			qq += qd[i] * qd[i];
+		}
+		double eu = sqrt(sd), an = acos(dot / sqrt(ee * qq));
+		NEAR(num(w, q, "distance(field, emb)", d), eu);
+		NEAR(num(w, q, "closeness(field, emb)", d), 1 / (1 + eu));
+		NEAR(num(w, q, "distance(field, emba)", d), an);
+		NEAR(num(w, q, "closeness(field, emba)", d), 1 / (1 + an));
+		NEAR(num(w, q, "distance(field, embd)", d), -dot);
+		NEAR(num(w, q, "closeness(field, embd)", d), dot);
+		NEAR(num(w, q, "distance(field, embp)", d), 1 - dot);
+		NEAR(num(w, q, "closeness(field, embp)", d), 1 / (1 + (1 - dot)));
+	}
+	/* a document without the value */
+	assert_true(isinf(num(w, q, "distance(field, emb)", 4)));
+	NEAR(num(w, q, "closeness(field, emb)", 4), 0.0);
+	rank_query_free(q);
+}
+
+static void test_phases_functions_inherits(void **state)
+{
+	struct world *w = *state;
+	struct strata_error err = { 0 };
+	struct rank_query *q = new_query(w, "child");
+	const struct rank_profile *p = rank_profile_find(w->s, "child");
+	assert_int_equal(rank_profile_rerank_count(p), 3);
+	assert_true(rank_profile_has_second_phase(p));
+	assert_false(rank_profile_has_second_phase(rank_profile_find(w->s, "base")));
+	uint32_t lids[NDOCS] = { 0, 1, 2, 3, 4 };
+	double s1[NDOCS], s2[NDOCS];
+	/* inherited first phase lin(query(w), 1) with query(w) defaulting to 2 */
+	assert_int_equal(rank_query_first_phase(q, &w->docs, lids, NDOCS, s1, &err), 0);
+	for (int d = 0; d < NDOCS; d++)
+		NEAR(s1[d], 2 * price[d] + 1);
+	double wv2 = 3;
+	assert_int_equal(rank_query_set_input(q, "w", &wv2, 1, &err), 0);
+	assert_int_equal(rank_query_first_phase(q, &w->docs, lids, NDOCS, s1, &err), 0);
+	for (int d = 0; d < NDOCS; d++)
+		NEAR(s1[d], 3 * price[d] + 1);
+	/* second phase: firstPhase + twice(count) = first + count * price * 2 */
+	assert_int_equal(rank_query_second_phase(q, &w->docs, lids, s1, NDOCS, s2, &err), 0);
+	for (int d = 0; d < NDOCS; d++)
+		NEAR(s2[d], s1[d] + count_[d] * price[d] * 2);
+	assert_int_equal(rank_query_set_input(q, "w", qd, 4, &err), STRATA_INVALID_ARGUMENT);
+	assert_int_equal(rank_query_set_input(q, "zz", qd, 1, &err), STRATA_NOT_FOUND);
+	char *ex = rank_profile_explain(p);
+	assert_non_null(ex);
+	assert_non_null(strstr(ex, "program second-phase"));
+	assert_non_null(strstr(ex, "FIRST"));
+	base_strfree(ex);
+	rank_query_free(q);
+}
+
+struct seen {
+	int n;
+	char names[4][64];
+	double first_cells[4];
+	size_t ncells[4];
+};
+
+static int on_feature(void *ud, const struct rank_feature *f)
+{
+	struct seen *s = ud;
+	if (s->n < 4) {
+		snprintf(s->names[s->n], sizeof s->names[0], "%s", f->name);
+		s->first_cells[s->n] = f->cells[0];
+		s->ncells[s->n] = f->ncells;
+	}
+	s->n++;
+	return 0;
+}
+
+static void test_features(void **state)
+{
+	struct world *w = *state;
+	struct strata_error err = { 0 };
+	struct rank_query *q = new_query(w, "child");
+	struct seen s = { 0 };
+	assert_int_equal(rank_query_features(q, &w->docs, 1, 0.0, RANK_MATCH_FEATURES, on_feature, &s,
+	                                     &err), 0);
+	assert_int_equal(s.n, 2);
+	assert_string_equal(s.names[0], "attribute(price)");
+	NEAR(s.first_cells[0], price[1]);
+	assert_string_equal(s.names[1], "attribute(emb)");
+	assert_int_equal(s.ncells[1], 4);
+	NEAR(s.first_cells[1], emb[1][0]);
+	rank_query_free(q);
+}
+
+static double model_score(uint32_t d)
+{
+	if (!has_emb[d])
+		return 0.0;
+	double r = 0;
+	for (int i = 0; i < 4; i++)
+		r += (double)(emb[d][i] * wv[i]); /* float products, as the model computes */
+	return r;
+}
+
+static void test_models(void **state)
+{
+	struct world *w = *state;
+	struct strata_error err = { 0 };
+	uint32_t lids[NDOCS] = { 0, 1, 2, 3, 4 };
+	double fb[NDOCS], sb[NDOCS], fs[NDOCS], ss[NDOCS];
+	struct rank_query *qb = new_query(w, "batched"), *qs = new_query(w, "single");
+	int rc = rank_query_first_phase(qb, &w->docs, lids, NDOCS, fb, &err);
+	if (rc)
+		fprintf(stderr, "%s\n", err.msg);
+	assert_int_equal(rc, 0);
+	/* per document, the model got the attribute's cells themselves */
+	assert_int_equal(rank_query_first_phase(qb, &w->docs, lids, 4, fb, &err), 0);
+	assert_ptr_equal(rank_query_model_input_ptr(qb, "mb", 0), emb[3]);
+	assert_int_equal(rank_query_first_phase(qs, &w->docs, lids, 4, fs, &err), 0);
+	assert_ptr_equal(rank_query_model_input_ptr(qs, "ms", 0), emb[3]);
+	for (uint32_t d = 0; d < 4; d++) {
+		NEAR(fb[d], model_score(d));
+		NEAR(fs[d], model_score(d));
+	}
+	/* second phase: batched (one run, stacked input) equals per document */
+	assert_int_equal(rank_query_second_phase(qb, &w->docs, lids, fb, NDOCS, sb, &err), 0);
+	const void *stacked = rank_query_model_input_ptr(qb, "mb", 0);
+	assert_ptr_not_equal(stacked, emb[3]);
+	assert_ptr_not_equal(stacked, emb[4]);
+	assert_int_equal(rank_query_second_phase(qs, &w->docs, lids, fs, NDOCS, ss, &err), 0);
+	for (uint32_t d = 0; d < NDOCS; d++) {
+		NEAR(sb[d], model_score(d));
+		NEAR(ss[d], sb[d]);
+	}
+	/* features of a re-ranked document come from the cache: no new run */
+	struct seen s = { 0 };
+	assert_int_equal(rank_query_features(qb, &w->docs, 2, fb[2], RANK_MATCH_FEATURES, on_feature,
+	                                     &s, &err), 0);
+	assert_int_equal(s.n, 1);
+	assert_int_equal(s.ncells[0], 4);
+	NEAR(s.first_cells[0], (double)(emb[2][0] * wv[0]));
+	assert_ptr_equal(rank_query_model_input_ptr(qb, "mb", 0), stacked);
+	char *ex = rank_profile_explain(rank_profile_find(w->s, "batched"));
+	assert_non_null(strstr(ex, "batched"));
+	base_strfree(ex);
+	rank_query_free(qb);
+	rank_query_free(qs);
+
+	/* a model fed by a query input, repeated for every candidate */
+	struct rank_query *qq = new_query(w, "qmodel");
+	assert_int_equal(rank_query_second_phase(qq, &w->docs, lids, fb, NDOCS, sb, &err), 0);
+	double qs_ = 0;
+	for (int i = 0; i < 4; i++)
+		qs_ += (double)(qv[i] * wv[i]);
+	for (uint32_t d = 0; d < NDOCS; d++)
+		NEAR(sb[d], qs_ + price[d]);
+	rank_query_free(qq);
+}
+
+static void test_no_alloc_per_doc(void **state)
+{
+	struct world *w = *state;
+	struct strata_error err = { 0 };
+	uint32_t lids[NDOCS] = { 0, 1, 2, 3, 4 };
+	double f[NDOCS], s[NDOCS];
+	const char *profiles[] = { "child", "batched", "single" };
+	for (int k = 0; k < 3; k++) {
+		struct rank_query *q = new_query(w, profiles[k]);
+		assert_int_equal(rank_query_set_nn(q, "emb", "q", &err), 0);
+		/* warm up: arena blocks, pooled model buffers, runtime contexts */
+		assert_int_equal(rank_query_first_phase(q, &w->docs, lids, NDOCS, f, &err), 0);
+		assert_int_equal(rank_query_second_phase(q, &w->docs, lids, f, NDOCS, s, &err), 0);
+		uint64_t before = base_alloc_thread_count();
+		for (int rep = 0; rep < 3; rep++) {
+			assert_int_equal(rank_query_first_phase(q, &w->docs, lids, NDOCS, f, &err), 0);
+			assert_int_equal(rank_query_second_phase(q, &w->docs, lids, f, NDOCS, s, &err), 0);
+		}
+		assert_int_equal(base_alloc_thread_count(), before);
+		rank_query_free(q);
+	}
+}
+
+/* ---- errors ---------------------------------------------------------------------- */
+
+static void expect_error(const char *profile_body, int code, const char *where, const char *what)
+{
+	char sd[4096];
+	snprintf(sd, sizeof sd,
+	         "schema doc {\n" FIELDS "  rank-profile bad {\n%s  }\n}\n", profile_body);
+	char *dir = make_app(sd);
+	struct rank_app *app = NULL;
+	struct strata_error err = { 0 };
+	int rc = rank_app_load(dir, &app, &err);
+	if (rc != code || !strstr(err.msg, where) || !strstr(err.msg, what))
+		fprintf(stderr, "got %d '%s', wanted %d '%s' '%s'\n", rc, err.msg, code, where, what);
+	assert_int_equal(rc, code);
+	assert_non_null(strstr(err.msg, where));
+	assert_non_null(strstr(err.msg, what));
+	assert_null(app);
+	remove_app(dir);
+}
+
+/* FIELDS is 18 lines after "schema doc {"; the profile starts on line 20. */
+static void test_errors(void **state)
+{
+	(void)state;
+	expect_error("    first-phase {\n      expression: attribute(nope) + 1\n    }\n", STRATA_TYPE,
+	             "x.sd:22:", "unknown attribute 'nope'");
+	expect_error("    first-phase {\n      expression: attribute(title)\n    }\n", STRATA_TYPE,
+	             "x.sd:22:", "unknown attribute 'title'");
+	expect_error("    first-phase {\n      expression: query(undeclared)\n    }\n", STRATA_TYPE,
+	             "x.sd:22:", "query input 'undeclared' is not declared");
+	expect_error("    first-phase {\n      expression: attribute(emb)\n    }\n", STRATA_TYPE,
+	             "x.sd:22:", "must produce a number");
+	expect_error("    first-phase {\n      expression: firstPhase\n    }\n", STRATA_TYPE,
+	             "x.sd:22:", "firstPhase");
+	expect_error("    function f(a) {\n      expression: f(a) + 1\n    }\n"
+	             "    first-phase {\n      expression: f(1)\n    }\n",
+	             STRATA_TYPE, "x.sd:", "calls itself");
+	expect_error("    onnx-model m {\n      file: models/batch.onnx\n"
+	             "      input \"nope\": attribute(emb)\n    }\n",
+	             STRATA_TYPE, "x.sd:23:", "has no input 'nope'");
+	expect_error("    onnx-model m {\n      file: models/single.onnx\n"
+	             "      input \"x\": attribute(price)\n    }\n",
+	             STRATA_TYPE, "x.sd:23:", "input 'x' is float[4]");
+	expect_error("    onnx-model m {\n      file: models/missing.onnx\n"
+	             "      input \"x\": attribute(emb)\n    }\n",
+	             STRATA_NOT_FOUND, "x.sd:21:", "missing.onnx");
+	expect_error("    first-phase {\n      expression: sum(attribute(emb), y)\n    }\n", STRATA_TYPE,
+	             "x.sd:22:", "no dimension 'y'");
+	expect_error("    first-phase {\n      expression: onnx(nomodel)\n    }\n", STRATA_TYPE,
+	             "x.sd:22:", "unknown onnx model 'nomodel'");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_arithmetic),
+		cmocka_unit_test(test_tensor_functions),
+		cmocka_unit_test(test_closeness),
+		cmocka_unit_test(test_phases_functions_inherits),
+		cmocka_unit_test(test_features),
+		cmocka_unit_test(test_models),
+		cmocka_unit_test(test_no_alloc_per_doc),
+		cmocka_unit_test(test_errors),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
