@@ -121,6 +121,14 @@ typedef void strata_feed_report_fn(void *ud, long line, int code, const char *ms
 int strata_feed_file(struct strata *db, const char *path, strata_feed_report_fn *report,
                      void *ud, struct strata_feed_stats *stats, struct strata_error *err);
 
+/* Called after each committed batch of a feed with the counts so far. */
+typedef void strata_feed_progress_fn(void *ud, const struct strata_feed_stats *st);
+
+/* strata_feed_file() with a progress callback (may be NULL) that gets ud too. */
+int strata_feed_file_progress(struct strata *db, const char *path, strata_feed_report_fn *report,
+                              strata_feed_progress_fn *progress, void *ud,
+                              struct strata_feed_stats *stats, struct strata_error *err);
+
 /* Run a search request given as Vespa search JSON: {"yql": ...,
  * "ranking.profile": ..., "input.query(q)": ..., "hits": N, "offset": N}.
  * On success *result is a new NUL-terminated Vespa result JSON text that the

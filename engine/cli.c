@@ -1,0 +1,474 @@
+/*
+ * cli.c: the `strata` command: deploy, feed, query, get, remove (and run, in
+ * cli_run.c).
+ *
+ * Every command is a thin layer over the library API in strata.h: it parses
+ * options, calls one or two functions and prints.  Conventions: results
+ * (JSON) and nothing else go to stdout; errors are one line "strata: ..." on
+ * stderr with exit code 1; a usage error prints the command's usage on
+ * stderr and exits 2; progress is drawn on stderr only when it is a terminal.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "engine_int.h"
+
+#define STRATA_VERSION "0.1.0"
+
+struct cmd_help {
+	const char *name;
+	const char *usage;
+};
+
+static const struct cmd_help helps[] = {
+	{ "deploy",
+	  "usage: strata deploy APP [--data DIR]\n"
+	  "  Parse and check the application's schemas and rank profiles, load its models\n"
+	  "  and create its store (APP/.strata unless --data is given).\n" },
+	{ "feed",
+	  "usage: strata feed APP [FILE|-] [--data DIR]\n"
+	  "  Feed Vespa document operations (JSON Lines or a JSON array) from FILE or\n"
+	  "  standard input.  Bad operations are reported as FILE:LINE: message and\n"
+	  "  skipped; the exit code is 1 when any failed.\n" },
+	{ "query",
+	  "usage: strata query APP [--yql YQL] [--profile P] [--input 'query(q)=VALUE' ...]\n"
+	  "                        [--hits N] [--offset N] [--data DIR]\n"
+	  "  Run a search and print Vespa result JSON.  Without --yql the request (Vespa\n"
+	  "  search JSON) is read from standard input.  VALUE is JSON (a number, an array,\n"
+	  "  a tensor object) or a tensor literal.\n" },
+	{ "get",
+	  "usage: strata get APP ID [--data DIR]\n"
+	  "  Print the document ID (id:NAMESPACE:DOCTYPE::KEY) as JSON.\n" },
+	{ "remove",
+	  "usage: strata remove APP ID [--data DIR]\n"
+	  "  Remove the document ID.\n" },
+	{ "run",
+	  "usage: strata run MODEL [--input name=JSON ...]\n"
+	  "  Run an ONNX model once and print its outputs as JSON.  Each input is a\n"
+	  "  JSON number or nested array; its shape is taken from the nesting and its\n"
+	  "  element type from the model.\n" },
+};
+
+static const char *main_usage =
+	"usage: strata COMMAND [ARGS]\n"
+	"commands:\n"
+	"  deploy APP             check an application and create its store\n"
+	"  feed APP [FILE]        feed document operations\n"
+	"  query APP --yql YQL    search\n"
+	"  get APP ID             print a document\n"
+	"  remove APP ID          remove a document\n"
+	"  run MODEL              run an ONNX model\n"
+	"options: --help, --version; `strata COMMAND --help` for a command's options\n";
+
+static const char *usage_of(const char *cmd)
+{
+	for (size_t i = 0; i < sizeof helps / sizeof helps[0]; i++)
+		if (cmd && !strcmp(helps[i].name, cmd))
+			return helps[i].usage;
+	return main_usage;
+}
+
+int eng_cli_fail(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fputs("strata: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+	return 1;
+}
+
+int eng_cli_usage(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fputs("strata: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+	fputs(usage_of(cmd), stderr);
+	return 2;
+}
+
+static int is_help(const char *a)
+{
+	return !strcmp(a, "--help") || !strcmp(a, "-h");
+}
+
+/* ---- option parsing ----------------------------------------------------------------- */
+
+/* Options common to the application commands, and positional arguments. */
+struct opts {
+	const char *cmd;
+	const char *pos[4];
+	int npos;
+	int maxpos;
+	const char *data;
+	const char *yql;
+	const char *profile;
+	const char *hits;
+	const char *offset;
+	const char *inputs[64];
+	int ninputs;
+	int want_help;
+};
+
+/* The value of option name at argv[*i] ("--name VALUE" or "--name=VALUE"),
+ * or NULL when argv[*i] is another option. */
+static int opt_value(const char *name, int argc, char **argv, int *i, const char **out,
+                     const char *cmd)
+{
+	const char *a = argv[*i];
+	size_t n = strlen(name);
+	if (strncmp(a, name, n) != 0)
+		return 0;
+	if (a[n] == '=') {
+		*out = a + n + 1;
+		return 1;
+	}
+	if (a[n])
+		return 0;
+	if (*i + 1 >= argc) {
+		*out = NULL;
+		return eng_cli_usage(cmd, "option %s needs a value", name), -1;
+	}
+	*out = argv[++*i];
+	return 1;
+}
+
+static int parse_opts(struct opts *o, int argc, char **argv, const char *allowed)
+{
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (is_help(a)) {
+			o->want_help = 1;
+			return 0;
+		}
+		if (a[0] == '-' && a[1] == '-') {
+			static const char *names[] = { "--data", "--yql", "--profile", "--hits",
+			                               "--offset", "--input" };
+			const char **slots[] = { &o->data, &o->yql, &o->profile, &o->hits, &o->offset,
+			                         NULL };
+			int matched = 0;
+			for (size_t k = 0; k < sizeof names / sizeof names[0] && !matched; k++) {
+				if (!strstr(allowed, names[k] + 2))
+					continue;
+				const char *v;
+				int r = opt_value(names[k], argc, argv, &i, &v, o->cmd);
+				if (r < 0)
+					return 2;
+				if (!r)
+					continue;
+				matched = 1;
+				if (slots[k]) {
+					*slots[k] = v;
+				} else {
+					if (o->ninputs == (int)(sizeof o->inputs / sizeof o->inputs[0]))
+						return eng_cli_usage(o->cmd, "too many --input options");
+					o->inputs[o->ninputs++] = v;
+				}
+			}
+			if (!matched)
+				return eng_cli_usage(o->cmd, "unknown option '%s'", a);
+			continue;
+		}
+		if (a[0] == '-' && a[1])
+			return eng_cli_usage(o->cmd, "unknown option '%s'", a);
+		if (o->npos == o->maxpos)
+			return eng_cli_usage(o->cmd, "unexpected argument '%s'", a);
+		o->pos[o->npos++] = a;
+	}
+	return 0;
+}
+
+static int open_app(const struct opts *o, struct strata **db)
+{
+	struct strata_error err = { 0 };
+	struct strata_options so = { o->data, 0 };
+	int rc = strata_open(o->pos[0], &so, db, &err);
+	if (rc)
+		return eng_cli_fail("%s", err.msg[0] ? err.msg : strata_strerror(rc));
+	return 0;
+}
+
+/* Print a JSON text returned by the library, indented. */
+static int print_pretty(const char *text)
+{
+	json_error_t je;
+	json_t *j = json_loads(text, JSON_DECODE_ANY, &je);
+	char *s = j ? eng_json_dump(j, 1) : NULL;
+	json_decref(j);
+	if (!s) {
+		puts(text);
+		return 0;
+	}
+	puts(s);
+	base_strfree(s);
+	return 0;
+}
+
+/* ---- commands ----------------------------------------------------------------------- */
+
+static int cmd_deploy(struct opts *o)
+{
+	if (o->npos < 1)
+		return eng_cli_usage("deploy", "missing APP");
+	struct strata *db;
+	if (open_app(o, &db))
+		return 1;
+	fprintf(stderr, "deployed %s:", o->pos[0]);
+	for (int i = 0; i < db->ndoctypes; i++)
+		fprintf(stderr, " %s", db->doctypes[i].name);
+	fprintf(stderr, "%s\n", db->ndoctypes ? "" : " no document types");
+	strata_close(db);
+	return 0;
+}
+
+struct feed_ud {
+	const char *file;
+	int tty;
+	int drew;
+};
+
+static void feed_report(void *ud, long line, int code, const char *msg)
+{
+	struct feed_ud *u = ud;
+	(void)code; /* the message says what went wrong */
+	if (u->drew) {
+		fputs("\r\033[K", stderr);
+		u->drew = 0;
+	}
+	fprintf(stderr, "%s:%ld: %s\n", u->file, line, msg);
+}
+
+static void feed_progress(void *ud, const struct strata_feed_stats *st)
+{
+	struct feed_ud *u = ud;
+	if (!u->tty)
+		return;
+	double rate = st->seconds > 0 ? (double)st->ok / st->seconds : 0;
+	fprintf(stderr, "\r\033[K%ld operations, %ld failed, %.0f docs/s", st->ok + st->failed,
+	        st->failed, rate);
+	u->drew = 1;
+}
+
+static int cmd_feed(struct opts *o)
+{
+	if (o->npos < 1)
+		return eng_cli_usage("feed", "missing APP");
+	const char *path = o->npos > 1 ? o->pos[1] : "-";
+	struct strata *db;
+	if (open_app(o, &db))
+		return 1;
+	struct feed_ud u = { strcmp(path, "-") ? path : "<stdin>", isatty(2), 0 };
+	struct strata_feed_stats st;
+	struct strata_error err = { 0 };
+	int rc = strata_feed_file_progress(db, path, feed_report, feed_progress, &u, &st, &err);
+	if (u.drew)
+		fputs("\r\033[K", stderr);
+	strata_close(db);
+	if (rc && rc != STRATA_INVALID_ARGUMENT)
+		return eng_cli_fail("%s", err.msg[0] ? err.msg : strata_strerror(rc));
+	double rate = st.seconds > 0 ? (double)st.ok / st.seconds : 0;
+	fprintf(stderr, "fed %ld documents, %ld failed, %.0f docs/s\n", st.ok, st.failed, rate);
+	return st.failed ? 1 : 0;
+}
+
+/* The whole of standard input as a string (base_strfree). */
+static int read_all_stdin(char **out)
+{
+	size_t cap = 65536, n = 0;
+	char *buf = base_alloc(cap);
+	if (!buf)
+		return -1;
+	size_t r;
+	while ((r = fread(buf + n, 1, cap - n - 1, stdin)) > 0) {
+		n += r;
+		if (cap - n - 1 == 0) {
+			char *nb = base_realloc(buf, cap, cap * 2);
+			if (!nb) {
+				base_free(buf, cap);
+				return -1;
+			}
+			buf = nb;
+			cap *= 2;
+		}
+	}
+	buf[n] = 0;
+	*out = base_strdup(buf);
+	base_free(buf, cap);
+	return *out ? 0 : -1;
+}
+
+/* "query(q)=VALUE" or "q=VALUE" into the request as "input.query(q)". */
+static int add_input(json_t *req, const char *arg)
+{
+	const char *eq = strchr(arg, '=');
+	const char *close = strchr(arg, ')');
+	if (close && eq && close < eq + 1 && close[1] == '=')
+		eq = close + 1;
+	if (!eq || eq == arg)
+		return eng_cli_usage("query", "--input needs NAME=VALUE, got '%s'", arg);
+	char key[512];
+	size_t nl = (size_t)(eq - arg);
+	if (nl > 300)
+		return eng_cli_usage("query", "--input name too long");
+	if (!strncmp(arg, "query(", 6))
+		snprintf(key, sizeof key, "input.%.*s", (int)nl, arg);
+	else
+		snprintf(key, sizeof key, "input.query(%.*s)", (int)nl, arg);
+	const char *val = eq + 1;
+	json_t *v = json_loads(val, JSON_DECODE_ANY, NULL);
+	if (!v)
+		v = json_string(val); /* a tensor literal such as {{x:0}:1} */
+	json_object_set_new(req, key, v);
+	return 0;
+}
+
+static int cmd_query(struct opts *o)
+{
+	if (o->npos < 1)
+		return eng_cli_usage("query", "missing APP");
+	char *text = NULL;
+	int own_text = 0;
+	if (!o->yql) {
+		if (o->profile || o->ninputs || o->hits || o->offset)
+			return eng_cli_usage("query", "--profile, --input, --hits and --offset need --yql");
+		if (isatty(0))
+			return eng_cli_usage("query", "give --yql or a request on standard input");
+		if (read_all_stdin(&text) != 0)
+			return eng_cli_fail("cannot read standard input");
+		own_text = 1;
+	} else {
+		json_t *req = json_object();
+		json_object_set_new(req, "yql", json_string(o->yql));
+		if (o->profile)
+			json_object_set_new(req, "ranking.profile", json_string(o->profile));
+		for (int i = 0; i < o->ninputs; i++)
+			if (add_input(req, o->inputs[i])) {
+				json_decref(req);
+				return 2;
+			}
+		const char *counts[2] = { o->hits, o->offset };
+		const char *names[2] = { "hits", "offset" };
+		for (int i = 0; i < 2; i++) {
+			if (!counts[i])
+				continue;
+			char *end;
+			long v = strtol(counts[i], &end, 10);
+			if (!*counts[i] || *end || v < 0) {
+				json_decref(req);
+				return eng_cli_usage("query", "--%s needs a number, got '%s'", names[i],
+				                     counts[i]);
+			}
+			json_object_set_new(req, names[i], json_integer(v));
+		}
+		text = eng_json_dump(req, 0);
+		json_decref(req);
+		own_text = 1;
+	}
+	struct strata *db;
+	if (open_app(o, &db)) {
+		base_strfree(text);
+		return 1;
+	}
+	char *result;
+	struct strata_error err = { 0 };
+	int rc = strata_query_json(db, text, &result, &err);
+	if (own_text)
+		base_strfree(text);
+	if (rc) {
+		strata_close(db);
+		return eng_cli_fail("%s", err.msg[0] ? err.msg : strata_strerror(rc));
+	}
+	print_pretty(result);
+	strata_free(result);
+	strata_close(db);
+	return 0;
+}
+
+static int cmd_get(struct opts *o)
+{
+	if (o->npos < 2)
+		return eng_cli_usage("get", o->npos ? "missing ID" : "missing APP");
+	struct strata *db;
+	if (open_app(o, &db))
+		return 1;
+	char *doc;
+	struct strata_error err = { 0 };
+	int rc = strata_get_json(db, o->pos[1], &doc, &err);
+	if (!rc) {
+		print_pretty(doc);
+		strata_free(doc);
+	}
+	strata_close(db);
+	return rc ? eng_cli_fail("%s", err.msg[0] ? err.msg : strata_strerror(rc)) : 0;
+}
+
+static int cmd_remove(struct opts *o)
+{
+	if (o->npos < 2)
+		return eng_cli_usage("remove", o->npos ? "missing ID" : "missing APP");
+	struct strata *db;
+	if (open_app(o, &db))
+		return 1;
+	struct strata_error err = { 0 };
+	int rc = strata_remove(db, o->pos[1], &err);
+	strata_close(db);
+	return rc ? eng_cli_fail("%s", err.msg[0] ? err.msg : strata_strerror(rc)) : 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2)
+		return eng_cli_usage(NULL, "no command given");
+	const char *cmd = argv[1];
+	if (is_help(cmd)) {
+		fputs(main_usage, stdout);
+		return 0;
+	}
+	if (!strcmp(cmd, "--version")) {
+		printf("strata %s\n", STRATA_VERSION);
+		return 0;
+	}
+	if (!strcmp(cmd, "run")) {
+		for (int i = 2; i < argc; i++)
+			if (is_help(argv[i])) {
+				fputs(usage_of("run"), stdout);
+				return 0;
+			}
+		return eng_cli_run(argc - 1, argv + 1);
+	}
+	static const struct {
+		const char *name;
+		int (*fn)(struct opts *);
+		int maxpos;
+		const char *allowed;
+	} cmds[] = {
+		{ "deploy", cmd_deploy, 1, "data" },
+		{ "feed", cmd_feed, 2, "data" },
+		{ "query", cmd_query, 1, "data yql profile hits offset input" },
+		{ "get", cmd_get, 2, "data" },
+		{ "remove", cmd_remove, 2, "data" },
+	};
+	for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+		if (strcmp(cmds[i].name, cmd) != 0)
+			continue;
+		struct opts o = { .cmd = cmd, .maxpos = cmds[i].maxpos };
+		int rc = parse_opts(&o, argc - 1, argv + 1, cmds[i].allowed);
+		if (rc)
+			return rc;
+		if (o.want_help) {
+			fputs(usage_of(cmd), stdout);
+			return 0;
+		}
+		return cmds[i].fn(&o);
+	}
+	if (cmd[0] == '-')
+		return eng_cli_usage(NULL, "unknown option '%s'", cmd);
+	return eng_cli_usage(NULL, "unknown command '%s'", cmd);
+}

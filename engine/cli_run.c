@@ -1,0 +1,218 @@
+/*
+ * cli_run.c: `strata run MODEL [--input name=JSON ...]`, one evaluation of an
+ * ONNX model from the command line.
+ *
+ * Each input is JSON: a number (a scalar) or nested arrays, whose nesting
+ * gives the shape (it must be rectangular); the element type is the one the
+ * model declares for that input.  The outputs are printed as
+ * {"outputs": {"name": {"dtype": "float", "shape": [...], "values": [...]}}}
+ * with the values flat, in row-major order.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "engine_int.h"
+#include "../runtime/runtime.h"
+
+#define MAX_INPUTS 64
+
+/* Find the shape of nested arrays j: returns 0, or -1 when ragged. */
+static int shape_of(const json_t *j, int *rank, int64_t *dims)
+{
+	*rank = 0;
+	const json_t *p = j;
+	while (json_is_array(p)) {
+		if (*rank == RT_MAX_RANK)
+			return -1;
+		dims[(*rank)++] = (int64_t)json_array_size(p);
+		if (!json_array_size(p))
+			break;
+		p = json_array_get(p, 0);
+	}
+	return 0;
+}
+
+/* Copy the leaves of j (which must have shape dims) into cells of dtype. */
+static int fill(const json_t *j, int depth, int rank, const int64_t *dims, int dtype, void *cells,
+                size_t *k, const char *name)
+{
+	if (depth == rank) {
+		if (json_is_boolean(j) && dtype == BASE_DT_BOOL) {
+			((uint8_t *)cells)[(*k)++] = json_is_true(j);
+			return 0;
+		}
+		if (!json_is_number(j))
+			return eng_cli_fail("input '%s': expected numbers in nested arrays", name);
+		if (dtype == BASE_DT_INT64)
+			((int64_t *)cells)[*k] = json_is_integer(j) ? (int64_t)json_integer_value(j)
+			                                            : (int64_t)json_number_value(j);
+		else
+			base_store_double(dtype, cells, *k, json_number_value(j));
+		(*k)++;
+		return 0;
+	}
+	if (!json_is_array(j) || (int64_t)json_array_size(j) != dims[depth])
+		return eng_cli_fail("input '%s': the nested arrays are not rectangular", name);
+	for (size_t i = 0; i < json_array_size(j); i++)
+		if (fill(json_array_get(j, i), depth + 1, rank, dims, dtype, cells, k, name))
+			return 1;
+	return 0;
+}
+
+static json_t *output_json(const struct rt_tensor *t)
+{
+	json_t *o = json_object(), *shape = json_array(), *vals = json_array();
+	int64_t n = runtime_tensor_count(t);
+	json_object_set_new(o, "dtype", json_string(base_dtype_name(t->dtype)));
+	for (int i = 0; i < t->rank; i++)
+		json_array_append_new(shape, json_integer(t->dims[i]));
+	for (int64_t i = 0; i < n; i++) {
+		json_t *v;
+		switch (t->dtype) {
+		case BASE_DT_STRING:
+			v = json_string(((char **)t->data)[i] ? ((char **)t->data)[i] : "");
+			break;
+		case BASE_DT_BOOL:
+			v = json_boolean(((const uint8_t *)t->data)[i]);
+			break;
+		case BASE_DT_INT64:
+			v = json_integer(((const int64_t *)t->data)[i]);
+			break;
+		case BASE_DT_UINT64:
+			v = json_integer((json_int_t)((const uint64_t *)t->data)[i]);
+			break;
+		default:
+			v = eng_json_number(t->dtype, base_load_double(t->dtype, t->data, (size_t)i));
+		}
+		json_array_append_new(vals, v);
+	}
+	json_object_set_new(o, "shape", shape);
+	json_object_set_new(o, "values", vals);
+	return o;
+}
+
+int eng_cli_run(int argc, char **argv)
+{
+	const char *model = NULL;
+	const char *inputs[MAX_INPUTS];
+	int ninputs = 0;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "--input") || !strncmp(a, "--input=", 8)) {
+			const char *v = a[7] == '=' ? a + 8 : (i + 1 < argc ? argv[++i] : NULL);
+			if (!v)
+				return eng_cli_usage("run", "option --input needs a value");
+			if (ninputs == MAX_INPUTS)
+				return eng_cli_usage("run", "too many --input options");
+			inputs[ninputs++] = v;
+		} else if (a[0] == '-' && a[1]) {
+			return eng_cli_usage("run", "unknown option '%s'", a);
+		} else if (!model) {
+			model = a;
+		} else {
+			return eng_cli_usage("run", "unexpected argument '%s'", a);
+		}
+	}
+	if (!model)
+		return eng_cli_usage("run", "missing MODEL");
+	struct strata_error err = { 0 };
+	struct rt_model *m;
+	int rc = runtime_model_load(model, &m, &err);
+	if (rc)
+		return eng_cli_fail("%s", err.msg[0] ? err.msg : strata_strerror(rc));
+	int nin = runtime_model_ninputs(m), nout = runtime_model_noutputs(m);
+	struct rt_tensor *in = base_calloc((size_t)nin + 1, sizeof *in);
+	struct rt_tensor *out = base_calloc((size_t)nout + 1, sizeof *out);
+	size_t *sizes = base_calloc((size_t)nin + 1, sizeof *sizes);
+	struct rt_ctx *cx = NULL;
+	int status = 1;
+	if (!in || !out || !sizes) {
+		eng_cli_fail("out of memory");
+		goto out;
+	}
+	for (int k = 0; k < ninputs; k++) {
+		const char *eq = strchr(inputs[k], '=');
+		if (!eq) {
+			status = eng_cli_usage("run", "--input needs NAME=JSON, got '%s'", inputs[k]);
+			goto out;
+		}
+		char name[256];
+		snprintf(name, sizeof name, "%.*s", (int)(eq - inputs[k]), inputs[k]);
+		int idx = runtime_model_input_index(m, name);
+		if (idx < 0) {
+			eng_cli_fail("the model has no input '%s'", name);
+			goto out;
+		}
+		const struct rt_value_info *info = runtime_model_input(m, idx);
+		if (in[idx].data) {
+			eng_cli_fail("input '%s' given twice", name);
+			goto out;
+		}
+		json_error_t je;
+		json_t *j = json_loads(eq + 1, JSON_DECODE_ANY, &je);
+		if (!j) {
+			eng_cli_fail("input '%s': invalid JSON: %s", name, je.text);
+			goto out;
+		}
+		struct rt_tensor *t = &in[idx];
+		t->dtype = info->dtype;
+		if (!base_dtype_size(t->dtype) || t->dtype == BASE_DT_STRING) {
+			json_decref(j);
+			eng_cli_fail("input '%s': element type %s is not supported here", name,
+			             base_dtype_name(t->dtype));
+			goto out;
+		}
+		if (shape_of(j, &t->rank, t->dims)) {
+			json_decref(j);
+			eng_cli_fail("input '%s': too many dimensions", name);
+			goto out;
+		}
+		size_t n = (size_t)runtime_tensor_count(t);
+		sizes[idx] = (n ? n : 1) * base_dtype_size(t->dtype);
+		t->data = base_calloc(1, sizes[idx]);
+		size_t filled = 0;
+		int bad = !t->data || fill(j, 0, t->rank, t->dims, t->dtype, t->data, &filled, name);
+		json_decref(j);
+		if (bad)
+			goto out;
+	}
+	for (int i = 0; i < nin; i++)
+		if (!in[i].data) {
+			eng_cli_fail("input '%s' not given (--input %s=JSON)",
+			             runtime_model_input(m, i)->name, runtime_model_input(m, i)->name);
+			goto out;
+		}
+	if ((rc = runtime_ctx_new(m, &cx, &err)) != 0 || (rc = runtime_run(cx, in, out, &err)) != 0) {
+		eng_cli_fail("%s", err.msg[0] ? err.msg : strata_strerror(rc));
+		goto out;
+	}
+	json_t *top = json_object(), *outs = json_object();
+	for (int i = 0; i < nout; i++) {
+		const struct rt_value_info *info = runtime_model_output(m, i);
+		json_object_set_new(outs, info->name, output_json(&out[i]));
+	}
+	json_object_set_new(top, "outputs", outs);
+	char *s = eng_json_dump(top, 1);
+	json_decref(top);
+	if (!s) {
+		eng_cli_fail("out of memory");
+		goto out;
+	}
+	puts(s);
+	base_strfree(s);
+	status = 0;
+out:
+	if (cx)
+		runtime_ctx_free(cx);
+	for (int i = 0; in && sizes && i < nin; i++)
+		if (in[i].data)
+			base_free(in[i].data, sizes[i]);
+	if (in)
+		base_free(in, ((size_t)nin + 1) * sizeof *in);
+	if (out)
+		base_free(out, ((size_t)nout + 1) * sizeof *out);
+	if (sizes)
+		base_free(sizes, ((size_t)nin + 1) * sizeof *sizes);
+	runtime_model_free(m);
+	return status;
+}

@@ -1,0 +1,218 @@
+/*
+ * db.c: opening and closing an application.
+ *
+ * strata_open() loads the rank application (schemas, profiles, models), opens
+ * the store in the data folder (APP/.strata unless given) and registers every
+ * schema as a store document type whose field i is the schema's field i, so
+ * that a field index means the same thing to rank (attribute callbacks) and
+ * to the store.  Document ids are parsed here too: the doctype part selects
+ * the struct eng_doctype every operation works on.
+ *
+ * Invariant: a struct strata is immutable after strata_open() returns, so
+ * any number of query threads may share it.
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "engine_int.h"
+
+static int store_type_of(int rank_type)
+{
+	switch (rank_type) {
+	case RANK_FT_STRING: return STORE_T_STRING;
+	case RANK_FT_INT: return STORE_T_INT;
+	case RANK_FT_LONG: return STORE_T_LONG;
+	case RANK_FT_FLOAT: return STORE_T_FLOAT;
+	case RANK_FT_DOUBLE: return STORE_T_DOUBLE;
+	case RANK_FT_BOOL: return STORE_T_BOOL;
+	case RANK_FT_TENSOR: return STORE_T_TENSOR;
+	}
+	return 0;
+}
+
+static int make_dir(const char *path, struct strata_error *err)
+{
+	if (mkdir(path, 0777) != 0 && errno != EEXIST)
+		return base_err(err, errno, "cannot create data folder '%s': %s", path,
+		                strerror(errno));
+	return 0;
+}
+
+static int register_doctype(struct strata *db, const struct rank_schema *s,
+                            struct eng_doctype *dt, struct strata_error *err)
+{
+	int n = rank_schema_nfields(s);
+	dt->schema = s;
+	dt->name = rank_schema_name(s);
+	dt->nfields = n;
+	dt->fields = n ? base_calloc((size_t)n, sizeof *dt->fields) : NULL;
+	if (n && !dt->fields)
+		return base_err(err, STRATA_NOMEM, "schema '%s'", dt->name);
+	for (int i = 0; i < n; i++) {
+		const struct rank_field *rf = rank_schema_field(s, i);
+		struct store_field *sf = &dt->fields[i];
+		sf->name = rf->name;
+		sf->type = store_type_of(rf->type);
+		if (!sf->type)
+			return base_err(err, STRATA_NOT_IMPLEMENTED,
+			                "schema '%s': field '%s' has a type the store lacks",
+			                dt->name, rf->name);
+		sf->attribute = rf->attribute;
+		if (rf->type == RANK_FT_TENSOR) {
+			if (rf->rank > STORE_MAX_RANK)
+				return base_err(err, STRATA_LIMIT,
+				                "schema '%s': field '%s' has %d dimensions (max %d)",
+				                dt->name, rf->name, rf->rank, STORE_MAX_RANK);
+			sf->cell = rf->cell;
+			sf->rank = rf->rank;
+			for (int k = 0; k < rf->rank; k++)
+				sf->dims[k] = rf->dims[k];
+		}
+	}
+	struct store_doctype sd = { dt->name, n, dt->fields };
+	return store_doctype_add(db->env, &sd, &dt->store_id, err);
+}
+
+int strata_open(const char *app, const struct strata_options *opts, struct strata **out,
+                struct strata_error *err)
+{
+	*out = NULL;
+	if (!app || !*app)
+		return base_err(err, STRATA_INVALID_ARGUMENT, "no application folder given");
+	struct strata *db = base_calloc(1, sizeof *db);
+	if (!db)
+		return base_err(err, STRATA_NOMEM, "opening '%s'", app);
+	int rc;
+	db->read_only = opts ? opts->read_only : 0;
+	db->appdir = base_strdup(app);
+	db->datadir = (opts && opts->data_dir) ? base_strdup(opts->data_dir)
+	                                       : base_path_join(app, ".strata");
+	if (!db->appdir || !db->datadir) {
+		rc = base_err(err, STRATA_NOMEM, "opening '%s'", app);
+		goto fail;
+	}
+	rc = rank_app_load(app, &db->app, err);
+	if (rc)
+		goto fail;
+	if (db->read_only) {
+		struct stat st;
+		if (stat(db->datadir, &st) != 0) {
+			rc = base_err(err, STRATA_NOT_FOUND, "no store in '%s'", db->datadir);
+			goto fail;
+		}
+	} else if ((rc = make_dir(db->datadir, err)) != 0) {
+		goto fail;
+	}
+	rc = store_open(db->datadir, &db->env, err);
+	if (rc)
+		goto fail;
+	db->ndoctypes = rank_app_nschemas(db->app);
+	if (db->ndoctypes) {
+		db->doctypes = base_calloc((size_t)db->ndoctypes, sizeof *db->doctypes);
+		if (!db->doctypes) {
+			rc = base_err(err, STRATA_NOMEM, "opening '%s'", app);
+			goto fail;
+		}
+	}
+	for (int i = 0; i < db->ndoctypes; i++) {
+		rc = register_doctype(db, rank_app_schema(db->app, i), &db->doctypes[i], err);
+		if (rc)
+			goto fail;
+	}
+	*out = db;
+	return 0;
+fail:
+	strata_close(db);
+	return rc;
+}
+
+void strata_close(struct strata *db)
+{
+	if (!db)
+		return;
+	for (int i = 0; i < db->ndoctypes; i++)
+		if (db->doctypes[i].fields)
+			base_free(db->doctypes[i].fields,
+			          (size_t)db->doctypes[i].nfields * sizeof(struct store_field));
+	if (db->doctypes)
+		base_free(db->doctypes, (size_t)db->ndoctypes * sizeof *db->doctypes);
+	if (db->env)
+		store_close(db->env);
+	if (db->app)
+		rank_app_free(db->app);
+	base_strfree(db->appdir);
+	base_strfree(db->datadir);
+	base_free(db, sizeof *db);
+}
+
+void strata_free(char *s)
+{
+	base_strfree(s);
+}
+
+struct eng_doctype *eng_doctype_find(struct strata *db, const char *name)
+{
+	for (int i = 0; i < db->ndoctypes; i++)
+		if (strcmp(db->doctypes[i].name, name) == 0)
+			return &db->doctypes[i];
+	return NULL;
+}
+
+/* Vespa ids: id:<namespace>:<doctype>:<key/value-pairs>:<user-specified>.  The
+ * key/value part (n=NUM or g=GROUP) only steers distribution in Vespa; a
+ * single node ignores it, but it must be well formed. */
+int eng_docid_parse(struct strata *db, const char *id, struct eng_doctype **out,
+                    struct strata_error *err)
+{
+	*out = NULL;
+	if (!id)
+		return base_err(err, STRATA_INVALID_ARGUMENT, "no document id given");
+	if (strncmp(id, "id:", 3) != 0)
+		return base_err(err, STRATA_INVALID_ARGUMENT,
+		                "bad document id '%s': expected id:NAMESPACE:DOCTYPE::KEY", id);
+	const char *ns = id + 3;
+	const char *c1 = strchr(ns, ':');
+	if (!c1)
+		goto malformed;
+	const char *type = c1 + 1;
+	const char *c2 = strchr(type, ':');
+	if (!c2)
+		goto malformed;
+	const char *kv = c2 + 1;
+	const char *c3 = strchr(kv, ':');
+	if (!c3)
+		goto malformed;
+	if (c1 == ns)
+		return base_err(err, STRATA_INVALID_ARGUMENT,
+		                "bad document id '%s': empty namespace", id);
+	if (c2 == type)
+		return base_err(err, STRATA_INVALID_ARGUMENT,
+		                "bad document id '%s': empty document type", id);
+	if (c3 != kv) {
+		int ok = (kv[0] == 'n' || kv[0] == 'g') && kv[1] == '=' && c3 > kv + 2;
+		if (ok && kv[0] == 'n')
+			for (const char *p = kv + 2; p < c3; p++)
+				if (*p < '0' || *p > '9')
+					ok = 0;
+		if (!ok)
+			return base_err(err, STRATA_INVALID_ARGUMENT,
+			                "bad document id '%s': the part after the document type "
+			                "must be empty, n=NUMBER or g=GROUP", id);
+	}
+	if (!c3[1])
+		return base_err(err, STRATA_INVALID_ARGUMENT, "bad document id '%s': empty key", id);
+	size_t tl = (size_t)(c2 - type);
+	for (int i = 0; i < db->ndoctypes; i++) {
+		const char *n = db->doctypes[i].name;
+		if (strlen(n) == tl && memcmp(n, type, tl) == 0) {
+			*out = &db->doctypes[i];
+			return 0;
+		}
+	}
+	return base_err(err, STRATA_INVALID_ARGUMENT,
+	                "document id '%s': unknown document type '%.*s'", id, (int)tl, type);
+malformed:
+	return base_err(err, STRATA_INVALID_ARGUMENT,
+	                "bad document id '%s': expected id:NAMESPACE:DOCTYPE::KEY", id);
+}

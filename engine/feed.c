@@ -1,0 +1,624 @@
+/*
+ * feed.c: Vespa document operations into the store; get and remove by id.
+ *
+ * An operation ({"put": ID, "fields": {...}}, {"update": ID, "fields": {"f":
+ * {"assign": v}}, "create": true}, {"remove": ID}) is checked against its
+ * document type's schema and turned into an array of struct store_value
+ * (field i of the schema is field i of the store), whose strings point into
+ * the parsed JSON and whose tensor cells live in a per-operation arena; the
+ * store copies everything, so both are released right after.
+ *
+ * strata_feed_file() reads JSON Lines or one JSON array, and writes in
+ * batched transactions (BATCH_OPS operations or BATCH_BYTES of input).  A bad
+ * operation is reported and skipped without touching the transaction (the
+ * store guarantees that INVALID_ARGUMENT and NOT_FOUND leave it usable); any
+ * other store failure loses the current batch only, which is reported and
+ * counted as failed, so the ok count is exactly what was committed.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "engine_int.h"
+
+#define BATCH_OPS 1000
+#define BATCH_BYTES ((size_t)16 << 20)
+#define STDIN_MAX ((size_t)1 << 34)
+
+/* ---- one field value -------------------------------------------------------------- */
+
+static int field_value(struct eng_doctype *dt, int fi, const json_t *j, struct store_value *v,
+                       struct base_arena *a, struct strata_error *err)
+{
+	const struct store_field *f = &dt->fields[fi];
+	const struct rank_field *rf = rank_schema_field(dt->schema, fi);
+	char what[160];
+	snprintf(what, sizeof what, "field '%s'", f->name);
+	memset(v, 0, sizeof *v);
+	switch (f->type) {
+	case STORE_T_STRING:
+		if (!json_is_string(j))
+			return base_err(err, STRATA_INVALID_ARGUMENT, "%s: expected a string", what);
+		v->s = json_string_value(j);
+		v->n = json_string_length(j);
+		break;
+	case STORE_T_INT:
+	case STORE_T_LONG: {
+		int is_int = f->type == STORE_T_INT;
+		double d;
+		if (json_is_integer(j)) {
+			json_int_t x = json_integer_value(j);
+			if (is_int && (x < INT32_MIN || x > INT32_MAX))
+				return base_err(err, STRATA_INVALID_ARGUMENT,
+				                "%s: %lld is out of range for int", what, (long long)x);
+			v->i = x;
+			break;
+		}
+		if (!json_is_real(j))
+			return base_err(err, STRATA_INVALID_ARGUMENT, "%s: expected an integer (%s)",
+			                what, is_int ? "int" : "long");
+		d = json_real_value(j);
+		if (d != floor(d))
+			return base_err(err, STRATA_INVALID_ARGUMENT, "%s: %g is not an integer", what, d);
+		if (is_int ? (d < INT32_MIN || d > INT32_MAX)
+		           : (d < -9223372036854775808.0 || d >= 9223372036854775808.0))
+			return base_err(err, STRATA_INVALID_ARGUMENT, "%s: %g is out of range for %s",
+			                what, d, is_int ? "int" : "long");
+		v->i = (int64_t)d;
+		break;
+	}
+	case STORE_T_FLOAT:
+	case STORE_T_DOUBLE:
+		if (!json_is_number(j))
+			return base_err(err, STRATA_INVALID_ARGUMENT, "%s: expected a number", what);
+		v->d = json_number_value(j);
+		if (f->type == STORE_T_FLOAT && fabs(v->d) > 3.4028234663852886e38)
+			return base_err(err, STRATA_INVALID_ARGUMENT, "%s: %g is out of range for float",
+			                what, v->d);
+		break;
+	case STORE_T_BOOL:
+		if (json_is_boolean(j))
+			v->i = json_is_true(j);
+		else if (json_is_string(j) && !strcmp(json_string_value(j), "true"))
+			v->i = 1;
+		else if (json_is_string(j) && !strcmp(json_string_value(j), "false"))
+			v->i = 0;
+		else
+			return base_err(err, STRATA_INVALID_ARGUMENT, "%s: expected true or false", what);
+		break;
+	case STORE_T_TENSOR: {
+		struct eng_ttype t = { f->cell, f->rank, f->dims, rf->dim_names };
+		size_t n = eng_ttype_cells(&t);
+		void *cells = base_arena_alloc(a, n * base_dtype_size(f->cell) + 1, 64);
+		if (!cells)
+			return base_err(err, STRATA_NOMEM, "%s: %zu cells", what, n);
+		int rc = eng_tensor_from_json(j, &t, 0, cells, what, err);
+		if (rc)
+			return rc;
+		v->cells = cells;
+		v->n = n;
+		break;
+	}
+	default:
+		return base_err(err, STRATA_NOT_IMPLEMENTED, "%s: unsupported type", what);
+	}
+	v->set = 1;
+	return 0;
+}
+
+static int fields_values(struct eng_doctype *dt, const json_t *fields, int update,
+                         struct store_value *vals, struct base_arena *a, struct strata_error *err)
+{
+	if (!json_is_object(fields))
+		return base_err(err, STRATA_INVALID_ARGUMENT, "\"fields\" must be an object");
+	const char *key;
+	json_t *jv;
+	json_object_foreach((json_t *)fields, key, jv) {
+		int fi = rank_schema_field_index(dt->schema, key);
+		if (fi < 0)
+			return base_err(err, STRATA_INVALID_ARGUMENT,
+			                "field '%s' is not in document type '%s'", key, dt->name);
+		const json_t *val = jv;
+		if (update) {
+			if (!json_is_object(jv) || json_object_size(jv) != 1)
+				return base_err(err, STRATA_INVALID_ARGUMENT,
+				                "field '%s': an update needs {\"assign\": value}", key);
+			const char *kind = json_object_iter_key(json_object_iter((json_t *)jv));
+			if (strcmp(kind, "assign") != 0)
+				return base_err(err, STRATA_INVALID_ARGUMENT,
+				                "field '%s': update operation '%s' is not supported", key,
+				                kind);
+			val = json_object_get(jv, "assign");
+			if (json_is_null(val))
+				return base_err(err, STRATA_INVALID_ARGUMENT,
+				                "field '%s': clearing a field is not supported", key);
+		} else if (json_is_null(val)) {
+			continue; /* an absent value */
+		}
+		int rc = field_value(dt, fi, val, &vals[fi], a, err);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/* ---- one operation -------------------------------------------------------------------- */
+
+enum { OP_PUT = 1, OP_UPDATE, OP_REMOVE };
+
+/* Apply one parsed operation inside w.  A return of INVALID_ARGUMENT or
+ * NOT_FOUND leaves w usable; anything else means w failed. */
+static int apply_op(struct strata *db, struct store_txn *w, const json_t *op,
+                    struct base_arena *a, struct strata_error *err)
+{
+	if (!json_is_object(op))
+		return base_err(err, STRATA_INVALID_ARGUMENT, "a document operation must be an object");
+	int kind = 0;
+	const char *id = NULL;
+	const json_t *fields = NULL;
+	int create = 0;
+	const char *key;
+	json_t *v;
+	json_object_foreach((json_t *)op, key, v) {
+		int k = !strcmp(key, "put") ? OP_PUT : !strcmp(key, "update") ? OP_UPDATE
+		      : !strcmp(key, "remove") ? OP_REMOVE : 0;
+		if (k) {
+			if (kind)
+				return base_err(err, STRATA_INVALID_ARGUMENT,
+				                "an operation has one of \"put\", \"update\", \"remove\"");
+			if (!json_is_string(v))
+				return base_err(err, STRATA_INVALID_ARGUMENT,
+				                "\"%s\" must be a document id string", key);
+			kind = k;
+			id = json_string_value(v);
+		} else if (!strcmp(key, "fields")) {
+			fields = v;
+		} else if (!strcmp(key, "create")) {
+			if (!json_is_boolean(v))
+				return base_err(err, STRATA_INVALID_ARGUMENT, "\"create\" must be a boolean");
+			create = json_is_true(v);
+		} else if (!strcmp(key, "condition")) {
+			return base_err(err, STRATA_INVALID_ARGUMENT,
+			                "test-and-set conditions are not supported");
+		} else {
+			return base_err(err, STRATA_INVALID_ARGUMENT,
+			                "unknown key \"%s\" in a document operation", key);
+		}
+	}
+	if (!kind)
+		return base_err(err, STRATA_INVALID_ARGUMENT,
+		                "an operation needs \"put\", \"update\" or \"remove\"");
+	struct eng_doctype *dt;
+	int rc = eng_docid_parse(db, id, &dt, err);
+	if (rc)
+		return rc;
+	if (kind == OP_REMOVE) {
+		if (fields)
+			return base_err(err, STRATA_INVALID_ARGUMENT, "a remove takes no \"fields\"");
+		rc = store_remove(w, dt->store_id, id, err);
+		if (rc == STRATA_NOT_FOUND)
+			return base_err(err, STRATA_NOT_FOUND, "document '%s' not found", id);
+		return rc;
+	}
+	if (kind == OP_UPDATE && !fields)
+		return base_err(err, STRATA_INVALID_ARGUMENT, "an update needs \"fields\"");
+	struct store_value *vals = base_arena_alloc(a, (size_t)(dt->nfields + 1) * sizeof *vals, 8);
+	if (!vals)
+		return base_err(err, STRATA_NOMEM, "document '%s'", id);
+	memset(vals, 0, (size_t)(dt->nfields + 1) * sizeof *vals);
+	if (fields && (rc = fields_values(dt, fields, kind == OP_UPDATE, vals, a, err)) != 0)
+		return base_err_prefix(err, rc, "document '%s'", id);
+	if (kind == OP_PUT)
+		return store_put(w, dt->store_id, id, vals, err);
+	rc = store_update(w, dt->store_id, id, vals, err);
+	if (rc == STRATA_NOT_FOUND && create)
+		return store_put(w, dt->store_id, id, vals, err);
+	if (rc == STRATA_NOT_FOUND)
+		return base_err(err, STRATA_NOT_FOUND, "document '%s' not found", id);
+	return rc;
+}
+
+static int op_level(int rc)
+{
+	return rc == STRATA_INVALID_ARGUMENT || rc == STRATA_NOT_FOUND || rc == STRATA_PARSE ||
+	       rc == STRATA_NOT_IMPLEMENTED;
+}
+
+static int check_writable(struct strata *db, struct strata_error *err)
+{
+	if (db->read_only)
+		return base_err(err, STRATA_INVALID_ARGUMENT, "the application was opened read-only");
+	return 0;
+}
+
+int strata_feed_json(struct strata *db, const char *text, struct strata_error *err)
+{
+	int rc = check_writable(db, err);
+	if (rc)
+		return rc;
+	json_error_t je;
+	json_t *op = json_loads(text, 0, &je);
+	if (!op)
+		return base_err(err, STRATA_PARSE, "invalid JSON at line %d, column %d: %s", je.line,
+		                je.column, je.text);
+	struct store_txn *w;
+	rc = store_txn_begin(db->env, 1, &w, err);
+	if (rc) {
+		json_decref(op);
+		return rc;
+	}
+	struct base_arena a;
+	base_arena_init(&a, 1 << 16);
+	rc = apply_op(db, w, op, &a, err);
+	if (rc)
+		store_txn_abort(w);
+	else
+		rc = store_txn_commit(w, err);
+	base_arena_free(&a);
+	json_decref(op);
+	return rc;
+}
+
+/* ---- files ------------------------------------------------------------------------ */
+
+struct feeder {
+	struct strata *db;
+	strata_feed_report_fn *report;
+	strata_feed_progress_fn *progress;
+	void *ud;
+	struct strata_feed_stats st;
+	struct store_txn *w;
+	long batch_ok;       /* operations applied in the open batch */
+	size_t batch_bytes;
+	long batch_first;    /* first line of the open batch */
+	long batch_last;
+	struct base_arena arena;
+	int fatal;           /* a transaction could not even begin */
+	double t0;
+	struct strata_error ferr;
+};
+
+static void report(struct feeder *f, long line, int code, const char *msg)
+{
+	if (f->report)
+		f->report(f->ud, line, code, msg);
+}
+
+static void batch_lost(struct feeder *f, const struct strata_error *e)
+{
+	char msg[STRATA_ERRMSG_MAX + 128];
+	snprintf(msg, sizeof msg, "%ld operations on lines %ld-%ld not written: %s", f->batch_ok,
+	         f->batch_first, f->batch_last, e->msg);
+	report(f, f->batch_first, e->code, msg);
+	f->st.ok -= f->batch_ok;
+	f->st.failed += f->batch_ok;
+	f->batch_ok = 0;
+	f->batch_bytes = 0;
+}
+
+static void commit_batch(struct feeder *f)
+{
+	if (!f->w)
+		return;
+	struct strata_error e = { 0 };
+	int rc = store_txn_commit(f->w, &e);
+	f->w = NULL;
+	if (rc)
+		batch_lost(f, &e);
+	f->batch_ok = 0;
+	f->batch_bytes = 0;
+	if (f->progress) {
+		f->st.seconds = base_now() - f->t0;
+		f->progress(f->ud, &f->st);
+	}
+}
+
+static void feed_one(struct feeder *f, const char *text, size_t len, long line)
+{
+	struct strata_error e = { 0 };
+	json_error_t je;
+	json_t *op = json_loadb(text, len, 0, &je);
+	if (!op) {
+		char msg[STRATA_ERRMSG_MAX];
+		if (je.line > 1)
+			snprintf(msg, sizeof msg, "invalid JSON at line %ld, column %d: %s",
+			         line + je.line - 1, je.column, je.text);
+		else
+			snprintf(msg, sizeof msg, "invalid JSON at column %d: %s", je.column, je.text);
+		report(f, line, STRATA_PARSE, msg);
+		f->st.failed++;
+		return;
+	}
+	if (!f->w) {
+		int rc = store_txn_begin(f->db->env, 1, &f->w, &f->ferr);
+		if (rc) {
+			f->fatal = rc;
+			f->w = NULL;
+			json_decref(op);
+			return;
+		}
+		f->batch_first = line;
+	}
+	base_arena_reset(&f->arena);
+	int rc = apply_op(f->db, f->w, op, &f->arena, &e);
+	json_decref(op);
+	f->batch_last = line;
+	if (rc == 0) {
+		f->st.ok++;
+		f->batch_ok++;
+		f->batch_bytes += len;
+	} else if (op_level(rc)) {
+		report(f, line, rc, e.msg);
+		f->st.failed++;
+	} else {
+		/* The transaction failed: this operation and the batch are lost. */
+		report(f, line, rc, e.msg);
+		f->st.failed++;
+		store_txn_abort(f->w);
+		f->w = NULL;
+		if (f->batch_ok)
+			batch_lost(f, &e);
+		return;
+	}
+	if (f->batch_ok >= BATCH_OPS || f->batch_bytes >= BATCH_BYTES)
+		commit_batch(f);
+}
+
+static int blank(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r' && s[i] != '\n')
+			return 0;
+	return 1;
+}
+
+static void feed_lines(struct feeder *f, const char *s, size_t n)
+{
+	long line = 1;
+	size_t i = 0;
+	while (i < n && !f->fatal) {
+		const char *nl = memchr(s + i, '\n', n - i);
+		size_t end = nl ? (size_t)(nl - s) : n;
+		if (!blank(s + i, end - i))
+			feed_one(f, s + i, end - i, line);
+		line++;
+		i = end + 1;
+	}
+}
+
+/* One JSON array of operations: find each element's span (tracking strings
+ * and nesting only) so that a bad element is reported with its line and the
+ * next one is still fed. */
+static int feed_array(struct feeder *f, const char *s, size_t n, size_t i, long line,
+                      struct strata_error *err)
+{
+	i++; /* '[' */
+	for (;;) {
+		while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r' || s[i] == '\n'))
+			if (s[i++] == '\n')
+				line++;
+		if (i >= n)
+			return base_err(err, STRATA_PARSE, "line %ld: the JSON array is not closed", line);
+		if (s[i] == ']')
+			break;
+		size_t start = i;
+		long start_line = line;
+		int depth = 0, in_str = 0;
+		for (; i < n; i++) {
+			char c = s[i];
+			if (c == '\n')
+				line++;
+			if (in_str) {
+				if (c == '\\')
+					i++;
+				else if (c == '"')
+					in_str = 0;
+				continue;
+			}
+			if (c == '"')
+				in_str = 1;
+			else if (c == '{' || c == '[')
+				depth++;
+			else if (c == '}' || c == ']') {
+				if (depth == 0)
+					break;
+				depth--;
+			} else if (c == ',' && depth == 0)
+				break;
+		}
+		if (i > n)
+			i = n;
+		feed_one(f, s + start, i - start, start_line);
+		if (f->fatal)
+			return 0;
+		if (i >= n)
+			return base_err(err, STRATA_PARSE, "line %ld: the JSON array is not closed", line);
+		if (s[i] == ',')
+			i++;
+		else if (s[i] != ']')
+			return base_err(err, STRATA_PARSE, "line %ld: unexpected '%c' in the JSON array",
+			                line, s[i]);
+	}
+	i++;
+	for (; i < n; i++) {
+		if (s[i] == '\n')
+			line++;
+		else if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r')
+			return base_err(err, STRATA_PARSE, "line %ld: text after the JSON array", line);
+	}
+	return 0;
+}
+
+static int read_stdin(char **out, size_t *n, size_t *cap, struct strata_error *err)
+{
+	char *buf = NULL;
+	size_t len = 0, c = 0;
+	for (;;) {
+		if (len + 65536 + 1 > c) {
+			int rc = base_grow((void **)&buf, &c, len + 65536 + 1, 1, STDIN_MAX);
+			if (rc) {
+				if (buf)
+					base_free(buf, c);
+				return base_err(err, rc, "standard input is too large");
+			}
+		}
+		ssize_t r = read(0, buf + len, c - len - 1);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			int e = errno;
+			base_free(buf, c);
+			return base_err(err, e, "reading standard input: %s", strerror(e));
+		}
+		if (r == 0)
+			break;
+		len += (size_t)r;
+	}
+	buf[len] = 0;
+	*out = buf;
+	*n = len;
+	*cap = c;
+	return 0;
+}
+
+int strata_feed_file(struct strata *db, const char *path, strata_feed_report_fn *report_fn,
+                     void *ud, struct strata_feed_stats *stats, struct strata_error *err)
+{
+	return strata_feed_file_progress(db, path, report_fn, NULL, ud, stats, err);
+}
+
+int strata_feed_file_progress(struct strata *db, const char *path,
+                              strata_feed_report_fn *report_fn,
+                              strata_feed_progress_fn *progress, void *ud,
+                              struct strata_feed_stats *stats, struct strata_error *err)
+{
+	if (stats)
+		memset(stats, 0, sizeof *stats);
+	int rc = check_writable(db, err);
+	if (rc)
+		return rc;
+	double t0 = base_now();
+	char *text;
+	size_t n = 0, cap = 0;
+	int from_stdin = !path || !strcmp(path, "-");
+	rc = from_stdin ? read_stdin(&text, &n, &cap, err) : base_read_file(path, &text, &n, err);
+	if (rc)
+		return rc;
+	if (!from_stdin)
+		cap = n + 1;
+	struct feeder f = { .db = db, .report = report_fn, .progress = progress, .ud = ud,
+	                    .t0 = t0 };
+	base_arena_init(&f.arena, 1 << 16);
+	size_t i = 0;
+	long line = 1;
+	while (i < n && (text[i] == ' ' || text[i] == '\t' || text[i] == '\r' || text[i] == '\n'))
+		if (text[i++] == '\n')
+			line++;
+	if (i < n && text[i] == '[')
+		rc = feed_array(&f, text, n, i, line, err);
+	else
+		feed_lines(&f, text, n);
+	if (f.w) {
+		if (f.fatal)
+			store_txn_abort(f.w), f.w = NULL;
+		else
+			commit_batch(&f);
+	}
+	base_arena_free(&f.arena);
+	base_free(text, cap);
+	f.st.seconds = base_now() - t0;
+	if (stats)
+		*stats = f.st;
+	if (f.fatal) {
+		if (err)
+			*err = f.ferr;
+		return f.fatal;
+	}
+	if (rc)
+		return rc;
+	if (f.st.failed)
+		return base_err(err, STRATA_INVALID_ARGUMENT, "%ld of %ld operations failed",
+		                f.st.failed, f.st.failed + f.st.ok);
+	return 0;
+}
+
+/* ---- get and remove ------------------------------------------------------------------- */
+
+int strata_get_json(struct strata *db, const char *id, char **doc, struct strata_error *err)
+{
+	*doc = NULL;
+	struct eng_doctype *dt;
+	int rc = eng_docid_parse(db, id, &dt, err);
+	if (rc)
+		return rc;
+	struct store_txn *r;
+	rc = store_txn_begin(db->env, 0, &r, err);
+	if (rc)
+		return rc;
+	uint32_t lid;
+	struct store_value *vals = NULL;
+	json_t *root = NULL, *fields = NULL;
+	size_t vsize = (size_t)(dt->nfields + 1) * sizeof *vals;
+	if (store_lookup(r, dt->store_id, id, &lid, NULL) != 0) {
+		rc = base_err(err, STRATA_NOT_FOUND, "document '%s' not found", id);
+		goto out;
+	}
+	vals = base_calloc(1, vsize);
+	if (!vals) {
+		rc = base_err(err, STRATA_NOMEM, "document '%s'", id);
+		goto out;
+	}
+	rc = store_get(r, dt->store_id, lid, vals, err);
+	if (rc)
+		goto out;
+	root = json_object();
+	fields = json_object();
+	if (!root || !fields || json_object_set_new(root, "id", json_string(id))) {
+		rc = base_err(err, STRATA_NOMEM, "document '%s'", id);
+		goto out;
+	}
+	for (int i = 0; i < dt->nfields; i++) {
+		const struct rank_field *rf = rank_schema_field(dt->schema, i);
+		json_t *v = eng_value_json(&dt->fields[i], rf->dim_names, &vals[i]);
+		if (v && json_object_set_new(fields, rf->name, v)) {
+			rc = base_err(err, STRATA_NOMEM, "document '%s'", id);
+			goto out;
+		}
+	}
+	json_object_set(root, "fields", fields);
+	*doc = eng_json_dump(root, 0);
+	if (!*doc)
+		rc = base_err(err, STRATA_NOMEM, "document '%s'", id);
+out:
+	json_decref(fields);
+	json_decref(root);
+	if (vals)
+		base_free(vals, vsize);
+	store_txn_abort(r);
+	return rc;
+}
+
+int strata_remove(struct strata *db, const char *id, struct strata_error *err)
+{
+	int rc = check_writable(db, err);
+	if (rc)
+		return rc;
+	struct eng_doctype *dt;
+	rc = eng_docid_parse(db, id, &dt, err);
+	if (rc)
+		return rc;
+	struct store_txn *w;
+	rc = store_txn_begin(db->env, 1, &w, err);
+	if (rc)
+		return rc;
+	rc = store_remove(w, dt->store_id, id, err);
+	if (rc) {
+		store_txn_abort(w);
+		if (rc == STRATA_NOT_FOUND)
+			return base_err(err, STRATA_NOT_FOUND, "document '%s' not found", id);
+		return rc;
+	}
+	return store_txn_commit(w, err);
+}

@@ -1,0 +1,871 @@
+/*
+ * query.c: running a search request.
+ *
+ * A request (Vespa search JSON: yql, ranking.profile, input.query(name),
+ * hits, offset) runs in one read transaction, over every document type its
+ * sources name, in these steps per type:
+ *   1. resolve: field names of the where tree to field indexes, the rank
+ *      profile, the query inputs (JSON -> cells, via tensor_json.c);
+ *   2. nearestNeighbor: the targetHits documents closest to the query tensor
+ *      (exact distances) among those passing the rest of a top-level AND, as
+ *      Vespa's exact search does;
+ *   3. match: every live document is tested against the where tree, reading
+ *      attributes straight from the store's memory map (strings and
+ *      non-attribute fields through store_get);
+ *   4. first phase over every match, in blocks; the best rerank-count by
+ *      first-phase score get the second phase.
+ * Then the hits of all types are ordered by score: re-ranked hits by their
+ * second-phase score; the others keep their first-phase order, shifted to
+ * score no higher than the lowest re-ranked hit of their type (Vespa's
+ * rule); ties go to re-ranked hits, then to the lower document id, so that
+ * equal scores give a stable order.  Summaries (fields, matchfeatures, summaryfeatures) are made
+ * for the requested page only, and the result is Vespa's result JSON.
+ *
+ * Invariant: every pointer into the store (attributes, document ids) is used
+ * before the read transaction ends, at the end of strata_query_json().
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine_int.h"
+
+#define DEFAULT_HITS 10
+#define MAX_HITS 400
+#define MAX_OFFSET 100000
+#define MAX_MATCHES ((size_t)1 << 31)
+#define BLOCK 1024
+
+struct dtstate {
+	struct eng_doctype *dt;
+	const struct rank_profile *prof;
+	struct rank_query *rq;
+	struct rank_docs docs;
+	struct store_txn *txn;
+	uint32_t *nn;        /* sorted lids of the nearestNeighbor set */
+	size_t nnn;
+	int has_nn;
+};
+
+struct hit {
+	struct dtstate *ds;
+	uint32_t lid;
+	int tier;            /* 1: final score (re-ranked, or no second phase) */
+	double first;
+	double score;
+	const char *docid;
+};
+
+struct qstate {
+	struct strata *db;
+	struct yql_query *yql;
+	struct store_txn *txn;
+	int nds, ds_cap;
+	struct dtstate *ds;
+	struct hit *hits;
+	size_t nhits, cap;
+	struct strata_error *err;
+	struct store_value *vals; /* document values for the current lid */
+	int vals_lid_loaded;
+	uint32_t vals_lid;
+	size_t vals_size;
+};
+
+static const void *attr_cb(void *ud, int field, uint32_t lid)
+{
+	struct dtstate *ds = ud;
+	return store_attr(ds->txn, ds->dt->store_id, field, lid);
+}
+
+/* ---- the request ------------------------------------------------------------------- */
+
+static int get_count(const json_t *v, const char *name, long max, long *out,
+                     struct strata_error *err)
+{
+	long long x;
+	if (json_is_integer(v)) {
+		x = json_integer_value(v);
+	} else if (json_is_string(v)) {
+		char *end;
+		x = strtoll(json_string_value(v), &end, 10);
+		if (*end || end == json_string_value(v))
+			return base_err(err, STRATA_INVALID_ARGUMENT, "\"%s\" must be a number", name);
+	} else {
+		return base_err(err, STRATA_INVALID_ARGUMENT, "\"%s\" must be a number", name);
+	}
+	if (x < 0)
+		return base_err(err, STRATA_INVALID_ARGUMENT, "\"%s\" must not be negative", name);
+	if (x > max)
+		return base_err(err, STRATA_INVALID_ARGUMENT, "\"%s\" is %lld, the maximum is %ld",
+		                name, x, max);
+	*out = (long)x;
+	return 0;
+}
+
+/* The value of input name ("q" of query(q)) in the request, or NULL. */
+static const json_t *find_input(const json_t *req, const char *name)
+{
+	char key[300];
+	snprintf(key, sizeof key, "input.query(%s)", name);
+	const json_t *v = json_object_get(req, key);
+	if (v)
+		return v;
+	const json_t *in = json_object_get(req, "input");
+	snprintf(key, sizeof key, "query(%s)", name);
+	if (json_is_object(in) && (v = json_object_get(in, key)))
+		return v;
+	snprintf(key, sizeof key, "ranking.features.query(%s)", name);
+	return json_object_get(req, key);
+}
+
+/* Input names given in the request: each key "input.query(X)" etc. */
+static int input_name(const char *key, char *name, size_t n)
+{
+	static const char *prefixes[] = { "input.query(", "query(", "ranking.features.query(" };
+	for (size_t i = 0; i < 3; i++) {
+		size_t pl = strlen(prefixes[i]);
+		size_t kl = strlen(key);
+		if (kl > pl + 1 && !strncmp(key, prefixes[i], pl) && key[kl - 1] == ')') {
+			if (kl - pl - 1 >= n)
+				return 0;
+			memcpy(name, key + pl, kl - pl - 1);
+			name[kl - pl - 1] = 0;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static int check_inputs_declared(struct qstate *qs, const json_t *obj, const char *profile)
+{
+	const char *key;
+	json_t *v;
+	json_object_foreach((json_t *)obj, key, v) {
+		char name[256];
+		if (!input_name(key, name, sizeof name))
+			continue;
+		int found = 0;
+		for (int i = 0; i < qs->nds && !found; i++)
+			found = rank_profile_input_index(qs->ds[i].prof, name) >= 0;
+		if (!found)
+			return base_err(qs->err, STRATA_NOT_FOUND,
+			                "query input 'query(%s)' is not declared in rank profile '%s'",
+			                name, profile);
+	}
+	return 0;
+}
+
+/* ---- resolving the where tree for one document type ------------------------------------- */
+
+static int is_numeric(int t)
+{
+	return t == STORE_T_INT || t == STORE_T_LONG || t == STORE_T_FLOAT || t == STORE_T_DOUBLE ||
+	       t == STORE_T_BOOL;
+}
+
+/* Set fidx on every node for dt (-1: the type lacks the field, so the
+ * condition is false there); check that each field suits its condition. */
+static int resolve(struct qstate *qs, struct yql_node *n, struct eng_doctype *dt, int *nn_count)
+{
+	switch (n->kind) {
+	case YQL_AND: case YQL_OR: case YQL_NOT:
+		for (int i = 0; i < n->nkids; i++) {
+			int rc = resolve(qs, n->kids[i], dt, nn_count);
+			if (rc)
+				return rc;
+		}
+		return 0;
+	case YQL_TRUE: case YQL_FALSE:
+		return 0;
+	}
+	n->fidx = rank_schema_field_index(dt->schema, n->field);
+	if (n->fidx < 0)
+		return 0;
+	int t = dt->fields[n->fidx].type;
+	if ((n->kind == YQL_CMP || n->kind == YQL_RANGE) && !is_numeric(t))
+		return base_err(qs->err, STRATA_INVALID_ARGUMENT,
+		                "yql:1:%d: field '%s' is not numeric: compare with %s", n->col, n->field,
+		                t == STORE_T_STRING ? "'contains'" : "nearestNeighbor");
+	if (n->kind == YQL_CONTAINS && t != STORE_T_STRING)
+		return base_err(qs->err, STRATA_INVALID_ARGUMENT,
+		                "yql:1:%d: 'contains' needs a string field; '%s' is not one", n->col,
+		                n->field);
+	if (n->kind == YQL_NN) {
+		if (t != STORE_T_TENSOR || !dt->fields[n->fidx].attribute)
+			return base_err(qs->err, STRATA_INVALID_ARGUMENT,
+			                "yql:1:%d: nearestNeighbor needs a tensor attribute; '%s' is not one",
+			                n->col, n->field);
+		(*nn_count)++;
+	}
+	return 0;
+}
+
+/* Every field named in the tree must exist in at least one document type. */
+static int check_fields(struct qstate *qs, const struct yql_node *n)
+{
+	if (n->kind == YQL_AND || n->kind == YQL_OR || n->kind == YQL_NOT) {
+		for (int i = 0; i < n->nkids; i++) {
+			int rc = check_fields(qs, n->kids[i]);
+			if (rc)
+				return rc;
+		}
+		return 0;
+	}
+	if (!n->field)
+		return 0;
+	for (int i = 0; i < qs->nds; i++)
+		if (rank_schema_field_index(qs->ds[i].dt->schema, n->field) >= 0)
+			return 0;
+	return base_err(qs->err, STRATA_NOT_FOUND, "yql:1:%d: field '%s' not found", n->col,
+	                n->field);
+}
+
+static struct yql_node *find_nn(struct yql_node *n)
+{
+	if (n->kind == YQL_NN)
+		return n;
+	for (int i = 0; i < n->nkids; i++) {
+		struct yql_node *r = find_nn(n->kids[i]);
+		if (r)
+			return r;
+	}
+	return NULL;
+}
+
+/* ---- evaluating the where tree --------------------------------------------------------- */
+
+static const struct store_value *doc_value(struct qstate *qs, struct dtstate *ds, uint32_t lid,
+                                           int fidx)
+{
+	if (!qs->vals_lid_loaded || qs->vals_lid != lid) {
+		memset(qs->vals, 0, qs->vals_size);
+		if (store_get(qs->txn, ds->dt->store_id, lid, qs->vals, NULL) != 0)
+			return NULL;
+		qs->vals_lid_loaded = 1;
+		qs->vals_lid = lid;
+	}
+	return qs->vals[fidx].set ? &qs->vals[fidx] : NULL;
+}
+
+/* The numeric value of a field; 0 when the document has none. */
+static int num_value(struct qstate *qs, struct dtstate *ds, uint32_t lid, int fidx, double *out)
+{
+	const struct store_field *f = &ds->dt->fields[fidx];
+	if (f->attribute) {
+		const void *p = store_attr(qs->txn, ds->dt->store_id, fidx, lid);
+		if (!p)
+			return 0;
+		switch (f->type) {
+		case STORE_T_INT: *out = *(const int32_t *)p; return 1;
+		case STORE_T_LONG: *out = (double)*(const int64_t *)p; return 1;
+		case STORE_T_FLOAT: *out = *(const float *)p; return 1;
+		case STORE_T_DOUBLE: *out = *(const double *)p; return 1;
+		case STORE_T_BOOL: *out = *(const uint8_t *)p; return 1;
+		}
+		return 0;
+	}
+	const struct store_value *v = doc_value(qs, ds, lid, fidx);
+	if (!v)
+		return 0;
+	*out = (f->type == STORE_T_FLOAT || f->type == STORE_T_DOUBLE) ? v->d : (double)v->i;
+	return 1;
+}
+
+static int in_nn(const struct dtstate *ds, uint32_t lid)
+{
+	size_t lo = 0, hi = ds->nnn;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (ds->nn[mid] < lid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < ds->nnn && ds->nn[lo] == lid;
+}
+
+/* nn_true: treat nearestNeighbor as true (while finding the NN set). */
+static int eval(struct qstate *qs, struct dtstate *ds, const struct yql_node *n, uint32_t lid,
+                int nn_true)
+{
+	double v;
+	switch (n->kind) {
+	case YQL_TRUE: return 1;
+	case YQL_FALSE: return 0;
+	case YQL_AND:
+		for (int i = 0; i < n->nkids; i++)
+			if (!eval(qs, ds, n->kids[i], lid, nn_true))
+				return 0;
+		return 1;
+	case YQL_OR:
+		for (int i = 0; i < n->nkids; i++)
+			if (eval(qs, ds, n->kids[i], lid, nn_true))
+				return 1;
+		return 0;
+	case YQL_NOT:
+		return !eval(qs, ds, n->kids[0], lid, nn_true);
+	case YQL_CMP:
+		if (n->fidx < 0 || !num_value(qs, ds, lid, n->fidx, &v))
+			return 0;
+		switch (n->op) {
+		case YQL_LT: return v < n->num;
+		case YQL_LE: return v <= n->num;
+		case YQL_GT: return v > n->num;
+		case YQL_GE: return v >= n->num;
+		case YQL_EQ: return v == n->num;
+		}
+		return 0;
+	case YQL_RANGE:
+		if (n->fidx < 0 || !num_value(qs, ds, lid, n->fidx, &v))
+			return 0;
+		return v >= n->lo && v <= n->hi;
+	case YQL_CONTAINS: {
+		if (n->fidx < 0)
+			return 0;
+		const struct store_value *sv = doc_value(qs, ds, lid, n->fidx);
+		size_t len = strlen(n->str);
+		return sv && sv->n == len && memcmp(sv->s, n->str, len) == 0;
+	}
+	case YQL_NN:
+		if (n->fidx < 0)
+			return 0;
+		return nn_true || in_nn(ds, lid);
+	}
+	return 0;
+}
+
+/* ---- nearest neighbours -------------------------------------------------------------- */
+
+struct cand {
+	double dist;
+	uint32_t lid;
+	const char *docid;
+};
+
+static int cand_cmp(const void *a, const void *b)
+{
+	const struct cand *x = a, *y = b;
+	if (x->dist != y->dist)
+		return x->dist < y->dist ? -1 : 1;
+	return strcmp(x->docid, y->docid);
+}
+
+static int lid_cmp(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* The NN set of ds: the target_hits closest documents among those that pass
+ * the filter (the other operands of a top-level AND). */
+static int nn_set(struct qstate *qs, struct dtstate *ds, struct yql_node *nn)
+{
+	struct yql_node *root = qs->yql->where;
+	int filtered = root->kind == YQL_AND;
+	if (filtered) {
+		int direct = 0;
+		for (int i = 0; i < root->nkids; i++)
+			direct |= root->kids[i] == nn;
+		filtered = direct;
+	}
+	struct cand *c = NULL;
+	size_t n = 0, cap = 0;
+	for (uint32_t lid = 0; store_next(qs->txn, ds->dt->store_id, &lid) == 0; lid++) {
+		if (filtered && !eval(qs, ds, root, lid, 1))
+			continue;
+		double d = rank_query_nn_distance(ds->rq, &ds->docs, lid);
+		if (isnan(d) || isinf(d))
+			continue;
+		if (n == cap) {
+			int rc = base_grow((void **)&c, &cap, n + 1, sizeof *c, MAX_MATCHES);
+			if (rc) {
+				if (c)
+					base_free(c, cap * sizeof *c);
+				return base_err(qs->err, rc, "nearestNeighbor: too many candidates");
+			}
+		}
+		c[n].dist = d;
+		c[n].lid = lid;
+		c[n].docid = store_docid(qs->txn, ds->dt->store_id, lid);
+		if (!c[n].docid)
+			c[n].docid = "";
+		n++;
+		if (lid == UINT32_MAX)
+			break;
+	}
+	if (n)
+		qsort(c, n, sizeof *c, cand_cmp);
+	size_t k = n < (size_t)nn->target_hits ? n : (size_t)nn->target_hits;
+	if (k) {
+		ds->nn = base_alloc(k * sizeof *ds->nn);
+		if (!ds->nn) {
+			base_free(c, cap * sizeof *c);
+			return base_err(qs->err, STRATA_NOMEM, "nearestNeighbor");
+		}
+		for (size_t i = 0; i < k; i++)
+			ds->nn[i] = c[i].lid;
+		qsort(ds->nn, k, sizeof *ds->nn, lid_cmp);
+	}
+	ds->nnn = k;
+	if (c)
+		base_free(c, cap * sizeof *c);
+	return 0;
+}
+
+/* ---- per document type ---------------------------------------------------------------- */
+
+static int add_hit(struct qstate *qs, struct dtstate *ds, uint32_t lid)
+{
+	if (qs->nhits == qs->cap) {
+		int rc = base_grow((void **)&qs->hits, &qs->cap, qs->nhits + 1, sizeof *qs->hits,
+		                   MAX_MATCHES);
+		if (rc)
+			return base_err(qs->err, rc, "too many matches");
+	}
+	struct hit *h = &qs->hits[qs->nhits++];
+	memset(h, 0, sizeof *h);
+	h->ds = ds;
+	h->lid = lid;
+	h->docid = store_docid(qs->txn, ds->dt->store_id, lid);
+	if (!h->docid)
+		h->docid = "";
+	return 0;
+}
+
+static int score_cmp(double a, double b)
+{
+	/* NaN sorts last */
+	if (isnan(a) || isnan(b))
+		return isnan(a) - isnan(b);
+	return a > b ? -1 : a < b ? 1 : 0;
+}
+
+static int first_cmp(const void *a, const void *b)
+{
+	const struct hit *x = a, *y = b;
+	int c = score_cmp(x->first, y->first);
+	return c ? c : strcmp(x->docid, y->docid);
+}
+
+static int final_cmp(const void *a, const void *b)
+{
+	const struct hit *x = a, *y = b;
+	int c = score_cmp(x->score, y->score);
+	if (c)
+		return c;
+	if (x->tier != y->tier)
+		return y->tier - x->tier;
+	return strcmp(x->docid, y->docid);
+}
+
+static int run_doctype(struct qstate *qs, struct dtstate *ds)
+{
+	struct yql_node *nn = find_nn(qs->yql->where);
+	int rc;
+	if (nn && nn->fidx >= 0) {
+		rc = rank_query_set_nn(ds->rq, nn->field, nn->input, qs->err);
+		if (rc)
+			return rc;
+		rc = nn_set(qs, ds, nn);
+		if (rc)
+			return rc;
+	}
+	qs->vals_lid_loaded = 0;
+	size_t base = qs->nhits;
+	for (uint32_t lid = 0; store_next(qs->txn, ds->dt->store_id, &lid) == 0; lid++) {
+		if (eval(qs, ds, qs->yql->where, lid, 0) && (rc = add_hit(qs, ds, lid)) != 0)
+			return rc;
+		if (lid == UINT32_MAX)
+			break;
+	}
+	size_t n = qs->nhits - base;
+	if (!n)
+		return 0;
+	/* First phase in blocks: lids and scores gathered from the hits. */
+	uint32_t lids[BLOCK];
+	double scores[BLOCK], firsts[BLOCK];
+	for (size_t off = 0; off < n; off += BLOCK) {
+		size_t k = n - off < BLOCK ? n - off : BLOCK;
+		for (size_t i = 0; i < k; i++)
+			lids[i] = qs->hits[base + off + i].lid;
+		rc = rank_query_first_phase(ds->rq, &ds->docs, lids, k, scores, qs->err);
+		if (rc)
+			return rc;
+		for (size_t i = 0; i < k; i++) {
+			struct hit *h = &qs->hits[base + off + i];
+			h->first = h->score = scores[i];
+			h->tier = 1;
+		}
+	}
+	if (!rank_profile_has_second_phase(ds->prof))
+		return 0;
+	qsort(qs->hits + base, n, sizeof *qs->hits, first_cmp);
+	int rr = rank_profile_rerank_count(ds->prof);
+	size_t nre = rr < 0 ? 0 : ((size_t)rr < n ? (size_t)rr : n);
+	for (size_t i = nre; i < n; i++)
+		qs->hits[base + i].tier = 0;
+	for (size_t off = 0; off < nre; off += BLOCK) {
+		size_t k = nre - off < BLOCK ? nre - off : BLOCK;
+		for (size_t i = 0; i < k; i++) {
+			lids[i] = qs->hits[base + off + i].lid;
+			firsts[i] = qs->hits[base + off + i].first;
+		}
+		rc = rank_query_second_phase(ds->rq, &ds->docs, lids, firsts, k, scores, qs->err);
+		if (rc)
+			return rc;
+		for (size_t i = 0; i < k; i++)
+			qs->hits[base + off + i].score = scores[i];
+	}
+	/* The hits that were not re-ranked keep their first-phase order but are
+	 * shifted to score no higher than the lowest re-ranked hit, as Vespa
+	 * does, so that relevance never increases down the result. */
+	if (nre && nre < n) {
+		double low = INFINITY, high = qs->hits[base + nre].first;
+		for (size_t i = 0; i < nre; i++)
+			if (qs->hits[base + i].score < low)
+				low = qs->hits[base + i].score;
+		double shift = isfinite(low) && isfinite(high) && high > low ? low - high : 0;
+		for (size_t i = nre; i < n; i++)
+			qs->hits[base + i].score += shift;
+	}
+	return 0;
+}
+
+static int set_inputs(struct qstate *qs, struct dtstate *ds, const json_t *req)
+{
+	int ni = rank_profile_ninputs(ds->prof);
+	for (int i = 0; i < ni; i++) {
+		const struct rank_input_info *in = rank_profile_input(ds->prof, i);
+		const json_t *v = find_input(req, in->name);
+		if (!v)
+			continue;
+		double *cells = base_alloc((in->ncells ? in->ncells : 1) * sizeof *cells);
+		if (!cells)
+			return base_err(qs->err, STRATA_NOMEM, "query(%s)", in->name);
+		struct eng_ttype t = { BASE_DT_DOUBLE, in->rank, in->dims, in->dim_names };
+		char what[300];
+		snprintf(what, sizeof what, "query input 'query(%s)'", in->name);
+		int rc = eng_tensor_from_json(v, &t, 1, cells, what, qs->err);
+		if (!rc)
+			rc = rank_query_set_input(ds->rq, in->name, cells, eng_ttype_cells(&t), qs->err);
+		base_free(cells, (in->ncells ? in->ncells : 1) * sizeof *cells);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/* ---- summaries ----------------------------------------------------------------------- */
+
+struct feat_ud {
+	json_t *obj;
+};
+
+static int feature_cb(void *ud, const struct rank_feature *f)
+{
+	struct feat_ud *u = ud;
+	json_t *v = eng_feature_json(f);
+	if (!v || json_object_set_new(u->obj, f->name, v))
+		return STRATA_NOMEM;
+	return 0;
+}
+
+static json_t *relevance_json(double r)
+{
+	/* JSON has no infinities: the lowest double stands for -inf and NaN. */
+	if (isnan(r) || r == -INFINITY)
+		r = -1.7976931348623157e308;
+	else if (r == INFINITY)
+		r = 1.7976931348623157e308;
+	return json_real(r);
+}
+
+static int add_features(struct qstate *qs, const struct hit *h, json_t *fields, int which,
+                        const char *key)
+{
+	struct feat_ud u = { json_object() };
+	if (!u.obj)
+		return base_err(qs->err, STRATA_NOMEM, "features");
+	int rc = rank_query_features(h->ds->rq, &h->ds->docs, h->lid, h->first, which, feature_cb,
+	                             &u, qs->err);
+	if (rc == STRATA_NOMEM)
+		base_err(qs->err, rc, "features of '%s'", h->docid);
+	if (!rc && json_object_size(u.obj) && json_object_set(fields, key, u.obj))
+		rc = base_err(qs->err, STRATA_NOMEM, "features");
+	json_decref(u.obj);
+	return rc;
+}
+
+static int summary(struct qstate *qs, const struct hit *h, json_t **out)
+{
+	struct eng_doctype *dt = h->ds->dt;
+	json_t *child = json_object();
+	json_t *fields = json_object();
+	int rc = 0;
+	if (!child || !fields)
+		goto nomem;
+	if (json_object_set_new(child, "id", json_string(h->docid)) ||
+	    json_object_set_new(child, "relevance", relevance_json(h->score)) ||
+	    json_object_set_new(child, "source", json_string(dt->name)))
+		goto nomem;
+	memset(qs->vals, 0, qs->vals_size);
+	rc = store_get(qs->txn, dt->store_id, h->lid, qs->vals, qs->err);
+	qs->vals_lid_loaded = 0;
+	if (rc)
+		goto fail;
+	if (qs->yql->all_fields) {
+		if (json_object_set_new(fields, "sddocname", json_string(dt->name)) ||
+		    json_object_set_new(fields, "documentid", json_string(h->docid)))
+			goto nomem;
+	}
+	for (int i = 0; i < dt->nfields; i++) {
+		const struct rank_field *rf = rank_schema_field(dt->schema, i);
+		int want = 0;
+		if (qs->yql->all_fields) {
+			want = rf->summary;
+		} else {
+			for (int k = 0; k < qs->yql->nfields && !want; k++)
+				want = !strcmp(qs->yql->fields[k], rf->name);
+		}
+		if (!want)
+			continue;
+		json_t *v = eng_value_json(&dt->fields[i], rf->dim_names, &qs->vals[i]);
+		if (v && json_object_set_new(fields, rf->name, v))
+			goto nomem;
+	}
+	if ((rc = add_features(qs, h, fields, RANK_MATCH_FEATURES, "matchfeatures")) != 0 ||
+	    (rc = add_features(qs, h, fields, RANK_SUMMARY_FEATURES, "summaryfeatures")) != 0)
+		goto fail;
+	if (json_object_set(child, "fields", fields))
+		goto nomem;
+	json_decref(fields);
+	*out = child;
+	return 0;
+nomem:
+	rc = base_err(qs->err, STRATA_NOMEM, "summary of '%s'", h->docid);
+fail:
+	json_decref(fields);
+	json_decref(child);
+	return rc;
+}
+
+/* ---- the whole request ------------------------------------------------------------------ */
+
+static int pick_doctypes(struct qstate *qs)
+{
+	struct strata *db = qs->db;
+	int n = qs->yql->all_sources ? db->ndoctypes : qs->yql->nsources;
+	if (n == 0)
+		return 0;
+	qs->ds = base_calloc((size_t)n, sizeof *qs->ds);
+	if (!qs->ds)
+		return base_err(qs->err, STRATA_NOMEM, "query");
+	qs->ds_cap = n;
+	for (int i = 0; i < n; i++) {
+		struct eng_doctype *dt;
+		if (qs->yql->all_sources) {
+			dt = &db->doctypes[i];
+		} else {
+			dt = eng_doctype_find(db, qs->yql->sources[i]);
+			if (!dt)
+				return base_err(qs->err, STRATA_NOT_FOUND,
+				                "yql: unknown source '%s': no such document type",
+				                qs->yql->sources[i]);
+			for (int k = 0; k < qs->nds; k++)
+				if (qs->ds[k].dt == dt)
+					dt = NULL;
+			if (!dt)
+				continue;
+		}
+		qs->ds[qs->nds++].dt = dt;
+	}
+	return 0;
+}
+
+static const char *profile_name(const json_t *req)
+{
+	const json_t *p = json_object_get(req, "ranking.profile");
+	if (json_is_string(p))
+		return json_string_value(p);
+	p = json_object_get(req, "ranking");
+	if (json_is_string(p))
+		return json_string_value(p);
+	if (json_is_object(p) && json_is_string(json_object_get(p, "profile")))
+		return json_string_value(json_object_get(p, "profile"));
+	return "default";
+}
+
+static int build_result(struct qstate *qs, size_t offset, size_t nhits, char **result)
+{
+	json_t *top = json_object(), *root = json_object(), *fields = json_object();
+	json_t *cov = json_object(), *children = json_array();
+	int rc = 0;
+	uint64_t docs = 0;
+	for (int i = 0; i < qs->nds; i++)
+		docs += store_count(qs->txn, qs->ds[i].dt->store_id);
+	if (!top || !root || !fields || !cov || !children ||
+	    json_object_set_new(root, "id", json_string("toplevel")) ||
+	    json_object_set_new(root, "relevance", json_real(1.0)) ||
+	    json_object_set_new(fields, "totalCount", json_integer((json_int_t)qs->nhits)) ||
+	    json_object_set(root, "fields", fields) ||
+	    json_object_set_new(cov, "coverage", json_integer(100)) ||
+	    json_object_set_new(cov, "documents", json_integer((json_int_t)docs)) ||
+	    json_object_set_new(cov, "full", json_true()) ||
+	    json_object_set_new(cov, "nodes", json_integer(1)) ||
+	    json_object_set_new(cov, "results", json_integer(1)) ||
+	    json_object_set_new(cov, "resultsFull", json_integer(1)) ||
+	    json_object_set(root, "coverage", cov) || json_object_set(top, "root", root)) {
+		rc = base_err(qs->err, STRATA_NOMEM, "result");
+		goto out;
+	}
+	for (size_t i = offset; i < qs->nhits && i < offset + nhits; i++) {
+		json_t *child = NULL;
+		rc = summary(qs, &qs->hits[i], &child);
+		if (rc)
+			goto out;
+		if (json_array_append_new(children, child)) {
+			rc = base_err(qs->err, STRATA_NOMEM, "result");
+			goto out;
+		}
+	}
+	/* Vespa leaves "children" out of a result without hits. */
+	if (json_array_size(children) && json_object_set(root, "children", children)) {
+		rc = base_err(qs->err, STRATA_NOMEM, "result");
+		goto out;
+	}
+	*result = eng_json_dump(top, 0);
+	if (!*result)
+		rc = base_err(qs->err, STRATA_NOMEM, "result");
+out:
+	json_decref(children);
+	json_decref(cov);
+	json_decref(fields);
+	json_decref(root);
+	json_decref(top);
+	return rc;
+}
+
+static int run(struct qstate *qs, const json_t *req, char **result)
+{
+	struct strata_error *err = qs->err;
+	const json_t *yv = json_object_get(req, "yql");
+	if (!yv)
+		return base_err(err, STRATA_INVALID_ARGUMENT, "the request has no \"yql\"");
+	if (!json_is_string(yv))
+		return base_err(err, STRATA_INVALID_ARGUMENT, "\"yql\" must be a string");
+	int rc = yql_parse(json_string_value(yv), &qs->yql, err);
+	if (rc)
+		return rc;
+	long hits = DEFAULT_HITS, offset = 0;
+	const json_t *v;
+	if ((v = json_object_get(req, "hits")) && (rc = get_count(v, "hits", MAX_HITS, &hits, err)))
+		return rc;
+	if ((v = json_object_get(req, "offset")) &&
+	    (rc = get_count(v, "offset", MAX_OFFSET, &offset, err)))
+		return rc;
+	/* YQL's limit is the end of the page, not its size (limit 15 offset 5: 10 hits). */
+	if (qs->yql->offset >= 0)
+		offset = qs->yql->offset;
+	if (qs->yql->limit >= 0)
+		hits = qs->yql->limit > offset ? qs->yql->limit - offset : 0;
+	if (hits > MAX_HITS)
+		return base_err(err, STRATA_INVALID_ARGUMENT, "%ld hits requested, the maximum is %d",
+		                hits, MAX_HITS);
+	if (offset > MAX_OFFSET)
+		return base_err(err, STRATA_INVALID_ARGUMENT, "offset %ld, the maximum is %d", offset,
+		                MAX_OFFSET);
+	if ((rc = pick_doctypes(qs)) != 0)
+		return rc;
+	if ((rc = check_fields(qs, qs->yql->where)) != 0)
+		return rc;
+	if (!qs->yql->all_fields)
+		for (int k = 0; k < qs->yql->nfields; k++) {
+			int found = 0;
+			for (int i = 0; i < qs->nds && !found; i++)
+				found = rank_schema_field_index(qs->ds[i].dt->schema, qs->yql->fields[k]) >= 0;
+			if (!found && qs->nds)
+				return base_err(err, STRATA_NOT_FOUND, "yql: selected field '%s' not found",
+				                qs->yql->fields[k]);
+		}
+	const char *pname = profile_name(req);
+	int maxf = 0;
+	for (int i = 0; i < qs->nds; i++) {
+		struct dtstate *ds = &qs->ds[i];
+		ds->prof = rank_profile_find(ds->dt->schema, pname);
+		if (!ds->prof)
+			return base_err(err, STRATA_NOT_FOUND,
+			                "rank profile '%s' not found in schema '%s'", pname, ds->dt->name);
+		if (ds->dt->nfields > maxf)
+			maxf = ds->dt->nfields;
+	}
+	rc = check_inputs_declared(qs, req, pname);
+	v = json_object_get(req, "input");
+	if (!rc && json_is_object(v))
+		rc = check_inputs_declared(qs, v, pname);
+	if (rc)
+		return rc;
+	qs->vals_size = (size_t)(maxf + 1) * sizeof *qs->vals;
+	qs->vals = base_calloc(1, qs->vals_size);
+	if (!qs->vals)
+		return base_err(err, STRATA_NOMEM, "query");
+	if ((rc = store_txn_begin(qs->db->env, 0, &qs->txn, err)) != 0)
+		return rc;
+	for (int i = 0; i < qs->nds; i++) {
+		struct dtstate *ds = &qs->ds[i];
+		int nn_count = 0;
+		ds->txn = qs->txn;
+		ds->docs.ud = ds;
+		ds->docs.attr = attr_cb;
+		if ((rc = resolve(qs, qs->yql->where, ds->dt, &nn_count)) != 0)
+			return rc;
+		if (nn_count > 1)
+			return base_err(err, STRATA_NOT_IMPLEMENTED,
+			                "yql: only one nearestNeighbor per query is supported");
+		if ((rc = rank_query_new(ds->prof, &ds->rq, err)) != 0)
+			return rc;
+		if ((rc = set_inputs(qs, ds, req)) != 0)
+			return rc;
+		if ((rc = run_doctype(qs, ds)) != 0)
+			return rc;
+	}
+	if (qs->nhits)
+		qsort(qs->hits, qs->nhits, sizeof *qs->hits, final_cmp);
+	return build_result(qs, (size_t)offset, (size_t)hits, result);
+}
+
+int strata_query_json(struct strata *db, const char *request, char **result,
+                      struct strata_error *err)
+{
+	*result = NULL;
+	if (!request)
+		return base_err(err, STRATA_INVALID_ARGUMENT, "no request given");
+	json_error_t je;
+	json_t *req = json_loads(request, 0, &je);
+	if (!req)
+		return base_err(err, STRATA_PARSE, "request: invalid JSON at line %d, column %d: %s",
+		                je.line, je.column, je.text);
+	if (!json_is_object(req)) {
+		json_decref(req);
+		return base_err(err, STRATA_INVALID_ARGUMENT, "the request must be a JSON object");
+	}
+	struct qstate qs = { .db = db, .err = err };
+	int rc = run(&qs, req, result);
+	for (int i = 0; i < qs.nds; i++) {
+		if (qs.ds[i].rq)
+			rank_query_free(qs.ds[i].rq);
+		if (qs.ds[i].nn)
+			base_free(qs.ds[i].nn, qs.ds[i].nnn * sizeof *qs.ds[i].nn);
+	}
+	if (qs.ds)
+		base_free(qs.ds, (size_t)qs.ds_cap * sizeof *qs.ds);
+	if (qs.hits)
+		base_free(qs.hits, qs.cap * sizeof *qs.hits);
+	if (qs.vals)
+		base_free(qs.vals, qs.vals_size);
+	if (qs.txn)
+		store_txn_abort(qs.txn);
+	yql_free(qs.yql);
+	json_decref(req);
+	return rc;
+}

@@ -1,0 +1,684 @@
+/*
+ * yql.c: the YQL subset Strata understands, parsed into a condition tree.
+ *
+ *   select <* | f1, f2> from <sources * | sources a, b | doctype>
+ *     [where <cond>] [limit N] [offset N] [timeout N] [;]
+ *   cond: true | false | f < n | f <= n | f > n | f >= n | f = n (n a number,
+ *         true or false; the number may stand on the left) | range(f, lo, hi)
+ *         | f contains "text" | [{targetHits: K, label: "l", approximate:
+ *         false}]nearestNeighbor(f, q) | cond and cond | cond or cond | !cond
+ *         | (cond)
+ *
+ * It sits between the request (query.c hands it the "yql" text) and
+ * execution (query.c resolves field names per document type and evaluates
+ * the tree).  Keywords are case-insensitive.  Every error is STRATA_PARSE
+ * with "yql:LINE:COL: " and says what was expected and what was found.
+ * Everything a struct yql_query holds lives in its arena.
+ */
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "engine_int.h"
+
+enum tok { T_EOF, T_IDENT, T_NUM, T_STR, T_PUNCT };
+
+struct parser {
+	const char *text;
+	const char *p;        /* next unread character */
+	struct base_arena *a;
+	struct strata_error *err;
+	/* the current token */
+	int tok;
+	const char *start;    /* where it begins */
+	size_t len;
+	double num;
+	char *str;            /* T_STR: decoded text (arena) */
+	char punct[3];
+	int failed;           /* an error is set */
+};
+
+static void position(const struct parser *ps, const char *at, int *line, int *col)
+{
+	*line = 1;
+	*col = 1;
+	for (const char *q = ps->text; q < at; q++) {
+		if (*q == '\n') {
+			(*line)++;
+			*col = 1;
+		} else {
+			(*col)++;
+		}
+	}
+}
+
+static int fail_at(struct parser *ps, const char *at, const char *fmt, const char *a1)
+{
+	if (ps->failed)
+		return STRATA_PARSE;
+	int line, col;
+	position(ps, at, &line, &col);
+	char msg[512];
+	snprintf(msg, sizeof msg, fmt, a1);
+	ps->failed = 1;
+	return base_err(ps->err, STRATA_PARSE, "yql:%d:%d: %s", line, col, msg);
+}
+
+/* "expected X, found Y" at the current token. */
+static int expected(struct parser *ps, const char *what)
+{
+	char found[96];
+	if (ps->tok == T_EOF)
+		snprintf(found, sizeof found, "the end of the query");
+	else
+		snprintf(found, sizeof found, "'%.*s'", (int)(ps->len > 40 ? 40 : ps->len), ps->start);
+	char msg[256];
+	snprintf(msg, sizeof msg, "expected %s, found %s", what, found);
+	return fail_at(ps, ps->start, "%s", msg);
+}
+
+static int next(struct parser *ps)
+{
+	const char *p = ps->p;
+	while (isspace((unsigned char)*p))
+		p++;
+	ps->start = p;
+	if (!*p) {
+		ps->tok = T_EOF;
+		ps->len = 0;
+		ps->p = p;
+		return 0;
+	}
+	if (strncmp(p, "-Infinity", 9) == 0 && !isalnum((unsigned char)p[9])) {
+		ps->num = -INFINITY;
+		p += 9;
+		ps->tok = T_NUM;
+	} else if (isalpha((unsigned char)*p) || *p == '_') {
+		while (isalnum((unsigned char)*p) || *p == '_' || *p == '.')
+			p++;
+		ps->tok = T_IDENT;
+	} else if (isdigit((unsigned char)*p) || (*p == '-' && (isdigit((unsigned char)p[1]) ||
+	                                                        p[1] == '.')) ||
+	           (*p == '.' && isdigit((unsigned char)p[1]))) {
+		char *end;
+		ps->num = strtod(p, &end);
+		p = end;
+		if (*p == 'L' || *p == 'l')
+			p++; /* Vespa's long suffix */
+		if (isalnum((unsigned char)*p) || *p == '_') {
+			ps->len = 1;
+			return fail_at(ps, p, "malformed number%s", "");
+		}
+		ps->tok = T_NUM;
+	} else if (*p == '"' || *p == '\'') {
+		char q = *p++;
+		const char *s = p;
+		size_t n = 0;
+		while (*p && *p != q) {
+			if (*p == '\\' && p[1])
+				p++;
+			p++;
+			n++;
+		}
+		if (!*p)
+			return fail_at(ps, ps->start, "unterminated string%s", "");
+		char *out = base_arena_alloc(ps->a, n + 1, 1);
+		if (!out) {
+			ps->failed = 1;
+			return base_err(ps->err, STRATA_NOMEM, "yql");
+		}
+		size_t k = 0;
+		for (const char *c = s; c < p; c++) {
+			if (*c == '\\' && c + 1 < p) {
+				c++;
+				out[k++] = *c == 'n' ? '\n' : *c == 't' ? '\t' : *c;
+			} else {
+				out[k++] = *c;
+			}
+		}
+		out[k] = 0;
+		ps->str = out;
+		p++;
+		ps->tok = T_STR;
+	} else {
+		static const char *two[] = { "<=", ">=", "!=", "&&", "||", "==" };
+		ps->tok = T_PUNCT;
+		size_t n = 1;
+		for (size_t i = 0; i < sizeof two / sizeof two[0]; i++)
+			if (p[0] == two[i][0] && p[1] == two[i][1])
+				n = 2;
+		if (n == 1 && !strchr("()*,{}:;!<>=[]", *p))
+			return fail_at(ps, p, "unexpected character '%.1s'", p);
+		memcpy(ps->punct, p, n);
+		ps->punct[n] = 0;
+		p += n;
+	}
+	ps->len = (size_t)(p - ps->start);
+	ps->p = p;
+	return 0;
+}
+
+static int is_punct(const struct parser *ps, const char *s)
+{
+	return ps->tok == T_PUNCT && strcmp(ps->punct, s) == 0;
+}
+
+static int is_kw(const struct parser *ps, const char *kw)
+{
+	return ps->tok == T_IDENT && strlen(kw) == ps->len &&
+	       strncasecmp(ps->start, kw, ps->len) == 0;
+}
+
+static int expect_punct(struct parser *ps, const char *s)
+{
+	if (!is_punct(ps, s)) {
+		char what[8];
+		snprintf(what, sizeof what, "'%s'", s);
+		return expected(ps, what);
+	}
+	return next(ps);
+}
+
+static char *ident(struct parser *ps, const char *what)
+{
+	if (ps->tok != T_IDENT) {
+		expected(ps, what);
+		return NULL;
+	}
+	char *s = base_arena_alloc(ps->a, ps->len + 1, 1);
+	if (!s) {
+		ps->failed = 1;
+		base_err(ps->err, STRATA_NOMEM, "yql");
+		return NULL;
+	}
+	memcpy(s, ps->start, ps->len);
+	s[ps->len] = 0;
+	if (next(ps))
+		return NULL;
+	return s;
+}
+
+static struct yql_node *node(struct parser *ps, int kind, const char *at)
+{
+	struct yql_node *n = base_arena_alloc(ps->a, sizeof *n, 8);
+	if (!n) {
+		ps->failed = 1;
+		base_err(ps->err, STRATA_NOMEM, "yql");
+		return NULL;
+	}
+	memset(n, 0, sizeof *n);
+	n->kind = kind;
+	n->fidx = -1;
+	int line;
+	position(ps, at, &line, &n->col);
+	return n;
+}
+
+/* A number: a numeric literal, true (1) or false (0), -Infinity/Infinity. */
+static int number(struct parser *ps, double *v, const char *what)
+{
+	if (ps->tok == T_NUM) {
+		*v = ps->num;
+		return next(ps);
+	}
+	if (is_kw(ps, "true") || is_kw(ps, "false")) {
+		*v = is_kw(ps, "true");
+		return next(ps);
+	}
+	if (is_kw(ps, "Infinity")) {
+		*v = INFINITY;
+		return next(ps);
+	}
+	return expected(ps, what);
+}
+
+static struct yql_node *cond(struct parser *ps);
+
+static int cmp_op(const struct parser *ps)
+{
+	if (ps->tok != T_PUNCT)
+		return 0;
+	if (!strcmp(ps->punct, "<")) return YQL_LT;
+	if (!strcmp(ps->punct, "<=")) return YQL_LE;
+	if (!strcmp(ps->punct, ">")) return YQL_GT;
+	if (!strcmp(ps->punct, ">=")) return YQL_GE;
+	if (!strcmp(ps->punct, "=") || !strcmp(ps->punct, "==")) return YQL_EQ;
+	return 0;
+}
+
+static int flip(int op)
+{
+	switch (op) {
+	case YQL_LT: return YQL_GT;
+	case YQL_LE: return YQL_GE;
+	case YQL_GT: return YQL_LT;
+	case YQL_GE: return YQL_LE;
+	}
+	return op;
+}
+
+/* {targetHits: 10, label: "x", approximate: false} before nearestNeighbor */
+static int annotations(struct parser *ps, long *target, char **label, int *approx)
+{
+	if (next(ps))
+		return STRATA_PARSE;
+	while (!is_punct(ps, "}")) {
+		const char *at = ps->start;
+		char *key = ident(ps, "an annotation name");
+		if (!key || expect_punct(ps, ":"))
+			return STRATA_PARSE;
+		if (!strcmp(key, "targetHits") || !strcmp(key, "targetNumHits")) {
+			double v;
+			const char *vat = ps->start;
+			if (number(ps, &v, "a number"))
+				return STRATA_PARSE;
+			if (v < 1 || v != floor(v) || v > 1e9)
+				return fail_at(ps, vat, "targetHits must be a positive integer%s", "");
+			*target = (long)v;
+		} else if (!strcmp(key, "label")) {
+			if (ps->tok != T_STR)
+				return expected(ps, "a string");
+			*label = ps->str;
+			if (next(ps))
+				return STRATA_PARSE;
+		} else if (!strcmp(key, "approximate")) {
+			if (!is_kw(ps, "true") && !is_kw(ps, "false"))
+				return expected(ps, "true or false");
+			*approx = is_kw(ps, "true");
+			if (next(ps))
+				return STRATA_PARSE;
+		} else if (!strcmp(key, "hnsw.exploreAdditionalHits")) {
+			double v;
+			if (number(ps, &v, "a number")) /* no effect: search is exact */
+				return STRATA_PARSE;
+		} else {
+			return fail_at(ps, at, "unknown annotation '%s'", key);
+		}
+		if (is_punct(ps, ","))
+			next(ps);
+		else if (!is_punct(ps, "}"))
+			return expected(ps, "',' or '}'");
+	}
+	return next(ps);
+}
+
+static struct yql_node *primary(struct parser *ps)
+{
+	const char *at = ps->start;
+	if (is_punct(ps, "(")) {
+		if (next(ps))
+			return NULL;
+		struct yql_node *n = cond(ps);
+		if (!n || expect_punct(ps, ")"))
+			return NULL;
+		return n;
+	}
+	if (is_punct(ps, "!")) {
+		struct yql_node *n = node(ps, YQL_NOT, at);
+		if (!n || next(ps))
+			return NULL;
+		struct yql_node *k = primary(ps);
+		if (!k)
+			return NULL;
+		n->kids = base_arena_alloc(ps->a, sizeof *n->kids, 8);
+		if (!n->kids)
+			return NULL;
+		n->kids[0] = k;
+		n->nkids = 1;
+		return n;
+	}
+	long target = -1;
+	char *label = NULL;
+	int approx = 1;
+	int annotated = 0;
+	if (is_punct(ps, "{")) {
+		if (annotations(ps, &target, &label, &approx))
+			return NULL;
+		annotated = 1;
+	}
+	if (ps->tok == T_IDENT && !annotated && (is_kw(ps, "true") || is_kw(ps, "false"))) {
+		const char *kwat = ps->start;
+		int t = is_kw(ps, "true");
+		if (next(ps))
+			return NULL;
+		int op = cmp_op(ps);
+		if (!op)
+			return node(ps, t ? YQL_TRUE : YQL_FALSE, kwat);
+		/* "true = flag" */
+		struct yql_node *n = node(ps, YQL_CMP, kwat);
+		if (!n || next(ps))
+			return NULL;
+		n->op = flip(op);
+		n->num = t;
+		n->field = ident(ps, "a field name");
+		return n->field ? n : NULL;
+	}
+	if (ps->tok == T_NUM) {
+		struct yql_node *n = node(ps, YQL_CMP, at);
+		if (!n)
+			return NULL;
+		n->num = ps->num;
+		if (next(ps))
+			return NULL;
+		int op = cmp_op(ps);
+		if (!op) {
+			expected(ps, "a comparison operator");
+			return NULL;
+		}
+		n->op = flip(op);
+		if (next(ps))
+			return NULL;
+		n->field = ident(ps, "a field name");
+		return n->field ? n : NULL;
+	}
+	if (ps->tok != T_IDENT) {
+		expected(ps, "a condition");
+		return NULL;
+	}
+	char *name = ident(ps, "a field name");
+	if (!name)
+		return NULL;
+	if (is_punct(ps, "(")) {
+		if (next(ps))
+			return NULL;
+		if (!strcmp(name, "nearestNeighbor")) {
+			struct yql_node *n = node(ps, YQL_NN, at);
+			if (!n || !(n->field = ident(ps, "a field name")) || expect_punct(ps, ",") ||
+			    !(n->input = ident(ps, "a query input name")) || expect_punct(ps, ")"))
+				return NULL;
+			if (target < 0) {
+				fail_at(ps, at, "nearestNeighbor needs a {targetHits: N} annotation%s", "");
+				return NULL;
+			}
+			n->target_hits = target;
+			n->label = label;
+			n->approximate = approx;
+			return n;
+		}
+		if (annotated) {
+			fail_at(ps, at, "annotations are only supported on nearestNeighbor, not on '%s'",
+			        name);
+			return NULL;
+		}
+		if (!strcmp(name, "range")) {
+			struct yql_node *n = node(ps, YQL_RANGE, at);
+			if (!n || !(n->field = ident(ps, "a field name")) || expect_punct(ps, ",") ||
+			    number(ps, &n->lo, "a number") || expect_punct(ps, ",") ||
+			    number(ps, &n->hi, "a number") || expect_punct(ps, ")"))
+				return NULL;
+			return n;
+		}
+		fail_at(ps, at, "unknown function '%s'", name);
+		return NULL;
+	}
+	if (annotated) {
+		expected(ps, "'('");
+		return NULL;
+	}
+	if (is_kw(ps, "contains")) {
+		struct yql_node *n = node(ps, YQL_CONTAINS, at);
+		if (!n || next(ps))
+			return NULL;
+		if (ps->tok != T_STR) {
+			expected(ps, "a string");
+			return NULL;
+		}
+		n->field = name;
+		n->str = ps->str;
+		return next(ps) ? NULL : n;
+	}
+	int op = cmp_op(ps);
+	if (!op) {
+		expected(ps, "a comparison operator or 'contains'");
+		return NULL;
+	}
+	struct yql_node *n = node(ps, YQL_CMP, at);
+	if (!n || next(ps))
+		return NULL;
+	n->field = name;
+	n->op = op;
+	if (number(ps, &n->num, "a number"))
+		return NULL;
+	return n;
+}
+
+/* A chain of kind (AND/OR) of sub-conditions parsed by sub. */
+static struct yql_node *chain(struct parser *ps, int kind, struct yql_node *(*sub)(struct parser *))
+{
+	const char *at = ps->start;
+	struct yql_node *first = sub(ps);
+	if (!first)
+		return NULL;
+	const char *kw = kind == YQL_AND ? "and" : "or";
+	const char *sym = kind == YQL_AND ? "&&" : "||";
+	if (!is_kw(ps, kw) && !is_punct(ps, sym))
+		return first;
+	struct yql_node *n = node(ps, kind, at);
+	if (!n)
+		return NULL;
+	int cap = 4;
+	n->kids = base_arena_alloc(ps->a, (size_t)cap * sizeof *n->kids, 8);
+	if (!n->kids)
+		return NULL;
+	n->kids[n->nkids++] = first;
+	while (is_kw(ps, kw) || is_punct(ps, sym)) {
+		if (next(ps))
+			return NULL;
+		struct yql_node *k = sub(ps);
+		if (!k)
+			return NULL;
+		if (n->nkids == cap) {
+			struct yql_node **nk = base_arena_alloc(ps->a, (size_t)cap * 2 * sizeof *nk, 8);
+			if (!nk)
+				return NULL;
+			memcpy(nk, n->kids, (size_t)cap * sizeof *nk);
+			n->kids = nk;
+			cap *= 2;
+		}
+		n->kids[n->nkids++] = k;
+	}
+	return n;
+}
+
+static struct yql_node *and_chain(struct parser *ps)
+{
+	return chain(ps, YQL_AND, primary);
+}
+
+static struct yql_node *cond(struct parser *ps)
+{
+	return chain(ps, YQL_OR, and_chain);
+}
+
+/* A comma-separated list of identifiers into *out. */
+static int ident_list(struct parser *ps, char ***out, int *n, const char *what)
+{
+	int cap = 8;
+	char **v = base_arena_alloc(ps->a, (size_t)cap * sizeof *v, 8);
+	if (!v)
+		return base_err(ps->err, STRATA_NOMEM, "yql");
+	for (;;) {
+		char *s = ident(ps, what);
+		if (!s)
+			return STRATA_PARSE;
+		if (*n == cap) {
+			char **nv = base_arena_alloc(ps->a, (size_t)cap * 2 * sizeof *nv, 8);
+			if (!nv)
+				return base_err(ps->err, STRATA_NOMEM, "yql");
+			memcpy(nv, v, (size_t)cap * sizeof *nv);
+			v = nv;
+			cap *= 2;
+		}
+		v[(*n)++] = s;
+		if (!is_punct(ps, ","))
+			break;
+		if (next(ps))
+			return STRATA_PARSE;
+	}
+	*out = v;
+	return 0;
+}
+
+static int count(struct parser *ps, long *out, const char *what)
+{
+	if (ps->tok != T_NUM || ps->num < 0 || ps->num != floor(ps->num) || ps->num > 1e9)
+		return expected(ps, what);
+	*out = (long)ps->num;
+	return next(ps);
+}
+
+static int statement(struct parser *ps, struct yql_query *q)
+{
+	if (next(ps))
+		return STRATA_PARSE;
+	if (!is_kw(ps, "select"))
+		return expected(ps, "'select'");
+	if (next(ps))
+		return STRATA_PARSE;
+	if (is_punct(ps, "*")) {
+		q->all_fields = 1;
+		if (next(ps))
+			return STRATA_PARSE;
+	} else if (ident_list(ps, &q->fields, &q->nfields, "a field name or '*'")) {
+		return STRATA_PARSE;
+	}
+	if (!is_kw(ps, "from"))
+		return expected(ps, "'from'");
+	if (next(ps))
+		return STRATA_PARSE;
+	if (is_kw(ps, "sources")) {
+		if (next(ps))
+			return STRATA_PARSE;
+		if (is_punct(ps, "*")) {
+			q->all_sources = 1;
+			if (next(ps))
+				return STRATA_PARSE;
+		} else if (ident_list(ps, &q->sources, &q->nsources, "a document type or '*'")) {
+			return STRATA_PARSE;
+		}
+	} else if (ident_list(ps, &q->sources, &q->nsources, "'sources' or a document type")) {
+		return STRATA_PARSE;
+	}
+	if (is_kw(ps, "where")) {
+		if (next(ps))
+			return STRATA_PARSE;
+		q->where = cond(ps);
+		if (!q->where)
+			return STRATA_PARSE;
+	} else {
+		q->where = node(ps, YQL_TRUE, ps->start);
+		if (!q->where)
+			return STRATA_NOMEM;
+	}
+	for (;;) {
+		if (is_kw(ps, "limit")) {
+			if (next(ps) || count(ps, &q->limit, "a number after 'limit'"))
+				return STRATA_PARSE;
+		} else if (is_kw(ps, "offset")) {
+			if (next(ps) || count(ps, &q->offset, "a number after 'offset'"))
+				return STRATA_PARSE;
+		} else if (is_kw(ps, "timeout")) {
+			long t;
+			if (next(ps) || count(ps, &t, "a number after 'timeout'"))
+				return STRATA_PARSE;
+		} else {
+			break;
+		}
+	}
+	if (is_punct(ps, ";") && next(ps))
+		return STRATA_PARSE;
+	if (ps->tok != T_EOF)
+		return expected(ps, q->where ? "'and', 'or', 'limit', 'offset' or the end of the query"
+		                             : "the end of the query");
+	return 0;
+}
+
+int yql_parse(const char *text, struct yql_query **out, struct strata_error *err)
+{
+	*out = NULL;
+	if (!text)
+		return base_err(err, STRATA_INVALID_ARGUMENT, "no yql given");
+	struct yql_query *q = base_calloc(1, sizeof *q);
+	if (!q)
+		return base_err(err, STRATA_NOMEM, "yql");
+	base_arena_init(&q->arena, 4096);
+	q->limit = -1;
+	q->offset = -1;
+	struct parser ps = { .text = text, .p = text, .a = &q->arena, .err = err };
+	int rc = statement(&ps, q);
+	if (rc) {
+		if (!ps.failed && rc == STRATA_PARSE)
+			base_err(err, STRATA_PARSE, "yql: syntax error");
+		yql_free(q);
+		return err ? err->code : rc;
+	}
+	*out = q;
+	return 0;
+}
+
+void yql_free(struct yql_query *q)
+{
+	if (!q)
+		return;
+	base_arena_free(&q->arena);
+	base_free(q, sizeof *q);
+}
+
+/* ---- dump (tests, diagnostics) ---------------------------------------------------- */
+
+static void dump_to(const struct yql_node *n, char *buf, size_t cap, size_t *len)
+{
+	static const char *ops[] = { "", "<", "<=", ">", ">=", "=" };
+	char tmp[512];
+	tmp[0] = 0;
+	switch (n->kind) {
+	case YQL_TRUE: snprintf(tmp, sizeof tmp, "TRUE"); break;
+	case YQL_FALSE: snprintf(tmp, sizeof tmp, "FALSE"); break;
+	case YQL_CMP: snprintf(tmp, sizeof tmp, "%s%s%g", n->field, ops[n->op], n->num); break;
+	case YQL_RANGE:
+		snprintf(tmp, sizeof tmp, "RANGE(%s,%g,%g)", n->field, n->lo, n->hi);
+		break;
+	case YQL_CONTAINS: snprintf(tmp, sizeof tmp, "%s CONTAINS \"%s\"", n->field, n->str); break;
+	case YQL_NN:
+		snprintf(tmp, sizeof tmp, "NN(%s,%s,%ld%s%s)", n->field, n->input, n->target_hits,
+		         n->label ? ",label=" : "", n->label ? n->label : "");
+		break;
+	case YQL_AND: case YQL_OR: case YQL_NOT: {
+		const char *name = n->kind == YQL_AND ? "AND(" : n->kind == YQL_OR ? "OR(" : "NOT(";
+		size_t l = strlen(name);
+		if (*len + l < cap) {
+			memcpy(buf + *len, name, l + 1);
+			*len += l;
+		}
+		for (int i = 0; i < n->nkids; i++) {
+			if (i && *len + 1 < cap) {
+				buf[(*len)++] = ',';
+				buf[*len] = 0;
+			}
+			dump_to(n->kids[i], buf, cap, len);
+		}
+		if (*len + 1 < cap) {
+			buf[(*len)++] = ')';
+			buf[*len] = 0;
+		}
+		return;
+	}
+	}
+	size_t l = strlen(tmp);
+	if (*len + l < cap) {
+		memcpy(buf + *len, tmp, l + 1);
+		*len += l;
+	}
+}
+
+char *yql_dump(const struct yql_node *n)
+{
+	char buf[4096];
+	size_t len = 0;
+	buf[0] = 0;
+	dump_to(n, buf, sizeof buf, &len);
+	return base_strdup(buf);
+}

@@ -1,0 +1,832 @@
+/*
+ * test_engine.c: the engine: tensor JSON forms, the YQL parser, and the
+ * library API end to end (open, feed, get, update, remove, query) on a small
+ * application written to a temporary folder.  Expected orders and scores are
+ * computed here from the documents the tests feed.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <math.h>
+
+#include <cmocka.h>
+
+#include "../engine/engine_int.h"
+#include "modelbuild.h"
+
+/* ---- tensor JSON ---------------------------------------------------------------------- */
+
+static const int64_t d3[] = { 3 };
+static const int64_t d23[] = { 2, 3 };
+static const char *const xn[] = { "x" };
+static const char *const xyn[] = { "x", "y" };
+
+static int from_text(const char *text, const struct eng_ttype *t, int literal, void *cells,
+                     struct strata_error *err)
+{
+	json_t *j = json_loads(text, JSON_DECODE_ANY, NULL);
+	assert_non_null(j);
+	int rc = eng_tensor_from_json(j, t, literal, cells, "field 'emb'", err);
+	json_decref(j);
+	return rc;
+}
+
+static void test_tensor_forms(void **state)
+{
+	(void)state;
+	struct strata_error err;
+	float f[6];
+	struct eng_ttype t1 = { BASE_DT_FLOAT, 1, d3, xn };
+	assert_int_equal(from_text("[1, 2.5, -3]", &t1, 0, f, &err), 0);
+	assert_true(f[0] == 1 && f[1] == 2.5f && f[2] == -3);
+	assert_int_equal(from_text("{\"values\": [4, 5, 6]}", &t1, 0, f, &err), 0);
+	assert_true(f[0] == 4 && f[2] == 6);
+	assert_int_equal(from_text("{\"cells\": [{\"address\": {\"x\": \"2\"}, \"value\": 7},"
+	                           " {\"address\": {\"x\": 0}, \"value\": 8}]}", &t1, 0, f, &err), 0);
+	assert_true(f[0] == 8 && f[1] == 0 && f[2] == 7);
+
+	struct eng_ttype t2 = { BASE_DT_FLOAT, 2, d23, xyn };
+	assert_int_equal(from_text("[[1,2,3],[4,5,6]]", &t2, 0, f, &err), 0);
+	assert_true(f[3] == 4 && f[5] == 6);
+	assert_int_equal(from_text("{\"values\": [1,2,3,4,5,6]}", &t2, 0, f, &err), 0);
+	assert_true(f[4] == 5);
+	assert_int_equal(from_text("{\"cells\": [{\"address\": {\"x\": \"1\", \"y\": \"2\"},"
+	                           " \"value\": 9}]}", &t2, 0, f, &err), 0);
+	assert_true(f[5] == 9 && f[0] == 0);
+
+	/* literals for query inputs */
+	double d[6];
+	struct eng_ttype td = { BASE_DT_DOUBLE, 1, d3, xn };
+	assert_int_equal(from_text("\"[1,2,3]\"", &td, 1, d, &err), 0);
+	assert_true(d[2] == 3);
+	assert_int_equal(from_text("\"{{x:0}:1.5,{x:2}:2}\"", &td, 1, d, &err), 0);
+	assert_true(d[0] == 1.5 && d[1] == 0 && d[2] == 2);
+	assert_int_equal(from_text("\"tensor(x[3]):[7,8,9]\"", &td, 1, d, &err), 0);
+	assert_true(d[0] == 7 && d[2] == 9);
+	struct eng_ttype t0 = { BASE_DT_DOUBLE, 0, NULL, NULL };
+	assert_int_equal(from_text("2.5", &t0, 1, d, &err), 0);
+	assert_true(d[0] == 2.5);
+	assert_int_equal(from_text("\"0.25\"", &t0, 1, d, &err), 0);
+	assert_true(d[0] == 0.25);
+}
+
+static void test_tensor_errors(void **state)
+{
+	(void)state;
+	struct strata_error err;
+	float f[6];
+	int8_t i8[3];
+	struct eng_ttype t1 = { BASE_DT_FLOAT, 1, d3, xn };
+	assert_int_equal(from_text("[1, 2]", &t1, 0, f, &err), STRATA_INVALID_ARGUMENT);
+	assert_string_equal(err.msg, "field 'emb': 2 values, expected 3 (tensor<float>(x[3]))");
+	assert_int_equal(from_text("[1, \"a\", 3]", &t1, 0, f, &err), STRATA_INVALID_ARGUMENT);
+	assert_non_null(strstr(err.msg, "cell 1 is not a number"));
+	assert_int_equal(from_text("\"[1,2,3]\"", &t1, 0, f, &err), STRATA_INVALID_ARGUMENT);
+	assert_non_null(strstr(err.msg, "got a string"));
+	assert_int_equal(from_text("{\"cells\": [{\"address\": {\"x\": \"3\"}, \"value\": 1}]}", &t1,
+	                           0, f, &err), STRATA_INVALID_ARGUMENT);
+	assert_non_null(strstr(err.msg, "bad index for dimension 'x'"));
+	assert_int_equal(from_text("{\"cells\": [{\"address\": {\"y\": \"0\"}, \"value\": 1}]}", &t1,
+	                           0, f, &err), STRATA_INVALID_ARGUMENT);
+	assert_non_null(strstr(err.msg, "lacks dimension 'x'"));
+	struct eng_ttype t2 = { BASE_DT_FLOAT, 2, d23, xyn };
+	assert_int_equal(from_text("[[1,2,3],[4,5]]", &t2, 0, f, &err), STRATA_INVALID_ARGUMENT);
+	assert_string_equal(err.msg, "field 'emb': dimension 'y' has 2 values, expected 3 "
+	                             "(tensor<float>(x[2],y[3]))");
+	struct eng_ttype ti = { BASE_DT_INT8, 1, d3, xn };
+	assert_int_equal(from_text("[1, 300, 3]", &ti, 0, i8, &err), STRATA_INVALID_ARGUMENT);
+	assert_non_null(strstr(err.msg, "out of range for int8"));
+	assert_int_equal(from_text("[1, 2.5, 3]", &ti, 0, i8, &err), STRATA_INVALID_ARGUMENT);
+	assert_non_null(strstr(err.msg, "not an integer"));
+	assert_int_equal(from_text("\"{{x:5}:1}\"", &t1, 1, f, &err), STRATA_INVALID_ARGUMENT);
+	assert_non_null(strstr(err.msg, "out of range"));
+	assert_int_equal(from_text("\"[1,2\"", &t1, 1, f, &err), STRATA_INVALID_ARGUMENT);
+	assert_non_null(strstr(err.msg, "malformed tensor literal"));
+}
+
+static void test_tensor_to_json(void **state)
+{
+	(void)state;
+	float f[6] = { 0.1f, 2, 3, 4, 5, 6.5f };
+	struct eng_ttype t2 = { BASE_DT_FLOAT, 2, d23, xyn };
+	json_t *j = eng_tensor_to_json(&t2, f);
+	char *s = eng_json_dump(j, 0);
+	assert_string_equal(s, "{\"type\":\"tensor<float>(x[2],y[3])\","
+	                       "\"values\":[[0.1,2.0,3.0],[4.0,5.0,6.5]]}");
+	base_strfree(s);
+	json_decref(j);
+	double d[3] = { 0.1, 1e300, -2 };
+	struct eng_ttype t1 = { BASE_DT_DOUBLE, 1, d3, xn };
+	j = eng_tensor_to_json(&t1, d);
+	s = eng_json_dump(j, 0);
+	assert_string_equal(s, "{\"type\":\"tensor(x[3])\",\"values\":[0.1,1e+300,-2.0]}");
+	base_strfree(s);
+	json_decref(j);
+}
+
+/* ---- YQL ------------------------------------------------------------------------------- */
+
+static void yql_ok(const char *text, const char *want)
+{
+	struct strata_error err = { 0 };
+	struct yql_query *q;
+	int rc = yql_parse(text, &q, &err);
+	if (rc)
+		fail_msg("%s: %s", text, err.msg);
+	char *d = yql_dump(q->where);
+	assert_string_equal(d, want);
+	base_strfree(d);
+	yql_free(q);
+}
+
+static void yql_bad(const char *text, int code, const char *want)
+{
+	struct strata_error err = { 0 };
+	struct yql_query *q = NULL;
+	assert_int_equal(yql_parse(text, &q, &err), code);
+	assert_null(q);
+	assert_string_equal(err.msg, want);
+}
+
+static void test_yql_parse(void **state)
+{
+	(void)state;
+	yql_ok("select * from sources * where true", "TRUE");
+	yql_ok("select * from sources * where price < 30", "price<30");
+	yql_ok("SELECT * FROM sources * WHERE 30 >= price", "price<=30");
+	yql_ok("select * from sources * where a = 1 and b > -2.5 or !(c <= 3)",
+	       "OR(AND(a=1,b>-2.5),NOT(c<=3))");
+	yql_ok("select * from sources * where range(price, 10, 20) and title contains \"a \\\"b\\\"\"",
+	       "AND(RANGE(price,10,20),title CONTAINS \"a \"b\"\")");
+	yql_ok("select * from sources * where {targetHits: 5}nearestNeighbor(emb, q)",
+	       "NN(emb,q,5)");
+	yql_ok("select * from sources * where {targetHits:7, label:\"n\", approximate:false}"
+	       "nearestNeighbor(emb, q) and flag = true",
+	       "AND(NN(emb,q,7,label=n),flag=1)");
+	yql_ok("select * from sources * where range(p, -Infinity, 5);", "RANGE(p,-inf,5)");
+
+	struct strata_error err;
+	struct yql_query *q;
+	assert_int_equal(yql_parse("select title, price from sources a, b where false limit 15 "
+	                           "offset 5", &q, &err), 0);
+	assert_int_equal(q->all_fields, 0);
+	assert_int_equal(q->nfields, 2);
+	assert_string_equal(q->fields[1], "price");
+	assert_int_equal(q->all_sources, 0);
+	assert_int_equal(q->nsources, 2);
+	assert_string_equal(q->sources[0], "a");
+	assert_int_equal(q->limit, 15);
+	assert_int_equal(q->offset, 5);
+	assert_int_equal(q->where->kind, YQL_FALSE);
+	yql_free(q);
+	assert_int_equal(yql_parse("select * from product where true", &q, &err), 0);
+	assert_int_equal(q->nsources, 1);
+	assert_string_equal(q->sources[0], "product");
+	assert_int_equal(q->limit, -1);
+	yql_free(q);
+}
+
+static void test_yql_errors(void **state)
+{
+	(void)state;
+	yql_bad("select * frm sources *", STRATA_PARSE, "yql:1:10: expected 'from', found 'frm'");
+	yql_bad("select * from sources * where price <", STRATA_PARSE,
+	        "yql:1:38: expected a number, found the end of the query");
+	yql_bad("select * from sources * where (price < 3", STRATA_PARSE,
+	        "yql:1:41: expected ')', found the end of the query");
+	yql_bad("select * from sources * where nearestNeighbor(emb, q)", STRATA_PARSE,
+	        "yql:1:31: nearestNeighbor needs a {targetHits: N} annotation");
+	yql_bad("select * from sources * where {targetHits: 0}nearestNeighbor(emb, q)", STRATA_PARSE,
+	        "yql:1:44: targetHits must be a positive integer");
+	yql_bad("select * from sources * where title contains 3", STRATA_PARSE,
+	        "yql:1:46: expected a string, found '3'");
+	yql_bad("select * from sources * where foo(a)", STRATA_PARSE,
+	        "yql:1:31: unknown function 'foo'");
+	yql_bad("select * from sources * where a < 1 limit x", STRATA_PARSE,
+	        "yql:1:43: expected a number after 'limit', found 'x'");
+	yql_bad("select * from sources * where a < 1 b", STRATA_PARSE,
+	        "yql:1:37: expected 'and', 'or', 'limit', 'offset' or the end of the query, found 'b'");
+	yql_bad("select * from sources * where\n  a # 1", STRATA_PARSE,
+	        "yql:2:5: unexpected character '#'");
+	yql_bad("select * from sources * where t contains \"abc", STRATA_PARSE,
+	        "yql:1:42: unterminated string");
+}
+
+/* ---- the API on an application ------------------------------------------------------------ */
+
+static const char *item_sd =
+	"schema item {\n"
+	"    document item {\n"
+	"        field title type string {\n"
+	"            indexing: summary | attribute\n"
+	"        }\n"
+	"        field price type int {\n"
+	"            indexing: summary | attribute\n"
+	"        }\n"
+	"        field score type double {\n"
+	"            indexing: summary | attribute\n"
+	"        }\n"
+	"        field flag type bool {\n"
+	"            indexing: summary | attribute\n"
+	"        }\n"
+	"        field emb type tensor<float>(x[3]) {\n"
+	"            indexing: summary | attribute\n"
+	"            attribute {\n"
+	"                distance-metric: euclidean\n"
+	"            }\n"
+	"        }\n"
+	"    }\n"
+	"    rank-profile default {\n"
+	"        first-phase {\n"
+	"            expression: attribute(price)\n"
+	"        }\n"
+	"    }\n"
+	"    rank-profile weighted {\n"
+	"        inputs {\n"
+	"            query(w) double\n"
+	"        }\n"
+	"        first-phase {\n"
+	"            expression: attribute(price) * query(w) + attribute(score)\n"
+	"        }\n"
+	"        match-features: attribute(score)\n"
+	"    }\n"
+	"    rank-profile two {\n"
+	"        first-phase {\n"
+	"            expression: attribute(price)\n"
+	"        }\n"
+	"        second-phase {\n"
+	"            rerank-count: 2\n"
+	"            expression: attribute(score)\n"
+	"        }\n"
+	"    }\n"
+	"    rank-profile model {\n"
+	"        onnx-model tiny {\n"
+	"            file: models/tiny.onnx\n"
+	"            input \"x\": attribute(emb)\n"
+	"            output \"y\": out\n"
+	"        }\n"
+	"        first-phase {\n"
+	"            expression: attribute(price)\n"
+	"        }\n"
+	"        second-phase {\n"
+	"            rerank-count: 3\n"
+	"            expression: sum(onnx(tiny).out)\n"
+	"        }\n"
+	"        match-features: firstPhase\n"
+	"    }\n"
+	"    rank-profile near {\n"
+	"        inputs {\n"
+	"            query(q) tensor<float>(x[3])\n"
+	"        }\n"
+	"        first-phase {\n"
+	"            expression: closeness(field, emb)\n"
+	"        }\n"
+	"    }\n"
+	"}\n";
+
+/* The documents: key k has price 10k, a score, flag = k odd, and emb. */
+#define NDOC 6
+static const int prices[NDOC] = { 10, 20, 30, 40, 50, 60 };
+static const double scores[NDOC] = { 0.5, 3.0, 1.0, 2.0, 0.25, 1.5 };
+static const char *titles[NDOC] = { "lamp", "desk", "lamp", "chair", "sofa", "rug" };
+static const float embs[NDOC][3] = {
+	{ 0, 0, 0 }, { 1, 0, 0 }, { 0, 2, 0 }, { 0, 0, 3 }, { 1, 1, 1 }, { 4, 4, 4 },
+};
+
+struct fixture {
+	char dir[64];
+	char app[128];
+	struct strata *db;
+};
+
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static void doc_line(char *buf, size_t n, int i)
+{
+	snprintf(buf, n,
+	         "{\"put\": \"id:test:item::%d\", \"fields\": {\"title\": \"%s\", \"price\": %d, "
+	         "\"score\": %g, \"flag\": %s, \"emb\": [%g, %g, %g]}}",
+	         i + 1, titles[i], prices[i], scores[i], (i + 1) % 2 ? "true" : "false",
+	         (double)embs[i][0], (double)embs[i][1], (double)embs[i][2]);
+}
+
+struct reported {
+	int n;
+	long lines[16];
+	int codes[16];
+	char msgs[16][256];
+};
+
+static void report_cb(void *ud, long line, int code, const char *msg)
+{
+	struct reported *r = ud;
+	if (r->n < 16) {
+		r->lines[r->n] = line;
+		r->codes[r->n] = code;
+		snprintf(r->msgs[r->n], sizeof r->msgs[0], "%s", msg);
+	}
+	r->n++;
+}
+
+static void rm_rf(const char *dir)
+{
+	char cmd[300];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", dir);
+}
+
+/* Write the app, open it and feed the documents as JSON Lines with one bad
+ * line (line 3) among them. */
+static int setup(void **state)
+{
+	struct fixture *fx = calloc(1, sizeof *fx);
+	snprintf(fx->dir, sizeof fx->dir, "/tmp/strata-engine.XXXXXX");
+	if (!mkdtemp(fx->dir))
+		return -1;
+	snprintf(fx->app, sizeof fx->app, "%s/app", fx->dir);
+	char path[256];
+	mkdir(fx->app, 0777);
+	snprintf(path, sizeof path, "%s/schemas", fx->app);
+	mkdir(path, 0777);
+	snprintf(path, sizeof path, "%s/schemas/item.sd", fx->app);
+	write_file(path, item_sd);
+	/* models/tiny.onnx: y[batch, 1] = x[batch, 3] . (1, 2, 3) */
+	snprintf(path, sizeof path, "%s/models", fx->app);
+	mkdir(path, 0777);
+	snprintf(path, sizeof path, "%s/models/tiny.onnx", fx->app);
+	struct mb_model *m = mb_new("tiny", 17);
+	static const float w[3] = { 1, 2, 3 };
+	mb_input(m, "x", BASE_DT_FLOAT, 2, (int64_t[]){ -1, 3 }, (const char *[]){ "batch", "" });
+	mb_init(m, "w", BASE_DT_FLOAT, 2, (int64_t[]){ 3, 1 }, w);
+	mb_node(m, "MatMul", "x,w", "y");
+	mb_output(m, "y", BASE_DT_FLOAT, 2, (int64_t[]){ -1, 1 }, (const char *[]){ "batch", "" });
+	if (mb_save(m, path) != 0)
+		return -1;
+	mb_free(m);
+	struct strata_error err = { 0 };
+	if (strata_open(fx->app, NULL, &fx->db, &err) != 0) {
+		fprintf(stderr, "open: %s\n", err.msg);
+		return -1;
+	}
+	*state = fx;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *fx = *state;
+	strata_close(fx->db);
+	rm_rf(fx->dir);
+	free(fx);
+	return 0;
+}
+
+static void feed_all(struct fixture *fx)
+{
+	char path[256], line[512];
+	snprintf(path, sizeof path, "%s/feed.jsonl", fx->dir);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	for (int i = 0; i < NDOC; i++) {
+		doc_line(line, sizeof line, i);
+		fprintf(f, "%s\n", line);
+		if (i == 1) /* line 3: a bad price */
+			fputs("{\"put\": \"id:test:item::99\", \"fields\": {\"price\": \"cheap\"}}\n", f);
+		if (i == 3)
+			fputs("\n", f); /* a blank line is skipped */
+	}
+	fclose(f);
+	struct reported r = { 0 };
+	struct strata_feed_stats st;
+	struct strata_error err = { 0 };
+	assert_int_equal(strata_feed_file(fx->db, path, report_cb, &r, &st, &err),
+	                 STRATA_INVALID_ARGUMENT);
+	assert_int_equal(st.ok, NDOC);
+	assert_int_equal(st.failed, 1);
+	assert_int_equal(r.n, 1);
+	assert_int_equal(r.lines[0], 3);
+	assert_int_equal(r.codes[0], STRATA_INVALID_ARGUMENT);
+	assert_non_null(strstr(r.msgs[0], "field 'price': expected an integer"));
+	assert_non_null(strstr(r.msgs[0], "id:test:item::99"));
+}
+
+/* Run a query and return the parsed result (asserting success). */
+static json_t *query(struct fixture *fx, const char *req)
+{
+	char *out = NULL;
+	struct strata_error err = { 0 };
+	int rc = strata_query_json(fx->db, req, &out, &err);
+	if (rc)
+		fail_msg("query %s: %s", req, err.msg);
+	json_t *j = json_loads(out, 0, NULL);
+	assert_non_null(j);
+	strata_free(out);
+	return j;
+}
+
+static int query_err(struct fixture *fx, const char *req, struct strata_error *err)
+{
+	char *out = NULL;
+	int rc = strata_query_json(fx->db, req, &out, err);
+	assert_null(out);
+	return rc;
+}
+
+static long total_count(json_t *r)
+{
+	return (long)json_integer_value(
+		json_object_get(json_object_get(json_object_get(r, "root"), "fields"), "totalCount"));
+}
+
+static json_t *children(json_t *r)
+{
+	return json_object_get(json_object_get(r, "root"), "children");
+}
+
+/* The ids of the hits, "1,3,..." (keys only). */
+static void hit_keys(json_t *r, char *buf, size_t n)
+{
+	buf[0] = 0;
+	size_t i;
+	json_t *c;
+	json_array_foreach(children(r), i, c) {
+		const char *id = json_string_value(json_object_get(c, "id"));
+		const char *k = strrchr(id, ':') + 1;
+		size_t l = strlen(buf);
+		snprintf(buf + l, n - l, "%s%s", i ? "," : "", k);
+	}
+}
+
+static double relevance(json_t *r, size_t i)
+{
+	return json_number_value(json_object_get(json_array_get(children(r), i), "relevance"));
+}
+
+static void expect_keys(struct fixture *fx, const char *req, long total, const char *keys)
+{
+	json_t *r = query(fx, req);
+	char got[256];
+	hit_keys(r, got, sizeof got);
+	if (strcmp(got, keys) != 0 || total_count(r) != total)
+		fail_msg("%s: got [%s] of %ld, want [%s] of %ld", req, got, total_count(r), keys, total);
+	json_decref(r);
+}
+
+static void test_feed_and_get(void **state)
+{
+	struct fixture *fx = *state;
+	feed_all(fx);
+	char *doc = NULL;
+	struct strata_error err = { 0 };
+	assert_int_equal(strata_get_json(fx->db, "id:test:item::2", &doc, &err), 0);
+	json_t *j = json_loads(doc, 0, NULL);
+	strata_free(doc);
+	json_t *f = json_object_get(j, "fields");
+	assert_string_equal(json_string_value(json_object_get(j, "id")), "id:test:item::2");
+	assert_string_equal(json_string_value(json_object_get(f, "title")), "desk");
+	assert_int_equal(json_integer_value(json_object_get(f, "price")), 20);
+	assert_true(json_number_value(json_object_get(f, "score")) == 3.0);
+	assert_true(json_is_false(json_object_get(f, "flag")));
+	json_t *emb = json_object_get(f, "emb");
+	assert_string_equal(json_string_value(json_object_get(emb, "type")), "tensor<float>(x[3])");
+	assert_true(json_number_value(json_array_get(json_object_get(emb, "values"), 0)) == 1.0);
+	json_decref(j);
+	/* the bad one is not there; malformed ids and unknown types are refused */
+	assert_int_equal(strata_get_json(fx->db, "id:test:item::99", &doc, &err), STRATA_NOT_FOUND);
+	assert_null(doc);
+	assert_int_equal(strata_get_json(fx->db, "not-an-id", &doc, &err), STRATA_INVALID_ARGUMENT);
+	assert_non_null(strstr(err.msg, "bad document id 'not-an-id'"));
+	assert_int_equal(strata_get_json(fx->db, "id:test:nosuch::1", &doc, &err),
+	                 STRATA_INVALID_ARGUMENT);
+	assert_non_null(strstr(err.msg, "unknown document type 'nosuch'"));
+	/* n= and g= ids are valid (and name other documents than id:test:item::2) */
+	assert_int_equal(strata_get_json(fx->db, "id:test:item:n=5:2", &doc, &err), STRATA_NOT_FOUND);
+	assert_int_equal(strata_feed_json(fx->db, "{\"put\": \"id:test:item:g=shop:2\", "
+	                                          "\"fields\": {\"price\": 7}}", &err), 0);
+	assert_int_equal(strata_get_json(fx->db, "id:test:item:g=shop:2", &doc, &err), 0);
+	assert_non_null(strstr(doc, "\"price\":7"));
+	strata_free(doc);
+	assert_int_equal(strata_get_json(fx->db, "id:test:item:x=5:2", &doc, &err),
+	                 STRATA_INVALID_ARGUMENT);
+}
+
+static void test_feed_array(void **state)
+{
+	struct fixture *fx = *state;
+	char path[256];
+	snprintf(path, sizeof path, "%s/feed.json", fx->dir);
+	write_file(path,
+	           "[\n"
+	           "  {\"put\": \"id:test:item::7\", \"fields\": {\"title\": \"a\", \"price\": 70}},\n"
+	           "  {\"put\": \"id:test:item::8\",\n"
+	           "   \"fields\": {\"emb\": [1, 2]}},\n"
+	           "  {\"put\": \"id:test:item::9\", \"fields\": {\"colour\": \"red\"}},\n"
+	           "  {\"update\": \"id:test:item::7\", \"fields\": {\"price\": {\"increment\": 1}}},\n"
+	           "  {\"put\": \"id:test:item::10\", \"fields\": {\"price\": 3000000000}},\n"
+	           "  {\"put\": \"id:test:item::11\", \"fields\": {\"title\": \"b\", \"price\": 80}}\n"
+	           "]\n");
+	struct reported r = { 0 };
+	struct strata_feed_stats st;
+	struct strata_error err = { 0 };
+	assert_int_equal(strata_feed_file(fx->db, path, report_cb, &r, &st, &err),
+	                 STRATA_INVALID_ARGUMENT);
+	assert_int_equal(st.ok, 2);
+	assert_int_equal(st.failed, 4);
+	assert_int_equal(r.n, 4);
+	assert_int_equal(r.lines[0], 3);
+	assert_non_null(strstr(r.msgs[0], "field 'emb': 2 values, expected 3"));
+	assert_int_equal(r.lines[1], 5);
+	assert_non_null(strstr(r.msgs[1], "field 'colour' is not in document type 'item'"));
+	assert_int_equal(r.lines[2], 6);
+	assert_non_null(strstr(r.msgs[2], "update operation 'increment' is not supported"));
+	assert_int_equal(r.lines[3], 7);
+	assert_non_null(strstr(r.msgs[3], "out of range for int"));
+	char *doc;
+	assert_int_equal(strata_get_json(fx->db, "id:test:item::11", &doc, &err), 0);
+	strata_free(doc);
+	assert_int_equal(strata_get_json(fx->db, "id:test:item::8", &doc, &err), STRATA_NOT_FOUND);
+	expect_keys(fx, "{\"yql\": \"select * from sources * where true\", \"hits\": 2}", 2,
+	            "11,7");
+
+	/* a broken array: reported as a parse error, nothing from before is lost */
+	write_file(path, "[{\"put\": \"id:test:item::12\", \"fields\": {}}, {\"put\": ");
+	assert_int_equal(strata_feed_file(fx->db, path, NULL, NULL, &st, &err), STRATA_PARSE);
+	expect_keys(fx, "{\"yql\": \"select * from sources * where true\", \"hits\": 0}", 3, "");
+}
+
+static void test_update_remove(void **state)
+{
+	struct fixture *fx = *state;
+	feed_all(fx);
+	struct strata_error err = { 0 };
+	assert_int_equal(strata_feed_json(fx->db, "{\"update\": \"id:test:item::1\", \"fields\": "
+	                                          "{\"price\": {\"assign\": 100}}}", &err), 0);
+	expect_keys(fx, "{\"yql\": \"select * from sources * where true\", \"hits\": 3}", NDOC,
+	            "1,6,5");
+	/* the other fields kept their values */
+	char *doc;
+	assert_int_equal(strata_get_json(fx->db, "id:test:item::1", &doc, &err), 0);
+	assert_non_null(strstr(doc, "\"title\":\"lamp\""));
+	assert_non_null(strstr(doc, "\"price\":100"));
+	strata_free(doc);
+	assert_int_equal(strata_feed_json(fx->db, "{\"update\": \"id:test:item::50\", \"fields\": "
+	                                          "{\"price\": {\"assign\": 5}}}", &err),
+	                 STRATA_NOT_FOUND);
+	assert_non_null(strstr(err.msg, "id:test:item::50"));
+	assert_int_equal(strata_feed_json(fx->db, "{\"update\": \"id:test:item::50\", \"create\": "
+	                                          "true, \"fields\": {\"price\": {\"assign\": 5}}}",
+	                                  &err), 0);
+	assert_int_equal(strata_feed_json(fx->db, "{\"update\": \"id:test:item::1\", \"fields\": "
+	                                          "{\"price\": {\"increment\": 5}}}", &err),
+	                 STRATA_INVALID_ARGUMENT);
+	assert_non_null(strstr(err.msg, "update operation 'increment' is not supported"));
+	assert_int_equal(strata_feed_json(fx->db, "{\"put\": ", &err), STRATA_PARSE);
+	assert_int_equal(strata_feed_json(fx->db, "{\"put\": \"id:test:item::3\", \"fields\": "
+	                                          "{\"emb\": [1, 2, 3, 4]}}", &err),
+	                 STRATA_INVALID_ARGUMENT);
+	assert_non_null(strstr(err.msg, "field 'emb': 4 values, expected 3"));
+	/* the failed put did not touch document 3 */
+	assert_int_equal(strata_get_json(fx->db, "id:test:item::3", &doc, &err), 0);
+	assert_non_null(strstr(doc, "\"values\":[0.0,2.0,0.0]"));
+	strata_free(doc);
+
+	assert_int_equal(strata_remove(fx->db, "id:test:item::6", &err), 0);
+	assert_int_equal(strata_remove(fx->db, "id:test:item::6", &err), STRATA_NOT_FOUND);
+	assert_int_equal(strata_get_json(fx->db, "id:test:item::6", &doc, &err), STRATA_NOT_FOUND);
+	assert_int_equal(strata_feed_json(fx->db, "{\"remove\": \"id:test:item::5\"}", &err), 0);
+	expect_keys(fx, "{\"yql\": \"select * from sources * where true\"}", NDOC - 1,
+	            "1,4,3,2,50");
+}
+
+static void test_query_filters(void **state)
+{
+	struct fixture *fx = *state;
+	feed_all(fx);
+	/* default profile: relevance = price, so the order is by price descending */
+	json_t *r = query(fx, "{\"yql\": \"select * from sources * where true\"}");
+	assert_int_equal(total_count(r), NDOC);
+	char keys[128];
+	hit_keys(r, keys, sizeof keys);
+	assert_string_equal(keys, "6,5,4,3,2,1");
+	for (int i = 0; i < NDOC; i++)
+		assert_true(relevance(r, (size_t)i) == prices[NDOC - 1 - i]);
+	json_t *c0 = json_array_get(children(r), 0);
+	json_t *f0 = json_object_get(c0, "fields");
+	assert_string_equal(json_string_value(json_object_get(c0, "source")), "item");
+	assert_string_equal(json_string_value(json_object_get(f0, "title")), "rug");
+	assert_string_equal(json_string_value(json_object_get(f0, "documentid")), "id:test:item::6");
+	json_decref(r);
+
+	const char *pre = "{\"yql\": \"select * from sources * where ";
+	char req[512];
+#define Q(cond, total, keys)                                                  \
+	do {                                                                  \
+		snprintf(req, sizeof req, "%s%s\"}", pre, cond);              \
+		expect_keys(fx, req, total, keys);                            \
+	} while (0)
+	Q("price < 35", 3, "3,2,1");
+	Q("price <= 30 and price >= 20", 2, "3,2");
+	Q("range(price, 20, 40)", 3, "4,3,2");
+	Q("title contains 'lamp'", 2, "3,1");
+	Q("title contains \\\"lam\\\"", 0, "");
+	Q("flag = true", 3, "5,3,1");
+	Q("!(flag = true) and price > 20", 2, "6,4");
+	Q("score > 1.2 or price = 10", 4, "6,4,2,1");
+	Q("false", 0, "");
+	Q("true limit 4 offset 1", NDOC, "5,4,3");
+	/* hits and offset in the request */
+	expect_keys(fx, "{\"yql\": \"select * from item where true\", \"hits\": 2, \"offset\": 3}",
+	            NDOC, "3,2");
+	expect_keys(fx, "{\"yql\": \"select * from sources item where true\", \"offset\": 10}",
+	            NDOC, "");
+	/* selected fields only */
+	r = query(fx, "{\"yql\": \"select title from sources * where price = 20\"}");
+	f0 = json_object_get(json_array_get(children(r), 0), "fields");
+	assert_int_equal(json_object_size(f0), 1);
+	assert_string_equal(json_string_value(json_object_get(f0, "title")), "desk");
+	json_decref(r);
+#undef Q
+}
+
+static void test_query_profiles(void **state)
+{
+	struct fixture *fx = *state;
+	feed_all(fx);
+	/* weighted: price * w + score, with w from the request */
+	json_t *r = query(fx, "{\"yql\": \"select * from sources * where true\", "
+	                      "\"ranking.profile\": \"weighted\", \"input.query(w)\": -0.1}");
+	double want[NDOC];
+	int order[NDOC];
+	for (int i = 0; i < NDOC; i++) {
+		want[i] = prices[i] * -0.1 + scores[i];
+		order[i] = i;
+	}
+	for (int i = 0; i < NDOC; i++) /* selection sort by want, descending */
+		for (int k = i + 1; k < NDOC; k++)
+			if (want[order[k]] > want[order[i]]) {
+				int t = order[i];
+				order[i] = order[k];
+				order[k] = t;
+			}
+	for (int i = 0; i < NDOC; i++) {
+		json_t *c = json_array_get(children(r), (size_t)i);
+		char id[32];
+		snprintf(id, sizeof id, "id:test:item::%d", order[i] + 1);
+		assert_string_equal(json_string_value(json_object_get(c, "id")), id);
+		assert_true(fabs(relevance(r, (size_t)i) - want[order[i]]) < 1e-9);
+		json_t *mf = json_object_get(json_object_get(c, "fields"), "matchfeatures");
+		assert_true(json_number_value(json_object_get(mf, "attribute(score)")) ==
+		            scores[order[i]]);
+	}
+	json_decref(r);
+	/* the nested input form and a string literal give the same */
+	r = query(fx, "{\"yql\": \"select * from sources * where true\", \"ranking\": "
+	              "{\"profile\": \"weighted\"}, \"input\": {\"query(w)\": \"-0.1\"}, \"hits\": 1}");
+	assert_true(fabs(relevance(r, 0) - want[order[0]]) < 1e-9);
+	json_decref(r);
+
+	/* two: first phase by price, the best 2 re-ranked by score, the rest
+	 * below them in price order */
+	r = query(fx, "{\"yql\": \"select * from sources * where true\", "
+	              "\"ranking.profile\": \"two\"}");
+	char keys[128];
+	hit_keys(r, keys, sizeof keys);
+	assert_string_equal(keys, "6,5,4,3,2,1");
+	assert_true(relevance(r, 0) == 1.5);  /* 6: score 1.5 */
+	assert_true(relevance(r, 1) == 0.25); /* 5: score 0.25 */
+	/* 4, 3, ...: first phase shifted down to 0.25 (the lowest re-ranked
+	 * score), keeping their distances: 40 -> 0.25, 30 -> -9.75 */
+	assert_true(relevance(r, 2) == 0.25);
+	assert_true(relevance(r, 3) == -9.75);
+	assert_true(relevance(r, 5) == -29.75);
+	json_decref(r);
+	r = query(fx, "{\"yql\": \"select * from sources * where price < 50\", "
+	              "\"ranking.profile\": \"two\"}");
+	hit_keys(r, keys, sizeof keys);
+	assert_string_equal(keys, "4,3,2,1"); /* re-ranked: 4 (2.0) above 3 (1.0) */
+	json_decref(r);
+}
+
+/* The model profile: first phase by price, the best 3 re-ranked by the
+ * model's emb . (1, 2, 3). */
+static void test_query_model(void **state)
+{
+	struct fixture *fx = *state;
+	feed_all(fx);
+	json_t *r = query(fx, "{\"yql\": \"select * from sources * where true\", "
+	                      "\"ranking.profile\": \"model\"}");
+	/* re-ranked: 6 (4+8+12 = 24), 4 (9), 5 (6); then 3, 2, 1 by price */
+	char keys[128];
+	hit_keys(r, keys, sizeof keys);
+	assert_string_equal(keys, "6,4,5,3,2,1");
+	assert_true(fabs(relevance(r, 0) - 24) < 1e-6);
+	assert_true(fabs(relevance(r, 1) - 9) < 1e-6);
+	assert_true(fabs(relevance(r, 2) - 6) < 1e-6);
+	/* the rest: shifted below 6 keeping their first-phase gaps */
+	assert_true(fabs(relevance(r, 3) - 6) < 1e-6);
+	assert_true(fabs(relevance(r, 4) + 4) < 1e-6);
+	json_t *mf = json_object_get(json_object_get(json_array_get(children(r), 1), "fields"),
+	                             "matchfeatures");
+	assert_true(json_number_value(json_object_get(mf, "firstPhase")) == 40);
+	json_decref(r);
+}
+
+static void test_query_nn(void **state)
+{
+	struct fixture *fx = *state;
+	feed_all(fx);
+	/* q = (1, 0, 0): distances 1, 0, sqrt 5, sqrt 10, sqrt 2, sqrt 41 */
+	json_t *r = query(fx, "{\"yql\": \"select * from sources * where {targetHits: 3}"
+	                      "nearestNeighbor(emb, q)\", \"ranking.profile\": \"near\", "
+	                      "\"input.query(q)\": [1, 0, 0]}");
+	char keys[128];
+	hit_keys(r, keys, sizeof keys);
+	assert_string_equal(keys, "2,1,5");
+	assert_int_equal(total_count(r), 3);
+	assert_true(fabs(relevance(r, 0) - 1.0) < 1e-6);
+	assert_true(fabs(relevance(r, 1) - 0.5) < 1e-6);
+	assert_true(fabs(relevance(r, 2) - 1 / (1 + sqrt(2))) < 1e-6);
+	json_decref(r);
+	/* with a filter: the closest among those with price > 25 */
+	r = query(fx, "{\"yql\": \"select * from sources * where {targetHits: 2}"
+	              "nearestNeighbor(emb, q) and price > 25\", \"ranking.profile\": \"near\", "
+	              "\"input.query(q)\": \"{{x:0}:1}\"}");
+	hit_keys(r, keys, sizeof keys);
+	assert_string_equal(keys, "5,3");
+	json_decref(r);
+}
+
+static void test_query_errors(void **state)
+{
+	struct fixture *fx = *state;
+	feed_all(fx);
+	struct strata_error err = { 0 };
+	assert_int_equal(query_err(fx, "{\"yql\": \"select * from sources * where price <\"}", &err),
+	                 STRATA_PARSE);
+	assert_non_null(strstr(err.msg, "yql:1:38:"));
+	assert_int_equal(query_err(fx, "{\"yql\": ", &err), STRATA_PARSE);
+	assert_int_equal(query_err(fx, "{\"hits\": 3}", &err), STRATA_INVALID_ARGUMENT);
+	assert_int_equal(query_err(fx, "{\"yql\": \"select * from sources * where colour = 1\"}",
+	                           &err), STRATA_NOT_FOUND);
+	assert_string_equal(err.msg, "yql:1:31: field 'colour' not found");
+	assert_int_equal(query_err(fx, "{\"yql\": \"select * from sources * where title < 1\"}",
+	                           &err), STRATA_INVALID_ARGUMENT);
+	assert_int_equal(query_err(fx, "{\"yql\": \"select * from nosuch where true\"}", &err),
+	                 STRATA_NOT_FOUND);
+	assert_non_null(strstr(err.msg, "nosuch"));
+	assert_int_equal(query_err(fx, "{\"yql\": \"select * from sources * where true\", "
+	                               "\"ranking.profile\": \"nope\"}", &err), STRATA_NOT_FOUND);
+	assert_string_equal(err.msg, "rank profile 'nope' not found in schema 'item'");
+	assert_int_equal(query_err(fx, "{\"yql\": \"select * from sources * where {targetHits: 2}"
+	                               "nearestNeighbor(emb, q)\", \"ranking.profile\": \"near\", "
+	                               "\"input.query(q)\": [1, 0]}", &err),
+	                 STRATA_INVALID_ARGUMENT);
+	assert_string_equal(err.msg, "query input 'query(q)': 2 values, expected 3 "
+	                             "(tensor(x[3]))");
+	assert_int_equal(query_err(fx, "{\"yql\": \"select * from sources * where true\", "
+	                               "\"input.query(zz)\": 1}", &err), STRATA_NOT_FOUND);
+	assert_non_null(strstr(err.msg, "query(zz)"));
+	assert_int_equal(query_err(fx, "{\"yql\": \"select * from sources * where true\", "
+	                               "\"hits\": 1000}", &err), STRATA_INVALID_ARGUMENT);
+	assert_non_null(strstr(err.msg, "hits"));
+	assert_int_equal(query_err(fx, "{\"yql\": \"select * from sources * where true\", "
+	                               "\"hits\": \"lots\"}", &err), STRATA_INVALID_ARGUMENT);
+	/* nothing was lost */
+	expect_keys(fx, "{\"yql\": \"select * from sources * where true\", \"hits\": 1}", NDOC, "6");
+}
+
+int main(void)
+{
+	const struct CMUnitTest unit[] = {
+		cmocka_unit_test(test_tensor_forms),
+		cmocka_unit_test(test_tensor_errors),
+		cmocka_unit_test(test_tensor_to_json),
+		cmocka_unit_test(test_yql_parse),
+		cmocka_unit_test(test_yql_errors),
+	};
+	const struct CMUnitTest api[] = {
+		cmocka_unit_test_setup_teardown(test_feed_and_get, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_feed_array, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_update_remove, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_query_filters, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_query_profiles, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_query_model, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_query_nn, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_query_errors, setup, teardown),
+	};
+	int failed = cmocka_run_group_tests_name("engine units", unit, NULL, NULL);
+	return failed + cmocka_run_group_tests_name("engine api", api, NULL, NULL);
+}
