@@ -1,0 +1,372 @@
+/*
+ * cast.c: Cast and CastLike, and the cell converter the other elementwise
+ * kernels use (float16/bfloat16 through float, Pow's mixed types).
+ *
+ * Data flow: init() reads the target type (Cast's 'to' attribute, or
+ * CastLike's second input) and keeps it in n->state as a plain integer, so
+ * the node needs no allocation; run() converts the input cells into a new
+ * output of the same shape.
+ *
+ * Conversions between the eleven native types (float, double, the eight
+ * integer types, bool) are one generated loop per pair.  C leaves a float
+ * that does not fit the target integer undefined; here such a value (NaN
+ * included) becomes what the x86 truncating conversion gives: the most
+ * negative value of int32 or int64, and narrower types take the low bits of
+ * the int32 or int64 result, which is what numpy and ONNX Runtime produce on
+ * this machine.  float16 and bfloat16 go through float, a block at a time in
+ * a stack buffer, rounding to nearest even.  Strings parse with strtod /
+ * strtoll; numbers to strings are not implemented.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "elementwise.h"
+
+/* -O2 in gcc 12 vectorizes only loops whose trip count is a multiple of the
+ * vector width; these loops run over any count and may need a run-time
+ * alias check, so they ask for the ordinary cost model. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("vect-cost-model=dynamic")
+#endif
+
+int rt_ew_is_half(int dt)
+{
+	return dt == BASE_DT_FLOAT16 || dt == BASE_DT_BFLOAT16;
+}
+
+const char *rt_ew_shape_str(const struct rt_tensor *t, char *buf, size_t size)
+{
+	size_t k = 0;
+	if (size == 0)
+		return buf;
+	buf[0] = 0;
+	k += (size_t)snprintf(buf + k, size - k, "[");
+	for (int i = 0; i < t->rank && k < size; i++)
+		k += (size_t)snprintf(buf + k, size - k, "%s%lld", i ? "," : "",
+		                      (long long)t->dims[i]);
+	if (k < size)
+		snprintf(buf + k, size - k, "]");
+	return buf;
+}
+
+/* ---- float to integer without undefined behaviour ------------------------------ */
+
+static inline int32_t f2i32(double v)
+{
+	return (v > -2147483649.0 && v < 2147483648.0) ? (int32_t)v : INT32_MIN;
+}
+
+static inline int64_t f2i64(double v)
+{
+	return (v >= -9223372036854775808.0 && v < 9223372036854775808.0) ? (int64_t)v : INT64_MIN;
+}
+
+static inline int8_t f2i_int8_t(double v) { return (int8_t)f2i32(v); }
+static inline int16_t f2i_int16_t(double v) { return (int16_t)f2i32(v); }
+static inline int32_t f2i_int32_t(double v) { return f2i32(v); }
+static inline int64_t f2i_int64_t(double v) { return f2i64(v); }
+static inline uint8_t f2i_uint8_t(double v) { return (uint8_t)f2i32(v); }
+static inline uint16_t f2i_uint16_t(double v) { return (uint16_t)f2i32(v); }
+static inline uint32_t f2i_uint32_t(double v) { return (uint32_t)f2i64(v); }
+static inline uint64_t f2i_uint64_t(double v)
+{
+	if (v >= 9223372036854775808.0 && v < 18446744073709551616.0)
+		return (uint64_t)v;
+	return (uint64_t)f2i64(v);
+}
+
+/* ---- the native converters --------------------------------------------------------- */
+
+typedef void convfn(const void *src, void *dst, int64_t n);
+
+#define CV_PLAIN(DT, v) ((DT)(v))
+#define CV_BOOL(DT, v) ((DT)((v) != 0))
+#define CV_F2I(DT, v) f2i_##DT(v)
+
+/* X(source name, source C type, dest name, dest C type, conversion) with
+ * the conversion chosen by whether the source is a float (CF) or not (CI). */
+#define SOURCES(X, D, DT, CI, CF)     \
+	X(FLOAT, float, D, DT, CF)    \
+	X(DOUBLE, double, D, DT, CF)  \
+	X(INT8, int8_t, D, DT, CI)    \
+	X(INT16, int16_t, D, DT, CI)  \
+	X(INT32, int32_t, D, DT, CI)  \
+	X(INT64, int64_t, D, DT, CI)  \
+	X(UINT8, uint8_t, D, DT, CI)  \
+	X(UINT16, uint16_t, D, DT, CI) \
+	X(UINT32, uint32_t, D, DT, CI) \
+	X(UINT64, uint64_t, D, DT, CI) \
+	X(BOOL, uint8_t, D, DT, CI)
+
+#define CONV_DEF(S, ST, D, DT, CV)                                         \
+	static void conv_##S##_##D(const void *ps, void *pd, int64_t n)    \
+	{                                                                  \
+		const ST *s = ps;                                          \
+		DT *d = pd;                                                \
+		for (int64_t i = 0; i < n; i++)                            \
+			d[i] = CV(DT, s[i]);                               \
+	}
+
+#define DESTS(X)                                  \
+	X(FLOAT, float, CV_PLAIN, CV_PLAIN)       \
+	X(DOUBLE, double, CV_PLAIN, CV_PLAIN)     \
+	X(INT8, int8_t, CV_PLAIN, CV_F2I)         \
+	X(INT16, int16_t, CV_PLAIN, CV_F2I)       \
+	X(INT32, int32_t, CV_PLAIN, CV_F2I)       \
+	X(INT64, int64_t, CV_PLAIN, CV_F2I)       \
+	X(UINT8, uint8_t, CV_PLAIN, CV_F2I)       \
+	X(UINT16, uint16_t, CV_PLAIN, CV_F2I)     \
+	X(UINT32, uint32_t, CV_PLAIN, CV_F2I)     \
+	X(UINT64, uint64_t, CV_PLAIN, CV_F2I)     \
+	X(BOOL, uint8_t, CV_BOOL, CV_BOOL)
+
+#define GEN_DEST(D, DT, CI, CF) SOURCES(CONV_DEF, D, DT, CI, CF)
+DESTS(GEN_DEST)
+
+#define ENTRY(S, D) [BASE_DT_##D] = conv_##S##_##D,
+#define ROW(S)                                                                    \
+	[BASE_DT_##S] = { ENTRY(S, FLOAT) ENTRY(S, DOUBLE) ENTRY(S, INT8) ENTRY(S, INT16) \
+	                  ENTRY(S, INT32) ENTRY(S, INT64) ENTRY(S, UINT8) ENTRY(S, UINT16) \
+	                  ENTRY(S, UINT32) ENTRY(S, UINT64) ENTRY(S, BOOL) },
+
+static convfn *const conv_tab[BASE_DT_COUNT][BASE_DT_COUNT] = {
+	ROW(FLOAT) ROW(DOUBLE) ROW(INT8) ROW(INT16) ROW(INT32) ROW(INT64)
+	ROW(UINT8) ROW(UINT16) ROW(UINT32) ROW(UINT64) ROW(BOOL)
+};
+
+static int valid_dt(int dt)
+{
+	return dt > 0 && dt < BASE_DT_COUNT;
+}
+
+static int is_native(int dt)
+{
+	return valid_dt(dt) && conv_tab[dt][dt] != NULL;
+}
+
+int rt_ew_convertible(int sdt, int ddt)
+{
+	return (is_native(sdt) || rt_ew_is_half(sdt)) && (is_native(ddt) || rt_ew_is_half(ddt));
+}
+
+static void widen(int dt, const uint16_t *src, float *dst, int64_t n)
+{
+	if (dt == BASE_DT_FLOAT16)
+		for (int64_t i = 0; i < n; i++)
+			dst[i] = base_f16_to_f32(src[i]);
+	else
+		for (int64_t i = 0; i < n; i++)
+			dst[i] = base_bf16_to_f32(src[i]);
+}
+
+static void narrow(int dt, const float *src, uint16_t *dst, int64_t n)
+{
+	if (dt == BASE_DT_FLOAT16)
+		for (int64_t i = 0; i < n; i++)
+			dst[i] = base_f32_to_f16(src[i]);
+	else
+		for (int64_t i = 0; i < n; i++)
+			dst[i] = base_f32_to_bf16(src[i]);
+}
+
+int rt_ew_convert(int sdt, const void *src, int ddt, void *dst, int64_t n)
+{
+	if (!rt_ew_convertible(sdt, ddt))
+		return STRATA_NOT_IMPLEMENTED;
+	if (n <= 0)
+		return 0;
+	if (sdt == ddt && sdt != BASE_DT_BOOL) {
+		memcpy(dst, src, (size_t)n * base_dtype_size(sdt));
+		return 0;
+	}
+	if (!rt_ew_is_half(sdt) && !rt_ew_is_half(ddt)) {
+		conv_tab[sdt][ddt](src, dst, n);
+		return 0;
+	}
+	/* Through float, a block at a time. */
+	enum { BLOCK = 256 };
+	float buf[BLOCK];
+	size_t ss = base_dtype_size(sdt), ds = base_dtype_size(ddt);
+	const char *s = src;
+	char *d = dst;
+	for (int64_t off = 0; off < n; off += BLOCK) {
+		int64_t m = n - off < BLOCK ? n - off : BLOCK;
+		if (rt_ew_is_half(sdt))
+			widen(sdt, (const uint16_t *)(s + off * (int64_t)ss), buf, m);
+		else
+			conv_tab[sdt][BASE_DT_FLOAT](s + off * (int64_t)ss, buf, m);
+		if (rt_ew_is_half(ddt))
+			narrow(ddt, buf, (uint16_t *)(d + off * (int64_t)ds), m);
+		else
+			conv_tab[BASE_DT_FLOAT][ddt](buf, d + off * (int64_t)ds, m);
+	}
+	return 0;
+}
+
+int rt_ew_as(struct rt_exec *x, const struct rt_node *n, const struct rt_tensor *t, int dt,
+             struct rt_tensor *view)
+{
+	*view = *t;
+	if (t->dtype == dt)
+		return 0;
+	int64_t count = runtime_tensor_count(t);
+	size_t bytes = (size_t)count * base_dtype_size(dt);
+	view->dtype = dt;
+	view->data = rt_scratch(x, bytes ? bytes : 1);
+	if (!view->data)
+		return rt_fail(x, n, STRATA_NOMEM, "scratch of %zu bytes", bytes);
+	if (rt_ew_convert(t->dtype, t->data, dt, view->data, count) != 0)
+		return rt_fail(x, n, STRATA_NOT_IMPLEMENTED, "no conversion from %s to %s",
+		               base_dtype_name(t->dtype), base_dtype_name(dt));
+	return 0;
+}
+
+/* ---- strings ------------------------------------------------------------------------ */
+
+static int only_space(const char *s)
+{
+	while (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r')
+		s++;
+	return *s == 0;
+}
+
+/* Parse string s into one cell of type dt at dst.  Integers parse exactly
+ * when written as integers; anything else goes through strtod. */
+static int parse_cell(const char *s, int dt, void *dst)
+{
+	char *end;
+	if (!s)
+		return -1;
+	if (dt == BASE_DT_BOOL) {
+		if (!strcmp(s, "true") || !strcmp(s, "True") || !strcmp(s, "TRUE")) {
+			*(uint8_t *)dst = 1;
+			return 0;
+		}
+		if (!strcmp(s, "false") || !strcmp(s, "False") || !strcmp(s, "FALSE")) {
+			*(uint8_t *)dst = 0;
+			return 0;
+		}
+	}
+	if (dt != BASE_DT_FLOAT && dt != BASE_DT_DOUBLE && !rt_ew_is_half(dt) &&
+	    dt != BASE_DT_BOOL) {
+		errno = 0;
+		if (dt == BASE_DT_UINT64) {
+			unsigned long long u = strtoull(s, &end, 10);
+			if (end != s && errno == 0 && only_space(end) && !strchr(s, '-')) {
+				uint64_t v = u;
+				return rt_ew_convert(BASE_DT_UINT64, &v, dt, dst, 1);
+			}
+		} else {
+			long long l = strtoll(s, &end, 10);
+			if (end != s && errno == 0 && only_space(end)) {
+				int64_t v = l;
+				return rt_ew_convert(BASE_DT_INT64, &v, dt, dst, 1);
+			}
+		}
+	}
+	double d = strtod(s, &end);
+	if (end == s || !only_space(end))
+		return -1;
+	return rt_ew_convert(BASE_DT_DOUBLE, &d, dt, dst, 1);
+}
+
+/* ---- Cast and CastLike ---------------------------------------------------------------- */
+
+static int target_of(const struct rt_node *n)
+{
+	return (int)(intptr_t)n->state;
+}
+
+static int run_cast(struct rt_node *n, struct rt_exec *x)
+{
+	const struct rt_tensor *in = rt_input(x, n, 0);
+	struct rt_tensor *out;
+	int to = target_of(n), rc;
+
+	if (!in)
+		return rt_fail(x, n, STRATA_RUNTIME, "missing input");
+	if ((rc = rt_output(x, n, 0, to, in->rank, in->dims, &out)) != 0)
+		return rc;
+	int64_t count = runtime_tensor_count(in);
+	if (in->dtype == BASE_DT_STRING) {
+		char *const *s = in->data;
+		if (to == BASE_DT_STRING) {
+			/* The cells share the input's strings, as Identity would. */
+			memcpy(out->data, s, (size_t)count * sizeof(char *));
+			return 0;
+		}
+		size_t ds = base_dtype_size(to);
+		for (int64_t i = 0; i < count; i++)
+			if (parse_cell(s[i], to, (char *)out->data + i * (int64_t)ds) != 0)
+				return rt_fail(x, n, STRATA_RUNTIME, "cell %lld: cannot read '%.40s' as %s",
+				               (long long)i, s[i] ? s[i] : "", base_dtype_name(to));
+		return 0;
+	}
+	if (rt_ew_convert(in->dtype, in->data, to, out->data, count) != 0)
+		return rt_fail(x, n, STRATA_NOT_IMPLEMENTED, "no conversion from %s to %s",
+		               base_dtype_name(in->dtype), base_dtype_name(to));
+	return 0;
+}
+
+/* Check that from -> to has a kernel and set up the node. */
+static int cast_setup(struct rt_node *n, struct rt_graph *g, int from, int to,
+                      struct strata_error *err)
+{
+	if (n->nout < 1 || n->out[0] < 0)
+		return rt_node_err(n, err, STRATA_INVALID_GRAPH, "output 0 is missing");
+	int ok = rt_ew_convertible(from, to) ||
+	         (from == BASE_DT_STRING && (to == BASE_DT_STRING || rt_ew_convertible(to, to)));
+	if (!ok)
+		return rt_node_err(n, err, STRATA_NOT_IMPLEMENTED,
+		                   "%s (opset %d) has no kernel from %s to %s", n->op, n->opset,
+		                   base_dtype_name(from), valid_dt(to) ? base_dtype_name(to) : "?");
+	rt_graph_set_dtype(g, n->out[0], to);
+	/* The target type is all the kernel needs: kept in state as an integer. */
+	n->state = (void *)(intptr_t)to;
+	n->run = run_cast;
+	return 0;
+}
+
+static int source_type(const struct rt_node *n, const struct rt_graph *g, int i, int *dt,
+                       struct strata_error *err)
+{
+	if (i >= n->nin || n->in[i] < 0)
+		return rt_node_err(n, err, STRATA_INVALID_GRAPH, "input %d is missing", i);
+	*dt = rt_graph_dtype(g, n->in[i]);
+	if (*dt == BASE_DT_UNDEFINED)
+		return rt_node_err(n, err, STRATA_INVALID_GRAPH, "input %d has no known element type", i);
+	return 0;
+}
+
+int rt_ew_cast_init(struct rt_node *n, struct rt_graph *g, struct strata_error *err)
+{
+	int from, rc;
+	if ((rc = source_type(n, g, 0, &from, err)) != 0)
+		return rc;
+	const struct rt_attr *a = rt_attr_find(n, "to");
+	if (!a || a->type != RT_ATTR_INT)
+		return rt_node_err(n, err, STRATA_INVALID_GRAPH, "attribute 'to' is missing");
+	if (a->i <= 0 || a->i > 1000)
+		return rt_node_err(n, err, STRATA_INVALID_GRAPH, "'to' = %lld is not a type",
+		                   (long long)a->i);
+	/* 'saturate' (opset 19) only concerns the float8 types, which have no
+	 * kernel here, so it changes nothing. */
+	if (!valid_dt((int)a->i))
+		return rt_node_err(n, err, STRATA_NOT_IMPLEMENTED,
+		                   "Cast (opset %d) has no kernel from %s to type %lld", n->opset,
+		                   base_dtype_name(from), (long long)a->i);
+	return cast_setup(n, g, from, (int)a->i, err);
+}
+
+int rt_ew_castlike_init(struct rt_node *n, struct rt_graph *g, struct strata_error *err)
+{
+	int from, to, rc;
+	if (n->nin != 2)
+		return rt_node_err(n, err, STRATA_INVALID_GRAPH, "takes 2 inputs, has %d", n->nin);
+	if ((rc = source_type(n, g, 0, &from, err)) || (rc = source_type(n, g, 1, &to, err)))
+		return rc;
+	return cast_setup(n, g, from, to, err);
+}
