@@ -1,0 +1,214 @@
+# Strata: one hand-written Makefile.
+#   make            build the library (build/libstrata.a) and the CLI (build/strata)
+#   make test       install what the tests need, build, run every test: unit, end-to-end,
+#                   conformance (when its rule exists), then unit + end-to-end under ASan+UBSan
+#   make demo       install what the demo needs, build, deploy schemas/shop, feed it, query it
+#   make deps       install the Debian packages Strata needs (apt-get, only when missing)
+#   make deps-test  the same, plus the packages only the tests need
+#   make unit       the cmocka unit tests          make e2e   the CLI end-to-end tests
+#   make asan       the unit and end-to-end tests under AddressSanitizer + UndefinedBehaviorSanitizer
+#   make check-peer compare the runtime with ONNX Runtime's outputs (needs ../shared/peer)
+#   make install    install strata, libstrata.a and strata.h under PREFIX (and DESTDIR)
+#   make clean
+
+# ---- settings ---------------------------------------------------------------
+CC       ?= cc
+PREFIX   ?= /usr/local
+BUILD    ?= build
+OPT      ?= -O2 -g
+# The baseline is x86-64-v3 (AVX2 + FMA); wider kernels are chosen at run time.
+ARCH     ?= -march=x86-64-v3
+WARN     := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
+ifeq ($(CI),true)
+WARN     += -Werror
+endif
+SAN      ?=
+CFLAGS   := $(OPT) $(ARCH) $(WARN) $(SAN) -std=c11 -D_GNU_SOURCE -I$(BUILD)/gen -MMD -MP
+LDLIBS   := -llmdb -lprotobuf-c -ljansson -lm -lpthread
+ONNX_PROTO ?= /usr/include/onnx/onnx.proto
+DEB_PKGS := build-essential pkg-config liblmdb-dev libprotobuf-c-dev protobuf-c-compiler \
+            libonnx-dev libjansson-dev libcmocka-dev jq
+DEB_TEST_PKGS := libonnx-testdata
+
+# ---- sources (explicit lists, one per subsystem) -----------------------------
+BASE_SRC    := base/err.c base/alloc.c base/arena.c base/dtype.c base/file.c
+RUNTIME_SRC := runtime/load.c runtime/graph.c runtime/exec.c runtime/shape.c runtime/ops/registry.c \
+               runtime/ops/elementwise.c runtime/ops/unary.c runtime/ops/cast.c runtime/ops/matmul.c runtime/ops/gemm.c runtime/ops/shape.c \
+               runtime/ops/reduce.c runtime/ops/normalize.c
+STORE_SRC   := store/env.c store/doc.c store/attr.c
+RANK_SRC    := rank/lex.c rank/expr.c rank/parse.c rank/schema.c rank/type.c rank/compile.c rank/vm.c \
+               rank/tensor.c rank/model.c rank/app.c
+ENGINE_SRC  := engine/db.c engine/feed.c engine/tensor_json.c engine/yql.c engine/query.c \
+               engine/result.c
+CLI_SRC     := engine/cli.c engine/cli_run.c
+GEN_SRC     := $(BUILD)/gen/onnx.pb-c.c
+
+LIB_SRC  := $(BASE_SRC) $(RUNTIME_SRC) $(STORE_SRC) $(RANK_SRC) $(ENGINE_SRC)
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o) $(GEN_SRC:%.c=%.o)
+CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
+LIB      := $(BUILD)/libstrata.a
+CLI      := $(BUILD)/strata
+
+# Unit tests: one cmocka binary per module (tests/test_<name>.c).
+UNIT_TESTS := base runtime ops_elementwise ops_tensor store rank_parse rank_eval engine
+TEST_BINS  := $(UNIT_TESTS:%=$(BUILD)/tests/test_%)
+TEST_LIB_SRC := tests/modelbuild.c
+TEST_LIB_OBJ := $(TEST_LIB_SRC:%.c=$(BUILD)/%.o)
+TOOLS_SRC  := tests/mkshop.c
+TOOLS      := $(BUILD)/tests/mkshop
+
+.PHONY: all test unit e2e asan demo deps deps-test check check-peer install clean
+# Objects made by pattern chains (tests/test_x.o) are kept, not deleted as intermediates.
+.SECONDARY:
+all: $(LIB) $(CLI)
+
+# ---- generated code (never committed) -----------------------------------------
+# A grouped target: one protoc-c run makes both files, even under make -j.
+$(BUILD)/gen/onnx.pb-c.c $(BUILD)/gen/onnx.pb-c.h &: $(ONNX_PROTO)
+	@mkdir -p $(BUILD)/gen
+	protoc-c --c_out=$(BUILD)/gen -I$(dir $(ONNX_PROTO)) $(ONNX_PROTO)
+$(BUILD)/gen/onnx.pb-c.o: $(BUILD)/gen/onnx.pb-c.c
+	$(CC) $(OPT) $(ARCH) $(SAN) -I$(BUILD)/gen -c $< -o $@
+
+# ---- compile and link -------------------------------------------------------------
+$(BUILD)/%.o: %.c | $(BUILD)/gen/onnx.pb-c.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(LIB): $(LIB_OBJ)
+	rm -f $@
+	ar rcs $@ $^
+
+$(CLI): $(CLI_OBJ) $(LIB)
+	$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) $(LIB) $(LDLIBS)
+
+$(BUILD)/tests/test_%: $(BUILD)/tests/test_%.o $(TEST_LIB_OBJ) $(LIB)
+	$(CC) $(CFLAGS) -o $@ $< $(TEST_LIB_OBJ) $(LIB) $(LDLIBS) -lcmocka
+
+$(BUILD)/tests/mkshop: $(BUILD)/tests/mkshop.o $(TEST_LIB_OBJ) $(LIB)
+	$(CC) $(CFLAGS) -o $@ $< $(TEST_LIB_OBJ) $(LIB) $(LDLIBS)
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+
+# ---- Debian packages --------------------------------------------------------------
+# Installs the packages of $(1) that dpkg does not report as installed, with
+# sudo when not root.  Silent when everything is there.
+define install_missing
+	@missing=; for p in $(1); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' \
+	    || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then sudo=; \
+	  elif command -v sudo >/dev/null 2>&1; then sudo=sudo; \
+	  else echo "make: missing Debian packages:$$missing (run as root, or install sudo)" >&2; exit 1; fi; \
+	  echo "installing Debian packages:$$missing"; \
+	  $$sudo apt-get update && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y $$missing; \
+	fi
+endef
+
+deps:
+	$(call install_missing,$(DEB_PKGS))
+deps-test: deps
+	$(call install_missing,$(DEB_TEST_PKGS))
+
+# ---- tests ----------------------------------------------------------------------
+# make test: everything CI runs.  Unit tests, the CLI end-to-end script, the
+# ONNX conformance check when a conformance-check rule is defined below, then
+# the same unit and end-to-end tests again under ASan + UBSan.
+test: deps deps-test
+	$(MAKE) all $(TEST_BINS) $(TOOLS)
+	$(MAKE) unit
+	$(MAKE) e2e
+	@if grep -q '^conformance-check:' $(firstword $(MAKEFILE_LIST)); then \
+	  $(MAKE) conformance-check; \
+	else echo "conformance-check: not defined, skipped"; fi
+	$(MAKE) asan
+
+check: test
+
+# Every unit binary runs even when one fails; the summary line says how many
+# failed and the target fails with them.
+unit: $(TEST_BINS)
+	@passed=0; failed=0; failing=; \
+	for t in $(TEST_BINS); do \
+	  echo "== $$t"; \
+	  if $$t; then passed=$$((passed + 1)); \
+	  else failed=$$((failed + 1)); failing="$$failing $${t##*/}"; fi; \
+	done; \
+	[ -z "$$failing" ] || echo "failing unit tests:$$failing"; \
+	echo "unit: $$passed passed, $$failed failed"; \
+	[ $$failed -eq 0 ]
+
+e2e: $(CLI) $(TOOLS)
+	STRATA=$(CLI) MKSHOP=$(BUILD)/tests/mkshop sh tests/e2e.sh
+
+# A second build tree with sanitizers; recoverable reports abort, so any
+# finding fails the run.
+ASAN_SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+asan:
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
+	  $(MAKE) BUILD=build-asan SAN='$(ASAN_SAN)' OPT='-O1 -g' unit e2e
+
+# ---- the example application ------------------------------------------------------
+# Deploys schemas/shop into build/demo/shop with a generated model and 40
+# products, feeds them and prints three ranked queries.
+DEMO_APP := $(BUILD)/demo/shop
+demo: deps
+	$(MAKE) all $(TOOLS)
+	rm -rf $(DEMO_APP)
+	mkdir -p $(DEMO_APP)
+	cp -R schemas/shop/schemas $(DEMO_APP)/
+	$(BUILD)/tests/mkshop $(DEMO_APP)
+	$(CLI) deploy $(DEMO_APP)
+	$(CLI) feed $(DEMO_APP) $(DEMO_APP)/feed.jsonl
+	sh tests/demo.sh $(CLI) $(DEMO_APP)
+
+# ---- comparison with ONNX Runtime ---------------------------------------------------
+# Needs ../shared/peer (ONNX Runtime through its Node.js package) and the
+# conformance runner built by the conformance rule.  Fails when any case
+# fails, errs or is not implemented (read from the runner's JSON summary).  PEER_ARGS go to
+# mkmodels.js (e.g. PEER_ARGS='--only mlp_ranker').
+PEER_SRC  ?= ../shared/peer
+PEER_ARGS ?=
+check-peer:
+	@if [ ! -d $(PEER_SRC) ]; then echo "check-peer: $(PEER_SRC) not found, skipped"; exit 0; fi; \
+	set -e; \
+	if [ -d $(BUILD)/peer ]; then chmod -R u+w $(BUILD)/peer; rm -rf $(BUILD)/peer; fi; \
+	mkdir -p $(BUILD); \
+	cp -R $(PEER_SRC) $(BUILD)/peer; \
+	chmod -R u+w $(BUILD)/peer; \
+	(cd $(BUILD)/peer && npm ci --no-audit --no-fund); \
+	node $(BUILD)/peer/mkmodels.js $(BUILD)/peer/models $(PEER_ARGS); \
+	$(MAKE) $(BUILD)/tests/conformance; \
+	status=0; \
+	$(BUILD)/tests/conformance --rtol 1e-4 --atol 1e-4 $(BUILD)/peer/models/cases \
+	  >$(BUILD)/peer/conformance.log 2>&1 || status=$$?; \
+	cat $(BUILD)/peer/conformance.log; \
+	tail -n 1 $(BUILD)/peer/conformance.log \
+	  | jq -e '.total > 0 and .fail + .error + .not_implemented == 0' >/dev/null 2>&1 || status=1; \
+	if [ $$status -ne 0 ]; then echo "check-peer: some cases failed (see above)"; exit 1; fi; \
+	echo "check-peer: every case agrees with ONNX Runtime"
+
+# ---- install and clean ------------------------------------------------------------------
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include
+	install -m 755 $(CLI) $(DESTDIR)$(PREFIX)/bin/strata
+	install -m 644 $(LIB) $(DESTDIR)$(PREFIX)/lib/libstrata.a
+	install -m 644 engine/strata.h $(DESTDIR)$(PREFIX)/include/strata.h
+
+clean:
+	@if [ -d $(BUILD)/peer ]; then chmod -R u+w $(BUILD)/peer; fi
+	rm -rf $(BUILD) build-asan
+
+# ---- ONNX conformance runner (tests/conformance.c) -----------------------------------
+# `make conformance` runs the ONNX node and simple suites from libonnx-testdata;
+# build/tests/conformance also takes any folder of cases (see its header).
+ONNX_TESTDATA ?= /usr/share/libonnx-testdata/data
+CONFORMANCE   := $(BUILD)/tests/conformance
+$(CONFORMANCE): $(BUILD)/tests/conformance.o $(LIB)
+	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS)
+
+.PHONY: conformance
+conformance: $(CONFORMANCE)
+	$(CONFORMANCE) $(ONNX_TESTDATA)/node $(ONNX_TESTDATA)/simple

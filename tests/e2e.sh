@@ -1,0 +1,477 @@
+#!/bin/sh
+# e2e.sh: end-to-end tests of the strata CLI on the example application.
+#
+#   sh tests/e2e.sh [STRATA]      (or STRATA=build/strata MKSHOP=build/tests/mkshop sh tests/e2e.sh)
+#
+# Builds the shop application (schemas/shop + the model and documents that
+# mkshop generates) in a temporary folder, deploys it, feeds it and queries
+# it.  Expected results are computed here, independently of the engine, from
+# the feed file: the "cheap" order by sorting prices, closeness and the first
+# phase of "relevance" from the embeddings with awk.  Then every error path
+# a user can hit: each must exit non-zero with a message that says what is
+# wrong, never crash, and lose nothing already stored.
+#
+# The last line is "N passed, M failed"; the exit status is 1 when any failed.
+# E2E_VERBOSE=1 also prints the message of every expected failure.
+# Needs jq (make deps installs it).
+set -u
+
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/.." && pwd)
+STRATA=${1:-${STRATA:-$top/build/strata}}
+MKSHOP=${MKSHOP:-$(dirname "$STRATA")/tests/mkshop}
+case $STRATA in /*) ;; *) STRATA=$(pwd)/$STRATA ;; esac
+case $MKSHOP in /*) ;; *) MKSHOP=$(pwd)/$MKSHOP ;; esac
+
+passed=0
+failed=0
+
+ok() { passed=$((passed + 1)); }
+bad() { failed=$((failed + 1)); echo "FAIL: $*"; }
+
+for tool in "$STRATA" "$MKSHOP"; do
+	if [ ! -x "$tool" ]; then
+		echo "e2e: $tool not built (make all build/tests/mkshop)"
+		echo "0 passed, 1 failed"
+		exit 1
+	fi
+done
+if ! command -v jq >/dev/null 2>&1; then
+	echo "e2e: jq is needed (make deps installs it)"
+	echo "0 passed, 1 failed"
+	exit 1
+fi
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/strata-e2e.XXXXXX")
+trap 'rm -rf "$T"' EXIT INT TERM
+APP=$T/shop
+OUT=$T/out
+ERR=$T/err
+
+# run CMD...: run it with stdout in $OUT, stderr in $ERR, status in $rc.
+run() {
+	"$@" >"$OUT" 2>"$ERR"
+	rc=$?
+}
+
+# A crash or a sanitizer report is a failure whatever the exit status.
+crashed() {
+	if [ "$rc" -ge 128 ]; then
+		return 0
+	fi
+	grep -Eq 'Sanitizer|runtime error:|Assertion|assertion failed' "$ERR"
+}
+
+# expect_ok NAME CMD...: the command succeeds cleanly.
+expect_ok() {
+	name=$1
+	shift
+	run "$@"
+	if [ "$rc" -ne 0 ] || crashed; then
+		bad "$name: exit $rc: $(head -c 600 "$ERR")"
+		return 1
+	fi
+	ok
+	return 0
+}
+
+# expect_fail NAME REGEX CMD...: the command fails (status 1..127) and its
+# stderr matches the extended regular expression REGEX.
+expect_fail() {
+	name=$1
+	re=$2
+	shift 2
+	run "$@"
+	if [ "$rc" -eq 0 ]; then
+		bad "$name: succeeded but should have failed"
+	elif crashed; then
+		bad "$name: crashed (exit $rc): $(head -c 600 "$ERR")"
+	elif ! grep -Eq -- "$re" "$ERR"; then
+		bad "$name: message does not match /$re/: $(head -c 600 "$ERR")"
+	else
+		ok
+		# E2E_VERBOSE=1 shows what a user would read.
+		[ -z "${E2E_VERBOSE:-}" ] || echo "ok: $name: $(head -c 300 "$ERR" | tr '\n' ' ')"
+	fi
+}
+
+# check NAME GOT WANT
+check() {
+	if [ "$2" = "$3" ]; then
+		ok
+	else
+		bad "$1: got '$2', want '$3'"
+	fi
+}
+
+# jq over the last output; "null" when the output is not JSON.
+jout() {
+	jq -r "$@" "$OUT" 2>/dev/null || echo "null"
+}
+
+# total: totalCount of "select * ... where true" (the number of stored documents).
+total() {
+	if "$STRATA" query "$APP" --yql 'select * from sources * where true' --hits 1 \
+		>"$T/total.json" 2>"$T/total.err"; then
+		jq -r '.root.fields.totalCount' "$T/total.json" 2>/dev/null || echo "bad-json"
+	else
+		echo "query-failed: $(head -c 300 "$T/total.err")"
+	fi
+}
+
+# ---- build the application --------------------------------------------------------
+mkdir -p "$APP"
+cp -R "$top/schemas/shop/schemas" "$APP/"
+if ! "$MKSHOP" "$APP" >"$T/mkshop.log" 2>&1; then
+	echo "e2e: mkshop failed: $(cat "$T/mkshop.log")"
+	echo "0 passed, 1 failed"
+	exit 1
+fi
+FEED=$APP/feed.jsonl
+NDOCS=$(wc -l <"$FEED" | tr -d ' ')
+SD=$APP/schemas/product.sd
+cp "$SD" "$T/product.sd.orig"
+cp "$APP/models/ranker.onnx" "$T/ranker.onnx.orig"
+
+# The generator is deterministic: a second run writes the same bytes.
+if "$MKSHOP" "$T/again" >/dev/null 2>&1 && cmp -s "$FEED" "$T/again/feed.jsonl" &&
+	cmp -s "$APP/models/ranker.onnx" "$T/again/models/ranker.onnx" &&
+	cmp -s "$APP/queries/running-shoes.json" "$T/again/queries/running-shoes.json"; then
+	ok
+else
+	bad "mkshop is not deterministic"
+fi
+check "feed documents" "$NDOCS" "40"
+
+# ---- deploy and feed ----------------------------------------------------------------
+expect_ok "deploy" "$STRATA" deploy "$APP"
+
+if expect_ok "feed" "$STRATA" feed "$APP" "$FEED"; then
+	if grep -Eq "fed $NDOCS documents, 0 failed" "$ERR"; then ok; else
+		bad "feed summary: $(cat "$ERR")"
+	fi
+fi
+check "count after feed" "$(total)" "$NDOCS"
+
+# ---- queries: the "cheap" profile, an order computed from the feed ---------------------
+# Expected: ids by ascending price, with relevance = -price.
+jq -s -r 'map(select(.put)) | sort_by(.fields.price) | .[] | "\(.put) \(.fields.price)"' "$FEED" \
+	>"$T/by_price"
+
+# compare_cheap FILE: hits in $OUT must equal FILE's lines ("id price"), with
+# relevance -price (float cells: a relative tolerance).
+compare_cheap() {
+	jout '.root.children[] | "\(.id) \(.relevance)"' >"$T/got"
+	if ! awk 'NR == FNR { id[FNR] = $1; p[FNR] = $2; n = FNR; next }
+	          { m = FNR
+	            if ($1 != id[FNR]) { print "hit " FNR ": " $1 ", want " id[FNR]; bad = 1 }
+	            d = $2 + p[FNR]; if (d < 0) d = -d
+	            if (d > 1e-4 * (p[FNR] > 1 ? p[FNR] : 1)) {
+	                print "hit " FNR ": relevance " $2 ", want " (-p[FNR]); bad = 1 } }
+	          END { if (m != n) { print m " hits, want " n; bad = 1 }; exit bad }' \
+		"$1" "$T/got" >"$T/diff"; then
+		bad "$2: $(head -5 "$T/diff" | tr '\n' ';')"
+	else
+		ok
+	fi
+}
+
+if expect_ok "query cheap" "$STRATA" query "$APP" --yql 'select * from sources * where true' \
+	--profile cheap --hits 10; then
+	check "cheap totalCount" "$(jout '.root.fields.totalCount')" "$NDOCS"
+	head -10 "$T/by_price" >"$T/want"
+	compare_cheap "$T/want" "cheap order"
+fi
+
+if expect_ok "query cheap offset" "$STRATA" query "$APP" \
+	--yql 'select * from sources * where true' --profile cheap --hits 5 --offset 5; then
+	sed -n '6,10p' "$T/by_price" >"$T/want"
+	compare_cheap "$T/want" "cheap order with offset"
+fi
+
+# A numeric filter: only the products under 50, still by price.
+if expect_ok "query price filter" "$STRATA" query "$APP" \
+	--yql 'select * from sources * where price < 50' --profile cheap --hits 100; then
+	awk '$2 < 50' "$T/by_price" >"$T/want"
+	check "price filter totalCount" "$(jout '.root.fields.totalCount')" "$(wc -l <"$T/want" | tr -d ' ')"
+	compare_cheap "$T/want" "price filter order"
+fi
+
+# A string attribute: exact match on the category.
+if expect_ok "query contains" "$STRATA" query "$APP" \
+	--yql 'select * from sources * where category contains "backpacks"' --profile cheap --hits 100; then
+	want=$(jq -s '[.[] | select(.fields.category == "backpacks")] | length' "$FEED")
+	check "contains totalCount" "$(jout '.root.fields.totalCount')" "$want"
+	check "contains categories" "$(jout '[.root.children[].fields.category] | unique | join(",")')" \
+		"backpacks"
+fi
+
+# Summaries carry the document's fields.
+if expect_ok "query summary" "$STRATA" query "$APP" \
+	--yql 'select * from sources * where true' --profile cheap --hits 1; then
+	want=$(head -1 "$T/by_price" | cut -d' ' -f1)
+	want_title=$(jq -r --arg id "$want" 'select(.put == $id) | .fields.title' "$FEED")
+	check "summary title" "$(jout '.root.children[0].fields.title')" "$want_title"
+fi
+
+# ---- queries: the "relevance" profile (nearest neighbour, then the model) ---------------
+QVEC=$(jq -c '."input.query(q_emb)"' "$APP/queries/running-shoes.json")
+
+# Closeness (angular: 1 / (1 + angle)) and the first phase (closeness +
+# 0.1 * rating) for every document, computed from the feed file.
+jq -r --argjson q "$QVEC" '"\(.put) \(.fields.rating) \($q | join(" ")) \(.fields.embedding | join(" "))"' \
+	"$FEED" | awk '{
+	n = (NF - 2) / 2; dot = 0; qq = 0; dd = 0
+	for (i = 1; i <= n; i++) { q = $(2 + i); d = $(2 + n + i); dot += q * d; qq += q * q; dd += d * d }
+	c = dot / sqrt(qq * dd); if (c > 1) c = 1; if (c < -1) c = -1
+	angle = atan2(sqrt(1 - c * c), c)
+	cl = 1 / (1 + angle)
+	printf "%s %.9f %.9f\n", $1, cl, cl + 0.1 * $2 }' >"$T/closeness"
+
+# Number of a match feature whose name starts with $1 (a tensor of one cell
+# counts as its cell).
+MF='def num: if type == "object" then ((.values // [.cells[]?.value]) | flatten | add)
+            elif type == "array" then (flatten | add) else . end;
+    def mf($p): (.fields.matchfeatures // {}) | to_entries
+                | map(select(.key | gsub(" "; "") | startswith($p))) | .[0].value | num;'
+
+if expect_ok "query relevance" "$STRATA" query "$APP" \
+	--yql 'select * from sources * where {targetHits: 40}nearestNeighbor(embedding, q_emb)' \
+	--profile relevance --input "query(q_emb)=$QVEC" --hits 40; then
+	check "relevance totalCount" "$(jout '.root.fields.totalCount')" "$NDOCS"
+	jout "$MF"' .root.children[] | "\(.id) \(.relevance) \(mf("closeness(field,embedding)")) \(mf("firstPhase")) \(mf("onnx(ranker)"))"' \
+		>"$T/rel"
+	check "relevance hits" "$(wc -l <"$T/rel" | tr -d ' ')" "$NDOCS"
+
+	# Ordering invariants, rerank-count 20: relevance never increases; the
+	# first 20 are the 20 best by first phase and score as the model says;
+	# the rest follow in first-phase order.
+	if awk 'NR > 1 && $2 > prev + 1e-9 { print "hit " NR " relevance " $2 " above " prev; bad = 1 }
+	        { prev = $2 }
+	        NR <= 20 { d = $2 - $5; if (d < 0) d = -d
+	                   if ($5 == "null" || d > 1e-5) { print "hit " NR ": relevance " $2 " is not the model score " $5; bad = 1 }
+	                   if (minfirst == "" || $4 < minfirst) minfirst = $4 }
+	        NR > 20 { if (maxrest == "" || $4 > maxrest) maxrest = $4
+	                  if (NR > 21 && $4 > prevfirst + 1e-9) { print "hit " NR ": first phase out of order"; bad = 1 }
+	                  prevfirst = $4 }
+	        END { if (maxrest != "" && maxrest > minfirst + 1e-9) {
+	                  print "a hit outside the re-ranked 20 has a better first phase (" maxrest " > " minfirst ")"; bad = 1 }
+	              exit bad }' "$T/rel" >"$T/diff"; then
+		ok
+	else
+		bad "relevance ordering: $(head -5 "$T/diff" | tr '\n' ';')"
+	fi
+
+	# Closeness and first phase match the independent computation.
+	if awk 'NR == FNR { c[$1] = $2; f[$1] = $3; next }
+	        { if (!($1 in c)) { print "unknown id " $1; bad = 1; next }
+	          d = $3 - c[$1]; if (d < 0) d = -d
+	          if ($3 == "null" || d > 1e-4) { print $1 ": closeness " $3 ", want " c[$1]; bad = 1 }
+	          d = $4 - f[$1]; if (d < 0) d = -d
+	          if ($4 == "null" || d > 1e-4) { print $1 ": firstPhase " $4 ", want " f[$1]; bad = 1 } }
+	        END { exit bad }' "$T/closeness" "$T/rel" >"$T/diff"; then
+		ok
+	else
+		bad "relevance features: $(head -5 "$T/diff" | tr '\n' ';')"
+	fi
+
+	# The re-ranked 20 are the best 20 by the independent first phase.
+	want=$(sort -k3,3gr "$T/closeness" | head -20 | cut -d' ' -f1 | sort | tr '\n' ' ')
+	got=$(head -20 "$T/rel" | cut -d' ' -f1 | sort | tr '\n' ' ')
+	check "re-ranked set" "$got" "$want"
+
+	# The model scored the candidates in one batch; one document at a time
+	# through "strata run" must give the same scores.
+	for k in 1 2 3; do
+		id=$(sed -n "${k}p" "$T/rel" | cut -d' ' -f1)
+		score=$(sed -n "${k}p" "$T/rel" | cut -d' ' -f5)
+		emb=$(jq -c --arg id "$id" 'select(.put == $id) | .fields.embedding' "$FEED")
+		if expect_ok "run hit $k" "$STRATA" run "$APP/models/ranker.onnx" \
+			--input "query_emb=[$QVEC]" --input "doc_emb=[$emb]"; then
+			got=$(jout '.outputs.score.values[0]')
+			if awk -v a="$got" -v b="$score" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a != "null" && d <= 1e-5) }'; then
+				ok
+			else
+				bad "run hit $k ($id): model says $got, the query said $score"
+			fi
+		fi
+	done
+fi
+
+# ---- strata run: the generated model against values from ONNX Runtime ----------------
+# query_emb is 0.25 everywhere; doc_emb row r holds ((16r + i) mod 5) / 10.
+# ONNX Runtime 1.30 gives 0.04327320 and 0.04597176 for this model.
+Q=$(awk 'BEGIN { s = ""; for (i = 0; i < 16; i++) s = s (i ? "," : "") "0.25"; print "[" s "]" }')
+D0=$(awk 'BEGIN { s = ""; for (i = 0; i < 16; i++) s = s (i ? "," : "") (i % 5) / 10; print "[" s "]" }')
+D1=$(awk 'BEGIN { s = ""; for (i = 16; i < 32; i++) s = s (i > 16 ? "," : "") (i % 5) / 10; print "[" s "]" }')
+if expect_ok "run batch" "$STRATA" run "$APP/models/ranker.onnx" \
+	--input "query_emb=[$Q,$Q]" --input "doc_emb=[$D0,$D1]"; then
+	check "run shape" "$(jout '.outputs.score.shape | map(tostring) | join(",")')" "2,1"
+	got=$(jout '.outputs.score.values | map(tostring) | join(" ")')
+	if echo "$got" | awk '{ d0 = $1 - 0.04327320; d1 = $2 - 0.04597176
+	                        if (d0 < 0) d0 = -d0; if (d1 < 0) d1 = -d1
+	                        exit !(NF == 2 && d0 < 1e-5 && d1 < 1e-5) }'; then
+		ok
+	else
+		bad "run values: got '$got', want '0.04327320 0.04597176'"
+	fi
+fi
+expect_fail "run missing input" "doc_emb" "$STRATA" run "$APP/models/ranker.onnx" --input "query_emb=[$Q]"
+expect_fail "run ragged input" "query_emb" "$STRATA" run "$APP/models/ranker.onnx" \
+	--input "query_emb=[[1,2],[3]]" --input "doc_emb=[$D0]"
+
+# ---- get and remove ---------------------------------------------------------------------
+ID3=id:shop:product::3
+if expect_ok "get" "$STRATA" get "$APP" "$ID3"; then
+	check "get id" "$(jout '.id')" "$ID3"
+	check "get title" "$(jout '.fields.title')" \
+		"$(jq -r --arg id "$ID3" 'select(.put == $id) | .fields.title' "$FEED")"
+	check "get embedding cells" "$(jout '.fields.embedding | (if type == "object" then .values else . end) | flatten | length')" "16"
+fi
+expect_ok "remove" "$STRATA" remove "$APP" "$ID3"
+expect_fail "get removed" "not found|no such|does not exist|$ID3" "$STRATA" get "$APP" "$ID3"
+expect_fail "remove twice" "not found|no such|does not exist|$ID3" "$STRATA" remove "$APP" "$ID3"
+check "count after remove" "$(total)" "$((NDOCS - 1))"
+# Put it back from standard input.
+grep -F "\"$ID3\"" "$FEED" >"$T/doc3.jsonl"
+if expect_ok "feed stdin" sh -c '"$1" feed "$2" - <"$3"' sh "$STRATA" "$APP" "$T/doc3.jsonl"; then
+	grep -Eq "fed 1 documents?, 0 failed" "$ERR" && ok || bad "feed stdin summary: $(cat "$ERR")"
+fi
+check "count after re-feed" "$(total)" "$NDOCS"
+expect_fail "get malformed id" "id" "$STRATA" get "$APP" "not-a-document-id"
+
+# An update assigns one field and keeps the others: product 1 becomes the
+# cheapest, then gets its price back.
+ID1=id:shop:product::1
+P1=$(jq -r --arg id "$ID1" 'select(.put == $id) | .fields.price' "$FEED")
+echo "{\"update\": \"$ID1\", \"fields\": {\"price\": {\"assign\": 1.25}}}" >"$T/update.jsonl"
+expect_ok "feed update" "$STRATA" feed "$APP" "$T/update.jsonl"
+if expect_ok "query after update" "$STRATA" query "$APP" --yql 'select * from sources * where true' \
+	--profile cheap --hits 1; then
+	check "updated is cheapest" "$(jout '.root.children[0].id')" "$ID1"
+	check "updated price" "$(jout '.root.children[0].fields.price')" "1.25"
+	check "update keeps title" "$(jout '.root.children[0].fields.title')" \
+		"$(jq -r --arg id "$ID1" 'select(.put == $id) | .fields.title' "$FEED")"
+fi
+echo "{\"update\": \"$ID1\", \"fields\": {\"price\": {\"assign\": $P1}}}" >"$T/update.jsonl"
+expect_ok "feed update back" "$STRATA" feed "$APP" "$T/update.jsonl"
+echo '{"update": "id:shop:product::999", "fields": {"price": {"assign": 1}}}' >"$T/update.jsonl"
+expect_fail "update missing document" "product::999" "$STRATA" feed "$APP" "$T/update.jsonl"
+check "count after updates" "$(total)" "$NDOCS"
+
+# A JSON array is a feed too; the data can live outside the application.
+mkdir -p "$T/app2"
+cp -R "$APP/schemas" "$APP/models" "$T/app2/"
+jq -s '.[0:3]' "$FEED" >"$T/array.json"
+expect_ok "deploy --data" "$STRATA" deploy "$T/app2" --data "$T/data2"
+if expect_ok "feed array --data" "$STRATA" feed "$T/app2" "$T/array.json" --data "$T/data2"; then
+	grep -Eq "fed 3 documents, 0 failed" "$ERR" && ok || bad "feed array summary: $(cat "$ERR")"
+fi
+if expect_ok "query --data" "$STRATA" query "$T/app2" --data "$T/data2" \
+	--yql 'select * from sources * where true'; then
+	check "count in --data store" "$(jout '.root.fields.totalCount')" "3"
+fi
+if [ -e "$T/app2/.strata" ]; then bad "--data: the store was created inside the application"; else ok; fi
+
+# ---- error paths: the feed ------------------------------------------------------------
+# Line 2 does not fit the schema, line 4 is not JSON; lines 1 and 3 go in.
+cat >"$T/mixed.jsonl" <<'EOF'
+{"put": "id:shop:product::101", "fields": {"title": "Luma Travel Lamp", "brand": "Luma", "category": "desk-lamps", "price": 31.50, "rating": 4.0, "in_stock": true}}
+{"put": "id:shop:product::102", "fields": {"title": "Broken", "price": "very cheap"}}
+{"put": "id:shop:product::103", "fields": {"title": "Sonora Mini Earbuds", "brand": "Sonora", "category": "headphones", "price": 18.00, "rating": 3.8, "in_stock": true}}
+{"put": "id:shop:product::104", "fields": {"title": 
+EOF
+expect_fail "feed bad documents" "line 2[^0-9]|:2:" "$STRATA" feed "$APP" "$T/mixed.jsonl"
+grep -Eq "price" "$ERR" && ok || bad "feed bad document: message does not name the field: $(cat "$ERR")"
+grep -Eq "line 4[^0-9]|:4:" "$ERR" && ok || bad "feed bad JSON: line 4 not reported: $(cat "$ERR")"
+grep -Eq "fed 2 documents, 2 failed" "$ERR" && ok || bad "feed bad documents summary: $(cat "$ERR")"
+check "count after bad feed" "$(total)" "$((NDOCS + 2))"
+expect_fail "get rejected document" "." "$STRATA" get "$APP" "id:shop:product::102"
+
+# A tensor of the wrong shape: 15 cells for x[16].
+jq -c '.put = "id:shop:product::105" | .fields.embedding = .fields.embedding[0:15]' "$T/doc3.jsonl" \
+	>"$T/shape.jsonl"
+expect_fail "feed wrong tensor shape" "embedding" "$STRATA" feed "$APP" "$T/shape.jsonl"
+grep -Eq "fed 0 documents, 1 failed" "$ERR" && ok || bad "wrong shape summary: $(cat "$ERR")"
+check "count after wrong shape" "$(total)" "$((NDOCS + 2))"
+
+# An unknown field.
+echo '{"put": "id:shop:product::106", "fields": {"colour": "red"}}' >"$T/field.jsonl"
+expect_fail "feed unknown field" "colour" "$STRATA" feed "$APP" "$T/field.jsonl"
+expect_fail "feed missing file" "no-such-file" "$STRATA" feed "$APP" "$T/no-such-file.jsonl"
+
+# ---- error paths: queries and options --------------------------------------------------
+expect_fail "bad YQL" "yql" "$STRATA" query "$APP" --yql 'select * from sources * where price <'
+expect_fail "bad YQL position" "1:[0-9]+" "$STRATA" query "$APP" --yql 'select * frm sources *'
+expect_fail "unknown profile" "no_such_profile" "$STRATA" query "$APP" \
+	--yql 'select * from sources * where true' --profile no_such_profile
+expect_fail "wrong input shape" "q_emb" "$STRATA" query "$APP" \
+	--yql 'select * from sources * where {targetHits: 5}nearestNeighbor(embedding, q_emb)' \
+	--profile relevance --input 'query(q_emb)=[1, 2, 3]'
+expect_fail "bad hits" "hits" "$STRATA" query "$APP" --yql 'select * from sources * where true' \
+	--hits lots
+expect_fail "bad option" "frobnicate" "$STRATA" query "$APP" --yql 'select * from sources * where true' \
+	--frobnicate
+expect_fail "unknown command" "frobnicate" "$STRATA" frobnicate "$APP"
+expect_fail "missing app" "no-such-app" "$STRATA" query "$T/no-such-app" \
+	--yql 'select * from sources * where true'
+check "count after query errors" "$(total)" "$((NDOCS + 2))"
+
+# ---- error paths: the application -------------------------------------------------------
+# Each breaks the application, expects deploy to refuse it with a clear
+# message, then restores it and checks that nothing stored was lost.
+restore() {
+	cp "$T/product.sd.orig" "$SD"
+	cp "$T/ranker.onnx.orig" "$APP/models/ranker.onnx"
+}
+
+after_restore() {
+	restore
+	check "$1: count after restore" "$(total)" "$((NDOCS + 2))"
+}
+
+# A syntax error on a known line.
+line=$(grep -n '^schema product {' "$SD" | cut -d: -f1)
+line=$((line + 1))
+awk -v l="$line" 'NR == l { print "    document product ] {" } { print }' "$T/product.sd.orig" >"$SD"
+expect_fail "bad schema" "product\\.sd:$line:[0-9]+:.*]" "$STRATA" deploy "$APP"
+after_restore "bad schema"
+
+# An unknown feature in a profile: the message names it and where it is.
+awk '/^}/ && !done { print "    rank-profile broken {"; print "        first-phase {";
+                     print "            expression: attribute(colour) + 1"; print "        }";
+                     print "    }"; done = 1 } { print }' "$T/product.sd.orig" >"$SD"
+line=$(grep -n 'attribute(colour)' "$SD" | cut -d: -f1)
+expect_fail "unknown feature" "product\\.sd:$line:[0-9]+.*colour|colour.*product\\.sd:$line" \
+	"$STRATA" deploy "$APP"
+after_restore "unknown feature"
+
+# A misspelled rank feature.
+sed 's/closeness(field, embedding) + 0.1/closenes(field, embedding) + 0.1/' "$T/product.sd.orig" >"$SD"
+expect_fail "unknown function" "closenes" "$STRATA" deploy "$APP"
+after_restore "unknown function"
+
+# The model file is missing.
+rm -f "$APP/models/ranker.onnx"
+expect_fail "missing model" "ranker\\.onnx" "$STRATA" deploy "$APP"
+after_restore "missing model"
+
+# The model file is not ONNX: a fixed run of bytes whose first field claims
+# more data than the file holds.
+printf '\022\377\377\377\017strata: this is not a model\n\001\002\003' >"$APP/models/ranker.onnx"
+expect_fail "malformed model" "ranker\\.onnx" "$STRATA" deploy "$APP"
+after_restore "malformed model"
+
+# An empty model file.
+: >"$APP/models/ranker.onnx"
+expect_fail "empty model" "ranker\\.onnx" "$STRATA" deploy "$APP"
+after_restore "empty model"
+
+# After all of that the application still answers as before.
+if expect_ok "query after errors" "$STRATA" query "$APP" --yql 'select * from sources * where true' \
+	--profile cheap --hits 3; then
+	check "cheapest after errors" "$(jout '.root.children[0].id')" "id:shop:product::103"
+fi
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
