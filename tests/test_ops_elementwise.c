@@ -64,7 +64,7 @@ static void build(struct h *h, const char *op, int opset, int nin, const struct 
 	memset(h, 0, sizeof *h);
 	h->mb = mb_new("t", opset);
 	for (int i = 0; i < nin; i++) {
-		char nm[8];
+		char nm[16];
 		snprintf(nm, sizeof nm, "i%d", i);
 		if (i)
 			strcat(names, ",");
