@@ -56,6 +56,7 @@ struct rt_exec {
 	int capsym;
 	struct strata_error *err;
 	int failed;              /* rt_fail() was called by the running kernel */
+	struct base_arena strings; /* bytes of strings made by kernels, reset per run */
 };
 
 struct rt_ctx {
@@ -134,6 +135,7 @@ int runtime_ctx_new(const struct rt_model *m, struct rt_ctx **out, struct strata
 	struct rt_exec *x = &cx->x;
 	x->m = m;
 	x->g = g;
+	base_arena_init(&x->strings, 4096);
 	for (int i = 0; i < g->nnodes; i++)
 		if (g->nodes[i].nout > x->max_nout)
 			x->max_nout = g->nodes[i].nout;
@@ -182,6 +184,7 @@ void runtime_ctx_free(struct rt_ctx *cx)
 		base_free(x->tmp_out, ((size_t)x->max_nout + 1) * sizeof *x->tmp_out);
 	if (x->sym)
 		base_free(x->sym, ((size_t)x->capsym + 1) * sizeof *x->sym);
+	base_arena_free(&x->strings);
 	base_free(cx, sizeof *cx);
 }
 
@@ -252,6 +255,17 @@ int rt_output(struct rt_exec *x, const struct rt_node *n, int i, int dtype, int 
 	t->data = p;
 	*out = t;
 	return 0;
+}
+
+char *rt_string(struct rt_exec *x, const char *s, size_t len)
+{
+	char *d = base_arena_alloc(&x->strings, len + 1, 1);
+	if (d) {
+		if (len)
+			memcpy(d, s, len);
+		d[len] = 0;
+	}
+	return d;
 }
 
 void *rt_scratch(struct rt_exec *x, size_t bytes)
@@ -382,6 +396,7 @@ int runtime_run(struct rt_ctx *cx, const struct rt_tensor *in, struct rt_tensor 
 		if (x->vbuf[v].p)
 			pool_put(x, &x->vbuf[v]);
 	temp_release(x);
+	base_arena_reset(&x->strings);
 
 	int rc = check_inputs(x, in, err);
 	if (rc != 0)

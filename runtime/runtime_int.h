@@ -135,6 +135,11 @@ const struct rt_tensor *rt_input(struct rt_exec *x, const struct rt_node *n, int
 int rt_output(struct rt_exec *x, const struct rt_node *n, int i, int dtype, int rank,
               const int64_t *dims, struct rt_tensor **out);
 
+/* A copy of len bytes of s, NUL-terminated, for a cell of a string output:
+ * it lives until the next run on the context (so downstream kernels may copy
+ * the pointer).  NULL when out of memory. */
+char *rt_string(struct rt_exec *x, const char *s, size_t len);
+
 /* Scratch memory for the running kernel only (released when it returns). */
 void *rt_scratch(struct rt_exec *x, size_t bytes);
 
@@ -166,6 +171,22 @@ extern const struct rt_opdef rt_ops_matmul[];      /* ops/matmul.c: MatMul, Gemm
 extern const struct rt_opdef rt_ops_shape[];       /* ops/shape.c: Reshape, Flatten, Transpose, Squeeze, Unsqueeze, Concat, Slice, Gather, Shape, Constant, Identity, Expand */
 extern const struct rt_opdef rt_ops_reduce[];      /* ops/reduce.c: Reduce*, ArgMax/ArgMin */
 extern const struct rt_opdef rt_ops_normalize[];   /* ops/normalize.c: Softmax, LogSoftmax, LayerNormalization */
+extern const struct rt_opdef rt_ops_conv[];      /* ops/conv.c: Conv, ConvTranspose, ConvInteger, QLinearConv */
+extern const struct rt_opdef rt_ops_pool[];      /* ops/pool.c: MaxPool, AveragePool, LpPool, Global*Pool, MaxUnpool */
+extern const struct rt_opdef rt_ops_nn[];        /* ops/nn.c: BatchNormalization, InstanceNormalization, LRN, MeanVarianceNormalization, DepthToSpace, SpaceToDepth */
+extern const struct rt_opdef rt_ops_index[];     /* ops/index.c: GatherElements, GatherND, ScatterElements, ScatterND, Scatter, Compress, NonZero, ReverseSequence, Pad, Trilu, OneHot, EyeLike */
+extern const struct rt_opdef rt_ops_misc[];      /* ops/misc.c: TopK, Unique, CumSum, Hardmax, Det, Dropout, NonMaxSuppression */
+extern const struct rt_opdef rt_ops_resize[];    /* ops/resize.c: Resize, Upsample, GridSample, RoiAlign */
+extern const struct rt_opdef rt_ops_signal[];    /* ops/signal.c: DFT, STFT, window functions, MelWeightMatrix */
+extern const struct rt_opdef rt_ops_loss[];      /* ops/loss.c: NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss */
+extern const struct rt_opdef rt_ops_training[];  /* ops/training.c: Gradient, Adam, Adagrad, Momentum (ai.onnx.preview.training) */
+extern const struct rt_opdef rt_ops_random[];    /* ops/random.c: RandomUniform, RandomNormal, their Like forms, Bernoulli, Multinomial */
+extern const struct rt_opdef rt_ops_rnn[];       /* ops/rnn.c: RNN, GRU, LSTM */
+extern const struct rt_opdef rt_ops_einsum[];    /* ops/einsum.c: Einsum */
+extern const struct rt_opdef rt_ops_quant[];     /* ops/quant.c: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, MatMulInteger, QLinearMatMul */
+extern const struct rt_opdef rt_ops_string[];    /* ops/string.c: StringNormalizer, TfIdfVectorizer, and the other string operators */
+extern const struct rt_opdef rt_ops_sequence[];  /* ops/sequence.c: Sequence*, SplitToSequence, ConcatFromSequence, Optional* */
+extern const struct rt_opdef rt_ops_control[];   /* ops/control.c: If, Loop, Scan */
 
 /* ---- GEMM core (ops/gemm.c) --------------------------------------------------
  * C[M,N] = alpha * op(A)[M,K] * op(B)[K,N] + beta * C, row-major, with leading
