@@ -38,7 +38,7 @@ RUNTIME_SRC := runtime/load.c runtime/graph.c runtime/exec.c runtime/shape.c run
                runtime/ops/conv.c runtime/ops/pool.c runtime/ops/nn.c runtime/ops/index.c runtime/ops/misc.c runtime/ops/resize.c runtime/ops/signal.c runtime/ops/loss.c \
                runtime/ops/training.c runtime/ops/random.c runtime/ops/rnn.c runtime/ops/einsum.c runtime/ops/quant.c runtime/ops/string.c runtime/ops/sequence.c runtime/ops/control.c
 STORE_SRC   := store/env.c store/doc.c store/attr.c
-RANK_SRC    := rank/lex.c rank/expr.c rank/parse.c rank/schema.c rank/type.c rank/compile.c rank/vm.c \
+RANK_SRC    := rank/lex.c rank/parser.c rank/expr.c rank/parse.c rank/schema.c rank/type.c rank/compile.c rank/vm.c \
                rank/tensor.c rank/model.c rank/app.c
 ENGINE_SRC  := engine/db.c engine/feed.c engine/tensor_json.c engine/yql.c engine/query.c \
                engine/result.c

@@ -11,8 +11,9 @@
  * operator's; its text spans both operands.  Calls take an optional ".out"
  * (onnx(m).score); f(a,b)(body) is a lambda.
  *
- * Invariants: recursion is bounded by MAX_DEPTH, so deeply nested input fails
- * cleanly; on failure the entry points free whatever was built.
+ * Invariants: recursion is bounded by RANK_PARSE_MAX_DEPTH, so deeply nested
+ * input fails cleanly; on failure the entry points free whatever was built.
+ * The parser state and the error helpers are shared with parse.c (parser.c).
  */
 #include <math.h>
 #include <stdio.h>
@@ -21,124 +22,35 @@
 
 #include "rank_int.h"
 
-#define MAX_DEPTH 200 /* nesting of expressions */
-
-struct parser {
-	struct rank_lexer *lx;
-	struct strata_error *err;
-	struct rank_sd *sd; /* NULL when parsing a lone expression */
-	int depth;
-};
-
-static int fail(struct parser *p, const struct rank_tok *t, int code, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static int fail_at(struct parser *p, int line, int col, int code, const char *fmt, ...)
-	__attribute__((format(printf, 5, 6)));
-
-static int fail(struct parser *p, const struct rank_tok *t, int code, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	int rc = rank_lex_verr(p->lx, t->line, t->col, p->err, code, fmt, ap);
-	va_end(ap);
-	return rc;
-}
-
-static int fail_at(struct parser *p, int line, int col, int code, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	int rc = rank_lex_verr(p->lx, line, col, p->err, code, fmt, ap);
-	va_end(ap);
-	return rc;
-}
-
-static int nomem(struct parser *p)
-{
-	return base_err(p->err, STRATA_NOMEM, "%s:%d:%d: out of memory", p->lx->file, p->lx->line,
-	                p->lx->col);
-}
-
-static int push(struct parser *p, void *arrp, int *n, size_t elem)
-{
-	int rc = rank_vec_push(arrp, n, elem);
-	if (rc == STRATA_LIMIT)
-		return base_err(p->err, rc, "%s:%d:%d: too many elements", p->lx->file, p->lx->line,
-		                p->lx->col);
-	return rc ? nomem(p) : 0;
-}
-
-/* Quote t for a message.  Two buffers take turns, so one message may quote
- * two tokens; it is formatted before the next call. */
-static const char *show(const struct rank_tok *t)
-{
-	static _Thread_local char buf[2][64];
-	static _Thread_local int turn;
-	turn ^= 1;
-	return rank_tok_show(t, buf[turn], sizeof buf[turn]);
-}
-
-static char *tokdup(struct parser *p, const struct rank_tok *t)
-{
-	char *s = base_strndup(t->s, t->len);
-	if (!s)
-		nomem(p);
-	return s;
-}
-
-static struct rank_pos tokpos(struct parser *p, const struct rank_tok *t)
-{
-	struct rank_pos ps = {p->lx->file, t->line, t->col};
-	return ps;
-}
-
-static void peek(struct parser *p, int mode, struct rank_tok *t)
-{
-	rank_lex_peek(p->lx, mode, t);
-}
-
-static void next(struct parser *p, int mode, struct rank_tok *t)
-{
-	rank_lex_next(p->lx, mode, t);
-}
-
-static int expect_name(struct parser *p, int mode, struct rank_tok *t, const char *what)
-{
-	next(p, mode, t);
-	if (t->kind != RT_NAME)
-		return fail(p, t, STRATA_PARSE, "expected %s, found %s", what, show(t));
-	return 0;
-}
-
 /* ---- expressions ------------------------------------------------------------------ */
 
-static int expr(struct parser *p, struct rank_ast **out);
-static int unary(struct parser *p, struct rank_ast **out);
+static int expr(struct rank_parser *p, struct rank_ast **out);
+static int unary(struct rank_parser *p, struct rank_ast **out);
 
-static struct rank_ast *node(struct parser *p, int kind, const struct rank_tok *at)
+static struct rank_ast *node(struct rank_parser *p, int kind, const struct rank_tok *at)
 {
 	struct rank_ast *a = base_calloc(1, sizeof *a);
 	if (!a) {
-		nomem(p);
+		rank_parser_nomem(p);
 		return NULL;
 	}
 	a->kind = kind;
-	a->pos = tokpos(p, at);
+	a->pos = rank_parser_pos(p, at);
 	return a;
 }
 
 /* Give a its source text: from start to the end of the last token taken. */
-static int set_text(struct parser *p, struct rank_ast *a, const char *start)
+static int set_text(struct rank_parser *p, struct rank_ast *a, const char *start)
 {
 	const char *end = p->lx->text + p->lx->off;
 	if (!(a->text = base_strndup(start, (size_t)(end - start))))
-		return nomem(p);
+		return rank_parser_nomem(p);
 	return 0;
 }
 
-static int add_arg(struct parser *p, struct rank_ast *a, struct rank_ast *arg)
+static int add_arg(struct rank_parser *p, struct rank_ast *a, struct rank_ast *arg)
 {
-	int rc = push(p, &a->args, &a->nargs, sizeof *a->args);
+	int rc = rank_parser_push(p, &a->args, &a->nargs, sizeof *a->args);
 	if (rc) {
 		rank_ast_free(arg);
 		return rc;
@@ -148,18 +60,11 @@ static int add_arg(struct parser *p, struct rank_ast *a, struct rank_ast *arg)
 }
 
 
-static int enter(struct parser *p, const struct rank_tok *t)
-{
-	if (++p->depth > MAX_DEPTH)
-		return fail(p, t, STRATA_LIMIT, "expression nested more than %d deep", MAX_DEPTH);
-	return 0;
-}
-
 /* Arguments of a call after its '(' up to and including ')'. */
-static int call_args(struct parser *p, struct rank_ast *call, const struct rank_tok *nm)
+static int call_args(struct rank_parser *p, struct rank_ast *call, const struct rank_tok *nm)
 {
 	struct rank_tok t;
-	peek(p, RANK_LEX_EXPR, &t);
+	rank_lex_peek(p->lx, RANK_LEX_EXPR, &t);
 	if (rank_tok_is(&t, ")")) {
 		rank_lex_take(p->lx, &t);
 		return 0;
@@ -173,27 +78,28 @@ static int call_args(struct parser *p, struct rank_ast *call, const struct rank_
 		}
 		if ((rc = add_arg(p, call, arg)) != 0)
 			return rc;
-		next(p, RANK_LEX_EXPR, &t);
+		rank_lex_next(p->lx, RANK_LEX_EXPR, &t);
 		if (rank_tok_is(&t, ")"))
 			return 0;
 		if (!rank_tok_is(&t, ","))
-			return fail(p, &t, STRATA_PARSE, "expected ',' or ')' in the arguments of '%.*s', found %s",
-			            (int)nm->len, nm->s, show(&t));
+			return rank_parser_fail(p, &t, STRATA_PARSE,
+			                        "expected ',' or ')' in the arguments of '%.*s', found %s",
+			                        (int)nm->len, nm->s, rank_tok_quote(&t));
 	}
 }
 
 /* f(a, b)(body): call holds the parameters as bare-name arguments. */
-static int lambda(struct parser *p, struct rank_ast *call, const struct rank_tok *open)
+static int lambda(struct rank_parser *p, struct rank_ast *call, const struct rank_tok *open)
 {
 	for (int i = 0; i < call->nargs; i++) {
 		struct rank_ast *a = call->args[i];
 		if (a->kind != RA_NAME || strchr(a->name, '.'))
-			return fail_at(p, a->pos.line, a->pos.col, STRATA_PARSE,
-			               "a lambda parameter must be a name, found '%s'", a->text);
+			return rank_parser_fail_at(p, a->pos.line, a->pos.col, STRATA_PARSE,
+			                           "a lambda parameter must be a name, found '%s'", a->text);
 	}
 	/* Move the parameter names over, then parse the body. */
 	for (int i = 0; i < call->nargs; i++) {
-		int rc = push(p, &call->params, &call->nparams, sizeof *call->params);
+		int rc = rank_parser_push(p, &call->params, &call->nparams, sizeof *call->params);
 		if (rc)
 			return rc;
 		call->params[i] = call->args[i]->name;
@@ -216,39 +122,40 @@ static int lambda(struct parser *p, struct rank_ast *call, const struct rank_tok
 	if ((rc = add_arg(p, call, body)) != 0)
 		return rc;
 	struct rank_tok t;
-	next(p, RANK_LEX_EXPR, &t);
+	rank_lex_next(p->lx, RANK_LEX_EXPR, &t);
 	if (!rank_tok_is(&t, ")"))
-		return fail(p, &t, STRATA_PARSE, "expected ')' closing the lambda opened at %d:%d, found %s",
-		            open->line, open->col, show(&t));
+		return rank_parser_fail(p, &t, STRATA_PARSE,
+		                        "expected ')' closing the lambda opened at %d:%d, found %s",
+		                        open->line, open->col, rank_tok_quote(&t));
 	return 0;
 }
 
 /* A name, a call name(args) with an optional ".out", or a lambda. */
-static int name_expr(struct parser *p, const struct rank_tok *nm, struct rank_ast **out)
+static int name_expr(struct rank_parser *p, const struct rank_tok *nm, struct rank_ast **out)
 {
 	struct rank_tok t;
-	peek(p, RANK_LEX_EXPR, &t);
+	rank_lex_peek(p->lx, RANK_LEX_EXPR, &t);
 	if (rank_tok_is(nm, "tensor") && (rank_tok_is(&t, "(") || rank_tok_is(&t, "<")))
-		return fail(p, nm, STRATA_NOT_IMPLEMENTED,
-		            "tensor literals and generators in expressions are not supported");
+		return rank_parser_fail(p, nm, STRATA_NOT_IMPLEMENTED,
+		                        "tensor literals and generators in expressions are not supported");
 	struct rank_ast *a = node(p, RA_NAME, nm);
 	if (!a)
 		return STRATA_NOMEM;
 	*out = a;
-	if (!(a->name = tokdup(p, nm)))
+	if (!(a->name = rank_parser_tokdup(p, nm)))
 		return STRATA_NOMEM;
 	if (!rank_tok_is(&t, "(")) {
 		/* A dotted name (a.b) stays one name; compile.c decides. */
 		while (rank_tok_is(&t, ".")) {
 			struct rank_tok part;
 			rank_lex_take(p->lx, &t);
-			int rc = expect_name(p, RANK_LEX_EXPR, &part, "a name after '.'");
+			int rc = rank_parser_expect_name(p, RANK_LEX_EXPR, &part, "a name after '.'");
 			if (rc)
 				return rc;
 			size_t n = strlen(a->name);
 			char *joined = base_alloc(n + part.len + 2);
 			if (!joined)
-				return nomem(p);
+				return rank_parser_nomem(p);
 			memcpy(joined, a->name, n);
 			joined[n] = '.';
 			memcpy(joined + n + 1, part.s, part.len);
@@ -256,10 +163,10 @@ static int name_expr(struct parser *p, const struct rank_tok *nm, struct rank_as
 			char *exact = base_strdup(joined);
 			base_free(joined, n + part.len + 2);
 			if (!exact)
-				return nomem(p);
+				return rank_parser_nomem(p);
 			base_strfree(a->name);
 			a->name = exact;
-			peek(p, RANK_LEX_EXPR, &t);
+			rank_lex_peek(p->lx, RANK_LEX_EXPR, &t);
 		}
 		return 0;
 	}
@@ -269,7 +176,7 @@ static int name_expr(struct parser *p, const struct rank_tok *nm, struct rank_as
 	int rc = call_args(p, a, nm);
 	if (rc)
 		return rc;
-	peek(p, RANK_LEX_EXPR, &t);
+	rank_lex_peek(p->lx, RANK_LEX_EXPR, &t);
 	if (rank_tok_is(nm, "f") && rank_tok_is(&t, "(")) {
 		rank_lex_take(p->lx, &t);
 		return lambda(p, a, &open);
@@ -277,21 +184,22 @@ static int name_expr(struct parser *p, const struct rank_tok *nm, struct rank_as
 	if (rank_tok_is(&t, ".")) {
 		struct rank_tok o;
 		rank_lex_take(p->lx, &t);
-		if ((rc = expect_name(p, RANK_LEX_EXPR, &o, "an output name after '.'")) != 0)
+		if ((rc = rank_parser_expect_name(p, RANK_LEX_EXPR, &o, "an output name after '.'")) != 0)
 			return rc;
-		if (!(a->out = tokdup(p, &o)))
+		if (!(a->out = rank_parser_tokdup(p, &o)))
 			return STRATA_NOMEM;
-		peek(p, RANK_LEX_EXPR, &t);
+		rank_lex_peek(p->lx, RANK_LEX_EXPR, &t);
 	}
 	if (rank_tok_is(&t, "{"))
-		return fail(p, &t, STRATA_NOT_IMPLEMENTED, "tensor slices (value{...}) are not supported");
+		return rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED,
+		                        "tensor slices (value{...}) are not supported");
 	return 0;
 }
 
-static int primary(struct parser *p, struct rank_ast **out)
+static int primary(struct rank_parser *p, struct rank_ast **out)
 {
 	struct rank_tok t;
-	next(p, RANK_LEX_EXPR, &t);
+	rank_lex_next(p->lx, RANK_LEX_EXPR, &t);
 	const char *start = t.s;
 	int rc;
 	switch (t.kind) {
@@ -319,37 +227,43 @@ static int primary(struct parser *p, struct rank_ast **out)
 		break;
 	case RT_PUNCT:
 		if (rank_tok_is(&t, "(")) {
-			if ((rc = enter(p, &t)) != 0)
+			if ((rc = rank_parser_enter(p, &t)) != 0)
 				return rc;
 			if ((rc = expr(p, out)) != 0)
 				return rc;
 			p->depth--;
 			struct rank_tok c;
-			next(p, RANK_LEX_EXPR, &c);
+			rank_lex_next(p->lx, RANK_LEX_EXPR, &c);
 			if (rank_tok_is(&c, ","))
-				return fail(p, &t, STRATA_NOT_IMPLEMENTED,
-				            "dimension lists such as '(d0, d1)' are not supported");
+				return rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED,
+				                        "dimension lists such as '(d0, d1)' are not supported");
 			if (!rank_tok_is(&c, ")"))
-				return fail(p, &c, STRATA_PARSE,
-				            "expected ')' closing the '(' at %d:%d, found %s", t.line, t.col,
-				            show(&c));
+				return rank_parser_fail(p, &c, STRATA_PARSE,
+				                        "expected ')' closing the '(' at %d:%d, found %s", t.line,
+				                        t.col,
+				                        rank_tok_quote(&c));
 			return 0; /* the inner node keeps its own text */
 		}
 		if (rank_tok_is(&t, "{") || rank_tok_is(&t, "["))
-			return fail(p, &t, STRATA_NOT_IMPLEMENTED,
-			            "tensor literals in expressions are not supported (found %s)", show(&t));
-		return fail(p, &t, STRATA_PARSE, "expected an expression, found %s", show(&t));
+			return rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED,
+			                        "tensor literals in expressions are not supported (found %s)",
+			                        rank_tok_quote(&t));
+		return rank_parser_fail(p, &t, STRATA_PARSE, "expected an expression, found %s",
+		                        rank_tok_quote(&t));
 	case RT_BAD:
 		if (t.s[0] == '"' || t.s[0] == '\'')
-			return fail(p, &t, STRATA_PARSE, "unterminated string %s", show(&t));
-		return fail(p, &t, STRATA_PARSE, "unexpected %s in expression", show(&t));
+			return rank_parser_fail(p, &t, STRATA_PARSE, "unterminated string %s",
+			                        rank_tok_quote(&t));
+		return rank_parser_fail(p, &t, STRATA_PARSE, "unexpected %s in expression",
+		                        rank_tok_quote(&t));
 	default:
-		return fail(p, &t, STRATA_PARSE, "expected an expression, found %s", show(&t));
+		return rank_parser_fail(p, &t, STRATA_PARSE, "expected an expression, found %s",
+		                        rank_tok_quote(&t));
 	}
 	return set_text(p, *out, start);
 }
 
-static struct rank_ast *binary_node(struct parser *p, int op, const struct rank_tok *at,
+static struct rank_ast *binary_node(struct rank_parser *p, int op, const struct rank_tok *at,
                                     struct rank_ast *l, struct rank_ast *r)
 {
 	struct rank_ast *a = node(p, RA_BINARY, at);
@@ -359,7 +273,7 @@ static struct rank_ast *binary_node(struct parser *p, int op, const struct rank_
 	a->args = base_calloc(rank_vec_cap(2), sizeof *a->args);
 	if (!a->args) {
 		base_free(a, sizeof *a);
-		nomem(p);
+		rank_parser_nomem(p);
 		return NULL;
 	}
 	a->args[0] = l;
@@ -369,19 +283,19 @@ static struct rank_ast *binary_node(struct parser *p, int op, const struct rank_
 }
 
 /* base ^ exponent, right-associative. */
-static int power(struct parser *p, struct rank_ast **out)
+static int power(struct rank_parser *p, struct rank_ast **out)
 {
 	struct rank_tok t;
-	peek(p, RANK_LEX_EXPR, &t);
+	rank_lex_peek(p->lx, RANK_LEX_EXPR, &t);
 	const char *start = t.s;
 	int rc = primary(p, out);
 	if (rc)
 		return rc;
-	peek(p, RANK_LEX_EXPR, &t);
+	rank_lex_peek(p->lx, RANK_LEX_EXPR, &t);
 	if (!rank_tok_is(&t, "^"))
 		return 0;
 	rank_lex_take(p->lx, &t);
-	if ((rc = enter(p, &t)) != 0)
+	if ((rc = rank_parser_enter(p, &t)) != 0)
 		return rc;
 	struct rank_ast *r = NULL;
 	rc = unary(p, &r); /* unary -> power: right-associative, 2^-1 allowed */
@@ -399,14 +313,14 @@ static int power(struct parser *p, struct rank_ast **out)
 	return set_text(p, a, start);
 }
 
-static int unary(struct parser *p, struct rank_ast **out)
+static int unary(struct rank_parser *p, struct rank_ast **out)
 {
 	struct rank_tok t;
-	peek(p, RANK_LEX_EXPR, &t);
+	rank_lex_peek(p->lx, RANK_LEX_EXPR, &t);
 	if (!rank_tok_is(&t, "-") && !rank_tok_is(&t, "!"))
 		return power(p, out);
 	rank_lex_take(p->lx, &t);
-	int rc = enter(p, &t);
+	int rc = rank_parser_enter(p, &t);
 	if (rc)
 		return rc;
 	struct rank_ast *a = node(p, RA_UNARY, &t);
@@ -448,21 +362,22 @@ static int binop_at(const struct rank_tok *t, int level)
 	return 0;
 }
 
-static int binary(struct parser *p, int level, struct rank_ast **out)
+static int binary(struct rank_parser *p, int level, struct rank_ast **out)
 {
 	if (level == NLEVELS)
 		return unary(p, out);
 	struct rank_tok t;
-	peek(p, RANK_LEX_EXPR, &t);
+	rank_lex_peek(p->lx, RANK_LEX_EXPR, &t);
 	const char *start = t.s;
 	int rc = binary(p, level + 1, out);
 	if (rc)
 		return rc;
 	for (;;) {
-		peek(p, RANK_LEX_EXPR, &t);
+		rank_lex_peek(p->lx, RANK_LEX_EXPR, &t);
 		if (level == 2 && (rank_tok_is(&t, "~=") || rank_tok_is(&t, "in")))
-			return fail(p, &t, STRATA_NOT_IMPLEMENTED, "the %s operator is not supported",
-			            show(&t));
+			return rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED,
+			                        "the %s operator is not supported",
+			                        rank_tok_quote(&t));
 		int op = binop_at(&t, level);
 		if (!op)
 			return 0;
@@ -483,11 +398,11 @@ static int binary(struct parser *p, int level, struct rank_ast **out)
 	}
 }
 
-static int expr(struct parser *p, struct rank_ast **out)
+static int expr(struct rank_parser *p, struct rank_ast **out)
 {
 	struct rank_tok t;
-	peek(p, RANK_LEX_EXPR, &t);
-	int rc = enter(p, &t);
+	rank_lex_peek(p->lx, RANK_LEX_EXPR, &t);
+	int rc = rank_parser_enter(p, &t);
 	if (rc)
 		return rc;
 	rc = binary(p, 0, out);
@@ -499,7 +414,7 @@ static int expr(struct parser *p, struct rank_ast **out)
  * so the caller never sees a half-built tree. */
 int rank_expr_lex(struct rank_lexer *lx, struct rank_ast **out, struct strata_error *err)
 {
-	struct parser p = {lx, err, NULL, 0};
+	struct rank_parser p = {lx, err, NULL, 0};
 	struct rank_ast *a = NULL;
 	int rc = expr(&p, &a);
 	if (rc) {
@@ -513,7 +428,7 @@ int rank_expr_lex(struct rank_lexer *lx, struct rank_ast **out, struct strata_er
 
 int rank_feature_lex(struct rank_lexer *lx, struct rank_ast **out, struct strata_error *err)
 {
-	struct parser p = {lx, err, NULL, 0};
+	struct rank_parser p = {lx, err, NULL, 0};
 	struct rank_ast *a = NULL;
 	int rc = primary(&p, &a);
 	if (rc) {

@@ -3,7 +3,8 @@
  *
  * Data flow inside rank/:
  *   lex.c, parse.c   .sd text -> struct rank_sd (schema AST, expressions as
- *                    struct rank_ast trees, every node with its position)
+ *   expr.c           struct rank_ast trees, every node with its position);
+ *   parser.c         the two parsers share their state and helpers
  *   schema.c         resolves profile inheritance into flat profiles
  *   compile.c        types every expression (dense tensor shapes with named
  *                    dimensions), resolves features, inlines user functions,
@@ -379,7 +380,7 @@ int rank_query_eval(struct rank_query *q, const struct rank_prog *prog, const st
 const void *rank_query_model_input_ptr(const struct rank_query *q, const char *model, int input);
 
 
-/* ---- front end internals (lex.c, expr.c, parse.c, type.c, schema.c) ---------- */
+/* ---- front end internals (lex.c, parser.c, expr.c, parse.c, type.c, schema.c) */
 
 /* Tokens.  A token points into the text; nothing is copied. */
 enum rank_tok_kind { RT_EOF = 0, RT_NAME, RT_NUM, RT_STR, RT_PUNCT, RT_BAD };
@@ -431,6 +432,41 @@ int rank_lex_verr(const struct rank_lexer *lx, int line, int col, struct strata_
  * STRATA_NOMEM.  t is cleared on failure. */
 int rank_type_lex(struct rank_lexer *lx, struct rank_type *t, struct strata_error *err);
 int rank_type_copy(struct rank_type *dst, const struct rank_type *src);
+
+/* parser.c: the state parse.c and expr.c share, and their common helpers.
+ * Every rank_parser_* error function formats "file:line:col: message" onto
+ * p->err and returns code (STRATA_NOMEM, STRATA_LIMIT for the fixed ones). */
+#define RANK_PARSE_MAX_DEPTH 200 /* nesting of expressions and of value lists */
+
+struct rank_parser {
+	struct rank_lexer *lx;
+	struct strata_error *err;
+	struct rank_sd *sd; /* NULL when parsing a lone expression */
+	int depth;          /* see rank_parser_enter */
+};
+
+/* An error at token t, or at (line, col). */
+int rank_parser_fail(struct rank_parser *p, const struct rank_tok *t, int code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+int rank_parser_fail_at(struct rank_parser *p, int line, int col, int code, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+/* STRATA_NOMEM at the lexer's position. */
+int rank_parser_nomem(struct rank_parser *p);
+/* rank_vec_push with its failures reported (STRATA_NOMEM, STRATA_LIMIT). */
+int rank_parser_push(struct rank_parser *p, void *arrp, int *n, size_t elem);
+/* t quoted for a message (rank_tok_show); the text stays valid until the
+ * second call after this one in the same thread. */
+const char *rank_tok_quote(const struct rank_tok *t);
+/* A copy of t's text (base_strfree); NULL, with STRATA_NOMEM reported, when
+ * memory runs out. */
+char *rank_parser_tokdup(struct rank_parser *p, const struct rank_tok *t);
+struct rank_pos rank_parser_pos(const struct rank_parser *p, const struct rank_tok *t);
+/* Take the next token (in mode) into t; STRATA_PARSE "expected <what>" unless
+ * it is a name. */
+int rank_parser_expect_name(struct rank_parser *p, int mode, struct rank_tok *t, const char *what);
+/* One level deeper (at token t); STRATA_LIMIT past RANK_PARSE_MAX_DEPTH.  The
+ * caller decrements p->depth when it leaves the level. */
+int rank_parser_enter(struct rank_parser *p, const struct rank_tok *t);
 
 /* expr.c.  Parse one expression at the lexer (tokens in RANK_LEX_EXPR mode); stops
  * before the first token that cannot continue it.  pos.file of every node

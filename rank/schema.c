@@ -98,21 +98,24 @@ void rank_function_decl_clear(struct rank_function_decl *f)
 	memset(f, 0, sizeof *f);
 }
 
+/* What inputs and constants own alike: a name, a type and n cells. */
+static void clear_value(char *name, struct rank_type *type, double *cells, size_t n)
+{
+	base_strfree(name);
+	rank_type_clear(type);
+	if (cells)
+		base_free(cells, n * sizeof *cells);
+}
+
 void rank_input_decl_clear(struct rank_input_decl *in)
 {
-	base_strfree(in->name);
-	rank_type_clear(&in->type);
-	if (in->dflt)
-		base_free(in->dflt, in->ncells * sizeof *in->dflt);
+	clear_value(in->name, &in->type, in->dflt, in->ncells);
 	memset(in, 0, sizeof *in);
 }
 
 void rank_constant_decl_clear(struct rank_constant_decl *c)
 {
-	base_strfree(c->name);
-	rank_type_clear(&c->type);
-	if (c->cells)
-		base_free(c->cells, c->ncells * sizeof *c->cells);
+	clear_value(c->name, &c->type, c->cells, c->ncells);
 	memset(c, 0, sizeof *c);
 }
 
@@ -239,15 +242,25 @@ static int copy_cells(double **dst, const double *src, size_t n)
 	return 0;
 }
 
-static int copy_input(struct rank_input_decl *d, const struct rank_input_decl *s)
+/* Copy what inputs and constants have alike (see clear_value); STRATA_NOMEM
+ * leaves what was copied for the caller's clear. */
+static int copy_value(char **name, struct rank_type *type, double **cells, const char *sname,
+                      const struct rank_type *stype, const double *scells, size_t n)
 {
 	int bad = 0;
+	*name = dup_or(sname, &bad);
+	if (bad || rank_type_copy(type, stype) || copy_cells(cells, scells, n))
+		return STRATA_NOMEM;
+	return 0;
+}
+
+static int copy_input(struct rank_input_decl *d, const struct rank_input_decl *s)
+{
 	memset(d, 0, sizeof *d);
-	d->name = dup_or(s->name, &bad);
 	d->pos = s->pos;
 	d->has_default = s->has_default;
 	d->ncells = s->ncells;
-	if (bad || rank_type_copy(&d->type, &s->type) || copy_cells(&d->dflt, s->dflt, s->ncells)) {
+	if (copy_value(&d->name, &d->type, &d->dflt, s->name, &s->type, s->dflt, s->ncells)) {
 		rank_input_decl_clear(d);
 		return STRATA_NOMEM;
 	}
@@ -256,12 +269,10 @@ static int copy_input(struct rank_input_decl *d, const struct rank_input_decl *s
 
 static int copy_constant(struct rank_constant_decl *d, const struct rank_constant_decl *s)
 {
-	int bad = 0;
 	memset(d, 0, sizeof *d);
-	d->name = dup_or(s->name, &bad);
 	d->pos = s->pos;
 	d->ncells = s->ncells;
-	if (bad || rank_type_copy(&d->type, &s->type) || copy_cells(&d->cells, s->cells, s->ncells)) {
+	if (copy_value(&d->name, &d->type, &d->cells, s->name, &s->type, s->cells, s->ncells)) {
 		rank_constant_decl_clear(d);
 		return STRATA_NOMEM;
 	}
@@ -382,43 +393,45 @@ static int merge_decls(struct rank_profile_decl *acc, const struct rank_profile_
 	return 0;
 }
 
+/* *dst becomes a copy of the parent's src, unless the profile sets its own
+ * or the parent sets none. */
+static int inherit_ast(struct rank_ast **dst, const struct rank_ast *own, const struct rank_ast *src)
+{
+	if (own || !src)
+		return 0;
+	rank_ast_free(*dst);
+	return (*dst = rank_ast_copy(src)) != NULL ? 0 : STRATA_NOMEM;
+}
+
+/* The same for a feature list. */
+static int inherit_asts(struct rank_ast ***dst, int *nd, int own_n, struct rank_ast *const *src,
+                        int ns)
+{
+	if (own_n || !ns)
+		return 0;
+	free_asts(*dst, *nd);
+	return copy_asts(dst, nd, src, ns);
+}
+
 /* Fill what p leaves unset from parent. */
 static int inherit_phases(struct rank_profile_decl *p, const struct rank_profile_decl *parent,
                           struct rank_profile_decl *own)
 {
 	/* own is p as declared: a setting the profile made itself is never
 	 * replaced, a setting taken from an earlier parent may be. */
-	if (!own->first_phase && parent->first_phase) {
-		rank_ast_free(p->first_phase);
-		if (!(p->first_phase = rank_ast_copy(parent->first_phase)))
-			return STRATA_NOMEM;
-	}
-	if (!own->second_phase && parent->second_phase) {
-		rank_ast_free(p->second_phase);
-		if (!(p->second_phase = rank_ast_copy(parent->second_phase)))
-			return STRATA_NOMEM;
-	}
-	if (!own->global_phase && parent->global_phase) {
-		rank_ast_free(p->global_phase);
-		if (!(p->global_phase = rank_ast_copy(parent->global_phase)))
-			return STRATA_NOMEM;
-	}
+	if (inherit_ast(&p->first_phase, own->first_phase, parent->first_phase) ||
+	    inherit_ast(&p->second_phase, own->second_phase, parent->second_phase) ||
+	    inherit_ast(&p->global_phase, own->global_phase, parent->global_phase))
+		return STRATA_NOMEM;
 	if (own->rerank_count < 0 && parent->rerank_count >= 0)
 		p->rerank_count = parent->rerank_count;
 	if (own->global_rerank_count < 0 && parent->global_rerank_count >= 0)
 		p->global_rerank_count = parent->global_rerank_count;
-	if (!own->nmatch_features && parent->nmatch_features) {
-		free_asts(p->match_features, p->nmatch_features);
-		if (copy_asts(&p->match_features, &p->nmatch_features, parent->match_features,
-		              parent->nmatch_features))
-			return STRATA_NOMEM;
-	}
-	if (!own->nsummary_features && parent->nsummary_features) {
-		free_asts(p->summary_features, p->nsummary_features);
-		if (copy_asts(&p->summary_features, &p->nsummary_features, parent->summary_features,
-		              parent->nsummary_features))
-			return STRATA_NOMEM;
-	}
+	if (inherit_asts(&p->match_features, &p->nmatch_features, own->nmatch_features,
+	                 parent->match_features, parent->nmatch_features) ||
+	    inherit_asts(&p->summary_features, &p->nsummary_features, own->nsummary_features,
+	                 parent->summary_features, parent->nsummary_features))
+		return STRATA_NOMEM;
 	return 0;
 }
 
