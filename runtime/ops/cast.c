@@ -15,7 +15,20 @@
  * the int32 or int64 result, which is what numpy and ONNX Runtime produce on
  * this machine.  float16 and bfloat16 go through float, a block at a time in
  * a stack buffer, rounding to nearest even.  Strings parse with strtod /
- * strtoll; numbers to strings are not implemented.
+ * strtoll.
+ *
+ * Numbers become strings the way numpy prints them (the form the ONNX
+ * reference produces): floats in the shortest decimal form that reads back
+ * to the same value of their own type, positional between 1e-4 and 1e16
+ * ("0.5", "100.0"), scientific outside ("1e-05", "1.5e+16"), and "nan",
+ * "inf", "-inf"; integers in decimal; booleans "True" and "False".  The
+ * cells are drawn with rt_string(), so they outlive the node.
+ *
+ * float to bfloat16 before opset 19: that version's specification says
+ * nothing about rounding, and its reference (the backend test data) keeps
+ * the upper 16 bits of the float, i.e. truncates; opset 19 makes rounding
+ * to nearest even explicit.  Cast and CastLike below opset 19 therefore
+ * truncate (a NaN stays a quiet NaN), and round from 19 on.
  */
 #include <errno.h>
 #include <math.h>
@@ -273,6 +286,152 @@ static int parse_cell(const char *s, int dt, void *dst)
 	return rt_ew_convert(BASE_DT_DOUBLE, &d, dt, dst, 1);
 }
 
+/* ---- numbers to strings -------------------------------------------------------------- */
+
+/* Does the decimal text s read back to v in type dt (float, double,
+ * float16 or bfloat16)? */
+static int reads_back(const char *s, int dt, double v)
+{
+	switch (dt) {
+	case BASE_DT_DOUBLE: return strtod(s, NULL) == v;
+	case BASE_DT_FLOAT: return strtof(s, NULL) == (float)v;
+	case BASE_DT_FLOAT16: return base_f16_to_f32(base_f32_to_f16(strtof(s, NULL))) == (float)v;
+	default: return base_bf16_to_f32(base_f32_to_bf16(strtof(s, NULL))) == (float)v;
+	}
+}
+
+/* Format v (a value of type dt, finite or not) as numpy prints it into buf
+ * (at least 48 bytes); the length. */
+static size_t format_real(double v, int dt, char *buf)
+{
+	if (isnan(v))
+		return (size_t)snprintf(buf, 48, "nan");
+	if (isinf(v))
+		return (size_t)snprintf(buf, 48, v < 0 ? "-inf" : "inf");
+	/* The fewest significant digits that read back to v. */
+	char e[40];
+	int maxp = dt == BASE_DT_DOUBLE ? 17 : 9;
+	for (int p = 1; p <= maxp; p++) {
+		snprintf(e, sizeof e, "%.*e", p - 1, v);
+		if (reads_back(e, dt, v))
+			break;
+	}
+	/* e is "-d.ddde+XX": split it into sign, digits and exponent. */
+	char digits[24];
+	size_t nd = 0;
+	const char *c = e;
+	int neg = *c == '-';
+	if (neg)
+		c++;
+	for (; *c && *c != 'e'; c++)
+		if (*c >= '0' && *c <= '9' && nd < sizeof digits - 1)
+			digits[nd++] = *c;
+	while (nd > 1 && digits[nd - 1] == '0')
+		nd--;
+	digits[nd] = 0;
+	int ex = *c == 'e' ? atoi(c + 1) : 0;
+	double a = fabs(v);
+	size_t k = 0;
+	if (neg)
+		buf[k++] = '-';
+	if (a == 0 || (a >= 1e-4 && a < 1e16)) {
+		if (ex < 0) {
+			buf[k++] = '0';
+			buf[k++] = '.';
+			for (int i = 0; i < -ex - 1; i++)
+				buf[k++] = '0';
+			for (size_t i = 0; i < nd; i++)
+				buf[k++] = digits[i];
+		} else {
+			for (int i = 0; i <= ex; i++)
+				buf[k++] = (size_t)i < nd ? digits[i] : '0';
+			buf[k++] = '.';
+			if ((size_t)ex + 1 < nd)
+				for (size_t i = (size_t)ex + 1; i < nd; i++)
+					buf[k++] = digits[i];
+			else
+				buf[k++] = '0';
+		}
+		buf[k] = 0;
+		return k;
+	}
+	buf[k++] = digits[0];
+	if (nd > 1) {
+		buf[k++] = '.';
+		for (size_t i = 1; i < nd; i++)
+			buf[k++] = digits[i];
+	}
+	k += (size_t)snprintf(buf + k, 48 - k, "e%c%02d", ex < 0 ? '-' : '+', ex < 0 ? -ex : ex);
+	return k;
+}
+
+static int cells_to_strings(const struct rt_node *n, struct rt_exec *x,
+                            const struct rt_tensor *in, char **out, int64_t count)
+{
+	char buf[48];
+	for (int64_t i = 0; i < count; i++) {
+		size_t len;
+		const void *d = in->data;
+		switch (in->dtype) {
+		case BASE_DT_FLOAT: len = format_real(((const float *)d)[i], in->dtype, buf); break;
+		case BASE_DT_DOUBLE: len = format_real(((const double *)d)[i], in->dtype, buf); break;
+		case BASE_DT_FLOAT16:
+			len = format_real(base_f16_to_f32(((const uint16_t *)d)[i]), in->dtype, buf);
+			break;
+		case BASE_DT_BFLOAT16:
+			len = format_real(base_bf16_to_f32(((const uint16_t *)d)[i]), in->dtype, buf);
+			break;
+		case BASE_DT_BOOL:
+			len = (size_t)snprintf(buf, sizeof buf, "%s",
+			                       ((const uint8_t *)d)[i] ? "True" : "False");
+			break;
+		case BASE_DT_UINT64:
+			len = (size_t)snprintf(buf, sizeof buf, "%llu",
+			                       (unsigned long long)((const uint64_t *)d)[i]);
+			break;
+		default: {
+			int64_t v;
+			/* Every other integer fits int64 exactly. */
+			if (rt_ew_convert(in->dtype, (const char *)d + i * (int64_t)base_dtype_size(in->dtype),
+			                  BASE_DT_INT64, &v, 1) != 0)
+				return rt_fail(x, n, STRATA_NOT_IMPLEMENTED, "no conversion from %s to string",
+				               base_dtype_name(in->dtype));
+			len = (size_t)snprintf(buf, sizeof buf, "%lld", (long long)v);
+		}
+		}
+		if (!(out[i] = rt_string(x, buf, len)))
+			return rt_fail(x, n, STRATA_NOMEM, "out of memory");
+	}
+	return 0;
+}
+
+/* float (or any convertible type, through float) to bfloat16 by keeping
+ * the upper 16 bits: the opset < 19 behaviour (see the top of the file). */
+static int to_bf16_truncating(const struct rt_node *n, struct rt_exec *x,
+                              const struct rt_tensor *in, uint16_t *out, int64_t count)
+{
+	const float *f = in->data;
+	if (in->dtype != BASE_DT_FLOAT) {
+		float *tmp = rt_scratch(x, count > 0 ? (size_t)count * sizeof *tmp : 1);
+		if (!tmp)
+			return rt_fail(x, n, STRATA_NOMEM, "out of memory");
+		if (rt_ew_convert(in->dtype, in->data, BASE_DT_FLOAT, tmp, count) != 0)
+			return rt_fail(x, n, STRATA_NOT_IMPLEMENTED, "no conversion from %s to bfloat16",
+			               base_dtype_name(in->dtype));
+		f = tmp;
+	}
+	for (int64_t i = 0; i < count; i++) {
+		uint32_t u;
+		memcpy(&u, &f[i], sizeof u);
+		uint16_t h = (uint16_t)(u >> 16);
+		/* A NaN whose payload sits in the low bits would become infinity. */
+		if (isnan(f[i]))
+			h |= 0x0040;
+		out[i] = h;
+	}
+	return 0;
+}
+
 /* ---- Cast and CastLike ---------------------------------------------------------------- */
 
 static int target_of(const struct rt_node *n)
@@ -291,6 +450,11 @@ static int run_cast(struct rt_node *n, struct rt_exec *x)
 	if ((rc = rt_output(x, n, 0, to, in->rank, in->dims, &out)) != 0)
 		return rc;
 	int64_t count = runtime_tensor_count(in);
+	if (to == BASE_DT_STRING && in->dtype != BASE_DT_STRING)
+		return cells_to_strings(n, x, in, out->data, count);
+	if (to == BASE_DT_BFLOAT16 && in->dtype != BASE_DT_BFLOAT16 && in->dtype != BASE_DT_STRING &&
+	    n->opset < 19)
+		return to_bf16_truncating(n, x, in, out->data, count);
 	if (in->dtype == BASE_DT_STRING) {
 		char *const *s = in->data;
 		if (to == BASE_DT_STRING) {
@@ -318,7 +482,8 @@ static int cast_setup(struct rt_node *n, struct rt_graph *g, int from, int to,
 	if (n->nout < 1 || n->out[0] < 0)
 		return rt_node_err(n, err, STRATA_INVALID_GRAPH, "output 0 is missing");
 	int ok = rt_ew_convertible(from, to) ||
-	         (from == BASE_DT_STRING && (to == BASE_DT_STRING || rt_ew_convertible(to, to)));
+	         (from == BASE_DT_STRING && (to == BASE_DT_STRING || rt_ew_convertible(to, to))) ||
+	         (to == BASE_DT_STRING && rt_ew_convertible(from, from));
 	if (!ok)
 		return rt_node_err(n, err, STRATA_NOT_IMPLEMENTED,
 		                   "%s (opset %d) has no kernel from %s to %s", n->op, n->opset,
