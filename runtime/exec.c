@@ -2,23 +2,33 @@
  * exec.c: running a resolved graph.
  *
  * The last step of the runtime's data flow.  A run context (struct rt_ctx)
- * holds one tensor view per value of the graph and the buffers behind them.
+ * holds, per value of the graph, what it holds in this run (a tensor view, a
+ * sequence, or nothing for an empty optional) and the buffers behind it.
  * runtime_run() checks the caller's inputs against the declared input types,
  * then calls each node's kernel in run order.  Kernels read inputs through
- * rt_input() and get output buffers from rt_output(); after a node has run,
- * every value it was the last reader of gives its buffer back to the
- * context's pool, where later rt_output() calls find it (best fit by size).
+ * rt_input()/rt_input_seq() and get output buffers from rt_output() and
+ * rt_seq_append(); after a node has run, every value it was the last reader
+ * of gives its buffers back to the context's pool, where later requests find
+ * them (best fit by size).
+ *
+ * Subgraphs (If, Loop, Scan, SequenceMap bodies) run in child contexts made
+ * on first use and kept by the context running the enclosing node; children
+ * share the top context's pool and string arena.  A child's outputs stay
+ * alive until its next run has finished, so a loop may feed a run's outputs
+ * to the next run as inputs without copying.
  *
  * Invariants:
- *  - a buffer is either held by exactly one value (vbuf[v]), by the running
- *    node's temporaries, or in the pool;
+ *  - a buffer is either held by exactly one value (vbuf[v] or an item of
+ *    seqs[v]), by the running node's temporaries, by a child's list of
+ *    buffers released after its current run, or in the pool;
  *  - buffers outlive runs: the outputs of run N go back to the pool when run
  *    N+1 starts, so a second run with the same shapes takes every buffer
- *    from the pool and allocates nothing;
+ *    from the pool and allocates nothing (sequence item arrays are kept too);
  *  - the pool keeps at most POOL_MAX_BYTES; past that, released buffers are
  *    freed instead;
  *  - views of graph inputs point at caller memory and are never written;
- *    constants are read in place from the model.
+ *    constants are read in place from the model; captured outer values are
+ *    views of the enclosing context's values, alive while the node runs.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -34,20 +44,46 @@ struct buf {
 	size_t cap;
 };
 
+struct pool {
+	struct buf *b;
+	size_t n, cap;
+	size_t bytes;
+};
+
 struct sym {
 	const char *name;        /* a symbolic dimension name of an input */
 	int64_t size;            /* its size in this run */
 	int input;               /* the input that fixed it */
 };
 
+/* A sequence value.  s.items is own[] when the context made the items, or
+ * borrowed (a graph input, a captured value, a subgraph input). */
+struct seqv {
+	struct rt_sequence s;
+	struct rt_tensor *own;   /* cap item views */
+	struct buf *bufs;        /* the buffer of own[i], i < nbufs */
+	int cap;
+	int nbufs;
+};
+
+/* What a value holds in the current run. */
+enum { H_EMPTY, H_TENSOR, H_SEQ, H_NONE };
+
+struct child {
+	const struct rt_graph *g;
+	struct rt_exec *x;
+};
+
 struct rt_exec {
 	const struct rt_model *m;
 	const struct rt_graph *g;
+	struct rt_exec *outer;   /* the context running the enclosing graph, or NULL */
 	struct rt_tensor *vals;  /* one view per value */
 	struct buf *vbuf;        /* the buffer each value holds in this run */
-	struct buf *pool;        /* free buffers */
-	size_t npool, cappool;
-	size_t pool_bytes;
+	unsigned char *hold;     /* H_* per value */
+	struct seqv *seqs;       /* per value; used by sequence values */
+	struct pool *pool;       /* the top context's */
+	struct pool own_pool;
 	struct buf *temp;        /* scratch and omitted outputs of the running node */
 	size_t ntemp, captemp;
 	struct rt_tensor *tmp_out; /* views of omitted outputs, one per output slot */
@@ -56,7 +92,14 @@ struct rt_exec {
 	int capsym;
 	struct strata_error *err;
 	int failed;              /* rt_fail() was called by the running kernel */
-	struct base_arena strings; /* bytes of strings made by kernels, reset per run */
+	struct base_arena *strings; /* the top context's */
+	struct base_arena own_strings; /* bytes of strings made by kernels, reset per run */
+	struct child *kids;      /* contexts of subgraphs, made on first use */
+	size_t nkids, capkids;
+	struct buf *later;       /* released when the current run of this child ends */
+	size_t nlater, caplater;
+	struct seqv *later_seq;
+	size_t nlater_seq, caplater_seq;
 };
 
 struct rt_ctx {
@@ -68,14 +111,15 @@ struct rt_ctx {
 /* A buffer of at least n bytes: the smallest pooled one that fits, else new. */
 static int pool_get(struct rt_exec *x, size_t n, struct buf *b)
 {
+	struct pool *pl = x->pool;
 	size_t best = SIZE_MAX;
-	for (size_t i = 0; i < x->npool; i++)
-		if (x->pool[i].cap >= n && (best == SIZE_MAX || x->pool[i].cap < x->pool[best].cap))
+	for (size_t i = 0; i < pl->n; i++)
+		if (pl->b[i].cap >= n && (best == SIZE_MAX || pl->b[i].cap < pl->b[best].cap))
 			best = i;
 	if (best != SIZE_MAX) {
-		*b = x->pool[best];
-		x->pool[best] = x->pool[--x->npool];
-		x->pool_bytes -= b->cap;
+		*b = pl->b[best];
+		pl->b[best] = pl->b[--pl->n];
+		pl->bytes -= b->cap;
 		return 0;
 	}
 	if (n > SIZE_MAX - ALIGN)
@@ -90,15 +134,16 @@ static int pool_get(struct rt_exec *x, size_t n, struct buf *b)
 
 static void pool_put(struct rt_exec *x, struct buf *b)
 {
+	struct pool *pl = x->pool;
 	if (!b->p)
 		return;
-	if (x->pool_bytes + b->cap > POOL_MAX_BYTES ||
-	    (x->npool == x->cappool &&
-	     base_grow((void **)&x->pool, &x->cappool, x->npool + 1, sizeof *x->pool, 1 << 24) != 0)) {
+	if (pl->bytes + b->cap > POOL_MAX_BYTES ||
+	    (pl->n == pl->cap &&
+	     base_grow((void **)&pl->b, &pl->cap, pl->n + 1, sizeof *pl->b, 1 << 24) != 0)) {
 		base_free(b->p, b->cap);
 	} else {
-		x->pool[x->npool++] = *b;
-		x->pool_bytes += b->cap;
+		pl->b[pl->n++] = *b;
+		pl->bytes += b->cap;
 	}
 	b->p = NULL;
 	b->cap = 0;
@@ -123,68 +168,211 @@ static void temp_release(struct rt_exec *x)
 		pool_put(x, &x->temp[--x->ntemp]);
 }
 
+/* ---- values ------------------------------------------------------------------------- */
+
+/* Give back the item buffers of a sequence value (its arrays stay). */
+static void seq_release(struct rt_exec *x, struct seqv *sv)
+{
+	for (int i = 0; i < sv->nbufs; i++)
+		pool_put(x, &sv->bufs[i]);
+	sv->nbufs = 0;
+	sv->s.count = 0;
+	sv->s.items = sv->own;
+}
+
+static void seq_free_arrays(struct seqv *sv)
+{
+	if (sv->own)
+		base_free(sv->own, (size_t)sv->cap * sizeof *sv->own);
+	if (sv->bufs)
+		base_free(sv->bufs, (size_t)sv->cap * sizeof *sv->bufs);
+	memset(sv, 0, sizeof *sv);
+}
+
+/* Value v no longer holds anything of its own. */
+static void release_value(struct rt_exec *x, int v)
+{
+	pool_put(x, &x->vbuf[v]);
+	seq_release(x, &x->seqs[v]);
+	if (x->g->values[v].producer >= 0)
+		x->hold[v] = H_EMPTY;
+}
+
+/* Room for one more owned item in sv. */
+static int seq_reserve(struct seqv *sv)
+{
+	if (sv->s.count < sv->cap)
+		return 0;
+	if (sv->s.count >= RT_SEQ_MAX)
+		return STRATA_LIMIT;
+	int cap = sv->cap ? 2 * sv->cap : 8;
+	struct rt_tensor *own = base_calloc((size_t)cap, sizeof *own);
+	struct buf *bufs = base_calloc((size_t)cap, sizeof *bufs);
+	if (!own || !bufs) {
+		if (own)
+			base_free(own, (size_t)cap * sizeof *own);
+		if (bufs)
+			base_free(bufs, (size_t)cap * sizeof *bufs);
+		return STRATA_NOMEM;
+	}
+	if (sv->cap) {
+		memcpy(own, sv->own, (size_t)sv->cap * sizeof *own);
+		memcpy(bufs, sv->bufs, (size_t)sv->cap * sizeof *bufs);
+	}
+	int borrowed = sv->s.items != sv->own;
+	seq_free_arrays(&(struct seqv){ .own = sv->own, .bufs = sv->bufs, .cap = sv->cap });
+	sv->own = own;
+	sv->bufs = bufs;
+	sv->cap = cap;
+	if (!borrowed)
+		sv->s.items = own;
+	return 0;
+}
+
 /* ---- context ------------------------------------------------------------------------ */
+
+static void exec_free(struct rt_exec *x);
+
+/* Set up x for graph g; top contexts own the pool and string arena. */
+static int exec_init(struct rt_exec *x, const struct rt_model *m, const struct rt_graph *g,
+                     struct rt_exec *outer)
+{
+	x->m = m;
+	x->g = g;
+	x->outer = outer;
+	x->pool = outer ? outer->pool : &x->own_pool;
+	x->strings = outer ? outer->strings : &x->own_strings;
+	if (!outer)
+		base_arena_init(&x->own_strings, 4096);
+	for (int i = 0; i < g->nnodes; i++)
+		if (g->nodes[i].nout > x->max_nout)
+			x->max_nout = g->nodes[i].nout;
+	if (!outer)
+		for (int k = 0; k < g->ninputs; k++)
+			for (int d = 0; d < g->input_info[k].rank; d++)
+				if (g->input_info[k].dims[d] < 0 && *g->input_info[k].dim_names[d])
+					x->capsym++;
+	size_t nv = (size_t)g->nvalues + 1;
+	x->vals = base_calloc(nv, sizeof *x->vals);
+	x->vbuf = base_calloc(nv, sizeof *x->vbuf);
+	x->hold = base_calloc(nv, sizeof *x->hold);
+	x->seqs = base_calloc(nv, sizeof *x->seqs);
+	x->tmp_out = base_calloc((size_t)x->max_nout + 1, sizeof *x->tmp_out);
+	x->sym = base_calloc((size_t)x->capsym + 1, sizeof *x->sym);
+	if (!x->vals || !x->vbuf || !x->hold || !x->seqs || !x->tmp_out || !x->sym)
+		return STRATA_NOMEM;
+	for (int v = 0; v < g->nvalues; v++)
+		if (g->values[v].konst) {
+			x->vals[v] = *g->values[v].konst;
+			x->hold[v] = H_TENSOR;
+		}
+	return 0;
+}
 
 int runtime_ctx_new(const struct rt_model *m, struct rt_ctx **out, struct strata_error *err)
 {
-	const struct rt_graph *g = &m->g;
 	*out = NULL;
 	struct rt_ctx *cx = base_calloc(1, sizeof *cx);
 	if (!cx)
 		return base_err(err, STRATA_NOMEM, "out of memory for a run context");
-	struct rt_exec *x = &cx->x;
-	x->m = m;
-	x->g = g;
-	base_arena_init(&x->strings, 4096);
-	for (int i = 0; i < g->nnodes; i++)
-		if (g->nodes[i].nout > x->max_nout)
-			x->max_nout = g->nodes[i].nout;
-	for (int k = 0; k < g->ninputs; k++)
-		for (int d = 0; d < g->input_info[k].rank; d++)
-			if (g->input_info[k].dims[d] < 0 && *g->input_info[k].dim_names[d])
-				x->capsym++;
-	x->vals = base_calloc((size_t)g->nvalues + 1, sizeof *x->vals);
-	x->vbuf = base_calloc((size_t)g->nvalues + 1, sizeof *x->vbuf);
-	x->tmp_out = base_calloc((size_t)x->max_nout + 1, sizeof *x->tmp_out);
-	x->sym = base_calloc((size_t)x->capsym + 1, sizeof *x->sym);
-	if (!x->vals || !x->vbuf || !x->tmp_out || !x->sym) {
+	if (exec_init(&cx->x, m, &m->g, NULL) != 0) {
 		runtime_ctx_free(cx);
 		return base_err(err, STRATA_NOMEM, "out of memory for a run context");
 	}
-	for (int v = 0; v < g->nvalues; v++)
-		if (g->values[v].konst)
-			x->vals[v] = *g->values[v].konst;
 	*out = cx;
 	return 0;
+}
+
+/* Hand the later lists back: the run that needed them has ended. */
+static void release_later(struct rt_exec *x)
+{
+	while (x->nlater > 0)
+		pool_put(x, &x->later[--x->nlater]);
+	while (x->nlater_seq > 0) {
+		struct seqv *sv = &x->later_seq[--x->nlater_seq];
+		seq_release(x, sv);
+		seq_free_arrays(sv);
+	}
+}
+
+/* Give back everything x and its children hold (between top-level runs). */
+static void release_all(struct rt_exec *x)
+{
+	const struct rt_graph *g = x->g;
+	for (int v = 0; v < g->nvalues; v++) {
+		pool_put(x, &x->vbuf[v]);
+		seq_release(x, &x->seqs[v]);
+		x->hold[v] = g->values[v].konst ? H_TENSOR : H_EMPTY;
+		if (g->values[v].konst)
+			x->vals[v] = *g->values[v].konst;
+	}
+	temp_release(x);
+	release_later(x);
+	for (size_t i = 0; i < x->nkids; i++)
+		release_all(x->kids[i].x);
+}
+
+static void exec_free(struct rt_exec *x)
+{
+	size_t nv = (size_t)x->g->nvalues + 1;
+	for (size_t i = 0; i < x->nkids; i++) {
+		exec_free(x->kids[i].x);
+		base_free(x->kids[i].x, sizeof *x->kids[i].x);
+	}
+	if (x->kids)
+		base_free(x->kids, x->capkids * sizeof *x->kids);
+	if (x->vbuf)
+		for (size_t v = 0; v < nv; v++)
+			if (x->vbuf[v].p)
+				base_free(x->vbuf[v].p, x->vbuf[v].cap);
+	if (x->seqs)
+		for (size_t v = 0; v < nv; v++) {
+			for (int i = 0; i < x->seqs[v].nbufs; i++)
+				base_free(x->seqs[v].bufs[i].p, x->seqs[v].bufs[i].cap);
+			seq_free_arrays(&x->seqs[v]);
+		}
+	for (size_t i = 0; i < x->nlater; i++)
+		base_free(x->later[i].p, x->later[i].cap);
+	for (size_t i = 0; i < x->nlater_seq; i++) {
+		for (int j = 0; j < x->later_seq[i].nbufs; j++)
+			base_free(x->later_seq[i].bufs[j].p, x->later_seq[i].bufs[j].cap);
+		seq_free_arrays(&x->later_seq[i]);
+	}
+	if (x->later)
+		base_free(x->later, x->caplater * sizeof *x->later);
+	if (x->later_seq)
+		base_free(x->later_seq, x->caplater_seq * sizeof *x->later_seq);
+	for (size_t i = 0; i < x->ntemp; i++)
+		base_free(x->temp[i].p, x->temp[i].cap);
+	if (x->temp)
+		base_free(x->temp, x->captemp * sizeof *x->temp);
+	if (!x->outer) {
+		for (size_t i = 0; i < x->own_pool.n; i++)
+			base_free(x->own_pool.b[i].p, x->own_pool.b[i].cap);
+		if (x->own_pool.b)
+			base_free(x->own_pool.b, x->own_pool.cap * sizeof *x->own_pool.b);
+		base_arena_free(&x->own_strings);
+	}
+	if (x->vals)
+		base_free(x->vals, nv * sizeof *x->vals);
+	if (x->vbuf)
+		base_free(x->vbuf, nv * sizeof *x->vbuf);
+	if (x->hold)
+		base_free(x->hold, nv * sizeof *x->hold);
+	if (x->seqs)
+		base_free(x->seqs, nv * sizeof *x->seqs);
+	if (x->tmp_out)
+		base_free(x->tmp_out, ((size_t)x->max_nout + 1) * sizeof *x->tmp_out);
+	if (x->sym)
+		base_free(x->sym, ((size_t)x->capsym + 1) * sizeof *x->sym);
 }
 
 void runtime_ctx_free(struct rt_ctx *cx)
 {
 	if (!cx)
 		return;
-	struct rt_exec *x = &cx->x;
-	size_t nv = (size_t)x->g->nvalues + 1;
-	if (x->vbuf)
-		for (size_t v = 0; v < nv; v++)
-			if (x->vbuf[v].p)
-				base_free(x->vbuf[v].p, x->vbuf[v].cap);
-	for (size_t i = 0; i < x->ntemp; i++)
-		base_free(x->temp[i].p, x->temp[i].cap);
-	for (size_t i = 0; i < x->npool; i++)
-		base_free(x->pool[i].p, x->pool[i].cap);
-	if (x->pool)
-		base_free(x->pool, x->cappool * sizeof *x->pool);
-	if (x->temp)
-		base_free(x->temp, x->captemp * sizeof *x->temp);
-	if (x->vals)
-		base_free(x->vals, nv * sizeof *x->vals);
-	if (x->vbuf)
-		base_free(x->vbuf, nv * sizeof *x->vbuf);
-	if (x->tmp_out)
-		base_free(x->tmp_out, ((size_t)x->max_nout + 1) * sizeof *x->tmp_out);
-	if (x->sym)
-		base_free(x->sym, ((size_t)x->capsym + 1) * sizeof *x->sym);
-	base_arena_free(&x->strings);
+	if (cx->x.g)
+		exec_free(&cx->x);
 	base_free(cx, sizeof *cx);
 }
 
@@ -192,23 +380,43 @@ void runtime_ctx_free(struct rt_ctx *cx)
 
 const struct rt_tensor *rt_input(struct rt_exec *x, const struct rt_node *n, int i)
 {
-	if (i < 0 || i >= n->nin || n->in[i] < 0)
+	if (i < 0 || i >= n->nin || n->in[i] < 0 || x->hold[n->in[i]] != H_TENSOR)
 		return NULL;
 	return &x->vals[n->in[i]];
 }
 
-int rt_output(struct rt_exec *x, const struct rt_node *n, int i, int dtype, int rank,
-              const int64_t *dims, struct rt_tensor **out)
+int rt_input_kind(struct rt_exec *x, const struct rt_node *n, int i)
 {
-	*out = NULL;
-	if (i < 0 || i >= n->nout)
-		return rt_fail(x, n, STRATA_RUNTIME, "output %d does not exist", i);
+	if (i < 0 || i >= n->nin || n->in[i] < 0)
+		return RT_ARG_NONE;
+	switch (x->hold[n->in[i]]) {
+	case H_TENSOR: return RT_ARG_TENSOR;
+	case H_SEQ: return RT_ARG_SEQUENCE;
+	default: return RT_ARG_NONE;
+	}
+}
+
+const struct rt_sequence *rt_input_seq(struct rt_exec *x, const struct rt_node *n, int i)
+{
+	if (i < 0 || i >= n->nin || n->in[i] < 0 || x->hold[n->in[i]] != H_SEQ)
+		return NULL;
+	return &x->seqs[n->in[i]].s;
+}
+
+const struct rt_tensor *rt_value_tensor(struct rt_exec *x, int v)
+{
+	if (v < 0 || v >= x->g->nvalues || x->hold[v] != H_TENSOR)
+		return NULL;
+	return &x->vals[v];
+}
+
+/* Bytes of output i of n with the given type and shape, after the checks
+ * every output goes through. */
+static int output_bytes(struct rt_exec *x, const struct rt_node *n, int i, int dtype, int rank,
+                        const int64_t *dims, size_t *bytes)
+{
 	if (rank < 0 || rank > RT_MAX_RANK)
-		return rt_fail(x, n, STRATA_LIMIT, "output rank %d exceeds %d", rank, RT_MAX_RANK);
-	int v = n->out[i];
-	if (v >= 0 && dtype != x->g->values[v].dtype)
-		return rt_fail(x, n, STRATA_RUNTIME, "output %d is %s, but was declared %s", i,
-		               base_dtype_name(dtype), base_dtype_name(x->g->values[v].dtype));
+		return rt_fail(x, n, STRATA_LIMIT, "output %d: rank %d exceeds %d", i, rank, RT_MAX_RANK);
 	int64_t count = 1;
 	int zero = 0;
 	for (int d = 0; d < rank; d++) {
@@ -224,9 +432,41 @@ int rt_output(struct rt_exec *x, const struct rt_node *n, int i, int dtype, int 
 	if (zero)
 		count = 0;
 	int ok;
-	size_t bytes = rt_tensor_bytes(dtype, count, &ok);
+	*bytes = rt_tensor_bytes(dtype, count, &ok);
 	if (!ok)
 		return rt_fail(x, n, STRATA_LIMIT, "output %d is too large or of unknown type", i);
+	return 0;
+}
+
+static void set_view(struct rt_tensor *t, int dtype, int rank, const int64_t *dims, void *p,
+                     size_t bytes)
+{
+	if (dtype == BASE_DT_STRING && bytes)
+		memset(p, 0, bytes);
+	t->dtype = dtype;
+	t->rank = rank;
+	for (int d = 0; d < RT_MAX_RANK; d++)
+		t->dims[d] = d < rank ? dims[d] : 0;
+	t->data = p;
+}
+
+int rt_output(struct rt_exec *x, const struct rt_node *n, int i, int dtype, int rank,
+              const int64_t *dims, struct rt_tensor **out)
+{
+	*out = NULL;
+	if (i < 0 || i >= n->nout)
+		return rt_fail(x, n, STRATA_RUNTIME, "output %d does not exist", i);
+	int v = n->out[i];
+	if (v >= 0 && dtype != x->g->values[v].dtype)
+		return rt_fail(x, n, STRATA_RUNTIME, "output %d is %s, but was declared %s", i,
+		               base_dtype_name(dtype), base_dtype_name(x->g->values[v].dtype));
+	if (v >= 0 && (x->g->values[v].kind == RT_KIND_SEQUENCE ||
+	               x->g->values[v].kind == RT_KIND_OPTIONAL_SEQUENCE))
+		return rt_fail(x, n, STRATA_RUNTIME, "output %d is a sequence, not a tensor", i);
+	size_t bytes;
+	int rc = output_bytes(x, n, i, dtype, rank, dims, &bytes);
+	if (rc != 0)
+		return rc;
 
 	struct rt_tensor *t;
 	void *p;
@@ -236,30 +476,140 @@ int rt_output(struct rt_exec *x, const struct rt_node *n, int i, int dtype, int 
 		t = &x->tmp_out[i];
 	} else {
 		/* A kernel that asks twice gets a fresh buffer; the old one returns. */
-		pool_put(x, &x->vbuf[v]);
+		release_value(x, v);
 		struct buf b;
-		int rc = pool_get(x, bytes, &b);
+		rc = pool_get(x, bytes, &b);
 		p = rc == 0 ? b.p : NULL;
-		if (p)
+		if (p) {
 			x->vbuf[v] = b;
+			x->hold[v] = H_TENSOR;
+		}
 		t = &x->vals[v];
 	}
 	if (!p)
 		return rt_fail(x, n, STRATA_NOMEM, "out of memory for output %d (%zu bytes)", i, bytes);
-	if (dtype == BASE_DT_STRING && bytes)
-		memset(p, 0, bytes);
-	t->dtype = dtype;
-	t->rank = rank;
-	for (int d = 0; d < RT_MAX_RANK; d++)
-		t->dims[d] = d < rank ? dims[d] : 0;
-	t->data = p;
+	set_view(t, dtype, rank, dims, p, bytes);
 	*out = t;
+	return 0;
+}
+
+int rt_output_seq(struct rt_exec *x, const struct rt_node *n, int i, int dtype)
+{
+	if (i < 0 || i >= n->nout)
+		return rt_fail(x, n, STRATA_RUNTIME, "output %d does not exist", i);
+	int v = n->out[i];
+	if (v < 0)
+		return 0;
+	const struct rt_value *val = &x->g->values[v];
+	if (val->kind != RT_KIND_SEQUENCE && val->kind != RT_KIND_OPTIONAL_SEQUENCE)
+		return rt_fail(x, n, STRATA_RUNTIME, "output %d is not a sequence", i);
+	if (dtype != val->dtype)
+		return rt_fail(x, n, STRATA_RUNTIME, "output %d is a sequence of %s, but was declared %s",
+		               i, base_dtype_name(dtype), base_dtype_name(val->dtype));
+	release_value(x, v);
+	x->seqs[v].s.dtype = dtype;
+	x->hold[v] = H_SEQ;
+	return 0;
+}
+
+int rt_seq_append(struct rt_exec *x, const struct rt_node *n, int i, int rank,
+                  const int64_t *dims, struct rt_tensor **out)
+{
+	*out = NULL;
+	if (i < 0 || i >= n->nout)
+		return rt_fail(x, n, STRATA_RUNTIME, "output %d does not exist", i);
+	int v = n->out[i];
+	int dtype = v >= 0 ? x->g->values[v].dtype : BASE_DT_UNDEFINED;
+	if (v >= 0 && x->hold[v] != H_SEQ)
+		return rt_fail(x, n, STRATA_RUNTIME, "output %d was not started as a sequence", i);
+	if (v < 0) {
+		/* Nobody reads an omitted output: its items are scratch. */
+		dtype = BASE_DT_UINT8;
+		rank = 0;
+	}
+	size_t bytes;
+	int rc = output_bytes(x, n, i, dtype, rank, dims, &bytes);
+	if (rc != 0)
+		return rc;
+	if (v < 0) {
+		void *p = temp_get(x, bytes);
+		if (!p)
+			return rt_fail(x, n, STRATA_NOMEM, "out of memory for output %d", i);
+		set_view(&x->tmp_out[i], dtype, 0, NULL, p, bytes);
+		*out = &x->tmp_out[i];
+		return 0;
+	}
+	struct seqv *sv = &x->seqs[v];
+	if ((rc = seq_reserve(sv)) != 0)
+		return rt_fail(x, n, rc, "output %d: cannot hold %d items", i, sv->s.count + 1);
+	struct buf b;
+	if ((rc = pool_get(x, bytes, &b)) != 0)
+		return rt_fail(x, n, rc, "out of memory for an item of output %d (%zu bytes)", i, bytes);
+	int k = sv->s.count++;
+	sv->bufs[k] = b;
+	sv->nbufs = sv->s.count;
+	set_view(&sv->own[k], dtype, rank, dims, b.p, bytes);
+	*out = &sv->own[k];
+	return 0;
+}
+
+int rt_seq_append_copy(struct rt_exec *x, const struct rt_node *n, int i,
+                       const struct rt_tensor *t)
+{
+	struct rt_tensor *o;
+	int rc = rt_seq_append(x, n, i, t->rank, t->dims, &o);
+	if (rc != 0)
+		return rc;
+	int ok;
+	size_t bytes = rt_tensor_bytes(t->dtype, runtime_tensor_count(t), &ok);
+	if (o->dtype != t->dtype)
+		return n->out[i] < 0 ? 0 : rt_fail(x, n, STRATA_RUNTIME, "output %d: item is %s, not %s", i,
+		                                   base_dtype_name(t->dtype), base_dtype_name(o->dtype));
+	if (bytes)
+		memcpy(o->data, t->data, bytes);
+	return 0;
+}
+
+int rt_output_none(struct rt_exec *x, const struct rt_node *n, int i)
+{
+	if (i < 0 || i >= n->nout)
+		return rt_fail(x, n, STRATA_RUNTIME, "output %d does not exist", i);
+	int v = n->out[i];
+	if (v < 0)
+		return 0;
+	int k = x->g->values[v].kind;
+	if (k != RT_KIND_OPTIONAL_TENSOR && k != RT_KIND_OPTIONAL_SEQUENCE)
+		return rt_fail(x, n, STRATA_RUNTIME, "output %d is not an optional, it cannot be empty", i);
+	release_value(x, v);
+	x->hold[v] = H_NONE;
+	return 0;
+}
+
+int rt_output_arg(struct rt_exec *x, const struct rt_node *n, int i, const struct rt_arg *a)
+{
+	if (a->kind == RT_ARG_NONE)
+		return rt_output_none(x, n, i);
+	if (a->kind == RT_ARG_SEQUENCE) {
+		int rc = rt_output_seq(x, n, i, a->seq.dtype);
+		for (int k = 0; rc == 0 && k < a->seq.count; k++)
+			rc = rt_seq_append_copy(x, n, i, &a->seq.items[k]);
+		return rc;
+	}
+	struct rt_tensor *o;
+	const struct rt_tensor *t = &a->tensor;
+	int rc = rt_output(x, n, i, t->dtype, t->rank, t->dims, &o);
+	if (rc != 0)
+		return rc;
+	int ok;
+	size_t bytes = rt_tensor_bytes(t->dtype, runtime_tensor_count(t), &ok);
+	if (bytes)
+		memcpy(o->data, t->data, bytes);
 	return 0;
 }
 
 char *rt_string(struct rt_exec *x, const char *s, size_t len)
 {
-	char *d = base_arena_alloc(&x->strings, len + 1, 1);
+	char *d = base_arena_alloc(x->strings, len + 1, 1);
 	if (d) {
 		if (len)
 			memcpy(d, s, len);
@@ -326,128 +676,408 @@ static int bad_input(const struct rt_value_info *info, const struct rt_tensor *t
 	                info->name, want, got, why ? ": " : "", why ? why : "");
 }
 
-static int check_inputs(struct rt_exec *x, const struct rt_tensor *in, struct strata_error *err)
+/* Check tensor t given for input k (declared info); symbolic dimensions
+ * must agree across inputs (*nsym of them fixed so far). */
+static int check_tensor(struct rt_exec *x, int k, const struct rt_tensor *t, int *nsym,
+                        struct strata_error *err)
+{
+	const struct rt_graph *g = x->g;
+	const struct rt_value_info *info = &g->input_info[k];
+	if (t->rank < 0 || t->rank > RT_MAX_RANK)
+		return base_err(err, STRATA_INVALID_ARGUMENT, "input \"%s\": rank %d is out of range",
+		                info->name, t->rank);
+	if (t->dtype != info->dtype)
+		return bad_input(info, t, err, NULL);
+	if (info->rank >= 0 && t->rank != info->rank && nsym)
+		return bad_input(info, t, err, NULL);
+	int64_t count = 1;
+	int zero = 0;
+	for (int d = 0; d < t->rank; d++) {
+		if (t->dims[d] < 0)
+			return bad_input(info, t, err, "negative dimension");
+		zero |= t->dims[d] == 0;
+		if (info->rank < 0 || !nsym)
+			continue;
+		if (info->dims[d] >= 0 && t->dims[d] != info->dims[d])
+			return bad_input(info, t, err, NULL);
+		if (info->dims[d] < 0 && *info->dim_names[d]) {
+			int s;
+			for (s = 0; s < *nsym; s++)
+				if (strcmp(x->sym[s].name, info->dim_names[d]) == 0)
+					break;
+			if (s == *nsym) {
+				x->sym[s].name = info->dim_names[d];
+				x->sym[s].size = t->dims[d];
+				x->sym[s].input = k;
+				(*nsym)++;
+			} else if (x->sym[s].size != t->dims[d]) {
+				char why[256];
+				snprintf(why, sizeof why, "dimension \"%s\" is %lld here but %lld in input \"%s\"",
+				         info->dim_names[d], (long long)t->dims[d],
+				         (long long)x->sym[s].size, g->input_info[x->sym[s].input].name);
+				return bad_input(info, t, err, why);
+			}
+		}
+	}
+	for (int d = 0; d < t->rank && !zero; d++) {
+		if (t->dims[d] > ((int64_t)1 << 40) / count)
+			return bad_input(info, t, err, "too large");
+		count *= t->dims[d];
+	}
+	if (!zero && count > 0 && !t->data)
+		return base_err(err, STRATA_INVALID_ARGUMENT, "input \"%s\" has no data", info->name);
+	return 0;
+}
+
+static const char *arg_name(int kind)
+{
+	return kind == RT_ARG_TENSOR ? "a tensor" : kind == RT_ARG_SEQUENCE ? "a sequence" : "nothing";
+}
+
+/* Check the inputs (tensors tin[], or values ain[]) and bind them. */
+static int bind_inputs(struct rt_exec *x, const struct rt_tensor *tin, const struct rt_arg *ain,
+                       struct strata_error *err)
 {
 	const struct rt_graph *g = x->g;
 	int nsym = 0;
-	if (g->ninputs > 0 && !in)
+	if (g->ninputs > 0 && !tin && !ain)
 		return base_err(err, STRATA_INVALID_ARGUMENT, "no input tensors given; the model has %d",
 		                g->ninputs);
 	for (int k = 0; k < g->ninputs; k++) {
 		const struct rt_value_info *info = &g->input_info[k];
-		const struct rt_tensor *t = &in[k];
-		if (t->rank < 0 || t->rank > RT_MAX_RANK)
-			return base_err(err, STRATA_INVALID_ARGUMENT, "input \"%s\": rank %d is out of range",
-			                info->name, t->rank);
-		if (t->dtype != info->dtype)
-			return bad_input(info, t, err, NULL);
-		if (info->rank >= 0 && t->rank != info->rank)
-			return bad_input(info, t, err, NULL);
-		int64_t count = 1;
-		int zero = 0;
-		for (int d = 0; d < t->rank; d++) {
-			if (t->dims[d] < 0)
-				return bad_input(info, t, err, "negative dimension");
-			zero |= t->dims[d] == 0;
-			if (info->rank < 0)
-				continue;
-			if (info->dims[d] >= 0 && t->dims[d] != info->dims[d])
-				return bad_input(info, t, err, NULL);
-			if (info->dims[d] < 0 && *info->dim_names[d]) {
-				int s;
-				for (s = 0; s < nsym; s++)
-					if (strcmp(x->sym[s].name, info->dim_names[d]) == 0)
-						break;
-				if (s == nsym) {
-					x->sym[nsym].name = info->dim_names[d];
-					x->sym[nsym].size = t->dims[d];
-					x->sym[nsym++].input = k;
-				} else if (x->sym[s].size != t->dims[d]) {
-					char why[256];
-					snprintf(why, sizeof why, "dimension \"%s\" is %lld here but %lld in input \"%s\"",
-					         info->dim_names[d], (long long)t->dims[d],
-					         (long long)x->sym[s].size, g->input_info[x->sym[s].input].name);
-					return bad_input(info, t, err, why);
-				}
-			}
+		int v = g->inputs[k];
+		int kind = tin ? RT_ARG_TENSOR : ain[k].kind;
+		int seq = info->kind == RT_KIND_SEQUENCE || info->kind == RT_KIND_OPTIONAL_SEQUENCE;
+		int opt = info->kind == RT_KIND_OPTIONAL_TENSOR || info->kind == RT_KIND_OPTIONAL_SEQUENCE;
+		if (!(kind == RT_ARG_NONE && opt) && !(kind == RT_ARG_SEQUENCE && seq) &&
+		    !(kind == RT_ARG_TENSOR && !seq))
+			return base_err(err, STRATA_INVALID_ARGUMENT, "input \"%s\": given %s, expected %s%s",
+			                info->name, arg_name(kind), opt ? "an optional " : "",
+			                seq ? "sequence" : "tensor");
+		if (kind == RT_ARG_NONE) {
+			x->hold[v] = H_NONE;
+			continue;
 		}
-		for (int d = 0; d < t->rank && !zero; d++) {
-			if (t->dims[d] > ((int64_t)1 << 40) / count)
-				return bad_input(info, t, err, "too large");
-			count *= t->dims[d];
+		if (kind == RT_ARG_TENSOR) {
+			const struct rt_tensor *t = tin ? &tin[k] : &ain[k].tensor;
+			int rc = check_tensor(x, k, t, &nsym, err);
+			if (rc != 0)
+				return rc;
+			x->vals[v] = *t;
+			x->hold[v] = H_TENSOR;
+			continue;
 		}
-		if (!zero && count > 0 && !t->data)
-			return base_err(err, STRATA_INVALID_ARGUMENT, "input \"%s\" has no data", info->name);
+		const struct rt_sequence *sq = &ain[k].seq;
+		if (sq->count < 0 || sq->count > RT_SEQ_MAX || (sq->count > 0 && !sq->items) ||
+		    sq->dtype != info->dtype)
+			return base_err(err, STRATA_INVALID_ARGUMENT,
+			                "input \"%s\": a sequence of %d items of %s, expected %s items",
+			                info->name, sq->count, base_dtype_name(sq->dtype),
+			                base_dtype_name(info->dtype));
+		for (int i = 0; i < sq->count; i++) {
+			/* Items are checked for type and size; their shapes may vary. */
+			int rc = check_tensor(x, k, &sq->items[i], NULL, err);
+			if (rc != 0)
+				return base_err_prefix(err, rc, "item %d", i);
+		}
+		x->seqs[v].s = *sq;
+		x->hold[v] = H_SEQ;
 	}
 	return 0;
 }
 
 /* ---- the run ---------------------------------------------------------------------------- */
 
+/* Input j of n, its implicit inputs counted after the listed ones. */
+static int dep(const struct rt_node *n, int j)
+{
+	return j < n->nin ? n->in[j] : n->implicit[j - n->nin];
+}
+
+/* Run every node of x's graph in order. */
+static int run_nodes(struct rt_exec *x)
+{
+	const struct rt_graph *g = x->g;
+	for (int i = 0; i < g->nnodes; i++) {
+		const struct rt_node *n = &g->nodes[i];
+		x->failed = 0;
+		int rc = n->run((struct rt_node *)n, x);
+		temp_release(x);
+		if (rc == 0) {
+			for (int j = 0; j < n->nout; j++)
+				if (n->out[j] >= 0 && x->hold[n->out[j]] == H_EMPTY) {
+					rc = rt_fail(x, n, STRATA_RUNTIME, "the kernel did not produce output %d", j);
+					break;
+				}
+		} else if (!x->failed) {
+			rt_node_err(n, x->err, rc, "%s", strata_strerror(rc));
+		}
+		if (rc != 0)
+			return rc;
+		for (int j = 0; j < n->nin + n->nimplicit; j++) {
+			int v = dep(n, j);
+			if (v >= 0 && g->values[v].last_use == i && !g->values[v].is_output)
+				release_value(x, v);
+		}
+		for (int j = 0; j < n->nout; j++) {
+			int v = n->out[j];
+			if (v >= 0 && g->values[v].last_use < 0 && !g->values[v].is_output)
+				release_value(x, v);
+		}
+	}
+	return 0;
+}
+
+/* Make value v (a graph output) hold its own copy when it views memory it
+ * does not own: a graph input, a constant, a captured value. */
+static int own_value(struct rt_exec *x, int v, struct strata_error *err)
+{
+	const char *nm = x->g->values[v].name;
+	if (x->hold[v] == H_TENSOR && !x->vbuf[v].p) {
+		struct rt_tensor *t = &x->vals[v];
+		int ok;
+		size_t bytes = rt_tensor_bytes(t->dtype, runtime_tensor_count(t), &ok);
+		int rc = pool_get(x, bytes, &x->vbuf[v]);
+		if (rc != 0)
+			return base_err(err, rc, "out of memory for output \"%s\"", nm);
+		if (bytes)
+			memcpy(x->vbuf[v].p, t->data, bytes);
+		t->data = x->vbuf[v].p;
+	} else if (x->hold[v] == H_SEQ && x->seqs[v].s.items != x->seqs[v].own) {
+		struct seqv *sv = &x->seqs[v];
+		struct rt_sequence from = sv->s;
+		sv->s.items = sv->own;
+		sv->s.count = 0;
+		sv->nbufs = 0;
+		for (int i = 0; i < from.count; i++) {
+			const struct rt_tensor *t = &from.items[i];
+			int ok;
+			size_t bytes = rt_tensor_bytes(t->dtype, runtime_tensor_count(t), &ok);
+			struct buf b;
+			int rc = seq_reserve(sv);
+			if (rc == 0)
+				rc = pool_get(x, bytes, &b);
+			if (rc != 0)
+				return base_err(err, rc, "out of memory for output \"%s\"", nm);
+			if (bytes)
+				memcpy(b.p, t->data, bytes);
+			sv->own[i] = *t;
+			sv->own[i].data = b.p;
+			sv->bufs[i] = b;
+			sv->nbufs = ++sv->s.count;
+		}
+	}
+	return 0;
+}
+
+static void to_arg(struct rt_exec *x, int v, struct rt_arg *a)
+{
+	memset(a, 0, sizeof *a);
+	a->kind = x->hold[v] == H_TENSOR ? RT_ARG_TENSOR : x->hold[v] == H_SEQ ? RT_ARG_SEQUENCE
+	                                                                       : RT_ARG_NONE;
+	if (a->kind == RT_ARG_TENSOR)
+		a->tensor = x->vals[v];
+	else if (a->kind == RT_ARG_SEQUENCE)
+		a->seq = x->seqs[v].s;
+}
+
+/* A top-level run: inputs as tensors (tin) or values (ain); outputs bound in
+ * x's values (the callers read them). */
+static int run_top(struct rt_exec *x, const struct rt_tensor *tin, const struct rt_arg *ain,
+                   struct strata_error *err)
+{
+	const struct rt_graph *g = x->g;
+	/* The previous run's outputs (and, after a failed run, everything it
+	 * held) go back to the pool. */
+	release_all(x);
+	base_arena_reset(x->strings);
+
+	int rc = bind_inputs(x, tin, ain, err);
+	if (rc != 0)
+		return rc;
+	x->err = err;
+	rc = run_nodes(x);
+	x->err = NULL;
+	for (int k = 0; k < g->noutputs && rc == 0; k++)
+		rc = own_value(x, g->outputs[k], err);
+	return rc;
+}
+
 int runtime_run(struct rt_ctx *cx, const struct rt_tensor *in, struct rt_tensor *out,
                 struct strata_error *err)
 {
 	struct rt_exec *x = &cx->x;
 	const struct rt_graph *g = x->g;
-
-	/* The previous run's outputs (and, after a failed run, everything it
-	 * held) go back to the pool. */
-	for (int v = 0; v < g->nvalues; v++)
-		if (x->vbuf[v].p)
-			pool_put(x, &x->vbuf[v]);
-	temp_release(x);
-	base_arena_reset(&x->strings);
-
-	int rc = check_inputs(x, in, err);
+	for (int k = 0; k < g->ninputs; k++)
+		if (g->input_info[k].kind != RT_KIND_TENSOR)
+			return base_err(err, STRATA_INVALID_ARGUMENT,
+			                "input \"%s\" is not a tensor: use runtime_run_args",
+			                g->input_info[k].name);
+	for (int k = 0; k < g->noutputs; k++)
+		if (g->output_info[k].kind != RT_KIND_TENSOR)
+			return base_err(err, STRATA_INVALID_ARGUMENT,
+			                "output \"%s\" is not a tensor: use runtime_run_args",
+			                g->output_info[k].name);
+	int rc = run_top(x, in, NULL, err);
 	if (rc != 0)
 		return rc;
-	for (int k = 0; k < g->ninputs; k++)
-		x->vals[g->inputs[k]] = in[k];
-
-	x->err = err;
-	for (int i = 0; i < g->nnodes; i++) {
-		const struct rt_node *n = &g->nodes[i];
-		x->failed = 0;
-		rc = n->run((struct rt_node *)n, x);
-		temp_release(x);
-		if (rc == 0) {
-			for (int j = 0; j < n->nout; j++)
-				if (n->out[j] >= 0 && !x->vbuf[n->out[j]].p)
-					rc = rt_fail(x, n, STRATA_RUNTIME, "the kernel did not produce output %d", j);
-		} else if (!x->failed) {
-			rt_node_err(n, err, rc, "%s", strata_strerror(rc));
-		}
-		if (rc != 0) {
-			x->err = NULL;
-			return rc;
-		}
-		for (int j = 0; j < n->nin; j++) {
-			int v = n->in[j];
-			if (v >= 0 && g->values[v].last_use == i && !g->values[v].is_output)
-				pool_put(x, &x->vbuf[v]);
-		}
-		for (int j = 0; j < n->nout; j++) {
-			int v = n->out[j];
-			if (v >= 0 && g->values[v].last_use < 0 && !g->values[v].is_output)
-				pool_put(x, &x->vbuf[v]);
-		}
-	}
-	x->err = NULL;
-
 	for (int k = 0; k < g->noutputs; k++) {
-		int v = g->outputs[k];
-		out[k] = x->vals[v];
-		if (g->values[v].producer >= 0)
-			continue;
-		/* A graph input or a constant: hand out a copy, so that the caller
-		 * owns nothing of the model and the view lives like the others. */
-		int ok;
-		size_t bytes = rt_tensor_bytes(out[k].dtype, runtime_tensor_count(&out[k]), &ok);
-		if ((rc = pool_get(x, bytes, &x->vbuf[v])) != 0)
-			return base_err(err, rc, "out of memory for output \"%s\"", g->values[v].name);
-		if (bytes)
-			memcpy(x->vbuf[v].p, out[k].data, bytes);
-		out[k].data = x->vbuf[v].p;
+		if (x->hold[g->outputs[k]] != H_TENSOR)
+			return base_err(err, STRATA_RUNTIME, "output \"%s\" holds no tensor",
+			                g->output_info[k].name);
+		out[k] = x->vals[g->outputs[k]];
 	}
 	return 0;
+}
+
+int runtime_run_args(struct rt_ctx *cx, const struct rt_arg *in, struct rt_arg *out,
+                     struct strata_error *err)
+{
+	struct rt_exec *x = &cx->x;
+	const struct rt_graph *g = x->g;
+	if (g->ninputs > 0 && !in)
+		return base_err(err, STRATA_INVALID_ARGUMENT, "no inputs given; the model has %d",
+		                g->ninputs);
+	int rc = run_top(x, NULL, in, err);
+	if (rc != 0)
+		return rc;
+	for (int k = 0; k < g->noutputs; k++)
+		to_arg(x, g->outputs[k], &out[k]);
+	return 0;
+}
+
+/* ---- subgraphs ---------------------------------------------------------------------------- */
+
+/* The child context of x running sg, made on first use. */
+static struct rt_exec *child_of(struct rt_exec *x, const struct rt_graph *sg)
+{
+	for (size_t i = 0; i < x->nkids; i++)
+		if (x->kids[i].g == sg)
+			return x->kids[i].x;
+	if (x->nkids == x->capkids &&
+	    base_grow((void **)&x->kids, &x->capkids, x->nkids + 1, sizeof *x->kids, 1 << 16) != 0)
+		return NULL;
+	struct rt_exec *c = base_calloc(1, sizeof *c);
+	if (!c)
+		return NULL;
+	if (exec_init(c, x->m, sg, x) != 0) {
+		exec_free(c);
+		base_free(c, sizeof *c);
+		return NULL;
+	}
+	x->kids[x->nkids].g = sg;
+	x->kids[x->nkids++].x = c;
+	return c;
+}
+
+/* Move what c's values still hold (the previous run's outputs) to its later
+ * lists: the new run's inputs may view them. */
+static int defer_holdings(struct rt_exec *c)
+{
+	const struct rt_graph *g = c->g;
+	for (int v = 0; v < g->nvalues; v++) {
+		if (c->vbuf[v].p) {
+			if (c->nlater == c->caplater &&
+			    base_grow((void **)&c->later, &c->caplater, c->nlater + 1, sizeof *c->later,
+			              1 << 20) != 0)
+				return STRATA_NOMEM;
+			c->later[c->nlater++] = c->vbuf[v];
+			c->vbuf[v].p = NULL;
+			c->vbuf[v].cap = 0;
+		}
+		if (c->seqs[v].cap) {
+			if (c->nlater_seq == c->caplater_seq &&
+			    base_grow((void **)&c->later_seq, &c->caplater_seq, c->nlater_seq + 1,
+			              sizeof *c->later_seq, 1 << 20) != 0)
+				return STRATA_NOMEM;
+			c->later_seq[c->nlater_seq++] = c->seqs[v];
+			memset(&c->seqs[v], 0, sizeof c->seqs[v]);
+		}
+		c->hold[v] = g->values[v].konst ? H_TENSOR : H_EMPTY;
+		c->seqs[v].s.items = NULL;
+		c->seqs[v].s.count = 0;
+	}
+	return 0;
+}
+
+static const char *kind_str(int k)
+{
+	switch (k) {
+	case RT_KIND_SEQUENCE: return "a sequence";
+	case RT_KIND_OPTIONAL_TENSOR: return "an optional tensor";
+	case RT_KIND_OPTIONAL_SEQUENCE: return "an optional sequence";
+	default: return "a tensor";
+	}
+}
+
+int rt_subgraph_run(struct rt_exec *x, const struct rt_node *n, const struct rt_graph *sg,
+                    const struct rt_arg *in, struct rt_arg *out)
+{
+	if (!sg || sg->parent != x->g || !sg->resolved)
+		return rt_fail(x, n, STRATA_RUNTIME, "the subgraph does not belong to this node");
+	struct rt_exec *c = child_of(x, sg);
+	if (!c)
+		return rt_fail(x, n, STRATA_NOMEM, "out of memory for a subgraph context");
+	if (defer_holdings(c) != 0) {
+		release_later(c);
+		return rt_fail(x, n, STRATA_NOMEM, "out of memory for a subgraph run");
+	}
+	int rc = 0;
+	/* Captured values view the enclosing context's values. */
+	for (int v = 0; v < sg->nvalues && rc == 0; v++) {
+		int o = sg->values[v].outer;
+		if (o < 0 || sg->values[v].konst)
+			continue;
+		if (o >= x->g->nvalues || x->hold[o] == H_EMPTY) {
+			rc = rt_fail(x, n, STRATA_RUNTIME, "the subgraph reads \"%s\", which holds nothing",
+			             sg->values[v].name);
+			break;
+		}
+		c->hold[v] = x->hold[o];
+		c->vals[v] = x->vals[o];
+		c->seqs[v].s = x->seqs[o].s;
+	}
+	for (int k = 0; k < sg->ninputs && rc == 0; k++) {
+		int v = sg->inputs[k];
+		const struct rt_value *val = &sg->values[v];
+		const struct rt_arg *a = &in[k];
+		int seq = val->kind == RT_KIND_SEQUENCE || val->kind == RT_KIND_OPTIONAL_SEQUENCE;
+		int opt = val->kind == RT_KIND_OPTIONAL_TENSOR || val->kind == RT_KIND_OPTIONAL_SEQUENCE;
+		if (a->kind == RT_ARG_NONE && opt) {
+			c->hold[v] = H_NONE;
+		} else if (a->kind == RT_ARG_TENSOR && !seq && a->tensor.dtype == val->dtype &&
+		           a->tensor.rank >= 0 && a->tensor.rank <= RT_MAX_RANK) {
+			c->vals[v] = a->tensor;
+			c->hold[v] = H_TENSOR;
+		} else if (a->kind == RT_ARG_SEQUENCE && seq && a->seq.dtype == val->dtype &&
+		           a->seq.count >= 0) {
+			c->seqs[v].s = a->seq;
+			c->hold[v] = H_SEQ;
+		} else {
+			rc = rt_fail(x, n, STRATA_RUNTIME,
+			             "subgraph input \"%s\" is %s of %s; given %s of %s", val->name,
+			             kind_str(val->kind), base_dtype_name(val->dtype), arg_name(a->kind),
+			             base_dtype_name(a->kind == RT_ARG_TENSOR ? a->tensor.dtype
+			                             : a->kind == RT_ARG_SEQUENCE ? a->seq.dtype
+			                                                          : BASE_DT_UNDEFINED));
+		}
+	}
+	if (rc == 0) {
+		c->err = x->err;
+		rc = run_nodes(c);
+		for (int k = 0; k < sg->noutputs && rc == 0; k++) {
+			rc = own_value(c, sg->outputs[k], x->err);
+			if (rc == 0)
+				to_arg(c, sg->outputs[k], &out[k]);
+		}
+		c->err = NULL;
+		if (rc != 0) {
+			char msg[STRATA_ERRMSG_MAX];
+			snprintf(msg, sizeof msg, "%s", x->err ? x->err->msg : strata_strerror(rc));
+			x->failed = 1;
+			rt_node_err(n, x->err, rc, "%s", msg);
+		}
+	}
+	release_later(c);
+	return rc;
 }

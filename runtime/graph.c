@@ -24,16 +24,22 @@
 
 /* ---- topological order ------------------------------------------------------- */
 
-/* Reorder g->nodes so that every node comes after the producers of its
- * inputs.  A graph already in order keeps it (the common case). */
-static int sort_nodes(struct rt_model *m, struct strata_error *err)
+/* Input j of node n counting its implicit inputs after the listed ones. */
+static int dep(const struct rt_node *n, int j)
 {
-	struct rt_graph *g = &m->g;
+	return j < n->nin ? n->in[j] : n->implicit[j - n->nin];
+}
+
+/* Reorder g->nodes so that every node comes after the producers of its
+ * inputs (implicit ones included).  A graph already in order keeps it (the
+ * common case). */
+static int sort_nodes(struct rt_graph *g, struct strata_error *err)
+{
 	int n = g->nnodes;
 	int sorted = 1;
 	for (int i = 0; i < n && sorted; i++)
-		for (int j = 0; j < g->nodes[i].nin; j++) {
-			int v = g->nodes[i].in[j];
+		for (int j = 0; j < g->nodes[i].nin + g->nodes[i].nimplicit; j++) {
+			int v = dep(&g->nodes[i], j);
 			if (v >= 0 && g->values[v].producer >= i) {
 				sorted = 0;
 				break;
@@ -45,7 +51,7 @@ static int sort_nodes(struct rt_model *m, struct strata_error *err)
 	/* Kahn's algorithm over node -> consumer edges kept in CSR form. */
 	size_t nedges = 0;
 	for (int i = 0; i < n; i++)
-		nedges += (size_t)g->nodes[i].nin;
+		nedges += (size_t)g->nodes[i].nin + (size_t)g->nodes[i].nimplicit;
 	size_t sz_i = (size_t)(n + 1) * sizeof(int);
 	int *indeg = base_calloc((size_t)n + 1, sizeof(int));
 	int *start = base_calloc((size_t)n + 2, sizeof(int));
@@ -58,8 +64,8 @@ static int sort_nodes(struct rt_model *m, struct strata_error *err)
 		goto out;
 	}
 	for (int i = 0; i < n; i++)
-		for (int j = 0; j < g->nodes[i].nin; j++) {
-			int v = g->nodes[i].in[j];
+		for (int j = 0; j < g->nodes[i].nin + g->nodes[i].nimplicit; j++) {
+			int v = dep(&g->nodes[i], j);
 			if (v >= 0 && g->values[v].producer >= 0) {
 				start[g->values[v].producer + 1]++;
 				indeg[i]++;
@@ -72,8 +78,8 @@ static int sort_nodes(struct rt_model *m, struct strata_error *err)
 		for (int i = 0; i < n; i++)
 			fill[i] = start[i];
 		for (int i = 0; i < n; i++)
-			for (int j = 0; j < g->nodes[i].nin; j++) {
-				int v = g->nodes[i].in[j];
+			for (int j = 0; j < g->nodes[i].nin + g->nodes[i].nimplicit; j++) {
+				int v = dep(&g->nodes[i], j);
 				if (v >= 0 && g->values[v].producer >= 0)
 					edge[fill[g->values[v].producer]++] = i;
 			}
@@ -122,10 +128,36 @@ static const char *domain_name(const char *d)
 	return *d ? d : "ai.onnx";
 }
 
-int rt_graph_resolve(struct rt_model *m, struct strata_error *err)
+/* Definitions whose kernels read and write sequences and optionals. */
+static int in_table(const struct rt_opdef *t, const struct rt_opdef *d)
 {
-	struct rt_graph *g = &m->g;
-	int rc = sort_nodes(m, err);
+	for (; t->op; t++)
+		if (t == d)
+			return 1;
+	return 0;
+}
+
+static int takes_values(const struct rt_opdef *d)
+{
+	return d == &rt_op_identity_value || in_table(rt_ops_sequence, d) ||
+	       in_table(rt_ops_control, d);
+}
+
+static const char *kind_name(int k)
+{
+	switch (k) {
+	case RT_KIND_SEQUENCE: return "a sequence";
+	case RT_KIND_OPTIONAL_TENSOR: return "an optional tensor";
+	case RT_KIND_OPTIONAL_SEQUENCE: return "an optional sequence";
+	default: return "a tensor";
+	}
+}
+
+/* Sort g, resolve and init its nodes, compute last uses, fill the output
+ * infos.  Shared by the model's graph and subgraphs. */
+static int resolve_graph(struct rt_graph *g, struct strata_error *err)
+{
+	int rc = sort_nodes(g, err);
 	if (rc != 0)
 		return rc;
 
@@ -138,15 +170,30 @@ int rt_graph_resolve(struct rt_model *m, struct strata_error *err)
 			                "op \"%s\" (domain %s, opset %d) is not implemented%s", n->op,
 			                domain_name(n->domain), n->opset,
 			                found ? " (it exists at other opsets only)" : "");
-		for (int j = 0; j < n->nin; j++)
-			if (n->in[j] >= 0 && g->values[n->in[j]].dtype == BASE_DT_UNDEFINED)
+		int values_in = 0;
+		for (int j = 0; j < n->nin; j++) {
+			if (n->in[j] < 0)
+				continue;
+			if (g->values[n->in[j]].dtype == BASE_DT_UNDEFINED)
 				return rt_node_err(n, err, STRATA_INVALID_GRAPH,
 				                   "input \"%s\" has no known element type",
 				                   g->values[n->in[j]].name);
+			values_in |= g->values[n->in[j]].kind != RT_KIND_TENSOR;
+		}
+		/* Identity passes any value; the tensor kernel sees tensors only. */
+		if (values_in && !*n->domain && strcmp(n->op, "Identity") == 0)
+			def = &rt_op_identity_value;
+		if (values_in && !takes_values(def))
+			for (int j = 0; j < n->nin; j++)
+				if (n->in[j] >= 0 && g->values[n->in[j]].kind != RT_KIND_TENSOR)
+					return rt_node_err(n, err, STRATA_NOT_IMPLEMENTED,
+					                   "input \"%s\" is %s, not a tensor (opset %d)",
+					                   g->values[n->in[j]].name,
+					                   kind_name(g->values[n->in[j]].kind), n->opset);
 		n->def = def;
 		n->run = NULL;
 		rc = def->init(n, g, err);
-		m->ninited = i + 1;
+		g->ninited = i + 1;
 		if (rc != 0)
 			return rc;
 		if (!n->run)
@@ -160,31 +207,95 @@ int rt_graph_resolve(struct rt_model *m, struct strata_error *err)
 
 	for (int i = 0; i < g->nnodes; i++) {
 		const struct rt_node *n = &g->nodes[i];
-		for (int j = 0; j < n->nin; j++)
-			if (n->in[j] >= 0)
-				g->values[n->in[j]].last_use = i;
+		for (int j = 0; j < n->nin + n->nimplicit; j++)
+			if (dep(n, j) >= 0)
+				g->values[dep(n, j)].last_use = i;
 	}
 
 	for (int k = 0; k < g->noutputs; k++) {
 		struct rt_value_info *info = &g->output_info[k];
-		int dt = g->values[g->outputs[k]].dtype;
-		if (info->dtype == BASE_DT_UNDEFINED)
-			info->dtype = dt;
-		else if (info->dtype != dt)
+		const struct rt_value *val = &g->values[g->outputs[k]];
+		if (val->dtype == BASE_DT_UNDEFINED)
+			return base_err(err, STRATA_INVALID_GRAPH, "output \"%s\" has no known type",
+			                info->name);
+		if (info->dtype == BASE_DT_UNDEFINED) {
+			info->dtype = val->dtype;
+			info->kind = val->kind;
+		} else if (info->dtype != val->dtype)
 			return base_err(err, STRATA_INVALID_GRAPH,
 			                "output \"%s\" is declared %s but its producer makes %s", info->name,
-			                base_dtype_name(info->dtype), base_dtype_name(dt));
+			                base_dtype_name(info->dtype), base_dtype_name(val->dtype));
+		/* An optional may carry a plain value and the reverse: only
+		 * tensor against sequence is a mismatch.  The declared kind stays
+		 * (it says how the value is written down). */
+		if ((info->kind == RT_KIND_SEQUENCE || info->kind == RT_KIND_OPTIONAL_SEQUENCE) !=
+		    (val->kind == RT_KIND_SEQUENCE || val->kind == RT_KIND_OPTIONAL_SEQUENCE))
+			return base_err(err, STRATA_INVALID_GRAPH,
+			                "output \"%s\" is declared %s but its producer makes %s",
+			                info->name, kind_name(info->kind), kind_name(val->kind));
 	}
 	return 0;
 }
 
+int rt_graph_resolve(struct rt_model *m, struct strata_error *err)
+{
+	m->g.model = m;
+	int rc = resolve_graph(&m->g, err);
+	m->ninited = m->g.ninited;
+	return rc;
+}
+
+int rt_subgraph_resolve(struct rt_graph *g, struct rt_node *n, struct rt_graph *sg,
+                        struct strata_error *err)
+{
+	if (!sg || sg->parent != g)
+		return rt_node_err(n, err, STRATA_INVALID_GRAPH, "the subgraph does not belong to it");
+	if (sg->resolved || sg->ninited)
+		return rt_node_err(n, err, STRATA_INVALID_GRAPH, "the subgraph is resolved twice");
+	for (int k = 0; k < sg->ninputs; k++) {
+		const struct rt_value *v = &sg->values[sg->inputs[k]];
+		if (v->dtype == BASE_DT_UNDEFINED)
+			return rt_node_err(n, err, STRATA_INVALID_GRAPH,
+			                   "subgraph input \"%s\" has no known type", v->name);
+		sg->input_info[k].dtype = v->dtype;
+		sg->input_info[k].kind = v->kind;
+	}
+	/* Captured values take the type the enclosing graph gave them. */
+	for (int v = 0; v < sg->nvalues; v++) {
+		struct rt_value *val = &sg->values[v];
+		if (val->outer < 0)
+			continue;
+		if (val->outer >= g->nvalues)
+			return rt_node_err(n, err, STRATA_INVALID_GRAPH, "bad captured value");
+		val->dtype = g->values[val->outer].dtype;
+		val->kind = g->values[val->outer].kind;
+		val->konst = g->values[val->outer].konst;
+	}
+	int rc = resolve_graph(sg, err);
+	if (rc != 0)
+		return base_err_prefix(err, rc, "node %s%s%s(%s), subgraph", *n->name ? "\"" : "",
+		                       n->name, *n->name ? "\" " : "", n->op);
+	sg->resolved = 1;
+	return 0;
+}
+
+static void fini_graph(struct rt_graph *g)
+{
+	for (int i = 0; i < g->nnodes; i++) {
+		struct rt_node *n = &g->nodes[i];
+		if (i < g->ninited && n->def && n->def->fini)
+			n->def->fini(n);
+		for (int a = 0; a < n->nattr; a++)
+			if (n->attr[a].graph)
+				fini_graph(n->attr[a].graph);
+	}
+	g->ninited = 0;
+}
+
 void rt_graph_fini(struct rt_model *m)
 {
-	for (int i = 0; i < m->ninited && i < m->g.nnodes; i++) {
-		struct rt_node *n = &m->g.nodes[i];
-		if (n->def && n->def->fini)
-			n->def->fini(n);
-	}
+	m->g.ninited = m->ninited;
+	fini_graph(&m->g);
 	m->ninited = 0;
 }
 
@@ -201,6 +312,46 @@ void rt_graph_set_dtype(struct rt_graph *g, int v, int dtype)
 {
 	if (v >= 0 && v < g->nvalues)
 		g->values[v].dtype = dtype;
+}
+
+int rt_graph_kind(const struct rt_graph *g, int v)
+{
+	if (v < 0 || v >= g->nvalues)
+		return RT_KIND_TENSOR;
+	return g->values[v].kind;
+}
+
+void rt_graph_set_type(struct rt_graph *g, int v, int kind, int dtype)
+{
+	if (v >= 0 && v < g->nvalues) {
+		g->values[v].kind = kind;
+		g->values[v].dtype = dtype;
+	}
+}
+
+int rt_graph_find(const struct rt_graph *g, const char *name)
+{
+	for (int v = 0; v < g->nvalues; v++)
+		if (strcmp(g->values[v].name, name) == 0)
+			return v;
+	return -1;
+}
+
+int rt_graph_keep(struct rt_graph *g, struct rt_node *n, int v)
+{
+	if (v < 0 || v >= g->nvalues)
+		return 0;
+	for (int i = 0; i < n->nimplicit; i++)
+		if (n->implicit[i] == v)
+			return 0;
+	int *p = rt_blocks_alloc(&g->model->mem, (size_t)(n->nimplicit + 1) * sizeof *p);
+	if (!p)
+		return STRATA_NOMEM;
+	if (n->nimplicit)
+		memcpy(p, n->implicit, (size_t)n->nimplicit * sizeof *p);
+	p[n->nimplicit++] = v;
+	n->implicit = p;
+	return 0;
 }
 
 const struct rt_tensor *rt_graph_const(const struct rt_graph *g, int v)

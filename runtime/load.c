@@ -427,7 +427,23 @@ int rt_tensor_from_pb_file(const char *path, struct rt_tensor *t, const char **n
 struct names {
 	int *slot;               /* value index + 1, 0 = empty */
 	size_t cap;              /* power of two */
+	size_t n;
 };
+
+/* The graph being built and its name table.  A subgraph's scope points at
+ * its enclosing one: names it does not define are captured from there. */
+struct scope {
+	struct names nt;
+	struct rt_graph *g;
+	size_t capv;             /* capacity of g->values, a heap array while building */
+	struct scope *parent;
+	struct rt_node *owner;   /* the node of parent->g holding this subgraph */
+	int depth;
+};
+
+/* Subgraphs nest at most this deep (each level costs C stack while loading
+ * and running). */
+#define MAX_DEPTH 32
 
 static uint64_t hash_str(const char *s)
 {
@@ -454,26 +470,93 @@ static void names_put(struct names *nt, const char *s, int v)
 	while (nt->slot[i])
 		i = (i + 1) & (nt->cap - 1);
 	nt->slot[i] = v + 1;
+	nt->n++;
+}
+
+/* Keep the table at most half full (captures add names after sizing). */
+static int names_reserve(struct names *nt, const struct rt_graph *g)
+{
+	if (2 * (nt->n + 1) <= nt->cap)
+		return 0;
+	struct names bigger = { base_calloc(nt->cap * 2, sizeof(int)), nt->cap * 2, 0 };
+	if (!bigger.slot)
+		return -1;
+	for (size_t i = 0; i < nt->cap; i++)
+		if (nt->slot[i])
+			names_put(&bigger, g->values[nt->slot[i] - 1].name, nt->slot[i] - 1);
+	base_free(nt->slot, nt->cap * sizeof(int));
+	*nt = bigger;
+	return 0;
 }
 
 /* Add a value called name; STRATA_INVALID_GRAPH if it exists already. */
-static int add_value(struct loader *L, struct names *nt, const char *name, const char *role,
+static int add_value(struct loader *L, struct scope *S, const char *name, const char *role,
                      int *out, struct strata_error *err)
 {
-	struct rt_graph *g = &L->m->g;
-	if (names_find(nt, g, name) >= 0)
+	struct rt_graph *g = S->g;
+	if (names_find(&S->nt, g, name) >= 0)
 		return base_err(err, STRATA_INVALID_GRAPH, "value \"%s\" (%s) is defined twice", name,
 		                role);
+	if (g->nvalues >= INT_MAX / 4)
+		return base_err(err, STRATA_LIMIT, "the graph has too many values");
+	if ((size_t)g->nvalues == S->capv &&
+	    base_grow((void **)&g->values, &S->capv, (size_t)g->nvalues + 1, sizeof *g->values,
+	              INT_MAX / 4) != 0)
+		return NOMEM(err);
+	if (names_reserve(&S->nt, g) != 0)
+		return NOMEM(err);
 	int v = g->nvalues++;
 	struct rt_value *val = &g->values[v];
+	memset(val, 0, sizeof *val);
 	val->name = bstrdup(L->mem, name);
 	if (!val->name)
 		return NOMEM(err);
 	val->producer = -1;
 	val->last_use = -1;
-	names_put(nt, val->name, v);
+	val->outer = -1;
+	names_put(&S->nt, val->name, v);
 	*out = v;
 	return 0;
+}
+
+/* Append v to the implicit inputs of n (once). */
+static int add_implicit(struct loader *L, struct rt_node *n, int v)
+{
+	for (int i = 0; i < n->nimplicit; i++)
+		if (n->implicit[i] == v)
+			return 0;
+	/* Blocks cannot grow: a full list moves to a block twice its size (the
+	 * old one stays with the model until it is freed). */
+	if (n->nimplicit == 0 || (n->nimplicit >= 4 && (n->nimplicit & (n->nimplicit - 1)) == 0)) {
+		int *p = rt_blocks_alloc(L->mem, (size_t)(n->nimplicit ? 2 * n->nimplicit : 4) * sizeof *p);
+		if (!p)
+			return -1;
+		if (n->nimplicit)
+			memcpy(p, n->implicit, (size_t)n->nimplicit * sizeof *p);
+		n->implicit = p;
+	}
+	n->implicit[n->nimplicit++] = v;
+	return 0;
+}
+
+/* The value called name as seen from scope S: its own, or one captured from
+ * an enclosing scope (added to S as a value whose outer names it).  -1 when
+ * no scope defines it; a negative STRATA code on failure. */
+static int lookup(struct loader *L, struct scope *S, const char *name, struct strata_error *err)
+{
+	int v = names_find(&S->nt, S->g, name);
+	if (v >= 0 || !S->parent)
+		return v;
+	int pv = lookup(L, S->parent, name, err);
+	if (pv < 0)
+		return pv;
+	int rc = add_value(L, S, name, "captured value", &v, err);
+	if (rc != 0)
+		return rc;
+	S->g->values[v].outer = pv;
+	if (add_implicit(L, S->owner, pv) != 0)
+		return NOMEM(err);
+	return v;
 }
 
 /* ---- value infos, attributes, opsets ------------------------------------------------ */
@@ -483,13 +566,29 @@ static int value_info(struct loader *L, const Onnx__ValueInfoProto *vi, struct r
 {
 	info->rank = -1;
 	info->dtype = BASE_DT_UNDEFINED;
+	info->kind = RT_KIND_TENSOR;
 	const Onnx__TypeProto *tp = vi->type;
+	if (!tp || tp->value_case == ONNX__TYPE_PROTO__VALUE__NOT_SET)
+		return 0;
+	/* Optional(Sequence(Tensor)), Optional(Tensor), Sequence(Tensor), Tensor:
+	 * peel the wrappers, then read the element tensor type. */
+	int opt = 0, seq = 0;
+	if (tp->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE) {
+		opt = 1;
+		tp = tp->optional_type ? tp->optional_type->elem_type : NULL;
+	}
+	if (tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE) {
+		seq = 1;
+		tp = tp->sequence_type ? tp->sequence_type->elem_type : NULL;
+	}
+	info->kind = opt ? (seq ? RT_KIND_OPTIONAL_SEQUENCE : RT_KIND_OPTIONAL_TENSOR)
+	                 : (seq ? RT_KIND_SEQUENCE : RT_KIND_TENSOR);
 	if (!tp || tp->value_case == ONNX__TYPE_PROTO__VALUE__NOT_SET)
 		return 0;
 	if (tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type)
 		return base_err(err, STRATA_NOT_IMPLEMENTED,
-		                "%s \"%s\" is not a tensor (sequences, maps, optionals and sparse "
-		                "tensors are not supported)", role, info->name);
+		                "%s \"%s\" is of a type without support (maps, sparse tensors and "
+		                "nested sequences are not supported)", role, info->name);
 	const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
 	if (tt->has_elem_type && tt->elem_type != BASE_DT_UNDEFINED) {
 		if (!supported_dtype(tt->elem_type))
@@ -540,6 +639,7 @@ static int attr_type_of(const Onnx__AttributeProto *a)
 	if (a->n_strings) return RT_ATTR_STRINGS;
 	if (a->n_tensors) return RT_ATTR_TENSORS;
 	if (a->n_graphs) return RT_ATTR_GRAPHS;
+	if (a->tp) return RT_ATTR_TYPE_PROTO;
 	return RT_ATTR_UNDEFINED;
 }
 
@@ -605,9 +705,21 @@ static int convert_attr(struct loader *L, Onnx__AttributeProto *a, struct rt_att
 		r->t = t;
 		break;
 	}
+	case RT_ATTR_TYPE_PROTO: {
+		/* Read like a graph input's type (Optional's "type"). */
+		Onnx__ValueInfoProto vi = ONNX__VALUE_INFO_PROTO__INIT;
+		struct rt_value_info info = { .name = r->name };
+		vi.type = a->tp;
+		r->type_kind = -1;
+		if (a->tp && value_info(L, &vi, &info, "type attribute", err) == 0) {
+			r->type_kind = info.kind;
+			r->type_dtype = info.dtype;
+		}
+		break;
+	}
 	default:
-		/* Subgraphs, tensor lists and type protos have no kernel that reads
-		 * them; the type is kept so an op's init can refuse them. */
+		/* Subgraphs are built once the node's graph is complete
+		 * (build_subgraphs); tensor lists have no kernel that reads them. */
 		break;
 	}
 	return 0;
@@ -733,14 +845,62 @@ static int constant_value(struct loader *L, Onnx__NodeProto *np, struct rt_tenso
 	return 0;
 }
 
-static int build_graph(struct loader *L, Onnx__ModelProto *mp, struct strata_error *err)
+static int build_graph(struct loader *L, struct scope *S, Onnx__GraphProto *gp,
+                       struct strata_error *err);
+
+/* Build the subgraph of every GRAPH attribute of g's nodes (after all of g's
+ * values exist, so that subgraphs can capture any of them). */
+static int build_subgraphs(struct loader *L, struct scope *S, Onnx__GraphProto *gp,
+                           struct strata_error *err)
+{
+	struct rt_graph *g = S->g;
+	int k = 0;
+	for (size_t i = 0; i < gp->n_node; i++) {
+		Onnx__NodeProto *np = gp->node[i];
+		if (is_constant_node(np))
+			continue;
+		struct rt_node *n = &g->nodes[k++];
+		for (size_t j = 0; j < np->n_attribute; j++) {
+			Onnx__AttributeProto *a = np->attribute[j];
+			if (n->attr[j].type == RT_ATTR_GRAPHS)
+				return base_err(err, STRATA_NOT_IMPLEMENTED,
+				                "node \"%s\" (%s): GRAPHS attributes are not supported",
+				                n->name, n->op);
+			if (n->attr[j].type != RT_ATTR_GRAPH)
+				continue;
+			if (!a->g)
+				return base_err(err, STRATA_INVALID_GRAPH,
+				                "node \"%s\" (%s): graph attribute \"%s\" has no graph",
+				                n->name, n->op, n->attr[j].name);
+			if (S->depth + 1 >= MAX_DEPTH)
+				return base_err(err, STRATA_LIMIT,
+				                "node \"%s\" (%s): subgraphs nest deeper than %d", n->name,
+				                n->op, MAX_DEPTH);
+			struct rt_graph *sg = rt_blocks_alloc(L->mem, sizeof *sg);
+			if (!sg)
+				return NOMEM(err);
+			sg->parent = g;
+			sg->model = L->m;
+			struct scope sub = { { NULL, 16, 0 }, sg, 0, S, n, S->depth + 1 };
+			int rc = build_graph(L, &sub, a->g, err);
+			if (rc != 0)
+				return base_err_prefix(err, rc, "node \"%s\" (%s), graph \"%s\"", n->name,
+				                       n->op, n->attr[j].name);
+			n->attr[j].graph = sg;
+		}
+	}
+	return 0;
+}
+
+/* Fill S->g from gp.  The values array is a heap array while the graph and
+ * its subgraphs are built (captures may add values to it), then moves into
+ * the model's blocks. */
+static int build_graph(struct loader *L, struct scope *S, Onnx__GraphProto *gp,
+                       struct strata_error *err)
 {
 	struct rt_model *m = L->m;
-	struct rt_graph *g = &m->g;
-	Onnx__GraphProto *gp = mp->graph;
-	int rc = read_opsets(L, mp, err);
-	if (rc != 0)
-		return rc;
+	struct rt_graph *g = S->g;
+	int rc = 0;
 	if (gp->n_sparse_initializer)
 		return base_err(err, STRATA_NOT_IMPLEMENTED, "sparse initializers are not supported");
 
@@ -754,17 +914,16 @@ static int build_graph(struct loader *L, Onnx__ModelProto *mp, struct strata_err
 	}
 	if (maxv > INT_MAX / 4 || gp->n_node > INT_MAX / 4)
 		return base_err(err, STRATA_LIMIT, "the graph is too large");
-	g->values = rt_blocks_alloc(L->mem, (maxv ? maxv : 1) * sizeof *g->values);
+	S->capv = maxv ? maxv : 1;
+	g->values = base_calloc(S->capv, sizeof *g->values);
 	g->nodes = rt_blocks_alloc(L->mem, (nnodes ? nnodes : 1) * sizeof *g->nodes);
-	if (!g->values || !g->nodes)
-		return NOMEM(err);
-
-	struct names nt = { NULL, 16 };
-	while (nt.cap < 2 * maxv + 2)
-		nt.cap *= 2;
-	nt.slot = base_calloc(nt.cap, sizeof *nt.slot);
-	if (!nt.slot)
-		return NOMEM(err);
+	while (S->nt.cap < 2 * maxv + 2)
+		S->nt.cap *= 2;
+	S->nt.slot = base_calloc(S->nt.cap, sizeof *S->nt.slot);
+	if (!g->values || !g->nodes || !S->nt.slot) {
+		rc = NOMEM(err);
+		goto out;
+	}
 
 	/* Initializers first: an input that is also an initializer is a constant
 	 * with a default value (old models list every initializer as an input). */
@@ -776,7 +935,7 @@ static int build_graph(struct loader *L, Onnx__ModelProto *mp, struct strata_err
 			rc = base_err(err, STRATA_INVALID_GRAPH, "initializer %zu has no name", i);
 			break;
 		}
-		if ((rc = add_value(L, &nt, nm, "initializer", &v, err)) != 0)
+		if ((rc = add_value(L, S, nm, "initializer", &v, err)) != 0)
 			break;
 		struct rt_tensor *t = rt_blocks_alloc(L->mem, sizeof *t);
 		if (!t) {
@@ -789,7 +948,8 @@ static int build_graph(struct loader *L, Onnx__ModelProto *mp, struct strata_err
 		g->values[v].dtype = t->dtype;
 	}
 
-	/* Graph inputs. */
+	/* Graph inputs.  A subgraph's inputs may leave their type out (the
+	 * enclosing op's init then sets it). */
 	if (rc == 0) {
 		g->inputs = rt_blocks_alloc(L->mem, (gp->n_input + 1) * sizeof *g->inputs);
 		g->input_info = rt_blocks_alloc(L->mem, (gp->n_input + 1) * sizeof *g->input_info);
@@ -799,24 +959,25 @@ static int build_graph(struct loader *L, Onnx__ModelProto *mp, struct strata_err
 	for (size_t i = 0; i < gp->n_input && rc == 0; i++) {
 		const Onnx__ValueInfoProto *vi = gp->input[i];
 		const char *nm = vi->name ? vi->name : "";
-		int v = names_find(&nt, g, nm);
-		if (v >= 0 && g->values[v].konst)
+		int v = names_find(&S->nt, g, nm);
+		if (v >= 0 && g->values[v].konst && !S->parent)
 			continue;
 		if (!*nm) {
 			rc = base_err(err, STRATA_INVALID_GRAPH, "graph input %zu has no name", i);
 			break;
 		}
-		if ((rc = add_value(L, &nt, nm, "graph input", &v, err)) != 0)
+		if ((rc = add_value(L, S, nm, "graph input", &v, err)) != 0)
 			break;
 		struct rt_value_info *info = &g->input_info[g->ninputs];
 		info->name = g->values[v].name;
 		if ((rc = value_info(L, vi, info, "input", err)) != 0)
 			break;
-		if (info->dtype == BASE_DT_UNDEFINED) {
+		if (info->dtype == BASE_DT_UNDEFINED && !S->parent) {
 			rc = base_err(err, STRATA_INVALID_GRAPH, "input \"%s\" has no element type", nm);
 			break;
 		}
 		g->values[v].dtype = info->dtype;
+		g->values[v].kind = info->kind;
 		g->values[v].is_input = g->ninputs + 1;
 		g->inputs[g->ninputs++] = v;
 	}
@@ -839,7 +1000,7 @@ static int build_graph(struct loader *L, Onnx__ModelProto *mp, struct strata_err
 				              "Constant node %zu (\"%s\") must have one named output", i, nm);
 				break;
 			}
-			if ((rc = add_value(L, &nt, np->output[0], "Constant output", &v, err)) != 0)
+			if ((rc = add_value(L, S, np->output[0], "Constant output", &v, err)) != 0)
 				break;
 			struct rt_tensor *t = rt_blocks_alloc(L->mem, sizeof *t);
 			if (!t) {
@@ -881,7 +1042,7 @@ static int build_graph(struct loader *L, Onnx__ModelProto *mp, struct strata_err
 			n->out[j] = -1;
 			if (!*o)
 				continue;
-			rc = add_value(L, &nt, o, "node output", &n->out[j], err);
+			rc = add_value(L, S, o, "node output", &n->out[j], err);
 			if (rc == 0)
 				g->values[n->out[j]].producer = k;
 		}
@@ -893,7 +1054,8 @@ static int build_graph(struct loader *L, Onnx__ModelProto *mp, struct strata_err
 	}
 	g->nnodes = k;
 
-	/* Node inputs, now that every value exists. */
+	/* Node inputs, now that every value of this graph exists; a name this
+	 * graph does not define may come from an enclosing one. */
 	k = 0;
 	for (size_t i = 0; i < gp->n_node && rc == 0; i++) {
 		const Onnx__NodeProto *np = gp->node[i];
@@ -905,7 +1067,11 @@ static int build_graph(struct loader *L, Onnx__ModelProto *mp, struct strata_err
 			n->in[j] = -1;
 			if (!*in)
 				continue;
-			n->in[j] = names_find(&nt, g, in);
+			n->in[j] = lookup(L, S, in, err);
+			if (n->in[j] < -1) {
+				rc = n->in[j];
+				break;
+			}
 			if (n->in[j] < 0) {
 				rc = base_err(err, STRATA_INVALID_GRAPH,
 				              "node \"%s\" (%s): input \"%s\" names no graph input, initializer "
@@ -914,6 +1080,8 @@ static int build_graph(struct loader *L, Onnx__ModelProto *mp, struct strata_err
 			}
 		}
 	}
+	if (rc == 0)
+		rc = build_subgraphs(L, S, gp, err);
 
 	/* Graph outputs. */
 	if (rc == 0) {
@@ -927,7 +1095,11 @@ static int build_graph(struct loader *L, Onnx__ModelProto *mp, struct strata_err
 	for (size_t i = 0; i < gp->n_output && rc == 0; i++) {
 		const Onnx__ValueInfoProto *vi = gp->output[i];
 		const char *nm = vi->name ? vi->name : "";
-		int v = names_find(&nt, g, nm);
+		int v = lookup(L, S, nm, err);
+		if (v < -1) {
+			rc = v;
+			break;
+		}
 		if (v < 0) {
 			rc = base_err(err, STRATA_INVALID_GRAPH,
 			              "graph output \"%s\" names no input, initializer or node output", nm);
@@ -944,8 +1116,35 @@ static int build_graph(struct loader *L, Onnx__ModelProto *mp, struct strata_err
 		g->values[v].is_output = g->noutputs + 1;
 		g->outputs[g->noutputs++] = v;
 	}
-	base_free(nt.slot, nt.cap * sizeof *nt.slot);
+
+out:
+	/* The values move into the model's blocks, where nothing grows. */
+	if (g->values) {
+		struct rt_value *vals = rc == 0 ? rt_blocks_alloc(L->mem, S->capv * sizeof *vals) : NULL;
+		if (vals)
+			memcpy(vals, g->values, (size_t)g->nvalues * sizeof *vals);
+		else if (rc == 0)
+			rc = NOMEM(err);
+		base_free(g->values, S->capv * sizeof *g->values);
+		g->values = vals;
+		if (!vals)
+			g->nvalues = 0;
+	}
+	if (S->nt.slot)
+		base_free(S->nt.slot, S->nt.cap * sizeof *S->nt.slot);
+	S->nt.slot = NULL;
 	return rc;
+}
+
+static int build_model(struct loader *L, Onnx__ModelProto *mp, struct strata_error *err)
+{
+	struct rt_model *m = L->m;
+	int rc = read_opsets(L, mp, err);
+	if (rc != 0)
+		return rc;
+	m->g.model = m;
+	struct scope top = { { NULL, 16, 0 }, &m->g, 0, NULL, NULL, 0 };
+	return build_graph(L, &top, mp->graph, err);
 }
 
 /* ---- entry points ----------------------------------------------------------------------- */
@@ -977,7 +1176,7 @@ static int load(const void *buf, size_t n, const char *dir, struct rt_model **ou
 	if (rc == 0) {
 		struct loader L = { &m->mem, m, m->dir };
 		m->ir_version = mp->has_ir_version ? mp->ir_version : 0;
-		rc = build_graph(&L, mp, err);
+		rc = build_model(&L, mp, err);
 	}
 	if (mp)
 		onnx__model_proto__free_unpacked(mp, &pb_allocator);

@@ -56,6 +56,7 @@ struct rt_value_info {
 	int rank;
 	int64_t dims[RT_MAX_RANK];
 	const char *dim_names[RT_MAX_RANK];
+	int kind;                /* enum rt_kind; dtype and shape are the element's */
 };
 
 struct rt_model; /* a loaded, compiled model (immutable, shareable) */
@@ -99,8 +100,44 @@ void runtime_ctx_free(struct rt_ctx *cx);
  * cx is freed.  Returns 0, STRATA_INVALID_ARGUMENT (an input does not fit:
  * the message names it, the expected and the given shape), STRATA_RUNTIME
  * (a kernel failed: index out of range, incompatible shapes; the message
- * names the node), STRATA_NOMEM. */
+ * names the node), STRATA_NOMEM.  A model with an input or output that is
+ * not a tensor needs runtime_run_args() (STRATA_INVALID_ARGUMENT here). */
 int runtime_run(struct rt_ctx *cx, const struct rt_tensor *in, struct rt_tensor *out,
                 struct strata_error *err);
+
+/* ---- values that are not tensors ----------------------------------------------
+ * A graph input or output may be a sequence of tensors or an optional (a
+ * tensor, a sequence, or nothing): rt_value_info.kind says which, and
+ * runtime_run_args() passes them.  runtime_run() serves models whose inputs
+ * and outputs are all tensors. */
+enum rt_kind {
+	RT_KIND_TENSOR = 0,
+	RT_KIND_SEQUENCE = 1,          /* sequence of tensors of one element type */
+	RT_KIND_OPTIONAL_TENSOR = 2,
+	RT_KIND_OPTIONAL_SEQUENCE = 3,
+};
+
+/* A sequence of tensors: a value carrier, no ownership.  Every item has
+ * element type dtype; shapes may differ. */
+struct rt_sequence {
+	int dtype;
+	int count;
+	const struct rt_tensor *items;
+};
+
+/* One input or output of any kind. */
+enum rt_arg_kind { RT_ARG_TENSOR = 0, RT_ARG_SEQUENCE = 1, RT_ARG_NONE = 2 };
+struct rt_arg {
+	int kind;                /* enum rt_arg_kind; RT_ARG_NONE is an empty optional */
+	struct rt_tensor tensor; /* RT_ARG_TENSOR */
+	struct rt_sequence seq;  /* RT_ARG_SEQUENCE */
+};
+
+/* Run the model with inputs and outputs of any kind.  in[k] must match the
+ * kind of input k (RT_ARG_NONE only for an optional); a sequence's items
+ * follow the input's element type.  out[] views (tensors and sequence items)
+ * live until the next run on cx.  Errors as runtime_run(). */
+int runtime_run_args(struct rt_ctx *cx, const struct rt_arg *in, struct rt_arg *out,
+                     struct strata_error *err);
 
 #endif

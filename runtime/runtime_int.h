@@ -33,6 +33,7 @@ enum rt_attr_type {
 	RT_ATTR_STRINGS = 8,
 	RT_ATTR_TENSORS = 9,
 	RT_ATTR_GRAPHS = 10,
+	RT_ATTR_TYPE_PROTO = 13,
 }; /* AttributeProto.AttributeType numbering */
 
 struct rt_attr {
@@ -47,6 +48,9 @@ struct rt_attr {
 	const int64_t *ints;
 	const char *const *strings;
 	const struct rt_tensor *t; /* TENSOR, owned by the graph */
+	struct rt_graph *graph;  /* GRAPH: the subgraph, owned by the model */
+	int type_kind;           /* TYPE_PROTO: enum rt_kind, -1 when not supported */
+	int type_dtype;          /* TYPE_PROTO: element type */
 };
 
 /* ---- values and nodes ----------------------------------------------------- */
@@ -58,6 +62,8 @@ struct rt_value {
 	struct rt_tensor *konst; /* initializer or Constant value, else NULL */
 	int producer;            /* index of the node writing it, -1 for inputs/constants */
 	int last_use;            /* index (in run order) of the last node reading it, -1 if none */
+	int kind;                /* enum rt_kind (runtime.h) */
+	int outer;               /* in a subgraph: the enclosing graph's value it reads, else -1 */
 };
 
 struct rt_graph;
@@ -79,6 +85,8 @@ struct rt_node {
 	const struct rt_opdef *def;
 	rt_kernel_fn *run;       /* set by def->init */
 	void *state;             /* kernel-private, set by init, freed by def->fini */
+	int nimplicit;           /* values of this graph read by the node's subgraphs */
+	int *implicit;           /* (or kept alive with rt_graph_keep) */
 };
 
 struct rt_opdef {
@@ -103,6 +111,10 @@ struct rt_graph {
 	int *outputs;
 	struct rt_value_info *input_info;
 	struct rt_value_info *output_info;
+	struct rt_graph *parent; /* the enclosing graph of a subgraph, else NULL */
+	struct rt_model *model;  /* the model the graph belongs to */
+	int ninited;             /* nodes whose init ran (their fini runs at free) */
+	int resolved;            /* rt_subgraph_resolve ran successfully */
 };
 
 /* Element type of value v, BASE_DT_UNDEFINED when v < 0. */
@@ -146,6 +158,84 @@ void *rt_scratch(struct rt_exec *x, size_t bytes);
 /* Report a run-time failure of n ("node NAME (OP): ..."), return code. */
 int rt_fail(struct rt_exec *x, const struct rt_node *n, int code, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
+
+
+/* ---- values that are not tensors, subgraphs, graph access ---------------------
+ *
+ * A value's static kind (struct rt_value.kind) is one of enum rt_kind
+ * (runtime.h): a tensor, a sequence of tensors, or an optional of either.
+ * Tensor kernels never see the others: graph.c refuses a node whose input is
+ * not a tensor unless its definition comes from ops/sequence.c or
+ * ops/control.c (Identity on such values resolves to rt_op_identity_value).
+ * For a sequence or optional value, rt_value.dtype is the element type.
+ *
+ * At run time a sequence is a struct rt_sequence (runtime.h) whose items and
+ * their buffers belong to the run context and are recycled across runs.  An
+ * optional holds a tensor, a sequence or nothing. */
+
+/* Static kind of value v (RT_KIND_TENSOR when v < 0). */
+int rt_graph_kind(const struct rt_graph *g, int v);
+/* Set the kind and element type of v (init of sequence/optional kernels). */
+void rt_graph_set_type(struct rt_graph *g, int v, int kind, int dtype);
+/* Index of the value called name in g (not its parents), or -1. */
+int rt_graph_find(const struct rt_graph *g, const char *name);
+
+/* What input i of n holds in this run: RT_ARG_TENSOR, RT_ARG_SEQUENCE or
+ * RT_ARG_NONE (omitted, or an empty optional). */
+int rt_input_kind(struct rt_exec *x, const struct rt_node *n, int i);
+/* Sequence input i of n, or NULL (omitted, empty optional, not a sequence).
+ * Valid until the node returns; kernels must not modify it. */
+const struct rt_sequence *rt_input_seq(struct rt_exec *x, const struct rt_node *n, int i);
+/* Make output i of n an empty sequence of element type dtype (it must be a
+ * sequence or optional-sequence value).  Returns 0 or an rt_fail code. */
+int rt_output_seq(struct rt_exec *x, const struct rt_node *n, int i, int dtype);
+/* Append a new, uninitialized tensor to sequence output i (after
+ * rt_output_seq); *out receives its view.  Returns 0, STRATA_NOMEM,
+ * STRATA_LIMIT (shape too large, more than RT_SEQ_MAX items). */
+int rt_seq_append(struct rt_exec *x, const struct rt_node *n, int i, int rank,
+                  const int64_t *dims, struct rt_tensor **out);
+/* The same with a copy of t's cells (strings are shared, they live until the
+ * next run). */
+int rt_seq_append_copy(struct rt_exec *x, const struct rt_node *n, int i,
+                       const struct rt_tensor *t);
+/* Set output i of n to a copy of a (a tensor, a sequence or nothing). */
+int rt_output_arg(struct rt_exec *x, const struct rt_node *n, int i, const struct rt_arg *a);
+/* Make output i of n an empty optional. */
+int rt_output_none(struct rt_exec *x, const struct rt_node *n, int i);
+#define RT_SEQ_MAX (1 << 20)
+
+/* The current tensor of value v of the running graph, or NULL when v holds
+ * no tensor now.  Graph inputs, constants, graph outputs and the inputs of
+ * the running node are always alive; other values may have been recycled
+ * once their last reader ran (a kernel that needs them lists them as node
+ * inputs or asks for them with rt_graph_keep at init). */
+const struct rt_tensor *rt_value_tensor(struct rt_exec *x, int v);
+/* Keep value v alive until node n has run (init time; for kernels that read
+ * values other than their inputs, such as Gradient). 0 or STRATA_NOMEM. */
+int rt_graph_keep(struct rt_graph *g, struct rt_node *n, int v);
+
+/* A subgraph: the body of If/Loop/Scan/SequenceMap, from a GRAPH attribute
+ * (struct rt_attr.graph).  Its values that name outer-scope values have
+ * rt_value.outer >= 0: they read the enclosing graph's value of that index
+ * when the subgraph runs.  The enclosing node lists such outer values as
+ * implicit inputs (rt_node.implicit), so they live until it has run. */
+
+/* Resolve subgraph sg of node n at init time: its inputs' kinds and types
+ * must be known (declared in the model, or set with rt_graph_set_type on
+ * sg->inputs[k] before the call); runs the inits of its nodes.  Returns 0 or
+ * the error of the failing node. */
+int rt_subgraph_resolve(struct rt_graph *g, struct rt_node *n, struct rt_graph *sg,
+                        struct strata_error *err);
+/* Run subgraph sg of the running node n with in[0..sg->ninputs-1].  out[]
+ * receives sg->noutputs views, valid until the next run of sg from the same
+ * node or until n returns.  in[] may point at the outputs of the previous run
+ * of sg (loop-carried values): they stay valid during the run.  Returns 0 or
+ * an rt_fail code naming n. */
+int rt_subgraph_run(struct rt_exec *x, const struct rt_node *n, const struct rt_graph *sg,
+                    const struct rt_arg *in, struct rt_arg *out);
+
+/* Identity for sequences and optionals (ops/sequence.c). */
+extern const struct rt_opdef rt_op_identity_value;
 
 /* ---- shapes and broadcasting helpers (shape.c) ------------------------------ */
 

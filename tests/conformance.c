@@ -11,9 +11,17 @@
  * |got - want| <= atol + rtol * |want| for floating types (NaN matches NaN),
  * exact equality for integers, booleans and strings.
  *
- * Output: one line per case (pass, fail, error or not_implemented, with the
- * reason), a table of counts per operator (the op of the model's first
- * non-Constant node), totals, then one JSON line per DIR argument.  The exit
+ * Inputs and outputs may be sequences or optionals: their data files are
+ * then SequenceProto / OptionalProto messages (onnx-data.proto), read here
+ * with a small wire-format reader since only a few fields matter.
+ *
+ * Output: one line per case (pass, fail, error, not_implemented or random,
+ * with the reason), a table of counts per operator (the op of the model's
+ * first non-Constant node), totals, then one JSON line per DIR argument.
+ * A case is "random" when its expected values come from a random number
+ * generator and cannot be matched: its model uses RandomUniform,
+ * RandomNormal, their Like forms, Bernoulli or Multinomial (never a pass),
+ * or it has a Dropout node in training mode and does not pass.  The exit
  * status is 0, 2 when an argument is unusable, 1 when --expect-pass is given
  * and fewer cases pass.
  *
@@ -34,8 +42,8 @@
 #include "onnx.pb-c.h"
 #include "../runtime/runtime_int.h"
 
-enum { PASS, FAIL, ERROR, NOTIMPL, NSTATUS };
-static const char *status_name[NSTATUS] = { "pass", "fail", "error", "not_implemented" };
+enum { PASS, FAIL, ERROR, NOTIMPL, RANDOM, NSTATUS };
+static const char *status_name[NSTATUS] = { "pass", "fail", "error", "not_implemented", "random" };
 
 static double rel_tol = 1e-3, abs_tol = 1e-7;
 static int verbose;
@@ -79,10 +87,43 @@ static int is_file(const char *p)
 	return stat(p, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-/* The op of the model's first node that is not a Constant. */
-static void model_op(const char *path, char *op, size_t cap)
+static int is_random_op(const char *t)
+{
+	static const char *const names[] = { "RandomUniform", "RandomNormal", "RandomUniformLike",
+	                                     "RandomNormalLike", "Bernoulli", "Multinomial" };
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+		if (strcmp(t, names[i]) == 0)
+			return 1;
+	return 0;
+}
+
+/* Randomness of a graph and its subgraphs: 2 = a random op, 1 = Dropout in
+ * training mode (its training_mode input is given), 0 = none. */
+static int graph_random(const Onnx__GraphProto *g, int depth)
+{
+	int r = 0;
+	for (size_t i = 0; g && depth < 16 && i < g->n_node; i++) {
+		const Onnx__NodeProto *np = g->node[i];
+		const char *t = np->op_type ? np->op_type : "";
+		if (is_random_op(t))
+			return 2;
+		if (strcmp(t, "Dropout") == 0 && np->n_input >= 3 && np->input[2] && *np->input[2])
+			r = 1;
+		for (size_t a = 0; a < np->n_attribute; a++) {
+			int s = graph_random(np->attribute[a]->g, depth + 1);
+			if (s > r)
+				r = s;
+		}
+	}
+	return r;
+}
+
+/* The op of the model's first node that is not a Constant; *random as
+ * graph_random(). */
+static void model_op(const char *path, char *op, size_t cap, int *random)
 {
 	snprintf(op, cap, "?");
+	*random = 0;
 	struct base_map map;
 	if (base_map_file(path, &map, NULL) != 0)
 		return;
@@ -91,6 +132,7 @@ static void model_op(const char *path, char *op, size_t cap)
 	if (!mp)
 		return;
 	if (mp->graph) {
+		*random = graph_random(mp->graph, 0);
 		for (size_t i = 0; i < mp->graph->n_node; i++) {
 			const char *t = mp->graph->node[i]->op_type;
 			if (t && strcmp(t, "Constant") != 0) {
@@ -229,9 +271,153 @@ static int dataset_filter(const struct dirent *d)
 	return strncmp(d->d_name, "test_data_set_", 14) == 0;
 }
 
-/* Load data set files prefix_K.pb for K = 0, 1, ...; returns the count or -1. */
-static int load_tensors(const char *dir, const char *prefix, struct rt_tensor *t, int max,
-                        struct rt_blocks *bl, char *why, size_t cap)
+/* ---- sequences and optionals in data files ------------------------------------------ */
+
+/* A field of a protobuf message: number, wire type, and for length-delimited
+ * fields the bytes; for varints the value. */
+struct field {
+	uint32_t num, wire;
+	const uint8_t *p;
+	size_t len;
+	uint64_t v;
+};
+
+static int get_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+	*v = 0;
+	for (int shift = 0; shift < 64; shift += 7) {
+		if (*p >= end)
+			return -1;
+		uint8_t b = *(*p)++;
+		*v |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80))
+			return 0;
+	}
+	return -1;
+}
+
+/* The next field of [*p, end); 1 when there is one, 0 at the end, -1 if malformed. */
+static int next_field(const uint8_t **p, const uint8_t *end, struct field *f)
+{
+	if (*p >= end)
+		return 0;
+	uint64_t key;
+	if (get_varint(p, end, &key) != 0)
+		return -1;
+	f->num = (uint32_t)(key >> 3);
+	f->wire = (uint32_t)(key & 7);
+	switch (f->wire) {
+	case 0:
+		return get_varint(p, end, &f->v) == 0 ? 1 : -1;
+	case 1:
+		if (end - *p < 8)
+			return -1;
+		*p += 8;
+		return 1;
+	case 5:
+		if (end - *p < 4)
+			return -1;
+		*p += 4;
+		return 1;
+	case 2:
+		if (get_varint(p, end, &f->v) != 0 || f->v > (uint64_t)(end - *p))
+			return -1;
+		f->p = *p;
+		f->len = (size_t)f->v;
+		*p += f->len;
+		return 1;
+	default:
+		return -1;
+	}
+}
+
+/* Decode a SequenceProto of tensors into a; dtype is the declared element
+ * type (an empty sequence names none). */
+static int seq_from_pb(const uint8_t *buf, size_t n, int dtype, struct rt_arg *a,
+                       struct rt_blocks *bl, char *why, size_t cap)
+{
+	const uint8_t *p = buf, *end = buf + n;
+	struct field f;
+	int count = 0, r;
+	while ((r = next_field(&p, end, &f)) == 1)
+		if (f.num == 3 && f.wire == 2)
+			count++;
+		else if (f.num >= 4 && f.num <= 7 && f.wire == 2) {
+			snprintf(why, cap, "sequences of non-tensors are not supported");
+			return -1;
+		}
+	if (r < 0) {
+		snprintf(why, cap, "not a readable SequenceProto");
+		return -1;
+	}
+	struct rt_tensor *items = rt_blocks_alloc(bl, (size_t)(count + 1) * sizeof *items);
+	if (!items) {
+		snprintf(why, cap, "out of memory");
+		return -1;
+	}
+	p = buf;
+	int k = 0;
+	while (next_field(&p, end, &f) == 1) {
+		if (f.num != 3 || f.wire != 2)
+			continue;
+		struct strata_error err = { 0 };
+		if (rt_tensor_from_pb(f.p, f.len, &items[k], NULL, bl, &err) != 0) {
+			snprintf(why, cap, "item %d: %.700s", k, err.msg);
+			return -1;
+		}
+		k++;
+	}
+	memset(a, 0, sizeof *a);
+	a->kind = RT_ARG_SEQUENCE;
+	a->seq.dtype = count ? items[0].dtype : dtype;
+	a->seq.count = count;
+	a->seq.items = items;
+	return 0;
+}
+
+/* Decode the data file of a value of the given kind (enum rt_kind). */
+static int arg_from_pb(const uint8_t *buf, size_t n, int kind, int dtype, struct rt_arg *a,
+                       struct rt_blocks *bl, char *why, size_t cap)
+{
+	memset(a, 0, sizeof *a);
+	if (kind == RT_KIND_TENSOR) {
+		struct strata_error err = { 0 };
+		if (rt_tensor_from_pb(buf, n, &a->tensor, NULL, bl, &err) != 0) {
+			snprintf(why, cap, "%.700s", err.msg);
+			return -1;
+		}
+		a->kind = RT_ARG_TENSOR;
+		return 0;
+	}
+	if (kind == RT_KIND_SEQUENCE)
+		return seq_from_pb(buf, n, dtype, a, bl, why, cap);
+	/* OptionalProto: tensor_value = 3, sequence_value = 5; neither = empty. */
+	const uint8_t *p = buf, *end = buf + n;
+	struct field f;
+	int r;
+	a->kind = RT_ARG_NONE;
+	while ((r = next_field(&p, end, &f)) == 1) {
+		if (f.num == 3 && f.wire == 2)
+			return arg_from_pb(f.p, f.len, RT_KIND_TENSOR, dtype, a, bl, why, cap);
+		if (f.num == 5 && f.wire == 2)
+			return seq_from_pb(f.p, f.len, dtype, a, bl, why, cap);
+		if (f.num >= 4 && f.num <= 7 && f.wire == 2) {
+			snprintf(why, cap, "optionals of this type are not supported");
+			return -1;
+		}
+	}
+	if (r < 0) {
+		snprintf(why, cap, "not a readable OptionalProto");
+		return -1;
+	}
+	return 0;
+}
+
+/* Load data set files prefix_K.pb for K = 0, 1, ...; returns the count or
+ * -1.  info(m, k) gives the kind and type of value K (none past the model's
+ * count: such files are read as tensors and the count check fails). */
+static int load_args(const char *dir, const char *prefix, const struct rt_model *m, int inputs,
+                     struct rt_arg *a, int max, struct rt_blocks *bl, char *why, size_t cap)
 {
 	int k;
 	for (k = 0; k < max; k++) {
@@ -239,9 +425,20 @@ static int load_tensors(const char *dir, const char *prefix, struct rt_tensor *t
 		snprintf(p, sizeof p, "%s/%s_%d.pb", dir, prefix, k);
 		if (!is_file(p))
 			break;
+		const struct rt_value_info *info = inputs ? runtime_model_input(m, k)
+		                                          : runtime_model_output(m, k);
+		struct base_map map;
 		struct strata_error err = { 0 };
-		if (rt_tensor_from_pb_file(p, &t[k], NULL, bl, &err) != 0) {
+		if (base_map_file(p, &map, &err) != 0) {
 			snprintf(why, cap, "%s", err.msg);
+			return -1;
+		}
+		char w[900] = "";
+		int rc = arg_from_pb(map.data, map.size, info ? info->kind : RT_KIND_TENSOR,
+		                     info ? info->dtype : 0, &a[k], bl, w, sizeof w);
+		base_unmap(&map);
+		if (rc != 0) {
+			snprintf(why, cap, "%.300s: %.700s", p, w);
 			return -1;
 		}
 	}
@@ -252,17 +449,47 @@ static int load_tensors(const char *dir, const char *prefix, struct rt_tensor *t
 
 /* numpy has no bfloat16, so the ONNX test data stores bfloat16 cells as
  * uint16 bits: read them as the model declares them. */
-static void bf16_fixup(const struct rt_model *m, struct rt_tensor *in, struct rt_tensor *want,
+static void bf16_fixup(const struct rt_model *m, struct rt_arg *in, struct rt_arg *want,
                        int nin, int nout)
 {
 	for (int k = 0; k < nin; k++)
-		if (in[k].dtype == BASE_DT_UINT16 &&
+		if (in[k].kind == RT_ARG_TENSOR && in[k].tensor.dtype == BASE_DT_UINT16 &&
 		    runtime_model_input(m, k)->dtype == BASE_DT_BFLOAT16)
-			in[k].dtype = BASE_DT_BFLOAT16;
+			in[k].tensor.dtype = BASE_DT_BFLOAT16;
 	for (int k = 0; k < nout; k++)
-		if (want[k].dtype == BASE_DT_UINT16 &&
+		if (want[k].kind == RT_ARG_TENSOR && want[k].tensor.dtype == BASE_DT_UINT16 &&
 		    runtime_model_output(m, k)->dtype == BASE_DT_BFLOAT16)
-			want[k].dtype = BASE_DT_BFLOAT16;
+			want[k].tensor.dtype = BASE_DT_BFLOAT16;
+}
+
+static const char *arg_kind_name(int k)
+{
+	return k == RT_ARG_TENSOR ? "a tensor" : k == RT_ARG_SEQUENCE ? "a sequence" : "nothing";
+}
+
+/* 0 when got matches want (tensors, sequences item by item, or nothing). */
+static int compare_arg(const struct rt_arg *got, const struct rt_arg *want, char *why, size_t cap)
+{
+	if (got->kind != want->kind) {
+		snprintf(why, cap, "got %s, want %s", arg_kind_name(got->kind), arg_kind_name(want->kind));
+		return 1;
+	}
+	if (want->kind == RT_ARG_TENSOR)
+		return compare(&got->tensor, &want->tensor, why, cap);
+	if (want->kind == RT_ARG_NONE)
+		return 0;
+	if (got->seq.count != want->seq.count) {
+		snprintf(why, cap, "got %d items, want %d", got->seq.count, want->seq.count);
+		return 1;
+	}
+	for (int i = 0; i < want->seq.count; i++) {
+		char w[700];
+		if (compare(&got->seq.items[i], &want->seq.items[i], w, sizeof w)) {
+			snprintf(why, cap, "item %d: %s", i, w);
+			return 1;
+		}
+	}
+	return 0;
 }
 
 struct counts {
@@ -273,8 +500,9 @@ struct counts {
 static int run_case(const char *dir, const char *name, struct counts *c)
 {
 	char path[4096], why[2048] = "", op[64];
+	int random;
 	snprintf(path, sizeof path, "%s/model.onnx", dir);
-	model_op(path, op, sizeof op);
+	model_op(path, op, sizeof op, &random);
 
 	struct rt_model *m = NULL;
 	struct rt_ctx *cx = NULL;
@@ -317,12 +545,13 @@ static int run_case(const char *dir, const char *name, struct counts *c)
 	for (int s = 0; s < nsets; s++) {
 		char sdir[4096];
 		snprintf(sdir, sizeof sdir, "%s/%s", dir, sets[s]->d_name);
-		struct rt_tensor in[MAXIO], want[MAXIO], got[MAXIO];
+		struct rt_arg in[MAXIO], want[MAXIO], got[MAXIO];
 		char swhy[1024] = "";
 		int sst = PASS;
 		c->datasets++;
-		int nin = load_tensors(sdir, "input", in, MAXIO, &bl, swhy, sizeof swhy);
-		int nout = nin < 0 ? -1 : load_tensors(sdir, "output", want, MAXIO, &bl, swhy, sizeof swhy);
+		int nin = load_args(sdir, "input", m, 1, in, MAXIO, &bl, swhy, sizeof swhy);
+		int nout = nin < 0 ? -1 : load_args(sdir, "output", m, 0, want, MAXIO, &bl, swhy,
+		                                    sizeof swhy);
 		if (nin < 0 || nout < 0) {
 			sst = ERROR;
 		} else if (nin != runtime_model_ninputs(m) || nout != runtime_model_noutputs(m)) {
@@ -330,13 +559,13 @@ static int run_case(const char *dir, const char *name, struct counts *c)
 			snprintf(swhy, sizeof swhy, "the data set has %d inputs and %d outputs, the model %d and %d",
 			         nin, nout, runtime_model_ninputs(m), runtime_model_noutputs(m));
 		} else if (bf16_fixup(m, in, want, nin, nout),
-		           (rc = runtime_run(cx, in, got, &err)) != 0) {
+		           (rc = runtime_run_args(cx, in, got, &err)) != 0) {
 			sst = rc == STRATA_NOT_IMPLEMENTED ? NOTIMPL : ERROR;
 			snprintf(swhy, sizeof swhy, "%s", err.msg);
 		} else {
 			for (int k = 0; k < nout; k++) {
 				char cwhy[900];
-				if (compare(&got[k], &want[k], cwhy, sizeof cwhy)) {
+				if (compare_arg(&got[k], &want[k], cwhy, sizeof cwhy)) {
 					sst = FAIL;
 					snprintf(swhy, sizeof swhy, "output %d (%s): %s", k,
 					         runtime_model_output(m, k)->name, cwhy);
@@ -366,6 +595,14 @@ done:
 	free(sets);
 	if (st == PASS && nsets > 0)
 		snprintf(why, sizeof why, "%d data set%s", npass, npass == 1 ? "" : "s");
+	/* Values drawn from a generator cannot be matched: never a pass, and a
+	 * training-mode Dropout that does not match is not a failure. */
+	if (random == 2 || (random == 1 && st != PASS)) {
+		char tmp[2048];
+		snprintf(tmp, sizeof tmp, "%s", why);
+		snprintf(why, sizeof why, "random values (%s: %.1900s)", status_name[st], tmp);
+		st = RANDOM;
+	}
 	printf("%s %s: %s\n", status_name[st], name, why);
 	fflush(stdout);
 	count_op(op, st);
@@ -467,18 +704,20 @@ int main(int argc, char **argv)
 
 	qsort(ops, nops, sizeof *ops, cmp_op);
 	int tot[NSTATUS] = { 0 };
-	printf("\n%-28s %6s %6s %6s %6s %6s\n", "op", "total", "pass", "fail", "error", "notimp");
+	printf("\n%-28s %6s %6s %6s %6s %6s %6s\n", "op", "total", "pass", "fail", "error", "notimp",
+	       "random");
 	for (size_t i = 0; i < nops; i++) {
 		int t = 0;
 		for (int s = 0; s < NSTATUS; s++) {
 			t += ops[i].n[s];
 			tot[s] += ops[i].n[s];
 		}
-		printf("%-28s %6d %6d %6d %6d %6d\n", ops[i].op, t, ops[i].n[PASS], ops[i].n[FAIL],
-		       ops[i].n[ERROR], ops[i].n[NOTIMPL]);
+		printf("%-28s %6d %6d %6d %6d %6d %6d\n", ops[i].op, t, ops[i].n[PASS], ops[i].n[FAIL],
+		       ops[i].n[ERROR], ops[i].n[NOTIMPL], ops[i].n[RANDOM]);
 	}
-	printf("%-28s %6d %6d %6d %6d %6d\n\n", "TOTAL", tot[0] + tot[1] + tot[2] + tot[3], tot[PASS],
-	       tot[FAIL], tot[ERROR], tot[NOTIMPL]);
+	printf("%-28s %6d %6d %6d %6d %6d %6d\n\n", "TOTAL",
+	       tot[0] + tot[1] + tot[2] + tot[3] + tot[4], tot[PASS], tot[FAIL], tot[ERROR],
+	       tot[NOTIMPL], tot[RANDOM]);
 	for (int d = 0; d < ndirs; d++) {
 		const char *dir = dirs[d];
 		size_t len = strlen(dir);
@@ -489,9 +728,11 @@ int main(int argc, char **argv)
 			b--;
 		const struct counts *c = &per[d];
 		printf("{\"suite\": \"%.*s\", \"total\": %d, \"pass\": %d, \"fail\": %d, \"error\": %d, "
-		       "\"not_implemented\": %d, \"datasets\": %d, \"datasets_pass\": %d}\n",
-		       (int)(len - b), dir + b, c->n[0] + c->n[1] + c->n[2] + c->n[3], c->n[PASS],
-		       c->n[FAIL], c->n[ERROR], c->n[NOTIMPL], c->datasets, c->datasets_pass);
+		       "\"not_implemented\": %d, \"random\": %d, \"datasets\": %d, "
+		       "\"datasets_pass\": %d}\n",
+		       (int)(len - b), dir + b, c->n[0] + c->n[1] + c->n[2] + c->n[3] + c->n[4],
+		       c->n[PASS], c->n[FAIL], c->n[ERROR], c->n[NOTIMPL], c->n[RANDOM], c->datasets,
+		       c->datasets_pass);
 	}
 	free(per);
 	free(dirs);

@@ -888,6 +888,186 @@ static void test_tensor_pb(void **state)
 	rmdir(dir);
 }
 
+/* ---- sequences, optionals and subgraphs ------------------------------------------- */
+
+/* x [6] -> SplitToSequence (chunks of 2) -> erase item 1 -> insert x[0:2]
+ * at the front -> ConcatFromSequence; length and SequenceAt alongside. */
+static struct mb_model *seq_model(void)
+{
+	static const int64_t two = 2, one = 1, zero = 0;
+	struct mb_model *mb = mb_new("seq", 17);
+	mb_input(mb, "x", BASE_DT_FLOAT, 1, (int64_t[]){ 6 }, NULL);
+	mb_init(mb, "two", BASE_DT_INT64, 0, NULL, &two);
+	mb_init(mb, "one", BASE_DT_INT64, 0, NULL, &one);
+	mb_init(mb, "zero", BASE_DT_INT64, 0, NULL, &zero);
+	struct mb_node *n = mb_node(mb, "SplitToSequence", "x,two", "s");
+	mb_attr_int(n, "axis", 0);
+	mb_node(mb, "SequenceErase", "s,one", "s2");
+	mb_node(mb, "SequenceAt", "s,zero", "first");
+	mb_node(mb, "SequenceInsert", "s2,first,zero", "s3");
+	mb_node(mb, "SequenceLength", "s3", "len");
+	n = mb_node(mb, "ConcatFromSequence", "s3", "y");
+	mb_attr_int(n, "axis", 0);
+	mb_output(mb, "y", BASE_DT_FLOAT, 1, (int64_t[]){ -1 }, NULL);
+	mb_output(mb, "len", BASE_DT_INT64, 0, NULL, NULL);
+	return mb;
+}
+
+static void test_sequences(void **state)
+{
+	(void)state;
+	struct rt_model *m;
+	struct strata_error err;
+	assert_int_equal(load_mb(seq_model(), NULL, &m, &err), 0);
+	struct rt_ctx *cx;
+	assert_int_equal(runtime_ctx_new(m, &cx, &err), 0);
+	float x[6] = { 1, 2, 3, 4, 5, 6 };
+	struct rt_tensor in = { BASE_DT_FLOAT, 1, { 6 }, x }, out[2];
+	assert_int_equal(runtime_run(cx, &in, out, &err), 0);
+	/* [1 2] [3 4] [5 6] -> erase 1 -> [1 2] [5 6] -> insert [1 2] at 0. */
+	const float want[6] = { 1, 2, 1, 2, 5, 6 };
+	assert_int_equal(out[0].dims[0], 6);
+	assert_memory_equal(out[0].data, want, sizeof want);
+	assert_int_equal(*(int64_t *)out[1].data, 3);
+	/* Warm runs take sequence items from the pool. */
+	uint64_t before = base_alloc_thread_count();
+	assert_int_equal(runtime_run(cx, &in, out, &err), 0);
+	assert_int_equal(runtime_run(cx, &in, out, &err), 0);
+	assert_int_equal(base_alloc_thread_count(), before);
+	assert_memory_equal(out[0].data, want, sizeof want);
+	runtime_ctx_free(cx);
+	runtime_model_free(m);
+}
+
+static void test_sequence_errors(void **state)
+{
+	(void)state;
+	struct rt_model *m;
+	struct strata_error err;
+	/* A position past the end fails the run, naming the node. */
+	static const int64_t far = 7;
+	struct mb_model *mb = mb_new("seq", 17);
+	mb_input(mb, "x", BASE_DT_FLOAT, 1, (int64_t[]){ 2 }, NULL);
+	mb_init(mb, "far", BASE_DT_INT64, 0, NULL, &far);
+	mb_node(mb, "SequenceConstruct", "x,x", "s");
+	mb_node(mb, "SequenceAt", "s,far", "y");
+	mb_output(mb, "y", BASE_DT_FLOAT, -1, NULL, NULL);
+	assert_int_equal(load_mb(mb, NULL, &m, &err), 0);
+	struct rt_ctx *cx;
+	assert_int_equal(runtime_ctx_new(m, &cx, &err), 0);
+	float x[2] = { 1, 2 };
+	struct rt_tensor in = { BASE_DT_FLOAT, 1, { 2 }, x }, out[1];
+	assert_int_equal(runtime_run(cx, &in, out, &err), STRATA_RUNTIME);
+	assert_true(has(err.msg, "out of range"));
+	runtime_ctx_free(cx);
+	runtime_model_free(m);
+
+	/* A tensor kernel never sees a sequence. */
+	mb = mb_new("seq", 17);
+	mb_input(mb, "x", BASE_DT_FLOAT, 1, (int64_t[]){ 2 }, NULL);
+	mb_node(mb, "SequenceConstruct", "x", "s");
+	mb_node(mb, "Relu", "s", "y");
+	mb_output(mb, "y", BASE_DT_FLOAT, -1, NULL, NULL);
+	assert_int_equal(load_mb(mb, NULL, &m, &err), STRATA_NOT_IMPLEMENTED);
+	assert_true(has(err.msg, "not a tensor"));
+
+	/* A sequence kernel refuses a tensor where a sequence belongs. */
+	mb = mb_new("seq", 17);
+	mb_input(mb, "x", BASE_DT_FLOAT, 1, (int64_t[]){ 2 }, NULL);
+	mb_node(mb, "SequenceLength", "x", "y");
+	mb_output(mb, "y", BASE_DT_INT64, 0, NULL, NULL);
+	assert_int_equal(load_mb(mb, NULL, &m, &err), STRATA_INVALID_GRAPH);
+	assert_true(has(err.msg, "not a sequence"));
+
+	/* Mixed element types cannot make one sequence. */
+	mb = mb_new("seq", 17);
+	mb_input(mb, "x", BASE_DT_FLOAT, 1, (int64_t[]){ 2 }, NULL);
+	mb_input(mb, "i", BASE_DT_INT64, 1, (int64_t[]){ 2 }, NULL);
+	mb_node(mb, "SequenceConstruct", "x,i", "s");
+	mb_node(mb, "SequenceLength", "s", "y");
+	mb_output(mb, "y", BASE_DT_INT64, 0, NULL, NULL);
+	assert_int_equal(load_mb(mb, NULL, &m, &err), STRATA_INVALID_GRAPH);
+
+	/* runtime_run refuses a model with a sequence output. */
+	mb = mb_new("seq", 17);
+	mb_input(mb, "x", BASE_DT_FLOAT, 1, (int64_t[]){ 2 }, NULL);
+	mb_node(mb, "SequenceConstruct", "x", "s");
+	mb_output(mb, "s", BASE_DT_UNDEFINED, -1, NULL, NULL);
+	assert_int_equal(load_mb(mb, NULL, &m, &err), 0);
+	assert_int_equal(runtime_model_output(m, 0)->kind, RT_KIND_SEQUENCE);
+	assert_int_equal(runtime_ctx_new(m, &cx, &err), 0);
+	assert_int_equal(runtime_run(cx, &in, out, &err), STRATA_INVALID_ARGUMENT);
+	struct rt_arg ain = { .kind = RT_ARG_TENSOR, .tensor = in }, aout[1];
+	assert_int_equal(runtime_run_args(cx, &ain, aout, &err), 0);
+	assert_int_equal(aout[0].kind, RT_ARG_SEQUENCE);
+	assert_int_equal(aout[0].seq.count, 1);
+	assert_memory_equal(aout[0].seq.items[0].data, x, sizeof x);
+	/* A sequence given where a tensor is declared is refused. */
+	ain.kind = RT_ARG_SEQUENCE;
+	ain.seq = aout[0].seq;
+	assert_int_equal(runtime_run_args(cx, &ain, aout, &err), STRATA_INVALID_ARGUMENT);
+	runtime_ctx_free(cx);
+	runtime_model_free(m);
+}
+
+/* Loop with a sequence carried through the body (ONNX test data, when
+ * installed): runs twice on one context and under allocation failures. */
+static void test_loop_model(void **state)
+{
+	(void)state;
+	const char *path = "/usr/share/libonnx-testdata/data/node/test_loop11/model.onnx";
+	if (access(path, R_OK) != 0) {
+		skip();
+		return;
+	}
+	struct rt_model *m;
+	struct strata_error err;
+	assert_int_equal(runtime_model_load(path, &m, &err), 0);
+	struct rt_ctx *cx;
+	assert_int_equal(runtime_ctx_new(m, &cx, &err), 0);
+	/* test_loop11: y = y + x[i] for i < trip_count, y and the partial sums
+	 * of y as the scan output; recomputed here. */
+	int64_t trip = 5;
+	uint8_t cond = 1;
+	float y0 = 0;
+	struct rt_tensor in[3] = { { BASE_DT_INT64, 0, { 0 }, &trip },
+	                           { BASE_DT_BOOL, 0, { 0 }, &cond },
+	                           { BASE_DT_FLOAT, 1, { 1 }, &y0 } };
+	struct rt_tensor out[2];
+	for (int r = 0; r < 2; r++) {
+		assert_int_equal(runtime_run(cx, in, out, &err), 0);
+		const float x[5] = { 1, 2, 3, 4, 5 };
+		float y = 0;
+		assert_int_equal(out[1].dims[0], 5);
+		for (int i = 0; i < 5; i++) {
+			y += x[i];
+			assert_true(((float *)out[1].data)[i] == y);
+		}
+		assert_true(((float *)out[0].data)[0] == y);
+	}
+	/* Stop at cond: trip count 0 runs nothing and returns y0. */
+	trip = 0;
+	assert_int_equal(runtime_run(cx, in, out, &err), 0);
+	assert_true(((float *)out[0].data)[0] == 0);
+	assert_int_equal(out[1].dims[0], 0);
+	trip = 3;
+	for (long k = 1; k < 400; k++) {
+		base_alloc_fail_after(k);
+		struct rt_ctx *c2;
+		int rc = runtime_ctx_new(m, &c2, &err);
+		if (rc == 0) {
+			rc = runtime_run(c2, in, out, &err);
+			runtime_ctx_free(c2);
+		}
+		base_alloc_fail_after(-1);
+		assert_true(rc == 0 || rc == STRATA_NOMEM);
+		if (rc == 0)
+			break;
+	}
+	runtime_ctx_free(cx);
+	runtime_model_free(m);
+}
+
 static void test_shape_helpers(void **state)
 {
 	(void)state;
@@ -940,6 +1120,9 @@ int main(void)
 		cmocka_unit_test(test_output_type_mismatch),
 		cmocka_unit_test(test_tensor_pb),
 		cmocka_unit_test(test_shape_helpers),
+		cmocka_unit_test(test_sequences),
+		cmocka_unit_test(test_sequence_errors),
+		cmocka_unit_test(test_loop_model),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
