@@ -23,7 +23,8 @@
  * RandomNormal, their Like forms, Bernoulli or Multinomial (never a pass),
  * or it has a Dropout node in training mode and does not pass.  The exit
  * status is 0, 2 when an argument is unusable, 1 when --expect-pass is given
- * and fewer cases pass.
+ * and fewer cases pass, 3 when any case crashed (a crash is a bug, whatever
+ * the counts).
  *
  * A kernel that crashes would take the runner down; a signal handler turns a
  * crash into an "error ... crashed" line so that the rest of the suite still
@@ -230,6 +231,7 @@ static int compare(const struct rt_tensor *got, const struct rt_tensor *want, ch
 /* ---- crash containment ---------------------------------------------------------------- */
 
 static sigjmp_buf crash_jmp;
+static int crashes; /* cases that crashed: any one fails the run */
 static volatile sig_atomic_t in_case;
 
 static void on_crash(int sig)
@@ -516,6 +518,7 @@ static int run_case(const char *dir, const char *name, struct counts *c)
 		in_case = 0;
 		snprintf(why, sizeof why, "crashed (signal %d)", sig);
 		st = ERROR;
+		crashes++;
 		m = NULL; /* abandoned */
 		cx = NULL;
 		memset(&bl, 0, sizeof bl);
@@ -739,6 +742,10 @@ int main(int argc, char **argv)
 	free(ops);
 	if (unusable)
 		return 2;
+	if (crashes) {
+		fprintf(stderr, "conformance: %d case(s) crashed\n", crashes);
+		return 3;
+	}
 	if (expect >= 0 && tot[PASS] < expect)
 		return 1;
 	return 0;
