@@ -1,6 +1,6 @@
 /*
- * cli.c: the `strata` command: deploy, feed, query, get, remove (and run, in
- * cli_run.c).
+ * cli.c: the `strata` command: deploy, feed, query, get, remove (and the
+ * model commands run and inspect, in cli_run.c).
  *
  * Every command is a thin layer over the library API in strata.h: it parses
  * options, calls one or two functions and prints.  Conventions: results
@@ -50,6 +50,10 @@ static const struct cmd_help helps[] = {
 	  "  Run an ONNX model once and print its outputs as JSON.  Each input is a\n"
 	  "  JSON number or nested array; its shape is taken from the nesting and its\n"
 	  "  element type from the model.\n" },
+	{ "inspect",
+	  "usage: strata inspect MODEL\n"
+	  "  Print a model's inputs and outputs as JSON: name, element type and shape\n"
+	  "  (a number per fixed dimension, the name of a symbolic one).\n" },
 };
 
 static const char *main_usage =
@@ -61,6 +65,7 @@ static const char *main_usage =
 	"  get APP ID             print a document\n"
 	"  remove APP ID          remove a document\n"
 	"  run MODEL              run an ONNX model\n"
+	"  inspect MODEL          show a model's inputs and outputs\n"
 	"options: --help, --version; `strata COMMAND --help` for a command's options\n";
 
 static const char *usage_of(const char *cmd)
@@ -435,13 +440,13 @@ int main(int argc, char **argv)
 		printf("strata %s\n", STRATA_VERSION);
 		return 0;
 	}
-	if (!strcmp(cmd, "run")) {
+	if (!strcmp(cmd, "run") || !strcmp(cmd, "inspect")) {
 		for (int i = 2; i < argc; i++)
 			if (is_help(argv[i])) {
-				fputs(usage_of("run"), stdout);
+				fputs(usage_of(cmd), stdout);
 				return 0;
 			}
-		return eng_cli_run(argc - 1, argv + 1);
+		return (cmd[0] == 'r' ? eng_cli_run : eng_cli_inspect)(argc - 1, argv + 1);
 	}
 	static const struct {
 		const char *name;

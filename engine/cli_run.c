@@ -91,6 +91,74 @@ static json_t *output_json(const struct rt_tensor *t)
 	return o;
 }
 
+/* "float [batch,384]": a declared input or output type, for messages. */
+static const char *type_text(const struct rt_value_info *info, char *buf, size_t cap)
+{
+	size_t n = (size_t)snprintf(buf, cap, "%s", base_dtype_name(info->dtype));
+	if (info->rank < 0 || n >= cap)
+		return buf;
+	n += (size_t)snprintf(buf + n, cap - n, " [");
+	for (int d = 0; d < info->rank && n < cap; d++) {
+		const char *sep = d ? "," : "";
+		if (info->dims[d] >= 0)
+			n += (size_t)snprintf(buf + n, cap - n, "%s%lld", sep, (long long)info->dims[d]);
+		else
+			n += (size_t)snprintf(buf + n, cap - n, "%s%s", sep,
+			                      *info->dim_names[d] ? info->dim_names[d] : "?");
+	}
+	if (n < cap)
+		snprintf(buf + n, cap - n, "]");
+	return buf;
+}
+
+/* The declared type as JSON: {"name", "dtype", "shape": [384, "batch", null]}. */
+static json_t *info_json(const struct rt_value_info *info)
+{
+	static const char *const kinds[] = { "tensor", "sequence", "optional tensor",
+		                             "optional sequence" };
+	json_t *o = json_object();
+	json_object_set_new(o, "name", json_string(info->name));
+	if (info->kind > 0 && info->kind < 4)
+		json_object_set_new(o, "kind", json_string(kinds[info->kind]));
+	json_object_set_new(o, "dtype", json_string(base_dtype_name(info->dtype)));
+	if (info->rank >= 0) {
+		json_t *shape = json_array();
+		for (int d = 0; d < info->rank; d++)
+			json_array_append_new(shape, info->dims[d] >= 0 ? json_integer(info->dims[d])
+			                             : *info->dim_names[d] ? json_string(info->dim_names[d])
+			                                                   : json_null());
+		json_object_set_new(o, "shape", shape);
+	}
+	return o;
+}
+
+int eng_cli_inspect(int argc, char **argv)
+{
+	if (argc != 2 || argv[1][0] == '-')
+		return eng_cli_usage("inspect", argc < 2 ? "missing MODEL" : "unexpected argument '%s'",
+		                     argv[argc < 2 ? 0 : argc - 1]);
+	struct strata_error err = { 0 };
+	struct rt_model *m;
+	int rc = runtime_model_load(argv[1], &m, &err);
+	if (rc)
+		return eng_cli_fail("%s", err.msg[0] ? err.msg : strata_strerror(rc));
+	json_t *top = json_object(), *ins = json_array(), *outs = json_array();
+	for (int i = 0; i < runtime_model_ninputs(m); i++)
+		json_array_append_new(ins, info_json(runtime_model_input(m, i)));
+	for (int i = 0; i < runtime_model_noutputs(m); i++)
+		json_array_append_new(outs, info_json(runtime_model_output(m, i)));
+	json_object_set_new(top, "inputs", ins);
+	json_object_set_new(top, "outputs", outs);
+	runtime_model_free(m);
+	char *s = eng_json_dump(top, 1);
+	json_decref(top);
+	if (!s)
+		return eng_cli_fail("out of memory");
+	puts(s);
+	base_strfree(s);
+	return 0;
+}
+
 int eng_cli_run(int argc, char **argv)
 {
 	const char *model = NULL;
@@ -178,8 +246,11 @@ int eng_cli_run(int argc, char **argv)
 	}
 	for (int i = 0; i < nin; i++)
 		if (!in[i].data) {
-			eng_cli_fail("input '%s' not given (--input %s=JSON)",
-			             runtime_model_input(m, i)->name, runtime_model_input(m, i)->name);
+			char ty[256];
+			eng_cli_fail("input '%s' (%s) not given (--input %s=JSON)",
+			             runtime_model_input(m, i)->name,
+			             type_text(runtime_model_input(m, i), ty, sizeof ty),
+			             runtime_model_input(m, i)->name);
 			goto out;
 		}
 	if ((rc = runtime_ctx_new(m, &cx, &err)) != 0 || (rc = runtime_run(cx, in, out, &err)) != 0) {

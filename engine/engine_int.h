@@ -154,6 +154,8 @@ char *yql_dump(const struct yql_node *n);
 /* `strata run MODEL [--input name=JSON ...]`: argv[0] is "run".  Returns the
  * exit code. */
 int eng_cli_run(int argc, char **argv);
+/* strata inspect MODEL (cli_run.c). */
+int eng_cli_inspect(int argc, char **argv);
 /* Print "strata: msg" on stderr; returns 1. */
 int eng_cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Print msg and the command's usage on stderr; returns 2. */

@@ -316,7 +316,18 @@ if expect_ok "run batch" "$STRATA" run "$APP/models/ranker.onnx" \
 		bad "run values: got '$got', want '0.04327320 0.04597176'"
 	fi
 fi
-expect_fail "run missing input" "doc_emb" "$STRATA" run "$APP/models/ranker.onnx" --input "query_emb=[$Q]"
+expect_fail "run missing input" "doc_emb' \\(float \\[batch,16\\]\\) not given" "$STRATA" run "$APP/models/ranker.onnx" --input "query_emb=[$Q]"
+
+# ---- strata inspect: the declared inputs and outputs -----------------------------------
+if expect_ok "inspect" "$STRATA" inspect "$APP/models/ranker.onnx"; then
+	check "inspect inputs" "$(jout -c '[.inputs[] | [.name, .dtype, .shape]]')" \
+		'[["query_emb","float",["batch",16]],["doc_emb","float",["batch",16]]]'
+	check "inspect outputs" "$(jout -c '[.outputs[] | [.name, .dtype, .shape]]')" \
+		'[["score","float",["batch",1]]]'
+fi
+printf '\x08\x07\x12\xff\xff\xff\x00not a model' >"$T/garbage.onnx"
+expect_fail "inspect malformed model" "not a readable ONNX model" "$STRATA" inspect "$T/garbage.onnx"
+expect_fail "inspect missing model" "No such file" "$STRATA" inspect "$T/no-such.onnx"
 expect_fail "run ragged input" "query_emb" "$STRATA" run "$APP/models/ranker.onnx" \
 	--input "query_emb=[[1,2],[3]]" --input "doc_emb=[$D0]"
 
