@@ -32,7 +32,7 @@ DEB_TEST_PKGS := libonnx-testdata
 
 # ---- sources (explicit lists, one per subsystem) -----------------------------
 BASE_SRC    := base/err.c base/alloc.c base/arena.c base/dtype.c base/file.c
-RUNTIME_SRC := runtime/load.c runtime/graph.c runtime/exec.c runtime/shape.c runtime/ops/registry.c \
+RUNTIME_SRC := runtime/load.c runtime/graph.c runtime/exec.c runtime/shape.c runtime/infer.c runtime/ops/registry.c \
                runtime/ops/elementwise.c runtime/ops/unary.c runtime/ops/cast.c runtime/ops/matmul.c runtime/ops/gemm.c runtime/ops/shape.c \
                runtime/ops/reduce.c runtime/ops/normalize.c \
                runtime/ops/conv.c runtime/ops/window.c runtime/ops/pool.c runtime/ops/nn.c runtime/ops/index.c runtime/ops/misc.c runtime/ops/resize.c runtime/ops/signal.c runtime/ops/loss.c \
@@ -52,7 +52,7 @@ LIB      := $(BUILD)/libstrata.a
 CLI      := $(BUILD)/strata
 
 # Unit tests: one cmocka binary per module (tests/test_<name>.c).
-UNIT_TESTS := base runtime ops_elementwise ops_tensor store rank_parse rank_eval engine ops_index ops_nn ops_rnn ops_quant ops_train ops_signal
+UNIT_TESTS := base runtime ops_elementwise ops_tensor store rank_parse rank_eval engine ops_index ops_nn ops_rnn ops_quant ops_train ops_signal infer
 TEST_BINS  := $(UNIT_TESTS:%=$(BUILD)/tests/test_%)
 TEST_LIB_SRC := tests/modelbuild.c
 TEST_LIB_OBJ := $(TEST_LIB_SRC:%.c=$(BUILD)/%.o)
@@ -211,7 +211,8 @@ $(CONFORMANCE): $(BUILD)/tests/conformance.o $(LIB)
 # The suites must pass at least this many cases (the counts reached so far:
 # a case that stops passing is a regression).  Each suite's full report goes
 # to $(BUILD)/conformance-<suite>.log; what did not pass and the totals are
-# printed.  A crash in any case fails the run whatever the counts.
+# printed.  A crash in any case fails the run whatever the counts, and so
+# does a tensor whose shape differs from the one inferred at load.
 CONF_MIN_node   ?= 917
 CONF_MIN_simple ?= 23
 CONF_SUITES     := node simple
@@ -219,7 +220,7 @@ CONF_SUITES     := node simple
 conformance: $(CONFORMANCE)
 	@status=0; for s in $(CONF_SUITES); do \
 	  min=$$(case $$s in node) echo $(CONF_MIN_node);; simple) echo $(CONF_MIN_simple);; esac); \
-	  $(CONFORMANCE) --expect-pass $$min $(ONNX_TESTDATA)/$$s >$(BUILD)/conformance-$$s.log 2>&1 \
+	  $(CONFORMANCE) --check-shapes --expect-pass $$min $(ONNX_TESTDATA)/$$s >$(BUILD)/conformance-$$s.log 2>&1 \
 	    || { echo "conformance: suite $$s below $$min passes, or a case crashed"; status=1; }; \
 	  grep -E '^(fail|error|not_implemented|random) ' $(BUILD)/conformance-$$s.log | cut -c1-160; \
 	  tail -n 1 $(BUILD)/conformance-$$s.log; \

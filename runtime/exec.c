@@ -29,9 +29,16 @@
  *  - views of graph inputs point at caller memory and are never written;
  *    constants are read in place from the model; captured outer values are
  *    views of the enclosing context's values, alive while the node runs.
+ *
+ * Nodes folded at load (infer.c) are skipped: their outputs are constants.
+ * infer.c runs them through rt_fold_node() on a context of their own, with
+ * the same kernels, so a folded value is bit-identical to a computed one.
+ * Under RT_DEBUG_CHECK_SHAPES every produced tensor is compared with its
+ * value's static shape (a debugging aid; a production run never looks).
  */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "runtime_int.h"
@@ -90,6 +97,8 @@ struct rt_exec {
 	int max_nout;
 	struct sym *sym;
 	int capsym;
+	int nsym;                /* symbols bound by this run's inputs (top context) */
+	int check;               /* compare produced tensors with static shapes */
 	struct strata_error *err;
 	int failed;              /* rt_fail() was called by the running kernel */
 	struct base_arena *strings; /* the top context's */
@@ -244,6 +253,12 @@ static int exec_init(struct rt_exec *x, const struct rt_model *m, const struct r
 	x->strings = outer ? outer->strings : &x->own_strings;
 	if (!outer)
 		base_arena_init(&x->own_strings, 4096);
+	if (outer) {
+		x->check = outer->check;
+	} else {
+		const char *e = getenv("STRATA_CHECK_SHAPES");
+		x->check = (rt_debug_flags & RT_DEBUG_CHECK_SHAPES) || (e && *e && strcmp(e, "0") != 0);
+	}
 	for (int i = 0; i < g->nnodes; i++)
 		if (g->nodes[i].nout > x->max_nout)
 			x->max_nout = g->nodes[i].nout;
@@ -710,6 +725,7 @@ static int check_tensor(struct rt_exec *x, int k, const struct rt_tensor *t, int
 				x->sym[s].size = t->dims[d];
 				x->sym[s].input = k;
 				(*nsym)++;
+				x->nsym = *nsym;
 			} else if (x->sym[s].size != t->dims[d]) {
 				char why[256];
 				snprintf(why, sizeof why, "dimension \"%s\" is %lld here but %lld in input \"%s\"",
@@ -740,6 +756,7 @@ static int bind_inputs(struct rt_exec *x, const struct rt_tensor *tin, const str
 {
 	const struct rt_graph *g = x->g;
 	int nsym = 0;
+	x->nsym = 0;
 	if (g->ninputs > 0 && !tin && !ain)
 		return base_err(err, STRATA_INVALID_ARGUMENT, "no input tensors given; the model has %d",
 		                g->ninputs);
@@ -794,12 +811,49 @@ static int dep(const struct rt_node *n, int j)
 	return j < n->nin ? n->in[j] : n->implicit[j - n->nin];
 }
 
+/* The size symbol name takes in this run (the top context binds them), or -1. */
+static int64_t sym_size(void *ud, const char *name)
+{
+	const struct rt_exec *x = ud;
+	while (x->outer)
+		x = x->outer;
+	for (int s = 0; s < x->nsym; s++)
+		if (strcmp(x->sym[s].name, name) == 0)
+			return x->sym[s].size;
+	return -1;
+}
+
+/* RT_DEBUG_CHECK_SHAPES: the tensors n produced against their static shapes. */
+static int check_shapes(struct rt_exec *x, const struct rt_node *n)
+{
+	for (int j = 0; j < n->nout; j++) {
+		int v = n->out[j];
+		if (v < 0 || x->hold[v] != H_TENSOR)
+			continue;
+		const struct rt_shape *s = &x->g->values[v].shape;
+		if (rt_shape_fits(s, &x->vals[v], sym_size, x))
+			continue;
+		char want[256], got[256];
+		struct rt_shape real = { .rank = x->vals[v].rank };
+		for (int d = 0; d < real.rank && d < RT_MAX_RANK; d++)
+			real.d[d].size = x->vals[v].dims[d];
+		rt_shape_format(s, want, sizeof want);
+		rt_shape_format(&real, got, sizeof got);
+		return rt_fail(x, n, STRATA_RUNTIME,
+		               "output %d (\"%s\") has shape %s, its static shape is %s", j,
+		               x->g->values[v].name, got, want);
+	}
+	return 0;
+}
+
 /* Run every node of x's graph in order. */
 static int run_nodes(struct rt_exec *x)
 {
 	const struct rt_graph *g = x->g;
 	for (int i = 0; i < g->nnodes; i++) {
 		const struct rt_node *n = &g->nodes[i];
+		if (n->folded)
+			continue;
 		x->failed = 0;
 		int rc = n->run((struct rt_node *)n, x);
 		temp_release(x);
@@ -809,6 +863,8 @@ static int run_nodes(struct rt_exec *x)
 					rc = rt_fail(x, n, STRATA_RUNTIME, "the kernel did not produce output %d", j);
 					break;
 				}
+			if (rc == 0 && x->check)
+				rc = check_shapes(x, n);
 		} else if (!x->failed) {
 			rt_node_err(n, x->err, rc, "%s", strata_strerror(rc));
 		}
@@ -1079,5 +1135,96 @@ int rt_subgraph_run(struct rt_exec *x, const struct rt_node *n, const struct rt_
 		}
 	}
 	release_later(c);
+	return rc;
+}
+
+/* ---- constant folding (called by infer.c at load) ------------------------------------------ */
+
+struct rt_exec *rt_fold_new(const struct rt_model *m)
+{
+	struct rt_exec *x = base_calloc(1, sizeof *x);
+	if (!x)
+		return NULL;
+	if (exec_init(x, m, &m->g, NULL) != 0) {
+		exec_free(x);
+		base_free(x, sizeof *x);
+		return NULL;
+	}
+	x->check = 0; /* infer.c checks folded shapes itself */
+	return x;
+}
+
+void rt_fold_free(struct rt_exec *x)
+{
+	if (!x)
+		return;
+	exec_free(x);
+	base_free(x, sizeof *x);
+}
+
+/* A copy of t owned by mem (string cells included), or NULL. */
+static struct rt_tensor *keep_tensor(struct rt_blocks *mem, const struct rt_tensor *t)
+{
+	int ok;
+	size_t bytes = rt_tensor_bytes(t->dtype, runtime_tensor_count(t), &ok);
+	struct rt_tensor *k = rt_blocks_alloc(mem, sizeof *k);
+	void *p = ok ? rt_blocks_alloc(mem, bytes) : NULL;
+	if (!k || !p)
+		return NULL;
+	*k = *t;
+	k->data = p;
+	if (t->dtype != BASE_DT_STRING) {
+		if (bytes)
+			memcpy(p, t->data, bytes);
+		return k;
+	}
+	for (int64_t i = 0; i < runtime_tensor_count(t); i++) {
+		const char *c = ((char *const *)t->data)[i];
+		if (!c)
+			c = "";
+		if (!(((char **)p)[i] = rt_blocks_strndup(mem, c, strlen(c))))
+			return NULL;
+	}
+	return k;
+}
+
+int rt_fold_node(struct rt_exec *x, const struct rt_node *n, struct rt_blocks *mem,
+                 struct rt_tensor **out, struct strata_error *err)
+{
+	const struct rt_graph *g = x->g;
+	for (int j = 0; j < n->nout; j++)
+		out[j] = NULL;
+	/* Constants folded since the context was made are bound here. */
+	for (int j = 0; j < n->nin; j++) {
+		int v = n->in[j];
+		if (v < 0)
+			continue;
+		if (!g->values[v].konst)
+			return base_err(err, STRATA_INVALID_ARGUMENT, "input \"%s\" is not a constant",
+			                g->values[v].name);
+		x->vals[v] = *g->values[v].konst;
+		x->hold[v] = H_TENSOR;
+	}
+	x->err = err;
+	x->failed = 0;
+	int rc = n->run((struct rt_node *)n, x);
+	temp_release(x);
+	if (rc != 0 && !x->failed)
+		rt_node_err(n, err, rc, "%s", strata_strerror(rc));
+	x->err = NULL;
+	for (int j = 0; j < n->nout && rc == 0; j++) {
+		int v = n->out[j];
+		if (v < 0)
+			continue;
+		if (x->hold[v] != H_TENSOR) {
+			rc = rt_node_err(n, err, STRATA_NOT_IMPLEMENTED, "output %d is not a tensor", j);
+		} else if (!(out[j] = keep_tensor(mem, &x->vals[v]))) {
+			rc = base_err(err, STRATA_NOMEM, "out of memory while folding constants");
+		}
+	}
+	for (int j = 0; j < n->nout; j++)
+		if (n->out[j] >= 0)
+			release_value(x, n->out[j]);
+	base_arena_reset(x->strings);
 	return rc;
 }

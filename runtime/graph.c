@@ -9,6 +9,9 @@
  * output.  It then records, for each value, the last node that reads it:
  * exec.c returns a value's buffer to the run context right after that node.
  *
+ * Last, infer.c gives every value a static shape and folds the nodes whose
+ * inputs are all constants.
+ *
  * Invariants after a successful resolve: nodes[] is in run order; every
  * node has def and run set; every value read or written by a node has a
  * known element type; values[v].producer indexes nodes[] in run order.
@@ -242,6 +245,10 @@ int rt_graph_resolve(struct rt_model *m, struct strata_error *err)
 	m->g.model = m;
 	int rc = resolve_graph(&m->g, err);
 	m->ninited = m->g.ninited;
+	/* Shapes and folding need every init done: inits set the element
+	 * types the shape rules and the folded kernels rely on. */
+	if (rc == 0)
+		rc = rt_graph_infer(m, err);
 	return rc;
 }
 

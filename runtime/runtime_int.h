@@ -7,9 +7,11 @@
  * operator definition by (domain, op type, opset); the definition's init()
  * looks at the input element types (known for every value by then, since init
  * runs in topological order), sets the output element types and picks the
- * kernel.  exec.c runs the kernels in order: each reads its inputs as tensor
- * views and asks for its outputs with rt_output(), which draws buffers from
- * the run context; a buffer goes back to the context after its last reader.
+ * kernel.  infer.c then gives every value a static shape and folds the
+ * nodes whose inputs are all constants.  exec.c runs the kernels in order:
+ * each reads its inputs as tensor views and asks for its outputs with
+ * rt_output(), which draws buffers from the run context; a buffer goes back
+ * to the context after its last reader.
  *
  * An operator family lives in one file under ops/ and exports one table of
  * struct rt_opdef, ended by an entry whose op is NULL; ops/registry.c lists
@@ -53,6 +55,28 @@ struct rt_attr {
 	int type_dtype;          /* TYPE_PROTO: element type */
 };
 
+/* ---- static shapes (infer.c) ---------------------------------------------- */
+
+/* One dimension as known at load: a size (size >= 0), a symbol named by a
+ * graph input's dim_param (size < 0, sym != NULL, e.g. "batch"), or unknown
+ * (size < 0, sym == NULL).  Equal symbols are equal sizes within a run: the
+ * runtime binds one size per name across the inputs.  A symbol with
+ * bound > 0 is min(sym, bound): what slicing a [512] table by "seq" gives
+ * (exporters slice position tables so), printed "min(seq,512)". */
+struct rt_dim {
+	int64_t size;
+	const char *sym;         /* owned by the model */
+	int64_t bound;           /* with sym: 0, or the cap of min(sym, bound) */
+};
+
+/* A static shape: rank -1 when unknown.  The same struct carries the known
+ * cells of a small integer tensor (struct rt_value.content), rank being then
+ * the cell count. */
+struct rt_shape {
+	int rank;
+	struct rt_dim d[RT_MAX_RANK];
+};
+
 /* ---- values and nodes ----------------------------------------------------- */
 struct rt_value {
 	char *name;
@@ -64,6 +88,11 @@ struct rt_value {
 	int last_use;            /* index (in run order) of the last node reading it, -1 if none */
 	int kind;                /* enum rt_kind (runtime.h) */
 	int outer;               /* in a subgraph: the enclosing graph's value it reads, else -1 */
+	struct rt_shape shape;   /* static shape inferred at load (infer.c); rank -1 unknown */
+	struct rt_shape content; /* cells of a rank 0/1 int64 or int32 tensor of at most
+	                          * RT_MAX_RANK cells as far as known at load (the
+	                          * Shape -> Gather -> Concat -> Reshape chains); rank
+	                          * -1 when not tracked */
 };
 
 struct rt_graph;
@@ -87,6 +116,8 @@ struct rt_node {
 	void *state;             /* kernel-private, set by init, freed by def->fini */
 	int nimplicit;           /* values of this graph read by the node's subgraphs */
 	int *implicit;           /* (or kept alive with rt_graph_keep) */
+	int folded;              /* computed at load (infer.c): its outputs are constants
+	                          * of the model and exec.c skips it */
 };
 
 struct rt_opdef {
@@ -321,12 +352,57 @@ struct rt_model {
 	char **opset_domains;    /* other imported domains ("com.microsoft") */
 	int *opset_versions;
 	int ninited;             /* nodes whose init ran (their fini runs at free) */
+	int nfolded;             /* nodes of the top graph folded at load */
 };
 
 /* graph.c: sort the nodes, resolve each to its definition, run the inits in
  * order, compute last uses and fill input_info/output_info's missing types.
  * Errors: STRATA_INVALID_GRAPH, STRATA_NOT_IMPLEMENTED, STRATA_NOMEM. */
 int rt_graph_resolve(struct rt_model *m, struct strata_error *err);
+/* infer.c, called by rt_graph_resolve once every init has run: static
+ * shapes for every value of the model (subgraphs included), constant
+ * folding of the top graph, and the check of the declared output shapes.
+ * Errors: STRATA_INVALID_GRAPH (a declared output shape contradicts the
+ * inferred one: the message names the output and both shapes),
+ * STRATA_NOMEM, STRATA_RUNTIME (RT_DEBUG_CHECK_SHAPES only: a folded
+ * node's real output contradicts its shape rule). */
+int rt_graph_infer(struct rt_model *m, struct strata_error *err);
+
+/* The inferred shape of the value called name in m's top graph: 0, or -1
+ * when there is no such value. */
+int rt_model_value_shape(const struct rt_model *m, const char *name, struct rt_shape *out);
+/* Write s as "[batch,seq,384]" ("?" for an unknown dimension, "?" alone for
+ * an unknown rank) into buf, truncated to cap bytes. */
+void rt_shape_format(const struct rt_shape *s, char *buf, size_t cap);
+/* 1 when every dimension of s is a size or a symbol (rank known). */
+int rt_shape_full(const struct rt_shape *s);
+/* 1 when tensor t fits s: same rank, same sizes where s has sizes, and
+ * where s has a symbol, the size sym_size(ud, name) gives (skipped when it
+ * gives -1 or sym_size is NULL).  An unknown rank fits anything. */
+int rt_shape_fits(const struct rt_shape *s, const struct rt_tensor *t,
+                  int64_t (*sym_size)(void *ud, const char *name), void *ud);
+
+/* Debug and test switches (rt_debug_flags, infer.c), set before a model is
+ * loaded or a context made; not for production use and not thread-safe.
+ * RT_DEBUG_NO_FOLD: load without constant folding.  RT_DEBUG_CHECK_SHAPES:
+ * each run compares every tensor a node produces with the value's static
+ * shape and fails with STRATA_RUNTIME ("static shape" in the message) on a
+ * contradiction; the environment variable STRATA_CHECK_SHAPES=1 does the
+ * same for contexts made while it is set. */
+enum { RT_DEBUG_NO_FOLD = 1, RT_DEBUG_CHECK_SHAPES = 2 };
+extern int rt_debug_flags;
+
+/* exec.c: a context for running single nodes of m's top graph at load, on
+ * constant inputs (constant folding).  NULL when out of memory. */
+struct rt_exec *rt_fold_new(const struct rt_model *m);
+void rt_fold_free(struct rt_exec *x);
+/* Run node n (every input present is a constant) and copy its outputs into
+ * new constants owned by mem: out[j] for output j, NULL where omitted.
+ * Returns 0, STRATA_NOMEM, or the kernel's failure code (the node is then
+ * left to fail at run time; err gets the kernel's message). */
+int rt_fold_node(struct rt_exec *x, const struct rt_node *n, struct rt_blocks *mem,
+                 struct rt_tensor **out, struct strata_error *err);
+
 /* graph.c: call every node's fini.  The memory itself belongs to m->mem. */
 void rt_graph_fini(struct rt_model *m);
 

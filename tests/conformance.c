@@ -1,7 +1,7 @@
 /*
  * conformance.c: run ONNX backend test cases through Strata's runtime.
  *
- *     conformance [--rtol R] [--atol A] [--verbose] [--expect-pass N] DIR...
+ *     conformance [--rtol R] [--atol A] [--verbose] [--expect-pass N] [--check-shapes] DIR...
  *
  * A case is a folder holding model.onnx and test_data_set_N/ folders of
  * input_K.pb / output_K.pb TensorProtos (the layout of the ONNX test suite
@@ -26,6 +26,10 @@
  * and fewer cases pass, 3 when any case crashed (a crash is a bug, whatever
  * the counts).
  *
+ * --check-shapes compares every tensor a node produces (and every output of
+ * a node folded at load) with the static shape inferred at load; a
+ * contradiction fails the case ("static shape" in the reason).
+ *
  * A kernel that crashes would take the runner down; a signal handler turns a
  * crash into an "error ... crashed" line so that the rest of the suite still
  * runs (the crashed case's memory is abandoned).
@@ -48,6 +52,13 @@ static const char *status_name[NSTATUS] = { "pass", "fail", "error", "not_implem
 
 static double rel_tol = 1e-3, abs_tol = 1e-7;
 static int verbose;
+static int check_shapes;
+
+/* A run or load failure that is a static shape contradiction. */
+static int shape_mismatch(const char *msg)
+{
+	return check_shapes && strstr(msg, "static shape") != NULL;
+}
 
 struct opcount {
 	char op[64];
@@ -529,7 +540,7 @@ static int run_case(const char *dir, const char *name, struct counts *c)
 	in_case = 1;
 	int rc = runtime_model_load(path, &m, &err);
 	if (rc != 0) {
-		st = rc == STRATA_NOT_IMPLEMENTED ? NOTIMPL : ERROR;
+		st = rc == STRATA_NOT_IMPLEMENTED ? NOTIMPL : shape_mismatch(err.msg) ? FAIL : ERROR;
 		snprintf(why, sizeof why, "%s", err.msg);
 		goto done;
 	}
@@ -563,7 +574,7 @@ static int run_case(const char *dir, const char *name, struct counts *c)
 			         nin, nout, runtime_model_ninputs(m), runtime_model_noutputs(m));
 		} else if (bf16_fixup(m, in, want, nin, nout),
 		           (rc = runtime_run_args(cx, in, got, &err)) != 0) {
-			sst = rc == STRATA_NOT_IMPLEMENTED ? NOTIMPL : ERROR;
+			sst = rc == STRATA_NOT_IMPLEMENTED ? NOTIMPL : shape_mismatch(err.msg) ? FAIL : ERROR;
 			snprintf(swhy, sizeof swhy, "%s", err.msg);
 		} else {
 			for (int k = 0; k < nout; k++) {
@@ -652,7 +663,8 @@ static int run_dir(const char *dir, struct counts *c)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: conformance [--rtol R] [--atol A] [--verbose] [--expect-pass N] DIR...\n");
+	fprintf(stderr, "usage: conformance [--rtol R] [--atol A] [--verbose] [--expect-pass N] "
+	        "[--check-shapes] DIR...\n");
 	exit(2);
 }
 
@@ -682,6 +694,9 @@ int main(int argc, char **argv)
 			expect = strtol(argv[++i], &end, 10);
 			if (*end || expect < 0)
 				usage();
+		} else if (strcmp(argv[i], "--check-shapes") == 0) {
+			check_shapes = 1;
+			rt_debug_flags |= RT_DEBUG_CHECK_SHAPES;
 		} else if (strcmp(argv[i], "--verbose") == 0) {
 			verbose = 1;
 		} else if (argv[i][0] == '-') {
