@@ -201,7 +201,7 @@ clean:
 	rm -rf $(BUILD) build-asan
 
 # ---- ONNX conformance runner (tests/conformance.c) -----------------------------------
-# `make conformance` runs the ONNX node and simple suites from libonnx-testdata;
+# `make conformance` runs the ONNX node, simple and PyTorch suites from libonnx-testdata;
 # build/tests/conformance also takes any folder of cases (see its header).
 ONNX_TESTDATA ?= /usr/share/libonnx-testdata/data
 CONFORMANCE   := $(BUILD)/tests/conformance
@@ -215,11 +215,15 @@ $(CONFORMANCE): $(BUILD)/tests/conformance.o $(LIB)
 # does a tensor whose shape differs from the one inferred at load.
 CONF_MIN_node   ?= 917
 CONF_MIN_simple ?= 23
-CONF_SUITES     := node simple
+CONF_MIN_pytorch-converted ?= 82
+CONF_MIN_pytorch-operator  ?= 35
+CONF_SUITES     := node simple pytorch-converted pytorch-operator
 .PHONY: conformance
 conformance: $(CONFORMANCE)
 	@status=0; for s in $(CONF_SUITES); do \
-	  min=$$(case $$s in node) echo $(CONF_MIN_node);; simple) echo $(CONF_MIN_simple);; esac); \
+	  min=$$(case $$s in node) echo $(CONF_MIN_node);; simple) echo $(CONF_MIN_simple);; \
+	    pytorch-converted) echo $(CONF_MIN_pytorch-converted);; \
+	    pytorch-operator) echo $(CONF_MIN_pytorch-operator);; esac); \
 	  $(CONFORMANCE) --check-shapes --expect-pass $$min $(ONNX_TESTDATA)/$$s >$(BUILD)/conformance-$$s.log 2>&1 \
 	    || { echo "conformance: suite $$s below $$min passes, or a case crashed"; status=1; }; \
 	  grep -E '^(fail|error|not_implemented|random) ' $(BUILD)/conformance-$$s.log | cut -c1-160; \

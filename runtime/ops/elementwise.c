@@ -461,7 +461,18 @@ static int shape_fail(struct rt_exec *x, const struct rt_node *n, const struct r
 static int legacy_view(const struct rt_node *n, const struct rt_tensor *a, const struct rt_tensor *b,
                        struct rt_tensor *v)
 {
-	if (n->opset >= 7 || !rt_attr_int(n, "broadcast", 0) || !rt_attr_find(n, "axis"))
+	if (n->opset >= 7)
+		return 0;
+	/* PRelu before opset 7 applies a slope of C values per channel (axis 1). */
+	if (!strcmp(n->op, "PRelu") && b->rank == 1 && a->rank >= 2 && b->dims[0] > 1 &&
+	    b->dims[0] == a->dims[1]) {
+		*v = *b;
+		v->rank = a->rank - 1;
+		for (int i = 1; i < v->rank; i++)
+			v->dims[i] = 1;
+		return 1;
+	}
+	if (!rt_attr_int(n, "broadcast", 0) || !rt_attr_find(n, "axis"))
 		return 0;
 	int axis = rt_axis(rt_attr_int(n, "axis", 0), a->rank);
 	if (axis < 0 || axis + b->rank > a->rank)
