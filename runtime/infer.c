@@ -1386,7 +1386,7 @@ static int check_outputs(struct pass *p)
 int rt_graph_infer(struct rt_model *m, struct strata_error *err)
 {
 	struct pass p = { m, &m->g, NULL, err, { .rank = -1 } };
-	if (!(rt_debug_flags & RT_DEBUG_NO_FOLD)) {
+	if (!(rt_debug_flags & RT_DEBUG_NO_FOLD) && m->opts.opt_level >= RT_OPT_BASIC) {
 		p.fold = rt_fold_new(m);
 		if (!p.fold)
 			return base_err(err, STRATA_NOMEM, "out of memory while folding constants");

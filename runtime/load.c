@@ -1149,13 +1149,17 @@ static int build_model(struct loader *L, Onnx__ModelProto *mp, struct strata_err
 
 /* ---- entry points ----------------------------------------------------------------------- */
 
-static int load(const void *buf, size_t n, const char *dir, struct rt_model **out,
-                struct strata_error *err)
+static int load(const void *buf, size_t n, const char *dir, const struct rt_options *opts,
+                struct rt_model **out, struct strata_error *err)
 {
 	*out = NULL;
 	struct rt_model *m = base_calloc(1, sizeof *m);
 	if (!m)
 		return NOMEM(err);
+	if (opts)
+		m->opts = *opts;
+	else
+		rt_options_default(&m->opts);
 	int rc = 0;
 	if (dir) {
 		m->dir = base_strdup(dir);
@@ -1190,15 +1194,28 @@ static int load(const void *buf, size_t n, const char *dir, struct rt_model **ou
 	return 0;
 }
 
-int runtime_model_load_buffer(const void *buf, size_t n, const char *dir, struct rt_model **out,
-                              struct strata_error *err)
+int runtime_model_load_buffer_opts(const void *buf, size_t n, const char *dir,
+                                   const struct rt_options *opts, struct rt_model **out,
+                                   struct strata_error *err)
 {
 	if (!out || (!buf && n))
 		return base_err(err, STRATA_INVALID_ARGUMENT, "runtime_model_load_buffer: no buffer");
-	return load(buf, n, dir, out, err);
+	return load(buf, n, dir, opts, out, err);
+}
+
+int runtime_model_load_buffer(const void *buf, size_t n, const char *dir, struct rt_model **out,
+                              struct strata_error *err)
+{
+	return runtime_model_load_buffer_opts(buf, n, dir, NULL, out, err);
 }
 
 int runtime_model_load(const char *path, struct rt_model **out, struct strata_error *err)
+{
+	return runtime_model_load_opts(path, NULL, out, err);
+}
+
+int runtime_model_load_opts(const char *path, const struct rt_options *opts,
+                            struct rt_model **out, struct strata_error *err)
 {
 	if (!path || !out)
 		return base_err(err, STRATA_INVALID_ARGUMENT, "runtime_model_load: no path");
@@ -1213,7 +1230,7 @@ int runtime_model_load(const char *path, struct rt_model **out, struct strata_er
 		base_unmap(&map);
 		return NOMEM(err);
 	}
-	rc = load(map.data, map.size, dir, out, err);
+	rc = load(map.data, map.size, dir, opts, out, err);
 	base_strfree(dir);
 	base_unmap(&map);
 	if (rc != 0 && rc != STRATA_NOMEM)

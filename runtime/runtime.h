@@ -77,6 +77,28 @@ int runtime_model_load(const char *path, struct rt_model **out, struct strata_er
 int runtime_model_load_buffer(const void *buf, size_t n, const char *dir,
                               struct rt_model **out, struct strata_error *err);
 
+/* ---- session options ----------------------------------------------------------
+ * Options are string keys and values, parsed strictly: an unknown key or a
+ * malformed value is STRATA_INVALID_ARGUMENT naming both.  Keys:
+ *   session.graph_optimization_level   disabled | basic | all (the default):
+ *       "disabled" runs the graph as written (the reference for checking the
+ *       optimized one), "basic" folds constants, "all" also fuses operators
+ *       and pre-packs weights.
+ * The loader copies what it needs: options may be freed after a load. */
+struct rt_options;
+int runtime_options_new(struct rt_options **out, struct strata_error *err);
+void runtime_options_free(struct rt_options *o);
+int runtime_options_set(struct rt_options *o, const char *key, const char *value,
+                        struct strata_error *err);
+
+/* runtime_model_load and runtime_model_load_buffer with options (NULL: the
+ * defaults).  Same errors. */
+int runtime_model_load_opts(const char *path, const struct rt_options *opts,
+                            struct rt_model **out, struct strata_error *err);
+int runtime_model_load_buffer_opts(const void *buf, size_t n, const char *dir,
+                                   const struct rt_options *opts, struct rt_model **out,
+                                   struct strata_error *err);
+
 void runtime_model_free(struct rt_model *m);
 
 /* Graph inputs (initializers excluded) and outputs, in declaration order.

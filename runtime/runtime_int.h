@@ -317,6 +317,50 @@ void rt_sgemm(int transa, int transb, int64_t M, int64_t N, int64_t K, float alp
               const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
               float *C, int64_t ldc);
 
+/* ---- GEMM with weights packed at load and a fused epilogue (ops/gemm.c) ------
+ * The epilogue runs on each finished element of C, in this order:
+ *   c = alpha * (A B)[i,j] + beta * C[i,j]
+ *   c += bias[j]                      (bias: N floats, or NULL)
+ *   c = act(c)                        (RT_ACT_*)
+ *   c += residual[i * ldr + j]        (residual: M x N, or NULL; may not alias C)
+ * so Linear (MatMul + Add), Linear + GELU and Linear + residual Add each take
+ * one pass over C. */
+enum rt_act {
+	RT_ACT_NONE = 0,
+	RT_ACT_RELU,
+	RT_ACT_GELU_ERF, /* x * 0.5 * (1 + erf(x / sqrt(2))) */
+};
+struct rt_epilogue {
+	const float *bias;
+	int act;
+	const float *residual;
+	int64_t ldr;
+};
+
+/* B (K x N; given as N x K when transb) packed once, in the layout the
+ * kernels stream.  The layout depends only on (K, N) and the packing
+ * version, never on addresses, so a packed B can be written to a file and
+ * mapped back (owned = 0 then). */
+struct rt_packed_b {
+	int64_t K, N;
+	int version;  /* layout version (RT_PACK_VERSION when packed by this build) */
+	size_t bytes;
+	float *data;  /* 64-byte aligned */
+	int owned;    /* 1: data is base_alloc'd and freed by rt_packed_b_free */
+};
+/* Pack B.  Returns 0 or STRATA_NOMEM. */
+int rt_sgemm_pack_b(int transb, int64_t K, int64_t N, const float *B, int64_t ldb,
+                    struct rt_packed_b *pb);
+void rt_packed_b_free(struct rt_packed_b *pb);
+/* C[M,N] = alpha * op(A)[M,K] * B + beta * C, then the epilogue (ep may be NULL). */
+void rt_sgemm_pb(int transa, int64_t M, float alpha, const float *A, int64_t lda,
+                 const struct rt_packed_b *pb, float beta, float *C, int64_t ldc,
+                 const struct rt_epilogue *ep);
+/* rt_sgemm followed by the epilogue. */
+void rt_sgemm_ex(int transa, int transb, int64_t M, int64_t N, int64_t K, float alpha,
+                 const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
+                 float *C, int64_t ldc, const struct rt_epilogue *ep);
+
 /* ---- model memory and internals shared by load.c, graph.c and exec.c -------- */
 
 /* A set of blocks freed together.  Each block comes from base_alloc with a
@@ -340,6 +384,13 @@ struct rt_extfile {
 	struct base_map map;
 };
 
+/* Session options (options.c); see runtime.h for the keys. */
+enum { RT_OPT_DISABLED = 0, RT_OPT_BASIC = 1, RT_OPT_ALL = 2 };
+struct rt_options {
+	int opt_level; /* RT_OPT_* */
+};
+void rt_options_default(struct rt_options *o);
+
 struct rt_model {
 	struct rt_graph g;
 	struct rt_blocks mem;    /* every byte of the graph, names, attributes, constants */
@@ -353,6 +404,7 @@ struct rt_model {
 	int *opset_versions;
 	int ninited;             /* nodes whose init ran (their fini runs at free) */
 	int nfolded;             /* nodes of the top graph folded at load */
+	struct rt_options opts;  /* as given at load */
 };
 
 /* graph.c: sort the nodes, resolve each to its definition, run the inits in

@@ -16,6 +16,7 @@
  * reentrant and allocates nothing.  beta == 0 never reads C (NaN in an
  * uninitialized output must not leak through 0 * NaN).
  */
+#include <math.h>
 #include <string.h>
 
 #include "../runtime_int.h"
@@ -304,4 +305,78 @@ void rt_sgemm(int transa, int transb, int64_t M, int64_t N, int64_t K, float alp
 			}
 		}
 	}
+}
+
+/* ---- packed weights and epilogues ------------------------------------------------------
+ * The first layout is B itself, K x N row-major: correct and simple, the
+ * reference the faster layouts are checked against. */
+enum { RT_PACK_VERSION = 1 };
+
+int rt_sgemm_pack_b(int transb, int64_t K, int64_t N, const float *B, int64_t ldb,
+                    struct rt_packed_b *pb)
+{
+	memset(pb, 0, sizeof *pb);
+	size_t bytes = (size_t)K * (size_t)N * sizeof(float);
+	pb->data = base_alloc(bytes ? bytes : 1);
+	if (!pb->data)
+		return STRATA_NOMEM;
+	for (int64_t k = 0; k < K; k++)
+		for (int64_t j = 0; j < N; j++)
+			pb->data[k * N + j] = transb ? B[j * ldb + k] : B[k * ldb + j];
+	pb->K = K;
+	pb->N = N;
+	pb->version = RT_PACK_VERSION;
+	pb->bytes = bytes;
+	pb->owned = 1;
+	return 0;
+}
+
+void rt_packed_b_free(struct rt_packed_b *pb)
+{
+	if (pb && pb->owned)
+		base_free(pb->data, pb->bytes ? pb->bytes : 1);
+	if (pb)
+		memset(pb, 0, sizeof *pb);
+}
+
+static float act1(int act, float v)
+{
+	switch (act) {
+	case RT_ACT_RELU: return v > 0 ? v : 0;
+	case RT_ACT_GELU_ERF: return v * 0.5f * (1.0f + erff(v * 0.70710678118654752f));
+	}
+	return v;
+}
+
+static void epilogue(int64_t M, int64_t N, float *C, int64_t ldc, const struct rt_epilogue *ep)
+{
+	if (!ep || (!ep->bias && ep->act == RT_ACT_NONE && !ep->residual))
+		return;
+	for (int64_t i = 0; i < M; i++) {
+		float *c = C + i * ldc;
+		for (int64_t j = 0; j < N; j++) {
+			float v = c[j];
+			if (ep->bias)
+				v += ep->bias[j];
+			v = act1(ep->act, v);
+			if (ep->residual)
+				v += ep->residual[i * ep->ldr + j];
+			c[j] = v;
+		}
+	}
+}
+
+void rt_sgemm_ex(int transa, int transb, int64_t M, int64_t N, int64_t K, float alpha,
+                 const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
+                 float *C, int64_t ldc, const struct rt_epilogue *ep)
+{
+	rt_sgemm(transa, transb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+	epilogue(M, N, C, ldc, ep);
+}
+
+void rt_sgemm_pb(int transa, int64_t M, float alpha, const float *A, int64_t lda,
+                 const struct rt_packed_b *pb, float beta, float *C, int64_t ldc,
+                 const struct rt_epilogue *ep)
+{
+	rt_sgemm_ex(transa, 0, M, pb->N, pb->K, alpha, A, lda, pb->data, pb->N, beta, C, ldc, ep);
 }

@@ -1,0 +1,60 @@
+/*
+ * options.c: session options.  A caller sets options as string keys and
+ * values (the shape ONNX Runtime's session configuration has), and each key
+ * is parsed strictly here, once: an unknown key, or a value that is not
+ * exactly one of the accepted spellings ("1foo", "", "-1" where a count is
+ * wanted), is STRATA_INVALID_ARGUMENT naming the key and the value.  The
+ * loader copies what it needs into the model, so options may be freed after
+ * a load.
+ */
+#include <string.h>
+
+#include "runtime_int.h"
+
+void rt_options_default(struct rt_options *o)
+{
+	memset(o, 0, sizeof *o);
+	o->opt_level = RT_OPT_ALL;
+}
+
+int runtime_options_new(struct rt_options **out, struct strata_error *err)
+{
+	*out = base_alloc(sizeof **out);
+	if (!*out)
+		return base_err(err, STRATA_NOMEM, "out of memory for session options");
+	rt_options_default(*out);
+	return 0;
+}
+
+void runtime_options_free(struct rt_options *o)
+{
+	if (o)
+		base_free(o, sizeof *o);
+}
+
+/* The index of value among names (NULL-terminated), or -1. */
+static int one_of(const char *value, const char *const *names)
+{
+	for (int i = 0; names[i]; i++)
+		if (strcmp(value, names[i]) == 0)
+			return i;
+	return -1;
+}
+
+int runtime_options_set(struct rt_options *o, const char *key, const char *value,
+                        struct strata_error *err)
+{
+	if (!o || !key || !value)
+		return base_err(err, STRATA_INVALID_ARGUMENT, "session option: no key or value");
+	if (strcmp(key, "session.graph_optimization_level") == 0) {
+		static const char *const levels[] = { "disabled", "basic", "all", NULL };
+		int v = one_of(value, levels);
+		if (v < 0)
+			return base_err(err, STRATA_INVALID_ARGUMENT,
+			                "session option %s: '%s' is not one of disabled, basic, all", key,
+			                value);
+		o->opt_level = v;
+		return 0;
+	}
+	return base_err(err, STRATA_INVALID_ARGUMENT, "unknown session option '%s'", key);
+}
