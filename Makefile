@@ -8,6 +8,7 @@
 #   make unit       the cmocka unit tests          make e2e   the CLI end-to-end tests
 #   make asan       the unit and end-to-end tests under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make check-peer compare the runtime with ONNX Runtime's outputs (needs ../shared/peer)
+#   make bench      time the runtime against ONNX Runtime on the generated models (bench/README.md)
 #   make install    install strata, libstrata.a and strata.h under PREFIX (and DESTDIR)
 #   make clean
 
@@ -32,11 +33,11 @@ DEB_TEST_PKGS := libonnx-testdata
 
 # ---- sources (explicit lists, one per subsystem) -----------------------------
 BASE_SRC    := base/err.c base/alloc.c base/arena.c base/dtype.c base/file.c
-RUNTIME_SRC := runtime/options.c runtime/load.c runtime/graph.c runtime/exec.c runtime/shape.c runtime/infer.c runtime/ops/registry.c \
-               runtime/ops/elementwise.c runtime/ops/unary.c runtime/ops/cast.c runtime/ops/matmul.c runtime/ops/gemm.c runtime/ops/shape.c \
+RUNTIME_SRC := runtime/options.c runtime/load.c runtime/graph.c runtime/exec.c runtime/plan.c runtime/shape.c runtime/infer.c runtime/ops/registry.c \
+               runtime/ops/elementwise.c runtime/ops/unary.c runtime/ops/cast.c runtime/ops/matmul.c runtime/ops/gemm.c runtime/ops/gemm_avx2.c runtime/ops/gemm_avx512.c runtime/cpu.c runtime/ops/shape.c \
                runtime/ops/reduce.c runtime/ops/normalize.c \
                runtime/ops/conv.c runtime/ops/window.c runtime/ops/pool.c runtime/ops/nn.c runtime/ops/index.c runtime/ops/misc.c runtime/ops/resize.c runtime/ops/signal.c runtime/ops/loss.c \
-               runtime/ops/training.c runtime/ops/random.c runtime/ops/rnn.c runtime/ops/einsum.c runtime/ops/quant.c runtime/ops/string.c runtime/ops/sequence.c runtime/ops/control.c
+               runtime/ops/training.c runtime/ops/random.c runtime/ops/rnn.c runtime/ops/einsum.c runtime/ops/quant.c runtime/ops/string.c runtime/ops/sequence.c runtime/ops/control.c runtime/optimize.c runtime/ops/fused.c runtime/ops/vmath.c
 STORE_SRC   := store/env.c store/doc.c store/attr.c
 RANK_SRC    := rank/lex.c rank/parser.c rank/expr.c rank/parse.c rank/schema.c rank/type.c rank/compile.c rank/vm.c \
                rank/tensor.c rank/model.c rank/app.c
@@ -52,14 +53,14 @@ LIB      := $(BUILD)/libstrata.a
 CLI      := $(BUILD)/strata
 
 # Unit tests: one cmocka binary per module (tests/test_<name>.c).
-UNIT_TESTS := base runtime ops_elementwise ops_tensor store rank_parse rank_eval engine ops_index ops_nn ops_rnn ops_quant ops_train ops_signal infer
+UNIT_TESTS := base runtime ops_elementwise ops_tensor store rank_parse rank_eval engine ops_index ops_nn ops_rnn ops_quant ops_train ops_signal infer gemm plan optimize
 TEST_BINS  := $(UNIT_TESTS:%=$(BUILD)/tests/test_%)
 TEST_LIB_SRC := tests/modelbuild.c
 TEST_LIB_OBJ := $(TEST_LIB_SRC:%.c=$(BUILD)/%.o)
 TOOLS_SRC  := tests/mkshop.c
 TOOLS      := $(BUILD)/tests/mkshop
 
-.PHONY: all test unit e2e asan demo deps deps-test check check-peer install clean
+.PHONY: all test unit e2e asan demo deps deps-test check check-peer peer bench install clean
 # Objects made by pattern chains (tests/test_x.o) are kept, not deleted as intermediates.
 .SECONDARY:
 all: $(LIB) $(CLI)
@@ -76,6 +77,8 @@ $(BUILD)/gen/onnx.pb-c.o: $(BUILD)/gen/onnx.pb-c.c
 $(BUILD)/%.o: %.c | $(BUILD)/gen/onnx.pb-c.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
+# The AVX-512 kernels: called only after rt_cpu_isa() reports AVX-512.
+$(BUILD)/runtime/ops/gemm_avx512.o: CFLAGS += -mavx512f -mavx512vl -mavx512bw -mavx512dq -mfma
 
 $(LIB): $(LIB_OBJ)
 	rm -f $@
@@ -164,21 +167,30 @@ demo: deps
 	sh tests/demo.sh $(CLI) $(DEMO_APP)
 
 # ---- comparison with ONNX Runtime ---------------------------------------------------
-# Needs ../shared/peer (ONNX Runtime through its Node.js package) and the
-# conformance runner built by the conformance rule.  Fails when any case
-# fails, errs or is not implemented (read from the runner's JSON summary).  PEER_ARGS go to
-# mkmodels.js (e.g. PEER_ARGS='--only mlp_ranker').
+# Needs ../shared/peer (ONNX Runtime through its Node.js package).  `make peer`
+# sets it up in $(BUILD)/peer: a fresh copy, its npm packages (its .npmrc skips
+# onnxruntime-node's download: the CPU build is bundled) and the models that
+# mkmodels.js generates into $(BUILD)/peer/models.  PEER_ARGS go to
+# mkmodels.js (e.g. PEER_ARGS='--only mlp_ranker').  check-peer and bench use it.
 PEER_SRC  ?= ../shared/peer
 PEER_ARGS ?=
-check-peer:
-	@if [ ! -d $(PEER_SRC) ]; then echo "check-peer: $(PEER_SRC) not found, skipped"; exit 0; fi; \
+peer:
+	@if [ ! -d $(PEER_SRC) ]; then echo "peer: $(PEER_SRC) not found"; exit 1; fi; \
 	set -e; \
 	if [ -d $(BUILD)/peer ]; then chmod -R u+w $(BUILD)/peer; rm -rf $(BUILD)/peer; fi; \
 	mkdir -p $(BUILD); \
 	cp -R $(PEER_SRC) $(BUILD)/peer; \
 	chmod -R u+w $(BUILD)/peer; \
 	(cd $(BUILD)/peer && npm ci --no-audit --no-fund); \
-	node $(BUILD)/peer/mkmodels.js $(BUILD)/peer/models $(PEER_ARGS); \
+	node $(BUILD)/peer/mkmodels.js $(BUILD)/peer/models $(PEER_ARGS)
+
+# check-peer runs the conformance runner (built by the conformance rule) on the
+# generated cases.  Fails when any case fails, errs or is not implemented (read
+# from the runner's JSON summary).
+check-peer:
+	@if [ ! -d $(PEER_SRC) ]; then echo "check-peer: $(PEER_SRC) not found, skipped"; exit 0; fi; \
+	set -e; \
+	$(MAKE) --no-print-directory peer; \
 	$(MAKE) $(BUILD)/tests/conformance; \
 	status=0; \
 	$(BUILD)/tests/conformance --rtol 1e-4 --atol 1e-4 $(BUILD)/peer/models/cases \
@@ -188,6 +200,23 @@ check-peer:
 	  | jq -e '.total > 0 and .fail + .error + .not_implemented == 0' >/dev/null 2>&1 || status=1; \
 	if [ $$status -ne 0 ]; then echo "check-peer: some cases failed (see above)"; exit 1; fi; \
 	echo "check-peer: every case agrees with ONNX Runtime"
+
+# ---- benchmarks -------------------------------------------------------------------------
+# make bench: Strata's runtime against ONNX Runtime on every model mkmodels.js
+# generates, both timed alternately in the same run, one thread each
+# (bench/README.md says what is measured and how).  When the peer cannot be
+# set up (no $(PEER_SRC), npm or mkmodels.js failing) the driver prints
+# Strata's figures alone, on whatever models $(BUILD)/peer/models holds.
+# BENCH_ARGS go to the driver (e.g. BENCH_ARGS='--scale 0.1' for a quick look,
+# BENCH_ARGS='--only mlp_ranker').
+BENCH      := $(BUILD)/bench/bench
+BENCH_ARGS ?=
+$(BENCH): $(BUILD)/bench/bench.o $(LIB)
+	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS)
+bench: $(BENCH)
+	@peer=; \
+	if [ -d $(PEER_SRC) ] && $(MAKE) --no-print-directory peer; then peer="--peer $(BUILD)/peer"; fi; \
+	$(BENCH) $$peer $(BENCH_ARGS) $(BUILD)/peer/models
 
 # ---- install and clean ------------------------------------------------------------------
 install: all

@@ -30,12 +30,34 @@
  *    constants are read in place from the model; captured outer values are
  *    views of the enclosing context's values, alive while the node runs.
  *
+ * Static memory plans.  The top context of a model run keys each run by its
+ * input-shape class (every input's rank and dims).  The first run of a class
+ * draws from the pool and records each value buffer's size and the steps
+ * between which it was alive (scratch buffers too); plan.c packs those into
+ * offsets of one arena.  Later runs of the class take every buffer at its
+ * offset: no search, no allocation.  A plan only ever serves a request that
+ * fits its slot; a bigger one (a data-dependent shape) falls back to the
+ * pool, so a plan never overflows.  Arena slices are struct buf with cap 0.
+ * At most PLAN_MAX plans (and PLAN_MAX_BYTES of arenas) are kept per
+ * context, the least recently used evicted.  Graph outputs are planned alive
+ * to the end of the run, so they stay valid until the next run starts.
+ *
+ * Views.  rt_output_alias() makes a value view another's cells (Reshape and
+ * friends).  root[v] names the value owning the buffer v views and refs[r]
+ * counts the live views of r's buffer: r's buffer goes back only when r and
+ * every view have had their last reader.  A view of memory the context does
+ * not own (a graph input, a constant) has root -1 and is never written.  A
+ * plan records which values were views; a planned run copies instead of
+ * viewing where the recorded run did not view, so lifetimes never grow past
+ * the planned ones.
+ *
  * Nodes folded at load (infer.c) are skipped: their outputs are constants.
  * infer.c runs them through rt_fold_node() on a context of their own, with
  * the same kernels, so a folded value is bit-identical to a computed one.
  * Under RT_DEBUG_CHECK_SHAPES every produced tensor is compared with its
  * value's static shape (a debugging aid; a production run never looks).
  */
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,16 +67,47 @@
 
 #define POOL_MAX_BYTES ((size_t)1 << 30)
 #define ALIGN 64
+#define PLAN_MAX 8
+#define PLAN_MAX_BYTES ((size_t)1 << 31)
 
+/* A buffer: from the heap (cap > 0) or a slice of a plan's arena (cap 0,
+ * never freed nor pooled). */
 struct buf {
 	void *p;
 	size_t cap;
 };
 
+/* A scratch buffer of a recorded run: asked for while node `step` ran. */
+struct trec {
+	int step;
+	size_t bytes;
+	size_t off;
+};
+
+/* The plan of one input-shape class. */
+struct plan {
+	int64_t *key;            /* rank and dims of every input */
+	size_t nkey;
+	size_t bytes;            /* of the context's arena it needs */
+	int fresh;               /* not run yet */
+	size_t *off;             /* per value: offset in the arena */
+	size_t *cap;             /* per value: slot size, 0 when it has none */
+	unsigned char *aliased;  /* per value: the recorded run made it a view */
+	struct trec *tmp;        /* scratch slots in request order */
+	size_t ntmp;
+	uint64_t used;           /* LRU clock */
+};
+
+enum { M_POOL, M_REC, M_PLAN };
+
 struct pool {
 	struct buf *b;
 	size_t n, cap;
 	size_t bytes;
+	/* During the first run of a new plan, what the pool held before it:
+	 * drawn from when the pool has nothing, freed after that run. */
+	struct buf *old;
+	size_t nold, capold;
 };
 
 struct sym {
@@ -97,7 +150,7 @@ struct rt_exec {
 	int max_nout;
 	struct sym *sym;
 	int capsym;
-	int nsym;                /* symbols bound by this run's inputs (top context) */
+	int nsym;                /* symbolic input dims (top context); sizes bound per run */
 	int check;               /* compare produced tensors with static shapes */
 	struct strata_error *err;
 	int failed;              /* rt_fail() was called by the running kernel */
@@ -109,6 +162,29 @@ struct rt_exec {
 	size_t nlater, caplater;
 	struct seqv *later_seq;
 	size_t nlater_seq, caplater_seq;
+	int *root;               /* per value: the value owning the buffer it views, or -1 */
+	int *refs;               /* per value: live views of its buffer */
+	int *symidx;             /* per input dim (k * RT_MAX_RANK + d): symbol or -1 */
+	int all_tensor;          /* every graph input and output is a tensor */
+	/* Plans: only the top context of runtime_run/runtime_run_args. */
+	int planning;
+	int mode;                /* M_*: how this run draws its buffers */
+	int step;                /* the running node (g->nnodes after the last) */
+	struct plan *plan;       /* M_PLAN */
+	size_t tnext;            /* M_PLAN: next scratch slot */
+	struct plan plans[PLAN_MAX];
+	int nplans;
+	void *arena;             /* shared by the plans: one run at a time uses it */
+	size_t arena_bytes;
+	uint64_t clock;
+	int64_t *key;            /* this run's class */
+	size_t nkey, capkey;
+	size_t *rbytes;          /* M_REC: per value, bytes asked */
+	int *rstart, *rend;      /* M_REC: per value, first and last step alive */
+	unsigned char *ralias;   /* M_REC: per value, made a view */
+	struct trec *trec;       /* M_REC: scratch requests */
+	size_t ntrec, captrec;
+	int rec_bad;             /* M_REC: a record could not be kept */
 };
 
 struct rt_ctx {
@@ -131,6 +207,14 @@ static int pool_get(struct rt_exec *x, size_t n, struct buf *b)
 		pl->bytes -= b->cap;
 		return 0;
 	}
+	for (size_t i = 0; i < pl->nold; i++)
+		if (pl->old[i].cap >= n && (best == SIZE_MAX || pl->old[i].cap < pl->old[best].cap))
+			best = i;
+	if (best != SIZE_MAX) {
+		*b = pl->old[best];
+		pl->old[best] = pl->old[--pl->nold];
+		return 0;
+	}
 	if (n > SIZE_MAX - ALIGN)
 		return STRATA_LIMIT;
 	size_t cap = n ? (n + ALIGN - 1) / ALIGN * ALIGN : ALIGN;
@@ -144,8 +228,11 @@ static int pool_get(struct rt_exec *x, size_t n, struct buf *b)
 static void pool_put(struct rt_exec *x, struct buf *b)
 {
 	struct pool *pl = x->pool;
-	if (!b->p)
+	if (!b->p || !b->cap) {
+		b->p = NULL;
+		b->cap = 0;
 		return;
+	}
 	if (pl->bytes + b->cap > POOL_MAX_BYTES ||
 	    (pl->n == pl->cap &&
 	     base_grow((void **)&pl->b, &pl->cap, pl->n + 1, sizeof *pl->b, 1 << 24) != 0)) {
@@ -158,6 +245,16 @@ static void pool_put(struct rt_exec *x, struct buf *b)
 	b->cap = 0;
 }
 
+/* Free what the pool held before a new plan's first run and that run did
+ * not take: the plan replaced it. */
+static void old_free(struct pool *pl)
+{
+	while (pl->nold > 0) {
+		pl->nold--;
+		base_free(pl->old[pl->nold].p, pl->old[pl->nold].cap);
+	}
+}
+
 /* A buffer that lives until the running node returns. */
 static void *temp_get(struct rt_exec *x, size_t n)
 {
@@ -165,10 +262,65 @@ static void *temp_get(struct rt_exec *x, size_t n)
 	    base_grow((void **)&x->temp, &x->captemp, x->ntemp + 1, sizeof *x->temp, 1 << 20) != 0)
 		return NULL;
 	struct buf b;
+	if (x->mode == M_PLAN) {
+		const struct plan *p = x->plan;
+		while (x->tnext < p->ntmp && p->tmp[x->tnext].step < x->step)
+			x->tnext++;
+		if (x->tnext < p->ntmp && p->tmp[x->tnext].step == x->step &&
+		    n <= p->tmp[x->tnext].bytes) {
+			b.p = (char *)x->arena + p->tmp[x->tnext++].off;
+			b.cap = 0;
+			x->temp[x->ntemp++] = b;
+			return b.p;
+		}
+	} else if (x->mode == M_REC) {
+		if (x->ntrec == x->captrec &&
+		    base_grow((void **)&x->trec, &x->captrec, x->ntrec + 1, sizeof *x->trec, 1 << 24) != 0)
+			x->rec_bad = 1;
+		else
+			x->trec[x->ntrec++] = (struct trec){ x->step, n, 0 };
+	}
 	if (pool_get(x, n, &b) != 0)
 		return NULL;
 	x->temp[x->ntemp++] = b;
 	return b.p;
+}
+
+/* The buffer of value v (bytes long): its planned slot when it fits, else
+ * from the pool.  A recording run notes the request. */
+static int value_get(struct rt_exec *x, int v, size_t bytes, struct buf *b)
+{
+	if (x->mode == M_PLAN) {
+		const struct plan *p = x->plan;
+		if (bytes <= p->cap[v]) {
+			b->p = (char *)x->arena + p->off[v];
+			b->cap = 0;
+			return 0;
+		}
+	} else if (x->mode == M_REC) {
+		if (x->rstart[v] < 0)
+			x->rstart[v] = x->step;
+		if (bytes > x->rbytes[v])
+			x->rbytes[v] = bytes;
+		x->rend[v] = INT_MAX;
+	}
+	return pool_get(x, bytes, b);
+}
+
+/* Value v's own buffer leaves it. */
+static void drop_buf(struct rt_exec *x, int v)
+{
+	if (x->mode == M_REC && x->vbuf[v].p)
+		x->rend[v] = x->step;
+	pool_put(x, &x->vbuf[v]);
+}
+
+static void buf_free(struct buf *b)
+{
+	if (b->p && b->cap)
+		base_free(b->p, b->cap);
+	b->p = NULL;
+	b->cap = 0;
 }
 
 static void temp_release(struct rt_exec *x)
@@ -198,10 +350,18 @@ static void seq_free_arrays(struct seqv *sv)
 	memset(sv, 0, sizeof *sv);
 }
 
-/* Value v no longer holds anything of its own. */
+/* Value v no longer holds anything of its own.  A buffer still viewed by
+ * other values stays until the last view goes. */
 static void release_value(struct rt_exec *x, int v)
 {
-	pool_put(x, &x->vbuf[v]);
+	int r = x->root[v];
+	if (r >= 0) {
+		x->root[v] = -1;
+		if (--x->refs[r] == 0 && x->hold[r] == H_EMPTY)
+			drop_buf(x, r);
+	} else if (x->refs[v] == 0) {
+		drop_buf(x, v);
+	}
 	seq_release(x, &x->seqs[v]);
 	if (x->g->values[v].producer >= 0)
 		x->hold[v] = H_EMPTY;
@@ -268,6 +428,18 @@ static int exec_init(struct rt_exec *x, const struct rt_model *m, const struct r
 				if (g->input_info[k].dims[d] < 0 && *g->input_info[k].dim_names[d])
 					x->capsym++;
 	size_t nv = (size_t)g->nvalues + 1;
+	x->root = base_calloc(nv, sizeof *x->root);
+	x->refs = base_calloc(nv, sizeof *x->refs);
+	x->symidx = base_calloc((size_t)g->ninputs * RT_MAX_RANK + 1, sizeof *x->symidx);
+	if (!x->root || !x->refs || !x->symidx)
+		return STRATA_NOMEM;
+	for (size_t v = 0; v < nv; v++)
+		x->root[v] = -1;
+	x->all_tensor = 1;
+	for (int k = 0; k < g->ninputs; k++)
+		x->all_tensor &= g->input_info[k].kind == RT_KIND_TENSOR;
+	for (int k = 0; k < g->noutputs; k++)
+		x->all_tensor &= g->output_info[k].kind == RT_KIND_TENSOR;
 	x->vals = base_calloc(nv, sizeof *x->vals);
 	x->vbuf = base_calloc(nv, sizeof *x->vbuf);
 	x->hold = base_calloc(nv, sizeof *x->hold);
@@ -276,6 +448,23 @@ static int exec_init(struct rt_exec *x, const struct rt_model *m, const struct r
 	x->sym = base_calloc((size_t)x->capsym + 1, sizeof *x->sym);
 	if (!x->vals || !x->vbuf || !x->hold || !x->seqs || !x->tmp_out || !x->sym)
 		return STRATA_NOMEM;
+	/* Symbolic input dimensions get numbers once, so that checking a run's
+	 * inputs compares sizes, not names. */
+	int ns = 0;
+	for (int k = 0; k < g->ninputs && !outer; k++)
+		for (int d = 0; d < RT_MAX_RANK; d++) {
+			int *si = &x->symidx[k * RT_MAX_RANK + d];
+			*si = -1;
+			if (d >= g->input_info[k].rank || g->input_info[k].dims[d] >= 0 ||
+			    !*g->input_info[k].dim_names[d])
+				continue;
+			const char *name = g->input_info[k].dim_names[d];
+			for (*si = 0; *si < ns && strcmp(x->sym[*si].name, name) != 0; (*si)++)
+				;
+			if (*si == ns)
+				x->sym[ns++] = (struct sym){ name, -1, k };
+		}
+	x->nsym = ns;
 	for (int v = 0; v < g->nvalues; v++)
 		if (g->values[v].konst) {
 			x->vals[v] = *g->values[v].konst;
@@ -284,13 +473,28 @@ static int exec_init(struct rt_exec *x, const struct rt_model *m, const struct r
 	return 0;
 }
 
+/* The arrays a planning context records with. */
+static int plan_init(struct rt_exec *x)
+{
+	const struct rt_graph *g = x->g;
+	size_t nv = (size_t)g->nvalues + 1;
+	x->planning = 1;
+	x->capkey = (size_t)g->ninputs * (RT_MAX_RANK + 1) + 1;
+	x->key = base_calloc(x->capkey, sizeof *x->key);
+	x->rbytes = base_calloc(nv, sizeof *x->rbytes);
+	x->rstart = base_calloc(nv, sizeof *x->rstart);
+	x->rend = base_calloc(nv, sizeof *x->rend);
+	x->ralias = base_calloc(nv, sizeof *x->ralias);
+	return x->key && x->rbytes && x->rstart && x->rend && x->ralias ? 0 : STRATA_NOMEM;
+}
+
 int runtime_ctx_new(const struct rt_model *m, struct rt_ctx **out, struct strata_error *err)
 {
 	*out = NULL;
 	struct rt_ctx *cx = base_calloc(1, sizeof *cx);
 	if (!cx)
 		return base_err(err, STRATA_NOMEM, "out of memory for a run context");
-	if (exec_init(&cx->x, m, &m->g, NULL) != 0) {
+	if (exec_init(&cx->x, m, &m->g, NULL) != 0 || plan_init(&cx->x) != 0) {
 		runtime_ctx_free(cx);
 		return base_err(err, STRATA_NOMEM, "out of memory for a run context");
 	}
@@ -316,6 +520,8 @@ static void release_all(struct rt_exec *x)
 	const struct rt_graph *g = x->g;
 	for (int v = 0; v < g->nvalues; v++) {
 		pool_put(x, &x->vbuf[v]);
+		x->root[v] = -1;
+		x->refs[v] = 0;
 		seq_release(x, &x->seqs[v]);
 		x->hold[v] = g->values[v].konst ? H_TENSOR : H_EMPTY;
 		if (g->values[v].konst)
@@ -325,6 +531,120 @@ static void release_all(struct rt_exec *x)
 	release_later(x);
 	for (size_t i = 0; i < x->nkids; i++)
 		release_all(x->kids[i].x);
+}
+
+/* ---- the plan cache ------------------------------------------------------------------ */
+
+static void plan_free(struct rt_exec *x, struct plan *p)
+{
+	size_t nv = (size_t)x->g->nvalues + 1;
+	if (p->key)
+		base_free(p->key, (p->nkey + 1) * sizeof *p->key);
+	if (p->off)
+		base_free(p->off, nv * sizeof *p->off);
+	if (p->cap)
+		base_free(p->cap, nv * sizeof *p->cap);
+	if (p->aliased)
+		base_free(p->aliased, nv);
+	if (p->tmp)
+		base_free(p->tmp, p->ntmp * sizeof *p->tmp);
+	memset(p, 0, sizeof *p);
+}
+
+/* Drop the least recently used plan. */
+static void plan_evict(struct rt_exec *x)
+{
+	int lru = 0;
+	for (int i = 1; i < x->nplans; i++)
+		if (x->plans[i].used < x->plans[lru].used)
+			lru = i;
+	plan_free(x, &x->plans[lru]);
+	x->plans[lru] = x->plans[--x->nplans];
+	memset(&x->plans[x->nplans], 0, sizeof x->plans[x->nplans]);
+}
+
+static struct plan *plan_find(struct rt_exec *x)
+{
+	for (int i = 0; i < x->nplans; i++)
+		if (x->plans[i].nkey == x->nkey &&
+		    memcmp(x->plans[i].key, x->key, x->nkey * sizeof *x->key) == 0)
+			return &x->plans[i];
+	return NULL;
+}
+
+/* Turn what the run that just ended recorded into a plan of the class in
+ * x->key.  Failing to (out of memory, over the byte bound) leaves the class
+ * unplanned: its runs keep drawing from the pool. */
+static void plan_build(struct rt_exec *x)
+{
+	const struct rt_graph *g = x->g;
+	size_t nv = (size_t)g->nvalues + 1;
+	size_t n = x->ntrec;
+	for (int v = 0; v < g->nvalues; v++)
+		n += x->rstart[v] >= 0;
+	struct rt_plan_item *it = base_calloc(n + 1, sizeof *it);
+	struct plan p = { .nkey = x->nkey, .ntmp = x->ntrec };
+	p.key = base_calloc(x->nkey + 1, sizeof *p.key);
+	p.off = base_calloc(nv, sizeof *p.off);
+	p.cap = base_calloc(nv, sizeof *p.cap);
+	p.aliased = base_calloc(nv, 1);
+	p.tmp = p.ntmp ? base_calloc(p.ntmp, sizeof *p.tmp) : NULL;
+	size_t total = 0;
+	int ok = it && p.key && p.off && p.cap && p.aliased && (p.tmp || !p.ntmp);
+	if (ok) {
+		size_t k = 0;
+		for (int v = 0; v < g->nvalues; v++)
+			if (x->rstart[v] >= 0)
+				it[k++] = (struct rt_plan_item){ x->rbytes[v], x->rstart[v], x->rend[v], 0 };
+		for (size_t t = 0; t < x->ntrec; t++)
+			it[k++] = (struct rt_plan_item){ x->trec[t].bytes, x->trec[t].step, x->trec[t].step, 0 };
+		ok = rt_plan_place(it, n, &total) == 0 && total <= PLAN_MAX_BYTES;
+	}
+	p.bytes = total ? total : ALIGN;
+	if (ok && p.bytes > x->arena_bytes) {
+		/* Nothing lives in the arena between runs that matters: the outputs
+		 * of this run were drawn from the pool. */
+		if (x->arena)
+			base_free(x->arena, x->arena_bytes);
+		x->arena_bytes = 0;
+		x->arena = base_alloc(p.bytes);
+		if (x->arena)
+			x->arena_bytes = p.bytes;
+		else
+			while (x->nplans > 0)
+				plan_free(x, &x->plans[--x->nplans]);
+		ok = x->arena != NULL;
+	}
+	while (ok && x->nplans >= PLAN_MAX)
+		plan_evict(x);
+	if (ok) {
+		memcpy(p.key, x->key, x->nkey * sizeof *p.key);
+		size_t k = 0;
+		for (int v = 0; v < g->nvalues; v++) {
+			p.aliased[v] = x->ralias[v];
+			if (x->rstart[v] >= 0) {
+				p.off[v] = it[k].off;
+				p.cap[v] = it[k++].bytes;
+			}
+		}
+		for (size_t t = 0; t < p.ntmp; t++) {
+			p.tmp[t] = x->trec[t];
+			p.tmp[t].off = it[k].off;
+			p.tmp[t].bytes = it[k++].bytes;
+		}
+		p.used = ++x->clock;
+		p.fresh = 1;
+		/* Room for the pool's array swap of the plan's first run (see
+		 * start_mode), made now so that run allocates nothing. */
+		struct pool *pl = x->pool;
+		base_grow((void **)&pl->old, &pl->capold, pl->cap + (size_t)g->nvalues + 16,
+		          sizeof *pl->old, 1 << 24);
+		x->plans[x->nplans++] = p;
+	} else {
+		plan_free(x, &p);
+	}
+	if (it)
+		base_free(it, (n + 1) * sizeof *it);
 }
 
 static void exec_free(struct rt_exec *x)
@@ -338,8 +658,7 @@ static void exec_free(struct rt_exec *x)
 		base_free(x->kids, x->capkids * sizeof *x->kids);
 	if (x->vbuf)
 		for (size_t v = 0; v < nv; v++)
-			if (x->vbuf[v].p)
-				base_free(x->vbuf[v].p, x->vbuf[v].cap);
+			buf_free(&x->vbuf[v]);
 	if (x->seqs)
 		for (size_t v = 0; v < nv; v++) {
 			for (int i = 0; i < x->seqs[v].nbufs; i++)
@@ -347,7 +666,7 @@ static void exec_free(struct rt_exec *x)
 			seq_free_arrays(&x->seqs[v]);
 		}
 	for (size_t i = 0; i < x->nlater; i++)
-		base_free(x->later[i].p, x->later[i].cap);
+		buf_free(&x->later[i]);
 	for (size_t i = 0; i < x->nlater_seq; i++) {
 		for (int j = 0; j < x->later_seq[i].nbufs; j++)
 			base_free(x->later_seq[i].bufs[j].p, x->later_seq[i].bufs[j].cap);
@@ -358,7 +677,7 @@ static void exec_free(struct rt_exec *x)
 	if (x->later_seq)
 		base_free(x->later_seq, x->caplater_seq * sizeof *x->later_seq);
 	for (size_t i = 0; i < x->ntemp; i++)
-		base_free(x->temp[i].p, x->temp[i].cap);
+		buf_free(&x->temp[i]);
 	if (x->temp)
 		base_free(x->temp, x->captemp * sizeof *x->temp);
 	if (!x->outer) {
@@ -366,6 +685,9 @@ static void exec_free(struct rt_exec *x)
 			base_free(x->own_pool.b[i].p, x->own_pool.b[i].cap);
 		if (x->own_pool.b)
 			base_free(x->own_pool.b, x->own_pool.cap * sizeof *x->own_pool.b);
+		old_free(&x->own_pool);
+		if (x->own_pool.old)
+			base_free(x->own_pool.old, x->own_pool.capold * sizeof *x->own_pool.old);
 		base_arena_free(&x->own_strings);
 	}
 	if (x->vals)
@@ -380,6 +702,28 @@ static void exec_free(struct rt_exec *x)
 		base_free(x->tmp_out, ((size_t)x->max_nout + 1) * sizeof *x->tmp_out);
 	if (x->sym)
 		base_free(x->sym, ((size_t)x->capsym + 1) * sizeof *x->sym);
+	if (x->root)
+		base_free(x->root, nv * sizeof *x->root);
+	if (x->refs)
+		base_free(x->refs, nv * sizeof *x->refs);
+	if (x->symidx)
+		base_free(x->symidx, ((size_t)x->g->ninputs * RT_MAX_RANK + 1) * sizeof *x->symidx);
+	while (x->nplans > 0)
+		plan_free(x, &x->plans[--x->nplans]);
+	if (x->arena)
+		base_free(x->arena, x->arena_bytes);
+	if (x->key)
+		base_free(x->key, x->capkey * sizeof *x->key);
+	if (x->rbytes)
+		base_free(x->rbytes, nv * sizeof *x->rbytes);
+	if (x->rstart)
+		base_free(x->rstart, nv * sizeof *x->rstart);
+	if (x->rend)
+		base_free(x->rend, nv * sizeof *x->rend);
+	if (x->ralias)
+		base_free(x->ralias, nv * sizeof *x->ralias);
+	if (x->trec)
+		base_free(x->trec, x->captrec * sizeof *x->trec);
 }
 
 void runtime_ctx_free(struct rt_ctx *cx)
@@ -493,7 +837,7 @@ int rt_output(struct rt_exec *x, const struct rt_node *n, int i, int dtype, int 
 		/* A kernel that asks twice gets a fresh buffer; the old one returns. */
 		release_value(x, v);
 		struct buf b;
-		rc = pool_get(x, bytes, &b);
+		rc = value_get(x, v, bytes, &b);
 		p = rc == 0 ? b.p : NULL;
 		if (p) {
 			x->vbuf[v] = b;
@@ -505,6 +849,58 @@ int rt_output(struct rt_exec *x, const struct rt_node *n, int i, int dtype, int 
 		return rt_fail(x, n, STRATA_NOMEM, "out of memory for output %d (%zu bytes)", i, bytes);
 	set_view(t, dtype, rank, dims, p, bytes);
 	*out = t;
+	return 0;
+}
+
+int rt_output_alias(struct rt_exec *x, const struct rt_node *n, int i, int in_index, int rank,
+                    const int64_t *dims, struct rt_tensor **out)
+{
+	if (out)
+		*out = NULL;
+	const struct rt_tensor *src = rt_input(x, n, in_index);
+	if (!src)
+		return rt_fail(x, n, STRATA_RUNTIME, "input %d holds no tensor to view", in_index);
+	if (i < 0 || i >= n->nout)
+		return rt_fail(x, n, STRATA_RUNTIME, "output %d does not exist", i);
+	int v = n->out[i];
+	int s = n->in[in_index];
+	size_t bytes;
+	int rc = output_bytes(x, n, i, src->dtype, rank, dims, &bytes);
+	if (rc != 0)
+		return rc;
+	int64_t count = 1;
+	for (int d = 0; d < rank; d++)
+		count *= dims[d];
+	if (count != runtime_tensor_count(src))
+		return rt_fail(x, n, STRATA_RUNTIME, "output %d views %lld cells, input %d has %lld", i,
+		               (long long)count, in_index, (long long)runtime_tensor_count(src));
+	int copy = v < 0 || v == s || (x->mode == M_PLAN && !x->plan->aliased[v]);
+	if (copy || x->g->values[v].dtype != src->dtype || x->g->values[v].kind != RT_KIND_TENSOR) {
+		/* Where the plan has no view, the value gets its own cells: the
+		 * source's lifetime must not outgrow the planned one. */
+		struct rt_tensor *y;
+		struct rt_tensor from = *src;
+		if ((rc = rt_output(x, n, i, from.dtype, rank, dims, &y)) != 0)
+			return rc;
+		if (bytes && y->data != from.data)
+			memcpy(y->data, from.data, bytes);
+		if (out)
+			*out = y;
+		return 0;
+	}
+	void *data = src->data;
+	release_value(x, v);
+	int r = x->vbuf[s].p ? s : x->root[s];
+	if (r >= 0) {
+		x->root[v] = r;
+		x->refs[r]++;
+	}
+	if (x->mode == M_REC)
+		x->ralias[v] = 1;
+	x->hold[v] = H_TENSOR;
+	set_view(&x->vals[v], src->dtype, rank, dims, data, 0);
+	if (out)
+		*out = &x->vals[v];
 	return 0;
 }
 
@@ -715,17 +1111,11 @@ static int check_tensor(struct rt_exec *x, int k, const struct rt_tensor *t, int
 			continue;
 		if (info->dims[d] >= 0 && t->dims[d] != info->dims[d])
 			return bad_input(info, t, err, NULL);
-		if (info->dims[d] < 0 && *info->dim_names[d]) {
-			int s;
-			for (s = 0; s < *nsym; s++)
-				if (strcmp(x->sym[s].name, info->dim_names[d]) == 0)
-					break;
-			if (s == *nsym) {
-				x->sym[s].name = info->dim_names[d];
+		int s = x->symidx[k * RT_MAX_RANK + d];
+		if (s >= 0) {
+			if (x->sym[s].size < 0) {
 				x->sym[s].size = t->dims[d];
 				x->sym[s].input = k;
-				(*nsym)++;
-				x->nsym = *nsym;
 			} else if (x->sym[s].size != t->dims[d]) {
 				char why[256];
 				snprintf(why, sizeof why, "dimension \"%s\" is %lld here but %lld in input \"%s\"",
@@ -756,7 +1146,8 @@ static int bind_inputs(struct rt_exec *x, const struct rt_tensor *tin, const str
 {
 	const struct rt_graph *g = x->g;
 	int nsym = 0;
-	x->nsym = 0;
+	for (int s = 0; s < x->nsym; s++)
+		x->sym[s].size = -1;
 	if (g->ninputs > 0 && !tin && !ain)
 		return base_err(err, STRATA_INVALID_ARGUMENT, "no input tensors given; the model has %d",
 		                g->ninputs);
@@ -854,6 +1245,7 @@ static int run_nodes(struct rt_exec *x)
 		const struct rt_node *n = &g->nodes[i];
 		if (n->folded)
 			continue;
+		x->step = i;
 		x->failed = 0;
 		int rc = n->run((struct rt_node *)n, x);
 		temp_release(x);
@@ -889,11 +1281,11 @@ static int run_nodes(struct rt_exec *x)
 static int own_value(struct rt_exec *x, int v, struct strata_error *err)
 {
 	const char *nm = x->g->values[v].name;
-	if (x->hold[v] == H_TENSOR && !x->vbuf[v].p) {
+	if (x->hold[v] == H_TENSOR && !x->vbuf[v].p && x->root[v] < 0) {
 		struct rt_tensor *t = &x->vals[v];
 		int ok;
 		size_t bytes = rt_tensor_bytes(t->dtype, runtime_tensor_count(t), &ok);
-		int rc = pool_get(x, bytes, &x->vbuf[v]);
+		int rc = value_get(x, v, bytes, &x->vbuf[v]);
 		if (rc != 0)
 			return base_err(err, rc, "out of memory for output \"%s\"", nm);
 		if (bytes)
@@ -937,6 +1329,56 @@ static void to_arg(struct rt_exec *x, int v, struct rt_arg *a)
 		a->seq = x->seqs[v].s;
 }
 
+/* How this run draws buffers: the plan of its input-shape class, or the
+ * pool while recording one.  Runs with a sequence or an empty optional
+ * input, and contexts that do not plan, use the pool. */
+static void start_mode(struct rt_exec *x)
+{
+	const struct rt_graph *g = x->g;
+	x->mode = M_POOL;
+	x->plan = NULL;
+	if (!x->planning)
+		return;
+	size_t k = 0;
+	for (int i = 0; i < g->ninputs; i++) {
+		int v = g->inputs[i];
+		if (x->hold[v] != H_TENSOR)
+			return;
+		x->key[k++] = x->vals[v].rank;
+		for (int d = 0; d < x->vals[v].rank; d++)
+			x->key[k++] = x->vals[v].dims[d];
+	}
+	x->nkey = k;
+	x->plan = plan_find(x);
+	if (x->plan) {
+		x->mode = M_PLAN;
+		x->plan->used = ++x->clock;
+		x->tnext = 0;
+		struct pool *pl = x->pool;
+		if (x->plan->fresh && pl->nold == 0) {
+			struct buf *t = pl->old;
+			size_t c = pl->capold;
+			pl->old = pl->b;
+			pl->nold = pl->n;
+			pl->capold = pl->cap;
+			pl->b = t;
+			pl->cap = c;
+			pl->n = 0;
+			pl->bytes = 0;
+		}
+		return;
+	}
+	x->mode = M_REC;
+	x->rec_bad = 0;
+	x->ntrec = 0;
+	for (int v = 0; v < g->nvalues; v++) {
+		x->rstart[v] = -1;
+		x->rend[v] = -1;
+		x->rbytes[v] = 0;
+		x->ralias[v] = 0;
+	}
+}
+
 /* A top-level run: inputs as tensors (tin) or values (ain); outputs bound in
  * x's values (the callers read them). */
 static int run_top(struct rt_exec *x, const struct rt_tensor *tin, const struct rt_arg *ain,
@@ -951,11 +1393,21 @@ static int run_top(struct rt_exec *x, const struct rt_tensor *tin, const struct 
 	int rc = bind_inputs(x, tin, ain, err);
 	if (rc != 0)
 		return rc;
+	start_mode(x);
 	x->err = err;
 	rc = run_nodes(x);
 	x->err = NULL;
+	x->step = g->nnodes;
 	for (int k = 0; k < g->noutputs && rc == 0; k++)
 		rc = own_value(x, g->outputs[k], err);
+	if (rc == 0 && x->mode == M_REC && !x->rec_bad)
+		plan_build(x);
+	if (x->mode == M_PLAN) {
+		x->plan->fresh = 0;
+		old_free(x->pool);
+	}
+	x->mode = M_POOL;
+	x->plan = NULL;
 	return rc;
 }
 
@@ -964,12 +1416,12 @@ int runtime_run(struct rt_ctx *cx, const struct rt_tensor *in, struct rt_tensor 
 {
 	struct rt_exec *x = &cx->x;
 	const struct rt_graph *g = x->g;
-	for (int k = 0; k < g->ninputs; k++)
+	for (int k = 0; k < g->ninputs && !x->all_tensor; k++)
 		if (g->input_info[k].kind != RT_KIND_TENSOR)
 			return base_err(err, STRATA_INVALID_ARGUMENT,
 			                "input \"%s\" is not a tensor: use runtime_run_args",
 			                g->input_info[k].name);
-	for (int k = 0; k < g->noutputs; k++)
+	for (int k = 0; k < g->noutputs && !x->all_tensor; k++)
 		if (g->output_info[k].kind != RT_KIND_TENSOR)
 			return base_err(err, STRATA_INVALID_ARGUMENT,
 			                "output \"%s\" is not a tensor: use runtime_run_args",
@@ -1032,6 +1484,8 @@ static int defer_holdings(struct rt_exec *c)
 {
 	const struct rt_graph *g = c->g;
 	for (int v = 0; v < g->nvalues; v++) {
+		c->root[v] = -1;
+		c->refs[v] = 0;
 		if (c->vbuf[v].p) {
 			if (c->nlater == c->caplater &&
 			    base_grow((void **)&c->later, &c->caplater, c->nlater + 1, sizeof *c->later,

@@ -249,6 +249,9 @@ int rt_graph_resolve(struct rt_model *m, struct strata_error *err)
 	 * types the shape rules and the folded kernels rely on. */
 	if (rc == 0)
 		rc = rt_graph_infer(m, err);
+	/* Fusion patterns ask for constants and static shapes. */
+	if (rc == 0)
+		rc = rt_graph_optimize(m, err);
 	return rc;
 }
 

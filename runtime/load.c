@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include <protobuf-c/protobuf-c.h>
 
@@ -132,11 +133,25 @@ size_t rt_tensor_bytes(int dtype, int64_t count, int *ok)
 
 /* ---- the loader ------------------------------------------------------------------ */
 
+/* A raw_data payload left in the source bytes (see strip_raw). */
+struct span {
+	size_t off, len;
+	int used;
+};
+
 struct loader {
 	struct rt_blocks *mem;
 	struct rt_model *m;      /* NULL when decoding a lone tensor */
 	const char *dir;         /* external data folder, or NULL */
+	const unsigned char *src; /* the model's bytes, when spans point into them */
+	struct span *spans;
+	size_t nspans;
+	int mapped;              /* src is a private file mapping: pages may be dropped */
 };
+
+/* The tag standing for a stripped raw_data: an unknown field to the decoder
+ * (kept in unknown_fields), 8 bytes holding the span index. */
+#define SPAN_FIELD 536870000u
 
 #define NOMEM(err) base_err(err, STRATA_NOMEM, "out of memory while loading the model")
 
@@ -275,6 +290,145 @@ static void from_int32(struct rt_tensor *t, const int32_t *src, size_t n)
 }
 
 /* Convert a TensorProto into t.  what names the tensor in messages. */
+/* ---- raw_data read in place ----------------------------------------------------------
+ *
+ * protobuf-c copies every bytes field it decodes, so decoding a model whose
+ * weights are raw_data would hold them twice (the file's pages and the
+ * decoded copy) before the loader keeps them.  strip_raw() instead writes a
+ * skeleton of the model where each large raw_data of the top graph's
+ * initializers is replaced by a SPAN_FIELD naming its place in the source;
+ * the loader copies each payload once, into the model's blocks, and lets the
+ * file's pages go.  Anything the scanner does not understand makes it give
+ * up, and the model is decoded as it is. */
+
+/* Weights under this size stay in the skeleton: replacing them saves nothing. */
+#define SPAN_MIN 64
+
+static void drop_pages(const void *p, size_t n)
+{
+	uintptr_t a = (uintptr_t)p, e = a + n;
+	uintptr_t pg = 4096;
+	a = (a + pg - 1) & ~(pg - 1);
+	e &= ~(pg - 1);
+	if (e > a)
+		madvise((void *)a, e - a, MADV_DONTNEED);
+}
+
+static int get_varint(const unsigned char *b, size_t n, size_t *i, uint64_t *v)
+{
+	*v = 0;
+	for (int sh = 0; sh < 64 && *i < n; sh += 7) {
+		unsigned char c = b[(*i)++];
+		*v |= (uint64_t)(c & 0x7f) << sh;
+		if (!(c & 0x80))
+			return 0;
+	}
+	return -1;
+}
+
+static size_t put_varint(unsigned char *o, uint64_t v)
+{
+	size_t k = 0;
+	do {
+		o[k++] = (unsigned char)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
+		v >>= 7;
+	} while (v);
+	return k;
+}
+
+struct strip {
+	const unsigned char *src;
+	unsigned char *out;
+	size_t nout, cap;
+	struct span *spans;
+	size_t nspans, capspans;
+};
+
+/* Rewrite the message src[a..b) of kind level (0 model, 1 graph, 2 tensor)
+ * onto st->out.  Returns 0, -1 (not understood: give up) or STRATA_NOMEM. */
+static int strip_msg(struct strip *st, size_t a, size_t b, int level)
+{
+	size_t i = a;
+	while (i < b) {
+		size_t start = i;
+		uint64_t key, len = 0;
+		if (get_varint(st->src, b, &i, &key) != 0)
+			return -1;
+		int wt = (int)(key & 7);
+		uint64_t field = key >> 3;
+		if (wt == 0) {
+			if (get_varint(st->src, b, &i, &len) != 0)
+				return -1;
+		} else if (wt == 1 || wt == 5) {
+			if (b - i < (wt == 1 ? 8u : 4u))
+				return -1;
+			i += wt == 1 ? 8 : 4;
+		} else if (wt == 2) {
+			if (get_varint(st->src, b, &i, &len) != 0 || len > b - i)
+				return -1;
+		} else {
+			return -1;
+		}
+		int sub = wt == 2 && ((level == 0 && field == 7) || (level == 1 && field == 5));
+		if (wt == 2 && level == 2 && field == 9 && len >= SPAN_MIN) {
+			if (st->nspans == st->capspans &&
+			    base_grow((void **)&st->spans, &st->capspans, st->nspans + 1,
+			              sizeof *st->spans, SIZE_MAX / 64) != 0)
+				return STRATA_NOMEM;
+			st->spans[st->nspans] = (struct span){ i, (size_t)len, 0 };
+			uint64_t k = st->nspans++;
+			st->nout += put_varint(st->out + st->nout, ((uint64_t)SPAN_FIELD << 3) | 1);
+			memcpy(st->out + st->nout, &k, 8);
+			st->nout += 8;
+			i += len;
+		} else if (sub) {
+			/* The key, then the rewritten body after room for its length. */
+			st->nout += put_varint(st->out + st->nout, key);
+			size_t at = st->nout;
+			st->nout += 10;
+			int rc = strip_msg(st, i, i + len, level + 1);
+			if (rc != 0)
+				return rc;
+			size_t body = st->nout - at - 10;
+			unsigned char lb[10];
+			size_t k = put_varint(lb, body);
+			memmove(st->out + at + k, st->out + at + 10, body);
+			memcpy(st->out + at, lb, k);
+			st->nout = at + k + body;
+			i += len;
+		} else {
+			if (wt == 2)
+				i += len;
+			memcpy(st->out + st->nout, st->src + start, i - start);
+			st->nout += i - start;
+		}
+	}
+	return 0;
+}
+
+/* The skeleton of the model in buf (see above): 0 with *out set (NULL when
+ * there is nothing to strip or the bytes are not understood), or
+ * STRATA_NOMEM. */
+static int strip_raw(const void *buf, size_t n, struct strip *st)
+{
+	memset(st, 0, sizeof *st);
+	st->src = buf;
+	/* A stripped field (at least SPAN_MIN bytes) is replaced by at most 14,
+	 * and a rewritten length never needs more than the 10 bytes reserved. */
+	st->cap = n + 64;
+	st->out = base_alloc(st->cap);
+	if (!st->out)
+		return STRATA_NOMEM;
+	int rc = strip_msg(st, 0, n, 0);
+	if (rc == 0 && st->nspans > 0)
+		return 0;
+	base_free(st->out, st->cap);
+	if (st->spans)
+		base_free(st->spans, st->capspans * sizeof *st->spans);
+	memset(st, 0, sizeof *st);
+	return rc == STRATA_NOMEM ? rc : 0;
+}
+
 static int tensor_from_proto(struct loader *L, Onnx__TensorProto *tp, struct rt_tensor *t,
                              const char *what, struct strata_error *err)
 {
@@ -322,6 +476,30 @@ static int tensor_from_proto(struct loader *L, Onnx__TensorProto *tp, struct rt_
 	if (tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
 		return external_data(L, tp, t, bytes, what, err);
 
+	for (unsigned u = 0; u < tp->base.n_unknown_fields; u++) {
+		const ProtobufCMessageUnknownField *f = &tp->base.unknown_fields[u];
+		if (f->tag != SPAN_FIELD)
+			continue;
+		uint64_t k = 0;
+		if (f->wire_type == PROTOBUF_C_WIRE_TYPE_64BIT && f->len == 8)
+			memcpy(&k, f->data, 8);
+		if (!L->spans || k >= L->nspans || L->spans[k].used || tp->has_raw_data ||
+		    t->dtype == BASE_DT_STRING)
+			return base_err(err, STRATA_INVALID_GRAPH, "tensor \"%s\": malformed cells", what);
+		struct span *sp = &L->spans[k];
+		sp->used = 1;
+		if (sp->len != bytes)
+			return base_err(err, STRATA_INVALID_GRAPH,
+			                "tensor \"%s\": raw_data holds %zu bytes, its shape needs %zu", what,
+			                sp->len, bytes);
+		t->data = rt_blocks_alloc(L->mem, bytes);
+		if (!t->data)
+			return NOMEM(err);
+		memcpy(t->data, L->src + sp->off, bytes);
+		if (L->mapped)
+			drop_pages(L->src + sp->off, bytes);
+		return 0;
+	}
 	if (tp->has_raw_data && t->dtype != BASE_DT_STRING) {
 		if (tp->raw_data.len != bytes)
 			return base_err(err, STRATA_INVALID_GRAPH,
@@ -396,7 +574,7 @@ int rt_tensor_from_pb(const void *buf, size_t n, struct rt_tensor *t, const char
 		return NOMEM(err);
 	if (!tp)
 		return base_err(err, STRATA_INVALID_PROTOBUF, "not a readable TensorProto");
-	struct loader L = { bl, NULL, NULL };
+	struct loader L = { .mem = bl };
 	const char *nm = tp->name ? tp->name : "";
 	int rc = tensor_from_proto(&L, tp, t, nm, err);
 	if (rc == 0 && name) {
@@ -1147,10 +1325,61 @@ static int build_model(struct loader *L, Onnx__ModelProto *mp, struct strata_err
 	return build_graph(L, &top, mp->graph, err);
 }
 
+/* ---- constants released by kernels ------------------------------------------------------ */
+
+int rt_graph_release_const(struct rt_graph *g, int v)
+{
+	if (v < 0 || v >= g->nvalues || !g->values[v].konst)
+		return STRATA_INVALID_GRAPH;
+	g->values[v].releases++;
+	return 0;
+}
+
+/* Free the cells of the constants every running reader released (after
+ * resolution: folding may still have read them).  Memory held twice (the
+ * original and a packed copy) is what this saves. */
+static void free_released(struct rt_model *m)
+{
+	struct rt_graph *g = &m->g;
+	for (int v = 0; v < g->nvalues; v++) {
+		struct rt_value *val = &g->values[v];
+		if (!val->konst || val->releases <= 0 || val->is_output || !val->konst->data ||
+		    val->konst->dtype == BASE_DT_STRING)
+			continue;
+		int readers = 0;
+		for (int i = 0; i < g->nnodes; i++) {
+			const struct rt_node *n = &g->nodes[i];
+			if (n->folded)
+				continue;
+			int reads = 0;
+			for (int j = 0; j < n->nin; j++)
+				reads |= n->in[j] == v;
+			for (int j = 0; j < n->nimplicit; j++)
+				reads |= n->implicit[j] == v;
+			readers += reads;
+		}
+		if (readers > val->releases)
+			continue;
+		void *data = val->konst->data;
+		int shared = 0;
+		for (int w = 0; w < g->nvalues && !shared; w++)
+			shared = w != v && g->values[w].konst && g->values[w].konst->data == data;
+		if (shared)
+			continue;
+		for (size_t b = 0; b < m->mem.n; b++)
+			if (m->mem.b[b] == data) {
+				hdr_free(data);
+				m->mem.b[b] = m->mem.b[--m->mem.n];
+				val->konst->data = NULL;
+				break;
+			}
+	}
+}
+
 /* ---- entry points ----------------------------------------------------------------------- */
 
 static int load(const void *buf, size_t n, const char *dir, const struct rt_options *opts,
-                struct rt_model **out, struct strata_error *err)
+                int mapped, struct rt_model **out, struct strata_error *err)
 {
 	*out = NULL;
 	struct rt_model *m = base_calloc(1, sizeof *m);
@@ -1170,7 +1399,15 @@ static int load(const void *buf, size_t n, const char *dir, const struct rt_opti
 	}
 	int oom = 0;
 	ProtobufCAllocator pb_allocator = { pb_alloc, pb_free, &oom };
-	Onnx__ModelProto *mp = onnx__model_proto__unpack(&pb_allocator, n, buf);
+	struct strip st;
+	if (strip_raw(buf, n, &st) != 0) {
+		runtime_model_free(m);
+		return NOMEM(err);
+	}
+	Onnx__ModelProto *mp = st.out ? onnx__model_proto__unpack(&pb_allocator, st.nout, st.out)
+	                              : onnx__model_proto__unpack(&pb_allocator, n, buf);
+	if (st.out)
+		base_free(st.out, st.cap);
 	if (!mp && oom)
 		rc = NOMEM(err);
 	else if (!mp)
@@ -1178,14 +1415,18 @@ static int load(const void *buf, size_t n, const char *dir, const struct rt_opti
 	else if (!mp->graph)
 		rc = base_err(err, STRATA_INVALID_PROTOBUF, "not an ONNX model: it has no graph");
 	if (rc == 0) {
-		struct loader L = { &m->mem, m, m->dir };
+		struct loader L = { &m->mem, m, m->dir, buf, st.spans, st.nspans, mapped };
 		m->ir_version = mp->has_ir_version ? mp->ir_version : 0;
 		rc = build_model(&L, mp, err);
 	}
 	if (mp)
 		onnx__model_proto__free_unpacked(mp, &pb_allocator);
+	if (st.spans)
+		base_free(st.spans, st.capspans * sizeof *st.spans);
 	if (rc == 0)
 		rc = rt_graph_resolve(m, err);
+	if (rc == 0)
+		free_released(m);
 	if (rc != 0) {
 		runtime_model_free(m);
 		return rc;
@@ -1200,7 +1441,7 @@ int runtime_model_load_buffer_opts(const void *buf, size_t n, const char *dir,
 {
 	if (!out || (!buf && n))
 		return base_err(err, STRATA_INVALID_ARGUMENT, "runtime_model_load_buffer: no buffer");
-	return load(buf, n, dir, opts, out, err);
+	return load(buf, n, dir, opts, 0, out, err);
 }
 
 int runtime_model_load_buffer(const void *buf, size_t n, const char *dir, struct rt_model **out,
@@ -1230,7 +1471,7 @@ int runtime_model_load_opts(const char *path, const struct rt_options *opts,
 		base_unmap(&map);
 		return NOMEM(err);
 	}
-	rc = load(map.data, map.size, dir, opts, out, err);
+	rc = load(map.data, map.size, dir, opts, 1, out, err);
 	base_strfree(dir);
 	base_unmap(&map);
 	if (rc != 0 && rc != STRATA_NOMEM)

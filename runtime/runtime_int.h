@@ -93,6 +93,7 @@ struct rt_value {
 	                          * RT_MAX_RANK cells as far as known at load (the
 	                          * Shape -> Gather -> Concat -> Reshape chains); rank
 	                          * -1 when not tracked */
+	int releases;            /* constants: inits that called rt_graph_release_const */
 };
 
 struct rt_graph;
@@ -153,6 +154,13 @@ int rt_graph_dtype(const struct rt_graph *g, int v);
 void rt_graph_set_dtype(struct rt_graph *g, int v, int dtype);
 /* The constant value of v (initializer or folded Constant), or NULL. */
 const struct rt_tensor *rt_graph_const(const struct rt_graph *g, int v);
+/* Init time: the calling node no longer needs the cells of constant v (it
+ * keeps a packed copy).  Once every init has run and constants are folded,
+ * the loader frees v's cells when every node that still runs and reads v has
+ * released it and v is no graph output; the value keeps its type and shape,
+ * its data becomes NULL.  Returns 0, or STRATA_INVALID_GRAPH when v is not a
+ * constant of g. */
+int rt_graph_release_const(struct rt_graph *g, int v);
 
 /* Attributes of a node: the attribute called name, or NULL. */
 const struct rt_attr *rt_attr_find(const struct rt_node *n, const char *name);
@@ -177,6 +185,16 @@ const struct rt_tensor *rt_input(struct rt_exec *x, const struct rt_node *n, int
  * uninitialized.  Returns 0, STRATA_NOMEM or STRATA_LIMIT. */
 int rt_output(struct rt_exec *x, const struct rt_node *n, int i, int dtype, int rank,
               const int64_t *dims, struct rt_tensor **out);
+
+/* Make output i of n a view of input in_index's cells with a new shape
+ * (rank, dims; dims may be NULL for rank 0), without copying: Reshape,
+ * Flatten, Squeeze, Unsqueeze, Identity.  The cell count and type must be
+ * the input's.  The shared buffer lives until the last reader of the input
+ * or of any view of it has run; a view of a graph input or a constant is
+ * never written.  *out (may be NULL) receives the view.  Returns 0 or an
+ * rt_fail code (STRATA_RUNTIME: counts differ). */
+int rt_output_alias(struct rt_exec *x, const struct rt_node *n, int i, int in_index, int rank,
+                    const int64_t *dims, struct rt_tensor **out);
 
 /* A copy of len bytes of s, NUL-terminated, for a cell of a string output:
  * it lives until the next run on the context (so downstream kernels may copy
@@ -308,6 +326,7 @@ extern const struct rt_opdef rt_ops_quant[];     /* ops/quant.c: QuantizeLinear,
 extern const struct rt_opdef rt_ops_string[];    /* ops/string.c: StringNormalizer, TfIdfVectorizer, and the other string operators */
 extern const struct rt_opdef rt_ops_sequence[];  /* ops/sequence.c: Sequence*, SplitToSequence, ConcatFromSequence, Optional* */
 extern const struct rt_opdef rt_ops_control[];   /* ops/control.c: If, Loop, Scan */
+extern const struct rt_opdef rt_ops_fused[];     /* ops/fused.c: strata.FusedLinear, SkipLayerNorm, Attention (made by optimize.c) */
 
 /* ---- GEMM core (ops/gemm.c) --------------------------------------------------
  * C[M,N] = alpha * op(A)[M,K] * op(B)[K,N] + beta * C, row-major, with leading
@@ -316,6 +335,23 @@ extern const struct rt_opdef rt_ops_control[];   /* ops/control.c: If, Loop, Sca
 void rt_sgemm(int transa, int transb, int64_t M, int64_t N, int64_t K, float alpha,
               const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
               float *C, int64_t ldc);
+
+/* ---- CPU features (cpu.c) ----------------------------------------------------
+ * The instruction set the kernels use, chosen once at first use: the best
+ * the machine and OS support, unless STRATA_CPU=avx2 asks for AVX2 ("auto",
+ * unset or any other value: the best available). */
+enum rt_isa { RT_ISA_AUTO = 0, RT_ISA_AVX2 = 1, RT_ISA_AVX512 = 2 };
+int rt_cpu_isa(void);
+/* The best ISA of this machine, ignoring STRATA_CPU and rt_cpu_force. */
+int rt_cpu_best(void);
+/* The ISA that STRATA_CPU=env would select (env may be NULL). */
+int rt_cpu_select(const char *env);
+/* Test hook: use isa from now on; RT_ISA_AUTO drops the override and the
+ * cached choice (STRATA_CPU is read again).  Returns 0,
+ * STRATA_NOT_IMPLEMENTED (the machine lacks isa) or STRATA_INVALID_ARGUMENT.
+ * Not for use while other threads run kernels. */
+int rt_cpu_force(int isa);
+const char *rt_cpu_isa_name(int isa);
 
 /* ---- GEMM with weights packed at load and a fused epilogue (ops/gemm.c) ------
  * The epilogue runs on each finished element of C, in this order:
@@ -338,8 +374,9 @@ struct rt_epilogue {
 };
 
 /* B (K x N; given as N x K when transb) packed once, in the layout the
- * kernels stream.  The layout depends only on (K, N) and the packing
- * version, never on addresses, so a packed B can be written to a file and
+ * kernels stream.  The layout depends only on (K, N), the packing
+ * version and the ISA chosen at pack time (recorded in isa/nr/kc: a run on
+ * another ISA still gives the right result, more slowly), never on addresses, so a packed B can be written to a file and
  * mapped back (owned = 0 then). */
 struct rt_packed_b {
 	int64_t K, N;
@@ -347,6 +384,7 @@ struct rt_packed_b {
 	size_t bytes;
 	float *data;  /* 64-byte aligned */
 	int owned;    /* 1: data is base_alloc'd and freed by rt_packed_b_free */
+	int isa, nr, kc; /* the kernel packed for: RT_ISA_*, strip width, K block */
 };
 /* Pack B.  Returns 0 or STRATA_NOMEM. */
 int rt_sgemm_pack_b(int transb, int64_t K, int64_t N, const float *B, int64_t ldb,
@@ -419,6 +457,11 @@ int rt_graph_resolve(struct rt_model *m, struct strata_error *err);
  * STRATA_NOMEM, STRATA_RUNTIME (RT_DEBUG_CHECK_SHAPES only: a folded
  * node's real output contradicts its shape rule). */
 int rt_graph_infer(struct rt_model *m, struct strata_error *err);
+/* optimize.c, called by rt_graph_resolve after rt_graph_infer when
+ * opts.opt_level is RT_OPT_ALL: rewrites the top graph's chains into the
+ * fused operators of ops/fused.c and compacts the node array.  Errors:
+ * STRATA_NOMEM, or a fused init's error (a bug). */
+int rt_graph_optimize(struct rt_model *m, struct strata_error *err);
 
 /* The inferred shape of the value called name in m's top graph: 0, or -1
  * when there is no such value. */
@@ -472,5 +515,18 @@ int rt_tensor_from_pb_file(const char *path, struct rt_tensor *t, const char **n
 /* Bytes of a dense tensor of count cells of dtype (char * per string cell);
  * 0 with *ok = 0 on overflow or an unknown type. */
 size_t rt_tensor_bytes(int dtype, int64_t count, int *ok);
+
+/* ---- static memory plans (plan.c) --------------------------------------------
+ * One buffer of a recorded run: alive from step start to step end (node
+ * indices, both included).  rt_plan_place sets every off (and rounds bytes
+ * up to RT_PLAN_ALIGN) so that items alive at the same step never share a
+ * byte, and *total to the arena size.  Returns 0 or STRATA_NOMEM. */
+#define RT_PLAN_ALIGN 64
+struct rt_plan_item {
+	size_t bytes;
+	int start, end;
+	size_t off;
+};
+int rt_plan_place(struct rt_plan_item *it, size_t n, size_t *total);
 
 #endif

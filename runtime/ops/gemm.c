@@ -1,15 +1,25 @@
 /*
- * gemm.c: the single-precision GEMM core behind MatMul, Gemm and (later) the
- * fused attention and linear kernels.
+ * gemm.c: the single-precision GEMM driver behind MatMul, Gemm and the
+ * fused linear and attention kernels: blocking, packing, CPU dispatch and
+ * the pre-packed weight format.
  *
  * C[M,N] = alpha * op(A) * op(B) + beta * C, row-major, any leading
  * dimensions, op(X) = X or X^T.  The blocking follows the usual three-level
  * scheme: B is packed KC x NC at a time into strips NR columns wide (so the
  * inner kernel streams it from L1/L2 with unit stride), A is packed MC x KC
  * at a time into strips MR rows tall, and a register-blocked MR x NR inner
- * kernel accumulates one tile of C over KC steps.  Packing also absorbs the
- * transposes and zero-pads the ragged edges, so the inner kernel has exactly
- * one shape.
+ * kernel accumulates one tile of C over KC steps and finishes it (alpha,
+ * beta, then on the last K block the epilogue: bias, activation,
+ * residual).  Packing also absorbs the transposes and zero-pads the ragged
+ * edges.  The kernels and their block sizes come from gemm_avx2.c or
+ * gemm_avx512.c, picked by rt_cpu_isa() (cpu.c) on every call, so a test
+ * may switch ISAs between calls.
+ *
+ * Weights packed at load (rt_sgemm_pack_b) are already in the kernel's B
+ * layout, so rt_sgemm_pb never repacks them unless the ISA changed since
+ * packing; then each block is regathered into the current layout (correct,
+ * slower).  One row of A (a batch of one query) uses a GEMV kernel that
+ * reads every packed weight once.
  *
  * Invariants: the packing buffers are per thread (a compiled model is shared
  * by many threads, each running its own evaluations), so rt_sgemm is
@@ -19,24 +29,20 @@
 #include <math.h>
 #include <string.h>
 
-#include "../runtime_int.h"
+#include "gemm_kern.h"
 
-/* Register block: 6 rows x 16 columns = 12 accumulators of 8 floats, plus two
- * B vectors and one broadcast A value: 15 of the 16 AVX2 registers. */
-enum { MR = 6, NR = 16 };
-/* Cache blocks: a KC x NR strip of B (16 KiB) stays in L1, an MC x KC block
- * of A (96 KiB) in L2, the KC x NC panel of B (1 MiB) in L2/L3. */
-enum { KC = 256, MC = 96, NC = 1024 };
+/* Layout 2: K blocks of strips NR wide (gemm_kern.h), NR and KC recorded
+ * in the struct.  Layout 1 was B itself, K x N. */
+enum { RT_PACK_VERSION = 2 };
+
+/* Large enough for the blocks of every ISA's kernel. */
+enum { PACKA_MAX = 128 * 256, PACKB_MAX = 256 * 1024 };
 
 typedef float v8sf __attribute__((vector_size(32)));
 
 static inline v8sf fma8(v8sf a, v8sf b, v8sf c)
 {
-#if defined(__FMA__)
 	return __builtin_ia32_vfmaddps256(a, b, c);
-#else
-	return a * b + c;
-#endif
 }
 
 static inline v8sf load8(const float *p)
@@ -51,146 +57,161 @@ static inline void store8(float *p, v8sf v)
 	memcpy(p, &v, sizeof v);
 }
 
+static const struct gemm_kern *kern_of(int isa)
+{
+	return isa == RT_ISA_AVX512 ? &rt_gemm_avx512 : &rt_gemm_avx2;
+}
+
 /* Per-thread packing buffers, zero-fill-on-demand TLS: no allocation, no
  * teardown. */
-static _Thread_local float packa[MC * KC] __attribute__((aligned(64)));
-static _Thread_local float packb[KC * NC] __attribute__((aligned(64)));
+static _Thread_local float packa[PACKA_MAX] __attribute__((aligned(64)));
+static _Thread_local float packb[PACKB_MAX] __attribute__((aligned(64)));
 
-/* Pack rows [i0, i0+mc) x columns [p0, p0+kc) of op(A) into MR-row strips:
- * strip s holds, for each k, MR consecutive values (rows past mc are 0). */
+/* Pack rows [i0, i0+mc) x columns [p0, p0+kc) of op(A) into mr-row strips:
+ * strip s holds, for each k, mr consecutive values (rows past mc are 0). */
 static void pack_a(int transa, const float *A, int64_t lda, int64_t i0, int64_t mc,
-                   int64_t p0, int64_t kc, float *dst)
+                   int64_t p0, int64_t kc, float *dst, int mr)
 {
-	for (int64_t s = 0; s < mc; s += MR) {
-		int64_t rows = mc - s < MR ? mc - s : MR;
+	for (int64_t s = 0; s < mc; s += mr) {
+		int64_t rows = mc - s < mr ? mc - s : mr;
 		float *d = dst + s * kc;
 		if (!transa) {
 			const float *src = A + (i0 + s) * lda + p0;
-			if (rows == MR) {
-				for (int64_t k = 0; k < kc; k++) {
-					d[k * MR + 0] = src[k];
-					d[k * MR + 1] = src[lda + k];
-					d[k * MR + 2] = src[2 * lda + k];
-					d[k * MR + 3] = src[3 * lda + k];
-					d[k * MR + 4] = src[4 * lda + k];
-					d[k * MR + 5] = src[5 * lda + k];
+			if (rows == mr) {
+				for (int r = 0; r < mr; r++) {
+					const float *row = src + r * lda;
+					for (int64_t k = 0; k < kc; k++)
+						d[k * mr + r] = row[k];
 				}
 			} else {
 				for (int64_t k = 0; k < kc; k++)
-					for (int r = 0; r < MR; r++)
-						d[k * MR + r] = r < rows ? src[r * lda + k] : 0.0f;
+					for (int r = 0; r < mr; r++)
+						d[k * mr + r] = r < rows ? src[r * lda + k] : 0.0f;
 			}
 		} else {
-			/* op(A)[i][k] = A[k][i]: each k row of A gives MR adjacent values */
+			/* op(A)[i][k] = A[k][i]: each k row of A gives mr adjacent values */
 			const float *src = A + p0 * lda + i0 + s;
 			for (int64_t k = 0; k < kc; k++) {
 				const float *row = src + k * lda;
-				for (int r = 0; r < MR; r++)
-					d[k * MR + r] = r < rows ? row[r] : 0.0f;
+				if (rows == mr) {
+					memcpy(d + k * mr, row, (size_t)mr * sizeof *d);
+				} else {
+					for (int r = 0; r < mr; r++)
+						d[k * mr + r] = r < rows ? row[r] : 0.0f;
+				}
 			}
 		}
 	}
 }
 
-/* Pack rows [p0, p0+kc) x columns [j0, j0+nc) of op(B) into NR-column
- * strips: strip s holds, for each k, NR consecutive values (zero-padded). */
+/* Pack rows [p0, p0+kc) x columns [j0, j0+nc) of op(B) into nr-column
+ * strips: strip s holds, for each k, nr consecutive values (zero-padded). */
 static void pack_b(int transb, const float *B, int64_t ldb, int64_t p0, int64_t kc,
-                   int64_t j0, int64_t nc, float *dst)
+                   int64_t j0, int64_t nc, float *dst, int nr)
 {
-	for (int64_t s = 0; s < nc; s += NR) {
-		int64_t cols = nc - s < NR ? nc - s : NR;
+	for (int64_t s = 0; s < nc; s += nr) {
+		int64_t cols = nc - s < nr ? nc - s : nr;
 		float *d = dst + s * kc;
 		if (!transb) {
 			const float *src = B + p0 * ldb + j0 + s;
-			if (cols == NR) {
-				for (int64_t k = 0; k < kc; k++) {
-					store8(d + k * NR, load8(src + k * ldb));
-					store8(d + k * NR + 8, load8(src + k * ldb + 8));
-				}
-			} else {
-				for (int64_t k = 0; k < kc; k++) {
-					int64_t c = 0;
-					for (; c < cols; c++)
-						d[k * NR + c] = src[k * ldb + c];
-					for (; c < NR; c++)
-						d[k * NR + c] = 0.0f;
-				}
+			for (int64_t k = 0; k < kc; k++) {
+				memcpy(d + k * nr, src + k * ldb, (size_t)cols * sizeof *d);
+				for (int64_t c = cols; c < nr; c++)
+					d[k * nr + c] = 0.0f;
 			}
 		} else {
-			/* op(B)[k][j] = B[j][k]: walk each of the NR rows of B along k */
+			/* op(B)[k][j] = B[j][k]: walk each of the nr rows of B along k */
 			const float *src = B + (j0 + s) * ldb + p0;
-			for (int64_t c = 0; c < NR; c++) {
+			for (int64_t c = 0; c < nr; c++) {
 				if (c < cols) {
 					const float *row = src + c * ldb;
 					for (int64_t k = 0; k < kc; k++)
-						d[k * NR + c] = row[k];
+						d[k * nr + c] = row[k];
 				} else {
 					for (int64_t k = 0; k < kc; k++)
-						d[k * NR + c] = 0.0f;
+						d[k * nr + c] = 0.0f;
 				}
 			}
 		}
 	}
 }
 
-/* The inner kernel: acc = sum over kc of a-strip x b-strip, then
- * C = alpha * acc + beta * C on the mr x nr corner of the tile (beta == 0:
- * C is not read). */
-static void kernel(int64_t kc, const float *restrict a, const float *restrict b, float *c,
-                   int64_t ldc, int64_t mr, int64_t nr, float alpha, float beta)
+/* The same block as pack_b, gathered from B packed in another layout (an
+ * ISA change since packing, or layout 1). */
+static void repack_b(const struct rt_packed_b *pb, int64_t p0, int64_t kc, int64_t j0,
+                     int64_t nc, float *dst, int nr)
 {
-	v8sf c00 = {0}, c01 = {0}, c10 = {0}, c11 = {0}, c20 = {0}, c21 = {0};
-	v8sf c30 = {0}, c31 = {0}, c40 = {0}, c41 = {0}, c50 = {0}, c51 = {0};
-
-	for (int64_t k = 0; k < kc; k++) {
-		v8sf b0 = load8(b), b1 = load8(b + 8);
-		v8sf a0;
-		a0 = (v8sf){0} + a[0];
-		c00 = fma8(a0, b0, c00);
-		c01 = fma8(a0, b1, c01);
-		a0 = (v8sf){0} + a[1];
-		c10 = fma8(a0, b0, c10);
-		c11 = fma8(a0, b1, c11);
-		a0 = (v8sf){0} + a[2];
-		c20 = fma8(a0, b0, c20);
-		c21 = fma8(a0, b1, c21);
-		a0 = (v8sf){0} + a[3];
-		c30 = fma8(a0, b0, c30);
-		c31 = fma8(a0, b1, c31);
-		a0 = (v8sf){0} + a[4];
-		c40 = fma8(a0, b0, c40);
-		c41 = fma8(a0, b1, c41);
-		a0 = (v8sf){0} + a[5];
-		c50 = fma8(a0, b0, c50);
-		c51 = fma8(a0, b1, c51);
-		a += MR;
-		b += NR;
-	}
-
-	v8sf acc[MR][2] = {
-		{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51},
-	};
-	v8sf va = (v8sf){0} + alpha, vb = (v8sf){0} + beta;
-	if (mr == MR && nr == NR) {
-		for (int r = 0; r < MR; r++) {
-			float *cr = c + r * ldc;
-			v8sf x0 = acc[r][0] * va, x1 = acc[r][1] * va;
-			if (beta != 0.0f) {
-				x0 = fma8(load8(cr), vb, x0);
-				x1 = fma8(load8(cr + 8), vb, x1);
-			}
-			store8(cr, x0);
-			store8(cr + 8, x1);
+	int64_t pnr = pb->nr, pkc = pb->kc;
+	int64_t npad = (pb->N + pnr - 1) / pnr * pnr;
+	for (int64_t k = p0; k < p0 + kc; k++) {
+		int64_t bp = k / pkc * pkc, kb = pb->K - bp < pkc ? pb->K - bp : pkc;
+		const float *blk = pb->data + bp * npad + (k - bp) * pnr;
+		for (int64_t j = 0; j < (nc + nr - 1) / nr * nr; j++) {
+			int64_t jj = j0 + j;
+			float v = j < nc ? blk[jj / pnr * pnr * kb + jj % pnr] : 0.0f;
+			dst[j / nr * nr * kc + (k - p0) * nr + j % nr] = v;
 		}
-		return;
 	}
-	/* ragged edge: go through a spilled tile */
-	float t[MR][NR];
-	memcpy(t, acc, sizeof t);
-	for (int64_t r = 0; r < mr; r++) {
-		float *cr = c + r * ldc;
-		for (int64_t j = 0; j < nr; j++)
-			cr[j] = beta != 0.0f ? alpha * t[r][j] + beta * cr[j] : alpha * t[r][j];
+}
+
+/* Where the driver gets op(B) from: a plain matrix, a packed B in the
+ * kernel's layout, or a packed B in another layout. */
+struct bsrc {
+	int transb;
+	const float *B;
+	int64_t ldb;
+	const struct rt_packed_b *pb;
+	int direct;            /* pb is in the kernel's layout */
+};
+
+static void drive(const struct gemm_kern *kr, int transa, int64_t M, int64_t N, int64_t K,
+                  float alpha, const float *A, int64_t lda, const struct bsrc *bs, float beta,
+                  float *C, int64_t ldc, const struct rt_epilogue *ep)
+{
+	int mr = kr->mr, nr = kr->nr;
+	int64_t KCb = bs->direct ? bs->pb->kc : kr->kc;
+	int64_t NCb = bs->direct ? N : kr->nc;
+	int64_t npad = (N + nr - 1) / nr * nr;
+	int has_ep = ep && (ep->bias || ep->act != RT_ACT_NONE || ep->residual);
+	for (int64_t jc = 0; jc < N; jc += NCb) {
+		int64_t nc = N - jc < NCb ? N - jc : NCb;
+		for (int64_t pc = 0; pc < K; pc += KCb) {
+			int64_t kc = K - pc < KCb ? K - pc : KCb;
+			int last = pc + kc >= K;
+			const float *bp;
+			if (bs->direct) {
+				bp = bs->pb->data + pc * npad + jc * kc;
+			} else if (bs->pb) {
+				repack_b(bs->pb, pc, kc, jc, nc, packb, nr);
+				bp = packb;
+			} else {
+				pack_b(bs->transb, bs->B, bs->ldb, pc, kc, jc, nc, packb, nr);
+				bp = packb;
+			}
+			/* the first K block applies beta; later ones accumulate */
+			struct gemm_tile t = {alpha, pc == 0 ? beta : 1.0f, NULL, RT_ACT_NONE, NULL, 0};
+			if (last && has_ep) {
+				t.act = ep->act;
+				t.ldr = ep->ldr;
+			}
+			for (int64_t ic = 0; ic < M; ic += kr->mc) {
+				int64_t mc = M - ic < kr->mc ? M - ic : kr->mc;
+				pack_a(transa, A, lda, ic, mc, pc, kc, packa, mr);
+				for (int64_t jr = 0; jr < nc; jr += nr) {
+					int64_t nrr = nc - jr < nr ? nc - jr : nr;
+					const float *pbs = bp + jr * kc;
+					if (last && has_ep && ep->bias)
+						t.bias = ep->bias + jc + jr;
+					for (int64_t ir = 0; ir < mc; ir += mr) {
+						int64_t mrr = mc - ir < mr ? mc - ir : mr;
+						if (last && has_ep && ep->residual)
+							t.res = ep->residual + (ic + ir) * ep->ldr + jc + jr;
+						kr->tile(kc, packa + ir * kc, pbs,
+						         C + (ic + ir) * ldc + jc + jr, ldc, mrr, nrr, &t);
+					}
+				}
+			}
+		}
 	}
 }
 
@@ -268,77 +289,6 @@ static void small_m(int transa, int transb, int64_t M, int64_t N, int64_t K, flo
 	}
 }
 
-void rt_sgemm(int transa, int transb, int64_t M, int64_t N, int64_t K, float alpha,
-              const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
-              float *C, int64_t ldc)
-{
-	if (M <= 0 || N <= 0)
-		return;
-	if (K <= 0 || alpha == 0.0f) {
-		scale_c(M, N, beta, C, ldc);
-		return;
-	}
-	if (M <= 4) {
-		small_m(transa, transb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-		return;
-	}
-	for (int64_t jc = 0; jc < N; jc += NC) {
-		int64_t nc = N - jc < NC ? N - jc : NC;
-		for (int64_t pc = 0; pc < K; pc += KC) {
-			int64_t kc = K - pc < KC ? K - pc : KC;
-			/* the first K block applies beta; later ones accumulate */
-			float b = pc == 0 ? beta : 1.0f;
-			pack_b(transb, B, ldb, pc, kc, jc, nc, packb);
-			for (int64_t ic = 0; ic < M; ic += MC) {
-				int64_t mc = M - ic < MC ? M - ic : MC;
-				pack_a(transa, A, lda, ic, mc, pc, kc, packa);
-				for (int64_t jr = 0; jr < nc; jr += NR) {
-					int64_t nr = nc - jr < NR ? nc - jr : NR;
-					const float *pb = packb + jr * kc;
-					for (int64_t ir = 0; ir < mc; ir += MR) {
-						int64_t mr = mc - ir < MR ? mc - ir : MR;
-						kernel(kc, packa + ir * kc, pb,
-						       C + (ic + ir) * ldc + jc + jr, ldc, mr, nr,
-						       alpha, b);
-					}
-				}
-			}
-		}
-	}
-}
-
-/* ---- packed weights and epilogues ------------------------------------------------------
- * The first layout is B itself, K x N row-major: correct and simple, the
- * reference the faster layouts are checked against. */
-enum { RT_PACK_VERSION = 1 };
-
-int rt_sgemm_pack_b(int transb, int64_t K, int64_t N, const float *B, int64_t ldb,
-                    struct rt_packed_b *pb)
-{
-	memset(pb, 0, sizeof *pb);
-	size_t bytes = (size_t)K * (size_t)N * sizeof(float);
-	pb->data = base_alloc(bytes ? bytes : 1);
-	if (!pb->data)
-		return STRATA_NOMEM;
-	for (int64_t k = 0; k < K; k++)
-		for (int64_t j = 0; j < N; j++)
-			pb->data[k * N + j] = transb ? B[j * ldb + k] : B[k * ldb + j];
-	pb->K = K;
-	pb->N = N;
-	pb->version = RT_PACK_VERSION;
-	pb->bytes = bytes;
-	pb->owned = 1;
-	return 0;
-}
-
-void rt_packed_b_free(struct rt_packed_b *pb)
-{
-	if (pb && pb->owned)
-		base_free(pb->data, pb->bytes ? pb->bytes : 1);
-	if (pb)
-		memset(pb, 0, sizeof *pb);
-}
-
 static float act1(int act, float v)
 {
 	switch (act) {
@@ -348,6 +298,8 @@ static float act1(int act, float v)
 	return v;
 }
 
+/* The epilogue as a second pass, for the paths whose kernel does not
+ * finish tiles (tiny M with a plain B, K == 0, alpha == 0). */
 static void epilogue(int64_t M, int64_t N, float *C, int64_t ldc, const struct rt_epilogue *ep)
 {
 	if (!ep || (!ep->bias && ep->act == RT_ACT_NONE && !ep->residual))
@@ -370,13 +322,100 @@ void rt_sgemm_ex(int transa, int transb, int64_t M, int64_t N, int64_t K, float 
                  const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
                  float *C, int64_t ldc, const struct rt_epilogue *ep)
 {
-	rt_sgemm(transa, transb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-	epilogue(M, N, C, ldc, ep);
+	if (M <= 0 || N <= 0)
+		return;
+	if (K <= 0 || alpha == 0.0f) {
+		scale_c(M, N, beta, C, ldc);
+		epilogue(M, N, C, ldc, ep);
+		return;
+	}
+	if (M <= 4) {
+		small_m(transa, transb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+		epilogue(M, N, C, ldc, ep);
+		return;
+	}
+	struct bsrc bs = {transb, B, ldb, NULL, 0};
+	drive(kern_of(rt_cpu_isa()), transa, M, N, K, alpha, A, lda, &bs, beta, C, ldc, ep);
+}
+
+void rt_sgemm(int transa, int transb, int64_t M, int64_t N, int64_t K, float alpha,
+              const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
+              float *C, int64_t ldc)
+{
+	rt_sgemm_ex(transa, transb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, NULL);
+}
+
+/* ---- packed weights ---------------------------------------------------------------- */
+
+int rt_sgemm_pack_b(int transb, int64_t K, int64_t N, const float *B, int64_t ldb,
+                    struct rt_packed_b *pb)
+{
+	const struct gemm_kern *kr = kern_of(rt_cpu_isa());
+	memset(pb, 0, sizeof *pb);
+	int64_t npad = (N + kr->nr - 1) / kr->nr * kr->nr;
+	size_t bytes = (size_t)K * (size_t)npad * sizeof(float);
+	pb->data = base_alloc(bytes ? bytes : 1);
+	if (!pb->data)
+		return STRATA_NOMEM;
+	for (int64_t pc = 0; pc < K; pc += kr->kc) {
+		int64_t kc = K - pc < kr->kc ? K - pc : kr->kc;
+		pack_b(transb, B, ldb, pc, kc, 0, N, pb->data + pc * npad, kr->nr);
+	}
+	pb->K = K;
+	pb->N = N;
+	pb->version = RT_PACK_VERSION;
+	pb->bytes = bytes;
+	pb->owned = 1;
+	pb->isa = kr->isa;
+	pb->nr = kr->nr;
+	pb->kc = kr->kc;
+	return 0;
+}
+
+void rt_packed_b_free(struct rt_packed_b *pb)
+{
+	if (pb && pb->owned)
+		base_free(pb->data, pb->bytes ? pb->bytes : 1);
+	if (pb)
+		memset(pb, 0, sizeof *pb);
 }
 
 void rt_sgemm_pb(int transa, int64_t M, float alpha, const float *A, int64_t lda,
                  const struct rt_packed_b *pb, float beta, float *C, int64_t ldc,
                  const struct rt_epilogue *ep)
 {
-	rt_sgemm_ex(transa, 0, M, pb->N, pb->K, alpha, A, lda, pb->data, pb->N, beta, C, ldc, ep);
+	int64_t N = pb->N, K = pb->K;
+	if (M <= 0 || N <= 0)
+		return;
+	if (K <= 0 || alpha == 0.0f) {
+		scale_c(M, N, beta, C, ldc);
+		epilogue(M, N, C, ldc, ep);
+		return;
+	}
+	struct rt_packed_b v1;
+	if (pb->version == 1) {
+		/* layout 1 is one K block holding one strip N wide */
+		v1 = *pb;
+		v1.isa = RT_ISA_AUTO;
+		v1.nr = (int)N;
+		v1.kc = (int)K;
+		pb = &v1;
+	}
+	const struct gemm_kern *kr = kern_of(rt_cpu_isa());
+	int direct = pb->isa == kr->isa && pb->nr == kr->nr && pb->kc == kr->kc;
+	if (direct && M <= 4) {
+		struct gemm_tile t = {alpha, beta, NULL, RT_ACT_NONE, NULL, 0};
+		if (ep) {
+			t.bias = ep->bias;
+			t.act = ep->act;
+		}
+		for (int64_t i = 0; i < M; i++) {
+			t.res = ep && ep->residual ? ep->residual + i * ep->ldr : NULL;
+			kr->gemv(K, N, transa ? A + i : A + i * lda, transa ? lda : 1, pb->data, pb->kc,
+			         C + i * ldc, &t);
+		}
+		return;
+	}
+	struct bsrc bs = {0, NULL, 0, pb, direct};
+	drive(kr, transa, M, N, K, alpha, A, lda, &bs, beta, C, ldc, ep);
 }

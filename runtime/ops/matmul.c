@@ -11,6 +11,13 @@
  * products are computed in the unsigned type of the same width so overflow
  * is defined).  Shapes are only known at run time, so init() checks types
  * and attributes and run() checks dimensions.
+ *
+ * A float B that is a constant of the model (the weights of a dense layer)
+ * is packed at init into the GEMM kernel's layout (rt_sgemm_pack_b, kept in
+ * n->state) and its original cells are released to the loader, so runs
+ * never repack it and the model holds one copy.  Gemm's C given as a bias
+ * row ([N] or [1,N]) with beta 1 is added by the GEMM kernel as it stores
+ * each tile rather than copied into Y first.
  */
 #include <string.h>
 
@@ -118,6 +125,8 @@ static int run_matmul(struct rt_node *n, struct rt_exec *x)
 	int dt = a->dtype;
 	size_t es = base_dtype_size(dt);
 
+	const struct rt_packed_b *pk = n->state;
+
 	/* Matrix views after 1-D promotion. */
 	int64_t M = a->rank == 1 ? 1 : a->dims[a->rank - 2];
 	int64_t K = a->dims[a->rank - 1];
@@ -177,10 +186,16 @@ static int run_matmul(struct rt_node *n, struct rt_exec *x)
 	int tall = ba == br;
 	for (int i = 0; tall && i < br; i++)
 		tall = sb[i] == 0 && a->dims[i] == bd[i];
+	if (tall && pk) {
+		rt_sgemm_pb(0, nbatch * M, 1.0f, a->data, K, pk, 0.0f, y->data, N, NULL);
+		return 0;
+	}
 	if (tall) {
 		mm_any(dt, 0, 0, nbatch * M, N, K, a->data, K, b->data, N, y->data, N, 1.0, 0.0, 0);
 		return 0;
 	}
+	if (!b->data)
+		return rt_fail(x, n, STRATA_RUNTIME, "weights released but not packed");
 
 	int64_t idx[RT_MAX_RANK] = {0};
 	char *yp = y->data;
@@ -202,11 +217,55 @@ static int run_matmul(struct rt_node *n, struct rt_exec *x)
 	return 0;
 }
 
+/* The packed copy of constant float input in[1], or NULL when B is not
+ * such a constant (or has no data) and the kernel reads it at run time.
+ * A 1-D B is MatMul's K x 1 column. */
+static int pack_const_b(struct rt_node *n, struct rt_graph *g, int transb,
+                        struct rt_packed_b **out, struct strata_error *err)
+{
+	*out = NULL;
+	const struct rt_tensor *b = rt_graph_const(g, n->in[1]);
+	if (!b || b->dtype != BASE_DT_FLOAT || !b->data || b->rank < 1 || b->rank > 2)
+		return 0;
+	int64_t r = b->dims[0], c = b->rank == 2 ? b->dims[1] : 1;
+	int64_t K = transb ? c : r, N = transb ? r : c;
+	if (K <= 0 || N <= 0)
+		return 0;
+	struct rt_packed_b *pk = base_alloc(sizeof *pk);
+	if (!pk)
+		return rt_node_err(n, err, STRATA_NOMEM, "out of memory");
+	if (rt_sgemm_pack_b(transb, K, N, b->data, c, pk) != 0) {
+		base_free(pk, sizeof *pk);
+		return rt_node_err(n, err, STRATA_NOMEM, "out of memory packing the weights");
+	}
+	/* the loader frees B once no other running reader needs it */
+	rt_graph_release_const(g, n->in[1]);
+	*out = pk;
+	return 0;
+}
+
+static void fini_matmul(struct rt_node *n)
+{
+	struct rt_packed_b *pk = n->state;
+	if (pk) {
+		rt_packed_b_free(pk);
+		base_free(pk, sizeof *pk);
+	}
+	n->state = NULL;
+}
+
 static int init_matmul(struct rt_node *n, struct rt_graph *g, struct strata_error *err)
 {
 	int rc = init_types(n, g, err);
 	if (rc)
 		return rc;
+	struct rt_packed_b *pk = NULL;
+	if (rt_graph_dtype(g, n->in[0]) == BASE_DT_FLOAT) {
+		rc = pack_const_b(n, g, 0, &pk, err);
+		if (rc)
+			return rc;
+	}
+	n->state = pk;
 	n->run = run_matmul;
 	return 0;
 }
@@ -216,6 +275,7 @@ static int init_matmul(struct rt_node *n, struct rt_graph *g, struct strata_erro
 struct gemm_state {
 	int transa, transb;
 	float alpha, beta;
+	struct rt_packed_b *pk; /* B packed at init, or NULL */
 };
 
 /* Broadcast C (rank <= 2, unidirectionally) into Y[M,N]. */
@@ -259,6 +319,8 @@ static int run_gemm(struct rt_node *n, struct rt_exec *x)
 	if (a->rank != 2 || b->rank != 2)
 		return rt_fail(x, n, STRATA_RUNTIME, "A and B must be 2-D (got rank %d and %d)",
 		               a->rank, b->rank);
+	if (!s->pk && !b->data)
+		return rt_fail(x, n, STRATA_RUNTIME, "weights released but not packed");
 	int64_t M = s->transa ? a->dims[1] : a->dims[0];
 	int64_t K = s->transa ? a->dims[0] : a->dims[1];
 	int64_t Kb = s->transb ? b->dims[1] : b->dims[0];
@@ -274,6 +336,33 @@ static int run_gemm(struct rt_node *n, struct rt_exec *x)
 		return rc;
 	if (M == 0 || N == 0)
 		return 0;
+	if (a->dtype == BASE_DT_FLOAT) {
+		/* C as a bias row, added by the kernel as it stores C */
+		int bias = c && s->beta == 1.0f && c->dtype == BASE_DT_FLOAT &&
+		           ((c->rank == 1 && c->dims[0] == N) ||
+		            (c->rank == 2 && c->dims[0] == 1 && c->dims[1] == N));
+		if (bias || !c || s->beta == 0.0f) {
+			if (c && c->rank > 2)
+				return rt_fail(x, n, STRATA_RUNTIME, "C has rank %d, at most 2 allowed",
+				               c->rank);
+			struct rt_epilogue ep = {bias ? c->data : NULL, RT_ACT_NONE, NULL, 0};
+			if (s->pk)
+				rt_sgemm_pb(s->transa, M, s->alpha, a->data, a->dims[1], s->pk, 0.0f,
+				            y->data, N, &ep);
+			else
+				rt_sgemm_ex(s->transa, s->transb, M, N, K, s->alpha, a->data,
+				            a->dims[1], b->data, b->dims[1], 0.0f, y->data, N, &ep);
+			return 0;
+		}
+		if (s->pk) {
+			rc = fill_c(x, n, c, y, M, N);
+			if (rc)
+				return rc;
+			rt_sgemm_pb(s->transa, M, s->alpha, a->data, a->dims[1], s->pk, s->beta,
+			            y->data, N, NULL);
+			return 0;
+		}
+	}
 	int accumulate = 0;
 	if (c && s->beta != 0.0f) {
 		rc = fill_c(x, n, c, y, M, N);
@@ -290,6 +379,11 @@ static int run_gemm(struct rt_node *n, struct rt_exec *x)
 
 static void fini_gemm(struct rt_node *n)
 {
+	struct gemm_state *s = n->state;
+	if (s && s->pk) {
+		rt_packed_b_free(s->pk);
+		base_free(s->pk, sizeof *s->pk);
+	}
 	base_free(n->state, sizeof(struct gemm_state));
 	n->state = NULL;
 }
@@ -315,13 +409,21 @@ static int init_gemm(struct rt_node *n, struct rt_graph *g, struct strata_error 
 	s->transb = rt_attr_int(n, "transB", 0) != 0;
 	s->alpha = rt_attr_float(n, "alpha", 1.0f);
 	s->beta = rt_attr_float(n, "beta", 1.0f);
+	s->pk = NULL;
+	if (rt_graph_dtype(g, n->in[0]) == BASE_DT_FLOAT) {
+		const struct rt_tensor *b = rt_graph_const(g, n->in[1]);
+		if (b && b->rank == 2 && (rc = pack_const_b(n, g, s->transb, &s->pk, err)) != 0) {
+			base_free(s, sizeof *s);
+			return rc;
+		}
+	}
 	n->state = s;
 	n->run = run_gemm;
 	return 0;
 }
 
 const struct rt_opdef rt_ops_matmul[] = {
-	{"", "MatMul", 1, init_matmul, NULL},
+	{"", "MatMul", 1, init_matmul, fini_matmul},
 	{"", "Gemm", 1, init_gemm, fini_gemm},
 	{.op = NULL},
 };

@@ -13,6 +13,10 @@
  * range-checked, products are overflow-checked, and a bad one fails the run
  * with STRATA_RUNTIME naming the node.  Attributes are checked once in init()
  * and fail the load with STRATA_INVALID_GRAPH.
+ *
+ * Reshape, Flatten, Squeeze, Unsqueeze and Identity change only the shape:
+ * their output is a view of the input's buffer (rt_output_alias), never a
+ * copy.  Expand always writes a new buffer.
  */
 #include <math.h>
 #include <string.h>
@@ -161,18 +165,11 @@ static int need_int_input(struct rt_node *n, struct rt_graph *g, struct strata_e
 	return 0;
 }
 
-/* Output 0 with the shape (r, dims), filled with a dense copy of in. */
-static int copy_to_output(struct rt_exec *x, const struct rt_node *n, const struct rt_tensor *in,
-                          int r, const int64_t *dims)
+/* Output 0 with the shape (r, dims), viewing in's cells: the executor
+ * shares the buffer (or copies where its memory plan says so). */
+static int view_output(struct rt_exec *x, const struct rt_node *n, int r, const int64_t *dims)
 {
-	struct rt_tensor *y;
-	int rc = rt_output(x, n, 0, in->dtype, r, dims, &y);
-	if (rc)
-		return rc;
-	size_t bytes = (size_t)tcount(in) * base_dtype_size(in->dtype);
-	if (bytes && y->data != in->data)
-		memcpy(y->data, in->data, bytes);
-	return 0;
+	return rt_output_alias(x, n, 0, 0, r, dims, NULL);
 }
 
 /* Axes of a node: from the attribute before opset `from`, else from input
@@ -260,7 +257,7 @@ static int run_reshape(struct rt_node *n, struct rt_exec *x)
 		return rt_fail(x, n, STRATA_RUNTIME, "shape has %lld cells but the input has %lld",
 		               (long long)known, (long long)total);
 	}
-	return copy_to_output(x, n, d, ns, shape);
+	return view_output(x, n, ns, shape);
 }
 
 static int init_reshape(struct rt_node *n, struct rt_graph *g, struct strata_error *err)
@@ -286,7 +283,7 @@ static int run_flatten(struct rt_node *n, struct rt_exec *x)
 		return rt_fail(x, n, STRATA_RUNTIME, "axis %lld out of range for rank %d",
 		               (long long)rt_attr_int(n, "axis", 1), d->rank);
 	int64_t od[2] = {cells((int)axis, d->dims), cells(d->rank - (int)axis, d->dims + axis)};
-	return copy_to_output(x, n, d, 2, od);
+	return view_output(x, n, 2, od);
 }
 
 static int init_flatten(struct rt_node *n, struct rt_graph *g, struct strata_error *err)
@@ -444,7 +441,7 @@ static int run_squeeze(struct rt_node *n, struct rt_exec *x)
 	for (int i = 0; i < d->rank; i++)
 		if (!drop[i])
 			od[r++] = d->dims[i];
-	return copy_to_output(x, n, d, r, od);
+	return view_output(x, n, r, od);
 }
 
 static int run_unsqueeze(struct rt_node *n, struct rt_exec *x)
@@ -472,7 +469,7 @@ static int run_unsqueeze(struct rt_node *n, struct rt_exec *x)
 	int64_t od[RT_MAX_RANK];
 	for (int i = 0, j = 0; i < r; i++)
 		od[i] = ins[i] ? 1 : d->dims[j++];
-	return copy_to_output(x, n, d, r, od);
+	return view_output(x, n, r, od);
 }
 
 static int init_squeeze(struct rt_node *n, struct rt_graph *g, struct strata_error *err)
@@ -808,7 +805,7 @@ static int init_size(struct rt_node *n, struct rt_graph *g, struct strata_error 
 static int run_identity(struct rt_node *n, struct rt_exec *x)
 {
 	const struct rt_tensor *d = rt_input(x, n, 0);
-	return copy_to_output(x, n, d, d->rank, d->dims);
+	return view_output(x, n, d->rank, d->dims);
 }
 
 static int init_identity(struct rt_node *n, struct rt_graph *g, struct strata_error *err)

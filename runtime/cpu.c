@@ -1,0 +1,107 @@
+/*
+ * cpu.c: which instruction set the numeric kernels use on this machine.
+ *
+ * The library is compiled for x86-64-v3 (AVX2 + FMA); kernels built for
+ * AVX-512 live in their own files and run only when rt_cpu_isa() says so.
+ * AVX-512 needs both the CPU (cpuid: F, VL, BW, DQ) and the operating
+ * system (xgetbv: the opmask and zmm register state enabled in XCR0).
+ *
+ * The choice is made once, at first use, and cached: the environment
+ * variable STRATA_CPU picks "avx2" (the AVX2 kernels even where AVX-512
+ * exists), "avx512" (used only when the machine has it) or "auto"; unset,
+ * empty or any other value means auto, the best the machine has, so a typo
+ * never disables the wide kernels silently for a deployment that meant
+ * auto.  rt_cpu_force() overrides the choice for tests.
+ *
+ * Invariant: rt_cpu_isa() never returns an ISA the machine cannot execute.
+ */
+#include <cpuid.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime_int.h"
+
+/* 0: not decided yet; else an RT_ISA_* value.  Relaxed atomics: racing
+ * first uses compute the same answer. */
+static int chosen;
+static int forced;
+static int hw_best;
+
+static unsigned long long xgetbv0(void)
+{
+	unsigned int lo, hi;
+	__asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+	return ((unsigned long long)hi << 32) | lo;
+}
+
+static int detect(void)
+{
+	unsigned int a, b, c, d;
+	if (!__get_cpuid(1, &a, &b, &c, &d))
+		return RT_ISA_AVX2;
+	int osxsave = (c >> 27) & 1;
+	if (!osxsave || __get_cpuid_max(0, NULL) < 7)
+		return RT_ISA_AVX2;
+	/* XCR0 bits 1-2: SSE and AVX state; 5-7: opmask, upper zmm0-15, zmm16-31 */
+	unsigned long long xcr0 = xgetbv0();
+	if ((xcr0 & 0xe6) != 0xe6)
+		return RT_ISA_AVX2;
+	__cpuid_count(7, 0, a, b, c, d);
+	int f = (b >> 16) & 1, dq = (b >> 17) & 1, bw = (b >> 30) & 1, vl = (b >> 31) & 1;
+	return f && dq && bw && vl ? RT_ISA_AVX512 : RT_ISA_AVX2;
+}
+
+int rt_cpu_best(void)
+{
+	int best = __atomic_load_n(&hw_best, __ATOMIC_RELAXED);
+	if (!best) {
+		best = detect();
+		__atomic_store_n(&hw_best, best, __ATOMIC_RELAXED);
+	}
+	return best;
+}
+
+int rt_cpu_select(const char *env)
+{
+	int best = rt_cpu_best();
+	if (env && strcmp(env, "avx2") == 0)
+		return RT_ISA_AVX2;
+	return best;
+}
+
+int rt_cpu_isa(void)
+{
+	int f = __atomic_load_n(&forced, __ATOMIC_RELAXED);
+	if (f)
+		return f;
+	int isa = __atomic_load_n(&chosen, __ATOMIC_RELAXED);
+	if (!isa) {
+		isa = rt_cpu_select(getenv("STRATA_CPU"));
+		__atomic_store_n(&chosen, isa, __ATOMIC_RELAXED);
+	}
+	return isa;
+}
+
+int rt_cpu_force(int isa)
+{
+	if (isa == RT_ISA_AUTO) {
+		__atomic_store_n(&forced, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&chosen, 0, __ATOMIC_RELAXED);
+		return 0;
+	}
+	if (isa != RT_ISA_AVX2 && isa != RT_ISA_AVX512)
+		return STRATA_INVALID_ARGUMENT;
+	if (isa == RT_ISA_AVX512 && rt_cpu_best() != RT_ISA_AVX512)
+		return STRATA_NOT_IMPLEMENTED;
+	__atomic_store_n(&forced, isa, __ATOMIC_RELAXED);
+	return 0;
+}
+
+const char *rt_cpu_isa_name(int isa)
+{
+	switch (isa) {
+	case RT_ISA_AVX2: return "avx2";
+	case RT_ISA_AVX512: return "avx512";
+	}
+	return "auto";
+}

@@ -1,0 +1,399 @@
+/*
+ * fused.c: Strata's own fused operators, domain "strata", which the graph
+ * optimizer (optimize.c) writes in place of the exporters' chains of small
+ * ONNX nodes.  They are ordinary nodes with ordinary inputs and attributes,
+ * so a graph holding them (a compiled context, say) loads and checks like
+ * any other:
+ *
+ *   FusedLinear(X, W, B?, R?)  Y = act(X W + B) + R, over X's last axis.
+ *       W is a constant [K,N] ([N,K] with transB=1), packed once at init;
+ *       B [N] a constant; R has Y's shape.  act: 0 none, 1 Relu, 2 erf-GELU
+ *       (enum rt_act).  One GEMM with its epilogue: no pass of its own for
+ *       the bias, the activation or the residual.
+ *   SkipLayerNorm(X, S?, gamma, beta?)  LayerNormalization(X + S) over the
+ *       last axis, epsilon attribute.  S has X's trailing dims, its leading
+ *       dims may be 1 (a position table added to every batch row).
+ *   Attention(Q, K, V, M?)  softmax(scale * Q_h K_h^T + M) V_h per batch and
+ *       head h, for Q, K, V in the [batch, seq, heads*dim] layout the
+ *       projections produce: the head split is read with strides instead of
+ *       a Reshape + Transpose.  M broadcasts to [batch, heads, seq_q, seq_k].
+ *       Output [batch, seq_q, heads*dim] (out_layout 0, the inverse
+ *       Transpose + Reshape folded in) or [batch, heads, seq_q, dim] (1).
+ *
+ * Invariants: inputs are float; every shape is checked at run time (a bad
+ * shape is STRATA_RUNTIME naming the node, as the unfused chain would fail);
+ * results match the unfused chains within float rounding.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "../runtime_int.h"
+#include "vmath.h"
+
+static int float_input(struct rt_node *n, struct rt_graph *g, int i, int required,
+                       struct strata_error *err)
+{
+	if (i >= n->nin || n->in[i] < 0) {
+		if (required)
+			return rt_node_err(n, err, STRATA_INVALID_GRAPH, "input %d is missing", i);
+		return 0;
+	}
+	if (rt_graph_dtype(g, n->in[i]) != BASE_DT_FLOAT)
+		return rt_node_err(n, err, STRATA_NOT_IMPLEMENTED, "input %d: element type %s", i,
+		                   base_dtype_name(rt_graph_dtype(g, n->in[i])));
+	return 0;
+}
+
+static const float *const_floats(struct rt_graph *g, const struct rt_node *n, int i,
+                                 int64_t count)
+{
+	if (i >= n->nin || n->in[i] < 0)
+		return NULL;
+	const struct rt_tensor *t = rt_graph_const(g, n->in[i]);
+	if (!t || t->dtype != BASE_DT_FLOAT || runtime_tensor_count(t) != count)
+		return NULL;
+	return t->data;
+}
+
+static int has_input(const struct rt_node *n, int i)
+{
+	return i < n->nin && n->in[i] >= 0;
+}
+
+/* ---- FusedLinear -------------------------------------------------------------------- */
+
+struct linear {
+	struct rt_packed_b pb;
+	const float *bias;
+	int act;
+};
+
+static int run_linear(struct rt_node *n, struct rt_exec *x)
+{
+	const struct linear *st = n->state;
+	const struct rt_tensor *a = rt_input(x, n, 0);
+	int64_t K = st->pb.K, N = st->pb.N;
+	if (a->rank < 1 || a->dims[a->rank - 1] != K)
+		return rt_fail(x, n, STRATA_RUNTIME, "X's last dimension is not %lld", (long long)K);
+	int64_t M = K ? runtime_tensor_count(a) / K : 0;
+	int64_t dims[RT_MAX_RANK];
+	memcpy(dims, a->dims, sizeof dims);
+	dims[a->rank - 1] = N;
+	struct rt_tensor *y;
+	int rc = rt_output(x, n, 0, BASE_DT_FLOAT, a->rank, dims, &y);
+	if (rc)
+		return rc;
+	struct rt_epilogue ep = { st->bias, st->act, NULL, N };
+	if (has_input(n, 3)) {
+		const struct rt_tensor *r = rt_input(x, n, 3);
+		if (r->rank != a->rank || memcmp(r->dims, dims, (size_t)a->rank * sizeof *dims))
+			return rt_fail(x, n, STRATA_RUNTIME, "the residual's shape differs from Y's");
+		ep.residual = r->data;
+	}
+	if (M == 0 || N == 0)
+		return 0;
+	if (K == 0) {
+		memset(y->data, 0, (size_t)(M * N) * sizeof(float));
+		rt_sgemm_ex(0, 0, M, N, 0, 1.0f, a->data, 1, st->pb.data, N, 1.0f, y->data, N, &ep);
+		return 0;
+	}
+	rt_sgemm_pb(0, M, 1.0f, a->data, K, &st->pb, 0.0f, y->data, N, &ep);
+	return 0;
+}
+
+static void fini_linear(struct rt_node *n)
+{
+	struct linear *st = n->state;
+	if (!st)
+		return;
+	rt_packed_b_free(&st->pb);
+	base_free(st, sizeof *st);
+	n->state = NULL;
+}
+
+static int init_linear(struct rt_node *n, struct rt_graph *g, struct strata_error *err)
+{
+	int rc;
+	if (n->nout < 1 || n->out[0] < 0)
+		return rt_node_err(n, err, STRATA_INVALID_GRAPH, "needs an output");
+	for (int i = 0; i < 4; i++)
+		if ((rc = float_input(n, g, i, i < 2, err)) != 0)
+			return rc;
+	const struct rt_tensor *w = rt_graph_const(g, n->in[1]);
+	int transb = (int)rt_attr_int(n, "transB", 0);
+	int act = (int)rt_attr_int(n, "act", RT_ACT_NONE);
+	if (!w || w->rank != 2)
+		return rt_node_err(n, err, STRATA_INVALID_GRAPH, "W must be a 2-D constant");
+	if (act != RT_ACT_NONE && act != RT_ACT_RELU && act != RT_ACT_GELU_ERF)
+		return rt_node_err(n, err, STRATA_INVALID_GRAPH, "unknown activation %d", act);
+	int64_t K = transb ? w->dims[1] : w->dims[0], N = transb ? w->dims[0] : w->dims[1];
+	const float *bias = NULL;
+	if (has_input(n, 2) && !(bias = const_floats(g, n, 2, N)))
+		return rt_node_err(n, err, STRATA_INVALID_GRAPH, "B must be a constant of %lld cells",
+		                   (long long)N);
+	struct linear *st = base_calloc(1, sizeof *st);
+	if (!st)
+		return rt_node_err(n, err, STRATA_NOMEM, "out of memory");
+	if (rt_sgemm_pack_b(transb, K, N, w->data, w->dims[1], &st->pb) != 0) {
+		base_free(st, sizeof *st);
+		return rt_node_err(n, err, STRATA_NOMEM, "out of memory packing W");
+	}
+	st->bias = bias;
+	st->act = act;
+	n->state = st;
+	rt_graph_set_dtype(g, n->out[0], BASE_DT_FLOAT);
+	n->run = run_linear;
+	return 0;
+}
+
+/* ---- SkipLayerNorm ---------------------------------------------------------------------- */
+
+struct lnorm {
+	const float *gamma, *beta;
+	int64_t h;
+	float eps;
+};
+
+/* y = LayerNorm(y) over one row of h cells (two passes: the mean, then the
+ * centred sum of squares, which keeps the variance accurate). */
+static void norm_row(float *y, int64_t h, const struct lnorm *st)
+{
+	__m256 acc = _mm256_setzero_ps();
+	int64_t i = 0;
+	for (; i + 8 <= h; i += 8)
+		acc = _mm256_add_ps(acc, _mm256_loadu_ps(y + i));
+	float t[8];
+	_mm256_storeu_ps(t, acc);
+	float s = ((t[0] + t[1]) + (t[2] + t[3])) + ((t[4] + t[5]) + (t[6] + t[7]));
+	for (; i < h; i++)
+		s += y[i];
+	float mean = s / (float)h;
+	__m256 vm = _mm256_set1_ps(mean);
+	acc = _mm256_setzero_ps();
+	for (i = 0; i + 8 <= h; i += 8) {
+		__m256 d = _mm256_sub_ps(_mm256_loadu_ps(y + i), vm);
+		acc = _mm256_fmadd_ps(d, d, acc);
+	}
+	_mm256_storeu_ps(t, acc);
+	float q = ((t[0] + t[1]) + (t[2] + t[3])) + ((t[4] + t[5]) + (t[6] + t[7]));
+	for (; i < h; i++)
+		q += (y[i] - mean) * (y[i] - mean);
+	float inv = 1.0f / sqrtf(q / (float)h + st->eps);
+	__m256 vi = _mm256_set1_ps(inv);
+	for (i = 0; i + 8 <= h; i += 8) {
+		__m256 d = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(y + i), vm), vi);
+		d = _mm256_mul_ps(d, _mm256_loadu_ps(st->gamma + i));
+		if (st->beta)
+			d = _mm256_add_ps(d, _mm256_loadu_ps(st->beta + i));
+		_mm256_storeu_ps(y + i, d);
+	}
+	for (; i < h; i++)
+		y[i] = (y[i] - mean) * inv * st->gamma[i] + (st->beta ? st->beta[i] : 0.0f);
+}
+
+static int run_lnorm(struct rt_node *n, struct rt_exec *x)
+{
+	const struct lnorm *st = n->state;
+	const struct rt_tensor *a = rt_input(x, n, 0);
+	const struct rt_tensor *s = has_input(n, 1) ? rt_input(x, n, 1) : NULL;
+	int64_t h = st->h;
+	if (a->rank < 1 || a->dims[a->rank - 1] != h)
+		return rt_fail(x, n, STRATA_RUNTIME, "X's last dimension is not %lld", (long long)h);
+	int64_t rows = h ? runtime_tensor_count(a) / h : 0, srows = rows;
+	if (s) {
+		/* S is X's trailing dims after leading 1s: it repeats every srows
+		 * rows of X. */
+		int lead = a->rank - s->rank, ok = lead >= 0 && s->rank >= 1, f = 0;
+		while (ok && f < s->rank - 1 && s->dims[f] == 1)
+			f++;
+		for (int d = f; ok && d < s->rank; d++)
+			ok = s->dims[d] == a->dims[lead + d];
+		srows = ok && h ? runtime_tensor_count(s) / h : 0;
+		if (!ok || (srows && rows % srows) || (!srows && rows))
+			return rt_fail(x, n, STRATA_RUNTIME, "S does not broadcast onto X");
+	}
+	struct rt_tensor *y;
+	int rc = rt_output(x, n, 0, BASE_DT_FLOAT, a->rank, a->dims, &y);
+	if (rc)
+		return rc;
+	const float *xa = a->data;
+	float *yo = y->data;
+	for (int64_t r = 0; r < rows; r++) {
+		const float *xr = xa + r * h;
+		float *yr = yo + r * h;
+		if (s) {
+			const float *sr = (const float *)s->data + (r % srows) * h;
+			int64_t i = 0;
+			for (; i + 8 <= h; i += 8)
+				_mm256_storeu_ps(yr + i, _mm256_add_ps(_mm256_loadu_ps(xr + i),
+				                                       _mm256_loadu_ps(sr + i)));
+			for (; i < h; i++)
+				yr[i] = xr[i] + sr[i];
+		} else if (yr != xr) {
+			memcpy(yr, xr, (size_t)h * sizeof *yr);
+		}
+		norm_row(yr, h, st);
+	}
+	return 0;
+}
+
+static void fini_state(struct rt_node *n, size_t bytes)
+{
+	if (n->state)
+		base_free(n->state, bytes);
+	n->state = NULL;
+}
+
+static void fini_lnorm(struct rt_node *n)
+{
+	fini_state(n, sizeof(struct lnorm));
+}
+
+static int init_lnorm(struct rt_node *n, struct rt_graph *g, struct strata_error *err)
+{
+	int rc;
+	if (n->nout < 1 || n->out[0] < 0)
+		return rt_node_err(n, err, STRATA_INVALID_GRAPH, "needs an output");
+	for (int i = 0; i < 4; i++)
+		if ((rc = float_input(n, g, i, i == 0 || i == 2, err)) != 0)
+			return rc;
+	const struct rt_tensor *gm = rt_graph_const(g, n->in[2]);
+	if (!gm || gm->rank != 1)
+		return rt_node_err(n, err, STRATA_INVALID_GRAPH, "gamma must be a 1-D constant");
+	int64_t h = gm->dims[0];
+	const float *beta = NULL;
+	if (has_input(n, 3) && !(beta = const_floats(g, n, 3, h)))
+		return rt_node_err(n, err, STRATA_INVALID_GRAPH, "beta must be a constant of %lld cells",
+		                   (long long)h);
+	struct lnorm *st = base_calloc(1, sizeof *st);
+	if (!st)
+		return rt_node_err(n, err, STRATA_NOMEM, "out of memory");
+	st->gamma = gm->data;
+	st->beta = beta;
+	st->h = h;
+	st->eps = rt_attr_float(n, "epsilon", 1e-5f);
+	n->state = st;
+	rt_graph_set_dtype(g, n->out[0], BASE_DT_FLOAT);
+	n->run = run_lnorm;
+	return 0;
+}
+
+/* ---- Attention ------------------------------------------------------------------------------ */
+
+struct attn {
+	int64_t heads;
+	float scale;
+	int layout;
+};
+
+static int run_attn(struct rt_node *n, struct rt_exec *x)
+{
+	const struct attn *st = n->state;
+	const struct rt_tensor *q = rt_input(x, n, 0), *k = rt_input(x, n, 1),
+	                       *v = rt_input(x, n, 2);
+	const struct rt_tensor *m = has_input(n, 3) ? rt_input(x, n, 3) : NULL;
+	if (q->rank != 3 || k->rank != 3 || v->rank != 3)
+		return rt_fail(x, n, STRATA_RUNTIME, "Q, K and V must be [batch, seq, hidden]");
+	int64_t B = q->dims[0], Sq = q->dims[1], HD = q->dims[2], Sk = k->dims[1], H = st->heads;
+	if (k->dims[0] != B || v->dims[0] != B || v->dims[1] != Sk || k->dims[2] != HD ||
+	    v->dims[2] != HD || H <= 0 || HD % H)
+		return rt_fail(x, n, STRATA_RUNTIME, "Q, K and V do not match");
+	int64_t D = HD / H;
+	/* Strides of M broadcast to [B, H, Sq, Sk] (0 along a dimension of 1). */
+	int64_t ms[4] = { 0, 0, 0, 0 };
+	if (m) {
+		if (m->rank > 4)
+			return rt_fail(x, n, STRATA_RUNTIME, "the mask has rank %d", m->rank);
+		int64_t full[4] = { B, H, Sq, Sk }, st1 = 1;
+		for (int d = 3, e = m->rank - 1; d >= 0; d--, e--) {
+			int64_t md = e >= 0 ? m->dims[e] : 1;
+			if (md != 1 && md != full[d])
+				return rt_fail(x, n, STRATA_RUNTIME, "the mask does not broadcast");
+			ms[d] = md == 1 ? 0 : st1;
+			st1 *= md;
+		}
+	}
+	struct rt_tensor *y;
+	int64_t dl0[3] = { B, Sq, HD }, dl1[4] = { B, H, Sq, D };
+	int rc = st->layout ? rt_output(x, n, 0, BASE_DT_FLOAT, 4, dl1, &y)
+	                    : rt_output(x, n, 0, BASE_DT_FLOAT, 3, dl0, &y);
+	if (rc)
+		return rc;
+	if (!B || !Sq || !HD)
+		return 0;
+	float *sc = Sk ? rt_scratch(x, (size_t)(Sq * Sk) * sizeof(float)) : NULL;
+	if (Sk && !sc)
+		return rt_fail(x, n, STRATA_NOMEM, "out of memory");
+	const float *qd = q->data, *kd = k->data, *vd = v->data;
+	const float *md = m ? m->data : NULL;
+	float *yd = y->data;
+	for (int64_t b = 0; b < B; b++)
+		for (int64_t h = 0; h < H; h++) {
+			float *out = st->layout ? yd + ((b * H + h) * Sq) * D : yd + b * Sq * HD + h * D;
+			int64_t ldo = st->layout ? D : HD;
+			if (!Sk) {
+				for (int64_t i = 0; i < Sq; i++)
+					memset(out + i * ldo, 0, (size_t)D * sizeof *out);
+				continue;
+			}
+			rt_sgemm(0, 1, Sq, Sk, D, st->scale, qd + b * Sq * HD + h * D, HD,
+			         kd + b * Sk * HD + h * D, HD, 0.0f, sc, Sk);
+			for (int64_t i = 0; i < Sq; i++) {
+				float *row = sc + i * Sk;
+				if (md) {
+					const float *mr = md + b * ms[0] + h * ms[1] + i * ms[2];
+					if (ms[3] == 1) {
+						int64_t j = 0;
+						for (; j + 8 <= Sk; j += 8)
+							_mm256_storeu_ps(row + j,
+							                 _mm256_add_ps(_mm256_loadu_ps(row + j),
+							                               _mm256_loadu_ps(mr + j)));
+						for (; j < Sk; j++)
+							row[j] += mr[j];
+					} else {
+						for (int64_t j = 0; j < Sk; j++)
+							row[j] += mr[0];
+					}
+				}
+				rt_vsoftmax(row, (size_t)Sk);
+			}
+			rt_sgemm(0, 0, Sq, D, Sk, 1.0f, sc, Sk, vd + b * Sk * HD + h * D, HD, 0.0f, out,
+			         ldo);
+		}
+	return 0;
+}
+
+static void fini_attn(struct rt_node *n)
+{
+	fini_state(n, sizeof(struct attn));
+}
+
+static int init_attn(struct rt_node *n, struct rt_graph *g, struct strata_error *err)
+{
+	int rc;
+	if (n->nout < 1 || n->out[0] < 0)
+		return rt_node_err(n, err, STRATA_INVALID_GRAPH, "needs an output");
+	for (int i = 0; i < 4; i++)
+		if ((rc = float_input(n, g, i, i < 3, err)) != 0)
+			return rc;
+	int64_t heads = rt_attr_int(n, "num_heads", 0);
+	if (heads <= 0)
+		return rt_node_err(n, err, STRATA_INVALID_GRAPH, "num_heads must be positive");
+	struct attn *st = base_calloc(1, sizeof *st);
+	if (!st)
+		return rt_node_err(n, err, STRATA_NOMEM, "out of memory");
+	st->heads = heads;
+	st->scale = rt_attr_float(n, "scale", 1.0f);
+	st->layout = (int)rt_attr_int(n, "out_layout", 0) != 0;
+	n->state = st;
+	rt_graph_set_dtype(g, n->out[0], BASE_DT_FLOAT);
+	n->run = run_attn;
+	return 0;
+}
+
+const struct rt_opdef rt_ops_fused[] = {
+	{ "strata", "FusedLinear", 1, init_linear, fini_linear },
+	{ "strata", "SkipLayerNorm", 1, init_lnorm, fini_lnorm },
+	{ "strata", "Attention", 1, init_attn, fini_attn },
+	{ NULL, NULL, 0, NULL, NULL },
+};

@@ -1,0 +1,295 @@
+/*
+ * test_gemm.c: the GEMM core (runtime/ops/gemm.c and its AVX2 and AVX-512
+ * kernels) against a double-precision reference: rt_sgemm, rt_sgemm_ex and
+ * rt_sgemm_pb over ragged sizes, every transpose combination, alpha and
+ * beta (beta 0 over NaN), leading dimensions wider than the matrices, and
+ * every epilogue; under each ISA the machine has, with weights packed
+ * under one ISA and run under the other; and the STRATA_CPU selection.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "../runtime/runtime_int.h"
+
+static const int64_t sizes[] = {1, 2, 7, 15, 16, 17, 31, 33, 64, 130, 383};
+enum { NSIZES = sizeof sizes / sizeof sizes[0] };
+
+static uint32_t rng = 12345;
+
+static float frand(void)
+{
+	rng = rng * 1664525u + 1013904223u;
+	return (float)((rng >> 8) & 0xffff) / 32768.0f - 1.0f;
+}
+
+static float *mat(int64_t rows, int64_t ld)
+{
+	float *p = malloc((size_t)(rows * ld + 1) * sizeof *p);
+	assert_non_null(p);
+	for (int64_t i = 0; i < rows * ld + 1; i++)
+		p[i] = frand();
+	return p;
+}
+
+static double act_ref(int act, double v)
+{
+	if (act == RT_ACT_RELU)
+		return v > 0 ? v : 0;
+	if (act == RT_ACT_GELU_ERF)
+		return v * 0.5 * (1.0 + erf(v / sqrt(2.0)));
+	return v;
+}
+
+/* One product checked against the reference.  pb: use rt_sgemm_pb with B
+ * packed under pack_isa.  A and B hold op() in the stated transposes. */
+static void check(int transa, int transb, int64_t M, int64_t N, int64_t K, float alpha,
+                  float beta, const struct rt_epilogue *ep0, int pb, int pack_isa, int run_isa)
+{
+	int64_t lda = (transa ? M : K) + 3, ldb = (transb ? K : N) + 5, ldc = N + 2;
+	float *A = mat(transa ? K : M, lda), *B = mat(transb ? N : K, ldb), *C = mat(M, ldc);
+	float *bias = mat(1, N), *res = mat(M, N + 1);
+	double *ref = malloc((size_t)(M * N) * sizeof *ref);
+	assert_non_null(ref);
+	struct rt_epilogue ep = {0};
+	if (ep0) {
+		ep = *ep0;
+		if (ep.bias)
+			ep.bias = bias;
+		if (ep.residual) {
+			ep.residual = res;
+			ep.ldr = N + 1;
+		}
+	}
+	double *mag = malloc((size_t)(M * N) * sizeof *mag);
+	assert_non_null(mag);
+	for (int64_t i = 0; i < M; i++)
+		for (int64_t j = 0; j < N; j++) {
+			double s = 0, m = 0;
+			for (int64_t k = 0; k < K; k++) {
+				double a = transa ? A[k * lda + i] : A[i * lda + k];
+				double b = transb ? B[j * ldb + k] : B[k * ldb + j];
+				s += a * b;
+				m += fabs(a * b);
+			}
+			double v = alpha * s;
+			if (beta != 0.0f)
+				v += beta * (double)C[i * ldc + j];
+			if (ep0) {
+				if (ep.bias)
+					v += ep.bias[j];
+				v = act_ref(ep.act, v);
+				if (ep.residual)
+					v += ep.residual[i * ep.ldr + j];
+			}
+			ref[i * N + j] = v;
+			mag[i * N + j] = fabs(alpha) * m + fabs(beta * C[i * ldc + j]) + 4.0;
+		}
+	if (beta == 0.0f)
+		for (int64_t i = 0; i < M * ldc; i++)
+			C[i] = NAN;
+
+	if (pb) {
+		struct rt_packed_b p;
+		assert_int_equal(rt_cpu_force(pack_isa), 0);
+		assert_int_equal(rt_sgemm_pack_b(transb, K, N, B, ldb, &p), 0);
+		assert_int_equal(p.isa, pack_isa);
+		assert_int_equal(rt_cpu_force(run_isa), 0);
+		rt_sgemm_pb(transa, M, alpha, A, lda, &p, beta, C, ldc, ep0 ? &ep : NULL);
+		rt_packed_b_free(&p);
+	} else {
+		assert_int_equal(rt_cpu_force(run_isa), 0);
+		if (ep0)
+			rt_sgemm_ex(transa, transb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, &ep);
+		else
+			rt_sgemm(transa, transb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+	}
+
+	for (int64_t i = 0; i < M; i++) {
+		for (int64_t j = 0; j < N; j++) {
+			double got = C[i * ldc + j], want = ref[i * N + j];
+			if (!(fabs(got - want) <= 1e-5 * mag[i * N + j])) {
+				fail_msg("M=%lld N=%lld K=%lld ta=%d tb=%d pb=%d isa %d/%d act=%d: "
+				         "C[%lld,%lld] = %.8g, want %.8g",
+				         (long long)M, (long long)N, (long long)K, transa, transb, pb,
+				         pack_isa, run_isa, ep0 ? ep0->act : -1, (long long)i,
+				         (long long)j, got, want);
+			}
+		}
+		/* the padding past N is never written */
+		assert_false(isnan(C[i * ldc + N]) != (beta == 0.0f));
+	}
+	free(A);
+	free(B);
+	free(C);
+	free(bias);
+	free(res);
+	free(ref);
+	free(mag);
+}
+
+static int has_avx512(void)
+{
+	if (rt_cpu_best() == RT_ISA_AVX512)
+		return 1;
+	print_message("    (no AVX-512 on this machine: its half of the test is skipped)\n");
+	return 0;
+}
+
+/* The size triples: each size meets every other as M, N and K. */
+static void each_shape(void (*fn)(int64_t, int64_t, int64_t, int), int isa)
+{
+	for (int i = 0; i < NSIZES; i++) {
+		fn(sizes[i], sizes[(i + 3) % NSIZES], sizes[(i + 7) % NSIZES], isa);
+		fn(sizes[(i + 5) % NSIZES], sizes[i], sizes[(i + 9) % NSIZES], isa);
+		fn(sizes[(i + 2) % NSIZES], sizes[(i + 6) % NSIZES], sizes[i], isa);
+	}
+}
+
+static void plain(int64_t M, int64_t N, int64_t K, int isa)
+{
+	for (int t = 0; t < 4; t++) {
+		check(t & 1, t >> 1, M, N, K, 1.0f, 0.0f, NULL, 0, isa, isa);
+		check(t & 1, t >> 1, M, N, K, -0.75f, 0.5f, NULL, 0, isa, isa);
+	}
+	if (M == sizes[0]) {
+		/* several M, N and K blocks, with the epilogue on the last K block */
+		static const struct rt_epilogue gelu = {(const float *)1, RT_ACT_GELU_ERF, NULL, 0};
+		check(0, 1, 130, 1050, 260, 1.0f, 0.0f, &gelu, 0, isa, isa);
+		check(1, 0, 130, 1050, 260, 1.0f, 1.0f, &gelu, 1, isa, isa);
+	}
+}
+
+static void with_ep(int64_t M, int64_t N, int64_t K, int isa)
+{
+	static const struct rt_epilogue eps[] = {
+		{(const float *)1, RT_ACT_NONE, NULL, 0},
+		{NULL, RT_ACT_RELU, NULL, 0},
+		{(const float *)1, RT_ACT_GELU_ERF, NULL, 0},
+		{NULL, RT_ACT_NONE, (const float *)1, 0},
+		{(const float *)1, RT_ACT_GELU_ERF, (const float *)1, 0},
+	};
+	for (size_t e = 0; e < sizeof eps / sizeof eps[0]; e++) {
+		int t = (int)e % 4;
+		check(t & 1, t >> 1, M, N, K, 1.0f, 0.0f, &eps[e], 0, isa, isa);
+		check(t >> 1, t & 1, M, N, K, 0.5f, 1.0f, &eps[e], 1, isa, isa);
+	}
+}
+
+static void packed(int64_t M, int64_t N, int64_t K, int isa)
+{
+	static const struct rt_epilogue gelu = {(const float *)1, RT_ACT_GELU_ERF, NULL, 0};
+	int other = rt_cpu_best() == RT_ISA_AVX512 ? (isa == RT_ISA_AVX2 ? RT_ISA_AVX512 : RT_ISA_AVX2)
+	                                           : isa;
+	for (int t = 0; t < 4; t++) {
+		check(t & 1, t >> 1, M, N, K, 1.0f, 0.0f, NULL, 1, isa, isa);
+		check(t & 1, t >> 1, M, N, K, 2.0f, -1.0f, &gelu, 1, isa, isa);
+		/* packed under one ISA, run under the other */
+		check(t & 1, t >> 1, M, N, K, 1.0f, 0.0f, &gelu, 1, isa, other);
+	}
+	/* one to four rows: the GEMV path */
+	for (int64_t m = 1; m <= 4; m++) {
+		check(0, 1, m, N, K, 1.0f, 0.0f, &gelu, 1, isa, isa);
+		check(1, 0, m, N, K, 1.0f, 0.25f, NULL, 1, isa, isa);
+	}
+}
+
+static void run_isa(void (*fn)(int64_t, int64_t, int64_t, int), int isa)
+{
+	if (isa == RT_ISA_AVX512 && !has_avx512())
+		return;
+	each_shape(fn, isa);
+	rt_cpu_force(RT_ISA_AUTO);
+}
+
+static void test_sgemm_avx2(void **st) { (void)st; run_isa(plain, RT_ISA_AVX2); }
+static void test_sgemm_avx512(void **st) { (void)st; run_isa(plain, RT_ISA_AVX512); }
+static void test_epilogue_avx2(void **st) { (void)st; run_isa(with_ep, RT_ISA_AVX2); }
+static void test_epilogue_avx512(void **st) { (void)st; run_isa(with_ep, RT_ISA_AVX512); }
+static void test_packed_avx2(void **st) { (void)st; run_isa(packed, RT_ISA_AVX2); }
+static void test_packed_avx512(void **st) { (void)st; run_isa(packed, RT_ISA_AVX512); }
+
+/* Degenerate sizes: K == 0 and alpha == 0 scale C (beta 0: zero it, NaN or
+ * not); M or N == 0 touches nothing. */
+static void test_degenerate(void **st)
+{
+	(void)st;
+	float A[4] = {1, 2, 3, 4}, B[4] = {1, 2, 3, 4}, C[4] = {NAN, NAN, NAN, NAN};
+	rt_sgemm(0, 0, 2, 2, 0, 1.0f, A, 2, B, 2, 0.0f, C, 2);
+	for (int i = 0; i < 4; i++)
+		assert_true(C[i] == 0.0f);
+	C[0] = 2;
+	rt_sgemm(0, 0, 2, 2, 2, 0.0f, A, 2, B, 2, 0.5f, C, 2);
+	assert_true(C[0] == 1.0f);
+	C[0] = NAN;
+	rt_sgemm(0, 0, 0, 2, 2, 1.0f, A, 2, B, 2, 0.0f, C, 2);
+	rt_sgemm(0, 0, 2, 0, 2, 1.0f, A, 2, B, 2, 0.0f, C, 2);
+	assert_true(isnan(C[0]));
+}
+
+/* STRATA_CPU=avx2 selects AVX2 wherever AVX-512 exists; other values mean
+ * the best available; forcing an ISA the machine lacks is refused. */
+static void test_cpu_select(void **st)
+{
+	(void)st;
+	int best = rt_cpu_best();
+	assert_true(best == RT_ISA_AVX2 || best == RT_ISA_AVX512);
+	assert_int_equal(rt_cpu_select("avx2"), RT_ISA_AVX2);
+	assert_int_equal(rt_cpu_select("auto"), best);
+	assert_int_equal(rt_cpu_select(NULL), best);
+	assert_int_equal(rt_cpu_select("avx512"), best);
+	assert_int_equal(rt_cpu_select("sse2"), best);
+
+	const char *saved = getenv("STRATA_CPU");
+	char *copy = saved ? strdup(saved) : NULL;
+	setenv("STRATA_CPU", "avx2", 1);
+	assert_int_equal(rt_cpu_force(RT_ISA_AUTO), 0);
+	assert_int_equal(rt_cpu_isa(), RT_ISA_AVX2);
+	/* the choice is cached: changing the variable later has no effect */
+	setenv("STRATA_CPU", "auto", 1);
+	assert_int_equal(rt_cpu_isa(), RT_ISA_AVX2);
+	assert_int_equal(rt_cpu_force(RT_ISA_AUTO), 0);
+	assert_int_equal(rt_cpu_isa(), best);
+	/* a packed B records the ISA it was packed for */
+	float B[6] = {1, 2, 3, 4, 5, 6};
+	struct rt_packed_b p;
+	setenv("STRATA_CPU", "avx2", 1);
+	rt_cpu_force(RT_ISA_AUTO);
+	assert_int_equal(rt_sgemm_pack_b(0, 2, 3, B, 3, &p), 0);
+	assert_int_equal(p.isa, RT_ISA_AVX2);
+	rt_packed_b_free(&p);
+
+	if (copy) {
+		setenv("STRATA_CPU", copy, 1);
+		free(copy);
+	} else {
+		unsetenv("STRATA_CPU");
+	}
+	assert_int_equal(rt_cpu_force(RT_ISA_AUTO), 0);
+	assert_int_equal(rt_cpu_force(99), STRATA_INVALID_ARGUMENT);
+	if (best != RT_ISA_AVX512)
+		assert_int_equal(rt_cpu_force(RT_ISA_AVX512), STRATA_NOT_IMPLEMENTED);
+	assert_string_equal(rt_cpu_isa_name(RT_ISA_AVX2), "avx2");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_cpu_select),
+		cmocka_unit_test(test_degenerate),
+		cmocka_unit_test(test_sgemm_avx2),
+		cmocka_unit_test(test_sgemm_avx512),
+		cmocka_unit_test(test_epilogue_avx2),
+		cmocka_unit_test(test_epilogue_avx512),
+		cmocka_unit_test(test_packed_avx2),
+		cmocka_unit_test(test_packed_avx512),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

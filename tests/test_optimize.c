@@ -1,0 +1,474 @@
+/*
+ * test_optimize.c: the graph optimizer (runtime/optimize.c) and the fused
+ * kernels (runtime/ops/fused.c), checked against the unoptimized graph.
+ *
+ * A small BERT-like encoder is built in the exporter's exact patterns (the
+ * Shape -> Gather -> Unsqueeze -> Concat -> Reshape head splits, Transposes,
+ * the scaled and masked Softmax, the erf-GELU chain in both multiplication
+ * orders, residual Adds, LayerNormalization or its decomposed spelling) with
+ * symbolic batch and seq, and an MLP like mlp_ranker (Gemm + Relu).  Each is
+ * loaded with session.graph_optimization_level "all" and "disabled", run on
+ * several shapes (padded masks included), and every output must agree within
+ * 1e-4 relative.  The tests also count the fused nodes, so they cannot pass
+ * with the rewrites silently off.  Also: the vectorized math against libm.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "../runtime/ops/vmath.h"
+#include "../runtime/runtime_int.h"
+#include "modelbuild.h"
+
+#define HID 64
+#define HEADS 4
+#define HDIM 16
+#define FFN 256
+#define VOCAB 100
+#define MAXPOS 32
+
+/* ---- deterministic weights -------------------------------------------------------- */
+
+static uint64_t rng = 12345;
+
+static double uniform(void)
+{
+	rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+	return ((rng >> 11) + 0.5) / 9007199254740992.0;
+}
+
+static float normal(double sd)
+{
+	return (float)(sd * sqrt(-2 * log(uniform())) * cos(6.283185307179586 * uniform()));
+}
+
+static char names[4096][32];
+static int nnames;
+
+static const char *fresh(const char *stem)
+{
+	assert_true(nnames < 4096);
+	snprintf(names[nnames], sizeof names[0], "%s_%d", stem, nnames);
+	return names[nnames++];
+}
+
+static const char *weight(struct mb_model *m, int rank, const int64_t *dims, double sd, float mean)
+{
+	int64_t n = 1;
+	for (int i = 0; i < rank; i++)
+		n *= dims[i];
+	float *w = malloc((size_t)n * sizeof *w);
+	for (int64_t i = 0; i < n; i++)
+		w[i] = mean + normal(sd);
+	const char *name = fresh("w");
+	mb_init(m, name, BASE_DT_FLOAT, rank, dims, w);
+	free(w);
+	return name;
+}
+
+static const char *kf(struct mb_model *m, float v)
+{
+	const char *name = fresh("kf");
+	mb_init(m, name, BASE_DT_FLOAT, 0, NULL, &v);
+	return name;
+}
+
+static const char *ki(struct mb_model *m, int n, const int64_t *v)
+{
+	const char *name = fresh("ki");
+	mb_init(m, name, BASE_DT_INT64, n ? 1 : 0, (int64_t[]){ n }, v);
+	return name;
+}
+
+static char buf[256];
+
+/* A node with inputs "a,b,..." (printf-style) and one fresh output. */
+static const char *op(struct mb_model *m, const char *type, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static const char *op(struct mb_model *m, const char *type, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	const char *out = fresh(type);
+	mb_node(m, type, buf, out);
+	return out;
+}
+
+static const char *linear(struct mb_model *m, const char *x, int64_t k, int64_t n, double sd)
+{
+	const char *w = weight(m, 2, (int64_t[]){ k, n }, sd, 0);
+	const char *b = weight(m, 1, (int64_t[]){ n }, 0.02, 0);
+	return op(m, "Add", "%s,%s", op(m, "MatMul", "%s,%s", x, w), b);
+}
+
+static const char *layernorm(struct mb_model *m, const char *x, int decomposed)
+{
+	const char *g = weight(m, 1, (int64_t[]){ HID }, 0.1, 1.0f);
+	const char *b = weight(m, 1, (int64_t[]){ HID }, 0.05, 0);
+	if (!decomposed) {
+		const char *out = fresh("ln");
+		snprintf(buf, sizeof buf, "%s,%s,%s", x, g, b);
+		struct mb_node *n = mb_node(m, "LayerNormalization", buf, out);
+		mb_attr_int(n, "axis", -1);
+		mb_attr_float(n, "epsilon", 1e-12f);
+		return out;
+	}
+	const char *mean = fresh("rm");
+	snprintf(buf, sizeof buf, "%s", x);
+	mb_attr_ints(mb_node(m, "ReduceMean", buf, mean), "axes", 1, (int64_t[]){ -1 });
+	const char *d = op(m, "Sub", "%s,%s", x, mean);
+	const char *p = op(m, "Pow", "%s,%s", d, kf(m, 2.0f));
+	const char *var = fresh("rm");
+	mb_attr_ints(mb_node(m, "ReduceMean", p, var), "axes", 1, (int64_t[]){ -1 });
+	const char *s = op(m, "Sqrt", "%s", op(m, "Add", "%s,%s", var, kf(m, 1e-12f)));
+	const char *nrm = op(m, "Div", "%s,%s", d, s);
+	return op(m, "Add", "%s,%s", op(m, "Mul", "%s,%s", nrm, g), b);
+}
+
+/* dim i of x as a 1-element int64 tensor (Shape -> Gather -> Unsqueeze). */
+static const char *dim_of(struct mb_model *m, const char *x, int64_t i)
+{
+	const char *sh = op(m, "Shape", "%s", x);
+	const char *g = op(m, "Gather", "%s,%s", sh, ki(m, 0, &i));
+	return op(m, "Unsqueeze", "%s,%s", g, ki(m, 1, (int64_t[]){ 0 }));
+}
+
+static struct mb_node *last;
+
+/* Like op() for nodes that take attributes (left in `last`). */
+static const char *opn(struct mb_model *m, const char *type, const char *in)
+{
+	const char *out = fresh(type);
+	last = mb_node(m, type, in, out);
+	return out;
+}
+
+/* [b, s, HID] -> [b, HEADS, s, HDIM] (or [b, HEADS, HDIM, s] for K). */
+static const char *split_heads(struct mb_model *m, const char *x, int is_k)
+{
+	char in[128];
+	snprintf(in, sizeof in, "%s,%s,%s,%s", dim_of(m, x, 0), dim_of(m, x, 1),
+	         ki(m, 1, (int64_t[]){ HEADS }), ki(m, 1, (int64_t[]){ HDIM }));
+	const char *shape = opn(m, "Concat", in);
+	mb_attr_int(last, "axis", 0);
+	const char *r = op(m, "Reshape", "%s,%s", x, shape);
+	const char *t = opn(m, "Transpose", r);
+	mb_attr_ints(last, "perm", 4, is_k ? (int64_t[]){ 0, 2, 3, 1 } : (int64_t[]){ 0, 2, 1, 3 });
+	return t;
+}
+
+static const char *gelu(struct mb_model *m, const char *x, int order)
+{
+	const char *e = op(m, "Erf", "%s", op(m, "Div", "%s,%s", x, kf(m, (float)M_SQRT2)));
+	const char *t = op(m, "Add", "%s,%s", e, kf(m, 1.0f));
+	if (order == 0)
+		return op(m, "Mul", "%s,%s", op(m, "Mul", "%s,%s", x, kf(m, 0.5f)), t);
+	return op(m, "Mul", "%s,%s", op(m, "Mul", "%s,%s", t, x), kf(m, 0.5f));
+}
+
+/* The encoder: 2 layers, hidden 64, 4 heads, ffn 256, vocab 100. */
+static struct mb_model *build_bert(int decomposed)
+{
+	rng = 1234;
+	nnames = 0;
+	struct mb_model *m = mb_new("bert", 17);
+	const char *const bs[] = { "batch", "seq" };
+	mb_input(m, "input_ids", BASE_DT_INT64, 2, (int64_t[]){ -1, -1 }, bs);
+	mb_input(m, "attention_mask", BASE_DT_INT64, 2, (int64_t[]){ -1, -1 }, bs);
+	const char *wemb = weight(m, 2, (int64_t[]){ VOCAB, HID }, 0.02, 0);
+	const char *pemb = weight(m, 2, (int64_t[]){ MAXPOS, HID }, 0.02, 0);
+	int64_t pos[MAXPOS];
+	for (int i = 0; i < MAXPOS; i++)
+		pos[i] = i;
+	const char *posids = fresh("posids");
+	mb_init(m, posids, BASE_DT_INT64, 2, (int64_t[]){ 1, MAXPOS }, pos);
+	const char *seq = dim_of(m, "input_ids", 1);
+	const char *sl = op(m, "Slice", "%s,%s,%s,%s", posids, ki(m, 1, (int64_t[]){ 0 }), seq,
+	                    ki(m, 1, (int64_t[]){ 1 }));
+	const char *e = op(m, "Gather", "%s,input_ids", wemb);
+	const char *h = op(m, "Add", "%s,%s", e, op(m, "Gather", "%s,%s", pemb, sl));
+	h = layernorm(m, h, decomposed);
+	const char *mk = op(m, "Unsqueeze", "attention_mask,%s", ki(m, 1, (int64_t[]){ 1 }));
+	mk = op(m, "Unsqueeze", "%s,%s", mk, ki(m, 1, (int64_t[]){ 2 }));
+	mk = opn(m, "Cast", mk);
+	mb_attr_int(last, "to", BASE_DT_FLOAT);
+	mk = op(m, "Mul", "%s,%s", op(m, "Sub", "%s,%s", kf(m, 1.0f), mk), kf(m, -10000.0f));
+	for (int layer = 0; layer < 2; layer++) {
+		const char *q = split_heads(m, linear(m, h, HID, HID, 0.05), 0);
+		const char *k = split_heads(m, linear(m, h, HID, HID, 0.05), 1);
+		const char *v = split_heads(m, linear(m, h, HID, HID, 0.02), 0);
+		const char *sc = op(m, "Div", "%s,%s", op(m, "MatMul", "%s,%s", q, k), kf(m, 4.0f));
+		sc = layer ? op(m, "Add", "%s,%s", mk, sc) : op(m, "Add", "%s,%s", sc, mk);
+		const char *p = opn(m, "Softmax", sc);
+		mb_attr_int(last, "axis", -1);
+		const char *ctx = opn(m, "Transpose", op(m, "MatMul", "%s,%s", p, v));
+		mb_attr_ints(last, "perm", 4, (int64_t[]){ 0, 2, 1, 3 });
+		char in[128];
+		snprintf(in, sizeof in, "%s,%s,%s", dim_of(m, ctx, 0), dim_of(m, ctx, 1),
+		         ki(m, 1, (int64_t[]){ HID }));
+		const char *shape = opn(m, "Concat", in);
+		mb_attr_int(last, "axis", 0);
+		ctx = op(m, "Reshape", "%s,%s", ctx, shape);
+		const char *a = op(m, "Add", "%s,%s", linear(m, ctx, HID, HID, 0.02), h);
+		h = layernorm(m, a, decomposed);
+		const char *f = gelu(m, linear(m, h, HID, FFN, 0.02), layer);
+		h = layernorm(m, op(m, "Add", "%s,%s", linear(m, f, FFN, HID, 0.02), h), decomposed);
+	}
+	mb_node(m, "Identity", h, "hidden");
+	mb_output(m, "hidden", BASE_DT_FLOAT, 3, (int64_t[]){ -1, -1, HID },
+	          (const char *const[]){ "batch", "seq", "" });
+	return m;
+}
+
+static struct mb_model *build_mlp(void)
+{
+	rng = 99;
+	nnames = 0;
+	struct mb_model *m = mb_new("mlp", 17);
+	const char *const b[] = { "batch", "" };
+	mb_input(m, "q", BASE_DT_FLOAT, 2, (int64_t[]){ -1, 24 }, b);
+	mb_input(m, "d", BASE_DT_FLOAT, 2, (int64_t[]){ -1, 24 }, b);
+	const char *x = opn(m, "Concat", "q,d");
+	mb_attr_int(last, "axis", 1);
+	int64_t dims[] = { 48, 32, 16, 1 };
+	for (int l = 0; l < 3; l++) {
+		const char *w = weight(m, 2, (int64_t[]){ dims[l + 1], dims[l] }, 0.2, 0);
+		const char *bb = weight(m, 1, (int64_t[]){ dims[l + 1] }, 0.1, 0);
+		char in[128];
+		snprintf(in, sizeof in, "%s,%s,%s", x, w, bb);
+		x = opn(m, "Gemm", in);
+		mb_attr_int(last, "transB", 1);
+		if (l < 2)
+			x = op(m, "Relu", "%s", x);
+	}
+	mb_node(m, "Identity", x, "score");
+	mb_output(m, "score", BASE_DT_FLOAT, 2, (int64_t[]){ -1, 1 }, b);
+	return m;
+}
+
+/* ---- loading, counting, comparing --------------------------------------------------------- */
+
+static struct rt_model *load(struct mb_model *mb, const char *level)
+{
+	void *p;
+	size_t n;
+	struct strata_error err = { 0 };
+	struct rt_options *o;
+	struct rt_model *m;
+	assert_int_equal(mb_serialize(mb, &p, &n), 0);
+	assert_int_equal(runtime_options_new(&o, &err), 0);
+	assert_int_equal(runtime_options_set(o, "session.graph_optimization_level", level, &err), 0);
+	int rc = runtime_model_load_buffer_opts(p, n, NULL, o, &m, &err);
+	if (rc != 0)
+		fail_msg("load (%s): %s", level, err.msg);
+	runtime_options_free(o);
+	free(p);
+	return m;
+}
+
+static int count(const struct rt_model *m, const char *opname)
+{
+	int k = 0;
+	for (int i = 0; i < m->g.nnodes; i++)
+		if (strcmp(m->g.nodes[i].domain, "strata") == 0 && strcmp(m->g.nodes[i].op, opname) == 0)
+			k++;
+	return k;
+}
+
+/* Run both models on in[] and compare every output cell. */
+static void agree(struct rt_model *opt, struct rt_model *ref, const struct rt_tensor *in)
+{
+	struct rt_ctx *a, *b;
+	struct strata_error err = { 0 };
+	struct rt_tensor oa[4], ob[4];
+	int nout = runtime_model_noutputs(ref);
+	assert_true(nout >= 1 && nout <= 4 && runtime_model_noutputs(opt) == nout);
+	assert_int_equal(runtime_ctx_new(opt, &a, &err), 0);
+	assert_int_equal(runtime_ctx_new(ref, &b, &err), 0);
+	for (int rep = 0; rep < 2; rep++) {
+		if (runtime_run(a, in, oa, &err) != 0)
+			fail_msg("optimized run: %s", err.msg);
+		if (runtime_run(b, in, ob, &err) != 0)
+			fail_msg("reference run: %s", err.msg);
+		for (int k = 0; k < nout; k++) {
+			assert_int_equal(oa[k].rank, ob[k].rank);
+			for (int d = 0; d < oa[k].rank; d++)
+				assert_int_equal(oa[k].dims[d], ob[k].dims[d]);
+			int64_t n = runtime_tensor_count(&ob[k]);
+			assert_true(n > 0);
+			for (int64_t i = 0; i < n; i++) {
+				float x = ((const float *)oa[k].data)[i], y = ((const float *)ob[k].data)[i];
+				if (!(fabsf(x - y) <= 1e-4f * fmaxf(1.0f, fabsf(y))))
+					fail_msg("output %d cell %lld: optimized %.9g, reference %.9g", k,
+					         (long long)i, x, y);
+			}
+		}
+	}
+	runtime_ctx_free(a);
+	runtime_ctx_free(b);
+}
+
+static void run_bert(int decomposed)
+{
+	struct mb_model *mb = build_bert(decomposed);
+	struct rt_model *opt = load(mb, "all"), *ref = load(mb, "disabled");
+	mb_free(mb);
+	assert_int_equal(count(opt, "Attention"), 2);
+	assert_int_equal(count(opt, "FusedLinear"), 12);
+	assert_int_equal(count(opt, "SkipLayerNorm"), 5);
+	assert_int_equal(count(ref, "Attention") + count(ref, "FusedLinear"), 0);
+	assert_true(opt->g.nnodes * 3 < ref->g.nnodes);
+	static const int shapes[][3] = { { 1, 8, 0 }, { 2, 16, 5 }, { 3, 7, 3 }, { 1, 32, 0 },
+	                                 { 2, 1, 0 } };
+	for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+		int B = shapes[s][0], S = shapes[s][1], pad = shapes[s][2];
+		int64_t *ids = malloc((size_t)(B * S) * sizeof *ids);
+		int64_t *mask = malloc((size_t)(B * S) * sizeof *mask);
+		for (int i = 0; i < B * S; i++) {
+			int row = i / S, col = i % S;
+			ids[i] = (int64_t)(uniform() * VOCAB) % VOCAB;
+			/* rows after the first are right-padded */
+			mask[i] = row > 0 && col >= S - pad ? 0 : 1;
+		}
+		struct rt_tensor in[2] = { { BASE_DT_INT64, 2, { B, S }, ids },
+		                           { BASE_DT_INT64, 2, { B, S }, mask } };
+		agree(opt, ref, in);
+		free(ids);
+		free(mask);
+	}
+	runtime_model_free(opt);
+	runtime_model_free(ref);
+}
+
+static void test_bert_fused_layernorm(void **state)
+{
+	(void)state;
+	run_bert(0);
+}
+
+static void test_bert_decomposed_layernorm(void **state)
+{
+	(void)state;
+	run_bert(1);
+}
+
+static void test_mlp(void **state)
+{
+	(void)state;
+	struct mb_model *mb = build_mlp();
+	struct rt_model *opt = load(mb, "all"), *ref = load(mb, "disabled");
+	mb_free(mb);
+	assert_int_equal(count(opt, "FusedLinear"), 3);
+	assert_int_equal(count(ref, "FusedLinear"), 0);
+	static const int batches[] = { 1, 7, 64 };
+	for (size_t k = 0; k < 3; k++) {
+		int B = batches[k];
+		float *q = malloc((size_t)B * 24 * sizeof *q), *d = malloc((size_t)B * 24 * sizeof *d);
+		for (int i = 0; i < B * 24; i++) {
+			q[i] = normal(1);
+			d[i] = normal(1);
+		}
+		struct rt_tensor in[2] = { { BASE_DT_FLOAT, 2, { B, 24 }, q },
+		                           { BASE_DT_FLOAT, 2, { B, 24 }, d } };
+		agree(opt, ref, in);
+		free(q);
+		free(d);
+	}
+	runtime_model_free(opt);
+	runtime_model_free(ref);
+}
+
+/* A value read outside its pattern survives: the MatMul's output is also
+ * read by a Relu, so the bias Add stays a node of its own. */
+static void test_shared_value_survives(void **state)
+{
+	(void)state;
+	rng = 7;
+	nnames = 0;
+	struct mb_model *mb = mb_new("shared", 17);
+	const char *const nd[] = { "n", "" };
+	mb_input(mb, "x", BASE_DT_FLOAT, 2, (int64_t[]){ -1, 8 }, nd);
+	const char *w = weight(mb, 2, (int64_t[]){ 8, 8 }, 0.3, 0);
+	const char *b = weight(mb, 1, (int64_t[]){ 8 }, 0.3, 0);
+	const char *mm = op(mb, "MatMul", "x,%s", w);
+	snprintf(buf, sizeof buf, "%s,%s", mm, b);
+	mb_node(mb, "Add", buf, "y");
+	mb_node(mb, "Relu", mm, "z");
+	mb_output(mb, "y", BASE_DT_FLOAT, 2, (int64_t[]){ -1, 8 }, nd);
+	mb_output(mb, "z", BASE_DT_FLOAT, 2, (int64_t[]){ -1, 8 }, nd);
+	struct rt_model *opt = load(mb, "all"), *ref = load(mb, "disabled");
+	mb_free(mb);
+	assert_int_equal(count(opt, "FusedLinear"), 1);
+	int adds = 0;
+	for (int i = 0; i < opt->g.nnodes; i++)
+		adds += strcmp(opt->g.nodes[i].op, "Add") == 0;
+	assert_int_equal(adds, 1);
+	float xv[3 * 8];
+	for (int i = 0; i < 3 * 8; i++)
+		xv[i] = normal(1);
+	struct rt_tensor in[1] = { { BASE_DT_FLOAT, 2, { 3, 8 }, xv } };
+	agree(opt, ref, in);
+	runtime_model_free(opt);
+	runtime_model_free(ref);
+}
+
+/* ---- vectorized math ---------------------------------------------------------------------- */
+
+static void test_vmath(void **state)
+{
+	(void)state;
+	enum { N = 200003 };
+	float *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y);
+	for (int i = 0; i < N; i++)
+		x[i] = -30.0f + 60.0f * (float)i / N;
+	rt_vexp(x, y, N);
+	for (int i = 0; i < N; i++)
+		assert_true(fabs(y[i] - exp((double)x[i])) <= 1e-6 * exp((double)x[i]));
+	rt_verf(x, y, N);
+	for (int i = 0; i < N; i++)
+		assert_true(fabs(y[i] - erf((double)x[i])) <= 1e-6 * fmax(fabs(erf((double)x[i])), 1e-30));
+	rt_vtanh(x, y, N);
+	for (int i = 0; i < N; i++)
+		assert_true(fabs(y[i] - tanh((double)x[i])) <= 1e-6 * fabs(tanh((double)x[i])) + 1e-37);
+	rt_vgelu_erf(x, y, N);
+	for (int i = 0; i < N; i++) {
+		double r = x[i] * 0.5 * (1 + erf(x[i] / sqrt(2.0)));
+		assert_true(fabs(y[i] - r) <= 1e-6 * fabs(r) + 5e-7);
+	}
+	float sp[4] = { NAN, INFINITY, -INFINITY, 0 };
+	rt_vexp(sp, y, 4);
+	assert_true(isnan(y[0]) && isinf(y[1]) && y[2] == 0 && y[3] == 1);
+	rt_verf(sp, y, 4);
+	assert_true(isnan(y[0]) && y[1] == 1 && y[2] == -1 && y[3] == 0);
+	float row[11];
+	double sum = 0;
+	for (int i = 0; i < 11; i++)
+		row[i] = (float)i;
+	rt_vsoftmax(row, 11);
+	for (int i = 0; i < 11; i++)
+		sum += row[i];
+	assert_true(fabs(sum - 1) < 1e-6 && row[10] > row[9]);
+	free(x);
+	free(y);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_bert_fused_layernorm),
+		cmocka_unit_test(test_bert_decomposed_layernorm),
+		cmocka_unit_test(test_mlp),
+		cmocka_unit_test(test_shared_value_survives),
+		cmocka_unit_test(test_vmath),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
