@@ -1,0 +1,1044 @@
+/*
+ * bench.c: Strata's runtime timed against ONNX Runtime, in the same run.
+ *
+ *     bench [--peer DIR] [--script FILE] [--scale F] [--only NAME,...] MODELDIR
+ *
+ * MODELDIR holds the models the peer's mkmodels.js generates (mlp_ranker,
+ * minilm_l6_cross, minilm_l6_cross_decomposed, minilm_l6_embed); DIR is a
+ * set-up copy of the peer harness (node_modules and inputs.js), and FILE the
+ * ORT driver (default bench/ort_peer.js).  Without a usable peer the Strata
+ * figures are printed alone.  --scale multiplies the number of runs (0.1 for
+ * a quick look); --only keeps the named models.
+ *
+ * Data flow: this process only orchestrates and stays small.  Each case runs
+ * in a forked process of its own, so that the peak RSS it reports belongs to
+ * one model: that process first starts `node ort_peer.js` (before it has
+ * mapped anything big: a child forked later would inherit the parent's
+ * high-water mark), then loads the model with runtime_model_load, builds the
+ * same inputs the peer builds (its generator is reproduced bit for bit below
+ * and checked by a checksum of the cells), warms both sides up, and runs
+ * rounds of K Strata runs and K ORT runs, alternating which side goes first,
+ * so that both see the same machine state.  Latency is the median over all
+ * timed runs of a side.  Allocations are counted with base_alloc_thread_count
+ * around the timed Strata runs only.  After reading its own peak RSS the case
+ * process counts the model's FLOPs (see count_flops) and sends one struct
+ * result back through a pipe.  The orchestrator prints a table, then one JSON
+ * line per case.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* The FLOP count reads the static shapes the loader infers (runtime_int.h);
+ * the timed path uses the public API only. */
+#include "../runtime/runtime_int.h"
+
+/* ---- the cases ------------------------------------------------------------------
+ * Run counts are per side: rounds * per_round timed runs after warmup
+ * untimed ones.  They aim at a few seconds per small case and keep the whole
+ * table within minutes on one core. */
+struct bench_case {
+	const char *model;
+	int batch;
+	int seq;          /* 0: the model has no sequence dimension */
+	int rounds;
+	int per_round;
+	int warmup;
+};
+
+static const struct bench_case cases[] = {
+	{ "mlp_ranker", 1, 0, 10, 2000, 200 },
+	{ "mlp_ranker", 1000, 0, 10, 20, 5 },
+	{ "minilm_l6_cross", 1, 128, 6, 10, 3 },
+	{ "minilm_l6_cross", 16, 128, 5, 2, 1 },
+	{ "minilm_l6_cross_decomposed", 1, 128, 6, 10, 3 },
+	{ "minilm_l6_cross_decomposed", 16, 128, 5, 2, 1 },
+	{ "minilm_l6_embed", 1, 128, 6, 10, 3 },
+	{ "minilm_l6_embed", 16, 128, 5, 2, 1 },
+};
+#define NCASES (sizeof cases / sizeof cases[0])
+
+/* What a case process sends back: a fixed-size record, written in one
+ * write() (smaller than PIPE_BUF). */
+struct result {
+	int ran;               /* 1: the Strata side produced figures */
+	int have_ort;          /* 1: so did the peer */
+	int runs;              /* timed runs per side */
+	double strata_ms, ort_ms;
+	double flops;          /* per run, < 0 when unknown */
+	double strata_rss_mb, ort_rss_mb;
+	double allocs_per_run;
+	char ort_version[24], node_version[24];
+	char note[400];        /* why a figure is missing, or a warning */
+};
+
+struct options {
+	const char *peer;      /* NULL: no peer */
+	const char *script;
+	const char *models;
+	double scale;
+	const char *only;
+};
+
+#define SEED 7 /* ort_bench.js's default seed, also ort_peer.js's */
+/* The peer answers a round in one line of times: this many fit its buffer. */
+#define MAX_PER_ROUND 10000
+#define MAX_INPUTS 16
+
+/* ---- small helpers ---------------------------------------------------------------- */
+
+static double now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+static void note_add(struct result *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void note_add(struct result *r, const char *fmt, ...)
+{
+	size_t len = strlen(r->note);
+	if (len && len + 2 < sizeof r->note) {
+		strcpy(r->note + len, "; ");
+		len += 2;
+	}
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(r->note + len, sizeof r->note - len, fmt, ap);
+	va_end(ap);
+}
+
+static int write_all(int fd, const void *buf, size_t n)
+{
+	const char *p = buf;
+	while (n) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+static size_t read_all(int fd, void *buf, size_t n)
+{
+	char *p = buf;
+	size_t got = 0;
+	while (got < n) {
+		ssize_t r = read(fd, p + got, n - got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+	}
+	return got;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+/* Median of v[0..n-1] (sorts v). */
+static double median(double *v, size_t n)
+{
+	qsort(v, n, sizeof *v, cmp_double);
+	return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static double peak_rss_mb(void)
+{
+	struct rusage ru;
+	if (getrusage(RUSAGE_SELF, &ru) != 0)
+		return -1;
+	return (double)ru.ru_maxrss / 1024.0; /* ru_maxrss is in KiB on Linux */
+}
+
+/* ---- the peer's input generator ---------------------------------------------------
+ * inputs.js draws from xoshiro128** seeded through splitmix32, with
+ * Box-Muller normals.  The same arithmetic on uint32_t gives the same bits
+ * as JavaScript's Math.imul and >>> 0, so both runtimes read identical
+ * tensors (the peer's checksum confirms it). */
+struct rng {
+	uint32_t a, b, c, d;
+	int has_spare;
+	double spare;
+};
+
+static uint32_t rotl32(uint32_t x, int k)
+{
+	return (x << k) | (x >> (32 - k));
+}
+
+static uint32_t splitmix32(uint32_t *s)
+{
+	*s += 0x9e3779b9u;
+	uint32_t z = *s;
+	z = (z ^ (z >> 16)) * 0x85ebca6bu;
+	z = (z ^ (z >> 13)) * 0xc2b2ae35u;
+	return z ^ (z >> 16);
+}
+
+static void rng_init(struct rng *r, uint32_t seed)
+{
+	uint32_t s = seed ? seed : 0x9e3779b9u;
+	r->a = splitmix32(&s);
+	r->b = splitmix32(&s);
+	r->c = splitmix32(&s);
+	r->d = splitmix32(&s);
+	r->has_spare = 0;
+	r->spare = 0;
+}
+
+static uint32_t rng_u32(struct rng *r)
+{
+	uint32_t out = rotl32(r->b * 5u, 7) * 9u;
+	uint32_t t = r->b << 9;
+	r->c ^= r->a;
+	r->d ^= r->b;
+	r->b ^= r->c;
+	r->a ^= r->d;
+	r->c ^= t;
+	r->d = rotl32(r->d, 11);
+	return out;
+}
+
+static double rng_uniform(struct rng *r)
+{
+	return ((double)rng_u32(r) + 0.5) / 4294967296.0;
+}
+
+static int64_t rng_int(struct rng *r, int64_t n)
+{
+	return (int64_t)floor(rng_uniform(r) * (double)n);
+}
+
+static double rng_normal(struct rng *r)
+{
+	if (r->has_spare) {
+		r->has_spare = 0;
+		return r->spare;
+	}
+	double u = rng_uniform(r), v = rng_uniform(r);
+	double rad = sqrt(-2 * log(u)), th = 2 * M_PI * v;
+	r->spare = rad * sin(th);
+	r->has_spare = 1;
+	return rad * cos(th);
+}
+
+static int name_in(const char *s, const char *const *list)
+{
+	for (; *list; list++)
+		if (strcmp(s, *list) == 0)
+			return 1;
+	return 0;
+}
+
+/* The inputs of one case: tensors in model input order, their buffers, and
+ * the sum of every cell (the peer computes the same sum). */
+struct feeds {
+	int n;
+	struct rt_tensor t[MAX_INPUTS];
+	size_t bytes[MAX_INPUTS];
+	double checksum;
+};
+
+static void feeds_free(struct feeds *f)
+{
+	for (int i = 0; i < f->n; i++)
+		base_free(f->t[i].data, f->bytes[i]);
+	f->n = 0;
+}
+
+/* inputs.js's makeFeeds: symbolic dimensions named like a batch take batch,
+ * named like a sequence take seq, others take batch if first, else seq.
+ * Token ids are [CLS]=101, ids drawn in [999, vocab), [SEP]=102 in the
+ * middle and at the end; token types 0 then 1 (a sentence pair); masks of
+ * ones; float "emb" inputs are normal draws scaled so a row has about unit
+ * norm.  Returns 0, or -1 with why filled. */
+static int make_feeds(const struct rt_model *m, int batch, int seq, struct feeds *f,
+                      char *why, size_t cap)
+{
+	static const char *const batch_names[] = { "batch", "batch_size", "n", "b", NULL };
+	static const char *const seq_names[] = { "seq", "sequence", "seq_len", "seqlen",
+	                                         "sequence_length", "s", "t", NULL };
+	const int64_t vocab = 30522;
+	struct rng rng;
+	rng_init(&rng, SEED);
+	memset(f, 0, sizeof *f);
+	if (seq <= 0)
+		seq = 1;
+	int nin = runtime_model_ninputs(m);
+	if (nin > MAX_INPUTS) {
+		snprintf(why, cap, "%d inputs: the benchmark feeds at most %d", nin, MAX_INPUTS);
+		return -1;
+	}
+	for (int i = 0; i < nin; i++) {
+		const struct rt_value_info *in = runtime_model_input(m, i);
+		struct rt_tensor *t = &f->t[i];
+		char lname[128];
+		size_t k;
+		for (k = 0; in->name[k] && k + 1 < sizeof lname; k++)
+			lname[k] = (char)tolower((unsigned char)in->name[k]);
+		lname[k] = 0;
+		if (in->kind != RT_KIND_TENSOR || in->rank < 1) {
+			snprintf(why, cap, "input %s: not a tensor of known rank", in->name);
+			goto fail;
+		}
+		t->dtype = in->dtype;
+		t->rank = in->rank;
+		int symbols = 0;
+		int64_t count = 1;
+		for (int d = 0; d < in->rank; d++) {
+			if (in->dims[d] >= 0) {
+				t->dims[d] = in->dims[d];
+			} else {
+				char dn[64];
+				const char *src = in->dim_names[d] ? in->dim_names[d] : "";
+				for (k = 0; src[k] && k + 1 < sizeof dn; k++)
+					dn[k] = (char)tolower((unsigned char)src[k]);
+				dn[k] = 0;
+				if (name_in(dn, batch_names))
+					t->dims[d] = batch;
+				else if (name_in(dn, seq_names))
+					t->dims[d] = seq;
+				else
+					t->dims[d] = symbols == 0 ? batch : seq;
+				symbols++;
+			}
+			count *= t->dims[d];
+		}
+		size_t esize = base_dtype_size(t->dtype);
+		int64_t S = t->dims[t->rank - 1];
+		if (S <= 0 || count <= 0 || esize == 0) {
+			snprintf(why, cap, "input %s: empty or of unsupported type", in->name);
+			goto fail;
+		}
+		int64_t B = count / S;
+		f->bytes[i] = (size_t)count * esize;
+		t->data = base_alloc(f->bytes[i]);
+		if (!t->data) {
+			snprintf(why, cap, "out of memory for input %s", in->name);
+			goto fail;
+		}
+		f->n = i + 1;
+		if (t->dtype == BASE_DT_INT64 || t->dtype == BASE_DT_INT32) {
+			for (int64_t b = 0; b < B; b++) {
+				int64_t len = S, mid = len / 2 > 1 ? len / 2 : 1;
+				for (int64_t s = 0; s < S; s++) {
+					int64_t v;
+					if (strstr(lname, "mask"))
+						v = s < len;
+					else if (strstr(lname, "type"))
+						v = s < len && s > mid;
+					else if (strstr(lname, "ids") || strstr(lname, "token"))
+						v = s == 0 ? 101 : (s == len - 1 || s == mid) ? 102
+						                   : 999 + rng_int(&rng, vocab - 999);
+					else
+						v = rng_int(&rng, 10);
+					if (t->dtype == BASE_DT_INT64)
+						((int64_t *)t->data)[b * S + s] = v;
+					else
+						((int32_t *)t->data)[b * S + s] = (int32_t)v;
+					f->checksum += (double)v;
+				}
+			}
+		} else if (t->dtype == BASE_DT_FLOAT || t->dtype == BASE_DT_DOUBLE) {
+			double scale = strstr(lname, "emb") ? 1 / sqrt((double)S) : 1;
+			for (int64_t j = 0; j < count; j++) {
+				double v = rng_normal(&rng) * scale;
+				if (t->dtype == BASE_DT_FLOAT) {
+					float x = (float)v;
+					((float *)t->data)[j] = x;
+					f->checksum += (double)x;
+				} else {
+					((double *)t->data)[j] = v;
+					f->checksum += v;
+				}
+			}
+		} else if (t->dtype == BASE_DT_BOOL) {
+			for (int64_t j = 0; j < count; j++) {
+				uint8_t v = (uint8_t)rng_int(&rng, 2);
+				((uint8_t *)t->data)[j] = v;
+				f->checksum += v;
+			}
+		} else {
+			snprintf(why, cap, "input %s: type %s not supported by the input generator",
+			         in->name, base_dtype_name(t->dtype));
+			goto fail;
+		}
+	}
+	return 0;
+fail:
+	feeds_free(f);
+	return -1;
+}
+
+/* ---- FLOPs --------------------------------------------------------------------------
+ * The model's work, counted once from the graph as written: the model is
+ * loaded again with graph optimizations disabled, and every MatMul, Gemm and
+ * Conv node contributes 2 flops (a multiply and an add) per multiply-add, its
+ * output cells times its reduction length (K for MatMul and Gemm, C/group
+ * times the kernel size for Conv).  Shapes come from the static shapes the
+ * loader infers, with the symbolic dimensions ("batch", "seq") bound to the
+ * sizes of this case's inputs, so attention's activation-by-activation
+ * MatMuls count too.  Everything else (softmax, layer norms, elementwise) is
+ * left out: the figure is the GEMM work, the part with a machine roof to
+ * compare with (BASELINE.md's 2.87 GFLOP per MiniLM sequence counts the same). */
+struct binding {
+	int n;
+	const char *name[MAX_INPUTS * RT_MAX_RANK];
+	int64_t size[MAX_INPUTS * RT_MAX_RANK];
+};
+
+static int64_t dim_value(const struct rt_dim *d, const struct binding *b)
+{
+	if (d->size >= 0)
+		return d->size;
+	if (!d->sym)
+		return -1;
+	for (int i = 0; i < b->n; i++) {
+		if (strcmp(b->name[i], d->sym) != 0)
+			continue;
+		return d->bound > 0 && d->bound < b->size[i] ? d->bound : b->size[i];
+	}
+	return -1;
+}
+
+/* Cells of shape s from dimension first on; -1 when one is unknown. */
+static double shape_cells(const struct rt_shape *s, int first, const struct binding *b)
+{
+	if (s->rank < 0)
+		return -1;
+	double n = 1;
+	for (int i = first; i < s->rank; i++) {
+		int64_t v = dim_value(&s->d[i], b);
+		if (v < 0)
+			return -1;
+		n *= (double)v;
+	}
+	return n;
+}
+
+/* Multiply-adds of node n: 0 for a node that does no GEMM work, -1 when a
+ * shape it needs is unknown. */
+static double node_macs(const struct rt_graph *g, const struct rt_node *n, const struct binding *b)
+{
+	int matmul = strcmp(n->op, "MatMul") == 0, gemm = strcmp(n->op, "Gemm") == 0;
+	int conv = strcmp(n->op, "Conv") == 0;
+	if (n->folded || (n->domain && n->domain[0]) || !(matmul || gemm || conv))
+		return 0;
+	if (n->nin < 2 || n->in[0] < 0 || n->in[1] < 0 || n->nout < 1 || n->out[0] < 0)
+		return -1;
+	const struct rt_shape *a = &g->values[n->in[0]].shape;
+	const struct rt_shape *w = &g->values[n->in[1]].shape;
+	double cells = shape_cells(&g->values[n->out[0]].shape, 0, b), k;
+	if (matmul)
+		k = a->rank >= 1 ? (double)dim_value(&a->d[a->rank - 1], b) : -1;
+	else if (gemm)
+		k = a->rank == 2 ? (double)dim_value(&a->d[rt_attr_int(n, "transA", 0) ? 0 : 1], b) : -1;
+	else
+		k = w->rank >= 3 ? shape_cells(w, 1, b) : -1;
+	return cells < 0 || k < 0 ? -1 : cells * k;
+}
+
+/* FLOPs of one run of the model at path on inputs in; -1 with why filled
+ * when they cannot be counted. */
+static double count_flops(const char *path, const struct feeds *in, char *why, size_t cap)
+{
+	struct strata_error err;
+	struct rt_options *o = NULL;
+	struct rt_model *m = NULL;
+	double macs = -1;
+	if (runtime_options_new(&o, &err) != 0 ||
+	    runtime_options_set(o, "session.graph_optimization_level", "disabled", &err) != 0 ||
+	    runtime_model_load_opts(path, o, &m, &err) != 0) {
+		snprintf(why, cap, "FLOPs not counted: %.300s", err.msg);
+		goto done;
+	}
+	struct binding b = { 0 };
+	for (int i = 0; i < runtime_model_ninputs(m) && i < in->n; i++) {
+		const struct rt_value_info *info = runtime_model_input(m, i);
+		for (int d = 0; d < info->rank && d < in->t[i].rank; d++) {
+			if (info->dims[d] < 0 && info->dim_names[d] && info->dim_names[d][0]) {
+				b.name[b.n] = info->dim_names[d];
+				b.size[b.n++] = in->t[i].dims[d];
+			}
+		}
+	}
+	macs = 0;
+	for (int i = 0; i < m->g.nnodes; i++) {
+		double x = node_macs(&m->g, &m->g.nodes[i], &b);
+		if (x < 0) {
+			snprintf(why, cap, "FLOPs not counted: a shape of node %.200s (%.40s) is not known at load",
+			         m->g.nodes[i].name, m->g.nodes[i].op);
+			macs = -1;
+			break;
+		}
+		macs += x;
+	}
+done:
+	runtime_model_free(m);
+	runtime_options_free(o);
+	return macs < 0 ? -1 : 2 * macs;
+}
+
+/* ---- the peer process -----------------------------------------------------------------
+ * One node process per case, one line per command and per answer. */
+struct peer {
+	pid_t pid;
+	int to, from;          /* its stdin and stdout */
+	size_t len, used;      /* bytes in buf; bytes of the last line handed out */
+	char buf[1 << 18];     /* holds the longest answer: per_round times */
+};
+
+static struct peer the_peer; /* one per case process; too large for the stack */
+
+static int peer_start(struct peer *p, const char *script, const char *dir, const char *model,
+                      int batch, int seq)
+{
+	int in[2], out[2];
+	p->pid = -1;
+	p->len = p->used = 0;
+	if (pipe(in) != 0)
+		return -1;
+	if (pipe(out) != 0) {
+		close(in[0]);
+		close(in[1]);
+		return -1;
+	}
+	char b[32], s[32];
+	snprintf(b, sizeof b, "%d", batch);
+	snprintf(s, sizeof s, "%d", seq > 0 ? seq : 1);
+	fflush(stdout);
+	fflush(stderr);
+	pid_t pid = fork();
+	if (pid == 0) {
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		close(in[0]);
+		close(in[1]);
+		close(out[0]);
+		close(out[1]);
+		execlp("node", "node", script, dir, model, b, s, (char *)NULL);
+		fprintf(stderr, "bench: cannot run node: %s\n", strerror(errno));
+		_exit(127);
+	}
+	close(in[0]);
+	close(out[1]);
+	if (pid < 0) {
+		close(in[1]);
+		close(out[0]);
+		return -1;
+	}
+	p->pid = pid;
+	p->to = in[1];
+	p->from = out[0];
+	return 0;
+}
+
+/* The next answer line (NUL-terminated, valid until the next call), or NULL
+ * when the peer has gone or the line does not fit. */
+static char *peer_line(struct peer *p)
+{
+	if (p->used) {
+		memmove(p->buf, p->buf + p->used, p->len - p->used);
+		p->len -= p->used;
+		p->used = 0;
+	}
+	for (;;) {
+		char *nl = memchr(p->buf, '\n', p->len);
+		if (nl) {
+			*nl = 0;
+			p->used = (size_t)(nl - p->buf) + 1;
+			return p->buf;
+		}
+		if (p->len == sizeof p->buf)
+			return NULL;
+		ssize_t r = read(p->from, p->buf + p->len, sizeof p->buf - p->len);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return NULL;
+		p->len += (size_t)r;
+	}
+}
+
+/* Send one command, return the answer's text after "ok " (NULL on failure,
+ * with the reason in r's note). */
+static char *peer_ask(struct peer *p, struct result *r, const char *cmd)
+{
+	char line[64];
+	int n = snprintf(line, sizeof line, "%s\n", cmd);
+	if (write_all(p->to, line, (size_t)n) != 0) {
+		note_add(r, "ORT peer gone (%s)", cmd);
+		return NULL;
+	}
+	char *ans = peer_line(p);
+	if (!ans || strncmp(ans, "ok ", 3) != 0) {
+		note_add(r, "ORT peer failed on '%s': %.200s", cmd, ans ? ans : "no answer");
+		return NULL;
+	}
+	return ans + 3;
+}
+
+/* End the peer: ask for its peak RSS, then reap it (a peer that does not
+ * answer is terminated).  Returns its peak RSS in MB, or -1. */
+static double peer_stop(struct peer *p)
+{
+	double rss = -1;
+	if (p->pid < 0)
+		return -1;
+	if (write_all(p->to, "quit\n", 5) == 0) {
+		/* Answers not read yet (a "ready" when the case failed early)
+		 * come first. */
+		char *ans;
+		while ((ans = peer_line(p)) && strncmp(ans, "rss ", 4) != 0 &&
+		       strncmp(ans, "error", 5) != 0)
+			;
+		if (ans && strncmp(ans, "rss ", 4) == 0)
+			rss = strtod(ans + 4, NULL) / 1024.0; /* maxRSS is in KiB */
+	}
+	close(p->to);
+	close(p->from);
+	if (rss < 0)
+		kill(p->pid, SIGTERM);
+	waitpid(p->pid, NULL, 0);
+	p->pid = -1;
+	return rss;
+}
+
+/* ---- one case ------------------------------------------------------------------------------- */
+
+static int scaled(int n, double scale)
+{
+	double v = floor(n * scale + 0.5);
+	return v < 1 ? 1 : (int)v;
+}
+
+static int strata_runs(struct rt_ctx *cx, const struct feeds *f, struct rt_tensor *out, int n,
+                       double *times, struct result *r)
+{
+	struct strata_error err;
+	for (int i = 0; i < n; i++) {
+		double t0 = now_ms();
+		if (runtime_run(cx, f->t, out, &err) != 0) {
+			note_add(r, "Strata run failed: %s", err.msg);
+			return -1;
+		}
+		if (times)
+			times[i] = now_ms() - t0;
+	}
+	return 0;
+}
+
+static int ort_runs(struct peer *p, int n, double *times, struct result *r)
+{
+	char cmd[32];
+	snprintf(cmd, sizeof cmd, "run %d", n);
+	char *s = peer_ask(p, r, cmd);
+	if (!s)
+		return -1;
+	for (int i = 0; i < n; i++) {
+		char *end;
+		times[i] = strtod(s, &end);
+		if (end == s) {
+			note_add(r, "ORT peer sent %d of %d times", i, n);
+			return -1;
+		}
+		s = end;
+	}
+	return 0;
+}
+
+/* Compare the first cells of Strata's output 0 with the peer's ("ok v0 v1 ..."
+ * after warm-up): the two runtimes must compute the same thing on the same
+ * inputs for the ratio to mean anything. */
+static void check_outputs(const struct rt_tensor *out, const char *ort, struct result *r)
+{
+	if (out->dtype != BASE_DT_FLOAT)
+		return;
+	int64_t n = runtime_tensor_count(out);
+	double worst = 0;
+	for (int64_t i = 0; i < n && i < 8; i++) {
+		char *end;
+		double want = strtod(ort, &end);
+		if (end == ort)
+			break;
+		ort = end;
+		double got = ((const float *)out->data)[i];
+		double d = fabs(got - want) / (1e-3 + fabs(want));
+		if (!(d <= worst))
+			worst = d;
+	}
+	if (!(worst <= 1e-3))
+		note_add(r, "outputs differ from ORT's (relative difference %.2g)", worst);
+}
+
+static void run_case(const struct options *o, const struct bench_case *c, struct result *r)
+{
+	char path[4096], why[400];
+	struct strata_error err;
+	struct rt_model *m = NULL;
+	struct rt_ctx *cx = NULL;
+	struct feeds f = { 0 };
+	struct rt_tensor out[MAX_INPUTS];
+	struct peer *p = &the_peer;
+	double *st = NULL, *ot = NULL;
+	uint64_t allocs = 0;
+	int peer_ok = 0;
+	int rounds = c->rounds, k = scaled(c->per_round, o->scale), warm = scaled(c->warmup, o->scale);
+	if (k > MAX_PER_ROUND)
+		k = MAX_PER_ROUND;
+	size_t nt = (size_t)rounds * (size_t)k;
+
+	memset(r, 0, sizeof *r);
+	r->flops = -1;
+	r->ort_ms = r->ort_rss_mb = -1;
+	r->runs = (int)nt;
+	p->pid = -1;
+	snprintf(path, sizeof path, "%s/%s.onnx", o->models, c->model);
+	if (access(path, R_OK) != 0) {
+		note_add(r, "%s: %s", path, strerror(errno));
+		return;
+	}
+	/* The peer first, while this process is small (see the file comment). */
+	if (o->peer && peer_start(p, o->script, o->peer, path, c->batch, c->seq) != 0)
+		note_add(r, "cannot start the ORT peer: %s", strerror(errno));
+
+	if (runtime_model_load(path, &m, &err) != 0) {
+		note_add(r, "Strata cannot load the model: %s", err.msg);
+		goto done;
+	}
+	if (make_feeds(m, c->batch, c->seq, &f, why, sizeof why) != 0) {
+		note_add(r, "%s", why);
+		goto done;
+	}
+	st = base_alloc(nt * sizeof *st);
+	ot = base_alloc(nt * sizeof *ot);
+	if (!st || !ot || runtime_ctx_new(m, &cx, &err) != 0) {
+		note_add(r, "out of memory");
+		goto done;
+	}
+	if (runtime_model_noutputs(m) > MAX_INPUTS) {
+		note_add(r, "more than %d outputs", MAX_INPUTS);
+		goto done;
+	}
+
+	peer_ok = p->pid > 0;
+	if (peer_ok) {
+		char *ready = peer_line(p);
+		if (!ready || strncmp(ready, "ready ", 6) != 0) {
+			note_add(r, "ORT peer did not start: %.200s", ready ? ready : "no answer");
+			peer_ok = 0;
+		} else {
+			char *s = ready + 6, *end;
+			double sum = strtod(s, &end);
+			sscanf(end, "%23s %23s", r->ort_version, r->node_version);
+			if (sum != f.checksum)
+				note_add(r, "inputs differ from ORT's (checksum %.17g, ORT %.17g)",
+				         f.checksum, sum);
+		}
+	}
+
+	/* Warm-up: caches, the buffer pool, the peer's first-run allocations. */
+	if (strata_runs(cx, &f, out, warm, NULL, r) != 0)
+		goto done;
+	if (peer_ok) {
+		char cmd[32];
+		snprintf(cmd, sizeof cmd, "warm %d", warm);
+		char *vals = peer_ask(p, r, cmd);
+		if (vals)
+			check_outputs(&out[0], vals, r);
+		else
+			peer_ok = 0;
+	}
+
+	/* Alternating rounds; the side that goes first alternates too, so
+	 * neither always runs right after the other's cache traffic. */
+	for (int i = 0; i < rounds; i++) {
+		for (int side = 0; side < 2; side++) {
+			if ((side ^ (i & 1)) == 0) {
+				uint64_t a0 = base_alloc_thread_count();
+				if (strata_runs(cx, &f, out, k, st + (size_t)i * k, r) != 0)
+					goto done;
+				allocs += base_alloc_thread_count() - a0;
+			} else if (peer_ok && ort_runs(p, k, ot + (size_t)i * k, r) != 0) {
+				peer_ok = 0;
+			}
+		}
+	}
+	r->ran = 1;
+	r->strata_ms = median(st, nt);
+	r->allocs_per_run = (double)allocs / (double)nt;
+	if (peer_ok) {
+		r->have_ort = 1;
+		r->ort_ms = median(ot, nt);
+	}
+done:
+	if (p->pid > 0) {
+		r->ort_rss_mb = peer_stop(p);
+		if (r->have_ort && r->ort_rss_mb < 0)
+			note_add(r, "ORT peer did not report its peak RSS");
+	}
+	/* Peak RSS now: the FLOP count below loads a second copy of the model. */
+	r->strata_rss_mb = peak_rss_mb();
+	runtime_ctx_free(cx);
+	runtime_model_free(m);
+	if (r->ran) {
+		r->flops = count_flops(path, &f, why, sizeof why);
+		if (r->flops < 0)
+			note_add(r, "%s", why);
+	}
+	feeds_free(&f);
+	if (st)
+		base_free(st, nt * sizeof *st);
+	if (ot)
+		base_free(ot, nt * sizeof *ot);
+}
+
+/* ---- output ------------------------------------------------------------------------------ */
+
+static int selected(const struct options *o, const char *model)
+{
+	if (!o->only)
+		return 1;
+	size_t n = strlen(model);
+	for (const char *s = o->only; *s;) {
+		const char *e = strchr(s, ',');
+		size_t len = e ? (size_t)(e - s) : strlen(s);
+		if (len == n && strncmp(s, model, n) == 0)
+			return 1;
+		s += len + (e != NULL);
+	}
+	return 0;
+}
+
+/* A latency in a column of width w, with more decimals for small values. */
+static void put_ms(double ms, int w)
+{
+	if (ms < 0)
+		printf(" %*s", w, "-");
+	else
+		printf(" %*.*f", w, ms < 1 ? 4 : ms < 100 ? 2 : 1, ms);
+}
+
+static void put_num(double v, int w, int prec)
+{
+	if (v < 0 || !isfinite(v))
+		printf(" %*s", w, "-");
+	else
+		printf(" %*.*f", w, prec, v);
+}
+
+/* A JSON number, or null for a missing figure. */
+static void json_num(const char *key, double v, int present)
+{
+	if (present && isfinite(v))
+		printf(", \"%s\": %.6g", key, v);
+	else
+		printf(", \"%s\": null", key);
+}
+
+static void cpu_name(char *buf, size_t cap)
+{
+	snprintf(buf, cap, "unknown CPU");
+	FILE *fp = fopen("/proc/cpuinfo", "r");
+	if (!fp)
+		return;
+	char line[512];
+	while (fgets(line, sizeof line, fp)) {
+		char *c = strchr(line, ':');
+		if (strncmp(line, "model name", 10) == 0 && c) {
+			c += 1 + strspn(c + 1, " \t");
+			c[strcspn(c, "\n")] = 0;
+			snprintf(buf, cap, "%s", c);
+			break;
+		}
+	}
+	fclose(fp);
+}
+
+static void print_report(const int *idx, const struct result *res, int n,
+                         int peer_usable)
+{
+	const char *ortv = NULL, *nodev = NULL;
+	for (int i = 0; i < n; i++)
+		if (res[i].have_ort) {
+			ortv = res[i].ort_version;
+			nodev = res[i].node_version;
+			break;
+		}
+	char cpu[256];
+	cpu_name(cpu, sizeof cpu);
+	printf("\n");
+	if (!peer_usable)
+		printf("peer not found: ORT figures skipped\n");
+	if (ortv)
+		printf("Strata's runtime vs ONNX Runtime %s (onnxruntime-node, Node %s), one thread each, on %s (%ld cores online)\n"
+		       "latencies: medians over rounds that alternate K Strata runs and K ORT runs (runs: timed runs per side)\n\n",
+		       ortv, nodev, cpu, sysconf(_SC_NPROCESSORS_ONLN));
+	else
+		printf("Strata's runtime, one thread, on %s (%ld cores online)\n"
+		       "latencies: medians of the timed runs\n\n", cpu, sysconf(_SC_NPROCESSORS_ONLN));
+	printf("%-27s %5s %4s %6s %10s %10s %7s %8s %9s %7s %10s\n", "model", "batch", "seq", "runs",
+	       "strata ms", "ort ms", "ratio", "GFLOP/s", "strata MB", "ort MB", "allocs/run");
+	for (int i = 0; i < n; i++) {
+		const struct bench_case *c = &cases[idx[i]];
+		const struct result *r = &res[i];
+		char seq[16] = "-";
+		if (c->seq)
+			snprintf(seq, sizeof seq, "%d", c->seq);
+		printf("%-27s %5d %4s %6d", c->model, c->batch, seq, r->ran ? r->runs : 0);
+		put_ms(r->ran ? r->strata_ms : -1, 10);
+		put_ms(r->have_ort ? r->ort_ms : -1, 10);
+		put_num(r->ran && r->have_ort ? r->strata_ms / r->ort_ms : -1, 7, 3);
+		put_num(r->ran && r->flops >= 0 ? r->flops / (r->strata_ms * 1e6) : -1, 8, 1);
+		put_num(r->ran ? r->strata_rss_mb : -1, 9, 1);
+		put_num(r->ort_rss_mb, 7, 1);
+		put_num(r->ran ? r->allocs_per_run : -1, 10, 1);
+		printf("\n");
+	}
+	int notes = 0;
+	for (int i = 0; i < n; i++) {
+		if (!res[i].note[0])
+			continue;
+		if (!notes++)
+			printf("\nnotes:\n");
+		const struct bench_case *c = &cases[idx[i]];
+		printf("  %s batch %d", c->model, c->batch);
+		if (c->seq)
+			printf(" seq %d", c->seq);
+		printf(": %s\n", res[i].note);
+	}
+	printf("\nratio = Strata ms / ORT ms (below 1: Strata is faster).  GFLOP/s = 2 x the multiply-adds of the\n"
+	       "MatMul, Gemm and Conv nodes (shapes inferred at load) / Strata's median.  MB = peak RSS of the\n"
+	       "process that ran only that model.  allocs/run = Strata heap allocations per timed run.\n\n");
+	for (int i = 0; i < n; i++) {
+		const struct bench_case *c = &cases[idx[i]];
+		const struct result *r = &res[i];
+		printf("{\"model\": \"%s\", \"batch\": %d", c->model, c->batch);
+		if (c->seq)
+			printf(", \"seq\": %d", c->seq);
+		else
+			printf(", \"seq\": null");
+		json_num("strata_ms", r->strata_ms, r->ran);
+		json_num("ort_ms", r->ort_ms, r->have_ort);
+		json_num("ratio", r->ran && r->have_ort ? r->strata_ms / r->ort_ms : 0, r->ran && r->have_ort);
+		json_num("gflops", r->ran && r->flops >= 0 ? r->flops / (r->strata_ms * 1e6) : 0,
+		         r->ran && r->flops >= 0);
+		json_num("strata_rss_mb", r->strata_rss_mb, r->ran && r->strata_rss_mb >= 0);
+		json_num("ort_rss_mb", r->ort_rss_mb, r->have_ort && r->ort_rss_mb >= 0);
+		json_num("allocs_per_run", r->allocs_per_run, r->ran);
+		printf("}\n");
+	}
+}
+
+/* ---- main -------------------------------------------------------------------------------- */
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: bench [--peer DIR] [--script FILE] [--scale F] [--only NAME,...] MODELDIR\n");
+	exit(2);
+}
+
+int main(int argc, char **argv)
+{
+	struct options o = { .script = "bench/ort_peer.js", .scale = 1 };
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--peer") == 0 && i + 1 < argc)
+			o.peer = argv[++i];
+		else if (strcmp(argv[i], "--script") == 0 && i + 1 < argc)
+			o.script = argv[++i];
+		else if (strcmp(argv[i], "--scale") == 0 && i + 1 < argc)
+			o.scale = atof(argv[++i]);
+		else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc)
+			o.only = argv[++i];
+		else if (argv[i][0] == '-' || o.models)
+			usage();
+		else
+			o.models = argv[i];
+	}
+	if (!o.models || !(o.scale > 0))
+		usage();
+
+	/* The peer is usable when its packages are installed and the driver
+	 * script is there; anything else is reported per case. */
+	if (o.peer) {
+		char probe[4096];
+		snprintf(probe, sizeof probe, "%s/node_modules/onnxruntime-node", o.peer);
+		if (access(probe, R_OK) != 0 || access(o.script, R_OK) != 0)
+			o.peer = NULL;
+	}
+	signal(SIGPIPE, SIG_IGN); /* a peer that dies shows up as a failed write */
+
+	int idx[NCASES], n = 0;
+	struct result res[NCASES];
+	for (size_t i = 0; i < NCASES; i++)
+		if (selected(&o, cases[i].model))
+			idx[n++] = (int)i;
+	if (n == 0) {
+		fprintf(stderr, "bench: no case selected by --only %s\n", o.only);
+		return 2;
+	}
+	for (int i = 0; i < n; i++) {
+		const struct bench_case *c = &cases[idx[i]];
+		struct result *r = &res[i];
+		fprintf(stderr, "bench: [%d/%d] %s batch %d", i + 1, n, c->model, c->batch);
+		if (c->seq)
+			fprintf(stderr, " seq %d", c->seq);
+		fprintf(stderr, " ...");
+		double t0 = now_ms();
+		int fd[2];
+		fflush(stdout);
+		fflush(stderr);
+		if (pipe(fd) != 0) {
+			perror("bench: pipe");
+			return 1;
+		}
+		pid_t pid = fork();
+		if (pid == 0) {
+			close(fd[0]);
+			run_case(&o, c, r);
+			write_all(fd[1], r, sizeof *r);
+			_exit(0);
+		}
+		close(fd[1]);
+		int status = 0;
+		size_t got = pid > 0 ? read_all(fd[0], r, sizeof *r) : 0;
+		close(fd[0]);
+		if (pid > 0)
+			waitpid(pid, &status, 0);
+		if (got != sizeof *r) {
+			memset(r, 0, sizeof *r);
+			r->strata_rss_mb = r->ort_rss_mb = r->flops = -1;
+			if (pid < 0)
+				note_add(r, "cannot fork: %s", strerror(errno));
+			else if (WIFSIGNALED(status))
+				note_add(r, "the case process died of signal %d", WTERMSIG(status));
+			else
+				note_add(r, "the case process exited with status %d", WEXITSTATUS(status));
+		}
+		fprintf(stderr, " %.1f s\n", (now_ms() - t0) / 1e3);
+	}
+	print_report(idx, res, n, o.peer != NULL);
+	for (int i = 0; i < n; i++)
+		if (!res[i].ran)
+			return 1;
+	return 0;
+}
