@@ -13,6 +13,9 @@
  * never disables the wide kernels silently for a deployment that meant
  * auto.  rt_cpu_force() overrides the choice for tests.
  *
+ * It also reports the sizes of the core's L1 data and L2 caches, from
+ * which the GEMM driver derives its block sizes (gemm.c).
+ *
  * Invariant: rt_cpu_isa() never returns an ISA the machine cannot execute.
  */
 #include <cpuid.h>
@@ -20,6 +23,7 @@
 #include <string.h>
 
 #include "runtime_int.h"
+#include "ops/gemm_kern.h"
 
 /* 0: not decided yet; else an RT_ISA_* value.  Relaxed atomics: racing
  * first uses compute the same answer. */
@@ -104,4 +108,58 @@ const char *rt_cpu_isa_name(int isa)
 	case RT_ISA_AVX512: return "avx512";
 	}
 	return "auto";
+}
+
+/* ---- cache sizes ------------------------------------------------------------- */
+
+static int64_t l1d_bytes, l2_bytes;
+
+/* Walk the deterministic cache parameters (cpuid leaf 4 on Intel,
+ * 0x8000001D on AMD: the same format) for the level-1 data and level-2
+ * caches of one core. */
+static void cache_walk(unsigned int leaf, int64_t *l1, int64_t *l2)
+{
+	for (unsigned int i = 0; i < 16; i++) {
+		unsigned int a, b, c, d;
+		__cpuid_count(leaf, i, a, b, c, d);
+		unsigned int type = a & 31, level = (a >> 5) & 7;
+		if (type == 0)
+			break;
+		int64_t size = (int64_t)((b >> 22) + 1) * (((b >> 12) & 0x3ff) + 1) *
+		               ((b & 0xfff) + 1) * ((int64_t)c + 1);
+		if (level == 1 && type == 1)
+			*l1 = size;
+		else if (level == 2 && (type == 3 || type == 1))
+			*l2 = size;
+	}
+}
+
+void rt_cpu_caches(int64_t *l1d, int64_t *l2)
+{
+	int64_t a = __atomic_load_n(&l1d_bytes, __ATOMIC_RELAXED);
+	int64_t b = __atomic_load_n(&l2_bytes, __ATOMIC_RELAXED);
+	if (!a || !b) {
+		unsigned int eax, ebx, ecx, edx;
+		int64_t l1 = 0, l2c = 0;
+		unsigned int max = __get_cpuid_max(0, &ebx);
+		/* ebx holds the vendor's first four letters: "Auth" or "Hygo" for AMD */
+		int amd = ebx == 0x68747541u || ebx == 0x6f677948u;
+		if (amd) {
+			unsigned int ext = __get_cpuid_max(0x80000000u, NULL);
+			if (ext >= 0x8000001Du && __get_cpuid(0x80000001u, &eax, &ebx, &ecx, &edx) &&
+			    (ecx >> 22 & 1))
+				cache_walk(0x8000001Du, &l1, &l2c);
+		} else if (max >= 4) {
+			cache_walk(4, &l1, &l2c);
+		}
+		/* the fallbacks are the smallest of the AVX2 generation (32 KiB,
+		 * 256 KiB), so a CPU that does not say is never over-blocked; the
+		 * bounds reject nonsense from a hypervisor */
+		a = l1 >= 16384 && l1 <= (1 << 20) ? l1 : 32768;
+		b = l2c >= 131072 && l2c <= (64 << 20) ? l2c : 262144;
+		__atomic_store_n(&l1d_bytes, a, __ATOMIC_RELAXED);
+		__atomic_store_n(&l2_bytes, b, __ATOMIC_RELAXED);
+	}
+	*l1d = a;
+	*l2 = b;
 }

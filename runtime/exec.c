@@ -34,11 +34,11 @@
  * input-shape class (every input's rank and dims).  The first run of a class
  * draws from the pool and records each value buffer's size and the steps
  * between which it was alive (scratch buffers too); plan.c packs those into
- * offsets of one arena.  Later runs of the class take every buffer at its
+ * offsets of one arena and keeps the plans (struct rt_plans).  Later runs of the class take every buffer at its
  * offset: no search, no allocation.  A plan only ever serves a request that
  * fits its slot; a bigger one (a data-dependent shape) falls back to the
  * pool, so a plan never overflows.  Arena slices are struct buf with cap 0.
- * At most PLAN_MAX plans (and PLAN_MAX_BYTES of arenas) are kept per
+ * At most RT_PLAN_MAX plans (and RT_PLAN_MAX_BYTES of arena) are kept per
  * context, the least recently used evicted.  Graph outputs are planned alive
  * to the end of the run, so they stay valid until the next run starts.
  *
@@ -67,35 +67,12 @@
 
 #define POOL_MAX_BYTES ((size_t)1 << 30)
 #define ALIGN 64
-#define PLAN_MAX 8
-#define PLAN_MAX_BYTES ((size_t)1 << 31)
 
 /* A buffer: from the heap (cap > 0) or a slice of a plan's arena (cap 0,
  * never freed nor pooled). */
 struct buf {
 	void *p;
 	size_t cap;
-};
-
-/* A scratch buffer of a recorded run: asked for while node `step` ran. */
-struct trec {
-	int step;
-	size_t bytes;
-	size_t off;
-};
-
-/* The plan of one input-shape class. */
-struct plan {
-	int64_t *key;            /* rank and dims of every input */
-	size_t nkey;
-	size_t bytes;            /* of the context's arena it needs */
-	int fresh;               /* not run yet */
-	size_t *off;             /* per value: offset in the arena */
-	size_t *cap;             /* per value: slot size, 0 when it has none */
-	unsigned char *aliased;  /* per value: the recorded run made it a view */
-	struct trec *tmp;        /* scratch slots in request order */
-	size_t ntmp;
-	uint64_t used;           /* LRU clock */
 };
 
 enum { M_POOL, M_REC, M_PLAN };
@@ -170,21 +147,9 @@ struct rt_exec {
 	int planning;
 	int mode;                /* M_*: how this run draws its buffers */
 	int step;                /* the running node (g->nnodes after the last) */
-	struct plan *plan;       /* M_PLAN */
+	struct rt_plan *plan;    /* M_PLAN */
 	size_t tnext;            /* M_PLAN: next scratch slot */
-	struct plan plans[PLAN_MAX];
-	int nplans;
-	void *arena;             /* shared by the plans: one run at a time uses it */
-	size_t arena_bytes;
-	uint64_t clock;
-	int64_t *key;            /* this run's class */
-	size_t nkey, capkey;
-	size_t *rbytes;          /* M_REC: per value, bytes asked */
-	int *rstart, *rend;      /* M_REC: per value, first and last step alive */
-	unsigned char *ralias;   /* M_REC: per value, made a view */
-	struct trec *trec;       /* M_REC: scratch requests */
-	size_t ntrec, captrec;
-	int rec_bad;             /* M_REC: a record could not be kept */
+	struct rt_plans pc;      /* the plans, the arena and the recording (plan.c) */
 };
 
 struct rt_ctx {
@@ -263,22 +228,23 @@ static void *temp_get(struct rt_exec *x, size_t n)
 		return NULL;
 	struct buf b;
 	if (x->mode == M_PLAN) {
-		const struct plan *p = x->plan;
+		const struct rt_plan *p = x->plan;
 		while (x->tnext < p->ntmp && p->tmp[x->tnext].step < x->step)
 			x->tnext++;
 		if (x->tnext < p->ntmp && p->tmp[x->tnext].step == x->step &&
 		    n <= p->tmp[x->tnext].bytes) {
-			b.p = (char *)x->arena + p->tmp[x->tnext++].off;
+			b.p = (char *)x->pc.arena + p->tmp[x->tnext++].off;
 			b.cap = 0;
 			x->temp[x->ntemp++] = b;
 			return b.p;
 		}
 	} else if (x->mode == M_REC) {
-		if (x->ntrec == x->captrec &&
-		    base_grow((void **)&x->trec, &x->captrec, x->ntrec + 1, sizeof *x->trec, 1 << 24) != 0)
-			x->rec_bad = 1;
+		struct rt_plans *c = &x->pc;
+		if (c->ntrec == c->captrec &&
+		    base_grow((void **)&c->trec, &c->captrec, c->ntrec + 1, sizeof *c->trec, 1 << 24) != 0)
+			c->rec_bad = 1;
 		else
-			x->trec[x->ntrec++] = (struct trec){ x->step, n, 0 };
+			c->trec[c->ntrec++] = (struct rt_plan_scratch){ x->step, n, 0 };
 	}
 	if (pool_get(x, n, &b) != 0)
 		return NULL;
@@ -291,18 +257,18 @@ static void *temp_get(struct rt_exec *x, size_t n)
 static int value_get(struct rt_exec *x, int v, size_t bytes, struct buf *b)
 {
 	if (x->mode == M_PLAN) {
-		const struct plan *p = x->plan;
+		const struct rt_plan *p = x->plan;
 		if (bytes <= p->cap[v]) {
-			b->p = (char *)x->arena + p->off[v];
+			b->p = (char *)x->pc.arena + p->off[v];
 			b->cap = 0;
 			return 0;
 		}
 	} else if (x->mode == M_REC) {
-		if (x->rstart[v] < 0)
-			x->rstart[v] = x->step;
-		if (bytes > x->rbytes[v])
-			x->rbytes[v] = bytes;
-		x->rend[v] = INT_MAX;
+		if (x->pc.rstart[v] < 0)
+			x->pc.rstart[v] = x->step;
+		if (bytes > x->pc.rbytes[v])
+			x->pc.rbytes[v] = bytes;
+		x->pc.rend[v] = INT_MAX;
 	}
 	return pool_get(x, bytes, b);
 }
@@ -311,7 +277,7 @@ static int value_get(struct rt_exec *x, int v, size_t bytes, struct buf *b)
 static void drop_buf(struct rt_exec *x, int v)
 {
 	if (x->mode == M_REC && x->vbuf[v].p)
-		x->rend[v] = x->step;
+		x->pc.rend[v] = x->step;
 	pool_put(x, &x->vbuf[v]);
 }
 
@@ -473,19 +439,11 @@ static int exec_init(struct rt_exec *x, const struct rt_model *m, const struct r
 	return 0;
 }
 
-/* The arrays a planning context records with. */
+/* A context that plans (the top one of runtime_run): its cache. */
 static int plan_init(struct rt_exec *x)
 {
-	const struct rt_graph *g = x->g;
-	size_t nv = (size_t)g->nvalues + 1;
 	x->planning = 1;
-	x->capkey = (size_t)g->ninputs * (RT_MAX_RANK + 1) + 1;
-	x->key = base_calloc(x->capkey, sizeof *x->key);
-	x->rbytes = base_calloc(nv, sizeof *x->rbytes);
-	x->rstart = base_calloc(nv, sizeof *x->rstart);
-	x->rend = base_calloc(nv, sizeof *x->rend);
-	x->ralias = base_calloc(nv, sizeof *x->ralias);
-	return x->key && x->rbytes && x->rstart && x->rend && x->ralias ? 0 : STRATA_NOMEM;
+	return rt_plans_init(&x->pc, x->g->nvalues, x->g->ninputs);
 }
 
 int runtime_ctx_new(const struct rt_model *m, struct rt_ctx **out, struct strata_error *err)
@@ -533,118 +491,16 @@ static void release_all(struct rt_exec *x)
 		release_all(x->kids[i].x);
 }
 
-/* ---- the plan cache ------------------------------------------------------------------ */
-
-static void plan_free(struct rt_exec *x, struct plan *p)
-{
-	size_t nv = (size_t)x->g->nvalues + 1;
-	if (p->key)
-		base_free(p->key, (p->nkey + 1) * sizeof *p->key);
-	if (p->off)
-		base_free(p->off, nv * sizeof *p->off);
-	if (p->cap)
-		base_free(p->cap, nv * sizeof *p->cap);
-	if (p->aliased)
-		base_free(p->aliased, nv);
-	if (p->tmp)
-		base_free(p->tmp, p->ntmp * sizeof *p->tmp);
-	memset(p, 0, sizeof *p);
-}
-
-/* Drop the least recently used plan. */
-static void plan_evict(struct rt_exec *x)
-{
-	int lru = 0;
-	for (int i = 1; i < x->nplans; i++)
-		if (x->plans[i].used < x->plans[lru].used)
-			lru = i;
-	plan_free(x, &x->plans[lru]);
-	x->plans[lru] = x->plans[--x->nplans];
-	memset(&x->plans[x->nplans], 0, sizeof x->plans[x->nplans]);
-}
-
-static struct plan *plan_find(struct rt_exec *x)
-{
-	for (int i = 0; i < x->nplans; i++)
-		if (x->plans[i].nkey == x->nkey &&
-		    memcmp(x->plans[i].key, x->key, x->nkey * sizeof *x->key) == 0)
-			return &x->plans[i];
-	return NULL;
-}
-
-/* Turn what the run that just ended recorded into a plan of the class in
- * x->key.  Failing to (out of memory, over the byte bound) leaves the class
- * unplanned: its runs keep drawing from the pool. */
+/* Turn what the run that just ended recorded into a plan (plan.c). */
 static void plan_build(struct rt_exec *x)
 {
-	const struct rt_graph *g = x->g;
-	size_t nv = (size_t)g->nvalues + 1;
-	size_t n = x->ntrec;
-	for (int v = 0; v < g->nvalues; v++)
-		n += x->rstart[v] >= 0;
-	struct rt_plan_item *it = base_calloc(n + 1, sizeof *it);
-	struct plan p = { .nkey = x->nkey, .ntmp = x->ntrec };
-	p.key = base_calloc(x->nkey + 1, sizeof *p.key);
-	p.off = base_calloc(nv, sizeof *p.off);
-	p.cap = base_calloc(nv, sizeof *p.cap);
-	p.aliased = base_calloc(nv, 1);
-	p.tmp = p.ntmp ? base_calloc(p.ntmp, sizeof *p.tmp) : NULL;
-	size_t total = 0;
-	int ok = it && p.key && p.off && p.cap && p.aliased && (p.tmp || !p.ntmp);
-	if (ok) {
-		size_t k = 0;
-		for (int v = 0; v < g->nvalues; v++)
-			if (x->rstart[v] >= 0)
-				it[k++] = (struct rt_plan_item){ x->rbytes[v], x->rstart[v], x->rend[v], 0 };
-		for (size_t t = 0; t < x->ntrec; t++)
-			it[k++] = (struct rt_plan_item){ x->trec[t].bytes, x->trec[t].step, x->trec[t].step, 0 };
-		ok = rt_plan_place(it, n, &total) == 0 && total <= PLAN_MAX_BYTES;
-	}
-	p.bytes = total ? total : ALIGN;
-	if (ok && p.bytes > x->arena_bytes) {
-		/* Nothing lives in the arena between runs that matters: the outputs
-		 * of this run were drawn from the pool. */
-		if (x->arena)
-			base_free(x->arena, x->arena_bytes);
-		x->arena_bytes = 0;
-		x->arena = base_alloc(p.bytes);
-		if (x->arena)
-			x->arena_bytes = p.bytes;
-		else
-			while (x->nplans > 0)
-				plan_free(x, &x->plans[--x->nplans]);
-		ok = x->arena != NULL;
-	}
-	while (ok && x->nplans >= PLAN_MAX)
-		plan_evict(x);
-	if (ok) {
-		memcpy(p.key, x->key, x->nkey * sizeof *p.key);
-		size_t k = 0;
-		for (int v = 0; v < g->nvalues; v++) {
-			p.aliased[v] = x->ralias[v];
-			if (x->rstart[v] >= 0) {
-				p.off[v] = it[k].off;
-				p.cap[v] = it[k++].bytes;
-			}
-		}
-		for (size_t t = 0; t < p.ntmp; t++) {
-			p.tmp[t] = x->trec[t];
-			p.tmp[t].off = it[k].off;
-			p.tmp[t].bytes = it[k++].bytes;
-		}
-		p.used = ++x->clock;
-		p.fresh = 1;
-		/* Room for the pool's array swap of the plan's first run (see
-		 * start_mode), made now so that run allocates nothing. */
-		struct pool *pl = x->pool;
-		base_grow((void **)&pl->old, &pl->capold, pl->cap + (size_t)g->nvalues + 16,
-		          sizeof *pl->old, 1 << 24);
-		x->plans[x->nplans++] = p;
-	} else {
-		plan_free(x, &p);
-	}
-	if (it)
-		base_free(it, (n + 1) * sizeof *it);
+	if (rt_plans_build(&x->pc, x->g->nvalues) != 0)
+		return;
+	/* Room for the pool's array swap of the plan's first run (see
+	 * start_mode), made now so that run allocates nothing. */
+	struct pool *pl = x->pool;
+	base_grow((void **)&pl->old, &pl->capold, pl->cap + (size_t)x->g->nvalues + 16,
+	          sizeof *pl->old, 1 << 24);
 }
 
 static void exec_free(struct rt_exec *x)
@@ -708,22 +564,7 @@ static void exec_free(struct rt_exec *x)
 		base_free(x->refs, nv * sizeof *x->refs);
 	if (x->symidx)
 		base_free(x->symidx, ((size_t)x->g->ninputs * RT_MAX_RANK + 1) * sizeof *x->symidx);
-	while (x->nplans > 0)
-		plan_free(x, &x->plans[--x->nplans]);
-	if (x->arena)
-		base_free(x->arena, x->arena_bytes);
-	if (x->key)
-		base_free(x->key, x->capkey * sizeof *x->key);
-	if (x->rbytes)
-		base_free(x->rbytes, nv * sizeof *x->rbytes);
-	if (x->rstart)
-		base_free(x->rstart, nv * sizeof *x->rstart);
-	if (x->rend)
-		base_free(x->rend, nv * sizeof *x->rend);
-	if (x->ralias)
-		base_free(x->ralias, nv * sizeof *x->ralias);
-	if (x->trec)
-		base_free(x->trec, x->captrec * sizeof *x->trec);
+	rt_plans_free(&x->pc, x->g->nvalues);
 }
 
 void runtime_ctx_free(struct rt_ctx *cx)
@@ -896,7 +737,7 @@ int rt_output_alias(struct rt_exec *x, const struct rt_node *n, int i, int in_in
 		x->refs[r]++;
 	}
 	if (x->mode == M_REC)
-		x->ralias[v] = 1;
+		x->pc.ralias[v] = 1;
 	x->hold[v] = H_TENSOR;
 	set_view(&x->vals[v], src->dtype, rank, dims, data, 0);
 	if (out)
@@ -1344,15 +1185,14 @@ static void start_mode(struct rt_exec *x)
 		int v = g->inputs[i];
 		if (x->hold[v] != H_TENSOR)
 			return;
-		x->key[k++] = x->vals[v].rank;
+		x->pc.key[k++] = x->vals[v].rank;
 		for (int d = 0; d < x->vals[v].rank; d++)
-			x->key[k++] = x->vals[v].dims[d];
+			x->pc.key[k++] = x->vals[v].dims[d];
 	}
-	x->nkey = k;
-	x->plan = plan_find(x);
+	x->pc.nkey = k;
+	x->plan = rt_plans_find(&x->pc);
 	if (x->plan) {
 		x->mode = M_PLAN;
-		x->plan->used = ++x->clock;
 		x->tnext = 0;
 		struct pool *pl = x->pool;
 		if (x->plan->fresh && pl->nold == 0) {
@@ -1369,14 +1209,7 @@ static void start_mode(struct rt_exec *x)
 		return;
 	}
 	x->mode = M_REC;
-	x->rec_bad = 0;
-	x->ntrec = 0;
-	for (int v = 0; v < g->nvalues; v++) {
-		x->rstart[v] = -1;
-		x->rend[v] = -1;
-		x->rbytes[v] = 0;
-		x->ralias[v] = 0;
-	}
+	rt_plans_record(&x->pc, g->nvalues);
 }
 
 /* A top-level run: inputs as tensors (tin) or values (ain); outputs bound in
@@ -1400,7 +1233,7 @@ static int run_top(struct rt_exec *x, const struct rt_tensor *tin, const struct 
 	x->step = g->nnodes;
 	for (int k = 0; k < g->noutputs && rc == 0; k++)
 		rc = own_value(x, g->outputs[k], err);
-	if (rc == 0 && x->mode == M_REC && !x->rec_bad)
+	if (rc == 0 && x->mode == M_REC && !x->pc.rec_bad)
 		plan_build(x);
 	if (x->mode == M_PLAN) {
 		x->plan->fresh = 0;

@@ -529,4 +529,58 @@ struct rt_plan_item {
 };
 int rt_plan_place(struct rt_plan_item *it, size_t n, size_t *total);
 
+/* The plan cache of a top run context (exec.c keys runs, plan.c keeps the
+ * plans).  A plan holds, for one input-shape class, each value's slot (off,
+ * cap; cap 0: none), which values the recorded run made views, and the
+ * scratch slots in request order.  All plans share one arena: one run at a
+ * time uses it. */
+#define RT_PLAN_MAX 8                        /* plans kept, least recently used evicted */
+#define RT_PLAN_MAX_BYTES ((size_t)1 << 31)  /* bound on one plan's arena */
+struct rt_plan_scratch {
+	int step;                /* the node that asked */
+	size_t bytes;
+	size_t off;
+};
+struct rt_plan {
+	int64_t *key;            /* rank and dims of every input */
+	size_t nkey;
+	size_t bytes;            /* of the arena it needs */
+	int fresh;               /* not run yet */
+	size_t *off;             /* per value: offset in the arena */
+	size_t *cap;             /* per value: slot size, 0 when it has none */
+	unsigned char *aliased;  /* per value: the recorded run made it a view */
+	struct rt_plan_scratch *tmp;
+	size_t ntmp;
+	uint64_t used;           /* LRU clock */
+};
+struct rt_plans {
+	struct rt_plan plans[RT_PLAN_MAX];
+	int nplans;
+	void *arena;
+	size_t arena_bytes;
+	uint64_t clock;
+	int64_t *key;            /* this run's class, filled by the caller */
+	size_t nkey, capkey;
+	/* A recording run (exec.c writes these as buffers come and go): */
+	size_t *rbytes;          /* per value, bytes asked */
+	int *rstart, *rend;      /* per value, first and last step alive; -1: none */
+	unsigned char *ralias;   /* per value, made a view */
+	struct rt_plan_scratch *trec; /* scratch requests */
+	size_t ntrec, captrec;
+	int rec_bad;             /* a record could not be kept: build no plan */
+};
+/* Arrays for a graph of nvalues values and ninputs inputs (c zeroed first).
+ * Returns 0 or STRATA_NOMEM; rt_plans_free releases a partial init. */
+int rt_plans_init(struct rt_plans *c, int nvalues, int ninputs);
+void rt_plans_free(struct rt_plans *c, int nvalues);
+/* The plan of class c->key[0..nkey), marked most recently used, or NULL. */
+struct rt_plan *rt_plans_find(struct rt_plans *c);
+/* Start recording a run of class c->key. */
+void rt_plans_record(struct rt_plans *c, int nvalues);
+/* Turn the finished recording into a plan of class c->key (evicting the
+ * least recently used one past RT_PLAN_MAX, growing the arena when
+ * needed).  Returns 0, STRATA_NOMEM or STRATA_LIMIT (over
+ * RT_PLAN_MAX_BYTES); on failure the class stays unplanned. */
+int rt_plans_build(struct rt_plans *c, int nvalues);
+
 #endif

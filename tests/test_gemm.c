@@ -4,7 +4,9 @@
  * rt_sgemm_pb over ragged sizes, every transpose combination, alpha and
  * beta (beta 0 over NaN), leading dimensions wider than the matrices, and
  * every epilogue; under each ISA the machine has, with weights packed
- * under one ISA and run under the other; and the STRATA_CPU selection.
+ * under one ISA and run under the other, or by hand with a K block the
+ * kernels were not tuned for; the driver's blocking past one B panel and
+ * past one packing buffer of K; and the STRATA_CPU selection.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -216,6 +218,132 @@ static void test_epilogue_avx512(void **st) { (void)st; run_isa(with_ep, RT_ISA_
 static void test_packed_avx2(void **st) { (void)st; run_isa(packed, RT_ISA_AVX2); }
 static void test_packed_avx512(void **st) { (void)st; run_isa(packed, RT_ISA_AVX512); }
 
+/* Shapes that take the driver past its single-block cases: N split into
+ * several B panels (K x N larger than L2), K longer than one packing
+ * buffer holds for a strip (K * nr > 256 Ki floats), and M split into
+ * several row blocks. */
+static void blocking(int isa)
+{
+	static const struct rt_epilogue ep = {(const float *)1, RT_ACT_RELU, (const float *)1, 0};
+	check(0, 0, 13, 600, 2000, 1.0f, 0.0f, &ep, 0, isa, isa);
+	check(1, 1, 13, 600, 2000, 0.5f, 1.0f, NULL, 1, isa, isa);
+	check(0, 1, 7, 70, 17000, 1.0f, 0.0f, &ep, 0, isa, isa);
+	check(1, 0, 5, 40, 4500, 1.0f, 0.5f, NULL, 0, isa, isa);
+	check(0, 0, 700, 70, 40, 1.0f, 0.0f, &ep, 1, isa, isa);
+}
+
+static void test_blocking_avx2(void **st) { (void)st; blocking(RT_ISA_AVX2); rt_cpu_force(RT_ISA_AUTO); }
+static void test_blocking_avx512(void **st)
+{
+	(void)st;
+	if (has_avx512())
+		blocking(RT_ISA_AVX512);
+	rt_cpu_force(RT_ISA_AUTO);
+}
+
+/* A packed B whose K block is not the one this machine would pick (a
+ * layout written elsewhere and mapped back): read in place, any kc. */
+static void hand_packed(int isa)
+{
+	static const int64_t kcs[] = {1, 16, 37, 64, 384};
+	static const int64_t shapes[][3] = {{1, 70, 100}, {3, 64, 129}, {9, 130, 400}, {40, 33, 64}};
+	assert_int_equal(rt_cpu_force(isa), 0);
+	for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+		int64_t M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
+		float *A = mat(M, K), *B = mat(K, N), *C = mat(M, N), *bias = mat(1, N);
+		for (size_t q = 0; q < sizeof kcs / sizeof kcs[0]; q++) {
+			struct rt_packed_b p;
+			assert_int_equal(rt_sgemm_pack_b(0, K, N, B, N, &p), 0);
+			/* relayout p->data with K blocks of kcs[q] rows */
+			int64_t kc = kcs[q], nr = p.nr, npad = (N + nr - 1) / nr * nr;
+			for (int64_t k = 0; k < K; k++) {
+				int64_t bp = k / kc * kc, kb = K - bp < kc ? K - bp : kc;
+				for (int64_t j = 0; j < npad; j++)
+					p.data[bp * npad + j / nr * nr * kb + (k - bp) * nr + j % nr] =
+					        j < N ? B[k * N + j] : 0.0f;
+			}
+			p.kc = (int)kc;
+			struct rt_epilogue ep = {bias, RT_ACT_NONE, NULL, 0};
+			for (int64_t i = 0; i < M * N; i++)
+				C[i] = NAN;
+			rt_sgemm_pb(0, M, 1.0f, A, K, &p, 0.0f, C, N, &ep);
+			for (int64_t i = 0; i < M; i++)
+				for (int64_t j = 0; j < N; j++) {
+					double want = bias[j], mag = 4.0;
+					for (int64_t k = 0; k < K; k++) {
+						want += (double)A[i * K + k] * B[k * N + j];
+						mag += fabs((double)A[i * K + k] * B[k * N + j]);
+					}
+					if (!(fabs(C[i * N + j] - want) <= 1e-5 * mag))
+						fail_msg("hand-packed kc=%lld M=%lld N=%lld K=%lld: C[%lld,%lld] "
+						         "= %.8g, want %.8g", (long long)kc, (long long)M,
+						         (long long)N, (long long)K, (long long)i, (long long)j,
+						         C[i * N + j], want);
+				}
+			rt_packed_b_free(&p);
+		}
+		free(A);
+		free(B);
+		free(C);
+		free(bias);
+	}
+	rt_cpu_force(RT_ISA_AUTO);
+}
+
+static void test_hand_packed_avx2(void **st) { (void)st; hand_packed(RT_ISA_AVX2); }
+static void test_hand_packed_avx512(void **st)
+{
+	(void)st;
+	if (has_avx512())
+		hand_packed(RT_ISA_AVX512);
+}
+
+/* The GELU epilogue over the whole range its approximation switches
+ * between (|x / sqrt 2| below and above 1, the clamp at 9), and NaN, on
+ * the tile path (8 rows) and the GEMV path (1 row): C = gelu(a_i + bias_j)
+ * with K = 1 and B = 1. */
+static void gelu_range(int isa)
+{
+	enum { M = 8, N = 100 };
+	float A[M], B[N], bias[N], C[M * N];
+	for (int i = 0; i < M; i++)
+		A[i] = (float)i * 2.0f - 8.0f;
+	for (int j = 0; j < N; j++) {
+		B[j] = 1.0f;
+		bias[j] = (float)j * 0.175f - 9.0f;
+	}
+	A[3] = NAN;
+	assert_int_equal(rt_cpu_force(isa), 0);
+	struct rt_packed_b p;
+	assert_int_equal(rt_sgemm_pack_b(0, 1, N, B, N, &p), 0);
+	struct rt_epilogue ep = {bias, RT_ACT_GELU_ERF, NULL, 0};
+	for (int rows = 1; rows <= M; rows += M - 1) {
+		rt_sgemm_pb(0, rows, 1.0f, A, 1, &p, 0.0f, C, N, &ep);
+		for (int i = 0; i < rows; i++)
+			for (int j = 0; j < N; j++) {
+				float got = C[i * N + j];
+				if (isnan(A[i])) {
+					assert_true(isnan(got));
+					continue;
+				}
+				double x = (double)(A[i] + bias[j]);
+				double want = x * 0.5 * (1.0 + erf(x / sqrt(2.0)));
+				if (!(fabs(got - want) <= 1e-6 + 3e-4 * fabs(want)))
+					fail_msg("gelu(%.7g) = %.8g, want %.8g (rows %d)", x, got, want, rows);
+			}
+	}
+	rt_packed_b_free(&p);
+	rt_cpu_force(RT_ISA_AUTO);
+}
+
+static void test_gelu_avx2(void **st) { (void)st; gelu_range(RT_ISA_AVX2); }
+static void test_gelu_avx512(void **st)
+{
+	(void)st;
+	if (has_avx512())
+		gelu_range(RT_ISA_AVX512);
+}
+
 /* Degenerate sizes: K == 0 and alpha == 0 scale C (beta 0: zero it, NaN or
  * not); M or N == 0 touches nothing. */
 static void test_degenerate(void **st)
@@ -290,6 +418,12 @@ int main(void)
 		cmocka_unit_test(test_epilogue_avx512),
 		cmocka_unit_test(test_packed_avx2),
 		cmocka_unit_test(test_packed_avx512),
+		cmocka_unit_test(test_blocking_avx2),
+		cmocka_unit_test(test_blocking_avx512),
+		cmocka_unit_test(test_hand_packed_avx2),
+		cmocka_unit_test(test_hand_packed_avx512),
+		cmocka_unit_test(test_gelu_avx2),
+		cmocka_unit_test(test_gelu_avx512),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

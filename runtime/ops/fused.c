@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "../runtime_int.h"
+#include "attn.h"
 #include "vmath.h"
 
 static int float_input(struct rt_node *n, struct rt_graph *g, int i, int required,
@@ -321,12 +322,28 @@ static int run_attn(struct rt_node *n, struct rt_exec *x)
 		return rc;
 	if (!B || !Sq || !HD)
 		return 0;
-	float *sc = Sk ? rt_scratch(x, (size_t)(Sq * Sk) * sizeof(float)) : NULL;
-	if (Sk && !sc)
-		return rt_fail(x, n, STRATA_NOMEM, "out of memory");
 	const float *qd = q->data, *kd = k->data, *vd = v->data;
 	const float *md = m ? m->data : NULL;
 	float *yd = y->data;
+	if (Sk && rt_cpu_isa() == RT_ISA_AVX512) {
+		float *w = rt_scratch(x, rt_attn_work_bytes(Sq, Sk, D));
+		if (!w)
+			return rt_fail(x, n, STRATA_NOMEM, "out of memory");
+		for (int64_t b = 0; b < B; b++)
+			for (int64_t h = 0; h < H; h++) {
+				float *out = st->layout ? yd + ((b * H + h) * Sq) * D
+				                        : yd + b * Sq * HD + h * D;
+				int64_t off = b * Sk * HD + h * D;
+				rt_attn_head_avx512(Sq, Sk, D, st->scale, qd + b * Sq * HD + h * D, HD,
+				                    kd + off, HD, vd + off, HD,
+				                    md ? md + b * ms[0] + h * ms[1] : NULL, ms[2],
+				                    (int)ms[3], out, st->layout ? D : HD, w);
+			}
+		return 0;
+	}
+	float *sc = Sk ? rt_scratch(x, (size_t)(Sq * Sk) * sizeof(float)) : NULL;
+	if (Sk && !sc)
+		return rt_fail(x, n, STRATA_NOMEM, "out of memory");
 	for (int64_t b = 0; b < B; b++)
 		for (int64_t h = 0; h < H; h++) {
 			float *out = st->layout ? yd + ((b * H + h) * Sq) * D : yd + b * Sq * HD + h * D;
@@ -361,6 +378,16 @@ static int run_attn(struct rt_node *n, struct rt_exec *x)
 			         ldo);
 		}
 	return 0;
+}
+
+size_t rt_attn_work_bytes(int64_t sq, int64_t sk, int64_t d)
+{
+	/* attn_avx512.c's layout: K^T (d x skp), V packed (sk x dp) and the
+	 * scores of one block of 8 query rows (8 x skp); skp = sk rounded up
+	 * to 32, dp = d rounded up to 16. */
+	int64_t skp = (sk + 31) & ~(int64_t)31, dp = (d + 15) & ~(int64_t)15;
+	(void)sq;
+	return (size_t)((d + 8) * skp + sk * dp) * sizeof(float);
 }
 
 static void fini_attn(struct rt_node *n)

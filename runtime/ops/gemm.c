@@ -5,21 +5,24 @@
  *
  * C[M,N] = alpha * op(A) * op(B) + beta * C, row-major, any leading
  * dimensions, op(X) = X or X^T.  The blocking follows the usual three-level
- * scheme: B is packed KC x NC at a time into strips NR columns wide (so the
- * inner kernel streams it from L1/L2 with unit stride), A is packed MC x KC
- * at a time into strips MR rows tall, and a register-blocked MR x NR inner
- * kernel accumulates one tile of C over KC steps and finishes it (alpha,
- * beta, then on the last K block the epilogue: bias, activation,
- * residual).  Packing also absorbs the transposes and zero-pads the ragged
- * edges.  The kernels and their block sizes come from gemm_avx2.c or
- * gemm_avx512.c, picked by rt_cpu_isa() (cpu.c) on every call, so a test
- * may switch ISAs between calls.
+ * scheme: B is packed K x NC at a time into strips NR columns wide and K
+ * blocks KC deep (so the inner kernel streams a KC x NR strip from L1 with
+ * unit stride), and a register-blocked MR x NR inner kernel accumulates
+ * one tile of C over KC steps and finishes it (alpha, beta, then on the
+ * last K block the epilogue: bias, activation, residual).  A as stored is
+ * read in place, its rows one stride apart (the kernel prefetches the next
+ * tile's rows); only a transposed A is packed, MC x KC at a time, into
+ * strips MR rows tall.  Packing absorbs the transposes and zero-pads the
+ * ragged edges.  The kernels come from gemm_avx2.c or gemm_avx512.c,
+ * picked by rt_cpu_isa() (cpu.c) on every call, so a test may switch ISAs
+ * between calls; KC, MC and NC come from the cache sizes cpuid reports.
  *
  * Weights packed at load (rt_sgemm_pack_b) are already in the kernel's B
- * layout, so rt_sgemm_pb never repacks them unless the ISA changed since
- * packing; then each block is regathered into the current layout (correct,
- * slower).  One row of A (a batch of one query) uses a GEMV kernel that
- * reads every packed weight once.
+ * layout, so rt_sgemm_pb never repacks them unless the ISA or strip width
+ * changed since packing; then each block is regathered into the current
+ * layout (correct, slower).  A K block other than this machine's (weights
+ * packed elsewhere) is read in place.  One row of A (a batch of one query)
+ * uses a GEMV kernel that reads every packed weight once.
  *
  * Invariants: the packing buffers are per thread (a compiled model is shared
  * by many threads, each running its own evaluations), so rt_sgemm is
@@ -32,11 +35,13 @@
 #include "gemm_kern.h"
 
 /* Layout 2: K blocks of strips NR wide (gemm_kern.h), NR and KC recorded
- * in the struct.  Layout 1 was B itself, K x N. */
+ * in the struct.  Layout 1 was B itself, K x N.  Layout 2 with any kc is
+ * read in place by a kernel of the same ISA and NR. */
 enum { RT_PACK_VERSION = 2 };
 
-/* Large enough for the blocks of every ISA's kernel. */
-enum { PACKA_MAX = 128 * 256, PACKB_MAX = 256 * 1024 };
+/* Packing buffers, in floats: A blocks of at most MC_MAX x KC_MAX (only a
+ * transposed A is packed), B panels of K x NC. */
+enum { MC_MAX = 384, KC_MAX = 384, PACKA_MAX = MC_MAX * KC_MAX, PACKB_MAX = 256 * 1024 };
 
 typedef float v8sf __attribute__((vector_size(32)));
 
@@ -67,38 +72,38 @@ static const struct gemm_kern *kern_of(int isa)
 static _Thread_local float packa[PACKA_MAX] __attribute__((aligned(64)));
 static _Thread_local float packb[PACKB_MAX] __attribute__((aligned(64)));
 
-/* Pack rows [i0, i0+mc) x columns [p0, p0+kc) of op(A) into mr-row strips:
- * strip s holds, for each k, mr consecutive values (rows past mc are 0). */
-static void pack_a(int transa, const float *A, int64_t lda, int64_t i0, int64_t mc,
-                   int64_t p0, int64_t kc, float *dst, int mr)
+/* The K block of a kernel on this machine: the kc x nr strip of B and the
+ * mr x kc rows of A take about three quarters of L1, the rest is for the
+ * C tile and the next strip's first lines.  Rounded to 16 so a strip stays
+ * a whole number of cache lines. */
+static int64_t kc_of(const struct gemm_kern *kr)
+{
+	int64_t l1, l2;
+	rt_cpu_caches(&l1, &l2);
+	int64_t kc = l1 * 3 / 4 / ((kr->nr + kr->mr) * (int64_t)sizeof(float)) / 16 * 16;
+	if (kc > kr->kc_max)
+		kc = kr->kc_max;
+	return kc < 32 ? 32 : kc > KC_MAX ? KC_MAX : kc;
+}
+
+/* Pack rows [i0, i0+mc) x columns [p0, p0+kc) of A^T (op(A)[i][k] =
+ * A[k][i]) into mr-row strips: strip s holds, for each k, mr consecutive
+ * values (rows past mc are 0).  A as stored needs no packing: the kernels
+ * read its rows in place. */
+static void pack_at(const float *A, int64_t lda, int64_t i0, int64_t mc, int64_t p0, int64_t kc,
+                    float *dst, int mr)
 {
 	for (int64_t s = 0; s < mc; s += mr) {
 		int64_t rows = mc - s < mr ? mc - s : mr;
 		float *d = dst + s * kc;
-		if (!transa) {
-			const float *src = A + (i0 + s) * lda + p0;
+		const float *src = A + p0 * lda + i0 + s;
+		for (int64_t k = 0; k < kc; k++) {
+			const float *row = src + k * lda;
 			if (rows == mr) {
-				for (int r = 0; r < mr; r++) {
-					const float *row = src + r * lda;
-					for (int64_t k = 0; k < kc; k++)
-						d[k * mr + r] = row[k];
-				}
+				memcpy(d + k * mr, row, (size_t)mr * sizeof *d);
 			} else {
-				for (int64_t k = 0; k < kc; k++)
-					for (int r = 0; r < mr; r++)
-						d[k * mr + r] = r < rows ? src[r * lda + k] : 0.0f;
-			}
-		} else {
-			/* op(A)[i][k] = A[k][i]: each k row of A gives mr adjacent values */
-			const float *src = A + p0 * lda + i0 + s;
-			for (int64_t k = 0; k < kc; k++) {
-				const float *row = src + k * lda;
-				if (rows == mr) {
-					memcpy(d + k * mr, row, (size_t)mr * sizeof *d);
-				} else {
-					for (int r = 0; r < mr; r++)
-						d[k * mr + r] = r < rows ? row[r] : 0.0f;
-				}
+				for (int r = 0; r < mr; r++)
+					d[k * mr + r] = r < rows ? row[r] : 0.0f;
 			}
 		}
 	}
@@ -161,53 +166,127 @@ struct bsrc {
 	const float *B;
 	int64_t ldb;
 	const struct rt_packed_b *pb;
-	int direct;            /* pb is in the kernel's layout */
+	int direct;            /* pb is in the kernel's layout (its ISA and NR) */
 };
 
+/* At least n, a multiple of m, splitting total into equal blocks of at
+ * most max (a multiple of m): 128 rows in blocks of <= 384 are one block
+ * of 132, not 126 + 2. */
+static int64_t balance(int64_t total, int64_t max, int64_t m)
+{
+	int64_t nb = (total + max - 1) / max;
+	int64_t b = (total + nb - 1) / nb;
+	return (b + m - 1) / m * m;
+}
+
+/* The three-level loop.  For each panel of NC columns (B: K x NC, in L2
+ * when it fits) and each block of MC rows, the K blocks run innermost but
+ * one, so the MC x NC block of C stays in L2 across them and is read back
+ * only from there; within a K block each kc x nr strip of B stays in L1
+ * while the row tiles of A stream past it from L2.  Block sizes come from
+ * the cache sizes: the B panel up to L2, the C block up to L2 / 16 (it is
+ * rewritten once per K block, and a small one keeps the A rows that feed
+ * it in L1 and L2 too). */
 static void drive(const struct gemm_kern *kr, int transa, int64_t M, int64_t N, int64_t K,
                   float alpha, const float *A, int64_t lda, const struct bsrc *bs, float beta,
                   float *C, int64_t ldc, const struct rt_epilogue *ep)
 {
 	int mr = kr->mr, nr = kr->nr;
-	int64_t KCb = bs->direct ? bs->pb->kc : kr->kc;
-	int64_t NCb = bs->direct ? N : kr->nc;
+	int64_t l1, l2;
+	rt_cpu_caches(&l1, &l2);
+	int64_t KCb = bs->direct ? bs->pb->kc : kc_of(kr);
 	int64_t npad = (N + nr - 1) / nr * nr;
+
+	/* K is split into chunks only when a packed panel of one strip over
+	 * all of K would overflow the buffer (K > 4096 at nr = 64) */
+	int64_t KL = K;
+	if (!bs->direct && K * nr > PACKB_MAX)
+		KL = PACKB_MAX / nr / KCb * KCb;
+	/* the B panel: up to all of L2 (and the packing buffer); measured on
+	 * a 2 MiB L2, splitting N further only re-reads A more often */
+	int64_t ncmax = l2 / ((int64_t)sizeof(float) * KL) / nr * nr;
+	if (!bs->direct && ncmax > PACKB_MAX / KL / nr * nr)
+		ncmax = PACKB_MAX / KL / nr * nr;
+	if (ncmax < nr)
+		ncmax = nr;
+	int64_t NCb = balance(N, ncmax, nr);
+	int64_t mcmax = l2 / 16 / ((int64_t)sizeof(float) * (NCb > KCb ? NCb : KCb)) / mr * mr;
+	if (mcmax > MC_MAX / mr * mr)
+		mcmax = MC_MAX / mr * mr;
+	if (mcmax < mr)
+		mcmax = mr;
+	int64_t MCb = balance(M, mcmax, mr);
+
 	int has_ep = ep && (ep->bias || ep->act != RT_ACT_NONE || ep->residual);
-	for (int64_t jc = 0; jc < N; jc += NCb) {
-		int64_t nc = N - jc < NCb ? N - jc : NCb;
-		for (int64_t pc = 0; pc < K; pc += KCb) {
-			int64_t kc = K - pc < KCb ? K - pc : KCb;
-			int last = pc + kc >= K;
-			const float *bp;
+	for (int64_t k0 = 0; k0 < K; k0 += KL) {
+		int64_t kl = K - k0 < KL ? K - k0 : KL;
+		for (int64_t jc = 0; jc < N; jc += NCb) {
+			int64_t nc = N - jc < NCb ? N - jc : NCb;
+			int64_t ncpad = (nc + nr - 1) / nr * nr;
+			/* B block at pc, strip jr: base + (pc - k0) * ldp + (joff + jr) * kc */
+			const float *base;
+			int64_t ldp, joff;
 			if (bs->direct) {
-				bp = bs->pb->data + pc * npad + jc * kc;
-			} else if (bs->pb) {
-				repack_b(bs->pb, pc, kc, jc, nc, packb, nr);
-				bp = packb;
+				base = bs->pb->data + k0 * npad;
+				ldp = npad;
+				joff = jc;
 			} else {
-				pack_b(bs->transb, bs->B, bs->ldb, pc, kc, jc, nc, packb, nr);
-				bp = packb;
+				for (int64_t pc = k0; pc < k0 + kl; pc += KCb) {
+					int64_t kc = k0 + kl - pc < KCb ? k0 + kl - pc : KCb;
+					float *dst = packb + (pc - k0) * ncpad;
+					if (bs->pb)
+						repack_b(bs->pb, pc, kc, jc, nc, dst, nr);
+					else
+						pack_b(bs->transb, bs->B, bs->ldb, pc, kc, jc, nc, dst, nr);
+				}
+				base = packb;
+				ldp = ncpad;
+				joff = 0;
 			}
-			/* the first K block applies beta; later ones accumulate */
-			struct gemm_tile t = {alpha, pc == 0 ? beta : 1.0f, NULL, RT_ACT_NONE, NULL, 0};
-			if (last && has_ep) {
-				t.act = ep->act;
-				t.ldr = ep->ldr;
-			}
-			for (int64_t ic = 0; ic < M; ic += kr->mc) {
-				int64_t mc = M - ic < kr->mc ? M - ic : kr->mc;
-				pack_a(transa, A, lda, ic, mc, pc, kc, packa, mr);
-				for (int64_t jr = 0; jr < nc; jr += nr) {
-					int64_t nrr = nc - jr < nr ? nc - jr : nr;
-					const float *pbs = bp + jr * kc;
-					if (last && has_ep && ep->bias)
-						t.bias = ep->bias + jc + jr;
-					for (int64_t ir = 0; ir < mc; ir += mr) {
-						int64_t mrr = mc - ir < mr ? mc - ir : mr;
-						if (last && has_ep && ep->residual)
-							t.res = ep->residual + (ic + ir) * ep->ldr + jc + jr;
-						kr->tile(kc, packa + ir * kc, pbs,
-						         C + (ic + ir) * ldc + jc + jr, ldc, mrr, nrr, &t);
+			for (int64_t ic = 0; ic < M; ic += MCb) {
+				int64_t mc = M - ic < MCb ? M - ic : MCb;
+				for (int64_t pc = k0; pc < k0 + kl; pc += KCb) {
+					int64_t kc = k0 + kl - pc < KCb ? k0 + kl - pc : KCb;
+					int last = pc + kc >= K;
+					/* the first K block applies beta; later ones accumulate */
+					struct gemm_tile t = {alpha, pc == 0 ? beta : 1.0f, NULL,
+					                      RT_ACT_NONE, NULL, 0, 0};
+					if (last && has_ep) {
+						t.act = ep->act;
+						t.ldr = ep->ldr;
+					}
+					const float *ap;
+					int64_t rs, cs;
+					if (transa) {
+						pack_at(A, lda, ic, mc, pc, kc, packa, mr);
+						ap = packa;
+						rs = 1;
+						cs = mr;
+					} else {
+						ap = A + ic * lda + pc;
+						rs = lda;
+						cs = 1;
+					}
+					const float *bp = base + (pc - k0) * ldp + joff * kc;
+					for (int64_t jr = 0; jr < nc; jr += nr) {
+						int64_t nrr = nc - jr < nr ? nc - jr : nr;
+						const float *pbs = bp + jr * kc;
+						if (last && has_ep && ep->bias)
+							t.bias = ep->bias + jc + jr;
+						for (int64_t ir = 0; ir < mc; ir += mr) {
+							int64_t mrr = mc - ir < mr ? mc - ir : mr;
+							if (last && has_ep && ep->residual)
+								t.res = ep->residual + (ic + ir) * ep->ldr +
+								        jc + jr;
+							/* the next tile down the strip, or the strip's
+							 * first (the next strip starts there) */
+							int64_t in = ir + mr < mc ? ir + mr : 0;
+							t.next = (uintptr_t)(transa ? ap + in * kc
+							                            : ap + in * lda);
+							kr->tile(kc, transa ? ap + ir * kc : ap + ir * lda, rs,
+							         cs, pbs, C + (ic + ir) * ldc + jc + jr, ldc,
+							         mrr, nrr, &t);
+						}
 					}
 				}
 			}
@@ -357,8 +436,9 @@ int rt_sgemm_pack_b(int transb, int64_t K, int64_t N, const float *B, int64_t ld
 	pb->data = base_alloc(bytes ? bytes : 1);
 	if (!pb->data)
 		return STRATA_NOMEM;
-	for (int64_t pc = 0; pc < K; pc += kr->kc) {
-		int64_t kc = K - pc < kr->kc ? K - pc : kr->kc;
+	int64_t KCb = kc_of(kr);
+	for (int64_t pc = 0; pc < K; pc += KCb) {
+		int64_t kc = K - pc < KCb ? K - pc : KCb;
 		pack_b(transb, B, ldb, pc, kc, 0, N, pb->data + pc * npad, kr->nr);
 	}
 	pb->K = K;
@@ -368,7 +448,7 @@ int rt_sgemm_pack_b(int transb, int64_t K, int64_t N, const float *B, int64_t ld
 	pb->owned = 1;
 	pb->isa = kr->isa;
 	pb->nr = kr->nr;
-	pb->kc = kr->kc;
+	pb->kc = (int)KCb;
 	return 0;
 }
 
@@ -402,18 +482,19 @@ void rt_sgemm_pb(int transa, int64_t M, float alpha, const float *A, int64_t lda
 		pb = &v1;
 	}
 	const struct gemm_kern *kr = kern_of(rt_cpu_isa());
-	int direct = pb->isa == kr->isa && pb->nr == kr->nr && pb->kc == kr->kc;
-	if (direct && M <= 4) {
-		struct gemm_tile t = {alpha, beta, NULL, RT_ACT_NONE, NULL, 0};
+	/* any K block is read in place (the kernels take kc as an argument), as
+	 * long as a transposed A's packed block fits its buffer */
+	int direct = pb->isa == kr->isa && pb->nr == kr->nr && pb->kc >= 1 && pb->kc <= KC_MAX;
+	if (direct && M == 1) {
+		/* a batch of one: every weight is read once, by the GEMV kernel; from
+		 * two rows on, the tile kernel reads each B strip once for all rows */
+		struct gemm_tile t = {alpha, beta, NULL, RT_ACT_NONE, NULL, 0, 0};
 		if (ep) {
 			t.bias = ep->bias;
 			t.act = ep->act;
+			t.res = ep->residual;
 		}
-		for (int64_t i = 0; i < M; i++) {
-			t.res = ep && ep->residual ? ep->residual + i * ep->ldr : NULL;
-			kr->gemv(K, N, transa ? A + i : A + i * lda, transa ? lda : 1, pb->data, pb->kc,
-			         C + i * ldc, &t);
-		}
+		kr->gemv(K, N, A, transa ? lda : 1, pb->data, pb->kc, C, &t);
 		return;
 	}
 	struct bsrc bs = {0, NULL, 0, pb, direct};

@@ -2,32 +2,99 @@
  * gemm_avx512.c: the AVX-512 GEMM kernels (compiled with -mavx512f and
  * friends; gemm.c calls them only when rt_cpu_isa() is RT_ISA_AVX512).
  *
- * The register block is MR x 32: 2 * MR zmm accumulators, two B vectors
- * and A values broadcast straight from memory by the FMAs.  With MR = 8
- * the 16 accumulators cover the FMA latency of two pipes, and the row
- * counts of the transformer and ranker shapes (128, 1000, 2048) split
- * into whole blocks.  Ragged tiles use lane masks on the loads and stores
- * of C (masked lanes never fault), so there is no spill path.
+ * The register block is 6 x 64: 24 zmm accumulators, four B vectors and
+ * one broadcast A value, 29 of the 32 registers.  Per k it issues 24 FMAs
+ * against 10 loads, so both FMA pipes stay busy with load ports to spare;
+ * the 24 independent chains cover the FMA latency of two pipes.  Taller
+ * blocks with fewer B vectors (8 x 32, 14 x 32) lose to it on two-pipe
+ * cores because each k step re-broadcasts more A values per FMA, and 64
+ * divides every hidden width the ranking models use (64, 256, 384, 768,
+ * 1536).  A kc x 64 strip of B (32 KiB at kc = 128) stays in L1 while the
+ * row tiles of A stream past it.
+ *
+ * Each (rows, vectors) corner has its own instance of the loop, chosen
+ * per tile: the last row tile of M = 128 (2 rows) or a strip of 32
+ * columns (an attention head) runs only the FMAs it needs instead of a
+ * full 6 x 64 block of padding.  Ragged columns use lane masks on the
+ * loads and stores of C (masked lanes never fault).
  *
  * The tile's finish applies alpha, beta and the fused epilogue (bias,
  * RELU or GELU, residual) while the accumulators are still in registers:
- * C is written once.
+ * C is written once per K block.
  */
 #include <immintrin.h>
 
 #include "gemm_kern.h"
-#include "vmath.h"
 
-enum { MR = 8, NR = 32, NV = NR / 16 };
-/* A KC x NR strip of B (32 KiB) stays in L1 while the MR-row strips of an
- * MC x KC block of A (128 KiB, in L2) stream past it. */
-enum { KC = 256, MC = 128, NC = 1024 };
+enum { MR = 6, NR = 64, NV = NR / 16 };
+/* Largest K block: the B strip (kc * 256 bytes) must leave room in L1 for
+ * the A rows and the C tile. */
+enum { KC_MAX = 256 };
+
+/* The erf-GELU of vmath.h's rt_gelu_erf8 (same series, same erfc
+ * approximation, same special values), 16 lanes at a time: the epilogue
+ * of the feed-forward GEMMs runs it on every cell of their output, and two
+ * 8-lane halves cost twice the instructions.  The 1 / (1 + p|u|) of the
+ * erfc form is a reciprocal estimate refined by one Newton step (relative
+ * error about 2^-28) instead of a division, and 2^n is applied by
+ * scalef. */
+static inline __m512 exp16(__m512 x)
+{
+	const __m512 hi = _mm512_set1_ps(88.7228394f), lo = _mm512_set1_ps(-87.3365448f);
+	__m512 xc = _mm512_min_ps(_mm512_max_ps(x, lo), hi);
+	__m512 n = _mm512_roundscale_ps(_mm512_mul_ps(xc, _mm512_set1_ps(1.44269504088896341f)),
+	                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+	__m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), xc);
+	r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+	__m512 p = _mm512_set1_ps(1.9875691500e-4f);
+	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+	p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+	return _mm512_scalef_ps(p, n);
+}
 
 static inline __m512 gelu16(__m512 x)
 {
-	__m256 lo = rt_gelu_erf8(_mm512_castps512_ps256(x));
-	__m256 hi = rt_gelu_erf8(_mm512_extractf32x8_ps(x, 1));
-	return _mm512_insertf32x8(_mm512_castps256_ps512(lo), hi, 1);
+	const __m512 one = _mm512_set1_ps(1.0f);
+	__m512 u = _mm512_mul_ps(x, _mm512_set1_ps(0.70710678118654752f));
+	__m512 au = _mm512_abs_ps(u);
+	/* erfc(|u|) for |u| > 1, clamped so large |u| gives exactly 0 */
+	__m512 ac = _mm512_min_ps(au, _mm512_set1_ps(9.0f));
+	__m512 den = _mm512_fmadd_ps(ac, _mm512_set1_ps(0.3275911f), one);
+	__m512 t = _mm512_rcp14_ps(den);
+	t = _mm512_mul_ps(t, _mm512_fnmadd_ps(den, t, _mm512_set1_ps(2.0f)));
+	__m512 p = _mm512_set1_ps(1.061405429f);
+	p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-1.453152027f));
+	p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(1.421413741f));
+	p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-0.284496736f));
+	p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(0.254829592f));
+	p = _mm512_mul_ps(p, t);
+	__m512 q = _mm512_mul_ps(p, exp16(_mm512_mul_ps(_mm512_sub_ps(_mm512_setzero_ps(), ac), ac)));
+	/* 1 + erf(u): erfc(|u|) below zero (sign bit set), 2 - erfc(|u|) above */
+	__mmask16 neg = _mm512_movepi32_mask(_mm512_castps_si512(u));
+	__m512 big = _mm512_mask_blend_ps(neg, _mm512_sub_ps(_mm512_set1_ps(2.0f), q), q);
+	/* 1 + erf(u) for |u| <= 1: the Taylor series of erf(u) / u in u^2 */
+	__m512 z = _mm512_mul_ps(u, u);
+	__m512 e = _mm512_set1_ps(-1.229055530e-09f);
+	e = _mm512_fmadd_ps(e, z, _mm512_set1_ps(1.480719282e-08f));
+	e = _mm512_fmadd_ps(e, z, _mm512_set1_ps(-1.636584469e-07f));
+	e = _mm512_fmadd_ps(e, z, _mm512_set1_ps(1.646211437e-06f));
+	e = _mm512_fmadd_ps(e, z, _mm512_set1_ps(-1.492565036e-05f));
+	e = _mm512_fmadd_ps(e, z, _mm512_set1_ps(1.205533298e-04f));
+	e = _mm512_fmadd_ps(e, z, _mm512_set1_ps(-8.548327023e-04f));
+	e = _mm512_fmadd_ps(e, z, _mm512_set1_ps(5.223977625e-03f));
+	e = _mm512_fmadd_ps(e, z, _mm512_set1_ps(-2.686617065e-02f));
+	e = _mm512_fmadd_ps(e, z, _mm512_set1_ps(1.128379167e-01f));
+	e = _mm512_fmadd_ps(e, z, _mm512_set1_ps(-3.761263890e-01f));
+	e = _mm512_fmadd_ps(e, z, _mm512_set1_ps(1.128379167e+00f));
+	__m512 small = _mm512_fmadd_ps(e, u, one);
+	__m512 s = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(au, one, _CMP_GT_OQ), small, big);
+	__m512 y = _mm512_mul_ps(_mm512_mul_ps(x, _mm512_set1_ps(0.5f)), s);
+	/* NaN stays NaN (x + x keeps its payload, as the 8-lane form does) */
+	return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), y, _mm512_add_ps(x, x));
 }
 
 static inline __mmask16 lanes(int64_t n)
@@ -42,7 +109,9 @@ static inline void finish16(float *c, __m512 x, __mmask16 m, int64_t j, const fl
 {
 	if (t->alpha != 1.0f)
 		x = _mm512_mul_ps(x, _mm512_set1_ps(t->alpha));
-	if (t->beta != 0.0f)
+	if (t->beta == 1.0f)
+		x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(m, c));
+	else if (t->beta != 0.0f)
 		x = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, c), _mm512_set1_ps(t->beta), x);
 	if (t->bias)
 		x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(m, t->bias + j));
@@ -58,91 +127,194 @@ static inline void finish16(float *c, __m512 x, __mmask16 m, int64_t j, const fl
 		_mm512_mask_storeu_ps(c, m, x);
 }
 
-static void tile(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
-                 int64_t mr, int64_t nr, const struct gemm_tile *t)
+/* The K loop for R rows and V vectors of 16 columns; R and V are
+ * constants in every instance, so the accumulators live in registers.  It
+ * hands them over through memory: inlined into one function with the
+ * finish, the finish's constants crowd the register allocator into
+ * spilling accumulators inside the loop. */
+static inline __attribute__((always_inline)) void
+kloop(const int R, const int V, int64_t kc, const float *a, int64_t rs, int64_t cs,
+      const float *b, uintptr_t next, __m512 *out)
 {
 	__m512 acc[MR][NV];
-#pragma GCC unroll 16
-	for (int r = 0; r < MR; r++)
+#pragma GCC unroll 8
+	for (int r = 0; r < R; r++)
 #pragma GCC unroll 4
-		for (int v = 0; v < NV; v++)
+		for (int v = 0; v < V; v++)
 			acc[r][v] = _mm512_setzero_ps();
-
+	const float *a0 = a, *a3 = R > 3 ? a + 3 * rs : a;
+	/* one cache line of each of the next tile's rows per 16 steps: A rows
+	 * read in place are 6 short streams the hardware prefetcher does not
+	 * pick up, so without this each tile would wait on L3 for its A */
+	intptr_t prs = (intptr_t)(cs == 1 ? rs : 16) * 4, pcs = (intptr_t)cs * 4;
 	for (int64_t k = 0; k < kc; k++) {
+		if ((k & 15) == 0) {
+#pragma GCC unroll 8
+			for (int r = 0; r < MR; r++)
+				_mm_prefetch((const char *)(next + r * prs + k * pcs), _MM_HINT_T0);
+		}
 		__m512 bv[NV];
 #pragma GCC unroll 4
-		for (int v = 0; v < NV; v++)
+		for (int v = 0; v < V; v++)
 			bv[v] = _mm512_loadu_ps(b + 16 * v);
-#pragma GCC unroll 16
-		for (int r = 0; r < MR; r++) {
-			__m512 av = _mm512_set1_ps(a[r]);
+#pragma GCC unroll 8
+		for (int r = 0; r < R; r++) {
+			__m512 av = _mm512_set1_ps(r < 3 ? a0[r * rs] : a3[(r - 3) * rs]);
 #pragma GCC unroll 4
-			for (int v = 0; v < NV; v++)
+			for (int v = 0; v < V; v++)
 				acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
 		}
-		a += MR;
+		a0 += cs;
+		a3 += cs;
 		b += NR;
 	}
+#pragma GCC unroll 8
+	for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+		for (int v = 0; v < V; v++)
+			out[r * NV + v] = acc[r][v];
+}
 
-#pragma GCC unroll 16
-	for (int r = 0; r < MR; r++) {
-		if (r >= mr)
-			break;
+/* The finish of a tile in general (masks, alpha, beta, epilogue): one
+ * out-of-line copy, so the GELU code is not repeated in every instance. */
+static __attribute__((noinline)) void finish_tile(const __m512 *acc, int rows, int vecs, float *c,
+                                                  int64_t ldc, int64_t nr,
+                                                  const struct gemm_tile *t)
+{
+	for (int r = 0; r < rows; r++) {
 		float *cr = c + r * ldc;
 		const float *res = t->res ? t->res + r * t->ldr : NULL;
-#pragma GCC unroll 4
-		for (int v = 0; v < NV; v++) {
-			__mmask16 m = lanes(nr - 16 * v);
-			if (m)
-				finish16(cr + 16 * v, acc[r][v], m, 16 * v, res ? res + 16 * v : NULL, t);
-		}
+		for (int v = 0; v < vecs; v++)
+			finish16(cr + 16 * v, acc[r * NV + v], lanes(nr - 16 * v), 16 * v,
+			         res ? res + 16 * v : NULL, t);
 	}
 }
 
-static void gemv(int64_t K, int64_t N, const float *a, int64_t sa, const float *pb, int kc,
+static inline __attribute__((always_inline)) void
+body(const int R, const int V, int64_t kc, const float *a, int64_t rs, int64_t cs,
+     const float *b, float *c, int64_t ldc, int64_t nr, const struct gemm_tile *t)
+{
+	/* C is read or written at the end; start fetching its lines now, for
+	 * writing, so neither the loads nor the stores (whose misses would fill
+	 * the store buffer) wait on L2 or L3 */
+#pragma GCC unroll 8
+	for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+		for (int v = 0; v < V; v++)
+			__builtin_prefetch(c + r * ldc + 16 * v, 1, 3);
+	__m512 acc[MR * NV];
+	kloop(R, V, kc, a, rs, cs, b, t->next, acc);
+	__asm__ volatile("" : : "r"(acc) : "memory");
+	/* the common finish inline: a whole tile, C = acc or C += acc */
+	if (nr >= 16 * V && t->alpha == 1.0f && (t->beta == 0.0f || t->beta == 1.0f) &&
+	    !t->bias && t->act == RT_ACT_NONE && !t->res) {
+		int add = t->beta != 0.0f;
+#pragma GCC unroll 8
+		for (int r = 0; r < R; r++) {
+			float *cr = c + r * ldc;
+#pragma GCC unroll 4
+			for (int v = 0; v < V; v++) {
+				__m512 x = acc[r * NV + v];
+				if (add)
+					x = _mm512_add_ps(x, _mm512_loadu_ps(cr + 16 * v));
+				_mm512_storeu_ps(cr + 16 * v, x);
+			}
+		}
+		return;
+	}
+	finish_tile(acc, R, V, c, ldc, nr, t);
+}
+
+typedef void tile_fn(int64_t kc, const float *a, int64_t rs, int64_t cs, const float *b,
+                     float *c, int64_t ldc, int64_t nr, const struct gemm_tile *t);
+
+#define TILE(R, V)                                                                           \
+	static void tile_##R##_##V(int64_t kc, const float *a, int64_t rs, int64_t cs,       \
+	                           const float *b, float *c, int64_t ldc, int64_t nr,        \
+	                           const struct gemm_tile *t)                                \
+	{                                                                                    \
+		body(R, V, kc, a, rs, cs, b, c, ldc, nr, t);                                 \
+	}
+#define TILES(R) TILE(R, 1) TILE(R, 2) TILE(R, 3) TILE(R, 4)
+TILES(1) TILES(2) TILES(3) TILES(4) TILES(5) TILES(6)
+#undef TILES
+#undef TILE
+
+static tile_fn *const tiles[MR][NV] = {
+	{tile_1_1, tile_1_2, tile_1_3, tile_1_4}, {tile_2_1, tile_2_2, tile_2_3, tile_2_4},
+	{tile_3_1, tile_3_2, tile_3_3, tile_3_4}, {tile_4_1, tile_4_2, tile_4_3, tile_4_4},
+	{tile_5_1, tile_5_2, tile_5_3, tile_5_4}, {tile_6_1, tile_6_2, tile_6_3, tile_6_4},
+};
+
+static void tile(int64_t kc, const float *a, int64_t rs, int64_t cs, const float *b, float *c,
+                 int64_t ldc, int64_t mr, int64_t nr, const struct gemm_tile *t)
+{
+	int64_t v = nr >= NR ? NV : (nr + 15) / 16;
+	tiles[mr - 1][v - 1](kc, a, rs, cs, b, c, ldc, nr, t);
+}
+
+/* One strip of the GEMV: V vectors of one row of C over every K block.
+ * Two sets of accumulators (even and odd k) keep 2 * V FMA chains in
+ * flight, enough to take B from L2 at a line per cycle. */
+static inline __attribute__((always_inline)) void
+gemv_strip(const int V, int64_t K, int64_t npad, int64_t j0, const float *a, int64_t sa,
+           const float *pb, int64_t kc, __m512 *out)
+{
+	__m512 s[2][NV];
+#pragma GCC unroll 4
+	for (int v = 0; v < V; v++)
+		s[0][v] = s[1][v] = _mm512_setzero_ps();
+	for (int64_t p = 0; p < K; p += kc) {
+		int64_t kb = K - p < kc ? K - p : kc;
+		const float *b = pb + p * npad + j0 * kb;
+		const float *ap = a + p * sa;
+		int64_t k = 0;
+		for (; k + 1 < kb; k += 2, b += 2 * NR) {
+			__m512 a0 = _mm512_set1_ps(ap[k * sa]), a1 = _mm512_set1_ps(ap[(k + 1) * sa]);
+#pragma GCC unroll 4
+			for (int v = 0; v < V; v++) {
+				s[0][v] = _mm512_fmadd_ps(a0, _mm512_loadu_ps(b + 16 * v), s[0][v]);
+				s[1][v] = _mm512_fmadd_ps(a1, _mm512_loadu_ps(b + NR + 16 * v), s[1][v]);
+			}
+		}
+		if (k < kb) {
+			__m512 a0 = _mm512_set1_ps(ap[k * sa]);
+#pragma GCC unroll 4
+			for (int v = 0; v < V; v++)
+				s[0][v] = _mm512_fmadd_ps(a0, _mm512_loadu_ps(b + 16 * v), s[0][v]);
+		}
+	}
+#pragma GCC unroll 4
+	for (int v = 0; v < V; v++)
+		out[v] = _mm512_add_ps(s[0][v], s[1][v]);
+}
+
+static void gemv(int64_t K, int64_t N, const float *a, int64_t sa, const float *pb, int64_t kc,
                  float *c, const struct gemm_tile *t)
 {
 	int64_t npad = (N + NR - 1) / NR * NR;
 	for (int64_t j0 = 0; j0 < N; j0 += NR) {
-		__m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
-		__m512 s4 = s0, s5 = s0, s6 = s0, s7 = s0;
-		for (int64_t p = 0; p < K; p += kc) {
-			int64_t kb = K - p < kc ? K - p : kc;
-			const float *b = pb + p * npad + j0 * kb;
-			const float *ap = a + p * sa;
-			int64_t k = 0;
-			for (; k + 4 <= kb; k += 4, b += 4 * NR) {
-				__m512 a0 = _mm512_set1_ps(ap[k * sa]), a1 = _mm512_set1_ps(ap[(k + 1) * sa]);
-				__m512 a2 = _mm512_set1_ps(ap[(k + 2) * sa]), a3 = _mm512_set1_ps(ap[(k + 3) * sa]);
-				s0 = _mm512_fmadd_ps(a0, _mm512_loadu_ps(b), s0);
-				s1 = _mm512_fmadd_ps(a0, _mm512_loadu_ps(b + 16), s1);
-				s2 = _mm512_fmadd_ps(a1, _mm512_loadu_ps(b + 32), s2);
-				s3 = _mm512_fmadd_ps(a1, _mm512_loadu_ps(b + 48), s3);
-				s4 = _mm512_fmadd_ps(a2, _mm512_loadu_ps(b + 64), s4);
-				s5 = _mm512_fmadd_ps(a2, _mm512_loadu_ps(b + 80), s5);
-				s6 = _mm512_fmadd_ps(a3, _mm512_loadu_ps(b + 96), s6);
-				s7 = _mm512_fmadd_ps(a3, _mm512_loadu_ps(b + 112), s7);
-			}
-			for (; k < kb; k++, b += NR) {
-				__m512 a0 = _mm512_set1_ps(ap[k * sa]);
-				s0 = _mm512_fmadd_ps(a0, _mm512_loadu_ps(b), s0);
-				s1 = _mm512_fmadd_ps(a0, _mm512_loadu_ps(b + 16), s1);
-			}
-		}
-		s0 = _mm512_add_ps(_mm512_add_ps(s0, s2), _mm512_add_ps(s4, s6));
-		s1 = _mm512_add_ps(_mm512_add_ps(s1, s3), _mm512_add_ps(s5, s7));
+		int64_t nr = N - j0;
+		__m512 s[NV];
+		if (nr > 48)
+			gemv_strip(4, K, npad, j0, a, sa, pb, kc, s);
+		else if (nr > 32)
+			gemv_strip(3, K, npad, j0, a, sa, pb, kc, s);
+		else if (nr > 16)
+			gemv_strip(2, K, npad, j0, a, sa, pb, kc, s);
+		else
+			gemv_strip(1, K, npad, j0, a, sa, pb, kc, s);
 		struct gemm_tile tj = *t;
 		if (tj.bias)
 			tj.bias += j0;
 		const float *res = t->res ? t->res + j0 : NULL;
-		int64_t nr = N - j0;
-		finish16(c + j0, s0, lanes(nr), 0, res, &tj);
-		if (nr > 16)
-			finish16(c + j0 + 16, s1, lanes(nr - 16), 16, res ? res + 16 : NULL, &tj);
+		for (int v = 0; v < NV && 16 * v < nr; v++)
+			finish16(c + j0 + 16 * v, s[v], lanes(nr - 16 * v), 16 * v,
+			         res ? res + 16 * v : NULL, &tj);
 	}
 }
 
 const struct gemm_kern rt_gemm_avx512 = {
-	.isa = RT_ISA_AVX512, .mr = MR, .nr = NR, .kc = KC, .mc = MC, .nc = NC,
+	.isa = RT_ISA_AVX512, .mr = MR, .nr = NR, .kc_max = KC_MAX,
 	.tile = tile, .gemv = gemv,
 };

@@ -1,14 +1,19 @@
 /*
  * gemm_kern.h: the interface between the GEMM driver (gemm.c: blocking,
  * packing, dispatch) and the register-blocked kernels of one instruction
- * set (gemm_avx2.c, gemm_avx512.c).  Private to those three files.
+ * set (gemm_avx2.c, gemm_avx512.c).  Private to those three files and to
+ * cpu.c, which reports the cache sizes the blocking is derived from.
  *
- * Packed operands: A in strips of mr rows, for each k mr consecutive
- * values; B in strips of nr columns, for each k nr consecutive values,
- * both zero-padded.  A packed B (struct rt_packed_b) is a sequence of K
- * blocks of kc rows (the last may be shorter); block p starts at
- * p * Npad (Npad = N rounded up to nr) and holds its strips one after
- * another, so column j's strip starts at j * kc_p within it.
+ * A reaches a kernel either in place (row-major: row stride lda, unit
+ * stride along k) or packed (strips of mr rows, for each k mr consecutive
+ * values, zero-padded): the kernel takes a row stride rs and a k stride
+ * cs, (lda, 1) or (1, mr).  B is always packed, in strips of nr columns,
+ * for each k nr consecutive values, zero-padded.  A packed B (struct
+ * rt_packed_b) is a sequence of K blocks of kc rows (the last may be
+ * shorter); block p starts at p * Npad (Npad = N rounded up to nr) and
+ * holds its strips one after another, so column j's strip starts at
+ * j * kc_p within it.  The driver's own B panels use the same layout over
+ * a range of columns.
  */
 #ifndef RUNTIME_OPS_GEMM_KERN_H
 #define RUNTIME_OPS_GEMM_KERN_H
@@ -22,23 +27,34 @@ struct gemm_tile {
 	int act;               /* RT_ACT_* */
 	const float *res;      /* residual at the tile's first cell, or NULL */
 	int64_t ldr;
+	/* the A rows of the tile the driver runs next (same rs and cs), which
+	 * the kernel prefetches while it computes; an address only, never read
+	 * through, so it may lie past the matrix */
+	uintptr_t next;
 };
 
 struct gemm_kern {
 	int isa;
 	int mr, nr;            /* register block */
-	int kc, mc, nc;        /* cache blocks (mc a multiple of mr, nc of nr) */
-	/* C[mr' x nr'] from kc steps over an a-strip and a b-strip; mr' <= mr,
-	 * nr' <= nr are the valid corner (the rest of the tile is padding). */
-	void (*tile)(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
-	             int64_t mr, int64_t nr, const struct gemm_tile *t);
+	int kc_max;            /* the largest K block tile() is tuned for */
+	/* C[mr' x nr'] from kc steps over mr' rows of A (row stride rs, k
+	 * stride cs) and a kc x nr strip of packed B; mr' <= mr, nr' <= nr are
+	 * the valid corner (columns past nr' of the strip are zero padding,
+	 * rows past mr' are not read). */
+	void (*tile)(int64_t kc, const float *a, int64_t rs, int64_t cs, const float *b,
+	             float *c, int64_t ldc, int64_t mr, int64_t nr, const struct gemm_tile *t);
 	/* One row of C (N cells) from a row of op(A) (K values, stride sa) and a
-	 * packed B laid out for this kernel. */
+	 * packed B laid out for this kernel with K blocks of kc rows. */
 	void (*gemv)(int64_t K, int64_t N, const float *a, int64_t sa, const float *pb,
-	             int kc, float *c, const struct gemm_tile *t);
+	             int64_t kc, float *c, const struct gemm_tile *t);
 };
 
 extern const struct gemm_kern rt_gemm_avx2;
 extern const struct gemm_kern rt_gemm_avx512;
+
+/* Data cache sizes of this core in bytes, from cpuid at first use (leaf 4
+ * on Intel, 0x8000001D on AMD); conservative constants when the CPU does
+ * not say.  cpu.c. */
+void rt_cpu_caches(int64_t *l1d, int64_t *l2);
 
 #endif

@@ -4,7 +4,8 @@
  * All three normalize groups of cells: a tensor is viewed as outer x dim x
  * inner around the normalized axis (or axes), and each of the outer * inner
  * groups of dim cells is independent.  Softmax subtracts the group's maximum
- * before exponentiating, so no finite input overflows.
+ * before exponentiating, so no finite input overflows; a float Softmax over
+ * contiguous groups (the last axis) runs vmath's vectorized row softmax.
  *
  * Softmax and LogSoftmax changed meaning at opset 13: before it the input is
  * coerced to 2-D at axis (default 1) and the whole trailing block is one
@@ -17,6 +18,7 @@
 #include <string.h>
 
 #include "../runtime_int.h"
+#include "vmath.h"
 
 static int init_float_types(struct rt_node *n, struct rt_graph *g, struct strata_error *err)
 {
@@ -93,7 +95,13 @@ static int run_softmax(struct rt_node *n, struct rt_exec *x)
 	for (int64_t o = 0; o < outer; o++) {
 		for (int64_t j = 0; j < inner; j++) {
 			int64_t off = o * dim * inner + j;
-			if (in->dtype == BASE_DT_FLOAT)
+			if (in->dtype == BASE_DT_FLOAT && inner == 1 && !uselog) {
+				/* A contiguous group: the vectorized row softmax. */
+				float *yr = (float *)y->data + off;
+				if (y->data != in->data)
+					memcpy(yr, (const float *)in->data + off, (size_t)dim * sizeof *yr);
+				rt_vsoftmax(yr, (size_t)dim);
+			} else if (in->dtype == BASE_DT_FLOAT)
 				softmax_f32((const float *)in->data + off, (float *)y->data + off, dim,
 				            inner, uselog);
 			else
