@@ -60,7 +60,7 @@ TEST_LIB_OBJ := $(TEST_LIB_SRC:%.c=$(BUILD)/%.o)
 TOOLS_SRC  := tests/mkshop.c
 TOOLS      := $(BUILD)/tests/mkshop
 
-.PHONY: all test unit e2e asan demo deps deps-test check check-peer peer bench install clean
+.PHONY: all test unit e2e avx2 asan demo deps deps-test check check-peer peer bench install clean
 # Objects made by pattern chains (tests/test_x.o) are kept, not deleted as intermediates.
 .SECONDARY:
 all: $(LIB) $(CLI)
@@ -120,12 +120,14 @@ deps-test: deps
 
 # ---- tests ----------------------------------------------------------------------
 # make test: everything CI runs.  Unit tests, the CLI end-to-end script, the
-# ONNX conformance suites, then all three again under ASan + UBSan.
+# ONNX conformance suites, the unit and conformance tests again on the AVX2
+# kernels, then unit, end-to-end and conformance under ASan + UBSan.
 test: deps deps-test
 	$(MAKE) all $(TEST_BINS) $(TOOLS) $(CONFORMANCE)
 	$(MAKE) unit
 	$(MAKE) e2e
 	$(MAKE) conformance
+	$(MAKE) avx2
 	$(MAKE) asan
 
 check: test
@@ -145,6 +147,12 @@ unit: $(TEST_BINS)
 
 e2e: $(CLI) $(TOOLS)
 	STRATA=$(CLI) MKSHOP=$(BUILD)/tests/mkshop sh tests/e2e.sh
+
+# The AVX2 kernels, as an AVX2-only machine runs them: the same binaries
+# with the AVX-512 paths switched off (STRATA_CPU=avx2, read at first use).
+avx2: $(TEST_BINS) $(CONFORMANCE) $(CLI)
+	STRATA_CPU=avx2 $(CLI) --version | grep -q 'kernels: avx2'
+	STRATA_CPU=avx2 $(MAKE) unit conformance
 
 # A second build tree with sanitizers; recoverable reports abort, so any
 # finding fails the run.

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "engine_int.h"
+#include "../runtime/runtime.h"
 
 #define STRATA_VERSION "0.1.0"
 
@@ -437,7 +438,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (!strcmp(cmd, "--version")) {
-		printf("strata %s\n", STRATA_VERSION);
+		printf("strata %s (kernels: %s)\n", STRATA_VERSION, runtime_isa());
 		return 0;
 	}
 	if (!strcmp(cmd, "run") || !strcmp(cmd, "inspect")) {

@@ -58,3 +58,8 @@ int runtime_options_set(struct rt_options *o, const char *key, const char *value
 	}
 	return base_err(err, STRATA_INVALID_ARGUMENT, "unknown session option '%s'", key);
 }
+
+const char *runtime_isa(void)
+{
+	return rt_cpu_isa() == RT_ISA_AVX512 ? "avx512" : "avx2";
+}

@@ -77,6 +77,11 @@ int runtime_model_load(const char *path, struct rt_model **out, struct strata_er
 int runtime_model_load_buffer(const void *buf, size_t n, const char *dir,
                               struct rt_model **out, struct strata_error *err);
 
+/* The instruction set the kernels of this process use: "avx512" or "avx2".
+ * Chosen once from the CPU's features; STRATA_CPU=avx2 in the environment
+ * forces the AVX2 kernels (what an AVX2-only machine runs). */
+const char *runtime_isa(void);
+
 /* ---- session options ----------------------------------------------------------
  * Options are string keys and values, parsed strictly: an unknown key or a
  * malformed value is STRATA_INVALID_ARGUMENT naming both.  Keys:
