@@ -6,7 +6,8 @@
  * every epilogue; under each ISA the machine has, with weights packed
  * under one ISA and run under the other, or by hand with a K block the
  * kernels were not tuned for; the driver's blocking past one B panel and
- * past one packing buffer of K; and the STRATA_CPU selection.
+ * past one packing buffer of K, the inline finishes and the transformer
+ * shapes whose weights are fetched ahead; and the STRATA_CPU selection.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -241,6 +242,39 @@ static void test_blocking_avx512(void **st)
 	rt_cpu_force(RT_ISA_AUTO);
 }
 
+/* The finishes the tile applies inline (alpha 1, beta 0 or 1, bias, RELU
+ * and residual in any combination, over whole and ragged tiles), and the
+ * shapes of a transformer's layers with packed weights: all rows of M in
+ * one row block while N spans several B panels, whose strips the driver
+ * fetches ahead of the tiles. */
+static void finishes(int isa)
+{
+	for (int e = 0; e < 8; e++) {
+		struct rt_epilogue ep = {(e & 1) ? (const float *)1 : NULL,
+		                         (e & 2) ? RT_ACT_RELU : RT_ACT_NONE,
+		                         (e & 4) ? (const float *)1 : NULL, 0};
+		for (int beta = 0; beta <= 1; beta++) {
+			check(0, 0, 130, 200, 300, 1.0f, (float)beta, &ep, 1, isa, isa);
+			check(0, 1, 31, 64, 17, 1.0f, (float)beta, &ep, 0, isa, isa);
+		}
+	}
+	static const struct rt_epilogue bias_res = {(const float *)1, RT_ACT_NONE, (const float *)1, 0};
+	static const struct rt_epilogue gelu = {(const float *)1, RT_ACT_GELU_ERF, NULL, 0};
+	check(0, 0, 20, 700, 1536, 1.0f, 0.0f, &bias_res, 1, isa, isa);
+	check(0, 0, 128, 1536, 384, 1.0f, 0.0f, &gelu, 1, isa, isa);
+	check(0, 0, 128, 384, 1536, 1.0f, 0.0f, &bias_res, 1, isa, isa);
+	check(1, 0, 40, 1300, 900, 1.0f, 1.0f, &bias_res, 1, isa, isa);
+}
+
+static void test_finishes_avx2(void **st) { (void)st; finishes(RT_ISA_AVX2); rt_cpu_force(RT_ISA_AUTO); }
+static void test_finishes_avx512(void **st)
+{
+	(void)st;
+	if (has_avx512())
+		finishes(RT_ISA_AVX512);
+	rt_cpu_force(RT_ISA_AUTO);
+}
+
 /* A packed B whose K block is not the one this machine would pick (a
  * layout written elsewhere and mapped back): read in place, any kc. */
 static void hand_packed(int isa)
@@ -420,6 +454,8 @@ int main(void)
 		cmocka_unit_test(test_packed_avx512),
 		cmocka_unit_test(test_blocking_avx2),
 		cmocka_unit_test(test_blocking_avx512),
+		cmocka_unit_test(test_finishes_avx2),
+		cmocka_unit_test(test_finishes_avx512),
 		cmocka_unit_test(test_hand_packed_avx2),
 		cmocka_unit_test(test_hand_packed_avx512),
 		cmocka_unit_test(test_gelu_avx2),

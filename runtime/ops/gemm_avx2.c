@@ -68,7 +68,8 @@ static inline __attribute__((always_inline)) void
 body(const int R, int64_t kc, const float *a, int64_t rs, int64_t cs, const float *b, float *c,
      int64_t ldc, int64_t nr, const struct gemm_tile *t)
 {
-	uintptr_t next = t->next;
+	uintptr_t next = t->next, pfb = t->pfb;
+	int64_t pfn = t->pfn;
 	/* C is read or written at the end: fetch its lines meanwhile */
 #pragma GCC unroll 8
 	for (int r = 0; r < R; r++)
@@ -86,6 +87,8 @@ body(const int R, int64_t kc, const float *a, int64_t rs, int64_t cs, const floa
 #pragma GCC unroll 8
 			for (int r = 0; r < MR; r++)
 				_mm_prefetch((const char *)(next + r * prs + k * pcs), _MM_HINT_T0);
+			for (int64_t i = 0; i < pfn; i++, pfb += 64)
+				_mm_prefetch((const char *)pfb, _MM_HINT_T1);
 		}
 		__m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
 #pragma GCC unroll 8

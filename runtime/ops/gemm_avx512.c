@@ -134,7 +134,7 @@ static inline void finish16(float *c, __m512 x, __mmask16 m, int64_t j, const fl
  * spilling accumulators inside the loop. */
 static inline __attribute__((always_inline)) void
 kloop(const int R, const int V, int64_t kc, const float *a, int64_t rs, int64_t cs,
-      const float *b, uintptr_t next, __m512 *out)
+      const float *b, const struct gemm_tile *t, __m512 *out)
 {
 	__m512 acc[MR][NV];
 #pragma GCC unroll 8
@@ -147,11 +147,15 @@ kloop(const int R, const int V, int64_t kc, const float *a, int64_t rs, int64_t 
 	 * read in place are 6 short streams the hardware prefetcher does not
 	 * pick up, so without this each tile would wait on L3 for its A */
 	intptr_t prs = (intptr_t)(cs == 1 ? rs : 16) * 4, pcs = (intptr_t)cs * 4;
+	uintptr_t next = t->next, pfb = t->pfb;
+	int64_t pfn = t->pfn;
 	for (int64_t k = 0; k < kc; k++) {
 		if ((k & 15) == 0) {
 #pragma GCC unroll 8
 			for (int r = 0; r < MR; r++)
 				_mm_prefetch((const char *)(next + r * prs + k * pcs), _MM_HINT_T0);
+			for (int64_t i = 0; i < pfn; i++, pfb += 64)
+				_mm_prefetch((const char *)pfb, _MM_HINT_T1);
 		}
 		__m512 bv[NV];
 #pragma GCC unroll 4
@@ -203,12 +207,20 @@ body(const int R, const int V, int64_t kc, const float *a, int64_t rs, int64_t c
 		for (int v = 0; v < V; v++)
 			__builtin_prefetch(c + r * ldc + 16 * v, 1, 3);
 	__m512 acc[MR * NV];
-	kloop(R, V, kc, a, rs, cs, b, t->next, acc);
+	kloop(R, V, kc, a, rs, cs, b, t, acc);
 	__asm__ volatile("" : : "r"(acc) : "memory");
-	/* the common finish inline: a whole tile, C = acc or C += acc */
+	/* the common finishes inline: a whole tile, C = acc or C += acc, plus
+	 * bias, RELU and residual (every linear layer of a transformer has a
+	 * bias, and its out-projection and FFN-down a residual); only GELU,
+	 * alpha, other betas and ragged columns take the general path */
 	if (nr >= 16 * V && t->alpha == 1.0f && (t->beta == 0.0f || t->beta == 1.0f) &&
-	    !t->bias && t->act == RT_ACT_NONE && !t->res) {
-		int add = t->beta != 0.0f;
+	    (t->act == RT_ACT_NONE || t->act == RT_ACT_RELU)) {
+		int add = t->beta != 0.0f, relu = t->act == RT_ACT_RELU;
+		const float *bias = t->bias, *res = t->res;
+		__m512 bv[NV];
+#pragma GCC unroll 4
+		for (int v = 0; v < V; v++)
+			bv[v] = bias ? _mm512_loadu_ps(bias + 16 * v) : _mm512_setzero_ps();
 #pragma GCC unroll 8
 		for (int r = 0; r < R; r++) {
 			float *cr = c + r * ldc;
@@ -217,6 +229,12 @@ body(const int R, const int V, int64_t kc, const float *a, int64_t rs, int64_t c
 				__m512 x = acc[r * NV + v];
 				if (add)
 					x = _mm512_add_ps(x, _mm512_loadu_ps(cr + 16 * v));
+				if (bias)
+					x = _mm512_add_ps(x, bv[v]);
+				if (relu)
+					x = _mm512_max_ps(x, _mm512_setzero_ps());
+				if (res)
+					x = _mm512_add_ps(x, _mm512_loadu_ps(res + r * t->ldr + 16 * v));
 				_mm512_storeu_ps(cr + 16 * v, x);
 			}
 		}

@@ -31,6 +31,13 @@ struct gemm_tile {
 	 * the kernel prefetches while it computes; an address only, never read
 	 * through, so it may lie past the matrix */
 	uintptr_t next;
+	/* B lines to bring into L2 while the tile computes: pfn lines from pfb
+	 * on every 16th k step (pfn == 0: none).  The driver points the row
+	 * tiles of one strip at consecutive pieces of the strip it runs next,
+	 * so weights that come from memory arrive before they are needed;
+	 * an address only, like next. */
+	uintptr_t pfb;
+	int64_t pfn;
 };
 
 struct gemm_kern {
