@@ -1,7 +1,8 @@
 /*
  * conformance.c: run ONNX backend test cases through Strata's runtime.
  *
- *     conformance [--rtol R] [--atol A] [--verbose] [--expect-pass N] [--check-shapes] DIR...
+ *     conformance [--rtol R] [--atol A] [--verbose] [--expect-pass N] [--check-shapes]
+ *                 [--compare-opt] DIR...
  *
  * A case is a folder holding model.onnx and test_data_set_N/ folders of
  * input_K.pb / output_K.pb TensorProtos (the layout of the ONNX test suite
@@ -30,6 +31,13 @@
  * a node folded at load) with the static shape inferred at load; a
  * contradiction fails the case ("static shape" in the reason).
  *
+ * --compare-opt also loads each model with session.graph_optimization_level
+ * "disabled" and runs every data set through both: the case fails when an
+ * output of the optimized run (the default level) moves from the unoptimized
+ * one by more than 1e-4 relative, |opt - ref| <= 1e-4 * max(1, |ref|).  The
+ * largest such difference is printed with each case ("opt-diff"), and per
+ * DIR in the JSON line ("max_opt_diff").
+ *
  * A kernel that crashes would take the runner down; a signal handler turns a
  * crash into an "error ... crashed" line so that the rest of the suite still
  * runs (the crashed case's memory is abandoned).
@@ -53,6 +61,8 @@ static const char *status_name[NSTATUS] = { "pass", "fail", "error", "not_implem
 static double rel_tol = 1e-3, abs_tol = 1e-7;
 static int verbose;
 static int check_shapes;
+static int compare_opt;
+#define OPT_RTOL 1e-4 /* --compare-opt: optimized against unoptimized */
 
 /* A run or load failure that is a static shape contradiction. */
 static int shape_mismatch(const char *msg)
@@ -508,7 +518,76 @@ static int compare_arg(const struct rt_arg *got, const struct rt_arg *want, char
 struct counts {
 	int n[NSTATUS];
 	int datasets, datasets_pass;
+	double max_opt_diff; /* --compare-opt: largest relative difference seen */
 };
+
+/* ---- optimized against unoptimized (--compare-opt) ---------------------------------------- */
+
+/* The largest |a - b| / max(1, |b|) over the cells of a (optimized) and b
+ * (unoptimized): 0 when equal, INFINITY when the types or shapes differ or
+ * a non-floating cell, a NaN or an infinity differs. */
+static double opt_diff(const struct rt_tensor *a, const struct rt_tensor *b)
+{
+	if (a->dtype != b->dtype || a->rank != b->rank)
+		return INFINITY;
+	for (int d = 0; d < a->rank; d++)
+		if (a->dims[d] != b->dims[d])
+			return INFINITY;
+	int64_t n = runtime_tensor_count(b);
+	double worst = 0;
+	for (int64_t i = 0; i < n; i++) {
+		double r;
+		if (b->dtype == BASE_DT_STRING) {
+			const char *x = ((char *const *)a->data)[i], *y = ((char *const *)b->data)[i];
+			r = x && y && strcmp(x, y) == 0 ? 0 : INFINITY;
+		} else if (is_floating(b->dtype)) {
+			double x = base_load_double(a->dtype, a->data, (size_t)i);
+			double y = base_load_double(b->dtype, b->data, (size_t)i);
+			if (isnan(x) || isnan(y))
+				r = isnan(x) && isnan(y) ? 0 : INFINITY;
+			else if (isinf(x) || isinf(y))
+				r = x == y ? 0 : INFINITY;
+			else
+				r = fabs(x - y) / fmax(1.0, fabs(y));
+		} else {
+			size_t es = base_dtype_size(b->dtype);
+			r = memcmp((const char *)a->data + (size_t)i * es,
+			           (const char *)b->data + (size_t)i * es, es) == 0 ? 0 : INFINITY;
+		}
+		if (r > worst)
+			worst = r;
+	}
+	return worst;
+}
+
+static double opt_diff_arg(const struct rt_arg *a, const struct rt_arg *b)
+{
+	if (a->kind != b->kind)
+		return INFINITY;
+	if (b->kind == RT_ARG_TENSOR)
+		return opt_diff(&a->tensor, &b->tensor);
+	if (b->kind == RT_ARG_NONE)
+		return 0;
+	if (a->seq.count != b->seq.count)
+		return INFINITY;
+	double worst = 0;
+	for (int i = 0; i < b->seq.count; i++)
+		worst = fmax(worst, opt_diff(&a->seq.items[i], &b->seq.items[i]));
+	return worst;
+}
+
+/* The model at path loaded with the optimizations off. */
+static int load_unoptimized(const char *path, struct rt_model **out, struct strata_error *err)
+{
+	struct rt_options *o;
+	int rc = runtime_options_new(&o, err);
+	if (rc == 0)
+		rc = runtime_options_set(o, "session.graph_optimization_level", "disabled", err);
+	if (rc == 0)
+		rc = runtime_model_load_opts(path, o, out, err);
+	runtime_options_free(o);
+	return rc;
+}
 
 static int run_case(const char *dir, const char *name, struct counts *c)
 {
@@ -517,9 +596,10 @@ static int run_case(const char *dir, const char *name, struct counts *c)
 	snprintf(path, sizeof path, "%s/model.onnx", dir);
 	model_op(path, op, sizeof op, &random);
 
-	struct rt_model *m = NULL;
-	struct rt_ctx *cx = NULL;
+	struct rt_model *m = NULL, *mref = NULL;
+	struct rt_ctx *cx = NULL, *cxref = NULL;
 	struct strata_error err = { 0 };
+	double case_diff = 0;
 	struct dirent **sets = NULL;
 	int nsets = 0, st = PASS, npass = 0;
 	struct rt_blocks bl = { 0 };
@@ -530,8 +610,8 @@ static int run_case(const char *dir, const char *name, struct counts *c)
 		snprintf(why, sizeof why, "crashed (signal %d)", sig);
 		st = ERROR;
 		crashes++;
-		m = NULL; /* abandoned */
-		cx = NULL;
+		m = mref = NULL; /* abandoned */
+		cx = cxref = NULL;
 		memset(&bl, 0, sizeof bl);
 		sets = NULL;
 		nsets = 0;
@@ -549,6 +629,12 @@ static int run_case(const char *dir, const char *name, struct counts *c)
 		snprintf(why, sizeof why, "%s", err.msg);
 		goto done;
 	}
+	if (compare_opt && ((rc = load_unoptimized(path, &mref, &err)) != 0 ||
+	                    (rc = runtime_ctx_new(mref, &cxref, &err)) != 0)) {
+		st = ERROR;
+		snprintf(why, sizeof why, "unoptimized: %s", err.msg);
+		goto done;
+	}
 	nsets = scandir(dir, &sets, dataset_filter, dataset_cmp);
 	if (nsets <= 0) {
 		st = ERROR;
@@ -559,7 +645,7 @@ static int run_case(const char *dir, const char *name, struct counts *c)
 	for (int s = 0; s < nsets; s++) {
 		char sdir[4096];
 		snprintf(sdir, sizeof sdir, "%s/%s", dir, sets[s]->d_name);
-		struct rt_arg in[MAXIO], want[MAXIO], got[MAXIO];
+		struct rt_arg in[MAXIO], want[MAXIO], got[MAXIO], ref[MAXIO];
 		char swhy[1024] = "";
 		int sst = PASS;
 		c->datasets++;
@@ -587,6 +673,23 @@ static int run_case(const char *dir, const char *name, struct counts *c)
 				}
 			}
 		}
+		if (compare_opt && (sst == PASS || sst == FAIL)) {
+			/* got[] lives until the next run on cx: cxref is another context. */
+			if ((rc = runtime_run_args(cxref, in, ref, &err)) != 0) {
+				sst = ERROR;
+				snprintf(swhy, sizeof swhy, "unoptimized run: %.900s", err.msg);
+			}
+			for (int k = 0; rc == 0 && k < nout; k++) {
+				double d = opt_diff_arg(&got[k], &ref[k]);
+				case_diff = fmax(case_diff, d);
+				if (!(d <= OPT_RTOL) && sst == PASS) {
+					sst = FAIL;
+					snprintf(swhy, sizeof swhy,
+					         "output %d (%s): optimized and unoptimized runs differ by %.3g relative",
+					         k, runtime_model_output(m, k)->name, d);
+				}
+			}
+		}
 		rt_blocks_free(&bl);
 		if (sst == PASS)
 			c->datasets_pass++, npass++;
@@ -604,6 +707,8 @@ done:
 	rt_blocks_free(&bl);
 	runtime_ctx_free(cx);
 	runtime_model_free(m);
+	runtime_ctx_free(cxref);
+	runtime_model_free(mref);
 	for (int s = 0; s < nsets; s++)
 		free(sets[s]);
 	free(sets);
@@ -616,6 +721,11 @@ done:
 		snprintf(tmp, sizeof tmp, "%s", why);
 		snprintf(why, sizeof why, "random values (%s: %.1900s)", status_name[st], tmp);
 		st = RANDOM;
+	}
+	if (compare_opt && nsets > 0) {
+		size_t len = strlen(why);
+		snprintf(why + len, sizeof why - len, " (opt-diff %.3g)", case_diff);
+		c->max_opt_diff = fmax(c->max_opt_diff, case_diff);
 	}
 	printf("%s %s: %s\n", status_name[st], name, why);
 	fflush(stdout);
@@ -664,7 +774,7 @@ static int run_dir(const char *dir, struct counts *c)
 static void usage(void)
 {
 	fprintf(stderr, "usage: conformance [--rtol R] [--atol A] [--verbose] [--expect-pass N] "
-	        "[--check-shapes] DIR...\n");
+	        "[--check-shapes] [--compare-opt] DIR...\n");
 	exit(2);
 }
 
@@ -697,6 +807,8 @@ int main(int argc, char **argv)
 		} else if (strcmp(argv[i], "--check-shapes") == 0) {
 			check_shapes = 1;
 			rt_debug_flags |= RT_DEBUG_CHECK_SHAPES;
+		} else if (strcmp(argv[i], "--compare-opt") == 0) {
+			compare_opt = 1;
 		} else if (strcmp(argv[i], "--verbose") == 0) {
 			verbose = 1;
 		} else if (argv[i][0] == '-') {
@@ -747,10 +859,15 @@ int main(int argc, char **argv)
 		const struct counts *c = &per[d];
 		printf("{\"suite\": \"%.*s\", \"total\": %d, \"pass\": %d, \"fail\": %d, \"error\": %d, "
 		       "\"not_implemented\": %d, \"random\": %d, \"datasets\": %d, "
-		       "\"datasets_pass\": %d}\n",
+		       "\"datasets_pass\": %d",
 		       (int)(len - b), dir + b, c->n[0] + c->n[1] + c->n[2] + c->n[3] + c->n[4],
 		       c->n[PASS], c->n[FAIL], c->n[ERROR], c->n[NOTIMPL], c->n[RANDOM], c->datasets,
 		       c->datasets_pass);
+		/* JSON has no infinity: a mismatch of shape or type prints as -1. */
+		if (compare_opt)
+			printf(", \"max_opt_diff\": %.3g",
+			       isfinite(c->max_opt_diff) ? c->max_opt_diff : -1.0);
+		printf("}\n");
 	}
 	free(per);
 	free(dirs);
