@@ -8,6 +8,7 @@
  * exporters' chains with the fused operators of ops/fused.c:
  *   MatMul(X, W) [+ Add bias] [+ erf-GELU chain] [+ Add residual]
  *   Gemm(X, W, B) [+ Relu]                           -> strata.FusedLinear
+ *     (either one reads the pieces of a last-axis Concat X in place)
  *   [Add(X, S) +] LayerNormalization, or its ReduceMean / Sub / Pow /
  *   ReduceMean / Add / Sqrt / Div / Mul / Add spelling -> strata.SkipLayerNorm
  *   Reshape + Transpose of Q, K, V, MatMul, Div or Mul by a constant,
@@ -344,6 +345,38 @@ static int max_of(const int *p, int n)
 	return m;
 }
 
+#define MAXPARTS 8 /* fused.c's limit on the pieces of a split X */
+
+/* When x is a Concat along its last axis read only by the GEMM: its node
+ * (-1 if not), its inputs in piece[] and their widths in width[] (each
+ * known, summing to K).  The GEMM then reads the pieces in place. */
+static int concat_pieces(struct opt *o, int x, int64_t K, int *piece, int64_t *width,
+                         int *npiece)
+{
+	int c = prod(o, x, "Concat");
+	if (c < 0 || !single(o, x))
+		return -1;
+	const struct rt_node *n = node(o, c);
+	int rank = o->g->values[x].shape.rank;
+	int64_t axis = rt_attr_int(n, "axis", 0), sum = 0;
+	if (rank < 1 || !(axis == -1 || axis == rank - 1) || n->nin < 2 || n->nin > MAXPARTS ||
+	    n->nout != 1)
+		return -1;
+	for (int j = 0; j < n->nin; j++) {
+		int v = n->in[j];
+		if (v < 0 || rt_graph_dtype(o->g, v) != BASE_DT_FLOAT ||
+		    o->g->values[v].shape.rank != rank || last_dim(o, v) <= 0)
+			return -1;
+		piece[j] = v;
+		width[j] = last_dim(o, v);
+		sum += width[j];
+	}
+	if (sum != K)
+		return -1;
+	*npiece = n->nin;
+	return c;
+}
+
 static int fuse_linear(struct opt *o, int i, int *done)
 {
 	const struct rt_node *n = node(o, i);
@@ -380,7 +413,13 @@ static int fuse_linear(struct opt *o, int i, int *done)
 	} else {
 		return 0;
 	}
+	int64_t K = transb ? wt->dims[1] : wt->dims[0];
+	int piece[MAXPARTS], npiece = 0;
+	int64_t width[MAXPARTS];
+	int cat = concat_pieces(o, x, K, piece, width, &npiece);
 	pat[np++] = i;
+	if (cat >= 0)
+		pat[np++] = cat;
 	v = out0(o, i);
 	if (is_op(n, "Gemm")) {
 		int r = next(o, v, "Relu");
@@ -392,9 +431,21 @@ static int fuse_linear(struct opt *o, int i, int *done)
 	} else {
 		v = linear_tail(o, v, N, pat, &np, &bias, &act, &res, 1);
 	}
-	int in[4] = { x, w, bias, res };
-	struct rt_attr at[2] = { attr_int("transB", transb), attr_int("act", act) };
-	int rc = emit(o, max_of(pat, np), pat, np, "FusedLinear", in, 4, v, at, 2);
+	int in[3 + MAXPARTS] = { x, w, bias, res }, nin = 4;
+	struct rt_attr at[3] = { attr_int("transB", transb), attr_int("act", act) };
+	if (cat >= 0) {
+		/* X's pieces: inputs 0, 4, 5, ...; their widths in "splits". */
+		int64_t *sp = rt_blocks_alloc(&o->m->mem, (size_t)npiece * sizeof *sp);
+		if (!sp)
+			return base_err(o->err, STRATA_NOMEM, "out of memory while optimizing the graph");
+		memcpy(sp, width, (size_t)npiece * sizeof *sp);
+		in[0] = piece[0];
+		for (int p = 1; p < npiece; p++)
+			in[nin++] = piece[p];
+		at[2] = (struct rt_attr){ .name = "splits", .type = RT_ATTR_INTS, .n = (size_t)npiece,
+		                          .ints = sp };
+	}
+	int rc = emit(o, max_of(pat, np), pat, np, "FusedLinear", in, nin, v, at, cat >= 0 ? 3 : 2);
 	if (rc == 0)
 		(*done)++;
 	return rc;

@@ -6,7 +6,8 @@
  * Shape -> Gather -> Unsqueeze -> Concat -> Reshape head splits, Transposes,
  * the scaled and masked Softmax, the erf-GELU chain in both multiplication
  * orders, residual Adds, LayerNormalization or its decomposed spelling) with
- * symbolic batch and seq, and an MLP like mlp_ranker (Gemm + Relu).  Each is
+ * symbolic batch and seq, and an MLP like mlp_ranker (Concat, Gemm + Relu:
+ * the Concat folds into the first layer).  Each is
  * loaded with session.graph_optimization_level "all" and "disabled", run on
  * several shapes (padded masks included), and every output must agree within
  * 1e-4 relative.  The tests also count the fused nodes, so they cannot pass
@@ -233,7 +234,11 @@ static struct mb_model *build_bert(int decomposed)
 	return m;
 }
 
-static struct mb_model *build_mlp(void)
+/* An MLP over Concat(q, d) (and a third input f of width 5 when `pieces`
+ * is 3): Gemm + Relu layers, the first a MatMul + Add when pieces is 3.
+ * With `shared`, the Concat's output is also a graph output, so the
+ * Concat must stay. */
+static struct mb_model *build_mlp(int pieces, int shared)
 {
 	rng = 99;
 	nnames = 0;
@@ -241,10 +246,20 @@ static struct mb_model *build_mlp(void)
 	const char *const b[] = { "batch", "" };
 	mb_input(m, "q", BASE_DT_FLOAT, 2, (int64_t[]){ -1, 24 }, b);
 	mb_input(m, "d", BASE_DT_FLOAT, 2, (int64_t[]){ -1, 24 }, b);
-	const char *x = opn(m, "Concat", "q,d");
-	mb_attr_int(last, "axis", 1);
-	int64_t dims[] = { 48, 32, 16, 1 };
+	if (pieces == 3)
+		mb_input(m, "f", BASE_DT_FLOAT, 2, (int64_t[]){ -1, 5 }, b);
+	const char *x = opn(m, "Concat", pieces == 3 ? "q,d,f" : "q,d");
+	mb_attr_int(last, "axis", pieces == 3 ? -1 : 1);
+	if (shared) {
+		mb_node(m, "Identity", x, "joined");
+		mb_output(m, "joined", BASE_DT_FLOAT, 2, (int64_t[]){ -1, 48 }, b);
+	}
+	int64_t dims[] = { pieces == 3 ? 53 : 48, 32, 16, 1 };
 	for (int l = 0; l < 3; l++) {
+		if (l == 0 && pieces == 3) {
+			x = op(m, "Relu", "%s", linear(m, x, dims[0], dims[1], 0.2));
+			continue;
+		}
 		const char *w = weight(m, 2, (int64_t[]){ dims[l + 1], dims[l] }, 0.2, 0);
 		const char *bb = weight(m, 1, (int64_t[]){ dims[l + 1] }, 0.1, 0);
 		char in[128];
@@ -365,30 +380,87 @@ static void test_bert_decomposed_layernorm(void **state)
 	run_bert(1);
 }
 
-static void test_mlp(void **state)
+static int count_onnx(const struct rt_model *m, const char *opname)
 {
-	(void)state;
-	struct mb_model *mb = build_mlp();
+	int k = 0;
+	for (int i = 0; i < m->g.nnodes; i++)
+		if (!*m->g.nodes[i].domain && strcmp(m->g.nodes[i].op, opname) == 0)
+			k++;
+	return k;
+}
+
+/* Runs after the first allocate nothing. */
+static void warm_runs_allocate_nothing(struct rt_model *m, const struct rt_tensor *in)
+{
+	struct rt_ctx *c;
+	struct strata_error err = { 0 };
+	struct rt_tensor out[4];
+	struct base_alloc_stats a, b;
+	assert_int_equal(runtime_ctx_new(m, &c, &err), 0);
+	assert_int_equal(runtime_run(c, in, out, &err), 0);
+	base_alloc_stats(&a);
+	for (int r = 0; r < 3; r++)
+		assert_int_equal(runtime_run(c, in, out, &err), 0);
+	base_alloc_stats(&b);
+	assert_int_equal(b.allocs, a.allocs);
+	runtime_ctx_free(c);
+}
+
+/* The Concat feeding the first layer is folded into its FusedLinear (one
+ * GEMM per piece, reading the inputs in place) unless something else reads
+ * the joined tensor. */
+static void run_mlp(int pieces, int shared)
+{
+	struct mb_model *mb = build_mlp(pieces, shared);
 	struct rt_model *opt = load(mb, "all"), *ref = load(mb, "disabled");
 	mb_free(mb);
 	assert_int_equal(count(opt, "FusedLinear"), 3);
 	assert_int_equal(count(ref, "FusedLinear"), 0);
-	static const int batches[] = { 1, 7, 64 };
-	for (size_t k = 0; k < 3; k++) {
+	assert_int_equal(count_onnx(ref, "Concat"), 1);
+	assert_int_equal(count_onnx(opt, "Concat"), shared ? 1 : 0);
+	/* 3 FusedLinear, the Identity, the Relu a MatMul + Add leaves, the
+	 * kept Concat and its Identity */
+	assert_int_equal(opt->g.nnodes, 4 + (pieces == 3) + 2 * shared);
+	static const int batches[] = { 1, 7, 64, 333 };
+	for (size_t k = 0; k < sizeof batches / sizeof batches[0]; k++) {
 		int B = batches[k];
 		float *q = malloc((size_t)B * 24 * sizeof *q), *d = malloc((size_t)B * 24 * sizeof *d);
+		float *f = malloc((size_t)B * 5 * sizeof *f);
 		for (int i = 0; i < B * 24; i++) {
 			q[i] = normal(1);
 			d[i] = normal(1);
 		}
-		struct rt_tensor in[2] = { { BASE_DT_FLOAT, 2, { B, 24 }, q },
-		                           { BASE_DT_FLOAT, 2, { B, 24 }, d } };
+		for (int i = 0; i < B * 5; i++)
+			f[i] = normal(1);
+		struct rt_tensor in[3] = { { BASE_DT_FLOAT, 2, { B, 24 }, q },
+		                           { BASE_DT_FLOAT, 2, { B, 24 }, d },
+		                           { BASE_DT_FLOAT, 2, { B, 5 }, f } };
 		agree(opt, ref, in);
+		warm_runs_allocate_nothing(opt, in);
 		free(q);
 		free(d);
+		free(f);
 	}
 	runtime_model_free(opt);
 	runtime_model_free(ref);
+}
+
+static void test_mlp(void **state)
+{
+	(void)state;
+	run_mlp(2, 0);
+}
+
+static void test_mlp_three_pieces(void **state)
+{
+	(void)state;
+	run_mlp(3, 0);
+}
+
+static void test_mlp_concat_read_elsewhere(void **state)
+{
+	(void)state;
+	run_mlp(2, 1);
 }
 
 /* A value read outside its pattern survives: the MatMul's output is also
@@ -573,6 +645,8 @@ int main(void)
 		cmocka_unit_test(test_bert_fused_layernorm),
 		cmocka_unit_test(test_bert_decomposed_layernorm),
 		cmocka_unit_test(test_mlp),
+		cmocka_unit_test(test_mlp_three_pieces),
+		cmocka_unit_test(test_mlp_concat_read_elsewhere),
 		cmocka_unit_test(test_shared_value_survives),
 		cmocka_unit_test(test_vmath),
 		cmocka_unit_test(test_attn_kernel),

@@ -26,6 +26,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Query rows per block of the AVX-512 kernel: RT_ATTN_ROWS x 2 vector
+ * accumulators fill half the registers, the row maxima most of the rest
+ * (12 rows measured slower: the maxima spill). */
+#define RT_ATTN_ROWS 8
+
 /* Bytes of the work buffer one call needs (64-byte alignment suffices). */
 size_t rt_attn_work_bytes(int64_t sq, int64_t sk, int64_t d);
 

@@ -29,7 +29,7 @@
 #include "attn.h"
 #include "vmath.h"
 
-#define RB 8 /* query rows per block: RB x 2 accumulators fill half the registers */
+#define RB RT_ATTN_ROWS
 
 static int64_t pad32(int64_t n)
 {

@@ -5,11 +5,16 @@
  * so a graph holding them (a compiled context, say) loads and checks like
  * any other:
  *
- *   FusedLinear(X, W, B?, R?)  Y = act(X W + B) + R, over X's last axis.
- *       W is a constant [K,N] ([N,K] with transB=1), packed once at init;
- *       B [N] a constant; R has Y's shape.  act: 0 none, 1 Relu, 2 erf-GELU
- *       (enum rt_act).  One GEMM with its epilogue: no pass of its own for
- *       the bias, the activation or the residual.
+ *   FusedLinear(X, W, B?, R?, X2?, ...)  Y = act(X W + B) + R, over X's
+ *       last axis.  W is a constant [K,N] ([N,K] with transB=1), packed once
+ *       at init; B [N] a constant; R has Y's shape.  act: 0 none, 1 Relu,
+ *       2 erf-GELU (enum rt_act).  One GEMM with its epilogue: no pass of
+ *       its own for the bias, the activation or the residual.  With the
+ *       ints attribute `splits` (k entries summing to K), X is given in k
+ *       pieces along its last axis, inputs 0, 4, 5, ..., k + 2: the Concat
+ *       that would join them is folded in as k GEMMs over the matching row
+ *       blocks of W (packed as k blocks), each reading its piece in place
+ *       and accumulating into Y, the epilogue on the last.
  *   SkipLayerNorm(X, S?, gamma, beta?)  LayerNormalization(X + S) over the
  *       last axis, epsilon attribute.  S has X's trailing dims, its leading
  *       dims may be 1 (a position table added to every batch row).
@@ -63,20 +68,36 @@ static int has_input(const struct rt_node *n, int i)
 
 /* ---- FusedLinear -------------------------------------------------------------------- */
 
+#define MAXPARTS 8 /* pieces of a split X (a Concat folded in) */
+
 struct linear {
-	struct rt_packed_b pb;
+	struct rt_packed_b pb[MAXPARTS]; /* one per piece of X, K rows each */
+	int nparts;
 	const float *bias;
 	int act;
 };
+
+/* Input index of piece p of X. */
+static int part_input(int p)
+{
+	return p == 0 ? 0 : 3 + p;
+}
 
 static int run_linear(struct rt_node *n, struct rt_exec *x)
 {
 	const struct linear *st = n->state;
 	const struct rt_tensor *a = rt_input(x, n, 0);
-	int64_t K = st->pb.K, N = st->pb.N;
+	int64_t K = st->pb[0].K, N = st->pb[0].N;
 	if (a->rank < 1 || a->dims[a->rank - 1] != K)
 		return rt_fail(x, n, STRATA_RUNTIME, "X's last dimension is not %lld", (long long)K);
 	int64_t M = K ? runtime_tensor_count(a) / K : 0;
+	/* The pieces share X's leading dims, as the Concat required. */
+	for (int p = 1; p < st->nparts; p++) {
+		const struct rt_tensor *b = rt_input(x, n, part_input(p));
+		if (b->rank != a->rank || b->dims[b->rank - 1] != st->pb[p].K ||
+		    memcmp(b->dims, a->dims, (size_t)(a->rank - 1) * sizeof *a->dims))
+			return rt_fail(x, n, STRATA_RUNTIME, "piece %d of X does not match the first", p);
+	}
 	int64_t dims[RT_MAX_RANK];
 	memcpy(dims, a->dims, sizeof dims);
 	dims[a->rank - 1] = N;
@@ -93,22 +114,32 @@ static int run_linear(struct rt_node *n, struct rt_exec *x)
 	}
 	if (M == 0 || N == 0)
 		return 0;
-	if (K == 0) {
+	if (K == 0 && st->nparts == 1) {
 		memset(y->data, 0, (size_t)(M * N) * sizeof(float));
-		rt_sgemm_ex(0, 0, M, N, 0, 1.0f, a->data, 1, st->pb.data, N, 1.0f, y->data, N, &ep);
+		rt_sgemm_ex(0, 0, M, N, 0, 1.0f, a->data, 1, st->pb[0].data, N, 1.0f, y->data, N, &ep);
 		return 0;
 	}
-	rt_sgemm_pb(0, M, 1.0f, a->data, K, &st->pb, 0.0f, y->data, N, &ep);
+	/* Piece p adds its block of K to Y: the first overwrites (beta 0), the
+	 * epilogue waits for the sum of all of them. */
+	for (int p = 0; p < st->nparts; p++) {
+		const struct rt_tensor *b = p ? rt_input(x, n, part_input(p)) : a;
+		rt_sgemm_pb(0, M, 1.0f, b->data, st->pb[p].K, &st->pb[p], p ? 1.0f : 0.0f, y->data, N,
+		            p == st->nparts - 1 ? &ep : NULL);
+	}
 	return 0;
+}
+
+static void fini_linear_state(struct linear *st)
+{
+	for (int p = 0; p < st->nparts; p++)
+		rt_packed_b_free(&st->pb[p]);
+	base_free(st, sizeof *st);
 }
 
 static void fini_linear(struct rt_node *n)
 {
-	struct linear *st = n->state;
-	if (!st)
-		return;
-	rt_packed_b_free(&st->pb);
-	base_free(st, sizeof *st);
+	if (n->state)
+		fini_linear_state(n->state);
 	n->state = NULL;
 }
 
@@ -117,8 +148,14 @@ static int init_linear(struct rt_node *n, struct rt_graph *g, struct strata_erro
 	int rc;
 	if (n->nout < 1 || n->out[0] < 0)
 		return rt_node_err(n, err, STRATA_INVALID_GRAPH, "needs an output");
-	for (int i = 0; i < 4; i++)
-		if ((rc = float_input(n, g, i, i < 2, err)) != 0)
+	size_t ns = 0;
+	const int64_t *splits = rt_attr_ints(n, "splits", &ns);
+	int nparts = splits ? (int)ns : 1;
+	if (nparts < 1 || nparts > MAXPARTS || (nparts > 1 ? n->nin != 3 + nparts : n->nin > 4))
+		return rt_node_err(n, err, STRATA_INVALID_GRAPH, "X in %zu pieces with %d inputs", ns,
+		                   n->nin);
+	for (int i = 0; i < n->nin; i++)
+		if ((rc = float_input(n, g, i, i < 2 || i >= 4, err)) != 0)
 			return rc;
 	const struct rt_tensor *w = rt_graph_const(g, n->in[1]);
 	int transb = (int)rt_attr_int(n, "transB", 0);
@@ -128,6 +165,15 @@ static int init_linear(struct rt_node *n, struct rt_graph *g, struct strata_erro
 	if (act != RT_ACT_NONE && act != RT_ACT_RELU && act != RT_ACT_GELU_ERF)
 		return rt_node_err(n, err, STRATA_INVALID_GRAPH, "unknown activation %d", act);
 	int64_t K = transb ? w->dims[1] : w->dims[0], N = transb ? w->dims[0] : w->dims[1];
+	int64_t sum = 0;
+	for (int p = 0; splits && p < nparts; p++) {
+		if (splits[p] <= 0)
+			return rt_node_err(n, err, STRATA_INVALID_GRAPH, "piece %d of X is empty", p);
+		sum += splits[p];
+	}
+	if (splits && sum != K)
+		return rt_node_err(n, err, STRATA_INVALID_GRAPH, "the pieces of X sum to %lld, not %lld",
+		                   (long long)sum, (long long)K);
 	const float *bias = NULL;
 	if (has_input(n, 2) && !(bias = const_floats(g, n, 2, N)))
 		return rt_node_err(n, err, STRATA_INVALID_GRAPH, "B must be a constant of %lld cells",
@@ -135,9 +181,18 @@ static int init_linear(struct rt_node *n, struct rt_graph *g, struct strata_erro
 	struct linear *st = base_calloc(1, sizeof *st);
 	if (!st)
 		return rt_node_err(n, err, STRATA_NOMEM, "out of memory");
-	if (rt_sgemm_pack_b(transb, K, N, w->data, w->dims[1], &st->pb) != 0) {
-		base_free(st, sizeof *st);
-		return rt_node_err(n, err, STRATA_NOMEM, "out of memory packing W");
+	/* Piece p multiplies W's rows off..off+Kp ([K,N]), or its columns
+	 * ([N,K] with transB): one packed block each. */
+	const float *wd = w->data;
+	for (int64_t p = 0, off = 0; p < nparts; p++) {
+		int64_t kp = splits ? splits[p] : K;
+		const float *src = transb ? wd + off : wd + off * w->dims[1];
+		if (rt_sgemm_pack_b(transb, kp, N, src, w->dims[1], &st->pb[p]) != 0) {
+			fini_linear_state(st);
+			return rt_node_err(n, err, STRATA_NOMEM, "out of memory packing W");
+		}
+		st->nparts++;
+		off += kp;
 	}
 	st->bias = bias;
 	st->act = act;
@@ -155,41 +210,69 @@ struct lnorm {
 	float eps;
 };
 
-/* y = LayerNorm(y) over one row of h cells (two passes: the mean, then the
- * centred sum of squares, which keeps the variance accurate). */
-static void norm_row(float *y, int64_t h, const struct lnorm *st)
+/* Sum of the 8 lanes, in a fixed order. */
+static float hsum8(__m256 v)
 {
-	__m256 acc = _mm256_setzero_ps();
-	int64_t i = 0;
-	for (; i + 8 <= h; i += 8)
-		acc = _mm256_add_ps(acc, _mm256_loadu_ps(y + i));
 	float t[8];
-	_mm256_storeu_ps(t, acc);
-	float s = ((t[0] + t[1]) + (t[2] + t[3])) + ((t[4] + t[5]) + (t[6] + t[7]));
-	for (; i < h; i++)
-		s += y[i];
-	float mean = s / (float)h;
-	__m256 vm = _mm256_set1_ps(mean);
-	acc = _mm256_setzero_ps();
-	for (i = 0; i + 8 <= h; i += 8) {
-		__m256 d = _mm256_sub_ps(_mm256_loadu_ps(y + i), vm);
-		acc = _mm256_fmadd_ps(d, d, acc);
+	_mm256_storeu_ps(t, v);
+	return ((t[0] + t[1]) + (t[2] + t[3])) + ((t[4] + t[5]) + (t[6] + t[7]));
+}
+
+/* y = LayerNorm(x [+ s]) over one row of h cells.  The sum is taken while
+ * x + s is written to y (or straight from x without s, which is never
+ * copied); the centred sum of squares, which keeps the variance accurate,
+ * and the normalization then reread a row that is still in L1. */
+static void norm_row(const float *x, const float *s, float *y, int64_t h, const struct lnorm *st)
+{
+	__m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+	int64_t i = 0;
+	float tail = 0.0f;
+	const float *src = x;
+	if (s) {
+		for (; i + 16 <= h; i += 16) {
+			__m256 u = _mm256_add_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(s + i));
+			__m256 w = _mm256_add_ps(_mm256_loadu_ps(x + i + 8), _mm256_loadu_ps(s + i + 8));
+			_mm256_storeu_ps(y + i, u);
+			_mm256_storeu_ps(y + i + 8, w);
+			a0 = _mm256_add_ps(a0, u);
+			a1 = _mm256_add_ps(a1, w);
+		}
+		for (; i < h; i++) {
+			y[i] = x[i] + s[i];
+			tail += y[i];
+		}
+		src = y;
+	} else {
+		for (; i + 16 <= h; i += 16) {
+			a0 = _mm256_add_ps(a0, _mm256_loadu_ps(x + i));
+			a1 = _mm256_add_ps(a1, _mm256_loadu_ps(x + i + 8));
+		}
+		for (; i < h; i++)
+			tail += x[i];
 	}
-	_mm256_storeu_ps(t, acc);
-	float q = ((t[0] + t[1]) + (t[2] + t[3])) + ((t[4] + t[5]) + (t[6] + t[7]));
+	float mean = (hsum8(_mm256_add_ps(a0, a1)) + tail) / (float)h;
+	__m256 vm = _mm256_set1_ps(mean);
+	a0 = a1 = _mm256_setzero_ps();
+	tail = 0.0f;
+	for (i = 0; i + 16 <= h; i += 16) {
+		__m256 d0 = _mm256_sub_ps(_mm256_loadu_ps(src + i), vm);
+		__m256 d1 = _mm256_sub_ps(_mm256_loadu_ps(src + i + 8), vm);
+		a0 = _mm256_fmadd_ps(d0, d0, a0);
+		a1 = _mm256_fmadd_ps(d1, d1, a1);
+	}
 	for (; i < h; i++)
-		q += (y[i] - mean) * (y[i] - mean);
-	float inv = 1.0f / sqrtf(q / (float)h + st->eps);
+		tail += (src[i] - mean) * (src[i] - mean);
+	float inv = 1.0f / sqrtf((hsum8(_mm256_add_ps(a0, a1)) + tail) / (float)h + st->eps);
 	__m256 vi = _mm256_set1_ps(inv);
 	for (i = 0; i + 8 <= h; i += 8) {
-		__m256 d = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(y + i), vm), vi);
+		__m256 d = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(src + i), vm), vi);
 		d = _mm256_mul_ps(d, _mm256_loadu_ps(st->gamma + i));
 		if (st->beta)
 			d = _mm256_add_ps(d, _mm256_loadu_ps(st->beta + i));
 		_mm256_storeu_ps(y + i, d);
 	}
 	for (; i < h; i++)
-		y[i] = (y[i] - mean) * inv * st->gamma[i] + (st->beta ? st->beta[i] : 0.0f);
+		y[i] = (src[i] - mean) * inv * st->gamma[i] + (st->beta ? st->beta[i] : 0.0f);
 }
 
 static int run_lnorm(struct rt_node *n, struct rt_exec *x)
@@ -219,22 +302,9 @@ static int run_lnorm(struct rt_node *n, struct rt_exec *x)
 		return rc;
 	const float *xa = a->data;
 	float *yo = y->data;
-	for (int64_t r = 0; r < rows; r++) {
-		const float *xr = xa + r * h;
-		float *yr = yo + r * h;
-		if (s) {
-			const float *sr = (const float *)s->data + (r % srows) * h;
-			int64_t i = 0;
-			for (; i + 8 <= h; i += 8)
-				_mm256_storeu_ps(yr + i, _mm256_add_ps(_mm256_loadu_ps(xr + i),
-				                                       _mm256_loadu_ps(sr + i)));
-			for (; i < h; i++)
-				yr[i] = xr[i] + sr[i];
-		} else if (yr != xr) {
-			memcpy(yr, xr, (size_t)h * sizeof *yr);
-		}
-		norm_row(yr, h, st);
-	}
+	for (int64_t r = 0; r < rows; r++)
+		norm_row(xa + r * h, s ? (const float *)s->data + (r % srows) * h : NULL, yo + r * h,
+		         h, st);
 	return 0;
 }
 
@@ -383,11 +453,11 @@ static int run_attn(struct rt_node *n, struct rt_exec *x)
 size_t rt_attn_work_bytes(int64_t sq, int64_t sk, int64_t d)
 {
 	/* attn_avx512.c's layout: K^T (d x skp), V packed (sk x dp) and the
-	 * scores of one block of 8 query rows (8 x skp); skp = sk rounded up
-	 * to 32, dp = d rounded up to 16. */
+	 * scores of one block of query rows (RT_ATTN_ROWS x skp); skp = sk
+	 * rounded up to 32, dp = d rounded up to 16. */
 	int64_t skp = (sk + 31) & ~(int64_t)31, dp = (d + 15) & ~(int64_t)15;
 	(void)sq;
-	return (size_t)((d + 8) * skp + sk * dp) * sizeof(float);
+	return (size_t)((d + RT_ATTN_ROWS) * skp + sk * dp) * sizeof(float);
 }
 
 static void fini_attn(struct rt_node *n)
