@@ -7,7 +7,8 @@
  * under one ISA and run under the other, or by hand with a K block the
  * kernels were not tuned for; the driver's blocking past one B panel and
  * past one packing buffer of K, the inline finishes and the transformer
- * shapes whose weights are fetched ahead; and the STRATA_CPU selection.
+ * shapes whose weights are fetched ahead, the one-column dot products, the
+ * GELU's accuracy over its range; and the STRATA_CPU selection.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -264,6 +265,17 @@ static void finishes(int isa)
 	check(0, 0, 128, 1536, 384, 1.0f, 0.0f, &gelu, 1, isa, isa);
 	check(0, 0, 128, 384, 1536, 1.0f, 0.0f, &bias_res, 1, isa, isa);
 	check(1, 0, 40, 1300, 900, 1.0f, 1.0f, &bias_res, 1, isa, isa);
+	/* one output column (a score layer): the dot-product path, packed or
+	 * not, every transpose, with and without beta and epilogue; K past
+	 * one K block and not a multiple of 8 */
+	static const struct rt_epilogue relu_res = {(const float *)1, RT_ACT_RELU,
+	                                            (const float *)1, 0};
+	for (int t = 0; t < 4; t++) {
+		check(t & 1, t >> 1, 1000, 1, 64, 1.0f, 0.0f, NULL, 0, isa, isa);
+		check(t & 1, t >> 1, 37, 1, 301, 0.5f, 2.0f, &relu_res, 0, isa, isa);
+		check(t & 1, t >> 1, 37, 1, 301, 0.5f, 2.0f, &relu_res, 1, isa, isa);
+		check(t & 1, t >> 1, 1000, 1, 7, 1.0f, 0.0f, &gelu, 1, isa, isa);
+	}
 }
 
 static void test_finishes_avx2(void **st) { (void)st; finishes(RT_ISA_AVX2); rt_cpu_force(RT_ISA_AUTO); }
@@ -332,21 +344,20 @@ static void test_hand_packed_avx512(void **st)
 		hand_packed(RT_ISA_AVX512);
 }
 
-/* The GELU epilogue over the whole range its approximation switches
- * between (|x / sqrt 2| below and above 1, the clamp at 9), and NaN, on
- * the tile path (8 rows) and the GEMV path (1 row): C = gelu(a_i + bias_j)
- * with K = 1 and B = 1. */
+/* The GELU epilogue against the double formula: relative error within
+ * 1e-6 over [-12.5, 12.5] (the tiny values far below zero included), 0
+ * below, x above, NaN kept; on the tile path (8 rows) and the GEMV path
+ * (1 row), C = gelu(a_i + bias_j) with K = 1 and B = 1, the biases a dense
+ * sweep of [-10, 10] that rows 5 and 6 shift past both ends. */
 static void gelu_range(int isa)
 {
-	enum { M = 8, N = 100 };
-	float A[M], B[N], bias[N], C[M * N];
-	for (int i = 0; i < M; i++)
-		A[i] = (float)i * 2.0f - 8.0f;
+	enum { M = 8, N = 4001 };
+	static float B[N], bias[N], C[M * N];
+	float A[M] = {0.0f, 0.00371f, -0.0113f, NAN, 0.0071f, 4.5f, -5.5f, 1e-3f};
 	for (int j = 0; j < N; j++) {
 		B[j] = 1.0f;
-		bias[j] = (float)j * 0.175f - 9.0f;
+		bias[j] = (float)j * 0.005f - 10.0f;
 	}
-	A[3] = NAN;
 	assert_int_equal(rt_cpu_force(isa), 0);
 	struct rt_packed_b p;
 	assert_int_equal(rt_sgemm_pack_b(0, 1, N, B, N, &p), 0);
@@ -360,10 +371,14 @@ static void gelu_range(int isa)
 					assert_true(isnan(got));
 					continue;
 				}
-				double x = (double)(A[i] + bias[j]);
-				double want = x * 0.5 * (1.0 + erf(x / sqrt(2.0)));
-				if (!(fabs(got - want) <= 1e-6 + 3e-4 * fabs(want)))
-					fail_msg("gelu(%.7g) = %.8g, want %.8g (rows %d)", x, got, want, rows);
+				float xf = A[i] + bias[j];
+				double x = xf;
+				double want = x * 0.5 * erfc(-x / sqrt(2.0));
+				int ok = x < -12.5 ? got == 0.0f
+				       : x > 12.5  ? got == xf
+				                   : fabs(got - want) <= 1e-6 * fabs(want) + 1e-38;
+				if (!ok)
+					fail_msg("gelu(%.9g) = %.9g, want %.9g (rows %d)", x, got, want, rows);
 			}
 	}
 	rt_packed_b_free(&p);

@@ -22,7 +22,8 @@
  * changed since packing; then each block is regathered into the current
  * layout (correct, slower).  A K block other than this machine's (weights
  * packed elsewhere) is read in place.  One row of A (a batch of one query)
- * uses a GEMV kernel that reads every packed weight once.
+ * uses a GEMV kernel that reads every packed weight once; one column of C
+ * (a score layer) a dot product per row.
  *
  * Invariants: the packing buffers are per thread (a compiled model is shared
  * by many threads, each running its own evaluations), so rt_sgemm is
@@ -415,6 +416,39 @@ static void small_m(int transa, int transb, int64_t M, int64_t N, int64_t K, flo
 	}
 }
 
+/* C[M,1] = alpha * op(A) * b + beta * C: one output column (a ranking
+ * model's score layer).  The tile kernels would pad the column to a whole
+ * strip and run 64 times the work; here each row of A is one contiguous
+ * dot product with b. */
+static void dot_n1(int transa, int64_t M, int64_t K, float alpha, const float *A, int64_t lda,
+                   const float *b, float beta, float *C, int64_t ldc)
+{
+	for (int64_t i = 0; i < M; i++) {
+		const float *a = transa ? A + i : A + i * lda;
+		int64_t ak = transa ? lda : 1;
+		float t = 0;
+		int64_t k = 0;
+		if (ak == 1) {
+			v8sf acc0 = {0}, acc1 = {0};
+			for (; k + 16 <= K; k += 16) {
+				acc0 = fma8(load8(a + k), load8(b + k), acc0);
+				acc1 = fma8(load8(a + k + 8), load8(b + k + 8), acc1);
+			}
+			if (k + 8 <= K) {
+				acc0 = fma8(load8(a + k), load8(b + k), acc0);
+				k += 8;
+			}
+			acc0 += acc1;
+			for (int l = 0; l < 8; l++)
+				t += acc0[l];
+		}
+		for (; k < K; k++)
+			t += a[k * ak] * b[k];
+		float *c = C + i * ldc;
+		*c = beta != 0.0f ? alpha * t + beta * *c : alpha * t;
+	}
+}
+
 static float act1(int act, float v)
 {
 	switch (act) {
@@ -452,6 +486,19 @@ void rt_sgemm_ex(int transa, int transb, int64_t M, int64_t N, int64_t K, float 
 		return;
 	if (K <= 0 || alpha == 0.0f) {
 		scale_c(M, N, beta, C, ldc);
+		epilogue(M, N, C, ldc, ep);
+		return;
+	}
+	if (N == 1 && M > 4 && (transb || K <= PACKB_MAX)) {
+		/* op(B) is one column: B's row as stored when transposed, else
+		 * gathered down B's column */
+		const float *b = B;
+		if (!transb) {
+			for (int64_t k = 0; k < K; k++)
+				packb[k] = B[k * ldb];
+			b = packb;
+		}
+		dot_n1(transa, M, K, alpha, A, lda, b, beta, C, ldc);
 		epilogue(M, N, C, ldc, ep);
 		return;
 	}
@@ -527,6 +574,13 @@ void rt_sgemm_pb(int transa, int64_t M, float alpha, const float *A, int64_t lda
 		v1.nr = (int)N;
 		v1.kc = (int)K;
 		pb = &v1;
+	}
+	if (N == 1 && M > 1 && K <= PACKB_MAX) {
+		/* the weight column, gathered out of its zero-padded strips */
+		repack_b(pb, 0, K, 0, 1, packb, 1);
+		dot_n1(transa, M, K, alpha, A, lda, packb, beta, C, ldc);
+		epilogue(M, 1, C, ldc, ep);
+		return;
 	}
 	const struct gemm_kern *kr = kern_of(rt_cpu_isa());
 	/* any K block is read in place (the kernels take kc as an argument), as

@@ -25,77 +25,12 @@
 #include <immintrin.h>
 
 #include "gemm_kern.h"
+#include "vmath.h"
 
 enum { MR = 6, NR = 64, NV = NR / 16 };
 /* Largest K block: the B strip (kc * 256 bytes) must leave room in L1 for
  * the A rows and the C tile. */
 enum { KC_MAX = 256 };
-
-/* The erf-GELU of vmath.h's rt_gelu_erf8 (same series, same erfc
- * approximation, same special values), 16 lanes at a time: the epilogue
- * of the feed-forward GEMMs runs it on every cell of their output, and two
- * 8-lane halves cost twice the instructions.  The 1 / (1 + p|u|) of the
- * erfc form is a reciprocal estimate refined by one Newton step (relative
- * error about 2^-28) instead of a division, and 2^n is applied by
- * scalef. */
-static inline __m512 exp16(__m512 x)
-{
-	const __m512 hi = _mm512_set1_ps(88.7228394f), lo = _mm512_set1_ps(-87.3365448f);
-	__m512 xc = _mm512_min_ps(_mm512_max_ps(x, lo), hi);
-	__m512 n = _mm512_roundscale_ps(_mm512_mul_ps(xc, _mm512_set1_ps(1.44269504088896341f)),
-	                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-	__m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), xc);
-	r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-	__m512 p = _mm512_set1_ps(1.9875691500e-4f);
-	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
-	p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
-	return _mm512_scalef_ps(p, n);
-}
-
-static inline __m512 gelu16(__m512 x)
-{
-	const __m512 one = _mm512_set1_ps(1.0f);
-	__m512 u = _mm512_mul_ps(x, _mm512_set1_ps(0.70710678118654752f));
-	__m512 au = _mm512_abs_ps(u);
-	/* erfc(|u|) for |u| > 1, clamped so large |u| gives exactly 0 */
-	__m512 ac = _mm512_min_ps(au, _mm512_set1_ps(9.0f));
-	__m512 den = _mm512_fmadd_ps(ac, _mm512_set1_ps(0.3275911f), one);
-	__m512 t = _mm512_rcp14_ps(den);
-	t = _mm512_mul_ps(t, _mm512_fnmadd_ps(den, t, _mm512_set1_ps(2.0f)));
-	__m512 p = _mm512_set1_ps(1.061405429f);
-	p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-1.453152027f));
-	p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(1.421413741f));
-	p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-0.284496736f));
-	p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(0.254829592f));
-	p = _mm512_mul_ps(p, t);
-	__m512 q = _mm512_mul_ps(p, exp16(_mm512_mul_ps(_mm512_sub_ps(_mm512_setzero_ps(), ac), ac)));
-	/* 1 + erf(u): erfc(|u|) below zero (sign bit set), 2 - erfc(|u|) above */
-	__mmask16 neg = _mm512_movepi32_mask(_mm512_castps_si512(u));
-	__m512 big = _mm512_mask_blend_ps(neg, _mm512_sub_ps(_mm512_set1_ps(2.0f), q), q);
-	/* 1 + erf(u) for |u| <= 1: the Taylor series of erf(u) / u in u^2 */
-	__m512 z = _mm512_mul_ps(u, u);
-	__m512 e = _mm512_set1_ps(-1.229055530e-09f);
-	e = _mm512_fmadd_ps(e, z, _mm512_set1_ps(1.480719282e-08f));
-	e = _mm512_fmadd_ps(e, z, _mm512_set1_ps(-1.636584469e-07f));
-	e = _mm512_fmadd_ps(e, z, _mm512_set1_ps(1.646211437e-06f));
-	e = _mm512_fmadd_ps(e, z, _mm512_set1_ps(-1.492565036e-05f));
-	e = _mm512_fmadd_ps(e, z, _mm512_set1_ps(1.205533298e-04f));
-	e = _mm512_fmadd_ps(e, z, _mm512_set1_ps(-8.548327023e-04f));
-	e = _mm512_fmadd_ps(e, z, _mm512_set1_ps(5.223977625e-03f));
-	e = _mm512_fmadd_ps(e, z, _mm512_set1_ps(-2.686617065e-02f));
-	e = _mm512_fmadd_ps(e, z, _mm512_set1_ps(1.128379167e-01f));
-	e = _mm512_fmadd_ps(e, z, _mm512_set1_ps(-3.761263890e-01f));
-	e = _mm512_fmadd_ps(e, z, _mm512_set1_ps(1.128379167e+00f));
-	__m512 small = _mm512_fmadd_ps(e, u, one);
-	__m512 s = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(au, one, _CMP_GT_OQ), small, big);
-	__m512 y = _mm512_mul_ps(_mm512_mul_ps(x, _mm512_set1_ps(0.5f)), s);
-	/* NaN stays NaN (x + x keeps its payload, as the 8-lane form does) */
-	return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), y, _mm512_add_ps(x, x));
-}
 
 static inline __mmask16 lanes(int64_t n)
 {
@@ -118,7 +53,7 @@ static inline void finish16(float *c, __m512 x, __mmask16 m, int64_t j, const fl
 	if (t->act == RT_ACT_RELU)
 		x = _mm512_max_ps(x, _mm512_setzero_ps());
 	else if (t->act == RT_ACT_GELU_ERF)
-		x = gelu16(x);
+		x = rt_gelu_erf16(x);
 	if (res)
 		x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(m, res));
 	if (m == 0xffff)
@@ -194,6 +129,29 @@ static __attribute__((noinline)) void finish_tile(const __m512 *acc, int rows, i
 	}
 }
 
+/* The finish of a whole tile with GELU (the feed-forward up-projection):
+ * one loop over its vectors with nothing decided per vector, so the GELU's
+ * constants stay in registers across the tile. */
+static __attribute__((noinline)) void finish_gelu(const __m512 *acc, int rows, int vecs, float *c,
+                                                  int64_t ldc, int add, const float *bias,
+                                                  const float *res, int64_t ldr)
+{
+	for (int r = 0; r < rows; r++) {
+		float *cr = c + r * ldc;
+		for (int v = 0; v < vecs; v++) {
+			__m512 x = acc[r * NV + v];
+			if (add)
+				x = _mm512_add_ps(x, _mm512_loadu_ps(cr + 16 * v));
+			if (bias)
+				x = _mm512_add_ps(x, _mm512_loadu_ps(bias + 16 * v));
+			x = rt_gelu_erf16(x);
+			if (res)
+				x = _mm512_add_ps(x, _mm512_loadu_ps(res + r * ldr + 16 * v));
+			_mm512_storeu_ps(cr + 16 * v, x);
+		}
+	}
+}
+
 static inline __attribute__((always_inline)) void
 body(const int R, const int V, int64_t kc, const float *a, int64_t rs, int64_t cs,
      const float *b, float *c, int64_t ldc, int64_t nr, const struct gemm_tile *t)
@@ -211,8 +169,9 @@ body(const int R, const int V, int64_t kc, const float *a, int64_t rs, int64_t c
 	__asm__ volatile("" : : "r"(acc) : "memory");
 	/* the common finishes inline: a whole tile, C = acc or C += acc, plus
 	 * bias, RELU and residual (every linear layer of a transformer has a
-	 * bias, and its out-projection and FFN-down a residual); only GELU,
-	 * alpha, other betas and ragged columns take the general path */
+	 * bias, and its out-projection and FFN-down a residual); GELU in a
+	 * loop of its own; alpha, other betas and ragged columns take the
+	 * general path */
 	if (nr >= 16 * V && t->alpha == 1.0f && (t->beta == 0.0f || t->beta == 1.0f) &&
 	    (t->act == RT_ACT_NONE || t->act == RT_ACT_RELU)) {
 		int add = t->beta != 0.0f, relu = t->act == RT_ACT_RELU;
@@ -238,6 +197,11 @@ body(const int R, const int V, int64_t kc, const float *a, int64_t rs, int64_t c
 				_mm512_storeu_ps(cr + 16 * v, x);
 			}
 		}
+		return;
+	}
+	if (nr >= 16 * V && t->alpha == 1.0f && (t->beta == 0.0f || t->beta == 1.0f) &&
+	    t->act == RT_ACT_GELU_ERF) {
+		finish_gelu(acc, R, V, c, ldc, t->beta != 0.0f, t->bias, t->res, t->ldr);
 		return;
 	}
 	finish_tile(acc, R, V, c, ldc, nr, t);
