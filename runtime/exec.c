@@ -1,15 +1,16 @@
 /*
  * exec.c: running a resolved graph.
  *
- * The last step of the runtime's data flow.  A run context (struct rt_ctx)
- * holds, per value of the graph, what it holds in this run (a tensor view, a
- * sequence, or nothing for an empty optional) and the buffers behind it.
- * runtime_run() checks the caller's inputs against the declared input types,
- * then calls each node's kernel in run order.  Kernels read inputs through
- * rt_input()/rt_input_seq() and get output buffers from rt_output() and
- * rt_seq_append(); after a node has run, every value it was the last reader
- * of gives its buffers back to the context's pool, where later requests find
- * them (best fit by size).
+ * The last step of the runtime's data flow.  A run context (struct rt_exec,
+ * runtime_int.h) holds, per value of the graph, what it holds in this run (a
+ * tensor view, a sequence, or nothing for an empty optional) and the buffers
+ * behind it.  runtime_run() checks the caller's inputs against the declared
+ * input types, then calls each node's kernel in run order.  Kernels read
+ * inputs through rt_input()/rt_input_seq() and get output buffers from
+ * rt_output() and rt_seq_append(); after a node has run, every value it was
+ * the last reader of gives its buffers back.  Where buffers come from and go
+ * back to (the pool, static memory plans, views of other values' cells) is
+ * buffers.c; this file decides when.
  *
  * Subgraphs (If, Loop, Scan, SequenceMap bodies) run in child contexts made
  * on first use and kept by the context running the enclosing node; children
@@ -18,38 +19,15 @@
  * to the next run as inputs without copying.
  *
  * Invariants:
- *  - a buffer is either held by exactly one value (vbuf[v] or an item of
- *    seqs[v]), by the running node's temporaries, by a child's list of
- *    buffers released after its current run, or in the pool;
- *  - buffers outlive runs: the outputs of run N go back to the pool when run
- *    N+1 starts, so a second run with the same shapes takes every buffer
- *    from the pool and allocates nothing (sequence item arrays are kept too);
- *  - the pool keeps at most POOL_MAX_BYTES; past that, released buffers are
- *    freed instead;
  *  - views of graph inputs point at caller memory and are never written;
  *    constants are read in place from the model; captured outer values are
- *    views of the enclosing context's values, alive while the node runs.
- *
- * Static memory plans.  The top context of a model run keys each run by its
- * input-shape class (every input's rank and dims).  The first run of a class
- * draws from the pool and records each value buffer's size and the steps
- * between which it was alive (scratch buffers too); plan.c packs those into
- * offsets of one arena and keeps the plans (struct rt_plans).  Later runs of the class take every buffer at its
- * offset: no search, no allocation.  A plan only ever serves a request that
- * fits its slot; a bigger one (a data-dependent shape) falls back to the
- * pool, so a plan never overflows.  Arena slices are struct buf with cap 0.
- * At most RT_PLAN_MAX plans (and RT_PLAN_MAX_BYTES of arena) are kept per
- * context, the least recently used evicted.  Graph outputs are planned alive
- * to the end of the run, so they stay valid until the next run starts.
- *
- * Views.  rt_output_alias() makes a value view another's cells (Reshape and
- * friends).  root[v] names the value owning the buffer v views and refs[r]
- * counts the live views of r's buffer: r's buffer goes back only when r and
- * every view have had their last reader.  A view of memory the context does
- * not own (a graph input, a constant) has root -1 and is never written.  A
- * plan records which values were views; a planned run copies instead of
- * viewing where the recorded run did not view, so lifetimes never grow past
- * the planned ones.
+ *    views of the enclosing context's values, alive while the node runs;
+ *  - a graph output holds cells of the context's own when the run returns
+ *    (a copy where it would view caller or model memory), valid until the
+ *    next run starts;
+ *  - in a planned run, rt_output_alias() makes a value view another's cells
+ *    only where the recorded run did; elsewhere it copies, so that no buffer
+ *    lives longer than planned.
  *
  * Nodes folded at load (infer.c) are skipped: their outputs are constants.
  * infer.c runs them through rt_fold_node() on a context of their own, with
@@ -57,7 +35,6 @@
  * Under RT_DEBUG_CHECK_SHAPES every produced tensor is compared with its
  * value's static shape (a debugging aid; a production run never looks).
  */
-#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,304 +42,15 @@
 
 #include "runtime_int.h"
 
-#define POOL_MAX_BYTES ((size_t)1 << 30)
-#define ALIGN 64
-
-/* A buffer: from the heap (cap > 0) or a slice of a plan's arena (cap 0,
- * never freed nor pooled). */
-struct buf {
-	void *p;
-	size_t cap;
-};
-
-enum { M_POOL, M_REC, M_PLAN };
-
-struct pool {
-	struct buf *b;
-	size_t n, cap;
-	size_t bytes;
-	/* During the first run of a new plan, what the pool held before it:
-	 * drawn from when the pool has nothing, freed after that run. */
-	struct buf *old;
-	size_t nold, capold;
-};
-
-struct sym {
+struct rt_sym {
 	const char *name;        /* a symbolic dimension name of an input */
 	int64_t size;            /* its size in this run */
 	int input;               /* the input that fixed it */
 };
 
-/* A sequence value.  s.items is own[] when the context made the items, or
- * borrowed (a graph input, a captured value, a subgraph input). */
-struct seqv {
-	struct rt_sequence s;
-	struct rt_tensor *own;   /* cap item views */
-	struct buf *bufs;        /* the buffer of own[i], i < nbufs */
-	int cap;
-	int nbufs;
-};
-
-/* What a value holds in the current run. */
-enum { H_EMPTY, H_TENSOR, H_SEQ, H_NONE };
-
-struct child {
-	const struct rt_graph *g;
-	struct rt_exec *x;
-};
-
-struct rt_exec {
-	const struct rt_model *m;
-	const struct rt_graph *g;
-	struct rt_exec *outer;   /* the context running the enclosing graph, or NULL */
-	struct rt_tensor *vals;  /* one view per value */
-	struct buf *vbuf;        /* the buffer each value holds in this run */
-	unsigned char *hold;     /* H_* per value */
-	struct seqv *seqs;       /* per value; used by sequence values */
-	struct pool *pool;       /* the top context's */
-	struct pool own_pool;
-	struct buf *temp;        /* scratch and omitted outputs of the running node */
-	size_t ntemp, captemp;
-	struct rt_tensor *tmp_out; /* views of omitted outputs, one per output slot */
-	int max_nout;
-	struct sym *sym;
-	int capsym;
-	int nsym;                /* symbolic input dims (top context); sizes bound per run */
-	int check;               /* compare produced tensors with static shapes */
-	struct strata_error *err;
-	int failed;              /* rt_fail() was called by the running kernel */
-	struct base_arena *strings; /* the top context's */
-	struct base_arena own_strings; /* bytes of strings made by kernels, reset per run */
-	struct child *kids;      /* contexts of subgraphs, made on first use */
-	size_t nkids, capkids;
-	struct buf *later;       /* released when the current run of this child ends */
-	size_t nlater, caplater;
-	struct seqv *later_seq;
-	size_t nlater_seq, caplater_seq;
-	int *root;               /* per value: the value owning the buffer it views, or -1 */
-	int *refs;               /* per value: live views of its buffer */
-	int *symidx;             /* per input dim (k * RT_MAX_RANK + d): symbol or -1 */
-	int all_tensor;          /* every graph input and output is a tensor */
-	/* Plans: only the top context of runtime_run/runtime_run_args. */
-	int planning;
-	int mode;                /* M_*: how this run draws its buffers */
-	int step;                /* the running node (g->nnodes after the last) */
-	struct rt_plan *plan;    /* M_PLAN */
-	size_t tnext;            /* M_PLAN: next scratch slot */
-	struct rt_plans pc;      /* the plans, the arena and the recording (plan.c) */
-};
-
 struct rt_ctx {
 	struct rt_exec x;
 };
-
-/* ---- the buffer pool --------------------------------------------------------------- */
-
-/* A buffer of at least n bytes: the smallest pooled one that fits, else new. */
-static int pool_get(struct rt_exec *x, size_t n, struct buf *b)
-{
-	struct pool *pl = x->pool;
-	size_t best = SIZE_MAX;
-	for (size_t i = 0; i < pl->n; i++)
-		if (pl->b[i].cap >= n && (best == SIZE_MAX || pl->b[i].cap < pl->b[best].cap))
-			best = i;
-	if (best != SIZE_MAX) {
-		*b = pl->b[best];
-		pl->b[best] = pl->b[--pl->n];
-		pl->bytes -= b->cap;
-		return 0;
-	}
-	for (size_t i = 0; i < pl->nold; i++)
-		if (pl->old[i].cap >= n && (best == SIZE_MAX || pl->old[i].cap < pl->old[best].cap))
-			best = i;
-	if (best != SIZE_MAX) {
-		*b = pl->old[best];
-		pl->old[best] = pl->old[--pl->nold];
-		return 0;
-	}
-	if (n > SIZE_MAX - ALIGN)
-		return STRATA_LIMIT;
-	size_t cap = n ? (n + ALIGN - 1) / ALIGN * ALIGN : ALIGN;
-	b->p = base_alloc(cap);
-	if (!b->p)
-		return STRATA_NOMEM;
-	b->cap = cap;
-	return 0;
-}
-
-static void pool_put(struct rt_exec *x, struct buf *b)
-{
-	struct pool *pl = x->pool;
-	if (!b->p || !b->cap) {
-		b->p = NULL;
-		b->cap = 0;
-		return;
-	}
-	if (pl->bytes + b->cap > POOL_MAX_BYTES ||
-	    (pl->n == pl->cap &&
-	     base_grow((void **)&pl->b, &pl->cap, pl->n + 1, sizeof *pl->b, 1 << 24) != 0)) {
-		base_free(b->p, b->cap);
-	} else {
-		pl->b[pl->n++] = *b;
-		pl->bytes += b->cap;
-	}
-	b->p = NULL;
-	b->cap = 0;
-}
-
-/* Free what the pool held before a new plan's first run and that run did
- * not take: the plan replaced it. */
-static void old_free(struct pool *pl)
-{
-	while (pl->nold > 0) {
-		pl->nold--;
-		base_free(pl->old[pl->nold].p, pl->old[pl->nold].cap);
-	}
-}
-
-/* A buffer that lives until the running node returns. */
-static void *temp_get(struct rt_exec *x, size_t n)
-{
-	if (x->ntemp == x->captemp &&
-	    base_grow((void **)&x->temp, &x->captemp, x->ntemp + 1, sizeof *x->temp, 1 << 20) != 0)
-		return NULL;
-	struct buf b;
-	if (x->mode == M_PLAN) {
-		const struct rt_plan *p = x->plan;
-		while (x->tnext < p->ntmp && p->tmp[x->tnext].step < x->step)
-			x->tnext++;
-		if (x->tnext < p->ntmp && p->tmp[x->tnext].step == x->step &&
-		    n <= p->tmp[x->tnext].bytes) {
-			b.p = (char *)x->pc.arena + p->tmp[x->tnext++].off;
-			b.cap = 0;
-			x->temp[x->ntemp++] = b;
-			return b.p;
-		}
-	} else if (x->mode == M_REC) {
-		struct rt_plans *c = &x->pc;
-		if (c->ntrec == c->captrec &&
-		    base_grow((void **)&c->trec, &c->captrec, c->ntrec + 1, sizeof *c->trec, 1 << 24) != 0)
-			c->rec_bad = 1;
-		else
-			c->trec[c->ntrec++] = (struct rt_plan_scratch){ x->step, n, 0 };
-	}
-	if (pool_get(x, n, &b) != 0)
-		return NULL;
-	x->temp[x->ntemp++] = b;
-	return b.p;
-}
-
-/* The buffer of value v (bytes long): its planned slot when it fits, else
- * from the pool.  A recording run notes the request. */
-static int value_get(struct rt_exec *x, int v, size_t bytes, struct buf *b)
-{
-	if (x->mode == M_PLAN) {
-		const struct rt_plan *p = x->plan;
-		if (bytes <= p->cap[v]) {
-			b->p = (char *)x->pc.arena + p->off[v];
-			b->cap = 0;
-			return 0;
-		}
-	} else if (x->mode == M_REC) {
-		if (x->pc.rstart[v] < 0)
-			x->pc.rstart[v] = x->step;
-		if (bytes > x->pc.rbytes[v])
-			x->pc.rbytes[v] = bytes;
-		x->pc.rend[v] = INT_MAX;
-	}
-	return pool_get(x, bytes, b);
-}
-
-/* Value v's own buffer leaves it. */
-static void drop_buf(struct rt_exec *x, int v)
-{
-	if (x->mode == M_REC && x->vbuf[v].p)
-		x->pc.rend[v] = x->step;
-	pool_put(x, &x->vbuf[v]);
-}
-
-static void buf_free(struct buf *b)
-{
-	if (b->p && b->cap)
-		base_free(b->p, b->cap);
-	b->p = NULL;
-	b->cap = 0;
-}
-
-static void temp_release(struct rt_exec *x)
-{
-	while (x->ntemp > 0)
-		pool_put(x, &x->temp[--x->ntemp]);
-}
-
-/* ---- values ------------------------------------------------------------------------- */
-
-/* Give back the item buffers of a sequence value (its arrays stay). */
-static void seq_release(struct rt_exec *x, struct seqv *sv)
-{
-	for (int i = 0; i < sv->nbufs; i++)
-		pool_put(x, &sv->bufs[i]);
-	sv->nbufs = 0;
-	sv->s.count = 0;
-	sv->s.items = sv->own;
-}
-
-static void seq_free_arrays(struct seqv *sv)
-{
-	if (sv->own)
-		base_free(sv->own, (size_t)sv->cap * sizeof *sv->own);
-	if (sv->bufs)
-		base_free(sv->bufs, (size_t)sv->cap * sizeof *sv->bufs);
-	memset(sv, 0, sizeof *sv);
-}
-
-/* Value v no longer holds anything of its own.  A buffer still viewed by
- * other values stays until the last view goes. */
-static void release_value(struct rt_exec *x, int v)
-{
-	int r = x->root[v];
-	if (r >= 0) {
-		x->root[v] = -1;
-		if (--x->refs[r] == 0 && x->hold[r] == H_EMPTY)
-			drop_buf(x, r);
-	} else if (x->refs[v] == 0) {
-		drop_buf(x, v);
-	}
-	seq_release(x, &x->seqs[v]);
-	if (x->g->values[v].producer >= 0)
-		x->hold[v] = H_EMPTY;
-}
-
-/* Room for one more owned item in sv. */
-static int seq_reserve(struct seqv *sv)
-{
-	if (sv->s.count < sv->cap)
-		return 0;
-	if (sv->s.count >= RT_SEQ_MAX)
-		return STRATA_LIMIT;
-	int cap = sv->cap ? 2 * sv->cap : 8;
-	struct rt_tensor *own = base_calloc((size_t)cap, sizeof *own);
-	struct buf *bufs = base_calloc((size_t)cap, sizeof *bufs);
-	if (!own || !bufs) {
-		if (own)
-			base_free(own, (size_t)cap * sizeof *own);
-		if (bufs)
-			base_free(bufs, (size_t)cap * sizeof *bufs);
-		return STRATA_NOMEM;
-	}
-	if (sv->cap) {
-		memcpy(own, sv->own, (size_t)sv->cap * sizeof *own);
-		memcpy(bufs, sv->bufs, (size_t)sv->cap * sizeof *bufs);
-	}
-	int borrowed = sv->s.items != sv->own;
-	seq_free_arrays(&(struct seqv){ .own = sv->own, .bufs = sv->bufs, .cap = sv->cap });
-	sv->own = own;
-	sv->bufs = bufs;
-	sv->cap = cap;
-	if (!borrowed)
-		sv->s.items = own;
-	return 0;
-}
 
 /* ---- context ------------------------------------------------------------------------ */
 
@@ -428,13 +116,13 @@ static int exec_init(struct rt_exec *x, const struct rt_model *m, const struct r
 			for (*si = 0; *si < ns && strcmp(x->sym[*si].name, name) != 0; (*si)++)
 				;
 			if (*si == ns)
-				x->sym[ns++] = (struct sym){ name, -1, k };
+				x->sym[ns++] = (struct rt_sym){ name, -1, k };
 		}
 	x->nsym = ns;
 	for (int v = 0; v < g->nvalues; v++)
 		if (g->values[v].konst) {
 			x->vals[v] = *g->values[v].konst;
-			x->hold[v] = H_TENSOR;
+			x->hold[v] = RT_HOLD_TENSOR;
 		}
 	return 0;
 }
@@ -460,49 +148,6 @@ int runtime_ctx_new(const struct rt_model *m, struct rt_ctx **out, struct strata
 	return 0;
 }
 
-/* Hand the later lists back: the run that needed them has ended. */
-static void release_later(struct rt_exec *x)
-{
-	while (x->nlater > 0)
-		pool_put(x, &x->later[--x->nlater]);
-	while (x->nlater_seq > 0) {
-		struct seqv *sv = &x->later_seq[--x->nlater_seq];
-		seq_release(x, sv);
-		seq_free_arrays(sv);
-	}
-}
-
-/* Give back everything x and its children hold (between top-level runs). */
-static void release_all(struct rt_exec *x)
-{
-	const struct rt_graph *g = x->g;
-	for (int v = 0; v < g->nvalues; v++) {
-		pool_put(x, &x->vbuf[v]);
-		x->root[v] = -1;
-		x->refs[v] = 0;
-		seq_release(x, &x->seqs[v]);
-		x->hold[v] = g->values[v].konst ? H_TENSOR : H_EMPTY;
-		if (g->values[v].konst)
-			x->vals[v] = *g->values[v].konst;
-	}
-	temp_release(x);
-	release_later(x);
-	for (size_t i = 0; i < x->nkids; i++)
-		release_all(x->kids[i].x);
-}
-
-/* Turn what the run that just ended recorded into a plan (plan.c). */
-static void plan_build(struct rt_exec *x)
-{
-	if (rt_plans_build(&x->pc, x->g->nvalues) != 0)
-		return;
-	/* Room for the pool's array swap of the plan's first run (see
-	 * start_mode), made now so that run allocates nothing. */
-	struct pool *pl = x->pool;
-	base_grow((void **)&pl->old, &pl->capold, pl->cap + (size_t)x->g->nvalues + 16,
-	          sizeof *pl->old, 1 << 24);
-}
-
 static void exec_free(struct rt_exec *x)
 {
 	size_t nv = (size_t)x->g->nvalues + 1;
@@ -512,40 +157,9 @@ static void exec_free(struct rt_exec *x)
 	}
 	if (x->kids)
 		base_free(x->kids, x->capkids * sizeof *x->kids);
-	if (x->vbuf)
-		for (size_t v = 0; v < nv; v++)
-			buf_free(&x->vbuf[v]);
-	if (x->seqs)
-		for (size_t v = 0; v < nv; v++) {
-			for (int i = 0; i < x->seqs[v].nbufs; i++)
-				base_free(x->seqs[v].bufs[i].p, x->seqs[v].bufs[i].cap);
-			seq_free_arrays(&x->seqs[v]);
-		}
-	for (size_t i = 0; i < x->nlater; i++)
-		buf_free(&x->later[i]);
-	for (size_t i = 0; i < x->nlater_seq; i++) {
-		for (int j = 0; j < x->later_seq[i].nbufs; j++)
-			base_free(x->later_seq[i].bufs[j].p, x->later_seq[i].bufs[j].cap);
-		seq_free_arrays(&x->later_seq[i]);
-	}
-	if (x->later)
-		base_free(x->later, x->caplater * sizeof *x->later);
-	if (x->later_seq)
-		base_free(x->later_seq, x->caplater_seq * sizeof *x->later_seq);
-	for (size_t i = 0; i < x->ntemp; i++)
-		buf_free(&x->temp[i]);
-	if (x->temp)
-		base_free(x->temp, x->captemp * sizeof *x->temp);
-	if (!x->outer) {
-		for (size_t i = 0; i < x->own_pool.n; i++)
-			base_free(x->own_pool.b[i].p, x->own_pool.b[i].cap);
-		if (x->own_pool.b)
-			base_free(x->own_pool.b, x->own_pool.cap * sizeof *x->own_pool.b);
-		old_free(&x->own_pool);
-		if (x->own_pool.old)
-			base_free(x->own_pool.old, x->own_pool.capold * sizeof *x->own_pool.old);
+	rt_exec_buffers_free(x);
+	if (!x->outer)
 		base_arena_free(&x->own_strings);
-	}
 	if (x->vals)
 		base_free(x->vals, nv * sizeof *x->vals);
 	if (x->vbuf)
@@ -580,7 +194,7 @@ void runtime_ctx_free(struct rt_ctx *cx)
 
 const struct rt_tensor *rt_input(struct rt_exec *x, const struct rt_node *n, int i)
 {
-	if (i < 0 || i >= n->nin || n->in[i] < 0 || x->hold[n->in[i]] != H_TENSOR)
+	if (i < 0 || i >= n->nin || n->in[i] < 0 || x->hold[n->in[i]] != RT_HOLD_TENSOR)
 		return NULL;
 	return &x->vals[n->in[i]];
 }
@@ -590,22 +204,22 @@ int rt_input_kind(struct rt_exec *x, const struct rt_node *n, int i)
 	if (i < 0 || i >= n->nin || n->in[i] < 0)
 		return RT_ARG_NONE;
 	switch (x->hold[n->in[i]]) {
-	case H_TENSOR: return RT_ARG_TENSOR;
-	case H_SEQ: return RT_ARG_SEQUENCE;
+	case RT_HOLD_TENSOR: return RT_ARG_TENSOR;
+	case RT_HOLD_SEQ: return RT_ARG_SEQUENCE;
 	default: return RT_ARG_NONE;
 	}
 }
 
 const struct rt_sequence *rt_input_seq(struct rt_exec *x, const struct rt_node *n, int i)
 {
-	if (i < 0 || i >= n->nin || n->in[i] < 0 || x->hold[n->in[i]] != H_SEQ)
+	if (i < 0 || i >= n->nin || n->in[i] < 0 || x->hold[n->in[i]] != RT_HOLD_SEQ)
 		return NULL;
 	return &x->seqs[n->in[i]].s;
 }
 
 const struct rt_tensor *rt_value_tensor(struct rt_exec *x, int v)
 {
-	if (v < 0 || v >= x->g->nvalues || x->hold[v] != H_TENSOR)
+	if (v < 0 || v >= x->g->nvalues || x->hold[v] != RT_HOLD_TENSOR)
 		return NULL;
 	return &x->vals[v];
 }
@@ -672,17 +286,17 @@ int rt_output(struct rt_exec *x, const struct rt_node *n, int i, int dtype, int 
 	void *p;
 	if (v < 0) {
 		/* An omitted optional output: the kernel may still write it. */
-		p = temp_get(x, bytes);
+		p = rt_temp_get(x, bytes);
 		t = &x->tmp_out[i];
 	} else {
 		/* A kernel that asks twice gets a fresh buffer; the old one returns. */
-		release_value(x, v);
-		struct buf b;
-		rc = value_get(x, v, bytes, &b);
+		rt_value_release(x, v);
+		struct rt_buf b;
+		rc = rt_value_get(x, v, bytes, &b);
 		p = rc == 0 ? b.p : NULL;
 		if (p) {
 			x->vbuf[v] = b;
-			x->hold[v] = H_TENSOR;
+			x->hold[v] = RT_HOLD_TENSOR;
 		}
 		t = &x->vals[v];
 	}
@@ -715,7 +329,7 @@ int rt_output_alias(struct rt_exec *x, const struct rt_node *n, int i, int in_in
 	if (count != runtime_tensor_count(src))
 		return rt_fail(x, n, STRATA_RUNTIME, "output %d views %lld cells, input %d has %lld", i,
 		               (long long)count, in_index, (long long)runtime_tensor_count(src));
-	int copy = v < 0 || v == s || (x->mode == M_PLAN && !x->plan->aliased[v]);
+	int copy = v < 0 || v == s || (x->mode == RT_MODE_PLAN && !x->plan->aliased[v]);
 	if (copy || x->g->values[v].dtype != src->dtype || x->g->values[v].kind != RT_KIND_TENSOR) {
 		/* Where the plan has no view, the value gets its own cells: the
 		 * source's lifetime must not outgrow the planned one. */
@@ -730,15 +344,8 @@ int rt_output_alias(struct rt_exec *x, const struct rt_node *n, int i, int in_in
 		return 0;
 	}
 	void *data = src->data;
-	release_value(x, v);
-	int r = x->vbuf[s].p ? s : x->root[s];
-	if (r >= 0) {
-		x->root[v] = r;
-		x->refs[r]++;
-	}
-	if (x->mode == M_REC)
-		x->pc.ralias[v] = 1;
-	x->hold[v] = H_TENSOR;
+	rt_value_view(x, v, s);
+	x->hold[v] = RT_HOLD_TENSOR;
 	set_view(&x->vals[v], src->dtype, rank, dims, data, 0);
 	if (out)
 		*out = &x->vals[v];
@@ -758,9 +365,9 @@ int rt_output_seq(struct rt_exec *x, const struct rt_node *n, int i, int dtype)
 	if (dtype != val->dtype)
 		return rt_fail(x, n, STRATA_RUNTIME, "output %d is a sequence of %s, but was declared %s",
 		               i, base_dtype_name(dtype), base_dtype_name(val->dtype));
-	release_value(x, v);
+	rt_value_release(x, v);
 	x->seqs[v].s.dtype = dtype;
-	x->hold[v] = H_SEQ;
+	x->hold[v] = RT_HOLD_SEQ;
 	return 0;
 }
 
@@ -772,7 +379,7 @@ int rt_seq_append(struct rt_exec *x, const struct rt_node *n, int i, int rank,
 		return rt_fail(x, n, STRATA_RUNTIME, "output %d does not exist", i);
 	int v = n->out[i];
 	int dtype = v >= 0 ? x->g->values[v].dtype : BASE_DT_UNDEFINED;
-	if (v >= 0 && x->hold[v] != H_SEQ)
+	if (v >= 0 && x->hold[v] != RT_HOLD_SEQ)
 		return rt_fail(x, n, STRATA_RUNTIME, "output %d was not started as a sequence", i);
 	if (v < 0) {
 		/* Nobody reads an omitted output: its items are scratch. */
@@ -784,18 +391,18 @@ int rt_seq_append(struct rt_exec *x, const struct rt_node *n, int i, int rank,
 	if (rc != 0)
 		return rc;
 	if (v < 0) {
-		void *p = temp_get(x, bytes);
+		void *p = rt_temp_get(x, bytes);
 		if (!p)
 			return rt_fail(x, n, STRATA_NOMEM, "out of memory for output %d", i);
 		set_view(&x->tmp_out[i], dtype, 0, NULL, p, bytes);
 		*out = &x->tmp_out[i];
 		return 0;
 	}
-	struct seqv *sv = &x->seqs[v];
-	if ((rc = seq_reserve(sv)) != 0)
+	struct rt_seqv *sv = &x->seqs[v];
+	if ((rc = rt_seqv_reserve(sv)) != 0)
 		return rt_fail(x, n, rc, "output %d: cannot hold %d items", i, sv->s.count + 1);
-	struct buf b;
-	if ((rc = pool_get(x, bytes, &b)) != 0)
+	struct rt_buf b;
+	if ((rc = rt_pool_get(x, bytes, &b)) != 0)
 		return rt_fail(x, n, rc, "out of memory for an item of output %d (%zu bytes)", i, bytes);
 	int k = sv->s.count++;
 	sv->bufs[k] = b;
@@ -832,8 +439,8 @@ int rt_output_none(struct rt_exec *x, const struct rt_node *n, int i)
 	int k = x->g->values[v].kind;
 	if (k != RT_KIND_OPTIONAL_TENSOR && k != RT_KIND_OPTIONAL_SEQUENCE)
 		return rt_fail(x, n, STRATA_RUNTIME, "output %d is not an optional, it cannot be empty", i);
-	release_value(x, v);
-	x->hold[v] = H_NONE;
+	rt_value_release(x, v);
+	x->hold[v] = RT_HOLD_NONE;
 	return 0;
 }
 
@@ -872,7 +479,7 @@ char *rt_string(struct rt_exec *x, const char *s, size_t len)
 
 void *rt_scratch(struct rt_exec *x, size_t bytes)
 {
-	return temp_get(x, bytes);
+	return rt_temp_get(x, bytes);
 }
 
 int rt_fail(struct rt_exec *x, const struct rt_node *n, int code, const char *fmt, ...)
@@ -1004,7 +611,7 @@ static int bind_inputs(struct rt_exec *x, const struct rt_tensor *tin, const str
 			                info->name, arg_name(kind), opt ? "an optional " : "",
 			                seq ? "sequence" : "tensor");
 		if (kind == RT_ARG_NONE) {
-			x->hold[v] = H_NONE;
+			x->hold[v] = RT_HOLD_NONE;
 			continue;
 		}
 		if (kind == RT_ARG_TENSOR) {
@@ -1013,7 +620,7 @@ static int bind_inputs(struct rt_exec *x, const struct rt_tensor *tin, const str
 			if (rc != 0)
 				return rc;
 			x->vals[v] = *t;
-			x->hold[v] = H_TENSOR;
+			x->hold[v] = RT_HOLD_TENSOR;
 			continue;
 		}
 		const struct rt_sequence *sq = &ain[k].seq;
@@ -1030,7 +637,7 @@ static int bind_inputs(struct rt_exec *x, const struct rt_tensor *tin, const str
 				return base_err_prefix(err, rc, "item %d", i);
 		}
 		x->seqs[v].s = *sq;
-		x->hold[v] = H_SEQ;
+		x->hold[v] = RT_HOLD_SEQ;
 	}
 	return 0;
 }
@@ -1060,7 +667,7 @@ static int check_shapes(struct rt_exec *x, const struct rt_node *n)
 {
 	for (int j = 0; j < n->nout; j++) {
 		int v = n->out[j];
-		if (v < 0 || x->hold[v] != H_TENSOR)
+		if (v < 0 || x->hold[v] != RT_HOLD_TENSOR)
 			continue;
 		const struct rt_shape *s = &x->g->values[v].shape;
 		if (rt_shape_fits(s, &x->vals[v], sym_size, x))
@@ -1089,10 +696,10 @@ static int run_nodes(struct rt_exec *x)
 		x->step = i;
 		x->failed = 0;
 		int rc = n->run((struct rt_node *)n, x);
-		temp_release(x);
+		rt_temp_release(x);
 		if (rc == 0) {
 			for (int j = 0; j < n->nout; j++)
-				if (n->out[j] >= 0 && x->hold[n->out[j]] == H_EMPTY) {
+				if (n->out[j] >= 0 && x->hold[n->out[j]] == RT_HOLD_EMPTY) {
 					rc = rt_fail(x, n, STRATA_RUNTIME, "the kernel did not produce output %d", j);
 					break;
 				}
@@ -1106,12 +713,12 @@ static int run_nodes(struct rt_exec *x)
 		for (int j = 0; j < n->nin + n->nimplicit; j++) {
 			int v = dep(n, j);
 			if (v >= 0 && g->values[v].last_use == i && !g->values[v].is_output)
-				release_value(x, v);
+				rt_value_release(x, v);
 		}
 		for (int j = 0; j < n->nout; j++) {
 			int v = n->out[j];
 			if (v >= 0 && g->values[v].last_use < 0 && !g->values[v].is_output)
-				release_value(x, v);
+				rt_value_release(x, v);
 		}
 	}
 	return 0;
@@ -1122,18 +729,18 @@ static int run_nodes(struct rt_exec *x)
 static int own_value(struct rt_exec *x, int v, struct strata_error *err)
 {
 	const char *nm = x->g->values[v].name;
-	if (x->hold[v] == H_TENSOR && !x->vbuf[v].p && x->root[v] < 0) {
+	if (x->hold[v] == RT_HOLD_TENSOR && !x->vbuf[v].p && x->root[v] < 0) {
 		struct rt_tensor *t = &x->vals[v];
 		int ok;
 		size_t bytes = rt_tensor_bytes(t->dtype, runtime_tensor_count(t), &ok);
-		int rc = value_get(x, v, bytes, &x->vbuf[v]);
+		int rc = rt_value_get(x, v, bytes, &x->vbuf[v]);
 		if (rc != 0)
 			return base_err(err, rc, "out of memory for output \"%s\"", nm);
 		if (bytes)
 			memcpy(x->vbuf[v].p, t->data, bytes);
 		t->data = x->vbuf[v].p;
-	} else if (x->hold[v] == H_SEQ && x->seqs[v].s.items != x->seqs[v].own) {
-		struct seqv *sv = &x->seqs[v];
+	} else if (x->hold[v] == RT_HOLD_SEQ && x->seqs[v].s.items != x->seqs[v].own) {
+		struct rt_seqv *sv = &x->seqs[v];
 		struct rt_sequence from = sv->s;
 		sv->s.items = sv->own;
 		sv->s.count = 0;
@@ -1142,10 +749,10 @@ static int own_value(struct rt_exec *x, int v, struct strata_error *err)
 			const struct rt_tensor *t = &from.items[i];
 			int ok;
 			size_t bytes = rt_tensor_bytes(t->dtype, runtime_tensor_count(t), &ok);
-			struct buf b;
-			int rc = seq_reserve(sv);
+			struct rt_buf b;
+			int rc = rt_seqv_reserve(sv);
 			if (rc == 0)
-				rc = pool_get(x, bytes, &b);
+				rc = rt_pool_get(x, bytes, &b);
 			if (rc != 0)
 				return base_err(err, rc, "out of memory for output \"%s\"", nm);
 			if (bytes)
@@ -1162,54 +769,12 @@ static int own_value(struct rt_exec *x, int v, struct strata_error *err)
 static void to_arg(struct rt_exec *x, int v, struct rt_arg *a)
 {
 	memset(a, 0, sizeof *a);
-	a->kind = x->hold[v] == H_TENSOR ? RT_ARG_TENSOR : x->hold[v] == H_SEQ ? RT_ARG_SEQUENCE
+	a->kind = x->hold[v] == RT_HOLD_TENSOR ? RT_ARG_TENSOR : x->hold[v] == RT_HOLD_SEQ ? RT_ARG_SEQUENCE
 	                                                                       : RT_ARG_NONE;
 	if (a->kind == RT_ARG_TENSOR)
 		a->tensor = x->vals[v];
 	else if (a->kind == RT_ARG_SEQUENCE)
 		a->seq = x->seqs[v].s;
-}
-
-/* How this run draws buffers: the plan of its input-shape class, or the
- * pool while recording one.  Runs with a sequence or an empty optional
- * input, and contexts that do not plan, use the pool. */
-static void start_mode(struct rt_exec *x)
-{
-	const struct rt_graph *g = x->g;
-	x->mode = M_POOL;
-	x->plan = NULL;
-	if (!x->planning)
-		return;
-	size_t k = 0;
-	for (int i = 0; i < g->ninputs; i++) {
-		int v = g->inputs[i];
-		if (x->hold[v] != H_TENSOR)
-			return;
-		x->pc.key[k++] = x->vals[v].rank;
-		for (int d = 0; d < x->vals[v].rank; d++)
-			x->pc.key[k++] = x->vals[v].dims[d];
-	}
-	x->pc.nkey = k;
-	x->plan = rt_plans_find(&x->pc);
-	if (x->plan) {
-		x->mode = M_PLAN;
-		x->tnext = 0;
-		struct pool *pl = x->pool;
-		if (x->plan->fresh && pl->nold == 0) {
-			struct buf *t = pl->old;
-			size_t c = pl->capold;
-			pl->old = pl->b;
-			pl->nold = pl->n;
-			pl->capold = pl->cap;
-			pl->b = t;
-			pl->cap = c;
-			pl->n = 0;
-			pl->bytes = 0;
-		}
-		return;
-	}
-	x->mode = M_REC;
-	rt_plans_record(&x->pc, g->nvalues);
 }
 
 /* A top-level run: inputs as tensors (tin) or values (ain); outputs bound in
@@ -1220,27 +785,20 @@ static int run_top(struct rt_exec *x, const struct rt_tensor *tin, const struct 
 	const struct rt_graph *g = x->g;
 	/* The previous run's outputs (and, after a failed run, everything it
 	 * held) go back to the pool. */
-	release_all(x);
+	rt_exec_release_all(x);
 	base_arena_reset(x->strings);
 
 	int rc = bind_inputs(x, tin, ain, err);
 	if (rc != 0)
 		return rc;
-	start_mode(x);
+	rt_exec_mode_start(x);
 	x->err = err;
 	rc = run_nodes(x);
 	x->err = NULL;
 	x->step = g->nnodes;
 	for (int k = 0; k < g->noutputs && rc == 0; k++)
 		rc = own_value(x, g->outputs[k], err);
-	if (rc == 0 && x->mode == M_REC && !x->pc.rec_bad)
-		plan_build(x);
-	if (x->mode == M_PLAN) {
-		x->plan->fresh = 0;
-		old_free(x->pool);
-	}
-	x->mode = M_POOL;
-	x->plan = NULL;
+	rt_exec_mode_end(x, rc);
 	return rc;
 }
 
@@ -1263,7 +821,7 @@ int runtime_run(struct rt_ctx *cx, const struct rt_tensor *in, struct rt_tensor 
 	if (rc != 0)
 		return rc;
 	for (int k = 0; k < g->noutputs; k++) {
-		if (x->hold[g->outputs[k]] != H_TENSOR)
+		if (x->hold[g->outputs[k]] != RT_HOLD_TENSOR)
 			return base_err(err, STRATA_RUNTIME, "output \"%s\" holds no tensor",
 			                g->output_info[k].name);
 		out[k] = x->vals[g->outputs[k]];
@@ -1311,38 +869,6 @@ static struct rt_exec *child_of(struct rt_exec *x, const struct rt_graph *sg)
 	return c;
 }
 
-/* Move what c's values still hold (the previous run's outputs) to its later
- * lists: the new run's inputs may view them. */
-static int defer_holdings(struct rt_exec *c)
-{
-	const struct rt_graph *g = c->g;
-	for (int v = 0; v < g->nvalues; v++) {
-		c->root[v] = -1;
-		c->refs[v] = 0;
-		if (c->vbuf[v].p) {
-			if (c->nlater == c->caplater &&
-			    base_grow((void **)&c->later, &c->caplater, c->nlater + 1, sizeof *c->later,
-			              1 << 20) != 0)
-				return STRATA_NOMEM;
-			c->later[c->nlater++] = c->vbuf[v];
-			c->vbuf[v].p = NULL;
-			c->vbuf[v].cap = 0;
-		}
-		if (c->seqs[v].cap) {
-			if (c->nlater_seq == c->caplater_seq &&
-			    base_grow((void **)&c->later_seq, &c->caplater_seq, c->nlater_seq + 1,
-			              sizeof *c->later_seq, 1 << 20) != 0)
-				return STRATA_NOMEM;
-			c->later_seq[c->nlater_seq++] = c->seqs[v];
-			memset(&c->seqs[v], 0, sizeof c->seqs[v]);
-		}
-		c->hold[v] = g->values[v].konst ? H_TENSOR : H_EMPTY;
-		c->seqs[v].s.items = NULL;
-		c->seqs[v].s.count = 0;
-	}
-	return 0;
-}
-
 static const char *kind_str(int k)
 {
 	switch (k) {
@@ -1361,8 +887,8 @@ int rt_subgraph_run(struct rt_exec *x, const struct rt_node *n, const struct rt_
 	struct rt_exec *c = child_of(x, sg);
 	if (!c)
 		return rt_fail(x, n, STRATA_NOMEM, "out of memory for a subgraph context");
-	if (defer_holdings(c) != 0) {
-		release_later(c);
+	if (rt_exec_defer(c) != 0) {
+		rt_exec_release_later(c);
 		return rt_fail(x, n, STRATA_NOMEM, "out of memory for a subgraph run");
 	}
 	int rc = 0;
@@ -1371,7 +897,7 @@ int rt_subgraph_run(struct rt_exec *x, const struct rt_node *n, const struct rt_
 		int o = sg->values[v].outer;
 		if (o < 0 || sg->values[v].konst)
 			continue;
-		if (o >= x->g->nvalues || x->hold[o] == H_EMPTY) {
+		if (o >= x->g->nvalues || x->hold[o] == RT_HOLD_EMPTY) {
 			rc = rt_fail(x, n, STRATA_RUNTIME, "the subgraph reads \"%s\", which holds nothing",
 			             sg->values[v].name);
 			break;
@@ -1387,15 +913,15 @@ int rt_subgraph_run(struct rt_exec *x, const struct rt_node *n, const struct rt_
 		int seq = val->kind == RT_KIND_SEQUENCE || val->kind == RT_KIND_OPTIONAL_SEQUENCE;
 		int opt = val->kind == RT_KIND_OPTIONAL_TENSOR || val->kind == RT_KIND_OPTIONAL_SEQUENCE;
 		if (a->kind == RT_ARG_NONE && opt) {
-			c->hold[v] = H_NONE;
+			c->hold[v] = RT_HOLD_NONE;
 		} else if (a->kind == RT_ARG_TENSOR && !seq && a->tensor.dtype == val->dtype &&
 		           a->tensor.rank >= 0 && a->tensor.rank <= RT_MAX_RANK) {
 			c->vals[v] = a->tensor;
-			c->hold[v] = H_TENSOR;
+			c->hold[v] = RT_HOLD_TENSOR;
 		} else if (a->kind == RT_ARG_SEQUENCE && seq && a->seq.dtype == val->dtype &&
 		           a->seq.count >= 0) {
 			c->seqs[v].s = a->seq;
-			c->hold[v] = H_SEQ;
+			c->hold[v] = RT_HOLD_SEQ;
 		} else {
 			rc = rt_fail(x, n, STRATA_RUNTIME,
 			             "subgraph input \"%s\" is %s of %s; given %s of %s", val->name,
@@ -1421,7 +947,7 @@ int rt_subgraph_run(struct rt_exec *x, const struct rt_node *n, const struct rt_
 			rt_node_err(n, x->err, rc, "%s", msg);
 		}
 	}
-	release_later(c);
+	rt_exec_release_later(c);
 	return rc;
 }
 
@@ -1490,12 +1016,12 @@ int rt_fold_node(struct rt_exec *x, const struct rt_node *n, struct rt_blocks *m
 			return base_err(err, STRATA_INVALID_ARGUMENT, "input \"%s\" is not a constant",
 			                g->values[v].name);
 		x->vals[v] = *g->values[v].konst;
-		x->hold[v] = H_TENSOR;
+		x->hold[v] = RT_HOLD_TENSOR;
 	}
 	x->err = err;
 	x->failed = 0;
 	int rc = n->run((struct rt_node *)n, x);
-	temp_release(x);
+	rt_temp_release(x);
 	if (rc != 0 && !x->failed)
 		rt_node_err(n, err, rc, "%s", strata_strerror(rc));
 	x->err = NULL;
@@ -1503,7 +1029,7 @@ int rt_fold_node(struct rt_exec *x, const struct rt_node *n, struct rt_blocks *m
 		int v = n->out[j];
 		if (v < 0)
 			continue;
-		if (x->hold[v] != H_TENSOR) {
+		if (x->hold[v] != RT_HOLD_TENSOR) {
 			rc = rt_node_err(n, err, STRATA_NOT_IMPLEMENTED, "output %d is not a tensor", j);
 		} else if (!(out[j] = keep_tensor(mem, &x->vals[v]))) {
 			rc = base_err(err, STRATA_NOMEM, "out of memory while folding constants");
@@ -1511,7 +1037,7 @@ int rt_fold_node(struct rt_exec *x, const struct rt_node *n, struct rt_blocks *m
 	}
 	for (int j = 0; j < n->nout; j++)
 		if (n->out[j] >= 0)
-			release_value(x, n->out[j]);
+			rt_value_release(x, n->out[j]);
 	base_arena_reset(x->strings);
 	return rc;
 }

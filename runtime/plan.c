@@ -1,11 +1,12 @@
 /*
  * plan.c: offsets for a static memory plan.
  *
- * exec.c records, on the first run of an input-shape class, every buffer the
- * run asked for: its size and the steps (node indices) between which it was
- * alive.  This file packs those intervals into one arena: buffers whose
- * lifetimes overlap get disjoint byte ranges, the others may share bytes.
- * Later runs of the class take each buffer at its offset, with no search.
+ * buffers.c records, on the first run of an input-shape class, every
+ * buffer the run asked for: its size and the steps (node indices) between
+ * which it was alive.  This file packs those intervals into one arena:
+ * buffers whose lifetimes overlap get disjoint byte ranges, the others may
+ * share bytes.  Later runs of the class take each buffer at its offset,
+ * with no search.
  *
  * The packing is greedy: largest buffers first, each at the lowest 64-byte
  * aligned offset where it collides with no placed buffer that is alive at
@@ -14,7 +15,7 @@
  *
  * The cache (struct rt_plans) keeps up to RT_PLAN_MAX plans per run
  * context, keyed by the input-shape class, least recently used evicted; they
- * share one arena sized for the largest.  exec.c fills the key and the
+ * share one arena sized for the largest.  buffers.c fills the key and the
  * recording arrays; this file turns a recording into a plan.
  *
  * Invariants: two items whose closed intervals [start, end] intersect never

@@ -45,21 +45,50 @@ static int64_t mul(int64_t a, int64_t b)
 	return a * b;
 }
 
-/* The common checks of X and W (forward convolutions): ranks, group and
- * channel counts, kernel_shape against W; then the window geometry. */
-static int conv_shape(struct rt_exec *x, const struct rt_node *n, const struct rt_tensor *X,
-                      const struct rt_tensor *W, struct cshape *cs)
+/* What both geometries start with: X and W of one rank, 3 to RT_MAX_RANK;
+ * N, C and G. */
+static int shape_start(struct rt_exec *x, const struct rt_node *n, const struct rt_tensor *X,
+                       const struct rt_tensor *W, struct cshape *cs)
 {
 	if (X->rank < 3 || X->rank > RT_MAX_RANK)
 		return rt_fail(x, n, STRATA_RUNTIME, "X must have rank 3 to %d, not %d", RT_MAX_RANK,
 		               X->rank);
 	if (W->rank != X->rank)
 		return rt_fail(x, n, STRATA_RUNTIME, "W has rank %d, X rank %d", W->rank, X->rank);
-	int r = X->rank - 2;
 	cs->N = X->dims[0];
 	cs->C = X->dims[1];
-	cs->M = W->dims[0];
 	cs->G = rt_attr_int(n, "group", 1);
+	return 0;
+}
+
+/* What both end with: the cell counts of cs->w and CK = ch * K (ch: one
+ * group's channels on the col side).  Fails when col (CK x P) or Y (N x M x
+ * its cells per channel: P, or I for ConvTranspose) would pass 2^48 cells. */
+static int shape_finish(struct rt_exec *x, const struct rt_node *n, int64_t ch, int transposed,
+                        struct cshape *cs)
+{
+	int r = cs->w.r;
+	cs->K = rt_window_cells(r, cs->w.k);
+	cs->I = rt_window_cells(r, cs->w.in);
+	cs->P = rt_window_cells(r, cs->w.out);
+	cs->CK = mul(ch, cs->K);
+	int64_t ycells = transposed ? cs->I : cs->P;
+	if (cs->K < 0 || cs->I < 0 || cs->P < 0 || cs->CK < 0 || mul(cs->CK, cs->P) < 0 ||
+	    mul(cs->N, mul(cs->M, ycells)) < 0)
+		return rt_fail(x, n, STRATA_RUNTIME, "convolution too large");
+	return 0;
+}
+
+/* The common checks of X and W (forward convolutions): ranks, group and
+ * channel counts, kernel_shape against W; then the window geometry. */
+static int conv_shape(struct rt_exec *x, const struct rt_node *n, const struct rt_tensor *X,
+                      const struct rt_tensor *W, struct cshape *cs)
+{
+	int rc = shape_start(x, n, X, W, cs);
+	if (rc)
+		return rc;
+	int r = X->rank - 2;
+	cs->M = W->dims[0];
 	if (cs->G < 1 || cs->C % cs->G != 0 || cs->M % cs->G != 0 || W->dims[1] != cs->C / cs->G)
 		return rt_fail(x, n, STRATA_RUNTIME,
 		               "X has %lld channels and W is %lld x %lld for group %lld",
@@ -74,69 +103,79 @@ static int conv_shape(struct rt_exec *x, const struct rt_node *n, const struct r
 		if (ks[i] != W->dims[2 + i])
 			return rt_fail(x, n, STRATA_RUNTIME, "kernel_shape[%d] = %lld but W has %lld", i,
 			               (long long)ks[i], (long long)W->dims[2 + i]);
-	int rc = rt_window_make(x, n, r, X->dims + 2, W->dims + 2, 0, &cs->w);
-	if (rc)
+	if ((rc = rt_window_make(x, n, r, X->dims + 2, W->dims + 2, 0, &cs->w)))
 		return rc;
-	cs->K = rt_window_cells(r, cs->w.k);
-	cs->I = rt_window_cells(r, cs->w.in);
-	cs->P = rt_window_cells(r, cs->w.out);
-	cs->CK = mul(cs->C / cs->G, cs->K);
-	if (cs->K < 0 || cs->I < 0 || cs->P < 0 || cs->CK < 0 || mul(cs->CK, cs->P) < 0 ||
-	    mul(cs->M, cs->P) < 0 || mul(cs->N, mul(cs->M, cs->P)) < 0)
-		return rt_fail(x, n, STRATA_RUNTIME, "convolution too large");
-	return 0;
+	return shape_finish(x, n, cs->C / cs->G, 0, cs);
 }
 
 /* ---- im2col and col2im -------------------------------------------------------------
  * For C channels of src (each w->in cells) write rows (c, kernel offset) of
  * w->out cells: the source cell at out * stride - pad + k * dilation, or 0
- * outside the input.  col2im is the adjoint: it adds the rows into dst. */
+ * outside the input.  col2im is the adjoint: it adds the rows into dst.
+ *
+ * Both walk the window the same way (WINDOW_WALK): per channel, kernel
+ * offset and output row (every axis but the last), with ic the channel's
+ * cells of the image (src or dst) and col at the row's first cell.  A row
+ * that lies in the padding of some axis runs PAD(); any other runs
+ * CELL(j, at, inside) for each of its cells j, where ic[at] is the image
+ * cell it pairs with and inside says whether that cell exists (it may lie
+ * in the padding of the last axis). */
+#define WINDOW_WALK(IMG_T, img, PAD, CELL)                                                  \
+	int r = w->r, last = r - 1;                                                         \
+	int64_t I = rt_window_cells(r, w->in), K = rt_window_cells(r, w->k);                \
+	int64_t P = rt_window_cells(r, w->out), ol = w->out[last];                          \
+	for (int64_t c = 0; c < C; c++) {                                                   \
+		IMG_T *ic = img + c * I;                                                    \
+		int64_t kk[RT_WINDOW_MAX] = {0};                                            \
+		for (int64_t kr = 0; kr < K; kr++) {                                        \
+			int64_t o[RT_WINDOW_MAX] = {0};                                     \
+			int64_t base = kk[last] * w->d[last] - w->pb[last];                 \
+			for (int64_t p = 0; p < P; p += ol) {                               \
+				int64_t off = 0;                                            \
+				int ok = 1;                                                 \
+				for (int i = 0; i < last && ok; i++) {                      \
+					int64_t pos = o[i] * w->s[i] - w->pb[i] +           \
+					              kk[i] * w->d[i];                      \
+					ok = pos >= 0 && pos < w->in[i];                    \
+					off = off * w->in[i] + pos;                         \
+				}                                                           \
+				if (!ok) {                                                  \
+					PAD();                                              \
+				} else {                                                    \
+					off *= w->in[last];                                 \
+					for (int64_t j = 0; j < ol; j++) {                  \
+						int64_t pos = j * w->s[last] + base;        \
+						CELL(j, off + pos, pos >= 0 && pos < w->in[last]); \
+					}                                                   \
+				}                                                           \
+				col += ol;                                                  \
+				for (int i = last - 1; i >= 0; i--) {                      \
+					if (++o[i] < w->out[i])                             \
+						break;                                      \
+					o[i] = 0;                                           \
+				}                                                           \
+			}                                                                   \
+			for (int i = last; i >= 0; i--) {                                   \
+				if (++kk[i] < w->k[i])                                      \
+					break;                                              \
+				kk[i] = 0;                                                  \
+			}                                                                   \
+		}                                                                           \
+	}
+
+#define GATHER_PAD() memset(col, 0, (size_t)ol * sizeof *col)
+#define GATHER_CELL(j, at, inside) (col[j] = (inside) ? ic[at] : 0)
+#define SCATTER_PAD() ((void)0)
+#define SCATTER_CELL(j, at, inside)                                                         \
+	do {                                                                                \
+		if (inside)                                                                 \
+			ic[at] += col[j];                                                   \
+	} while (0)
+
 #define DEFINE_IM2COL(name, T)                                                              \
 	static void name(const T *src, int64_t C, const struct rt_window *w, T *col)        \
 	{                                                                                   \
-		int r = w->r, last = r - 1;                                                 \
-		int64_t I = rt_window_cells(r, w->in), K = rt_window_cells(r, w->k);        \
-		int64_t P = rt_window_cells(r, w->out), ol = w->out[last];                  \
-		for (int64_t c = 0; c < C; c++) {                                           \
-			const T *xc = src + c * I;                                          \
-			int64_t kk[RT_WINDOW_MAX] = {0};                                    \
-			for (int64_t kr = 0; kr < K; kr++) {                                \
-				int64_t o[RT_WINDOW_MAX] = {0};                             \
-				int64_t base = kk[last] * w->d[last] - w->pb[last];         \
-				for (int64_t p = 0; p < P; p += ol) {                       \
-					int64_t off = 0;                                    \
-					int ok = 1;                                         \
-					for (int i = 0; i < last && ok; i++) {              \
-						int64_t pos = o[i] * w->s[i] - w->pb[i] +   \
-						              kk[i] * w->d[i];              \
-						ok = pos >= 0 && pos < w->in[i];            \
-						off = off * w->in[i] + pos;                 \
-					}                                                   \
-					if (!ok) {                                          \
-						memset(col, 0, (size_t)ol * sizeof *col);   \
-					} else {                                            \
-						off *= w->in[last];                         \
-						for (int64_t j = 0; j < ol; j++) {          \
-							int64_t pos = j * w->s[last] + base; \
-							col[j] = pos >= 0 && pos < w->in[last] \
-							                 ? xc[off + pos]     \
-							                 : (T)0;             \
-						}                                           \
-					}                                                   \
-					col += ol;                                          \
-					for (int i = last - 1; i >= 0; i--) {              \
-						if (++o[i] < w->out[i])                     \
-							break;                              \
-						o[i] = 0;                                   \
-					}                                                   \
-				}                                                           \
-				for (int i = last; i >= 0; i--) {                           \
-					if (++kk[i] < w->k[i])                              \
-						break;                                      \
-					kk[i] = 0;                                          \
-				}                                                           \
-			}                                                                   \
-		}                                                                           \
+		WINDOW_WALK(const T, src, GATHER_PAD, GATHER_CELL)                          \
 	}
 
 DEFINE_IM2COL(im2col_f32, float)
@@ -146,46 +185,7 @@ DEFINE_IM2COL(im2col_i32, int32_t)
 #define DEFINE_COL2IM(name, T)                                                              \
 	static void name(const T *col, int64_t C, const struct rt_window *w, T *dst)        \
 	{                                                                                   \
-		int r = w->r, last = r - 1;                                                 \
-		int64_t I = rt_window_cells(r, w->in), K = rt_window_cells(r, w->k);        \
-		int64_t P = rt_window_cells(r, w->out), ol = w->out[last];                  \
-		for (int64_t c = 0; c < C; c++) {                                           \
-			T *yc = dst + c * I;                                                \
-			int64_t kk[RT_WINDOW_MAX] = {0};                                    \
-			for (int64_t kr = 0; kr < K; kr++) {                                \
-				int64_t o[RT_WINDOW_MAX] = {0};                             \
-				int64_t base = kk[last] * w->d[last] - w->pb[last];         \
-				for (int64_t p = 0; p < P; p += ol) {                       \
-					int64_t off = 0;                                    \
-					int ok = 1;                                         \
-					for (int i = 0; i < last && ok; i++) {              \
-						int64_t pos = o[i] * w->s[i] - w->pb[i] +   \
-						              kk[i] * w->d[i];              \
-						ok = pos >= 0 && pos < w->in[i];            \
-						off = off * w->in[i] + pos;                 \
-					}                                                   \
-					if (ok) {                                           \
-						off *= w->in[last];                         \
-						for (int64_t j = 0; j < ol; j++) {          \
-							int64_t pos = j * w->s[last] + base; \
-							if (pos >= 0 && pos < w->in[last])  \
-								yc[off + pos] += col[j];    \
-						}                                           \
-					}                                                   \
-					col += ol;                                          \
-					for (int i = last - 1; i >= 0; i--) {              \
-						if (++o[i] < w->out[i])                     \
-							break;                              \
-						o[i] = 0;                                   \
-					}                                                   \
-				}                                                           \
-				for (int i = last; i >= 0; i--) {                           \
-					if (++kk[i] < w->k[i])                              \
-						break;                                      \
-					kk[i] = 0;                                          \
-				}                                                           \
-			}                                                                   \
-		}                                                                           \
+		WINDOW_WALK(T, dst, SCATTER_PAD, SCATTER_CELL)                              \
 	}
 
 DEFINE_COL2IM(col2im_f32, float)
@@ -228,6 +228,44 @@ static int check_bias(struct rt_exec *x, const struct rt_node *n, const struct r
 	return 0;
 }
 
+/* Output 0: N x M x spatial (cs->w.r extents), of type dtype. */
+static int conv_output(struct rt_exec *x, const struct rt_node *n, const struct cshape *cs,
+                       const int64_t *spatial, int dtype, struct rt_tensor **Y)
+{
+	int64_t dims[RT_MAX_RANK] = {cs->N, cs->M};
+	memcpy(dims + 2, spatial, (size_t)cs->w.r * sizeof *dims);
+	return rt_output(x, n, 0, dtype, cs->w.r + 2, dims, Y);
+}
+
+/* Scratch for one group's col matrix: CK x P cells of es bytes. */
+static int col_scratch(struct rt_exec *x, const struct rt_node *n, const struct cshape *cs,
+                       size_t es, void **col)
+{
+	if (!(*col = rt_scratch(x, (size_t)(cs->CK * cs->P) * es + 1)))
+		return rt_fail(x, n, STRATA_NOMEM, "out of memory for %lld x %lld columns",
+		               (long long)cs->CK, (long long)cs->P);
+	return 0;
+}
+
+/* Add B[m] to the cells cells of each output channel m of batch item b of
+ * the float or double Y (nothing when B is absent). */
+static void add_bias(const struct rt_tensor *B, struct rt_tensor *Y, int64_t b, int64_t M,
+                     int64_t cells)
+{
+	for (int64_t m = 0; B && m < M; m++) {
+		int64_t yo = (b * M + m) * cells;
+		if (Y->dtype == BASE_DT_FLOAT) {
+			float bv = ((const float *)B->data)[m], *y = (float *)Y->data + yo;
+			for (int64_t p = 0; p < cells; p++)
+				y[p] += bv;
+		} else {
+			double bv = ((const double *)B->data)[m], *y = (double *)Y->data + yo;
+			for (int64_t p = 0; p < cells; p++)
+				y[p] += bv;
+		}
+	}
+}
+
 /* ---- Conv -------------------------------------------------------------------------------- */
 
 static int run_conv(struct rt_node *n, struct rt_exec *x)
@@ -238,10 +276,8 @@ static int run_conv(struct rt_node *n, struct rt_exec *x)
 	int rc = conv_shape(x, n, X, W, &cs);
 	if (rc || (rc = check_bias(x, n, B, cs.M)))
 		return rc;
-	int64_t dims[RT_MAX_RANK] = {cs.N, cs.M};
-	memcpy(dims + 2, cs.w.out, (size_t)cs.w.r * sizeof *dims);
 	struct rt_tensor *Y;
-	if ((rc = rt_output(x, n, 0, X->dtype, X->rank, dims, &Y)))
+	if ((rc = conv_output(x, n, &cs, cs.w.out, X->dtype, &Y)))
 		return rc;
 	if (cs.N == 0 || cs.M == 0 || cs.P == 0)
 		return 0;
@@ -249,9 +285,8 @@ static int run_conv(struct rt_node *n, struct rt_exec *x)
 	int64_t Cg = cs.C / cs.G, Mg = cs.M / cs.G;
 	size_t es = base_dtype_size(X->dtype);
 	void *col = NULL;
-	if (!direct && !(col = rt_scratch(x, (size_t)(cs.CK * cs.P) * es + 1)))
-		return rt_fail(x, n, STRATA_NOMEM, "out of memory for %lld x %lld columns",
-		               (long long)cs.CK, (long long)cs.P);
+	if (!direct && (rc = col_scratch(x, n, &cs, es, &col)))
+		return rc;
 	for (int64_t b = 0; b < cs.N; b++) {
 		for (int64_t g = 0; g < cs.G; g++) {
 			int64_t xo = (b * cs.C + g * Cg) * cs.I, yo = (b * cs.M + g * Mg) * cs.P;
@@ -270,18 +305,7 @@ static int run_conv(struct rt_node *n, struct rt_exec *x)
 				      direct ? src : col, (double *)Y->data + yo);
 			}
 		}
-		for (int64_t m = 0; B && m < cs.M; m++) {
-			int64_t yo = (b * cs.M + m) * cs.P;
-			if (X->dtype == BASE_DT_FLOAT) {
-				float bv = ((const float *)B->data)[m], *y = (float *)Y->data + yo;
-				for (int64_t p = 0; p < cs.P; p++)
-					y[p] += bv;
-			} else {
-				double bv = ((const double *)B->data)[m], *y = (double *)Y->data + yo;
-				for (int64_t p = 0; p < cs.P; p++)
-					y[p] += bv;
-			}
-		}
+		add_bias(B, Y, b, cs.M, cs.P);
 	}
 	return 0;
 }
@@ -338,15 +362,10 @@ static int init_conv(struct rt_node *n, struct rt_graph *g, struct strata_error 
 static int convt_shape(struct rt_exec *x, const struct rt_node *n, const struct rt_tensor *X,
                        const struct rt_tensor *W, struct cshape *cs)
 {
-	if (X->rank < 3 || X->rank > RT_MAX_RANK)
-		return rt_fail(x, n, STRATA_RUNTIME, "X must have rank 3 to %d, not %d", RT_MAX_RANK,
-		               X->rank);
-	if (W->rank != X->rank)
-		return rt_fail(x, n, STRATA_RUNTIME, "W has rank %d, X rank %d", W->rank, X->rank);
+	int rc = shape_start(x, n, X, W, cs);
+	if (rc)
+		return rc;
 	int r = X->rank - 2;
-	cs->N = X->dims[0];
-	cs->C = X->dims[1];
-	cs->G = rt_attr_int(n, "group", 1);
 	if (cs->G < 1 || W->dims[0] != cs->C || cs->C % cs->G != 0)
 		return rt_fail(x, n, STRATA_RUNTIME, "X has %lld channels, W %lld, group %lld",
 		               (long long)cs->C, (long long)W->dims[0], (long long)cs->G);
@@ -419,14 +438,8 @@ static int convt_shape(struct rt_exec *x, const struct rt_node *n, const struct 
 			return rt_fail(x, n, STRATA_RUNTIME, "output extent %lld in spatial dimension %d",
 			               (long long)w->in[i], i);
 	}
-	cs->K = rt_window_cells(r, w->k);
-	cs->I = rt_window_cells(r, w->in);  /* output cells per channel */
-	cs->P = rt_window_cells(r, w->out); /* input cells per channel */
-	cs->CK = mul(cs->M / cs->G, cs->K);
-	if (cs->K < 0 || cs->I < 0 || cs->P < 0 || cs->CK < 0 || mul(cs->CK, cs->P) < 0 ||
-	    mul(cs->N, mul(cs->M, cs->I)) < 0)
-		return rt_fail(x, n, STRATA_RUNTIME, "convolution too large");
-	return 0;
+	/* I: output cells per channel, P: input cells per channel */
+	return shape_finish(x, n, cs->M / cs->G, 1, cs);
 }
 
 static int run_convtranspose(struct rt_node *n, struct rt_exec *x)
@@ -437,10 +450,8 @@ static int run_convtranspose(struct rt_node *n, struct rt_exec *x)
 	int rc = convt_shape(x, n, X, W, &cs);
 	if (rc || (rc = check_bias(x, n, B, cs.M)))
 		return rc;
-	int64_t dims[RT_MAX_RANK] = {cs.N, cs.M};
-	memcpy(dims + 2, cs.w.in, (size_t)cs.w.r * sizeof *dims);
 	struct rt_tensor *Y;
-	if ((rc = rt_output(x, n, 0, X->dtype, X->rank, dims, &Y)))
+	if ((rc = conv_output(x, n, &cs, cs.w.in, X->dtype, &Y)))
 		return rc;
 	size_t es = base_dtype_size(X->dtype);
 	int64_t total = cs.N * cs.M * cs.I;
@@ -448,10 +459,9 @@ static int run_convtranspose(struct rt_node *n, struct rt_exec *x)
 	if (total == 0)
 		return 0;
 	int64_t Cg = cs.C / cs.G, Mg = cs.M / cs.G;
-	void *col = rt_scratch(x, (size_t)(cs.CK * cs.P) * es + 1);
-	if (!col)
-		return rt_fail(x, n, STRATA_NOMEM, "out of memory for %lld x %lld columns",
-		               (long long)cs.CK, (long long)cs.P);
+	void *col;
+	if ((rc = col_scratch(x, n, &cs, es, &col)))
+		return rc;
 	for (int64_t b = 0; b < cs.N; b++) {
 		for (int64_t g = 0; g < cs.G; g++) {
 			int64_t xo = (b * cs.C + g * Cg) * cs.P, yo = (b * cs.M + g * Mg) * cs.I;
@@ -466,18 +476,7 @@ static int run_convtranspose(struct rt_node *n, struct rt_exec *x)
 				col2im_f64(col, Mg, &cs.w, (double *)Y->data + yo);
 			}
 		}
-		for (int64_t m = 0; B && m < cs.M; m++) {
-			int64_t yo = (b * cs.M + m) * cs.I;
-			if (X->dtype == BASE_DT_FLOAT) {
-				float bv = ((const float *)B->data)[m], *y = (float *)Y->data + yo;
-				for (int64_t p = 0; p < cs.I; p++)
-					y[p] += bv;
-			} else {
-				double bv = ((const double *)B->data)[m], *y = (double *)Y->data + yo;
-				for (int64_t p = 0; p < cs.I; p++)
-					y[p] += bv;
-			}
-		}
+		add_bias(B, Y, b, cs.M, cs.I);
 	}
 	return 0;
 }
@@ -525,12 +524,16 @@ static int64_t per_channel(const struct rt_tensor *t, int64_t M)
 	return -1;
 }
 
-/* The integer accumulation shared by both ops: acc[b][m][p] (int64, N x M x P)
- * of (x - xzp) * (w - wzp[m]).  wzp may be NULL (zero) or have 1 or M cells. */
+/* The integer accumulation shared by both ops: *acc (scratch) gets
+ * acc[b][m][p] (int64, N x M x P) of (x - xzp) * (w - wzp[m]).  wzp may be
+ * NULL (zero) or have 1 or M cells. */
 static int int_conv(struct rt_exec *x, const struct rt_node *n, const struct rt_tensor *X,
                     const struct rt_tensor *xzp, const struct rt_tensor *W,
-                    const struct rt_tensor *wzp, const struct cshape *cs, int64_t *acc)
+                    const struct rt_tensor *wzp, const struct cshape *cs, int64_t **accp)
 {
+	int64_t *acc = *accp = rt_scratch(x, (size_t)(cs->N * cs->M * cs->P) * sizeof *acc + 1);
+	if (!acc)
+		return rt_fail(x, n, STRATA_NOMEM, "out of memory");
 	if ((xzp && (runtime_tensor_count(xzp) != 1 || xzp->dtype != X->dtype)) ||
 	    (wzp && (per_channel(wzp, cs->M) < 0 || wzp->dtype != W->dtype)))
 		return rt_fail(x, n, STRATA_RUNTIME,
@@ -578,17 +581,12 @@ static int run_convinteger(struct rt_node *n, struct rt_exec *x)
 	int rc = conv_shape(x, n, X, W, &cs);
 	if (rc)
 		return rc;
-	int64_t dims[RT_MAX_RANK] = {cs.N, cs.M};
-	memcpy(dims + 2, cs.w.out, (size_t)cs.w.r * sizeof *dims);
 	struct rt_tensor *Y;
-	if ((rc = rt_output(x, n, 0, BASE_DT_INT32, X->rank, dims, &Y)))
+	int64_t *acc;
+	if ((rc = conv_output(x, n, &cs, cs.w.out, BASE_DT_INT32, &Y)) ||
+	    (rc = int_conv(x, n, X, rt_input(x, n, 2), W, rt_input(x, n, 3), &cs, &acc)))
 		return rc;
 	int64_t total = cs.N * cs.M * cs.P;
-	int64_t *acc = rt_scratch(x, (size_t)total * sizeof *acc + 1);
-	if (!acc)
-		return rt_fail(x, n, STRATA_NOMEM, "out of memory");
-	if ((rc = int_conv(x, n, X, rt_input(x, n, 2), W, rt_input(x, n, 3), &cs, acc)))
-		return rc;
 	int32_t *y = Y->data;
 	for (int64_t i = 0; i < total; i++)
 		y[i] = (int32_t)acc[i];
@@ -640,16 +638,10 @@ static int run_qlinearconv(struct rt_node *n, struct rt_exec *x)
 	if (yz && runtime_tensor_count(yz) != 1)
 		return rt_fail(x, n, STRATA_RUNTIME, "y_zero_point must be one cell");
 	int ydt = yz ? yz->dtype : X->dtype;
-	int64_t dims[RT_MAX_RANK] = {cs.N, cs.M};
-	memcpy(dims + 2, cs.w.out, (size_t)cs.w.r * sizeof *dims);
 	struct rt_tensor *Y;
-	if ((rc = rt_output(x, n, 0, ydt, X->rank, dims, &Y)))
-		return rc;
-	int64_t total = cs.N * cs.M * cs.P;
-	int64_t *acc = rt_scratch(x, (size_t)total * sizeof *acc + 1);
-	if (!acc)
-		return rt_fail(x, n, STRATA_NOMEM, "out of memory");
-	if ((rc = int_conv(x, n, X, xz, W, wz, &cs, acc)))
+	int64_t *acc;
+	if ((rc = conv_output(x, n, &cs, cs.w.out, ydt, &Y)) ||
+	    (rc = int_conv(x, n, X, xz, W, wz, &cs, &acc)))
 		return rc;
 	int32_t zy = yz ? q8(yz, 0) : 0;
 	int lo = ydt == BASE_DT_UINT8 ? 0 : -128, hi = ydt == BASE_DT_UINT8 ? 255 : 127;
