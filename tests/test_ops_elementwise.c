@@ -28,20 +28,15 @@
 
 #include "../runtime/runtime.h"
 #include "modelbuild.h"
+#include "opcase.h"
 
 /* ---- harness ------------------------------------------------------------------ */
 
-/* A tensor description for the builder; dtype 0 marks an omitted input. */
+/* A tensor description for the builder; dtype 0 marks an omitted input.  A
+ * one-letter name for oc_tensor keeps the tables of inputs below readable. */
 static struct rt_tensor T(int dtype, int rank, const int64_t *dims, void *data)
 {
-	struct rt_tensor t;
-	memset(&t, 0, sizeof t);
-	t.dtype = dtype;
-	t.rank = rank;
-	for (int i = 0; i < rank; i++)
-		t.dims[i] = dims[i];
-	t.data = data;
-	return t;
+	return oc_tensor(dtype, rank, dims, data);
 }
 
 struct h {
@@ -337,7 +332,7 @@ static void test_short_bias_rows(void **state)
 static void test_empty(void **state)
 {
 	struct h h;
-	float a[1], b[3] = { 1, 2, 3 };
+	float a[1] = { 0 }, b[3] = { 1, 2, 3 }; /* a: storage for zero cells */
 	struct rt_tensor in[2] = { T(BASE_DT_FLOAT, 2, (int64_t[]){ 0, 3 }, a),
 	                           T(BASE_DT_FLOAT, 1, (int64_t[]){ 3 }, b) };
 	build(&h, "Add", 14, 2, in, BASE_DT_FLOAT);

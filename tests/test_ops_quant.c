@@ -23,100 +23,16 @@
 
 #include "../runtime/runtime_int.h"
 #include "modelbuild.h"
+#include "opcase.h"
 
 /* ---- harness --------------------------------------------------------------------- */
-
-struct one {
-	struct rt_model *m;
-	struct rt_ctx *cx;
-	struct rt_tensor out[4];
-	struct strata_error err;
-};
-
-/* A model with one node op(ins) -> outs; every input and output is a graph
- * input/output of undeclared shape with the given element type. */
-static struct mb_model *one_node(int opset, const char *op, const char *ins, const int *in_dt,
-                                 const char *outs, const int *out_dt, struct mb_node **node)
-{
-	struct mb_model *mb = mb_new("t", opset);
-	char buf[256];
-	const char *lists[2] = {ins, outs};
-	for (int l = 0; l < 2; l++) {
-		snprintf(buf, sizeof buf, "%s", lists[l]);
-		int k = 0;
-		char *save = NULL;
-		for (char *s = buf;; s = NULL) {
-			char *name = strtok_r(s, ",", &save);
-			if (!name)
-				break;
-			if (l == 0)
-				mb_input(mb, name, in_dt[k++], -1, NULL, NULL);
-			else
-				mb_output(mb, name, out_dt[k++], -1, NULL, NULL);
-		}
-	}
-	*node = mb_node(mb, op, ins, outs);
-	return mb;
-}
-
-static int load(struct mb_model *mb, struct one *o)
-{
-	void *buf;
-	size_t n;
-	memset(o, 0, sizeof *o);
-	assert_int_equal(mb_serialize(mb, &buf, &n), 0);
-	mb_free(mb);
-	int rc = runtime_model_load_buffer(buf, n, NULL, &o->m, &o->err);
-	free(buf);
-	if (rc == 0)
-		assert_int_equal(runtime_ctx_new(o->m, &o->cx, &o->err), 0);
-	return rc;
-}
-
-static int run(struct one *o, const struct rt_tensor *in)
-{
-	return runtime_run(o->cx, in, o->out, &o->err);
-}
-
-static void done(struct one *o)
-{
-	runtime_ctx_free(o->cx);
-	runtime_model_free(o->m);
-}
-
-static struct rt_tensor tensor(int dt, int rank, const int64_t *dims, const void *data)
-{
-	struct rt_tensor t;
-	memset(&t, 0, sizeof t);
-	t.dtype = dt;
-	t.rank = rank;
-	for (int i = 0; i < rank; i++)
-		t.dims[i] = dims[i];
-	t.data = (void *)data;
-	return t;
-}
-
-static void assert_shape(const struct rt_tensor *t, int rank, const int64_t *dims)
-{
-	assert_int_equal(t->rank, rank);
-	for (int i = 0; i < rank; i++)
-		assert_int_equal(t->dims[i], dims[i]);
-}
-
-static void assert_msg(const struct one *o, const char *part)
-{
-	if (!strstr(o->err.msg, part)) {
-		print_error("message \"%s\" lacks \"%s\"\n", o->err.msg, part);
-		fail();
-	}
-}
 
 /* Load must fail with code, naming part. */
 static void expect_load_error(struct mb_model *mb, int code, const char *part)
 {
-	struct one o;
-	assert_int_equal(load(mb, &o), code);
-	assert_msg(&o, part);
+	struct oc_case o;
+	assert_int_equal(oc_load(mb, &o), code);
+	oc_assert_msg(&o, part);
 }
 
 static const int QDT[] = {BASE_DT_FLOAT, BASE_DT_FLOAT, BASE_DT_INT8};
@@ -131,15 +47,16 @@ static void test_quantize_rounding_saturation(void **state)
 {
 	(void)state;
 	struct mb_node *nd;
-	struct one o;
-	assert_int_equal(load(one_node(13, "QuantizeLinear", "x,s,z", QDT, "y", I8, &nd), &o), 0);
+	struct oc_case o;
+	assert_int_equal(oc_load(oc_model(13, "QuantizeLinear", "x,s,z", QDT, "y", I8, &nd), &o), 0);
 	float x[] = {0.5f, 1.5f, 2.5f, -0.5f, -1.5f, 300, -300, NAN, 7.0f};
 	float s = 1, s2 = 2;
 	int8_t z = 0, z2 = 3;
 	int64_t d[] = {9};
-	struct rt_tensor in[3] = {tensor(BASE_DT_FLOAT, 1, d, x), tensor(BASE_DT_FLOAT, 0, NULL, &s),
-	                          tensor(BASE_DT_INT8, 0, NULL, &z)};
-	assert_int_equal(run(&o, in), 0);
+	struct rt_tensor in[3] = {oc_tensor(BASE_DT_FLOAT, 1, d, x),
+	                          oc_tensor(BASE_DT_FLOAT, 0, NULL, &s),
+	                          oc_tensor(BASE_DT_INT8, 0, NULL, &z)};
+	assert_int_equal(oc_run(&o, in), 0);
 	/* half to even, saturation to [-128, 127], NaN to 0 */
 	int8_t want[] = {0, 2, 2, 0, -2, 127, -128, 0, 7};
 	assert_int_equal(o.out[0].dtype, BASE_DT_INT8);
@@ -147,65 +64,66 @@ static void test_quantize_rounding_saturation(void **state)
 	/* scale 2, zero point 3: 7 / 2 = 3.5 -> 4, + 3 */
 	in[1].data = &s2;
 	in[2].data = &z2;
-	assert_int_equal(run(&o, in), 0);
+	assert_int_equal(oc_run(&o, in), 0);
 	assert_int_equal(((int8_t *)o.out[0].data)[8], 7);
 	assert_int_equal(((int8_t *)o.out[0].data)[0], 3); /* 0.25 -> 0, + 3 */
-	done(&o);
+	oc_free(&o);
 }
 
 static void test_quantize_per_axis_errors(void **state)
 {
 	(void)state;
 	struct mb_node *nd;
-	struct one o;
+	struct oc_case o;
 	static const int T[] = {BASE_DT_FLOAT, BASE_DT_FLOAT, BASE_DT_UINT8};
-	struct mb_model *mb = one_node(13, "QuantizeLinear", "x,s,z", T, "y", U8, &nd);
+	struct mb_model *mb = oc_model(13, "QuantizeLinear", "x,s,z", T, "y", U8, &nd);
 	mb_attr_int(nd, "axis", 0);
-	assert_int_equal(load(mb, &o), 0);
+	assert_int_equal(oc_load(mb, &o), 0);
 	float x[6] = {1, 2, 3, 4, 5, 6};
 	float s3[3] = {1, 2, 4};
 	uint8_t z3[3] = {10, 20, 30}, z2[2] = {1, 2};
 	float s2[2] = {1, 2};
 	int64_t d23[] = {2, 3}, d3[] = {3}, d2[] = {2}, d11[] = {1, 1};
-	struct rt_tensor in[3] = {tensor(BASE_DT_FLOAT, 2, d23, x), tensor(BASE_DT_FLOAT, 1, d2, s2),
-	                          tensor(BASE_DT_UINT8, 1, d2, z2)};
+	struct rt_tensor in[3] = {oc_tensor(BASE_DT_FLOAT, 2, d23, x),
+	                          oc_tensor(BASE_DT_FLOAT, 1, d2, s2),
+	                          oc_tensor(BASE_DT_UINT8, 1, d2, z2)};
 	/* axis 0 has 2: one scale per row */
-	assert_int_equal(run(&o, in), 0);
+	assert_int_equal(oc_run(&o, in), 0);
 	/* row 1: 4 / 2 + 2 = 4, 5 / 2 = 2.5 -> 2 (even) + 2 = 4, 6 / 2 + 2 = 5 */
 	uint8_t want[6] = {2, 3, 4, 4, 4, 5};
 	assert_memory_equal(o.out[0].data, want, 6);
 	/* 3 scales for an axis of 2 */
-	in[1] = tensor(BASE_DT_FLOAT, 1, d3, s3);
-	in[2] = tensor(BASE_DT_UINT8, 1, d3, z3);
-	assert_int_equal(run(&o, in), STRATA_RUNTIME);
-	assert_msg(&o, "scale has 3 cells");
+	in[1] = oc_tensor(BASE_DT_FLOAT, 1, d3, s3);
+	in[2] = oc_tensor(BASE_DT_UINT8, 1, d3, z3);
+	assert_int_equal(oc_run(&o, in), STRATA_RUNTIME);
+	oc_assert_msg(&o, "scale has 3 cells");
 	/* zero point count differs from the scale's */
-	in[2] = tensor(BASE_DT_UINT8, 1, d2, z2);
-	assert_int_equal(run(&o, in), STRATA_RUNTIME);
-	assert_msg(&o, "zero point");
+	in[2] = oc_tensor(BASE_DT_UINT8, 1, d2, z2);
+	assert_int_equal(oc_run(&o, in), STRATA_RUNTIME);
+	oc_assert_msg(&o, "zero point");
 	/* a 2-D scale is blocked quantization */
-	in[1] = tensor(BASE_DT_FLOAT, 2, d11, s2);
-	in[2] = tensor(BASE_DT_UINT8, 2, d11, z2);
-	assert_int_equal(run(&o, in), STRATA_NOT_IMPLEMENTED);
-	assert_msg(&o, "blocked");
-	done(&o);
+	in[1] = oc_tensor(BASE_DT_FLOAT, 2, d11, s2);
+	in[2] = oc_tensor(BASE_DT_UINT8, 2, d11, z2);
+	assert_int_equal(oc_run(&o, in), STRATA_NOT_IMPLEMENTED);
+	oc_assert_msg(&o, "blocked");
+	oc_free(&o);
 
 	/* axis out of range for the input's rank */
-	mb = one_node(13, "QuantizeLinear", "x,s,z", T, "y", U8, &nd);
+	mb = oc_model(13, "QuantizeLinear", "x,s,z", T, "y", U8, &nd);
 	mb_attr_int(nd, "axis", 5);
-	assert_int_equal(load(mb, &o), 0);
-	in[1] = tensor(BASE_DT_FLOAT, 1, d2, s2);
-	in[2] = tensor(BASE_DT_UINT8, 1, d2, z2);
-	assert_int_equal(run(&o, in), STRATA_RUNTIME);
-	assert_msg(&o, "axis 5 out of range");
-	done(&o);
+	assert_int_equal(oc_load(mb, &o), 0);
+	in[1] = oc_tensor(BASE_DT_FLOAT, 1, d2, s2);
+	in[2] = oc_tensor(BASE_DT_UINT8, 1, d2, z2);
+	assert_int_equal(oc_run(&o, in), STRATA_RUNTIME);
+	oc_assert_msg(&o, "axis 5 out of range");
+	oc_free(&o);
 
 	/* opset 10 takes only a per-tensor scale */
-	mb = one_node(10, "QuantizeLinear", "x,s,z", T, "y", U8, &nd);
-	assert_int_equal(load(mb, &o), 0);
-	assert_int_equal(run(&o, in), STRATA_RUNTIME);
-	assert_msg(&o, "opset 10");
-	done(&o);
+	mb = oc_model(10, "QuantizeLinear", "x,s,z", T, "y", U8, &nd);
+	assert_int_equal(oc_load(mb, &o), 0);
+	assert_int_equal(oc_run(&o, in), STRATA_RUNTIME);
+	oc_assert_msg(&o, "opset 10");
+	oc_free(&o);
 }
 
 static void test_quantize_load_errors(void **state)
@@ -215,19 +133,19 @@ static void test_quantize_load_errors(void **state)
 	static const int I64[] = {BASE_DT_INT64, BASE_DT_FLOAT, BASE_DT_UINT8};
 	static const int T[] = {BASE_DT_FLOAT, BASE_DT_FLOAT, BASE_DT_UINT8};
 	static const int TF[] = {BASE_DT_FLOAT, BASE_DT_FLOAT, BASE_DT_FLOAT};
-	expect_load_error(one_node(13, "QuantizeLinear", "x,s,z", I64, "y", U8, &nd),
+	expect_load_error(oc_model(13, "QuantizeLinear", "x,s,z", I64, "y", U8, &nd),
 	                  STRATA_NOT_IMPLEMENTED, "int64");
-	struct mb_model *mb = one_node(21, "QuantizeLinear", "x,s,z", T, "y", U8, &nd);
+	struct mb_model *mb = oc_model(21, "QuantizeLinear", "x,s,z", T, "y", U8, &nd);
 	mb_attr_int(nd, "block_size", 4);
 	expect_load_error(mb, STRATA_NOT_IMPLEMENTED, "block_size");
 	/* a float zero point is not a quantized type */
-	expect_load_error(one_node(13, "QuantizeLinear", "x,s,z", TF, "y", F, &nd),
+	expect_load_error(oc_model(13, "QuantizeLinear", "x,s,z", TF, "y", F, &nd),
 	                  STRATA_NOT_IMPLEMENTED, "output type float");
-	expect_load_error(one_node(13, "QuantizeLinear", "x", TF, "y", U8, &nd),
+	expect_load_error(oc_model(13, "QuantizeLinear", "x", TF, "y", U8, &nd),
 	                  STRATA_INVALID_GRAPH, "y_scale");
 	/* the zero point must have x's type */
 	static const int D[] = {BASE_DT_UINT8, BASE_DT_FLOAT, BASE_DT_INT8};
-	expect_load_error(one_node(13, "DequantizeLinear", "x,s,z", D, "y", F, &nd),
+	expect_load_error(oc_model(13, "DequantizeLinear", "x,s,z", D, "y", F, &nd),
 	                  STRATA_INVALID_GRAPH, "zero point");
 }
 
@@ -235,32 +153,33 @@ static void test_dequantize_int32(void **state)
 {
 	(void)state;
 	struct mb_node *nd;
-	struct one o;
+	struct oc_case o;
 	static const int T[] = {BASE_DT_INT32, BASE_DT_FLOAT};
-	assert_int_equal(load(one_node(13, "DequantizeLinear", "x,s", T, "y", F, &nd), &o), 0);
+	assert_int_equal(oc_load(oc_model(13, "DequantizeLinear", "x,s", T, "y", F, &nd), &o), 0);
 	int32_t x[] = {-2147483647 - 1, -3, 0, 1000000};
 	float s = 0.5f;
 	int64_t d[] = {4};
-	struct rt_tensor in[2] = {tensor(BASE_DT_INT32, 1, d, x), tensor(BASE_DT_FLOAT, 0, NULL, &s)};
-	assert_int_equal(run(&o, in), 0);
+	struct rt_tensor in[2] = {oc_tensor(BASE_DT_INT32, 1, d, x),
+	                          oc_tensor(BASE_DT_FLOAT, 0, NULL, &s)};
+	assert_int_equal(oc_run(&o, in), 0);
 	float want[] = {-1073741824.0f, -1.5f, 0, 500000};
 	assert_memory_equal(o.out[0].data, want, sizeof want);
-	done(&o);
+	oc_free(&o);
 }
 
 static void test_dynamic_quantize(void **state)
 {
 	(void)state;
 	struct mb_node *nd;
-	struct one o;
+	struct oc_case o;
 	static const int OUT[] = {BASE_DT_UINT8, BASE_DT_FLOAT, BASE_DT_UINT8};
-	assert_int_equal(load(one_node(11, "DynamicQuantizeLinear", "x", F, "y,s,z", OUT, &nd), &o),
+	assert_int_equal(oc_load(oc_model(11, "DynamicQuantizeLinear", "x", F, "y,s,z", OUT, &nd), &o),
 	                 0);
 	/* all positive: the range is stretched down to 0 */
 	float x[] = {1, 2, 5.1f};
 	int64_t d[] = {3};
-	struct rt_tensor in[1] = {tensor(BASE_DT_FLOAT, 1, d, x)};
-	assert_int_equal(run(&o, in), 0);
+	struct rt_tensor in[1] = {oc_tensor(BASE_DT_FLOAT, 1, d, x)};
+	assert_int_equal(oc_run(&o, in), 0);
 	float sc = 5.1f / 255.0f;
 	assert_true(*(float *)o.out[1].data == sc);
 	assert_int_equal(*(uint8_t *)o.out[2].data, 0);
@@ -271,16 +190,16 @@ static void test_dynamic_quantize(void **state)
 	/* all zero: scale 0, everything at the zero point */
 	float zeros[3] = {0, 0, 0};
 	in[0].data = zeros;
-	assert_int_equal(run(&o, in), 0);
+	assert_int_equal(oc_run(&o, in), 0);
 	assert_true(*(float *)o.out[1].data == 0);
 	assert_int_equal(((uint8_t *)o.out[0].data)[2], 0);
 	/* NaN has no range */
 	float bad[3] = {1, NAN, 2};
 	in[0].data = bad;
-	assert_int_equal(run(&o, in), STRATA_RUNTIME);
-	assert_msg(&o, "NaN");
-	done(&o);
-	expect_load_error(one_node(11, "DynamicQuantizeLinear", "x", U8, "y,s,z", OUT, &nd),
+	assert_int_equal(oc_run(&o, in), STRATA_RUNTIME);
+	oc_assert_msg(&o, "NaN");
+	oc_free(&o);
+	expect_load_error(oc_model(11, "DynamicQuantizeLinear", "x", U8, "y,s,z", OUT, &nd),
 	                  STRATA_NOT_IMPLEMENTED, "uint8");
 }
 
@@ -290,10 +209,10 @@ static void test_matmulinteger_batched(void **state)
 {
 	(void)state;
 	struct mb_node *nd;
-	struct one o;
+	struct oc_case o;
 	static const int T[] = {BASE_DT_INT8, BASE_DT_UINT8, BASE_DT_INT8, BASE_DT_UINT8};
 	static const int I32[] = {BASE_DT_INT32};
-	assert_int_equal(load(one_node(10, "MatMulInteger", "a,b,az,bz", T, "y", I32, &nd), &o), 0);
+	assert_int_equal(oc_load(oc_model(10, "MatMulInteger", "a,b,az,bz", T, "y", I32, &nd), &o), 0);
 	/* a [2,1,2,3] x b [3,3,2] -> [2,3,2,2]; a per-row zero point, b per column */
 	int8_t a[12];
 	uint8_t b[18];
@@ -304,11 +223,12 @@ static void test_matmulinteger_batched(void **state)
 	int8_t az[2] = {-5, 7};
 	uint8_t bz[2] = {100, 3};
 	int64_t da[] = {2, 1, 2, 3}, db[] = {3, 3, 2}, d2[] = {2};
-	struct rt_tensor in[4] = {tensor(BASE_DT_INT8, 4, da, a), tensor(BASE_DT_UINT8, 3, db, b),
-	                          tensor(BASE_DT_INT8, 1, d2, az), tensor(BASE_DT_UINT8, 1, d2, bz)};
-	assert_int_equal(run(&o, in), 0);
+	struct rt_tensor in[4] = {oc_tensor(BASE_DT_INT8, 4, da, a), oc_tensor(BASE_DT_UINT8, 3, db, b),
+	                          oc_tensor(BASE_DT_INT8, 1, d2, az),
+	                          oc_tensor(BASE_DT_UINT8, 1, d2, bz)};
+	assert_int_equal(oc_run(&o, in), 0);
 	int64_t dy[] = {2, 3, 2, 2};
-	assert_shape(&o.out[0], 4, dy);
+	oc_assert_shape(&o.out[0], 4, dy);
 	const int32_t *y = o.out[0].data;
 	for (int p = 0; p < 2; p++)
 		for (int q = 0; q < 3; q++)
@@ -322,22 +242,22 @@ static void test_matmulinteger_batched(void **state)
 				}
 	/* hostile shapes and zero points */
 	int64_t db2[] = {4, 2};
-	in[1] = tensor(BASE_DT_UINT8, 2, db2, b);
-	assert_int_equal(run(&o, in), STRATA_RUNTIME);
-	assert_msg(&o, "inner dimensions");
+	in[1] = oc_tensor(BASE_DT_UINT8, 2, db2, b);
+	assert_int_equal(oc_run(&o, in), STRATA_RUNTIME);
+	oc_assert_msg(&o, "inner dimensions");
 	int64_t db3[] = {3, 3, 2}, da3[] = {2, 2, 3};
-	in[0] = tensor(BASE_DT_INT8, 3, da3, a);
-	in[1] = tensor(BASE_DT_UINT8, 3, db3, b);
-	assert_int_equal(run(&o, in), STRATA_RUNTIME);
-	assert_msg(&o, "broadcast");
+	in[0] = oc_tensor(BASE_DT_INT8, 3, da3, a);
+	in[1] = oc_tensor(BASE_DT_UINT8, 3, db3, b);
+	assert_int_equal(oc_run(&o, in), STRATA_RUNTIME);
+	oc_assert_msg(&o, "broadcast");
 	int64_t d3[] = {3};
-	in[0] = tensor(BASE_DT_INT8, 4, da, a);
-	in[2] = tensor(BASE_DT_INT8, 1, d3, a);
-	assert_int_equal(run(&o, in), STRATA_RUNTIME);
-	assert_msg(&o, "a_zero_point");
-	done(&o);
+	in[0] = oc_tensor(BASE_DT_INT8, 4, da, a);
+	in[2] = oc_tensor(BASE_DT_INT8, 1, d3, a);
+	assert_int_equal(oc_run(&o, in), STRATA_RUNTIME);
+	oc_assert_msg(&o, "a_zero_point");
+	oc_free(&o);
 	static const int FL[] = {BASE_DT_FLOAT, BASE_DT_UINT8};
-	expect_load_error(one_node(10, "MatMulInteger", "a,b", FL, "y", I32, &nd),
+	expect_load_error(oc_model(10, "MatMulInteger", "a,b", FL, "y", I32, &nd),
 	                  STRATA_NOT_IMPLEMENTED, "MatMulInteger");
 }
 
@@ -345,23 +265,23 @@ static void test_qlinearmatmul_values(void **state)
 {
 	(void)state;
 	struct mb_node *nd;
-	struct one o;
+	struct oc_case o;
 	static const int T[] = {BASE_DT_UINT8, BASE_DT_FLOAT, BASE_DT_UINT8, BASE_DT_UINT8,
 	                        BASE_DT_FLOAT, BASE_DT_UINT8, BASE_DT_FLOAT, BASE_DT_INT8};
-	assert_int_equal(load(one_node(10, "QLinearMatMul", "a,as,az,b,bs,bz,ys,yz", T, "y", I8, &nd),
-	                      &o), 0);
+	assert_int_equal(
+	        oc_load(oc_model(10, "QLinearMatMul", "a,as,az,b,bs,bz,ys,yz", T, "y", I8, &nd), &o), 0);
 	/* 1-D a (K = 2) times b [2,2]: the result drops the row dimension */
 	uint8_t a[2] = {10, 200}, b[4] = {0, 255, 128, 1}, az = 128, bz = 128;
 	float as = 0.5f, bs = 0.25f, ys = 1.0f;
 	int8_t yz = -1;
 	int64_t d2[] = {2}, d22[] = {2, 2};
 	struct rt_tensor in[8] = {
-		tensor(BASE_DT_UINT8, 1, d2, a), tensor(BASE_DT_FLOAT, 0, NULL, &as),
-		tensor(BASE_DT_UINT8, 0, NULL, &az), tensor(BASE_DT_UINT8, 2, d22, b),
-		tensor(BASE_DT_FLOAT, 0, NULL, &bs), tensor(BASE_DT_UINT8, 0, NULL, &bz),
-		tensor(BASE_DT_FLOAT, 0, NULL, &ys), tensor(BASE_DT_INT8, 0, NULL, &yz)};
-	assert_int_equal(run(&o, in), 0);
-	assert_shape(&o.out[0], 1, d2);
+		oc_tensor(BASE_DT_UINT8, 1, d2, a), oc_tensor(BASE_DT_FLOAT, 0, NULL, &as),
+		oc_tensor(BASE_DT_UINT8, 0, NULL, &az), oc_tensor(BASE_DT_UINT8, 2, d22, b),
+		oc_tensor(BASE_DT_FLOAT, 0, NULL, &bs), oc_tensor(BASE_DT_UINT8, 0, NULL, &bz),
+		oc_tensor(BASE_DT_FLOAT, 0, NULL, &ys), oc_tensor(BASE_DT_INT8, 0, NULL, &yz)};
+	assert_int_equal(oc_run(&o, in), 0);
+	oc_assert_shape(&o.out[0], 1, d2);
 	/* scales: 0.5 * 0.25 / 1 = 1/8.  column 0: (-118 * -128 + 72 * 0) / 8 - 1
 	 * = 1887 -> saturates at 127; column 1: (-118 * 127 + 72 * -127) / 8 =
 	 * -3016.25 -> -128 */
@@ -372,11 +292,11 @@ static void test_qlinearmatmul_values(void **state)
 	in[0].data = a2;
 	in[3].data = b2;
 	yz = 0;
-	assert_int_equal(run(&o, in), 0);
+	assert_int_equal(oc_run(&o, in), 0);
 	assert_int_equal(((int8_t *)o.out[0].data)[0], 0); /* 0.5 rounds to even 0 */
 	assert_int_equal(((int8_t *)o.out[0].data)[1], 2); /* 12 * 0.125 = 1.5 -> 2 */
-	done(&o);
-	expect_load_error(one_node(10, "QLinearMatMul", "a,as,az,b,bs,bz,ys", T, "y", I8, &nd),
+	oc_free(&o);
+	expect_load_error(oc_model(10, "QLinearMatMul", "a,as,az,b,bs,bz,ys", T, "y", I8, &nd),
 	                  STRATA_INVALID_GRAPH, "8 inputs");
 }
 
@@ -386,16 +306,16 @@ static void test_strnorm_utf8_case(void **state)
 {
 	(void)state;
 	struct mb_node *nd;
-	struct one o;
-	struct mb_model *mb = one_node(10, "StringNormalizer", "x", S, "y", S, &nd);
+	struct oc_case o;
+	struct mb_model *mb = oc_model(10, "StringNormalizer", "x", S, "y", S, &nd);
 	mb_attr_string(nd, "case_change_action", "UPPER");
-	assert_int_equal(load(mb, &o), 0);
+	assert_int_equal(oc_load(mb, &o), 0);
 	const char *x[] = {"stra\xc3\x9f" "e", "\xc3\xa9t\xc3\xa9", "\xcf\x89\xce\xbc\xce\xad",
 	                   "ok\xff", ""};
 	int64_t d[] = {1, 5};
-	struct rt_tensor in[1] = {tensor(BASE_DT_STRING, 2, d, x)};
-	assert_int_equal(run(&o, in), 0);
-	assert_shape(&o.out[0], 2, d);
+	struct rt_tensor in[1] = {oc_tensor(BASE_DT_STRING, 2, d, x)};
+	assert_int_equal(oc_run(&o, in), 0);
+	oc_assert_shape(&o.out[0], 2, d);
 	char **y = o.out[0].data;
 	assert_string_equal(y[0], "STRA\xc3\x9f" "E"); /* sharp s has no one-letter upper case */
 	assert_string_equal(y[1], "\xc3\x89T\xc3\x89");
@@ -404,17 +324,17 @@ static void test_strnorm_utf8_case(void **state)
 	assert_string_equal(y[4], "");
 	/* a [2, C] input is refused, as is rank 3 */
 	int64_t d2[] = {2, 2, 1};
-	in[0] = tensor(BASE_DT_STRING, 2, d2, x);
-	assert_int_equal(run(&o, in), STRATA_RUNTIME);
-	assert_msg(&o, "[1, C]");
-	in[0] = tensor(BASE_DT_STRING, 3, d2, x);
-	assert_int_equal(run(&o, in), STRATA_RUNTIME);
-	done(&o);
+	in[0] = oc_tensor(BASE_DT_STRING, 2, d2, x);
+	assert_int_equal(oc_run(&o, in), STRATA_RUNTIME);
+	oc_assert_msg(&o, "[1, C]");
+	in[0] = oc_tensor(BASE_DT_STRING, 3, d2, x);
+	assert_int_equal(oc_run(&o, in), STRATA_RUNTIME);
+	oc_free(&o);
 
-	mb = one_node(10, "StringNormalizer", "x", S, "y", S, &nd);
+	mb = oc_model(10, "StringNormalizer", "x", S, "y", S, &nd);
 	mb_attr_string(nd, "case_change_action", "TITLE");
 	expect_load_error(mb, STRATA_INVALID_GRAPH, "TITLE");
-	expect_load_error(one_node(10, "StringNormalizer", "x", F, "y", S, &nd),
+	expect_load_error(oc_model(10, "StringNormalizer", "x", F, "y", S, &nd),
 	                  STRATA_NOT_IMPLEMENTED, "float");
 }
 
@@ -424,7 +344,7 @@ static struct mb_model *tfidf(const char *mode, int64_t minn, int64_t maxn, int6
                               int in_dt, struct mb_node **nd)
 {
 	const int dt[] = {in_dt};
-	struct mb_model *mb = one_node(9, "TfIdfVectorizer", "x", dt, "y", F, nd);
+	struct mb_model *mb = oc_model(9, "TfIdfVectorizer", "x", dt, "y", F, nd);
 	mb_attr_string(*nd, "mode", mode);
 	mb_attr_int(*nd, "min_gram_length", minn);
 	mb_attr_int(*nd, "max_gram_length", maxn);
@@ -436,7 +356,7 @@ static void test_tfidf_weighted(void **state)
 {
 	(void)state;
 	struct mb_node *nd;
-	struct one o;
+	struct oc_case o;
 	/* unigrams 7, 9; bigram (7, 9); outputs in reverse order */
 	static const int64_t pool[] = {7, 9, 7, 9}, counts[] = {0, 2}, idx[] = {2, 1, 0};
 	static const float w[] = {0.5f, 2.0f, 4.0f};
@@ -451,17 +371,17 @@ static void test_tfidf_weighted(void **state)
 		mb_attr_ints(nd, "ngram_indexes", 3, idx);
 		if (m > 0)
 			mb_attr_floats(nd, "weights", 3, w);
-		assert_int_equal(load(mb, &o), 0);
+		assert_int_equal(oc_load(mb, &o), 0);
 		int64_t d[] = {5}, d3[] = {3};
-		struct rt_tensor in[1] = {tensor(BASE_DT_INT64, 1, d, x)};
-		assert_int_equal(run(&o, in), 0);
-		assert_shape(&o.out[0], 1, d3);
+		struct rt_tensor in[1] = {oc_tensor(BASE_DT_INT64, 1, d, x)};
+		assert_int_equal(oc_run(&o, in), 0);
+		oc_assert_shape(&o.out[0], 1, d3);
 		assert_memory_equal(o.out[0].data, want[m], sizeof want[m]);
 		int64_t d3x[] = {1, 1, 5};
-		in[0] = tensor(BASE_DT_INT64, 3, d3x, x);
-		assert_int_equal(run(&o, in), STRATA_RUNTIME);
-		assert_msg(&o, "rank 3");
-		done(&o);
+		in[0] = oc_tensor(BASE_DT_INT64, 3, d3x, x);
+		assert_int_equal(oc_run(&o, in), STRATA_RUNTIME);
+		oc_assert_msg(&o, "rank 3");
+		oc_free(&o);
 	}
 }
 
@@ -525,22 +445,22 @@ static void test_tfidf_huge_skip(void **state)
 {
 	(void)state;
 	struct mb_node *nd;
-	struct one o;
+	struct oc_case o;
 	/* a skip count far past the row: still one pass per useful distance */
 	static const int64_t pool[] = {1, 2}, counts[] = {0, 0}, idx[] = {0};
 	struct mb_model *mb = tfidf("TF", 2, 1000000, INT64_MAX / 2, BASE_DT_INT32, &nd);
 	mb_attr_ints(nd, "pool_int64s", 2, pool);
 	mb_attr_ints(nd, "ngram_counts", 2, counts);
 	mb_attr_ints(nd, "ngram_indexes", 1, idx);
-	assert_int_equal(load(mb, &o), 0);
+	assert_int_equal(oc_load(mb, &o), 0);
 	int32_t x[] = {1, 5, 5, 2, 1, 2};
 	int64_t d[] = {2, 3};
-	struct rt_tensor in[1] = {tensor(BASE_DT_INT32, 2, d, x)};
-	assert_int_equal(run(&o, in), 0);
+	struct rt_tensor in[1] = {oc_tensor(BASE_DT_INT32, 2, d, x)};
+	assert_int_equal(oc_run(&o, in), 0);
 	/* row 0: (1, 2) nowhere; row 1 (2 1 2): (1, 2) at distance 1 */
 	float want[2] = {0, 1};
 	assert_memory_equal(o.out[0].data, want, sizeof want);
-	done(&o);
+	oc_free(&o);
 }
 
 /* ---- Cast to string and to bfloat16 ----------------------------------------------------- */
@@ -549,74 +469,74 @@ static void test_cast_float_to_string(void **state)
 {
 	(void)state;
 	struct mb_node *nd;
-	struct one o;
-	struct mb_model *mb = one_node(13, "Cast", "x", F, "y", S, &nd);
+	struct oc_case o;
+	struct mb_model *mb = oc_model(13, "Cast", "x", F, "y", S, &nd);
 	mb_attr_int(nd, "to", BASE_DT_STRING);
-	assert_int_equal(load(mb, &o), 0);
+	assert_int_equal(oc_load(mb, &o), 0);
 	float x[] = {1.0f, 100.0f, 1e-5f, 0.1f, -0.0f, NAN, -INFINITY, 1e16f, 123456789.0f,
 	             0.0001f, 3.4028235e38f, 1.5e-7f};
 	/* 0.0001f is just below 1e-4, so it prints in scientific form */
 	const char *want[] = {"1.0", "100.0", "1e-05", "0.1", "-0.0", "nan", "-inf", "1e+16",
 	                      "123456790.0", "1e-04", "3.4028235e+38", "1.5e-07"};
 	int64_t d[] = {12};
-	struct rt_tensor in[1] = {tensor(BASE_DT_FLOAT, 1, d, x)};
-	assert_int_equal(run(&o, in), 0);
+	struct rt_tensor in[1] = {oc_tensor(BASE_DT_FLOAT, 1, d, x)};
+	assert_int_equal(oc_run(&o, in), 0);
 	for (int i = 0; i < 12; i++)
 		assert_string_equal(((char **)o.out[0].data)[i], want[i]);
-	done(&o);
+	oc_free(&o);
 
 	static const int B[] = {BASE_DT_BOOL}, L[] = {BASE_DT_INT64}, D[] = {BASE_DT_DOUBLE};
-	mb = one_node(13, "Cast", "x", B, "y", S, &nd);
+	mb = oc_model(13, "Cast", "x", B, "y", S, &nd);
 	mb_attr_int(nd, "to", BASE_DT_STRING);
-	assert_int_equal(load(mb, &o), 0);
+	assert_int_equal(oc_load(mb, &o), 0);
 	uint8_t bx[2] = {1, 0};
 	int64_t d2[] = {2};
-	in[0] = tensor(BASE_DT_BOOL, 1, d2, bx);
-	assert_int_equal(run(&o, in), 0);
+	in[0] = oc_tensor(BASE_DT_BOOL, 1, d2, bx);
+	assert_int_equal(oc_run(&o, in), 0);
 	assert_string_equal(((char **)o.out[0].data)[0], "True");
 	assert_string_equal(((char **)o.out[0].data)[1], "False");
-	done(&o);
+	oc_free(&o);
 
-	mb = one_node(13, "Cast", "x", L, "y", S, &nd);
+	mb = oc_model(13, "Cast", "x", L, "y", S, &nd);
 	mb_attr_int(nd, "to", BASE_DT_STRING);
-	assert_int_equal(load(mb, &o), 0);
+	assert_int_equal(oc_load(mb, &o), 0);
 	int64_t lx[2] = {INT64_MIN, 42};
-	in[0] = tensor(BASE_DT_INT64, 1, d2, lx);
-	assert_int_equal(run(&o, in), 0);
+	in[0] = oc_tensor(BASE_DT_INT64, 1, d2, lx);
+	assert_int_equal(oc_run(&o, in), 0);
 	assert_string_equal(((char **)o.out[0].data)[0], "-9223372036854775808");
 	assert_string_equal(((char **)o.out[0].data)[1], "42");
-	done(&o);
+	oc_free(&o);
 
-	mb = one_node(13, "Cast", "x", D, "y", S, &nd);
+	mb = oc_model(13, "Cast", "x", D, "y", S, &nd);
 	mb_attr_int(nd, "to", BASE_DT_STRING);
-	assert_int_equal(load(mb, &o), 0);
+	assert_int_equal(oc_load(mb, &o), 0);
 	double dx[2] = {0.1, 2.0 / 3.0};
-	in[0] = tensor(BASE_DT_DOUBLE, 1, d2, dx);
-	assert_int_equal(run(&o, in), 0);
+	in[0] = oc_tensor(BASE_DT_DOUBLE, 1, d2, dx);
+	assert_int_equal(oc_run(&o, in), 0);
 	assert_string_equal(((char **)o.out[0].data)[0], "0.1");
 	assert_string_equal(((char **)o.out[0].data)[1], "0.6666666666666666");
-	done(&o);
+	oc_free(&o);
 }
 
 static void test_cast_bfloat16_by_opset(void **state)
 {
 	(void)state;
 	struct mb_node *nd;
-	struct one o;
+	struct oc_case o;
 	static const int BF[] = {BASE_DT_BFLOAT16};
 	uint32_t bits[3] = {0x3ef5377cu, 0x7f800001u, 0x3f80c000u};
 	float x[3];
 	memcpy(x, bits, sizeof x);
 	int64_t d[] = {3};
-	struct rt_tensor in[1] = {tensor(BASE_DT_FLOAT, 1, d, x)};
+	struct rt_tensor in[1] = {oc_tensor(BASE_DT_FLOAT, 1, d, x)};
 	/* opset 13 keeps the upper half (a NaN stays a quiet NaN); opset 19
 	 * rounds to nearest even: 0x3f80c000 lies past the halfway point. */
 	static const uint16_t trunc[3] = {0x3ef5, 0x7fc0, 0x3f80};
 	for (int k = 0; k < 2; k++) {
-		struct mb_model *mb = one_node(k ? 19 : 13, "Cast", "x", F, "y", BF, &nd);
+		struct mb_model *mb = oc_model(k ? 19 : 13, "Cast", "x", F, "y", BF, &nd);
 		mb_attr_int(nd, "to", BASE_DT_BFLOAT16);
-		assert_int_equal(load(mb, &o), 0);
-		assert_int_equal(run(&o, in), 0);
+		assert_int_equal(oc_load(mb, &o), 0);
+		assert_int_equal(oc_run(&o, in), 0);
 		const uint16_t *y = o.out[0].data;
 		if (k == 0) {
 			assert_memory_equal(y, trunc, sizeof trunc);
@@ -625,7 +545,7 @@ static void test_cast_bfloat16_by_opset(void **state)
 			assert_true((y[1] & 0x7f80) == 0x7f80 && (y[1] & 0x7f) != 0); /* NaN */
 			assert_int_equal(y[2], 0x3f81);
 		}
-		done(&o);
+		oc_free(&o);
 	}
 }
 

@@ -2,7 +2,7 @@
  * test_ops_rnn.c: unit tests of runtime/ops/rnn.c (RNN, GRU, LSTM) and
  * runtime/ops/einsum.c (Einsum).
  *
- * Each test builds a one-node model with tests/modelbuild.h, runs it and
+ * Each test builds a one-node model with tests/opcase.h, runs it and
  * compares with values computed here by plain loops written from the
  * operator definitions (one cell at a time, in double).  Layout 1 is checked
  * against layout 0 on transposed data, Einsum against explicit loops on both
@@ -24,16 +24,10 @@
 
 #include "../runtime/runtime_int.h"
 #include "modelbuild.h"
+#include "opcase.h"
 #include "onnx.pb-c.h"
 
 /* ---- harness --------------------------------------------------------------------- */
-
-struct one {
-	struct rt_model *m;
-	struct rt_ctx *cx;
-	struct rt_tensor out[4];
-	struct strata_error err;
-};
 
 /* A model holding one node op(ins) -> outs; every named input and output is
  * a graph input / output of any shape, of type dt (sequence_lens: int32). */
@@ -56,46 +50,6 @@ static struct mb_node *one_node(struct mb_model *mb, const char *op, const char 
 	return mb_node(mb, op, ins, outs);
 }
 
-static int load(struct mb_model *mb, struct one *o)
-{
-	void *buf;
-	size_t n;
-	memset(o, 0, sizeof *o);
-	assert_int_equal(mb_serialize(mb, &buf, &n), 0);
-	mb_free(mb);
-	int rc = runtime_model_load_buffer(buf, n, NULL, &o->m, &o->err);
-	free(buf);
-	if (rc == 0)
-		assert_int_equal(runtime_ctx_new(o->m, &o->cx, &o->err), 0);
-	return rc;
-}
-
-static void done(struct one *o)
-{
-	runtime_ctx_free(o->cx);
-	runtime_model_free(o->m);
-}
-
-static struct rt_tensor tensor(int dt, int rank, const int64_t *dims, const void *data)
-{
-	struct rt_tensor t;
-	memset(&t, 0, sizeof t);
-	t.dtype = dt;
-	t.rank = rank;
-	for (int i = 0; i < rank; i++)
-		t.dims[i] = dims[i];
-	t.data = (void *)data;
-	return t;
-}
-
-static void assert_msg(const struct one *o, const char *part)
-{
-	if (!strstr(o->err.msg, part)) {
-		print_error("message \"%s\" lacks \"%s\"\n", o->err.msg, part);
-		fail();
-	}
-}
-
 static void assert_close(const float *got, const double *want, int64_t n, double tol)
 {
 	for (int64_t i = 0; i < n; i++) {
@@ -106,16 +60,10 @@ static void assert_close(const float *got, const double *want, int64_t n, double
 	}
 }
 
-static float frand(unsigned *s)
-{
-	*s = *s * 1103515245u + 12345u;
-	return (float)((*s >> 8) & 0xffff) / 32768.0f - 1.0f;
-}
-
 static void fill(float *p, int n, unsigned seed)
 {
 	for (int i = 0; i < n; i++)
-		p[i] = frand(&seed);
+		p[i] = oc_frand(&seed);
 }
 
 static double sigm(double v)
@@ -145,16 +93,16 @@ static void test_rnn_values(void **st)
 	struct mb_model *mb = mb_new("t", 14);
 	struct mb_node *nd = one_node(mb, "RNN", "x,w,r,b,,h0", "y,yh", BASE_DT_FLOAT);
 	mb_attr_int(nd, "hidden_size", H);
-	struct one o;
-	assert_int_equal(load(mb, &o), 0);
+	struct oc_case o;
+	assert_int_equal(oc_load(mb, &o), 0);
 	struct rt_tensor in[5] = {
-		tensor(BASE_DT_FLOAT, 3, (int64_t[]){S, NB, I}, X),
-		tensor(BASE_DT_FLOAT, 3, (int64_t[]){1, H, I}, W),
-		tensor(BASE_DT_FLOAT, 3, (int64_t[]){1, H, H}, R),
-		tensor(BASE_DT_FLOAT, 2, (int64_t[]){1, 2 * H}, B),
-		tensor(BASE_DT_FLOAT, 3, (int64_t[]){1, NB, H}, H0),
+		oc_tensor(BASE_DT_FLOAT, 3, (int64_t[]){S, NB, I}, X),
+		oc_tensor(BASE_DT_FLOAT, 3, (int64_t[]){1, H, I}, W),
+		oc_tensor(BASE_DT_FLOAT, 3, (int64_t[]){1, H, H}, R),
+		oc_tensor(BASE_DT_FLOAT, 2, (int64_t[]){1, 2 * H}, B),
+		oc_tensor(BASE_DT_FLOAT, 3, (int64_t[]){1, NB, H}, H0),
 	};
-	assert_int_equal(runtime_run(o.cx, in, o.out, &o.err), 0);
+	assert_int_equal(oc_run(&o, in), 0);
 	double want[S * NB * H];
 	for (int b = 0; b < NB; b++) {
 		double h[H] = {H0[b * H], H0[b * H + 1]}, xt[I], nh[H];
@@ -171,7 +119,7 @@ static void test_rnn_values(void **st)
 	assert_int_equal(o.out[0].dims[1], 1);
 	assert_close(o.out[0].data, want, S * NB * H, 1e-5);
 	assert_close(o.out[1].data, want + (S - 1) * NB * H, NB * H, 1e-5);
-	done(&o);
+	oc_free(&o);
 }
 
 /* One GRU pass (forward) over X [S, NB, I]; y [S, NB, H]. */
@@ -217,19 +165,19 @@ static void test_gru_values(void **st)
 		struct mb_node *nd = one_node(mb, "GRU", "x,w,r,b", "y", BASE_DT_FLOAT);
 		mb_attr_int(nd, "hidden_size", H);
 		mb_attr_int(nd, "linear_before_reset", lbr);
-		struct one o;
-		assert_int_equal(load(mb, &o), 0);
+		struct oc_case o;
+		assert_int_equal(oc_load(mb, &o), 0);
 		struct rt_tensor in[4] = {
-			tensor(BASE_DT_FLOAT, 3, (int64_t[]){S, NB, I}, X),
-			tensor(BASE_DT_FLOAT, 3, (int64_t[]){1, 3 * H, I}, W),
-			tensor(BASE_DT_FLOAT, 3, (int64_t[]){1, 3 * H, H}, R),
-			tensor(BASE_DT_FLOAT, 2, (int64_t[]){1, 6 * H}, B),
+			oc_tensor(BASE_DT_FLOAT, 3, (int64_t[]){S, NB, I}, X),
+			oc_tensor(BASE_DT_FLOAT, 3, (int64_t[]){1, 3 * H, I}, W),
+			oc_tensor(BASE_DT_FLOAT, 3, (int64_t[]){1, 3 * H, H}, R),
+			oc_tensor(BASE_DT_FLOAT, 2, (int64_t[]){1, 6 * H}, B),
 		};
-		assert_int_equal(runtime_run(o.cx, in, o.out, &o.err), 0);
+		assert_int_equal(oc_run(&o, in), 0);
 		double want[S * NB * H];
 		gru_ref(X, W, R, B, lbr, want);
 		assert_close(o.out[0].data, want, S * NB * H, 1e-5);
-		done(&o);
+		oc_free(&o);
 	}
 }
 
@@ -242,16 +190,16 @@ static void test_lstm_peepholes(void **st)
 	struct mb_model *mb = mb_new("t", 14);
 	struct mb_node *nd = one_node(mb, "LSTM", "x,w,r,b,,,,p", "y,yh,yc", BASE_DT_FLOAT);
 	mb_attr_int(nd, "hidden_size", H);
-	struct one o;
-	assert_int_equal(load(mb, &o), 0);
+	struct oc_case o;
+	assert_int_equal(oc_load(mb, &o), 0);
 	struct rt_tensor in[5] = {
-		tensor(BASE_DT_FLOAT, 3, (int64_t[]){S, NB, I}, X),
-		tensor(BASE_DT_FLOAT, 3, (int64_t[]){1, 4 * H, I}, W),
-		tensor(BASE_DT_FLOAT, 3, (int64_t[]){1, 4 * H, H}, R),
-		tensor(BASE_DT_FLOAT, 2, (int64_t[]){1, 8 * H}, B),
-		tensor(BASE_DT_FLOAT, 2, (int64_t[]){1, 3 * H}, P),
+		oc_tensor(BASE_DT_FLOAT, 3, (int64_t[]){S, NB, I}, X),
+		oc_tensor(BASE_DT_FLOAT, 3, (int64_t[]){1, 4 * H, I}, W),
+		oc_tensor(BASE_DT_FLOAT, 3, (int64_t[]){1, 4 * H, H}, R),
+		oc_tensor(BASE_DT_FLOAT, 2, (int64_t[]){1, 8 * H}, B),
+		oc_tensor(BASE_DT_FLOAT, 2, (int64_t[]){1, 3 * H}, P),
 	};
-	assert_int_equal(runtime_run(o.cx, in, o.out, &o.err), 0);
+	assert_int_equal(oc_run(&o, in), 0);
 	double want[S * NB * H], wc[NB * H];
 	for (int b = 0; b < NB; b++) {
 		double h[H] = {0}, c[H] = {0}, xt[I], nh[H];
@@ -279,7 +227,7 @@ static void test_lstm_peepholes(void **st)
 	assert_close(o.out[0].data, want, S * NB * H, 1e-5);
 	assert_close(o.out[1].data, want + (S - 1) * NB * H, NB * H, 1e-5);
 	assert_close(o.out[2].data, wc, NB * H, 1e-5);
-	done(&o);
+	oc_free(&o);
 }
 
 /* Bidirectional with sequence_lens: Y past each length is zero, the reverse
@@ -294,15 +242,15 @@ static void test_rnn_bidi_seqlens(void **st)
 	struct mb_node *nd = one_node(mb, "RNN", "x,w,r,,sl", "y,yh", BASE_DT_FLOAT);
 	mb_attr_int(nd, "hidden_size", H);
 	mb_attr_string(nd, "direction", "bidirectional");
-	struct one o;
-	assert_int_equal(load(mb, &o), 0);
+	struct oc_case o;
+	assert_int_equal(oc_load(mb, &o), 0);
 	struct rt_tensor in[4] = {
-		tensor(BASE_DT_FLOAT, 3, (int64_t[]){S, NB, I}, X),
-		tensor(BASE_DT_FLOAT, 3, (int64_t[]){2, H, I}, W),
-		tensor(BASE_DT_FLOAT, 3, (int64_t[]){2, H, H}, R),
-		tensor(BASE_DT_INT32, 1, (int64_t[]){NB}, len),
+		oc_tensor(BASE_DT_FLOAT, 3, (int64_t[]){S, NB, I}, X),
+		oc_tensor(BASE_DT_FLOAT, 3, (int64_t[]){2, H, I}, W),
+		oc_tensor(BASE_DT_FLOAT, 3, (int64_t[]){2, H, H}, R),
+		oc_tensor(BASE_DT_INT32, 1, (int64_t[]){NB}, len),
 	};
-	assert_int_equal(runtime_run(o.cx, in, o.out, &o.err), 0);
+	assert_int_equal(oc_run(&o, in), 0);
 	double want[S * 2 * NB * H] = {0}, wh[2 * NB * H];
 	for (int d = 0; d < 2; d++) {
 		for (int b = 0; b < NB; b++) {
@@ -322,7 +270,7 @@ static void test_rnn_bidi_seqlens(void **st)
 	}
 	assert_close(o.out[0].data, want, S * 2 * NB * H, 1e-5);
 	assert_close(o.out[1].data, wh, 2 * NB * H, 1e-5);
-	done(&o);
+	oc_free(&o);
 }
 
 /* layout 1 (batch-major) on transposed data equals layout 0 transposed back. */
@@ -346,17 +294,17 @@ static void test_lstm_layout1(void **st)
 		mb_attr_int(nd, "hidden_size", H);
 		mb_attr_int(nd, "layout", layout);
 		mb_attr_string(nd, "direction", "bidirectional");
-		struct one o;
-		assert_int_equal(load(mb, &o), 0);
+		struct oc_case o;
+		assert_int_equal(oc_load(mb, &o), 0);
 		struct rt_tensor in[4] = {
-			layout ? tensor(BASE_DT_FLOAT, 3, (int64_t[]){NB, S, I}, XT)
-			       : tensor(BASE_DT_FLOAT, 3, (int64_t[]){S, NB, I}, X),
-			tensor(BASE_DT_FLOAT, 3, (int64_t[]){2, 4 * H, I}, W),
-			tensor(BASE_DT_FLOAT, 3, (int64_t[]){2, 4 * H, H}, R),
-			layout ? tensor(BASE_DT_FLOAT, 3, (int64_t[]){NB, 2, H}, H0T)
-			       : tensor(BASE_DT_FLOAT, 3, (int64_t[]){2, NB, H}, H0),
+			layout ? oc_tensor(BASE_DT_FLOAT, 3, (int64_t[]){NB, S, I}, XT)
+			       : oc_tensor(BASE_DT_FLOAT, 3, (int64_t[]){S, NB, I}, X),
+			oc_tensor(BASE_DT_FLOAT, 3, (int64_t[]){2, 4 * H, I}, W),
+			oc_tensor(BASE_DT_FLOAT, 3, (int64_t[]){2, 4 * H, H}, R),
+			layout ? oc_tensor(BASE_DT_FLOAT, 3, (int64_t[]){NB, 2, H}, H0T)
+			       : oc_tensor(BASE_DT_FLOAT, 3, (int64_t[]){2, NB, H}, H0),
 		};
-		assert_int_equal(runtime_run(o.cx, in, o.out, &o.err), 0);
+		assert_int_equal(oc_run(&o, in), 0);
 		const float *y = o.out[0].data, *yh = o.out[1].data;
 		if (!layout) {
 			memcpy(y0, y, sizeof y0);
@@ -377,7 +325,7 @@ static void test_lstm_layout1(void **st)
 						assert_float_equal(yh[(b * 2 + d) * H + k],
 						                   yh0[(d * NB + b) * H + k], 0);
 		}
-		done(&o);
+		oc_free(&o);
 	}
 }
 
@@ -393,28 +341,27 @@ static void test_gru_activations(void **st)
 	mb_attr_int(nd, "hidden_size", 1);
 	mb_attr_floats(nd, "activation_alpha", 2, (float[]){0.5f, 2.0f});
 	mb_attr_floats(nd, "activation_beta", 2, (float[]){0.25f, 3.0f});
-	struct one o;
-	assert_int_equal(load(mb, &o), 0);
+	struct oc_case o;
+	assert_int_equal(oc_load(mb, &o), 0);
 	struct rt_tensor in[4] = {
-		tensor(BASE_DT_FLOAT, 3, (int64_t[]){1, 1, 1}, X),
-		tensor(BASE_DT_FLOAT, 3, (int64_t[]){1, 3, 1}, W),
-		tensor(BASE_DT_FLOAT, 3, (int64_t[]){1, 3, 1}, R),
-		tensor(BASE_DT_FLOAT, 2, (int64_t[]){1, 6}, B),
+		oc_tensor(BASE_DT_FLOAT, 3, (int64_t[]){1, 1, 1}, X),
+		oc_tensor(BASE_DT_FLOAT, 3, (int64_t[]){1, 3, 1}, W),
+		oc_tensor(BASE_DT_FLOAT, 3, (int64_t[]){1, 3, 1}, R),
+		oc_tensor(BASE_DT_FLOAT, 2, (int64_t[]){1, 6}, B),
 	};
-	assert_int_equal(runtime_run(o.cx, in, o.out, &o.err), 0);
+	assert_int_equal(oc_run(&o, in), 0);
 	/* defaults (Sigmoid, Tanh) take no alpha: the lists are ignored */
 	double z = sigm(0.4), want = (1 - z) * tanh(0.3);
 	assert_close(o.out[0].data, &want, 1, 1e-6);
-	done(&o);
+	oc_free(&o);
 }
 
 /* The builder has no list-of-strings attribute: serialize, add
  * "activations" to the (only) node with protobuf-c, and load. */
-static int load_acts(struct mb_model *mb, const char *const *names, size_t count, struct one *o)
+static int load_acts(struct mb_model *mb, const char *const *names, size_t count, struct oc_case *o)
 {
 	void *buf;
 	size_t n;
-	memset(o, 0, sizeof *o);
 	assert_int_equal(mb_serialize(mb, &buf, &n), 0);
 	mb_free(mb);
 	Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, n, buf);
@@ -441,10 +388,8 @@ static int load_acts(struct mb_model *mb, const char *const *names, size_t count
 	assert_non_null(buf);
 	onnx__model_proto__pack(mp, buf);
 	onnx__model_proto__free_unpacked(mp, NULL);
-	int rc = runtime_model_load_buffer(buf, n, NULL, &o->m, &o->err);
+	int rc = oc_load_buffer(buf, n, o);
 	free(buf);
-	if (rc == 0)
-		assert_int_equal(runtime_ctx_new(o->m, &o->cx, &o->err), 0);
 	return rc;
 }
 
@@ -456,10 +401,10 @@ static void test_activations(void **st)
 	float X[2] = {0}, W[4] = {0}, R[4] = {0};
 	float B1[2] = {0.3f, 0}; /* RNN: Wb, Rb */
 	struct rt_tensor in[4] = {
-		tensor(BASE_DT_FLOAT, 3, (int64_t[]){2, 1, 1}, X),
-		tensor(BASE_DT_FLOAT, 3, (int64_t[]){1, 1, 1}, W),
-		tensor(BASE_DT_FLOAT, 3, (int64_t[]){1, 1, 1}, R),
-		tensor(BASE_DT_FLOAT, 2, (int64_t[]){1, 2}, B1),
+		oc_tensor(BASE_DT_FLOAT, 3, (int64_t[]){2, 1, 1}, X),
+		oc_tensor(BASE_DT_FLOAT, 3, (int64_t[]){1, 1, 1}, W),
+		oc_tensor(BASE_DT_FLOAT, 3, (int64_t[]){1, 1, 1}, R),
+		oc_tensor(BASE_DT_FLOAT, 2, (int64_t[]){1, 2}, B1),
 	};
 	for (int clipped = 0; clipped < 2; clipped++) {
 		struct mb_model *mb = mb_new("t", 14);
@@ -469,28 +414,28 @@ static void test_activations(void **st)
 		mb_attr_floats(nd, "activation_beta", 1, (float[]){0.25f});
 		if (clipped)
 			mb_attr_float(nd, "clip", 0.2f);
-		struct one o;
+		struct oc_case o;
 		assert_int_equal(load_acts(mb, (const char *[]){"hardsigmoid"}, 1, &o), 0);
-		assert_int_equal(runtime_run(o.cx, in, o.out, &o.err), 0);
+		assert_int_equal(oc_run(&o, in), 0);
 		double v = 0.5 * (clipped ? 0.2 : 0.3) + 0.25, want[2] = {v, v};
 		assert_close(o.out[0].data, want, 2, 1e-6);
-		done(&o);
+		oc_free(&o);
 	}
 
 	/* LSTM: Sigmoid, ScaledTanh(2, 0.5), Affine(3, 1); gate blocks i, o, f, c */
 	float B4[8] = {0.1f, 0.2f, 0.3f, 0.4f, 0, 0, 0, 0};
-	in[1] = tensor(BASE_DT_FLOAT, 3, (int64_t[]){1, 4, 1}, W);
-	in[2] = tensor(BASE_DT_FLOAT, 3, (int64_t[]){1, 4, 1}, R);
-	in[3] = tensor(BASE_DT_FLOAT, 2, (int64_t[]){1, 8}, B4);
+	in[1] = oc_tensor(BASE_DT_FLOAT, 3, (int64_t[]){1, 4, 1}, W);
+	in[2] = oc_tensor(BASE_DT_FLOAT, 3, (int64_t[]){1, 4, 1}, R);
+	in[3] = oc_tensor(BASE_DT_FLOAT, 2, (int64_t[]){1, 8}, B4);
 	struct mb_model *mb = mb_new("t", 14);
 	struct mb_node *nd = one_node(mb, "LSTM", "x,w,r,b", "y,yh,yc", BASE_DT_FLOAT);
 	mb_attr_int(nd, "hidden_size", 1);
 	mb_attr_floats(nd, "activation_alpha", 2, (float[]){2.0f, 3.0f});
 	mb_attr_floats(nd, "activation_beta", 2, (float[]){0.5f, 1.0f});
-	struct one o;
+	struct oc_case o;
 	assert_int_equal(load_acts(mb, (const char *[]){"Sigmoid", "ScaledTanh", "Affine"}, 3, &o),
 	                 0);
-	assert_int_equal(runtime_run(o.cx, in, o.out, &o.err), 0);
+	assert_int_equal(oc_run(&o, in), 0);
 	double c = 0, h = 0;
 	for (int t = 0; t < 2; t++) {
 		c = sigm(0.3) * c + sigm(0.1) * 2.0 * tanh(0.5 * 0.4);
@@ -498,27 +443,27 @@ static void test_activations(void **st)
 	}
 	assert_close(o.out[1].data, &h, 1, 1e-6);
 	assert_close(o.out[2].data, &c, 1, 1e-6);
-	done(&o);
+	oc_free(&o);
 
 	/* an unknown activation, and a list of the wrong length */
 	mb = mb_new("t", 14);
 	one_node(mb, "GRU", "x,w,r", "y", BASE_DT_FLOAT);
 	assert_int_equal(load_acts(mb, (const char *[]){"Sigmoid", "Swish"}, 2, &o),
 	                 STRATA_NOT_IMPLEMENTED);
-	assert_msg(&o, "activation \"Swish\"");
-	done(&o);
+	oc_assert_msg(&o, "activation \"Swish\"");
+	oc_free(&o);
 	mb = mb_new("t", 14);
 	one_node(mb, "RNN", "x,w,r", "y", BASE_DT_FLOAT);
 	assert_int_equal(load_acts(mb, (const char *[]){"Tanh", "Tanh", "Tanh"}, 3, &o),
 	                 STRATA_INVALID_GRAPH);
-	assert_msg(&o, "3 activations");
-	done(&o);
+	oc_assert_msg(&o, "3 activations");
+	oc_free(&o);
 }
 
 /* ---- RNN error paths ----------------------------------------------------------------- */
 
 static int load_rnn(const char *op, const char *attr, int64_t v, const char *sattr,
-                    const char *sval, struct one *o)
+                    const char *sval, struct oc_case *o)
 {
 	struct mb_model *mb = mb_new("t", 14);
 	struct mb_node *nd = one_node(mb, op, "x,w,r,,sl", "y", BASE_DT_FLOAT);
@@ -526,78 +471,78 @@ static int load_rnn(const char *op, const char *attr, int64_t v, const char *sat
 		mb_attr_int(nd, attr, v);
 	if (sattr)
 		mb_attr_string(nd, sattr, sval);
-	return load(mb, o);
+	return oc_load(mb, o);
 }
 
 static void test_rnn_errors(void **st)
 {
 	(void)st;
-	struct one o;
+	struct oc_case o;
 	/* hostile hidden_size: refused at load */
 	assert_int_equal(load_rnn("LSTM", "hidden_size", (int64_t)1 << 40, NULL, NULL, &o),
 	                 STRATA_INVALID_GRAPH);
-	assert_msg(&o, "hidden_size");
-	done(&o);
+	oc_assert_msg(&o, "hidden_size");
+	oc_free(&o);
 	assert_int_equal(load_rnn("GRU", "hidden_size", -3, NULL, NULL, &o), STRATA_INVALID_GRAPH);
-	done(&o);
+	oc_free(&o);
 	assert_int_equal(load_rnn("RNN", "layout", 2, NULL, NULL, &o), STRATA_INVALID_GRAPH);
-	assert_msg(&o, "layout");
-	done(&o);
+	oc_assert_msg(&o, "layout");
+	oc_free(&o);
 	assert_int_equal(load_rnn("RNN", NULL, 0, "direction", "sideways", &o),
 	                 STRATA_INVALID_GRAPH);
-	assert_msg(&o, "sideways");
-	done(&o);
+	oc_assert_msg(&o, "sideways");
+	oc_free(&o);
 
 	/* hidden_size that W and R do not match: refused at run */
 	assert_int_equal(load_rnn("RNN", "hidden_size", 5, NULL, NULL, &o), 0);
 	float X[S * NB * I] = {0}, W[H * I] = {0}, R[H * H] = {0};
 	int32_t len[NB] = {3, 1};
 	struct rt_tensor in[4] = {
-		tensor(BASE_DT_FLOAT, 3, (int64_t[]){S, NB, I}, X),
-		tensor(BASE_DT_FLOAT, 3, (int64_t[]){1, H, I}, W),
-		tensor(BASE_DT_FLOAT, 3, (int64_t[]){1, H, H}, R),
-		tensor(BASE_DT_INT32, 1, (int64_t[]){NB}, len),
+		oc_tensor(BASE_DT_FLOAT, 3, (int64_t[]){S, NB, I}, X),
+		oc_tensor(BASE_DT_FLOAT, 3, (int64_t[]){1, H, I}, W),
+		oc_tensor(BASE_DT_FLOAT, 3, (int64_t[]){1, H, H}, R),
+		oc_tensor(BASE_DT_INT32, 1, (int64_t[]){NB}, len),
 	};
-	assert_int_equal(runtime_run(o.cx, in, o.out, &o.err), STRATA_RUNTIME);
-	assert_msg(&o, "W has shape [1,2,3], expected [1,5,3]");
-	done(&o);
+	assert_int_equal(oc_run(&o, in), STRATA_RUNTIME);
+	oc_assert_msg(&o, "W has shape [1,2,3], expected [1,5,3]");
+	oc_free(&o);
 
 	/* sequence_lens past the sequence, then a W of the wrong rank */
 	assert_int_equal(load_rnn("RNN", "hidden_size", H, NULL, NULL, &o), 0);
 	len[1] = 4;
-	assert_int_equal(runtime_run(o.cx, in, o.out, &o.err), STRATA_RUNTIME);
-	assert_msg(&o, "sequence_lens[1] = 4");
+	assert_int_equal(oc_run(&o, in), STRATA_RUNTIME);
+	oc_assert_msg(&o, "sequence_lens[1] = 4");
 	len[1] = -1;
-	assert_int_equal(runtime_run(o.cx, in, o.out, &o.err), STRATA_RUNTIME);
+	assert_int_equal(oc_run(&o, in), STRATA_RUNTIME);
 	len[1] = 1;
-	in[1] = tensor(BASE_DT_FLOAT, 2, (int64_t[]){H, I}, W);
-	assert_int_equal(runtime_run(o.cx, in, o.out, &o.err), STRATA_RUNTIME);
-	assert_msg(&o, "W has shape");
-	in[1] = tensor(BASE_DT_FLOAT, 3, (int64_t[]){1, H, I}, W);
-	in[0] = tensor(BASE_DT_FLOAT, 2, (int64_t[]){S, NB}, X);
-	assert_int_equal(runtime_run(o.cx, in, o.out, &o.err), STRATA_RUNTIME);
-	assert_msg(&o, "rank 3");
+	in[1] = oc_tensor(BASE_DT_FLOAT, 2, (int64_t[]){H, I}, W);
+	assert_int_equal(oc_run(&o, in), STRATA_RUNTIME);
+	oc_assert_msg(&o, "W has shape");
+	in[1] = oc_tensor(BASE_DT_FLOAT, 3, (int64_t[]){1, H, I}, W);
+	in[0] = oc_tensor(BASE_DT_FLOAT, 2, (int64_t[]){S, NB}, X);
+	assert_int_equal(oc_run(&o, in), STRATA_RUNTIME);
+	oc_assert_msg(&o, "rank 3");
 	/* and a good run on the same context afterwards */
-	in[0] = tensor(BASE_DT_FLOAT, 3, (int64_t[]){S, NB, I}, X);
-	assert_int_equal(runtime_run(o.cx, in, o.out, &o.err), 0);
-	done(&o);
+	in[0] = oc_tensor(BASE_DT_FLOAT, 3, (int64_t[]){S, NB, I}, X);
+	assert_int_equal(oc_run(&o, in), 0);
+	oc_free(&o);
 
 	/* integer X has no kernel */
 	struct mb_model *mb = mb_new("t", 14);
 	one_node(mb, "RNN", "x,w,r", "y", BASE_DT_INT32);
-	assert_int_equal(load(mb, &o), STRATA_NOT_IMPLEMENTED);
-	assert_msg(&o, "RNN (opset 14)");
-	done(&o);
+	assert_int_equal(oc_load(mb, &o), STRATA_NOT_IMPLEMENTED);
+	oc_assert_msg(&o, "RNN (opset 14)");
+	oc_free(&o);
 }
 
 /* ---- Einsum ---------------------------------------------------------------------------- */
 
-static int load_einsum(const char *eq, const char *ins, int dt, struct one *o)
+static int load_einsum(const char *eq, const char *ins, int dt, struct oc_case *o)
 {
 	struct mb_model *mb = mb_new("t", 13);
 	struct mb_node *nd = one_node(mb, "Einsum", ins, "y", dt);
 	mb_attr_string(nd, "equation", eq);
-	return load(mb, o);
+	return oc_load(mb, o);
 }
 
 /* bij,bjk->bik and bij,bjk->kbi (the GEMM path) and bij,bjk->bk, where i
@@ -609,12 +554,12 @@ static void test_einsum_batch_matmul(void **st)
 	float a[BB * MM * KK], b[BB * KK * NN];
 	fill(a, BB * MM * KK, 51), fill(b, BB * KK * NN, 52);
 	struct rt_tensor in[2] = {
-		tensor(BASE_DT_FLOAT, 3, (int64_t[]){BB, MM, KK}, a),
-		tensor(BASE_DT_FLOAT, 3, (int64_t[]){BB, KK, NN}, b),
+		oc_tensor(BASE_DT_FLOAT, 3, (int64_t[]){BB, MM, KK}, a),
+		oc_tensor(BASE_DT_FLOAT, 3, (int64_t[]){BB, KK, NN}, b),
 	};
-	struct one o;
+	struct oc_case o;
 	assert_int_equal(load_einsum("bij, bjk -> bik", "a,b", BASE_DT_FLOAT, &o), 0);
-	assert_int_equal(runtime_run(o.cx, in, o.out, &o.err), 0);
+	assert_int_equal(oc_run(&o, in), 0);
 	double want[BB * MM * NN];
 	for (int x = 0; x < BB; x++)
 		for (int i = 0; i < MM; i++)
@@ -626,22 +571,22 @@ static void test_einsum_batch_matmul(void **st)
 			}
 	assert_int_equal(o.out[0].rank, 3);
 	assert_close(o.out[0].data, want, BB * MM * NN, 1e-5);
-	done(&o);
+	oc_free(&o);
 
 	/* transposed output order on the GEMM path: bij,bjk->kbi */
 	assert_int_equal(load_einsum("bij,bjk->kbi", "a,b", BASE_DT_FLOAT, &o), 0);
-	assert_int_equal(runtime_run(o.cx, in, o.out, &o.err), 0);
+	assert_int_equal(oc_run(&o, in), 0);
 	double wt[NN * BB * MM];
 	for (int x = 0; x < BB; x++)
 		for (int i = 0; i < MM; i++)
 			for (int k = 0; k < NN; k++)
 				wt[(k * BB + x) * MM + i] = want[(x * MM + i) * NN + k];
 	assert_close(o.out[0].data, wt, NN * BB * MM, 1e-5);
-	done(&o);
+	oc_free(&o);
 
 	/* i is summed within the first operand only */
 	assert_int_equal(load_einsum("bij,bjk->bk", "a,b", BASE_DT_FLOAT, &o), 0);
-	assert_int_equal(runtime_run(o.cx, in, o.out, &o.err), 0);
+	assert_int_equal(oc_run(&o, in), 0);
 	double wk[BB * NN];
 	for (int x = 0; x < BB; x++)
 		for (int k = 0; k < NN; k++) {
@@ -652,7 +597,7 @@ static void test_einsum_batch_matmul(void **st)
 			wk[x * NN + k] = s;
 		}
 	assert_close(o.out[0].data, wk, BB * NN, 1e-5);
-	done(&o);
+	oc_free(&o);
 }
 
 /* ...ii->...i in double, an implicit trace in int64, and an ellipsis that
@@ -663,31 +608,31 @@ static void test_einsum_general(void **st)
 	double d[2 * 3 * 3];
 	for (int i = 0; i < 18; i++)
 		d[i] = i * 0.5 - 3;
-	struct one o;
+	struct oc_case o;
 	assert_int_equal(load_einsum("...ii ->...i", "a", BASE_DT_DOUBLE, &o), 0);
-	struct rt_tensor in[2] = {tensor(BASE_DT_DOUBLE, 3, (int64_t[]){2, 3, 3}, d)};
-	assert_int_equal(runtime_run(o.cx, in, o.out, &o.err), 0);
+	struct rt_tensor in[2] = {oc_tensor(BASE_DT_DOUBLE, 3, (int64_t[]){2, 3, 3}, d)};
+	assert_int_equal(oc_run(&o, in), 0);
 	assert_int_equal(o.out[0].rank, 2);
 	const double *y = o.out[0].data;
 	for (int b = 0; b < 2; b++)
 		for (int i = 0; i < 3; i++)
 			assert_float_equal(y[b * 3 + i], d[b * 9 + i * 3 + i], 0);
-	done(&o);
+	oc_free(&o);
 
 	int64_t m[3 * 3] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
 	assert_int_equal(load_einsum("ii", "a", BASE_DT_INT64, &o), 0);
-	in[0] = tensor(BASE_DT_INT64, 2, (int64_t[]){3, 3}, m);
-	assert_int_equal(runtime_run(o.cx, in, o.out, &o.err), 0);
+	in[0] = oc_tensor(BASE_DT_INT64, 2, (int64_t[]){3, 3}, m);
+	assert_int_equal(oc_run(&o, in), 0);
 	assert_int_equal(o.out[0].rank, 0);
 	assert_int_equal(((int64_t *)o.out[0].data)[0], 15);
-	done(&o);
+	oc_free(&o);
 
 	/* implicit output of "ba,cb": a and c, alphabetical */
 	int64_t p[2 * 3] = {1, 2, 3, 4, 5, 6}, q[4 * 2] = {1, -1, 2, 0, 3, 1, -2, 2};
 	assert_int_equal(load_einsum("ba,cb", "p,q", BASE_DT_INT64, &o), 0);
-	struct rt_tensor pq[2] = {tensor(BASE_DT_INT64, 2, (int64_t[]){2, 3}, p),
-	                          tensor(BASE_DT_INT64, 2, (int64_t[]){4, 2}, q)};
-	assert_int_equal(runtime_run(o.cx, pq, o.out, &o.err), 0);
+	struct rt_tensor pq[2] = {oc_tensor(BASE_DT_INT64, 2, (int64_t[]){2, 3}, p),
+	                          oc_tensor(BASE_DT_INT64, 2, (int64_t[]){4, 2}, q)};
+	assert_int_equal(oc_run(&o, pq), 0);
 	assert_int_equal(o.out[0].rank, 2);
 	assert_int_equal(o.out[0].dims[0], 3);
 	assert_int_equal(o.out[0].dims[1], 4);
@@ -699,15 +644,15 @@ static void test_einsum_general(void **st)
 				s += p[b * 3 + a] * q[c * 2 + b];
 			assert_int_equal(yi[a * 4 + c], s);
 		}
-	done(&o);
+	oc_free(&o);
 
 	/* "...j,...j->..." with shapes [2,1,3] and [4,3]: the ellipsis is [2,4] */
 	float u[2 * 3], v[4 * 3];
 	fill(u, 6, 61), fill(v, 12, 62);
 	assert_int_equal(load_einsum("...j,...j->...", "u,v", BASE_DT_FLOAT, &o), 0);
-	struct rt_tensor uv[2] = {tensor(BASE_DT_FLOAT, 3, (int64_t[]){2, 1, 3}, u),
-	                          tensor(BASE_DT_FLOAT, 2, (int64_t[]){4, 3}, v)};
-	assert_int_equal(runtime_run(o.cx, uv, o.out, &o.err), 0);
+	struct rt_tensor uv[2] = {oc_tensor(BASE_DT_FLOAT, 3, (int64_t[]){2, 1, 3}, u),
+	                          oc_tensor(BASE_DT_FLOAT, 2, (int64_t[]){4, 3}, v)};
+	assert_int_equal(oc_run(&o, uv), 0);
 	assert_int_equal(o.out[0].rank, 2);
 	assert_int_equal(o.out[0].dims[0], 2);
 	assert_int_equal(o.out[0].dims[1], 4);
@@ -717,13 +662,13 @@ static void test_einsum_general(void **st)
 			w8[a * 4 + b] = (double)u[a * 3] * v[b * 3] + (double)u[a * 3 + 1] * v[b * 3 + 1] +
 			                (double)u[a * 3 + 2] * v[b * 3 + 2];
 	assert_close(o.out[0].data, w8, 8, 1e-5);
-	done(&o);
+	oc_free(&o);
 }
 
 static void test_einsum_errors(void **st)
 {
 	(void)st;
-	struct one o;
+	struct oc_case o;
 	static const struct {
 		const char *eq, *ins, *msg;
 	} bad[] = {
@@ -740,33 +685,33 @@ static void test_einsum_errors(void **st)
 	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
 		assert_int_equal(load_einsum(bad[i].eq, bad[i].ins, BASE_DT_FLOAT, &o),
 		                 STRATA_INVALID_GRAPH);
-		assert_msg(&o, bad[i].msg);
-		done(&o);
+		oc_assert_msg(&o, bad[i].msg);
+		oc_free(&o);
 	}
 	assert_int_equal(load_einsum("ij", "a", BASE_DT_STRING, &o), STRATA_NOT_IMPLEMENTED);
-	assert_msg(&o, "Einsum (opset 13)");
-	done(&o);
+	oc_assert_msg(&o, "Einsum (opset 13)");
+	oc_free(&o);
 
 	/* mismatched dimensions and ranks at run */
 	float a[6] = {0}, b[6] = {0};
 	assert_int_equal(load_einsum("ij,jk->ik", "a,b", BASE_DT_FLOAT, &o), 0);
-	struct rt_tensor in[2] = {tensor(BASE_DT_FLOAT, 2, (int64_t[]){2, 3}, a),
-	                          tensor(BASE_DT_FLOAT, 2, (int64_t[]){2, 3}, b)};
-	assert_int_equal(runtime_run(o.cx, in, o.out, &o.err), STRATA_RUNTIME);
-	assert_msg(&o, "label 'j'");
-	in[1] = tensor(BASE_DT_FLOAT, 1, (int64_t[]){6}, b);
-	assert_int_equal(runtime_run(o.cx, in, o.out, &o.err), STRATA_RUNTIME);
-	assert_msg(&o, "input 1 has rank 1");
-	in[1] = tensor(BASE_DT_FLOAT, 2, (int64_t[]){3, 2}, b);
-	assert_int_equal(runtime_run(o.cx, in, o.out, &o.err), 0);
-	done(&o);
+	struct rt_tensor in[2] = {oc_tensor(BASE_DT_FLOAT, 2, (int64_t[]){2, 3}, a),
+	                          oc_tensor(BASE_DT_FLOAT, 2, (int64_t[]){2, 3}, b)};
+	assert_int_equal(oc_run(&o, in), STRATA_RUNTIME);
+	oc_assert_msg(&o, "label 'j'");
+	in[1] = oc_tensor(BASE_DT_FLOAT, 1, (int64_t[]){6}, b);
+	assert_int_equal(oc_run(&o, in), STRATA_RUNTIME);
+	oc_assert_msg(&o, "input 1 has rank 1");
+	in[1] = oc_tensor(BASE_DT_FLOAT, 2, (int64_t[]){3, 2}, b);
+	assert_int_equal(oc_run(&o, in), 0);
+	oc_free(&o);
 
 	/* ellipses that do not broadcast */
 	assert_int_equal(load_einsum("...i,...i->...", "a,b", BASE_DT_FLOAT, &o), 0);
-	in[0] = tensor(BASE_DT_FLOAT, 2, (int64_t[]){2, 3}, a);
-	in[1] = tensor(BASE_DT_FLOAT, 3, (int64_t[]){3, 1, 2}, b);
-	assert_int_equal(runtime_run(o.cx, in, o.out, &o.err), STRATA_RUNTIME);
-	done(&o);
+	in[0] = oc_tensor(BASE_DT_FLOAT, 2, (int64_t[]){2, 3}, a);
+	in[1] = oc_tensor(BASE_DT_FLOAT, 3, (int64_t[]){3, 1, 2}, b);
+	assert_int_equal(oc_run(&o, in), STRATA_RUNTIME);
+	oc_free(&o);
 }
 
 int main(void)

@@ -22,79 +22,15 @@
 
 #include "../runtime/runtime_int.h"
 #include "modelbuild.h"
+#include "opcase.h"
 
 /* ---- harness --------------------------------------------------------------------- */
 
-struct one {
-	struct rt_model *m;
-	struct rt_ctx *cx;
-	struct rt_tensor out[2];
-	struct strata_error err;
-};
-
-/* A one-node model op(ins) -> y; the inputs are graph inputs of any shape
- * with the element types in_dt, the output has type out_dt. */
+/* oc_model with the one output y, of type out_dt. */
 static struct mb_model *one_node(int opset, const char *op, const char *ins, const int *in_dt,
                                  int out_dt, struct mb_node **node)
 {
-	struct mb_model *mb = mb_new("t", opset);
-	char buf[256];
-	snprintf(buf, sizeof buf, "%s", ins);
-	int k = 0;
-	char *save = NULL;
-	for (char *s = buf;; s = NULL) {
-		char *name = strtok_r(s, ",", &save);
-		if (!name)
-			break;
-		mb_input(mb, name, in_dt[k++], -1, NULL, NULL);
-	}
-	mb_output(mb, "y", out_dt, -1, NULL, NULL);
-	*node = mb_node(mb, op, ins, "y");
-	return mb;
-}
-
-static int load(struct mb_model *mb, struct one *o)
-{
-	void *buf;
-	size_t n;
-	memset(o, 0, sizeof *o);
-	assert_int_equal(mb_serialize(mb, &buf, &n), 0);
-	mb_free(mb);
-	int rc = runtime_model_load_buffer(buf, n, NULL, &o->m, &o->err);
-	free(buf);
-	if (rc == 0)
-		assert_int_equal(runtime_ctx_new(o->m, &o->cx, &o->err), 0);
-	return rc;
-}
-
-static int run(struct one *o, const struct rt_tensor *in)
-{
-	return runtime_run(o->cx, in, o->out, &o->err);
-}
-
-static void done(struct one *o)
-{
-	runtime_ctx_free(o->cx);
-	runtime_model_free(o->m);
-}
-
-static struct rt_tensor tensor(int dt, int rank, const int64_t *dims, const void *data)
-{
-	struct rt_tensor t;
-	memset(&t, 0, sizeof t);
-	t.dtype = dt;
-	t.rank = rank;
-	for (int i = 0; i < rank; i++)
-		t.dims[i] = dims[i];
-	t.data = (void *)data;
-	return t;
-}
-
-static void assert_shape(const struct rt_tensor *t, int rank, const int64_t *dims)
-{
-	assert_int_equal(t->rank, rank);
-	for (int i = 0; i < rank; i++)
-		assert_int_equal(t->dims[i], dims[i]);
+	return oc_model(opset, op, ins, in_dt, "y", &out_dt, node);
 }
 
 static void assert_near(const float *got, const double *want, int64_t n, double tol)
@@ -107,28 +43,20 @@ static void assert_near(const float *got, const double *want, int64_t n, double 
 	}
 }
 
-static void assert_msg(const struct one *o, const char *part)
-{
-	if (!strstr(o->err.msg, part)) {
-		print_error("message \"%s\" lacks \"%s\"\n", o->err.msg, part);
-		fail();
-	}
-}
-
 static const int FFF[] = {BASE_DT_FLOAT, BASE_DT_FLOAT, BASE_DT_FLOAT, BASE_DT_INT64};
 
 /* A Resize (opset 13) of X by scales; returns the run status. */
-static int resize_scales(struct one *o, const char *mode, const float *x, int rank,
+static int resize_scales(struct oc_case *o, const char *mode, const float *x, int rank,
                          const int64_t *dims, const float *scales)
 {
 	struct mb_node *nd;
 	struct mb_model *mb = one_node(13, "Resize", "x,,s", FFF, BASE_DT_FLOAT, &nd);
 	mb_attr_string(nd, "mode", mode);
-	assert_int_equal(load(mb, o), 0);
+	assert_int_equal(oc_load(mb, o), 0);
 	int64_t sd[1] = {rank};
-	struct rt_tensor in[2] = {tensor(BASE_DT_FLOAT, rank, dims, x),
-	                          tensor(BASE_DT_FLOAT, 1, sd, scales)};
-	return run(o, in);
+	struct rt_tensor in[2] = {oc_tensor(BASE_DT_FLOAT, rank, dims, x),
+	                          oc_tensor(BASE_DT_FLOAT, 1, sd, scales)};
+	return oc_run(o, in);
 }
 
 /* ---- Resize ------------------------------------------------------------------------ */
@@ -140,26 +68,27 @@ static void test_resize_bad_scales(void **state)
 	int64_t d[2] = {2, 2};
 	const float bad[][2] = {{1, 0}, {-2, 1}, {NAN, 1}, {INFINITY, 1}};
 	for (int i = 0; i < 4; i++) {
-		struct one o;
+		struct oc_case o;
 		assert_int_equal(resize_scales(&o, "linear", x, 2, d, bad[i]), STRATA_RUNTIME);
-		assert_msg(&o, "not positive");
-		done(&o);
+		oc_assert_msg(&o, "not positive");
+		oc_free(&o);
 	}
 	/* a scale that asks for more cells than any machine holds */
-	struct one o;
+	struct oc_case o;
 	float huge[2] = {1e30f, 1e30f};
 	assert_int_equal(resize_scales(&o, "nearest", x, 2, d, huge), STRATA_RUNTIME);
-	assert_msg(&o, "too large");
-	done(&o);
+	oc_assert_msg(&o, "too large");
+	oc_free(&o);
 	/* scales of the wrong length */
 	struct mb_node *nd;
-	assert_int_equal(load(one_node(13, "Resize", "x,,s", FFF, BASE_DT_FLOAT, &nd), &o), 0);
+	assert_int_equal(oc_load(one_node(13, "Resize", "x,,s", FFF, BASE_DT_FLOAT, &nd), &o), 0);
 	int64_t sd[1] = {3};
 	float s3[3] = {1, 1, 1};
-	struct rt_tensor in[2] = {tensor(BASE_DT_FLOAT, 2, d, x), tensor(BASE_DT_FLOAT, 1, sd, s3)};
-	assert_int_equal(run(&o, in), STRATA_RUNTIME);
-	assert_msg(&o, "scales must have 2 entries");
-	done(&o);
+	struct rt_tensor in[2] = {oc_tensor(BASE_DT_FLOAT, 2, d, x),
+	                          oc_tensor(BASE_DT_FLOAT, 1, sd, s3)};
+	assert_int_equal(oc_run(&o, in), STRATA_RUNTIME);
+	oc_assert_msg(&o, "scales must have 2 entries");
+	oc_free(&o);
 }
 
 static void test_resize_bad_sizes_and_roi(void **state)
@@ -167,27 +96,28 @@ static void test_resize_bad_sizes_and_roi(void **state)
 	(void)state;
 	float x[4] = {1, 2, 3, 4};
 	int64_t d[2] = {2, 2}, sd[1] = {2};
-	struct one o;
+	struct oc_case o;
 	struct mb_node *nd;
 	const int types[] = {BASE_DT_FLOAT, BASE_DT_INT64}; /* omitted inputs take none */
-	assert_int_equal(load(one_node(13, "Resize", "x,,,z", types, BASE_DT_FLOAT, &nd), &o), 0);
+	assert_int_equal(oc_load(one_node(13, "Resize", "x,,,z", types, BASE_DT_FLOAT, &nd), &o), 0);
 	int64_t neg[2] = {-1, 3};
 	/* the graph inputs are x and z */
-	struct rt_tensor in[2] = {tensor(BASE_DT_FLOAT, 2, d, x), tensor(BASE_DT_INT64, 1, sd, neg)};
-	assert_int_equal(run(&o, in), STRATA_RUNTIME);
-	assert_msg(&o, "out of range");
-	done(&o);
+	struct rt_tensor in[2] = {oc_tensor(BASE_DT_FLOAT, 2, d, x),
+	                          oc_tensor(BASE_DT_INT64, 1, sd, neg)};
+	assert_int_equal(oc_run(&o, in), STRATA_RUNTIME);
+	oc_assert_msg(&o, "out of range");
+	oc_free(&o);
 
 	/* tf_crop_and_resize without a roi */
 	struct mb_model *mb = one_node(13, "Resize", "x,,,z", types, BASE_DT_FLOAT, &nd);
 	mb_attr_string(nd, "coordinate_transformation_mode", "tf_crop_and_resize");
 	mb_attr_string(nd, "mode", "linear");
-	assert_int_equal(load(mb, &o), 0);
+	assert_int_equal(oc_load(mb, &o), 0);
 	int64_t ok[2] = {3, 3};
-	in[1] = tensor(BASE_DT_INT64, 1, sd, ok);
-	assert_int_equal(run(&o, in), STRATA_RUNTIME);
-	assert_msg(&o, "needs roi");
-	done(&o);
+	in[1] = oc_tensor(BASE_DT_INT64, 1, sd, ok);
+	assert_int_equal(oc_run(&o, in), STRATA_RUNTIME);
+	oc_assert_msg(&o, "needs roi");
+	oc_free(&o);
 }
 
 static void test_resize_bad_attributes(void **state)
@@ -199,29 +129,29 @@ static void test_resize_bad_attributes(void **state)
 		{"nearest_mode", "round_half_even"},
 	};
 	for (int i = 0; i < 3; i++) {
-		struct one o;
+		struct oc_case o;
 		struct mb_node *nd;
 		struct mb_model *mb = one_node(13, "Resize", "x,,s", FFF, BASE_DT_FLOAT, &nd);
 		mb_attr_string(nd, attr[i][0], attr[i][1]);
-		assert_int_equal(load(mb, &o), STRATA_INVALID_GRAPH);
-		assert_msg(&o, attr[i][1]);
-		done(&o);
+		assert_int_equal(oc_load(mb, &o), STRATA_INVALID_GRAPH);
+		oc_assert_msg(&o, attr[i][1]);
+		oc_free(&o);
 	}
 	/* cubic interpolation of integers has no kernel */
-	struct one o;
+	struct oc_case o;
 	struct mb_node *nd;
 	const int it[] = {BASE_DT_INT8, BASE_DT_FLOAT};
 	struct mb_model *mb = one_node(13, "Resize", "x,,s", it, BASE_DT_INT8, &nd);
 	mb_attr_string(nd, "mode", "cubic");
-	assert_int_equal(load(mb, &o), STRATA_NOT_IMPLEMENTED);
-	assert_msg(&o, "int8");
-	done(&o);
+	assert_int_equal(oc_load(mb, &o), STRATA_NOT_IMPLEMENTED);
+	oc_assert_msg(&o, "int8");
+	oc_free(&o);
 	/* antialias with nearest, opset 18 */
 	mb = one_node(18, "Resize", "x,,s", FFF, BASE_DT_FLOAT, &nd);
 	mb_attr_int(nd, "antialias", 1);
-	assert_int_equal(load(mb, &o), STRATA_INVALID_GRAPH);
-	assert_msg(&o, "antialias");
-	done(&o);
+	assert_int_equal(oc_load(mb, &o), STRATA_INVALID_GRAPH);
+	oc_assert_msg(&o, "antialias");
+	oc_free(&o);
 }
 
 /* Antialiased linear downscale by 1/2 of a line of 8 (opset 18): the
@@ -232,18 +162,19 @@ static void test_resize_antialias_linear(void **state)
 	float x[8];
 	for (int i = 0; i < 8; i++)
 		x[i] = (float)(i * i);
-	struct one o;
+	struct oc_case o;
 	struct mb_node *nd;
 	struct mb_model *mb = one_node(18, "Resize", "x,,s", FFF, BASE_DT_FLOAT, &nd);
 	mb_attr_string(nd, "mode", "linear");
 	mb_attr_int(nd, "antialias", 1);
-	assert_int_equal(load(mb, &o), 0);
+	assert_int_equal(oc_load(mb, &o), 0);
 	int64_t d[1] = {8}, sd[1] = {1};
 	float s[1] = {0.5f};
-	struct rt_tensor in[2] = {tensor(BASE_DT_FLOAT, 1, d, x), tensor(BASE_DT_FLOAT, 1, sd, s)};
-	assert_int_equal(run(&o, in), 0);
+	struct rt_tensor in[2] = {oc_tensor(BASE_DT_FLOAT, 1, d, x),
+	                          oc_tensor(BASE_DT_FLOAT, 1, sd, s)};
+	assert_int_equal(oc_run(&o, in), 0);
 	int64_t od[1] = {4};
-	assert_shape(&o.out[0], 1, od);
+	oc_assert_shape(&o.out[0], 1, od);
 	/* output j centres on 2j + 0.5 (half_pixel); taps at distance t weigh
 	 * max(0, 1 - |t| / 2), renormalized, indices clamped to [0, 7] */
 	double want[4];
@@ -260,7 +191,7 @@ static void test_resize_antialias_linear(void **state)
 		want[j] = acc / sw;
 	}
 	assert_near(o.out[0].data, want, 4, 1e-5);
-	done(&o);
+	oc_free(&o);
 }
 
 /* keep_aspect_ratio_policy = not_larger with axes: both listed axes take
@@ -271,7 +202,7 @@ static void test_resize_keep_aspect_axes(void **state)
 	float x[2 * 2 * 4];
 	for (int i = 0; i < 16; i++)
 		x[i] = (float)i;
-	struct one o;
+	struct oc_case o;
 	struct mb_node *nd;
 	const int types[] = {BASE_DT_FLOAT, BASE_DT_INT64};
 	struct mb_model *mb = one_node(18, "Resize", "x,,,z", types, BASE_DT_FLOAT, &nd);
@@ -279,25 +210,26 @@ static void test_resize_keep_aspect_axes(void **state)
 	mb_attr_ints(nd, "axes", 2, (const int64_t[]){1, 2});
 	mb_attr_string(nd, "coordinate_transformation_mode", "asymmetric");
 	mb_attr_string(nd, "nearest_mode", "floor");
-	assert_int_equal(load(mb, &o), 0);
+	assert_int_equal(oc_load(mb, &o), 0);
 	int64_t d[3] = {2, 2, 4}, sd[1] = {2};
 	int64_t sizes[2] = {4, 4}; /* ratios 2 and 1: not_larger keeps 1 */
-	struct rt_tensor in[2] = {tensor(BASE_DT_FLOAT, 3, d, x), tensor(BASE_DT_INT64, 1, sd, sizes)};
-	assert_int_equal(run(&o, in), 0);
-	assert_shape(&o.out[0], 3, d);
+	struct rt_tensor in[2] = {oc_tensor(BASE_DT_FLOAT, 3, d, x),
+	                          oc_tensor(BASE_DT_INT64, 1, sd, sizes)};
+	assert_int_equal(oc_run(&o, in), 0);
+	oc_assert_shape(&o.out[0], 3, d);
 	double want[16];
 	for (int i = 0; i < 16; i++)
 		want[i] = i;
 	assert_near(o.out[0].data, want, 16, 0);
-	done(&o);
+	oc_free(&o);
 
 	/* a repeated axis fails the run */
 	mb = one_node(18, "Resize", "x,,,z", types, BASE_DT_FLOAT, &nd);
 	mb_attr_ints(nd, "axes", 2, (const int64_t[]){1, -2});
-	assert_int_equal(load(mb, &o), 0);
-	assert_int_equal(run(&o, in), STRATA_RUNTIME);
-	assert_msg(&o, "repeated");
-	done(&o);
+	assert_int_equal(oc_load(mb, &o), 0);
+	assert_int_equal(oc_run(&o, in), STRATA_RUNTIME);
+	oc_assert_msg(&o, "repeated");
+	oc_free(&o);
 }
 
 /* ---- GridSample and RoiAlign --------------------------------------------------------- */
@@ -315,23 +247,23 @@ static void test_gridsample(void **state)
 		}
 	static const char *const modes[] = {"bilinear", "nearest", "bicubic"};
 	for (int m = 0; m < 3; m++) {
-		struct one o;
+		struct oc_case o;
 		struct mb_node *nd;
 		struct mb_model *mb = one_node(16, "GridSample", "x,g", FFF, BASE_DT_FLOAT, &nd);
 		mb_attr_int(nd, "align_corners", 1);
 		mb_attr_string(nd, "mode", modes[m]);
-		assert_int_equal(load(mb, &o), 0);
-		struct rt_tensor in[2] = {tensor(BASE_DT_FLOAT, 4, xd, x),
-		                          tensor(BASE_DT_FLOAT, 4, gd, g)};
-		assert_int_equal(run(&o, in), 0);
-		assert_shape(&o.out[0], 4, xd);
+		assert_int_equal(oc_load(mb, &o), 0);
+		struct rt_tensor in[2] = {oc_tensor(BASE_DT_FLOAT, 4, xd, x),
+		                          oc_tensor(BASE_DT_FLOAT, 4, gd, g)};
+		assert_int_equal(oc_run(&o, in), 0);
+		oc_assert_shape(&o.out[0], 4, xd);
 		double want[6] = {1, 2, 3, 4, 5, 6};
 		assert_near(o.out[0].data, want, 6, 1e-5);
 		/* hostile coordinates: no crash, zeros padding gives 0, NaN stays NaN */
 		g[0] = 1e30f;
 		g[1] = -1e30f;
 		g[2] = NAN;
-		assert_int_equal(run(&o, in), 0);
+		assert_int_equal(oc_run(&o, in), 0);
 		assert_true(((float *)o.out[0].data)[0] == 0);
 		assert_true(isnan(((float *)o.out[0].data)[1]));
 		g[0] = -1;
@@ -339,18 +271,18 @@ static void test_gridsample(void **state)
 		g[2] = 0;
 		/* a grid that is not [N, H, W, 2] */
 		int64_t bad[4] = {1, 2, 2, 3};
-		in[1] = tensor(BASE_DT_FLOAT, 4, bad, g);
-		assert_int_equal(run(&o, in), STRATA_RUNTIME);
-		assert_msg(&o, "grid");
-		done(&o);
+		in[1] = oc_tensor(BASE_DT_FLOAT, 4, bad, g);
+		assert_int_equal(oc_run(&o, in), STRATA_RUNTIME);
+		oc_assert_msg(&o, "grid");
+		oc_free(&o);
 	}
-	struct one o;
+	struct oc_case o;
 	struct mb_node *nd;
 	struct mb_model *mb = one_node(16, "GridSample", "x,g", FFF, BASE_DT_FLOAT, &nd);
 	mb_attr_string(nd, "padding_mode", "wrap");
-	assert_int_equal(load(mb, &o), STRATA_INVALID_GRAPH);
-	assert_msg(&o, "wrap");
-	done(&o);
+	assert_int_equal(oc_load(mb, &o), STRATA_INVALID_GRAPH);
+	oc_assert_msg(&o, "wrap");
+	oc_free(&o);
 }
 
 static void test_roialign_errors(void **state)
@@ -359,28 +291,29 @@ static void test_roialign_errors(void **state)
 	float x[16] = {0}, rois[4] = {0, 0, 3, 3};
 	int64_t xd[4] = {1, 1, 4, 4}, rd[2] = {1, 4}, bd[1] = {1}, b[1] = {1};
 	const int types[] = {BASE_DT_FLOAT, BASE_DT_FLOAT, BASE_DT_INT64};
-	struct one o;
+	struct oc_case o;
 	struct mb_node *nd;
-	assert_int_equal(load(one_node(16, "RoiAlign", "x,r,b", types, BASE_DT_FLOAT, &nd), &o), 0);
-	struct rt_tensor in[3] = {tensor(BASE_DT_FLOAT, 4, xd, x), tensor(BASE_DT_FLOAT, 2, rd, rois),
-	                          tensor(BASE_DT_INT64, 1, bd, b)};
-	assert_int_equal(run(&o, in), STRATA_RUNTIME);
-	assert_msg(&o, "batch_indices[0] = 1");
+	assert_int_equal(oc_load(one_node(16, "RoiAlign", "x,r,b", types, BASE_DT_FLOAT, &nd), &o), 0);
+	struct rt_tensor in[3] = {oc_tensor(BASE_DT_FLOAT, 4, xd, x),
+	                          oc_tensor(BASE_DT_FLOAT, 2, rd, rois),
+	                          oc_tensor(BASE_DT_INT64, 1, bd, b)};
+	assert_int_equal(oc_run(&o, in), STRATA_RUNTIME);
+	oc_assert_msg(&o, "batch_indices[0] = 1");
 	/* a box so large the adaptive sampling grid would explode */
 	b[0] = 0;
 	rois[2] = 1e30f;
-	assert_int_equal(run(&o, in), STRATA_RUNTIME);
-	assert_msg(&o, "too large");
+	assert_int_equal(oc_run(&o, in), STRATA_RUNTIME);
+	oc_assert_msg(&o, "too large");
 	rois[2] = INFINITY;
-	assert_int_equal(run(&o, in), STRATA_RUNTIME);
-	assert_msg(&o, "not finite");
-	done(&o);
+	assert_int_equal(oc_run(&o, in), STRATA_RUNTIME);
+	oc_assert_msg(&o, "not finite");
+	oc_free(&o);
 
 	struct mb_model *mb = one_node(16, "RoiAlign", "x,r,b", types, BASE_DT_FLOAT, &nd);
 	mb_attr_int(nd, "output_height", 0);
-	assert_int_equal(load(mb, &o), STRATA_INVALID_GRAPH);
-	assert_msg(&o, "output_height 0");
-	done(&o);
+	assert_int_equal(oc_load(mb, &o), STRATA_INVALID_GRAPH);
+	oc_assert_msg(&o, "output_height 0");
+	oc_free(&o);
 }
 
 /* ---- DFT --------------------------------------------------------------------------- */
@@ -409,19 +342,20 @@ static void check_dft(int n, int L, int onesided, int inverse)
 	double xr[64], xi[64], yr[128], yi[128];
 	for (int i = 0; i < 2 * n * 2; i++)
 		x[i] = (float)sin(0.7 * i + 0.3) + (float)(i % 3);
-	struct one o;
+	struct oc_case o;
 	struct mb_node *nd;
 	const int types[] = {BASE_DT_FLOAT, BASE_DT_INT64};
 	struct mb_model *mb = one_node(17, "DFT", L ? "x,l" : "x", types, BASE_DT_FLOAT, &nd);
 	mb_attr_int(nd, "onesided", onesided);
 	mb_attr_int(nd, "inverse", inverse);
-	assert_int_equal(load(mb, &o), 0);
+	assert_int_equal(oc_load(mb, &o), 0);
 	int64_t d[3] = {2, n, 2}, lv[1] = {L};
-	struct rt_tensor in[2] = {tensor(BASE_DT_FLOAT, 3, d, x), tensor(BASE_DT_INT64, 0, NULL, lv)};
-	assert_int_equal(run(&o, in), 0);
+	struct rt_tensor in[2] = {oc_tensor(BASE_DT_FLOAT, 3, d, x),
+	                          oc_tensor(BASE_DT_INT64, 0, NULL, lv)};
+	assert_int_equal(oc_run(&o, in), 0);
 	int len = L ? L : n, nout = onesided ? len / 2 + 1 : len;
 	int64_t od[3] = {2, nout, 2};
-	assert_shape(&o.out[0], 3, od);
+	oc_assert_shape(&o.out[0], 3, od);
 	for (int b = 0; b < 2; b++) {
 		for (int j = 0; j < n; j++) {
 			xr[j] = x[(b * n + j) * 2];
@@ -435,7 +369,7 @@ static void check_dft(int n, int L, int onesided, int inverse)
 		}
 		assert_near((const float *)o.out[0].data + b * nout * 2, want, 2 * nout, 1e-4);
 	}
-	done(&o);
+	oc_free(&o);
 }
 
 static void test_dft_values(void **state)
@@ -460,18 +394,18 @@ static void test_dft_round_trip(void **state)
 	mb_node(mb, "DFT", "x", "s");
 	struct mb_node *nd = mb_node(mb, "DFT", "s", "y");
 	mb_attr_int(nd, "inverse", 1);
-	struct one o;
-	assert_int_equal(load(mb, &o), 0);
+	struct oc_case o;
+	assert_int_equal(oc_load(mb, &o), 0);
 	int64_t d[3] = {1, 8, 1};
-	struct rt_tensor in[1] = {tensor(BASE_DT_FLOAT, 3, d, x)};
-	assert_int_equal(run(&o, in), 0);
+	struct rt_tensor in[1] = {oc_tensor(BASE_DT_FLOAT, 3, d, x)};
+	assert_int_equal(oc_run(&o, in), 0);
 	double want[16];
 	for (int i = 0; i < 8; i++) {
 		want[2 * i] = x[i];
 		want[2 * i + 1] = 0;
 	}
 	assert_near(o.out[0].data, want, 16, 1e-6);
-	done(&o);
+	oc_free(&o);
 }
 
 static void test_dft_errors(void **state)
@@ -479,39 +413,40 @@ static void test_dft_errors(void **state)
 	(void)state;
 	float x[12] = {0};
 	const int types[] = {BASE_DT_FLOAT, BASE_DT_INT64};
-	struct one o;
+	struct oc_case o;
 	struct mb_node *nd;
 	/* onesided inverse has no kernel */
 	struct mb_model *mb = one_node(17, "DFT", "x", types, BASE_DT_FLOAT, &nd);
 	mb_attr_int(nd, "onesided", 1);
 	mb_attr_int(nd, "inverse", 1);
-	assert_int_equal(load(mb, &o), STRATA_NOT_IMPLEMENTED);
-	assert_msg(&o, "onesided inverse");
-	done(&o);
+	assert_int_equal(oc_load(mb, &o), STRATA_NOT_IMPLEMENTED);
+	oc_assert_msg(&o, "onesided inverse");
+	oc_free(&o);
 	/* axis on the complex dimension, or past it */
 	for (int64_t axis = 2; axis <= 9; axis += 7) {
 		mb = one_node(17, "DFT", "x", types, BASE_DT_FLOAT, &nd);
 		mb_attr_int(nd, "axis", axis);
-		assert_int_equal(load(mb, &o), 0);
+		assert_int_equal(oc_load(mb, &o), 0);
 		int64_t d[3] = {2, 3, 2};
-		struct rt_tensor in[1] = {tensor(BASE_DT_FLOAT, 3, d, x)};
-		assert_int_equal(run(&o, in), STRATA_RUNTIME);
-		assert_msg(&o, "axis");
-		done(&o);
+		struct rt_tensor in[1] = {oc_tensor(BASE_DT_FLOAT, 3, d, x)};
+		assert_int_equal(oc_run(&o, in), STRATA_RUNTIME);
+		oc_assert_msg(&o, "axis");
+		oc_free(&o);
 	}
 	/* a trailing dimension that is neither 1 nor 2; a bad dft_length */
-	assert_int_equal(load(one_node(17, "DFT", "x,l", types, BASE_DT_FLOAT, &nd), &o), 0);
+	assert_int_equal(oc_load(one_node(17, "DFT", "x,l", types, BASE_DT_FLOAT, &nd), &o), 0);
 	int64_t d3[3] = {1, 4, 3}, d2[3] = {1, 6, 2}, lv[1] = {0};
-	struct rt_tensor in[2] = {tensor(BASE_DT_FLOAT, 3, d3, x), tensor(BASE_DT_INT64, 0, NULL, lv)};
-	assert_int_equal(run(&o, in), STRATA_RUNTIME);
-	assert_msg(&o, "dimension of 1");
-	in[0] = tensor(BASE_DT_FLOAT, 3, d2, x);
-	assert_int_equal(run(&o, in), STRATA_RUNTIME);
-	assert_msg(&o, "dft_length 0");
+	struct rt_tensor in[2] = {oc_tensor(BASE_DT_FLOAT, 3, d3, x),
+	                          oc_tensor(BASE_DT_INT64, 0, NULL, lv)};
+	assert_int_equal(oc_run(&o, in), STRATA_RUNTIME);
+	oc_assert_msg(&o, "dimension of 1");
+	in[0] = oc_tensor(BASE_DT_FLOAT, 3, d2, x);
+	assert_int_equal(oc_run(&o, in), STRATA_RUNTIME);
+	oc_assert_msg(&o, "dft_length 0");
 	lv[0] = (int64_t)1 << 40;
-	assert_int_equal(run(&o, in), STRATA_RUNTIME);
-	assert_msg(&o, "out of range");
-	done(&o);
+	assert_int_equal(oc_run(&o, in), STRATA_RUNTIME);
+	oc_assert_msg(&o, "out of range");
+	oc_free(&o);
 }
 
 /* ---- STFT, windows, MelWeightMatrix ---------------------------------------------- */
@@ -521,72 +456,74 @@ static void test_stft_errors(void **state)
 	(void)state;
 	float s[16] = {0}, w[4] = {1, 1, 1, 1};
 	const int types[] = {BASE_DT_FLOAT, BASE_DT_INT64, BASE_DT_FLOAT, BASE_DT_INT64};
-	struct one o;
+	struct oc_case o;
 	struct mb_node *nd;
-	assert_int_equal(load(one_node(17, "STFT", "s,st,w,fl", types, BASE_DT_FLOAT, &nd), &o), 0);
+	assert_int_equal(oc_load(one_node(17, "STFT", "s,st,w,fl", types, BASE_DT_FLOAT, &nd), &o), 0);
 	int64_t sd[3] = {1, 16, 1}, wd[1] = {4}, step[1] = {0}, fl[1] = {4};
-	struct rt_tensor in[4] = {tensor(BASE_DT_FLOAT, 3, sd, s), tensor(BASE_DT_INT64, 0, NULL, step),
-	                          tensor(BASE_DT_FLOAT, 1, wd, w), tensor(BASE_DT_INT64, 0, NULL, fl)};
-	assert_int_equal(run(&o, in), STRATA_RUNTIME);
-	assert_msg(&o, "frame_step 0");
+	struct rt_tensor in[4] = {oc_tensor(BASE_DT_FLOAT, 3, sd, s),
+	                          oc_tensor(BASE_DT_INT64, 0, NULL, step),
+	                          oc_tensor(BASE_DT_FLOAT, 1, wd, w),
+	                          oc_tensor(BASE_DT_INT64, 0, NULL, fl)};
+	assert_int_equal(oc_run(&o, in), STRATA_RUNTIME);
+	oc_assert_msg(&o, "frame_step 0");
 	step[0] = 4;
 	fl[0] = 5;
-	assert_int_equal(run(&o, in), STRATA_RUNTIME);
-	assert_msg(&o, "differs from the window");
+	assert_int_equal(oc_run(&o, in), STRATA_RUNTIME);
+	oc_assert_msg(&o, "differs from the window");
 	/* a frame longer than the signal */
 	int64_t big[1] = {32};
 	float wb[32];
 	for (int i = 0; i < 32; i++)
 		wb[i] = 1;
 	fl[0] = 32;
-	in[2] = tensor(BASE_DT_FLOAT, 1, big, wb);
-	assert_int_equal(run(&o, in), STRATA_RUNTIME);
-	assert_msg(&o, "signal length 16");
+	in[2] = oc_tensor(BASE_DT_FLOAT, 1, big, wb);
+	assert_int_equal(oc_run(&o, in), STRATA_RUNTIME);
+	oc_assert_msg(&o, "signal length 16");
 	/* four frames of a constant window: bin 0 sums the frame */
 	for (int i = 0; i < 16; i++)
 		s[i] = (float)i;
 	fl[0] = 4;
-	in[2] = tensor(BASE_DT_FLOAT, 1, wd, w);
-	assert_int_equal(run(&o, in), 0);
+	in[2] = oc_tensor(BASE_DT_FLOAT, 1, wd, w);
+	assert_int_equal(oc_run(&o, in), 0);
 	int64_t od[4] = {1, 4, 3, 2};
-	assert_shape(&o.out[0], 4, od);
+	oc_assert_shape(&o.out[0], 4, od);
 	for (int f = 0; f < 4; f++) {
 		double want[2] = {4 * (4 * f) + 6, 0};
 		assert_near((const float *)o.out[0].data + f * 6, want, 2, 1e-5);
 	}
-	done(&o);
+	oc_free(&o);
 }
 
 static void test_windows(void **state)
 {
 	(void)state;
 	const int it[] = {BASE_DT_INT64};
-	struct one o;
+	struct oc_case o;
 	struct mb_node *nd;
-	assert_int_equal(load(one_node(17, "HannWindow", "n", it, BASE_DT_FLOAT, &nd), &o), 0);
+	assert_int_equal(oc_load(one_node(17, "HannWindow", "n", it, BASE_DT_FLOAT, &nd), &o), 0);
 	int64_t n[1] = {4};
-	struct rt_tensor in[1] = {tensor(BASE_DT_INT64, 0, NULL, n)};
-	assert_int_equal(run(&o, in), 0);
+	struct rt_tensor in[1] = {oc_tensor(BASE_DT_INT64, 0, NULL, n)};
+	assert_int_equal(oc_run(&o, in), 0);
 	double want[4] = {0, 0.5, 1, 0.5};
 	assert_near(o.out[0].data, want, 4, 1e-7);
 	n[0] = -3;
-	assert_int_equal(run(&o, in), STRATA_RUNTIME);
-	assert_msg(&o, "size -3");
+	assert_int_equal(oc_run(&o, in), STRATA_RUNTIME);
+	oc_assert_msg(&o, "size -3");
 	n[0] = 0;
-	assert_int_equal(run(&o, in), 0);
+	assert_int_equal(oc_run(&o, in), 0);
 	assert_int_equal(o.out[0].dims[0], 0);
-	done(&o);
+	oc_free(&o);
 
 	struct mb_model *mb = one_node(17, "BlackmanWindow", "n", it, BASE_DT_INT32, &nd);
 	mb_attr_int(nd, "output_datatype", BASE_DT_INT32);
-	assert_int_equal(load(mb, &o), STRATA_NOT_IMPLEMENTED);
-	assert_msg(&o, "output_datatype 6");
-	done(&o);
+	assert_int_equal(oc_load(mb, &o), STRATA_NOT_IMPLEMENTED);
+	oc_assert_msg(&o, "output_datatype 6");
+	oc_free(&o);
 	const int ft[] = {BASE_DT_FLOAT};
-	assert_int_equal(load(one_node(17, "HammingWindow", "n", ft, BASE_DT_FLOAT, &nd), &o),
+	assert_int_equal(oc_load(one_node(17, "HammingWindow", "n", ft, BASE_DT_FLOAT, &nd), &o),
 	                 STRATA_INVALID_GRAPH);
-	assert_msg(&o, "size must be int");
-	done(&o);
+	oc_assert_msg(&o, "size must be int");
+	oc_free(&o);
 }
 
 static void test_mel_errors(void **state)
@@ -594,39 +531,41 @@ static void test_mel_errors(void **state)
 	(void)state;
 	const int types[] = {BASE_DT_INT64, BASE_DT_INT64, BASE_DT_INT64, BASE_DT_FLOAT,
 	                     BASE_DT_FLOAT};
-	struct one o;
+	struct oc_case o;
 	struct mb_node *nd;
-	assert_int_equal(load(one_node(17, "MelWeightMatrix", "m,d,r,lo,hi", types, BASE_DT_FLOAT,
+	assert_int_equal(oc_load(one_node(17, "MelWeightMatrix", "m,d,r,lo,hi", types, BASE_DT_FLOAT,
 	                               &nd),
 	                      &o),
 	                 0);
 	int64_t m[1] = {4}, d[1] = {16}, r[1] = {8000};
 	float lo[1] = {0}, hi[1] = {16000};
-	struct rt_tensor in[5] = {tensor(BASE_DT_INT64, 0, NULL, m), tensor(BASE_DT_INT64, 0, NULL, d),
-	                          tensor(BASE_DT_INT64, 0, NULL, r), tensor(BASE_DT_FLOAT, 0, NULL, lo),
-	                          tensor(BASE_DT_FLOAT, 0, NULL, hi)};
+	struct rt_tensor in[5] = {oc_tensor(BASE_DT_INT64, 0, NULL, m),
+	                          oc_tensor(BASE_DT_INT64, 0, NULL, d),
+	                          oc_tensor(BASE_DT_INT64, 0, NULL, r),
+	                          oc_tensor(BASE_DT_FLOAT, 0, NULL, lo),
+	                          oc_tensor(BASE_DT_FLOAT, 0, NULL, hi)};
 	/* an upper edge far past Nyquist maps outside the spectrogram */
-	assert_int_equal(run(&o, in), STRATA_RUNTIME);
-	assert_msg(&o, "spectrogram bins");
+	assert_int_equal(oc_run(&o, in), STRATA_RUNTIME);
+	oc_assert_msg(&o, "spectrogram bins");
 	hi[0] = NAN;
-	assert_int_equal(run(&o, in), STRATA_RUNTIME);
-	assert_msg(&o, "lower < upper");
+	assert_int_equal(oc_run(&o, in), STRATA_RUNTIME);
+	oc_assert_msg(&o, "lower < upper");
 	hi[0] = 4000;
 	m[0] = 0;
-	assert_int_equal(run(&o, in), STRATA_RUNTIME);
-	assert_msg(&o, "num_mel_bins 0");
+	assert_int_equal(oc_run(&o, in), STRATA_RUNTIME);
+	oc_assert_msg(&o, "num_mel_bins 0");
 	/* a valid matrix: every filter peaks at 1 */
 	m[0] = 2;
-	assert_int_equal(run(&o, in), 0);
+	assert_int_equal(oc_run(&o, in), 0);
 	int64_t od[2] = {9, 2};
-	assert_shape(&o.out[0], 2, od);
+	oc_assert_shape(&o.out[0], 2, od);
 	for (int f = 0; f < 2; f++) {
 		float mx = 0;
 		for (int k = 0; k < 9; k++)
 			mx = fmaxf(mx, ((float *)o.out[0].data)[k * 2 + f]);
 		assert_true(mx == 1.0f);
 	}
-	done(&o);
+	oc_free(&o);
 }
 
 int main(void)

@@ -2,7 +2,7 @@
  * test_ops_tensor.c: unit tests of the tensor kernels in runtime/ops/
  * (gemm.c, matmul.c, shape.c, reduce.c, normalize.c).
  *
- * Each test builds a one-node model with tests/modelbuild.h, loads it from
+ * Each test builds a one-node model with tests/opcase.h, loads it from
  * memory, runs it and compares the outputs with values computed here by
  * straightforward loops (or written out by hand).  Error paths check the
  * code and a telling part of the message: hostile indices and shapes must
@@ -23,111 +23,9 @@
 
 #include "../runtime/runtime_int.h"
 #include "modelbuild.h"
+#include "opcase.h"
 
-/* ---- harness --------------------------------------------------------------------- */
-
-struct one {
-	struct rt_model *m;
-	struct rt_ctx *cx;
-	struct rt_tensor out[4];
-	struct strata_error err;
-};
-
-/* A model with one node op(ins) -> outs; inputs and outputs are graph
- * inputs/outputs of any shape with the given element types. */
-static struct mb_model *one_node(int opset, const char *op, const char *ins, const int *in_dt,
-                                 const char *outs, const int *out_dt, struct mb_node **node)
-{
-	struct mb_model *mb = mb_new("t", opset);
-	char buf[256];
-	const char *lists[2] = {ins, outs};
-	for (int l = 0; l < 2; l++) {
-		snprintf(buf, sizeof buf, "%s", lists[l]);
-		int k = 0;
-		char *save = NULL;
-		for (char *s = buf;; s = NULL) {
-			char *name = strtok_r(s, ",", &save);
-			if (!name)
-				break;
-			if (l == 0)
-				mb_input(mb, name, in_dt[k++], -1, NULL, NULL);
-			else
-				mb_output(mb, name, out_dt[k++], -1, NULL, NULL);
-		}
-	}
-	*node = mb_node(mb, op, ins, outs);
-	return mb;
-}
-
-/* Load mb (and free it).  Returns the load status. */
-static int load(struct mb_model *mb, struct one *o)
-{
-	void *buf;
-	size_t n;
-	memset(o, 0, sizeof *o);
-	assert_int_equal(mb_serialize(mb, &buf, &n), 0);
-	mb_free(mb);
-	int rc = runtime_model_load_buffer(buf, n, NULL, &o->m, &o->err);
-	free(buf);
-	if (rc == 0)
-		assert_int_equal(runtime_ctx_new(o->m, &o->cx, &o->err), 0);
-	return rc;
-}
-
-static int run(struct one *o, const struct rt_tensor *in)
-{
-	return runtime_run(o->cx, in, o->out, &o->err);
-}
-
-static void done(struct one *o)
-{
-	runtime_ctx_free(o->cx);
-	runtime_model_free(o->m);
-}
-
-static struct rt_tensor tensor(int dt, int rank, const int64_t *dims, const void *data)
-{
-	struct rt_tensor t;
-	memset(&t, 0, sizeof t);
-	t.dtype = dt;
-	t.rank = rank;
-	for (int i = 0; i < rank; i++)
-		t.dims[i] = dims[i];
-	t.data = (void *)data;
-	return t;
-}
-
-static void assert_shape(const struct rt_tensor *t, int rank, const int64_t *dims)
-{
-	assert_int_equal(t->rank, rank);
-	for (int i = 0; i < rank; i++)
-		assert_int_equal(t->dims[i], dims[i]);
-}
-
-static void assert_close(const float *got, const float *want, int64_t n, double tol)
-{
-	for (int64_t i = 0; i < n; i++) {
-		double d = fabs((double)got[i] - (double)want[i]);
-		if (d > tol * (1.0 + fabs((double)want[i]))) {
-			print_error("cell %lld: got %.9g, want %.9g\n", (long long)i, got[i], want[i]);
-			fail();
-		}
-	}
-}
-
-static void assert_msg(const struct one *o, const char *part)
-{
-	if (!strstr(o->err.msg, part)) {
-		print_error("message \"%s\" lacks \"%s\"\n", o->err.msg, part);
-		fail();
-	}
-}
-
-static float frand(unsigned *s)
-{
-	*s = *s * 1103515245u + 12345u;
-	return (float)((*s >> 8) & 0xffff) / 32768.0f - 1.0f;
-}
+/* ---- element types of the graph inputs and outputs ------------------------------- */
 
 static const int F1[] = {BASE_DT_FLOAT, BASE_DT_FLOAT, BASE_DT_FLOAT, BASE_DT_FLOAT};
 static const int FI[] = {BASE_DT_FLOAT, BASE_DT_INT64, BASE_DT_INT64, BASE_DT_INT64,
@@ -159,8 +57,8 @@ static void test_sgemm_vs_naive(void **state)
 	float *A = malloc(300 * 300 * 4), *B = malloc(300 * 300 * 4);
 	float *C = malloc(300 * 300 * 4), *R = malloc(300 * 300 * 4);
 	for (int i = 0; i < 300 * 300; i++) {
-		A[i] = frand(&seed);
-		B[i] = frand(&seed);
+		A[i] = oc_frand(&seed);
+		B[i] = oc_frand(&seed);
 	}
 	for (int mi = 0; mi < 5; mi++)
 		for (int ni = 0; ni < 4; ni++)
@@ -172,11 +70,11 @@ static void test_sgemm_vs_naive(void **state)
 					int64_t lda = (ta ? M : K) + 3, ldb = (tb ? K : N) + 1, ldc = N + 2;
 					float alpha = t == 3 ? 0.5f : 1.0f, beta = t == 2 ? 1.5f : 0.0f;
 					for (int64_t i = 0; i < M * ldc; i++)
-						C[i] = R[i] = frand(&seed);
+						C[i] = R[i] = oc_frand(&seed);
 					rt_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 					naive(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, R, ldc);
 					for (int64_t i = 0; i < M; i++)
-						assert_close(C + i * ldc, R + i * ldc, N, 1e-4);
+						oc_assert_close(C + i * ldc, R + i * ldc, N, 1e-4);
 					/* padding columns untouched */
 					for (int64_t i = 0; i < M; i++)
 						assert_true(C[i * ldc + N] == R[i * ldc + N]);
@@ -196,11 +94,11 @@ static void test_sgemm_beta_zero_ignores_nan(void **state)
 	/* [2,3] x [3,2] */
 	rt_sgemm(0, 0, 2, 2, 3, 2.0f, A, 3, B, 2, 0.0f, C, 2);
 	float want[4] = {2 * 4, 2 * 5, 2 * 10, 2 * 11};
-	assert_close(C, want, 4, 0);
+	oc_assert_close(C, want, 4, 0);
 	/* K == 0: C = beta * C */
 	rt_sgemm(0, 0, 2, 2, 0, 1.0f, A, 3, B, 2, 0.5f, C, 2);
 	float half[4] = {4, 5, 10, 11};
-	assert_close(C, half, 4, 0);
+	oc_assert_close(C, half, 4, 0);
 }
 
 /* ---- MatMul and Gemm ---------------------------------------------------------------- */
@@ -208,21 +106,21 @@ static void test_sgemm_beta_zero_ignores_nan(void **state)
 static void test_matmul_batch_broadcast(void **state)
 {
 	(void)state;
-	struct one o;
+	struct oc_case o;
 	struct mb_node *nd;
 	int dt[3] = {BASE_DT_FLOAT, BASE_DT_FLOAT, BASE_DT_FLOAT};
-	assert_int_equal(load(one_node(13, "MatMul", "a,b", dt, "y", dt, &nd), &o), 0);
+	assert_int_equal(oc_load(oc_model(13, "MatMul", "a,b", dt, "y", dt, &nd), &o), 0);
 	/* A [2,1,3,4] x B [3,4,5] -> [2,3,3,5] */
 	float a[2 * 3 * 4], b[3 * 4 * 5];
 	unsigned seed = 7;
 	for (int i = 0; i < 24; i++)
-		a[i] = frand(&seed);
+		a[i] = oc_frand(&seed);
 	for (int i = 0; i < 60; i++)
-		b[i] = frand(&seed);
-	struct rt_tensor in[2] = {tensor(BASE_DT_FLOAT, 4, (int64_t[]){2, 1, 3, 4}, a),
-	                          tensor(BASE_DT_FLOAT, 3, (int64_t[]){3, 4, 5}, b)};
-	assert_int_equal(run(&o, in), 0);
-	assert_shape(&o.out[0], 4, (int64_t[]){2, 3, 3, 5});
+		b[i] = oc_frand(&seed);
+	struct rt_tensor in[2] = {oc_tensor(BASE_DT_FLOAT, 4, (int64_t[]){2, 1, 3, 4}, a),
+	                          oc_tensor(BASE_DT_FLOAT, 3, (int64_t[]){3, 4, 5}, b)};
+	assert_int_equal(oc_run(&o, in), 0);
+	oc_assert_shape(&o.out[0], 4, (int64_t[]){2, 3, 3, 5});
 	float want[2 * 3 * 3 * 5];
 	for (int p = 0; p < 2; p++)
 		for (int q = 0; q < 3; q++)
@@ -233,17 +131,17 @@ static void test_matmul_batch_broadcast(void **state)
 						s += a[p * 12 + i * 4 + k] * b[q * 20 + k * 5 + j];
 					want[((p * 3 + q) * 3 + i) * 5 + j] = s;
 				}
-	assert_close(o.out[0].data, want, 90, 1e-5);
+	oc_assert_close(o.out[0].data, want, 90, 1e-5);
 
 	/* 1-D promotion on both sides: [4] x [2,4,3] -> [2,3]; [2,3,4] x [4] -> [2,3] */
 	float v[4] = {1, -2, 3, 0.5f};
 	float m[24];
 	for (int i = 0; i < 24; i++)
 		m[i] = (float)i;
-	struct rt_tensor in2[2] = {tensor(BASE_DT_FLOAT, 1, (int64_t[]){4}, v),
-	                           tensor(BASE_DT_FLOAT, 3, (int64_t[]){2, 4, 3}, m)};
-	assert_int_equal(run(&o, in2), 0);
-	assert_shape(&o.out[0], 2, (int64_t[]){2, 3});
+	struct rt_tensor in2[2] = {oc_tensor(BASE_DT_FLOAT, 1, (int64_t[]){4}, v),
+	                           oc_tensor(BASE_DT_FLOAT, 3, (int64_t[]){2, 4, 3}, m)};
+	assert_int_equal(oc_run(&o, in2), 0);
+	oc_assert_shape(&o.out[0], 2, (int64_t[]){2, 3});
 	float w2[6];
 	for (int p = 0; p < 2; p++)
 		for (int j = 0; j < 3; j++) {
@@ -251,11 +149,11 @@ static void test_matmul_batch_broadcast(void **state)
 			for (int k = 0; k < 4; k++)
 				w2[p * 3 + j] += v[k] * m[p * 12 + k * 3 + j];
 		}
-	assert_close(o.out[0].data, w2, 6, 1e-6);
-	struct rt_tensor in3[2] = {tensor(BASE_DT_FLOAT, 3, (int64_t[]){2, 3, 4}, m),
-	                           tensor(BASE_DT_FLOAT, 1, (int64_t[]){4}, v)};
-	assert_int_equal(run(&o, in3), 0);
-	assert_shape(&o.out[0], 2, (int64_t[]){2, 3});
+	oc_assert_close(o.out[0].data, w2, 6, 1e-6);
+	struct rt_tensor in3[2] = {oc_tensor(BASE_DT_FLOAT, 3, (int64_t[]){2, 3, 4}, m),
+	                           oc_tensor(BASE_DT_FLOAT, 1, (int64_t[]){4}, v)};
+	assert_int_equal(oc_run(&o, in3), 0);
+	oc_assert_shape(&o.out[0], 2, (int64_t[]){2, 3});
 	for (int r = 0; r < 6; r++) {
 		float s = 0;
 		for (int k = 0; k < 4; k++)
@@ -264,72 +162,73 @@ static void test_matmul_batch_broadcast(void **state)
 	}
 
 	/* inner dimensions that differ fail the run */
-	struct rt_tensor bad[2] = {tensor(BASE_DT_FLOAT, 2, (int64_t[]){2, 3}, m),
-	                           tensor(BASE_DT_FLOAT, 2, (int64_t[]){4, 2}, m)};
-	assert_int_equal(run(&o, bad), STRATA_RUNTIME);
-	assert_msg(&o, "inner dimensions differ");
+	struct rt_tensor bad[2] = {oc_tensor(BASE_DT_FLOAT, 2, (int64_t[]){2, 3}, m),
+	                           oc_tensor(BASE_DT_FLOAT, 2, (int64_t[]){4, 2}, m)};
+	assert_int_equal(oc_run(&o, bad), STRATA_RUNTIME);
+	oc_assert_msg(&o, "inner dimensions differ");
 	/* batch dims that do not broadcast */
-	struct rt_tensor bad2[2] = {tensor(BASE_DT_FLOAT, 3, (int64_t[]){2, 2, 3}, m),
-	                            tensor(BASE_DT_FLOAT, 3, (int64_t[]){3, 3, 2}, m)};
-	assert_int_equal(run(&o, bad2), STRATA_RUNTIME);
-	assert_msg(&o, "broadcast");
-	done(&o);
+	struct rt_tensor bad2[2] = {oc_tensor(BASE_DT_FLOAT, 3, (int64_t[]){2, 2, 3}, m),
+	                            oc_tensor(BASE_DT_FLOAT, 3, (int64_t[]){3, 3, 2}, m)};
+	assert_int_equal(oc_run(&o, bad2), STRATA_RUNTIME);
+	oc_assert_msg(&o, "broadcast");
+	oc_free(&o);
 }
 
 static void test_matmul_int64(void **state)
 {
 	(void)state;
-	struct one o;
+	struct oc_case o;
 	struct mb_node *nd;
 	int dt[3] = {BASE_DT_INT64, BASE_DT_INT64, BASE_DT_INT64};
-	assert_int_equal(load(one_node(13, "MatMul", "a,b", dt, "y", dt, &nd), &o), 0);
+	assert_int_equal(oc_load(oc_model(13, "MatMul", "a,b", dt, "y", dt, &nd), &o), 0);
 	int64_t a[6] = {1, 2, 3, 4, 5, 6}, b[6] = {7, 8, 9, 10, 11, 12};
-	struct rt_tensor in[2] = {tensor(BASE_DT_INT64, 2, (int64_t[]){2, 3}, a),
-	                          tensor(BASE_DT_INT64, 2, (int64_t[]){3, 2}, b)};
-	assert_int_equal(run(&o, in), 0);
+	struct rt_tensor in[2] = {oc_tensor(BASE_DT_INT64, 2, (int64_t[]){2, 3}, a),
+	                          oc_tensor(BASE_DT_INT64, 2, (int64_t[]){3, 2}, b)};
+	assert_int_equal(oc_run(&o, in), 0);
 	int64_t want[4] = {58, 64, 139, 154};
 	assert_memory_equal(o.out[0].data, want, sizeof want);
-	done(&o);
+	oc_free(&o);
 
 	/* float16 has no kernel: the load names op, opset and type */
 	int h[3] = {BASE_DT_FLOAT16, BASE_DT_FLOAT16, BASE_DT_FLOAT16};
-	assert_int_equal(load(one_node(13, "MatMul", "a,b", h, "y", h, &nd), &o), STRATA_NOT_IMPLEMENTED);
-	assert_msg(&o, "float16");
-	assert_msg(&o, "13");
+	assert_int_equal(oc_load(oc_model(13, "MatMul", "a,b", h, "y", h, &nd), &o),
+	                 STRATA_NOT_IMPLEMENTED);
+	oc_assert_msg(&o, "float16");
+	oc_assert_msg(&o, "13");
 }
 
 static void test_gemm_attributes(void **state)
 {
 	(void)state;
-	struct one o;
+	struct oc_case o;
 	struct mb_node *nd;
-	struct mb_model *mb = one_node(13, "Gemm", "a,b,c", F1, "y", F1, &nd);
+	struct mb_model *mb = oc_model(13, "Gemm", "a,b,c", F1, "y", F1, &nd);
 	mb_attr_int(nd, "transA", 1);
 	mb_attr_int(nd, "transB", 1);
 	mb_attr_float(nd, "alpha", 0.5f);
 	mb_attr_float(nd, "beta", 2.0f);
-	assert_int_equal(load(mb, &o), 0);
+	assert_int_equal(oc_load(mb, &o), 0);
 	/* A stored [K=4, M=3], B stored [N=5, K=4] */
 	float a[12], b[20], c5[5], c31[3];
 	unsigned seed = 3;
 	for (int i = 0; i < 12; i++)
-		a[i] = frand(&seed);
+		a[i] = oc_frand(&seed);
 	for (int i = 0; i < 20; i++)
-		b[i] = frand(&seed);
+		b[i] = oc_frand(&seed);
 	for (int i = 0; i < 5; i++)
-		c5[i] = frand(&seed);
+		c5[i] = oc_frand(&seed);
 	for (int i = 0; i < 3; i++)
-		c31[i] = frand(&seed);
+		c31[i] = oc_frand(&seed);
 	for (int variant = 0; variant < 3; variant++) {
 		struct rt_tensor in[3] = {
-			tensor(BASE_DT_FLOAT, 2, (int64_t[]){4, 3}, a),
-			tensor(BASE_DT_FLOAT, 2, (int64_t[]){5, 4}, b),
-			variant == 0   ? tensor(BASE_DT_FLOAT, 1, (int64_t[]){5}, c5)
-			: variant == 1 ? tensor(BASE_DT_FLOAT, 2, (int64_t[]){3, 1}, c31)
-			               : tensor(BASE_DT_FLOAT, 0, NULL, c31),
+			oc_tensor(BASE_DT_FLOAT, 2, (int64_t[]){4, 3}, a),
+			oc_tensor(BASE_DT_FLOAT, 2, (int64_t[]){5, 4}, b),
+			variant == 0   ? oc_tensor(BASE_DT_FLOAT, 1, (int64_t[]){5}, c5)
+			: variant == 1 ? oc_tensor(BASE_DT_FLOAT, 2, (int64_t[]){3, 1}, c31)
+			               : oc_tensor(BASE_DT_FLOAT, 0, NULL, c31),
 		};
-		assert_int_equal(run(&o, in), 0);
-		assert_shape(&o.out[0], 2, (int64_t[]){3, 5});
+		assert_int_equal(oc_run(&o, in), 0);
+		oc_assert_shape(&o.out[0], 2, (int64_t[]){3, 5});
 		float want[15];
 		for (int i = 0; i < 3; i++)
 			for (int j = 0; j < 5; j++) {
@@ -339,34 +238,34 @@ static void test_gemm_attributes(void **state)
 				float c = variant == 0 ? c5[j] : variant == 1 ? c31[i] : c31[0];
 				want[i * 5 + j] = 0.5f * s + 2.0f * c;
 			}
-		assert_close(o.out[0].data, want, 15, 1e-5);
+		oc_assert_close(o.out[0].data, want, 15, 1e-5);
 	}
 	/* C that does not broadcast */
-	struct rt_tensor in[3] = {tensor(BASE_DT_FLOAT, 2, (int64_t[]){4, 3}, a),
-	                          tensor(BASE_DT_FLOAT, 2, (int64_t[]){5, 4}, b),
-	                          tensor(BASE_DT_FLOAT, 1, (int64_t[]){4}, c5)};
-	assert_int_equal(run(&o, in), STRATA_RUNTIME);
-	assert_msg(&o, "does not broadcast");
-	done(&o);
+	struct rt_tensor in[3] = {oc_tensor(BASE_DT_FLOAT, 2, (int64_t[]){4, 3}, a),
+	                          oc_tensor(BASE_DT_FLOAT, 2, (int64_t[]){5, 4}, b),
+	                          oc_tensor(BASE_DT_FLOAT, 1, (int64_t[]){4}, c5)};
+	assert_int_equal(oc_run(&o, in), STRATA_RUNTIME);
+	oc_assert_msg(&o, "does not broadcast");
+	oc_free(&o);
 }
 
 static void test_gemm_optional_c(void **state)
 {
 	(void)state;
-	struct one o;
+	struct oc_case o;
 	struct mb_node *nd;
-	assert_int_equal(load(one_node(11, "Gemm", "a,b", F1, "y", F1, &nd), &o), 0);
+	assert_int_equal(oc_load(oc_model(11, "Gemm", "a,b", F1, "y", F1, &nd), &o), 0);
 	float a[4] = {1, 2, 3, 4}, b[4] = {5, 6, 7, 8};
-	struct rt_tensor in[2] = {tensor(BASE_DT_FLOAT, 2, (int64_t[]){2, 2}, a),
-	                          tensor(BASE_DT_FLOAT, 2, (int64_t[]){2, 2}, b)};
-	assert_int_equal(run(&o, in), 0);
+	struct rt_tensor in[2] = {oc_tensor(BASE_DT_FLOAT, 2, (int64_t[]){2, 2}, a),
+	                          oc_tensor(BASE_DT_FLOAT, 2, (int64_t[]){2, 2}, b)};
+	assert_int_equal(oc_run(&o, in), 0);
 	float want[4] = {19, 22, 43, 50};
-	assert_close(o.out[0].data, want, 4, 0);
-	done(&o);
+	oc_assert_close(o.out[0].data, want, 4, 0);
+	oc_free(&o);
 	/* before opset 11, C is required */
-	assert_int_equal(load(one_node(9, "Gemm", "a,b", F1, "y", F1, &nd), &o),
+	assert_int_equal(oc_load(oc_model(9, "Gemm", "a,b", F1, "y", F1, &nd), &o),
 	                 STRATA_INVALID_GRAPH);
-	assert_msg(&o, "opset 11");
+	oc_assert_msg(&o, "opset 11");
 }
 
 /* ---- shape operators ---------------------------------------------------------------- */
@@ -374,55 +273,55 @@ static void test_gemm_optional_c(void **state)
 static void test_reshape(void **state)
 {
 	(void)state;
-	struct one o;
+	struct oc_case o;
 	struct mb_node *nd;
-	assert_int_equal(load(one_node(13, "Reshape", "x,s", FI, "y", F1, &nd), &o), 0);
+	assert_int_equal(oc_load(oc_model(13, "Reshape", "x,s", FI, "y", F1, &nd), &o), 0);
 	float x[24];
 	for (int i = 0; i < 24; i++)
 		x[i] = (float)i;
 	int64_t s1[2] = {0, -1};
-	struct rt_tensor in[2] = {tensor(BASE_DT_FLOAT, 3, (int64_t[]){2, 3, 4}, x),
-	                          tensor(BASE_DT_INT64, 1, (int64_t[]){2}, s1)};
-	assert_int_equal(run(&o, in), 0);
-	assert_shape(&o.out[0], 2, (int64_t[]){2, 12});
+	struct rt_tensor in[2] = {oc_tensor(BASE_DT_FLOAT, 3, (int64_t[]){2, 3, 4}, x),
+	                          oc_tensor(BASE_DT_INT64, 1, (int64_t[]){2}, s1)};
+	assert_int_equal(oc_run(&o, in), 0);
+	oc_assert_shape(&o.out[0], 2, (int64_t[]){2, 12});
 	assert_memory_equal(o.out[0].data, x, sizeof x);
 
 	int64_t s2[3] = {-1, 0, 2};
-	in[1] = tensor(BASE_DT_INT64, 1, (int64_t[]){3}, s2);
-	assert_int_equal(run(&o, in), 0);
-	assert_shape(&o.out[0], 3, (int64_t[]){4, 3, 2});
+	in[1] = oc_tensor(BASE_DT_INT64, 1, (int64_t[]){3}, s2);
+	assert_int_equal(oc_run(&o, in), 0);
+	oc_assert_shape(&o.out[0], 3, (int64_t[]){4, 3, 2});
 
 	int64_t s3[2] = {5, -1};
-	in[1] = tensor(BASE_DT_INT64, 1, (int64_t[]){2}, s3);
-	assert_int_equal(run(&o, in), STRATA_RUNTIME);
-	assert_msg(&o, "-1");
+	in[1] = oc_tensor(BASE_DT_INT64, 1, (int64_t[]){2}, s3);
+	assert_int_equal(oc_run(&o, in), STRATA_RUNTIME);
+	oc_assert_msg(&o, "-1");
 	int64_t s4[2] = {-1, -1};
-	in[1] = tensor(BASE_DT_INT64, 1, (int64_t[]){2}, s4);
-	assert_int_equal(run(&o, in), STRATA_RUNTIME);
-	assert_msg(&o, "more than one -1");
+	in[1] = oc_tensor(BASE_DT_INT64, 1, (int64_t[]){2}, s4);
+	assert_int_equal(oc_run(&o, in), STRATA_RUNTIME);
+	oc_assert_msg(&o, "more than one -1");
 	int64_t s5[2] = {5, 5};
-	in[1] = tensor(BASE_DT_INT64, 1, (int64_t[]){2}, s5);
-	assert_int_equal(run(&o, in), STRATA_RUNTIME);
-	assert_msg(&o, "25 cells");
+	in[1] = oc_tensor(BASE_DT_INT64, 1, (int64_t[]){2}, s5);
+	assert_int_equal(oc_run(&o, in), STRATA_RUNTIME);
+	oc_assert_msg(&o, "25 cells");
 	int64_t s6[3] = {INT64_MAX, INT64_MAX, 4};
-	in[1] = tensor(BASE_DT_INT64, 1, (int64_t[]){3}, s6);
-	assert_int_equal(run(&o, in), STRATA_RUNTIME);
+	in[1] = oc_tensor(BASE_DT_INT64, 1, (int64_t[]){3}, s6);
+	assert_int_equal(oc_run(&o, in), STRATA_RUNTIME);
 	int64_t s7[2] = {-7, 24};
-	in[1] = tensor(BASE_DT_INT64, 1, (int64_t[]){2}, s7);
-	assert_int_equal(run(&o, in), STRATA_RUNTIME);
-	assert_msg(&o, "negative");
-	done(&o);
+	in[1] = oc_tensor(BASE_DT_INT64, 1, (int64_t[]){2}, s7);
+	assert_int_equal(oc_run(&o, in), STRATA_RUNTIME);
+	oc_assert_msg(&o, "negative");
+	oc_free(&o);
 
 	/* allowzero: 0 is a real zero-sized dimension */
-	struct mb_model *mb = one_node(14, "Reshape", "x,s", FI, "y", F1, &nd);
+	struct mb_model *mb = oc_model(14, "Reshape", "x,s", FI, "y", F1, &nd);
 	mb_attr_int(nd, "allowzero", 1);
-	assert_int_equal(load(mb, &o), 0);
+	assert_int_equal(oc_load(mb, &o), 0);
 	int64_t s8[2] = {0, 4};
-	in[0] = tensor(BASE_DT_FLOAT, 2, (int64_t[]){0, 3}, x);
-	in[1] = tensor(BASE_DT_INT64, 1, (int64_t[]){2}, s8);
-	assert_int_equal(run(&o, in), 0);
-	assert_shape(&o.out[0], 2, (int64_t[]){0, 4});
-	done(&o);
+	in[0] = oc_tensor(BASE_DT_FLOAT, 2, (int64_t[]){0, 3}, x);
+	in[1] = oc_tensor(BASE_DT_INT64, 1, (int64_t[]){2}, s8);
+	assert_int_equal(oc_run(&o, in), 0);
+	oc_assert_shape(&o.out[0], 2, (int64_t[]){0, 4});
+	oc_free(&o);
 }
 
 /* Reference transpose via index arithmetic. */
@@ -452,16 +351,16 @@ static void ref_transpose(const float *x, int r, const int64_t *dims, const int6
 
 static void check_transpose(int r, const int64_t *dims, const int64_t *perm)
 {
-	struct one o;
+	struct oc_case o;
 	struct mb_node *nd;
-	struct mb_model *mb = one_node(13, "Transpose", "x", F1, "y", F1, &nd);
+	struct mb_model *mb = oc_model(13, "Transpose", "x", F1, "y", F1, &nd);
 	int64_t rev[8];
 	if (perm)
 		mb_attr_ints(nd, "perm", (size_t)r, perm);
 	else
 		for (int i = 0; i < r; i++)
 			rev[i] = r - 1 - i;
-	assert_int_equal(load(mb, &o), 0);
+	assert_int_equal(oc_load(mb, &o), 0);
 	int64_t n = 1;
 	for (int i = 0; i < r; i++)
 		n *= dims[i];
@@ -469,14 +368,14 @@ static void check_transpose(int r, const int64_t *dims, const int64_t *perm)
 	for (int64_t i = 0; i < n; i++)
 		x[i] = (float)i;
 	ref_transpose(x, r, dims, perm ? perm : rev, want);
-	struct rt_tensor in = tensor(BASE_DT_FLOAT, r, dims, x);
-	assert_int_equal(run(&o, &in), 0);
+	struct rt_tensor in = oc_tensor(BASE_DT_FLOAT, r, dims, x);
+	assert_int_equal(oc_run(&o, &in), 0);
 	for (int i = 0; i < r; i++)
 		assert_int_equal(o.out[0].dims[i], dims[(perm ? perm : rev)[i]]);
 	assert_memory_equal(o.out[0].data, want, (size_t)n * 4);
 	free(x);
 	free(want);
-	done(&o);
+	oc_free(&o);
 }
 
 static void test_transpose(void **state)
@@ -490,42 +389,42 @@ static void test_transpose(void **state)
 	check_transpose(4, (int64_t[]){1, 6, 1, 5}, (int64_t[]){3, 2, 1, 0});
 	check_transpose(5, (int64_t[]){2, 3, 2, 3, 2}, (int64_t[]){4, 1, 3, 0, 2});
 
-	struct one o;
+	struct oc_case o;
 	struct mb_node *nd;
-	struct mb_model *mb = one_node(13, "Transpose", "x", F1, "y", F1, &nd);
+	struct mb_model *mb = oc_model(13, "Transpose", "x", F1, "y", F1, &nd);
 	mb_attr_ints(nd, "perm", 3, (int64_t[]){0, 0, 1});
-	assert_int_equal(load(mb, &o), STRATA_INVALID_GRAPH);
-	assert_msg(&o, "permutation");
+	assert_int_equal(oc_load(mb, &o), STRATA_INVALID_GRAPH);
+	oc_assert_msg(&o, "permutation");
 	/* perm of the wrong length fails the run */
-	mb = one_node(13, "Transpose", "x", F1, "y", F1, &nd);
+	mb = oc_model(13, "Transpose", "x", F1, "y", F1, &nd);
 	mb_attr_ints(nd, "perm", 2, (int64_t[]){1, 0});
-	assert_int_equal(load(mb, &o), 0);
+	assert_int_equal(oc_load(mb, &o), 0);
 	float x[8] = {0};
-	struct rt_tensor in = tensor(BASE_DT_FLOAT, 3, (int64_t[]){2, 2, 2}, x);
-	assert_int_equal(run(&o, &in), STRATA_RUNTIME);
-	done(&o);
+	struct rt_tensor in = oc_tensor(BASE_DT_FLOAT, 3, (int64_t[]){2, 2, 2}, x);
+	assert_int_equal(oc_run(&o, &in), STRATA_RUNTIME);
+	oc_free(&o);
 }
 
 static void test_slice(void **state)
 {
 	(void)state;
-	struct one o;
+	struct oc_case o;
 	struct mb_node *nd;
-	assert_int_equal(load(one_node(13, "Slice", "x,s,e,a,p", FI, "y", F1, &nd), &o), 0);
+	assert_int_equal(oc_load(oc_model(13, "Slice", "x,s,e,a,p", FI, "y", F1, &nd), &o), 0);
 	float x[10];
 	for (int i = 0; i < 10; i++)
 		x[i] = (float)i;
 	int64_t st = -1, en = -100, ax = 0, sp = -2;
 	int64_t one1[1] = {1};
-	struct rt_tensor in[5] = {tensor(BASE_DT_FLOAT, 1, (int64_t[]){10}, x),
-	                          tensor(BASE_DT_INT64, 1, one1, &st),
-	                          tensor(BASE_DT_INT64, 1, one1, &en),
-	                          tensor(BASE_DT_INT64, 1, one1, &ax),
-	                          tensor(BASE_DT_INT64, 1, one1, &sp)};
-	assert_int_equal(run(&o, in), 0);
-	assert_shape(&o.out[0], 1, (int64_t[]){5});
+	struct rt_tensor in[5] = {oc_tensor(BASE_DT_FLOAT, 1, (int64_t[]){10}, x),
+	                          oc_tensor(BASE_DT_INT64, 1, one1, &st),
+	                          oc_tensor(BASE_DT_INT64, 1, one1, &en),
+	                          oc_tensor(BASE_DT_INT64, 1, one1, &ax),
+	                          oc_tensor(BASE_DT_INT64, 1, one1, &sp)};
+	assert_int_equal(oc_run(&o, in), 0);
+	oc_assert_shape(&o.out[0], 1, (int64_t[]){5});
 	float w1[5] = {9, 7, 5, 3, 1};
-	assert_close(o.out[0].data, w1, 5, 0);
+	oc_assert_close(o.out[0].data, w1, 5, 0);
 
 	/* 2-D, negative axis, clamped ends: x[3,4] rows 1.., cols 3 down to 1 */
 	float m[12];
@@ -533,264 +432,266 @@ static void test_slice(void **state)
 		m[i] = (float)i;
 	int64_t s2[2] = {3, 1}, e2[2] = {0, INT64_MAX}, a2[2] = {-1, 0}, p2[2] = {-1, 1};
 	int64_t two[1] = {2};
-	struct rt_tensor in2[5] = {tensor(BASE_DT_FLOAT, 2, (int64_t[]){3, 4}, m),
-	                           tensor(BASE_DT_INT64, 1, two, s2), tensor(BASE_DT_INT64, 1, two, e2),
-	                           tensor(BASE_DT_INT64, 1, two, a2), tensor(BASE_DT_INT64, 1, two, p2)};
-	assert_int_equal(run(&o, in2), 0);
-	assert_shape(&o.out[0], 2, (int64_t[]){2, 3});
+	struct rt_tensor in2[5] = {oc_tensor(BASE_DT_FLOAT, 2, (int64_t[]){3, 4}, m),
+	                           oc_tensor(BASE_DT_INT64, 1, two, s2),
+	                           oc_tensor(BASE_DT_INT64, 1, two, e2),
+	                           oc_tensor(BASE_DT_INT64, 1, two, a2),
+	                           oc_tensor(BASE_DT_INT64, 1, two, p2)};
+	assert_int_equal(oc_run(&o, in2), 0);
+	oc_assert_shape(&o.out[0], 2, (int64_t[]){2, 3});
 	float w2[6] = {7, 6, 5, 11, 10, 9};
-	assert_close(o.out[0].data, w2, 6, 0);
+	oc_assert_close(o.out[0].data, w2, 6, 0);
 
 	/* empty result, then errors: step 0, repeated axis, axis out of range */
 	int64_t s3 = 5, e3 = 2, p3 = 1;
-	in[1] = tensor(BASE_DT_INT64, 1, one1, &s3);
-	in[2] = tensor(BASE_DT_INT64, 1, one1, &e3);
-	in[4] = tensor(BASE_DT_INT64, 1, one1, &p3);
-	assert_int_equal(run(&o, in), 0);
-	assert_shape(&o.out[0], 1, (int64_t[]){0});
+	in[1] = oc_tensor(BASE_DT_INT64, 1, one1, &s3);
+	in[2] = oc_tensor(BASE_DT_INT64, 1, one1, &e3);
+	in[4] = oc_tensor(BASE_DT_INT64, 1, one1, &p3);
+	assert_int_equal(oc_run(&o, in), 0);
+	oc_assert_shape(&o.out[0], 1, (int64_t[]){0});
 	int64_t p0 = 0;
-	in[4] = tensor(BASE_DT_INT64, 1, one1, &p0);
-	assert_int_equal(run(&o, in), STRATA_RUNTIME);
-	assert_msg(&o, "step 0");
+	in[4] = oc_tensor(BASE_DT_INT64, 1, one1, &p0);
+	assert_int_equal(oc_run(&o, in), STRATA_RUNTIME);
+	oc_assert_msg(&o, "step 0");
 	int64_t a3[2] = {1, -1};
-	in2[3] = tensor(BASE_DT_INT64, 1, two, a3);
-	assert_int_equal(run(&o, in2), STRATA_RUNTIME);
-	assert_msg(&o, "repeated");
+	in2[3] = oc_tensor(BASE_DT_INT64, 1, two, a3);
+	assert_int_equal(oc_run(&o, in2), STRATA_RUNTIME);
+	oc_assert_msg(&o, "repeated");
 	int64_t a4[2] = {0, 2};
-	in2[3] = tensor(BASE_DT_INT64, 1, two, a4);
-	assert_int_equal(run(&o, in2), STRATA_RUNTIME);
-	assert_msg(&o, "out of range");
-	done(&o);
+	in2[3] = oc_tensor(BASE_DT_INT64, 1, two, a4);
+	assert_int_equal(oc_run(&o, in2), STRATA_RUNTIME);
+	oc_assert_msg(&o, "out of range");
+	oc_free(&o);
 
 	/* opset 1: attributes */
-	struct mb_model *mb = one_node(1, "Slice", "x", F1, "y", F1, &nd);
+	struct mb_model *mb = oc_model(1, "Slice", "x", F1, "y", F1, &nd);
 	mb_attr_ints(nd, "starts", 2, (int64_t[]){1, -3});
 	mb_attr_ints(nd, "ends", 2, (int64_t[]){1000, -1});
-	assert_int_equal(load(mb, &o), 0);
-	assert_int_equal(run(&o, in2), 0);
-	assert_shape(&o.out[0], 2, (int64_t[]){2, 2});
+	assert_int_equal(oc_load(mb, &o), 0);
+	assert_int_equal(oc_run(&o, in2), 0);
+	oc_assert_shape(&o.out[0], 2, (int64_t[]){2, 2});
 	float w4[4] = {5, 6, 9, 10};
-	assert_close(o.out[0].data, w4, 4, 0);
-	done(&o);
+	oc_assert_close(o.out[0].data, w4, 4, 0);
+	oc_free(&o);
 }
 
 static void test_gather(void **state)
 {
 	(void)state;
-	struct one o;
+	struct oc_case o;
 	struct mb_node *nd;
-	assert_int_equal(load(one_node(13, "Gather", "x,i", FI, "y", F1, &nd), &o), 0);
+	assert_int_equal(oc_load(oc_model(13, "Gather", "x,i", FI, "y", F1, &nd), &o), 0);
 	float x[6] = {1, 2, 3, 4, 5, 6}; /* [3,2] */
 	int64_t ix[4] = {-1, 0, 1, -3};  /* [2,2] */
-	struct rt_tensor in[2] = {tensor(BASE_DT_FLOAT, 2, (int64_t[]){3, 2}, x),
-	                          tensor(BASE_DT_INT64, 2, (int64_t[]){2, 2}, ix)};
-	assert_int_equal(run(&o, in), 0);
-	assert_shape(&o.out[0], 3, (int64_t[]){2, 2, 2});
+	struct rt_tensor in[2] = {oc_tensor(BASE_DT_FLOAT, 2, (int64_t[]){3, 2}, x),
+	                          oc_tensor(BASE_DT_INT64, 2, (int64_t[]){2, 2}, ix)};
+	assert_int_equal(oc_run(&o, in), 0);
+	oc_assert_shape(&o.out[0], 3, (int64_t[]){2, 2, 2});
 	float want[8] = {5, 6, 1, 2, 3, 4, 1, 2};
-	assert_close(o.out[0].data, want, 8, 0);
+	oc_assert_close(o.out[0].data, want, 8, 0);
 	/* scalar index drops the axis */
 	int64_t s = -2;
-	in[1] = tensor(BASE_DT_INT64, 0, NULL, &s);
-	assert_int_equal(run(&o, in), 0);
-	assert_shape(&o.out[0], 1, (int64_t[]){2});
+	in[1] = oc_tensor(BASE_DT_INT64, 0, NULL, &s);
+	assert_int_equal(oc_run(&o, in), 0);
+	oc_assert_shape(&o.out[0], 1, (int64_t[]){2});
 	float w2[2] = {3, 4};
-	assert_close(o.out[0].data, w2, 2, 0);
+	oc_assert_close(o.out[0].data, w2, 2, 0);
 	/* out of range, both ways */
 	int64_t bad[2] = {0, 3};
-	in[1] = tensor(BASE_DT_INT64, 1, (int64_t[]){2}, bad);
-	assert_int_equal(run(&o, in), STRATA_RUNTIME);
-	assert_msg(&o, "index 3 out of range");
+	in[1] = oc_tensor(BASE_DT_INT64, 1, (int64_t[]){2}, bad);
+	assert_int_equal(oc_run(&o, in), STRATA_RUNTIME);
+	oc_assert_msg(&o, "index 3 out of range");
 	bad[1] = -4;
-	assert_int_equal(run(&o, in), STRATA_RUNTIME);
-	assert_msg(&o, "index -4 out of range");
+	assert_int_equal(oc_run(&o, in), STRATA_RUNTIME);
+	oc_assert_msg(&o, "index -4 out of range");
 	bad[1] = INT64_MIN;
-	assert_int_equal(run(&o, in), STRATA_RUNTIME);
-	done(&o);
+	assert_int_equal(oc_run(&o, in), STRATA_RUNTIME);
+	oc_free(&o);
 
 	/* axis 1 with int32 indices */
 	int dti[3] = {BASE_DT_FLOAT, BASE_DT_INT32};
-	struct mb_model *mb = one_node(13, "Gather", "x,i", dti, "y", F1, &nd);
+	struct mb_model *mb = oc_model(13, "Gather", "x,i", dti, "y", F1, &nd);
 	mb_attr_int(nd, "axis", -1);
-	assert_int_equal(load(mb, &o), 0);
+	assert_int_equal(oc_load(mb, &o), 0);
 	int32_t i32[3] = {1, -1, 0};
-	in[1] = tensor(BASE_DT_INT32, 1, (int64_t[]){3}, i32);
-	assert_int_equal(run(&o, in), 0);
-	assert_shape(&o.out[0], 2, (int64_t[]){3, 3});
+	in[1] = oc_tensor(BASE_DT_INT32, 1, (int64_t[]){3}, i32);
+	assert_int_equal(oc_run(&o, in), 0);
+	oc_assert_shape(&o.out[0], 2, (int64_t[]){3, 3});
 	float w3[9] = {2, 2, 1, 4, 4, 3, 6, 6, 5};
-	assert_close(o.out[0].data, w3, 9, 0);
-	done(&o);
+	oc_assert_close(o.out[0].data, w3, 9, 0);
+	oc_free(&o);
 
 	/* strings: cells are pointers, copied as they are */
 	int dts[2] = {BASE_DT_STRING, BASE_DT_INT64};
 	int dto[1] = {BASE_DT_STRING};
-	assert_int_equal(load(one_node(13, "Gather", "x,i", dts, "y", dto, &nd), &o), 0);
+	assert_int_equal(oc_load(oc_model(13, "Gather", "x,i", dts, "y", dto, &nd), &o), 0);
 	const char *words[3] = {"red", "green", "blue"};
 	int64_t wi[2] = {2, -3};
-	struct rt_tensor ins[2] = {tensor(BASE_DT_STRING, 1, (int64_t[]){3}, words),
-	                           tensor(BASE_DT_INT64, 1, (int64_t[]){2}, wi)};
-	assert_int_equal(run(&o, ins), 0);
+	struct rt_tensor ins[2] = {oc_tensor(BASE_DT_STRING, 1, (int64_t[]){3}, words),
+	                           oc_tensor(BASE_DT_INT64, 1, (int64_t[]){2}, wi)};
+	assert_int_equal(oc_run(&o, ins), 0);
 	assert_string_equal(((char **)o.out[0].data)[0], "blue");
 	assert_string_equal(((char **)o.out[0].data)[1], "red");
-	done(&o);
+	oc_free(&o);
 }
 
 static void test_concat_squeeze_split(void **state)
 {
 	(void)state;
-	struct one o;
+	struct oc_case o;
 	struct mb_node *nd;
-	struct mb_model *mb = one_node(13, "Concat", "a,b", F1, "y", F1, &nd);
+	struct mb_model *mb = oc_model(13, "Concat", "a,b", F1, "y", F1, &nd);
 	mb_attr_int(nd, "axis", -1);
-	assert_int_equal(load(mb, &o), 0);
+	assert_int_equal(oc_load(mb, &o), 0);
 	float a[4] = {1, 2, 3, 4}, b[6] = {5, 6, 7, 8, 9, 10};
-	struct rt_tensor in[2] = {tensor(BASE_DT_FLOAT, 2, (int64_t[]){2, 2}, a),
-	                          tensor(BASE_DT_FLOAT, 2, (int64_t[]){2, 3}, b)};
-	assert_int_equal(run(&o, in), 0);
-	assert_shape(&o.out[0], 2, (int64_t[]){2, 5});
+	struct rt_tensor in[2] = {oc_tensor(BASE_DT_FLOAT, 2, (int64_t[]){2, 2}, a),
+	                          oc_tensor(BASE_DT_FLOAT, 2, (int64_t[]){2, 3}, b)};
+	assert_int_equal(oc_run(&o, in), 0);
+	oc_assert_shape(&o.out[0], 2, (int64_t[]){2, 5});
 	float w[10] = {1, 2, 5, 6, 7, 3, 4, 8, 9, 10};
-	assert_close(o.out[0].data, w, 10, 0);
-	in[1] = tensor(BASE_DT_FLOAT, 2, (int64_t[]){3, 2}, b);
-	assert_int_equal(run(&o, in), STRATA_RUNTIME);
-	done(&o);
+	oc_assert_close(o.out[0].data, w, 10, 0);
+	in[1] = oc_tensor(BASE_DT_FLOAT, 2, (int64_t[]){3, 2}, b);
+	assert_int_equal(oc_run(&o, in), STRATA_RUNTIME);
+	oc_free(&o);
 	/* axis is required */
-	assert_int_equal(load(one_node(13, "Concat", "a,b", F1, "y", F1, &nd), &o),
+	assert_int_equal(oc_load(oc_model(13, "Concat", "a,b", F1, "y", F1, &nd), &o),
 	                 STRATA_INVALID_GRAPH);
 
 	/* Unsqueeze (opset 13: axes input) then Squeeze (opset 11: attribute) */
-	assert_int_equal(load(one_node(13, "Unsqueeze", "x,a", FI, "y", F1, &nd), &o), 0);
+	assert_int_equal(oc_load(oc_model(13, "Unsqueeze", "x,a", FI, "y", F1, &nd), &o), 0);
 	int64_t ax[2] = {0, -1};
-	in[1] = tensor(BASE_DT_INT64, 1, (int64_t[]){2}, ax);
-	assert_int_equal(run(&o, in), 0);
-	assert_shape(&o.out[0], 4, (int64_t[]){1, 2, 2, 1});
+	in[1] = oc_tensor(BASE_DT_INT64, 1, (int64_t[]){2}, ax);
+	assert_int_equal(oc_run(&o, in), 0);
+	oc_assert_shape(&o.out[0], 4, (int64_t[]){1, 2, 2, 1});
 	int64_t ax2[2] = {1, 1};
-	in[1] = tensor(BASE_DT_INT64, 1, (int64_t[]){2}, ax2);
-	assert_int_equal(run(&o, in), STRATA_RUNTIME);
-	done(&o);
-	mb = one_node(11, "Squeeze", "x", F1, "y", F1, &nd);
+	in[1] = oc_tensor(BASE_DT_INT64, 1, (int64_t[]){2}, ax2);
+	assert_int_equal(oc_run(&o, in), STRATA_RUNTIME);
+	oc_free(&o);
+	mb = oc_model(11, "Squeeze", "x", F1, "y", F1, &nd);
 	mb_attr_ints(nd, "axes", 1, (int64_t[]){-2});
-	assert_int_equal(load(mb, &o), 0);
-	struct rt_tensor sq = tensor(BASE_DT_FLOAT, 3, (int64_t[]){2, 1, 2}, a);
-	assert_int_equal(run(&o, &sq), 0);
-	assert_shape(&o.out[0], 2, (int64_t[]){2, 2});
-	sq = tensor(BASE_DT_FLOAT, 3, (int64_t[]){1, 2, 2}, a);
-	assert_int_equal(run(&o, &sq), STRATA_RUNTIME);
-	assert_msg(&o, "cannot squeeze");
-	done(&o);
+	assert_int_equal(oc_load(mb, &o), 0);
+	struct rt_tensor sq = oc_tensor(BASE_DT_FLOAT, 3, (int64_t[]){2, 1, 2}, a);
+	assert_int_equal(oc_run(&o, &sq), 0);
+	oc_assert_shape(&o.out[0], 2, (int64_t[]){2, 2});
+	sq = oc_tensor(BASE_DT_FLOAT, 3, (int64_t[]){1, 2, 2}, a);
+	assert_int_equal(oc_run(&o, &sq), STRATA_RUNTIME);
+	oc_assert_msg(&o, "cannot squeeze");
+	oc_free(&o);
 
 	/* Split: opset 13 sizes input, opset 18 num_outputs with a smaller tail */
 	int sdt[2] = {BASE_DT_FLOAT, BASE_DT_INT64};
-	mb = one_node(13, "Split", "x,s", sdt, "p,q", F1, &nd);
+	mb = oc_model(13, "Split", "x,s", sdt, "p,q", F1, &nd);
 	mb_attr_int(nd, "axis", 1);
-	assert_int_equal(load(mb, &o), 0);
+	assert_int_equal(oc_load(mb, &o), 0);
 	int64_t sizes[2] = {1, 2};
-	struct rt_tensor sin[2] = {tensor(BASE_DT_FLOAT, 2, (int64_t[]){2, 3}, b),
-	                           tensor(BASE_DT_INT64, 1, (int64_t[]){2}, sizes)};
-	assert_int_equal(run(&o, sin), 0);
+	struct rt_tensor sin[2] = {oc_tensor(BASE_DT_FLOAT, 2, (int64_t[]){2, 3}, b),
+	                           oc_tensor(BASE_DT_INT64, 1, (int64_t[]){2}, sizes)};
+	assert_int_equal(oc_run(&o, sin), 0);
 	float p[2] = {5, 8}, q[4] = {6, 7, 9, 10};
-	assert_shape(&o.out[1], 2, (int64_t[]){2, 2});
-	assert_close(o.out[0].data, p, 2, 0);
-	assert_close(o.out[1].data, q, 4, 0);
+	oc_assert_shape(&o.out[1], 2, (int64_t[]){2, 2});
+	oc_assert_close(o.out[0].data, p, 2, 0);
+	oc_assert_close(o.out[1].data, q, 4, 0);
 	sizes[1] = 3;
-	assert_int_equal(run(&o, sin), STRATA_RUNTIME);
-	done(&o);
-	mb = one_node(18, "Split", "x", F1, "p,q", F1, &nd);
+	assert_int_equal(oc_run(&o, sin), STRATA_RUNTIME);
+	oc_free(&o);
+	mb = oc_model(18, "Split", "x", F1, "p,q", F1, &nd);
 	mb_attr_int(nd, "num_outputs", 2);
-	assert_int_equal(load(mb, &o), 0);
-	struct rt_tensor s5 = tensor(BASE_DT_FLOAT, 1, (int64_t[]){5}, b);
-	assert_int_equal(run(&o, &s5), 0);
-	assert_shape(&o.out[0], 1, (int64_t[]){3});
-	assert_shape(&o.out[1], 1, (int64_t[]){2});
-	done(&o);
+	assert_int_equal(oc_load(mb, &o), 0);
+	struct rt_tensor s5 = oc_tensor(BASE_DT_FLOAT, 1, (int64_t[]){5}, b);
+	assert_int_equal(oc_run(&o, &s5), 0);
+	oc_assert_shape(&o.out[0], 1, (int64_t[]){3});
+	oc_assert_shape(&o.out[1], 1, (int64_t[]){2});
+	oc_free(&o);
 }
 
 static void test_expand_tile_range(void **state)
 {
 	(void)state;
-	struct one o;
+	struct oc_case o;
 	struct mb_node *nd;
-	assert_int_equal(load(one_node(13, "Expand", "x,s", FI, "y", F1, &nd), &o), 0);
+	assert_int_equal(oc_load(oc_model(13, "Expand", "x,s", FI, "y", F1, &nd), &o), 0);
 	float x[3] = {1, 2, 3};
 	int64_t s[2] = {2, 1};
-	struct rt_tensor in[2] = {tensor(BASE_DT_FLOAT, 2, (int64_t[]){3, 1}, x),
-	                          tensor(BASE_DT_INT64, 1, (int64_t[]){2}, s)};
+	struct rt_tensor in[2] = {oc_tensor(BASE_DT_FLOAT, 2, (int64_t[]){3, 1}, x),
+	                          oc_tensor(BASE_DT_INT64, 1, (int64_t[]){2}, s)};
 	/* [3,1] expanded by [2,1] -> [3,1] broadcast with [2,1]: incompatible 3 vs 2 */
-	assert_int_equal(run(&o, in), STRATA_RUNTIME);
+	assert_int_equal(oc_run(&o, in), STRATA_RUNTIME);
 	int64_t s2[3] = {2, 1, 4};
-	in[1] = tensor(BASE_DT_INT64, 1, (int64_t[]){3}, s2);
-	assert_int_equal(run(&o, in), 0);
-	assert_shape(&o.out[0], 3, (int64_t[]){2, 3, 4});
+	in[1] = oc_tensor(BASE_DT_INT64, 1, (int64_t[]){3}, s2);
+	assert_int_equal(oc_run(&o, in), 0);
+	oc_assert_shape(&o.out[0], 3, (int64_t[]){2, 3, 4});
 	for (int i = 0; i < 24; i++)
 		assert_float_equal(((float *)o.out[0].data)[i], x[(i / 4) % 3], 0);
 	int64_t huge[3] = {INT64_MAX / 2, 3, 4};
-	in[1] = tensor(BASE_DT_INT64, 1, (int64_t[]){3}, huge);
-	assert_int_not_equal(run(&o, in), 0);
-	done(&o);
+	in[1] = oc_tensor(BASE_DT_INT64, 1, (int64_t[]){3}, huge);
+	assert_int_not_equal(oc_run(&o, in), 0);
+	oc_free(&o);
 
-	assert_int_equal(load(one_node(13, "Tile", "x,r", FI, "y", F1, &nd), &o), 0);
+	assert_int_equal(oc_load(oc_model(13, "Tile", "x,r", FI, "y", F1, &nd), &o), 0);
 	float t[4] = {1, 2, 3, 4};
 	int64_t rep[2] = {2, 3};
-	struct rt_tensor tin[2] = {tensor(BASE_DT_FLOAT, 2, (int64_t[]){2, 2}, t),
-	                           tensor(BASE_DT_INT64, 1, (int64_t[]){2}, rep)};
-	assert_int_equal(run(&o, tin), 0);
-	assert_shape(&o.out[0], 2, (int64_t[]){4, 6});
+	struct rt_tensor tin[2] = {oc_tensor(BASE_DT_FLOAT, 2, (int64_t[]){2, 2}, t),
+	                           oc_tensor(BASE_DT_INT64, 1, (int64_t[]){2}, rep)};
+	assert_int_equal(oc_run(&o, tin), 0);
+	oc_assert_shape(&o.out[0], 2, (int64_t[]){4, 6});
 	for (int i = 0; i < 4; i++)
 		for (int j = 0; j < 6; j++)
 			assert_float_equal(((float *)o.out[0].data)[i * 6 + j], t[(i % 2) * 2 + j % 2], 0);
 	rep[0] = -1;
-	assert_int_equal(run(&o, tin), STRATA_RUNTIME);
-	done(&o);
+	assert_int_equal(oc_run(&o, tin), STRATA_RUNTIME);
+	oc_free(&o);
 
 	int ri[3] = {BASE_DT_INT64, BASE_DT_INT64, BASE_DT_INT64};
-	assert_int_equal(load(one_node(11, "Range", "a,b,c", ri, "y", ri, &nd), &o), 0);
+	assert_int_equal(oc_load(oc_model(11, "Range", "a,b,c", ri, "y", ri, &nd), &o), 0);
 	int64_t st = 10, li = 1, de = -4;
-	struct rt_tensor rin[3] = {tensor(BASE_DT_INT64, 0, NULL, &st),
-	                           tensor(BASE_DT_INT64, 0, NULL, &li),
-	                           tensor(BASE_DT_INT64, 0, NULL, &de)};
-	assert_int_equal(run(&o, rin), 0);
+	struct rt_tensor rin[3] = {oc_tensor(BASE_DT_INT64, 0, NULL, &st),
+	                           oc_tensor(BASE_DT_INT64, 0, NULL, &li),
+	                           oc_tensor(BASE_DT_INT64, 0, NULL, &de)};
+	assert_int_equal(oc_run(&o, rin), 0);
 	int64_t rw[3] = {10, 6, 2};
-	assert_shape(&o.out[0], 1, (int64_t[]){3});
+	oc_assert_shape(&o.out[0], 1, (int64_t[]){3});
 	assert_memory_equal(o.out[0].data, rw, sizeof rw);
 	de = 0;
-	assert_int_equal(run(&o, rin), STRATA_RUNTIME);
+	assert_int_equal(oc_run(&o, rin), STRATA_RUNTIME);
 	st = INT64_MIN;
 	li = INT64_MAX;
 	de = 1;
-	assert_int_not_equal(run(&o, rin), 0);
-	done(&o);
+	assert_int_not_equal(oc_run(&o, rin), 0);
+	oc_free(&o);
 
 	/* ConstantOfShape with an int32 value; Shape with start/end */
 	int cs[1] = {BASE_DT_INT64};
 	int co[1] = {BASE_DT_INT32};
-	struct mb_model *mb = one_node(11, "ConstantOfShape", "s", cs, "y", co, &nd);
+	struct mb_model *mb = oc_model(11, "ConstantOfShape", "s", cs, "y", co, &nd);
 	int32_t seven = 7;
 	mb_attr_tensor(nd, "value", BASE_DT_INT32, 1, (int64_t[]){1}, &seven);
-	assert_int_equal(load(mb, &o), 0);
+	assert_int_equal(oc_load(mb, &o), 0);
 	int64_t shp[2] = {2, 3};
-	struct rt_tensor cin = tensor(BASE_DT_INT64, 1, (int64_t[]){2}, shp);
-	assert_int_equal(run(&o, &cin), 0);
-	assert_shape(&o.out[0], 2, shp);
+	struct rt_tensor cin = oc_tensor(BASE_DT_INT64, 1, (int64_t[]){2}, shp);
+	assert_int_equal(oc_run(&o, &cin), 0);
+	oc_assert_shape(&o.out[0], 2, shp);
 	for (int i = 0; i < 6; i++)
 		assert_int_equal(((int32_t *)o.out[0].data)[i], 7);
 	shp[0] = -2;
-	assert_int_equal(run(&o, &cin), STRATA_RUNTIME);
-	done(&o);
+	assert_int_equal(oc_run(&o, &cin), STRATA_RUNTIME);
+	oc_free(&o);
 
 	int so[1] = {BASE_DT_INT64};
-	mb = one_node(15, "Shape", "x", F1, "y", so, &nd);
+	mb = oc_model(15, "Shape", "x", F1, "y", so, &nd);
 	mb_attr_int(nd, "start", -2);
-	assert_int_equal(load(mb, &o), 0);
-	struct rt_tensor sx = tensor(BASE_DT_FLOAT, 3, (int64_t[]){4, 5, 6}, x);
-	assert_int_equal(run(&o, &sx), 0);
+	assert_int_equal(oc_load(mb, &o), 0);
+	struct rt_tensor sx = oc_tensor(BASE_DT_FLOAT, 3, (int64_t[]){4, 5, 6}, x);
+	assert_int_equal(oc_run(&o, &sx), 0);
 	int64_t sw[2] = {5, 6};
-	assert_shape(&o.out[0], 1, (int64_t[]){2});
+	oc_assert_shape(&o.out[0], 1, (int64_t[]){2});
 	assert_memory_equal(o.out[0].data, sw, sizeof sw);
-	done(&o);
+	oc_free(&o);
 
-	assert_int_equal(load(one_node(13, "Size", "x", F1, "y", so, &nd), &o), 0);
-	assert_int_equal(run(&o, &sx), 0);
+	assert_int_equal(oc_load(oc_model(13, "Size", "x", F1, "y", so, &nd), &o), 0);
+	assert_int_equal(oc_run(&o, &sx), 0);
 	assert_int_equal(o.out[0].rank, 0);
 	assert_int_equal(*(int64_t *)o.out[0].data, 120);
-	done(&o);
+	oc_free(&o);
 }
 
 /* ---- normalization -------------------------------------------------------------------- */
@@ -801,12 +702,12 @@ static void test_softmax_opsets(void **state)
 	float x[12];
 	for (int i = 0; i < 12; i++)
 		x[i] = (float)((i * 7) % 5) - 1.5f + (i == 3 ? 1000.0f : 0.0f);
-	struct rt_tensor in = tensor(BASE_DT_FLOAT, 3, (int64_t[]){2, 2, 3}, x);
+	struct rt_tensor in = oc_tensor(BASE_DT_FLOAT, 3, (int64_t[]){2, 2, 3}, x);
 	for (int ver = 0; ver < 2; ver++) {
-		struct one o;
+		struct oc_case o;
 		struct mb_node *nd;
-		assert_int_equal(load(one_node(ver ? 13 : 11, "Softmax", "x", F1, "y", F1, &nd), &o), 0);
-		assert_int_equal(run(&o, &in), 0);
+		assert_int_equal(oc_load(oc_model(ver ? 13 : 11, "Softmax", "x", F1, "y", F1, &nd), &o), 0);
+		assert_int_equal(oc_run(&o, &in), 0);
 		/* opset 11: default axis 1 makes rows of 6; opset 13: rows of 3 */
 		int len = ver ? 3 : 6;
 		float want[12];
@@ -819,16 +720,16 @@ static void test_softmax_opsets(void **state)
 			for (int j = 0; j < len; j++)
 				want[r * len + j] = (float)(exp(x[r * len + j] - mx) / sum);
 		}
-		assert_close(o.out[0].data, want, 12, 1e-6);
-		done(&o);
+		oc_assert_close(o.out[0].data, want, 12, 1e-6);
+		oc_free(&o);
 	}
 	/* opset 13 along axis 1 (strided groups), LogSoftmax */
-	struct one o;
+	struct oc_case o;
 	struct mb_node *nd;
-	struct mb_model *mb = one_node(13, "LogSoftmax", "x", F1, "y", F1, &nd);
+	struct mb_model *mb = oc_model(13, "LogSoftmax", "x", F1, "y", F1, &nd);
 	mb_attr_int(nd, "axis", 1);
-	assert_int_equal(load(mb, &o), 0);
-	assert_int_equal(run(&o, &in), 0);
+	assert_int_equal(oc_load(mb, &o), 0);
+	assert_int_equal(oc_run(&o, &in), 0);
 	for (int a = 0; a < 2; a++)
 		for (int c = 0; c < 3; c++) {
 			float v0 = x[a * 6 + c], v1 = x[a * 6 + 3 + c];
@@ -836,28 +737,28 @@ static void test_softmax_opsets(void **state)
 			assert_float_equal(((float *)o.out[0].data)[a * 6 + c], v0 - l, 1e-4);
 			assert_float_equal(((float *)o.out[0].data)[a * 6 + 3 + c], v1 - l, 1e-4);
 		}
-	struct rt_tensor r1 = tensor(BASE_DT_FLOAT, 1, (int64_t[]){12}, x);
-	assert_int_equal(run(&o, &r1), STRATA_RUNTIME);
-	assert_msg(&o, "axis");
-	done(&o);
+	struct rt_tensor r1 = oc_tensor(BASE_DT_FLOAT, 1, (int64_t[]){12}, x);
+	assert_int_equal(oc_run(&o, &r1), STRATA_RUNTIME);
+	oc_assert_msg(&o, "axis");
+	oc_free(&o);
 }
 
 static void test_layernorm(void **state)
 {
 	(void)state;
-	struct one o;
+	struct oc_case o;
 	struct mb_node *nd;
-	struct mb_model *mb = one_node(17, "LayerNormalization", "x,s,b", F1, "y,m,i", F1, &nd);
+	struct mb_model *mb = oc_model(17, "LayerNormalization", "x,s,b", F1, "y,m,i", F1, &nd);
 	mb_attr_float(nd, "epsilon", 1e-3f);
-	assert_int_equal(load(mb, &o), 0);
+	assert_int_equal(oc_load(mb, &o), 0);
 	enum { R = 6, H = 40 };
 	float x[R * H], sc[H], bi[H], want[R * H], wm[R], wi[R];
 	unsigned seed = 11;
 	for (int i = 0; i < R * H; i++)
-		x[i] = 3.0f * frand(&seed) + 2.0f;
+		x[i] = 3.0f * oc_frand(&seed) + 2.0f;
 	for (int i = 0; i < H; i++) {
-		sc[i] = frand(&seed);
-		bi[i] = frand(&seed);
+		sc[i] = oc_frand(&seed);
+		bi[i] = oc_frand(&seed);
 	}
 	for (int r = 0; r < R; r++) {
 		double m = 0, v = 0;
@@ -873,20 +774,20 @@ static void test_layernorm(void **state)
 		for (int j = 0; j < H; j++)
 			want[r * H + j] = (float)((x[r * H + j] - m) * inv * sc[j] + bi[j]);
 	}
-	struct rt_tensor in[3] = {tensor(BASE_DT_FLOAT, 3, (int64_t[]){2, 3, H}, x),
-	                          tensor(BASE_DT_FLOAT, 1, (int64_t[]){H}, sc),
-	                          tensor(BASE_DT_FLOAT, 1, (int64_t[]){H}, bi)};
-	assert_int_equal(run(&o, in), 0);
-	assert_shape(&o.out[0], 3, (int64_t[]){2, 3, H});
-	assert_shape(&o.out[1], 3, (int64_t[]){2, 3, 1});
-	assert_close(o.out[0].data, want, R * H, 1e-5);
-	assert_close(o.out[1].data, wm, R, 1e-6);
-	assert_close(o.out[2].data, wi, R, 1e-5);
+	struct rt_tensor in[3] = {oc_tensor(BASE_DT_FLOAT, 3, (int64_t[]){2, 3, H}, x),
+	                          oc_tensor(BASE_DT_FLOAT, 1, (int64_t[]){H}, sc),
+	                          oc_tensor(BASE_DT_FLOAT, 1, (int64_t[]){H}, bi)};
+	assert_int_equal(oc_run(&o, in), 0);
+	oc_assert_shape(&o.out[0], 3, (int64_t[]){2, 3, H});
+	oc_assert_shape(&o.out[1], 3, (int64_t[]){2, 3, 1});
+	oc_assert_close(o.out[0].data, want, R * H, 1e-5);
+	oc_assert_close(o.out[1].data, wm, R, 1e-6);
+	oc_assert_close(o.out[2].data, wi, R, 1e-5);
 	/* a scale that does not fit the normalized axis */
-	in[1] = tensor(BASE_DT_FLOAT, 1, (int64_t[]){H - 1}, sc);
-	assert_int_equal(run(&o, in), STRATA_RUNTIME);
-	assert_msg(&o, "Scale");
-	done(&o);
+	in[1] = oc_tensor(BASE_DT_FLOAT, 1, (int64_t[]){H - 1}, sc);
+	assert_int_equal(oc_run(&o, in), STRATA_RUNTIME);
+	oc_assert_msg(&o, "Scale");
+	oc_free(&o);
 }
 
 /* ---- reductions ----------------------------------------------------------------------- */
@@ -897,19 +798,19 @@ static void test_reduce_mean_keepdims(void **state)
 	float x[24];
 	for (int i = 0; i < 24; i++)
 		x[i] = (float)(i * i % 7);
-	struct rt_tensor in = tensor(BASE_DT_FLOAT, 3, (int64_t[]){2, 3, 4}, x);
+	struct rt_tensor in = oc_tensor(BASE_DT_FLOAT, 3, (int64_t[]){2, 3, 4}, x);
 	for (int keep = 0; keep < 2; keep++) {
-		struct one o;
+		struct oc_case o;
 		struct mb_node *nd;
-		struct mb_model *mb = one_node(13, "ReduceMean", "x", F1, "y", F1, &nd);
+		struct mb_model *mb = oc_model(13, "ReduceMean", "x", F1, "y", F1, &nd);
 		mb_attr_ints(nd, "axes", 2, (int64_t[]){0, -1});
 		mb_attr_int(nd, "keepdims", keep);
-		assert_int_equal(load(mb, &o), 0);
-		assert_int_equal(run(&o, &in), 0);
+		assert_int_equal(oc_load(mb, &o), 0);
+		assert_int_equal(oc_run(&o, &in), 0);
 		if (keep)
-			assert_shape(&o.out[0], 3, (int64_t[]){1, 3, 1});
+			oc_assert_shape(&o.out[0], 3, (int64_t[]){1, 3, 1});
 		else
-			assert_shape(&o.out[0], 1, (int64_t[]){3});
+			oc_assert_shape(&o.out[0], 1, (int64_t[]){3});
 		for (int j = 0; j < 3; j++) {
 			float s = 0;
 			for (int a = 0; a < 2; a++)
@@ -917,29 +818,29 @@ static void test_reduce_mean_keepdims(void **state)
 					s += x[a * 12 + j * 4 + c];
 			assert_float_equal(((float *)o.out[0].data)[j], s / 8, 1e-6);
 		}
-		done(&o);
+		oc_free(&o);
 	}
 
 	/* ReduceSum opset 13: axes input; empty axes reduce all, or nothing with noop */
 	for (int noop = 0; noop < 2; noop++) {
-		struct one o;
+		struct oc_case o;
 		struct mb_node *nd;
-		struct mb_model *mb = one_node(13, "ReduceSum", "x,a", FI, "y", F1, &nd);
+		struct mb_model *mb = oc_model(13, "ReduceSum", "x,a", FI, "y", F1, &nd);
 		mb_attr_int(nd, "noop_with_empty_axes", noop);
 		mb_attr_int(nd, "keepdims", 0);
-		assert_int_equal(load(mb, &o), 0);
+		assert_int_equal(oc_load(mb, &o), 0);
 		int64_t ax[1] = {1};
-		struct rt_tensor rin[2] = {in, tensor(BASE_DT_INT64, 1, (int64_t[]){1}, ax)};
-		assert_int_equal(run(&o, rin), 0);
-		assert_shape(&o.out[0], 2, (int64_t[]){2, 4});
+		struct rt_tensor rin[2] = {in, oc_tensor(BASE_DT_INT64, 1, (int64_t[]){1}, ax)};
+		assert_int_equal(oc_run(&o, rin), 0);
+		oc_assert_shape(&o.out[0], 2, (int64_t[]){2, 4});
 		for (int a = 0; a < 2; a++)
 			for (int c = 0; c < 4; c++)
 				assert_float_equal(((float *)o.out[0].data)[a * 4 + c],
 				                   x[a * 12 + c] + x[a * 12 + 4 + c] + x[a * 12 + 8 + c], 1e-6);
-		rin[1] = tensor(BASE_DT_INT64, 1, (int64_t[]){0}, ax);
-		assert_int_equal(run(&o, rin), 0);
+		rin[1] = oc_tensor(BASE_DT_INT64, 1, (int64_t[]){0}, ax);
+		assert_int_equal(oc_run(&o, rin), 0);
 		if (noop) {
-			assert_shape(&o.out[0], 3, (int64_t[]){2, 3, 4});
+			oc_assert_shape(&o.out[0], 3, (int64_t[]){2, 3, 4});
 			assert_memory_equal(o.out[0].data, x, sizeof x);
 		} else {
 			float s = 0;
@@ -949,34 +850,34 @@ static void test_reduce_mean_keepdims(void **state)
 			assert_float_equal(((float *)o.out[0].data)[0], s, 1e-5);
 		}
 		ax[0] = 3;
-		rin[1] = tensor(BASE_DT_INT64, 1, (int64_t[]){1}, ax);
-		assert_int_equal(run(&o, rin), STRATA_RUNTIME);
-		assert_msg(&o, "out of range");
-		done(&o);
+		rin[1] = oc_tensor(BASE_DT_INT64, 1, (int64_t[]){1}, ax);
+		assert_int_equal(oc_run(&o, rin), STRATA_RUNTIME);
+		oc_assert_msg(&o, "out of range");
+		oc_free(&o);
 	}
 
 	/* int64 ReduceMax and ReduceLogSumExp in float */
-	struct one o;
+	struct oc_case o;
 	struct mb_node *nd;
 	int i64[1] = {BASE_DT_INT64};
-	struct mb_model *mb = one_node(13, "ReduceMax", "x", i64, "y", i64, &nd);
+	struct mb_model *mb = oc_model(13, "ReduceMax", "x", i64, "y", i64, &nd);
 	mb_attr_ints(nd, "axes", 1, (int64_t[]){1});
-	assert_int_equal(load(mb, &o), 0);
+	assert_int_equal(oc_load(mb, &o), 0);
 	int64_t iv[6] = {-5, 9, 2, -7, -1, -3};
-	struct rt_tensor iin = tensor(BASE_DT_INT64, 2, (int64_t[]){2, 3}, iv);
-	assert_int_equal(run(&o, &iin), 0);
+	struct rt_tensor iin = oc_tensor(BASE_DT_INT64, 2, (int64_t[]){2, 3}, iv);
+	assert_int_equal(oc_run(&o, &iin), 0);
 	int64_t iw[2] = {9, -1};
-	assert_shape(&o.out[0], 2, (int64_t[]){2, 1});
+	oc_assert_shape(&o.out[0], 2, (int64_t[]){2, 1});
 	assert_memory_equal(o.out[0].data, iw, sizeof iw);
-	done(&o);
-	mb = one_node(13, "ReduceLogSumExp", "x", F1, "y", F1, &nd);
+	oc_free(&o);
+	mb = oc_model(13, "ReduceLogSumExp", "x", F1, "y", F1, &nd);
 	mb_attr_int(nd, "keepdims", 0);
-	assert_int_equal(load(mb, &o), 0);
+	assert_int_equal(oc_load(mb, &o), 0);
 	float big[3] = {1000, 1000, 1000};
-	struct rt_tensor bin = tensor(BASE_DT_FLOAT, 1, (int64_t[]){3}, big);
-	assert_int_equal(run(&o, &bin), 0);
+	struct rt_tensor bin = oc_tensor(BASE_DT_FLOAT, 1, (int64_t[]){3}, big);
+	assert_int_equal(oc_run(&o, &bin), 0);
 	assert_float_equal(((float *)o.out[0].data)[0], 1000 + log(3.0), 1e-3);
-	done(&o);
+	oc_free(&o);
 }
 
 static void test_argmax(void **state)
@@ -984,29 +885,29 @@ static void test_argmax(void **state)
 	(void)state;
 	int i64[1] = {BASE_DT_INT64};
 	float x[6] = {3, 1, 3, 0, 5, 5};
-	struct rt_tensor in = tensor(BASE_DT_FLOAT, 2, (int64_t[]){2, 3}, x);
+	struct rt_tensor in = oc_tensor(BASE_DT_FLOAT, 2, (int64_t[]){2, 3}, x);
 	for (int last = 0; last < 2; last++) {
-		struct one o;
+		struct oc_case o;
 		struct mb_node *nd;
-		struct mb_model *mb = one_node(13, "ArgMax", "x", F1, "y", i64, &nd);
+		struct mb_model *mb = oc_model(13, "ArgMax", "x", F1, "y", i64, &nd);
 		mb_attr_int(nd, "axis", -1);
 		mb_attr_int(nd, "keepdims", 0);
 		mb_attr_int(nd, "select_last_index", last);
-		assert_int_equal(load(mb, &o), 0);
-		assert_int_equal(run(&o, &in), 0);
-		assert_shape(&o.out[0], 1, (int64_t[]){2});
+		assert_int_equal(oc_load(mb, &o), 0);
+		assert_int_equal(oc_run(&o, &in), 0);
+		oc_assert_shape(&o.out[0], 1, (int64_t[]){2});
 		int64_t want[2] = {last ? 2 : 0, last ? 2 : 1};
 		assert_memory_equal(o.out[0].data, want, sizeof want);
-		done(&o);
+		oc_free(&o);
 	}
-	struct one o;
+	struct oc_case o;
 	struct mb_node *nd;
-	assert_int_equal(load(one_node(13, "ArgMin", "x", F1, "y", i64, &nd), &o), 0);
-	assert_int_equal(run(&o, &in), 0);
-	assert_shape(&o.out[0], 2, (int64_t[]){1, 3});
+	assert_int_equal(oc_load(oc_model(13, "ArgMin", "x", F1, "y", i64, &nd), &o), 0);
+	assert_int_equal(oc_run(&o, &in), 0);
+	oc_assert_shape(&o.out[0], 2, (int64_t[]){1, 3});
 	int64_t want[3] = {1, 0, 0};
 	assert_memory_equal(o.out[0].data, want, sizeof want);
-	done(&o);
+	oc_free(&o);
 }
 
 int main(void)
