@@ -4,7 +4,8 @@
  *     bench [--peer DIR] [--script FILE] [--scale F] [--only NAME,...] MODELDIR
  *
  * MODELDIR holds the models the peer's mkmodels.js generates (mlp_ranker,
- * minilm_l6_cross, minilm_l6_cross_decomposed, minilm_l6_embed); DIR is a
+ * minilm_l6_cross, minilm_l6_cross_decomposed, minilm_l6_embed), or the same
+ * graphs written by mkbench where the peer is not set up; DIR is a
  * set-up copy of the peer harness (node_modules and inputs.js), and FILE the
  * ORT driver (default bench/ort_peer.js).  Without a usable peer the Strata
  * figures are printed alone.  --scale multiplies the number of runs (0.1 for
