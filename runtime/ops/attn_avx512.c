@@ -10,8 +10,8 @@
  * while their scores stay in L1:
  *   1. scores = q_rows K^T: RB x 32 accumulators, one broadcast of a q cell
  *      feeding two FMAs per row;
- *   2. softmax of each row with the scale and the mask folded into its
- *      first pass (scale, add mask, running max), exponentials in the
+ *   2. softmax of each row with the mask folded into its first pass
+ *      (add mask, running max; the scale is already in K^T), exponentials in the
  *      second; the division by the row sum is deferred to step 3;
  *   3. out_rows = P V / sum: RB x 32 accumulators over the keys, reading v
  *      rows in place, scaled by 1/sum on the way out.
@@ -36,24 +36,26 @@ static int64_t pad32(int64_t n)
 	return (n + 31) & ~(int64_t)31;
 }
 
-/* kt[c][j] = k[j][c] for j < sk, c < d; columns sk..skp-1 are zero, so the
- * score kernel runs whole 32-column strips. */
-static void transpose_k(const float *k, int64_t ldk, int64_t sk, int64_t d, float *kt,
-                        int64_t skp)
+/* kt[c][j] = scale * k[j][c] for j < sk, c < d; columns sk..skp-1 are
+ * zero, so the score kernel runs whole 32-column strips.  The scale goes in
+ * here, once per head, rather than on every score of every query block. */
+static void transpose_k(const float *k, int64_t ldk, int64_t sk, int64_t d, float scale,
+                        float *kt, int64_t skp)
 {
+	const __m256 vs = _mm256_set1_ps(scale);
 	int64_t j = 0;
 	for (; j + 8 <= sk; j += 8) {
 		int64_t c = 0;
 		for (; c + 8 <= d; c += 8) {
 			/* 8 x 8 block: the unpack / shuffle / lane-swap transpose. */
-			__m256 r0 = _mm256_loadu_ps(k + (j + 0) * ldk + c);
-			__m256 r1 = _mm256_loadu_ps(k + (j + 1) * ldk + c);
-			__m256 r2 = _mm256_loadu_ps(k + (j + 2) * ldk + c);
-			__m256 r3 = _mm256_loadu_ps(k + (j + 3) * ldk + c);
-			__m256 r4 = _mm256_loadu_ps(k + (j + 4) * ldk + c);
-			__m256 r5 = _mm256_loadu_ps(k + (j + 5) * ldk + c);
-			__m256 r6 = _mm256_loadu_ps(k + (j + 6) * ldk + c);
-			__m256 r7 = _mm256_loadu_ps(k + (j + 7) * ldk + c);
+			__m256 r0 = _mm256_mul_ps(_mm256_loadu_ps(k + (j + 0) * ldk + c), vs);
+			__m256 r1 = _mm256_mul_ps(_mm256_loadu_ps(k + (j + 1) * ldk + c), vs);
+			__m256 r2 = _mm256_mul_ps(_mm256_loadu_ps(k + (j + 2) * ldk + c), vs);
+			__m256 r3 = _mm256_mul_ps(_mm256_loadu_ps(k + (j + 3) * ldk + c), vs);
+			__m256 r4 = _mm256_mul_ps(_mm256_loadu_ps(k + (j + 4) * ldk + c), vs);
+			__m256 r5 = _mm256_mul_ps(_mm256_loadu_ps(k + (j + 5) * ldk + c), vs);
+			__m256 r6 = _mm256_mul_ps(_mm256_loadu_ps(k + (j + 6) * ldk + c), vs);
+			__m256 r7 = _mm256_mul_ps(_mm256_loadu_ps(k + (j + 7) * ldk + c), vs);
 			__m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
 			__m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
 			__m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
@@ -74,11 +76,11 @@ static void transpose_k(const float *k, int64_t ldk, int64_t sk, int64_t d, floa
 		}
 		for (; c < d; c++)
 			for (int64_t r = 0; r < 8; r++)
-				kt[c * skp + j + r] = k[(j + r) * ldk + c];
+				kt[c * skp + j + r] = scale * k[(j + r) * ldk + c];
 	}
 	for (; j < sk; j++)
 		for (int64_t c = 0; c < d; c++)
-			kt[c * skp + j] = k[j * ldk + c];
+			kt[c * skp + j] = scale * k[j * ldk + c];
 	for (int64_t c = 0; c < d; c++)
 		memset(kt + c * skp + sk, 0, (size_t)(skp - sk) * sizeof *kt);
 }
@@ -100,16 +102,15 @@ static void pack_v(const float *v, int64_t ldv, int64_t sk, int64_t d, float *vp
 			                 _mm512_maskz_loadu_ps(tail_mask(d - c), v + j * ldv + c));
 }
 
-/* s[r][j] = scale * (q_r . k_j) + mask[r][j] for the R rows at q (R a
+/* s[r][j] = q_r . kt[.][j] + mask[r][j] for the R rows at q (R a
  * constant after inlining, so the accumulators live in registers), and
  * mx[r] = the row's largest cell (NaN skipped). */
 static inline __attribute__((always_inline)) void scores(int R, const float *q, int64_t ldq,
                                                           const float *kt, int64_t skp,
-                                                          int64_t sk, int64_t d, float scale,
+                                                          int64_t sk, int64_t d,
                                                           const float *m, int64_t mask_ld,
                                                           int mstep, float *s, float *mx)
 {
-	const __m512 vs = _mm512_set1_ps(scale);
 	__m512 vmax[RB];
 	for (int r = 0; r < R; r++)
 		vmax[r] = _mm512_set1_ps(-__builtin_inff());
@@ -130,7 +131,7 @@ static inline __attribute__((always_inline)) void scores(int R, const float *q, 
 		}
 		__mmask16 k0 = tail_mask(sk - c0), k1 = tail_mask(sk - c0 - 16);
 		for (int r = 0; r < R; r++) {
-			__m512 x0 = _mm512_mul_ps(acc[r][0], vs), x1 = _mm512_mul_ps(acc[r][1], vs);
+			__m512 x0 = acc[r][0], x1 = acc[r][1];
 			if (m) {
 				const float *mr = m + r * mask_ld;
 				if (mstep) {
@@ -153,27 +154,46 @@ static inline __attribute__((always_inline)) void scores(int R, const float *q, 
 		mx[r] = _mm512_reduce_max_ps(vmax[r]);
 }
 
-/* exp(x - mx) in place over one row of n scores; returns 1 / sum (NaN when
- * the row is all -inf or holds a NaN, as the reference Softmax gives). */
-static float softmax_row(float *x, int64_t n, float mx)
+/* s[r][j] = exp(s[r][j] - mx[r]) in place over the R rows of sk scores,
+ * and inv[r] = 1 / the row's sum (NaN when the row is all -inf or holds a
+ * NaN, as the reference Softmax gives).  The rows go side by side, one
+ * strip of 16 of each in turn: a single row's exponentials depend on one
+ * running sum, and R independent ones keep the FMA ports busy. */
+static inline __attribute__((always_inline)) void softmax_rows(int R, float *s, int64_t skp,
+                                                                int64_t sk, const float *mx,
+                                                                float *inv)
 {
-	if (isinf(mx))
-		mx = mx > 0 ? mx : 0; /* all -inf: exp(-inf) = 0 and the row is 0/0 */
-	const __m512 vm = _mm512_set1_ps(mx);
-	__m512 acc = _mm512_setzero_ps();
+	__m512 vm[RB], acc[RB];
+#pragma GCC unroll 8
+	for (int r = 0; r < R; r++) {
+		float m = mx[r];
+		if (isinf(m))
+			m = m > 0 ? m : 0; /* all -inf: exp(-inf) = 0 and the row is 0/0 */
+		vm[r] = _mm512_set1_ps(m);
+		acc[r] = _mm512_setzero_ps();
+	}
 	int64_t j = 0;
-	for (; j + 16 <= n; j += 16) {
-		__m512 e = rt_exp16(_mm512_sub_ps(_mm512_loadu_ps(x + j), vm));
-		acc = _mm512_add_ps(acc, e);
-		_mm512_storeu_ps(x + j, e);
+	for (; j + 16 <= sk; j += 16) {
+#pragma GCC unroll 8
+		for (int r = 0; r < R; r++) {
+			float *x = s + r * skp + j;
+			__m512 e = rt_exp16(_mm512_sub_ps(_mm512_loadu_ps(x), vm[r]));
+			acc[r] = _mm512_add_ps(acc[r], e);
+			_mm512_storeu_ps(x, e);
+		}
 	}
-	if (j < n) {
-		__mmask16 k = tail_mask(n - j);
-		__m512 e = rt_exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + j), vm));
-		acc = _mm512_mask_add_ps(acc, k, acc, e);
-		_mm512_mask_storeu_ps(x + j, k, e);
+	if (j < sk) {
+		__mmask16 k = tail_mask(sk - j);
+#pragma GCC unroll 8
+		for (int r = 0; r < R; r++) {
+			float *x = s + r * skp + j;
+			__m512 e = rt_exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x), vm[r]));
+			acc[r] = _mm512_mask_add_ps(acc[r], k, acc[r], e);
+			_mm512_mask_storeu_ps(x, k, e);
+		}
 	}
-	return 1.0f / _mm512_reduce_add_ps(acc);
+	for (int r = 0; r < R; r++)
+		inv[r] = 1.0f / _mm512_reduce_add_ps(acc[r]);
 }
 
 /* out_r[0..d) = inv[r] * sum_j s[r][j] vp[j] for the R rows; vp rows are
@@ -227,7 +247,7 @@ static inline __attribute__((always_inline)) void context(int R, const float *s,
 }
 
 static inline __attribute__((always_inline)) void block(int R, int64_t i0, int64_t sk,
-                                                         int64_t d, float scale,
+                                                         int64_t d,
                                                          const float *q, int64_t ldq,
                                                          const float *kt, int64_t skp,
                                                          const float *vp, int64_t dp,
@@ -236,10 +256,9 @@ static inline __attribute__((always_inline)) void block(int R, int64_t i0, int64
                                                          int64_t ldo, float *s)
 {
 	float mx[RB], inv[RB];
-	scores(R, q + i0 * ldq, ldq, kt, skp, sk, d, scale, mask ? mask + i0 * mask_ld : NULL,
+	scores(R, q + i0 * ldq, ldq, kt, skp, sk, d, mask ? mask + i0 * mask_ld : NULL,
 	       mask_ld, mask_step, s, mx);
-	for (int r = 0; r < R; r++)
-		inv[r] = softmax_row(s + r * skp, sk, mx[r]);
+	softmax_rows(R, s, skp, sk, mx, inv);
 	context(R, s, skp, sk, vp, dp, d, inv, out + i0 * ldo, ldo);
 }
 
@@ -250,15 +269,15 @@ void rt_attn_head_avx512(int64_t sq, int64_t sk, int64_t d, float scale, const f
 {
 	int64_t skp = pad32(sk), dp = (d + 15) & ~(int64_t)15;
 	float *kt = work, *vp = kt + d * skp, *s = vp + sk * dp;
-	transpose_k(k, ldk, sk, d, kt, skp);
+	transpose_k(k, ldk, sk, d, scale, kt, skp);
 	pack_v(v, ldv, sk, d, vp, dp);
 	int64_t i0 = 0;
 	for (; i0 + RB <= sq; i0 += RB)
-		block(RB, i0, sk, d, scale, q, ldq, kt, skp, vp, dp, mask, mask_ld, mask_step, out,
+		block(RB, i0, sk, d, q, ldq, kt, skp, vp, dp, mask, mask_ld, mask_step, out,
 		      ldo, s);
 #define TAIL(R)                                                                          \
 	case R:                                                                          \
-		block(R, i0, sk, d, scale, q, ldq, kt, skp, vp, dp, mask, mask_ld, mask_step, \
+		block(R, i0, sk, d, q, ldq, kt, skp, vp, dp, mask, mask_ld, mask_step, \
 		      out, ldo, s);                                                      \
 		break;
 	switch (sq - i0) {
