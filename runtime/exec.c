@@ -477,6 +477,14 @@ char *rt_string(struct rt_exec *x, const char *s, size_t len)
 	return d;
 }
 
+void *rt_scratch_or_fail(struct rt_exec *x, const struct rt_node *n, size_t bytes)
+{
+	void *p = rt_scratch(x, bytes ? bytes : 1);
+	if (!p)
+		rt_fail(x, n, STRATA_NOMEM, "out of memory for %zu bytes of scratch", bytes);
+	return p;
+}
+
 void *rt_scratch(struct rt_exec *x, size_t bytes)
 {
 	return rt_temp_get(x, bytes);

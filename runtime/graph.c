@@ -425,6 +425,17 @@ int rt_node_err(const struct rt_node *n, struct strata_error *err, int code, con
 	                *n->name ? "\" " : "", n->op, msg);
 }
 
+int rt_node_input_dtype(const struct rt_node *n, const struct rt_graph *g, int i, int *dt,
+                        struct strata_error *err)
+{
+	if (i >= n->nin || n->in[i] < 0)
+		return rt_node_err(n, err, STRATA_INVALID_GRAPH, "input %d is missing", i);
+	*dt = rt_graph_dtype(g, n->in[i]);
+	if (*dt == BASE_DT_UNDEFINED)
+		return rt_node_err(n, err, STRATA_INVALID_GRAPH, "input %d has no known element type", i);
+	return 0;
+}
+
 /* ---- runtime_model_* accessors ---------------------------------------------------------- */
 
 int runtime_model_ninputs(const struct rt_model *m)

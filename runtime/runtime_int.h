@@ -173,6 +173,10 @@ const int64_t *rt_attr_ints(const struct rt_node *n, const char *name, size_t *c
 /* Failure helpers for init(): fill err with "node NAME (OP): ..." and return code. */
 int rt_node_err(const struct rt_node *n, struct strata_error *err, int code, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
+/* For init(): the element type of input i into *dt.  STRATA_INVALID_GRAPH
+ * when the input is missing or its type is not known. */
+int rt_node_input_dtype(const struct rt_node *n, const struct rt_graph *g, int i, int *dt,
+                        struct strata_error *err);
 
 /* ---- what a kernel sees while running --------------------------------------- */
 
@@ -200,6 +204,10 @@ int rt_output_alias(struct rt_exec *x, const struct rt_node *n, int i, int in_in
  * it lives until the next run on the context (so downstream kernels may copy
  * the pointer).  NULL when out of memory. */
 char *rt_string(struct rt_exec *x, const char *s, size_t len);
+
+/* rt_scratch for a kernel that treats failure as final: at least one byte,
+ * and STRATA_NOMEM reported on n (so the caller just returns) when it fails. */
+void *rt_scratch_or_fail(struct rt_exec *x, const struct rt_node *n, size_t bytes);
 
 /* Scratch memory for the running kernel only (released when it returns). */
 void *rt_scratch(struct rt_exec *x, size_t bytes);
@@ -296,6 +304,10 @@ int rt_broadcast_shape(const struct rt_tensor *a, const struct rt_tensor *b, int
 int rt_axis(int64_t axis, int r);
 /* Read an int64 or int32 1-D tensor into dst (at most max entries); the count or -1. */
 int rt_tensor_to_ints(const struct rt_tensor *t, int64_t *dst, int max);
+/* Cells of dims[0..rank): -1 when a dim is negative or the count passes max
+ * (each operator family bounds its outputs well below what byte counts can
+ * overflow; rt_output applies the real memory limit). */
+int64_t rt_cells(int rank, const int64_t *dims, int64_t max);
 
 /* ---- the registry (ops/registry.c) ------------------------------------------ */
 

@@ -61,3 +61,16 @@ int rt_tensor_to_ints(const struct rt_tensor *t, int64_t *dst, int max)
 	}
 	return (int)n;
 }
+
+int64_t rt_cells(int rank, const int64_t *dims, int64_t max)
+{
+	int64_t c = 1;
+	for (int i = 0; i < rank; i++) {
+		if (dims[i] < 0)
+			return -1;
+		if (dims[i] != 0 && c > max / dims[i])
+			return -1;
+		c *= dims[i];
+	}
+	return c;
+}

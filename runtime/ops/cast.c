@@ -495,21 +495,10 @@ static int cast_setup(struct rt_node *n, struct rt_graph *g, int from, int to,
 	return 0;
 }
 
-static int source_type(const struct rt_node *n, const struct rt_graph *g, int i, int *dt,
-                       struct strata_error *err)
-{
-	if (i >= n->nin || n->in[i] < 0)
-		return rt_node_err(n, err, STRATA_INVALID_GRAPH, "input %d is missing", i);
-	*dt = rt_graph_dtype(g, n->in[i]);
-	if (*dt == BASE_DT_UNDEFINED)
-		return rt_node_err(n, err, STRATA_INVALID_GRAPH, "input %d has no known element type", i);
-	return 0;
-}
-
 int rt_ew_cast_init(struct rt_node *n, struct rt_graph *g, struct strata_error *err)
 {
 	int from, rc;
-	if ((rc = source_type(n, g, 0, &from, err)) != 0)
+	if ((rc = rt_node_input_dtype(n, g, 0, &from, err)) != 0)
 		return rc;
 	const struct rt_attr *a = rt_attr_find(n, "to");
 	if (!a || a->type != RT_ATTR_INT)
@@ -531,7 +520,7 @@ int rt_ew_castlike_init(struct rt_node *n, struct rt_graph *g, struct strata_err
 	int from, to, rc;
 	if (n->nin != 2)
 		return rt_node_err(n, err, STRATA_INVALID_GRAPH, "takes 2 inputs, has %d", n->nin);
-	if ((rc = source_type(n, g, 0, &from, err)) || (rc = source_type(n, g, 1, &to, err)))
+	if ((rc = rt_node_input_dtype(n, g, 0, &from, err)) || (rc = rt_node_input_dtype(n, g, 1, &to, err)))
 		return rc;
 	return cast_setup(n, g, from, to, err);
 }

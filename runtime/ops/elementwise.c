@@ -543,25 +543,6 @@ static int run_binary(struct rt_node *n, struct rt_exec *x)
 	return 0;
 }
 
-/* Input i's element type into *dt; INVALID_GRAPH when it is missing or
- * unknown. */
-static int input_type(const struct rt_node *n, const struct rt_graph *g, int i, int *dt,
-                      struct strata_error *err)
-{
-	if (i >= n->nin || n->in[i] < 0)
-		return rt_node_err(n, err, STRATA_INVALID_GRAPH, "input %d is missing", i);
-	*dt = rt_graph_dtype(g, n->in[i]);
-	if (*dt == BASE_DT_UNDEFINED)
-		return rt_node_err(n, err, STRATA_INVALID_GRAPH, "input %d has no known element type", i);
-	return 0;
-}
-
-static int no_kernel(const struct rt_node *n, int dt, struct strata_error *err)
-{
-	return rt_node_err(n, err, STRATA_NOT_IMPLEMENTED, "%s (opset %d) has no kernel for type %s",
-	                   n->op, n->opset, base_dtype_name(dt));
-}
-
 static int check_outputs(const struct rt_node *n, struct strata_error *err)
 {
 	if (n->nout < 1 || n->out[0] < 0)
@@ -582,14 +563,14 @@ static int binary_init(struct rt_node *n, struct rt_graph *g, struct strata_erro
 	int ta, tb, rc;
 	if (n->nin != 2)
 		return rt_node_err(n, err, STRATA_INVALID_GRAPH, "takes 2 inputs, has %d", n->nin);
-	if ((rc = input_type(n, g, 0, &ta, err)) || (rc = input_type(n, g, 1, &tb, err)) ||
+	if ((rc = rt_node_input_dtype(n, g, 0, &ta, err)) || (rc = rt_node_input_dtype(n, g, 1, &tb, err)) ||
 	    (rc = check_outputs(n, err)))
 		return rc;
 	if (ta != tb)
 		return rt_node_err(n, err, STRATA_INVALID_GRAPH, "input types differ: %s and %s",
 		                   base_dtype_name(ta), base_dtype_name(tb));
 	if (!supports(op, ta))
-		return no_kernel(n, ta, err);
+		return rt_ew_no_kernel(n, ta, err);
 	rt_graph_set_dtype(g, n->out[0], op->out_bool ? BASE_DT_BOOL : ta);
 	/* The descriptor is static and never written through state. */
 	n->state = (void *)op;
@@ -706,11 +687,11 @@ static int init_pow(struct rt_node *n, struct rt_graph *g, struct strata_error *
 	int ta, tb, rc;
 	if (n->nin != 2)
 		return rt_node_err(n, err, STRATA_INVALID_GRAPH, "takes 2 inputs, has %d", n->nin);
-	if ((rc = input_type(n, g, 0, &ta, err)) || (rc = input_type(n, g, 1, &tb, err)) ||
+	if ((rc = rt_node_input_dtype(n, g, 0, &ta, err)) || (rc = rt_node_input_dtype(n, g, 1, &tb, err)) ||
 	    (rc = check_outputs(n, err)))
 		return rc;
 	if (!is_float_type(ta) && !is_int_type(ta))
-		return no_kernel(n, ta, err);
+		return rt_ew_no_kernel(n, ta, err);
 	if (!is_float_type(tb) && !is_int_type(tb))
 		return rt_node_err(n, err, STRATA_NOT_IMPLEMENTED,
 		                   "Pow (opset %d) has no kernel for exponent type %s", n->opset,
@@ -803,11 +784,11 @@ static int variadic_init(struct rt_node *n, struct rt_graph *g, struct strata_er
 	int t0, rc;
 	if (n->nin < 1)
 		return rt_node_err(n, err, STRATA_INVALID_GRAPH, "needs at least one input");
-	if ((rc = input_type(n, g, 0, &t0, err)) || (rc = check_outputs(n, err)))
+	if ((rc = rt_node_input_dtype(n, g, 0, &t0, err)) || (rc = check_outputs(n, err)))
 		return rc;
 	for (int k = 1; k < n->nin; k++) {
 		int t;
-		if ((rc = input_type(n, g, k, &t, err)) != 0)
+		if ((rc = rt_node_input_dtype(n, g, k, &t, err)) != 0)
 			return rc;
 		if (t != t0)
 			return rt_node_err(n, err, STRATA_INVALID_GRAPH,
@@ -816,7 +797,7 @@ static int variadic_init(struct rt_node *n, struct rt_graph *g, struct strata_er
 	}
 	/* Mean is defined for floating-point types only. */
 	if (!supports(v->op, t0) || (v->mean && !is_float_type(t0)))
-		return no_kernel(n, t0, err);
+		return rt_ew_no_kernel(n, t0, err);
 	rt_graph_set_dtype(g, n->out[0], t0);
 	n->state = (void *)v; /* static, never written through state */
 	n->run = run_variadic;
@@ -939,8 +920,8 @@ static int init_where(struct rt_node *n, struct rt_graph *g, struct strata_error
 	int tc, tx, ty, rc;
 	if (n->nin != 3)
 		return rt_node_err(n, err, STRATA_INVALID_GRAPH, "takes 3 inputs, has %d", n->nin);
-	if ((rc = input_type(n, g, 0, &tc, err)) || (rc = input_type(n, g, 1, &tx, err)) ||
-	    (rc = input_type(n, g, 2, &ty, err)) || (rc = check_outputs(n, err)))
+	if ((rc = rt_node_input_dtype(n, g, 0, &tc, err)) || (rc = rt_node_input_dtype(n, g, 1, &tx, err)) ||
+	    (rc = rt_node_input_dtype(n, g, 2, &ty, err)) || (rc = check_outputs(n, err)))
 		return rc;
 	if (tc != BASE_DT_BOOL)
 		return rt_node_err(n, err, STRATA_INVALID_GRAPH, "condition must be bool, not %s",
@@ -949,7 +930,7 @@ static int init_where(struct rt_node *n, struct rt_graph *g, struct strata_error
 		return rt_node_err(n, err, STRATA_INVALID_GRAPH, "input types differ: %s and %s",
 		                   base_dtype_name(tx), base_dtype_name(ty));
 	if (!where_fn(cell_size(tx)))
-		return no_kernel(n, tx, err);
+		return rt_ew_no_kernel(n, tx, err);
 	rt_graph_set_dtype(g, n->out[0], tx);
 	n->run = run_where;
 	return 0;
@@ -1031,3 +1012,9 @@ const struct rt_opdef rt_ops_elementwise[] = {
 	{ "com.microsoft", "Gelu", 1, rt_ew_unary_init, rt_ew_unary_fini },
 	{ .op = NULL },
 };
+
+int rt_ew_no_kernel(const struct rt_node *n, int dt, struct strata_error *err)
+{
+	return rt_node_err(n, err, STRATA_NOT_IMPLEMENTED, "%s (opset %d) has no kernel for type %s",
+	                   n->op, n->opset, base_dtype_name(dt));
+}

@@ -31,6 +31,8 @@ const char *rt_ew_shape_str(const struct rt_tensor *t, char *buf, size_t size);
 
 /* 1 for float16 and bfloat16, the types computed through float. */
 int rt_ew_is_half(int dt);
+/* NOT_IMPLEMENTED for n: "OP (opset N) has no kernel for type T". */
+int rt_ew_no_kernel(const struct rt_node *n, int dt, struct strata_error *err);
 
 /* unary.c: every unary math op (the node's op name picks the function),
  * and Clip.  rt_ew_unary_fini frees the state unary init sets. */

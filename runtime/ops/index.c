@@ -28,23 +28,9 @@
 
 /* ---- helpers ------------------------------------------------------------------ */
 
-/* Cells of dims[0..r), or -1 past MAX_CELLS or for a negative dim. */
-static int64_t cells(int r, const int64_t *dims)
-{
-	int64_t c = 1;
-	for (int i = 0; i < r; i++) {
-		if (dims[i] < 0)
-			return -1;
-		if (dims[i] != 0 && c > MAX_CELLS / dims[i])
-			return -1;
-		c *= dims[i];
-	}
-	return c;
-}
-
 static int64_t tcount(const struct rt_tensor *t)
 {
-	return cells(t->rank, t->dims);
+	return rt_cells(t->rank, t->dims, MAX_CELLS);
 }
 
 static void dense_strides(int r, const int64_t *dims, int64_t *st)
@@ -87,15 +73,6 @@ static int scalar_int(struct rt_exec *x, const struct rt_node *n, const struct r
 		               (long long)tcount(t));
 	*v = index_at(t, 0);
 	return 0;
-}
-
-/* Scratch memory of n bytes (at least one), failing the run when out of memory. */
-static void *scratch(struct rt_exec *x, const struct rt_node *n, size_t bytes)
-{
-	void *p = rt_scratch(x, bytes ? bytes : 1);
-	if (!p)
-		rt_fail(x, n, STRATA_NOMEM, "out of memory for %zu bytes of scratch", bytes);
-	return p;
 }
 
 /* Input 0 required, of a type with a known cell size; every output that
@@ -429,10 +406,10 @@ static int nd_geometry(struct rt_exec *x, const struct rt_node *n, const struct 
 			               (long long)data->dims[d], (long long)ind->dims[d]);
 	g->b = b;
 	g->last = (int)last;
-	g->batches = cells(b, data->dims);
-	g->tuples = cells(q - 1 - b, ind->dims + b);
-	g->slice = cells(r - b - g->last, data->dims + b + g->last);
-	g->block = cells(r - b, data->dims + b);
+	g->batches = rt_cells(b, data->dims, MAX_CELLS);
+	g->tuples = rt_cells(q - 1 - b, ind->dims + b, MAX_CELLS);
+	g->slice = rt_cells(r - b - g->last, data->dims + b + g->last, MAX_CELLS);
+	g->block = rt_cells(r - b, data->dims + b, MAX_CELLS);
 	dense_strides(r, data->dims, g->dst);
 	return 0;
 }
@@ -476,7 +453,7 @@ static int run_gather_nd(struct rt_node *n, struct rt_exec *x)
 		od[orank++] = data->dims[d];
 	if (orank > RT_MAX_RANK)
 		return rt_fail(x, n, STRATA_LIMIT, "output rank %d exceeds %d", orank, RT_MAX_RANK);
-	if (cells(orank, od) < 0)
+	if (rt_cells(orank, od, MAX_CELLS) < 0)
 		return rt_fail(x, n, STRATA_LIMIT, "output is too large");
 	struct rt_tensor *y;
 	if ((rc = rt_output(x, n, 0, data->dtype, orank, od, &y)))
@@ -831,7 +808,7 @@ static int run_pad(struct rt_node *n, struct rt_exec *x)
 		if (mode != PAD_CONSTANT && in->dims[d] == 0 && od[d] > 0)
 			return rt_fail(x, n, STRATA_RUNTIME, "cannot pad empty axis %d in this mode", d);
 	}
-	int64_t ocnt = cells(r, od);
+	int64_t ocnt = rt_cells(r, od, MAX_CELLS);
 	if (ocnt < 0)
 		return rt_fail(x, n, STRATA_LIMIT, "output is too large");
 	size_t es = base_dtype_size(in->dtype);
@@ -871,7 +848,7 @@ static int run_pad(struct rt_node *n, struct rt_exec *x)
 	int64_t total = 0;
 	for (int d = 0; d < r; d++)
 		total += od[d];
-	int64_t *map = scratch(x, n, (size_t)total * sizeof *map), *m[RT_MAX_RANK];
+	int64_t *map = rt_scratch_or_fail(x, n, (size_t)total * sizeof *map), *m[RT_MAX_RANK];
 	if (!map)
 		return STRATA_NOMEM;
 	int64_t st[RT_MAX_RANK];
@@ -960,7 +937,7 @@ static int run_trilu(struct rt_node *n, struct rt_exec *x)
 	}
 	int upper = rt_attr_int(n, "upper", 1) != 0;
 	int64_t R = in->dims[r - 2], C = in->dims[r - 1];
-	int64_t mats = cells(r - 2, in->dims);
+	int64_t mats = rt_cells(r - 2, in->dims, MAX_CELLS);
 	char *out = y->data;
 	for (int64_t b = 0; b < mats; b++)
 		for (int64_t i = 0; i < R; i++)
@@ -1007,7 +984,7 @@ static int run_onehot(struct rt_node *n, struct rt_exec *x)
 	int64_t od[RT_MAX_RANK + 1];
 	for (int d = 0, s = 0; d <= r; d++)
 		od[d] = d == axis ? depth : ind->dims[s++];
-	if (r + 1 > RT_MAX_RANK || cells(r + 1, od) < 0)
+	if (r + 1 > RT_MAX_RANK || rt_cells(r + 1, od, MAX_CELLS) < 0)
 		return rt_fail(x, n, STRATA_LIMIT, "output is too large");
 	struct rt_tensor *y;
 	int rc = rt_output(x, n, 0, vals->dtype, r + 1, od, &y);
@@ -1015,7 +992,7 @@ static int run_onehot(struct rt_node *n, struct rt_exec *x)
 		return rc;
 	size_t es = base_dtype_size(vals->dtype);
 	const char *off = vals->data, *on = off + es;
-	int64_t outer = cells(axis, ind->dims), inner = cells(r - axis, ind->dims + axis);
+	int64_t outer = rt_cells(axis, ind->dims, MAX_CELLS), inner = rt_cells(r - axis, ind->dims + axis, MAX_CELLS);
 	char *out = y->data;
 	for (int64_t o = 0; o < outer; o++)
 		for (int64_t d = 0; d < depth; d++)

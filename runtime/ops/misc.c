@@ -25,30 +25,9 @@
 
 /* ---- helpers ------------------------------------------------------------------ */
 
-static int64_t cells(int r, const int64_t *dims)
-{
-	int64_t c = 1;
-	for (int i = 0; i < r; i++) {
-		if (dims[i] < 0)
-			return -1;
-		if (dims[i] != 0 && c > MAX_CELLS / dims[i])
-			return -1;
-		c *= dims[i];
-	}
-	return c;
-}
-
 static int64_t tcount(const struct rt_tensor *t)
 {
-	return cells(t->rank, t->dims);
-}
-
-static void *scratch(struct rt_exec *x, const struct rt_node *n, size_t bytes)
-{
-	void *p = rt_scratch(x, bytes ? bytes : 1);
-	if (!p)
-		rt_fail(x, n, STRATA_NOMEM, "out of memory for %zu bytes of scratch", bytes);
-	return p;
+	return rt_cells(t->rank, t->dims, MAX_CELLS);
 }
 
 static int is_float(int dt)
@@ -152,9 +131,9 @@ static void merge_sort(int64_t *a, int64_t *tmp, int64_t n, pos_cmp *cmp, const 
 static void split_axis(const struct rt_tensor *t, int axis, int64_t *outer, int64_t *dim,
                        int64_t *inner)
 {
-	*outer = cells(axis, t->dims);
+	*outer = rt_cells(axis, t->dims, MAX_CELLS);
 	*dim = t->dims[axis];
-	*inner = cells(t->rank - axis - 1, t->dims + axis + 1);
+	*inner = rt_cells(t->rank - axis - 1, t->dims + axis + 1, MAX_CELLS);
 }
 
 /* ---- TopK ------------------------------------------------------------------------- */
@@ -203,7 +182,7 @@ static int run_topk(struct rt_node *n, struct rt_exec *x)
 	if ((rc = rt_output(x, n, 0, in->dtype, r, od, &yv)) ||
 	    (rc = rt_output(x, n, 1, BASE_DT_INT64, r, od, &yi)))
 		return rc;
-	int64_t *ord = scratch(x, n, (size_t)dim * 2 * sizeof *ord);
+	int64_t *ord = rt_scratch_or_fail(x, n, (size_t)dim * 2 * sizeof *ord);
 	if (!ord)
 		return STRATA_NOMEM;
 	size_t es = base_dtype_size(in->dtype);
@@ -295,7 +274,7 @@ static int run_unique(struct rt_node *n, struct rt_exec *x)
 	int64_t m = s.dim;
 	/* ord: positions sorted (stably, so the first of equals comes first);
 	 * grp: per position its unique id; first/cnt: per id. */
-	int64_t *ord = scratch(x, n, (size_t)m * 6 * sizeof *ord);
+	int64_t *ord = rt_scratch_or_fail(x, n, (size_t)m * 6 * sizeof *ord);
 	if (!ord)
 		return STRATA_NOMEM;
 	int64_t *tmp = ord + m, *grp = tmp + m, *first = grp + m, *cnt = first + m, *rank = cnt + m;
@@ -477,8 +456,8 @@ static int run_hardmax(struct rt_node *n, struct rt_exec *x)
 		               (long long)a0, r);
 	int64_t outer, dim, inner = 1;
 	if (old) {
-		outer = cells((int)axis, in->dims);
-		dim = cells(r - (int)axis, in->dims + axis);
+		outer = rt_cells((int)axis, in->dims, MAX_CELLS);
+		dim = rt_cells(r - (int)axis, in->dims + axis, MAX_CELLS);
 	} else {
 		split_axis(in, (int)axis, &outer, &dim, &inner);
 	}
@@ -547,12 +526,12 @@ static int run_det(struct rt_node *n, struct rt_exec *x)
 	int r = in->rank;
 	if (r < 2 || in->dims[r - 1] != in->dims[r - 2])
 		return rt_fail(x, n, STRATA_RUNTIME, "input must be [*, M, M], has rank %d", r);
-	int64_t M = in->dims[r - 1], mats = cells(r - 2, in->dims);
+	int64_t M = in->dims[r - 1], mats = rt_cells(r - 2, in->dims, MAX_CELLS);
 	struct rt_tensor *y;
 	int rc = rt_output(x, n, 0, in->dtype, r - 2, in->dims, &y);
 	if (rc)
 		return rc;
-	double *a = scratch(x, n, (size_t)(M * M) * sizeof *a);
+	double *a = rt_scratch_or_fail(x, n, (size_t)(M * M) * sizeof *a);
 	if (!a)
 		return STRATA_NOMEM;
 	for (int64_t b = 0; b < mats; b++) {
@@ -717,11 +696,11 @@ static int run_nms(struct rt_node *n, struct rt_exec *x)
 		maxout = 0;
 	int64_t B = bx->dims[0], N = bx->dims[1], C = sc->dims[1];
 	int64_t per = maxout < N ? maxout : N;
-	int64_t cap = cells(3, (int64_t[]){B, C, per});
+	int64_t cap = rt_cells(3, (int64_t[]){B, C, per}, MAX_CELLS);
 	if (cap < 0)
 		return rt_fail(x, n, STRATA_LIMIT, "too many boxes");
-	int64_t *sel = scratch(x, n, (size_t)(cap * 3 + 2 * N + per) * sizeof *sel);
-	struct box *boxes = scratch(x, n, (size_t)N * sizeof *boxes);
+	int64_t *sel = rt_scratch_or_fail(x, n, (size_t)(cap * 3 + 2 * N + per) * sizeof *sel);
+	struct box *boxes = rt_scratch_or_fail(x, n, (size_t)N * sizeof *boxes);
 	if (!sel || !boxes)
 		return STRATA_NOMEM;
 	int64_t *ord = sel + cap * 3, *tmp = ord + N, *kept = tmp + N;

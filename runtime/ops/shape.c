@@ -29,20 +29,6 @@
 
 /* ---- helpers ------------------------------------------------------------------ */
 
-/* Cells of dims[0..r), or -1 past MAX_CELLS (or for a negative dim). */
-static int64_t cells(int r, const int64_t *dims)
-{
-	int64_t c = 1;
-	for (int i = 0; i < r; i++) {
-		if (dims[i] < 0)
-			return -1;
-		if (dims[i] != 0 && c > MAX_CELLS / dims[i])
-			return -1;
-		c *= dims[i];
-	}
-	return c;
-}
-
 static int64_t tcount(const struct rt_tensor *t)
 {
 	int64_t c = 1;
@@ -72,7 +58,7 @@ static void strided_copy(char *dst, const char *src, int r, const int64_t *od,
 		copy_cell(dst, src, es);
 		return;
 	}
-	if (cells(r, od) == 0)
+	if (rt_cells(r, od, MAX_CELLS) == 0)
 		return;
 	int64_t idx[RT_MAX_RANK] = {0};
 	int64_t inner = od[r - 1], ist = st[r - 1];
@@ -282,7 +268,7 @@ static int run_flatten(struct rt_node *n, struct rt_exec *x)
 	if (axis < 0 || axis > d->rank)
 		return rt_fail(x, n, STRATA_RUNTIME, "axis %lld out of range for rank %d",
 		               (long long)rt_attr_int(n, "axis", 1), d->rank);
-	int64_t od[2] = {cells((int)axis, d->dims), cells(d->rank - (int)axis, d->dims + axis)};
+	int64_t od[2] = {rt_cells((int)axis, d->dims, MAX_CELLS), rt_cells(d->rank - (int)axis, d->dims + axis, MAX_CELLS)};
 	return view_output(x, n, 2, od);
 }
 
@@ -515,14 +501,14 @@ static int run_concat(struct rt_node *n, struct rt_exec *x)
 				               (long long)t->dims[k], (long long)t0->dims[k]);
 		od[axis] += t->dims[axis];
 	}
-	if (cells(r, od) < 0)
+	if (rt_cells(r, od, MAX_CELLS) < 0)
 		return rt_fail(x, n, STRATA_RUNTIME, "output too large");
 	struct rt_tensor *y;
 	int rc = rt_output(x, n, 0, t0->dtype, r, od, &y);
 	if (rc)
 		return rc;
 	size_t es = base_dtype_size(t0->dtype);
-	int64_t outer = cells(axis, od), inner = cells(r - axis - 1, od + axis + 1);
+	int64_t outer = rt_cells(axis, od, MAX_CELLS), inner = rt_cells(r - axis - 1, od + axis + 1, MAX_CELLS);
 	char *dst = y->data;
 	for (int64_t o = 0; o < outer; o++) {
 		for (int i = 0; i < n->nin; i++) {
@@ -642,7 +628,7 @@ static int run_slice(struct rt_node *n, struct rt_exec *x)
 	struct rt_tensor *y;
 	if ((rc = rt_output(x, n, 0, d->dtype, r, od, &y)))
 		return rc;
-	if (cells(r, od) == 0)
+	if (rt_cells(r, od, MAX_CELLS) == 0)
 		return 0;
 	int64_t ist[RT_MAX_RANK], st2[RT_MAX_RANK];
 	dense_strides(r, d->dims, ist);
@@ -698,7 +684,7 @@ static int run_gather(struct rt_node *n, struct rt_exec *x)
 		od[k++] = ix->dims[i];
 	for (int i = axis + 1; i < d->rank; i++)
 		od[k++] = d->dims[i];
-	if (cells(r, od) < 0)
+	if (rt_cells(r, od, MAX_CELLS) < 0)
 		return rt_fail(x, n, STRATA_RUNTIME, "output too large");
 	int64_t dim = d->dims[axis], nix = tcount(ix);
 	int is64 = ix->dtype == BASE_DT_INT64;
@@ -715,7 +701,7 @@ static int run_gather(struct rt_node *n, struct rt_exec *x)
 	if (rc)
 		return rc;
 	size_t es = base_dtype_size(d->dtype);
-	int64_t outer = cells(axis, d->dims), inner = cells(d->rank - axis - 1, d->dims + axis + 1);
+	int64_t outer = rt_cells(axis, d->dims, MAX_CELLS), inner = rt_cells(d->rank - axis - 1, d->dims + axis + 1, MAX_CELLS);
 	size_t blk = (size_t)inner * es;
 	char *dst = y->data;
 	const char *src = d->data;
@@ -845,7 +831,7 @@ static int run_expand(struct rt_node *n, struct rt_exec *x)
 		od[i] = b == 1 ? a : b;
 		st[i] = b == 1 ? 0 : ist[id];
 	}
-	if (cells(r, od) < 0)
+	if (rt_cells(r, od, MAX_CELLS) < 0)
 		return rt_fail(x, n, STRATA_RUNTIME, "output too large");
 	struct rt_tensor *y;
 	if ((rc = rt_output(x, n, 0, d->dtype, r, od, &y)))
@@ -876,14 +862,14 @@ static int run_constant_of_shape(struct rt_node *n, struct rt_exec *x)
 	int rc = read_ints(x, n, ts, "shape", shape, RT_MAX_RANK, &ns);
 	if (rc)
 		return rc;
-	if (cells(ns, shape) < 0)
+	if (rt_cells(ns, shape, MAX_CELLS) < 0)
 		return rt_fail(x, n, STRATA_RUNTIME, "shape is negative or too large");
 	int dt = va ? va->t->dtype : BASE_DT_FLOAT;
 	size_t es = base_dtype_size(dt);
 	struct rt_tensor *y;
 	if ((rc = rt_output(x, n, 0, dt, ns, shape, &y)))
 		return rc;
-	int64_t c = cells(ns, shape);
+	int64_t c = rt_cells(ns, shape, MAX_CELLS);
 	if (!va) {
 		memset(y->data, 0, (size_t)c * es);
 		return 0;
@@ -1041,7 +1027,7 @@ static int run_tile(struct rt_node *n, struct rt_exec *x)
 			return rt_fail(x, n, STRATA_RUNTIME, "output too large");
 		od[i] = d->dims[i] * rep[i];
 	}
-	if (cells(r, od) < 0)
+	if (rt_cells(r, od, MAX_CELLS) < 0)
 		return rt_fail(x, n, STRATA_RUNTIME, "output too large");
 	struct rt_tensor *y;
 	if ((rc = rt_output(x, n, 0, d->dtype, r, od, &y)))
@@ -1051,7 +1037,7 @@ static int run_tile(struct rt_node *n, struct rt_exec *x)
 		copy_cell(y->data, d->data, es);
 		return 0;
 	}
-	if (cells(r, od) == 0)
+	if (rt_cells(r, od, MAX_CELLS) == 0)
 		return 0;
 	/* Walk the output one innermost row at a time: the source row is
 	 * the output row's index modulo the input dims, repeated rep[r-1]
@@ -1146,7 +1132,7 @@ static int run_split(struct rt_node *n, struct rt_exec *x)
 		return rt_fail(x, n, STRATA_RUNTIME, "split sizes add up to %lld, dimension is %lld",
 		               (long long)sum, (long long)dim);
 	size_t es = base_dtype_size(d->dtype);
-	int64_t outer = cells(axis, d->dims), inner = cells(d->rank - axis - 1, d->dims + axis + 1);
+	int64_t outer = rt_cells(axis, d->dims, MAX_CELLS), inner = rt_cells(d->rank - axis - 1, d->dims + axis + 1, MAX_CELLS);
 	int64_t at = 0;
 	for (int i = 0; i < no; i++) {
 		if (n->out[i] < 0) {

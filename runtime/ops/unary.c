@@ -243,23 +243,6 @@ void rt_ew_unary_fini(struct rt_node *n)
 	n->state = NULL;
 }
 
-static int input_type(const struct rt_node *n, const struct rt_graph *g, int i, int *dt,
-                      struct strata_error *err)
-{
-	if (i >= n->nin || n->in[i] < 0)
-		return rt_node_err(n, err, STRATA_INVALID_GRAPH, "input %d is missing", i);
-	*dt = rt_graph_dtype(g, n->in[i]);
-	if (*dt == BASE_DT_UNDEFINED)
-		return rt_node_err(n, err, STRATA_INVALID_GRAPH, "input %d has no known element type", i);
-	return 0;
-}
-
-static int no_kernel(const struct rt_node *n, int dt, struct strata_error *err)
-{
-	return rt_node_err(n, err, STRATA_NOT_IMPLEMENTED, "%s (opset %d) has no kernel for type %s",
-	                   n->op, n->opset, base_dtype_name(dt));
-}
-
 /* ---- running -------------------------------------------------------------------------- */
 
 static int run_unary(struct rt_node *n, struct rt_exec *x)
@@ -316,7 +299,7 @@ int rt_ew_unary_init(struct rt_node *n, struct rt_graph *g, struct strata_error 
 	if (!op)
 		return rt_node_err(n, err, STRATA_NOT_IMPLEMENTED, "%s (opset %d) has no kernel",
 		                   n->op, n->opset);
-	if ((rc = input_type(n, g, 0, &dt, err)) != 0)
+	if ((rc = rt_node_input_dtype(n, g, 0, &dt, err)) != 0)
 		return rc;
 	if (n->nout < 1 || n->out[0] < 0)
 		return rt_node_err(n, err, STRATA_INVALID_GRAPH, "output 0 is missing");
@@ -331,7 +314,7 @@ int rt_ew_unary_init(struct rt_node *n, struct rt_graph *g, struct strata_error 
 	int ok = dt > 0 && dt < BASE_DT_COUNT &&
 	         (op->tab[dt] || (op->half_ok && rt_ew_is_half(dt)));
 	if (!ok)
-		return no_kernel(n, dt, err);
+		return rt_ew_no_kernel(n, dt, err);
 	if ((rc = new_state(n, op, err)) != 0)
 		return rc;
 	struct ustate *st = n->state;
@@ -453,12 +436,12 @@ static const struct unop op_clip = { "", "Clip", NULL, 0, 1, 0, 0, 0 };
 int rt_ew_clip_init(struct rt_node *n, struct rt_graph *g, struct strata_error *err)
 {
 	int dt, rc;
-	if ((rc = input_type(n, g, 0, &dt, err)) != 0)
+	if ((rc = rt_node_input_dtype(n, g, 0, &dt, err)) != 0)
 		return rc;
 	if (n->nout < 1 || n->out[0] < 0)
 		return rt_node_err(n, err, STRATA_INVALID_GRAPH, "output 0 is missing");
 	if (!(dt > 0 && dt < BASE_DT_COUNT && (clip_tab[dt] || rt_ew_is_half(dt))))
-		return no_kernel(n, dt, err);
+		return rt_ew_no_kernel(n, dt, err);
 	if (n->opset >= 11) {
 		if (n->nin > 3)
 			return rt_node_err(n, err, STRATA_INVALID_GRAPH, "takes at most 3 inputs, has %d",
@@ -473,7 +456,7 @@ int rt_ew_clip_init(struct rt_node *n, struct rt_graph *g, struct strata_error *
 				                   base_dtype_name(bt), base_dtype_name(dt));
 		}
 	} else if (dt != BASE_DT_FLOAT && dt != BASE_DT_DOUBLE && !rt_ew_is_half(dt)) {
-		return no_kernel(n, dt, err);
+		return rt_ew_no_kernel(n, dt, err);
 	}
 	if ((rc = new_state(n, &op_clip, err)) != 0)
 		return rc;
