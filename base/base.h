@@ -151,6 +151,11 @@ int base_read_file(const char *path, char **out, size_t *n, struct strata_error 
  * name is returned as it is. */
 char *base_path_join(const char *dir, const char *name);
 
+/* A 64-bit hash of n bytes (not cryptographic): checksums and content keys.
+ * Reads 32 bytes per step; the same bytes and seed give the same value on
+ * every machine. */
+uint64_t base_hash64(const void *p, size_t n, uint64_t seed);
+
 /* Monotonic seconds. */
 double base_now(void);
 

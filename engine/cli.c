@@ -17,7 +17,6 @@
 #include "engine_int.h"
 #include "../runtime/runtime.h"
 
-#define STRATA_VERSION "0.1.0"
 
 struct cmd_help {
 	const char *name;

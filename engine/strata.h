@@ -38,6 +38,9 @@
 #ifndef STRATA_H
 #define STRATA_H
 
+/* The release: contexts compiled by another release are refused. */
+#define STRATA_VERSION "0.1.0"
+
 #include <stddef.h>
 
 #ifdef __cplusplus

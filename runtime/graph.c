@@ -195,6 +195,7 @@ static int resolve_graph(struct rt_graph *g, struct strata_error *err)
 					                   kind_name(g->values[n->in[j]].kind), n->opset);
 		n->def = def;
 		n->run = NULL;
+		n->npacks = 0;
 		rc = def->init(n, g, err);
 		g->ninited = i + 1;
 		if (rc != 0)
@@ -255,6 +256,15 @@ int rt_graph_resolve(struct rt_model *m, struct strata_error *err)
 	return rc;
 }
 
+int rt_graph_resolve_compiled(struct rt_model *m, struct strata_error *err)
+{
+	m->g.model = m;
+	int rc = resolve_graph(&m->g, err);
+	m->ninited = m->g.ninited;
+	m->compiled = 1;
+	return rc;
+}
+
 int rt_subgraph_resolve(struct rt_graph *g, struct rt_node *n, struct rt_graph *sg,
                         struct strata_error *err)
 {
@@ -300,6 +310,11 @@ static void fini_graph(struct rt_graph *g)
 				fini_graph(n->attr[a].graph);
 	}
 	g->ninited = 0;
+}
+
+void rt_subgraph_fini(struct rt_graph *sg)
+{
+	fini_graph(sg);
 }
 
 void rt_graph_fini(struct rt_model *m)

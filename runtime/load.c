@@ -1378,9 +1378,14 @@ static void free_released(struct rt_model *m)
 
 /* ---- entry points ----------------------------------------------------------------------- */
 
+/* Load the n bytes at buf.  dir: where external data lies; src_path: the
+ * model file (NULL for a buffer); ctx_dir: where EPContext binaries are
+ * looked up (NULL: not known). */
 static int load(const void *buf, size_t n, const char *dir, const struct rt_options *opts,
-                int mapped, struct rt_model **out, struct strata_error *err)
+                const char *src_path, const char *ctx_dir, struct rt_model **out,
+                struct strata_error *err)
 {
+	int mapped = src_path != NULL;
 	*out = NULL;
 	struct rt_model *m = base_calloc(1, sizeof *m);
 	if (!m)
@@ -1423,10 +1428,18 @@ static int load(const void *buf, size_t n, const char *dir, const struct rt_opti
 		onnx__model_proto__free_unpacked(mp, &pb_allocator);
 	if (st.spans)
 		base_free(st.spans, st.capspans * sizeof *st.spans);
+	int adopted = 0;
 	if (rc == 0)
+		rc = rt_epctx_adopt(m, ctx_dir, &adopted, err);
+	if (rc == 0 && adopted) {
+		rc = rt_graph_resolve_compiled(m, err);
+	} else if (rc == 0) {
 		rc = rt_graph_resolve(m, err);
-	if (rc == 0)
-		free_released(m);
+		if (rc == 0)
+			free_released(m);
+	}
+	if (rc == 0 && m->opts.ctx_enable)
+		rc = rt_epctx_generate(m, src_path, err);
 	if (rc != 0) {
 		runtime_model_free(m);
 		return rc;
@@ -1441,7 +1454,21 @@ int runtime_model_load_buffer_opts(const void *buf, size_t n, const char *dir,
 {
 	if (!out || (!buf && n))
 		return base_err(err, STRATA_INVALID_ARGUMENT, "runtime_model_load_buffer: no buffer");
-	return load(buf, n, dir, opts, 0, out, err);
+	if (opts && *opts->ext_folder)
+		dir = opts->ext_folder;
+	/* A context model from a buffer finds its binary beside
+	 * ep.context_file_path, when given. */
+	char *ctx_dir = NULL;
+	if (opts && *opts->ctx_file_path) {
+		const char *p = opts->ctx_file_path, *slash = strrchr(p, '/');
+		ctx_dir = slash ? base_strndup(p, (size_t)(slash - p + (slash == p))) : base_strdup(".");
+		if (!ctx_dir)
+			return NOMEM(err);
+	}
+	int rc = load(buf, n, dir, opts, NULL, ctx_dir, out, err);
+	if (ctx_dir)
+		base_strfree(ctx_dir);
+	return rc;
 }
 
 int runtime_model_load_buffer(const void *buf, size_t n, const char *dir, struct rt_model **out,
@@ -1471,7 +1498,7 @@ int runtime_model_load_opts(const char *path, const struct rt_options *opts,
 		base_unmap(&map);
 		return NOMEM(err);
 	}
-	rc = load(map.data, map.size, dir, opts, 1, out, err);
+	rc = load(map.data, map.size, dir, opts, path, dir, out, err);
 	base_strfree(dir);
 	base_unmap(&map);
 	if (rc != 0 && rc != STRATA_NOMEM)
@@ -1484,6 +1511,14 @@ void runtime_model_free(struct rt_model *m)
 	if (!m)
 		return;
 	rt_graph_fini(m);
+	for (int i = 0; i < m->ncx; i++)
+		rt_cxhold_release(m->cx[i]);
+	if (m->cx)
+		base_free(m->cx, (size_t)m->capcx * sizeof *m->cx);
+	if (m->ctx_written)
+		base_strfree(m->ctx_written);
+	if (m->ctx_dir)
+		base_strfree(m->ctx_dir);
 	for (size_t i = 0; i < m->next; i++)
 		base_unmap(&m->ext[i].map);
 	if (m->ext)

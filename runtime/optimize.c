@@ -220,6 +220,7 @@ static int emit(struct opt *o, int at, const int *pat, int npat, const char *op,
 			kill(o, pat[k]);
 	if (n->def && n->def->fini)
 		n->def->fini(n);
+	n->npacks = 0; /* what the old kernel packed went with its fini */
 	memcpy(ins, in, (size_t)nin * sizeof *ins);
 	outs[0] = out;
 	if (nattr)

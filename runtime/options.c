@@ -7,6 +7,7 @@
  * loader copies what it needs into the model, so options may be freed after
  * a load.
  */
+#include <stddef.h>
 #include <string.h>
 
 #include "runtime_int.h"
@@ -56,6 +57,43 @@ int runtime_options_set(struct rt_options *o, const char *key, const char *value
 		o->opt_level = v;
 		return 0;
 	}
+	static const struct {
+		const char *key;
+		size_t off;
+	} flags[] = {
+		{ "ep.context_enable", offsetof(struct rt_options, ctx_enable) },
+		{ "ep.context_embed_mode", offsetof(struct rt_options, ctx_embed) },
+		{ "ep.share_ep_contexts", offsetof(struct rt_options, share) },
+		{ "ep.stop_share_ep_contexts", offsetof(struct rt_options, stop_share) },
+		{ "ep.context_verify_weights", offsetof(struct rt_options, ctx_verify) },
+	}, strs[] = {
+		{ "ep.context_file_path", offsetof(struct rt_options, ctx_file_path) },
+		{ "ep.context_node_name_prefix", offsetof(struct rt_options, ctx_prefix) },
+		{ "session.model_external_initializers_file_folder_path",
+		  offsetof(struct rt_options, ext_folder) },
+		{ "ep.context_model_external_initializers_file_name",
+		  offsetof(struct rt_options, ctx_ext_name) },
+	};
+	for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
+		if (strcmp(key, flags[i].key) == 0) {
+			static const char *const bits[] = { "0", "1", NULL };
+			int v = one_of(value, bits);
+			if (v < 0)
+				return base_err(err, STRATA_INVALID_ARGUMENT,
+				                "session option %s: '%s' is not 0 or 1", key, value);
+			*(int *)((char *)o + flags[i].off) = v;
+			return 0;
+		}
+	for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++)
+		if (strcmp(key, strs[i].key) == 0) {
+			size_t n = strlen(value);
+			if (n >= RT_OPT_STR)
+				return base_err(err, STRATA_INVALID_ARGUMENT,
+				                "session option %s: the value is longer than %d bytes", key,
+				                RT_OPT_STR - 1);
+			memcpy((char *)o + strs[i].off, value, n + 1);
+			return 0;
+		}
 	return base_err(err, STRATA_INVALID_ARGUMENT, "unknown session option '%s'", key);
 }
 

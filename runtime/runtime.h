@@ -89,6 +89,42 @@ const char *runtime_isa(void);
  *       "disabled" runs the graph as written (the reference for checking the
  *       optimized one), "basic" folds constants, "all" also fuses operators
  *       and pre-packs weights.
+ *
+ * Compiled contexts (the EPContext design; "0" or "1" where a flag is asked):
+ *   ep.context_enable        1: after loading, write the compiled model as a
+ *       context model, "<name>_ctx.onnx" beside the source (0, the default:
+ *       do not).  Its one com.microsoft EPContext node (source "Strata")
+ *       stands for the whole graph; loading it maps the compiled graph and
+ *       its packed weights instead of compiling again.
+ *   ep.context_file_path     where the context model goes (generation), or,
+ *       for a context model loaded from a buffer, its path: the folder where
+ *       its binary is looked up.  Required to generate from a buffer.
+ *   ep.context_embed_mode    1: the binary inside the context model's node;
+ *       0 (the default): in "<name>_strata.bin" beside the context model,
+ *       the node holding its path relative to the model.
+ *   ep.context_node_name_prefix   prefix of the EPContext node's name and
+ *       partition_name (the compiled graph's name): "" by default.
+ *   ep.share_ep_contexts     1: models compiled in this process go into one
+ *       shared workspace (one binary; identical weights stored once) until
+ *       a load with ep.stop_share_ep_contexts=1 writes the binary, named after
+ *       the first model, and empties the workspace: N models give N context
+ *       models and one binary, all in one folder.  At inference: a binary
+ *       opened for one model offers its other graphs to the next loads with
+ *       sharing on, which take them without opening the file again.
+ *   ep.stop_share_ep_contexts  see above.
+ *   ep.context_verify_weights  1: also check the hash of every weight blob
+ *       of a binary at load (reads every byte; a load always checks the
+ *       header, the graph records' checksum and every bound).
+ *   session.model_external_initializers_file_folder_path  for a model
+ *       loaded from a buffer: the folder of its external data files.
+ *   ep.context_model_external_initializers_file_name  for initializers left
+ *       outside EPContext nodes in a generated model; Strata compiles every
+ *       node into its context, so there are none and no file is written.
+ * A context that cannot be used (another format or Strata version, weights
+ * packed for AVX-512 where this process runs AVX2 kernels, a truncated or
+ * corrupted binary, an EPContext node of another source) fails the load
+ * with STRATA_INVALID_GRAPH saying which.
+ *
  * The loader copies what it needs: options may be freed after a load. */
 struct rt_options;
 int runtime_options_new(struct rt_options **out, struct strata_error *err);
@@ -105,6 +141,12 @@ int runtime_model_load_buffer_opts(const void *buf, size_t n, const char *dir,
                                    struct strata_error *err);
 
 void runtime_model_free(struct rt_model *m);
+
+/* The context model the load wrote (ep.context_enable=1), or NULL.  Lives
+ * as long as m. */
+const char *runtime_model_context_path(const struct rt_model *m);
+/* 1 when m was loaded from a compiled context (nothing was recompiled). */
+int runtime_model_compiled(const struct rt_model *m);
 
 /* Graph inputs (initializers excluded) and outputs, in declaration order.
  * The returned info lives as long as the model. */

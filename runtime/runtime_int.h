@@ -99,6 +99,8 @@ struct rt_value {
 struct rt_graph;
 struct rt_exec;
 struct rt_node;
+struct rt_packed_b;
+#define RT_NODE_PACKS 8          /* packed weights one node may hold */
 
 typedef int rt_kernel_fn(struct rt_node *n, struct rt_exec *x);
 
@@ -119,6 +121,13 @@ struct rt_node {
 	int *implicit;           /* (or kept alive with rt_graph_keep) */
 	int folded;              /* computed at load (infer.c): its outputs are constants
 	                          * of the model and exec.c skips it */
+	/* Weights the init packed with rt_node_pack_b, in request order (the
+	 * context writer stores them).  In a model loaded from a context, pre
+	 * holds them mapped from the binary and init takes them back in order. */
+	const struct rt_packed_b *packs[RT_NODE_PACKS];
+	int npacks;
+	const struct rt_packed_b *pre;
+	int npre;
 };
 
 struct rt_opdef {
@@ -402,6 +411,17 @@ struct rt_packed_b {
 int rt_sgemm_pack_b(int transb, int64_t K, int64_t N, const float *B, int64_t ldb,
                     struct rt_packed_b *pb);
 void rt_packed_b_free(struct rt_packed_b *pb);
+/* 1 when pb's recorded layout (version, isa, nr, kc) is one this build's
+ * kernels read and bytes is exactly what that layout of K x N takes: a
+ * packed B from a file is checked so before use. */
+int rt_packed_b_valid(const struct rt_packed_b *pb);
+/* For init(): pack constant B for node n (as rt_sgemm_pack_b) and note it
+ * on the node.  In a model from a context the node's next mapped packing is
+ * taken instead (B may then be NULL): it must be K x N with a valid layout,
+ * else STRATA_INVALID_GRAPH.  Returns 0, STRATA_NOMEM, STRATA_LIMIT (more
+ * than RT_NODE_PACKS), STRATA_INVALID_GRAPH; err names the node. */
+int rt_node_pack_b(struct rt_node *n, int transb, int64_t K, int64_t N, const float *B,
+                   int64_t ldb, struct rt_packed_b *pb, struct strata_error *err);
 /* C[M,N] = alpha * op(A)[M,K] * B + beta * C, then the epilogue (ep may be NULL). */
 void rt_sgemm_pb(int transa, int64_t M, float alpha, const float *A, int64_t lda,
                  const struct rt_packed_b *pb, float beta, float *C, int64_t ldc,
@@ -436,8 +456,17 @@ struct rt_extfile {
 
 /* Session options (options.c); see runtime.h for the keys. */
 enum { RT_OPT_DISABLED = 0, RT_OPT_BASIC = 1, RT_OPT_ALL = 2 };
+#define RT_OPT_STR 1024 /* bytes of a string option, NUL included */
 struct rt_options {
 	int opt_level; /* RT_OPT_* */
+	int ctx_enable;          /* ep.context_enable: write a context model at load */
+	int ctx_embed;           /* ep.context_embed_mode */
+	int share, stop_share;   /* ep.share_ep_contexts, ep.stop_share_ep_contexts */
+	int ctx_verify;          /* ep.context_verify_weights */
+	char ctx_file_path[RT_OPT_STR];   /* ep.context_file_path, "" when unset */
+	char ctx_prefix[RT_OPT_STR];      /* ep.context_node_name_prefix */
+	char ext_folder[RT_OPT_STR];      /* session.model_external_initializers_file_folder_path */
+	char ctx_ext_name[RT_OPT_STR];    /* ep.context_model_external_initializers_file_name */
 };
 void rt_options_default(struct rt_options *o);
 
@@ -455,7 +484,94 @@ struct rt_model {
 	int ninited;             /* nodes whose init ran (their fini runs at free) */
 	int nfolded;             /* nodes of the top graph folded at load */
 	struct rt_options opts;  /* as given at load */
+	struct rt_cxhold **cx;   /* context binaries the graph maps (epctx.c) */
+	int ncx, capcx;
+	int compiled;            /* the graph came from a context: nothing recompiled */
+	char *ctx_written;       /* the context model ep.context_enable wrote, or NULL */
+	char *ctx_dir;           /* where EPContext binaries are looked up, or NULL */
 };
+
+/* ---- compiled contexts (ctxfile.c: the binary; epctx.c: the EPContext model) ------
+ * A context binary in memory, checked by rt_cx_open: its header, its meta
+ * region's size and checksum, its tables' bounds. */
+struct rt_cxfile {
+	const unsigned char *base, *meta, *data;
+	size_t size, meta_bytes, data_bytes;
+	size_t blobtab;          /* offset of the blob table in meta */
+	uint32_t nsections, nblobs;
+	int isa;
+};
+/* Open the n bytes at data (64-byte aligned) as a context binary; verify:
+ * also check every blob's hash.  Returns 0 or STRATA_INVALID_GRAPH saying
+ * what is wrong: not a context, another format version, another Strata
+ * version, weights packed for an instruction set this process does not
+ * run, truncated, corrupted (and where). */
+int rt_cx_open(const void *data, size_t n, int verify, struct rt_cxfile *cf,
+               struct strata_error *err);
+/* The section (compiled graph) called name, or -1; the name of section i. */
+int rt_cx_find(const struct rt_cxfile *cf, const char *name);
+const char *rt_cx_section_name(const struct rt_cxfile *cf, int i);
+/* Decode section s into g (zeroed by the caller; memory from m->mem; names,
+ * attribute arrays, constants and packed weights point into cf, which must
+ * outlive m).  Nodes come out in run order with their def unset: resolve
+ * with rt_graph_resolve_compiled (top graph) or rt_subgraph_resolve.
+ * Returns 0, STRATA_INVALID_GRAPH (corrupted), STRATA_NOMEM. */
+int rt_cx_graph(struct rt_model *m, const struct rt_cxfile *cf, int s, struct rt_graph *g,
+                struct strata_error *err);
+/* Reading meta: a bounds-checked cursor (a bad read sets bad, yields 0/""). */
+struct rt_cxcur {
+	const unsigned char *p;
+	size_t n, i;
+	int bad;
+};
+uint32_t rt_cx_u32(struct rt_cxcur *c);
+uint64_t rt_cx_u64(struct rt_cxcur *c);
+const char *rt_cx_str(struct rt_cxcur *c, size_t *len);
+
+/* Writing: a workspace gathering compiled graphs (one section each) and
+ * their blobs, identical blobs stored once. */
+struct rt_cxwriter;
+int rt_cxw_new(struct rt_cxwriter **out, struct strata_error *err);
+void rt_cxw_free(struct rt_cxwriter *w);
+/* Add m's compiled graph as section name (unique in w).  The blobs are
+ * copied: m may be freed afterwards. */
+int rt_cxw_add(struct rt_cxwriter *w, const struct rt_model *m, const char *name,
+               struct strata_error *err);
+size_t rt_cxw_unique_bytes(const struct rt_cxwriter *w);
+size_t rt_cxw_nsections(const struct rt_cxwriter *w);
+/* The binary, in a new buffer (base_free(*out, *cap)), or written to path
+ * (through path.tmp, renamed into place). */
+int rt_cxw_bytes(struct rt_cxwriter *w, unsigned char **out, size_t *n, size_t *cap,
+                 struct strata_error *err);
+int rt_cxw_write(struct rt_cxwriter *w, const char *path, struct strata_error *err);
+
+/* The packing layout version this build writes and reads (ops/gemm.c). */
+int rt_packed_b_layout(void);
+
+/* epctx.c.  A context binary held by models (mapped file or memory owned
+ * elsewhere), reference counted across models and the shared workspace. */
+struct rt_cxhold;
+void rt_cxhold_release(struct rt_cxhold *h);
+/* After build, before resolve: when m's graph is one Strata EPContext node
+ * standing for the whole graph, replace the graph by the compiled one and
+ * set *done.  ctx_dir: where file contexts are looked up (NULL: loaded from
+ * a buffer without ep.context_file_path).  Errors: STRATA_INVALID_GRAPH,
+ * STRATA_INVALID_ARGUMENT, STRATA_NOMEM, an errno. */
+int rt_epctx_adopt(struct rt_model *m, const char *ctx_dir, int *done, struct strata_error *err);
+/* After a successful load with ep.context_enable=1: write the context model
+ * (and binary) for m.  src_path: the source model, or NULL (buffer). */
+int rt_epctx_generate(struct rt_model *m, const char *src_path, struct strata_error *err);
+/* 1 when the model's graph has a node com.microsoft EPContext. */
+int rt_epctx_present(const struct rt_graph *g);
+extern const struct rt_opdef rt_ops_epcontext[]; /* epctx.c: com.microsoft EPContext in a mixed graph */
+
+/* graph.c: run the fini of every node of subgraph sg (and of its own
+ * subgraphs); for kernels that hold a subgraph outside their attributes. */
+void rt_subgraph_fini(struct rt_graph *sg);
+
+/* graph.c: resolve a graph decoded from a context (already optimized, in
+ * run order, with static shapes): inits and last uses only. */
+int rt_graph_resolve_compiled(struct rt_model *m, struct strata_error *err);
 
 /* graph.c: sort the nodes, resolve each to its definition, run the inits in
  * order, compute last uses and fill input_info/output_info's missing types.

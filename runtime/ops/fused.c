@@ -183,13 +183,13 @@ static int init_linear(struct rt_node *n, struct rt_graph *g, struct strata_erro
 		return rt_node_err(n, err, STRATA_NOMEM, "out of memory");
 	/* Piece p multiplies W's rows off..off+Kp ([K,N]), or its columns
 	 * ([N,K] with transB): one packed block each. */
-	const float *wd = w->data;
+	const float *wd = w->data; /* NULL in a model from a context: packed there */
 	for (int64_t p = 0, off = 0; p < nparts; p++) {
 		int64_t kp = splits ? splits[p] : K;
-		const float *src = transb ? wd + off : wd + off * w->dims[1];
-		if (rt_sgemm_pack_b(transb, kp, N, src, w->dims[1], &st->pb[p]) != 0) {
+		const float *src = !wd ? NULL : transb ? wd + off : wd + off * w->dims[1];
+		if ((rc = rt_node_pack_b(n, transb, kp, N, src, w->dims[1], &st->pb[p], err)) != 0) {
 			fini_linear_state(st);
-			return rt_node_err(n, err, STRATA_NOMEM, "out of memory packing W");
+			return rc;
 		}
 		st->nparts++;
 		off += kp;

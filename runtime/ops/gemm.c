@@ -554,6 +554,53 @@ void rt_packed_b_free(struct rt_packed_b *pb)
 		memset(pb, 0, sizeof *pb);
 }
 
+int rt_packed_b_layout(void)
+{
+	return RT_PACK_VERSION;
+}
+
+int rt_packed_b_valid(const struct rt_packed_b *pb)
+{
+	if (pb->version != RT_PACK_VERSION || pb->K < 0 || pb->N < 0 || !pb->data ||
+	    ((uintptr_t)pb->data & 63) != 0)
+		return 0;
+	if (pb->isa != RT_ISA_AVX2 && pb->isa != RT_ISA_AVX512)
+		return 0;
+	const struct gemm_kern *kr = kern_of(pb->isa);
+	if (pb->nr != kr->nr || pb->kc < 16 || pb->kc > KC_MAX)
+		return 0;
+	int64_t npad = (pb->N + kr->nr - 1) / kr->nr * kr->nr;
+	if (pb->K > ((int64_t)1 << 40) / (npad ? npad : 1))
+		return 0;
+	return pb->bytes == (size_t)pb->K * (size_t)npad * sizeof(float);
+}
+
+int rt_node_pack_b(struct rt_node *n, int transb, int64_t K, int64_t N, const float *B,
+                   int64_t ldb, struct rt_packed_b *pb, struct strata_error *err)
+{
+	if (n->npacks >= RT_NODE_PACKS)
+		return rt_node_err(n, err, STRATA_LIMIT, "more than %d packed weights", RT_NODE_PACKS);
+	if (n->pre) {
+		if (n->npacks >= n->npre)
+			return rt_node_err(n, err, STRATA_INVALID_GRAPH,
+			                   "the context holds %d packed weights for it, it needs more",
+			                   n->npre);
+		*pb = n->pre[n->npacks];
+		pb->owned = 0;
+		if (pb->K != K || pb->N != N || !rt_packed_b_valid(pb))
+			return rt_node_err(n, err, STRATA_INVALID_GRAPH,
+			                   "packed weights %d of the context do not fit (%lldx%lld "
+			                   "wanted, %lldx%lld of layout %d found)",
+			                   n->npacks, (long long)K, (long long)N, (long long)pb->K,
+			                   (long long)pb->N, pb->version);
+	} else if (!B || rt_sgemm_pack_b(transb, K, N, B, ldb, pb) != 0) {
+		return rt_node_err(n, err, B ? STRATA_NOMEM : STRATA_INVALID_GRAPH,
+		                   B ? "out of memory packing the weights" : "the weights have no data");
+	}
+	n->packs[n->npacks++] = pb;
+	return 0;
+}
+
 void rt_sgemm_pb(int transa, int64_t M, float alpha, const float *A, int64_t lda,
                  const struct rt_packed_b *pb, float beta, float *C, int64_t ldc,
                  const struct rt_epilogue *ep)

@@ -225,7 +225,7 @@ static int pack_const_b(struct rt_node *n, struct rt_graph *g, int transb,
 {
 	*out = NULL;
 	const struct rt_tensor *b = rt_graph_const(g, n->in[1]);
-	if (!b || b->dtype != BASE_DT_FLOAT || !b->data || b->rank < 1 || b->rank > 2)
+	if (!b || b->dtype != BASE_DT_FLOAT || (!b->data && !n->pre) || b->rank < 1 || b->rank > 2)
 		return 0;
 	int64_t r = b->dims[0], c = b->rank == 2 ? b->dims[1] : 1;
 	int64_t K = transb ? c : r, N = transb ? r : c;
@@ -234,9 +234,10 @@ static int pack_const_b(struct rt_node *n, struct rt_graph *g, int transb,
 	struct rt_packed_b *pk = base_alloc(sizeof *pk);
 	if (!pk)
 		return rt_node_err(n, err, STRATA_NOMEM, "out of memory");
-	if (rt_sgemm_pack_b(transb, K, N, b->data, c, pk) != 0) {
+	int rc = rt_node_pack_b(n, transb, K, N, b->data, c, pk, err);
+	if (rc != 0) {
 		base_free(pk, sizeof *pk);
-		return rt_node_err(n, err, STRATA_NOMEM, "out of memory packing the weights");
+		return rc;
 	}
 	/* the loader frees B once no other running reader needs it */
 	rt_graph_release_const(g, n->in[1]);
