@@ -162,12 +162,19 @@ static int open_file(struct rt_model *m, const char *path, struct rt_cxhold **ou
 static int hold_file(struct rt_model *m, const char *path, const char *part,
                      struct rt_cxhold **out, struct strata_error *err)
 {
-	char *abs = realpath(path, NULL);
+	/* The key names the file by its folder's real path: the file itself may
+	 * be gone while a graph of it is still offered. */
+	const char *slash = strrchr(path, '/');
+	char *d = slash ? base_strndup(path, (size_t)(slash - path + (slash == path))) : base_strdup(".");
+	char *abs = d ? realpath(d, NULL) : NULL;
+	int e = errno;
+	if (d)
+		base_strfree(d);
 	if (!abs)
-		return base_err(err, errno == ENOENT ? ENOENT : errno,
-		                "%s: cannot open the context binary: %s", path, strerror(errno));
-	char key[PATH_MAX];
-	snprintf(key, sizeof key, "%s", abs);
+		return d ? base_err(err, e, "%s: cannot open the context binary: %s", path, strerror(e))
+		         : nomem(err);
+	char key[2 * PATH_MAX];
+	snprintf(key, sizeof key, "%s/%s", strcmp(abs, "/") ? abs : "", slash ? slash + 1 : path);
 	free(abs);
 	for (int i = 0; i < m->ncx; i++)
 		if (m->cx[i]->path && strcmp(m->cx[i]->path, key) == 0) {

@@ -227,6 +227,34 @@ void mb_init_typed(struct mb_model *mb, const char *name, int dtype, int rank,
 	PUSH(mb->g->n_initializer, mb->g->initializer, tensor(name, dtype, rank, dims, data, 1));
 }
 
+void mb_init_external(struct mb_model *mb, const char *name, int dtype, int rank,
+                      const int64_t *dims, const char *location, int64_t offset)
+{
+	Onnx__TensorProto *t = xcalloc(1, sizeof *t);
+	onnx__tensor_proto__init(t);
+	t->name = xstrdup(name);
+	t->has_data_type = 1;
+	t->data_type = dtype;
+	t->n_dims = (size_t)rank;
+	t->dims = xcalloc((size_t)rank, sizeof(int64_t));
+	if (rank)
+		memcpy(t->dims, dims, (size_t)rank * sizeof(int64_t));
+	t->has_data_location = 1;
+	t->data_location = ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+	char off[32], len[32];
+	snprintf(off, sizeof off, "%lld", (long long)offset);
+	snprintf(len, sizeof len, "%zu", count_of(rank, dims) * base_dtype_size(dtype));
+	const char *kv[3][2] = { { "location", location }, { "offset", off }, { "length", len } };
+	for (int i = 0; i < 3; i++) {
+		Onnx__StringStringEntryProto *e = xcalloc(1, sizeof *e);
+		onnx__string_string_entry_proto__init(e);
+		e->key = xstrdup(kv[i][0]);
+		e->value = xstrdup(kv[i][1]);
+		PUSH(t->n_external_data, t->external_data, e);
+	}
+	PUSH(mb->g->n_initializer, mb->g->initializer, t);
+}
+
 /* Split "a,b,,c" into a repeated string field (empty entries kept). */
 static void split_names(const char *list, size_t *count, char ***out)
 {

@@ -44,6 +44,11 @@ void mb_init(struct mb_model *m, const char *name, int dtype, int rank, const in
 void mb_init_typed(struct mb_model *m, const char *name, int dtype, int rank,
                    const int64_t *dims, const void *data);
 
+/* An initializer whose cells lie in the file location (relative to the
+ * model's folder) from byte offset on: the caller writes that file. */
+void mb_init_external(struct mb_model *m, const char *name, int dtype, int rank,
+                      const int64_t *dims, const char *location, int64_t offset);
+
 struct mb_node *mb_node(struct mb_model *m, const char *op, const char *inputs,
                         const char *outputs);
 void mb_node_domain(struct mb_node *n, const char *domain);
