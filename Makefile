@@ -199,7 +199,8 @@ peer:
 # generated cases, with --compare-opt: each data set also runs on the model
 # loaded with the optimizations off, and the optimized outputs may not move
 # from those by more than 1e-4 relative.  Fails when any case fails, errs or
-# is not implemented (read from the runner's JSON summary).
+# is not implemented (read from the runner's JSON summary).  The cases run
+# again through compiled contexts (--via-context), which must agree as well.
 check-peer:
 	@if [ ! -d $(PEER_SRC) ]; then echo "check-peer: $(PEER_SRC) not found, skipped"; exit 0; fi; \
 	set -e; \
@@ -211,8 +212,13 @@ check-peer:
 	cat $(BUILD)/peer/conformance.log; \
 	tail -n 1 $(BUILD)/peer/conformance.log \
 	  | jq -e '.total > 0 and .fail + .error + .not_implemented == 0' >/dev/null 2>&1 || status=1; \
+	$(BUILD)/tests/conformance --rtol 1e-4 --atol 1e-4 --via-context $(BUILD)/peer/models/cases \
+	  >$(BUILD)/peer/conformance-ctx.log 2>&1 || status=$$?; \
+	printf 'through compiled contexts: '; tail -n 1 $(BUILD)/peer/conformance-ctx.log; \
+	tail -n 1 $(BUILD)/peer/conformance-ctx.log \
+	  | jq -e '.total > 0 and .fail + .error + .not_implemented == 0' >/dev/null 2>&1 || status=1; \
 	if [ $$status -ne 0 ]; then echo "check-peer: some cases failed (see above)"; exit 1; fi; \
-	echo "check-peer: every case agrees with ONNX Runtime and with the unoptimized graph"
+	echo "check-peer: every case agrees with ONNX Runtime and with the unoptimized graph, directly and through compiled contexts"
 
 # ---- benchmarks -------------------------------------------------------------------------
 # make bench: Strata's runtime against ONNX Runtime on every model mkmodels.js
@@ -272,7 +278,9 @@ $(CONFORMANCE): $(BUILD)/tests/conformance.o $(LIB)
 # a case that stops passing is a regression).  Each suite's full report goes
 # to $(BUILD)/conformance-<suite>.log; what did not pass and the totals are
 # printed.  A crash in any case fails the run whatever the counts, and so
-# does a tensor whose shape differs from the one inferred at load.
+# does a tensor whose shape differs from the one inferred at load.  Each
+# suite then runs again through compiled contexts (--via-context: every
+# model compiled, written, mapped back and run), with the same minimum.
 CONF_MIN_node   ?= 917
 CONF_MIN_simple ?= 23
 CONF_MIN_pytorch-converted ?= 82
@@ -288,4 +296,8 @@ conformance: $(CONFORMANCE)
 	    || { echo "conformance: suite $$s below $$min passes, or a case crashed"; status=1; }; \
 	  grep -E '^(fail|error|not_implemented|random) ' $(BUILD)/conformance-$$s.log | cut -c1-160; \
 	  tail -n 1 $(BUILD)/conformance-$$s.log; \
+	  $(CONFORMANCE) --check-shapes --via-context --expect-pass $$min $(ONNX_TESTDATA)/$$s \
+	    >$(BUILD)/conformance-$$s-ctx.log 2>&1 \
+	    || { echo "conformance: suite $$s through compiled contexts below $$min passes, or a case crashed"; status=1; }; \
+	  printf 'through compiled contexts: '; tail -n 1 $(BUILD)/conformance-$$s-ctx.log; \
 	done; exit $$status

@@ -389,10 +389,15 @@ int rt_epctx_adopt(struct rt_model *m, const char *ctx_dir, int *done, struct st
 	int rc = find_graph(m, g, n, &h, &s, err);
 	if (rc != 0)
 		return rc;
-	struct rt_graph cg;
-	memset(&cg, 0, sizeof cg);
-	if ((rc = rt_cx_graph(m, &h->cf, s, &cg, err)) != 0)
+	/* Decoded in place: subgraphs point at their parent, m->g.  The old
+	 * graph's memory stays in m->mem (the embedded binary with it). */
+	struct rt_graph old = *g;
+	memset(g, 0, sizeof *g);
+	if ((rc = rt_cx_graph(m, &h->cf, s, g, err)) != 0)
 		return rc;
+	const struct rt_graph cg = *g;
+	g = &old;
+	n = &old.nodes[0];
 	/* The compiled graph answers to the names the model declares. */
 	if (cg.ninputs != g->ninputs || cg.noutputs != g->noutputs)
 		return base_err(err, STRATA_INVALID_GRAPH,
@@ -411,7 +416,6 @@ int rt_epctx_adopt(struct rt_model *m, const char *ctx_dir, int *done, struct st
 			                "EPContext node %s: output %d is \"%s\" in the model and \"%s\" in "
 			                "the compiled graph",
 			                node_label(n), k, g->output_info[k].name, cg.output_info[k].name);
-	m->g = cg;
 	*done = 1;
 	return 0;
 }

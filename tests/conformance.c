@@ -2,7 +2,7 @@
  * conformance.c: run ONNX backend test cases through Strata's runtime.
  *
  *     conformance [--rtol R] [--atol A] [--verbose] [--expect-pass N] [--check-shapes]
- *                 [--compare-opt] DIR...
+ *                 [--compare-opt] [--via-context] DIR...
  *
  * A case is a folder holding model.onnx and test_data_set_N/ folders of
  * input_K.pb / output_K.pb TensorProtos (the layout of the ONNX test suite
@@ -38,6 +38,13 @@
  * largest such difference is printed with each case ("opt-diff"), and per
  * DIR in the JSON line ("max_opt_diff").
  *
+ * --via-context runs every case through a compiled context: the model is
+ * loaded with ep.context_enable=1 (the binary embedded in the context
+ * model, written to a scratch folder), and the context model is loaded and
+ * run in its place.  The counts must equal those of the direct runs: the
+ * serialization of every graph, attribute, constant and subgraph is
+ * checked on the whole suite.
+ *
  * A kernel that crashes would take the runner down; a signal handler turns a
  * crash into an "error ... crashed" line so that the rest of the suite still
  * runs (the crashed case's memory is abandoned).
@@ -51,6 +58,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "onnx.pb-c.h"
 #include "../runtime/runtime_int.h"
@@ -62,6 +70,7 @@ static double rel_tol = 1e-3, abs_tol = 1e-7;
 static int verbose;
 static int check_shapes;
 static int compare_opt;
+static char ctx_dir[64]; /* --via-context: the scratch folder, "" when off */
 #define OPT_RTOL 1e-4 /* --compare-opt: optimized against unoptimized */
 
 /* A run or load failure that is a static shape contradiction. */
@@ -589,6 +598,37 @@ static int load_unoptimized(const char *path, struct rt_model **out, struct stra
 	return rc;
 }
 
+/* The model under test: the one at path, or (--via-context) its compiled
+ * context, which must load without compiling anything again. */
+static int load_model(const char *path, struct rt_model **out, struct strata_error *err)
+{
+	if (!*ctx_dir)
+		return runtime_model_load(path, out, err);
+	char ctx[128];
+	snprintf(ctx, sizeof ctx, "%s/case_ctx.onnx", ctx_dir);
+	struct rt_options *o;
+	struct rt_model *m = NULL;
+	int rc = runtime_options_new(&o, err);
+	if (rc == 0)
+		rc = runtime_options_set(o, "ep.context_enable", "1", err);
+	if (rc == 0)
+		rc = runtime_options_set(o, "ep.context_embed_mode", "1", err);
+	if (rc == 0)
+		rc = runtime_options_set(o, "ep.context_file_path", ctx, err);
+	if (rc == 0)
+		rc = runtime_model_load_opts(path, o, &m, err);
+	runtime_options_free(o);
+	runtime_model_free(m);
+	if (rc == 0)
+		rc = runtime_model_load(ctx, out, err);
+	if (rc == 0 && !runtime_model_compiled(*out)) {
+		runtime_model_free(*out);
+		*out = NULL;
+		rc = base_err(err, STRATA_INVALID_GRAPH, "the context model was compiled again");
+	}
+	return rc;
+}
+
 static int run_case(const char *dir, const char *name, struct counts *c)
 {
 	char path[4096], why[2048] = "", op[64];
@@ -618,7 +658,7 @@ static int run_case(const char *dir, const char *name, struct counts *c)
 		goto done;
 	}
 	in_case = 1;
-	int rc = runtime_model_load(path, &m, &err);
+	int rc = load_model(path, &m, &err);
 	if (rc != 0) {
 		st = rc == STRATA_NOT_IMPLEMENTED ? NOTIMPL : shape_mismatch(err.msg) ? FAIL : ERROR;
 		snprintf(why, sizeof why, "%s", err.msg);
@@ -774,7 +814,7 @@ static int run_dir(const char *dir, struct counts *c)
 static void usage(void)
 {
 	fprintf(stderr, "usage: conformance [--rtol R] [--atol A] [--verbose] [--expect-pass N] "
-	        "[--check-shapes] [--compare-opt] DIR...\n");
+	        "[--check-shapes] [--compare-opt] [--via-context] DIR...\n");
 	exit(2);
 }
 
@@ -809,6 +849,13 @@ int main(int argc, char **argv)
 			rt_debug_flags |= RT_DEBUG_CHECK_SHAPES;
 		} else if (strcmp(argv[i], "--compare-opt") == 0) {
 			compare_opt = 1;
+		} else if (strcmp(argv[i], "--via-context") == 0) {
+			snprintf(ctx_dir, sizeof ctx_dir, "/tmp/strata-conformance-XXXXXX");
+			if (!mkdtemp(ctx_dir)) {
+				fprintf(stderr, "conformance: cannot make a scratch folder: %s\n",
+				        strerror(errno));
+				return 2;
+			}
 		} else if (strcmp(argv[i], "--verbose") == 0) {
 			verbose = 1;
 		} else if (argv[i][0] == '-') {
@@ -868,6 +915,12 @@ int main(int argc, char **argv)
 			printf(", \"max_opt_diff\": %.3g",
 			       isfinite(c->max_opt_diff) ? c->max_opt_diff : -1.0);
 		printf("}\n");
+	}
+	if (*ctx_dir) {
+		char ctx[128];
+		snprintf(ctx, sizeof ctx, "%s/case_ctx.onnx", ctx_dir);
+		remove(ctx);
+		rmdir(ctx_dir);
 	}
 	free(per);
 	free(dirs);
