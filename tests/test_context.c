@@ -15,6 +15,7 @@
  * the model's folder.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -646,6 +647,70 @@ static void test_share_generation_and_load(void **state)
 	runtime_options_free(o);
 }
 
+/* Sessions on several threads loading from one shared binary at once: each
+ * gets its own graph, whoever opens the file first. */
+struct loader_arg {
+	const char *ctx;
+	const struct rt_options *o;
+	struct rt_model *m;
+	int rc;
+};
+
+static void *load_thread(void *p)
+{
+	struct loader_arg *a = p;
+	struct strata_error err;
+	a->rc = runtime_model_load_opts(a->ctx, a->o, &a->m, &err);
+	return NULL;
+}
+
+static void test_share_load_threads(void **state)
+{
+	make_mlp("t1.onnx", "x", "y", 32, 64, 8, 100, 101, NULL);
+	make_mlp("t2.onnx", "x", "y", 32, 64, 8, 100, 102, NULL);
+	make_mlp("t3.onnx", "x", "y", 32, 64, 8, 100, 103, NULL);
+	assert_int_equal(mkdir(path("th"), 0755), 0);
+	const char *names[3] = { "t1", "t2", "t3" };
+	for (int i = 0; i < 3; i++) {
+		char ctx[64], src[16];
+		snprintf(ctx, sizeof ctx, "th/%s_ctx.onnx", names[i]);
+		snprintf(src, sizeof src, "%s.onnx", names[i]);
+		const char *kv[][2] = { { "ep.share_ep_contexts", "1" },
+			                { "ep.context_file_path", path(ctx) },
+			                { "ep.stop_share_ep_contexts", i == 2 ? "1" : "0" } };
+		compile(src, kv, 3);
+	}
+	const char *share[][2] = { { "ep.share_ep_contexts", "1" } };
+	struct rt_options *o = opts(share, 1);
+	for (int round = 0; round < 4; round++) {
+		pthread_t t[3];
+		struct loader_arg a[3];
+		char ctx[3][256];
+		for (int i = 0; i < 3; i++) {
+			snprintf(ctx[i], sizeof ctx[i], "%s/th/%s_ctx.onnx", dir, names[i]);
+			a[i] = (struct loader_arg){ ctx[i], o, NULL, -1 };
+			assert_int_equal(pthread_create(&t[i], NULL, load_thread, &a[i]), 0);
+		}
+		for (int i = 0; i < 3; i++) {
+			assert_int_equal(pthread_join(t[i], NULL), 0);
+			assert_int_equal(a[i].rc, 0);
+		}
+		for (int i = 0; i < 3; i++) {
+			char src[16];
+			snprintf(src, sizeof src, "%s.onnx", names[i]);
+			float *x = cells(7, 2 * 32), want[2 * 8], got[2 * 8];
+			struct rt_model *ms = load_opts(src, NULL);
+			run(ms, x, 2, 32, want, 16);
+			run(a[i].m, x, 2, 32, got, 16);
+			assert_memory_equal(want, got, sizeof got);
+			runtime_model_free(ms);
+			runtime_model_free(a[i].m);
+			free(x);
+		}
+	}
+	runtime_options_free(o);
+}
+
 /* ---- errors ------------------------------------------------------------------------------- */
 
 static void test_options_strict(void **state)
@@ -883,6 +948,7 @@ int main(void)
 		cmocka_unit_test(test_external_data),
 		cmocka_unit_test(test_mixed_and_secondary_contexts),
 		cmocka_unit_test(test_share_generation_and_load),
+		cmocka_unit_test(test_share_load_threads),
 		cmocka_unit_test(test_unusable_binaries),
 		cmocka_unit_test(test_other_instruction_set),
 		cmocka_unit_test(test_other_source),
