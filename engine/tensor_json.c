@@ -201,7 +201,7 @@ static int put_cells_form(const json_t *list, const struct eng_ttype *t, void *c
 		for (int d = 0; d < t->rank; d++) {
 			const char *dn = dim_name(t, d, nb, sizeof nb);
 			const json_t *iv = json_object_get(addr, dn);
-			long long k;
+			long long k = 0;
 			if (!iv)
 				return base_err(err, STRATA_INVALID_ARGUMENT,
 				                "%s: cell %zu: address lacks dimension '%s' (%s)", what, idx,
