@@ -202,6 +202,10 @@ static int resolve_graph(struct rt_graph *g, struct strata_error *err)
 			return rc;
 		if (!n->run)
 			return rt_node_err(n, err, STRATA_INVALID_GRAPH, "the kernel chose no function");
+		if (n->pre && n->npacks != n->npre)
+			return rt_node_err(n, err, STRATA_INVALID_GRAPH,
+			                   "the kernel took %d of the %d packed weights of its context",
+			                   n->npacks, n->npre);
 		for (int j = 0; j < n->nout; j++)
 			if (n->out[j] >= 0 && g->values[n->out[j]].dtype == BASE_DT_UNDEFINED)
 				return rt_node_err(n, err, STRATA_INVALID_GRAPH,
