@@ -423,9 +423,9 @@ size_t rt_cxw_unique_bytes(const struct rt_cxwriter *w)
 	return w->unique_bytes;
 }
 
-size_t rt_cxw_nsections(const struct rt_cxwriter *w)
+size_t rt_cxw_ref_bytes(const struct rt_cxwriter *w)
 {
-	return w->nsects;
+	return w->ref_bytes;
 }
 
 /* Where the serialized binary goes: a file or a growing buffer. */

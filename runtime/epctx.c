@@ -676,7 +676,8 @@ struct ctxnode {
 	size_t ncache;
 	int embed;
 	const char *source_file; /* the source model's file name, "" from a buffer */
-	size_t weight_bytes;     /* max_size: bytes of the compiled graph's binary */
+	size_t weight_bytes;     /* max_size: bytes of the constants and packed weights
+	                          * the compiled graph maps */
 };
 
 static int write_ctx_model(const struct rt_model *m, const struct ctxnode *cn, const char *path,
@@ -854,9 +855,9 @@ int rt_epctx_generate(struct rt_model *m, const char *src_path, struct strata_er
 				goto out;
 			}
 		}
-		size_t before = rt_cxw_unique_bytes(workspace.w);
+		size_t before = rt_cxw_ref_bytes(workspace.w);
 		rc = rt_cxw_add(workspace.w, m, part, err);
-		cn.weight_bytes = rt_cxw_unique_bytes(workspace.w) - before;
+		cn.weight_bytes = rt_cxw_ref_bytes(workspace.w) - before;
 		if (rc == 0 && relative_to(absdir, workspace.bin, rel, sizeof rel) != 0)
 			rc = base_err(err, STRATA_INVALID_ARGUMENT,
 			              "the shared context binary %s is not inside %s, the folder of %s: "
@@ -882,7 +883,7 @@ int rt_epctx_generate(struct rt_model *m, const char *src_path, struct strata_er
 		if ((rc = rt_cxw_new(&w, err)) != 0)
 			goto out;
 		rc = rt_cxw_add(w, m, part, err);
-		cn.weight_bytes = rt_cxw_unique_bytes(w);
+		cn.weight_bytes = rt_cxw_ref_bytes(w);
 		if (rc == 0 && o->ctx_embed) {
 			unsigned char *bytes;
 			size_t n, cap;

@@ -537,8 +537,10 @@ void rt_cxw_free(struct rt_cxwriter *w);
  * copied: m may be freed afterwards. */
 int rt_cxw_add(struct rt_cxwriter *w, const struct rt_model *m, const char *name,
                struct strata_error *err);
+/* Bytes of the blobs stored (each once), and of the blobs the sections
+ * refer to (shared ones counted per reference). */
 size_t rt_cxw_unique_bytes(const struct rt_cxwriter *w);
-size_t rt_cxw_nsections(const struct rt_cxwriter *w);
+size_t rt_cxw_ref_bytes(const struct rt_cxwriter *w);
 /* The binary, in a new buffer (base_free(*out, *cap)), or written to path
  * (through path.tmp, renamed into place). */
 int rt_cxw_bytes(struct rt_cxwriter *w, unsigned char **out, size_t *n, size_t *cap,
