@@ -19,6 +19,15 @@
 // settings are ort_bench.js's: one intra-op and one inter-op thread, sequential
 // execution, graph optimization level 'all', the CPU execution provider.  A run
 // is timed around `await session.run(feeds)`, as ort_bench.js times it.
+//
+// ort_peer.js --create PEERDIR MODEL
+//
+// Session creation alone, for the driver's load benchmark: one
+// InferenceSession.create of MODEL in this fresh process (one intra-op and
+// one inter-op thread, the CPU provider, every other setting, graph
+// optimizations included, at ORT's default), timed around the awaited call,
+// after the module has been loaded.  Prints `created MS ORT_VERSION` or
+// `error MESSAGE`, then exits.
 
 const path = require('path');
 const readline = require('readline');
@@ -31,7 +40,28 @@ function reply(line) {
   process.stdout.write(line + '\n');
 }
 
+async function create(peerDir, model) {
+  const root = path.resolve(peerDir);
+  const ort = require(require.resolve('onnxruntime-node', { paths: [root] }));
+  const t0 = process.hrtime.bigint();
+  const session = await ort.InferenceSession.create(model, {
+    intraOpNumThreads: 1, interOpNumThreads: 1, executionProviders: ['cpu'],
+  });
+  const ms = Number(process.hrtime.bigint() - t0) / 1e6;
+  await session.release();
+  reply(`created ${ms} ${ort.env.versions.node || '?'}`);
+  process.exit(0);
+}
+
 async function main() {
+  if (process.argv[2] === '--create') {
+    const [peerDir, model] = process.argv.slice(3);
+    if (!peerDir || !model) {
+      console.error('usage: ort_peer.js --create PEERDIR MODEL');
+      process.exit(2);
+    }
+    return create(peerDir, model);
+  }
   const [peerDir, model, batchArg, seqArg] = process.argv.slice(2);
   if (!peerDir || !model || !batchArg) {
     console.error('usage: ort_peer.js PEERDIR MODEL BATCH SEQ');
