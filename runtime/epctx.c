@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "onnx.pb-c.h"
 #include "runtime_int.h"
@@ -38,6 +39,7 @@ struct rt_cxhold {
 	struct base_map map;     /* a mapped binary file (map.data NULL otherwise) */
 	struct rt_cxfile cf;
 	char *path;              /* absolute path of a binary file, NULL when embedded */
+	struct stat st;          /* the file as it was opened (offers check it) */
 	const void *mem;         /* embedded: the bytes, owned by the model's memory */
 	unsigned char *offered;  /* per section: still offered by the shared workspace */
 };
@@ -144,6 +146,8 @@ static int open_file(struct rt_model *m, const char *path, struct rt_cxhold **ou
 	h->refs = 1;
 	h->path = base_strdup(path);
 	int rc = h->path ? base_map_file(path, &h->map, err) : nomem(err);
+	if (rc == 0 && stat(path, &h->st) != 0)
+		memset(&h->st, 0, sizeof h->st);
 	if (rc == 0 && ((uintptr_t)h->map.data & 63))
 		rc = base_err(err, STRATA_INVALID_GRAPH, "%s: mapped at an unaligned address", path);
 	if (rc == 0 && (rc = rt_cx_open(h->map.data, h->map.size, m->opts.ctx_verify, &h->cf, err)))
@@ -183,9 +187,23 @@ static int hold_file(struct rt_model *m, const char *path, const char *part,
 		}
 	struct rt_cxhold *h = NULL;
 	if (m->opts.share) {
+		/* An offer stands for the file as it was opened: one written anew at
+		 * the same path since then is read again (a file gone is fine, the
+		 * graph is in memory). */
+		struct stat now;
+		int have = stat(key, &now) == 0;
 		pthread_mutex_lock(&lock);
 		for (int i = 0; i < offers.n && !h; i++) {
 			struct rt_cxhold *o = offers.h[i];
+			if (have && strcmp(o->path, key) == 0 &&
+			    (now.st_ino != o->st.st_ino || now.st_dev != o->st.st_dev ||
+			     now.st_size != o->st.st_size || now.st_mtim.tv_sec != o->st.st_mtim.tv_sec ||
+			     now.st_mtim.tv_nsec != o->st.st_mtim.tv_nsec)) {
+				offers.h[i--] = offers.h[--offers.n];
+				if (--o->refs == 0)
+					hold_free(o); /* no model holds it: safe outside the lock too */
+				continue;
+			}
 			int s = strcmp(o->path, key) == 0 ? (*part ? rt_cx_find(&o->cf, part) : 0) : -1;
 			if (s < 0 || !o->offered[s])
 				continue;
@@ -899,8 +917,8 @@ int rt_epctx_generate(struct rt_model *m, const char *src_path, struct strata_er
 			cn.cache = rel;
 			cn.ncache = strlen(rel);
 			rc = rt_cxw_write(w, bin, err);
-			if (rc == 0)
-				rc = write_ctx_model(m, &cn, ctx, err);
+			if (rc == 0 && (rc = write_ctx_model(m, &cn, ctx, err)) != 0)
+				remove(bin); /* nothing refers to it */
 		}
 		rt_cxw_free(w);
 	}
@@ -913,6 +931,19 @@ out:
 		base_strfree(dir);
 	free(absdir);
 	return rc;
+}
+
+void rt_epctx_abandon(const struct rt_options *o)
+{
+	if (!o || !o->ctx_enable || !o->share)
+		return;
+	pthread_mutex_lock(&lock);
+	rt_cxw_free(workspace.w);
+	if (workspace.bin)
+		base_strfree(workspace.bin);
+	workspace.w = NULL;
+	workspace.bin = NULL;
+	pthread_mutex_unlock(&lock);
 }
 
 const char *runtime_model_context_path(const struct rt_model *m)

@@ -1441,6 +1441,7 @@ static int load(const void *buf, size_t n, const char *dir, const struct rt_opti
 	if (rc == 0 && m->opts.ctx_enable)
 		rc = rt_epctx_generate(m, src_path, err);
 	if (rc != 0) {
+		rt_epctx_abandon(&m->opts);
 		runtime_model_free(m);
 		return rc;
 	}
@@ -1490,8 +1491,10 @@ int runtime_model_load_opts(const char *path, const struct rt_options *opts,
 	*out = NULL;
 	struct base_map map;
 	int rc = base_map_file(path, &map, err);
-	if (rc != 0)
+	if (rc != 0) {
+		rt_epctx_abandon(opts);
 		return rc;
+	}
 	const char *slash = strrchr(path, '/');
 	char *dir = slash ? base_strndup(path, (size_t)(slash - path + (slash == path))) : base_strdup(".");
 	if (!dir) {

@@ -563,6 +563,9 @@ int rt_epctx_adopt(struct rt_model *m, const char *ctx_dir, int *done, struct st
 /* After a successful load with ep.context_enable=1: write the context model
  * (and binary) for m.  src_path: the source model, or NULL (buffer). */
 int rt_epctx_generate(struct rt_model *m, const char *src_path, struct strata_error *err);
+/* A load with options o failed: a shared generation workspace it belongs
+ * to is abandoned (the next sharing load starts a new group). */
+void rt_epctx_abandon(const struct rt_options *o);
 /* 1 when the model's graph has a node com.microsoft EPContext. */
 int rt_epctx_present(const struct rt_graph *g);
 extern const struct rt_opdef rt_ops_epcontext[]; /* epctx.c: com.microsoft EPContext in a mixed graph */

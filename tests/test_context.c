@@ -647,6 +647,59 @@ static void test_share_generation_and_load(void **state)
 	runtime_options_free(o);
 }
 
+/* A failed load abandons its sharing group; a binary written anew at the
+ * same path is read again rather than taken from an old offer. */
+static void test_share_failures_and_rewrites(void **state)
+{
+	make_mlp("g1.onnx", "x", "y", 32, 64, 8, 110, 111, NULL);
+	make_mlp("g2.onnx", "x", "y", 32, 64, 8, 110, 112, NULL);
+	assert_int_equal(mkdir(path("grp"), 0755), 0);
+	const char *kv1[][2] = { { "ep.share_ep_contexts", "1" },
+		                 { "ep.context_file_path", path("grp/g1_ctx.onnx") } };
+	compile("g1.onnx", kv1, 2);
+	char msg[STRATA_ERRMSG_MAX];
+	const char *bad[][2] = { { "ep.context_enable", "1" }, { "ep.share_ep_contexts", "1" },
+		                 { "ep.context_file_path", path("grp/x_ctx.onnx") } };
+	struct rt_options *o = opts(bad, 3);
+	assert_int_not_equal(load_fails("missing.onnx", o, msg), 0);
+	runtime_options_free(o);
+	/* g2 starts a group of its own: the binary is named after it */
+	const char *kv2[][2] = { { "ep.share_ep_contexts", "1" },
+		                 { "ep.stop_share_ep_contexts", "1" },
+		                 { "ep.context_file_path", path("grp/g2_ctx.onnx") } };
+	compile("g2.onnx", kv2, 3);
+	assert_false(exists(path("grp/g1_strata.bin")));
+	assert_true(exists(path("grp/g2_strata.bin")));
+	same_outputs("g2.onnx", "grp/g2_ctx.onnx", NULL);
+
+	/* a group of two, loaded with sharing: g1 offers g2's graph ... */
+	const char *a[][2] = { { "ep.share_ep_contexts", "1" },
+		               { "ep.context_file_path", path("grp/g1_ctx.onnx") } };
+	const char *b[][2] = { { "ep.share_ep_contexts", "1" },
+		               { "ep.stop_share_ep_contexts", "1" },
+		               { "ep.context_file_path", path("grp/g2_ctx.onnx") } };
+	compile("g1.onnx", a, 2);
+	compile("g2.onnx", b, 3);
+	const char *share[][2] = { { "ep.share_ep_contexts", "1" } };
+	o = opts(share, 1);
+	struct rt_model *m1 = load_opts("grp/g1_ctx.onnx", o);
+	/* ... then the group is compiled again with another g2 */
+	make_mlp("g2.onnx", "x", "y", 32, 64, 8, 110, 113, NULL);
+	compile("g1.onnx", a, 2);
+	compile("g2.onnx", b, 3);
+	struct rt_model *m2 = load_opts("grp/g2_ctx.onnx", o);
+	float *x = cells(8, 2 * 32), want[2 * 8], got[2 * 8];
+	struct rt_model *ms = load_opts("g2.onnx", NULL);
+	run(ms, x, 2, 32, want, 16);
+	run(m2, x, 2, 32, got, 16);
+	assert_memory_equal(want, got, sizeof got);
+	runtime_model_free(ms);
+	runtime_model_free(m2);
+	runtime_model_free(m1);
+	runtime_options_free(o);
+	free(x);
+}
+
 /* Sessions on several threads loading from one shared binary at once: each
  * gets its own graph, whoever opens the file first. */
 struct loader_arg {
@@ -949,6 +1002,7 @@ int main(void)
 		cmocka_unit_test(test_mixed_and_secondary_contexts),
 		cmocka_unit_test(test_share_generation_and_load),
 		cmocka_unit_test(test_share_load_threads),
+		cmocka_unit_test(test_share_failures_and_rewrites),
 		cmocka_unit_test(test_unusable_binaries),
 		cmocka_unit_test(test_other_instruction_set),
 		cmocka_unit_test(test_other_source),
