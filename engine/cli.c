@@ -1,6 +1,6 @@
 /*
  * cli.c: the `strata` command: deploy, feed, query, get, remove (and the
- * model commands run and inspect, in cli_run.c).
+ * model commands run, inspect and compile, in cli_run.c).
  *
  * Every command is a thin layer over the library API in strata.h: it parses
  * options, calls one or two functions and prints.  Conventions: results
@@ -26,8 +26,10 @@ struct cmd_help {
 static const struct cmd_help helps[] = {
 	{ "deploy",
 	  "usage: strata deploy APP [--data DIR]\n"
-	  "  Parse and check the application's schemas and rank profiles, load its models\n"
-	  "  and create its store (APP/.strata unless --data is given).\n" },
+	  "  Parse and check the application's schemas and rank profiles, compile its\n"
+	  "  models into DATA/contexts/ (one shared binary) and create its store.  DATA is\n"
+	  "  APP/.strata unless --data is given.  The other commands load a model from its\n"
+	  "  context while its source is unchanged, and compile the source otherwise.\n" },
 	{ "feed",
 	  "usage: strata feed APP [FILE|-] [--data DIR]\n"
 	  "  Feed Vespa document operations (JSON Lines or a JSON array) from FILE or\n"
@@ -54,6 +56,18 @@ static const struct cmd_help helps[] = {
 	  "usage: strata inspect MODEL\n"
 	  "  Print a model's inputs and outputs as JSON: name, element type and shape\n"
 	  "  (a number per fixed dimension, the name of a symbolic one).\n" },
+	{ "compile",
+	  "usage: strata compile MODEL.onnx [MODEL.onnx ...] [--embed] [--share] [--prefix P]\n"
+	  "                      [-o DIR]\n"
+	  "  Compile each model into a context: MODEL_ctx.onnx and its binary\n"
+	  "  MODEL_strata.bin beside the model, or in DIR.  Loading the context model (strata\n"
+	  "  run, an onnx-model file) maps the compiled graph instead of compiling again.\n"
+	  "  Prints one JSON line per model: model, context, binary, ms.\n"
+	  "  --embed      put the binary inside the context model (no .bin file)\n"
+	  "  --share      one binary for all the models, named after the first; weights\n"
+	  "               they share are stored once (a last line gives its size)\n"
+	  "  --prefix P   prefix of the compiled graph's name\n"
+	  "  -o DIR       write into DIR (created if missing)\n" },
 };
 
 static const char *main_usage =
@@ -66,6 +80,7 @@ static const char *main_usage =
 	"  remove APP ID          remove a document\n"
 	"  run MODEL              run an ONNX model\n"
 	"  inspect MODEL          show a model's inputs and outputs\n"
+	"  compile MODEL...       compile models into contexts that load without compiling\n"
 	"options: --help, --version; `strata COMMAND --help` for a command's options\n";
 
 static const char *usage_of(const char *cmd)
@@ -190,11 +205,11 @@ static int parse_opts(struct opts *o, int argc, char **argv, const char *allowed
 	return 0;
 }
 
-static int open_app(const struct opts *o, struct strata **db)
+static int open_app(const struct opts *o, int deploy, struct strata **db)
 {
 	struct strata_error err = { 0 };
 	struct strata_options so = { o->data, 0 };
-	int rc = strata_open(o->pos[0], &so, db, &err);
+	int rc = eng_open(o->pos[0], &so, deploy, db, &err);
 	if (rc)
 		return eng_cli_fail("%s", err.msg[0] ? err.msg : strata_strerror(rc));
 	return 0;
@@ -223,12 +238,16 @@ static int cmd_deploy(struct opts *o)
 	if (o->npos < 1)
 		return eng_cli_usage("deploy", "missing APP");
 	struct strata *db;
-	if (open_app(o, &db))
+	if (open_app(o, 1, &db))
 		return 1;
 	fprintf(stderr, "deployed %s:", o->pos[0]);
 	for (int i = 0; i < db->ndoctypes; i++)
 		fprintf(stderr, " %s", db->doctypes[i].name);
-	fprintf(stderr, "%s\n", db->ndoctypes ? "" : " no document types");
+	fprintf(stderr, "%s", db->ndoctypes ? "" : " no document types");
+	if (db->ncontexts)
+		fprintf(stderr, "; %d model%s compiled into %s/contexts", db->ncontexts,
+		        db->ncontexts == 1 ? "" : "s", db->datadir);
+	fputc('\n', stderr);
 	strata_close(db);
 	return 0;
 }
@@ -267,7 +286,7 @@ static int cmd_feed(struct opts *o)
 		return eng_cli_usage("feed", "missing APP");
 	const char *path = o->npos > 1 ? o->pos[1] : "-";
 	struct strata *db;
-	if (open_app(o, &db))
+	if (open_app(o, 0, &db))
 		return 1;
 	struct feed_ud u = { strcmp(path, "-") ? path : "<stdin>", isatty(2), 0 };
 	struct strata_feed_stats st;
@@ -377,7 +396,7 @@ static int cmd_query(struct opts *o)
 		own_text = 1;
 	}
 	struct strata *db;
-	if (open_app(o, &db)) {
+	if (open_app(o, 0, &db)) {
 		base_strfree(text);
 		return 1;
 	}
@@ -401,7 +420,7 @@ static int cmd_get(struct opts *o)
 	if (o->npos < 2)
 		return eng_cli_usage("get", o->npos ? "missing ID" : "missing APP");
 	struct strata *db;
-	if (open_app(o, &db))
+	if (open_app(o, 0, &db))
 		return 1;
 	char *doc;
 	struct strata_error err = { 0 };
@@ -419,7 +438,7 @@ static int cmd_remove(struct opts *o)
 	if (o->npos < 2)
 		return eng_cli_usage("remove", o->npos ? "missing ID" : "missing APP");
 	struct strata *db;
-	if (open_app(o, &db))
+	if (open_app(o, 0, &db))
 		return 1;
 	struct strata_error err = { 0 };
 	int rc = strata_remove(db, o->pos[1], &err);
@@ -440,13 +459,23 @@ int main(int argc, char **argv)
 		printf("strata %s (kernels: %s)\n", STRATA_VERSION, runtime_isa());
 		return 0;
 	}
-	if (!strcmp(cmd, "run") || !strcmp(cmd, "inspect")) {
-		for (int i = 2; i < argc; i++)
-			if (is_help(argv[i])) {
+	static const struct {
+		const char *name;
+		int (*fn)(int, char **);
+	} model_cmds[] = {
+		{ "run", eng_cli_run },
+		{ "inspect", eng_cli_inspect },
+		{ "compile", eng_cli_compile },
+	};
+	for (size_t i = 0; i < sizeof model_cmds / sizeof model_cmds[0]; i++) {
+		if (strcmp(model_cmds[i].name, cmd) != 0)
+			continue;
+		for (int k = 2; k < argc; k++)
+			if (is_help(argv[k])) {
 				fputs(usage_of(cmd), stdout);
 				return 0;
 			}
-		return (cmd[0] == 'r' ? eng_cli_run : eng_cli_inspect)(argc - 1, argv + 1);
+		return model_cmds[i].fn(argc - 1, argv + 1);
 	}
 	static const struct {
 		const char *name;

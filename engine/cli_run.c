@@ -1,6 +1,8 @@
 /*
- * cli_run.c: `strata run MODEL [--input name=JSON ...]`, one evaluation of an
- * ONNX model from the command line.
+ * cli_run.c: the model commands.  `strata run MODEL [--input name=JSON ...]`,
+ * one evaluation of an ONNX model from the command line; `strata inspect`,
+ * its declared inputs and outputs; `strata compile`, models into compiled
+ * contexts (below).
  *
  * Each input is JSON: a number (a scalar) or nested arrays, whose nesting
  * gives the shape (it must be rectangular); the element type is the one the
@@ -8,13 +10,18 @@
  * {"outputs": {"name": {"dtype": "float", "shape": [...], "values": [...]}}}
  * with the values flat, in row-major order.
  */
+#include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "engine_int.h"
 #include "../runtime/runtime.h"
 
 #define MAX_INPUTS 64
+#define MAX_MODELS 256
 
 /* Find the shape of nested arrays j: returns 0, or -1 when ragged. */
 static int shape_of(const json_t *j, int *rank, int64_t *dims)
@@ -285,5 +292,167 @@ out:
 	if (sizes)
 		base_free(sizes, ((size_t)nin + 1) * sizeof *sizes);
 	runtime_model_free(m);
+	return status;
+}
+
+/* ---- strata compile ------------------------------------------------------------------
+ * Each model is loaded with the runtime's context options (runtime.h) and
+ * one JSON line per model goes to stdout once its files are complete:
+ *     {"model": "a.onnx", "context": "a_ctx.onnx", "binary": "a_strata.bin", "ms": 4.2}
+ * ("binary" is null with --embed).  With --share the binary is written by
+ * the last model's load, so the lines come after it, then
+ *     {"binary": "a_strata.bin", "bytes": 9216, "models": 2}.
+ * A model that fails is reported on stderr and leaves nothing of its own
+ * (the runtime writes through a temporary file and a rename); with --share
+ * a failure abandons the group, and the context models it wrote, which
+ * would point at a binary that was never written, are removed. */
+
+/* Print j as one line on stdout and release it. */
+static int print_line(json_t *j)
+{
+	char *s = j ? eng_json_dump(j, 0) : NULL;
+	json_decref(j);
+	if (!s)
+		return eng_cli_fail("out of memory");
+	puts(s);
+	base_strfree(s);
+	return 0;
+}
+
+/* Create dir unless it is a folder already. */
+static int ensure_dir(const char *dir)
+{
+	struct stat st;
+	if (stat(dir, &st) == 0 && !S_ISDIR(st.st_mode))
+		return eng_cli_fail("%s: not a folder", dir);
+	if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+		return eng_cli_fail("cannot create %s: %s", dir, strerror(errno));
+	return 0;
+}
+
+int eng_cli_compile(int argc, char **argv)
+{
+	const char *models[MAX_MODELS];
+	const char *prefix = NULL, *outdir = NULL;
+	int n = 0, embed = 0, share = 0;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "--embed")) {
+			embed = 1;
+		} else if (!strcmp(a, "--share")) {
+			share = 1;
+		} else if (!strcmp(a, "--prefix") || !strcmp(a, "-o")) {
+			if (i + 1 >= argc)
+				return eng_cli_usage("compile", "option %s needs a value", a);
+			if (a[1] == 'o')
+				outdir = argv[++i];
+			else
+				prefix = argv[++i];
+		} else if (!strncmp(a, "--prefix=", 9)) {
+			prefix = a + 9;
+		} else if (a[0] == '-' && a[1]) {
+			return eng_cli_usage("compile", "unknown option '%s'", a);
+		} else if (n == MAX_MODELS) {
+			return eng_cli_usage("compile", "more than %d models", MAX_MODELS);
+		} else {
+			models[n++] = a;
+		}
+	}
+	if (!n)
+		return eng_cli_usage("compile", "missing MODEL");
+	if (share && embed)
+		return eng_cli_usage("compile", "--share writes one binary file for all the models "
+		                     "and --embed puts each binary inside its context model: choose one");
+	if (outdir && !*outdir)
+		return eng_cli_usage("compile", "-o needs a folder");
+
+	char *ctx[MAX_MODELS] = { 0 };
+	json_t *lines = json_array();
+	char *bin = NULL;
+	int status = 1;
+	if (!lines) {
+		eng_cli_fail("out of memory");
+		goto out;
+	}
+	for (int i = 0; i < n; i++) {
+		if (!(ctx[i] = eng_context_path(outdir, models[i]))) {
+			eng_cli_fail("out of memory");
+			goto out;
+		}
+		for (int j = 0; j < i; j++)
+			if (!strcmp(ctx[i], ctx[j])) {
+				eng_cli_fail("%s and %s would both write %s", models[j], models[i], ctx[i]);
+				goto out;
+			}
+	}
+	if (outdir && ensure_dir(outdir))
+		goto out;
+	status = 0;
+	for (int i = 0; i < n; i++) {
+		struct eng_compile c = { ctx[i], prefix, embed, share ? (i + 1 < n ? 1 : 2) : 0 };
+		struct strata_error err = { 0 };
+		char *written = NULL;
+		double t0 = base_now();
+		int rc = eng_compile_model(models[i], &c, &written, &err);
+		double ms = floor((base_now() - t0) * 1e6 + 0.5) / 1e3;
+		base_strfree(written); /* ctx[i], as asked */
+		if (rc) {
+			const char *msg = err.msg[0] ? err.msg : strata_strerror(rc);
+			if (!strncmp(msg, models[i], strlen(models[i])))
+				eng_cli_fail("%s", msg);
+			else
+				eng_cli_fail("%s: %s", models[i], msg);
+			status = 1;
+			if (!share)
+				continue;
+			for (int j = 0; j <= i; j++)
+				unlink(ctx[j]);
+			if (i > 0)
+				fprintf(stderr, "strata: --share: nothing written; the context models of "
+				        "the %d model%s before %s were removed\n", i, i == 1 ? "" : "s",
+				        models[i]);
+			goto out;
+		}
+		base_strfree(bin);
+		bin = embed ? NULL : eng_context_binary(ctx[i], models[share ? 0 : i]);
+		if (!embed && !bin) {
+			status = eng_cli_fail("out of memory");
+			goto out;
+		}
+		struct stat st;
+		if (bin && !share && stat(bin, &st) != 0) {
+			status = eng_cli_fail("%s: no binary at %s: %s", models[i], bin, strerror(errno));
+			goto out;
+		}
+		json_t *line = json_pack("{s:s, s:s, s:o, s:o}", "model", models[i], "context", ctx[i],
+		                         "binary", bin ? json_string(bin) : json_null(), "ms",
+		                         eng_json_number(BASE_DT_DOUBLE, ms));
+		if (!share) {
+			if (print_line(line))
+				status = 1;
+			fflush(stdout);
+		} else if (!line || json_array_append_new(lines, line)) {
+			status = eng_cli_fail("out of memory");
+			goto out;
+		}
+	}
+	if (share) {
+		struct stat st;
+		if (stat(bin, &st) != 0) {
+			status = eng_cli_fail("no shared binary at %s: %s", bin, strerror(errno));
+			goto out;
+		}
+		size_t i;
+		json_t *line;
+		json_array_foreach(lines, i, line)
+			print_line(json_incref(line));
+		print_line(json_pack("{s:s, s:I, s:i}", "binary", bin, "bytes",
+		                     (json_int_t)st.st_size, "models", n));
+	}
+out:
+	for (int i = 0; i < n; i++)
+		base_strfree(ctx[i]);
+	base_strfree(bin);
+	json_decref(lines);
 	return status;
 }

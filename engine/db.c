@@ -6,16 +6,20 @@
  * schema as a store document type whose field i is the schema's field i, so
  * that a field index means the same thing to rank (attribute callbacks) and
  * to the store.  Document ids are parsed here too: the doctype part selects
- * the struct eng_doctype every operation works on.
+ * the struct eng_doctype every operation works on.  The models come from the
+ * compiled contexts `strata deploy` leaves in DATA/contexts while they are
+ * fresh (contexts.c).
  *
  * Invariant: a struct strata is immutable after strata_open() returns, so
  * any number of query threads may share it.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "engine_int.h"
+#include "../runtime/runtime.h"
 
 static int store_type_of(int rank_type)
 {
@@ -77,12 +81,19 @@ static int register_doctype(struct strata *db, const struct rank_schema *s,
 int strata_open(const char *app, const struct strata_options *opts, struct strata **out,
                 struct strata_error *err)
 {
+	return eng_open(app, opts, 0, out, err);
+}
+
+int eng_open(const char *app, const struct strata_options *opts, int deploy, struct strata **out,
+             struct strata_error *err)
+{
 	*out = NULL;
 	if (!app || !*app)
 		return base_err(err, STRATA_INVALID_ARGUMENT, "no application folder given");
 	struct strata *db = base_calloc(1, sizeof *db);
 	if (!db)
 		return base_err(err, STRATA_NOMEM, "opening '%s'", app);
+	struct eng_models ms = { 0 };
 	int rc;
 	db->read_only = opts ? opts->read_only : 0;
 	db->appdir = base_strdup(app);
@@ -92,7 +103,10 @@ int strata_open(const char *app, const struct strata_options *opts, struct strat
 		rc = base_err(err, STRATA_NOMEM, "opening '%s'", app);
 		goto fail;
 	}
-	rc = rank_app_load(app, &db->app, err);
+	if ((rc = eng_models_init(&ms, db->datadir, deploy, err)) != 0)
+		goto fail;
+	struct rank_loader loader = { eng_model_for, &ms };
+	rc = rank_app_load_with(app, &loader, &db->app, err);
 	if (rc)
 		goto fail;
 	if (db->read_only) {
@@ -120,9 +134,14 @@ int strata_open(const char *app, const struct strata_options *opts, struct strat
 		if (rc)
 			goto fail;
 	}
+	if (deploy && (rc = eng_models_compile(&ms, err)) != 0)
+		goto fail;
+	db->ncontexts = deploy ? (int)ms.n : 0;
+	eng_models_release(&ms);
 	*out = db;
 	return 0;
 fail:
+	eng_models_release(&ms);
 	strata_close(db);
 	return rc;
 }

@@ -5,6 +5,8 @@
  * Data flow inside engine/:
  *   db.c           strata_open/close: the rank application, the store, one
  *                  struct eng_doctype per schema; document id parsing
+ *   contexts.c     the models' compiled contexts in DATA/contexts (deploy
+ *                  writes them, every open loads them while they are fresh)
  *   tensor_json.c  dense tensors between JSON and cells (feed, query inputs,
  *                  summaries, match features)
  *   feed.c         Vespa document operations -> store transactions; get, remove
@@ -41,9 +43,73 @@ struct strata {
 	int read_only;
 	int ndoctypes;
 	struct eng_doctype *doctypes;
+	int ncontexts;              /* deploy: the models compiled into DATA/contexts */
 };
 
 /* ---- db.c ------------------------------------------------------------------ */
+
+/* strata_open(); with deploy = 1 it also compiles every model of the
+ * application into DATA/contexts/, one shared binary for all of them, and
+ * records them in DATA/contexts/manifest.json (what `strata deploy` does).
+ * Every open loads a model from its context while the manifest says that
+ * the source and the context are still the files deploy saw, and compiles
+ * the source otherwise, saying why on stderr. */
+int eng_open(const char *app, const struct strata_options *opts, int deploy, struct strata **out,
+             struct strata_error *err);
+
+/* ---- contexts.c: the models of an application and their compiled contexts ---- */
+
+struct eng_model_src {
+	char *file;                /* as the schema names it, relative to the application */
+	char *path;                /* joined to the application folder */
+};
+
+/* What eng_model_for() works with while an application opens. */
+struct eng_models {
+	char *dir;                 /* DATA/contexts */
+	int deploy;                /* 1: load the sources, remember them for eng_models_compile() */
+	json_t *manifest;          /* NULL when there is none */
+	size_t n, cap;
+	struct eng_model_src *src;     /* deploy: the models loaded, in order */
+};
+
+/* Set ms up for opening an application whose data folder is datadir
+ * (contexts in datadir/contexts); deploy: 1 when `strata deploy` opens it.
+ * Returns 0 or STRATA_NOMEM. */
+int eng_models_init(struct eng_models *ms, const char *datadir, int deploy,
+                    struct strata_error *err);
+void eng_models_release(struct eng_models *ms);
+/* The rank loader's callback (struct rank_loader): the model the schema
+ * names file (path: joined to the application folder), from its context
+ * while that is fresh, else compiled from the source (one notice on
+ * stderr when a context exists but cannot be used). */
+int eng_model_for(void *ud, const char *file, const char *path, struct rt_model **out,
+                  struct strata_error *err);
+/* Deploy: compile every model eng_model_for loaded into ms->dir (one shared
+ * binary) and write the manifest last. */
+int eng_models_compile(struct eng_models *ms, struct strata_error *err);
+
+/* How to compile a model into a context (the ep.* session options of
+ * runtime.h). */
+struct eng_compile {
+	const char *context; /* the context model to write; NULL: beside the source */
+	const char *prefix;  /* of its EPContext node and graph names; NULL: none */
+	int embed;           /* 1: the binary inside the context model */
+	int share;           /* 1: into the shared binary; 2: the last such model, which writes it */
+};
+
+/* Load the model at src and write its context as c says.  *context is the
+ * path of the context model written (base_strfree).  Returns 0 or the
+ * runtime's error, whose message names src. */
+int eng_compile_model(const char *src, const struct eng_compile *c, char **context,
+                      struct strata_error *err);
+/* "DIR/NAME_ctx.onnx" for the model src ("x/NAME.onnx"); dir NULL: beside
+ * src.  base_strfree; NULL when out of memory. */
+char *eng_context_path(const char *dir, const char *src);
+/* The binary the runtime writes for the context model at context when it
+ * is named after the model src: "NAME_strata.bin" beside the context.  With
+ * sharing, src is the first model of the group. */
+char *eng_context_binary(const char *context, const char *src);
 
 /* Parse a document id "id:NS:DOCTYPE:[n=N|g=G]:KEY" and find its doctype.
  * Returns 0 and *dt, or STRATA_INVALID_ARGUMENT (malformed, unknown doctype). */
@@ -156,6 +222,8 @@ char *yql_dump(const struct yql_node *n);
 int eng_cli_run(int argc, char **argv);
 /* strata inspect MODEL (cli_run.c). */
 int eng_cli_inspect(int argc, char **argv);
+/* strata compile MODEL... [--embed] [--share] [--prefix P] [-o DIR] (cli_run.c). */
+int eng_cli_compile(int argc, char **argv);
 /* Print "strata: msg" on stderr; returns 1. */
 int eng_cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Print msg and the command's usage on stderr; returns 2. */

@@ -1,6 +1,7 @@
 /*
  * app.c: rank.h, the face of rank/: loading an application (every .sd file
- * in sorted order, parsed, resolved and compiled, every model loaded once),
+ * in sorted order, parsed, resolved and compiled, every model loaded once,
+ * through the caller's struct rank_loader when there is one),
  * the schema and profile accessors, and query evaluation: inputs, the
  * nearestNeighbor item, the phases and the feature callbacks.
  *
@@ -26,6 +27,7 @@ struct app_model {
 
 struct rank_app {
 	char *dir;
+	struct rank_loader loader; /* load NULL: runtime_model_load */
 	int nschemas;
 	struct rank_schema *schemas;
 	int nmodels, capmodels;
@@ -47,7 +49,8 @@ int rank_app_model(struct rank_app *app, const struct rank_sd *sd,
 			return 0;
 		}
 	struct rt_model *m;
-	int rc = runtime_model_load(path, &m, err);
+	int rc = app->loader.load ? app->loader.load(app->loader.ud, decl->file, path, &m, err)
+	                          : runtime_model_load(path, &m, err);
 	if (rc) {
 		if (rc == ENOENT)
 			rc = base_err(err, STRATA_NOT_FOUND, "model file %s not found", path);
@@ -137,12 +140,20 @@ static int load_schema(struct rank_app *app, struct rank_schema *s, const char *
 
 int rank_app_load(const char *appdir, struct rank_app **out, struct strata_error *err)
 {
+	return rank_app_load_with(appdir, NULL, out, err);
+}
+
+int rank_app_load_with(const char *appdir, const struct rank_loader *loader,
+                       struct rank_app **out, struct strata_error *err)
+{
 	*out = NULL;
 	struct rank_app *app = base_calloc(1, sizeof *app);
 	if (!app || !(app->dir = base_strdup(appdir))) {
 		base_free(app, sizeof *app);
 		return base_err(err, STRATA_NOMEM, "application %s", appdir);
 	}
+	if (loader)
+		app->loader = *loader;
 	char *sdir = base_path_join(appdir, "schemas");
 	char **names = NULL;
 	size_t n = 0, cap = 0;

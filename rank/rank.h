@@ -67,6 +67,7 @@ struct rank_app;
 struct rank_schema;
 struct rank_profile;
 struct rank_query;
+struct rt_model;
 
 /* Parse and compile every APP/schemas/ *.sd file and load the models they
  * name (paths relative to APP).  Returns 0, an errno (unreadable folder or
@@ -75,6 +76,21 @@ struct rank_query;
  * position), STRATA_NOT_FOUND (a model file), model load errors prefixed
  * with the onnx-model's position, STRATA_NOMEM. */
 int rank_app_load(const char *appdir, struct rank_app **out, struct strata_error *err);
+
+/* Where an application's models come from.  load() is called once per
+ * model file the schemas name: file as an onnx-model's "file:" writes it,
+ * path the same file joined to the application folder.  It returns what
+ * runtime_model_load(path) would (the engine answers from its compiled
+ * contexts when it can); the application frees the model. */
+struct rank_loader {
+	int (*load)(void *ud, const char *file, const char *path, struct rt_model **out,
+	            struct strata_error *err);
+	void *ud;
+};
+
+/* rank_app_load with the models from loader (NULL: runtime_model_load). */
+int rank_app_load_with(const char *appdir, const struct rank_loader *loader,
+                       struct rank_app **out, struct strata_error *err);
 void rank_app_free(struct rank_app *app);
 
 int rank_app_nschemas(const struct rank_app *app);

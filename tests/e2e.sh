@@ -9,7 +9,10 @@
 # the feed file: the "cheap" order by sorting prices, closeness and the first
 # phase of "relevance" from the embeddings with awk.  Then every error path
 # a user can hit: each must exit non-zero with a message that says what is
-# wrong, never crash, and lose nothing already stored.
+# wrong, never crash, and lose nothing already stored.  Compiled contexts:
+# `strata compile` must give models that run exactly as their sources, and
+# the contexts deploy compiles must serve queries while they are fresh and
+# be passed over, with a notice, once the source or a context changed.
 #
 # The last line is "N passed, M failed"; the exit status is 1 when any failed.
 # E2E_VERBOSE=1 also prints the message of every expected failure.
@@ -144,7 +147,25 @@ fi
 check "feed documents" "$NDOCS" "40"
 
 # ---- deploy and feed ----------------------------------------------------------------
-expect_ok "deploy" "$STRATA" deploy "$APP"
+# Deploy compiles the model into the data folder's contexts/: one context
+# model, one binary, and the manifest that says what they were compiled from.
+CTX=$APP/.strata/contexts
+if expect_ok "deploy" "$STRATA" deploy "$APP"; then
+	grep -q "1 model compiled into .*contexts" "$ERR" && ok || bad "deploy summary: $(cat "$ERR")"
+fi
+for f in manifest.json ranker_ctx.onnx ranker_strata.bin; do
+	[ -s "$CTX/$f" ] && ok || bad "deploy wrote no $CTX/$f"
+done
+check "manifest models" "$(jq -c '[.models[] | [.source.file, .context.file]]' "$CTX/manifest.json" 2>&1)" \
+	'[["models/ranker.onnx","ranker_ctx.onnx"]]'
+check "manifest binary" "$(jq -r '.binary.file' "$CTX/manifest.json" 2>&1)" "ranker_strata.bin"
+
+# from_context NAME: the last command loaded the model from its context (no
+# notice that the source was compiled instead).
+FALLBACK='compiling the source instead of a compiled context'
+from_context() {
+	if grep -q "$FALLBACK" "$ERR"; then bad "$1: the context was not used: $(cat "$ERR")"; else ok; fi
+}
 
 if expect_ok "feed" "$STRATA" feed "$APP" "$FEED"; then
 	if grep -Eq "fed $NDOCS documents, 0 failed" "$ERR"; then ok; else
@@ -238,6 +259,7 @@ MF='def num: if type == "object" then ((.values // [.cells[]?.value]) | flatten 
 if expect_ok "query relevance" "$STRATA" query "$APP" \
 	--yql 'select * from sources * where {targetHits: 40}nearestNeighbor(embedding, q_emb)' \
 	--profile relevance --input "query(q_emb)=$QVEC" --hits 40; then
+	from_context "query relevance"
 	check "relevance totalCount" "$(jout '.root.fields.totalCount')" "$NDOCS"
 	jout "$MF"' .root.children[] | "\(.id) \(.relevance) \(mf("closeness(field,embedding)")) \(mf("firstPhase")) \(mf("onnx(ranker)"))"' \
 		>"$T/rel"
@@ -331,6 +353,200 @@ expect_fail "inspect missing model" "No such file" "$STRATA" inspect "$T/no-such
 expect_fail "run ragged input" "query_emb" "$STRATA" run "$APP/models/ranker.onnx" \
 	--input "query_emb=[[1,2],[3]]" --input "doc_emb=[$D0]"
 
+# ---- strata compile: contexts that run exactly as their sources ------------------------
+CM=$T/compile
+mkdir -p "$CM"
+cp "$APP/models/ranker.onnx" "$CM/ranker.onnx"
+cp "$APP/models/ranker.onnx" "$CM/other.onnx"
+"$STRATA" run "$CM/ranker.onnx" --input "query_emb=[$Q,$Q]" --input "doc_emb=[$D0,$D1]" \
+	>"$T/run.src" 2>&1
+# same_run NAME MODEL: MODEL gives exactly the outputs the source gave.
+same_run() {
+	if expect_ok "$1: run" "$STRATA" run "$2" --input "query_emb=[$Q,$Q]" --input "doc_emb=[$D0,$D1]"; then
+		if cmp -s "$OUT" "$T/run.src"; then ok; else
+			bad "$1: outputs differ from the source's: $(tr -d ' \n' <"$OUT") vs $(tr -d ' \n' <"$T/run.src")"
+		fi
+	fi
+}
+
+# Beside the source: NAME_ctx.onnx and NAME_strata.bin.
+if expect_ok "compile" "$STRATA" compile "$CM/ranker.onnx"; then
+	check "compile line" "$(jout -c '[.model, .context, .binary, (.ms | type)]')" \
+		"[\"$CM/ranker.onnx\",\"$CM/ranker_ctx.onnx\",\"$CM/ranker_strata.bin\",\"number\"]"
+	[ -s "$CM/ranker_ctx.onnx" ] && [ -s "$CM/ranker_strata.bin" ] && ok ||
+		bad "compile: no context files beside the model"
+	same_run "compile" "$CM/ranker_ctx.onnx"
+fi
+# The context loads as compiled: compiling it again is refused.
+expect_fail "compile a context" "ranker_ctx\.onnx.*compiled context already" \
+	"$STRATA" compile "$CM/ranker_ctx.onnx"
+
+# -o DIR: the files go there (the folder is created).
+if expect_ok "compile -o" "$STRATA" compile "$CM/ranker.onnx" -o "$CM/out"; then
+	check "compile -o context" "$(jout -r '.context')" "$CM/out/ranker_ctx.onnx"
+	check "compile -o binary" "$(jout -r '.binary')" "$CM/out/ranker_strata.bin"
+	[ -s "$CM/out/ranker_strata.bin" ] && ok || bad "compile -o: no binary in $CM/out"
+	same_run "compile -o" "$CM/out/ranker_ctx.onnx"
+fi
+
+# --embed: the binary inside the context model, no .bin file.
+if expect_ok "compile --embed" "$STRATA" compile --embed "$CM/ranker.onnx" -o "$CM/embed"; then
+	check "compile --embed binary" "$(jout '.binary')" "null"
+	check "compile --embed files" "$(ls "$CM/embed" | tr '\n' ' ')" "ranker_ctx.onnx "
+	same_run "compile --embed" "$CM/embed/ranker_ctx.onnx"
+fi
+
+# --prefix names the compiled graph; the model runs the same.
+if expect_ok "compile --prefix" "$STRATA" compile --prefix shop_ "$CM/ranker.onnx" -o "$CM/prefix"; then
+	same_run "compile --prefix" "$CM/prefix/ranker_ctx.onnx"
+fi
+
+# --share: two models, two context models, one binary named after the
+# first.  Their weights are the same, so it is far from twice one model's.
+if expect_ok "compile --share" "$STRATA" compile --share "$CM/ranker.onnx" "$CM/other.onnx" \
+	-o "$CM/shared"; then
+	check "compile --share lines" "$(wc -l <"$OUT" | tr -d ' ')" "3"
+	check "compile --share binaries" "$(jq -s -r '[.[0:2][] | .binary] | unique | join(" ")' "$OUT" 2>&1)" \
+		"$CM/shared/ranker_strata.bin"
+	check "compile --share last line" "$(jq -s -c '.[2] | [.binary, .models]' "$OUT" 2>&1)" \
+		"[\"$CM/shared/ranker_strata.bin\",2]"
+	check "compile --share size" "$(jq -s '.[2].bytes' "$OUT" 2>&1)" \
+		"$(wc -c <"$CM/shared/ranker_strata.bin" | tr -d ' ')"
+	check "compile --share files" "$(ls "$CM/shared" | tr '\n' ' ')" \
+		"other_ctx.onnx ranker_ctx.onnx ranker_strata.bin "
+	one=$(wc -c <"$CM/ranker_strata.bin")
+	two=$(wc -c <"$CM/shared/ranker_strata.bin")
+	[ "$two" -lt $((one * 3 / 2)) ] && ok ||
+		bad "compile --share: the shared binary ($two bytes) does not share weights (one model: $one)"
+	same_run "compile --share first" "$CM/shared/ranker_ctx.onnx"
+	same_run "compile --share second" "$CM/shared/other_ctx.onnx"
+fi
+
+# Errors: each names the problem, exits non-zero, and leaves nothing behind.
+expect_fail "compile missing model" "no-such\.onnx.*No such file" "$STRATA" compile "$CM/no-such.onnx"
+expect_fail "compile malformed model" "garbage\.onnx.*not a readable ONNX model" \
+	"$STRATA" compile "$T/garbage.onnx"
+[ ! -e "$T/garbage_ctx.onnx" ] && [ ! -e "$T/garbage_strata.bin" ] && ok ||
+	bad "compile malformed model: files were left behind"
+expect_fail "compile unknown option" "frobnicate" "$STRATA" compile --frobnicate "$CM/ranker.onnx"
+check "compile unknown option: usage exit" "$rc" "2"
+expect_fail "compile --share --embed" "--share.*--embed" \
+	"$STRATA" compile --share --embed "$CM/ranker.onnx" "$CM/other.onnx"
+check "compile --share --embed: usage exit" "$rc" "2"
+expect_fail "compile no model" "missing MODEL" "$STRATA" compile --embed
+# A group that fails writes nothing: not even the first model's context.
+expect_fail "compile --share failing" "garbage\.onnx" \
+	"$STRATA" compile --share "$CM/ranker.onnx" "$T/garbage.onnx" -o "$CM/failed"
+check "compile --share failing: files" "$(ls "$CM/failed" 2>&1 | tr '\n' ' ')" ""
+check "compile --share failing: stdout" "$(wc -c <"$OUT" | tr -d ' ')" "0"
+
+# ---- deploy's contexts: fresh ones serve queries, stale ones never do ----------------------
+# relq FILE [VAR=VALUE ...]: the relevance query over every document, "id
+# relevance" per hit into FILE; stderr in $ERR.
+relq() {
+	f=$1
+	shift
+	run env "$@" "$STRATA" query "$APP" \
+		--yql 'select * from sources * where {targetHits: 40}nearestNeighbor(embedding, q_emb)' \
+		--profile relevance --input "query(q_emb)=$QVEC" --hits 40
+	if [ "$rc" -ne 0 ] || crashed; then
+		bad "relevance query $*: exit $rc: $(head -c 600 "$ERR")"
+	fi
+	jout '.root.children[] | "\(.id) \(.relevance)"' >"$f"
+}
+# same_ranking NAME FILE: FILE holds the ranking the context gave.
+same_ranking() {
+	if cmp -s "$2" "$T/rank.ctx"; then ok; else
+		bad "$1: the ranking differs: $(diff "$T/rank.ctx" "$2" | head -4 | tr '\n' ';')"
+	fi
+}
+# notice NAME REGEX: the last query said it compiled the source, and why.
+notice() {
+	if grep -q "ranker\.onnx: $FALLBACK: .*$2" "$ERR"; then ok; else
+		bad "$1: no notice /$2/: $(head -c 600 "$ERR")"
+	fi
+}
+M=$APP/models/ranker.onnx
+relq "$T/rank.ctx"
+from_context "ranking from the context"
+check "ranking from the context: hits" "$(wc -l <"$T/rank.ctx" | tr -d ' ')" "$NDOCS"
+# The same hits and scores as the relevance query checked above.
+check "ranking from the context: as checked" "$(head -20 "$T/rank.ctx")" \
+	"$(cut -d' ' -f1,2 "$T/rel" | head -20)"
+
+# A touched source: the context is passed over, the answer stays the same.
+touch "$M"
+relq "$T/rank.touched"
+notice "touched source" "the source changed since deploy"
+same_ranking "touched source" "$T/rank.touched"
+
+# A changed source of the same size (the last layer's bias moves by about
+# 0.1): the query follows the new model, never the old context.
+off=$(grep -obUa 'fc2\.biasJ' "$M" | tail -1 | cut -d: -f1)
+if [ -n "$off" ]; then
+	printf '\076' | dd of="$M" bs=1 seek=$((off + 13)) conv=notrunc 2>/dev/null
+	check "changed source: size" "$(wc -c <"$M" | tr -d ' ')" "$(wc -c <"$T/ranker.onnx.orig" | tr -d ' ')"
+	relq "$T/rank.patched"
+	notice "changed source" "the source changed since deploy"
+	id=$(head -1 "$T/rank.patched" | cut -d' ' -f1)
+	got=$(head -1 "$T/rank.patched" | cut -d' ' -f2)
+	old=$(awk -v id="$id" '$1 == id { print $2 }' "$T/rank.ctx")
+	emb=$(jq -c --arg id "$id" 'select(.put == $id) | .fields.embedding' "$FEED")
+	"$STRATA" run "$M" --input "query_emb=[$QVEC]" --input "doc_emb=[$emb]" >"$T/run.patched" 2>&1
+	want=$(jq '.outputs.score.values[0]' "$T/run.patched" 2>/dev/null || echo null)
+	if awk -v a="$got" -v b="$want" -v o="$old" 'BEGIN {
+		d = a - b; if (d < 0) d = -d; e = a - o; if (e < 0) e = -e
+		exit !(b != "null" && d <= 1e-5 && e > 0.05) }'; then
+		ok
+	else
+		bad "changed source: $id scored $got, the changed model says $want, the old context $old"
+	fi
+else
+	bad "changed source: fc2.bias not found in $M"
+fi
+cp "$T/ranker.onnx.orig" "$M"
+expect_ok "deploy again" "$STRATA" deploy "$APP"
+relq "$T/rank.again"
+from_context "after deploy again"
+same_ranking "after deploy again" "$T/rank.again"
+
+# A damaged binary, truncated or gone: the source is compiled instead.
+head -c 100 "$CTX/ranker_strata.bin" >"$T/bin.head"
+cp "$T/bin.head" "$CTX/ranker_strata.bin"
+relq "$T/rank.truncated"
+notice "truncated binary" "ranker_strata\.bin changed since deploy"
+same_ranking "truncated binary" "$T/rank.truncated"
+rm -f "$CTX/ranker_strata.bin"
+relq "$T/rank.nobin"
+notice "missing binary" "ranker_strata\.bin: No such file"
+same_ranking "missing binary" "$T/rank.nobin"
+# An unreadable manifest: said once, the sources are compiled.
+expect_ok "deploy for the manifest" "$STRATA" deploy "$APP"
+echo 'not json' >"$CTX/manifest.json"
+relq "$T/rank.manifest"
+grep -q "manifest\.json: .*compiled from their sources" "$ERR" && ok ||
+	bad "unreadable manifest: no notice: $(head -c 300 "$ERR")"
+same_ranking "unreadable manifest" "$T/rank.manifest"
+expect_ok "deploy after the manifest" "$STRATA" deploy "$APP"
+
+# Weights packed for the AVX-512 kernels, in a process that runs the AVX2
+# ones: the runtime refuses the context (only where the CPU has AVX-512).
+if "$STRATA" --version | grep -q 'kernels: avx512'; then
+	relq "$T/rank.avx2" STRATA_CPU=avx2
+	notice "context for other kernels" "refused it: .*AVX-512"
+	if awk 'NR == FNR { r[FNR] = $0; n = FNR; next }
+	        { split(r[FNR], a, " "); d = a[2] - $2; if (d < 0) d = -d
+	          if (a[1] != $1 || d > 1e-5) bad = 1; m = FNR }
+	        END { exit bad || m != n }' "$T/rank.ctx" "$T/rank.avx2"; then
+		ok
+	else
+		bad "context for other kernels: the ranking differs: $(diff "$T/rank.ctx" "$T/rank.avx2" | head -4 | tr '\n' ';')"
+	fi
+fi
+relq "$T/rank.end"
+from_context "contexts fresh again"
+same_ranking "contexts fresh again" "$T/rank.end"
+
 # ---- get and remove ---------------------------------------------------------------------
 ID3=id:shop:product::3
 if expect_ok "get" "$STRATA" get "$APP" "$ID3"; then
@@ -371,10 +587,35 @@ expect_fail "update missing document" "product::999" "$STRATA" feed "$APP" "$T/u
 check "count after updates" "$(total)" "$NDOCS"
 
 # A JSON array is a feed too; the data can live outside the application.
-mkdir -p "$T/app2"
+# This copy has a second model, of the same file name in another folder:
+# deploy compiles both into one binary in the data folder.
+mkdir -p "$T/app2/models/v2"
 cp -R "$APP/schemas" "$APP/models" "$T/app2/"
+cp "$APP/models/ranker.onnx" "$T/app2/models/v2/ranker.onnx"
+awk '{ line[NR] = $0 } END {
+	for (i = 1; i < NR; i++) print line[i]
+	print "    rank-profile relevance2 inherits with_query_embedding {"
+	print "        onnx-model ranker2 {"
+	print "            file: models/v2/ranker.onnx"
+	print "            input \"query_emb\": query(q_emb)"
+	print "            input \"doc_emb\": attribute(embedding)"
+	print "            output \"score\": score"
+	print "        }"
+	print "        first-phase {"
+	print "            expression: closeness(field, embedding)"
+	print "        }"
+	print "        second-phase {"
+	print "            expression: sum(onnx(ranker2).score)"
+	print "        }"
+	print "    }"
+	print line[NR] }' "$SD" >"$T/app2/schemas/product.sd"
 jq -s '.[0:3]' "$FEED" >"$T/array.json"
-expect_ok "deploy --data" "$STRATA" deploy "$T/app2" --data "$T/data2"
+if expect_ok "deploy --data" "$STRATA" deploy "$T/app2" --data "$T/data2"; then
+	grep -q "2 models compiled into $T/data2/contexts" "$ERR" && ok ||
+		bad "deploy --data summary: $(cat "$ERR")"
+fi
+check "deploy --data contexts" "$(ls "$T/data2/contexts" 2>&1 | tr '\n' ' ')" \
+	"1-ranker_ctx.onnx manifest.json ranker_ctx.onnx ranker_strata.bin "
 if expect_ok "feed array --data" "$STRATA" feed "$T/app2" "$T/array.json" --data "$T/data2"; then
 	grep -Eq "fed 3 documents, 0 failed" "$ERR" && ok || bad "feed array summary: $(cat "$ERR")"
 fi
@@ -382,6 +623,18 @@ if expect_ok "query --data" "$STRATA" query "$T/app2" --data "$T/data2" \
 	--yql 'select * from sources * where true'; then
 	check "count in --data store" "$(jout '.root.fields.totalCount')" "3"
 fi
+# Both models come from the shared binary; the second scores as the first.
+for p in relevance relevance2; do
+	if expect_ok "query --data $p" "$STRATA" query "$T/app2" --data "$T/data2" \
+		--yql 'select * from sources * where {targetHits: 3}nearestNeighbor(embedding, q_emb)' \
+		--profile $p --input "query(q_emb)=$QVEC"; then
+		from_context "query --data $p"
+		check "query --data $p hits" "$(jout '.root.children | length')" "3"
+		jout '.root.children[] | "\(.id) \(.relevance)"' >"$T/data2.$p"
+	fi
+done
+check "query --data: the two models agree" "$(cat "$T/data2.relevance2" 2>&1)" \
+	"$(cat "$T/data2.relevance" 2>&1)"
 if [ -e "$T/app2/.strata" ]; then bad "--data: the store was created inside the application"; else ok; fi
 
 # ---- error paths: the feed ------------------------------------------------------------
