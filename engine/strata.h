@@ -3,10 +3,12 @@
  * models next to the documents they score.
  *
  * An application is a folder holding schemas/ (one .sd file per document type)
- * and models/ (ONNX files named by the rank profiles).  strata_open() deploys it:
- * it parses and type-checks every schema and rank profile, loads every model and
- * opens the document store, which lives in the application's data folder
- * (APP/.strata unless another folder is given).  Documents go in as Vespa
+ * and models/ (ONNX files named by the rank profiles).  strata_open() opens it:
+ * it parses and type-checks every schema and rank profile, loads every model
+ * (from the compiled context `strata deploy` left in DATA/contexts while that
+ * is fresh, else from the source) and opens the document store, which lives in
+ * the application's data folder DATA (APP/.strata unless another folder is
+ * given).  Documents go in as Vespa
  * document JSON operations; queries are Vespa search requests and come back as
  * Vespa result JSON.
  *
