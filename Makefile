@@ -235,12 +235,14 @@ check-peer:
 # BENCH_ARGS go to the driver (e.g. BENCH_ARGS='--scale 0.1' for a quick
 # look, BENCH_ARGS='--only mlp_ranker', '--no-loads', '--loads-only').
 BENCH        := $(BUILD)/bench/bench
+BENCH_SRC    := bench/bench.c bench/loads.c
+BENCH_OBJ    := $(BENCH_SRC:%.c=$(BUILD)/%.o)
 MKBENCH      := $(BUILD)/bench/mkbench
 BENCH_MODELS := $(BUILD)/bench/models
 BENCH_CTX    := $(BUILD)/bench-ctx
 BENCH_ARGS   ?=
-$(BENCH): $(BUILD)/bench/bench.o $(LIB)
-	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS)
+$(BENCH): $(BENCH_OBJ) $(LIB)
+	$(CC) $(CFLAGS) -o $@ $(BENCH_OBJ) $(LIB) $(LDLIBS)
 # Linked like mkshop: the model builder alone.
 $(MKBENCH): $(BUILD)/bench/mkbench.o $(BUILD)/tests/modelbuild.o $(LIB)
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/tests/modelbuild.o $(LIB) $(LDLIBS)
