@@ -616,6 +616,33 @@ static Onnx__TypeProto *tensor_type(struct pbw *w, int dtype, const struct rt_va
 	return tp;
 }
 
+/* A sequence (optional = 0) or an optional (1) of tp; NULL when tp is. */
+static Onnx__TypeProto *wrap_type(struct pbw *w, Onnx__TypeProto *tp, int optional)
+{
+	Onnx__TypeProto *o = pbw_new(w, sizeof *o);
+	if (!o || !tp)
+		return NULL;
+	onnx__type_proto__init(o);
+	if (optional) {
+		Onnx__TypeProto__Optional *ot = pbw_new(w, sizeof *ot);
+		if (!ot)
+			return NULL;
+		onnx__type_proto__optional__init(ot);
+		ot->elem_type = tp;
+		o->value_case = ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE;
+		o->optional_type = ot;
+	} else {
+		Onnx__TypeProto__Sequence *st = pbw_new(w, sizeof *st);
+		if (!st)
+			return NULL;
+		onnx__type_proto__sequence__init(st);
+		st->elem_type = tp;
+		o->value_case = ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE;
+		o->sequence_type = st;
+	}
+	return o;
+}
+
 static Onnx__ValueInfoProto *value_info(struct pbw *w, const struct rt_value_info *vi)
 {
 	Onnx__ValueInfoProto *v = pbw_new(w, sizeof *v);
@@ -625,30 +652,10 @@ static Onnx__ValueInfoProto *value_info(struct pbw *w, const struct rt_value_inf
 	v->name = (char *)vi->name;
 	int seq = vi->kind == RT_KIND_SEQUENCE || vi->kind == RT_KIND_OPTIONAL_SEQUENCE;
 	Onnx__TypeProto *tp = tensor_type(w, vi->dtype, seq ? NULL : vi);
-	if (tp && seq) {
-		Onnx__TypeProto *s = pbw_new(w, sizeof *s);
-		Onnx__TypeProto__Sequence *st = pbw_new(w, sizeof *st);
-		if (!s || !st)
-			return NULL;
-		onnx__type_proto__init(s);
-		onnx__type_proto__sequence__init(st);
-		st->elem_type = tp;
-		s->value_case = ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE;
-		s->sequence_type = st;
-		tp = s;
-	}
-	if (tp && (vi->kind == RT_KIND_OPTIONAL_TENSOR || vi->kind == RT_KIND_OPTIONAL_SEQUENCE)) {
-		Onnx__TypeProto *o = pbw_new(w, sizeof *o);
-		Onnx__TypeProto__Optional *ot = pbw_new(w, sizeof *ot);
-		if (!o || !ot)
-			return NULL;
-		onnx__type_proto__init(o);
-		onnx__type_proto__optional__init(ot);
-		ot->elem_type = tp;
-		o->value_case = ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE;
-		o->optional_type = ot;
-		tp = o;
-	}
+	if (seq)
+		tp = wrap_type(w, tp, 0);
+	if (vi->kind == RT_KIND_OPTIONAL_TENSOR || vi->kind == RT_KIND_OPTIONAL_SEQUENCE)
+		tp = wrap_type(w, tp, 1);
 	v->type = tp;
 	return tp ? v : NULL;
 }

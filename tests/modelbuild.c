@@ -148,6 +148,8 @@ static Onnx__TensorProto *tensor(const char *name, int dtype, int rank, const in
 	if (rank)
 		memcpy(t->dims, dims, (size_t)rank * sizeof(int64_t));
 	size_t n = count_of(rank, dims);
+	if (!data)
+		return t; /* the cells live elsewhere (external data) */
 	if (dtype == BASE_DT_STRING) {
 		const char *const *s = data;
 		t->n_string_data = n;
@@ -230,15 +232,7 @@ void mb_init_typed(struct mb_model *mb, const char *name, int dtype, int rank,
 void mb_init_external(struct mb_model *mb, const char *name, int dtype, int rank,
                       const int64_t *dims, const char *location, int64_t offset)
 {
-	Onnx__TensorProto *t = xcalloc(1, sizeof *t);
-	onnx__tensor_proto__init(t);
-	t->name = xstrdup(name);
-	t->has_data_type = 1;
-	t->data_type = dtype;
-	t->n_dims = (size_t)rank;
-	t->dims = xcalloc((size_t)rank, sizeof(int64_t));
-	if (rank)
-		memcpy(t->dims, dims, (size_t)rank * sizeof(int64_t));
+	Onnx__TensorProto *t = tensor(name, dtype, rank, dims, NULL, 0);
 	t->has_data_location = 1;
 	t->data_location = ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
 	char off[32], len[32];
