@@ -54,14 +54,14 @@ LIB      := $(BUILD)/libstrata.a
 CLI      := $(BUILD)/strata
 
 # Unit tests: one cmocka binary per module (tests/test_<name>.c).
-UNIT_TESTS := base runtime ops_elementwise ops_tensor store rank_parse rank_eval engine ops_index ops_nn ops_rnn ops_quant ops_train ops_signal infer gemm plan optimize context
+UNIT_TESTS := base runtime ops_elementwise ops_tensor store rank_parse rank_eval engine ops_index ops_nn ops_rnn ops_quant ops_train ops_signal infer gemm plan optimize context pool
 TEST_BINS  := $(UNIT_TESTS:%=$(BUILD)/tests/test_%)
 TEST_LIB_SRC := tests/modelbuild.c tests/opcase.c
 TEST_LIB_OBJ := $(TEST_LIB_SRC:%.c=$(BUILD)/%.o)
 TOOLS_SRC  := tests/mkshop.c
 TOOLS      := $(BUILD)/tests/mkshop
 
-.PHONY: all test unit e2e avx2 asan demo deps deps-test check check-peer peer bench install clean
+.PHONY: all test unit e2e avx2 asan tsan demo deps deps-test check check-peer peer bench install clean
 # Objects made by pattern chains (tests/test_x.o) are kept, not deleted as intermediates.
 .SECONDARY:
 all: $(LIB) $(CLI)
@@ -131,6 +131,7 @@ test: deps deps-test
 	$(MAKE) conformance
 	$(MAKE) avx2
 	$(MAKE) asan
+	$(MAKE) tsan
 
 check: test
 
@@ -162,6 +163,17 @@ ASAN_SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-r
 asan:
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
 	  $(MAKE) BUILD=build-asan SAN='$(ASAN_SAN)' OPT='-O1 -g' unit e2e conformance
+
+# The tests that run threads (the session buffer pool, compiled contexts
+# loaded by several threads, ...) again in build-tsan/ under
+# ThreadSanitizer; a reported race fails the run.
+TSAN_TESTS := pool context
+tsan:
+	$(MAKE) BUILD=build-tsan SAN='-fsanitize=thread' OPT='-O1 -g' $(TSAN_TESTS:%=build-tsan/tests/test_%)
+	@for t in $(TSAN_TESTS); do \
+	  echo "== build-tsan/tests/test_$$t"; \
+	  TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/test_$$t || exit 1; \
+	done; echo "tsan: $(words $(TSAN_TESTS)) test programs clean"
 
 # ---- the example application ------------------------------------------------------
 # Deploys schemas/shop into build/demo/shop with a generated model and 40

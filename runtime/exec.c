@@ -57,6 +57,21 @@ struct rt_ctx {
 static void exec_free(struct rt_exec *x);
 
 /* Set up x for graph g; top contexts own the pool and string arena. */
+/* Whether contexts made now check produced shapes (a debug switch). */
+static int check_wanted(void)
+{
+	const char *e = getenv("STRATA_CHECK_SHAPES");
+	return (rt_debug_flags & RT_DEBUG_CHECK_SHAPES) || (e && *e && strcmp(e, "0") != 0);
+}
+
+/* A context taken from the pool checks as one made now would. */
+static void set_check(struct rt_exec *x, int on)
+{
+	x->check = on;
+	for (size_t i = 0; i < x->nkids; i++)
+		set_check(x->kids[i].x, on);
+}
+
 static int exec_init(struct rt_exec *x, const struct rt_model *m, const struct rt_graph *g,
                      struct rt_exec *outer)
 {
@@ -67,12 +82,7 @@ static int exec_init(struct rt_exec *x, const struct rt_model *m, const struct r
 	x->strings = outer ? outer->strings : &x->own_strings;
 	if (!outer)
 		base_arena_init(&x->own_strings, 4096);
-	if (outer) {
-		x->check = outer->check;
-	} else {
-		const char *e = getenv("STRATA_CHECK_SHAPES");
-		x->check = (rt_debug_flags & RT_DEBUG_CHECK_SHAPES) || (e && *e && strcmp(e, "0") != 0);
-	}
+	x->check = outer ? outer->check : check_wanted();
 	for (int i = 0; i < g->nnodes; i++)
 		if (g->nodes[i].nout > x->max_nout)
 			x->max_nout = g->nodes[i].nout;
@@ -134,18 +144,59 @@ static int plan_init(struct rt_exec *x)
 	return rt_plans_init(&x->pc, x->g->nvalues, x->g->ninputs);
 }
 
+static void ctx_destroy(struct rt_ctx *cx);
+
+/* The session buffer pool.  A context's buffers (value views, the pool of
+ * released buffers, plans and their arena, subgraph contexts) are its own
+ * and sized by the runs it made; retiring the whole context keeps them for
+ * the next runtime_ctx_new, which then allocates nothing.  A context is in
+ * the model's list or with one caller, never both: two live contexts never
+ * share a buffer.  The model is const to its users; the pool is its one
+ * mutable part, under pool_mu. */
 int runtime_ctx_new(const struct rt_model *m, struct rt_ctx **out, struct strata_error *err)
 {
 	*out = NULL;
-	struct rt_ctx *cx = base_calloc(1, sizeof *cx);
+	struct rt_model *pm = (struct rt_model *)m;
+	struct rt_ctx *cx = NULL;
+	pthread_mutex_lock(&pm->pool_mu);
+	if (pm->nretired > 0) {
+		cx = pm->retired[--pm->nretired];
+		pm->pool_hits++;
+	} else {
+		pm->pool_misses++;
+	}
+	pthread_mutex_unlock(&pm->pool_mu);
+	if (cx) {
+		set_check(&cx->x, check_wanted());
+		*out = cx;
+		return 0;
+	}
+	cx = base_calloc(1, sizeof *cx);
 	if (!cx)
 		return base_err(err, STRATA_NOMEM, "out of memory for a run context");
 	if (exec_init(&cx->x, m, &m->g, NULL) != 0 || plan_init(&cx->x) != 0) {
-		runtime_ctx_free(cx);
+		ctx_destroy(cx);
 		return base_err(err, STRATA_NOMEM, "out of memory for a run context");
 	}
 	*out = cx;
 	return 0;
+}
+
+void runtime_model_pool_stats(const struct rt_model *m, struct rt_pool_stats *st)
+{
+	struct rt_model *pm = (struct rt_model *)m;
+	pthread_mutex_lock(&pm->pool_mu);
+	st->hits = pm->pool_hits;
+	st->misses = pm->pool_misses;
+	st->retired = pm->nretired;
+	pthread_mutex_unlock(&pm->pool_mu);
+}
+
+void rt_model_pool_drain(struct rt_model *m)
+{
+	for (int i = 0; i < m->nretired; i++)
+		ctx_destroy(m->retired[i]);
+	m->nretired = 0;
 }
 
 static void exec_free(struct rt_exec *x)
@@ -181,13 +232,35 @@ static void exec_free(struct rt_exec *x)
 	rt_plans_free(&x->pc, x->g->nvalues);
 }
 
+static void ctx_destroy(struct rt_ctx *cx)
+{
+	if (cx->x.g)
+		exec_free(&cx->x);
+	base_free(cx, sizeof *cx);
+}
+
 void runtime_ctx_free(struct rt_ctx *cx)
 {
 	if (!cx)
 		return;
-	if (cx->x.g)
-		exec_free(&cx->x);
-	base_free(cx, sizeof *cx);
+	struct rt_model *pm = (struct rt_model *)cx->x.m;
+	if (!pm || pm->opts.pool_gens <= 0) {
+		ctx_destroy(cx);
+		return;
+	}
+	/* What the last run holds goes back to the context's own pool. */
+	rt_exec_release_all(&cx->x);
+	struct rt_ctx *evict = NULL;
+	pthread_mutex_lock(&pm->pool_mu);
+	if (pm->nretired == pm->opts.pool_gens) {
+		evict = pm->retired[0];
+		memmove(pm->retired, pm->retired + 1, (size_t)(pm->nretired - 1) * sizeof *pm->retired);
+		pm->nretired--;
+	}
+	pm->retired[pm->nretired++] = cx;
+	pthread_mutex_unlock(&pm->pool_mu);
+	if (evict)
+		ctx_destroy(evict);
 }
 
 /* ---- what kernels call ------------------------------------------------------------------ */

@@ -1390,10 +1390,16 @@ static int load(const void *buf, size_t n, const char *dir, const struct rt_opti
 	struct rt_model *m = base_calloc(1, sizeof *m);
 	if (!m)
 		return NOMEM(err);
+	pthread_mutex_init(&m->pool_mu, NULL);
 	if (opts)
 		m->opts = *opts;
 	else
 		rt_options_default(&m->opts);
+	if (m->opts.pool_gens > 0 &&
+	    !(m->retired = base_calloc((size_t)m->opts.pool_gens, sizeof *m->retired))) {
+		runtime_model_free(m);
+		return NOMEM(err);
+	}
 	int rc = 0;
 	if (dir) {
 		m->dir = base_strdup(dir);
@@ -1513,6 +1519,10 @@ void runtime_model_free(struct rt_model *m)
 {
 	if (!m)
 		return;
+	rt_model_pool_drain(m);
+	if (m->retired)
+		base_free(m->retired, (size_t)m->opts.pool_gens * sizeof *m->retired);
+	pthread_mutex_destroy(&m->pool_mu);
 	rt_graph_fini(m);
 	for (int i = 0; i < m->ncx; i++)
 		rt_cxhold_release(m->cx[i]);

@@ -16,6 +16,7 @@ void rt_options_default(struct rt_options *o)
 {
 	memset(o, 0, sizeof *o);
 	o->opt_level = RT_OPT_ALL;
+	o->pool_gens = 1;
 }
 
 int runtime_options_new(struct rt_options **out, struct strata_error *err)
@@ -55,6 +56,19 @@ int runtime_options_set(struct rt_options *o, const char *key, const char *value
 			                "session option %s: '%s' is not one of disabled, basic, all", key,
 			                value);
 		o->opt_level = v;
+		return 0;
+	}
+	if (strcmp(key, "session.buffer_pool_generations") == 0) {
+		/* digits only: no sign, no blanks, nothing after */
+		long v = 0;
+		const char *c = value;
+		for (; *c >= '0' && *c <= '9' && v <= RT_POOL_MAX; c++)
+			v = v * 10 + (*c - '0');
+		if (c == value || *c || v > RT_POOL_MAX)
+			return base_err(err, STRATA_INVALID_ARGUMENT,
+			                "session option %s: '%s' is not a count from 0 to %d", key, value,
+			                RT_POOL_MAX);
+		o->pool_gens = (int)v;
 		return 0;
 	}
 	static const struct {

@@ -115,6 +115,10 @@ const char *runtime_isa(void);
  *   ep.context_verify_weights  1: also check the hash of every weight blob
  *       of a binary at load (reads every byte; a load always checks the
  *       header, the graph records' checksum and every bound).
+ *   session.buffer_pool_generations   run contexts (each with all its
+ *       buffers) a model keeps when they end, for the next runtime_ctx_new:
+ *       1 by default, N keeps N (the oldest freed first), 0 disables the
+ *       pool.  A count from 0 to 1024, digits only.
  *   session.model_external_initializers_file_folder_path  for a model
  *       loaded from a buffer: the folder of its external data files.
  *   ep.context_model_external_initializers_file_name  for initializers left
@@ -158,9 +162,23 @@ const struct rt_value_info *runtime_model_output(const struct rt_model *m, int i
 int runtime_model_input_index(const struct rt_model *m, const char *name);
 int runtime_model_output_index(const struct rt_model *m, const char *name);
 
-/* A new run context for m.  Returns 0 or STRATA_NOMEM. */
+/* A new run context for m: one the session buffer pool kept (a hit: no
+ * allocation, its buffers sized by its earlier runs) or a new one (a miss).
+ * Returns 0 or STRATA_NOMEM.  Any thread may call it. */
 int runtime_ctx_new(const struct rt_model *m, struct rt_ctx **out, struct strata_error *err);
+/* End a context: with session.buffer_pool_generations N > 0 it is retired
+ * into m's pool with its buffers (when N are kept already, the oldest is
+ * freed); with 0 it is freed.  Its outputs are invalid from here.  All
+ * contexts of m end before runtime_model_free(m). */
 void runtime_ctx_free(struct rt_ctx *cx);
+
+/* The session buffer pool of m: contexts taken from it (hits), made anew
+ * (misses), and kept now. */
+struct rt_pool_stats {
+	uint64_t hits, misses;
+	int retired;
+};
+void runtime_model_pool_stats(const struct rt_model *m, struct rt_pool_stats *st);
 
 /* Run the model.  in[] has one tensor per graph input, in input order; each
  * must match the declared element type, rank and fixed dimensions, and one

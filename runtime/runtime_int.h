@@ -20,6 +20,8 @@
 #ifndef RUNTIME_INT_H
 #define RUNTIME_INT_H
 
+#include <pthread.h>
+
 #include "runtime.h"
 
 /* ---- node attributes ------------------------------------------------------ */
@@ -457,12 +459,14 @@ struct rt_extfile {
 /* Session options (options.c); see runtime.h for the keys. */
 enum { RT_OPT_DISABLED = 0, RT_OPT_BASIC = 1, RT_OPT_ALL = 2 };
 #define RT_OPT_STR 1024 /* bytes of a string option, NUL included */
+#define RT_POOL_MAX 1024 /* session.buffer_pool_generations at most */
 struct rt_options {
 	int opt_level; /* RT_OPT_* */
 	int ctx_enable;          /* ep.context_enable: write a context model at load */
 	int ctx_embed;           /* ep.context_embed_mode */
 	int share, stop_share;   /* ep.share_ep_contexts, ep.stop_share_ep_contexts */
 	int ctx_verify;          /* ep.context_verify_weights */
+	int pool_gens;           /* session.buffer_pool_generations */
 	char ctx_file_path[RT_OPT_STR];   /* ep.context_file_path, "" when unset */
 	char ctx_prefix[RT_OPT_STR];      /* ep.context_node_name_prefix */
 	char ext_folder[RT_OPT_STR];      /* session.model_external_initializers_file_folder_path */
@@ -489,6 +493,14 @@ struct rt_model {
 	int compiled;            /* the graph came from a context: nothing recompiled */
 	char *ctx_written;       /* the context model ep.context_enable wrote, or NULL */
 	char *ctx_dir;           /* where EPContext binaries are looked up, or NULL */
+	/* The session buffer pool (exec.c): run contexts that runtime_ctx_free
+	 * retired with all their buffers, at most opts.pool_gens of them, the
+	 * oldest first out; runtime_ctx_new takes the newest back.  The only
+	 * mutable part of a loaded model, under pool_mu. */
+	pthread_mutex_t pool_mu;
+	struct rt_ctx **retired; /* opts.pool_gens slots, oldest first */
+	int nretired;
+	uint64_t pool_hits, pool_misses;
 };
 
 /* ---- compiled contexts (ctxfile.c: the binary; epctx.c: the EPContext model) ------
@@ -577,6 +589,9 @@ void rt_subgraph_fini(struct rt_graph *sg);
 /* graph.c: resolve a graph decoded from a context (already optimized, in
  * run order, with static shapes): inits and last uses only. */
 int rt_graph_resolve_compiled(struct rt_model *m, struct strata_error *err);
+
+/* exec.c: free the run contexts the session buffer pool keeps (model free). */
+void rt_model_pool_drain(struct rt_model *m);
 
 /* graph.c: sort the nodes, resolve each to its definition, run the inits in
  * order, compute last uses and fill input_info/output_info's missing types.
