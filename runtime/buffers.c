@@ -41,6 +41,14 @@
  * written.  A plan records which values were views; a planned run copies
  * instead of viewing where the recorded run did not view (exec.c), so
  * lifetimes never grow past the planned ones.
+ *
+ * Bound outputs.  In a run with IO binding (binding.c), a graph output
+ * bound to caller memory takes that memory as its buffer (exec.c decides
+ * when), as a struct rt_buf with cap 0 like an arena slice: never freed,
+ * pooled or handed to another value, and dropped by the next run's
+ * release like any buffer.  The request is still recorded, so a plan made
+ * while the output was bound has its slot for a run where it is not; in a
+ * run where it is bound that slot simply stays unused.
  */
 #include <limits.h>
 #include <stdint.h>
@@ -157,23 +165,28 @@ void *rt_temp_get(struct rt_exec *x, size_t n)
 	return b.p;
 }
 
-/* The buffer of value v (bytes long): its planned slot when it fits, else
- * from the pool.  A recording run notes the request. */
-int rt_value_get(struct rt_exec *x, int v, size_t bytes, struct rt_buf *b)
+/* The buffer of value v (bytes long): the caller's memory when place is
+ * given, else its planned slot when it fits, else from the pool.  A
+ * recording run notes the request even when place serves it: the plan must
+ * hold v's slot for the runs of the class in which v is not bound. */
+int rt_value_get(struct rt_exec *x, int v, size_t bytes, void *place, struct rt_buf *b)
 {
-	if (x->mode == RT_MODE_PLAN) {
-		const struct rt_plan *p = x->plan;
-		if (bytes <= p->cap[v]) {
-			b->p = (char *)x->pc.arena + p->off[v];
-			b->cap = 0;
-			return 0;
-		}
-	} else if (x->mode == RT_MODE_REC) {
+	if (x->mode == RT_MODE_REC) {
 		if (x->pc.rstart[v] < 0)
 			x->pc.rstart[v] = x->step;
 		if (bytes > x->pc.rbytes[v])
 			x->pc.rbytes[v] = bytes;
 		x->pc.rend[v] = INT_MAX;
+	}
+	if (place) {
+		b->p = place;
+		b->cap = 0;
+		return 0;
+	}
+	if (x->mode == RT_MODE_PLAN && bytes <= x->plan->cap[v]) {
+		b->p = (char *)x->pc.arena + x->plan->off[v];
+		b->cap = 0;
+		return 0;
 	}
 	return rt_pool_get(x, bytes, b);
 }
@@ -449,4 +462,5 @@ void rt_exec_buffers_free(struct rt_exec *x)
 		if (x->own_pool.old)
 			base_free(x->own_pool.old, x->own_pool.capold * sizeof *x->own_pool.old);
 	}
+	rt_bind_free(x);
 }

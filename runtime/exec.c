@@ -19,12 +19,15 @@
  * to the next run as inputs without copying.
  *
  * Invariants:
- *  - views of graph inputs point at caller memory and are never written;
- *    constants are read in place from the model; captured outer values are
- *    views of the enclosing context's values, alive while the node runs;
+ *  - views of graph inputs point at caller memory and are never written
+ *    through (an output the caller bound over the same memory is written
+ *    like any output); constants are read in place from the model;
+ *    captured outer values are views of the enclosing context's values,
+ *    alive while the node runs;
  *  - a graph output holds cells of the context's own when the run returns
  *    (a copy where it would view caller or model memory), valid until the
- *    next run starts;
+ *    next run starts; in a bound run (binding.c), an output bound to caller
+ *    memory ends in that memory instead, with exactly the bound shape;
  *  - in a planned run, rt_output_alias() makes a value view another's cells
  *    only where the recorded run did; elsewhere it copies, so that no buffer
  *    lives longer than planned.
@@ -248,8 +251,10 @@ void runtime_ctx_free(struct rt_ctx *cx)
 		ctx_destroy(cx);
 		return;
 	}
-	/* What the last run holds goes back to the context's own pool. */
+	/* What the last run holds goes back to the context's own pool; its
+	 * bindings name the caller's memory and end with it. */
 	rt_exec_release_all(&cx->x);
+	rt_bind_reset(&cx->x);
 	struct rt_ctx *evict = NULL;
 	pthread_mutex_lock(&pm->pool_mu);
 	if (pm->nretired == pm->opts.pool_gens) {
@@ -337,6 +342,25 @@ static void set_view(struct rt_tensor *t, int dtype, int rank, const int64_t *di
 	t->data = p;
 }
 
+/* The caller's memory bound to graph output v in this run, when the kernel
+ * asks for exactly the bound type and shape; else NULL, and the output's
+ * cells are copied into the binding when the run ends (or its shape is
+ * reported).  Only a top context has a binding. */
+static void *bound_place(const struct rt_exec *x, int v, int dtype, int rank, const int64_t *dims)
+{
+	const struct rt_binding *b = x->bind;
+	int k = x->g->values[v].is_output - 1;
+	if (!b || !b->running || k < 0 || !b->out[k].set)
+		return NULL;
+	const struct rt_tensor *t = &b->out[k].t;
+	if (t->dtype != dtype || t->rank != rank)
+		return NULL;
+	for (int d = 0; d < rank; d++)
+		if (t->dims[d] != dims[d])
+			return NULL;
+	return t->data;
+}
+
 int rt_output(struct rt_exec *x, const struct rt_node *n, int i, int dtype, int rank,
               const int64_t *dims, struct rt_tensor **out)
 {
@@ -365,7 +389,7 @@ int rt_output(struct rt_exec *x, const struct rt_node *n, int i, int dtype, int 
 		/* A kernel that asks twice gets a fresh buffer; the old one returns. */
 		rt_value_release(x, v);
 		struct rt_buf b;
-		rc = rt_value_get(x, v, bytes, &b);
+		rc = rt_value_get(x, v, bytes, bound_place(x, v, dtype, rank, dims), &b);
 		p = rc == 0 ? b.p : NULL;
 		if (p) {
 			x->vbuf[v] = b;
@@ -410,8 +434,9 @@ int rt_output_alias(struct rt_exec *x, const struct rt_node *n, int i, int in_in
 		struct rt_tensor from = *src;
 		if ((rc = rt_output(x, n, i, from.dtype, rank, dims, &y)) != 0)
 			return rc;
+		/* y may be caller memory bound over the input's cells. */
 		if (bytes && y->data != from.data)
-			memcpy(y->data, from.data, bytes);
+			memmove(y->data, from.data, bytes);
 		if (out)
 			*out = y;
 		return 0;
@@ -574,7 +599,7 @@ int rt_fail(struct rt_exec *x, const struct rt_node *n, int code, const char *fm
 	return rt_node_err(n, x->err, code, "%s", msg);
 }
 
-/* ---- input checks ------------------------------------------------------------------------- */
+/* ---- input and output checks ------------------------------------------------------------ */
 
 static void fmt_declared(char *s, size_t cap, const struct rt_value_info *info)
 {
@@ -606,41 +631,50 @@ static void fmt_given(char *s, size_t cap, const struct rt_tensor *t)
 		snprintf(s + k, cap - k, "]");
 }
 
-static int bad_input(const struct rt_value_info *info, const struct rt_tensor *t,
-                     struct strata_error *err, const char *why)
+static int bad_value(const char *what, const struct rt_value_info *info,
+                     const struct rt_tensor *t, struct strata_error *err, const char *why)
 {
 	char want[256], got[256];
 	fmt_declared(want, sizeof want, info);
 	fmt_given(got, sizeof got, t);
-	return base_err(err, STRATA_INVALID_ARGUMENT, "input \"%s\": expected %s, given %s%s%s",
+	return base_err(err, STRATA_INVALID_ARGUMENT, "%s \"%s\": expected %s, given %s%s%s", what,
 	                info->name, want, got, why ? ": " : "", why ? why : "");
 }
 
-/* Check tensor t given for input k (declared info); symbolic dimensions
- * must agree across inputs (*nsym of them fixed so far). */
-static int check_tensor(struct rt_exec *x, int k, const struct rt_tensor *t, int *nsym,
+/* How much check_tensor compares: the element type and size only (the
+ * items of a sequence, whose shapes vary); also the rank and the fixed
+ * dimensions (a binding); also the symbolic dimensions, which must take one
+ * size across the inputs of a run. */
+enum { CHECK_TYPE, CHECK_SHAPE, CHECK_RUN };
+
+/* Check tensor t given for input k, or bound to output k when out is set,
+ * against the declared type.  At CHECK_RUN (inputs only) the symbolic
+ * dimensions fixed so far are in x->sym. */
+static int check_tensor(struct rt_exec *x, int out, int k, const struct rt_tensor *t, int level,
                         struct strata_error *err)
 {
 	const struct rt_graph *g = x->g;
-	const struct rt_value_info *info = &g->input_info[k];
+	const struct rt_value_info *info = out ? &g->output_info[k] : &g->input_info[k];
+	const char *what = out ? "output" : "input";
+	int shape = level >= CHECK_SHAPE && info->rank >= 0;
 	if (t->rank < 0 || t->rank > RT_MAX_RANK)
-		return base_err(err, STRATA_INVALID_ARGUMENT, "input \"%s\": rank %d is out of range",
-		                info->name, t->rank);
+		return base_err(err, STRATA_INVALID_ARGUMENT, "%s \"%s\": rank %d is out of range",
+		                what, info->name, t->rank);
 	if (t->dtype != info->dtype)
-		return bad_input(info, t, err, NULL);
-	if (info->rank >= 0 && t->rank != info->rank && nsym)
-		return bad_input(info, t, err, NULL);
+		return bad_value(what, info, t, err, NULL);
+	if (shape && t->rank != info->rank)
+		return bad_value(what, info, t, err, NULL);
 	int64_t count = 1;
 	int zero = 0;
 	for (int d = 0; d < t->rank; d++) {
 		if (t->dims[d] < 0)
-			return bad_input(info, t, err, "negative dimension");
+			return bad_value(what, info, t, err, "negative dimension");
 		zero |= t->dims[d] == 0;
-		if (info->rank < 0 || !nsym)
+		if (!shape)
 			continue;
 		if (info->dims[d] >= 0 && t->dims[d] != info->dims[d])
-			return bad_input(info, t, err, NULL);
-		int s = x->symidx[k * RT_MAX_RANK + d];
+			return bad_value(what, info, t, err, NULL);
+		int s = out || level < CHECK_RUN ? -1 : x->symidx[k * RT_MAX_RANK + d];
 		if (s >= 0) {
 			if (x->sym[s].size < 0) {
 				x->sym[s].size = t->dims[d];
@@ -650,18 +684,28 @@ static int check_tensor(struct rt_exec *x, int k, const struct rt_tensor *t, int
 				snprintf(why, sizeof why, "dimension \"%s\" is %lld here but %lld in input \"%s\"",
 				         info->dim_names[d], (long long)t->dims[d],
 				         (long long)x->sym[s].size, g->input_info[x->sym[s].input].name);
-				return bad_input(info, t, err, why);
+				return bad_value(what, info, t, err, why);
 			}
 		}
 	}
 	for (int d = 0; d < t->rank && !zero; d++) {
 		if (t->dims[d] > ((int64_t)1 << 40) / count)
-			return bad_input(info, t, err, "too large");
+			return bad_value(what, info, t, err, "too large");
 		count *= t->dims[d];
 	}
 	if (!zero && count > 0 && !t->data)
-		return base_err(err, STRATA_INVALID_ARGUMENT, "input \"%s\" has no data", info->name);
+		return base_err(err, STRATA_INVALID_ARGUMENT, "%s \"%s\" has no data", what, info->name);
 	return 0;
+}
+
+int rt_check_input(struct rt_exec *x, int k, const struct rt_tensor *t, struct strata_error *err)
+{
+	return check_tensor(x, 0, k, t, CHECK_SHAPE, err);
+}
+
+int rt_check_output(struct rt_exec *x, int k, const struct rt_tensor *t, struct strata_error *err)
+{
+	return check_tensor(x, 1, k, t, CHECK_SHAPE, err);
 }
 
 static const char *arg_name(int kind)
@@ -674,7 +718,6 @@ static int bind_inputs(struct rt_exec *x, const struct rt_tensor *tin, const str
                        struct strata_error *err)
 {
 	const struct rt_graph *g = x->g;
-	int nsym = 0;
 	for (int s = 0; s < x->nsym; s++)
 		x->sym[s].size = -1;
 	if (g->ninputs > 0 && !tin && !ain)
@@ -697,7 +740,7 @@ static int bind_inputs(struct rt_exec *x, const struct rt_tensor *tin, const str
 		}
 		if (kind == RT_ARG_TENSOR) {
 			const struct rt_tensor *t = tin ? &tin[k] : &ain[k].tensor;
-			int rc = check_tensor(x, k, t, &nsym, err);
+			int rc = check_tensor(x, 0, k, t, CHECK_RUN, err);
 			if (rc != 0)
 				return rc;
 			x->vals[v] = *t;
@@ -713,7 +756,7 @@ static int bind_inputs(struct rt_exec *x, const struct rt_tensor *tin, const str
 			                base_dtype_name(info->dtype));
 		for (int i = 0; i < sq->count; i++) {
 			/* Items are checked for type and size; their shapes may vary. */
-			int rc = check_tensor(x, k, &sq->items[i], NULL, err);
+			int rc = check_tensor(x, 0, k, &sq->items[i], CHECK_TYPE, err);
 			if (rc != 0)
 				return base_err_prefix(err, rc, "item %d", i);
 		}
@@ -805,16 +848,31 @@ static int run_nodes(struct rt_exec *x)
 	return 0;
 }
 
+/* 1 when value v's buffer is the caller's memory bound to it in this run. */
+static int holds_bound(const struct rt_exec *x, int v)
+{
+	int k = x->g->values[v].is_output - 1;
+	return x->bind && x->bind->running && k >= 0 && x->bind->out[k].set && x->vbuf[v].p &&
+	       x->vbuf[v].p == x->bind->out[k].t.data;
+}
+
 /* Make value v (a graph output) hold its own copy when it views memory it
- * does not own: a graph input, a constant, a captured value. */
+ * does not own: a graph input, a constant, a captured value, or the
+ * caller's memory bound to another output (which the caller may change
+ * before reading v). */
 static int own_value(struct rt_exec *x, int v, struct strata_error *err)
 {
 	const char *nm = x->g->values[v].name;
+	int r = x->root[v];
+	if (r >= 0 && holds_bound(x, r)) {
+		x->refs[r]--;
+		x->root[v] = -1;
+	}
 	if (x->hold[v] == RT_HOLD_TENSOR && !x->vbuf[v].p && x->root[v] < 0) {
 		struct rt_tensor *t = &x->vals[v];
 		int ok;
 		size_t bytes = rt_tensor_bytes(t->dtype, runtime_tensor_count(t), &ok);
-		int rc = rt_value_get(x, v, bytes, &x->vbuf[v]);
+		int rc = rt_value_get(x, v, bytes, NULL, &x->vbuf[v]);
 		if (rc != 0)
 			return base_err(err, rc, "out of memory for output \"%s\"", nm);
 		if (bytes)
@@ -847,6 +905,44 @@ static int own_value(struct rt_exec *x, int v, struct strata_error *err)
 	return 0;
 }
 
+static int same_shape(const struct rt_tensor *a, const struct rt_tensor *b)
+{
+	if (a->dtype != b->dtype || a->rank != b->rank)
+		return 0;
+	for (int d = 0; d < a->rank; d++)
+		if (a->dims[d] != b->dims[d])
+			return 0;
+	return 1;
+}
+
+/* Output k is bound: what the run produced must have the bound type and
+ * shape, and its cells end up in the caller's region, copied there unless
+ * the kernel wrote them in place.  memmove: the caller may have bound the
+ * region over the memory of an input the output views. */
+static int write_bound(struct rt_exec *x, int k, struct strata_error *err)
+{
+	const struct rt_graph *g = x->g;
+	int v = g->outputs[k];
+	const struct rt_tensor *to = &x->bind->out[k].t;
+	if (x->hold[v] != RT_HOLD_TENSOR)
+		return base_err(err, STRATA_RUNTIME, "output \"%s\" holds no tensor",
+		                g->output_info[k].name);
+	const struct rt_tensor *t = &x->vals[v];
+	if (!same_shape(t, to)) {
+		char got[256], want[256];
+		fmt_given(got, sizeof got, t);
+		fmt_given(want, sizeof want, to);
+		return base_err(err, STRATA_INVALID_ARGUMENT,
+		                "output \"%s\": the run produced %s, bound to %s",
+		                g->output_info[k].name, got, want);
+	}
+	int ok;
+	size_t bytes = rt_tensor_bytes(t->dtype, runtime_tensor_count(t), &ok);
+	if (bytes && t->data != to->data)
+		memmove(to->data, t->data, bytes);
+	return 0;
+}
+
 static void to_arg(struct rt_exec *x, int v, struct rt_arg *a)
 {
 	memset(a, 0, sizeof *a);
@@ -858,8 +954,9 @@ static void to_arg(struct rt_exec *x, int v, struct rt_arg *a)
 		a->seq = x->seqs[v].s;
 }
 
-/* A top-level run: inputs as tensors (tin) or values (ain); outputs bound in
- * x's values (the callers read them). */
+/* A top-level run: inputs as tensors (tin) or values (ain); outputs left in
+ * x's values (the callers read them), and those bound by IO binding written
+ * into the caller's memory. */
 static int run_top(struct rt_exec *x, const struct rt_tensor *tin, const struct rt_arg *ain,
                    struct strata_error *err)
 {
@@ -868,6 +965,8 @@ static int run_top(struct rt_exec *x, const struct rt_tensor *tin, const struct 
 	 * held) go back to the pool. */
 	rt_exec_release_all(x);
 	base_arena_reset(x->strings);
+	if (x->bind)
+		x->bind->done = 0; /* runtime_bound_output's views are gone */
 
 	int rc = bind_inputs(x, tin, ain, err);
 	if (rc != 0)
@@ -877,16 +976,33 @@ static int run_top(struct rt_exec *x, const struct rt_tensor *tin, const struct 
 	rc = run_nodes(x);
 	x->err = NULL;
 	x->step = g->nnodes;
+	/* Unbound outputs first: one of them may view an input whose memory
+	 * the caller bound an output over, which the copies below write. */
+	int bound = x->bind && x->bind->running;
 	for (int k = 0; k < g->noutputs && rc == 0; k++)
-		rc = own_value(x, g->outputs[k], err);
+		if (!bound || !x->bind->out[k].set)
+			rc = own_value(x, g->outputs[k], err);
+	for (int k = 0; k < g->noutputs && rc == 0 && bound; k++)
+		if (x->bind->out[k].set)
+			rc = write_bound(x, k, err);
 	rt_exec_mode_end(x, rc);
 	return rc;
+}
+
+struct rt_exec *rt_ctx_exec(struct rt_ctx *cx)
+{
+	return &cx->x;
 }
 
 int runtime_run(struct rt_ctx *cx, const struct rt_tensor *in, struct rt_tensor *out,
                 struct strata_error *err)
 {
-	struct rt_exec *x = &cx->x;
+	return rt_run_tensors(&cx->x, in, out, err);
+}
+
+int rt_run_tensors(struct rt_exec *x, const struct rt_tensor *in, struct rt_tensor *out,
+                   struct strata_error *err)
+{
 	const struct rt_graph *g = x->g;
 	for (int k = 0; k < g->ninputs && !x->all_tensor; k++)
 		if (g->input_info[k].kind != RT_KIND_TENSOR)

@@ -168,7 +168,8 @@ int runtime_model_output_index(const struct rt_model *m, const char *name);
 int runtime_ctx_new(const struct rt_model *m, struct rt_ctx **out, struct strata_error *err);
 /* End a context: with session.buffer_pool_generations N > 0 it is retired
  * into m's pool with its buffers (when N are kept already, the oldest is
- * freed); with 0 it is freed.  Its outputs are invalid from here.  All
+ * freed); with 0 it is freed.  Its outputs are invalid from here and its
+ * bindings (IO binding, below) are forgotten.  All
  * contexts of m end before runtime_model_free(m). */
 void runtime_ctx_free(struct rt_ctx *cx);
 
@@ -226,5 +227,93 @@ struct rt_arg {
  * live until the next run on cx.  Errors as runtime_run(). */
 int runtime_run_args(struct rt_ctx *cx, const struct rt_arg *in, struct rt_arg *out,
                      struct strata_error *err);
+
+/* ---- IO binding ------------------------------------------------------------------
+ * Inputs and outputs bound to caller memory once, then run as often as
+ * needed:
+ *
+ *     int64_t xd[2] = {1, 384}, yd[2] = {1, 2};
+ *     float score[2];
+ *     runtime_bind_output(cx, "y", BASE_DT_FLOAT, 2, yd, score, 0, &err);
+ *     for (size_t r = 0; r < nrows; r++) {
+ *         // row r of a [nrows,384] matrix, read in place
+ *         runtime_bind_input_at(cx, 0, BASE_DT_FLOAT, 2, xd, matrix,
+ *                               r * 384 * sizeof(float), &err);
+ *         if (runtime_run_bound(cx, &err) != 0)
+ *             die(err.msg);
+ *         use(score);                        // y, written in place
+ *     }
+ *
+ * A binding is a tensor view of caller memory: element type, shape, and a
+ * base pointer with a byte offset into it (the cells start at (char *)base
+ * + offset, which must be aligned to the element size).  It belongs to the
+ * context, copies nothing and stays until replaced, so the caller may write
+ * a bound input's memory between runs and each run reads what is there
+ * then.  A bound output is written into the caller's memory: in place when
+ * its kernel produces it with exactly the bound type and shape (nothing
+ * copied), else copied there when the run ends.
+ *
+ * Binding checks what it can on its own: element type, rank and fixed
+ * dimensions, with runtime_run's message ("input \"x\": expected float
+ * [batch,384], given float [1,2]").  A run checks the inputs again,
+ * symbolic dimensions included (one name, one size across the inputs), and
+ * fails with STRATA_INVALID_ARGUMENT when it produces a bound output of
+ * another type or shape, naming the output and both shapes.  A run that
+ * fails may have written part of the bound outputs.
+ *
+ * Indices are those of runtime_model_input() and runtime_model_output().
+ * The _at forms rebind by index: no name lookup.  The first bind or bound
+ * run on a context makes its binding table (STRATA_NOMEM); from then on
+ * binding allocates nothing, and bound runs allocate what runtime_run
+ * would (nothing once warm).  runtime_run and runtime_run_args ignore the
+ * binding.  A failed bind leaves the previous binding of that input or
+ * output as it was.
+ *
+ * Bound memory is neither copied nor checked for overlap.  An output bound
+ * over an input's memory is written while the run may still read that
+ * input, so the results are exact only when the graph writes those cells
+ * after their last read, or writes the values they already hold.  The sliding-window
+ * state loop of decoder models is such a case: with present = Concat(past,
+ * new, axis 1) and batch 1, the caller binds past as W-1 rows and present
+ * as the W rows starting at the same place of one buffer; each step moves
+ * both offsets one row on.  Concat leaves the past rows where they are and
+ * writes only the new row, so nothing is copied from step to step. */
+
+/* Bind input name (or input k) to the cells of type dtype and shape
+ * dims[0..rank) at (char *)base + offset; dims may be NULL for rank 0.
+ * Returns 0, STRATA_INVALID_ARGUMENT (no such input, or the tensor does not
+ * fit it: the message names the input, the expected and the given shape;
+ * an unaligned address), STRATA_NOMEM. */
+int runtime_bind_input(struct rt_ctx *cx, const char *name, int dtype, int rank,
+                       const int64_t *dims, const void *base, size_t offset,
+                       struct strata_error *err);
+int runtime_bind_input_at(struct rt_ctx *cx, int k, int dtype, int rank, const int64_t *dims,
+                          const void *base, size_t offset, struct strata_error *err);
+
+/* Bind output name (or output k) to caller memory the same way: the
+ * region of dims' cells at (char *)base + offset receives the output.
+ * String cells written there point at memory of the context, valid until
+ * its next run.  Same errors as runtime_bind_input. */
+int runtime_bind_output(struct rt_ctx *cx, const char *name, int dtype, int rank,
+                        const int64_t *dims, void *base, size_t offset,
+                        struct strata_error *err);
+int runtime_bind_output_at(struct rt_ctx *cx, int k, int dtype, int rank, const int64_t *dims,
+                           void *base, size_t offset, struct strata_error *err);
+
+/* Output k goes back to memory of the context.  Returns 0 or
+ * STRATA_INVALID_ARGUMENT (no such output). */
+int runtime_unbind_output(struct rt_ctx *cx, int k, struct strata_error *err);
+
+/* Run with the bound inputs and outputs.  Returns 0,
+ * STRATA_INVALID_ARGUMENT (an input is not bound or does not fit, a bound
+ * output came out of another type or shape), and runtime_run's other
+ * errors. */
+int runtime_run_bound(struct rt_ctx *cx, struct strata_error *err);
+
+/* Output k of the last runtime_run_bound on cx: the bound view (its data
+ * the caller's memory) when k was bound, else a view of the context's
+ * memory valid until the next run.  NULL when k is out of range or that run
+ * failed or none happened. */
+const struct rt_tensor *runtime_bound_output(struct rt_ctx *cx, int k);
 
 #endif

@@ -196,8 +196,10 @@ int rt_node_input_dtype(const struct rt_node *n, const struct rt_graph *g, int i
 const struct rt_tensor *rt_input(struct rt_exec *x, const struct rt_node *n, int i);
 
 /* Allocate output i of n with the given type and shape (dims may be NULL for
- * rank 0); *out receives the view, whose buffer is 64-byte aligned and
- * uninitialized.  Returns 0, STRATA_NOMEM or STRATA_LIMIT. */
+ * rank 0); *out receives the view, whose buffer is uninitialized and 64-byte
+ * aligned, except for a graph output bound to caller memory (runtime.h, IO
+ * binding), which is only aligned to its element size.  Returns 0,
+ * STRATA_NOMEM or STRATA_LIMIT. */
 int rt_output(struct rt_exec *x, const struct rt_node *n, int i, int dtype, int rank,
               const int64_t *dims, struct rt_tensor **out);
 
@@ -778,6 +780,24 @@ struct rt_child {
 
 struct rt_sym;             /* a symbolic input dimension (exec.c) */
 
+/* IO binding (binding.c; runtime.h's "IO binding").  A top context's
+ * binding table, made at its first bind or bound run: per graph input the
+ * caller's view, per graph output the caller's region or none.  Binding
+ * and rebinding only write these arrays, so they never allocate once the
+ * table exists. */
+struct rt_bind_out {
+	struct rt_tensor t;      /* the caller's region as a view (data: base + offset) */
+	int set;                 /* bound; else the context allocates the output */
+};
+struct rt_binding {
+	struct rt_tensor *in;    /* per graph input: the bound view */
+	unsigned char *in_set;   /* per graph input: bound */
+	struct rt_bind_out *out; /* per graph output */
+	struct rt_tensor *view;  /* per graph output: what runtime_bound_output returns */
+	int running;             /* a bound run is under way: rt_output consults out[] */
+	int done;                /* the last bound run succeeded: view[] is valid */
+};
+
 struct rt_exec {
 	const struct rt_model *m;
 	const struct rt_graph *g;
@@ -817,6 +837,7 @@ struct rt_exec {
 	struct rt_plan *plan;    /* RT_MODE_PLAN */
 	size_t tnext;            /* RT_MODE_PLAN: next scratch slot */
 	struct rt_plans pc;      /* the plans, the arena and the recording (plan.c) */
+	struct rt_binding *bind; /* top context: its IO binding, NULL until first used */
 };
 
 /* buffers.c: where the buffers of a run context come from and go back to.
@@ -829,9 +850,12 @@ int rt_pool_get(struct rt_exec *x, size_t n, struct rt_buf *b);
 void *rt_temp_get(struct rt_exec *x, size_t n);
 /* Give back the running node's scratch buffers. */
 void rt_temp_release(struct rt_exec *x);
-/* The buffer of value v (bytes long) into *b: its planned slot when it
- * fits, else from the pool; a recording run notes the request. */
-int rt_value_get(struct rt_exec *x, int v, size_t bytes, struct rt_buf *b);
+/* The buffer of value v (bytes long) into *b: place when it is not NULL
+ * (caller memory bound to graph output v: cap 0, never freed, pooled or
+ * given to another value), else its planned slot when it fits, else from
+ * the pool.  A recording run notes the request either way, so that one
+ * plan serves the runs of its class with and without the binding. */
+int rt_value_get(struct rt_exec *x, int v, size_t bytes, void *place, struct rt_buf *b);
 /* Value v no longer holds anything of its own; a buffer other values still
  * view stays until the last view goes. */
 void rt_value_release(struct rt_exec *x, int v);
@@ -852,8 +876,36 @@ void rt_exec_mode_start(struct rt_exec *x);
 /* After it (rc: its result): turn a successful recording into a plan, end
  * a plan's first run, return to the pool. */
 void rt_exec_mode_end(struct rt_exec *x, int rc);
-/* Free every buffer x holds or keeps (its own pool too, for a top context);
- * the per-value arrays stay. */
+/* Free every buffer x holds or keeps (its own pool too, for a top context)
+ * and its IO binding table; the per-value arrays stay. */
 void rt_exec_buffers_free(struct rt_exec *x);
+
+/* ---- IO binding (runtime.h) ---------------------------------------------------
+ * binding.c keeps a context's table (struct rt_binding above) and serves
+ * the public calls; exec.c runs with it. */
+
+/* exec.c: the run context of cx. */
+struct rt_exec *rt_ctx_exec(struct rt_ctx *cx);
+/* exec.c: runtime_run on x.  While x->bind->running, an output bound in
+ * x->bind->out[] is written in the caller's region (in place when its
+ * kernel asks for exactly the bound type and shape, else copied there at
+ * the end); out[k] then still views where the run produced it. */
+int rt_run_tensors(struct rt_exec *x, const struct rt_tensor *in, struct rt_tensor *out,
+                   struct strata_error *err);
+/* exec.c: what a run checks of tensor t given for input k (or bound to
+ * output k), short of the agreement of symbolic dimensions across inputs:
+ * element type, rank, fixed dimensions, size, data.  Returns 0 or
+ * STRATA_INVALID_ARGUMENT with runtime_run's message ("input \"x\":
+ * expected float [batch,4], given float [1,3]"). */
+int rt_check_input(struct rt_exec *x, int k, const struct rt_tensor *t, struct strata_error *err);
+int rt_check_output(struct rt_exec *x, int k, const struct rt_tensor *t, struct strata_error *err);
+/* binding.c: forget every binding of x (the table stays, so that binding
+ * again allocates nothing).  A context leaving its caller must forget
+ * them: runtime_ctx_free has to call it before retiring the context into
+ * the session buffer pool, whose next taker would otherwise read and write
+ * the previous owner's memory. */
+void rt_bind_reset(struct rt_exec *x);
+/* binding.c: free x's binding table (none: nothing to do). */
+void rt_bind_free(struct rt_exec *x);
 
 #endif
