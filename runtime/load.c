@@ -27,38 +27,17 @@
 #include "onnx.pb-c.h"
 #include "runtime_int.h"
 
-/* Header in front of every block (keeps the payload 64-byte aligned). */
-#define HDR 64
 /* Largest tensor the loader accepts, in cells; far beyond any real model but
  * small enough that byte counts never overflow. */
 #define MAX_CELLS ((int64_t)1 << 40)
 
 /* ---- memory ------------------------------------------------------------------ */
 
-static void *hdr_alloc(size_t n)
-{
-	if (n > SIZE_MAX - HDR)
-		return NULL;
-	char *b = base_alloc(n + HDR);
-	if (!b)
-		return NULL;
-	*(size_t *)b = n + HDR;
-	return b + HDR;
-}
-
-static void hdr_free(void *p)
-{
-	if (!p)
-		return;
-	char *b = (char *)p - HDR;
-	base_free(b, *(size_t *)b);
-}
-
 /* ud points to a flag set when an allocation fails, so that a failed decode
  * can be told apart from a malformed input. */
 static void *pb_alloc(void *ud, size_t n)
 {
-	void *p = hdr_alloc(n);
+	void *p = rt_hdr_alloc(n);
 	if (!p && ud)
 		*(int *)ud = 1;
 	return p;
@@ -67,58 +46,15 @@ static void *pb_alloc(void *ud, size_t n)
 static void pb_free(void *ud, void *p)
 {
 	(void)ud;
-	hdr_free(p);
+	rt_hdr_free(p);
 }
 
-
-/* Take ownership of a block that came from hdr_alloc (a decoded raw_data). */
-static int blocks_adopt(struct rt_blocks *bl, void *p)
-{
-	if (bl->n == bl->cap &&
-	    base_grow((void **)&bl->b, &bl->cap, bl->n + 1, sizeof *bl->b, SIZE_MAX / 16) != 0)
-		return -1;
-	bl->b[bl->n++] = p;
-	return 0;
-}
-
-void *rt_blocks_alloc(struct rt_blocks *bl, size_t n)
-{
-	void *p = hdr_alloc(n ? n : 1);
-	if (!p)
-		return NULL;
-	memset(p, 0, n ? n : 1);
-	if (blocks_adopt(bl, p) != 0) {
-		hdr_free(p);
-		return NULL;
-	}
-	return p;
-}
-
-char *rt_blocks_strndup(struct rt_blocks *bl, const char *s, size_t n)
-{
-	if (n == SIZE_MAX)
-		return NULL;
-	char *d = rt_blocks_alloc(bl, n + 1);
-	if (d && n)
-		memcpy(d, s, n);
-	return d;
-}
 
 static char *bstrdup(struct rt_blocks *bl, const char *s)
 {
 	if (!s)
 		s = "";
 	return rt_blocks_strndup(bl, s, strlen(s));
-}
-
-void rt_blocks_free(struct rt_blocks *bl)
-{
-	for (size_t i = 0; i < bl->n; i++)
-		hdr_free(bl->b[i]);
-	if (bl->b)
-		base_free(bl->b, bl->cap * sizeof *bl->b);
-	bl->b = NULL;
-	bl->n = bl->cap = 0;
 }
 
 size_t rt_tensor_bytes(int dtype, int64_t count, int *ok)
@@ -511,7 +447,7 @@ static int tensor_from_proto(struct loader *L, Onnx__TensorProto *tp, struct rt_
 		}
 		/* The decoder's buffer is ours to keep: same allocator, 64-byte
 		 * aligned, and cells are little-endian like this machine. */
-		if (blocks_adopt(L->mem, tp->raw_data.data) != 0)
+		if (rt_blocks_adopt(L->mem, tp->raw_data.data) != 0)
 			return NOMEM(err);
 		t->data = tp->raw_data.data;
 		tp->raw_data.data = NULL;
@@ -1368,7 +1304,7 @@ static void free_released(struct rt_model *m)
 			continue;
 		for (size_t b = 0; b < m->mem.n; b++)
 			if (m->mem.b[b] == data) {
-				hdr_free(data);
+				rt_hdr_free(data);
 				m->mem.b[b] = m->mem.b[--m->mem.n];
 				val->konst->data = NULL;
 				break;

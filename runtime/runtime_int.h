@@ -451,6 +451,11 @@ void *rt_blocks_alloc(struct rt_blocks *bl, size_t n);
 char *rt_blocks_strndup(struct rt_blocks *bl, const char *s, size_t n);
 /* Free every block of bl; bl is empty and reusable afterwards. */
 void rt_blocks_free(struct rt_blocks *bl);
+/* One block with its header, outside any set (blocks.c): what the protobuf
+ * decoder allocates; rt_blocks_adopt makes bl its owner (-1: out of memory). */
+void *rt_hdr_alloc(size_t n);
+void rt_hdr_free(void *p);
+int rt_blocks_adopt(struct rt_blocks *bl, void *p);
 
 /* A memory-mapped external data file of a model. */
 struct rt_extfile {
