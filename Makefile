@@ -165,9 +165,9 @@ asan:
 	  $(MAKE) BUILD=build-asan SAN='$(ASAN_SAN)' OPT='-O1 -g' unit e2e conformance
 
 # The tests that run threads (the session buffer pool, compiled contexts
-# loaded by several threads, ...) again in build-tsan/ under
-# ThreadSanitizer; a reported race fails the run.
-TSAN_TESTS := pool context
+# loaded by several threads, queries sharing an application and its pools)
+# again in build-tsan/ under ThreadSanitizer; a reported race fails the run.
+TSAN_TESTS := pool context engine rank_eval
 tsan:
 	$(MAKE) BUILD=build-tsan SAN='-fsanitize=thread' OPT='-O1 -g' $(TSAN_TESTS:%=build-tsan/tests/test_%)
 	@for t in $(TSAN_TESTS); do \
@@ -246,6 +246,10 @@ check-peer:
 # ORT's session creation (it reports its goals, it does not assert them).
 # BENCH_ARGS go to the driver (e.g. BENCH_ARGS='--scale 0.1' for a quick
 # look, BENCH_ARGS='--only mlp_ranker', '--no-loads', '--loads-only').
+# Then qps times whole queries of a two-phase profile through the engine
+# (100k documents of 384 floats, mlp_ranker over the best 100) with the
+# pools on and off; its application and store live in $(QPS_DIR), reused
+# from run to run.  QPS_ARGS go to it (e.g. QPS_ARGS='--docs 10000').
 BENCH        := $(BUILD)/bench/bench
 BENCH_SRC    := bench/bench.c bench/loads.c
 BENCH_OBJ    := $(BENCH_SRC:%.c=$(BUILD)/%.o)
@@ -253,8 +257,13 @@ MKBENCH      := $(BUILD)/bench/mkbench
 BENCH_MODELS := $(BUILD)/bench/models
 BENCH_CTX    := $(BUILD)/bench-ctx
 BENCH_ARGS   ?=
+QPS          := $(BUILD)/bench/qps
+QPS_DIR      := $(BUILD)/bench/qps-app
+QPS_ARGS     ?=
 $(BENCH): $(BENCH_OBJ) $(LIB)
 	$(CC) $(CFLAGS) -o $@ $(BENCH_OBJ) $(LIB) $(LDLIBS)
+$(QPS): $(BUILD)/bench/qps.o $(LIB)
+	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS)
 # Linked like mkshop: the model builder alone.
 $(MKBENCH): $(BUILD)/bench/mkbench.o $(BUILD)/tests/modelbuild.o $(LIB)
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/tests/modelbuild.o $(LIB) $(LDLIBS)
@@ -265,7 +274,7 @@ $(BENCH_MODELS)/minilm_l6_cross_decomposed.onnx $(BENCH_MODELS)/minilm_l6_embed.
 	@mkdir -p $(BENCH_MODELS)
 	@echo "mkbench: writing the benchmark's models to $(BENCH_MODELS)"
 	@$(MKBENCH) $(BENCH_MODELS)
-bench: $(BENCH) $(MKBENCH)
+bench: $(BENCH) $(MKBENCH) $(QPS)
 	@if [ -d $(PEER_SRC) ] && $(MAKE) --no-print-directory peer; then \
 	  $(BENCH) --peer $(BUILD)/peer --ctx-dir $(BENCH_CTX) $(BENCH_ARGS) $(BUILD)/peer/models; \
 	else \
@@ -273,6 +282,8 @@ bench: $(BENCH) $(MKBENCH)
 	  $(MAKE) -s --no-print-directory $(BENCH_MODELS)/mlp_ranker.onnx && \
 	  $(BENCH) --ctx-dir $(BENCH_CTX) $(BENCH_ARGS) $(BENCH_MODELS); \
 	fi
+	@$(MAKE) -s --no-print-directory $(BENCH_MODELS)/mlp_ranker.onnx
+	@$(QPS) $(QPS_ARGS) $(BENCH_MODELS)/mlp_ranker.onnx $(QPS_DIR)
 
 # ---- install and clean ------------------------------------------------------------------
 install: all

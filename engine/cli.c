@@ -208,7 +208,7 @@ static int parse_opts(struct opts *o, int argc, char **argv, const char *allowed
 static int open_app(const struct opts *o, int deploy, struct strata **db)
 {
 	struct strata_error err = { 0 };
-	struct strata_options so = { o->data, 0 };
+	struct strata_options so = { .data_dir = o->data };
 	int rc = eng_open(o->pos[0], &so, deploy, db, &err);
 	if (rc)
 		return eng_cli_fail("%s", err.msg[0] ? err.msg : strata_strerror(rc));

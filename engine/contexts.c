@@ -37,13 +37,20 @@
 
 static json_t *manifest_read(const char *dir, int complain);
 
-int eng_models_init(struct eng_models *ms, const char *datadir, int deploy,
+int eng_models_init(struct eng_models *ms, const char *datadir, int deploy, int generations,
                     struct strata_error *err)
 {
 	memset(ms, 0, sizeof *ms);
 	ms->deploy = deploy;
 	if (!(ms->dir = base_path_join(datadir, "contexts")))
 		return base_err(err, STRATA_NOMEM, "opening '%s'", datadir);
+	char gens[16];
+	snprintf(gens, sizeof gens, "%d", generations);
+	int rc = runtime_options_new(&ms->opts, err);
+	if (rc == 0)
+		rc = runtime_options_set(ms->opts, "session.buffer_pool_generations", gens, err);
+	if (rc)
+		return rc;
 	if (!deploy)
 		ms->manifest = manifest_read(ms->dir, 1);
 	return 0;
@@ -59,6 +66,8 @@ void eng_models_release(struct eng_models *ms)
 		base_free(ms->src, ms->cap * sizeof *ms->src);
 	json_decref(ms->manifest);
 	base_strfree(ms->dir);
+	if (ms->opts)
+		runtime_options_free(ms->opts);
 }
 
 /* A new string (base_strfree) from a printf format; NULL when out of memory. */
@@ -238,7 +247,7 @@ static const char *from_context(struct eng_models *ms, const char *file, const c
 		why = file_changed(bin, bpath, bpath, buf, n);
 	if (!why) {
 		struct strata_error cerr = { 0 };
-		int rc = runtime_model_load(cpath, out, &cerr);
+		int rc = runtime_model_load_opts(cpath, ms->opts, out, &cerr);
 		if (rc == 0 && !runtime_model_compiled(*out)) {
 			runtime_model_free(*out);
 			*out = NULL;
@@ -264,7 +273,7 @@ int eng_model_for(void *ud, const char *file, const char *path, struct rt_model 
 	if (ms->deploy) {
 		/* Checked here, compiled by eng_models_compile() once all have
 		 * loaded; a model that is a context itself needs no compiling. */
-		int rc = runtime_model_load(path, out, err);
+		int rc = runtime_model_load_opts(path, ms->opts, out, err);
 		if (rc || runtime_model_compiled(*out))
 			return rc;
 		char *f = base_strdup(file), *p = base_strdup(path);
@@ -283,7 +292,7 @@ int eng_model_for(void *ud, const char *file, const char *path, struct rt_model 
 	const char *why = NULL;
 	if (ms->manifest && !(why = from_context(ms, file, path, out, buf, sizeof buf)))
 		return 0;
-	int rc = runtime_model_load(path, out, err);
+	int rc = runtime_model_load_opts(path, ms->opts, out, err);
 	/* A source that is a compiled context itself was not compiled again. */
 	if (rc == 0 && why && !runtime_model_compiled(*out))
 		fprintf(stderr, "strata: %s: compiling the source instead of a compiled context: %s "

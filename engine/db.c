@@ -10,8 +10,11 @@
  * compiled contexts `strata deploy` leaves in DATA/contexts while they are
  * fresh (contexts.c).
  *
- * Invariant: a struct strata is immutable after strata_open() returns, so
- * any number of query threads may share it.
+ * Invariant: a struct strata is immutable after strata_open() returns, but
+ * for its statistics counters (atomics), so any number of query threads may
+ * share it.  The pool generations of strata_options size both the models'
+ * session buffer pools and the rank profiles' pools of retired queries, so
+ * that one generation is the whole evaluation state of one query.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -90,9 +93,18 @@ int eng_open(const char *app, const struct strata_options *opts, int deploy, str
 	*out = NULL;
 	if (!app || !*app)
 		return base_err(err, STRATA_INVALID_ARGUMENT, "no application folder given");
+	/* strata.h's pool_generations: 0 is the default, -1 none. */
+	int gens = opts ? opts->pool_generations : 0;
+	if (gens < -1 || gens > RANK_QUERY_POOL_MAX)
+		return base_err(err, STRATA_INVALID_ARGUMENT,
+		                "pool_generations is %d: -1 (none), 0 (the default, 1) or up to %d",
+		                gens, RANK_QUERY_POOL_MAX);
+	gens = gens == 0 ? 1 : gens < 0 ? 0 : gens;
 	struct strata *db = base_calloc(1, sizeof *db);
 	if (!db)
 		return base_err(err, STRATA_NOMEM, "opening '%s'", app);
+	atomic_init(&db->n_queries, 0);
+	atomic_init(&db->n_rank_allocs, 0);
 	struct eng_models ms = { 0 };
 	int rc;
 	db->read_only = opts ? opts->read_only : 0;
@@ -103,11 +115,11 @@ int eng_open(const char *app, const struct strata_options *opts, int deploy, str
 		rc = base_err(err, STRATA_NOMEM, "opening '%s'", app);
 		goto fail;
 	}
-	if ((rc = eng_models_init(&ms, db->datadir, deploy, err)) != 0)
+	if ((rc = eng_models_init(&ms, db->datadir, deploy, gens, err)) != 0)
 		goto fail;
 	struct rank_loader loader = { eng_model_for, &ms };
 	rc = rank_app_load_with(app, &loader, &db->app, err);
-	if (rc)
+	if (rc || (rc = rank_app_set_query_pool(db->app, gens, err)) != 0)
 		goto fail;
 	if (db->read_only) {
 		struct stat st;
@@ -168,6 +180,16 @@ void strata_close(struct strata *db)
 void strata_free(char *s)
 {
 	base_strfree(s);
+}
+
+void strata_stats(struct strata *db, struct strata_stats *st)
+{
+	uint64_t hits, misses;
+	rank_app_pool_stats(db->app, &hits, &misses);
+	st->queries = atomic_load(&db->n_queries);
+	st->rank_allocs = atomic_load(&db->n_rank_allocs);
+	st->pool_hits = hits;
+	st->pool_misses = misses;
 }
 
 struct eng_doctype *eng_doctype_find(struct strata *db, const char *name)

@@ -4,7 +4,8 @@
  *
  * Data flow inside engine/:
  *   db.c           strata_open/close: the rank application, the store, one
- *                  struct eng_doctype per schema; document id parsing
+ *                  struct eng_doctype per schema; document id parsing;
+ *                  strata_stats
  *   contexts.c     the models' compiled contexts in DATA/contexts (deploy
  *                  writes them, every open loads them while they are fresh)
  *   tensor_json.c  dense tensors between JSON and cells (feed, query inputs,
@@ -19,6 +20,7 @@
 #define ENGINE_INT_H
 
 #include <jansson.h>
+#include <stdatomic.h>
 
 #include "strata.h"
 #include "../base/base.h"
@@ -44,6 +46,9 @@ struct strata {
 	int ndoctypes;
 	struct eng_doctype *doctypes;
 	int ncontexts;              /* deploy: the models compiled into DATA/contexts */
+	/* strata_stats(): the only fields that change after open (atomics) */
+	atomic_ullong n_queries;
+	atomic_ullong n_rank_allocs;
 };
 
 /* ---- db.c ------------------------------------------------------------------ */
@@ -64,19 +69,23 @@ struct eng_model_src {
 	char *path;                /* joined to the application folder */
 };
 
+struct rt_options;
+
 /* What eng_model_for() works with while an application opens. */
 struct eng_models {
 	char *dir;                 /* DATA/contexts */
 	int deploy;                /* 1: load the sources, remember them for eng_models_compile() */
+	struct rt_options *opts;   /* the session options of every load */
 	json_t *manifest;          /* NULL when there is none */
 	size_t n, cap;
 	struct eng_model_src *src;     /* deploy: the models loaded, in order */
 };
 
 /* Set ms up for opening an application whose data folder is datadir
- * (contexts in datadir/contexts); deploy: 1 when `strata deploy` opens it.
- * Returns 0 or STRATA_NOMEM. */
-int eng_models_init(struct eng_models *ms, const char *datadir, int deploy,
+ * (contexts in datadir/contexts); deploy: 1 when `strata deploy` opens it;
+ * generations: the models' session.buffer_pool_generations (0 to 1024).
+ * Returns 0, STRATA_INVALID_ARGUMENT (generations) or STRATA_NOMEM. */
+int eng_models_init(struct eng_models *ms, const char *datadir, int deploy, int generations,
                     struct strata_error *err);
 void eng_models_release(struct eng_models *ms);
 /* The rank loader's callback (struct rank_loader): the model the schema
@@ -214,6 +223,19 @@ int yql_parse(const char *text, struct yql_query **out, struct strata_error *err
 void yql_free(struct yql_query *q);
 /* A readable dump of the condition tree (for tests): "AND(CMP(price<30),...)". */
 char *yql_dump(const struct yql_node *n);
+
+/* ---- query.c: a test hook ------------------------------------------------------------ */
+
+/* When set, strata_query_json calls eng_query_hook(eng_query_hook_ud, db, rq,
+ * phase) for each document type it ranks, with its rank query: after the
+ * first phase (phase 1) and after the second (phase 2, when candidates were
+ * re-ranked), while the read transaction is open, so that pointers handed to
+ * the ranking still point where they did (into the store's map, say).  For
+ * tests only: set it while no query runs; nothing synchronizes it. */
+typedef void eng_query_hook_fn(void *ud, struct strata *db, const struct rank_query *rq,
+                               int phase);
+extern eng_query_hook_fn *eng_query_hook;
+extern void *eng_query_hook_ud;
 
 /* ---- the CLI (cli.c, cli_run.c) ------------------------------------------------------- */
 

@@ -23,6 +23,12 @@
  *
  * Invariant: every pointer into the store (attributes, document ids) is used
  * before the read transaction ends, at the end of strata_query_json().
+ *
+ * Ranking's allocations are counted apart (strata_stats' rank_allocs): every
+ * call into rank_query_* is bracketed by base_alloc_thread_count(), which
+ * counts this thread's allocations only, and what the engine's own feature
+ * callback allocates inside such a call is taken back out.  rank/ and the
+ * runtime run on the calling thread, so the count is theirs exactly.
  */
 #include <math.h>
 #include <stdio.h>
@@ -70,7 +76,22 @@ struct qstate {
 	int vals_lid_loaded;
 	uint32_t vals_lid;
 	size_t vals_size;
+	uint64_t rank_allocs;     /* allocations made inside rank_query_* calls */
 };
+
+eng_query_hook_fn *eng_query_hook;
+void *eng_query_hook_ud;
+
+/* Bracket a call into rank: mark before, charge after. */
+static uint64_t mark(void)
+{
+	return base_alloc_thread_count();
+}
+
+static void charge(struct qstate *qs, uint64_t since)
+{
+	qs->rank_allocs += base_alloc_thread_count() - since;
+}
 
 static const void *attr_cb(void *ud, int field, uint32_t lid)
 {
@@ -374,7 +395,9 @@ static int nn_set(struct qstate *qs, struct dtstate *ds, struct yql_node *nn)
 	for (uint32_t lid = 0; store_next(qs->txn, ds->dt->store_id, &lid) == 0; lid++) {
 		if (filtered && !eval(qs, ds, root, lid, 1))
 			continue;
+		uint64_t a = mark();
 		double d = rank_query_nn_distance(ds->rq, &ds->docs, lid);
+		charge(qs, a);
 		if (isnan(d) || isinf(d))
 			continue;
 		if (n == cap) {
@@ -464,7 +487,9 @@ static int run_doctype(struct qstate *qs, struct dtstate *ds)
 	struct yql_node *nn = find_nn(qs->yql->where);
 	int rc;
 	if (nn && nn->fidx >= 0) {
+		uint64_t a = mark();
 		rc = rank_query_set_nn(ds->rq, nn->field, nn->input, qs->err);
+		charge(qs, a);
 		if (rc)
 			return rc;
 		rc = nn_set(qs, ds, nn);
@@ -489,7 +514,9 @@ static int run_doctype(struct qstate *qs, struct dtstate *ds)
 		size_t k = n - off < BLOCK ? n - off : BLOCK;
 		for (size_t i = 0; i < k; i++)
 			lids[i] = qs->hits[base + off + i].lid;
+		uint64_t a = mark();
 		rc = rank_query_first_phase(ds->rq, &ds->docs, lids, k, scores, qs->err);
+		charge(qs, a);
 		if (rc)
 			return rc;
 		for (size_t i = 0; i < k; i++) {
@@ -498,6 +525,8 @@ static int run_doctype(struct qstate *qs, struct dtstate *ds)
 			h->tier = 1;
 		}
 	}
+	if (eng_query_hook)
+		eng_query_hook(eng_query_hook_ud, qs->db, ds->rq, 1);
 	if (!rank_profile_has_second_phase(ds->prof))
 		return 0;
 	qsort(qs->hits + base, n, sizeof *qs->hits, first_cmp);
@@ -511,12 +540,16 @@ static int run_doctype(struct qstate *qs, struct dtstate *ds)
 			lids[i] = qs->hits[base + off + i].lid;
 			firsts[i] = qs->hits[base + off + i].first;
 		}
+		uint64_t a = mark();
 		rc = rank_query_second_phase(ds->rq, &ds->docs, lids, firsts, k, scores, qs->err);
+		charge(qs, a);
 		if (rc)
 			return rc;
 		for (size_t i = 0; i < k; i++)
 			qs->hits[base + off + i].score = scores[i];
 	}
+	if (nre && eng_query_hook)
+		eng_query_hook(eng_query_hook_ud, qs->db, ds->rq, 2);
 	/* The hits that were not re-ranked keep their first-phase order but are
 	 * shifted to score no higher than the lowest re-ranked hit, as Vespa
 	 * does, so that relevance never increases down the result. */
@@ -547,8 +580,11 @@ static int set_inputs(struct qstate *qs, struct dtstate *ds, const json_t *req)
 		char what[300];
 		snprintf(what, sizeof what, "query input 'query(%s)'", in->name);
 		int rc = eng_tensor_from_json(v, &t, 1, cells, what, qs->err);
-		if (!rc)
+		if (!rc) {
+			uint64_t a = mark();
 			rc = rank_query_set_input(ds->rq, in->name, cells, eng_ttype_cells(&t), qs->err);
+			charge(qs, a);
+		}
 		base_free(cells, (in->ncells ? in->ncells : 1) * sizeof *cells);
 		if (rc)
 			return rc;
@@ -560,15 +596,17 @@ static int set_inputs(struct qstate *qs, struct dtstate *ds, const json_t *req)
 
 struct feat_ud {
 	json_t *obj;
+	uint64_t own;   /* allocations of the callback itself, not rank's */
 };
 
 static int feature_cb(void *ud, const struct rank_feature *f)
 {
 	struct feat_ud *u = ud;
+	uint64_t a = mark();
 	json_t *v = eng_feature_json(f);
-	if (!v || json_object_set_new(u->obj, f->name, v))
-		return STRATA_NOMEM;
-	return 0;
+	int rc = !v || json_object_set_new(u->obj, f->name, v) ? STRATA_NOMEM : 0;
+	u->own += base_alloc_thread_count() - a;
+	return rc;
 }
 
 static json_t *relevance_json(double r)
@@ -584,11 +622,13 @@ static json_t *relevance_json(double r)
 static int add_features(struct qstate *qs, const struct hit *h, json_t *fields, int which,
                         const char *key)
 {
-	struct feat_ud u = { json_object() };
+	struct feat_ud u = { json_object(), 0 };
 	if (!u.obj)
 		return base_err(qs->err, STRATA_NOMEM, "features");
+	uint64_t a = mark();
 	int rc = rank_query_features(h->ds->rq, &h->ds->docs, h->lid, h->first, which, feature_cb,
 	                             &u, qs->err);
+	qs->rank_allocs += base_alloc_thread_count() - a - u.own;
 	if (rc == STRATA_NOMEM)
 		base_err(qs->err, rc, "features of '%s'", h->docid);
 	if (!rc && json_object_size(u.obj) && json_object_set(fields, key, u.obj))
@@ -822,7 +862,10 @@ static int run(struct qstate *qs, const json_t *req, char **result)
 		if (nn_count > 1)
 			return base_err(err, STRATA_NOT_IMPLEMENTED,
 			                "yql: only one nearestNeighbor per query is supported");
-		if ((rc = rank_query_new(ds->prof, &ds->rq, err)) != 0)
+		uint64_t a = mark();
+		rc = rank_query_new(ds->prof, &ds->rq, err);
+		charge(qs, a);
+		if (rc)
 			return rc;
 		if ((rc = set_inputs(qs, ds, req)) != 0)
 			return rc;
@@ -852,8 +895,11 @@ int strata_query_json(struct strata *db, const char *request, char **result,
 	struct qstate qs = { .db = db, .err = err };
 	int rc = run(&qs, req, result);
 	for (int i = 0; i < qs.nds; i++) {
-		if (qs.ds[i].rq)
+		if (qs.ds[i].rq) {
+			uint64_t a = mark();
 			rank_query_free(qs.ds[i].rq);
+			charge(&qs, a);
+		}
 		if (qs.ds[i].nn)
 			base_free(qs.ds[i].nn, qs.ds[i].nnn * sizeof *qs.ds[i].nn);
 	}
@@ -867,5 +913,8 @@ int strata_query_json(struct strata *db, const char *request, char **result,
 		store_txn_abort(qs.txn);
 	yql_free(qs.yql);
 	json_decref(req);
+	atomic_fetch_add(&db->n_rank_allocs, qs.rank_allocs);
+	if (rc == 0)
+		atomic_fetch_add(&db->n_queries, 1);
 	return rc;
 }

@@ -85,14 +85,26 @@ struct strata; /* an open application */
 struct strata_options {
 	const char *data_dir; /* where the store lives; NULL: APP/.strata */
 	int read_only;        /* 1: no feeding; the store must exist */
+	/* Generations of evaluation state kept for reuse: per model, run
+	 * contexts with their buffers (the runtime's session buffer pool), and
+	 * per rank profile, the state of ended queries.  One generation serves
+	 * one query at a time: with N, up to N queries running at once take
+	 * their state back instead of allocating it, and once a query of a
+	 * given shape (profile, inputs, number of candidates) has run, the next
+	 * ones allocate nothing while ranking.  More generations cost memory
+	 * only: each holds the buffers of the largest query it served.  0: the
+	 * default, 1; -1: none (every query allocates its state and frees it);
+	 * at most 1024. */
+	int pool_generations;
 };
 
 /* Deploy and open the application in folder app.  opts may be NULL.
  * Returns 0, STRATA_PARSE or STRATA_TYPE (message has file:line:column),
  * STRATA_NOT_FOUND (a model file or the schemas folder is missing),
  * STRATA_INVALID_PROTOBUF / STRATA_INVALID_GRAPH / STRATA_NOT_IMPLEMENTED (a
- * model), STRATA_STORE, STRATA_NOMEM, or an errno.  On success *out is a new
- * handle for strata_close(). */
+ * model), STRATA_INVALID_ARGUMENT (an option out of range), STRATA_STORE,
+ * STRATA_NOMEM, or an errno.  On success *out is a new handle for
+ * strata_close(). */
 int strata_open(const char *app, const struct strata_options *opts,
                 struct strata **out, struct strata_error *err);
 
@@ -154,6 +166,20 @@ int strata_remove(struct strata *db, const char *id, struct strata_error *err);
 
 /* Free a string returned by this library. */
 void strata_free(char *s);
+
+/* Counters of an open application since strata_open(), summed over every
+ * thread; for monitoring and benchmarks.  Each is read on its own, so
+ * figures taken while queries run may be a query apart. */
+struct strata_stats {
+	unsigned long long queries;     /* strata_query_json calls that succeeded */
+	unsigned long long rank_allocs; /* heap allocations made by ranking: the expression
+	                                   VM, its query state and the model runtime, in
+	                                   every strata_query_json call (not the request,
+	                                   the match or the result JSON) */
+	unsigned long long pool_hits;   /* model run contexts taken back from the pools */
+	unsigned long long pool_misses; /* model run contexts made anew */
+};
+void strata_stats(struct strata *db, struct strata_stats *st);
 
 #ifdef __cplusplus
 }

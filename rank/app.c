@@ -10,6 +10,16 @@
  * per-document temporaries, the value stack, one runtime context per model,
  * pooled model buffers).  A query's steady state allocates nothing: the
  * arena keeps its blocks across documents and the pools only grow.
+ *
+ * Queries themselves are reused: rank_query_free retires a query into its
+ * profile's struct rank_qpool and rank_query_new takes it back, so a whole
+ * query of a shape seen before allocates nothing either.  Invariants: a
+ * retired query is owned by its pool alone, holds no runtime context, and
+ * is complete (every array of rank_query_new allocated); taking it back
+ * resets what a query may change (inputs, the nearestNeighbor item, the
+ * arena, model caches) and asks the runtime for a context again (from the
+ * model's session buffer pool).  The pool's lock is held only to push or
+ * pop, never while memory is allocated or freed.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -114,6 +124,93 @@ static int list_sd(const char *dir, char ***out, size_t *n, size_t *cap, struct 
 	return 0;
 }
 
+/* ---- the pools of retired queries ------------------------------------------- */
+
+static void query_destroy(struct rank_query *q);
+
+/* One pool per profile of s, keeping one query each. */
+static int pools_init(struct rank_schema *s, struct strata_error *err)
+{
+	s->qpools = base_calloc((size_t)s->nprofiles + 1, sizeof *s->qpools);
+	if (!s->qpools)
+		return base_err(err, STRATA_NOMEM, "schema %s", s->sd->name);
+	for (int i = 0; i < s->nprofiles; i++) {
+		int e = pthread_mutex_init(&s->qpools[i].lock, NULL);
+		if (e) {
+			while (i-- > 0)
+				pthread_mutex_destroy(&s->qpools[i].lock);
+			base_free(s->qpools, ((size_t)s->nprofiles + 1) * sizeof *s->qpools);
+			s->qpools = NULL;
+			return base_err(err, e, "schema %s: %s", s->sd->name, strerror(e));
+		}
+		s->qpools[i].keep = 1;
+	}
+	for (int i = 0; i < s->nprofiles; i++)
+		s->profiles[i].qpool = &s->qpools[i];
+	return 0;
+}
+
+/* Free retired queries until at most keep are left. */
+static void pool_trim(struct rank_qpool *pl, int keep)
+{
+	for (;;) {
+		struct rank_query *q = NULL;
+		pthread_mutex_lock(&pl->lock);
+		if (pl->n > keep) {
+			q = pl->top;
+			pl->top = q->next;
+			pl->n--;
+		}
+		pthread_mutex_unlock(&pl->lock);
+		if (!q)
+			return;
+		query_destroy(q);
+	}
+}
+
+static void pools_free(struct rank_schema *s)
+{
+	if (!s->qpools)
+		return;
+	for (int i = 0; i < s->nprofiles; i++) {
+		pool_trim(&s->qpools[i], 0);
+		pthread_mutex_destroy(&s->qpools[i].lock);
+		s->profiles[i].qpool = NULL;
+	}
+	base_free(s->qpools, ((size_t)s->nprofiles + 1) * sizeof *s->qpools);
+	s->qpools = NULL;
+}
+
+int rank_app_set_query_pool(struct rank_app *app, int n, struct strata_error *err)
+{
+	if (n < 0 || n > RANK_QUERY_POOL_MAX)
+		return base_err(err, STRATA_INVALID_ARGUMENT,
+		                "query pool of %d generations: from 0 to %d", n, RANK_QUERY_POOL_MAX);
+	for (int i = 0; i < app->nschemas; i++) {
+		struct rank_schema *s = &app->schemas[i];
+		for (int j = 0; s->qpools && j < s->nprofiles; j++) {
+			pthread_mutex_lock(&s->qpools[j].lock);
+			s->qpools[j].keep = n;
+			pthread_mutex_unlock(&s->qpools[j].lock);
+			pool_trim(&s->qpools[j], n);
+		}
+	}
+	return 0;
+}
+
+void rank_app_pool_stats(const struct rank_app *app, uint64_t *hits, uint64_t *misses)
+{
+	*hits = *misses = 0;
+	for (int i = 0; i < app->nmodels; i++) {
+		struct rt_pool_stats st;
+		runtime_model_pool_stats(app->models[i].m, &st);
+		*hits += st.hits;
+		*misses += st.misses;
+	}
+}
+
+/* ---- loading ----------------------------------------------------------------- */
+
 static int load_schema(struct rank_app *app, struct rank_schema *s, const char *path,
                        struct strata_error *err)
 {
@@ -135,7 +232,7 @@ static int load_schema(struct rank_app *app, struct rank_schema *s, const char *
 	for (int i = 0; i < s->sd->nprofiles; i++)
 		if ((rc = rank_profile_compile(&s->profiles[i], s, &s->sd->profiles[i], app, err)))
 			return rc;
-	return 0;
+	return pools_init(s, err);
 }
 
 int rank_app_load(const char *appdir, struct rank_app **out, struct strata_error *err)
@@ -193,6 +290,7 @@ void rank_app_free(struct rank_app *app)
 		return;
 	for (int i = 0; i < app->nschemas; i++) {
 		struct rank_schema *s = &app->schemas[i];
+		pools_free(s);
 		for (int j = 0; j < s->nprofiles; j++)
 			rank_profile_release(&s->profiles[j]);
 		if (s->sd)
@@ -300,16 +398,70 @@ static size_t prog_slots(const struct rank_prog *g)
 	return (size_t)g->ncode + (size_t)g->nlocals;
 }
 
+/* Put q in the state of a query that has not begun: inputs at their
+ * defaults (zeros when there is none), no nearestNeighbor item, nothing
+ * evaluated. */
+static void query_reset(struct rank_query *q)
+{
+	const struct rank_profile *p = q->p;
+	for (int i = 0; i < p->ninputs; i++) {
+		const struct rank_input_decl *d = &p->decl->inputs[i];
+		size_t n = p->inputs[i].ncells;
+		if (d->has_default && d->dflt && d->ncells == n)
+			memcpy(q->inputs[i], d->dflt, n * sizeof(double));
+		else
+			memset(q->inputs[i], 0, (n ? n : 1) * sizeof(double));
+	}
+	for (int i = 0; i < p->sd->nfields; i++)
+		q->nn_input[i] = -1;
+	base_arena_reset(&q->arena);
+	q->docs = NULL;
+	q->lid = 0;
+	q->first = 0.0;
+	q->top = 0;
+	q->cand = -1;
+	q->ncand_lookup = 0;
+	q->next = NULL;
+}
+
+/* A retired query of p's pool, or NULL. */
+static struct rank_query *pool_take(const struct rank_profile *p)
+{
+	struct rank_qpool *pl = p->qpool;
+	struct rank_query *q = NULL;
+	if (!pl)
+		return NULL;
+	pthread_mutex_lock(&pl->lock);
+	if (pl->top) {
+		q = pl->top;
+		pl->top = q->next;
+		pl->n--;
+	}
+	pthread_mutex_unlock(&pl->lock);
+	return q;
+}
+
 int rank_query_new(const struct rank_profile *p, struct rank_query **out, struct strata_error *err)
 {
 	*out = NULL;
-	struct rank_query *q = base_calloc(1, sizeof *q);
+	int rc = 0;
+	struct rank_query *q = pool_take(p);
+	if (q) {
+		query_reset(q);
+		for (int m = 0; m < p->nmodels && rc == 0; m++)
+			rc = rank_qmodel_reuse(q, m, err);
+		if (rc) {
+			query_destroy(q);
+			return rc;
+		}
+		*out = q;
+		return 0;
+	}
+	q = base_calloc(1, sizeof *q);
 	if (!q)
 		return base_err(err, STRATA_NOMEM, "query");
 	q->p = p;
-	q->cand = -1;
 	base_arena_init(&q->arena, 1 << 16);
-	int rc = 0;
 	q->inputs = base_calloc((size_t)p->ninputs + 1, sizeof *q->inputs);
 	q->nn_input = base_calloc((size_t)p->sd->nfields + 1, sizeof *q->nn_input);
 	q->models = base_calloc((size_t)p->nmodels + 1, sizeof *q->models);
@@ -324,37 +476,32 @@ int rank_query_new(const struct rank_profile *p, struct rank_query **out, struct
 		if (p->models[m].state == 2)
 			for (int i = 0; i < p->models[m].nin; i++)
 				slots += prog_slots(&p->models[m].src[i]);
-	q->nstack = slots;
+	q->nstack = q->nslots = slots;
 	q->stack = base_calloc(slots, sizeof *q->stack);
 	if (!q->inputs || !q->nn_input || !q->models || !q->stack) {
-		rank_query_free(q);
+		query_destroy(q);
 		return base_err(err, STRATA_NOMEM, "query");
 	}
-	for (int i = 0; i < p->sd->nfields; i++)
-		q->nn_input[i] = -1;
 	for (int i = 0; i < p->ninputs && rc == 0; i++) {
-		const struct rank_input_decl *d = &p->decl->inputs[i];
 		size_t n = p->inputs[i].ncells;
 		q->inputs[i] = base_calloc(n ? n : 1, sizeof(double));
 		if (!q->inputs[i])
-			rc = base_err(err, STRATA_NOMEM, "query input %s", d->name);
-		else if (d->has_default && d->dflt && d->ncells == n)
-			memcpy(q->inputs[i], d->dflt, n * sizeof(double));
+			rc = base_err(err, STRATA_NOMEM, "query input %s", p->decl->inputs[i].name);
 	}
 	for (int m = 0; m < p->nmodels && rc == 0; m++)
 		rc = rank_qmodel_init(q, m, err);
 	if (rc) {
-		rank_query_free(q);
+		query_destroy(q);
 		return rc;
 	}
+	query_reset(q);
 	*out = q;
 	return 0;
 }
 
-void rank_query_free(struct rank_query *q)
+/* Free q and everything it holds; q may be half made (a failed new). */
+static void query_destroy(struct rank_query *q)
 {
-	if (!q)
-		return;
 	const struct rank_profile *p = q->p;
 	if (q->inputs) {
 		for (int i = 0; i < p->ninputs; i++) {
@@ -372,6 +519,29 @@ void rank_query_free(struct rank_query *q)
 	base_free(q->stack, q->nstack * sizeof *q->stack);
 	base_arena_free(&q->arena);
 	base_free(q, sizeof *q);
+}
+
+void rank_query_free(struct rank_query *q)
+{
+	if (!q)
+		return;
+	struct rank_qpool *pl = q->p->qpool;
+	if (pl) {
+		int kept = 0;
+		for (int m = 0; m < q->p->nmodels; m++)
+			rank_qmodel_retire(q, m);
+		pthread_mutex_lock(&pl->lock);
+		if (pl->n < pl->keep) {
+			q->next = pl->top;
+			pl->top = q;
+			pl->n++;
+			kept = 1;
+		}
+		pthread_mutex_unlock(&pl->lock);
+		if (kept)
+			return;
+	}
+	query_destroy(q);
 }
 
 int rank_query_set_input(struct rank_query *q, const char *name, const double *cells, size_t n,
@@ -546,20 +716,21 @@ int rank_query_features(struct rank_query *q, const struct rank_docs *d, uint32_
 int rank_query_eval(struct rank_query *q, const struct rank_prog *prog, const struct rank_docs *d,
                     uint32_t lid, double first, struct rank_val *out, struct strata_error *err)
 {
-	size_t need = q->nstack + prog_slots(prog);
+	size_t need = q->nslots + prog_slots(prog);
 	/* The stack was sized for the profile's own programs; make room for one
-	 * more at its end. */
-	struct rank_val *s = base_realloc(q->stack, q->nstack * sizeof *s, need * sizeof *s);
-	if (!s)
-		return base_err(err, STRATA_NOMEM, "query stack");
-	q->stack = s;
-	size_t keep = q->nstack;
-	q->nstack = need;
+	 * more at its end (it stays, for the next such program). */
+	if (need > q->nstack) {
+		struct rank_val *s = base_realloc(q->stack, q->nstack * sizeof *s, need * sizeof *s);
+		if (!s)
+			return base_err(err, STRATA_NOMEM, "query stack");
+		q->stack = s;
+		q->nstack = need;
+	}
 	q->docs = d;
 	q->cand = -1;
 	q->ncand_lookup = 0;
 	begin_doc(q, lid, first);
-	q->top = keep;
+	q->top = q->nslots;
 	int rc = rank_vm_run(q, prog, out, err);
 	q->top = 0;
 	return rc;

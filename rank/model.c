@@ -12,7 +12,8 @@
  * reads its own slice of the outputs, still with a leading dimension of 1,
  * so expressions read the same in both modes.
  *
- * Invariants: pooled buffers only grow (steady state allocates nothing);
+ * Invariants: pooled buffers only grow, and stay with the query when it
+ * is retired for reuse (steady state allocates nothing);
  * outputs of a per-document run are current while qm->serial equals the
  * query's serial; second-phase outputs are copied per candidate into the
  * cache so features of re-ranked documents never run the model again.
@@ -357,10 +358,45 @@ void rank_qmodel_release(struct rank_query *q, int m)
 	memset(qm, 0, sizeof *qm);
 }
 
+void rank_qmodel_retire(struct rank_query *q, int m)
+{
+	struct rank_qmodel *qm = &q->models[m];
+	if (qm->cx)
+		runtime_ctx_free(qm->cx);
+	qm->cx = NULL;
+}
+
+int rank_qmodel_reuse(struct rank_query *q, int m, struct strata_error *err)
+{
+	const struct rank_cmodel *cm = &q->p->models[m];
+	struct rank_qmodel *qm = &q->models[m];
+	if (cm->state != 2)
+		return 0;
+	qm->serial = -1;
+	qm->cache_n = 0;
+	memset(qm->last_in, 0, sizeof qm->last_in);
+	return runtime_ctx_new(cm->rt, &qm->cx, err);
+}
+
 const void *rank_query_model_input_ptr(const struct rank_query *q, const char *model, int input)
 {
 	for (int m = 0; m < q->p->nmodels; m++)
 		if (strcmp(q->p->models[m].decl->name, model) == 0 && input >= 0 && input < 8)
 			return q->models[m].last_in[input];
+	return NULL;
+}
+
+const void *rank_query_model_input_buf(const struct rank_query *q, const char *model, int input,
+                                       size_t *cap)
+{
+	*cap = 0;
+	for (int m = 0; m < q->p->nmodels; m++) {
+		const struct rank_cmodel *cm = &q->p->models[m];
+		if (strcmp(cm->decl->name, model) != 0 || cm->state != 2 || input < 0 ||
+		    input >= cm->nin)
+			continue;
+		*cap = q->models[m].conv_cap[input];
+		return q->models[m].conv[input];
+	}
 	return NULL;
 }

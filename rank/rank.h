@@ -19,8 +19,17 @@
  *     rank_query_free(q);
  *     rank_app_free(app);
  *
- * A struct rank_app is immutable once loaded and shared by all threads; a
+ * A struct rank_app is immutable once loaded and shared by all threads,
+ * but for its pools of retired queries, each behind its own mutex; a
  * struct rank_query belongs to one thread for one query.
+ *
+ * Reuse: rank_query_free retires a query into its profile's pool (at most
+ * rank_app_set_query_pool of them, 1 by default) and rank_query_new takes
+ * the most recent one back, reset, with every buffer it grew: once a query
+ * of a given shape (inputs, candidates, models' batch sizes) has run, the
+ * next one allocates nothing, provided the models were loaded with a
+ * runtime session buffer pool (session.buffer_pool_generations) that keeps
+ * their run contexts too.  One generation serves one query at a time.
  */
 #ifndef RANK_H
 #define RANK_H
@@ -91,7 +100,20 @@ struct rank_loader {
 /* rank_app_load with the models from loader (NULL: runtime_model_load). */
 int rank_app_load_with(const char *appdir, const struct rank_loader *loader,
                        struct rank_app **out, struct strata_error *err);
+/* Free the application, its models and every retired query.  No query may
+ * be live. */
 void rank_app_free(struct rank_app *app);
+
+/* Keep at most n (0 to RANK_QUERY_POOL_MAX) retired queries per profile;
+ * 0 frees every query at rank_query_free.  Call it before queries begin
+ * (it is not synchronized with them).  Queries already retired beyond n are
+ * freed.  Returns 0 or STRATA_INVALID_ARGUMENT. */
+#define RANK_QUERY_POOL_MAX 1024
+int rank_app_set_query_pool(struct rank_app *app, int n, struct strata_error *err);
+
+/* The runtime's session buffer pools, summed over the application's models:
+ * run contexts taken back (hits) and made anew (misses) since they loaded. */
+void rank_app_pool_stats(const struct rank_app *app, uint64_t *hits, uint64_t *misses);
 
 int rank_app_nschemas(const struct rank_app *app);
 const struct rank_schema *rank_app_schema(const struct rank_app *app, int i);
@@ -135,9 +157,14 @@ struct rank_docs {
 	const void *(*attr)(void *ud, int field, uint32_t lid);
 };
 
-/* Evaluation state of one query against one profile.  Returns 0 or
+/* Evaluation state of one query against one profile: a retired one taken
+ * back from the profile's pool when there is one, else a new one.  Inputs
+ * start at their defaults, with no nearestNeighbor item.  Returns 0 or
  * STRATA_NOMEM. */
 int rank_query_new(const struct rank_profile *p, struct rank_query **out, struct strata_error *err);
+/* End the query: retired into its profile's pool, or freed when the pool is
+ * full or off.  Pointers it handed out (feature values, model outputs) are
+ * invalid from here.  NULL is ignored. */
 void rank_query_free(struct rank_query *q);
 
 /* Give query(name) a value: n cells in row-major order (n must equal the

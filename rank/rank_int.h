@@ -17,6 +17,8 @@
 #ifndef RANK_INT_H
 #define RANK_INT_H
 
+#include <pthread.h>
+
 #include "rank.h"
 
 /* A position in a schema file. */
@@ -258,6 +260,7 @@ struct rank_cmodel {
 };
 
 struct rank_schema;
+struct rank_qpool;
 
 struct rank_profile {
 	const struct rank_schema *schema;
@@ -277,12 +280,28 @@ struct rank_profile {
 	int nconsts;                 /* constants visible to the profile */
 	const struct rank_constant_decl **consts;
 	int rerank;
+	struct rank_qpool *qpool;    /* its retired queries (app.c); NULL: none kept */
 };
 
 struct rank_schema {
 	struct rank_sd *sd;
 	int nprofiles;
 	struct rank_profile *profiles;
+	struct rank_qpool *qpools;   /* nprofiles, once every profile compiled */
+};
+
+/* The retired queries of one profile, which rank_query_new takes back
+ * (app.c): a stack, the most recently retired on top, linked through
+ * struct rank_query's next, of at most keep queries: all that rank/ changes
+ * in a loaded application, under lock.  A retired query keeps every buffer
+ * it grew (value stack, arena blocks, input cells, model buffers and
+ * caches) but not its runtime contexts, which runtime_ctx_free hands to
+ * the model's own pool, shared by every profile that uses the model. */
+struct rank_qpool {
+	pthread_mutex_t lock;
+	int keep;                    /* rank_app_set_query_pool; 1 by default */
+	int n;
+	struct rank_query *top;
 };
 
 /* compile.c */
@@ -353,6 +372,7 @@ struct rank_query {
 	int *nn_input;               /* per field: query input of nearestNeighbor, -1 */
 	struct rank_val *stack;      /* shared by all programs (see vm.c) */
 	size_t nstack, top;
+	size_t nslots;               /* of the stack, what the profile's programs need */
 	struct rank_qmodel *models;  /* per profile model */
 	const struct rank_docs *docs;
 	uint32_t lid;
@@ -360,6 +380,7 @@ struct rank_query {
 	long serial;                 /* bumped per document evaluation */
 	long cand;                   /* candidate index during second phase, else -1 */
 	int ncand_lookup;            /* features: look model outputs up in the cache */
+	struct rank_query *next;     /* retired: the one below it in its profile's pool */
 };
 
 /* model.c */
@@ -372,12 +393,21 @@ int rank_model_cache_begin(struct rank_query *q, const uint32_t *lids, size_t n,
                            struct strata_error *err);
 int rank_qmodel_init(struct rank_query *q, int m, struct strata_error *err);
 void rank_qmodel_release(struct rank_query *q, int m);
+/* A retired query: its runtime context goes back to the runtime (cx NULL),
+ * its buffers stay.  Taken back: a context again, nothing cached. */
+void rank_qmodel_retire(struct rank_query *q, int m);
+int rank_qmodel_reuse(struct rank_query *q, int m, struct strata_error *err);
 /* app.c: evaluate prog (compiled with rank_expr_compile against q's profile)
  * for document lid; the result lives until the next evaluation (tests). */
 int rank_query_eval(struct rank_query *q, const struct rank_prog *prog, const struct rank_docs *d,
                     uint32_t lid, double first, struct rank_val *out, struct strata_error *err);
 /* The data pointer the model's input i received in its last run (tests). */
 const void *rank_query_model_input_ptr(const struct rank_query *q, const char *model, int input);
+/* The pooled buffer of the model's input i (conversions, and the stacked
+ * rows of a batched run) and its size in bytes in *cap; NULL when there is
+ * none (tests). */
+const void *rank_query_model_input_buf(const struct rank_query *q, const char *model, int input,
+                                       size_t *cap);
 
 
 /* ---- front end internals (lex.c, parser.c, expr.c, parse.c, type.c, schema.c) */

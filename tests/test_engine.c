@@ -2,7 +2,10 @@
  * test_engine.c: the engine: tensor JSON forms, the YQL parser, and the
  * library API end to end (open, feed, get, update, remove, query) on a small
  * application written to a temporary folder.  Expected orders and scores are
- * computed here from the documents the tests feed.
+ * computed here from the documents the tests feed.  Then, on a second
+ * application through the real store: model inputs read in place from the
+ * store's map, and the evaluation state reused from query to query (no
+ * allocation in ranking once a query of the same shape has run).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,10 +17,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <math.h>
+#include <pthread.h>
 
 #include <cmocka.h>
 
 #include "../engine/engine_int.h"
+#include "../rank/rank_int.h"
 #include "modelbuild.h"
 
 /* ---- tensor JSON ---------------------------------------------------------------------- */
@@ -808,6 +813,338 @@ static void test_query_errors(void **state)
 	expect_keys(fx, "{\"yql\": \"select * from sources * where true\", \"hits\": 1}", NDOC, "6");
 }
 
+/* ---- model inputs in place, and the pools ------------------------------------------------ */
+
+/* The "vec" application: VDOCS documents with a tensor<float>(x[VDIM])
+ * attribute; lin.onnx, y[batch, 1] = x[batch, VDIM] . lin_w, runs per
+ * document in the first phase and once for the best VRERANK in the second. */
+#define VDIM 16
+#define VDOCS 40
+#define VRERANK 5
+
+static const char *vec_sd =
+	"schema vec {\n"
+	"    document vec {\n"
+	"        field emb type tensor<float>(x[16]) {\n"
+	"            indexing: attribute\n"
+	"        }\n"
+	"        field price type int {\n"
+	"            indexing: summary | attribute\n"
+	"        }\n"
+	"    }\n"
+	"    rank-profile inplace {\n"
+	"        inputs {\n"
+	"            query(q) tensor<float>(x[16])\n"
+	"        }\n"
+	"        onnx-model lin {\n"
+	"            file: models/lin.onnx\n"
+	"            input \"x\": attribute(emb)\n"
+	"            output \"y\": out\n"
+	"        }\n"
+	"        first-phase {\n"
+	"            expression: sum(onnx(lin).out) + sum(query(q) * attribute(emb))\n"
+	"        }\n"
+	"        second-phase {\n"
+	"            rerank-count: 5\n"
+	"            expression: sum(onnx(lin).out) * 2 + attribute(price)\n"
+	"        }\n"
+	"        match-features: onnx(lin).out firstPhase\n"
+	"    }\n"
+	"}\n";
+
+/* Small multiples of 1/4: every product and sum below is exact in float. */
+static float vec_emb(int doc, int i)
+{
+	return (float)((doc * 7 + i * 3) % 11 - 5) * 0.25f;
+}
+
+static float lin_w(int i)
+{
+	return (float)(i % 5 - 2) * 0.5f;
+}
+
+struct vfixture {
+	char dir[64];
+	char app[128];
+	struct strata *db;
+};
+
+static int vec_setup(void **state)
+{
+	struct vfixture *fx = calloc(1, sizeof *fx);
+	snprintf(fx->dir, sizeof fx->dir, "/tmp/strata-pools.XXXXXX");
+	if (!mkdtemp(fx->dir))
+		return -1;
+	snprintf(fx->app, sizeof fx->app, "%s/app", fx->dir);
+	char path[256];
+	mkdir(fx->app, 0777);
+	snprintf(path, sizeof path, "%s/schemas", fx->app);
+	mkdir(path, 0777);
+	snprintf(path, sizeof path, "%s/schemas/vec.sd", fx->app);
+	write_file(path, vec_sd);
+	snprintf(path, sizeof path, "%s/models", fx->app);
+	mkdir(path, 0777);
+	snprintf(path, sizeof path, "%s/models/lin.onnx", fx->app);
+	float w[VDIM];
+	for (int i = 0; i < VDIM; i++)
+		w[i] = lin_w(i);
+	struct mb_model *m = mb_new("lin", 17);
+	mb_input(m, "x", BASE_DT_FLOAT, 2, (int64_t[]){ -1, VDIM }, (const char *[]){ "batch", "" });
+	mb_init(m, "w", BASE_DT_FLOAT, 2, (int64_t[]){ VDIM, 1 }, w);
+	mb_node(m, "MatMul", "x,w", "y");
+	mb_output(m, "y", BASE_DT_FLOAT, 2, (int64_t[]){ -1, 1 }, (const char *[]){ "batch", "" });
+	if (mb_save(m, path) != 0)
+		return -1;
+	mb_free(m);
+	/* the documents, fed in one batch */
+	snprintf(path, sizeof path, "%s/feed.jsonl", fx->dir);
+	FILE *f = fopen(path, "w");
+	if (!f)
+		return -1;
+	for (int d = 0; d < VDOCS; d++) {
+		fprintf(f, "{\"put\": \"id:test:vec::%d\", \"fields\": {\"price\": %d, \"emb\": [",
+		        d, d % 4);
+		for (int i = 0; i < VDIM; i++)
+			fprintf(f, "%s%g", i ? ", " : "", (double)vec_emb(d, i));
+		fputs("]}}\n", f);
+	}
+	fclose(f);
+	struct strata_error err = { 0 };
+	struct strata_feed_stats st;
+	if (strata_open(fx->app, NULL, &fx->db, &err) != 0 ||
+	    strata_feed_file(fx->db, path, NULL, NULL, &st, &err) != 0 || st.ok != VDOCS) {
+		fprintf(stderr, "vec setup: %s\n", err.msg);
+		return -1;
+	}
+	strata_close(fx->db);
+	fx->db = NULL;
+	*state = fx;
+	return 0;
+}
+
+static int vec_teardown(void **state)
+{
+	struct vfixture *fx = *state;
+	strata_close(fx->db);
+	rm_rf(fx->dir);
+	free(fx);
+	return 0;
+}
+
+static void vec_open(struct vfixture *fx, int generations)
+{
+	struct strata_options o = { .pool_generations = generations };
+	struct strata_error err = { 0 };
+	strata_close(fx->db);
+	fx->db = NULL;
+	if (strata_open(fx->app, &o, &fx->db, &err) != 0)
+		fail_msg("open: %s", err.msg);
+}
+
+/* A request of the inplace profile with query(q)[i] = (i + shift) % 3 - 1. */
+static void vec_request(char *buf, size_t n, int shift)
+{
+	int k = snprintf(buf, n, "{\"yql\": \"select * from sources * where true\", "
+	                         "\"ranking.profile\": \"inplace\", \"input.query(q)\": [");
+	for (int i = 0; i < VDIM; i++)
+		k += snprintf(buf + k, n - (size_t)k, "%s%d", i ? ", " : "", (i + shift) % 3 - 1);
+	snprintf(buf + k, n - (size_t)k, "]}");
+}
+
+static char *vec_query(struct vfixture *fx, const char *req)
+{
+	char *out = NULL;
+	struct strata_error err = { 0 };
+	if (strata_query_json(fx->db, req, &out, &err) != 0)
+		fail_msg("query: %s", err.msg);
+	return out;
+}
+
+/* What the test hook saw, per phase (index 1 and 2). */
+struct seen_inputs {
+	int calls[3];
+	const void *ptr[3];
+	int in_map[3];       /* the pointer lies in the store's memory map */
+	int in_buf[3];       /* it lies in the query's pooled buffer of that input */
+	int cells_ok[3];     /* phase 1: the cells are the last document's emb */
+};
+
+static void see_inputs(void *ud, struct strata *db, const struct rank_query *rq, int phase)
+{
+	struct seen_inputs *s = ud;
+	const void *p = rank_query_model_input_ptr(rq, "lin", 0);
+	size_t cap;
+	const char *buf = rank_query_model_input_buf(rq, "lin", 0, &cap);
+	s->calls[phase]++;
+	s->ptr[phase] = p;
+	s->in_map[phase] = store_in_map(db->env, p);
+	s->in_buf[phase] = buf && p && (const char *)p >= buf && (const char *)p < buf + cap;
+	float last[VDIM];
+	for (int i = 0; i < VDIM; i++)
+		last[i] = vec_emb(VDOCS - 1, i);
+	s->cells_ok[phase] = p && memcmp(p, last, sizeof last) == 0;
+}
+
+/* Per document the runtime reads the attribute where the store keeps it, in
+ * the memory map; the batched second phase reads rows stacked into the
+ * query's pooled buffer, which is not in the map. */
+static void test_inputs_in_place(void **state)
+{
+	struct vfixture *fx = *state;
+	vec_open(fx, 0);
+	char req[1024];
+	vec_request(req, sizeof req, 0);
+	struct seen_inputs s = { 0 };
+	eng_query_hook = see_inputs;
+	eng_query_hook_ud = &s;
+	char *out = vec_query(fx, req);
+	eng_query_hook = NULL;
+	eng_query_hook_ud = NULL;
+	strata_free(out);
+	assert_int_equal(s.calls[1], 1);
+	assert_int_equal(s.calls[2], 1);
+	/* the first phase ran over the documents in lid order: the last run
+	 * read the last document's cells, in place */
+	assert_non_null(s.ptr[1]);
+	assert_true(s.in_map[1]);
+	assert_false(s.in_buf[1]);
+	assert_true(s.cells_ok[1]);
+	/* the second phase: one run over the stacked rows */
+	assert_non_null(s.ptr[2]);
+	assert_false(s.in_map[2]);
+	assert_true(s.in_buf[2]);
+}
+
+/* The scores the inplace profile gives: lin(d) and the first phase. */
+static double lin_of(int d)
+{
+	float y = 0;
+	for (int i = 0; i < VDIM; i++)
+		y += vec_emb(d, i) * lin_w(i);
+	return y;
+}
+
+/* After the first query of a shape, later ones allocate nothing in the rank
+ * VM and the runtime and take their model context from the pool (one hit,
+ * no miss); the answers stay the same.  Without pools every query
+ * allocates and misses. */
+static void test_pools_steady_state(void **state)
+{
+	struct vfixture *fx = *state;
+	char req[1024], other[1024];
+	vec_request(req, sizeof req, 0);
+	vec_request(other, sizeof other, 1);
+	struct strata_stats a, b;
+	vec_open(fx, 0);
+	char *first = NULL;
+	for (int i = 0; i < 5; i++) {
+		strata_stats(fx->db, &a);
+		char *out = vec_query(fx, i == 3 ? other : req);
+		strata_stats(fx->db, &b);
+		assert_int_equal(b.queries - a.queries, 1);
+		if (i == 0) {
+			first = out;
+			assert_true(b.rank_allocs > a.rank_allocs);
+			assert_int_equal(b.pool_misses - a.pool_misses, 1);
+			continue;
+		}
+		assert_int_equal(b.rank_allocs - a.rank_allocs, 0);
+		assert_int_equal(b.pool_misses - a.pool_misses, 0);
+		assert_int_equal(b.pool_hits - a.pool_hits, 1);
+		if (i == 3)
+			assert_string_not_equal(out, first);
+		else
+			assert_string_equal(out, first);
+		strata_free(out);
+	}
+	/* the best hit's relevance is the second phase: 2 lin + price */
+	json_t *r = json_loads(first, 0, NULL);
+	assert_non_null(r);
+	json_t *c0 = json_array_get(children(r), 0);
+	const char *id = json_string_value(json_object_get(c0, "id"));
+	int d = atoi(strrchr(id, ':') + 1);
+	assert_true(fabs(relevance(r, 0) - (2 * lin_of(d) + d % 4)) < 1e-6);
+	json_decref(r);
+
+	/* no pools: the same answers, each query allocating and missing */
+	vec_open(fx, -1);
+	for (int i = 0; i < 3; i++) {
+		strata_stats(fx->db, &a);
+		char *out = vec_query(fx, req);
+		strata_stats(fx->db, &b);
+		assert_true(b.rank_allocs > a.rank_allocs);
+		assert_int_equal(b.pool_misses - a.pool_misses, 1);
+		assert_int_equal(b.pool_hits - a.pool_hits, 0);
+		assert_string_equal(out, first);
+		strata_free(out);
+	}
+	strata_free(first);
+
+	/* generations out of range */
+	struct strata *db = NULL;
+	struct strata_error err = { 0 };
+	struct strata_options o = { .pool_generations = -2 };
+	assert_int_equal(strata_open(fx->app, &o, &db, &err), STRATA_INVALID_ARGUMENT);
+	o.pool_generations = 1025;
+	assert_int_equal(strata_open(fx->app, &o, &db, &err), STRATA_INVALID_ARGUMENT);
+	assert_non_null(strstr(err.msg, "pool_generations"));
+	assert_null(db);
+}
+
+/* Queries from several threads at once on one handle: each thread's answer
+ * is the one a lone query gives, and with one generation per thread no
+ * more run contexts are ever made than there are threads (a context is
+ * made only when every existing one is in use). */
+#define VTHREADS 4
+#define VTHREAD_QUERIES 8
+
+struct vthread {
+	struct strata *db;
+	const char *req;
+	const char *want;
+	int bad;
+};
+
+static void *vthread_run(void *ud)
+{
+	struct vthread *t = ud;
+	for (int i = 0; i < VTHREAD_QUERIES; i++) {
+		char *out = NULL;
+		struct strata_error err = { 0 };
+		if (strata_query_json(t->db, t->req, &out, &err) != 0 || strcmp(out, t->want) != 0)
+			t->bad++;
+		strata_free(out);
+	}
+	return NULL;
+}
+
+static void test_pools_threads(void **state)
+{
+	struct vfixture *fx = *state;
+	char req[1024];
+	vec_request(req, sizeof req, 2);
+	vec_open(fx, VTHREADS);
+	char *want = vec_query(fx, req);
+	struct strata_stats a, b;
+	strata_stats(fx->db, &a);
+	assert_int_equal(a.pool_misses, 1);
+	pthread_t th[VTHREADS];
+	struct vthread t[VTHREADS];
+	for (int i = 0; i < VTHREADS; i++) {
+		t[i] = (struct vthread){ fx->db, req, want, 0 };
+		assert_int_equal(pthread_create(&th[i], NULL, vthread_run, &t[i]), 0);
+	}
+	for (int i = 0; i < VTHREADS; i++) {
+		assert_int_equal(pthread_join(th[i], NULL), 0);
+		assert_int_equal(t[i].bad, 0);
+	}
+	strata_stats(fx->db, &b);
+	assert_int_equal(b.queries - a.queries, VTHREADS * VTHREAD_QUERIES);
+	assert_true(b.pool_misses <= VTHREADS);
+	assert_int_equal(b.pool_hits + b.pool_misses, 1 + VTHREADS * VTHREAD_QUERIES);
+	strata_free(want);
+}
+
 int main(void)
 {
 	const struct CMUnitTest unit[] = {
@@ -827,6 +1164,12 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_query_nn, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_query_errors, setup, teardown),
 	};
+	const struct CMUnitTest pools[] = {
+		cmocka_unit_test(test_inputs_in_place),
+		cmocka_unit_test(test_pools_steady_state),
+		cmocka_unit_test(test_pools_threads),
+	};
 	int failed = cmocka_run_group_tests_name("engine units", unit, NULL, NULL);
-	return failed + cmocka_run_group_tests_name("engine api", api, NULL, NULL);
+	failed += cmocka_run_group_tests_name("engine api", api, NULL, NULL);
+	return failed + cmocka_run_group_tests_name("engine pools", pools, vec_setup, vec_teardown);
 }

@@ -573,6 +573,90 @@ static void test_no_alloc_per_doc(void **state)
 	}
 }
 
+/* rank_query_free retires a query into its profile's pool and rank_query_new
+ * takes it back: the same object, reset (inputs at their defaults, no
+ * nearestNeighbor item), and from its second use on nothing is allocated
+ * from rank_query_new to rank_query_free, model runs included (the models
+ * keep one run context each: the runtime's default pool). */
+static void test_query_reuse(void **state)
+{
+	struct world *w = *state;
+	struct strata_error err = { 0 };
+	uint32_t lids[NDOCS] = { 0, 1, 2, 3, 4 };
+	double f[NDOCS], s[NDOCS];
+	struct rank_val v;
+	struct rank_query *q, *first = NULL;
+	for (int rep = 0; rep < 4; rep++) {
+		uint64_t before = base_alloc_thread_count();
+		q = new_query(w, "batched");
+		assert_int_equal(rank_query_first_phase(q, &w->docs, lids, NDOCS, f, &err), 0);
+		assert_int_equal(rank_query_second_phase(q, &w->docs, lids, f, NDOCS, s, &err), 0);
+		struct seen seen = { 0 };
+		assert_int_equal(rank_query_features(q, &w->docs, 1, f[1], RANK_MATCH_FEATURES,
+		                                     on_feature, &seen, &err), 0);
+		for (uint32_t d = 0; d < NDOCS; d++)
+			NEAR(s[d], model_score(d));
+		rank_query_free(q);
+		if (rep == 0) {
+			first = q;
+		} else {
+			assert_ptr_equal(q, first);
+			assert_int_equal(base_alloc_thread_count() - before, 0);
+		}
+	}
+
+	/* taken back at its defaults: query(w) is 2 again, no nearestNeighbor */
+	const struct rank_profile *p = rank_profile_find(w->s, "base");
+	assert_int_equal(rank_query_new(p, &q, &err), 0);
+	double wv5 = 5;
+	assert_int_equal(rank_query_set_input(q, "w", &wv5, 1, &err), 0);
+	assert_int_equal(rank_query_set_nn(q, "emb", "q", &err), 0);
+	assert_int_equal(rank_query_first_phase(q, &w->docs, lids, 2, f, &err), 0);
+	NEAR(f[1], 5 * price[1] + 1);
+	assert_int_equal(eval_expr(w, q, "closeness(field, emb)", 1, &v, NULL, &err), 0);
+	assert_true(v.num > 0);
+	rank_query_free(q);
+	struct rank_query *again;
+	assert_int_equal(rank_query_new(p, &again, &err), 0);
+	assert_ptr_equal(again, q);
+	assert_int_equal(rank_query_first_phase(again, &w->docs, lids, 2, f, &err), 0);
+	NEAR(f[1], 2 * price[1] + 1);
+	assert_int_equal(eval_expr(w, again, "closeness(field, emb)", 1, &v, NULL, &err), 0);
+	NEAR(v.num, 0.0);
+	rank_query_free(again);
+
+	/* two at once: the second is new; both retire with room for two, and
+	 * both come back without an allocation */
+	assert_int_equal(rank_app_set_query_pool(w->app, 2, &err), 0);
+	struct rank_query *a, *b, *c, *d;
+	assert_int_equal(rank_query_new(p, &a, &err), 0);
+	assert_int_equal(rank_query_new(p, &b, &err), 0);
+	assert_ptr_not_equal(a, b);
+	rank_query_free(a);
+	rank_query_free(b);
+	uint64_t before = base_alloc_thread_count();
+	assert_int_equal(rank_query_new(p, &c, &err), 0);
+	assert_int_equal(rank_query_new(p, &d, &err), 0);
+	assert_int_equal(base_alloc_thread_count() - before, 0);
+	assert_true((c == a && d == b) || (c == b && d == a));
+	rank_query_free(c);
+	rank_query_free(d);
+
+	/* no pool: every query allocates (and the kept ones are freed now) */
+	assert_int_equal(rank_app_set_query_pool(w->app, 0, &err), 0);
+	for (int rep = 0; rep < 2; rep++) {
+		before = base_alloc_thread_count();
+		q = new_query(w, "batched");
+		assert_int_equal(rank_query_first_phase(q, &w->docs, lids, NDOCS, f, &err), 0);
+		rank_query_free(q);
+		assert_true(base_alloc_thread_count() - before > 0);
+	}
+	assert_int_equal(rank_app_set_query_pool(w->app, -1, &err), STRATA_INVALID_ARGUMENT);
+	assert_int_equal(rank_app_set_query_pool(w->app, RANK_QUERY_POOL_MAX + 1, &err),
+	                 STRATA_INVALID_ARGUMENT);
+	assert_int_equal(rank_app_set_query_pool(w->app, 1, &err), 0);
+}
+
 /* ---- errors ---------------------------------------------------------------------- */
 
 static void expect_error(const char *profile_body, int code, const char *where, const char *what)
@@ -635,6 +719,7 @@ int main(void)
 		cmocka_unit_test(test_features),
 		cmocka_unit_test(test_models),
 		cmocka_unit_test(test_no_alloc_per_doc),
+		cmocka_unit_test(test_query_reuse),
 		cmocka_unit_test(test_errors),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
