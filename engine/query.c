@@ -482,6 +482,50 @@ static int final_cmp(const void *a, const void *b)
 	return strcmp(x->docid, y->docid);
 }
 
+/* Make h[i] sink below its children in a heap of the k kept hits whose top
+ * is the worst of them (cmp orders best first). */
+static void sift(struct hit *h, size_t k, size_t i, int (*cmp)(const void *, const void *))
+{
+	for (;;) {
+		size_t w = i, l = 2 * i + 1, r = l + 1;
+		if (l < k && cmp(&h[l], &h[w]) > 0)
+			w = l;
+		if (r < k && cmp(&h[r], &h[w]) > 0)
+			w = r;
+		if (w == i)
+			return;
+		struct hit t = h[i];
+		h[i] = h[w];
+		h[w] = t;
+		i = w;
+	}
+}
+
+/* Put the k best of h[0..n) first, in cmp's order, the others after them in
+ * no particular order.  cmp is a total order (ties go by document id), so
+ * the k come out exactly as a full sort would place them; keeping them in
+ * a heap costs O(n log k) where the full sort of every hit, for the page
+ * or the re-ranked few, cost O(n log n). */
+static void sort_top(struct hit *h, size_t n, size_t k, int (*cmp)(const void *, const void *))
+{
+	if (k >= n / 4) {
+		qsort(h, n, sizeof *h, cmp);
+		return;
+	}
+	if (k == 0)
+		return;
+	for (size_t i = k / 2; i-- > 0;)
+		sift(h, k, i, cmp);
+	for (size_t i = k; i < n; i++)
+		if (cmp(&h[i], &h[0]) < 0) {
+			struct hit t = h[i];
+			h[i] = h[0];
+			h[0] = t;
+			sift(h, k, 0, cmp);
+		}
+	qsort(h, k, sizeof *h, cmp);
+}
+
 static int run_doctype(struct qstate *qs, struct dtstate *ds)
 {
 	struct yql_node *nn = find_nn(qs->yql->where);
@@ -529,9 +573,9 @@ static int run_doctype(struct qstate *qs, struct dtstate *ds)
 		eng_query_hook(eng_query_hook_ud, qs->db, ds->rq, 1);
 	if (!rank_profile_has_second_phase(ds->prof))
 		return 0;
-	qsort(qs->hits + base, n, sizeof *qs->hits, first_cmp);
 	int rr = rank_profile_rerank_count(ds->prof);
 	size_t nre = rr < 0 ? 0 : ((size_t)rr < n ? (size_t)rr : n);
+	sort_top(qs->hits + base, n, nre, first_cmp);
 	for (size_t i = nre; i < n; i++)
 		qs->hits[base + i].tier = 0;
 	for (size_t off = 0; off < nre; off += BLOCK) {
@@ -554,7 +598,11 @@ static int run_doctype(struct qstate *qs, struct dtstate *ds)
 	 * shifted to score no higher than the lowest re-ranked hit, as Vespa
 	 * does, so that relevance never increases down the result. */
 	if (nre && nre < n) {
-		double low = INFINITY, high = qs->hits[base + nre].first;
+		size_t best = base + nre; /* the best hit not re-ranked */
+		for (size_t i = base + nre + 1; i < base + n; i++)
+			if (first_cmp(&qs->hits[i], &qs->hits[best]) < 0)
+				best = i;
+		double low = INFINITY, high = qs->hits[best].first;
 		for (size_t i = 0; i < nre; i++)
 			if (qs->hits[base + i].score < low)
 				low = qs->hits[base + i].score;
@@ -872,8 +920,11 @@ static int run(struct qstate *qs, const json_t *req, char **result)
 		if ((rc = run_doctype(qs, ds)) != 0)
 			return rc;
 	}
-	if (qs->nhits)
-		qsort(qs->hits, qs->nhits, sizeof *qs->hits, final_cmp);
+	/* Only the page is shown: the hits before it and on it are ordered. */
+	size_t page = (size_t)offset < qs->nhits && (size_t)hits < qs->nhits - (size_t)offset
+	                      ? (size_t)offset + (size_t)hits
+	                      : qs->nhits;
+	sort_top(qs->hits, qs->nhits, page, final_cmp);
 	return build_result(qs, (size_t)offset, (size_t)hits, result);
 }
 

@@ -147,24 +147,37 @@ int rank_tensor_reduce(struct base_arena *a, const struct rank_type *ti, struct 
 	return 0;
 }
 
+/* Sum of x[i] * y[i] over eight running sums (i mod 8), added pairwise at
+ * the end: independent sums keep the vector units busy where one sum waits
+ * on each addition, and the order is fixed, so every machine gives the same
+ * bits. */
+#define DOT8(X, Y)                                                                    \
+	do {                                                                          \
+		double p[8] = { 0 };                                                  \
+		size_t i = 0;                                                         \
+		for (; i + 8 <= n; i += 8)                                            \
+			for (int k = 0; k < 8; k++)                                   \
+				p[k] += (double)(X)[i + k] * (double)(Y)[i + k];      \
+		for (int k = 0; i < n; i++, k++)                                      \
+			p[k] += (double)(X)[i] * (double)(Y)[i];                      \
+		s = ((p[0] + p[4]) + (p[2] + p[6])) + ((p[1] + p[5]) + (p[3] + p[7])); \
+	} while (0)
+
 double rank_tensor_dot(int ca, const void *a, int cb, const void *b, size_t n)
 {
 	double s = 0.0;
 	if (ca == BASE_DT_FLOAT && cb == BASE_DT_FLOAT) {
 		const float *x = a, *y = b;
-		for (size_t i = 0; i < n; i++)
-			s += (double)x[i] * y[i];
+		DOT8(x, y);
 	} else if (ca == BASE_DT_FLOAT && cb == BASE_DT_DOUBLE) {
 		const float *x = a;
 		const double *y = b;
-		for (size_t i = 0; i < n; i++)
-			s += x[i] * y[i];
+		DOT8(x, y);
 	} else if (ca == BASE_DT_DOUBLE && cb == BASE_DT_FLOAT) {
 		return rank_tensor_dot(cb, b, ca, a, n);
 	} else if (ca == BASE_DT_DOUBLE && cb == BASE_DT_DOUBLE) {
 		const double *x = a, *y = b;
-		for (size_t i = 0; i < n; i++)
-			s += x[i] * y[i];
+		DOT8(x, y);
 	} else {
 		for (size_t i = 0; i < n; i++)
 			s += rank_cell(ca, a, i) * rank_cell(cb, b, i);

@@ -1118,6 +1118,49 @@ static void *vthread_run(void *ud)
 	return NULL;
 }
 
+/* The ids of a result's hits, in order, into ids[] (at most max). */
+static int result_ids(const char *out, char ids[][32], int max)
+{
+	json_t *r = json_loads(out, 0, NULL);
+	assert_non_null(r);
+	int n = 0;
+	for (size_t i = 0; i < json_array_size(children(r)) && n < max; i++)
+		snprintf(ids[n++], 32, "%s",
+		         json_string_value(json_object_get(json_array_get(children(r), i), "id")));
+	json_decref(r);
+	return n;
+}
+
+/* Only the page and what comes before it is ordered, and the re-ranked few
+ * are picked without ordering the rest: every page must still be the slice
+ * of the full ranking, with first and second phase. */
+static void test_pages_of_the_ranking(void **state)
+{
+	struct vfixture *fx = *state;
+	vec_open(fx, 0);
+	char base[1024], req[1100];
+	vec_request(base, sizeof base, 2);
+	base[strlen(base) - 1] = 0; /* drop the closing brace */
+	snprintf(req, sizeof req, "%s, \"hits\": %d}", base, VDOCS);
+	char *out = vec_query(fx, req);
+	char all[VDOCS][32], page[VDOCS][32];
+	assert_int_equal(result_ids(out, all, VDOCS), VDOCS);
+	strata_free(out);
+	const int pages[][2] = { { 0, 1 }, { 0, 3 }, { 2, 5 }, { 4, 2 }, { 7, 2 }, { 12, 6 },
+		                 { 35, 10 }, { 39, 1 }, { 40, 5 } };
+	for (size_t p = 0; p < sizeof pages / sizeof *pages; p++) {
+		snprintf(req, sizeof req, "%s, \"offset\": %d, \"hits\": %d}", base, pages[p][0],
+		         pages[p][1]);
+		out = vec_query(fx, req);
+		int n = result_ids(out, page, VDOCS);
+		strata_free(out);
+		int want = VDOCS - pages[p][0] < pages[p][1] ? VDOCS - pages[p][0] : pages[p][1];
+		assert_int_equal(n, want < 0 ? 0 : want);
+		for (int i = 0; i < n; i++)
+			assert_string_equal(page[i], all[pages[p][0] + i]);
+	}
+}
+
 static void test_pools_threads(void **state)
 {
 	struct vfixture *fx = *state;
@@ -1168,6 +1211,7 @@ int main(void)
 		cmocka_unit_test(test_inputs_in_place),
 		cmocka_unit_test(test_pools_steady_state),
 		cmocka_unit_test(test_pools_threads),
+		cmocka_unit_test(test_pages_of_the_ranking),
 	};
 	int failed = cmocka_run_group_tests_name("engine units", unit, NULL, NULL);
 	failed += cmocka_run_group_tests_name("engine api", api, NULL, NULL);

@@ -709,11 +709,40 @@ static void test_errors(void **state)
 	             "x.sd:22:", "unknown onnx model 'nomodel'");
 }
 
+/* The dot product of every cell-type pair, at every length around its
+ * unrolled step of 8, against a long double sum. */
+static void test_dot_lengths(void **state)
+{
+	(void)state;
+	float f[41], g[41];
+	double d[41], e[41];
+	for (int i = 0; i < 41; i++) {
+		f[i] = (float)((i * 13) % 17 - 8) / 7.0f;
+		g[i] = (float)((i * 5) % 11 - 5) / 3.0f;
+		d[i] = f[i];
+		e[i] = g[i];
+	}
+	for (size_t n = 0; n <= 41; n++) {
+		long double want = 0;
+		for (size_t i = 0; i < n; i++)
+			want += (long double)f[i] * g[i];
+		double got[4] = { rank_tensor_dot(BASE_DT_FLOAT, f, BASE_DT_FLOAT, g, n),
+			          rank_tensor_dot(BASE_DT_FLOAT, f, BASE_DT_DOUBLE, e, n),
+			          rank_tensor_dot(BASE_DT_DOUBLE, d, BASE_DT_FLOAT, g, n),
+			          rank_tensor_dot(BASE_DT_DOUBLE, d, BASE_DT_DOUBLE, e, n) };
+		for (int k = 0; k < 4; k++) {
+			assert_true(fabsl(got[k] - want) <= 1e-12L * (1 + fabsl(want)));
+			assert_true(got[k] == got[0]); /* one order for every pair */
+		}
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_arithmetic),
 		cmocka_unit_test(test_tensor_functions),
+		cmocka_unit_test(test_dot_lengths),
 		cmocka_unit_test(test_closeness),
 		cmocka_unit_test(test_phases_functions_inherits),
 		cmocka_unit_test(test_features),
