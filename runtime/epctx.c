@@ -863,6 +863,18 @@ int rt_epctx_generate(struct rt_model *m, const char *src_path, struct strata_er
 		rc = base_err(err, errno, "%s: %s", dir, strerror(errno));
 		goto out;
 	}
+	if (src_path) {
+		/* the context model must not overwrite its source */
+		char *a = realpath(src_path, NULL), *b = realpath(ctx, NULL);
+		int same = a && b && strcmp(a, b) == 0;
+		free(a);
+		free(b);
+		if (same) {
+			rc = base_err(err, STRATA_INVALID_ARGUMENT,
+			              "ep.context_file_path %s is the source model itself", ctx);
+			goto out;
+		}
+	}
 	snprintf(part, sizeof part, "%s%s", o->ctx_prefix, stem);
 	struct ctxnode cn = { part, NULL, 0, o->ctx_embed, src_path ? base_name(src_path) : "", 0 };
 

@@ -956,6 +956,17 @@ static void test_other_source(void **state)
 		assert_int_equal(load_fails("other_ctx.onnx", NULL, msg), STRATA_INVALID_GRAPH);
 		assert_non_null(strstr(msg, sources[k] ? "QNNExecutionProvider" : "not given"));
 	}
+	/* the context model may not replace its source */
+	const char *self[][2] = { { "ep.context_enable", "1" },
+		                  { "ep.context_file_path", path("src.onnx") } };
+	struct rt_options *so = opts(self, 2);
+	char why[STRATA_ERRMSG_MAX];
+	assert_int_equal(load_fails("src.onnx", so, why), STRATA_INVALID_ARGUMENT);
+	assert_non_null(strstr(why, "the source model itself"));
+	runtime_options_free(so);
+	struct rt_model *still = load_opts("src.onnx", NULL);
+	assert_int_equal(runtime_model_compiled(still), 0);
+	runtime_model_free(still);
 	/* and a context model cannot be compiled again */
 	const char *on[][2] = { { "ep.context_enable", "1" },
 		                { "ep.context_file_path", path("again_ctx.onnx") } };
