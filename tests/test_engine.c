@@ -353,24 +353,37 @@ static void rm_rf(const char *dir)
 		fprintf(stderr, "could not remove %s\n", dir);
 }
 
+/* A new temporary folder dir (64 bytes, from template tmpl) holding an
+ * application app: app/schemas/NAME.sd with the text sd, and app/models
+ * for the caller's models.  0 or -1. */
+static int make_app(const char *tmpl, char *dir, char *app, size_t napp, const char *name,
+                    const char *sd)
+{
+	snprintf(dir, 64, "%s", tmpl);
+	if (!mkdtemp(dir))
+		return -1;
+	snprintf(app, napp, "%s/app", dir);
+	char path[256];
+	mkdir(app, 0777);
+	snprintf(path, sizeof path, "%s/schemas", app);
+	mkdir(path, 0777);
+	snprintf(path, sizeof path, "%s/models", app);
+	mkdir(path, 0777);
+	snprintf(path, sizeof path, "%s/schemas/%s.sd", app, name);
+	write_file(path, sd);
+	return 0;
+}
+
 /* Write the app, open it and feed the documents as JSON Lines with one bad
  * line (line 3) among them. */
 static int setup(void **state)
 {
 	struct fixture *fx = calloc(1, sizeof *fx);
-	snprintf(fx->dir, sizeof fx->dir, "/tmp/strata-engine.XXXXXX");
-	if (!mkdtemp(fx->dir))
+	if (make_app("/tmp/strata-engine.XXXXXX", fx->dir, fx->app, sizeof fx->app, "item",
+	             item_sd) != 0)
 		return -1;
-	snprintf(fx->app, sizeof fx->app, "%s/app", fx->dir);
 	char path[256];
-	mkdir(fx->app, 0777);
-	snprintf(path, sizeof path, "%s/schemas", fx->app);
-	mkdir(path, 0777);
-	snprintf(path, sizeof path, "%s/schemas/item.sd", fx->app);
-	write_file(path, item_sd);
 	/* models/tiny.onnx: y[batch, 1] = x[batch, 3] . (1, 2, 3) */
-	snprintf(path, sizeof path, "%s/models", fx->app);
-	mkdir(path, 0777);
 	snprintf(path, sizeof path, "%s/models/tiny.onnx", fx->app);
 	struct mb_model *m = mb_new("tiny", 17);
 	static const float w[3] = { 1, 2, 3 };
@@ -872,18 +885,10 @@ struct vfixture {
 static int vec_setup(void **state)
 {
 	struct vfixture *fx = calloc(1, sizeof *fx);
-	snprintf(fx->dir, sizeof fx->dir, "/tmp/strata-pools.XXXXXX");
-	if (!mkdtemp(fx->dir))
+	if (make_app("/tmp/strata-pools.XXXXXX", fx->dir, fx->app, sizeof fx->app, "vec",
+	             vec_sd) != 0)
 		return -1;
-	snprintf(fx->app, sizeof fx->app, "%s/app", fx->dir);
 	char path[256];
-	mkdir(fx->app, 0777);
-	snprintf(path, sizeof path, "%s/schemas", fx->app);
-	mkdir(path, 0777);
-	snprintf(path, sizeof path, "%s/schemas/vec.sd", fx->app);
-	write_file(path, vec_sd);
-	snprintf(path, sizeof path, "%s/models", fx->app);
-	mkdir(path, 0777);
 	snprintf(path, sizeof path, "%s/models/lin.onnx", fx->app);
 	float w[VDIM];
 	for (int i = 0; i < VDIM; i++)
