@@ -660,7 +660,7 @@ static Onnx__ValueInfoProto *value_info(struct pbw *w, const struct rt_value_inf
 	return tp ? v : NULL;
 }
 
-static Onnx__AttributeProto *attr_int(struct pbw *w, const char *name, int64_t i)
+static Onnx__AttributeProto *attr_new(struct pbw *w, const char *name, int type)
 {
 	Onnx__AttributeProto *a = pbw_new(w, sizeof *a);
 	if (!a)
@@ -668,24 +668,28 @@ static Onnx__AttributeProto *attr_int(struct pbw *w, const char *name, int64_t i
 	onnx__attribute_proto__init(a);
 	a->name = (char *)name;
 	a->has_type = 1;
-	a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
-	a->has_i = 1;
-	a->i = i;
+	a->type = type;
+	return a;
+}
+
+static Onnx__AttributeProto *attr_int(struct pbw *w, const char *name, int64_t i)
+{
+	Onnx__AttributeProto *a = attr_new(w, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT);
+	if (a) {
+		a->has_i = 1;
+		a->i = i;
+	}
 	return a;
 }
 
 static Onnx__AttributeProto *attr_bytes(struct pbw *w, const char *name, const void *p, size_t n)
 {
-	Onnx__AttributeProto *a = pbw_new(w, sizeof *a);
-	if (!a)
-		return NULL;
-	onnx__attribute_proto__init(a);
-	a->name = (char *)name;
-	a->has_type = 1;
-	a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING;
-	a->has_s = 1;
-	a->s.data = (uint8_t *)p;
-	a->s.len = n;
+	Onnx__AttributeProto *a = attr_new(w, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING);
+	if (a) {
+		a->has_s = 1;
+		a->s.data = (uint8_t *)p;
+		a->s.len = n;
+	}
 	return a;
 }
 
