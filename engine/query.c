@@ -508,12 +508,12 @@ static void sift(struct hit *h, size_t k, size_t i, int (*cmp)(const void *, con
  * or the re-ranked few, cost O(n log n). */
 static void sort_top(struct hit *h, size_t n, size_t k, int (*cmp)(const void *, const void *))
 {
+	if (n == 0 || k == 0)
+		return;
 	if (k >= n / 4) {
 		qsort(h, n, sizeof *h, cmp);
 		return;
 	}
-	if (k == 0)
-		return;
 	for (size_t i = k / 2; i-- > 0;)
 		sift(h, k, i, cmp);
 	for (size_t i = k; i < n; i++)
