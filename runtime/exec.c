@@ -60,11 +60,21 @@ struct rt_ctx {
 static void exec_free(struct rt_exec *x);
 
 /* Set up x for graph g; top contexts own the pool and string arena. */
+/* STRATA_CHECK_SHAPES, read once: contexts are made on the query path. */
+static int env_check;
+static pthread_once_t env_once = PTHREAD_ONCE_INIT;
+
+static void read_env_check(void)
+{
+	const char *e = getenv("STRATA_CHECK_SHAPES");
+	env_check = e && *e && strcmp(e, "0") != 0;
+}
+
 /* Whether contexts made now check produced shapes (a debug switch). */
 static int check_wanted(void)
 {
-	const char *e = getenv("STRATA_CHECK_SHAPES");
-	return (rt_debug_flags & RT_DEBUG_CHECK_SHAPES) || (e && *e && strcmp(e, "0") != 0);
+	pthread_once(&env_once, read_env_check);
+	return (rt_debug_flags & RT_DEBUG_CHECK_SHAPES) || env_check;
 }
 
 /* A context taken from the pool checks as one made now would. */

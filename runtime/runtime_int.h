@@ -637,8 +637,8 @@ int rt_shape_fits(const struct rt_shape *s, const struct rt_tensor *t,
  * RT_DEBUG_NO_FOLD: load without constant folding.  RT_DEBUG_CHECK_SHAPES:
  * each run compares every tensor a node produces with the value's static
  * shape and fails with STRATA_RUNTIME ("static shape" in the message) on a
- * contradiction; the environment variable STRATA_CHECK_SHAPES=1 does the
- * same for contexts made while it is set. */
+ * contradiction; the environment variable STRATA_CHECK_SHAPES=1 (read when
+ * the process makes its first context) does the same for every context. */
 enum { RT_DEBUG_NO_FOLD = 1, RT_DEBUG_CHECK_SHAPES = 2 };
 extern int rt_debug_flags;
 
