@@ -302,6 +302,8 @@ static void test_generate_from_path(void **state)
 	runtime_model_free(mc);
 }
 
+static void *read_all(const char *file, size_t *n);
+
 static void test_generate_embedded(void **state)
 {
 	make_mlp("emb.onnx", "x", "y", 32, 64, 8, 3, 4, NULL);
@@ -320,6 +322,21 @@ static void test_generate_embedded(void **state)
 	onnx__model_proto__free_unpacked(mp, NULL);
 	base_free(buf, n + 1);
 	same_outputs("emb.onnx", "emb_ctx.onnx", NULL);
+
+	/* from a buffer: an embedded context needs no path at all */
+	void *ctx = read_all("emb_ctx.onnx", &n);
+	struct rt_model *mc = NULL, *ms = load_opts("emb.onnx", NULL);
+	struct strata_error err;
+	assert_int_equal(runtime_model_load_buffer_opts(ctx, n, NULL, NULL, &mc, &err), 0);
+	base_free(ctx, n + 1); /* the model keeps its own copy */
+	assert_int_equal(runtime_model_compiled(mc), 1);
+	float *x = cells(12, 3 * 32), a[3 * 8], b[3 * 8];
+	run(ms, x, 3, 32, a, sizeof a / sizeof *a);
+	run(mc, x, 3, 32, b, sizeof b / sizeof *b);
+	assert_memory_equal(a, b, sizeof a);
+	runtime_model_free(mc);
+	runtime_model_free(ms);
+	free(x);
 }
 
 static void test_prefix_and_file_path(void **state)
