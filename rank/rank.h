@@ -38,6 +38,7 @@
 #include <stdint.h>
 
 #include "../base/base.h"
+#include "../runtime/runtime.h"
 
 #define RANK_MAX_RANK 8
 
@@ -76,7 +77,6 @@ struct rank_app;
 struct rank_schema;
 struct rank_profile;
 struct rank_query;
-struct rt_model;
 
 /* Parse and compile every APP/schemas/ *.sd file and load the models they
  * name (paths relative to APP).  Returns 0, an errno (unreadable folder or
@@ -108,7 +108,7 @@ void rank_app_free(struct rank_app *app);
  * 0 frees every query at rank_query_free.  Call it before queries begin
  * (it is not synchronized with them).  Queries already retired beyond n are
  * freed.  Returns 0 or STRATA_INVALID_ARGUMENT. */
-#define RANK_QUERY_POOL_MAX 1024
+#define RANK_QUERY_POOL_MAX RUNTIME_POOL_MAX /* one option sizes both pools */
 int rank_app_set_query_pool(struct rank_app *app, int n, struct strata_error *err);
 
 /* The runtime's session buffer pools, summed over the application's models:

@@ -62,12 +62,12 @@ int runtime_options_set(struct rt_options *o, const char *key, const char *value
 		/* digits only: no sign, no blanks, nothing after */
 		long v = 0;
 		const char *c = value;
-		for (; *c >= '0' && *c <= '9' && v <= RT_POOL_MAX; c++)
+		for (; *c >= '0' && *c <= '9' && v <= RUNTIME_POOL_MAX; c++)
 			v = v * 10 + (*c - '0');
-		if (c == value || *c || v > RT_POOL_MAX)
+		if (c == value || *c || v > RUNTIME_POOL_MAX)
 			return base_err(err, STRATA_INVALID_ARGUMENT,
 			                "session option %s: '%s' is not a count from 0 to %d", key, value,
-			                RT_POOL_MAX);
+			                RUNTIME_POOL_MAX);
 		o->pool_gens = (int)v;
 		return 0;
 	}

@@ -175,6 +175,7 @@ void runtime_ctx_free(struct rt_ctx *cx);
 
 /* The session buffer pool of m: contexts taken from it (hits), made anew
  * (misses), and kept now. */
+#define RUNTIME_POOL_MAX 1024 /* session.buffer_pool_generations at most */
 struct rt_pool_stats {
 	uint64_t hits, misses;
 	int retired;

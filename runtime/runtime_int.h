@@ -466,7 +466,6 @@ struct rt_extfile {
 /* Session options (options.c); see runtime.h for the keys. */
 enum { RT_OPT_DISABLED = 0, RT_OPT_BASIC = 1, RT_OPT_ALL = 2 };
 #define RT_OPT_STR 1024 /* bytes of a string option, NUL included */
-#define RT_POOL_MAX 1024 /* session.buffer_pool_generations at most */
 struct rt_options {
 	int opt_level; /* RT_OPT_* */
 	int ctx_enable;          /* ep.context_enable: write a context model at load */
