@@ -151,6 +151,17 @@ static int need_int_input(struct rt_node *n, struct rt_graph *g, struct strata_e
 	return 0;
 }
 
+/* init of an op whose output is input 0's type and whose input 1 is a
+ * required integer tensor (Gather's indices, Expand's shape). */
+static int init_data_ints(struct rt_node *n, struct rt_graph *g, struct strata_error *err,
+                          const char *what, rt_kernel_fn *run)
+{
+	int rc = init_same(n, g, err);
+	if (rc == 0 && (rc = need_int_input(n, g, err, 1, what, 0)) == 0)
+		n->run = run;
+	return rc;
+}
+
 /* Output 0 with the shape (r, dims), viewing in's cells: the executor
  * shares the buffer (or copies where its memory plan says so). */
 static int view_output(struct rt_exec *x, const struct rt_node *n, int r, const int64_t *dims)
@@ -729,13 +740,7 @@ static int run_gather(struct rt_node *n, struct rt_exec *x)
 
 static int init_gather(struct rt_node *n, struct rt_graph *g, struct strata_error *err)
 {
-	int rc = init_same(n, g, err);
-	if (rc)
-		return rc;
-	if ((rc = need_int_input(n, g, err, 1, "indices", 0)))
-		return rc;
-	n->run = run_gather;
-	return 0;
+	return init_data_ints(n, g, err, "indices", run_gather);
 }
 
 /* ---- Shape, Identity ----------------------------------------------------------- */
@@ -847,13 +852,7 @@ static int run_expand(struct rt_node *n, struct rt_exec *x)
 
 static int init_expand(struct rt_node *n, struct rt_graph *g, struct strata_error *err)
 {
-	int rc = init_same(n, g, err);
-	if (rc)
-		return rc;
-	if ((rc = need_int_input(n, g, err, 1, "shape", 0)))
-		return rc;
-	n->run = run_expand;
-	return 0;
+	return init_data_ints(n, g, err, "shape", run_expand);
 }
 
 /* ---- ConstantOfShape ----------------------------------------------------------- */
