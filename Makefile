@@ -61,7 +61,7 @@ TEST_LIB_OBJ := $(TEST_LIB_SRC:%.c=$(BUILD)/%.o)
 TOOLS_SRC  := tests/mkshop.c
 TOOLS      := $(BUILD)/tests/mkshop
 
-.PHONY: all test unit e2e avx2 asan tsan demo deps deps-test check check-peer peer bench install clean
+.PHONY: all test unit e2e avx2 asan tsan demo deps deps-test check check-peer peer bench install clean layers
 # Objects made by pattern chains (tests/test_x.o) are kept, not deleted as intermediates.
 .SECONDARY:
 all: $(LIB) $(CLI)
@@ -147,6 +147,12 @@ unit: $(TEST_BINS)
 	[ -z "$$failing" ] || echo "failing unit tests:$$failing"; \
 	echo "unit: $$passed passed, $$failed failed"; \
 	[ $$failed -eq 0 ]
+
+# The library's file-level dependency graph (tests/layers.sh): no cycles
+# inside a subsystem, and subsystems used one way only.  `sh tests/layers.sh
+# build --edges` prints the graph.
+layers: $(LIB)
+	sh tests/layers.sh $(BUILD)
 
 e2e: $(CLI) $(TOOLS)
 	STRATA=$(CLI) MKSHOP=$(BUILD)/tests/mkshop sh tests/e2e.sh

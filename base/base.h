@@ -43,6 +43,13 @@ int base_err(struct strata_error *err, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 int base_verr(struct strata_error *err, int code, const char *fmt, va_list ap);
 
+/* Out of memory: the one way every subsystem reports it.  Sets err to
+ * STRATA_NOMEM and "out of memory: WHAT" (what the memory was for, printf
+ * style) and returns STRATA_NOMEM, so that a failed allocation is reported
+ * in one statement: `if (!p) return base_nomem(err, "row %d", r);`. */
+int base_nomem(struct strata_error *err, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
 /* Put "prefix: " before err's message, keeping its code; return err->code
  * (or code if err is NULL). */
 int base_err_prefix(struct strata_error *err, int code, const char *fmt, ...)

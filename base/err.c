@@ -57,6 +57,18 @@ int base_err(struct strata_error *err, int code, const char *fmt, ...)
 	return code;
 }
 
+int base_nomem(struct strata_error *err, const char *fmt, ...)
+{
+	if (!err)
+		return STRATA_NOMEM;
+	char what[STRATA_ERRMSG_MAX];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof what, fmt, ap);
+	va_end(ap);
+	return base_err(err, STRATA_NOMEM, "out of memory: %s", what);
+}
+
 int base_err_prefix(struct strata_error *err, int code, const char *fmt, ...)
 {
 	if (!err)
