@@ -25,7 +25,11 @@ ifeq ($(CI),true)
 WARN     += -Werror
 endif
 SAN      ?=
-CFLAGS   := $(OPT) $(ARCH) $(WARN) $(SAN) -std=c11 -D_GNU_SOURCE -I$(BUILD)/gen -MMD -MP
+# DEBUG=1 checks the invariants written as BASE_DEBUG_ASSERT (base/base.h);
+# the sanitizer builds always do.
+DEBUG    ?=
+DEFS     := $(if $(DEBUG),-DSTRATA_DEBUG)
+CFLAGS   := $(OPT) $(ARCH) $(WARN) $(SAN) $(DEFS) -std=c11 -D_GNU_SOURCE -I$(BUILD)/gen -MMD -MP
 LDLIBS   := -llmdb -lprotobuf-c -ljansson -lm -lpthread
 ONNX_PROTO ?= /usr/include/onnx/onnx.proto
 DEB_PKGS := build-essential pkg-config liblmdb-dev libprotobuf-c-dev protobuf-c-compiler \
@@ -168,14 +172,14 @@ avx2: $(TEST_BINS) $(CONFORMANCE) $(CLI)
 ASAN_SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 asan:
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
-	  $(MAKE) BUILD=build-asan SAN='$(ASAN_SAN)' OPT='-O1 -g' unit e2e conformance
+	  $(MAKE) BUILD=build-asan SAN='$(ASAN_SAN)' DEBUG=1 OPT='-O1 -g' unit e2e conformance
 
 # The tests that run threads (the session buffer pool, compiled contexts
 # loaded by several threads, queries sharing an application and its pools)
 # again in build-tsan/ under ThreadSanitizer; a reported race fails the run.
 TSAN_TESTS := pool context engine rank_eval
 tsan:
-	$(MAKE) BUILD=build-tsan SAN='-fsanitize=thread' OPT='-O1 -g' $(TSAN_TESTS:%=build-tsan/tests/test_%)
+	$(MAKE) BUILD=build-tsan SAN='-fsanitize=thread' DEBUG=1 OPT='-O1 -g' $(TSAN_TESTS:%=build-tsan/tests/test_%)
 	@for t in $(TSAN_TESTS); do \
 	  echo "== build-tsan/tests/test_$$t"; \
 	  TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/test_$$t || exit 1; \

@@ -60,6 +60,16 @@ int base_err_prefix(struct strata_error *err, int code, const char *fmt, ...)
 	((c) ? (void)0 : base_assert_fail(#c, __FILE__, __LINE__))
 _Noreturn void base_assert_fail(const char *what, const char *file, int line);
 
+/* Invariants too costly for a production run (a walk over a structure, a
+ * check on a hot path): checked in debug builds only, those compiled with
+ * -DSTRATA_DEBUG (the sanitizer builds of make asan and make tsan, and
+ * make DEBUG=1).  The condition must have no side effects. */
+#ifdef STRATA_DEBUG
+#define BASE_DEBUG_ASSERT(c) BASE_ASSERT(c)
+#else
+#define BASE_DEBUG_ASSERT(c) ((void)0)
+#endif
+
 /* ---- the allocator -------------------------------------------------------
  * Every block is aligned to 64 bytes.  base_free and base_realloc take the
  * size the block was allocated with.  All return NULL on failure. */
