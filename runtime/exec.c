@@ -35,7 +35,7 @@
  * Nodes folded at load (infer.c) are skipped: their outputs are constants.
  * infer.c runs them through rt_fold_node() on a context of their own, with
  * the same kernels, so a folded value is bit-identical to a computed one.
- * Under RT_DEBUG_CHECK_SHAPES every produced tensor is compared with its
+ * Under session.check_shapes every produced tensor is compared with its
  * value's static shape (a debugging aid; a production run never looks).
  */
 #include <stdarg.h>
@@ -59,7 +59,6 @@ struct rt_ctx {
 
 static void exec_free(struct rt_exec *x);
 
-/* Set up x for graph g; top contexts own the pool and string arena. */
 /* STRATA_CHECK_SHAPES, read once: contexts are made on the query path. */
 static int env_check;
 static pthread_once_t env_once = PTHREAD_ONCE_INIT;
@@ -70,21 +69,14 @@ static void read_env_check(void)
 	env_check = e && *e && strcmp(e, "0") != 0;
 }
 
-/* Whether contexts made now check produced shapes (a debug switch). */
-static int check_wanted(void)
+/* Whether contexts of m check produced shapes (a debugging aid). */
+static int check_wanted(const struct rt_model *m)
 {
 	pthread_once(&env_once, read_env_check);
-	return (rt_debug_flags & RT_DEBUG_CHECK_SHAPES) || env_check;
+	return m->opts.check_shapes || env_check;
 }
 
-/* A context taken from the pool checks as one made now would. */
-static void set_check(struct rt_exec *x, int on)
-{
-	x->check = on;
-	for (size_t i = 0; i < x->nkids; i++)
-		set_check(x->kids[i].x, on);
-}
-
+/* Set up x for graph g; top contexts own the pool and string arena. */
 static int exec_init(struct rt_exec *x, const struct rt_model *m, const struct rt_graph *g,
                      struct rt_exec *outer)
 {
@@ -95,7 +87,7 @@ static int exec_init(struct rt_exec *x, const struct rt_model *m, const struct r
 	x->strings = outer ? outer->strings : &x->own_strings;
 	if (!outer)
 		base_arena_init(&x->own_strings, 4096);
-	x->check = outer ? outer->check : check_wanted();
+	x->check = outer ? outer->check : check_wanted(m);
 	for (int i = 0; i < g->nnodes; i++)
 		if (g->nodes[i].nout > x->max_nout)
 			x->max_nout = g->nodes[i].nout;
@@ -180,7 +172,6 @@ int runtime_ctx_new(const struct rt_model *m, struct rt_ctx **out, struct strata
 	}
 	pthread_mutex_unlock(&pm->pool_mu);
 	if (cx) {
-		set_check(&cx->x, check_wanted());
 		*out = cx;
 		return 0;
 	}
@@ -796,7 +787,7 @@ static int64_t sym_size(void *ud, const char *name)
 	return -1;
 }
 
-/* RT_DEBUG_CHECK_SHAPES: the tensors n produced against their static shapes. */
+/* session.check_shapes: the tensors n produced against their static shapes. */
 static int check_shapes(struct rt_exec *x, const struct rt_node *n)
 {
 	for (int j = 0; j < n->nout; j++) {

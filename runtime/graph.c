@@ -383,6 +383,14 @@ int rt_graph_keep(struct rt_graph *g, struct rt_node *n, int v)
 	return 0;
 }
 
+int rt_graph_release_const(struct rt_graph *g, int v)
+{
+	if (v < 0 || v >= g->nvalues || !g->values[v].konst)
+		return STRATA_INVALID_GRAPH;
+	g->values[v].releases++;
+	return 0;
+}
+
 const struct rt_tensor *rt_graph_const(const struct rt_graph *g, int v)
 {
 	if (v < 0 || v >= g->nvalues)
@@ -452,6 +460,15 @@ int rt_node_input_dtype(const struct rt_node *n, const struct rt_graph *g, int i
 	*dt = rt_graph_dtype(g, n->in[i]);
 	if (*dt == BASE_DT_UNDEFINED)
 		return rt_node_err(n, err, STRATA_INVALID_GRAPH, "input %d has no known element type", i);
+	return 0;
+}
+
+int rt_model_value_shape(const struct rt_model *m, const char *name, struct rt_shape *out)
+{
+	int v = rt_graph_find(&m->g, name);
+	if (v < 0)
+		return -1;
+	*out = m->g.values[v].shape;
 	return 0;
 }
 

@@ -29,8 +29,6 @@
 
 #include "runtime_int.h"
 
-int rt_debug_flags;
-
 /* Largest output a folded node may add to the model's memory. */
 #define FOLD_MAX_BYTES ((size_t)64 << 20)
 
@@ -56,34 +54,12 @@ static struct rt_dim dim_unknown(void)
 	return (struct rt_dim){ .size = -1 };
 }
 
-static int is_int(struct rt_dim d)
-{
-	return d.size >= 0;
-}
-
-/* A plain symbol (not capped). */
-static int is_sym(struct rt_dim d)
-{
-	return d.size < 0 && d.sym && d.bound <= 0;
-}
-
-/* min(sym, bound). */
-static int is_capped(struct rt_dim d)
-{
-	return d.size < 0 && d.sym && d.bound > 0;
-}
-
-static int is_full(struct rt_dim d)
-{
-	return is_int(d) || (d.size < 0 && d.sym);
-}
-
 /* 1 when a and b are the same size in every run. */
 static int same(struct rt_dim a, struct rt_dim b)
 {
-	if (is_int(a) && is_int(b))
+	if (rt_dim_is_int(a) && rt_dim_is_int(b))
 		return a.size == b.size;
-	return is_full(a) && is_full(b) && !is_int(a) && !is_int(b) &&
+	return rt_dim_is_full(a) && rt_dim_is_full(b) && !rt_dim_is_int(a) && !rt_dim_is_int(b) &&
 	       strcmp(a.sym, b.sym) == 0 && (a.bound > 0 ? a.bound : 0) == (b.bound > 0 ? b.bound : 0);
 }
 
@@ -91,23 +67,23 @@ static int same(struct rt_dim a, struct rt_dim b)
  * is that size: any run where the symbol differs fails in the kernel. */
 static struct rt_dim bcast(struct rt_dim a, struct rt_dim b)
 {
-	if (is_int(a) && a.size == 1)
+	if (rt_dim_is_int(a) && a.size == 1)
 		return b;
-	if (is_int(b) && b.size == 1)
+	if (rt_dim_is_int(b) && b.size == 1)
 		return a;
 	if (same(a, b))
 		return a;
 	/* s against min(s, cap): equal while s <= cap; past it, cap (not 1 unless
 	 * the result is s anyway) and s disagree and the kernel fails. */
-	if (is_sym(a) && is_capped(b) && strcmp(a.sym, b.sym) == 0)
+	if (rt_dim_is_sym(a) && rt_dim_is_capped(b) && strcmp(a.sym, b.sym) == 0)
 		return a;
-	if (is_sym(b) && is_capped(a) && strcmp(a.sym, b.sym) == 0)
+	if (rt_dim_is_sym(b) && rt_dim_is_capped(a) && strcmp(a.sym, b.sym) == 0)
 		return b;
-	if (is_int(a) && is_int(b))
+	if (rt_dim_is_int(a) && rt_dim_is_int(b))
 		return dim_unknown(); /* incompatible: the kernel fails */
-	if (is_int(a) && is_sym(b))
+	if (rt_dim_is_int(a) && rt_dim_is_sym(b))
 		return a;
-	if (is_int(b) && is_sym(a))
+	if (rt_dim_is_int(b) && rt_dim_is_sym(a))
 		return b;
 	return dim_unknown();
 }
@@ -120,12 +96,12 @@ static struct rt_dim product(const struct rt_dim *d, int lo, int hi)
 	const char *sym = NULL;
 	int nsym = 0, unk = 0;
 	for (int i = lo; i < hi; i++) {
-		if (is_int(d[i]) && d[i].size == 0)
+		if (rt_dim_is_int(d[i]) && d[i].size == 0)
 			return dim_int(0);
-		if (is_int(d[i])) {
+		if (rt_dim_is_int(d[i])) {
 			if (__builtin_mul_overflow(p, d[i].size, &p))
 				return dim_unknown();
-		} else if (is_sym(d[i])) {
+		} else if (rt_dim_is_sym(d[i])) {
 			sym = d[i].sym;
 			nsym++;
 		} else {
@@ -137,70 +113,6 @@ static struct rt_dim product(const struct rt_dim *d, int lo, int hi)
 	if (nsym == 1)
 		return p == 1 ? (struct rt_dim){ .size = -1, .sym = sym } : dim_unknown();
 	return dim_int(p);
-}
-
-int rt_shape_full(const struct rt_shape *s)
-{
-	if (s->rank < 0)
-		return 0;
-	for (int i = 0; i < s->rank; i++)
-		if (!is_full(s->d[i]))
-			return 0;
-	return 1;
-}
-
-void rt_shape_format(const struct rt_shape *s, char *buf, size_t cap)
-{
-	if (!cap)
-		return;
-	if (s->rank < 0) {
-		snprintf(buf, cap, "?");
-		return;
-	}
-	size_t k = (size_t)snprintf(buf, cap, "[");
-	for (int i = 0; i < s->rank && i < RT_MAX_RANK && k < cap; i++) {
-		const char *sep = i ? "," : "";
-		if (is_int(s->d[i]))
-			k += (size_t)snprintf(buf + k, cap - k, "%s%lld", sep, (long long)s->d[i].size);
-		else if (is_capped(s->d[i]))
-			k += (size_t)snprintf(buf + k, cap - k, "%smin(%s,%lld)", sep, s->d[i].sym,
-			                      (long long)s->d[i].bound);
-		else
-			k += (size_t)snprintf(buf + k, cap - k, "%s%s", sep,
-			                      is_sym(s->d[i]) ? s->d[i].sym : "?");
-	}
-	if (k < cap)
-		snprintf(buf + k, cap - k, "]");
-}
-
-int rt_shape_fits(const struct rt_shape *s, const struct rt_tensor *t,
-                  int64_t (*sym_size)(void *ud, const char *name), void *ud)
-{
-	if (s->rank < 0)
-		return 1;
-	if (s->rank != t->rank)
-		return 0;
-	for (int i = 0; i < s->rank; i++) {
-		if (is_int(s->d[i]) && s->d[i].size != t->dims[i])
-			return 0;
-		if (!is_int(s->d[i]) && s->d[i].sym && sym_size) {
-			int64_t v = sym_size(ud, s->d[i].sym);
-			if (v >= 0 && is_capped(s->d[i]) && v > s->d[i].bound)
-				v = s->d[i].bound;
-			if (v >= 0 && v != t->dims[i])
-				return 0;
-		}
-	}
-	return 1;
-}
-
-int rt_model_value_shape(const struct rt_model *m, const char *name, struct rt_shape *out)
-{
-	int v = rt_graph_find(&m->g, name);
-	if (v < 0)
-		return -1;
-	*out = m->g.values[v].shape;
-	return 0;
 }
 
 /* ---- what rules read and write ----------------------------------------------------- */
@@ -448,7 +360,7 @@ static void r_bcast(struct pass *p, const struct rt_node *n)
 	for (int i = 0; i < o.rank; i++)
 		o.d[i] = arith(op, a->d[a->rank == 1 ? 0 : i], b->d[b->rank == 1 ? 0 : i]);
 	/* The cell count must agree with the shape (a [1] against a scalar). */
-	if (!(s.rank == 0 && o.rank == 1) && !(s.rank == 1 && is_int(s.d[0]) && s.d[0].size == o.rank))
+	if (!(s.rank == 0 && o.rank == 1) && !(s.rank == 1 && rt_dim_is_int(s.d[0]) && s.d[0].size == o.rank))
 		return;
 	*out_val(p, n, 0) = o;
 }
@@ -554,9 +466,9 @@ static void r_reshape(struct pass *p, const struct rt_node *n)
 			int64_t num = 1, den = 1;
 			int ok = 1;
 			for (int i = 0; i < in->rank && ok; i++) {
-				if (is_int(in->d[i]))
+				if (rt_dim_is_int(in->d[i]))
 					ok = !__builtin_mul_overflow(num, in->d[i].size, &num);
-				else if (is_sym(in->d[i]))
+				else if (rt_dim_is_sym(in->d[i]))
 					syms[ns++] = in->d[i].sym;
 				else
 					ok = 0;
@@ -564,9 +476,9 @@ static void r_reshape(struct pass *p, const struct rt_node *n)
 			for (int i = 0; i < o.rank && ok; i++) {
 				if (i == infer)
 					continue;
-				if (is_int(o.d[i])) {
+				if (rt_dim_is_int(o.d[i])) {
 					ok = !__builtin_mul_overflow(den, o.d[i].size, &den);
-				} else if (is_sym(o.d[i])) {
+				} else if (rt_dim_is_sym(o.d[i])) {
 					int k;
 					for (k = 0; k < ns && strcmp(syms[k], o.d[i].sym); k++)
 						;
@@ -618,7 +530,7 @@ static void r_squeeze(struct pass *p, const struct rt_node *n)
 	if (na < 0 || na == 0) {
 		/* Every dimension of size 1 goes: each must be known. */
 		for (int i = 0; i < a->rank; i++) {
-			if (!is_int(a->d[i]))
+			if (!rt_dim_is_int(a->d[i]))
 				return;
 			drop[i] = a->d[i].size == 1;
 		}
@@ -689,9 +601,9 @@ static void r_concat(struct pass *p, const struct rt_node *n)
 			int ok = 1;
 			for (int i = 0; i < n->nin && ok; i++) {
 				struct rt_dim x = in_shape(p, n, i)->d[d];
-				if (is_int(x))
+				if (rt_dim_is_int(x))
 					ok = !__builtin_add_overflow(sum, x.size, &sum);
-				else if (is_sym(x) && !sym)
+				else if (rt_dim_is_sym(x) && !sym)
 					sym = x.sym;
 				else
 					ok = 0;
@@ -706,7 +618,7 @@ static void r_concat(struct pass *p, const struct rt_node *n)
 		o.d[d] = dim_unknown();
 		for (int i = 0; i < n->nin; i++) {
 			struct rt_dim x = in_shape(p, n, i)->d[d];
-			if (is_int(x) || (is_sym(x) && !is_full(o.d[d])))
+			if (rt_dim_is_int(x) || (rt_dim_is_sym(x) && !rt_dim_is_full(o.d[d])))
 				o.d[d] = x;
 		}
 	}
@@ -783,7 +695,7 @@ static void r_slice(struct pass *p, const struct rt_node *n)
 		struct rt_dim e = ends ? ends->d[k] : cell_int(en[k]);
 		if (!cell_known(e)) {
 			/* [0, s) of a dimension: min(s, size), or s itself. */
-			if (step == 1 && st[k] == 0 && cell_sym(e) && e.bound <= 0 && is_int(x))
+			if (step == 1 && st[k] == 0 && cell_sym(e) && e.bound <= 0 && rt_dim_is_int(x))
 				o.d[d] = x.size == 0 ? dim_int(0) : (struct rt_dim){ .size = -1, .sym = e.sym, .bound = x.size };
 			else if (step == 1 && st[k] == 0 && cell_sym(e) && same(e, x))
 				o.d[d] = x;
@@ -793,7 +705,7 @@ static void r_slice(struct pass *p, const struct rt_node *n)
 			continue;
 		}
 		en[k] = e.size;
-		if (is_int(x)) {
+		if (rt_dim_is_int(x)) {
 			o.d[d] = dim_int(slice_len(x.size, st[k], en[k], step));
 			if (d == 0 && a->rank == 1) {
 				int64_t s0 = st[k] < 0 ? st[k] + x.size : st[k];
@@ -895,7 +807,7 @@ static void r_size(struct pass *p, const struct rt_node *n)
 	if (a->rank < 0)
 		return;
 	struct rt_dim c = product(a->d, 0, a->rank);
-	if (is_full(c)) {
+	if (rt_dim_is_full(c)) {
 		out_val(p, n, 0)->rank = 1;
 		out_val(p, n, 0)->d[0] = c;
 	}
@@ -946,7 +858,7 @@ static void r_tile(struct pass *p, const struct rt_node *n)
 			o.d[i] = a->d[i];
 		else if (rep[i] == 0)
 			o.d[i] = dim_int(0);
-		else if (is_int(a->d[i]) && !__builtin_mul_overflow(a->d[i].size, rep[i], &r))
+		else if (rt_dim_is_int(a->d[i]) && !__builtin_mul_overflow(a->d[i].size, rep[i], &r))
 			o.d[i] = dim_int(r);
 		else
 			o.d[i] = dim_unknown();
@@ -991,7 +903,7 @@ static void r_split(struct pass *p, const struct rt_node *n)
 		struct rt_shape o = *a;
 		if (ns >= 0) {
 			o.d[ax] = sz[j] >= 0 ? dim_int(sz[j]) : dim_unknown();
-		} else if (!is_int(x)) {
+		} else if (!rt_dim_is_int(x)) {
 			o.d[ax] = dim_unknown();
 		} else if (x.size % n->nout == 0) {
 			o.d[ax] = dim_int(x.size / n->nout);
@@ -1079,7 +991,7 @@ static void r_topk(struct pass *p, const struct rt_node *n)
 			return;
 		k = kv[0];
 	}
-	if (k < 0 || (is_int(a->d[ax]) && k > a->d[ax].size))
+	if (k < 0 || (rt_dim_is_int(a->d[ax]) && k > a->d[ax].size))
 		return;
 	struct rt_shape o = *a;
 	o.d[ax] = dim_int(k);
@@ -1224,7 +1136,7 @@ static int foldable(struct pass *p, const struct rt_node *n)
 		struct rt_dim c = product(g->values[v].shape.d, 0,
 		                          g->values[v].shape.rank < 0 ? 0 : g->values[v].shape.rank);
 		int ok;
-		if (g->values[v].shape.rank >= 0 && is_int(c)) {
+		if (g->values[v].shape.rank >= 0 && rt_dim_is_int(c)) {
 			size_t b = rt_tensor_bytes(g->values[v].dtype, c.size, &ok);
 			if (!ok || b > FOLD_MAX_BYTES - bytes)
 				return 0;
@@ -1262,7 +1174,7 @@ static int fold(struct pass *p, struct rt_node *n)
 		if (v < 0 || !out[j])
 			continue;
 		struct rt_value *val = &g->values[v];
-		if ((rt_debug_flags & RT_DEBUG_CHECK_SHAPES) &&
+		if (p->m->opts.check_shapes &&
 		    !rt_shape_fits(&val->shape, out[j], NULL, NULL)) {
 			char want[256], got[256];
 			struct rt_shape real;
@@ -1370,7 +1282,7 @@ static int check_outputs(struct pass *p)
 		declared(info, &d);
 		int bad = d.rank != s->rank;
 		for (int i = 0; i < d.rank && !bad; i++)
-			bad = is_int(d.d[i]) && is_int(s->d[i]) && d.d[i].size != s->d[i].size;
+			bad = rt_dim_is_int(d.d[i]) && rt_dim_is_int(s->d[i]) && d.d[i].size != s->d[i].size;
 		if (!bad)
 			continue;
 		char want[256], got[256];
@@ -1386,7 +1298,7 @@ static int check_outputs(struct pass *p)
 int rt_graph_infer(struct rt_model *m, struct strata_error *err)
 {
 	struct pass p = { m, &m->g, NULL, err, { .rank = -1 } };
-	if (!(rt_debug_flags & RT_DEBUG_NO_FOLD) && m->opts.opt_level >= RT_OPT_BASIC) {
+	if (m->opts.opt_level >= RT_OPT_BASIC) {
 		p.fold = rt_fold_new(m);
 		if (!p.fold)
 			return base_err(err, STRATA_NOMEM, "out of memory while folding constants");

@@ -29,7 +29,7 @@
 
 /* Largest tensor the loader accepts, in cells; far beyond any real model but
  * small enough that byte counts never overflow. */
-#define MAX_CELLS ((int64_t)1 << 40)
+#define MAX_CELLS RT_MAX_CELLS
 
 /* ---- memory ------------------------------------------------------------------ */
 
@@ -55,16 +55,6 @@ static char *bstrdup(struct rt_blocks *bl, const char *s)
 	if (!s)
 		s = "";
 	return rt_blocks_strndup(bl, s, strlen(s));
-}
-
-size_t rt_tensor_bytes(int dtype, int64_t count, int *ok)
-{
-	size_t es = dtype == BASE_DT_STRING ? sizeof(char *) : base_dtype_size(dtype);
-	*ok = 0;
-	if (es == 0 || count < 0 || count > MAX_CELLS)
-		return 0;
-	*ok = 1;
-	return (size_t)count * es;
 }
 
 /* ---- the loader ------------------------------------------------------------------ */
@@ -1262,14 +1252,6 @@ static int build_model(struct loader *L, Onnx__ModelProto *mp, struct strata_err
 }
 
 /* ---- constants released by kernels ------------------------------------------------------ */
-
-int rt_graph_release_const(struct rt_graph *g, int v)
-{
-	if (v < 0 || v >= g->nvalues || !g->values[v].konst)
-		return STRATA_INVALID_GRAPH;
-	g->values[v].releases++;
-	return 0;
-}
 
 /* Free the cells of the constants every running reader released (after
  * resolution: folding may still have read them).  Memory held twice (the

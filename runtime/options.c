@@ -80,6 +80,7 @@ int runtime_options_set(struct rt_options *o, const char *key, const char *value
 		{ "ep.share_ep_contexts", offsetof(struct rt_options, share) },
 		{ "ep.stop_share_ep_contexts", offsetof(struct rt_options, stop_share) },
 		{ "ep.context_verify_weights", offsetof(struct rt_options, ctx_verify) },
+		{ "session.check_shapes", offsetof(struct rt_options, check_shapes) },
 	}, strs[] = {
 		{ "ep.context_file_path", offsetof(struct rt_options, ctx_file_path) },
 		{ "ep.context_node_name_prefix", offsetof(struct rt_options, ctx_prefix) },

@@ -115,6 +115,13 @@ const char *runtime_isa(void);
  *   ep.context_verify_weights  1: also check the hash of every weight blob
  *       of a binary at load (reads every byte; a load always checks the
  *       header, the graph records' checksum and every bound).
+ *   session.check_shapes     1: every run compares each tensor a node
+ *       produces with the static shape inferred at load and fails with
+ *       STRATA_RUNTIME ("static shape" in the message) on a contradiction;
+ *       folding at load checks its results the same way.  A debugging aid
+ *       (it costs time on every node); 0 by default.  The environment
+ *       variable STRATA_CHECK_SHAPES=1 turns the run-time check on for every
+ *       model of the process.
  *   session.buffer_pool_generations   run contexts (each with all its
  *       buffers) a model keeps when they end, for the next runtime_ctx_new:
  *       1 by default, N keeps N (the oldest freed first), 0 disables the

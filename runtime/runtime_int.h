@@ -71,6 +71,25 @@ struct rt_dim {
 	int64_t bound;           /* with sym: 0, or the cap of min(sym, bound) */
 };
 
+/* What a dimension is: a size, a plain symbol, a capped symbol
+ * min(sym, bound), either kind of symbol or size ("full"), else unknown. */
+static inline int rt_dim_is_int(struct rt_dim d)
+{
+	return d.size >= 0;
+}
+static inline int rt_dim_is_sym(struct rt_dim d)
+{
+	return d.size < 0 && d.sym && d.bound <= 0;
+}
+static inline int rt_dim_is_capped(struct rt_dim d)
+{
+	return d.size < 0 && d.sym && d.bound > 0;
+}
+static inline int rt_dim_is_full(struct rt_dim d)
+{
+	return d.size >= 0 || d.sym;
+}
+
 /* A static shape: rank -1 when unknown.  The same struct carries the known
  * cells of a small integer tensor (struct rt_value.content), rank being then
  * the cell count. */
@@ -78,6 +97,10 @@ struct rt_shape {
 	int rank;
 	struct rt_dim d[RT_MAX_RANK];
 };
+
+/* Largest tensor the runtime accepts, in cells: far beyond any real model
+ * but small enough that byte counts never overflow. */
+#define RT_MAX_CELLS ((int64_t)1 << 40)
 
 /* ---- values and nodes ----------------------------------------------------- */
 struct rt_value {
@@ -473,6 +496,7 @@ struct rt_options {
 	int share, stop_share;   /* ep.share_ep_contexts, ep.stop_share_ep_contexts */
 	int ctx_verify;          /* ep.context_verify_weights */
 	int pool_gens;           /* session.buffer_pool_generations */
+	int check_shapes;        /* session.check_shapes */
 	char ctx_file_path[RT_OPT_STR];   /* ep.context_file_path, "" when unset */
 	char ctx_prefix[RT_OPT_STR];      /* ep.context_node_name_prefix */
 	char ext_folder[RT_OPT_STR];      /* session.model_external_initializers_file_folder_path */
@@ -608,7 +632,7 @@ int rt_graph_resolve(struct rt_model *m, struct strata_error *err);
  * folding of the top graph, and the check of the declared output shapes.
  * Errors: STRATA_INVALID_GRAPH (a declared output shape contradicts the
  * inferred one: the message names the output and both shapes),
- * STRATA_NOMEM, STRATA_RUNTIME (RT_DEBUG_CHECK_SHAPES only: a folded
+ * STRATA_NOMEM, STRATA_RUNTIME (session.check_shapes only: a folded
  * node's real output contradicts its shape rule). */
 int rt_graph_infer(struct rt_model *m, struct strata_error *err);
 /* optimize.c, called by rt_graph_resolve after rt_graph_infer when
@@ -630,16 +654,6 @@ int rt_shape_full(const struct rt_shape *s);
  * gives -1 or sym_size is NULL).  An unknown rank fits anything. */
 int rt_shape_fits(const struct rt_shape *s, const struct rt_tensor *t,
                   int64_t (*sym_size)(void *ud, const char *name), void *ud);
-
-/* Debug and test switches (rt_debug_flags, infer.c), set before a model is
- * loaded or a context made; not for production use and not thread-safe.
- * RT_DEBUG_NO_FOLD: load without constant folding.  RT_DEBUG_CHECK_SHAPES:
- * each run compares every tensor a node produces with the value's static
- * shape and fails with STRATA_RUNTIME ("static shape" in the message) on a
- * contradiction; the environment variable STRATA_CHECK_SHAPES=1 (read when
- * the process makes its first context) does the same for every context. */
-enum { RT_DEBUG_NO_FOLD = 1, RT_DEBUG_CHECK_SHAPES = 2 };
-extern int rt_debug_flags;
 
 /* exec.c: a context for running single nodes of m's top graph at load, on
  * constant inputs (constant folding).  NULL when out of memory. */
@@ -667,7 +681,7 @@ int rt_tensor_from_pb_file(const char *path, struct rt_tensor *t, const char **n
                            struct rt_blocks *bl, struct strata_error *err);
 
 /* Bytes of a dense tensor of count cells of dtype (char * per string cell);
- * 0 with *ok = 0 on overflow or an unknown type. */
+ * 0 with *ok = 0 on an unknown type or more than RT_MAX_CELLS cells. */
 size_t rt_tensor_bytes(int dtype, int64_t count, int *ok);
 
 /* ---- static memory plans (plan.c) --------------------------------------------

@@ -1,9 +1,14 @@
 /*
  * shape.c: small shape helpers shared by the runtime and its kernels: cell
  * counts, numpy-style broadcasting, axis normalization and reading shape-like
- * integer tensors (the second input of Reshape, the axes of Unsqueeze).
- * Pure functions of their arguments; nothing here allocates.
+ * integer tensors (the second input of Reshape, the axes of Unsqueeze),
+ * byte sizes, and the static shapes of the loader (struct rt_shape):
+ * printing them and checking a tensor against one.  Pure functions of
+ * their arguments; nothing here allocates.  The bottom of runtime/: it uses
+ * nothing of the runtime's own.
  */
+#include <stdio.h>
+
 #include "runtime_int.h"
 
 int64_t runtime_tensor_count(const struct rt_tensor *t)
@@ -73,4 +78,69 @@ int64_t rt_cells(int rank, const int64_t *dims, int64_t max)
 		c *= dims[i];
 	}
 	return c;
+}
+
+size_t rt_tensor_bytes(int dtype, int64_t count, int *ok)
+{
+	size_t es = dtype == BASE_DT_STRING ? sizeof(char *) : base_dtype_size(dtype);
+	*ok = 0;
+	if (es == 0 || count < 0 || count > RT_MAX_CELLS)
+		return 0;
+	*ok = 1;
+	return (size_t)count * es;
+}
+
+int rt_shape_full(const struct rt_shape *s)
+{
+	if (s->rank < 0)
+		return 0;
+	for (int i = 0; i < s->rank; i++)
+		if (!rt_dim_is_full(s->d[i]))
+			return 0;
+	return 1;
+}
+
+void rt_shape_format(const struct rt_shape *s, char *buf, size_t cap)
+{
+	if (!cap)
+		return;
+	if (s->rank < 0) {
+		snprintf(buf, cap, "?");
+		return;
+	}
+	size_t k = (size_t)snprintf(buf, cap, "[");
+	for (int i = 0; i < s->rank && i < RT_MAX_RANK && k < cap; i++) {
+		const char *sep = i ? "," : "";
+		if (rt_dim_is_int(s->d[i]))
+			k += (size_t)snprintf(buf + k, cap - k, "%s%lld", sep, (long long)s->d[i].size);
+		else if (rt_dim_is_capped(s->d[i]))
+			k += (size_t)snprintf(buf + k, cap - k, "%smin(%s,%lld)", sep, s->d[i].sym,
+			                      (long long)s->d[i].bound);
+		else
+			k += (size_t)snprintf(buf + k, cap - k, "%s%s", sep,
+			                      rt_dim_is_sym(s->d[i]) ? s->d[i].sym : "?");
+	}
+	if (k < cap)
+		snprintf(buf + k, cap - k, "]");
+}
+
+int rt_shape_fits(const struct rt_shape *s, const struct rt_tensor *t,
+                  int64_t (*sym_size)(void *ud, const char *name), void *ud)
+{
+	if (s->rank < 0)
+		return 1;
+	if (s->rank != t->rank)
+		return 0;
+	for (int i = 0; i < s->rank; i++) {
+		if (rt_dim_is_int(s->d[i]) && s->d[i].size != t->dims[i])
+			return 0;
+		if (!rt_dim_is_int(s->d[i]) && s->d[i].sym && sym_size) {
+			int64_t v = sym_size(ud, s->d[i].sym);
+			if (v >= 0 && rt_dim_is_capped(s->d[i]) && v > s->d[i].bound)
+				v = s->d[i].bound;
+			if (v >= 0 && v != t->dims[i])
+				return 0;
+		}
+	}
+	return 1;
 }

@@ -52,6 +52,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdio.h>
@@ -585,17 +586,43 @@ static double opt_diff_arg(const struct rt_arg *a, const struct rt_arg *b)
 	return worst;
 }
 
+/* New session options: session.check_shapes with --check-shapes, then
+ * key=value pairs (NULL-terminated); NULL when one is refused. */
+static struct rt_options *options(struct strata_error *err, ...)
+{
+	struct rt_options *o;
+	if (runtime_options_new(&o, err) != 0)
+		return NULL;
+	int rc = runtime_options_set(o, "session.check_shapes", check_shapes ? "1" : "0", err);
+	va_list ap;
+	va_start(ap, err);
+	for (const char *k; rc == 0 && (k = va_arg(ap, const char *));)
+		rc = runtime_options_set(o, k, va_arg(ap, const char *), err);
+	va_end(ap);
+	if (rc != 0) {
+		runtime_options_free(o);
+		return NULL;
+	}
+	return o;
+}
+
+/* Load path with the options o (freed here; NULL: fail as refused). */
+static int load_with(const char *path, struct rt_options *o, struct rt_model **out,
+                     struct strata_error *err)
+{
+	if (!o)
+		return err->code;
+	int rc = runtime_model_load_opts(path, o, out, err);
+	runtime_options_free(o);
+	return rc;
+}
+
 /* The model at path loaded with the optimizations off. */
 static int load_unoptimized(const char *path, struct rt_model **out, struct strata_error *err)
 {
-	struct rt_options *o;
-	int rc = runtime_options_new(&o, err);
-	if (rc == 0)
-		rc = runtime_options_set(o, "session.graph_optimization_level", "disabled", err);
-	if (rc == 0)
-		rc = runtime_model_load_opts(path, o, out, err);
-	runtime_options_free(o);
-	return rc;
+	return load_with(path,
+	                 options(err, "session.graph_optimization_level", "disabled", NULL), out,
+	                 err);
 }
 
 /* The model under test: the one at path, or (--via-context) its compiled
@@ -603,24 +630,17 @@ static int load_unoptimized(const char *path, struct rt_model **out, struct stra
 static int load_model(const char *path, struct rt_model **out, struct strata_error *err)
 {
 	if (!*ctx_dir)
-		return runtime_model_load(path, out, err);
+		return load_with(path, options(err, NULL), out, err);
 	char ctx[128];
 	snprintf(ctx, sizeof ctx, "%s/case_ctx.onnx", ctx_dir);
-	struct rt_options *o;
 	struct rt_model *m = NULL;
-	int rc = runtime_options_new(&o, err);
-	if (rc == 0)
-		rc = runtime_options_set(o, "ep.context_enable", "1", err);
-	if (rc == 0)
-		rc = runtime_options_set(o, "ep.context_embed_mode", "1", err);
-	if (rc == 0)
-		rc = runtime_options_set(o, "ep.context_file_path", ctx, err);
-	if (rc == 0)
-		rc = runtime_model_load_opts(path, o, &m, err);
-	runtime_options_free(o);
+	int rc = load_with(path,
+	                   options(err, "ep.context_enable", "1", "ep.context_embed_mode", "1",
+	                           "ep.context_file_path", ctx, NULL),
+	                   &m, err);
 	runtime_model_free(m);
 	if (rc == 0)
-		rc = runtime_model_load(ctx, out, err);
+		rc = load_with(ctx, options(err, NULL), out, err);
 	if (rc == 0 && !runtime_model_compiled(*out)) {
 		runtime_model_free(*out);
 		*out = NULL;
@@ -846,7 +866,6 @@ int main(int argc, char **argv)
 				usage();
 		} else if (strcmp(argv[i], "--check-shapes") == 0) {
 			check_shapes = 1;
-			rt_debug_flags |= RT_DEBUG_CHECK_SHAPES;
 		} else if (strcmp(argv[i], "--compare-opt") == 0) {
 			compare_opt = 1;
 		} else if (strcmp(argv[i], "--via-context") == 0) {

@@ -22,6 +22,11 @@
 
 /* ---- helpers -------------------------------------------------------------------- */
 
+/* How load_mb loads: with session.check_shapes (1) or not (0), or with the
+ * optimizations off (NO_FOLD). */
+enum { PLAIN, CHECK, NO_FOLD };
+static int load_how = PLAIN;
+
 static int load_mb(struct mb_model *mb, struct rt_model **m, struct strata_error *err)
 {
 	void *buf;
@@ -29,7 +34,15 @@ static int load_mb(struct mb_model *mb, struct rt_model **m, struct strata_error
 	assert_int_equal(mb_serialize(mb, &buf, &n), 0);
 	mb_free(mb);
 	memset(err, 0, sizeof *err);
-	int rc = runtime_model_load_buffer(buf, n, NULL, m, err);
+	struct rt_options *o;
+	assert_int_equal(runtime_options_new(&o, err), 0);
+	if (load_how == CHECK)
+		assert_int_equal(runtime_options_set(o, "session.check_shapes", "1", err), 0);
+	if (load_how == NO_FOLD)
+		assert_int_equal(
+			runtime_options_set(o, "session.graph_optimization_level", "disabled", err), 0);
+	int rc = runtime_model_load_buffer_opts(buf, n, NULL, o, m, err);
+	runtime_options_free(o);
 	free(buf);
 	return rc;
 }
@@ -90,7 +103,7 @@ static void test_exporter_chain(void **state)
 	mb_node(mb, "Size", "ctx", "n");
 	mb_output(mb, "ctx", BASE_DT_FLOAT, 4, (int64_t[]){ -1, 2, -1, 4 }, NULL);
 	mb_output(mb, "n", BASE_DT_INT64, 0, NULL, NULL);
-	rt_debug_flags = RT_DEBUG_CHECK_SHAPES;
+	load_how = CHECK;
 	assert_int_equal(load_mb(mb, &m, &err), 0);
 	shape_is(m, "sx", "[3]");
 	shape_is(m, "b", "[]");
@@ -126,7 +139,7 @@ static void test_exporter_chain(void **state)
 	assert_int_equal(*(int64_t *)out[1].data, 3 * 2 * 5 * 4);
 	runtime_ctx_free(cx);
 	runtime_model_free(m);
-	rt_debug_flags = 0;
+	load_how = PLAIN;
 }
 
 static void test_broadcast_symbols(void **state)
@@ -206,7 +219,7 @@ static void test_reshape(void **state)
 	mb_output(mb, "f1", BASE_DT_FLOAT, -1, NULL, NULL);
 	mb_output(mb, "f2", BASE_DT_FLOAT, -1, NULL, NULL);
 	mb_output(mb, "r4", BASE_DT_FLOAT, 3, (int64_t[]){ -1, -1, 8 }, batch_seq);
-	rt_debug_flags = RT_DEBUG_CHECK_SHAPES;
+	load_how = CHECK;
 	assert_int_equal(load_mb(mb, &m, &err), 0);
 	shape_is(m, "r1", "[batch,seq,4,2]");
 	shape_is(m, "r2", "[4,6]");
@@ -223,7 +236,7 @@ static void test_reshape(void **state)
 	assert_int_equal(runtime_run(cx, in, out, &err), 0);
 	runtime_ctx_free(cx);
 	runtime_model_free(m);
-	rt_debug_flags = 0;
+	load_how = PLAIN;
 }
 
 /* Slicing a position table by a length read with Shape gives min(seq, 16);
@@ -247,7 +260,7 @@ static void test_slice_by_symbol(void **state)
 	mb_node(mb, "Slice", "table,zero,su,ax1", "pos");
 	mb_node(mb, "Add", "x,pos", "y");
 	mb_output(mb, "y", BASE_DT_FLOAT, -1, NULL, NULL);
-	rt_debug_flags = RT_DEBUG_CHECK_SHAPES;
+	load_how = CHECK;
 	assert_int_equal(load_mb(mb, &m, &err), 0);
 	shape_is(m, "pos", "[1,min(seq,16),4]");
 	shape_is(m, "y", "[batch,seq,4]");
@@ -258,7 +271,7 @@ static void test_slice_by_symbol(void **state)
 	assert_int_equal(runtime_run(cx, &in, &out, &err), 0);
 	runtime_ctx_free(cx);
 	runtime_model_free(m);
-	rt_debug_flags = 0;
+	load_how = PLAIN;
 }
 
 static void test_more_rules(void **state)
@@ -409,11 +422,11 @@ static void test_folding(void **state)
 	(void)state;
 	struct rt_model *m, *u;
 	struct strata_error err;
-	rt_debug_flags = RT_DEBUG_CHECK_SHAPES;
+	load_how = CHECK;
 	assert_int_equal(load_mb(fold_model(), &m, &err), 0);
-	rt_debug_flags = RT_DEBUG_NO_FOLD;
+	load_how = NO_FOLD;
 	assert_int_equal(load_mb(fold_model(), &u, &err), 0);
-	rt_debug_flags = 0;
+	load_how = PLAIN;
 	/* Transpose, Sqrt, Mul, Div, Shape, Gather and Cast fold; the MatMul,
 	 * the Add and the random draw do not. */
 	assert_int_equal(m->nfolded, 7);
@@ -487,10 +500,10 @@ static void test_fold_failure_deferred(void **state)
 	runtime_model_free(m);
 }
 
-/* The run-time check reports a static shape the real tensor contradicts. */
-static void test_check_hook(void **state)
+/* x -> Relu -> r -> Neg -> y, x of shape [batch,2], loaded as load_how says,
+ * with r's static shape then changed to [batch,5] as if a rule had said so. */
+static struct rt_model *check_model(void)
 {
-	(void)state;
 	struct rt_model *m;
 	struct strata_error err;
 	struct mb_model *mb = mb_new("chk", 17);
@@ -499,19 +512,32 @@ static void test_check_hook(void **state)
 	mb_node(mb, "Neg", "r", "y");
 	mb_output(mb, "y", BASE_DT_FLOAT, -1, NULL, NULL);
 	assert_int_equal(load_mb(mb, &m, &err), 0);
-	/* Pretend a rule had said [batch,5]. */
 	struct rt_value *r = &m->g.values[rt_graph_find(&m->g, "r")];
 	assert_int_equal(r->shape.rank, 2);
 	r->shape.d[1].size = 5;
+	return m;
+}
+
+/* The run-time check (session.check_shapes) reports a static shape the real
+ * tensor contradicts; without it nothing looks. */
+static void test_check_shapes(void **state)
+{
+	(void)state;
+	struct strata_error err;
 	float x[4] = { 1, -2, 3, -4 };
 	struct rt_tensor in = { BASE_DT_FLOAT, 2, { 2, 2 }, x }, out;
 	struct rt_ctx *cx;
+	struct rt_model *m = check_model();
 	assert_int_equal(runtime_ctx_new(m, &cx, &err), 0);
 	assert_int_equal(runtime_run(cx, &in, &out, &err), 0); /* off: nothing looks */
 	runtime_ctx_free(cx);
-	rt_debug_flags = RT_DEBUG_CHECK_SHAPES;
+	runtime_model_free(m);
+
+	load_how = CHECK;
+	m = check_model();
+	load_how = PLAIN;
+	struct rt_value *r = &m->g.values[rt_graph_find(&m->g, "r")];
 	assert_int_equal(runtime_ctx_new(m, &cx, &err), 0);
-	rt_debug_flags = 0;
 	assert_int_equal(runtime_run(cx, &in, &out, &err), STRATA_RUNTIME);
 	assert_true(has(err.msg, "static shape is [batch,5]"));
 	assert_true(has(err.msg, "[2,2]"));
@@ -523,6 +549,12 @@ static void test_check_hook(void **state)
 	assert_true(has(err.msg, "static shape is [batch,batch]"));
 	r->shape.d[1] = (struct rt_dim){ .size = -1, .sym = "seq" }; /* bound by no input */
 	assert_int_equal(runtime_run(cx, &in, &out, &err), 0);
+	/* A context the session buffer pool gives back checks as well. */
+	runtime_ctx_free(cx);
+	r->shape.d[1].size = 5;
+	r->shape.d[1].sym = NULL;
+	assert_int_equal(runtime_ctx_new(m, &cx, &err), 0);
+	assert_int_equal(runtime_run(cx, &in, &out, &err), STRATA_RUNTIME);
 	runtime_ctx_free(cx);
 	runtime_model_free(m);
 }
@@ -564,7 +596,7 @@ int main(void)
 		cmocka_unit_test(test_contradiction),
 		cmocka_unit_test(test_folding),
 		cmocka_unit_test(test_fold_failure_deferred),
-		cmocka_unit_test(test_check_hook),
+		cmocka_unit_test(test_check_shapes),
 		cmocka_unit_test(test_fold_alloc_failures),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

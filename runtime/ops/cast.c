@@ -1,6 +1,8 @@
 /*
- * cast.c: Cast and CastLike, and the cell converter the other elementwise
- * kernels use (float16/bfloat16 through float, Pow's mixed types).
+ * cast.c: Cast and CastLike, and what the other elementwise kernels share:
+ * the cell converter (float16/bfloat16 through float, Pow's mixed types),
+ * shape strings and the "no kernel for this type" error.  elementwise.c and
+ * unary.c use it; it uses neither.
  *
  * Data flow: init() reads the target type (Cast's 'to' attribute, or
  * CastLike's second input) and keeps it in n->state as a plain integer, so
@@ -48,6 +50,12 @@
 int rt_ew_is_half(int dt)
 {
 	return dt == BASE_DT_FLOAT16 || dt == BASE_DT_BFLOAT16;
+}
+
+int rt_ew_no_kernel(const struct rt_node *n, int dt, struct strata_error *err)
+{
+	return rt_node_err(n, err, STRATA_NOT_IMPLEMENTED, "%s (opset %d) has no kernel for type %s",
+	                   n->op, n->opset, base_dtype_name(dt));
 }
 
 const char *rt_ew_shape_str(const struct rt_tensor *t, char *buf, size_t size)

@@ -1012,9 +1012,3 @@ const struct rt_opdef rt_ops_elementwise[] = {
 	{ "com.microsoft", "Gelu", 1, rt_ew_unary_init, rt_ew_unary_fini },
 	{ .op = NULL },
 };
-
-int rt_ew_no_kernel(const struct rt_node *n, int dt, struct strata_error *err)
-{
-	return rt_node_err(n, err, STRATA_NOT_IMPLEMENTED, "%s (opset %d) has no kernel for type %s",
-	                   n->op, n->opset, base_dtype_name(dt));
-}
