@@ -460,11 +460,17 @@ static int run_epcontext(struct rt_node *n, struct rt_exec *x)
 	return rc;
 }
 
-static void fini_epcontext(struct rt_node *n)
+/* The compiled graph is resolved: the outputs take its types. */
+static int finish_epcontext(struct rt_node *n, struct rt_graph *g, struct strata_error *err)
 {
-	if (n->state)
-		rt_subgraph_fini(n->state);
-	n->state = NULL;
+	const struct rt_graph *sg = n->state;
+	for (int k = 0; k < n->nout; k++) {
+		const struct rt_value *v = &sg->values[sg->outputs[k]];
+		if (n->out[k] >= 0)
+			rt_graph_set_type(g, n->out[k], v->kind, v->dtype);
+	}
+	n->run = run_epcontext;
+	return 0;
 }
 
 static int init_epcontext(struct rt_node *n, struct rt_graph *g, struct strata_error *err)
@@ -496,20 +502,13 @@ static int init_epcontext(struct rt_node *n, struct rt_graph *g, struct strata_e
 			                   "input %d must be %s for its compiled graph", k,
 			                   base_dtype_name(v->dtype));
 	}
-	if ((rc = rt_subgraph_resolve(g, n, sg, err)) != 0)
-		return rc;
 	n->state = sg;
-	for (int k = 0; k < n->nout; k++) {
-		const struct rt_value *v = &sg->values[sg->outputs[k]];
-		if (n->out[k] >= 0)
-			rt_graph_set_type(g, n->out[k], v->kind, v->dtype);
-	}
-	n->run = run_epcontext;
-	return 0;
+	n->finish = finish_epcontext;
+	return rt_node_subgraph(n, sg, err);
 }
 
 const struct rt_opdef rt_ops_epcontext[] = {
-	{ "com.microsoft", "EPContext", 1, init_epcontext, fini_epcontext },
+	{ "com.microsoft", "EPContext", 1, init_epcontext, NULL },
 	{ .op = NULL },
 };
 

@@ -156,8 +156,11 @@ static const char *kind_name(int k)
 	}
 }
 
-/* Sort g, resolve and init its nodes, compute last uses, fill the output
- * infos.  Shared by the model's graph and subgraphs. */
+static int resolve_subgraph(struct rt_graph *g, struct rt_node *n, struct rt_graph *sg,
+                            struct strata_error *err);
+
+/* Sort g, resolve and init its nodes (and their subgraphs), compute last
+ * uses, fill the output infos.  Shared by the model's graph and subgraphs. */
 static int resolve_graph(struct rt_graph *g, struct strata_error *err)
 {
 	int rc = sort_nodes(g, err);
@@ -196,8 +199,14 @@ static int resolve_graph(struct rt_graph *g, struct strata_error *err)
 		n->def = def;
 		n->run = NULL;
 		n->npacks = 0;
+		n->nsub = 0;
+		n->finish = NULL;
 		rc = def->init(n, g, err);
 		g->ninited = i + 1;
+		for (int s = 0; s < n->nsub && rc == 0; s++)
+			rc = resolve_subgraph(g, n, n->sub[s], err);
+		if (rc == 0 && n->finish)
+			rc = n->finish(n, g, err);
 		if (rc != 0)
 			return rc;
 		if (!n->run)
@@ -269,8 +278,10 @@ int rt_graph_resolve_compiled(struct rt_model *m, struct strata_error *err)
 	return rc;
 }
 
-int rt_subgraph_resolve(struct rt_graph *g, struct rt_node *n, struct rt_graph *sg,
-                        struct strata_error *err)
+/* Subgraph sg of node n: its inputs' types are known (the node's init saw
+ * to it), its captured values take the enclosing graph's. */
+static int resolve_subgraph(struct rt_graph *g, struct rt_node *n, struct rt_graph *sg,
+                            struct strata_error *err)
 {
 	if (!sg || sg->parent != g)
 		return rt_node_err(n, err, STRATA_INVALID_GRAPH, "the subgraph does not belong to it");
@@ -305,20 +316,14 @@ int rt_subgraph_resolve(struct rt_graph *g, struct rt_node *n, struct rt_graph *
 
 static void fini_graph(struct rt_graph *g)
 {
-	for (int i = 0; i < g->nnodes; i++) {
+	for (int i = 0; i < g->ninited; i++) {
 		struct rt_node *n = &g->nodes[i];
-		if (i < g->ninited && n->def && n->def->fini)
+		if (n->def && n->def->fini)
 			n->def->fini(n);
-		for (int a = 0; a < n->nattr; a++)
-			if (n->attr[a].graph)
-				fini_graph(n->attr[a].graph);
+		for (int s = 0; s < n->nsub; s++)
+			fini_graph(n->sub[s]);
 	}
 	g->ninited = 0;
-}
-
-void rt_subgraph_fini(struct rt_graph *sg)
-{
-	fini_graph(sg);
 }
 
 void rt_graph_fini(struct rt_model *m)
@@ -364,6 +369,15 @@ int rt_graph_find(const struct rt_graph *g, const char *name)
 		if (strcmp(g->values[v].name, name) == 0)
 			return v;
 	return -1;
+}
+
+int rt_node_subgraph(struct rt_node *n, struct rt_graph *sg, struct strata_error *err)
+{
+	if (n->nsub == RT_NODE_SUBS)
+		return rt_node_err(n, err, STRATA_INVALID_GRAPH, "more than %d subgraphs",
+		                   RT_NODE_SUBS);
+	n->sub[n->nsub++] = sg;
+	return 0;
 }
 
 int rt_graph_keep(struct rt_graph *g, struct rt_node *n, int v)

@@ -221,6 +221,7 @@ static int emit(struct opt *o, int at, const int *pat, int npat, const char *op,
 	if (n->def && n->def->fini)
 		n->def->fini(n);
 	n->npacks = 0; /* what the old kernel packed went with its fini */
+	n->nsub = 0;
 	memcpy(ins, in, (size_t)nin * sizeof *ins);
 	outs[0] = out;
 	if (nattr)

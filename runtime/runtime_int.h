@@ -126,6 +126,7 @@ struct rt_exec;
 struct rt_node;
 struct rt_packed_b;
 #define RT_NODE_PACKS 8          /* packed weights one node may hold */
+#define RT_NODE_SUBS 2           /* subgraphs one node may run */
 
 typedef int rt_kernel_fn(struct rt_node *n, struct rt_exec *x);
 
@@ -153,6 +154,16 @@ struct rt_node {
 	int npacks;
 	const struct rt_packed_b *pre;
 	int npre;
+	/* A node with subgraphs (If's branches, a Loop's body, an EPContext
+	 * node's compiled graph): its init checks the node, gives the
+	 * subgraphs' inputs their types, names the subgraphs with
+	 * rt_node_subgraph and sets finish instead of run.  The resolver then
+	 * resolves the subgraphs and calls finish, which types the outputs
+	 * from the subgraphs' and sets run (same returns as init).  The
+	 * subgraphs' nodes are finalized with the node. */
+	struct rt_graph *sub[RT_NODE_SUBS];
+	int nsub;
+	int (*finish)(struct rt_node *n, struct rt_graph *g, struct strata_error *err);
 };
 
 struct rt_opdef {
@@ -180,7 +191,7 @@ struct rt_graph {
 	struct rt_graph *parent; /* the enclosing graph of a subgraph, else NULL */
 	struct rt_model *model;  /* the model the graph belongs to */
 	int ninited;             /* nodes whose init ran (their fini runs at free) */
-	int resolved;            /* rt_subgraph_resolve ran successfully */
+	int resolved;            /* resolved as a node's subgraph */
 };
 
 /* Element type of value v, BASE_DT_UNDEFINED when v < 0. */
@@ -313,12 +324,13 @@ int rt_graph_keep(struct rt_graph *g, struct rt_node *n, int v);
  * when the subgraph runs.  The enclosing node lists such outer values as
  * implicit inputs (rt_node.implicit), so they live until it has run. */
 
-/* Resolve subgraph sg of node n at init time: its inputs' kinds and types
- * must be known (declared in the model, or set with rt_graph_set_type on
- * sg->inputs[k] before the call); runs the inits of its nodes.  Returns 0 or
- * the error of the failing node. */
-int rt_subgraph_resolve(struct rt_graph *g, struct rt_node *n, struct rt_graph *sg,
-                        struct strata_error *err);
+/* For init(): name sg (a GRAPH attribute of n, or a graph the init decoded
+ * with sg->parent == g) as a subgraph n runs; its inputs' kinds and types
+ * must be known once init returns (declared in the model, or set with
+ * rt_graph_set_type on sg->inputs[k]).  The resolver resolves it after
+ * init, then calls n->finish (struct rt_node).  Returns 0 or
+ * STRATA_INVALID_GRAPH (more than RT_NODE_SUBS). */
+int rt_node_subgraph(struct rt_node *n, struct rt_graph *sg, struct strata_error *err);
 /* Run subgraph sg of the running node n with in[0..sg->ninputs-1].  out[]
  * receives sg->noutputs views, valid until the next run of sg from the same
  * node or until n returns.  in[] may point at the outputs of the previous run
@@ -556,7 +568,7 @@ const char *rt_cx_section_name(const struct rt_cxfile *cf, int i);
 /* Decode section s into g (zeroed by the caller; memory from m->mem; names,
  * attribute arrays, constants and packed weights point into cf, which must
  * outlive m).  Nodes come out in run order with their def unset: resolve
- * with rt_graph_resolve_compiled (top graph) or rt_subgraph_resolve.
+ * with rt_graph_resolve_compiled (top graph), or as a node's subgraph.
  * Returns 0, STRATA_INVALID_GRAPH (corrupted), STRATA_NOMEM. */
 int rt_cx_graph(struct rt_model *m, const struct rt_cxfile *cf, int s, struct rt_graph *g,
                 struct strata_error *err);
@@ -611,10 +623,6 @@ void rt_epctx_abandon(const struct rt_options *o);
 /* 1 when the model's graph has a node com.microsoft EPContext. */
 int rt_epctx_present(const struct rt_graph *g);
 extern const struct rt_opdef rt_ops_epcontext[]; /* epctx.c: com.microsoft EPContext in a mixed graph */
-
-/* graph.c: run the fini of every node of subgraph sg (and of its own
- * subgraphs); for kernels that hold a subgraph outside their attributes. */
-void rt_subgraph_fini(struct rt_graph *sg);
 
 /* graph.c: resolve a graph decoded from a context (already optimized, in
  * run order, with static shapes): inits and last uses only. */

@@ -4,8 +4,9 @@
  * Each runs a subgraph (a GRAPH attribute, built by load.c) through
  * rt_subgraph_run(): the body gets its own value table in a child context
  * and may read values of the enclosing graph (captured by name at load).
- * init resolves the bodies with the input types the node gives them, then
- * types the node's outputs from the bodies' outputs.
+ * init checks the node, gives the bodies' inputs the types the node gives
+ * them and names the bodies (rt_node_subgraph); the resolver resolves them,
+ * then finish types the node's outputs from the bodies' outputs.
  *
  * Loop-carried values go from one body run to the next without copies (a
  * child's outputs stay alive until its next run ends); only the final values
@@ -91,25 +92,10 @@ static int run_if(struct rt_node *n, struct rt_exec *x)
 	return rc;
 }
 
-static int init_if(struct rt_node *n, struct rt_graph *g, struct strata_error *err)
+/* The branches are resolved: the outputs take their types. */
+static int finish_if(struct rt_node *n, struct rt_graph *g, struct strata_error *err)
 {
-	struct rt_graph *th = graph_attr(n, "then_branch"), *el = graph_attr(n, "else_branch");
-	if (!th || !el)
-		return rt_node_err(n, err, STRATA_INVALID_GRAPH,
-		                   "attributes then_branch and else_branch (graphs) are required");
-	if (n->nin < 1 || n->in[0] < 0 || rt_graph_dtype(g, n->in[0]) != BASE_DT_BOOL)
-		return rt_node_err(n, err, STRATA_INVALID_GRAPH, "cond must be a bool tensor");
-	if (th->ninputs || el->ninputs)
-		return rt_node_err(n, err, STRATA_INVALID_GRAPH, "the branches must take no inputs");
-	if (th->noutputs != n->nout || el->noutputs != n->nout || n->nout > MAX_IO)
-		return rt_node_err(n, err, STRATA_INVALID_GRAPH,
-		                   "the branches make %d and %d outputs, the node has %d", th->noutputs,
-		                   el->noutputs, n->nout);
-	int rc = rt_subgraph_resolve(g, n, th, err);
-	if (rc == 0)
-		rc = rt_subgraph_resolve(g, n, el, err);
-	if (rc != 0)
-		return rc;
+	struct rt_graph *th = n->sub[0], *el = n->sub[1];
 	for (int j = 0; j < n->nout; j++) {
 		int tv = th->outputs[j], ev = el->outputs[j];
 		int tk = rt_graph_kind(th, tv), ek = rt_graph_kind(el, ev);
@@ -124,6 +110,25 @@ static int init_if(struct rt_node *n, struct rt_graph *g, struct strata_error *e
 	}
 	n->run = run_if;
 	return 0;
+}
+
+static int init_if(struct rt_node *n, struct rt_graph *g, struct strata_error *err)
+{
+	struct rt_graph *th = graph_attr(n, "then_branch"), *el = graph_attr(n, "else_branch");
+	if (!th || !el)
+		return rt_node_err(n, err, STRATA_INVALID_GRAPH,
+		                   "attributes then_branch and else_branch (graphs) are required");
+	if (n->nin < 1 || n->in[0] < 0 || rt_graph_dtype(g, n->in[0]) != BASE_DT_BOOL)
+		return rt_node_err(n, err, STRATA_INVALID_GRAPH, "cond must be a bool tensor");
+	if (th->ninputs || el->ninputs)
+		return rt_node_err(n, err, STRATA_INVALID_GRAPH, "the branches must take no inputs");
+	if (th->noutputs != n->nout || el->noutputs != n->nout || n->nout > MAX_IO)
+		return rt_node_err(n, err, STRATA_INVALID_GRAPH,
+		                   "the branches make %d and %d outputs, the node has %d", th->noutputs,
+		                   el->noutputs, n->nout);
+	n->finish = finish_if;
+	int rc = rt_node_subgraph(n, th, err);
+	return rc ? rc : rt_node_subgraph(n, el, err);
 }
 
 /* ---- Loop ------------------------------------------------------------------------------ */
@@ -265,6 +270,42 @@ static void fini_state(struct rt_node *n)
 	n->state = NULL;
 }
 
+/* The body is resolved: the outputs take its types. */
+static int finish_loop(struct rt_node *n, struct rt_graph *g, struct strata_error *err)
+{
+	struct rt_graph *body = n->sub[0];
+	int N = n->nin - 2;
+	int K = body->noutputs - 1 - N;
+	for (int j = 0; j < N; j++) {
+		int bv = body->outputs[1 + j];
+		int kind = rt_graph_kind(body, bv);
+		int in_kind = rt_graph_kind(body, body->inputs[2 + j]);
+		if (is_seq(kind) != is_seq(in_kind) ||
+		    rt_graph_dtype(body, bv) != rt_graph_dtype(body, body->inputs[2 + j]))
+			return rt_node_err(n, err, STRATA_INVALID_GRAPH,
+			                   "loop-carried value %d changes type in the body", j);
+		if (is_opt(in_kind))
+			kind = in_kind;
+		rt_graph_set_type(g, n->out[j], kind, rt_graph_dtype(body, bv));
+	}
+	for (int k = 0; k < K; k++) {
+		int bv = body->outputs[1 + N + k];
+		if (rt_graph_kind(body, bv) != RT_KIND_TENSOR)
+			return rt_node_err(n, err, STRATA_NOT_IMPLEMENTED,
+			                   "scan output %d is not a tensor (opset %d)", k, n->opset);
+		rt_graph_set_type(g, n->out[N + k], RT_KIND_TENSOR, rt_graph_dtype(body, bv));
+	}
+	struct loop_state *ls = base_calloc(1, sizeof *ls);
+	if (!ls)
+		return rt_node_err(n, err, STRATA_NOMEM, "out of memory");
+	ls->body = body;
+	ls->ncarried = N;
+	ls->nscan = K;
+	n->state = ls;
+	n->run = run_loop;
+	return 0;
+}
+
 static int init_loop(struct rt_node *n, struct rt_graph *g, struct strata_error *err)
 {
 	struct rt_graph *body = graph_attr(n, "body");
@@ -297,38 +338,8 @@ static int init_loop(struct rt_node *n, struct rt_graph *g, struct strata_error 
 		}
 		rc = type_body_input(n, body, 2 + j, rt_graph_kind(g, v), rt_graph_dtype(g, v), err);
 	}
-	if (rc == 0)
-		rc = rt_subgraph_resolve(g, n, body, err);
-	if (rc != 0)
-		return rc;
-	for (int j = 0; j < N; j++) {
-		int bv = body->outputs[1 + j];
-		int kind = rt_graph_kind(body, bv);
-		int in_kind = rt_graph_kind(body, body->inputs[2 + j]);
-		if (is_seq(kind) != is_seq(in_kind) ||
-		    rt_graph_dtype(body, bv) != rt_graph_dtype(body, body->inputs[2 + j]))
-			return rt_node_err(n, err, STRATA_INVALID_GRAPH,
-			                   "loop-carried value %d changes type in the body", j);
-		if (is_opt(in_kind))
-			kind = in_kind;
-		rt_graph_set_type(g, n->out[j], kind, rt_graph_dtype(body, bv));
-	}
-	for (int k = 0; k < K; k++) {
-		int bv = body->outputs[1 + N + k];
-		if (rt_graph_kind(body, bv) != RT_KIND_TENSOR)
-			return rt_node_err(n, err, STRATA_NOT_IMPLEMENTED,
-			                   "scan output %d is not a tensor (opset %d)", k, n->opset);
-		rt_graph_set_type(g, n->out[N + k], RT_KIND_TENSOR, rt_graph_dtype(body, bv));
-	}
-	struct loop_state *ls = base_calloc(1, sizeof *ls);
-	if (!ls)
-		return rt_node_err(n, err, STRATA_NOMEM, "out of memory");
-	ls->body = body;
-	ls->ncarried = N;
-	ls->nscan = K;
-	n->state = ls;
-	n->run = run_loop;
-	return 0;
+	n->finish = finish_loop;
+	return rc ? rc : rt_node_subgraph(n, body, err);
 }
 
 /* ---- Scan ------------------------------------------------------------------------------ */
@@ -596,6 +607,25 @@ static void fini_scan(struct rt_node *n)
 	n->state = NULL;
 }
 
+/* The body is resolved: the outputs take its types. */
+static int finish_scan(struct rt_node *n, struct rt_graph *g, struct strata_error *err)
+{
+	const struct scan_state *ss = n->state;
+	struct rt_graph *body = ss->body;
+	int S = ss->nstate, O = ss->nout, first = ss->batched ? 1 : 0;
+	for (int j = 0; j < S + O; j++) {
+		int bv = body->outputs[j];
+		if (rt_graph_kind(body, bv) != RT_KIND_TENSOR)
+			return rt_node_err(n, err, STRATA_NOT_IMPLEMENTED,
+			                   "body output %d is not a tensor (opset %d)", j, n->opset);
+		if (j < S && rt_graph_dtype(body, bv) != rt_graph_dtype(g, n->in[first + j]))
+			return rt_node_err(n, err, STRATA_INVALID_GRAPH, "state %d changes type", j);
+		rt_graph_set_type(g, n->out[j], RT_KIND_TENSOR, rt_graph_dtype(body, bv));
+	}
+	n->run = run_scan;
+	return 0;
+}
+
 static int init_scan(struct rt_node *n, struct rt_graph *g, struct strata_error *err)
 {
 	struct rt_graph *body = graph_attr(n, "body");
@@ -659,20 +689,8 @@ static int init_scan(struct rt_node *n, struct rt_graph *g, struct strata_error 
 		if (rc != 0)
 			return rc;
 	}
-	int rc = rt_subgraph_resolve(g, n, body, err);
-	if (rc != 0)
-		return rc;
-	for (int j = 0; j < S + O; j++) {
-		int bv = body->outputs[j];
-		if (rt_graph_kind(body, bv) != RT_KIND_TENSOR)
-			return rt_node_err(n, err, STRATA_NOT_IMPLEMENTED,
-			                   "body output %d is not a tensor (opset %d)", j, n->opset);
-		if (j < S && rt_graph_dtype(body, bv) != rt_graph_dtype(g, n->in[first + j]))
-			return rt_node_err(n, err, STRATA_INVALID_GRAPH, "state %d changes type", j);
-		rt_graph_set_type(g, n->out[j], RT_KIND_TENSOR, rt_graph_dtype(body, bv));
-	}
-	n->run = run_scan;
-	return 0;
+	n->finish = finish_scan;
+	return rt_node_subgraph(n, body, err);
 }
 
 const struct rt_opdef rt_ops_control[] = {

@@ -500,6 +500,22 @@ static int run_map(struct rt_node *n, struct rt_exec *x)
 	return 0;
 }
 
+/* The body is resolved: each output is a sequence of its output's type. */
+static int finish_map(struct rt_node *n, struct rt_graph *g, struct strata_error *err)
+{
+	struct rt_graph *body = n->sub[0];
+	for (int j = 0; j < n->nout; j++) {
+		int bv = body->outputs[j];
+		if (rt_graph_kind(body, bv) != RT_KIND_TENSOR)
+			return rt_node_err(n, err, STRATA_NOT_IMPLEMENTED,
+			                   "body output %d is not a tensor (opset %d)", j, n->opset);
+		rt_graph_set_type(g, n->out[j], RT_KIND_SEQUENCE, rt_graph_dtype(body, bv));
+	}
+	n->state = body;
+	n->run = run_map;
+	return 0;
+}
+
 static int init_map(struct rt_node *n, struct rt_graph *g, struct strata_error *err)
 {
 	const struct rt_attr *a = rt_attr_find(n, "body");
@@ -532,18 +548,8 @@ static int init_map(struct rt_node *n, struct rt_graph *g, struct strata_error *
 			                   "body input %d does not match input %d", j, j);
 		rt_graph_set_type(body, bv, RT_KIND_TENSOR, dt);
 	}
-	if ((rc = rt_subgraph_resolve(g, n, body, err)) != 0)
-		return rc;
-	for (int j = 0; j < n->nout; j++) {
-		int bv = body->outputs[j];
-		if (rt_graph_kind(body, bv) != RT_KIND_TENSOR)
-			return rt_node_err(n, err, STRATA_NOT_IMPLEMENTED,
-			                   "body output %d is not a tensor (opset %d)", j, n->opset);
-		rt_graph_set_type(g, n->out[j], RT_KIND_SEQUENCE, rt_graph_dtype(body, bv));
-	}
-	n->state = body;
-	n->run = run_map;
-	return 0;
+	n->finish = finish_map;
+	return rt_node_subgraph(n, body, err);
 }
 
 /* ---- Optional, OptionalHasElement, OptionalGetElement, Identity ------------------------ */
