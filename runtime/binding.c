@@ -132,7 +132,7 @@ static int make_view(struct rt_exec *x, int out, int k, int dtype, int rank,
 int runtime_bind_input_at(struct rt_ctx *cx, int k, int dtype, int rank, const int64_t *dims,
                           const void *base, size_t offset, struct strata_error *err)
 {
-	struct rt_exec *x = rt_ctx_exec(cx);
+	struct rt_exec *x = &cx->x;
 	struct rt_tensor t;
 	int rc = make_view(x, 0, k, dtype, rank, dims, base, offset, &t, err);
 	if (rc != 0)
@@ -149,7 +149,7 @@ int runtime_bind_input(struct rt_ctx *cx, const char *name, int dtype, int rank,
                        const int64_t *dims, const void *base, size_t offset,
                        struct strata_error *err)
 {
-	struct rt_exec *x = rt_ctx_exec(cx);
+	struct rt_exec *x = &cx->x;
 	int k = runtime_model_input_index(x->m, name);
 	if (k < 0)
 		return base_err(err, STRATA_INVALID_ARGUMENT, "the model has no input \"%s\"", name);
@@ -159,7 +159,7 @@ int runtime_bind_input(struct rt_ctx *cx, const char *name, int dtype, int rank,
 int runtime_bind_output_at(struct rt_ctx *cx, int k, int dtype, int rank, const int64_t *dims,
                            void *base, size_t offset, struct strata_error *err)
 {
-	struct rt_exec *x = rt_ctx_exec(cx);
+	struct rt_exec *x = &cx->x;
 	struct rt_tensor t;
 	int rc = make_view(x, 1, k, dtype, rank, dims, base, offset, &t, err);
 	if (rc != 0)
@@ -176,7 +176,7 @@ int runtime_bind_output(struct rt_ctx *cx, const char *name, int dtype, int rank
                         const int64_t *dims, void *base, size_t offset,
                         struct strata_error *err)
 {
-	struct rt_exec *x = rt_ctx_exec(cx);
+	struct rt_exec *x = &cx->x;
 	int k = runtime_model_output_index(x->m, name);
 	if (k < 0)
 		return base_err(err, STRATA_INVALID_ARGUMENT, "the model has no output \"%s\"", name);
@@ -185,7 +185,7 @@ int runtime_bind_output(struct rt_ctx *cx, const char *name, int dtype, int rank
 
 int runtime_unbind_output(struct rt_ctx *cx, int k, struct strata_error *err)
 {
-	struct rt_exec *x = rt_ctx_exec(cx);
+	struct rt_exec *x = &cx->x;
 	if (k < 0 || k >= x->g->noutputs)
 		return base_err(err, STRATA_INVALID_ARGUMENT, "no output %d: the model has %d", k,
 		                x->g->noutputs);
@@ -196,7 +196,7 @@ int runtime_unbind_output(struct rt_ctx *cx, int k, struct strata_error *err)
 
 int runtime_run_bound(struct rt_ctx *cx, struct strata_error *err)
 {
-	struct rt_exec *x = rt_ctx_exec(cx);
+	struct rt_exec *x = &cx->x;
 	const struct rt_graph *g = x->g;
 	struct rt_binding *b = table(x, err);
 	if (!b)
@@ -220,7 +220,7 @@ int runtime_run_bound(struct rt_ctx *cx, struct strata_error *err)
 
 const struct rt_tensor *runtime_bound_output(struct rt_ctx *cx, int k)
 {
-	struct rt_exec *x = rt_ctx_exec(cx);
+	struct rt_exec *x = &cx->x;
 	if (!x->bind || !x->bind->done || k < 0 || k >= x->g->noutputs)
 		return NULL;
 	return &x->bind->view[k];

@@ -462,5 +462,4 @@ void rt_exec_buffers_free(struct rt_exec *x)
 		if (x->own_pool.old)
 			base_free(x->own_pool.old, x->own_pool.capold * sizeof *x->own_pool.old);
 	}
-	rt_bind_free(x);
 }

@@ -967,13 +967,3 @@ void rt_epctx_abandon(const struct rt_options *o)
 	workspace.bin = NULL;
 	pthread_mutex_unlock(&lock);
 }
-
-const char *runtime_model_context_path(const struct rt_model *m)
-{
-	return m ? m->ctx_written : NULL;
-}
-
-int runtime_model_compiled(const struct rt_model *m)
-{
-	return m && m->compiled;
-}

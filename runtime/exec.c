@@ -51,10 +51,6 @@ struct rt_sym {
 	int input;               /* the input that fixed it */
 };
 
-struct rt_ctx {
-	struct rt_exec x;
-};
-
 /* ---- context ------------------------------------------------------------------------ */
 
 static void exec_free(struct rt_exec *x);
@@ -142,65 +138,12 @@ static int exec_init(struct rt_exec *x, const struct rt_model *m, const struct r
 	return 0;
 }
 
-/* A context that plans (the top one of runtime_run): its cache. */
-static int plan_init(struct rt_exec *x)
+int rt_exec_init(struct rt_exec *x, const struct rt_model *m)
 {
+	if (exec_init(x, m, &m->g, NULL) != 0)
+		return STRATA_NOMEM;
 	x->planning = 1;
 	return rt_plans_init(&x->pc, x->g->nvalues, x->g->ninputs);
-}
-
-static void ctx_destroy(struct rt_ctx *cx);
-
-/* The session buffer pool.  A context's buffers (value views, the pool of
- * released buffers, plans and their arena, subgraph contexts) are its own
- * and sized by the runs it made; retiring the whole context keeps them for
- * the next runtime_ctx_new, which then allocates nothing.  A context is in
- * the model's list or with one caller, never both: two live contexts never
- * share a buffer.  The model is const to its users; the pool is its one
- * mutable part, under pool_mu. */
-int runtime_ctx_new(const struct rt_model *m, struct rt_ctx **out, struct strata_error *err)
-{
-	*out = NULL;
-	struct rt_model *pm = (struct rt_model *)m;
-	struct rt_ctx *cx = NULL;
-	pthread_mutex_lock(&pm->pool_mu);
-	if (pm->nretired > 0) {
-		cx = pm->retired[--pm->nretired];
-		pm->pool_hits++;
-	} else {
-		pm->pool_misses++;
-	}
-	pthread_mutex_unlock(&pm->pool_mu);
-	if (cx) {
-		*out = cx;
-		return 0;
-	}
-	cx = base_calloc(1, sizeof *cx);
-	if (!cx)
-		return base_err(err, STRATA_NOMEM, "out of memory for a run context");
-	if (exec_init(&cx->x, m, &m->g, NULL) != 0 || plan_init(&cx->x) != 0) {
-		ctx_destroy(cx);
-		return base_err(err, STRATA_NOMEM, "out of memory for a run context");
-	}
-	*out = cx;
-	return 0;
-}
-
-void runtime_model_pool_stats(const struct rt_model *m, struct rt_pool_stats *st)
-{
-	struct rt_model *pm = (struct rt_model *)m;
-	pthread_mutex_lock(&pm->pool_mu);
-	st->hits = pm->pool_hits;
-	st->misses = pm->pool_misses;
-	st->retired = pm->nretired;
-	pthread_mutex_unlock(&pm->pool_mu);
-}
-
-void rt_model_pool_drain(struct rt_model *m)
-{
-	for (int i = 0; i < m->nretired; i++)
-		ctx_destroy(m->retired[i]);
-	m->nretired = 0;
 }
 
 static void exec_free(struct rt_exec *x)
@@ -236,37 +179,10 @@ static void exec_free(struct rt_exec *x)
 	rt_plans_free(&x->pc, x->g->nvalues);
 }
 
-static void ctx_destroy(struct rt_ctx *cx)
+void rt_exec_fini(struct rt_exec *x)
 {
-	if (cx->x.g)
-		exec_free(&cx->x);
-	base_free(cx, sizeof *cx);
-}
-
-void runtime_ctx_free(struct rt_ctx *cx)
-{
-	if (!cx)
-		return;
-	struct rt_model *pm = (struct rt_model *)cx->x.m;
-	if (!pm || pm->opts.pool_gens <= 0) {
-		ctx_destroy(cx);
-		return;
-	}
-	/* What the last run holds goes back to the context's own pool; its
-	 * bindings name the caller's memory and end with it. */
-	rt_exec_release_all(&cx->x);
-	rt_bind_reset(&cx->x);
-	struct rt_ctx *evict = NULL;
-	pthread_mutex_lock(&pm->pool_mu);
-	if (pm->nretired == pm->opts.pool_gens) {
-		evict = pm->retired[0];
-		memmove(pm->retired, pm->retired + 1, (size_t)(pm->nretired - 1) * sizeof *pm->retired);
-		pm->nretired--;
-	}
-	pm->retired[pm->nretired++] = cx;
-	pthread_mutex_unlock(&pm->pool_mu);
-	if (evict)
-		ctx_destroy(evict);
+	if (x->g)
+		exec_free(x);
 }
 
 /* ---- what kernels call ------------------------------------------------------------------ */
@@ -988,11 +904,6 @@ static int run_top(struct rt_exec *x, const struct rt_tensor *tin, const struct 
 			rc = write_bound(x, k, err);
 	rt_exec_mode_end(x, rc);
 	return rc;
-}
-
-struct rt_exec *rt_ctx_exec(struct rt_ctx *cx)
-{
-	return &cx->x;
 }
 
 int runtime_run(struct rt_ctx *cx, const struct rt_tensor *in, struct rt_tensor *out,

@@ -79,7 +79,7 @@ struct loader {
  * (kept in unknown_fields), 8 bytes holding the span index. */
 #define SPAN_FIELD 536870000u
 
-#define NOMEM(err) base_err(err, STRATA_NOMEM, "out of memory while loading the model")
+#define NOMEM(err) base_nomem(err, "loading the model")
 
 static int supported_dtype(int dt)
 {
@@ -1251,88 +1251,16 @@ static int build_model(struct loader *L, Onnx__ModelProto *mp, struct strata_err
 	return build_graph(L, &top, mp->graph, err);
 }
 
-/* ---- constants released by kernels ------------------------------------------------------ */
+/* ---- entry point ------------------------------------------------------------------------ */
 
-/* Free the cells of the constants every running reader released (after
- * resolution: folding may still have read them).  Memory held twice (the
- * original and a packed copy) is what this saves. */
-static void free_released(struct rt_model *m)
+int rt_load_graph(struct rt_model *m, const void *buf, size_t n, int mapped,
+                  struct strata_error *err)
 {
-	struct rt_graph *g = &m->g;
-	for (int v = 0; v < g->nvalues; v++) {
-		struct rt_value *val = &g->values[v];
-		if (!val->konst || val->releases <= 0 || val->is_output || !val->konst->data ||
-		    val->konst->dtype == BASE_DT_STRING)
-			continue;
-		int readers = 0;
-		for (int i = 0; i < g->nnodes; i++) {
-			const struct rt_node *n = &g->nodes[i];
-			if (n->folded)
-				continue;
-			int reads = 0;
-			for (int j = 0; j < n->nin; j++)
-				reads |= n->in[j] == v;
-			for (int j = 0; j < n->nimplicit; j++)
-				reads |= n->implicit[j] == v;
-			readers += reads;
-		}
-		if (readers > val->releases)
-			continue;
-		void *data = val->konst->data;
-		int shared = 0;
-		for (int w = 0; w < g->nvalues && !shared; w++)
-			shared = w != v && g->values[w].konst && g->values[w].konst->data == data;
-		if (shared)
-			continue;
-		for (size_t b = 0; b < m->mem.n; b++)
-			if (m->mem.b[b] == data) {
-				rt_hdr_free(data);
-				m->mem.b[b] = m->mem.b[--m->mem.n];
-				val->konst->data = NULL;
-				break;
-			}
-	}
-}
-
-/* ---- entry points ----------------------------------------------------------------------- */
-
-/* Load the n bytes at buf.  dir: where external data lies; src_path: the
- * model file (NULL for a buffer); ctx_dir: where EPContext binaries are
- * looked up (NULL: not known). */
-static int load(const void *buf, size_t n, const char *dir, const struct rt_options *opts,
-                const char *src_path, const char *ctx_dir, struct rt_model **out,
-                struct strata_error *err)
-{
-	int mapped = src_path != NULL;
-	*out = NULL;
-	struct rt_model *m = base_calloc(1, sizeof *m);
-	if (!m)
-		return NOMEM(err);
-	pthread_mutex_init(&m->pool_mu, NULL);
-	if (opts)
-		m->opts = *opts;
-	else
-		rt_options_default(&m->opts);
-	if (m->opts.pool_gens > 0 &&
-	    !(m->retired = base_calloc((size_t)m->opts.pool_gens, sizeof *m->retired))) {
-		runtime_model_free(m);
-		return NOMEM(err);
-	}
-	int rc = 0;
-	if (dir) {
-		m->dir = base_strdup(dir);
-		if (!m->dir) {
-			base_free(m, sizeof *m);
-			return NOMEM(err);
-		}
-	}
-	int oom = 0;
+	int oom = 0, rc = 0;
 	ProtobufCAllocator pb_allocator = { pb_alloc, pb_free, &oom };
 	struct strip st;
-	if (strip_raw(buf, n, &st) != 0) {
-		runtime_model_free(m);
+	if (strip_raw(buf, n, &st) != 0)
 		return NOMEM(err);
-	}
 	Onnx__ModelProto *mp = st.out ? onnx__model_proto__unpack(&pb_allocator, st.nout, st.out)
 	                              : onnx__model_proto__unpack(&pb_allocator, n, buf);
 	if (st.out)
@@ -1352,110 +1280,5 @@ static int load(const void *buf, size_t n, const char *dir, const struct rt_opti
 		onnx__model_proto__free_unpacked(mp, &pb_allocator);
 	if (st.spans)
 		base_free(st.spans, st.capspans * sizeof *st.spans);
-	int adopted = 0;
-	if (rc == 0)
-		rc = rt_epctx_adopt(m, ctx_dir, &adopted, err);
-	if (rc == 0 && adopted) {
-		rc = rt_graph_resolve_compiled(m, err);
-	} else if (rc == 0) {
-		rc = rt_graph_resolve(m, err);
-		if (rc == 0)
-			free_released(m);
-	}
-	if (rc == 0 && m->opts.ctx_enable)
-		rc = rt_epctx_generate(m, src_path, err);
-	if (rc != 0) {
-		rt_epctx_abandon(&m->opts);
-		runtime_model_free(m);
-		return rc;
-	}
-	*out = m;
-	return 0;
-}
-
-int runtime_model_load_buffer_opts(const void *buf, size_t n, const char *dir,
-                                   const struct rt_options *opts, struct rt_model **out,
-                                   struct strata_error *err)
-{
-	if (!out || (!buf && n))
-		return base_err(err, STRATA_INVALID_ARGUMENT, "runtime_model_load_buffer: no buffer");
-	if (opts && *opts->ext_folder)
-		dir = opts->ext_folder;
-	/* A context model from a buffer finds its binary beside
-	 * ep.context_file_path, when given. */
-	char *ctx_dir = NULL;
-	if (opts && *opts->ctx_file_path) {
-		const char *p = opts->ctx_file_path, *slash = strrchr(p, '/');
-		ctx_dir = slash ? base_strndup(p, (size_t)(slash - p + (slash == p))) : base_strdup(".");
-		if (!ctx_dir)
-			return NOMEM(err);
-	}
-	int rc = load(buf, n, dir, opts, NULL, ctx_dir, out, err);
-	if (ctx_dir)
-		base_strfree(ctx_dir);
 	return rc;
-}
-
-int runtime_model_load_buffer(const void *buf, size_t n, const char *dir, struct rt_model **out,
-                              struct strata_error *err)
-{
-	return runtime_model_load_buffer_opts(buf, n, dir, NULL, out, err);
-}
-
-int runtime_model_load(const char *path, struct rt_model **out, struct strata_error *err)
-{
-	return runtime_model_load_opts(path, NULL, out, err);
-}
-
-int runtime_model_load_opts(const char *path, const struct rt_options *opts,
-                            struct rt_model **out, struct strata_error *err)
-{
-	if (!path || !out)
-		return base_err(err, STRATA_INVALID_ARGUMENT, "runtime_model_load: no path");
-	*out = NULL;
-	struct base_map map;
-	int rc = base_map_file(path, &map, err);
-	if (rc != 0) {
-		rt_epctx_abandon(opts);
-		return rc;
-	}
-	const char *slash = strrchr(path, '/');
-	char *dir = slash ? base_strndup(path, (size_t)(slash - path + (slash == path))) : base_strdup(".");
-	if (!dir) {
-		base_unmap(&map);
-		return NOMEM(err);
-	}
-	rc = load(map.data, map.size, dir, opts, path, dir, out, err);
-	base_strfree(dir);
-	base_unmap(&map);
-	if (rc != 0 && rc != STRATA_NOMEM)
-		base_err_prefix(err, rc, "%s", path);
-	return rc;
-}
-
-void runtime_model_free(struct rt_model *m)
-{
-	if (!m)
-		return;
-	rt_model_pool_drain(m);
-	if (m->retired)
-		base_free(m->retired, (size_t)m->opts.pool_gens * sizeof *m->retired);
-	pthread_mutex_destroy(&m->pool_mu);
-	rt_graph_fini(m);
-	for (int i = 0; i < m->ncx; i++)
-		rt_cxhold_release(m->cx[i]);
-	if (m->cx)
-		base_free(m->cx, (size_t)m->capcx * sizeof *m->cx);
-	if (m->ctx_written)
-		base_strfree(m->ctx_written);
-	if (m->ctx_dir)
-		base_strfree(m->ctx_dir);
-	for (size_t i = 0; i < m->next; i++)
-		base_unmap(&m->ext[i].map);
-	if (m->ext)
-		base_free(m->ext, m->capext * sizeof *m->ext);
-	rt_blocks_free(&m->mem);
-	if (m->dir)
-		base_strfree(m->dir);
-	base_free(m, sizeof *m);
 }

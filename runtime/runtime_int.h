@@ -628,8 +628,15 @@ extern const struct rt_opdef rt_ops_epcontext[]; /* epctx.c: com.microsoft EPCon
  * run order, with static shapes): inits and last uses only. */
 int rt_graph_resolve_compiled(struct rt_model *m, struct strata_error *err);
 
-/* exec.c: free the run contexts the session buffer pool keeps (model free). */
-void rt_model_pool_drain(struct rt_model *m);
+/* load.c: decode the n bytes at buf (an ONNX ModelProto) into m's graph:
+ * values, nodes in file order, constants, subgraphs; names resolved,
+ * nothing typed beyond what the model declares.  External data is looked
+ * up in m->dir.  mapped: buf is a private mapping of the model file, whose
+ * pages the loader may drop once copied.  Returns 0,
+ * STRATA_INVALID_PROTOBUF, STRATA_INVALID_GRAPH, STRATA_NOT_IMPLEMENTED
+ * (an element type), STRATA_NOMEM, or an errno (external data). */
+int rt_load_graph(struct rt_model *m, const void *buf, size_t n, int mapped,
+                  struct strata_error *err);
 
 /* graph.c: sort the nodes, resolve each to its definition, run the inits in
  * order, compute last uses and fill input_info/output_info's missing types.
@@ -910,8 +917,17 @@ void rt_exec_buffers_free(struct rt_exec *x);
  * binding.c keeps a context's table (struct rt_binding above) and serves
  * the public calls; exec.c runs with it. */
 
-/* exec.c: the run context of cx. */
-struct rt_exec *rt_ctx_exec(struct rt_ctx *cx);
+/* The public face of a top run context (model.c makes and pools them). */
+struct rt_ctx {
+	struct rt_exec x;
+};
+/* exec.c: set up x (zeroed by the caller) as a top context running m's
+ * graph with static memory plans.  Returns 0 or STRATA_NOMEM; a partial
+ * setup is undone by rt_exec_fini. */
+int rt_exec_init(struct rt_exec *x, const struct rt_model *m);
+/* exec.c: free everything x holds (its children and buffers too), not its
+ * binding table (rt_bind_free). */
+void rt_exec_fini(struct rt_exec *x);
 /* exec.c: runtime_run on x.  While x->bind->running, an output bound in
  * x->bind->out[] is written in the caller's region (in place when its
  * kernel asks for exactly the bound type and shape, else copied there at

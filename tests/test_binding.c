@@ -69,7 +69,7 @@ static void ok(int rc, const struct strata_error *err)
  * buffer, or what it views). */
 static const void *cells_of(struct rt_ctx *cx, const struct rt_model *m, const char *name)
 {
-	struct rt_exec *x = rt_ctx_exec(cx);
+	struct rt_exec *x = &cx->x;
 	int v = rt_graph_find(&m->g, name);
 	assert_true(v >= 0);
 	assert_int_equal(x->hold[v], RT_HOLD_TENSOR);
@@ -166,7 +166,7 @@ static void test_input_at_offset(void **state)
 	mlp_reference(m, big + 12, 2, want);
 	assert_memory_equal(y->data, want, sizeof want);
 	/* The input was read where it lies: the MatMul saw big's memory. */
-	assert_ptr_equal(rt_ctx_exec(cx)->vals[rt_graph_find(&m->g, "x")].data, big + 12);
+	assert_ptr_equal(cx->x.vals[rt_graph_find(&m->g, "x")].data, big + 12);
 	assert_null(runtime_bound_output(cx, 1));
 	assert_null(runtime_bound_output(cx, -1));
 	runtime_ctx_free(cx);
