@@ -164,6 +164,11 @@ void base_unmap(struct base_map *m);
  * *n + 1)). */
 int base_read_file(const char *path, char **out, size_t *n, struct strata_error *err);
 
+/* Write n bytes at p as the file path, atomically: into "path.tmp", then
+ * renamed over path, so a reader sees the old file or the whole new one.
+ * Returns 0, an errno (the message names the file) or STRATA_NOMEM. */
+int base_write_file(const char *path, const void *p, size_t n, struct strata_error *err);
+
 /* Join dir and a relative name into a new string (base_strfree).  An absolute
  * name is returned as it is. */
 char *base_path_join(const char *dir, const char *name);

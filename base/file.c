@@ -68,7 +68,7 @@ int base_read_file(const char *path, char **out, size_t *n, struct strata_error 
 	char *buf = base_alloc(size + 1);
 	if (!buf) {
 		close(fd);
-		return base_err(err, STRATA_NOMEM, "%s: %zu bytes", path, size);
+		return base_nomem(err, "%s: %zu bytes", path, size);
 	}
 	size_t got = 0;
 	while (got < size) {
@@ -88,6 +88,45 @@ int base_read_file(const char *path, char **out, size_t *n, struct strata_error 
 	*out = buf;
 	*n = size;
 	return 0;
+}
+
+int base_write_file(const char *path, const void *p, size_t n, struct strata_error *err)
+{
+	size_t len = strlen(path);
+	char *tmp = base_alloc(len + 5);
+	if (!tmp)
+		return base_nomem(err, "writing %s", path);
+	memcpy(tmp, path, len);
+	memcpy(tmp + len, ".tmp", 5);
+	int rc = 0;
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		rc = base_err(err, errno, "%s: cannot create: %s", tmp, strerror(errno));
+		base_free(tmp, len + 5);
+		return rc;
+	}
+	const char *c = p;
+	size_t done = 0;
+	int e = 0;
+	while (done < n && !e) {
+		ssize_t w = write(fd, c + done, n - done);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			e = w < 0 ? errno : EIO;
+		else
+			done += (size_t)w;
+	}
+	if (close(fd) != 0 && !e)
+		e = errno;
+	if (!e && rename(tmp, path) != 0)
+		e = errno;
+	if (e) {
+		unlink(tmp);
+		rc = base_err(err, e, "%s: cannot write: %s", path, strerror(e));
+	}
+	base_free(tmp, len + 5);
+	return rc;
 }
 
 char *base_path_join(const char *dir, const char *name)

@@ -23,7 +23,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "runtime_int.h"
+#include "exec_int.h"
+#include "kernel.h"
 
 /* Bytes of the table of graph g: the struct, then in[], out[], view[] and
  * in_set[] (every size before in_set is a multiple of 8, so each array is

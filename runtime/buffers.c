@@ -54,7 +54,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "runtime_int.h"
+#include "exec_int.h"
+#include "kernel.h"
 
 #define POOL_MAX_BYTES ((size_t)1 << 30)
 #define ALIGN 64

@@ -36,7 +36,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "runtime_int.h"
+#include "ctxfile.h"
+#include "kernel.h"
 
 #define CX_MAGIC "STRATACX"
 #define CX_FORMAT 1u

@@ -43,7 +43,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime_int.h"
+#include "exec_int.h"
+#include "kernel.h"
 
 struct rt_sym {
 	const char *name;        /* a symbolic dimension name of an input */

@@ -20,7 +20,8 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "runtime_int.h"
+#include "ctxfile.h"
+#include "exec_int.h"
 
 /* ---- the model ------------------------------------------------------------------------ */
 

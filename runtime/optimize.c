@@ -27,7 +27,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "runtime_int.h"
+#include "kernel.h"
 
 #define MAXPAT 24
 

@@ -26,7 +26,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime_int.h"
+#include "exec_int.h"
+#include "kernel.h"
 
 static int by_size(const void *a, const void *b)
 {

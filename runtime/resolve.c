@@ -25,7 +25,7 @@
  */
 #include <string.h>
 
-#include "runtime_int.h"
+#include "kernel.h"
 
 /* ---- topological order ------------------------------------------------------- */
 

@@ -19,7 +19,7 @@
 
 #include <cmocka.h>
 
-#include "../runtime/runtime_int.h"
+#include "../runtime/exec_int.h"
 #include "modelbuild.h"
 
 /* ---- helpers -------------------------------------------------------------------- */

@@ -21,7 +21,7 @@
 
 #include <cmocka.h>
 
-#include "../runtime/runtime_int.h"
+#include "../runtime/kernel.h"
 
 static const int64_t sizes[] = {1, 2, 7, 15, 16, 17, 31, 33, 64, 130, 383};
 enum { NSIZES = sizeof sizes / sizeof sizes[0] };

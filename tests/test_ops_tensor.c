@@ -21,7 +21,7 @@
 
 #include <cmocka.h>
 
-#include "../runtime/runtime_int.h"
+#include "../runtime/kernel.h"
 #include "modelbuild.h"
 #include "opcase.h"
 

@@ -16,7 +16,7 @@
  */
 #include <string.h>
 
-#include "../runtime_int.h"
+#include "../kernel.h"
 
 /* Loop and Scan bodies take at most this many inputs and outputs. */
 #define MAX_IO 128

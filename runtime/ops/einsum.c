@@ -22,7 +22,7 @@
  */
 #include <string.h>
 
-#include "../runtime_int.h"
+#include "../kernel.h"
 
 #define NLETTERS 52
 #define NLABELS (NLETTERS + RT_MAX_RANK) /* letters, then ellipsis axes */

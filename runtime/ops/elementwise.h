@@ -9,7 +9,7 @@
 #ifndef RT_OPS_ELEMENTWISE_H
 #define RT_OPS_ELEMENTWISE_H
 
-#include "../runtime_int.h"
+#include "../kernel.h"
 
 /* Convert n cells of type sdt at src into cells of type ddt at dst (numeric
  * types, bool, float16, bfloat16; no strings).  Float to integer truncates

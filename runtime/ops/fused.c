@@ -32,7 +32,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "../runtime_int.h"
+#include "../kernel.h"
 #include "attn.h"
 #include "vmath.h"
 

@@ -18,7 +18,7 @@
 #ifndef RUNTIME_OPS_GEMM_KERN_H
 #define RUNTIME_OPS_GEMM_KERN_H
 
-#include "../runtime_int.h"
+#include "../kernel.h"
 
 /* How one tile of C is finished. */
 struct gemm_tile {

@@ -20,7 +20,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "../runtime_int.h"
+#include "../kernel.h"
 
 /* Upper bound on the cells of any output: keeps byte counts far from
  * overflow; rt_output() applies the real memory limit. */

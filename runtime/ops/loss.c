@@ -22,7 +22,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "../runtime_int.h"
+#include "../kernel.h"
 
 enum { RED_NONE, RED_SUM, RED_MEAN };
 

@@ -21,7 +21,7 @@
  */
 #include <string.h>
 
-#include "../runtime_int.h"
+#include "../kernel.h"
 
 /* ---- shared helpers ---------------------------------------------------------- */
 

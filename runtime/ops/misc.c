@@ -18,7 +18,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "../runtime_int.h"
+#include "../kernel.h"
 
 /* Upper bound on the cells of any output (see shape.c). */
 #define MAX_CELLS ((int64_t)1 << 40)

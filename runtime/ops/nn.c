@@ -18,7 +18,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "../runtime_int.h"
+#include "../kernel.h"
 
 #define LIM ((int64_t)1 << 31)
 

@@ -17,7 +17,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "../runtime_int.h"
+#include "../kernel.h"
 #include "vmath.h"
 
 static int init_float_types(struct rt_node *n, struct rt_graph *g, struct strata_error *err)

@@ -24,7 +24,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "../runtime_int.h"
+#include "../kernel.h"
 
 /* ---- cells --------------------------------------------------------------------- */
 

@@ -19,7 +19,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "../runtime_int.h"
+#include "../kernel.h"
 
 #define DEFAULT_SEED 0x5eed5eed2f0a9c31ull
 

@@ -7,7 +7,7 @@
  */
 #include <string.h>
 
-#include "../runtime_int.h"
+#include "../kernel.h"
 
 static const struct rt_opdef *const tables[] = {
 	rt_ops_elementwise, rt_ops_matmul, rt_ops_shape, rt_ops_reduce, rt_ops_normalize,

@@ -26,7 +26,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "../runtime_int.h"
+#include "../kernel.h"
 
 /* Upper bound on cells of any output, far from size_t overflow; rt_output()
  * applies the real memory limit. */

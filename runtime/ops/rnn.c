@@ -27,7 +27,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "../runtime_int.h"
+#include "../kernel.h"
 
 /* Bound on any intermediate buffer (cells): keeps byte counts far from
  * overflow; the context's memory limit applies below it. */

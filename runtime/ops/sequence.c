@@ -15,7 +15,7 @@
  */
 #include <string.h>
 
-#include "../runtime_int.h"
+#include "../kernel.h"
 
 static int is_seq_kind(int k)
 {

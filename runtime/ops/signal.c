@@ -18,7 +18,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "../runtime_int.h"
+#include "../kernel.h"
 
 /* Longest transform and largest output accepted; rt_output() applies the
  * real memory limit. */

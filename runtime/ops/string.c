@@ -31,7 +31,7 @@
 #include <string.h>
 #include <wctype.h>
 
-#include "../runtime_int.h"
+#include "../kernel.h"
 
 static int has_input(const struct rt_node *n, int i)
 {

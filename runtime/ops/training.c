@@ -25,7 +25,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "../runtime_int.h"
+#include "../kernel.h"
 
 static double get(const void *p, int dt, int64_t i)
 {

@@ -7,7 +7,7 @@
 #ifndef RT_OPS_WINDOW_H
 #define RT_OPS_WINDOW_H
 
-#include "../runtime_int.h"
+#include "../kernel.h"
 
 /* Spatial rank at most RT_MAX_RANK - 2 (the batch and channel axes come first). */
 #define RT_WINDOW_MAX (RT_MAX_RANK - 2)
