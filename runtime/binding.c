@@ -44,7 +44,7 @@ static struct rt_binding *table(struct rt_exec *x, struct strata_error *err)
 	const struct rt_graph *g = x->g;
 	char *p = base_calloc(1, table_bytes(g));
 	if (!p) {
-		base_err(err, STRATA_NOMEM, "out of memory for an IO binding");
+		base_nomem(err, "an IO binding");
 		return NULL;
 	}
 	struct rt_binding *b = (struct rt_binding *)p;

@@ -110,6 +110,7 @@ static void pool_put(struct rt_exec *x, struct rt_buf *b)
 		pl->b[pl->n++] = *b;
 		pl->bytes += b->cap;
 	}
+	BASE_DEBUG_ASSERT(pl->bytes <= POOL_MAX_BYTES);
 	b->p = NULL;
 	b->cap = 0;
 }
@@ -257,6 +258,36 @@ void rt_value_view(struct rt_exec *x, int v, int s)
 	}
 	if (x->mode == RT_MODE_REC)
 		x->pc.ralias[v] = 1;
+}
+
+void rt_exec_check(const struct rt_exec *x, int ended)
+{
+#ifdef STRATA_DEBUG
+	const struct rt_graph *g = x->g;
+	BASE_ASSERT(x->ntemp == 0);
+	for (int v = 0; v < g->nvalues; v++) {
+		int r = x->root[v];
+		/* a view names an owner, which views nothing and keeps its buffer */
+		BASE_ASSERT(r >= -1 && r < g->nvalues && r != v);
+		if (r >= 0)
+			BASE_ASSERT(x->root[r] == -1 && x->vbuf[r].p && x->refs[r] > 0);
+		int views = 0;
+		for (int w = 0; w < g->nvalues; w++)
+			views += x->root[w] == v;
+		BASE_ASSERT(views == x->refs[v]);
+		/* a value holding nothing owns a buffer only while views remain */
+		if (x->hold[v] == RT_HOLD_EMPTY && x->vbuf[v].p)
+			BASE_ASSERT(x->refs[v] > 0);
+		BASE_ASSERT(x->seqs[v].nbufs <= x->seqs[v].cap && x->seqs[v].s.count <= x->seqs[v].cap);
+		/* after a run, only graph outputs, inputs and constants hold */
+		if (ended && g->values[v].producer >= 0 && !g->values[v].is_output &&
+		    !g->values[v].konst)
+			BASE_ASSERT(x->hold[v] == RT_HOLD_EMPTY);
+	}
+#else
+	(void)x;
+	(void)ended;
+#endif
 }
 
 /* Room for one more owned item in sv. */

@@ -136,7 +136,7 @@ int rt_cxw_new(struct rt_cxwriter **out, struct strata_error *err)
 {
 	*out = base_calloc(1, sizeof **out);
 	if (!*out)
-		return base_err(err, STRATA_NOMEM, "out of memory for a context");
+		return base_nomem(err, "a context");
 	(*out)->isa = rt_cpu_isa();
 	return 0;
 }
@@ -394,7 +394,7 @@ int rt_cxw_add(struct rt_cxwriter *w, const struct rt_model *m, const char *name
 		size_t cap = w->capsects ? 2 * w->capsects : 4;
 		struct cxsect *ns = base_realloc(w->sects, w->capsects * sizeof *ns, cap * sizeof *ns);
 		if (!ns)
-			return base_err(err, STRATA_NOMEM, "out of memory for a context");
+			return base_nomem(err, "a context");
 		w->sects = ns;
 		w->capsects = cap;
 	}
@@ -402,7 +402,7 @@ int rt_cxw_add(struct rt_cxwriter *w, const struct rt_model *m, const char *name
 	memset(s, 0, sizeof *s);
 	s->name = base_strdup(name);
 	if (!s->name)
-		return base_err(err, STRATA_NOMEM, "out of memory for a context");
+		return base_nomem(err, "a context");
 	struct wctx c = { w, &s->rec, 0 };
 	put_i64(&s->rec, m->ir_version);
 	put_i32(&s->rec, m->opset);
@@ -412,8 +412,8 @@ int rt_cxw_add(struct rt_cxwriter *w, const struct rt_model *m, const char *name
 	if (rc != 0) {
 		base_strfree(s->name);
 		buf_free(&s->rec);
-		return base_err(err, rc, rc == STRATA_LIMIT ? "subgraphs nest too deep for a context"
-		                                            : "out of memory for a context");
+		return rc == STRATA_LIMIT ? base_err(err, rc, "subgraphs nest too deep for a context")
+		                          : base_nomem(err, "a context");
 	}
 	w->nsects++;
 	return 0;
@@ -493,7 +493,7 @@ static int serialize(struct rt_cxwriter *w, struct sink *out, struct strata_erro
 	put_align(&meta, CX_ALIGN);
 	if (meta.oom) {
 		buf_free(&meta);
-		return base_err(err, STRATA_NOMEM, "out of memory writing a context");
+		return base_nomem(err, "writing a context");
 	}
 	unsigned char h[CX_HEADER] = { 0 };
 	memcpy(h, CX_MAGIC, 8);
@@ -530,7 +530,7 @@ int rt_cxw_bytes(struct rt_cxwriter *w, unsigned char **out, size_t *n, size_t *
 	struct sink s = { NULL, &b, 0 };
 	int rc = serialize(w, &s, err);
 	if (rc == 0 && s.fail)
-		rc = base_err(err, STRATA_NOMEM, "out of memory writing a context");
+		rc = base_nomem(err, "writing a context");
 	if (rc != 0) {
 		buf_free(&b);
 		return rc;
@@ -546,7 +546,7 @@ int rt_cxw_write(struct rt_cxwriter *w, const char *path, struct strata_error *e
 	size_t len = strlen(path);
 	char *tmp = base_alloc(len + 5);
 	if (!tmp)
-		return base_err(err, STRATA_NOMEM, "out of memory writing a context");
+		return base_nomem(err, "writing a context");
 	memcpy(tmp, path, len);
 	memcpy(tmp + len, ".tmp", 5);
 	FILE *f = fopen(tmp, "wb");
@@ -774,7 +774,7 @@ static void *ralloc(struct rctx *r, size_t n)
 {
 	void *p = rt_blocks_alloc(&r->m->mem, n ? n : 1);
 	if (!p && !r->rc)
-		r->rc = base_err(r->err, STRATA_NOMEM, "out of memory loading a context");
+		r->rc = base_nomem(r->err, "loading a context");
 	return p;
 }
 

@@ -316,7 +316,7 @@ int rt_output(struct rt_exec *x, const struct rt_node *n, int i, int dtype, int 
 		t = &x->vals[v];
 	}
 	if (!p)
-		return rt_fail(x, n, STRATA_NOMEM, "out of memory for output %d (%zu bytes)", i, bytes);
+		return rt_nomem(x, n, "output %d (%zu bytes)", i, bytes);
 	set_view(t, dtype, rank, dims, p, bytes);
 	*out = t;
 	return 0;
@@ -409,7 +409,7 @@ int rt_seq_append(struct rt_exec *x, const struct rt_node *n, int i, int rank,
 	if (v < 0) {
 		void *p = rt_temp_get(x, bytes);
 		if (!p)
-			return rt_fail(x, n, STRATA_NOMEM, "out of memory for output %d", i);
+			return rt_nomem(x, n, "output %d", i);
 		set_view(&x->tmp_out[i], dtype, 0, NULL, p, bytes);
 		*out = &x->tmp_out[i];
 		return 0;
@@ -419,7 +419,9 @@ int rt_seq_append(struct rt_exec *x, const struct rt_node *n, int i, int rank,
 		return rt_fail(x, n, rc, "output %d: cannot hold %d items", i, sv->s.count + 1);
 	struct rt_buf b;
 	if ((rc = rt_pool_get(x, bytes, &b)) != 0)
-		return rt_fail(x, n, rc, "out of memory for an item of output %d (%zu bytes)", i, bytes);
+		return rc == STRATA_NOMEM
+		               ? rt_nomem(x, n, "an item of output %d (%zu bytes)", i, bytes)
+		               : rt_fail(x, n, rc, "output %d: an item of %zu bytes is too large", i, bytes);
 	int k = sv->s.count++;
 	sv->bufs[k] = b;
 	sv->nbufs = sv->s.count;
@@ -497,7 +499,7 @@ void *rt_scratch_or_fail(struct rt_exec *x, const struct rt_node *n, size_t byte
 {
 	void *p = rt_scratch(x, bytes ? bytes : 1);
 	if (!p)
-		rt_fail(x, n, STRATA_NOMEM, "out of memory for %zu bytes of scratch", bytes);
+		rt_nomem(x, n, "%zu bytes of scratch", bytes);
 	return p;
 }
 
@@ -515,6 +517,16 @@ int rt_fail(struct rt_exec *x, const struct rt_node *n, int code, const char *fm
 	va_end(ap);
 	x->failed = 1;
 	return rt_node_err(n, x->err, code, "%s", msg);
+}
+
+int rt_nomem(struct rt_exec *x, const struct rt_node *n, const char *fmt, ...)
+{
+	char msg[STRATA_ERRMSG_MAX];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	return rt_fail(x, n, STRATA_NOMEM, "out of memory: %s", msg);
 }
 
 /* ---- input and output checks ------------------------------------------------------------ */
@@ -792,7 +804,8 @@ static int own_value(struct rt_exec *x, int v, struct strata_error *err)
 		size_t bytes = rt_tensor_bytes(t->dtype, runtime_tensor_count(t), &ok);
 		int rc = rt_value_get(x, v, bytes, NULL, &x->vbuf[v]);
 		if (rc != 0)
-			return base_err(err, rc, "out of memory for output \"%s\"", nm);
+			return rc == STRATA_NOMEM ? base_nomem(err, "output \"%s\"", nm)
+			                          : base_err(err, rc, "output \"%s\" is too large", nm);
 		if (bytes)
 			memcpy(x->vbuf[v].p, t->data, bytes);
 		t->data = x->vbuf[v].p;
@@ -811,7 +824,8 @@ static int own_value(struct rt_exec *x, int v, struct strata_error *err)
 			if (rc == 0)
 				rc = rt_pool_get(x, bytes, &b);
 			if (rc != 0)
-				return base_err(err, rc, "out of memory for output \"%s\"", nm);
+				return rc == STRATA_NOMEM ? base_nomem(err, "output \"%s\"", nm)
+			                          : base_err(err, rc, "output \"%s\" is too large", nm);
 			if (bytes)
 				memcpy(b.p, t->data, bytes);
 			sv->own[i] = *t;
@@ -894,6 +908,8 @@ static int run_top(struct rt_exec *x, const struct rt_tensor *tin, const struct 
 	rc = run_nodes(x);
 	x->err = NULL;
 	x->step = g->nnodes;
+	if (rc == 0)
+		rt_exec_check(x, 1);
 	/* Unbound outputs first: one of them may view an input whose memory
 	 * the caller bound an output over, which the copies below write. */
 	int bound = x->bind && x->bind->running;
@@ -996,10 +1012,10 @@ int rt_subgraph_run(struct rt_exec *x, const struct rt_node *n, const struct rt_
 		return rt_fail(x, n, STRATA_RUNTIME, "the subgraph does not belong to this node");
 	struct rt_exec *c = child_of(x, sg);
 	if (!c)
-		return rt_fail(x, n, STRATA_NOMEM, "out of memory for a subgraph context");
+		return rt_nomem(x, n, "a subgraph context");
 	if (rt_exec_defer(c) != 0) {
 		rt_exec_release_later(c);
-		return rt_fail(x, n, STRATA_NOMEM, "out of memory for a subgraph run");
+		return rt_nomem(x, n, "a subgraph run");
 	}
 	int rc = 0;
 	/* Captured values view the enclosing context's values. */
@@ -1142,7 +1158,7 @@ int rt_fold_node(struct rt_exec *x, const struct rt_node *n, struct rt_blocks *m
 		if (x->hold[v] != RT_HOLD_TENSOR) {
 			rc = rt_node_err(n, err, STRATA_NOT_IMPLEMENTED, "output %d is not a tensor", j);
 		} else if (!(out[j] = keep_tensor(mem, &x->vals[v]))) {
-			rc = base_err(err, STRATA_NOMEM, "out of memory while folding constants");
+			rc = base_nomem(err, "folding constants");
 		}
 	}
 	for (int j = 0; j < n->nout; j++)

@@ -219,6 +219,12 @@ void rt_exec_mode_start(struct rt_exec *x);
 /* After it (rc: its result): turn a successful recording into a plan, end
  * a plan's first run, return to the pool. */
 void rt_exec_mode_end(struct rt_exec *x, int rc);
+/* Debug builds (STRATA_DEBUG): assert the invariants of buffers.c on x:
+ * views name owners that still hold their buffers, view counts match,
+ * no scratch outlives its node; ended: a run just ended, so every value
+ * but the graph's inputs, outputs and constants has been released.  Does
+ * nothing in other builds. */
+void rt_exec_check(const struct rt_exec *x, int ended);
 /* Free every buffer x holds or keeps (its own pool too, for a top context);
  * the per-value arrays and the binding table stay. */
 void rt_exec_buffers_free(struct rt_exec *x);

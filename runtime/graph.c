@@ -166,6 +166,16 @@ int rt_node_err(const struct rt_node *n, struct strata_error *err, int code, con
 	                *n->name ? "\" " : "", n->op, msg);
 }
 
+int rt_node_nomem(const struct rt_node *n, struct strata_error *err, const char *fmt, ...)
+{
+	char msg[STRATA_ERRMSG_MAX];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	return rt_node_err(n, err, STRATA_NOMEM, "out of memory: %s", msg);
+}
+
 int rt_node_input_dtype(const struct rt_node *n, const struct rt_graph *g, int i, int *dt,
                         struct strata_error *err)
 {

@@ -1157,7 +1157,7 @@ static int fold(struct pass *p, struct rt_node *n)
 		return 0;
 	int rc = rt_fold_node(p->fold, n, &p->m->mem, out, &ferr);
 	if (rc == STRATA_NOMEM)
-		return base_err(p->err, rc, "out of memory while folding constants");
+		return base_nomem(p->err, "folding constants");
 	if (rc != 0)
 		return 0; /* the node fails the same way at run time */
 	size_t bytes = 0;
@@ -1301,7 +1301,7 @@ int rt_graph_infer(struct rt_model *m, struct strata_error *err)
 	if (m->opts.opt_level >= RT_OPT_BASIC) {
 		p.fold = rt_fold_new(m);
 		if (!p.fold)
-			return base_err(err, STRATA_NOMEM, "out of memory while folding constants");
+			return base_nomem(err, "folding constants");
 	}
 	int rc = infer_graph(&p);
 	rt_fold_free(p.fold);

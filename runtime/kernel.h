@@ -49,6 +49,10 @@ void *rt_scratch(struct rt_exec *x, size_t bytes);
 /* Report a run-time failure of n ("node NAME (OP): ..."), return code. */
 int rt_fail(struct rt_exec *x, const struct rt_node *n, int code, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
+/* The one way a kernel reports a failed allocation: rt_fail with
+ * STRATA_NOMEM and "out of memory: what". */
+int rt_nomem(struct rt_exec *x, const struct rt_node *n, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
 /* What input i of n holds in this run: RT_ARG_TENSOR, RT_ARG_SEQUENCE or
  * RT_ARG_NONE (omitted, or an empty optional). */

@@ -79,8 +79,6 @@ struct loader {
  * (kept in unknown_fields), 8 bytes holding the span index. */
 #define SPAN_FIELD 536870000u
 
-#define NOMEM(err) base_nomem(err, "loading the model")
-
 static int supported_dtype(int dt)
 {
 	switch (dt) {
@@ -116,14 +114,14 @@ static int ext_file(struct loader *L, const char *loc, const char *what,
 		}
 	if (m->next == m->capext &&
 	    base_grow((void **)&m->ext, &m->capext, m->next + 1, sizeof *m->ext, 1 << 20) != 0)
-		return NOMEM(err);
+		return base_nomem(err, "loading the model");
 	struct rt_extfile *f = &m->ext[m->next];
 	memset(f, 0, sizeof *f);
 	f->location = bstrdup(L->mem, loc);
 	char *path = base_path_join(L->dir, loc);
 	if (!f->location || !path) {
 		base_strfree(path);
-		return NOMEM(err);
+		return base_nomem(err, "loading the model");
 	}
 	int rc = base_map_file(path, &f->map, err);
 	base_strfree(path);
@@ -192,7 +190,7 @@ static int external_data(struct loader *L, const Onnx__TensorProto *tp, struct r
 	}
 	t->data = rt_blocks_alloc(L->mem, bytes);
 	if (!t->data)
-		return NOMEM(err);
+		return base_nomem(err, "loading the model");
 	if (bytes)
 		memcpy(t->data, p, bytes);
 	return 0;
@@ -420,7 +418,7 @@ static int tensor_from_proto(struct loader *L, Onnx__TensorProto *tp, struct rt_
 			                sp->len, bytes);
 		t->data = rt_blocks_alloc(L->mem, bytes);
 		if (!t->data)
-			return NOMEM(err);
+			return base_nomem(err, "loading the model");
 		memcpy(t->data, L->src + sp->off, bytes);
 		if (L->mapped)
 			drop_pages(L->src + sp->off, bytes);
@@ -433,12 +431,12 @@ static int tensor_from_proto(struct loader *L, Onnx__TensorProto *tp, struct rt_
 			                tp->raw_data.len, bytes);
 		if (bytes == 0) {
 			t->data = rt_blocks_alloc(L->mem, 0);
-			return t->data ? 0 : NOMEM(err);
+			return t->data ? 0 : base_nomem(err, "loading the model");
 		}
 		/* The decoder's buffer is ours to keep: same allocator, 64-byte
 		 * aligned, and cells are little-endian like this machine. */
 		if (rt_blocks_adopt(L->mem, tp->raw_data.data) != 0)
-			return NOMEM(err);
+			return base_nomem(err, "loading the model");
 		t->data = tp->raw_data.data;
 		tp->raw_data.data = NULL;
 		tp->raw_data.len = 0;
@@ -447,7 +445,7 @@ static int tensor_from_proto(struct loader *L, Onnx__TensorProto *tp, struct rt_
 
 	t->data = rt_blocks_alloc(L->mem, bytes);
 	if (!t->data)
-		return NOMEM(err);
+		return base_nomem(err, "loading the model");
 	size_t have;
 	const char *field;
 	switch (t->dtype) {
@@ -479,7 +477,7 @@ static int tensor_from_proto(struct loader *L, Onnx__TensorProto *tp, struct rt_
 			char *s = rt_blocks_strndup(L->mem, (const char *)tp->string_data[i].data,
 			                            tp->string_data[i].len);
 			if (!s)
-				return NOMEM(err);
+				return base_nomem(err, "loading the model");
 			((char **)t->data)[i] = s;
 		}
 		break;
@@ -497,7 +495,7 @@ int rt_tensor_from_pb(const void *buf, size_t n, struct rt_tensor *t, const char
 	ProtobufCAllocator pb_allocator = { pb_alloc, pb_free, &oom };
 	Onnx__TensorProto *tp = onnx__tensor_proto__unpack(&pb_allocator, n, buf);
 	if (!tp && oom)
-		return NOMEM(err);
+		return base_nomem(err, "loading the model");
 	if (!tp)
 		return base_err(err, STRATA_INVALID_PROTOBUF, "not a readable TensorProto");
 	struct loader L = { .mem = bl };
@@ -506,7 +504,7 @@ int rt_tensor_from_pb(const void *buf, size_t n, struct rt_tensor *t, const char
 	if (rc == 0 && name) {
 		*name = bstrdup(bl, nm);
 		if (!*name)
-			rc = NOMEM(err);
+			rc = base_nomem(err, "loading the model");
 	}
 	onnx__tensor_proto__free_unpacked(tp, &pb_allocator);
 	return rc;
@@ -606,15 +604,15 @@ static int add_value(struct loader *L, struct scope *S, const char *name, const 
 	if ((size_t)g->nvalues == S->capv &&
 	    base_grow((void **)&g->values, &S->capv, (size_t)g->nvalues + 1, sizeof *g->values,
 	              INT_MAX / 4) != 0)
-		return NOMEM(err);
+		return base_nomem(err, "loading the model");
 	if (names_reserve(&S->nt, g) != 0)
-		return NOMEM(err);
+		return base_nomem(err, "loading the model");
 	int v = g->nvalues++;
 	struct rt_value *val = &g->values[v];
 	memset(val, 0, sizeof *val);
 	val->name = bstrdup(L->mem, name);
 	if (!val->name)
-		return NOMEM(err);
+		return base_nomem(err, "loading the model");
 	val->producer = -1;
 	val->last_use = -1;
 	val->outer = -1;
@@ -659,7 +657,7 @@ static int lookup(struct loader *L, struct scope *S, const char *name, struct st
 		return rc;
 	S->g->values[v].outer = pv;
 	if (add_implicit(L, S->owner, pv) != 0)
-		return NOMEM(err);
+		return base_nomem(err, "loading the model");
 	return v;
 }
 
@@ -722,7 +720,7 @@ static int value_info(struct loader *L, const Onnx__ValueInfoProto *vi, struct r
 		           d->dim_param) {
 			info->dim_names[i] = bstrdup(L->mem, d->dim_param);
 			if (!info->dim_names[i])
-				return NOMEM(err);
+				return base_nomem(err, "loading the model");
 		}
 	}
 	return 0;
@@ -752,19 +750,19 @@ static int convert_attr(struct loader *L, Onnx__AttributeProto *a, struct rt_att
 {
 	r->name = bstrdup(L->mem, a->name);
 	if (!r->name)
-		return NOMEM(err);
+		return base_nomem(err, "loading the model");
 	r->type = attr_type_of(a);
 	r->f = a->f;
 	r->i = a->i;
 	r->s = rt_blocks_strndup(L->mem, a->s.data ? (const char *)a->s.data : "", a->s.len);
 	r->slen = a->s.len;
 	if (!r->s)
-		return NOMEM(err);
+		return base_nomem(err, "loading the model");
 	switch (r->type) {
 	case RT_ATTR_FLOATS: {
 		float *f = rt_blocks_alloc(L->mem, a->n_floats * sizeof *f);
 		if (!f)
-			return NOMEM(err);
+			return base_nomem(err, "loading the model");
 		if (a->n_floats)
 			memcpy(f, a->floats, a->n_floats * sizeof *f);
 		r->floats = f;
@@ -774,7 +772,7 @@ static int convert_attr(struct loader *L, Onnx__AttributeProto *a, struct rt_att
 	case RT_ATTR_INTS: {
 		int64_t *v = rt_blocks_alloc(L->mem, a->n_ints * sizeof *v);
 		if (!v)
-			return NOMEM(err);
+			return base_nomem(err, "loading the model");
 		if (a->n_ints)
 			memcpy(v, a->ints, a->n_ints * sizeof *v);
 		r->ints = v;
@@ -784,13 +782,13 @@ static int convert_attr(struct loader *L, Onnx__AttributeProto *a, struct rt_att
 	case RT_ATTR_STRINGS: {
 		char **v = rt_blocks_alloc(L->mem, a->n_strings * sizeof *v);
 		if (!v)
-			return NOMEM(err);
+			return base_nomem(err, "loading the model");
 		for (size_t i = 0; i < a->n_strings; i++) {
 			v[i] = rt_blocks_strndup(L->mem,
 			                         a->strings[i].data ? (const char *)a->strings[i].data : "",
 			                         a->strings[i].len);
 			if (!v[i])
-				return NOMEM(err);
+				return base_nomem(err, "loading the model");
 		}
 		r->strings = (const char *const *)v;
 		r->n = a->n_strings;
@@ -802,7 +800,7 @@ static int convert_attr(struct loader *L, Onnx__AttributeProto *a, struct rt_att
 			                "node \"%s\": tensor attribute \"%s\" has no tensor", node, r->name);
 		struct rt_tensor *t = rt_blocks_alloc(L->mem, sizeof *t);
 		if (!t)
-			return NOMEM(err);
+			return base_nomem(err, "loading the model");
 		int rc = tensor_from_proto(L, a->t, t, r->name, err);
 		if (rc != 0)
 			return rc;
@@ -843,7 +841,7 @@ static int read_opsets(struct loader *L, const Onnx__ModelProto *mp, struct stra
 	m->opset_domains = rt_blocks_alloc(L->mem, mp->n_opset_import * sizeof(char *));
 	m->opset_versions = rt_blocks_alloc(L->mem, mp->n_opset_import * sizeof(int));
 	if (!m->opset_domains || !m->opset_versions)
-		return NOMEM(err);
+		return base_nomem(err, "loading the model");
 	for (size_t i = 0; i < mp->n_opset_import; i++) {
 		const Onnx__OperatorSetIdProto *o = mp->opset_import[i];
 		if (!o->has_version || o->version < 1 || o->version > INT_MAX)
@@ -855,7 +853,7 @@ static int read_opsets(struct loader *L, const Onnx__ModelProto *mp, struct stra
 		}
 		m->opset_domains[m->nopsets] = bstrdup(L->mem, o->domain);
 		if (!m->opset_domains[m->nopsets])
-			return NOMEM(err);
+			return base_nomem(err, "loading the model");
 		m->opset_versions[m->nopsets++] = (int)o->version;
 	}
 	/* A model may use other domains only (training ops, say); a default
@@ -927,7 +925,7 @@ static int constant_value(struct loader *L, Onnx__NodeProto *np, struct rt_tenso
 	size_t bytes = rt_tensor_bytes(t->dtype, (int64_t)n, &ok);
 	t->data = rt_blocks_alloc(L->mem, bytes);
 	if (!t->data)
-		return NOMEM(err);
+		return base_nomem(err, "loading the model");
 	if (strcmp(an, "value_float") == 0)
 		*(float *)t->data = a->f;
 	else if (strcmp(an, "value_floats") == 0 && n)
@@ -942,7 +940,7 @@ static int constant_value(struct loader *L, Onnx__NodeProto *np, struct rt_tenso
 			char *s = rt_blocks_strndup(L->mem, src[i].data ? (const char *)src[i].data : "",
 			                            src[i].len);
 			if (!s)
-				return NOMEM(err);
+				return base_nomem(err, "loading the model");
 			((char **)t->data)[i] = s;
 		}
 	}
@@ -982,7 +980,7 @@ static int build_subgraphs(struct loader *L, struct scope *S, Onnx__GraphProto *
 				                n->op, MAX_DEPTH);
 			struct rt_graph *sg = rt_blocks_alloc(L->mem, sizeof *sg);
 			if (!sg)
-				return NOMEM(err);
+				return base_nomem(err, "loading the model");
 			sg->parent = g;
 			sg->model = L->m;
 			struct scope sub = { { NULL, 16, 0 }, sg, 0, S, n, S->depth + 1 };
@@ -1025,7 +1023,7 @@ static int build_graph(struct loader *L, struct scope *S, Onnx__GraphProto *gp,
 		S->nt.cap *= 2;
 	S->nt.slot = base_calloc(S->nt.cap, sizeof *S->nt.slot);
 	if (!g->values || !g->nodes || !S->nt.slot) {
-		rc = NOMEM(err);
+		rc = base_nomem(err, "loading the model");
 		goto out;
 	}
 
@@ -1043,7 +1041,7 @@ static int build_graph(struct loader *L, struct scope *S, Onnx__GraphProto *gp,
 			break;
 		struct rt_tensor *t = rt_blocks_alloc(L->mem, sizeof *t);
 		if (!t) {
-			rc = NOMEM(err);
+			rc = base_nomem(err, "loading the model");
 			break;
 		}
 		if ((rc = tensor_from_proto(L, tp, t, nm, err)) != 0)
@@ -1058,7 +1056,7 @@ static int build_graph(struct loader *L, struct scope *S, Onnx__GraphProto *gp,
 		g->inputs = rt_blocks_alloc(L->mem, (gp->n_input + 1) * sizeof *g->inputs);
 		g->input_info = rt_blocks_alloc(L->mem, (gp->n_input + 1) * sizeof *g->input_info);
 		if (!g->inputs || !g->input_info)
-			rc = NOMEM(err);
+			rc = base_nomem(err, "loading the model");
 	}
 	for (size_t i = 0; i < gp->n_input && rc == 0; i++) {
 		const Onnx__ValueInfoProto *vi = gp->input[i];
@@ -1108,7 +1106,7 @@ static int build_graph(struct loader *L, struct scope *S, Onnx__GraphProto *gp,
 				break;
 			struct rt_tensor *t = rt_blocks_alloc(L->mem, sizeof *t);
 			if (!t) {
-				rc = NOMEM(err);
+				rc = base_nomem(err, "loading the model");
 				break;
 			}
 			if ((rc = constant_value(L, np, t, err)) != 0)
@@ -1122,7 +1120,7 @@ static int build_graph(struct loader *L, struct scope *S, Onnx__GraphProto *gp,
 		n->op = bstrdup(L->mem, op);
 		n->domain = bstrdup(L->mem, is_default_domain(np->domain) ? "" : np->domain);
 		if (!n->name || !n->op || !n->domain) {
-			rc = NOMEM(err);
+			rc = base_nomem(err, "loading the model");
 			break;
 		}
 		n->opset = opset_of(m, n->domain);
@@ -1138,7 +1136,7 @@ static int build_graph(struct loader *L, struct scope *S, Onnx__GraphProto *gp,
 		n->in = rt_blocks_alloc(L->mem, (np->n_input + 1) * sizeof *n->in);
 		n->attr = rt_blocks_alloc(L->mem, (np->n_attribute + 1) * sizeof *n->attr);
 		if (!n->out || !n->in || !n->attr) {
-			rc = NOMEM(err);
+			rc = base_nomem(err, "loading the model");
 			break;
 		}
 		for (int j = 0; j < n->nout && rc == 0; j++) {
@@ -1192,7 +1190,7 @@ static int build_graph(struct loader *L, struct scope *S, Onnx__GraphProto *gp,
 		g->outputs = rt_blocks_alloc(L->mem, (gp->n_output + 1) * sizeof *g->outputs);
 		g->output_info = rt_blocks_alloc(L->mem, (gp->n_output + 1) * sizeof *g->output_info);
 		if (!g->outputs || !g->output_info)
-			rc = NOMEM(err);
+			rc = base_nomem(err, "loading the model");
 	}
 	if (rc == 0 && gp->n_output == 0)
 		rc = base_err(err, STRATA_INVALID_GRAPH, "the graph has no outputs");
@@ -1228,7 +1226,7 @@ out:
 		if (vals)
 			memcpy(vals, g->values, (size_t)g->nvalues * sizeof *vals);
 		else if (rc == 0)
-			rc = NOMEM(err);
+			rc = base_nomem(err, "loading the model");
 		base_free(g->values, S->capv * sizeof *g->values);
 		g->values = vals;
 		if (!vals)
@@ -1260,13 +1258,13 @@ int rt_load_graph(struct rt_model *m, const void *buf, size_t n, int mapped,
 	ProtobufCAllocator pb_allocator = { pb_alloc, pb_free, &oom };
 	struct strip st;
 	if (strip_raw(buf, n, &st) != 0)
-		return NOMEM(err);
+		return base_nomem(err, "loading the model");
 	Onnx__ModelProto *mp = st.out ? onnx__model_proto__unpack(&pb_allocator, st.nout, st.out)
 	                              : onnx__model_proto__unpack(&pb_allocator, n, buf);
 	if (st.out)
 		base_free(st.out, st.cap);
 	if (!mp && oom)
-		rc = NOMEM(err);
+		rc = base_nomem(err, "loading the model");
 	else if (!mp)
 		rc = base_err(err, STRATA_INVALID_PROTOBUF, "not a readable ONNX model (protobuf decoding failed)");
 	else if (!mp->graph)

@@ -84,8 +84,10 @@ int runtime_model_load_buffer_opts(const void *buf, size_t n, const char *dir,
 	if (opts && *opts->ctx_file_path) {
 		const char *p = opts->ctx_file_path, *slash = strrchr(p, '/');
 		ctx_dir = slash ? base_strndup(p, (size_t)(slash - p + (slash == p))) : base_strdup(".");
-		if (!ctx_dir)
+		if (!ctx_dir) {
+			rt_epctx_abandon(opts);
 			return base_nomem(err, "loading the model");
+		}
 	}
 	int rc = load(buf, n, dir, opts, NULL, ctx_dir, out, err);
 	if (ctx_dir)
@@ -120,6 +122,7 @@ int runtime_model_load_opts(const char *path, const struct rt_options *opts,
 	char *dir = slash ? base_strndup(path, (size_t)(slash - path + (slash == path))) : base_strdup(".");
 	if (!dir) {
 		base_unmap(&map);
+		rt_epctx_abandon(opts);
 		return base_nomem(err, "loading the model");
 	}
 	rc = load(map.data, map.size, dir, opts, path, dir, out, err);

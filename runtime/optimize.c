@@ -214,7 +214,7 @@ static int emit(struct opt *o, int at, const int *pat, int npat, const char *op,
 	char *dom = rt_blocks_strndup(mem, "strata", 6);
 	char *opn = rt_blocks_strndup(mem, op, strlen(op));
 	if (!ins || !outs || !at2 || !dom || !opn)
-		return base_err(o->err, STRATA_NOMEM, "out of memory while optimizing the graph");
+		return base_nomem(o->err, "optimizing the graph");
 	for (int k = 0; k < npat; k++)
 		if (pat[k] != at)
 			kill(o, pat[k]);
@@ -439,7 +439,7 @@ static int fuse_linear(struct opt *o, int i, int *done)
 		/* X's pieces: inputs 0, 4, 5, ...; their widths in "splits". */
 		int64_t *sp = rt_blocks_alloc(&o->m->mem, (size_t)npiece * sizeof *sp);
 		if (!sp)
-			return base_err(o->err, STRATA_NOMEM, "out of memory while optimizing the graph");
+			return base_nomem(o->err, "optimizing the graph");
 		memcpy(sp, width, (size_t)npiece * sizeof *sp);
 		in[0] = piece[0];
 		for (int p = 1; p < npiece; p++)
@@ -828,7 +828,7 @@ int rt_graph_optimize(struct rt_model *m, struct strata_error *err)
 	o.uses = base_calloc((size_t)g->nvalues + 1, sizeof(int));
 	int rc = 0, done = 0;
 	if (!o.dead || !o.uses) {
-		rc = base_err(err, STRATA_NOMEM, "out of memory while optimizing the graph");
+		rc = base_nomem(err, "optimizing the graph");
 		goto out;
 	}
 	count_uses(&o);

@@ -23,7 +23,7 @@ int runtime_options_new(struct rt_options **out, struct strata_error *err)
 {
 	*out = base_alloc(sizeof **out);
 	if (!*out)
-		return base_err(err, STRATA_NOMEM, "out of memory for session options");
+		return base_nomem(err, "session options");
 	rt_options_default(*out);
 	return 0;
 }

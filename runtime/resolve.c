@@ -65,7 +65,7 @@ static int sort_nodes(struct rt_graph *g, struct strata_error *err)
 	struct rt_node *tmp = base_calloc((size_t)n, sizeof *tmp);
 	int rc = 0;
 	if (!indeg || !start || !edge || !queue || !tmp) {
-		rc = base_err(err, STRATA_NOMEM, "out of memory while sorting the graph");
+		rc = base_nomem(err, "sorting the graph");
 		goto out;
 	}
 	for (int i = 0; i < n; i++)

@@ -231,6 +231,10 @@ const int64_t *rt_attr_ints(const struct rt_node *n, const char *name, size_t *c
 /* Failure helpers for init(): fill err with "node NAME (OP): ..." and return code. */
 int rt_node_err(const struct rt_node *n, struct strata_error *err, int code, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
+/* The same for an allocation that failed: "node NAME (OP): out of memory:
+ * what", STRATA_NOMEM. */
+int rt_node_nomem(const struct rt_node *n, struct strata_error *err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 /* For init(): the element type of input i into *dt.  STRATA_INVALID_GRAPH
  * when the input is missing or its type is not known. */
 int rt_node_input_dtype(const struct rt_node *n, const struct rt_graph *g, int i, int *dt,

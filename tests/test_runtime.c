@@ -754,6 +754,89 @@ static void test_alloc_failures(void **state)
 	free(buf);
 }
 
+/* One load (and a run) of the model at path with options o, failing at the
+ * k-th allocation (k 0: none); returns its code, and checks that a failure
+ * says so ("out of memory: ...") and that nothing stays allocated. */
+static int load_failing_at(const char *path, const struct rt_options *o, long k)
+{
+	struct base_alloc_stats before, after;
+	base_alloc_stats(&before);
+	struct rt_model *m = NULL;
+	struct rt_ctx *cx = NULL;
+	struct strata_error err;
+	float x[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
+	base_alloc_fail_after(k);
+	int rc = runtime_model_load_opts(path, o, &m, &err);
+	if (rc == 0)
+		rc = runtime_ctx_new(m, &cx, &err);
+	if (rc == 0) {
+		struct rt_tensor in = tensor2(BASE_DT_FLOAT, 2, 4, x), out;
+		if ((rc = runtime_run(cx, &in, &out, &err)) == 0)
+			check_mlp_out(x, 2, &out);
+	}
+	base_alloc_fail_after(0);
+	if (rc != 0) {
+		assert_int_equal(rc, STRATA_NOMEM);
+		assert_non_null(strstr(err.msg, "out of memory: "));
+	}
+	runtime_ctx_free(cx);
+	runtime_model_free(m);
+	base_alloc_stats(&after);
+	assert_int_equal(after.live_bytes, before.live_bytes);
+	return rc;
+}
+
+/* Every allocation of a load from a file can fail, with a buffer pool and a
+ * compiled context written beside the model: each failure is reported as
+ * such and frees everything the load had made. */
+static void test_load_failures_free_everything(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/strata_rtfail_XXXXXX", path[256];
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof path, "%s/mlp.onnx", dir);
+	void *buf;
+	size_t n;
+	struct mb_model *mb = mlp();
+	assert_int_equal(mb_serialize(mb, &buf, &n), 0);
+	mb_free(mb);
+	FILE *f = fopen(path, "wb");
+	assert_non_null(f);
+	assert_int_equal(fwrite(buf, 1, n, f), n);
+	fclose(f);
+	free(buf);
+
+	struct strata_error err;
+	struct rt_options *plain, *pooled, *compile;
+	assert_int_equal(runtime_options_new(&plain, &err), 0);
+	assert_int_equal(runtime_options_new(&pooled, &err), 0);
+	assert_int_equal(runtime_options_set(pooled, "session.buffer_pool_generations", "2", &err), 0);
+	assert_int_equal(runtime_options_new(&compile, &err), 0);
+	assert_int_equal(runtime_options_set(compile, "ep.context_enable", "1", &err), 0);
+	assert_int_equal(runtime_options_set(compile, "ep.context_embed_mode", "0", &err), 0);
+	const struct rt_options *all[] = { plain, pooled, compile };
+	for (size_t i = 0; i < 3; i++) {
+		/* A clean load counts the allocations to fail. */
+		struct base_alloc_stats a, b;
+		base_alloc_stats(&a);
+		assert_int_equal(load_failing_at(path, all[i], 0), 0);
+		base_alloc_stats(&b);
+		long total = (long)(b.allocs - a.allocs);
+		assert_true(total > 10);
+		int failed = 0;
+		for (long k = 1; k <= total; k++)
+			failed += load_failing_at(path, all[i], k) != 0;
+		/* A few allocations may fail harmlessly (a cache not kept), most not. */
+		assert_true(failed > total / 2);
+	}
+	runtime_options_free(plain);
+	runtime_options_free(pooled);
+	runtime_options_free(compile);
+	char cmd[300];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
 /* Constant nodes of every attribute kind become constants; an initializer
  * listed among the inputs (as old exporters did) is not an input; a model
  * without opset_import is at opset 1. */
@@ -1125,6 +1208,7 @@ int main(void)
 		cmocka_unit_test(test_warm_run_allocates_nothing),
 		cmocka_unit_test(test_zero_size),
 		cmocka_unit_test(test_alloc_failures),
+		cmocka_unit_test(test_load_failures_free_everything),
 		cmocka_unit_test(test_constants_and_old_models),
 		cmocka_unit_test(test_output_type_mismatch),
 		cmocka_unit_test(test_tensor_pb),

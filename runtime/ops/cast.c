@@ -238,7 +238,7 @@ int rt_ew_as(struct rt_exec *x, const struct rt_node *n, const struct rt_tensor 
 	view->dtype = dt;
 	view->data = rt_scratch(x, bytes ? bytes : 1);
 	if (!view->data)
-		return rt_fail(x, n, STRATA_NOMEM, "scratch of %zu bytes", bytes);
+		return rt_nomem(x, n, "scratch of %zu bytes", bytes);
 	if (rt_ew_convert(t->dtype, t->data, dt, view->data, count) != 0)
 		return rt_fail(x, n, STRATA_NOT_IMPLEMENTED, "no conversion from %s to %s",
 		               base_dtype_name(t->dtype), base_dtype_name(dt));
@@ -408,7 +408,7 @@ static int cells_to_strings(const struct rt_node *n, struct rt_exec *x,
 		}
 		}
 		if (!(out[i] = rt_string(x, buf, len)))
-			return rt_fail(x, n, STRATA_NOMEM, "out of memory");
+			return rt_nomem(x, n, "kernel scratch");
 	}
 	return 0;
 }
@@ -422,7 +422,7 @@ static int to_bf16_truncating(const struct rt_node *n, struct rt_exec *x,
 	if (in->dtype != BASE_DT_FLOAT) {
 		float *tmp = rt_scratch(x, count > 0 ? (size_t)count * sizeof *tmp : 1);
 		if (!tmp)
-			return rt_fail(x, n, STRATA_NOMEM, "out of memory");
+			return rt_nomem(x, n, "kernel scratch");
 		if (rt_ew_convert(in->dtype, in->data, BASE_DT_FLOAT, tmp, count) != 0)
 			return rt_fail(x, n, STRATA_NOT_IMPLEMENTED, "no conversion from %s to bfloat16",
 			               base_dtype_name(in->dtype));

@@ -165,7 +165,7 @@ static int stack_push(struct rt_exec *x, const struct rt_node *n, struct stack *
 		 * waits, which bounds the waste at the final size. */
 		char *p = rt_scratch(x, cap);
 		if (!p)
-			return rt_fail(x, n, STRATA_NOMEM, "out of memory for a scan output");
+			return rt_nomem(x, n, "a scan output");
 		if (s->count && s->item)
 			memcpy(p, s->data, (size_t)s->count * s->item);
 		s->data = p;
@@ -224,7 +224,7 @@ static int run_loop(struct rt_node *n, struct rt_exec *x)
 	int64_t *iter = rt_scratch(x, sizeof *iter);
 	uint8_t *cbuf = rt_scratch(x, 1);
 	if (!st || !iter || !cbuf)
-		return rt_fail(x, n, STRATA_NOMEM, "out of memory");
+		return rt_nomem(x, n, "kernel scratch");
 	memset(st, 0, (size_t)(K + 1) * sizeof *st);
 	memset(in, 0, sizeof in[0] * 2);
 	in[0].kind = RT_ARG_TENSOR;
@@ -297,7 +297,7 @@ static int finish_loop(struct rt_node *n, struct rt_graph *g, struct strata_erro
 	}
 	struct loop_state *ls = base_calloc(1, sizeof *ls);
 	if (!ls)
-		return rt_node_err(n, err, STRATA_NOMEM, "out of memory");
+		return rt_node_nomem(n, err, "kernel state");
 	ls->body = body;
 	ls->ncarried = N;
 	ls->nscan = K;
@@ -437,7 +437,7 @@ static int scan_once(struct scan_run *r, struct rt_arg *st, const struct rt_tens
 		size_t bytes = rt_tensor_bytes(t->dtype, runtime_tensor_count(v), &ok);
 		v->data = rt_scratch(x, bytes ? bytes : 1);
 		if (!v->data)
-			return rt_fail(x, n, STRATA_NOMEM, "out of memory for a scan slice");
+			return rt_nomem(x, n, "a scan slice");
 	}
 	for (int64_t i = 0; i < r->T; i++) {
 		for (int j = 0; j < I; j++) {
@@ -647,7 +647,7 @@ static int init_scan(struct rt_node *n, struct rt_graph *g, struct strata_error 
 		                   body->noutputs, S, (long long)I, n->nout);
 	struct scan_state *ss = base_calloc(1, sizeof *ss);
 	if (!ss)
-		return rt_node_err(n, err, STRATA_NOMEM, "out of memory");
+		return rt_node_nomem(n, err, "kernel state");
 	n->state = ss;
 	ss->body = body;
 	ss->nstate = S;

@@ -242,7 +242,7 @@ static int col_scratch(struct rt_exec *x, const struct rt_node *n, const struct 
                        size_t es, void **col)
 {
 	if (!(*col = rt_scratch(x, (size_t)(cs->CK * cs->P) * es + 1)))
-		return rt_fail(x, n, STRATA_NOMEM, "out of memory for %lld x %lld columns",
+		return rt_nomem(x, n, "%lld x %lld columns",
 		               (long long)cs->CK, (long long)cs->P);
 	return 0;
 }
@@ -533,7 +533,7 @@ static int int_conv(struct rt_exec *x, const struct rt_node *n, const struct rt_
 {
 	int64_t *acc = *accp = rt_scratch(x, (size_t)(cs->N * cs->M * cs->P) * sizeof *acc + 1);
 	if (!acc)
-		return rt_fail(x, n, STRATA_NOMEM, "out of memory");
+		return rt_nomem(x, n, "kernel scratch");
 	if ((xzp && (runtime_tensor_count(xzp) != 1 || xzp->dtype != X->dtype)) ||
 	    (wzp && (per_channel(wzp, cs->M) < 0 || wzp->dtype != W->dtype)))
 		return rt_fail(x, n, STRATA_RUNTIME,
@@ -544,7 +544,7 @@ static int int_conv(struct rt_exec *x, const struct rt_node *n, const struct rt_
 	int32_t *col = rt_scratch(x, (size_t)(cs->CK * cs->P) * sizeof *col + 1);
 	int32_t *ws = rt_scratch(x, (size_t)(cs->CK) * sizeof *ws + 1);
 	if (!xs || !col || !ws)
-		return rt_fail(x, n, STRATA_NOMEM, "out of memory");
+		return rt_nomem(x, n, "kernel scratch");
 	int32_t xz = xzp ? q8(xzp, 0) : 0;
 	int64_t nwz = wzp ? runtime_tensor_count(wzp) : 0;
 	for (int64_t b = 0; b < cs->N; b++) {

@@ -235,7 +235,7 @@ static int bind_shapes(struct rt_exec *x, const struct rt_node *n, const struct 
 	}
 	b->stride = rt_scratch(x, (size_t)e->nops * NLABELS * sizeof *b->stride);
 	if (!b->stride)
-		return rt_fail(x, n, STRATA_NOMEM, "out of memory");
+		return rt_nomem(x, n, "kernel scratch");
 	memset(b->stride, 0, (size_t)e->nops * NLABELS * sizeof *b->stride);
 	for (int k = 0; k < e->nops; k++) {
 		const struct term *t = &e->in[k];
@@ -439,7 +439,7 @@ static int try_gemm(struct rt_exec *x, const struct rt_node *n, const struct eq 
 	float *bb = rt_scratch(x, (size_t)(B * K * N + 1) * sizeof *bb);
 	float *c = rt_scratch(x, (size_t)(B * M * N + 1) * sizeof *c);
 	if (!a || !bb || !c)
-		return rt_fail(x, n, STRATA_NOMEM, "out of memory");
+		return rt_nomem(x, n, "kernel scratch");
 
 	/* A as [batch, M, K], B as [batch, K, N] */
 	int order[2][3] = {{0, 1, 3}, {0, 3, 2}};
@@ -552,7 +552,7 @@ static int init_einsum(struct rt_node *n, struct rt_graph *g, struct strata_erro
 		return rt_node_err(n, err, STRATA_INVALID_GRAPH, "equation holds a NUL byte");
 	struct eq *e = base_alloc(eq_size(n->nin));
 	if (!e)
-		return rt_node_err(n, err, STRATA_NOMEM, "out of memory");
+		return rt_node_nomem(n, err, "kernel state");
 	memset(e, 0, eq_size(n->nin));
 	e->nops = n->nin;
 	int rc = parse_eq(n, err, a->s, e);

@@ -490,7 +490,7 @@ static void *scratch_cells(struct rt_exec *x, const struct rt_node *n, int dt, i
 	size_t bytes = (size_t)count * base_dtype_size(dt);
 	void *p = rt_scratch(x, bytes ? bytes : 1);
 	if (!p)
-		rt_fail(x, n, STRATA_NOMEM, "scratch of %zu bytes", bytes);
+		rt_nomem(x, n, "scratch of %zu bytes", bytes);
 	return p;
 }
 

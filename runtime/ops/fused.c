@@ -180,7 +180,7 @@ static int init_linear(struct rt_node *n, struct rt_graph *g, struct strata_erro
 		                   (long long)N);
 	struct linear *st = base_calloc(1, sizeof *st);
 	if (!st)
-		return rt_node_err(n, err, STRATA_NOMEM, "out of memory");
+		return rt_node_nomem(n, err, "kernel state");
 	/* Piece p multiplies W's rows off..off+Kp ([K,N]), or its columns
 	 * ([N,K] with transB): one packed block each. */
 	const float *wd = w->data; /* NULL in a model from a context: packed there */
@@ -338,7 +338,7 @@ static int init_lnorm(struct rt_node *n, struct rt_graph *g, struct strata_error
 		                   (long long)h);
 	struct lnorm *st = base_calloc(1, sizeof *st);
 	if (!st)
-		return rt_node_err(n, err, STRATA_NOMEM, "out of memory");
+		return rt_node_nomem(n, err, "kernel state");
 	st->gamma = gm->data;
 	st->beta = beta;
 	st->h = h;
@@ -398,7 +398,7 @@ static int run_attn(struct rt_node *n, struct rt_exec *x)
 	if (Sk && rt_cpu_isa() == RT_ISA_AVX512) {
 		float *w = rt_scratch(x, rt_attn_work_bytes(Sq, Sk, D));
 		if (!w)
-			return rt_fail(x, n, STRATA_NOMEM, "out of memory");
+			return rt_nomem(x, n, "kernel scratch");
 		for (int64_t b = 0; b < B; b++)
 			for (int64_t h = 0; h < H; h++) {
 				float *out = st->layout ? yd + ((b * H + h) * Sq) * D
@@ -413,7 +413,7 @@ static int run_attn(struct rt_node *n, struct rt_exec *x)
 	}
 	float *sc = Sk ? rt_scratch(x, (size_t)(Sq * Sk) * sizeof(float)) : NULL;
 	if (Sk && !sc)
-		return rt_fail(x, n, STRATA_NOMEM, "out of memory");
+		return rt_nomem(x, n, "kernel scratch");
 	for (int64_t b = 0; b < B; b++)
 		for (int64_t h = 0; h < H; h++) {
 			float *out = st->layout ? yd + ((b * H + h) * Sq) * D : yd + b * Sq * HD + h * D;
@@ -478,7 +478,7 @@ static int init_attn(struct rt_node *n, struct rt_graph *g, struct strata_error 
 		return rt_node_err(n, err, STRATA_INVALID_GRAPH, "num_heads must be positive");
 	struct attn *st = base_calloc(1, sizeof *st);
 	if (!st)
-		return rt_node_err(n, err, STRATA_NOMEM, "out of memory");
+		return rt_node_nomem(n, err, "kernel state");
 	st->heads = heads;
 	st->scale = rt_attr_float(n, "scale", 1.0f);
 	st->layout = (int)rt_attr_int(n, "out_layout", 0) != 0;

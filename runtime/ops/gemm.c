@@ -593,9 +593,10 @@ int rt_node_pack_b(struct rt_node *n, int transb, int64_t K, int64_t N, const fl
 			                   "wanted, %lldx%lld of layout %d found)",
 			                   n->npacks, (long long)K, (long long)N, (long long)pb->K,
 			                   (long long)pb->N, pb->version);
-	} else if (!B || rt_sgemm_pack_b(transb, K, N, B, ldb, pb) != 0) {
-		return rt_node_err(n, err, B ? STRATA_NOMEM : STRATA_INVALID_GRAPH,
-		                   B ? "out of memory packing the weights" : "the weights have no data");
+	} else if (!B) {
+		return rt_node_err(n, err, STRATA_INVALID_GRAPH, "the weights have no data");
+	} else if (rt_sgemm_pack_b(transb, K, N, B, ldb, pb) != 0) {
+		return rt_node_nomem(n, err, "packing the weights");
 	}
 	n->packs[n->npacks++] = pb;
 	return 0;

@@ -818,7 +818,7 @@ static int run_pad(struct rt_node *n, struct rt_exec *x)
 	if (in->dtype == BASE_DT_STRING) {
 		char *e = rt_string(x, "", 0);
 		if (!e)
-			return rt_fail(x, n, STRATA_NOMEM, "out of memory");
+			return rt_nomem(x, n, "kernel scratch");
 		memcpy(cval, &e, sizeof e);
 	}
 	if (n->opset < 11) {
@@ -932,7 +932,7 @@ static int run_trilu(struct rt_node *n, struct rt_exec *x)
 	if (in->dtype == BASE_DT_STRING) {
 		char *e = rt_string(x, "", 0);
 		if (!e)
-			return rt_fail(x, n, STRATA_NOMEM, "out of memory");
+			return rt_nomem(x, n, "kernel scratch");
 		memcpy(zero, &e, sizeof e);
 	}
 	int upper = rt_attr_int(n, "upper", 1) != 0;

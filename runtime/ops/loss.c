@@ -136,7 +136,7 @@ static int run_loss(struct rt_node *n, struct rt_exec *x)
 			size_t bytes = rt_tensor_bytes(dt, N * C * D, &ok);
 			buf = ok ? rt_scratch(x, bytes ? bytes : 1) : NULL;
 			if (!buf)
-				return rt_fail(x, n, STRATA_NOMEM, "out of memory");
+				return rt_nomem(x, n, "kernel scratch");
 		}
 		log_softmax(in, N, C, D, buf);
 		lp = buf;

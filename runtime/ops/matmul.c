@@ -233,7 +233,7 @@ static int pack_const_b(struct rt_node *n, struct rt_graph *g, int transb,
 		return 0;
 	struct rt_packed_b *pk = base_alloc(sizeof *pk);
 	if (!pk)
-		return rt_node_err(n, err, STRATA_NOMEM, "out of memory");
+		return rt_node_nomem(n, err, "kernel state");
 	int rc = rt_node_pack_b(n, transb, K, N, b->data, c, pk, err);
 	if (rc != 0) {
 		base_free(pk, sizeof *pk);
@@ -405,7 +405,7 @@ static int init_gemm(struct rt_node *n, struct rt_graph *g, struct strata_error 
 		                   base_dtype_name(rt_graph_dtype(g, n->in[0])));
 	struct gemm_state *s = base_alloc(sizeof *s);
 	if (!s)
-		return rt_node_err(n, err, STRATA_NOMEM, "out of memory");
+		return rt_node_nomem(n, err, "kernel state");
 	s->transa = rt_attr_int(n, "transA", 0) != 0;
 	s->transb = rt_attr_int(n, "transB", 0) != 0;
 	s->alpha = rt_attr_float(n, "alpha", 1.0f);

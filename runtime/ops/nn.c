@@ -306,7 +306,7 @@ static int run_mvn(struct rt_node *n, struct rt_exec *x)
 	double *sum = rt_scratch(x, (size_t)groups * 2 * sizeof *sum);
 	int64_t *gi = rt_scratch(x, (size_t)total * sizeof *gi);
 	if (!sum || !gi)
-		return rt_fail(x, n, STRATA_NOMEM, "out of memory");
+		return rt_nomem(x, n, "kernel scratch");
 	memset(sum, 0, (size_t)groups * 2 * sizeof *sum);
 	/* the group of every cell: its index over the kept axes */
 	int64_t idx[RT_MAX_RANK] = {0};

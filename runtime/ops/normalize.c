@@ -152,7 +152,7 @@ static int bcast_index(struct rt_exec *x, const struct rt_node *n, const struct 
 		return 0;
 	int64_t *ix = rt_scratch(x, (size_t)len * sizeof *ix);
 	if (!ix)
-		return rt_fail(x, n, STRATA_NOMEM, "out of memory");
+		return rt_nomem(x, n, "kernel scratch");
 	int64_t idx[RT_MAX_RANK] = {0};
 	for (int64_t j = 0; j < len; j++) {
 		int64_t off = 0;

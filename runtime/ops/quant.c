@@ -439,7 +439,7 @@ static int mm_setup(struct rt_exec *x, const struct rt_node *n, const struct rt_
 	m->aoff = rt_scratch(x, (size_t)m->nbatch * sizeof *m->aoff);
 	m->boff = rt_scratch(x, (size_t)m->nbatch * sizeof *m->boff);
 	if (!m->aoff || !m->boff)
-		return rt_fail(x, n, STRATA_NOMEM, "out of memory");
+		return rt_nomem(x, n, "kernel scratch");
 	int64_t idx[RT_MAX_RANK] = {0};
 	for (int64_t t = 0; t < m->nbatch; t++) {
 		int64_t ao = 0, bo = 0;
@@ -508,7 +508,7 @@ static int mm_scratch(struct rt_exec *x, const struct rt_node *n, const struct m
 	*acc = rt_scratch(x, (size_t)(m->M * m->N) * sizeof **acc);
 	*brow = rt_scratch(x, (size_t)m->N * sizeof **brow);
 	if (!*acc || !*brow)
-		return rt_fail(x, n, STRATA_NOMEM, "out of memory");
+		return rt_nomem(x, n, "kernel scratch");
 	return 0;
 }
 

@@ -325,7 +325,7 @@ static int run_multinomial(struct rt_node *n, struct rt_exec *x)
 		return rt_fail(x, n, STRATA_RUNTIME, "no classes to draw from");
 	double *cum = rt_scratch(x, (size_t)C * sizeof *cum);
 	if (!cum)
-		return rt_fail(x, n, STRATA_NOMEM, "out of memory");
+		return rt_nomem(x, n, "kernel scratch");
 	struct rng g;
 	rng_seed(&g, n);
 	for (int64_t b = 0; b < B; b++) {

@@ -211,7 +211,7 @@ static int run_reduce(struct rt_node *n, struct rt_exec *x)
 		double *acc = rt_scratch(x, (size_t)pl.nout * sizeof(double));
 		double *shift = NULL;
 		if (!acc)
-			return rt_fail(x, n, STRATA_NOMEM, "out of memory");
+			return rt_nomem(x, n, "kernel scratch");
 		int isint = dt != BASE_DT_FLOAT && dt != BASE_DT_DOUBLE;
 		/* integer inputs on this path are widened once */
 		const void *src = in->data;
@@ -219,7 +219,7 @@ static int run_reduce(struct rt_node *n, struct rt_exec *x)
 		if (isint) {
 			double *w = rt_scratch(x, (size_t)total * sizeof(double));
 			if (!w)
-				return rt_fail(x, n, STRATA_NOMEM, "out of memory");
+				return rt_nomem(x, n, "kernel scratch");
 			for (int64_t i = 0; i < total; i++)
 				w[i] = (double)iload(dt, in->data, i);
 			src = w;
@@ -228,7 +228,7 @@ static int run_reduce(struct rt_node *n, struct rt_exec *x)
 		if (k == LOGSUMEXP) {
 			shift = rt_scratch(x, (size_t)pl.nout * sizeof(double));
 			if (!shift)
-				return rt_fail(x, n, STRATA_NOMEM, "out of memory");
+				return rt_nomem(x, n, "kernel scratch");
 			for (int64_t i = 0; i < pl.nout; i++)
 				shift[i] = -INFINITY;
 			if (total)
@@ -264,7 +264,7 @@ static int run_reduce(struct rt_node *n, struct rt_exec *x)
 
 	int64_t *acc = rt_scratch(x, (size_t)pl.nout * sizeof(int64_t));
 	if (!acc)
-		return rt_fail(x, n, STRATA_NOMEM, "out of memory");
+		return rt_nomem(x, n, "kernel scratch");
 	int64_t lo = dt == BASE_DT_INT32 ? INT32_MIN : INT64_MIN;
 	int64_t hi = dt == BASE_DT_INT32 ? INT32_MAX : INT64_MAX;
 	int64_t init = k == MAX ? lo : k == MIN ? hi : k == PROD ? 1 : 0;
@@ -313,7 +313,7 @@ static int init_reduce(struct rt_node *n, struct rt_graph *g, struct strata_erro
 	BASE_ASSERT(i < sizeof reducers / sizeof reducers[0]);
 	struct reduce_state *s = base_alloc(sizeof *s);
 	if (!s)
-		return rt_node_err(n, err, STRATA_NOMEM, "out of memory");
+		return rt_node_nomem(n, err, "kernel state");
 	s->kind = reducers[i].kind;
 	s->axes_input = reducers[i].axes_input;
 	s->keepdims = rt_attr_int(n, "keepdims", 1) != 0;

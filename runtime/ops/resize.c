@@ -478,7 +478,7 @@ static int run_resize(struct rt_node *n, struct rt_exec *x)
 			t->outside = rt_scratch(x, (size_t)t->out);
 		if (!t->idx || (p->mode != M_NEAREST && !t->w) ||
 		    (p->ctm == C_TF_CROP && !t->outside))
-			return rt_fail(x, n, STRATA_NOMEM, "out of memory for resize taps");
+			return rt_nomem(x, n, "resize taps");
 		axis_taps_fill(p, t);
 	}
 
@@ -608,7 +608,7 @@ static int init_resize(struct rt_node *n, struct rt_graph *g, struct strata_erro
 
 	struct resize *st = base_alloc(sizeof *st);
 	if (!st)
-		return rt_node_err(n, err, STRATA_NOMEM, "out of memory");
+		return rt_node_nomem(n, err, "kernel state");
 	*st = p;
 	n->state = st;
 	rt_graph_set_dtype(g, n->out[0], dt);

@@ -258,7 +258,7 @@ static int check_inputs(struct rt_exec *x, const struct rt_node *n, const struct
 		               (long long)d->seq, (long long)d->batch, (long long)d->hid);
 	d->len = scratch(x, d->batch, sizeof *d->len);
 	if (!d->len)
-		return rt_fail(x, n, STRATA_NOMEM, "out of memory");
+		return rt_nomem(x, n, "kernel scratch");
 	if (d->SL) {
 		if (d->SL->dtype != BASE_DT_INT32 && d->SL->dtype != BASE_DT_INT64)
 			return rt_fail(x, n, STRATA_RUNTIME, "sequence_lens must be int32, not %s",
@@ -346,7 +346,7 @@ static int run_rnn(struct rt_node *n, struct rt_exec *x)
 	w.fbuf = dt == BASE_DT_FLOAT ? scratch(x, fcells, sizeof(float)) : NULL;
 	if (!w.xw || !w.hr || !w.h || !w.c || !w.z || !w.rh || !w.hr2 || !w.wb || !w.p ||
 	    (dt == BASE_DT_FLOAT && (!w.hsrc || !w.fbuf)))
-		return rt_fail(x, n, STRATA_NOMEM, "out of memory for the recurrent state");
+		return rt_nomem(x, n, "the recurrent state");
 
 	const int gru_split = s->kind == K_GRU && !s->lbr; /* (r * h) Rh^T: a second GEMM */
 	const int64_t Nr = gru_split ? 2 * H : GH;          /* columns of the first GEMM */
@@ -612,7 +612,7 @@ static int init_rnn(struct rt_node *n, struct rt_graph *g, struct strata_error *
 			rt_graph_set_dtype(g, n->out[i], dt);
 	struct rnn *st = base_alloc(sizeof *st);
 	if (!st)
-		return rt_node_err(n, err, STRATA_NOMEM, "out of memory");
+		return rt_node_nomem(n, err, "kernel state");
 	*st = s;
 	n->state = st;
 	n->run = run_rnn;

@@ -1094,7 +1094,7 @@ static int run_split(struct rt_node *n, struct rt_exec *x)
 	int no = n->nout;
 	int64_t *sz = rt_scratch(x, (size_t)no * sizeof *sz);
 	if (!sz)
-		return rt_fail(x, n, STRATA_NOMEM, "out of memory");
+		return rt_nomem(x, n, "kernel scratch");
 	int64_t dim = d->dims[axis];
 	const struct rt_tensor *ts = n->opset >= 13 ? rt_input(x, n, 1) : NULL;
 	size_t na = 0;

@@ -104,7 +104,7 @@ static int plan_make(struct rt_exec *x, const struct rt_node *n, int64_t len, st
 	p->re = rt_scratch(x, 2 * (size_t)len * sizeof(double));
 	p->im = rt_scratch(x, 2 * (size_t)len * sizeof(double));
 	if (!p->cs || !p->sn || !p->re || !p->im)
-		return rt_fail(x, n, STRATA_NOMEM, "out of memory for a transform of %lld",
+		return rt_nomem(x, n, "a transform of %lld",
 		               (long long)len);
 	for (int64_t m = 0; m < len; m++) {
 		double a = 2 * M_PI * (double)m / (double)len;
@@ -453,7 +453,7 @@ static int run_mel(struct rt_node *n, struct rt_exec *x)
 		return rc;
 	int64_t *bin = rt_scratch(x, (size_t)(nmel + 2) * sizeof *bin);
 	if (!bin)
-		return rt_fail(x, n, STRATA_NOMEM, "out of memory");
+		return rt_nomem(x, n, "kernel scratch");
 	double mlo = 2595 * log10(1 + lo / 700), mhi = 2595 * log10(1 + hi / 700);
 	double mstep = (mhi - mlo) / (double)(nmel + 2);
 	for (int64_t i = 0; i < nmel + 2; i++) {

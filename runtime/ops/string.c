@@ -169,7 +169,7 @@ static int run_strnorm(struct rt_node *n, struct rt_exec *x)
 	 * compare it case-insensitively. */
 	unsigned char *keep = rt_scratch(x, c > 0 ? (size_t)c : 1);
 	if (!keep)
-		return rt_fail(x, n, STRATA_NOMEM, "out of memory");
+		return rt_nomem(x, n, "kernel scratch");
 	size_t maxlen = 0;
 	for (int64_t i = 0; i < c; i++) {
 		if (!cells[i])
@@ -181,7 +181,7 @@ static int run_strnorm(struct rt_node *n, struct rt_exec *x)
 		return rt_fail(x, n, STRATA_RUNTIME, "a cell is too long");
 	char *buf = rt_scratch(x, 4 * maxlen + 1);
 	if (!buf)
-		return rt_fail(x, n, STRATA_NOMEM, "out of memory");
+		return rt_nomem(x, n, "kernel scratch");
 	int64_t kept = 0;
 	for (int64_t i = 0; i < c; i++) {
 		const char *probe = cells[i];
@@ -204,7 +204,7 @@ static int run_strnorm(struct rt_node *n, struct rt_exec *x)
 	if (!kept) {
 		/* Every cell was a stop word: one empty string stands for none. */
 		if (!(o[0] = rt_string(x, "", 0)))
-			return rt_fail(x, n, STRATA_NOMEM, "out of memory");
+			return rt_nomem(x, n, "kernel scratch");
 		return 0;
 	}
 	int64_t k = 0;
@@ -218,7 +218,7 @@ static int run_strnorm(struct rt_node *n, struct rt_exec *x)
 			src = buf;
 		}
 		if (!(o[k++] = rt_string(x, src, l)))
-			return rt_fail(x, n, STRATA_NOMEM, "out of memory");
+			return rt_nomem(x, n, "kernel scratch");
 	}
 	return 0;
 }
@@ -273,7 +273,7 @@ static int init_strnorm(struct rt_node *n, struct rt_graph *g, struct strata_err
 	}
 	struct strnorm *st = base_alloc(bytes);
 	if (!st)
-		return rt_node_err(n, err, STRATA_NOMEM, "out of memory");
+		return rt_node_nomem(n, err, "kernel state");
 	memset(st, 0, bytes);
 	st->bytes = bytes;
 	st->action = action;
@@ -540,7 +540,7 @@ static int init_tfidf(struct rt_node *n, struct rt_graph *g, struct strata_error
 	size_t bytes = sizeof(struct tfidf) + (2 * ncounts + 1 + (size_t)total) * sizeof(int64_t);
 	struct tfidf *t = base_alloc(bytes);
 	if (!t)
-		return rt_node_err(n, err, STRATA_NOMEM, "out of memory");
+		return rt_node_nomem(n, err, "kernel state");
 	memset(t, 0, bytes);
 	t->bytes = bytes;
 	t->mode = m;

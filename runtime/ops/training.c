@@ -377,7 +377,7 @@ static int run_gradient(struct rt_node *n, struct rt_exec *x)
 	const struct gtape *tp = n->state;
 	struct gval *sv = rt_scratch(x, (size_t)tp->nslots * sizeof *sv);
 	if (!sv)
-		return rt_fail(x, n, STRATA_NOMEM, "out of memory");
+		return rt_nomem(x, n, "kernel scratch");
 	memset(sv, 0, (size_t)tp->nslots * sizeof *sv);
 
 	/* Leaves: the node's inputs and the constants, widened to double. */
@@ -392,7 +392,7 @@ static int run_gradient(struct rt_node *n, struct rt_exec *x)
 		if (s->cnt > MAX_CELLS)
 			return rt_fail(x, n, STRATA_LIMIT, "input %d is too large", i);
 		if (slot_alloc(x, s))
-			return rt_fail(x, n, STRATA_NOMEM, "out of memory");
+			return rt_nomem(x, n, "kernel scratch");
 		for (int64_t j = 0; j < s->cnt; j++)
 			s->v[j] = get(t->data, t->dtype, j);
 	}
@@ -417,7 +417,7 @@ static int run_gradient(struct rt_node *n, struct rt_exec *x)
 			o->cnt *= o->dims[i];
 		}
 		if (slot_alloc(x, o))
-			return rt_fail(x, n, STRATA_NOMEM, "out of memory");
+			return rt_nomem(x, n, "kernel scratch");
 		int64_t sa[RT_MAX_RANK], sb[RT_MAX_RANK], idx[RT_MAX_RANK] = {0}, ia = 0, ib = 0;
 		bstrides(a, o->rank, o->dims, sa);
 		bstrides(b, o->rank, o->dims, sb);
@@ -518,7 +518,7 @@ static int init_gradient(struct rt_node *n, struct rt_graph *g, struct strata_er
 	int *slot = base_alloc((size_t)g->nvalues * sizeof *slot + 1);
 	int rc = 0;
 	if (!w || !slot) {
-		rc = rt_node_err(n, err, STRATA_NOMEM, "out of memory");
+		rc = rt_node_nomem(n, err, "kernel state");
 		goto out;
 	}
 	memset(w, 0, sizeof *w);
@@ -544,7 +544,7 @@ static int init_gradient(struct rt_node *n, struct rt_graph *g, struct strata_er
 		goto out;
 	struct gtape *tp = base_alloc(tape_bytes(w->nconst, w->nsteps));
 	if (!tp) {
-		rc = rt_node_err(n, err, STRATA_NOMEM, "out of memory");
+		rc = rt_node_nomem(n, err, "kernel state");
 		goto out;
 	}
 	tp->nin = n->nin, tp->nx = (int)nx, tp->nconst = w->nconst, tp->nsteps = w->nsteps;

@@ -280,7 +280,7 @@ static int new_state(struct rt_node *n, const struct unop *op, struct strata_err
 {
 	struct ustate *st = base_calloc(1, sizeof *st);
 	if (!st)
-		return rt_node_err(n, err, STRATA_NOMEM, "kernel state");
+		return rt_node_nomem(n, err, "kernel state");
 	st->op = op;
 	n->state = st;
 	return 0;
