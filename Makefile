@@ -125,11 +125,12 @@ deps-test: deps
 	$(call install_missing,$(DEB_TEST_PKGS))
 
 # ---- tests ----------------------------------------------------------------------
-# make test: everything CI runs.  Unit tests, the CLI end-to-end script, the
+# make test: everything CI runs.  The dependency graph check, unit tests, the CLI end-to-end script, the
 # ONNX conformance suites, the unit and conformance tests again on the AVX2
 # kernels, then unit, end-to-end and conformance under ASan + UBSan.
 test: deps deps-test
 	$(MAKE) all $(TEST_BINS) $(TOOLS) $(CONFORMANCE)
+	$(MAKE) layers
 	$(MAKE) unit
 	$(MAKE) e2e
 	$(MAKE) conformance
