@@ -16,118 +16,14 @@
  * type table; type 0 is the number type; dimension names are borrowed from
  * the schema (which the application keeps) or from static strings.
  */
-#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "../runtime/runtime.h"
 #include "rank_int.h"
 
-static const char *const op_names[RANK_OP_COUNT_] = {
-	"?", "NUM", "ATTR", "QUERY", "CONST", "FIRST", "GET", "SET", "UN", "BIN",
-	"JUMPF", "JUMP", "RET", "MAP", "JOIN", "REDUCE", "DOT", "CLOSE", "ONNX",
-};
-
-const char *rank_op_name(int op)
-{
-	return op > 0 && op < RANK_OP_COUNT_ ? op_names[op] : "?";
-}
-
 /* Dimension names of model outputs (Vespa names them d0, d1, ...). */
 static const char *const dnames[RANK_MAX_RANK] = { "d0", "d1", "d2", "d3", "d4", "d5", "d6", "d7" };
-
-/* ---- scalar functions shared with vm.c via rank_fn_name ---------------- */
-/* Unary function ids (UN, MAP) and binary ones (BIN, JOIN) beyond rank_binop. */
-enum { F1_NEG = 1, F1_NOT, F1_EXP, F1_LOG, F1_LOG10, F1_SQRT, F1_TANH, F1_SIGMOID, F1_RELU,
-       F1_FABS, F1_FLOOR, F1_CEIL, F1_SIN, F1_COS, F1_ISNAN, F1_TAN, F1_ACOS, F1_ASIN, F1_ATAN,
-       F1_COUNT_ };
-enum { F2_MIN = 32, F2_MAX, F2_ATAN2, F2_FMOD, F2_POW };
-
-static const struct { const char *name; int fn; } math1[] = {
-	{ "exp", F1_EXP }, { "log", F1_LOG }, { "log10", F1_LOG10 }, { "sqrt", F1_SQRT },
-	{ "tanh", F1_TANH }, { "sigmoid", F1_SIGMOID }, { "relu", F1_RELU }, { "fabs", F1_FABS },
-	{ "abs", F1_FABS }, { "floor", F1_FLOOR }, { "ceil", F1_CEIL }, { "sin", F1_SIN },
-	{ "cos", F1_COS }, { "isNan", F1_ISNAN }, { "tan", F1_TAN }, { "acos", F1_ACOS },
-	{ "asin", F1_ASIN }, { "atan", F1_ATAN },
-};
-static const struct { const char *name; int fn; } math2[] = {
-	{ "pow", F2_POW }, { "min", F2_MIN }, { "max", F2_MAX }, { "atan2", F2_ATAN2 },
-	{ "fmod", F2_FMOD },
-};
-
-double rank_fn1(int fn, double x)
-{
-	switch (fn) {
-	case F1_NEG: return -x;
-	case F1_NOT: return x == 0.0 ? 1.0 : 0.0;
-	case F1_EXP: return exp(x);
-	case F1_LOG: return log(x);
-	case F1_LOG10: return log10(x);
-	case F1_SQRT: return sqrt(x);
-	case F1_TANH: return tanh(x);
-	case F1_SIGMOID: return 1.0 / (1.0 + exp(-x));
-	case F1_RELU: return x > 0.0 ? x : 0.0;
-	case F1_FABS: return fabs(x);
-	case F1_FLOOR: return floor(x);
-	case F1_CEIL: return ceil(x);
-	case F1_SIN: return sin(x);
-	case F1_COS: return cos(x);
-	case F1_ISNAN: return isnan(x) ? 1.0 : 0.0;
-	case F1_TAN: return tan(x);
-	case F1_ACOS: return acos(x);
-	case F1_ASIN: return asin(x);
-	case F1_ATAN: return atan(x);
-	}
-	base_assert_fail("unknown unary function", __FILE__, __LINE__);
-}
-
-double rank_fn2(int fn, double x, double y)
-{
-	switch (fn) {
-	case RB_ADD: return x + y;
-	case RB_SUB: return x - y;
-	case RB_MUL: return x * y;
-	case RB_DIV: return x / y;
-	case RB_MOD: return fmod(x, y);
-	case RB_POW: return pow(x, y);
-	case RB_EQ: return x == y;
-	case RB_NE: return x != y;
-	case RB_LT: return x < y;
-	case RB_LE: return x <= y;
-	case RB_GT: return x > y;
-	case RB_GE: return x >= y;
-	case RB_AND: return x != 0.0 && y != 0.0;
-	case RB_OR: return x != 0.0 || y != 0.0;
-	case F2_MIN: return x < y ? x : y;
-	case F2_MAX: return x > y ? x : y;
-	case F2_ATAN2: return atan2(x, y);
-	case F2_FMOD: return fmod(x, y);
-	case F2_POW: return pow(x, y);
-	}
-	base_assert_fail("unknown binary function", __FILE__, __LINE__);
-}
-
-static const char *fn_name(int fn, int binary)
-{
-	static const char *const bin[] = { "?", "+", "-", "*", "/", "%", "^", "==", "!=", "<",
-	                                   "<=", ">", ">=", "&&", "||" };
-	if (binary) {
-		if (fn >= RB_ADD && fn <= RB_OR)
-			return bin[fn];
-		for (size_t i = 0; i < sizeof math2 / sizeof math2[0]; i++)
-			if (math2[i].fn == fn)
-				return math2[i].name;
-		return "?";
-	}
-	if (fn == F1_NEG)
-		return "neg";
-	if (fn == F1_NOT)
-		return "not";
-	for (size_t i = 0; i < sizeof math1 / sizeof math1[0]; i++)
-		if (math1[i].fn == fn)
-			return math1[i].name;
-	return "?";
-}
 
 /* ---- compile state ------------------------------------------------------- */
 
@@ -701,7 +597,7 @@ static int compile_tensor_fn(struct cc *c, const struct env *env, const struct r
 			return rc;
 		if (T(c, t)->rank == 0)
 			return at(c, a->args[0], STRATA_TYPE, "%s() needs a tensor", f);
-		if (sm && (rc = emit_un(c, F1_EXP, t, &t)))
+		if (sm && (rc = emit_un(c, RANK_FN_EXP, t, &t)))
 			return rc;
 		int L = new_local(c), tr, tt;
 		EMIT(c, RANK_OP_SET, L, 0, 0, 0, 0, -1, 0);
@@ -712,7 +608,7 @@ static int compile_tensor_fn(struct cc *c, const struct env *env, const struct r
 			EMIT(c, RANK_OP_GET, L, 0, 0, 0, 0, t, 0);
 			if ((rc = emit_bin(c, a, RB_MUL, t, t, &tt)) ||
 			    (rc = emit_reduce(c, a, tt, RANK_AGG_SUM, n, names, &tr)) ||
-			    (rc = emit_un(c, F1_SQRT, tr, &tr)))
+			    (rc = emit_un(c, RANK_FN_SQRT, tr, &tr)))
 				return rc;
 			return emit_bin(c, a, RB_DIV, t, tr, type);
 		}
@@ -842,23 +738,20 @@ static int compile_call(struct cc *c, const struct env *env, const struct rank_a
 	int handled;
 	if ((rc = compile_tensor_fn(c, env, a, type, &handled)) || handled)
 		return rc;
-	for (size_t i = 0; i < sizeof math1 / sizeof math1[0]; i++) {
-		if (strcmp(math1[i].name, f) != 0)
-			continue;
+	int fn = rank_fn_unary(f);
+	if (fn) {
 		if (a->nargs != 1)
 			return at(c, a, STRATA_TYPE, "%s() takes one argument", f);
 		if ((rc = compile(c, env, a->args[0], &t)))
 			return rc;
-		return emit_un(c, math1[i].fn, t, type);
+		return emit_un(c, fn, t, type);
 	}
-	for (size_t i = 0; i < sizeof math2 / sizeof math2[0]; i++) {
-		if (strcmp(math2[i].name, f) != 0)
-			continue;
+	if ((fn = rank_fn_binary(f))) {
 		if (a->nargs != 2)
 			return at(c, a, STRATA_TYPE, "%s() takes two arguments", f);
 		if ((rc = compile(c, env, a->args[0], &t)) || (rc = compile(c, env, a->args[1], &t2)))
 			return rc;
-		return emit_bin(c, a, math2[i].fn, t, t2, type);
+		return emit_bin(c, a, fn, t, t2, type);
 	}
 	if (strcmp(f, "firstPhase") == 0 && a->nargs == 0)
 		goto first_phase;
@@ -906,7 +799,7 @@ static int compile(struct cc *c, const struct env *env, const struct rank_ast *a
 	case RA_UNARY:
 		if ((rc = compile(c, env, a->args[0], &t)))
 			return rc;
-		return emit_un(c, a->op == '!' ? F1_NOT : F1_NEG, t, type);
+		return emit_un(c, a->op == '!' ? RANK_FN_NOT : RANK_FN_NEG, t, type);
 	case RA_BINARY:
 		if ((rc = compile(c, env, a->args[0], &t)) || (rc = compile(c, env, a->args[1], &t2)))
 			return rc;
@@ -1309,20 +1202,20 @@ static void explain_prog(struct sbuf *b, const struct rank_profile *p, const str
 		case RANK_OP_QUERY: sb_printf(b, " %s", p->decl->inputs[in->a].name); break;
 		case RANK_OP_CONST: sb_printf(b, " %s", p->consts[in->a]->name); break;
 		case RANK_OP_GET: case RANK_OP_SET: sb_printf(b, " local%d", in->a); break;
-		case RANK_OP_UN: sb_printf(b, " %s", fn_name(in->a, 0)); break;
-		case RANK_OP_BIN: sb_printf(b, " %s", fn_name(in->a, 1)); break;
+		case RANK_OP_UN: sb_printf(b, " %s", rank_fn_name(in->a, 0)); break;
+		case RANK_OP_BIN: sb_printf(b, " %s", rank_fn_name(in->a, 1)); break;
 		case RANK_OP_JUMP: case RANK_OP_JUMPF: sb_printf(b, " -> %d", in->a); break;
 		case RANK_OP_MAP:
 			if (in->a >= 0)
 				sb_printf(b, " lambda@%d(local%d)", in->a, in->b);
 			else
-				sb_printf(b, " %s", fn_name(in->c, 0));
+				sb_printf(b, " %s", rank_fn_name(in->c, 0));
 			break;
 		case RANK_OP_JOIN:
 			if (in->a >= 0)
 				sb_printf(b, " lambda@%d(local%d,local%d)", in->a, in->b, in->b + 1);
 			else
-				sb_printf(b, " %s", fn_name(in->c, 1));
+				sb_printf(b, " %s", rank_fn_name(in->c, 1));
 			break;
 		case RANK_OP_REDUCE: {
 			static const char *const aggs[] = { "?", "sum", "avg", "max", "min", "prod",

@@ -9,7 +9,8 @@
  *   compile.c        types every expression (dense tensor shapes with named
  *                    dimensions), resolves features, inlines user functions,
  *                    emits a flat program (struct rank_prog)
- *   vm.c             runs programs; tensor.c is the dense tensor algebra
+ *   vm.c             runs programs; tensor.c is the dense tensor algebra;
+ *   fn.c             the scalar functions by id, shared by compiler and VM
  *   model.c          onnx-model blocks: input mapping, batched and per-document
  *                    runs through runtime/
  *   app.c            rank.h: loading an application, queries, phases, features
@@ -229,6 +230,30 @@ enum rank_opcode {
 	RANK_OP_JOIN, RANK_OP_REDUCE, RANK_OP_DOT, RANK_OP_CLOSE, RANK_OP_ONNX, RANK_OP_COUNT_
 };
 
+/* vm.c: the opcode's name ("NUM", "ONNX"), "?" for none. */
+const char *rank_op_name(int op);
+
+/* fn.c: the scalar functions instructions name.  UN and MAP take a unary
+ * id; BIN and JOIN take an enum rank_binop or a binary id (from
+ * RANK_FN_MIN on, beyond every rank_binop). */
+enum rank_fn {
+	RANK_FN_NEG = 1, RANK_FN_NOT, RANK_FN_EXP, RANK_FN_LOG, RANK_FN_LOG10, RANK_FN_SQRT,
+	RANK_FN_TANH, RANK_FN_SIGMOID, RANK_FN_RELU, RANK_FN_FABS, RANK_FN_FLOOR, RANK_FN_CEIL,
+	RANK_FN_SIN, RANK_FN_COS, RANK_FN_ISNAN, RANK_FN_TAN, RANK_FN_ACOS, RANK_FN_ASIN,
+	RANK_FN_ATAN,
+	RANK_FN_MIN = 32, RANK_FN_MAX, RANK_FN_ATAN2, RANK_FN_FMOD, RANK_FN_POW,
+};
+/* The unary (binary) function an expression calls by name ("exp", "atan2"):
+ * its id, or 0 when name is none. */
+int rank_fn_unary(const char *name);
+int rank_fn_binary(const char *name);
+/* The name of function fn, unary or binary ("exp", "+", "atan2"; "?" for
+ * an unknown id), for EXPLAIN. */
+const char *rank_fn_name(int fn, int is_binary);
+/* Apply unary (binary) function fn; an unknown id is a bug and aborts. */
+double rank_fn1(int fn, double x);
+double rank_fn2(int fn, double x, double y);
+
 /* One instruction: see enum rank_opcode for a..e, t and k. */
 struct rank_ins {
 	int op;
@@ -313,11 +338,6 @@ void rank_profile_release(struct rank_profile *p);
 int rank_expr_compile(struct rank_profile *p, const struct rank_ast *a, struct rank_prog *prog,
                       struct strata_error *err);
 void rank_prog_release(struct rank_prog *prog);
-const char *rank_op_name(int op);
-/* The scalar functions instructions name (UN/MAP: unary ids, BIN/JOIN:
- * enum rank_binop or the binary math ids), defined in compile.c. */
-double rank_fn1(int fn, double x);
-double rank_fn2(int fn, double x, double y);
 
 /* app.c: the model file loaded for decl (shared by every profile). */
 int rank_app_model(struct rank_app *app, const struct rank_sd *sd,

@@ -22,6 +22,16 @@
 #include "../runtime/runtime.h"
 #include "rank_int.h"
 
+static const char *const op_names[RANK_OP_COUNT_] = {
+	"?", "NUM", "ATTR", "QUERY", "CONST", "FIRST", "GET", "SET", "UN", "BIN",
+	"JUMPF", "JUMP", "RET", "MAP", "JOIN", "REDUCE", "DOT", "CLOSE", "ONNX",
+};
+
+const char *rank_op_name(int op)
+{
+	return op > 0 && op < RANK_OP_COUNT_ ? op_names[op] : "?";
+}
+
 struct vm {
 	struct rank_query *q;
 	const struct rank_prog *prog;
