@@ -461,6 +461,7 @@ int rank_query_new(const struct rank_profile *p, struct rank_query **out, struct
 	if (!q)
 		return base_err(err, STRATA_NOMEM, "query");
 	q->p = p;
+	q->model_value = rank_model_value;
 	base_arena_init(&q->arena, 1 << 16);
 	q->inputs = base_calloc((size_t)p->ninputs + 1, sizeof *q->inputs);
 	q->nn_input = base_calloc((size_t)p->sd->nfields + 1, sizeof *q->nn_input);

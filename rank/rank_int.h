@@ -385,8 +385,15 @@ struct rank_qmodel {
 	const void *last_in[8];      /* data pointers of the last run (tests) */
 };
 
+/* How the VM's ONNX instruction reads output `out` of model m for the
+ * query's current document (model.c's rank_model_value): the VM knows
+ * models only through it, and model.c runs their inputs on the VM. */
+typedef int rank_model_value_fn(struct rank_query *q, int m, int out, struct rank_val *v,
+                                struct strata_error *err);
+
 struct rank_query {
 	const struct rank_profile *p;
+	rank_model_value_fn *model_value;
 	struct base_arena arena;     /* temporaries of one document */
 	double **inputs;             /* per profile input: ncells values */
 	int *nn_input;               /* per field: query input of nearestNeighbor, -1 */

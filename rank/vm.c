@@ -7,7 +7,9 @@
  * come straight from the rank_docs callback (the store's memory map), query
  * and constant tensors from where the query and the profile keep them, model
  * outputs from the runtime context.  Only computed tensors are new memory,
- * taken from the query's arena, which the caller resets per document.
+ * taken from the query's arena, which the caller resets per document.  The
+ * VM does not run models itself: ONNX asks the query's model_value (model.c),
+ * which runs the model's input programs here in turn.
  *
  * Stack discipline: each program run takes a frame of nlocals + ncode slots
  * from the query's value stack (instructions push at most one value each and
@@ -19,7 +21,6 @@
 #include <math.h>
 #include <string.h>
 
-#include "../runtime/runtime.h"
 #include "rank_int.h"
 
 static const char *const op_names[RANK_OP_COUNT_] = {
@@ -274,7 +275,7 @@ static int exec(struct vm *x, int pc, struct rank_val *sp, struct rank_val *res)
 			break;
 		case RANK_OP_ONNX: {
 			struct rank_val v;
-			if ((rc = rank_model_value(q, in->a, in->b, &v, x->err)))
+			if ((rc = q->model_value(q, in->a, in->b, &v, x->err)))
 				return rc;
 			if (p->types[in->t].rank == 0)
 				set_num(&v, rank_cell(v.cell, v.cells, 0));
