@@ -1,7 +1,8 @@
 /*
  * app.c: rank.h, the face of rank/: loading an application (every .sd file
- * in sorted order, parsed, resolved and compiled, every model loaded once,
- * through the caller's struct rank_loader when there is one),
+ * in sorted order, parsed and resolved; then every model its onnx-model
+ * blocks name, each file loaded once, through the caller's struct
+ * rank_loader when there is one; then its profiles compiled against them),
  * the schema and profile accessors, and query evaluation: inputs, the
  * nearestNeighbor item, the phases and the feature callbacks.
  *
@@ -41,14 +42,16 @@ struct rank_app {
 	int nschemas;
 	struct rank_schema *schemas;
 	int nmodels, capmodels;
-	struct app_model *models;
+	struct app_model *models;     /* one per model file */
+	int nrefs, caprefs;
+	struct rank_model_ref *refs;  /* one per onnx-model block */
 };
 
-int rank_app_model(struct rank_app *app, const struct rank_sd *sd,
-                   const struct rank_model_decl *decl, const struct rt_model **out,
-                   struct strata_error *err)
+/* The model of the file decl names: loaded once per path, then shared by
+ * every block, profile and schema that names the same file. */
+static int load_model(struct rank_app *app, const struct rank_model_decl *decl,
+                      struct rt_model **out, struct strata_error *err)
 {
-	(void)sd;
 	char *path = base_path_join(app->dir, decl->file);
 	if (!path)
 		return base_err(err, STRATA_NOMEM, "model path");
@@ -79,6 +82,36 @@ int rank_app_model(struct rank_app *app, const struct rank_sd *sd,
 	app->models[app->nmodels++] = (struct app_model){ path, m };
 	*out = m;
 	return 0;
+}
+
+/* Load the model of decl and list it among the application's model refs. */
+static int add_ref(struct rank_app *app, const struct rank_model_decl *decl,
+                   struct strata_error *err)
+{
+	size_t cap = (size_t)app->caprefs;
+	if (base_grow((void **)&app->refs, &cap, (size_t)app->nrefs + 1, sizeof *app->refs,
+	              1 << 16))
+		return base_err(err, STRATA_NOMEM, "model table");
+	app->caprefs = (int)cap;
+	struct rt_model *m = NULL;
+	int rc = load_model(app, decl, &m, err);
+	if (rc)
+		return rc;
+	app->refs[app->nrefs++] = (struct rank_model_ref){ decl, m };
+	return 0;
+}
+
+/* Every onnx-model block of sd: each profile's, in order, then the
+ * schema's own. */
+static int load_models(struct rank_app *app, const struct rank_sd *sd, struct strata_error *err)
+{
+	int rc = 0;
+	for (int i = 0; rc == 0 && i < sd->nprofiles; i++)
+		for (int j = 0; rc == 0 && j < sd->profiles[i].nmodels; j++)
+			rc = add_ref(app, &sd->profiles[i].models[j], err);
+	for (int j = 0; rc == 0 && j < sd->nmodels; j++)
+		rc = add_ref(app, &sd->models[j], err);
+	return rc;
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -223,14 +256,15 @@ static int load_schema(struct rank_app *app, struct rank_schema *s, const char *
 	base_free(text, len + 1);
 	if (rc)
 		return rc;
-	if ((rc = rank_sd_resolve(s->sd, err)))
+	if ((rc = rank_sd_resolve(s->sd, err)) || (rc = load_models(app, s->sd, err)))
 		return rc;
 	s->profiles = base_calloc((size_t)s->sd->nprofiles + 1, sizeof *s->profiles);
 	if (!s->profiles)
 		return base_err(err, STRATA_NOMEM, "schema %s", path);
 	s->nprofiles = s->sd->nprofiles;
+	struct rank_models models = { app->nrefs, app->refs };
 	for (int i = 0; i < s->sd->nprofiles; i++)
-		if ((rc = rank_profile_compile(&s->profiles[i], s, &s->sd->profiles[i], app, err)))
+		if ((rc = rank_profile_compile(&s->profiles[i], s, &s->sd->profiles[i], &models, err)))
 			return rc;
 	return pools_init(s, err);
 }
@@ -303,6 +337,7 @@ void rank_app_free(struct rank_app *app)
 		base_strfree(app->models[i].path);
 	}
 	base_free(app->models, (size_t)app->capmodels * sizeof *app->models);
+	base_free(app->refs, (size_t)app->caprefs * sizeof *app->refs);
 	base_strfree(app->dir);
 	base_free(app, sizeof *app);
 }

@@ -40,7 +40,7 @@ struct env {
 
 struct cc {
 	struct rank_profile *p;
-	struct rank_app *app;
+	const struct rank_models *models;
 	struct rank_prog *prog;
 	struct strata_error *err;
 	int allow_first; /* firstPhase is valid here */
@@ -365,7 +365,7 @@ static int compile_constant(struct cc *c, const struct rank_ast *a, int *type)
 	return at(c, a->args[0], STRATA_TYPE, "unknown constant '%s'", name);
 }
 
-static int compile_model(struct rank_profile *p, struct rank_app *app, int m,
+static int compile_model(struct rank_profile *p, const struct rank_models *models, int m,
                          const struct rank_pos *use, struct strata_error *err);
 
 static int compile_onnx(struct cc *c, const struct rank_ast *a, int *type)
@@ -379,7 +379,7 @@ static int compile_onnx(struct cc *c, const struct rank_ast *a, int *type)
 			break;
 	if (m == c->p->nmodels)
 		return at(c, a->args[0], STRATA_TYPE, "unknown onnx model '%s'", name);
-	int rc = compile_model(c->p, c->app, m, &a->pos, c->err);
+	int rc = compile_model(c->p, c->models, m, &a->pos, c->err);
 	if (rc)
 		return rc;
 	struct rank_cmodel *cm = &c->p->models[m];
@@ -818,7 +818,7 @@ void rank_prog_release(struct rank_prog *prog)
 }
 
 /* Compile a into prog; must_be_number for phases. */
-static int compile_prog(struct rank_profile *p, struct rank_app *app, const struct rank_ast *a,
+static int compile_prog(struct rank_profile *p, const struct rank_models *models, const struct rank_ast *a,
                         const char *name, int allow_first, int must_be_number,
                         struct rank_prog *prog, struct strata_error *err)
 {
@@ -826,7 +826,7 @@ static int compile_prog(struct rank_profile *p, struct rank_app *app, const stru
 	prog->name = base_strdup(name);
 	if (!prog->name)
 		return base_err(err, STRATA_NOMEM, "compiling %s", name);
-	struct cc c = { p, app, prog, err, allow_first };
+	struct cc c = { p, models, prog, err, allow_first };
 	int t, rc = compile(&c, NULL, a, &t);
 	if (rc)
 		return rc;
@@ -895,7 +895,7 @@ static const char *info_str(const struct rt_value_info *v, char *buf, size_t n)
 	return buf;
 }
 
-static int compile_model(struct rank_profile *p, struct rank_app *app, int m,
+static int compile_model(struct rank_profile *p, const struct rank_models *models, int m,
                          const struct rank_pos *use, struct strata_error *err)
 {
 	struct rank_cmodel *cm = &p->models[m];
@@ -904,12 +904,13 @@ static int compile_model(struct rank_profile *p, struct rank_app *app, int m,
 		return 0;
 	if (cm->state == 1)
 		return pos_err(err, use, STRATA_TYPE, "onnx model '%s' depends on itself", d->name);
-	if (!app)
+	for (int i = 0; models && i < models->n && !cm->rt; i++)
+		if (models->refs[i].decl == d)
+			cm->rt = models->refs[i].rt;
+	if (!cm->rt)
 		return pos_err(err, use, STRATA_NOT_FOUND, "onnx model '%s' is not loaded", d->name);
 	cm->state = 1;
-	int rc = rank_app_model(app, p->sd, d, &cm->rt, err);
-	if (rc)
-		return rc;
+	int rc;
 	const struct rt_model *rt = cm->rt;
 	cm->nin = runtime_model_ninputs(rt);
 	cm->nout = runtime_model_noutputs(rt);
@@ -938,7 +939,7 @@ static int compile_model(struct rank_profile *p, struct rank_app *app, int m,
 			if (strcmp(p->decl->inputs[j].name, info->name) == 0)
 				qi = j;
 		if (mi) {
-			rc = compile_prog(p, app, mi->source, pname, 1, 0, &cm->src[i], err);
+			rc = compile_prog(p, models, mi->source, pname, 1, 0, &cm->src[i], err);
 		} else if (qi >= 0 && !find_function(p->decl, info->name)) {
 			/* Unmapped, named like a query input: query(name). */
 			struct rank_ast arg = { .kind = RA_NAME, .name = (char *)info->name,
@@ -946,11 +947,11 @@ static int compile_model(struct rank_profile *p, struct rank_app *app, int m,
 			struct rank_ast *args[1] = { &arg };
 			struct rank_ast call = { .kind = RA_CALL, .name = "query", .nargs = 1,
 			                         .args = args, .pos = d->pos };
-			rc = compile_prog(p, app, &call, pname, 1, 0, &cm->src[i], err);
+			rc = compile_prog(p, models, &call, pname, 1, 0, &cm->src[i], err);
 		} else if (find_function(p->decl, info->name)) {
 			/* Unmapped: an input named like a function takes its value. */
 			struct rank_ast name = { .kind = RA_NAME, .name = (char *)info->name, .pos = d->pos };
-			rc = compile_prog(p, app, &name, pname, 1, 0, &cm->src[i], err);
+			rc = compile_prog(p, models, &name, pname, 1, 0, &cm->src[i], err);
 		} else {
 			return pos_err(err, &d->pos, STRATA_TYPE,
 			               "onnx model '%s': input '%s' has no source (add input \"%s\": ...)",
@@ -1026,7 +1027,7 @@ void rank_profile_release(struct rank_profile *p)
 }
 
 int rank_profile_compile(struct rank_profile *p, const struct rank_schema *s,
-                         const struct rank_profile_decl *d, struct rank_app *app,
+                         const struct rank_profile_decl *d, const struct rank_models *models,
                          struct strata_error *err)
 {
 	const struct rank_sd *sd = s->sd;
@@ -1101,19 +1102,19 @@ int rank_profile_compile(struct rank_profile *p, const struct rank_schema *s,
 	/* allocation sizes for release: keep +1 counts consistent */
 	int rc;
 	for (int m = 0; m < d->nmodels; m++)
-		if ((rc = compile_model(p, app, m, &d->models[m].pos, err)))
+		if ((rc = compile_model(p, models, m, &d->models[m].pos, err)))
 			return rc;
 	if (d->first_phase) {
-		if ((rc = compile_prog(p, app, d->first_phase, "first-phase", 0, 1, &p->first, err)))
+		if ((rc = compile_prog(p, models, d->first_phase, "first-phase", 0, 1, &p->first, err)))
 			return rc;
 	} else {
 		struct rank_ast zero = { .kind = RA_NUM, .num = 0, .pos = d->pos };
-		if ((rc = compile_prog(p, app, &zero, "first-phase", 0, 1, &p->first, err)))
+		if ((rc = compile_prog(p, models, &zero, "first-phase", 0, 1, &p->first, err)))
 			return rc;
 	}
 	p->has_first = d->first_phase != NULL;
 	if (d->second_phase) {
-		if ((rc = compile_prog(p, app, d->second_phase, "second-phase", 1, 1, &p->second, err)))
+		if ((rc = compile_prog(p, models, d->second_phase, "second-phase", 1, 1, &p->second, err)))
 			return rc;
 		p->has_second = 1;
 	}
@@ -1124,7 +1125,7 @@ int rank_profile_compile(struct rank_profile *p, const struct rank_schema *s,
 		p->nmatch = d->nmatch_features;
 		for (int i = 0; i < d->nmatch_features; i++) {
 			const struct rank_ast *a = d->match_features[i];
-			if ((rc = compile_prog(p, app, a, a->text ? a->text : "feature", 1, 0,
+			if ((rc = compile_prog(p, models, a, a->text ? a->text : "feature", 1, 0,
 			                       &p->match[i], err)))
 				return rc;
 		}
@@ -1136,7 +1137,7 @@ int rank_profile_compile(struct rank_profile *p, const struct rank_schema *s,
 		p->nsummary = d->nsummary_features;
 		for (int i = 0; i < d->nsummary_features; i++) {
 			const struct rank_ast *a = d->summary_features[i];
-			if ((rc = compile_prog(p, app, a, a->text ? a->text : "feature", 1, 0,
+			if ((rc = compile_prog(p, models, a, a->text ? a->text : "feature", 1, 0,
 			                       &p->summary[i], err)))
 				return rc;
 		}

@@ -329,20 +329,33 @@ struct rank_qpool {
 	struct rank_query *top;
 };
 
-/* compile.c */
+/* The models an application loaded, one entry per onnx-model block of its
+ * schemas (profile-level blocks and inherited copies included).  app.c
+ * loads them all before any profile compiles; the compiler only looks a
+ * block's model up here. */
+struct rank_model_ref {
+	const struct rank_model_decl *decl;
+	const struct rt_model *rt;   /* owned by the application */
+};
+struct rank_models {
+	int n;
+	const struct rank_model_ref *refs;
+};
+
+/* compile.c.  Compile profile declaration d of schema s into p, its models
+ * taken from models (NULL: none loaded, and an onnx() feature or a
+ * profile-level onnx-model block is STRATA_NOT_FOUND).  Returns 0,
+ * STRATA_TYPE, STRATA_NOT_IMPLEMENTED, STRATA_LIMIT, STRATA_NOT_FOUND,
+ * STRATA_NOMEM, with "file:line:col: " in front of the message where the
+ * error has a position.  On failure p is left for rank_profile_release. */
 int rank_profile_compile(struct rank_profile *p, const struct rank_schema *s,
-                         const struct rank_profile_decl *d, struct rank_app *app,
+                         const struct rank_profile_decl *d, const struct rank_models *models,
                          struct strata_error *err);
 void rank_profile_release(struct rank_profile *p);
 /* Compile one standalone expression against profile p into prog (tests). */
 int rank_expr_compile(struct rank_profile *p, const struct rank_ast *a, struct rank_prog *prog,
                       struct strata_error *err);
 void rank_prog_release(struct rank_prog *prog);
-
-/* app.c: the model file loaded for decl (shared by every profile). */
-int rank_app_model(struct rank_app *app, const struct rank_sd *sd,
-                   const struct rank_model_decl *decl, const struct rt_model **out,
-                   struct strata_error *err);
 
 /* vm.c: a value on the VM stack.  Numbers live in num (cells == &num is not
  * used); tensors point at their cells, typed cell (BASE_DT_*). */

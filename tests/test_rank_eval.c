@@ -709,6 +709,46 @@ static void test_errors(void **state)
 	             "x.sd:22:", "unknown onnx model 'nomodel'");
 }
 
+/* Schema-level onnx-model blocks (lines 20 to 23 here, before the profile):
+ * a profile reads one through onnx(), and every block is loaded with the
+ * application, one no profile reads too, so its missing file is an error at
+ * its position. */
+#define SCHEMA_MODEL(name, file) \
+	"  onnx-model " name " {\n    file: " file "\n    input \"x\": attribute(emb)\n  }\n"
+#define READS_SM "  rank-profile p {\n    first-phase {\n      expression: sum(onnx(sm))\n" \
+	"    }\n  }\n}\n"
+
+static void test_schema_models(void **state)
+{
+	(void)state;
+	char *dir = make_app("schema doc {\n" FIELDS SCHEMA_MODEL("sm", "models/single.onnx")
+	                     READS_SM);
+	struct rank_app *app = NULL;
+	struct strata_error err = { 0 };
+	assert_int_equal(rank_app_load(dir, &app, &err), 0);
+	struct fake fake = { rank_app_schema_find(app, "doc") };
+	struct rank_docs docs = { &fake, fake_attr };
+	struct rank_query *q;
+	assert_int_equal(rank_query_new(rank_profile_find(fake.s, "p"), &q, &err), 0);
+	uint32_t lids[NDOCS] = { 0, 1, 2, 3, 4 };
+	double f[NDOCS];
+	assert_int_equal(rank_query_first_phase(q, &docs, lids, NDOCS, f, &err), 0);
+	for (uint32_t d = 0; d < NDOCS; d++)
+		NEAR(f[d], model_score(d));
+	rank_query_free(q);
+	rank_app_free(app);
+	remove_app(dir);
+
+	dir = make_app("schema doc {\n" FIELDS SCHEMA_MODEL("unused", "models/missing.onnx")
+	               SCHEMA_MODEL("sm", "models/single.onnx") READS_SM);
+	assert_int_equal(rank_app_load(dir, &app, &err), STRATA_NOT_FOUND);
+	assert_null(app);
+	assert_non_null(strstr(err.msg, "x.sd:20:"));
+	assert_non_null(strstr(err.msg, "onnx-model unused"));
+	assert_non_null(strstr(err.msg, "missing.onnx"));
+	remove_app(dir);
+}
+
 /* The dot product of every cell-type pair, at every length around its
  * unrolled step of 8, against a long double sum. */
 static void test_dot_lengths(void **state)
@@ -750,6 +790,7 @@ int main(void)
 		cmocka_unit_test(test_no_alloc_per_doc),
 		cmocka_unit_test(test_query_reuse),
 		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_schema_models),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
