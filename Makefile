@@ -45,7 +45,7 @@ RUNTIME_SRC := runtime/options.c runtime/blocks.c runtime/load.c runtime/graph.c
                runtime/ops/training.c runtime/ops/random.c runtime/ops/rnn.c runtime/ops/einsum.c runtime/ops/quant.c runtime/ops/string.c runtime/ops/sequence.c runtime/ops/control.c runtime/optimize.c runtime/ctxfile.c runtime/epctx.c runtime/ops/fused.c runtime/ops/attn_avx512.c runtime/ops/vmath.c
 STORE_SRC   := store/env.c store/doc.c store/attr.c
 RANK_SRC    := rank/lex.c rank/parser.c rank/expr.c rank/parse.c rank/schema.c rank/type.c rank/fn.c rank/compile.c rank/vm.c \
-               rank/tensor.c rank/model.c rank/app.c
+               rank/tensor.c rank/model.c rank/query.c rank/profile.c rank/app.c
 ENGINE_SRC  := engine/db.c engine/contexts.c engine/feed.c engine/tensor_json.c engine/yql.c engine/query.c \
                engine/result.c
 CLI_SRC     := engine/cli.c engine/cli_run.c

@@ -13,7 +13,10 @@
  *   fn.c             the scalar functions by id, shared by compiler and VM
  *   model.c          onnx-model blocks: input mapping, batched and per-document
  *                    runs through runtime/
- *   app.c            rank.h: loading an application, queries, phases, features
+ *   query.c          the state of a query and the pools of retired ones;
+ *                    inputs, phases, features
+ *   profile.c        reading schemas and profiles (rank.h accessors)
+ *   app.c            rank.h: loading an application: schemas, models, profiles
  */
 #ifndef RANK_INT_H
 #define RANK_INT_H
@@ -180,7 +183,8 @@ void rank_type_clear(struct rank_type *t);
 /* Format t ("tensor<float>(x[3])") into buf. */
 const char *rank_type_str(const struct rank_type *t, char *buf, size_t n);
 
-/* ==== evaluation back end (compile.c, vm.c, tensor.c, model.c, app.c) ====
+/* ==== evaluation back end (fn.c, compile.c, vm.c, tensor.c, model.c, query.c,
+ *      profile.c, app.c) ====
  * Everything below is private to those files.  A profile compiles to a set of
  * flat programs (struct rank_prog) sharing one table of value types; vm.c
  * runs them over one document at a time with temporaries in the query's
@@ -305,7 +309,7 @@ struct rank_profile {
 	int nconsts;                 /* constants visible to the profile */
 	const struct rank_constant_decl **consts;
 	int rerank;
-	struct rank_qpool *qpool;    /* its retired queries (app.c); NULL: none kept */
+	struct rank_qpool *qpool;    /* its retired queries (query.c); NULL: none kept */
 };
 
 struct rank_schema {
@@ -316,7 +320,7 @@ struct rank_schema {
 };
 
 /* The retired queries of one profile, which rank_query_new takes back
- * (app.c): a stack, the most recently retired on top, linked through
+ * (query.c): a stack, the most recently retired on top, linked through
  * struct rank_query's next, of at most keep queries: all that rank/ changes
  * in a loaded application, under lock.  A retired query keeps every buffer
  * it grew (value stack, arena blocks, input cells, model buffers and
@@ -382,7 +386,7 @@ double rank_closeness_of(int metric, double distance);
 enum rank_agg { RANK_AGG_SUM = 1, RANK_AGG_AVG, RANK_AGG_MAX, RANK_AGG_MIN, RANK_AGG_PROD,
                 RANK_AGG_COUNT };
 
-/* The query state vm.c and model.c share with app.c. */
+/* The query state vm.c and model.c share with query.c. */
 struct rank_qmodel {
 	struct rt_ctx *cx;
 	struct rt_tensor *in, *out;  /* nin, nout */
@@ -423,6 +427,17 @@ struct rank_query {
 	struct rank_query *next;     /* retired: the one below it in its profile's pool */
 };
 
+/* query.c: the pools of retired queries.  One pool per profile of s, each
+ * keeping one query, and each profile pointed at its own.  Returns 0,
+ * STRATA_NOMEM, or an errno (a mutex that would not initialize). */
+int rank_qpools_init(struct rank_schema *s, struct strata_error *err);
+/* Free s's pools and every query retired into them.  No query of s may be
+ * live.  Nothing happens when s has no pools. */
+void rank_qpools_free(struct rank_schema *s);
+/* From now on keep at most n retired queries in pl; those beyond n are
+ * freed now. */
+void rank_qpool_keep(struct rank_qpool *pl, int n);
+
 /* model.c */
 int rank_model_value(struct rank_query *q, int m, int out, struct rank_val *v,
                      struct strata_error *err);
@@ -437,7 +452,7 @@ void rank_qmodel_release(struct rank_query *q, int m);
  * its buffers stay.  Taken back: a context again, nothing cached. */
 void rank_qmodel_retire(struct rank_query *q, int m);
 int rank_qmodel_reuse(struct rank_query *q, int m, struct strata_error *err);
-/* app.c: evaluate prog (compiled with rank_expr_compile against q's profile)
+/* query.c: evaluate prog (compiled with rank_expr_compile against q's profile)
  * for document lid; the result lives until the next evaluation (tests). */
 int rank_query_eval(struct rank_query *q, const struct rank_prog *prog, const struct rank_docs *d,
                     uint32_t lid, double first, struct rank_val *out, struct strata_error *err);
