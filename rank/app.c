@@ -41,7 +41,7 @@ static int load_model(struct rank_app *app, const struct rank_model_decl *decl,
 {
 	char *path = base_path_join(app->dir, decl->file);
 	if (!path)
-		return base_err(err, STRATA_NOMEM, "model path");
+		return base_nomem(err, "model path");
 	for (int i = 0; i < app->nmodels; i++)
 		if (strcmp(app->models[i].path, path) == 0) {
 			base_strfree(path);
@@ -63,7 +63,7 @@ static int load_model(struct rank_app *app, const struct rank_model_decl *decl,
 	              1 << 16)) {
 		runtime_model_free(m);
 		base_strfree(path);
-		return base_err(err, STRATA_NOMEM, "model table");
+		return base_nomem(err, "model table");
 	}
 	app->capmodels = (int)cap;
 	app->models[app->nmodels++] = (struct app_model){ path, m };
@@ -78,7 +78,7 @@ static int add_ref(struct rank_app *app, const struct rank_model_decl *decl,
 	size_t cap = (size_t)app->caprefs;
 	if (base_grow((void **)&app->refs, &cap, (size_t)app->nrefs + 1, sizeof *app->refs,
 	              1 << 16))
-		return base_err(err, STRATA_NOMEM, "model table");
+		return base_nomem(err, "model table");
 	app->caprefs = (int)cap;
 	struct rt_model *m = NULL;
 	int rc = load_model(app, decl, &m, err);
@@ -132,7 +132,7 @@ static int list_sd(const char *dir, char ***out, size_t *n, size_t *cap, struct 
 		    !(names[k] = base_strdup(de->d_name))) {
 			closedir(d);
 			free_names(names, k, c);
-			return base_err(err, STRATA_NOMEM, "listing %s", dir);
+			return base_nomem(err, "listing %s", dir);
 		}
 		k++;
 	}
@@ -186,7 +186,7 @@ static int load_schema(struct rank_app *app, struct rank_schema *s, const char *
 		return rc;
 	s->profiles = base_calloc((size_t)s->sd->nprofiles + 1, sizeof *s->profiles);
 	if (!s->profiles)
-		return base_err(err, STRATA_NOMEM, "schema %s", path);
+		return base_nomem(err, "schema %s", path);
 	s->nprofiles = s->sd->nprofiles;
 	struct rank_models models = { app->nrefs, app->refs };
 	for (int i = 0; i < s->sd->nprofiles; i++)
@@ -207,26 +207,26 @@ int rank_app_load_with(const char *appdir, const struct rank_loader *loader,
 	struct rank_app *app = base_calloc(1, sizeof *app);
 	if (!app || !(app->dir = base_strdup(appdir))) {
 		base_free(app, sizeof *app);
-		return base_err(err, STRATA_NOMEM, "application %s", appdir);
+		return base_nomem(err, "application %s", appdir);
 	}
 	if (loader)
 		app->loader = *loader;
 	char *sdir = base_path_join(appdir, "schemas");
 	char **names = NULL;
 	size_t n = 0, cap = 0;
-	int rc = sdir ? list_sd(sdir, &names, &n, &cap, err) : base_err(err, STRATA_NOMEM, "path");
+	int rc = sdir ? list_sd(sdir, &names, &n, &cap, err) : base_nomem(err, "path");
 	if (rc == 0 && n == 0)
 		rc = base_err(err, STRATA_NOT_FOUND, "%s: no .sd files", sdir);
 	if (rc == 0) {
 		app->schemas = base_calloc(n, sizeof *app->schemas);
 		if (!app->schemas)
-			rc = base_err(err, STRATA_NOMEM, "application %s", appdir);
+			rc = base_nomem(err, "application %s", appdir);
 	}
 	for (size_t i = 0; rc == 0 && i < n; i++) {
 		char *path = base_path_join(sdir, names[i]);
 		app->nschemas = (int)i + 1;
 		rc = path ? load_schema(app, &app->schemas[i], path, err) :
-		            base_err(err, STRATA_NOMEM, "path");
+		            base_nomem(err, "path");
 		base_strfree(path);
 		for (size_t j = 0; rc == 0 && j < i; j++)
 			if (strcmp(app->schemas[j].sd->name, app->schemas[i].sd->name) == 0)

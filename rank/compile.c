@@ -124,7 +124,7 @@ static int add_type(struct rank_profile *p, const struct rank_type *t)
 
 static int nomem(struct cc *c)
 {
-	return base_err(c->err, STRATA_NOMEM, "compiling profile '%s'", c->p->decl->name);
+	return base_nomem(c->err, "compiling profile '%s'", c->p->decl->name);
 }
 
 static const struct rank_type *T(struct cc *c, int t)
@@ -825,7 +825,7 @@ static int compile_prog(struct rank_profile *p, const struct rank_models *models
 	memset(prog, 0, sizeof *prog);
 	prog->name = base_strdup(name);
 	if (!prog->name)
-		return base_err(err, STRATA_NOMEM, "compiling %s", name);
+		return base_nomem(err, "compiling %s", name);
 	struct cc c = { p, models, prog, err, allow_first };
 	int t, rc = compile(&c, NULL, a, &t);
 	if (rc)
@@ -919,7 +919,7 @@ static int compile_model(struct rank_profile *p, const struct rank_models *model
 	cm->out_type = base_calloc((size_t)cm->nout + 1, sizeof *cm->out_type);
 	cm->out_cells = base_calloc((size_t)cm->nout + 1, sizeof *cm->out_cells);
 	if (!cm->src || !cm->extra || !cm->out_type || !cm->out_cells)
-		return base_err(err, STRATA_NOMEM, "model '%s'", d->name);
+		return base_nomem(err, "model '%s'", d->name);
 	for (int i = 0; i < d->ninputs; i++)
 		if (runtime_model_input_index(rt, d->inputs[i].name) < 0)
 			return pos_err(err, &d->inputs[i].pos, STRATA_TYPE,
@@ -988,7 +988,7 @@ static int compile_model(struct rank_profile *p, const struct rank_models *model
 			r.dim_names[k] = (char *)dnames[k];
 		}
 		if ((cm->out_type[o] = add_type(p, &r)) < 0)
-			return base_err(err, STRATA_NOMEM, "model '%s'", d->name);
+			return base_nomem(err, "model '%s'", d->name);
 		cm->out_cells[o] = type_cells(&r);
 		if (info->rank < 1 || info->dims[0] >= 0)
 			outs_batch = 0;
@@ -1038,7 +1038,7 @@ int rank_profile_compile(struct rank_profile *p, const struct rank_schema *s,
 	base_arena_init(&p->pool, 4096);
 	struct rank_type num = { .cell = BASE_DT_DOUBLE };
 	if (add_type(p, &num) != 0)
-		return base_err(err, STRATA_NOMEM, "profile '%s'", d->name);
+		return base_nomem(err, "profile '%s'", d->name);
 	p->rerank = d->rerank_count >= 0 ? d->rerank_count : 100;
 
 	p->ninputs = d->ninputs;
@@ -1066,7 +1066,7 @@ int rank_profile_compile(struct rank_profile *p, const struct rank_schema *s,
 		p->consts = NULL;
 		p->models = NULL;
 		p->ninputs = 0;
-		return base_err(err, STRATA_NOMEM, "profile '%s'", d->name);
+		return base_nomem(err, "profile '%s'", d->name);
 	}
 	/* The counts below reach the allocated sizes (minus the spare one) before
 	 * anything can fail, so release frees them with the right sizes. */
@@ -1121,7 +1121,7 @@ int rank_profile_compile(struct rank_profile *p, const struct rank_schema *s,
 	if (d->nmatch_features) {
 		p->match = base_calloc((size_t)d->nmatch_features, sizeof *p->match);
 		if (!p->match)
-			return base_err(err, STRATA_NOMEM, "profile '%s'", d->name);
+			return base_nomem(err, "profile '%s'", d->name);
 		p->nmatch = d->nmatch_features;
 		for (int i = 0; i < d->nmatch_features; i++) {
 			const struct rank_ast *a = d->match_features[i];
@@ -1133,7 +1133,7 @@ int rank_profile_compile(struct rank_profile *p, const struct rank_schema *s,
 	if (d->nsummary_features) {
 		p->summary = base_calloc((size_t)d->nsummary_features, sizeof *p->summary);
 		if (!p->summary)
-			return base_err(err, STRATA_NOMEM, "profile '%s'", d->name);
+			return base_nomem(err, "profile '%s'", d->name);
 		p->nsummary = d->nsummary_features;
 		for (int i = 0; i < d->nsummary_features; i++) {
 			const struct rank_ast *a = d->summary_features[i];

@@ -38,7 +38,7 @@ static int grow(void **buf, size_t *cap, size_t need, struct strata_error *err)
 		ncap *= 2;
 	void *p = base_realloc(*buf, *cap, ncap);
 	if (!p)
-		return base_err(err, STRATA_NOMEM, "model buffer of %zu bytes", ncap);
+		return base_nomem(err, "model buffer of %zu bytes", ncap);
 	*buf = p;
 	*cap = ncap;
 	return 0;
@@ -169,13 +169,13 @@ static int cache_reset(struct rank_query *q, int m, const uint32_t *lids, size_t
 			ncap *= 2;
 		uint32_t *l = base_realloc(qm->cache_lids, cap * sizeof *l, ncap * sizeof *l);
 		if (!l)
-			return base_err(err, STRATA_NOMEM, "model cache of %zu candidates", n);
+			return base_nomem(err, "model cache of %zu candidates", n);
 		qm->cache_lids = l;
 		uint8_t *ok = base_realloc(qm->cache_ok, cap, ncap);
 		if (!ok) {
 			/* keep both arrays at the old capacity */
 			qm->cache_lids = base_realloc(l, ncap * sizeof *l, cap * sizeof *l);
-			return base_err(err, STRATA_NOMEM, "model cache of %zu candidates", n);
+			return base_nomem(err, "model cache of %zu candidates", n);
 		}
 		qm->cache_ok = ok;
 		qm->cache_lids_cap = ncap;
@@ -330,7 +330,7 @@ int rank_qmodel_init(struct rank_query *q, int m, struct strata_error *err)
 	qm->cache = base_calloc(no, sizeof *qm->cache);
 	qm->cache_cap = base_calloc(no, sizeof *qm->cache_cap);
 	if (!qm->in || !qm->out || !qm->conv || !qm->conv_cap || !qm->cache || !qm->cache_cap)
-		return base_err(err, STRATA_NOMEM, "query state of model '%s'", cm->decl->name);
+		return base_nomem(err, "query state of model '%s'", cm->decl->name);
 	return runtime_ctx_new(cm->rt, &qm->cx, err);
 }
 

@@ -87,7 +87,7 @@ int rank_qpools_init(struct rank_schema *s, struct strata_error *err)
 {
 	s->qpools = base_calloc((size_t)s->nprofiles + 1, sizeof *s->qpools);
 	if (!s->qpools)
-		return base_err(err, STRATA_NOMEM, "schema %s", s->sd->name);
+		return base_nomem(err, "schema %s", s->sd->name);
 	for (int i = 0; i < s->nprofiles; i++) {
 		int e = pthread_mutex_init(&s->qpools[i].lock, NULL);
 		if (e) {
@@ -178,7 +178,7 @@ int rank_query_new(const struct rank_profile *p, struct rank_query **out, struct
 	}
 	q = base_calloc(1, sizeof *q);
 	if (!q)
-		return base_err(err, STRATA_NOMEM, "query");
+		return base_nomem(err, "query");
 	q->p = p;
 	q->model_value = rank_model_value;
 	base_arena_init(&q->arena, 1 << 16);
@@ -200,13 +200,13 @@ int rank_query_new(const struct rank_profile *p, struct rank_query **out, struct
 	q->stack = base_calloc(slots, sizeof *q->stack);
 	if (!q->inputs || !q->nn_input || !q->models || !q->stack) {
 		query_destroy(q);
-		return base_err(err, STRATA_NOMEM, "query");
+		return base_nomem(err, "query");
 	}
 	for (int i = 0; i < p->ninputs && rc == 0; i++) {
 		size_t n = p->inputs[i].ncells;
 		q->inputs[i] = base_calloc(n ? n : 1, sizeof(double));
 		if (!q->inputs[i])
-			rc = base_err(err, STRATA_NOMEM, "query input %s", p->decl->inputs[i].name);
+			rc = base_nomem(err, "query input %s", p->decl->inputs[i].name);
 	}
 	for (int m = 0; m < p->nmodels && rc == 0; m++)
 		rc = rank_qmodel_init(q, m, err);
@@ -397,7 +397,7 @@ int rank_query_features(struct rank_query *q, const struct rank_docs *d, uint32_
 			double *c = base_arena_alloc(&q->arena, k * sizeof *c, 64);
 			if (!c) {
 				q->ncand_lookup = 0;
-				return base_err(err, STRATA_NOMEM, "feature %s", f.name);
+				return base_nomem(err, "feature %s", f.name);
 			}
 			for (size_t j = 0; j < k; j++)
 				c[j] = rank_cell(v.cell, v.cells, j);
@@ -422,7 +422,7 @@ int rank_query_eval(struct rank_query *q, const struct rank_prog *prog, const st
 	if (need > q->nstack) {
 		struct rank_val *s = base_realloc(q->stack, q->nstack * sizeof *s, need * sizeof *s);
 		if (!s)
-			return base_err(err, STRATA_NOMEM, "query stack");
+			return base_nomem(err, "query stack");
 		q->stack = s;
 		q->nstack = need;
 	}

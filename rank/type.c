@@ -132,7 +132,7 @@ static int dim_lex(struct rank_lexer *lx, struct rank_type *t, struct strata_err
 	if (rc)
 		return rc;
 	if (!(t->dim_names[t->rank] = base_strndup(nm.s, nm.len)))
-		return base_err(err, STRATA_NOMEM, "tensor type");
+		return base_nomem(err, "tensor type");
 	t->dims[t->rank++] = size;
 	return 0;
 }

@@ -96,7 +96,7 @@ static double run_fn2(void *ud, double a, double b)
 
 static int oom(struct vm *x)
 {
-	return base_err(x->err, STRATA_NOMEM, "evaluating %s", x->prog->name);
+	return base_nomem(x->err, "evaluating %s", x->prog->name);
 }
 
 static int load_attr(struct vm *x, int field, int t, struct rank_val *v)
