@@ -341,10 +341,12 @@ void rank_qmodel_release(struct rank_query *q, int m)
 	size_t ni = (size_t)cm->nin + 1, no = (size_t)cm->nout + 1;
 	if (qm->cx)
 		runtime_ctx_free(qm->cx);
-	if (qm->conv)
+	/* A failed rank_qmodel_init may leave a buffer table without its
+	 * capacities: its buffers are all NULL then. */
+	if (qm->conv && qm->conv_cap)
 		for (size_t i = 0; i < ni; i++)
 			base_free(qm->conv[i], qm->conv_cap[i]);
-	if (qm->cache)
+	if (qm->cache && qm->cache_cap)
 		for (size_t o = 0; o < no; o++)
 			base_free(qm->cache[o], qm->cache_cap[o]);
 	base_free(qm->in, ni * sizeof *qm->in);

@@ -749,6 +749,69 @@ static void test_schema_models(void **state)
 	remove_app(dir);
 }
 
+/* An allocation failure: STRATA_NOMEM, reported with a message (err is
+ * cleared before each try, so no earlier message counts) that says so.
+ * Loading reads files through base/, whose message names the file and
+ * the size instead. */
+static void expect_nomem(int rc, const struct strata_error *err, long k, int says_so)
+{
+	if (rc != STRATA_NOMEM || !err->msg[0] || (says_so && !strstr(err->msg, "out of memory")))
+		fail_msg("allocation %ld: %d '%s'", k, rc, err->msg);
+}
+
+/* Each allocation of loading the application, then of a whole query over
+ * its models, made to fail in turn: every failure is reported as such, and
+ * leaves nothing allocated behind. */
+static void test_alloc_failures(void **state)
+{
+	struct world *w = *state;
+	struct base_alloc_stats before, after;
+	base_alloc_stats(&before);
+	long k, failures = 0;
+	for (k = 1; k < 100000; k++) {
+		struct rank_app *app = NULL;
+		struct strata_error err = { 0 };
+		base_alloc_fail_after(k);
+		int rc = rank_app_load(w->dir, &app, &err);
+		base_alloc_fail_after(0);
+		rank_app_free(app);
+		if (rc == 0)
+			break; /* k passed the last allocation */
+		expect_nomem(rc, &err, k, 0);
+		assert_null(app);
+		failures++;
+	}
+	assert_true(failures > 100);
+
+	/* queries, with no retired query to take back */
+	struct strata_error err = { 0 };
+	assert_int_equal(rank_app_set_query_pool(w->app, 0, &err), 0);
+	const struct rank_profile *p = rank_profile_find(w->s, "batched");
+	uint32_t lids[NDOCS] = { 0, 1, 2, 3, 4 };
+	double f[NDOCS], sc[NDOCS];
+	struct seen seen = { 0 };
+	for (failures = 0, k = 1; k < 100000; k++) {
+		struct rank_query *q = NULL;
+		memset(&err, 0, sizeof err);
+		base_alloc_fail_after(k);
+		int rc = rank_query_new(p, &q, &err);
+		if (rc == 0 && (rc = rank_query_first_phase(q, &w->docs, lids, NDOCS, f, &err)) == 0 &&
+		    (rc = rank_query_second_phase(q, &w->docs, lids, f, NDOCS, sc, &err)) == 0)
+			rc = rank_query_features(q, &w->docs, 1, f[1], RANK_MATCH_FEATURES, on_feature,
+			                         &seen, &err);
+		base_alloc_fail_after(0);
+		rank_query_free(q);
+		if (rc == 0)
+			break;
+		expect_nomem(rc, &err, k, 1);
+		failures++;
+	}
+	assert_true(failures > 10);
+	assert_int_equal(rank_app_set_query_pool(w->app, 1, &err), 0);
+	base_alloc_stats(&after);
+	assert_int_equal(after.live_bytes, before.live_bytes);
+}
+
 /* The dot product of every cell-type pair, at every length around its
  * unrolled step of 8, against a long double sum. */
 static void test_dot_lengths(void **state)
@@ -791,6 +854,7 @@ int main(void)
 		cmocka_unit_test(test_query_reuse),
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_schema_models),
+		cmocka_unit_test(test_alloc_failures),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
