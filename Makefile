@@ -94,7 +94,10 @@ $(CLI): $(CLI_OBJ) $(LIB)
 	$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) $(LIB) $(LDLIBS)
 
 $(BUILD)/tests/test_%: $(BUILD)/tests/test_%.o $(TEST_LIB_OBJ) $(LIB)
-	$(CC) $(CFLAGS) -o $@ $< $(TEST_LIB_OBJ) $(LIB) $(LDLIBS) -lcmocka
+	$(CC) $(CFLAGS) -o $@ $< $(TEST_LIB_OBJ) $(LIB) $(LDLIBS) -lcmocka $(TEST_LDFLAGS)
+# These see every model run the library makes: runtime_run is wrapped at
+# link time, and their __wrap_runtime_run notes what it was given.
+$(BUILD)/tests/test_engine $(BUILD)/tests/test_rank_eval: TEST_LDFLAGS := -Wl,--wrap=runtime_run
 
 # mkshop is no cmocka binary: it takes the model builder alone, not the test harness.
 $(BUILD)/tests/mkshop: $(BUILD)/tests/mkshop.o $(BUILD)/tests/modelbuild.o $(LIB)

@@ -142,8 +142,6 @@ static int run_doc(struct rank_query *q, int m, struct strata_error *err)
 			convert(st, &v, info->dtype, qm->conv[i], n);
 			qm->in[i].data = qm->conv[i];
 		}
-		if (i < 8)
-			qm->last_in[i] = qm->in[i].data;
 	}
 	int rc = run(q, m, err);
 	if (rc)
@@ -301,8 +299,6 @@ int rank_model_batch(struct rank_query *q, int m, const uint32_t *lids, const do
 					qm->in[i].data = qm->conv[i];
 				}
 			}
-			if (i < 8)
-				qm->last_in[i] = qm->in[i].data;
 		}
 	}
 	if ((rc = run(q, m, err)) || (rc = check_outputs(q, m, n, err)))
@@ -376,29 +372,5 @@ int rank_qmodel_reuse(struct rank_query *q, int m, struct strata_error *err)
 		return 0;
 	qm->serial = -1;
 	qm->cache_n = 0;
-	memset(qm->last_in, 0, sizeof qm->last_in);
 	return runtime_ctx_new(cm->rt, &qm->cx, err);
-}
-
-const void *rank_query_model_input_ptr(const struct rank_query *q, const char *model, int input)
-{
-	for (int m = 0; m < q->p->nmodels; m++)
-		if (strcmp(q->p->models[m].decl->name, model) == 0 && input >= 0 && input < 8)
-			return q->models[m].last_in[input];
-	return NULL;
-}
-
-const void *rank_query_model_input_buf(const struct rank_query *q, const char *model, int input,
-                                       size_t *cap)
-{
-	*cap = 0;
-	for (int m = 0; m < q->p->nmodels; m++) {
-		const struct rank_cmodel *cm = &q->p->models[m];
-		if (strcmp(cm->decl->name, model) != 0 || cm->state != 2 || input < 0 ||
-		    input >= cm->nin)
-			continue;
-		*cap = q->models[m].conv_cap[input];
-		return q->models[m].conv[input];
-	}
-	return NULL;
 }

@@ -399,7 +399,6 @@ struct rank_qmodel {
 	uint32_t *cache_lids;
 	uint8_t *cache_ok;           /* per candidate: its slices are filled */
 	size_t cache_n, cache_lids_cap;
-	const void *last_in[8];      /* data pointers of the last run (tests) */
 };
 
 /* How the VM's ONNX instruction reads output `out` of model m for the
@@ -456,14 +455,6 @@ int rank_qmodel_reuse(struct rank_query *q, int m, struct strata_error *err);
  * for document lid; the result lives until the next evaluation (tests). */
 int rank_query_eval(struct rank_query *q, const struct rank_prog *prog, const struct rank_docs *d,
                     uint32_t lid, double first, struct rank_val *out, struct strata_error *err);
-/* The data pointer the model's input i received in its last run (tests). */
-const void *rank_query_model_input_ptr(const struct rank_query *q, const char *model, int input);
-/* The pooled buffer of the model's input i (conversions, and the stacked
- * rows of a batched run) and its size in bytes in *cap; NULL when there is
- * none (tests). */
-const void *rank_query_model_input_buf(const struct rank_query *q, const char *model, int input,
-                                       size_t *cap);
-
 
 /* ---- front end internals (lex.c, parser.c, expr.c, parse.c, type.c, schema.c) */
 
