@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "../runtime/runtime.h"
-#include "rank_int.h"
+#include "rank_eval.h"
 
 struct app_model {
 	char *path;

@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "../runtime/runtime.h"
-#include "rank_int.h"
+#include "rank_eval.h"
 
 /* Dimension names of model outputs (Vespa names them d0, d1, ...). */
 static const char *const dnames[RANK_MAX_RANK] = { "d0", "d1", "d2", "d3", "d4", "d5", "d6", "d7" };

@@ -11,7 +11,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "rank_int.h"
+#include "rank_eval.h"
 
 struct named_fn {
 	const char *name;

@@ -22,7 +22,7 @@
 #include <string.h>
 
 #include "../runtime/runtime.h"
-#include "rank_int.h"
+#include "rank_eval.h"
 
 /* Hard limit of one pooled buffer: 1 GiB. */
 #define POOL_MAX ((size_t)1 << 30)

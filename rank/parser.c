@@ -13,7 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "rank_int.h"
+#include "rank_syntax.h"
 
 int rank_parser_fail(struct rank_parser *p, const struct rank_tok *t, int code, const char *fmt, ...)
 {

@@ -6,7 +6,7 @@
  */
 #include <string.h>
 
-#include "rank_int.h"
+#include "rank_eval.h"
 
 const char *rank_schema_name(const struct rank_schema *s)
 {

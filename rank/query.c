@@ -24,7 +24,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "rank_int.h"
+#include "rank_eval.h"
 
 /* ---- the state of a query ------------------------------------------------------ */
 

@@ -19,7 +19,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "rank_int.h"
+#include "rank_syntax.h"
 
 #define VEC_MAX (1 << 24) /* elements in any one AST array */
 

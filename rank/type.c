@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rank_int.h"
+#include "rank_syntax.h"
 
 #define RANK_TYPE_MAX_CELLS ((int64_t)1 << 31)
 

@@ -21,7 +21,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "rank_int.h"
+#include "rank_eval.h"
 
 static const char *const op_names[RANK_OP_COUNT_] = {
 	"?", "NUM", "ATTR", "QUERY", "CONST", "FIRST", "GET", "SET", "UN", "BIN",

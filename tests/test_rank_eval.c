@@ -17,7 +17,7 @@
 
 #include <cmocka.h>
 
-#include "../rank/rank_int.h"
+#include "../rank/rank_eval.h"
 #include "modelbuild.h"
 #include "runwrap.h"
 

@@ -16,7 +16,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../rank/rank_int.h"
+#include "../rank/rank_syntax.h"
 
 static const char *const FULL =
 	"# A shop schema\n"
