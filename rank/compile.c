@@ -11,6 +11,8 @@
  * forward, so a program never needs more stack slots than it has
  * instructions (vm.c relies on that).  Lambdas of map and join are emitted in
  * the same instruction array, jumped over, and run per cell by the VM.
+ * Models arrive loaded, in the table the application hands over (struct
+ * rank_models): the compiler reads their inputs and outputs, loads nothing.
  *
  * Invariants: every type index in an instruction is valid in the profile's
  * type table; type 0 is the number type; dimension names are borrowed from

@@ -2,7 +2,7 @@
  * vm.c: runs compiled rank programs for one document.
  *
  * One dispatch loop (exec) over the flat instruction array compile.c emits;
- * the opcodes are documented at enum rank_opcode in rank_int.h.  A value is a
+ * the opcodes are documented at enum rank_opcode in rank_eval.h.  A value is a
  * number or a pointer to dense cells of some BASE_DT_* type: attribute cells
  * come straight from the rank_docs callback (the store's memory map), query
  * and constant tensors from where the query and the profile keep them, model
