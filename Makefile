@@ -44,8 +44,8 @@ RUNTIME_SRC := runtime/options.c runtime/blocks.c runtime/load.c runtime/graph.c
                runtime/ops/conv.c runtime/ops/window.c runtime/ops/pool.c runtime/ops/nn.c runtime/ops/index.c runtime/ops/misc.c runtime/ops/resize.c runtime/ops/signal.c runtime/ops/loss.c \
                runtime/ops/training.c runtime/ops/random.c runtime/ops/rnn.c runtime/ops/einsum.c runtime/ops/quant.c runtime/ops/string.c runtime/ops/sequence.c runtime/ops/control.c runtime/optimize.c runtime/ctxfile.c runtime/ctxhold.c runtime/epctx.c runtime/ctxgen.c runtime/ctxmodel.c runtime/ops/epcontext.c runtime/ops/fused.c runtime/ops/attn_avx512.c runtime/ops/vmath.c
 STORE_SRC   := store/env.c store/doc.c store/attr.c
-RANK_SRC    := rank/lex.c rank/parser.c rank/expr.c rank/parse.c rank/schema.c rank/type.c rank/compile.c rank/vm.c \
-               rank/tensor.c rank/model.c rank/app.c
+RANK_SRC    := rank/lex.c rank/parser.c rank/expr.c rank/parse.c rank/schema.c rank/type.c rank/fn.c rank/compile.c rank/vm.c \
+               rank/tensor.c rank/model.c rank/query.c rank/profile.c rank/app.c
 ENGINE_SRC  := engine/db.c engine/contexts.c engine/feed.c engine/tensor_json.c engine/yql.c engine/query.c \
                engine/result.c
 CLI_SRC     := engine/cli.c engine/cli_run.c
@@ -94,7 +94,10 @@ $(CLI): $(CLI_OBJ) $(LIB)
 	$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) $(LIB) $(LDLIBS)
 
 $(BUILD)/tests/test_%: $(BUILD)/tests/test_%.o $(TEST_LIB_OBJ) $(LIB)
-	$(CC) $(CFLAGS) -o $@ $< $(TEST_LIB_OBJ) $(LIB) $(LDLIBS) -lcmocka
+	$(CC) $(CFLAGS) -o $@ $< $(TEST_LIB_OBJ) $(LIB) $(LDLIBS) -lcmocka $(TEST_LDFLAGS)
+# These see every model run the library makes: runtime_run is wrapped at
+# link time, and their __wrap_runtime_run notes what it was given.
+$(BUILD)/tests/test_engine $(BUILD)/tests/test_rank_eval: TEST_LDFLAGS := -Wl,--wrap=runtime_run
 
 # mkshop is no cmocka binary: it takes the model builder alone, not the test harness.
 $(BUILD)/tests/mkshop: $(BUILD)/tests/mkshop.o $(BUILD)/tests/modelbuild.o $(LIB)

@@ -224,19 +224,6 @@ void yql_free(struct yql_query *q);
 /* A readable dump of the condition tree (for tests): "AND(CMP(price<30),...)". */
 char *yql_dump(const struct yql_node *n);
 
-/* ---- query.c: a test hook ------------------------------------------------------------ */
-
-/* When set, strata_query_json calls eng_query_hook(eng_query_hook_ud, db, rq,
- * phase) for each document type it ranks, with its rank query: after the
- * first phase (phase 1) and after the second (phase 2, when candidates were
- * re-ranked), while the read transaction is open, so that pointers handed to
- * the ranking still point where they did (into the store's map, say).  For
- * tests only: set it while no query runs; nothing synchronizes it. */
-typedef void eng_query_hook_fn(void *ud, struct strata *db, const struct rank_query *rq,
-                               int phase);
-extern eng_query_hook_fn *eng_query_hook;
-extern void *eng_query_hook_ud;
-
 /* ---- the CLI (cli.c, cli_run.c) ------------------------------------------------------- */
 
 /* `strata run MODEL [--input name=JSON ...]`: argv[0] is "run".  Returns the

@@ -79,9 +79,6 @@ struct qstate {
 	uint64_t rank_allocs;     /* allocations made inside rank_query_* calls */
 };
 
-eng_query_hook_fn *eng_query_hook;
-void *eng_query_hook_ud;
-
 /* Bracket a call into rank: mark before, charge after. */
 static uint64_t mark(void)
 {
@@ -569,8 +566,6 @@ static int run_doctype(struct qstate *qs, struct dtstate *ds)
 			h->tier = 1;
 		}
 	}
-	if (eng_query_hook)
-		eng_query_hook(eng_query_hook_ud, qs->db, ds->rq, 1);
 	if (!rank_profile_has_second_phase(ds->prof))
 		return 0;
 	int rr = rank_profile_rerank_count(ds->prof);
@@ -592,8 +587,6 @@ static int run_doctype(struct qstate *qs, struct dtstate *ds)
 		for (size_t i = 0; i < k; i++)
 			qs->hits[base + off + i].score = scores[i];
 	}
-	if (nre && eng_query_hook)
-		eng_query_hook(eng_query_hook_ud, qs->db, ds->rq, 2);
 	/* The hits that were not re-ranked keep their first-phase order but are
 	 * shifted to score no higher than the lowest re-ranked hit, as Vespa
 	 * does, so that relevance never increases down the result. */

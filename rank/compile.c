@@ -11,123 +11,21 @@
  * forward, so a program never needs more stack slots than it has
  * instructions (vm.c relies on that).  Lambdas of map and join are emitted in
  * the same instruction array, jumped over, and run per cell by the VM.
+ * Models arrive loaded, in the table the application hands over (struct
+ * rank_models): the compiler reads their inputs and outputs, loads nothing.
  *
  * Invariants: every type index in an instruction is valid in the profile's
  * type table; type 0 is the number type; dimension names are borrowed from
  * the schema (which the application keeps) or from static strings.
  */
-#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "../runtime/runtime.h"
-#include "rank_int.h"
-
-static const char *const op_names[RANK_OP_COUNT_] = {
-	"?", "NUM", "ATTR", "QUERY", "CONST", "FIRST", "GET", "SET", "UN", "BIN",
-	"JUMPF", "JUMP", "RET", "MAP", "JOIN", "REDUCE", "DOT", "CLOSE", "ONNX",
-};
-
-const char *rank_op_name(int op)
-{
-	return op > 0 && op < RANK_OP_COUNT_ ? op_names[op] : "?";
-}
+#include "rank_eval.h"
 
 /* Dimension names of model outputs (Vespa names them d0, d1, ...). */
 static const char *const dnames[RANK_MAX_RANK] = { "d0", "d1", "d2", "d3", "d4", "d5", "d6", "d7" };
-
-/* ---- scalar functions shared with vm.c via rank_fn_name ---------------- */
-/* Unary function ids (UN, MAP) and binary ones (BIN, JOIN) beyond rank_binop. */
-enum { F1_NEG = 1, F1_NOT, F1_EXP, F1_LOG, F1_LOG10, F1_SQRT, F1_TANH, F1_SIGMOID, F1_RELU,
-       F1_FABS, F1_FLOOR, F1_CEIL, F1_SIN, F1_COS, F1_ISNAN, F1_TAN, F1_ACOS, F1_ASIN, F1_ATAN,
-       F1_COUNT_ };
-enum { F2_MIN = 32, F2_MAX, F2_ATAN2, F2_FMOD, F2_POW };
-
-static const struct { const char *name; int fn; } math1[] = {
-	{ "exp", F1_EXP }, { "log", F1_LOG }, { "log10", F1_LOG10 }, { "sqrt", F1_SQRT },
-	{ "tanh", F1_TANH }, { "sigmoid", F1_SIGMOID }, { "relu", F1_RELU }, { "fabs", F1_FABS },
-	{ "abs", F1_FABS }, { "floor", F1_FLOOR }, { "ceil", F1_CEIL }, { "sin", F1_SIN },
-	{ "cos", F1_COS }, { "isNan", F1_ISNAN }, { "tan", F1_TAN }, { "acos", F1_ACOS },
-	{ "asin", F1_ASIN }, { "atan", F1_ATAN },
-};
-static const struct { const char *name; int fn; } math2[] = {
-	{ "pow", F2_POW }, { "min", F2_MIN }, { "max", F2_MAX }, { "atan2", F2_ATAN2 },
-	{ "fmod", F2_FMOD },
-};
-
-double rank_fn1(int fn, double x)
-{
-	switch (fn) {
-	case F1_NEG: return -x;
-	case F1_NOT: return x == 0.0 ? 1.0 : 0.0;
-	case F1_EXP: return exp(x);
-	case F1_LOG: return log(x);
-	case F1_LOG10: return log10(x);
-	case F1_SQRT: return sqrt(x);
-	case F1_TANH: return tanh(x);
-	case F1_SIGMOID: return 1.0 / (1.0 + exp(-x));
-	case F1_RELU: return x > 0.0 ? x : 0.0;
-	case F1_FABS: return fabs(x);
-	case F1_FLOOR: return floor(x);
-	case F1_CEIL: return ceil(x);
-	case F1_SIN: return sin(x);
-	case F1_COS: return cos(x);
-	case F1_ISNAN: return isnan(x) ? 1.0 : 0.0;
-	case F1_TAN: return tan(x);
-	case F1_ACOS: return acos(x);
-	case F1_ASIN: return asin(x);
-	case F1_ATAN: return atan(x);
-	}
-	base_assert_fail("unknown unary function", __FILE__, __LINE__);
-}
-
-double rank_fn2(int fn, double x, double y)
-{
-	switch (fn) {
-	case RB_ADD: return x + y;
-	case RB_SUB: return x - y;
-	case RB_MUL: return x * y;
-	case RB_DIV: return x / y;
-	case RB_MOD: return fmod(x, y);
-	case RB_POW: return pow(x, y);
-	case RB_EQ: return x == y;
-	case RB_NE: return x != y;
-	case RB_LT: return x < y;
-	case RB_LE: return x <= y;
-	case RB_GT: return x > y;
-	case RB_GE: return x >= y;
-	case RB_AND: return x != 0.0 && y != 0.0;
-	case RB_OR: return x != 0.0 || y != 0.0;
-	case F2_MIN: return x < y ? x : y;
-	case F2_MAX: return x > y ? x : y;
-	case F2_ATAN2: return atan2(x, y);
-	case F2_FMOD: return fmod(x, y);
-	case F2_POW: return pow(x, y);
-	}
-	base_assert_fail("unknown binary function", __FILE__, __LINE__);
-}
-
-static const char *fn_name(int fn, int binary)
-{
-	static const char *const bin[] = { "?", "+", "-", "*", "/", "%", "^", "==", "!=", "<",
-	                                   "<=", ">", ">=", "&&", "||" };
-	if (binary) {
-		if (fn >= RB_ADD && fn <= RB_OR)
-			return bin[fn];
-		for (size_t i = 0; i < sizeof math2 / sizeof math2[0]; i++)
-			if (math2[i].fn == fn)
-				return math2[i].name;
-		return "?";
-	}
-	if (fn == F1_NEG)
-		return "neg";
-	if (fn == F1_NOT)
-		return "not";
-	for (size_t i = 0; i < sizeof math1 / sizeof math1[0]; i++)
-		if (math1[i].fn == fn)
-			return math1[i].name;
-	return "?";
-}
 
 /* ---- compile state ------------------------------------------------------- */
 
@@ -144,7 +42,7 @@ struct env {
 
 struct cc {
 	struct rank_profile *p;
-	struct rank_app *app;
+	const struct rank_models *models;
 	struct rank_prog *prog;
 	struct strata_error *err;
 	int allow_first; /* firstPhase is valid here */
@@ -228,7 +126,7 @@ static int add_type(struct rank_profile *p, const struct rank_type *t)
 
 static int nomem(struct cc *c)
 {
-	return base_err(c->err, STRATA_NOMEM, "compiling profile '%s'", c->p->decl->name);
+	return base_nomem(c->err, "compiling profile '%s'", c->p->decl->name);
 }
 
 static const struct rank_type *T(struct cc *c, int t)
@@ -469,7 +367,7 @@ static int compile_constant(struct cc *c, const struct rank_ast *a, int *type)
 	return at(c, a->args[0], STRATA_TYPE, "unknown constant '%s'", name);
 }
 
-static int compile_model(struct rank_profile *p, struct rank_app *app, int m,
+static int compile_model(struct rank_profile *p, const struct rank_models *models, int m,
                          const struct rank_pos *use, struct strata_error *err);
 
 static int compile_onnx(struct cc *c, const struct rank_ast *a, int *type)
@@ -483,7 +381,7 @@ static int compile_onnx(struct cc *c, const struct rank_ast *a, int *type)
 			break;
 	if (m == c->p->nmodels)
 		return at(c, a->args[0], STRATA_TYPE, "unknown onnx model '%s'", name);
-	int rc = compile_model(c->p, c->app, m, &a->pos, c->err);
+	int rc = compile_model(c->p, c->models, m, &a->pos, c->err);
 	if (rc)
 		return rc;
 	struct rank_cmodel *cm = &c->p->models[m];
@@ -701,7 +599,7 @@ static int compile_tensor_fn(struct cc *c, const struct env *env, const struct r
 			return rc;
 		if (T(c, t)->rank == 0)
 			return at(c, a->args[0], STRATA_TYPE, "%s() needs a tensor", f);
-		if (sm && (rc = emit_un(c, F1_EXP, t, &t)))
+		if (sm && (rc = emit_un(c, RANK_FN_EXP, t, &t)))
 			return rc;
 		int L = new_local(c), tr, tt;
 		EMIT(c, RANK_OP_SET, L, 0, 0, 0, 0, -1, 0);
@@ -712,7 +610,7 @@ static int compile_tensor_fn(struct cc *c, const struct env *env, const struct r
 			EMIT(c, RANK_OP_GET, L, 0, 0, 0, 0, t, 0);
 			if ((rc = emit_bin(c, a, RB_MUL, t, t, &tt)) ||
 			    (rc = emit_reduce(c, a, tt, RANK_AGG_SUM, n, names, &tr)) ||
-			    (rc = emit_un(c, F1_SQRT, tr, &tr)))
+			    (rc = emit_un(c, RANK_FN_SQRT, tr, &tr)))
 				return rc;
 			return emit_bin(c, a, RB_DIV, t, tr, type);
 		}
@@ -842,23 +740,20 @@ static int compile_call(struct cc *c, const struct env *env, const struct rank_a
 	int handled;
 	if ((rc = compile_tensor_fn(c, env, a, type, &handled)) || handled)
 		return rc;
-	for (size_t i = 0; i < sizeof math1 / sizeof math1[0]; i++) {
-		if (strcmp(math1[i].name, f) != 0)
-			continue;
+	int fn = rank_fn_unary(f);
+	if (fn) {
 		if (a->nargs != 1)
 			return at(c, a, STRATA_TYPE, "%s() takes one argument", f);
 		if ((rc = compile(c, env, a->args[0], &t)))
 			return rc;
-		return emit_un(c, math1[i].fn, t, type);
+		return emit_un(c, fn, t, type);
 	}
-	for (size_t i = 0; i < sizeof math2 / sizeof math2[0]; i++) {
-		if (strcmp(math2[i].name, f) != 0)
-			continue;
+	if ((fn = rank_fn_binary(f))) {
 		if (a->nargs != 2)
 			return at(c, a, STRATA_TYPE, "%s() takes two arguments", f);
 		if ((rc = compile(c, env, a->args[0], &t)) || (rc = compile(c, env, a->args[1], &t2)))
 			return rc;
-		return emit_bin(c, a, math2[i].fn, t, t2, type);
+		return emit_bin(c, a, fn, t, t2, type);
 	}
 	if (strcmp(f, "firstPhase") == 0 && a->nargs == 0)
 		goto first_phase;
@@ -906,7 +801,7 @@ static int compile(struct cc *c, const struct env *env, const struct rank_ast *a
 	case RA_UNARY:
 		if ((rc = compile(c, env, a->args[0], &t)))
 			return rc;
-		return emit_un(c, a->op == '!' ? F1_NOT : F1_NEG, t, type);
+		return emit_un(c, a->op == '!' ? RANK_FN_NOT : RANK_FN_NEG, t, type);
 	case RA_BINARY:
 		if ((rc = compile(c, env, a->args[0], &t)) || (rc = compile(c, env, a->args[1], &t2)))
 			return rc;
@@ -925,15 +820,15 @@ void rank_prog_release(struct rank_prog *prog)
 }
 
 /* Compile a into prog; must_be_number for phases. */
-static int compile_prog(struct rank_profile *p, struct rank_app *app, const struct rank_ast *a,
+static int compile_prog(struct rank_profile *p, const struct rank_models *models, const struct rank_ast *a,
                         const char *name, int allow_first, int must_be_number,
                         struct rank_prog *prog, struct strata_error *err)
 {
 	memset(prog, 0, sizeof *prog);
 	prog->name = base_strdup(name);
 	if (!prog->name)
-		return base_err(err, STRATA_NOMEM, "compiling %s", name);
-	struct cc c = { p, app, prog, err, allow_first };
+		return base_nomem(err, "compiling %s", name);
+	struct cc c = { p, models, prog, err, allow_first };
 	int t, rc = compile(&c, NULL, a, &t);
 	if (rc)
 		return rc;
@@ -1002,7 +897,7 @@ static const char *info_str(const struct rt_value_info *v, char *buf, size_t n)
 	return buf;
 }
 
-static int compile_model(struct rank_profile *p, struct rank_app *app, int m,
+static int compile_model(struct rank_profile *p, const struct rank_models *models, int m,
                          const struct rank_pos *use, struct strata_error *err)
 {
 	struct rank_cmodel *cm = &p->models[m];
@@ -1011,12 +906,13 @@ static int compile_model(struct rank_profile *p, struct rank_app *app, int m,
 		return 0;
 	if (cm->state == 1)
 		return pos_err(err, use, STRATA_TYPE, "onnx model '%s' depends on itself", d->name);
-	if (!app)
+	for (int i = 0; models && i < models->n && !cm->rt; i++)
+		if (models->refs[i].decl == d)
+			cm->rt = models->refs[i].rt;
+	if (!cm->rt)
 		return pos_err(err, use, STRATA_NOT_FOUND, "onnx model '%s' is not loaded", d->name);
 	cm->state = 1;
-	int rc = rank_app_model(app, p->sd, d, &cm->rt, err);
-	if (rc)
-		return rc;
+	int rc;
 	const struct rt_model *rt = cm->rt;
 	cm->nin = runtime_model_ninputs(rt);
 	cm->nout = runtime_model_noutputs(rt);
@@ -1025,7 +921,7 @@ static int compile_model(struct rank_profile *p, struct rank_app *app, int m,
 	cm->out_type = base_calloc((size_t)cm->nout + 1, sizeof *cm->out_type);
 	cm->out_cells = base_calloc((size_t)cm->nout + 1, sizeof *cm->out_cells);
 	if (!cm->src || !cm->extra || !cm->out_type || !cm->out_cells)
-		return base_err(err, STRATA_NOMEM, "model '%s'", d->name);
+		return base_nomem(err, "model '%s'", d->name);
 	for (int i = 0; i < d->ninputs; i++)
 		if (runtime_model_input_index(rt, d->inputs[i].name) < 0)
 			return pos_err(err, &d->inputs[i].pos, STRATA_TYPE,
@@ -1045,7 +941,7 @@ static int compile_model(struct rank_profile *p, struct rank_app *app, int m,
 			if (strcmp(p->decl->inputs[j].name, info->name) == 0)
 				qi = j;
 		if (mi) {
-			rc = compile_prog(p, app, mi->source, pname, 1, 0, &cm->src[i], err);
+			rc = compile_prog(p, models, mi->source, pname, 1, 0, &cm->src[i], err);
 		} else if (qi >= 0 && !find_function(p->decl, info->name)) {
 			/* Unmapped, named like a query input: query(name). */
 			struct rank_ast arg = { .kind = RA_NAME, .name = (char *)info->name,
@@ -1053,11 +949,11 @@ static int compile_model(struct rank_profile *p, struct rank_app *app, int m,
 			struct rank_ast *args[1] = { &arg };
 			struct rank_ast call = { .kind = RA_CALL, .name = "query", .nargs = 1,
 			                         .args = args, .pos = d->pos };
-			rc = compile_prog(p, app, &call, pname, 1, 0, &cm->src[i], err);
+			rc = compile_prog(p, models, &call, pname, 1, 0, &cm->src[i], err);
 		} else if (find_function(p->decl, info->name)) {
 			/* Unmapped: an input named like a function takes its value. */
 			struct rank_ast name = { .kind = RA_NAME, .name = (char *)info->name, .pos = d->pos };
-			rc = compile_prog(p, app, &name, pname, 1, 0, &cm->src[i], err);
+			rc = compile_prog(p, models, &name, pname, 1, 0, &cm->src[i], err);
 		} else {
 			return pos_err(err, &d->pos, STRATA_TYPE,
 			               "onnx model '%s': input '%s' has no source (add input \"%s\": ...)",
@@ -1094,7 +990,7 @@ static int compile_model(struct rank_profile *p, struct rank_app *app, int m,
 			r.dim_names[k] = (char *)dnames[k];
 		}
 		if ((cm->out_type[o] = add_type(p, &r)) < 0)
-			return base_err(err, STRATA_NOMEM, "model '%s'", d->name);
+			return base_nomem(err, "model '%s'", d->name);
 		cm->out_cells[o] = type_cells(&r);
 		if (info->rank < 1 || info->dims[0] >= 0)
 			outs_batch = 0;
@@ -1133,7 +1029,7 @@ void rank_profile_release(struct rank_profile *p)
 }
 
 int rank_profile_compile(struct rank_profile *p, const struct rank_schema *s,
-                         const struct rank_profile_decl *d, struct rank_app *app,
+                         const struct rank_profile_decl *d, const struct rank_models *models,
                          struct strata_error *err)
 {
 	const struct rank_sd *sd = s->sd;
@@ -1144,7 +1040,7 @@ int rank_profile_compile(struct rank_profile *p, const struct rank_schema *s,
 	base_arena_init(&p->pool, 4096);
 	struct rank_type num = { .cell = BASE_DT_DOUBLE };
 	if (add_type(p, &num) != 0)
-		return base_err(err, STRATA_NOMEM, "profile '%s'", d->name);
+		return base_nomem(err, "profile '%s'", d->name);
 	p->rerank = d->rerank_count >= 0 ? d->rerank_count : 100;
 
 	p->ninputs = d->ninputs;
@@ -1172,7 +1068,7 @@ int rank_profile_compile(struct rank_profile *p, const struct rank_schema *s,
 		p->consts = NULL;
 		p->models = NULL;
 		p->ninputs = 0;
-		return base_err(err, STRATA_NOMEM, "profile '%s'", d->name);
+		return base_nomem(err, "profile '%s'", d->name);
 	}
 	/* The counts below reach the allocated sizes (minus the spare one) before
 	 * anything can fail, so release frees them with the right sizes. */
@@ -1208,30 +1104,30 @@ int rank_profile_compile(struct rank_profile *p, const struct rank_schema *s,
 	/* allocation sizes for release: keep +1 counts consistent */
 	int rc;
 	for (int m = 0; m < d->nmodels; m++)
-		if ((rc = compile_model(p, app, m, &d->models[m].pos, err)))
+		if ((rc = compile_model(p, models, m, &d->models[m].pos, err)))
 			return rc;
 	if (d->first_phase) {
-		if ((rc = compile_prog(p, app, d->first_phase, "first-phase", 0, 1, &p->first, err)))
+		if ((rc = compile_prog(p, models, d->first_phase, "first-phase", 0, 1, &p->first, err)))
 			return rc;
 	} else {
 		struct rank_ast zero = { .kind = RA_NUM, .num = 0, .pos = d->pos };
-		if ((rc = compile_prog(p, app, &zero, "first-phase", 0, 1, &p->first, err)))
+		if ((rc = compile_prog(p, models, &zero, "first-phase", 0, 1, &p->first, err)))
 			return rc;
 	}
 	p->has_first = d->first_phase != NULL;
 	if (d->second_phase) {
-		if ((rc = compile_prog(p, app, d->second_phase, "second-phase", 1, 1, &p->second, err)))
+		if ((rc = compile_prog(p, models, d->second_phase, "second-phase", 1, 1, &p->second, err)))
 			return rc;
 		p->has_second = 1;
 	}
 	if (d->nmatch_features) {
 		p->match = base_calloc((size_t)d->nmatch_features, sizeof *p->match);
 		if (!p->match)
-			return base_err(err, STRATA_NOMEM, "profile '%s'", d->name);
+			return base_nomem(err, "profile '%s'", d->name);
 		p->nmatch = d->nmatch_features;
 		for (int i = 0; i < d->nmatch_features; i++) {
 			const struct rank_ast *a = d->match_features[i];
-			if ((rc = compile_prog(p, app, a, a->text ? a->text : "feature", 1, 0,
+			if ((rc = compile_prog(p, models, a, a->text ? a->text : "feature", 1, 0,
 			                       &p->match[i], err)))
 				return rc;
 		}
@@ -1239,11 +1135,11 @@ int rank_profile_compile(struct rank_profile *p, const struct rank_schema *s,
 	if (d->nsummary_features) {
 		p->summary = base_calloc((size_t)d->nsummary_features, sizeof *p->summary);
 		if (!p->summary)
-			return base_err(err, STRATA_NOMEM, "profile '%s'", d->name);
+			return base_nomem(err, "profile '%s'", d->name);
 		p->nsummary = d->nsummary_features;
 		for (int i = 0; i < d->nsummary_features; i++) {
 			const struct rank_ast *a = d->summary_features[i];
-			if ((rc = compile_prog(p, app, a, a->text ? a->text : "feature", 1, 0,
+			if ((rc = compile_prog(p, models, a, a->text ? a->text : "feature", 1, 0,
 			                       &p->summary[i], err)))
 				return rc;
 		}
@@ -1309,20 +1205,20 @@ static void explain_prog(struct sbuf *b, const struct rank_profile *p, const str
 		case RANK_OP_QUERY: sb_printf(b, " %s", p->decl->inputs[in->a].name); break;
 		case RANK_OP_CONST: sb_printf(b, " %s", p->consts[in->a]->name); break;
 		case RANK_OP_GET: case RANK_OP_SET: sb_printf(b, " local%d", in->a); break;
-		case RANK_OP_UN: sb_printf(b, " %s", fn_name(in->a, 0)); break;
-		case RANK_OP_BIN: sb_printf(b, " %s", fn_name(in->a, 1)); break;
+		case RANK_OP_UN: sb_printf(b, " %s", rank_fn_name(in->a, 0)); break;
+		case RANK_OP_BIN: sb_printf(b, " %s", rank_fn_name(in->a, 1)); break;
 		case RANK_OP_JUMP: case RANK_OP_JUMPF: sb_printf(b, " -> %d", in->a); break;
 		case RANK_OP_MAP:
 			if (in->a >= 0)
 				sb_printf(b, " lambda@%d(local%d)", in->a, in->b);
 			else
-				sb_printf(b, " %s", fn_name(in->c, 0));
+				sb_printf(b, " %s", rank_fn_name(in->c, 0));
 			break;
 		case RANK_OP_JOIN:
 			if (in->a >= 0)
 				sb_printf(b, " lambda@%d(local%d,local%d)", in->a, in->b, in->b + 1);
 			else
-				sb_printf(b, " %s", fn_name(in->c, 1));
+				sb_printf(b, " %s", rank_fn_name(in->c, 1));
 			break;
 		case RANK_OP_REDUCE: {
 			static const char *const aggs[] = { "?", "sum", "avg", "max", "min", "prod",

@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rank_int.h"
+#include "rank_syntax.h"
 
 /* ---- expressions ------------------------------------------------------------------ */
 
@@ -218,7 +218,7 @@ static int primary(struct rank_parser *p, struct rank_ast **out)
 			return STRATA_NOMEM;
 		*out = a;
 		if (!(a->name = rank_tok_unquote(&t)))
-			return STRATA_NOMEM;
+			return rank_parser_nomem(p);
 		break;
 	}
 	case RT_NAME:

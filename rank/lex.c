@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rank_int.h"
+#include "rank_syntax.h"
 
 void rank_lex_init(struct rank_lexer *lx, const char *file, const char *text, size_t len)
 {

@@ -22,7 +22,7 @@
 #include <string.h>
 
 #include "../runtime/runtime.h"
-#include "rank_int.h"
+#include "rank_eval.h"
 
 /* Hard limit of one pooled buffer: 1 GiB. */
 #define POOL_MAX ((size_t)1 << 30)
@@ -38,7 +38,7 @@ static int grow(void **buf, size_t *cap, size_t need, struct strata_error *err)
 		ncap *= 2;
 	void *p = base_realloc(*buf, *cap, ncap);
 	if (!p)
-		return base_err(err, STRATA_NOMEM, "model buffer of %zu bytes", ncap);
+		return base_nomem(err, "model buffer of %zu bytes", ncap);
 	*buf = p;
 	*cap = ncap;
 	return 0;
@@ -142,8 +142,6 @@ static int run_doc(struct rank_query *q, int m, struct strata_error *err)
 			convert(st, &v, info->dtype, qm->conv[i], n);
 			qm->in[i].data = qm->conv[i];
 		}
-		if (i < 8)
-			qm->last_in[i] = qm->in[i].data;
 	}
 	int rc = run(q, m, err);
 	if (rc)
@@ -169,13 +167,13 @@ static int cache_reset(struct rank_query *q, int m, const uint32_t *lids, size_t
 			ncap *= 2;
 		uint32_t *l = base_realloc(qm->cache_lids, cap * sizeof *l, ncap * sizeof *l);
 		if (!l)
-			return base_err(err, STRATA_NOMEM, "model cache of %zu candidates", n);
+			return base_nomem(err, "model cache of %zu candidates", n);
 		qm->cache_lids = l;
 		uint8_t *ok = base_realloc(qm->cache_ok, cap, ncap);
 		if (!ok) {
 			/* keep both arrays at the old capacity */
 			qm->cache_lids = base_realloc(l, ncap * sizeof *l, cap * sizeof *l);
-			return base_err(err, STRATA_NOMEM, "model cache of %zu candidates", n);
+			return base_nomem(err, "model cache of %zu candidates", n);
 		}
 		qm->cache_ok = ok;
 		qm->cache_lids_cap = ncap;
@@ -301,8 +299,6 @@ int rank_model_batch(struct rank_query *q, int m, const uint32_t *lids, const do
 					qm->in[i].data = qm->conv[i];
 				}
 			}
-			if (i < 8)
-				qm->last_in[i] = qm->in[i].data;
 		}
 	}
 	if ((rc = run(q, m, err)) || (rc = check_outputs(q, m, n, err)))
@@ -330,7 +326,7 @@ int rank_qmodel_init(struct rank_query *q, int m, struct strata_error *err)
 	qm->cache = base_calloc(no, sizeof *qm->cache);
 	qm->cache_cap = base_calloc(no, sizeof *qm->cache_cap);
 	if (!qm->in || !qm->out || !qm->conv || !qm->conv_cap || !qm->cache || !qm->cache_cap)
-		return base_err(err, STRATA_NOMEM, "query state of model '%s'", cm->decl->name);
+		return base_nomem(err, "query state of model '%s'", cm->decl->name);
 	return runtime_ctx_new(cm->rt, &qm->cx, err);
 }
 
@@ -341,10 +337,12 @@ void rank_qmodel_release(struct rank_query *q, int m)
 	size_t ni = (size_t)cm->nin + 1, no = (size_t)cm->nout + 1;
 	if (qm->cx)
 		runtime_ctx_free(qm->cx);
-	if (qm->conv)
+	/* A failed rank_qmodel_init may leave a buffer table without its
+	 * capacities: its buffers are all NULL then. */
+	if (qm->conv && qm->conv_cap)
 		for (size_t i = 0; i < ni; i++)
 			base_free(qm->conv[i], qm->conv_cap[i]);
-	if (qm->cache)
+	if (qm->cache && qm->cache_cap)
 		for (size_t o = 0; o < no; o++)
 			base_free(qm->cache[o], qm->cache_cap[o]);
 	base_free(qm->in, ni * sizeof *qm->in);
@@ -374,29 +372,5 @@ int rank_qmodel_reuse(struct rank_query *q, int m, struct strata_error *err)
 		return 0;
 	qm->serial = -1;
 	qm->cache_n = 0;
-	memset(qm->last_in, 0, sizeof qm->last_in);
 	return runtime_ctx_new(cm->rt, &qm->cx, err);
-}
-
-const void *rank_query_model_input_ptr(const struct rank_query *q, const char *model, int input)
-{
-	for (int m = 0; m < q->p->nmodels; m++)
-		if (strcmp(q->p->models[m].decl->name, model) == 0 && input >= 0 && input < 8)
-			return q->models[m].last_in[input];
-	return NULL;
-}
-
-const void *rank_query_model_input_buf(const struct rank_query *q, const char *model, int input,
-                                       size_t *cap)
-{
-	*cap = 0;
-	for (int m = 0; m < q->p->nmodels; m++) {
-		const struct rank_cmodel *cm = &q->p->models[m];
-		if (strcmp(cm->decl->name, model) != 0 || cm->state != 2 || input < 0 ||
-		    input >= cm->nin)
-			continue;
-		*cap = q->models[m].conv_cap[input];
-		return q->models[m].conv[input];
-	}
-	return NULL;
 }

@@ -27,7 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rank_int.h"
+#include "rank_syntax.h"
 
 #define MAX_VALUES (1 << 24) /* cells in one constant or default value */
 
@@ -575,13 +575,12 @@ static int io_name(struct rank_parser *p, const char *what, struct rank_tok *t, 
 {
 	rank_lex_next(p->lx, RANK_LEX_SCHEMA, t);
 	if (t->kind == RT_STR)
-		*out = rank_tok_unquote(t);
-	else if (t->kind == RT_NAME)
-		*out = rank_parser_tokdup(p, t);
-	else
+		return (*out = rank_tok_unquote(t)) ? 0 : rank_parser_nomem(p);
+	if (t->kind != RT_NAME)
 		return rank_parser_fail(p, t, STRATA_PARSE, "expected the %s name, found %s", what,
 		                        rank_tok_quote(t));
-	return *out ? 0 : STRATA_NOMEM;
+	/* rank_parser_tokdup reports its failure */
+	return (*out = rank_parser_tokdup(p, t)) ? 0 : STRATA_NOMEM;
 }
 
 static int model(struct rank_parser *p, struct rank_model_decl **arr, int *n)
@@ -1115,10 +1114,10 @@ int rank_sd_parse(const char *file, const char *text, size_t len, struct rank_sd
 	*out = NULL;
 	struct rank_sd *sd = base_calloc(1, sizeof *sd);
 	if (!sd)
-		return base_err(err, STRATA_NOMEM, "%s: out of memory", file);
+		return base_nomem(err, "parsing %s", file);
 	if (!(sd->file = base_strdup(file))) {
 		base_free(sd, sizeof *sd);
-		return base_err(err, STRATA_NOMEM, "%s: out of memory", file);
+		return base_nomem(err, "parsing %s", file);
 	}
 	/* Positions point at sd->file, which lives as long as the AST. */
 	struct rank_lexer lx;

@@ -13,7 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "rank_int.h"
+#include "rank_syntax.h"
 
 int rank_parser_fail(struct rank_parser *p, const struct rank_tok *t, int code, const char *fmt, ...)
 {
@@ -35,8 +35,7 @@ int rank_parser_fail_at(struct rank_parser *p, int line, int col, int code, cons
 
 int rank_parser_nomem(struct rank_parser *p)
 {
-	return base_err(p->err, STRATA_NOMEM, "%s:%d:%d: out of memory", p->lx->file, p->lx->line,
-	                p->lx->col);
+	return base_nomem(p->err, "parsing %s:%d:%d", p->lx->file, p->lx->line, p->lx->col);
 }
 
 int rank_parser_push(struct rank_parser *p, void *arrp, int *n, size_t elem)

@@ -19,7 +19,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "rank_int.h"
+#include "rank_syntax.h"
 
 #define VEC_MAX (1 << 24) /* elements in any one AST array */
 
@@ -500,7 +500,7 @@ static int resolve_one(struct rank_sd *sd, int i, unsigned char *state, struct s
 	}
 	if (rc) {
 		rank_profile_decl_clear(&acc);
-		return base_err(err, STRATA_NOMEM, "resolving rank-profile '%s'", p->name);
+		return base_nomem(err, "resolving rank-profile '%s'", p->name);
 	}
 	/* Swap the merged declarations in; free the profile's own originals. */
 	struct rank_profile_decl old;
@@ -527,13 +527,13 @@ static int add_default(struct rank_sd *sd, struct strata_error *err)
 	if (find_profile(sd, "default") >= 0)
 		return 0;
 	if (rank_vec_push(&sd->profiles, &sd->nprofiles, sizeof *sd->profiles))
-		return base_err(err, STRATA_NOMEM, "default rank-profile");
+		return base_nomem(err, "default rank-profile");
 	struct rank_profile_decl *p = &sd->profiles[sd->nprofiles - 1];
 	p->rerank_count = -1;
 	p->global_rerank_count = -1;
 	p->pos = sd->pos;
 	if (!(p->name = base_strdup("default")))
-		return base_err(err, STRATA_NOMEM, "default rank-profile");
+		return base_nomem(err, "default rank-profile");
 	return 0;
 }
 
@@ -548,7 +548,7 @@ int rank_sd_resolve(struct rank_sd *sd, struct strata_error *err)
 		return rc;
 	unsigned char *state = base_calloc((size_t)sd->nprofiles, 1);
 	if (!state)
-		return base_err(err, STRATA_NOMEM, "resolving rank profiles");
+		return base_nomem(err, "resolving rank profiles");
 	for (int i = 0; i < sd->nprofiles && !rc; i++)
 		rc = resolve_one(sd, i, state, err);
 	base_free(state, (size_t)sd->nprofiles);

@@ -13,7 +13,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "rank_int.h"
+#include "rank_eval.h"
 
 double rank_cell(int cell, const void *cells, size_t i)
 {

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rank_int.h"
+#include "rank_syntax.h"
 
 #define RANK_TYPE_MAX_CELLS ((int64_t)1 << 31)
 
@@ -132,7 +132,7 @@ static int dim_lex(struct rank_lexer *lx, struct rank_type *t, struct strata_err
 	if (rc)
 		return rc;
 	if (!(t->dim_names[t->rank] = base_strndup(nm.s, nm.len)))
-		return base_err(err, STRATA_NOMEM, "tensor type");
+		return base_nomem(err, "tensor type");
 	t->dims[t->rank++] = size;
 	return 0;
 }

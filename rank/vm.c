@@ -2,12 +2,14 @@
  * vm.c: runs compiled rank programs for one document.
  *
  * One dispatch loop (exec) over the flat instruction array compile.c emits;
- * the opcodes are documented at enum rank_opcode in rank_int.h.  A value is a
+ * the opcodes are documented at enum rank_opcode in rank_eval.h.  A value is a
  * number or a pointer to dense cells of some BASE_DT_* type: attribute cells
  * come straight from the rank_docs callback (the store's memory map), query
  * and constant tensors from where the query and the profile keep them, model
  * outputs from the runtime context.  Only computed tensors are new memory,
- * taken from the query's arena, which the caller resets per document.
+ * taken from the query's arena, which the caller resets per document.  The
+ * VM does not run models itself: ONNX asks the query's model_value (model.c),
+ * which runs the model's input programs here in turn.
  *
  * Stack discipline: each program run takes a frame of nlocals + ncode slots
  * from the query's value stack (instructions push at most one value each and
@@ -19,8 +21,17 @@
 #include <math.h>
 #include <string.h>
 
-#include "../runtime/runtime.h"
-#include "rank_int.h"
+#include "rank_eval.h"
+
+static const char *const op_names[RANK_OP_COUNT_] = {
+	"?", "NUM", "ATTR", "QUERY", "CONST", "FIRST", "GET", "SET", "UN", "BIN",
+	"JUMPF", "JUMP", "RET", "MAP", "JOIN", "REDUCE", "DOT", "CLOSE", "ONNX",
+};
+
+const char *rank_op_name(int op)
+{
+	return op > 0 && op < RANK_OP_COUNT_ ? op_names[op] : "?";
+}
 
 struct vm {
 	struct rank_query *q;
@@ -85,7 +96,7 @@ static double run_fn2(void *ud, double a, double b)
 
 static int oom(struct vm *x)
 {
-	return base_err(x->err, STRATA_NOMEM, "evaluating %s", x->prog->name);
+	return base_nomem(x->err, "evaluating %s", x->prog->name);
 }
 
 static int load_attr(struct vm *x, int field, int t, struct rank_val *v)
@@ -264,7 +275,7 @@ static int exec(struct vm *x, int pc, struct rank_val *sp, struct rank_val *res)
 			break;
 		case RANK_OP_ONNX: {
 			struct rank_val v;
-			if ((rc = rank_model_value(q, in->a, in->b, &v, x->err)))
+			if ((rc = q->model_value(q, in->a, in->b, &v, x->err)))
 				return rc;
 			if (p->types[in->t].rank == 0)
 				set_num(&v, rank_cell(v.cell, v.cells, 0));

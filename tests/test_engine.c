@@ -22,8 +22,8 @@
 #include <cmocka.h>
 
 #include "../engine/engine_int.h"
-#include "../rank/rank_int.h"
 #include "modelbuild.h"
+#include "runwrap.h"
 
 /* ---- tensor JSON ---------------------------------------------------------------------- */
 
@@ -965,59 +965,90 @@ static char *vec_query(struct vfixture *fx, const char *req)
 	return out;
 }
 
-/* What the test hook saw, per phase (index 1 and 2). */
-struct seen_inputs {
-	int calls[3];
-	const void *ptr[3];
-	int in_map[3];       /* the pointer lies in the store's memory map */
-	int in_buf[3];       /* it lies in the query's pooled buffer of that input */
-	int cells_ok[3];     /* phase 1: the cells are the last document's emb */
-};
+/* The model runs the library makes, seen at the runtime's door: this
+ * binary is linked with -Wl,--wrap=runtime_run (runwrap.h), so rank/'s calls
+ * reach __wrap_runtime_run, which notes where the first input's cells were
+ * and how many rows it had, then runs the model.  Noted only while
+ * runs.watch is set, by one thread. */
+#define MAX_RUNS 64
+static struct {
+	int watch;
+	int n;                         /* runs seen, noted or not */
+	const void *data[MAX_RUNS];
+	int64_t rows[MAX_RUNS];
+} runs;
 
-static void see_inputs(void *ud, struct strata *db, const struct rank_query *rq, int phase)
+int __wrap_runtime_run(struct rt_ctx *cx, const struct rt_tensor *in, struct rt_tensor *out,
+                       struct strata_error *err)
 {
-	struct seen_inputs *s = ud;
-	const void *p = rank_query_model_input_ptr(rq, "lin", 0);
-	size_t cap;
-	const char *buf = rank_query_model_input_buf(rq, "lin", 0, &cap);
-	s->calls[phase]++;
-	s->ptr[phase] = p;
-	s->in_map[phase] = store_in_map(db->env, p);
-	s->in_buf[phase] = buf && p && (const char *)p >= buf && (const char *)p < buf + cap;
-	float last[VDIM];
+	if (runs.watch) {
+		if (runs.n < MAX_RUNS) {
+			runs.data[runs.n] = in[0].data;
+			runs.rows[runs.n] = in[0].dims[0];
+		}
+		runs.n++;
+	}
+	return __real_runtime_run(cx, in, out, err);
+}
+
+/* Whether row holds document d's emb. */
+static int is_emb_of(const float *row, int d)
+{
 	for (int i = 0; i < VDIM; i++)
-		last[i] = vec_emb(VDOCS - 1, i);
-	s->cells_ok[phase] = p && memcmp(p, last, sizeof last) == 0;
+		if (row[i] != vec_emb(d, i))
+			return 0;
+	return 1;
+}
+
+/* One query of the inplace profile, its model runs noted: one per document
+ * in the first phase, one batched run of the re-ranked in the second, then
+ * one per hit not re-ranked, for its match-features. */
+static void watched_query(struct vfixture *fx, const char *req)
+{
+	memset(&runs, 0, sizeof runs);
+	runs.watch = 1;
+	char *out = vec_query(fx, req);
+	runs.watch = 0;
+	strata_free(out);
+	assert_true(runs.n > VDOCS && runs.n <= MAX_RUNS);
 }
 
 /* Per document the runtime reads the attribute where the store keeps it, in
- * the memory map; the batched second phase reads rows stacked into the
- * query's pooled buffer, which is not in the map. */
+ * the memory map, not a copy; the batched second phase reads rows stacked
+ * into a buffer the query keeps: not in the map, and the same buffer again
+ * in the next query (the query is reused with its buffers). */
 static void test_inputs_in_place(void **state)
 {
 	struct vfixture *fx = *state;
 	vec_open(fx, 0);
 	char req[1024];
 	vec_request(req, sizeof req, 0);
-	struct seen_inputs s = { 0 };
-	eng_query_hook = see_inputs;
-	eng_query_hook_ud = &s;
-	char *out = vec_query(fx, req);
-	eng_query_hook = NULL;
-	eng_query_hook_ud = NULL;
-	strata_free(out);
-	assert_int_equal(s.calls[1], 1);
-	assert_int_equal(s.calls[2], 1);
-	/* the first phase ran over the documents in lid order: the last run
-	 * read the last document's cells, in place */
-	assert_non_null(s.ptr[1]);
-	assert_true(s.in_map[1]);
-	assert_false(s.in_buf[1]);
-	assert_true(s.cells_ok[1]);
-	/* the second phase: one run over the stacked rows */
-	assert_non_null(s.ptr[2]);
-	assert_false(s.in_map[2]);
-	assert_true(s.in_buf[2]);
+	watched_query(fx, req);
+	/* the first phase, over the documents in lid order */
+	for (int d = 0; d < VDOCS; d++) {
+		assert_int_equal(runs.rows[d], 1);
+		assert_true(store_in_map(fx->db->env, runs.data[d]));
+		assert_true(is_emb_of(runs.data[d], d));
+	}
+	/* the second phase: the rows of the re-ranked candidates */
+	const void *stacked = runs.data[VDOCS];
+	assert_int_equal(runs.rows[VDOCS], VRERANK);
+	assert_false(store_in_map(fx->db->env, stacked));
+	for (int r = 0; r < VRERANK; r++) {
+		int found = 0;
+		for (int d = 0; d < VDOCS && !found; d++)
+			found = is_emb_of((const float *)stacked + r * VDIM, d);
+		assert_true(found);
+	}
+	/* the features of the hits not re-ranked read in place too */
+	for (int k = VDOCS + 1; k < runs.n; k++) {
+		assert_int_equal(runs.rows[k], 1);
+		assert_true(store_in_map(fx->db->env, runs.data[k]));
+	}
+	int n = runs.n;
+	watched_query(fx, req);
+	assert_int_equal(runs.n, n);
+	assert_ptr_equal(runs.data[VDOCS], stacked);
 }
 
 /* The scores the inplace profile gives: lin(d) and the first phase. */

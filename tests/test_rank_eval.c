@@ -17,8 +17,9 @@
 
 #include <cmocka.h>
 
-#include "../rank/rank_int.h"
+#include "../rank/rank_eval.h"
 #include "modelbuild.h"
+#include "runwrap.h"
 
 /* ---- the fake document store --------------------------------------------- */
 #define NDOCS 5
@@ -495,6 +496,22 @@ static double model_score(uint32_t d)
 	return r;
 }
 
+/* The model runs rank/ makes: this binary is linked with
+ * -Wl,--wrap=runtime_run (runwrap.h), and the wrapper counts the runs and
+ * keeps where the last one's first input was read from. */
+static struct {
+	long n;
+	const void *last;
+} model_runs;
+
+int __wrap_runtime_run(struct rt_ctx *cx, const struct rt_tensor *in, struct rt_tensor *out,
+                       struct strata_error *err)
+{
+	model_runs.n++;
+	model_runs.last = in[0].data;
+	return __real_runtime_run(cx, in, out, err);
+}
+
 static void test_models(void **state)
 {
 	struct world *w = *state;
@@ -508,18 +525,23 @@ static void test_models(void **state)
 	assert_int_equal(rc, 0);
 	/* per document, the model got the attribute's cells themselves */
 	assert_int_equal(rank_query_first_phase(qb, &w->docs, lids, 4, fb, &err), 0);
-	assert_ptr_equal(rank_query_model_input_ptr(qb, "mb", 0), emb[3]);
+	assert_ptr_equal(model_runs.last, emb[3]);
 	assert_int_equal(rank_query_first_phase(qs, &w->docs, lids, 4, fs, &err), 0);
-	assert_ptr_equal(rank_query_model_input_ptr(qs, "ms", 0), emb[3]);
+	assert_ptr_equal(model_runs.last, emb[3]);
 	for (uint32_t d = 0; d < 4; d++) {
 		NEAR(fb[d], model_score(d));
 		NEAR(fs[d], model_score(d));
 	}
 	/* second phase: batched (one run, stacked input) equals per document */
+	long runs = model_runs.n;
 	assert_int_equal(rank_query_second_phase(qb, &w->docs, lids, fb, NDOCS, sb, &err), 0);
-	const void *stacked = rank_query_model_input_ptr(qb, "mb", 0);
-	assert_ptr_not_equal(stacked, emb[3]);
-	assert_ptr_not_equal(stacked, emb[4]);
+	assert_int_equal(model_runs.n, runs + 1);
+	const float *stacked = model_runs.last;
+	for (int d = 0; d < NDOCS; d++) {
+		assert_ptr_not_equal(stacked + 4 * d, emb[d]);
+		for (int i = 0; i < 4; i++)
+			NEAR(stacked[4 * d + i], has_emb[d] ? emb[d][i] : 0.0f);
+	}
 	assert_int_equal(rank_query_second_phase(qs, &w->docs, lids, fs, NDOCS, ss, &err), 0);
 	for (uint32_t d = 0; d < NDOCS; d++) {
 		NEAR(sb[d], model_score(d));
@@ -527,12 +549,13 @@ static void test_models(void **state)
 	}
 	/* features of a re-ranked document come from the cache: no new run */
 	struct seen s = { 0 };
+	runs = model_runs.n;
 	assert_int_equal(rank_query_features(qb, &w->docs, 2, fb[2], RANK_MATCH_FEATURES, on_feature,
 	                                     &s, &err), 0);
+	assert_int_equal(model_runs.n, runs);
 	assert_int_equal(s.n, 1);
 	assert_int_equal(s.ncells[0], 4);
 	NEAR(s.first_cells[0], (double)(emb[2][0] * wv[0]));
-	assert_ptr_equal(rank_query_model_input_ptr(qb, "mb", 0), stacked);
 	char *ex = rank_profile_explain(rank_profile_find(w->s, "batched"));
 	assert_non_null(strstr(ex, "batched"));
 	base_strfree(ex);
@@ -709,6 +732,109 @@ static void test_errors(void **state)
 	             "x.sd:22:", "unknown onnx model 'nomodel'");
 }
 
+/* Schema-level onnx-model blocks (lines 20 to 23 here, before the profile):
+ * a profile reads one through onnx(), and every block is loaded with the
+ * application, one no profile reads too, so its missing file is an error at
+ * its position. */
+#define SCHEMA_MODEL(name, file) \
+	"  onnx-model " name " {\n    file: " file "\n    input \"x\": attribute(emb)\n  }\n"
+#define READS_SM "  rank-profile p {\n    first-phase {\n      expression: sum(onnx(sm))\n" \
+	"    }\n  }\n}\n"
+
+static void test_schema_models(void **state)
+{
+	(void)state;
+	char *dir = make_app("schema doc {\n" FIELDS SCHEMA_MODEL("sm", "models/single.onnx")
+	                     READS_SM);
+	struct rank_app *app = NULL;
+	struct strata_error err = { 0 };
+	assert_int_equal(rank_app_load(dir, &app, &err), 0);
+	struct fake fake = { rank_app_schema_find(app, "doc") };
+	struct rank_docs docs = { &fake, fake_attr };
+	struct rank_query *q;
+	assert_int_equal(rank_query_new(rank_profile_find(fake.s, "p"), &q, &err), 0);
+	uint32_t lids[NDOCS] = { 0, 1, 2, 3, 4 };
+	double f[NDOCS];
+	assert_int_equal(rank_query_first_phase(q, &docs, lids, NDOCS, f, &err), 0);
+	for (uint32_t d = 0; d < NDOCS; d++)
+		NEAR(f[d], model_score(d));
+	rank_query_free(q);
+	rank_app_free(app);
+	remove_app(dir);
+
+	dir = make_app("schema doc {\n" FIELDS SCHEMA_MODEL("unused", "models/missing.onnx")
+	               SCHEMA_MODEL("sm", "models/single.onnx") READS_SM);
+	assert_int_equal(rank_app_load(dir, &app, &err), STRATA_NOT_FOUND);
+	assert_null(app);
+	assert_non_null(strstr(err.msg, "x.sd:20:"));
+	assert_non_null(strstr(err.msg, "onnx-model unused"));
+	assert_non_null(strstr(err.msg, "missing.onnx"));
+	remove_app(dir);
+}
+
+/* An allocation failure: STRATA_NOMEM, reported with a message (err is
+ * cleared before each try, so no earlier message counts) that says so.
+ * Loading reads files through base/, whose message names the file and
+ * the size instead. */
+static void expect_nomem(int rc, const struct strata_error *err, long k, int says_so)
+{
+	if (rc != STRATA_NOMEM || !err->msg[0] || (says_so && !strstr(err->msg, "out of memory")))
+		fail_msg("allocation %ld: %d '%s'", k, rc, err->msg);
+}
+
+/* Each allocation of loading the application, then of a whole query over
+ * its models, made to fail in turn: every failure is reported as such, and
+ * leaves nothing allocated behind. */
+static void test_alloc_failures(void **state)
+{
+	struct world *w = *state;
+	struct base_alloc_stats before, after;
+	base_alloc_stats(&before);
+	long k, failures = 0;
+	for (k = 1; k < 100000; k++) {
+		struct rank_app *app = NULL;
+		struct strata_error err = { 0 };
+		base_alloc_fail_after(k);
+		int rc = rank_app_load(w->dir, &app, &err);
+		base_alloc_fail_after(0);
+		rank_app_free(app);
+		if (rc == 0)
+			break; /* k passed the last allocation */
+		expect_nomem(rc, &err, k, 0);
+		assert_null(app);
+		failures++;
+	}
+	assert_true(failures > 100);
+
+	/* queries, with no retired query to take back */
+	struct strata_error err = { 0 };
+	assert_int_equal(rank_app_set_query_pool(w->app, 0, &err), 0);
+	const struct rank_profile *p = rank_profile_find(w->s, "batched");
+	uint32_t lids[NDOCS] = { 0, 1, 2, 3, 4 };
+	double f[NDOCS], sc[NDOCS];
+	struct seen seen = { 0 };
+	for (failures = 0, k = 1; k < 100000; k++) {
+		struct rank_query *q = NULL;
+		memset(&err, 0, sizeof err);
+		base_alloc_fail_after(k);
+		int rc = rank_query_new(p, &q, &err);
+		if (rc == 0 && (rc = rank_query_first_phase(q, &w->docs, lids, NDOCS, f, &err)) == 0 &&
+		    (rc = rank_query_second_phase(q, &w->docs, lids, f, NDOCS, sc, &err)) == 0)
+			rc = rank_query_features(q, &w->docs, 1, f[1], RANK_MATCH_FEATURES, on_feature,
+			                         &seen, &err);
+		base_alloc_fail_after(0);
+		rank_query_free(q);
+		if (rc == 0)
+			break;
+		expect_nomem(rc, &err, k, 1);
+		failures++;
+	}
+	assert_true(failures > 10);
+	assert_int_equal(rank_app_set_query_pool(w->app, 1, &err), 0);
+	base_alloc_stats(&after);
+	assert_int_equal(after.live_bytes, before.live_bytes);
+}
+
 /* The dot product of every cell-type pair, at every length around its
  * unrolled step of 8, against a long double sum. */
 static void test_dot_lengths(void **state)
@@ -750,6 +876,8 @@ int main(void)
 		cmocka_unit_test(test_no_alloc_per_doc),
 		cmocka_unit_test(test_query_reuse),
 		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_schema_models),
+		cmocka_unit_test(test_alloc_failures),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

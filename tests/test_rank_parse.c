@@ -16,7 +16,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../rank/rank_int.h"
+#include "../rank/rank_syntax.h"
 
 static const char *const FULL =
 	"# A shop schema\n"
@@ -692,6 +692,8 @@ static void alloc_failures(const char *text)
 		if (rc == 0)
 			break; /* k passed the last allocation */
 		assert_int_equal(rc, STRATA_NOMEM);
+		if (strncmp(err.msg, "out of memory: ", 15) != 0)
+			fail_msg("allocation %ld: %s", k, err.msg);
 		failures++;
 	}
 	assert_true(failures > 50);

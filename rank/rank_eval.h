@@ -1,0 +1,321 @@
+/*
+ * rank_eval.h: the evaluation back end of rank/ (fn.c, compile.c, vm.c,
+ * tensor.c, model.c, query.c, profile.c, app.c), private to those files and
+ * to the tests that look inside it.
+ *
+ * A profile compiles to a set of flat programs (struct rank_prog) sharing
+ * one table of value types; vm.c runs them over one document at a time with
+ * temporaries in the query's arena.  Model inputs are programs too (their
+ * source expression), so a model input fed by attribute(f) is a single load
+ * that hands the stored cells to the runtime in place.
+ *
+ * Who uses whom (one way): app.c loads, then compiles (compile.c) and makes
+ * the query pools (query.c); query.c runs the phases on the VM (vm.c) and
+ * the models (model.c); model.c runs model inputs on the VM; the VM reads
+ * model outputs only through the query's model_value.  fn.c and tensor.c
+ * use nothing of rank/; profile.c only reads.
+ */
+#ifndef RANK_EVAL_H
+#define RANK_EVAL_H
+
+#include <pthread.h>
+
+#include "rank_int.h"
+
+struct rt_model;
+struct rt_ctx;
+
+/*
+ * The opcodes.  Operands not listed are unused; t is the type index of the
+ * pushed value.
+ *
+ * NUM        k                 push the number k
+ * ATTR       a=field           push attribute a of the document (number, or
+ *                              its stored cells in place; zeros when missing)
+ * QUERY      a=input           push query(a) (number, or its double cells)
+ * CONST      a=constant        push constant a
+ * FIRST                        push the document's first-phase score
+ * GET        a=local           push local a
+ * SET        a=local           pop into local a
+ * UN         a=fn              pop number x, push fn(x) (a unary enum rank_fn)
+ * BIN        a=fn              pop y, pop x, push fn(x, y) (enum rank_binop or a
+ *                              binary enum rank_fn)
+ * JUMPF      a=pc              pop a number; jump to a when it is 0
+ * JUMP       a=pc              jump to a
+ * RET                          end of a program or a lambda: the value on top
+ *                              is the result
+ * MAP        a=lambda pc|-1, b=local, c=fn1, d=operand type
+ *                              pop tensor, push each cell through the lambda
+ *                              (its parameter in local b) or through fn1 c
+ * JOIN       a=lambda pc|-1, b=local, c=fn2, d=type of x, e=type of y
+ *                              pop y, pop x, join them by dimension name
+ *                              (lambda parameters in locals b and b+1)
+ * REDUCE     a=enum rank_agg, d=operand type
+ *                              pop tensor, aggregate over the dims t lacks
+ * DOT        d=operand type    pop y, pop x (same type): push sum(x * y),
+ *                              reading both in place
+ * CLOSE      a=field, b=1 for distance, 0 for closeness
+ *                              push closeness/distance of attribute a to the
+ *                              query's nearestNeighbor tensor
+ * ONNX       a=model, b=output push the model output for the document
+ */
+enum rank_opcode {
+	RANK_OP_NUM = 1, RANK_OP_ATTR, RANK_OP_QUERY, RANK_OP_CONST, RANK_OP_FIRST, RANK_OP_GET,
+	RANK_OP_SET, RANK_OP_UN, RANK_OP_BIN, RANK_OP_JUMPF, RANK_OP_JUMP, RANK_OP_RET, RANK_OP_MAP,
+	RANK_OP_JOIN, RANK_OP_REDUCE, RANK_OP_DOT, RANK_OP_CLOSE, RANK_OP_ONNX, RANK_OP_COUNT_
+};
+
+/* vm.c: the opcode's name ("NUM", "ONNX"), "?" for none. */
+const char *rank_op_name(int op);
+
+/* fn.c: the scalar functions instructions name.  UN and MAP take a unary
+ * id; BIN and JOIN take an enum rank_binop or a binary id (from
+ * RANK_FN_MIN on, beyond every rank_binop). */
+enum rank_fn {
+	RANK_FN_NEG = 1, RANK_FN_NOT, RANK_FN_EXP, RANK_FN_LOG, RANK_FN_LOG10, RANK_FN_SQRT,
+	RANK_FN_TANH, RANK_FN_SIGMOID, RANK_FN_RELU, RANK_FN_FABS, RANK_FN_FLOOR, RANK_FN_CEIL,
+	RANK_FN_SIN, RANK_FN_COS, RANK_FN_ISNAN, RANK_FN_TAN, RANK_FN_ACOS, RANK_FN_ASIN,
+	RANK_FN_ATAN,
+	RANK_FN_MIN = 32, RANK_FN_MAX, RANK_FN_ATAN2, RANK_FN_FMOD, RANK_FN_POW,
+};
+/* The unary (binary) function an expression calls by name ("exp", "atan2"):
+ * its id, or 0 when name is none. */
+int rank_fn_unary(const char *name);
+int rank_fn_binary(const char *name);
+/* The name of function fn, unary or binary ("exp", "+", "atan2"; "?" for
+ * an unknown id), for EXPLAIN. */
+const char *rank_fn_name(int fn, int is_binary);
+/* Apply unary (binary) function fn; an unknown id is a bug and aborts. */
+double rank_fn1(int fn, double x);
+double rank_fn2(int fn, double x, double y);
+
+/* One instruction: see enum rank_opcode for a..e, t and k. */
+struct rank_ins {
+	int op;
+	int a, b, c, d, e;
+	int t;        /* type index of the value the instruction pushes, -1 none */
+	double k;
+};
+
+struct rank_prog {
+	char *name;           /* "first-phase", a feature's text, "model m input x" */
+	struct rank_ins *code;
+	int ncode, capcode;
+	int nlocals;
+	int result;           /* type index of the result */
+	int doc_dependent;    /* reads the document (attributes, models, firstPhase) */
+};
+
+/* A model as one profile uses it. */
+struct rank_cmodel {
+	const struct rank_model_decl *decl;
+	const struct rt_model *rt;   /* owned by the app */
+	int state;                   /* 0 unused, 1 compiling, 2 compiled */
+	int nin, nout;
+	struct rank_prog *src;       /* per model input: the source expression */
+	int *extra;                  /* per input: 1 if it adds a leading symbolic dim */
+	int *out_type;               /* per output: type index (per document) */
+	size_t *out_cells;           /* per output: cells per document */
+	int batched;                 /* second phase may run it once for all candidates */
+};
+
+struct rank_schema;
+struct rank_qpool;
+
+struct rank_profile {
+	const struct rank_schema *schema;
+	const struct rank_sd *sd;
+	const struct rank_profile_decl *decl;
+	struct base_arena pool;      /* types and names made by the compiler */
+	struct rank_type *types;
+	int ntypes, captypes;
+	struct rank_prog first, second;
+	int has_first, has_second;
+	int nmatch, nsummary;
+	struct rank_prog *match, *summary;
+	int nmodels;                 /* profile-level, then schema-level models */
+	struct rank_cmodel *models;
+	int ninputs;
+	struct rank_input_info *inputs;
+	int nconsts;                 /* constants visible to the profile */
+	const struct rank_constant_decl **consts;
+	int rerank;
+	struct rank_qpool *qpool;    /* its retired queries (query.c); NULL: none kept */
+};
+
+struct rank_schema {
+	struct rank_sd *sd;
+	int nprofiles;
+	struct rank_profile *profiles;
+	struct rank_qpool *qpools;   /* nprofiles, once every profile compiled */
+};
+
+/* The retired queries of one profile, which rank_query_new takes back
+ * (query.c): a stack, the most recently retired on top, linked through
+ * struct rank_query's next, of at most keep queries: all that rank/ changes
+ * in a loaded application, under lock.  A retired query keeps every buffer
+ * it grew (value stack, arena blocks, input cells, model buffers and
+ * caches) but not its runtime contexts, which runtime_ctx_free hands to
+ * the model's own pool, shared by every profile that uses the model. */
+struct rank_qpool {
+	pthread_mutex_t lock;
+	int keep;                    /* rank_app_set_query_pool; 1 by default */
+	int n;
+	struct rank_query *top;
+};
+
+/* The models an application loaded, one entry per onnx-model block of its
+ * schemas (profile-level blocks and inherited copies included).  app.c
+ * loads them all before any profile compiles; the compiler only looks a
+ * block's model up here. */
+struct rank_model_ref {
+	const struct rank_model_decl *decl;
+	const struct rt_model *rt;   /* owned by the application */
+};
+struct rank_models {
+	int n;
+	const struct rank_model_ref *refs;
+};
+
+/* compile.c.  Compile profile declaration d of schema s into p, its models
+ * taken from models (NULL: none loaded, and an onnx() feature or a
+ * profile-level onnx-model block is STRATA_NOT_FOUND).  Returns 0,
+ * STRATA_TYPE, STRATA_NOT_IMPLEMENTED, STRATA_LIMIT, STRATA_NOT_FOUND,
+ * STRATA_NOMEM, with "file:line:col: " in front of the message where the
+ * error has a position.  On failure p is left for rank_profile_release. */
+int rank_profile_compile(struct rank_profile *p, const struct rank_schema *s,
+                         const struct rank_profile_decl *d, const struct rank_models *models,
+                         struct strata_error *err);
+/* Free what rank_profile_compile made in p, compiled or half-made, and
+ * zero it. */
+void rank_profile_release(struct rank_profile *p);
+/* Compile one standalone expression against profile p into prog (tests),
+ * with no model loaded.  Errors as rank_profile_compile; free prog with
+ * rank_prog_release either way. */
+int rank_expr_compile(struct rank_profile *p, const struct rank_ast *a, struct rank_prog *prog,
+                      struct strata_error *err);
+/* Free prog's code and name and zero it. */
+void rank_prog_release(struct rank_prog *prog);
+
+/* vm.c: a value on the VM stack.  Numbers live in num (cells == &num is not
+ * used); tensors point at their cells, typed cell (BASE_DT_*). */
+struct rank_val {
+	const void *cells;
+	double num;
+	int cell;
+};
+/* Run prog (compiled for q's profile) for q's current document, on a frame
+ * at the top of q's value stack.  *out is valid until the query's arena is
+ * reset (the next document).  Returns 0, STRATA_NOMEM, or what a model's
+ * evaluation returned (STRATA_RUNTIME, ...). */
+int rank_vm_run(struct rank_query *q, const struct rank_prog *prog, struct rank_val *out,
+                struct strata_error *err);
+
+/* tensor.c: dense algebra over rank_types with cells of any BASE_DT_*.
+ * Results are double cells in arena memory. */
+/* Cell i of cells, of type cell, as a double. */
+double rank_cell(int cell, const void *cells, size_t i);
+/* fn(ud, x, y) over the cells of va (type ta) and vb (tb) matched by
+ * dimension name, into *out of type tr (the union of their dimensions).
+ * Returns 0 or STRATA_NOMEM (the arena). */
+int rank_tensor_join(struct base_arena *a, const struct rank_type *ta, struct rank_val va,
+                     const struct rank_type *tb, struct rank_val vb, const struct rank_type *tr,
+                     double (*fn)(void *ud, double x, double y), void *ud, double **out);
+/* Aggregate v (type ti) by agg (enum rank_agg) over the dimensions tr lacks,
+ * into *out of type tr.  Returns 0 or STRATA_NOMEM (the arena). */
+int rank_tensor_reduce(struct base_arena *a, const struct rank_type *ti, struct rank_val v,
+                       const struct rank_type *tr, int agg, double **out);
+/* sum(a[i] * b[i]) over n cells of types ca and cb, read in place. */
+double rank_tensor_dot(int ca, const void *a, int cb, const void *b, size_t n);
+/* The distance of a to b (n cells each) in metric (enum rank_distance). */
+double rank_tensor_distance(int metric, int ca, const void *a, int cb, const void *b, size_t n);
+/* closeness() for a distance in metric: 0 for +inf (no value). */
+double rank_closeness_of(int metric, double distance);
+
+enum rank_agg { RANK_AGG_SUM = 1, RANK_AGG_AVG, RANK_AGG_MAX, RANK_AGG_MIN, RANK_AGG_PROD,
+                RANK_AGG_COUNT };
+
+/* The query state vm.c and model.c share with query.c. */
+struct rank_qmodel {
+	struct rt_ctx *cx;
+	struct rt_tensor *in, *out;  /* nin, nout */
+	void **conv;                 /* per input: pooled conversion / stacking buffer */
+	size_t *conv_cap;            /* bytes */
+	long serial;                 /* doc evaluation whose outputs in out[] are current */
+	/* second-phase cache: per output, n candidates' slices (raw cells) */
+	void **cache;
+	size_t *cache_cap;
+	uint32_t *cache_lids;
+	uint8_t *cache_ok;           /* per candidate: its slices are filled */
+	size_t cache_n, cache_lids_cap;
+};
+
+/* How the VM's ONNX instruction reads output `out` of model m for the
+ * query's current document (model.c's rank_model_value): the VM knows
+ * models only through it, and model.c runs their inputs on the VM. */
+typedef int rank_model_value_fn(struct rank_query *q, int m, int out, struct rank_val *v,
+                                struct strata_error *err);
+
+struct rank_query {
+	const struct rank_profile *p;
+	rank_model_value_fn *model_value;
+	struct base_arena arena;     /* temporaries of one document */
+	double **inputs;             /* per profile input: ncells values */
+	int *nn_input;               /* per field: query input of nearestNeighbor, -1 */
+	struct rank_val *stack;      /* shared by all programs (see vm.c) */
+	size_t nstack, top;
+	size_t nslots;               /* of the stack, what the profile's programs need */
+	struct rank_qmodel *models;  /* per profile model */
+	const struct rank_docs *docs;
+	uint32_t lid;
+	double first;
+	long serial;                 /* bumped per document evaluation */
+	long cand;                   /* candidate index during second phase, else -1 */
+	int ncand_lookup;            /* features: look model outputs up in the cache */
+	struct rank_query *next;     /* retired: the one below it in its profile's pool */
+};
+
+/* query.c: the pools of retired queries.  One pool per profile of s, each
+ * keeping one query, and each profile pointed at its own.  Returns 0,
+ * STRATA_NOMEM, or an errno (a mutex that would not initialize). */
+int rank_qpools_init(struct rank_schema *s, struct strata_error *err);
+/* Free s's pools and every query retired into them.  No query of s may be
+ * live.  Nothing happens when s has no pools. */
+void rank_qpools_free(struct rank_schema *s);
+/* From now on keep at most n retired queries in pl; those beyond n are
+ * freed now. */
+void rank_qpool_keep(struct rank_qpool *pl, int n);
+
+/* model.c.  Output `out` of profile model m for q's current document, in
+ * *v (cells valid until the model runs again, or for a cached candidate
+ * until the next second phase): from the second-phase cache when it holds
+ * the document, else from a run of the model, which its inputs' programs
+ * feed.  Returns 0, STRATA_RUNTIME ("onnx model 'm': ..."), STRATA_LIMIT
+ * (a pooled buffer past 1 GiB), STRATA_NOMEM. */
+int rank_model_value(struct rank_query *q, int m, int out, struct rank_val *v,
+                     struct strata_error *err);
+/* Run batched model m once for the n candidates lids (first-phase scores
+ * first, may be NULL), their rows stacked, and fill its second-phase cache
+ * (rank_model_cache_begin ran for them).  Errors as rank_model_value. */
+int rank_model_batch(struct rank_query *q, int m, const uint32_t *lids, const double *first,
+                     size_t n, struct strata_error *err);
+/* Prepare every model's second-phase cache for these candidates. */
+int rank_model_cache_begin(struct rank_query *q, const uint32_t *lids, size_t n,
+                           struct strata_error *err);
+/* Set up the state of profile model m in new query q: its tables and a
+ * runtime context.  Returns 0, STRATA_NOMEM, or the runtime's error; on
+ * failure rank_qmodel_release frees what was made. */
+int rank_qmodel_init(struct rank_query *q, int m, struct strata_error *err);
+/* Free the state of model m in q (context, buffers, caches), whole or
+ * half-made, and zero it. */
+void rank_qmodel_release(struct rank_query *q, int m);
+/* A retired query: its runtime context goes back to the runtime (cx NULL),
+ * its buffers stay.  Taken back: a context again, nothing cached. */
+void rank_qmodel_retire(struct rank_query *q, int m);
+int rank_qmodel_reuse(struct rank_query *q, int m, struct strata_error *err);
+/* query.c: evaluate prog (compiled with rank_expr_compile against q's profile)
+ * for document lid; the result lives until the next evaluation (tests). */
+int rank_query_eval(struct rank_query *q, const struct rank_prog *prog, const struct rank_docs *d,
+                    uint32_t lid, double first, struct rank_val *out, struct strata_error *err);
+
+#endif

@@ -1,0 +1,128 @@
+/*
+ * rank_syntax.h: the front end's internals (lex.c, parser.c, expr.c,
+ * parse.c, type.c, schema.c): tokens, the lexer, the state and helpers the
+ * parsers share, and the AST's constructors and destructors.  The back end
+ * reads the finished AST through rank_int.h and never includes this.
+ */
+#ifndef RANK_SYNTAX_H
+#define RANK_SYNTAX_H
+
+#include "rank_int.h"
+
+/* Tokens.  A token points into the text; nothing is copied. */
+enum rank_tok_kind { RT_EOF = 0, RT_NAME, RT_NUM, RT_STR, RT_PUNCT, RT_BAD };
+enum { RANK_LEX_SCHEMA = 0, RANK_LEX_EXPR = 1 }; /* in SCHEMA mode names may contain '-' */
+
+struct rank_tok {
+	int kind;         /* enum rank_tok_kind */
+	const char *s;    /* first byte in the text */
+	size_t len;
+	int line, col;
+	int nl_before;    /* a line break separates it from what came before */
+};
+
+struct rank_lexer {
+	const char *file; /* for messages */
+	const char *text;
+	size_t len;
+	size_t off;       /* the next byte to scan */
+	int line, col;    /* of the byte at off */
+};
+
+/* Start lx at the beginning of text (len bytes; file names it in
+ * positions and messages, and must outlive the tokens). */
+void rank_lex_init(struct rank_lexer *lx, const char *file, const char *text, size_t len);
+/* Scan the next token in mode without consuming it. */
+void rank_lex_peek(const struct rank_lexer *lx, int mode, struct rank_tok *t);
+/* Consume t, a token just peeked. */
+void rank_lex_take(struct rank_lexer *lx, const struct rank_tok *t);
+/* Scan the next token in mode and consume it. */
+void rank_lex_next(struct rank_lexer *lx, int mode, struct rank_tok *t);
+/* Peek a blank-free word up to the end of the line, '}' or '#' (file paths). */
+void rank_lex_word(const struct rank_lexer *lx, struct rank_tok *t);
+/* The value of a number token; STRATA_PARSE when out of range. */
+int rank_tok_number(const struct rank_lexer *lx, const struct rank_tok *t, double *v,
+                    struct strata_error *err);
+/* The text of a string token without quotes, escapes resolved (base_strfree);
+ * NULL when memory runs out. */
+char *rank_tok_unquote(const struct rank_tok *t);
+/* 1 if t is the name or punctuation s. */
+int rank_tok_is(const struct rank_tok *t, const char *s);
+/* t quoted for a message ('foo', end of file) in buf. */
+const char *rank_tok_show(const struct rank_tok *t, char *buf, size_t n);
+/* base_err() with "file:line:col: " of t (or of line, col) in front. */
+int rank_lex_err(const struct rank_lexer *lx, const struct rank_tok *t, struct strata_error *err,
+                 int code, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* rank_lex_err at (line, col), the message's arguments in ap. */
+int rank_lex_verr(const struct rank_lexer *lx, int line, int col, struct strata_error *err, int code,
+                  const char *fmt, va_list ap);
+
+/* Parse a type at the lexer ("double", "tensor<float>(x[3])"); errors carry
+ * positions.  STRATA_PARSE, STRATA_TYPE (unknown cell type, bad or duplicate
+ * dimension), STRATA_NOT_IMPLEMENTED (mapped or indexed-unbound dimensions),
+ * STRATA_NOMEM.  t is cleared on failure. */
+int rank_type_lex(struct rank_lexer *lx, struct rank_type *t, struct strata_error *err);
+/* dst becomes a copy of src with its own dimension names.  Returns 0 or
+ * STRATA_NOMEM (unreported: dst is cleared). */
+int rank_type_copy(struct rank_type *dst, const struct rank_type *src);
+
+/* parser.c: the state parse.c and expr.c share, and their common helpers.
+ * Every rank_parser_* error function formats "file:line:col: message" onto
+ * p->err and returns code (STRATA_NOMEM, STRATA_LIMIT for the fixed ones;
+ * an allocation failure reads "out of memory: parsing file:line:col"). */
+#define RANK_PARSE_MAX_DEPTH 200 /* nesting of expressions and of value lists */
+
+struct rank_parser {
+	struct rank_lexer *lx;
+	struct strata_error *err;
+	struct rank_sd *sd; /* NULL when parsing a lone expression */
+	int depth;          /* see rank_parser_enter */
+};
+
+/* An error at token t, or at (line, col). */
+int rank_parser_fail(struct rank_parser *p, const struct rank_tok *t, int code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+int rank_parser_fail_at(struct rank_parser *p, int line, int col, int code, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+/* STRATA_NOMEM at the lexer's position, through base_nomem. */
+int rank_parser_nomem(struct rank_parser *p);
+/* rank_vec_push with its failures reported (STRATA_NOMEM, STRATA_LIMIT). */
+int rank_parser_push(struct rank_parser *p, void *arrp, int *n, size_t elem);
+/* t quoted for a message (rank_tok_show); the text stays valid until the
+ * second call after this one in the same thread. */
+const char *rank_tok_quote(const struct rank_tok *t);
+/* A copy of t's text (base_strfree); NULL, with STRATA_NOMEM reported, when
+ * memory runs out. */
+char *rank_parser_tokdup(struct rank_parser *p, const struct rank_tok *t);
+/* The position of t in the file being parsed. */
+struct rank_pos rank_parser_pos(const struct rank_parser *p, const struct rank_tok *t);
+/* Take the next token (in mode) into t; STRATA_PARSE "expected <what>" unless
+ * it is a name. */
+int rank_parser_expect_name(struct rank_parser *p, int mode, struct rank_tok *t, const char *what);
+/* One level deeper (at token t); STRATA_LIMIT past RANK_PARSE_MAX_DEPTH.  The
+ * caller decrements p->depth when it leaves the level. */
+int rank_parser_enter(struct rank_parser *p, const struct rank_tok *t);
+
+/* expr.c.  Parse one expression at the lexer (tokens in RANK_LEX_EXPR mode); stops
+ * before the first token that cannot continue it.  pos.file of every node
+ * is lx->file. */
+int rank_expr_lex(struct rank_lexer *lx, struct rank_ast **out, struct strata_error *err);
+/* A feature of a feature list: a name or call with its optional ".out". */
+int rank_feature_lex(struct rank_lexer *lx, struct rank_ast **out, struct strata_error *err);
+struct rank_ast *rank_ast_copy(const struct rank_ast *a); /* NULL on NULL or no memory */
+
+/* Arrays of the AST grow by powers of two; their capacity follows from the
+ * count alone (rank_vec_cap), so no capacity field is stored.  rank_vec_push
+ * appends one zeroed element.  Returns 0, STRATA_NOMEM, STRATA_LIMIT. */
+size_t rank_vec_cap(int n);
+int rank_vec_push(void *arrp, int *n, size_t elem);
+void rank_vec_free(void *arr, int n, size_t elem);
+
+/* Free what a declaration owns (not the struct itself, which is zeroed). */
+void rank_function_decl_clear(struct rank_function_decl *f);
+void rank_input_decl_clear(struct rank_input_decl *in);
+void rank_constant_decl_clear(struct rank_constant_decl *c);
+void rank_model_decl_clear(struct rank_model_decl *m);
+void rank_profile_decl_clear(struct rank_profile_decl *p);
+
+#endif
