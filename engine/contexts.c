@@ -43,7 +43,7 @@ int eng_models_init(struct eng_models *ms, const char *datadir, int deploy, int 
 	memset(ms, 0, sizeof *ms);
 	ms->deploy = deploy;
 	if (!(ms->dir = base_path_join(datadir, "contexts")))
-		return base_err(err, STRATA_NOMEM, "opening '%s'", datadir);
+		return base_nomem(err, "opening '%s'", datadir);
 	char gens[16];
 	snprintf(gens, sizeof gens, "%d", generations);
 	int rc = runtime_options_new(&ms->opts, err);
@@ -144,7 +144,7 @@ int eng_compile_model(const char *src, const struct eng_compile *c, char **conte
 		if (!p)
 			rc = base_err(err, STRATA_ERROR, "%s: the runtime wrote no context model", src);
 		else if (!(*context = base_strdup(p)))
-			rc = base_err(err, STRATA_NOMEM, "%s", src);
+			rc = base_nomem(err, "%s", src);
 	}
 	runtime_model_free(m);
 	return rc;
@@ -283,7 +283,7 @@ int eng_model_for(void *ud, const char *file, const char *path, struct rt_model 
 			base_strfree(p);
 			runtime_model_free(*out);
 			*out = NULL;
-			return base_err(err, STRATA_NOMEM, "model list");
+			return base_nomem(err, "model list");
 		}
 		ms->src[ms->n++] = (struct eng_model_src){ f, p };
 		return 0;
@@ -305,7 +305,7 @@ static int write_text(const char *path, const char *text, struct strata_error *e
 {
 	char *tmp = str_printf("%s.tmp", path);
 	if (!tmp)
-		return base_err(err, STRATA_NOMEM, "%s", path);
+		return base_nomem(err, "%s", path);
 	FILE *f = fopen(tmp, "w");
 	int e = f ? 0 : errno;
 	if (f) {
@@ -357,6 +357,8 @@ static void remove_unless(const char *dir, const char *file, const json_t *j)
 static int file_entry(const char *name, const char *path, json_t **out, struct strata_error *err)
 {
 	*out = file_json(name, path);
+	if (!*out && errno == ENOMEM)
+		return base_nomem(err, "the manifest entry of %s", path);
 	if (!*out)
 		return base_err(err, errno, "%s: %s", path, strerror(errno));
 	return 0;
@@ -374,7 +376,7 @@ int eng_models_compile(struct eng_models *ms, struct strata_error *err)
 	char *bin = NULL, *text = NULL;
 	int rc = 0;
 	if (!mpath || !ctx || !top || !list) {
-		rc = base_err(err, STRATA_NOMEM, "%s", ms->dir);
+		rc = base_nomem(err, "%s", ms->dir);
 		goto out;
 	}
 	old = manifest_read(ms->dir, 0);
@@ -398,7 +400,7 @@ int eng_models_compile(struct eng_models *ms, struct strata_error *err)
 		/* ctx[i] is set before the compile: a failed last model may have
 		 * written its context model before the binary failed. */
 		if (!(ctx[i] = str_printf("%s/%s%.*s_ctx.onnx", ms->dir, prefix, n, stem))) {
-			rc = base_err(err, STRATA_NOMEM, "%s", s->path);
+			rc = base_nomem(err, "%s", s->path);
 			goto out;
 		}
 		json_t *sj, *cj;
@@ -416,14 +418,14 @@ int eng_models_compile(struct eng_models *ms, struct strata_error *err)
 		}
 		if (!(e = json_pack("{s:o, s:o}", "source", sj, "context", cj)) ||
 		    json_array_append_new(list, e)) {
-			rc = base_err(err, STRATA_NOMEM, "%s", mpath);
+			rc = base_nomem(err, "%s", mpath);
 			goto out;
 		}
 	}
 	e = json_null();
 	if (ms->n) {
 		if (!(bin = eng_context_binary(ctx[0], ms->src[0].path))) {
-			rc = base_err(err, STRATA_NOMEM, "%s", ms->dir);
+			rc = base_nomem(err, "%s", ms->dir);
 			goto out;
 		}
 		if ((rc = file_entry(strrchr(bin, '/') + 1, bin, &e, err)) != 0)
@@ -431,7 +433,7 @@ int eng_models_compile(struct eng_models *ms, struct strata_error *err)
 	}
 	if (json_object_set_new(top, "binary", e) || json_object_set(top, "models", list) ||
 	    !(text = eng_json_dump(top, 1))) {
-		rc = base_err(err, STRATA_NOMEM, "%s", mpath);
+		rc = base_nomem(err, "%s", mpath);
 		goto out;
 	}
 	rc = write_text(mpath, text, err);

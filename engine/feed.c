@@ -93,7 +93,7 @@ static int field_value(struct eng_doctype *dt, int fi, const json_t *j, struct s
 		size_t n = eng_ttype_cells(&t);
 		void *cells = base_arena_alloc(a, n * base_dtype_size(f->cell) + 1, 64);
 		if (!cells)
-			return base_err(err, STRATA_NOMEM, "%s: %zu cells", what, n);
+			return base_nomem(err, "%s: %zu cells", what, n);
 		int rc = eng_tensor_from_json(j, &t, 0, cells, what, err);
 		if (rc)
 			return rc;
@@ -206,7 +206,7 @@ static int apply_op(struct strata *db, struct store_txn *w, const json_t *op,
 		return base_err(err, STRATA_INVALID_ARGUMENT, "an update needs \"fields\"");
 	struct store_value *vals = base_arena_alloc(a, (size_t)(dt->nfields + 1) * sizeof *vals, 8);
 	if (!vals)
-		return base_err(err, STRATA_NOMEM, "document '%s'", id);
+		return base_nomem(err, "document '%s'", id);
 	memset(vals, 0, (size_t)(dt->nfields + 1) * sizeof *vals);
 	if (fields && (rc = fields_values(dt, fields, kind == OP_UPDATE, vals, a, err)) != 0)
 		return base_err_prefix(err, rc, "document '%s'", id);
@@ -461,7 +461,8 @@ static int read_stdin(char **out, size_t *n, size_t *cap, struct strata_error *e
 			if (rc) {
 				if (buf)
 					base_free(buf, c);
-				return base_err(err, rc, "standard input is too large");
+				return rc == STRATA_NOMEM ? base_nomem(err, "standard input")
+				                          : base_err(err, rc, "standard input is too large");
 			}
 		}
 		ssize_t r = read(0, buf + len, c - len - 1);
@@ -567,7 +568,7 @@ int strata_get_json(struct strata *db, const char *id, char **doc, struct strata
 	}
 	vals = base_calloc(1, vsize);
 	if (!vals) {
-		rc = base_err(err, STRATA_NOMEM, "document '%s'", id);
+		rc = base_nomem(err, "document '%s'", id);
 		goto out;
 	}
 	rc = store_get(r, dt->store_id, lid, vals, err);
@@ -576,21 +577,21 @@ int strata_get_json(struct strata *db, const char *id, char **doc, struct strata
 	root = json_object();
 	fields = json_object();
 	if (!root || !fields || json_object_set_new(root, "id", json_string(id))) {
-		rc = base_err(err, STRATA_NOMEM, "document '%s'", id);
+		rc = base_nomem(err, "document '%s'", id);
 		goto out;
 	}
 	for (int i = 0; i < dt->nfields; i++) {
 		const struct rank_field *rf = rank_schema_field(dt->schema, i);
 		json_t *v = eng_value_json(&dt->fields[i], rf->dim_names, &vals[i]);
 		if (v && json_object_set_new(fields, rf->name, v)) {
-			rc = base_err(err, STRATA_NOMEM, "document '%s'", id);
+			rc = base_nomem(err, "document '%s'", id);
 			goto out;
 		}
 	}
 	json_object_set(root, "fields", fields);
 	*doc = eng_json_dump(root, 0);
 	if (!*doc)
-		rc = base_err(err, STRATA_NOMEM, "document '%s'", id);
+		rc = base_nomem(err, "document '%s'", id);
 out:
 	json_decref(fields);
 	json_decref(root);

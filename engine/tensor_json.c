@@ -307,7 +307,7 @@ static int put_literal_cells(const char *p, const struct eng_ttype *t, void *cel
 			flat = flat * (size_t)t->dims[d] + (size_t)idx[d];
 		json_t *num = json_real(v);
 		if (!num)
-			return base_err(err, STRATA_NOMEM, "%s", what);
+			return base_nomem(err, "%s", what);
 		int rc = put_cell(num, t, cells, flat, what, err);
 		json_decref(num);
 		if (rc)

@@ -97,7 +97,7 @@ static int copy_aside(struct store_txn *txn, const uint8_t **old, size_t n,
 	if (n > txn->buf_cap) {
 		uint8_t *b = base_alloc(n);
 		if (!b)
-			return base_err(err, STRATA_NOMEM, "a column block of %zu bytes", n);
+			return base_nomem(err, "a column block of %zu bytes", n);
 		base_free(txn->buf, txn->buf_cap);
 		txn->buf = b;
 		txn->buf_cap = n;

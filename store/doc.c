@@ -186,7 +186,7 @@ static int buf_reserve(struct store_txn *w, size_t n, struct strata_error *err)
 		cap *= 2;
 	uint8_t *b = base_alloc(cap);
 	if (!b)
-		return base_err(err, STRATA_NOMEM, "a document of %zu bytes", n);
+		return base_nomem(err, "a document of %zu bytes", n);
 	base_free(w->buf, w->buf_cap);
 	w->buf = b;
 	w->buf_cap = cap;
@@ -666,7 +666,7 @@ int store_get(struct store_txn *txn, int doctype, uint32_t lid, struct store_val
 			out->cells = aligned_cells(txn, f, e.payload);
 			if (!out->cells) {
 				memset(values, 0, (size_t)dt->nuser * sizeof *values);
-				return base_err(err, STRATA_NOMEM, "field '%s'", f->name);
+				return base_nomem(err, "field '%s'", f->name);
 			}
 			break;
 		default:
