@@ -205,10 +205,18 @@ static int parse_opts(struct opts *o, int argc, char **argv, const char *allowed
 	return 0;
 }
 
+/* The library's messages, one "strata: MSG" line each on stderr. */
+static void cli_log(void *ud, int level, const char *msg)
+{
+	(void)ud;
+	(void)level; /* only warnings today */
+	fprintf(stderr, "strata: %s\n", msg);
+}
+
 static int open_app(const struct opts *o, int deploy, struct strata **db)
 {
 	struct strata_error err = { 0 };
-	struct strata_options so = { .data_dir = o->data };
+	struct strata_options so = { .data_dir = o->data, .log = cli_log };
 	int rc = eng_open(o->pos[0], &so, deploy, db, &err);
 	if (rc)
 		return eng_cli_fail("%s", err.msg[0] ? err.msg : strata_strerror(rc));

@@ -115,7 +115,9 @@ int eng_open(const char *app, const struct strata_options *opts, int deploy, str
 		rc = base_nomem(err, "opening '%s'", app);
 		goto fail;
 	}
-	if ((rc = eng_models_init(&ms, db->datadir, deploy, gens, err)) != 0)
+	strata_log_fn *log = opts ? opts->log : NULL;
+	if ((rc = eng_models_init(&ms, db->datadir, deploy, gens, log, opts ? opts->log_ud : NULL,
+	                          err)) != 0)
 		goto fail;
 	struct rank_loader loader = { eng_model_for, &ms };
 	rc = rank_app_load_with(app, &loader, &db->app, err);

@@ -58,7 +58,7 @@ struct strata {
  * records them in DATA/contexts/manifest.json (what `strata deploy` does).
  * Every open loads a model from its context while the manifest says that
  * the source and the context are still the files deploy saw, and compiles
- * the source otherwise, saying why on stderr. */
+ * the source otherwise, saying why through opts->log. */
 int eng_open(const char *app, const struct strata_options *opts, int deploy, struct strata **out,
              struct strata_error *err);
 
@@ -77,21 +77,24 @@ struct eng_models {
 	int deploy;                /* 1: load the sources, remember them for eng_models_compile() */
 	struct rt_options *opts;   /* the session options of every load */
 	json_t *manifest;          /* NULL when there is none */
+	strata_log_fn *log;        /* where notices go (NULL: nowhere), with log_ud */
+	void *log_ud;
 	size_t n, cap;
 	struct eng_model_src *src;     /* deploy: the models loaded, in order */
 };
 
 /* Set ms up for opening an application whose data folder is datadir
  * (contexts in datadir/contexts); deploy: 1 when `strata deploy` opens it;
- * generations: the models' session.buffer_pool_generations (0 to 1024).
+ * generations: the models' session.buffer_pool_generations (0 to 1024);
+ * log, log_ud: where notices go (strata_options.log; NULL: nowhere).
  * Returns 0, STRATA_INVALID_ARGUMENT (generations) or STRATA_NOMEM. */
 int eng_models_init(struct eng_models *ms, const char *datadir, int deploy, int generations,
-                    struct strata_error *err);
+                    strata_log_fn *log, void *log_ud, struct strata_error *err);
 void eng_models_release(struct eng_models *ms);
 /* The rank loader's callback (struct rank_loader): the model the schema
  * names file (path: joined to the application folder), from its context
- * while that is fresh, else compiled from the source (one notice on
- * stderr when a context exists but cannot be used). */
+ * while that is fresh, else compiled from the source (one notice through
+ * ms->log when a context exists but cannot be used). */
 int eng_model_for(void *ud, const char *file, const char *path, struct rt_model **out,
                   struct strata_error *err);
 /* Deploy: compile every model eng_model_for loaded into ms->dir (one shared

@@ -82,6 +82,22 @@ const char *strata_strerror(int code);
 
 struct strata; /* an open application */
 
+/* How much a message of the log callback matters. */
+enum strata_log_level {
+	STRATA_LOG_WARNING = 1, /* something was worked around, and the caller may want to act:
+	                           a stale or damaged compiled context was passed over and the
+	                           model compiled from its source */
+};
+
+/* The library never prints.  What it has to say beside its results and
+ * errors goes to this callback, given in struct strata_options: level is an
+ * enum strata_log_level, msg one line of text without a newline (it names
+ * the file concerned first, "path: why"), valid during the call only.  It
+ * runs on the thread of the library call that has something to say, so
+ * when several threads use one handle it must be safe to call from them
+ * at once.  Today only strata_open() logs, while it loads the models. */
+typedef void strata_log_fn(void *ud, int level, const char *msg);
+
 struct strata_options {
 	const char *data_dir; /* where the store lives; NULL: APP/.strata */
 	int read_only;        /* 1: no feeding; the store must exist */
@@ -96,6 +112,11 @@ struct strata_options {
 	 * default, 1; -1: none (every query allocates its state and frees it);
 	 * at most 1024. */
 	int pool_generations;
+	/* Where messages go (see strata_log_fn) with log_ud; NULL: nowhere,
+	 * the library says nothing.  The strata CLI prints them on stderr as
+	 * "strata: MSG". */
+	strata_log_fn *log;
+	void *log_ud;
 };
 
 /* Deploy and open the application in folder app.  opts may be NULL.
