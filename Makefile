@@ -47,7 +47,7 @@ STORE_SRC   := store/env.c store/doc.c store/attr.c
 RANK_SRC    := rank/lex.c rank/parser.c rank/expr.c rank/parse.c rank/schema.c rank/type.c rank/compile.c rank/vm.c \
                rank/tensor.c rank/model.c rank/app.c
 ENGINE_SRC  := engine/db.c engine/contexts.c engine/feed.c engine/tensor_json.c engine/yql.c engine/query.c \
-               engine/result.c
+               engine/result.c engine/json_alloc.c
 CLI_SRC     := engine/cli.c engine/cli_run.c
 GEN_SRC     := $(BUILD)/gen/onnx.pb-c.c
 

@@ -218,10 +218,21 @@ static json_t *manifest_read(const struct eng_models *ms, int complain)
 	json_t *j = NULL;
 	struct stat st;
 	if (stat(path, &st) == 0) {
-		json_error_t je;
-		j = json_load_file(path, 0, &je);
+		struct strata_error e = { 0 };
+		json_error_t je = { 0 };
+		char *text;
+		size_t n;
+		int oom = 0;
+		if (base_read_file(path, &text, &n, &e) == 0) {
+			j = eng_json_parse(text, n, 0, &je, &oom);
+			base_free(text, n + 1);
+			if (!j && !oom)
+				base_err(&e, STRATA_PARSE, "%s: %s", path, je.text);
+		}
+		if (!j && oom)
+			base_nomem(&e, "%s", path);
 		if (!j && complain)
-			warn(ms, "%s: %s; the models are compiled from their sources", path, je.text);
+			warn(ms, "%s; the models are compiled from their sources", e.msg);
 		if (j && !json_is_array(json_object_get(j, "models"))) {
 			if (complain)
 				warn(ms, "%s: no \"models\" list; the models are compiled from their "
@@ -374,6 +385,8 @@ static void remove_unless(const char *dir, const char *file, const json_t *j)
 static int file_entry(const char *name, const char *path, json_t **out, struct strata_error *err)
 {
 	*out = file_json(name, path);
+	if (!*out && errno == ENOMEM)
+		return base_nomem(err, "the manifest entry of %s", path);
 	if (!*out)
 		return base_err(err, errno, "%s: %s", path, strerror(errno));
 	return 0;

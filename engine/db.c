@@ -91,6 +91,7 @@ int eng_open(const char *app, const struct strata_options *opts, int deploy, str
              struct strata_error *err)
 {
 	*out = NULL;
+	eng_json_init();
 	if (!app || !*app)
 		return base_err(err, STRATA_INVALID_ARGUMENT, "no application folder given");
 	/* strata.h's pool_generations: 0 is the default, -1 none. */

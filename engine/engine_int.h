@@ -15,6 +15,7 @@
  *   query.c        a search request: match, phases, hit order, summaries
  *   result.c       JSON output: the result tree, documents, a JSON printer
  *                  that writes numbers in their shortest exact form
+ *   json_alloc.c   jansson's allocations through base_alloc
  */
 #ifndef ENGINE_INT_H
 #define ENGINE_INT_H
@@ -129,6 +130,18 @@ int eng_docid_parse(struct strata *db, const char *id, struct eng_doctype **dt,
                     struct strata_error *err);
 struct eng_doctype *eng_doctype_find(struct strata *db, const char *name);
 
+/* ---- json_alloc.c: jansson's memory ------------------------------------------- */
+
+/* Route jansson's allocations through base_alloc/base_free (once per
+ * process; any thread may call it any number of times).  It runs by itself
+ * when the program starts; strata_open() calls it too. */
+void eng_json_init(void);
+/* Parse the len bytes at text (jansson's flags).  Returns the value, or
+ * NULL with *oom = 1 when an allocation failed on the way (even one jansson
+ * shrugged off: the value could be wrong), or NULL with *oom = 0 and the
+ * reason in je when the text is not JSON. */
+json_t *eng_json_parse(const char *text, size_t len, size_t flags, json_error_t *je, int *oom);
+
 /* ---- tensor_json.c ------------------------------------------------------------ */
 
 /* A dense tensor type: cell type and named dimensions. */
@@ -166,8 +179,9 @@ json_t *eng_json_number(int cell, double v);
  * failure. */
 char *eng_json_dump(const json_t *j, int pretty);
 
-/* The JSON of one stored field value (NULL when it is not set).  dim_names
- * name a tensor's dimensions (may be NULL). */
+/* The JSON of one stored field value, which must be set (v->set).
+ * dim_names name a tensor's dimensions (may be NULL).  NULL on allocation
+ * failure (or a tensor value whose cells are missing). */
 json_t *eng_value_json(const struct store_field *f, const char *const *dim_names,
                        const struct store_value *v);
 

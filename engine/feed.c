@@ -239,7 +239,10 @@ int strata_feed_json(struct strata *db, const char *text, struct strata_error *e
 	if (rc)
 		return rc;
 	json_error_t je;
-	json_t *op = json_loads(text, 0, &je);
+	int oom;
+	json_t *op = eng_json_parse(text, strlen(text), 0, &je, &oom);
+	if (oom)
+		return base_nomem(err, "document operation");
 	if (!op)
 		return base_err(err, STRATA_PARSE, "invalid JSON at line %d, column %d: %s", je.line,
 		                je.column, je.text);
@@ -319,15 +322,17 @@ static void feed_one(struct feeder *f, const char *text, size_t len, long line)
 {
 	struct strata_error e = { 0 };
 	json_error_t je;
-	json_t *op = json_loadb(text, len, 0, &je);
+	int oom;
+	json_t *op = eng_json_parse(text, len, 0, &je, &oom);
 	if (!op) {
-		char msg[STRATA_ERRMSG_MAX];
-		if (je.line > 1)
-			snprintf(msg, sizeof msg, "invalid JSON at line %ld, column %d: %s",
+		if (oom)
+			base_nomem(&e, "the operation");
+		else if (je.line > 1)
+			base_err(&e, STRATA_PARSE, "invalid JSON at line %ld, column %d: %s",
 			         line + je.line - 1, je.column, je.text);
 		else
-			snprintf(msg, sizeof msg, "invalid JSON at column %d: %s", je.column, je.text);
-		report(f, line, STRATA_PARSE, msg);
+			base_err(&e, STRATA_PARSE, "invalid JSON at column %d: %s", je.column, je.text);
+		report(f, line, e.code, e.msg);
 		f->st.failed++;
 		return;
 	}
@@ -582,15 +587,16 @@ int strata_get_json(struct strata *db, const char *id, char **doc, struct strata
 	}
 	for (int i = 0; i < dt->nfields; i++) {
 		const struct rank_field *rf = rank_schema_field(dt->schema, i);
-		json_t *v = eng_value_json(&dt->fields[i], rf->dim_names, &vals[i]);
-		if (v && json_object_set_new(fields, rf->name, v)) {
+		/* jansson refuses a NULL value: a value that could not be made
+		 * fails the set. */
+		if (vals[i].set &&
+		    json_object_set_new(fields, rf->name,
+		                        eng_value_json(&dt->fields[i], rf->dim_names, &vals[i]))) {
 			rc = base_nomem(err, "document '%s'", id);
 			goto out;
 		}
 	}
-	json_object_set(root, "fields", fields);
-	*doc = eng_json_dump(root, 0);
-	if (!*doc)
+	if (json_object_set(root, "fields", fields) || !(*doc = eng_json_dump(root, 0)))
 		rc = base_nomem(err, "document '%s'", id);
 out:
 	json_decref(fields);

@@ -721,8 +721,9 @@ static int summary(struct qstate *qs, const struct hit *h, json_t **out)
 		}
 		if (!want)
 			continue;
-		json_t *v = eng_value_json(&dt->fields[i], rf->dim_names, &qs->vals[i]);
-		if (v && json_object_set_new(fields, rf->name, v))
+		if (qs->vals[i].set &&
+		    json_object_set_new(fields, rf->name,
+		                        eng_value_json(&dt->fields[i], rf->dim_names, &qs->vals[i])))
 			goto nomem;
 	}
 	if ((rc = add_features(qs, h, fields, RANK_MATCH_FEATURES, "matchfeatures")) != 0 ||
@@ -938,7 +939,10 @@ int strata_query_json(struct strata *db, const char *request, char **result,
 	if (!request)
 		return base_err(err, STRATA_INVALID_ARGUMENT, "no request given");
 	json_error_t je;
-	json_t *req = json_loads(request, 0, &je);
+	int oom;
+	json_t *req = eng_json_parse(request, strlen(request), 0, &je, &oom);
+	if (oom)
+		return base_nomem(err, "request");
 	if (!req)
 		return base_err(err, STRATA_PARSE, "request: invalid JSON at line %d, column %d: %s",
 		                je.line, je.column, je.text);

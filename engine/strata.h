@@ -31,6 +31,12 @@
  * Threads: one struct strata may be used by many query threads at once and by
  * one feeding thread; strata_close() must not race with any other call.
  *
+ * Memory: the library allocates through one allocator of its own, which
+ * counts what it holds; it routes jansson's allocations there too
+ * (json_set_alloc_funcs), from the start of the program on.  A program that
+ * uses jansson itself shares that allocator for its own JSON values, and must
+ * not set jansson's allocator.
+ *
  * Errors: every fallible call returns 0 on success, a negative STRATA_* code
  * below, or a positive errno value passed through from the system.  When a
  * struct strata_error is given it receives the code and a message; messages

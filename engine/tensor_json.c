@@ -340,7 +340,10 @@ static int put_literal(const char *s, const struct eng_ttype *t, void *cells, co
 	if (*p == '{')
 		return put_literal_cells(p, t, cells, what, err);
 	json_error_t je;
-	json_t *j = json_loads(p, JSON_DECODE_ANY, &je);
+	int oom;
+	json_t *j = eng_json_parse(p, strlen(p), JSON_DECODE_ANY, &je, &oom);
+	if (oom)
+		return base_nomem(err, "%s", what);
 	if (!j)
 		return base_err(err, STRATA_INVALID_ARGUMENT,
 		                "%s: malformed tensor literal '%.40s': %s", what, s, je.text);
