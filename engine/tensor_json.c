@@ -460,8 +460,14 @@ json_t *eng_tensor_to_json(const struct eng_ttype *t, const void *cells)
 		json_decref(v);
 		return NULL;
 	}
-	if (json_object_set_new(o, "type", json_string(eng_ttype_str(t, tb, sizeof tb))) ||
-	    json_object_set_new(o, "values", v)) {
+	/* "type" first, as Vespa writes it; the values are o's from the
+	 * second set on, even when that fails. */
+	if (json_object_set_new(o, "type", json_string(eng_ttype_str(t, tb, sizeof tb)))) {
+		json_decref(v);
+		json_decref(o);
+		return NULL;
+	}
+	if (json_object_set_new(o, "values", v)) {
 		json_decref(o);
 		return NULL;
 	}
