@@ -303,6 +303,10 @@ static void batch_lost(struct feeder *f, const struct strata_error *e)
 
 static void commit_batch(struct feeder *f)
 {
+	/* What the open batch applied is part of the ok count, and nothing
+	 * is pending without a transaction. */
+	BASE_DEBUG_ASSERT(f->batch_ok >= 0 && f->batch_ok <= f->st.ok);
+	BASE_DEBUG_ASSERT(f->w || f->batch_ok == 0);
 	if (!f->w)
 		return;
 	struct strata_error e = { 0 };
@@ -351,6 +355,7 @@ static void feed_one(struct feeder *f, const char *text, size_t len, long line)
 	json_decref(op);
 	f->batch_last = line;
 	if (rc == 0) {
+		BASE_DEBUG_ASSERT(f->w);
 		f->st.ok++;
 		f->batch_ok++;
 		f->batch_bytes += len;
@@ -532,6 +537,8 @@ int strata_feed_file_progress(struct strata *db, const char *path,
 		else
 			commit_batch(&f);
 	}
+	/* Every batch ended: the ok count is exactly what was committed. */
+	BASE_DEBUG_ASSERT(!f.w && f.batch_ok == 0);
 	base_arena_free(&f.arena);
 	base_free(text, cap);
 	f.st.seconds = base_now() - t0;

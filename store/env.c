@@ -10,7 +10,10 @@
  * applied operation can never be committed.
  *
  * Invariants: env->types[] only grows, and only before transactions begin;
- * a doctype's stored field list is append-only across the store's life.
+ * a doctype's stored field list is append-only across the store's life;
+ * the caller's field list and the stored one map to each other (checked in
+ * debug builds after each store_doctype_add); only a write transaction
+ * fails.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -53,6 +56,9 @@ int store_txn_check(struct store_txn *txn, int write, int doctype, struct strata
 {
 	if (!txn)
 		return base_err(err, STRATA_INVALID_ARGUMENT, "no transaction");
+	/* Only writes fail a transaction; types are added, never removed. */
+	BASE_DEBUG_ASSERT(!txn->failed || txn->write);
+	BASE_DEBUG_ASSERT(txn->ntypes <= txn->env->ntypes);
 	if (txn->failed)
 		return base_err(err, STRATA_TXN_FAILED,
 		                "the transaction failed earlier and must be aborted");
@@ -400,6 +406,28 @@ static int merge_fields(struct doctype *dt, const struct store_doctype *udt, uns
 	return 0;
 }
 
+#ifdef STRATA_DEBUG
+/* The two field lists of dt agree: every caller field maps to a stored
+ * field that maps back to it, and no other stored field claims a caller
+ * field.  Debug builds check it after each merge. */
+static int fields_consistent(const struct doctype *dt)
+{
+	if (dt->nstored > dt->stored_cap)
+		return 0;
+	for (int u = 0; u < dt->nuser; u++) {
+		int sf = dt->ufield[u];
+		if (sf < 0 || sf >= dt->nstored || dt->stored[sf].user != u)
+			return 0;
+	}
+	for (int sf = 0; sf < dt->nstored; sf++) {
+		int u = dt->stored[sf].user;
+		if (u >= dt->nuser || (u >= 0 && dt->ufield[u] != sf))
+			return 0;
+	}
+	return 1;
+}
+#endif
+
 /* ---- the environment -------------------------------------------------------- */
 
 /* mkdir -p */
@@ -610,6 +638,7 @@ int store_doctype_add(struct store_env *env, const struct store_doctype *udt, in
 	}
 	if ((rc = merge_fields(dt, udt, env->psize, &changed, err)) != 0)
 		goto out;
+	BASE_DEBUG_ASSERT(fields_consistent(dt));
 	if (changed) {
 		size_t n = layout_size(dt);
 		v.mv_size = n;
