@@ -13,10 +13,14 @@
  * operation is reported and skipped without touching the transaction (the
  * store guarantees that INVALID_ARGUMENT and NOT_FOUND leave it usable); any
  * other store failure loses the current batch only, which is reported and
- * counted as failed, so the ok count is exactly what was committed.
+ * counted as failed, so the ok count is exactly what was committed, and the
+ * progress callback, called after each commit, tells the caller what is
+ * durable.  Standard input is fed as it arrives, a batch also ending when
+ * the feed is about to wait for input.
  */
 #include <errno.h>
 #include <math.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -25,7 +29,8 @@
 
 #define BATCH_OPS 1000
 #define BATCH_BYTES ((size_t)16 << 20)
-#define STDIN_MAX ((size_t)1 << 34)
+#define STDIN_MAX ((size_t)1 << 34)  /* the longest line, or JSON array, on standard input */
+#define STDIN_CHUNK ((size_t)1 << 16)
 
 /* ---- one field value -------------------------------------------------------------- */
 
@@ -325,6 +330,7 @@ static void commit_batch(struct feeder *f)
 static void feed_one(struct feeder *f, const char *text, size_t len, long line)
 {
 	struct strata_error e = { 0 };
+	f->st.last_line = line;
 	json_error_t je;
 	int oom;
 	json_t *op = eng_json_parse(text, len, 0, &je, &oom);
@@ -384,18 +390,23 @@ static int blank(const char *s, size_t n)
 	return 1;
 }
 
-static void feed_lines(struct feeder *f, const char *s, size_t n)
+/* Feed the lines of s[0..n), the first of them line *line (advanced past
+ * those fed).  last = 0: a last line without its newline may be cut, and
+ * is left for later.  Returns how many bytes were fed. */
+static size_t feed_lines(struct feeder *f, const char *s, size_t n, long *line, int last)
 {
-	long line = 1;
 	size_t i = 0;
 	while (i < n && !f->fatal) {
 		const char *nl = memchr(s + i, '\n', n - i);
+		if (!nl && !last)
+			break;
 		size_t end = nl ? (size_t)(nl - s) : n;
 		if (!blank(s + i, end - i))
-			feed_one(f, s + i, end - i, line);
-		line++;
+			feed_one(f, s + i, end - i, *line);
+		(*line)++;
 		i = end + 1;
 	}
+	return i < n ? i : n;
 }
 
 /* One JSON array of operations: find each element's span (tracking strings
@@ -461,37 +472,84 @@ static int feed_array(struct feeder *f, const char *s, size_t n, size_t i, long 
 	return 0;
 }
 
-static int read_stdin(char **out, size_t *n, size_t *cap, struct strata_error *err)
+static int is_space(char c)
+{
+	return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
+
+/* A whole text: JSON Lines, or one JSON array. */
+static int feed_text(struct feeder *f, const char *s, size_t n, struct strata_error *err)
+{
+	size_t i = 0;
+	long line = 1;
+	while (i < n && is_space(s[i]))
+		if (s[i++] == '\n')
+			line++;
+	if (i < n && s[i] == '[')
+		return feed_array(f, s, n, i, line, err);
+	line = 1;
+	feed_lines(f, s, n, &line, 1);
+	return 0;
+}
+
+/* Whether a read of fd would return without waiting (an error: read and
+ * see). */
+static int input_ready(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	return poll(&p, 1, 0) != 0;
+}
+
+/* Standard input.  JSON Lines are fed as they arrive, and before the
+ * feed waits for more input it commits what it has read, so that what a
+ * producer has sent is written (and reported so) while it is still at
+ * work.  A JSON array is read whole, then fed. */
+static int feed_stdin(struct feeder *f, struct strata_error *err)
 {
 	char *buf = NULL;
-	size_t len = 0, c = 0;
-	for (;;) {
-		if (len + 65536 + 1 > c) {
-			int rc = base_grow((void **)&buf, &c, len + 65536 + 1, 1, STDIN_MAX);
-			if (rc) {
-				if (buf)
-					base_free(buf, c);
-				return rc == STRATA_NOMEM ? base_nomem(err, "standard input")
-				                          : base_err(err, rc, "standard input is too large");
-			}
+	size_t cap = 0, len = 0;
+	long line = 1;
+	int array = -1; /* not known until a byte that is not white space */
+	int rc = 0;
+	while (!f->fatal) {
+		if (array == 0 && !input_ready(0))
+			commit_batch(f);
+		if (len + STDIN_CHUNK + 1 > cap &&
+		    (rc = base_grow((void **)&buf, &cap, len + STDIN_CHUNK + 1, 1, STDIN_MAX)) != 0) {
+			rc = rc == STRATA_NOMEM ? base_nomem(err, "standard input")
+			                        : base_err(err, rc, "standard input: a %s of more "
+			                                   "than %zu bytes", array == 1 ? "JSON array"
+			                                   : "line", STDIN_MAX);
+			break;
 		}
-		ssize_t r = read(0, buf + len, c - len - 1);
+		ssize_t r = read(0, buf + len, cap - len - 1);
+		if (r < 0 && errno == EINTR)
+			continue;
 		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			int e = errno;
-			base_free(buf, c);
-			return base_err(err, e, "reading standard input: %s", strerror(e));
+			rc = base_err(err, errno, "reading standard input: %s", strerror(errno));
+			break;
 		}
 		if (r == 0)
 			break;
+		for (size_t i = len; array < 0 && i < len + (size_t)r; i++)
+			if (!is_space(buf[i]))
+				array = buf[i] == '[';
 		len += (size_t)r;
+		if (array == 0) {
+			size_t used = feed_lines(f, buf, len, &line, 0);
+			memmove(buf, buf + used, len - used);
+			len -= used;
+		}
 	}
-	buf[len] = 0;
-	*out = buf;
-	*n = len;
-	*cap = c;
-	return 0;
+	if (!rc && !f->fatal && array == 1) {
+		buf[len] = 0;
+		rc = feed_text(f, buf, len, err);
+	} else if (!rc && !f->fatal && len) {
+		feed_lines(f, buf, len, &line, 1);
+	}
+	if (buf)
+		base_free(buf, cap);
+	return rc;
 }
 
 int strata_feed_file(struct strata *db, const char *path, strata_feed_report_fn *report_fn,
@@ -511,26 +569,15 @@ int strata_feed_file_progress(struct strata *db, const char *path,
 	if (rc)
 		return rc;
 	double t0 = base_now();
-	char *text;
-	size_t n = 0, cap = 0;
+	char *text = NULL;
+	size_t n = 0;
 	int from_stdin = !path || !strcmp(path, "-");
-	rc = from_stdin ? read_stdin(&text, &n, &cap, err) : base_read_file(path, &text, &n, err);
-	if (rc)
+	if (!from_stdin && (rc = base_read_file(path, &text, &n, err)) != 0)
 		return rc;
-	if (!from_stdin)
-		cap = n + 1;
 	struct feeder f = { .db = db, .report = report_fn, .progress = progress, .ud = ud,
 	                    .t0 = t0 };
 	base_arena_init(&f.arena, 1 << 16);
-	size_t i = 0;
-	long line = 1;
-	while (i < n && (text[i] == ' ' || text[i] == '\t' || text[i] == '\r' || text[i] == '\n'))
-		if (text[i++] == '\n')
-			line++;
-	if (i < n && text[i] == '[')
-		rc = feed_array(&f, text, n, i, line, err);
-	else
-		feed_lines(&f, text, n);
+	rc = from_stdin ? feed_stdin(&f, err) : feed_text(&f, text, n, err);
 	if (f.w) {
 		if (f.fatal)
 			store_txn_abort(f.w), f.w = NULL;
@@ -540,7 +587,8 @@ int strata_feed_file_progress(struct strata *db, const char *path,
 	/* Every batch ended: the ok count is exactly what was committed. */
 	BASE_DEBUG_ASSERT(!f.w && f.batch_ok == 0);
 	base_arena_free(&f.arena);
-	base_free(text, cap);
+	if (text)
+		base_free(text, n + 1);
 	f.st.seconds = base_now() - t0;
 	if (stats)
 		*stats = f.st;

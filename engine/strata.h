@@ -148,9 +148,11 @@ int strata_feed_json(struct strata *db, const char *op, struct strata_error *err
 
 /* Statistics of a feed. */
 struct strata_feed_stats {
-	long ok;
-	long failed;
+	long ok;        /* operations written (committed) */
+	long failed;    /* operations that failed, each reported */
 	double seconds;
+	long last_line; /* the line where the last operation fed begins: it and
+	                   every one before it are written or reported failed */
 };
 
 /* Called for each operation that failed: line is its first line in the input
@@ -161,11 +163,18 @@ typedef void strata_feed_report_fn(void *ud, long line, int code, const char *ms
  * ("-" is standard input).  A bad operation is reported through report (may be
  * NULL) and skipped; the others are written in batched transactions.  Returns 0
  * when every operation went in, STRATA_INVALID_ARGUMENT when some failed (see
- * stats), or an error that stopped the feed (I/O, store).  stats may be NULL. */
+ * stats), or an error that stopped the feed (I/O, store).  stats may be NULL.
+ * An operation the store could not take (out of memory, a full store) loses
+ * the batch it was in: those operations are reported and counted as failed,
+ * so stats->ok is always what was committed.  JSON Lines on standard input
+ * are fed as they arrive, and what has been read is committed before the
+ * feed waits for more; a JSON array is read whole first. */
 int strata_feed_file(struct strata *db, const char *path, strata_feed_report_fn *report,
                      void *ud, struct strata_feed_stats *stats, struct strata_error *err);
 
-/* Called after each committed batch of a feed with the counts so far. */
+/* Called after each committed batch of a feed with the counts so far: st->ok
+ * documents are written and survive a crash from then on, and every
+ * operation up to the one on line st->last_line is settled. */
 typedef void strata_feed_progress_fn(void *ud, const struct strata_feed_stats *st);
 
 /* strata_feed_file() with a progress callback (may be NULL) that gets ud too. */
