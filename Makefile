@@ -6,6 +6,7 @@
 #   make deps       install the Debian packages Strata needs (apt-get, only when missing)
 #   make deps-test  the same, plus the packages only the tests need
 #   make unit       the cmocka unit tests          make e2e   the CLI end-to-end tests
+#   make crash      feeds killed mid-way keep what they reported written (part of e2e)
 #   make asan       the unit and end-to-end tests under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make check-peer compare the runtime with ONNX Runtime's outputs (needs ../shared/peer)
 #   make bench      time the runtime against ONNX Runtime on the generated models (bench/README.md);
@@ -65,7 +66,7 @@ TEST_LIB_OBJ := $(TEST_LIB_SRC:%.c=$(BUILD)/%.o)
 TOOLS_SRC  := tests/mkshop.c
 TOOLS      := $(BUILD)/tests/mkshop
 
-.PHONY: all test unit e2e avx2 asan tsan demo deps deps-test check check-peer peer bench install clean layers
+.PHONY: all test unit e2e crash avx2 asan tsan demo deps deps-test check check-peer peer bench install clean layers
 # Objects made by pattern chains (tests/test_x.o) are kept, not deleted as intermediates.
 .SECONDARY:
 all: $(LIB) $(CLI)
@@ -158,8 +159,16 @@ unit: $(TEST_BINS)
 layers: $(LIB)
 	sh tests/layers.sh $(BUILD)
 
+# e2e runs both scripts, the second even when the first fails.
 e2e: $(CLI) $(TOOLS)
-	STRATA=$(CLI) MKSHOP=$(BUILD)/tests/mkshop sh tests/e2e.sh
+	@status=0; \
+	STRATA=$(CLI) MKSHOP=$(BUILD)/tests/mkshop sh tests/e2e.sh || status=1; \
+	STRATA=$(CLI) MKSHOP=$(BUILD)/tests/mkshop sh tests/crash.sh || status=1; \
+	exit $$status
+
+# Feeds killed with SIGKILL keep what they reported written (tests/crash.sh).
+crash: $(CLI) $(TOOLS)
+	STRATA=$(CLI) MKSHOP=$(BUILD)/tests/mkshop sh tests/crash.sh
 
 # The AVX2 kernels, as an AVX2-only machine runs them: the same binaries
 # with the AVX-512 paths switched off (STRATA_CPU=avx2, read at first use).
