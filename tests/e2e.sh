@@ -546,6 +546,30 @@ if expect_ok "feed stdin" sh -c '"$1" feed "$2" - <"$3"' sh "$STRATA" "$APP" "$T
 	grep -Eq "fed 1 documents?, 0 failed" "$ERR" && ok || bad "feed stdin summary: $(cat "$ERR")"
 fi
 check "count after re-feed" "$(total)" "$NDOCS"
+# Standard input is read in pieces: a last line without its newline, a line
+# longer than a piece (a 100 000-byte title), and a JSON array, all whole.
+printf '%s' "$(cat "$T/doc3.jsonl")" >"$T/doc3-nonl.jsonl"
+if expect_ok "feed stdin without a last newline" sh -c '"$1" feed "$2" - <"$3"' sh "$STRATA" \
+	"$APP" "$T/doc3-nonl.jsonl"; then
+	check "feed stdin without a last newline: JSON" "$(jout '.written')" "1"
+fi
+long=$(awk 'BEGIN { for (i = 0; i < 10000; i++) printf "0123456789" }')
+printf '\n{"put": "%s", "fields": {"title": "%s"}}\n' "id:shop:product::900" "$long" >"$T/long.jsonl"
+if expect_ok "feed stdin long line" sh -c 'cat "$3" | "$1" feed "$2" -' sh "$STRATA" "$APP" \
+	"$T/long.jsonl"; then
+	check "feed stdin long line: line" "$(grep '^written ' "$ERR")" \
+		"written 1 documents, 0 failed, through line 2"
+	"$STRATA" get "$APP" id:shop:product::900 >"$OUT" 2>"$ERR"
+	check "feed stdin long line: title" "$(jout '.fields.title | length')" "100000"
+fi
+printf ' \n[%s,\n %s]\n' "$(cat "$T/doc3.jsonl")" \
+	'{"remove": "id:shop:product::900"}' >"$T/array-stdin.json"
+if expect_ok "feed stdin array" sh -c 'cat "$3" | "$1" feed "$2" -' sh "$STRATA" "$APP" \
+	"$T/array-stdin.json"; then
+	check "feed stdin array: line" "$(grep '^written ' "$ERR")" \
+		"written 2 documents, 0 failed, through line 3"
+fi
+check "count after stdin feeds" "$(total)" "$NDOCS"
 expect_fail "get malformed id" "id" "$STRATA" get "$APP" "not-a-document-id"
 
 # An update assigns one field and keeps the others: product 1 becomes the
