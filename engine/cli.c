@@ -6,7 +6,10 @@
  * options, calls one or two functions and prints.  Conventions: results
  * (JSON) and nothing else go to stdout; errors are one line "strata: ..." on
  * stderr with exit code 1; a usage error prints the command's usage on
- * stderr and exits 2; progress is drawn on stderr only when it is a terminal.
+ * stderr and exits 2; progress is drawn on stderr only when it is a
+ * terminal, except a feed's commits, one line each elsewhere (a program
+ * reads them to know what is durable).  The library's log messages go to
+ * stderr as "strata: ...".
  */
 #include <stdarg.h>
 #include <stdio.h>
