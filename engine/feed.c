@@ -382,10 +382,15 @@ static void feed_one(struct feeder *f, const char *text, size_t len, long line)
 		commit_batch(f);
 }
 
+static int is_space(char c)
+{
+	return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
+
 static int blank(const char *s, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
-		if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r' && s[i] != '\n')
+		if (!is_space(s[i]))
 			return 0;
 	return 1;
 }
@@ -417,7 +422,7 @@ static int feed_array(struct feeder *f, const char *s, size_t n, size_t i, long 
 {
 	i++; /* '[' */
 	for (;;) {
-		while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r' || s[i] == '\n'))
+		while (i < n && is_space(s[i]))
 			if (s[i++] == '\n')
 				line++;
 		if (i >= n)
@@ -472,11 +477,6 @@ static int feed_array(struct feeder *f, const char *s, size_t n, size_t i, long 
 	return 0;
 }
 
-static int is_space(char c)
-{
-	return c == ' ' || c == '\t' || c == '\r' || c == '\n';
-}
-
 /* A whole text: JSON Lines, or one JSON array. */
 static int feed_text(struct feeder *f, const char *s, size_t n, struct strata_error *err)
 {
@@ -526,7 +526,8 @@ static int feed_stdin(struct feeder *f, struct strata_error *err)
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0) {
-			rc = base_err(err, errno, "reading standard input: %s", strerror(errno));
+			int e = errno;
+			rc = base_err(err, e, "reading standard input: %s", strerror(e));
 			break;
 		}
 		if (r == 0)
