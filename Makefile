@@ -6,6 +6,7 @@
 #   make deps       install the Debian packages Strata needs (apt-get, only when missing)
 #   make deps-test  the same, plus the packages only the tests need
 #   make unit       the cmocka unit tests          make e2e   the CLI end-to-end tests
+#   make crash      feeds killed mid-way keep what they reported written (part of e2e)
 #   make asan       the unit and end-to-end tests under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make check-peer compare the runtime with ONNX Runtime's outputs (needs ../shared/peer)
 #   make bench      time the runtime against ONNX Runtime on the generated models (bench/README.md);
@@ -47,7 +48,7 @@ STORE_SRC   := store/env.c store/doc.c store/attr.c
 RANK_SRC    := rank/lex.c rank/parser.c rank/expr.c rank/parse.c rank/schema.c rank/type.c rank/fn.c rank/compile.c rank/vm.c \
                rank/tensor.c rank/model.c rank/query.c rank/profile.c rank/app.c
 ENGINE_SRC  := engine/db.c engine/contexts.c engine/feed.c engine/tensor_json.c engine/yql.c engine/query.c \
-               engine/result.c
+               engine/result.c engine/json_alloc.c
 CLI_SRC     := engine/cli.c engine/cli_run.c
 GEN_SRC     := $(BUILD)/gen/onnx.pb-c.c
 
@@ -58,14 +59,14 @@ LIB      := $(BUILD)/libstrata.a
 CLI      := $(BUILD)/strata
 
 # Unit tests: one cmocka binary per module (tests/test_<name>.c).
-UNIT_TESTS := base runtime ops_elementwise ops_tensor store rank_parse rank_eval engine ops_index ops_nn ops_rnn ops_quant ops_train ops_signal infer gemm plan optimize context pool binding
+UNIT_TESTS := base runtime ops_elementwise ops_tensor store rank_parse rank_eval engine ops_index ops_nn ops_rnn ops_quant ops_train ops_signal infer gemm plan optimize context pool binding embed
 TEST_BINS  := $(UNIT_TESTS:%=$(BUILD)/tests/test_%)
 TEST_LIB_SRC := tests/modelbuild.c tests/opcase.c
 TEST_LIB_OBJ := $(TEST_LIB_SRC:%.c=$(BUILD)/%.o)
 TOOLS_SRC  := tests/mkshop.c
 TOOLS      := $(BUILD)/tests/mkshop
 
-.PHONY: all test unit e2e avx2 asan tsan demo deps deps-test check check-peer peer bench install clean layers
+.PHONY: all test unit e2e crash avx2 asan tsan demo deps deps-test check check-peer peer bench install clean layers
 # Objects made by pattern chains (tests/test_x.o) are kept, not deleted as intermediates.
 .SECONDARY:
 all: $(LIB) $(CLI)
@@ -162,8 +163,16 @@ unit: $(TEST_BINS)
 layers: $(LIB)
 	sh tests/layers.sh $(BUILD)
 
+# e2e runs both scripts, the second even when the first fails.
 e2e: $(CLI) $(TOOLS)
-	STRATA=$(CLI) MKSHOP=$(BUILD)/tests/mkshop sh tests/e2e.sh
+	@status=0; \
+	STRATA=$(CLI) MKSHOP=$(BUILD)/tests/mkshop sh tests/e2e.sh || status=1; \
+	STRATA=$(CLI) MKSHOP=$(BUILD)/tests/mkshop sh tests/crash.sh || status=1; \
+	exit $$status
+
+# Feeds killed with SIGKILL keep what they reported written (tests/crash.sh).
+crash: $(CLI) $(TOOLS)
+	STRATA=$(CLI) MKSHOP=$(BUILD)/tests/mkshop sh tests/crash.sh
 
 # The AVX2 kernels, as an AVX2-only machine runs them: the same binaries
 # with the AVX-512 paths switched off (STRATA_CPU=avx2, read at first use).

@@ -6,7 +6,10 @@
  * options, calls one or two functions and prints.  Conventions: results
  * (JSON) and nothing else go to stdout; errors are one line "strata: ..." on
  * stderr with exit code 1; a usage error prints the command's usage on
- * stderr and exits 2; progress is drawn on stderr only when it is a terminal.
+ * stderr and exits 2; progress is drawn on stderr only when it is a
+ * terminal, except a feed's commits, one line each elsewhere (a program
+ * reads them to know what is durable).  The library's log messages go to
+ * stderr as "strata: ...".
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -34,7 +37,16 @@ static const struct cmd_help helps[] = {
 	  "usage: strata feed APP [FILE|-] [--data DIR]\n"
 	  "  Feed Vespa document operations (JSON Lines or a JSON array) from FILE or\n"
 	  "  standard input.  Bad operations are reported as FILE:LINE: message and\n"
-	  "  skipped; the exit code is 1 when any failed.\n" },
+	  "  skipped; the exit code is 1 when any failed.\n"
+	  "  Writes are committed in batches.  After each commit a line on stderr says\n"
+	  "  what is durable (it survives a crash from then on):\n"
+	  "    written N documents, M failed, through line L\n"
+	  "  (every operation up to the one on line L is written or reported); on a\n"
+	  "  terminal one progress line is redrawn instead.  JSON Lines on standard\n"
+	  "  input are fed as they arrive, and committed before the feed waits for more.\n"
+	  "  At the end, \"fed N documents, M failed, R docs/s\" on stderr, and on stdout\n"
+	  "  {\"written\": N, \"failed\": M, \"seconds\": S}, also when an error stopped\n"
+	  "  the feed.\n" },
 	{ "query",
 	  "usage: strata query APP [--yql YQL] [--profile P] [--input 'query(q)=VALUE' ...]\n"
 	  "                        [--hits N] [--offset N] [--data DIR]\n"
@@ -205,10 +217,18 @@ static int parse_opts(struct opts *o, int argc, char **argv, const char *allowed
 	return 0;
 }
 
+/* The library's messages, one "strata: MSG" line each on stderr. */
+static void cli_log(void *ud, int level, const char *msg)
+{
+	(void)ud;
+	(void)level; /* only warnings today */
+	fprintf(stderr, "strata: %s\n", msg);
+}
+
 static int open_app(const struct opts *o, int deploy, struct strata **db)
 {
 	struct strata_error err = { 0 };
-	struct strata_options so = { .data_dir = o->data };
+	struct strata_options so = { .data_dir = o->data, .log = cli_log };
 	int rc = eng_open(o->pos[0], &so, deploy, db, &err);
 	if (rc)
 		return eng_cli_fail("%s", err.msg[0] ? err.msg : strata_strerror(rc));
@@ -269,13 +289,18 @@ static void feed_report(void *ud, long line, int code, const char *msg)
 	fprintf(stderr, "%s:%ld: %s\n", u->file, line, msg);
 }
 
+/* After each commit: what is durable, one line each (a program reads
+ * them), or one line redrawn on a terminal. */
 static void feed_progress(void *ud, const struct strata_feed_stats *st)
 {
 	struct feed_ud *u = ud;
-	if (!u->tty)
+	if (!u->tty) {
+		fprintf(stderr, "written %ld documents, %ld failed, through line %ld\n", st->ok,
+		        st->failed, st->last_line);
 		return;
+	}
 	double rate = st->seconds > 0 ? (double)st->ok / st->seconds : 0;
-	fprintf(stderr, "\r\033[K%ld operations, %ld failed, %.0f docs/s", st->ok + st->failed,
+	fprintf(stderr, "\r\033[Kwritten %ld documents, %ld failed, %.0f docs/s", st->ok,
 	        st->failed, rate);
 	u->drew = 1;
 }
@@ -295,6 +320,10 @@ static int cmd_feed(struct opts *o)
 	if (u.drew)
 		fputs("\r\033[K", stderr);
 	strata_close(db);
+	/* What was written, for a program, even when the feed was stopped. */
+	printf("{\"written\": %ld, \"failed\": %ld, \"seconds\": %.3f}\n", st.ok, st.failed,
+	       st.seconds);
+	fflush(stdout);
 	if (rc && rc != STRATA_INVALID_ARGUMENT)
 		return eng_cli_fail("%s", err.msg[0] ? err.msg : strata_strerror(rc));
 	double rate = st.seconds > 0 ? (double)st.ok / st.seconds : 0;

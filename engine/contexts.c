@@ -17,10 +17,11 @@
  * saw; otherwise the source, compiled as it always was.  A source that
  * changed, a context file that is missing or changed, or a context the
  * runtime refuses (another Strata version, weights packed for other CPU
- * features, a damaged file) costs a compile and one line on stderr, never a
- * wrong answer.  Writing, truncating or replacing a file moves its ctime,
- * which no one can set back (touch -r and cp -p restore mtime only), so equal
- * size and times mean the file deploy compiled.  Without a manifest (never
+ * features, a damaged file) costs a compile and one warning through the
+ * caller's log callback (strata_options.log), never a wrong answer.
+ * Writing, truncating or replacing a file moves its ctime, which no one can
+ * set back (touch -r and cp -p restore mtime only), so equal size and times
+ * mean the file deploy compiled.  Without a manifest (never
  * deployed, or a deploy that did not finish: it removes the manifest first
  * and writes it last) the sources are compiled and nothing is said: there is
  * no cache to be stale.
@@ -35,15 +36,32 @@
 #include "engine_int.h"
 #include "../runtime/runtime.h"
 
-static json_t *manifest_read(const char *dir, int complain);
+static json_t *manifest_read(const struct eng_models *ms, int complain);
+
+/* A warning through the caller's log callback, if there is one. */
+static void warn(const struct eng_models *ms, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void warn(const struct eng_models *ms, const char *fmt, ...)
+{
+	if (!ms->log)
+		return;
+	char msg[2 * STRATA_ERRMSG_MAX];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	ms->log(ms->log_ud, STRATA_LOG_WARNING, msg);
+}
 
 int eng_models_init(struct eng_models *ms, const char *datadir, int deploy, int generations,
-                    struct strata_error *err)
+                    strata_log_fn *log, void *log_ud, struct strata_error *err)
 {
 	memset(ms, 0, sizeof *ms);
 	ms->deploy = deploy;
+	ms->log = log;
+	ms->log_ud = log_ud;
 	if (!(ms->dir = base_path_join(datadir, "contexts")))
-		return base_err(err, STRATA_NOMEM, "opening '%s'", datadir);
+		return base_nomem(err, "opening '%s'", datadir);
 	char gens[16];
 	snprintf(gens, sizeof gens, "%d", generations);
 	int rc = runtime_options_new(&ms->opts, err);
@@ -52,7 +70,7 @@ int eng_models_init(struct eng_models *ms, const char *datadir, int deploy, int 
 	if (rc)
 		return rc;
 	if (!deploy)
-		ms->manifest = manifest_read(ms->dir, 1);
+		ms->manifest = manifest_read(ms, 1);
 	return 0;
 }
 
@@ -144,7 +162,7 @@ int eng_compile_model(const char *src, const struct eng_compile *c, char **conte
 		if (!p)
 			rc = base_err(err, STRATA_ERROR, "%s: the runtime wrote no context model", src);
 		else if (!(*context = base_strdup(p)))
-			rc = base_err(err, STRATA_NOMEM, "%s", src);
+			rc = base_nomem(err, "%s", src);
 	}
 	runtime_model_free(m);
 	return rc;
@@ -190,25 +208,35 @@ static const char *file_changed(const json_t *j, const char *path, const char *w
 	return NULL;
 }
 
-/* The manifest in dir, or NULL when there is none.  complain: say on stderr
+/* The manifest in ms->dir, or NULL when there is none.  complain: warn
  * when one is there but unreadable. */
-static json_t *manifest_read(const char *dir, int complain)
+static json_t *manifest_read(const struct eng_models *ms, int complain)
 {
-	char *path = base_path_join(dir, "manifest.json");
+	char *path = base_path_join(ms->dir, "manifest.json");
 	if (!path)
 		return NULL;
 	json_t *j = NULL;
 	struct stat st;
 	if (stat(path, &st) == 0) {
-		json_error_t je;
-		j = json_load_file(path, 0, &je);
+		struct strata_error e = { 0 };
+		json_error_t je = { 0 };
+		char *text;
+		size_t n;
+		int oom = 0;
+		if (base_read_file(path, &text, &n, &e) == 0) {
+			j = eng_json_parse(text, n, 0, &je, &oom);
+			base_free(text, n + 1);
+			if (!j && !oom)
+				base_err(&e, STRATA_PARSE, "%s: %s", path, je.text);
+		}
+		if (!j && oom)
+			base_nomem(&e, "%s", path);
 		if (!j && complain)
-			fprintf(stderr, "strata: %s: %s; the models are compiled from their sources\n",
-			        path, je.text);
+			warn(ms, "%s; the models are compiled from their sources", e.msg);
 		if (j && !json_is_array(json_object_get(j, "models"))) {
 			if (complain)
-				fprintf(stderr, "strata: %s: no \"models\" list; the models are compiled "
-				        "from their sources\n", path);
+				warn(ms, "%s: no \"models\" list; the models are compiled from their "
+				     "sources", path);
 			json_decref(j);
 			j = NULL;
 		}
@@ -283,7 +311,7 @@ int eng_model_for(void *ud, const char *file, const char *path, struct rt_model 
 			base_strfree(p);
 			runtime_model_free(*out);
 			*out = NULL;
-			return base_err(err, STRATA_NOMEM, "model list");
+			return base_nomem(err, "model list");
 		}
 		ms->src[ms->n++] = (struct eng_model_src){ f, p };
 		return 0;
@@ -295,8 +323,8 @@ int eng_model_for(void *ud, const char *file, const char *path, struct rt_model 
 	int rc = runtime_model_load_opts(path, ms->opts, out, err);
 	/* A source that is a compiled context itself was not compiled again. */
 	if (rc == 0 && why && !runtime_model_compiled(*out))
-		fprintf(stderr, "strata: %s: compiling the source instead of a compiled context: %s "
-		        "(strata deploy compiles it again)\n", path, why);
+		warn(ms, "%s: compiling the source instead of a compiled context: %s (strata deploy "
+		     "compiles it again)", path, why);
 	return rc;
 }
 
@@ -305,7 +333,7 @@ static int write_text(const char *path, const char *text, struct strata_error *e
 {
 	char *tmp = str_printf("%s.tmp", path);
 	if (!tmp)
-		return base_err(err, STRATA_NOMEM, "%s", path);
+		return base_nomem(err, "%s", path);
 	FILE *f = fopen(tmp, "w");
 	int e = f ? 0 : errno;
 	if (f) {
@@ -357,6 +385,8 @@ static void remove_unless(const char *dir, const char *file, const json_t *j)
 static int file_entry(const char *name, const char *path, json_t **out, struct strata_error *err)
 {
 	*out = file_json(name, path);
+	if (!*out && errno == ENOMEM)
+		return base_nomem(err, "the manifest entry of %s", path);
 	if (!*out)
 		return base_err(err, errno, "%s: %s", path, strerror(errno));
 	return 0;
@@ -374,10 +404,10 @@ int eng_models_compile(struct eng_models *ms, struct strata_error *err)
 	char *bin = NULL, *text = NULL;
 	int rc = 0;
 	if (!mpath || !ctx || !top || !list) {
-		rc = base_err(err, STRATA_NOMEM, "%s", ms->dir);
+		rc = base_nomem(err, "%s", ms->dir);
 		goto out;
 	}
-	old = manifest_read(ms->dir, 0);
+	old = manifest_read(ms, 0);
 	if (unlink(mpath) != 0 && errno != ENOENT) {
 		rc = base_err(err, errno, "%s: %s", mpath, strerror(errno));
 		goto out;
@@ -398,7 +428,7 @@ int eng_models_compile(struct eng_models *ms, struct strata_error *err)
 		/* ctx[i] is set before the compile: a failed last model may have
 		 * written its context model before the binary failed. */
 		if (!(ctx[i] = str_printf("%s/%s%.*s_ctx.onnx", ms->dir, prefix, n, stem))) {
-			rc = base_err(err, STRATA_NOMEM, "%s", s->path);
+			rc = base_nomem(err, "%s", s->path);
 			goto out;
 		}
 		json_t *sj, *cj;
@@ -416,14 +446,14 @@ int eng_models_compile(struct eng_models *ms, struct strata_error *err)
 		}
 		if (!(e = json_pack("{s:o, s:o}", "source", sj, "context", cj)) ||
 		    json_array_append_new(list, e)) {
-			rc = base_err(err, STRATA_NOMEM, "%s", mpath);
+			rc = base_nomem(err, "%s", mpath);
 			goto out;
 		}
 	}
 	e = json_null();
 	if (ms->n) {
 		if (!(bin = eng_context_binary(ctx[0], ms->src[0].path))) {
-			rc = base_err(err, STRATA_NOMEM, "%s", ms->dir);
+			rc = base_nomem(err, "%s", ms->dir);
 			goto out;
 		}
 		if ((rc = file_entry(strrchr(bin, '/') + 1, bin, &e, err)) != 0)
@@ -431,7 +461,7 @@ int eng_models_compile(struct eng_models *ms, struct strata_error *err)
 	}
 	if (json_object_set_new(top, "binary", e) || json_object_set(top, "models", list) ||
 	    !(text = eng_json_dump(top, 1))) {
-		rc = base_err(err, STRATA_NOMEM, "%s", mpath);
+		rc = base_nomem(err, "%s", mpath);
 		goto out;
 	}
 	rc = write_text(mpath, text, err);

@@ -55,7 +55,7 @@ static int register_doctype(struct strata *db, const struct rank_schema *s,
 	dt->nfields = n;
 	dt->fields = n ? base_calloc((size_t)n, sizeof *dt->fields) : NULL;
 	if (n && !dt->fields)
-		return base_err(err, STRATA_NOMEM, "schema '%s'", dt->name);
+		return base_nomem(err, "schema '%s'", dt->name);
 	for (int i = 0; i < n; i++) {
 		const struct rank_field *rf = rank_schema_field(s, i);
 		struct store_field *sf = &dt->fields[i];
@@ -91,6 +91,7 @@ int eng_open(const char *app, const struct strata_options *opts, int deploy, str
              struct strata_error *err)
 {
 	*out = NULL;
+	eng_json_init();
 	if (!app || !*app)
 		return base_err(err, STRATA_INVALID_ARGUMENT, "no application folder given");
 	/* strata.h's pool_generations: 0 is the default, -1 none. */
@@ -102,7 +103,7 @@ int eng_open(const char *app, const struct strata_options *opts, int deploy, str
 	gens = gens == 0 ? 1 : gens < 0 ? 0 : gens;
 	struct strata *db = base_calloc(1, sizeof *db);
 	if (!db)
-		return base_err(err, STRATA_NOMEM, "opening '%s'", app);
+		return base_nomem(err, "opening '%s'", app);
 	atomic_init(&db->n_queries, 0);
 	atomic_init(&db->n_rank_allocs, 0);
 	struct eng_models ms = { 0 };
@@ -112,10 +113,12 @@ int eng_open(const char *app, const struct strata_options *opts, int deploy, str
 	db->datadir = (opts && opts->data_dir) ? base_strdup(opts->data_dir)
 	                                       : base_path_join(app, ".strata");
 	if (!db->appdir || !db->datadir) {
-		rc = base_err(err, STRATA_NOMEM, "opening '%s'", app);
+		rc = base_nomem(err, "opening '%s'", app);
 		goto fail;
 	}
-	if ((rc = eng_models_init(&ms, db->datadir, deploy, gens, err)) != 0)
+	strata_log_fn *log = opts ? opts->log : NULL;
+	if ((rc = eng_models_init(&ms, db->datadir, deploy, gens, log, opts ? opts->log_ud : NULL,
+	                          err)) != 0)
 		goto fail;
 	struct rank_loader loader = { eng_model_for, &ms };
 	rc = rank_app_load_with(app, &loader, &db->app, err);
@@ -137,7 +140,7 @@ int eng_open(const char *app, const struct strata_options *opts, int deploy, str
 	if (db->ndoctypes) {
 		db->doctypes = base_calloc((size_t)db->ndoctypes, sizeof *db->doctypes);
 		if (!db->doctypes) {
-			rc = base_err(err, STRATA_NOMEM, "opening '%s'", app);
+			rc = base_nomem(err, "opening '%s'", app);
 			goto fail;
 		}
 	}

@@ -15,6 +15,7 @@
  *   query.c        a search request: match, phases, hit order, summaries
  *   result.c       JSON output: the result tree, documents, a JSON printer
  *                  that writes numbers in their shortest exact form
+ *   json_alloc.c   jansson's allocations through base_alloc
  */
 #ifndef ENGINE_INT_H
 #define ENGINE_INT_H
@@ -58,7 +59,7 @@ struct strata {
  * records them in DATA/contexts/manifest.json (what `strata deploy` does).
  * Every open loads a model from its context while the manifest says that
  * the source and the context are still the files deploy saw, and compiles
- * the source otherwise, saying why on stderr. */
+ * the source otherwise, saying why through opts->log. */
 int eng_open(const char *app, const struct strata_options *opts, int deploy, struct strata **out,
              struct strata_error *err);
 
@@ -77,21 +78,24 @@ struct eng_models {
 	int deploy;                /* 1: load the sources, remember them for eng_models_compile() */
 	struct rt_options *opts;   /* the session options of every load */
 	json_t *manifest;          /* NULL when there is none */
+	strata_log_fn *log;        /* where notices go (NULL: nowhere), with log_ud */
+	void *log_ud;
 	size_t n, cap;
 	struct eng_model_src *src;     /* deploy: the models loaded, in order */
 };
 
 /* Set ms up for opening an application whose data folder is datadir
  * (contexts in datadir/contexts); deploy: 1 when `strata deploy` opens it;
- * generations: the models' session.buffer_pool_generations (0 to 1024).
+ * generations: the models' session.buffer_pool_generations (0 to 1024);
+ * log, log_ud: where notices go (strata_options.log; NULL: nowhere).
  * Returns 0, STRATA_INVALID_ARGUMENT (generations) or STRATA_NOMEM. */
 int eng_models_init(struct eng_models *ms, const char *datadir, int deploy, int generations,
-                    struct strata_error *err);
+                    strata_log_fn *log, void *log_ud, struct strata_error *err);
 void eng_models_release(struct eng_models *ms);
 /* The rank loader's callback (struct rank_loader): the model the schema
  * names file (path: joined to the application folder), from its context
- * while that is fresh, else compiled from the source (one notice on
- * stderr when a context exists but cannot be used). */
+ * while that is fresh, else compiled from the source (one notice through
+ * ms->log when a context exists but cannot be used). */
 int eng_model_for(void *ud, const char *file, const char *path, struct rt_model **out,
                   struct strata_error *err);
 /* Deploy: compile every model eng_model_for loaded into ms->dir (one shared
@@ -125,6 +129,18 @@ char *eng_context_binary(const char *context, const char *src);
 int eng_docid_parse(struct strata *db, const char *id, struct eng_doctype **dt,
                     struct strata_error *err);
 struct eng_doctype *eng_doctype_find(struct strata *db, const char *name);
+
+/* ---- json_alloc.c: jansson's memory ------------------------------------------- */
+
+/* Route jansson's allocations through base_alloc/base_free (once per
+ * process; any thread may call it any number of times).  It runs by itself
+ * when the program starts; strata_open() calls it too. */
+void eng_json_init(void);
+/* Parse the len bytes at text (jansson's flags).  Returns the value, or
+ * NULL with *oom = 1 when an allocation failed on the way (even one jansson
+ * shrugged off: the value could be wrong), or NULL with *oom = 0 and the
+ * reason in je when the text is not JSON. */
+json_t *eng_json_parse(const char *text, size_t len, size_t flags, json_error_t *je, int *oom);
 
 /* ---- tensor_json.c ------------------------------------------------------------ */
 
@@ -163,8 +179,9 @@ json_t *eng_json_number(int cell, double v);
  * failure. */
 char *eng_json_dump(const json_t *j, int pretty);
 
-/* The JSON of one stored field value (NULL when it is not set).  dim_names
- * name a tensor's dimensions (may be NULL). */
+/* The JSON of one stored field value, which must be set (v->set).
+ * dim_names name a tensor's dimensions (may be NULL).  NULL on allocation
+ * failure (or a tensor value whose cells are missing). */
 json_t *eng_value_json(const struct store_field *f, const char *const *dim_names,
                        const struct store_value *v);
 

@@ -13,10 +13,14 @@
  * operation is reported and skipped without touching the transaction (the
  * store guarantees that INVALID_ARGUMENT and NOT_FOUND leave it usable); any
  * other store failure loses the current batch only, which is reported and
- * counted as failed, so the ok count is exactly what was committed.
+ * counted as failed, so the ok count is exactly what was committed, and the
+ * progress callback, called after each commit, tells the caller what is
+ * durable.  Standard input is fed as it arrives, a batch also ending when
+ * the feed is about to wait for input.
  */
 #include <errno.h>
 #include <math.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -25,7 +29,8 @@
 
 #define BATCH_OPS 1000
 #define BATCH_BYTES ((size_t)16 << 20)
-#define STDIN_MAX ((size_t)1 << 34)
+#define STDIN_MAX ((size_t)1 << 34)  /* the longest line, or JSON array, on standard input */
+#define STDIN_CHUNK ((size_t)1 << 16)
 
 /* ---- one field value -------------------------------------------------------------- */
 
@@ -93,7 +98,7 @@ static int field_value(struct eng_doctype *dt, int fi, const json_t *j, struct s
 		size_t n = eng_ttype_cells(&t);
 		void *cells = base_arena_alloc(a, n * base_dtype_size(f->cell) + 1, 64);
 		if (!cells)
-			return base_err(err, STRATA_NOMEM, "%s: %zu cells", what, n);
+			return base_nomem(err, "%s: %zu cells", what, n);
 		int rc = eng_tensor_from_json(j, &t, 0, cells, what, err);
 		if (rc)
 			return rc;
@@ -206,7 +211,7 @@ static int apply_op(struct strata *db, struct store_txn *w, const json_t *op,
 		return base_err(err, STRATA_INVALID_ARGUMENT, "an update needs \"fields\"");
 	struct store_value *vals = base_arena_alloc(a, (size_t)(dt->nfields + 1) * sizeof *vals, 8);
 	if (!vals)
-		return base_err(err, STRATA_NOMEM, "document '%s'", id);
+		return base_nomem(err, "document '%s'", id);
 	memset(vals, 0, (size_t)(dt->nfields + 1) * sizeof *vals);
 	if (fields && (rc = fields_values(dt, fields, kind == OP_UPDATE, vals, a, err)) != 0)
 		return base_err_prefix(err, rc, "document '%s'", id);
@@ -239,7 +244,10 @@ int strata_feed_json(struct strata *db, const char *text, struct strata_error *e
 	if (rc)
 		return rc;
 	json_error_t je;
-	json_t *op = json_loads(text, 0, &je);
+	int oom;
+	json_t *op = eng_json_parse(text, strlen(text), 0, &je, &oom);
+	if (oom)
+		return base_nomem(err, "document operation");
 	if (!op)
 		return base_err(err, STRATA_PARSE, "invalid JSON at line %d, column %d: %s", je.line,
 		                je.column, je.text);
@@ -300,6 +308,10 @@ static void batch_lost(struct feeder *f, const struct strata_error *e)
 
 static void commit_batch(struct feeder *f)
 {
+	/* What the open batch applied is part of the ok count, and nothing
+	 * is pending without a transaction. */
+	BASE_DEBUG_ASSERT(f->batch_ok >= 0 && f->batch_ok <= f->st.ok);
+	BASE_DEBUG_ASSERT(f->w || f->batch_ok == 0);
 	if (!f->w)
 		return;
 	struct strata_error e = { 0 };
@@ -318,16 +330,19 @@ static void commit_batch(struct feeder *f)
 static void feed_one(struct feeder *f, const char *text, size_t len, long line)
 {
 	struct strata_error e = { 0 };
+	f->st.last_line = line;
 	json_error_t je;
-	json_t *op = json_loadb(text, len, 0, &je);
+	int oom;
+	json_t *op = eng_json_parse(text, len, 0, &je, &oom);
 	if (!op) {
-		char msg[STRATA_ERRMSG_MAX];
-		if (je.line > 1)
-			snprintf(msg, sizeof msg, "invalid JSON at line %ld, column %d: %s",
+		if (oom)
+			base_nomem(&e, "the operation");
+		else if (je.line > 1)
+			base_err(&e, STRATA_PARSE, "invalid JSON at line %ld, column %d: %s",
 			         line + je.line - 1, je.column, je.text);
 		else
-			snprintf(msg, sizeof msg, "invalid JSON at column %d: %s", je.column, je.text);
-		report(f, line, STRATA_PARSE, msg);
+			base_err(&e, STRATA_PARSE, "invalid JSON at column %d: %s", je.column, je.text);
+		report(f, line, e.code, e.msg);
 		f->st.failed++;
 		return;
 	}
@@ -346,6 +361,7 @@ static void feed_one(struct feeder *f, const char *text, size_t len, long line)
 	json_decref(op);
 	f->batch_last = line;
 	if (rc == 0) {
+		BASE_DEBUG_ASSERT(f->w);
 		f->st.ok++;
 		f->batch_ok++;
 		f->batch_bytes += len;
@@ -366,26 +382,36 @@ static void feed_one(struct feeder *f, const char *text, size_t len, long line)
 		commit_batch(f);
 }
 
+static int is_space(char c)
+{
+	return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
+
 static int blank(const char *s, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
-		if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r' && s[i] != '\n')
+		if (!is_space(s[i]))
 			return 0;
 	return 1;
 }
 
-static void feed_lines(struct feeder *f, const char *s, size_t n)
+/* Feed the lines of s[0..n), the first of them line *line (advanced past
+ * those fed).  last = 0: a last line without its newline may be cut, and
+ * is left for later.  Returns how many bytes were fed. */
+static size_t feed_lines(struct feeder *f, const char *s, size_t n, long *line, int last)
 {
-	long line = 1;
 	size_t i = 0;
 	while (i < n && !f->fatal) {
 		const char *nl = memchr(s + i, '\n', n - i);
+		if (!nl && !last)
+			break;
 		size_t end = nl ? (size_t)(nl - s) : n;
 		if (!blank(s + i, end - i))
-			feed_one(f, s + i, end - i, line);
-		line++;
+			feed_one(f, s + i, end - i, *line);
+		(*line)++;
 		i = end + 1;
 	}
+	return i < n ? i : n;
 }
 
 /* One JSON array of operations: find each element's span (tracking strings
@@ -396,7 +422,7 @@ static int feed_array(struct feeder *f, const char *s, size_t n, size_t i, long 
 {
 	i++; /* '[' */
 	for (;;) {
-		while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r' || s[i] == '\n'))
+		while (i < n && is_space(s[i]))
 			if (s[i++] == '\n')
 				line++;
 		if (i >= n)
@@ -451,36 +477,80 @@ static int feed_array(struct feeder *f, const char *s, size_t n, size_t i, long 
 	return 0;
 }
 
-static int read_stdin(char **out, size_t *n, size_t *cap, struct strata_error *err)
+/* A whole text: JSON Lines, or one JSON array. */
+static int feed_text(struct feeder *f, const char *s, size_t n, struct strata_error *err)
+{
+	size_t i = 0;
+	long line = 1;
+	while (i < n && is_space(s[i]))
+		if (s[i++] == '\n')
+			line++;
+	if (i < n && s[i] == '[')
+		return feed_array(f, s, n, i, line, err);
+	line = 1;
+	feed_lines(f, s, n, &line, 1);
+	return 0;
+}
+
+/* Whether a read of fd would return without waiting (an error: read and
+ * see). */
+static int input_ready(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	return poll(&p, 1, 0) != 0;
+}
+
+/* Standard input.  JSON Lines are fed as they arrive, and before the
+ * feed waits for more input it commits what it has read, so that what a
+ * producer has sent is written (and reported so) while it is still at
+ * work.  A JSON array is read whole, then fed. */
+static int feed_stdin(struct feeder *f, struct strata_error *err)
 {
 	char *buf = NULL;
-	size_t len = 0, c = 0;
-	for (;;) {
-		if (len + 65536 + 1 > c) {
-			int rc = base_grow((void **)&buf, &c, len + 65536 + 1, 1, STDIN_MAX);
-			if (rc) {
-				if (buf)
-					base_free(buf, c);
-				return base_err(err, rc, "standard input is too large");
-			}
+	size_t cap = 0, len = 0;
+	long line = 1;
+	int array = -1; /* not known until a byte that is not white space */
+	int rc = 0;
+	while (!f->fatal) {
+		if (array == 0 && !input_ready(0))
+			commit_batch(f);
+		if (len + STDIN_CHUNK + 1 > cap &&
+		    (rc = base_grow((void **)&buf, &cap, len + STDIN_CHUNK + 1, 1, STDIN_MAX)) != 0) {
+			rc = rc == STRATA_NOMEM ? base_nomem(err, "standard input")
+			                        : base_err(err, rc, "standard input: a %s of more "
+			                                   "than %zu bytes", array == 1 ? "JSON array"
+			                                   : "line", STDIN_MAX);
+			break;
 		}
-		ssize_t r = read(0, buf + len, c - len - 1);
+		ssize_t r = read(0, buf + len, cap - len - 1);
+		if (r < 0 && errno == EINTR)
+			continue;
 		if (r < 0) {
-			if (errno == EINTR)
-				continue;
 			int e = errno;
-			base_free(buf, c);
-			return base_err(err, e, "reading standard input: %s", strerror(e));
+			rc = base_err(err, e, "reading standard input: %s", strerror(e));
+			break;
 		}
 		if (r == 0)
 			break;
+		for (size_t i = len; array < 0 && i < len + (size_t)r; i++)
+			if (!is_space(buf[i]))
+				array = buf[i] == '[';
 		len += (size_t)r;
+		if (array == 0) {
+			size_t used = feed_lines(f, buf, len, &line, 0);
+			memmove(buf, buf + used, len - used);
+			len -= used;
+		}
 	}
-	buf[len] = 0;
-	*out = buf;
-	*n = len;
-	*cap = c;
-	return 0;
+	if (!rc && !f->fatal && array == 1) {
+		buf[len] = 0;
+		rc = feed_text(f, buf, len, err);
+	} else if (!rc && !f->fatal && len) {
+		feed_lines(f, buf, len, &line, 1);
+	}
+	if (buf)
+		base_free(buf, cap);
+	return rc;
 }
 
 int strata_feed_file(struct strata *db, const char *path, strata_feed_report_fn *report_fn,
@@ -500,34 +570,26 @@ int strata_feed_file_progress(struct strata *db, const char *path,
 	if (rc)
 		return rc;
 	double t0 = base_now();
-	char *text;
-	size_t n = 0, cap = 0;
+	char *text = NULL;
+	size_t n = 0;
 	int from_stdin = !path || !strcmp(path, "-");
-	rc = from_stdin ? read_stdin(&text, &n, &cap, err) : base_read_file(path, &text, &n, err);
-	if (rc)
+	if (!from_stdin && (rc = base_read_file(path, &text, &n, err)) != 0)
 		return rc;
-	if (!from_stdin)
-		cap = n + 1;
 	struct feeder f = { .db = db, .report = report_fn, .progress = progress, .ud = ud,
 	                    .t0 = t0 };
 	base_arena_init(&f.arena, 1 << 16);
-	size_t i = 0;
-	long line = 1;
-	while (i < n && (text[i] == ' ' || text[i] == '\t' || text[i] == '\r' || text[i] == '\n'))
-		if (text[i++] == '\n')
-			line++;
-	if (i < n && text[i] == '[')
-		rc = feed_array(&f, text, n, i, line, err);
-	else
-		feed_lines(&f, text, n);
+	rc = from_stdin ? feed_stdin(&f, err) : feed_text(&f, text, n, err);
 	if (f.w) {
 		if (f.fatal)
 			store_txn_abort(f.w), f.w = NULL;
 		else
 			commit_batch(&f);
 	}
+	/* Every batch ended: the ok count is exactly what was committed. */
+	BASE_DEBUG_ASSERT(!f.w && f.batch_ok == 0);
 	base_arena_free(&f.arena);
-	base_free(text, cap);
+	if (text)
+		base_free(text, n + 1);
 	f.st.seconds = base_now() - t0;
 	if (stats)
 		*stats = f.st;
@@ -567,7 +629,7 @@ int strata_get_json(struct strata *db, const char *id, char **doc, struct strata
 	}
 	vals = base_calloc(1, vsize);
 	if (!vals) {
-		rc = base_err(err, STRATA_NOMEM, "document '%s'", id);
+		rc = base_nomem(err, "document '%s'", id);
 		goto out;
 	}
 	rc = store_get(r, dt->store_id, lid, vals, err);
@@ -576,21 +638,22 @@ int strata_get_json(struct strata *db, const char *id, char **doc, struct strata
 	root = json_object();
 	fields = json_object();
 	if (!root || !fields || json_object_set_new(root, "id", json_string(id))) {
-		rc = base_err(err, STRATA_NOMEM, "document '%s'", id);
+		rc = base_nomem(err, "document '%s'", id);
 		goto out;
 	}
 	for (int i = 0; i < dt->nfields; i++) {
 		const struct rank_field *rf = rank_schema_field(dt->schema, i);
-		json_t *v = eng_value_json(&dt->fields[i], rf->dim_names, &vals[i]);
-		if (v && json_object_set_new(fields, rf->name, v)) {
-			rc = base_err(err, STRATA_NOMEM, "document '%s'", id);
+		/* jansson refuses a NULL value: a value that could not be made
+		 * fails the set. */
+		if (vals[i].set &&
+		    json_object_set_new(fields, rf->name,
+		                        eng_value_json(&dt->fields[i], rf->dim_names, &vals[i]))) {
+			rc = base_nomem(err, "document '%s'", id);
 			goto out;
 		}
 	}
-	json_object_set(root, "fields", fields);
-	*doc = eng_json_dump(root, 0);
-	if (!*doc)
-		rc = base_err(err, STRATA_NOMEM, "document '%s'", id);
+	if (json_object_set(root, "fields", fields) || !(*doc = eng_json_dump(root, 0)))
+		rc = base_nomem(err, "document '%s'", id);
 out:
 	json_decref(fields);
 	json_decref(root);

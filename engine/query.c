@@ -402,7 +402,9 @@ static int nn_set(struct qstate *qs, struct dtstate *ds, struct yql_node *nn)
 			if (rc) {
 				if (c)
 					base_free(c, cap * sizeof *c);
-				return base_err(qs->err, rc, "nearestNeighbor: too many candidates");
+				return rc == STRATA_NOMEM
+				               ? base_nomem(qs->err, "nearestNeighbor candidates")
+				               : base_err(qs->err, rc, "nearestNeighbor: too many candidates");
 			}
 		}
 		c[n].dist = d;
@@ -421,7 +423,7 @@ static int nn_set(struct qstate *qs, struct dtstate *ds, struct yql_node *nn)
 		ds->nn = base_alloc(k * sizeof *ds->nn);
 		if (!ds->nn) {
 			base_free(c, cap * sizeof *c);
-			return base_err(qs->err, STRATA_NOMEM, "nearestNeighbor");
+			return base_nomem(qs->err, "nearestNeighbor");
 		}
 		for (size_t i = 0; i < k; i++)
 			ds->nn[i] = c[i].lid;
@@ -441,7 +443,8 @@ static int add_hit(struct qstate *qs, struct dtstate *ds, uint32_t lid)
 		int rc = base_grow((void **)&qs->hits, &qs->cap, qs->nhits + 1, sizeof *qs->hits,
 		                   MAX_MATCHES);
 		if (rc)
-			return base_err(qs->err, rc, "too many matches");
+			return rc == STRATA_NOMEM ? base_nomem(qs->err, "matches")
+			                          : base_err(qs->err, rc, "too many matches");
 	}
 	struct hit *h = &qs->hits[qs->nhits++];
 	memset(h, 0, sizeof *h);
@@ -616,7 +619,7 @@ static int set_inputs(struct qstate *qs, struct dtstate *ds, const json_t *req)
 			continue;
 		double *cells = base_alloc((in->ncells ? in->ncells : 1) * sizeof *cells);
 		if (!cells)
-			return base_err(qs->err, STRATA_NOMEM, "query(%s)", in->name);
+			return base_nomem(qs->err, "query(%s)", in->name);
 		struct eng_ttype t = { BASE_DT_DOUBLE, in->rank, in->dims, in->dim_names };
 		char what[300];
 		snprintf(what, sizeof what, "query input 'query(%s)'", in->name);
@@ -665,15 +668,15 @@ static int add_features(struct qstate *qs, const struct hit *h, json_t *fields, 
 {
 	struct feat_ud u = { json_object(), 0 };
 	if (!u.obj)
-		return base_err(qs->err, STRATA_NOMEM, "features");
+		return base_nomem(qs->err, "features");
 	uint64_t a = mark();
 	int rc = rank_query_features(h->ds->rq, &h->ds->docs, h->lid, h->first, which, feature_cb,
 	                             &u, qs->err);
 	qs->rank_allocs += base_alloc_thread_count() - a - u.own;
 	if (rc == STRATA_NOMEM)
-		base_err(qs->err, rc, "features of '%s'", h->docid);
+		base_nomem(qs->err, "features of '%s'", h->docid);
 	if (!rc && json_object_size(u.obj) && json_object_set(fields, key, u.obj))
-		rc = base_err(qs->err, STRATA_NOMEM, "features");
+		rc = base_nomem(qs->err, "features");
 	json_decref(u.obj);
 	return rc;
 }
@@ -711,8 +714,9 @@ static int summary(struct qstate *qs, const struct hit *h, json_t **out)
 		}
 		if (!want)
 			continue;
-		json_t *v = eng_value_json(&dt->fields[i], rf->dim_names, &qs->vals[i]);
-		if (v && json_object_set_new(fields, rf->name, v))
+		if (qs->vals[i].set &&
+		    json_object_set_new(fields, rf->name,
+		                        eng_value_json(&dt->fields[i], rf->dim_names, &qs->vals[i])))
 			goto nomem;
 	}
 	if ((rc = add_features(qs, h, fields, RANK_MATCH_FEATURES, "matchfeatures")) != 0 ||
@@ -724,7 +728,7 @@ static int summary(struct qstate *qs, const struct hit *h, json_t **out)
 	*out = child;
 	return 0;
 nomem:
-	rc = base_err(qs->err, STRATA_NOMEM, "summary of '%s'", h->docid);
+	rc = base_nomem(qs->err, "summary of '%s'", h->docid);
 fail:
 	json_decref(fields);
 	json_decref(child);
@@ -741,7 +745,7 @@ static int pick_doctypes(struct qstate *qs)
 		return 0;
 	qs->ds = base_calloc((size_t)n, sizeof *qs->ds);
 	if (!qs->ds)
-		return base_err(qs->err, STRATA_NOMEM, "query");
+		return base_nomem(qs->err, "query");
 	qs->ds_cap = n;
 	for (int i = 0; i < n; i++) {
 		struct eng_doctype *dt;
@@ -797,7 +801,7 @@ static int build_result(struct qstate *qs, size_t offset, size_t nhits, char **r
 	    json_object_set_new(cov, "results", json_integer(1)) ||
 	    json_object_set_new(cov, "resultsFull", json_integer(1)) ||
 	    json_object_set(root, "coverage", cov) || json_object_set(top, "root", root)) {
-		rc = base_err(qs->err, STRATA_NOMEM, "result");
+		rc = base_nomem(qs->err, "result");
 		goto out;
 	}
 	for (size_t i = offset; i < qs->nhits && i < offset + nhits; i++) {
@@ -806,18 +810,18 @@ static int build_result(struct qstate *qs, size_t offset, size_t nhits, char **r
 		if (rc)
 			goto out;
 		if (json_array_append_new(children, child)) {
-			rc = base_err(qs->err, STRATA_NOMEM, "result");
+			rc = base_nomem(qs->err, "result");
 			goto out;
 		}
 	}
 	/* Vespa leaves "children" out of a result without hits. */
 	if (json_array_size(children) && json_object_set(root, "children", children)) {
-		rc = base_err(qs->err, STRATA_NOMEM, "result");
+		rc = base_nomem(qs->err, "result");
 		goto out;
 	}
 	*result = eng_json_dump(top, 0);
 	if (!*result)
-		rc = base_err(qs->err, STRATA_NOMEM, "result");
+		rc = base_nomem(qs->err, "result");
 out:
 	json_decref(children);
 	json_decref(cov);
@@ -889,7 +893,7 @@ static int run(struct qstate *qs, const json_t *req, char **result)
 	qs->vals_size = (size_t)(maxf + 1) * sizeof *qs->vals;
 	qs->vals = base_calloc(1, qs->vals_size);
 	if (!qs->vals)
-		return base_err(err, STRATA_NOMEM, "query");
+		return base_nomem(err, "query");
 	if ((rc = store_txn_begin(qs->db->env, 0, &qs->txn, err)) != 0)
 		return rc;
 	for (int i = 0; i < qs->nds; i++) {
@@ -928,7 +932,10 @@ int strata_query_json(struct strata *db, const char *request, char **result,
 	if (!request)
 		return base_err(err, STRATA_INVALID_ARGUMENT, "no request given");
 	json_error_t je;
-	json_t *req = json_loads(request, 0, &je);
+	int oom;
+	json_t *req = eng_json_parse(request, strlen(request), 0, &je, &oom);
+	if (oom)
+		return base_nomem(err, "request");
 	if (!req)
 		return base_err(err, STRATA_PARSE, "request: invalid JSON at line %d, column %d: %s",
 		                je.line, je.column, je.text);

@@ -194,8 +194,6 @@ char *eng_json_dump(const json_t *j, int pretty)
 json_t *eng_value_json(const struct store_field *f, const char *const *dim_names,
                        const struct store_value *v)
 {
-	if (!v->set)
-		return NULL;
 	switch (f->type) {
 	case STORE_T_STRING:
 		return json_stringn(v->s ? v->s : "", v->s ? v->n : 0);

@@ -31,6 +31,12 @@
  * Threads: one struct strata may be used by many query threads at once and by
  * one feeding thread; strata_close() must not race with any other call.
  *
+ * Memory: the library allocates through one allocator of its own, which
+ * counts what it holds; it routes jansson's allocations there too
+ * (json_set_alloc_funcs), from the start of the program on.  A program that
+ * uses jansson itself shares that allocator for its own JSON values, and must
+ * not set jansson's allocator.
+ *
  * Errors: every fallible call returns 0 on success, a negative STRATA_* code
  * below, or a positive errno value passed through from the system.  When a
  * struct strata_error is given it receives the code and a message; messages
@@ -82,6 +88,22 @@ const char *strata_strerror(int code);
 
 struct strata; /* an open application */
 
+/* How much a message of the log callback matters. */
+enum strata_log_level {
+	STRATA_LOG_WARNING = 1, /* something was worked around, and the caller may want to act:
+	                           a stale or damaged compiled context was passed over and the
+	                           model compiled from its source */
+};
+
+/* The library never prints.  What it has to say beside its results and
+ * errors goes to this callback, given in struct strata_options: level is an
+ * enum strata_log_level, msg one line of text without a newline (it names
+ * the file concerned first, "path: why"), valid during the call only.  It
+ * runs on the thread of the library call that has something to say, so
+ * when several threads use one handle it must be safe to call from them
+ * at once.  Today only strata_open() logs, while it loads the models. */
+typedef void strata_log_fn(void *ud, int level, const char *msg);
+
 struct strata_options {
 	const char *data_dir; /* where the store lives; NULL: APP/.strata */
 	int read_only;        /* 1: no feeding; the store must exist */
@@ -96,6 +118,11 @@ struct strata_options {
 	 * default, 1; -1: none (every query allocates its state and frees it);
 	 * at most 1024. */
 	int pool_generations;
+	/* Where messages go (see strata_log_fn) with log_ud; NULL: nowhere,
+	 * the library says nothing.  The strata CLI prints them on stderr as
+	 * "strata: MSG". */
+	strata_log_fn *log;
+	void *log_ud;
 };
 
 /* Deploy and open the application in folder app.  opts may be NULL.
@@ -121,9 +148,11 @@ int strata_feed_json(struct strata *db, const char *op, struct strata_error *err
 
 /* Statistics of a feed. */
 struct strata_feed_stats {
-	long ok;
-	long failed;
+	long ok;        /* operations written (committed) */
+	long failed;    /* operations that failed, each reported */
 	double seconds;
+	long last_line; /* the line where the last operation fed begins: it and
+	                   every one before it are written or reported failed */
 };
 
 /* Called for each operation that failed: line is its first line in the input
@@ -134,11 +163,18 @@ typedef void strata_feed_report_fn(void *ud, long line, int code, const char *ms
  * ("-" is standard input).  A bad operation is reported through report (may be
  * NULL) and skipped; the others are written in batched transactions.  Returns 0
  * when every operation went in, STRATA_INVALID_ARGUMENT when some failed (see
- * stats), or an error that stopped the feed (I/O, store).  stats may be NULL. */
+ * stats), or an error that stopped the feed (I/O, store).  stats may be NULL.
+ * An operation the store could not take (out of memory, a full store) loses
+ * the batch it was in: those operations are reported and counted as failed,
+ * so stats->ok is always what was committed.  JSON Lines on standard input
+ * are fed as they arrive, and what has been read is committed before the
+ * feed waits for more; a JSON array is read whole first. */
 int strata_feed_file(struct strata *db, const char *path, strata_feed_report_fn *report,
                      void *ud, struct strata_feed_stats *stats, struct strata_error *err);
 
-/* Called after each committed batch of a feed with the counts so far. */
+/* Called after each committed batch of a feed with the counts so far: st->ok
+ * documents are written and survive a crash from then on, and every
+ * operation up to the one on line st->last_line is settled. */
 typedef void strata_feed_progress_fn(void *ud, const struct strata_feed_stats *st);
 
 /* strata_feed_file() with a progress callback (may be NULL) that gets ud too. */

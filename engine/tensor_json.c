@@ -307,7 +307,7 @@ static int put_literal_cells(const char *p, const struct eng_ttype *t, void *cel
 			flat = flat * (size_t)t->dims[d] + (size_t)idx[d];
 		json_t *num = json_real(v);
 		if (!num)
-			return base_err(err, STRATA_NOMEM, "%s", what);
+			return base_nomem(err, "%s", what);
 		int rc = put_cell(num, t, cells, flat, what, err);
 		json_decref(num);
 		if (rc)
@@ -340,7 +340,10 @@ static int put_literal(const char *s, const struct eng_ttype *t, void *cells, co
 	if (*p == '{')
 		return put_literal_cells(p, t, cells, what, err);
 	json_error_t je;
-	json_t *j = json_loads(p, JSON_DECODE_ANY, &je);
+	int oom;
+	json_t *j = eng_json_parse(p, strlen(p), JSON_DECODE_ANY, &je, &oom);
+	if (oom)
+		return base_nomem(err, "%s", what);
 	if (!j)
 		return base_err(err, STRATA_INVALID_ARGUMENT,
 		                "%s: malformed tensor literal '%.40s': %s", what, s, je.text);
@@ -457,8 +460,14 @@ json_t *eng_tensor_to_json(const struct eng_ttype *t, const void *cells)
 		json_decref(v);
 		return NULL;
 	}
-	if (json_object_set_new(o, "type", json_string(eng_ttype_str(t, tb, sizeof tb))) ||
-	    json_object_set_new(o, "values", v)) {
+	/* "type" first, as Vespa writes it; the values are o's from the
+	 * second set on, even when that fails. */
+	if (json_object_set_new(o, "type", json_string(eng_ttype_str(t, tb, sizeof tb)))) {
+		json_decref(v);
+		json_decref(o);
+		return NULL;
+	}
+	if (json_object_set_new(o, "values", v)) {
 		json_decref(o);
 		return NULL;
 	}

@@ -67,6 +67,13 @@ static int fail_at(struct parser *ps, const char *at, const char *fmt, const cha
 	return base_err(ps->err, STRATA_PARSE, "yql:%d:%d: %s", line, col, msg);
 }
 
+/* Out of memory while parsing: reported once, like any failure. */
+static int nomem(struct parser *ps, const char *what)
+{
+	ps->failed = 1;
+	return base_nomem(ps->err, "%s", what);
+}
+
 /* "expected X, found Y" at the current token. */
 static int expected(struct parser *ps, const char *what)
 {
@@ -127,8 +134,7 @@ static int next(struct parser *ps)
 			return fail_at(ps, ps->start, "unterminated string%s", "");
 		char *out = base_arena_alloc(ps->a, n + 1, 1);
 		if (!out) {
-			ps->failed = 1;
-			return base_err(ps->err, STRATA_NOMEM, "yql");
+			return nomem(ps, "yql string");
 		}
 		size_t k = 0;
 		for (const char *c = s; c < p; c++) {
@@ -190,8 +196,7 @@ static char *ident(struct parser *ps, const char *what)
 	}
 	char *s = base_arena_alloc(ps->a, ps->len + 1, 1);
 	if (!s) {
-		ps->failed = 1;
-		base_err(ps->err, STRATA_NOMEM, "yql");
+		nomem(ps, "yql name");
 		return NULL;
 	}
 	memcpy(s, ps->start, ps->len);
@@ -205,8 +210,7 @@ static struct yql_node *node(struct parser *ps, int kind, const char *at)
 {
 	struct yql_node *n = base_arena_alloc(ps->a, sizeof *n, 8);
 	if (!n) {
-		ps->failed = 1;
-		base_err(ps->err, STRATA_NOMEM, "yql");
+		nomem(ps, "yql condition");
 		return NULL;
 	}
 	memset(n, 0, sizeof *n);
@@ -499,7 +503,7 @@ static int ident_list(struct parser *ps, char ***out, int *n, const char *what)
 	int cap = 8;
 	char **v = base_arena_alloc(ps->a, (size_t)cap * sizeof *v, 8);
 	if (!v)
-		return base_err(ps->err, STRATA_NOMEM, "yql");
+		return nomem(ps, "yql list");
 	for (;;) {
 		char *s = ident(ps, what);
 		if (!s)
@@ -507,7 +511,7 @@ static int ident_list(struct parser *ps, char ***out, int *n, const char *what)
 		if (*n == cap) {
 			char **nv = base_arena_alloc(ps->a, (size_t)cap * 2 * sizeof *nv, 8);
 			if (!nv)
-				return base_err(ps->err, STRATA_NOMEM, "yql");
+				return nomem(ps, "yql list");
 			memcpy(nv, v, (size_t)cap * sizeof *nv);
 			v = nv;
 			cap *= 2;
@@ -599,21 +603,26 @@ static int statement(struct parser *ps, struct yql_query *q)
 int yql_parse(const char *text, struct yql_query **out, struct strata_error *err)
 {
 	*out = NULL;
+	/* The code of a failure is the one its report set: keep a report
+	 * when the caller wants none. */
+	struct strata_error own;
+	if (!err)
+		err = &own;
 	if (!text)
 		return base_err(err, STRATA_INVALID_ARGUMENT, "no yql given");
 	struct yql_query *q = base_calloc(1, sizeof *q);
 	if (!q)
-		return base_err(err, STRATA_NOMEM, "yql");
+		return base_nomem(err, "yql query");
 	base_arena_init(&q->arena, 4096);
 	q->limit = -1;
 	q->offset = -1;
 	struct parser ps = { .text = text, .p = text, .a = &q->arena, .err = err };
 	int rc = statement(&ps, q);
 	if (rc) {
-		if (!ps.failed && rc == STRATA_PARSE)
+		if (!ps.failed)
 			base_err(err, STRATA_PARSE, "yql: syntax error");
 		yql_free(q);
-		return err ? err->code : rc;
+		return err->code;
 	}
 	*out = q;
 	return 0;

@@ -17,8 +17,11 @@
  * LMDB never reuses pages freed in the running transaction, and nothing
  * writes over a page the transaction can see).
  *
- * Invariant: a cell whose presence bit is clear is all zero bytes.
+ * Invariants: a cell whose presence bit is clear is all zero bytes; a
+ * column holds values only for local ids already handed out.  Debug builds
+ * check both at every column write.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "store_int.h"
@@ -89,6 +92,33 @@ void store_attr_reset(struct store_txn *txn)
 		memset(txn->slot_mem, 0, txn->slot_count * sizeof *txn->slot_mem);
 }
 
+#ifdef STRATA_DEBUG
+/* lid was handed out: it is below its type's next local id (an unreadable
+ * counter proves nothing here; writes report it). */
+static int lid_handed_out(struct store_txn *txn, const struct doctype *dt, uint32_t lid)
+{
+	char key[STORE_MAX_NAME + 8];
+	MDB_val k = {(size_t)snprintf(key, sizeof key, "n/%s", dt->name), key}, v;
+	uint32_t next;
+	if (mdb_get(txn->txn, txn->env->meta, &k, &v) != 0 || v.mv_size != sizeof next)
+		return 1;
+	memcpy(&next, v.mv_data, sizeof next);
+	return lid < next;
+}
+
+/* The file's invariant for one slot of block b: absent means all zero. */
+static int absent_is_zero(const struct sfield *f, const uint8_t *b, uint32_t slot)
+{
+	if (b[slot >> 3] & (1u << (slot & 7)))
+		return 1;
+	const uint8_t *c = b + f->bitmap_bytes + (size_t)slot * f->cell_bytes;
+	for (uint32_t i = 0; i < f->cell_bytes; i++)
+		if (c[i])
+			return 0;
+	return 1;
+}
+#endif
+
 /* The map's address is unknown (env.c could not find it): keep a copy of a
  * block in the txn's buffer before rewriting it.  Slower, always safe. */
 static int copy_aside(struct store_txn *txn, const uint8_t **old, size_t n,
@@ -97,7 +127,7 @@ static int copy_aside(struct store_txn *txn, const uint8_t **old, size_t n,
 	if (n > txn->buf_cap) {
 		uint8_t *b = base_alloc(n);
 		if (!b)
-			return base_err(err, STRATA_NOMEM, "a column block of %zu bytes", n);
+			return base_nomem(err, "a column block of %zu bytes", n);
 		base_free(txn->buf, txn->buf_cap);
 		txn->buf = b;
 		txn->buf_cap = n;
@@ -117,6 +147,7 @@ int store_col_write(struct store_txn *txn, struct doctype *dt, int sf, uint32_t 
 	size_t key = col_key(sf, block);
 	MDB_val k = {sizeof key, &key}, v;
 	const uint8_t *old = NULL;
+	BASE_DEBUG_ASSERT(lid_handed_out(txn, dt, lid));
 	int rc = mdb_get(txn->txn, dt->cols, &k, &v);
 	if (rc == MDB_NOTFOUND) {
 		if (!cell)
@@ -129,6 +160,7 @@ int store_col_write(struct store_txn *txn, struct doctype *dt, int sf, uint32_t 
 			                "field '%s': column block %u has %zu bytes, expected %zu",
 			                f->name, block, v.mv_size, f->block_bytes);
 		old = v.mv_data;
+		BASE_DEBUG_ASSERT(absent_is_zero(f, old, slot));
 		if (!cell && !(old[slot >> 3] & mask))
 			return 0;
 		if (!txn->env->map_lo && (rc = copy_aside(txn, &old, f->block_bytes, err)) != 0)

@@ -23,6 +23,8 @@
  * Every operation validates its input and reads what it needs before its
  * first write: a rejected operation writes nothing and leaves the
  * transaction usable; a failure after the first write fails the transaction.
+ * Debug builds check at each write that the "ids" map and the records
+ * agree on the document's lid, and that a new lid has no record yet.
  */
 #include <limits.h>
 #include <stdio.h>
@@ -186,7 +188,7 @@ static int buf_reserve(struct store_txn *w, size_t n, struct strata_error *err)
 		cap *= 2;
 	uint8_t *b = base_alloc(cap);
 	if (!b)
-		return base_err(err, STRATA_NOMEM, "a document of %zu bytes", n);
+		return base_nomem(err, "a document of %zu bytes", n);
 	base_free(w->buf, w->buf_cap);
 	w->buf = b;
 	w->buf_cap = cap;
@@ -400,6 +402,33 @@ static int find_lid(struct store_txn *txn, const struct doctype *dt, const char 
 	return 0;
 }
 
+/* ---- debug checks -------------------------------------------------------------- */
+
+#ifdef STRATA_DEBUG
+/* The "ids" map and the records agree on lid: its record, when there is a
+ * readable one, carries the id that maps to it.  (A damaged record is
+ * reported as STRATA_CORRUPT where it is read, not asserted on.) */
+static int record_is(struct store_txn *txn, const struct doctype *dt, uint32_t lid,
+                     const char *id, size_t idlen)
+{
+	MDB_val k = {sizeof lid, &lid}, v;
+	const char *rid;
+	size_t rlen;
+	struct rec_iter it;
+	if (mdb_get(txn->txn, dt->docs, &k, &v) != 0 ||
+	    rec_open(dt, lid, &v, &rid, &rlen, &it, NULL) != 0)
+		return 1;
+	return rlen == idlen && memcmp(rid, id, idlen) == 0;
+}
+
+/* A local id is never reused: a new one has no record yet. */
+static int lid_unused(struct store_txn *txn, const struct doctype *dt, uint32_t lid)
+{
+	MDB_val k = {sizeof lid, &lid}, v;
+	return mdb_get(txn->txn, dt->docs, &k, &v) == MDB_NOTFOUND;
+}
+#endif
+
 /* ---- writes ------------------------------------------------------------------- */
 
 static int write_put(struct store_txn *w, int t, const char *id,
@@ -433,8 +462,11 @@ static int write_put(struct store_txn *w, int t, const char *id,
 			return base_err(err, STRATA_LIMIT, "document type '%s': local ids are used up",
 			                dt->name);
 		next = lid + 1;
+		BASE_DEBUG_ASSERT(lid_unused(w, dt, lid));
 	} else if (rc) {
 		return rc;
+	} else {
+		BASE_DEBUG_ASSERT(record_is(w, dt, lid, id, idlen));
 	}
 	size_t n;
 	if (update) {
@@ -479,6 +511,7 @@ static int write_put(struct store_txn *w, int t, const char *id,
 			return rc;
 		}
 	}
+	BASE_DEBUG_ASSERT(!w->failed);
 	return 0;
 }
 
@@ -509,6 +542,7 @@ int store_remove(struct store_txn *w, int doctype, const char *docid, struct str
 		return base_err(err, STRATA_NOT_FOUND, "no document '%s' to remove", docid);
 	if (rc)
 		return rc;
+	BASE_DEBUG_ASSERT(record_is(w, dt, lid, docid, idlen));
 	store_attr_reset(w);
 	MDB_val k = {idlen, (void *)docid}, lk = {sizeof lid, &lid};
 	if ((rc = mdb_del(w->txn, dt->ids, &k, NULL)) != 0)
@@ -666,7 +700,7 @@ int store_get(struct store_txn *txn, int doctype, uint32_t lid, struct store_val
 			out->cells = aligned_cells(txn, f, e.payload);
 			if (!out->cells) {
 				memset(values, 0, (size_t)dt->nuser * sizeof *values);
-				return base_err(err, STRATA_NOMEM, "field '%s'", f->name);
+				return base_nomem(err, "field '%s'", f->name);
 			}
 			break;
 		default:

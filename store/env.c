@@ -10,7 +10,10 @@
  * applied operation can never be committed.
  *
  * Invariants: env->types[] only grows, and only before transactions begin;
- * a doctype's stored field list is append-only across the store's life.
+ * a doctype's stored field list is append-only across the store's life;
+ * the caller's field list and the stored one map to each other (checked in
+ * debug builds after each store_doctype_add); only a write transaction
+ * fails.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -32,7 +35,7 @@
 int store_mdb_err(struct strata_error *err, int rc, const char *what)
 {
 	if (rc == ENOMEM)
-		return base_err(err, STRATA_NOMEM, "%s: out of memory", what);
+		return base_nomem(err, "%s", what);
 	if (rc == MDB_MAP_FULL)
 		return base_err(err, STRATA_STORE, "%s: store is full (map size reached)", what);
 	if (rc == MDB_CORRUPTED || rc == MDB_PAGE_NOTFOUND || rc == MDB_INVALID)
@@ -53,6 +56,9 @@ int store_txn_check(struct store_txn *txn, int write, int doctype, struct strata
 {
 	if (!txn)
 		return base_err(err, STRATA_INVALID_ARGUMENT, "no transaction");
+	/* Only writes fail a transaction; types are added, never removed. */
+	BASE_DEBUG_ASSERT(!txn->failed || txn->write);
+	BASE_DEBUG_ASSERT(txn->ntypes <= txn->env->ntypes);
 	if (txn->failed)
 		return base_err(err, STRATA_TXN_FAILED,
 		                "the transaction failed earlier and must be aborted");
@@ -275,7 +281,7 @@ static int layout_decode(struct doctype *dt, const MDB_val *v, unsigned psize,
 	if (nf) {
 		dt->stored = base_calloc(nf, sizeof *dt->stored);
 		if (!dt->stored)
-			return base_err(err, STRATA_NOMEM, "layout of '%s'", dt->name);
+			return base_nomem(err, "layout of '%s'", dt->name);
 		dt->stored_cap = (int)nf;
 	}
 	for (uint32_t i = 0; i < nf; i++) {
@@ -287,7 +293,7 @@ static int layout_decode(struct doctype *dt, const MDB_val *v, unsigned psize,
 			goto corrupt;
 		f->name = base_strndup((const char *)p, len);
 		if (!f->name)
-			return base_err(err, STRATA_NOMEM, "layout of '%s'", dt->name);
+			return base_nomem(err, "layout of '%s'", dt->name);
 		p += len;
 		if (take(&p, end, b, 4) || take(&p, end, &f->block_shift, 4))
 			goto corrupt;
@@ -354,14 +360,14 @@ static int merge_fields(struct doctype *dt, const struct store_doctype *udt, uns
 	if (add) {
 		struct sfield *ns = base_realloc(dt->stored, old_n * sizeof *ns, new_n * sizeof *ns);
 		if (!ns)
-			return base_err(err, STRATA_NOMEM, "layout of '%s'", dt->name);
+			return base_nomem(err, "layout of '%s'", dt->name);
 		memset(ns + old_n, 0, (size_t)add * sizeof *ns);
 		dt->stored = ns;
 		dt->stored_cap = (int)new_n;
 	}
 	dt->ufield = base_alloc((size_t)(udt->nfields ? udt->nfields : 1) * sizeof *dt->ufield);
 	if (!dt->ufield)
-		return base_err(err, STRATA_NOMEM, "layout of '%s'", dt->name);
+		return base_nomem(err, "layout of '%s'", dt->name);
 	dt->nuser = udt->nfields;
 	for (int i = 0; i < udt->nfields; i++) {
 		const struct store_field *uf = &udt->fields[i];
@@ -389,7 +395,7 @@ static int merge_fields(struct doctype *dt, const struct store_doctype *udt, uns
 		} else {
 			want.name = base_strdup(uf->name);
 			if (!want.name)
-				return base_err(err, STRATA_NOMEM, "layout of '%s'", dt->name);
+				return base_nomem(err, "layout of '%s'", dt->name);
 			derive(&want, psize, 1);
 			dt->stored[dt->nstored++] = want;
 			*changed = 1;
@@ -400,6 +406,28 @@ static int merge_fields(struct doctype *dt, const struct store_doctype *udt, uns
 	return 0;
 }
 
+#ifdef STRATA_DEBUG
+/* The two field lists of dt agree: every caller field maps to a stored
+ * field that maps back to it, and no other stored field claims a caller
+ * field.  Debug builds check it after each merge. */
+static int fields_consistent(const struct doctype *dt)
+{
+	if (dt->nstored > dt->stored_cap)
+		return 0;
+	for (int u = 0; u < dt->nuser; u++) {
+		int sf = dt->ufield[u];
+		if (sf < 0 || sf >= dt->nstored || dt->stored[sf].user != u)
+			return 0;
+	}
+	for (int sf = 0; sf < dt->nstored; sf++) {
+		int u = dt->stored[sf].user;
+		if (u >= dt->nuser || (u >= 0 && dt->ufield[u] != sf))
+			return 0;
+	}
+	return 1;
+}
+#endif
+
 /* ---- the environment -------------------------------------------------------- */
 
 /* mkdir -p */
@@ -407,7 +435,7 @@ static int make_dirs(const char *dir, struct strata_error *err)
 {
 	char *path = base_strdup(dir);
 	if (!path)
-		return base_err(err, STRATA_NOMEM, "store path");
+		return base_nomem(err, "store path");
 	size_t n = strlen(path);
 	int rc = 0;
 	for (size_t i = 1; i <= n && !rc; i++) {
@@ -496,7 +524,7 @@ int store_open_opts(const char *dir, const struct store_options *opts,
 		return rc;
 	struct store_env *env = base_calloc(1, sizeof *env);
 	if (!env)
-		return base_err(err, STRATA_NOMEM, "store handle");
+		return base_nomem(err, "store handle");
 	MDB_txn *t = NULL;
 	if (opts && opts->map_size) {
 		rc = open_env(env, dir, opts->map_size);
@@ -587,7 +615,7 @@ int store_doctype_add(struct store_env *env, const struct store_doctype *udt, in
 	struct doctype *dt = base_calloc(1, sizeof *dt);
 	if (!dt || !(dt->name = base_strdup(udt->name))) {
 		base_free(dt, sizeof *dt);
-		return base_err(err, STRATA_NOMEM, "document type '%s'", udt->name);
+		return base_nomem(err, "document type '%s'", udt->name);
 	}
 	char key[STORE_MAX_NAME + 8];
 	snprintf(key, sizeof key, "t/%s", udt->name);
@@ -610,6 +638,7 @@ int store_doctype_add(struct store_env *env, const struct store_doctype *udt, in
 	}
 	if ((rc = merge_fields(dt, udt, env->psize, &changed, err)) != 0)
 		goto out;
+	BASE_DEBUG_ASSERT(fields_consistent(dt));
 	if (changed) {
 		size_t n = layout_size(dt);
 		v.mv_size = n;
@@ -660,7 +689,7 @@ int store_txn_begin(struct store_env *env, int write, struct store_txn **out,
 		return base_err(err, STRATA_INVALID_ARGUMENT, "no store");
 	struct store_txn *txn = base_calloc(1, sizeof *txn);
 	if (!txn)
-		return base_err(err, STRATA_NOMEM, "transaction");
+		return base_nomem(err, "transaction");
 	txn->env = env;
 	txn->write = !!write;
 	txn->ntypes = env->ntypes;
@@ -671,7 +700,7 @@ int store_txn_begin(struct store_env *env, int write, struct store_txn **out,
 		txn->slot_mem = base_calloc(total, sizeof *txn->slot_mem);
 		if (!txn->slot_mem) {
 			base_free(txn, sizeof *txn);
-			return base_err(err, STRATA_NOMEM, "transaction");
+			return base_nomem(err, "transaction");
 		}
 		txn->slot_count = total;
 		size_t off = 0;

@@ -20,32 +20,8 @@
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
-top=$(cd "$here/.." && pwd)
-STRATA=${1:-${STRATA:-$top/build/strata}}
-MKSHOP=${MKSHOP:-$(dirname "$STRATA")/tests/mkshop}
-case $STRATA in /*) ;; *) STRATA=$(pwd)/$STRATA ;; esac
-case $MKSHOP in /*) ;; *) MKSHOP=$(pwd)/$MKSHOP ;; esac
-
-passed=0
-failed=0
-
-ok() { passed=$((passed + 1)); }
-bad() { failed=$((failed + 1)); echo "FAIL: $*"; }
-
-for tool in "$STRATA" "$MKSHOP"; do
-	if [ ! -x "$tool" ]; then
-		echo "e2e: $tool not built (make all build/tests/mkshop)"
-		echo "0 passed, 1 failed"
-		exit 1
-	fi
-done
-if ! command -v jq >/dev/null 2>&1; then
-	echo "e2e: jq is needed (make deps installs it)"
-	echo "0 passed, 1 failed"
-	exit 1
-fi
-
-T=$(mktemp -d "${TMPDIR:-/tmp}/strata-e2e.XXXXXX")
+suite=e2e
+. "$here/clitest.sh"
 trap 'rm -rf "$T"' EXIT INT TERM
 APP=$T/shop
 OUT=$T/out
@@ -171,6 +147,11 @@ if expect_ok "feed" "$STRATA" feed "$APP" "$FEED"; then
 	if grep -Eq "fed $NDOCS documents, 0 failed" "$ERR"; then ok; else
 		bad "feed summary: $(cat "$ERR")"
 	fi
+	# What is durable, after each commit, and the summary for a program.
+	check "feed commit line" "$(grep '^written ' "$ERR")" \
+		"written $NDOCS documents, 0 failed, through line $NDOCS"
+	check "feed summary JSON" "$(jout '[.written, .failed, (.seconds | type)] | @csv')" \
+		"$NDOCS,0,\"number\""
 fi
 check "count after feed" "$(total)" "$NDOCS"
 
@@ -565,6 +546,30 @@ if expect_ok "feed stdin" sh -c '"$1" feed "$2" - <"$3"' sh "$STRATA" "$APP" "$T
 	grep -Eq "fed 1 documents?, 0 failed" "$ERR" && ok || bad "feed stdin summary: $(cat "$ERR")"
 fi
 check "count after re-feed" "$(total)" "$NDOCS"
+# Standard input is read in pieces: a last line without its newline, a line
+# longer than a piece (a 100 000-byte title), and a JSON array, all whole.
+printf '%s' "$(cat "$T/doc3.jsonl")" >"$T/doc3-nonl.jsonl"
+if expect_ok "feed stdin without a last newline" sh -c '"$1" feed "$2" - <"$3"' sh "$STRATA" \
+	"$APP" "$T/doc3-nonl.jsonl"; then
+	check "feed stdin without a last newline: JSON" "$(jout '.written')" "1"
+fi
+long=$(awk 'BEGIN { for (i = 0; i < 10000; i++) printf "0123456789" }')
+printf '\n{"put": "%s", "fields": {"title": "%s"}}\n' "id:shop:product::900" "$long" >"$T/long.jsonl"
+if expect_ok "feed stdin long line" sh -c 'cat "$3" | "$1" feed "$2" -' sh "$STRATA" "$APP" \
+	"$T/long.jsonl"; then
+	check "feed stdin long line: line" "$(grep '^written ' "$ERR")" \
+		"written 1 documents, 0 failed, through line 2"
+	"$STRATA" get "$APP" id:shop:product::900 >"$OUT" 2>"$ERR"
+	check "feed stdin long line: title" "$(jout '.fields.title | length')" "100000"
+fi
+printf ' \n[%s,\n %s]\n' "$(cat "$T/doc3.jsonl")" \
+	'{"remove": "id:shop:product::900"}' >"$T/array-stdin.json"
+if expect_ok "feed stdin array" sh -c 'cat "$3" | "$1" feed "$2" -' sh "$STRATA" "$APP" \
+	"$T/array-stdin.json"; then
+	check "feed stdin array: line" "$(grep '^written ' "$ERR")" \
+		"written 2 documents, 0 failed, through line 3"
+fi
+check "count after stdin feeds" "$(total)" "$NDOCS"
 expect_fail "get malformed id" "id" "$STRATA" get "$APP" "not-a-document-id"
 
 # An update assigns one field and keeps the others: product 1 becomes the
@@ -649,6 +654,9 @@ expect_fail "feed bad documents" "line 2[^0-9]|:2:" "$STRATA" feed "$APP" "$T/mi
 grep -Eq "price" "$ERR" && ok || bad "feed bad document: message does not name the field: $(cat "$ERR")"
 grep -Eq "line 4[^0-9]|:4:" "$ERR" && ok || bad "feed bad JSON: line 4 not reported: $(cat "$ERR")"
 grep -Eq "fed 2 documents, 2 failed" "$ERR" && ok || bad "feed bad documents summary: $(cat "$ERR")"
+check "feed bad documents commit line" "$(grep '^written ' "$ERR")" \
+	"written 2 documents, 2 failed, through line 4"
+check "feed bad documents JSON" "$(jout '[.written, .failed] | @csv')" "2,2"
 check "count after bad feed" "$(total)" "$((NDOCS + 2))"
 expect_fail "get rejected document" "." "$STRATA" get "$APP" "id:shop:product::102"
 
@@ -663,6 +671,7 @@ check "count after wrong shape" "$(total)" "$((NDOCS + 2))"
 echo '{"put": "id:shop:product::106", "fields": {"colour": "red"}}' >"$T/field.jsonl"
 expect_fail "feed unknown field" "colour" "$STRATA" feed "$APP" "$T/field.jsonl"
 expect_fail "feed missing file" "no-such-file" "$STRATA" feed "$APP" "$T/no-such-file.jsonl"
+check "feed missing file JSON" "$(jout '[.written, .failed] | @csv')" "0,0"
 
 # ---- error paths: queries and options --------------------------------------------------
 expect_fail "bad YQL" "yql" "$STRATA" query "$APP" --yql 'select * from sources * where price <'

@@ -1,0 +1,83 @@
+/*
+ * json_alloc.c: jansson's memory through the one allocator.
+ *
+ * The engine builds and parses its JSON (requests, documents, results, the
+ * contexts manifest) with jansson, whose allocations would otherwise go to
+ * malloc, out of reach of the allocation counters and of the fault
+ * injection the tests sweep error paths with.  jansson's allocator is one
+ * setting for the whole process: it is set once, before the first JSON
+ * value is made (by an initializer that runs when the program starts, and
+ * again, harmlessly, by strata_open()), so no value is ever freed by an
+ * allocator that did not make it.
+ *
+ * jansson frees without a size and base_free() wants one, so each block
+ * carries its size in a header in front of it.  The header is as large as
+ * the strictest alignment of a C type (max_align_t), so the bytes handed to
+ * jansson keep that alignment: base_alloc() returns 64-byte aligned blocks.
+ *
+ * jansson's parser does not always notice that it ran out of memory: a
+ * byte of a long token that it fails to keep is dropped, and the value
+ * comes back wrong rather than missing.  So every failed allocation is
+ * counted, per thread, and eng_json_parse() refuses a value whose parse
+ * saw one.
+ */
+#include <pthread.h>
+#include <stdalign.h>
+#include <stddef.h>
+
+#include "engine_int.h"
+
+#define HEADER (alignof(max_align_t) > sizeof(size_t) ? alignof(max_align_t) : sizeof(size_t))
+
+/* Allocations jansson asked for and did not get, on this thread. */
+static _Thread_local unsigned long failed;
+
+static void *json_block_alloc(size_t n)
+{
+	unsigned char *p = n <= SIZE_MAX - HEADER ? base_alloc(HEADER + n) : NULL;
+	if (!p) {
+		failed++;
+		return NULL;
+	}
+	*(size_t *)p = n;
+	return p + HEADER;
+}
+
+static void json_block_free(void *q)
+{
+	if (!q)
+		return;
+	unsigned char *p = (unsigned char *)q - HEADER;
+	base_free(p, HEADER + *(size_t *)p);
+}
+
+static pthread_once_t json_once = PTHREAD_ONCE_INIT;
+
+static void set_funcs(void)
+{
+	json_set_alloc_funcs(json_block_alloc, json_block_free);
+}
+
+void eng_json_init(void)
+{
+	pthread_once(&json_once, set_funcs);
+}
+
+/* Before main(), so that even JSON values a program makes before it opens
+ * an application come from the same allocator as the library's. */
+__attribute__((constructor)) static void json_init_at_start(void)
+{
+	eng_json_init();
+}
+
+json_t *eng_json_parse(const char *text, size_t len, size_t flags, json_error_t *je, int *oom)
+{
+	unsigned long before = failed;
+	json_t *j = json_loadb(text, len, flags, je);
+	*oom = failed != before;
+	if (*oom) {
+		json_decref(j);
+		return NULL;
+	}
+	return j;
+}
