@@ -683,6 +683,46 @@ static int in_lambda(const struct env *env)
 	return env && env->lambda;
 }
 
+/* lightgbm("f.json") / xgboost("f.json"): the model's trees as one
+ * expression (gbdt.c) over its features, each evaluated once into a local. */
+static int compile_gbdt(struct cc *c, const struct env *env, const struct rank_ast *a, int *type)
+{
+	struct rank_gbdt *g;
+	int rc = rank_gbdt_load(c->p->sd->file, a, &g, c->err);
+	if (rc)
+		return rc;
+	size_t n = (size_t)g->nfeatures + 1;
+	int *locals = base_calloc(n, sizeof *locals), *types = base_calloc(n, sizeof *types);
+	if (!locals || !types)
+		rc = nomem(c);
+	for (int i = 0; !rc && i < g->nfeatures; i++) {
+		rc = compile(c, env, g->features[i], &types[i]);
+		if (!rc && T(c, types[i])->rank != 0)
+			rc = at(c, a, STRATA_TYPE, "feature '%s' is a tensor, not a number",
+			        g->names[i]);
+		locals[i] = new_local(c);
+		if (!rc && emit(c, RANK_OP_SET, locals[i], 0, 0, 0, 0, -1, 0) < 0)
+			rc = nomem(c);
+		if (rc && rc != STRATA_NOMEM) {
+			/* say which model and feature: "sd:l:c: lightgbm model 'f': ..." */
+			char pre[512], msg[STRATA_ERRMSG_MAX];
+			int k = snprintf(pre, sizeof pre, "%s:%d:%d: ", a->pos.file ? a->pos.file : "?",
+			                 a->pos.line, a->pos.col);
+			const char *m = c->err->msg;
+			snprintf(msg, sizeof msg, "%s", strncmp(m, pre, (size_t)k) ? m : m + k);
+			rc = at(c, a, rc, "%s model '%s': feature '%s': %s", a->name, a->args[0]->name,
+			        g->names[i], msg);
+		}
+	}
+	struct env e = { env, NULL, 0, g->nfeatures, g->names, locals, types };
+	if (!rc)
+		rc = compile(c, &e, g->body, type);
+	base_free(locals, n * sizeof *locals);
+	base_free(types, n * sizeof *types);
+	rank_gbdt_free(g);
+	return rc;
+}
+
 static int compile_call(struct cc *c, const struct env *env, const struct rank_ast *a, int *type)
 {
 	const char *f = a->name;
@@ -703,6 +743,8 @@ static int compile_call(struct cc *c, const struct env *env, const struct rank_a
 		return compile_onnx(c, a, type);
 	if (strcmp(f, "closeness") == 0 || strcmp(f, "distance") == 0)
 		return compile_close(c, a, f[0] == 'd', type);
+	if (strcmp(f, "lightgbm") == 0 || strcmp(f, "xgboost") == 0)
+		return compile_gbdt(c, env, a, type);
 	if (!in_lambda(env)) {
 		const struct rank_function_decl *fn = find_function(c->p->decl, f);
 		if (fn)

@@ -313,6 +313,29 @@ void rank_qmodel_release(struct rank_query *q, int m);
  * its buffers stay.  Taken back: a context again, nothing cached. */
 void rank_qmodel_retire(struct rank_query *q, int m);
 int rank_qmodel_reuse(struct rank_query *q, int m, struct strata_error *err);
+/* gbdt.c: a LightGBM or XGBoost model, read for one lightgbm("f.json") or
+ * xgboost("f.json") call of a profile, as an expression over its features:
+ * body names feature i by names[i]; features[i] is that name parsed as an
+ * expression (positioned at the call).  compile.c evaluates each feature
+ * once into a local and binds the names to them. */
+struct rank_gbdt {
+	int nfeatures, capfeatures;
+	char **names;
+	struct rank_ast **features;
+	struct rank_ast *body;
+	struct base_arena arena;      /* body and names */
+};
+/* Read the model file that call (lightgbm("f") or xgboost("f")) names, from
+ * the models folder beside the schemas folder of sdfile.  Returns 0 and
+ * *out (rank_gbdt_free), or STRATA_TYPE (a bad call or feature name),
+ * STRATA_NOT_FOUND (no such file), STRATA_PARSE (not JSON: "model
+ * file:line:col: ..."; not a model dump), STRATA_NOT_IMPLEMENTED
+ * (multiclass, unsupported splits), STRATA_LIMIT, STRATA_NOMEM; other
+ * messages begin with the call's "file:line:col: ". */
+int rank_gbdt_load(const char *sdfile, const struct rank_ast *call, struct rank_gbdt **out,
+                   struct strata_error *err);
+void rank_gbdt_free(struct rank_gbdt *g);
+
 /* query.c: evaluate prog (compiled with rank_expr_compile against q's profile)
  * for document lid; the result lives until the next evaluation (tests). */
 int rank_query_eval(struct rank_query *q, const struct rank_prog *prog, const struct rank_docs *d,
