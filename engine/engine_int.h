@@ -12,6 +12,7 @@
  *                  summaries, match features)
  *   feed.c         Vespa document operations -> store transactions; get, remove
  *   yql.c          YQL text -> struct yql_query (a condition tree)
+ *   grouping.c     order by and grouping over the matches
  *   query.c        a search request: match, phases, hit order, summaries
  *   result.c       JSON output: the result tree, documents, a JSON printer
  *                  that writes numbers in their shortest exact form
@@ -21,6 +22,7 @@
 #define ENGINE_INT_H
 
 #include <jansson.h>
+#include <regex.h>
 #include <stdatomic.h>
 
 #include "strata.h"
@@ -178,6 +180,9 @@ json_t *eng_json_number(int cell, double v);
  * Numbers print in their shortest round-trip form.  NULL on allocation
  * failure. */
 char *eng_json_dump(const json_t *j, int pretty);
+/* v as the printer writes a real: the shortest form that reads back as v,
+ * ".0" kept on integral values ("3.0", "0.1"); "null" when not finite. */
+void eng_real_str(double v, char *buf, size_t n);
 
 /* The JSON of one stored field value, which must be set (v->set).
  * dim_names name a tensor's dimensions (may be NULL).  NULL on allocation
@@ -200,6 +205,8 @@ enum yql_kind {
 	YQL_OR,
 	YQL_NOT,      /* !kids[0] */
 	YQL_NN,       /* {targetHits: K}nearestNeighbor(field, input) */
+	YQL_IN,       /* field in (v, ...): numbers (nums) or strings (strs) */
+	YQL_MATCHES,  /* field matches "regex" (re) */
 };
 
 enum yql_cmp { YQL_LT = 1, YQL_LE, YQL_GT, YQL_GE, YQL_EQ };
@@ -216,9 +223,39 @@ struct yql_node {
 	long target_hits;  /* NN */
 	int approximate;   /* NN: 1 unless approximate:false */
 	char *label;       /* NN: or NULL */
+	int nvals;         /* IN: the values, numbers or strings */
+	double *nums;
+	char **strs;       /* IN: NULL for numbers */
+	regex_t *re;       /* MATCHES: compiled (str is its text); yql_free frees it */
+	struct yql_node *re_next; /* MATCHES: the one compiled before, or NULL */
 	int nkids;
 	struct yql_node **kids;
 	int fidx;          /* set by query.c per doctype: field index or -1 */
+};
+
+/* order by field [asc|desc], ... */
+struct yql_order {
+	char *field;
+	int desc;
+	int col;
+};
+
+/* Grouping: | all(group(field) [max(N)] [order(...)] each(output(...))), or
+ * | all(output(...)) over all matches. */
+enum yql_agg { YQL_AGG_COUNT = 1, YQL_AGG_SUM, YQL_AGG_AVG, YQL_AGG_MIN, YQL_AGG_MAX };
+struct yql_agg_expr {
+	int agg;      /* enum yql_agg */
+	char *field;  /* NULL for count() */
+	int desc;     /* in order(): '-' before it */
+	char *label;  /* "count()", "sum(price)" */
+	int col;
+};
+struct yql_grouping {
+	char *field;  /* group(field); NULL: all(output(...)) */
+	int col;
+	long max;     /* -1: every group */
+	int norder, nout;
+	struct yql_agg_expr *order, *out;
 };
 
 struct yql_query {
@@ -232,6 +269,10 @@ struct yql_query {
 	struct yql_node *where;
 	long limit;              /* -1 when not given */
 	long offset;             /* -1 when not given */
+	int norder;              /* order by: replaces the rank order */
+	struct yql_order *order;
+	struct yql_grouping *grouping; /* after '|', or NULL */
+	struct yql_node *regexes;      /* the last MATCHES compiled (then re_next) */
 };
 
 /* Parse a YQL statement.  Returns 0, STRATA_PARSE ("yql:1:COL: message"),
@@ -240,6 +281,38 @@ int yql_parse(const char *text, struct yql_query **out, struct strata_error *err
 void yql_free(struct yql_query *q);
 /* A readable dump of the condition tree (for tests): "AND(CMP(price<30),...)". */
 char *yql_dump(const struct yql_node *n);
+
+/* ---- grouping.c: order by and grouping over the matches ----------------------------- */
+
+/* A field's value in one hit: none, a number (integral: of an int, long or
+ * bool field) or a string (s, n bytes, valid while the query runs). */
+struct eng_hitval {
+	int kind;      /* 0 none, 1 number, 2 string */
+	int integral;
+	double num;
+	const char *s;
+	size_t n;
+};
+
+/* The matches as grouping.c reads them (query.c provides it). */
+struct eng_hits {
+	size_t n;
+	void *ud;
+	double (*relevance)(void *ud, size_t i);
+	/* the value of field (a name) in hit i */
+	void (*value)(void *ud, size_t i, const char *field, struct eng_hitval *v);
+};
+
+/* The order of the hits by q's order by: perm[0..n) receives hit indexes,
+ * the first hit first (a hit without a value after those with one, then
+ * by document id as tiebreak(i, j) < 0 says).  Returns 0 or STRATA_NOMEM. */
+int eng_order_hits(const struct yql_query *q, const struct eng_hits *h,
+                   int (*tiebreak)(void *ud, size_t i, size_t j), size_t *perm,
+                   struct strata_error *err);
+/* Vespa's grouping result for q->grouping over h: the "group:root:0" hit.
+ * Returns 0 and *out, or STRATA_NOMEM. */
+int eng_grouping_json(const struct yql_query *q, const struct eng_hits *h, json_t **out,
+                      struct strata_error *err);
 
 /* ---- the CLI (cli.c, cli_run.c) ------------------------------------------------------- */
 

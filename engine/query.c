@@ -205,6 +205,14 @@ static int resolve(struct qstate *qs, struct yql_node *n, struct eng_doctype *dt
 		return base_err(qs->err, STRATA_INVALID_ARGUMENT,
 		                "yql:1:%d: field '%s' is not numeric: compare with %s", n->col, n->field,
 		                t == STORE_T_STRING ? "'contains'" : "nearestNeighbor");
+	if (n->kind == YQL_IN && (n->strs ? t != STORE_T_STRING : !is_numeric(t)))
+		return base_err(qs->err, STRATA_INVALID_ARGUMENT,
+		                "yql:1:%d: 'in' with %s needs a %s field; '%s' is not one", n->col,
+		                n->strs ? "strings" : "numbers", n->strs ? "string" : "numeric", n->field);
+	if (n->kind == YQL_MATCHES && t != STORE_T_STRING)
+		return base_err(qs->err, STRATA_INVALID_ARGUMENT,
+		                "yql:1:%d: 'matches' needs a string field; '%s' is not one", n->col,
+		                n->field);
 	if (n->kind == YQL_CONTAINS && t != STORE_T_STRING)
 		return base_err(qs->err, STRATA_INVALID_ARGUMENT,
 		                "yql:1:%d: 'contains' needs a string field; '%s' is not one", n->col,
@@ -303,6 +311,27 @@ static int in_nn(const struct dtstate *ds, uint32_t lid)
 	return lo < ds->nnn && ds->nn[lo] == lid;
 }
 
+/* field in (values): the document's value is one of them. */
+static int in_values(struct qstate *qs, struct dtstate *ds, const struct yql_node *n, uint32_t lid)
+{
+	if (n->strs) {
+		const struct store_value *sv = doc_value(qs, ds, lid, n->fidx);
+		for (int i = 0; sv && i < n->nvals; i++)
+			if (strlen(n->strs[i]) == sv->n && memcmp(sv->s, n->strs[i], sv->n) == 0)
+				return 1;
+		return 0;
+	}
+	double v;
+	if (!num_value(qs, ds, lid, n->fidx, &v))
+		return 0;
+	/* a float field holds its values as floats: so are the values compared */
+	int as_float = ds->dt->fields[n->fidx].type == STORE_T_FLOAT;
+	for (int i = 0; i < n->nvals; i++)
+		if (v == (as_float ? (double)(float)n->nums[i] : n->nums[i]))
+			return 1;
+	return 0;
+}
+
 /* nn_true: treat nearestNeighbor as true (while finding the NN set). */
 static int eval(struct qstate *qs, struct dtstate *ds, const struct yql_node *n, uint32_t lid,
                 int nn_true)
@@ -349,6 +378,18 @@ static int eval(struct qstate *qs, struct dtstate *ds, const struct yql_node *n,
 		if (n->fidx < 0)
 			return 0;
 		return nn_true || in_nn(ds, lid);
+	case YQL_IN:
+		return n->fidx >= 0 && in_values(qs, ds, n, lid);
+	case YQL_MATCHES: {
+		if (n->fidx < 0)
+			return 0;
+		const struct store_value *sv = doc_value(qs, ds, lid, n->fidx);
+		if (!sv)
+			return 0;
+		/* the stored bytes have no NUL: pmatch[0] bounds them (REG_STARTEND) */
+		regmatch_t m = { 0, (regoff_t)sv->n };
+		return regexec(n->re, sv->s ? sv->s : "", 1, &m, REG_STARTEND) == 0;
+	}
 	}
 	return 0;
 }
@@ -781,6 +822,99 @@ static const char *profile_name(const json_t *req)
 	return "default";
 }
 
+/* ---- order by and grouping (grouping.c reads the hits through these) ---------------- */
+
+static double hit_relevance(void *ud, size_t i)
+{
+	return ((struct qstate *)ud)->hits[i].score;
+}
+
+static void hit_value(void *ud, size_t i, const char *field, struct eng_hitval *v)
+{
+	struct qstate *qs = ud;
+	const struct hit *h = &qs->hits[i];
+	memset(v, 0, sizeof *v);
+	int fi = rank_schema_field_index(h->ds->dt->schema, field);
+	if (fi < 0)
+		return;
+	int t = h->ds->dt->fields[fi].type;
+	if (t == STORE_T_STRING) {
+		qs->vals_lid_loaded = 0; /* its cache knows the lid, not the document type */
+		const struct store_value *sv = doc_value(qs, h->ds, h->lid, fi);
+		if (sv) {
+			v->kind = 2;
+			v->s = sv->s;
+			v->n = sv->n;
+		}
+	} else if (is_numeric(t) && num_value(qs, h->ds, h->lid, fi, &v->num)) {
+		v->kind = 1;
+		v->integral = t == STORE_T_INT || t == STORE_T_LONG || t == STORE_T_BOOL;
+	}
+}
+
+static int hit_tiebreak(void *ud, size_t i, size_t j)
+{
+	struct qstate *qs = ud;
+	return final_cmp(&qs->hits[i], &qs->hits[j]);
+}
+
+/* order by: every hit in the order of its field values. */
+static int order_hits(struct qstate *qs)
+{
+	struct eng_hits eh = { qs->nhits, qs, hit_relevance, hit_value };
+	size_t n = qs->nhits ? qs->nhits : 1;
+	size_t *perm = base_alloc(n * sizeof *perm);
+	struct hit *sorted = base_alloc(n * sizeof *sorted);
+	int rc = !perm || !sorted ? base_nomem(qs->err, "order by")
+	                          : eng_order_hits(qs->yql, &eh, hit_tiebreak, perm, qs->err);
+	for (size_t i = 0; !rc && i < qs->nhits; i++)
+		sorted[i] = qs->hits[perm[i]];
+	if (!rc)
+		memcpy(qs->hits, sorted, qs->nhits * sizeof *sorted);
+	base_free(perm, n * sizeof *perm);
+	base_free(sorted, n * sizeof *sorted);
+	return rc;
+}
+
+/* The fields order by and grouping name: each an attribute (number or
+ * string) of some document type of the query. */
+static int check_attr(struct qstate *qs, const char *name, int col, const char *what)
+{
+	int found = 0;
+	for (int i = 0; i < qs->nds; i++) {
+		struct eng_doctype *dt = qs->ds[i].dt;
+		int fi = rank_schema_field_index(dt->schema, name);
+		if (fi < 0)
+			continue;
+		const struct store_field *f = &dt->fields[fi];
+		if (!f->attribute || (f->type != STORE_T_STRING && !is_numeric(f->type)))
+			return base_err(qs->err, STRATA_INVALID_ARGUMENT,
+			                "yql:1:%d: %s needs a number or string attribute; '%s' is not one",
+			                col, what, name);
+		found = 1;
+	}
+	if (!found && qs->nds)
+		return base_err(qs->err, STRATA_NOT_FOUND, "yql:1:%d: field '%s' not found", col, name);
+	return 0;
+}
+
+static int check_order_grouping(struct qstate *qs)
+{
+	const struct yql_query *q = qs->yql;
+	int rc = 0;
+	for (int i = 0; !rc && i < q->norder; i++)
+		rc = check_attr(qs, q->order[i].field, q->order[i].col, "order by");
+	const struct yql_grouping *g = q->grouping;
+	if (!rc && g && g->field)
+		rc = check_attr(qs, g->field, g->col, "group()");
+	for (int i = 0; !rc && g && i < g->nout + g->norder; i++) {
+		const struct yql_agg_expr *e = i < g->nout ? &g->out[i] : &g->order[i - g->nout];
+		if (e->field)
+			rc = check_attr(qs, e->field, e->col, e->label);
+	}
+	return rc;
+}
+
 static int build_result(struct qstate *qs, size_t offset, size_t nhits, char **result)
 {
 	json_t *top = json_object(), *root = json_object(), *fields = json_object();
@@ -803,6 +937,17 @@ static int build_result(struct qstate *qs, size_t offset, size_t nhits, char **r
 	    json_object_set(root, "coverage", cov) || json_object_set(top, "root", root)) {
 		rc = base_nomem(qs->err, "result");
 		goto out;
+	}
+	if (qs->yql->grouping) {
+		/* Vespa's grouping result: a "group:root:0" hit before the others */
+		struct eng_hits eh = { qs->nhits, qs, hit_relevance, hit_value };
+		json_t *g = NULL;
+		if ((rc = eng_grouping_json(qs->yql, &eh, &g, qs->err)))
+			goto out;
+		if (json_array_append_new(children, g)) {
+			rc = base_nomem(qs->err, "result");
+			goto out;
+		}
 	}
 	for (size_t i = offset; i < qs->nhits && i < offset + nhits; i++) {
 		json_t *child = NULL;
@@ -862,7 +1007,7 @@ static int run(struct qstate *qs, const json_t *req, char **result)
 		                MAX_OFFSET);
 	if ((rc = pick_doctypes(qs)) != 0)
 		return rc;
-	if ((rc = check_fields(qs, qs->yql->where)) != 0)
+	if ((rc = check_fields(qs, qs->yql->where)) != 0 || (rc = check_order_grouping(qs)) != 0)
 		return rc;
 	if (!qs->yql->all_fields)
 		for (int k = 0; k < qs->yql->nfields; k++) {
@@ -921,7 +1066,10 @@ static int run(struct qstate *qs, const json_t *req, char **result)
 	size_t page = (size_t)offset < qs->nhits && (size_t)hits < qs->nhits - (size_t)offset
 	                      ? (size_t)offset + (size_t)hits
 	                      : qs->nhits;
-	sort_top(qs->hits, qs->nhits, page, final_cmp);
+	if (qs->yql->norder && (rc = order_hits(qs)) != 0)
+		return rc;
+	if (!qs->yql->norder)
+		sort_top(qs->hits, qs->nhits, page, final_cmp);
 	return build_result(qs, (size_t)offset, (size_t)hits, result);
 }
 

@@ -216,6 +216,50 @@ if expect_ok "query summary" "$STRATA" query "$APP" \
 	check "summary title" "$(jout '.root.children[0].fields.title')" "$want_title"
 fi
 
+# ---- YQL: in, matches, order by, grouping; expected values from the feed with jq ------
+if expect_ok "query in" "$STRATA" query "$APP" --profile cheap --hits 100 \
+	--yql 'select * from sources * where brand in ("Northvale", "Sonora") and price < 100'; then
+	want=$(jq -s '[.[] | select((.fields.brand == "Northvale" or .fields.brand == "Sonora")
+		and .fields.price < 100)] | length' "$FEED")
+	check "in totalCount" "$(jout '.root.fields.totalCount')" "$want"
+	check "in brands" "$(jout '[.root.children[].fields.brand] | unique | join(",")')" \
+		"$(jq -rs '[.[] | select((.fields.brand == "Northvale" or .fields.brand == "Sonora")
+			and .fields.price < 100) | .fields.brand] | unique | join(",")' "$FEED")"
+fi
+
+# matches: unanchored and case-insensitive
+if expect_ok "query matches" "$STRATA" query "$APP" --hits 100 \
+	--yql 'select * from sources * where title matches "^north|lamp$"'; then
+	check "matches ids" "$(jout '[.root.children[].id] | sort | join(",")')" \
+		"$(jq -rs '[.[] | select(.fields.title | test("^north|lamp$"; "i")) | .put] | sort
+			| join(",")' "$FEED")"
+fi
+
+# order by replaces the rank order: brand up, then price down; limit is the page's end
+if expect_ok "query order by" "$STRATA" query "$APP" --profile cheap \
+	--yql 'select * from sources * where true order by brand, price desc limit 7 offset 2'; then
+	check "order by ids" "$(jout '[.root.children[].id] | join(",")')" \
+		"$(jq -rs 'sort_by(.fields.brand, -.fields.price) | .[2:7] | map(.put) | join(",")' "$FEED")"
+fi
+
+# grouping: Vespa's group:root:0 / grouplist:category / group:string:<value>, by count
+if expect_ok "query grouping" "$STRATA" query "$APP" --yql 'select * from sources * where true
+	limit 0 | all(group(category) max(4) order(-count()) each(output(count(), max(rating))))'; then
+	check "grouping root" "$(jout '[.root.children[0].id, .root.children[0].children[0].id,
+		.root.children[0].children[0].label] | join(",")')" "group:root:0,grouplist:category,category"
+	check "grouping groups" "$(jout '[.root.children[0].children[0].children[]
+		| "\(.id)=\(.fields["count()"])"] | join(",")')" \
+		"$(jq -rs 'group_by(.fields.category) | map({c: .[0].fields.category, n: length})
+			| sort_by(-.n, .c) | .[:4] | map("group:string:\(.c)=\(.n)") | join(",")' "$FEED")"
+	check "grouping hits" "$(jout '.root.children | length')" "1"
+fi
+if expect_ok "query grouping all" "$STRATA" query "$APP" \
+	--yql 'select * from sources * where in_stock = true | all(output(count()))' --hits 2; then
+	check "grouping all count" "$(jout '.root.children[0].fields["count()"]')" \
+		"$(jq -s '[.[] | select(.fields.in_stock)] | length' "$FEED")"
+	check "grouping all hits" "$(jout '.root.children | length')" "3"
+fi
+
 # ---- queries: the "relevance" profile (nearest neighbour, then the model) ---------------
 QVEC=$(jq -c '."input.query(q_emb)"' "$APP/queries/running-shoes.json")
 
@@ -676,6 +720,14 @@ check "feed missing file JSON" "$(jout '[.written, .failed] | @csv')" "0,0"
 # ---- error paths: queries and options --------------------------------------------------
 expect_fail "bad YQL" "yql" "$STRATA" query "$APP" --yql 'select * from sources * where price <'
 expect_fail "bad YQL position" "1:[0-9]+" "$STRATA" query "$APP" --yql 'select * frm sources *'
+expect_fail "order by a tensor" "yql:1:45: order by needs a number or string attribute" \
+	"$STRATA" query "$APP" --yql 'select * from sources * where true order by embedding'
+expect_fail "nested grouping" "nested grouping is not supported" "$STRATA" query "$APP" \
+	--yql 'select * from sources * where true | all(group(brand) each(group(category) each(output(count()))))'
+expect_fail "bad regex" "yql:1:45: bad regular expression" "$STRATA" query "$APP" \
+	--yql 'select * from sources * where title matches "(a"'
+expect_fail "in on a number" "'in' with strings needs a string field" "$STRATA" query "$APP" \
+	--yql 'select * from sources * where price in ("cheap")'
 expect_fail "unknown profile" "no_such_profile" "$STRATA" query "$APP" \
 	--yql 'select * from sources * where true' --profile no_such_profile
 expect_fail "wrong input shape" "q_emb" "$STRATA" query "$APP" \
