@@ -1,6 +1,6 @@
 /*
- * rank_eval.h: the evaluation back end of rank/ (fn.c, compile.c, vm.c,
- * tensor.c, model.c, query.c, profile.c, app.c), private to those files and
+ * rank_eval.h: the evaluation back end of rank/ (fn.c, compile.c, gbdt.c,
+ * vm.c, tensor.c, model.c, query.c, profile.c, app.c), private to those files and
  * to the tests that look inside it.
  *
  * A profile compiles to a set of flat programs (struct rank_prog) sharing
@@ -12,8 +12,9 @@
  * Who uses whom (one way): app.c loads, then compiles (compile.c) and makes
  * the query pools (query.c); query.c runs the phases on the VM (vm.c) and
  * the models (model.c); model.c runs model inputs on the VM; the VM reads
- * model outputs only through the query's model_value.  fn.c and tensor.c
- * use nothing of rank/; profile.c only reads.
+ * model outputs only through the query's model_value; compile.c has gbdt.c
+ * turn tree models into expressions.  fn.c and tensor.c use nothing of
+ * rank/; profile.c only reads.
  */
 #ifndef RANK_EVAL_H
 #define RANK_EVAL_H

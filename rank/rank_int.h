@@ -11,6 +11,7 @@
  *   compile.c        types every expression (dense tensor shapes with named
  *                    dimensions), resolves features, inlines user functions,
  *                    emits a flat program (struct rank_prog)
+ *   gbdt.c           lightgbm()/xgboost() model dumps -> expressions for it
  *   vm.c             runs programs; tensor.c is the dense tensor algebra;
  *   fn.c             the scalar functions by id, shared by compiler and VM
  *   model.c          onnx-model blocks: input mapping, batched and per-document

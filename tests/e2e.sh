@@ -798,5 +798,59 @@ if expect_ok "query after errors" "$STRATA" query "$APP" --yql 'select * from so
 	check "cheapest after errors" "$(jout '.root.children[0].id')" "id:shop:product::103"
 fi
 
+# ---- tree models: lightgbm() and xgboost() on a small application of their own ---------
+TA=$T/trees
+mkdir -p "$TA/schemas" "$TA/models/x"
+cat >"$TA/schemas/item.sd" <<'EOS'
+schema item {
+    document item {
+        field price type double { indexing: attribute | summary }
+        field stock type int { indexing: attribute | summary }
+    }
+    rank-profile lgb {
+        first-phase { expression: lightgbm("t.json") }
+    }
+    rank-profile xgb {
+        first-phase { expression: xgboost("x/t.json") }
+    }
+}
+EOS
+# price <= 10 (NaN right): 1, else 2; stock <= 0 with 0 missing (default right): -1, else 5
+cat >"$TA/models/t.json" <<'EOS'
+{"objective": "regression", "feature_names": ["attribute(price)", "attribute(stock)"],
+ "tree_info": [
+  {"tree_structure": {"split_feature": 0, "threshold": 10, "decision_type": "<=",
+   "default_left": false, "missing_type": "NaN",
+   "left_child": {"leaf_value": 1}, "right_child": {"leaf_value": 2}}},
+  {"tree_structure": {"split_feature": 1, "threshold": 0, "decision_type": "<=",
+   "default_left": false, "missing_type": "Zero",
+   "left_child": {"leaf_value": -1}, "right_child": {"leaf_value": 5}}}]}
+EOS
+echo '[{"nodeid": 0, "split": "attribute(price)", "split_condition": 15, "yes": 1, "no": 2,
+  "missing": 1, "children": [{"nodeid": 1, "leaf": 0.5}, {"nodeid": 2, "leaf": -0.5}]}]' \
+	>"$TA/models/x/t.json"
+printf '%s\n' '{"put": "id:t:item::a", "fields": {"price": 5, "stock": 0}}' \
+	'{"put": "id:t:item::b", "fields": {"price": 20, "stock": -3}}' \
+	'{"put": "id:t:item::c", "fields": {"price": 10, "stock": 7}}' >"$TA/feed.jsonl"
+expect_ok "trees deploy" "$STRATA" deploy "$TA"
+expect_ok "trees feed" "$STRATA" feed "$TA" "$TA/feed.jsonl"
+# a: 1 + 5 (0 is missing), b: 2 - 1, c: 1 (10 <= 10) + 5
+if expect_ok "query lightgbm" "$STRATA" query "$TA" --profile lgb \
+	--yql 'select * from sources * where true'; then
+	check "lightgbm scores" "$(jout '[.root.children[] | "\(.id)=\(.relevance)"] | join(",")')" \
+		"id:t:item::a=6,id:t:item::c=6,id:t:item::b=1"
+fi
+if expect_ok "query xgboost" "$STRATA" query "$TA" --profile xgb \
+	--yql 'select * from sources * where true'; then
+	check "xgboost scores" "$(jout '[.root.children[] | "\(.id)=\(.relevance)"] | join(",")')" \
+		"id:t:item::a=0.5,id:t:item::c=0.5,id:t:item::b=-0.5"
+fi
+sed -i 's/attribute(stock)/attribute(colour)/' "$TA/models/t.json"
+expect_fail "tree model feature" "item\\.sd:7:35: lightgbm model 't\\.json': feature 'attribute\\(colour\\)'" \
+	"$STRATA" deploy "$TA"
+sed -i 's/attribute(colour)/attribute(stock)/' "$TA/models/t.json"
+rm -f "$TA/models/x/t.json"
+expect_fail "tree model file" "item\\.sd:10:35: xgboost model 'x/t\\.json'" "$STRATA" deploy "$TA"
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
