@@ -46,7 +46,10 @@ struct cc {
 	struct rank_prog *prog;
 	struct strata_error *err;
 	int allow_first; /* firstPhase is valid here */
+	int too_long;    /* emit failed at MAX_CODE, not for want of memory */
 };
+
+#define MAX_CODE (1 << 20) /* instructions in one program */
 
 static int at(struct cc *c, const struct rank_ast *a, int code, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
@@ -126,6 +129,9 @@ static int add_type(struct rank_profile *p, const struct rank_type *t)
 
 static int nomem(struct cc *c)
 {
+	if (c->too_long)
+		return base_err(c->err, STRATA_LIMIT, "profile '%s': %s is longer than %d instructions",
+		                c->p->decl->name, c->prog->name, MAX_CODE);
 	return base_nomem(c->err, "compiling profile '%s'", c->p->decl->name);
 }
 
@@ -139,8 +145,11 @@ static int emit(struct cc *c, int op, int a, int b, int cc_, int d, int e, int t
 {
 	struct rank_prog *g = c->prog;
 	size_t cap = (size_t)g->capcode;
-	if (base_grow((void **)&g->code, &cap, (size_t)g->ncode + 1, sizeof *g->code, 1 << 20))
+	int rc = base_grow((void **)&g->code, &cap, (size_t)g->ncode + 1, sizeof *g->code, MAX_CODE);
+	if (rc) {
+		c->too_long = rc == STRATA_LIMIT;
 		return -1;
+	}
 	g->capcode = (int)cap;
 	g->code[g->ncode] = (struct rank_ins){ op, a, b, cc_, d, e, t, k };
 	return g->ncode++;
@@ -715,8 +724,11 @@ static int compile_gbdt(struct cc *c, const struct env *env, const struct rank_a
 		}
 	}
 	struct env e = { env, NULL, 0, g->nfeatures, g->names, locals, types };
-	if (!rc)
-		rc = compile(c, &e, g->body, type);
+	if (!rc && (rc = compile(c, &e, g->body, type)) == STRATA_LIMIT) {
+		char msg[STRATA_ERRMSG_MAX];
+		snprintf(msg, sizeof msg, "%s", c->err->msg);
+		rc = at(c, a, rc, "%s model '%s' is too large: %s", a->name, a->args[0]->name, msg);
+	}
 	base_free(locals, n * sizeof *locals);
 	base_free(types, n * sizeof *types);
 	rank_gbdt_free(g);
@@ -870,7 +882,7 @@ static int compile_prog(struct rank_profile *p, const struct rank_models *models
 	prog->name = base_strdup(name);
 	if (!prog->name)
 		return base_nomem(err, "compiling %s", name);
-	struct cc c = { p, models, prog, err, allow_first };
+	struct cc c = { p, models, prog, err, allow_first, 0 };
 	int t, rc = compile(&c, NULL, a, &t);
 	if (rc)
 		return rc;
