@@ -17,7 +17,8 @@
  *     the default_left way; "None": a NaN is taken as 0; "Zero": 0 and NaN
  *     go the default way.  "==" (categorical, integer categories): left when
  *     (int)x is one of the threshold's "a||b" categories; NaN and negative
- *     values go right.  The objective's transform is applied as Vespa and
+ *     values go right.  Categories that pandas_categorical maps to strings
+ *     and linear trees are refused.  The objective's transform is applied as Vespa and
  *     LightGBM's predict() do: binary (sigmoid:k) -> 1 / (1 + exp(-k * s)),
  *     cross_entropy -> sigmoid, poisson, gamma, tweedie -> exp; others
  *     (regression, lambdarank, ...) give the raw sum.  average_output
@@ -46,6 +47,7 @@ struct build {
 	const char *file;  /* as the call names it */
 	struct strata_error *err;
 	json_t *names;     /* LightGBM: feature_names */
+	int string_categories; /* LightGBM: pandas_categorical maps categories to strings */
 	int tree;          /* the tree being built, for messages */
 };
 
@@ -269,6 +271,9 @@ static int lgb_split(struct build *b, json_t *n, int depth, struct rank_ast **ou
 		if (!(cond = lgb_numerical(b, x, t, missing, dleft)))
 			return nomem(b);
 	} else if (strcmp(dt, "==") == 0) {
+		if (b->string_categories)
+			return fail(b, STRATA_NOT_IMPLEMENTED, "tree %d: a split on string categories "
+			            "(pandas_categorical) is not supported", b->tree);
 		if ((rc = lgb_categorical(b, x, thr, &cond)))
 			return rc;
 	} else {
@@ -294,6 +299,9 @@ static int lgb_node(struct build *b, json_t *n, int depth, struct rank_ast **out
 		double v;
 		if (!number(leaf, &v))
 			return fail(b, STRATA_PARSE, "tree %d: leaf_value is not a number", b->tree);
+		if (json_array_size(json_object_get(n, "leaf_coeff")))
+			return fail(b, STRATA_NOT_IMPLEMENTED, "tree %d: linear trees (leaf_coeff) are "
+			            "not supported", b->tree);
 		return (*out = num(b, v)) ? 0 : nomem(b);
 	}
 	return lgb_split(b, n, depth, out);
@@ -380,6 +388,9 @@ static int lightgbm(struct build *b, json_t *root, struct rank_ast **trees, size
 	if (json_is_integer(nc) && json_integer_value(nc) > 1)
 		return fail(b, STRATA_NOT_IMPLEMENTED, "multiclass models (num_class %lld) are not "
 		            "supported", (long long)json_integer_value(nc));
+	json_t *pc = json_object_get(root, "pandas_categorical");
+	for (size_t i = 0; i < json_array_size(pc); i++)
+		b->string_categories |= json_array_size(json_array_get(pc, i)) > 0;
 	for (size_t i = 0; i < *ntrees; i++) {
 		b->tree = (int)i;
 		int rc = lgb_node(b, json_object_get(json_array_get(info, i), "tree_structure"), 0,

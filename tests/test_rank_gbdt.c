@@ -138,6 +138,14 @@ static char *make_app(const char *sd)
 	              "{\"feature_names\": [\"bm25(title)\"], \"tree_info\": [{\"tree_structure\":\n"
 	              " {\"split_feature\": 0, \"threshold\": 1, \"decision_type\": \"<=\",\n"
 	              "  \"left_child\": {\"leaf_value\": 1}, \"right_child\": {\"leaf_value\": 2}}}]}");
+	apptest_write(dir, "models/pandas.json",
+	              "{\"feature_names\": [\"attribute(count)\"], \"pandas_categorical\": [[\"a\", \"b\"]],\n"
+	              " \"tree_info\": [{\"tree_structure\": {\"split_feature\": 0, \"threshold\": \"1\",\n"
+	              "  \"decision_type\": \"==\", \"left_child\": {\"leaf_value\": 1},\n"
+	              "  \"right_child\": {\"leaf_value\": 2}}}]}");
+	apptest_write(dir, "models/linear.json",
+	              "{\"feature_names\": [], \"tree_info\": [{\"tree_structure\": {\"leaf_value\": 1,\n"
+	              "  \"leaf_coeff\": [0.5], \"leaf_features\": [0]}}]}");
 	apptest_write(dir, "models/tensor.json",
 	              "[{\"nodeid\": 0, \"split\": \"attribute(emb)\", \"split_condition\": 1,\n"
 	              "  \"yes\": 1, \"no\": 2, \"children\": [{\"nodeid\": 1, \"leaf\": 1},\n"
@@ -288,6 +296,10 @@ static void test_errors(void **state)
 	             "unknown function or feature 'bm25'");
 	expect_error("xgboost(\"tensor.json\")", STRATA_TYPE, "x.sd:9:31:",
 	             "feature 'attribute(emb)' is a tensor");
+	expect_error("lightgbm(\"pandas.json\")", STRATA_NOT_IMPLEMENTED, "x.sd:9:31:",
+	             "tree 0: a split on string categories (pandas_categorical) is not supported");
+	expect_error("lightgbm(\"linear.json\")", STRATA_NOT_IMPLEMENTED, "x.sd:9:31:",
+	             "linear trees (leaf_coeff) are not supported");
 	expect_error("xgboost(\"nochild.json\")", STRATA_PARSE, "x.sd:9:31:", "tree 0: node 0");
 	/* a model's feature that the profile lacks: query(boost) is not declared */
 	expect_error("lightgbm(\"lgb.json\")", STRATA_TYPE, "feature 'twice'", "unknown name 'twice'");
