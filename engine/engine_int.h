@@ -241,7 +241,8 @@ struct yql_order {
 };
 
 /* Grouping: | all(group(field) [max(N)] [order(...)] each(output(...))), or
- * | all(output(...)) over all matches. */
+ * | all(output(...)) over all matches; several side by side in
+ * | all(all(...) all(...)). */
 enum yql_agg { YQL_AGG_COUNT = 1, YQL_AGG_SUM, YQL_AGG_AVG, YQL_AGG_MIN, YQL_AGG_MAX };
 struct yql_agg_expr {
 	int agg;      /* enum yql_agg */
@@ -271,7 +272,8 @@ struct yql_query {
 	long offset;             /* -1 when not given */
 	int norder;              /* order by: replaces the rank order */
 	struct yql_order *order;
-	struct yql_grouping *grouping; /* after '|', or NULL */
+	int ngroupings;          /* after '|': all(...), or all(all(...) all(...) ...) */
+	struct yql_grouping *grouping;
 	struct yql_node *regexes;      /* the last MATCHES compiled (then re_next) */
 };
 
@@ -309,7 +311,7 @@ struct eng_hits {
 int eng_order_hits(const struct yql_query *q, const struct eng_hits *h,
                    int (*tiebreak)(void *ud, size_t i, size_t j), size_t *perm,
                    struct strata_error *err);
-/* Vespa's grouping result for q->grouping over h: the "group:root:0" hit.
+/* Vespa's grouping result for q's groupings over h: the "group:root:0" hit.
  * Returns 0 and *out, or STRATA_NOMEM. */
 int eng_grouping_json(const struct yql_query *q, const struct eng_hits *h, json_t **out,
                       struct strata_error *err);

@@ -322,7 +322,8 @@ static size_t make_groups(struct group_ctx *c, struct acc *accs, int nacc)
 	return ng;
 }
 
-static int grouped(const struct yql_grouping *g, const struct eng_hits *h, json_t *root,
+/* The grouplist of g over h, appended to kids. */
+static int grouped(const struct yql_grouping *g, const struct eng_hits *h, json_t *kids,
                    struct strata_error *err)
 {
 	size_t n = h->n ? h->n : 1;
@@ -343,18 +344,10 @@ static int grouped(const struct yql_grouping *g, const struct eng_hits *h, json_
 	size_t ng = make_groups(&c, accs, nacc);
 	if ((rc = sort_perm(gperm, ng, group_cmp, &c, err, "grouping")))
 		goto out;
-	/* the _new calls take their value's reference even when they fail */
-	json_t *list = grouplist_json(&c, ng, gperm), *kids = json_array();
-	if (!list || !kids) {
-		json_decref(list);
-		json_decref(kids);
+	/* json_array_append_new takes the list's reference even when it fails */
+	json_t *list = grouplist_json(&c, ng, gperm);
+	if (!list || json_array_append_new(kids, list))
 		rc = base_nomem(err, "grouping");
-	} else if (json_array_append_new(kids, list)) {
-		json_decref(kids);
-		rc = base_nomem(err, "grouping");
-	} else if (json_object_set_new(root, "children", kids)) {
-		rc = base_nomem(err, "grouping");
-	}
 out:
 	base_free(c.vals, n * sizeof *c.vals);
 	base_free(c.perm, n * sizeof *c.perm);
@@ -364,43 +357,50 @@ out:
 	return rc;
 }
 
+/* all(output(...)): aggregates over every hit, into fields. */
+static int totals(const struct yql_grouping *g, const struct eng_hits *h, json_t *fields,
+                  struct strata_error *err)
+{
+	struct acc *accs = base_calloc((size_t)g->nout, sizeof *accs);
+	if (!accs)
+		return base_nomem(err, "grouping");
+	for (size_t i = 0; i < h->n; i++)
+		for (int k = 0; k < g->nout; k++)
+			if (g->out[k].field) {
+				struct eng_hitval v;
+				h->value(h->ud, i, g->out[k].field, &v);
+				acc_add(&accs[k], &v);
+			}
+	json_t *f = fields_json(g->out, g->nout, accs, (long)h->n);
+	int rc = !f || json_object_update(fields, f) ? base_nomem(err, "grouping") : 0;
+	json_decref(f);
+	base_free(accs, (size_t)g->nout * sizeof *accs);
+	return rc;
+}
+
 int eng_grouping_json(const struct yql_query *q, const struct eng_hits *h, json_t **out,
                       struct strata_error *err)
 {
-	const struct yql_grouping *g = q->grouping;
 	*out = NULL;
 	json_t *root = json_object(), *cont = json_object();
-	if (!root || !cont || json_object_set_new(root, "id", json_string("group:root:0")) ||
+	json_t *fields = json_object(), *kids = json_array();
+	int rc = 0;
+	if (!root || !cont || !fields || !kids ||
+	    json_object_set_new(root, "id", json_string("group:root:0")) ||
 	    json_object_set_new(root, "relevance", json_real(1.0)) ||
 	    json_object_set_new(cont, "this", json_string("")) ||
-	    json_object_set(root, "continuation", cont)) {
-		json_decref(cont);
-		json_decref(root);
-		return base_nomem(err, "grouping");
+	    json_object_set(root, "continuation", cont))
+		rc = base_nomem(err, "grouping");
+	for (int k = 0; !rc && k < q->ngroupings; k++) {
+		const struct yql_grouping *g = &q->grouping[k];
+		rc = g->field ? grouped(g, h, kids, err) : totals(g, h, fields, err);
 	}
+	if (!rc && ((json_object_size(fields) && json_object_set(root, "fields", fields)) ||
+	            (json_array_size(kids) && json_object_set(root, "children", kids))))
+		rc = base_nomem(err, "grouping");
 	json_decref(cont);
-	int rc = 0;
-	if (g->field) {
-		rc = grouped(g, h, root, err);
-	} else {
-		/* all(output(...)): aggregates over every hit */
-		struct acc *accs = base_calloc((size_t)g->nout, sizeof *accs);
-		if (!accs) {
-			rc = base_nomem(err, "grouping");
-		} else {
-			for (size_t i = 0; i < h->n; i++)
-				for (int k = 0; k < g->nout; k++)
-					if (g->out[k].field) {
-						struct eng_hitval v;
-						h->value(h->ud, i, g->out[k].field, &v);
-						acc_add(&accs[k], &v);
-					}
-			json_t *f = fields_json(g->out, g->nout, accs, (long)h->n);
-			if (!f || json_object_set_new(root, "fields", f))
-				rc = base_nomem(err, "grouping");
-			base_free(accs, (size_t)g->nout * sizeof *accs);
-		}
-	}
+	json_decref(fields);
+	json_decref(kids);
 	if (rc) {
 		json_decref(root);
 		return rc;

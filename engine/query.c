@@ -904,13 +904,15 @@ static int check_order_grouping(struct qstate *qs)
 	int rc = 0;
 	for (int i = 0; !rc && i < q->norder; i++)
 		rc = check_attr(qs, q->order[i].field, q->order[i].col, "order by");
-	const struct yql_grouping *g = q->grouping;
-	if (!rc && g && g->field)
-		rc = check_attr(qs, g->field, g->col, "group()");
-	for (int i = 0; !rc && g && i < g->nout + g->norder; i++) {
-		const struct yql_agg_expr *e = i < g->nout ? &g->out[i] : &g->order[i - g->nout];
-		if (e->field)
-			rc = check_attr(qs, e->field, e->col, e->label);
+	for (int k = 0; !rc && k < q->ngroupings; k++) {
+		const struct yql_grouping *g = &q->grouping[k];
+		if (g->field)
+			rc = check_attr(qs, g->field, g->col, "group()");
+		for (int i = 0; !rc && i < g->nout + g->norder; i++) {
+			const struct yql_agg_expr *e = i < g->nout ? &g->out[i] : &g->order[i - g->nout];
+			if (e->field)
+				rc = check_attr(qs, e->field, e->col, e->label);
+		}
 	}
 	return rc;
 }
@@ -938,7 +940,7 @@ static int build_result(struct qstate *qs, size_t offset, size_t nhits, char **r
 		rc = base_nomem(qs->err, "result");
 		goto out;
 	}
-	if (qs->yql->grouping) {
+	if (qs->yql->ngroupings) {
 		/* Vespa's grouping result: a "group:root:0" hit before the others */
 		struct eng_hits eh = { qs->nhits, qs, hit_relevance, hit_value };
 		json_t *g = NULL;

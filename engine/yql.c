@@ -11,7 +11,8 @@
  *         false}]nearestNeighbor(f, q) | cond and cond | cond or cond | !cond
  *         | (cond)
  *   grouping: all(group(f) [max(N)] [order([-]agg, ...)] each(output(agg, ...)))
- *         | all(output(agg, ...)), agg: count() | sum(f) | avg(f) | min(f) | max(f)
+ *         | all(output(agg, ...)) | all(grouping grouping ...),
+ *         agg: count() | sum(f) | avg(f) | min(f) | max(f)
  *
  * It sits between the request (query.c hands it the "yql" text) and
  * execution (query.c resolves field names per document type and evaluates
@@ -725,21 +726,13 @@ static int agg_list(struct parser *ps, struct yql_agg_expr **out, int *n, int si
 	}
 }
 
-/* | all(group(f) max(N) order(...) each(output(...))) or | all(output(...)):
- * at the '|'. */
-static int grouping(struct parser *ps, struct yql_query *q)
+/* all(group(f) max(N) order(...) each(output(...))) or all(output(...)) into
+ * g: at the 'all', through its ')'. */
+static int one_all(struct parser *ps, struct yql_grouping *g)
 {
-	struct yql_grouping *g = base_arena_alloc(ps->a, sizeof *g, 8);
-	if (!g)
-		return nomem(ps, "yql grouping");
 	memset(g, 0, sizeof *g);
 	g->max = -1;
-	if (next(ps))
-		return STRATA_PARSE;
 	const char *all_at = ps->start;
-	if (!is_kw(ps, "all"))
-		return is_kw(ps, "each") ? refuse(ps, all_at, "each() at the top of a grouping")
-		                         : expected(ps, "'all'");
 	if (next(ps) || expect_punct(ps, "("))
 		return STRATA_PARSE;
 	int each = 0;
@@ -810,8 +803,42 @@ static int grouping(struct parser *ps, struct yql_query *q)
 		return fail_at(ps, all_at, "all() needs group() or output()%s", "");
 	if (g->field && !each && g->nout)
 		return refuse(ps, all_at, "output() beside group()");
-	q->grouping = g;
 	return next(ps);
+}
+
+/* Is the text after the current token "( all" (several groupings)? */
+static int parallel_alls(const struct parser *ps)
+{
+	const char *p = ps->p;
+	while (isspace((unsigned char)*p))
+		p++;
+	if (*p++ != '(')
+		return 0;
+	while (isspace((unsigned char)*p))
+		p++;
+	return strncasecmp(p, "all", 3) == 0 && !isalnum((unsigned char)p[3]) && p[3] != '_';
+}
+
+/* | all(...) or | all(all(...) all(...) ...): at the '|'. */
+static int grouping(struct parser *ps, struct yql_query *q)
+{
+	if (next(ps))
+		return STRATA_PARSE;
+	if (!is_kw(ps, "all"))
+		return is_kw(ps, "each") ? refuse(ps, ps->start, "each() at the top of a grouping")
+		                         : expected(ps, "'all'");
+	int several = parallel_alls(ps), cap = 0;
+	if (several && (next(ps) || expect_punct(ps, "(")))
+		return STRATA_PARSE;
+	do {
+		if (several && !is_kw(ps, "all"))
+			return expected(ps, "'all'");
+		if (room(ps, (void **)&q->grouping, &cap, q->ngroupings, sizeof *q->grouping) ||
+		    one_all(ps, &q->grouping[q->ngroupings]))
+			return STRATA_PARSE;
+		q->ngroupings++;
+	} while (several && !is_punct(ps, ")"));
+	return several ? next(ps) : 0;
 }
 
 static int statement(struct parser *ps, struct yql_query *q)
@@ -882,7 +909,7 @@ static int statement(struct parser *ps, struct yql_query *q)
 	if (is_punct(ps, ";") && next(ps))
 		return STRATA_PARSE;
 	if (ps->tok != T_EOF)
-		return expected(ps, q->grouping ? "the end of the query"
+		return expected(ps, q->ngroupings ? "the end of the query"
 		                                : "'and', 'or', 'order by', 'limit', 'offset', '|' or "
 		                                  "the end of the query");
 	return 0;

@@ -673,6 +673,20 @@ static void test_query_yql(void **state)
 	                            json_object_get(list, "children"), 0), "id")), "group:double:1.5");
 	assert_int_equal(json_array_size(children(r)), 3);
 	json_decref(r);
+	/* side by side: the totals in the root's fields, one grouplist per group() */
+	r = where(fx, "price > 30 limit 0 | all(all(group(flag) each(output(count()))) "
+	              "all(output(count(), max(score))) all(group(title) max(1) each(output(count()))))");
+	json_t *root = json_array_get(children(r), 0);
+	json_t *rf = json_object_get(root, "fields");
+	assert_int_equal(json_integer_value(json_object_get(rf, "count()")), 3);
+	assert_true(json_real_value(json_object_get(rf, "max(score)")) == 2.0);
+	json_t *lists = json_object_get(root, "children");
+	assert_int_equal(json_array_size(lists), 2);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(lists, 0), "id")),
+	                    "grouplist:flag");
+	assert_string_equal(json_string_value(json_object_get(json_array_get(lists, 1), "id")),
+	                    "grouplist:title");
+	json_decref(r);
 	r = where(fx, "price > 30 | all(output(count(), sum(price)))");
 	f = json_object_get(json_array_get(children(r), 0), "fields");
 	assert_int_equal(json_integer_value(json_object_get(f, "count()")), 3);

@@ -166,9 +166,22 @@ static void test_yql_order_grouping(void **state)
 
 	assert_int_equal(yql_parse("select * from sources * where true | all(output(count(), "
 	                           "avg(p)))", &q, &err), 0);
+	assert_int_equal(q->ngroupings, 1);
 	assert_null(q->grouping->field);
 	assert_int_equal(q->grouping->nout, 2);
 	assert_int_equal(q->grouping->max, -1);
+	yql_free(q);
+
+	/* several side by side */
+	assert_int_equal(yql_parse("select * from sources * where true | all( all(group(a) "
+	                           "each(output(count()))) ALL(output(sum(p))) all(group(b) max(2) "
+	                           "each(output(max(p)))) )", &q, &err), 0);
+	assert_int_equal(q->ngroupings, 3);
+	assert_string_equal(q->grouping[0].field, "a");
+	assert_null(q->grouping[1].field);
+	assert_string_equal(q->grouping[1].out[0].label, "sum(p)");
+	assert_string_equal(q->grouping[2].field, "b");
+	assert_int_equal(q->grouping[2].max, 2);
 	yql_free(q);
 }
 
@@ -214,6 +227,10 @@ static void test_yql_new_errors(void **state)
 	        STRATA_PARSE, "yql:1:55: max() takes a positive integer");
 	yql_bad("select * from sources * where true | all(output(count())) x", STRATA_PARSE,
 	        "yql:1:59: expected the end of the query, found 'x'");
+	yql_bad("select * from sources * where true | all(all(output(count())) group(a))",
+	        STRATA_PARSE, "yql:1:63: expected 'all', found 'group'");
+	yql_bad("select * from sources * where true | all(group(a) all(output(count())))",
+	        STRATA_NOT_IMPLEMENTED, "yql:1:51: 'all' in a grouping is not supported");
 	yql_bad("select * from sources * where true | all(output(sum()))", STRATA_PARSE,
 	        "yql:1:53: expected a field name, found ')'");
 }
