@@ -256,7 +256,9 @@ struct yql_grouping {
 	int col;
 	long max;     /* -1: every group */
 	int norder, nout;
-	struct yql_agg_expr *order, *out;
+	struct yql_agg_expr *order, *out; /* out: each(output(...)), or all(output(...)) */
+	struct yql_grouping *sub;         /* each(group(g) ...): the hits of each group
+	                                     grouped in turn, or NULL */
 };
 
 struct yql_query {

@@ -13,7 +13,10 @@
  * order, -max(relevance())); with order() by the aggregates it names, and
  * the groups' relevances fall from 1 in steps of 1/n as Vespa gives them.
  * Equal groups come by value.  A hit without a value for the field is in
- * no group.
+ * no group.  A grouping inside each() runs again over each group's hits
+ * (a struct subset: their indexes in the parent list), its grouplist in
+ * the group's "children"; groupings side by side give one grouplist each,
+ * all(output(...)) the root's "fields".
  */
 #include <math.h>
 #include <stdio.h>
@@ -212,79 +215,120 @@ static json_t *fields_json(const struct yql_agg_expr *out, int nout, const struc
 	return f;
 }
 
-/* One group's hit: {"id": "group:long:3", "relevance", "value", "fields"}. */
-static json_t *group_json(const struct group_ctx *c, const struct group *gr, double relevance)
+static int grouped(const struct yql_grouping *g, const struct eng_hits *h, json_t *kids,
+                   struct strata_error *err);
+
+/* The hits idx[0..n) of a list of hits, as a list of their own. */
+struct subset {
+	const struct eng_hits *h;
+	const size_t *idx;
+};
+
+static double sub_relevance(void *ud, size_t i)
 {
-	const struct eng_hitval *v = &c->vals[c->perm[gr->first]];
-	char num[64], *text = num;
-	size_t tn;
-	const char *type;
-	if (v->kind == 2) {
-		type = "string";
-		tn = v->n;
-		text = base_alloc(tn + 1);
-		if (!text)
-			return NULL;
-		memcpy(text, v->s, tn);
-		text[tn] = 0;
-	} else {
-		type = v->integral ? "long" : "double";
-		if (v->integral)
-			snprintf(num, sizeof num, "%lld", (long long)v->num);
-		else
-			eng_real_str(v->num, num, sizeof num);
-		tn = strlen(num);
-	}
-	size_t idn = tn + strlen(type) + 8;
-	char *id = base_alloc(idn);
-	json_t *j = id ? json_object() : NULL;
-	if (id)
-		snprintf(id, idn, "group:%s:%s", type, text);
-	if (j && (json_object_set_new(j, "id", json_string(id)) ||
-	          json_object_set_new(j, "relevance", json_real(relevance)) ||
-	          json_object_set_new(j, "value", json_string(text)) ||
-	          json_object_set_new(j, "fields",
-	                              fields_json(c->g->out, c->g->nout, gr->accs, gr->hits)))) {
-		json_decref(j);
-		j = NULL;
-	}
-	if (id)
-		base_free(id, idn);
-	if (text != num)
-		base_free(text, tn + 1);
-	return j;
+	const struct subset *s = ud;
+	return s->h->relevance(s->h->ud, s->idx[i]);
 }
 
-/* The grouplist of g->field: its groups, ordered and cut to max. */
-static json_t *grouplist_json(struct group_ctx *c, size_t ngroups, size_t *gperm)
+static void sub_value(void *ud, size_t i, const char *field, struct eng_hitval *v)
+{
+	const struct subset *s = ud;
+	s->h->value(s->h->ud, s->idx[i], field, v);
+}
+
+/* The grouplist of g->sub over the hits of group gr, as gr's children. */
+static int subgroups(const struct group_ctx *c, const struct group *gr, json_t *j,
+                     struct strata_error *err)
+{
+	struct subset sub = { c->h, c->perm + gr->first };
+	struct eng_hits sh = { (size_t)gr->hits, &sub, sub_relevance, sub_value };
+	json_t *kids = json_array();
+	if (!kids)
+		return base_nomem(err, "grouping");
+	int rc = grouped(c->g->sub, &sh, kids, err);
+	if (!rc && json_object_set(j, "children", kids))
+		rc = base_nomem(err, "grouping");
+	json_decref(kids);
+	return rc;
+}
+
+/* The text of a group's value into buf (n bytes), its type's name into
+ * *type: "long", "double" or "string" (cut at n - 1 bytes). */
+static void value_text(const struct eng_hitval *v, char *buf, size_t n, const char **type)
+{
+	if (v->kind == 2) {
+		*type = "string";
+		snprintf(buf, n, "%.*s", (int)(v->n < n ? v->n : n - 1), v->s);
+	} else if (v->integral) {
+		*type = "long";
+		snprintf(buf, n, "%lld", (long long)v->num);
+	} else {
+		*type = "double";
+		eng_real_str(v->num, buf, n);
+	}
+}
+
+/* One group's hit, appended to kids: {"id": "group:long:3", "relevance",
+ * "value", "fields", "children"}. */
+static int group_json(const struct group_ctx *c, const struct group *gr, double relevance,
+                      json_t *kids, struct strata_error *err)
+{
+	const struct eng_hitval *v = &c->vals[c->perm[gr->first]];
+	size_t n = (v->kind == 2 ? v->n : 0) + 64;
+	char *text = base_alloc(n), *id = base_alloc(n + 16);
+	const char *type = "";
+	if (text && id) {
+		value_text(v, text, n, &type);
+		snprintf(id, n + 16, "group:%s:%s", type, text);
+	}
+	json_t *j = json_object();
+	json_t *fields = fields_json(c->g->out, c->g->nout, gr->accs, gr->hits);
+	int rc = !text || !id || !j || !fields || json_object_set_new(j, "id", json_string(id)) ||
+	         json_object_set_new(j, "relevance", json_real(relevance)) ||
+	         json_object_set_new(j, "value", json_string(text)) ||
+	         (json_object_size(fields) && json_object_set(j, "fields", fields))
+	                 ? base_nomem(err, "grouping") : 0;
+	if (!rc && c->g->sub)
+		rc = subgroups(c, gr, j, err);
+	if (!rc && json_array_append(kids, j))
+		rc = base_nomem(err, "grouping");
+	json_decref(fields);
+	json_decref(j);
+	base_free(text, n);
+	base_free(id, n + 16);
+	return rc;
+}
+
+/* The grouplist of g->field, its groups ordered and cut to max, appended to
+ * kids. */
+static int grouplist_json(struct group_ctx *c, size_t ngroups, const size_t *gperm, json_t *kids,
+                          struct strata_error *err)
 {
 	const struct yql_grouping *g = c->g;
 	size_t shown = g->max >= 0 && (size_t)g->max < ngroups ? (size_t)g->max : ngroups;
 	size_t idn = strlen(g->field) + 16;
 	char *id = base_alloc(idn);
-	json_t *list = id ? json_object() : NULL, *kids = json_array();
-	int bad = !list || !kids;
+	json_t *list = json_object(), *groups = json_array();
+	int rc = 0;
 	if (id)
 		snprintf(id, idn, "grouplist:%s", g->field);
-	bad = bad || json_object_set_new(list, "id", json_string(id)) ||
-	      json_object_set_new(list, "relevance", json_real(1.0)) ||
-	      json_object_set_new(list, "label", json_string(g->field));
-	for (size_t i = 0; !bad && i < shown; i++) {
+	if (!id || !list || !groups || json_object_set_new(list, "id", json_string(id)) ||
+	    json_object_set_new(list, "relevance", json_real(1.0)) ||
+	    json_object_set_new(list, "label", json_string(g->field)))
+		rc = base_nomem(err, "grouping");
+	for (size_t i = 0; !rc && i < shown; i++) {
 		const struct group *gr = &c->groups[gperm[i]];
 		double rel = g->norder ? (double)(shown - i) / (double)shown : gr->relevance;
-		json_t *gj = group_json(c, gr, rel);
-		bad = !gj || json_array_append_new(kids, gj);
+		rc = group_json(c, gr, rel, groups, err);
 	}
-	if (!bad && shown)
-		bad = json_object_set(list, "children", kids) != 0;
-	json_decref(kids);
+	if (!rc && ((shown && json_object_set(list, "children", groups)) ||
+	            json_array_append(kids, list)))
+		rc = base_nomem(err, "grouping");
+	json_decref(groups);
+	json_decref(list);
 	if (id)
 		base_free(id, idn);
-	if (bad) {
-		json_decref(list);
-		return NULL;
-	}
-	return list;
+	return rc;
 }
 
 /* Gather the hits into groups by value (c->perm sorted by value). */
@@ -344,10 +388,7 @@ static int grouped(const struct yql_grouping *g, const struct eng_hits *h, json_
 	size_t ng = make_groups(&c, accs, nacc);
 	if ((rc = sort_perm(gperm, ng, group_cmp, &c, err, "grouping")))
 		goto out;
-	/* json_array_append_new takes the list's reference even when it fails */
-	json_t *list = grouplist_json(&c, ng, gperm);
-	if (!list || json_array_append_new(kids, list))
-		rc = base_nomem(err, "grouping");
+	rc = grouplist_json(&c, ng, gperm, kids, err);
 out:
 	base_free(c.vals, n * sizeof *c.vals);
 	base_free(c.perm, n * sizeof *c.perm);

@@ -904,16 +904,17 @@ static int check_order_grouping(struct qstate *qs)
 	int rc = 0;
 	for (int i = 0; !rc && i < q->norder; i++)
 		rc = check_attr(qs, q->order[i].field, q->order[i].col, "order by");
-	for (int k = 0; !rc && k < q->ngroupings; k++) {
-		const struct yql_grouping *g = &q->grouping[k];
-		if (g->field)
-			rc = check_attr(qs, g->field, g->col, "group()");
-		for (int i = 0; !rc && i < g->nout + g->norder; i++) {
-			const struct yql_agg_expr *e = i < g->nout ? &g->out[i] : &g->order[i - g->nout];
-			if (e->field)
-				rc = check_attr(qs, e->field, e->col, e->label);
+	for (int k = 0; !rc && k < q->ngroupings; k++)
+		for (const struct yql_grouping *g = &q->grouping[k]; !rc && g; g = g->sub) {
+			if (g->field)
+				rc = check_attr(qs, g->field, g->col, "group()");
+			for (int i = 0; !rc && i < g->nout + g->norder; i++) {
+				const struct yql_agg_expr *e =
+					i < g->nout ? &g->out[i] : &g->order[i - g->nout];
+				if (e->field)
+					rc = check_attr(qs, e->field, e->col, e->label);
+			}
 		}
-	}
 	return rc;
 }
 

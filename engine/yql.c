@@ -10,9 +10,10 @@
  *         | f matches "regex" | [{targetHits: K, label: "l", approximate:
  *         false}]nearestNeighbor(f, q) | cond and cond | cond or cond | !cond
  *         | (cond)
- *   grouping: all(group(f) [max(N)] [order([-]agg, ...)] each(output(agg, ...)))
+ *   grouping: all(group(f) [max(N)] [order([-]agg, ...)] each(EACH))
  *         | all(output(agg, ...)) | all(grouping grouping ...),
- *         agg: count() | sum(f) | avg(f) | min(f) | max(f)
+ *         EACH: [output(agg, ...)] [all(group(g) ...) | group(g) ...] (groups
+ *         within each group), agg: count() | sum(f) | avg(f) | min(f) | max(f)
  *
  * It sits between the request (query.c hands it the "yql" text) and
  * execution (query.c resolves field names per document type and evaluates
@@ -728,13 +729,72 @@ static int agg_list(struct parser *ps, struct yql_agg_expr **out, int *n, int si
 
 /* all(group(f) max(N) order(...) each(output(...))) or all(output(...)) into
  * g: at the 'all', through its ')'. */
-static int one_all(struct parser *ps, struct yql_grouping *g)
+#define MAX_GROUP_DEPTH 8 /* levels of groups in groups */
+
+static int one_all(struct parser *ps, struct yql_grouping *g, int depth);
+static int clauses(struct parser *ps, struct yql_grouping *g, const char *all_at, int depth);
+
+static struct yql_grouping *new_grouping(struct parser *ps)
+{
+	struct yql_grouping *g = base_arena_alloc(ps->a, sizeof *g, 8);
+	if (!g) {
+		nomem(ps, "yql grouping");
+		return NULL;
+	}
+	memset(g, 0, sizeof *g);
+	g->max = -1;
+	return g;
+}
+
+/* each([output(...)] [all(group(f) ...) | group(f) ...]) of g: what to
+ * output for each group, and how to group its hits in turn.  At 'each'. */
+static int each_clause(struct parser *ps, struct yql_grouping *g, int depth)
+{
+	const char *each_at = ps->start;
+	if (next(ps) || expect_punct(ps, "("))
+		return STRATA_PARSE;
+	while (!is_punct(ps, ")")) {
+		const char *at = ps->start;
+		if (is_kw(ps, "output") && !g->nout) {
+			if (next(ps) || agg_list(ps, &g->out, &g->nout, 0))
+				return STRATA_PARSE;
+		} else if ((is_kw(ps, "all") || is_kw(ps, "group")) && !g->sub) {
+			if (depth + 1 >= MAX_GROUP_DEPTH)
+				return refuse(ps, at, "grouping nested deeper than 8 levels");
+			if (!(g->sub = new_grouping(ps)))
+				return STRATA_NOMEM;
+			int rc = is_kw(ps, "all") ? one_all(ps, g->sub, depth + 1)
+			                          : clauses(ps, g->sub, at, depth + 1);
+			if (rc)
+				return rc;
+			if (!g->sub->field)
+				return fail_at(ps, at, "a grouping inside each() needs a group()%s", "");
+		} else if (is_kw(ps, "each") || is_kw(ps, "max") || is_kw(ps, "order")) {
+			return refuse(ps, at, "this inside each()");
+		} else {
+			return expected(ps, "output(), all() or group()");
+		}
+	}
+	if (!g->nout && !g->sub)
+		return fail_at(ps, each_at, "each() needs output() or a grouping%s", "");
+	return next(ps);
+}
+
+/* all(...) into g: at the 'all', through its ')'. */
+static int one_all(struct parser *ps, struct yql_grouping *g, int depth)
 {
 	memset(g, 0, sizeof *g);
 	g->max = -1;
 	const char *all_at = ps->start;
-	if (next(ps) || expect_punct(ps, "("))
+	if (next(ps) || expect_punct(ps, "(") || clauses(ps, g, all_at, depth))
 		return STRATA_PARSE;
+	return next(ps);
+}
+
+/* The clauses of a grouping (group(f) max(N) order(...) each(...), or
+ * output(...) alone) up to the ')' that ends them, left unread. */
+static int clauses(struct parser *ps, struct yql_grouping *g, const char *all_at, int depth)
+{
 	int each = 0;
 	while (!is_punct(ps, ")")) {
 		const char *at = ps->start;
@@ -770,16 +830,9 @@ static int one_all(struct parser *ps, struct yql_grouping *g)
 			if (next(ps) || agg_list(ps, &g->order, &g->norder, 1))
 				return STRATA_PARSE;
 		} else if (is_kw(ps, "each") && !each) {
-			if (next(ps) || expect_punct(ps, "("))
-				return STRATA_PARSE;
-			if (is_kw(ps, "group") || is_kw(ps, "all") || is_kw(ps, "each"))
-				return refuse(ps, ps->start, "nested grouping");
-			if (!is_kw(ps, "output"))
-				return is_kw(ps, "max") || is_kw(ps, "order")
-				               ? refuse(ps, ps->start, "this inside each()")
-				               : expected(ps, "'output'");
-			if (next(ps) || agg_list(ps, &g->out, &g->nout, 0) || expect_punct(ps, ")"))
-				return STRATA_PARSE;
+			int rc = each_clause(ps, g, depth);
+			if (rc)
+				return rc;
 			each = 1;
 		} else if (is_kw(ps, "output") && !g->nout) {
 			if (next(ps) || agg_list(ps, &g->out, &g->nout, 0))
@@ -796,14 +849,14 @@ static int one_all(struct parser *ps, struct yql_grouping *g)
 		}
 	}
 	if (g->field && !each)
-		return fail_at(ps, ps->start, "group() needs each(output(...))%s", "");
+		return fail_at(ps, ps->start, "group() needs each(...)%s", "");
 	if (!g->field && (each || g->norder || g->max >= 0))
 		return fail_at(ps, all_at, "each(), order() and max() need a group()%s", "");
 	if (!g->field && !g->nout)
 		return fail_at(ps, all_at, "all() needs group() or output()%s", "");
 	if (g->field && !each && g->nout)
 		return refuse(ps, all_at, "output() beside group()");
-	return next(ps);
+	return 0;
 }
 
 /* Is the text after the current token "( all" (several groupings)? */
@@ -834,7 +887,7 @@ static int grouping(struct parser *ps, struct yql_query *q)
 		if (several && !is_kw(ps, "all"))
 			return expected(ps, "'all'");
 		if (room(ps, (void **)&q->grouping, &cap, q->ngroupings, sizeof *q->grouping) ||
-		    one_all(ps, &q->grouping[q->ngroupings]))
+		    one_all(ps, &q->grouping[q->ngroupings], 0))
 			return STRATA_PARSE;
 		q->ngroupings++;
 	} while (several && !is_punct(ps, ")"));

@@ -253,6 +253,17 @@ if expect_ok "query grouping" "$STRATA" query "$APP" --yql 'select * from source
 			| sort_by(-.n, .c) | .[:4] | map("group:string:\(.c)=\(.n)") | join(",")' "$FEED")"
 	check "grouping hits" "$(jout '.root.children | length')" "1"
 fi
+# groups within groups: the counts of each brand within each category add up
+if expect_ok "query nested grouping" "$STRATA" query "$APP" --yql 'select * from sources * where
+	true limit 0 | all(group(category) each(output(count()) group(brand) each(output(count()))))'; then
+	check "nested grouping sums" "$(jout '[.root.children[0].children[0].children[]
+		| (.fields["count()"] == ([.children[0].children[].fields["count()"]] | add))] | all')" "true"
+	check "nested grouping pairs" "$(jout '[.root.children[0].children[0].children[]
+		| .value as $c | .children[0].children[] | "\($c)/\(.value)=\(.fields["count()"])"]
+		| sort | join(",")')" \
+		"$(jq -rs 'group_by([.fields.category, .fields.brand]) | map("\(.[0].fields.category)/\(
+			.[0].fields.brand)=\(length)") | sort | join(",")' "$FEED")"
+fi
 if expect_ok "query grouping all" "$STRATA" query "$APP" \
 	--yql 'select * from sources * where in_stock = true | all(output(count()))' --hits 2; then
 	check "grouping all count" "$(jout '.root.children[0].fields["count()"]')" \
@@ -722,8 +733,9 @@ expect_fail "bad YQL" "yql" "$STRATA" query "$APP" --yql 'select * from sources 
 expect_fail "bad YQL position" "1:[0-9]+" "$STRATA" query "$APP" --yql 'select * frm sources *'
 expect_fail "order by a tensor" "yql:1:45: order by needs a number or string attribute" \
 	"$STRATA" query "$APP" --yql 'select * from sources * where true order by embedding'
-expect_fail "nested grouping" "nested grouping is not supported" "$STRATA" query "$APP" \
-	--yql 'select * from sources * where true | all(group(brand) each(group(category) each(output(count()))))'
+expect_fail "deep grouping" "nested deeper than 8 levels" "$STRATA" query "$APP" --yql \
+	'select * from sources * where true | all(group(a) each(group(b) each(group(c) each(group(d)
+	each(group(e) each(group(f) each(group(g) each(group(h) each(group(i) each(output(count()))))))))))))))))))'
 expect_fail "bad regex" "yql:1:45: bad regular expression" "$STRATA" query "$APP" \
 	--yql 'select * from sources * where title matches "(a"'
 expect_fail "in on a number" "'in' with strings needs a string field" "$STRATA" query "$APP" \

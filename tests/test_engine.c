@@ -673,6 +673,27 @@ static void test_query_yql(void **state)
 	                            json_object_get(list, "children"), 0), "id")), "group:double:1.5");
 	assert_int_equal(json_array_size(children(r)), 3);
 	json_decref(r);
+	/* groups within groups: flag, then title inside each (odd keys 1 3 5 are true) */
+	r = where(fx, "true limit 0 | all(group(flag) each(output(count()) group(title) "
+	              "each(output(sum(price)))))");
+	list = json_array_get(json_object_get(json_array_get(children(r), 0), "children"), 0);
+	json_t *g1 = json_array_get(json_object_get(list, "children"), 0); /* rug: best relevance */
+	assert_string_equal(json_string_value(json_object_get(g1, "id")), "group:long:0");
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(g1, "fields"),
+	                                                    "count()")), 3);
+	json_t *sub = json_array_get(json_object_get(g1, "children"), 0);
+	assert_string_equal(json_string_value(json_object_get(sub, "id")), "grouplist:title");
+	json_t *sg = json_object_get(sub, "children");
+	assert_int_equal(json_array_size(sg), 3); /* rug 60, chair 40, desk 20 */
+	assert_string_equal(json_string_value(json_object_get(json_array_get(sg, 2), "value")), "desk");
+	json_t *g2 = json_array_get(json_object_get(list, "children"), 1);
+	sg = json_object_get(json_array_get(json_object_get(g2, "children"), 0), "children");
+	assert_int_equal(json_array_size(sg), 2); /* sofa 50, lamp 10 + 30 */
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(json_array_get(sg, 1),
+	                                                                    "fields"), "sum(price)")),
+	                 40);
+	json_decref(r);
+
 	/* side by side: the totals in the root's fields, one grouplist per group() */
 	r = where(fx, "price > 30 limit 0 | all(all(group(flag) each(output(count()))) "
 	              "all(output(count(), max(score))) all(group(title) max(1) each(output(count()))))");

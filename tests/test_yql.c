@@ -172,6 +172,24 @@ static void test_yql_order_grouping(void **state)
 	assert_int_equal(q->grouping->max, -1);
 	yql_free(q);
 
+	/* groups within groups, both ways of writing it */
+	assert_int_equal(yql_parse("select * from sources * where true | all(group(a) each("
+	                           "output(count()) group(b) max(2) each(output(sum(p))) ))",
+	                           &q, &err), 0);
+	assert_string_equal(q->grouping->field, "a");
+	assert_int_equal(q->grouping->nout, 1);
+	assert_string_equal(q->grouping->sub->field, "b");
+	assert_int_equal(q->grouping->sub->max, 2);
+	assert_string_equal(q->grouping->sub->out[0].label, "sum(p)");
+	assert_null(q->grouping->sub->sub);
+	yql_free(q);
+	assert_int_equal(yql_parse("select * from sources * where true | all(group(a) each("
+	                           "all(group(b) each(all(group(c) each(output(count())))))))",
+	                           &q, &err), 0);
+	assert_int_equal(q->grouping->nout, 0);
+	assert_string_equal(q->grouping->sub->sub->field, "c");
+	yql_free(q);
+
 	/* several side by side */
 	assert_int_equal(yql_parse("select * from sources * where true | all( all(group(a) "
 	                           "each(output(count()))) ALL(output(sum(p))) all(group(b) max(2) "
@@ -209,9 +227,17 @@ static void test_yql_new_errors(void **state)
 	        "yql:1:44: expected a field name, found the end of the query");
 	yql_bad("select * from sources * where true | each(output(count()))", STRATA_NOT_IMPLEMENTED,
 	        "yql:1:38: each() at the top of a grouping is not supported");
-	yql_bad("select * from sources * where true | all(group(a) each(group(b) "
-	        "each(output(count()))))", STRATA_NOT_IMPLEMENTED,
-	        "yql:1:56: nested grouping is not supported");
+	yql_bad("select * from sources * where true | all(group(a) each(group(b) each(group(c) "
+	        "each(group(d) each(group(e) each(group(f) each(group(g) each(group(h) each(gro"
+	        "up(i) each(output(count())))))))))))",
+	        STRATA_NOT_IMPLEMENTED,
+	        "yql:1:154: grouping nested deeper than 8 levels is not supported");
+	yql_bad("select * from sources * where true | all(group(a) each(all(output(count()))))",
+	        STRATA_PARSE, "yql:1:56: a grouping inside each() needs a group()");
+	yql_bad("select * from sources * where true | all(group(a) each())", STRATA_PARSE,
+	        "yql:1:51: each() needs output() or a grouping");
+	yql_bad("select * from sources * where true | all(group(a) each(each(output(count()))))",
+	        STRATA_NOT_IMPLEMENTED, "yql:1:56: this inside each() is not supported");
 	yql_bad("select * from sources * where true | all(group(time.year(a)) each(output(count())))",
 	        STRATA_NOT_IMPLEMENTED,
 	        "yql:1:48: grouping by an expression (only by a field) is not supported");
@@ -220,7 +246,7 @@ static void test_yql_new_errors(void **state)
 	yql_bad("select * from sources * where true | all(group(a) precision(5) each(output(count())))",
 	        STRATA_NOT_IMPLEMENTED, "yql:1:51: 'precision' in a grouping is not supported");
 	yql_bad("select * from sources * where true | all(group(a))", STRATA_PARSE,
-	        "yql:1:50: group() needs each(output(...))");
+	        "yql:1:50: group() needs each(...)");
 	yql_bad("select * from sources * where true | all(max(3) output(count()))", STRATA_PARSE,
 	        "yql:1:38: each(), order() and max() need a group()");
 	yql_bad("select * from sources * where true | all(group(a) max(0) each(output(count())))",
