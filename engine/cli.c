@@ -225,6 +225,8 @@ static void cli_log(void *ud, int level, const char *msg)
 	fprintf(stderr, "strata: %s\n", msg);
 }
 
+/* Open the application: deploy it (ENG_OPEN_DEPLOY) or one deployed before
+ * (ENG_OPEN_DEPLOYED). */
 static int open_app(const struct opts *o, int deploy, struct strata **db)
 {
 	struct strata_error err = { 0 };
@@ -258,7 +260,7 @@ static int cmd_deploy(struct opts *o)
 	if (o->npos < 1)
 		return eng_cli_usage("deploy", "missing APP");
 	struct strata *db;
-	if (open_app(o, 1, &db))
+	if (open_app(o, ENG_OPEN_DEPLOY, &db))
 		return 1;
 	fprintf(stderr, "deployed %s:", o->pos[0]);
 	for (int i = 0; i < db->ndoctypes; i++)
@@ -311,7 +313,7 @@ static int cmd_feed(struct opts *o)
 		return eng_cli_usage("feed", "missing APP");
 	const char *path = o->npos > 1 ? o->pos[1] : "-";
 	struct strata *db;
-	if (open_app(o, 0, &db))
+	if (open_app(o, ENG_OPEN_DEPLOYED, &db))
 		return 1;
 	struct feed_ud u = { strcmp(path, "-") ? path : "<stdin>", isatty(2), 0 };
 	struct strata_feed_stats st;
@@ -425,7 +427,7 @@ static int cmd_query(struct opts *o)
 		own_text = 1;
 	}
 	struct strata *db;
-	if (open_app(o, 0, &db)) {
+	if (open_app(o, ENG_OPEN_DEPLOYED, &db)) {
 		base_strfree(text);
 		return 1;
 	}
@@ -449,7 +451,7 @@ static int cmd_get(struct opts *o)
 	if (o->npos < 2)
 		return eng_cli_usage("get", o->npos ? "missing ID" : "missing APP");
 	struct strata *db;
-	if (open_app(o, 0, &db))
+	if (open_app(o, ENG_OPEN_DEPLOYED, &db))
 		return 1;
 	char *doc;
 	struct strata_error err = { 0 };
@@ -467,7 +469,7 @@ static int cmd_remove(struct opts *o)
 	if (o->npos < 2)
 		return eng_cli_usage("remove", o->npos ? "missing ID" : "missing APP");
 	struct strata *db;
-	if (open_app(o, 0, &db))
+	if (open_app(o, ENG_OPEN_DEPLOYED, &db))
 		return 1;
 	struct strata_error err = { 0 };
 	int rc = strata_remove(db, o->pos[1], &err);

@@ -81,6 +81,22 @@ static int register_doctype(struct strata *db, const struct rank_schema *s,
 	return store_doctype_add(db->env, &sd, &dt->store_id, err);
 }
 
+/* A deployed application has its store in datadir: LMDB's data file. */
+static int check_deployed(const char *app, const char *datadir, struct strata_error *err)
+{
+	char *path = base_path_join(datadir, "data.mdb");
+	if (!path)
+		return base_nomem(err, "opening '%s'", app);
+	struct stat st;
+	int found = stat(path, &st) == 0;
+	base_strfree(path);
+	if (!found)
+		return base_err(err, STRATA_NOT_FOUND,
+		                "application '%s' is not deployed (no store in '%s'): deploy it first",
+		                app, datadir);
+	return 0;
+}
+
 int strata_open(const char *app, const struct strata_options *opts, struct strata **out,
                 struct strata_error *err)
 {
@@ -116,9 +132,11 @@ int eng_open(const char *app, const struct strata_options *opts, int deploy, str
 		rc = base_nomem(err, "opening '%s'", app);
 		goto fail;
 	}
+	if (deploy == ENG_OPEN_DEPLOYED && (rc = check_deployed(app, db->datadir, err)) != 0)
+		goto fail;
 	strata_log_fn *log = opts ? opts->log : NULL;
-	if ((rc = eng_models_init(&ms, db->datadir, deploy, gens, log, opts ? opts->log_ud : NULL,
-	                          err)) != 0)
+	if ((rc = eng_models_init(&ms, db->datadir, deploy == ENG_OPEN_DEPLOY, gens, log,
+	                          opts ? opts->log_ud : NULL, err)) != 0)
 		goto fail;
 	struct rank_loader loader = { eng_model_for, &ms };
 	rc = rank_app_load_with(app, &loader, &db->app, err);
@@ -149,9 +167,9 @@ int eng_open(const char *app, const struct strata_options *opts, int deploy, str
 		if (rc)
 			goto fail;
 	}
-	if (deploy && (rc = eng_models_compile(&ms, err)) != 0)
+	if (deploy == ENG_OPEN_DEPLOY && (rc = eng_models_compile(&ms, err)) != 0)
 		goto fail;
-	db->ncontexts = deploy ? (int)ms.n : 0;
+	db->ncontexts = deploy == ENG_OPEN_DEPLOY ? (int)ms.n : 0;
 	eng_models_release(&ms);
 	*out = db;
 	return 0;

@@ -189,9 +189,11 @@ static int load_schema(struct rank_app *app, struct rank_schema *s, const char *
 		return base_nomem(err, "schema %s", path);
 	s->nprofiles = s->sd->nprofiles;
 	struct rank_models models = { app->nrefs, app->refs };
-	for (int i = 0; i < s->sd->nprofiles; i++)
+	for (int i = 0; i < s->sd->nprofiles; i++) {
 		if ((rc = rank_profile_compile(&s->profiles[i], s, &s->sd->profiles[i], &models, err)))
 			return rc;
+		rank_profile_mark_inputs(&s->profiles[i]);
+	}
 	return rank_qpools_init(s, err);
 }
 

@@ -707,10 +707,25 @@ static int rerank_count(struct rank_parser *p, int *slot)
 	return 0;
 }
 
+/* first-phase { rank-score-drop-limit: X }: hits scoring X or less are
+ * dropped after the first phase. */
+static int drop_limit(struct rank_parser *p, const struct rank_tok *kw,
+                      struct rank_profile_decl *pr)
+{
+	if (pr->has_drop_limit)
+		return rank_parser_fail(p, kw, STRATA_TYPE, "rank-score-drop-limit is given twice");
+	int rc = expect(p, ":", "after 'rank-score-drop-limit'");
+	if (rc || (rc = signed_number(p, &pr->drop_limit)) != 0)
+		return rc;
+	pr->has_drop_limit = 1;
+	return 0;
+}
+
 /* first-phase, second-phase or global-phase { ... }; rerank is NULL for the
- * first phase, which has no rerank-count. */
+ * first phase, which has no rerank-count; drop (the profile) is non-NULL for
+ * the first phase only, the one with a rank-score-drop-limit. */
 static int phase(struct rank_parser *p, const struct rank_tok *kw, struct rank_ast **expr_slot,
-                 int *rerank)
+                 int *rerank, struct rank_profile_decl *drop)
 {
 	struct rank_tok t;
 	int rc = expect(p, "{", "after the phase name");
@@ -724,6 +739,8 @@ static int phase(struct rank_parser *p, const struct rank_tok *kw, struct rank_a
 			rc = expression_def(p, &t, expr_slot);
 		else if (rerank && rank_tok_is(&t, "rerank-count"))
 			rc = rerank_count(p, rerank);
+		else if (drop && rank_tok_is(&t, "rank-score-drop-limit"))
+			rc = drop_limit(p, &t, drop);
 		else if (rank_tok_is(&t, "keep-rank-count") || rank_tok_is(&t, "rank-score-drop-limit") ||
 		         rank_tok_is(&t, "rerank-count"))
 			rc = rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED, "%s in %.*s is not supported",
@@ -732,7 +749,9 @@ static int phase(struct rank_parser *p, const struct rank_tok *kw, struct rank_a
 		else
 			rc = rank_parser_fail(p, &t, STRATA_PARSE,
 			                      "expected 'expression'%s or '}' in %.*s, found %s",
-			                      rerank ? ", 'rerank-count'" : "", (int)kw->len, kw->s,
+			                      rerank ? ", 'rerank-count'"
+			                             : ", 'rank-score-drop-limit'",
+			                      (int)kw->len, kw->s,
 			                      rank_tok_quote(&t));
 		if (rc)
 			return rc;
@@ -950,11 +969,11 @@ static int profile_body(struct rank_parser *p, struct rank_profile_decl *pr)
 				                        pr->name);
 			seen |= 1u << ph;
 			if (ph == 0)
-				rc = phase(p, &t, &pr->first_phase, NULL);
+				rc = phase(p, &t, &pr->first_phase, NULL, pr);
 			else if (ph == 1)
-				rc = phase(p, &t, &pr->second_phase, &pr->rerank_count);
+				rc = phase(p, &t, &pr->second_phase, &pr->rerank_count, NULL);
 			else
-				rc = phase(p, &t, &pr->global_phase, &pr->global_rerank_count);
+				rc = phase(p, &t, &pr->global_phase, &pr->global_rerank_count, NULL);
 		} else if (rank_tok_is(&t, "function")) {
 			rc = function(p, pr);
 		} else if (rank_tok_is(&t, "inputs")) {

@@ -137,6 +137,8 @@ struct rank_profile_decl {
 	struct rank_function_decl *functions;
 	struct rank_model_decl *models;
 	struct rank_ast *first_phase;   /* NULL when not set (here or inherited) */
+	int has_drop_limit;             /* first-phase { rank-score-drop-limit } given */
+	double drop_limit;              /* hits scoring <= this (or NaN) are dropped */
 	struct rank_ast *second_phase;
 	int rerank_count;               /* -1 when not set */
 	struct rank_ast *global_phase;

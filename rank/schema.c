@@ -427,6 +427,10 @@ static int inherit_phases(struct rank_profile_decl *p, const struct rank_profile
 		p->rerank_count = parent->rerank_count;
 	if (own->global_rerank_count < 0 && parent->global_rerank_count >= 0)
 		p->global_rerank_count = parent->global_rerank_count;
+	if (!own->has_drop_limit && parent->has_drop_limit) {
+		p->has_drop_limit = 1;
+		p->drop_limit = parent->drop_limit;
+	}
 	if (inherit_asts(&p->match_features, &p->nmatch_features, own->nmatch_features,
 	                 parent->match_features, parent->nmatch_features) ||
 	    inherit_asts(&p->summary_features, &p->nsummary_features, own->nsummary_features,

@@ -1,0 +1,356 @@
+/*
+ * test_rank_phases.c: what a profile does around its expressions: the
+ * global phase and its cross-hit normalizers (normalize_linear,
+ * reciprocal_rank, reciprocal_rank_fusion), first-phase
+ * rank-score-drop-limit, query inputs left out by a query (defaults, and the
+ * error for a tensor with none), and the errors of each, with positions.
+ * Documents come from a fake store of two numeric fields.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "../rank/rank_eval.h"
+#include "appdir.h"
+
+/* ---- the fake document store --------------------------------------------- */
+#define NDOCS 5
+static double fa[NDOCS] = { 1, 2, 3, 4, 5 };
+static double fb[NDOCS] = { 50, 40, 30, 0, 10 };
+static float fv[NDOCS][3] = { { 1, 0, 0 }, { 0, 1, 0 }, { 0, 0, 1 }, { 1, 1, 1 }, { 2, 0, 0 } };
+
+static const void *fake_attr(void *ud, int field, uint32_t lid)
+{
+	const char *name = rank_schema_field(ud, field)->name;
+	if (strcmp(name, "a") == 0)
+		return &fa[lid];
+	if (strcmp(name, "b") == 0)
+		return &fb[lid];
+	return fv[lid];
+}
+
+#define NEAR(x, y) assert_true(fabs((double)(x) - (double)(y)) < 1e-12 * (1 + fabs((double)(y))))
+
+/* ---- application folders ------------------------------------------------- */
+
+/* A new application folder with schemas/x.sd = sd and each extra file
+ * (name, text pairs, NULL-terminated) written into it. */
+static char *make_app(const char *sd, ...)
+{
+	char tmpl[] = "/tmp/strata_rank_phasesXXXXXX";
+	char *dir = mkdtemp(tmpl);
+	assert_non_null(dir);
+	char sub[512];
+	snprintf(sub, sizeof sub, "%s/schemas", dir);
+	assert_int_equal(mkdir(sub, 0700), 0);
+	snprintf(sub, sizeof sub, "%s/constants", dir);
+	assert_int_equal(mkdir(sub, 0700), 0);
+	snprintf(sub, sizeof sub, "%s/schemas", dir);
+	appdir_write(sub, "x.sd", sd);
+	va_list ap;
+	va_start(ap, sd);
+	const char *name;
+	while ((name = va_arg(ap, const char *)) != NULL)
+		appdir_write(dir, name, va_arg(ap, const char *));
+	va_end(ap);
+	return strdup(dir);
+}
+
+#define DOC \
+	"schema doc {\n" \
+	"  document doc {\n" \
+	"    field a type double { indexing: attribute }\n" \
+	"    field b type double { indexing: attribute }\n" \
+	"    field v type tensor<float>(x[3]) { indexing: attribute }\n" \
+	"  }\n"
+
+/* Load sd; 0 or the error, with the message in err. */
+static int load(const char *sd, struct rank_app **app, struct strata_error *err)
+{
+	char *dir = make_app(sd, NULL);
+	int rc = rank_app_load(dir, app, err);
+	appdir_remove(dir);
+	return rc;
+}
+
+/* Load sd, which must fail with code and a message containing want. */
+static void load_fails(const char *sd, int code, const char *want)
+{
+	struct rank_app *app = NULL;
+	struct strata_error err = { 0 };
+	int rc = load(sd, &app, &err);
+	if (rc != code || !strstr(err.msg, want))
+		fprintf(stderr, "got %d '%s', want %d '%s'\n", rc, err.msg, code, want);
+	assert_int_equal(rc, code);
+	assert_non_null(strstr(err.msg, want));
+	assert_null(app);
+}
+
+struct run {
+	struct rank_app *app;
+	const struct rank_schema *s;
+	struct rank_docs docs;
+	struct rank_query *q;
+};
+
+static void open_profile(struct run *r, const char *sd, const char *profile)
+{
+	struct strata_error err = { 0 };
+	int rc = load(sd, &r->app, &err);
+	if (rc)
+		fprintf(stderr, "load: %s\n", err.msg);
+	assert_int_equal(rc, 0);
+	r->s = rank_app_schema_find(r->app, "doc");
+	r->docs.ud = (void *)r->s;
+	r->docs.attr = fake_attr;
+	const struct rank_profile *p = rank_profile_find(r->s, profile);
+	assert_non_null(p);
+	assert_int_equal(rank_query_new(p, &r->q, &err), 0);
+}
+
+static void close_run(struct run *r)
+{
+	rank_query_free(r->q);
+	rank_app_free(r->app);
+}
+
+/* ---- the global phase ------------------------------------------------------ */
+
+static const char *global_sd =
+	DOC
+	"  rank-profile lin {\n"
+	"    first-phase { expression: attribute(a) }\n"
+	"    global-phase {\n"
+	"      expression: normalize_linear(attribute(a)) + 2 * normalize_linear(attribute(b))\n"
+	"      rerank-count: 7\n"
+	"    }\n"
+	"  }\n"
+	"  rank-profile rr inherits lin {\n"
+	"    function neg_b() { expression: -attribute(b) }\n"
+	"    global-phase { expression: reciprocal_rank(neg_b, 1) + firstPhase }\n"
+	"  }\n"
+	"  rank-profile rrf {\n"
+	"    global-phase { expression: reciprocal_rank_fusion(attribute(a), attribute(b)) }\n"
+	"  }\n"
+	"  rank-profile flat {\n"
+	"    global-phase { expression: normalize_linear(attribute(a) * 0 + 3) }\n"
+	"  }\n"
+	"}\n";
+
+static void test_global_phase(void **state)
+{
+	(void)state;
+	struct strata_error err = { 0 };
+	uint32_t lids[NDOCS] = { 0, 1, 2, 3, 4 };
+	double first[NDOCS] = { 1, 2, 3, 4, 5 }, s[NDOCS];
+	struct run r;
+
+	/* normalize_linear: (a - 1) / 4 + 2 * b / 50; inherited rerank-count */
+	open_profile(&r, global_sd, "lin");
+	const struct rank_profile *p = rank_profile_find(r.s, "lin");
+	assert_true(rank_profile_has_global_phase(p));
+	assert_int_equal(rank_profile_global_rerank_count(p), 7);
+	assert_int_equal(rank_query_global_phase(r.q, &r.docs, lids, first, NDOCS, s, &err), 0);
+	for (int i = 0; i < NDOCS; i++)
+		NEAR(s[i], (fa[i] - 1) / 4 + 2 * fb[i] / 50);
+	/* over three candidates only, the range is theirs */
+	assert_int_equal(rank_query_global_phase(r.q, &r.docs, lids + 2, first, 3, s, &err), 0);
+	NEAR(s[0], 0 + 2 * 1.0);  /* a 3 is the lowest of 3..5, b 30 the highest */
+	NEAR(s[1], 0.5 + 0);
+	NEAR(s[2], 1 + 2 * (10.0 / 30));
+	close_run(&r);
+
+	/* reciprocal_rank(x, 1) through a function, plus firstPhase */
+	open_profile(&r, global_sd, "rr");
+	assert_int_equal(rank_profile_global_rerank_count(rank_profile_find(r.s, "rr")), 7);
+	assert_int_equal(rank_query_global_phase(r.q, &r.docs, lids, first, NDOCS, s, &err), 0);
+	/* -b: 4 (b 0) ranks 1st, 4 (b 10) 2nd, 2 3rd, 1 4th, 0 5th */
+	static const int rank_of[NDOCS] = { 5, 4, 3, 1, 2 };
+	for (int i = 0; i < NDOCS; i++)
+		NEAR(s[i], 1.0 / (1 + rank_of[i]) + first[i]);
+	close_run(&r);
+
+	/* reciprocal_rank_fusion: the sum of both, k 60; default rerank-count */
+	open_profile(&r, global_sd, "rrf");
+	assert_int_equal(rank_profile_global_rerank_count(rank_profile_find(r.s, "rrf")), 100);
+	assert_int_equal(rank_query_global_phase(r.q, &r.docs, lids, first, NDOCS, s, &err), 0);
+	static const int rank_a[NDOCS] = { 5, 4, 3, 2, 1 }, rank_b[NDOCS] = { 1, 2, 3, 5, 4 };
+	for (int i = 0; i < NDOCS; i++)
+		NEAR(s[i], 1.0 / (60 + rank_a[i]) + 1.0 / (60 + rank_b[i]));
+	close_run(&r);
+
+	/* all equal: 0.5 each */
+	open_profile(&r, global_sd, "flat");
+	assert_int_equal(rank_query_global_phase(r.q, &r.docs, lids, first, NDOCS, s, &err), 0);
+	for (int i = 0; i < NDOCS; i++)
+		NEAR(s[i], 0.5);
+	/* a profile without global phase: first-phase scores pass through */
+	close_run(&r);
+	open_profile(&r, global_sd, "default");
+	assert_false(rank_profile_has_global_phase(rank_profile_find(r.s, "default")));
+	assert_int_equal(rank_query_global_phase(r.q, &r.docs, lids, first, NDOCS, s, &err), 0);
+	for (int i = 0; i < NDOCS; i++)
+		NEAR(s[i], first[i]);
+	close_run(&r);
+}
+
+static void test_global_phase_errors(void **state)
+{
+	(void)state;
+	load_fails(DOC "  rank-profile p {\n"
+	               "    first-phase { expression: normalize_linear(attribute(a)) }\n"
+	               "  }\n}\n",
+	           STRATA_TYPE, "x.sd:8:31: normalize_linear() is only available in global-phase");
+	load_fails(DOC "  rank-profile p {\n"
+	               "    global-phase { expression: normalize_linear(reciprocal_rank(attribute(a))) }\n"
+	               "  }\n}\n",
+	           STRATA_TYPE, "x.sd:8:49: reciprocal_rank() cannot be nested in another normalizer");
+	load_fails(DOC "  rank-profile p {\n"
+	               "    global-phase { expression: normalize_linear(attribute(a), 2) }\n"
+	               "  }\n}\n",
+	           STRATA_TYPE, "x.sd:8:32: normalize_linear(x) takes one argument");
+	load_fails(DOC "  rank-profile p {\n"
+	               "    global-phase { expression: reciprocal_rank(attribute(a), attribute(b)) }\n"
+	               "  }\n}\n",
+	           STRATA_TYPE, "the k of reciprocal_rank() must be a number");
+	load_fails(DOC "  rank-profile p {\n"
+	               "    global-phase { expression: reciprocal_rank(attribute(a), -1) }\n"
+	               "  }\n}\n",
+	           STRATA_TYPE, "must not be negative");
+	load_fails(DOC "  rank-profile p {\n"
+	               "    global-phase { expression: normalize_linear(attribute(v)) }\n"
+	               "  }\n}\n",
+	           STRATA_TYPE, "must produce a number");
+	load_fails(DOC "  rank-profile p {\n"
+	               "    global-phase { expression: attribute(v) }\n"
+	               "  }\n}\n",
+	           STRATA_TYPE, "global-phase must produce a number");
+}
+
+/* ---- rank-score-drop-limit ---------------------------------------------------- */
+
+static void test_drop_limit(void **state)
+{
+	(void)state;
+	static const char *sd =
+		DOC
+		"  rank-profile p {\n"
+		"    first-phase {\n"
+		"      expression: attribute(a)\n"
+		"      rank-score-drop-limit: -2.5\n"
+		"    }\n"
+		"  }\n"
+		"  rank-profile child inherits p {\n"
+		"    first-phase { expression: attribute(b) }\n"
+		"  }\n"
+		"  rank-profile own inherits p {\n"
+		"    first-phase { rank-score-drop-limit: 1e3 }\n"
+		"  }\n"
+		"}\n";
+	struct run r;
+	double lim = 0;
+	open_profile(&r, sd, "p");
+	assert_int_equal(rank_profile_drop_limit(rank_profile_find(r.s, "p"), &lim), 1);
+	NEAR(lim, -2.5);
+	assert_int_equal(rank_profile_drop_limit(rank_profile_find(r.s, "child"), &lim), 1);
+	NEAR(lim, -2.5);
+	assert_int_equal(rank_profile_drop_limit(rank_profile_find(r.s, "own"), &lim), 1);
+	NEAR(lim, 1000);
+	assert_int_equal(rank_profile_drop_limit(rank_profile_find(r.s, "default"), &lim), 0);
+	close_run(&r);
+
+	load_fails(DOC "  rank-profile p {\n"
+	               "    first-phase { rank-score-drop-limit: 1 rank-score-drop-limit: 2 }\n"
+	               "  }\n}\n",
+	           STRATA_TYPE, "x.sd:8:44: rank-score-drop-limit is given twice");
+	load_fails(DOC "  rank-profile p {\n"
+	               "    first-phase { rank-score-drop-limit: low }\n"
+	               "  }\n}\n",
+	           STRATA_PARSE, "x.sd:8:42: expected a number, found 'low'");
+	load_fails(DOC "  rank-profile p {\n"
+	               "    second-phase { rank-score-drop-limit: 1 }\n"
+	               "  }\n}\n",
+	           STRATA_NOT_IMPLEMENTED, "x.sd:8:20: 'rank-score-drop-limit' in second-phase");
+}
+
+/* ---- query inputs a query leaves out --------------------------------------------- */
+
+static void test_missing_inputs(void **state)
+{
+	(void)state;
+	static const char *sd =
+		DOC
+		"  rank-profile need {\n"
+		"    inputs {\n"
+		"      query(q) tensor<float>(x[3])\n"
+		"      query(unused) tensor<float>(x[3])\n"
+		"      query(w) double\n"
+		"    }\n"
+		"    first-phase { expression: sum(query(q) * attribute(v)) + query(w) }\n"
+		"  }\n"
+		"  rank-profile dflt {\n"
+		"    inputs {\n"
+		"      query(q) tensor<float>(x[3]): [1, 2, 3]\n"
+		"      query(w) double: 0.5\n"
+		"    }\n"
+		"    first-phase { expression: sum(query(q) * attribute(v)) + query(w) }\n"
+		"  }\n"
+		"}\n";
+	struct strata_error err = { 0 };
+	uint32_t lids[NDOCS] = { 0, 1, 2, 3, 4 };
+	double s[NDOCS];
+	struct run r;
+	open_profile(&r, sd, "need");
+	const struct rank_profile *p = rank_profile_find(r.s, "need");
+	const struct rank_input_info *in = rank_profile_input(p, rank_profile_input_index(p, "q"));
+	assert_int_equal(in->required, 1);
+	assert_int_equal(in->has_default, 0);
+	in = rank_profile_input(p, rank_profile_input_index(p, "unused"));
+	assert_int_equal(in->required, 0); /* not read by the profile */
+	in = rank_profile_input(p, rank_profile_input_index(p, "w"));
+	assert_int_equal(in->required, 0); /* a number: 0 */
+	assert_int_equal(rank_query_first_phase(r.q, &r.docs, lids, NDOCS, s, &err),
+	                 STRATA_INVALID_ARGUMENT);
+	assert_non_null(strstr(err.msg, "query(q) is not given, and profile 'need' declares no "
+	                                "default for it"));
+	assert_non_null(strstr(err.msg, "x.sd:9:13"));
+	assert_int_equal(rank_query_set_nn(r.q, "v", "q", &err), STRATA_INVALID_ARGUMENT);
+	assert_non_null(strstr(err.msg, "nearestNeighbor: query(q) is not given"));
+	double q[3] = { 1, 1, 1 };
+	assert_int_equal(rank_query_set_input(r.q, "q", q, 3, &err), 0);
+	assert_int_equal(rank_query_set_nn(r.q, "v", "q", &err), 0);
+	assert_int_equal(rank_query_first_phase(r.q, &r.docs, lids, NDOCS, s, &err), 0);
+	NEAR(s[3], 3.0); /* w is 0 */
+	/* taken back from the pool, the query forgets what it was given */
+	rank_query_free(r.q);
+	assert_int_equal(rank_query_new(p, &r.q, &err), 0);
+	assert_int_equal(rank_query_first_phase(r.q, &r.docs, lids, NDOCS, s, &err),
+	                 STRATA_INVALID_ARGUMENT);
+	close_run(&r);
+
+	open_profile(&r, sd, "dflt");
+	assert_int_equal(rank_query_set_nn(r.q, "v", "q", &err), 0);
+	assert_int_equal(rank_query_first_phase(r.q, &r.docs, lids, NDOCS, s, &err), 0);
+	for (int i = 0; i < NDOCS; i++)
+		NEAR(s[i], fv[i][0] + 2 * fv[i][1] + 3 * fv[i][2] + 0.5);
+	close_run(&r);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_global_phase),
+		cmocka_unit_test(test_global_phase_errors),
+		cmocka_unit_test(test_drop_limit),
+		cmocka_unit_test(test_missing_inputs),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
