@@ -81,6 +81,35 @@ static int register_doctype(struct strata *db, const struct rank_schema *s,
 	return store_doctype_add(db->env, &sd, &dt->store_id, err);
 }
 
+/* rank's struct rank_loader.load_constant: a constant file is a tensor in
+ * any JSON form a document field takes (tensor_json.c). */
+static int constant_for(void *ud, const char *path, const struct rank_input_info *shape,
+                        double *cells, struct strata_error *err)
+{
+	(void)ud;
+	char *text;
+	size_t n;
+	int rc = base_read_file(path, &text, &n, err);
+	if (rc == ENOENT)
+		return base_err(err, STRATA_NOT_FOUND, "file %s not found", path);
+	if (rc)
+		return rc;
+	json_error_t je;
+	int oom;
+	json_t *j = eng_json_parse(text, n, 0, &je, &oom);
+	base_free(text, n + 1);
+	if (!j)
+		return oom ? base_nomem(err, "reading %s", path)
+		           : base_err(err, STRATA_PARSE, "%s:%d:%d: %s", path, je.line, je.column,
+		                      je.text);
+	struct eng_ttype t = { BASE_DT_DOUBLE, shape->rank, shape->dims, shape->dim_names };
+	char what[300];
+	snprintf(what, sizeof what, "file %s", path);
+	rc = eng_tensor_from_json(j, &t, 0, cells, what, err);
+	json_decref(j);
+	return rc;
+}
+
 /* A deployed application has its store in datadir: LMDB's data file. */
 static int check_deployed(const char *app, const char *datadir, struct strata_error *err)
 {
@@ -138,7 +167,8 @@ int eng_open(const char *app, const struct strata_options *opts, int deploy, str
 	if ((rc = eng_models_init(&ms, db->datadir, deploy == ENG_OPEN_DEPLOY, gens, log,
 	                          opts ? opts->log_ud : NULL, err)) != 0)
 		goto fail;
-	struct rank_loader loader = { eng_model_for, &ms };
+	struct rank_loader loader = { .load = eng_model_for, .ud = &ms,
+	                              .load_constant = constant_for };
 	rc = rank_app_load_with(app, &loader, &db->app, err);
 	if (rc || (rc = rank_app_set_query_pool(db->app, gens, err)) != 0)
 		goto fail;

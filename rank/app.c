@@ -71,6 +71,55 @@ static int load_model(struct rank_app *app, const struct rank_model_decl *decl,
 	return 0;
 }
 
+/* Read constant c's file, when it names one, through the loader. */
+static int load_constant(struct rank_app *app, struct rank_constant_decl *c,
+                         struct strata_error *err)
+{
+	if (!c->file)
+		return 0;
+	const struct rank_pos *pos = &c->file_pos;
+	if (!app->loader.load_constant)
+		return base_err(err, STRATA_NOT_IMPLEMENTED,
+		                "%s:%d:%d: constant '%s': files are read only by the engine's loader",
+		                pos->file, pos->line, pos->col, c->name);
+	struct rank_input_info shape = { .name = c->name, .rank = c->type.rank };
+	for (int k = 0; k < c->type.rank; k++) {
+		shape.dims[k] = c->type.dims[k];
+		shape.dim_names[k] = c->type.dim_names[k];
+	}
+	shape.ncells = rank_type_cells(&c->type);
+	double *cells = base_alloc(shape.ncells * sizeof *cells);
+	if (!cells)
+		return base_nomem(err, "constant '%s'", c->name);
+	char *path = base_path_join(app->dir, c->file);
+	int rc = path ? app->loader.load_constant(app->loader.ud, path, &shape, cells, err)
+	              : base_nomem(err, "constant '%s'", c->name);
+	base_strfree(path);
+	if (rc) {
+		base_free(cells, shape.ncells * sizeof *cells);
+		if (rc == STRATA_NOMEM)
+			return rc;
+		return base_err_prefix(err, rc, "%s:%d:%d: constant '%s'", pos->file, pos->line,
+		                       pos->col, c->name);
+	}
+	c->cells = cells;
+	c->ncells = shape.ncells;
+	return 0;
+}
+
+/* Read every constant of sd that comes from a file, before inheritance
+ * copies them. */
+static int load_constants(struct rank_app *app, struct rank_sd *sd, struct strata_error *err)
+{
+	int rc = 0;
+	for (int i = 0; i < sd->nconstants && !rc; i++)
+		rc = load_constant(app, &sd->constants[i], err);
+	for (int i = 0; i < sd->nprofiles && !rc; i++)
+		for (int k = 0; k < sd->profiles[i].nconstants && !rc; k++)
+			rc = load_constant(app, &sd->profiles[i].constants[k], err);
+	return rc;
+}
+
 /* Load the model of decl and list it among the application's model refs. */
 static int add_ref(struct rank_app *app, const struct rank_model_decl *decl,
                    struct strata_error *err)
@@ -182,7 +231,8 @@ static int load_schema(struct rank_app *app, struct rank_schema *s, const char *
 	base_free(text, len + 1);
 	if (rc)
 		return rc;
-	if ((rc = rank_sd_resolve(s->sd, err)) || (rc = load_models(app, s->sd, err)))
+	if ((rc = load_constants(app, s->sd, err)) || (rc = rank_sd_resolve(s->sd, err)) ||
+	    (rc = load_models(app, s->sd, err)))
 		return rc;
 	s->profiles = base_calloc((size_t)s->sd->nprofiles + 1, sizeof *s->profiles);
 	if (!s->profiles)

@@ -252,9 +252,12 @@ static int value(struct rank_parser *p, const struct rank_type *ty, double **out
 	if (rank_tok_is(&t, "{"))
 		return rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED,
 		                        "mapped tensor values ({...}) are not supported");
-	if (rank_tok_is(&t, "file") || rank_tok_is(&t, "uri"))
+	if (rank_tok_is(&t, "uri"))
 		return rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED,
-		                        "constant values read from files are not supported");
+		                        "values read from a uri are not supported");
+	if (rank_tok_is(&t, "file"))
+		return rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED,
+		                        "only constants are read from files, not input defaults");
 	if (rank_tok_is(&t, "[")) {
 		rc = value_list(p, &c);
 	} else {
@@ -913,6 +916,31 @@ static int inputs(struct rank_parser *p, struct rank_profile_decl *pr)
 	return 0;
 }
 
+/* A constant's value read from a file: "file: path" (app.c reads it).
+ * Returns 0 when there was one, 1 when the value is written inline, or an
+ * error. */
+static int constant_file(struct rank_parser *p, struct rank_constant_decl *c)
+{
+	struct rank_lexer save = *p->lx;
+	struct rank_tok w, t;
+	rank_lex_next(p->lx, RANK_LEX_SCHEMA, &w);
+	rank_lex_peek(p->lx, RANK_LEX_SCHEMA, &t);
+	if (!rank_tok_is(&w, "file") || !rank_tok_is(&t, ":")) {
+		*p->lx = save;
+		return 1;
+	}
+	rank_lex_take(p->lx, &t);
+	rank_lex_word(p->lx, &w);
+	if (w.len == 0)
+		return rank_parser_fail(p, &w, STRATA_PARSE, "expected a file path after 'file:'");
+	rank_lex_take(p->lx, &w);
+	if (w.len > 4 && memcmp(w.s + w.len - 4, ".lz4", 4) == 0)
+		return rank_parser_fail(p, &w, STRATA_NOT_IMPLEMENTED,
+		                        "compressed constant files (.lz4) are not supported");
+	c->file_pos = rank_parser_pos(p, &w);
+	return (c->file = rank_parser_tokdup(p, &w)) != NULL ? 0 : STRATA_NOMEM;
+}
+
 static int constants(struct rank_parser *p, struct rank_profile_decl *pr)
 {
 	struct rank_tok nm;
@@ -926,8 +954,12 @@ static int constants(struct rank_parser *p, struct rank_profile_decl *pr)
 			return rc;
 		c->pos = rank_parser_pos(p, &nm);
 		if ((rc = value_type(p, &c->type)) != 0 ||
-		    (rc = expect(p, ":", "before the constant's value")) != 0 ||
-		    (rc = value(p, &c->type, &c->cells, &c->ncells)) != 0)
+		    (rc = expect(p, ":", "before the constant's value")) != 0)
+			return rc;
+		rc = constant_file(p, c);
+		if (rc > 0)
+			rc = value(p, &c->type, &c->cells, &c->ncells);
+		if (rc)
 			return rc;
 	}
 	return 0;

@@ -91,13 +91,23 @@ int rank_app_load(const char *appdir, struct rank_app **out, struct strata_error
  * path the same file joined to the application folder.  It returns what
  * runtime_model_load(path) would (the engine answers from its compiled
  * contexts when it can); the application frees the model. */
+struct rank_input_info;
 struct rank_loader {
 	int (*load)(void *ud, const char *file, const char *path, struct rt_model **out,
 	            struct strata_error *err);
 	void *ud;
+	/* Read the constant of file path (a constants { c TYPE: file: F }
+	 * entry's F joined to the application folder) into shape->ncells double
+	 * cells, row-major, of the dense shape given (its name is the
+	 * constant's).  Returns 0 or an error with a message naming the file;
+	 * ENOENT becomes STRATA_NOT_FOUND.  NULL: such a constant is refused
+	 * with STRATA_NOT_IMPLEMENTED. */
+	int (*load_constant)(void *ud, const char *path, const struct rank_input_info *shape,
+	                     double *cells, struct strata_error *err);
 };
 
-/* rank_app_load with the models from loader (NULL: runtime_model_load). */
+/* rank_app_load with the models and constant files from loader (NULL:
+ * runtime_model_load, and no constant files). */
 int rank_app_load_with(const char *appdir, const struct rank_loader *loader,
                        struct rank_app **out, struct strata_error *err);
 /* Free the application, its models and every retired query.  No query may

@@ -104,7 +104,9 @@ struct rank_constant_decl {  /* constants { name type: value } or constant name 
 	struct rank_type type;
 	double *cells;           /* ncells values (read from file: when given) */
 	size_t ncells;
+	char *file;              /* "file: path" (relative to the application folder), or NULL */
 	struct rank_pos pos;
+	struct rank_pos file_pos; /* of the path */
 };
 
 struct rank_model_input {    /* input "name": source */

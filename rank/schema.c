@@ -116,6 +116,7 @@ void rank_input_decl_clear(struct rank_input_decl *in)
 void rank_constant_decl_clear(struct rank_constant_decl *c)
 {
 	clear_value(c->name, &c->type, c->cells, c->ncells);
+	base_strfree(c->file);
 	memset(c, 0, sizeof *c);
 }
 
@@ -271,8 +272,12 @@ static int copy_constant(struct rank_constant_decl *d, const struct rank_constan
 {
 	memset(d, 0, sizeof *d);
 	d->pos = s->pos;
+	d->file_pos = s->file_pos;
 	d->ncells = s->ncells;
-	if (copy_value(&d->name, &d->type, &d->cells, s->name, &s->type, s->cells, s->ncells)) {
+	int bad = 0;
+	d->file = s->file ? dup_or(s->file, &bad) : NULL;
+	if (bad ||
+	    copy_value(&d->name, &d->type, &d->cells, s->name, &s->type, s->cells, s->ncells)) {
 		rank_constant_decl_clear(d);
 		return STRATA_NOMEM;
 	}

@@ -50,12 +50,22 @@ schema item {
         inputs { query(q) tensor<float>(x[3]) }
         first-phase { expression: sum(query(q) * attribute(v)) }
     }
+    rank-profile cst {
+        constants {
+            c tensor<float>(x[3]): file: constants/c.json
+            k double: 2
+            d tensor(x[3]): [1, 1, 1]
+        }
+        first-phase { expression: sum(constant(c) * attribute(v)) * constant(k) + sum(constant(d) * attribute(v)) }
+    }
     rank-profile dflt {
         inputs { query(q) tensor<float>(x[3]): [1, 2, 3] }
         first-phase { expression: sum(query(q) * attribute(v)) }
     }
 }
 EOF
+mkdir -p "$APP/constants"
+echo '{"values": [1, 10, 100]}' >"$APP/constants/c.json"
 cat >"$T/feed.jsonl" <<'EOF'
 {"put": "id:t:item::1", "fields": {"a": 1, "b": 50, "v": [1, 0, 0]}}
 {"put": "id:t:item::2", "fields": {"a": 2, "b": 40, "v": [0, 1, 0]}}
@@ -106,6 +116,11 @@ check "global paging" "$(order lin --hits 2 --offset 1)" "2 3"
 check "drop limit" "$(order drop)" "5 4 3"
 check "drop limit count" "$(jout '.root.fields.totalCount')" "3"
 
+# ---- constants ------------------------------------------------------------------------
+# 2 * (c . v) + sum(v): 3, 21, 201, 225, 6
+check "constants from a file and inline" "$(order cst)" "4 3 2 5 1"
+check "constant score" "$(jout '.root.children[0].relevance')" "225"
+
 # ---- query inputs ----------------------------------------------------------------------
 check "declared default" "$(order dflt)" "4 3 2 5 1"
 check "declared default score" "$(jout '.root.children[0].relevance')" "6"
@@ -119,6 +134,21 @@ check "nearestNeighbor with its tensor" \
 	"$(run "$STRATA" query "$APP" --profile need --input 'query(q)=[1, 0, 0]' \
 		--yql 'select * from sources * where {targetHits: 2}nearestNeighbor(v, q)'
 	   jout '[.root.children[]?.id | ltrimstr("id:t:item::")] | sort | join(" ")')" "1 5"
+
+# ---- deploy errors: constant files ------------------------------------------------------
+# Each breaks the constant file; deploy names the schema position and the file.
+line=$(grep -n 'file: constants/c.json' "$APP/schemas/item.sd" | cut -d: -f1)
+mv "$APP/constants/c.json" "$T/c.json"
+expect_fail "missing constant file" "item\.sd:$line:[0-9]+: constant 'c'.*c\.json not found" \
+	"$STRATA" deploy "$APP"
+echo '{"values": [1, 10' >"$APP/constants/c.json"
+expect_fail "constant file not JSON" "item\.sd:$line:[0-9]+: constant 'c'.*c\.json:[0-9]+:[0-9]+:" \
+	"$STRATA" deploy "$APP"
+echo '{"values": [1, 10]}' >"$APP/constants/c.json"
+expect_fail "constant file of the wrong shape" "item\.sd:$line:[0-9]+: constant 'c'.*c\.json" \
+	"$STRATA" deploy "$APP"
+mv "$T/c.json" "$APP/constants/c.json"
+check "after constant errors" "$(order cst)" "4 3 2 5 1"
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

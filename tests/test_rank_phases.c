@@ -344,6 +344,103 @@ static void test_missing_inputs(void **state)
 	close_run(&r);
 }
 
+/* ---- constants ------------------------------------------------------------------ */
+
+/* A loader that reads no model and gives every constant file cells 1, 2, 3,
+ * ... (or fails with ENOENT for a file named missing.json). */
+static int no_model(void *ud, const char *file, const char *path, struct rt_model **out,
+                    struct strata_error *err)
+{
+	(void)ud, (void)file, (void)out;
+	return base_err(err, STRATA_NOT_FOUND, "%s: no models here", path);
+}
+
+static int count_cells(void *ud, const char *path, const struct rank_input_info *shape,
+                       double *cells, struct strata_error *err)
+{
+	int *calls = ud;
+	++*calls;
+	if (strstr(path, "missing.json"))
+		return base_err(err, STRATA_NOT_FOUND, "file %s not found", path);
+	for (size_t i = 0; i < shape->ncells; i++)
+		cells[i] = (double)(i + 1);
+	return 0;
+}
+
+static void test_constants(void **state)
+{
+	(void)state;
+	static const char *sd =
+		DOC
+		"  rank-profile p {\n"
+		"    constants {\n"
+		"      c tensor<float>(x[3]): file: constants/c.json\n"
+		"      constant(k): 2\n"
+		"    }\n"
+		"    first-phase { expression: sum(constant(c) * attribute(v)) * constant(k) }\n"
+		"  }\n"
+		"  rank-profile child inherits p {\n"
+		"  }\n"
+		"}\n";
+	/* without a loader that reads files: refused where the file is named */
+	load_fails(sd, STRATA_NOT_IMPLEMENTED,
+	           "x.sd:9:36: constant 'c': files are read only by the engine's loader");
+
+	char *dir = make_app(sd, NULL);
+	int calls = 0;
+	struct rank_loader loader = { .load = no_model, .ud = &calls,
+	                              .load_constant = count_cells };
+	struct rank_app *app;
+	struct strata_error err = { 0 };
+	assert_int_equal(rank_app_load_with(dir, &loader, &app, &err), 0);
+	assert_int_equal(calls, 1); /* read once, inherited by child */
+	const struct rank_schema *s = rank_app_schema_find(app, "doc");
+	struct rank_docs docs = { (void *)s, fake_attr };
+	uint32_t lids[NDOCS] = { 0, 1, 2, 3, 4 };
+	double f[NDOCS];
+	const char *names[2] = { "p", "child" };
+	for (int k = 0; k < 2; k++) {
+		struct rank_query *q;
+		assert_int_equal(rank_query_new(rank_profile_find(s, names[k]), &q, &err), 0);
+		assert_int_equal(rank_query_first_phase(q, &docs, lids, NDOCS, f, &err), 0);
+		for (int i = 0; i < NDOCS; i++)
+			NEAR(f[i], 2 * (fv[i][0] + 2 * fv[i][1] + 3 * fv[i][2]));
+		rank_query_free(q);
+	}
+	rank_app_free(app);
+	appdir_remove(dir);
+
+	/* the loader's error, after the position of the file name */
+	static const char *missing = DOC "  rank-profile p {\n"
+	                             "    constants { c tensor(x[2]): file: missing.json }\n"
+	                             "  }\n}\n";
+	dir = make_app(missing, NULL);
+	memset(&err, 0, sizeof err);
+	app = NULL;
+	assert_int_equal(rank_app_load_with(dir, &loader, &app, &err), STRATA_NOT_FOUND);
+	assert_null(app);
+	assert_non_null(strstr(err.msg, "x.sd:8:39: constant 'c': file "));
+	assert_non_null(strstr(err.msg, "missing.json not found"));
+	appdir_remove(dir);
+
+	load_fails(DOC "  rank-profile p {\n"
+	               "    constants { c tensor(x[2]): file: c.json.lz4 }\n"
+	               "  }\n}\n",
+	           STRATA_NOT_IMPLEMENTED, "x.sd:8:39: compressed constant files (.lz4)");
+	load_fails(DOC "  rank-profile p {\n"
+	               "    constants { c tensor(x{}): file: c.json }\n"
+	               "  }\n}\n",
+	           STRATA_NOT_IMPLEMENTED, "x.sd:8:");
+	load_fails(DOC "  rank-profile p {\n"
+	               "    inputs { query(q) tensor(x[2]): file: c.json }\n"
+	               "  }\n}\n",
+	           STRATA_NOT_IMPLEMENTED, "only constants are read from files");
+	load_fails(DOC "  rank-profile p {\n"
+	               "    constants { c tensor(x[2]): [1, 2, 3] }\n"
+	               "  }\n}\n",
+	           STRATA_TYPE, "the value has 3 cells, its type 2");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -351,6 +448,7 @@ int main(void)
 		cmocka_unit_test(test_global_phase_errors),
 		cmocka_unit_test(test_drop_limit),
 		cmocka_unit_test(test_missing_inputs),
+		cmocka_unit_test(test_constants),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
