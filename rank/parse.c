@@ -972,14 +972,159 @@ static const char *const ignored_profile_settings[] = {
 };
 
 static const char *const unsupported_profile_settings[] = {
-	"rank-properties", "match-phase", "diversity", "mutate", "strict", "rank", "rank-type",
+	"match-phase", "diversity", "mutate", "strict", "rank", "rank-type",
 	"weakand", "significance", "filter-threshold", "approximate-threshold",
 	"post-filter-threshold", "target-hits-max-adjustment-factor", "rank-features",
 	"ignore-default-rank-features", "constant", "macro", "second-phase-rerank-count",
 	"global-phase-rerank-count", "normalizer", "input", NULL,
 };
 
+/* A rank property that gives query input `name` its default. */
+struct prop {
+	struct rank_tok name;
+	double value;
+};
+
+/* The next blank-free word, across line breaks and comments. */
+static void next_word(struct rank_parser *p, struct rank_tok *w)
+{
+	struct rank_tok t;
+	rank_lex_peek(p->lx, RANK_LEX_SCHEMA, &t);
+	if (t.kind != RT_EOF) {
+		p->lx->off = (size_t)(t.s - p->lx->text);
+		p->lx->line = t.line;
+		p->lx->col = t.col;
+	}
+	rank_lex_word(p->lx, w);
+	rank_lex_take(p->lx, w);
+}
+
+/* One "key: value" of rank-properties { }.  Strata computes no rank feature
+ * that properties tune, so only query(name) and $name, a number input's
+ * default, are taken; the rest is refused by name. */
+static int rank_property(struct rank_parser *p, struct prop **props, int *n)
+{
+	struct rank_tok w, val;
+	next_word(p, &w);
+	size_t k = 0;
+	for (int depth = 0; k < w.len && !(w.s[k] == ':' && depth == 0); k++)
+		depth += (w.s[k] == '(') - (w.s[k] == ')');
+	struct rank_tok key = w, nm = w;
+	key.len = nm.len = k;
+	int rc;
+	if (k + 1 < w.len) {
+		val = w;
+		val.s += k + 1;
+		val.len -= k + 1;
+		val.col += (int)k + 1;
+	} else if (k == w.len && (rc = expect(p, ":", "after a rank property's name")) != 0) {
+		return rc;
+	} else {
+		next_word(p, &val);
+	}
+	if (key.len > 1 && key.s[0] == '$') {
+		nm.s++, nm.len--, nm.col++;
+	} else if (key.len > 7 && memcmp(key.s, "query(", 6) == 0 && key.s[key.len - 1] == ')') {
+		nm.s += 6, nm.len -= 7, nm.col += 6;
+	} else {
+		return rank_parser_fail(p, &key, STRATA_NOT_IMPLEMENTED,
+		                        "rank property '%.*s' is not supported: only query(name) and "
+		                        "$name, a query input's default, are",
+		                        (int)key.len, key.s);
+	}
+	char buf[64], *end;
+	double v = 0;
+	int ok = val.len > 0 && val.len < sizeof buf;
+	if (ok) {
+		memcpy(buf, val.s, val.len);
+		buf[val.len] = 0;
+		v = strtod(buf, &end);
+		ok = end == buf + val.len && isfinite(v);
+	}
+	if (!ok)
+		return rank_parser_fail(p, &val, STRATA_NOT_IMPLEMENTED,
+		                        "rank property '%.*s': only a number is supported (a tensor "
+		                        "default goes in inputs { })",
+		                        (int)key.len, key.s);
+	for (int i = 0; i < *n; i++)
+		if ((*props)[i].name.len == nm.len && memcmp((*props)[i].name.s, nm.s, nm.len) == 0)
+			return rank_parser_fail(p, &key, STRATA_TYPE, "rank property '%.*s' is given twice",
+			                        (int)key.len, key.s);
+	if ((rc = rank_parser_push(p, props, n, sizeof **props)) != 0)
+		return rc;
+	(*props)[*n - 1] = (struct prop){ nm, v };
+	return 0;
+}
+
+static int rank_properties(struct rank_parser *p, struct prop **props, int *n)
+{
+	int rc = expect(p, "{", "after 'rank-properties'");
+	while (!rc && !take_if(p, RANK_LEX_SCHEMA, "}")) {
+		struct rank_tok t;
+		rank_lex_peek(p->lx, RANK_LEX_SCHEMA, &t);
+		if (t.kind == RT_EOF)
+			return rank_parser_fail(p, &t, STRATA_PARSE,
+			                        "rank-properties is not closed: expected '}', found end "
+			                        "of file");
+		rc = rank_property(p, props, n);
+	}
+	return rc;
+}
+
+/* Give each input a property names its default: a number input declared
+ * without one, or a new number input. */
+static int apply_properties(struct rank_parser *p, struct rank_profile_decl *pr,
+                            const struct prop *props, int n)
+{
+	for (int i = 0; i < n; i++) {
+		const struct rank_tok *nm = &props[i].name;
+		int k = find_name(pr->inputs, pr->ninputs, sizeof *pr->inputs, nm), rc;
+		struct rank_input_decl *in;
+		if (k >= 0) {
+			in = &pr->inputs[k];
+			if (in->type.rank)
+				return rank_parser_fail(p, nm, STRATA_NOT_IMPLEMENTED,
+				                        "rank property for query(%s), a tensor: give its "
+				                        "default in inputs { }",
+				                        in->name);
+			if (in->has_default)
+				return rank_parser_fail(p, nm, STRATA_TYPE,
+				                        "query(%s) has a default in inputs { } already "
+				                        "(%d:%d)",
+				                        in->name, in->pos.line, in->pos.col);
+		} else {
+			in = add_named(p, &pr->inputs, &pr->ninputs, sizeof *pr->inputs, nm, &rc);
+			if (!in)
+				return rc;
+			in->pos = rank_parser_pos(p, nm);
+			in->type.cell = BASE_DT_DOUBLE;
+		}
+		if (!(in->dflt = base_alloc(sizeof *in->dflt)))
+			return rank_parser_nomem(p);
+		in->dflt[0] = props[i].value;
+		in->ncells = 1;
+		in->has_default = 1;
+	}
+	return 0;
+}
+
+static int profile_items(struct rank_parser *p, struct rank_profile_decl *pr,
+                         struct prop **props, int *nprops);
+
 static int profile_body(struct rank_parser *p, struct rank_profile_decl *pr)
+{
+	struct prop *props = NULL;
+	int n = 0;
+	int rc = profile_items(p, pr, &props, &n);
+	if (!rc)
+		rc = apply_properties(p, pr, props, n);
+	rank_vec_free(props, n, sizeof *props);
+	return rc;
+}
+
+/* What a rank-profile's braces hold, up to its '}'. */
+static int profile_items(struct rank_parser *p, struct rank_profile_decl *pr,
+                         struct prop **props, int *nprops)
 {
 	struct rank_tok t;
 	unsigned seen = 0;
@@ -1010,6 +1155,8 @@ static int profile_body(struct rank_parser *p, struct rank_profile_decl *pr)
 			rc = function(p, pr);
 		} else if (rank_tok_is(&t, "inputs")) {
 			rc = inputs(p, pr);
+		} else if (rank_tok_is(&t, "rank-properties")) {
+			rc = rank_properties(p, props, nprops);
 		} else if (rank_tok_is(&t, "constants")) {
 			rc = constants(p, pr);
 		} else if (rank_tok_is(&t, "match-features")) {

@@ -441,6 +441,72 @@ static void test_constants(void **state)
 	           STRATA_TYPE, "the value has 3 cells, its type 2");
 }
 
+/* ---- rank-properties -------------------------------------------------------------- */
+
+static void test_rank_properties(void **state)
+{
+	(void)state;
+	static const char *sd =
+		DOC
+		"  rank-profile p {\n"
+		"    rank-properties {\n"
+		"      query(w): 0.5\n"
+		"      $bias:-2e0\n"
+		"      query(declared) : 3\n"
+		"    }\n"
+		"    inputs { query(declared) double }\n"
+		"    first-phase { expression: query(w) * attribute(a) + query(bias) + query(declared) }\n"
+		"  }\n"
+		"  rank-profile child inherits p {\n"
+		"    rank-properties { query(w): 10 }\n"
+		"  }\n"
+		"}\n";
+	struct strata_error err = { 0 };
+	uint32_t lids[NDOCS] = { 0, 1, 2, 3, 4 };
+	double f[NDOCS];
+	struct run r;
+	open_profile(&r, sd, "p");
+	assert_int_equal(rank_query_first_phase(r.q, &r.docs, lids, NDOCS, f, &err), 0);
+	for (int i = 0; i < NDOCS; i++)
+		NEAR(f[i], 0.5 * fa[i] - 2 + 3);
+	/* a query still sets them */
+	double w = 4;
+	assert_int_equal(rank_query_set_input(r.q, "w", &w, 1, &err), 0);
+	assert_int_equal(rank_query_first_phase(r.q, &r.docs, lids, NDOCS, f, &err), 0);
+	NEAR(f[1], 4 * fa[1] + 1);
+	rank_query_free(r.q);
+	assert_int_equal(rank_query_new(rank_profile_find(r.s, "child"), &r.q, &err), 0);
+	assert_int_equal(rank_query_first_phase(r.q, &r.docs, lids, NDOCS, f, &err), 0);
+	NEAR(f[2], 10 * fa[2] + 1);
+	close_run(&r);
+
+	load_fails(DOC "  rank-profile p {\n"
+	               "    rank-properties { bm25(text).k1: 0.9 }\n"
+	               "  }\n}\n",
+	           STRATA_NOT_IMPLEMENTED, "x.sd:8:23: rank property 'bm25(text).k1' is not supported");
+	load_fails(DOC "  rank-profile p {\n"
+	               "    rank-properties { query(q): [1, 2] }\n"
+	               "  }\n}\n",
+	           STRATA_NOT_IMPLEMENTED, "x.sd:8:33: rank property 'query(q)': only a number");
+	load_fails(DOC "  rank-profile p {\n"
+	               "    inputs { query(q) tensor(x[2]) }\n"
+	               "    rank-properties { query(q): 1 }\n"
+	               "  }\n}\n",
+	           STRATA_NOT_IMPLEMENTED, "x.sd:9:29: rank property for query(q), a tensor");
+	load_fails(DOC "  rank-profile p {\n"
+	               "    inputs { query(q) double: 1 }\n"
+	               "    rank-properties { query(q): 1 }\n"
+	               "  }\n}\n",
+	           STRATA_TYPE, "x.sd:9:29: query(q) has a default in inputs { } already (8:20)");
+	load_fails(DOC "  rank-profile p {\n"
+	               "    rank-properties { $q: 1\n $q: 2 }\n"
+	               "  }\n}\n",
+	           STRATA_TYPE, "x.sd:9:2: rank property '$q' is given twice");
+	load_fails(DOC "  rank-profile p {\n"
+	               "    rank-properties { $q: 1\n",
+	           STRATA_PARSE, "rank-properties is not closed");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -449,6 +515,7 @@ int main(void)
 		cmocka_unit_test(test_drop_limit),
 		cmocka_unit_test(test_missing_inputs),
 		cmocka_unit_test(test_constants),
+		cmocka_unit_test(test_rank_properties),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
