@@ -230,11 +230,20 @@ static void cli_log(void *ud, int level, const char *msg)
 static int open_app(const struct opts *o, int deploy, struct strata **db)
 {
 	struct strata_error err = { 0 };
-	struct strata_options so = { .data_dir = o->data, .log = cli_log };
+	static struct strata_errors errs; /* the CLI opens one application */
+	struct strata_options so = { .data_dir = o->data, .log = cli_log, .errors = &errs };
 	int rc = eng_open(o->pos[0], &so, deploy, db, &err);
-	if (rc)
-		return eng_cli_fail("%s", err.msg[0] ? err.msg : strata_strerror(rc));
-	return 0;
+	if (!rc)
+		return 0;
+	/* Every error found, one line each, then how many when more than one. */
+	for (int i = 0; i < errs.n; i++)
+		eng_cli_fail("%s", errs.e[i].msg[0] ? errs.e[i].msg : strata_strerror(errs.e[i].code));
+	if (errs.n == 0)
+		eng_cli_fail("%s", err.msg[0] ? err.msg : strata_strerror(rc));
+	if (errs.n + errs.dropped > 1)
+		eng_cli_fail("%d errors%s", errs.n + errs.dropped,
+		             errs.dropped ? " (the first ones are listed)" : "");
+	return 1;
 }
 
 /* Print a JSON text returned by the library, indented. */

@@ -132,11 +132,27 @@ int strata_open(const char *app, const struct strata_options *opts, struct strat
 	return eng_open(app, opts, 0, out, err);
 }
 
+static int open_app(const char *app, const struct strata_options *opts, int deploy,
+                    struct strata **out, struct strata_errors *errs, struct strata_error *err);
+
 int eng_open(const char *app, const struct strata_options *opts, int deploy, struct strata **out,
              struct strata_error *err)
 {
 	*out = NULL;
 	eng_json_init();
+	struct strata_errors *errs = opts ? opts->errors : NULL;
+	if (errs)
+		errs->n = errs->dropped = 0;
+	int rc = open_app(app, opts, deploy, out, errs, err);
+	/* Every failure is listed, those outside the schemas too. */
+	if (rc && errs && errs->n == 0 && !errs->dropped)
+		base_errs_add(errs, err);
+	return rc;
+}
+
+static int open_app(const char *app, const struct strata_options *opts, int deploy,
+                    struct strata **out, struct strata_errors *errs, struct strata_error *err)
+{
 	if (!app || !*app)
 		return base_err(err, STRATA_INVALID_ARGUMENT, "no application folder given");
 	/* strata.h's pool_generations: 0 is the default, -1 none. */
@@ -169,7 +185,7 @@ int eng_open(const char *app, const struct strata_options *opts, int deploy, str
 		goto fail;
 	struct rank_loader loader = { .load = eng_model_for, .ud = &ms,
 	                              .load_constant = constant_for };
-	rc = rank_app_load_with(app, &loader, &db->app, err);
+	rc = rank_app_load_all(app, &loader, errs, &db->app, err);
 	if (rc || (rc = rank_app_set_query_pool(db->app, gens, err)) != 0)
 		goto fail;
 	if (db->read_only) {

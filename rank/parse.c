@@ -172,6 +172,47 @@ static int bad_keyword(struct rank_parser *p, const struct rank_tok *t,
 	                        rank_tok_quote(t));
 }
 
+/* ---- going on after an error ------------------------------------------------------ */
+
+/* The items of a schema and of a document block: where skipping an item that
+ * had no braces stops. */
+static const char *const item_keywords[] = {
+	"document", "rank-profile", "field", "onnx-model", "constant", "fieldset", "struct",
+	"document-summary", "annotation", "import", "stemming", "index", "model",
+	"raw-as-base64-in-summary", NULL,
+};
+
+/* After error rc in the item that begins at save: when the parser lists
+ * errors, note this one and skip the item (to the '}' closing its first
+ * '{', or to the next item keyword or the enclosing '}' when no '{' comes
+ * first) and return 0 to go on; else return rc. */
+static int recover(struct rank_parser *p, int rc, const struct rank_lexer *save)
+{
+	if (!p->errs || rc == STRATA_NOMEM || p->errs->n >= STRATA_MAX_ERRORS)
+		return rc;
+	base_errs_add(p->errs, p->err);
+	if (!p->first_rc) {
+		p->first_rc = rc;
+		p->first = *p->err;
+	}
+	*p->lx = *save;
+	p->depth = 0;
+	struct rank_tok t;
+	rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t); /* the item's keyword */
+	for (int depth = 0, opened = 0;;) {
+		rank_lex_peek(p->lx, RANK_LEX_SCHEMA, &t);
+		if (t.kind == RT_EOF)
+			return 0;
+		if (!opened && (rank_tok_is(&t, "}") || name_in(&t, item_keywords)))
+			return 0;
+		rank_lex_take(p->lx, &t);
+		if (rank_tok_is(&t, "{"))
+			depth++, opened = 1;
+		else if (rank_tok_is(&t, "}") && --depth == 0)
+			return 0;
+	}
+}
+
 /* ---- values: numbers and dense tensor literals ---------------------------------- */
 
 /* A number with an optional sign. */
@@ -548,6 +589,7 @@ static int document(struct rank_parser *p, const struct rank_tok *kw)
 		                        rank_tok_quote(&t));
 	for (;;) {
 		int rc;
+		struct rank_lexer save = *p->lx;
 		rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
 		if (rank_tok_is(&t, "}"))
 			return 0;
@@ -562,6 +604,8 @@ static int document(struct rank_parser *p, const struct rank_tok *kw)
 			rc = rank_parser_fail(p, &t, STRATA_PARSE,
 			                      "expected 'field' or '}' in the document, found %s",
 			                      rank_tok_quote(&t));
+		if (rc && t.kind != RT_EOF)
+			rc = recover(p, rc, &save);
 		if (rc)
 			return rc;
 	}
@@ -1242,6 +1286,7 @@ static int schema_body(struct rank_parser *p, const struct rank_tok *open)
 	int have_doc = 0;
 	for (;;) {
 		int rc;
+		struct rank_lexer save = *p->lx;
 		rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
 		if (rank_tok_is(&t, "}"))
 			break;
@@ -1270,7 +1315,16 @@ static int schema_body(struct rank_parser *p, const struct rank_tok *open)
 			                      p->sd->name);
 		} else {
 			rc = unexpected_in(p, &t, "schema", p->sd->name);
+			if (rc && p->errs && t.kind != RT_EOF) {
+				/* a stray token: note it and go on after it */
+				save = *p->lx;
+				save.off = (size_t)(t.s - save.text);
+				save.line = t.line;
+				save.col = t.col;
+			}
 		}
+		if (rc && t.kind != RT_EOF)
+			rc = recover(p, rc, &save);
 		if (rc)
 			return rc;
 	}
@@ -1309,6 +1363,13 @@ static int schema(struct rank_parser *p)
 int rank_sd_parse(const char *file, const char *text, size_t len, struct rank_sd **out,
                   struct strata_error *err)
 {
+	return rank_sd_parse_all(file, text, len, NULL, out, err);
+}
+
+int rank_sd_parse_all(const char *file, const char *text, size_t len,
+                      struct strata_errors *errs, struct rank_sd **out,
+                      struct strata_error *err)
+{
 	*out = NULL;
 	struct rank_sd *sd = base_calloc(1, sizeof *sd);
 	if (!sd)
@@ -1320,8 +1381,16 @@ int rank_sd_parse(const char *file, const char *text, size_t len, struct rank_sd
 	/* Positions point at sd->file, which lives as long as the AST. */
 	struct rank_lexer lx;
 	rank_lex_init(&lx, sd->file, text, len);
-	struct rank_parser p = {&lx, err, sd, 0};
+	struct rank_parser p = { .lx = &lx, .err = err, .sd = sd, .errs = errs };
 	int rc = schema(&p);
+	if (rc && errs && rc != STRATA_NOMEM)
+		base_errs_add(errs, err);
+	if (p.first_rc && rc != STRATA_NOMEM) {
+		/* the first error is the one reported */
+		rc = p.first_rc;
+		if (err)
+			*err = p.first;
+	}
 	if (rc) {
 		rank_sd_free(sd);
 		return rc;

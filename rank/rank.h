@@ -110,6 +110,13 @@ struct rank_loader {
  * runtime_model_load, and no constant files). */
 int rank_app_load_with(const char *appdir, const struct rank_loader *loader,
                        struct rank_app **out, struct strata_error *err);
+/* rank_app_load_with that, when errs is not NULL, goes on after an error
+ * and lists every one it finds there, as struct strata_errors (strata.h)
+ * says; it returns the first error's code with that error in err (out of
+ * memory stops it at once and is the one reported). */
+int rank_app_load_all(const char *appdir, const struct rank_loader *loader,
+                      struct strata_errors *errs, struct rank_app **out,
+                      struct strata_error *err);
 /* Free the application, its models and every retired query.  No query may
  * be live. */
 void rank_app_free(struct rank_app *app);

@@ -174,6 +174,13 @@ struct rank_sd {
  * memory: ", the position after it). */
 int rank_sd_parse(const char *file, const char *text, size_t len, struct rank_sd **out,
                   struct strata_error *err);
+/* rank_sd_parse that goes on after an error when errs is not NULL, at the
+ * next field, rank-profile or schema item (struct strata_errors), and lists
+ * every error in errs.  Returns the first error's code, with that error in
+ * err; *out is NULL after any error. */
+int rank_sd_parse_all(const char *file, const char *text, size_t len,
+                      struct strata_errors *errs, struct rank_sd **out,
+                      struct strata_error *err);
 /* Resolve inheritance (profiles may inherit from several, in any order of
  * declaration; cycles and unknown parents are errors) and add "default". */
 int rank_sd_resolve(struct rank_sd *sd, struct strata_error *err);

@@ -150,5 +150,31 @@ expect_fail "constant file of the wrong shape" "item\.sd:$line:[0-9]+: constant 
 mv "$T/c.json" "$APP/constants/c.json"
 check "after constant errors" "$(order cst)" "4 3 2 5 1"
 
+# ---- deploy lists every error ----------------------------------------------------------
+BAD=$T/bad
+mkdir -p "$BAD/schemas"
+cat >"$BAD/schemas/a.sd" <<'EOF'
+schema a {
+    document a {
+        field x type double { indexing: attribute }
+        field y type strin { indexing: attribute }
+    }
+    rank-profile p1 { first-phase { expression: attribute(x) + } }
+    rank-profile p2 { first-phase { expression: attribute(x) } }
+}
+EOF
+cat >"$BAD/schemas/b.sd" <<'EOF'
+schema b {
+    document b { field x type double { indexing: attribute } }
+    rank-profile p1 { first-phase { expression: attribute(nope) } }
+    rank-profile p2 { first-phase { expression: closenes(field, x) } }
+}
+EOF
+expect_fail "deploy with four errors" "4 errors" "$STRATA" deploy "$BAD"
+check "every error listed" "$(grep -c '^strata: .*\.sd:[0-9]*:[0-9]*: ' "$ERR")" "4"
+check "errors in order" "$(grep -o '[ab]\.sd:[0-9]*:[0-9]*' "$ERR" | tr '\n' ' ')" \
+	"a.sd:4:22 a.sd:6:64 b.sd:3:59 b.sd:4:49 "
+[ -e "$BAD/.strata" ] && bad "a failed deploy created the store" || ok
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

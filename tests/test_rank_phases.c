@@ -507,6 +507,109 @@ static void test_rank_properties(void **state)
 	           STRATA_PARSE, "rank-properties is not closed");
 }
 
+/* ---- every error of an application in one load ------------------------------------- */
+
+static const char *bad_a =
+	"schema a {\n"
+	"  document a {\n"
+	"    field x type double { indexing: attribute }\n"
+	"    field y type strin { indexing: attribute }\n"
+	"    field z type array<int> { indexing: attribute }\n"
+	"  }\n"
+	"  fieldset f { fields: x }\n"
+	"  stemming: none\n"
+	"  rank-profile p1 {\n"
+	"    first-phase { expression: attribute(x) + }\n"
+	"  }\n"
+	"  rank-profile p2 { first-phase { expression: attribute(x) } }\n"
+	"  bogus\n"
+	"  rank-profile p3 { first-phase { expresion: 1 } }\n"
+	"}\n";
+static const char *bad_b =
+	"schema b {\n"
+	"  document b { field x type double { indexing: attribute } }\n"
+	"  rank-profile p1 { first-phase { expression: attribute(nope) } }\n"
+	"  rank-profile p2 { first-phase { expression: attribute(x) } }\n"
+	"  rank-profile p3 { first-phase { expression: normalize_linear(attribute(x)) } }\n"
+	"}\n";
+
+static void test_all_errors(void **state)
+{
+	(void)state;
+	char *dir = make_app(bad_a, "schemas/b.sd", bad_b, NULL);
+	static const char *const want[] = {
+		"x.sd:4:18: unknown field type 'strin'",
+		"x.sd:5:18: field type 'array' is not supported",
+		"x.sd:7:3: 'fieldset' is not supported",
+		"x.sd:8:3: 'stemming' is not supported",
+		"x.sd:10:46: expected an expression, found '}'",
+		"x.sd:13:3: unexpected 'bogus' in schema 'a'",
+		"x.sd:14:35: expected 'expression', 'rank-score-drop-limit' or '}' in first-phase",
+		"b.sd:3:57: unknown attribute 'nope'",
+		"b.sd:5:47: normalize_linear() is only available in global-phase",
+	};
+	const int nwant = (int)(sizeof want / sizeof want[0]);
+	struct strata_errors errs;
+	memset(&errs, 0x55, sizeof errs); /* the load resets it */
+	struct strata_error err = { 0 };
+	struct rank_app *app = NULL;
+	/* b.sd sorts before x.sd */
+	int rc = rank_app_load_all(dir, NULL, &errs, &app, &err);
+	assert_int_equal(rc, STRATA_TYPE);
+	assert_null(app);
+	assert_int_equal(errs.n, nwant);
+	assert_int_equal(errs.dropped, 0);
+	for (int i = 0; i < nwant; i++) {
+		/* b.sd's two first, in its order; then x.sd's */
+		const char *w = want[i < 2 ? i + 7 : i - 2];
+		assert_non_null(strstr(errs.e[i].msg, w));
+	}
+	assert_string_equal(err.msg, errs.e[0].msg); /* err is the first */
+	assert_int_equal(errs.e[0].code, STRATA_TYPE);
+	assert_int_equal(errs.e[3].code, STRATA_NOT_IMPLEMENTED);
+
+	/* without a list: the first error only, as before */
+	memset(&err, 0, sizeof err);
+	assert_int_equal(rank_app_load(dir, &app, &err), STRATA_TYPE);
+	assert_string_equal(err.msg, errs.e[0].msg);
+
+	/* out of memory anywhere: reported as such, nothing leaks */
+	struct base_alloc_stats before, after;
+	base_alloc_stats(&before);
+	int failures = 0;
+	for (int k = 1; k < 100000; k++) {
+		memset(&err, 0, sizeof err);
+		base_alloc_fail_after(k);
+		rc = rank_app_load_all(dir, NULL, &errs, &app, &err);
+		base_alloc_fail_after(0);
+		assert_null(app);
+		if (rc != STRATA_NOMEM) {
+			assert_int_equal(rc, STRATA_TYPE);
+			assert_int_equal(errs.n, nwant);
+			break;
+		}
+		assert_non_null(strstr(err.msg, "out of memory"));
+		failures++;
+	}
+	assert_true(failures > 20);
+	base_alloc_stats(&after);
+	assert_int_equal(after.live_bytes, before.live_bytes);
+	appdir_remove(dir);
+
+	/* more than the list holds: the rest are counted */
+	char big[8192];
+	size_t k = (size_t)snprintf(big, sizeof big, "schema c {\n  document c {\n");
+	for (int i = 0; i < STRATA_MAX_ERRORS + 5; i++)
+		k += (size_t)snprintf(big + k, sizeof big - k, "    field f%d type nope { }\n", i);
+	snprintf(big + k, sizeof big - k, "  }\n}\n");
+	dir = make_app(big, NULL);
+	assert_int_equal(rank_app_load_all(dir, NULL, &errs, &app, &err), STRATA_TYPE);
+	assert_int_equal(errs.n, STRATA_MAX_ERRORS);
+	assert_true(errs.dropped >= 1);
+	assert_non_null(strstr(errs.e[STRATA_MAX_ERRORS - 1].msg, "x.sd:22:20: unknown field type"));
+	appdir_remove(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -516,6 +619,7 @@ int main(void)
 		cmocka_unit_test(test_missing_inputs),
 		cmocka_unit_test(test_constants),
 		cmocka_unit_test(test_rank_properties),
+		cmocka_unit_test(test_all_errors),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
