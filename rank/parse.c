@@ -185,7 +185,8 @@ static const char *const item_keywords[] = {
 /* After error rc in the item that begins at save: when the parser lists
  * errors, note this one and skip the item (to the '}' closing its first
  * '{', or to the next item keyword or the enclosing '}' when no '{' comes
- * first) and return 0 to go on; else return rc. */
+ * first; braces inside parentheses, as in tensor(x{}), do not count) and
+ * return 0 to go on; else return rc. */
 static int recover(struct rank_parser *p, int rc, const struct rank_lexer *save)
 {
 	if (!p->errs || rc == STRATA_NOMEM || p->errs->n >= STRATA_MAX_ERRORS)
@@ -199,16 +200,20 @@ static int recover(struct rank_parser *p, int rc, const struct rank_lexer *save)
 	p->depth = 0;
 	struct rank_tok t;
 	rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t); /* the item's keyword */
-	for (int depth = 0, opened = 0;;) {
+	for (int depth = 0, opened = 0, parens = 0;;) {
 		rank_lex_peek(p->lx, RANK_LEX_SCHEMA, &t);
 		if (t.kind == RT_EOF)
 			return 0;
-		if (!opened && (rank_tok_is(&t, "}") || name_in(&t, item_keywords)))
+		if (!opened && !parens && (rank_tok_is(&t, "}") || name_in(&t, item_keywords)))
 			return 0;
 		rank_lex_take(p->lx, &t);
-		if (rank_tok_is(&t, "{"))
+		if (rank_tok_is(&t, "("))
+			parens++;
+		else if (rank_tok_is(&t, ")") && parens > 0)
+			parens--;
+		else if (parens == 0 && rank_tok_is(&t, "{"))
 			depth++, opened = 1;
-		else if (rank_tok_is(&t, "}") && --depth == 0)
+		else if (parens == 0 && rank_tok_is(&t, "}") && --depth == 0)
 			return 0;
 	}
 }

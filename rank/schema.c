@@ -13,8 +13,9 @@
  * order of declaration).  Inputs, constants, functions and models are merged
  * by name: the parents' in the order listed (a later parent replaces an
  * earlier one's definition of the same name), then the profile's own, which
- * win.  Phases, rerank counts and feature lists come from the profile when it
- * sets them, else from the last parent listed that sets them.
+ * win.  Phases, rerank counts, the rank-score-drop-limit and feature lists
+ * come from the profile when it sets them, else from the last parent listed
+ * that sets them.
  */
 #include <stdio.h>
 #include <string.h>

@@ -596,6 +596,24 @@ static void test_all_errors(void **state)
 	assert_int_equal(after.live_bytes, before.live_bytes);
 	appdir_remove(dir);
 
+	/* braces inside a type's parentheses are no block: no error follows
+	 * from skipping the field */
+	dir = make_app("schema c {\n"
+	               "  document c {\n"
+	               "    field t type tensor<float>(x{}) { indexing: attribute }\n"
+	               "    field u type strin { indexing: attribute }\n"
+	               "  }\n"
+	               "  rank-profile p { inputs { query(q) tensor(y{}) } }\n"
+	               "  rank-profile p2 { first-phase { expression: 1 + } }\n"
+	               "}\n", NULL);
+	assert_int_equal(rank_app_load_all(dir, NULL, &errs, &app, &err), STRATA_NOT_IMPLEMENTED);
+	assert_int_equal(errs.n, 4);
+	assert_non_null(strstr(errs.e[0].msg, "x.sd:3:"));
+	assert_non_null(strstr(errs.e[1].msg, "x.sd:4:18: unknown field type 'strin'"));
+	assert_non_null(strstr(errs.e[2].msg, "x.sd:6:"));
+	assert_non_null(strstr(errs.e[3].msg, "x.sd:7:"));
+	appdir_remove(dir);
+
 	/* more than the list holds: the rest are counted */
 	char big[8192];
 	size_t k = (size_t)snprintf(big, sizeof big, "schema c {\n  document c {\n");
