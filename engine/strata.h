@@ -88,8 +88,8 @@ struct strata_error {
  * fields, rank-profiles and other items from the top.  After an error the
  * check goes on with the next field, rank-profile, schema item or schema
  * file (an item is skipped to its closing brace); profiles are type-checked
- * only in files that parsed and whose inheritance resolved, each profile on
- * its own.  Out of memory stops the check at once.  At most
+ * in the files that parsed, each on its own, but for those whose
+ * inheritance failed (an unknown parent, a cycle).  Out of memory stops the check at once.  At most
  * STRATA_MAX_ERRORS are kept; dropped counts the others. */
 #define STRATA_MAX_ERRORS 20
 struct strata_errors {

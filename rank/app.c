@@ -262,8 +262,15 @@ static int load_schema(struct rank_app *app, struct rank_schema *s, const char *
 		noted(e, rc, err, e->list != NULL);
 		return rc;
 	}
-	if ((rc = load_constants(app, s->sd, err)) || (rc = rank_sd_resolve(s->sd, err)) ||
-	    (rc = load_models(app, s->sd, err))) {
+	if ((rc = load_constants(app, s->sd, err)) != 0) {
+		noted(e, rc, err, 0);
+		return rc;
+	}
+	/* Profiles whose inheritance failed are left out; the others compile. */
+	int failed = rank_sd_resolve_all(s->sd, e->list, err);
+	if (failed && !noted(e, failed, err, e->list != NULL))
+		return failed;
+	if ((rc = load_models(app, s->sd, err))) {
 		noted(e, rc, err, 0);
 		return rc;
 	}
@@ -274,8 +281,9 @@ static int load_schema(struct rank_app *app, struct rank_schema *s, const char *
 	}
 	s->nprofiles = s->sd->nprofiles;
 	struct rank_models models = { app->nrefs, app->refs };
-	int failed = 0;
 	for (int i = 0; i < s->sd->nprofiles; i++) {
+		if (s->sd->profiles[i].unresolved)
+			continue;
 		rc = rank_profile_compile(&s->profiles[i], s, &s->sd->profiles[i], &models, err);
 		if (!rc)
 			rank_profile_mark_inputs(&s->profiles[i]);

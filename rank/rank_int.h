@@ -149,6 +149,7 @@ struct rank_profile_decl {
 	struct rank_ast **match_features;   /* each with text = the feature's name */
 	struct rank_ast **summary_features;
 	struct rank_pos pos;
+	int unresolved;                 /* its inheritance failed (rank_sd_resolve_all) */
 };
 
 /* One parsed .sd file.  After schema.c's resolution, profiles[] are flat:
@@ -184,6 +185,11 @@ int rank_sd_parse_all(const char *file, const char *text, size_t len,
 /* Resolve inheritance (profiles may inherit from several, in any order of
  * declaration; cycles and unknown parents are errors) and add "default". */
 int rank_sd_resolve(struct rank_sd *sd, struct strata_error *err);
+/* rank_sd_resolve that, when errs is not NULL, goes on after a profile
+ * fails to resolve: its error goes into errs, it and the profiles that
+ * inherit it are marked unresolved, the others resolve.  Returns the first
+ * error (in err) or 0. */
+int rank_sd_resolve_all(struct rank_sd *sd, struct strata_errors *errs, struct strata_error *err);
 /* Free sd and everything it owns; NULL is ignored. */
 void rank_sd_free(struct rank_sd *sd);
 

@@ -460,13 +460,19 @@ static int find_profile(const struct rank_sd *sd, const char *name)
 	return -1;
 }
 
-enum { UNSEEN = 0, VISITING, DONE };
+enum { UNSEEN = 0, VISITING, DONE, FAILED };
+
+/* resolve_one's answer for a profile whose parent failed to resolve: it
+ * fails too, with no error of its own (one already names the cause). */
+#define PARENT_FAILED 1
 
 static int resolve_one(struct rank_sd *sd, int i, unsigned char *state, struct strata_error *err)
 {
 	struct rank_profile_decl *p = &sd->profiles[i];
 	if (state[i] == DONE)
 		return 0;
+	if (state[i] == FAILED)
+		return PARENT_FAILED;
 	state[i] = VISITING;
 	for (int k = 0; k < p->ninherits; k++) {
 		if (builtin_parent(p, k))
@@ -549,6 +555,11 @@ static int add_default(struct rank_sd *sd, struct strata_error *err)
 
 int rank_sd_resolve(struct rank_sd *sd, struct strata_error *err)
 {
+	return rank_sd_resolve_all(sd, NULL, err);
+}
+
+int rank_sd_resolve_all(struct rank_sd *sd, struct strata_errors *errs, struct strata_error *err)
+{
 	if (sd->resolved)
 		return 0;
 	/* "default" exists before inheritance so that profiles may inherit it
@@ -559,9 +570,36 @@ int rank_sd_resolve(struct rank_sd *sd, struct strata_error *err)
 	unsigned char *state = base_calloc((size_t)sd->nprofiles, 1);
 	if (!state)
 		return base_nomem(err, "resolving rank profiles");
-	for (int i = 0; i < sd->nprofiles && !rc; i++)
+	int first_rc = 0;
+	struct strata_error first = { 0 };
+	for (int i = 0; i < sd->nprofiles && !rc; i++) {
 		rc = resolve_one(sd, i, state, err);
+		if (!rc || !errs || rc == STRATA_NOMEM)
+			continue;
+		/* Note it, and mark the profiles it stopped (this one, and those
+		 * on the way to it) as failed: the others resolve all the same. */
+		if (rc != PARENT_FAILED) {
+			base_errs_add(errs, err);
+			if (!first_rc) {
+				first_rc = rc;
+				if (err)
+					first = *err;
+			}
+		}
+		for (int k = 0; k < sd->nprofiles; k++)
+			if (state[k] == VISITING)
+				state[k] = FAILED;
+		state[i] = FAILED;
+		rc = 0;
+	}
+	for (int i = 0; i < sd->nprofiles; i++)
+		sd->profiles[i].unresolved = state[i] == FAILED;
 	base_free(state, (size_t)sd->nprofiles);
+	if (!rc && first_rc) {
+		rc = first_rc;
+		if (err)
+			*err = first;
+	}
 	if (!rc)
 		sd->resolved = 1;
 	return rc;
