@@ -86,8 +86,9 @@ struct strata_error {
 /* Every error one check of an application found (strata_options.errors),
  * in the order found: its schema files in name order, and in each its
  * fields, rank-profiles and other items from the top.  After an error the
- * check goes on with the next field, rank-profile, schema item or schema
- * file (an item is skipped to its closing brace); profiles are type-checked
+ * check goes on with the next field, item of a rank-profile (function,
+ * phase, inputs, ...), schema item or schema file (an item is skipped to
+ * its closing brace); profiles are type-checked
  * in the files that parsed, each on its own, but for those whose
  * inheritance failed (an unknown parent, a cycle).  Out of memory stops the check at once.  At most
  * STRATA_MAX_ERRORS are kept; dropped counts the others. */

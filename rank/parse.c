@@ -182,12 +182,18 @@ static const char *const item_keywords[] = {
 	"raw-as-base64-in-summary", NULL,
 };
 
+static int schema_item(const struct rank_tok *t)
+{
+	return name_in(t, item_keywords);
+}
+
 /* After error rc in the item that begins at save: when the parser lists
  * errors, note this one and skip the item (to the '}' closing its first
- * '{', or to the next item keyword or the enclosing '}' when no '{' comes
- * first; braces inside parentheses, as in tensor(x{}), do not count) and
- * return 0 to go on; else return rc. */
-static int recover(struct rank_parser *p, int rc, const struct rank_lexer *save)
+ * '{', or to the enclosing '}' or a token that starts another item
+ * (is_item) when no '{' comes first; braces inside parentheses, as in
+ * tensor(x{}), do not count) and return 0 to go on; else return rc. */
+static int recover(struct rank_parser *p, int rc, const struct rank_lexer *save,
+                   int (*is_item)(const struct rank_tok *))
 {
 	if (!p->errs || rc == STRATA_NOMEM || p->errs->n >= STRATA_MAX_ERRORS)
 		return rc;
@@ -200,20 +206,29 @@ static int recover(struct rank_parser *p, int rc, const struct rank_lexer *save)
 	p->depth = 0;
 	struct rank_tok t;
 	rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t); /* the item's keyword */
-	for (int depth = 0, opened = 0, parens = 0;;) {
+	/* inner: braces opened inside parentheses; a '}' beyond them means the
+	 * parentheses were never closed (the error itself, often). */
+	for (int depth = 0, opened = 0, parens = 0, inner = 0;;) {
 		rank_lex_peek(p->lx, RANK_LEX_SCHEMA, &t);
 		if (t.kind == RT_EOF)
 			return 0;
-		if (!opened && !parens && (rank_tok_is(&t, "}") || name_in(&t, item_keywords)))
+		int brace = rank_tok_is(&t, "}");
+		if (brace && parens && !inner)
+			parens = 0;
+		if (!opened && !parens && (brace || is_item(&t)))
 			return 0;
 		rank_lex_take(p->lx, &t);
 		if (rank_tok_is(&t, "("))
 			parens++;
 		else if (rank_tok_is(&t, ")") && parens > 0)
-			parens--;
-		else if (parens == 0 && rank_tok_is(&t, "{"))
+			parens--, inner = parens ? inner : 0;
+		else if (parens && rank_tok_is(&t, "{"))
+			inner++;
+		else if (parens && brace)
+			inner--;
+		else if (rank_tok_is(&t, "{"))
 			depth++, opened = 1;
-		else if (parens == 0 && rank_tok_is(&t, "}") && --depth == 0)
+		else if (brace && --depth == 0)
 			return 0;
 	}
 }
@@ -610,7 +625,7 @@ static int document(struct rank_parser *p, const struct rank_tok *kw)
 			                      "expected 'field' or '}' in the document, found %s",
 			                      rank_tok_quote(&t));
 		if (rc && t.kind != RT_EOF)
-			rc = recover(p, rc, &save);
+			rc = recover(p, rc, &save, schema_item);
 		if (rc)
 			return rc;
 	}
@@ -1171,6 +1186,19 @@ static int profile_body(struct rank_parser *p, struct rank_profile_decl *pr)
 	return rc;
 }
 
+/* Does t begin an item of a rank-profile?  A name first on its line does
+ * too: where a setting without braces that failed ends. */
+static int profile_item(const struct rank_tok *t)
+{
+	static const char *const items[] = {
+		"first-phase", "second-phase", "global-phase", "function", "inputs",
+		"rank-properties", "constants", "match-features", "summary-features", "onnx-model",
+		NULL,
+	};
+	return name_in(t, items) || name_in(t, ignored_profile_settings) ||
+	       name_in(t, unsupported_profile_settings) || (t->kind == RT_NAME && t->nl_before);
+}
+
 /* What a rank-profile's braces hold, up to its '}'. */
 static int profile_items(struct rank_parser *p, struct rank_profile_decl *pr,
                          struct prop **props, int *nprops)
@@ -1179,6 +1207,7 @@ static int profile_items(struct rank_parser *p, struct rank_profile_decl *pr,
 	unsigned seen = 0;
 	for (;;) {
 		int rc;
+		struct rank_lexer save = *p->lx;
 		rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
 		if (rank_tok_is(&t, "}"))
 			return 0;
@@ -1187,12 +1216,10 @@ static int profile_items(struct rank_parser *p, struct rank_profile_decl *pr,
 		for (int i = 0; i < 3; i++)
 			if (rank_tok_is(&t, phases[i]))
 				ph = i;
-		if (ph >= 0) {
-			if (seen & (1u << ph))
-				return rank_parser_fail(p, &t, STRATA_TYPE,
-				                        "%s is given twice in rank-profile '%s'",
-				                        rank_tok_quote(&t),
-				                        pr->name);
+		if (ph >= 0 && (seen & (1u << ph))) {
+			rc = rank_parser_fail(p, &t, STRATA_TYPE, "%s is given twice in rank-profile '%s'",
+			                      rank_tok_quote(&t), pr->name);
+		} else if (ph >= 0) {
 			seen |= 1u << ph;
 			if (ph == 0)
 				rc = phase(p, &t, &pr->first_phase, NULL, pr);
@@ -1222,6 +1249,8 @@ static int profile_items(struct rank_parser *p, struct rank_profile_decl *pr,
 		} else {
 			rc = unexpected_in(p, &t, "rank-profile", pr->name);
 		}
+		if (rc && t.kind != RT_EOF)
+			rc = recover(p, rc, &save, profile_item);
 		if (rc)
 			return rc;
 	}
@@ -1329,7 +1358,7 @@ static int schema_body(struct rank_parser *p, const struct rank_tok *open)
 			}
 		}
 		if (rc && t.kind != RT_EOF)
-			rc = recover(p, rc, &save);
+			rc = recover(p, rc, &save, schema_item);
 		if (rc)
 			return rc;
 	}

@@ -615,6 +615,34 @@ static void test_all_errors(void **state)
 	assert_non_null(strstr(errs.e[3].msg, "x.sd:7:"));
 	appdir_remove(dir);
 
+	/* inside a rank-profile: each item on its own */
+	dir = make_app("schema a {\n"
+	               "  document a { field x type double { indexing: attribute } }\n"
+	               "  rank-profile p6 {\n"
+	               "    function f() { expression: 1 + }\n"
+	               "    first-phase { expression: 2 * }\n"
+	               "    first-phase { expression: 3 }\n"
+	               "    match-features: attribute(x) )\n"
+	               "    bogus: 1\n"
+	               "    num-threads-per-search: 2\n"
+	               "    inputs { query(q) tensor(x{}) }\n"
+	               "    match-phase { attribute: x }\n"
+	               "    global-phase { expression: 1 + }\n"
+	               "  }\n"
+	               "  rank-profile ok { first-phase { expression: 1 } }\n"
+	               "  rank-profile p7 { first-phase { expression: ( } }\n"
+	               "}\n", NULL);
+	static const char *const in_profile[] = {
+		"x.sd:4:36:", "x.sd:5:35:", "x.sd:6:5: 'first-phase' is given twice", "x.sd:7:34:",
+		"x.sd:8:5: unexpected 'bogus'", "x.sd:10:30: mapped tensor dimensions",
+		"x.sd:11:5: 'match-phase'", "x.sd:12:36:", "x.sd:15:49:",
+	};
+	assert_int_equal(rank_app_load_all(dir, NULL, &errs, &app, &err), STRATA_PARSE);
+	assert_int_equal(errs.n, 9);
+	for (int i = 0; i < 9; i++)
+		assert_non_null(strstr(errs.e[i].msg, in_profile[i]));
+	appdir_remove(dir);
+
 	/* more than the list holds: the rest are counted */
 	char big[8192];
 	size_t k = (size_t)snprintf(big, sizeof big, "schema c {\n  document c {\n");
