@@ -166,6 +166,14 @@ static void test_global_phase(void **state)
 	NEAR(s[0], 0 + 2 * 1.0);  /* a 3 is the lowest of 3..5, b 30 the highest */
 	NEAR(s[1], 0.5 + 0);
 	NEAR(s[2], 1 + 2 * (10.0 / 30));
+
+	/* EXPLAIN shows the normalizers' programs and the NORM that reads them */
+	char *ex = rank_profile_explain(p);
+	assert_non_null(ex);
+	assert_non_null(strstr(ex, "global-phase rerank-count 7\n"));
+	assert_non_null(strstr(ex, "program global-phase normalizer 1 -> double"));
+	assert_non_null(strstr(ex, "NORM    1 normalize_linear"));
+	base_strfree(ex);
 	close_run(&r);
 
 	/* reciprocal_rank(x, 1) through a function, plus firstPhase */
