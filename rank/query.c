@@ -436,7 +436,7 @@ static void normalize_linear(double *v, size_t n)
 }
 
 /* Candidates by value, highest first, NaN last, ties by position (an
- * insertion-stable merge sort over indexes, tmp as scratch). */
+ * stable merge sort over indexes, tmp as scratch). */
 static void order_desc(const double *v, size_t *idx, size_t *tmp, size_t n)
 {
 	if (n < 2)
