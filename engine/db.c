@@ -129,7 +129,7 @@ static int check_deployed(const char *app, const char *datadir, struct strata_er
 int strata_open(const char *app, const struct strata_options *opts, struct strata **out,
                 struct strata_error *err)
 {
-	return eng_open(app, opts, 0, out, err);
+	return eng_open(app, opts, ENG_OPEN_ANY, out, err);
 }
 
 static int open_app(const char *app, const struct strata_options *opts, int deploy,
