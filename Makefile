@@ -59,7 +59,7 @@ LIB      := $(BUILD)/libstrata.a
 CLI      := $(BUILD)/strata
 
 # Unit tests: one cmocka binary per module (tests/test_<name>.c).
-UNIT_TESTS := base runtime ops_elementwise ops_tensor store rank_parse rank_eval rank_gbdt engine yql ops_index ops_nn ops_rnn ops_quant ops_train ops_signal infer gemm plan optimize context pool binding embed
+UNIT_TESTS := base runtime ops_elementwise ops_tensor store rank_parse rank_eval rank_gbdt rank_phases engine yql ops_index ops_nn ops_rnn ops_quant ops_train ops_signal infer gemm plan optimize context pool binding embed
 TEST_BINS  := $(UNIT_TESTS:%=$(BUILD)/tests/test_%)
 TEST_LIB_SRC := tests/modelbuild.c tests/opcase.c tests/apptest.c
 TEST_LIB_OBJ := $(TEST_LIB_SRC:%.c=$(BUILD)/%.o)
@@ -163,10 +163,11 @@ unit: $(TEST_BINS)
 layers: $(LIB)
 	sh tests/layers.sh $(BUILD)
 
-# e2e runs both scripts, the second even when the first fails.
+# e2e runs every script, each even when one before it fails.
 e2e: $(CLI) $(TOOLS)
 	@status=0; \
 	STRATA=$(CLI) MKSHOP=$(BUILD)/tests/mkshop sh tests/e2e.sh || status=1; \
+	STRATA=$(CLI) MKSHOP=$(BUILD)/tests/mkshop sh tests/phases.sh || status=1; \
 	STRATA=$(CLI) MKSHOP=$(BUILD)/tests/mkshop sh tests/crash.sh || status=1; \
 	exit $$status
 

@@ -56,12 +56,17 @@ struct strata {
 
 /* ---- db.c ------------------------------------------------------------------ */
 
-/* strata_open(); with deploy = 1 it also compiles every model of the
- * application into DATA/contexts/, one shared binary for all of them, and
- * records them in DATA/contexts/manifest.json (what `strata deploy` does).
- * Every open loads a model from its context while the manifest says that
- * the source and the context are still the files deploy saw, and compiles
- * the source otherwise, saying why through opts->log. */
+/* strata_open() (deploy = ENG_OPEN_ANY); with ENG_OPEN_DEPLOY it also
+ * compiles every model of the application into DATA/contexts/, one shared
+ * binary for all of them, and records them in DATA/contexts/manifest.json
+ * (what `strata deploy` does); with ENG_OPEN_DEPLOYED the application must
+ * have been deployed before (its store exists in DATA), else
+ * STRATA_NOT_FOUND "... is not deployed", and nothing is created (the CLI's
+ * query, feed, get and remove).  Every open loads a model from its context
+ * while the manifest says that the source and the context are still the
+ * files deploy saw, and compiles the source otherwise, saying why through
+ * opts->log. */
+enum { ENG_OPEN_ANY = 0, ENG_OPEN_DEPLOY = 1, ENG_OPEN_DEPLOYED = 2 };
 int eng_open(const char *app, const struct strata_options *opts, int deploy, struct strata **out,
              struct strata_error *err);
 

@@ -12,13 +12,16 @@
  *   3. match: every live document is tested against the where tree, reading
  *      attributes straight from the store's memory map (strings and
  *      non-attribute fields through store_get);
- *   4. first phase over every match, in blocks; the best rerank-count by
- *      first-phase score get the second phase.
+ *   4. first phase over every match, in blocks; the hits at or below the
+ *      profile's rank-score-drop-limit leave; the best rerank-count by
+ *      first-phase score get the second phase;
+ *   5. the global phase, over the best global-phase rerank-count of what the
+ *      second phase left, all at once (its normalizers compare them).
  * Then the hits of all types are ordered by score: re-ranked hits by their
  * second-phase score; the others keep their first-phase order, shifted to
  * score no higher than the lowest re-ranked hit of their type (Vespa's
- * rule); ties go to re-ranked hits, then to the lower document id, so that
- * equal scores give a stable order.  Summaries (fields, matchfeatures, summaryfeatures) are made
+ * rule, after each phase that re-ranks); ties go to re-ranked hits, then
+ * to the lower document id, so that equal scores give a stable order.  Summaries (fields, matchfeatures, summaryfeatures) are made
  * for the requested page only, and the result is Vespa's result JSON.
  *
  * Invariant: every pointer into the store (attributes, document ids) is used
@@ -567,6 +570,96 @@ static void sort_top(struct hit *h, size_t n, size_t k, int (*cmp)(const void *,
 	qsort(h, k, sizeof *h, cmp);
 }
 
+/* The hits base+nre.. base+n that a phase did not re-rank keep their order
+ * but are shifted to score no higher than the lowest re-ranked hit, as
+ * Vespa does, so that relevance never increases down the result.  The
+ * re-ranked come first; their order before the phase was by cmp. */
+static void shift_rest(struct qstate *qs, size_t base, size_t nre, size_t n,
+                       int (*cmp)(const void *, const void *), int by_first)
+{
+	if (!nre || nre >= n)
+		return;
+	size_t best = base + nre; /* the best hit not re-ranked */
+	for (size_t i = base + nre + 1; i < base + n; i++)
+		if (cmp(&qs->hits[i], &qs->hits[best]) < 0)
+			best = i;
+	double low = INFINITY;
+	double high = by_first ? qs->hits[best].first : qs->hits[best].score;
+	for (size_t i = 0; i < nre; i++)
+		if (qs->hits[base + i].score < low)
+			low = qs->hits[base + i].score;
+	double shift = isfinite(low) && isfinite(high) && high > low ? low - high : 0;
+	for (size_t i = nre; i < n; i++)
+		qs->hits[base + i].score = (by_first ? qs->hits[base + i].first
+		                                     : qs->hits[base + i].score) + shift;
+}
+
+/* Second phase over the best rerank-count of the n hits at base. */
+static int second_phase(struct qstate *qs, struct dtstate *ds, size_t base, size_t n)
+{
+	if (!rank_profile_has_second_phase(ds->prof) || !n)
+		return 0;
+	uint32_t lids[BLOCK];
+	double scores[BLOCK], firsts[BLOCK];
+	int rr = rank_profile_rerank_count(ds->prof);
+	size_t nre = rr < 0 ? 0 : ((size_t)rr < n ? (size_t)rr : n);
+	sort_top(qs->hits + base, n, nre, first_cmp);
+	for (size_t i = nre; i < n; i++)
+		qs->hits[base + i].tier = 0;
+	for (size_t off = 0; off < nre; off += BLOCK) {
+		size_t k = nre - off < BLOCK ? nre - off : BLOCK;
+		for (size_t i = 0; i < k; i++) {
+			lids[i] = qs->hits[base + off + i].lid;
+			firsts[i] = qs->hits[base + off + i].first;
+		}
+		uint64_t a = mark();
+		int rc = rank_query_second_phase(ds->rq, &ds->docs, lids, firsts, k, scores, qs->err);
+		charge(qs, a);
+		if (rc)
+			return rc;
+		for (size_t i = 0; i < k; i++)
+			qs->hits[base + off + i].score = scores[i];
+	}
+	shift_rest(qs, base, nre, n, first_cmp, 1);
+	return 0;
+}
+
+/* Global phase over the best global rerank-count of the n hits at base, by
+ * their score after the second phase, all in one call (its normalizers
+ * compare the candidates with each other).  They get tier 2. */
+static int global_phase(struct qstate *qs, struct dtstate *ds, size_t base, size_t n)
+{
+	if (!rank_profile_has_global_phase(ds->prof) || !n)
+		return 0;
+	int gr = rank_profile_global_rerank_count(ds->prof);
+	size_t ng = gr < 0 ? 0 : ((size_t)gr < n ? (size_t)gr : n);
+	if (!ng)
+		return 0;
+	sort_top(qs->hits + base, n, ng, final_cmp);
+	size_t bytes = ng * (sizeof(uint32_t) + 2 * sizeof(double));
+	double *firsts = base_alloc(bytes);
+	if (!firsts)
+		return base_nomem(qs->err, "global phase of %zu hits", ng);
+	double *scores = firsts + ng;
+	uint32_t *lids = (uint32_t *)(scores + ng);
+	for (size_t i = 0; i < ng; i++) {
+		lids[i] = qs->hits[base + i].lid;
+		firsts[i] = qs->hits[base + i].first;
+	}
+	uint64_t a = mark();
+	int rc = rank_query_global_phase(ds->rq, &ds->docs, lids, firsts, ng, scores, qs->err);
+	charge(qs, a);
+	if (!rc) {
+		for (size_t i = 0; i < ng; i++) {
+			qs->hits[base + i].score = scores[i];
+			qs->hits[base + i].tier = 2;
+		}
+		shift_rest(qs, base, ng, n, final_cmp, 0);
+	}
+	base_free(firsts, bytes);
+	return rc;
+}
+
 static int run_doctype(struct qstate *qs, struct dtstate *ds)
 {
 	struct yql_node *nn = find_nn(qs->yql->where);
@@ -594,7 +687,7 @@ static int run_doctype(struct qstate *qs, struct dtstate *ds)
 		return 0;
 	/* First phase in blocks: lids and scores gathered from the hits. */
 	uint32_t lids[BLOCK];
-	double scores[BLOCK], firsts[BLOCK];
+	double scores[BLOCK];
 	for (size_t off = 0; off < n; off += BLOCK) {
 		size_t k = n - off < BLOCK ? n - off : BLOCK;
 		for (size_t i = 0; i < k; i++)
@@ -610,44 +703,19 @@ static int run_doctype(struct qstate *qs, struct dtstate *ds)
 			h->tier = 1;
 		}
 	}
-	if (!rank_profile_has_second_phase(ds->prof))
-		return 0;
-	int rr = rank_profile_rerank_count(ds->prof);
-	size_t nre = rr < 0 ? 0 : ((size_t)rr < n ? (size_t)rr : n);
-	sort_top(qs->hits + base, n, nre, first_cmp);
-	for (size_t i = nre; i < n; i++)
-		qs->hits[base + i].tier = 0;
-	for (size_t off = 0; off < nre; off += BLOCK) {
-		size_t k = nre - off < BLOCK ? nre - off : BLOCK;
-		for (size_t i = 0; i < k; i++) {
-			lids[i] = qs->hits[base + off + i].lid;
-			firsts[i] = qs->hits[base + off + i].first;
-		}
-		uint64_t a = mark();
-		rc = rank_query_second_phase(ds->rq, &ds->docs, lids, firsts, k, scores, qs->err);
-		charge(qs, a);
-		if (rc)
-			return rc;
-		for (size_t i = 0; i < k; i++)
-			qs->hits[base + off + i].score = scores[i];
+	double limit;
+	if (rank_profile_drop_limit(ds->prof, &limit)) {
+		/* rank-score-drop-limit: hits scoring the limit or less go (NaN too). */
+		size_t kept = 0;
+		for (size_t i = 0; i < n; i++)
+			if (qs->hits[base + i].first > limit)
+				qs->hits[base + kept++] = qs->hits[base + i];
+		qs->nhits = base + kept;
+		n = kept;
 	}
-	/* The hits that were not re-ranked keep their first-phase order but are
-	 * shifted to score no higher than the lowest re-ranked hit, as Vespa
-	 * does, so that relevance never increases down the result. */
-	if (nre && nre < n) {
-		size_t best = base + nre; /* the best hit not re-ranked */
-		for (size_t i = base + nre + 1; i < base + n; i++)
-			if (first_cmp(&qs->hits[i], &qs->hits[best]) < 0)
-				best = i;
-		double low = INFINITY, high = qs->hits[best].first;
-		for (size_t i = 0; i < nre; i++)
-			if (qs->hits[base + i].score < low)
-				low = qs->hits[base + i].score;
-		double shift = isfinite(low) && isfinite(high) && high > low ? low - high : 0;
-		for (size_t i = nre; i < n; i++)
-			qs->hits[base + i].score += shift;
-	}
-	return 0;
+	if ((rc = second_phase(qs, ds, base, n)) != 0)
+		return rc;
+	return global_phase(qs, ds, base, n);
 }
 
 static int set_inputs(struct qstate *qs, struct dtstate *ds, const json_t *req)

@@ -47,6 +47,7 @@ struct cc {
 	struct strata_error *err;
 	int allow_first; /* firstPhase is valid here */
 	int too_long;    /* emit failed at MAX_CODE, not for want of memory */
+	int global;      /* 1: the global phase (normalizers allowed); 2: a normalizer's argument */
 };
 
 #define MAX_CODE (1 << 20) /* instructions in one program */
@@ -735,6 +736,76 @@ static int compile_gbdt(struct cc *c, const struct env *env, const struct rank_a
 	return rc;
 }
 
+static int compile_prog_in(struct rank_profile *p, const struct rank_models *models,
+                           const struct rank_ast *a, const char *name, int allow_first,
+                           int must_be_number, int global, struct rank_prog *prog,
+                           struct strata_error *err);
+
+/* Compile arg into a new normalizer of the profile; *index is its number. */
+static int add_norm(struct cc *c, const struct rank_ast *arg, int kind, double k, int *index)
+{
+	struct rank_profile *p = c->p;
+	struct rank_norm nm = { .kind = kind, .k = k };
+	char name[64];
+	snprintf(name, sizeof name, "global-phase normalizer %d", p->nnorms);
+	int rc = compile_prog_in(p, c->models, arg, name, 1, 1, 2, &nm.arg, c->err);
+	if (rc) {
+		rank_prog_release(&nm.arg);
+		return rc;
+	}
+	struct rank_norm *v = base_realloc(p->norms, (size_t)p->nnorms * sizeof *v,
+	                                   ((size_t)p->nnorms + 1) * sizeof *v);
+	if (!v) {
+		rank_prog_release(&nm.arg);
+		return nomem(c);
+	}
+	p->norms = v;
+	*index = p->nnorms;
+	v[p->nnorms++] = nm;
+	return 0;
+}
+
+/* normalize_linear(x), reciprocal_rank(x) or reciprocal_rank(x, k), and
+ * reciprocal_rank_fusion(x, y, ...) (the sum of reciprocal_rank of each):
+ * Vespa's cross-hit normalizers, global-phase only.  Each argument is a
+ * program of its own, run over every candidate first. */
+static int compile_norm(struct cc *c, const struct rank_ast *a, int *type)
+{
+	const char *f = a->name;
+	int linear = strcmp(f, "normalize_linear") == 0;
+	int fusion = strcmp(f, "reciprocal_rank_fusion") == 0;
+	if (c->global == 0)
+		return at(c, a, STRATA_TYPE, "%s() is only available in global-phase", f);
+	if (c->global == 2)
+		return at(c, a, STRATA_TYPE, "%s() cannot be nested in another normalizer", f);
+	if (a->nargs < 1 || (linear && a->nargs != 1) || (!linear && !fusion && a->nargs > 2))
+		return at(c, a, STRATA_TYPE, "%s", linear ? "normalize_linear(x) takes one argument"
+		          : fusion ? "reciprocal_rank_fusion(x, y, ...) takes one or more arguments"
+		          : "reciprocal_rank(x) or reciprocal_rank(x, k) is expected");
+	double k = 60.0;
+	if (!linear && !fusion && a->nargs == 2) {
+		const struct rank_ast *ka = a->args[1];
+		if (ka->kind == RA_UNARY && ka->op == '-' && ka->args[0]->kind == RA_NUM)
+			return at(c, ka, STRATA_TYPE, "the k of reciprocal_rank() must not be negative");
+		if (ka->kind != RA_NUM)
+			return at(c, ka, STRATA_TYPE, "the k of reciprocal_rank() must be a number");
+		k = ka->num;
+	}
+	int n = fusion ? a->nargs : 1;
+	for (int i = 0; i < n; i++) {
+		int idx = 0, rc = add_norm(c, a->args[i], linear ? RANK_NORM_LINEAR : RANK_NORM_RECIPROCAL,
+		                       k, &idx);
+		if (rc)
+			return rc;
+		EMIT(c, RANK_OP_NORM, idx, 0, 0, 0, 0, 0, 0);
+		if (i)
+			EMIT(c, RANK_OP_BIN, RB_ADD, 0, 0, 0, 0, 0, 0);
+	}
+	c->prog->doc_dependent = 1;
+	*type = 0;
+	return 0;
+}
+
 static int compile_call(struct cc *c, const struct env *env, const struct rank_ast *a, int *type)
 {
 	const char *f = a->name;
@@ -745,6 +816,9 @@ static int compile_call(struct cc *c, const struct env *env, const struct rank_a
 		return at(c, a, STRATA_TYPE, "a lambda may only use its parameters, not %s()", f);
 	if (a->out && strcmp(f, "onnx") != 0 && strcmp(f, "onnxModel") != 0)
 		return at(c, a, STRATA_TYPE, "'.%s' after %s(): only onnx() has outputs", a->out, f);
+	if (strcmp(f, "normalize_linear") == 0 || strcmp(f, "reciprocal_rank") == 0 ||
+	    strcmp(f, "reciprocal_rank_fusion") == 0)
+		return compile_norm(c, a, type);
 	if (strcmp(f, "attribute") == 0)
 		return compile_attribute(c, a, type);
 	if (strcmp(f, "query") == 0)
@@ -873,16 +947,17 @@ void rank_prog_release(struct rank_prog *prog)
 	memset(prog, 0, sizeof *prog);
 }
 
-/* Compile a into prog; must_be_number for phases. */
-static int compile_prog(struct rank_profile *p, const struct rank_models *models, const struct rank_ast *a,
-                        const char *name, int allow_first, int must_be_number,
-                        struct rank_prog *prog, struct strata_error *err)
+/* Compile a into prog; must_be_number for phases; global as in struct cc. */
+static int compile_prog_in(struct rank_profile *p, const struct rank_models *models,
+                           const struct rank_ast *a, const char *name, int allow_first,
+                           int must_be_number, int global, struct rank_prog *prog,
+                           struct strata_error *err)
 {
 	memset(prog, 0, sizeof *prog);
 	prog->name = base_strdup(name);
 	if (!prog->name)
 		return base_nomem(err, "compiling %s", name);
-	struct cc c = { p, models, prog, err, allow_first, 0 };
+	struct cc c = { p, models, prog, err, allow_first, 0, global };
 	int t, rc = compile(&c, NULL, a, &t);
 	if (rc)
 		return rc;
@@ -894,6 +969,13 @@ static int compile_prog(struct rank_profile *p, const struct rank_models *models
 	prog->result = t;
 	EMIT(&c, RANK_OP_RET, 0, 0, 0, 0, 0, -1, 0);
 	return 0;
+}
+
+static int compile_prog(struct rank_profile *p, const struct rank_models *models,
+                        const struct rank_ast *a, const char *name, int allow_first,
+                        int must_be_number, struct rank_prog *prog, struct strata_error *err)
+{
+	return compile_prog_in(p, models, a, name, allow_first, must_be_number, 0, prog, err);
 }
 
 int rank_expr_compile(struct rank_profile *p, const struct rank_ast *a, struct rank_prog *prog,
@@ -1058,6 +1140,11 @@ void rank_profile_release(struct rank_profile *p)
 {
 	rank_prog_release(&p->first);
 	rank_prog_release(&p->second);
+	rank_prog_release(&p->global);
+	for (int i = 0; i < p->nnorms; i++)
+		rank_prog_release(&p->norms[i].arg);
+	if (p->norms)
+		base_free(p->norms, (size_t)p->nnorms * sizeof *p->norms);
 	for (int i = 0; i < p->nmatch; i++)
 		rank_prog_release(&p->match[i]);
 	for (int i = 0; i < p->nsummary; i++)
@@ -1174,6 +1261,13 @@ int rank_profile_compile(struct rank_profile *p, const struct rank_schema *s,
 			return rc;
 		p->has_second = 1;
 	}
+	p->global_rerank = d->global_rerank_count >= 0 ? d->global_rerank_count : 100;
+	if (d->global_phase) {
+		if ((rc = compile_prog_in(p, models, d->global_phase, "global-phase", 1, 1, 1,
+		                          &p->global, err)))
+			return rc;
+		p->has_global = 1;
+	}
 	if (d->nmatch_features) {
 		p->match = base_calloc((size_t)d->nmatch_features, sizeof *p->match);
 		if (!p->match)
@@ -1262,6 +1356,10 @@ static void explain_prog(struct sbuf *b, const struct rank_profile *p, const str
 		case RANK_OP_UN: sb_printf(b, " %s", rank_fn_name(in->a, 0)); break;
 		case RANK_OP_BIN: sb_printf(b, " %s", rank_fn_name(in->a, 1)); break;
 		case RANK_OP_JUMP: case RANK_OP_JUMPF: sb_printf(b, " -> %d", in->a); break;
+		case RANK_OP_NORM:
+			sb_printf(b, " %d %s", in->a, p->norms[in->a].kind == RANK_NORM_LINEAR
+			          ? "normalize_linear" : "reciprocal_rank");
+			break;
 		case RANK_OP_MAP:
 			if (in->a >= 0)
 				sb_printf(b, " lambda@%d(local%d)", in->a, in->b);
@@ -1301,6 +1399,12 @@ char *rank_profile_explain(const struct rank_profile *p)
 	explain_prog(&b, p, &p->first);
 	if (p->has_second)
 		explain_prog(&b, p, &p->second);
+	if (p->has_global) {
+		sb_printf(&b, "global-phase rerank-count %d\n", p->global_rerank);
+		for (int i = 0; i < p->nnorms; i++)
+			explain_prog(&b, p, &p->norms[i].arg);
+		explain_prog(&b, p, &p->global);
+	}
 	for (int i = 0; i < p->nmatch; i++)
 		explain_prog(&b, p, &p->match[i]);
 	for (int i = 0; i < p->nsummary; i++)

@@ -414,7 +414,7 @@ static int expr(struct rank_parser *p, struct rank_ast **out)
  * so the caller never sees a half-built tree. */
 int rank_expr_lex(struct rank_lexer *lx, struct rank_ast **out, struct strata_error *err)
 {
-	struct rank_parser p = {lx, err, NULL, 0};
+	struct rank_parser p = { .lx = lx, .err = err };
 	struct rank_ast *a = NULL;
 	int rc = expr(&p, &a);
 	if (rc) {
@@ -428,7 +428,7 @@ int rank_expr_lex(struct rank_lexer *lx, struct rank_ast **out, struct strata_er
 
 int rank_feature_lex(struct rank_lexer *lx, struct rank_ast **out, struct strata_error *err)
 {
-	struct rank_parser p = {lx, err, NULL, 0};
+	struct rank_parser p = { .lx = lx, .err = err };
 	struct rank_ast *a = NULL;
 	int rc = primary(&p, &a);
 	if (rc) {

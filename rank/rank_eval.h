@@ -59,11 +59,15 @@ struct rt_ctx;
  *                              push closeness/distance of attribute a to the
  *                              query's nearestNeighbor tensor
  * ONNX       a=model, b=output push the model output for the document
+ * NORM       a=normalizer      push the value of the profile's normalizer a
+ *                              for the current global-phase candidate (its
+ *                              argument's value normalized over all of them)
  */
 enum rank_opcode {
 	RANK_OP_NUM = 1, RANK_OP_ATTR, RANK_OP_QUERY, RANK_OP_CONST, RANK_OP_FIRST, RANK_OP_GET,
 	RANK_OP_SET, RANK_OP_UN, RANK_OP_BIN, RANK_OP_JUMPF, RANK_OP_JUMP, RANK_OP_RET, RANK_OP_MAP,
-	RANK_OP_JOIN, RANK_OP_REDUCE, RANK_OP_DOT, RANK_OP_CLOSE, RANK_OP_ONNX, RANK_OP_COUNT_
+	RANK_OP_JOIN, RANK_OP_REDUCE, RANK_OP_DOT, RANK_OP_CLOSE, RANK_OP_ONNX, RANK_OP_NORM,
+	RANK_OP_COUNT_
 };
 
 /* vm.c: the opcode's name ("NUM", "ONNX"), "?" for none. */
@@ -120,6 +124,17 @@ struct rank_cmodel {
 	int batched;                 /* second phase may run it once for all candidates */
 };
 
+/* A cross-hit normalizer of the global phase: normalize_linear(arg) or
+ * reciprocal_rank(arg, k) (reciprocal_rank_fusion(a, b) is the sum of one
+ * per argument).  arg is a program of its own, run for every candidate
+ * before the global-phase program, which reads the results through NORM. */
+enum rank_norm_kind { RANK_NORM_LINEAR = 1, RANK_NORM_RECIPROCAL };
+struct rank_norm {
+	int kind;
+	double k;                    /* RECIPROCAL: 1 / (k + rank) */
+	struct rank_prog arg;
+};
+
 struct rank_schema;
 struct rank_qpool;
 
@@ -130,8 +145,11 @@ struct rank_profile {
 	struct base_arena pool;      /* types and names made by the compiler */
 	struct rank_type *types;
 	int ntypes, captypes;
-	struct rank_prog first, second;
-	int has_first, has_second;
+	struct rank_prog first, second, global;
+	int has_first, has_second, has_global;
+	int nnorms;                  /* the global phase's normalizers */
+	struct rank_norm *norms;
+	int global_rerank;           /* global-phase rerank-count (100 by default) */
 	int nmatch, nsummary;
 	struct rank_prog *match, *summary;
 	int nmodels;                 /* profile-level, then schema-level models */
@@ -187,6 +205,9 @@ struct rank_models {
 int rank_profile_compile(struct rank_profile *p, const struct rank_schema *s,
                          const struct rank_profile_decl *d, const struct rank_models *models,
                          struct strata_error *err);
+/* profile.c: fill has_default and required of p's inputs (rank.h) from
+ * its compiled programs; app.c calls it once p compiled. */
+void rank_profile_mark_inputs(struct rank_profile *p);
 /* Free what rank_profile_compile made in p, compiled or half-made, and
  * zero it. */
 void rank_profile_release(struct rank_profile *p);
@@ -273,6 +294,13 @@ struct rank_query {
 	long serial;                 /* bumped per document evaluation */
 	long cand;                   /* candidate index during second phase, else -1 */
 	int ncand_lookup;            /* features: look model outputs up in the cache */
+	size_t gcand;                /* global phase: the candidate NORM reads */
+	size_t norm_n;               /* global phase: candidates per normalizer */
+	double *norm_vals;           /* nnorms x norm_n normalized values */
+	size_t norm_cap;             /* doubles */
+	size_t *norm_order;          /* reciprocal_rank's sort of the candidates */
+	size_t order_cap;
+	int *given;                  /* per profile input: set by the query */
 	struct rank_query *next;     /* retired: the one below it in its profile's pool */
 };
 

@@ -105,7 +105,9 @@ struct rank_constant_decl {  /* constants { name type: value } or constant name 
 	struct rank_type type;
 	double *cells;           /* ncells values (read from file: when given) */
 	size_t ncells;
+	char *file;              /* "file: path" (relative to the application folder), or NULL */
 	struct rank_pos pos;
+	struct rank_pos file_pos; /* of the path */
 };
 
 struct rank_model_input {    /* input "name": source */
@@ -138,6 +140,8 @@ struct rank_profile_decl {
 	struct rank_function_decl *functions;
 	struct rank_model_decl *models;
 	struct rank_ast *first_phase;   /* NULL when not set (here or inherited) */
+	int has_drop_limit;             /* first-phase { rank-score-drop-limit } given */
+	double drop_limit;              /* hits scoring <= this (or NaN) are dropped */
 	struct rank_ast *second_phase;
 	int rerank_count;               /* -1 when not set */
 	struct rank_ast *global_phase;
@@ -146,6 +150,7 @@ struct rank_profile_decl {
 	struct rank_ast **match_features;   /* each with text = the feature's name */
 	struct rank_ast **summary_features;
 	struct rank_pos pos;
+	int unresolved;                 /* its inheritance failed (rank_sd_resolve_all) */
 };
 
 /* One parsed .sd file.  After schema.c's resolution, profiles[] are flat:
@@ -171,9 +176,21 @@ struct rank_sd {
  * memory: ", the position after it). */
 int rank_sd_parse(const char *file, const char *text, size_t len, struct rank_sd **out,
                   struct strata_error *err);
+/* rank_sd_parse that goes on after an error when errs is not NULL, at the
+ * next field, rank-profile or schema item (struct strata_errors), and lists
+ * every error in errs.  Returns the first error's code, with that error in
+ * err; *out is NULL after any error. */
+int rank_sd_parse_all(const char *file, const char *text, size_t len,
+                      struct strata_errors *errs, struct rank_sd **out,
+                      struct strata_error *err);
 /* Resolve inheritance (profiles may inherit from several, in any order of
  * declaration; cycles and unknown parents are errors) and add "default". */
 int rank_sd_resolve(struct rank_sd *sd, struct strata_error *err);
+/* rank_sd_resolve that, when errs is not NULL, goes on after a profile
+ * fails to resolve: its error goes into errs, it and the profiles that
+ * inherit it are marked unresolved, the others resolve.  Returns the first
+ * error (in err) or 0. */
+int rank_sd_resolve_all(struct rank_sd *sd, struct strata_errors *errs, struct strata_error *err);
 /* Free sd and everything it owns; NULL is ignored. */
 void rank_sd_free(struct rank_sd *sd);
 

@@ -77,6 +77,9 @@ struct rank_parser {
 	struct strata_error *err;
 	struct rank_sd *sd; /* NULL when parsing a lone expression */
 	int depth;          /* see rank_parser_enter */
+	struct strata_errors *errs; /* not NULL: go on after errors, listing them here */
+	int first_rc;       /* with errs: the code of the first error (0: none yet) */
+	struct strata_error first; /* ... and the error itself */
 };
 
 /* An error at token t, or at (line, col). */

@@ -22,71 +22,7 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 suite=e2e
 . "$here/clitest.sh"
-trap 'rm -rf "$T"' EXIT INT TERM
 APP=$T/shop
-OUT=$T/out
-ERR=$T/err
-
-# run CMD...: run it with stdout in $OUT, stderr in $ERR, status in $rc.
-run() {
-	"$@" >"$OUT" 2>"$ERR"
-	rc=$?
-}
-
-# A crash or a sanitizer report is a failure whatever the exit status.
-crashed() {
-	if [ "$rc" -ge 128 ]; then
-		return 0
-	fi
-	grep -Eq 'Sanitizer|runtime error:|Assertion|assertion failed' "$ERR"
-}
-
-# expect_ok NAME CMD...: the command succeeds cleanly.
-expect_ok() {
-	name=$1
-	shift
-	run "$@"
-	if [ "$rc" -ne 0 ] || crashed; then
-		bad "$name: exit $rc: $(head -c 600 "$ERR")"
-		return 1
-	fi
-	ok
-	return 0
-}
-
-# expect_fail NAME REGEX CMD...: the command fails (status 1..127) and its
-# stderr matches the extended regular expression REGEX.
-expect_fail() {
-	name=$1
-	re=$2
-	shift 2
-	run "$@"
-	if [ "$rc" -eq 0 ]; then
-		bad "$name: succeeded but should have failed"
-	elif crashed; then
-		bad "$name: crashed (exit $rc): $(head -c 600 "$ERR")"
-	elif ! grep -Eq -- "$re" "$ERR"; then
-		bad "$name: message does not match /$re/: $(head -c 600 "$ERR")"
-	else
-		ok
-		# E2E_VERBOSE=1 shows what a user would read.
-		[ -z "${E2E_VERBOSE:-}" ] || echo "ok: $name: $(head -c 300 "$ERR" | tr '\n' ' ')"
-	fi
-}
-
-# check NAME GOT WANT
-check() {
-	if [ "$2" = "$3" ]; then
-		ok
-	else
-		bad "$1: got '$2', want '$3'"
-	fi
-}
-
-# jq over the last output; "null" when the output is not JSON.
-jout() {
-	jq -r "$@" "$OUT" 2>/dev/null || echo "null"
-}
 
 # total: totalCount of "select * ... where true" (the number of stored documents).
 total() {

@@ -605,6 +605,11 @@ static void test_query_reuse(void **state)
 	assert_int_equal(rank_query_new(p, &q, &err), 0);
 	double wv5 = 5;
 	assert_int_equal(rank_query_set_input(q, "w", &wv5, 1, &err), 0);
+	/* a nearestNeighbor tensor with no default must be given */
+	assert_int_equal(rank_query_set_nn(q, "emb", "q", &err), STRATA_INVALID_ARGUMENT);
+	assert_non_null(strstr(err.msg, "query(q) is not given"));
+	double zero4[4] = { 0, 0, 0, 0 };
+	assert_int_equal(rank_query_set_input(q, "q", zero4, 4, &err), 0);
 	assert_int_equal(rank_query_set_nn(q, "emb", "q", &err), 0);
 	assert_int_equal(rank_query_first_phase(q, &w->docs, lids, 2, f, &err), 0);
 	NEAR(f[1], 5 * price[1] + 1);

@@ -582,7 +582,7 @@ static const struct bad bads[] = {
 	{"schema s { document s { } rank-profile p {\n first-phase { expression: 1 + } } }", STRATA_PARSE,
 	 "t.sd:2:32: expected an expression, found '}'"},
 	{"schema s { document s { } rank-profile p {\n first-phase { expresion: 1 } } }", STRATA_PARSE,
-	 "t.sd:2:16: expected 'expression' or '}' in first-phase, found 'expresion'"},
+	 "t.sd:2:16: expected 'expression', 'rank-score-drop-limit' or '}' in first-phase, found 'expresion'"},
 	{"schema s { document s { } rank-profile p {\n first-phase { expression: 1 }\n first-phase { expression: 2 } } }",
 	 STRATA_TYPE, "t.sd:3:2: 'first-phase' is given twice in rank-profile 'p'"},
 	{"schema s { document s { } rank-profile p {\n constants { v tensor(x[3]): [1, 2] } } }", STRATA_TYPE,
@@ -590,7 +590,8 @@ static const struct bad bads[] = {
 	{"schema s { document s { } rank-profile p {\n constants { v tensor(x[3]): 4 } } }", STRATA_TYPE,
 	 "t.sd:2:30: a tensor value must be a '[...]' list, found '4'"},
 	{"schema s { document s { } rank-profile p {\n rank-properties { a: 1 } } }", STRATA_NOT_IMPLEMENTED,
-	 "t.sd:2:2: 'rank-properties' in a rank-profile is not supported"},
+	 "t.sd:2:20: rank property 'a' is not supported: only query(name) and $name, a query input's "
+	 "default, are"},
 	{"schema s { document s { } rank-profile p { bogus } }", STRATA_PARSE,
 	 "t.sd:1:44: unexpected 'bogus' in rank-profile 'p'"},
 	{"schema s { document s { } onnx-model m { input a: query(q) } }", STRATA_TYPE,
