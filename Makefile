@@ -31,21 +31,21 @@ SAN      ?=
 DEBUG    ?=
 DEFS     := $(if $(DEBUG),-DSTRATA_DEBUG)
 CFLAGS   := $(OPT) $(ARCH) $(WARN) $(SAN) $(DEFS) -std=c11 -D_GNU_SOURCE -I$(BUILD)/gen -MMD -MP
-LDLIBS   := -llmdb -lprotobuf-c -ljansson -lm -lpthread
+LDLIBS   := -llmdb -lstemmer -lprotobuf-c -ljansson -lm -lpthread
 ONNX_PROTO ?= /usr/include/onnx/onnx.proto
 DEB_PKGS := build-essential pkg-config liblmdb-dev libprotobuf-c-dev protobuf-c-compiler \
-            libonnx-dev libjansson-dev libcmocka-dev jq
+            libonnx-dev libjansson-dev libcmocka-dev jq libstemmer-dev
 DEB_TEST_PKGS := libonnx-testdata
 
 # ---- sources (explicit lists, one per subsystem) -----------------------------
-BASE_SRC    := base/err.c base/alloc.c base/arena.c base/dtype.c base/file.c base/hash.c
+BASE_SRC    := base/err.c base/alloc.c base/arena.c base/dtype.c base/file.c base/hash.c base/tokenize.c
 RUNTIME_SRC := runtime/options.c runtime/blocks.c runtime/load.c runtime/graph.c runtime/resolve.c runtime/model.c runtime/exec.c runtime/buffers.c runtime/binding.c runtime/plan.c runtime/shape.c runtime/infer.c runtime/ops/registry.c \
                runtime/ops/elementwise.c runtime/ops/unary.c runtime/ops/cast.c runtime/ops/matmul.c runtime/ops/gemm.c runtime/ops/gemm_avx2.c runtime/ops/gemm_avx512.c runtime/cpu.c runtime/ops/shape.c \
                runtime/ops/reduce.c runtime/ops/normalize.c \
                runtime/ops/conv.c runtime/ops/window.c runtime/ops/pool.c runtime/ops/nn.c runtime/ops/index.c runtime/ops/misc.c runtime/ops/resize.c runtime/ops/signal.c runtime/ops/loss.c \
                runtime/ops/training.c runtime/ops/random.c runtime/ops/rnn.c runtime/ops/einsum.c runtime/ops/quant.c runtime/ops/string.c runtime/ops/sequence.c runtime/ops/control.c runtime/optimize.c runtime/ctxfile.c runtime/ctxhold.c runtime/epctx.c runtime/ctxgen.c runtime/ctxmodel.c runtime/ops/epcontext.c runtime/ops/fused.c runtime/ops/attn_avx512.c runtime/ops/vmath.c
 STORE_SRC   := store/env.c store/doc.c store/attr.c
-RANK_SRC    := rank/lex.c rank/parser.c rank/expr.c rank/parse.c rank/schema.c rank/type.c rank/fn.c rank/compile.c rank/gbdt.c rank/vm.c \
+RANK_SRC    := rank/lex.c rank/parser.c rank/expr.c rank/parse.c rank/parse_text.c rank/schema.c rank/type.c rank/fn.c rank/compile.c rank/gbdt.c rank/vm.c \
                rank/tensor.c rank/model.c rank/query.c rank/profile.c rank/app.c
 ENGINE_SRC  := engine/db.c engine/contexts.c engine/feed.c engine/tensor_json.c engine/yql.c engine/query.c \
                engine/result.c engine/json_alloc.c engine/grouping.c
@@ -59,7 +59,7 @@ LIB      := $(BUILD)/libstrata.a
 CLI      := $(BUILD)/strata
 
 # Unit tests: one cmocka binary per module (tests/test_<name>.c).
-UNIT_TESTS := base runtime ops_elementwise ops_tensor store rank_parse rank_eval rank_gbdt rank_phases engine yql ops_index ops_nn ops_rnn ops_quant ops_train ops_signal infer gemm plan optimize context pool binding embed
+UNIT_TESTS := base runtime ops_elementwise ops_tensor store rank_parse text rank_eval rank_gbdt rank_phases engine yql ops_index ops_nn ops_rnn ops_quant ops_train ops_signal infer gemm plan optimize context pool binding embed
 TEST_BINS  := $(UNIT_TESTS:%=$(BUILD)/tests/test_%)
 TEST_LIB_SRC := tests/modelbuild.c tests/opcase.c tests/apptest.c
 TEST_LIB_OBJ := $(TEST_LIB_SRC:%.c=$(BUILD)/%.o)

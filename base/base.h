@@ -185,4 +185,42 @@ uint64_t base_hash64(const void *p, size_t n, uint64_t seed);
 /* Monotonic seconds. */
 double base_now(void);
 
+/* ---- text tokens (tokenize.c) ------------------------------------------------ */
+
+/* How text becomes index terms, the way Vespa's default linguistics does it:
+ * tokens are runs of letters or of digits (a change between the two splits
+ * them; punctuation, symbols and spaces separate); each is lowercased, its
+ * accents removed (NORMALIZE: Latin, Greek and Cyrillic letters; combining
+ * marks dropped) and stemmed with the Snowball English stemmer (STEM).
+ * WHOLE makes the whole text one token (match: word and exact), folded the
+ * same way.  CASED keeps the case.  Example:
+ *
+ *     struct base_tokenizer *tk;
+ *     if (base_tokenizer_new(&tk, err)) return ...;
+ *     size_t off = 0; const char *t; size_t n; int pos;
+ *     while (base_token_next(tk, text, len, &off, BASE_TOKEN_TEXT, &t, &n, &pos) > 0)
+ *             use(t, n, pos);   // "Running Cafés" -> "run" 0, "cafe" 1
+ *     base_tokenizer_free(tk);
+ *
+ * A tokenizer is used by one thread at a time (the stemmer keeps state). */
+enum {
+	BASE_TOKEN_NORMALIZE = 1, /* remove accents */
+	BASE_TOKEN_STEM = 2,      /* English stems */
+	BASE_TOKEN_WHOLE = 4,     /* the whole text is one token */
+	BASE_TOKEN_CASED = 8,     /* keep the case */
+	BASE_TOKEN_TEXT = BASE_TOKEN_NORMALIZE | BASE_TOKEN_STEM,
+};
+#define BASE_TOKEN_MAX 255 /* bytes of one token: longer ones are cut at a character */
+struct base_tokenizer;
+/* Returns 0 or STRATA_NOMEM. */
+int base_tokenizer_new(struct base_tokenizer **out, struct strata_error *err);
+void base_tokenizer_free(struct base_tokenizer *tk);
+/* The next token of text[0..len) from byte *off on (start with *off = 0):
+ * 1 with the token in *tok, *n (borrowed: valid until the next call on tk),
+ * its number in the text in *pos (0, 1, ... counting every token), *off
+ * moved past it; 0 at the end.  Bad UTF-8 bytes separate tokens.  Never
+ * fails: a stemmer that runs out of memory leaves the word unstemmed. */
+int base_token_next(struct base_tokenizer *tk, const char *text, size_t len, size_t *off,
+                    int flags, const char **tok, size_t *n, int *pos);
+
 #endif

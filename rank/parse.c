@@ -360,7 +360,7 @@ static const char *const unsupported_field_types[] = {
 
 /* Field settings Vespa has and Strata does not (yet). */
 static const char *const unsupported_field_settings[] = {
-	"match", "rank", "weight", "bolding", "stemming", "normalizing", "alias", "sorting",
+	"weight", "bolding", "alias", "sorting",
 	"rank-type", "id", "query-command", "dictionary", "struct-field", "summary-to",
 	"indexing-rewrite", "literal-boost", "body", "header", NULL,
 };
@@ -445,15 +445,16 @@ static int indexing(struct rank_parser *p, struct rank_field *f)
 		} else if (rank_tok_is(&t, "attribute")) {
 			f->attribute = 1;
 		} else if (rank_tok_is(&t, "index")) {
-			/* On a tensor, index asks for an HNSW graph; search stays exact. */
+			/* On a tensor, index asks for an HNSW graph; search stays exact.
+			 * On a string, a text index (parse_text.c). */
 			if (f->type == RANK_FT_STRING)
-				return rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED,
-				                        "text indexes ('indexing: index' on string field '%s') are not "
-				                        "supported", f->name);
-			if (f->type != RANK_FT_TENSOR)
+				f->index = 1;
+			else if (f->type != RANK_FT_TENSOR)
 				return rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED,
 				                        "'indexing: index' on field '%s' is not supported",
 				                        f->name);
+		} else if (rank_tok_is(&t, "set_language")) {
+			/* the language only picks the stemmer: English is the one */
 		} else if (t.kind == RT_NAME || t.kind == RT_STR) {
 			return rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED,
 			                        "indexing statement %s is not supported (only summary, attribute, index)",
@@ -543,9 +544,13 @@ static int field_body(struct rank_parser *p, struct rank_field *f)
 			/* HNSW parameters of a tensor field: accepted, search is exact. */
 			if (f->type == RANK_FT_TENSOR && rank_tok_is(&s, "{"))
 				rc = skip_block(p);
+			else if (f->type == RANK_FT_STRING)
+				rc = rank_parse_text_setting(p, f, &t);
 			else
 				rc = rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED,
 				                      "index settings are not supported");
+		} else if (rank_text_setting_is(&t)) {
+			rc = rank_parse_text_setting(p, f, &t);
 		} else if (name_in(&t, unsupported_field_settings)) {
 			rc = rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED,
 			                      "field setting %s is not supported", rank_tok_quote(&t));
@@ -1310,7 +1315,7 @@ static int profile(struct rank_parser *p)
 /* ---- the schema ------------------------------------------------------------------------ */
 
 static const char *const unsupported_schema_items[] = {
-	"fieldset", "struct", "document-summary", "annotation", "import", "stemming", "index",
+	"struct", "document-summary", "annotation", "import", "index",
 	"raw-as-base64-in-summary", "constant", "model", "field", NULL,
 };
 
@@ -1333,6 +1338,10 @@ static int schema_body(struct rank_parser *p, const struct rank_tok *open)
 			rc = profile(p);
 		} else if (rank_tok_is(&t, "onnx-model")) {
 			rc = model(p, &p->sd->models, &p->sd->nmodels);
+		} else if (rank_tok_is(&t, "fieldset")) {
+			rc = rank_parse_fieldset(p);
+		} else if (rank_tok_is(&t, "stemming")) {
+			rc = rank_parse_schema_stemming(p, &t);
 		} else if (rank_tok_is(&t, "field")) {
 			rc = rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED,
 			                      "fields outside the document block are not supported");
@@ -1417,6 +1426,8 @@ int rank_sd_parse_all(const char *file, const char *text, size_t len,
 	rank_lex_init(&lx, sd->file, text, len);
 	struct rank_parser p = { .lx = &lx, .err = err, .sd = sd, .errs = errs };
 	int rc = schema(&p);
+	if (!rc && !p.first_rc)
+		rc = rank_text_fields_check(&p);
 	if (rc && errs && rc != STRATA_NOMEM)
 		base_errs_add(errs, err);
 	if (p.first_rc && rc != STRATA_NOMEM) {

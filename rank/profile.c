@@ -23,6 +23,16 @@ const struct rank_field *rank_schema_field(const struct rank_schema *s, int i)
 	return i >= 0 && i < s->sd->nfields ? &s->sd->fields[i] : NULL;
 }
 
+int rank_schema_fieldset(const struct rank_schema *s, const char *name, const int **fields)
+{
+	for (int i = 0; i < s->sd->nfieldsets; i++)
+		if (strcmp(s->sd->fieldsets[i].name, name) == 0) {
+			*fields = s->sd->fieldsets[i].fields;
+			return s->sd->fieldsets[i].nfields;
+		}
+	return -1;
+}
+
 int rank_schema_field_index(const struct rank_schema *s, const char *name)
 {
 	for (int i = 0; i < s->sd->nfields; i++)

@@ -59,6 +59,17 @@ enum rank_distance {
 	RANK_DIST_PRENORMALIZED_ANGULAR,
 };
 
+/* How a text-indexed string field is matched (match: ...). */
+enum rank_match {
+	RANK_MATCH_TEXT = 0, /* the default: tokenized, normalized, stemmed */
+	RANK_MATCH_WORD,     /* the whole value is one token, normalized */
+	RANK_MATCH_EXACT,    /* the whole value is one token, lowercased only */
+	RANK_MATCH_PREFIX,   /* tokens match query terms that are their prefixes */
+};
+
+/* stemming: of a text field; DEFAULT takes the schema's (else BEST). */
+enum rank_stemming { RANK_STEM_DEFAULT = 0, RANK_STEM_NONE, RANK_STEM_BEST };
+
 /* A document field as the schema declares it. */
 struct rank_field {
 	const char *name;
@@ -71,6 +82,14 @@ struct rank_field {
 	const char *dim_names[RANK_MAX_RANK];
 	int distance_metric; /* enum rank_distance (attribute { distance-metric: ... }) */
 	int line, col;       /* where it is declared */
+	/* Text search, on string fields (see rank_schema_fieldset too). */
+	int index;           /* indexing: index: a text index */
+	int match;           /* enum rank_match */
+	int cased;           /* match: cased (terms keep their case) */
+	int stemming;        /* enum rank_stemming; after parsing never DEFAULT */
+	int no_normalize;    /* normalizing: none (no accent removal) */
+	int rank_filter;     /* rank: filter (matches, but no term statistics) */
+	int bm25;            /* index: enable-bm25 */
 };
 
 struct rank_app;
@@ -140,6 +159,10 @@ const char *rank_schema_name(const struct rank_schema *s);        /* the documen
 int rank_schema_nfields(const struct rank_schema *s);
 const struct rank_field *rank_schema_field(const struct rank_schema *s, int i);
 int rank_schema_field_index(const struct rank_schema *s, const char *name); /* -1 if none */
+/* The fields of fieldset name (fieldset name { fields: a, b }), as field
+ * indexes in *fields (borrowed, valid while the schema lives) and their
+ * number as the return value; -1 when there is no such fieldset. */
+int rank_schema_fieldset(const struct rank_schema *s, const char *name, const int **fields);
 
 /* The profile called name ("default" always exists: first-phase 0 unless the
  * schema defines it).  NULL if none. */

@@ -156,6 +156,16 @@ struct rank_profile_decl {
 /* One parsed .sd file.  After schema.c's resolution, profiles[] are flat:
  * every profile holds what it inherits (its own definitions win) and a
  * "default" profile exists. */
+/* fieldset name { fields: a, b }: the fields as named and their indexes in
+ * rank_sd.fields (set once the whole schema is parsed). */
+struct rank_fieldset {
+	char *name;
+	int nfields;
+	char **names;
+	int *fields;
+	int line, col;
+};
+
 struct rank_sd {
 	char *file;
 	char *name;                     /* schema name = document type */
@@ -168,6 +178,9 @@ struct rank_sd {
 	struct rank_profile_decl *profiles;
 	struct rank_pos pos;
 	int resolved;                   /* rank_sd_resolve() ran (it runs once) */
+	int nfieldsets;                 /* fieldset blocks (parse_text.c) */
+	struct rank_fieldset *fieldsets;
+	int stemming;                   /* schema-level stemming: (enum rank_stemming) */
 };
 
 /* Parse one .sd file's text (file names it in messages).  Returns 0,

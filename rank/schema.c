@@ -174,6 +174,7 @@ void rank_sd_free(struct rank_sd *sd)
 			base_strfree((char *)f->dim_names[d]);
 	}
 	rank_vec_free(sd->fields, sd->nfields, sizeof *sd->fields);
+	rank_fieldsets_free(sd);
 	for (int i = 0; i < sd->nmodels; i++)
 		rank_model_decl_clear(&sd->models[i]);
 	rank_vec_free(sd->models, sd->nmodels, sizeof *sd->models);

@@ -520,8 +520,8 @@ static const char *bad_a =
 	"    field y type strin { indexing: attribute }\n"
 	"    field z type array<int> { indexing: attribute }\n"
 	"  }\n"
-	"  fieldset f { fields: x }\n"
-	"  stemming: none\n"
+	"  document-summary f { }\n"
+	"  annotation f { }\n"
 	"  rank-profile p1 {\n"
 	"    first-phase { expression: attribute(x) + }\n"
 	"  }\n"
@@ -551,8 +551,8 @@ static void test_all_errors(void **state)
 		"b.sd:5:47: normalize_linear() is only available in global-phase",
 		"x.sd:4:18: unknown field type 'strin'",
 		"x.sd:5:18: field type 'array' is not supported",
-		"x.sd:7:3: 'fieldset' is not supported",
-		"x.sd:8:3: 'stemming' is not supported",
+		"x.sd:7:3: 'document-summary' is not supported",
+		"x.sd:8:3: 'annotation' is not supported",
 		"x.sd:10:46: expected an expression, found '}'",
 		"x.sd:13:3: unexpected 'bogus' in schema 'a'",
 		"x.sd:14:35: expected 'expression', 'rank-score-drop-limit' or '}' in first-phase",

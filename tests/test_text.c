@@ -1,0 +1,253 @@
+/*
+ * test_text.c: text search's front end: the tokenizer (base/tokenize.c:
+ * splitting, case folding, accent removal, English stems, whole-value
+ * tokens) and the schema's text settings (rank/parse_text.c: indexing:
+ * index on strings, match, stemming, normalizing, rank: filter, index:
+ * enable-bm25, fieldsets), with their errors.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <string.h>
+
+#include "../rank/rank_syntax.h"
+
+/* The tokens of text under flags, joined by '|', "text pos" checked in order. */
+static void tokens(const char *text, int flags, const char *want)
+{
+	struct strata_error err = {0};
+	struct base_tokenizer *tk;
+	assert_int_equal(base_tokenizer_new(&tk, &err), 0);
+	char got[1024] = "";
+	size_t off = 0, n;
+	const char *t;
+	int pos, expect_pos = 0;
+	while (base_token_next(tk, text, strlen(text), &off, flags, &t, &n, &pos) > 0) {
+		assert_int_equal(pos, expect_pos++);
+		assert_int_equal(strlen(t), n);
+		if (got[0])
+			strcat(got, "|");
+		strncat(got, t, n);
+	}
+	base_tokenizer_free(tk);
+	assert_string_equal(got, want);
+}
+
+static void test_tokenize(void **state)
+{
+	(void)state;
+	tokens("Hello, World!", 0, "hello|world");
+	tokens("  running  shoes\tfor RUNNERS ", BASE_TOKEN_TEXT, "run|shoe|for|runner");
+	tokens("running shoes", BASE_TOKEN_NORMALIZE, "running|shoes");
+	tokens("Café crème brûlée", BASE_TOKEN_NORMALIZE, "cafe|creme|brulee");
+	tokens("Café", 0, "café");                            /* normalizing: none */
+	tokens("STRAẞE Straße Œuvre Ærø", BASE_TOKEN_NORMALIZE, "straẞe|strasse|oeuvre|aero");
+	tokens("Ελληνικά ΚΑΛΗΜΕΡΑ", BASE_TOKEN_NORMALIZE, "ελληνικα|καλημερα");
+	tokens("Привет МИР", BASE_TOKEN_NORMALIZE, "привет|мир");
+	tokens("cafe\xcc\x81 x", BASE_TOKEN_NORMALIZE, "cafe|x");       /* combining acute */
+	tokens("cafe\xcc\x81", 0, "cafe\xcc\x81");
+	tokens("abc123def 4.5 iPhone15", 0, "abc|123|def|4|5|iphone|15");
+	tokens("a\xff" "b \xe2\x80\x94 c", 0, "a|b|c");       /* bad byte, em dash */
+	tokens("東京 タワー", 0, "東京|タワー");
+	tokens("", BASE_TOKEN_TEXT, "");
+	tokens(" .,;- ", BASE_TOKEN_TEXT, "");
+	/* match: word / exact: the whole value, folded, never split nor stemmed */
+	tokens("New York-City", BASE_TOKEN_WHOLE | BASE_TOKEN_NORMALIZE, "new york-city");
+	tokens("Crème", BASE_TOKEN_WHOLE, "crème");
+	tokens("Crème X", BASE_TOKEN_WHOLE | BASE_TOKEN_CASED, "Crème X");
+	tokens("Running", BASE_TOKEN_CASED, "Running");
+	/* stems of the Snowball English stemmer */
+	tokens("generously connections happiness cats ponies", BASE_TOKEN_TEXT,
+	       "generous|connect|happi|cat|poni");
+}
+
+static void test_token_limits(void **state)
+{
+	(void)state;
+	char text[BASE_TOKEN_MAX * 2 + 8];
+	memset(text, 'x', sizeof text - 1);
+	text[sizeof text - 1] = 0;
+	struct strata_error err = {0};
+	struct base_tokenizer *tk;
+	assert_int_equal(base_tokenizer_new(&tk, &err), 0);
+	size_t off = 0, n;
+	const char *t;
+	int pos;
+	assert_int_equal(base_token_next(tk, text, strlen(text), &off, 0, &t, &n, &pos), 1);
+	assert_int_equal(n, BASE_TOKEN_MAX);
+	assert_int_equal(off, strlen(text));
+	assert_int_equal(base_token_next(tk, text, strlen(text), &off, 0, &t, &n, &pos), 0);
+	base_tokenizer_free(tk);
+	/* allocation failure is reported */
+	base_alloc_fail_after(1);
+	assert_int_equal(base_tokenizer_new(&tk, &err), STRATA_NOMEM);
+	base_alloc_fail_after(0);
+	assert_string_equal(err.msg, "out of memory: a tokenizer");
+}
+
+static uint64_t live_bytes(void)
+{
+	struct base_alloc_stats st;
+	base_alloc_stats(&st);
+	return st.live_bytes;
+}
+
+static struct rank_sd *parse(const char *text)
+{
+	struct strata_error err = {0};
+	struct rank_sd *sd = NULL;
+	int rc = rank_sd_parse("t.sd", text, strlen(text), &sd, &err);
+	if (rc)
+		fail_msg("%s", err.msg);
+	return sd;
+}
+
+static const struct rank_field *field(const struct rank_sd *sd, const char *name)
+{
+	for (int i = 0; i < sd->nfields; i++)
+		if (strcmp(sd->fields[i].name, name) == 0)
+			return &sd->fields[i];
+	fail_msg("no field %s", name);
+	return NULL;
+}
+
+static void test_text_schema(void **state)
+{
+	(void)state;
+	uint64_t live = live_bytes();
+	struct rank_sd *sd = parse(
+		"schema doc {\n"
+		"  document doc {\n"
+		"    field title type string {\n"
+		"      indexing: set_language | summary | index\n"
+		"      index: enable-bm25\n"
+		"    }\n"
+		"    field body type string { indexing: index\n stemming: none\n normalizing: none }\n"
+		"    field tag type string { indexing: attribute | summary | index\n match: word }\n"
+		"    field code type string { indexing: index\n match { exact\n exact-terminator: \"@@\" } }\n"
+		"    field pre type string { indexing: index\n match: prefix\n rank: filter }\n"
+		"    field cs type string { indexing: index\n match { cased } index { enable-bm25 } }\n"
+		"    field n type int { indexing: attribute }\n"
+		"  }\n"
+		"  fieldset default { fields: title, body }\n"
+		"  fieldset all {\n fields: title,body,tag\n query-command: \"x\"\n }\n"
+		"}\n");
+	const struct rank_field *f = field(sd, "title");
+	assert_true(f->index && f->summary && f->bm25 && !f->attribute);
+	assert_int_equal(f->match, RANK_MATCH_TEXT);
+	assert_int_equal(f->stemming, RANK_STEM_BEST);
+	assert_false(f->no_normalize);
+	f = field(sd, "body");
+	assert_true(f->index && !f->bm25 && f->no_normalize);
+	assert_int_equal(f->stemming, RANK_STEM_NONE);
+	f = field(sd, "tag");
+	assert_true(f->index && f->attribute);
+	assert_int_equal(f->match, RANK_MATCH_WORD);
+	assert_int_equal(f->stemming, RANK_STEM_NONE); /* only text matching stems */
+	assert_int_equal(field(sd, "code")->match, RANK_MATCH_EXACT);
+	f = field(sd, "pre");
+	assert_int_equal(f->match, RANK_MATCH_PREFIX);
+	assert_true(f->rank_filter);
+	f = field(sd, "cs");
+	assert_true(f->cased && f->bm25);
+	assert_false(field(sd, "n")->index);
+	assert_int_equal(sd->nfieldsets, 2);
+	assert_string_equal(sd->fieldsets[0].name, "default");
+	assert_int_equal(sd->fieldsets[0].nfields, 2);
+	assert_int_equal(sd->fieldsets[0].fields[0], 0);
+	assert_int_equal(sd->fieldsets[0].fields[1], 1);
+	assert_int_equal(sd->fieldsets[1].nfields, 3);
+	assert_int_equal(sd->fieldsets[1].fields[2], 2);
+	rank_sd_free(sd);
+
+	/* the schema's stemming is the fields' default */
+	sd = parse("schema s { document s { field a type string { indexing: index }\n"
+	           " field b type string { indexing: index\n stemming: best } }\n stemming: none }");
+	assert_int_equal(field(sd, "a")->stemming, RANK_STEM_NONE);
+	assert_int_equal(field(sd, "b")->stemming, RANK_STEM_BEST);
+	rank_sd_free(sd);
+	assert_int_equal(live_bytes(), live);
+}
+
+struct bad {
+	const char *text;
+	int code;
+	const char *msg;
+};
+
+static void test_text_schema_errors(void **state)
+{
+	(void)state;
+	static const struct bad bads[] = {
+		{"schema s { document s { field t type string { indexing: index\n match: fuzzy } } }",
+		 STRATA_PARSE, "t.sd:2:9: expected a match mode, found 'fuzzy'"},
+		{"schema s { document s { field t type string { indexing: index\n stemming: all } } }",
+		 STRATA_PARSE, "t.sd:2:12: expected none, best, shortest or multiple, found 'all'"},
+		{"schema s { document s { field t type string { indexing: index\n rank: fast } } }",
+		 STRATA_PARSE, "t.sd:2:8: expected filter or normal, found 'fast'"},
+		{"schema s { document s { field t type string { indexing: index\n normalizing: all } } }",
+		 STRATA_PARSE, "t.sd:2:15: expected 'none', found 'all'"},
+		{"schema s { document s { field t type string { indexing: index\n index: hnsw } } }",
+		 STRATA_NOT_IMPLEMENTED, "t.sd:2:9: index setting 'hnsw' is not supported"},
+		{"schema s { document s { field t type string { indexing: index } }\n"
+		 " fieldset f { fields: t }\n fieldset f { fields: t } }",
+		 STRATA_TYPE, "t.sd:3:11: fieldset 'f' is declared twice"},
+		{"schema s { document s { }\n fieldset f { } }", STRATA_TYPE,
+		 "t.sd:2:11: fieldset 'f' has no fields"},
+		{"schema s { document s { }\n fieldset f { fields t } }", STRATA_PARSE,
+		 "t.sd:2:22: expected ':' after 'fields', found 't'"},
+		{"schema s { document s { field t type string { indexing: index\n match { gram-size } } } }",
+		 STRATA_PARSE, "t.sd:2:20: expected ': value' after 'gram-size'"},
+	};
+	for (size_t i = 0; i < sizeof bads / sizeof bads[0]; i++) {
+		struct strata_error err = {0};
+		struct rank_sd *sd = NULL;
+		int rc = rank_sd_parse("t.sd", bads[i].text, strlen(bads[i].text), &sd, &err);
+		if (rc != bads[i].code || strcmp(err.msg, bads[i].msg) != 0)
+			fail_msg("case %zu: got %d '%s'", i, rc, err.msg);
+		assert_null(sd);
+	}
+}
+
+/* Every allocation of a text schema's parse fails in turn: an error, no leak. */
+static void test_text_schema_alloc(void **state)
+{
+	(void)state;
+	static const char text[] =
+		"schema s { document s { field t type string { indexing: index\n match: word }\n"
+		" field u type string { indexing: index } }\n fieldset default { fields: t, u } }";
+	uint64_t live = live_bytes();
+	int failed = 0;
+	for (int n = 1;; n++) {
+		struct strata_error err = {0};
+		struct rank_sd *sd = NULL;
+		base_alloc_fail_after(n);
+		int rc = rank_sd_parse("t.sd", text, sizeof text - 1, &sd, &err);
+		base_alloc_fail_after(0);
+		if (rc == 0) {
+			rank_sd_free(sd);
+			break;
+		}
+		assert_int_equal(rc, STRATA_NOMEM);
+		assert_non_null(strstr(err.msg, "out of memory"));
+		failed++;
+		assert_int_equal(live_bytes(), live);
+	}
+	assert_true(failed > 5);
+	assert_int_equal(live_bytes(), live);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_tokenize),
+		cmocka_unit_test(test_token_limits),
+		cmocka_unit_test(test_text_schema),
+		cmocka_unit_test(test_text_schema_errors),
+		cmocka_unit_test(test_text_schema_alloc),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
