@@ -239,18 +239,22 @@ int rank_text_fields_check(struct rank_parser *p)
 	return 0;
 }
 
-void rank_fieldsets_free(struct rank_sd *sd)
+int rank_field_token_flags(const struct rank_field *f)
 {
-	for (int i = 0; i < sd->nfieldsets; i++) {
-		struct rank_fieldset *fs = &sd->fieldsets[i];
-		base_strfree(fs->name);
-		for (int j = 0; j < fs->nfields; j++)
-			base_strfree(fs->names[j]);
-		rank_vec_free(fs->names, fs->nfields, sizeof *fs->names);
-		if (fs->fields)
-			base_free(fs->fields, (size_t)fs->nfields * sizeof *fs->fields);
+	if (!f->index || f->type != RANK_FT_STRING)
+		return -1;
+	int fl = f->no_normalize ? 0 : BASE_TOKEN_NORMALIZE;
+	switch (f->match) {
+	case RANK_MATCH_WORD:
+		fl |= BASE_TOKEN_WHOLE;
+		break;
+	case RANK_MATCH_EXACT:
+		fl = BASE_TOKEN_WHOLE;
+		break;
+	case RANK_MATCH_TEXT:
+		if (f->stemming == RANK_STEM_BEST)
+			fl |= BASE_TOKEN_STEM;
+		break;
 	}
-	rank_vec_free(sd->fieldsets, sd->nfieldsets, sizeof *sd->fieldsets);
-	sd->fieldsets = NULL;
-	sd->nfieldsets = 0;
+	return f->cased ? fl | BASE_TOKEN_CASED : fl;
 }

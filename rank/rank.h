@@ -163,6 +163,12 @@ int rank_schema_field_index(const struct rank_schema *s, const char *name); /* -
  * indexes in *fields (borrowed, valid while the schema lives) and their
  * number as the return value; -1 when there is no such fieldset. */
 int rank_schema_fieldset(const struct rank_schema *s, const char *name, const int **fields);
+/* The tokenizer flags (BASE_TOKEN_*, base.h) of a text-indexed string field
+ * as its match, stemming and normalizing settings ask: text is NORMALIZE |
+ * STEM, word is WHOLE | NORMALIZE, exact is WHOLE, prefix is NORMALIZE;
+ * normalizing: none drops NORMALIZE, match: cased adds CASED.  -1 when the
+ * field has no text index. */
+int rank_field_token_flags(const struct rank_field *f);
 
 /* The profile called name ("default" always exists: first-phase 0 unless the
  * schema defines it).  NULL if none. */

@@ -114,13 +114,12 @@ int rank_parser_enter(struct rank_parser *p, const struct rank_tok *t);
  * rank_parse_schema_stemming: after a schema-level 'stemming'.
  * rank_text_fields_check: once the schema is parsed, the fields' stemming
  * defaults and the fieldsets' field names (STRATA_TYPE when one is not
- * declared).  rank_fieldsets_free: what rank_sd owns for fieldsets. */
+ * declared). */
 int rank_text_setting_is(const struct rank_tok *kw);
 int rank_parse_text_setting(struct rank_parser *p, struct rank_field *f, const struct rank_tok *kw);
 int rank_parse_fieldset(struct rank_parser *p);
 int rank_parse_schema_stemming(struct rank_parser *p, const struct rank_tok *kw);
 int rank_text_fields_check(struct rank_parser *p);
-void rank_fieldsets_free(struct rank_sd *sd);
 
 /* expr.c.  Parse one expression at the lexer (tokens in RANK_LEX_EXPR mode); stops
  * before the first token that cannot continue it.  pos.file of every node

@@ -163,6 +163,22 @@ void rank_profile_decl_clear(struct rank_profile_decl *p)
 	memset(p, 0, sizeof *p);
 }
 
+static void fieldsets_free(struct rank_sd *sd)
+{
+	for (int i = 0; i < sd->nfieldsets; i++) {
+		struct rank_fieldset *fs = &sd->fieldsets[i];
+		base_strfree(fs->name);
+		for (int j = 0; j < fs->nfields; j++)
+			base_strfree(fs->names[j]);
+		rank_vec_free(fs->names, fs->nfields, sizeof *fs->names);
+		if (fs->fields)
+			base_free(fs->fields, (size_t)fs->nfields * sizeof *fs->fields);
+	}
+	rank_vec_free(sd->fieldsets, sd->nfieldsets, sizeof *sd->fieldsets);
+	sd->fieldsets = NULL;
+	sd->nfieldsets = 0;
+}
+
 void rank_sd_free(struct rank_sd *sd)
 {
 	if (!sd)
@@ -174,7 +190,7 @@ void rank_sd_free(struct rank_sd *sd)
 			base_strfree((char *)f->dim_names[d]);
 	}
 	rank_vec_free(sd->fields, sd->nfields, sizeof *sd->fields);
-	rank_fieldsets_free(sd);
+	fieldsets_free(sd);
 	for (int i = 0; i < sd->nmodels; i++)
 		rank_model_decl_clear(&sd->models[i]);
 	rank_vec_free(sd->models, sd->nmodels, sizeof *sd->models);

@@ -154,6 +154,14 @@ static void test_text_schema(void **state)
 	f = field(sd, "cs");
 	assert_true(f->cased && f->bm25);
 	assert_false(field(sd, "n")->index);
+	assert_int_equal(rank_field_token_flags(field(sd, "title")), BASE_TOKEN_TEXT);
+	assert_int_equal(rank_field_token_flags(field(sd, "body")), 0);
+	assert_int_equal(rank_field_token_flags(field(sd, "tag")),
+	                 BASE_TOKEN_WHOLE | BASE_TOKEN_NORMALIZE);
+	assert_int_equal(rank_field_token_flags(field(sd, "code")), BASE_TOKEN_WHOLE);
+	assert_int_equal(rank_field_token_flags(field(sd, "pre")), BASE_TOKEN_NORMALIZE);
+	assert_int_equal(rank_field_token_flags(field(sd, "cs")), BASE_TOKEN_TEXT | BASE_TOKEN_CASED);
+	assert_int_equal(rank_field_token_flags(field(sd, "n")), -1);
 	assert_int_equal(sd->nfieldsets, 2);
 	assert_string_equal(sd->fieldsets[0].name, "default");
 	assert_int_equal(sd->fieldsets[0].nfields, 2);
