@@ -194,7 +194,7 @@ static void fold(struct base_tokenizer *tk, long c, int cls, int flags)
 			put_code(tk, c);
 		return;
 	}
-	if (c < 0) /* a bad byte inside a WHOLE token */
+	if (c <= 0) /* a bad byte or NUL inside a WHOLE token */
 		return;
 	if (!(flags & BASE_TOKEN_CASED))
 		c = lower(c);

@@ -66,6 +66,9 @@ static int register_doctype(struct strata *db, const struct rank_schema *s,
 			                "schema '%s': field '%s' has a type the store lacks",
 			                dt->name, rf->name);
 		sf->attribute = rf->attribute;
+		int tf = rank_field_token_flags(rf);
+		if (tf >= 0)
+			sf->text = STORE_TEXT_ON | tf;
 		if (rf->type == RANK_FT_TENSOR) {
 			if (rf->rank > STORE_MAX_RANK)
 				return base_err(err, STRATA_LIMIT,

@@ -429,6 +429,104 @@ static int lid_unused(struct store_txn *txn, const struct doctype *dt, uint32_t 
 }
 #endif
 
+/* ---- the text index ---------------------------------------------------------- */
+
+/* The text fields' values of record rec into tv (only: when not NULL, just
+ * the fields it marks).  Returns 0 or STRATA_CORRUPT. */
+static int rec_text(const struct doctype *dt, uint32_t lid, const MDB_val *rec,
+                    const unsigned char *only, struct store_text_vals *tv,
+                    struct strata_error *err)
+{
+	tv->n = 0;
+	for (int sf = 0; sf < dt->nstored; sf++) {
+		if (!dt->stored[sf].text || (only && !only[sf]))
+			continue;
+		if (tv->n == STORE_MAX_TEXT_FIELDS)
+			return base_err(err, STRATA_LIMIT, "more than %d text-indexed fields",
+			                STORE_MAX_TEXT_FIELDS);
+		tv->sf[tv->n] = sf;
+		tv->set[tv->n++] = 0;
+	}
+	if (!tv->n || !rec)
+		return 0;
+	const char *id;
+	size_t idlen;
+	struct rec_iter it;
+	struct rec_entry e;
+	int rc = rec_open(dt, lid, rec, &id, &idlen, &it, err);
+	if (rc)
+		return rc;
+	int i = 0;
+	while ((rc = rec_next(dt, lid, &it, &e, err)) == 1) {
+		while (i < tv->n && tv->sf[i] < e.field)
+			i++;
+		if (i < tv->n && tv->sf[i] == e.field) {
+			tv->s[i] = (const char *)e.payload;
+			tv->len[i] = e.len;
+			tv->set[i] = 1;
+		}
+	}
+	return rc;
+}
+
+/* Reindex lid from record old (NULL: none) to record rec (NULL: removed). */
+static int text_update(struct store_txn *w, struct doctype *dt, uint32_t lid, const MDB_val *old,
+                       const MDB_val *rec, const unsigned char *only, struct strata_error *err)
+{
+	struct store_text_vals a, b;
+	int rc;
+	if ((rc = rec_text(dt, lid, old, only, &a, err)) != 0 ||
+	    (rc = rec_text(dt, lid, rec, only, &b, err)) != 0)
+		return rc;
+	if (!a.n)
+		return 0;
+	return store_text_reindex(w, dt, lid, old ? &a : NULL, rec ? &b : NULL, err);
+}
+
+int store_doc_text_sync(MDB_txn *t, MDB_dbi meta, struct doctype *dt, struct strata_error *err)
+{
+	int changed, rc = store_text_settings(t, meta, dt, 0, &changed, err);
+	if (rc || !changed)
+		return rc;
+	/* Rebuild: empty the index, then index every document again. */
+	if ((rc = mdb_drop(t, dt->text, 0)) != 0)
+		return store_mdb_err(err, rc, "rebuilding the text index");
+	struct store_txn w = {.txn = t, .write = 1};
+	MDB_cursor *c;
+	if ((rc = mdb_cursor_open(t, dt->docs, &c)) != 0)
+		return store_mdb_err(err, rc, "rebuilding the text index");
+	uint8_t *copy = NULL;
+	size_t copy_cap = 0;
+	MDB_val dk, dv;
+	int mrc;
+	for (mrc = mdb_cursor_get(c, &dk, &dv, MDB_FIRST); mrc == 0 && rc == 0;
+	     mrc = mdb_cursor_get(c, &dk, &dv, MDB_NEXT)) {
+		uint32_t lid;
+		memcpy(&lid, dk.mv_data, 4);
+		if (dv.mv_size > copy_cap) { /* the record, stable while the index is written */
+			uint8_t *p = base_realloc(copy, copy_cap, dv.mv_size);
+			if (!p) {
+				rc = base_nomem(err, "rebuilding the text index");
+				break;
+			}
+			copy = p;
+			copy_cap = dv.mv_size;
+		}
+		memcpy(copy, dv.mv_data, dv.mv_size);
+		MDB_val rec = {dv.mv_size, copy};
+		rc = text_update(&w, dt, lid, NULL, &rec, NULL, err);
+	}
+	mdb_cursor_close(c);
+	base_free(copy, copy_cap);
+	base_tokenizer_free(w.tok);
+	base_free(w.tbuf, w.tbuf_cap);
+	if (rc)
+		return rc;
+	if (mrc != MDB_NOTFOUND)
+		return store_mdb_err(err, mrc, "rebuilding the text index");
+	return store_text_settings(t, meta, dt, 1, &changed, err);
+}
+
 /* ---- writes ------------------------------------------------------------------- */
 
 static int write_put(struct store_txn *w, int t, const char *id,
@@ -469,24 +567,38 @@ static int write_put(struct store_txn *w, int t, const char *id,
 		BASE_DEBUG_ASSERT(record_is(w, dt, lid, id, idlen));
 	}
 	size_t n;
-	if (update) {
-		MDB_val old;
+	MDB_val old = {0, NULL};
+	if (!fresh) {
 		MDB_val k = {sizeof lid, &lid};
 		if ((rc = mdb_get(w->txn, dt->docs, &k, &old)) != 0)
 			return rc == MDB_NOTFOUND
 			               ? base_err(err, STRATA_CORRUPT,
 			                          "document '%s' has an id entry but no record", id)
 			               : store_mdb_err(err, rc, "reading a document");
-		rc = build_update(w, dt, lid, &old, values, &n, err);
-	} else {
-		rc = build_put(w, dt, id, idlen, values, &n, err);
 	}
+	if (update)
+		rc = build_update(w, dt, lid, &old, values, &n, err);
+	else
+		rc = build_put(w, dt, id, idlen, values, &n, err);
 	if (rc)
 		return rc;
 
-	/* Writes from here on: a failure fails the transaction. */
+	/* Writes from here on: a failure fails the transaction.  The text
+	 * index first, while old is still valid. */
 	store_attr_reset(w);
 	const char *what = "writing a document";
+	MDB_val rec = {n, w->buf};
+	unsigned char only[STORE_MAX_FIELDS];
+	if (update) {
+		memset(only, 0, (size_t)dt->nstored);
+		for (int sf = 0; sf < dt->nstored; sf++)
+			only[sf] = given(dt, values, sf) != NULL;
+	}
+	if ((rc = text_update(w, dt, lid, fresh ? NULL : &old, &rec, update ? only : NULL,
+	                      err)) != 0) {
+		w->failed = 1;
+		return rc;
+	}
 	if (fresh) {
 		MDB_val k = {idlen, (void *)id}, lv = {sizeof lid, &lid}, nv = {sizeof next, &next};
 		if ((rc = mdb_put(w->txn, dt->ids, &k, &lv, 0)) != 0 ||
@@ -544,7 +656,14 @@ int store_remove(struct store_txn *w, int doctype, const char *docid, struct str
 		return rc;
 	BASE_DEBUG_ASSERT(record_is(w, dt, lid, docid, idlen));
 	store_attr_reset(w);
-	MDB_val k = {idlen, (void *)docid}, lk = {sizeof lid, &lid};
+	MDB_val k = {idlen, (void *)docid}, lk = {sizeof lid, &lid}, old;
+	rc = mdb_get(w->txn, dt->docs, &lk, &old);
+	if (rc && rc != MDB_NOTFOUND)
+		return store_txn_fail(w, rc, "removing a document", err);
+	if (!rc && (rc = text_update(w, dt, lid, &old, NULL, NULL, err)) != 0) {
+		w->failed = 1;
+		return rc;
+	}
 	if ((rc = mdb_del(w->txn, dt->ids, &k, NULL)) != 0)
 		return store_txn_fail(w, rc, "removing a document", err);
 	rc = mdb_del(w->txn, dt->docs, &lk, NULL);
@@ -735,3 +854,4 @@ int store_get(struct store_txn *txn, int doctype, uint32_t lid, struct store_val
 	}
 	return 0;
 }
+

@@ -72,7 +72,10 @@ struct store_field {
 	int cell;          /* TENSOR: BASE_DT_FLOAT, DOUBLE, INT8, BFLOAT16, INT32 or INT64 */
 	int rank;          /* TENSOR: number of dimensions */
 	int64_t dims[STORE_MAX_RANK]; /* TENSOR: sizes */
+	int text;          /* STRING: STORE_TEXT_ON | BASE_TOKEN_* flags for a text index, else 0 */
 };
+
+#define STORE_TEXT_ON 0x100 /* in store_field.text: the field has a text index */
 
 struct store_doctype {
 	const char *name;
@@ -199,6 +202,43 @@ int store_get(struct store_txn *txn, int doctype, uint32_t lid, struct store_val
  * or the transaction failed.  Cheap: consecutive lids of one field usually
  * share a block, and the transaction remembers the last block per field. */
 const void *store_attr(struct store_txn *txn, int doctype, int field, uint32_t lid);
+
+/* ---- the text index ------------------------------------------------------------
+ *
+ * A string field whose store_field.text has STORE_TEXT_ON is tokenized with
+ * base_token_next() (its BASE_TOKEN_* flags) by every put, update and
+ * remove, in the same transaction: after a crash the index and the
+ * documents agree.  For each term, a posting list in local id order with
+ * the term's positions; for each document, the field's length in tokens;
+ * for the field, the number of documents with a value and their total
+ * length.  Changing a field's text flags rebuilds its index when the
+ * doctype is added.  Field indexes are the caller's. */
+struct store_postings;
+/* Open the posting list of term (n bytes, as the tokenizer makes it) in
+ * field, positioned on its first posting.  Returns 0,
+ * STRATA_INVALID_ARGUMENT (no text index on the field, a term over
+ * BASE_TOKEN_MAX bytes), STRATA_TXN_FAILED, STRATA_STORE, STRATA_NOMEM.
+ * Close it before the transaction ends. */
+int store_postings_open(struct store_txn *txn, int doctype, int field, const char *term, size_t n,
+                        struct store_postings **out, struct strata_error *err);
+/* Documents that contain the term (the list's length). */
+uint64_t store_postings_df(const struct store_postings *p);
+/* Move to the first posting whose local id is >= *lid and set *lid: 0, or
+ * STRATA_NOT_FOUND past the end (STRATA_STORE if LMDB fails).  Asking for
+ * an id at or before the current one does not move. */
+int store_postings_seek(struct store_postings *p, uint32_t *lid);
+/* The term's number of occurrences in the current document; its first max
+ * positions (token numbers in the field, increasing) go to pos (may be NULL). */
+uint32_t store_postings_positions(const struct store_postings *p, uint32_t *pos, uint32_t max);
+void store_postings_close(struct store_postings *p); /* NULL is ignored */
+/* The length in tokens of field's value in lid: 0, STRATA_NOT_FOUND (no
+ * value), STRATA_INVALID_ARGUMENT, STRATA_CORRUPT, STRATA_STORE. */
+int store_text_length(struct store_txn *txn, int doctype, int field, uint32_t lid, uint32_t *len,
+                      struct strata_error *err);
+/* Documents with a value in field and their total length in tokens (bm25's
+ * average field length).  Returns 0, STRATA_INVALID_ARGUMENT, STRATA_STORE. */
+int store_text_stats(struct store_txn *txn, int doctype, int field, uint64_t *docs,
+                     uint64_t *tokens, struct strata_error *err);
 
 /* Whether ptr lies inside the store's memory map (for zero-copy checks). */
 int store_in_map(const struct store_env *env, const void *ptr);

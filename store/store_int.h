@@ -8,6 +8,14 @@
  *   "<dt>/docs"   local id (u32, MDB_INTEGERKEY) -> document record (doc.c)
  *   "<dt>/cols"   (column number << 32 | block number) as a 64-bit
  *                 MDB_INTEGERKEY -> a column block (attr.c)
+ *   "<dt>/text"   the text index of the fields with one (text.c), keys
+ *                 starting with the stored field number (u16, big-endian):
+ *                 F term 0x00 lid(u32 BE) -> the term's positions in the
+ *                 field (varint deltas); F 0xFF lid(u32 BE) -> the field's
+ *                 length in tokens (u32); F 0xFE -> documents with the field
+ *                 and their total length (two u64).  Written in the same
+ *                 transaction as the document, so they always agree.
+ *   "meta" "x/<doctype>" -> the text settings the index was built with.
  *
  * A doctype has two field lists.  The stored layout (struct sfield) is every
  * field ever recorded for the type, in the order first recorded: a stored
@@ -23,8 +31,8 @@
 
 #include "store.h"
 
-#define STORE_MAX_DOCTYPES 40      /* 3 named DBs each + meta must fit maxdbs */
-#define STORE_MAX_DBS 128
+#define STORE_MAX_DOCTYPES 40      /* 4 named DBs each + meta must fit maxdbs */
+#define STORE_MAX_DBS 192
 #define STORE_MAX_FIELDS 4096
 #define STORE_MAX_NAME 200         /* doctype and field names, bytes */
 #define STORE_MAX_STRING (16u << 20)
@@ -48,11 +56,12 @@ struct sfield {
 	uint32_t bitmap_bytes;  /* column: presence bitmap, padded */
 	size_t block_bytes;     /* column: bitmap + cells */
 	int user;          /* caller's field index, -1 when the caller omits it */
+	int text;          /* strings: BASE_TOKEN_* flags | STORE_TEXT_ON, 0 without a text index */
 };
 
 struct doctype {
 	char *name;
-	MDB_dbi ids, docs, cols;
+	MDB_dbi ids, docs, cols, text;
 	int nstored;
 	int stored_cap;          /* allocated entries; unused ones are zero */
 	struct sfield *stored;
@@ -97,6 +106,11 @@ struct store_txn {
 	 * put, attr.c may use it to keep a block aside. */
 	uint8_t *buf;
 	size_t buf_cap;
+	/* Text indexing (write txns, text.c): a tokenizer made on first use,
+	 * and a scratch buffer of keys. */
+	struct base_tokenizer *tok;
+	uint8_t *tbuf;
+	size_t tbuf_cap;
 	/* Aligned copies of record tensors that LMDB left misaligned. */
 	struct base_arena arena;
 	int arena_used;
@@ -108,6 +122,38 @@ int store_txn_check(struct store_txn *txn, int write, int doctype, struct strata
 /* After an LMDB write fails: mark the txn failed and report. */
 int store_txn_fail(struct store_txn *txn, int rc, const char *what, struct strata_error *err);
 const char *store_type_desc(const struct sfield *f, char *buf, size_t n);
+
+/* env.c */
+void store_doctype_free(struct doctype *dt);
+
+/* doc.c: at store_doctype_add, inside its txn t: when the text settings
+ * differ from the recorded ones (store_text_settings), rebuild dt's whole
+ * text index from the documents and record the new settings.  Returns 0 or
+ * an error. */
+int store_doc_text_sync(MDB_txn *t, MDB_dbi meta, struct doctype *dt, struct strata_error *err);
+
+/* text.c */
+#define STORE_MAX_TEXT_FIELDS 64
+/* The values of a document's text fields (set = 0: absent), for reindexing. */
+struct store_text_vals {
+	int n;
+	int sf[STORE_MAX_TEXT_FIELDS];       /* stored field numbers */
+	const char *s[STORE_MAX_TEXT_FIELDS];
+	size_t len[STORE_MAX_TEXT_FIELDS];
+	unsigned char set[STORE_MAX_TEXT_FIELDS];
+};
+/* Bring lid's text index entries of the fields in old/rec (the same fields
+ * in both) from values old (NULL: none) to values rec (NULL: removed).
+ * Tokenizes old completely before the first write, so old may point into
+ * LMDB pages.  Returns 0, or an error; after an error the caller fails the
+ * txn. */
+int store_text_reindex(struct store_txn *w, struct doctype *dt, uint32_t lid,
+                       const struct store_text_vals *old, const struct store_text_vals *rec,
+                       struct strata_error *err);
+/* Compare dt's text settings with those recorded in meta: *changed = 1
+ * when they differ; record = 1 records them.  Returns 0 or an error. */
+int store_text_settings(MDB_txn *t, MDB_dbi meta, const struct doctype *dt, int record,
+                        int *changed, struct strata_error *err);
 
 /* attr.c */
 /* Set (cell != NULL) or clear (cell == NULL) lid's value in f's column.
