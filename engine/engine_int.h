@@ -236,6 +236,7 @@ struct yql_node {
 	int nkids;
 	struct yql_node **kids;
 	int fidx;          /* set by query.c per doctype: field index or -1 */
+	struct eng_text *text; /* CONTAINS on a text-indexed field: textmatch.c's state */
 };
 
 /* order by field [asc|desc], ... */
@@ -290,6 +291,21 @@ int yql_parse(const char *text, struct yql_query **out, struct strata_error *err
 void yql_free(struct yql_query *q);
 /* A readable dump of the condition tree (for tests): "AND(CMP(price<30),...)". */
 char *yql_dump(const struct yql_node *n);
+
+/* ---- textmatch.c: contains on text-indexed fields ----------------------------------- */
+
+struct eng_text;
+/* For each CONTAINS node of where on a field of dt with a text index (its
+ * fidx resolved for dt): tokenize its string as the field is tokenized and
+ * open the terms' posting lists in txn, into node->text.  Returns 0,
+ * STRATA_LIMIT (too many words), STRATA_NOMEM, store errors; on error
+ * nothing stays open.  Close with eng_text_close before txn ends. */
+int eng_text_open(struct store_txn *txn, const struct eng_doctype *dt, struct yql_node *where,
+                  struct strata_error *err);
+void eng_text_close(struct yql_node *where);
+/* Whether document lid (asked in increasing order) has the term, or the
+ * terms as a phrase. */
+int eng_text_match(const struct eng_text *t, uint32_t lid);
 
 /* ---- grouping.c: order by and grouping over the matches ----------------------------- */
 

@@ -373,6 +373,8 @@ static int eval(struct qstate *qs, struct dtstate *ds, const struct yql_node *n,
 	case YQL_CONTAINS: {
 		if (n->fidx < 0)
 			return 0;
+		if (n->text)
+			return eng_text_match(n->text, lid);
 		const struct store_value *sv = doc_value(qs, ds, lid, n->fidx);
 		size_t len = strlen(n->str);
 		return sv && sv->n == len && memcmp(sv->s, n->str, len) == 0;
@@ -676,12 +678,17 @@ static int run_doctype(struct qstate *qs, struct dtstate *ds)
 	}
 	qs->vals_lid_loaded = 0;
 	size_t base = qs->nhits;
+	if ((rc = eng_text_open(qs->txn, ds->dt, qs->yql->where, qs->err)) != 0)
+		return rc;
 	for (uint32_t lid = 0; store_next(qs->txn, ds->dt->store_id, &lid) == 0; lid++) {
 		if (eval(qs, ds, qs->yql->where, lid, 0) && (rc = add_hit(qs, ds, lid)) != 0)
-			return rc;
+			break;
 		if (lid == UINT32_MAX)
 			break;
 	}
+	eng_text_close(qs->yql->where);
+	if (rc)
+		return rc;
 	size_t n = qs->nhits - base;
 	if (!n)
 		return 0;

@@ -1,9 +1,9 @@
-# clitest.sh: what the CLI test scripts (e2e.sh, phases.sh, crash.sh) share; they
+# clitest.sh: what the CLI test scripts (e2e.sh, phases.sh, crash.sh, text.sh) share; they
 # source it after setting here (their folder) and suite (their name, for messages).
 #
 # Sets STRATA (the CLI: the first argument, $STRATA, or build/strata) and
 # MKSHOP (beside it, or $MKSHOP) as absolute paths, and T, a temporary
-# folder removed at exit (a script may set a trap of its own instead);
+# folder removed at exit (with the feed whose pid is in feeder, if any);
 # defines ok and bad, which count checks into passed and failed, and the
 # checks below (run, expect_ok, expect_fail, check, jout), which leave a
 # command's output in $OUT and $ERR.  Stops with "0 passed, 1 failed" when
@@ -35,7 +35,14 @@ if ! command -v jq >/dev/null 2>&1; then
 fi
 
 T=$(mktemp -d "${TMPDIR:-/tmp}/strata-$suite.XXXXXX")
-trap 'rm -rf "$T"' EXIT INT TERM
+# feeder: the pid of a feed running in the background, killed at exit.
+feeder=
+cleanup() {
+	[ -z "$feeder" ] || kill -9 "$feeder" 2>/dev/null
+	rm -rf "$T"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
 OUT=$T/out
 ERR=$T/err
 

@@ -27,13 +27,6 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 suite=crash
 . "$here/clitest.sh"
-feeder=
-cleanup() {
-	[ -z "$feeder" ] || kill -9 "$feeder" 2>/dev/null
-	rm -rf "$T"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
 APP=$T/shop
 N=20000
 

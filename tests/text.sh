@@ -1,0 +1,104 @@
+#!/bin/sh
+# text.sh: end-to-end tests of text search through the strata CLI: a
+# schema with text-indexed fields (match: text with stemming, match: word,
+# a fieldset), 'contains' with single words, phrases and accents, update
+# and remove keeping the index exact, and a feed killed with SIGKILL after
+# which the documents and the text index agree.
+#
+#   sh tests/text.sh [STRATA]
+#
+# The last line is "N passed, M failed"; the exit status is 1 when any failed.
+set -u
+
+here=$(cd "$(dirname "$0")" && pwd)
+suite=text
+. "$here/clitest.sh"
+APP=$T/docs
+
+mkdir -p "$APP/schemas"
+cat >"$APP/schemas/doc.sd" <<'EOS'
+schema doc {
+    document doc {
+        field title type string {
+            indexing: summary | index
+            index: enable-bm25
+        }
+        field tag type string {
+            indexing: summary | attribute | index
+            match: word
+        }
+        field n type int { indexing: summary | attribute }
+    }
+    fieldset default { fields: title }
+    rank-profile default { first-phase { expression: attribute(n) } }
+}
+EOS
+cat >"$APP/feed.jsonl" <<'EOS'
+{"put": "id:doc:doc::1", "fields": {"title": "Running shoes for runners", "tag": "New York", "n": 1}}
+{"put": "id:doc:doc::2", "fields": {"title": "The shoe runs", "tag": "new york", "n": 2}}
+{"put": "id:doc:doc::3", "fields": {"title": "Café crème, shoes running", "tag": "Paris", "n": 3}}
+EOS
+expect_ok "deploy" "$STRATA" deploy "$APP"
+expect_ok "feed" "$STRATA" feed "$APP" "$APP/feed.jsonl"
+
+# ids WHERE: the ids of the hits, best first, comma separated
+ids() {
+	if "$STRATA" query "$APP" --yql "select * from sources * where $1" >"$OUT" 2>"$ERR"; then
+		jout '[.root.children[]?.id | sub("id:doc:doc::"; "")] | join(",")'
+	else
+		echo "error: $(head -c 300 "$ERR")"
+	fi
+}
+
+check "stemmed word" "$(ids 'title contains "run"')" "3,2,1"
+check "case and stem" "$(ids 'title contains "RUNNING"')" "3,2,1"
+check "phrase" "$(ids 'title contains "running shoes"')" "1"
+check "phrase of stems" "$(ids 'title contains "shoes running"')" "3,2"
+check "accents removed" "$(ids 'title contains "CAFE"')" "3"
+check "no such word" "$(ids 'title contains "sandal"')" ""
+check "match: word, whole value" "$(ids 'tag contains "NEW YORK"')" "2,1"
+check "match: word, not a part" "$(ids 'tag contains "new"')" ""
+check "and, not" "$(ids 'title contains "run" and !(title contains "cafe")')" "2,1"
+check "or, with a filter" "$(ids '(title contains "creme" or title contains "runner") and n < 3')" "1"
+
+# update and remove keep the index exact
+printf '%s\n' '{"update": "id:doc:doc::2", "fields": {"title": {"assign": "A red sandal"}}}' \
+	'{"remove": "id:doc:doc::3"}' >"$T/ops.jsonl"
+expect_ok "update and remove" "$STRATA" feed "$APP" "$T/ops.jsonl"
+check "updated: old words gone" "$(ids 'title contains "shoe"')" "1"
+check "updated: new words found" "$(ids 'title contains "sandals"')" "2"
+check "updated: untouched field kept" "$(ids 'tag contains "new york"')" "2,1"
+check "removed" "$(ids 'title contains "cafe"')" ""
+
+# killed mid-feed: every document the feed reported written is stored, and
+# the index finds exactly the stored documents
+N=20000
+awk -v n=$N 'BEGIN { for (i = 1; i <= n; i++)
+	printf "{\"put\": \"id:doc:doc::k%d\", \"fields\": {\"title\": \"common words number %d\", \"n\": %d}}\n", i, i, i }' \
+	>"$T/many.jsonl"
+"$STRATA" feed "$APP" "$T/many.jsonl" >"$T/kout" 2>"$T/kerr" &
+feeder=$!
+i=0
+while ! grep -q '^written [1-9]' "$T/kerr" 2>/dev/null && kill -0 "$feeder" 2>/dev/null &&
+	[ $i -lt 6000 ]; do
+	i=$((i + 1))
+	sleep 0.02
+done
+kill -9 "$feeder" 2>/dev/null
+wait "$feeder" 2>/dev/null
+feeder=
+w=$(sed -n 's/^written \([0-9][0-9]*\) documents, .*/\1/p' "$T/kerr" | tail -n 1 | grep . || echo 0)
+echo "killed after $w reported written"
+[ "$w" -gt 0 ] && ok || bad "killed feed: nothing reported written"
+count() {
+	"$STRATA" query "$APP" --yql "select * from sources * where $1" --hits 0 2>"$ERR" |
+		jq -r '.root.fields.totalCount' 2>/dev/null || echo error
+}
+stored=$(count 'n > 10 or title contains "common"')
+indexed=$(count 'title contains "common words"')
+check "killed feed: index agrees with the store" "$indexed" "$stored"
+[ "$indexed" -ge "$w" ] 2>/dev/null && ok || bad "killed feed: $indexed found, $w reported written"
+check "killed feed: last written found" "$(ids "title contains \"number $w\"" | cut -d, -f1)" "k$w"
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
