@@ -236,7 +236,6 @@ struct yql_node {
 	int nkids;
 	struct yql_node **kids;
 	int fidx;          /* set by query.c per doctype: field index or -1 */
-	struct eng_text *text; /* CONTAINS on a text-indexed field: textmatch.c's state */
 };
 
 /* order by field [asc|desc], ... */
@@ -295,17 +294,26 @@ char *yql_dump(const struct yql_node *n);
 /* ---- textmatch.c: contains on text-indexed fields ----------------------------------- */
 
 struct eng_text;
+struct eng_textset;
 /* For each CONTAINS node of where on a field of dt with a text index (its
  * fidx resolved for dt): tokenize its string as the field is tokenized and
- * open the terms' posting lists in txn, into node->text.  Returns 0,
- * STRATA_LIMIT (too many words), STRATA_NOMEM, store errors; on error
- * nothing stays open.  Close with eng_text_close before txn ends. */
-int eng_text_open(struct store_txn *txn, const struct eng_doctype *dt, struct yql_node *where,
+ * open the terms' posting lists in txn, into *out (NULL when there is no
+ * such node).  Returns 0, STRATA_LIMIT (too many words), STRATA_NOMEM,
+ * store errors; on error nothing stays open.  Close with eng_text_close
+ * (NULL is ignored) before txn ends. */
+int eng_text_open(struct store_txn *txn, const struct eng_doctype *dt,
+                  const struct yql_node *where, struct eng_textset **out,
                   struct strata_error *err);
-void eng_text_close(struct yql_node *where);
-/* Whether document lid (asked in increasing order) has the term, or the
- * terms as a phrase. */
+void eng_text_close(struct eng_textset *s);
+/* The text state of node n, or NULL (s may be NULL). */
+const struct eng_text *eng_text_of(const struct eng_textset *s, const struct yql_node *n);
+/* Whether document lid has the term, or the terms as a phrase (cheapest
+ * with lids in increasing order). */
 int eng_text_match(const struct eng_text *t, uint32_t lid);
+/* The text rank feature (enum rank_text_feature) of field for lid, over the
+ * CONTAINS conditions of the set on that field. */
+double eng_text_feature(struct store_txn *txn, const struct eng_doctype *dt,
+                        const struct eng_textset *s, int feature, int field, uint32_t lid);
 
 /* ---- grouping.c: order by and grouping over the matches ----------------------------- */
 

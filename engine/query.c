@@ -52,6 +52,7 @@ struct dtstate {
 	struct rank_query *rq;
 	struct rank_docs docs;
 	struct store_txn *txn;
+	struct eng_textset *text; /* contains on text-indexed fields (textmatch.c) */
 	uint32_t *nn;        /* sorted lids of the nearestNeighbor set */
 	size_t nnn;
 	int has_nn;
@@ -97,6 +98,12 @@ static const void *attr_cb(void *ud, int field, uint32_t lid)
 {
 	struct dtstate *ds = ud;
 	return store_attr(ds->txn, ds->dt->store_id, field, lid);
+}
+
+static double text_cb(void *ud, int feature, int field, uint32_t lid)
+{
+	struct dtstate *ds = ud;
+	return eng_text_feature(ds->txn, ds->dt, ds->text, feature, field, lid);
 }
 
 /* ---- the request ------------------------------------------------------------------- */
@@ -373,8 +380,9 @@ static int eval(struct qstate *qs, struct dtstate *ds, const struct yql_node *n,
 	case YQL_CONTAINS: {
 		if (n->fidx < 0)
 			return 0;
-		if (n->text)
-			return eng_text_match(n->text, lid);
+		const struct eng_text *t = eng_text_of(ds->text, n);
+		if (t)
+			return eng_text_match(t, lid);
 		const struct store_value *sv = doc_value(qs, ds, lid, n->fidx);
 		size_t len = strlen(n->str);
 		return sv && sv->n == len && memcmp(sv->s, n->str, len) == 0;
@@ -678,17 +686,15 @@ static int run_doctype(struct qstate *qs, struct dtstate *ds)
 	}
 	qs->vals_lid_loaded = 0;
 	size_t base = qs->nhits;
-	if ((rc = eng_text_open(qs->txn, ds->dt, qs->yql->where, qs->err)) != 0)
+	/* open until the query ends: rank features and summaries read it */
+	if ((rc = eng_text_open(qs->txn, ds->dt, qs->yql->where, &ds->text, qs->err)) != 0)
 		return rc;
 	for (uint32_t lid = 0; store_next(qs->txn, ds->dt->store_id, &lid) == 0; lid++) {
 		if (eval(qs, ds, qs->yql->where, lid, 0) && (rc = add_hit(qs, ds, lid)) != 0)
-			break;
+			return rc;
 		if (lid == UINT32_MAX)
 			break;
 	}
-	eng_text_close(qs->yql->where);
-	if (rc)
-		return rc;
 	size_t n = qs->nhits - base;
 	if (!n)
 		return 0;
@@ -1125,6 +1131,7 @@ static int run(struct qstate *qs, const json_t *req, char **result)
 		ds->txn = qs->txn;
 		ds->docs.ud = ds;
 		ds->docs.attr = attr_cb;
+		ds->docs.text = text_cb;
 		if ((rc = resolve(qs, qs->yql->where, ds->dt, &nn_count)) != 0)
 			return rc;
 		if (nn_count > 1)
@@ -1179,6 +1186,7 @@ int strata_query_json(struct strata *db, const char *request, char **result,
 		}
 		if (qs.ds[i].nn)
 			base_free(qs.ds[i].nn, qs.ds[i].nnn * sizeof *qs.ds[i].nn);
+		eng_text_close(qs.ds[i].text);
 	}
 	if (qs.ds)
 		base_free(qs.ds, (size_t)qs.ds_cap * sizeof *qs.ds);

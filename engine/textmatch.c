@@ -6,18 +6,27 @@
  * transaction.  The scan visits local ids in increasing order, so every
  * test is a forward seek in each list.  Several terms make a phrase, as in
  * Vespa: the terms at consecutive positions.  A string without any term
- * matches nothing.
+ * matches nothing.  The same lists give the text rank features while the
+ * hits of the type are ranked: bm25 with Vespa's formula (k1 1.2, b 0.75,
+ * idf log(1 + (N - n + 0.5) / (n + 0.5)), N the type's documents, n those
+ * with the term, the average length over the documents with a value),
+ * fieldLength and matches.
  */
+#include <math.h>
 #include <string.h>
 
 #include "engine_int.h"
 
 #define MAX_TERMS 32
+#define BM25_K1 1.2 /* Vespa's defaults */
+#define BM25_B 0.75
 #define MAX_POS 4096
 
 struct eng_text {
 	int nterms;
 	struct store_postings *pl[MAX_TERMS];
+	double ndocs;    /* documents of the type (bm25's N) */
+	double avgdl;    /* average length of the field where it has a value */
 };
 
 static void text_free(struct eng_text *t)
@@ -27,8 +36,16 @@ static void text_free(struct eng_text *t)
 	base_free(t, sizeof *t);
 }
 
-static int open_one(struct store_txn *txn, const struct eng_doctype *dt, struct yql_node *n,
-                    struct base_tokenizer *tk, struct strata_error *err)
+#define MAX_CONDS 64
+
+struct eng_textset {
+	int n;
+	const struct yql_node *node[MAX_CONDS];
+	struct eng_text *t[MAX_CONDS];
+};
+
+static int open_one(struct store_txn *txn, const struct eng_doctype *dt, const struct yql_node *n,
+                    struct base_tokenizer *tk, struct eng_text **out, struct strata_error *err)
 {
 	int flags = dt->fields[n->fidx].text & ~STORE_TEXT_ON;
 	struct eng_text *t = base_calloc(1, sizeof *t);
@@ -48,53 +65,77 @@ static int open_one(struct store_txn *txn, const struct eng_doctype *dt, struct 
 			break;
 		t->nterms++;
 	}
+	uint64_t docs, tokens;
+	if (!rc && (rc = store_text_stats(txn, dt->store_id, n->fidx, &docs, &tokens, err)) == 0) {
+		t->ndocs = (double)store_count(txn, dt->store_id);
+		t->avgdl = docs ? (double)tokens / (double)docs : 0;
+	}
 	if (rc) {
 		text_free(t);
 		return rc;
 	}
-	n->text = t;
+	*out = t;
 	return 0;
 }
 
-static int open_tree(struct store_txn *txn, const struct eng_doctype *dt, struct yql_node *n,
-                     struct base_tokenizer *tk, struct strata_error *err)
+static int open_tree(struct store_txn *txn, const struct eng_doctype *dt, const struct yql_node *n,
+                     struct base_tokenizer *tk, struct eng_textset *s, struct strata_error *err)
 {
 	for (int i = 0; i < n->nkids; i++) {
-		int rc = open_tree(txn, dt, n->kids[i], tk, err);
+		int rc = open_tree(txn, dt, n->kids[i], tk, s, err);
 		if (rc)
 			return rc;
 	}
-	if (n->kind == YQL_CONTAINS && n->fidx >= 0 && dt->fields[n->fidx].text)
-		return open_one(txn, dt, n, tk, err);
-	return 0;
-}
-
-int eng_text_open(struct store_txn *txn, const struct eng_doctype *dt, struct yql_node *where,
-                  struct strata_error *err)
-{
-	if (!where)
+	if (n->kind != YQL_CONTAINS || n->fidx < 0 || !dt->fields[n->fidx].text)
 		return 0;
-	struct base_tokenizer *tk;
-	int rc = base_tokenizer_new(&tk, err);
-	if (rc)
-		return rc;
-	rc = open_tree(txn, dt, where, tk, err);
-	base_tokenizer_free(tk);
-	if (rc)
-		eng_text_close(where);
+	if (s->n == MAX_CONDS)
+		return base_err(err, STRATA_LIMIT, "yql:1:%d: more than %d text conditions", n->col,
+		                MAX_CONDS);
+	int rc = open_one(txn, dt, n, tk, &s->t[s->n], err);
+	if (!rc)
+		s->node[s->n++] = n;
 	return rc;
 }
 
-void eng_text_close(struct yql_node *n)
+int eng_text_open(struct store_txn *txn, const struct eng_doctype *dt,
+                  const struct yql_node *where, struct eng_textset **out,
+                  struct strata_error *err)
 {
-	if (!n)
-		return;
-	for (int i = 0; i < n->nkids; i++)
-		eng_text_close(n->kids[i]);
-	if (n->text) {
-		text_free(n->text);
-		n->text = NULL;
+	*out = NULL;
+	if (!where)
+		return 0;
+	struct eng_textset *s = base_calloc(1, sizeof *s);
+	if (!s)
+		return base_nomem(err, "text conditions");
+	struct base_tokenizer *tk;
+	int rc = base_tokenizer_new(&tk, err);
+	if (!rc) {
+		rc = open_tree(txn, dt, where, tk, s, err);
+		base_tokenizer_free(tk);
 	}
+	if (rc || !s->n) {
+		eng_text_close(s);
+		return rc;
+	}
+	*out = s;
+	return 0;
+}
+
+void eng_text_close(struct eng_textset *s)
+{
+	if (!s)
+		return;
+	for (int i = 0; i < s->n; i++)
+		text_free(s->t[i]);
+	base_free(s, sizeof *s);
+}
+
+const struct eng_text *eng_text_of(const struct eng_textset *s, const struct yql_node *n)
+{
+	for (int i = 0; s && i < s->n; i++)
+		if (s->node[i] == n)
+			return s->t[i];
+	return NULL;
 }
 
 /* Whether the terms follow one another somewhere: term i at p + i. */
@@ -135,4 +176,39 @@ int eng_text_match(const struct eng_text *t, uint32_t lid)
 			return 0;
 	}
 	return t->nterms == 1 || phrase_at(t);
+}
+
+/* bm25 of term i of t for lid (its length dl), or 0 when lid lacks it:
+ * idf(n) * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl)). */
+static double bm25_term(const struct eng_text *t, int i, double dl)
+{
+	double tf = store_postings_positions(t->pl[i], NULL, 0);
+	double df = (double)store_postings_df(t->pl[i]);
+	double idf = log(1 + (t->ndocs - df + 0.5) / (df + 0.5));
+	double norm = t->avgdl > 0 ? dl / t->avgdl : 1;
+	return idf * tf * (BM25_K1 + 1) / (tf + BM25_K1 * (1 - BM25_B + BM25_B * norm));
+}
+
+double eng_text_feature(struct store_txn *txn, const struct eng_doctype *dt,
+                        const struct eng_textset *s, int feature, int field, uint32_t lid)
+{
+	uint32_t len = 0;
+	int has = store_text_length(txn, dt->store_id, field, lid, &len, NULL) == 0;
+	if (feature == RANK_TF_FIELD_LENGTH)
+		return has ? len : 0;
+	double sum = 0;
+	for (int k = 0; has && s && k < s->n; k++) {
+		const struct eng_text *t = s->t[k];
+		if (s->node[k]->fidx != field)
+			continue;
+		for (int i = 0; i < t->nterms; i++) {
+			uint32_t at = lid;
+			if (store_postings_seek(t->pl[i], &at) != 0 || at != lid)
+				continue;
+			if (feature == RANK_TF_MATCHES)
+				return 1;
+			sum += bm25_term(t, i, len);
+		}
+	}
+	return sum;
 }

@@ -435,6 +435,31 @@ static int compile_close(struct cc *c, const struct rank_ast *a, int distance, i
 	return 0;
 }
 
+/* bm25(f), fieldLength(f), matches(f): f a string field with a text index
+ * (and index: enable-bm25 for bm25, as Vespa asks). */
+static int compile_text(struct cc *c, const struct rank_ast *a, int *type)
+{
+	const char *fname = a->name;
+	int kind = strcmp(fname, "bm25") == 0          ? RANK_TF_BM25
+	           : strcmp(fname, "fieldLength") == 0 ? RANK_TF_FIELD_LENGTH
+	                                               : RANK_TF_MATCHES;
+	if (a->nargs != 1 || name_arg(c, a->args[0], "a field name"))
+		return at(c, a, STRATA_TYPE, "%s() takes (field)", fname);
+	const char *name = a->args[0]->name;
+	int fi = find_field(c->p->sd, name);
+	const struct rank_field *fd = fi >= 0 ? &c->p->sd->fields[fi] : NULL;
+	if (!fd || rank_field_token_flags(fd) < 0)
+		return at(c, a->args[0], STRATA_TYPE, "%s(): '%s' is not a field with a text index "
+		          "(indexing: index on a string)", fname, name);
+	if (kind == RANK_TF_BM25 && !fd->bm25)
+		return at(c, a->args[0], STRATA_TYPE,
+		          "bm25(%s) needs 'index: enable-bm25' on the field", name);
+	c->prog->doc_dependent = 1;
+	*type = 0;
+	EMIT(c, RANK_OP_TEXT, kind, fi, 0, 0, 0, 0, 0);
+	return 0;
+}
+
 static int compile_lambda(struct cc *c, const struct rank_ast *lam, int nparams, int *lam_pc,
                           int *base)
 {
@@ -829,6 +854,8 @@ static int compile_call(struct cc *c, const struct env *env, const struct rank_a
 		return compile_onnx(c, a, type);
 	if (strcmp(f, "closeness") == 0 || strcmp(f, "distance") == 0)
 		return compile_close(c, a, f[0] == 'd', type);
+	if (strcmp(f, "bm25") == 0 || strcmp(f, "fieldLength") == 0 || strcmp(f, "matches") == 0)
+		return compile_text(c, a, type);
 	if (strcmp(f, "lightgbm") == 0 || strcmp(f, "xgboost") == 0)
 		return compile_gbdt(c, env, a, type);
 	if (!in_lambda(env)) {
@@ -1349,6 +1376,11 @@ static void explain_prog(struct sbuf *b, const struct rank_profile *p, const str
 			sb_printf(b, " %s", p->sd->fields[in->a].name);
 			if (in->op == RANK_OP_CLOSE)
 				sb_printf(b, " %s", in->b ? "distance" : "closeness");
+			break;
+		case RANK_OP_TEXT:
+			sb_printf(b, " %s(%s)", in->a == RANK_TF_BM25 ? "bm25"
+			                        : in->a == RANK_TF_FIELD_LENGTH ? "fieldLength" : "matches",
+			          p->sd->fields[in->b].name);
 			break;
 		case RANK_OP_QUERY: sb_printf(b, " %s", p->decl->inputs[in->a].name); break;
 		case RANK_OP_CONST: sb_printf(b, " %s", p->consts[in->a]->name); break;

@@ -62,12 +62,15 @@ struct rt_ctx;
  * NORM       a=normalizer      push the value of the profile's normalizer a
  *                              for the current global-phase candidate (its
  *                              argument's value normalized over all of them)
+ * TEXT       a=enum rank_text_feature, b=field
+ *                              push the text feature of field b for the
+ *                              document (rank_docs.text; 0 without it)
  */
 enum rank_opcode {
 	RANK_OP_NUM = 1, RANK_OP_ATTR, RANK_OP_QUERY, RANK_OP_CONST, RANK_OP_FIRST, RANK_OP_GET,
 	RANK_OP_SET, RANK_OP_UN, RANK_OP_BIN, RANK_OP_JUMPF, RANK_OP_JUMP, RANK_OP_RET, RANK_OP_MAP,
 	RANK_OP_JOIN, RANK_OP_REDUCE, RANK_OP_DOT, RANK_OP_CLOSE, RANK_OP_ONNX, RANK_OP_NORM,
-	RANK_OP_COUNT_
+	RANK_OP_TEXT, RANK_OP_COUNT_
 };
 
 /* vm.c: the opcode's name ("NUM", "ONNX"), "?" for none. */

@@ -26,6 +26,7 @@
 static const char *const op_names[RANK_OP_COUNT_] = {
 	"?", "NUM", "ATTR", "QUERY", "CONST", "FIRST", "GET", "SET", "UN", "BIN",
 	"JUMPF", "JUMP", "RET", "MAP", "JOIN", "REDUCE", "DOT", "CLOSE", "ONNX", "NORM",
+	"TEXT",
 };
 
 const char *rank_op_name(int op)
@@ -275,6 +276,11 @@ static int exec(struct vm *x, int pc, struct rank_val *sp, struct rank_val *res)
 		}
 		case RANK_OP_CLOSE:
 			set_num(sp++, closeness(x, in->a, in->b));
+			break;
+		case RANK_OP_TEXT:
+			set_num(sp++, q->docs && q->docs->text
+			                      ? q->docs->text(q->docs->ud, in->a, in->b, q->lid)
+			                      : 0);
 			break;
 		case RANK_OP_ONNX: {
 			struct rank_val v;

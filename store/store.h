@@ -224,8 +224,8 @@ int store_postings_open(struct store_txn *txn, int doctype, int field, const cha
 /* Documents that contain the term (the list's length). */
 uint64_t store_postings_df(const struct store_postings *p);
 /* Move to the first posting whose local id is >= *lid and set *lid: 0, or
- * STRATA_NOT_FOUND past the end (STRATA_STORE if LMDB fails).  Asking for
- * an id at or before the current one does not move. */
+ * STRATA_NOT_FOUND past the end (STRATA_STORE if LMDB fails).  Cheapest in
+ * increasing order (the next id is one step); any order works. */
 int store_postings_seek(struct store_postings *p, uint32_t *lid);
 /* The term's number of occurrences in the current document; its first max
  * positions (token numbers in the field, increasing) go to pos (may be NULL). */

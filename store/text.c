@@ -416,7 +416,7 @@ uint64_t store_postings_df(const struct store_postings *p)
 
 int store_postings_seek(struct store_postings *p, uint32_t *lid)
 {
-	if (p->valid && p->lid >= *lid) {
+	if (p->valid && p->lid == *lid) {
 		*lid = p->lid;
 		return 0;
 	}

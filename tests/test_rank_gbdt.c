@@ -293,7 +293,7 @@ static void test_errors(void **state)
 	expect_error("lightgbm(\"multi.json\")", STRATA_NOT_IMPLEMENTED, "x.sd:9:31:", "multiclass");
 	expect_error("1 + lightgbm(\"unknown.json\")", STRATA_TYPE,
 	             "x.sd:9:35: lightgbm model 'unknown.json': feature 'bm25(title)': ",
-	             "unknown function or feature 'bm25'");
+	             "bm25(): 'title' is not a field with a text index");
 	expect_error("xgboost(\"tensor.json\")", STRATA_TYPE, "x.sd:9:31:",
 	             "feature 'attribute(emb)' is a tensor");
 	expect_error("lightgbm(\"pandas.json\")", STRATA_NOT_IMPLEMENTED, "x.sd:9:31:",

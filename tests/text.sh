@@ -31,6 +31,10 @@ schema doc {
     }
     fieldset default { fields: title }
     rank-profile default { first-phase { expression: attribute(n) } }
+    rank-profile bm25 {
+        first-phase { expression: bm25(title) }
+        match-features: bm25(title) fieldLength(title) matches(title) matches(tag)
+    }
 }
 EOS
 cat >"$APP/feed.jsonl" <<'EOS'
@@ -60,6 +64,27 @@ check "match: word, whole value" "$(ids 'tag contains "NEW YORK"')" "2,1"
 check "match: word, not a part" "$(ids 'tag contains "new"')" ""
 check "and, not" "$(ids 'title contains "run" and !(title contains "cafe")')" "2,1"
 check "or, with a filter" "$(ids '(title contains "creme" or title contains "runner") and n < 3')" "1"
+
+# bm25 against the formula, computed here: k1 1.2, b 0.75, N 3 documents,
+# idf(n) = log(1 + (N - n + 0.5) / (n + 0.5)), average length 11/3 (the
+# titles tokenize to run shoe for runner / the shoe run / cafe creme shoe run)
+bm25() { # TF DL N: one term's score
+	awk -v tf="$1" -v dl="$2" -v n="$3" 'BEGIN { idf = log(1 + (3 - n + 0.5) / (n + 0.5))
+		printf "%.9f", idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * dl / (11 / 3))) }'
+}
+if expect_ok "query bm25" "$STRATA" query "$APP" --profile bm25 \
+	--yql 'select * from sources * where title contains "running" or title contains "cafe" or tag contains "paris"'; then
+	check "bm25 order" "$(jout '[.root.children[].id | sub("id:doc:doc::"; "")] | join(",")')" "3,2,1"
+	check "bm25 values" "$(jout '[.root.children[] | .relevance * 1e9 | round] | map(tostring) | join(",")')" \
+		"$(awk -v a="$(bm25 1 4 3)" -v b="$(bm25 1 4 1)" -v c="$(bm25 1 3 3)" -v d="$(bm25 1 4 3)" \
+			'BEGIN { printf "%d,%d,%d", (a + b) * 1e9 + 0.5, c * 1e9 + 0.5, d * 1e9 + 0.5 }')"
+	check "text match-features" "$(jout '[.root.children[].fields.matchfeatures | "\(.["fieldLength(title)"]) \(.["matches(title)"]) \(.["matches(tag)"])"] | join(",")')" \
+		"4 1 1,3 1 0,4 1 0"
+fi
+mkdir -p "$T/bad/schemas"
+sed 's/expression: bm25(title)/expression: bm25(tag)/' "$APP/schemas/doc.sd" >"$T/bad/schemas/doc.sd"
+expect_fail "bm25 needs enable-bm25" "doc\\.sd:16:40: bm25\\(tag\\) needs 'index: enable-bm25'" \
+	"$STRATA" deploy "$T/bad"
 
 # update and remove keep the index exact
 printf '%s\n' '{"update": "id:doc:doc::2", "fields": {"title": {"assign": "A red sandal"}}}' \
