@@ -47,7 +47,7 @@ RUNTIME_SRC := runtime/options.c runtime/blocks.c runtime/load.c runtime/graph.c
 STORE_SRC   := store/env.c store/doctype.c store/doc.c store/attr.c store/text.c
 RANK_SRC    := rank/lex.c rank/parser.c rank/expr.c rank/parse.c rank/parse_text.c rank/schema.c rank/type.c rank/fn.c rank/compile.c rank/gbdt.c rank/vm.c \
                rank/tensor.c rank/model.c rank/query.c rank/profile.c rank/app.c
-ENGINE_SRC  := engine/db.c engine/contexts.c engine/feed.c engine/tensor_json.c engine/yql.c engine/query.c  engine/textmatch.c \
+ENGINE_SRC  := engine/db.c engine/contexts.c engine/feed.c engine/tensor_json.c engine/yql.c engine/query.c engine/textmatch.c engine/userquery.c \
                engine/result.c engine/json_alloc.c engine/grouping.c
 CLI_SRC     := engine/cli.c engine/cli_run.c
 GEN_SRC     := $(BUILD)/gen/onnx.pb-c.c

@@ -212,6 +212,9 @@ enum yql_kind {
 	YQL_NN,       /* {targetHits: K}nearestNeighbor(field, input) */
 	YQL_IN,       /* field in (v, ...): numbers (nums) or strings (strs) */
 	YQL_MATCHES,  /* field matches "regex" (re) */
+	YQL_RANK,     /* rank(c, ...): matches as kids[0]; the others feed rank features */
+	YQL_USERQUERY, /* userQuery(): replaced by the query parameter's conditions */
+	YQL_USERINPUT, /* userInput(@str) or userInput("text" in field): likewise */
 };
 
 enum yql_cmp { YQL_LT = 1, YQL_LE, YQL_GT, YQL_GE, YQL_EQ };
@@ -314,6 +317,15 @@ int eng_text_match(const struct eng_text *t, uint32_t lid);
  * CONTAINS conditions of the set on that field. */
 double eng_text_feature(struct store_txn *txn, const struct eng_doctype *dt,
                         const struct eng_textset *s, int feature, int field, uint32_t lid);
+
+/* ---- userquery.c: the where tree completed from the request and the schema ----------- */
+
+/* Replace userQuery() and userInput(@p) by the conditions of request
+ * parameter query or p (words in model.defaultIndex, else "default"), then
+ * each contains on a fieldset of s by an OR over its fields.  Returns 0,
+ * STRATA_LIMIT (too many words), STRATA_NOMEM. */
+int eng_text_expand(struct yql_query *q, const json_t *req, const struct rank_schema *s,
+                    struct strata_error *err);
 
 /* ---- grouping.c: order by and grouping over the matches ----------------------------- */
 

@@ -197,7 +197,7 @@ static int is_numeric(int t)
 static int resolve(struct qstate *qs, struct yql_node *n, struct eng_doctype *dt, int *nn_count)
 {
 	switch (n->kind) {
-	case YQL_AND: case YQL_OR: case YQL_NOT:
+	case YQL_AND: case YQL_OR: case YQL_NOT: case YQL_RANK:
 		for (int i = 0; i < n->nkids; i++) {
 			int rc = resolve(qs, n->kids[i], dt, nn_count);
 			if (rc)
@@ -240,7 +240,7 @@ static int resolve(struct qstate *qs, struct yql_node *n, struct eng_doctype *dt
 /* Every field named in the tree must exist in at least one document type. */
 static int check_fields(struct qstate *qs, const struct yql_node *n)
 {
-	if (n->kind == YQL_AND || n->kind == YQL_OR || n->kind == YQL_NOT) {
+	if (n->kind == YQL_AND || n->kind == YQL_OR || n->kind == YQL_NOT || n->kind == YQL_RANK) {
 		for (int i = 0; i < n->nkids; i++) {
 			int rc = check_fields(qs, n->kids[i]);
 			if (rc)
@@ -362,6 +362,8 @@ static int eval(struct qstate *qs, struct dtstate *ds, const struct yql_node *n,
 		return 0;
 	case YQL_NOT:
 		return !eval(qs, ds, n->kids[0], lid, nn_true);
+	case YQL_RANK:
+		return eval(qs, ds, n->kids[0], lid, nn_true);
 	case YQL_CMP:
 		if (n->fidx < 0 || !num_value(qs, ds, lid, n->fidx, &v))
 			return 0;
@@ -1090,6 +1092,8 @@ static int run(struct qstate *qs, const json_t *req, char **result)
 		return base_err(err, STRATA_INVALID_ARGUMENT, "offset %ld, the maximum is %d", offset,
 		                MAX_OFFSET);
 	if ((rc = pick_doctypes(qs)) != 0)
+		return rc;
+	if (qs->nds && (rc = eng_text_expand(qs->yql, req, qs->ds[0].dt->schema, err)) != 0)
 		return rc;
 	if ((rc = check_fields(qs, qs->yql->where)) != 0 || (rc = check_order_grouping(qs)) != 0)
 		return rc;

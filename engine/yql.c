@@ -178,7 +178,7 @@ static int next(struct parser *ps)
 		for (size_t i = 0; i < sizeof two / sizeof two[0]; i++)
 			if (p[0] == two[i][0] && p[1] == two[i][1])
 				n = 2;
-		if (n == 1 && !strchr("()*,{}:;!<>=[]|-+", *p))
+		if (n == 1 && !strchr("()*,{}:;!<>=[]|-+@", *p))
 			return fail_at(ps, p, "unexpected character '%.1s'", p);
 		memcpy(ps->punct, p, n);
 		ps->punct[n] = 0;
@@ -420,6 +420,98 @@ static struct yql_node *matches(struct parser *ps, char *field, const char *at)
 	return next(ps) ? NULL : n;
 }
 
+/* ---- text search: phrase, weakAnd, rank, userQuery, userInput ----------------------- */
+
+/* field contains phrase("a", "b", ...), at 'contains': one CONTAINS whose
+ * string is the words joined by spaces (several words are a phrase). */
+static struct yql_node *phrase(struct parser *ps, char *field, const char *at)
+{
+	struct yql_node *n = node(ps, YQL_CONTAINS, at);
+	if (!n || next(ps) || next(ps) || expect_punct(ps, "("))
+		return NULL;
+	size_t len = 0, cap = 64;
+	char *s = base_arena_alloc(ps->a, cap, 1);
+	while (s) {
+		if (ps->tok != T_STR) {
+			expected(ps, "a word in quotes");
+			return NULL;
+		}
+		size_t w = strlen(ps->str);
+		if (len + w + 2 > cap) {
+			while (len + w + 2 > cap)
+				cap *= 2;
+			char *t = base_arena_alloc(ps->a, cap, 1);
+			if (!t)
+				break;
+			memcpy(t, s, len);
+			s = t;
+		}
+		if (len)
+			s[len++] = ' ';
+		memcpy(s + len, ps->str, w + 1);
+		len += w;
+		if (next(ps))
+			return NULL;
+		if (is_punct(ps, ")"))
+			break;
+		if (expect_punct(ps, ","))
+			return NULL;
+	}
+	if (!s) {
+		nomem(ps, "yql phrase");
+		return NULL;
+	}
+	n->field = field;
+	n->str = s;
+	return next(ps) ? NULL : n;
+}
+
+/* After 'name(': weakAnd(c, ...) (an OR: every match is kept, so
+ * targetHits prunes nothing), rank(c, ...) (matches as its first
+ * condition, the others only feed rank features), userQuery() (the query
+ * request parameter), userInput(@param). */
+static struct yql_node *text_call(struct parser *ps, const char *name, const char *at,
+                                  long target)
+{
+	int kind = !strcmp(name, "weakAnd") ? YQL_OR
+	           : !strcmp(name, "rank")  ? YQL_RANK
+	           : !strcmp(name, "userQuery") ? YQL_USERQUERY : YQL_USERINPUT;
+	struct yql_node *n = node(ps, kind, at);
+	if (!n)
+		return NULL;
+	n->target_hits = target;
+	if (kind == YQL_USERINPUT) {
+		if (is_punct(ps, "@")) {
+			if (next(ps) || !(n->str = ident(ps, "a parameter name")))
+				return NULL;
+		} else if (ps->tok == T_STR) {
+			n->field = ps->str; /* the text itself */
+			if (next(ps))
+				return NULL;
+		} else {
+			expected(ps, "'@parameter' or a string");
+			return NULL;
+		}
+		return expect_punct(ps, ")") ? NULL : n;
+	}
+	if (kind == YQL_USERQUERY)
+		return expect_punct(ps, ")") ? NULL : n;
+	int cap = 0;
+	while (!is_punct(ps, ")")) {
+		if (n->nkids && expect_punct(ps, ","))
+			return NULL;
+		struct yql_node *k = cond(ps);
+		if (!k || room(ps, (void **)&n->kids, &cap, n->nkids + 1, sizeof *n->kids))
+			return NULL;
+		n->kids[n->nkids++] = k;
+	}
+	if (!n->nkids) {
+		fail_at(ps, at, "%s() needs at least one condition", name);
+		return NULL;
+	}
+	return next(ps) ? NULL : n;
+}
+
 static struct yql_node *primary(struct parser *ps)
 {
 	const char *at = ps->start;
@@ -513,6 +605,9 @@ static struct yql_node *primary(struct parser *ps)
 			n->approximate = approx;
 			return n;
 		}
+		if (!strcmp(name, "weakAnd") || !strcmp(name, "rank") || !strcmp(name, "userQuery") ||
+		    !strcmp(name, "userInput"))
+			return text_call(ps, name, at, target);
 		if (annotated) {
 			fail_at(ps, at, "annotations are only supported on nearestNeighbor, not on '%s'",
 			        name);
@@ -538,6 +633,9 @@ static struct yql_node *primary(struct parser *ps)
 	if (is_kw(ps, "matches"))
 		return matches(ps, name, at);
 	if (is_kw(ps, "contains")) {
+		if (ps->p[strspn(ps->p, " \t\r\n")] == 'p' && !strncmp(ps->p + strspn(ps->p, " \t\r\n"),
+		                                                        "phrase", 6))
+			return phrase(ps, name, at);
 		struct yql_node *n = string_op(ps, YQL_CONTAINS, name, at, "a string");
 		return !n || next(ps) ? NULL : n;
 	}
@@ -1039,8 +1137,16 @@ static void dump_to(const struct yql_node *n, char *buf, size_t cap, size_t *len
 		snprintf(tmp, sizeof tmp, "NN(%s,%s,%ld%s%s)", n->field, n->input, n->target_hits,
 		         n->label ? ",label=" : "", n->label ? n->label : "");
 		break;
-	case YQL_AND: case YQL_OR: case YQL_NOT: {
-		const char *name = n->kind == YQL_AND ? "AND(" : n->kind == YQL_OR ? "OR(" : "NOT(";
+	case YQL_USERQUERY: snprintf(tmp, sizeof tmp, "USERQUERY()"); break;
+	case YQL_USERINPUT:
+		if (n->str)
+			snprintf(tmp, sizeof tmp, "USERINPUT(@%s)", n->str);
+		else
+			snprintf(tmp, sizeof tmp, "USERINPUT(\"%s\")", n->field);
+		break;
+	case YQL_AND: case YQL_OR: case YQL_NOT: case YQL_RANK: {
+		const char *name = n->kind == YQL_AND ? "AND(" : n->kind == YQL_OR ? "OR("
+		                   : n->kind == YQL_RANK ? "RANK(" : "NOT(";
 		size_t l = strlen(name);
 		if (*len + l < cap) {
 			memcpy(buf + *len, name, l + 1);

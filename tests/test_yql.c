@@ -53,6 +53,12 @@ static void test_yql_parse(void **state)
 	       "nearestNeighbor(emb, q) and flag = true",
 	       "AND(NN(emb,q,7,label=n),flag=1)");
 	yql_ok("select * from sources * where range(p, -Infinity, 5);", "RANGE(p,-inf,5)");
+	/* text search */
+	yql_ok("select * from sources * where title contains phrase(\"a\", \"b c\") and "
+	       "{targetHits: 3}weakAnd(t contains \"x\", t contains \"y\")",
+	       "AND(title CONTAINS \"a b c\",OR(t CONTAINS \"x\",t CONTAINS \"y\"))");
+	yql_ok("select * from sources * where rank(userQuery(), userInput(@q), userInput(\"w\"))",
+	       "RANK(USERQUERY(),USERINPUT(@q),USERINPUT(\"w\"))");
 
 	struct strata_error err;
 	struct yql_query *q;
@@ -91,6 +97,12 @@ static void test_yql_errors(void **state)
 	        "yql:1:46: expected a string, found '3'");
 	yql_bad("select * from sources * where foo(a)", STRATA_PARSE,
 	        "yql:1:31: unknown function 'foo'");
+	yql_bad("select * from sources * where weakAnd()", STRATA_PARSE,
+	        "yql:1:31: weakAnd() needs at least one condition");
+	yql_bad("select * from sources * where t contains phrase(\"a\", 1)", STRATA_PARSE,
+	        "yql:1:54: expected a word in quotes, found '1'");
+	yql_bad("select * from sources * where userInput(q)", STRATA_PARSE,
+	        "yql:1:41: expected '@parameter' or a string, found 'q'");
 	yql_bad("select * from sources * where a < 1 limit x", STRATA_PARSE,
 	        "yql:1:43: expected a number after 'limit', found 'x'");
 	yql_bad("select * from sources * where a < 1 b", STRATA_PARSE,

@@ -86,6 +86,32 @@ sed 's/expression: bm25(title)/expression: bm25(tag)/' "$APP/schemas/doc.sd" >"$
 expect_fail "bm25 needs enable-bm25" "doc\\.sd:16:40: bm25\\(tag\\) needs 'index: enable-bm25'" \
 	"$STRATA" deploy "$T/bad"
 
+# req JSON: the ids of the hits of a request read from standard input
+req() {
+	if echo "$1" | "$STRATA" query "$APP" >"$OUT" 2>"$ERR"; then
+		jout '[.root.children[]?.id | sub("id:doc:doc::"; "")] | join(",")'
+	else
+		echo "error: $(head -c 300 "$ERR")"
+	fi
+}
+Y='"yql": "select * from sources * where'
+check "userQuery, default fieldset, -word" "$(req "{$Y userQuery()\", \"query\": \"running -cafe\"}")" "2,1"
+check "userQuery, model.defaultIndex" \
+	"$(req "{$Y userQuery()\", \"query\": \"+shoe\", \"model\": {\"defaultIndex\": \"title\"}}")" "3,2,1"
+check "userQuery, field:word" "$(req "{$Y userQuery()\", \"query\": \"tag:paris\"}")" "3"
+check "userQuery, no words" "$(req "{$Y userQuery()\", \"query\": \"  \"}")" ""
+check "userInput, a phrase" "$(req "{$Y userInput(@q)\", \"q\": \"\\\"shoes running\\\"\"}")" "3,2"
+check "phrase()" "$(ids 'title contains phrase("running", "shoes")')" "1"
+check "weakAnd keeps every match" \
+	"$(ids '{targetHits: 1}weakAnd(title contains "cafe", title contains "shoe")')" "3,2,1"
+check "contains on a fieldset" "$(ids 'default contains "runner"')" "1"
+if expect_ok "rank()" "$STRATA" query "$APP" --profile bm25 \
+	--yql 'select * from sources * where rank(title contains "cafe", title contains "shoe")'; then
+	check "rank(): matches by its first, ranks by all" \
+		"$(jout '[.root.children[] | .id, (.relevance * 1e9 | round)] | map(tostring) | join(",")')" \
+		"$(awk -v a="$(bm25 1 4 1)" -v b="$(bm25 1 4 3)" 'BEGIN { printf "id:doc:doc::3,%d", (a + b) * 1e9 + 0.5 }')"
+fi
+
 # update and remove keep the index exact
 printf '%s\n' '{"update": "id:doc:doc::2", "fields": {"title": {"assign": "A red sandal"}}}' \
 	'{"remove": "id:doc:doc::3"}' >"$T/ops.jsonl"
