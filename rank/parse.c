@@ -360,7 +360,7 @@ static const char *const unsupported_field_types[] = {
 
 /* Field settings Vespa has and Strata does not (yet). */
 static const char *const unsupported_field_settings[] = {
-	"weight", "bolding", "alias", "sorting",
+	"weight", "bolding", "alias", "sorting", "linguistics",
 	"rank-type", "id", "query-command", "dictionary", "struct-field", "summary-to",
 	"indexing-rewrite", "literal-boost", "body", "header", NULL,
 };
@@ -427,6 +427,18 @@ static int distance_metric(struct rank_parser *p, struct rank_field *f)
 	return bad_keyword(p, &t, unsupported, "distance-metric", "a distance metric");
 }
 
+/* After a string in an indexing statement: whether '| set_language' follows. */
+static int set_language_follows(const struct rank_parser *p)
+{
+	struct rank_lexer lx = *p->lx;
+	struct rank_tok t;
+	rank_lex_next(&lx, RANK_LEX_SCHEMA, &t);
+	if (!rank_tok_is(&t, "|"))
+		return 0;
+	rank_lex_next(&lx, RANK_LEX_SCHEMA, &t);
+	return rank_tok_is(&t, "set_language");
+}
+
 /* indexing: a | b | c, up to the end of the line, ';' or '}'. */
 static int indexing(struct rank_parser *p, struct rank_field *f)
 {
@@ -455,6 +467,8 @@ static int indexing(struct rank_parser *p, struct rank_field *f)
 				                        f->name);
 		} else if (rank_tok_is(&t, "set_language")) {
 			/* the language only picks the stemmer: English is the one */
+		} else if (t.kind == RT_STR && set_language_follows(p)) {
+			/* "en" | set_language: a constant language */
 		} else if (t.kind == RT_NAME || t.kind == RT_STR) {
 			return rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED,
 			                        "indexing statement %s is not supported (only summary, attribute, index)",

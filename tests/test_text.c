@@ -131,6 +131,7 @@ static void test_text_schema(void **state)
 		"    field pre type string { indexing: index\n match: prefix\n rank: filter }\n"
 		"    field cs type string { indexing: index\n match { cased } index { enable-bm25 } }\n"
 		"    field n type int { indexing: attribute }\n"
+		"    field lang type string { indexing: \"en\" | set_language }\n"
 		"  }\n"
 		"  fieldset default { fields: title, body }\n"
 		"  fieldset all {\n fields: title,body,tag\n query-command: \"x\"\n }\n"
@@ -209,6 +210,11 @@ static void test_text_schema_errors(void **state)
 		 "t.sd:2:22: expected ':' after 'fields', found 't'"},
 		{"schema s { document s { field t type string { indexing: index\n match { gram-size } } } }",
 		 STRATA_PARSE, "t.sd:2:20: expected ': value' after 'gram-size'"},
+		{"schema s { document s { field t type string { indexing: \"en\" | summary } } }",
+		 STRATA_NOT_IMPLEMENTED,
+		 "t.sd:1:57: indexing statement '\"en\"' is not supported (only summary, attribute, index)"},
+		{"schema s { document s { field t type string { indexing: index\n linguistics { profile: x } } } }",
+		 STRATA_NOT_IMPLEMENTED, "t.sd:2:2: field setting 'linguistics' is not supported"},
 	};
 	for (size_t i = 0; i < sizeof bads / sizeof bads[0]; i++) {
 		struct strata_error err = {0};
