@@ -43,6 +43,10 @@ static const char *item_sd =
 	"        field price type int {\n"
 	"            indexing: summary | attribute\n"
 	"        }\n"
+	"        field descr type string {\n"
+	"            indexing: summary | index\n"
+	"            index: enable-bm25\n"
+	"        }\n"
 	"        field emb type tensor<float>(x[3]) {\n"
 	"            indexing: summary | attribute\n"
 	"            attribute {\n"
@@ -69,6 +73,10 @@ static const char *item_sd =
 	"            expression: sum(onnx(tiny).out)\n"
 	"        }\n"
 	"        match-features: firstPhase\n"
+	"    }\n"
+	"    rank-profile text {\n"
+	"        first-phase { expression: bm25(descr) + fieldLength(descr) }\n"
+	"        match-features: matches(descr)\n"
 	"    }\n"
 	"    rank-profile near {\n"
 	"        inputs {\n"
@@ -258,9 +266,9 @@ static void test_log_bad_manifest(void **state)
 #define NDOC 4
 static const char *docs[NDOC] = {
 	"{\"put\": \"id:t:item::1\", \"fields\": {\"title\": \"lamp\", \"price\": 30, "
-	"\"emb\": [1, 0, 0]}}",
+	"\"descr\": \"A reading lamp\", \"emb\": [1, 0, 0]}}",
 	"{\"put\": \"id:t:item::2\", \"fields\": {\"title\": \"desk\", \"price\": 20, "
-	"\"emb\": [0, 1, 0]}}",
+	"\"descr\": \"Reading desks\", \"emb\": [0, 1, 0]}}",
 	"{\"put\": \"id:t:item::3\", \"fields\": {\"title\": \"sofa\", \"price\": 50, "
 	"\"emb\": [0, 0, 1]}}",
 	"{\"put\": \"id:t:item::4\", \"fields\": {\"title\": \"rug\", \"price\": 10, "
@@ -271,7 +279,7 @@ static const char *const ids[] = { "id:t:item::1", "id:t:item::2", "id:t:item::3
 #define NIDS (sizeof ids / sizeof ids[0])
 
 static const char *put10 = "{\"put\": \"id:t:item::10\", \"fields\": {\"title\": \"bed\", "
-                           "\"price\": 70, \"emb\": [2, 0, 1]}}";
+                           "\"price\": 70, \"descr\": \"a bed\", \"emb\": [2, 0, 1]}}";
 static const char *upd2 = "{\"update\": \"id:t:item::2\", \"fields\": {\"price\": "
                           "{\"assign\": 25}}}";
 static const char *rm3 = "{\"remove\": \"id:t:item::3\"}";
@@ -521,9 +529,36 @@ static void test_faults_query(void **state)
 		"{\"yql\": \"select * from item where true limit 0 | all(all(output(count(), "
 		"sum(price))) all(group(title) each(output(count()) group(price) each(output("
 		"max(price)))))))\"}",
+		"{\"yql\": \"select * from item where descr contains 'reading' or descr contains "
+		"phrase('a', 'lamp')\", \"ranking.profile\": \"text\"}",
+		"{\"yql\": \"select * from item where userQuery()\", \"query\": \"reading -lamp\", "
+		"\"model.defaultIndex\": \"descr\"}",
 	};
 	for (size_t i = 0; i < sizeof requests / sizeof requests[0]; i++)
 		assert_true(sweep(fx->db, call_query, requests[i], 0) > 0);
+	/* the text requests find what they should */
+	const char *want[] = {
+		"\"totalCount\":2,\"id\":\"id:t:item::1\",\"id\":\"id:t:item::2\"",
+		"\"totalCount\":1,\"id\":\"id:t:item::2\"",
+	};
+	for (int k = 0; k < 2; k++) {
+		char *out = NULL;
+		struct strata_error err = { 0 };
+		assert_int_equal(call_query(fx->db, requests[sizeof requests / sizeof requests[0] - 2 + k],
+		                            &out, &err), 0);
+		json_t *j = json_loads(out, 0, NULL);
+		char got[256];
+		snprintf(got, sizeof got, "\"totalCount\":%lld",
+		         (long long)json_integer_value(json_object_get(json_object_get(json_object_get(
+		                 j, "root"), "fields"), "totalCount")));
+		json_t *ch = json_object_get(json_object_get(j, "root"), "children");
+		for (size_t h = 0; h < json_array_size(ch); h++)
+			snprintf(got + strlen(got), sizeof got - strlen(got), ",\"id\":\"%s\"",
+			         json_string_value(json_object_get(json_array_get(ch, h), "id")));
+		json_decref(j);
+		strata_free(out);
+		assert_string_equal(got, want[k]);
+	}
 }
 
 /* A second phase through the model: the runtime's allocations too. */
@@ -551,6 +586,9 @@ static void test_faults_feed(void **state)
 	};
 	for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
 		assert_true(sweep(fx->db, call_feed, ops[i], 1) > 0);
+	/* the text index is written with the document, or not at all */
+	assert_true(sweep(fx->db, call_feed, "{\"update\": \"id:t:item::1\", \"fields\": "
+	                                     "{\"descr\": {\"assign\": \"the lamps for a bed\"}}}", 1) > 0);
 }
 
 /* How many lines of the snapshot now differ from before; each must be as
