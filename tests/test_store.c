@@ -402,10 +402,10 @@ static void test_reopen_and_layout(void **state)
 
 	/* Added fields (in another order) are allowed; the data is intact. */
 	struct store_field more[NF + 2];
-	more[0] = (struct store_field){"extra", STORE_T_INT, 1, 0, 0, {0}};
+	more[0] = (struct store_field){"extra", STORE_T_INT, 1, 0, 0, {0}, 0};
 	for (int f = 0; f < NF; f++)
 		more[f + 1] = fields[NF - 1 - f];
-	more[NF + 1] = (struct store_field){"label", STORE_T_STRING, 0, 0, 0, {0}};
+	more[NF + 1] = (struct store_field){"label", STORE_T_STRING, 0, 0, 0, {0}, 0};
 	struct store_doctype ext = {"product", NF + 2, more};
 	assert_int_equal(store_doctype_add(fx->env, &ext, &fx->dt, &fx->err), 0);
 	assert_int_equal(store_doctype_add(fx->env, &ext, &id, &fx->err), STRATA_EXISTS);
@@ -446,24 +446,24 @@ static void test_bad_doctypes(void **state)
 {
 	struct fx *fx = *state;
 	int id;
-	struct store_field f2[2] = {{"a", STORE_T_INT, 1, 0, 0, {0}}, {"a", STORE_T_LONG, 1, 0, 0, {0}}};
+	struct store_field f2[2] = {{"a", STORE_T_INT, 1, 0, 0, {0}, 0}, {"a", STORE_T_LONG, 1, 0, 0, {0}, 0}};
 	struct store_doctype d = {"dup", 2, f2};
 	assert_int_equal(store_doctype_add(fx->env, &d, &id, &fx->err), STRATA_INVALID_ARGUMENT);
 	assert_non_null(strstr(fx->err.msg, "'a' is declared twice"));
 	d = (struct store_doctype){"bad/name", 1, f2};
 	assert_int_equal(store_doctype_add(fx->env, &d, &id, &fx->err), STRATA_INVALID_ARGUMENT);
-	struct store_field t = {"t", STORE_T_TENSOR, 1, BASE_DT_UINT8, 1, {4}};
+	struct store_field t = {"t", STORE_T_TENSOR, 1, BASE_DT_UINT8, 1, {4}, 0};
 	d = (struct store_doctype){"t1", 1, &t};
 	assert_int_equal(store_doctype_add(fx->env, &d, &id, &fx->err), STRATA_INVALID_ARGUMENT);
 	assert_non_null(strstr(fx->err.msg, "uint8"));
-	t = (struct store_field){"t", STORE_T_TENSOR, 1, BASE_DT_FLOAT, 0, {4}};
+	t = (struct store_field){"t", STORE_T_TENSOR, 1, BASE_DT_FLOAT, 0, {4}, 0};
 	assert_int_equal(store_doctype_add(fx->env, &d, &id, &fx->err), STRATA_INVALID_ARGUMENT);
-	t = (struct store_field){"t", STORE_T_TENSOR, 1, BASE_DT_FLOAT, 2, {4, 0}};
+	t = (struct store_field){"t", STORE_T_TENSOR, 1, BASE_DT_FLOAT, 2, {4, 0}, 0};
 	assert_int_equal(store_doctype_add(fx->env, &d, &id, &fx->err), STRATA_INVALID_ARGUMENT);
-	t = (struct store_field){"t", 42, 1, 0, 0, {0}};
+	t = (struct store_field){"t", 42, 1, 0, 0, {0}, 0};
 	assert_int_equal(store_doctype_add(fx->env, &d, &id, &fx->err), STRATA_INVALID_ARGUMENT);
 	/* a valid second type lives next to the first */
-	t = (struct store_field){"t", STORE_T_TENSOR, 1, BASE_DT_FLOAT, 1, {4}};
+	t = (struct store_field){"t", STORE_T_TENSOR, 1, BASE_DT_FLOAT, 1, {4}, 0};
 	assert_int_equal(store_doctype_add(fx->env, &d, &id, &fx->err), 0);
 	assert_int_not_equal(id, fx->dt);
 }
@@ -548,9 +548,9 @@ static void many_blocks(struct fx *fx, int map_known)
 	if (!map_known)
 		fx->env->map_lo = NULL; /* blocks are then copied aside to rewrite */
 	struct store_field vf[3] = {
-		{"n", STORE_T_LONG, 1, 0, 0, {0}},
-		{"v", STORE_T_TENSOR, 1, BASE_DT_FLOAT, 1, {16}},
-		{"b", STORE_T_BOOL, 1, 0, 0, {0}},
+		{"n", STORE_T_LONG, 1, 0, 0, {0}, 0},
+		{"v", STORE_T_TENSOR, 1, BASE_DT_FLOAT, 1, {16}, 0},
+		{"b", STORE_T_BOOL, 1, 0, 0, {0}, 0},
 	};
 	struct store_doctype vt = {"vec", 3, vf};
 	int dt;
@@ -834,8 +834,8 @@ static void test_threads(void **state)
 {
 	struct fx *fx = *state;
 	struct store_field rf[2] = {
-		{"k", STORE_T_LONG, 1, 0, 0, {0}},
-		{"t", STORE_T_TENSOR, 1, BASE_DT_INT64, 1, {4}},
+		{"k", STORE_T_LONG, 1, 0, 0, {0}, 0},
+		{"t", STORE_T_TENSOR, 1, BASE_DT_INT64, 1, {4}, 0},
 	};
 	struct store_doctype rt = {"race", 2, rf};
 	struct race rc = {.fx = fx};
