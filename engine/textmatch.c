@@ -5,7 +5,8 @@
  * and the posting list of each term is opened in the query's read
  * transaction.  The scan visits local ids in increasing order, so every
  * test is a forward seek in each list.  Several terms make a phrase, as in
- * Vespa: the terms at consecutive positions.  A string without any term
+ * Vespa: the terms at consecutive positions.  On a match: prefix field each
+ * word matches the terms it begins (no phrase).  A string without any term
  * matches nothing.  The same lists give the text rank features while the
  * hits of the type are ranked: bm25 with Vespa's formula (k1 1.2, b 0.75,
  * idf log(1 + (N - n + 0.5) / (n + 0.5)), N the type's documents, n those
@@ -17,14 +18,18 @@
 
 #include "engine_int.h"
 
-#define MAX_TERMS 32
+#define MAX_TERMS 32    /* words of one contains */
+#define MAX_LISTS 1024  /* posting lists of one contains (prefix expansions) */
 #define BM25_K1 1.2 /* Vespa's defaults */
 #define BM25_B 0.75
 #define MAX_POS 4096
 
 struct eng_text {
-	int nterms;
-	struct store_postings *pl[MAX_TERMS];
+	int nterms;            /* posting lists */
+	int nwords;            /* query words: pl[i] is for word grp[i] */
+	int prefix;            /* match: prefix: each word's lists are the terms it begins */
+	struct store_postings *pl[MAX_LISTS];
+	short grp[MAX_LISTS];
 	double ndocs;    /* documents of the type (bm25's N) */
 	double avgdl;    /* average length of the field where it has a value */
 };
@@ -44,6 +49,29 @@ struct eng_textset {
 	struct eng_text *t[MAX_CONDS];
 };
 
+/* Where store_text_terms puts what it finds (and open_one one word). */
+struct expand {
+	struct store_txn *txn;
+	const struct eng_doctype *dt;
+	const struct yql_node *n;
+	struct eng_text *t;
+	struct strata_error *err;
+};
+
+static int add_list(void *ud, const char *term, size_t len)
+{
+	struct expand *x = ud;
+	struct eng_text *t = x->t;
+	if (t->nterms == MAX_LISTS)
+		return base_err(x->err, STRATA_LIMIT, "yql:1:%d: a prefix that begins more than %d terms",
+		                x->n->col, MAX_LISTS);
+	int rc = store_postings_open(x->txn, x->dt->store_id, x->n->fidx, term, len, &t->pl[t->nterms],
+	                             x->err);
+	if (!rc)
+		t->grp[t->nterms++] = (short)t->nwords;
+	return rc;
+}
+
 static int open_one(struct store_txn *txn, const struct eng_doctype *dt, const struct yql_node *n,
                     struct base_tokenizer *tk, struct eng_text **out, struct strata_error *err)
 {
@@ -54,16 +82,21 @@ static int open_one(struct store_txn *txn, const struct eng_doctype *dt, const s
 	size_t off = 0, tn, len = strlen(n->str);
 	const char *tok;
 	int pos, rc = 0;
+	t->prefix = rank_schema_field(dt->schema, n->fidx)->match == RANK_MATCH_PREFIX;
 	while (base_token_next(tk, n->str, len, &off, flags, &tok, &tn, &pos) > 0) {
-		if (t->nterms == MAX_TERMS) {
+		if (t->nwords == MAX_TERMS) {
 			rc = base_err(err, STRATA_LIMIT, "yql:1:%d: more than %d words in one 'contains'",
 			              n->col, MAX_TERMS);
 			break;
 		}
-		if ((rc = store_postings_open(txn, dt->store_id, n->fidx, tok, tn, &t->pl[t->nterms],
-		                              err)) != 0)
+		struct expand x = {txn, dt, n, t, err};
+		if (t->prefix)
+			rc = store_text_terms(txn, dt->store_id, n->fidx, tok, tn, add_list, &x, err);
+		else
+			rc = add_list(&x, tok, tn);
+		if (rc)
 			break;
-		t->nterms++;
+		t->nwords++;
 	}
 	uint64_t docs, tokens;
 	if (!rc && (rc = store_text_stats(txn, dt->store_id, n->fidx, &docs, &tokens, err)) == 0) {
@@ -168,8 +201,21 @@ static int phrase_at(const struct eng_text *t)
 
 int eng_text_match(const struct eng_text *t, uint32_t lid)
 {
-	if (!t->nterms)
+	if (!t->nterms || t->nterms < t->nwords)
 		return 0;
+	if (t->prefix) { /* each word: one of its terms */
+		int word = -1;
+		for (int i = 0; i < t->nterms; i++) {
+			if (t->grp[i] == word)
+				continue;
+			if (t->grp[i] != word + 1)
+				return 0; /* word + 1 has no term in lid */
+			uint32_t at = lid;
+			if (store_postings_seek(t->pl[i], &at) == 0 && at == lid)
+				word = t->grp[i];
+		}
+		return word == t->nwords - 1;
+	}
 	for (int i = 0; i < t->nterms; i++) {
 		uint32_t at = lid;
 		if (store_postings_seek(t->pl[i], &at) != 0 || at != lid)

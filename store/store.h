@@ -231,6 +231,13 @@ int store_postings_seek(struct store_postings *p, uint32_t *lid);
  * positions (token numbers in the field, increasing) go to pos (may be NULL). */
 uint32_t store_postings_positions(const struct store_postings *p, uint32_t *pos, uint32_t max);
 void store_postings_close(struct store_postings *p); /* NULL is ignored */
+/* The terms of field that begin with prefix (n bytes), in byte order:
+ * fn(ud, term, len) for each (term valid during the call) until it returns
+ * non-zero, which is returned.  Returns 0, STRATA_INVALID_ARGUMENT (no
+ * text index on the field), STRATA_STORE. */
+int store_text_terms(struct store_txn *txn, int doctype, int field, const char *prefix, size_t n,
+                     int (*fn)(void *ud, const char *term, size_t len), void *ud,
+                     struct strata_error *err);
 /* The length in tokens of field's value in lid: 0, STRATA_NOT_FOUND (no
  * value), STRATA_INVALID_ARGUMENT, STRATA_CORRUPT, STRATA_STORE. */
 int store_text_length(struct store_txn *txn, int doctype, int field, uint32_t lid, uint32_t *len,

@@ -491,3 +491,43 @@ int store_text_stats(struct store_txn *txn, int doctype, int field, uint64_t *do
 	*tokens = s[1];
 	return 0;
 }
+
+int store_text_terms(struct store_txn *txn, int doctype, int field, const char *prefix, size_t n,
+                     int (*fn)(void *ud, const char *term, size_t len), void *ud,
+                     struct strata_error *err)
+{
+	struct doctype *dt;
+	int sf = text_field(txn, doctype, field, &dt, err);
+	if (sf < 0)
+		return sf;
+	if (n > BASE_TOKEN_MAX)
+		return 0;
+	MDB_cursor *c;
+	int rc = mdb_cursor_open(txn->txn, dt->text, &c);
+	if (rc)
+		return store_mdb_err(err, rc, "reading the text index");
+	uint8_t kb[KEY_MAX];
+	size_t o = key_field(kb, sf);
+	memcpy(kb + o, prefix, n);
+	MDB_val k = {o + n, kb}, v;
+	int stop = 0;
+	while (!stop && (rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE)) == 0) {
+		const uint8_t *key = k.mv_data;
+		/* F term 0 lid; the length and totals tags sort after every term */
+		if (k.mv_size < o + n + 5 || memcmp(key, kb, o + n) != 0 || key[o] >= SUM_TAG)
+			break;
+		size_t tl = k.mv_size - o - 5;
+		stop = fn(ud, (const char *)key + o, tl);
+		/* on past this term's postings: F term 0x01 */
+		memmove(kb + o, key + o, tl);
+		kb[o + tl] = 1;
+		k.mv_size = o + tl + 1;
+		k.mv_data = kb;
+	}
+	mdb_cursor_close(c);
+	if (stop)
+		return stop;
+	if (rc && rc != MDB_NOTFOUND)
+		return store_mdb_err(err, rc, "reading the text index");
+	return 0;
+}

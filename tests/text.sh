@@ -28,6 +28,10 @@ schema doc {
             match: word
         }
         field n type int { indexing: summary | attribute }
+        field code type string {
+            indexing: summary | index
+            match: prefix
+        }
     }
     fieldset default { fields: title }
     rank-profile default { first-phase { expression: attribute(n) } }
@@ -38,8 +42,8 @@ schema doc {
 }
 EOS
 cat >"$APP/feed.jsonl" <<'EOS'
-{"put": "id:doc:doc::1", "fields": {"title": "Running shoes for runners", "tag": "New York", "n": 1}}
-{"put": "id:doc:doc::2", "fields": {"title": "The shoe runs", "tag": "new york", "n": 2}}
+{"put": "id:doc:doc::1", "fields": {"title": "Running shoes for runners", "tag": "New York", "n": 1, "code": "Strata engine"}}
+{"put": "id:doc:doc::2", "fields": {"title": "The shoe runs", "tag": "new york", "n": 2, "code": "stratum"}}
 {"put": "id:doc:doc::3", "fields": {"title": "Café crème, shoes running", "tag": "Paris", "n": 3}}
 EOS
 expect_ok "deploy" "$STRATA" deploy "$APP"
@@ -63,6 +67,10 @@ check "no such word" "$(ids 'title contains "sandal"')" ""
 check "match: word, whole value" "$(ids 'tag contains "NEW YORK"')" "2,1"
 check "match: word, not a part" "$(ids 'tag contains "new"')" ""
 check "and, not" "$(ids 'title contains "run" and !(title contains "cafe")')" "2,1"
+check "match: prefix" "$(ids 'code contains "STRAT"')" "2,1"
+check "match: prefix, whole word" "$(ids 'code contains "stratum"')" "2"
+check "match: prefix, two words" "$(ids 'code contains "eng str"')" "1"
+check "match: prefix, no term" "$(ids 'code contains "x"')" ""
 check "or, with a filter" "$(ids '(title contains "creme" or title contains "runner") and n < 3')" "1"
 
 # bm25 against the formula, computed here: k1 1.2, b 0.75, N 3 documents,
@@ -83,7 +91,7 @@ if expect_ok "query bm25" "$STRATA" query "$APP" --profile bm25 \
 fi
 mkdir -p "$T/bad/schemas"
 sed 's/expression: bm25(title)/expression: bm25(tag)/' "$APP/schemas/doc.sd" >"$T/bad/schemas/doc.sd"
-expect_fail "bm25 needs enable-bm25" "doc\\.sd:16:40: bm25\\(tag\\) needs 'index: enable-bm25'" \
+expect_fail "bm25 needs enable-bm25" "doc\\.sd:20:40: bm25\\(tag\\) needs 'index: enable-bm25'" \
 	"$STRATA" deploy "$T/bad"
 
 # req JSON: the ids of the hits of a request read from standard input
