@@ -65,8 +65,11 @@ TEST_LIB_SRC := tests/modelbuild.c tests/opcase.c
 TEST_LIB_OBJ := $(TEST_LIB_SRC:%.c=$(BUILD)/%.o)
 TOOLS_SRC  := tests/mkshop.c
 TOOLS      := $(BUILD)/tests/mkshop
+# Vespa's tensor conformance cases (tests/data/README.md) and how many must pass.
+TENSOR_CONFORMANCE     := $(BUILD)/tests/tensor_conformance
+TENSOR_CONFORMANCE_MIN := 614
 
-.PHONY: all test unit e2e crash avx2 asan tsan demo deps deps-test check check-peer peer bench install clean layers
+.PHONY: all test unit e2e tensor-conformance crash avx2 asan tsan demo deps deps-test check check-peer peer bench install clean layers
 # Objects made by pattern chains (tests/test_x.o) are kept, not deleted as intermediates.
 .SECONDARY:
 all: $(LIB) $(CLI)
@@ -99,6 +102,9 @@ $(BUILD)/tests/test_%: $(BUILD)/tests/test_%.o $(TEST_LIB_OBJ) $(LIB)
 # These see every model run the library makes: runtime_run is wrapped at
 # link time, and their __wrap_runtime_run notes what it was given.
 $(BUILD)/tests/test_engine $(BUILD)/tests/test_rank_eval: TEST_LDFLAGS := -Wl,--wrap=runtime_run
+
+$(TENSOR_CONFORMANCE): $(BUILD)/tests/tensor_conformance.o $(LIB)
+	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS)
 
 # mkshop is no cmocka binary: it takes the model builder alone, not the test harness.
 $(BUILD)/tests/mkshop: $(BUILD)/tests/mkshop.o $(BUILD)/tests/modelbuild.o $(LIB)
@@ -137,6 +143,7 @@ test: deps deps-test
 	$(MAKE) layers
 	$(MAKE) unit
 	$(MAKE) e2e
+	$(MAKE) tensor-conformance
 	$(MAKE) conformance
 	$(MAKE) avx2
 	$(MAKE) asan
@@ -169,6 +176,12 @@ e2e: $(CLI) $(TOOLS)
 	STRATA=$(CLI) MKSHOP=$(BUILD)/tests/mkshop sh tests/e2e.sh || status=1; \
 	STRATA=$(CLI) MKSHOP=$(BUILD)/tests/mkshop sh tests/crash.sh || status=1; \
 	exit $$status
+
+# Vespa's tensor conformance cases through the expression compiler and VM: one
+# line per failing case with its reason, then a JSON summary; fails when fewer
+# than TENSOR_CONFORMANCE_MIN pass.
+tensor-conformance: $(TENSOR_CONFORMANCE)
+	$(TENSOR_CONFORMANCE) tests/data/vespa_tensor_spec.jsonl --min $(TENSOR_CONFORMANCE_MIN)
 
 # Feeds killed with SIGKILL keep what they reported written (tests/crash.sh).
 crash: $(CLI) $(TOOLS)
