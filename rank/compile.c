@@ -150,6 +150,18 @@ static int emit(struct cc *c, int op, int a, int b, int cc_, int d, int e, int t
 
 static int compile(struct cc *c, const struct env *env, const struct rank_ast *a, int *type);
 
+/* The cell type of a tensor made of x's and y's cells (join, merge,
+ * concat), as Vespa types it: a number takes the tensor's cell type, two
+ * tensors keep a cell type they share, else double. */
+static int join_cell(const struct rank_type *x, const struct rank_type *y)
+{
+	if (x->rank == 0)
+		return y->rank == 0 ? BASE_DT_DOUBLE : y->cell;
+	if (y->rank == 0 || x->cell == y->cell)
+		return x->cell;
+	return BASE_DT_DOUBLE;
+}
+
 /* Type of join(x, y): the union of their dimensions, sorted by name (as Vespa
  * orders them); same-named dimensions must agree in size. */
 static int join_type(struct cc *c, const struct rank_ast *a, int tx, int ty, int *tr)
@@ -159,7 +171,7 @@ static int join_type(struct cc *c, const struct rank_ast *a, int tx, int ty, int
 		*tr = 0;
 		return 0;
 	}
-	struct rank_type r = { .cell = BASE_DT_DOUBLE };
+	struct rank_type r = { .cell = join_cell(x, y) };
 	for (int pass = 0; pass < 2; pass++) {
 		const struct rank_type *s = pass ? y : x;
 		for (int i = 0; i < s->rank; i++) {
@@ -197,13 +209,11 @@ static int join_type(struct cc *c, const struct rank_ast *a, int tx, int ty, int
 	return 0;
 }
 
-/* The type of t with its cells as doubles (a map or computed result). */
-static int double_type(struct cc *c, int t, int *out)
+/* The type of map(t, f): t's own (a computed tensor keeps its nominal
+ * cell type; the VM holds its cells as doubles, each value saying so). */
+static int map_type(struct cc *c, int t, int *out)
 {
-	struct rank_type r = *T(c, t);
-	r.cell = BASE_DT_DOUBLE;
-	if ((*out = add_type(c->p, &r)) < 0)
-		return nomem(c);
+	*out = t;
 	return 0;
 }
 
@@ -212,7 +222,7 @@ static int emit_reduce(struct cc *c, const struct rank_ast *a, int tin, int agg,
                        int n, char *const *names, int *tout)
 {
 	const struct rank_type *in = T(c, tin);
-	struct rank_type r = { .cell = BASE_DT_DOUBLE };
+	struct rank_type r = { .cell = in->cell };
 	if (in->rank == 0 && n == 0 && agg != RANK_AGG_COUNT) {
 		*tout = tin; /* reducing a number is the number */
 		return 0;
@@ -238,6 +248,8 @@ static int emit_reduce(struct cc *c, const struct rank_ast *a, int tin, int agg,
 			}
 		}
 	}
+	if (r.rank == 0)
+		r.cell = BASE_DT_DOUBLE; /* a number */
 	if ((*tout = add_type(c->p, &r)) < 0)
 		return nomem(c);
 	EMIT(c, RANK_OP_REDUCE, agg, 0, 0, tin, 0, *tout, 0);
@@ -265,7 +277,7 @@ static int emit_un(struct cc *c, int fn, int t, int *tr)
 		*tr = 0;
 		return 0;
 	}
-	int rc = double_type(c, t, tr);
+	int rc = map_type(c, t, tr);
 	if (rc)
 		return rc;
 	EMIT(c, RANK_OP_MAP, -1, 0, fn, t, 0, *tr, 0);
@@ -339,7 +351,9 @@ static int compile_query(struct cc *c, const struct rank_ast *a, int *type)
 		if (strcmp(d->inputs[i].name, name) != 0)
 			continue;
 		struct rank_type r = d->inputs[i].type;
-		r.cell = BASE_DT_DOUBLE; /* query values are held as doubles */
+		/* query values are held as doubles; the type keeps its cell type */
+		if (r.rank == 0)
+			r.cell = BASE_DT_DOUBLE;
 		if ((*type = add_type(c->p, &r)) < 0)
 			return nomem(c);
 		EMIT(c, RANK_OP_QUERY, i, 0, 0, 0, 0, *type, 0);
@@ -358,7 +372,9 @@ static int compile_constant(struct cc *c, const struct rank_ast *a, int *type)
 		if (strcmp(c->p->consts[i]->name, name) != 0)
 			continue;
 		struct rank_type r = c->p->consts[i]->type;
-		r.cell = BASE_DT_DOUBLE; /* constant cells are parsed into doubles */
+		/* constant cells are parsed into doubles; the type keeps its cell type */
+		if (r.rank == 0)
+			r.cell = BASE_DT_DOUBLE;
 		if ((*type = add_type(c->p, &r)) < 0)
 			return nomem(c);
 		EMIT(c, RANK_OP_CONST, i, 0, 0, 0, 0, *type, 0);
@@ -506,6 +522,12 @@ static int compile_reduce(struct cc *c, const struct env *env, const struct rank
 	return emit_reduce(c, a, t, agg, n, names, type);
 }
 
+static int compile_in(struct cc *c, const struct env *env, const struct rank_ast *a, int *type);
+static int compile_rename(struct cc *c, const struct env *env, const struct rank_ast *a,
+                          int *type);
+static int compile_concat(struct cc *c, const struct env *env, const struct rank_ast *a,
+                          int *type);
+
 static int compile_tensor_fn(struct cc *c, const struct env *env, const struct rank_ast *a,
                              int *type, int *handled)
 {
@@ -555,7 +577,7 @@ static int compile_tensor_fn(struct cc *c, const struct env *env, const struct r
 			EMIT(c, RANK_OP_MAP, pc, base, 0, 0, 0, 0, 0);
 			return 0;
 		}
-		if ((rc = double_type(c, t, type)))
+		if ((rc = map_type(c, t, type)))
 			return rc;
 		EMIT(c, RANK_OP_MAP, pc, base, 0, t, 0, *type, 0);
 		return 0;
@@ -586,6 +608,12 @@ static int compile_tensor_fn(struct cc *c, const struct env *env, const struct r
 			return rc;
 		return emit_reduce(c, a, tj, RANK_AGG_SUM, n, names, type);
 	}
+	if (strcmp(f, "$in") == 0)
+		return compile_in(c, env, a, type);
+	if (strcmp(f, "rename") == 0)
+		return compile_rename(c, env, a, type);
+	if (strcmp(f, "concat") == 0)
+		return compile_concat(c, env, a, type);
 	int l2 = strcmp(f, "l2_normalize") == 0, sm = strcmp(f, "softmax") == 0;
 	int am = strcmp(f, "argmax") == 0, an = strcmp(f, "argmin") == 0;
 	if (l2 || sm || am || an) {
@@ -623,6 +651,162 @@ static int compile_tensor_fn(struct cc *c, const struct env *env, const struct r
 		return emit_bin(c, a, RB_EQ, t, tr, type);
 	}
 	*handled = 0;
+	return 0;
+}
+
+/* x in [k1, k2, ...] (the parser's "$in" call): map(x, f(v)(v == k1 || v ==
+ * k2 ...)), the lambda emitted here. */
+static int compile_in(struct cc *c, const struct env *env, const struct rank_ast *a, int *type)
+{
+	int t, rc = compile(c, env, a->args[0], &t);
+	if (rc)
+		return rc;
+	int base = new_local(c);
+	int jump = emit(c, RANK_OP_JUMP, 0, 0, 0, 0, 0, -1, 0);
+	if (jump < 0)
+		return nomem(c);
+	int pc = c->prog->ncode;
+	if (a->nargs == 1)
+		EMIT(c, RANK_OP_NUM, 0, 0, 0, 0, 0, 0, 0.0);
+	for (int i = 1; i < a->nargs; i++) {
+		EMIT(c, RANK_OP_GET, base, 0, 0, 0, 0, 0, 0);
+		EMIT(c, RANK_OP_NUM, 0, 0, 0, 0, 0, 0, a->args[i]->num);
+		EMIT(c, RANK_OP_BIN, RB_EQ, 0, 0, 0, 0, 0, 0);
+		if (i > 1)
+			EMIT(c, RANK_OP_BIN, RB_OR, 0, 0, 0, 0, 0, 0);
+	}
+	EMIT(c, RANK_OP_RET, 0, 0, 0, 0, 0, -1, 0);
+	c->prog->code[jump].a = c->prog->ncode;
+	*type = t;
+	EMIT(c, RANK_OP_MAP, pc, base, 0, T(c, t)->rank ? t : 0, 0, T(c, t)->rank ? t : 0, 0);
+	return 0;
+}
+
+/* The index of dimension name in t, or -1. */
+static int dim_index(const struct rank_type *t, const char *name)
+{
+	for (int i = 0; i < t->rank; i++)
+		if (strcmp(t->dim_names[i], name) == 0)
+			return i;
+	return -1;
+}
+
+/* Names of a rename: one name, or a list "(a, b)" (the parser's "()" call). */
+static int name_list(struct cc *c, const struct rank_ast *a, char **names, int *n)
+{
+	if (a->kind == RA_CALL && strcmp(a->name, "()") == 0)
+		return dim_args(c, a, 0, names, n);
+	if (name_arg(c, a, "a dimension name"))
+		return STRATA_TYPE;
+	names[0] = a->name;
+	*n = 1;
+	return 0;
+}
+
+/* The type r with its dimensions sorted by name, as Vespa orders them. */
+static void sort_dims(struct rank_type *r)
+{
+	for (int i = 1; i < r->rank; i++)
+		for (int k = i; k > 0 && strcmp(r->dim_names[k - 1], r->dim_names[k]) > 0; k--) {
+			char *nm = r->dim_names[k];
+			int64_t d = r->dims[k];
+			r->dim_names[k] = r->dim_names[k - 1];
+			r->dims[k] = r->dims[k - 1];
+			r->dim_names[k - 1] = nm;
+			r->dims[k - 1] = d;
+		}
+}
+
+/* rename(t, from, to): the cells stay where they are under the new names;
+ * when the new names are out of order, a join with 0 lays the cells out in
+ * name order. */
+static int compile_rename(struct cc *c, const struct env *env, const struct rank_ast *a,
+                          int *type)
+{
+	char *from[RANK_MAX_RANK], *to[RANK_MAX_RANK];
+	int nf, nt, t, rc;
+	if (a->nargs != 3)
+		return at(c, a, STRATA_TYPE, "rename(tensor, from, to)");
+	if ((rc = name_list(c, a->args[1], from, &nf)) || (rc = name_list(c, a->args[2], to, &nt)))
+		return rc;
+	if (nf != nt)
+		return at(c, a, STRATA_TYPE, "rename() of %d dimension%s to %d", nf,
+		          nf == 1 ? "" : "s", nt);
+	if ((rc = compile(c, env, a->args[0], &t)))
+		return rc;
+	struct rank_type r = *T(c, t);
+	for (int i = 0; i < nf; i++) {
+		int k = dim_index(T(c, t), from[i]);
+		if (k < 0) {
+			char b[256];
+			return at(c, a->args[1], STRATA_TYPE, "%s has no dimension '%s'",
+			          type_str(T(c, t), b, sizeof b), from[i]);
+		}
+		r.dim_names[k] = to[i];
+	}
+	for (int i = 0; i < r.rank; i++)
+		for (int k = 0; k < i; k++)
+			if (strcmp(r.dim_names[i], r.dim_names[k]) == 0)
+				return at(c, a, STRATA_TYPE, "rename() makes two dimensions '%s'",
+				          r.dim_names[i]);
+	int tn, ts;
+	if ((tn = add_type(c->p, &r)) < 0)
+		return nomem(c);
+	sort_dims(&r);
+	if ((ts = add_type(c->p, &r)) < 0)
+		return nomem(c);
+	*type = tn;
+	if (ts != tn) {
+		EMIT(c, RANK_OP_NUM, 0, 0, 0, 0, 0, 0, 0.0);
+		EMIT(c, RANK_OP_JOIN, -1, 0, RB_ADD, tn, 0, ts, 0);
+		*type = ts;
+	}
+	return 0;
+}
+
+/* concat(x, y, dim): x's cells then y's along dim (a side without dim has
+ * size 1 there); the other dimensions must agree. */
+static int compile_concat(struct cc *c, const struct env *env, const struct rank_ast *a,
+                          int *type)
+{
+	int tx, ty, rc;
+	if (a->nargs != 3 || name_arg(c, a->args[2], "a dimension name"))
+		return at(c, a, STRATA_TYPE, "concat(a, b, dim)");
+	const char *dim = a->args[2]->name;
+	if ((rc = compile(c, env, a->args[0], &tx)) || (rc = compile(c, env, a->args[1], &ty)))
+		return rc;
+	struct rank_type ox = *T(c, tx), oy = *T(c, ty);
+	int64_t nx = 1, ny = 1;
+	int kx = dim_index(&ox, dim), ky = dim_index(&oy, dim);
+	/* join the two without dim, then add dim back with the summed size */
+	if (kx >= 0) {
+		nx = ox.dims[kx];
+		ox.dims[kx] = 1;
+	}
+	if (ky >= 0) {
+		ny = oy.dims[ky];
+		oy.dims[ky] = 1;
+	}
+	int ix, iy, tj;
+	if ((ix = add_type(c->p, &ox)) < 0 || (iy = add_type(c->p, &oy)) < 0)
+		return nomem(c);
+	if ((rc = join_type(c, a, ix, iy, &tj)))
+		return rc;
+	struct rank_type r = *T(c, tj);
+	r.cell = join_cell(T(c, tx), T(c, ty));
+	int k = dim_index(&r, dim);
+	if (k < 0) {
+		if (r.rank == RANK_MAX_RANK)
+			return at(c, a, STRATA_LIMIT, "more than %d dimensions", RANK_MAX_RANK);
+		r.dim_names[r.rank] = (char *)dim;
+		r.dims[r.rank++] = nx + ny;
+		sort_dims(&r);
+	} else {
+		r.dims[k] = nx + ny;
+	}
+	if ((*type = add_type(c->p, &r)) < 0)
+		return nomem(c);
+	EMIT(c, RANK_OP_CONCAT, dim_index(&r, dim), 0, 0, tx, ty, *type, 0);
 	return 0;
 }
 
@@ -1226,6 +1410,7 @@ static void explain_prog(struct sbuf *b, const struct rank_profile *p, const str
 			sb_printf(b, " %s", aggs[in->a]);
 			break;
 		}
+		case RANK_OP_CONCAT: sb_printf(b, " along %s", p->types[in->t].dim_names[in->a]); break;
 		case RANK_OP_ONNX: {
 			const struct rank_cmodel *cm = &p->models[in->a];
 			sb_printf(b, " %s.%s%s", cm->decl->name,

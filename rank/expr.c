@@ -196,6 +196,45 @@ static int name_expr(struct rank_parser *p, const struct rank_tok *nm, struct ra
 	return 0;
 }
 
+/* The rest of a list of names "(a, b, ...)" after its first name, taken
+ * with its ',': a call "()" of the names (rename's dimension lists). */
+static int name_list(struct rank_parser *p, const struct rank_tok *open, struct rank_ast **out)
+{
+	struct rank_ast *first = *out;
+	struct rank_ast *a = node(p, RA_CALL, open);
+	if (!a)
+		return STRATA_NOMEM;
+	int rc;
+	if (!(a->name = base_strdup("()"))) {
+		rank_ast_free(a);
+		return rank_parser_nomem(p);
+	}
+	*out = a;
+	if ((rc = add_arg(p, a, first)) != 0)
+		return rc;
+	for (;;) {
+		struct rank_tok t;
+		if ((rc = rank_parser_expect_name(p, RANK_LEX_EXPR, &t, "a dimension name")) != 0)
+			return rc;
+		struct rank_ast *n = node(p, RA_NAME, &t);
+		if (!n)
+			return STRATA_NOMEM;
+		if (!(n->name = rank_parser_tokdup(p, &t))) {
+			rank_ast_free(n);
+			return STRATA_NOMEM;
+		}
+		if ((rc = add_arg(p, a, n)) != 0)
+			return rc;
+		rank_lex_next(p->lx, RANK_LEX_EXPR, &t);
+		if (rank_tok_is(&t, ")"))
+			return set_text(p, a, open->s);
+		if (!rank_tok_is(&t, ","))
+			return rank_parser_fail(p, &t, STRATA_PARSE,
+			                        "expected ',' or ')' in a list of dimensions, found %s",
+			                        rank_tok_quote(&t));
+	}
+}
+
 static int primary(struct rank_parser *p, struct rank_ast **out)
 {
 	struct rank_tok t;
@@ -235,8 +274,7 @@ static int primary(struct rank_parser *p, struct rank_ast **out)
 			struct rank_tok c;
 			rank_lex_next(p->lx, RANK_LEX_EXPR, &c);
 			if (rank_tok_is(&c, ","))
-				return rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED,
-				                        "dimension lists such as '(d0, d1)' are not supported");
+				return name_list(p, &t, out);
 			if (!rank_tok_is(&c, ")"))
 				return rank_parser_fail(p, &c, STRATA_PARSE,
 				                        "expected ')' closing the '(' at %d:%d, found %s", t.line,
@@ -346,7 +384,7 @@ static const struct {
 	int level;
 } binops[] = {
 	{"||", RB_OR, 0}, {"&&", RB_AND, 1},
-	{"==", RB_EQ, 2}, {"!=", RB_NE, 2}, {"<", RB_LT, 2}, {"<=", RB_LE, 2}, {">", RB_GT, 2}, {">=", RB_GE, 2},
+	{"==", RB_EQ, 2}, {"!=", RB_NE, 2}, {"~=", RB_APPROX, 2}, {"<", RB_LT, 2}, {"<=", RB_LE, 2}, {">", RB_GT, 2}, {">=", RB_GE, 2},
 	{"+", RB_ADD, 3}, {"-", RB_SUB, 3},
 	{"*", RB_MUL, 4}, {"/", RB_DIV, 4}, {"%", RB_MOD, 4},
 };
@@ -362,6 +400,60 @@ static int binop_at(const struct rank_tok *t, int level)
 	return 0;
 }
 
+/* x in [n1, n2, ...]: a call "$in" of x and the numbers (1 where x is one
+ * of them, else 0). */
+static int in_list(struct rank_parser *p, const struct rank_tok *op, struct rank_ast **out)
+{
+	struct rank_tok t;
+	rank_lex_take(p->lx, op);
+	struct rank_ast *a = node(p, RA_CALL, op);
+	if (!a)
+		return STRATA_NOMEM;
+	int rc;
+	if (!(a->name = base_strdup("$in"))) {
+		rank_ast_free(a);
+		return rank_parser_nomem(p);
+	}
+	if ((rc = add_arg(p, a, *out)) != 0) {
+		*out = NULL;
+		rank_ast_free(a);
+		return rc;
+	}
+	*out = a;
+	rank_lex_next(p->lx, RANK_LEX_EXPR, &t);
+	if (!rank_tok_is(&t, "["))
+		return rank_parser_fail(p, &t, STRATA_PARSE, "expected '[' after 'in', found %s",
+		                        rank_tok_quote(&t));
+	for (;;) {
+		rank_lex_next(p->lx, RANK_LEX_EXPR, &t);
+		int neg = rank_tok_is(&t, "-");
+		if (neg)
+			rank_lex_next(p->lx, RANK_LEX_EXPR, &t);
+		if (t.kind != RT_NUM)
+			return rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED,
+			                        "only numbers are supported in the list of 'in', found %s",
+			                        rank_tok_quote(&t));
+		struct rank_ast *n = node(p, RA_NUM, &t);
+		if (!n)
+			return STRATA_NOMEM;
+		if ((rc = rank_tok_number(p->lx, &t, &n->num, p->err)) != 0) {
+			rank_ast_free(n);
+			return rc;
+		}
+		if (neg)
+			n->num = -n->num;
+		if ((rc = add_arg(p, a, n)) != 0)
+			return rc;
+		rank_lex_next(p->lx, RANK_LEX_EXPR, &t);
+		if (rank_tok_is(&t, "]"))
+			return 0;
+		if (!rank_tok_is(&t, ","))
+			return rank_parser_fail(p, &t, STRATA_PARSE,
+			                        "expected ',' or ']' in the list of 'in', found %s",
+			                        rank_tok_quote(&t));
+	}
+}
+
 static int binary(struct rank_parser *p, int level, struct rank_ast **out)
 {
 	if (level == NLEVELS)
@@ -374,10 +466,11 @@ static int binary(struct rank_parser *p, int level, struct rank_ast **out)
 		return rc;
 	for (;;) {
 		rank_lex_peek(p->lx, RANK_LEX_EXPR, &t);
-		if (level == 2 && (rank_tok_is(&t, "~=") || rank_tok_is(&t, "in")))
-			return rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED,
-			                        "the %s operator is not supported",
-			                        rank_tok_quote(&t));
+		if (level == 2 && rank_tok_is(&t, "in")) {
+			if ((rc = in_list(p, &t, out)) != 0 || (rc = set_text(p, *out, start)) != 0)
+				return rc;
+			continue;
+		}
 		int op = binop_at(&t, level);
 		if (!op)
 			return 0;

@@ -58,11 +58,15 @@ struct rt_ctx;
  *                              push closeness/distance of attribute a to the
  *                              query's nearestNeighbor tensor
  * ONNX       a=model, b=output push the model output for the document
+ * CONCAT     a=dim of t, d=type of x, e=type of y
+ *                              pop y, pop x, push x's cells then y's along
+ *                              dimension a of t
  */
 enum rank_opcode {
 	RANK_OP_NUM = 1, RANK_OP_ATTR, RANK_OP_QUERY, RANK_OP_CONST, RANK_OP_FIRST, RANK_OP_GET,
 	RANK_OP_SET, RANK_OP_UN, RANK_OP_BIN, RANK_OP_JUMPF, RANK_OP_JUMP, RANK_OP_RET, RANK_OP_MAP,
-	RANK_OP_JOIN, RANK_OP_REDUCE, RANK_OP_DOT, RANK_OP_CLOSE, RANK_OP_ONNX, RANK_OP_COUNT_
+	RANK_OP_JOIN, RANK_OP_REDUCE, RANK_OP_DOT, RANK_OP_CLOSE, RANK_OP_ONNX, RANK_OP_CONCAT,
+	RANK_OP_COUNT_
 };
 
 /* vm.c: the opcode's name ("NUM", "ONNX"), "?" for none. */
@@ -75,8 +79,8 @@ enum rank_fn {
 	RANK_FN_NEG = 1, RANK_FN_NOT, RANK_FN_EXP, RANK_FN_LOG, RANK_FN_LOG10, RANK_FN_SQRT,
 	RANK_FN_TANH, RANK_FN_SIGMOID, RANK_FN_RELU, RANK_FN_FABS, RANK_FN_FLOOR, RANK_FN_CEIL,
 	RANK_FN_SIN, RANK_FN_COS, RANK_FN_ISNAN, RANK_FN_TAN, RANK_FN_ACOS, RANK_FN_ASIN,
-	RANK_FN_ATAN,
-	RANK_FN_MIN = 32, RANK_FN_MAX, RANK_FN_ATAN2, RANK_FN_FMOD, RANK_FN_POW,
+	RANK_FN_ATAN, RANK_FN_COSH, RANK_FN_SINH, RANK_FN_ELU,
+	RANK_FN_MIN = 32, RANK_FN_MAX, RANK_FN_ATAN2, RANK_FN_FMOD, RANK_FN_POW, RANK_FN_LDEXP,
 };
 /* The unary (binary) function an expression calls by name ("exp", "atan2"):
  * its id, or 0 when name is none. */
@@ -225,6 +229,12 @@ int rank_tensor_join(struct base_arena *a, const struct rank_type *ta, struct ra
  * into *out of type tr.  Returns 0 or STRATA_NOMEM (the arena). */
 int rank_tensor_reduce(struct base_arena *a, const struct rank_type *ti, struct rank_val v,
                        const struct rank_type *tr, int agg, double **out);
+/* concat: va (type ta) then vb (tb) along dimension dim of tr, into *out of
+ * type tr (a side without that dimension has size 1 there).  Returns 0 or
+ * STRATA_NOMEM (the arena). */
+int rank_tensor_concat(struct base_arena *a, const struct rank_type *ta, struct rank_val va,
+                       const struct rank_type *tb, struct rank_val vb, const struct rank_type *tr,
+                       int dim, double **out);
 /* sum(a[i] * b[i]) over n cells of types ca and cb, read in place. */
 double rank_tensor_dot(int ca, const void *a, int cb, const void *b, size_t n);
 /* The distance of a to b (n cells each) in metric (enum rank_distance). */

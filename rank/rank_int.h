@@ -65,6 +65,7 @@ enum rank_binop {
 	RB_ADD = 1, RB_SUB, RB_MUL, RB_DIV, RB_MOD, RB_POW,
 	RB_EQ, RB_NE, RB_LT, RB_LE, RB_GT, RB_GE,
 	RB_AND, RB_OR,
+	RB_APPROX,    /* ~=: equal within a relative 1e-6 */
 };
 
 struct rank_ast {

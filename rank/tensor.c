@@ -147,6 +147,41 @@ int rank_tensor_reduce(struct base_arena *a, const struct rank_type *ti, struct 
 	return 0;
 }
 
+int rank_tensor_concat(struct base_arena *a, const struct rank_type *ta, struct rank_val va,
+                       const struct rank_type *tb, struct rank_val vb, const struct rank_type *tr,
+                       int dim, double **out)
+{
+	size_t n = cells_of(tr);
+	double *r = base_arena_alloc(a, n * sizeof *r, 64);
+	if (!r)
+		return STRATA_NOMEM;
+	*out = r;
+	/* Strides of each side along the result's dimensions; along dim, x
+	 * covers the first na positions and y the rest. */
+	size_t sa[RANK_MAX_RANK], sb[RANK_MAX_RANK], idx[RANK_MAX_RANK] = { 0 };
+	strides_along(ta, tr, sa);
+	strides_along(tb, tr, sb);
+	int64_t na = 1;
+	for (int i = 0; i < ta->rank; i++)
+		if (strcmp(ta->dim_names[i], tr->dim_names[dim]) == 0)
+			na = ta->dims[i];
+	for (size_t i = 0; i < n; i++) {
+		int from_a = (int64_t)idx[dim] < na;
+		size_t off = 0;
+		for (int k = 0; k < tr->rank; k++) {
+			size_t at = k == dim && !from_a ? idx[k] - (size_t)na : idx[k];
+			off += at * (from_a ? sa[k] : sb[k]);
+		}
+		r[i] = from_a ? val_cell(ta, &va, off) : val_cell(tb, &vb, off);
+		for (int k = tr->rank - 1; k >= 0; k--) {
+			if (++idx[k] < (size_t)tr->dims[k])
+				break;
+			idx[k] = 0;
+		}
+	}
+	return 0;
+}
+
 /* Sum of x[i] * y[i] over eight running sums (i mod 8), added pairwise at
  * the end: independent sums keep the vector units busy where one sum waits
  * on each addition, and the order is fixed, so every machine gives the same

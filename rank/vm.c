@@ -25,7 +25,7 @@
 
 static const char *const op_names[RANK_OP_COUNT_] = {
 	"?", "NUM", "ATTR", "QUERY", "CONST", "FIRST", "GET", "SET", "UN", "BIN",
-	"JUMPF", "JUMP", "RET", "MAP", "JOIN", "REDUCE", "DOT", "CLOSE", "ONNX",
+	"JUMPF", "JUMP", "RET", "MAP", "JOIN", "REDUCE", "DOT", "CLOSE", "ONNX", "CONCAT",
 };
 
 const char *rank_op_name(int op)
@@ -69,10 +69,11 @@ static void set_cells(struct rank_val *v, const void *cells, int cell)
 	v->cell = cell;
 }
 
-/* A lambda run per cell: its parameters go to locals base and base + 1. */
+/* A lambda run per cell: its parameters go to locals base and, for join's
+ * two, base + 1 (a map's lambda has one local only). */
 struct lambda {
 	struct vm *x;
-	int pc, base;
+	int pc, base, nparams;
 	struct rank_val *sp;
 };
 
@@ -81,7 +82,8 @@ static double run_lambda(void *ud, double a, double b)
 	struct lambda *l = ud;
 	struct rank_val r;
 	set_num(&l->x->locals[l->base], a);
-	set_num(&l->x->locals[l->base + 1], b);
+	if (l->nparams == 2)
+		set_num(&l->x->locals[l->base + 1], b);
 	/* Lambda bodies are scalar code (compile.c admits no features there),
 	 * so they cannot fail. */
 	int rc = exec(l->x, l->pc, l->sp, &r);
@@ -205,7 +207,7 @@ static int exec(struct vm *x, int pc, struct rank_val *sp, struct rank_val *res)
 			return 0;
 		case RANK_OP_MAP: {
 			if (in->t == 0) { /* map over a number */
-				struct lambda l = { x, in->a, in->b, sp };
+				struct lambda l = { x, in->a, in->b, 1, sp };
 				sp[-1].num = run_lambda(&l, sp[-1].num, 0.0);
 				break;
 			}
@@ -216,7 +218,7 @@ static int exec(struct vm *x, int pc, struct rank_val *sp, struct rank_val *res)
 				return oom(x);
 			struct rank_val v = sp[-1];
 			if (in->a >= 0) {
-				struct lambda l = { x, in->a, in->b, sp };
+				struct lambda l = { x, in->a, in->b, 1, sp };
 				for (size_t i = 0; i < n; i++)
 					r[i] = run_lambda(&l, rank_cell(v.cell, v.cells, i), 0.0);
 			} else {
@@ -228,7 +230,7 @@ static int exec(struct vm *x, int pc, struct rank_val *sp, struct rank_val *res)
 		}
 		case RANK_OP_JOIN: {
 			double *r;
-			struct lambda l = { x, in->a, in->b, sp };
+			struct lambda l = { x, in->a, in->b, 2, sp };
 			if (in->t == 0) { /* two numbers through a lambda */
 				sp[-2].num = run_lambda(&l, sp[-2].num, sp[-1].num);
 				sp--;
@@ -268,6 +270,15 @@ static int exec(struct vm *x, int pc, struct rank_val *sp, struct rank_val *res)
 			double d = rank_tensor_dot(sp[-2].cell, sp[-2].cells, sp[-1].cell, sp[-1].cells, n);
 			sp--;
 			set_num(&sp[-1], d);
+			break;
+		}
+		case RANK_OP_CONCAT: {
+			double *r;
+			if (rank_tensor_concat(&q->arena, type_of(x, in->d), sp[-2], type_of(x, in->e),
+			                       sp[-1], type_of(x, in->t), in->a, &r))
+				return oom(x);
+			sp--;
+			set_cells(&sp[-1], r, BASE_DT_DOUBLE);
 			break;
 		}
 		case RANK_OP_CLOSE:

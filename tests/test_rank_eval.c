@@ -376,6 +376,74 @@ static void test_tensor_functions(void **state)
 	rank_query_free(q);
 }
 
+/* The value of query(m) at (x, y): rows of y[2]. */
+static double mv(int x, int y)
+{
+	return 2 * x + y - 3;
+}
+
+/* concat, rename, in, ~= and the scalar functions; Vespa's cell types of
+ * results; a map's lambda leaves the values below it on the stack alone. */
+static void test_tensor_algebra(void **state)
+{
+	struct world *w = *state;
+	struct rank_query *q = new_query(w, "base");
+	double out[16];
+	cells(w, q, "concat(query(q), query(q), x)", 0, out, 8);
+	for (int i = 0; i < 8; i++)
+		NEAR(out[i], qd[i % 4]);
+	cells(w, q, "concat(query(m), query(m) * 10, y)", 0, out, 16);
+	for (int x = 0; x < 4; x++)
+		for (int y = 0; y < 4; y++)
+			NEAR(out[x * 4 + y], y < 2 ? mv(x, y) : 10 * mv(x, y - 2));
+	cells(w, q, "concat(query(q), 7, x)", 0, out, 5);
+	NEAR(out[3], qd[3]);
+	NEAR(out[4], 7);
+	/* (x, y) swapped: the result is laid out x[2], y[4] */
+	cells(w, q, "rename(query(m), (x, y), (y, x))", 0, out, 8);
+	for (int x = 0; x < 2; x++)
+		for (int y = 0; y < 4; y++)
+			NEAR(out[x * 4 + y], mv(y, x));
+	cells(w, q, "rename(query(m), y, a)", 0, out, 8);
+	for (int x = 0; x < 4; x++)
+		for (int a = 0; a < 2; a++)
+			NEAR(out[a * 4 + x], mv(x, a));
+	cells(w, q, "query(m) in [0, 1, -3]", 0, out, 8);
+	for (int i = 0; i < 8; i++)
+		NEAR(out[i], (i - 3 == 0 || i - 3 == 1 || i - 3 == -3) ? 1 : 0);
+	NEAR(num(w, q, "(2 in [1, 2]) + (3 in [1, 2])", 0), 1);
+	NEAR(num(w, q, "1 + sum(map(query(q), f(v)(v * 2)))", 0),
+	     1 + 2 * (qd[0] + qd[1] + qd[2] + qd[3]));
+	NEAR(num(w, q, "cosh(1) + sinh(1) + elu(-1) + elu(2) + ldexp(3, 2.7)", 0),
+	     cosh(1) + sinh(1) + exp(-1) - 1 + 2 + 12);
+	NEAR(num(w, q, "(1 ~= 1.0000000001) + 10 * (1 ~= 1.1)", 0), 1);
+
+	struct rank_val v;
+	const struct rank_type *t;
+	struct strata_error err = { 0 };
+	assert_int_equal(eval_expr(w, q, "map(query(q), f(v)(v + 1))", 0, &v, &t, &err), 0);
+	assert_int_equal(t->cell, BASE_DT_FLOAT);
+	assert_int_equal(eval_expr(w, q, "reduce(query(m), max, y) * 2", 0, &v, &t, &err), 0);
+	assert_int_equal(t->cell, BASE_DT_FLOAT);
+	assert_int_equal(eval_expr(w, q, "query(m) + attribute(price)", 0, &v, &t, &err), 0);
+	assert_int_equal(t->cell, BASE_DT_FLOAT);
+	assert_int_equal(eval_expr(w, q, "sum(query(q))", 0, &v, &t, &err), 0);
+	assert_int_equal(t->cell, BASE_DT_DOUBLE);
+
+	assert_int_equal(eval_expr(w, q, "concat(query(m), concat(query(q), query(q), x), y)", 0,
+	                           &v, &t, &err), STRATA_TYPE);
+	assert_string_equal(err.msg, "expr:1:1: dimension 'x' differs in size: "
+	                             "tensor<float>(x[4],y[1]) and tensor<float>(x[8])");
+	assert_int_equal(eval_expr(w, q, "rename(query(m), (x, y), z)", 0, &v, &t, &err),
+	                 STRATA_TYPE);
+	assert_string_equal(err.msg, "expr:1:1: rename() of 2 dimensions to 1");
+	assert_int_equal(eval_expr(w, q, "rename(query(m), x, y)", 0, &v, &t, &err), STRATA_TYPE);
+	assert_string_equal(err.msg, "expr:1:1: rename() makes two dimensions 'y'");
+	assert_int_equal(eval_expr(w, q, "rename(query(m), z, y)", 0, &v, &t, &err), STRATA_TYPE);
+	assert_string_equal(err.msg, "expr:1:18: tensor<float>(x[4],y[2]) has no dimension 'z'");
+	rank_query_free(q);
+}
+
 static void test_closeness(void **state)
 {
 	struct world *w = *state;
@@ -867,6 +935,7 @@ int main(void)
 		cmocka_unit_test(test_arithmetic),
 		cmocka_unit_test(test_tensor_functions),
 		cmocka_unit_test(test_dot_lengths),
+		cmocka_unit_test(test_tensor_algebra),
 		cmocka_unit_test(test_closeness),
 		cmocka_unit_test(test_phases_functions_inherits),
 		cmocka_unit_test(test_features),
