@@ -63,10 +63,8 @@ static int at(struct cc *c, const struct rank_ast *a, int code, const char *fmt,
 	                a->pos.line, a->pos.col, msg);
 }
 
-static int pos_err(struct strata_error *err, const struct rank_pos *pos, int code,
-                   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static int pos_err(struct strata_error *err, const struct rank_pos *pos, int code,
-                   const char *fmt, ...)
+int rank_pos_err(struct strata_error *err, const struct rank_pos *pos, int code,
+                 const char *fmt, ...)
 {
 	char msg[STRATA_ERRMSG_MAX];
 	va_list ap;
@@ -85,19 +83,14 @@ static size_t type_cells(const struct rank_type *t)
 	return n;
 }
 
+/* t for a message: "double" for any number. */
 static const char *type_str(const struct rank_type *t, char *buf, size_t n)
 {
 	if (t->rank == 0) {
 		snprintf(buf, n, "double");
 		return buf;
 	}
-	size_t k = (size_t)snprintf(buf, n, "tensor<%s>(", base_dtype_name(t->cell));
-	for (int i = 0; i < t->rank && k < n; i++)
-		k += (size_t)snprintf(buf + k, n - k, "%s%s[%lld]", i ? "," : "", t->dim_names[i],
-		                      (long long)t->dims[i]);
-	if (k < n)
-		snprintf(buf + k, n - k, ")");
-	return buf;
+	return rank_type_str(t, buf, n);
 }
 
 static int same_type(const struct rank_type *a, const struct rank_type *b)
@@ -134,6 +127,12 @@ static const struct rank_type *T(struct cc *c, int t)
 	return &c->p->types[t];
 }
 
+/* Type t has mapped dimensions: its values take the S* instructions. */
+static int mapped(struct cc *c, int t)
+{
+	return rank_type_mapped(T(c, t)) > 0;
+}
+
 /* Emit one instruction; returns its index or -1 (no memory). */
 static int emit(struct cc *c, int op, int a, int b, int cc_, int d, int e, int t, double k)
 {
@@ -149,6 +148,9 @@ static int emit(struct cc *c, int op, int a, int b, int cc_, int d, int e, int t
 #define EMIT(c, ...) do { if (emit(c, __VA_ARGS__) < 0) return nomem(c); } while (0)
 
 static int compile(struct cc *c, const struct env *env, const struct rank_ast *a, int *type);
+static int compile_literal(struct cc *c, const struct rank_ast *a, int *type);
+static int compile_generator(struct cc *c, const struct env *env, const struct rank_ast *a,
+                             int *type);
 
 /* The cell type of a tensor made of x's and y's cells (join, merge,
  * concat), as Vespa types it: a number takes the tensor's cell type, two
@@ -180,6 +182,13 @@ static int join_type(struct cc *c, const struct rank_ast *a, int tx, int ty, int
 				if (strcmp(r.dim_names[j], s->dim_names[i]) == 0)
 					break;
 			if (j < r.rank) {
+				if ((r.dims[j] == RANK_DIM_MAPPED) != (s->dims[i] == RANK_DIM_MAPPED)) {
+					char b1[256], b2[256];
+					return at(c, a, STRATA_TYPE,
+					          "dimension '%s' is mapped on one side, indexed on the other: "
+					          "%s and %s", s->dim_names[i], type_str(x, b1, sizeof b1),
+					          type_str(y, b2, sizeof b2));
+				}
 				if (r.dims[j] != s->dims[i]) {
 					char b1[256], b2[256];
 					return at(c, a, STRATA_TYPE,
@@ -252,7 +261,7 @@ static int emit_reduce(struct cc *c, const struct rank_ast *a, int tin, int agg,
 		r.cell = BASE_DT_DOUBLE; /* a number */
 	if ((*tout = add_type(c->p, &r)) < 0)
 		return nomem(c);
-	EMIT(c, RANK_OP_REDUCE, agg, 0, 0, tin, 0, *tout, 0);
+	EMIT(c, mapped(c, tin) ? RANK_OP_SREDUCE : RANK_OP_REDUCE, agg, 0, 0, tin, 0, *tout, 0);
 	return 0;
 }
 
@@ -265,7 +274,7 @@ static int emit_bin(struct cc *c, const struct rank_ast *a, int fn, int tx, int 
 	if (*tr == 0)
 		EMIT(c, RANK_OP_BIN, fn, 0, 0, 0, 0, 0, 0);
 	else
-		EMIT(c, RANK_OP_JOIN, -1, 0, fn, tx, ty, *tr, 0);
+		EMIT(c, mapped(c, *tr) ? RANK_OP_SJOIN : RANK_OP_JOIN, -1, 0, fn, tx, ty, *tr, 0);
 	return 0;
 }
 
@@ -280,7 +289,7 @@ static int emit_un(struct cc *c, int fn, int t, int *tr)
 	int rc = map_type(c, t, tr);
 	if (rc)
 		return rc;
-	EMIT(c, RANK_OP_MAP, -1, 0, fn, t, 0, *tr, 0);
+	EMIT(c, mapped(c, t) ? RANK_OP_SMAP : RANK_OP_MAP, -1, 0, fn, t, 0, *tr, 0);
 	return 0;
 }
 
@@ -506,7 +515,7 @@ static int compile_reduce(struct cc *c, const struct env *env, const struct rank
 		int t1, t2;
 		if ((rc = compile(c, env, x->args[0], &t1)) || (rc = compile(c, env, x->args[1], &t2)))
 			return rc;
-		if (T(c, t1)->rank > 0 && same_type(T(c, t1), T(c, t2))) {
+		if (T(c, t1)->rank > 0 && !mapped(c, t1) && same_type(T(c, t1), T(c, t2))) {
 			*type = 0;
 			EMIT(c, RANK_OP_DOT, 0, 0, 0, t1, t2, 0, 0);
 			return 0;
@@ -579,7 +588,7 @@ static int compile_tensor_fn(struct cc *c, const struct env *env, const struct r
 		}
 		if ((rc = map_type(c, t, type)))
 			return rc;
-		EMIT(c, RANK_OP_MAP, pc, base, 0, t, 0, *type, 0);
+		EMIT(c, mapped(c, t) ? RANK_OP_SMAP : RANK_OP_MAP, pc, base, 0, t, 0, *type, 0);
 		return 0;
 	}
 	if (strcmp(f, "join") == 0) {
@@ -592,7 +601,7 @@ static int compile_tensor_fn(struct cc *c, const struct env *env, const struct r
 			return rc;
 		if ((rc = join_type(c, a, t, t2, type)))
 			return rc;
-		EMIT(c, RANK_OP_JOIN, pc, base, 0, t, t2, *type, 0);
+		EMIT(c, mapped(c, *type) ? RANK_OP_SJOIN : RANK_OP_JOIN, pc, base, 0, t, t2, *type, 0);
 		return 0;
 	}
 	if (strcmp(f, "matmul") == 0) {
@@ -678,7 +687,8 @@ static int compile_in(struct cc *c, const struct env *env, const struct rank_ast
 	EMIT(c, RANK_OP_RET, 0, 0, 0, 0, 0, -1, 0);
 	c->prog->code[jump].a = c->prog->ncode;
 	*type = t;
-	EMIT(c, RANK_OP_MAP, pc, base, 0, T(c, t)->rank ? t : 0, 0, T(c, t)->rank ? t : 0, 0);
+	EMIT(c, mapped(c, t) ? RANK_OP_SMAP : RANK_OP_MAP, pc, base, 0, T(c, t)->rank ? t : 0, 0,
+	     T(c, t)->rank ? t : 0, 0);
 	return 0;
 }
 
@@ -734,6 +744,8 @@ static int compile_rename(struct cc *c, const struct env *env, const struct rank
 		          nf == 1 ? "" : "s", nt);
 	if ((rc = compile(c, env, a->args[0], &t)))
 		return rc;
+	if (mapped(c, t))
+		return at(c, a, STRATA_NOT_IMPLEMENTED, "rename() of mapped dimensions is not supported");
 	struct rank_type r = *T(c, t);
 	for (int i = 0; i < nf; i++) {
 		int k = dim_index(T(c, t), from[i]);
@@ -775,6 +787,8 @@ static int compile_concat(struct cc *c, const struct env *env, const struct rank
 	const char *dim = a->args[2]->name;
 	if ((rc = compile(c, env, a->args[0], &tx)) || (rc = compile(c, env, a->args[1], &ty)))
 		return rc;
+	if (mapped(c, tx) || mapped(c, ty))
+		return at(c, a, STRATA_NOT_IMPLEMENTED, "concat() of mapped dimensions is not supported");
 	struct rank_type ox = *T(c, tx), oy = *T(c, ty);
 	int64_t nx = 1, ny = 1;
 	int kx = dim_index(&ox, dim), ky = dim_index(&oy, dim);
@@ -992,8 +1006,66 @@ static int compile(struct cc *c, const struct env *env, const struct rank_ast *a
 		return emit_bin(c, a, a->op, t, t2, type);
 	case RA_LAMBDA:
 		return at(c, a, STRATA_TYPE, "a lambda is only valid as an argument of map or join");
+	case RA_TENSOR:
+		return compile_literal(c, a, type);
+	case RA_GEN:
+		return compile_generator(c, env, a, type);
 	}
 	return at(c, a, STRATA_TYPE, "unexpected expression");
+}
+
+/* A tensor literal: its value is made once (literal.c) and kept in the
+ * profile's table of literals. */
+static int compile_literal(struct cc *c, const struct rank_ast *a, int *type)
+{
+	struct rank_type ty;
+	struct rank_val v;
+	int rc = rank_literal_make(c->p, a, &ty, &v, c->err);
+	if (rc)
+		return rc;
+	if ((*type = add_type(c->p, &ty)) < 0)
+		return nomem(c);
+	size_t cap = (size_t)c->p->caplits;
+	if (base_grow((void **)&c->p->lits, &cap, (size_t)c->p->nlits + 1, sizeof *c->p->lits,
+	              1 << 20))
+		return nomem(c);
+	c->p->caplits = (int)cap;
+	c->p->lits[c->p->nlits] = v;
+	EMIT(c, RANK_OP_LIT, c->p->nlits++, 0, 0, 0, 0, *type, 0);
+	return 0;
+}
+
+/* tensor(x[2],y[3])(body): the body runs per cell with the cell's indices
+ * bound to the dimension names, like a lambda's parameters. */
+static int compile_generator(struct cc *c, const struct env *env, const struct rank_ast *a,
+                             int *type)
+{
+	struct rank_type ty;
+	int rc = rank_literal_type(c->p, a, &ty, c->err);
+	if (rc)
+		return rc;
+	if (rank_type_mapped(&ty))
+		return at(c, a, STRATA_NOT_IMPLEMENTED,
+		          "tensor generators with mapped dimensions are not supported");
+	if ((*type = add_type(c->p, &ty)) < 0)
+		return nomem(c);
+	int locals[RANK_MAX_RANK], types[RANK_MAX_RANK] = { 0 };
+	int base = c->prog->nlocals;
+	for (int i = 0; i < ty.rank; i++)
+		locals[i] = new_local(c);
+	struct env e = { env, NULL, 1, a->nparams, a->params, locals, types };
+	int jump = emit(c, RANK_OP_JUMP, 0, 0, 0, 0, 0, -1, 0);
+	if (jump < 0)
+		return nomem(c);
+	int pc = c->prog->ncode, t;
+	if ((rc = compile(c, &e, a->args[0], &t)))
+		return rc;
+	if (T(c, t)->rank != 0)
+		return at(c, a->args[0], STRATA_TYPE, "a tensor generator must produce a number");
+	EMIT(c, RANK_OP_RET, 0, 0, 0, 0, 0, -1, 0);
+	c->prog->code[jump].a = c->prog->ncode;
+	EMIT(c, RANK_OP_GEN, pc, base, 0, 0, 0, *type, 0);
+	return 0;
 }
 
 void rank_prog_release(struct rank_prog *prog)
@@ -1003,7 +1075,9 @@ void rank_prog_release(struct rank_prog *prog)
 	memset(prog, 0, sizeof *prog);
 }
 
-/* Compile a into prog; must_be_number for phases. */
+/* Compile a into prog.  must_be_number: 1 for phases (a number), 0 for
+ * features and model inputs (any dense value), 2 for a standalone
+ * expression (mapped dimensions too). */
 static int compile_prog(struct rank_profile *p, const struct rank_models *models, const struct rank_ast *a,
                         const char *name, int allow_first, int must_be_number,
                         struct rank_prog *prog, struct strata_error *err)
@@ -1016,7 +1090,10 @@ static int compile_prog(struct rank_profile *p, const struct rank_models *models
 	int t, rc = compile(&c, NULL, a, &t);
 	if (rc)
 		return rc;
-	if (must_be_number && p->types[t].rank != 0) {
+	if (must_be_number != 2 && rank_type_mapped(&p->types[t]) > 0)
+		return at(&c, a, STRATA_NOT_IMPLEMENTED,
+		          "%s: tensors with mapped dimensions are not supported here", name);
+	if (must_be_number == 1 && p->types[t].rank != 0) {
 		char b[256];
 		return at(&c, a, STRATA_TYPE, "%s must produce a number, not %s", name,
 		          type_str(&p->types[t], b, sizeof b));
@@ -1029,7 +1106,7 @@ static int compile_prog(struct rank_profile *p, const struct rank_models *models
 int rank_expr_compile(struct rank_profile *p, const struct rank_ast *a, struct rank_prog *prog,
                       struct strata_error *err)
 {
-	return compile_prog(p, NULL, a, a->text ? a->text : "expression", 1, 0, prog, err);
+	return compile_prog(p, NULL, a, a->text ? a->text : "expression", 1, 2, prog, err);
 }
 
 /* Does the model input fit its source?  Sets *extra when the input has one
@@ -1089,12 +1166,12 @@ static int compile_model(struct rank_profile *p, const struct rank_models *model
 	if (cm->state == 2)
 		return 0;
 	if (cm->state == 1)
-		return pos_err(err, use, STRATA_TYPE, "onnx model '%s' depends on itself", d->name);
+		return rank_pos_err(err, use, STRATA_TYPE, "onnx model '%s' depends on itself", d->name);
 	for (int i = 0; models && i < models->n && !cm->rt; i++)
 		if (models->refs[i].decl == d)
 			cm->rt = models->refs[i].rt;
 	if (!cm->rt)
-		return pos_err(err, use, STRATA_NOT_FOUND, "onnx model '%s' is not loaded", d->name);
+		return rank_pos_err(err, use, STRATA_NOT_FOUND, "onnx model '%s' is not loaded", d->name);
 	cm->state = 1;
 	int rc;
 	const struct rt_model *rt = cm->rt;
@@ -1108,7 +1185,7 @@ static int compile_model(struct rank_profile *p, const struct rank_models *model
 		return base_nomem(err, "model '%s'", d->name);
 	for (int i = 0; i < d->ninputs; i++)
 		if (runtime_model_input_index(rt, d->inputs[i].name) < 0)
-			return pos_err(err, &d->inputs[i].pos, STRATA_TYPE,
+			return rank_pos_err(err, &d->inputs[i].pos, STRATA_TYPE,
 			               "onnx model '%s' (%s) has no input '%s'", d->name, d->file,
 			               d->inputs[i].name);
 	int doc_all_extra = 1, any_extra = 0;
@@ -1139,7 +1216,7 @@ static int compile_model(struct rank_profile *p, const struct rank_models *model
 			struct rank_ast name = { .kind = RA_NAME, .name = (char *)info->name, .pos = d->pos };
 			rc = compile_prog(p, models, &name, pname, 1, 0, &cm->src[i], err);
 		} else {
-			return pos_err(err, &d->pos, STRATA_TYPE,
+			return rank_pos_err(err, &d->pos, STRATA_TYPE,
 			               "onnx model '%s': input '%s' has no source (add input \"%s\": ...)",
 			               d->name, info->name, info->name);
 		}
@@ -1148,7 +1225,7 @@ static int compile_model(struct rank_profile *p, const struct rank_models *model
 		const struct rank_type *st = &p->types[cm->src[i].result];
 		if (!input_fits(info, st, &cm->extra[i])) {
 			char b1[256], b2[256];
-			return pos_err(err, mi ? &mi->pos : &d->pos, STRATA_TYPE,
+			return rank_pos_err(err, mi ? &mi->pos : &d->pos, STRATA_TYPE,
 			               "onnx model '%s' input '%s' is %s, its source is %s", d->name,
 			               info->name, info_str(info, b1, sizeof b1),
 			               type_str(st, b2, sizeof b2));
@@ -1161,12 +1238,12 @@ static int compile_model(struct rank_profile *p, const struct rank_models *model
 	for (int o = 0; o < cm->nout; o++) {
 		const struct rt_value_info *info = runtime_model_output(rt, o);
 		if (info->rank < 0)
-			return pos_err(err, &d->pos, STRATA_NOT_IMPLEMENTED,
+			return rank_pos_err(err, &d->pos, STRATA_NOT_IMPLEMENTED,
 			               "onnx model '%s' output '%s' has no declared shape", d->name,
 			               info->name);
 		struct rank_type r = { .cell = info->dtype, .rank = info->rank };
 		if (base_dtype_size(info->dtype) == 0 || info->dtype == BASE_DT_STRING)
-			return pos_err(err, &d->pos, STRATA_TYPE,
+			return rank_pos_err(err, &d->pos, STRATA_TYPE,
 			               "onnx model '%s' output '%s' is not numeric", d->name, info->name);
 		for (int k = 0; k < info->rank; k++) {
 			/* A symbolic dimension is one document's worth: size 1. */
@@ -1208,6 +1285,7 @@ void rank_profile_release(struct rank_profile *p)
 	base_free(p->inputs, ((size_t)p->ninputs + 1) * sizeof *p->inputs);
 	base_free(p->consts, ((size_t)p->nconsts + 1) * sizeof *p->consts);
 	base_free(p->types, (size_t)p->captypes * sizeof *p->types);
+	base_free(p->lits, (size_t)p->caplits * sizeof *p->lits);
 	base_arena_free(&p->pool);
 	memset(p, 0, sizeof *p);
 }
@@ -1329,128 +1407,4 @@ int rank_profile_compile(struct rank_profile *p, const struct rank_schema *s,
 		}
 	}
 	return 0;
-}
-
-/* ---- EXPLAIN ---------------------------------------------------------------- */
-
-struct sbuf {
-	char *s;
-	size_t n, cap;
-	int fail;
-};
-
-static void sb_printf(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_printf(struct sbuf *b, const char *fmt, ...)
-{
-	if (b->fail)
-		return;
-	for (;;) {
-		va_list ap;
-		va_start(ap, fmt);
-		int k = vsnprintf(b->s ? b->s + b->n : NULL, b->s ? b->cap - b->n : 0, fmt, ap);
-		va_end(ap);
-		if (k < 0) {
-			b->fail = 1;
-			return;
-		}
-		if (b->s && b->n + (size_t)k < b->cap) {
-			b->n += (size_t)k;
-			return;
-		}
-		size_t ncap = b->cap ? b->cap * 2 : 1024;
-		while (ncap < b->n + (size_t)k + 1)
-			ncap *= 2;
-		char *ns = base_realloc(b->s, b->cap, ncap);
-		if (!ns) {
-			b->fail = 1;
-			return;
-		}
-		b->s = ns;
-		b->cap = ncap;
-	}
-}
-
-static void explain_prog(struct sbuf *b, const struct rank_profile *p, const struct rank_prog *g)
-{
-	char tb[256];
-	sb_printf(b, "program %s -> %s (%d instructions, %d locals%s)\n", g->name,
-	          type_str(&p->types[g->result], tb, sizeof tb), g->ncode, g->nlocals,
-	          g->doc_dependent ? "" : ", query-constant");
-	for (int i = 0; i < g->ncode; i++) {
-		const struct rank_ins *in = &g->code[i];
-		sb_printf(b, "  %4d  %-7s", i, rank_op_name(in->op));
-		switch (in->op) {
-		case RANK_OP_NUM: sb_printf(b, " %.17g", in->k); break;
-		case RANK_OP_ATTR: case RANK_OP_CLOSE:
-			sb_printf(b, " %s", p->sd->fields[in->a].name);
-			if (in->op == RANK_OP_CLOSE)
-				sb_printf(b, " %s", in->b ? "distance" : "closeness");
-			break;
-		case RANK_OP_QUERY: sb_printf(b, " %s", p->decl->inputs[in->a].name); break;
-		case RANK_OP_CONST: sb_printf(b, " %s", p->consts[in->a]->name); break;
-		case RANK_OP_GET: case RANK_OP_SET: sb_printf(b, " local%d", in->a); break;
-		case RANK_OP_UN: sb_printf(b, " %s", rank_fn_name(in->a, 0)); break;
-		case RANK_OP_BIN: sb_printf(b, " %s", rank_fn_name(in->a, 1)); break;
-		case RANK_OP_JUMP: case RANK_OP_JUMPF: sb_printf(b, " -> %d", in->a); break;
-		case RANK_OP_MAP:
-			if (in->a >= 0)
-				sb_printf(b, " lambda@%d(local%d)", in->a, in->b);
-			else
-				sb_printf(b, " %s", rank_fn_name(in->c, 0));
-			break;
-		case RANK_OP_JOIN:
-			if (in->a >= 0)
-				sb_printf(b, " lambda@%d(local%d,local%d)", in->a, in->b, in->b + 1);
-			else
-				sb_printf(b, " %s", rank_fn_name(in->c, 1));
-			break;
-		case RANK_OP_REDUCE: {
-			static const char *const aggs[] = { "?", "sum", "avg", "max", "min", "prod",
-			                                    "count" };
-			sb_printf(b, " %s", aggs[in->a]);
-			break;
-		}
-		case RANK_OP_CONCAT: sb_printf(b, " along %s", p->types[in->t].dim_names[in->a]); break;
-		case RANK_OP_ONNX: {
-			const struct rank_cmodel *cm = &p->models[in->a];
-			sb_printf(b, " %s.%s%s", cm->decl->name,
-			          runtime_model_output(cm->rt, in->b)->name,
-			          cm->batched ? " (batched in second phase)" : "");
-			break;
-		}
-		}
-		if (in->t > 0)
-			sb_printf(b, "  : %s", type_str(&p->types[in->t], tb, sizeof tb));
-		sb_printf(b, "\n");
-	}
-}
-
-char *rank_profile_explain(const struct rank_profile *p)
-{
-	struct sbuf b = { 0 };
-	sb_printf(&b, "profile %s (rerank-count %d)\n", p->decl->name, p->rerank);
-	explain_prog(&b, p, &p->first);
-	if (p->has_second)
-		explain_prog(&b, p, &p->second);
-	for (int i = 0; i < p->nmatch; i++)
-		explain_prog(&b, p, &p->match[i]);
-	for (int i = 0; i < p->nsummary; i++)
-		explain_prog(&b, p, &p->summary[i]);
-	for (int m = 0; m < p->nmodels; m++) {
-		const struct rank_cmodel *cm = &p->models[m];
-		if (cm->state != 2)
-			continue;
-		sb_printf(&b, "model %s (%s)%s\n", cm->decl->name, cm->decl->file,
-		          cm->batched ? ": batched over second-phase candidates" : ": per document");
-		for (int i = 0; i < cm->nin; i++)
-			explain_prog(&b, p, &cm->src[i]);
-	}
-	if (b.fail) {
-		base_free(b.s, b.cap);
-		return NULL;
-	}
-	/* hand back a string base_strfree can release */
-	char *out = base_strdup(b.s ? b.s : "");
-	base_free(b.s, b.cap);
-	return out;
 }

@@ -59,6 +59,30 @@ static int add_arg(struct rank_parser *p, struct rank_ast *a, struct rank_ast *a
 	return 0;
 }
 
+/* Parse one expression and append it to a's arguments. */
+static int expr_arg(struct rank_parser *p, struct rank_ast *a)
+{
+	struct rank_ast *v = NULL;
+	int rc = expr(p, &v);
+	if (rc) {
+		rank_ast_free(v);
+		return rc;
+	}
+	return add_arg(p, a, v);
+}
+
+/* After an item of a list: ',' (another item follows) or close (the end:
+ * *end set); anything else fails "expected ',' or 'close' in what". */
+static int list_sep(struct rank_parser *p, const char *close, const char *what, int *end)
+{
+	struct rank_tok t;
+	rank_lex_next(p->lx, RANK_LEX_EXPR, &t);
+	*end = rank_tok_is(&t, close);
+	if (*end || rank_tok_is(&t, ","))
+		return 0;
+	return rank_parser_fail(p, &t, STRATA_PARSE, "expected ',' or '%s' in %s, found %s", close,
+	                        what, rank_tok_quote(&t));
+}
 
 /* Arguments of a call after its '(' up to and including ')'. */
 static int call_args(struct rank_parser *p, struct rank_ast *call, const struct rank_tok *nm)
@@ -70,13 +94,8 @@ static int call_args(struct rank_parser *p, struct rank_ast *call, const struct 
 		return 0;
 	}
 	for (;;) {
-		struct rank_ast *arg = NULL;
-		int rc = expr(p, &arg);
-		if (rc) {
-			rank_ast_free(arg);
-			return rc;
-		}
-		if ((rc = add_arg(p, call, arg)) != 0)
+		int rc = expr_arg(p, call);
+		if (rc)
 			return rc;
 		rank_lex_next(p->lx, RANK_LEX_EXPR, &t);
 		if (rank_tok_is(&t, ")"))
@@ -113,13 +132,8 @@ static int lambda(struct rank_parser *p, struct rank_ast *call, const struct ran
 	call->kind = RA_LAMBDA;
 	base_strfree(call->name);
 	call->name = NULL;
-	struct rank_ast *body = NULL;
-	int rc = expr(p, &body);
-	if (rc) {
-		rank_ast_free(body);
-		return rc;
-	}
-	if ((rc = add_arg(p, call, body)) != 0)
+	int rc = expr_arg(p, call);
+	if (rc)
 		return rc;
 	struct rank_tok t;
 	rank_lex_next(p->lx, RANK_LEX_EXPR, &t);
@@ -130,14 +144,258 @@ static int lambda(struct rank_parser *p, struct rank_ast *call, const struct ran
 	return 0;
 }
 
+/* ---- tensor literals and generators ------------------------------------------ */
+
+/* Append one "dim:label" parameter to a. */
+static int add_label(struct rank_parser *p, struct rank_ast *a, const char *dim, const char *label,
+                     size_t len)
+{
+	int rc = rank_parser_push(p, &a->params, &a->nparams, sizeof *a->params);
+	if (rc)
+		return rc;
+	size_t n = strlen(dim);
+	char *buf = base_alloc(n + len + 2);
+	if (!buf)
+		return rank_parser_nomem(p);
+	memcpy(buf, dim, n);
+	buf[n] = ':';
+	memcpy(buf + n + 1, label, len);
+	buf[n + 1 + len] = 0;
+	a->params[a->nparams - 1] = base_strdup(buf);
+	base_free(buf, n + len + 2);
+	return a->params[a->nparams - 1] ? 0 : rank_parser_nomem(p);
+}
+
+/* A label: a name, a number or a quoted string. */
+static int label_tok(struct rank_parser *p, struct rank_tok *t, char **out)
+{
+	rank_lex_next(p->lx, RANK_LEX_EXPR, t);
+	if (t->kind == RT_STR)
+		*out = rank_tok_unquote(t);
+	else if (t->kind == RT_NAME || t->kind == RT_NUM)
+		*out = base_strndup(t->s, t->len);
+	else
+		return rank_parser_fail(p, t, STRATA_PARSE, "expected a label, found %s",
+		                        rank_tok_quote(t));
+	return *out ? 0 : rank_parser_nomem(p);
+}
+
+static int expect_tok(struct rank_parser *p, const char *what, const char *where)
+{
+	struct rank_tok t;
+	rank_lex_next(p->lx, RANK_LEX_EXPR, &t);
+	if (!rank_tok_is(&t, what))
+		return rank_parser_fail(p, &t, STRATA_PARSE, "expected '%s' %s, found %s", what, where,
+		                        rank_tok_quote(&t));
+	return 0;
+}
+
+/* Values of a dense list "[..]" (nested lists flattened in order) into a's
+ * args; each value's address is its position, given by the caller. */
+static int dense_values(struct rank_parser *p, struct rank_ast *a)
+{
+	struct rank_tok t;
+	rank_lex_peek(p->lx, RANK_LEX_EXPR, &t);
+	if (rank_tok_is(&t, "]")) {
+		rank_lex_take(p->lx, &t);
+		return 0;
+	}
+	for (;;) {
+		int rc;
+		rank_lex_peek(p->lx, RANK_LEX_EXPR, &t);
+		if (rank_tok_is(&t, "[")) {
+			rank_lex_take(p->lx, &t);
+			if ((rc = rank_parser_enter(p, &t)) || (rc = dense_values(p, a)))
+				return rc;
+			p->depth--;
+		} else if ((rc = expr_arg(p, a)) != 0) {
+			return rc;
+		}
+		int end;
+		if ((rc = list_sep(p, "]", "a tensor literal", &end)) || end)
+			return rc;
+	}
+}
+
+/* Labels "dim:i" for the indexed dimensions of ty at dense position k. */
+static int dense_labels(struct rank_parser *p, struct rank_ast *a, const struct rank_type *ty,
+                        size_t k)
+{
+	char num[32];
+	size_t rest = k;
+	int64_t idx[RANK_MAX_RANK] = { 0 };
+	for (int i = ty->rank - 1; i >= 0; i--) {
+		if (ty->dims[i] == RANK_DIM_MAPPED)
+			continue;
+		idx[i] = (int64_t)(rest % (size_t)ty->dims[i]);
+		rest /= (size_t)ty->dims[i];
+	}
+	for (int i = 0; i < ty->rank; i++) {
+		if (ty->dims[i] == RANK_DIM_MAPPED)
+			continue;
+		int n = snprintf(num, sizeof num, "%lld", (long long)idx[i]);
+		int rc = add_label(p, a, ty->dim_names[i], num, (size_t)n);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/* The cells of "{...}": verbose {{x:a,y:0}:1, ...}, mapped short {a:1, ...}
+ * (one mapped dimension) or mixed short {a:[1, 2], ...} (one mapped
+ * dimension and indexed ones). */
+static int cells_form(struct rank_parser *p, struct rank_ast *a, const struct rank_type *ty)
+{
+	struct rank_tok t;
+	int rc, nmapped = rank_type_mapped(ty);
+	rank_lex_peek(p->lx, RANK_LEX_EXPR, &t);
+	if (rank_tok_is(&t, "}")) {
+		rank_lex_take(p->lx, &t);
+		return 0;
+	}
+	for (;;) {
+		rank_lex_peek(p->lx, RANK_LEX_EXPR, &t);
+		if (rank_tok_is(&t, "{")) {
+			/* {dim:label, ...}:value */
+			rank_lex_take(p->lx, &t);
+			int n = 0;
+			struct rank_tok e;
+			rank_lex_peek(p->lx, RANK_LEX_EXPR, &e);
+			while (!rank_tok_is(&e, "}")) {
+				struct rank_tok d;
+				char *label = NULL;
+				if ((rc = rank_parser_expect_name(p, RANK_LEX_EXPR, &d, "a dimension name")) ||
+				    (rc = expect_tok(p, ":", "after a dimension name")) ||
+				    (rc = label_tok(p, &e, &label)))
+					return rc;
+				char *dim = rank_parser_tokdup(p, &d);
+				rc = dim ? add_label(p, a, dim, label, strlen(label)) : STRATA_NOMEM;
+				base_strfree(dim);
+				base_strfree(label);
+				if (rc)
+					return rc;
+				n++;
+				rank_lex_next(p->lx, RANK_LEX_EXPR, &e);
+				if (rank_tok_is(&e, "}"))
+					break;
+				if (!rank_tok_is(&e, ","))
+					return rank_parser_fail(p, &e, STRATA_PARSE,
+					                        "expected ',' or '}' in a cell address, found %s",
+					                        rank_tok_quote(&e));
+				rank_lex_peek(p->lx, RANK_LEX_EXPR, &e);
+			}
+			if (rank_tok_is(&e, "}") && n == 0)
+				rank_lex_take(p->lx, &e);
+			if (n != ty->rank)
+				return rank_parser_fail(p, &t, STRATA_TYPE,
+				                        "a cell address of %s names %d dimension%s, not %d",
+				                        a->name, n, n == 1 ? "" : "s", ty->rank);
+			if ((rc = expect_tok(p, ":", "after a cell address")) || (rc = expr_arg(p, a)))
+				return rc;
+		} else {
+			/* label:value or label:[dense values] */
+			char *label = NULL;
+			if (nmapped != 1)
+				return rank_parser_fail(p, &t, STRATA_TYPE,
+				                        "the short form {label: ...} needs one mapped "
+				                        "dimension, %s has %d", a->name, nmapped);
+			if ((rc = label_tok(p, &t, &label)))
+				return rc;
+			const char *mdim = NULL;
+			for (int i = 0; i < ty->rank; i++)
+				if (ty->dims[i] == RANK_DIM_MAPPED)
+					mdim = ty->dim_names[i];
+			if ((rc = expect_tok(p, ":", "after a label"))) {
+				base_strfree(label);
+				return rc;
+			}
+			int first = a->nargs;
+			struct rank_tok b;
+			rank_lex_peek(p->lx, RANK_LEX_EXPR, &b);
+			if (rank_tok_is(&b, "[")) {
+				rank_lex_take(p->lx, &b);
+				rc = dense_values(p, a);
+			} else {
+				rc = expr_arg(p, a);
+			}
+			/* the address of each value: the label, then its dense position */
+			for (int k = first; rc == 0 && k < a->nargs; k++) {
+				for (int i = 0; rc == 0 && i < ty->rank; i++)
+					if (ty->dims[i] == RANK_DIM_MAPPED)
+						rc = add_label(p, a, mdim, label, strlen(label));
+				if (rc == 0)
+					rc = dense_labels(p, a, ty, (size_t)(k - first));
+			}
+			base_strfree(label);
+			if (rc)
+				return rc;
+		}
+		int end;
+		if ((rc = list_sep(p, "}", "a tensor literal", &end)) || end)
+			return rc;
+	}
+}
+
+/* tensor<cell>(dims):value or tensor<cell>(dims)(generator body), at the
+ * name token "tensor" (taken). */
+static int tensor_expr(struct rank_parser *p, const struct rank_tok *nm, struct rank_ast **out)
+{
+	struct rank_lexer lx = *p->lx;
+	struct rank_type ty;
+	/* the type, read again from "tensor" */
+	lx.off = (size_t)(nm->s - lx.text);
+	lx.line = nm->line;
+	lx.col = nm->col;
+	int rc = rank_type_lex_mapped(&lx, &ty, p->err);
+	if (rc)
+		return rc;
+	*p->lx = lx;
+	struct rank_ast *a = node(p, RA_TENSOR, nm);
+	if (!a) {
+		rank_type_clear(&ty);
+		return STRATA_NOMEM;
+	}
+	*out = a;
+	if (!(a->name = base_strndup(nm->s, (size_t)(p->lx->text + p->lx->off - nm->s)))) {
+		rank_type_clear(&ty);
+		return rank_parser_nomem(p);
+	}
+	struct rank_tok t;
+	rank_lex_next(p->lx, RANK_LEX_EXPR, &t);
+	if (rank_tok_is(&t, "(")) {
+		a->kind = RA_GEN;
+		for (int i = 0; i < ty.rank && rc == 0; i++)
+			if ((rc = rank_parser_push(p, &a->params, &a->nparams, sizeof *a->params)) == 0 &&
+			    !(a->params[i] = base_strdup(ty.dim_names[i])))
+				rc = rank_parser_nomem(p);
+		if (rc == 0 && (rc = expr_arg(p, a)) == 0)
+			rc = expect_tok(p, ")", "closing the tensor generator");
+	} else if (!rank_tok_is(&t, ":")) {
+		rc = rank_parser_fail(p, &t, STRATA_PARSE,
+		                      "expected ':' (a literal) or '(' (a generator) after %s, found %s",
+		                      a->name, rank_tok_quote(&t));
+	} else {
+		rank_lex_next(p->lx, RANK_LEX_EXPR, &t);
+		if (rank_tok_is(&t, "["))
+			rc = dense_values(p, a);
+		else if (rank_tok_is(&t, "{"))
+			rc = cells_form(p, a, &ty);
+		else
+			rc = rank_parser_fail(p, &t, STRATA_PARSE,
+			                      "expected '[' or '{' after %s:, found %s", a->name,
+			                      rank_tok_quote(&t));
+	}
+	rank_type_clear(&ty);
+	return rc;
+}
+
 /* A name, a call name(args) with an optional ".out", or a lambda. */
 static int name_expr(struct rank_parser *p, const struct rank_tok *nm, struct rank_ast **out)
 {
 	struct rank_tok t;
 	rank_lex_peek(p->lx, RANK_LEX_EXPR, &t);
 	if (rank_tok_is(nm, "tensor") && (rank_tok_is(&t, "(") || rank_tok_is(&t, "<")))
-		return rank_parser_fail(p, nm, STRATA_NOT_IMPLEMENTED,
-		                        "tensor literals and generators in expressions are not supported");
+		return tensor_expr(p, nm, out);
 	struct rank_ast *a = node(p, RA_NAME, nm);
 	if (!a)
 		return STRATA_NOMEM;
@@ -223,15 +481,12 @@ static int name_list(struct rank_parser *p, const struct rank_tok *open, struct 
 			rank_ast_free(n);
 			return STRATA_NOMEM;
 		}
-		if ((rc = add_arg(p, a, n)) != 0)
+		int end;
+		if ((rc = add_arg(p, a, n)) != 0 ||
+		    (rc = list_sep(p, ")", "a list of dimensions", &end)))
 			return rc;
-		rank_lex_next(p->lx, RANK_LEX_EXPR, &t);
-		if (rank_tok_is(&t, ")"))
+		if (end)
 			return set_text(p, a, open->s);
-		if (!rank_tok_is(&t, ","))
-			return rank_parser_fail(p, &t, STRATA_PARSE,
-			                        "expected ',' or ')' in a list of dimensions, found %s",
-			                        rank_tok_quote(&t));
 	}
 }
 
@@ -442,15 +697,10 @@ static int in_list(struct rank_parser *p, const struct rank_tok *op, struct rank
 		}
 		if (neg)
 			n->num = -n->num;
-		if ((rc = add_arg(p, a, n)) != 0)
+		int end;
+		if ((rc = add_arg(p, a, n)) != 0 || (rc = list_sep(p, "]", "the list of 'in'", &end)) ||
+		    end)
 			return rc;
-		rank_lex_next(p->lx, RANK_LEX_EXPR, &t);
-		if (rank_tok_is(&t, "]"))
-			return 0;
-		if (!rank_tok_is(&t, ","))
-			return rank_parser_fail(p, &t, STRATA_PARSE,
-			                        "expected ',' or ']' in the list of 'in', found %s",
-			                        rank_tok_quote(&t));
 	}
 }
 

@@ -1,7 +1,8 @@
 /*
- * rank_eval.h: the evaluation back end of rank/ (fn.c, compile.c, vm.c,
- * tensor.c, model.c, query.c, profile.c, app.c), private to those files and
- * to the tests that look inside it.
+ * rank_eval.h: the evaluation back end of rank/ (fn.c, compile.c,
+ * explain.c, literal.c, vm.c, tensor.c, tensor_sparse.c, model.c, query.c,
+ * profile.c, app.c), private to those files and to the tests that look
+ * inside it.
  *
  * A profile compiles to a set of flat programs (struct rank_prog) sharing
  * one table of value types; vm.c runs them over one document at a time with
@@ -61,12 +62,19 @@ struct rt_ctx;
  * CONCAT     a=dim of t, d=type of x, e=type of y
  *                              pop y, pop x, push x's cells then y's along
  *                              dimension a of t
+ * LIT        a=literal         push the profile's tensor literal a
+ * GEN        a=lambda pc, b=local
+ *                              push a tensor of type t, each cell the
+ *                              lambda of its indices (locals b, b+1, ...)
+ * SMAP, SJOIN, SREDUCE         MAP, JOIN, REDUCE where a type involved has
+ *                              mapped dimensions (values are struct
+ *                              rank_sparse; tensor_sparse.c)
  */
 enum rank_opcode {
 	RANK_OP_NUM = 1, RANK_OP_ATTR, RANK_OP_QUERY, RANK_OP_CONST, RANK_OP_FIRST, RANK_OP_GET,
 	RANK_OP_SET, RANK_OP_UN, RANK_OP_BIN, RANK_OP_JUMPF, RANK_OP_JUMP, RANK_OP_RET, RANK_OP_MAP,
 	RANK_OP_JOIN, RANK_OP_REDUCE, RANK_OP_DOT, RANK_OP_CLOSE, RANK_OP_ONNX, RANK_OP_CONCAT,
-	RANK_OP_COUNT_
+	RANK_OP_LIT, RANK_OP_GEN, RANK_OP_SMAP, RANK_OP_SJOIN, RANK_OP_SREDUCE, RANK_OP_COUNT_
 };
 
 /* vm.c: the opcode's name ("NUM", "ONNX"), "?" for none. */
@@ -145,6 +153,8 @@ struct rank_profile {
 	const struct rank_constant_decl **consts;
 	int rerank;
 	struct rank_qpool *qpool;    /* its retired queries (query.c); NULL: none kept */
+	int nlits, caplits;          /* tensor literals of expressions (LIT), in pool */
+	struct rank_val *lits;
 };
 
 struct rank_schema {
@@ -198,16 +208,54 @@ void rank_profile_release(struct rank_profile *p);
  * rank_prog_release either way. */
 int rank_expr_compile(struct rank_profile *p, const struct rank_ast *a, struct rank_prog *prog,
                       struct strata_error *err);
+/* compile.c: base_err() with "file:line:col: " of pos in front. */
+int rank_pos_err(struct strata_error *err, const struct rank_pos *pos, int code,
+                 const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* literal.c.  The type of tensor literal or generator a (its dimension
+ * names in p's pool).  Returns 0, STRATA_PARSE, STRATA_NOMEM. */
+int rank_literal_type(struct rank_profile *p, const struct rank_ast *a, struct rank_type *ty,
+                      struct strata_error *err);
+/* The value of tensor literal a, made in p's pool, and its type.  Returns
+ * 0, STRATA_TYPE (a bad address, a cell given twice, a wrong count),
+ * STRATA_NOT_IMPLEMENTED (a cell that is not a number), STRATA_NOMEM; the
+ * messages carry a's position. */
+int rank_literal_make(struct rank_profile *p, const struct rank_ast *a, struct rank_type *ty,
+                      struct rank_val *v, struct strata_error *err);
 /* Free prog's code and name and zero it. */
 void rank_prog_release(struct rank_prog *prog);
 
 /* vm.c: a value on the VM stack.  Numbers live in num (cells == &num is not
- * used); tensors point at their cells, typed cell (BASE_DT_*). */
+ * used); tensors point at their cells, typed cell (BASE_DT_*); a tensor
+ * whose type has mapped dimensions points at a struct rank_sparse (cell
+ * BASE_DT_UNDEFINED). */
 struct rank_val {
 	const void *cells;
 	double num;
 	int cell;
 };
+
+/* A tensor with mapped dimensions: nblocks dense subspaces (the type's
+ * indexed dimensions, rank_type_cells() double cells each), each under the
+ * labels of the type's mapped dimensions, in the type's order.  Blocks have
+ * distinct labels, in no particular order. */
+struct rank_sparse {
+	size_t nblocks;
+	const char *const *labels;   /* nblocks * mapped dimensions */
+	const double *cells;         /* nblocks * subspace cells */
+};
+
+/* tensor_sparse.c: the algebra where a type has mapped dimensions.  Values
+ * of types without mapped dimensions are read as one block; results go to
+ * *out as a struct rank_sparse when tr has mapped dimensions, else as dense
+ * double cells (a number when tr has rank 0), all in arena memory.  Each
+ * returns 0 or STRATA_NOMEM. */
+int rank_sparse_map(struct base_arena *a, const struct rank_type *t, struct rank_val v,
+                    double (*fn)(void *ud, double x, double y), void *ud, struct rank_val *out);
+int rank_sparse_join(struct base_arena *a, const struct rank_type *ta, struct rank_val va,
+                     const struct rank_type *tb, struct rank_val vb, const struct rank_type *tr,
+                     double (*fn)(void *ud, double x, double y), void *ud, struct rank_val *out);
+int rank_sparse_reduce(struct base_arena *a, const struct rank_type *ti, struct rank_val v,
+                       const struct rank_type *tr, int agg, struct rank_val *out);
 /* Run prog (compiled for q's profile) for q's current document, on a frame
  * at the top of q's value stack.  *out is valid until the query's arena is
  * reset (the next document).  Returns 0, STRATA_NOMEM, or what a model's

@@ -8,10 +8,13 @@
  *   parser.c         the two parsers share their state and helpers
  *   type.c           tensor types: parsing, copying, printing
  *   schema.c         resolves profile inheritance into flat profiles
- *   compile.c        types every expression (dense tensor shapes with named
- *                    dimensions), resolves features, inlines user functions,
+ *   compile.c        types every expression (tensor types with named indexed
+ *                    or mapped dimensions), resolves features, inlines user functions,
  *                    emits a flat program (struct rank_prog)
- *   vm.c             runs programs; tensor.c is the dense tensor algebra;
+ *   explain.c        the EXPLAIN dump of compiled programs
+ *   literal.c        the values of tensor literals, made when a profile compiles
+ *   vm.c             runs programs; tensor.c is the dense tensor algebra,
+ *                    tensor_sparse.c the algebra of mapped and mixed tensors;
  *   fn.c             the scalar functions by id, shared by compiler and VM
  *   model.c          onnx-model blocks: input mapping, batched and per-document
  *                    runs through runtime/
@@ -37,7 +40,9 @@ struct rank_pos {
 };
 
 /* The type of a value: a number is rank 0 (cells double).  Dimension names
- * are owned by whoever owns the type (the AST or the program). */
+ * are owned by whoever owns the type (the AST or the program).  A mapped
+ * dimension (x{}, labels instead of indices) has size RANK_DIM_MAPPED. */
+#define RANK_DIM_MAPPED ((int64_t)-1)
 struct rank_type {
 	int cell;      /* BASE_DT_DOUBLE, FLOAT, INT8, BFLOAT16, INT32, INT64 */
 	int rank;
@@ -59,6 +64,12 @@ enum rank_ast_kind {
 	RA_UNARY,     /* op ('-' or '!') applied to args[0] */
 	RA_BINARY,    /* args[0] op args[1]; op is enum rank_binop */
 	RA_LAMBDA,    /* f(params)(args[0]) */
+	RA_TENSOR,    /* a tensor literal: name is its type's text ("tensor(x{},y[2])");
+	                 args are the cell values; in the short dense form ([..])
+	                 params is empty, else each cell has one "dim:label" param
+	                 per dimension (nparams = nargs * rank) */
+	RA_GEN,       /* tensor(x[2],y[3])(args[0]): name is the type's text, params
+	                 its dimension names, bound to each cell's indices */
 };
 
 enum rank_binop {
@@ -183,8 +194,13 @@ int rank_expr_parse(const char *file, const char *text, struct rank_ast **out,
 /* Free a and its whole tree; NULL is ignored. */
 void rank_ast_free(struct rank_ast *a);
 
-/* Helpers for type values.  The number of cells of t (1 for a number). */
+/* Helpers for type values.  The number of cells of t (1 for a number); with
+ * mapped dimensions, the cells of one dense subspace (its indexed ones). */
 size_t rank_type_cells(const struct rank_type *t);
+/* How many of t's dimensions are mapped. */
+int rank_type_mapped(const struct rank_type *t);
+/* rank_type_parse that also takes mapped dimensions (x{}). */
+int rank_type_parse_mapped(const char *text, struct rank_type *t);
 /* Parse "tensor<float>(x[3],y[2])" or "double" etc. into t (dim names
  * allocated with base_strdup).  Returns 0 or STRATA_PARSE. */
 int rank_type_parse(const char *text, struct rank_type *t);

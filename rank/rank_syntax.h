@@ -62,6 +62,9 @@ int rank_lex_verr(const struct rank_lexer *lx, int line, int col, struct strata_
  * dimension), STRATA_NOT_IMPLEMENTED (mapped or indexed-unbound dimensions),
  * STRATA_NOMEM.  t is cleared on failure. */
 int rank_type_lex(struct rank_lexer *lx, struct rank_type *t, struct strata_error *err);
+/* rank_type_lex that also takes mapped dimensions (x{}), for the types of
+ * tensor literals and generators in expressions. */
+int rank_type_lex_mapped(struct rank_lexer *lx, struct rank_type *t, struct strata_error *err);
 /* dst becomes a copy of src with its own dimension names.  Returns 0 or
  * STRATA_NOMEM (unreported: dst is cleared). */
 int rank_type_copy(struct rank_type *dst, const struct rank_type *src);

@@ -26,6 +26,7 @@
 static const char *const op_names[RANK_OP_COUNT_] = {
 	"?", "NUM", "ATTR", "QUERY", "CONST", "FIRST", "GET", "SET", "UN", "BIN",
 	"JUMPF", "JUMP", "RET", "MAP", "JOIN", "REDUCE", "DOT", "CLOSE", "ONNX", "CONCAT",
+	"LIT", "GEN", "SMAP", "SJOIN", "SREDUCE",
 };
 
 const char *rank_op_name(int op)
@@ -89,6 +90,12 @@ static double run_lambda(void *ud, double a, double b)
 	int rc = exec(l->x, l->pc, l->sp, &r);
 	BASE_ASSERT(rc == 0);
 	return r.num;
+}
+
+static double run_fn1(void *ud, double a, double b)
+{
+	(void)b;
+	return rank_fn1(*(const int *)ud, a);
 }
 
 static double run_fn2(void *ud, double a, double b)
@@ -281,6 +288,65 @@ static int exec(struct vm *x, int pc, struct rank_val *sp, struct rank_val *res)
 			set_cells(&sp[-1], r, BASE_DT_DOUBLE);
 			break;
 		}
+		case RANK_OP_LIT:
+			*sp++ = p->lits[in->a];
+			break;
+		case RANK_OP_GEN: {
+			const struct rank_type *t = type_of(x, in->t);
+			size_t n = ncells(t);
+			double *r = base_arena_alloc(&q->arena, n * sizeof *r, 64);
+			if (!r)
+				return oom(x);
+			for (int k = 0; k < t->rank; k++)
+				set_num(&x->locals[in->b + k], 0.0);
+			for (size_t i = 0; i < n; i++) {
+				struct rank_val v;
+				/* Generator bodies are scalar code, as lambdas are. */
+				rc = exec(x, in->a, sp, &v);
+				BASE_ASSERT(rc == 0);
+				r[i] = v.num;
+				for (int k = t->rank - 1; k >= 0; k--) {
+					struct rank_val *l = &x->locals[in->b + k];
+					if (++l->num < (double)t->dims[k])
+						break;
+					l->num = 0.0;
+				}
+			}
+			set_cells(sp++, r, BASE_DT_DOUBLE);
+			break;
+		}
+		case RANK_OP_SMAP: {
+			struct lambda l = { x, in->a, in->b, 1, sp };
+			if (in->a >= 0)
+				rc = rank_sparse_map(&q->arena, type_of(x, in->d), sp[-1], run_lambda, &l,
+				                     &sp[-1]);
+			else
+				rc = rank_sparse_map(&q->arena, type_of(x, in->d), sp[-1], run_fn1,
+				                     (void *)&in->c, &sp[-1]);
+			if (rc)
+				return oom(x);
+			break;
+		}
+		case RANK_OP_SJOIN: {
+			struct lambda l = { x, in->a, in->b, 2, sp };
+			struct rank_val r;
+			if (in->a >= 0)
+				rc = rank_sparse_join(&q->arena, type_of(x, in->d), sp[-2], type_of(x, in->e),
+				                      sp[-1], type_of(x, in->t), run_lambda, &l, &r);
+			else
+				rc = rank_sparse_join(&q->arena, type_of(x, in->d), sp[-2], type_of(x, in->e),
+				                      sp[-1], type_of(x, in->t), run_fn2, (void *)&in->c, &r);
+			if (rc)
+				return oom(x);
+			sp--;
+			sp[-1] = r;
+			break;
+		}
+		case RANK_OP_SREDUCE:
+			if (rank_sparse_reduce(&q->arena, type_of(x, in->d), sp[-1], type_of(x, in->t),
+			                       in->a, &sp[-1]))
+				return oom(x);
+			break;
 		case RANK_OP_CLOSE:
 			set_num(sp++, closeness(x, in->a, in->b));
 			break;

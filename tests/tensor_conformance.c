@@ -358,6 +358,37 @@ static const char *bare(const char *msg)
 	return colons == 3 && *s == ' ' ? s + 1 : msg;
 }
 
+/* t as a tensor literal in the verbose form. */
+static void literal(struct sb *b, const struct vtensor *t)
+{
+	char tt[512];
+	type_text(t, tt, sizeof tt);
+	sb_add(b, "%s:{", tt);
+	for (size_t blk = 0; blk < t->nblocks; blk++)
+		for (size_t j = 0; j < t->block; j++) {
+			sb_add(b, "%s{", blk || j ? "," : "");
+			for (int i = 0; i < t->nmapped; i++)
+				sb_add(b, "%s%s:\"%s\"", i ? "," : "", t->mnames[i],
+				       t->labels[blk * (size_t)t->nmapped + (size_t)i]);
+			size_t rest = j;
+			long idx[MAXD];
+			for (int i = t->nindexed - 1; i >= 0; i--) {
+				idx[i] = (long)(rest % (size_t)t->isize[i]);
+				rest /= (size_t)t->isize[i];
+			}
+			for (int i = 0; i < t->nindexed; i++)
+				sb_add(b, ",%s:%ld", t->inames[i], idx[i]);
+			double x = t->cells[blk * t->block + j];
+			if (isnan(x))
+				sb_add(b, "}:(0/0)");
+			else if (isinf(x))
+				sb_add(b, "}:(%s1/0)", x < 0 ? "-" : "");
+			else
+				sb_add(b, "}:%.17g", x);
+		}
+	sb_add(b, "}");
+}
+
 #define NAMES_MAX 16
 
 /* Evaluate case `expr` with inputs names[i] = in[i]; on success *got is the
@@ -369,20 +400,22 @@ static int eval_case(const char *expr, int nin, char names[][32], const struct v
 	char tt[512];
 	sb_add(&sd, "schema c {\n  document c {\n  }\n  rank-profile p {\n    inputs {\n");
 	for (int i = 0; i < nin; i++) {
-		if (in[i].nmapped > 0) {
-			snprintf(msg, nmsg, "not supported: mapped dimensions (input %s)", names[i]);
-			free(sd.s);
-			return -1;
-		}
+		if (in[i].nmapped > 0)
+			continue; /* a literal, below */
 		type_text(&in[i], tt, sizeof tt);
 		if (strcmp(tt, "tensor()") == 0)
 			snprintf(tt, sizeof tt, "double");
 		sb_add(&sd, "      query(%s) %s\n", names[i], tt);
 	}
 	sb_add(&sd, "    }\n");
-	for (int i = 0; i < nin; i++)
-		sb_add(&sd, "    function %s() {\n      expression: query(%s)\n    }\n", names[i],
-		       names[i]);
+	for (int i = 0; i < nin; i++) {
+		sb_add(&sd, "    function %s() {\n      expression: ", names[i]);
+		if (in[i].nmapped > 0)
+			literal(&sd, &in[i]);
+		else
+			sb_add(&sd, "query(%s)", names[i]);
+		sb_add(&sd, "\n    }\n");
+	}
 	sb_add(&sd, "  }\n}\n");
 
 	struct strata_error err = { 0 };
@@ -423,8 +456,9 @@ static int eval_case(const char *expr, int nin, char names[][32], const struct v
 		goto out;
 	}
 	for (int i = 0; i < nin; i++)
-		if ((rc = rank_query_set_input(q, names[i], in[i].cells, in[i].block, &err))) {
-			snprintf(msg, nmsg, "harness: input %s: %.900s", names[i], err.msg);
+		if (in[i].nmapped == 0 &&
+		    (rc = rank_query_set_input(q, names[i], in[i].cells, in[i].block, &err))) {
+			snprintf(msg, nmsg, "harness: input %s: %.400s", names[i], err.msg);
 			goto out;
 		}
 	struct rank_val v;
@@ -435,16 +469,28 @@ static int eval_case(const char *expr, int nin, char names[][32], const struct v
 	const struct rank_type *t = &prof.types[prog.result];
 	memset(got, 0, sizeof *got);
 	got->cell = cell_code(t->cell);
-	got->nindexed = t->rank;
 	got->nblocks = 1;
 	got->block = rank_type_cells(t);
 	for (int i = 0; i < t->rank; i++) {
-		snprintf(got->inames[i], sizeof got->inames[i], "%s", t->dim_names[i]);
-		got->isize[i] = (long)t->dims[i];
+		if (t->dims[i] == RANK_DIM_MAPPED) {
+			snprintf(got->mnames[got->nmapped++], sizeof got->mnames[0], "%s", t->dim_names[i]);
+		} else {
+			snprintf(got->inames[got->nindexed], sizeof got->inames[0], "%s", t->dim_names[i]);
+			got->isize[got->nindexed++] = (long)t->dims[i];
+		}
 	}
-	got->cells = calloc(got->block + 1, sizeof *got->cells);
-	for (size_t i = 0; i < got->block; i++)
-		got->cells[i] = t->rank == 0 ? v.num : rank_cell(v.cell, v.cells, i);
+	const double *src = NULL;
+	if (got->nmapped > 0) {
+		const struct rank_sparse *sp = v.cells;
+		got->nblocks = sp->nblocks;
+		got->labels = calloc(got->nblocks * (size_t)got->nmapped + 1, sizeof *got->labels);
+		for (size_t i = 0; i < got->nblocks * (size_t)got->nmapped; i++)
+			snprintf(got->labels[i], sizeof got->labels[i], "%s", sp->labels[i]);
+		src = sp->cells;
+	}
+	got->cells = calloc(got->nblocks * got->block + 1, sizeof *got->cells);
+	for (size_t i = 0; i < got->nblocks * got->block; i++)
+		got->cells[i] = src ? src[i] : t->rank == 0 ? v.num : rank_cell(v.cell, v.cells, i);
 	ok = 0;
 out:
 	if (q)

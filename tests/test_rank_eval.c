@@ -444,6 +444,102 @@ static void test_tensor_algebra(void **state)
 	rank_query_free(q);
 }
 
+/* Tensor literals (every form), generators, and mapped and mixed tensors
+ * through map, join and reduce, with the errors of literals. */
+static void test_tensor_literals(void **state)
+{
+	struct world *w = *state;
+	struct rank_query *q = new_query(w, "base");
+	double out[16];
+	NEAR(num(w, q, "sum(tensor(x[3]):[1, 2, -3])", 0), 0);
+	cells(w, q, "tensor<float>(x[2],y[2]):[[1, 2], [3, 4]] * 2", 0, out, 4);
+	for (int i = 0; i < 4; i++)
+		NEAR(out[i], 2 * (i + 1));
+	cells(w, q, "tensor(x[2],y[2]):{{x:1,y:0}:5, {y:1,x:0}:7}", 0, out, 4);
+	NEAR(out[0], 0);
+	NEAR(out[1], 7);
+	NEAR(out[2], 5);
+	NEAR(out[3], 0);
+	cells(w, q, "tensor(x[3],y[2])(x * 10 + y)", 0, out, 6);
+	for (int i = 0; i < 6; i++)
+		NEAR(out[i], (i / 2) * 10 + i % 2);
+	NEAR(num(w, q, "reduce(tensor(k{}):{a:1, b:2, \"c d\":4}, sum)", 0), 7);
+	NEAR(num(w, q, "reduce(tensor(k{}):{a:1, b:2}, count)", 0), 2);
+	NEAR(num(w, q, "reduce(tensor(k{}):{}, max)", 0), 0);
+	NEAR(num(w, q, "reduce(tensor(k{},x[2]):{a:[1, 2], b:[3, 5]}, avg)", 0), 11.0 / 4);
+	cells(w, q, "reduce(tensor(k{},x[2]):{a:[1, 2], b:[3, 5]}, sum, k)", 0, out, 2);
+	NEAR(out[0], 4);
+	NEAR(out[1], 7);
+	/* joined on k: only b is in both */
+	NEAR(num(w, q, "sum(tensor(k{}):{a:1, b:2} * tensor(k{}):{b:10, c:5})", 0), 20);
+	NEAR(num(w, q, "sum(tensor(k{}):{a:1, b:2} * query(q))", 0),
+	     3 * (qd[0] + qd[1] + qd[2] + qd[3]));
+	NEAR(num(w, q, "sum(map(tensor(k{}):{a:1, b:-2}, f(v)(v * v)))", 0), 5);
+	NEAR(num(w, q, "sum(join(tensor(k{}):{a:1}, tensor(j{}):{x:2, y:3}, f(s, t)(s - t)))", 0),
+	     -3);
+	NEAR(num(w, q, "reduce(exp(tensor(k{}):{a:0, b:0}), sum)", 0), 2);
+
+	struct rank_val v;
+	const struct rank_type *t;
+	struct strata_error err = { 0 };
+	assert_int_equal(eval_expr(w, q, "tensor(k{}):{a:1} * 2", 0, &v, &t, &err), 0);
+	assert_int_equal(t->rank, 1);
+	assert_true(t->dims[0] == RANK_DIM_MAPPED);
+	const struct rank_sparse *sp = v.cells;
+	assert_int_equal(sp->nblocks, 1);
+	assert_string_equal(sp->labels[0], "a");
+	NEAR(sp->cells[0], 2);
+
+	static const struct {
+		const char *text;
+		int code;
+		const char *msg;
+	} bad[] = {
+		{ "tensor(x[2]):[1, 2, 3]", STRATA_TYPE,
+		  "expr:1:1: tensor(x[2]) has 2 cells, the literal gives 3" },
+		{ "tensor(x[2]):{{x:2}:1}", STRATA_TYPE,
+		  "expr:1:1: index '2' of dimension 'x' is outside [0, 2)" },
+		{ "tensor(x[2]):{{y:0}:1}", STRATA_TYPE, "expr:1:1: tensor(x[2]) has no dimension 'y'" },
+		{ "tensor(x{}):{a:1, a:2}", STRATA_TYPE,
+		  "expr:1:21: a cell of tensor(x{}) is given twice" },
+		{ "tensor(x[2]):[1, query(w)]", STRATA_NOT_IMPLEMENTED,
+		  "expr:1:18: tensor literal cells must be constant numbers" },
+		{ "tensor(x{}):[1]", STRATA_TYPE,
+		  "expr:1:1: tensor(x{}) has mapped dimensions: its cells need addresses, not a list" },
+		{ "tensor(x{})(1)", STRATA_NOT_IMPLEMENTED,
+		  "expr:1:1: tensor generators with mapped dimensions are not supported" },
+		{ "tensor(x{}):{a:1} + query(q)", STRATA_TYPE,
+		  "expr:1:19: dimension 'x' is mapped on one side, indexed on the other: "
+		  "tensor(x{}) and tensor<float>(x[4])" },
+		{ "concat(tensor(x{}):{a:1}, 1, y)", STRATA_NOT_IMPLEMENTED,
+		  "expr:1:1: concat() of mapped dimensions is not supported" },
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		memset(&err, 0, sizeof err);
+		int rc = eval_expr(w, q, bad[i].text, 0, &v, &t, &err);
+		if (rc != bad[i].code || strcmp(err.msg, bad[i].msg) != 0)
+			fail_msg("%s: got %d '%s'", bad[i].text, rc, err.msg);
+	}
+
+	/* every allocation of compiling and running a mixed expression may fail */
+	long k, failures = 0;
+	for (k = 1; k < 10000; k++) {
+		memset(&err, 0, sizeof err);
+		base_alloc_fail_after(k);
+		int rc = eval_expr(w, q, "reduce(tensor(k{},x[2]):{a:[1,2]} * tensor(k{}):{a:3}, sum, k)",
+		                   0, &v, &t, &err);
+		base_alloc_fail_after(0);
+		if (rc == 0)
+			break;
+		assert_int_equal(rc, STRATA_NOMEM);
+		assert_non_null(strstr(err.msg, "out of memory: "));
+		failures++;
+	}
+	assert_true(failures > 3);
+	NEAR(rank_cell(v.cell, v.cells, 1), 6);
+	rank_query_free(q);
+}
+
 static void test_closeness(void **state)
 {
 	struct world *w = *state;
@@ -936,6 +1032,7 @@ int main(void)
 		cmocka_unit_test(test_tensor_functions),
 		cmocka_unit_test(test_dot_lengths),
 		cmocka_unit_test(test_tensor_algebra),
+		cmocka_unit_test(test_tensor_literals),
 		cmocka_unit_test(test_closeness),
 		cmocka_unit_test(test_phases_functions_inherits),
 		cmocka_unit_test(test_features),

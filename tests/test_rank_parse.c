@@ -366,8 +366,19 @@ static void test_expr_errors(void **state)
 	expr_error("x{d:1}", STRATA_PARSE, "e:1:2: unexpected '{' after the expression");
 	expr_error("attribute(t){d:1}", STRATA_NOT_IMPLEMENTED,
 	           "e:1:13: tensor slices (value{...}) are not supported");
-	expr_error("tensor(x[2]):[1,2]", STRATA_NOT_IMPLEMENTED,
-	           "e:1:1: tensor literals and generators in expressions are not supported");
+	expr_error("tensor(x[2]):[1,2", STRATA_PARSE,
+	           "e:1:18: expected ',' or ']' in a tensor literal, found end of file");
+	expr_error("tensor(x[2]) 3", STRATA_PARSE,
+	           "e:1:14: expected ':' (a literal) or '(' (a generator) after tensor(x[2]), "
+	           "found '3'");
+	expr_error("tensor(x{},y[2]):{{x:a}:1}", STRATA_TYPE,
+	           "e:1:19: a cell address of tensor(x{},y[2]) names 1 dimension, not 2");
+	expr_error("tensor(x{},y{}):{a:1}", STRATA_TYPE,
+	           "e:1:18: the short form {label: ...} needs one mapped dimension, "
+	           "tensor(x{},y{}) has 2");
+	expr_error("tensor(x{}):{{x:(}:1}", STRATA_PARSE, "e:1:17: expected a label, found '('");
+	expr_error("tensor(x[2])(x", STRATA_PARSE,
+	           "e:1:15: expected ')' closing the tensor generator, found end of file");
 	expr_error("\"abc", STRATA_PARSE, "e:1:1: unterminated string '\"abc'");
 	expr_error("1 $ 2", STRATA_PARSE, "e:1:3: unexpected '$' after the expression");
 	expr_error("rename(t, (d0, 1), (a, b))", STRATA_PARSE,
