@@ -27,10 +27,13 @@ static const struct named_fn unary[] = {
 	{ "cos", RANK_FN_COS }, { "isNan", RANK_FN_ISNAN }, { "tan", RANK_FN_TAN },
 	{ "acos", RANK_FN_ACOS }, { "asin", RANK_FN_ASIN }, { "atan", RANK_FN_ATAN },
 	{ "cosh", RANK_FN_COSH }, { "sinh", RANK_FN_SINH }, { "elu", RANK_FN_ELU },
+	{ "round", RANK_FN_ROUND }, { "sign", RANK_FN_SIGN }, { "square", RANK_FN_SQUARE },
+	{ "erf", RANK_FN_ERF },
 };
 static const struct named_fn binary[] = {
 	{ "pow", RANK_FN_POW }, { "min", RANK_FN_MIN }, { "max", RANK_FN_MAX },
 	{ "atan2", RANK_FN_ATAN2 }, { "fmod", RANK_FN_FMOD }, { "ldexp", RANK_FN_LDEXP },
+	{ "bit", RANK_FN_BIT }, { "hamming", RANK_FN_HAMMING },
 };
 
 static int find(const struct named_fn *t, size_t n, const char *name)
@@ -93,6 +96,16 @@ static int exponent(double y)
 	return (int)y;
 }
 
+/* x as the int8 cell bit and hamming read (truncated, held in range). */
+static int int8_of(double x)
+{
+	if (!(x > -128.0))
+		return -128;
+	if (x > 127.0)
+		return 127;
+	return (int)x;
+}
+
 double rank_fn1(int fn, double x)
 {
 	switch (fn) {
@@ -118,6 +131,10 @@ double rank_fn1(int fn, double x)
 	case RANK_FN_COSH: return cosh(x);
 	case RANK_FN_SINH: return sinh(x);
 	case RANK_FN_ELU: return x < 0.0 ? exp(x) - 1.0 : x;
+	case RANK_FN_ROUND: return round(x);
+	case RANK_FN_SIGN: return x > 0.0 ? 1.0 : x < 0.0 ? -1.0 : 0.0;
+	case RANK_FN_SQUARE: return x * x;
+	case RANK_FN_ERF: return erf(x);
 	}
 	base_assert_fail("unknown unary function", __FILE__, __LINE__);
 }
@@ -146,6 +163,12 @@ double rank_fn2(int fn, double x, double y)
 	case RANK_FN_FMOD: return fmod(x, y);
 	case RANK_FN_POW: return pow(x, y);
 	case RANK_FN_LDEXP: return ldexp(x, exponent(y));
+	case RANK_FN_BIT: {
+		int n = exponent(y);
+		return n < 0 || n > 7 ? 0.0 : (double)(((unsigned)(uint8_t)int8_of(x) >> n) & 1u);
+	}
+	case RANK_FN_HAMMING: return (double)__builtin_popcount((unsigned)(uint8_t)(int8_of(x) ^
+	                                                                           int8_of(y)));
 	}
 	base_assert_fail("unknown binary function", __FILE__, __LINE__);
 }

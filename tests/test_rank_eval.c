@@ -417,6 +417,11 @@ static void test_tensor_algebra(void **state)
 	NEAR(num(w, q, "cosh(1) + sinh(1) + elu(-1) + elu(2) + ldexp(3, 2.7)", 0),
 	     cosh(1) + sinh(1) + exp(-1) - 1 + 2 + 12);
 	NEAR(num(w, q, "(1 ~= 1.0000000001) + 10 * (1 ~= 1.1)", 0), 1);
+	NEAR(num(w, q, "round(2.5) + round(-1.4) + sign(-3) + sign(0) + square(3) + erf(0.5)", 0),
+	     3 - 1 - 1 + 0 + 9 + erf(0.5));
+	/* -3 is 0b11111101 as int8 */
+	NEAR(num(w, q, "bit(-3, 0) + 2 * bit(-3, 1) + 4 * bit(-3, 7) + 8 * bit(-3, 8)", 0), 1 + 4);
+	NEAR(num(w, q, "hamming(-3, 3) + 10 * hamming(5, 5)", 0), 7);
 
 	struct rank_val v;
 	const struct rank_type *t;
