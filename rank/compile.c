@@ -604,6 +604,53 @@ static int compile_tensor_fn(struct cc *c, const struct env *env, const struct r
 		EMIT(c, mapped(c, *type) ? RANK_OP_SJOIN : RANK_OP_JOIN, pc, base, 0, t, t2, *type, 0);
 		return 0;
 	}
+	if (strcmp(f, "merge") == 0) {
+		if (a->nargs != 3)
+			return at(c, a, STRATA_TYPE, "merge(a, b, f(x,y)(...))");
+		if ((rc = compile(c, env, a->args[0], &t)) || (rc = compile(c, env, a->args[1], &t2)))
+			return rc;
+		int pc, base;
+		if ((rc = compile_lambda(c, a->args[2], 2, &pc, &base)) ||
+		    (rc = join_type(c, a, t, t2, type)))
+			return rc;
+		if (T(c, *type)->rank != T(c, t)->rank || T(c, *type)->rank != T(c, t2)->rank) {
+			char b1[256], b2[256];
+			return at(c, a, STRATA_TYPE, "merge() needs the same dimensions: %s and %s",
+			          type_str(T(c, t), b1, sizeof b1), type_str(T(c, t2), b2, sizeof b2));
+		}
+		/* dense operands have every cell on both sides: a join */
+		EMIT(c, mapped(c, *type) ? RANK_OP_SMERGE : RANK_OP_JOIN, pc, base, 0, t, t2, *type, 0);
+		return 0;
+	}
+	if (strcmp(f, "cell_cast") == 0) {
+		static const struct { const char *name; int cell, fn; } casts[] = {
+			{ "double", BASE_DT_DOUBLE, 0 }, { "float", BASE_DT_FLOAT, RANK_FN_TO_FLOAT },
+			{ "bfloat16", BASE_DT_BFLOAT16, RANK_FN_TO_BFLOAT16 },
+			{ "int8", BASE_DT_INT8, RANK_FN_TO_INT8 },
+		};
+		if (a->nargs != 2 || name_arg(c, a->args[1], "a cell type"))
+			return at(c, a, STRATA_TYPE, "cell_cast(tensor, cell type)");
+		size_t k;
+		for (k = 0; k < sizeof casts / sizeof casts[0]; k++)
+			if (strcmp(casts[k].name, a->args[1]->name) == 0)
+				break;
+		if (k == sizeof casts / sizeof casts[0])
+			return at(c, a->args[1], STRATA_TYPE,
+			          "unknown cell type '%s' (expected double, float, bfloat16 or int8)",
+			          a->args[1]->name);
+		if ((rc = compile(c, env, a->args[0], &t)))
+			return rc;
+		if (T(c, t)->rank == 0 && casts[k].cell != BASE_DT_DOUBLE)
+			return at(c, a, STRATA_TYPE, "a number cannot be cast to %s cells",
+			          casts[k].name);
+		if (casts[k].fn && (rc = emit_un(c, casts[k].fn, t, &t)))
+			return rc;
+		struct rank_type r = *T(c, t);
+		r.cell = casts[k].cell;
+		if ((*type = add_type(c->p, &r)) < 0)
+			return nomem(c);
+		return 0;
+	}
 	if (strcmp(f, "matmul") == 0) {
 		char *names[RANK_MAX_RANK];
 		int n, tj;

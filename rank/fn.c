@@ -73,6 +73,12 @@ const char *rank_fn_name(int fn, int is_binary)
 		return "neg";
 	if (fn == RANK_FN_NOT)
 		return "not";
+	if (fn == RANK_FN_TO_FLOAT)
+		return "cell_cast<float>";
+	if (fn == RANK_FN_TO_BFLOAT16)
+		return "cell_cast<bfloat16>";
+	if (fn == RANK_FN_TO_INT8)
+		return "cell_cast<int8>";
 	return name_of(unary, sizeof unary / sizeof unary[0], fn);
 }
 
@@ -135,6 +141,9 @@ double rank_fn1(int fn, double x)
 	case RANK_FN_SIGN: return x > 0.0 ? 1.0 : x < 0.0 ? -1.0 : 0.0;
 	case RANK_FN_SQUARE: return x * x;
 	case RANK_FN_ERF: return erf(x);
+	case RANK_FN_TO_FLOAT: return (double)(float)x;
+	case RANK_FN_TO_BFLOAT16: return (double)base_bf16_to_f32(base_f32_to_bf16((float)x));
+	case RANK_FN_TO_INT8: return isnan(x) ? 0.0 : (double)int8_of(x);
 	}
 	base_assert_fail("unknown unary function", __FILE__, __LINE__);
 }

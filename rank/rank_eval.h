@@ -69,12 +69,16 @@ struct rt_ctx;
  * SMAP, SJOIN, SREDUCE         MAP, JOIN, REDUCE where a type involved has
  *                              mapped dimensions (values are struct
  *                              rank_sparse; tensor_sparse.c)
+ * SMERGE     as SJOIN          pop y, pop x (same dimensions): every cell of
+ *                              either, through the lambda or fn2 c where
+ *                              both have it
  */
 enum rank_opcode {
 	RANK_OP_NUM = 1, RANK_OP_ATTR, RANK_OP_QUERY, RANK_OP_CONST, RANK_OP_FIRST, RANK_OP_GET,
 	RANK_OP_SET, RANK_OP_UN, RANK_OP_BIN, RANK_OP_JUMPF, RANK_OP_JUMP, RANK_OP_RET, RANK_OP_MAP,
 	RANK_OP_JOIN, RANK_OP_REDUCE, RANK_OP_DOT, RANK_OP_CLOSE, RANK_OP_ONNX, RANK_OP_CONCAT,
-	RANK_OP_LIT, RANK_OP_GEN, RANK_OP_SMAP, RANK_OP_SJOIN, RANK_OP_SREDUCE, RANK_OP_COUNT_
+	RANK_OP_LIT, RANK_OP_GEN, RANK_OP_SMAP, RANK_OP_SJOIN, RANK_OP_SREDUCE,
+	RANK_OP_SMERGE, RANK_OP_COUNT_
 };
 
 /* vm.c: the opcode's name ("NUM", "ONNX"), "?" for none. */
@@ -89,6 +93,7 @@ enum rank_fn {
 	RANK_FN_SIN, RANK_FN_COS, RANK_FN_ISNAN, RANK_FN_TAN, RANK_FN_ACOS, RANK_FN_ASIN,
 	RANK_FN_ATAN, RANK_FN_COSH, RANK_FN_SINH, RANK_FN_ELU, RANK_FN_ROUND, RANK_FN_SIGN,
 	RANK_FN_SQUARE, RANK_FN_ERF,
+	RANK_FN_TO_FLOAT, RANK_FN_TO_BFLOAT16, RANK_FN_TO_INT8, /* cell_cast's roundings */
 	RANK_FN_MIN = 32, RANK_FN_MAX, RANK_FN_ATAN2, RANK_FN_FMOD, RANK_FN_POW, RANK_FN_LDEXP,
 	RANK_FN_BIT, RANK_FN_HAMMING,
 };
@@ -258,6 +263,11 @@ int rank_sparse_join(struct base_arena *a, const struct rank_type *ta, struct ra
                      double (*fn)(void *ud, double x, double y), void *ud, struct rank_val *out);
 int rank_sparse_reduce(struct base_arena *a, const struct rank_type *ti, struct rank_val v,
                        const struct rank_type *tr, int agg, struct rank_val *out);
+/* merge: the cells of va and vb (types of the same dimensions), fn(x, y)
+ * where both have a cell. */
+int rank_sparse_merge(struct base_arena *a, const struct rank_type *ta, struct rank_val va,
+                      const struct rank_type *tb, struct rank_val vb, const struct rank_type *tr,
+                      double (*fn)(void *ud, double x, double y), void *ud, struct rank_val *out);
 /* Run prog (compiled for q's profile) for q's current document, on a frame
  * at the top of q's value stack.  *out is valid until the query's arena is
  * reset (the next document).  Returns 0, STRATA_NOMEM, or what a model's

@@ -1,6 +1,6 @@
 /*
- * tensor_sparse.c: map, join and reduce over tensors with mapped dimensions
- * (x{}), for the VM's SMAP, SJOIN and SREDUCE.
+ * tensor_sparse.c: map, join, merge and reduce over tensors with mapped
+ * dimensions (x{}), for the VM's SMAP, SJOIN, SMERGE and SREDUCE.
  *
  * A value is a list of blocks (struct rank_sparse): the labels of the
  * type's mapped dimensions, then a dense subspace over its indexed ones.
@@ -299,5 +299,85 @@ int rank_sparse_reduce(struct base_arena *a, const struct rank_type *ti, struct 
 		else if (agg == RANK_AGG_AVG)
 			r.cells[j] /= (double)r.count[j];
 	}
+	return build_done(a, &r, out);
+}
+
+/* The block of b with the labels of block blk of a (mapped dimension k of
+ * the result at fa[k] in a, fb[k] in b), or b->n when there is none. */
+static size_t same_labels(const struct blocks *a, size_t blk, const int *fa, const struct blocks *b,
+                          const int *fb, int nmapped)
+{
+	size_t j;
+	for (j = 0; j < b->n; j++) {
+		int same = 1;
+		for (int k = 0; k < nmapped && same; k++)
+			same = strcmp(label_of(a, blk, fa[k]), label_of(b, j, fb[k])) == 0;
+		if (same)
+			break;
+	}
+	return j;
+}
+
+static double left(void *ud, double x, double y)
+{
+	(void)ud;
+	(void)y;
+	return x;
+}
+
+/* Append block blk of b to r, its subspace laid out as r's, under labels
+ * taken through from (b's position of each of r's mapped dimensions). */
+static int copy_block(struct base_arena *a, struct builder *r, const struct blocks *b, size_t blk,
+                      const int *from)
+{
+	static const struct rank_type number = { .cell = BASE_DT_DOUBLE };
+	struct rank_val zero = { .cell = BASE_DT_DOUBLE };
+	size_t o = r->b.n++;
+	for (int k = 0; k < r->b.nmapped; k++)
+		r->labels[o * (size_t)r->b.nmapped + (size_t)k] = label_of(b, blk, from[k]);
+	double *d;
+	if (rank_tensor_join(a, &b->sub, sub_val(b, blk), &number, zero, &r->b.sub, left, NULL, &d))
+		return STRATA_NOMEM;
+	memcpy(r->cells + o * r->b.block, d, r->b.block * sizeof *d);
+	return 0;
+}
+
+int rank_sparse_merge(struct base_arena *a, const struct rank_type *ta, struct rank_val va,
+                      const struct rank_type *tb, struct rank_val vb, const struct rank_type *tr,
+                      double (*fn)(void *ud, double x, double y), void *ud, struct rank_val *out)
+{
+	struct blocks x, y;
+	struct builder r;
+	int rc;
+	if ((rc = view(a, ta, &va, &x)) || (rc = view(a, tb, &vb, &y)) ||
+	    (rc = build_init(a, tr, x.n + y.n, 0, &r)))
+		return rc;
+	int from_x[RANK_MAX_RANK], from_y[RANK_MAX_RANK];
+	for (int k = 0; k < r.b.nmapped; k++) {
+		from_x[k] = mapped_index(&x, tr->dim_names[r.b.mdim[k]]);
+		from_y[k] = mapped_index(&y, tr->dim_names[r.b.mdim[k]]);
+	}
+	/* x's blocks, each merged with y's block of the same labels */
+	for (size_t i = 0; i < x.n; i++) {
+		size_t j = same_labels(&x, i, from_x, &y, from_y, r.b.nmapped);
+		if (j == y.n) {
+			if (copy_block(a, &r, &x, i, from_x))
+				return STRATA_NOMEM;
+			continue;
+		}
+		size_t o = r.b.n++;
+		for (int k = 0; k < r.b.nmapped; k++)
+			r.labels[o * (size_t)r.b.nmapped + (size_t)k] = label_of(&x, i, from_x[k]);
+		double *d;
+		if (rank_tensor_join(a, &x.sub, sub_val(&x, i), &y.sub, sub_val(&y, j), &r.b.sub, fn,
+		                     ud, &d))
+			return STRATA_NOMEM;
+		memcpy(r.cells + o * r.b.block, d, r.b.block * sizeof *d);
+	}
+	/* then y's blocks that x lacks */
+	for (size_t j = 0; j < y.n; j++)
+		if (same_labels(&y, j, from_y, &x, from_x, r.b.nmapped) == x.n &&
+		    copy_block(a, &r, &y, j, from_y))
+			return STRATA_NOMEM;
 	return build_done(a, &r, out);
 }

@@ -26,7 +26,7 @@
 static const char *const op_names[RANK_OP_COUNT_] = {
 	"?", "NUM", "ATTR", "QUERY", "CONST", "FIRST", "GET", "SET", "UN", "BIN",
 	"JUMPF", "JUMP", "RET", "MAP", "JOIN", "REDUCE", "DOT", "CLOSE", "ONNX", "CONCAT",
-	"LIT", "GEN", "SMAP", "SJOIN", "SREDUCE",
+	"LIT", "GEN", "SMAP", "SJOIN", "SREDUCE", "SMERGE",
 };
 
 const char *rank_op_name(int op)
@@ -327,15 +327,19 @@ static int exec(struct vm *x, int pc, struct rank_val *sp, struct rank_val *res)
 				return oom(x);
 			break;
 		}
-		case RANK_OP_SJOIN: {
+		case RANK_OP_SJOIN: case RANK_OP_SMERGE: {
 			struct lambda l = { x, in->a, in->b, 2, sp };
 			struct rank_val r;
+			int (*op)(struct base_arena *, const struct rank_type *, struct rank_val,
+			          const struct rank_type *, struct rank_val, const struct rank_type *,
+			          double (*)(void *, double, double), void *, struct rank_val *) =
+				in->op == RANK_OP_SJOIN ? rank_sparse_join : rank_sparse_merge;
 			if (in->a >= 0)
-				rc = rank_sparse_join(&q->arena, type_of(x, in->d), sp[-2], type_of(x, in->e),
-				                      sp[-1], type_of(x, in->t), run_lambda, &l, &r);
+				rc = op(&q->arena, type_of(x, in->d), sp[-2], type_of(x, in->e), sp[-1],
+				        type_of(x, in->t), run_lambda, &l, &r);
 			else
-				rc = rank_sparse_join(&q->arena, type_of(x, in->d), sp[-2], type_of(x, in->e),
-				                      sp[-1], type_of(x, in->t), run_fn2, (void *)&in->c, &r);
+				rc = op(&q->arena, type_of(x, in->d), sp[-2], type_of(x, in->e), sp[-1],
+				        type_of(x, in->t), run_fn2, (void *)&in->c, &r);
 			if (rc)
 				return oom(x);
 			sp--;

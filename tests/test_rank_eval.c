@@ -484,9 +484,29 @@ static void test_tensor_literals(void **state)
 	     -3);
 	NEAR(num(w, q, "reduce(exp(tensor(k{}):{a:0, b:0}), sum)", 0), 2);
 
+	NEAR(num(w, q, "sum(merge(tensor(k{}):{a:1, b:2}, tensor(k{}):{b:10, c:5}, f(x, y)(x + y)))",
+	         0), 18);
+	NEAR(num(w, q, "reduce(merge(tensor(k{},x[2]):{a:[1, 2]}, "
+	               "tensor(k{},x[2]):{a:[10, 20], b:[3, 4]}, f(x, y)(y - x)), max)", 0), 18);
+	NEAR(num(w, q, "sum(merge(tensor(k{},x[2]):{a:[1, 2]}, "
+	               "tensor(k{},x[2]):{a:[10, 20], b:[3, 4]}, f(x, y)(y - x)))", 0), 34);
+	NEAR(num(w, q, "sum(merge(query(q), query(q), f(x, y)(x * y)))", 0),
+	     qd[0] * qd[0] + qd[1] * qd[1] + qd[2] * qd[2] + qd[3] * qd[3]);
+	cells(w, q, "cell_cast(tensor(x[3]):[0.1, 1.7, -300], float)", 0, out, 3);
+	assert_true(out[0] == (double)0.1f);
+	cells(w, q, "cell_cast(tensor(x[3]):[0.1, 1.7, -300], int8)", 0, out, 3);
+	NEAR(out[1], 1);
+	NEAR(out[2], -128);
+	cells(w, q, "cell_cast(tensor(x[1]):[1.00390625], bfloat16)", 0, out, 1);
+	NEAR(out[0], 1.0);
+
 	struct rank_val v;
 	const struct rank_type *t;
 	struct strata_error err = { 0 };
+	assert_int_equal(eval_expr(w, q, "cell_cast(query(q), bfloat16)", 0, &v, &t, &err), 0);
+	assert_int_equal(t->cell, BASE_DT_BFLOAT16);
+	assert_int_equal(eval_expr(w, q, "cell_cast(query(q) * 2, double)", 0, &v, &t, &err), 0);
+	assert_int_equal(t->cell, BASE_DT_DOUBLE);
 	assert_int_equal(eval_expr(w, q, "tensor(k{}):{a:1} * 2", 0, &v, &t, &err), 0);
 	assert_int_equal(t->rank, 1);
 	assert_true(t->dims[0] == RANK_DIM_MAPPED);
@@ -516,6 +536,11 @@ static void test_tensor_literals(void **state)
 		{ "tensor(x{}):{a:1} + query(q)", STRATA_TYPE,
 		  "expr:1:19: dimension 'x' is mapped on one side, indexed on the other: "
 		  "tensor(x{}) and tensor<float>(x[4])" },
+		{ "merge(query(q), query(m), f(x, y)(x))", STRATA_TYPE,
+		  "expr:1:1: merge() needs the same dimensions: tensor<float>(x[4]) and "
+		  "tensor<float>(x[4],y[2])" },
+		{ "cell_cast(query(q), half)", STRATA_TYPE,
+		  "expr:1:21: unknown cell type 'half' (expected double, float, bfloat16 or int8)" },
 		{ "concat(tensor(x{}):{a:1}, 1, y)", STRATA_NOT_IMPLEMENTED,
 		  "expr:1:1: concat() of mapped dimensions is not supported" },
 	};
