@@ -171,15 +171,27 @@ static struct rank_val sub_val(const struct blocks *b, size_t blk)
 	return v;
 }
 
+/* Two operands as blocks, and a builder for the result with room for
+ * x.n * y.n blocks (product) or x.n + y.n. */
+static int begin2(struct base_arena *a, const struct rank_type *ta, const struct rank_val *va,
+                  const struct rank_type *tb, const struct rank_val *vb,
+                  const struct rank_type *tr, int product, struct blocks *x, struct blocks *y,
+                  struct builder *r)
+{
+	int rc;
+	if ((rc = view(a, ta, va, x)) || (rc = view(a, tb, vb, y)))
+		return rc;
+	return build_init(a, tr, product ? x->n * y->n : x->n + y->n, 0, r);
+}
+
 int rank_sparse_join(struct base_arena *a, const struct rank_type *ta, struct rank_val va,
                      const struct rank_type *tb, struct rank_val vb, const struct rank_type *tr,
                      double (*fn)(void *ud, double x, double y), void *ud, struct rank_val *out)
 {
 	struct blocks x, y;
 	struct builder r;
-	int rc;
-	if ((rc = view(a, ta, &va, &x)) || (rc = view(a, tb, &vb, &y)) ||
-	    (rc = build_init(a, tr, x.n * y.n, 0, &r)))
+	int rc = begin2(a, ta, &va, tb, &vb, tr, 1, &x, &y, &r);
+	if (rc)
 		return rc;
 	/* where each result label comes from, and the labels both sides share */
 	int from_x[RANK_MAX_RANK], from_y[RANK_MAX_RANK], common_x[RANK_MAX_RANK],
@@ -348,9 +360,8 @@ int rank_sparse_merge(struct base_arena *a, const struct rank_type *ta, struct r
 {
 	struct blocks x, y;
 	struct builder r;
-	int rc;
-	if ((rc = view(a, ta, &va, &x)) || (rc = view(a, tb, &vb, &y)) ||
-	    (rc = build_init(a, tr, x.n + y.n, 0, &r)))
+	int rc = begin2(a, ta, &va, tb, &vb, tr, 0, &x, &y, &r);
+	if (rc)
 		return rc;
 	int from_x[RANK_MAX_RANK], from_y[RANK_MAX_RANK];
 	for (int k = 0; k < r.b.nmapped; k++) {
