@@ -3,7 +3,10 @@
  *
  * Sits between the parser (struct rank_sd, flattened profiles) and the VM.
  * Every expression is typed while it is emitted: a number is rank 0, a tensor
- * is dense with named dimensions (struct rank_type).  Features are resolved
+ * has named indexed or mapped dimensions (struct rank_type); values of types
+ * with mapped dimensions take the S* instructions, dense ones the fast ones.
+ * compile_base.c holds errors, the type table and emission, compile_tensor.c
+ * the tensor constructs beyond map, join and reduce.  Features are resolved
  * against the schema (attribute), the profile's inputs (query), constants,
  * onnx-model blocks and user functions; user functions are inlined, their
  * arguments evaluated once into locals.  A program is a stack machine: each
@@ -16,214 +19,36 @@
  *
  * Invariants: every type index in an instruction is valid in the profile's
  * type table; type 0 is the number type; dimension names are borrowed from
- * the schema (which the application keeps) or from static strings.
+ * the schema (which the application keeps), from static strings, or from
+ * the profile's pool (types of literals and generators).
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../runtime/runtime.h"
-#include "rank_eval.h"
+#include "rank_compile.h"
 
 /* Dimension names of model outputs (Vespa names them d0, d1, ...). */
 static const char *const dnames[RANK_MAX_RANK] = { "d0", "d1", "d2", "d3", "d4", "d5", "d6", "d7" };
 
 /* ---- compile state ------------------------------------------------------- */
 
-/* Names bound while compiling: function parameters and lambda parameters. */
-struct env {
-	const struct env *up;
-	const struct rank_function_decl *fn; /* the function whose body this is, or NULL */
-	int lambda;                          /* a lambda body: only its parameters are visible */
-	int n;
-	char *const *names;
-	const int *locals;
-	const int *types;
-};
 
-struct cc {
-	struct rank_profile *p;
-	const struct rank_models *models;
-	struct rank_prog *prog;
-	struct strata_error *err;
-	int allow_first; /* firstPhase is valid here */
-};
 
-static int at(struct cc *c, const struct rank_ast *a, int code, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
 
-/* An error at a's position: "file:line:col: message". */
-static int at(struct cc *c, const struct rank_ast *a, int code, const char *fmt, ...)
+
+
+
+
+
+
+
+/* Compile a's first two arguments, their types in *tx and *ty. */
+static int compile2(struct cc *c, const struct env *env, const struct rank_ast *a, int *tx, int *ty)
 {
-	char msg[STRATA_ERRMSG_MAX];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
-	va_end(ap);
-	return base_err(c->err, code, "%s:%d:%d: %s", a->pos.file ? a->pos.file : "?",
-	                a->pos.line, a->pos.col, msg);
-}
-
-int rank_pos_err(struct strata_error *err, const struct rank_pos *pos, int code,
-                 const char *fmt, ...)
-{
-	char msg[STRATA_ERRMSG_MAX];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
-	va_end(ap);
-	return base_err(err, code, "%s:%d:%d: %s", pos->file ? pos->file : "?", pos->line, pos->col,
-	                msg);
-}
-
-static size_t type_cells(const struct rank_type *t)
-{
-	size_t n = 1;
-	for (int i = 0; i < t->rank; i++)
-		n *= (size_t)t->dims[i];
-	return n;
-}
-
-/* t for a message: "double" for any number. */
-static const char *type_str(const struct rank_type *t, char *buf, size_t n)
-{
-	if (t->rank == 0) {
-		snprintf(buf, n, "double");
-		return buf;
-	}
-	return rank_type_str(t, buf, n);
-}
-
-static int same_type(const struct rank_type *a, const struct rank_type *b)
-{
-	if (a->rank != b->rank)
-		return 0;
-	for (int i = 0; i < a->rank; i++)
-		if (a->dims[i] != b->dims[i] || strcmp(a->dim_names[i], b->dim_names[i]) != 0)
-			return 0;
-	return 1;
-}
-
-/* Add a type to the profile's table; returns its index or -1 (no memory). */
-static int add_type(struct rank_profile *p, const struct rank_type *t)
-{
-	for (int i = 0; i < p->ntypes; i++)
-		if (p->types[i].cell == t->cell && same_type(&p->types[i], t))
-			return i;
-	size_t cap = (size_t)p->captypes;
-	if (base_grow((void **)&p->types, &cap, (size_t)p->ntypes + 1, sizeof *p->types, 1 << 20))
-		return -1;
-	p->captypes = (int)cap;
-	p->types[p->ntypes] = *t;
-	return p->ntypes++;
-}
-
-static int nomem(struct cc *c)
-{
-	return base_nomem(c->err, "compiling profile '%s'", c->p->decl->name);
-}
-
-static const struct rank_type *T(struct cc *c, int t)
-{
-	return &c->p->types[t];
-}
-
-/* Type t has mapped dimensions: its values take the S* instructions. */
-static int mapped(struct cc *c, int t)
-{
-	return rank_type_mapped(T(c, t)) > 0;
-}
-
-/* Emit one instruction; returns its index or -1 (no memory). */
-static int emit(struct cc *c, int op, int a, int b, int cc_, int d, int e, int t, double k)
-{
-	struct rank_prog *g = c->prog;
-	size_t cap = (size_t)g->capcode;
-	if (base_grow((void **)&g->code, &cap, (size_t)g->ncode + 1, sizeof *g->code, 1 << 20))
-		return -1;
-	g->capcode = (int)cap;
-	g->code[g->ncode] = (struct rank_ins){ op, a, b, cc_, d, e, t, k };
-	return g->ncode++;
-}
-
-#define EMIT(c, ...) do { if (emit(c, __VA_ARGS__) < 0) return nomem(c); } while (0)
-
-static int compile(struct cc *c, const struct env *env, const struct rank_ast *a, int *type);
-static int compile_literal(struct cc *c, const struct rank_ast *a, int *type);
-static int compile_generator(struct cc *c, const struct env *env, const struct rank_ast *a,
-                             int *type);
-
-/* The cell type of a tensor made of x's and y's cells (join, merge,
- * concat), as Vespa types it: a number takes the tensor's cell type, two
- * tensors keep a cell type they share, else double. */
-static int join_cell(const struct rank_type *x, const struct rank_type *y)
-{
-	if (x->rank == 0)
-		return y->rank == 0 ? BASE_DT_DOUBLE : y->cell;
-	if (y->rank == 0 || x->cell == y->cell)
-		return x->cell;
-	return BASE_DT_DOUBLE;
-}
-
-/* Type of join(x, y): the union of their dimensions, sorted by name (as Vespa
- * orders them); same-named dimensions must agree in size. */
-static int join_type(struct cc *c, const struct rank_ast *a, int tx, int ty, int *tr)
-{
-	const struct rank_type *x = T(c, tx), *y = T(c, ty);
-	if (x->rank == 0 && y->rank == 0) {
-		*tr = 0;
-		return 0;
-	}
-	struct rank_type r = { .cell = join_cell(x, y) };
-	for (int pass = 0; pass < 2; pass++) {
-		const struct rank_type *s = pass ? y : x;
-		for (int i = 0; i < s->rank; i++) {
-			int j;
-			for (j = 0; j < r.rank; j++)
-				if (strcmp(r.dim_names[j], s->dim_names[i]) == 0)
-					break;
-			if (j < r.rank) {
-				if ((r.dims[j] == RANK_DIM_MAPPED) != (s->dims[i] == RANK_DIM_MAPPED)) {
-					char b1[256], b2[256];
-					return at(c, a, STRATA_TYPE,
-					          "dimension '%s' is mapped on one side, indexed on the other: "
-					          "%s and %s", s->dim_names[i], type_str(x, b1, sizeof b1),
-					          type_str(y, b2, sizeof b2));
-				}
-				if (r.dims[j] != s->dims[i]) {
-					char b1[256], b2[256];
-					return at(c, a, STRATA_TYPE,
-					          "dimension '%s' differs in size: %s and %s",
-					          s->dim_names[i], type_str(x, b1, sizeof b1),
-					          type_str(y, b2, sizeof b2));
-				}
-				continue;
-			}
-			if (r.rank == RANK_MAX_RANK)
-				return at(c, a, STRATA_LIMIT, "more than %d dimensions",
-				          RANK_MAX_RANK);
-			/* insertion by name */
-			int k = r.rank;
-			while (k > 0 && strcmp(r.dim_names[k - 1], s->dim_names[i]) > 0) {
-				r.dim_names[k] = r.dim_names[k - 1];
-				r.dims[k] = r.dims[k - 1];
-				k--;
-			}
-			r.dim_names[k] = s->dim_names[i];
-			r.dims[k] = s->dims[i];
-			r.rank++;
-		}
-	}
-	if ((*tr = add_type(c->p, &r)) < 0)
-		return nomem(c);
-	return 0;
-}
-
-/* The type of map(t, f): t's own (a computed tensor keeps its nominal
- * cell type; the VM holds its cells as doubles, each value saying so). */
-static int map_type(struct cc *c, int t, int *out)
-{
-	*out = t;
-	return 0;
+	int rc = rank_cc_compile(c, env, a->args[0], tx);
+	return rc ? rc : rank_cc_compile(c, env, a->args[1], ty);
 }
 
 /* Emit REDUCE over the dims named in names[0..n) (all when n == 0). */
@@ -242,8 +67,8 @@ static int emit_reduce(struct cc *c, const struct rank_ast *a, int tin, int agg,
 			found |= strcmp(in->dim_names[i], names[k]) == 0;
 		if (!found) {
 			char b[256];
-			return at(c, a, STRATA_TYPE, "%s has no dimension '%s'",
-			          type_str(in, b, sizeof b), names[k]);
+			return rank_cc_at(c, a, STRATA_TYPE, "%s has no dimension '%s'",
+			          rank_cc_type_str(in, b, sizeof b), names[k]);
 		}
 	}
 	if (n > 0) {
@@ -259,8 +84,8 @@ static int emit_reduce(struct cc *c, const struct rank_ast *a, int tin, int agg,
 	}
 	if (r.rank == 0)
 		r.cell = BASE_DT_DOUBLE; /* a number */
-	if ((*tout = add_type(c->p, &r)) < 0)
-		return nomem(c);
+	if ((*tout = rank_cc_add_type(c->p, &r)) < 0)
+		return rank_cc_nomem(c);
 	EMIT(c, mapped(c, tin) ? RANK_OP_SREDUCE : RANK_OP_REDUCE, agg, 0, 0, tin, 0, *tout, 0);
 	return 0;
 }
@@ -268,7 +93,7 @@ static int emit_reduce(struct cc *c, const struct rank_ast *a, int tin, int agg,
 /* Emit the combination of the two values on top of the stack by fn2. */
 static int emit_bin(struct cc *c, const struct rank_ast *a, int fn, int tx, int ty, int *tr)
 {
-	int rc = join_type(c, a, tx, ty, tr);
+	int rc = rank_cc_join_type(c, a, tx, ty, tr);
 	if (rc)
 		return rc;
 	if (*tr == 0)
@@ -278,32 +103,8 @@ static int emit_bin(struct cc *c, const struct rank_ast *a, int fn, int tx, int 
 	return 0;
 }
 
-/* Emit fn1 applied to the value on top of the stack. */
-static int emit_un(struct cc *c, int fn, int t, int *tr)
-{
-	if (T(c, t)->rank == 0) {
-		EMIT(c, RANK_OP_UN, fn, 0, 0, 0, 0, 0, 0);
-		*tr = 0;
-		return 0;
-	}
-	int rc = map_type(c, t, tr);
-	if (rc)
-		return rc;
-	EMIT(c, mapped(c, t) ? RANK_OP_SMAP : RANK_OP_MAP, -1, 0, fn, t, 0, *tr, 0);
-	return 0;
-}
 
-static int new_local(struct cc *c)
-{
-	return c->prog->nlocals++;
-}
 
-static int name_arg(struct cc *c, const struct rank_ast *a, const char *what)
-{
-	if (a->kind != RA_NAME && a->kind != RA_STR)
-		return at(c, a, STRATA_TYPE, "expected %s", what);
-	return 0;
-}
 
 static int find_field(const struct rank_sd *sd, const char *name)
 {
@@ -325,22 +126,22 @@ static int field_type(struct cc *c, const struct rank_field *f, int *t)
 		r.dims[i] = f->dims[i];
 		r.dim_names[i] = (char *)f->dim_names[i];
 	}
-	if ((*t = add_type(c->p, &r)) < 0)
-		return nomem(c);
+	if ((*t = rank_cc_add_type(c->p, &r)) < 0)
+		return rank_cc_nomem(c);
 	return 0;
 }
 
 static int compile_attribute(struct cc *c, const struct rank_ast *a, int *type)
 {
-	if (a->nargs != 1 || name_arg(c, a->args[0], "an attribute name"))
-		return at(c, a, STRATA_TYPE, "attribute() takes one field name");
+	if (a->nargs != 1 || rank_cc_name_arg(c, a->args[0], "an attribute name"))
+		return rank_cc_at(c, a, STRATA_TYPE, "attribute() takes one field name");
 	const char *name = a->args[0]->name;
 	int fi = find_field(c->p->sd, name);
 	if (fi < 0 || !c->p->sd->fields[fi].attribute)
-		return at(c, a->args[0], STRATA_TYPE, "unknown attribute '%s'", name);
+		return rank_cc_at(c, a->args[0], STRATA_TYPE, "unknown attribute '%s'", name);
 	const struct rank_field *f = &c->p->sd->fields[fi];
 	if (f->type == RANK_FT_STRING)
-		return at(c, a->args[0], STRATA_TYPE, "attribute '%s' is a string, not a number",
+		return rank_cc_at(c, a->args[0], STRATA_TYPE, "attribute '%s' is a string, not a number",
 		          name);
 	int rc = field_type(c, f, type);
 	if (rc)
@@ -352,8 +153,8 @@ static int compile_attribute(struct cc *c, const struct rank_ast *a, int *type)
 
 static int compile_query(struct cc *c, const struct rank_ast *a, int *type)
 {
-	if (a->nargs != 1 || name_arg(c, a->args[0], "a query input name"))
-		return at(c, a, STRATA_TYPE, "query() takes one input name");
+	if (a->nargs != 1 || rank_cc_name_arg(c, a->args[0], "a query input name"))
+		return rank_cc_at(c, a, STRATA_TYPE, "query() takes one input name");
 	const char *name = a->args[0]->name;
 	const struct rank_profile_decl *d = c->p->decl;
 	for (int i = 0; i < d->ninputs; i++) {
@@ -363,19 +164,19 @@ static int compile_query(struct cc *c, const struct rank_ast *a, int *type)
 		/* query values are held as doubles; the type keeps its cell type */
 		if (r.rank == 0)
 			r.cell = BASE_DT_DOUBLE;
-		if ((*type = add_type(c->p, &r)) < 0)
-			return nomem(c);
+		if ((*type = rank_cc_add_type(c->p, &r)) < 0)
+			return rank_cc_nomem(c);
 		EMIT(c, RANK_OP_QUERY, i, 0, 0, 0, 0, *type, 0);
 		return 0;
 	}
-	return at(c, a->args[0], STRATA_TYPE,
+	return rank_cc_at(c, a->args[0], STRATA_TYPE,
 	          "query input '%s' is not declared in the inputs of profile '%s'", name, d->name);
 }
 
 static int compile_constant(struct cc *c, const struct rank_ast *a, int *type)
 {
-	if (a->nargs != 1 || name_arg(c, a->args[0], "a constant name"))
-		return at(c, a, STRATA_TYPE, "constant() takes one name");
+	if (a->nargs != 1 || rank_cc_name_arg(c, a->args[0], "a constant name"))
+		return rank_cc_at(c, a, STRATA_TYPE, "constant() takes one name");
 	const char *name = a->args[0]->name;
 	for (int i = 0; i < c->p->nconsts; i++) {
 		if (strcmp(c->p->consts[i]->name, name) != 0)
@@ -384,12 +185,12 @@ static int compile_constant(struct cc *c, const struct rank_ast *a, int *type)
 		/* constant cells are parsed into doubles; the type keeps its cell type */
 		if (r.rank == 0)
 			r.cell = BASE_DT_DOUBLE;
-		if ((*type = add_type(c->p, &r)) < 0)
-			return nomem(c);
+		if ((*type = rank_cc_add_type(c->p, &r)) < 0)
+			return rank_cc_nomem(c);
 		EMIT(c, RANK_OP_CONST, i, 0, 0, 0, 0, *type, 0);
 		return 0;
 	}
-	return at(c, a->args[0], STRATA_TYPE, "unknown constant '%s'", name);
+	return rank_cc_at(c, a->args[0], STRATA_TYPE, "unknown constant '%s'", name);
 }
 
 static int compile_model(struct rank_profile *p, const struct rank_models *models, int m,
@@ -397,15 +198,15 @@ static int compile_model(struct rank_profile *p, const struct rank_models *model
 
 static int compile_onnx(struct cc *c, const struct rank_ast *a, int *type)
 {
-	if (a->nargs != 1 || name_arg(c, a->args[0], "a model name"))
-		return at(c, a, STRATA_TYPE, "onnx() takes one model name");
+	if (a->nargs != 1 || rank_cc_name_arg(c, a->args[0], "a model name"))
+		return rank_cc_at(c, a, STRATA_TYPE, "onnx() takes one model name");
 	const char *name = a->args[0]->name;
 	int m;
 	for (m = 0; m < c->p->nmodels; m++)
 		if (strcmp(c->p->models[m].decl->name, name) == 0)
 			break;
 	if (m == c->p->nmodels)
-		return at(c, a->args[0], STRATA_TYPE, "unknown onnx model '%s'", name);
+		return rank_cc_at(c, a->args[0], STRATA_TYPE, "unknown onnx model '%s'", name);
 	int rc = compile_model(c->p, c->models, m, &a->pos, c->err);
 	if (rc)
 		return rc;
@@ -418,7 +219,7 @@ static int compile_onnx(struct cc *c, const struct rank_ast *a, int *type)
 				oname = cm->decl->outputs[i].name;
 		o = runtime_model_output_index(cm->rt, oname);
 		if (o < 0)
-			return at(c, a, STRATA_TYPE, "onnx model '%s' has no output '%s'", name,
+			return rank_cc_at(c, a, STRATA_TYPE, "onnx model '%s' has no output '%s'", name,
 			          a->out);
 	}
 	c->prog->doc_dependent = 1;
@@ -430,50 +231,26 @@ static int compile_onnx(struct cc *c, const struct rank_ast *a, int *type)
 static int compile_close(struct cc *c, const struct rank_ast *a, int distance, int *type)
 {
 	const char *fname = distance ? "distance" : "closeness";
-	if (a->nargs != 2 || name_arg(c, a->args[0], "'field'") ||
-	    name_arg(c, a->args[1], "a field name"))
-		return at(c, a, STRATA_TYPE, "%s() takes (field, name)", fname);
+	if (a->nargs != 2 || rank_cc_name_arg(c, a->args[0], "'field'") ||
+	    rank_cc_name_arg(c, a->args[1], "a field name"))
+		return rank_cc_at(c, a, STRATA_TYPE, "%s() takes (field, name)", fname);
 	if (strcmp(a->args[0]->name, "label") == 0)
-		return at(c, a, STRATA_NOT_IMPLEMENTED, "%s(label, ...) is not supported", fname);
+		return rank_cc_at(c, a, STRATA_NOT_IMPLEMENTED, "%s(label, ...) is not supported", fname);
 	if (strcmp(a->args[0]->name, "field") != 0)
-		return at(c, a->args[0], STRATA_TYPE, "%s() takes 'field' or 'label' first, not '%s'",
+		return rank_cc_at(c, a->args[0], STRATA_TYPE, "%s() takes 'field' or 'label' first, not '%s'",
 		          fname, a->args[0]->name);
 	const char *name = a->args[1]->name;
 	int fi = find_field(c->p->sd, name);
 	if (fi < 0 || !c->p->sd->fields[fi].attribute)
-		return at(c, a->args[1], STRATA_TYPE, "unknown attribute '%s'", name);
+		return rank_cc_at(c, a->args[1], STRATA_TYPE, "unknown attribute '%s'", name);
 	if (c->p->sd->fields[fi].type != RANK_FT_TENSOR)
-		return at(c, a->args[1], STRATA_TYPE, "attribute '%s' is not a tensor", name);
+		return rank_cc_at(c, a->args[1], STRATA_TYPE, "attribute '%s' is not a tensor", name);
 	c->prog->doc_dependent = 1;
 	*type = 0;
 	EMIT(c, RANK_OP_CLOSE, fi, distance, 0, 0, 0, 0, 0);
 	return 0;
 }
 
-static int compile_lambda(struct cc *c, const struct rank_ast *lam, int nparams, int *lam_pc,
-                          int *base)
-{
-	if (lam->kind != RA_LAMBDA || lam->nparams != nparams)
-		return at(c, lam, STRATA_TYPE, "expected a lambda f(%s)(...)",
-		          nparams == 1 ? "x" : "x,y");
-	int locals[2], types[2] = { 0, 0 };
-	*base = c->prog->nlocals;
-	for (int i = 0; i < nparams; i++)
-		locals[i] = new_local(c);
-	struct env e = { NULL, NULL, 1, nparams, lam->params, locals, types };
-	int jump = emit(c, RANK_OP_JUMP, 0, 0, 0, 0, 0, -1, 0);
-	if (jump < 0)
-		return nomem(c);
-	*lam_pc = c->prog->ncode;
-	int t, rc = compile(c, &e, lam->args[0], &t);
-	if (rc)
-		return rc;
-	if (T(c, t)->rank != 0)
-		return at(c, lam->args[0], STRATA_TYPE, "a lambda must produce a number");
-	EMIT(c, RANK_OP_RET, 0, 0, 0, 0, 0, -1, 0);
-	c->prog->code[jump].a = c->prog->ncode;
-	return 0;
-}
 
 static int agg_of(const char *s)
 {
@@ -487,19 +264,6 @@ static int agg_of(const char *s)
 	return 0;
 }
 
-/* Collect dimension-name arguments args[from..nargs). */
-static int dim_args(struct cc *c, const struct rank_ast *a, int from, char **names, int *n)
-{
-	*n = 0;
-	for (int i = from; i < a->nargs; i++) {
-		if (name_arg(c, a->args[i], "a dimension name"))
-			return STRATA_TYPE;
-		if (*n == RANK_MAX_RANK)
-			return at(c, a->args[i], STRATA_TYPE, "too many dimensions");
-		names[(*n)++] = a->args[i]->name;
-	}
-	return 0;
-}
 
 /* sum(t) / reduce(t, agg, dims...) / avg(t, d) ...: fuses sum(x * y) over
  * same-typed operands into DOT so neither is materialized. */
@@ -507,15 +271,15 @@ static int compile_reduce(struct cc *c, const struct env *env, const struct rank
                           int dims_from, int *type)
 {
 	char *names[RANK_MAX_RANK];
-	int n, rc = dim_args(c, a, dims_from, names, &n);
+	int n, rc = rank_cc_dim_args(c, a, dims_from, names, &n);
 	if (rc)
 		return rc;
 	const struct rank_ast *x = a->args[0];
 	if (agg == RANK_AGG_SUM && n == 0 && x->kind == RA_BINARY && x->op == RB_MUL) {
 		int t1, t2;
-		if ((rc = compile(c, env, x->args[0], &t1)) || (rc = compile(c, env, x->args[1], &t2)))
+		if ((rc = compile2(c, env, x, &t1, &t2)))
 			return rc;
-		if (T(c, t1)->rank > 0 && !mapped(c, t1) && same_type(T(c, t1), T(c, t2))) {
+		if (T(c, t1)->rank > 0 && !mapped(c, t1) && rank_type_same_dims(T(c, t1), T(c, t2))) {
 			*type = 0;
 			EMIT(c, RANK_OP_DOT, 0, 0, 0, t1, t2, 0, 0);
 			return 0;
@@ -526,16 +290,11 @@ static int compile_reduce(struct cc *c, const struct env *env, const struct rank
 		return emit_reduce(c, a, tj, agg, 0, names, type);
 	}
 	int t;
-	if ((rc = compile(c, env, x, &t)))
+	if ((rc = rank_cc_compile(c, env, x, &t)))
 		return rc;
 	return emit_reduce(c, a, t, agg, n, names, type);
 }
 
-static int compile_in(struct cc *c, const struct env *env, const struct rank_ast *a, int *type);
-static int compile_rename(struct cc *c, const struct env *env, const struct rank_ast *a,
-                          int *type);
-static int compile_concat(struct cc *c, const struct env *env, const struct rank_ast *a,
-                          int *type);
 
 static int compile_tensor_fn(struct cc *c, const struct env *env, const struct rank_ast *a,
                              int *type, int *handled)
@@ -544,11 +303,11 @@ static int compile_tensor_fn(struct cc *c, const struct env *env, const struct r
 	int rc, t, t2;
 	*handled = 1;
 	if (strcmp(f, "reduce") == 0) {
-		if (a->nargs < 2 || name_arg(c, a->args[1], "an aggregator"))
-			return at(c, a, STRATA_TYPE, "reduce(tensor, aggregator, dims...)");
+		if (a->nargs < 2 || rank_cc_name_arg(c, a->args[1], "an aggregator"))
+			return rank_cc_at(c, a, STRATA_TYPE, "reduce(tensor, aggregator, dims...)");
 		int agg = agg_of(a->args[1]->name);
 		if (!agg)
-			return at(c, a->args[1], STRATA_TYPE, "unknown aggregator '%s'",
+			return rank_cc_at(c, a->args[1], STRATA_TYPE, "unknown aggregator '%s'",
 			          a->args[1]->name);
 		return compile_reduce(c, env, a, agg, 2, type);
 	}
@@ -574,11 +333,11 @@ static int compile_tensor_fn(struct cc *c, const struct env *env, const struct r
 	}
 	if (strcmp(f, "map") == 0) {
 		if (a->nargs != 2)
-			return at(c, a, STRATA_TYPE, "map(tensor, f(x)(...))");
-		if ((rc = compile(c, env, a->args[0], &t)))
+			return rank_cc_at(c, a, STRATA_TYPE, "map(tensor, f(x)(...))");
+		if ((rc = rank_cc_compile(c, env, a->args[0], &t)))
 			return rc;
 		int pc, base;
-		if ((rc = compile_lambda(c, a->args[1], 1, &pc, &base)))
+		if ((rc = rank_cc_lambda(c, a->args[1], 1, &pc, &base)))
 			return rc;
 		if (T(c, t)->rank == 0) {
 			/* map over a number: run the lambda once */
@@ -586,106 +345,64 @@ static int compile_tensor_fn(struct cc *c, const struct env *env, const struct r
 			EMIT(c, RANK_OP_MAP, pc, base, 0, 0, 0, 0, 0);
 			return 0;
 		}
-		if ((rc = map_type(c, t, type)))
-			return rc;
+		*type = t; /* a map keeps the type */
 		EMIT(c, mapped(c, t) ? RANK_OP_SMAP : RANK_OP_MAP, pc, base, 0, t, 0, *type, 0);
 		return 0;
 	}
 	if (strcmp(f, "join") == 0) {
 		if (a->nargs != 3)
-			return at(c, a, STRATA_TYPE, "join(a, b, f(x,y)(...))");
-		if ((rc = compile(c, env, a->args[0], &t)) || (rc = compile(c, env, a->args[1], &t2)))
+			return rank_cc_at(c, a, STRATA_TYPE, "join(a, b, f(x,y)(...))");
+		if ((rc = compile2(c, env, a, &t, &t2)))
 			return rc;
 		int pc, base;
-		if ((rc = compile_lambda(c, a->args[2], 2, &pc, &base)))
+		if ((rc = rank_cc_lambda(c, a->args[2], 2, &pc, &base)))
 			return rc;
-		if ((rc = join_type(c, a, t, t2, type)))
+		if ((rc = rank_cc_join_type(c, a, t, t2, type)))
 			return rc;
 		EMIT(c, mapped(c, *type) ? RANK_OP_SJOIN : RANK_OP_JOIN, pc, base, 0, t, t2, *type, 0);
 		return 0;
 	}
-	if (strcmp(f, "merge") == 0) {
-		if (a->nargs != 3)
-			return at(c, a, STRATA_TYPE, "merge(a, b, f(x,y)(...))");
-		if ((rc = compile(c, env, a->args[0], &t)) || (rc = compile(c, env, a->args[1], &t2)))
-			return rc;
-		int pc, base;
-		if ((rc = compile_lambda(c, a->args[2], 2, &pc, &base)) ||
-		    (rc = join_type(c, a, t, t2, type)))
-			return rc;
-		if (T(c, *type)->rank != T(c, t)->rank || T(c, *type)->rank != T(c, t2)->rank) {
-			char b1[256], b2[256];
-			return at(c, a, STRATA_TYPE, "merge() needs the same dimensions: %s and %s",
-			          type_str(T(c, t), b1, sizeof b1), type_str(T(c, t2), b2, sizeof b2));
-		}
-		/* dense operands have every cell on both sides: a join */
-		EMIT(c, mapped(c, *type) ? RANK_OP_SMERGE : RANK_OP_JOIN, pc, base, 0, t, t2, *type, 0);
-		return 0;
-	}
-	if (strcmp(f, "cell_cast") == 0) {
-		static const struct { const char *name; int cell, fn; } casts[] = {
-			{ "double", BASE_DT_DOUBLE, 0 }, { "float", BASE_DT_FLOAT, RANK_FN_TO_FLOAT },
-			{ "bfloat16", BASE_DT_BFLOAT16, RANK_FN_TO_BFLOAT16 },
-			{ "int8", BASE_DT_INT8, RANK_FN_TO_INT8 },
-		};
-		if (a->nargs != 2 || name_arg(c, a->args[1], "a cell type"))
-			return at(c, a, STRATA_TYPE, "cell_cast(tensor, cell type)");
-		size_t k;
-		for (k = 0; k < sizeof casts / sizeof casts[0]; k++)
-			if (strcmp(casts[k].name, a->args[1]->name) == 0)
-				break;
-		if (k == sizeof casts / sizeof casts[0])
-			return at(c, a->args[1], STRATA_TYPE,
-			          "unknown cell type '%s' (expected double, float, bfloat16 or int8)",
-			          a->args[1]->name);
-		if ((rc = compile(c, env, a->args[0], &t)))
-			return rc;
-		if (T(c, t)->rank == 0 && casts[k].cell != BASE_DT_DOUBLE)
-			return at(c, a, STRATA_TYPE, "a number cannot be cast to %s cells",
-			          casts[k].name);
-		if (casts[k].fn && (rc = emit_un(c, casts[k].fn, t, &t)))
-			return rc;
-		struct rank_type r = *T(c, t);
-		r.cell = casts[k].cell;
-		if ((*type = add_type(c->p, &r)) < 0)
-			return nomem(c);
-		return 0;
-	}
+	if (strcmp(f, "merge") == 0)
+		return rank_cc_merge(c, env, a, type);
+	if (strcmp(f, "cell_cast") == 0)
+		return rank_cc_cell_cast(c, env, a, type);
 	if (strcmp(f, "matmul") == 0) {
 		char *names[RANK_MAX_RANK];
 		int n, tj;
 		if (a->nargs < 3)
-			return at(c, a, STRATA_TYPE, "matmul(a, b, dim)");
-		if ((rc = dim_args(c, a, 2, names, &n)))
+			return rank_cc_at(c, a, STRATA_TYPE, "matmul(a, b, dim)");
+		if ((rc = rank_cc_dim_args(c, a, 2, names, &n)))
 			return rc;
-		if ((rc = compile(c, env, a->args[0], &t)) || (rc = compile(c, env, a->args[1], &t2)))
+		if ((rc = compile2(c, env, a, &t, &t2)))
 			return rc;
 		if ((rc = emit_bin(c, a, RB_MUL, t, t2, &tj)))
 			return rc;
 		return emit_reduce(c, a, tj, RANK_AGG_SUM, n, names, type);
 	}
 	if (strcmp(f, "$in") == 0)
-		return compile_in(c, env, a, type);
+		return rank_cc_in(c, env, a, type);
+	if (strcmp(f, "$slice") == 0)
+		return rank_cc_slice(c, env, a, type);
 	if (strcmp(f, "rename") == 0)
-		return compile_rename(c, env, a, type);
+		return rank_cc_rename(c, env, a, type);
 	if (strcmp(f, "concat") == 0)
-		return compile_concat(c, env, a, type);
+		return rank_cc_concat(c, env, a, type);
 	int l2 = strcmp(f, "l2_normalize") == 0, sm = strcmp(f, "softmax") == 0;
 	int am = strcmp(f, "argmax") == 0, an = strcmp(f, "argmin") == 0;
 	if (l2 || sm || am || an) {
 		char *names[RANK_MAX_RANK];
 		int n;
 		if (a->nargs < 2)
-			return at(c, a, STRATA_TYPE, "%s(tensor, dim)", f);
-		if ((rc = dim_args(c, a, 1, names, &n)))
+			return rank_cc_at(c, a, STRATA_TYPE, "%s(tensor, dim)", f);
+		if ((rc = rank_cc_dim_args(c, a, 1, names, &n)))
 			return rc;
-		if ((rc = compile(c, env, a->args[0], &t)))
+		if ((rc = rank_cc_compile(c, env, a->args[0], &t)))
 			return rc;
 		if (T(c, t)->rank == 0)
-			return at(c, a->args[0], STRATA_TYPE, "%s() needs a tensor", f);
-		if (sm && (rc = emit_un(c, RANK_FN_EXP, t, &t)))
+			return rank_cc_at(c, a->args[0], STRATA_TYPE, "%s() needs a tensor", f);
+		if (sm && (rc = rank_cc_emit_un(c, RANK_FN_EXP, t, &t)))
 			return rc;
-		int L = new_local(c), tr, tt;
+		int L = rank_cc_new_local(c), tr, tt;
 		EMIT(c, RANK_OP_SET, L, 0, 0, 0, 0, -1, 0);
 		EMIT(c, RANK_OP_GET, L, 0, 0, 0, 0, t, 0);
 		EMIT(c, RANK_OP_GET, L, 0, 0, 0, 0, t, 0);
@@ -694,7 +411,7 @@ static int compile_tensor_fn(struct cc *c, const struct env *env, const struct r
 			EMIT(c, RANK_OP_GET, L, 0, 0, 0, 0, t, 0);
 			if ((rc = emit_bin(c, a, RB_MUL, t, t, &tt)) ||
 			    (rc = emit_reduce(c, a, tt, RANK_AGG_SUM, n, names, &tr)) ||
-			    (rc = emit_un(c, RANK_FN_SQRT, tr, &tr)))
+			    (rc = rank_cc_emit_un(c, RANK_FN_SQRT, tr, &tr)))
 				return rc;
 			return emit_bin(c, a, RB_DIV, t, tr, type);
 		}
@@ -707,167 +424,6 @@ static int compile_tensor_fn(struct cc *c, const struct env *env, const struct r
 		return emit_bin(c, a, RB_EQ, t, tr, type);
 	}
 	*handled = 0;
-	return 0;
-}
-
-/* x in [k1, k2, ...] (the parser's "$in" call): map(x, f(v)(v == k1 || v ==
- * k2 ...)), the lambda emitted here. */
-static int compile_in(struct cc *c, const struct env *env, const struct rank_ast *a, int *type)
-{
-	int t, rc = compile(c, env, a->args[0], &t);
-	if (rc)
-		return rc;
-	int base = new_local(c);
-	int jump = emit(c, RANK_OP_JUMP, 0, 0, 0, 0, 0, -1, 0);
-	if (jump < 0)
-		return nomem(c);
-	int pc = c->prog->ncode;
-	if (a->nargs == 1)
-		EMIT(c, RANK_OP_NUM, 0, 0, 0, 0, 0, 0, 0.0);
-	for (int i = 1; i < a->nargs; i++) {
-		EMIT(c, RANK_OP_GET, base, 0, 0, 0, 0, 0, 0);
-		EMIT(c, RANK_OP_NUM, 0, 0, 0, 0, 0, 0, a->args[i]->num);
-		EMIT(c, RANK_OP_BIN, RB_EQ, 0, 0, 0, 0, 0, 0);
-		if (i > 1)
-			EMIT(c, RANK_OP_BIN, RB_OR, 0, 0, 0, 0, 0, 0);
-	}
-	EMIT(c, RANK_OP_RET, 0, 0, 0, 0, 0, -1, 0);
-	c->prog->code[jump].a = c->prog->ncode;
-	*type = t;
-	EMIT(c, mapped(c, t) ? RANK_OP_SMAP : RANK_OP_MAP, pc, base, 0, T(c, t)->rank ? t : 0, 0,
-	     T(c, t)->rank ? t : 0, 0);
-	return 0;
-}
-
-/* The index of dimension name in t, or -1. */
-static int dim_index(const struct rank_type *t, const char *name)
-{
-	for (int i = 0; i < t->rank; i++)
-		if (strcmp(t->dim_names[i], name) == 0)
-			return i;
-	return -1;
-}
-
-/* Names of a rename: one name, or a list "(a, b)" (the parser's "()" call). */
-static int name_list(struct cc *c, const struct rank_ast *a, char **names, int *n)
-{
-	if (a->kind == RA_CALL && strcmp(a->name, "()") == 0)
-		return dim_args(c, a, 0, names, n);
-	if (name_arg(c, a, "a dimension name"))
-		return STRATA_TYPE;
-	names[0] = a->name;
-	*n = 1;
-	return 0;
-}
-
-/* The type r with its dimensions sorted by name, as Vespa orders them. */
-static void sort_dims(struct rank_type *r)
-{
-	for (int i = 1; i < r->rank; i++)
-		for (int k = i; k > 0 && strcmp(r->dim_names[k - 1], r->dim_names[k]) > 0; k--) {
-			char *nm = r->dim_names[k];
-			int64_t d = r->dims[k];
-			r->dim_names[k] = r->dim_names[k - 1];
-			r->dims[k] = r->dims[k - 1];
-			r->dim_names[k - 1] = nm;
-			r->dims[k - 1] = d;
-		}
-}
-
-/* rename(t, from, to): the cells stay where they are under the new names;
- * when the new names are out of order, a join with 0 lays the cells out in
- * name order. */
-static int compile_rename(struct cc *c, const struct env *env, const struct rank_ast *a,
-                          int *type)
-{
-	char *from[RANK_MAX_RANK], *to[RANK_MAX_RANK];
-	int nf, nt, t, rc;
-	if (a->nargs != 3)
-		return at(c, a, STRATA_TYPE, "rename(tensor, from, to)");
-	if ((rc = name_list(c, a->args[1], from, &nf)) || (rc = name_list(c, a->args[2], to, &nt)))
-		return rc;
-	if (nf != nt)
-		return at(c, a, STRATA_TYPE, "rename() of %d dimension%s to %d", nf,
-		          nf == 1 ? "" : "s", nt);
-	if ((rc = compile(c, env, a->args[0], &t)))
-		return rc;
-	if (mapped(c, t))
-		return at(c, a, STRATA_NOT_IMPLEMENTED, "rename() of mapped dimensions is not supported");
-	struct rank_type r = *T(c, t);
-	for (int i = 0; i < nf; i++) {
-		int k = dim_index(T(c, t), from[i]);
-		if (k < 0) {
-			char b[256];
-			return at(c, a->args[1], STRATA_TYPE, "%s has no dimension '%s'",
-			          type_str(T(c, t), b, sizeof b), from[i]);
-		}
-		r.dim_names[k] = to[i];
-	}
-	for (int i = 0; i < r.rank; i++)
-		for (int k = 0; k < i; k++)
-			if (strcmp(r.dim_names[i], r.dim_names[k]) == 0)
-				return at(c, a, STRATA_TYPE, "rename() makes two dimensions '%s'",
-				          r.dim_names[i]);
-	int tn, ts;
-	if ((tn = add_type(c->p, &r)) < 0)
-		return nomem(c);
-	sort_dims(&r);
-	if ((ts = add_type(c->p, &r)) < 0)
-		return nomem(c);
-	*type = tn;
-	if (ts != tn) {
-		EMIT(c, RANK_OP_NUM, 0, 0, 0, 0, 0, 0, 0.0);
-		EMIT(c, RANK_OP_JOIN, -1, 0, RB_ADD, tn, 0, ts, 0);
-		*type = ts;
-	}
-	return 0;
-}
-
-/* concat(x, y, dim): x's cells then y's along dim (a side without dim has
- * size 1 there); the other dimensions must agree. */
-static int compile_concat(struct cc *c, const struct env *env, const struct rank_ast *a,
-                          int *type)
-{
-	int tx, ty, rc;
-	if (a->nargs != 3 || name_arg(c, a->args[2], "a dimension name"))
-		return at(c, a, STRATA_TYPE, "concat(a, b, dim)");
-	const char *dim = a->args[2]->name;
-	if ((rc = compile(c, env, a->args[0], &tx)) || (rc = compile(c, env, a->args[1], &ty)))
-		return rc;
-	if (mapped(c, tx) || mapped(c, ty))
-		return at(c, a, STRATA_NOT_IMPLEMENTED, "concat() of mapped dimensions is not supported");
-	struct rank_type ox = *T(c, tx), oy = *T(c, ty);
-	int64_t nx = 1, ny = 1;
-	int kx = dim_index(&ox, dim), ky = dim_index(&oy, dim);
-	/* join the two without dim, then add dim back with the summed size */
-	if (kx >= 0) {
-		nx = ox.dims[kx];
-		ox.dims[kx] = 1;
-	}
-	if (ky >= 0) {
-		ny = oy.dims[ky];
-		oy.dims[ky] = 1;
-	}
-	int ix, iy, tj;
-	if ((ix = add_type(c->p, &ox)) < 0 || (iy = add_type(c->p, &oy)) < 0)
-		return nomem(c);
-	if ((rc = join_type(c, a, ix, iy, &tj)))
-		return rc;
-	struct rank_type r = *T(c, tj);
-	r.cell = join_cell(T(c, tx), T(c, ty));
-	int k = dim_index(&r, dim);
-	if (k < 0) {
-		if (r.rank == RANK_MAX_RANK)
-			return at(c, a, STRATA_LIMIT, "more than %d dimensions", RANK_MAX_RANK);
-		r.dim_names[r.rank] = (char *)dim;
-		r.dims[r.rank++] = nx + ny;
-		sort_dims(&r);
-	} else {
-		r.dims[k] = nx + ny;
-	}
-	if ((*type = add_type(c->p, &r)) < 0)
-		return nomem(c);
-	EMIT(c, RANK_OP_CONCAT, dim_index(&r, dim), 0, 0, tx, ty, *type, 0);
 	return 0;
 }
 
@@ -886,26 +442,26 @@ static int compile_user(struct cc *c, const struct env *env, const struct rank_a
 {
 	for (const struct env *e = env; e; e = e->up)
 		if (e->fn == fn)
-			return at(c, a, STRATA_TYPE, "function '%s' calls itself", fn->name);
+			return rank_cc_at(c, a, STRATA_TYPE, "function '%s' calls itself", fn->name);
 	int nargs = a->kind == RA_CALL ? a->nargs : 0;
 	if (nargs != fn->nparams)
-		return at(c, a, STRATA_TYPE, "function '%s' takes %d argument%s, not %d", fn->name,
+		return rank_cc_at(c, a, STRATA_TYPE, "function '%s' takes %d argument%s, not %d", fn->name,
 		          fn->nparams, fn->nparams == 1 ? "" : "s", nargs);
 	int locals[64], types[64];
 	if (nargs > 64)
-		return at(c, a, STRATA_LIMIT, "more than 64 arguments");
+		return rank_cc_at(c, a, STRATA_LIMIT, "more than 64 arguments");
 	for (int i = 0; i < nargs; i++) {
-		int rc = compile(c, env, a->args[i], &types[i]);
+		int rc = rank_cc_compile(c, env, a->args[i], &types[i]);
 		if (rc)
 			return rc;
-		locals[i] = new_local(c);
+		locals[i] = rank_cc_new_local(c);
 		EMIT(c, RANK_OP_SET, locals[i], 0, 0, 0, 0, -1, 0);
 	}
 	/* The body sees only its parameters and profile-level names: parameters
 	 * of the caller are not in scope, but recursion through callers is
 	 * still detected along up. */
 	struct env e = { env, fn, 0, nargs, fn->params, locals, types };
-	return compile(c, &e, fn->body, type);
+	return rank_cc_compile(c, &e, fn->body, type);
 }
 
 /* Only the innermost scope binds names: a function body does not see its
@@ -935,9 +491,9 @@ static int compile_call(struct cc *c, const struct env *env, const struct rank_a
 	if (in_lambda(env) && (strcmp(f, "attribute") == 0 || strcmp(f, "query") == 0 ||
 	                       strcmp(f, "constant") == 0 || strcmp(f, "onnx") == 0 ||
 	                       strcmp(f, "closeness") == 0 || strcmp(f, "distance") == 0))
-		return at(c, a, STRATA_TYPE, "a lambda may only use its parameters, not %s()", f);
+		return rank_cc_at(c, a, STRATA_TYPE, "a lambda may only use its parameters, not %s()", f);
 	if (a->out && strcmp(f, "onnx") != 0 && strcmp(f, "onnxModel") != 0)
-		return at(c, a, STRATA_TYPE, "'.%s' after %s(): only onnx() has outputs", a->out, f);
+		return rank_cc_at(c, a, STRATA_TYPE, "'.%s' after %s(): only onnx() has outputs", a->out, f);
 	if (strcmp(f, "attribute") == 0)
 		return compile_attribute(c, a, type);
 	if (strcmp(f, "query") == 0)
@@ -955,31 +511,31 @@ static int compile_call(struct cc *c, const struct env *env, const struct rank_a
 	}
 	if (strcmp(f, "if") == 0) {
 		if (a->nargs != 3)
-			return at(c, a, STRATA_TYPE, "if(condition, then, else)");
-		if ((rc = compile(c, env, a->args[0], &t)))
+			return rank_cc_at(c, a, STRATA_TYPE, "if(condition, then, else)");
+		if ((rc = rank_cc_compile(c, env, a->args[0], &t)))
 			return rc;
 		if (T(c, t)->rank != 0)
-			return at(c, a->args[0], STRATA_TYPE, "the condition of if() must be a number");
-		int jf = emit(c, RANK_OP_JUMPF, 0, 0, 0, 0, 0, -1, 0);
-		if (jf < 0 || (rc = compile(c, env, a->args[1], &t)))
-			return jf < 0 ? nomem(c) : rc;
-		int j = emit(c, RANK_OP_JUMP, 0, 0, 0, 0, 0, -1, 0);
+			return rank_cc_at(c, a->args[0], STRATA_TYPE, "the condition of if() must be a number");
+		int jf = rank_cc_emit(c, RANK_OP_JUMPF, 0, 0, 0, 0, 0, -1, 0);
+		if (jf < 0 || (rc = rank_cc_compile(c, env, a->args[1], &t)))
+			return jf < 0 ? rank_cc_nomem(c) : rc;
+		int j = rank_cc_emit(c, RANK_OP_JUMP, 0, 0, 0, 0, 0, -1, 0);
 		if (j < 0)
-			return nomem(c);
+			return rank_cc_nomem(c);
 		c->prog->code[jf].a = c->prog->ncode;
-		if ((rc = compile(c, env, a->args[2], &t2)))
+		if ((rc = rank_cc_compile(c, env, a->args[2], &t2)))
 			return rc;
 		c->prog->code[j].a = c->prog->ncode;
-		if (!same_type(T(c, t), T(c, t2))) {
+		if (!rank_type_same_dims(T(c, t), T(c, t2))) {
 			char b1[256], b2[256];
-			return at(c, a, STRATA_TYPE, "the branches of if() differ: %s and %s",
-			          type_str(T(c, t), b1, sizeof b1), type_str(T(c, t2), b2, sizeof b2));
+			return rank_cc_at(c, a, STRATA_TYPE, "the branches of if() differ: %s and %s",
+			          rank_cc_type_str(T(c, t), b1, sizeof b1), rank_cc_type_str(T(c, t2), b2, sizeof b2));
 		}
 		/* Both branches leave the same shape; cells may differ in type, so a
 		 * tensor result is described as double only when both are. */
 		*type = T(c, t)->cell == T(c, t2)->cell ? t : -1;
 		if (*type < 0)
-			return at(c, a, STRATA_TYPE, "the branches of if() differ in cell type");
+			return rank_cc_at(c, a, STRATA_TYPE, "the branches of if() differ in cell type");
 		return 0;
 	}
 	int handled;
@@ -988,31 +544,31 @@ static int compile_call(struct cc *c, const struct env *env, const struct rank_a
 	int fn = rank_fn_unary(f);
 	if (fn) {
 		if (a->nargs != 1)
-			return at(c, a, STRATA_TYPE, "%s() takes one argument", f);
-		if ((rc = compile(c, env, a->args[0], &t)))
+			return rank_cc_at(c, a, STRATA_TYPE, "%s() takes one argument", f);
+		if ((rc = rank_cc_compile(c, env, a->args[0], &t)))
 			return rc;
-		return emit_un(c, fn, t, type);
+		return rank_cc_emit_un(c, fn, t, type);
 	}
 	if ((fn = rank_fn_binary(f))) {
 		if (a->nargs != 2)
-			return at(c, a, STRATA_TYPE, "%s() takes two arguments", f);
-		if ((rc = compile(c, env, a->args[0], &t)) || (rc = compile(c, env, a->args[1], &t2)))
+			return rank_cc_at(c, a, STRATA_TYPE, "%s() takes two arguments", f);
+		if ((rc = compile2(c, env, a, &t, &t2)))
 			return rc;
 		return emit_bin(c, a, fn, t, t2, type);
 	}
 	if (strcmp(f, "firstPhase") == 0 && a->nargs == 0)
 		goto first_phase;
-	return at(c, a, STRATA_TYPE, "unknown function or feature '%s'", f);
+	return rank_cc_at(c, a, STRATA_TYPE, "unknown function or feature '%s'", f);
 first_phase:
 	if (!c->allow_first)
-		return at(c, a, STRATA_TYPE, "firstPhase is only available after the first phase");
+		return rank_cc_at(c, a, STRATA_TYPE, "firstPhase is only available after the first phase");
 	c->prog->doc_dependent = 1;
 	*type = 0;
 	EMIT(c, RANK_OP_FIRST, 0, 0, 0, 0, 0, 0, 0);
 	return 0;
 }
 
-static int compile(struct cc *c, const struct env *env, const struct rank_ast *a, int *type)
+int rank_cc_compile(struct cc *c, const struct env *env, const struct rank_ast *a, int *type)
 {
 	int rc, t, t2, local;
 	switch (a->kind) {
@@ -1021,98 +577,44 @@ static int compile(struct cc *c, const struct env *env, const struct rank_ast *a
 		EMIT(c, RANK_OP_NUM, 0, 0, 0, 0, 0, 0, a->num);
 		return 0;
 	case RA_STR:
-		return at(c, a, STRATA_TYPE, "a string (\"%s\") is not a value here", a->name);
+		return rank_cc_at(c, a, STRATA_TYPE, "a string (\"%s\") is not a value here", a->name);
 	case RA_NAME:
 		if (lookup_name(env, a->name, &local, type)) {
 			EMIT(c, RANK_OP_GET, local, 0, 0, 0, 0, *type, 0);
 			return 0;
 		}
 		if (in_lambda(env))
-			return at(c, a, STRATA_TYPE, "'%s' is not a parameter of the lambda", a->name);
+			return rank_cc_at(c, a, STRATA_TYPE, "'%s' is not a parameter of the lambda", a->name);
 		if (find_function(c->p->decl, a->name))
 			return compile_user(c, env, a, find_function(c->p->decl, a->name), type);
 		if (strcmp(a->name, "firstPhase") == 0) {
 			if (!c->allow_first)
-				return at(c, a, STRATA_TYPE,
+				return rank_cc_at(c, a, STRATA_TYPE,
 				          "firstPhase is only available after the first phase");
 			c->prog->doc_dependent = 1;
 			*type = 0;
 			EMIT(c, RANK_OP_FIRST, 0, 0, 0, 0, 0, 0, 0);
 			return 0;
 		}
-		return at(c, a, STRATA_TYPE, "unknown name '%s'", a->name);
+		return rank_cc_at(c, a, STRATA_TYPE, "unknown name '%s'", a->name);
 	case RA_CALL:
 		return compile_call(c, env, a, type);
 	case RA_UNARY:
-		if ((rc = compile(c, env, a->args[0], &t)))
+		if ((rc = rank_cc_compile(c, env, a->args[0], &t)))
 			return rc;
-		return emit_un(c, a->op == '!' ? RANK_FN_NOT : RANK_FN_NEG, t, type);
+		return rank_cc_emit_un(c, a->op == '!' ? RANK_FN_NOT : RANK_FN_NEG, t, type);
 	case RA_BINARY:
-		if ((rc = compile(c, env, a->args[0], &t)) || (rc = compile(c, env, a->args[1], &t2)))
+		if ((rc = compile2(c, env, a, &t, &t2)))
 			return rc;
 		return emit_bin(c, a, a->op, t, t2, type);
 	case RA_LAMBDA:
-		return at(c, a, STRATA_TYPE, "a lambda is only valid as an argument of map or join");
+		return rank_cc_at(c, a, STRATA_TYPE, "a lambda is only valid as an argument of map or join");
 	case RA_TENSOR:
-		return compile_literal(c, a, type);
+		return rank_cc_literal(c, a, type);
 	case RA_GEN:
-		return compile_generator(c, env, a, type);
+		return rank_cc_generator(c, env, a, type);
 	}
-	return at(c, a, STRATA_TYPE, "unexpected expression");
-}
-
-/* A tensor literal: its value is made once (literal.c) and kept in the
- * profile's table of literals. */
-static int compile_literal(struct cc *c, const struct rank_ast *a, int *type)
-{
-	struct rank_type ty;
-	struct rank_val v;
-	int rc = rank_literal_make(c->p, a, &ty, &v, c->err);
-	if (rc)
-		return rc;
-	if ((*type = add_type(c->p, &ty)) < 0)
-		return nomem(c);
-	size_t cap = (size_t)c->p->caplits;
-	if (base_grow((void **)&c->p->lits, &cap, (size_t)c->p->nlits + 1, sizeof *c->p->lits,
-	              1 << 20))
-		return nomem(c);
-	c->p->caplits = (int)cap;
-	c->p->lits[c->p->nlits] = v;
-	EMIT(c, RANK_OP_LIT, c->p->nlits++, 0, 0, 0, 0, *type, 0);
-	return 0;
-}
-
-/* tensor(x[2],y[3])(body): the body runs per cell with the cell's indices
- * bound to the dimension names, like a lambda's parameters. */
-static int compile_generator(struct cc *c, const struct env *env, const struct rank_ast *a,
-                             int *type)
-{
-	struct rank_type ty;
-	int rc = rank_literal_type(c->p, a, &ty, c->err);
-	if (rc)
-		return rc;
-	if (rank_type_mapped(&ty))
-		return at(c, a, STRATA_NOT_IMPLEMENTED,
-		          "tensor generators with mapped dimensions are not supported");
-	if ((*type = add_type(c->p, &ty)) < 0)
-		return nomem(c);
-	int locals[RANK_MAX_RANK], types[RANK_MAX_RANK] = { 0 };
-	int base = c->prog->nlocals;
-	for (int i = 0; i < ty.rank; i++)
-		locals[i] = new_local(c);
-	struct env e = { env, NULL, 1, a->nparams, a->params, locals, types };
-	int jump = emit(c, RANK_OP_JUMP, 0, 0, 0, 0, 0, -1, 0);
-	if (jump < 0)
-		return nomem(c);
-	int pc = c->prog->ncode, t;
-	if ((rc = compile(c, &e, a->args[0], &t)))
-		return rc;
-	if (T(c, t)->rank != 0)
-		return at(c, a->args[0], STRATA_TYPE, "a tensor generator must produce a number");
-	EMIT(c, RANK_OP_RET, 0, 0, 0, 0, 0, -1, 0);
-	c->prog->code[jump].a = c->prog->ncode;
-	EMIT(c, RANK_OP_GEN, pc, base, 0, 0, 0, *type, 0);
-	return 0;
+	return rank_cc_at(c, a, STRATA_TYPE, "unexpected expression");
 }
 
 void rank_prog_release(struct rank_prog *prog)
@@ -1125,25 +627,25 @@ void rank_prog_release(struct rank_prog *prog)
 /* Compile a into prog.  must_be_number: 1 for phases (a number), 0 for
  * features and model inputs (any dense value), 2 for a standalone
  * expression (mapped dimensions too). */
-static int compile_prog(struct rank_profile *p, const struct rank_models *models, const struct rank_ast *a,
-                        const char *name, int allow_first, int must_be_number,
-                        struct rank_prog *prog, struct strata_error *err)
+static int compile_prog(struct rank_profile *p, const struct rank_models *models,
+                        const struct rank_ast *a, const char *name, int allow_first,
+                        int must_be_number, struct rank_prog *prog, struct strata_error *err)
 {
 	memset(prog, 0, sizeof *prog);
 	prog->name = base_strdup(name);
 	if (!prog->name)
 		return base_nomem(err, "compiling %s", name);
-	struct cc c = { p, models, prog, err, allow_first };
-	int t, rc = compile(&c, NULL, a, &t);
+	struct cc c = { p, models, prog, err, allow_first, rank_cc_compile };
+	int t, rc = rank_cc_compile(&c, NULL, a, &t);
 	if (rc)
 		return rc;
 	if (must_be_number != 2 && rank_type_mapped(&p->types[t]) > 0)
-		return at(&c, a, STRATA_NOT_IMPLEMENTED,
+		return rank_cc_at(&c, a, STRATA_NOT_IMPLEMENTED,
 		          "%s: tensors with mapped dimensions are not supported here", name);
 	if (must_be_number == 1 && p->types[t].rank != 0) {
 		char b[256];
-		return at(&c, a, STRATA_TYPE, "%s must produce a number, not %s", name,
-		          type_str(&p->types[t], b, sizeof b));
+		return rank_cc_at(&c, a, STRATA_TYPE, "%s must produce a number, not %s", name,
+		          rank_cc_type_str(&p->types[t], b, sizeof b));
 	}
 	prog->result = t;
 	EMIT(&c, RANK_OP_RET, 0, 0, 0, 0, 0, -1, 0);
@@ -1275,7 +777,7 @@ static int compile_model(struct rank_profile *p, const struct rank_models *model
 			return rank_pos_err(err, mi ? &mi->pos : &d->pos, STRATA_TYPE,
 			               "onnx model '%s' input '%s' is %s, its source is %s", d->name,
 			               info->name, info_str(info, b1, sizeof b1),
-			               type_str(st, b2, sizeof b2));
+			               rank_cc_type_str(st, b2, sizeof b2));
 		}
 		any_extra |= cm->extra[i];
 		if (cm->src[i].doc_dependent && !cm->extra[i])
@@ -1297,9 +799,9 @@ static int compile_model(struct rank_profile *p, const struct rank_models *model
 			r.dims[k] = info->dims[k] < 0 ? 1 : info->dims[k];
 			r.dim_names[k] = (char *)dnames[k];
 		}
-		if ((cm->out_type[o] = add_type(p, &r)) < 0)
+		if ((cm->out_type[o] = rank_cc_add_type(p, &r)) < 0)
 			return base_nomem(err, "model '%s'", d->name);
-		cm->out_cells[o] = type_cells(&r);
+		cm->out_cells[o] = rank_type_cells(&r);
 		if (info->rank < 1 || info->dims[0] >= 0)
 			outs_batch = 0;
 	}
@@ -1333,6 +835,7 @@ void rank_profile_release(struct rank_profile *p)
 	base_free(p->consts, ((size_t)p->nconsts + 1) * sizeof *p->consts);
 	base_free(p->types, (size_t)p->captypes * sizeof *p->types);
 	base_free(p->lits, (size_t)p->caplits * sizeof *p->lits);
+	base_free(p->peeks, (size_t)p->cappeeks * sizeof *p->peeks);
 	base_arena_free(&p->pool);
 	memset(p, 0, sizeof *p);
 }
@@ -1348,7 +851,7 @@ int rank_profile_compile(struct rank_profile *p, const struct rank_schema *s,
 	p->decl = d;
 	base_arena_init(&p->pool, 4096);
 	struct rank_type num = { .cell = BASE_DT_DOUBLE };
-	if (add_type(p, &num) != 0)
+	if (rank_cc_add_type(p, &num) != 0)
 		return base_nomem(err, "profile '%s'", d->name);
 	p->rerank = d->rerank_count >= 0 ? d->rerank_count : 100;
 
@@ -1390,7 +893,7 @@ int rank_profile_compile(struct rank_profile *p, const struct rank_schema *s,
 			ii->dims[k] = in->type.dims[k];
 			ii->dim_names[k] = in->type.dim_names[k];
 		}
-		ii->ncells = type_cells(&in->type);
+		ii->ncells = rank_type_cells(&in->type);
 	}
 	for (int i = 0; i < d->nconstants; i++)
 		p->consts[p->nconsts++] = &d->constants[i];

@@ -448,9 +448,6 @@ static int name_expr(struct rank_parser *p, const struct rank_tok *nm, struct ra
 			return STRATA_NOMEM;
 		rank_lex_peek(p->lx, RANK_LEX_EXPR, &t);
 	}
-	if (rank_tok_is(&t, "{"))
-		return rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED,
-		                        "tensor slices (value{...}) are not supported");
 	return 0;
 }
 
@@ -575,6 +572,90 @@ static struct rank_ast *binary_node(struct rank_parser *p, int op, const struct 
 	return a;
 }
 
+/* One entry of a slice's address after '{': dim:label, or a lone label; a
+ * label is a name, number or string, or (expression). */
+static int slice_entry(struct rank_parser *p, struct rank_ast *a)
+{
+	struct rank_tok t, c;
+	int rc;
+	const char *dim = "";
+	char *dimbuf = NULL;
+	rank_lex_peek(p->lx, RANK_LEX_EXPR, &t);
+	struct rank_lexer save = *p->lx;
+	if (t.kind == RT_NAME) {
+		rank_lex_take(p->lx, &t);
+		rank_lex_peek(p->lx, RANK_LEX_EXPR, &c);
+		if (rank_tok_is(&c, ":")) {
+			rank_lex_take(p->lx, &c);
+			if (!(dimbuf = rank_parser_tokdup(p, &t)))
+				return STRATA_NOMEM;
+			dim = dimbuf;
+		} else {
+			*p->lx = save; /* a lone label */
+		}
+	}
+	rc = rank_parser_push(p, &a->params, &a->nparams, sizeof *a->params);
+	if (rc == 0 && !(a->params[a->nparams - 1] = base_strdup(dim)))
+		rc = rank_parser_nomem(p);
+	base_strfree(dimbuf);
+	if (rc)
+		return rc;
+	rank_lex_peek(p->lx, RANK_LEX_EXPR, &t);
+	if (rank_tok_is(&t, "("))
+		return expr_arg(p, a); /* a computed label: the parentheses are an expression */
+	char *label = NULL;
+	if ((rc = label_tok(p, &t, &label)))
+		return rc;
+	struct rank_ast *l = node(p, RA_STR, &t);
+	if (!l) {
+		base_strfree(label);
+		return STRATA_NOMEM;
+	}
+	l->name = label;
+	return add_arg(p, a, l);
+}
+
+/* Slices after a value: v{dim:label, ...} and v[index] (the only indexed
+ * dimension), as a call "$slice" of the value and the labels, each label's
+ * dimension in params ("" for v{label}, "[" for v[index]). */
+static int slices(struct rank_parser *p, struct rank_ast **out, const char *start)
+{
+	struct rank_tok t;
+	for (;;) {
+		rank_lex_peek(p->lx, RANK_LEX_EXPR, &t);
+		int brace = rank_tok_is(&t, "{");
+		if (!brace && !rank_tok_is(&t, "["))
+			return 0;
+		rank_lex_take(p->lx, &t);
+		struct rank_ast *a = node(p, RA_CALL, &t);
+		if (!a)
+			return STRATA_NOMEM;
+		int rc, end = 0;
+		if (!(a->name = base_strdup("$slice"))) {
+			rank_ast_free(a);
+			return rank_parser_nomem(p);
+		}
+		if ((rc = add_arg(p, a, *out)) != 0) {
+			*out = NULL;
+			rank_ast_free(a);
+			return rc;
+		}
+		*out = a;
+		if (!brace) {
+			if ((rc = rank_parser_push(p, &a->params, &a->nparams, sizeof *a->params)) ||
+			    !(a->params[0] = base_strdup("[")))
+				return rc ? rc : rank_parser_nomem(p);
+			if ((rc = expr_arg(p, a)) || (rc = expect_tok(p, "]", "closing the index")))
+				return rc;
+		}
+		while (brace && !end)
+			if ((rc = slice_entry(p, a)) || (rc = list_sep(p, "}", "a slice", &end)))
+				return rc;
+		if ((rc = set_text(p, a, start)))
+			return rc;
+	}
+}
+
 /* base ^ exponent, right-associative. */
 static int power(struct rank_parser *p, struct rank_ast **out)
 {
@@ -582,7 +663,7 @@ static int power(struct rank_parser *p, struct rank_ast **out)
 	rank_lex_peek(p->lx, RANK_LEX_EXPR, &t);
 	const char *start = t.s;
 	int rc = primary(p, out);
-	if (rc)
+	if (rc || (rc = slices(p, out, start)))
 		return rc;
 	rank_lex_peek(p->lx, RANK_LEX_EXPR, &t);
 	if (!rank_tok_is(&t, "^"))

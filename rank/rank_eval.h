@@ -1,6 +1,6 @@
 /*
- * rank_eval.h: the evaluation back end of rank/ (fn.c, compile.c,
- * explain.c, literal.c, vm.c, tensor.c, tensor_sparse.c, model.c, query.c,
+ * rank_eval.h: the evaluation back end of rank/ (fn.c, compile_base.c,
+ * compile.c, compile_tensor.c, explain.c, literal.c, vm.c, tensor.c, tensor_sparse.c, model.c, query.c,
  * profile.c, app.c), private to those files and to the tests that look
  * inside it.
  *
@@ -13,8 +13,10 @@
  * Who uses whom (one way): app.c loads, then compiles (compile.c) and makes
  * the query pools (query.c); query.c runs the phases on the VM (vm.c) and
  * the models (model.c); model.c runs model inputs on the VM; the VM reads
- * model outputs only through the query's model_value.  fn.c and tensor.c
- * use nothing of rank/; profile.c only reads.
+ * model outputs only through the query's model_value; compile.c uses
+ * compile_tensor.c, both compile_base.c, and the tensor constructs
+ * literal.c; the VM uses tensor_sparse.c, which uses tensor.c.  fn.c uses
+ * nothing of rank/, tensor.c only type.c's helpers; profile.c only reads.
  */
 #ifndef RANK_EVAL_H
 #define RANK_EVAL_H
@@ -72,13 +74,17 @@ struct rt_ctx;
  * SMERGE     as SJOIN          pop y, pop x (same dimensions): every cell of
  *                              either, through the lambda or fn2 c where
  *                              both have it
+ * PEEK       a=address, b=n, d=operand type
+ *                              pop the n computed labels of address a
+ *                              (the profile's peeks), pop a tensor, push
+ *                              its slice at the address
  */
 enum rank_opcode {
 	RANK_OP_NUM = 1, RANK_OP_ATTR, RANK_OP_QUERY, RANK_OP_CONST, RANK_OP_FIRST, RANK_OP_GET,
 	RANK_OP_SET, RANK_OP_UN, RANK_OP_BIN, RANK_OP_JUMPF, RANK_OP_JUMP, RANK_OP_RET, RANK_OP_MAP,
 	RANK_OP_JOIN, RANK_OP_REDUCE, RANK_OP_DOT, RANK_OP_CLOSE, RANK_OP_ONNX, RANK_OP_CONCAT,
 	RANK_OP_LIT, RANK_OP_GEN, RANK_OP_SMAP, RANK_OP_SJOIN, RANK_OP_SREDUCE,
-	RANK_OP_SMERGE, RANK_OP_COUNT_
+	RANK_OP_SMERGE, RANK_OP_PEEK, RANK_OP_COUNT_
 };
 
 /* vm.c: the opcode's name ("NUM", "ONNX"), "?" for none. */
@@ -162,6 +168,8 @@ struct rank_profile {
 	struct rank_qpool *qpool;    /* its retired queries (query.c); NULL: none kept */
 	int nlits, caplits;          /* tensor literals of expressions (LIT), in pool */
 	struct rank_val *lits;
+	int npeeks, cappeeks;        /* addresses of slices (PEEK), in pool */
+	const struct rank_peek **peeks;
 };
 
 struct rank_schema {
@@ -215,7 +223,7 @@ void rank_profile_release(struct rank_profile *p);
  * rank_prog_release either way. */
 int rank_expr_compile(struct rank_profile *p, const struct rank_ast *a, struct rank_prog *prog,
                       struct strata_error *err);
-/* compile.c: base_err() with "file:line:col: " of pos in front. */
+/* compile_base.c: base_err() with "file:line:col: " of pos in front. */
 int rank_pos_err(struct strata_error *err, const struct rank_pos *pos, int code,
                  const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 /* literal.c.  The type of tensor literal or generator a (its dimension
@@ -251,6 +259,17 @@ struct rank_sparse {
 	const double *cells;         /* nblocks * subspace cells */
 };
 
+/* The address of a slice t{x:1,k:a,...}: n of the operand type's
+ * dimensions, each given a label (mapped) or an index (indexed), or
+ * computed: then the next of the values PEEK pops holds it. */
+struct rank_peek {
+	int n;
+	int dim[RANK_MAX_RANK];          /* index in the operand type */
+	int computed[RANK_MAX_RANK];
+	const char *label[RANK_MAX_RANK];
+	int64_t index[RANK_MAX_RANK];
+};
+
 /* tensor_sparse.c: the algebra where a type has mapped dimensions.  Values
  * of types without mapped dimensions are read as one block; results go to
  * *out as a struct rank_sparse when tr has mapped dimensions, else as dense
@@ -263,6 +282,13 @@ int rank_sparse_join(struct base_arena *a, const struct rank_type *ta, struct ra
                      double (*fn)(void *ud, double x, double y), void *ud, struct rank_val *out);
 int rank_sparse_reduce(struct base_arena *a, const struct rank_type *ti, struct rank_val v,
                        const struct rank_type *tr, int agg, struct rank_val *out);
+/* The slice of v (type ti) at address pk, labels and indices given in
+ * label[] and index[] (per entry of pk), of type tr (ti without the
+ * addressed dimensions); cells the address misses are absent (0 in a
+ * dense result). */
+int rank_sparse_peek(struct base_arena *a, const struct rank_type *ti, struct rank_val v,
+                     const struct rank_type *tr, const struct rank_peek *pk,
+                     const char *const *label, const int64_t *index, struct rank_val *out);
 /* merge: the cells of va and vb (types of the same dimensions), fn(x, y)
  * where both have a cell. */
 int rank_sparse_merge(struct base_arena *a, const struct rank_type *ta, struct rank_val va,

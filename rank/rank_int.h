@@ -11,6 +11,9 @@
  *   compile.c        types every expression (tensor types with named indexed
  *                    or mapped dimensions), resolves features, inlines user functions,
  *                    emits a flat program (struct rank_prog)
+ *   compile_base.c   the compiler's errors, type table and emission;
+ *   compile_tensor.c its tensor constructs (rename, concat, merge, slices,
+ *                    literals, generators, ...)
  *   explain.c        the EXPLAIN dump of compiled programs
  *   literal.c        the values of tensor literals, made when a profile compiles
  *   vm.c             runs programs; tensor.c is the dense tensor algebra,
@@ -197,6 +200,8 @@ void rank_ast_free(struct rank_ast *a);
 /* Helpers for type values.  The number of cells of t (1 for a number); with
  * mapped dimensions, the cells of one dense subspace (its indexed ones). */
 size_t rank_type_cells(const struct rank_type *t);
+/* a and b have the same dimensions: names, sizes (or mapped), order. */
+int rank_type_same_dims(const struct rank_type *a, const struct rank_type *b);
 /* How many of t's dimensions are mapped. */
 int rank_type_mapped(const struct rank_type *t);
 /* rank_type_parse that also takes mapped dimensions (x{}). */

@@ -53,16 +53,6 @@ static void strides_along(const struct rank_type *t, const struct rank_type *r, 
 	}
 }
 
-static int same_layout(const struct rank_type *a, const struct rank_type *b)
-{
-	if (a->rank != b->rank)
-		return 0;
-	for (int i = 0; i < a->rank; i++)
-		if (a->dims[i] != b->dims[i] || strcmp(a->dim_names[i], b->dim_names[i]) != 0)
-			return 0;
-	return 1;
-}
-
 /* A value's i-th cell; a number (rank 0) is its own single cell. */
 static inline double val_cell(const struct rank_type *t, const struct rank_val *v, size_t i)
 {
@@ -79,7 +69,7 @@ int rank_tensor_join(struct base_arena *a, const struct rank_type *ta, struct ra
 		return STRATA_NOMEM;
 	*out = r;
 	/* Common shapes first: same layout on both sides, or a number on one. */
-	int la = ta->rank == 0 || same_layout(ta, tr), lb = tb->rank == 0 || same_layout(tb, tr);
+	int la = ta->rank == 0 || rank_type_same_dims(ta, tr), lb = tb->rank == 0 || rank_type_same_dims(tb, tr);
 	if (la && lb) {
 		for (size_t i = 0; i < n; i++)
 			r[i] = fn(ud, val_cell(ta, &va, i), val_cell(tb, &vb, i));

@@ -1,6 +1,7 @@
 /*
- * tensor_sparse.c: map, join, merge and reduce over tensors with mapped
- * dimensions (x{}), for the VM's SMAP, SJOIN, SMERGE and SREDUCE.
+ * tensor_sparse.c: map, join, merge, reduce and slices over tensors with
+ * mapped dimensions (x{}), for the VM's SMAP, SJOIN, SMERGE, SREDUCE and
+ * PEEK (which takes dense tensors too).
  *
  * A value is a list of blocks (struct rank_sparse): the labels of the
  * type's mapped dimensions, then a dense subspace over its indexed ones.
@@ -105,6 +106,11 @@ static int build_init(struct base_arena *a, const struct rank_type *t, size_t ca
 static int build_done(struct base_arena *a, struct builder *r, struct rank_val *out)
 {
 	out->num = 0;
+	if (r->b.nmapped == 0 && r->b.n == 0) {
+		/* a dense result of no block (empty operands, a missed slice): zeros */
+		memset(r->cells, 0, r->b.block * sizeof *r->cells);
+		r->b.n = 1;
+	}
 	if (r->b.nmapped == 0) {
 		/* dense: exactly one block */
 		if (r->b.t->rank == 0) {
@@ -222,11 +228,6 @@ int rank_sparse_join(struct base_arena *a, const struct rank_type *ta, struct ra
 				return STRATA_NOMEM;
 			memcpy(r.cells + o * r.b.block, d, r.b.block * sizeof *d);
 		}
-	if (r.b.nmapped == 0 && r.b.n == 0) {
-		/* a dense result of empty operands: zeros */
-		memset(r.cells, 0, r.b.block * sizeof *r.cells);
-		r.b.n = 1;
-	}
 	return build_done(a, &r, out);
 }
 
@@ -390,5 +391,76 @@ int rank_sparse_merge(struct base_arena *a, const struct rank_type *ta, struct r
 		if (same_labels(&y, j, from_y, &x, from_x, r.b.nmapped) == x.n &&
 		    copy_block(a, &r, &y, j, from_y))
 			return STRATA_NOMEM;
+	return build_done(a, &r, out);
+}
+
+int rank_sparse_peek(struct base_arena *a, const struct rank_type *ti, struct rank_val v,
+                     const struct rank_type *tr, const struct rank_peek *pk,
+                     const char *const *label, const int64_t *index, struct rank_val *out)
+{
+	struct blocks in;
+	struct builder r;
+	int rc;
+	if ((rc = view(a, ti, &v, &in)) || (rc = build_init(a, tr, in.n, 0, &r)))
+		return rc;
+	/* per mapped dimension of the input: the label it must have, or NULL
+	 * (kept); per indexed one: its fixed index, or -1 (kept) */
+	const char *want[RANK_MAX_RANK] = { 0 };
+	int64_t fixed[RANK_MAX_RANK];
+	int from[RANK_MAX_RANK], out_of_range = 0;
+	for (int i = 0; i < in.sub.rank; i++)
+		fixed[i] = -1;
+	for (int e = 0; e < pk->n; e++) {
+		const char *name = ti->dim_names[pk->dim[e]];
+		int k = mapped_index(&in, name);
+		if (k >= 0) {
+			want[k] = label[e];
+			continue;
+		}
+		for (int i = 0; i < in.sub.rank; i++)
+			if (strcmp(in.sub.dim_names[i], name) == 0) {
+				fixed[i] = index[e];
+				out_of_range |= index[e] < 0 || index[e] >= in.sub.dims[i];
+			}
+	}
+	for (int k = 0; k < r.b.nmapped; k++)
+		from[k] = mapped_index(&in, tr->dim_names[r.b.mdim[k]]);
+	/* strides of the input's subspace, and where each result subspace
+	 * dimension sits in it */
+	size_t str[RANK_MAX_RANK], s = 1, base = 0;
+	int at[RANK_MAX_RANK];
+	for (int i = in.sub.rank - 1; i >= 0; i--) {
+		str[i] = s;
+		s *= (size_t)in.sub.dims[i];
+	}
+	for (int i = 0; i < in.sub.rank; i++)
+		if (fixed[i] >= 0 && !out_of_range)
+			base += (size_t)fixed[i] * str[i];
+	for (int j = 0; j < r.b.sub.rank; j++)
+		for (int i = 0; i < in.sub.rank; i++)
+			if (strcmp(in.sub.dim_names[i], r.b.sub.dim_names[j]) == 0)
+				at[j] = i;
+	for (size_t b = 0; b < in.n && !out_of_range; b++) {
+		int match = 1;
+		for (int k = 0; k < in.nmapped && match; k++)
+			match = !want[k] || strcmp(want[k], label_of(&in, b, k)) == 0;
+		if (!match)
+			continue;
+		size_t o = r.b.n++;
+		for (int k = 0; k < r.b.nmapped; k++)
+			r.labels[o * (size_t)r.b.nmapped + (size_t)k] = label_of(&in, b, from[k]);
+		size_t idx[RANK_MAX_RANK] = { 0 };
+		for (size_t j = 0; j < r.b.block; j++) {
+			size_t off = base;
+			for (int d = 0; d < r.b.sub.rank; d++)
+				off += idx[d] * str[at[d]];
+			r.cells[o * r.b.block + j] = in.cells[b * in.block + off];
+			for (int d = r.b.sub.rank - 1; d >= 0; d--) {
+				if (++idx[d] < (size_t)r.b.sub.dims[d])
+					break;
+				idx[d] = 0;
+			}
+		}
+	}
 	return build_done(a, &r, out);
 }

@@ -28,6 +28,16 @@ size_t rank_type_cells(const struct rank_type *t)
 	return n;
 }
 
+int rank_type_same_dims(const struct rank_type *a, const struct rank_type *b)
+{
+	if (a->rank != b->rank)
+		return 0;
+	for (int i = 0; i < a->rank; i++)
+		if (a->dims[i] != b->dims[i] || strcmp(a->dim_names[i], b->dim_names[i]) != 0)
+			return 0;
+	return 1;
+}
+
 int rank_type_mapped(const struct rank_type *t)
 {
 	int n = 0;

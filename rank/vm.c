@@ -19,6 +19,7 @@
  * models cannot depend on themselves.
  */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "rank_eval.h"
@@ -26,7 +27,7 @@
 static const char *const op_names[RANK_OP_COUNT_] = {
 	"?", "NUM", "ATTR", "QUERY", "CONST", "FIRST", "GET", "SET", "UN", "BIN",
 	"JUMPF", "JUMP", "RET", "MAP", "JOIN", "REDUCE", "DOT", "CLOSE", "ONNX", "CONCAT",
-	"LIT", "GEN", "SMAP", "SJOIN", "SREDUCE", "SMERGE",
+	"LIT", "GEN", "SMAP", "SJOIN", "SREDUCE", "SMERGE", "PEEK",
 };
 
 const char *rank_op_name(int op)
@@ -101,6 +102,18 @@ static double run_fn1(void *ud, double a, double b)
 static double run_fn2(void *ud, double a, double b)
 {
 	return rank_fn2(*(const int *)ud, a, b);
+}
+
+/* A computed label of a mapped dimension: the number as text ("3",
+ * "0.5"), in the arena. */
+static const char *number_label(struct base_arena *a, double d)
+{
+	char buf[32];
+	int n = snprintf(buf, sizeof buf, "%.17g", d);
+	char *s = base_arena_alloc(a, (size_t)n + 1, 1);
+	if (s)
+		memcpy(s, buf, (size_t)n + 1);
+	return s;
 }
 
 static int oom(struct vm *x)
@@ -351,6 +364,27 @@ static int exec(struct vm *x, int pc, struct rank_val *sp, struct rank_val *res)
 			                       in->a, &sp[-1]))
 				return oom(x);
 			break;
+		case RANK_OP_PEEK: {
+			const struct rank_peek *pk = p->peeks[in->a];
+			const char *label[RANK_MAX_RANK];
+			int64_t index[RANK_MAX_RANK];
+			struct rank_val *dyn = sp - in->b;
+			for (int e = 0, k = 0; e < pk->n; e++) {
+				label[e] = pk->label[e];
+				index[e] = pk->index[e];
+				if (!pk->computed[e])
+					continue;
+				double d = dyn[k++].num;
+				index[e] = d >= -1.0 && d < 9.2e18 ? (int64_t)d : -1;
+				if (!label[e] && !(label[e] = number_label(&q->arena, d)))
+					return oom(x);
+			}
+			sp = dyn;
+			if (rank_sparse_peek(&q->arena, type_of(x, in->d), sp[-1], type_of(x, in->t), pk,
+			                     label, index, &sp[-1]))
+				return oom(x);
+			break;
+		}
 		case RANK_OP_CLOSE:
 			set_num(sp++, closeness(x, in->a, in->b));
 			break;

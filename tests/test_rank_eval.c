@@ -500,6 +500,21 @@ static void test_tensor_literals(void **state)
 	cells(w, q, "cell_cast(tensor(x[1]):[1.00390625], bfloat16)", 0, out, 1);
 	NEAR(out[0], 1.0);
 
+	/* slices */
+	NEAR(num(w, q, "query(m){x:1, y:0} + 10 * query(m){y:1, x:3}", 0), mv(1, 0) + 10 * mv(3, 1));
+	cells(w, q, "query(m){x:1}", 0, out, 2);
+	NEAR(out[0], mv(1, 0));
+	NEAR(out[1], mv(1, 1));
+	NEAR(num(w, q, "query(q)[2] + 10 * query(q)[attribute(count) - 1] + query(q){x:(1 + 2)}", 0),
+	     qd[2] + 10 * qd[0] + qd[3]);
+	NEAR(num(w, q, "query(q)[7] + query(q)[-1]", 0), 0);
+	NEAR(num(w, q, "tensor(k{}):{a:1, b:2}{k:b} + 10 * tensor(k{}):{a:1}{k:c}", 0), 2);
+	NEAR(num(w, q, "tensor(k{}):{a:1, b:2}{b} + tensor(k{}):{\"3\":5}{k:(1 + 2)}", 0), 7);
+	cells(w, q, "tensor(k{},x[2]):{a:[1, 2], b:[3, 4]}{k:b}", 0, out, 2);
+	NEAR(out[0], 3);
+	NEAR(out[1], 4);
+	NEAR(num(w, q, "sum(tensor(k{},x[2]):{a:[1, 2], b:[3, 4]}{x:1})", 0), 6);
+
 	struct rank_val v;
 	const struct rank_type *t;
 	struct strata_error err = { 0 };
@@ -541,6 +556,11 @@ static void test_tensor_literals(void **state)
 		  "tensor<float>(x[4],y[2])" },
 		{ "cell_cast(query(q), half)", STRATA_TYPE,
 		  "expr:1:21: unknown cell type 'half' (expected double, float, bfloat16 or int8)" },
+		{ "query(q){y:1}", STRATA_TYPE, "expr:1:12: tensor<float>(x[4]) has no dimension 'y'" },
+		{ "query(m)[1]", STRATA_TYPE,
+		  "expr:1:10: tensor<float>(x[4],y[2]) has no single indexed dimension to address" },
+		{ "query(q){x:a}", STRATA_TYPE, "expr:1:12: dimension 'x' is indexed: 'a' is no index" },
+		{ "query(q){x:1, x:2}", STRATA_TYPE, "expr:1:17: the slice names 'x' twice" },
 		{ "concat(tensor(x{}):{a:1}, 1, y)", STRATA_NOT_IMPLEMENTED,
 		  "expr:1:1: concat() of mapped dimensions is not supported" },
 	};

@@ -363,9 +363,10 @@ static void test_expr_errors(void **state)
 	expr_error("a in [1, b]", STRATA_NOT_IMPLEMENTED,
 	           "e:1:10: only numbers are supported in the list of 'in', found 'b'");
 	expr_error("a in 1", STRATA_PARSE, "e:1:6: expected '[' after 'in', found '1'");
-	expr_error("x{d:1}", STRATA_PARSE, "e:1:2: unexpected '{' after the expression");
-	expr_error("attribute(t){d:1}", STRATA_NOT_IMPLEMENTED,
-	           "e:1:13: tensor slices (value{...}) are not supported");
+	expr_error("attribute(t){d:1", STRATA_PARSE,
+	           "e:1:17: expected ',' or '}' in a slice, found end of file");
+	expr_error("attribute(t)[1", STRATA_PARSE,
+	           "e:1:15: expected ']' closing the index, found end of file");
 	expr_error("tensor(x[2]):[1,2", STRATA_PARSE,
 	           "e:1:18: expected ',' or ']' in a tensor literal, found end of file");
 	expr_error("tensor(x[2]) 3", STRATA_PARSE,
