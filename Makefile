@@ -198,7 +198,7 @@ avx2: $(TEST_BINS) $(CONFORMANCE) $(CLI)
 ASAN_SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 asan:
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
-	  $(MAKE) BUILD=build-asan SAN='$(ASAN_SAN)' DEBUG=1 OPT='-O1 -g' unit e2e conformance
+	  $(MAKE) BUILD=build-asan SAN='$(ASAN_SAN)' DEBUG=1 OPT='-O1 -g' unit e2e tensor-conformance conformance
 
 # The tests that run threads (the session buffer pool, compiled contexts
 # loaded by several threads, queries sharing an application and its pools)

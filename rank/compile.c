@@ -610,7 +610,7 @@ int rank_cc_compile(struct cc *c, const struct env *env, const struct rank_ast *
 	case RA_LAMBDA:
 		return rank_cc_at(c, a, STRATA_TYPE, "a lambda is only valid as an argument of map or join");
 	case RA_TENSOR:
-		return rank_cc_literal(c, a, type);
+		return rank_cc_literal(c, env, a, type);
 	case RA_GEN:
 		return rank_cc_generator(c, env, a, type);
 	}

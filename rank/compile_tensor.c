@@ -267,21 +267,32 @@ int rank_cc_slice(struct cc *c, const struct env *env, const struct rank_ast *a,
 	return 0;
 }
 
-/* A tensor literal: its value is made once (literal.c) and kept in the
- * profile's table of literals. */
-int rank_cc_literal(struct cc *c, const struct rank_ast *a, int *type)
+/* A tensor literal: made once (literal.c) and kept in the profile's table
+ * of literals; the cells that are not constant are computed here, in order,
+ * and LIT fills them in. */
+int rank_cc_literal(struct cc *c, const struct env *env, const struct rank_ast *a, int *type)
 {
 	struct rank_type ty;
-	struct rank_val v;
-	int rc = rank_literal_make(c->p, a, &ty, &v, c->err);
+	struct rank_lit lit;
+	int rc = rank_literal_make(c->p, a, &ty, &lit, c->err);
 	if (rc)
 		return rc;
 	if ((*type = rank_cc_add_type(c->p, &ty)) < 0)
 		return rank_cc_nomem(c);
+	for (int k = 0; k < a->nargs; k++) {
+		int t;
+		if (rank_literal_const(a->args[k]))
+			continue;
+		if ((rc = c->compile(c, env, a->args[k], &t)))
+			return rc;
+		if (T(c, t)->rank != 0)
+			return rank_cc_at(c, a->args[k], STRATA_TYPE,
+			                  "a tensor literal's cell must be a number");
+	}
 	if (grow_table(c, (void **)&c->p->lits, c->p->nlits, &c->p->caplits, sizeof *c->p->lits))
 		return rank_cc_nomem(c);
-	c->p->lits[c->p->nlits] = v;
-	EMIT(c, RANK_OP_LIT, c->p->nlits++, 0, 0, 0, 0, *type, 0);
+	c->p->lits[c->p->nlits] = lit;
+	EMIT(c, RANK_OP_LIT, c->p->nlits++, lit.ndyn, 0, 0, 0, *type, 0);
 	return 0;
 }
 

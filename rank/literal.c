@@ -8,8 +8,9 @@
  * args, and for every form but the dense list, each cell's address as
  * "dim:label" params (nparams = nargs * rank).  Here the addresses are
  * checked against the type (every dimension once, indices in range, no
- * cell twice); cells left out are 0.  Cell values must be constant
- * expressions of numbers.
+ * cell twice); cells left out are 0.  Cells that are constant expressions
+ * of numbers are filled in here; the others are computed per evaluation
+ * (LIT fills them into a copy), the literal saying where they go.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,11 +85,11 @@ static int address(const struct rank_ast *a, const struct rank_type *ty, char *c
 			if (strlen(ty->dim_names[i]) == n && memcmp(ty->dim_names[i], params[k], n) == 0)
 				d = i;
 		if (d < 0 || !colon)
-			return rank_pos_err(err, &a->pos, STRATA_TYPE, "%s has no dimension '%.*s'", a->name,
-			               (int)n, params[k]);
+			return rank_pos_err(err, &a->pos, STRATA_TYPE, "%s has no dimension '%.*s'",
+			                    a->name, (int)n, params[k]);
 		if (seen[d]++)
 			return rank_pos_err(err, &a->pos, STRATA_TYPE, "a cell address names '%s' twice",
-			               ty->dim_names[d]);
+			                    ty->dim_names[d]);
 		const char *label = colon + 1;
 		if (ty->dims[d] == RANK_DIM_MAPPED) {
 			labels[d] = label;
@@ -97,8 +98,9 @@ static int address(const struct rank_ast *a, const struct rank_type *ty, char *c
 		char *end;
 		long long i = strtoll(label, &end, 10);
 		if (*label == 0 || *end || i < 0 || i >= ty->dims[d])
-			return rank_pos_err(err, &a->pos, STRATA_TYPE, "index '%s' of dimension '%s' is outside "
-			               "[0, %lld)", label, ty->dim_names[d], (long long)ty->dims[d]);
+			return rank_pos_err(err, &a->pos, STRATA_TYPE,
+			                    "index '%s' of dimension '%s' is outside [0, %lld)", label,
+			                    ty->dim_names[d], (long long)ty->dims[d]);
 		idx[d] = i;
 	}
 	*off = 0;
@@ -108,39 +110,45 @@ static int address(const struct rank_ast *a, const struct rank_type *ty, char *c
 	return 0;
 }
 
+int rank_literal_const(const struct rank_ast *v)
+{
+	double x;
+	return number(v, &x) == 0;
+}
+
 int rank_literal_make(struct rank_profile *p, const struct rank_ast *a, struct rank_type *ty,
-                      struct rank_val *v, struct strata_error *err)
+                      struct rank_lit *lit, struct strata_error *err)
 {
 	int rc = rank_literal_type(p, a, ty, err);
 	if (rc)
 		return rc;
 	int nm = rank_type_mapped(ty);
 	size_t block = rank_type_cells(ty), n = (size_t)a->nargs;
-	for (int k = 0; k < a->nargs; k++) {
-		double x;
-		if (number(a->args[k], &x))
-			return rank_pos_err(err, &a->args[k]->pos, STRATA_NOT_IMPLEMENTED,
-			               "tensor literal cells must be constant numbers");
-	}
+	int ndyn = 0;
+	for (int k = 0; k < a->nargs; k++)
+		ndyn += !rank_literal_const(a->args[k]);
 	if (a->nparams == 0 && nm == 0 && n != block)
-		return rank_pos_err(err, &a->pos, STRATA_TYPE, "%s has %zu cells, the literal gives %zu",
-		               a->name, block, n);
+		return rank_pos_err(err, &a->pos, STRATA_TYPE,
+		                    "%s has %zu cells, the literal gives %zu", a->name, block, n);
 	if (a->nparams == 0 && nm > 0 && n > 0)
-		return rank_pos_err(err, &a->pos, STRATA_TYPE, "%s has mapped dimensions: its cells need "
-		               "addresses, not a list", a->name);
+		return rank_pos_err(err, &a->pos, STRATA_TYPE,
+		                    "%s has mapped dimensions: its cells need addresses, not a list",
+		                    a->name);
 	/* blocks: one per distinct mapped address (a dense type has exactly one) */
 	size_t cap = nm ? (n ? n : 1) : 1, nblocks = nm ? 0 : 1;
 	const char **labels = base_arena_alloc(&p->pool, cap * (size_t)(nm + 1) * sizeof *labels, 8);
 	double *cells = base_arena_alloc(&p->pool, cap * block * sizeof *cells, 64);
 	unsigned char *given = base_calloc(cap * block, 1);
-	if (!labels || !cells || !given) {
+	size_t *where = base_arena_alloc(&p->pool, ((size_t)ndyn + 1) * sizeof *where, 8);
+	int dyn = 0;
+	if (!labels || !cells || !given || !where) {
 		base_free(given, cap * block);
 		return base_nomem(err, "tensor literal %s", a->name);
 	}
 	memset(cells, 0, cap * block * sizeof *cells);
 	for (size_t k = 0; k < n && rc == 0; k++) {
-		double x;
-		number(a->args[k], &x);
+		double x = 0.0;
+		int computed = number(a->args[k], &x) != 0;
 		const char *lab[RANK_MAX_RANK] = { 0 };
 		size_t off = k;
 		if (a->nparams > 0 &&
@@ -167,14 +175,20 @@ int rank_literal_make(struct rank_profile *p, const struct rank_ast *a, struct r
 			nblocks++;
 		}
 		if (rc == 0 && given[b * block + off]++)
-			rc = rank_pos_err(err, &a->args[k]->pos, STRATA_TYPE, "a cell of %s is given twice",
-			             a->name);
+			rc = rank_pos_err(err, &a->args[k]->pos, STRATA_TYPE,
+			                  "a cell of %s is given twice", a->name);
 		cells[b * block + off] = x;
+		if (computed)
+			where[dyn++] = b * block + off;
 	}
 	base_free(given, cap * block);
 	if (rc)
 		return rc;
-	memset(v, 0, sizeof *v);
+	struct rank_val *v = &lit->v;
+	memset(lit, 0, sizeof *lit);
+	lit->ncells = nblocks * block;
+	lit->ndyn = ndyn;
+	lit->where = where;
 	if (nm > 0) {
 		struct rank_sparse *s = base_arena_alloc(&p->pool, sizeof *s, 8);
 		if (!s)

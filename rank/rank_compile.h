@@ -84,7 +84,7 @@ int rank_cc_concat(struct cc *c, const struct env *env, const struct rank_ast *a
 int rank_cc_merge(struct cc *c, const struct env *env, const struct rank_ast *a, int *type);
 int rank_cc_cell_cast(struct cc *c, const struct env *env, const struct rank_ast *a, int *type);
 int rank_cc_slice(struct cc *c, const struct env *env, const struct rank_ast *a, int *type);
-int rank_cc_literal(struct cc *c, const struct rank_ast *a, int *type);
+int rank_cc_literal(struct cc *c, const struct env *env, const struct rank_ast *a, int *type);
 int rank_cc_generator(struct cc *c, const struct env *env, const struct rank_ast *a, int *type);
 
 #endif

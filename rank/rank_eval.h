@@ -64,7 +64,8 @@ struct rt_ctx;
  * CONCAT     a=dim of t, d=type of x, e=type of y
  *                              pop y, pop x, push x's cells then y's along
  *                              dimension a of t
- * LIT        a=literal         push the profile's tensor literal a
+ * LIT        a=literal, b=n    pop n computed cells, push the profile's
+ *                              tensor literal a with them filled in
  * GEN        a=lambda pc, b=local
  *                              push a tensor of type t, each cell the
  *                              lambda of its indices (locals b, b+1, ...)
@@ -167,7 +168,7 @@ struct rank_profile {
 	int rerank;
 	struct rank_qpool *qpool;    /* its retired queries (query.c); NULL: none kept */
 	int nlits, caplits;          /* tensor literals of expressions (LIT), in pool */
-	struct rank_val *lits;
+	struct rank_lit *lits;
 	int npeeks, cappeeks;        /* addresses of slices (PEEK), in pool */
 	const struct rank_peek **peeks;
 };
@@ -230,12 +231,14 @@ int rank_pos_err(struct strata_error *err, const struct rank_pos *pos, int code,
  * names in p's pool).  Returns 0, STRATA_PARSE, STRATA_NOMEM. */
 int rank_literal_type(struct rank_profile *p, const struct rank_ast *a, struct rank_type *ty,
                       struct strata_error *err);
-/* The value of tensor literal a, made in p's pool, and its type.  Returns
- * 0, STRATA_TYPE (a bad address, a cell given twice, a wrong count),
- * STRATA_NOT_IMPLEMENTED (a cell that is not a number), STRATA_NOMEM; the
+struct rank_lit;
+/* 1 if literal cell v is a constant expression of numbers. */
+int rank_literal_const(const struct rank_ast *v);
+/* Literal a, made in p's pool, and its type.  Returns 0, STRATA_TYPE (a
+ * bad address, a cell given twice, a wrong count), STRATA_NOMEM; the
  * messages carry a's position. */
 int rank_literal_make(struct rank_profile *p, const struct rank_ast *a, struct rank_type *ty,
-                      struct rank_val *v, struct strata_error *err);
+                      struct rank_lit *lit, struct strata_error *err);
 /* Free prog's code and name and zero it. */
 void rank_prog_release(struct rank_prog *prog);
 
@@ -247,6 +250,16 @@ struct rank_val {
 	const void *cells;
 	double num;
 	int cell;
+};
+
+/* A tensor literal: its value with every constant cell, and where the
+ * ndyn computed cells go (indices into its ncells cells, in the order of
+ * the literal's values that are not constant). */
+struct rank_lit {
+	struct rank_val v;
+	size_t ncells;
+	int ndyn;
+	const size_t *where;
 };
 
 /* A tensor with mapped dimensions: nblocks dense subspaces (the type's

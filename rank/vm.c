@@ -169,6 +169,37 @@ static double closeness(struct vm *x, int field, int distance)
 	return distance ? d : rank_closeness_of(f->distance_metric, d);
 }
 
+/* A literal with computed cells: a copy of its cells with the ndyn values
+ * on top of the stack (popped) written where they go, pushed. */
+static int fill_literal(struct vm *x, const struct rank_lit *lit, struct rank_val **spp)
+{
+	struct rank_val *sp = *spp - lit->ndyn, v = lit->v;
+	const struct rank_sparse *s = v.cell == BASE_DT_UNDEFINED ? v.cells : NULL;
+	if (lit->ncells == 1 && !s && !v.cells) {
+		v.num = sp[0].num; /* a number: its one cell */
+	} else {
+		double *c = base_arena_alloc(&x->q->arena, lit->ncells * sizeof *c, 64);
+		if (!c)
+			return oom(x);
+		memcpy(c, s ? s->cells : v.cells, lit->ncells * sizeof *c);
+		for (int i = 0; i < lit->ndyn; i++)
+			c[lit->where[i]] = sp[i].num;
+		if (s) {
+			struct rank_sparse *t = base_arena_alloc(&x->q->arena, sizeof *t, 8);
+			if (!t)
+				return oom(x);
+			*t = *s;
+			t->cells = c;
+			v.cells = t;
+		} else {
+			v.cells = c;
+		}
+	}
+	*sp = v;
+	*spp = sp + 1;
+	return 0;
+}
+
 static int exec(struct vm *x, int pc, struct rank_val *sp, struct rank_val *res)
 {
 	struct rank_query *q = x->q;
@@ -302,7 +333,10 @@ static int exec(struct vm *x, int pc, struct rank_val *sp, struct rank_val *res)
 			break;
 		}
 		case RANK_OP_LIT:
-			*sp++ = p->lits[in->a];
+			if (in->b == 0)
+				*sp++ = p->lits[in->a].v;
+			else if ((rc = fill_literal(x, &p->lits[in->a], &sp)))
+				return rc;
 			break;
 		case RANK_OP_GEN: {
 			const struct rank_type *t = type_of(x, in->t);

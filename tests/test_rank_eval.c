@@ -500,6 +500,15 @@ static void test_tensor_literals(void **state)
 	cells(w, q, "cell_cast(tensor(x[1]):[1.00390625], bfloat16)", 0, out, 1);
 	NEAR(out[0], 1.0);
 
+	/* literal cells computed per document */
+	NEAR(num(w, q, "sum(tensor(x[2]):[1, query(w)])", 0), 3);
+	for (uint32_t d = 0; d < 2; d++)
+		NEAR(num(w, q, "sum(tensor(k{}):{a:query(w), b:attribute(price) * 2, c:1})", d),
+		     2 + 2 * price[d] + 1);
+	cells(w, q, "map(query(q), f(v)(sum(tensor(x[2]):[v, -1 / 2])))", 0, out, 4);
+	for (int i = 0; i < 4; i++)
+		NEAR(out[i], qd[i] - 0.5);
+
 	/* slices */
 	NEAR(num(w, q, "query(m){x:1, y:0} + 10 * query(m){y:1, x:3}", 0), mv(1, 0) + 10 * mv(3, 1));
 	cells(w, q, "query(m){x:1}", 0, out, 2);
@@ -542,8 +551,8 @@ static void test_tensor_literals(void **state)
 		{ "tensor(x[2]):{{y:0}:1}", STRATA_TYPE, "expr:1:1: tensor(x[2]) has no dimension 'y'" },
 		{ "tensor(x{}):{a:1, a:2}", STRATA_TYPE,
 		  "expr:1:21: a cell of tensor(x{}) is given twice" },
-		{ "tensor(x[2]):[1, query(w)]", STRATA_NOT_IMPLEMENTED,
-		  "expr:1:18: tensor literal cells must be constant numbers" },
+		{ "tensor(x[2]):[1, query(q)]", STRATA_TYPE,
+		  "expr:1:18: a tensor literal's cell must be a number" },
 		{ "tensor(x{}):[1]", STRATA_TYPE,
 		  "expr:1:1: tensor(x{}) has mapped dimensions: its cells need addresses, not a list" },
 		{ "tensor(x{})(1)", STRATA_NOT_IMPLEMENTED,
