@@ -49,6 +49,13 @@ static int dim_index(const struct rank_type *t, const char *name)
 	return -1;
 }
 
+/* 1 when t has dimension name indexed, 2 when mapped, 0 when it lacks it. */
+static int dim_kind(const struct rank_type *t, const char *name)
+{
+	int i = dim_index(t, name);
+	return i < 0 ? 0 : t->dims[i] == RANK_DIM_MAPPED ? 2 : 1;
+}
+
 /* Names of a rename: one name, or a list "(a, b)" (the parser's "()" call). */
 static int name_list(struct cc *c, const struct rank_ast *a, char **names, int *n)
 {
@@ -92,8 +99,6 @@ int rank_cc_rename(struct cc *c, const struct env *env, const struct rank_ast *a
 		          nf == 1 ? "" : "s", nt);
 	if ((rc = c->compile(c, env, a->args[0], &t)))
 		return rc;
-	if (mapped(c, t))
-		return rank_cc_at(c, a, STRATA_NOT_IMPLEMENTED, "rename() of mapped dimensions is not supported");
 	struct rank_type r = *T(c, t);
 	for (int i = 0; i < nf; i++) {
 		int k = dim_index(T(c, t), from[i]);
@@ -118,7 +123,7 @@ int rank_cc_rename(struct cc *c, const struct env *env, const struct rank_ast *a
 	*type = tn;
 	if (ts != tn) {
 		EMIT(c, RANK_OP_NUM, 0, 0, 0, 0, 0, 0, 0.0);
-		EMIT(c, RANK_OP_JOIN, -1, 0, RB_ADD, tn, 0, ts, 0);
+		EMIT(c, mapped(c, tn) ? RANK_OP_SJOIN : RANK_OP_JOIN, -1, 0, RB_ADD, tn, 0, ts, 0);
 		*type = ts;
 	}
 	return 0;
@@ -135,8 +140,9 @@ int rank_cc_concat(struct cc *c, const struct env *env, const struct rank_ast *a
 	const char *dim = a->args[2]->name;
 	if ((rc = c->compile(c, env, a->args[0], &tx)) || (rc = c->compile(c, env, a->args[1], &ty)))
 		return rc;
-	if (mapped(c, tx) || mapped(c, ty))
-		return rank_cc_at(c, a, STRATA_NOT_IMPLEMENTED, "concat() of mapped dimensions is not supported");
+	if ((dim_kind(T(c, tx), dim) | dim_kind(T(c, ty), dim)) & 2)
+		return rank_cc_at(c, a->args[2], STRATA_NOT_IMPLEMENTED,
+		                  "concat() along a mapped dimension ('%s') is not supported", dim);
 	struct rank_type ox = *T(c, tx), oy = *T(c, ty);
 	int64_t nx = 1, ny = 1;
 	int kx = dim_index(&ox, dim), ky = dim_index(&oy, dim);
@@ -168,7 +174,8 @@ int rank_cc_concat(struct cc *c, const struct env *env, const struct rank_ast *a
 	}
 	if ((*type = rank_cc_add_type(c->p, &r)) < 0)
 		return rank_cc_nomem(c);
-	EMIT(c, RANK_OP_CONCAT, dim_index(&r, dim), 0, 0, tx, ty, *type, 0);
+	EMIT(c, mapped(c, *type) ? RANK_OP_SCONCAT : RANK_OP_CONCAT, dim_index(&r, dim), 0, 0, tx,
+	     ty, *type, 0);
 	return 0;
 }
 

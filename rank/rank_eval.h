@@ -75,6 +75,7 @@ struct rt_ctx;
  * SMERGE     as SJOIN          pop y, pop x (same dimensions): every cell of
  *                              either, through the lambda or fn2 c where
  *                              both have it
+ * SCONCAT    as CONCAT         CONCAT where a type has mapped dimensions
  * PEEK       a=address, b=n, d=operand type
  *                              pop the n computed labels of address a
  *                              (the profile's peeks), pop a tensor, push
@@ -85,7 +86,7 @@ enum rank_opcode {
 	RANK_OP_SET, RANK_OP_UN, RANK_OP_BIN, RANK_OP_JUMPF, RANK_OP_JUMP, RANK_OP_RET, RANK_OP_MAP,
 	RANK_OP_JOIN, RANK_OP_REDUCE, RANK_OP_DOT, RANK_OP_CLOSE, RANK_OP_ONNX, RANK_OP_CONCAT,
 	RANK_OP_LIT, RANK_OP_GEN, RANK_OP_SMAP, RANK_OP_SJOIN, RANK_OP_SREDUCE,
-	RANK_OP_SMERGE, RANK_OP_PEEK, RANK_OP_COUNT_
+	RANK_OP_SMERGE, RANK_OP_PEEK, RANK_OP_SCONCAT, RANK_OP_COUNT_
 };
 
 /* vm.c: the opcode's name ("NUM", "ONNX"), "?" for none. */
@@ -302,6 +303,11 @@ int rank_sparse_reduce(struct base_arena *a, const struct rank_type *ti, struct 
 int rank_sparse_peek(struct base_arena *a, const struct rank_type *ti, struct rank_val v,
                      const struct rank_type *tr, const struct rank_peek *pk,
                      const char *const *label, const int64_t *index, struct rank_val *out);
+/* concat along dimension dim of tr (an indexed one): the blocks that
+ * agree on their shared mapped dimensions, their subspaces concatenated. */
+int rank_sparse_concat(struct base_arena *a, const struct rank_type *ta, struct rank_val va,
+                       const struct rank_type *tb, struct rank_val vb, const struct rank_type *tr,
+                       int dim, struct rank_val *out);
 /* merge: the cells of va and vb (types of the same dimensions), fn(x, y)
  * where both have a cell. */
 int rank_sparse_merge(struct base_arena *a, const struct rank_type *ta, struct rank_val va,

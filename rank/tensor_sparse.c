@@ -1,7 +1,7 @@
 /*
- * tensor_sparse.c: map, join, merge, reduce and slices over tensors with
- * mapped dimensions (x{}), for the VM's SMAP, SJOIN, SMERGE, SREDUCE and
- * PEEK (which takes dense tensors too).
+ * tensor_sparse.c: map, join, merge, reduce, concat and slices over tensors
+ * with mapped dimensions (x{}), for the VM's SMAP, SJOIN, SMERGE, SREDUCE,
+ * SCONCAT and PEEK (which takes dense tensors too).
  *
  * A value is a list of blocks (struct rank_sparse): the labels of the
  * type's mapped dimensions, then a dense subspace over its indexed ones.
@@ -190,9 +190,31 @@ static int begin2(struct base_arena *a, const struct rank_type *ta, const struct
 	return build_init(a, tr, product ? x->n * y->n : x->n + y->n, 0, r);
 }
 
-int rank_sparse_join(struct base_arena *a, const struct rank_type *ta, struct rank_val va,
-                     const struct rank_type *tb, struct rank_val vb, const struct rank_type *tr,
-                     double (*fn)(void *ud, double x, double y), void *ud, struct rank_val *out)
+/* How a pair of matching blocks combines: the result's subspace from the
+ * two subspaces (a join through fn, or a concat along dim). */
+struct combine {
+	double (*fn)(void *ud, double x, double y);
+	void *ud;
+	int dim;   /* concat: the dimension's index in the result's subspace; join: -1 */
+};
+
+static int combine_sub(struct base_arena *a, const struct combine *cb, const struct blocks *x,
+                       size_t i, const struct blocks *y, size_t j, const struct rank_type *sub,
+                       double **d)
+{
+	if (cb->dim >= 0)
+		return rank_tensor_concat(a, &x->sub, sub_val(x, i), &y->sub, sub_val(y, j), sub,
+		                          cb->dim, d);
+	return rank_tensor_join(a, &x->sub, sub_val(x, i), &y->sub, sub_val(y, j), sub, cb->fn,
+	                        cb->ud, d);
+}
+
+/* Every pair of blocks of va and vb that agree on the mapped dimensions
+ * they share gives a block of the result: their labels, their subspaces
+ * combined by cb. */
+static int pairs(struct base_arena *a, const struct rank_type *ta, struct rank_val va,
+                 const struct rank_type *tb, struct rank_val vb, const struct rank_type *tr,
+                 const struct combine *cb, struct rank_val *out)
 {
 	struct blocks x, y;
 	struct builder r;
@@ -223,12 +245,30 @@ int rank_sparse_join(struct base_arena *a, const struct rank_type *ta, struct ra
 				r.labels[o * (size_t)r.b.nmapped + (size_t)k] =
 					from_x[k] >= 0 ? label_of(&x, i, from_x[k]) : label_of(&y, j, from_y[k]);
 			double *d;
-			if (rank_tensor_join(a, &x.sub, sub_val(&x, i), &y.sub, sub_val(&y, j), &r.b.sub,
-			                     fn, ud, &d))
+			if (combine_sub(a, cb, &x, i, &y, j, &r.b.sub, &d))
 				return STRATA_NOMEM;
 			memcpy(r.cells + o * r.b.block, d, r.b.block * sizeof *d);
 		}
 	return build_done(a, &r, out);
+}
+
+int rank_sparse_join(struct base_arena *a, const struct rank_type *ta, struct rank_val va,
+                     const struct rank_type *tb, struct rank_val vb, const struct rank_type *tr,
+                     double (*fn)(void *ud, double x, double y), void *ud, struct rank_val *out)
+{
+	struct combine cb = { fn, ud, -1 };
+	return pairs(a, ta, va, tb, vb, tr, &cb, out);
+}
+
+int rank_sparse_concat(struct base_arena *a, const struct rank_type *ta, struct rank_val va,
+                       const struct rank_type *tb, struct rank_val vb, const struct rank_type *tr,
+                       int dim, struct rank_val *out)
+{
+	/* dim of tr (indexed) as an index among tr's indexed dimensions */
+	struct combine cb = { NULL, NULL, 0 };
+	for (int i = 0; i < dim; i++)
+		cb.dim += tr->dims[i] != RANK_DIM_MAPPED;
+	return pairs(a, ta, va, tb, vb, tr, &cb, out);
 }
 
 /* The block of r with the labels of input block blk (kept dims), added

@@ -27,7 +27,7 @@
 static const char *const op_names[RANK_OP_COUNT_] = {
 	"?", "NUM", "ATTR", "QUERY", "CONST", "FIRST", "GET", "SET", "UN", "BIN",
 	"JUMPF", "JUMP", "RET", "MAP", "JOIN", "REDUCE", "DOT", "CLOSE", "ONNX", "CONCAT",
-	"LIT", "GEN", "SMAP", "SJOIN", "SREDUCE", "SMERGE", "PEEK",
+	"LIT", "GEN", "SMAP", "SJOIN", "SREDUCE", "SMERGE", "PEEK", "SCONCAT",
 };
 
 const char *rank_op_name(int op)
@@ -417,6 +417,15 @@ static int exec(struct vm *x, int pc, struct rank_val *sp, struct rank_val *res)
 			if (rank_sparse_peek(&q->arena, type_of(x, in->d), sp[-1], type_of(x, in->t), pk,
 			                     label, index, &sp[-1]))
 				return oom(x);
+			break;
+		}
+		case RANK_OP_SCONCAT: {
+			struct rank_val r;
+			if (rank_sparse_concat(&q->arena, type_of(x, in->d), sp[-2], type_of(x, in->e),
+			                       sp[-1], type_of(x, in->t), in->a, &r))
+				return oom(x);
+			sp--;
+			sp[-1] = r;
 			break;
 		}
 		case RANK_OP_CLOSE:
