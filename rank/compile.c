@@ -68,7 +68,7 @@ static int emit_reduce(struct cc *c, const struct rank_ast *a, int tin, int agg,
 		if (!found) {
 			char b[256];
 			return rank_cc_at(c, a, STRATA_TYPE, "%s has no dimension '%s'",
-			          rank_cc_type_str(in, b, sizeof b), names[k]);
+			                  rank_cc_type_str(in, b, sizeof b), names[k]);
 		}
 	}
 	if (n > 0) {
@@ -142,7 +142,7 @@ static int compile_attribute(struct cc *c, const struct rank_ast *a, int *type)
 	const struct rank_field *f = &c->p->sd->fields[fi];
 	if (f->type == RANK_FT_STRING)
 		return rank_cc_at(c, a->args[0], STRATA_TYPE, "attribute '%s' is a string, not a number",
-		          name);
+		                  name);
 	int rc = field_type(c, f, type);
 	if (rc)
 		return rc;
@@ -170,7 +170,8 @@ static int compile_query(struct cc *c, const struct rank_ast *a, int *type)
 		return 0;
 	}
 	return rank_cc_at(c, a->args[0], STRATA_TYPE,
-	          "query input '%s' is not declared in the inputs of profile '%s'", name, d->name);
+	                  "query input '%s' is not declared in the inputs of profile '%s'", name,
+	                  d->name);
 }
 
 static int compile_constant(struct cc *c, const struct rank_ast *a, int *type)
@@ -220,7 +221,7 @@ static int compile_onnx(struct cc *c, const struct rank_ast *a, int *type)
 		o = runtime_model_output_index(cm->rt, oname);
 		if (o < 0)
 			return rank_cc_at(c, a, STRATA_TYPE, "onnx model '%s' has no output '%s'", name,
-			          a->out);
+			                  a->out);
 	}
 	c->prog->doc_dependent = 1;
 	*type = cm->out_type[o];
@@ -237,8 +238,9 @@ static int compile_close(struct cc *c, const struct rank_ast *a, int distance, i
 	if (strcmp(a->args[0]->name, "label") == 0)
 		return rank_cc_at(c, a, STRATA_NOT_IMPLEMENTED, "%s(label, ...) is not supported", fname);
 	if (strcmp(a->args[0]->name, "field") != 0)
-		return rank_cc_at(c, a->args[0], STRATA_TYPE, "%s() takes 'field' or 'label' first, not '%s'",
-		          fname, a->args[0]->name);
+		return rank_cc_at(c, a->args[0], STRATA_TYPE,
+		                  "%s() takes 'field' or 'label' first, not '%s'", fname,
+		                  a->args[0]->name);
 	const char *name = a->args[1]->name;
 	int fi = find_field(c->p->sd, name);
 	if (fi < 0 || !c->p->sd->fields[fi].attribute)
@@ -308,7 +310,7 @@ static int compile_tensor_fn(struct cc *c, const struct env *env, const struct r
 		int agg = agg_of(a->args[1]->name);
 		if (!agg)
 			return rank_cc_at(c, a->args[1], STRATA_TYPE, "unknown aggregator '%s'",
-			          a->args[1]->name);
+			                  a->args[1]->name);
 		return compile_reduce(c, env, a, agg, 2, type);
 	}
 	int agg = agg_of(f);
@@ -446,7 +448,7 @@ static int compile_user(struct cc *c, const struct env *env, const struct rank_a
 	int nargs = a->kind == RA_CALL ? a->nargs : 0;
 	if (nargs != fn->nparams)
 		return rank_cc_at(c, a, STRATA_TYPE, "function '%s' takes %d argument%s, not %d", fn->name,
-		          fn->nparams, fn->nparams == 1 ? "" : "s", nargs);
+		                  fn->nparams, fn->nparams == 1 ? "" : "s", nargs);
 	int locals[64], types[64];
 	if (nargs > 64)
 		return rank_cc_at(c, a, STRATA_LIMIT, "more than 64 arguments");
@@ -493,7 +495,8 @@ static int compile_call(struct cc *c, const struct env *env, const struct rank_a
 	                       strcmp(f, "closeness") == 0 || strcmp(f, "distance") == 0))
 		return rank_cc_at(c, a, STRATA_TYPE, "a lambda may only use its parameters, not %s()", f);
 	if (a->out && strcmp(f, "onnx") != 0 && strcmp(f, "onnxModel") != 0)
-		return rank_cc_at(c, a, STRATA_TYPE, "'.%s' after %s(): only onnx() has outputs", a->out, f);
+		return rank_cc_at(c, a, STRATA_TYPE, "'.%s' after %s(): only onnx() has outputs", a->out,
+		                  f);
 	if (strcmp(f, "attribute") == 0)
 		return compile_attribute(c, a, type);
 	if (strcmp(f, "query") == 0)
@@ -529,7 +532,8 @@ static int compile_call(struct cc *c, const struct env *env, const struct rank_a
 		if (!rank_type_same_dims(T(c, t), T(c, t2))) {
 			char b1[256], b2[256];
 			return rank_cc_at(c, a, STRATA_TYPE, "the branches of if() differ: %s and %s",
-			          rank_cc_type_str(T(c, t), b1, sizeof b1), rank_cc_type_str(T(c, t2), b2, sizeof b2));
+			                  rank_cc_type_str(T(c, t), b1, sizeof b1),
+			                  rank_cc_type_str(T(c, t2), b2, sizeof b2));
 		}
 		/* Both branches leave the same shape; cells may differ in type, so a
 		 * tensor result is described as double only when both are. */
@@ -590,7 +594,7 @@ int rank_cc_compile(struct cc *c, const struct env *env, const struct rank_ast *
 		if (strcmp(a->name, "firstPhase") == 0) {
 			if (!c->allow_first)
 				return rank_cc_at(c, a, STRATA_TYPE,
-				          "firstPhase is only available after the first phase");
+				                  "firstPhase is only available after the first phase");
 			c->prog->doc_dependent = 1;
 			*type = 0;
 			EMIT(c, RANK_OP_FIRST, 0, 0, 0, 0, 0, 0, 0);
@@ -608,7 +612,8 @@ int rank_cc_compile(struct cc *c, const struct env *env, const struct rank_ast *
 			return rc;
 		return emit_bin(c, a, a->op, t, t2, type);
 	case RA_LAMBDA:
-		return rank_cc_at(c, a, STRATA_TYPE, "a lambda is only valid as an argument of map or join");
+		return rank_cc_at(c, a, STRATA_TYPE,
+		                  "a lambda is only valid as an argument of map or join");
 	case RA_TENSOR:
 		return rank_cc_literal(c, env, a, type);
 	case RA_GEN:
@@ -641,11 +646,11 @@ static int compile_prog(struct rank_profile *p, const struct rank_models *models
 		return rc;
 	if (must_be_number != 2 && rank_type_mapped(&p->types[t]) > 0)
 		return rank_cc_at(&c, a, STRATA_NOT_IMPLEMENTED,
-		          "%s: tensors with mapped dimensions are not supported here", name);
+		                  "%s: tensors with mapped dimensions are not supported here", name);
 	if (must_be_number == 1 && p->types[t].rank != 0) {
 		char b[256];
 		return rank_cc_at(&c, a, STRATA_TYPE, "%s must produce a number, not %s", name,
-		          rank_cc_type_str(&p->types[t], b, sizeof b));
+		                  rank_cc_type_str(&p->types[t], b, sizeof b));
 	}
 	prog->result = t;
 	EMIT(&c, RANK_OP_RET, 0, 0, 0, 0, 0, -1, 0);
@@ -735,8 +740,8 @@ static int compile_model(struct rank_profile *p, const struct rank_models *model
 	for (int i = 0; i < d->ninputs; i++)
 		if (runtime_model_input_index(rt, d->inputs[i].name) < 0)
 			return rank_pos_err(err, &d->inputs[i].pos, STRATA_TYPE,
-			               "onnx model '%s' (%s) has no input '%s'", d->name, d->file,
-			               d->inputs[i].name);
+			                    "onnx model '%s' (%s) has no input '%s'", d->name, d->file,
+			                    d->inputs[i].name);
 	int doc_all_extra = 1, any_extra = 0;
 	for (int i = 0; i < cm->nin; i++) {
 		const struct rt_value_info *info = runtime_model_input(rt, i);
@@ -766,8 +771,8 @@ static int compile_model(struct rank_profile *p, const struct rank_models *model
 			rc = compile_prog(p, models, &name, pname, 1, 0, &cm->src[i], err);
 		} else {
 			return rank_pos_err(err, &d->pos, STRATA_TYPE,
-			               "onnx model '%s': input '%s' has no source (add input \"%s\": ...)",
-			               d->name, info->name, info->name);
+			                    "onnx model '%s': input '%s' has no source (add input \"%s\": ...)",
+			                    d->name, info->name, info->name);
 		}
 		if (rc)
 			return rc;
@@ -775,9 +780,9 @@ static int compile_model(struct rank_profile *p, const struct rank_models *model
 		if (!input_fits(info, st, &cm->extra[i])) {
 			char b1[256], b2[256];
 			return rank_pos_err(err, mi ? &mi->pos : &d->pos, STRATA_TYPE,
-			               "onnx model '%s' input '%s' is %s, its source is %s", d->name,
-			               info->name, info_str(info, b1, sizeof b1),
-			               rank_cc_type_str(st, b2, sizeof b2));
+			                    "onnx model '%s' input '%s' is %s, its source is %s", d->name,
+			                    info->name, info_str(info, b1, sizeof b1),
+			                    rank_cc_type_str(st, b2, sizeof b2));
 		}
 		any_extra |= cm->extra[i];
 		if (cm->src[i].doc_dependent && !cm->extra[i])
@@ -788,12 +793,12 @@ static int compile_model(struct rank_profile *p, const struct rank_models *model
 		const struct rt_value_info *info = runtime_model_output(rt, o);
 		if (info->rank < 0)
 			return rank_pos_err(err, &d->pos, STRATA_NOT_IMPLEMENTED,
-			               "onnx model '%s' output '%s' has no declared shape", d->name,
-			               info->name);
+			                    "onnx model '%s' output '%s' has no declared shape", d->name,
+			                    info->name);
 		struct rank_type r = { .cell = info->dtype, .rank = info->rank };
 		if (base_dtype_size(info->dtype) == 0 || info->dtype == BASE_DT_STRING)
 			return rank_pos_err(err, &d->pos, STRATA_TYPE,
-			               "onnx model '%s' output '%s' is not numeric", d->name, info->name);
+			                    "onnx model '%s' output '%s' is not numeric", d->name, info->name);
 		for (int k = 0; k < info->rank; k++) {
 			/* A symbolic dimension is one document's worth: size 1. */
 			r.dims[k] = info->dims[k] < 0 ? 1 : info->dims[k];

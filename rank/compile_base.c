@@ -104,22 +104,23 @@ int rank_cc_join_type(struct cc *c, const struct rank_ast *a, int tx, int ty, in
 				if ((r.dims[j] == RANK_DIM_MAPPED) != (s->dims[i] == RANK_DIM_MAPPED)) {
 					char b1[256], b2[256];
 					return rank_cc_at(c, a, STRATA_TYPE,
-					          "dimension '%s' is mapped on one side, indexed on the other: "
-					          "%s and %s", s->dim_names[i], rank_cc_type_str(x, b1, sizeof b1),
-					          rank_cc_type_str(y, b2, sizeof b2));
+					                  "dimension '%s' is mapped on one side, indexed on "
+					                  "the other: %s and %s", s->dim_names[i],
+					                  rank_cc_type_str(x, b1, sizeof b1),
+					                  rank_cc_type_str(y, b2, sizeof b2));
 				}
 				if (r.dims[j] != s->dims[i]) {
 					char b1[256], b2[256];
 					return rank_cc_at(c, a, STRATA_TYPE,
-					          "dimension '%s' differs in size: %s and %s",
-					          s->dim_names[i], rank_cc_type_str(x, b1, sizeof b1),
-					          rank_cc_type_str(y, b2, sizeof b2));
+					                  "dimension '%s' differs in size: %s and %s",
+					                  s->dim_names[i], rank_cc_type_str(x, b1, sizeof b1),
+					                  rank_cc_type_str(y, b2, sizeof b2));
 				}
 				continue;
 			}
 			if (r.rank == RANK_MAX_RANK)
 				return rank_cc_at(c, a, STRATA_LIMIT, "more than %d dimensions",
-				          RANK_MAX_RANK);
+				                  RANK_MAX_RANK);
 			/* insertion by name */
 			int k = r.rank;
 			while (k > 0 && strcmp(r.dim_names[k - 1], s->dim_names[i]) > 0) {
@@ -173,11 +174,11 @@ int rank_cc_name_arg(struct cc *c, const struct rank_ast *a, const char *what)
 }
 
 int rank_cc_lambda(struct cc *c, const struct rank_ast *lam, int nparams, int *lam_pc,
-                          int *base)
+                   int *base)
 {
 	if (lam->kind != RA_LAMBDA || lam->nparams != nparams)
 		return rank_cc_at(c, lam, STRATA_TYPE, "expected a lambda f(%s)(...)",
-		          nparams == 1 ? "x" : "x,y");
+		                  nparams == 1 ? "x" : "x,y");
 	int locals[2], types[2] = { 0, 0 };
 	*base = c->prog->nlocals;
 	for (int i = 0; i < nparams; i++)

@@ -86,7 +86,7 @@ static void sort_dims(struct rank_type *r)
  * when the new names are out of order, a join with 0 lays the cells out in
  * name order. */
 int rank_cc_rename(struct cc *c, const struct env *env, const struct rank_ast *a,
-                          int *type)
+                   int *type)
 {
 	char *from[RANK_MAX_RANK], *to[RANK_MAX_RANK];
 	int nf, nt, t, rc;
@@ -96,7 +96,7 @@ int rank_cc_rename(struct cc *c, const struct env *env, const struct rank_ast *a
 		return rc;
 	if (nf != nt)
 		return rank_cc_at(c, a, STRATA_TYPE, "rename() of %d dimension%s to %d", nf,
-		          nf == 1 ? "" : "s", nt);
+		                  nf == 1 ? "" : "s", nt);
 	if ((rc = c->compile(c, env, a->args[0], &t)))
 		return rc;
 	struct rank_type r = *T(c, t);
@@ -105,7 +105,7 @@ int rank_cc_rename(struct cc *c, const struct env *env, const struct rank_ast *a
 		if (k < 0) {
 			char b[256];
 			return rank_cc_at(c, a->args[1], STRATA_TYPE, "%s has no dimension '%s'",
-			          rank_cc_type_str(T(c, t), b, sizeof b), from[i]);
+			                  rank_cc_type_str(T(c, t), b, sizeof b), from[i]);
 		}
 		r.dim_names[k] = to[i];
 	}
@@ -113,7 +113,7 @@ int rank_cc_rename(struct cc *c, const struct env *env, const struct rank_ast *a
 		for (int k = 0; k < i; k++)
 			if (strcmp(r.dim_names[i], r.dim_names[k]) == 0)
 				return rank_cc_at(c, a, STRATA_TYPE, "rename() makes two dimensions '%s'",
-				          r.dim_names[i]);
+				                  r.dim_names[i]);
 	int tn, ts;
 	if ((tn = rank_cc_add_type(c->p, &r)) < 0)
 		return rank_cc_nomem(c);
@@ -132,7 +132,7 @@ int rank_cc_rename(struct cc *c, const struct env *env, const struct rank_ast *a
 /* concat(x, y, dim): x's cells then y's along dim (a side without dim has
  * size 1 there); the other dimensions must agree. */
 int rank_cc_concat(struct cc *c, const struct env *env, const struct rank_ast *a,
-                          int *type)
+                   int *type)
 {
 	int tx, ty, rc;
 	if (a->nargs != 3 || rank_cc_name_arg(c, a->args[2], "a dimension name"))
@@ -190,6 +190,16 @@ static int grow_table(struct cc *c, void **arr, int n, int *cap, size_t elem)
 	return 0;
 }
 
+/* name is bound in the innermost scope (a parameter or a generator's
+ * dimension). */
+static int is_bound(const struct env *env, const char *name)
+{
+	for (int i = 0; env && i < env->n; i++)
+		if (strcmp(env->names[i], name) == 0)
+			return 1;
+	return 0;
+}
+
 /* The dimension of t a slice entry names: dim, or for "" the only
  * dimension, for "[" the only indexed one; -1 when there is none. */
 static int slice_dim(const struct rank_type *t, const char *dim)
@@ -204,7 +214,7 @@ static int slice_dim(const struct rank_type *t, const char *dim)
 /* t{x:1, k:a}, t{k:(expr)}, t[i]: the address is kept in the profile's
  * table of peeks; computed labels are pushed after the tensor. */
 int rank_cc_slice(struct cc *c, const struct env *env, const struct rank_ast *a,
-                         int *type)
+                  int *type)
 {
 	int t, rc;
 	if ((rc = c->compile(c, env, a->args[0], &t)))
@@ -221,16 +231,24 @@ int rank_cc_slice(struct cc *c, const struct env *env, const struct rank_ast *a,
 		const struct rank_ast *l = a->args[e + 1];
 		int d = slice_dim(T(c, t), a->params[e]);
 		if (d < 0)
-			return rank_cc_at(c, l, STRATA_TYPE, a->params[e][0] && a->params[e][0] != '[' ?
-			          "%s has no dimension '%s'" : "%s has no single %sdimension to address",
-			          rank_cc_type_str(T(c, t), tb, sizeof tb),
-			          a->params[e][0] == '[' ? "indexed " : a->params[e]);
+			return rank_cc_at(c, l, STRATA_TYPE,
+			                  a->params[e][0] && a->params[e][0] != '[' ?
+			                  "%s has no dimension '%s'" :
+			                  "%s has no single %sdimension to address",
+			                  rank_cc_type_str(T(c, t), tb, sizeof tb),
+			                  a->params[e][0] == '[' ? "indexed " : a->params[e]);
 		for (int k = 0; k < e; k++)
 			if (pk->dim[k] == d)
 				return rank_cc_at(c, l, STRATA_TYPE, "the slice names '%s' twice",
-				          T(c, t)->dim_names[d]);
+				                  T(c, t)->dim_names[d]);
 		pk->dim[e] = d;
 		int mapped_dim = T(c, t)->dims[d] == RANK_DIM_MAPPED;
+		/* a bare name bound where the slice is (a generator's dimension)
+		 * is a computed index */
+		struct rank_ast bound = { .kind = RA_NAME, .name = l->name, .pos = l->pos,
+		                          .text = l->name };
+		if (l->kind == RA_STR && !mapped_dim && is_bound(env, l->name))
+			l = &bound;
 		if (l->kind == RA_STR && mapped_dim) {
 			pk->label[e] = l->name;
 		} else if (l->kind == RA_STR || l->kind == RA_NUM) {
@@ -238,7 +256,7 @@ int rank_cc_slice(struct cc *c, const struct env *env, const struct rank_ast *a,
 			double x = l->kind == RA_NUM ? l->num : strtod(l->name, &end);
 			if ((end && (*end || end == l->name)) || x != (double)(int64_t)x)
 				return rank_cc_at(c, l, STRATA_TYPE, "dimension '%s' is indexed: '%s' is no index",
-				          T(c, t)->dim_names[d], l->kind == RA_STR ? l->name : l->text);
+				                  T(c, t)->dim_names[d], l->kind == RA_STR ? l->name : l->text);
 			pk->index[e] = (int64_t)x;
 		} else {
 			int tl;
@@ -304,7 +322,8 @@ int rank_cc_literal(struct cc *c, const struct env *env, const struct rank_ast *
 }
 
 /* tensor(x[2],y[3])(body): the body runs per cell with the cell's indices
- * bound to the dimension names, like a lambda's parameters. */
+ * bound to the dimension names, like a lambda's parameters; it may also
+ * read features (query(q){x:x}) and call functions. */
 int rank_cc_generator(struct cc *c, const struct env *env, const struct rank_ast *a, int *type)
 {
 	struct rank_type ty;
@@ -313,14 +332,15 @@ int rank_cc_generator(struct cc *c, const struct env *env, const struct rank_ast
 		return rc;
 	if (rank_type_mapped(&ty))
 		return rank_cc_at(c, a, STRATA_NOT_IMPLEMENTED,
-		          "tensor generators with mapped dimensions are not supported");
+		                  "tensor generators with mapped dimensions are not supported");
 	if ((*type = rank_cc_add_type(c->p, &ty)) < 0)
 		return rank_cc_nomem(c);
 	int locals[RANK_MAX_RANK], types[RANK_MAX_RANK] = { 0 };
 	int base = c->prog->nlocals;
 	for (int i = 0; i < ty.rank; i++)
 		locals[i] = rank_cc_new_local(c);
-	struct env e = { env, NULL, 1, a->nparams, a->params, locals, types };
+	/* unlike a lambda's, the body may read features and functions too */
+	struct env e = { env, NULL, 0, a->nparams, a->params, locals, types };
 	int jump = rank_cc_emit(c, RANK_OP_JUMP, 0, 0, 0, 0, 0, -1, 0);
 	if (jump < 0)
 		return rank_cc_nomem(c);
@@ -351,7 +371,8 @@ int rank_cc_merge(struct cc *c, const struct env *env, const struct rank_ast *a,
 	if (T(c, *type)->rank != T(c, t)->rank || T(c, *type)->rank != T(c, t2)->rank) {
 		char b1[256], b2[256];
 		return rank_cc_at(c, a, STRATA_TYPE, "merge() needs the same dimensions: %s and %s",
-		          rank_cc_type_str(T(c, t), b1, sizeof b1), rank_cc_type_str(T(c, t2), b2, sizeof b2));
+		                  rank_cc_type_str(T(c, t), b1, sizeof b1),
+		                  rank_cc_type_str(T(c, t2), b2, sizeof b2));
 	}
 	/* dense operands have every cell on both sides: a join */
 	EMIT(c, mapped(c, *type) ? RANK_OP_SMERGE : RANK_OP_JOIN, pc, base, 0, t, t2, *type, 0);
@@ -376,13 +397,13 @@ int rank_cc_cell_cast(struct cc *c, const struct env *env, const struct rank_ast
 			break;
 	if (k == sizeof casts / sizeof casts[0])
 		return rank_cc_at(c, a->args[1], STRATA_TYPE,
-		          "unknown cell type '%s' (expected double, float, bfloat16 or int8)",
-		          a->args[1]->name);
+		                  "unknown cell type '%s' (expected double, float, bfloat16 or int8)",
+		                  a->args[1]->name);
 	if ((rc = c->compile(c, env, a->args[0], &t)))
 		return rc;
 	if (T(c, t)->rank == 0 && casts[k].cell != BASE_DT_DOUBLE)
 		return rank_cc_at(c, a, STRATA_TYPE, "a number cannot be cast to %s cells",
-		          casts[k].name);
+		                  casts[k].name);
 	if (casts[k].fn && (rc = rank_cc_emit_un(c, casts[k].fn, t, &t)))
 		return rc;
 	struct rank_type r = *T(c, t);

@@ -92,7 +92,9 @@ static void explain_prog(struct sbuf *b, const struct rank_profile *p, const str
 		}
 		case RANK_OP_LIT: sb_printf(b, " literal%d", in->a); break;
 		case RANK_OP_PEEK: sb_printf(b, " address%d (%d computed)", in->a, in->b); break;
-		case RANK_OP_CONCAT: case RANK_OP_SCONCAT: sb_printf(b, " along %s", p->types[in->t].dim_names[in->a]); break;
+		case RANK_OP_CONCAT: case RANK_OP_SCONCAT:
+			sb_printf(b, " along %s", p->types[in->t].dim_names[in->a]);
+			break;
 		case RANK_OP_ONNX: {
 			const struct rank_cmodel *cm = &p->models[in->a];
 			sb_printf(b, " %s.%s%s", cm->decl->name,

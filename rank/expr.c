@@ -720,7 +720,8 @@ static const struct {
 	int level;
 } binops[] = {
 	{"||", RB_OR, 0}, {"&&", RB_AND, 1},
-	{"==", RB_EQ, 2}, {"!=", RB_NE, 2}, {"~=", RB_APPROX, 2}, {"<", RB_LT, 2}, {"<=", RB_LE, 2}, {">", RB_GT, 2}, {">=", RB_GE, 2},
+	{"==", RB_EQ, 2}, {"!=", RB_NE, 2}, {"~=", RB_APPROX, 2}, {"<", RB_LT, 2}, {"<=", RB_LE, 2},
+	{">", RB_GT, 2}, {">=", RB_GE, 2},
 	{"+", RB_ADD, 3}, {"-", RB_SUB, 3},
 	{"*", RB_MUL, 4}, {"/", RB_DIV, 4}, {"%", RB_MOD, 4},
 };

@@ -1,8 +1,8 @@
 /*
  * rank_eval.h: the evaluation back end of rank/ (fn.c, compile_base.c,
- * compile.c, compile_tensor.c, explain.c, literal.c, vm.c, tensor.c, tensor_sparse.c, model.c, query.c,
- * profile.c, app.c), private to those files and to the tests that look
- * inside it.
+ * compile.c, compile_tensor.c, explain.c, literal.c, vm.c, tensor.c,
+ * tensor_sparse.c, model.c, query.c, profile.c, app.c), private to those
+ * files and to the tests that look inside it.
  *
  * A profile compiles to a set of flat programs (struct rank_prog) sharing
  * one table of value types; vm.c runs them over one document at a time with

@@ -69,7 +69,8 @@ int rank_tensor_join(struct base_arena *a, const struct rank_type *ta, struct ra
 		return STRATA_NOMEM;
 	*out = r;
 	/* Common shapes first: same layout on both sides, or a number on one. */
-	int la = ta->rank == 0 || rank_type_same_dims(ta, tr), lb = tb->rank == 0 || rank_type_same_dims(tb, tr);
+	int la = ta->rank == 0 || rank_type_same_dims(ta, tr);
+	int lb = tb->rank == 0 || rank_type_same_dims(tb, tr);
 	if (la && lb) {
 		for (size_t i = 0; i < n; i++)
 			r[i] = fn(ud, val_cell(ta, &va, i), val_cell(tb, &vb, i));

@@ -6,10 +6,11 @@
  *
  * Schema types are dense: every dimension is indexed and bound (x[N],
  * N >= 1).  Types in expressions (tensor literals and generators) may also
- * have mapped dimensions (x{}), marked RANK_DIM_MAPPED.  Dimensions keep their declared order.  A number is rank 0
- * with double cells; "tensor<float>()" is rank 0 with float cells.  The cell
- * count of a type always fits in RANK_TYPE_MAX_CELLS, so products never
- * overflow downstream.
+ * have mapped dimensions (x{}), marked RANK_DIM_MAPPED.  Dimensions keep
+ * their declared order.  A number is rank 0 with double cells;
+ * "tensor<float>()" is rank 0 with float cells.  The cell count of a type
+ * always fits in RANK_TYPE_MAX_CELLS, so products never overflow
+ * downstream.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -166,7 +167,8 @@ static int dim_lex(struct rank_lexer *lx, struct rank_type *t, int mapped, struc
 	return 0;
 }
 
-static int type_lex(struct rank_lexer *lx, struct rank_type *t, int mapped, struct strata_error *err)
+static int type_lex(struct rank_lexer *lx, struct rank_type *t, int mapped,
+                    struct strata_error *err)
 {
 	struct rank_tok tk;
 	char b[64];

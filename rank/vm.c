@@ -348,9 +348,9 @@ static int exec(struct vm *x, int pc, struct rank_val *sp, struct rank_val *res)
 				set_num(&x->locals[in->b + k], 0.0);
 			for (size_t i = 0; i < n; i++) {
 				struct rank_val v;
-				/* Generator bodies are scalar code, as lambdas are. */
-				rc = exec(x, in->a, sp, &v);
-				BASE_ASSERT(rc == 0);
+				/* a body reading a feature may fail (a model, memory) */
+				if ((rc = exec(x, in->a, sp, &v)))
+					return rc;
 				r[i] = v.num;
 				for (int k = t->rank - 1; k >= 0; k--) {
 					struct rank_val *l = &x->locals[in->b + k];

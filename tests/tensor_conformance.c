@@ -428,7 +428,8 @@ static int eval_case(const char *expr, int nin, char names[][32], const struct v
 	const struct rank_profile_decl *pd = NULL;
 	int ok = -1, rc;
 	memset(&prof, 0, sizeof prof);
-	if ((rc = rank_sd_parse("case.sd", sd.s, sd.n, &sdp, &err)) || (rc = rank_sd_resolve(sdp, &err))) {
+	if ((rc = rank_sd_parse("case.sd", sd.s, sd.n, &sdp, &err)) ||
+	    (rc = rank_sd_resolve(sdp, &err))) {
 		snprintf(msg, nmsg, "not supported: input types: %.900s", bare(err.msg));
 		goto out;
 	}

@@ -468,6 +468,9 @@ static void test_tensor_literals(void **state)
 	cells(w, q, "tensor(x[3],y[2])(x * 10 + y)", 0, out, 6);
 	for (int i = 0; i < 6; i++)
 		NEAR(out[i], (i / 2) * 10 + i % 2);
+	cells(w, q, "tensor(x[4])(query(q){x:x} * 2 + attribute(price))", 1, out, 4);
+	for (int i = 0; i < 4; i++)
+		NEAR(out[i], qd[i] * 2 + price[1]);
 	NEAR(num(w, q, "reduce(tensor(k{}):{a:1, b:2, \"c d\":4}, sum)", 0), 7);
 	NEAR(num(w, q, "reduce(tensor(k{}):{a:1, b:2}, count)", 0), 2);
 	NEAR(num(w, q, "reduce(tensor(k{}):{}, max)", 0), 0);
