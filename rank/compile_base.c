@@ -40,6 +40,15 @@ int rank_pos_err(struct strata_error *err, const struct rank_pos *pos, int code,
 	return rc;
 }
 
+char *rank_cc_pool_str(struct cc *c, const char *s)
+{
+	size_t n = strlen(s) + 1;
+	char *d = base_arena_alloc(&c->p->pool, n, 1);
+	if (d)
+		memcpy(d, s, n);
+	return d;
+}
+
 /* Add a type to the profile's table; returns its index or -1 (no memory). */
 int rank_cc_add_type(struct rank_profile *p, const struct rank_type *t)
 {

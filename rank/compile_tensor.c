@@ -107,7 +107,9 @@ int rank_cc_rename(struct cc *c, const struct env *env, const struct rank_ast *a
 			return rank_cc_at(c, a->args[1], STRATA_TYPE, "%s has no dimension '%s'",
 			                  rank_cc_type_str(T(c, t), b, sizeof b), from[i]);
 		}
-		r.dim_names[k] = to[i];
+		/* the type outlives the expression: its new names go to the pool */
+		if (!(r.dim_names[k] = rank_cc_pool_str(c, to[i])))
+			return rank_cc_nomem(c);
 	}
 	for (int i = 0; i < r.rank; i++)
 		for (int k = 0; k < i; k++)
@@ -166,7 +168,8 @@ int rank_cc_concat(struct cc *c, const struct env *env, const struct rank_ast *a
 	if (k < 0) {
 		if (r.rank == RANK_MAX_RANK)
 			return rank_cc_at(c, a, STRATA_LIMIT, "more than %d dimensions", RANK_MAX_RANK);
-		r.dim_names[r.rank] = (char *)dim;
+		if (!(r.dim_names[r.rank] = rank_cc_pool_str(c, dim)))
+			return rank_cc_nomem(c);
 		r.dims[r.rank++] = nx + ny;
 		sort_dims(&r);
 	} else {

@@ -51,6 +51,9 @@ int rank_cc_at(struct cc *c, const struct rank_ast *a, int code, const char *fmt
 	__attribute__((format(printf, 4, 5)));
 /* STRATA_NOMEM for the profile being compiled. */
 int rank_cc_nomem(struct cc *c);
+/* A copy of s in the profile's pool (a dimension name a type keeps); NULL
+ * when memory runs out. */
+char *rank_cc_pool_str(struct cc *c, const char *s);
 /* Add t (borrowed names) to p's type table; its index, or -1 (no memory). */
 int rank_cc_add_type(struct rank_profile *p, const struct rank_type *t);
 /* Emit one instruction; its index, or -1 (no memory). */
