@@ -965,6 +965,12 @@ static void test_errors(void **state)
 	             "x.sd:22:", "no dimension 'y'");
 	expect_error("    first-phase {\n      expression: onnx(nomodel)\n    }\n", STRATA_TYPE,
 	             "x.sd:22:", "unknown onnx model 'nomodel'");
+	/* mapped tensors stay inside expressions: a feature of one is refused */
+	expect_error("    match-features: tensor(k{}):{a:1}\n", STRATA_NOT_IMPLEMENTED, "x.sd:21:",
+	             "tensors with mapped dimensions are not supported here");
+	expect_error("    first-phase {\n      expression: sum(tensor(k{}):{a:1}) + tensor(x{})(1)\n"
+	             "    }\n", STRATA_NOT_IMPLEMENTED, "x.sd:22:",
+	             "tensor generators with mapped dimensions are not supported");
 }
 
 /* Schema-level onnx-model blocks (lines 20 to 23 here, before the profile):
