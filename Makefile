@@ -180,7 +180,17 @@ e2e: $(CLI) $(TOOLS)
 # Vespa's tensor conformance cases through the expression compiler and VM: one
 # line per failing case with its reason, then a JSON summary; fails when fewer
 # than TENSOR_CONFORMANCE_MIN pass.
+# First the runner itself: of tests/data/tensor_conformance_check.jsonl one case
+# passes and three fail, each with its reason, and --min above the passes fails.
 tensor-conformance: $(TENSOR_CONFORMANCE)
+	@out=$$($(TENSOR_CONFORMANCE) tests/data/tensor_conformance_check.jsonl --min 2 2>&1); \
+	status=$$?; \
+	for want in '"passed": 1' 'line 2: reduce(a,sum,x): wrong result: cell {} is 6, expected 2' \
+	  'line 3: reduce(a,avg: not parsed:' \
+	  'line 4: a: wrong type: tensor(x[3]), expected tensor<float>(x[3])'; do \
+	  printf '%s\n' "$$out" | grep -qF "$$want" || { echo "tensor_conformance: no '$$want'"; exit 1; }; \
+	done; \
+	[ $$status -ne 0 ] || { echo "tensor_conformance: --min did not fail"; exit 1; }
 	$(TENSOR_CONFORMANCE) tests/data/vespa_tensor_spec.jsonl --min $(TENSOR_CONFORMANCE_MIN)
 
 # Feeds killed with SIGKILL keep what they reported written (tests/crash.sh).
