@@ -855,7 +855,11 @@ int rank_feature_lex(struct rank_lexer *lx, struct rank_ast **out, struct strata
 {
 	struct rank_parser p = {lx, err, NULL, 0};
 	struct rank_ast *a = NULL;
+	struct rank_tok t;
+	rank_lex_peek(lx, RANK_LEX_EXPR, &t);
 	int rc = primary(&p, &a);
+	if (rc == 0)
+		rc = slices(&p, &a, t.s); /* attribute(t){x:1} */
 	if (rc) {
 		rank_ast_free(a);
 		*out = NULL;

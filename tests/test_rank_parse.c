@@ -73,7 +73,7 @@ static const char *const FULL =
 	"            rerank-count: 10\n"
 	"            expression: if(firstPhase > .5, sum(map(query(q), f(x)(x * 2))), 0)\n"
 	"        }\n"
-	"        match-features: attribute(price) firstPhase onnx(ranker).score boost\n"
+	"        match-features: attribute(price) firstPhase onnx(ranker).score boost query(q){x:1}\n"
 	"        summary-features {\n"
 	"            query(w)\n"
 	"            constant(half)\n"
@@ -215,11 +215,12 @@ static void test_full_schema(void **state)
 	assert_string_equal(mp->args[1]->params[0], "x");
 	assert_int_equal(mp->args[1]->args[0]->op, RB_MUL);
 
-	assert_int_equal(p->nmatch_features, 4);
+	assert_int_equal(p->nmatch_features, 5);
 	assert_string_equal(p->match_features[0]->text, "attribute(price)");
 	assert_string_equal(p->match_features[1]->text, "firstPhase");
 	assert_string_equal(p->match_features[2]->text, "onnx(ranker).score");
 	assert_string_equal(p->match_features[3]->text, "boost");
+	assert_string_equal(p->match_features[4]->text, "query(q){x:1}");
 	assert_int_equal(p->nsummary_features, 2);
 	assert_string_equal(p->summary_features[1]->text, "constant(half)");
 
