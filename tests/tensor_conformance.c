@@ -515,7 +515,7 @@ struct reason {
 static void count_reason(struct reason **rs, int *nr, const char *msg)
 {
 	char key[160];
-	snprintf(key, sizeof key, "%s", msg);
+	snprintf(key, sizeof key, "%.159s", msg);
 	/* wrong results differ by cell: count them as one reason */
 	if (strncmp(key, "wrong result", 12) == 0)
 		key[12] = 0;
@@ -613,7 +613,8 @@ int main(int argc, char **argv)
 	}
 	free(line);
 	fclose(f);
-	qsort(rs, (size_t)nr, sizeof *rs, reason_cmp);
+	if (nr > 0)
+		qsort(rs, (size_t)nr, sizeof *rs, reason_cmp);
 	json_t *reasons = json_object();
 	for (int i = 0; i < nr; i++)
 		json_object_set_new(reasons, rs[i].text, json_integer(rs[i].n));
