@@ -535,11 +535,16 @@ static int compile_call(struct cc *c, const struct env *env, const struct rank_a
 			                  rank_cc_type_str(T(c, t), b1, sizeof b1),
 			                  rank_cc_type_str(T(c, t2), b2, sizeof b2));
 		}
-		/* Both branches leave the same shape; cells may differ in type, so a
-		 * tensor result is described as double only when both are. */
-		*type = T(c, t)->cell == T(c, t2)->cell ? t : -1;
-		if (*type < 0)
-			return rank_cc_at(c, a, STRATA_TYPE, "the branches of if() differ in cell type");
+		/* Both branches leave the same shape; the value says its own cell
+		 * type, so branches of two cell types give a double result type, as
+		 * Vespa unifies them. */
+		*type = t;
+		if (T(c, t)->cell != T(c, t2)->cell) {
+			struct rank_type r = *T(c, t);
+			r.cell = BASE_DT_DOUBLE;
+			if ((*type = rank_cc_add_type(c->p, &r)) < 0)
+				return rank_cc_nomem(c);
+		}
 		return 0;
 	}
 	int handled;

@@ -503,6 +503,12 @@ static void test_tensor_literals(void **state)
 	cells(w, q, "cell_cast(tensor(x[1]):[1.00390625], bfloat16)", 0, out, 1);
 	NEAR(out[0], 1.0);
 
+	/* if() of a float and a double tensor: a double tensor */
+	for (uint32_t d = 0; d < 2; d++)
+		NEAR(num(w, q, "sum(if(attribute(price) > 5, query(q), "
+		               "query(q) * 2 + tensor(x[4]):[0, 0, 0, 0]))", d),
+		     (price[d] > 5 ? 1 : 2) * (qd[0] + qd[1] + qd[2] + qd[3]));
+
 	/* concat and rename with mapped dimensions */
 	NEAR(num(w, q, "sum(concat(tensor(k{},x[2]):{a:[1, 2], b:[3, 4]}, "
 	               "tensor(k{},x[1]):{a:[9]}, x))", 0), 12);
