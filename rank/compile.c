@@ -298,6 +298,48 @@ static int compile_reduce(struct cc *c, const struct env *env, const struct rank
 }
 
 
+/* euclidean_distance(a, b, dim): sqrt(sum((a - b)^2, dim));
+ * cosine_similarity(a, b, dim): sum(a * b, dim) / sqrt(sum(a * a, dim) *
+ * sum(b * b, dim)).  Each operand is evaluated once, into a local. */
+static int compile_distance(struct cc *c, const struct env *env, const struct rank_ast *a,
+                            int euclid, int *type)
+{
+	char *names[RANK_MAX_RANK];
+	int n, t, t2, tj, tr, rc;
+	if (a->nargs != 3)
+		return rank_cc_at(c, a, STRATA_TYPE, "%s(a, b, dim)", a->name);
+	if ((rc = rank_cc_dim_args(c, a, 2, names, &n)) || (rc = compile2(c, env, a, &t, &t2)))
+		return rc;
+	if (euclid) {
+		int L = rank_cc_new_local(c);
+		if ((rc = emit_bin(c, a, RB_SUB, t, t2, &tj)))
+			return rc;
+		EMIT(c, RANK_OP_SET, L, 0, 0, 0, 0, -1, 0);
+		EMIT(c, RANK_OP_GET, L, 0, 0, 0, 0, tj, 0);
+		EMIT(c, RANK_OP_GET, L, 0, 0, 0, 0, tj, 0);
+		if ((rc = emit_bin(c, a, RB_MUL, tj, tj, &tj)) ||
+		    (rc = emit_reduce(c, a, tj, RANK_AGG_SUM, n, names, &tr)))
+			return rc;
+		return rank_cc_emit_un(c, RANK_FN_SQRT, tr, type);
+	}
+	int La = rank_cc_new_local(c), Lb = rank_cc_new_local(c), tab, taa, tbb;
+	EMIT(c, RANK_OP_SET, Lb, 0, 0, 0, 0, -1, 0);
+	EMIT(c, RANK_OP_SET, La, 0, 0, 0, 0, -1, 0);
+	int sides[3][2] = { { La, Lb }, { La, La }, { Lb, Lb } }, *out[3] = { &tab, &taa, &tbb };
+	for (int k = 0; k < 3; k++) {
+		int tx = sides[k][0] == La ? t : t2, ty = sides[k][1] == La ? t : t2;
+		EMIT(c, RANK_OP_GET, sides[k][0], 0, 0, 0, 0, tx, 0);
+		EMIT(c, RANK_OP_GET, sides[k][1], 0, 0, 0, 0, ty, 0);
+		if ((rc = emit_bin(c, a, RB_MUL, tx, ty, &tj)) ||
+		    (rc = emit_reduce(c, a, tj, RANK_AGG_SUM, n, names, out[k])))
+			return rc;
+	}
+	if ((rc = emit_bin(c, a, RB_MUL, taa, tbb, &tr)) ||
+	    (rc = rank_cc_emit_un(c, RANK_FN_SQRT, tr, &tr)))
+		return rc;
+	return emit_bin(c, a, RB_DIV, tab, tr, type);
+}
+
 static int compile_tensor_fn(struct cc *c, const struct env *env, const struct rank_ast *a,
                              int *type, int *handled)
 {
@@ -389,9 +431,12 @@ static int compile_tensor_fn(struct cc *c, const struct env *env, const struct r
 		return rank_cc_rename(c, env, a, type);
 	if (strcmp(f, "concat") == 0)
 		return rank_cc_concat(c, env, a, type);
+	if (strcmp(f, "euclidean_distance") == 0 || strcmp(f, "cosine_similarity") == 0)
+		return compile_distance(c, env, a, f[0] == 'e', type);
 	int l2 = strcmp(f, "l2_normalize") == 0, sm = strcmp(f, "softmax") == 0;
+	int l1 = strcmp(f, "l1_normalize") == 0;
 	int am = strcmp(f, "argmax") == 0, an = strcmp(f, "argmin") == 0;
-	if (l2 || sm || am || an) {
+	if (l2 || sm || l1 || am || an) {
 		char *names[RANK_MAX_RANK];
 		int n;
 		if (a->nargs < 2)
@@ -417,7 +462,7 @@ static int compile_tensor_fn(struct cc *c, const struct env *env, const struct r
 				return rc;
 			return emit_bin(c, a, RB_DIV, t, tr, type);
 		}
-		if (sm) /* exp(t) / sum(exp(t), dim) */
+		if (sm || l1) /* exp(t) / sum(exp(t), dim); t / sum(t, dim) */
 			return (rc = emit_reduce(c, a, t, RANK_AGG_SUM, n, names, &tr)) ? rc :
 			       emit_bin(c, a, RB_DIV, t, tr, type);
 		/* argmax: 1 where the cell equals the max along dim, else 0 */

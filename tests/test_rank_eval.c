@@ -503,6 +503,25 @@ static void test_tensor_literals(void **state)
 	cells(w, q, "cell_cast(tensor(x[1]):[1.00390625], bfloat16)", 0, out, 1);
 	NEAR(out[0], 1.0);
 
+	/* distances, similarity, l1_normalize */
+	{
+		double ed = 0, ab = 0, aa = 0, bb = 0, s1 = 0;
+		for (int i = 0; i < 4; i++) {
+			double x = emb[1][i], y = qd[i];
+			ed += (x - y) * (x - y);
+			ab += x * y;
+			aa += x * x;
+			bb += y * y;
+			s1 += y;
+		}
+		NEAR(num(w, q, "euclidean_distance(attribute(emb), query(q), x)", 1), sqrt(ed));
+		NEAR(num(w, q, "cosine_similarity(attribute(emb), query(q), x)", 1), ab / sqrt(aa * bb));
+		cells(w, q, "l1_normalize(query(q), x)", 0, out, 4);
+		NEAR(out[2], qd[2] / s1);
+		NEAR(num(w, q, "sum(cosine_similarity(tensor(k{},x[2]):{a:[1, 0], b:[0, 2]}, "
+		               "tensor(x[2]):[3, 0], x))", 0), 1);
+	}
+
 	/* if() of a float and a double tensor: a double tensor */
 	for (uint32_t d = 0; d < 2; d++)
 		NEAR(num(w, q, "sum(if(attribute(price) > 5, query(q), "
