@@ -72,25 +72,29 @@ static void explain_prog(struct sbuf *b, const struct rank_profile *p, const str
 		case RANK_OP_UN: sb_printf(b, " %s", rank_fn_name(in->a, 0)); break;
 		case RANK_OP_BIN: sb_printf(b, " %s", rank_fn_name(in->a, 1)); break;
 		case RANK_OP_JUMP: case RANK_OP_JUMPF: sb_printf(b, " -> %d", in->a); break;
-		case RANK_OP_MAP:
+		case RANK_OP_MAP: case RANK_OP_SMAP:
 			if (in->a >= 0)
 				sb_printf(b, " lambda@%d(local%d)", in->a, in->b);
 			else
 				sb_printf(b, " %s", rank_fn_name(in->c, 0));
 			break;
-		case RANK_OP_JOIN:
+		case RANK_OP_JOIN: case RANK_OP_SJOIN: case RANK_OP_SMERGE:
 			if (in->a >= 0)
 				sb_printf(b, " lambda@%d(local%d,local%d)", in->a, in->b, in->b + 1);
 			else
 				sb_printf(b, " %s", rank_fn_name(in->c, 1));
 			break;
-		case RANK_OP_REDUCE: {
+		case RANK_OP_REDUCE: case RANK_OP_SREDUCE: {
 			static const char *const aggs[] = { "?", "sum", "avg", "max", "min", "prod",
 			                                    "count" };
 			sb_printf(b, " %s", aggs[in->a]);
 			break;
 		}
-		case RANK_OP_LIT: sb_printf(b, " literal%d", in->a); break;
+		case RANK_OP_LIT:
+			sb_printf(b, " literal%d", in->a);
+			if (in->b)
+				sb_printf(b, " (%d computed)", in->b);
+			break;
 		case RANK_OP_PEEK: sb_printf(b, " address%d (%d computed)", in->a, in->b); break;
 		case RANK_OP_CONCAT: case RANK_OP_SCONCAT:
 			sb_printf(b, " along %s", p->types[in->t].dim_names[in->a]);

@@ -168,6 +168,12 @@ static const char *main_sd =
 	"    }\n"
 	"    match-features: onnx(mb).out\n"
 	"  }\n"
+	"  rank-profile tensors inherits base {\n"
+	"    first-phase {\n"
+	"      expression: (tensor(k{}):{a:1, b:2} * attribute(price)){k:b} + "
+	"concat(query(q), tensor(x[1]):[attribute(count)], x)[4]\n"
+	"    }\n"
+	"  }\n"
 	"  rank-profile single inherits base {\n"
 	"    onnx-model ms {\n"
 	"      file: models/single.onnx\n"
@@ -706,6 +712,24 @@ static void test_phases_functions_inherits(void **state)
 	assert_non_null(ex);
 	assert_non_null(strstr(ex, "program second-phase"));
 	assert_non_null(strstr(ex, "FIRST"));
+	base_strfree(ex);
+	rank_query_free(q);
+
+	/* a first phase of mapped tensors, slices and a literal with a computed
+	 * cell: scores, and the instructions EXPLAIN names */
+	p = rank_profile_find(w->s, "tensors");
+	assert_int_equal(rank_query_new(p, &q, &err), 0);
+	assert_int_equal(rank_query_set_input(q, "q", qd, 4, &err), 0);
+	assert_int_equal(rank_query_first_phase(q, &w->docs, lids, NDOCS, s1, &err), 0);
+	for (int d = 0; d < NDOCS; d++)
+		NEAR(s1[d], 2 * price[d] + count_[d]);
+	ex = rank_profile_explain(p);
+	assert_non_null(ex);
+	assert_non_null(strstr(ex, "SJOIN   *  : tensor(k{})"));
+	assert_non_null(strstr(ex, "LIT     literal1 (1 computed)  : tensor(x[1])"));
+	assert_non_null(strstr(ex, "PEEK    address0 (0 computed)"));
+	assert_non_null(strstr(ex, "CONCAT  along x"));
+	assert_non_null(strstr(ex, ": tensor(k{})"));
 	base_strfree(ex);
 	rank_query_free(q);
 }
