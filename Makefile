@@ -47,6 +47,7 @@ RUNTIME_SRC := runtime/options.c runtime/blocks.c runtime/load.c runtime/graph.c
 STORE_SRC   := store/env.c store/doc.c store/attr.c
 RANK_SRC    := rank/lex.c rank/parser.c rank/expr.c rank/parse.c rank/schema.c rank/type.c rank/fn.c rank/compile.c rank/vm.c \
                rank/tensor.c rank/model.c rank/query.c rank/profile.c rank/app.c
+RANK_SRC    += rank/fields.c rank/docs.c
 ENGINE_SRC  := engine/db.c engine/contexts.c engine/feed.c engine/tensor_json.c engine/yql.c engine/query.c \
                engine/result.c engine/json_alloc.c
 CLI_SRC     := engine/cli.c engine/cli_run.c

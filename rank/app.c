@@ -170,8 +170,7 @@ void rank_app_pool_stats(const struct rank_app *app, uint64_t *hits, uint64_t *m
 
 /* ---- loading ----------------------------------------------------------------- */
 
-static int load_schema(struct rank_app *app, struct rank_schema *s, const char *path,
-                       struct strata_error *err)
+static int parse_schema(struct rank_schema *s, const char *path, struct strata_error *err)
 {
 	char *text;
 	size_t len;
@@ -180,19 +179,38 @@ static int load_schema(struct rank_app *app, struct rank_schema *s, const char *
 		return rc;
 	rc = rank_sd_parse(path, text, len, &s->sd, err);
 	base_free(text, len + 1);
-	if (rc)
-		return rc;
+	return rc;
+}
+
+/* After every schema is parsed and their documents resolved. */
+static int load_schema(struct rank_app *app, struct rank_schema *s, struct strata_error *err)
+{
+	int rc;
 	if ((rc = rank_sd_resolve(s->sd, err)) || (rc = load_models(app, s->sd, err)))
 		return rc;
 	s->profiles = base_calloc((size_t)s->sd->nprofiles + 1, sizeof *s->profiles);
 	if (!s->profiles)
-		return base_nomem(err, "schema %s", path);
+		return base_nomem(err, "schema %s", s->sd->file);
 	s->nprofiles = s->sd->nprofiles;
 	struct rank_models models = { app->nrefs, app->refs };
 	for (int i = 0; i < s->sd->nprofiles; i++)
 		if ((rc = rank_profile_compile(&s->profiles[i], s, &s->sd->profiles[i], &models, err)))
 			return rc;
 	return rank_qpools_init(s, err);
+}
+
+/* Documents inherit across schemas: resolve them over all the parsed ones. */
+static int inherit_all(struct rank_app *app, struct strata_error *err)
+{
+	int n = app->nschemas;
+	struct rank_sd **sds = base_calloc((size_t)n, sizeof *sds);
+	if (!sds)
+		return base_nomem(err, "application %s", app->dir);
+	for (int i = 0; i < n; i++)
+		sds[i] = app->schemas[i].sd;
+	int rc = rank_sds_inherit(sds, n, err);
+	base_free(sds, (size_t)n * sizeof *sds);
+	return rc;
 }
 
 int rank_app_load(const char *appdir, struct rank_app **out, struct strata_error *err)
@@ -225,8 +243,7 @@ int rank_app_load_with(const char *appdir, const struct rank_loader *loader,
 	for (size_t i = 0; rc == 0 && i < n; i++) {
 		char *path = base_path_join(sdir, names[i]);
 		app->nschemas = (int)i + 1;
-		rc = path ? load_schema(app, &app->schemas[i], path, err) :
-		            base_nomem(err, "path");
+		rc = path ? parse_schema(&app->schemas[i], path, err) : base_nomem(err, "path");
 		base_strfree(path);
 		for (size_t j = 0; rc == 0 && j < i; j++)
 			if (strcmp(app->schemas[j].sd->name, app->schemas[i].sd->name) == 0)
@@ -234,6 +251,10 @@ int rank_app_load_with(const char *appdir, const struct rank_loader *loader,
 				              app->schemas[i].sd->pos.file, app->schemas[i].sd->pos.line,
 				              app->schemas[i].sd->pos.col, app->schemas[i].sd->name);
 	}
+	if (rc == 0)
+		rc = inherit_all(app, err);
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		rc = load_schema(app, &app->schemas[i], err);
 	free_names(names, n, cap);
 	base_strfree(sdir);
 	if (rc) {

@@ -181,6 +181,7 @@ void rank_sd_free(struct rank_sd *sd)
 	for (int i = 0; i < sd->nprofiles; i++)
 		rank_profile_decl_clear(&sd->profiles[i]);
 	rank_vec_free(sd->profiles, sd->nprofiles, sizeof *sd->profiles);
+	rank_sd_docs_free(sd);
 	base_strfree(sd->name);
 	base_strfree(sd->file);
 	base_free(sd, sizeof *sd);
@@ -432,6 +433,40 @@ static int inherit_phases(struct rank_profile_decl *p, const struct rank_profile
 	    inherit_asts(&p->summary_features, &p->nsummary_features, own->nsummary_features,
 	                 parent->summary_features, parent->nsummary_features))
 		return STRATA_NOMEM;
+	return 0;
+}
+
+int rank_profile_decl_copy(struct rank_profile_decl *dst, const struct rank_profile_decl *src)
+{
+	memset(dst, 0, sizeof *dst);
+	int bad = 0;
+	dst->name = dup_or(src->name, &bad);
+	dst->pos = src->pos;
+	dst->rerank_count = src->rerank_count;
+	dst->global_rerank_count = src->global_rerank_count;
+	for (int k = 0; k < src->ninherits && !bad; k++) {
+		int npos = dst->ninherits;
+		if (rank_vec_push(&dst->inherits_pos, &npos, sizeof *dst->inherits_pos) ||
+		    rank_vec_push(&dst->inherits, &dst->ninherits, sizeof *dst->inherits)) {
+			/* Keep the counts equal for the free below. */
+			if (npos != dst->ninherits) {
+				rank_vec_free(dst->inherits_pos, npos, sizeof *dst->inherits_pos);
+				dst->inherits_pos = NULL;
+				dst->ninherits = 0;
+			}
+			bad = 1;
+			break;
+		}
+		dst->inherits_pos[k] = src->inherits_pos[k];
+		dst->inherits[k] = dup_or(src->inherits[k], &bad);
+	}
+	struct rank_profile_decl none;
+	memset(&none, 0, sizeof none);
+	none.rerank_count = none.global_rerank_count = -1;
+	if (bad || merge_decls(dst, src) || inherit_phases(dst, src, &none)) {
+		rank_profile_decl_clear(dst);
+		return STRATA_NOMEM;
+	}
 	return 0;
 }
 
