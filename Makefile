@@ -50,6 +50,7 @@ RANK_SRC    := rank/lex.c rank/parser.c rank/expr.c rank/parse.c rank/schema.c r
 RANK_SRC    += rank/fields.c rank/docs.c
 ENGINE_SRC  := engine/db.c engine/contexts.c engine/feed.c engine/tensor_json.c engine/yql.c engine/query.c \
                engine/result.c engine/json_alloc.c
+ENGINE_SRC  += engine/values.c
 CLI_SRC     := engine/cli.c engine/cli_run.c
 GEN_SRC     := $(BUILD)/gen/onnx.pb-c.c
 

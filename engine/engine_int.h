@@ -16,6 +16,8 @@
  *   result.c       JSON output: the result tree, documents, a JSON printer
  *                  that writes numbers in their shortest exact form
  *   json_alloc.c   jansson's allocations through base_alloc
+ *   values.c       collection and struct values (arrays, weighted sets, maps,
+ *                  structs): checked JSON text for the store, updates, contains
  */
 #ifndef ENGINE_INT_H
 #define ENGINE_INT_H
@@ -187,6 +189,31 @@ json_t *eng_value_json(const struct store_field *f, const char *const *dim_names
 
 /* The JSON of a feature value (number or tensor). */
 json_t *eng_feature_json(const struct rank_feature *f);
+
+/* ---- values.c: collection and struct fields ------------------------------------- */
+
+/* Check j against the type of rf (an ARRAY, WSET, MAP or STRUCT field) and
+ * set v to its canonical JSON text, allocated in a.  what names the field
+ * in messages.  Returns 0, STRATA_INVALID_ARGUMENT (with the path to the
+ * bad element), STRATA_NOMEM. */
+int eng_cvalue_from_json(const struct rank_field *rf, const json_t *j, struct base_arena *a,
+                         struct store_value *v, const char *what, struct strata_error *err);
+/* An update of rf's value: op "add" (array elements appended, weighted set
+ * keys set) or "remove" (array elements equal to one given, weighted set
+ * keys given), applied to cur (NULL or unset: empty); the result in v, in
+ * a.  Returns 0, STRATA_INVALID_ARGUMENT (a map or struct, a bad argument),
+ * STRATA_NOMEM. */
+int eng_cvalue_update(const struct rank_field *rf, const char *op, const json_t *arg,
+                      const struct store_value *cur, struct base_arena *a, struct store_value *v,
+                      const char *what, struct strata_error *err);
+/* The JSON of a stored value's text (n bytes at s); NULL when memory runs
+ * out. */
+json_t *eng_cvalue_json(const char *s, size_t n);
+/* 1 when rf is an array or weighted set of strings. */
+int eng_cvalue_holds_strings(const struct rank_field *rf);
+/* 1 when the stored value (n bytes at s) of rf, an array or weighted set of
+ * strings, holds the element (key) str; 0 otherwise. */
+int eng_cvalue_contains(const struct rank_field *rf, const char *s, size_t n, const char *str);
 
 /* ---- yql.c ------------------------------------------------------------------------ */
 

@@ -49,6 +49,7 @@ struct dtstate {
 	struct rank_query *rq;
 	struct rank_docs docs;
 	struct store_txn *txn;
+	const struct rank_summary_class *summary; /* presentation.summary, or NULL */
 	uint32_t *nn;        /* sorted lids of the nearestNeighbor set */
 	size_t nnn;
 	int has_nn;
@@ -205,10 +206,11 @@ static int resolve(struct qstate *qs, struct yql_node *n, struct eng_doctype *dt
 		return base_err(qs->err, STRATA_INVALID_ARGUMENT,
 		                "yql:1:%d: field '%s' is not numeric: compare with %s", n->col, n->field,
 		                t == STORE_T_STRING ? "'contains'" : "nearestNeighbor");
-	if (n->kind == YQL_CONTAINS && t != STORE_T_STRING)
+	if (n->kind == YQL_CONTAINS && t != STORE_T_STRING &&
+	    !eng_cvalue_holds_strings(rank_schema_field(dt->schema, n->fidx)))
 		return base_err(qs->err, STRATA_INVALID_ARGUMENT,
-		                "yql:1:%d: 'contains' needs a string field; '%s' is not one", n->col,
-		                n->field);
+		                "yql:1:%d: 'contains' needs a string field, or an array or weightedset "
+		                "of strings; '%s' is not one", n->col, n->field);
 	if (n->kind == YQL_NN) {
 		if (t != STORE_T_TENSOR || !dt->fields[n->fidx].attribute)
 			return base_err(qs->err, STRATA_INVALID_ARGUMENT,
@@ -343,6 +345,9 @@ static int eval(struct qstate *qs, struct dtstate *ds, const struct yql_node *n,
 			return 0;
 		const struct store_value *sv = doc_value(qs, ds, lid, n->fidx);
 		size_t len = strlen(n->str);
+		if (sv && ds->dt->fields[n->fidx].type == STORE_T_JSON)
+			return eng_cvalue_contains(rank_schema_field(ds->dt->schema, n->fidx), sv->s,
+			                           sv->n, n->str);
 		return sv && sv->n == len && memcmp(sv->s, n->str, len) == 0;
 	}
 	case YQL_NN:
@@ -681,6 +686,81 @@ static int add_features(struct qstate *qs, const struct hit *h, json_t *fields, 
 	return rc;
 }
 
+/* presentation.summary (or "presentation": {"summary": ...}): the
+ * document-summary class of every type, which must have it. */
+static int pick_summary(struct qstate *qs, const json_t *req)
+{
+	const json_t *p = json_object_get(req, "presentation.summary");
+	const json_t *pres = json_object_get(req, "presentation");
+	if (!p && json_is_object(pres))
+		p = json_object_get(pres, "summary");
+	if (!p)
+		return 0;
+	if (!json_is_string(p))
+		return base_err(qs->err, STRATA_INVALID_ARGUMENT,
+		                "presentation.summary must be a string");
+	const char *name = json_string_value(p);
+	for (int i = 0; i < qs->nds; i++) {
+		struct dtstate *ds = &qs->ds[i];
+		ds->summary = rank_schema_summary(ds->dt->schema, name);
+		if (!ds->summary)
+			return base_err(qs->err, STRATA_NOT_FOUND,
+			                "document-summary '%s' not found in schema '%s'", name,
+			                ds->dt->name);
+	}
+	return 0;
+}
+
+/* The fields a hit of ds shows: its summary class's when presentation.summary
+ * chose one, else those with summary (select *) or those selected. */
+static int summary_fields(struct qstate *qs, const struct hit *h, json_t *fields)
+{
+	struct eng_doctype *dt = h->ds->dt;
+	const struct rank_summary_class *c = h->ds->summary;
+	for (int k = 0; c && k < c->nfields; k++) {
+		const struct rank_summary_field *sf = &c->fields[k];
+		int want = qs->yql->all_fields;
+		for (int i = 0; i < qs->yql->nfields && !want; i++)
+			want = !strcmp(qs->yql->fields[i], sf->name);
+		const struct rank_field *rf = rank_schema_field(dt->schema, sf->field);
+		if (want && qs->vals[sf->field].set &&
+		    json_object_set_new(fields, sf->name,
+		                        eng_value_json(&dt->fields[sf->field], rf->dim_names,
+		                                       &qs->vals[sf->field])))
+			return base_nomem(qs->err, "summary of '%s'", h->docid);
+	}
+	if (c)
+		return 0;
+	c = rank_schema_summary(dt->schema, "default");
+	for (int i = 0; i < dt->nfields; i++) {
+		const struct rank_field *rf = rank_schema_field(dt->schema, i);
+		int want = 0;
+		if (qs->yql->all_fields) {
+			want = rf->summary;
+		} else {
+			for (int k = 0; k < qs->yql->nfields && !want; k++)
+				want = !strcmp(qs->yql->fields[k], rf->name);
+		}
+		if (want && qs->vals[i].set &&
+		    json_object_set_new(fields, rf->name,
+		                        eng_value_json(&dt->fields[i], rf->dim_names, &qs->vals[i])))
+			return base_nomem(qs->err, "summary of '%s'", h->docid);
+	}
+	/* Summary settings that show a field under another name. */
+	for (int k = 0; qs->yql->all_fields && c && k < c->nfields; k++) {
+		const struct rank_summary_field *sf = &c->fields[k];
+		if (!strcmp(sf->name, rank_schema_field(dt->schema, sf->field)->name) ||
+		    !qs->vals[sf->field].set)
+			continue;
+		if (json_object_set_new(fields, sf->name,
+		                        eng_value_json(&dt->fields[sf->field],
+		                                       rank_schema_field(dt->schema, sf->field)->dim_names,
+		                                       &qs->vals[sf->field])))
+			return base_nomem(qs->err, "summary of '%s'", h->docid);
+	}
+	return 0;
+}
+
 static int summary(struct qstate *qs, const struct hit *h, json_t **out)
 {
 	struct eng_doctype *dt = h->ds->dt;
@@ -703,24 +783,12 @@ static int summary(struct qstate *qs, const struct hit *h, json_t **out)
 		    json_object_set_new(fields, "documentid", json_string(h->docid)))
 			goto nomem;
 	}
-	for (int i = 0; i < dt->nfields; i++) {
-		const struct rank_field *rf = rank_schema_field(dt->schema, i);
-		int want = 0;
-		if (qs->yql->all_fields) {
-			want = rf->summary;
-		} else {
-			for (int k = 0; k < qs->yql->nfields && !want; k++)
-				want = !strcmp(qs->yql->fields[k], rf->name);
-		}
-		if (!want)
-			continue;
-		if (qs->vals[i].set &&
-		    json_object_set_new(fields, rf->name,
-		                        eng_value_json(&dt->fields[i], rf->dim_names, &qs->vals[i])))
-			goto nomem;
-	}
+	if ((rc = summary_fields(qs, h, fields)) != 0)
+		goto fail;
+	int omit = h->ds->summary && h->ds->summary->omit_summary_features;
 	if ((rc = add_features(qs, h, fields, RANK_MATCH_FEATURES, "matchfeatures")) != 0 ||
-	    (rc = add_features(qs, h, fields, RANK_SUMMARY_FEATURES, "summaryfeatures")) != 0)
+	    (!omit &&
+	     (rc = add_features(qs, h, fields, RANK_SUMMARY_FEATURES, "summaryfeatures")) != 0))
 		goto fail;
 	if (json_object_set(child, "fields", fields))
 		goto nomem;
@@ -884,6 +952,8 @@ static int run(struct qstate *qs, const json_t *req, char **result)
 		if (ds->dt->nfields > maxf)
 			maxf = ds->dt->nfields;
 	}
+	if ((rc = pick_summary(qs, req)) != 0)
+		return rc;
 	rc = check_inputs_declared(qs, req, pname);
 	v = json_object_get(req, "input");
 	if (!rc && json_is_object(v))
