@@ -12,8 +12,11 @@
  * Every message starts with "file:line:col: " and quotes the token at fault.
  * Accepted and ignored because they change nothing in what Strata computes:
  * attribute: fast-search / fast-access / paged / mutable, HNSW index blocks on
- * tensor fields (search is exact), onnx-model thread and device settings, and
- * rank-profile thread settings.
+ * tensor fields (search is exact), onnx-model thread and device settings,
+ * rank-profile thread settings, set_language and "xx" | set_language in
+ * indexing (there is no text processing), and rank: filter / normal on a
+ * field.  The document part of the language (collection and struct types,
+ * summaries, input in indexing) is parsed by fields.c, called from here.
  *
  * Invariants: the parser never reads past the text (the lexer bounds every
  * token); value nesting is bounded by RANK_PARSE_MAX_DEPTH; the partly built
