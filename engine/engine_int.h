@@ -206,9 +206,6 @@ int eng_cvalue_from_json(const struct rank_field *rf, const json_t *j, struct ba
 int eng_cvalue_update(const struct rank_field *rf, const char *op, const json_t *arg,
                       const struct store_value *cur, struct base_arena *a, struct store_value *v,
                       const char *what, struct strata_error *err);
-/* The JSON of a stored value's text (n bytes at s); NULL when memory runs
- * out. */
-json_t *eng_cvalue_json(const char *s, size_t n);
 /* 1 when rf is an array or weighted set of strings. */
 int eng_cvalue_holds_strings(const struct rank_field *rf);
 /* 1 when the stored value (n bytes at s) of rf, an array or weighted set of

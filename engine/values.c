@@ -310,7 +310,8 @@ int eng_cvalue_from_json(const struct rank_field *rf, const json_t *j, struct ba
 	return rc;
 }
 
-json_t *eng_cvalue_json(const char *s, size_t n)
+/* The JSON of a stored value's text; NULL when memory runs out. */
+static json_t *stored_json(const char *s, size_t n)
 {
 	json_error_t je;
 	int oom;
@@ -368,7 +369,7 @@ int eng_cvalue_update(const struct rank_field *rf, const char *op, const json_t 
 		return base_err(err, STRATA_INVALID_ARGUMENT,
 		                "%s: '%s' updates an array or a weighted set; assign a %s whole", what,
 		                op, type == RANK_FT_MAP ? "map" : "struct");
-	json_t *c = cur && cur->set ? eng_cvalue_json(cur->s, cur->n)
+	json_t *c = cur && cur->set ? stored_json(cur->s, cur->n)
 	                            : (type == RANK_FT_ARRAY ? json_array() : json_object());
 	if (!c)
 		return base_nomem(err, "%s", what);
@@ -399,7 +400,7 @@ int eng_cvalue_contains(const struct rank_field *rf, const char *s, size_t n, co
 {
 	if (!eng_cvalue_holds_strings(rf))
 		return 0;
-	json_t *j = eng_cvalue_json(s, n);
+	json_t *j = stored_json(s, n);
 	int found = 0;
 	if (json_is_array(j)) {
 		for (size_t i = 0; i < json_array_size(j) && !found; i++) {

@@ -51,50 +51,6 @@ static struct rank_sd *find_sd(struct rank_sd **sds, int n, const char *name)
 	return NULL;
 }
 
-/* ---- freeing ----------------------------------------------------------------------- */
-
-static void clear_sources(struct rank_source_decl *v, int n)
-{
-	for (int i = 0; i < n; i++) {
-		base_strfree(v[i].name);
-		base_strfree(v[i].source);
-	}
-	rank_vec_free(v, n, sizeof *v);
-}
-
-void rank_sd_docs_free(struct rank_sd *sd)
-{
-	for (int i = 0; i < sd->nvtypes; i++) {
-		base_strfree(sd->vtypes[i]->struct_name);
-		base_free(sd->vtypes[i], sizeof *sd->vtypes[i]);
-	}
-	rank_vec_free(sd->vtypes, sd->nvtypes, sizeof *sd->vtypes);
-	for (int i = 0; i < sd->nstructs; i++) {
-		struct rank_struct_decl *s = sd->structs[i];
-		for (int k = 0; k < s->nfields; k++)
-			base_strfree((char *)s->fields[k].name);
-		rank_vec_free(s->fields, s->nfields, sizeof *s->fields);
-		base_strfree(s->name);
-		base_free(s, sizeof *s);
-	}
-	rank_vec_free(sd->structs, sd->nstructs, sizeof *sd->structs);
-	for (int i = 0; i < sd->nsummaries; i++) {
-		struct rank_summary_decl *s = &sd->summaries[i];
-		base_strfree(s->name);
-		base_strfree(s->inherits);
-		clear_sources(s->fields, s->nfields);
-	}
-	rank_vec_free(sd->summaries, sd->nsummaries, sizeof *sd->summaries);
-	clear_sources(sd->inputs, sd->ninputs);
-	clear_sources(sd->field_summaries, sd->nfield_summaries);
-	clear_sources(sd->doc_inherits, sd->ndoc_inherits);
-	base_strfree(sd->inherits);
-	for (int i = 0; i < sd->nclasses; i++)
-		base_free((void *)sd->classes[i].fields,
-		          (size_t)sd->classes[i].nfields * sizeof *sd->classes[i].fields);
-	base_free(sd->classes, (size_t)sd->nclasses * sizeof *sd->classes);
-}
-
 /* ---- inheritance -------------------------------------------------------------------- */
 
 /* Append a copy of field f (from a parent) to sd. */

@@ -227,7 +227,7 @@ struct rank_sd {
  * field declared again with another type; "file:line:col: ..."),
  * STRATA_NOMEM. */
 int rank_sds_inherit(struct rank_sd **sds, int n, struct strata_error *err);
-/* Free what the document part of sd owns (schema.c calls it). */
+/* Free what the document part of sd owns (schema.c; rank_sd_free calls it). */
 void rank_sd_docs_free(struct rank_sd *sd);
 /* dst becomes a flat copy of the resolved profile src (same name).
  * Returns 0 or STRATA_NOMEM (dst is then cleared). */
