@@ -3,8 +3,9 @@
  * documents, resolved once every .sd file is parsed (fields.c and parse.c
  * built the parts) and before profiles are flattened and compiled.
  *
- *   - inheritance: "document a inherits b" appends b's document fields to
- *     a's (parents first, depth first; a field declared again is an error);
+ *   - inheritance: "document a inherits b" puts b's document fields before
+ *     a's own (parents resolved first, depth first; a field declared again is
+ *     an error);
  *     "schema a inherits b" also brings b's fields outside the document,
  *     document-summaries and rank profiles that a does not declare itself;
  *   - struct types: found by name in the document or its parents;
@@ -137,9 +138,10 @@ static int inherit_schema(struct rank_sd *sd, const struct rank_sd *parent, stru
 	return 0;
 }
 
-/* The document fields of parent, appended to sd's. */
-static int inherit_document(struct rank_sd *sd, const struct rank_sd *parent,
-                            const struct rank_pos *pos, struct strata_error *err)
+/* The document fields of parent, put before sd's own (after those of
+ * earlier parents, whose count is *next), as Vespa orders them. */
+static int inherit_document(struct rank_sd *sd, const struct rank_sd *parent, int *next,
+                            struct strata_error *err)
 {
 	for (int i = 0; i < parent->nfields; i++) {
 		const struct rank_field *f = &parent->fields[i];
@@ -158,8 +160,11 @@ static int inherit_document(struct rank_sd *sd, const struct rank_sd *parent,
 		int rc = copy_field(sd, f, err);
 		if (rc)
 			return rc;
+		struct rank_field moved = sd->fields[sd->nfields - 1];
+		memmove(&sd->fields[*next + 1], &sd->fields[*next],
+		        (size_t)(sd->nfields - 1 - *next) * sizeof *sd->fields);
+		sd->fields[(*next)++] = moved;
 	}
-	(void)pos;
 	return 0;
 }
 
@@ -170,7 +175,7 @@ static int resolve_docs(struct rank_sd **sds, int n, int i, unsigned char *state
 
 /* Resolve the parent called name of sds[i] first, then take from it. */
 static int inherit_one(struct rank_sd **sds, int n, int i, unsigned char *state, const char *name,
-                       const struct rank_pos *pos, int schema, struct strata_error *err)
+                       const struct rank_pos *pos, int schema, int *at, struct strata_error *err)
 {
 	struct rank_sd *sd = sds[i];
 	struct rank_sd *parent = find_sd(sds, n, name);
@@ -187,12 +192,12 @@ static int inherit_one(struct rank_sd **sds, int n, int i, unsigned char *state,
 	if (rc)
 		return rc;
 	if (!schema)
-		return inherit_document(sd, parent, pos, err);
+		return inherit_document(sd, parent, at, err);
 	/* A schema's document inherits its parent's, said or not. */
 	int listed = 0;
 	for (int k = 0; k < sd->ndoc_inherits; k++)
 		listed |= strcmp(sd->doc_inherits[k].name, name) == 0;
-	if (!listed && (rc = inherit_document(sd, parent, pos, err)) != 0)
+	if (!listed && (rc = inherit_document(sd, parent, at, err)) != 0)
 		return rc;
 	return inherit_schema(sd, parent, err);
 }
@@ -411,12 +416,12 @@ static int resolve_docs(struct rank_sd **sds, int n, int i, unsigned char *state
 	if (state[i] == DONE)
 		return 0;
 	state[i] = VISITING;
-	int rc = 0;
+	int rc = 0, at = 0;
 	for (int k = 0; k < sd->ndoc_inherits && !rc; k++)
 		rc = inherit_one(sds, n, i, state, sd->doc_inherits[k].name, &sd->doc_inherits[k].pos, 0,
-		                 err);
+		                 &at, err);
 	if (!rc && sd->inherits)
-		rc = inherit_one(sds, n, i, state, sd->inherits, &sd->inherits_pos, 1, err);
+		rc = inherit_one(sds, n, i, state, sd->inherits, &sd->inherits_pos, 1, &at, err);
 	for (int k = 0; k < sd->nvtypes && !rc; k++) {
 		struct rank_vtype_decl *v = sd->vtypes[k];
 		if (!v->struct_name || v->pub.st)

@@ -129,7 +129,10 @@ static void test_types_and_inheritance(void **state)
 	assert_int_equal(st->fields[1].type->type, RANK_FT_INT);
 	assert_ptr_equal(field_of(item, "owner")->vtype->st, st);
 
-	/* The document's own fields, the one outside it, then base's. */
+	/* base's document fields first, then the document's own, then those
+	 * outside the document. */
+	assert_int_equal(index_of(item, "id"), 0);
+	assert_int_equal(index_of(item, "tags"), 1);
 	assert_int_equal(field_of(item, "price2")->source, index_of(item, "price"));
 	assert_int_equal(field_of(item, "tags")->source, -1);
 	assert_non_null(field_of(item, "id"));
