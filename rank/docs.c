@@ -218,12 +218,22 @@ static const struct rank_struct *lookup_struct(struct rank_sd **sds, int n, cons
 	return NULL;
 }
 
+/* Whether two value types are the same (structs resolved). */
+static int same_vtype(const struct rank_vtype *a, const struct rank_vtype *b)
+{
+	if (a == b)
+		return 1;
+	if (!a || !b || a->type != b->type)
+		return 0;
+	if (a->type == RANK_FT_STRUCT)
+		return a->st == b->st;
+	return same_vtype(a->elem, b->elem) && same_vtype(a->key, b->key);
+}
+
 static int same_type(const struct rank_field *a, const struct rank_field *b)
 {
-	if (a->type != b->type || a->vtype != b->vtype)
-		return a->type == b->type && a->vtype && b->vtype && a->type != RANK_FT_STRUCT &&
-		       a->vtype->elem && b->vtype->elem && a->vtype->elem->type == b->vtype->elem->type &&
-		       a->vtype->elem->type <= RANK_FT_BOOL;
+	if (a->type != b->type || !same_vtype(a->vtype, b->vtype))
+		return 0;
 	if (a->type != RANK_FT_TENSOR)
 		return 1;
 	if (a->cell != b->cell || a->rank != b->rank)

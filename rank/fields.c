@@ -451,8 +451,16 @@ int rank_field_summary(struct rank_parser *p, struct rank_field *f, const struct
 		rank_lex_take(p->lx, &t);
 		nm = t;
 	}
+	/* A summary setting is ": transform" or has a body (after a name
+	 * and a type, perhaps). */
+	if ((rc = summary_type(p)) != 0)
+		return rc;
+	rank_lex_peek(p->lx, RANK_LEX_SCHEMA, &t);
+	if (!rank_tok_is(&t, "{"))
+		return rank_parser_fail(p, &t, STRATA_PARSE, "expected '{' or ':' after %s, found %s",
+		                        named ? "the summary's name" : "'summary'", rank_tok_quote(&t));
 	struct rank_source_decl d = {0};
-	if ((rc = summary_type(p)) != 0 || (rc = summary_body(p, &d)) != 0) {
+	if ((rc = summary_body(p, &d)) != 0) {
 		base_strfree(d.source);
 		return rc;
 	}

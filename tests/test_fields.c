@@ -53,6 +53,7 @@ static const char *const ITEM_SD =
 	"    field lang type string { indexing: \"en\" | set_language }\n"
 	"  }\n"
 	"  field price2 type double { indexing: input price | attribute | summary }\n"
+	"  field tags2 type array<string> { indexing: input tags | summary }\n"
 	"  document-summary short inherits ids {\n"
 	"    from-disk\n"
 	"    summary amount type double { source: price }\n"
@@ -134,6 +135,7 @@ static void test_types_and_inheritance(void **state)
 	assert_int_equal(index_of(item, "id"), 0);
 	assert_int_equal(index_of(item, "tags"), 1);
 	assert_int_equal(field_of(item, "price2")->source, index_of(item, "price"));
+	assert_int_equal(field_of(item, "tags2")->source, index_of(item, "tags"));
 	assert_int_equal(field_of(item, "tags")->source, -1);
 	assert_non_null(field_of(item, "id"));
 	assert_int_equal(field_of(item, "id")->source, -1);
@@ -200,6 +202,11 @@ static void test_resolve_errors(void **state)
 	              1, STRATA_TYPE,
 	              "s0.sd:2:40: field 'y' reads 'x', whose type differs (converting values in "
 	              "indexing is not supported)");
+	resolve_fails((const char *[]){"schema a { document a { field x type array<int> { } }\n"
+	                               " field y type array<long> { indexing: input x | summary } }"},
+	              1, STRATA_TYPE,
+	              "s0.sd:2:45: field 'y' reads 'x', whose type differs (converting values in "
+	              "indexing is not supported)");
 	resolve_fails((const char *[]){"schema a { document a { }\n"
 	                               " field y type string { indexing: input q | summary } }"},
 	              1, STRATA_TYPE,
@@ -219,6 +226,48 @@ static void test_resolve_errors(void **state)
 	                               " document-summary d inherits e { }\n"
 	                               " document-summary e inherits d { } }"},
 	              1, STRATA_TYPE, "s0.sd:3:30: document-summary 'e' inherits 'd', which inherits it back");
+}
+
+static void test_parse_errors(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *text;
+		int code;
+		const char *msg;
+	} cases[] = {
+		{"schema a { document a { field x type string {\n summary indexing: summary } } }",
+		 STRATA_PARSE, "t.sd:2:18: expected '{' or ':' after the summary's name, found ':'"},
+		{"schema a { document a { field x type string {\n summary: matched-elements-only } } }",
+		 STRATA_NOT_IMPLEMENTED, "t.sd:2:11: summary setting 'matched-elements-only' is not supported"},
+		{"schema a { document a { field x type int {\n struct-field k { } } } }", STRATA_TYPE,
+		 "t.sd:2:2: struct-field in field 'x', which holds no struct or map"},
+		{"schema a { document a { field x type map<string,int> {\n struct-field key {"
+		 " indexing: index } } } }",
+		 STRATA_NOT_IMPLEMENTED,
+		 "t.sd:2:31: indexing statement 'index' in a struct-field is not supported (only "
+		 "attribute, summary)"},
+		{"schema a { document a { struct p inherits q { } } }", STRATA_NOT_IMPLEMENTED,
+		 "t.sd:1:34: struct inheritance is not supported"},
+		{"schema a { document a { field x type string {\n indexing: (input y || \"\") | summary } } }",
+		 STRATA_NOT_IMPLEMENTED,
+		 "t.sd:2:12: indexing statement '(' is not supported (only summary, attribute, index, "
+		 "set_language, and input FIELD outside the document)"},
+		{"schema a { document a { }\n document-summary d { summary x { source: a, b } } }",
+		 STRATA_NOT_IMPLEMENTED, "t.sd:2:43: a summary field with several sources is not supported"},
+		{"schema a { document a { field w type weightedset<int> {\n weightedset: remove-if-one } } }",
+		 STRATA_PARSE,
+		 "t.sd:2:15: expected create-if-nonexistent or remove-if-zero, found 'remove-if-one'"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct rank_sd *sd = NULL;
+		struct strata_error err = {0};
+		int rc = rank_sd_parse("t.sd", cases[i].text, strlen(cases[i].text), &sd, &err);
+		if (rc != cases[i].code || strcmp(err.msg, cases[i].msg) != 0)
+			fail_msg("case %zu: got %d '%s'\n  expected %d '%s'", i, rc, err.msg, cases[i].code,
+			         cases[i].msg);
+		assert_null(sd);
+	}
 }
 
 /* Every allocation of parsing and resolving both schemas fails in turn:
@@ -541,6 +590,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_types_and_inheritance),
 		cmocka_unit_test(test_resolve_errors),
+		cmocka_unit_test(test_parse_errors),
 		cmocka_unit_test(test_alloc_failures),
 		cmocka_unit_test_setup_teardown(test_feed_forms, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_updates, setup, teardown),
