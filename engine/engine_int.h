@@ -206,6 +206,13 @@ int eng_cvalue_from_json(const struct rank_field *rf, const json_t *j, struct ba
 int eng_cvalue_update(const struct rank_field *rf, const char *op, const json_t *arg,
                       const struct store_value *cur, struct base_arena *a, struct store_value *v,
                       const char *what, struct strata_error *err);
+/* 1 when rf is an array or weighted set of numbers (int, long, float,
+ * double). */
+int eng_cvalue_holds_numbers(const struct rank_field *rf);
+/* 1 when an element (a key of a weighted set) of the stored value (n
+ * bytes at s) of rf, an array or weighted set of numbers, passes test. */
+int eng_cvalue_any_number(const struct rank_field *rf, const char *s, size_t n,
+                          int (*test)(const void *ud, double v), const void *ud);
 /* 1 when rf is an array or weighted set of strings. */
 int eng_cvalue_holds_strings(const struct rank_field *rf);
 /* 1 when the stored value (n bytes at s) of rf, an array or weighted set of

@@ -202,10 +202,13 @@ static int resolve(struct qstate *qs, struct yql_node *n, struct eng_doctype *dt
 	if (n->fidx < 0)
 		return 0;
 	int t = dt->fields[n->fidx].type;
-	if ((n->kind == YQL_CMP || n->kind == YQL_RANGE) && !is_numeric(t))
+	if ((n->kind == YQL_CMP || n->kind == YQL_RANGE) && !is_numeric(t) &&
+	    !eng_cvalue_holds_numbers(rank_schema_field(dt->schema, n->fidx)))
 		return base_err(qs->err, STRATA_INVALID_ARGUMENT,
 		                "yql:1:%d: field '%s' is not numeric: compare with %s", n->col, n->field,
-		                t == STORE_T_STRING ? "'contains'" : "nearestNeighbor");
+		                t == STORE_T_STRING ||
+		                eng_cvalue_holds_strings(rank_schema_field(dt->schema, n->fidx))
+		                ? "'contains'" : "nearestNeighbor");
 	if (n->kind == YQL_CONTAINS && t != STORE_T_STRING &&
 	    !eng_cvalue_holds_strings(rank_schema_field(dt->schema, n->fidx)))
 		return base_err(qs->err, STRATA_INVALID_ARGUMENT,
@@ -305,6 +308,22 @@ static int in_nn(const struct dtstate *ds, uint32_t lid)
 	return lo < ds->nnn && ds->nn[lo] == lid;
 }
 
+/* Whether v passes the comparison or range n. */
+static int number_test(const void *ud, double v)
+{
+	const struct yql_node *n = ud;
+	if (n->kind == YQL_RANGE)
+		return v >= n->lo && v <= n->hi;
+	switch (n->op) {
+	case YQL_LT: return v < n->num;
+	case YQL_LE: return v <= n->num;
+	case YQL_GT: return v > n->num;
+	case YQL_GE: return v >= n->num;
+	case YQL_EQ: return v == n->num;
+	}
+	return 0;
+}
+
 /* nn_true: treat nearestNeighbor as true (while finding the NN set). */
 static int eval(struct qstate *qs, struct dtstate *ds, const struct yql_node *n, uint32_t lid,
                 int nn_true)
@@ -326,20 +345,16 @@ static int eval(struct qstate *qs, struct dtstate *ds, const struct yql_node *n,
 	case YQL_NOT:
 		return !eval(qs, ds, n->kids[0], lid, nn_true);
 	case YQL_CMP:
-		if (n->fidx < 0 || !num_value(qs, ds, lid, n->fidx, &v))
-			return 0;
-		switch (n->op) {
-		case YQL_LT: return v < n->num;
-		case YQL_LE: return v <= n->num;
-		case YQL_GT: return v > n->num;
-		case YQL_GE: return v >= n->num;
-		case YQL_EQ: return v == n->num;
-		}
-		return 0;
 	case YQL_RANGE:
+		if (n->fidx >= 0 && ds->dt->fields[n->fidx].type == STORE_T_JSON) {
+			/* an array or weighted set: any element (key) that passes */
+			const struct store_value *sv = doc_value(qs, ds, lid, n->fidx);
+			return sv && eng_cvalue_any_number(rank_schema_field(ds->dt->schema, n->fidx),
+			                                   sv->s, sv->n, number_test, n);
+		}
 		if (n->fidx < 0 || !num_value(qs, ds, lid, n->fidx, &v))
 			return 0;
-		return v >= n->lo && v <= n->hi;
+		return number_test(n, v);
 	case YQL_CONTAINS: {
 		if (n->fidx < 0)
 			return 0;

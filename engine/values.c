@@ -413,3 +413,34 @@ int eng_cvalue_contains(const struct rank_field *rf, const char *s, size_t n, co
 	json_decref(j);
 	return found;
 }
+
+int eng_cvalue_holds_numbers(const struct rank_field *rf)
+{
+	const struct rank_vtype *t = rf->vtype;
+	return t && (t->type == RANK_FT_ARRAY || t->type == RANK_FT_WSET) &&
+	       t->elem->type >= RANK_FT_INT && t->elem->type <= RANK_FT_DOUBLE;
+}
+
+int eng_cvalue_any_number(const struct rank_field *rf, const char *s, size_t n,
+                          int (*test)(const void *ud, double v), const void *ud)
+{
+	if (!eng_cvalue_holds_numbers(rf))
+		return 0;
+	json_t *j = stored_json(s, n);
+	int found = 0;
+	if (json_is_array(j)) {
+		for (size_t i = 0; i < json_array_size(j) && !found; i++)
+			found = test(ud, json_number_value(json_array_get(j, i)));
+	} else if (json_is_object(j)) {
+		const char *key;
+		json_t *w;
+		json_object_foreach(j, key, w) {
+			if (test(ud, strtod(key, NULL))) {
+				found = 1;
+				break;
+			}
+		}
+	}
+	json_decref(j);
+	return found;
+}

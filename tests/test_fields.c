@@ -39,6 +39,7 @@ static const char *const ITEM_SD =
 	"      field age type int { }\n"
 	"    }\n"
 	"    field tags type array<string> { indexing: summary | attribute }\n"
+	"    field nums type array<int> { indexing: summary | attribute }\n"
 	"    field ws type weightedset<string> {\n"
 	"      indexing: summary | attribute\n"
 	"      weightedset { create-if-nonexistent\n remove-if-zero }\n"
@@ -519,7 +520,8 @@ static void test_contains_and_summaries(void **state)
 	            " \"ws\": {\"w1\": 1}, \"price\": 2}}");
 	feed_ok(fx, "{\"put\": \"id:t:item::2\", \"fields\": {\"id\": \"b\", \"tags\": [\"blue\", \"red\"],"
 	            " \"ws\": {\"w2\": 1}, \"price\": 3}}");
-	feed_ok(fx, "{\"put\": \"id:t:item::3\", \"fields\": {\"id\": \"c\", \"price\": 1}}");
+	feed_ok(fx, "{\"put\": \"id:t:item::3\", \"fields\": {\"id\": \"c\", \"price\": 1,"
+	            " \"nums\": [3, 8]}}");
 	char ids[256];
 	int rc;
 	struct strata_error err = {0};
@@ -530,6 +532,18 @@ static void test_contains_and_summaries(void **state)
 	r = query(fx, "{\"yql\": \"select * from item where ws contains 'w2'\"}", &rc, &err);
 	assert_string_equal(hit_ids(r, ids, sizeof ids), "id:t:item::2");
 	json_decref(r);
+	/* numbers: any element that passes */
+	r = query(fx, "{\"yql\": \"select * from item where nums = 8 or range(nums, 100, 200)\"}",
+	          &rc, &err);
+	assert_string_equal(hit_ids(r, ids, sizeof ids), "id:t:item::3");
+	json_decref(r);
+	r = query(fx, "{\"yql\": \"select * from item where nums > 8\"}", &rc, &err);
+	assert_int_equal(rc, 0);
+	assert_string_equal(hit_ids(r, ids, sizeof ids), "");
+	json_decref(r);
+	r = query(fx, "{\"yql\": \"select * from item where tags > 8\"}", &rc, &err);
+	assert_int_equal(rc, STRATA_INVALID_ARGUMENT);
+	assert_non_null(strstr(err.msg, "field 'tags' is not numeric: compare with 'contains'"));
 	r = query(fx, "{\"yql\": \"select * from item where m contains 'k'\"}", &rc, &err);
 	assert_int_equal(rc, STRATA_INVALID_ARGUMENT);
 	assert_non_null(strstr(err.msg, "'contains' needs a string field, or an array or weightedset"));
