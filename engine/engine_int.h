@@ -213,6 +213,15 @@ int eng_cvalue_holds_numbers(const struct rank_field *rf);
  * bytes at s) of rf, an array or weighted set of numbers, passes test. */
 int eng_cvalue_any_number(const struct rank_field *rf, const char *s, size_t n,
                           int (*test)(const void *ud, double v), const void *ud);
+/* The simple type (RANK_FT_STRING to BOOL) at path inside the values of
+ * rf: "key" or "value" of a map, a struct's field by name, arrays stepped
+ * through ("people.name" in an array of structs, "m.value.f"); 0 when path
+ * names no simple value. */
+int eng_cvalue_path_type(const struct rank_field *rf, const char *path);
+/* 1 when a value at path inside the stored value (n bytes at s) of rf
+ * matches: equals str when str is not NULL, else passes test. */
+int eng_cvalue_path_match(const struct rank_field *rf, const char *s, size_t n, const char *path,
+                          const char *str, int (*test)(const void *ud, double v), const void *ud);
 /* 1 when rf is an array or weighted set of strings. */
 int eng_cvalue_holds_strings(const struct rank_field *rf);
 /* 1 when the stored value (n bytes at s) of rf, an array or weighted set of

@@ -183,6 +183,45 @@ static int is_numeric(int t)
 	       t == STORE_T_BOOL;
 }
 
+/* The index of field name in dt; or, for "f.path" (field names have no
+ * '.'), of the collection or struct field f, with *path the rest.  -1 when
+ * none. */
+static int field_path(const struct eng_doctype *dt, const char *name, const char **path)
+{
+	const char *dot = strchr(name, '.');
+	*path = NULL;
+	if (!dot)
+		return rank_schema_field_index(dt->schema, name);
+	for (int i = 0; i < dt->nfields; i++) {
+		const char *f = rank_schema_field(dt->schema, i)->name;
+		if (dt->fields[i].type == STORE_T_JSON && strlen(f) == (size_t)(dot - name) &&
+		    strncmp(f, name, (size_t)(dot - name)) == 0) {
+			*path = dot + 1;
+			return i;
+		}
+	}
+	return -1;
+}
+
+/* A condition on a value inside a collection or struct field (f.path). */
+static int resolve_path(struct qstate *qs, const struct yql_node *n, const struct eng_doctype *dt,
+                        const char *path)
+{
+	const struct rank_field *rf = rank_schema_field(dt->schema, n->fidx);
+	int leaf = eng_cvalue_path_type(rf, path);
+	const char *want = n->kind == YQL_CONTAINS ? "a string" : "a number";
+	if (leaf && (n->kind == YQL_CONTAINS ? leaf == RANK_FT_STRING
+	                                     : n->kind != YQL_NN && leaf >= RANK_FT_INT &&
+	                                       leaf <= RANK_FT_DOUBLE))
+		return 0;
+	if (!leaf)
+		return base_err(qs->err, STRATA_INVALID_ARGUMENT,
+		                "yql:1:%d: '%s' names no value inside field '%s'", n->col, n->field,
+		                rf->name);
+	return base_err(qs->err, STRATA_INVALID_ARGUMENT, "yql:1:%d: '%s' is not %s", n->col,
+	                n->field, n->kind == YQL_NN ? "a tensor attribute" : want);
+}
+
 /* Set fidx on every node for dt (-1: the type lacks the field, so the
  * condition is false there); check that each field suits its condition. */
 static int resolve(struct qstate *qs, struct yql_node *n, struct eng_doctype *dt, int *nn_count)
@@ -198,9 +237,12 @@ static int resolve(struct qstate *qs, struct yql_node *n, struct eng_doctype *dt
 	case YQL_TRUE: case YQL_FALSE:
 		return 0;
 	}
-	n->fidx = rank_schema_field_index(dt->schema, n->field);
+	const char *path;
+	n->fidx = field_path(dt, n->field, &path);
 	if (n->fidx < 0)
 		return 0;
+	if (path)
+		return resolve_path(qs, n, dt, path);
 	int t = dt->fields[n->fidx].type;
 	if ((n->kind == YQL_CMP || n->kind == YQL_RANGE) && !is_numeric(t) &&
 	    !eng_cvalue_holds_numbers(rank_schema_field(dt->schema, n->fidx)))
@@ -237,8 +279,9 @@ static int check_fields(struct qstate *qs, const struct yql_node *n)
 	}
 	if (!n->field)
 		return 0;
+	const char *path;
 	for (int i = 0; i < qs->nds; i++)
-		if (rank_schema_field_index(qs->ds[i].dt->schema, n->field) >= 0)
+		if (field_path(qs->ds[i].dt, n->field, &path) >= 0)
 			return 0;
 	return base_err(qs->err, STRATA_NOT_FOUND, "yql:1:%d: field '%s' not found", n->col,
 	                n->field);
@@ -324,6 +367,24 @@ static int number_test(const void *ud, double v)
 	return 0;
 }
 
+/* A condition on a collection or struct field: on any element (or key)
+ * of an array or weighted set, or on the values at a path inside it. */
+static int json_match(struct qstate *qs, struct dtstate *ds, const struct yql_node *n,
+                      uint32_t lid)
+{
+	const struct store_value *sv = doc_value(qs, ds, lid, n->fidx);
+	const struct rank_field *rf = rank_schema_field(ds->dt->schema, n->fidx);
+	const char *dot = strchr(n->field, '.');
+	if (!sv)
+		return 0;
+	if (dot)
+		return eng_cvalue_path_match(rf, sv->s, sv->n, dot + 1,
+		                             n->kind == YQL_CONTAINS ? n->str : NULL, number_test, n);
+	if (n->kind == YQL_CONTAINS)
+		return eng_cvalue_contains(rf, sv->s, sv->n, n->str);
+	return eng_cvalue_any_number(rf, sv->s, sv->n, number_test, n);
+}
+
 /* nn_true: treat nearestNeighbor as true (while finding the NN set). */
 static int eval(struct qstate *qs, struct dtstate *ds, const struct yql_node *n, uint32_t lid,
                 int nn_true)
@@ -346,23 +407,18 @@ static int eval(struct qstate *qs, struct dtstate *ds, const struct yql_node *n,
 		return !eval(qs, ds, n->kids[0], lid, nn_true);
 	case YQL_CMP:
 	case YQL_RANGE:
-		if (n->fidx >= 0 && ds->dt->fields[n->fidx].type == STORE_T_JSON) {
-			/* an array or weighted set: any element (key) that passes */
-			const struct store_value *sv = doc_value(qs, ds, lid, n->fidx);
-			return sv && eng_cvalue_any_number(rank_schema_field(ds->dt->schema, n->fidx),
-			                                   sv->s, sv->n, number_test, n);
-		}
+		if (n->fidx >= 0 && ds->dt->fields[n->fidx].type == STORE_T_JSON)
+			return json_match(qs, ds, n, lid);
 		if (n->fidx < 0 || !num_value(qs, ds, lid, n->fidx, &v))
 			return 0;
 		return number_test(n, v);
 	case YQL_CONTAINS: {
 		if (n->fidx < 0)
 			return 0;
+		if (ds->dt->fields[n->fidx].type == STORE_T_JSON)
+			return json_match(qs, ds, n, lid);
 		const struct store_value *sv = doc_value(qs, ds, lid, n->fidx);
 		size_t len = strlen(n->str);
-		if (sv && ds->dt->fields[n->fidx].type == STORE_T_JSON)
-			return eng_cvalue_contains(rank_schema_field(ds->dt->schema, n->fidx), sv->s,
-			                           sv->n, n->str);
 		return sv && sv->n == len && memcmp(sv->s, n->str, len) == 0;
 	}
 	case YQL_NN:

@@ -444,3 +444,107 @@ int eng_cvalue_any_number(const struct rank_field *rf, const char *s, size_t n,
 	json_decref(j);
 	return found;
 }
+
+/* ---- paths into values: m.key, m.value.f, people.name ------------------------------ */
+
+/* The length of path's first component. */
+static size_t head_len(const char *path)
+{
+	const char *dot = strchr(path, '.');
+	return dot ? (size_t)(dot - path) : strlen(path);
+}
+
+/* The type at path inside t (arrays are stepped through), or NULL. */
+static const struct rank_vtype *path_type(const struct rank_vtype *t, const char *path, int depth)
+{
+	while (t && t->type == RANK_FT_ARRAY)
+		t = t->elem;
+	if (!t || !*path)
+		return t;
+	if (depth > MAX_DEPTH)
+		return NULL;
+	size_t h = head_len(path);
+	const char *rest = path[h] ? path + h + 1 : path + h;
+	if (t->type == RANK_FT_MAP) {
+		if (h == 3 && !strncmp(path, "key", 3))
+			return *rest ? NULL : t->key;
+		if (h == 5 && !strncmp(path, "value", 5))
+			return path_type(t->elem, rest, depth + 1);
+		return NULL;
+	}
+	if (t->type == RANK_FT_STRUCT)
+		for (int i = 0; i < t->st->nfields; i++)
+			if (strlen(t->st->fields[i].name) == h && !strncmp(t->st->fields[i].name, path, h))
+				return path_type(t->st->fields[i].type, rest, depth + 1);
+	return NULL;
+}
+
+int eng_cvalue_path_type(const struct rank_field *rf, const char *path)
+{
+	const struct rank_vtype *t = rf->vtype ? path_type(rf->vtype, path, 0) : NULL;
+	return t && t->type <= RANK_FT_BOOL ? t->type : 0;
+}
+
+struct path_match {
+	const char *str;
+	int (*test)(const void *ud, double v);
+	const void *ud;
+};
+
+static int leaf_matches(const json_t *j, const struct path_match *m)
+{
+	if (m->str)
+		return json_is_string(j) && strcmp(json_string_value(j), m->str) == 0;
+	if (json_is_string(j)) /* a map key */
+		return m->test(m->ud, strtod(json_string_value(j), NULL));
+	return json_is_number(j) && m->test(m->ud, json_number_value(j));
+}
+
+/* Whether a leaf at path inside value j (of type t) matches. */
+static int match_path(const struct rank_vtype *t, const json_t *j, const char *path,
+                      const struct path_match *m, int depth)
+{
+	if (depth > MAX_DEPTH)
+		return 0;
+	if (t->type == RANK_FT_ARRAY) {
+		for (size_t i = 0; i < json_array_size(j); i++)
+			if (match_path(t->elem, json_array_get(j, i), path, m, depth + 1))
+				return 1;
+		return 0;
+	}
+	if (!*path)
+		return leaf_matches(j, m);
+	size_t h = head_len(path);
+	const char *rest = path[h] ? path + h + 1 : path + h;
+	const char *k;
+	json_t *v;
+	if (t->type == RANK_FT_MAP) {
+		int key = h == 3;
+		json_object_foreach((json_t *)j, k, v) {
+			json_t *ks = key ? json_string(k) : NULL;
+			int hit = key ? ks && leaf_matches(ks, m) : match_path(t->elem, v, rest, m, depth + 1);
+			json_decref(ks);
+			if (hit)
+				return 1;
+		}
+		return 0;
+	}
+	for (int i = 0; t->type == RANK_FT_STRUCT && i < t->st->nfields; i++)
+		if (strlen(t->st->fields[i].name) == h && !strncmp(t->st->fields[i].name, path, h)) {
+			const json_t *fv = json_object_get(j, t->st->fields[i].name);
+			return fv && match_path(t->st->fields[i].type, fv, rest, m, depth + 1);
+		}
+	return 0;
+}
+
+int eng_cvalue_path_match(const struct rank_field *rf, const char *s, size_t n, const char *path,
+                          const char *str, int (*test)(const void *ud, double v), const void *ud)
+{
+	if (!eng_cvalue_path_type(rf, path))
+		return 0;
+	json_t *j = stored_json(s, n);
+	struct path_match m = {str, test, ud};
+	int found = j && match_path(rf->vtype, j, path, &m, 0);
+	json_decref(j);
+	return found;
+}

@@ -521,7 +521,8 @@ static void test_contains_and_summaries(void **state)
 	feed_ok(fx, "{\"put\": \"id:t:item::2\", \"fields\": {\"id\": \"b\", \"tags\": [\"blue\", \"red\"],"
 	            " \"ws\": {\"w2\": 1}, \"price\": 3}}");
 	feed_ok(fx, "{\"put\": \"id:t:item::3\", \"fields\": {\"id\": \"c\", \"price\": 1,"
-	            " \"nums\": [3, 8]}}");
+	            " \"nums\": [3, 8], \"m\": {\"k\": [1, 9]}, \"owner\": {\"name\": \"Al\", \"age\": 40},"
+	            " \"people\": [{\"name\": \"Bo\"}, {\"name\": \"Cy\", \"age\": 7}]}}");
 	char ids[256];
 	int rc;
 	struct strata_error err = {0};
@@ -541,6 +542,29 @@ static void test_contains_and_summaries(void **state)
 	assert_int_equal(rc, 0);
 	assert_string_equal(hit_ids(r, ids, sizeof ids), "");
 	json_decref(r);
+	/* paths inside maps, structs and arrays of structs */
+	static const char *const paths[] = {
+		"m.key contains 'k'", "m.value > 8", "people.name contains 'Cy'", "people.age = 7",
+		"owner.age > 30", "owner.name contains 'Al'",
+	};
+	for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
+		char req[256];
+		snprintf(req, sizeof req, "{\"yql\": \"select * from item where %s\"}", paths[i]);
+		r = query(fx, req, &rc, &err);
+		if (rc != 0 || strcmp(hit_ids(r, ids, sizeof ids), "id:t:item::3") != 0)
+			fail_msg("%s: %d %s", paths[i], rc, rc ? err.msg : ids);
+		json_decref(r);
+	}
+	r = query(fx, "{\"yql\": \"select * from item where people.name contains 'Bx' or "
+	              "m.value < 1\"}", &rc, &err);
+	assert_string_equal(hit_ids(r, ids, sizeof ids), "");
+	json_decref(r);
+	r = query(fx, "{\"yql\": \"select * from item where m.nope contains 'x'\"}", &rc, &err);
+	assert_int_equal(rc, STRATA_INVALID_ARGUMENT);
+	assert_string_equal(err.msg, "yql:1:26: 'm.nope' names no value inside field 'm'");
+	r = query(fx, "{\"yql\": \"select * from item where owner.age contains 'x'\"}", &rc, &err);
+	assert_int_equal(rc, STRATA_INVALID_ARGUMENT);
+	assert_string_equal(err.msg, "yql:1:26: 'owner.age' is not a string");
 	r = query(fx, "{\"yql\": \"select * from item where tags > 8\"}", &rc, &err);
 	assert_int_equal(rc, STRATA_INVALID_ARGUMENT);
 	assert_non_null(strstr(err.msg, "field 'tags' is not numeric: compare with 'contains'"));
