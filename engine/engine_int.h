@@ -213,6 +213,14 @@ int eng_cvalue_holds_numbers(const struct rank_field *rf);
  * bytes at s) of rf, an array or weighted set of numbers, passes test. */
 int eng_cvalue_any_number(const struct rank_field *rf, const char *s, size_t n,
                           int (*test)(const void *ud, double v), const void *ud);
+/* A field path assignment: step is "{key}" (rf a map), "[index]" (an
+ * array, index below its length) or ".field" (a struct); arg, checked
+ * against the part's type, replaces that part of cur (NULL or unset: an
+ * empty value); the result in v, in a.  Returns 0,
+ * STRATA_INVALID_ARGUMENT, STRATA_NOMEM. */
+int eng_cvalue_assign_path(const struct rank_field *rf, const char *step, const json_t *arg,
+                           const struct store_value *cur, struct base_arena *a,
+                           struct store_value *v, const char *what, struct strata_error *err);
 /* The simple type (RANK_FT_STRING to BOOL) at path inside the values of
  * rf: "key" or "value" of a map, a struct's field by name, arrays stepped
  * through ("people.name" in an array of structs, "m.value.f"); 0 when path

@@ -116,14 +116,19 @@ static int field_value(struct eng_doctype *dt, int fi, const json_t *j, struct s
 	return 0;
 }
 
-/* The stored value of field fi of document id, for an update that adds
- * to it or removes from it (NULL: the document or value is absent). */
+/* The value of field fi of document id that an update changes: what an
+ * earlier part of the same operation made, else what is stored (NULL: the
+ * document or value is absent). */
 static const struct store_value *current_value(struct eng_doctype *dt, struct store_txn *w,
-                                               const char *id, int fi, struct base_arena *a,
-                                               struct strata_error *err, int *rc)
+                                               const char *id, int fi,
+                                               const struct store_value *vals,
+                                               struct base_arena *a, struct strata_error *err,
+                                               int *rc)
 {
 	uint32_t lid;
 	*rc = 0;
+	if (vals[fi].set)
+		return &vals[fi];
 	if (store_lookup(w, dt->store_id, id, &lid, NULL) != 0)
 		return NULL;
 	struct store_value *cur = base_arena_alloc(a, (size_t)(dt->nfields + 1) * sizeof *cur, 8);
@@ -154,7 +159,7 @@ static int field_update(struct eng_doctype *dt, struct store_txn *w, const char 
 		char what[160];
 		int rc;
 		snprintf(what, sizeof what, "field '%s'", key);
-		const struct store_value *cur = current_value(dt, w, id, fi, a, err, &rc);
+		const struct store_value *cur = current_value(dt, w, id, fi, vals, a, err, &rc);
 		return rc ? rc : eng_cvalue_update(rf, kind, val, cur, a, &vals[fi], what, err);
 	}
 	if (strcmp(kind, "assign") != 0)
@@ -165,6 +170,37 @@ static int field_update(struct eng_doctype *dt, struct store_txn *w, const char 
 		return base_err(err, STRATA_INVALID_ARGUMENT,
 		                "field '%s': clearing a field is not supported", key);
 	return field_value(dt, fi, val, &vals[fi], a, err);
+}
+
+/* An update of a part of a field: "m{key}", "a[i]" or "s.f" (key), whose
+ * field is the name before the first of "{[.". */
+static int path_update(struct eng_doctype *dt, struct store_txn *w, const char *id,
+                       const char *key, const json_t *jv, struct store_value *vals,
+                       struct base_arena *a, struct strata_error *err)
+{
+	size_t n = strcspn(key, "{[.");
+	int fi = -1;
+	for (int i = 0; i < dt->nfields && fi < 0; i++) {
+		const char *name = rank_schema_field(dt->schema, i)->name;
+		if (strlen(name) == n && strncmp(name, key, n) == 0)
+			fi = i;
+	}
+	if (fi < 0 || dt->fields[fi].type != STORE_T_JSON ||
+	    rank_schema_field(dt->schema, fi)->source >= 0)
+		return base_err(err, STRATA_INVALID_ARGUMENT,
+		                "field '%s': '%.*s' is not a map, array or struct field of the "
+		                "document '%s'", key, (int)n, key, dt->name);
+	if (!json_is_object(jv) || json_object_size(jv) != 1 || !json_object_get(jv, "assign"))
+		return base_err(err, STRATA_INVALID_ARGUMENT,
+		                "field '%s': a part of a field takes {\"assign\": value}", key);
+	char what[160];
+	int rc;
+	snprintf(what, sizeof what, "field '%s'", key);
+	const struct store_value *cur = current_value(dt, w, id, fi, vals, a, err, &rc);
+	if (rc)
+		return rc;
+	return eng_cvalue_assign_path(rank_schema_field(dt->schema, fi), key + n,
+	                              json_object_get(jv, "assign"), cur, a, &vals[fi], what, err);
 }
 
 /* Fields outside the document take the value of the field they read. */
@@ -187,10 +223,12 @@ static int fields_values(struct eng_doctype *dt, const json_t *fields, struct st
 	json_t *jv;
 	json_object_foreach((json_t *)fields, key, jv) {
 		int fi = rank_schema_field_index(dt->schema, key);
-		if (fi < 0 && strpbrk(key, "{."))
-			return base_err(err, STRATA_INVALID_ARGUMENT,
-			                "field '%s': updates of a part of a field (map{key}, struct.field) "
-			                "are not supported; assign the whole field", key);
+		if (fi < 0 && update && strpbrk(key, "{[.")) {
+			int rc = path_update(dt, w, id, key, jv, vals, a, err);
+			if (rc)
+				return rc;
+			continue;
+		}
 		if (fi < 0)
 			return base_err(err, STRATA_INVALID_ARGUMENT,
 			                "field '%s' is not in document type '%s'", key, dt->name);

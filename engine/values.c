@@ -548,3 +548,54 @@ int eng_cvalue_path_match(const struct rank_field *rf, const char *s, size_t n, 
 	json_decref(j);
 	return found;
 }
+
+/* ---- field path updates: m{key}, a[i], s.f ------------------------------------------ */
+
+int eng_cvalue_assign_path(const struct rank_field *rf, const char *step, const json_t *arg,
+                           const struct store_value *cur, struct base_arena *a,
+                           struct store_value *v, const char *what, struct strata_error *err)
+{
+	const struct rank_vtype *t = rf->vtype;
+	size_t n = strlen(step);
+	char key[256];
+	const struct rank_vtype *et = NULL;
+	int kind = step[0];
+	if ((kind == '{' && step[n - 1] == '}' && t->type == RANK_FT_MAP) ||
+	    (kind == '[' && step[n - 1] == ']' && t->type == RANK_FT_ARRAY)) {
+		if (n - 2 >= sizeof key || n < 3)
+			return bad(err, what, "the key in %.64s is empty or too long", step);
+		memcpy(key, step + 1, n - 2);
+		key[n - 2] = 0;
+		et = t->elem;
+	} else if (kind == '.' && t->type == RANK_FT_STRUCT) {
+		snprintf(key, sizeof key, "%s", step + 1);
+		for (int i = 0; i < t->st->nfields; i++)
+			if (!strcmp(t->st->fields[i].name, key))
+				et = t->st->fields[i].type;
+	}
+	if (!et || strpbrk(key, "{}[]."))
+		return bad(err, what, "'%.64s' addresses no part of the field (one level: map{key}, "
+		           "array[index] or struct.field)", step);
+	json_t *c = cur && cur->set ? stored_json(cur->s, cur->n)
+	                            : (t->type == RANK_FT_ARRAY ? json_array() : json_object());
+	json_t *val = NULL, *ck = NULL;
+	int rc = c ? canon(et, arg, what, 0, &val, err) : base_nomem(err, "%s", what);
+	if (!rc && kind == '{')
+		rc = canon_key(t->key->type, key, what, &ck, err);
+	if (!rc && kind == '[') {
+		char *end;
+		unsigned long long i = strtoull(key, &end, 10);
+		if (*end || i >= json_array_size(c))
+			rc = bad(err, what, "index %.64s is past the end of the array", key);
+		else if (json_array_set(c, (size_t)i, val))
+			rc = base_nomem(err, "%s", what);
+	} else if (!rc && json_object_set(c, kind == '{' ? json_string_value(ck) : key, val)) {
+		rc = base_nomem(err, "%s", what);
+	}
+	if (!rc)
+		rc = to_text(c, a, v, what, err);
+	json_decref(ck);
+	json_decref(val);
+	json_decref(c);
+	return rc;
+}

@@ -466,8 +466,16 @@ static void test_feed_forms(void **state)
 	           "field 'people'[0].age: expected an integer that fits int");
 	feed_fails(fx, "{\"put\": \"id:t:item::3\", \"fields\": {\"price2\": 1}}",
 	           "field 'price2' is outside the document: it takes the value of 'price'");
-	feed_fails(fx, "{\"update\": \"id:t:item::1\", \"fields\": {\"m{k}\": {\"assign\": [1]}}}",
-	           "updates of a part of a field (map{key}, struct.field) are not supported");
+	feed_fails(fx, "{\"update\": \"id:t:item::1\", \"fields\": {\"m{k}\": {\"assign\": [\"x\"]}}}",
+	           "field 'm{k}'[0]: expected an integer that fits int");
+	feed_fails(fx, "{\"update\": \"id:t:item::1\", \"fields\": {\"m{k}.x\": {\"assign\": 1}}}",
+	           "field 'm{k}.x': '{k}.x' addresses no part of the field (one level");
+	feed_fails(fx, "{\"update\": \"id:t:item::1\", \"fields\": {\"tags[5]\": {\"assign\": \"z\"}}}",
+	           "field 'tags[5]': index 5 is past the end of the array");
+	feed_fails(fx, "{\"update\": \"id:t:item::1\", \"fields\": {\"price.x\": {\"assign\": 1}}}",
+	           "field 'price.x': 'price' is not a map, array or struct field of the document 'item'");
+	feed_fails(fx, "{\"update\": \"id:t:item::1\", \"fields\": {\"m{k}\": {\"add\": [1]}}}",
+	           "field 'm{k}': a part of a field takes {\"assign\": value}");
 	feed_fails(fx, "{\"update\": \"id:t:item::1\", \"fields\": {\"m\": {\"add\": {\"z\": [1]}}}}",
 	           "field 'm': 'add' updates an array or a weighted set; assign a map whole");
 	feed_fails(fx, "{\"update\": \"id:t:item::1\", \"fields\": {\"tags\": {\"increment\": 1}}}",
@@ -495,6 +503,15 @@ static void test_updates(void **state)
 	            " \"ws\": {\"remove\": {\"y\": 0}}, \"price\": {\"assign\": 8}}}");
 	expect_fields(fx, "id:t:item::1",
 	              "{\"price\":8.0,\"tags\":[\"blue\",\"green\"],\"ws\":{\"z\":9}}");
+	/* parts of fields: a map entry, an array element, a struct field; two
+	 * parts of one field in one operation both land */
+	feed_ok(fx, "{\"update\": \"id:t:item::1\", \"fields\": {\"m{a}\": {\"assign\": [1]},"
+	            " \"m{b}\": {\"assign\": [2, 3]}, \"tags[0]\": {\"assign\": \"cyan\"},"
+	            " \"owner.age\": {\"assign\": 41}}}");
+	feed_ok(fx, "{\"update\": \"id:t:item::1\", \"fields\": {\"m{a}\": {\"assign\": [5]}}}");
+	expect_fields(fx, "id:t:item::1",
+	              "{\"m\":{\"a\":[5],\"b\":[2,3]},\"owner\":{\"age\":41},\"price\":8.0,"
+	              "\"tags\":[\"cyan\",\"green\"],\"ws\":{\"z\":9}}");
 	/* add to a field the document lacks */
 	feed_ok(fx, "{\"put\": \"id:t:item::2\", \"fields\": {\"price\": 1}}");
 	feed_ok(fx, "{\"update\": \"id:t:item::2\", \"fields\": {\"tags\": {\"add\": [\"new\"]}}}");
