@@ -210,7 +210,8 @@ int eng_cvalue_update(const struct rank_field *rf, const char *op, const json_t 
  * double). */
 int eng_cvalue_holds_numbers(const struct rank_field *rf);
 /* 1 when an element (a key of a weighted set) of the stored value (n
- * bytes at s) of rf, an array or weighted set of numbers, passes test. */
+ * bytes at s) of rf, an array or weighted set of numbers, passes test; 0
+ * when none does; -1 when memory ran out. */
 int eng_cvalue_any_number(const struct rank_field *rf, const char *s, size_t n,
                           int (*test)(const void *ud, double v), const void *ud);
 /* A field path assignment: step is "{key}" (rf a map), "[index]" (an
@@ -227,13 +228,14 @@ int eng_cvalue_assign_path(const struct rank_field *rf, const char *step, const 
  * names no simple value. */
 int eng_cvalue_path_type(const struct rank_field *rf, const char *path);
 /* 1 when a value at path inside the stored value (n bytes at s) of rf
- * matches: equals str when str is not NULL, else passes test. */
+ * matches: equals str when str is not NULL, else passes test; 0 when none
+ * does; -1 when memory ran out (so the answer is unknown). */
 int eng_cvalue_path_match(const struct rank_field *rf, const char *s, size_t n, const char *path,
                           const char *str, int (*test)(const void *ud, double v), const void *ud);
 /* 1 when rf is an array or weighted set of strings. */
 int eng_cvalue_holds_strings(const struct rank_field *rf);
 /* 1 when the stored value (n bytes at s) of rf, an array or weighted set of
- * strings, holds the element (key) str; 0 otherwise. */
+ * strings, holds the element (key) str; 0 when not; -1 when memory ran out. */
 int eng_cvalue_contains(const struct rank_field *rf, const char *s, size_t n, const char *str);
 
 /* ---- yql.c ------------------------------------------------------------------------ */

@@ -78,6 +78,7 @@ struct qstate {
 	uint32_t vals_lid;
 	size_t vals_size;
 	uint64_t rank_allocs;     /* allocations made inside rank_query_* calls */
+	int match_nomem;          /* a collection value could not be read for lack of memory */
 };
 
 /* Bracket a call into rank: mark before, charge after. */
@@ -375,14 +376,19 @@ static int json_match(struct qstate *qs, struct dtstate *ds, const struct yql_no
 	const struct store_value *sv = doc_value(qs, ds, lid, n->fidx);
 	const struct rank_field *rf = rank_schema_field(ds->dt->schema, n->fidx);
 	const char *dot = strchr(n->field, '.');
+	int m;
 	if (!sv)
 		return 0;
 	if (dot)
-		return eng_cvalue_path_match(rf, sv->s, sv->n, dot + 1,
-		                             n->kind == YQL_CONTAINS ? n->str : NULL, number_test, n);
-	if (n->kind == YQL_CONTAINS)
-		return eng_cvalue_contains(rf, sv->s, sv->n, n->str);
-	return eng_cvalue_any_number(rf, sv->s, sv->n, number_test, n);
+		m = eng_cvalue_path_match(rf, sv->s, sv->n, dot + 1,
+		                          n->kind == YQL_CONTAINS ? n->str : NULL, number_test, n);
+	else if (n->kind == YQL_CONTAINS)
+		m = eng_cvalue_contains(rf, sv->s, sv->n, n->str);
+	else
+		m = eng_cvalue_any_number(rf, sv->s, sv->n, number_test, n);
+	if (m < 0)
+		qs->match_nomem = 1; /* the caller fails the query */
+	return m > 0;
 }
 
 /* nn_true: treat nearestNeighbor as true (while finding the NN set). */
@@ -466,8 +472,11 @@ static int nn_set(struct qstate *qs, struct dtstate *ds, struct yql_node *nn)
 	struct cand *c = NULL;
 	size_t n = 0, cap = 0;
 	for (uint32_t lid = 0; store_next(qs->txn, ds->dt->store_id, &lid) == 0; lid++) {
-		if (filtered && !eval(qs, ds, root, lid, 1))
+		if (filtered && !eval(qs, ds, root, lid, 1)) {
+			if (qs->match_nomem)
+				break;
 			continue;
+		}
 		uint64_t a = mark();
 		double d = rank_query_nn_distance(ds->rq, &ds->docs, lid);
 		charge(qs, a);
@@ -491,6 +500,11 @@ static int nn_set(struct qstate *qs, struct dtstate *ds, struct yql_node *nn)
 		n++;
 		if (lid == UINT32_MAX)
 			break;
+	}
+	if (qs->match_nomem) {
+		if (c)
+			base_free(c, cap * sizeof *c);
+		return base_nomem(qs->err, "matching a collection value");
 	}
 	if (n)
 		qsort(c, n, sizeof *c, cand_cmp);
@@ -621,6 +635,8 @@ static int run_doctype(struct qstate *qs, struct dtstate *ds)
 	for (uint32_t lid = 0; store_next(qs->txn, ds->dt->store_id, &lid) == 0; lid++) {
 		if (eval(qs, ds, qs->yql->where, lid, 0) && (rc = add_hit(qs, ds, lid)) != 0)
 			return rc;
+		if (qs->match_nomem)
+			return base_nomem(qs->err, "matching a collection value");
 		if (lid == UINT32_MAX)
 			break;
 	}

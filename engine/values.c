@@ -401,7 +401,7 @@ int eng_cvalue_contains(const struct rank_field *rf, const char *s, size_t n, co
 	if (!eng_cvalue_holds_strings(rf))
 		return 0;
 	json_t *j = stored_json(s, n);
-	int found = 0;
+	int found = j ? 0 : -1;
 	if (json_is_array(j)) {
 		for (size_t i = 0; i < json_array_size(j) && !found; i++) {
 			const json_t *e = json_array_get(j, i);
@@ -427,7 +427,7 @@ int eng_cvalue_any_number(const struct rank_field *rf, const char *s, size_t n,
 	if (!eng_cvalue_holds_numbers(rf))
 		return 0;
 	json_t *j = stored_json(s, n);
-	int found = 0;
+	int found = j ? 0 : -1;
 	if (json_is_array(j)) {
 		for (size_t i = 0; i < json_array_size(j) && !found; i++)
 			found = test(ud, json_number_value(json_array_get(j, i)));
@@ -493,6 +493,8 @@ struct path_match {
 
 static int leaf_matches(const json_t *j, const struct path_match *m)
 {
+	if (!j)
+		return -1;
 	if (m->str)
 		return json_is_string(j) && strcmp(json_string_value(j), m->str) == 0;
 	if (json_is_string(j)) /* a map key */
@@ -507,9 +509,11 @@ static int match_path(const struct rank_vtype *t, const json_t *j, const char *p
 	if (depth > MAX_DEPTH)
 		return 0;
 	if (t->type == RANK_FT_ARRAY) {
-		for (size_t i = 0; i < json_array_size(j); i++)
-			if (match_path(t->elem, json_array_get(j, i), path, m, depth + 1))
-				return 1;
+		for (size_t i = 0; i < json_array_size(j); i++) {
+			int hit = match_path(t->elem, json_array_get(j, i), path, m, depth + 1);
+			if (hit)
+				return hit;
+		}
 		return 0;
 	}
 	if (!*path)
@@ -522,7 +526,7 @@ static int match_path(const struct rank_vtype *t, const json_t *j, const char *p
 		int key = h == 3;
 		json_object_foreach((json_t *)j, k, v) {
 			json_t *ks = key ? json_string(k) : NULL;
-			int hit = key ? ks && leaf_matches(ks, m) : match_path(t->elem, v, rest, m, depth + 1);
+			int hit = key ? leaf_matches(ks, m) : match_path(t->elem, v, rest, m, depth + 1);
 			json_decref(ks);
 			if (hit)
 				return 1;
@@ -544,7 +548,7 @@ int eng_cvalue_path_match(const struct rank_field *rf, const char *s, size_t n, 
 		return 0;
 	json_t *j = stored_json(s, n);
 	struct path_match m = {str, test, ud};
-	int found = j && match_path(rf->vtype, j, path, &m, 0);
+	int found = j ? match_path(rf->vtype, j, path, &m, 0) : -1;
 	json_decref(j);
 	return found;
 }

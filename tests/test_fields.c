@@ -605,6 +605,71 @@ static void test_contains_and_summaries(void **state)
 	assert_string_equal(err.msg, "document-summary 'nope' not found in schema 'item'");
 }
 
+/* Every allocation of feeding collection values, updating them and
+ * matching them fails in turn: each failure is STRATA_NOMEM, takes back
+ * all it took, and writes nothing. */
+static void test_feed_alloc_failures(void **state)
+{
+	struct fixture *fx = *state;
+	static const char *const ops[] = {
+		"{\"put\": \"id:t:item::1\", \"fields\": {\"tags\": [\"a\", \"b\"], \"ws\": {\"x\": 1},"
+		" \"m\": [{\"key\": \"k\", \"value\": [1]}], \"people\": [{\"name\": \"P\", \"age\": 3}],"
+		" \"price\": 1}}",
+		"{\"update\": \"id:t:item::1\", \"fields\": {\"tags\": {\"add\": [\"c\"]},"
+		" \"ws\": {\"remove\": {\"x\": 0}}, \"m{q}\": {\"assign\": [2]}}}",
+	};
+	for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+		int failures = 0;
+		for (long k = 1; k < 100000; k++) {
+			char *before = i ? get_fields(fx, "id:t:item::1") : NULL;
+			struct base_alloc_stats s0, s1;
+			base_alloc_stats(&s0);
+			struct strata_error err = {0};
+			base_alloc_fail_after(k);
+			int rc = strata_feed_json(fx->db, ops[i], &err);
+			base_alloc_fail_after(-1);
+			base_alloc_stats(&s1);
+			if (rc == 0) {
+				if (before)
+					json_text_free(before);
+				break;
+			}
+			assert_int_equal(rc, STRATA_NOMEM);
+			assert_int_equal(s1.live_bytes, s0.live_bytes);
+			if (before) {
+				expect_fields(fx, "id:t:item::1", before);
+				json_text_free(before);
+			}
+			failures++;
+		}
+		assert_true(failures > 10);
+	}
+	expect_fields(fx, "id:t:item::1",
+	              "{\"m\":{\"k\":[1],\"q\":[2]},\"people\":[{\"age\":3,\"name\":\"P\"}],"
+	              "\"price\":1.0,\"tags\":[\"a\",\"b\",\"c\"],\"ws\":{}}");
+	/* matching under failing allocations: an error or a right answer */
+	for (long k = 1; k < 100000; k++) {
+		struct strata_error err = {0};
+		char *out = NULL;
+		base_alloc_fail_after(k);
+		int rc = strata_query_json(fx->db, "{\"yql\": \"select * from item where "
+		                           "tags contains 'c' and people.age = 3\"}", &out, &err);
+		base_alloc_fail_after(-1);
+		if (rc == 0) {
+			json_t *r = json_loads(out, 0, NULL);
+			strata_free(out);
+			json_t *tc = json_object_get(json_object_get(json_object_get(r, "root"), "fields"),
+			                             "totalCount");
+			if (json_integer_value(tc) != 1)
+				fail_msg("allocation %ld failed, the query said %lld hits", k,
+				         (long long)json_integer_value(tc));
+			json_decref(r);
+			break;
+		}
+		assert_int_equal(rc, STRATA_NOMEM);
+	}
+}
+
 /* Ranking reads no collection: each refusal names its position. */
 static void test_rank_refusals(void **state)
 {
@@ -650,6 +715,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_feed_forms, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_updates, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_contains_and_summaries, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_feed_alloc_failures, setup, teardown),
 		cmocka_unit_test(test_rank_refusals),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
