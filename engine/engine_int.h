@@ -199,9 +199,12 @@ json_t *eng_feature_json(const struct rank_feature *f);
 int eng_cvalue_from_json(const struct rank_field *rf, const json_t *j, struct base_arena *a,
                          struct store_value *v, const char *what, struct strata_error *err);
 /* An update of rf's value: op "add" (array elements appended, weighted set
- * keys set) or "remove" (array elements equal to one given, weighted set
- * keys given), applied to cur (NULL or unset: empty); the result in v, in
- * a.  Returns 0, STRATA_INVALID_ARGUMENT (a map or struct, a bad argument),
+ * keys set), "remove" (array elements equal to one given, weighted set
+ * keys given) or "match" (a weighted set key's weight incremented or
+ * decremented: {"element": key, "increment": n}; a missing key is made
+ * only with create-if-nonexistent), applied to cur (NULL or unset:
+ * empty); the result in v, in a.  remove-if-zero then drops keys of
+ * weight 0.  Returns 0, STRATA_INVALID_ARGUMENT (a map or struct, a bad argument),
  * STRATA_NOMEM. */
 int eng_cvalue_update(const struct rank_field *rf, const char *op, const json_t *arg,
                       const struct store_value *cur, struct base_arena *a, struct store_value *v,

@@ -155,7 +155,7 @@ static int field_update(struct eng_doctype *dt, struct store_txn *w, const char 
 	const json_t *val = json_object_get(jv, kind);
 	const struct rank_field *rf = rank_schema_field(dt->schema, fi);
 	int coll = dt->fields[fi].type == STORE_T_JSON;
-	if (coll && (!strcmp(kind, "add") || !strcmp(kind, "remove"))) {
+	if (coll && (!strcmp(kind, "add") || !strcmp(kind, "remove") || !strcmp(kind, "match"))) {
 		char what[160];
 		int rc;
 		snprintf(what, sizeof what, "field '%s'", key);
@@ -165,7 +165,7 @@ static int field_update(struct eng_doctype *dt, struct store_txn *w, const char 
 	if (strcmp(kind, "assign") != 0)
 		return base_err(err, STRATA_INVALID_ARGUMENT,
 		                "field '%s': update operation '%s' is not supported%s", key, kind,
-		                coll ? " (assign, add, remove are)" : "");
+		                coll ? " (assign, add, remove, match are)" : "");
 	if (json_is_null(val))
 		return base_err(err, STRATA_INVALID_ARGUMENT,
 		                "field '%s': clearing a field is not supported", key);

@@ -360,6 +360,37 @@ static int remove_from(const struct rank_vtype *t, json_t *cur, const json_t *ar
 	return 0;
 }
 
+/* match: {"element": key, "increment" | "decrement": n} on a weighted set:
+ * the key's weight changes by n; a missing key is made (weight 0 first)
+ * only with create-if-nonexistent. */
+static int match_weight(const struct rank_field *rf, json_t *cur, const json_t *arg,
+                        const char *what, struct strata_error *err)
+{
+	const json_t *el = json_object_get(arg, "element");
+	const json_t *inc = json_object_get(arg, "increment");
+	const json_t *dec = json_object_get(arg, "decrement");
+	int64_t d;
+	if (!json_is_object(arg) || !json_is_string(el) || json_object_size(arg) != 2 ||
+	    !(inc || dec) || json_int(inc ? inc : dec, 0, INT32_MIN, INT32_MAX, &d))
+		return bad(err, what, "a weighted set's match takes {\"element\": key, \"increment\" "
+		           "or \"decrement\": integer}%s", "");
+	json_t *ck;
+	int rc = canon_key(rf->vtype->elem->type, json_string_value(el), what, &ck, err);
+	if (rc)
+		return rc;
+	const char *k = json_string_value(ck);
+	json_t *w = json_object_get(cur, k);
+	if (w || (rf->wset_flags & RANK_WSET_CREATE_IF_NONEXISTENT)) {
+		int64_t nw = (w ? json_integer_value(w) : 0) + (inc ? d : -d);
+		if (nw < INT32_MIN || nw > INT32_MAX)
+			rc = bad(err, what, "the weight of '%s' would not fit an int", k);
+		else if (json_object_set_new(cur, k, json_integer((json_int_t)nw)))
+			rc = base_nomem(err, "%s", what);
+	}
+	json_decref(ck);
+	return rc;
+}
+
 int eng_cvalue_update(const struct rank_field *rf, const char *op, const json_t *arg,
                       const struct store_value *cur, struct base_arena *a, struct store_value *v,
                       const char *what, struct strata_error *err)
@@ -373,8 +404,15 @@ int eng_cvalue_update(const struct rank_field *rf, const char *op, const json_t 
 	                            : (type == RANK_FT_ARRAY ? json_array() : json_object());
 	if (!c)
 		return base_nomem(err, "%s", what);
-	int rc = !strcmp(op, "add") ? add_to(rf->vtype, c, arg, what, err)
-	                            : remove_from(rf->vtype, c, arg, what, err);
+	int rc;
+	if (!strcmp(op, "match") && type == RANK_FT_WSET)
+		rc = match_weight(rf, c, arg, what, err);
+	else if (!strcmp(op, "match"))
+		rc = bad(err, what, "'match' updates a weighted set's weights%s", "");
+	else if (!strcmp(op, "add"))
+		rc = add_to(rf->vtype, c, arg, what, err);
+	else
+		rc = remove_from(rf->vtype, c, arg, what, err);
 	if (!rc && type == RANK_FT_WSET && (rf->wset_flags & RANK_WSET_REMOVE_IF_ZERO)) {
 		const char *key;
 		json_t *w;

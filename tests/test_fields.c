@@ -479,7 +479,7 @@ static void test_feed_forms(void **state)
 	feed_fails(fx, "{\"update\": \"id:t:item::1\", \"fields\": {\"m\": {\"add\": {\"z\": [1]}}}}",
 	           "field 'm': 'add' updates an array or a weighted set; assign a map whole");
 	feed_fails(fx, "{\"update\": \"id:t:item::1\", \"fields\": {\"tags\": {\"increment\": 1}}}",
-	           "update operation 'increment' is not supported (assign, add, remove are)");
+	           "update operation 'increment' is not supported (assign, add, remove, match are)");
 	struct strata_error err = {0};
 	char *doc = NULL;
 	assert_int_equal(strata_get_json(fx->db, "id:t:item::3", &doc, &err), STRATA_NOT_FOUND);
@@ -512,6 +512,24 @@ static void test_updates(void **state)
 	expect_fields(fx, "id:t:item::1",
 	              "{\"m\":{\"a\":[5],\"b\":[2,3]},\"owner\":{\"age\":41},\"price\":8.0,"
 	              "\"tags\":[\"cyan\",\"green\"],\"ws\":{\"z\":9}}");
+	/* weights: increment and decrement (z: 9 -> 7), a missing key made
+	 * (create-if-nonexistent), one brought to 0 dropped (remove-if-zero) */
+	feed_ok(fx, "{\"update\": \"id:t:item::1\", \"fields\": {\"ws\": {\"match\": {\"element\": \"z\","
+	            " \"decrement\": 2}}}}");
+	feed_ok(fx, "{\"update\": \"id:t:item::1\", \"fields\": {\"ws\": {\"match\": {\"element\": \"n\","
+	            " \"increment\": 4}}}}");
+	expect_fields(fx, "id:t:item::1",
+	              "{\"m\":{\"a\":[5],\"b\":[2,3]},\"owner\":{\"age\":41},\"price\":8.0,"
+	              "\"tags\":[\"cyan\",\"green\"],\"ws\":{\"n\":4,\"z\":7}}");
+	feed_ok(fx, "{\"update\": \"id:t:item::1\", \"fields\": {\"ws\": {\"match\": {\"element\": \"n\","
+	            " \"decrement\": 4}}}}");
+	feed_fails(fx, "{\"update\": \"id:t:item::1\", \"fields\": {\"ws\": {\"match\": {\"element\": \"z\","
+	               " \"multiply\": 2}}}}", "a weighted set's match takes");
+	feed_fails(fx, "{\"update\": \"id:t:item::1\", \"fields\": {\"tags\": {\"match\": {\"element\": 0,"
+	               " \"increment\": 2}}}}", "'match' updates a weighted set's weights");
+	expect_fields(fx, "id:t:item::1",
+	              "{\"m\":{\"a\":[5],\"b\":[2,3]},\"owner\":{\"age\":41},\"price\":8.0,"
+	              "\"tags\":[\"cyan\",\"green\"],\"ws\":{\"z\":7}}");
 	/* add to a field the document lacks */
 	feed_ok(fx, "{\"put\": \"id:t:item::2\", \"fields\": {\"price\": 1}}");
 	feed_ok(fx, "{\"update\": \"id:t:item::2\", \"fields\": {\"tags\": {\"add\": [\"new\"]}}}");
