@@ -58,9 +58,9 @@ enum rank_field_type {
 
 struct rank_struct;
 
-/* Settings of a weighted set field.  create-if-nonexistent is for
- * increments of a missing key, which updates here do not make (a key is
- * added with "add"); remove-if-zero drops a key an update gives weight 0. */
+/* Settings of a weighted set field: create-if-nonexistent makes the key
+ * an increment or decrement (a "match" update) names when it is missing;
+ * remove-if-zero drops a key an update leaves with weight 0. */
 enum { RANK_WSET_CREATE_IF_NONEXISTENT = 1, RANK_WSET_REMOVE_IF_ZERO = 2 };
 
 /* The type of a collection or struct value, a tree: the elements of an
