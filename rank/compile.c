@@ -331,6 +331,10 @@ static int compile_attribute(struct cc *c, const struct rank_ast *a, int *type)
 	if (f->type == RANK_FT_STRING)
 		return at(c, a->args[0], STRATA_TYPE, "attribute '%s' is a string, not a number",
 		          name);
+	if (f->type >= RANK_FT_ARRAY)
+		return at(c, a->args[0], STRATA_NOT_IMPLEMENTED,
+		          "attribute '%s' is a collection or struct, which rank expressions do not read",
+		          name);
 	int rc = field_type(c, f, type);
 	if (rc)
 		return rc;
@@ -819,6 +823,9 @@ static int compile_call(struct cc *c, const struct env *env, const struct rank_a
 	if (strcmp(f, "normalize_linear") == 0 || strcmp(f, "reciprocal_rank") == 0 ||
 	    strcmp(f, "reciprocal_rank_fusion") == 0)
 		return compile_norm(c, a, type);
+	if (strcmp(f, "tensorFromWeightedSet") == 0 || strcmp(f, "tensorFromLabels") == 0)
+		return at(c, a, STRATA_NOT_IMPLEMENTED,
+		          "%s() makes a mapped tensor, which rank expressions do not support", f);
 	if (strcmp(f, "attribute") == 0)
 		return compile_attribute(c, a, type);
 	if (strcmp(f, "query") == 0)

@@ -153,6 +153,43 @@ struct rank_profile_decl {
 	int unresolved;                 /* its inheritance failed (rank_sd_resolve_all) */
 };
 
+/* ---- documents: structs, collection types, summaries (fields.c) ---------- */
+
+/* A type node as parsed: a struct type names its struct, found once the
+ * application's documents are known (structs may come from an inherited
+ * document). */
+struct rank_vtype_decl {
+	struct rank_vtype pub;
+	char *struct_name;        /* STRUCT: the name written */
+	struct rank_pos pos;
+};
+
+struct rank_struct_decl {
+	struct rank_struct pub;   /* name and fields point into the members below */
+	char *name;
+	int nfields;
+	struct rank_struct_field *fields; /* names owned, types in rank_sd.vtypes */
+	struct rank_pos pos;
+};
+
+/* summary NAME { source: g } in a document-summary or a field; a field
+ * outside the document block's "indexing: input g". */
+struct rank_source_decl {
+	char *name;               /* the summary field, or the field outside the document */
+	char *source;             /* the field read (NULL: the field called name) */
+	struct rank_pos pos;
+};
+
+struct rank_summary_decl {   /* document-summary name inherits p { ... } */
+	char *name;
+	char *inherits;           /* NULL when none */
+	struct rank_pos inherits_pos;
+	int nfields;
+	struct rank_source_decl *fields;
+	int omit_summary_features;
+	struct rank_pos pos;
+};
+
 /* One parsed .sd file.  After schema.c's resolution, profiles[] are flat:
  * every profile holds what it inherits (its own definitions win) and a
  * "default" profile exists. */
@@ -168,7 +205,41 @@ struct rank_sd {
 	struct rank_profile_decl *profiles;
 	struct rank_pos pos;
 	int resolved;                   /* rank_sd_resolve() ran (it runs once) */
+	/* Documents (fields.c).  fields[] first holds the document's own
+	 * fields, then the fields outside the document block; inheritance
+	 * (rank_sd_inherit) appends what the parents have. */
+	char *inherits;                 /* schema a inherits b: b, or NULL */
+	struct rank_pos inherits_pos;
+	int ndoc_inherits;              /* document a inherits b, c (names, positions) */
+	struct rank_source_decl *doc_inherits;
+	int nvtypes, nstructs, nsummaries, ninputs, nfield_summaries;
+	struct rank_vtype_decl **vtypes;   /* every type node of the fields (owned) */
+	struct rank_struct_decl **structs;
+	struct rank_summary_decl *summaries;
+	struct rank_source_decl *inputs;          /* fields outside the document: input g */
+	struct rank_source_decl *field_summaries; /* summary settings inside fields */
+	int nclasses;                   /* resolved summary classes; [0] is "default" */
+	struct rank_summary_class *classes;
+	int docs_resolved;              /* rank_sd_inherit() ran */
 };
+
+/* Resolve what documents share across the schemas of an application
+ * (fields.c): document and schema inheritance (the parents' fields,
+ * structs, document-summaries and, for schema inheritance, rank profiles
+ * are added to each child), struct types, the inputs of fields outside the
+ * document, and the summary classes.  sds[n] are every parsed schema of the
+ * application, not yet resolved (rank_sd_resolve runs after this).
+ * Returns 0, STRATA_TYPE (an unknown parent, struct or field, a cycle, a
+ * field declared again with another type; "file:line:col: ..."),
+ * STRATA_NOMEM.  errs (may be NULL) receives every error, each unknown type
+ * on its own; err and the result are those of the first. */
+int rank_sds_inherit(struct rank_sd **sds, int n, struct strata_errors *errs,
+                     struct strata_error *err);
+/* Free what the document part of sd owns (schema.c; rank_sd_free calls it). */
+void rank_sd_docs_free(struct rank_sd *sd);
+/* dst becomes a flat copy of the resolved profile src (same name).
+ * Returns 0 or STRATA_NOMEM (dst is then cleared). */
+int rank_profile_decl_copy(struct rank_profile_decl *dst, const struct rank_profile_decl *src);
 
 /* Parse one .sd file's text (file names it in messages).  Returns 0,
  * STRATA_PARSE, STRATA_TYPE, STRATA_NOT_IMPLEMENTED, STRATA_NOMEM; messages
