@@ -55,6 +55,10 @@ int base_nomem(struct strata_error *err, const char *fmt, ...)
 int base_err_prefix(struct strata_error *err, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/* Append a copy of e to list (struct strata_errors), or count it in
+ * list->dropped when the list is full.  list may be NULL. */
+void base_errs_add(struct strata_errors *list, const struct strata_error *e);
+
 /* Bugs abort with file:line; bad input never reaches here. */
 #define BASE_ASSERT(c) \
 	((c) ? (void)0 : base_assert_fail(#c, __FILE__, __LINE__))

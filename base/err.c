@@ -69,6 +69,16 @@ int base_nomem(struct strata_error *err, const char *fmt, ...)
 	return base_err(err, STRATA_NOMEM, "out of memory: %s", what);
 }
 
+void base_errs_add(struct strata_errors *list, const struct strata_error *e)
+{
+	if (!list)
+		return;
+	if (list->n < STRATA_MAX_ERRORS)
+		list->e[list->n++] = *e;
+	else
+		list->dropped++;
+}
+
 int base_err_prefix(struct strata_error *err, int code, const char *fmt, ...)
 {
 	if (!err)

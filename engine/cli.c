@@ -225,14 +225,25 @@ static void cli_log(void *ud, int level, const char *msg)
 	fprintf(stderr, "strata: %s\n", msg);
 }
 
+/* Open the application: deploy it (ENG_OPEN_DEPLOY) or one deployed before
+ * (ENG_OPEN_DEPLOYED). */
 static int open_app(const struct opts *o, int deploy, struct strata **db)
 {
 	struct strata_error err = { 0 };
-	struct strata_options so = { .data_dir = o->data, .log = cli_log };
+	static struct strata_errors errs; /* the CLI opens one application */
+	struct strata_options so = { .data_dir = o->data, .log = cli_log, .errors = &errs };
 	int rc = eng_open(o->pos[0], &so, deploy, db, &err);
-	if (rc)
-		return eng_cli_fail("%s", err.msg[0] ? err.msg : strata_strerror(rc));
-	return 0;
+	if (!rc)
+		return 0;
+	/* Every error found, one line each, then how many when more than one. */
+	for (int i = 0; i < errs.n; i++)
+		eng_cli_fail("%s", errs.e[i].msg[0] ? errs.e[i].msg : strata_strerror(errs.e[i].code));
+	if (errs.n == 0)
+		eng_cli_fail("%s", err.msg[0] ? err.msg : strata_strerror(rc));
+	if (errs.n + errs.dropped > 1)
+		eng_cli_fail("%d errors%s", errs.n + errs.dropped,
+		             errs.dropped ? " (the first ones are listed)" : "");
+	return 1;
 }
 
 /* Print a JSON text returned by the library, indented. */
@@ -258,7 +269,7 @@ static int cmd_deploy(struct opts *o)
 	if (o->npos < 1)
 		return eng_cli_usage("deploy", "missing APP");
 	struct strata *db;
-	if (open_app(o, 1, &db))
+	if (open_app(o, ENG_OPEN_DEPLOY, &db))
 		return 1;
 	fprintf(stderr, "deployed %s:", o->pos[0]);
 	for (int i = 0; i < db->ndoctypes; i++)
@@ -311,7 +322,7 @@ static int cmd_feed(struct opts *o)
 		return eng_cli_usage("feed", "missing APP");
 	const char *path = o->npos > 1 ? o->pos[1] : "-";
 	struct strata *db;
-	if (open_app(o, 0, &db))
+	if (open_app(o, ENG_OPEN_DEPLOYED, &db))
 		return 1;
 	struct feed_ud u = { strcmp(path, "-") ? path : "<stdin>", isatty(2), 0 };
 	struct strata_feed_stats st;
@@ -425,7 +436,7 @@ static int cmd_query(struct opts *o)
 		own_text = 1;
 	}
 	struct strata *db;
-	if (open_app(o, 0, &db)) {
+	if (open_app(o, ENG_OPEN_DEPLOYED, &db)) {
 		base_strfree(text);
 		return 1;
 	}
@@ -449,7 +460,7 @@ static int cmd_get(struct opts *o)
 	if (o->npos < 2)
 		return eng_cli_usage("get", o->npos ? "missing ID" : "missing APP");
 	struct strata *db;
-	if (open_app(o, 0, &db))
+	if (open_app(o, ENG_OPEN_DEPLOYED, &db))
 		return 1;
 	char *doc;
 	struct strata_error err = { 0 };
@@ -467,7 +478,7 @@ static int cmd_remove(struct opts *o)
 	if (o->npos < 2)
 		return eng_cli_usage("remove", o->npos ? "missing ID" : "missing APP");
 	struct strata *db;
-	if (open_app(o, 0, &db))
+	if (open_app(o, ENG_OPEN_DEPLOYED, &db))
 		return 1;
 	struct strata_error err = { 0 };
 	int rc = strata_remove(db, o->pos[1], &err);

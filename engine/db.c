@@ -34,6 +34,10 @@ static int store_type_of(int rank_type)
 	case RANK_FT_DOUBLE: return STORE_T_DOUBLE;
 	case RANK_FT_BOOL: return STORE_T_BOOL;
 	case RANK_FT_TENSOR: return STORE_T_TENSOR;
+	case RANK_FT_ARRAY:
+	case RANK_FT_WSET:
+	case RANK_FT_MAP:
+	case RANK_FT_STRUCT: return STORE_T_JSON;
 	}
 	return 0;
 }
@@ -81,17 +85,78 @@ static int register_doctype(struct strata *db, const struct rank_schema *s,
 	return store_doctype_add(db->env, &sd, &dt->store_id, err);
 }
 
+/* rank's struct rank_loader.load_constant: a constant file is a tensor in
+ * any JSON form a document field takes (tensor_json.c). */
+static int constant_for(void *ud, const char *path, const struct rank_input_info *shape,
+                        double *cells, struct strata_error *err)
+{
+	(void)ud;
+	char *text;
+	size_t n;
+	int rc = base_read_file(path, &text, &n, err);
+	if (rc == ENOENT)
+		return base_err(err, STRATA_NOT_FOUND, "file %s not found", path);
+	if (rc)
+		return rc;
+	json_error_t je;
+	int oom;
+	json_t *j = eng_json_parse(text, n, 0, &je, &oom);
+	base_free(text, n + 1);
+	if (!j)
+		return oom ? base_nomem(err, "reading %s", path)
+		           : base_err(err, STRATA_PARSE, "%s:%d:%d: %s", path, je.line, je.column,
+		                      je.text);
+	struct eng_ttype t = { BASE_DT_DOUBLE, shape->rank, shape->dims, shape->dim_names };
+	char what[300];
+	snprintf(what, sizeof what, "file %s", path);
+	rc = eng_tensor_from_json(j, &t, 0, cells, what, err);
+	json_decref(j);
+	return rc;
+}
+
+/* A deployed application has its store in datadir: LMDB's data file. */
+static int check_deployed(const char *app, const char *datadir, struct strata_error *err)
+{
+	char *path = base_path_join(datadir, "data.mdb");
+	if (!path)
+		return base_nomem(err, "opening '%s'", app);
+	struct stat st;
+	int found = stat(path, &st) == 0;
+	base_strfree(path);
+	if (!found)
+		return base_err(err, STRATA_NOT_FOUND,
+		                "application '%s' is not deployed (no store in '%s'): deploy it first",
+		                app, datadir);
+	return 0;
+}
+
 int strata_open(const char *app, const struct strata_options *opts, struct strata **out,
                 struct strata_error *err)
 {
-	return eng_open(app, opts, 0, out, err);
+	return eng_open(app, opts, ENG_OPEN_ANY, out, err);
 }
+
+static int open_app(const char *app, const struct strata_options *opts, int deploy,
+                    struct strata **out, struct strata_errors *errs, struct strata_error *err);
 
 int eng_open(const char *app, const struct strata_options *opts, int deploy, struct strata **out,
              struct strata_error *err)
 {
 	*out = NULL;
 	eng_json_init();
+	struct strata_errors *errs = opts ? opts->errors : NULL;
+	if (errs)
+		errs->n = errs->dropped = 0;
+	int rc = open_app(app, opts, deploy, out, errs, err);
+	/* Every failure is listed, those outside the schemas too. */
+	if (rc && errs && errs->n == 0 && !errs->dropped)
+		base_errs_add(errs, err);
+	return rc;
+}
+
+static int open_app(const char *app, const struct strata_options *opts, int deploy,
+                    struct strata **out, struct strata_errors *errs, struct strata_error *err)
+{
 	if (!app || !*app)
 		return base_err(err, STRATA_INVALID_ARGUMENT, "no application folder given");
 	/* strata.h's pool_generations: 0 is the default, -1 none. */
@@ -116,12 +181,15 @@ int eng_open(const char *app, const struct strata_options *opts, int deploy, str
 		rc = base_nomem(err, "opening '%s'", app);
 		goto fail;
 	}
-	strata_log_fn *log = opts ? opts->log : NULL;
-	if ((rc = eng_models_init(&ms, db->datadir, deploy, gens, log, opts ? opts->log_ud : NULL,
-	                          err)) != 0)
+	if (deploy == ENG_OPEN_DEPLOYED && (rc = check_deployed(app, db->datadir, err)) != 0)
 		goto fail;
-	struct rank_loader loader = { eng_model_for, &ms };
-	rc = rank_app_load_with(app, &loader, &db->app, err);
+	strata_log_fn *log = opts ? opts->log : NULL;
+	if ((rc = eng_models_init(&ms, db->datadir, deploy == ENG_OPEN_DEPLOY, gens, log,
+	                          opts ? opts->log_ud : NULL, err)) != 0)
+		goto fail;
+	struct rank_loader loader = { .load = eng_model_for, .ud = &ms,
+	                              .load_constant = constant_for };
+	rc = rank_app_load_all(app, &loader, errs, &db->app, err);
 	if (rc || (rc = rank_app_set_query_pool(db->app, gens, err)) != 0)
 		goto fail;
 	if (db->read_only) {
@@ -149,9 +217,9 @@ int eng_open(const char *app, const struct strata_options *opts, int deploy, str
 		if (rc)
 			goto fail;
 	}
-	if (deploy && (rc = eng_models_compile(&ms, err)) != 0)
+	if (deploy == ENG_OPEN_DEPLOY && (rc = eng_models_compile(&ms, err)) != 0)
 		goto fail;
-	db->ncontexts = deploy ? (int)ms.n : 0;
+	db->ncontexts = deploy == ENG_OPEN_DEPLOY ? (int)ms.n : 0;
 	eng_models_release(&ms);
 	*out = db;
 	return 0;

@@ -12,15 +12,19 @@
  *                  summaries, match features)
  *   feed.c         Vespa document operations -> store transactions; get, remove
  *   yql.c          YQL text -> struct yql_query (a condition tree)
+ *   grouping.c     order by and grouping over the matches
  *   query.c        a search request: match, phases, hit order, summaries
  *   result.c       JSON output: the result tree, documents, a JSON printer
  *                  that writes numbers in their shortest exact form
  *   json_alloc.c   jansson's allocations through base_alloc
+ *   values.c       collection and struct values (arrays, weighted sets, maps,
+ *                  structs): checked JSON text for the store, updates, contains
  */
 #ifndef ENGINE_INT_H
 #define ENGINE_INT_H
 
 #include <jansson.h>
+#include <regex.h>
 #include <stdatomic.h>
 
 #include "strata.h"
@@ -54,12 +58,17 @@ struct strata {
 
 /* ---- db.c ------------------------------------------------------------------ */
 
-/* strata_open(); with deploy = 1 it also compiles every model of the
- * application into DATA/contexts/, one shared binary for all of them, and
- * records them in DATA/contexts/manifest.json (what `strata deploy` does).
- * Every open loads a model from its context while the manifest says that
- * the source and the context are still the files deploy saw, and compiles
- * the source otherwise, saying why through opts->log. */
+/* strata_open() (deploy = ENG_OPEN_ANY); with ENG_OPEN_DEPLOY it also
+ * compiles every model of the application into DATA/contexts/, one shared
+ * binary for all of them, and records them in DATA/contexts/manifest.json
+ * (what `strata deploy` does); with ENG_OPEN_DEPLOYED the application must
+ * have been deployed before (its store exists in DATA), else
+ * STRATA_NOT_FOUND "... is not deployed", and nothing is created (the CLI's
+ * query, feed, get and remove).  Every open loads a model from its context
+ * while the manifest says that the source and the context are still the
+ * files deploy saw, and compiles the source otherwise, saying why through
+ * opts->log. */
+enum { ENG_OPEN_ANY = 0, ENG_OPEN_DEPLOY = 1, ENG_OPEN_DEPLOYED = 2 };
 int eng_open(const char *app, const struct strata_options *opts, int deploy, struct strata **out,
              struct strata_error *err);
 
@@ -178,6 +187,9 @@ json_t *eng_json_number(int cell, double v);
  * Numbers print in their shortest round-trip form.  NULL on allocation
  * failure. */
 char *eng_json_dump(const json_t *j, int pretty);
+/* v as the printer writes a real: the shortest form that reads back as v,
+ * ".0" kept on integral values ("3.0", "0.1"); "null" when not finite. */
+void eng_real_str(double v, char *buf, size_t n);
 
 /* The JSON of one stored field value, which must be set (v->set).
  * dim_names name a tensor's dimensions (may be NULL).  NULL on allocation
@@ -187,6 +199,57 @@ json_t *eng_value_json(const struct store_field *f, const char *const *dim_names
 
 /* The JSON of a feature value (number or tensor). */
 json_t *eng_feature_json(const struct rank_feature *f);
+
+/* ---- values.c: collection and struct fields ------------------------------------- */
+
+/* Check j against the type of rf (an ARRAY, WSET, MAP or STRUCT field) and
+ * set v to its canonical JSON text, allocated in a.  what names the field
+ * in messages.  Returns 0, STRATA_INVALID_ARGUMENT (with the path to the
+ * bad element), STRATA_NOMEM. */
+int eng_cvalue_from_json(const struct rank_field *rf, const json_t *j, struct base_arena *a,
+                         struct store_value *v, const char *what, struct strata_error *err);
+/* An update of rf's value: op "add" (array elements appended, weighted set
+ * keys set), "remove" (array elements equal to one given, weighted set
+ * keys given) or "match" (a weighted set key's weight incremented or
+ * decremented: {"element": key, "increment": n}; a missing key is made
+ * only with create-if-nonexistent), applied to cur (NULL or unset:
+ * empty); the result in v, in a.  remove-if-zero then drops keys of
+ * weight 0.  Returns 0, STRATA_INVALID_ARGUMENT (a map or struct, a bad argument),
+ * STRATA_NOMEM. */
+int eng_cvalue_update(const struct rank_field *rf, const char *op, const json_t *arg,
+                      const struct store_value *cur, struct base_arena *a, struct store_value *v,
+                      const char *what, struct strata_error *err);
+/* 1 when rf is an array or weighted set of numbers (int, long, float,
+ * double). */
+int eng_cvalue_holds_numbers(const struct rank_field *rf);
+/* 1 when an element (a key of a weighted set) of the stored value (n
+ * bytes at s) of rf, an array or weighted set of numbers, passes test; 0
+ * when none does; -1 when memory ran out. */
+int eng_cvalue_any_number(const struct rank_field *rf, const char *s, size_t n,
+                          int (*test)(const void *ud, double v), const void *ud);
+/* A field path assignment: step is "{key}" (rf a map), "[index]" (an
+ * array, index below its length) or ".field" (a struct); arg, checked
+ * against the part's type, replaces that part of cur (NULL or unset: an
+ * empty value); the result in v, in a.  Returns 0,
+ * STRATA_INVALID_ARGUMENT, STRATA_NOMEM. */
+int eng_cvalue_assign_path(const struct rank_field *rf, const char *step, const json_t *arg,
+                           const struct store_value *cur, struct base_arena *a,
+                           struct store_value *v, const char *what, struct strata_error *err);
+/* The simple type (RANK_FT_STRING to BOOL) at path inside the values of
+ * rf: "key" or "value" of a map, a struct's field by name, arrays stepped
+ * through ("people.name" in an array of structs, "m.value.f"); 0 when path
+ * names no simple value. */
+int eng_cvalue_path_type(const struct rank_field *rf, const char *path);
+/* 1 when a value at path inside the stored value (n bytes at s) of rf
+ * matches: equals str when str is not NULL, else passes test; 0 when none
+ * does; -1 when memory ran out (so the answer is unknown). */
+int eng_cvalue_path_match(const struct rank_field *rf, const char *s, size_t n, const char *path,
+                          const char *str, int (*test)(const void *ud, double v), const void *ud);
+/* 1 when rf is an array or weighted set of strings. */
+int eng_cvalue_holds_strings(const struct rank_field *rf);
+/* 1 when the stored value (n bytes at s) of rf, an array or weighted set of
+ * strings, holds the element (key) str; 0 when not; -1 when memory ran out. */
+int eng_cvalue_contains(const struct rank_field *rf, const char *s, size_t n, const char *str);
 
 /* ---- yql.c ------------------------------------------------------------------------ */
 
@@ -200,6 +263,8 @@ enum yql_kind {
 	YQL_OR,
 	YQL_NOT,      /* !kids[0] */
 	YQL_NN,       /* {targetHits: K}nearestNeighbor(field, input) */
+	YQL_IN,       /* field in (v, ...): numbers (nums) or strings (strs) */
+	YQL_MATCHES,  /* field matches "regex" (re) */
 };
 
 enum yql_cmp { YQL_LT = 1, YQL_LE, YQL_GT, YQL_GE, YQL_EQ };
@@ -216,9 +281,42 @@ struct yql_node {
 	long target_hits;  /* NN */
 	int approximate;   /* NN: 1 unless approximate:false */
 	char *label;       /* NN: or NULL */
+	int nvals;         /* IN: the values, numbers or strings */
+	double *nums;
+	char **strs;       /* IN: NULL for numbers */
+	regex_t *re;       /* MATCHES: compiled (str is its text); yql_free frees it */
+	struct yql_node *re_next; /* MATCHES: the one compiled before, or NULL */
 	int nkids;
 	struct yql_node **kids;
 	int fidx;          /* set by query.c per doctype: field index or -1 */
+};
+
+/* order by field [asc|desc], ... */
+struct yql_order {
+	char *field;
+	int desc;
+	int col;
+};
+
+/* Grouping: | all(group(field) [max(N)] [order(...)] each(output(...))), or
+ * | all(output(...)) over all matches; several side by side in
+ * | all(all(...) all(...)). */
+enum yql_agg { YQL_AGG_COUNT = 1, YQL_AGG_SUM, YQL_AGG_AVG, YQL_AGG_MIN, YQL_AGG_MAX };
+struct yql_agg_expr {
+	int agg;      /* enum yql_agg */
+	char *field;  /* NULL for count() */
+	int desc;     /* in order(): '-' before it */
+	char *label;  /* "count()", "sum(price)" */
+	int col;
+};
+struct yql_grouping {
+	char *field;  /* group(field); NULL: all(output(...)) */
+	int col;
+	long max;     /* -1: every group */
+	int norder, nout;
+	struct yql_agg_expr *order, *out; /* out: each(output(...)), or all(output(...)) */
+	struct yql_grouping *sub;         /* each(group(g) ...): the hits of each group
+	                                     grouped in turn, or NULL */
 };
 
 struct yql_query {
@@ -232,6 +330,11 @@ struct yql_query {
 	struct yql_node *where;
 	long limit;              /* -1 when not given */
 	long offset;             /* -1 when not given */
+	int norder;              /* order by: replaces the rank order */
+	struct yql_order *order;
+	int ngroupings;          /* after '|': all(...), or all(all(...) all(...) ...) */
+	struct yql_grouping *grouping;
+	struct yql_node *regexes;      /* the last MATCHES compiled (then re_next) */
 };
 
 /* Parse a YQL statement.  Returns 0, STRATA_PARSE ("yql:1:COL: message"),
@@ -240,6 +343,38 @@ int yql_parse(const char *text, struct yql_query **out, struct strata_error *err
 void yql_free(struct yql_query *q);
 /* A readable dump of the condition tree (for tests): "AND(CMP(price<30),...)". */
 char *yql_dump(const struct yql_node *n);
+
+/* ---- grouping.c: order by and grouping over the matches ----------------------------- */
+
+/* A field's value in one hit: none, a number (integral: of an int, long or
+ * bool field) or a string (s, n bytes, valid while the query runs). */
+struct eng_hitval {
+	int kind;      /* 0 none, 1 number, 2 string */
+	int integral;
+	double num;
+	const char *s;
+	size_t n;
+};
+
+/* The matches as grouping.c reads them (query.c provides it). */
+struct eng_hits {
+	size_t n;
+	void *ud;
+	double (*relevance)(void *ud, size_t i);
+	/* the value of field (a name) in hit i */
+	void (*value)(void *ud, size_t i, const char *field, struct eng_hitval *v);
+};
+
+/* The order of the hits by q's order by: perm[0..n) receives hit indexes,
+ * the first hit first (a hit without a value after those with one, then
+ * by document id as tiebreak(i, j) < 0 says).  Returns 0 or STRATA_NOMEM. */
+int eng_order_hits(const struct yql_query *q, const struct eng_hits *h,
+                   int (*tiebreak)(void *ud, size_t i, size_t j), size_t *perm,
+                   struct strata_error *err);
+/* Vespa's grouping result for q's groupings over h: the "group:root:0" hit.
+ * Returns 0 and *out, or STRATA_NOMEM. */
+int eng_grouping_json(const struct yql_query *q, const struct eng_hits *h, json_t **out,
+                      struct strata_error *err);
 
 /* ---- the CLI (cli.c, cli_run.c) ------------------------------------------------------- */
 

@@ -12,13 +12,16 @@
  *   3. match: every live document is tested against the where tree, reading
  *      attributes straight from the store's memory map (strings and
  *      non-attribute fields through store_get);
- *   4. first phase over every match, in blocks; the best rerank-count by
- *      first-phase score get the second phase.
+ *   4. first phase over every match, in blocks; the hits at or below the
+ *      profile's rank-score-drop-limit leave; the best rerank-count by
+ *      first-phase score get the second phase;
+ *   5. the global phase, over the best global-phase rerank-count of what the
+ *      second phase left, all at once (its normalizers compare them).
  * Then the hits of all types are ordered by score: re-ranked hits by their
  * second-phase score; the others keep their first-phase order, shifted to
  * score no higher than the lowest re-ranked hit of their type (Vespa's
- * rule); ties go to re-ranked hits, then to the lower document id, so that
- * equal scores give a stable order.  Summaries (fields, matchfeatures, summaryfeatures) are made
+ * rule, after each phase that re-ranks); ties go to re-ranked hits, then
+ * to the lower document id, so that equal scores give a stable order.  Summaries (fields, matchfeatures, summaryfeatures) are made
  * for the requested page only, and the result is Vespa's result JSON.
  *
  * Invariant: every pointer into the store (attributes, document ids) is used
@@ -49,6 +52,7 @@ struct dtstate {
 	struct rank_query *rq;
 	struct rank_docs docs;
 	struct store_txn *txn;
+	const struct rank_summary_class *summary; /* presentation.summary, or NULL */
 	uint32_t *nn;        /* sorted lids of the nearestNeighbor set */
 	size_t nnn;
 	int has_nn;
@@ -77,6 +81,7 @@ struct qstate {
 	uint32_t vals_lid;
 	size_t vals_size;
 	uint64_t rank_allocs;     /* allocations made inside rank_query_* calls */
+	int match_nomem;          /* a collection value could not be read for lack of memory */
 };
 
 /* Bracket a call into rank: mark before, charge after. */
@@ -182,6 +187,45 @@ static int is_numeric(int t)
 	       t == STORE_T_BOOL;
 }
 
+/* The index of field name in dt; or, for "f.path" (field names have no
+ * '.'), of the collection or struct field f, with *path the rest.  -1 when
+ * none. */
+static int field_path(const struct eng_doctype *dt, const char *name, const char **path)
+{
+	const char *dot = strchr(name, '.');
+	*path = NULL;
+	if (!dot)
+		return rank_schema_field_index(dt->schema, name);
+	for (int i = 0; i < dt->nfields; i++) {
+		const char *f = rank_schema_field(dt->schema, i)->name;
+		if (dt->fields[i].type == STORE_T_JSON && strlen(f) == (size_t)(dot - name) &&
+		    strncmp(f, name, (size_t)(dot - name)) == 0) {
+			*path = dot + 1;
+			return i;
+		}
+	}
+	return -1;
+}
+
+/* A condition on a value inside a collection or struct field (f.path). */
+static int resolve_path(struct qstate *qs, const struct yql_node *n, const struct eng_doctype *dt,
+                        const char *path)
+{
+	const struct rank_field *rf = rank_schema_field(dt->schema, n->fidx);
+	int leaf = eng_cvalue_path_type(rf, path);
+	const char *want = n->kind == YQL_CONTAINS ? "a string" : "a number";
+	if (leaf && (n->kind == YQL_CONTAINS ? leaf == RANK_FT_STRING
+	                                     : n->kind != YQL_NN && leaf >= RANK_FT_INT &&
+	                                       leaf <= RANK_FT_DOUBLE))
+		return 0;
+	if (!leaf)
+		return base_err(qs->err, STRATA_INVALID_ARGUMENT,
+		                "yql:1:%d: '%s' names no value inside field '%s'", n->col, n->field,
+		                rf->name);
+	return base_err(qs->err, STRATA_INVALID_ARGUMENT, "yql:1:%d: '%s' is not %s", n->col,
+	                n->field, n->kind == YQL_NN ? "a tensor attribute" : want);
+}
+
 /* Set fidx on every node for dt (-1: the type lacks the field, so the
  * condition is false there); check that each field suits its condition. */
 static int resolve(struct qstate *qs, struct yql_node *n, struct eng_doctype *dt, int *nn_count)
@@ -197,18 +241,33 @@ static int resolve(struct qstate *qs, struct yql_node *n, struct eng_doctype *dt
 	case YQL_TRUE: case YQL_FALSE:
 		return 0;
 	}
-	n->fidx = rank_schema_field_index(dt->schema, n->field);
+	const char *path;
+	n->fidx = field_path(dt, n->field, &path);
 	if (n->fidx < 0)
 		return 0;
+	if (path)
+		return resolve_path(qs, n, dt, path);
 	int t = dt->fields[n->fidx].type;
-	if ((n->kind == YQL_CMP || n->kind == YQL_RANGE) && !is_numeric(t))
+	if ((n->kind == YQL_CMP || n->kind == YQL_RANGE) && !is_numeric(t) &&
+	    !eng_cvalue_holds_numbers(rank_schema_field(dt->schema, n->fidx)))
 		return base_err(qs->err, STRATA_INVALID_ARGUMENT,
 		                "yql:1:%d: field '%s' is not numeric: compare with %s", n->col, n->field,
-		                t == STORE_T_STRING ? "'contains'" : "nearestNeighbor");
-	if (n->kind == YQL_CONTAINS && t != STORE_T_STRING)
+		                t == STORE_T_STRING ||
+		                eng_cvalue_holds_strings(rank_schema_field(dt->schema, n->fidx))
+		                ? "'contains'" : "nearestNeighbor");
+	if (n->kind == YQL_IN && (n->strs ? t != STORE_T_STRING : !is_numeric(t)))
 		return base_err(qs->err, STRATA_INVALID_ARGUMENT,
-		                "yql:1:%d: 'contains' needs a string field; '%s' is not one", n->col,
+		                "yql:1:%d: 'in' with %s needs a %s field; '%s' is not one", n->col,
+		                n->strs ? "strings" : "numbers", n->strs ? "string" : "numeric", n->field);
+	if (n->kind == YQL_MATCHES && t != STORE_T_STRING)
+		return base_err(qs->err, STRATA_INVALID_ARGUMENT,
+		                "yql:1:%d: 'matches' needs a string field; '%s' is not one", n->col,
 		                n->field);
+	if (n->kind == YQL_CONTAINS && t != STORE_T_STRING &&
+	    !eng_cvalue_holds_strings(rank_schema_field(dt->schema, n->fidx)))
+		return base_err(qs->err, STRATA_INVALID_ARGUMENT,
+		                "yql:1:%d: 'contains' needs a string field, or an array or weightedset "
+		                "of strings; '%s' is not one", n->col, n->field);
 	if (n->kind == YQL_NN) {
 		if (t != STORE_T_TENSOR || !dt->fields[n->fidx].attribute)
 			return base_err(qs->err, STRATA_INVALID_ARGUMENT,
@@ -232,8 +291,9 @@ static int check_fields(struct qstate *qs, const struct yql_node *n)
 	}
 	if (!n->field)
 		return 0;
+	const char *path;
 	for (int i = 0; i < qs->nds; i++)
-		if (rank_schema_field_index(qs->ds[i].dt->schema, n->field) >= 0)
+		if (field_path(qs->ds[i].dt, n->field, &path) >= 0)
 			return 0;
 	return base_err(qs->err, STRATA_NOT_FOUND, "yql:1:%d: field '%s' not found", n->col,
 	                n->field);
@@ -303,6 +363,66 @@ static int in_nn(const struct dtstate *ds, uint32_t lid)
 	return lo < ds->nnn && ds->nn[lo] == lid;
 }
 
+/* field in (values): the document's value is one of them. */
+static int in_values(struct qstate *qs, struct dtstate *ds, const struct yql_node *n, uint32_t lid)
+{
+	if (n->strs) {
+		const struct store_value *sv = doc_value(qs, ds, lid, n->fidx);
+		for (int i = 0; sv && i < n->nvals; i++)
+			if (strlen(n->strs[i]) == sv->n && memcmp(sv->s, n->strs[i], sv->n) == 0)
+				return 1;
+		return 0;
+	}
+	double v;
+	if (!num_value(qs, ds, lid, n->fidx, &v))
+		return 0;
+	/* a float field holds its values as floats: so are the values compared */
+	int as_float = ds->dt->fields[n->fidx].type == STORE_T_FLOAT;
+	for (int i = 0; i < n->nvals; i++)
+		if (v == (as_float ? (double)(float)n->nums[i] : n->nums[i]))
+			return 1;
+	return 0;
+}
+
+/* Whether v passes the comparison or range n. */
+static int number_test(const void *ud, double v)
+{
+	const struct yql_node *n = ud;
+	if (n->kind == YQL_RANGE)
+		return v >= n->lo && v <= n->hi;
+	switch (n->op) {
+	case YQL_LT: return v < n->num;
+	case YQL_LE: return v <= n->num;
+	case YQL_GT: return v > n->num;
+	case YQL_GE: return v >= n->num;
+	case YQL_EQ: return v == n->num;
+	}
+	return 0;
+}
+
+/* A condition on a collection or struct field: on any element (or key)
+ * of an array or weighted set, or on the values at a path inside it. */
+static int json_match(struct qstate *qs, struct dtstate *ds, const struct yql_node *n,
+                      uint32_t lid)
+{
+	const struct store_value *sv = doc_value(qs, ds, lid, n->fidx);
+	const struct rank_field *rf = rank_schema_field(ds->dt->schema, n->fidx);
+	const char *dot = strchr(n->field, '.');
+	int m;
+	if (!sv)
+		return 0;
+	if (dot)
+		m = eng_cvalue_path_match(rf, sv->s, sv->n, dot + 1,
+		                          n->kind == YQL_CONTAINS ? n->str : NULL, number_test, n);
+	else if (n->kind == YQL_CONTAINS)
+		m = eng_cvalue_contains(rf, sv->s, sv->n, n->str);
+	else
+		m = eng_cvalue_any_number(rf, sv->s, sv->n, number_test, n);
+	if (m < 0)
+		qs->match_nomem = 1; /* the caller fails the query */
+	return m > 0;
+}
+
 /* nn_true: treat nearestNeighbor as true (while finding the NN set). */
 static int eval(struct qstate *qs, struct dtstate *ds, const struct yql_node *n, uint32_t lid,
                 int nn_true)
@@ -324,23 +444,17 @@ static int eval(struct qstate *qs, struct dtstate *ds, const struct yql_node *n,
 	case YQL_NOT:
 		return !eval(qs, ds, n->kids[0], lid, nn_true);
 	case YQL_CMP:
-		if (n->fidx < 0 || !num_value(qs, ds, lid, n->fidx, &v))
-			return 0;
-		switch (n->op) {
-		case YQL_LT: return v < n->num;
-		case YQL_LE: return v <= n->num;
-		case YQL_GT: return v > n->num;
-		case YQL_GE: return v >= n->num;
-		case YQL_EQ: return v == n->num;
-		}
-		return 0;
 	case YQL_RANGE:
+		if (n->fidx >= 0 && ds->dt->fields[n->fidx].type == STORE_T_JSON)
+			return json_match(qs, ds, n, lid);
 		if (n->fidx < 0 || !num_value(qs, ds, lid, n->fidx, &v))
 			return 0;
-		return v >= n->lo && v <= n->hi;
+		return number_test(n, v);
 	case YQL_CONTAINS: {
 		if (n->fidx < 0)
 			return 0;
+		if (ds->dt->fields[n->fidx].type == STORE_T_JSON)
+			return json_match(qs, ds, n, lid);
 		const struct store_value *sv = doc_value(qs, ds, lid, n->fidx);
 		size_t len = strlen(n->str);
 		return sv && sv->n == len && memcmp(sv->s, n->str, len) == 0;
@@ -349,6 +463,18 @@ static int eval(struct qstate *qs, struct dtstate *ds, const struct yql_node *n,
 		if (n->fidx < 0)
 			return 0;
 		return nn_true || in_nn(ds, lid);
+	case YQL_IN:
+		return n->fidx >= 0 && in_values(qs, ds, n, lid);
+	case YQL_MATCHES: {
+		if (n->fidx < 0)
+			return 0;
+		const struct store_value *sv = doc_value(qs, ds, lid, n->fidx);
+		if (!sv)
+			return 0;
+		/* the stored bytes have no NUL: pmatch[0] bounds them (REG_STARTEND) */
+		regmatch_t m = { 0, (regoff_t)sv->n };
+		return regexec(n->re, sv->s ? sv->s : "", 1, &m, REG_STARTEND) == 0;
+	}
 	}
 	return 0;
 }
@@ -390,8 +516,11 @@ static int nn_set(struct qstate *qs, struct dtstate *ds, struct yql_node *nn)
 	struct cand *c = NULL;
 	size_t n = 0, cap = 0;
 	for (uint32_t lid = 0; store_next(qs->txn, ds->dt->store_id, &lid) == 0; lid++) {
-		if (filtered && !eval(qs, ds, root, lid, 1))
+		if (filtered && !eval(qs, ds, root, lid, 1)) {
+			if (qs->match_nomem)
+				break;
 			continue;
+		}
 		uint64_t a = mark();
 		double d = rank_query_nn_distance(ds->rq, &ds->docs, lid);
 		charge(qs, a);
@@ -415,6 +544,11 @@ static int nn_set(struct qstate *qs, struct dtstate *ds, struct yql_node *nn)
 		n++;
 		if (lid == UINT32_MAX)
 			break;
+	}
+	if (qs->match_nomem) {
+		if (c)
+			base_free(c, cap * sizeof *c);
+		return base_nomem(qs->err, "matching a collection value");
 	}
 	if (n)
 		qsort(c, n, sizeof *c, cand_cmp);
@@ -526,6 +660,96 @@ static void sort_top(struct hit *h, size_t n, size_t k, int (*cmp)(const void *,
 	qsort(h, k, sizeof *h, cmp);
 }
 
+/* The hits base+nre.. base+n that a phase did not re-rank keep their order
+ * but are shifted to score no higher than the lowest re-ranked hit, as
+ * Vespa does, so that relevance never increases down the result.  The
+ * re-ranked come first; their order before the phase was by cmp. */
+static void shift_rest(struct qstate *qs, size_t base, size_t nre, size_t n,
+                       int (*cmp)(const void *, const void *), int by_first)
+{
+	if (!nre || nre >= n)
+		return;
+	size_t best = base + nre; /* the best hit not re-ranked */
+	for (size_t i = base + nre + 1; i < base + n; i++)
+		if (cmp(&qs->hits[i], &qs->hits[best]) < 0)
+			best = i;
+	double low = INFINITY;
+	double high = by_first ? qs->hits[best].first : qs->hits[best].score;
+	for (size_t i = 0; i < nre; i++)
+		if (qs->hits[base + i].score < low)
+			low = qs->hits[base + i].score;
+	double shift = isfinite(low) && isfinite(high) && high > low ? low - high : 0;
+	for (size_t i = nre; i < n; i++)
+		qs->hits[base + i].score = (by_first ? qs->hits[base + i].first
+		                                     : qs->hits[base + i].score) + shift;
+}
+
+/* Second phase over the best rerank-count of the n hits at base. */
+static int second_phase(struct qstate *qs, struct dtstate *ds, size_t base, size_t n)
+{
+	if (!rank_profile_has_second_phase(ds->prof) || !n)
+		return 0;
+	uint32_t lids[BLOCK];
+	double scores[BLOCK], firsts[BLOCK];
+	int rr = rank_profile_rerank_count(ds->prof);
+	size_t nre = rr < 0 ? 0 : ((size_t)rr < n ? (size_t)rr : n);
+	sort_top(qs->hits + base, n, nre, first_cmp);
+	for (size_t i = nre; i < n; i++)
+		qs->hits[base + i].tier = 0;
+	for (size_t off = 0; off < nre; off += BLOCK) {
+		size_t k = nre - off < BLOCK ? nre - off : BLOCK;
+		for (size_t i = 0; i < k; i++) {
+			lids[i] = qs->hits[base + off + i].lid;
+			firsts[i] = qs->hits[base + off + i].first;
+		}
+		uint64_t a = mark();
+		int rc = rank_query_second_phase(ds->rq, &ds->docs, lids, firsts, k, scores, qs->err);
+		charge(qs, a);
+		if (rc)
+			return rc;
+		for (size_t i = 0; i < k; i++)
+			qs->hits[base + off + i].score = scores[i];
+	}
+	shift_rest(qs, base, nre, n, first_cmp, 1);
+	return 0;
+}
+
+/* Global phase over the best global rerank-count of the n hits at base, by
+ * their score after the second phase, all in one call (its normalizers
+ * compare the candidates with each other).  They get tier 2. */
+static int global_phase(struct qstate *qs, struct dtstate *ds, size_t base, size_t n)
+{
+	if (!rank_profile_has_global_phase(ds->prof) || !n)
+		return 0;
+	int gr = rank_profile_global_rerank_count(ds->prof);
+	size_t ng = gr < 0 ? 0 : ((size_t)gr < n ? (size_t)gr : n);
+	if (!ng)
+		return 0;
+	sort_top(qs->hits + base, n, ng, final_cmp);
+	size_t bytes = ng * (sizeof(uint32_t) + 2 * sizeof(double));
+	double *firsts = base_alloc(bytes);
+	if (!firsts)
+		return base_nomem(qs->err, "global phase of %zu hits", ng);
+	double *scores = firsts + ng;
+	uint32_t *lids = (uint32_t *)(scores + ng);
+	for (size_t i = 0; i < ng; i++) {
+		lids[i] = qs->hits[base + i].lid;
+		firsts[i] = qs->hits[base + i].first;
+	}
+	uint64_t a = mark();
+	int rc = rank_query_global_phase(ds->rq, &ds->docs, lids, firsts, ng, scores, qs->err);
+	charge(qs, a);
+	if (!rc) {
+		for (size_t i = 0; i < ng; i++) {
+			qs->hits[base + i].score = scores[i];
+			qs->hits[base + i].tier = 2;
+		}
+		shift_rest(qs, base, ng, n, final_cmp, 0);
+	}
+	base_free(firsts, bytes);
+	return rc;
+}
+
 static int run_doctype(struct qstate *qs, struct dtstate *ds)
 {
 	struct yql_node *nn = find_nn(qs->yql->where);
@@ -545,6 +769,8 @@ static int run_doctype(struct qstate *qs, struct dtstate *ds)
 	for (uint32_t lid = 0; store_next(qs->txn, ds->dt->store_id, &lid) == 0; lid++) {
 		if (eval(qs, ds, qs->yql->where, lid, 0) && (rc = add_hit(qs, ds, lid)) != 0)
 			return rc;
+		if (qs->match_nomem)
+			return base_nomem(qs->err, "matching a collection value");
 		if (lid == UINT32_MAX)
 			break;
 	}
@@ -553,7 +779,7 @@ static int run_doctype(struct qstate *qs, struct dtstate *ds)
 		return 0;
 	/* First phase in blocks: lids and scores gathered from the hits. */
 	uint32_t lids[BLOCK];
-	double scores[BLOCK], firsts[BLOCK];
+	double scores[BLOCK];
 	for (size_t off = 0; off < n; off += BLOCK) {
 		size_t k = n - off < BLOCK ? n - off : BLOCK;
 		for (size_t i = 0; i < k; i++)
@@ -569,44 +795,19 @@ static int run_doctype(struct qstate *qs, struct dtstate *ds)
 			h->tier = 1;
 		}
 	}
-	if (!rank_profile_has_second_phase(ds->prof))
-		return 0;
-	int rr = rank_profile_rerank_count(ds->prof);
-	size_t nre = rr < 0 ? 0 : ((size_t)rr < n ? (size_t)rr : n);
-	sort_top(qs->hits + base, n, nre, first_cmp);
-	for (size_t i = nre; i < n; i++)
-		qs->hits[base + i].tier = 0;
-	for (size_t off = 0; off < nre; off += BLOCK) {
-		size_t k = nre - off < BLOCK ? nre - off : BLOCK;
-		for (size_t i = 0; i < k; i++) {
-			lids[i] = qs->hits[base + off + i].lid;
-			firsts[i] = qs->hits[base + off + i].first;
-		}
-		uint64_t a = mark();
-		rc = rank_query_second_phase(ds->rq, &ds->docs, lids, firsts, k, scores, qs->err);
-		charge(qs, a);
-		if (rc)
-			return rc;
-		for (size_t i = 0; i < k; i++)
-			qs->hits[base + off + i].score = scores[i];
+	double limit;
+	if (rank_profile_drop_limit(ds->prof, &limit)) {
+		/* rank-score-drop-limit: hits scoring the limit or less go (NaN too). */
+		size_t kept = 0;
+		for (size_t i = 0; i < n; i++)
+			if (qs->hits[base + i].first > limit)
+				qs->hits[base + kept++] = qs->hits[base + i];
+		qs->nhits = base + kept;
+		n = kept;
 	}
-	/* The hits that were not re-ranked keep their first-phase order but are
-	 * shifted to score no higher than the lowest re-ranked hit, as Vespa
-	 * does, so that relevance never increases down the result. */
-	if (nre && nre < n) {
-		size_t best = base + nre; /* the best hit not re-ranked */
-		for (size_t i = base + nre + 1; i < base + n; i++)
-			if (first_cmp(&qs->hits[i], &qs->hits[best]) < 0)
-				best = i;
-		double low = INFINITY, high = qs->hits[best].first;
-		for (size_t i = 0; i < nre; i++)
-			if (qs->hits[base + i].score < low)
-				low = qs->hits[base + i].score;
-		double shift = isfinite(low) && isfinite(high) && high > low ? low - high : 0;
-		for (size_t i = nre; i < n; i++)
-			qs->hits[base + i].score += shift;
-	}
-	return 0;
+	if ((rc = second_phase(qs, ds, base, n)) != 0)
+		return rc;
+	return global_phase(qs, ds, base, n);
 }
 
 static int set_inputs(struct qstate *qs, struct dtstate *ds, const json_t *req)
@@ -681,6 +882,81 @@ static int add_features(struct qstate *qs, const struct hit *h, json_t *fields, 
 	return rc;
 }
 
+/* presentation.summary (or "presentation": {"summary": ...}): the
+ * document-summary class of every type, which must have it. */
+static int pick_summary(struct qstate *qs, const json_t *req)
+{
+	const json_t *p = json_object_get(req, "presentation.summary");
+	const json_t *pres = json_object_get(req, "presentation");
+	if (!p && json_is_object(pres))
+		p = json_object_get(pres, "summary");
+	if (!p)
+		return 0;
+	if (!json_is_string(p))
+		return base_err(qs->err, STRATA_INVALID_ARGUMENT,
+		                "presentation.summary must be a string");
+	const char *name = json_string_value(p);
+	for (int i = 0; i < qs->nds; i++) {
+		struct dtstate *ds = &qs->ds[i];
+		ds->summary = rank_schema_summary(ds->dt->schema, name);
+		if (!ds->summary)
+			return base_err(qs->err, STRATA_NOT_FOUND,
+			                "document-summary '%s' not found in schema '%s'", name,
+			                ds->dt->name);
+	}
+	return 0;
+}
+
+/* The fields a hit of ds shows: its summary class's when presentation.summary
+ * chose one, else those with summary (select *) or those selected. */
+static int summary_fields(struct qstate *qs, const struct hit *h, json_t *fields)
+{
+	struct eng_doctype *dt = h->ds->dt;
+	const struct rank_summary_class *c = h->ds->summary;
+	for (int k = 0; c && k < c->nfields; k++) {
+		const struct rank_summary_field *sf = &c->fields[k];
+		int want = qs->yql->all_fields;
+		for (int i = 0; i < qs->yql->nfields && !want; i++)
+			want = !strcmp(qs->yql->fields[i], sf->name);
+		const struct rank_field *rf = rank_schema_field(dt->schema, sf->field);
+		if (want && qs->vals[sf->field].set &&
+		    json_object_set_new(fields, sf->name,
+		                        eng_value_json(&dt->fields[sf->field], rf->dim_names,
+		                                       &qs->vals[sf->field])))
+			return base_nomem(qs->err, "summary of '%s'", h->docid);
+	}
+	if (c)
+		return 0;
+	c = rank_schema_summary(dt->schema, "default");
+	for (int i = 0; i < dt->nfields; i++) {
+		const struct rank_field *rf = rank_schema_field(dt->schema, i);
+		int want = 0;
+		if (qs->yql->all_fields) {
+			want = rf->summary;
+		} else {
+			for (int k = 0; k < qs->yql->nfields && !want; k++)
+				want = !strcmp(qs->yql->fields[k], rf->name);
+		}
+		if (want && qs->vals[i].set &&
+		    json_object_set_new(fields, rf->name,
+		                        eng_value_json(&dt->fields[i], rf->dim_names, &qs->vals[i])))
+			return base_nomem(qs->err, "summary of '%s'", h->docid);
+	}
+	/* Summary settings that show a field under another name. */
+	for (int k = 0; qs->yql->all_fields && c && k < c->nfields; k++) {
+		const struct rank_summary_field *sf = &c->fields[k];
+		if (!strcmp(sf->name, rank_schema_field(dt->schema, sf->field)->name) ||
+		    !qs->vals[sf->field].set)
+			continue;
+		if (json_object_set_new(fields, sf->name,
+		                        eng_value_json(&dt->fields[sf->field],
+		                                       rank_schema_field(dt->schema, sf->field)->dim_names,
+		                                       &qs->vals[sf->field])))
+			return base_nomem(qs->err, "summary of '%s'", h->docid);
+	}
+	return 0;
+}
+
 static int summary(struct qstate *qs, const struct hit *h, json_t **out)
 {
 	struct eng_doctype *dt = h->ds->dt;
@@ -703,24 +979,12 @@ static int summary(struct qstate *qs, const struct hit *h, json_t **out)
 		    json_object_set_new(fields, "documentid", json_string(h->docid)))
 			goto nomem;
 	}
-	for (int i = 0; i < dt->nfields; i++) {
-		const struct rank_field *rf = rank_schema_field(dt->schema, i);
-		int want = 0;
-		if (qs->yql->all_fields) {
-			want = rf->summary;
-		} else {
-			for (int k = 0; k < qs->yql->nfields && !want; k++)
-				want = !strcmp(qs->yql->fields[k], rf->name);
-		}
-		if (!want)
-			continue;
-		if (qs->vals[i].set &&
-		    json_object_set_new(fields, rf->name,
-		                        eng_value_json(&dt->fields[i], rf->dim_names, &qs->vals[i])))
-			goto nomem;
-	}
+	if ((rc = summary_fields(qs, h, fields)) != 0)
+		goto fail;
+	int omit = h->ds->summary && h->ds->summary->omit_summary_features;
 	if ((rc = add_features(qs, h, fields, RANK_MATCH_FEATURES, "matchfeatures")) != 0 ||
-	    (rc = add_features(qs, h, fields, RANK_SUMMARY_FEATURES, "summaryfeatures")) != 0)
+	    (!omit &&
+	     (rc = add_features(qs, h, fields, RANK_SUMMARY_FEATURES, "summaryfeatures")) != 0))
 		goto fail;
 	if (json_object_set(child, "fields", fields))
 		goto nomem;
@@ -781,6 +1045,102 @@ static const char *profile_name(const json_t *req)
 	return "default";
 }
 
+/* ---- order by and grouping (grouping.c reads the hits through these) ---------------- */
+
+static double hit_relevance(void *ud, size_t i)
+{
+	return ((struct qstate *)ud)->hits[i].score;
+}
+
+static void hit_value(void *ud, size_t i, const char *field, struct eng_hitval *v)
+{
+	struct qstate *qs = ud;
+	const struct hit *h = &qs->hits[i];
+	memset(v, 0, sizeof *v);
+	int fi = rank_schema_field_index(h->ds->dt->schema, field);
+	if (fi < 0)
+		return;
+	int t = h->ds->dt->fields[fi].type;
+	if (t == STORE_T_STRING) {
+		qs->vals_lid_loaded = 0; /* its cache knows the lid, not the document type */
+		const struct store_value *sv = doc_value(qs, h->ds, h->lid, fi);
+		if (sv) {
+			v->kind = 2;
+			v->s = sv->s;
+			v->n = sv->n;
+		}
+	} else if (is_numeric(t) && num_value(qs, h->ds, h->lid, fi, &v->num)) {
+		v->kind = 1;
+		v->integral = t == STORE_T_INT || t == STORE_T_LONG || t == STORE_T_BOOL;
+	}
+}
+
+static int hit_tiebreak(void *ud, size_t i, size_t j)
+{
+	struct qstate *qs = ud;
+	return final_cmp(&qs->hits[i], &qs->hits[j]);
+}
+
+/* order by: every hit in the order of its field values. */
+static int order_hits(struct qstate *qs)
+{
+	struct eng_hits eh = { qs->nhits, qs, hit_relevance, hit_value };
+	size_t n = qs->nhits ? qs->nhits : 1;
+	size_t *perm = base_alloc(n * sizeof *perm);
+	struct hit *sorted = base_alloc(n * sizeof *sorted);
+	int rc = !perm || !sorted ? base_nomem(qs->err, "order by")
+	                          : eng_order_hits(qs->yql, &eh, hit_tiebreak, perm, qs->err);
+	for (size_t i = 0; !rc && i < qs->nhits; i++)
+		sorted[i] = qs->hits[perm[i]];
+	if (!rc)
+		memcpy(qs->hits, sorted, qs->nhits * sizeof *sorted);
+	base_free(perm, n * sizeof *perm);
+	base_free(sorted, n * sizeof *sorted);
+	return rc;
+}
+
+/* The fields order by and grouping name: each an attribute (number or
+ * string) of some document type of the query. */
+static int check_attr(struct qstate *qs, const char *name, int col, const char *what)
+{
+	int found = 0;
+	for (int i = 0; i < qs->nds; i++) {
+		struct eng_doctype *dt = qs->ds[i].dt;
+		int fi = rank_schema_field_index(dt->schema, name);
+		if (fi < 0)
+			continue;
+		const struct store_field *f = &dt->fields[fi];
+		if (!f->attribute || (f->type != STORE_T_STRING && !is_numeric(f->type)))
+			return base_err(qs->err, STRATA_INVALID_ARGUMENT,
+			                "yql:1:%d: %s needs a number or string attribute; '%s' is not one",
+			                col, what, name);
+		found = 1;
+	}
+	if (!found && qs->nds)
+		return base_err(qs->err, STRATA_NOT_FOUND, "yql:1:%d: field '%s' not found", col, name);
+	return 0;
+}
+
+static int check_order_grouping(struct qstate *qs)
+{
+	const struct yql_query *q = qs->yql;
+	int rc = 0;
+	for (int i = 0; !rc && i < q->norder; i++)
+		rc = check_attr(qs, q->order[i].field, q->order[i].col, "order by");
+	for (int k = 0; !rc && k < q->ngroupings; k++)
+		for (const struct yql_grouping *g = &q->grouping[k]; !rc && g; g = g->sub) {
+			if (g->field)
+				rc = check_attr(qs, g->field, g->col, "group()");
+			for (int i = 0; !rc && i < g->nout + g->norder; i++) {
+				const struct yql_agg_expr *e =
+					i < g->nout ? &g->out[i] : &g->order[i - g->nout];
+				if (e->field)
+					rc = check_attr(qs, e->field, e->col, e->label);
+			}
+		}
+	return rc;
+}
+
 static int build_result(struct qstate *qs, size_t offset, size_t nhits, char **result)
 {
 	json_t *top = json_object(), *root = json_object(), *fields = json_object();
@@ -803,6 +1163,17 @@ static int build_result(struct qstate *qs, size_t offset, size_t nhits, char **r
 	    json_object_set(root, "coverage", cov) || json_object_set(top, "root", root)) {
 		rc = base_nomem(qs->err, "result");
 		goto out;
+	}
+	if (qs->yql->ngroupings) {
+		/* Vespa's grouping result: a "group:root:0" hit before the others */
+		struct eng_hits eh = { qs->nhits, qs, hit_relevance, hit_value };
+		json_t *g = NULL;
+		if ((rc = eng_grouping_json(qs->yql, &eh, &g, qs->err)))
+			goto out;
+		if (json_array_append_new(children, g)) {
+			rc = base_nomem(qs->err, "result");
+			goto out;
+		}
 	}
 	for (size_t i = offset; i < qs->nhits && i < offset + nhits; i++) {
 		json_t *child = NULL;
@@ -862,7 +1233,7 @@ static int run(struct qstate *qs, const json_t *req, char **result)
 		                MAX_OFFSET);
 	if ((rc = pick_doctypes(qs)) != 0)
 		return rc;
-	if ((rc = check_fields(qs, qs->yql->where)) != 0)
+	if ((rc = check_fields(qs, qs->yql->where)) != 0 || (rc = check_order_grouping(qs)) != 0)
 		return rc;
 	if (!qs->yql->all_fields)
 		for (int k = 0; k < qs->yql->nfields; k++) {
@@ -884,6 +1255,8 @@ static int run(struct qstate *qs, const json_t *req, char **result)
 		if (ds->dt->nfields > maxf)
 			maxf = ds->dt->nfields;
 	}
+	if ((rc = pick_summary(qs, req)) != 0)
+		return rc;
 	rc = check_inputs_declared(qs, req, pname);
 	v = json_object_get(req, "input");
 	if (!rc && json_is_object(v))
@@ -921,7 +1294,10 @@ static int run(struct qstate *qs, const json_t *req, char **result)
 	size_t page = (size_t)offset < qs->nhits && (size_t)hits < qs->nhits - (size_t)offset
 	                      ? (size_t)offset + (size_t)hits
 	                      : qs->nhits;
-	sort_top(qs->hits, qs->nhits, page, final_cmp);
+	if (qs->yql->norder && (rc = order_hits(qs)) != 0)
+		return rc;
+	if (!qs->yql->norder)
+		sort_top(qs->hits, qs->nhits, page, final_cmp);
 	return build_result(qs, (size_t)offset, (size_t)hits, result);
 }
 

@@ -78,21 +78,26 @@ static void put_string(struct buf *b, const char *s, size_t n)
 	put(b, "\"", 1);
 }
 
-static void put_real(struct buf *b, double v)
+void eng_real_str(double v, char *buf, size_t n)
 {
-	char tmp[40];
 	if (!isfinite(v)) {
-		puts_(b, "null");
+		snprintf(buf, n, "null");
 		return;
 	}
 	for (int prec = 15; prec <= 17; prec++) {
-		snprintf(tmp, sizeof tmp, "%.*g", prec, v);
-		if (strtod(tmp, NULL) == v)
+		snprintf(buf, n, "%.*g", prec, v);
+		if (strtod(buf, NULL) == v)
 			break;
 	}
+	if (!strpbrk(buf, ".eE") && strlen(buf) + 3 <= n)
+		strcat(buf, ".0");
+}
+
+static void put_real(struct buf *b, double v)
+{
+	char tmp[40];
+	eng_real_str(v, tmp, sizeof tmp);
 	puts_(b, tmp);
-	if (!strpbrk(tmp, ".eE"))
-		puts_(b, ".0");
 }
 
 static void indent(struct buf *b, int pretty, int depth)
@@ -206,6 +211,11 @@ json_t *eng_value_json(const struct store_field *f, const char *const *dim_names
 		return eng_json_number(BASE_DT_DOUBLE, v->d);
 	case STORE_T_BOOL:
 		return json_boolean(v->i != 0);
+	case STORE_T_JSON: {
+		json_error_t je;
+		int oom;
+		return eng_json_parse(v->s, v->n, JSON_DECODE_ANY, &je, &oom);
+	}
 	case STORE_T_TENSOR: {
 		struct eng_ttype t = { f->cell, f->rank, f->dims, dim_names };
 		if (!v->cells || v->n != eng_ttype_cells(&t))

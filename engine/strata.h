@@ -83,6 +83,22 @@ struct strata_error {
 	char msg[STRATA_ERRMSG_MAX];
 };
 
+/* Every error one check of an application found (strata_options.errors),
+ * in the order found: its schema files in name order, and in each its
+ * fields, rank-profiles and other items from the top.  After an error the
+ * check goes on with the next field, item of a rank-profile (function,
+ * phase, inputs, ...), schema item or schema file (an item is skipped to
+ * its closing brace); profiles are type-checked
+ * in the files that parsed, each on its own, but for those whose
+ * inheritance failed (an unknown parent, a cycle).  Out of memory stops the check at once.  At most
+ * STRATA_MAX_ERRORS are kept; dropped counts the others. */
+#define STRATA_MAX_ERRORS 20
+struct strata_errors {
+	int n;
+	int dropped;
+	struct strata_error e[STRATA_MAX_ERRORS];
+};
+
 /* A short, static description of code (negative STRATA_* or positive errno). */
 const char *strata_strerror(int code);
 
@@ -123,6 +139,11 @@ struct strata_options {
 	 * "strata: MSG". */
 	strata_log_fn *log;
 	void *log_ud;
+	/* Not NULL: strata_open() lists every error it finds in the
+	 * application's schemas and profiles here (n is 0 when there is none),
+	 * going on after each as struct strata_errors says; err and the return
+	 * value are still those of the first.  NULL: it stops at the first. */
+	struct strata_errors *errors;
 };
 
 /* Deploy and open the application in folder app.  opts may be NULL.

@@ -2,18 +2,27 @@
  * yql.c: the YQL subset Strata understands, parsed into a condition tree.
  *
  *   select <* | f1, f2> from <sources * | sources a, b | doctype>
- *     [where <cond>] [limit N] [offset N] [timeout N] [;]
+ *     [where <cond>] [order by f [asc|desc], ...] [limit N] [offset N]
+ *     [timeout N] [| grouping] [;]
  *   cond: true | false | f < n | f <= n | f > n | f >= n | f = n (n a number,
  *         true or false; the number may stand on the left) | range(f, lo, hi)
- *         | f contains "text" | [{targetHits: K, label: "l", approximate:
+ *         | f contains "text" | f in (n, ...) | f in ("s", ...)
+ *         | f matches "regex" | [{targetHits: K, label: "l", approximate:
  *         false}]nearestNeighbor(f, q) | cond and cond | cond or cond | !cond
  *         | (cond)
+ *   grouping: all(group(f) [max(N)] [order([-]agg, ...)] each(EACH))
+ *         | all(output(agg, ...)) | all(grouping grouping ...),
+ *         EACH: [output(agg, ...)] [all(group(g) ...) | group(g) ...] (groups
+ *         within each group), agg: count() | sum(f) | avg(f) | min(f) | max(f)
  *
  * It sits between the request (query.c hands it the "yql" text) and
  * execution (query.c resolves field names per document type and evaluates
  * the tree).  Keywords are case-insensitive.  Every error is STRATA_PARSE
  * with "yql:LINE:COL: " and says what was expected and what was found.
- * Everything a struct yql_query holds lives in its arena.
+ * Everything a struct yql_query holds lives in its arena, but for the
+ * regular expressions of matches, which yql_free releases.  A regular
+ * expression is POSIX extended, unanchored and case-insensitive (string
+ * attributes are uncased in Vespa unless declared otherwise).
  */
 #include <ctype.h>
 #include <math.h>
@@ -30,6 +39,7 @@ struct parser {
 	const char *text;
 	const char *p;        /* next unread character */
 	struct base_arena *a;
+	struct yql_query *q;
 	struct strata_error *err;
 	/* the current token */
 	int tok;
@@ -65,6 +75,18 @@ static int fail_at(struct parser *ps, const char *at, const char *fmt, const cha
 	snprintf(msg, sizeof msg, fmt, a1);
 	ps->failed = 1;
 	return base_err(ps->err, STRATA_PARSE, "yql:%d:%d: %s", line, col, msg);
+}
+
+/* A construct this version does not implement, at `at`. */
+static int refuse(struct parser *ps, const char *at, const char *what)
+{
+	if (ps->failed)
+		return STRATA_NOT_IMPLEMENTED;
+	int line, col;
+	position(ps, at, &line, &col);
+	ps->failed = 1;
+	return base_err(ps->err, STRATA_NOT_IMPLEMENTED, "yql:%d:%d: %s is not supported", line, col,
+	                what);
 }
 
 /* Out of memory while parsing: reported once, like any failure. */
@@ -156,7 +178,7 @@ static int next(struct parser *ps)
 		for (size_t i = 0; i < sizeof two / sizeof two[0]; i++)
 			if (p[0] == two[i][0] && p[1] == two[i][1])
 				n = 2;
-		if (n == 1 && !strchr("()*,{}:;!<>=[]", *p))
+		if (n == 1 && !strchr("()*,{}:;!<>=[]|-+", *p))
 			return fail_at(ps, p, "unexpected character '%.1s'", p);
 		memcpy(ps->punct, p, n);
 		ps->punct[n] = 0;
@@ -309,6 +331,95 @@ static int annotations(struct parser *ps, long *target, char **label, int *appro
 	return next(ps);
 }
 
+/* Room for element n of the arena array *v (capacity *cap, elements of esz
+ * bytes): doubled into new arena memory when full. */
+static int room(struct parser *ps, void **v, int *cap, int n, size_t esz)
+{
+	if (n < *cap)
+		return 0;
+	int ncap = *cap ? *cap * 2 : 8;
+	void *nv = base_arena_alloc(ps->a, (size_t)ncap * esz, 8);
+	if (!nv)
+		return nomem(ps, "yql list");
+	if (*cap)
+		memcpy(nv, *v, (size_t)*cap * esz);
+	*v = nv;
+	*cap = ncap;
+	return 0;
+}
+
+/* field in (1, 2) / field in ("a", "b"), at the 'in'. */
+static struct yql_node *in_list(struct parser *ps, char *field, const char *at)
+{
+	struct yql_node *n = node(ps, YQL_IN, at);
+	if (!n || next(ps) || expect_punct(ps, "("))
+		return NULL;
+	n->field = field;
+	int strings = ps->tok == T_STR, cap = 0;
+	for (;;) {
+		if (strings ? room(ps, (void **)&n->strs, &cap, n->nvals, sizeof *n->strs)
+		            : room(ps, (void **)&n->nums, &cap, n->nvals, sizeof *n->nums))
+			return NULL;
+		if (strings) {
+			if (ps->tok != T_STR) {
+				expected(ps, "a string");
+				return NULL;
+			}
+			n->strs[n->nvals++] = ps->str;
+			if (next(ps))
+				return NULL;
+		} else if (number(ps, &n->nums[n->nvals++], "a number or a string")) {
+			return NULL;
+		}
+		if (is_punct(ps, ")"))
+			break;
+		if (expect_punct(ps, ","))
+			return NULL;
+	}
+	return next(ps) ? NULL : n;
+}
+
+/* field <operator> "text": the node of kind with its text, the string
+ * token still current; at is where the condition begins. */
+static struct yql_node *string_op(struct parser *ps, int kind, char *field, const char *at,
+                                  const char *what)
+{
+	struct yql_node *n = node(ps, kind, at);
+	if (!n || next(ps))
+		return NULL;
+	if (ps->tok != T_STR) {
+		expected(ps, what);
+		return NULL;
+	}
+	n->field = field;
+	n->str = ps->str;
+	return n;
+}
+
+/* field matches "regex", at the 'matches'. */
+static struct yql_node *matches(struct parser *ps, char *field, const char *at)
+{
+	struct yql_node *n = string_op(ps, YQL_MATCHES, field, at, "a regular expression in quotes");
+	if (!n)
+		return NULL;
+	regex_t *re = base_arena_alloc(ps->a, sizeof *re, 8);
+	if (!re) {
+		nomem(ps, "yql matches");
+		return NULL;
+	}
+	int rc = regcomp(re, n->str, REG_EXTENDED | REG_ICASE | REG_NOSUB);
+	if (rc) {
+		char why[200];
+		regerror(rc, re, why, sizeof why);
+		fail_at(ps, ps->start, "bad regular expression: %s", why);
+		return NULL;
+	}
+	n->re = re;
+	n->re_next = ps->q->regexes;
+	ps->q->regexes = n;
+	return next(ps) ? NULL : n;
+}
+
 static struct yql_node *primary(struct parser *ps)
 {
 	const char *at = ps->start;
@@ -422,17 +533,13 @@ static struct yql_node *primary(struct parser *ps)
 		expected(ps, "'('");
 		return NULL;
 	}
+	if (is_kw(ps, "in"))
+		return in_list(ps, name, at);
+	if (is_kw(ps, "matches"))
+		return matches(ps, name, at);
 	if (is_kw(ps, "contains")) {
-		struct yql_node *n = node(ps, YQL_CONTAINS, at);
-		if (!n || next(ps))
-			return NULL;
-		if (ps->tok != T_STR) {
-			expected(ps, "a string");
-			return NULL;
-		}
-		n->field = name;
-		n->str = ps->str;
-		return next(ps) ? NULL : n;
+		struct yql_node *n = string_op(ps, YQL_CONTAINS, name, at, "a string");
+		return !n || next(ps) ? NULL : n;
 	}
 	int op = cmp_op(ps);
 	if (!op) {
@@ -534,6 +641,259 @@ static int count(struct parser *ps, long *out, const char *what)
 	return next(ps);
 }
 
+/* order by f [asc|desc], ...: at 'order'. */
+static int order_by(struct parser *ps, struct yql_query *q)
+{
+	if (next(ps))
+		return STRATA_PARSE;
+	if (!is_kw(ps, "by"))
+		return expected(ps, "'by'");
+	if (next(ps))
+		return STRATA_PARSE;
+	int cap = 0;
+	do {
+		if (q->norder && next(ps))
+			return STRATA_PARSE;
+		if (room(ps, (void **)&q->order, &cap, q->norder, sizeof *q->order))
+			return STRATA_NOMEM;
+		struct yql_order *o = &q->order[q->norder];
+		int line;
+		position(ps, ps->start, &line, &o->col);
+		if (!(o->field = ident(ps, "a field name")))
+			return STRATA_PARSE;
+		o->desc = 0;
+		if (is_kw(ps, "asc") || is_kw(ps, "desc")) {
+			o->desc = is_kw(ps, "desc");
+			if (next(ps))
+				return STRATA_PARSE;
+		}
+		q->norder++;
+	} while (is_punct(ps, ","));
+	return 0;
+}
+
+/* One aggregator: count(), sum(f), avg(f), min(f), max(f); in order() with
+ * an optional sign before it. */
+static int aggregator(struct parser *ps, struct yql_agg_expr *e, int signed_)
+{
+	static const char *const names[] = { NULL, "count", "sum", "avg", "min", "max" };
+	const char *at = ps->start;
+	int line;
+	position(ps, at, &line, &e->col);
+	e->desc = 0;
+	if (signed_ && (is_punct(ps, "-") || is_punct(ps, "+"))) {
+		e->desc = is_punct(ps, "-");
+		if (next(ps))
+			return STRATA_PARSE;
+	}
+	e->agg = 0;
+	for (int i = 1; i <= YQL_AGG_MAX; i++)
+		if (is_kw(ps, names[i]))
+			e->agg = i;
+	if (!e->agg)
+		return ps->tok == T_IDENT ? refuse(ps, at, "this grouping expression")
+		                          : expected(ps, "count(), sum(), avg(), min() or max()");
+	const char *name = names[e->agg];
+	if (next(ps) || expect_punct(ps, "("))
+		return STRATA_PARSE;
+	e->field = NULL;
+	if (e->agg != YQL_AGG_COUNT && !(e->field = ident(ps, "a field name")))
+		return STRATA_PARSE;
+	if (expect_punct(ps, ")"))
+		return STRATA_PARSE;
+	size_t n = strlen(name) + (e->field ? strlen(e->field) : 0) + 3;
+	if (!(e->label = base_arena_alloc(ps->a, n, 1)))
+		return nomem(ps, "yql grouping");
+	snprintf(e->label, n, "%s(%s)", name, e->field ? e->field : "");
+	return 0;
+}
+
+/* A parenthesized list of aggregators into *out, *n: at the '('. */
+static int agg_list(struct parser *ps, struct yql_agg_expr **out, int *n, int signed_)
+{
+	if (expect_punct(ps, "("))
+		return STRATA_PARSE;
+	int cap = 0;
+	for (;;) {
+		if (room(ps, (void **)out, &cap, *n, sizeof **out))
+			return STRATA_NOMEM;
+		if (aggregator(ps, &(*out)[*n], signed_))
+			return STRATA_PARSE;
+		(*n)++;
+		if (is_punct(ps, ")"))
+			return next(ps);
+		if (expect_punct(ps, ","))
+			return STRATA_PARSE;
+	}
+}
+
+/* all(group(f) max(N) order(...) each(output(...))) or all(output(...)) into
+ * g: at the 'all', through its ')'. */
+#define MAX_GROUP_DEPTH 8 /* levels of groups in groups */
+
+static int one_all(struct parser *ps, struct yql_grouping *g, int depth);
+static int clauses(struct parser *ps, struct yql_grouping *g, const char *all_at, int depth);
+
+static struct yql_grouping *new_grouping(struct parser *ps)
+{
+	struct yql_grouping *g = base_arena_alloc(ps->a, sizeof *g, 8);
+	if (!g) {
+		nomem(ps, "yql grouping");
+		return NULL;
+	}
+	memset(g, 0, sizeof *g);
+	g->max = -1;
+	return g;
+}
+
+/* each([output(...)] [all(group(f) ...) | group(f) ...]) of g: what to
+ * output for each group, and how to group its hits in turn.  At 'each'. */
+static int each_clause(struct parser *ps, struct yql_grouping *g, int depth)
+{
+	const char *each_at = ps->start;
+	if (next(ps) || expect_punct(ps, "("))
+		return STRATA_PARSE;
+	while (!is_punct(ps, ")")) {
+		const char *at = ps->start;
+		if (is_kw(ps, "output") && !g->nout) {
+			if (next(ps) || agg_list(ps, &g->out, &g->nout, 0))
+				return STRATA_PARSE;
+		} else if ((is_kw(ps, "all") || is_kw(ps, "group")) && !g->sub) {
+			if (depth + 1 >= MAX_GROUP_DEPTH)
+				return refuse(ps, at, "grouping nested deeper than 8 levels");
+			if (!(g->sub = new_grouping(ps)))
+				return STRATA_NOMEM;
+			int rc = is_kw(ps, "all") ? one_all(ps, g->sub, depth + 1)
+			                          : clauses(ps, g->sub, at, depth + 1);
+			if (rc)
+				return rc;
+			if (!g->sub->field)
+				return fail_at(ps, at, "a grouping inside each() needs a group()%s", "");
+		} else if (is_kw(ps, "each") || is_kw(ps, "max") || is_kw(ps, "order")) {
+			return refuse(ps, at, "this inside each()");
+		} else {
+			return expected(ps, "output(), all() or group()");
+		}
+	}
+	if (!g->nout && !g->sub)
+		return fail_at(ps, each_at, "each() needs output() or a grouping%s", "");
+	return next(ps);
+}
+
+/* all(...) into g: at the 'all', through its ')'. */
+static int one_all(struct parser *ps, struct yql_grouping *g, int depth)
+{
+	memset(g, 0, sizeof *g);
+	g->max = -1;
+	const char *all_at = ps->start;
+	if (next(ps) || expect_punct(ps, "(") || clauses(ps, g, all_at, depth))
+		return STRATA_PARSE;
+	return next(ps);
+}
+
+/* The clauses of a grouping (group(f) max(N) order(...) each(...), or
+ * output(...) alone) up to the ')' that ends them, left unread. */
+static int clauses(struct parser *ps, struct yql_grouping *g, const char *all_at, int depth)
+{
+	int each = 0;
+	while (!is_punct(ps, ")")) {
+		const char *at = ps->start;
+		if (is_kw(ps, "group") && !g->field) {
+			int line;
+			if (next(ps) || expect_punct(ps, "("))
+				return STRATA_PARSE;
+			position(ps, ps->start, &line, &g->col);
+			if (ps->tok == T_IDENT) {
+				const char *p = ps->p;
+				while (isspace((unsigned char)*p))
+					p++;
+				if (*p == '(')
+					return refuse(ps, ps->start, "grouping by an expression (only by a "
+					              "field)");
+			}
+			if (!(g->field = ident(ps, "a field name")) || expect_punct(ps, ")"))
+				return STRATA_PARSE;
+		} else if (is_kw(ps, "max") && g->max < 0) {
+			double v;
+			const char *vat;
+			if (next(ps) || expect_punct(ps, "("))
+				return STRATA_PARSE;
+			vat = ps->start;
+			if (number(ps, &v, "a number"))
+				return STRATA_PARSE;
+			if (v < 1 || v != floor(v) || v > 1e9)
+				return fail_at(ps, vat, "max() takes a positive integer%s", "");
+			g->max = (long)v;
+			if (expect_punct(ps, ")"))
+				return STRATA_PARSE;
+		} else if (is_kw(ps, "order") && !g->norder) {
+			if (next(ps) || agg_list(ps, &g->order, &g->norder, 1))
+				return STRATA_PARSE;
+		} else if (is_kw(ps, "each") && !each) {
+			int rc = each_clause(ps, g, depth);
+			if (rc)
+				return rc;
+			each = 1;
+		} else if (is_kw(ps, "output") && !g->nout) {
+			if (next(ps) || agg_list(ps, &g->out, &g->nout, 0))
+				return STRATA_PARSE;
+		} else if (ps->tok == T_IDENT && (is_kw(ps, "precision") || is_kw(ps, "where") ||
+		                                  is_kw(ps, "accuracy") || is_kw(ps, "hint") ||
+		                                  is_kw(ps, "alias") || is_kw(ps, "filter") ||
+		                                  is_kw(ps, "all"))) {
+			char what[64];
+			snprintf(what, sizeof what, "'%.*s' in a grouping", (int)ps->len, ps->start);
+			return refuse(ps, at, what);
+		} else {
+			return expected(ps, "group(), max(), order(), each() or output()");
+		}
+	}
+	if (g->field && !each)
+		return fail_at(ps, ps->start, "group() needs each(...)%s", "");
+	if (!g->field && (each || g->norder || g->max >= 0))
+		return fail_at(ps, all_at, "each(), order() and max() need a group()%s", "");
+	if (!g->field && !g->nout)
+		return fail_at(ps, all_at, "all() needs group() or output()%s", "");
+	if (g->field && !each && g->nout)
+		return refuse(ps, all_at, "output() beside group()");
+	return 0;
+}
+
+/* Is the text after the current token "( all" (several groupings)? */
+static int parallel_alls(const struct parser *ps)
+{
+	const char *p = ps->p;
+	while (isspace((unsigned char)*p))
+		p++;
+	if (*p++ != '(')
+		return 0;
+	while (isspace((unsigned char)*p))
+		p++;
+	return strncasecmp(p, "all", 3) == 0 && !isalnum((unsigned char)p[3]) && p[3] != '_';
+}
+
+/* | all(...) or | all(all(...) all(...) ...): at the '|'. */
+static int grouping(struct parser *ps, struct yql_query *q)
+{
+	if (next(ps))
+		return STRATA_PARSE;
+	if (!is_kw(ps, "all"))
+		return is_kw(ps, "each") ? refuse(ps, ps->start, "each() at the top of a grouping")
+		                         : expected(ps, "'all'");
+	int several = parallel_alls(ps), cap = 0;
+	if (several && (next(ps) || expect_punct(ps, "(")))
+		return STRATA_PARSE;
+	do {
+		if (several && !is_kw(ps, "all"))
+			return expected(ps, "'all'");
+		if (room(ps, (void **)&q->grouping, &cap, q->ngroupings, sizeof *q->grouping) ||
+		    one_all(ps, &q->grouping[q->ngroupings], 0))
+			return STRATA_PARSE;
+		q->ngroupings++;
+	} while (several && !is_punct(ps, ")"));
+	return several ? next(ps) : 0;
+}
+
 static int statement(struct parser *ps, struct yql_query *q)
 {
 	if (next(ps))
@@ -577,6 +937,8 @@ static int statement(struct parser *ps, struct yql_query *q)
 		if (!q->where)
 			return STRATA_NOMEM;
 	}
+	if (is_kw(ps, "order") && order_by(ps, q))
+		return STRATA_PARSE;
 	for (;;) {
 		if (is_kw(ps, "limit")) {
 			if (next(ps) || count(ps, &q->limit, "a number after 'limit'"))
@@ -592,11 +954,17 @@ static int statement(struct parser *ps, struct yql_query *q)
 			break;
 		}
 	}
+	if (is_punct(ps, "|")) {
+		int rc = grouping(ps, q);
+		if (rc)
+			return rc;
+	}
 	if (is_punct(ps, ";") && next(ps))
 		return STRATA_PARSE;
 	if (ps->tok != T_EOF)
-		return expected(ps, q->where ? "'and', 'or', 'limit', 'offset' or the end of the query"
-		                             : "the end of the query");
+		return expected(ps, q->ngroupings ? "the end of the query"
+		                                : "'and', 'or', 'order by', 'limit', 'offset', '|' or "
+		                                  "the end of the query");
 	return 0;
 }
 
@@ -616,7 +984,7 @@ int yql_parse(const char *text, struct yql_query **out, struct strata_error *err
 	base_arena_init(&q->arena, 4096);
 	q->limit = -1;
 	q->offset = -1;
-	struct parser ps = { .text = text, .p = text, .a = &q->arena, .err = err };
+	struct parser ps = { .text = text, .p = text, .a = &q->arena, .q = q, .err = err };
 	int rc = statement(&ps, q);
 	if (rc) {
 		if (!ps.failed)
@@ -632,6 +1000,8 @@ void yql_free(struct yql_query *q)
 {
 	if (!q)
 		return;
+	for (struct yql_node *n = q->regexes; n; n = n->re_next)
+		regfree(n->re);
 	base_arena_free(&q->arena);
 	base_free(q, sizeof *q);
 }
@@ -651,6 +1021,20 @@ static void dump_to(const struct yql_node *n, char *buf, size_t cap, size_t *len
 		snprintf(tmp, sizeof tmp, "RANGE(%s,%g,%g)", n->field, n->lo, n->hi);
 		break;
 	case YQL_CONTAINS: snprintf(tmp, sizeof tmp, "%s CONTAINS \"%s\"", n->field, n->str); break;
+	case YQL_MATCHES: snprintf(tmp, sizeof tmp, "%s MATCHES \"%s\"", n->field, n->str); break;
+	case YQL_IN: {
+		size_t k = (size_t)snprintf(tmp, sizeof tmp, "%s IN (", n->field);
+		for (int i = 0; i < n->nvals && k < sizeof tmp; i++) {
+			if (n->strs)
+				k += (size_t)snprintf(tmp + k, sizeof tmp - k, "%s\"%s\"", i ? "," : "",
+				                      n->strs[i]);
+			else
+				k += (size_t)snprintf(tmp + k, sizeof tmp - k, "%s%g", i ? "," : "", n->nums[i]);
+		}
+		if (k < sizeof tmp)
+			snprintf(tmp + k, sizeof tmp - k, ")");
+		break;
+	}
 	case YQL_NN:
 		snprintf(tmp, sizeof tmp, "NN(%s,%s,%ld%s%s)", n->field, n->input, n->target_hits,
 		         n->label ? ",label=" : "", n->label ? n->label : "");

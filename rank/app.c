@@ -71,6 +71,55 @@ static int load_model(struct rank_app *app, const struct rank_model_decl *decl,
 	return 0;
 }
 
+/* Read constant c's file, when it names one, through the loader. */
+static int load_constant(struct rank_app *app, struct rank_constant_decl *c,
+                         struct strata_error *err)
+{
+	if (!c->file)
+		return 0;
+	const struct rank_pos *pos = &c->file_pos;
+	if (!app->loader.load_constant)
+		return base_err(err, STRATA_NOT_IMPLEMENTED,
+		                "%s:%d:%d: constant '%s': files are read only by the engine's loader",
+		                pos->file, pos->line, pos->col, c->name);
+	struct rank_input_info shape = { .name = c->name, .rank = c->type.rank };
+	for (int k = 0; k < c->type.rank; k++) {
+		shape.dims[k] = c->type.dims[k];
+		shape.dim_names[k] = c->type.dim_names[k];
+	}
+	shape.ncells = rank_type_cells(&c->type);
+	double *cells = base_alloc(shape.ncells * sizeof *cells);
+	if (!cells)
+		return base_nomem(err, "constant '%s'", c->name);
+	char *path = base_path_join(app->dir, c->file);
+	int rc = path ? app->loader.load_constant(app->loader.ud, path, &shape, cells, err)
+	              : base_nomem(err, "constant '%s'", c->name);
+	base_strfree(path);
+	if (rc) {
+		base_free(cells, shape.ncells * sizeof *cells);
+		if (rc == STRATA_NOMEM)
+			return rc;
+		return base_err_prefix(err, rc, "%s:%d:%d: constant '%s'", pos->file, pos->line,
+		                       pos->col, c->name);
+	}
+	c->cells = cells;
+	c->ncells = shape.ncells;
+	return 0;
+}
+
+/* Read every constant of sd that comes from a file, before inheritance
+ * copies them. */
+static int load_constants(struct rank_app *app, struct rank_sd *sd, struct strata_error *err)
+{
+	int rc = 0;
+	for (int i = 0; i < sd->nconstants && !rc; i++)
+		rc = load_constant(app, &sd->constants[i], err);
+	for (int i = 0; i < sd->nprofiles && !rc; i++)
+		for (int k = 0; k < sd->profiles[i].nconstants && !rc; k++)
+			rc = load_constant(app, &sd->profiles[i].constants[k], err);
+	return rc;
+}
+
 /* Load the model of decl and list it among the application's model refs. */
 static int add_ref(struct rank_app *app, const struct rank_model_decl *decl,
                    struct strata_error *err)
@@ -170,29 +219,107 @@ void rank_app_pool_stats(const struct rank_app *app, uint64_t *hits, uint64_t *m
 
 /* ---- loading ----------------------------------------------------------------- */
 
-static int load_schema(struct rank_app *app, struct rank_schema *s, const char *path,
-                       struct strata_error *err)
+/* The errors of one load: the first, reported through err at the end, and
+ * with errs all of them (struct strata_errors). */
+struct errs {
+	struct strata_errors *list; /* NULL: stop at the first */
+	int first_rc;
+	struct strata_error first;
+};
+
+/* Note error rc (in err) unless it is 0; returns whether loading goes on
+ * past it. */
+static int noted(struct errs *e, int rc, const struct strata_error *err, int listed)
+{
+	if (!rc)
+		return 1;
+	if (!listed)
+		base_errs_add(e->list, err);
+	if (!e->first_rc || rc == STRATA_NOMEM) {
+		e->first_rc = rc;
+		if (err)
+			e->first = *err;
+	}
+	return e->list && rc != STRATA_NOMEM;
+}
+
+/* Parse one schema file into s.  Returns 0 or its error (noted in e). */
+static int parse_schema(struct rank_schema *s, const char *path, struct errs *e,
+                        struct strata_error *err)
 {
 	char *text;
 	size_t len;
 	int rc = base_read_file(path, &text, &len, err);
-	if (rc)
+	if (rc) {
+		noted(e, rc, err, 0);
 		return rc;
-	rc = rank_sd_parse(path, text, len, &s->sd, err);
+	}
+	rc = rank_sd_parse_all(path, text, len, e->list, &s->sd, err);
 	base_free(text, len + 1);
 	if (rc)
+		noted(e, rc, err, e->list != NULL);
+	return rc;
+}
+
+/* Documents inherit across schemas: resolve them over all the parsed ones. */
+static int inherit_all(struct rank_app *app, struct errs *e, struct strata_error *err)
+{
+	int n = 0;
+	struct rank_sd **sds = base_calloc((size_t)app->nschemas + 1, sizeof *sds);
+	if (!sds) {
+		noted(e, base_nomem(err, "application %s", app->dir), err, 0);
+		return STRATA_NOMEM;
+	}
+	for (int i = 0; i < app->nschemas; i++)
+		if (app->schemas[i].sd)
+			sds[n++] = app->schemas[i].sd;
+	int rc = rank_sds_inherit(sds, n, e->list, err);
+	base_free(sds, ((size_t)app->nschemas + 1) * sizeof *sds);
+	noted(e, rc, err, e->list != NULL);
+	return rc;
+}
+
+/* After every schema is parsed and their documents resolved: constants,
+ * profile inheritance, models, then each profile compiled on its own.
+ * Returns 0 or the error that stops it (the others are noted in e). */
+static int load_schema(struct rank_app *app, struct rank_schema *s, struct errs *e,
+                       struct strata_error *err)
+{
+	int rc;
+	if ((rc = load_constants(app, s->sd, err)) != 0) {
+		noted(e, rc, err, 0);
 		return rc;
-	if ((rc = rank_sd_resolve(s->sd, err)) || (rc = load_models(app, s->sd, err)))
+	}
+	/* Profiles whose inheritance failed are left out; the others compile. */
+	int failed = rank_sd_resolve_all(s->sd, e->list, err);
+	if (failed && !noted(e, failed, err, e->list != NULL))
+		return failed;
+	if ((rc = load_models(app, s->sd, err))) {
+		noted(e, rc, err, 0);
 		return rc;
+	}
 	s->profiles = base_calloc((size_t)s->sd->nprofiles + 1, sizeof *s->profiles);
-	if (!s->profiles)
-		return base_nomem(err, "schema %s", path);
+	if (!s->profiles) {
+		noted(e, base_nomem(err, "schema %s", s->sd->file), err, 0);
+		return STRATA_NOMEM;
+	}
 	s->nprofiles = s->sd->nprofiles;
 	struct rank_models models = { app->nrefs, app->refs };
-	for (int i = 0; i < s->sd->nprofiles; i++)
-		if ((rc = rank_profile_compile(&s->profiles[i], s, &s->sd->profiles[i], &models, err)))
+	for (int i = 0; i < s->sd->nprofiles; i++) {
+		if (s->sd->profiles[i].unresolved)
+			continue;
+		rc = rank_profile_compile(&s->profiles[i], s, &s->sd->profiles[i], &models, err);
+		if (!rc)
+			rank_profile_mark_inputs(&s->profiles[i]);
+		else if (!noted(e, rc, err, 0))
 			return rc;
-	return rank_qpools_init(s, err);
+		failed |= rc != 0;
+	}
+	if (failed)
+		return e->first_rc;
+	rc = rank_qpools_init(s, err);
+	noted(e, rc, err, 0);
+	return rc;
 }
 
 int rank_app_load(const char *appdir, struct rank_app **out, struct strata_error *err)
@@ -203,7 +330,17 @@ int rank_app_load(const char *appdir, struct rank_app **out, struct strata_error
 int rank_app_load_with(const char *appdir, const struct rank_loader *loader,
                        struct rank_app **out, struct strata_error *err)
 {
+	return rank_app_load_all(appdir, loader, NULL, out, err);
+}
+
+int rank_app_load_all(const char *appdir, const struct rank_loader *loader,
+                      struct strata_errors *errs, struct rank_app **out,
+                      struct strata_error *err)
+{
 	*out = NULL;
+	struct errs e = { .list = errs };
+	if (errs)
+		errs->n = errs->dropped = 0;
 	struct rank_app *app = base_calloc(1, sizeof *app);
 	if (!app || !(app->dir = base_strdup(appdir))) {
 		base_free(app, sizeof *app);
@@ -221,21 +358,50 @@ int rank_app_load_with(const char *appdir, const struct rank_loader *loader,
 		app->schemas = base_calloc(n, sizeof *app->schemas);
 		if (!app->schemas)
 			rc = base_nomem(err, "application %s", appdir);
+		else
+			app->nschemas = (int)n; /* freed by this count, loaded or not */
 	}
 	for (size_t i = 0; rc == 0 && i < n; i++) {
 		char *path = base_path_join(sdir, names[i]);
-		app->nschemas = (int)i + 1;
-		rc = path ? load_schema(app, &app->schemas[i], path, err) :
-		            base_nomem(err, "path");
+		const struct rank_sd *sd = NULL;
+		if (!path) {
+			rc = base_nomem(err, "path");
+		} else if ((rc = parse_schema(&app->schemas[i], path, &e, err)) == 0) {
+			sd = app->schemas[i].sd;
+			for (size_t j = 0; rc == 0 && j < i; j++)
+				if (app->schemas[j].sd && strcmp(app->schemas[j].sd->name, sd->name) == 0)
+					rc = base_err(err, STRATA_TYPE,
+					              "%s:%d:%d: schema '%s' is defined twice",
+					              sd->pos.file, sd->pos.line, sd->pos.col, sd->name);
+			if (rc)
+				noted(&e, rc, err, 0);
+		}
 		base_strfree(path);
-		for (size_t j = 0; rc == 0 && j < i; j++)
-			if (strcmp(app->schemas[j].sd->name, app->schemas[i].sd->name) == 0)
-				rc = base_err(err, STRATA_TYPE, "%s:%d:%d: schema '%s' is defined twice",
-				              app->schemas[i].sd->pos.file, app->schemas[i].sd->pos.line,
-				              app->schemas[i].sd->pos.col, app->schemas[i].sd->name);
+		/* with a list of errors, the next file is checked all the same */
+		if (rc && errs && rc != STRATA_NOMEM)
+			rc = 0;
+	}
+	/* Documents resolve across the schemas that parsed; then each of those
+	 * is checked on its own. */
+	if (rc == 0 && ((rc = inherit_all(app, &e, err)) == 0 || (errs && rc != STRATA_NOMEM))) {
+		rc = 0;
+		for (size_t i = 0; rc == 0 && i < n; i++) {
+			if (!app->schemas[i].sd || !app->schemas[i].sd->docs_resolved)
+				continue;
+			rc = load_schema(app, &app->schemas[i], &e, err);
+			if (rc && errs && rc != STRATA_NOMEM)
+				rc = 0;
+		}
 	}
 	free_names(names, n, cap);
 	base_strfree(sdir);
+	if (!rc && e.first_rc) {
+		rc = e.first_rc;
+		if (err)
+			*err = e.first;
+	} else if (rc && !e.first_rc) {
+		base_errs_add(errs, err); /* the folder, before any file */
+	}
 	if (rc) {
 		rank_app_free(app);
 		return rc;

@@ -32,18 +32,6 @@
 /* Dimension names of model outputs (Vespa names them d0, d1, ...). */
 static const char *const dnames[RANK_MAX_RANK] = { "d0", "d1", "d2", "d3", "d4", "d5", "d6", "d7" };
 
-/* ---- compile state ------------------------------------------------------- */
-
-
-
-
-
-
-
-
-
-
-
 /* Compile a's first two arguments, their types in *tx and *ty. */
 static int compile2(struct cc *c, const struct env *env, const struct rank_ast *a, int *tx, int *ty)
 {
@@ -142,6 +130,10 @@ static int compile_attribute(struct cc *c, const struct rank_ast *a, int *type)
 	const struct rank_field *f = &c->p->sd->fields[fi];
 	if (f->type == RANK_FT_STRING)
 		return rank_cc_at(c, a->args[0], STRATA_TYPE, "attribute '%s' is a string, not a number",
+		                  name);
+	if (f->type >= RANK_FT_ARRAY)
+		return rank_cc_at(c, a->args[0], STRATA_NOT_IMPLEMENTED,
+		                  "attribute '%s' is a collection or struct, which rank expressions do not read",
 		                  name);
 	int rc = field_type(c, f, type);
 	if (rc)
@@ -531,6 +523,122 @@ static int in_lambda(const struct env *env)
 	return env && env->lambda;
 }
 
+/* lightgbm("f.json") / xgboost("f.json"): the model's trees as one
+ * expression (gbdt.c) over its features, each evaluated once into a local. */
+static int compile_gbdt(struct cc *c, const struct env *env, const struct rank_ast *a, int *type)
+{
+	struct rank_gbdt *g;
+	int rc = rank_gbdt_load(c->p->sd->file, a, &g, c->err);
+	if (rc)
+		return rc;
+	size_t n = (size_t)g->nfeatures + 1;
+	int *locals = base_calloc(n, sizeof *locals), *types = base_calloc(n, sizeof *types);
+	if (!locals || !types)
+		rc = rank_cc_nomem(c);
+	for (int i = 0; !rc && i < g->nfeatures; i++) {
+		rc = rank_cc_compile(c, env, g->features[i], &types[i]);
+		if (!rc && T(c, types[i])->rank != 0)
+			rc = rank_cc_at(c, a, STRATA_TYPE, "feature '%s' is a tensor, not a number",
+			                g->names[i]);
+		locals[i] = rank_cc_new_local(c);
+		if (!rc && rank_cc_emit(c, RANK_OP_SET, locals[i], 0, 0, 0, 0, -1, 0) < 0)
+			rc = rank_cc_nomem(c);
+		if (rc && rc != STRATA_NOMEM) {
+			/* say which model and feature: "sd:l:c: lightgbm model 'f': ..." */
+			char pre[512], msg[STRATA_ERRMSG_MAX];
+			int k = snprintf(pre, sizeof pre, "%s:%d:%d: ", a->pos.file ? a->pos.file : "?",
+			                 a->pos.line, a->pos.col);
+			const char *m = c->err->msg;
+			snprintf(msg, sizeof msg, "%s", strncmp(m, pre, (size_t)k) ? m : m + k);
+			rc = rank_cc_at(c, a, rc, "%s model '%s': feature '%s': %s", a->name,
+			                a->args[0]->name, g->names[i], msg);
+		}
+	}
+	struct env e = { env, NULL, 0, g->nfeatures, g->names, locals, types };
+	if (!rc && (rc = rank_cc_compile(c, &e, g->body, type)) == STRATA_LIMIT) {
+		char msg[STRATA_ERRMSG_MAX];
+		snprintf(msg, sizeof msg, "%s", c->err->msg);
+		rc = rank_cc_at(c, a, rc, "%s model '%s' is too large: %s", a->name, a->args[0]->name,
+		                msg);
+	}
+	base_free(locals, n * sizeof *locals);
+	base_free(types, n * sizeof *types);
+	rank_gbdt_free(g);
+	return rc;
+}
+
+static int compile_prog_in(struct rank_profile *p, const struct rank_models *models,
+                           const struct rank_ast *a, const char *name, int allow_first,
+                           int must_be_number, int global, struct rank_prog *prog,
+                           struct strata_error *err);
+
+/* Compile arg into a new normalizer of the profile; *index is its number. */
+static int add_norm(struct cc *c, const struct rank_ast *arg, int kind, double k, int *index)
+{
+	struct rank_profile *p = c->p;
+	struct rank_norm nm = { .kind = kind, .k = k };
+	char name[64];
+	snprintf(name, sizeof name, "global-phase normalizer %d", p->nnorms);
+	int rc = compile_prog_in(p, c->models, arg, name, 1, 1, 2, &nm.arg, c->err);
+	if (rc) {
+		rank_prog_release(&nm.arg);
+		return rc;
+	}
+	struct rank_norm *v = base_realloc(p->norms, (size_t)p->nnorms * sizeof *v,
+	                                   ((size_t)p->nnorms + 1) * sizeof *v);
+	if (!v) {
+		rank_prog_release(&nm.arg);
+		return rank_cc_nomem(c);
+	}
+	p->norms = v;
+	*index = p->nnorms;
+	v[p->nnorms++] = nm;
+	return 0;
+}
+
+/* normalize_linear(x), reciprocal_rank(x) or reciprocal_rank(x, k), and
+ * reciprocal_rank_fusion(x, y, ...) (the sum of reciprocal_rank of each):
+ * Vespa's cross-hit normalizers, global-phase only.  Each argument is a
+ * program of its own, run over every candidate first. */
+static int compile_norm(struct cc *c, const struct rank_ast *a, int *type)
+{
+	const char *f = a->name;
+	int linear = strcmp(f, "normalize_linear") == 0;
+	int fusion = strcmp(f, "reciprocal_rank_fusion") == 0;
+	if (c->global == 0)
+		return rank_cc_at(c, a, STRATA_TYPE, "%s() is only available in global-phase", f);
+	if (c->global == 2)
+		return rank_cc_at(c, a, STRATA_TYPE, "%s() cannot be nested in another normalizer", f);
+	if (a->nargs < 1 || (linear && a->nargs != 1) || (!linear && !fusion && a->nargs > 2))
+		return rank_cc_at(c, a, STRATA_TYPE, "%s",
+		                  linear ? "normalize_linear(x) takes one argument"
+		                  : fusion ? "reciprocal_rank_fusion(x, y, ...) takes one or more arguments"
+		                  : "reciprocal_rank(x) or reciprocal_rank(x, k) is expected");
+	double k = 60.0;
+	if (!linear && !fusion && a->nargs == 2) {
+		const struct rank_ast *ka = a->args[1];
+		if (ka->kind == RA_UNARY && ka->op == '-' && ka->args[0]->kind == RA_NUM)
+			return rank_cc_at(c, ka, STRATA_TYPE,
+			                  "the k of reciprocal_rank() must not be negative");
+		if (ka->kind != RA_NUM)
+			return rank_cc_at(c, ka, STRATA_TYPE, "the k of reciprocal_rank() must be a number");
+		k = ka->num;
+	}
+	int n = fusion ? a->nargs : 1;
+	for (int i = 0; i < n; i++) {
+		int idx = 0, rc = add_norm(c, a->args[i], linear ? RANK_NORM_LINEAR : RANK_NORM_RECIPROCAL,
+		                       k, &idx);
+		if (rc)
+			return rc;
+		EMIT(c, RANK_OP_NORM, idx, 0, 0, 0, 0, 0, 0);
+		if (i)
+			EMIT(c, RANK_OP_BIN, RB_ADD, 0, 0, 0, 0, 0, 0);
+	}
+	c->prog->doc_dependent = 1;
+	*type = 0;
+	return 0;
+}
+
 static int compile_call(struct cc *c, const struct env *env, const struct rank_ast *a, int *type)
 {
 	const char *f = a->name;
@@ -542,6 +650,12 @@ static int compile_call(struct cc *c, const struct env *env, const struct rank_a
 	if (a->out && strcmp(f, "onnx") != 0 && strcmp(f, "onnxModel") != 0)
 		return rank_cc_at(c, a, STRATA_TYPE, "'.%s' after %s(): only onnx() has outputs", a->out,
 		                  f);
+	if (strcmp(f, "normalize_linear") == 0 || strcmp(f, "reciprocal_rank") == 0 ||
+	    strcmp(f, "reciprocal_rank_fusion") == 0)
+		return compile_norm(c, a, type);
+	if (strcmp(f, "tensorFromWeightedSet") == 0 || strcmp(f, "tensorFromLabels") == 0)
+		return rank_cc_at(c, a, STRATA_NOT_IMPLEMENTED,
+		                  "%s() reads a collection field, which rank expressions do not read", f);
 	if (strcmp(f, "attribute") == 0)
 		return compile_attribute(c, a, type);
 	if (strcmp(f, "query") == 0)
@@ -552,6 +666,8 @@ static int compile_call(struct cc *c, const struct env *env, const struct rank_a
 		return compile_onnx(c, a, type);
 	if (strcmp(f, "closeness") == 0 || strcmp(f, "distance") == 0)
 		return compile_close(c, a, f[0] == 'd', type);
+	if (strcmp(f, "lightgbm") == 0 || strcmp(f, "xgboost") == 0)
+		return compile_gbdt(c, env, a, type);
 	if (!in_lambda(env)) {
 		const struct rank_function_decl *fn = find_function(c->p->decl, f);
 		if (fn)
@@ -681,16 +797,17 @@ void rank_prog_release(struct rank_prog *prog)
 
 /* Compile a into prog.  must_be_number: 1 for phases (a number), 0 for
  * features and model inputs (any dense value), 2 for a standalone
- * expression (mapped dimensions too). */
-static int compile_prog(struct rank_profile *p, const struct rank_models *models,
-                        const struct rank_ast *a, const char *name, int allow_first,
-                        int must_be_number, struct rank_prog *prog, struct strata_error *err)
+ * expression (mapped dimensions too); global as in struct cc. */
+static int compile_prog_in(struct rank_profile *p, const struct rank_models *models,
+                           const struct rank_ast *a, const char *name, int allow_first,
+                           int must_be_number, int global, struct rank_prog *prog,
+                           struct strata_error *err)
 {
 	memset(prog, 0, sizeof *prog);
 	prog->name = base_strdup(name);
 	if (!prog->name)
 		return base_nomem(err, "compiling %s", name);
-	struct cc c = { p, models, prog, err, allow_first, rank_cc_compile };
+	struct cc c = { p, models, prog, err, allow_first, 0, global, rank_cc_compile };
 	int t, rc = rank_cc_compile(&c, NULL, a, &t);
 	if (rc)
 		return rc;
@@ -705,6 +822,13 @@ static int compile_prog(struct rank_profile *p, const struct rank_models *models
 	prog->result = t;
 	EMIT(&c, RANK_OP_RET, 0, 0, 0, 0, 0, -1, 0);
 	return 0;
+}
+
+static int compile_prog(struct rank_profile *p, const struct rank_models *models,
+                        const struct rank_ast *a, const char *name, int allow_first,
+                        int must_be_number, struct rank_prog *prog, struct strata_error *err)
+{
+	return compile_prog_in(p, models, a, name, allow_first, must_be_number, 0, prog, err);
 }
 
 int rank_expr_compile(struct rank_profile *p, const struct rank_ast *a, struct rank_prog *prog,
@@ -869,6 +993,11 @@ void rank_profile_release(struct rank_profile *p)
 {
 	rank_prog_release(&p->first);
 	rank_prog_release(&p->second);
+	rank_prog_release(&p->global);
+	for (int i = 0; i < p->nnorms; i++)
+		rank_prog_release(&p->norms[i].arg);
+	if (p->norms)
+		base_free(p->norms, (size_t)p->nnorms * sizeof *p->norms);
 	for (int i = 0; i < p->nmatch; i++)
 		rank_prog_release(&p->match[i]);
 	for (int i = 0; i < p->nsummary; i++)
@@ -986,6 +1115,13 @@ int rank_profile_compile(struct rank_profile *p, const struct rank_schema *s,
 		if ((rc = compile_prog(p, models, d->second_phase, "second-phase", 1, 1, &p->second, err)))
 			return rc;
 		p->has_second = 1;
+	}
+	p->global_rerank = d->global_rerank_count >= 0 ? d->global_rerank_count : 100;
+	if (d->global_phase) {
+		if ((rc = compile_prog_in(p, models, d->global_phase, "global-phase", 1, 1, 1,
+		                          &p->global, err)))
+			return rc;
+		p->has_global = 1;
 	}
 	if (d->nmatch_features) {
 		p->match = base_calloc((size_t)d->nmatch_features, sizeof *p->match);

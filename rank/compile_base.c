@@ -65,6 +65,9 @@ int rank_cc_add_type(struct rank_profile *p, const struct rank_type *t)
 
 int rank_cc_nomem(struct cc *c)
 {
+	if (c->too_long)
+		return base_err(c->err, STRATA_LIMIT, "profile '%s': %s is longer than %d instructions",
+		                c->p->decl->name, c->prog->name, MAX_CODE);
 	return base_nomem(c->err, "compiling profile '%s'", c->p->decl->name);
 }
 
@@ -73,8 +76,11 @@ int rank_cc_emit(struct cc *c, int op, int a, int b, int cc_, int d, int e, int 
 {
 	struct rank_prog *g = c->prog;
 	size_t cap = (size_t)g->capcode;
-	if (base_grow((void **)&g->code, &cap, (size_t)g->ncode + 1, sizeof *g->code, 1 << 20))
+	int rc = base_grow((void **)&g->code, &cap, (size_t)g->ncode + 1, sizeof *g->code, MAX_CODE);
+	if (rc) {
+		c->too_long = rc == STRATA_LIMIT;
 		return -1;
+	}
 	g->capcode = (int)cap;
 	g->code[g->ncode] = (struct rank_ins){ op, a, b, cc_, d, e, t, k };
 	return g->ncode++;

@@ -72,6 +72,10 @@ static void explain_prog(struct sbuf *b, const struct rank_profile *p, const str
 		case RANK_OP_UN: sb_printf(b, " %s", rank_fn_name(in->a, 0)); break;
 		case RANK_OP_BIN: sb_printf(b, " %s", rank_fn_name(in->a, 1)); break;
 		case RANK_OP_JUMP: case RANK_OP_JUMPF: sb_printf(b, " -> %d", in->a); break;
+		case RANK_OP_NORM:
+			sb_printf(b, " %d %s", in->a, p->norms[in->a].kind == RANK_NORM_LINEAR
+			          ? "normalize_linear" : "reciprocal_rank");
+			break;
 		case RANK_OP_MAP: case RANK_OP_SMAP:
 			if (in->a >= 0)
 				sb_printf(b, " lambda@%d(local%d)", in->a, in->b);
@@ -120,6 +124,12 @@ char *rank_profile_explain(const struct rank_profile *p)
 	explain_prog(&b, p, &p->first);
 	if (p->has_second)
 		explain_prog(&b, p, &p->second);
+	if (p->has_global) {
+		sb_printf(&b, "global-phase rerank-count %d\n", p->global_rerank);
+		for (int i = 0; i < p->nnorms; i++)
+			explain_prog(&b, p, &p->norms[i].arg);
+		explain_prog(&b, p, &p->global);
+	}
 	for (int i = 0; i < p->nmatch; i++)
 		explain_prog(&b, p, &p->match[i]);
 	for (int i = 0; i < p->nsummary; i++)

@@ -839,7 +839,7 @@ static int expr(struct rank_parser *p, struct rank_ast **out)
  * so the caller never sees a half-built tree. */
 int rank_expr_lex(struct rank_lexer *lx, struct rank_ast **out, struct strata_error *err)
 {
-	struct rank_parser p = {lx, err, NULL, 0};
+	struct rank_parser p = { .lx = lx, .err = err };
 	struct rank_ast *a = NULL;
 	int rc = expr(&p, &a);
 	if (rc) {
@@ -853,7 +853,7 @@ int rank_expr_lex(struct rank_lexer *lx, struct rank_ast **out, struct strata_er
 
 int rank_feature_lex(struct rank_lexer *lx, struct rank_ast **out, struct strata_error *err)
 {
-	struct rank_parser p = {lx, err, NULL, 0};
+	struct rank_parser p = { .lx = lx, .err = err };
 	struct rank_ast *a = NULL;
 	struct rank_tok t;
 	rank_lex_peek(lx, RANK_LEX_EXPR, &t);

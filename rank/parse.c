@@ -12,8 +12,11 @@
  * Every message starts with "file:line:col: " and quotes the token at fault.
  * Accepted and ignored because they change nothing in what Strata computes:
  * attribute: fast-search / fast-access / paged / mutable, HNSW index blocks on
- * tensor fields (search is exact), onnx-model thread and device settings, and
- * rank-profile thread settings.
+ * tensor fields (search is exact), onnx-model thread and device settings,
+ * rank-profile thread settings, set_language and "xx" | set_language in
+ * indexing (there is no text processing), and rank: filter / normal on a
+ * field.  The document part of the language (collection and struct types,
+ * summaries, input in indexing) is parsed by fields.c, called from here.
  *
  * Invariants: the parser never reads past the text (the lexer bounds every
  * token); value nesting is bounded by RANK_PARSE_MAX_DEPTH; the partly built
@@ -34,13 +37,7 @@
 /* Consume the punctuation or keyword s or fail, naming where (context). */
 static int expect(struct rank_parser *p, const char *s, const char *context)
 {
-	struct rank_tok t;
-	rank_lex_peek(p->lx, RANK_LEX_SCHEMA, &t);
-	if (!rank_tok_is(&t, s))
-		return rank_parser_fail(p, &t, STRATA_PARSE, "expected '%s' %s, found %s", s, context,
-		                        rank_tok_quote(&t));
-	rank_lex_take(p->lx, &t);
-	return 0;
+	return rank_parser_expect(p, s, context);
 }
 
 static int name_in(const struct rank_tok *t, const char *const *list)
@@ -98,12 +95,7 @@ static void *add_named(struct rank_parser *p, void *arrp, int *n, size_t elem,
 /* Consume s if it is the next token (in mode); 1 when it was. */
 static int take_if(struct rank_parser *p, int mode, const char *s)
 {
-	struct rank_tok t;
-	rank_lex_peek(p->lx, mode, &t);
-	if (!rank_tok_is(&t, s))
-		return 0;
-	rank_lex_take(p->lx, &t);
-	return 1;
+	return rank_parser_take_if(p, mode, s);
 }
 
 /* After the keyword kw: ':' (*block = 0) or '{' (*block = 1). */
@@ -170,6 +162,67 @@ static int bad_keyword(struct rank_parser *p, const struct rank_tok *t,
 		return rank_parser_fail(p, t, STRATA_TYPE, "unknown %s %s", what, rank_tok_quote(t));
 	return rank_parser_fail(p, t, STRATA_PARSE, "expected %s, found %s", expected,
 	                        rank_tok_quote(t));
+}
+
+/* ---- going on after an error ------------------------------------------------------ */
+
+/* The items of a schema and of a document block: where skipping an item that
+ * had no braces stops. */
+static const char *const item_keywords[] = {
+	"document", "rank-profile", "field", "onnx-model", "constant", "fieldset", "struct",
+	"document-summary", "annotation", "import", "stemming", "index", "model",
+	"raw-as-base64-in-summary", NULL,
+};
+
+static int schema_item(const struct rank_tok *t)
+{
+	return name_in(t, item_keywords);
+}
+
+/* After error rc in the item that begins at save: when the parser lists
+ * errors, note this one and skip the item (to the '}' closing its first
+ * '{', or to the enclosing '}' or a token that starts another item
+ * (is_item) when no '{' comes first; braces inside parentheses, as in
+ * tensor(x{}), do not count) and return 0 to go on; else return rc. */
+static int recover(struct rank_parser *p, int rc, const struct rank_lexer *save,
+                   int (*is_item)(const struct rank_tok *))
+{
+	if (!p->errs || rc == STRATA_NOMEM || p->errs->n >= STRATA_MAX_ERRORS)
+		return rc;
+	base_errs_add(p->errs, p->err);
+	if (!p->first_rc) {
+		p->first_rc = rc;
+		p->first = *p->err;
+	}
+	*p->lx = *save;
+	p->depth = 0;
+	struct rank_tok t;
+	rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t); /* the item's keyword */
+	/* inner: braces opened inside parentheses; a '}' beyond them means the
+	 * parentheses were never closed (the error itself, often). */
+	for (int depth = 0, opened = 0, parens = 0, inner = 0;;) {
+		rank_lex_peek(p->lx, RANK_LEX_SCHEMA, &t);
+		if (t.kind == RT_EOF)
+			return 0;
+		int brace = rank_tok_is(&t, "}");
+		if (brace && parens && !inner)
+			parens = 0;
+		if (!opened && !parens && (brace || is_item(&t)))
+			return 0;
+		rank_lex_take(p->lx, &t);
+		if (rank_tok_is(&t, "("))
+			parens++;
+		else if (rank_tok_is(&t, ")") && parens > 0)
+			parens--, inner = parens ? inner : 0;
+		else if (parens && rank_tok_is(&t, "{"))
+			inner++;
+		else if (parens && brace)
+			inner--;
+		else if (rank_tok_is(&t, "{"))
+			depth++, opened = 1;
+		else if (brace && --depth == 0)
+			return 0;
+	}
 }
 
 /* ---- values: numbers and dense tensor literals ---------------------------------- */
@@ -252,9 +305,12 @@ static int value(struct rank_parser *p, const struct rank_type *ty, double **out
 	if (rank_tok_is(&t, "{"))
 		return rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED,
 		                        "mapped tensor values ({...}) are not supported");
-	if (rank_tok_is(&t, "file") || rank_tok_is(&t, "uri"))
+	if (rank_tok_is(&t, "uri"))
 		return rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED,
-		                        "constant values read from files are not supported");
+		                        "values read from a uri are not supported");
+	if (rank_tok_is(&t, "file"))
+		return rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED,
+		                        "only constants are read from files, not input defaults");
 	if (rank_tok_is(&t, "[")) {
 		rc = value_list(p, &c);
 	} else {
@@ -290,14 +346,14 @@ static int value(struct rank_parser *p, const struct rank_type *ty, double **out
 /* ---- fields ----------------------------------------------------------------------- */
 
 static const char *const unsupported_field_types[] = {
-	"byte", "position", "array", "weightedset", "map", "predicate", "raw", "uri", "reference",
+	"byte", "position", "predicate", "raw", "uri", "reference",
 	"annotationreference", "float16", "int8", NULL,
 };
 
 /* Field settings Vespa has and Strata does not (yet). */
 static const char *const unsupported_field_settings[] = {
 	"match", "rank", "weight", "bolding", "stemming", "normalizing", "alias", "sorting",
-	"rank-type", "id", "query-command", "dictionary", "struct-field", "summary-to",
+	"rank-type", "id", "query-command", "dictionary", "summary-to",
 	"indexing-rewrite", "literal-boost", "body", "header", NULL,
 };
 
@@ -339,6 +395,8 @@ static int field_type(struct rank_parser *p, struct rank_field *f)
 		}
 		return 0;
 	}
+	if (t.kind == RT_NAME && !name_in(&t, unsupported_field_types))
+		return rank_field_vtype(p, &t, f); /* collections, structs */
 	return bad_keyword(p, &t, unsupported_field_types, "field type", "a field type");
 }
 
@@ -380,9 +438,15 @@ static int indexing(struct rank_parser *p, struct rank_field *f)
 			f->summary = 1;
 		} else if (rank_tok_is(&t, "attribute")) {
 			f->attribute = 1;
+		} else if (rank_tok_is(&t, "input")) {
+			int rc2 = rank_indexing_input(p, f, &t);
+			if (rc2)
+				return rc2;
+		} else if (rank_tok_is(&t, "set_language")) {
+			/* Sets the language of text processing, which has no effect here. */
 		} else if (rank_tok_is(&t, "index")) {
 			/* On a tensor, index asks for an HNSW graph; search stays exact. */
-			if (f->type == RANK_FT_STRING)
+			if (f->type == RANK_FT_STRING || rank_field_holds_text(f))
 				return rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED,
 				                        "text indexes ('indexing: index' on string field '%s') are not "
 				                        "supported", f->name);
@@ -390,9 +454,12 @@ static int indexing(struct rank_parser *p, struct rank_field *f)
 				return rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED,
 				                        "'indexing: index' on field '%s' is not supported",
 				                        f->name);
-		} else if (t.kind == RT_NAME || t.kind == RT_STR) {
+		} else if (t.kind == RT_STR && rank_language_constant(p)) {
+			/* "en" | set_language: the language of text processing, as above. */
+		} else if (t.kind == RT_NAME || t.kind == RT_STR || rank_tok_is(&t, "(")) {
 			return rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED,
-			                        "indexing statement %s is not supported (only summary, attribute, index)",
+			                        "indexing statement %s is not supported (only summary, attribute, "
+			                        "index, set_language, and input FIELD outside the document)",
 			                        rank_tok_quote(&t));
 		} else {
 			return rank_parser_fail(p, &t, STRATA_PARSE, "expected an indexing statement, found %s",
@@ -471,8 +538,13 @@ static int field_body(struct rank_parser *p, struct rank_field *f)
 				rc = attribute_setting(p, f, &s);
 			}
 		} else if (rank_tok_is(&t, "summary")) {
-			rc = rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED,
-			                      "summary settings are not supported (use 'indexing: summary')");
+			rc = rank_field_summary(p, f, &t);
+		} else if (rank_tok_is(&t, "struct-field")) {
+			rc = rank_struct_field_parse(p, f, &t);
+		} else if (rank_tok_is(&t, "weightedset")) {
+			rc = rank_wset_settings(p, f, &t);
+		} else if (rank_tok_is(&t, "rank") && rank_field_rank_filter(p)) {
+			rc = 0; /* rank: filter / normal tune text ranking, which there is none of */
 		} else if (rank_tok_is(&t, "index")) {
 			struct rank_tok s;
 			rank_lex_peek(p->lx, RANK_LEX_SCHEMA, &s);
@@ -493,7 +565,8 @@ static int field_body(struct rank_parser *p, struct rank_field *f)
 	}
 }
 
-static int field(struct rank_parser *p)
+/* A field of the document (outside = 0) or after it (outside = 1). */
+static int field(struct rank_parser *p, int outside)
 {
 	struct rank_sd *sd = p->sd;
 	struct rank_tok nm, t;
@@ -510,6 +583,7 @@ static int field(struct rank_parser *p)
 	f->line = nm.line;
 	f->col = nm.col;
 	f->distance_metric = RANK_DIST_EUCLIDEAN;
+	f->source = outside ? -2 : -1; /* -2: resolved by the input it reads */
 	if ((rc = expect(p, "type", "after the field name")) != 0)
 		return rc;
 	if ((rc = field_type(p, f)) != 0)
@@ -523,7 +597,7 @@ static int field(struct rank_parser *p)
 	return field_body(p, f);
 }
 
-static const char *const unsupported_document_items[] = {"struct", "annotation", "compression", NULL};
+static const char *const unsupported_document_items[] = {"annotation", "compression", NULL};
 
 static int document(struct rank_parser *p, const struct rank_tok *kw)
 {
@@ -536,20 +610,26 @@ static int document(struct rank_parser *p, const struct rank_tok *kw)
 			                        rank_tok_quote(&t), p->sd->name);
 		rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
 	}
-	if (rank_tok_is(&t, "inherits"))
-		return rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED,
-		                        "document inheritance is not supported");
+	if (rank_tok_is(&t, "inherits")) {
+		int rc = rank_document_inherits(p);
+		if (rc)
+			return rc;
+		rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
+	}
 	if (!rank_tok_is(&t, "{"))
 		return rank_parser_fail(p, &t, STRATA_PARSE, "expected '{' after 'document %s', found %s",
 		                        p->sd->name,
 		                        rank_tok_quote(&t));
 	for (;;) {
 		int rc;
+		struct rank_lexer save = *p->lx;
 		rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
 		if (rank_tok_is(&t, "}"))
 			return 0;
 		if (rank_tok_is(&t, "field"))
-			rc = field(p);
+			rc = field(p, 0);
+		else if (rank_tok_is(&t, "struct"))
+			rc = rank_struct_parse(p, &t);
 		else if (name_in(&t, unsupported_document_items))
 			rc = rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED, "%s is not supported",
 			                      rank_tok_quote(&t));
@@ -559,6 +639,8 @@ static int document(struct rank_parser *p, const struct rank_tok *kw)
 			rc = rank_parser_fail(p, &t, STRATA_PARSE,
 			                      "expected 'field' or '}' in the document, found %s",
 			                      rank_tok_quote(&t));
+		if (rc && t.kind != RT_EOF)
+			rc = recover(p, rc, &save, schema_item);
 		if (rc)
 			return rc;
 	}
@@ -707,10 +789,25 @@ static int rerank_count(struct rank_parser *p, int *slot)
 	return 0;
 }
 
+/* first-phase { rank-score-drop-limit: X }: hits scoring X or less are
+ * dropped after the first phase. */
+static int drop_limit(struct rank_parser *p, const struct rank_tok *kw,
+                      struct rank_profile_decl *pr)
+{
+	if (pr->has_drop_limit)
+		return rank_parser_fail(p, kw, STRATA_TYPE, "rank-score-drop-limit is given twice");
+	int rc = expect(p, ":", "after 'rank-score-drop-limit'");
+	if (rc || (rc = signed_number(p, &pr->drop_limit)) != 0)
+		return rc;
+	pr->has_drop_limit = 1;
+	return 0;
+}
+
 /* first-phase, second-phase or global-phase { ... }; rerank is NULL for the
- * first phase, which has no rerank-count. */
+ * first phase, which has no rerank-count; drop (the profile) is non-NULL for
+ * the first phase only, the one with a rank-score-drop-limit. */
 static int phase(struct rank_parser *p, const struct rank_tok *kw, struct rank_ast **expr_slot,
-                 int *rerank)
+                 int *rerank, struct rank_profile_decl *drop)
 {
 	struct rank_tok t;
 	int rc = expect(p, "{", "after the phase name");
@@ -724,6 +821,8 @@ static int phase(struct rank_parser *p, const struct rank_tok *kw, struct rank_a
 			rc = expression_def(p, &t, expr_slot);
 		else if (rerank && rank_tok_is(&t, "rerank-count"))
 			rc = rerank_count(p, rerank);
+		else if (drop && rank_tok_is(&t, "rank-score-drop-limit"))
+			rc = drop_limit(p, &t, drop);
 		else if (rank_tok_is(&t, "keep-rank-count") || rank_tok_is(&t, "rank-score-drop-limit") ||
 		         rank_tok_is(&t, "rerank-count"))
 			rc = rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED, "%s in %.*s is not supported",
@@ -732,7 +831,9 @@ static int phase(struct rank_parser *p, const struct rank_tok *kw, struct rank_a
 		else
 			rc = rank_parser_fail(p, &t, STRATA_PARSE,
 			                      "expected 'expression'%s or '}' in %.*s, found %s",
-			                      rerank ? ", 'rerank-count'" : "", (int)kw->len, kw->s,
+			                      rerank ? ", 'rerank-count'"
+			                             : ", 'rank-score-drop-limit'",
+			                      (int)kw->len, kw->s,
 			                      rank_tok_quote(&t));
 		if (rc)
 			return rc;
@@ -894,6 +995,31 @@ static int inputs(struct rank_parser *p, struct rank_profile_decl *pr)
 	return 0;
 }
 
+/* A constant's value read from a file: "file: path" (app.c reads it).
+ * Returns 0 when there was one, 1 when the value is written inline, or an
+ * error. */
+static int constant_file(struct rank_parser *p, struct rank_constant_decl *c)
+{
+	struct rank_lexer save = *p->lx;
+	struct rank_tok w, t;
+	rank_lex_next(p->lx, RANK_LEX_SCHEMA, &w);
+	rank_lex_peek(p->lx, RANK_LEX_SCHEMA, &t);
+	if (!rank_tok_is(&w, "file") || !rank_tok_is(&t, ":")) {
+		*p->lx = save;
+		return 1;
+	}
+	rank_lex_take(p->lx, &t);
+	rank_lex_word(p->lx, &w);
+	if (w.len == 0)
+		return rank_parser_fail(p, &w, STRATA_PARSE, "expected a file path after 'file:'");
+	rank_lex_take(p->lx, &w);
+	if (w.len > 4 && memcmp(w.s + w.len - 4, ".lz4", 4) == 0)
+		return rank_parser_fail(p, &w, STRATA_NOT_IMPLEMENTED,
+		                        "compressed constant files (.lz4) are not supported");
+	c->file_pos = rank_parser_pos(p, &w);
+	return (c->file = rank_parser_tokdup(p, &w)) != NULL ? 0 : STRATA_NOMEM;
+}
+
 static int constants(struct rank_parser *p, struct rank_profile_decl *pr)
 {
 	struct rank_tok nm;
@@ -907,8 +1033,12 @@ static int constants(struct rank_parser *p, struct rank_profile_decl *pr)
 			return rc;
 		c->pos = rank_parser_pos(p, &nm);
 		if ((rc = value_type(p, &c->type)) != 0 ||
-		    (rc = expect(p, ":", "before the constant's value")) != 0 ||
-		    (rc = value(p, &c->type, &c->cells, &c->ncells)) != 0)
+		    (rc = expect(p, ":", "before the constant's value")) != 0)
+			return rc;
+		rc = constant_file(p, c);
+		if (rc > 0)
+			rc = value(p, &c->type, &c->cells, &c->ncells);
+		if (rc)
 			return rc;
 	}
 	return 0;
@@ -921,19 +1051,178 @@ static const char *const ignored_profile_settings[] = {
 };
 
 static const char *const unsupported_profile_settings[] = {
-	"rank-properties", "match-phase", "diversity", "mutate", "strict", "rank", "rank-type",
+	"match-phase", "diversity", "mutate", "strict", "rank", "rank-type",
 	"weakand", "significance", "filter-threshold", "approximate-threshold",
 	"post-filter-threshold", "target-hits-max-adjustment-factor", "rank-features",
 	"ignore-default-rank-features", "constant", "macro", "second-phase-rerank-count",
 	"global-phase-rerank-count", "normalizer", "input", NULL,
 };
 
+/* A rank property that gives query input `name` its default. */
+struct prop {
+	struct rank_tok name;
+	double value;
+};
+
+/* The next blank-free word, across line breaks and comments. */
+static void next_word(struct rank_parser *p, struct rank_tok *w)
+{
+	struct rank_tok t;
+	rank_lex_peek(p->lx, RANK_LEX_SCHEMA, &t);
+	if (t.kind != RT_EOF) {
+		p->lx->off = (size_t)(t.s - p->lx->text);
+		p->lx->line = t.line;
+		p->lx->col = t.col;
+	}
+	rank_lex_word(p->lx, w);
+	rank_lex_take(p->lx, w);
+}
+
+/* One "key: value" of rank-properties { }.  Strata computes no rank feature
+ * that properties tune, so only query(name) and $name, a number input's
+ * default, are taken; the rest is refused by name. */
+static int rank_property(struct rank_parser *p, struct prop **props, int *n)
+{
+	struct rank_tok w, val;
+	next_word(p, &w);
+	size_t k = 0;
+	for (int depth = 0; k < w.len && !(w.s[k] == ':' && depth == 0); k++)
+		depth += (w.s[k] == '(') - (w.s[k] == ')');
+	struct rank_tok key = w, nm = w;
+	key.len = nm.len = k;
+	int rc;
+	if (k + 1 < w.len) {
+		val = w;
+		val.s += k + 1;
+		val.len -= k + 1;
+		val.col += (int)k + 1;
+	} else if (k == w.len && (rc = expect(p, ":", "after a rank property's name")) != 0) {
+		return rc;
+	} else {
+		next_word(p, &val);
+	}
+	if (key.len > 1 && key.s[0] == '$') {
+		nm.s++, nm.len--, nm.col++;
+	} else if (key.len > 7 && memcmp(key.s, "query(", 6) == 0 && key.s[key.len - 1] == ')') {
+		nm.s += 6, nm.len -= 7, nm.col += 6;
+	} else {
+		return rank_parser_fail(p, &key, STRATA_NOT_IMPLEMENTED,
+		                        "rank property '%.*s' is not supported: only query(name) and "
+		                        "$name, a query input's default, are",
+		                        (int)key.len, key.s);
+	}
+	char buf[64], *end;
+	double v = 0;
+	int ok = val.len > 0 && val.len < sizeof buf;
+	if (ok) {
+		memcpy(buf, val.s, val.len);
+		buf[val.len] = 0;
+		v = strtod(buf, &end);
+		ok = end == buf + val.len && isfinite(v);
+	}
+	if (!ok)
+		return rank_parser_fail(p, &val, STRATA_NOT_IMPLEMENTED,
+		                        "rank property '%.*s': only a number is supported (a tensor "
+		                        "default goes in inputs { })",
+		                        (int)key.len, key.s);
+	for (int i = 0; i < *n; i++)
+		if ((*props)[i].name.len == nm.len && memcmp((*props)[i].name.s, nm.s, nm.len) == 0)
+			return rank_parser_fail(p, &key, STRATA_TYPE, "rank property '%.*s' is given twice",
+			                        (int)key.len, key.s);
+	if ((rc = rank_parser_push(p, props, n, sizeof **props)) != 0)
+		return rc;
+	(*props)[*n - 1] = (struct prop){ nm, v };
+	return 0;
+}
+
+static int rank_properties(struct rank_parser *p, struct prop **props, int *n)
+{
+	int rc = expect(p, "{", "after 'rank-properties'");
+	while (!rc && !take_if(p, RANK_LEX_SCHEMA, "}")) {
+		struct rank_tok t;
+		rank_lex_peek(p->lx, RANK_LEX_SCHEMA, &t);
+		if (t.kind == RT_EOF)
+			return rank_parser_fail(p, &t, STRATA_PARSE,
+			                        "rank-properties is not closed: expected '}', found end "
+			                        "of file");
+		rc = rank_property(p, props, n);
+	}
+	return rc;
+}
+
+/* Give each input a property names its default: a number input declared
+ * without one, or a new number input. */
+static int apply_properties(struct rank_parser *p, struct rank_profile_decl *pr,
+                            const struct prop *props, int n)
+{
+	for (int i = 0; i < n; i++) {
+		const struct rank_tok *nm = &props[i].name;
+		int k = find_name(pr->inputs, pr->ninputs, sizeof *pr->inputs, nm), rc;
+		struct rank_input_decl *in;
+		if (k >= 0) {
+			in = &pr->inputs[k];
+			if (in->type.rank)
+				return rank_parser_fail(p, nm, STRATA_NOT_IMPLEMENTED,
+				                        "rank property for query(%s), a tensor: give its "
+				                        "default in inputs { }",
+				                        in->name);
+			if (in->has_default)
+				return rank_parser_fail(p, nm, STRATA_TYPE,
+				                        "query(%s) has a default in inputs { } already "
+				                        "(%d:%d)",
+				                        in->name, in->pos.line, in->pos.col);
+		} else {
+			in = add_named(p, &pr->inputs, &pr->ninputs, sizeof *pr->inputs, nm, &rc);
+			if (!in)
+				return rc;
+			in->pos = rank_parser_pos(p, nm);
+			in->type.cell = BASE_DT_DOUBLE;
+		}
+		if (!(in->dflt = base_alloc(sizeof *in->dflt)))
+			return rank_parser_nomem(p);
+		in->dflt[0] = props[i].value;
+		in->ncells = 1;
+		in->has_default = 1;
+	}
+	return 0;
+}
+
+static int profile_items(struct rank_parser *p, struct rank_profile_decl *pr,
+                         struct prop **props, int *nprops);
+
 static int profile_body(struct rank_parser *p, struct rank_profile_decl *pr)
+{
+	struct prop *props = NULL;
+	int n = 0;
+	int rc = profile_items(p, pr, &props, &n);
+	if (!rc)
+		rc = apply_properties(p, pr, props, n);
+	rank_vec_free(props, n, sizeof *props);
+	return rc;
+}
+
+/* Does t begin an item of a rank-profile?  A name first on its line does
+ * too: where a setting without braces that failed ends. */
+static int profile_item(const struct rank_tok *t)
+{
+	static const char *const items[] = {
+		"first-phase", "second-phase", "global-phase", "function", "inputs",
+		"rank-properties", "constants", "match-features", "summary-features", "onnx-model",
+		NULL,
+	};
+	return name_in(t, items) || name_in(t, ignored_profile_settings) ||
+	       name_in(t, unsupported_profile_settings) || (t->kind == RT_NAME && t->nl_before);
+}
+
+/* What a rank-profile's braces hold, up to its '}'. */
+static int profile_items(struct rank_parser *p, struct rank_profile_decl *pr,
+                         struct prop **props, int *nprops)
 {
 	struct rank_tok t;
 	unsigned seen = 0;
 	for (;;) {
 		int rc;
+		struct rank_lexer save = *p->lx;
 		rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
 		if (rank_tok_is(&t, "}"))
 			return 0;
@@ -942,23 +1231,23 @@ static int profile_body(struct rank_parser *p, struct rank_profile_decl *pr)
 		for (int i = 0; i < 3; i++)
 			if (rank_tok_is(&t, phases[i]))
 				ph = i;
-		if (ph >= 0) {
-			if (seen & (1u << ph))
-				return rank_parser_fail(p, &t, STRATA_TYPE,
-				                        "%s is given twice in rank-profile '%s'",
-				                        rank_tok_quote(&t),
-				                        pr->name);
+		if (ph >= 0 && (seen & (1u << ph))) {
+			rc = rank_parser_fail(p, &t, STRATA_TYPE, "%s is given twice in rank-profile '%s'",
+			                      rank_tok_quote(&t), pr->name);
+		} else if (ph >= 0) {
 			seen |= 1u << ph;
 			if (ph == 0)
-				rc = phase(p, &t, &pr->first_phase, NULL);
+				rc = phase(p, &t, &pr->first_phase, NULL, pr);
 			else if (ph == 1)
-				rc = phase(p, &t, &pr->second_phase, &pr->rerank_count);
+				rc = phase(p, &t, &pr->second_phase, &pr->rerank_count, NULL);
 			else
-				rc = phase(p, &t, &pr->global_phase, &pr->global_rerank_count);
+				rc = phase(p, &t, &pr->global_phase, &pr->global_rerank_count, NULL);
 		} else if (rank_tok_is(&t, "function")) {
 			rc = function(p, pr);
 		} else if (rank_tok_is(&t, "inputs")) {
 			rc = inputs(p, pr);
+		} else if (rank_tok_is(&t, "rank-properties")) {
+			rc = rank_properties(p, props, nprops);
 		} else if (rank_tok_is(&t, "constants")) {
 			rc = constants(p, pr);
 		} else if (rank_tok_is(&t, "match-features")) {
@@ -975,6 +1264,8 @@ static int profile_body(struct rank_parser *p, struct rank_profile_decl *pr)
 		} else {
 			rc = unexpected_in(p, &t, "rank-profile", pr->name);
 		}
+		if (rc && t.kind != RT_EOF)
+			rc = recover(p, rc, &save, profile_item);
 		if (rc)
 			return rc;
 	}
@@ -1034,8 +1325,8 @@ static int profile(struct rank_parser *p)
 /* ---- the schema ------------------------------------------------------------------------ */
 
 static const char *const unsupported_schema_items[] = {
-	"fieldset", "struct", "document-summary", "annotation", "import", "stemming", "index",
-	"raw-as-base64-in-summary", "constant", "model", "field", NULL,
+	"fieldset", "struct", "annotation", "import", "stemming", "index",
+	"raw-as-base64-in-summary", "constant", "model", NULL,
 };
 
 static int schema_body(struct rank_parser *p, const struct rank_tok *open)
@@ -1044,6 +1335,7 @@ static int schema_body(struct rank_parser *p, const struct rank_tok *open)
 	int have_doc = 0;
 	for (;;) {
 		int rc;
+		struct rank_lexer save = *p->lx;
 		rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
 		if (rank_tok_is(&t, "}"))
 			break;
@@ -1057,8 +1349,9 @@ static int schema_body(struct rank_parser *p, const struct rank_tok *open)
 		} else if (rank_tok_is(&t, "onnx-model")) {
 			rc = model(p, &p->sd->models, &p->sd->nmodels);
 		} else if (rank_tok_is(&t, "field")) {
-			rc = rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED,
-			                      "fields outside the document block are not supported");
+			rc = field(p, 1);
+		} else if (rank_tok_is(&t, "document-summary")) {
+			rc = rank_summary_parse(p, &t);
 		} else if (rank_tok_is(&t, "constant")) {
 			rc = rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED,
 			                      "schema-level constant blocks (constants read from files) are not supported; "
@@ -1072,7 +1365,16 @@ static int schema_body(struct rank_parser *p, const struct rank_tok *open)
 			                      p->sd->name);
 		} else {
 			rc = unexpected_in(p, &t, "schema", p->sd->name);
+			if (rc && p->errs && t.kind != RT_EOF) {
+				/* a stray token: note it and go on after it */
+				save = *p->lx;
+				save.off = (size_t)(t.s - save.text);
+				save.line = t.line;
+				save.col = t.col;
+			}
 		}
+		if (rc && t.kind != RT_EOF)
+			rc = recover(p, rc, &save, schema_item);
 		if (rc)
 			return rc;
 	}
@@ -1098,9 +1400,14 @@ static int schema(struct rank_parser *p)
 	if (!(p->sd->name = rank_parser_tokdup(p, &nm)))
 		return STRATA_NOMEM;
 	rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
-	if (rank_tok_is(&t, "inherits"))
-		return rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED,
-		                        "schema inheritance is not supported");
+	if (rank_tok_is(&t, "inherits")) {
+		if ((rc = rank_parser_expect_name(p, RANK_LEX_SCHEMA, &t, "a schema name")) != 0)
+			return rc;
+		p->sd->inherits_pos = rank_parser_pos(p, &t);
+		if (!(p->sd->inherits = rank_parser_tokdup(p, &t)))
+			return STRATA_NOMEM;
+		rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
+	}
 	if (!rank_tok_is(&t, "{"))
 		return rank_parser_fail(p, &t, STRATA_PARSE, "expected '{' after 'schema %s', found %s",
 		                        p->sd->name,
@@ -1110,6 +1417,13 @@ static int schema(struct rank_parser *p)
 
 int rank_sd_parse(const char *file, const char *text, size_t len, struct rank_sd **out,
                   struct strata_error *err)
+{
+	return rank_sd_parse_all(file, text, len, NULL, out, err);
+}
+
+int rank_sd_parse_all(const char *file, const char *text, size_t len,
+                      struct strata_errors *errs, struct rank_sd **out,
+                      struct strata_error *err)
 {
 	*out = NULL;
 	struct rank_sd *sd = base_calloc(1, sizeof *sd);
@@ -1122,8 +1436,16 @@ int rank_sd_parse(const char *file, const char *text, size_t len, struct rank_sd
 	/* Positions point at sd->file, which lives as long as the AST. */
 	struct rank_lexer lx;
 	rank_lex_init(&lx, sd->file, text, len);
-	struct rank_parser p = {&lx, err, sd, 0};
+	struct rank_parser p = { .lx = &lx, .err = err, .sd = sd, .errs = errs };
 	int rc = schema(&p);
+	if (rc && errs && rc != STRATA_NOMEM)
+		base_errs_add(errs, err);
+	if (p.first_rc && rc != STRATA_NOMEM) {
+		/* the first error is the one reported */
+		rc = p.first_rc;
+		if (err)
+			*err = p.first;
+	}
 	if (rc) {
 		rank_sd_free(sd);
 		return rc;

@@ -31,6 +31,14 @@ int rank_schema_field_index(const struct rank_schema *s, const char *name)
 	return -1;
 }
 
+const struct rank_summary_class *rank_schema_summary(const struct rank_schema *s, const char *name)
+{
+	for (int i = 0; i < s->sd->nclasses; i++)
+		if (strcmp(s->sd->classes[i].name, name) == 0)
+			return &s->sd->classes[i];
+	return NULL;
+}
+
 const struct rank_profile *rank_profile_find(const struct rank_schema *s, const char *name)
 {
 	for (int i = 0; i < s->nprofiles; i++)
@@ -52,6 +60,54 @@ int rank_profile_has_second_phase(const struct rank_profile *p)
 int rank_profile_rerank_count(const struct rank_profile *p)
 {
 	return p->rerank;
+}
+
+int rank_profile_has_global_phase(const struct rank_profile *p)
+{
+	return p->has_global;
+}
+
+int rank_profile_global_rerank_count(const struct rank_profile *p)
+{
+	return p->global_rerank;
+}
+
+int rank_profile_drop_limit(const struct rank_profile *p, double *limit)
+{
+	if (!p->decl->has_drop_limit)
+		return 0;
+	*limit = p->decl->drop_limit;
+	return 1;
+}
+
+/* Does prog read query input i? */
+static int reads_input(const struct rank_prog *prog, int i)
+{
+	for (int k = 0; k < prog->ncode; k++)
+		if (prog->code[k].op == RANK_OP_QUERY && prog->code[k].a == i)
+			return 1;
+	return 0;
+}
+
+void rank_profile_mark_inputs(struct rank_profile *p)
+{
+	for (int i = 0; i < p->ninputs; i++) {
+		struct rank_input_info *in = &p->inputs[i];
+		in->has_default = p->decl->inputs[i].has_default;
+		int used = reads_input(&p->first, i) || reads_input(&p->second, i) ||
+		           reads_input(&p->global, i);
+		for (int k = 0; k < p->nnorms && !used; k++)
+			used = reads_input(&p->norms[k].arg, i);
+		for (int k = 0; k < p->nmatch && !used; k++)
+			used = reads_input(&p->match[k], i);
+		for (int k = 0; k < p->nsummary && !used; k++)
+			used = reads_input(&p->summary[k], i);
+		for (int m = 0; m < p->nmodels && !used; m++)
+			if (p->models[m].state == 2)
+				for (int k = 0; k < p->models[m].nin && !used; k++)
+					used = reads_input(&p->models[m].src[k], i);
+		in->required = used && !in->has_default && in->rank > 0;
+	}
 }
 
 int rank_profile_ninputs(const struct rank_profile *p)

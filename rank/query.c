@@ -49,6 +49,8 @@ static void query_reset(struct rank_query *q)
 	}
 	for (int i = 0; i < p->sd->nfields; i++)
 		q->nn_input[i] = -1;
+	for (int i = 0; i < p->ninputs; i++)
+		q->given[i] = 0;
 	base_arena_reset(&q->arena);
 	q->docs = NULL;
 	q->lid = 0;
@@ -76,6 +78,11 @@ static void query_destroy(struct rank_query *q)
 		base_free(q->models, ((size_t)p->nmodels + 1) * sizeof *q->models);
 	}
 	base_free(q->nn_input, ((size_t)p->sd->nfields + 1) * sizeof *q->nn_input);
+	base_free(q->given, ((size_t)p->ninputs + 1) * sizeof *q->given);
+	if (q->norm_vals)
+		base_free(q->norm_vals, q->norm_cap * sizeof *q->norm_vals);
+	if (q->norm_order)
+		base_free(q->norm_order, q->order_cap * sizeof *q->norm_order);
 	base_free(q->stack, q->nstack * sizeof *q->stack);
 	base_arena_free(&q->arena);
 	base_free(q, sizeof *q);
@@ -184,10 +191,13 @@ int rank_query_new(const struct rank_profile *p, struct rank_query **out, struct
 	base_arena_init(&q->arena, 1 << 16);
 	q->inputs = base_calloc((size_t)p->ninputs + 1, sizeof *q->inputs);
 	q->nn_input = base_calloc((size_t)p->sd->nfields + 1, sizeof *q->nn_input);
+	q->given = base_calloc((size_t)p->ninputs + 1, sizeof *q->given);
 	q->models = base_calloc((size_t)p->nmodels + 1, sizeof *q->models);
 	/* Every program can be active at most once at a time (models cannot
 	 * depend on themselves), so the sum of their frames bounds the stack. */
-	size_t slots = prog_slots(&p->first) + prog_slots(&p->second) + 1;
+	size_t slots = prog_slots(&p->first) + prog_slots(&p->second) + prog_slots(&p->global) + 1;
+	for (int i = 0; i < p->nnorms; i++)
+		slots += prog_slots(&p->norms[i].arg);
 	for (int i = 0; i < p->nmatch; i++)
 		slots += prog_slots(&p->match[i]);
 	for (int i = 0; i < p->nsummary; i++)
@@ -198,7 +208,7 @@ int rank_query_new(const struct rank_profile *p, struct rank_query **out, struct
 				slots += prog_slots(&p->models[m].src[i]);
 	q->nstack = q->nslots = slots;
 	q->stack = base_calloc(slots, sizeof *q->stack);
-	if (!q->inputs || !q->nn_input || !q->models || !q->stack) {
+	if (!q->inputs || !q->nn_input || !q->given || !q->models || !q->stack) {
 		query_destroy(q);
 		return base_nomem(err, "query");
 	}
@@ -256,6 +266,22 @@ int rank_query_set_input(struct rank_query *q, const char *name, const double *c
 		                "query(%s) takes %zu cells, %zu were given", name,
 		                q->p->inputs[i].ncells, n);
 	memcpy(q->inputs[i], cells, n * sizeof *cells);
+	q->given[i] = 1;
+	return 0;
+}
+
+/* Every input the profile requires was given. */
+static int check_inputs(struct rank_query *q, struct strata_error *err)
+{
+	const struct rank_profile *p = q->p;
+	for (int i = 0; i < p->ninputs; i++)
+		if (p->inputs[i].required && !q->given[i]) {
+			const struct rank_pos *pos = &p->decl->inputs[i].pos;
+			return base_err(err, STRATA_INVALID_ARGUMENT,
+			                "query(%s) is not given, and profile '%s' declares no default "
+			                "for it (%s:%d:%d)",
+			                p->inputs[i].name, p->decl->name, pos->file, pos->line, pos->col);
+		}
 	return 0;
 }
 
@@ -283,6 +309,11 @@ int rank_query_set_nn(struct rank_query *q, const char *field, const char *input
 		return base_err(err, STRATA_TYPE,
 		                "nearestNeighbor: query(%s) and field '%s' differ in shape", input,
 		                field);
+	if (!q->given[i] && !in->has_default)
+		return base_err(err, STRATA_INVALID_ARGUMENT,
+		                "nearestNeighbor: query(%s) is not given, and profile '%s' declares "
+		                "no default for it",
+		                input, p->decl->name);
 	q->nn_input[f] = i;
 	return 0;
 }
@@ -319,10 +350,13 @@ int rank_query_first_phase(struct rank_query *q, const struct rank_docs *d, cons
 	q->docs = d;
 	q->cand = -1;
 	q->ncand_lookup = 0;
+	int rc = check_inputs(q, err);
+	if (rc)
+		return rc;
 	for (size_t i = 0; i < n; i++) {
 		struct rank_val v;
 		begin_doc(q, lids[i], 0.0);
-		int rc = rank_vm_run(q, &q->p->first, &v, err);
+		rc = rank_vm_run(q, &q->p->first, &v, err);
 		if (rc)
 			return rc;
 		scores[i] = v.num;
@@ -366,6 +400,122 @@ int rank_query_second_phase(struct rank_query *q, const struct rank_docs *d, con
 	}
 	q->cand = -1;
 	return rc;
+}
+
+/* ---- the global phase ----------------------------------------------------------- */
+
+/* Grow *buf (of *cap elements of size elem) to hold n. */
+static int grow_to(void **buf, size_t *cap, size_t n, size_t elem, struct strata_error *err)
+{
+	if (n <= *cap)
+		return 0;
+	void *b = base_realloc(*buf, *cap * elem, n * elem);
+	if (!b)
+		return base_nomem(err, "global phase of %zu hits", n);
+	*buf = b;
+	*cap = n;
+	return 0;
+}
+
+/* Map v[0..n) linearly onto [0, 1]: the lowest to 0, the highest to 1 (all
+ * equal: 0.5), as Vespa's normalize_linear does; NaN stays NaN. */
+static void normalize_linear(double *v, size_t n)
+{
+	double lo = INFINITY, hi = -INFINITY;
+	for (size_t i = 0; i < n; i++) {
+		if (isnan(v[i]))
+			continue;
+		lo = v[i] < lo ? v[i] : lo;
+		hi = v[i] > hi ? v[i] : hi;
+	}
+	double scale = hi > lo && isfinite(hi - lo) ? 1.0 / (hi - lo) : 0.0;
+	double mid = scale > 0 ? lo + (hi - lo) * 0.5 : 0.0;
+	for (size_t i = 0; i < n; i++)
+		if (!isnan(v[i]))
+			v[i] = scale > 0 ? 0.5 + (v[i] - mid) * scale : 0.5;
+}
+
+/* Candidates by value, highest first, NaN last, ties by position (an
+ * stable merge sort over indexes, tmp as scratch). */
+static void order_desc(const double *v, size_t *idx, size_t *tmp, size_t n)
+{
+	if (n < 2)
+		return;
+	size_t h = n / 2;
+	order_desc(v, idx, tmp, h);
+	order_desc(v, idx + h, tmp, n - h);
+	size_t i = 0, j = h, k = 0;
+	while (i < h && j < n) {
+		double a = v[idx[i]], b = v[idx[j]];
+		int take_b = !isnan(b) && (isnan(a) || b > a);
+		tmp[k++] = take_b ? idx[j++] : idx[i++];
+	}
+	while (i < h)
+		tmp[k++] = idx[i++];
+	while (j < n)
+		tmp[k++] = idx[j++];
+	memcpy(idx, tmp, n * sizeof *idx);
+}
+
+/* reciprocal_rank: v[i] becomes 1 / (k + rank of v[i]), ranks from 1. */
+static void reciprocal_rank(double *v, size_t n, double k, size_t *order)
+{
+	size_t *idx = order, *tmp = order + n;
+	for (size_t i = 0; i < n; i++)
+		idx[i] = i;
+	order_desc(v, idx, tmp, n);
+	/* tmp, free again, takes each candidate's rank. */
+	for (size_t r = 0; r < n; r++)
+		tmp[idx[r]] = r + 1;
+	for (size_t i = 0; i < n; i++)
+		v[i] = 1.0 / (k + (double)tmp[i]);
+}
+
+int rank_query_global_phase(struct rank_query *q, const struct rank_docs *d, const uint32_t *lids,
+                            const double *first, size_t n, double *scores,
+                            struct strata_error *err)
+{
+	const struct rank_profile *p = q->p;
+	q->docs = d;
+	q->cand = -1;
+	q->ncand_lookup = 0;
+	if (!p->has_global) {
+		for (size_t i = 0; i < n; i++)
+			scores[i] = first ? first[i] : 0.0;
+		return 0;
+	}
+	size_t nn = (size_t)p->nnorms;
+	int rc;
+	if (nn && ((rc = grow_to((void **)&q->norm_vals, &q->norm_cap, nn * n, sizeof(double),
+	                         err)) ||
+	           (rc = grow_to((void **)&q->norm_order, &q->order_cap, 2 * n, sizeof(size_t),
+	                         err))))
+		return rc;
+	q->norm_n = n;
+	for (size_t k = 0; k < nn; k++) {
+		const struct rank_norm *nm = &p->norms[k];
+		double *v = q->norm_vals + k * n;
+		for (size_t i = 0; i < n; i++) {
+			struct rank_val r;
+			begin_doc(q, lids[i], first ? first[i] : 0.0);
+			if ((rc = rank_vm_run(q, &nm->arg, &r, err)))
+				return rc;
+			v[i] = r.num;
+		}
+		if (nm->kind == RANK_NORM_LINEAR)
+			normalize_linear(v, n);
+		else
+			reciprocal_rank(v, n, nm->k, q->norm_order);
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct rank_val r;
+		begin_doc(q, lids[i], first ? first[i] : 0.0);
+		q->gcand = i;
+		if ((rc = rank_vm_run(q, &p->global, &r, err)))
+			return rc;
+		scores[i] = r.num;
+	}
+	return 0;
 }
 
 int rank_query_features(struct rank_query *q, const struct rank_docs *d, uint32_t lid, double first,

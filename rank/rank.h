@@ -50,6 +50,39 @@ enum rank_field_type {
 	RANK_FT_DOUBLE,
 	RANK_FT_BOOL,
 	RANK_FT_TENSOR,
+	RANK_FT_ARRAY,  /* array<T> */
+	RANK_FT_WSET,   /* weightedset<T>: keys of T, each with an int weight */
+	RANK_FT_MAP,    /* map<K,V> */
+	RANK_FT_STRUCT, /* a struct the document declares */
+};
+
+struct rank_struct;
+
+/* Settings of a weighted set field: create-if-nonexistent makes the key
+ * an increment or decrement (a "match" update) names when it is missing;
+ * remove-if-zero drops a key an update leaves with weight 0. */
+enum { RANK_WSET_CREATE_IF_NONEXISTENT = 1, RANK_WSET_REMOVE_IF_ZERO = 2 };
+
+/* The type of a collection or struct value, a tree: the elements of an
+ * array or weighted set, the keys and values of a map, the fields of a
+ * struct.  Leaves are the simple types (STRING to BOOL). */
+struct rank_vtype {
+	int type;                      /* enum rank_field_type, never TENSOR */
+	const struct rank_vtype *elem; /* ARRAY, WSET: the elements; MAP: the values */
+	const struct rank_vtype *key;  /* MAP: the keys (a simple type) */
+	const struct rank_struct *st;  /* STRUCT */
+};
+
+struct rank_struct_field {
+	const char *name;
+	const struct rank_vtype *type;
+};
+
+/* struct name { field a type T {} ... } inside a document. */
+struct rank_struct {
+	const char *name;
+	int nfields;
+	const struct rank_struct_field *fields;
 };
 
 enum rank_distance {
@@ -71,6 +104,11 @@ struct rank_field {
 	const char *dim_names[RANK_MAX_RANK];
 	int distance_metric; /* enum rank_distance (attribute { distance-metric: ... }) */
 	int line, col;       /* where it is declared */
+	const struct rank_vtype *vtype; /* ARRAY, WSET, MAP, STRUCT: the whole type; else NULL */
+	int wset_flags;      /* WSET: RANK_WSET_* (weightedset { ... } settings) */
+	int source;          /* a field outside the document block: the index of the field
+	                        its indexing reads ("input g"), whose value it takes when a
+	                        document is fed; -1 for document fields */
 };
 
 struct rank_app;
@@ -91,15 +129,32 @@ int rank_app_load(const char *appdir, struct rank_app **out, struct strata_error
  * path the same file joined to the application folder.  It returns what
  * runtime_model_load(path) would (the engine answers from its compiled
  * contexts when it can); the application frees the model. */
+struct rank_input_info;
 struct rank_loader {
 	int (*load)(void *ud, const char *file, const char *path, struct rt_model **out,
 	            struct strata_error *err);
 	void *ud;
+	/* Read the constant of file path (a constants { c TYPE: file: F }
+	 * entry's F joined to the application folder) into shape->ncells double
+	 * cells, row-major, of the dense shape given (its name is the
+	 * constant's).  Returns 0 or an error with a message naming the file;
+	 * ENOENT becomes STRATA_NOT_FOUND.  NULL: such a constant is refused
+	 * with STRATA_NOT_IMPLEMENTED. */
+	int (*load_constant)(void *ud, const char *path, const struct rank_input_info *shape,
+	                     double *cells, struct strata_error *err);
 };
 
-/* rank_app_load with the models from loader (NULL: runtime_model_load). */
+/* rank_app_load with the models and constant files from loader (NULL:
+ * runtime_model_load, and no constant files). */
 int rank_app_load_with(const char *appdir, const struct rank_loader *loader,
                        struct rank_app **out, struct strata_error *err);
+/* rank_app_load_with that, when errs is not NULL, goes on after an error
+ * and lists every one it finds there, as struct strata_errors (strata.h)
+ * says; it returns the first error's code with that error in err (out of
+ * memory stops it at once and is the one reported). */
+int rank_app_load_all(const char *appdir, const struct rank_loader *loader,
+                      struct strata_errors *errs, struct rank_app **out,
+                      struct strata_error *err);
 /* Free the application, its models and every retired query.  No query may
  * be live. */
 void rank_app_free(struct rank_app *app);
@@ -124,12 +179,37 @@ int rank_schema_nfields(const struct rank_schema *s);
 const struct rank_field *rank_schema_field(const struct rank_schema *s, int i);
 int rank_schema_field_index(const struct rank_schema *s, const char *name); /* -1 if none */
 
+/* A document-summary class: the fields a hit shows, each an output name
+ * and the index of the schema field whose value it shows.  "default" always
+ * exists: the fields with summary in their indexing (or a summary setting),
+ * in declaration order. */
+struct rank_summary_field {
+	const char *name;
+	int field;
+};
+struct rank_summary_class {
+	const char *name;
+	int nfields;
+	const struct rank_summary_field *fields;
+	int omit_summary_features; /* omit-summary-features */
+};
+/* The class called name, NULL if none. */
+const struct rank_summary_class *rank_schema_summary(const struct rank_schema *s, const char *name);
+
 /* The profile called name ("default" always exists: first-phase 0 unless the
  * schema defines it).  NULL if none. */
 const struct rank_profile *rank_profile_find(const struct rank_schema *s, const char *name);
 const char *rank_profile_name(const struct rank_profile *p);
 int rank_profile_has_second_phase(const struct rank_profile *p);
 int rank_profile_rerank_count(const struct rank_profile *p); /* default 100 */
+/* The global phase: evaluated after the second phase over the best
+ * rank_profile_global_rerank_count(p) hits (default 100) of the whole
+ * result, see rank_query_global_phase. */
+int rank_profile_has_global_phase(const struct rank_profile *p);
+int rank_profile_global_rerank_count(const struct rank_profile *p);
+/* first-phase { rank-score-drop-limit: X }: 1 and *limit = X when set (a
+ * hit whose first-phase score is X or less, or NaN, is dropped), else 0. */
+int rank_profile_drop_limit(const struct rank_profile *p, double *limit);
 
 /* Declared query inputs of a profile: name (as in query(name)), shape (rank 0
  * for a number), and the number of cells. */
@@ -139,6 +219,9 @@ struct rank_input_info {
 	int64_t dims[RANK_MAX_RANK];
 	const char *dim_names[RANK_MAX_RANK];
 	size_t ncells;
+	int has_default;     /* the declaration gives a value */
+	int required;        /* a tensor the profile reads with no default: a query
+	                        that leaves it out fails (a number defaults to 0) */
 };
 int rank_profile_ninputs(const struct rank_profile *p);
 const struct rank_input_info *rank_profile_input(const struct rank_profile *p, int i);
@@ -168,16 +251,20 @@ int rank_query_new(const struct rank_profile *p, struct rank_query **out, struct
 void rank_query_free(struct rank_query *q);
 
 /* Give query(name) a value: n cells in row-major order (n must equal the
- * declared ncells).  Inputs not given take their declared default (zeros
- * when there is none).  Returns 0, STRATA_NOT_FOUND (not declared),
- * STRATA_INVALID_ARGUMENT (wrong number of cells). */
+ * declared ncells).  Inputs not given take their declared default; a number
+ * with none is 0, and a tensor with none that the profile reads makes the
+ * first phase fail with STRATA_INVALID_ARGUMENT naming it.  Returns 0,
+ * STRATA_NOT_FOUND (not declared), STRATA_INVALID_ARGUMENT (wrong number of
+ * cells). */
 int rank_query_set_input(struct rank_query *q, const char *name, const double *cells, size_t n,
                          struct strata_error *err);
 
 /* Declare the query's nearestNeighbor item: field (a tensor attribute) is
  * compared with query(input).  closeness(field, f) and distance(field, f)
- * refer to it.  Returns 0, STRATA_NOT_FOUND (unknown field or input),
- * STRATA_TYPE (not a tensor attribute, or shapes differ). */
+ * refer to it.  Call it after the inputs are set.  Returns 0,
+ * STRATA_NOT_FOUND (unknown field or input), STRATA_TYPE (not a tensor
+ * attribute, or shapes differ), STRATA_INVALID_ARGUMENT (the input was not
+ * given and declares no default). */
 int rank_query_set_nn(struct rank_query *q, const char *field, const char *input,
                       struct strata_error *err);
 
@@ -186,7 +273,8 @@ int rank_query_set_nn(struct rank_query *q, const char *field, const char *input
 double rank_query_nn_distance(struct rank_query *q, const struct rank_docs *d, uint32_t lid);
 
 /* First phase for n documents: scores[i] for lids[i].  Returns 0,
- * STRATA_RUNTIME (a model failed), STRATA_NOMEM. */
+ * STRATA_INVALID_ARGUMENT (a required input was not given: see
+ * rank_query_set_input), STRATA_RUNTIME (a model failed), STRATA_NOMEM. */
 int rank_query_first_phase(struct rank_query *q, const struct rank_docs *d, const uint32_t *lids,
                            size_t n, double *scores, struct strata_error *err);
 
@@ -194,6 +282,20 @@ int rank_query_first_phase(struct rank_query *q, const struct rank_docs *d, cons
  * first[i] (the firstPhase feature).  Models with a symbolic batch dimension
  * run once for all n.  Returns 0, STRATA_RUNTIME, STRATA_NOMEM. */
 int rank_query_second_phase(struct rank_query *q, const struct rank_docs *d, const uint32_t *lids,
+                            const double *first, size_t n, double *scores,
+                            struct strata_error *err);
+
+/* Global phase for the n best hits of the result (after the second phase,
+ * best first; lids[i] with first-phase score first[i]), all at once: each
+ * normalizer's argument (normalize_linear, reciprocal_rank,
+ * reciprocal_rank_fusion) is evaluated for every one of them and normalized
+ * over them, then the expression gives scores[i].  normalize_linear maps the
+ * candidates' values linearly onto [0, 1] (all equal: 0.5 each);
+ * reciprocal_rank(x, k) is 1 / (k + r), r the 1-based rank of x among them,
+ * highest first (ties by position in lids, NaN last), k 60 by default.
+ * With no global phase, scores are the first-phase scores.  Returns 0,
+ * STRATA_RUNTIME, STRATA_NOMEM. */
+int rank_query_global_phase(struct rank_query *q, const struct rank_docs *d, const uint32_t *lids,
                             const double *first, size_t n, double *scores,
                             struct strata_error *err);
 

@@ -29,10 +29,14 @@ struct cc {
 	struct rank_prog *prog;
 	struct strata_error *err;
 	int allow_first; /* firstPhase is valid here */
+	int too_long;    /* emit failed at MAX_CODE, not for want of memory */
+	int global;      /* 1: the global phase (normalizers allowed); 2: a normalizer's argument */
 	/* rank_cc_compile: how compile_base.c and compile_tensor.c compile
 	 * the expressions inside theirs */
 	int (*compile)(struct cc *c, const struct env *env, const struct rank_ast *a, int *type);
 };
+
+#define MAX_CODE (1 << 20) /* instructions in one program */
 
 /* The type at index t of the profile's table. */
 static inline const struct rank_type *T(struct cc *c, int t)
@@ -49,14 +53,16 @@ static inline int mapped(struct cc *c, int t)
 /* compile_base.c.  An error at a's position; returns code. */
 int rank_cc_at(struct cc *c, const struct rank_ast *a, int code, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
-/* STRATA_NOMEM for the profile being compiled. */
+/* STRATA_NOMEM for the profile being compiled, or STRATA_LIMIT when the
+ * last emit failed because the program reached MAX_CODE instructions. */
 int rank_cc_nomem(struct cc *c);
 /* A copy of s in the profile's pool (a dimension name a type keeps); NULL
  * when memory runs out. */
 char *rank_cc_pool_str(struct cc *c, const char *s);
 /* Add t (borrowed names) to p's type table; its index, or -1 (no memory). */
 int rank_cc_add_type(struct rank_profile *p, const struct rank_type *t);
-/* Emit one instruction; its index, or -1 (no memory). */
+/* Emit one instruction; its index, or -1 (no memory, or MAX_CODE reached:
+ * rank_cc_nomem tells which). */
 int rank_cc_emit(struct cc *c, int op, int a, int b, int cc_, int d, int e, int t, double k);
 #define EMIT(c, ...) do { if (rank_cc_emit(c, __VA_ARGS__) < 0) return rank_cc_nomem(c); } while (0)
 /* The type of join(x, y) (dimensions by name), and its cell type. */

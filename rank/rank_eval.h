@@ -1,6 +1,6 @@
 /*
  * rank_eval.h: the evaluation back end of rank/ (fn.c, compile_base.c,
- * compile.c, compile_tensor.c, explain.c, literal.c, vm.c, tensor.c,
+ * compile.c, compile_tensor.c, gbdt.c, explain.c, literal.c, vm.c, tensor.c,
  * tensor_sparse.c, model.c, query.c, profile.c, app.c), private to those
  * files and to the tests that look inside it.
  *
@@ -15,8 +15,9 @@
  * the models (model.c); model.c runs model inputs on the VM; the VM reads
  * model outputs only through the query's model_value; compile.c uses
  * compile_tensor.c, both compile_base.c, and the tensor constructs
- * literal.c; the VM uses tensor_sparse.c, which uses tensor.c.  fn.c uses
- * nothing of rank/, tensor.c only type.c's helpers; profile.c only reads.
+ * literal.c; compile.c has gbdt.c turn tree models into expressions; the
+ * VM uses tensor_sparse.c, which uses tensor.c.  fn.c uses nothing of
+ * rank/, tensor.c only type.c's helpers; profile.c only reads.
  */
 #ifndef RANK_EVAL_H
 #define RANK_EVAL_H
@@ -80,13 +81,16 @@ struct rt_ctx;
  *                              pop the n computed labels of address a
  *                              (the profile's peeks), pop a tensor, push
  *                              its slice at the address
+ * NORM       a=normalizer      push the value of the profile's normalizer a
+ *                              for the current global-phase candidate (its
+ *                              argument's value normalized over all of them)
  */
 enum rank_opcode {
 	RANK_OP_NUM = 1, RANK_OP_ATTR, RANK_OP_QUERY, RANK_OP_CONST, RANK_OP_FIRST, RANK_OP_GET,
 	RANK_OP_SET, RANK_OP_UN, RANK_OP_BIN, RANK_OP_JUMPF, RANK_OP_JUMP, RANK_OP_RET, RANK_OP_MAP,
 	RANK_OP_JOIN, RANK_OP_REDUCE, RANK_OP_DOT, RANK_OP_CLOSE, RANK_OP_ONNX, RANK_OP_CONCAT,
 	RANK_OP_LIT, RANK_OP_GEN, RANK_OP_SMAP, RANK_OP_SJOIN, RANK_OP_SREDUCE,
-	RANK_OP_SMERGE, RANK_OP_PEEK, RANK_OP_SCONCAT, RANK_OP_COUNT_
+	RANK_OP_SMERGE, RANK_OP_PEEK, RANK_OP_SCONCAT, RANK_OP_NORM, RANK_OP_COUNT_
 };
 
 /* vm.c: the opcode's name ("NUM", "ONNX"), "?" for none. */
@@ -146,6 +150,17 @@ struct rank_cmodel {
 	int batched;                 /* second phase may run it once for all candidates */
 };
 
+/* A cross-hit normalizer of the global phase: normalize_linear(arg) or
+ * reciprocal_rank(arg, k) (reciprocal_rank_fusion(a, b) is the sum of one
+ * per argument).  arg is a program of its own, run for every candidate
+ * before the global-phase program, which reads the results through NORM. */
+enum rank_norm_kind { RANK_NORM_LINEAR = 1, RANK_NORM_RECIPROCAL };
+struct rank_norm {
+	int kind;
+	double k;                    /* RECIPROCAL: 1 / (k + rank) */
+	struct rank_prog arg;
+};
+
 struct rank_schema;
 struct rank_qpool;
 
@@ -156,8 +171,11 @@ struct rank_profile {
 	struct base_arena pool;      /* types and names made by the compiler */
 	struct rank_type *types;
 	int ntypes, captypes;
-	struct rank_prog first, second;
-	int has_first, has_second;
+	struct rank_prog first, second, global;
+	int has_first, has_second, has_global;
+	int nnorms;                  /* the global phase's normalizers */
+	struct rank_norm *norms;
+	int global_rerank;           /* global-phase rerank-count (100 by default) */
 	int nmatch, nsummary;
 	struct rank_prog *match, *summary;
 	int nmodels;                 /* profile-level, then schema-level models */
@@ -217,6 +235,9 @@ struct rank_models {
 int rank_profile_compile(struct rank_profile *p, const struct rank_schema *s,
                          const struct rank_profile_decl *d, const struct rank_models *models,
                          struct strata_error *err);
+/* profile.c: fill has_default and required of p's inputs (rank.h) from
+ * its compiled programs; app.c calls it once p compiled. */
+void rank_profile_mark_inputs(struct rank_profile *p);
 /* Free what rank_profile_compile made in p, compiled or half-made, and
  * zero it. */
 void rank_profile_release(struct rank_profile *p);
@@ -387,6 +408,13 @@ struct rank_query {
 	long serial;                 /* bumped per document evaluation */
 	long cand;                   /* candidate index during second phase, else -1 */
 	int ncand_lookup;            /* features: look model outputs up in the cache */
+	size_t gcand;                /* global phase: the candidate NORM reads */
+	size_t norm_n;               /* global phase: candidates per normalizer */
+	double *norm_vals;           /* nnorms x norm_n normalized values */
+	size_t norm_cap;             /* doubles */
+	size_t *norm_order;          /* reciprocal_rank's sort of the candidates */
+	size_t order_cap;
+	int *given;                  /* per profile input: set by the query */
 	struct rank_query *next;     /* retired: the one below it in its profile's pool */
 };
 
@@ -428,6 +456,29 @@ void rank_qmodel_release(struct rank_query *q, int m);
  * its buffers stay.  Taken back: a context again, nothing cached. */
 void rank_qmodel_retire(struct rank_query *q, int m);
 int rank_qmodel_reuse(struct rank_query *q, int m, struct strata_error *err);
+/* gbdt.c: a LightGBM or XGBoost model, read for one lightgbm("f.json") or
+ * xgboost("f.json") call of a profile, as an expression over its features:
+ * body names feature i by names[i]; features[i] is that name parsed as an
+ * expression (positioned at the call).  compile.c evaluates each feature
+ * once into a local and binds the names to them. */
+struct rank_gbdt {
+	int nfeatures, capfeatures;
+	char **names;
+	struct rank_ast **features;
+	struct rank_ast *body;
+	struct base_arena arena;      /* body and names */
+};
+/* Read the model file that call (lightgbm("f") or xgboost("f")) names, from
+ * the models folder beside the schemas folder of sdfile.  Returns 0 and
+ * *out (rank_gbdt_free), or STRATA_TYPE (a bad call or feature name),
+ * STRATA_NOT_FOUND (no such file), STRATA_PARSE (not JSON: "model
+ * file:line:col: ..."; not a model dump), STRATA_NOT_IMPLEMENTED
+ * (multiclass, unsupported splits), STRATA_LIMIT, STRATA_NOMEM; other
+ * messages begin with the call's "file:line:col: ". */
+int rank_gbdt_load(const char *sdfile, const struct rank_ast *call, struct rank_gbdt **out,
+                   struct strata_error *err);
+void rank_gbdt_free(struct rank_gbdt *g);
+
 /* query.c: evaluate prog (compiled with rank_expr_compile against q's profile)
  * for document lid; the result lives until the next evaluation (tests). */
 int rank_query_eval(struct rank_query *q, const struct rank_prog *prog, const struct rank_docs *d,

@@ -14,6 +14,7 @@
  *   compile_base.c   the compiler's errors, type table and emission;
  *   compile_tensor.c its tensor constructs (rename, concat, merge, slices,
  *                    literals, generators, ...)
+ *   gbdt.c           lightgbm()/xgboost() model dumps -> expressions for it
  *   explain.c        the EXPLAIN dump of compiled programs
  *   literal.c        the values of tensor literals, made when a profile compiles
  *   vm.c             runs programs; tensor.c is the dense tensor algebra,
@@ -119,7 +120,9 @@ struct rank_constant_decl {  /* constants { name type: value } or constant name 
 	struct rank_type type;
 	double *cells;           /* ncells values (read from file: when given) */
 	size_t ncells;
+	char *file;              /* "file: path" (relative to the application folder), or NULL */
 	struct rank_pos pos;
+	struct rank_pos file_pos; /* of the path */
 };
 
 struct rank_model_input {    /* input "name": source */
@@ -152,6 +155,8 @@ struct rank_profile_decl {
 	struct rank_function_decl *functions;
 	struct rank_model_decl *models;
 	struct rank_ast *first_phase;   /* NULL when not set (here or inherited) */
+	int has_drop_limit;             /* first-phase { rank-score-drop-limit } given */
+	double drop_limit;              /* hits scoring <= this (or NaN) are dropped */
 	struct rank_ast *second_phase;
 	int rerank_count;               /* -1 when not set */
 	struct rank_ast *global_phase;
@@ -159,6 +164,44 @@ struct rank_profile_decl {
 	int nmatch_features, nsummary_features;
 	struct rank_ast **match_features;   /* each with text = the feature's name */
 	struct rank_ast **summary_features;
+	struct rank_pos pos;
+	int unresolved;                 /* its inheritance failed (rank_sd_resolve_all) */
+};
+
+/* ---- documents: structs, collection types, summaries (fields.c) ---------- */
+
+/* A type node as parsed: a struct type names its struct, found once the
+ * application's documents are known (structs may come from an inherited
+ * document). */
+struct rank_vtype_decl {
+	struct rank_vtype pub;
+	char *struct_name;        /* STRUCT: the name written */
+	struct rank_pos pos;
+};
+
+struct rank_struct_decl {
+	struct rank_struct pub;   /* name and fields point into the members below */
+	char *name;
+	int nfields;
+	struct rank_struct_field *fields; /* names owned, types in rank_sd.vtypes */
+	struct rank_pos pos;
+};
+
+/* summary NAME { source: g } in a document-summary or a field; a field
+ * outside the document block's "indexing: input g". */
+struct rank_source_decl {
+	char *name;               /* the summary field, or the field outside the document */
+	char *source;             /* the field read (NULL: the field called name) */
+	struct rank_pos pos;
+};
+
+struct rank_summary_decl {   /* document-summary name inherits p { ... } */
+	char *name;
+	char *inherits;           /* NULL when none */
+	struct rank_pos inherits_pos;
+	int nfields;
+	struct rank_source_decl *fields;
+	int omit_summary_features;
 	struct rank_pos pos;
 };
 
@@ -177,7 +220,41 @@ struct rank_sd {
 	struct rank_profile_decl *profiles;
 	struct rank_pos pos;
 	int resolved;                   /* rank_sd_resolve() ran (it runs once) */
+	/* Documents (fields.c).  fields[] first holds the document's own
+	 * fields, then the fields outside the document block; inheritance
+	 * (rank_sd_inherit) appends what the parents have. */
+	char *inherits;                 /* schema a inherits b: b, or NULL */
+	struct rank_pos inherits_pos;
+	int ndoc_inherits;              /* document a inherits b, c (names, positions) */
+	struct rank_source_decl *doc_inherits;
+	int nvtypes, nstructs, nsummaries, ninputs, nfield_summaries;
+	struct rank_vtype_decl **vtypes;   /* every type node of the fields (owned) */
+	struct rank_struct_decl **structs;
+	struct rank_summary_decl *summaries;
+	struct rank_source_decl *inputs;          /* fields outside the document: input g */
+	struct rank_source_decl *field_summaries; /* summary settings inside fields */
+	int nclasses;                   /* resolved summary classes; [0] is "default" */
+	struct rank_summary_class *classes;
+	int docs_resolved;              /* rank_sd_inherit() ran */
 };
+
+/* Resolve what documents share across the schemas of an application
+ * (fields.c): document and schema inheritance (the parents' fields,
+ * structs, document-summaries and, for schema inheritance, rank profiles
+ * are added to each child), struct types, the inputs of fields outside the
+ * document, and the summary classes.  sds[n] are every parsed schema of the
+ * application, not yet resolved (rank_sd_resolve runs after this).
+ * Returns 0, STRATA_TYPE (an unknown parent, struct or field, a cycle, a
+ * field declared again with another type; "file:line:col: ..."),
+ * STRATA_NOMEM.  errs (may be NULL) receives every error, each unknown type
+ * on its own; err and the result are those of the first. */
+int rank_sds_inherit(struct rank_sd **sds, int n, struct strata_errors *errs,
+                     struct strata_error *err);
+/* Free what the document part of sd owns (schema.c; rank_sd_free calls it). */
+void rank_sd_docs_free(struct rank_sd *sd);
+/* dst becomes a flat copy of the resolved profile src (same name).
+ * Returns 0 or STRATA_NOMEM (dst is then cleared). */
+int rank_profile_decl_copy(struct rank_profile_decl *dst, const struct rank_profile_decl *src);
 
 /* Parse one .sd file's text (file names it in messages).  Returns 0,
  * STRATA_PARSE, STRATA_TYPE, STRATA_NOT_IMPLEMENTED, STRATA_NOMEM; messages
@@ -185,9 +262,21 @@ struct rank_sd {
  * memory: ", the position after it). */
 int rank_sd_parse(const char *file, const char *text, size_t len, struct rank_sd **out,
                   struct strata_error *err);
+/* rank_sd_parse that goes on after an error when errs is not NULL, at the
+ * next field, rank-profile or schema item (struct strata_errors), and lists
+ * every error in errs.  Returns the first error's code, with that error in
+ * err; *out is NULL after any error. */
+int rank_sd_parse_all(const char *file, const char *text, size_t len,
+                      struct strata_errors *errs, struct rank_sd **out,
+                      struct strata_error *err);
 /* Resolve inheritance (profiles may inherit from several, in any order of
  * declaration; cycles and unknown parents are errors) and add "default". */
 int rank_sd_resolve(struct rank_sd *sd, struct strata_error *err);
+/* rank_sd_resolve that, when errs is not NULL, goes on after a profile
+ * fails to resolve: its error goes into errs, it and the profiles that
+ * inherit it are marked unresolved, the others resolve.  Returns the first
+ * error (in err) or 0. */
+int rank_sd_resolve_all(struct rank_sd *sd, struct strata_errors *errs, struct strata_error *err);
 /* Free sd and everything it owns; NULL is ignored. */
 void rank_sd_free(struct rank_sd *sd);
 

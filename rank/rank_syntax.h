@@ -80,6 +80,9 @@ struct rank_parser {
 	struct strata_error *err;
 	struct rank_sd *sd; /* NULL when parsing a lone expression */
 	int depth;          /* see rank_parser_enter */
+	struct strata_errors *errs; /* not NULL: go on after errors, listing them here */
+	int first_rc;       /* with errs: the code of the first error (0: none yet) */
+	struct strata_error first; /* ... and the error itself */
 };
 
 /* An error at token t, or at (line, col). */
@@ -102,9 +105,45 @@ struct rank_pos rank_parser_pos(const struct rank_parser *p, const struct rank_t
 /* Take the next token (in mode) into t; STRATA_PARSE "expected <what>" unless
  * it is a name. */
 int rank_parser_expect_name(struct rank_parser *p, int mode, struct rank_tok *t, const char *what);
+/* Consume the punctuation or keyword s (schema mode) or fail: "expected
+ * 's' <context>, found ...". */
+int rank_parser_expect(struct rank_parser *p, const char *s, const char *context);
+/* Consume s if it is the next token (in mode); 1 when it was. */
+int rank_parser_take_if(struct rank_parser *p, int mode, const char *s);
 /* One level deeper (at token t); STRATA_LIMIT past RANK_PARSE_MAX_DEPTH.  The
  * caller decrements p->depth when it leaves the level. */
 int rank_parser_enter(struct rank_parser *p, const struct rank_tok *t);
+
+/* fields.c: the document part of the schema language, called by parse.c.
+ * Each returns 0 or a parse error as above. */
+/* The type after "type" when it is array<T>, weightedset<T>, map<K,V> or a
+ * struct's name (t, peeked); f->type and f->vtype are set. */
+int rank_field_vtype(struct rank_parser *p, const struct rank_tok *t, struct rank_field *f);
+/* struct name { field a type T { } ... } inside the document (kw: "struct"). */
+int rank_struct_parse(struct rank_parser *p, const struct rank_tok *kw);
+/* document-summary name [inherits parent] { ... } (kw: "document-summary"). */
+int rank_summary_parse(struct rank_parser *p, const struct rank_tok *kw);
+/* A summary setting inside field f (kw: "summary"): "summary: full",
+ * "summary [name] [type T] { source: g }". */
+int rank_field_summary(struct rank_parser *p, struct rank_field *f, const struct rank_tok *kw);
+/* struct-field name { indexing: ... attribute ... } inside field f. */
+int rank_struct_field_parse(struct rank_parser *p, struct rank_field *f, const struct rank_tok *kw);
+/* "input g" at the head of the indexing of field f (t: "input", taken). */
+int rank_indexing_input(struct rank_parser *p, struct rank_field *f, const struct rank_tok *t);
+
+/* "a, b" after "document x inherits". */
+int rank_document_inherits(struct rank_parser *p);
+/* After a field's "rank": consume ": filter" or ": normal" and return 1, or
+ * consume nothing and return 0. */
+int rank_field_rank_filter(struct rank_parser *p);
+
+/* 1 when f is an array or weighted set of strings (text, if indexed). */
+int rank_field_holds_text(const struct rank_field *f);
+/* After a string constant in an indexing: consume "| set_language" and
+ * return 1, or consume nothing and return 0. */
+int rank_language_constant(struct rank_parser *p);
+/* weightedset: setting, or weightedset { settings }, in field f. */
+int rank_wset_settings(struct rank_parser *p, struct rank_field *f, const struct rank_tok *kw);
 
 /* expr.c.  Parse one expression at the lexer (tokens in RANK_LEX_EXPR mode); stops
  * before the first token that cannot continue it.  pos.file of every node

@@ -13,8 +13,9 @@
  * order of declaration).  Inputs, constants, functions and models are merged
  * by name: the parents' in the order listed (a later parent replaces an
  * earlier one's definition of the same name), then the profile's own, which
- * win.  Phases, rerank counts and feature lists come from the profile when it
- * sets them, else from the last parent listed that sets them.
+ * win.  Phases, rerank counts, the rank-score-drop-limit and feature lists
+ * come from the profile when it sets them, else from the last parent listed
+ * that sets them.
  */
 #include <stdio.h>
 #include <string.h>
@@ -116,6 +117,7 @@ void rank_input_decl_clear(struct rank_input_decl *in)
 void rank_constant_decl_clear(struct rank_constant_decl *c)
 {
 	clear_value(c->name, &c->type, c->cells, c->ncells);
+	base_strfree(c->file);
 	memset(c, 0, sizeof *c);
 }
 
@@ -161,6 +163,48 @@ void rank_profile_decl_clear(struct rank_profile_decl *p)
 	memset(p, 0, sizeof *p);
 }
 
+static void clear_sources(struct rank_source_decl *v, int n)
+{
+	for (int i = 0; i < n; i++) {
+		base_strfree(v[i].name);
+		base_strfree(v[i].source);
+	}
+	rank_vec_free(v, n, sizeof *v);
+}
+
+void rank_sd_docs_free(struct rank_sd *sd)
+{
+	for (int i = 0; i < sd->nvtypes; i++) {
+		base_strfree(sd->vtypes[i]->struct_name);
+		base_free(sd->vtypes[i], sizeof *sd->vtypes[i]);
+	}
+	rank_vec_free(sd->vtypes, sd->nvtypes, sizeof *sd->vtypes);
+	for (int i = 0; i < sd->nstructs; i++) {
+		struct rank_struct_decl *s = sd->structs[i];
+		for (int k = 0; k < s->nfields; k++)
+			base_strfree((char *)s->fields[k].name);
+		rank_vec_free(s->fields, s->nfields, sizeof *s->fields);
+		base_strfree(s->name);
+		base_free(s, sizeof *s);
+	}
+	rank_vec_free(sd->structs, sd->nstructs, sizeof *sd->structs);
+	for (int i = 0; i < sd->nsummaries; i++) {
+		struct rank_summary_decl *s = &sd->summaries[i];
+		base_strfree(s->name);
+		base_strfree(s->inherits);
+		clear_sources(s->fields, s->nfields);
+	}
+	rank_vec_free(sd->summaries, sd->nsummaries, sizeof *sd->summaries);
+	clear_sources(sd->inputs, sd->ninputs);
+	clear_sources(sd->field_summaries, sd->nfield_summaries);
+	clear_sources(sd->doc_inherits, sd->ndoc_inherits);
+	base_strfree(sd->inherits);
+	for (int i = 0; i < sd->nclasses; i++)
+		base_free((void *)sd->classes[i].fields,
+		          (size_t)sd->classes[i].nfields * sizeof *sd->classes[i].fields);
+	base_free(sd->classes, (size_t)sd->nclasses * sizeof *sd->classes);
+}
+
 void rank_sd_free(struct rank_sd *sd)
 {
 	if (!sd)
@@ -181,6 +225,7 @@ void rank_sd_free(struct rank_sd *sd)
 	for (int i = 0; i < sd->nprofiles; i++)
 		rank_profile_decl_clear(&sd->profiles[i]);
 	rank_vec_free(sd->profiles, sd->nprofiles, sizeof *sd->profiles);
+	rank_sd_docs_free(sd);
 	base_strfree(sd->name);
 	base_strfree(sd->file);
 	base_free(sd, sizeof *sd);
@@ -271,8 +316,12 @@ static int copy_constant(struct rank_constant_decl *d, const struct rank_constan
 {
 	memset(d, 0, sizeof *d);
 	d->pos = s->pos;
+	d->file_pos = s->file_pos;
 	d->ncells = s->ncells;
-	if (copy_value(&d->name, &d->type, &d->cells, s->name, &s->type, s->cells, s->ncells)) {
+	int bad = 0;
+	d->file = s->file ? dup_or(s->file, &bad) : NULL;
+	if (bad ||
+	    copy_value(&d->name, &d->type, &d->cells, s->name, &s->type, s->cells, s->ncells)) {
 		rank_constant_decl_clear(d);
 		return STRATA_NOMEM;
 	}
@@ -427,11 +476,49 @@ static int inherit_phases(struct rank_profile_decl *p, const struct rank_profile
 		p->rerank_count = parent->rerank_count;
 	if (own->global_rerank_count < 0 && parent->global_rerank_count >= 0)
 		p->global_rerank_count = parent->global_rerank_count;
+	if (!own->has_drop_limit && parent->has_drop_limit) {
+		p->has_drop_limit = 1;
+		p->drop_limit = parent->drop_limit;
+	}
 	if (inherit_asts(&p->match_features, &p->nmatch_features, own->nmatch_features,
 	                 parent->match_features, parent->nmatch_features) ||
 	    inherit_asts(&p->summary_features, &p->nsummary_features, own->nsummary_features,
 	                 parent->summary_features, parent->nsummary_features))
 		return STRATA_NOMEM;
+	return 0;
+}
+
+int rank_profile_decl_copy(struct rank_profile_decl *dst, const struct rank_profile_decl *src)
+{
+	memset(dst, 0, sizeof *dst);
+	int bad = 0;
+	dst->name = dup_or(src->name, &bad);
+	dst->pos = src->pos;
+	dst->rerank_count = src->rerank_count;
+	dst->global_rerank_count = src->global_rerank_count;
+	for (int k = 0; k < src->ninherits && !bad; k++) {
+		int npos = dst->ninherits;
+		if (rank_vec_push(&dst->inherits_pos, &npos, sizeof *dst->inherits_pos) ||
+		    rank_vec_push(&dst->inherits, &dst->ninherits, sizeof *dst->inherits)) {
+			/* Keep the counts equal for the free below. */
+			if (npos != dst->ninherits) {
+				rank_vec_free(dst->inherits_pos, npos, sizeof *dst->inherits_pos);
+				dst->inherits_pos = NULL;
+				dst->ninherits = 0;
+			}
+			bad = 1;
+			break;
+		}
+		dst->inherits_pos[k] = src->inherits_pos[k];
+		dst->inherits[k] = dup_or(src->inherits[k], &bad);
+	}
+	struct rank_profile_decl none;
+	memset(&none, 0, sizeof none);
+	none.rerank_count = none.global_rerank_count = -1;
+	if (bad || merge_decls(dst, src) || inherit_phases(dst, src, &none)) {
+		rank_profile_decl_clear(dst);
+		return STRATA_NOMEM;
+	}
 	return 0;
 }
 
@@ -450,13 +537,19 @@ static int find_profile(const struct rank_sd *sd, const char *name)
 	return -1;
 }
 
-enum { UNSEEN = 0, VISITING, DONE };
+enum { UNSEEN = 0, VISITING, DONE, FAILED };
+
+/* resolve_one's answer for a profile whose parent failed to resolve: it
+ * fails too, with no error of its own (one already names the cause). */
+#define PARENT_FAILED 1
 
 static int resolve_one(struct rank_sd *sd, int i, unsigned char *state, struct strata_error *err)
 {
 	struct rank_profile_decl *p = &sd->profiles[i];
 	if (state[i] == DONE)
 		return 0;
+	if (state[i] == FAILED)
+		return PARENT_FAILED;
 	state[i] = VISITING;
 	for (int k = 0; k < p->ninherits; k++) {
 		if (builtin_parent(p, k))
@@ -539,6 +632,11 @@ static int add_default(struct rank_sd *sd, struct strata_error *err)
 
 int rank_sd_resolve(struct rank_sd *sd, struct strata_error *err)
 {
+	return rank_sd_resolve_all(sd, NULL, err);
+}
+
+int rank_sd_resolve_all(struct rank_sd *sd, struct strata_errors *errs, struct strata_error *err)
+{
 	if (sd->resolved)
 		return 0;
 	/* "default" exists before inheritance so that profiles may inherit it
@@ -549,9 +647,36 @@ int rank_sd_resolve(struct rank_sd *sd, struct strata_error *err)
 	unsigned char *state = base_calloc((size_t)sd->nprofiles, 1);
 	if (!state)
 		return base_nomem(err, "resolving rank profiles");
-	for (int i = 0; i < sd->nprofiles && !rc; i++)
+	int first_rc = 0;
+	struct strata_error first = { 0 };
+	for (int i = 0; i < sd->nprofiles && !rc; i++) {
 		rc = resolve_one(sd, i, state, err);
+		if (!rc || !errs || rc == STRATA_NOMEM)
+			continue;
+		/* Note it, and mark the profiles it stopped (this one, and those
+		 * on the way to it) as failed: the others resolve all the same. */
+		if (rc != PARENT_FAILED) {
+			base_errs_add(errs, err);
+			if (!first_rc) {
+				first_rc = rc;
+				if (err)
+					first = *err;
+			}
+		}
+		for (int k = 0; k < sd->nprofiles; k++)
+			if (state[k] == VISITING)
+				state[k] = FAILED;
+		state[i] = FAILED;
+		rc = 0;
+	}
+	for (int i = 0; i < sd->nprofiles; i++)
+		sd->profiles[i].unresolved = state[i] == FAILED;
 	base_free(state, (size_t)sd->nprofiles);
+	if (!rc && first_rc) {
+		rc = first_rc;
+		if (err)
+			*err = first;
+	}
 	if (!rc)
 		sd->resolved = 1;
 	return rc;

@@ -27,7 +27,7 @@
 static const char *const op_names[RANK_OP_COUNT_] = {
 	"?", "NUM", "ATTR", "QUERY", "CONST", "FIRST", "GET", "SET", "UN", "BIN",
 	"JUMPF", "JUMP", "RET", "MAP", "JOIN", "REDUCE", "DOT", "CLOSE", "ONNX", "CONCAT",
-	"LIT", "GEN", "SMAP", "SJOIN", "SREDUCE", "SMERGE", "PEEK", "SCONCAT",
+	"LIT", "GEN", "SMAP", "SJOIN", "SREDUCE", "SMERGE", "PEEK", "SCONCAT", "NORM",
 };
 
 const char *rank_op_name(int op)
@@ -232,6 +232,9 @@ static int exec(struct vm *x, int pc, struct rank_val *sp, struct rank_val *res)
 		}
 		case RANK_OP_FIRST:
 			set_num(sp++, q->first);
+			break;
+		case RANK_OP_NORM:
+			set_num(sp++, q->norm_vals[(size_t)in->a * q->norm_n + q->gcand]);
 			break;
 		case RANK_OP_GET:
 			*sp++ = x->locals[in->a];

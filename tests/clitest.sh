@@ -1,10 +1,13 @@
-# clitest.sh: what the CLI test scripts (e2e.sh, crash.sh) share; they source
-# it after setting here (their folder) and suite (their name, for messages).
+# clitest.sh: what the CLI test scripts (e2e.sh, phases.sh, crash.sh) share; they
+# source it after setting here (their folder) and suite (their name, for messages).
 #
 # Sets STRATA (the CLI: the first argument, $STRATA, or build/strata) and
 # MKSHOP (beside it, or $MKSHOP) as absolute paths, and T, a temporary
-# folder removed at exit; defines ok and bad, which count checks into passed
-# and failed.  Stops with "0 passed, 1 failed" when a tool or jq is missing.
+# folder removed at exit (a script may set a trap of its own instead);
+# defines ok and bad, which count checks into passed and failed, and the
+# checks below (run, expect_ok, expect_fail, check, jout), which leave a
+# command's output in $OUT and $ERR.  Stops with "0 passed, 1 failed" when
+# a tool or jq is missing.
 
 top=$(cd "$here/.." && pwd)
 STRATA=${1:-${STRATA:-$top/build/strata}}
@@ -32,3 +35,67 @@ if ! command -v jq >/dev/null 2>&1; then
 fi
 
 T=$(mktemp -d "${TMPDIR:-/tmp}/strata-$suite.XXXXXX")
+trap 'rm -rf "$T"' EXIT INT TERM
+OUT=$T/out
+ERR=$T/err
+
+# run CMD...: run it with stdout in $OUT, stderr in $ERR, status in $rc.
+run() {
+	"$@" >"$OUT" 2>"$ERR"
+	rc=$?
+}
+
+# A crash or a sanitizer report is a failure whatever the exit status.
+crashed() {
+	if [ "$rc" -ge 128 ]; then
+		return 0
+	fi
+	grep -Eq 'Sanitizer|runtime error:|Assertion|assertion failed' "$ERR"
+}
+
+# expect_ok NAME CMD...: the command succeeds cleanly.
+expect_ok() {
+	name=$1
+	shift
+	run "$@"
+	if [ "$rc" -ne 0 ] || crashed; then
+		bad "$name: exit $rc: $(head -c 600 "$ERR")"
+		return 1
+	fi
+	ok
+	return 0
+}
+
+# expect_fail NAME REGEX CMD...: the command fails (status 1..127) and its
+# stderr matches the extended regular expression REGEX.
+expect_fail() {
+	name=$1
+	re=$2
+	shift 2
+	run "$@"
+	if [ "$rc" -eq 0 ]; then
+		bad "$name: succeeded but should have failed"
+	elif crashed; then
+		bad "$name: crashed (exit $rc): $(head -c 600 "$ERR")"
+	elif ! grep -Eq -- "$re" "$ERR"; then
+		bad "$name: message does not match /$re/: $(head -c 600 "$ERR")"
+	else
+		ok
+		# E2E_VERBOSE=1 shows what a user would read.
+		[ -z "${E2E_VERBOSE:-}" ] || echo "ok: $name: $(head -c 300 "$ERR" | tr '\n' ' ')"
+	fi
+}
+
+# check NAME GOT WANT
+check() {
+	if [ "$2" = "$3" ]; then
+		ok
+	else
+		bad "$1: got '$2', want '$3'"
+	fi
+}
+
+# jq over the last output; "null" when the output is not JSON.
+jout() {
+	jq -r "$@" "$OUT" 2>/dev/null || echo "null"
+}

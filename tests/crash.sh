@@ -39,7 +39,10 @@ N=20000
 
 mkdir -p "$APP"
 cp -R "$top/schemas/shop/schemas" "$APP/"
-if ! "$MKSHOP" "$APP" >/dev/null 2>"$T/err" || ! "$STRATA" deploy "$APP" 2>"$T/err"; then
+# Every feed below goes into a data folder of its own, a copy of one that
+# deploy made (a query or feed needs an application deployed).
+if ! "$MKSHOP" "$APP" >/dev/null 2>"$T/err" || ! "$STRATA" deploy "$APP" 2>"$T/err" ||
+	! "$STRATA" deploy "$APP" --data "$T/deployed" 2>"$T/err"; then
 	echo "crash: cannot set up the shop: $(cat "$T/err")"
 	echo "0 passed, 1 failed"
 	exit 1
@@ -115,7 +118,7 @@ after() {
 	got=$(count "$data")
 	[ "$got" = $N ] && ok || bad "$name: $got products after feeding the rest, want $N"
 	if "$STRATA" query "$APP" --data "$data" --profile relevance --hits 3 \
-		--yql 'select * from sources * where price < 100' >"$T/out" 2>"$T/err" &&
+		--input "query(q_emb)=[$(seq -s, 16)]" --yql 'select * from sources * where price < 100' >"$T/out" 2>"$T/err" &&
 		[ "$(jq -r '.root.children | length' "$T/out" 2>/dev/null)" = 3 ]; then
 		ok
 	else
@@ -126,6 +129,7 @@ after() {
 # ---- 1. standard input, killed while it waits ------------------------------------
 for k in 700 2000 3456; do
 	data=$T/fifo-$k
+	cp -R "$T/deployed" "$data"
 	err=$data.err
 	rm -f "$T/fifo"
 	mkfifo "$T/fifo"
@@ -152,6 +156,7 @@ done
 # ---- 2. a file, killed after its n-th reported commit ----------------------------
 for n in 2 7 13; do
 	data=$T/file-$n
+	cp -R "$T/deployed" "$data"
 	err=$data.err
 	: >"$err"
 	"$STRATA" feed "$APP" "$T/all.jsonl" --data "$data" >"$T/out" 2>"$err" &

@@ -22,71 +22,7 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 suite=e2e
 . "$here/clitest.sh"
-trap 'rm -rf "$T"' EXIT INT TERM
 APP=$T/shop
-OUT=$T/out
-ERR=$T/err
-
-# run CMD...: run it with stdout in $OUT, stderr in $ERR, status in $rc.
-run() {
-	"$@" >"$OUT" 2>"$ERR"
-	rc=$?
-}
-
-# A crash or a sanitizer report is a failure whatever the exit status.
-crashed() {
-	if [ "$rc" -ge 128 ]; then
-		return 0
-	fi
-	grep -Eq 'Sanitizer|runtime error:|Assertion|assertion failed' "$ERR"
-}
-
-# expect_ok NAME CMD...: the command succeeds cleanly.
-expect_ok() {
-	name=$1
-	shift
-	run "$@"
-	if [ "$rc" -ne 0 ] || crashed; then
-		bad "$name: exit $rc: $(head -c 600 "$ERR")"
-		return 1
-	fi
-	ok
-	return 0
-}
-
-# expect_fail NAME REGEX CMD...: the command fails (status 1..127) and its
-# stderr matches the extended regular expression REGEX.
-expect_fail() {
-	name=$1
-	re=$2
-	shift 2
-	run "$@"
-	if [ "$rc" -eq 0 ]; then
-		bad "$name: succeeded but should have failed"
-	elif crashed; then
-		bad "$name: crashed (exit $rc): $(head -c 600 "$ERR")"
-	elif ! grep -Eq -- "$re" "$ERR"; then
-		bad "$name: message does not match /$re/: $(head -c 600 "$ERR")"
-	else
-		ok
-		# E2E_VERBOSE=1 shows what a user would read.
-		[ -z "${E2E_VERBOSE:-}" ] || echo "ok: $name: $(head -c 300 "$ERR" | tr '\n' ' ')"
-	fi
-}
-
-# check NAME GOT WANT
-check() {
-	if [ "$2" = "$3" ]; then
-		ok
-	else
-		bad "$1: got '$2', want '$3'"
-	fi
-}
-
-# jq over the last output; "null" when the output is not JSON.
-jout() {
-	jq -r "$@" "$OUT" 2>/dev/null || echo "null"
-}
 
 # total: totalCount of "select * ... where true" (the number of stored documents).
 total() {
@@ -214,6 +150,61 @@ if expect_ok "query summary" "$STRATA" query "$APP" \
 	want=$(head -1 "$T/by_price" | cut -d' ' -f1)
 	want_title=$(jq -r --arg id "$want" 'select(.put == $id) | .fields.title' "$FEED")
 	check "summary title" "$(jout '.root.children[0].fields.title')" "$want_title"
+fi
+
+# ---- YQL: in, matches, order by, grouping; expected values from the feed with jq ------
+if expect_ok "query in" "$STRATA" query "$APP" --profile cheap --hits 100 \
+	--yql 'select * from sources * where brand in ("Northvale", "Sonora") and price < 100'; then
+	want=$(jq -s '[.[] | select((.fields.brand == "Northvale" or .fields.brand == "Sonora")
+		and .fields.price < 100)] | length' "$FEED")
+	check "in totalCount" "$(jout '.root.fields.totalCount')" "$want"
+	check "in brands" "$(jout '[.root.children[].fields.brand] | unique | join(",")')" \
+		"$(jq -rs '[.[] | select((.fields.brand == "Northvale" or .fields.brand == "Sonora")
+			and .fields.price < 100) | .fields.brand] | unique | join(",")' "$FEED")"
+fi
+
+# matches: unanchored and case-insensitive
+if expect_ok "query matches" "$STRATA" query "$APP" --hits 100 \
+	--yql 'select * from sources * where title matches "^north|lamp$"'; then
+	check "matches ids" "$(jout '[.root.children[].id] | sort | join(",")')" \
+		"$(jq -rs '[.[] | select(.fields.title | test("^north|lamp$"; "i")) | .put] | sort
+			| join(",")' "$FEED")"
+fi
+
+# order by replaces the rank order: brand up, then price down; limit is the page's end
+if expect_ok "query order by" "$STRATA" query "$APP" --profile cheap \
+	--yql 'select * from sources * where true order by brand, price desc limit 7 offset 2'; then
+	check "order by ids" "$(jout '[.root.children[].id] | join(",")')" \
+		"$(jq -rs 'sort_by(.fields.brand, -.fields.price) | .[2:7] | map(.put) | join(",")' "$FEED")"
+fi
+
+# grouping: Vespa's group:root:0 / grouplist:category / group:string:<value>, by count
+if expect_ok "query grouping" "$STRATA" query "$APP" --yql 'select * from sources * where true
+	limit 0 | all(group(category) max(4) order(-count()) each(output(count(), max(rating))))'; then
+	check "grouping root" "$(jout '[.root.children[0].id, .root.children[0].children[0].id,
+		.root.children[0].children[0].label] | join(",")')" "group:root:0,grouplist:category,category"
+	check "grouping groups" "$(jout '[.root.children[0].children[0].children[]
+		| "\(.id)=\(.fields["count()"])"] | join(",")')" \
+		"$(jq -rs 'group_by(.fields.category) | map({c: .[0].fields.category, n: length})
+			| sort_by(-.n, .c) | .[:4] | map("group:string:\(.c)=\(.n)") | join(",")' "$FEED")"
+	check "grouping hits" "$(jout '.root.children | length')" "1"
+fi
+# groups within groups: the counts of each brand within each category add up
+if expect_ok "query nested grouping" "$STRATA" query "$APP" --yql 'select * from sources * where
+	true limit 0 | all(group(category) each(output(count()) group(brand) each(output(count()))))'; then
+	check "nested grouping sums" "$(jout '[.root.children[0].children[0].children[]
+		| (.fields["count()"] == ([.children[0].children[].fields["count()"]] | add))] | all')" "true"
+	check "nested grouping pairs" "$(jout '[.root.children[0].children[0].children[]
+		| .value as $c | .children[0].children[] | "\($c)/\(.value)=\(.fields["count()"])"]
+		| sort | join(",")')" \
+		"$(jq -rs 'group_by([.fields.category, .fields.brand]) | map("\(.[0].fields.category)/\(
+			.[0].fields.brand)=\(length)") | sort | join(",")' "$FEED")"
+fi
+if expect_ok "query grouping all" "$STRATA" query "$APP" \
+	--yql 'select * from sources * where in_stock = true | all(output(count()))' --hits 2; then
+	check "grouping all count" "$(jout '.root.children[0].fields["count()"]')" \
+		"$(jq -s '[.[] | select(.fields.in_stock)] | length' "$FEED")"
+	check "grouping all hits" "$(jout '.root.children | length')" "3"
 fi
 
 # ---- queries: the "relevance" profile (nearest neighbour, then the model) ---------------
@@ -676,6 +667,15 @@ check "feed missing file JSON" "$(jout '[.written, .failed] | @csv')" "0,0"
 # ---- error paths: queries and options --------------------------------------------------
 expect_fail "bad YQL" "yql" "$STRATA" query "$APP" --yql 'select * from sources * where price <'
 expect_fail "bad YQL position" "1:[0-9]+" "$STRATA" query "$APP" --yql 'select * frm sources *'
+expect_fail "order by a tensor" "yql:1:45: order by needs a number or string attribute" \
+	"$STRATA" query "$APP" --yql 'select * from sources * where true order by embedding'
+expect_fail "deep grouping" "nested deeper than 8 levels" "$STRATA" query "$APP" --yql \
+	'select * from sources * where true | all(group(a) each(group(b) each(group(c) each(group(d)
+	each(group(e) each(group(f) each(group(g) each(group(h) each(group(i) each(output(count()))))))))))))))))))'
+expect_fail "bad regex" "yql:1:45: bad regular expression" "$STRATA" query "$APP" \
+	--yql 'select * from sources * where title matches "(a"'
+expect_fail "in on a number" "'in' with strings needs a string field" "$STRATA" query "$APP" \
+	--yql 'select * from sources * where price in ("cheap")'
 expect_fail "unknown profile" "no_such_profile" "$STRATA" query "$APP" \
 	--yql 'select * from sources * where true' --profile no_such_profile
 expect_fail "wrong input shape" "q_emb" "$STRATA" query "$APP" \
@@ -745,6 +745,107 @@ if expect_ok "query after errors" "$STRATA" query "$APP" --yql 'select * from so
 	--profile cheap --hits 3; then
 	check "cheapest after errors" "$(jout '.root.children[0].id')" "id:shop:product::103"
 fi
+
+# ---- tree models: lightgbm() and xgboost() on a small application of their own ---------
+TA=$T/trees
+mkdir -p "$TA/schemas" "$TA/models/x"
+cat >"$TA/schemas/item.sd" <<'EOS'
+schema item {
+    document item {
+        field price type double { indexing: attribute | summary }
+        field stock type int { indexing: attribute | summary }
+    }
+    rank-profile lgb {
+        first-phase { expression: lightgbm("t.json") }
+    }
+    rank-profile xgb {
+        first-phase { expression: xgboost("x/t.json") }
+    }
+}
+EOS
+# price <= 10 (NaN right): 1, else 2; stock <= 0 with 0 missing (default right): -1, else 5
+cat >"$TA/models/t.json" <<'EOS'
+{"objective": "regression", "feature_names": ["attribute(price)", "attribute(stock)"],
+ "tree_info": [
+  {"tree_structure": {"split_feature": 0, "threshold": 10, "decision_type": "<=",
+   "default_left": false, "missing_type": "NaN",
+   "left_child": {"leaf_value": 1}, "right_child": {"leaf_value": 2}}},
+  {"tree_structure": {"split_feature": 1, "threshold": 0, "decision_type": "<=",
+   "default_left": false, "missing_type": "Zero",
+   "left_child": {"leaf_value": -1}, "right_child": {"leaf_value": 5}}}]}
+EOS
+echo '[{"nodeid": 0, "split": "attribute(price)", "split_condition": 15, "yes": 1, "no": 2,
+  "missing": 1, "children": [{"nodeid": 1, "leaf": 0.5}, {"nodeid": 2, "leaf": -0.5}]}]' \
+	>"$TA/models/x/t.json"
+printf '%s\n' '{"put": "id:t:item::a", "fields": {"price": 5, "stock": 0}}' \
+	'{"put": "id:t:item::b", "fields": {"price": 20, "stock": -3}}' \
+	'{"put": "id:t:item::c", "fields": {"price": 10, "stock": 7}}' >"$TA/feed.jsonl"
+expect_ok "trees deploy" "$STRATA" deploy "$TA"
+expect_ok "trees feed" "$STRATA" feed "$TA" "$TA/feed.jsonl"
+# a: 1 + 5 (0 is missing), b: 2 - 1, c: 1 (10 <= 10) + 5
+if expect_ok "query lightgbm" "$STRATA" query "$TA" --profile lgb \
+	--yql 'select * from sources * where true'; then
+	check "lightgbm scores" "$(jout '[.root.children[] | "\(.id)=\(.relevance)"] | join(",")')" \
+		"id:t:item::a=6,id:t:item::c=6,id:t:item::b=1"
+fi
+if expect_ok "query xgboost" "$STRATA" query "$TA" --profile xgb \
+	--yql 'select * from sources * where true'; then
+	check "xgboost scores" "$(jout '[.root.children[] | "\(.id)=\(.relevance)"] | join(",")')" \
+		"id:t:item::a=0.5,id:t:item::c=0.5,id:t:item::b=-0.5"
+fi
+sed -i 's/attribute(stock)/attribute(colour)/' "$TA/models/t.json"
+expect_fail "tree model feature" "item\\.sd:7:35: lightgbm model 't\\.json': feature 'attribute\\(colour\\)'" \
+	"$STRATA" deploy "$TA"
+sed -i 's/attribute(colour)/attribute(stock)/' "$TA/models/t.json"
+rm -f "$TA/models/x/t.json"
+expect_fail "tree model file" "item\\.sd:10:35: xgboost model 'x/t\\.json'" "$STRATA" deploy "$TA"
+
+# Collection and struct fields, inheritance, a field outside the document and
+# a document-summary, through the CLI.
+DOCS=$T/docs
+mkdir -p "$DOCS/schemas"
+cat >"$DOCS/schemas/base.sd" <<'SD'
+schema base {
+  document base {
+    field id type string { indexing: summary | attribute }
+  }
+}
+SD
+cat >"$DOCS/schemas/note.sd" <<'SD'
+schema note {
+  document note inherits base {
+    struct who { field name type string { } }
+    field tags type array<string> { indexing: summary | attribute }
+    field ws type weightedset<string> { indexing: summary | attribute }
+    field by type who { indexing: summary }
+    field n type int { indexing: summary | attribute }
+  }
+  field n2 type int { indexing: input n | attribute }
+  document-summary brief { summary id { } summary count { source: n } }
+  rank-profile default { first-phase { expression: attribute(n2) } }
+}
+SD
+cat >"$DOCS/feed.jsonl" <<'JL'
+{"put": "id:d:note::1", "fields": {"id": "a", "tags": ["x", "y"], "ws": {"k": 2}, "by": {"name": "Ann"}, "n": 1}}
+{"put": "id:d:note::2", "fields": {"id": "b", "tags": ["y"], "n": 5}}
+{"update": "id:d:note::1", "fields": {"tags": {"add": ["z"]}}}
+{"put": "id:d:note::3", "fields": {"tags": "x"}}
+JL
+if expect_ok "fields: deploy" "$STRATA" deploy "$DOCS"; then
+	expect_fail "fields: feed" "feed.jsonl:4: .*field 'tags': expected an array" \
+		"$STRATA" feed "$DOCS" "$DOCS/feed.jsonl"
+	expect_ok "fields: get" "$STRATA" get "$DOCS" id:d:note::1 &&
+		check "fields: get" "$(jq -c '.fields | [.tags, .ws, .by, .id]' "$OUT")" \
+			'[["x","y","z"],{"k":2},{"name":"Ann"},"a"]'
+	expect_ok "fields: contains" "$STRATA" query "$DOCS" --yql 'select * from note where tags contains "y"' &&
+		check "fields: contains" "$(jout '[.root.children[].id] | join(",")')" "id:d:note::2,id:d:note::1"
+	echo '{"yql": "select * from note where tags contains \"z\"", "presentation.summary": "brief"}' >"$T/brief.json"
+	expect_ok "fields: summary class" "$STRATA" query "$DOCS" <"$T/brief.json" &&
+		check "fields: summary class" "$(jq -c '.root.children[0].fields | [.id, .count, .tags]' "$OUT")" \
+			'["a",1,null]'
+fi
+sed 's/type who/type whom/' "$DOCS/schemas/note.sd" >"$T/note.sd" && cp "$T/note.sd" "$DOCS/schemas/note.sd"
+expect_fail "fields: unknown struct" "note\.sd:6:19: unknown field type 'whom'" "$STRATA" deploy "$DOCS"
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

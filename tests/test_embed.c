@@ -515,6 +515,12 @@ static void test_faults_query(void **state)
 		"\"ranking.profile\": \"near\", \"input\": {\"query(q)\": \"[0,1,0]\"}}",
 		"{\"yql\": \"select * from item where true\", \"ranking.profile\": \"nope\"}",
 		"{\"yql\": \"select * from item where price <\"}",
+		"{\"yql\": \"select * from item where title in ('rug', 'lamp') or title matches 'a' "
+		"order by price desc limit 3 | all(group(title) max(2) each(output(count(), "
+		"avg(price))))\"}",
+		"{\"yql\": \"select * from item where true limit 0 | all(all(output(count(), "
+		"sum(price))) all(group(title) each(output(count()) group(price) each(output("
+		"max(price)))))))\"}",
 	};
 	for (size_t i = 0; i < sizeof requests / sizeof requests[0]; i++)
 		assert_true(sweep(fx->db, call_query, requests[i], 0) > 0);

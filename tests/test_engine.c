@@ -1,6 +1,6 @@
 /*
- * test_engine.c: the engine: tensor JSON forms, the YQL parser, and the
- * library API end to end (open, feed, get, update, remove, query) on a small
+ * test_engine.c: the engine: tensor JSON forms and the library API end to
+ * end (open, feed, get, update, remove, query) on a small
  * application written to a temporary folder.  Expected orders and scores are
  * computed here from the documents the tests feed.  Then, on a second
  * application through the real store: model inputs read in place from the
@@ -133,94 +133,6 @@ static void test_tensor_to_json(void **state)
 	assert_string_equal(s, "{\"type\":\"tensor(x[3])\",\"values\":[0.1,1e+300,-2.0]}");
 	base_strfree(s);
 	json_decref(j);
-}
-
-/* ---- YQL ------------------------------------------------------------------------------- */
-
-static void yql_ok(const char *text, const char *want)
-{
-	struct strata_error err = { 0 };
-	struct yql_query *q;
-	int rc = yql_parse(text, &q, &err);
-	if (rc)
-		fail_msg("%s: %s", text, err.msg);
-	char *d = yql_dump(q->where);
-	assert_string_equal(d, want);
-	base_strfree(d);
-	yql_free(q);
-}
-
-static void yql_bad(const char *text, int code, const char *want)
-{
-	struct strata_error err = { 0 };
-	struct yql_query *q = NULL;
-	assert_int_equal(yql_parse(text, &q, &err), code);
-	assert_null(q);
-	assert_string_equal(err.msg, want);
-}
-
-static void test_yql_parse(void **state)
-{
-	(void)state;
-	yql_ok("select * from sources * where true", "TRUE");
-	yql_ok("select * from sources * where price < 30", "price<30");
-	yql_ok("SELECT * FROM sources * WHERE 30 >= price", "price<=30");
-	yql_ok("select * from sources * where a = 1 and b > -2.5 or !(c <= 3)",
-	       "OR(AND(a=1,b>-2.5),NOT(c<=3))");
-	yql_ok("select * from sources * where range(price, 10, 20) and title contains \"a \\\"b\\\"\"",
-	       "AND(RANGE(price,10,20),title CONTAINS \"a \"b\"\")");
-	yql_ok("select * from sources * where {targetHits: 5}nearestNeighbor(emb, q)",
-	       "NN(emb,q,5)");
-	yql_ok("select * from sources * where {targetHits:7, label:\"n\", approximate:false}"
-	       "nearestNeighbor(emb, q) and flag = true",
-	       "AND(NN(emb,q,7,label=n),flag=1)");
-	yql_ok("select * from sources * where range(p, -Infinity, 5);", "RANGE(p,-inf,5)");
-
-	struct strata_error err;
-	struct yql_query *q;
-	assert_int_equal(yql_parse("select title, price from sources a, b where false limit 15 "
-	                           "offset 5", &q, &err), 0);
-	assert_int_equal(q->all_fields, 0);
-	assert_int_equal(q->nfields, 2);
-	assert_string_equal(q->fields[1], "price");
-	assert_int_equal(q->all_sources, 0);
-	assert_int_equal(q->nsources, 2);
-	assert_string_equal(q->sources[0], "a");
-	assert_int_equal(q->limit, 15);
-	assert_int_equal(q->offset, 5);
-	assert_int_equal(q->where->kind, YQL_FALSE);
-	yql_free(q);
-	assert_int_equal(yql_parse("select * from product where true", &q, &err), 0);
-	assert_int_equal(q->nsources, 1);
-	assert_string_equal(q->sources[0], "product");
-	assert_int_equal(q->limit, -1);
-	yql_free(q);
-}
-
-static void test_yql_errors(void **state)
-{
-	(void)state;
-	yql_bad("select * frm sources *", STRATA_PARSE, "yql:1:10: expected 'from', found 'frm'");
-	yql_bad("select * from sources * where price <", STRATA_PARSE,
-	        "yql:1:38: expected a number, found the end of the query");
-	yql_bad("select * from sources * where (price < 3", STRATA_PARSE,
-	        "yql:1:41: expected ')', found the end of the query");
-	yql_bad("select * from sources * where nearestNeighbor(emb, q)", STRATA_PARSE,
-	        "yql:1:31: nearestNeighbor needs a {targetHits: N} annotation");
-	yql_bad("select * from sources * where {targetHits: 0}nearestNeighbor(emb, q)", STRATA_PARSE,
-	        "yql:1:44: targetHits must be a positive integer");
-	yql_bad("select * from sources * where title contains 3", STRATA_PARSE,
-	        "yql:1:46: expected a string, found '3'");
-	yql_bad("select * from sources * where foo(a)", STRATA_PARSE,
-	        "yql:1:31: unknown function 'foo'");
-	yql_bad("select * from sources * where a < 1 limit x", STRATA_PARSE,
-	        "yql:1:43: expected a number after 'limit', found 'x'");
-	yql_bad("select * from sources * where a < 1 b", STRATA_PARSE,
-	        "yql:1:37: expected 'and', 'or', 'limit', 'offset' or the end of the query, found 'b'");
-	yql_bad("select * from sources * where\n  a # 1", STRATA_PARSE,
-	        "yql:2:5: unexpected character '#'");
-	yql_bad("select * from sources * where t contains \"abc", STRATA_PARSE,
-	        "yql:1:42: unterminated string");
 }
 
 /* ---- the API on an application ------------------------------------------------------------ */
@@ -503,6 +415,21 @@ static void expect_keys(struct fixture *fx, const char *req, long total, const c
 	json_decref(r);
 }
 
+/* The result of "select * from sources * where <cond>". */
+static json_t *where(struct fixture *fx, const char *cond)
+{
+	char req[512];
+	snprintf(req, sizeof req, "{\"yql\": \"select * from sources * where %s\"}", cond);
+	return query(fx, req);
+}
+
+static void expect_where(struct fixture *fx, const char *cond, long total, const char *keys)
+{
+	char req[512];
+	snprintf(req, sizeof req, "{\"yql\": \"select * from sources * where %s\"}", cond);
+	expect_keys(fx, req, total, keys);
+}
+
 static void test_feed_and_get(void **state)
 {
 	struct fixture *fx = *state;
@@ -648,13 +575,7 @@ static void test_query_filters(void **state)
 	assert_string_equal(json_string_value(json_object_get(f0, "documentid")), "id:test:item::6");
 	json_decref(r);
 
-	const char *pre = "{\"yql\": \"select * from sources * where ";
-	char req[512];
-#define Q(cond, total, keys)                                                  \
-	do {                                                                  \
-		snprintf(req, sizeof req, "%s%s\"}", pre, cond);              \
-		expect_keys(fx, req, total, keys);                            \
-	} while (0)
+#define Q(cond, total, keys) expect_where(fx, cond, total, keys)
 	Q("price < 35", 3, "3,2,1");
 	Q("price <= 30 and price >= 20", 2, "3,2");
 	Q("range(price, 20, 40)", 3, "4,3,2");
@@ -676,6 +597,138 @@ static void test_query_filters(void **state)
 	assert_int_equal(json_object_size(f0), 1);
 	assert_string_equal(json_string_value(json_object_get(f0, "title")), "desk");
 	json_decref(r);
+#undef Q
+}
+
+/* The group hits of a grouping result: "value:count()" for each. */
+static void group_summary(json_t *r, char *buf, size_t n)
+{
+	json_t *root = json_array_get(children(r), 0);
+	assert_string_equal(json_string_value(json_object_get(root, "id")), "group:root:0");
+	json_t *list = json_array_get(json_object_get(root, "children"), 0);
+	buf[0] = 0;
+	size_t i;
+	json_t *g;
+	json_array_foreach(json_object_get(list, "children"), i, g) {
+		size_t l = strlen(buf);
+		snprintf(buf + l, n - l, "%s%s:%lld", i ? "," : "",
+		         json_string_value(json_object_get(g, "value")),
+		         (long long)json_integer_value(
+		                 json_object_get(json_object_get(g, "fields"), "count()")));
+	}
+}
+
+/* in, matches, order by, and grouping in Vespa's shape (titles lamp desk
+ * lamp chair sofa rug, prices 10..60, scores .5 3 1 2 .25 1.5). */
+static void test_query_yql(void **state)
+{
+	struct fixture *fx = *state;
+	feed_all(fx);
+#define Q(cond, total, keys) expect_where(fx, cond, total, keys)
+	Q("price in (20, 40, 45)", 2, "4,2");
+	Q("title in ('lamp', 'rug')", 3, "6,3,1");
+	Q("score in (1.5, 0.25) and !(price in (60))", 1, "5");
+	Q("title matches 'A'", 4, "5,4,3,1");     /* case-insensitive, anywhere */
+	Q("title matches '^(l|r)' or title matches 'r$'", 4, "6,4,3,1");
+	Q("true order by title asc, price desc", NDOC, "4,2,3,1,6,5");
+	Q("true order by score desc limit 3", NDOC, "2,4,6");
+	Q("true order by flag, price offset 4", NDOC, "3,5");
+	Q("price > 10 order by title desc limit 2", 5, "5,6");
+
+	/* groups by their best relevance (= price here), aggregates of each */
+	json_t *r = where(fx, "true limit 0 | all(group(title) each(output(count(), sum(price), "
+	                  "avg(score), min(price), max(score))))");
+	char got[256];
+	group_summary(r, got, sizeof got);
+	assert_string_equal(got, "rug:1,sofa:1,chair:1,lamp:2,desk:1");
+	assert_int_equal(json_array_size(children(r)), 1); /* limit 0: no hits */
+	assert_int_equal(total_count(r), NDOC);
+	json_t *list = json_array_get(json_object_get(json_array_get(children(r), 0), "children"), 0);
+	assert_string_equal(json_string_value(json_object_get(list, "id")), "grouplist:title");
+	assert_string_equal(json_string_value(json_object_get(list, "label")), "title");
+	json_t *lamp = json_array_get(json_object_get(list, "children"), 3);
+	assert_string_equal(json_string_value(json_object_get(lamp, "id")), "group:string:lamp");
+	assert_true(json_real_value(json_object_get(lamp, "relevance")) == 30);
+	json_t *f = json_object_get(lamp, "fields");
+	assert_true(json_is_integer(json_object_get(f, "sum(price)")));
+	assert_int_equal(json_integer_value(json_object_get(f, "sum(price)")), 40);
+	assert_int_equal(json_integer_value(json_object_get(f, "min(price)")), 10);
+	assert_true(json_real_value(json_object_get(f, "avg(score)")) == 0.75);
+	assert_true(json_real_value(json_object_get(f, "max(score)")) == 1.0);
+	json_decref(r);
+
+	/* order(-count()) and max(2): lamp, then the first of the ties by value */
+	r = where(fx, "true limit 0 | all(group(title) max(2) order(-count()) each(output(count())))");
+	group_summary(r, got, sizeof got);
+	assert_string_equal(got, "lamp:2,chair:1");
+	list = json_array_get(json_object_get(json_array_get(children(r), 0), "children"), 0);
+	assert_true(json_real_value(json_object_get(json_array_get(json_object_get(list, "children"),
+	                                                           1), "relevance")) == 0.5);
+	json_decref(r);
+
+	/* numbers: group ids by type; hits still follow the group root */
+	r = where(fx, "price >= 50 | all(group(score) each(output(count())))");
+	list = json_array_get(json_object_get(json_array_get(children(r), 0), "children"), 0);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(
+	                            json_object_get(list, "children"), 0), "id")), "group:double:1.5");
+	assert_int_equal(json_array_size(children(r)), 3);
+	json_decref(r);
+	/* groups within groups: flag, then title inside each (odd keys 1 3 5 are true) */
+	r = where(fx, "true limit 0 | all(group(flag) each(output(count()) group(title) "
+	              "each(output(sum(price)))))");
+	list = json_array_get(json_object_get(json_array_get(children(r), 0), "children"), 0);
+	json_t *g1 = json_array_get(json_object_get(list, "children"), 0); /* rug: best relevance */
+	assert_string_equal(json_string_value(json_object_get(g1, "id")), "group:long:0");
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(g1, "fields"),
+	                                                    "count()")), 3);
+	json_t *sub = json_array_get(json_object_get(g1, "children"), 0);
+	assert_string_equal(json_string_value(json_object_get(sub, "id")), "grouplist:title");
+	json_t *sg = json_object_get(sub, "children");
+	assert_int_equal(json_array_size(sg), 3); /* rug 60, chair 40, desk 20 */
+	assert_string_equal(json_string_value(json_object_get(json_array_get(sg, 2), "value")), "desk");
+	json_t *g2 = json_array_get(json_object_get(list, "children"), 1);
+	sg = json_object_get(json_array_get(json_object_get(g2, "children"), 0), "children");
+	assert_int_equal(json_array_size(sg), 2); /* sofa 50, lamp 10 + 30 */
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(json_array_get(sg, 1),
+	                                                                    "fields"), "sum(price)")),
+	                 40);
+	json_decref(r);
+
+	/* side by side: the totals in the root's fields, one grouplist per group() */
+	r = where(fx, "price > 30 limit 0 | all(all(group(flag) each(output(count()))) "
+	              "all(output(count(), max(score))) all(group(title) max(1) each(output(count()))))");
+	json_t *root = json_array_get(children(r), 0);
+	json_t *rf = json_object_get(root, "fields");
+	assert_int_equal(json_integer_value(json_object_get(rf, "count()")), 3);
+	assert_true(json_real_value(json_object_get(rf, "max(score)")) == 2.0);
+	json_t *lists = json_object_get(root, "children");
+	assert_int_equal(json_array_size(lists), 2);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(lists, 0), "id")),
+	                    "grouplist:flag");
+	assert_string_equal(json_string_value(json_object_get(json_array_get(lists, 1), "id")),
+	                    "grouplist:title");
+	json_decref(r);
+	r = where(fx, "price > 30 | all(output(count(), sum(price)))");
+	f = json_object_get(json_array_get(children(r), 0), "fields");
+	assert_int_equal(json_integer_value(json_object_get(f, "count()")), 3);
+	assert_int_equal(json_integer_value(json_object_get(f, "sum(price)")), 150);
+	json_decref(r);
+
+	struct strata_error err = { 0 };
+	assert_int_equal(query_err(fx, "{\"yql\": \"select * from sources * where true order by emb\"}",
+	                           &err), STRATA_INVALID_ARGUMENT);
+	assert_string_equal(err.msg, "yql:1:45: order by needs a number or string attribute; "
+	                             "'emb' is not one");
+	assert_int_equal(query_err(fx, "{\"yql\": \"select * from sources * where true | all(group("
+	                               "nope) each(output(count())))\"}", &err), STRATA_NOT_FOUND);
+	assert_string_equal(err.msg, "yql:1:48: field 'nope' not found");
+	assert_int_equal(query_err(fx, "{\"yql\": \"select * from sources * where price in ('a')\"}",
+	                           &err), STRATA_INVALID_ARGUMENT);
+	assert_string_equal(err.msg, "yql:1:31: 'in' with strings needs a string field; 'price' is "
+	                             "not one");
+	assert_int_equal(query_err(fx, "{\"yql\": \"select * from sources * where price matches 'a'\"}",
+	                           &err), STRATA_INVALID_ARGUMENT);
+	assert_string_equal(err.msg, "yql:1:31: 'matches' needs a string field; 'price' is not one");
 #undef Q
 }
 
@@ -1230,14 +1283,13 @@ int main(void)
 		cmocka_unit_test(test_tensor_forms),
 		cmocka_unit_test(test_tensor_errors),
 		cmocka_unit_test(test_tensor_to_json),
-		cmocka_unit_test(test_yql_parse),
-		cmocka_unit_test(test_yql_errors),
 	};
 	const struct CMUnitTest api[] = {
 		cmocka_unit_test_setup_teardown(test_feed_and_get, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_feed_array, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_update_remove, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_query_filters, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_query_yql, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_query_profiles, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_query_model, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_query_nn, setup, teardown),

@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "../rank/rank_eval.h"
+#include "apptest.h"
 #include "modelbuild.h"
 #include "runwrap.h"
 
@@ -53,16 +54,6 @@ static const float wv[4] = { 0.1f, 0.2f, -0.3f, 0.4f };
 
 /* ---- application folders ------------------------------------------------- */
 
-static void write_file(const char *dir, const char *name, const char *text)
-{
-	char path[1100];
-	snprintf(path, sizeof path, "%s/%s", dir, name);
-	FILE *f = fopen(path, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
-}
-
 /* x * w with w = wv, input shape [batch,4] (batch != 0) or [4]. */
 static void save_model(const char *path, int batch)
 {
@@ -83,29 +74,14 @@ static void save_model(const char *path, int batch)
 
 static char *make_app(const char *sd)
 {
-	char tmpl[] = "/tmp/strata_rank_evalXXXXXX";
-	char *dir = mkdtemp(tmpl);
-	assert_non_null(dir);
+	char *dir = apptest_new("strata_rank_eval");
 	char sub[512];
-	snprintf(sub, sizeof sub, "%s/schemas", dir);
-	assert_int_equal(mkdir(sub, 0700), 0);
-	snprintf(sub, sizeof sub, "%s/models", dir);
-	assert_int_equal(mkdir(sub, 0700), 0);
 	snprintf(sub, sizeof sub, "%s/models/batch.onnx", dir);
 	save_model(sub, 1);
 	snprintf(sub, sizeof sub, "%s/models/single.onnx", dir);
 	save_model(sub, 0);
-	snprintf(sub, sizeof sub, "%s/schemas", dir);
-	write_file(sub, "x.sd", sd);
-	return strdup(dir);
-}
-
-static void remove_app(char *dir)
-{
-	char cmd[600];
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-	assert_int_equal(system(cmd), 0);
-	free(dir);
+	apptest_write(dir, "schemas/x.sd", sd);
+	return dir;
 }
 
 #define FIELDS \
@@ -208,12 +184,8 @@ struct world {
 static int setup(void **state)
 {
 	struct world *w = calloc(1, sizeof *w);
-	struct strata_error err = { 0 };
 	w->dir = make_app(main_sd);
-	int rc = rank_app_load(w->dir, &w->app, &err);
-	if (rc)
-		fprintf(stderr, "load: %d %s\n", rc, err.msg);
-	assert_int_equal(rc, 0);
+	w->app = apptest_load(w->dir);
 	w->s = rank_app_schema_find(w->app, "doc");
 	assert_non_null(w->s);
 	w->fake.s = w->s;
@@ -227,7 +199,7 @@ static int teardown(void **state)
 {
 	struct world *w = *state;
 	rank_app_free(w->app);
-	remove_app(w->dir);
+	apptest_remove(w->dir);
 	free(w);
 	return 0;
 }
@@ -917,6 +889,11 @@ static void test_query_reuse(void **state)
 	assert_int_equal(rank_query_new(p, &q, &err), 0);
 	double wv5 = 5;
 	assert_int_equal(rank_query_set_input(q, "w", &wv5, 1, &err), 0);
+	/* a nearestNeighbor tensor with no default must be given */
+	assert_int_equal(rank_query_set_nn(q, "emb", "q", &err), STRATA_INVALID_ARGUMENT);
+	assert_non_null(strstr(err.msg, "query(q) is not given"));
+	double zero4[4] = { 0, 0, 0, 0 };
+	assert_int_equal(rank_query_set_input(q, "q", zero4, 4, &err), 0);
 	assert_int_equal(rank_query_set_nn(q, "emb", "q", &err), 0);
 	assert_int_equal(rank_query_first_phase(q, &w->docs, lids, 2, f, &err), 0);
 	NEAR(f[1], 5 * price[1] + 1);
@@ -971,17 +948,7 @@ static void expect_error(const char *profile_body, int code, const char *where, 
 	char sd[4096];
 	snprintf(sd, sizeof sd,
 	         "schema doc {\n" FIELDS "  rank-profile bad {\n%s  }\n}\n", profile_body);
-	char *dir = make_app(sd);
-	struct rank_app *app = NULL;
-	struct strata_error err = { 0 };
-	int rc = rank_app_load(dir, &app, &err);
-	if (rc != code || !strstr(err.msg, where) || !strstr(err.msg, what))
-		fprintf(stderr, "got %d '%s', wanted %d '%s' '%s'\n", rc, err.msg, code, where, what);
-	assert_int_equal(rc, code);
-	assert_non_null(strstr(err.msg, where));
-	assert_non_null(strstr(err.msg, what));
-	assert_null(app);
-	remove_app(dir);
+	apptest_expect_load_error(make_app(sd), code, where, what);
 }
 
 /* FIELDS is 18 lines after "schema doc {"; the profile starts on line 20. */
@@ -1050,7 +1017,7 @@ static void test_schema_models(void **state)
 		NEAR(f[d], model_score(d));
 	rank_query_free(q);
 	rank_app_free(app);
-	remove_app(dir);
+	apptest_remove(dir);
 
 	dir = make_app("schema doc {\n" FIELDS SCHEMA_MODEL("unused", "models/missing.onnx")
 	               SCHEMA_MODEL("sm", "models/single.onnx") READS_SM);
@@ -1059,7 +1026,7 @@ static void test_schema_models(void **state)
 	assert_non_null(strstr(err.msg, "x.sd:20:"));
 	assert_non_null(strstr(err.msg, "onnx-model unused"));
 	assert_non_null(strstr(err.msg, "missing.onnx"));
-	remove_app(dir);
+	apptest_remove(dir);
 }
 
 /* An allocation failure: STRATA_NOMEM, reported with a message (err is
@@ -1078,20 +1045,7 @@ static void test_alloc_failures(void **state)
 	struct world *w = *state;
 	struct base_alloc_stats before, after;
 	base_alloc_stats(&before);
-	long k, failures = 0;
-	for (k = 1; k < 100000; k++) {
-		struct rank_app *app = NULL;
-		struct strata_error err = { 0 };
-		base_alloc_fail_after(k);
-		int rc = rank_app_load(w->dir, &app, &err);
-		base_alloc_fail_after(0);
-		rank_app_free(app);
-		if (rc == 0)
-			break; /* k passed the last allocation */
-		expect_nomem(rc, &err, k);
-		assert_null(app);
-		failures++;
-	}
+	long k, failures = apptest_load_failures(w->dir);
 	assert_true(failures > 100);
 
 	/* queries, with no retired query to take back */
