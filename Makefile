@@ -45,10 +45,11 @@ RUNTIME_SRC := runtime/options.c runtime/blocks.c runtime/load.c runtime/graph.c
                runtime/ops/conv.c runtime/ops/window.c runtime/ops/pool.c runtime/ops/nn.c runtime/ops/index.c runtime/ops/misc.c runtime/ops/resize.c runtime/ops/signal.c runtime/ops/loss.c \
                runtime/ops/training.c runtime/ops/random.c runtime/ops/rnn.c runtime/ops/einsum.c runtime/ops/quant.c runtime/ops/string.c runtime/ops/sequence.c runtime/ops/control.c runtime/optimize.c runtime/ctxfile.c runtime/ctxhold.c runtime/epctx.c runtime/ctxgen.c runtime/ctxmodel.c runtime/ops/epcontext.c runtime/ops/fused.c runtime/ops/attn_avx512.c runtime/ops/vmath.c
 STORE_SRC   := store/env.c store/doctype.c store/doc.c store/attr.c store/text.c
-RANK_SRC    := rank/lex.c rank/parser.c rank/expr.c rank/parse.c rank/parse_text.c rank/schema.c rank/type.c rank/fn.c rank/compile.c rank/gbdt.c rank/vm.c \
-               rank/tensor.c rank/model.c rank/query.c rank/profile.c rank/app.c
+RANK_SRC    := rank/lex.c rank/parser.c rank/expr.c rank/parse.c rank/parse_text.c rank/schema.c rank/type.c rank/fn.c rank/compile_base.c rank/compile.c rank/gbdt.c rank/compile_tensor.c rank/explain.c rank/vm.c \
+               rank/tensor.c rank/tensor_sparse.c rank/literal.c rank/model.c rank/query.c rank/profile.c rank/app.c
+RANK_SRC    += rank/fields.c rank/docs.c
 ENGINE_SRC  := engine/db.c engine/contexts.c engine/feed.c engine/tensor_json.c engine/yql.c engine/query.c engine/textmatch.c engine/userquery.c \
-               engine/result.c engine/json_alloc.c engine/grouping.c
+               engine/result.c engine/json_alloc.c engine/grouping.c engine/values.c
 CLI_SRC     := engine/cli.c engine/cli_run.c
 GEN_SRC     := $(BUILD)/gen/onnx.pb-c.c
 
@@ -59,14 +60,17 @@ LIB      := $(BUILD)/libstrata.a
 CLI      := $(BUILD)/strata
 
 # Unit tests: one cmocka binary per module (tests/test_<name>.c).
-UNIT_TESTS := base runtime ops_elementwise ops_tensor store rank_parse text text_index rank_eval rank_gbdt rank_phases engine yql ops_index ops_nn ops_rnn ops_quant ops_train ops_signal infer gemm plan optimize context pool binding embed
+UNIT_TESTS := base runtime ops_elementwise ops_tensor store rank_parse text text_index rank_eval rank_gbdt rank_phases engine yql ops_index ops_nn ops_rnn ops_quant ops_train ops_signal infer gemm plan optimize context pool binding embed fields
 TEST_BINS  := $(UNIT_TESTS:%=$(BUILD)/tests/test_%)
 TEST_LIB_SRC := tests/modelbuild.c tests/opcase.c tests/apptest.c
 TEST_LIB_OBJ := $(TEST_LIB_SRC:%.c=$(BUILD)/%.o)
 TOOLS_SRC  := tests/mkshop.c
 TOOLS      := $(BUILD)/tests/mkshop
+# Vespa's tensor conformance cases (tests/data/README.md) and how many must pass.
+TENSOR_CONFORMANCE     := $(BUILD)/tests/tensor_conformance
+TENSOR_CONFORMANCE_MIN := 1987
 
-.PHONY: all test unit e2e crash avx2 asan tsan demo deps deps-test check check-peer peer bench install clean layers
+.PHONY: all test unit e2e tensor-conformance crash avx2 asan tsan demo deps deps-test check check-peer peer bench install clean layers
 # Objects made by pattern chains (tests/test_x.o) are kept, not deleted as intermediates.
 .SECONDARY:
 all: $(LIB) $(CLI)
@@ -99,6 +103,9 @@ $(BUILD)/tests/test_%: $(BUILD)/tests/test_%.o $(TEST_LIB_OBJ) $(LIB)
 # These see every model run the library makes: runtime_run is wrapped at
 # link time, and their __wrap_runtime_run notes what it was given.
 $(BUILD)/tests/test_engine $(BUILD)/tests/test_rank_eval: TEST_LDFLAGS := -Wl,--wrap=runtime_run
+
+$(TENSOR_CONFORMANCE): $(BUILD)/tests/tensor_conformance.o $(LIB)
+	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS)
 
 # mkshop is no cmocka binary: it takes the model builder alone, not the test harness.
 $(BUILD)/tests/mkshop: $(BUILD)/tests/mkshop.o $(BUILD)/tests/modelbuild.o $(LIB)
@@ -137,6 +144,7 @@ test: deps deps-test
 	$(MAKE) layers
 	$(MAKE) unit
 	$(MAKE) e2e
+	$(MAKE) tensor-conformance
 	$(MAKE) conformance
 	$(MAKE) avx2
 	$(MAKE) asan
@@ -172,6 +180,22 @@ e2e: $(CLI) $(TOOLS)
 	STRATA=$(CLI) MKSHOP=$(BUILD)/tests/mkshop sh tests/text.sh || status=1; \
 	exit $$status
 
+# Vespa's tensor conformance cases through the expression compiler and VM: one
+# line per failing case with its reason, then a JSON summary; fails when fewer
+# than TENSOR_CONFORMANCE_MIN pass.
+# First the runner itself: of tests/data/tensor_conformance_check.jsonl one case
+# passes and three fail, each with its reason, and --min above the passes fails.
+tensor-conformance: $(TENSOR_CONFORMANCE)
+	@out=$$($(TENSOR_CONFORMANCE) tests/data/tensor_conformance_check.jsonl --min 2 2>&1); \
+	status=$$?; \
+	for want in '"passed": 1' 'line 2: reduce(a,sum,x): wrong result: cell {} is 6, expected 2' \
+	  'line 3: reduce(a,avg: not parsed:' \
+	  'line 4: a: wrong type: tensor(x[3]), expected tensor<float>(x[3])'; do \
+	  printf '%s\n' "$$out" | grep -qF "$$want" || { echo "tensor_conformance: no '$$want'"; exit 1; }; \
+	done; \
+	[ $$status -ne 0 ] || { echo "tensor_conformance: --min did not fail"; exit 1; }
+	$(TENSOR_CONFORMANCE) tests/data/vespa_tensor_spec.jsonl --min $(TENSOR_CONFORMANCE_MIN)
+
 # Feeds killed with SIGKILL keep what they reported written (tests/crash.sh).
 crash: $(CLI) $(TOOLS)
 	STRATA=$(CLI) MKSHOP=$(BUILD)/tests/mkshop sh tests/crash.sh
@@ -187,7 +211,7 @@ avx2: $(TEST_BINS) $(CONFORMANCE) $(CLI)
 ASAN_SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 asan:
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
-	  $(MAKE) BUILD=build-asan SAN='$(ASAN_SAN)' DEBUG=1 OPT='-O1 -g' unit e2e conformance
+	  $(MAKE) BUILD=build-asan SAN='$(ASAN_SAN)' DEBUG=1 OPT='-O1 -g' unit e2e tensor-conformance conformance
 
 # The tests that run threads (the session buffer pool, compiled contexts
 # loaded by several threads, queries sharing an application and its pools)

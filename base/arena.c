@@ -84,6 +84,16 @@ char *base_arena_strdup(struct base_arena *a, const char *s)
 	return d;
 }
 
+char *base_arena_strndup(struct base_arena *a, const char *s, size_t n)
+{
+	char *d = base_arena_alloc(a, n + 1, 1);
+	if (d) {
+		memcpy(d, s, n);
+		d[n] = 0;
+	}
+	return d;
+}
+
 void base_arena_reset(struct base_arena *a)
 {
 	if (a->first)

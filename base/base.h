@@ -113,6 +113,8 @@ void base_arena_init(struct base_arena *a, size_t block_size);
 /* NULL on failure.  align is a power of two <= 64. */
 void *base_arena_alloc(struct base_arena *a, size_t n, size_t align);
 char *base_arena_strdup(struct base_arena *a, const char *s);
+/* The n bytes at s and a terminating NUL, in a; NULL on failure. */
+char *base_arena_strndup(struct base_arena *a, const char *s, size_t n);
 /* Forget everything allocated; keeps the blocks for reuse (no allocation in
  * steady state). */
 void base_arena_reset(struct base_arena *a);

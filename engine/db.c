@@ -34,6 +34,10 @@ static int store_type_of(int rank_type)
 	case RANK_FT_DOUBLE: return STORE_T_DOUBLE;
 	case RANK_FT_BOOL: return STORE_T_BOOL;
 	case RANK_FT_TENSOR: return STORE_T_TENSOR;
+	case RANK_FT_ARRAY:
+	case RANK_FT_WSET:
+	case RANK_FT_MAP:
+	case RANK_FT_STRUCT: return STORE_T_JSON;
 	}
 	return 0;
 }

@@ -17,6 +17,8 @@
  *   result.c       JSON output: the result tree, documents, a JSON printer
  *                  that writes numbers in their shortest exact form
  *   json_alloc.c   jansson's allocations through base_alloc
+ *   values.c       collection and struct values (arrays, weighted sets, maps,
+ *                  structs): checked JSON text for the store, updates, contains
  */
 #ifndef ENGINE_INT_H
 #define ENGINE_INT_H
@@ -197,6 +199,57 @@ json_t *eng_value_json(const struct store_field *f, const char *const *dim_names
 
 /* The JSON of a feature value (number or tensor). */
 json_t *eng_feature_json(const struct rank_feature *f);
+
+/* ---- values.c: collection and struct fields ------------------------------------- */
+
+/* Check j against the type of rf (an ARRAY, WSET, MAP or STRUCT field) and
+ * set v to its canonical JSON text, allocated in a.  what names the field
+ * in messages.  Returns 0, STRATA_INVALID_ARGUMENT (with the path to the
+ * bad element), STRATA_NOMEM. */
+int eng_cvalue_from_json(const struct rank_field *rf, const json_t *j, struct base_arena *a,
+                         struct store_value *v, const char *what, struct strata_error *err);
+/* An update of rf's value: op "add" (array elements appended, weighted set
+ * keys set), "remove" (array elements equal to one given, weighted set
+ * keys given) or "match" (a weighted set key's weight incremented or
+ * decremented: {"element": key, "increment": n}; a missing key is made
+ * only with create-if-nonexistent), applied to cur (NULL or unset:
+ * empty); the result in v, in a.  remove-if-zero then drops keys of
+ * weight 0.  Returns 0, STRATA_INVALID_ARGUMENT (a map or struct, a bad argument),
+ * STRATA_NOMEM. */
+int eng_cvalue_update(const struct rank_field *rf, const char *op, const json_t *arg,
+                      const struct store_value *cur, struct base_arena *a, struct store_value *v,
+                      const char *what, struct strata_error *err);
+/* 1 when rf is an array or weighted set of numbers (int, long, float,
+ * double). */
+int eng_cvalue_holds_numbers(const struct rank_field *rf);
+/* 1 when an element (a key of a weighted set) of the stored value (n
+ * bytes at s) of rf, an array or weighted set of numbers, passes test; 0
+ * when none does; -1 when memory ran out. */
+int eng_cvalue_any_number(const struct rank_field *rf, const char *s, size_t n,
+                          int (*test)(const void *ud, double v), const void *ud);
+/* A field path assignment: step is "{key}" (rf a map), "[index]" (an
+ * array, index below its length) or ".field" (a struct); arg, checked
+ * against the part's type, replaces that part of cur (NULL or unset: an
+ * empty value); the result in v, in a.  Returns 0,
+ * STRATA_INVALID_ARGUMENT, STRATA_NOMEM. */
+int eng_cvalue_assign_path(const struct rank_field *rf, const char *step, const json_t *arg,
+                           const struct store_value *cur, struct base_arena *a,
+                           struct store_value *v, const char *what, struct strata_error *err);
+/* The simple type (RANK_FT_STRING to BOOL) at path inside the values of
+ * rf: "key" or "value" of a map, a struct's field by name, arrays stepped
+ * through ("people.name" in an array of structs, "m.value.f"); 0 when path
+ * names no simple value. */
+int eng_cvalue_path_type(const struct rank_field *rf, const char *path);
+/* 1 when a value at path inside the stored value (n bytes at s) of rf
+ * matches: equals str when str is not NULL, else passes test; 0 when none
+ * does; -1 when memory ran out (so the answer is unknown). */
+int eng_cvalue_path_match(const struct rank_field *rf, const char *s, size_t n, const char *path,
+                          const char *str, int (*test)(const void *ud, double v), const void *ud);
+/* 1 when rf is an array or weighted set of strings. */
+int eng_cvalue_holds_strings(const struct rank_field *rf);
+/* 1 when the stored value (n bytes at s) of rf, an array or weighted set of
+ * strings, holds the element (key) str; 0 when not; -1 when memory ran out. */
+int eng_cvalue_contains(const struct rank_field *rf, const char *s, size_t n, const char *str);
 
 /* ---- yql.c ------------------------------------------------------------------------ */
 

@@ -2,7 +2,8 @@
  * feed.c: Vespa document operations into the store; get and remove by id.
  *
  * An operation ({"put": ID, "fields": {...}}, {"update": ID, "fields": {"f":
- * {"assign": v}}, "create": true}, {"remove": ID}) is checked against its
+ * {"assign": v}}, "create": true}, {"remove": ID}; arrays and weighted sets
+ * also take "add" and "remove" updates) is checked against its
  * document type's schema and turned into an array of struct store_value
  * (field i of the schema is field i of the store), whose strings point into
  * the parsed JSON and whose tensor cells live in a per-operation arena; the
@@ -106,6 +107,8 @@ static int field_value(struct eng_doctype *dt, int fi, const json_t *j, struct s
 		v->n = n;
 		break;
 	}
+	case STORE_T_JSON:
+		return eng_cvalue_from_json(rf, j, a, v, what, err);
 	default:
 		return base_err(err, STRATA_NOT_IMPLEMENTED, "%s: unsupported type", what);
 	}
@@ -113,8 +116,106 @@ static int field_value(struct eng_doctype *dt, int fi, const json_t *j, struct s
 	return 0;
 }
 
-static int fields_values(struct eng_doctype *dt, const json_t *fields, int update,
-                         struct store_value *vals, struct base_arena *a, struct strata_error *err)
+/* The value of field fi of document id that an update changes: what an
+ * earlier part of the same operation made, else what is stored (NULL: the
+ * document or value is absent). */
+static const struct store_value *current_value(struct eng_doctype *dt, struct store_txn *w,
+                                               const char *id, int fi,
+                                               const struct store_value *vals,
+                                               struct base_arena *a, struct strata_error *err,
+                                               int *rc)
+{
+	uint32_t lid;
+	*rc = 0;
+	if (vals[fi].set)
+		return &vals[fi];
+	if (store_lookup(w, dt->store_id, id, &lid, NULL) != 0)
+		return NULL;
+	struct store_value *cur = base_arena_alloc(a, (size_t)(dt->nfields + 1) * sizeof *cur, 8);
+	if (!cur) {
+		*rc = base_nomem(err, "document '%s'", id);
+		return NULL;
+	}
+	memset(cur, 0, (size_t)(dt->nfields + 1) * sizeof *cur);
+	if ((*rc = store_get(w, dt->store_id, lid, cur, err)) != 0)
+		return NULL;
+	return cur[fi].set ? &cur[fi] : NULL;
+}
+
+/* One field's update operation {"assign" | "add" | "remove": arg} into
+ * vals[fi]. */
+static int field_update(struct eng_doctype *dt, struct store_txn *w, const char *id, int fi,
+                        const char *key, const json_t *jv, struct store_value *vals,
+                        struct base_arena *a, struct strata_error *err)
+{
+	if (!json_is_object(jv) || json_object_size(jv) != 1)
+		return base_err(err, STRATA_INVALID_ARGUMENT,
+		                "field '%s': an update needs {\"assign\": value}", key);
+	const char *kind = json_object_iter_key(json_object_iter((json_t *)jv));
+	const json_t *val = json_object_get(jv, kind);
+	const struct rank_field *rf = rank_schema_field(dt->schema, fi);
+	int coll = dt->fields[fi].type == STORE_T_JSON;
+	if (coll && (!strcmp(kind, "add") || !strcmp(kind, "remove") || !strcmp(kind, "match"))) {
+		char what[160];
+		int rc;
+		snprintf(what, sizeof what, "field '%s'", key);
+		const struct store_value *cur = current_value(dt, w, id, fi, vals, a, err, &rc);
+		return rc ? rc : eng_cvalue_update(rf, kind, val, cur, a, &vals[fi], what, err);
+	}
+	if (strcmp(kind, "assign") != 0)
+		return base_err(err, STRATA_INVALID_ARGUMENT,
+		                "field '%s': update operation '%s' is not supported%s", key, kind,
+		                coll ? " (assign, add, remove, match are)" : "");
+	if (json_is_null(val))
+		return base_err(err, STRATA_INVALID_ARGUMENT,
+		                "field '%s': clearing a field is not supported", key);
+	return field_value(dt, fi, val, &vals[fi], a, err);
+}
+
+/* An update of a part of a field: "m{key}", "a[i]" or "s.f" (key), whose
+ * field is the name before the first of "{[.". */
+static int path_update(struct eng_doctype *dt, struct store_txn *w, const char *id,
+                       const char *key, const json_t *jv, struct store_value *vals,
+                       struct base_arena *a, struct strata_error *err)
+{
+	size_t n = strcspn(key, "{[.");
+	int fi = -1;
+	for (int i = 0; i < dt->nfields && fi < 0; i++) {
+		const char *name = rank_schema_field(dt->schema, i)->name;
+		if (strlen(name) == n && strncmp(name, key, n) == 0)
+			fi = i;
+	}
+	if (fi < 0 || dt->fields[fi].type != STORE_T_JSON ||
+	    rank_schema_field(dt->schema, fi)->source >= 0)
+		return base_err(err, STRATA_INVALID_ARGUMENT,
+		                "field '%s': '%.*s' is not a map, array or struct field of the "
+		                "document '%s'", key, (int)n, key, dt->name);
+	if (!json_is_object(jv) || json_object_size(jv) != 1 || !json_object_get(jv, "assign"))
+		return base_err(err, STRATA_INVALID_ARGUMENT,
+		                "field '%s': a part of a field takes {\"assign\": value}", key);
+	char what[160];
+	int rc;
+	snprintf(what, sizeof what, "field '%s'", key);
+	const struct store_value *cur = current_value(dt, w, id, fi, vals, a, err, &rc);
+	if (rc)
+		return rc;
+	return eng_cvalue_assign_path(rank_schema_field(dt->schema, fi), key + n,
+	                              json_object_get(jv, "assign"), cur, a, &vals[fi], what, err);
+}
+
+/* Fields outside the document take the value of the field they read. */
+static void derived_values(struct eng_doctype *dt, struct store_value *vals)
+{
+	for (int i = 0; i < dt->nfields; i++) {
+		const struct rank_field *rf = rank_schema_field(dt->schema, i);
+		if (rf->source >= 0 && vals[rf->source].set)
+			vals[i] = vals[rf->source];
+	}
+}
+
+static int fields_values(struct eng_doctype *dt, const json_t *fields, struct store_txn *w,
+                         const char *id, int update, struct store_value *vals,
+                         struct base_arena *a, struct strata_error *err)
 {
 	if (!json_is_object(fields))
 		return base_err(err, STRATA_INVALID_ARGUMENT, "\"fields\" must be an object");
@@ -122,30 +223,31 @@ static int fields_values(struct eng_doctype *dt, const json_t *fields, int updat
 	json_t *jv;
 	json_object_foreach((json_t *)fields, key, jv) {
 		int fi = rank_schema_field_index(dt->schema, key);
+		if (fi < 0 && update && strpbrk(key, "{[.")) {
+			int rc = path_update(dt, w, id, key, jv, vals, a, err);
+			if (rc)
+				return rc;
+			continue;
+		}
 		if (fi < 0)
 			return base_err(err, STRATA_INVALID_ARGUMENT,
 			                "field '%s' is not in document type '%s'", key, dt->name);
-		const json_t *val = jv;
-		if (update) {
-			if (!json_is_object(jv) || json_object_size(jv) != 1)
-				return base_err(err, STRATA_INVALID_ARGUMENT,
-				                "field '%s': an update needs {\"assign\": value}", key);
-			const char *kind = json_object_iter_key(json_object_iter((json_t *)jv));
-			if (strcmp(kind, "assign") != 0)
-				return base_err(err, STRATA_INVALID_ARGUMENT,
-				                "field '%s': update operation '%s' is not supported", key,
-				                kind);
-			val = json_object_get(jv, "assign");
-			if (json_is_null(val))
-				return base_err(err, STRATA_INVALID_ARGUMENT,
-				                "field '%s': clearing a field is not supported", key);
-		} else if (json_is_null(val)) {
+		const struct rank_field *rf = rank_schema_field(dt->schema, fi);
+		if (rf->source >= 0)
+			return base_err(err, STRATA_INVALID_ARGUMENT,
+			                "field '%s' is outside the document: it takes the value of '%s'",
+			                key, rank_schema_field(dt->schema, rf->source)->name);
+		int rc;
+		if (update)
+			rc = field_update(dt, w, id, fi, key, jv, vals, a, err);
+		else if (json_is_null(jv))
 			continue; /* an absent value */
-		}
-		int rc = field_value(dt, fi, val, &vals[fi], a, err);
+		else
+			rc = field_value(dt, fi, jv, &vals[fi], a, err);
 		if (rc)
 			return rc;
 	}
+	derived_values(dt, vals);
 	return 0;
 }
 
@@ -213,7 +315,7 @@ static int apply_op(struct strata *db, struct store_txn *w, const json_t *op,
 	if (!vals)
 		return base_nomem(err, "document '%s'", id);
 	memset(vals, 0, (size_t)(dt->nfields + 1) * sizeof *vals);
-	if (fields && (rc = fields_values(dt, fields, kind == OP_UPDATE, vals, a, err)) != 0)
+	if (fields && (rc = fields_values(dt, fields, w, id, kind == OP_UPDATE, vals, a, err)) != 0)
 		return base_err_prefix(err, rc, "document '%s'", id);
 	if (kind == OP_PUT)
 		return store_put(w, dt->store_id, id, vals, err);
@@ -643,6 +745,8 @@ int strata_get_json(struct strata *db, const char *id, char **doc, struct strata
 	}
 	for (int i = 0; i < dt->nfields; i++) {
 		const struct rank_field *rf = rank_schema_field(dt->schema, i);
+		if (rf->source >= 0)
+			continue; /* outside the document */
 		/* jansson refuses a NULL value: a value that could not be made
 		 * fails the set. */
 		if (vals[i].set &&

@@ -53,6 +53,7 @@ struct dtstate {
 	struct rank_docs docs;
 	struct store_txn *txn;
 	struct eng_textset *text; /* contains on text-indexed fields (textmatch.c) */
+	const struct rank_summary_class *summary; /* presentation.summary, or NULL */
 	uint32_t *nn;        /* sorted lids of the nearestNeighbor set */
 	size_t nnn;
 	int has_nn;
@@ -81,6 +82,7 @@ struct qstate {
 	uint32_t vals_lid;
 	size_t vals_size;
 	uint64_t rank_allocs;     /* allocations made inside rank_query_* calls */
+	int match_nomem;          /* a collection value could not be read for lack of memory */
 };
 
 /* Bracket a call into rank: mark before, charge after. */
@@ -192,6 +194,45 @@ static int is_numeric(int t)
 	       t == STORE_T_BOOL;
 }
 
+/* The index of field name in dt; or, for "f.path" (field names have no
+ * '.'), of the collection or struct field f, with *path the rest.  -1 when
+ * none. */
+static int field_path(const struct eng_doctype *dt, const char *name, const char **path)
+{
+	const char *dot = strchr(name, '.');
+	*path = NULL;
+	if (!dot)
+		return rank_schema_field_index(dt->schema, name);
+	for (int i = 0; i < dt->nfields; i++) {
+		const char *f = rank_schema_field(dt->schema, i)->name;
+		if (dt->fields[i].type == STORE_T_JSON && strlen(f) == (size_t)(dot - name) &&
+		    strncmp(f, name, (size_t)(dot - name)) == 0) {
+			*path = dot + 1;
+			return i;
+		}
+	}
+	return -1;
+}
+
+/* A condition on a value inside a collection or struct field (f.path). */
+static int resolve_path(struct qstate *qs, const struct yql_node *n, const struct eng_doctype *dt,
+                        const char *path)
+{
+	const struct rank_field *rf = rank_schema_field(dt->schema, n->fidx);
+	int leaf = eng_cvalue_path_type(rf, path);
+	const char *want = n->kind == YQL_CONTAINS ? "a string" : "a number";
+	if (leaf && (n->kind == YQL_CONTAINS ? leaf == RANK_FT_STRING
+	                                     : n->kind != YQL_NN && leaf >= RANK_FT_INT &&
+	                                       leaf <= RANK_FT_DOUBLE))
+		return 0;
+	if (!leaf)
+		return base_err(qs->err, STRATA_INVALID_ARGUMENT,
+		                "yql:1:%d: '%s' names no value inside field '%s'", n->col, n->field,
+		                rf->name);
+	return base_err(qs->err, STRATA_INVALID_ARGUMENT, "yql:1:%d: '%s' is not %s", n->col,
+	                n->field, n->kind == YQL_NN ? "a tensor attribute" : want);
+}
+
 /* Set fidx on every node for dt (-1: the type lacks the field, so the
  * condition is false there); check that each field suits its condition. */
 static int resolve(struct qstate *qs, struct yql_node *n, struct eng_doctype *dt, int *nn_count)
@@ -207,14 +248,20 @@ static int resolve(struct qstate *qs, struct yql_node *n, struct eng_doctype *dt
 	case YQL_TRUE: case YQL_FALSE:
 		return 0;
 	}
-	n->fidx = rank_schema_field_index(dt->schema, n->field);
+	const char *path;
+	n->fidx = field_path(dt, n->field, &path);
 	if (n->fidx < 0)
 		return 0;
+	if (path)
+		return resolve_path(qs, n, dt, path);
 	int t = dt->fields[n->fidx].type;
-	if ((n->kind == YQL_CMP || n->kind == YQL_RANGE) && !is_numeric(t))
+	if ((n->kind == YQL_CMP || n->kind == YQL_RANGE) && !is_numeric(t) &&
+	    !eng_cvalue_holds_numbers(rank_schema_field(dt->schema, n->fidx)))
 		return base_err(qs->err, STRATA_INVALID_ARGUMENT,
 		                "yql:1:%d: field '%s' is not numeric: compare with %s", n->col, n->field,
-		                t == STORE_T_STRING ? "'contains'" : "nearestNeighbor");
+		                t == STORE_T_STRING ||
+		                eng_cvalue_holds_strings(rank_schema_field(dt->schema, n->fidx))
+		                ? "'contains'" : "nearestNeighbor");
 	if (n->kind == YQL_IN && (n->strs ? t != STORE_T_STRING : !is_numeric(t)))
 		return base_err(qs->err, STRATA_INVALID_ARGUMENT,
 		                "yql:1:%d: 'in' with %s needs a %s field; '%s' is not one", n->col,
@@ -223,10 +270,11 @@ static int resolve(struct qstate *qs, struct yql_node *n, struct eng_doctype *dt
 		return base_err(qs->err, STRATA_INVALID_ARGUMENT,
 		                "yql:1:%d: 'matches' needs a string field; '%s' is not one", n->col,
 		                n->field);
-	if (n->kind == YQL_CONTAINS && t != STORE_T_STRING)
+	if (n->kind == YQL_CONTAINS && t != STORE_T_STRING &&
+	    !eng_cvalue_holds_strings(rank_schema_field(dt->schema, n->fidx)))
 		return base_err(qs->err, STRATA_INVALID_ARGUMENT,
-		                "yql:1:%d: 'contains' needs a string field; '%s' is not one", n->col,
-		                n->field);
+		                "yql:1:%d: 'contains' needs a string field, or an array or weightedset "
+		                "of strings; '%s' is not one", n->col, n->field);
 	if (n->kind == YQL_NN) {
 		if (t != STORE_T_TENSOR || !dt->fields[n->fidx].attribute)
 			return base_err(qs->err, STRATA_INVALID_ARGUMENT,
@@ -250,8 +298,9 @@ static int check_fields(struct qstate *qs, const struct yql_node *n)
 	}
 	if (!n->field)
 		return 0;
+	const char *path;
 	for (int i = 0; i < qs->nds; i++)
-		if (rank_schema_field_index(qs->ds[i].dt->schema, n->field) >= 0)
+		if (field_path(qs->ds[i].dt, n->field, &path) >= 0)
 			return 0;
 	return base_err(qs->err, STRATA_NOT_FOUND, "yql:1:%d: field '%s' not found", n->col,
 	                n->field);
@@ -342,6 +391,45 @@ static int in_values(struct qstate *qs, struct dtstate *ds, const struct yql_nod
 	return 0;
 }
 
+/* Whether v passes the comparison or range n. */
+static int number_test(const void *ud, double v)
+{
+	const struct yql_node *n = ud;
+	if (n->kind == YQL_RANGE)
+		return v >= n->lo && v <= n->hi;
+	switch (n->op) {
+	case YQL_LT: return v < n->num;
+	case YQL_LE: return v <= n->num;
+	case YQL_GT: return v > n->num;
+	case YQL_GE: return v >= n->num;
+	case YQL_EQ: return v == n->num;
+	}
+	return 0;
+}
+
+/* A condition on a collection or struct field: on any element (or key)
+ * of an array or weighted set, or on the values at a path inside it. */
+static int json_match(struct qstate *qs, struct dtstate *ds, const struct yql_node *n,
+                      uint32_t lid)
+{
+	const struct store_value *sv = doc_value(qs, ds, lid, n->fidx);
+	const struct rank_field *rf = rank_schema_field(ds->dt->schema, n->fidx);
+	const char *dot = strchr(n->field, '.');
+	int m;
+	if (!sv)
+		return 0;
+	if (dot)
+		m = eng_cvalue_path_match(rf, sv->s, sv->n, dot + 1,
+		                          n->kind == YQL_CONTAINS ? n->str : NULL, number_test, n);
+	else if (n->kind == YQL_CONTAINS)
+		m = eng_cvalue_contains(rf, sv->s, sv->n, n->str);
+	else
+		m = eng_cvalue_any_number(rf, sv->s, sv->n, number_test, n);
+	if (m < 0)
+		qs->match_nomem = 1; /* the caller fails the query */
+	return m > 0;
+}
+
 /* nn_true: treat nearestNeighbor as true (while finding the NN set). */
 static int eval(struct qstate *qs, struct dtstate *ds, const struct yql_node *n, uint32_t lid,
                 int nn_true)
@@ -365,26 +453,20 @@ static int eval(struct qstate *qs, struct dtstate *ds, const struct yql_node *n,
 	case YQL_RANK:
 		return eval(qs, ds, n->kids[0], lid, nn_true);
 	case YQL_CMP:
-		if (n->fidx < 0 || !num_value(qs, ds, lid, n->fidx, &v))
-			return 0;
-		switch (n->op) {
-		case YQL_LT: return v < n->num;
-		case YQL_LE: return v <= n->num;
-		case YQL_GT: return v > n->num;
-		case YQL_GE: return v >= n->num;
-		case YQL_EQ: return v == n->num;
-		}
-		return 0;
 	case YQL_RANGE:
+		if (n->fidx >= 0 && ds->dt->fields[n->fidx].type == STORE_T_JSON)
+			return json_match(qs, ds, n, lid);
 		if (n->fidx < 0 || !num_value(qs, ds, lid, n->fidx, &v))
 			return 0;
-		return v >= n->lo && v <= n->hi;
+		return number_test(n, v);
 	case YQL_CONTAINS: {
 		if (n->fidx < 0)
 			return 0;
 		const struct eng_text *t = eng_text_of(ds->text, n);
 		if (t)
 			return eng_text_match(t, lid);
+		if (ds->dt->fields[n->fidx].type == STORE_T_JSON)
+			return json_match(qs, ds, n, lid);
 		const struct store_value *sv = doc_value(qs, ds, lid, n->fidx);
 		size_t len = strlen(n->str);
 		return sv && sv->n == len && memcmp(sv->s, n->str, len) == 0;
@@ -446,8 +528,11 @@ static int nn_set(struct qstate *qs, struct dtstate *ds, struct yql_node *nn)
 	struct cand *c = NULL;
 	size_t n = 0, cap = 0;
 	for (uint32_t lid = 0; store_next(qs->txn, ds->dt->store_id, &lid) == 0; lid++) {
-		if (filtered && !eval(qs, ds, root, lid, 1))
+		if (filtered && !eval(qs, ds, root, lid, 1)) {
+			if (qs->match_nomem)
+				break;
 			continue;
+		}
 		uint64_t a = mark();
 		double d = rank_query_nn_distance(ds->rq, &ds->docs, lid);
 		charge(qs, a);
@@ -471,6 +556,11 @@ static int nn_set(struct qstate *qs, struct dtstate *ds, struct yql_node *nn)
 		n++;
 		if (lid == UINT32_MAX)
 			break;
+	}
+	if (qs->match_nomem) {
+		if (c)
+			base_free(c, cap * sizeof *c);
+		return base_nomem(qs->err, "matching a collection value");
 	}
 	if (n)
 		qsort(c, n, sizeof *c, cand_cmp);
@@ -694,6 +784,8 @@ static int run_doctype(struct qstate *qs, struct dtstate *ds)
 	for (uint32_t lid = 0; store_next(qs->txn, ds->dt->store_id, &lid) == 0; lid++) {
 		if (eval(qs, ds, qs->yql->where, lid, 0) && (rc = add_hit(qs, ds, lid)) != 0)
 			return rc;
+		if (qs->match_nomem)
+			return base_nomem(qs->err, "matching a collection value");
 		if (lid == UINT32_MAX)
 			break;
 	}
@@ -805,6 +897,81 @@ static int add_features(struct qstate *qs, const struct hit *h, json_t *fields, 
 	return rc;
 }
 
+/* presentation.summary (or "presentation": {"summary": ...}): the
+ * document-summary class of every type, which must have it. */
+static int pick_summary(struct qstate *qs, const json_t *req)
+{
+	const json_t *p = json_object_get(req, "presentation.summary");
+	const json_t *pres = json_object_get(req, "presentation");
+	if (!p && json_is_object(pres))
+		p = json_object_get(pres, "summary");
+	if (!p)
+		return 0;
+	if (!json_is_string(p))
+		return base_err(qs->err, STRATA_INVALID_ARGUMENT,
+		                "presentation.summary must be a string");
+	const char *name = json_string_value(p);
+	for (int i = 0; i < qs->nds; i++) {
+		struct dtstate *ds = &qs->ds[i];
+		ds->summary = rank_schema_summary(ds->dt->schema, name);
+		if (!ds->summary)
+			return base_err(qs->err, STRATA_NOT_FOUND,
+			                "document-summary '%s' not found in schema '%s'", name,
+			                ds->dt->name);
+	}
+	return 0;
+}
+
+/* The fields a hit of ds shows: its summary class's when presentation.summary
+ * chose one, else those with summary (select *) or those selected. */
+static int summary_fields(struct qstate *qs, const struct hit *h, json_t *fields)
+{
+	struct eng_doctype *dt = h->ds->dt;
+	const struct rank_summary_class *c = h->ds->summary;
+	for (int k = 0; c && k < c->nfields; k++) {
+		const struct rank_summary_field *sf = &c->fields[k];
+		int want = qs->yql->all_fields;
+		for (int i = 0; i < qs->yql->nfields && !want; i++)
+			want = !strcmp(qs->yql->fields[i], sf->name);
+		const struct rank_field *rf = rank_schema_field(dt->schema, sf->field);
+		if (want && qs->vals[sf->field].set &&
+		    json_object_set_new(fields, sf->name,
+		                        eng_value_json(&dt->fields[sf->field], rf->dim_names,
+		                                       &qs->vals[sf->field])))
+			return base_nomem(qs->err, "summary of '%s'", h->docid);
+	}
+	if (c)
+		return 0;
+	c = rank_schema_summary(dt->schema, "default");
+	for (int i = 0; i < dt->nfields; i++) {
+		const struct rank_field *rf = rank_schema_field(dt->schema, i);
+		int want = 0;
+		if (qs->yql->all_fields) {
+			want = rf->summary;
+		} else {
+			for (int k = 0; k < qs->yql->nfields && !want; k++)
+				want = !strcmp(qs->yql->fields[k], rf->name);
+		}
+		if (want && qs->vals[i].set &&
+		    json_object_set_new(fields, rf->name,
+		                        eng_value_json(&dt->fields[i], rf->dim_names, &qs->vals[i])))
+			return base_nomem(qs->err, "summary of '%s'", h->docid);
+	}
+	/* Summary settings that show a field under another name. */
+	for (int k = 0; qs->yql->all_fields && c && k < c->nfields; k++) {
+		const struct rank_summary_field *sf = &c->fields[k];
+		if (!strcmp(sf->name, rank_schema_field(dt->schema, sf->field)->name) ||
+		    !qs->vals[sf->field].set)
+			continue;
+		if (json_object_set_new(fields, sf->name,
+		                        eng_value_json(&dt->fields[sf->field],
+		                                       rank_schema_field(dt->schema, sf->field)->dim_names,
+		                                       &qs->vals[sf->field])))
+			return base_nomem(qs->err, "summary of '%s'", h->docid);
+	}
+	return 0;
+}
+
 static int summary(struct qstate *qs, const struct hit *h, json_t **out)
 {
 	struct eng_doctype *dt = h->ds->dt;
@@ -827,24 +994,12 @@ static int summary(struct qstate *qs, const struct hit *h, json_t **out)
 		    json_object_set_new(fields, "documentid", json_string(h->docid)))
 			goto nomem;
 	}
-	for (int i = 0; i < dt->nfields; i++) {
-		const struct rank_field *rf = rank_schema_field(dt->schema, i);
-		int want = 0;
-		if (qs->yql->all_fields) {
-			want = rf->summary;
-		} else {
-			for (int k = 0; k < qs->yql->nfields && !want; k++)
-				want = !strcmp(qs->yql->fields[k], rf->name);
-		}
-		if (!want)
-			continue;
-		if (qs->vals[i].set &&
-		    json_object_set_new(fields, rf->name,
-		                        eng_value_json(&dt->fields[i], rf->dim_names, &qs->vals[i])))
-			goto nomem;
-	}
+	if ((rc = summary_fields(qs, h, fields)) != 0)
+		goto fail;
+	int omit = h->ds->summary && h->ds->summary->omit_summary_features;
 	if ((rc = add_features(qs, h, fields, RANK_MATCH_FEATURES, "matchfeatures")) != 0 ||
-	    (rc = add_features(qs, h, fields, RANK_SUMMARY_FEATURES, "summaryfeatures")) != 0)
+	    (!omit &&
+	     (rc = add_features(qs, h, fields, RANK_SUMMARY_FEATURES, "summaryfeatures")) != 0))
 		goto fail;
 	if (json_object_set(child, "fields", fields))
 		goto nomem;
@@ -1117,6 +1272,8 @@ static int run(struct qstate *qs, const json_t *req, char **result)
 		if (ds->dt->nfields > maxf)
 			maxf = ds->dt->nfields;
 	}
+	if ((rc = pick_summary(qs, req)) != 0)
+		return rc;
 	rc = check_inputs_declared(qs, req, pname);
 	v = json_object_get(req, "input");
 	if (!rc && json_is_object(v))

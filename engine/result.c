@@ -211,6 +211,11 @@ json_t *eng_value_json(const struct store_field *f, const char *const *dim_names
 		return eng_json_number(BASE_DT_DOUBLE, v->d);
 	case STORE_T_BOOL:
 		return json_boolean(v->i != 0);
+	case STORE_T_JSON: {
+		json_error_t je;
+		int oom;
+		return eng_json_parse(v->s, v->n, JSON_DECODE_ANY, &je, &oom);
+	}
 	case STORE_T_TENSOR: {
 		struct eng_ttype t = { f->cell, f->rank, f->dims, dim_names };
 		if (!v->cells || v->n != eng_ttype_cells(&t))

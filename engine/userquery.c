@@ -27,16 +27,6 @@ static struct yql_node *new_node(struct yql_query *q, int kind, int col)
 	return n;
 }
 
-static char *copy(struct yql_query *q, const char *s, size_t n)
-{
-	char *c = base_arena_alloc(&q->arena, n + 1, 1);
-	if (c) {
-		memcpy(c, s, n);
-		c[n] = 0;
-	}
-	return c;
-}
-
 /* The request parameter name, flat ("model.defaultIndex") or nested. */
 static const char *param(const json_t *req, const char *name)
 {
@@ -100,7 +90,8 @@ static int parse_user(struct yql_query *q, struct yql_node *n, const char *text,
 		if (k == MAX_ITEMS)
 			return base_err(err, STRATA_LIMIT, "query: more than %d words", MAX_ITEMS);
 		struct yql_node *c = new_node(q, YQL_CONTAINS, col);
-		if (!c || !(c->field = copy(q, field, flen)) || !(c->str = copy(q, w, wlen)))
+		if (!c || !(c->field = base_arena_strndup(&q->arena, field, flen)) ||
+		    !(c->str = base_arena_strndup(&q->arena, w, wlen)))
 			return base_nomem(err, "query");
 		if (neg) {
 			struct yql_node *x = new_node(q, YQL_NOT, col);

@@ -243,11 +243,9 @@ static int noted(struct errs *e, int rc, const struct strata_error *err, int lis
 	return e->list && rc != STRATA_NOMEM;
 }
 
-/* Load one schema file into s: parse, constants, inheritance, models, then
- * each profile compiled on its own.  Returns 0 or the error that stops it
- * (the others are noted in e). */
-static int load_schema(struct rank_app *app, struct rank_schema *s, const char *path,
-                       struct errs *e, struct strata_error *err)
+/* Parse one schema file into s.  Returns 0 or its error (noted in e). */
+static int parse_schema(struct rank_schema *s, const char *path, struct errs *e,
+                        struct strata_error *err)
 {
 	char *text;
 	size_t len;
@@ -258,10 +256,36 @@ static int load_schema(struct rank_app *app, struct rank_schema *s, const char *
 	}
 	rc = rank_sd_parse_all(path, text, len, e->list, &s->sd, err);
 	base_free(text, len + 1);
-	if (rc) {
+	if (rc)
 		noted(e, rc, err, e->list != NULL);
-		return rc;
+	return rc;
+}
+
+/* Documents inherit across schemas: resolve them over all the parsed ones. */
+static int inherit_all(struct rank_app *app, struct errs *e, struct strata_error *err)
+{
+	int n = 0;
+	struct rank_sd **sds = base_calloc((size_t)app->nschemas + 1, sizeof *sds);
+	if (!sds) {
+		noted(e, base_nomem(err, "application %s", app->dir), err, 0);
+		return STRATA_NOMEM;
 	}
+	for (int i = 0; i < app->nschemas; i++)
+		if (app->schemas[i].sd)
+			sds[n++] = app->schemas[i].sd;
+	int rc = rank_sds_inherit(sds, n, e->list, err);
+	base_free(sds, ((size_t)app->nschemas + 1) * sizeof *sds);
+	noted(e, rc, err, e->list != NULL);
+	return rc;
+}
+
+/* After every schema is parsed and their documents resolved: constants,
+ * profile inheritance, models, then each profile compiled on its own.
+ * Returns 0 or the error that stops it (the others are noted in e). */
+static int load_schema(struct rank_app *app, struct rank_schema *s, struct errs *e,
+                       struct strata_error *err)
+{
+	int rc;
 	if ((rc = load_constants(app, s->sd, err)) != 0) {
 		noted(e, rc, err, 0);
 		return rc;
@@ -276,7 +300,7 @@ static int load_schema(struct rank_app *app, struct rank_schema *s, const char *
 	}
 	s->profiles = base_calloc((size_t)s->sd->nprofiles + 1, sizeof *s->profiles);
 	if (!s->profiles) {
-		noted(e, base_nomem(err, "schema %s", path), err, 0);
+		noted(e, base_nomem(err, "schema %s", s->sd->file), err, 0);
 		return STRATA_NOMEM;
 	}
 	s->nprofiles = s->sd->nprofiles;
@@ -342,7 +366,7 @@ int rank_app_load_all(const char *appdir, const struct rank_loader *loader,
 		const struct rank_sd *sd = NULL;
 		if (!path) {
 			rc = base_nomem(err, "path");
-		} else if ((rc = load_schema(app, &app->schemas[i], path, &e, err)) == 0) {
+		} else if ((rc = parse_schema(&app->schemas[i], path, &e, err)) == 0) {
 			sd = app->schemas[i].sd;
 			for (size_t j = 0; rc == 0 && j < i; j++)
 				if (app->schemas[j].sd && strcmp(app->schemas[j].sd->name, sd->name) == 0)
@@ -356,6 +380,18 @@ int rank_app_load_all(const char *appdir, const struct rank_loader *loader,
 		/* with a list of errors, the next file is checked all the same */
 		if (rc && errs && rc != STRATA_NOMEM)
 			rc = 0;
+	}
+	/* Documents resolve across the schemas that parsed; then each of those
+	 * is checked on its own. */
+	if (rc == 0 && ((rc = inherit_all(app, &e, err)) == 0 || (errs && rc != STRATA_NOMEM))) {
+		rc = 0;
+		for (size_t i = 0; rc == 0 && i < n; i++) {
+			if (!app->schemas[i].sd || !app->schemas[i].sd->docs_resolved)
+				continue;
+			rc = load_schema(app, &app->schemas[i], &e, err);
+			if (rc && errs && rc != STRATA_NOMEM)
+				rc = 0;
+		}
 	}
 	free_names(names, n, cap);
 	base_strfree(sdir);

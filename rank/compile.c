@@ -3,7 +3,10 @@
  *
  * Sits between the parser (struct rank_sd, flattened profiles) and the VM.
  * Every expression is typed while it is emitted: a number is rank 0, a tensor
- * is dense with named dimensions (struct rank_type).  Features are resolved
+ * has named indexed or mapped dimensions (struct rank_type); values of types
+ * with mapped dimensions take the S* instructions, dense ones the fast ones.
+ * compile_base.c holds errors, the type table and emission, compile_tensor.c
+ * the tensor constructs beyond map, join and reduce.  Features are resolved
  * against the schema (attribute), the profile's inputs (query), constants,
  * onnx-model blocks and user functions; user functions are inlined, their
  * arguments evaluated once into locals.  A program is a stack machine: each
@@ -16,205 +19,24 @@
  *
  * Invariants: every type index in an instruction is valid in the profile's
  * type table; type 0 is the number type; dimension names are borrowed from
- * the schema (which the application keeps) or from static strings.
+ * the schema (which the application keeps), from static strings, or from
+ * the profile's pool (types of literals and generators).
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../runtime/runtime.h"
-#include "rank_eval.h"
+#include "rank_compile.h"
 
 /* Dimension names of model outputs (Vespa names them d0, d1, ...). */
 static const char *const dnames[RANK_MAX_RANK] = { "d0", "d1", "d2", "d3", "d4", "d5", "d6", "d7" };
 
-/* ---- compile state ------------------------------------------------------- */
-
-/* Names bound while compiling: function parameters and lambda parameters. */
-struct env {
-	const struct env *up;
-	const struct rank_function_decl *fn; /* the function whose body this is, or NULL */
-	int lambda;                          /* a lambda body: only its parameters are visible */
-	int n;
-	char *const *names;
-	const int *locals;
-	const int *types;
-};
-
-struct cc {
-	struct rank_profile *p;
-	const struct rank_models *models;
-	struct rank_prog *prog;
-	struct strata_error *err;
-	int allow_first; /* firstPhase is valid here */
-	int too_long;    /* emit failed at MAX_CODE, not for want of memory */
-	int global;      /* 1: the global phase (normalizers allowed); 2: a normalizer's argument */
-};
-
-#define MAX_CODE (1 << 20) /* instructions in one program */
-
-static int at(struct cc *c, const struct rank_ast *a, int code, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-/* An error at a's position: "file:line:col: message". */
-static int at(struct cc *c, const struct rank_ast *a, int code, const char *fmt, ...)
+/* Compile a's first two arguments, their types in *tx and *ty. */
+static int compile2(struct cc *c, const struct env *env, const struct rank_ast *a, int *tx, int *ty)
 {
-	char msg[STRATA_ERRMSG_MAX];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
-	va_end(ap);
-	return base_err(c->err, code, "%s:%d:%d: %s", a->pos.file ? a->pos.file : "?",
-	                a->pos.line, a->pos.col, msg);
-}
-
-static int pos_err(struct strata_error *err, const struct rank_pos *pos, int code,
-                   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static int pos_err(struct strata_error *err, const struct rank_pos *pos, int code,
-                   const char *fmt, ...)
-{
-	char msg[STRATA_ERRMSG_MAX];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
-	va_end(ap);
-	return base_err(err, code, "%s:%d:%d: %s", pos->file ? pos->file : "?", pos->line, pos->col,
-	                msg);
-}
-
-static size_t type_cells(const struct rank_type *t)
-{
-	size_t n = 1;
-	for (int i = 0; i < t->rank; i++)
-		n *= (size_t)t->dims[i];
-	return n;
-}
-
-static const char *type_str(const struct rank_type *t, char *buf, size_t n)
-{
-	if (t->rank == 0) {
-		snprintf(buf, n, "double");
-		return buf;
-	}
-	size_t k = (size_t)snprintf(buf, n, "tensor<%s>(", base_dtype_name(t->cell));
-	for (int i = 0; i < t->rank && k < n; i++)
-		k += (size_t)snprintf(buf + k, n - k, "%s%s[%lld]", i ? "," : "", t->dim_names[i],
-		                      (long long)t->dims[i]);
-	if (k < n)
-		snprintf(buf + k, n - k, ")");
-	return buf;
-}
-
-static int same_type(const struct rank_type *a, const struct rank_type *b)
-{
-	if (a->rank != b->rank)
-		return 0;
-	for (int i = 0; i < a->rank; i++)
-		if (a->dims[i] != b->dims[i] || strcmp(a->dim_names[i], b->dim_names[i]) != 0)
-			return 0;
-	return 1;
-}
-
-/* Add a type to the profile's table; returns its index or -1 (no memory). */
-static int add_type(struct rank_profile *p, const struct rank_type *t)
-{
-	for (int i = 0; i < p->ntypes; i++)
-		if (p->types[i].cell == t->cell && same_type(&p->types[i], t))
-			return i;
-	size_t cap = (size_t)p->captypes;
-	if (base_grow((void **)&p->types, &cap, (size_t)p->ntypes + 1, sizeof *p->types, 1 << 20))
-		return -1;
-	p->captypes = (int)cap;
-	p->types[p->ntypes] = *t;
-	return p->ntypes++;
-}
-
-static int nomem(struct cc *c)
-{
-	if (c->too_long)
-		return base_err(c->err, STRATA_LIMIT, "profile '%s': %s is longer than %d instructions",
-		                c->p->decl->name, c->prog->name, MAX_CODE);
-	return base_nomem(c->err, "compiling profile '%s'", c->p->decl->name);
-}
-
-static const struct rank_type *T(struct cc *c, int t)
-{
-	return &c->p->types[t];
-}
-
-/* Emit one instruction; returns its index or -1 (no memory). */
-static int emit(struct cc *c, int op, int a, int b, int cc_, int d, int e, int t, double k)
-{
-	struct rank_prog *g = c->prog;
-	size_t cap = (size_t)g->capcode;
-	int rc = base_grow((void **)&g->code, &cap, (size_t)g->ncode + 1, sizeof *g->code, MAX_CODE);
-	if (rc) {
-		c->too_long = rc == STRATA_LIMIT;
-		return -1;
-	}
-	g->capcode = (int)cap;
-	g->code[g->ncode] = (struct rank_ins){ op, a, b, cc_, d, e, t, k };
-	return g->ncode++;
-}
-
-#define EMIT(c, ...) do { if (emit(c, __VA_ARGS__) < 0) return nomem(c); } while (0)
-
-static int compile(struct cc *c, const struct env *env, const struct rank_ast *a, int *type);
-
-/* Type of join(x, y): the union of their dimensions, sorted by name (as Vespa
- * orders them); same-named dimensions must agree in size. */
-static int join_type(struct cc *c, const struct rank_ast *a, int tx, int ty, int *tr)
-{
-	const struct rank_type *x = T(c, tx), *y = T(c, ty);
-	if (x->rank == 0 && y->rank == 0) {
-		*tr = 0;
-		return 0;
-	}
-	struct rank_type r = { .cell = BASE_DT_DOUBLE };
-	for (int pass = 0; pass < 2; pass++) {
-		const struct rank_type *s = pass ? y : x;
-		for (int i = 0; i < s->rank; i++) {
-			int j;
-			for (j = 0; j < r.rank; j++)
-				if (strcmp(r.dim_names[j], s->dim_names[i]) == 0)
-					break;
-			if (j < r.rank) {
-				if (r.dims[j] != s->dims[i]) {
-					char b1[256], b2[256];
-					return at(c, a, STRATA_TYPE,
-					          "dimension '%s' differs in size: %s and %s",
-					          s->dim_names[i], type_str(x, b1, sizeof b1),
-					          type_str(y, b2, sizeof b2));
-				}
-				continue;
-			}
-			if (r.rank == RANK_MAX_RANK)
-				return at(c, a, STRATA_LIMIT, "more than %d dimensions",
-				          RANK_MAX_RANK);
-			/* insertion by name */
-			int k = r.rank;
-			while (k > 0 && strcmp(r.dim_names[k - 1], s->dim_names[i]) > 0) {
-				r.dim_names[k] = r.dim_names[k - 1];
-				r.dims[k] = r.dims[k - 1];
-				k--;
-			}
-			r.dim_names[k] = s->dim_names[i];
-			r.dims[k] = s->dims[i];
-			r.rank++;
-		}
-	}
-	if ((*tr = add_type(c->p, &r)) < 0)
-		return nomem(c);
-	return 0;
-}
-
-/* The type of t with its cells as doubles (a map or computed result). */
-static int double_type(struct cc *c, int t, int *out)
-{
-	struct rank_type r = *T(c, t);
-	r.cell = BASE_DT_DOUBLE;
-	if ((*out = add_type(c->p, &r)) < 0)
-		return nomem(c);
-	return 0;
+	int rc = rank_cc_compile(c, env, a->args[0], tx);
+	return rc ? rc : rank_cc_compile(c, env, a->args[1], ty);
 }
 
 /* Emit REDUCE over the dims named in names[0..n) (all when n == 0). */
@@ -222,7 +44,7 @@ static int emit_reduce(struct cc *c, const struct rank_ast *a, int tin, int agg,
                        int n, char *const *names, int *tout)
 {
 	const struct rank_type *in = T(c, tin);
-	struct rank_type r = { .cell = BASE_DT_DOUBLE };
+	struct rank_type r = { .cell = in->cell };
 	if (in->rank == 0 && n == 0 && agg != RANK_AGG_COUNT) {
 		*tout = tin; /* reducing a number is the number */
 		return 0;
@@ -233,8 +55,8 @@ static int emit_reduce(struct cc *c, const struct rank_ast *a, int tin, int agg,
 			found |= strcmp(in->dim_names[i], names[k]) == 0;
 		if (!found) {
 			char b[256];
-			return at(c, a, STRATA_TYPE, "%s has no dimension '%s'",
-			          type_str(in, b, sizeof b), names[k]);
+			return rank_cc_at(c, a, STRATA_TYPE, "%s has no dimension '%s'",
+			                  rank_cc_type_str(in, b, sizeof b), names[k]);
 		}
 	}
 	if (n > 0) {
@@ -248,51 +70,29 @@ static int emit_reduce(struct cc *c, const struct rank_ast *a, int tin, int agg,
 			}
 		}
 	}
-	if ((*tout = add_type(c->p, &r)) < 0)
-		return nomem(c);
-	EMIT(c, RANK_OP_REDUCE, agg, 0, 0, tin, 0, *tout, 0);
+	if (r.rank == 0)
+		r.cell = BASE_DT_DOUBLE; /* a number */
+	if ((*tout = rank_cc_add_type(c->p, &r)) < 0)
+		return rank_cc_nomem(c);
+	EMIT(c, mapped(c, tin) ? RANK_OP_SREDUCE : RANK_OP_REDUCE, agg, 0, 0, tin, 0, *tout, 0);
 	return 0;
 }
 
 /* Emit the combination of the two values on top of the stack by fn2. */
 static int emit_bin(struct cc *c, const struct rank_ast *a, int fn, int tx, int ty, int *tr)
 {
-	int rc = join_type(c, a, tx, ty, tr);
+	int rc = rank_cc_join_type(c, a, tx, ty, tr);
 	if (rc)
 		return rc;
 	if (*tr == 0)
 		EMIT(c, RANK_OP_BIN, fn, 0, 0, 0, 0, 0, 0);
 	else
-		EMIT(c, RANK_OP_JOIN, -1, 0, fn, tx, ty, *tr, 0);
+		EMIT(c, mapped(c, *tr) ? RANK_OP_SJOIN : RANK_OP_JOIN, -1, 0, fn, tx, ty, *tr, 0);
 	return 0;
 }
 
-/* Emit fn1 applied to the value on top of the stack. */
-static int emit_un(struct cc *c, int fn, int t, int *tr)
-{
-	if (T(c, t)->rank == 0) {
-		EMIT(c, RANK_OP_UN, fn, 0, 0, 0, 0, 0, 0);
-		*tr = 0;
-		return 0;
-	}
-	int rc = double_type(c, t, tr);
-	if (rc)
-		return rc;
-	EMIT(c, RANK_OP_MAP, -1, 0, fn, t, 0, *tr, 0);
-	return 0;
-}
 
-static int new_local(struct cc *c)
-{
-	return c->prog->nlocals++;
-}
 
-static int name_arg(struct cc *c, const struct rank_ast *a, const char *what)
-{
-	if (a->kind != RA_NAME && a->kind != RA_STR)
-		return at(c, a, STRATA_TYPE, "expected %s", what);
-	return 0;
-}
 
 static int find_field(const struct rank_sd *sd, const char *name)
 {
@@ -314,23 +114,27 @@ static int field_type(struct cc *c, const struct rank_field *f, int *t)
 		r.dims[i] = f->dims[i];
 		r.dim_names[i] = (char *)f->dim_names[i];
 	}
-	if ((*t = add_type(c->p, &r)) < 0)
-		return nomem(c);
+	if ((*t = rank_cc_add_type(c->p, &r)) < 0)
+		return rank_cc_nomem(c);
 	return 0;
 }
 
 static int compile_attribute(struct cc *c, const struct rank_ast *a, int *type)
 {
-	if (a->nargs != 1 || name_arg(c, a->args[0], "an attribute name"))
-		return at(c, a, STRATA_TYPE, "attribute() takes one field name");
+	if (a->nargs != 1 || rank_cc_name_arg(c, a->args[0], "an attribute name"))
+		return rank_cc_at(c, a, STRATA_TYPE, "attribute() takes one field name");
 	const char *name = a->args[0]->name;
 	int fi = find_field(c->p->sd, name);
 	if (fi < 0 || !c->p->sd->fields[fi].attribute)
-		return at(c, a->args[0], STRATA_TYPE, "unknown attribute '%s'", name);
+		return rank_cc_at(c, a->args[0], STRATA_TYPE, "unknown attribute '%s'", name);
 	const struct rank_field *f = &c->p->sd->fields[fi];
 	if (f->type == RANK_FT_STRING)
-		return at(c, a->args[0], STRATA_TYPE, "attribute '%s' is a string, not a number",
-		          name);
+		return rank_cc_at(c, a->args[0], STRATA_TYPE, "attribute '%s' is a string, not a number",
+		                  name);
+	if (f->type >= RANK_FT_ARRAY)
+		return rank_cc_at(c, a->args[0], STRATA_NOT_IMPLEMENTED,
+		                  "attribute '%s' is a collection or struct, which rank expressions do not read",
+		                  name);
 	int rc = field_type(c, f, type);
 	if (rc)
 		return rc;
@@ -341,40 +145,45 @@ static int compile_attribute(struct cc *c, const struct rank_ast *a, int *type)
 
 static int compile_query(struct cc *c, const struct rank_ast *a, int *type)
 {
-	if (a->nargs != 1 || name_arg(c, a->args[0], "a query input name"))
-		return at(c, a, STRATA_TYPE, "query() takes one input name");
+	if (a->nargs != 1 || rank_cc_name_arg(c, a->args[0], "a query input name"))
+		return rank_cc_at(c, a, STRATA_TYPE, "query() takes one input name");
 	const char *name = a->args[0]->name;
 	const struct rank_profile_decl *d = c->p->decl;
 	for (int i = 0; i < d->ninputs; i++) {
 		if (strcmp(d->inputs[i].name, name) != 0)
 			continue;
 		struct rank_type r = d->inputs[i].type;
-		r.cell = BASE_DT_DOUBLE; /* query values are held as doubles */
-		if ((*type = add_type(c->p, &r)) < 0)
-			return nomem(c);
+		/* query values are held as doubles; the type keeps its cell type */
+		if (r.rank == 0)
+			r.cell = BASE_DT_DOUBLE;
+		if ((*type = rank_cc_add_type(c->p, &r)) < 0)
+			return rank_cc_nomem(c);
 		EMIT(c, RANK_OP_QUERY, i, 0, 0, 0, 0, *type, 0);
 		return 0;
 	}
-	return at(c, a->args[0], STRATA_TYPE,
-	          "query input '%s' is not declared in the inputs of profile '%s'", name, d->name);
+	return rank_cc_at(c, a->args[0], STRATA_TYPE,
+	                  "query input '%s' is not declared in the inputs of profile '%s'", name,
+	                  d->name);
 }
 
 static int compile_constant(struct cc *c, const struct rank_ast *a, int *type)
 {
-	if (a->nargs != 1 || name_arg(c, a->args[0], "a constant name"))
-		return at(c, a, STRATA_TYPE, "constant() takes one name");
+	if (a->nargs != 1 || rank_cc_name_arg(c, a->args[0], "a constant name"))
+		return rank_cc_at(c, a, STRATA_TYPE, "constant() takes one name");
 	const char *name = a->args[0]->name;
 	for (int i = 0; i < c->p->nconsts; i++) {
 		if (strcmp(c->p->consts[i]->name, name) != 0)
 			continue;
 		struct rank_type r = c->p->consts[i]->type;
-		r.cell = BASE_DT_DOUBLE; /* constant cells are parsed into doubles */
-		if ((*type = add_type(c->p, &r)) < 0)
-			return nomem(c);
+		/* constant cells are parsed into doubles; the type keeps its cell type */
+		if (r.rank == 0)
+			r.cell = BASE_DT_DOUBLE;
+		if ((*type = rank_cc_add_type(c->p, &r)) < 0)
+			return rank_cc_nomem(c);
 		EMIT(c, RANK_OP_CONST, i, 0, 0, 0, 0, *type, 0);
 		return 0;
 	}
-	return at(c, a->args[0], STRATA_TYPE, "unknown constant '%s'", name);
+	return rank_cc_at(c, a->args[0], STRATA_TYPE, "unknown constant '%s'", name);
 }
 
 static int compile_model(struct rank_profile *p, const struct rank_models *models, int m,
@@ -382,15 +191,15 @@ static int compile_model(struct rank_profile *p, const struct rank_models *model
 
 static int compile_onnx(struct cc *c, const struct rank_ast *a, int *type)
 {
-	if (a->nargs != 1 || name_arg(c, a->args[0], "a model name"))
-		return at(c, a, STRATA_TYPE, "onnx() takes one model name");
+	if (a->nargs != 1 || rank_cc_name_arg(c, a->args[0], "a model name"))
+		return rank_cc_at(c, a, STRATA_TYPE, "onnx() takes one model name");
 	const char *name = a->args[0]->name;
 	int m;
 	for (m = 0; m < c->p->nmodels; m++)
 		if (strcmp(c->p->models[m].decl->name, name) == 0)
 			break;
 	if (m == c->p->nmodels)
-		return at(c, a->args[0], STRATA_TYPE, "unknown onnx model '%s'", name);
+		return rank_cc_at(c, a->args[0], STRATA_TYPE, "unknown onnx model '%s'", name);
 	int rc = compile_model(c->p, c->models, m, &a->pos, c->err);
 	if (rc)
 		return rc;
@@ -403,8 +212,8 @@ static int compile_onnx(struct cc *c, const struct rank_ast *a, int *type)
 				oname = cm->decl->outputs[i].name;
 		o = runtime_model_output_index(cm->rt, oname);
 		if (o < 0)
-			return at(c, a, STRATA_TYPE, "onnx model '%s' has no output '%s'", name,
-			          a->out);
+			return rank_cc_at(c, a, STRATA_TYPE, "onnx model '%s' has no output '%s'", name,
+			                  a->out);
 	}
 	c->prog->doc_dependent = 1;
 	*type = cm->out_type[o];
@@ -415,20 +224,21 @@ static int compile_onnx(struct cc *c, const struct rank_ast *a, int *type)
 static int compile_close(struct cc *c, const struct rank_ast *a, int distance, int *type)
 {
 	const char *fname = distance ? "distance" : "closeness";
-	if (a->nargs != 2 || name_arg(c, a->args[0], "'field'") ||
-	    name_arg(c, a->args[1], "a field name"))
-		return at(c, a, STRATA_TYPE, "%s() takes (field, name)", fname);
+	if (a->nargs != 2 || rank_cc_name_arg(c, a->args[0], "'field'") ||
+	    rank_cc_name_arg(c, a->args[1], "a field name"))
+		return rank_cc_at(c, a, STRATA_TYPE, "%s() takes (field, name)", fname);
 	if (strcmp(a->args[0]->name, "label") == 0)
-		return at(c, a, STRATA_NOT_IMPLEMENTED, "%s(label, ...) is not supported", fname);
+		return rank_cc_at(c, a, STRATA_NOT_IMPLEMENTED, "%s(label, ...) is not supported", fname);
 	if (strcmp(a->args[0]->name, "field") != 0)
-		return at(c, a->args[0], STRATA_TYPE, "%s() takes 'field' or 'label' first, not '%s'",
-		          fname, a->args[0]->name);
+		return rank_cc_at(c, a->args[0], STRATA_TYPE,
+		                  "%s() takes 'field' or 'label' first, not '%s'", fname,
+		                  a->args[0]->name);
 	const char *name = a->args[1]->name;
 	int fi = find_field(c->p->sd, name);
 	if (fi < 0 || !c->p->sd->fields[fi].attribute)
-		return at(c, a->args[1], STRATA_TYPE, "unknown attribute '%s'", name);
+		return rank_cc_at(c, a->args[1], STRATA_TYPE, "unknown attribute '%s'", name);
 	if (c->p->sd->fields[fi].type != RANK_FT_TENSOR)
-		return at(c, a->args[1], STRATA_TYPE, "attribute '%s' is not a tensor", name);
+		return rank_cc_at(c, a->args[1], STRATA_TYPE, "attribute '%s' is not a tensor", name);
 	c->prog->doc_dependent = 1;
 	*type = 0;
 	EMIT(c, RANK_OP_CLOSE, fi, distance, 0, 0, 0, 0, 0);
@@ -443,45 +253,21 @@ static int compile_text(struct cc *c, const struct rank_ast *a, int *type)
 	int kind = strcmp(fname, "bm25") == 0          ? RANK_TF_BM25
 	           : strcmp(fname, "fieldLength") == 0 ? RANK_TF_FIELD_LENGTH
 	                                               : RANK_TF_MATCHES;
-	if (a->nargs != 1 || name_arg(c, a->args[0], "a field name"))
-		return at(c, a, STRATA_TYPE, "%s() takes (field)", fname);
+	if (a->nargs != 1 || rank_cc_name_arg(c, a->args[0], "a field name"))
+		return rank_cc_at(c, a, STRATA_TYPE, "%s() takes (field)", fname);
 	const char *name = a->args[0]->name;
 	int fi = find_field(c->p->sd, name);
 	const struct rank_field *fd = fi >= 0 ? &c->p->sd->fields[fi] : NULL;
 	if (!fd || rank_field_token_flags(fd) < 0)
-		return at(c, a->args[0], STRATA_TYPE, "%s(): '%s' is not a field with a text index "
-		          "(indexing: index on a string)", fname, name);
+		return rank_cc_at(c, a->args[0], STRATA_TYPE,
+		                  "%s(): '%s' is not a field with a text index (indexing: index on "
+		                  "a string)", fname, name);
 	if (kind == RANK_TF_BM25 && !fd->bm25)
-		return at(c, a->args[0], STRATA_TYPE,
-		          "bm25(%s) needs 'index: enable-bm25' on the field", name);
+		return rank_cc_at(c, a->args[0], STRATA_TYPE,
+		                  "bm25(%s) needs 'index: enable-bm25' on the field", name);
 	c->prog->doc_dependent = 1;
 	*type = 0;
 	EMIT(c, RANK_OP_TEXT, kind, fi, 0, 0, 0, 0, 0);
-	return 0;
-}
-
-static int compile_lambda(struct cc *c, const struct rank_ast *lam, int nparams, int *lam_pc,
-                          int *base)
-{
-	if (lam->kind != RA_LAMBDA || lam->nparams != nparams)
-		return at(c, lam, STRATA_TYPE, "expected a lambda f(%s)(...)",
-		          nparams == 1 ? "x" : "x,y");
-	int locals[2], types[2] = { 0, 0 };
-	*base = c->prog->nlocals;
-	for (int i = 0; i < nparams; i++)
-		locals[i] = new_local(c);
-	struct env e = { NULL, NULL, 1, nparams, lam->params, locals, types };
-	int jump = emit(c, RANK_OP_JUMP, 0, 0, 0, 0, 0, -1, 0);
-	if (jump < 0)
-		return nomem(c);
-	*lam_pc = c->prog->ncode;
-	int t, rc = compile(c, &e, lam->args[0], &t);
-	if (rc)
-		return rc;
-	if (T(c, t)->rank != 0)
-		return at(c, lam->args[0], STRATA_TYPE, "a lambda must produce a number");
-	EMIT(c, RANK_OP_RET, 0, 0, 0, 0, 0, -1, 0);
-	c->prog->code[jump].a = c->prog->ncode;
 	return 0;
 }
 
@@ -497,19 +283,6 @@ static int agg_of(const char *s)
 	return 0;
 }
 
-/* Collect dimension-name arguments args[from..nargs). */
-static int dim_args(struct cc *c, const struct rank_ast *a, int from, char **names, int *n)
-{
-	*n = 0;
-	for (int i = from; i < a->nargs; i++) {
-		if (name_arg(c, a->args[i], "a dimension name"))
-			return STRATA_TYPE;
-		if (*n == RANK_MAX_RANK)
-			return at(c, a->args[i], STRATA_TYPE, "too many dimensions");
-		names[(*n)++] = a->args[i]->name;
-	}
-	return 0;
-}
 
 /* sum(t) / reduce(t, agg, dims...) / avg(t, d) ...: fuses sum(x * y) over
  * same-typed operands into DOT so neither is materialized. */
@@ -517,15 +290,15 @@ static int compile_reduce(struct cc *c, const struct env *env, const struct rank
                           int dims_from, int *type)
 {
 	char *names[RANK_MAX_RANK];
-	int n, rc = dim_args(c, a, dims_from, names, &n);
+	int n, rc = rank_cc_dim_args(c, a, dims_from, names, &n);
 	if (rc)
 		return rc;
 	const struct rank_ast *x = a->args[0];
 	if (agg == RANK_AGG_SUM && n == 0 && x->kind == RA_BINARY && x->op == RB_MUL) {
 		int t1, t2;
-		if ((rc = compile(c, env, x->args[0], &t1)) || (rc = compile(c, env, x->args[1], &t2)))
+		if ((rc = compile2(c, env, x, &t1, &t2)))
 			return rc;
-		if (T(c, t1)->rank > 0 && same_type(T(c, t1), T(c, t2))) {
+		if (T(c, t1)->rank > 0 && !mapped(c, t1) && rank_type_same_dims(T(c, t1), T(c, t2))) {
 			*type = 0;
 			EMIT(c, RANK_OP_DOT, 0, 0, 0, t1, t2, 0, 0);
 			return 0;
@@ -536,9 +309,52 @@ static int compile_reduce(struct cc *c, const struct env *env, const struct rank
 		return emit_reduce(c, a, tj, agg, 0, names, type);
 	}
 	int t;
-	if ((rc = compile(c, env, x, &t)))
+	if ((rc = rank_cc_compile(c, env, x, &t)))
 		return rc;
 	return emit_reduce(c, a, t, agg, n, names, type);
+}
+
+
+/* euclidean_distance(a, b, dim): sqrt(sum((a - b)^2, dim));
+ * cosine_similarity(a, b, dim): sum(a * b, dim) / sqrt(sum(a * a, dim) *
+ * sum(b * b, dim)).  Each operand is evaluated once, into a local. */
+static int compile_distance(struct cc *c, const struct env *env, const struct rank_ast *a,
+                            int euclid, int *type)
+{
+	char *names[RANK_MAX_RANK];
+	int n, t, t2, tj, tr, rc;
+	if (a->nargs != 3)
+		return rank_cc_at(c, a, STRATA_TYPE, "%s(a, b, dim)", a->name);
+	if ((rc = rank_cc_dim_args(c, a, 2, names, &n)) || (rc = compile2(c, env, a, &t, &t2)))
+		return rc;
+	if (euclid) {
+		int L = rank_cc_new_local(c);
+		if ((rc = emit_bin(c, a, RB_SUB, t, t2, &tj)))
+			return rc;
+		EMIT(c, RANK_OP_SET, L, 0, 0, 0, 0, -1, 0);
+		EMIT(c, RANK_OP_GET, L, 0, 0, 0, 0, tj, 0);
+		EMIT(c, RANK_OP_GET, L, 0, 0, 0, 0, tj, 0);
+		if ((rc = emit_bin(c, a, RB_MUL, tj, tj, &tj)) ||
+		    (rc = emit_reduce(c, a, tj, RANK_AGG_SUM, n, names, &tr)))
+			return rc;
+		return rank_cc_emit_un(c, RANK_FN_SQRT, tr, type);
+	}
+	int La = rank_cc_new_local(c), Lb = rank_cc_new_local(c), tab, taa, tbb;
+	EMIT(c, RANK_OP_SET, Lb, 0, 0, 0, 0, -1, 0);
+	EMIT(c, RANK_OP_SET, La, 0, 0, 0, 0, -1, 0);
+	int sides[3][2] = { { La, Lb }, { La, La }, { Lb, Lb } }, *out[3] = { &tab, &taa, &tbb };
+	for (int k = 0; k < 3; k++) {
+		int tx = sides[k][0] == La ? t : t2, ty = sides[k][1] == La ? t : t2;
+		EMIT(c, RANK_OP_GET, sides[k][0], 0, 0, 0, 0, tx, 0);
+		EMIT(c, RANK_OP_GET, sides[k][1], 0, 0, 0, 0, ty, 0);
+		if ((rc = emit_bin(c, a, RB_MUL, tx, ty, &tj)) ||
+		    (rc = emit_reduce(c, a, tj, RANK_AGG_SUM, n, names, out[k])))
+			return rc;
+	}
+	if ((rc = emit_bin(c, a, RB_MUL, taa, tbb, &tr)) ||
+	    (rc = rank_cc_emit_un(c, RANK_FN_SQRT, tr, &tr)))
+		return rc;
+	return emit_bin(c, a, RB_DIV, tab, tr, type);
 }
 
 static int compile_tensor_fn(struct cc *c, const struct env *env, const struct rank_ast *a,
@@ -548,12 +364,12 @@ static int compile_tensor_fn(struct cc *c, const struct env *env, const struct r
 	int rc, t, t2;
 	*handled = 1;
 	if (strcmp(f, "reduce") == 0) {
-		if (a->nargs < 2 || name_arg(c, a->args[1], "an aggregator"))
-			return at(c, a, STRATA_TYPE, "reduce(tensor, aggregator, dims...)");
+		if (a->nargs < 2 || rank_cc_name_arg(c, a->args[1], "an aggregator"))
+			return rank_cc_at(c, a, STRATA_TYPE, "reduce(tensor, aggregator, dims...)");
 		int agg = agg_of(a->args[1]->name);
 		if (!agg)
-			return at(c, a->args[1], STRATA_TYPE, "unknown aggregator '%s'",
-			          a->args[1]->name);
+			return rank_cc_at(c, a->args[1], STRATA_TYPE, "unknown aggregator '%s'",
+			                  a->args[1]->name);
 		return compile_reduce(c, env, a, agg, 2, type);
 	}
 	int agg = agg_of(f);
@@ -578,11 +394,11 @@ static int compile_tensor_fn(struct cc *c, const struct env *env, const struct r
 	}
 	if (strcmp(f, "map") == 0) {
 		if (a->nargs != 2)
-			return at(c, a, STRATA_TYPE, "map(tensor, f(x)(...))");
-		if ((rc = compile(c, env, a->args[0], &t)))
+			return rank_cc_at(c, a, STRATA_TYPE, "map(tensor, f(x)(...))");
+		if ((rc = rank_cc_compile(c, env, a->args[0], &t)))
 			return rc;
 		int pc, base;
-		if ((rc = compile_lambda(c, a->args[1], 1, &pc, &base)))
+		if ((rc = rank_cc_lambda(c, a->args[1], 1, &pc, &base)))
 			return rc;
 		if (T(c, t)->rank == 0) {
 			/* map over a number: run the lambda once */
@@ -590,53 +406,67 @@ static int compile_tensor_fn(struct cc *c, const struct env *env, const struct r
 			EMIT(c, RANK_OP_MAP, pc, base, 0, 0, 0, 0, 0);
 			return 0;
 		}
-		if ((rc = double_type(c, t, type)))
-			return rc;
-		EMIT(c, RANK_OP_MAP, pc, base, 0, t, 0, *type, 0);
+		*type = t; /* a map keeps the type */
+		EMIT(c, mapped(c, t) ? RANK_OP_SMAP : RANK_OP_MAP, pc, base, 0, t, 0, *type, 0);
 		return 0;
 	}
 	if (strcmp(f, "join") == 0) {
 		if (a->nargs != 3)
-			return at(c, a, STRATA_TYPE, "join(a, b, f(x,y)(...))");
-		if ((rc = compile(c, env, a->args[0], &t)) || (rc = compile(c, env, a->args[1], &t2)))
+			return rank_cc_at(c, a, STRATA_TYPE, "join(a, b, f(x,y)(...))");
+		if ((rc = compile2(c, env, a, &t, &t2)))
 			return rc;
 		int pc, base;
-		if ((rc = compile_lambda(c, a->args[2], 2, &pc, &base)))
+		if ((rc = rank_cc_lambda(c, a->args[2], 2, &pc, &base)))
 			return rc;
-		if ((rc = join_type(c, a, t, t2, type)))
+		if ((rc = rank_cc_join_type(c, a, t, t2, type)))
 			return rc;
-		EMIT(c, RANK_OP_JOIN, pc, base, 0, t, t2, *type, 0);
+		EMIT(c, mapped(c, *type) ? RANK_OP_SJOIN : RANK_OP_JOIN, pc, base, 0, t, t2, *type, 0);
 		return 0;
 	}
+	if (strcmp(f, "merge") == 0)
+		return rank_cc_merge(c, env, a, type);
+	if (strcmp(f, "cell_cast") == 0)
+		return rank_cc_cell_cast(c, env, a, type);
 	if (strcmp(f, "matmul") == 0) {
 		char *names[RANK_MAX_RANK];
 		int n, tj;
 		if (a->nargs < 3)
-			return at(c, a, STRATA_TYPE, "matmul(a, b, dim)");
-		if ((rc = dim_args(c, a, 2, names, &n)))
+			return rank_cc_at(c, a, STRATA_TYPE, "matmul(a, b, dim)");
+		if ((rc = rank_cc_dim_args(c, a, 2, names, &n)))
 			return rc;
-		if ((rc = compile(c, env, a->args[0], &t)) || (rc = compile(c, env, a->args[1], &t2)))
+		if ((rc = compile2(c, env, a, &t, &t2)))
 			return rc;
 		if ((rc = emit_bin(c, a, RB_MUL, t, t2, &tj)))
 			return rc;
 		return emit_reduce(c, a, tj, RANK_AGG_SUM, n, names, type);
 	}
+	if (strcmp(f, "$in") == 0)
+		return rank_cc_in(c, env, a, type);
+	if (strcmp(f, "$slice") == 0)
+		return rank_cc_slice(c, env, a, type);
+	if (strcmp(f, "rename") == 0)
+		return rank_cc_rename(c, env, a, type);
+	if (strcmp(f, "concat") == 0)
+		return rank_cc_concat(c, env, a, type);
+	if (strcmp(f, "euclidean_distance") == 0 || strcmp(f, "cosine_similarity") == 0)
+		return compile_distance(c, env, a, f[0] == 'e', type);
 	int l2 = strcmp(f, "l2_normalize") == 0, sm = strcmp(f, "softmax") == 0;
+	int l1 = strcmp(f, "l1_normalize") == 0;
 	int am = strcmp(f, "argmax") == 0, an = strcmp(f, "argmin") == 0;
-	if (l2 || sm || am || an) {
+	if (l2 || sm || l1 || am || an) {
 		char *names[RANK_MAX_RANK];
 		int n;
 		if (a->nargs < 2)
-			return at(c, a, STRATA_TYPE, "%s(tensor, dim)", f);
-		if ((rc = dim_args(c, a, 1, names, &n)))
+			return rank_cc_at(c, a, STRATA_TYPE, "%s(tensor, dim)", f);
+		if ((rc = rank_cc_dim_args(c, a, 1, names, &n)))
 			return rc;
-		if ((rc = compile(c, env, a->args[0], &t)))
+		if ((rc = rank_cc_compile(c, env, a->args[0], &t)))
 			return rc;
 		if (T(c, t)->rank == 0)
-			return at(c, a->args[0], STRATA_TYPE, "%s() needs a tensor", f);
-		if (sm && (rc = emit_un(c, RANK_FN_EXP, t, &t)))
+			return rank_cc_at(c, a->args[0], STRATA_TYPE, "%s() needs a tensor", f);
+		if (sm && (rc = rank_cc_emit_un(c, RANK_FN_EXP, t, &t)))
 			return rc;
-		int L = new_local(c), tr, tt;
+		int L = rank_cc_new_local(c), tr, tt;
 		EMIT(c, RANK_OP_SET, L, 0, 0, 0, 0, -1, 0);
 		EMIT(c, RANK_OP_GET, L, 0, 0, 0, 0, t, 0);
 		EMIT(c, RANK_OP_GET, L, 0, 0, 0, 0, t, 0);
@@ -645,11 +475,11 @@ static int compile_tensor_fn(struct cc *c, const struct env *env, const struct r
 			EMIT(c, RANK_OP_GET, L, 0, 0, 0, 0, t, 0);
 			if ((rc = emit_bin(c, a, RB_MUL, t, t, &tt)) ||
 			    (rc = emit_reduce(c, a, tt, RANK_AGG_SUM, n, names, &tr)) ||
-			    (rc = emit_un(c, RANK_FN_SQRT, tr, &tr)))
+			    (rc = rank_cc_emit_un(c, RANK_FN_SQRT, tr, &tr)))
 				return rc;
 			return emit_bin(c, a, RB_DIV, t, tr, type);
 		}
-		if (sm) /* exp(t) / sum(exp(t), dim) */
+		if (sm || l1) /* exp(t) / sum(exp(t), dim); t / sum(t, dim) */
 			return (rc = emit_reduce(c, a, t, RANK_AGG_SUM, n, names, &tr)) ? rc :
 			       emit_bin(c, a, RB_DIV, t, tr, type);
 		/* argmax: 1 where the cell equals the max along dim, else 0 */
@@ -676,26 +506,26 @@ static int compile_user(struct cc *c, const struct env *env, const struct rank_a
 {
 	for (const struct env *e = env; e; e = e->up)
 		if (e->fn == fn)
-			return at(c, a, STRATA_TYPE, "function '%s' calls itself", fn->name);
+			return rank_cc_at(c, a, STRATA_TYPE, "function '%s' calls itself", fn->name);
 	int nargs = a->kind == RA_CALL ? a->nargs : 0;
 	if (nargs != fn->nparams)
-		return at(c, a, STRATA_TYPE, "function '%s' takes %d argument%s, not %d", fn->name,
-		          fn->nparams, fn->nparams == 1 ? "" : "s", nargs);
+		return rank_cc_at(c, a, STRATA_TYPE, "function '%s' takes %d argument%s, not %d", fn->name,
+		                  fn->nparams, fn->nparams == 1 ? "" : "s", nargs);
 	int locals[64], types[64];
 	if (nargs > 64)
-		return at(c, a, STRATA_LIMIT, "more than 64 arguments");
+		return rank_cc_at(c, a, STRATA_LIMIT, "more than 64 arguments");
 	for (int i = 0; i < nargs; i++) {
-		int rc = compile(c, env, a->args[i], &types[i]);
+		int rc = rank_cc_compile(c, env, a->args[i], &types[i]);
 		if (rc)
 			return rc;
-		locals[i] = new_local(c);
+		locals[i] = rank_cc_new_local(c);
 		EMIT(c, RANK_OP_SET, locals[i], 0, 0, 0, 0, -1, 0);
 	}
 	/* The body sees only its parameters and profile-level names: parameters
 	 * of the caller are not in scope, but recursion through callers is
 	 * still detected along up. */
 	struct env e = { env, fn, 0, nargs, fn->params, locals, types };
-	return compile(c, &e, fn->body, type);
+	return rank_cc_compile(c, &e, fn->body, type);
 }
 
 /* Only the innermost scope binds names: a function body does not see its
@@ -729,15 +559,15 @@ static int compile_gbdt(struct cc *c, const struct env *env, const struct rank_a
 	size_t n = (size_t)g->nfeatures + 1;
 	int *locals = base_calloc(n, sizeof *locals), *types = base_calloc(n, sizeof *types);
 	if (!locals || !types)
-		rc = nomem(c);
+		rc = rank_cc_nomem(c);
 	for (int i = 0; !rc && i < g->nfeatures; i++) {
-		rc = compile(c, env, g->features[i], &types[i]);
+		rc = rank_cc_compile(c, env, g->features[i], &types[i]);
 		if (!rc && T(c, types[i])->rank != 0)
-			rc = at(c, a, STRATA_TYPE, "feature '%s' is a tensor, not a number",
-			        g->names[i]);
-		locals[i] = new_local(c);
-		if (!rc && emit(c, RANK_OP_SET, locals[i], 0, 0, 0, 0, -1, 0) < 0)
-			rc = nomem(c);
+			rc = rank_cc_at(c, a, STRATA_TYPE, "feature '%s' is a tensor, not a number",
+			                g->names[i]);
+		locals[i] = rank_cc_new_local(c);
+		if (!rc && rank_cc_emit(c, RANK_OP_SET, locals[i], 0, 0, 0, 0, -1, 0) < 0)
+			rc = rank_cc_nomem(c);
 		if (rc && rc != STRATA_NOMEM) {
 			/* say which model and feature: "sd:l:c: lightgbm model 'f': ..." */
 			char pre[512], msg[STRATA_ERRMSG_MAX];
@@ -745,15 +575,16 @@ static int compile_gbdt(struct cc *c, const struct env *env, const struct rank_a
 			                 a->pos.line, a->pos.col);
 			const char *m = c->err->msg;
 			snprintf(msg, sizeof msg, "%s", strncmp(m, pre, (size_t)k) ? m : m + k);
-			rc = at(c, a, rc, "%s model '%s': feature '%s': %s", a->name, a->args[0]->name,
-			        g->names[i], msg);
+			rc = rank_cc_at(c, a, rc, "%s model '%s': feature '%s': %s", a->name,
+			                a->args[0]->name, g->names[i], msg);
 		}
 	}
 	struct env e = { env, NULL, 0, g->nfeatures, g->names, locals, types };
-	if (!rc && (rc = compile(c, &e, g->body, type)) == STRATA_LIMIT) {
+	if (!rc && (rc = rank_cc_compile(c, &e, g->body, type)) == STRATA_LIMIT) {
 		char msg[STRATA_ERRMSG_MAX];
 		snprintf(msg, sizeof msg, "%s", c->err->msg);
-		rc = at(c, a, rc, "%s model '%s' is too large: %s", a->name, a->args[0]->name, msg);
+		rc = rank_cc_at(c, a, rc, "%s model '%s' is too large: %s", a->name, a->args[0]->name,
+		                msg);
 	}
 	base_free(locals, n * sizeof *locals);
 	base_free(types, n * sizeof *types);
@@ -782,7 +613,7 @@ static int add_norm(struct cc *c, const struct rank_ast *arg, int kind, double k
 	                                   ((size_t)p->nnorms + 1) * sizeof *v);
 	if (!v) {
 		rank_prog_release(&nm.arg);
-		return nomem(c);
+		return rank_cc_nomem(c);
 	}
 	p->norms = v;
 	*index = p->nnorms;
@@ -800,20 +631,22 @@ static int compile_norm(struct cc *c, const struct rank_ast *a, int *type)
 	int linear = strcmp(f, "normalize_linear") == 0;
 	int fusion = strcmp(f, "reciprocal_rank_fusion") == 0;
 	if (c->global == 0)
-		return at(c, a, STRATA_TYPE, "%s() is only available in global-phase", f);
+		return rank_cc_at(c, a, STRATA_TYPE, "%s() is only available in global-phase", f);
 	if (c->global == 2)
-		return at(c, a, STRATA_TYPE, "%s() cannot be nested in another normalizer", f);
+		return rank_cc_at(c, a, STRATA_TYPE, "%s() cannot be nested in another normalizer", f);
 	if (a->nargs < 1 || (linear && a->nargs != 1) || (!linear && !fusion && a->nargs > 2))
-		return at(c, a, STRATA_TYPE, "%s", linear ? "normalize_linear(x) takes one argument"
-		          : fusion ? "reciprocal_rank_fusion(x, y, ...) takes one or more arguments"
-		          : "reciprocal_rank(x) or reciprocal_rank(x, k) is expected");
+		return rank_cc_at(c, a, STRATA_TYPE, "%s",
+		                  linear ? "normalize_linear(x) takes one argument"
+		                  : fusion ? "reciprocal_rank_fusion(x, y, ...) takes one or more arguments"
+		                  : "reciprocal_rank(x) or reciprocal_rank(x, k) is expected");
 	double k = 60.0;
 	if (!linear && !fusion && a->nargs == 2) {
 		const struct rank_ast *ka = a->args[1];
 		if (ka->kind == RA_UNARY && ka->op == '-' && ka->args[0]->kind == RA_NUM)
-			return at(c, ka, STRATA_TYPE, "the k of reciprocal_rank() must not be negative");
+			return rank_cc_at(c, ka, STRATA_TYPE,
+			                  "the k of reciprocal_rank() must not be negative");
 		if (ka->kind != RA_NUM)
-			return at(c, ka, STRATA_TYPE, "the k of reciprocal_rank() must be a number");
+			return rank_cc_at(c, ka, STRATA_TYPE, "the k of reciprocal_rank() must be a number");
 		k = ka->num;
 	}
 	int n = fusion ? a->nargs : 1;
@@ -838,12 +671,16 @@ static int compile_call(struct cc *c, const struct env *env, const struct rank_a
 	if (in_lambda(env) && (strcmp(f, "attribute") == 0 || strcmp(f, "query") == 0 ||
 	                       strcmp(f, "constant") == 0 || strcmp(f, "onnx") == 0 ||
 	                       strcmp(f, "closeness") == 0 || strcmp(f, "distance") == 0))
-		return at(c, a, STRATA_TYPE, "a lambda may only use its parameters, not %s()", f);
+		return rank_cc_at(c, a, STRATA_TYPE, "a lambda may only use its parameters, not %s()", f);
 	if (a->out && strcmp(f, "onnx") != 0 && strcmp(f, "onnxModel") != 0)
-		return at(c, a, STRATA_TYPE, "'.%s' after %s(): only onnx() has outputs", a->out, f);
+		return rank_cc_at(c, a, STRATA_TYPE, "'.%s' after %s(): only onnx() has outputs", a->out,
+		                  f);
 	if (strcmp(f, "normalize_linear") == 0 || strcmp(f, "reciprocal_rank") == 0 ||
 	    strcmp(f, "reciprocal_rank_fusion") == 0)
 		return compile_norm(c, a, type);
+	if (strcmp(f, "tensorFromWeightedSet") == 0 || strcmp(f, "tensorFromLabels") == 0)
+		return rank_cc_at(c, a, STRATA_NOT_IMPLEMENTED,
+		                  "%s() reads a collection field, which rank expressions do not read", f);
 	if (strcmp(f, "attribute") == 0)
 		return compile_attribute(c, a, type);
 	if (strcmp(f, "query") == 0)
@@ -865,31 +702,37 @@ static int compile_call(struct cc *c, const struct env *env, const struct rank_a
 	}
 	if (strcmp(f, "if") == 0) {
 		if (a->nargs != 3)
-			return at(c, a, STRATA_TYPE, "if(condition, then, else)");
-		if ((rc = compile(c, env, a->args[0], &t)))
+			return rank_cc_at(c, a, STRATA_TYPE, "if(condition, then, else)");
+		if ((rc = rank_cc_compile(c, env, a->args[0], &t)))
 			return rc;
 		if (T(c, t)->rank != 0)
-			return at(c, a->args[0], STRATA_TYPE, "the condition of if() must be a number");
-		int jf = emit(c, RANK_OP_JUMPF, 0, 0, 0, 0, 0, -1, 0);
-		if (jf < 0 || (rc = compile(c, env, a->args[1], &t)))
-			return jf < 0 ? nomem(c) : rc;
-		int j = emit(c, RANK_OP_JUMP, 0, 0, 0, 0, 0, -1, 0);
+			return rank_cc_at(c, a->args[0], STRATA_TYPE, "the condition of if() must be a number");
+		int jf = rank_cc_emit(c, RANK_OP_JUMPF, 0, 0, 0, 0, 0, -1, 0);
+		if (jf < 0 || (rc = rank_cc_compile(c, env, a->args[1], &t)))
+			return jf < 0 ? rank_cc_nomem(c) : rc;
+		int j = rank_cc_emit(c, RANK_OP_JUMP, 0, 0, 0, 0, 0, -1, 0);
 		if (j < 0)
-			return nomem(c);
+			return rank_cc_nomem(c);
 		c->prog->code[jf].a = c->prog->ncode;
-		if ((rc = compile(c, env, a->args[2], &t2)))
+		if ((rc = rank_cc_compile(c, env, a->args[2], &t2)))
 			return rc;
 		c->prog->code[j].a = c->prog->ncode;
-		if (!same_type(T(c, t), T(c, t2))) {
+		if (!rank_type_same_dims(T(c, t), T(c, t2))) {
 			char b1[256], b2[256];
-			return at(c, a, STRATA_TYPE, "the branches of if() differ: %s and %s",
-			          type_str(T(c, t), b1, sizeof b1), type_str(T(c, t2), b2, sizeof b2));
+			return rank_cc_at(c, a, STRATA_TYPE, "the branches of if() differ: %s and %s",
+			                  rank_cc_type_str(T(c, t), b1, sizeof b1),
+			                  rank_cc_type_str(T(c, t2), b2, sizeof b2));
 		}
-		/* Both branches leave the same shape; cells may differ in type, so a
-		 * tensor result is described as double only when both are. */
-		*type = T(c, t)->cell == T(c, t2)->cell ? t : -1;
-		if (*type < 0)
-			return at(c, a, STRATA_TYPE, "the branches of if() differ in cell type");
+		/* Both branches leave the same shape; the value says its own cell
+		 * type, so branches of two cell types give a double result type, as
+		 * Vespa unifies them. */
+		*type = t;
+		if (T(c, t)->cell != T(c, t2)->cell) {
+			struct rank_type r = *T(c, t);
+			r.cell = BASE_DT_DOUBLE;
+			if ((*type = rank_cc_add_type(c->p, &r)) < 0)
+				return rank_cc_nomem(c);
+		}
 		return 0;
 	}
 	int handled;
@@ -898,31 +741,31 @@ static int compile_call(struct cc *c, const struct env *env, const struct rank_a
 	int fn = rank_fn_unary(f);
 	if (fn) {
 		if (a->nargs != 1)
-			return at(c, a, STRATA_TYPE, "%s() takes one argument", f);
-		if ((rc = compile(c, env, a->args[0], &t)))
+			return rank_cc_at(c, a, STRATA_TYPE, "%s() takes one argument", f);
+		if ((rc = rank_cc_compile(c, env, a->args[0], &t)))
 			return rc;
-		return emit_un(c, fn, t, type);
+		return rank_cc_emit_un(c, fn, t, type);
 	}
 	if ((fn = rank_fn_binary(f))) {
 		if (a->nargs != 2)
-			return at(c, a, STRATA_TYPE, "%s() takes two arguments", f);
-		if ((rc = compile(c, env, a->args[0], &t)) || (rc = compile(c, env, a->args[1], &t2)))
+			return rank_cc_at(c, a, STRATA_TYPE, "%s() takes two arguments", f);
+		if ((rc = compile2(c, env, a, &t, &t2)))
 			return rc;
 		return emit_bin(c, a, fn, t, t2, type);
 	}
 	if (strcmp(f, "firstPhase") == 0 && a->nargs == 0)
 		goto first_phase;
-	return at(c, a, STRATA_TYPE, "unknown function or feature '%s'", f);
+	return rank_cc_at(c, a, STRATA_TYPE, "unknown function or feature '%s'", f);
 first_phase:
 	if (!c->allow_first)
-		return at(c, a, STRATA_TYPE, "firstPhase is only available after the first phase");
+		return rank_cc_at(c, a, STRATA_TYPE, "firstPhase is only available after the first phase");
 	c->prog->doc_dependent = 1;
 	*type = 0;
 	EMIT(c, RANK_OP_FIRST, 0, 0, 0, 0, 0, 0, 0);
 	return 0;
 }
 
-static int compile(struct cc *c, const struct env *env, const struct rank_ast *a, int *type)
+int rank_cc_compile(struct cc *c, const struct env *env, const struct rank_ast *a, int *type)
 {
 	int rc, t, t2, local;
 	switch (a->kind) {
@@ -931,40 +774,45 @@ static int compile(struct cc *c, const struct env *env, const struct rank_ast *a
 		EMIT(c, RANK_OP_NUM, 0, 0, 0, 0, 0, 0, a->num);
 		return 0;
 	case RA_STR:
-		return at(c, a, STRATA_TYPE, "a string (\"%s\") is not a value here", a->name);
+		return rank_cc_at(c, a, STRATA_TYPE, "a string (\"%s\") is not a value here", a->name);
 	case RA_NAME:
 		if (lookup_name(env, a->name, &local, type)) {
 			EMIT(c, RANK_OP_GET, local, 0, 0, 0, 0, *type, 0);
 			return 0;
 		}
 		if (in_lambda(env))
-			return at(c, a, STRATA_TYPE, "'%s' is not a parameter of the lambda", a->name);
+			return rank_cc_at(c, a, STRATA_TYPE, "'%s' is not a parameter of the lambda", a->name);
 		if (find_function(c->p->decl, a->name))
 			return compile_user(c, env, a, find_function(c->p->decl, a->name), type);
 		if (strcmp(a->name, "firstPhase") == 0) {
 			if (!c->allow_first)
-				return at(c, a, STRATA_TYPE,
-				          "firstPhase is only available after the first phase");
+				return rank_cc_at(c, a, STRATA_TYPE,
+				                  "firstPhase is only available after the first phase");
 			c->prog->doc_dependent = 1;
 			*type = 0;
 			EMIT(c, RANK_OP_FIRST, 0, 0, 0, 0, 0, 0, 0);
 			return 0;
 		}
-		return at(c, a, STRATA_TYPE, "unknown name '%s'", a->name);
+		return rank_cc_at(c, a, STRATA_TYPE, "unknown name '%s'", a->name);
 	case RA_CALL:
 		return compile_call(c, env, a, type);
 	case RA_UNARY:
-		if ((rc = compile(c, env, a->args[0], &t)))
+		if ((rc = rank_cc_compile(c, env, a->args[0], &t)))
 			return rc;
-		return emit_un(c, a->op == '!' ? RANK_FN_NOT : RANK_FN_NEG, t, type);
+		return rank_cc_emit_un(c, a->op == '!' ? RANK_FN_NOT : RANK_FN_NEG, t, type);
 	case RA_BINARY:
-		if ((rc = compile(c, env, a->args[0], &t)) || (rc = compile(c, env, a->args[1], &t2)))
+		if ((rc = compile2(c, env, a, &t, &t2)))
 			return rc;
 		return emit_bin(c, a, a->op, t, t2, type);
 	case RA_LAMBDA:
-		return at(c, a, STRATA_TYPE, "a lambda is only valid as an argument of map or join");
+		return rank_cc_at(c, a, STRATA_TYPE,
+		                  "a lambda is only valid as an argument of map or join");
+	case RA_TENSOR:
+		return rank_cc_literal(c, env, a, type);
+	case RA_GEN:
+		return rank_cc_generator(c, env, a, type);
 	}
-	return at(c, a, STRATA_TYPE, "unexpected expression");
+	return rank_cc_at(c, a, STRATA_TYPE, "unexpected expression");
 }
 
 void rank_prog_release(struct rank_prog *prog)
@@ -974,7 +822,9 @@ void rank_prog_release(struct rank_prog *prog)
 	memset(prog, 0, sizeof *prog);
 }
 
-/* Compile a into prog; must_be_number for phases; global as in struct cc. */
+/* Compile a into prog.  must_be_number: 1 for phases (a number), 0 for
+ * features and model inputs (any dense value), 2 for a standalone
+ * expression (mapped dimensions too); global as in struct cc. */
 static int compile_prog_in(struct rank_profile *p, const struct rank_models *models,
                            const struct rank_ast *a, const char *name, int allow_first,
                            int must_be_number, int global, struct rank_prog *prog,
@@ -984,14 +834,17 @@ static int compile_prog_in(struct rank_profile *p, const struct rank_models *mod
 	prog->name = base_strdup(name);
 	if (!prog->name)
 		return base_nomem(err, "compiling %s", name);
-	struct cc c = { p, models, prog, err, allow_first, 0, global };
-	int t, rc = compile(&c, NULL, a, &t);
+	struct cc c = { p, models, prog, err, allow_first, 0, global, rank_cc_compile };
+	int t, rc = rank_cc_compile(&c, NULL, a, &t);
 	if (rc)
 		return rc;
-	if (must_be_number && p->types[t].rank != 0) {
+	if (must_be_number != 2 && rank_type_mapped(&p->types[t]) > 0)
+		return rank_cc_at(&c, a, STRATA_NOT_IMPLEMENTED,
+		                  "%s: tensors with mapped dimensions are not supported here", name);
+	if (must_be_number == 1 && p->types[t].rank != 0) {
 		char b[256];
-		return at(&c, a, STRATA_TYPE, "%s must produce a number, not %s", name,
-		          type_str(&p->types[t], b, sizeof b));
+		return rank_cc_at(&c, a, STRATA_TYPE, "%s must produce a number, not %s", name,
+		                  rank_cc_type_str(&p->types[t], b, sizeof b));
 	}
 	prog->result = t;
 	EMIT(&c, RANK_OP_RET, 0, 0, 0, 0, 0, -1, 0);
@@ -1008,7 +861,7 @@ static int compile_prog(struct rank_profile *p, const struct rank_models *models
 int rank_expr_compile(struct rank_profile *p, const struct rank_ast *a, struct rank_prog *prog,
                       struct strata_error *err)
 {
-	return compile_prog(p, NULL, a, a->text ? a->text : "expression", 1, 0, prog, err);
+	return compile_prog(p, NULL, a, a->text ? a->text : "expression", 1, 2, prog, err);
 }
 
 /* Does the model input fit its source?  Sets *extra when the input has one
@@ -1068,12 +921,12 @@ static int compile_model(struct rank_profile *p, const struct rank_models *model
 	if (cm->state == 2)
 		return 0;
 	if (cm->state == 1)
-		return pos_err(err, use, STRATA_TYPE, "onnx model '%s' depends on itself", d->name);
+		return rank_pos_err(err, use, STRATA_TYPE, "onnx model '%s' depends on itself", d->name);
 	for (int i = 0; models && i < models->n && !cm->rt; i++)
 		if (models->refs[i].decl == d)
 			cm->rt = models->refs[i].rt;
 	if (!cm->rt)
-		return pos_err(err, use, STRATA_NOT_FOUND, "onnx model '%s' is not loaded", d->name);
+		return rank_pos_err(err, use, STRATA_NOT_FOUND, "onnx model '%s' is not loaded", d->name);
 	cm->state = 1;
 	int rc;
 	const struct rt_model *rt = cm->rt;
@@ -1087,9 +940,9 @@ static int compile_model(struct rank_profile *p, const struct rank_models *model
 		return base_nomem(err, "model '%s'", d->name);
 	for (int i = 0; i < d->ninputs; i++)
 		if (runtime_model_input_index(rt, d->inputs[i].name) < 0)
-			return pos_err(err, &d->inputs[i].pos, STRATA_TYPE,
-			               "onnx model '%s' (%s) has no input '%s'", d->name, d->file,
-			               d->inputs[i].name);
+			return rank_pos_err(err, &d->inputs[i].pos, STRATA_TYPE,
+			                    "onnx model '%s' (%s) has no input '%s'", d->name, d->file,
+			                    d->inputs[i].name);
 	int doc_all_extra = 1, any_extra = 0;
 	for (int i = 0; i < cm->nin; i++) {
 		const struct rt_value_info *info = runtime_model_input(rt, i);
@@ -1118,19 +971,19 @@ static int compile_model(struct rank_profile *p, const struct rank_models *model
 			struct rank_ast name = { .kind = RA_NAME, .name = (char *)info->name, .pos = d->pos };
 			rc = compile_prog(p, models, &name, pname, 1, 0, &cm->src[i], err);
 		} else {
-			return pos_err(err, &d->pos, STRATA_TYPE,
-			               "onnx model '%s': input '%s' has no source (add input \"%s\": ...)",
-			               d->name, info->name, info->name);
+			return rank_pos_err(err, &d->pos, STRATA_TYPE,
+			                    "onnx model '%s': input '%s' has no source (add input \"%s\": ...)",
+			                    d->name, info->name, info->name);
 		}
 		if (rc)
 			return rc;
 		const struct rank_type *st = &p->types[cm->src[i].result];
 		if (!input_fits(info, st, &cm->extra[i])) {
 			char b1[256], b2[256];
-			return pos_err(err, mi ? &mi->pos : &d->pos, STRATA_TYPE,
-			               "onnx model '%s' input '%s' is %s, its source is %s", d->name,
-			               info->name, info_str(info, b1, sizeof b1),
-			               type_str(st, b2, sizeof b2));
+			return rank_pos_err(err, mi ? &mi->pos : &d->pos, STRATA_TYPE,
+			                    "onnx model '%s' input '%s' is %s, its source is %s", d->name,
+			                    info->name, info_str(info, b1, sizeof b1),
+			                    rank_cc_type_str(st, b2, sizeof b2));
 		}
 		any_extra |= cm->extra[i];
 		if (cm->src[i].doc_dependent && !cm->extra[i])
@@ -1140,21 +993,21 @@ static int compile_model(struct rank_profile *p, const struct rank_models *model
 	for (int o = 0; o < cm->nout; o++) {
 		const struct rt_value_info *info = runtime_model_output(rt, o);
 		if (info->rank < 0)
-			return pos_err(err, &d->pos, STRATA_NOT_IMPLEMENTED,
-			               "onnx model '%s' output '%s' has no declared shape", d->name,
-			               info->name);
+			return rank_pos_err(err, &d->pos, STRATA_NOT_IMPLEMENTED,
+			                    "onnx model '%s' output '%s' has no declared shape", d->name,
+			                    info->name);
 		struct rank_type r = { .cell = info->dtype, .rank = info->rank };
 		if (base_dtype_size(info->dtype) == 0 || info->dtype == BASE_DT_STRING)
-			return pos_err(err, &d->pos, STRATA_TYPE,
-			               "onnx model '%s' output '%s' is not numeric", d->name, info->name);
+			return rank_pos_err(err, &d->pos, STRATA_TYPE,
+			                    "onnx model '%s' output '%s' is not numeric", d->name, info->name);
 		for (int k = 0; k < info->rank; k++) {
 			/* A symbolic dimension is one document's worth: size 1. */
 			r.dims[k] = info->dims[k] < 0 ? 1 : info->dims[k];
 			r.dim_names[k] = (char *)dnames[k];
 		}
-		if ((cm->out_type[o] = add_type(p, &r)) < 0)
+		if ((cm->out_type[o] = rank_cc_add_type(p, &r)) < 0)
 			return base_nomem(err, "model '%s'", d->name);
-		cm->out_cells[o] = type_cells(&r);
+		cm->out_cells[o] = rank_type_cells(&r);
 		if (info->rank < 1 || info->dims[0] >= 0)
 			outs_batch = 0;
 	}
@@ -1192,6 +1045,8 @@ void rank_profile_release(struct rank_profile *p)
 	base_free(p->inputs, ((size_t)p->ninputs + 1) * sizeof *p->inputs);
 	base_free(p->consts, ((size_t)p->nconsts + 1) * sizeof *p->consts);
 	base_free(p->types, (size_t)p->captypes * sizeof *p->types);
+	base_free(p->lits, (size_t)p->caplits * sizeof *p->lits);
+	base_free(p->peeks, (size_t)p->cappeeks * sizeof *p->peeks);
 	base_arena_free(&p->pool);
 	memset(p, 0, sizeof *p);
 }
@@ -1207,7 +1062,7 @@ int rank_profile_compile(struct rank_profile *p, const struct rank_schema *s,
 	p->decl = d;
 	base_arena_init(&p->pool, 4096);
 	struct rank_type num = { .cell = BASE_DT_DOUBLE };
-	if (add_type(p, &num) != 0)
+	if (rank_cc_add_type(p, &num) != 0)
 		return base_nomem(err, "profile '%s'", d->name);
 	p->rerank = d->rerank_count >= 0 ? d->rerank_count : 100;
 
@@ -1249,7 +1104,7 @@ int rank_profile_compile(struct rank_profile *p, const struct rank_schema *s,
 			ii->dims[k] = in->type.dims[k];
 			ii->dim_names[k] = in->type.dim_names[k];
 		}
-		ii->ncells = type_cells(&in->type);
+		ii->ncells = rank_type_cells(&in->type);
 	}
 	for (int i = 0; i < d->nconstants; i++)
 		p->consts[p->nconsts++] = &d->constants[i];
@@ -1320,142 +1175,4 @@ int rank_profile_compile(struct rank_profile *p, const struct rank_schema *s,
 		}
 	}
 	return 0;
-}
-
-/* ---- EXPLAIN ---------------------------------------------------------------- */
-
-struct sbuf {
-	char *s;
-	size_t n, cap;
-	int fail;
-};
-
-static void sb_printf(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_printf(struct sbuf *b, const char *fmt, ...)
-{
-	if (b->fail)
-		return;
-	for (;;) {
-		va_list ap;
-		va_start(ap, fmt);
-		int k = vsnprintf(b->s ? b->s + b->n : NULL, b->s ? b->cap - b->n : 0, fmt, ap);
-		va_end(ap);
-		if (k < 0) {
-			b->fail = 1;
-			return;
-		}
-		if (b->s && b->n + (size_t)k < b->cap) {
-			b->n += (size_t)k;
-			return;
-		}
-		size_t ncap = b->cap ? b->cap * 2 : 1024;
-		while (ncap < b->n + (size_t)k + 1)
-			ncap *= 2;
-		char *ns = base_realloc(b->s, b->cap, ncap);
-		if (!ns) {
-			b->fail = 1;
-			return;
-		}
-		b->s = ns;
-		b->cap = ncap;
-	}
-}
-
-static void explain_prog(struct sbuf *b, const struct rank_profile *p, const struct rank_prog *g)
-{
-	char tb[256];
-	sb_printf(b, "program %s -> %s (%d instructions, %d locals%s)\n", g->name,
-	          type_str(&p->types[g->result], tb, sizeof tb), g->ncode, g->nlocals,
-	          g->doc_dependent ? "" : ", query-constant");
-	for (int i = 0; i < g->ncode; i++) {
-		const struct rank_ins *in = &g->code[i];
-		sb_printf(b, "  %4d  %-7s", i, rank_op_name(in->op));
-		switch (in->op) {
-		case RANK_OP_NUM: sb_printf(b, " %.17g", in->k); break;
-		case RANK_OP_ATTR: case RANK_OP_CLOSE:
-			sb_printf(b, " %s", p->sd->fields[in->a].name);
-			if (in->op == RANK_OP_CLOSE)
-				sb_printf(b, " %s", in->b ? "distance" : "closeness");
-			break;
-		case RANK_OP_TEXT:
-			sb_printf(b, " %s(%s)", in->a == RANK_TF_BM25 ? "bm25"
-			                        : in->a == RANK_TF_FIELD_LENGTH ? "fieldLength" : "matches",
-			          p->sd->fields[in->b].name);
-			break;
-		case RANK_OP_QUERY: sb_printf(b, " %s", p->decl->inputs[in->a].name); break;
-		case RANK_OP_CONST: sb_printf(b, " %s", p->consts[in->a]->name); break;
-		case RANK_OP_GET: case RANK_OP_SET: sb_printf(b, " local%d", in->a); break;
-		case RANK_OP_UN: sb_printf(b, " %s", rank_fn_name(in->a, 0)); break;
-		case RANK_OP_BIN: sb_printf(b, " %s", rank_fn_name(in->a, 1)); break;
-		case RANK_OP_JUMP: case RANK_OP_JUMPF: sb_printf(b, " -> %d", in->a); break;
-		case RANK_OP_NORM:
-			sb_printf(b, " %d %s", in->a, p->norms[in->a].kind == RANK_NORM_LINEAR
-			          ? "normalize_linear" : "reciprocal_rank");
-			break;
-		case RANK_OP_MAP:
-			if (in->a >= 0)
-				sb_printf(b, " lambda@%d(local%d)", in->a, in->b);
-			else
-				sb_printf(b, " %s", rank_fn_name(in->c, 0));
-			break;
-		case RANK_OP_JOIN:
-			if (in->a >= 0)
-				sb_printf(b, " lambda@%d(local%d,local%d)", in->a, in->b, in->b + 1);
-			else
-				sb_printf(b, " %s", rank_fn_name(in->c, 1));
-			break;
-		case RANK_OP_REDUCE: {
-			static const char *const aggs[] = { "?", "sum", "avg", "max", "min", "prod",
-			                                    "count" };
-			sb_printf(b, " %s", aggs[in->a]);
-			break;
-		}
-		case RANK_OP_ONNX: {
-			const struct rank_cmodel *cm = &p->models[in->a];
-			sb_printf(b, " %s.%s%s", cm->decl->name,
-			          runtime_model_output(cm->rt, in->b)->name,
-			          cm->batched ? " (batched in second phase)" : "");
-			break;
-		}
-		}
-		if (in->t > 0)
-			sb_printf(b, "  : %s", type_str(&p->types[in->t], tb, sizeof tb));
-		sb_printf(b, "\n");
-	}
-}
-
-char *rank_profile_explain(const struct rank_profile *p)
-{
-	struct sbuf b = { 0 };
-	sb_printf(&b, "profile %s (rerank-count %d)\n", p->decl->name, p->rerank);
-	explain_prog(&b, p, &p->first);
-	if (p->has_second)
-		explain_prog(&b, p, &p->second);
-	if (p->has_global) {
-		sb_printf(&b, "global-phase rerank-count %d\n", p->global_rerank);
-		for (int i = 0; i < p->nnorms; i++)
-			explain_prog(&b, p, &p->norms[i].arg);
-		explain_prog(&b, p, &p->global);
-	}
-	for (int i = 0; i < p->nmatch; i++)
-		explain_prog(&b, p, &p->match[i]);
-	for (int i = 0; i < p->nsummary; i++)
-		explain_prog(&b, p, &p->summary[i]);
-	for (int m = 0; m < p->nmodels; m++) {
-		const struct rank_cmodel *cm = &p->models[m];
-		if (cm->state != 2)
-			continue;
-		sb_printf(&b, "model %s (%s)%s\n", cm->decl->name, cm->decl->file,
-		          cm->batched ? ": batched over second-phase candidates" : ": per document");
-		for (int i = 0; i < cm->nin; i++)
-			explain_prog(&b, p, &cm->src[i]);
-	}
-	if (b.fail) {
-		base_free(b.s, b.cap);
-		return NULL;
-	}
-	/* hand back a string base_strfree can release */
-	char *out = base_strdup(b.s ? b.s : "");
-	base_free(b.s, b.cap);
-	return out;
 }

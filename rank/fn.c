@@ -26,10 +26,14 @@ static const struct named_fn unary[] = {
 	{ "floor", RANK_FN_FLOOR }, { "ceil", RANK_FN_CEIL }, { "sin", RANK_FN_SIN },
 	{ "cos", RANK_FN_COS }, { "isNan", RANK_FN_ISNAN }, { "tan", RANK_FN_TAN },
 	{ "acos", RANK_FN_ACOS }, { "asin", RANK_FN_ASIN }, { "atan", RANK_FN_ATAN },
+	{ "cosh", RANK_FN_COSH }, { "sinh", RANK_FN_SINH }, { "elu", RANK_FN_ELU },
+	{ "round", RANK_FN_ROUND }, { "sign", RANK_FN_SIGN }, { "square", RANK_FN_SQUARE },
+	{ "erf", RANK_FN_ERF },
 };
 static const struct named_fn binary[] = {
 	{ "pow", RANK_FN_POW }, { "min", RANK_FN_MIN }, { "max", RANK_FN_MAX },
-	{ "atan2", RANK_FN_ATAN2 }, { "fmod", RANK_FN_FMOD },
+	{ "atan2", RANK_FN_ATAN2 }, { "fmod", RANK_FN_FMOD }, { "ldexp", RANK_FN_LDEXP },
+	{ "bit", RANK_FN_BIT }, { "hamming", RANK_FN_HAMMING },
 };
 
 static int find(const struct named_fn *t, size_t n, const char *name)
@@ -61,15 +65,51 @@ int rank_fn_binary(const char *name)
 const char *rank_fn_name(int fn, int is_binary)
 {
 	static const char *const ops[] = { "?", "+", "-", "*", "/", "%", "^", "==", "!=", "<",
-	                                   "<=", ">", ">=", "&&", "||" };
+	                                   "<=", ">", ">=", "&&", "||", "~=" };
 	if (is_binary)
-		return fn >= RB_ADD && fn <= RB_OR ? ops[fn] :
+		return fn >= RB_ADD && fn <= RB_APPROX ? ops[fn] :
 		       name_of(binary, sizeof binary / sizeof binary[0], fn);
 	if (fn == RANK_FN_NEG)
 		return "neg";
 	if (fn == RANK_FN_NOT)
 		return "not";
+	if (fn == RANK_FN_TO_FLOAT)
+		return "cell_cast<float>";
+	if (fn == RANK_FN_TO_BFLOAT16)
+		return "cell_cast<bfloat16>";
+	if (fn == RANK_FN_TO_INT8)
+		return "cell_cast<int8>";
 	return name_of(unary, sizeof unary / sizeof unary[0], fn);
+}
+
+/* a ~= b: equal, or apart by at most 1e-6 of the larger magnitude. */
+static double approx_equal(double x, double y)
+{
+	if (x == y)
+		return 1.0;
+	return fabs(x - y) <= 1e-6 * fmax(fabs(x), fabs(y)) ? 1.0 : 0.0;
+}
+
+/* ldexp's exponent: y truncated towards zero, held within int's range. */
+static int exponent(double y)
+{
+	if (isnan(y))
+		return 0;
+	if (y > 100000.0)
+		return 100000;
+	if (y < -100000.0)
+		return -100000;
+	return (int)y;
+}
+
+/* x as the int8 cell bit and hamming read (truncated, held in range). */
+static int int8_of(double x)
+{
+	if (!(x > -128.0))
+		return -128;
+	if (x > 127.0)
+		return 127;
+	return (int)x;
 }
 
 double rank_fn1(int fn, double x)
@@ -94,6 +134,16 @@ double rank_fn1(int fn, double x)
 	case RANK_FN_ACOS: return acos(x);
 	case RANK_FN_ASIN: return asin(x);
 	case RANK_FN_ATAN: return atan(x);
+	case RANK_FN_COSH: return cosh(x);
+	case RANK_FN_SINH: return sinh(x);
+	case RANK_FN_ELU: return x < 0.0 ? exp(x) - 1.0 : x;
+	case RANK_FN_ROUND: return round(x);
+	case RANK_FN_SIGN: return x > 0.0 ? 1.0 : x < 0.0 ? -1.0 : 0.0;
+	case RANK_FN_SQUARE: return x * x;
+	case RANK_FN_ERF: return erf(x);
+	case RANK_FN_TO_FLOAT: return (double)(float)x;
+	case RANK_FN_TO_BFLOAT16: return (double)base_bf16_to_f32(base_f32_to_bf16((float)x));
+	case RANK_FN_TO_INT8: return isnan(x) ? 0.0 : (double)int8_of(x);
 	}
 	base_assert_fail("unknown unary function", __FILE__, __LINE__);
 }
@@ -115,11 +165,19 @@ double rank_fn2(int fn, double x, double y)
 	case RB_GE: return x >= y;
 	case RB_AND: return x != 0.0 && y != 0.0;
 	case RB_OR: return x != 0.0 || y != 0.0;
+	case RB_APPROX: return approx_equal(x, y);
 	case RANK_FN_MIN: return x < y ? x : y;
 	case RANK_FN_MAX: return x > y ? x : y;
 	case RANK_FN_ATAN2: return atan2(x, y);
 	case RANK_FN_FMOD: return fmod(x, y);
 	case RANK_FN_POW: return pow(x, y);
+	case RANK_FN_LDEXP: return ldexp(x, exponent(y));
+	case RANK_FN_BIT: {
+		int n = exponent(y);
+		return n < 0 || n > 7 ? 0.0 : (double)(((unsigned)(uint8_t)int8_of(x) >> n) & 1u);
+	}
+	case RANK_FN_HAMMING: return (double)__builtin_popcount((unsigned)(uint8_t)(int8_of(x) ^
+	                                                                           int8_of(y)));
 	}
 	base_assert_fail("unknown binary function", __FILE__, __LINE__);
 }

@@ -12,8 +12,11 @@
  * Every message starts with "file:line:col: " and quotes the token at fault.
  * Accepted and ignored because they change nothing in what Strata computes:
  * attribute: fast-search / fast-access / paged / mutable, HNSW index blocks on
- * tensor fields (search is exact), onnx-model thread and device settings, and
- * rank-profile thread settings.
+ * tensor fields (search is exact), onnx-model thread and device settings,
+ * rank-profile thread settings, set_language and "xx" | set_language in
+ * indexing (there is no text processing), and rank: filter / normal on a
+ * field.  The document part of the language (collection and struct types,
+ * summaries, input in indexing) is parsed by fields.c, called from here.
  *
  * Invariants: the parser never reads past the text (the lexer bounds every
  * token); value nesting is bounded by RANK_PARSE_MAX_DEPTH; the partly built
@@ -34,13 +37,7 @@
 /* Consume the punctuation or keyword s or fail, naming where (context). */
 static int expect(struct rank_parser *p, const char *s, const char *context)
 {
-	struct rank_tok t;
-	rank_lex_peek(p->lx, RANK_LEX_SCHEMA, &t);
-	if (!rank_tok_is(&t, s))
-		return rank_parser_fail(p, &t, STRATA_PARSE, "expected '%s' %s, found %s", s, context,
-		                        rank_tok_quote(&t));
-	rank_lex_take(p->lx, &t);
-	return 0;
+	return rank_parser_expect(p, s, context);
 }
 
 static int name_in(const struct rank_tok *t, const char *const *list)
@@ -98,12 +95,7 @@ static void *add_named(struct rank_parser *p, void *arrp, int *n, size_t elem,
 /* Consume s if it is the next token (in mode); 1 when it was. */
 static int take_if(struct rank_parser *p, int mode, const char *s)
 {
-	struct rank_tok t;
-	rank_lex_peek(p->lx, mode, &t);
-	if (!rank_tok_is(&t, s))
-		return 0;
-	rank_lex_take(p->lx, &t);
-	return 1;
+	return rank_parser_take_if(p, mode, s);
 }
 
 /* After the keyword kw: ':' (*block = 0) or '{' (*block = 1). */
@@ -354,14 +346,14 @@ static int value(struct rank_parser *p, const struct rank_type *ty, double **out
 /* ---- fields ----------------------------------------------------------------------- */
 
 static const char *const unsupported_field_types[] = {
-	"byte", "position", "array", "weightedset", "map", "predicate", "raw", "uri", "reference",
+	"byte", "position", "predicate", "raw", "uri", "reference",
 	"annotationreference", "float16", "int8", NULL,
 };
 
 /* Field settings Vespa has and Strata does not (yet). */
 static const char *const unsupported_field_settings[] = {
 	"weight", "bolding", "alias", "sorting", "linguistics",
-	"rank-type", "id", "query-command", "dictionary", "struct-field", "summary-to",
+	"rank-type", "id", "query-command", "dictionary", "summary-to",
 	"indexing-rewrite", "literal-boost", "body", "header", NULL,
 };
 
@@ -403,6 +395,8 @@ static int field_type(struct rank_parser *p, struct rank_field *f)
 		}
 		return 0;
 	}
+	if (t.kind == RT_NAME && !name_in(&t, unsupported_field_types))
+		return rank_field_vtype(p, &t, f); /* collections, structs */
 	return bad_keyword(p, &t, unsupported_field_types, "field type", "a field type");
 }
 
@@ -427,18 +421,6 @@ static int distance_metric(struct rank_parser *p, struct rank_field *f)
 	return bad_keyword(p, &t, unsupported, "distance-metric", "a distance metric");
 }
 
-/* After a string in an indexing statement: whether '| set_language' follows. */
-static int set_language_follows(const struct rank_parser *p)
-{
-	struct rank_lexer lx = *p->lx;
-	struct rank_tok t;
-	rank_lex_next(&lx, RANK_LEX_SCHEMA, &t);
-	if (!rank_tok_is(&t, "|"))
-		return 0;
-	rank_lex_next(&lx, RANK_LEX_SCHEMA, &t);
-	return rank_tok_is(&t, "set_language");
-}
-
 /* indexing: a | b | c, up to the end of the line, ';' or '}'. */
 static int indexing(struct rank_parser *p, struct rank_field *f)
 {
@@ -456,22 +438,32 @@ static int indexing(struct rank_parser *p, struct rank_field *f)
 			f->summary = 1;
 		} else if (rank_tok_is(&t, "attribute")) {
 			f->attribute = 1;
+		} else if (rank_tok_is(&t, "input")) {
+			int rc2 = rank_indexing_input(p, f, &t);
+			if (rc2)
+				return rc2;
+		} else if (rank_tok_is(&t, "set_language")) {
+			/* The language only picks the stemmer: English is the one. */
 		} else if (rank_tok_is(&t, "index")) {
 			/* On a tensor, index asks for an HNSW graph; search stays exact.
 			 * On a string, a text index (parse_text.c). */
 			if (f->type == RANK_FT_STRING)
 				f->index = 1;
+			else if (rank_field_holds_text(f))
+				return rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED,
+				                        "text indexes on arrays and weighted sets of strings "
+				                        "('indexing: index' on field '%s') are not supported",
+				                        f->name);
 			else if (f->type != RANK_FT_TENSOR)
 				return rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED,
 				                        "'indexing: index' on field '%s' is not supported",
 				                        f->name);
-		} else if (rank_tok_is(&t, "set_language")) {
-			/* the language only picks the stemmer: English is the one */
-		} else if (t.kind == RT_STR && set_language_follows(p)) {
-			/* "en" | set_language: a constant language */
-		} else if (t.kind == RT_NAME || t.kind == RT_STR) {
+		} else if (t.kind == RT_STR && rank_language_constant(p)) {
+			/* "en" | set_language: a constant language, as above. */
+		} else if (t.kind == RT_NAME || t.kind == RT_STR || rank_tok_is(&t, "(")) {
 			return rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED,
-			                        "indexing statement %s is not supported (only summary, attribute, index)",
+			                        "indexing statement %s is not supported (only summary, attribute, "
+			                        "index, set_language, and input FIELD outside the document)",
 			                        rank_tok_quote(&t));
 		} else {
 			return rank_parser_fail(p, &t, STRATA_PARSE, "expected an indexing statement, found %s",
@@ -550,8 +542,11 @@ static int field_body(struct rank_parser *p, struct rank_field *f)
 				rc = attribute_setting(p, f, &s);
 			}
 		} else if (rank_tok_is(&t, "summary")) {
-			rc = rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED,
-			                      "summary settings are not supported (use 'indexing: summary')");
+			rc = rank_field_summary(p, f, &t);
+		} else if (rank_tok_is(&t, "struct-field")) {
+			rc = rank_struct_field_parse(p, f, &t);
+		} else if (rank_tok_is(&t, "weightedset")) {
+			rc = rank_wset_settings(p, f, &t);
 		} else if (rank_tok_is(&t, "index")) {
 			struct rank_tok s;
 			rank_lex_peek(p->lx, RANK_LEX_SCHEMA, &s);
@@ -576,7 +571,8 @@ static int field_body(struct rank_parser *p, struct rank_field *f)
 	}
 }
 
-static int field(struct rank_parser *p)
+/* A field of the document (outside = 0) or after it (outside = 1). */
+static int field(struct rank_parser *p, int outside)
 {
 	struct rank_sd *sd = p->sd;
 	struct rank_tok nm, t;
@@ -593,6 +589,7 @@ static int field(struct rank_parser *p)
 	f->line = nm.line;
 	f->col = nm.col;
 	f->distance_metric = RANK_DIST_EUCLIDEAN;
+	f->source = outside ? -2 : -1; /* -2: resolved by the input it reads */
 	if ((rc = expect(p, "type", "after the field name")) != 0)
 		return rc;
 	if ((rc = field_type(p, f)) != 0)
@@ -606,7 +603,7 @@ static int field(struct rank_parser *p)
 	return field_body(p, f);
 }
 
-static const char *const unsupported_document_items[] = {"struct", "annotation", "compression", NULL};
+static const char *const unsupported_document_items[] = {"annotation", "compression", NULL};
 
 static int document(struct rank_parser *p, const struct rank_tok *kw)
 {
@@ -619,9 +616,12 @@ static int document(struct rank_parser *p, const struct rank_tok *kw)
 			                        rank_tok_quote(&t), p->sd->name);
 		rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
 	}
-	if (rank_tok_is(&t, "inherits"))
-		return rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED,
-		                        "document inheritance is not supported");
+	if (rank_tok_is(&t, "inherits")) {
+		int rc = rank_document_inherits(p);
+		if (rc)
+			return rc;
+		rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
+	}
 	if (!rank_tok_is(&t, "{"))
 		return rank_parser_fail(p, &t, STRATA_PARSE, "expected '{' after 'document %s', found %s",
 		                        p->sd->name,
@@ -633,7 +633,9 @@ static int document(struct rank_parser *p, const struct rank_tok *kw)
 		if (rank_tok_is(&t, "}"))
 			return 0;
 		if (rank_tok_is(&t, "field"))
-			rc = field(p);
+			rc = field(p, 0);
+		else if (rank_tok_is(&t, "struct"))
+			rc = rank_struct_parse(p, &t);
 		else if (name_in(&t, unsupported_document_items))
 			rc = rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED, "%s is not supported",
 			                      rank_tok_quote(&t));
@@ -1329,8 +1331,8 @@ static int profile(struct rank_parser *p)
 /* ---- the schema ------------------------------------------------------------------------ */
 
 static const char *const unsupported_schema_items[] = {
-	"struct", "document-summary", "annotation", "import", "index",
-	"raw-as-base64-in-summary", "constant", "model", "field", NULL,
+	"struct", "annotation", "import", "index",
+	"raw-as-base64-in-summary", "constant", "model", NULL,
 };
 
 static int schema_body(struct rank_parser *p, const struct rank_tok *open)
@@ -1357,8 +1359,9 @@ static int schema_body(struct rank_parser *p, const struct rank_tok *open)
 		} else if (rank_tok_is(&t, "stemming")) {
 			rc = rank_parse_schema_stemming(p, &t);
 		} else if (rank_tok_is(&t, "field")) {
-			rc = rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED,
-			                      "fields outside the document block are not supported");
+			rc = field(p, 1);
+		} else if (rank_tok_is(&t, "document-summary")) {
+			rc = rank_summary_parse(p, &t);
 		} else if (rank_tok_is(&t, "constant")) {
 			rc = rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED,
 			                      "schema-level constant blocks (constants read from files) are not supported; "
@@ -1407,9 +1410,14 @@ static int schema(struct rank_parser *p)
 	if (!(p->sd->name = rank_parser_tokdup(p, &nm)))
 		return STRATA_NOMEM;
 	rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
-	if (rank_tok_is(&t, "inherits"))
-		return rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED,
-		                        "schema inheritance is not supported");
+	if (rank_tok_is(&t, "inherits")) {
+		if ((rc = rank_parser_expect_name(p, RANK_LEX_SCHEMA, &t, "a schema name")) != 0)
+			return rc;
+		p->sd->inherits_pos = rank_parser_pos(p, &t);
+		if (!(p->sd->inherits = rank_parser_tokdup(p, &t)))
+			return STRATA_NOMEM;
+		rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
+	}
 	if (!rank_tok_is(&t, "{"))
 		return rank_parser_fail(p, &t, STRATA_PARSE, "expected '{' after 'schema %s', found %s",
 		                        p->sd->name,

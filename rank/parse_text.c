@@ -212,11 +212,30 @@ static int fieldset_check(struct rank_parser *p, struct rank_fieldset *fs)
 		for (int j = 0; j < sd->nfields && k < 0; j++)
 			if (strcmp(sd->fields[j].name, fs->names[i]) == 0)
 				k = j;
-		if (k < 0)
+		/* A field of a parent is known once the documents are resolved. */
+		if (k < 0 && !sd->inherits && !sd->ndoc_inherits)
 			return rank_parser_fail_at(p, fs->line, fs->col, STRATA_TYPE,
 			                           "fieldset '%s' names field '%s', which is not declared",
 			                           fs->name, fs->names[i]);
 		fs->fields[i] = k;
+	}
+	return 0;
+}
+
+int rank_fieldsets_resolve(struct rank_sd *sd, struct strata_error *err)
+{
+	for (int s = 0; s < sd->nfieldsets; s++) {
+		struct rank_fieldset *fs = &sd->fieldsets[s];
+		for (int i = 0; i < fs->nfields; i++) {
+			fs->fields[i] = -1; /* inheritance may have moved the fields */
+			for (int j = 0; j < sd->nfields && fs->fields[i] < 0; j++)
+				if (strcmp(sd->fields[j].name, fs->names[i]) == 0)
+					fs->fields[i] = j;
+			if (fs->fields[i] < 0)
+				return base_err(err, STRATA_TYPE,
+				                "%s:%d:%d: fieldset '%s' names field '%s', which is not declared",
+				                sd->file, fs->line, fs->col, fs->name, fs->names[i]);
+		}
 	}
 	return 0;
 }

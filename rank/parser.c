@@ -87,3 +87,24 @@ int rank_parser_enter(struct rank_parser *p, const struct rank_tok *t)
 		                        RANK_PARSE_MAX_DEPTH);
 	return 0;
 }
+
+int rank_parser_expect(struct rank_parser *p, const char *s, const char *context)
+{
+	struct rank_tok t;
+	rank_lex_peek(p->lx, RANK_LEX_SCHEMA, &t);
+	if (!rank_tok_is(&t, s))
+		return rank_parser_fail(p, &t, STRATA_PARSE, "expected '%s' %s, found %s", s, context,
+		                        rank_tok_quote(&t));
+	rank_lex_take(p->lx, &t);
+	return 0;
+}
+
+int rank_parser_take_if(struct rank_parser *p, int mode, const char *s)
+{
+	struct rank_tok t;
+	rank_lex_peek(p->lx, mode, &t);
+	if (!rank_tok_is(&t, s))
+		return 0;
+	rank_lex_take(p->lx, &t);
+	return 1;
+}

@@ -41,6 +41,14 @@ int rank_schema_field_index(const struct rank_schema *s, const char *name)
 	return -1;
 }
 
+const struct rank_summary_class *rank_schema_summary(const struct rank_schema *s, const char *name)
+{
+	for (int i = 0; i < s->sd->nclasses; i++)
+		if (strcmp(s->sd->classes[i].name, name) == 0)
+			return &s->sd->classes[i];
+	return NULL;
+}
+
 const struct rank_profile *rank_profile_find(const struct rank_schema *s, const char *name)
 {
 	for (int i = 0; i < s->nprofiles; i++)

@@ -50,6 +50,39 @@ enum rank_field_type {
 	RANK_FT_DOUBLE,
 	RANK_FT_BOOL,
 	RANK_FT_TENSOR,
+	RANK_FT_ARRAY,  /* array<T> */
+	RANK_FT_WSET,   /* weightedset<T>: keys of T, each with an int weight */
+	RANK_FT_MAP,    /* map<K,V> */
+	RANK_FT_STRUCT, /* a struct the document declares */
+};
+
+struct rank_struct;
+
+/* Settings of a weighted set field: create-if-nonexistent makes the key
+ * an increment or decrement (a "match" update) names when it is missing;
+ * remove-if-zero drops a key an update leaves with weight 0. */
+enum { RANK_WSET_CREATE_IF_NONEXISTENT = 1, RANK_WSET_REMOVE_IF_ZERO = 2 };
+
+/* The type of a collection or struct value, a tree: the elements of an
+ * array or weighted set, the keys and values of a map, the fields of a
+ * struct.  Leaves are the simple types (STRING to BOOL). */
+struct rank_vtype {
+	int type;                      /* enum rank_field_type, never TENSOR */
+	const struct rank_vtype *elem; /* ARRAY, WSET: the elements; MAP: the values */
+	const struct rank_vtype *key;  /* MAP: the keys (a simple type) */
+	const struct rank_struct *st;  /* STRUCT */
+};
+
+struct rank_struct_field {
+	const char *name;
+	const struct rank_vtype *type;
+};
+
+/* struct name { field a type T {} ... } inside a document. */
+struct rank_struct {
+	const char *name;
+	int nfields;
+	const struct rank_struct_field *fields;
 };
 
 enum rank_distance {
@@ -90,6 +123,11 @@ struct rank_field {
 	int no_normalize;    /* normalizing: none (no accent removal) */
 	int rank_filter;     /* rank: filter (matches, but no term statistics) */
 	int bm25;            /* index: enable-bm25 */
+	const struct rank_vtype *vtype; /* ARRAY, WSET, MAP, STRUCT: the whole type; else NULL */
+	int wset_flags;      /* WSET: RANK_WSET_* (weightedset { ... } settings) */
+	int source;          /* a field outside the document block: the index of the field
+	                        its indexing reads ("input g"), whose value it takes when a
+	                        document is fed; -1 for document fields */
 };
 
 struct rank_app;
@@ -169,6 +207,23 @@ int rank_schema_fieldset(const struct rank_schema *s, const char *name, const in
  * normalizing: none drops NORMALIZE, match: cased adds CASED.  -1 when the
  * field has no text index. */
 int rank_field_token_flags(const struct rank_field *f);
+
+/* A document-summary class: the fields a hit shows, each an output name
+ * and the index of the schema field whose value it shows.  "default" always
+ * exists: the fields with summary in their indexing (or a summary setting),
+ * in declaration order. */
+struct rank_summary_field {
+	const char *name;
+	int field;
+};
+struct rank_summary_class {
+	const char *name;
+	int nfields;
+	const struct rank_summary_field *fields;
+	int omit_summary_features; /* omit-summary-features */
+};
+/* The class called name, NULL if none. */
+const struct rank_summary_class *rank_schema_summary(const struct rank_schema *s, const char *name);
 
 /* The profile called name ("default" always exists: first-phase 0 unless the
  * schema defines it).  NULL if none. */

@@ -1,7 +1,8 @@
 /*
- * rank_eval.h: the evaluation back end of rank/ (fn.c, compile.c, gbdt.c,
- * vm.c, tensor.c, model.c, query.c, profile.c, app.c), private to those files and
- * to the tests that look inside it.
+ * rank_eval.h: the evaluation back end of rank/ (fn.c, compile_base.c,
+ * compile.c, compile_tensor.c, gbdt.c, explain.c, literal.c, vm.c, tensor.c,
+ * tensor_sparse.c, model.c, query.c, profile.c, app.c), private to those
+ * files and to the tests that look inside it.
  *
  * A profile compiles to a set of flat programs (struct rank_prog) sharing
  * one table of value types; vm.c runs them over one document at a time with
@@ -12,9 +13,11 @@
  * Who uses whom (one way): app.c loads, then compiles (compile.c) and makes
  * the query pools (query.c); query.c runs the phases on the VM (vm.c) and
  * the models (model.c); model.c runs model inputs on the VM; the VM reads
- * model outputs only through the query's model_value; compile.c has gbdt.c
- * turn tree models into expressions.  fn.c and tensor.c use nothing of
- * rank/; profile.c only reads.
+ * model outputs only through the query's model_value; compile.c uses
+ * compile_tensor.c, both compile_base.c, and the tensor constructs
+ * literal.c; compile.c has gbdt.c turn tree models into expressions; the
+ * VM uses tensor_sparse.c, which uses tensor.c.  fn.c uses nothing of
+ * rank/, tensor.c only type.c's helpers; profile.c only reads.
  */
 #ifndef RANK_EVAL_H
 #define RANK_EVAL_H
@@ -59,6 +62,25 @@ struct rt_ctx;
  *                              push closeness/distance of attribute a to the
  *                              query's nearestNeighbor tensor
  * ONNX       a=model, b=output push the model output for the document
+ * CONCAT     a=dim of t, d=type of x, e=type of y
+ *                              pop y, pop x, push x's cells then y's along
+ *                              dimension a of t
+ * LIT        a=literal, b=n    pop n computed cells, push the profile's
+ *                              tensor literal a with them filled in
+ * GEN        a=lambda pc, b=local
+ *                              push a tensor of type t, each cell the
+ *                              lambda of its indices (locals b, b+1, ...)
+ * SMAP, SJOIN, SREDUCE         MAP, JOIN, REDUCE where a type involved has
+ *                              mapped dimensions (values are struct
+ *                              rank_sparse; tensor_sparse.c)
+ * SMERGE     as SJOIN          pop y, pop x (same dimensions): every cell of
+ *                              either, through the lambda or fn2 c where
+ *                              both have it
+ * SCONCAT    as CONCAT         CONCAT where a type has mapped dimensions
+ * PEEK       a=address, b=n, d=operand type
+ *                              pop the n computed labels of address a
+ *                              (the profile's peeks), pop a tensor, push
+ *                              its slice at the address
  * NORM       a=normalizer      push the value of the profile's normalizer a
  *                              for the current global-phase candidate (its
  *                              argument's value normalized over all of them)
@@ -69,8 +91,10 @@ struct rt_ctx;
 enum rank_opcode {
 	RANK_OP_NUM = 1, RANK_OP_ATTR, RANK_OP_QUERY, RANK_OP_CONST, RANK_OP_FIRST, RANK_OP_GET,
 	RANK_OP_SET, RANK_OP_UN, RANK_OP_BIN, RANK_OP_JUMPF, RANK_OP_JUMP, RANK_OP_RET, RANK_OP_MAP,
-	RANK_OP_JOIN, RANK_OP_REDUCE, RANK_OP_DOT, RANK_OP_CLOSE, RANK_OP_ONNX, RANK_OP_NORM,
-	RANK_OP_TEXT, RANK_OP_COUNT_
+	RANK_OP_JOIN, RANK_OP_REDUCE, RANK_OP_DOT, RANK_OP_CLOSE, RANK_OP_ONNX, RANK_OP_CONCAT,
+	RANK_OP_LIT, RANK_OP_GEN, RANK_OP_SMAP, RANK_OP_SJOIN, RANK_OP_SREDUCE,
+	RANK_OP_SMERGE, RANK_OP_PEEK, RANK_OP_SCONCAT, RANK_OP_NORM, RANK_OP_TEXT,
+	RANK_OP_COUNT_
 };
 
 /* vm.c: the opcode's name ("NUM", "ONNX"), "?" for none. */
@@ -83,8 +107,11 @@ enum rank_fn {
 	RANK_FN_NEG = 1, RANK_FN_NOT, RANK_FN_EXP, RANK_FN_LOG, RANK_FN_LOG10, RANK_FN_SQRT,
 	RANK_FN_TANH, RANK_FN_SIGMOID, RANK_FN_RELU, RANK_FN_FABS, RANK_FN_FLOOR, RANK_FN_CEIL,
 	RANK_FN_SIN, RANK_FN_COS, RANK_FN_ISNAN, RANK_FN_TAN, RANK_FN_ACOS, RANK_FN_ASIN,
-	RANK_FN_ATAN,
-	RANK_FN_MIN = 32, RANK_FN_MAX, RANK_FN_ATAN2, RANK_FN_FMOD, RANK_FN_POW,
+	RANK_FN_ATAN, RANK_FN_COSH, RANK_FN_SINH, RANK_FN_ELU, RANK_FN_ROUND, RANK_FN_SIGN,
+	RANK_FN_SQUARE, RANK_FN_ERF,
+	RANK_FN_TO_FLOAT, RANK_FN_TO_BFLOAT16, RANK_FN_TO_INT8, /* cell_cast's roundings */
+	RANK_FN_MIN = 32, RANK_FN_MAX, RANK_FN_ATAN2, RANK_FN_FMOD, RANK_FN_POW, RANK_FN_LDEXP,
+	RANK_FN_BIT, RANK_FN_HAMMING,
 };
 /* The unary (binary) function an expression calls by name ("exp", "atan2"):
  * its id, or 0 when name is none. */
@@ -163,6 +190,10 @@ struct rank_profile {
 	const struct rank_constant_decl **consts;
 	int rerank;
 	struct rank_qpool *qpool;    /* its retired queries (query.c); NULL: none kept */
+	int nlits, caplits;          /* tensor literals of expressions (LIT), in pool */
+	struct rank_lit *lits;
+	int npeeks, cappeeks;        /* addresses of slices (PEEK), in pool */
+	const struct rank_peek **peeks;
 };
 
 struct rank_schema {
@@ -219,16 +250,94 @@ void rank_profile_release(struct rank_profile *p);
  * rank_prog_release either way. */
 int rank_expr_compile(struct rank_profile *p, const struct rank_ast *a, struct rank_prog *prog,
                       struct strata_error *err);
+/* compile_base.c: base_err() with "file:line:col: " of pos in front. */
+int rank_pos_err(struct strata_error *err, const struct rank_pos *pos, int code,
+                 const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* literal.c.  The type of tensor literal or generator a (its dimension
+ * names in p's pool).  Returns 0, STRATA_PARSE, STRATA_NOMEM. */
+int rank_literal_type(struct rank_profile *p, const struct rank_ast *a, struct rank_type *ty,
+                      struct strata_error *err);
+struct rank_lit;
+/* 1 if literal cell v is a constant expression of numbers. */
+int rank_literal_const(const struct rank_ast *v);
+/* Literal a, made in p's pool, and its type.  Returns 0, STRATA_TYPE (a
+ * bad address, a cell given twice, a wrong count), STRATA_NOMEM; the
+ * messages carry a's position. */
+int rank_literal_make(struct rank_profile *p, const struct rank_ast *a, struct rank_type *ty,
+                      struct rank_lit *lit, struct strata_error *err);
 /* Free prog's code and name and zero it. */
 void rank_prog_release(struct rank_prog *prog);
 
 /* vm.c: a value on the VM stack.  Numbers live in num (cells == &num is not
- * used); tensors point at their cells, typed cell (BASE_DT_*). */
+ * used); tensors point at their cells, typed cell (BASE_DT_*); a tensor
+ * whose type has mapped dimensions points at a struct rank_sparse (cell
+ * BASE_DT_UNDEFINED). */
 struct rank_val {
 	const void *cells;
 	double num;
 	int cell;
 };
+
+/* A tensor literal: its value with every constant cell, and where the
+ * ndyn computed cells go (indices into its ncells cells, in the order of
+ * the literal's values that are not constant). */
+struct rank_lit {
+	struct rank_val v;
+	size_t ncells;
+	int ndyn;
+	const size_t *where;
+};
+
+/* A tensor with mapped dimensions: nblocks dense subspaces (the type's
+ * indexed dimensions, rank_type_cells() double cells each), each under the
+ * labels of the type's mapped dimensions, in the type's order.  Blocks have
+ * distinct labels, in no particular order. */
+struct rank_sparse {
+	size_t nblocks;
+	const char *const *labels;   /* nblocks * mapped dimensions */
+	const double *cells;         /* nblocks * subspace cells */
+};
+
+/* The address of a slice t{x:1,k:a,...}: n of the operand type's
+ * dimensions, each given a label (mapped) or an index (indexed), or
+ * computed: then the next of the values PEEK pops holds it. */
+struct rank_peek {
+	int n;
+	int dim[RANK_MAX_RANK];          /* index in the operand type */
+	int computed[RANK_MAX_RANK];
+	const char *label[RANK_MAX_RANK];
+	int64_t index[RANK_MAX_RANK];
+};
+
+/* tensor_sparse.c: the algebra where a type has mapped dimensions.  Values
+ * of types without mapped dimensions are read as one block; results go to
+ * *out as a struct rank_sparse when tr has mapped dimensions, else as dense
+ * double cells (a number when tr has rank 0), all in arena memory.  Each
+ * returns 0 or STRATA_NOMEM. */
+int rank_sparse_map(struct base_arena *a, const struct rank_type *t, struct rank_val v,
+                    double (*fn)(void *ud, double x, double y), void *ud, struct rank_val *out);
+int rank_sparse_join(struct base_arena *a, const struct rank_type *ta, struct rank_val va,
+                     const struct rank_type *tb, struct rank_val vb, const struct rank_type *tr,
+                     double (*fn)(void *ud, double x, double y), void *ud, struct rank_val *out);
+int rank_sparse_reduce(struct base_arena *a, const struct rank_type *ti, struct rank_val v,
+                       const struct rank_type *tr, int agg, struct rank_val *out);
+/* The slice of v (type ti) at address pk, labels and indices given in
+ * label[] and index[] (per entry of pk), of type tr (ti without the
+ * addressed dimensions); cells the address misses are absent (0 in a
+ * dense result). */
+int rank_sparse_peek(struct base_arena *a, const struct rank_type *ti, struct rank_val v,
+                     const struct rank_type *tr, const struct rank_peek *pk,
+                     const char *const *label, const int64_t *index, struct rank_val *out);
+/* concat along dimension dim of tr (an indexed one): the blocks that
+ * agree on their shared mapped dimensions, their subspaces concatenated. */
+int rank_sparse_concat(struct base_arena *a, const struct rank_type *ta, struct rank_val va,
+                       const struct rank_type *tb, struct rank_val vb, const struct rank_type *tr,
+                       int dim, struct rank_val *out);
+/* merge: the cells of va and vb (types of the same dimensions), fn(x, y)
+ * where both have a cell. */
+int rank_sparse_merge(struct base_arena *a, const struct rank_type *ta, struct rank_val va,
+                      const struct rank_type *tb, struct rank_val vb, const struct rank_type *tr,
+                      double (*fn)(void *ud, double x, double y), void *ud, struct rank_val *out);
 /* Run prog (compiled for q's profile) for q's current document, on a frame
  * at the top of q's value stack.  *out is valid until the query's arena is
  * reset (the next document).  Returns 0, STRATA_NOMEM, or what a model's
@@ -250,6 +359,12 @@ int rank_tensor_join(struct base_arena *a, const struct rank_type *ta, struct ra
  * into *out of type tr.  Returns 0 or STRATA_NOMEM (the arena). */
 int rank_tensor_reduce(struct base_arena *a, const struct rank_type *ti, struct rank_val v,
                        const struct rank_type *tr, int agg, double **out);
+/* concat: va (type ta) then vb (tb) along dimension dim of tr, into *out of
+ * type tr (a side without that dimension has size 1 there).  Returns 0 or
+ * STRATA_NOMEM (the arena). */
+int rank_tensor_concat(struct base_arena *a, const struct rank_type *ta, struct rank_val va,
+                       const struct rank_type *tb, struct rank_val vb, const struct rank_type *tr,
+                       int dim, double **out);
 /* sum(a[i] * b[i]) over n cells of types ca and cb, read in place. */
 double rank_tensor_dot(int ca, const void *a, int cb, const void *b, size_t n);
 /* The distance of a to b (n cells each) in metric (enum rank_distance). */

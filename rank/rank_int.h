@@ -8,11 +8,17 @@
  *   parser.c         the two parsers share their state and helpers
  *   type.c           tensor types: parsing, copying, printing
  *   schema.c         resolves profile inheritance into flat profiles
- *   compile.c        types every expression (dense tensor shapes with named
- *                    dimensions), resolves features, inlines user functions,
+ *   compile.c        types every expression (tensor types with named indexed
+ *                    or mapped dimensions), resolves features, inlines user functions,
  *                    emits a flat program (struct rank_prog)
+ *   compile_base.c   the compiler's errors, type table and emission;
+ *   compile_tensor.c its tensor constructs (rename, concat, merge, slices,
+ *                    literals, generators, ...)
  *   gbdt.c           lightgbm()/xgboost() model dumps -> expressions for it
- *   vm.c             runs programs; tensor.c is the dense tensor algebra;
+ *   explain.c        the EXPLAIN dump of compiled programs
+ *   literal.c        the values of tensor literals, made when a profile compiles
+ *   vm.c             runs programs; tensor.c is the dense tensor algebra,
+ *                    tensor_sparse.c the algebra of mapped and mixed tensors;
  *   fn.c             the scalar functions by id, shared by compiler and VM
  *   model.c          onnx-model blocks: input mapping, batched and per-document
  *                    runs through runtime/
@@ -38,7 +44,9 @@ struct rank_pos {
 };
 
 /* The type of a value: a number is rank 0 (cells double).  Dimension names
- * are owned by whoever owns the type (the AST or the program). */
+ * are owned by whoever owns the type (the AST or the program).  A mapped
+ * dimension (x{}, labels instead of indices) has size RANK_DIM_MAPPED. */
+#define RANK_DIM_MAPPED ((int64_t)-1)
 struct rank_type {
 	int cell;      /* BASE_DT_DOUBLE, FLOAT, INT8, BFLOAT16, INT32, INT64 */
 	int rank;
@@ -60,12 +68,19 @@ enum rank_ast_kind {
 	RA_UNARY,     /* op ('-' or '!') applied to args[0] */
 	RA_BINARY,    /* args[0] op args[1]; op is enum rank_binop */
 	RA_LAMBDA,    /* f(params)(args[0]) */
+	RA_TENSOR,    /* a tensor literal: name is its type's text ("tensor(x{},y[2])");
+	                 args are the cell values; in the short dense form ([..])
+	                 params is empty, else each cell has one "dim:label" param
+	                 per dimension (nparams = nargs * rank) */
+	RA_GEN,       /* tensor(x[2],y[3])(args[0]): name is the type's text, params
+	                 its dimension names, bound to each cell's indices */
 };
 
 enum rank_binop {
 	RB_ADD = 1, RB_SUB, RB_MUL, RB_DIV, RB_MOD, RB_POW,
 	RB_EQ, RB_NE, RB_LT, RB_LE, RB_GT, RB_GE,
 	RB_AND, RB_OR,
+	RB_APPROX,    /* ~=: equal within a relative 1e-6 */
 };
 
 struct rank_ast {
@@ -153,6 +168,43 @@ struct rank_profile_decl {
 	int unresolved;                 /* its inheritance failed (rank_sd_resolve_all) */
 };
 
+/* ---- documents: structs, collection types, summaries (fields.c) ---------- */
+
+/* A type node as parsed: a struct type names its struct, found once the
+ * application's documents are known (structs may come from an inherited
+ * document). */
+struct rank_vtype_decl {
+	struct rank_vtype pub;
+	char *struct_name;        /* STRUCT: the name written */
+	struct rank_pos pos;
+};
+
+struct rank_struct_decl {
+	struct rank_struct pub;   /* name and fields point into the members below */
+	char *name;
+	int nfields;
+	struct rank_struct_field *fields; /* names owned, types in rank_sd.vtypes */
+	struct rank_pos pos;
+};
+
+/* summary NAME { source: g } in a document-summary or a field; a field
+ * outside the document block's "indexing: input g". */
+struct rank_source_decl {
+	char *name;               /* the summary field, or the field outside the document */
+	char *source;             /* the field read (NULL: the field called name) */
+	struct rank_pos pos;
+};
+
+struct rank_summary_decl {   /* document-summary name inherits p { ... } */
+	char *name;
+	char *inherits;           /* NULL when none */
+	struct rank_pos inherits_pos;
+	int nfields;
+	struct rank_source_decl *fields;
+	int omit_summary_features;
+	struct rank_pos pos;
+};
+
 /* One parsed .sd file.  After schema.c's resolution, profiles[] are flat:
  * every profile holds what it inherits (its own definitions win) and a
  * "default" profile exists. */
@@ -181,7 +233,46 @@ struct rank_sd {
 	int nfieldsets;                 /* fieldset blocks (parse_text.c) */
 	struct rank_fieldset *fieldsets;
 	int stemming;                   /* schema-level stemming: (enum rank_stemming) */
+	/* Documents (fields.c).  fields[] first holds the document's own
+	 * fields, then the fields outside the document block; inheritance
+	 * (rank_sd_inherit) appends what the parents have. */
+	char *inherits;                 /* schema a inherits b: b, or NULL */
+	struct rank_pos inherits_pos;
+	int ndoc_inherits;              /* document a inherits b, c (names, positions) */
+	struct rank_source_decl *doc_inherits;
+	int nvtypes, nstructs, nsummaries, ninputs, nfield_summaries;
+	struct rank_vtype_decl **vtypes;   /* every type node of the fields (owned) */
+	struct rank_struct_decl **structs;
+	struct rank_summary_decl *summaries;
+	struct rank_source_decl *inputs;          /* fields outside the document: input g */
+	struct rank_source_decl *field_summaries; /* summary settings inside fields */
+	int nclasses;                   /* resolved summary classes; [0] is "default" */
+	struct rank_summary_class *classes;
+	int docs_resolved;              /* rank_sd_inherit() ran */
 };
+
+/* Resolve what documents share across the schemas of an application
+ * (fields.c): document and schema inheritance (the parents' fields,
+ * structs, document-summaries and, for schema inheritance, rank profiles
+ * are added to each child), struct types, the inputs of fields outside the
+ * document, and the summary classes.  sds[n] are every parsed schema of the
+ * application, not yet resolved (rank_sd_resolve runs after this).
+ * Returns 0, STRATA_TYPE (an unknown parent, struct or field, a cycle, a
+ * field declared again with another type; "file:line:col: ..."),
+ * STRATA_NOMEM.  errs (may be NULL) receives every error, each unknown type
+ * on its own; err and the result are those of the first. */
+int rank_sds_inherit(struct rank_sd **sds, int n, struct strata_errors *errs,
+                     struct strata_error *err);
+/* The fields the fieldsets of sd name, looked up again once inheritance
+ * added the parents' fields, which may come before sd's own (parse_text.c;
+ * rank_sds_inherit calls it).  Returns 0 or STRATA_TYPE
+ * ("file:line:col: fieldset 'f' names field 'x', which is not declared"). */
+int rank_fieldsets_resolve(struct rank_sd *sd, struct strata_error *err);
+/* Free what the document part of sd owns (schema.c; rank_sd_free calls it). */
+void rank_sd_docs_free(struct rank_sd *sd);
+/* dst becomes a flat copy of the resolved profile src (same name).
+ * Returns 0 or STRATA_NOMEM (dst is then cleared). */
+int rank_profile_decl_copy(struct rank_profile_decl *dst, const struct rank_profile_decl *src);
 
 /* Parse one .sd file's text (file names it in messages).  Returns 0,
  * STRATA_PARSE, STRATA_TYPE, STRATA_NOT_IMPLEMENTED, STRATA_NOMEM; messages
@@ -213,8 +304,15 @@ int rank_expr_parse(const char *file, const char *text, struct rank_ast **out,
 /* Free a and its whole tree; NULL is ignored. */
 void rank_ast_free(struct rank_ast *a);
 
-/* Helpers for type values.  The number of cells of t (1 for a number). */
+/* Helpers for type values.  The number of cells of t (1 for a number); with
+ * mapped dimensions, the cells of one dense subspace (its indexed ones). */
 size_t rank_type_cells(const struct rank_type *t);
+/* a and b have the same dimensions: names, sizes (or mapped), order. */
+int rank_type_same_dims(const struct rank_type *a, const struct rank_type *b);
+/* How many of t's dimensions are mapped. */
+int rank_type_mapped(const struct rank_type *t);
+/* rank_type_parse that also takes mapped dimensions (x{}). */
+int rank_type_parse_mapped(const char *text, struct rank_type *t);
 /* Parse "tensor<float>(x[3],y[2])" or "double" etc. into t (dim names
  * allocated with base_strdup).  Returns 0 or STRATA_PARSE. */
 int rank_type_parse(const char *text, struct rank_type *t);

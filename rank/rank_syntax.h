@@ -62,6 +62,9 @@ int rank_lex_verr(const struct rank_lexer *lx, int line, int col, struct strata_
  * dimension), STRATA_NOT_IMPLEMENTED (mapped or indexed-unbound dimensions),
  * STRATA_NOMEM.  t is cleared on failure. */
 int rank_type_lex(struct rank_lexer *lx, struct rank_type *t, struct strata_error *err);
+/* rank_type_lex that also takes mapped dimensions (x{}), for the types of
+ * tensor literals and generators in expressions. */
+int rank_type_lex_mapped(struct rank_lexer *lx, struct rank_type *t, struct strata_error *err);
 /* dst becomes a copy of src with its own dimension names.  Returns 0 or
  * STRATA_NOMEM (unreported: dst is cleared). */
 int rank_type_copy(struct rank_type *dst, const struct rank_type *src);
@@ -102,6 +105,11 @@ struct rank_pos rank_parser_pos(const struct rank_parser *p, const struct rank_t
 /* Take the next token (in mode) into t; STRATA_PARSE "expected <what>" unless
  * it is a name. */
 int rank_parser_expect_name(struct rank_parser *p, int mode, struct rank_tok *t, const char *what);
+/* Consume the punctuation or keyword s (schema mode) or fail: "expected
+ * 's' <context>, found ...". */
+int rank_parser_expect(struct rank_parser *p, const char *s, const char *context);
+/* Consume s if it is the next token (in mode); 1 when it was. */
+int rank_parser_take_if(struct rank_parser *p, int mode, const char *s);
 /* One level deeper (at token t); STRATA_LIMIT past RANK_PARSE_MAX_DEPTH.  The
  * caller decrements p->depth when it leaves the level. */
 int rank_parser_enter(struct rank_parser *p, const struct rank_tok *t);
@@ -120,6 +128,34 @@ int rank_parse_text_setting(struct rank_parser *p, struct rank_field *f, const s
 int rank_parse_fieldset(struct rank_parser *p);
 int rank_parse_schema_stemming(struct rank_parser *p, const struct rank_tok *kw);
 int rank_text_fields_check(struct rank_parser *p);
+
+/* fields.c: the document part of the schema language, called by parse.c.
+ * Each returns 0 or a parse error as above. */
+/* The type after "type" when it is array<T>, weightedset<T>, map<K,V> or a
+ * struct's name (t, peeked); f->type and f->vtype are set. */
+int rank_field_vtype(struct rank_parser *p, const struct rank_tok *t, struct rank_field *f);
+/* struct name { field a type T { } ... } inside the document (kw: "struct"). */
+int rank_struct_parse(struct rank_parser *p, const struct rank_tok *kw);
+/* document-summary name [inherits parent] { ... } (kw: "document-summary"). */
+int rank_summary_parse(struct rank_parser *p, const struct rank_tok *kw);
+/* A summary setting inside field f (kw: "summary"): "summary: full",
+ * "summary [name] [type T] { source: g }". */
+int rank_field_summary(struct rank_parser *p, struct rank_field *f, const struct rank_tok *kw);
+/* struct-field name { indexing: ... attribute ... } inside field f. */
+int rank_struct_field_parse(struct rank_parser *p, struct rank_field *f, const struct rank_tok *kw);
+/* "input g" at the head of the indexing of field f (t: "input", taken). */
+int rank_indexing_input(struct rank_parser *p, struct rank_field *f, const struct rank_tok *t);
+
+/* "a, b" after "document x inherits". */
+int rank_document_inherits(struct rank_parser *p);
+
+/* 1 when f is an array or weighted set of strings (text, if indexed). */
+int rank_field_holds_text(const struct rank_field *f);
+/* After a string constant in an indexing: consume "| set_language" and
+ * return 1, or consume nothing and return 0. */
+int rank_language_constant(struct rank_parser *p);
+/* weightedset: setting, or weightedset { settings }, in field f. */
+int rank_wset_settings(struct rank_parser *p, struct rank_field *f, const struct rank_tok *kw);
 
 /* expr.c.  Parse one expression at the lexer (tokens in RANK_LEX_EXPR mode); stops
  * before the first token that cannot continue it.  pos.file of every node

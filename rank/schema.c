@@ -179,6 +179,48 @@ static void fieldsets_free(struct rank_sd *sd)
 	sd->nfieldsets = 0;
 }
 
+static void clear_sources(struct rank_source_decl *v, int n)
+{
+	for (int i = 0; i < n; i++) {
+		base_strfree(v[i].name);
+		base_strfree(v[i].source);
+	}
+	rank_vec_free(v, n, sizeof *v);
+}
+
+void rank_sd_docs_free(struct rank_sd *sd)
+{
+	for (int i = 0; i < sd->nvtypes; i++) {
+		base_strfree(sd->vtypes[i]->struct_name);
+		base_free(sd->vtypes[i], sizeof *sd->vtypes[i]);
+	}
+	rank_vec_free(sd->vtypes, sd->nvtypes, sizeof *sd->vtypes);
+	for (int i = 0; i < sd->nstructs; i++) {
+		struct rank_struct_decl *s = sd->structs[i];
+		for (int k = 0; k < s->nfields; k++)
+			base_strfree((char *)s->fields[k].name);
+		rank_vec_free(s->fields, s->nfields, sizeof *s->fields);
+		base_strfree(s->name);
+		base_free(s, sizeof *s);
+	}
+	rank_vec_free(sd->structs, sd->nstructs, sizeof *sd->structs);
+	for (int i = 0; i < sd->nsummaries; i++) {
+		struct rank_summary_decl *s = &sd->summaries[i];
+		base_strfree(s->name);
+		base_strfree(s->inherits);
+		clear_sources(s->fields, s->nfields);
+	}
+	rank_vec_free(sd->summaries, sd->nsummaries, sizeof *sd->summaries);
+	clear_sources(sd->inputs, sd->ninputs);
+	clear_sources(sd->field_summaries, sd->nfield_summaries);
+	clear_sources(sd->doc_inherits, sd->ndoc_inherits);
+	base_strfree(sd->inherits);
+	for (int i = 0; i < sd->nclasses; i++)
+		base_free((void *)sd->classes[i].fields,
+		          (size_t)sd->classes[i].nfields * sizeof *sd->classes[i].fields);
+	base_free(sd->classes, (size_t)sd->nclasses * sizeof *sd->classes);
+}
+
 void rank_sd_free(struct rank_sd *sd)
 {
 	if (!sd)
@@ -200,6 +242,7 @@ void rank_sd_free(struct rank_sd *sd)
 	for (int i = 0; i < sd->nprofiles; i++)
 		rank_profile_decl_clear(&sd->profiles[i]);
 	rank_vec_free(sd->profiles, sd->nprofiles, sizeof *sd->profiles);
+	rank_sd_docs_free(sd);
 	base_strfree(sd->name);
 	base_strfree(sd->file);
 	base_free(sd, sizeof *sd);
@@ -459,6 +502,40 @@ static int inherit_phases(struct rank_profile_decl *p, const struct rank_profile
 	    inherit_asts(&p->summary_features, &p->nsummary_features, own->nsummary_features,
 	                 parent->summary_features, parent->nsummary_features))
 		return STRATA_NOMEM;
+	return 0;
+}
+
+int rank_profile_decl_copy(struct rank_profile_decl *dst, const struct rank_profile_decl *src)
+{
+	memset(dst, 0, sizeof *dst);
+	int bad = 0;
+	dst->name = dup_or(src->name, &bad);
+	dst->pos = src->pos;
+	dst->rerank_count = src->rerank_count;
+	dst->global_rerank_count = src->global_rerank_count;
+	for (int k = 0; k < src->ninherits && !bad; k++) {
+		int npos = dst->ninherits;
+		if (rank_vec_push(&dst->inherits_pos, &npos, sizeof *dst->inherits_pos) ||
+		    rank_vec_push(&dst->inherits, &dst->ninherits, sizeof *dst->inherits)) {
+			/* Keep the counts equal for the free below. */
+			if (npos != dst->ninherits) {
+				rank_vec_free(dst->inherits_pos, npos, sizeof *dst->inherits_pos);
+				dst->inherits_pos = NULL;
+				dst->ninherits = 0;
+			}
+			bad = 1;
+			break;
+		}
+		dst->inherits_pos[k] = src->inherits_pos[k];
+		dst->inherits[k] = dup_or(src->inherits[k], &bad);
+	}
+	struct rank_profile_decl none;
+	memset(&none, 0, sizeof none);
+	none.rerank_count = none.global_rerank_count = -1;
+	if (bad || merge_decls(dst, src) || inherit_phases(dst, src, &none)) {
+		rank_profile_decl_clear(dst);
+		return STRATA_NOMEM;
+	}
 	return 0;
 }
 

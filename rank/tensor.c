@@ -53,16 +53,6 @@ static void strides_along(const struct rank_type *t, const struct rank_type *r, 
 	}
 }
 
-static int same_layout(const struct rank_type *a, const struct rank_type *b)
-{
-	if (a->rank != b->rank)
-		return 0;
-	for (int i = 0; i < a->rank; i++)
-		if (a->dims[i] != b->dims[i] || strcmp(a->dim_names[i], b->dim_names[i]) != 0)
-			return 0;
-	return 1;
-}
-
 /* A value's i-th cell; a number (rank 0) is its own single cell. */
 static inline double val_cell(const struct rank_type *t, const struct rank_val *v, size_t i)
 {
@@ -79,7 +69,8 @@ int rank_tensor_join(struct base_arena *a, const struct rank_type *ta, struct ra
 		return STRATA_NOMEM;
 	*out = r;
 	/* Common shapes first: same layout on both sides, or a number on one. */
-	int la = ta->rank == 0 || same_layout(ta, tr), lb = tb->rank == 0 || same_layout(tb, tr);
+	int la = ta->rank == 0 || rank_type_same_dims(ta, tr);
+	int lb = tb->rank == 0 || rank_type_same_dims(tb, tr);
 	if (la && lb) {
 		for (size_t i = 0; i < n; i++)
 			r[i] = fn(ud, val_cell(ta, &va, i), val_cell(tb, &vb, i));
@@ -143,6 +134,41 @@ int rank_tensor_reduce(struct base_arena *a, const struct rank_type *ti, struct 
 		double per = (double)n / (double)(m ? m : 1);
 		for (size_t j = 0; j < m; j++)
 			r[j] /= per;
+	}
+	return 0;
+}
+
+int rank_tensor_concat(struct base_arena *a, const struct rank_type *ta, struct rank_val va,
+                       const struct rank_type *tb, struct rank_val vb, const struct rank_type *tr,
+                       int dim, double **out)
+{
+	size_t n = cells_of(tr);
+	double *r = base_arena_alloc(a, n * sizeof *r, 64);
+	if (!r)
+		return STRATA_NOMEM;
+	*out = r;
+	/* Strides of each side along the result's dimensions; along dim, x
+	 * covers the first na positions and y the rest. */
+	size_t sa[RANK_MAX_RANK], sb[RANK_MAX_RANK], idx[RANK_MAX_RANK] = { 0 };
+	strides_along(ta, tr, sa);
+	strides_along(tb, tr, sb);
+	int64_t na = 1;
+	for (int i = 0; i < ta->rank; i++)
+		if (strcmp(ta->dim_names[i], tr->dim_names[dim]) == 0)
+			na = ta->dims[i];
+	for (size_t i = 0; i < n; i++) {
+		int from_a = (int64_t)idx[dim] < na;
+		size_t off = 0;
+		for (int k = 0; k < tr->rank; k++) {
+			size_t at = k == dim && !from_a ? idx[k] - (size_t)na : idx[k];
+			off += at * (from_a ? sa[k] : sb[k]);
+		}
+		r[i] = from_a ? val_cell(ta, &va, off) : val_cell(tb, &vb, off);
+		for (int k = tr->rank - 1; k >= 0; k--) {
+			if (++idx[k] < (size_t)tr->dims[k])
+				break;
+			idx[k] = 0;
+		}
 	}
 	return 0;
 }

@@ -4,11 +4,13 @@
  * copying.  parse.c calls rank_type_lex() for field, input and constant
  * types; compile.c uses the helpers on the types it derives.
  *
- * Only dense tensors exist here: every dimension is indexed and bound
- * (x[N], N >= 1).  Dimensions keep their declared order.  A number is rank 0
- * with double cells; "tensor<float>()" is rank 0 with float cells.  The cell
- * count of a type always fits in RANK_TYPE_MAX_CELLS, so products never
- * overflow downstream.
+ * Schema types are dense: every dimension is indexed and bound (x[N],
+ * N >= 1).  Types in expressions (tensor literals and generators) may also
+ * have mapped dimensions (x{}), marked RANK_DIM_MAPPED.  Dimensions keep
+ * their declared order.  A number is rank 0 with double cells;
+ * "tensor<float>()" is rank 0 with float cells.  The cell count of a type
+ * always fits in RANK_TYPE_MAX_CELLS, so products never overflow
+ * downstream.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,7 +24,26 @@ size_t rank_type_cells(const struct rank_type *t)
 {
 	size_t n = 1;
 	for (int i = 0; i < t->rank; i++)
-		n *= (size_t)t->dims[i];
+		if (t->dims[i] != RANK_DIM_MAPPED)
+			n *= (size_t)t->dims[i];
+	return n;
+}
+
+int rank_type_same_dims(const struct rank_type *a, const struct rank_type *b)
+{
+	if (a->rank != b->rank)
+		return 0;
+	for (int i = 0; i < a->rank; i++)
+		if (a->dims[i] != b->dims[i] || strcmp(a->dim_names[i], b->dim_names[i]) != 0)
+			return 0;
+	return 1;
+}
+
+int rank_type_mapped(const struct rank_type *t)
+{
+	int n = 0;
+	for (int i = 0; i < t->rank; i++)
+		n += t->dims[i] == RANK_DIM_MAPPED;
 	return n;
 }
 
@@ -79,8 +100,8 @@ static int expect(struct rank_lexer *lx, const char *what, struct strata_error *
 	return 0;
 }
 
-/* One dimension: name[N]. */
-static int dim_lex(struct rank_lexer *lx, struct rank_type *t, struct strata_error *err)
+/* One dimension: name[N], or name{} where mapped dimensions are allowed. */
+static int dim_lex(struct rank_lexer *lx, struct rank_type *t, int mapped, struct strata_error *err)
 {
 	struct rank_tok nm, tk;
 	char b[64];
@@ -99,10 +120,19 @@ static int dim_lex(struct rank_lexer *lx, struct rank_type *t, struct strata_err
 			                    "dimension %s appears twice in tensor type",
 			                    rank_tok_show(&nm, b, sizeof b));
 	rank_lex_next(lx, RANK_LEX_SCHEMA, &tk);
-	if (rank_tok_is(&tk, "{"))
+	if (rank_tok_is(&tk, "{") && !mapped)
 		return rank_lex_err(lx, &nm, err, STRATA_NOT_IMPLEMENTED,
 		                    "mapped tensor dimensions are not supported (%.*s{})",
 		                    (int)nm.len, nm.s);
+	if (rank_tok_is(&tk, "{")) {
+		int rc = expect(lx, "}", err);
+		if (rc)
+			return rc;
+		if (!(t->dim_names[t->rank] = base_strndup(nm.s, nm.len)))
+			return base_nomem(err, "tensor type");
+		t->dims[t->rank++] = RANK_DIM_MAPPED;
+		return 0;
+	}
 	if (!rank_tok_is(&tk, "["))
 		return rank_lex_err(lx, &tk, err, STRATA_PARSE,
 		                    "expected '[' or '{' after dimension name, found %s",
@@ -137,7 +167,8 @@ static int dim_lex(struct rank_lexer *lx, struct rank_type *t, struct strata_err
 	return 0;
 }
 
-static int type_lex(struct rank_lexer *lx, struct rank_type *t, struct strata_error *err)
+static int type_lex(struct rank_lexer *lx, struct rank_type *t, int mapped,
+                    struct strata_error *err)
 {
 	struct rank_tok tk;
 	char b[64];
@@ -180,7 +211,7 @@ static int type_lex(struct rank_lexer *lx, struct rank_type *t, struct strata_er
 		return 0;
 	}
 	for (;;) {
-		if ((rc = dim_lex(lx, t, err)) != 0)
+		if ((rc = dim_lex(lx, t, mapped, err)) != 0)
 			return rc;
 		rank_lex_next(lx, RANK_LEX_SCHEMA, &tk);
 		if (rank_tok_is(&tk, ")"))
@@ -192,22 +223,33 @@ static int type_lex(struct rank_lexer *lx, struct rank_type *t, struct strata_er
 	}
 }
 
-int rank_type_lex(struct rank_lexer *lx, struct rank_type *t, struct strata_error *err)
+static int lex_type(struct rank_lexer *lx, struct rank_type *t, int mapped,
+                    struct strata_error *err)
 {
 	memset(t, 0, sizeof *t);
 	t->cell = BASE_DT_DOUBLE;
-	int rc = type_lex(lx, t, err);
+	int rc = type_lex(lx, t, mapped, err);
 	if (rc)
 		rank_type_clear(t);
 	return rc;
 }
 
-int rank_type_parse(const char *text, struct rank_type *t)
+int rank_type_lex(struct rank_lexer *lx, struct rank_type *t, struct strata_error *err)
+{
+	return lex_type(lx, t, 0, err);
+}
+
+int rank_type_lex_mapped(struct rank_lexer *lx, struct rank_type *t, struct strata_error *err)
+{
+	return lex_type(lx, t, 1, err);
+}
+
+static int parse_type(const char *text, struct rank_type *t, int mapped)
 {
 	struct rank_lexer lx;
 	struct rank_tok tk;
 	rank_lex_init(&lx, "type", text, strlen(text));
-	int rc = rank_type_lex(&lx, t, NULL);
+	int rc = lex_type(&lx, t, mapped, NULL);
 	if (rc == 0) {
 		rank_lex_peek(&lx, RANK_LEX_SCHEMA, &tk);
 		if (tk.kind != RT_EOF) {
@@ -217,6 +259,16 @@ int rank_type_parse(const char *text, struct rank_type *t)
 	}
 	/* The contract of this helper is parse-or-not; only memory differs. */
 	return rc == 0 || rc == STRATA_NOMEM ? rc : STRATA_PARSE;
+}
+
+int rank_type_parse(const char *text, struct rank_type *t)
+{
+	return parse_type(text, t, 0);
+}
+
+int rank_type_parse_mapped(const char *text, struct rank_type *t)
+{
+	return parse_type(text, t, 1);
 }
 
 const char *rank_type_str(const struct rank_type *t, char *buf, size_t n)
@@ -235,8 +287,12 @@ const char *rank_type_str(const struct rank_type *t, char *buf, size_t n)
 		w = snprintf(buf, n, "tensor<%s>(", base_dtype_name(t->cell));
 	at = w < 0 ? n : (size_t)w;
 	for (int i = 0; i < t->rank && at < n; i++) {
-		w = snprintf(buf + at, n - at, "%s%s[%lld]", i ? "," : "",
-		             t->dim_names[i] ? t->dim_names[i] : "?", (long long)t->dims[i]);
+		if (t->dims[i] == RANK_DIM_MAPPED)
+			w = snprintf(buf + at, n - at, "%s%s{}", i ? "," : "",
+			             t->dim_names[i] ? t->dim_names[i] : "?");
+		else
+			w = snprintf(buf + at, n - at, "%s%s[%lld]", i ? "," : "",
+			             t->dim_names[i] ? t->dim_names[i] : "?", (long long)t->dims[i]);
 		at += w < 0 ? n : (size_t)w;
 	}
 	if (at < n)

@@ -19,14 +19,15 @@
  * models cannot depend on themselves.
  */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "rank_eval.h"
 
 static const char *const op_names[RANK_OP_COUNT_] = {
 	"?", "NUM", "ATTR", "QUERY", "CONST", "FIRST", "GET", "SET", "UN", "BIN",
-	"JUMPF", "JUMP", "RET", "MAP", "JOIN", "REDUCE", "DOT", "CLOSE", "ONNX", "NORM",
-	"TEXT",
+	"JUMPF", "JUMP", "RET", "MAP", "JOIN", "REDUCE", "DOT", "CLOSE", "ONNX", "CONCAT",
+	"LIT", "GEN", "SMAP", "SJOIN", "SREDUCE", "SMERGE", "PEEK", "SCONCAT", "NORM", "TEXT",
 };
 
 const char *rank_op_name(int op)
@@ -70,10 +71,11 @@ static void set_cells(struct rank_val *v, const void *cells, int cell)
 	v->cell = cell;
 }
 
-/* A lambda run per cell: its parameters go to locals base and base + 1. */
+/* A lambda run per cell: its parameters go to locals base and, for join's
+ * two, base + 1 (a map's lambda has one local only). */
 struct lambda {
 	struct vm *x;
-	int pc, base;
+	int pc, base, nparams;
 	struct rank_val *sp;
 };
 
@@ -82,7 +84,8 @@ static double run_lambda(void *ud, double a, double b)
 	struct lambda *l = ud;
 	struct rank_val r;
 	set_num(&l->x->locals[l->base], a);
-	set_num(&l->x->locals[l->base + 1], b);
+	if (l->nparams == 2)
+		set_num(&l->x->locals[l->base + 1], b);
 	/* Lambda bodies are scalar code (compile.c admits no features there),
 	 * so they cannot fail. */
 	int rc = exec(l->x, l->pc, l->sp, &r);
@@ -90,9 +93,27 @@ static double run_lambda(void *ud, double a, double b)
 	return r.num;
 }
 
+static double run_fn1(void *ud, double a, double b)
+{
+	(void)b;
+	return rank_fn1(*(const int *)ud, a);
+}
+
 static double run_fn2(void *ud, double a, double b)
 {
 	return rank_fn2(*(const int *)ud, a, b);
+}
+
+/* A computed label of a mapped dimension: the number as text ("3",
+ * "0.5"), in the arena. */
+static const char *number_label(struct base_arena *a, double d)
+{
+	char buf[32];
+	int n = snprintf(buf, sizeof buf, "%.17g", d);
+	char *s = base_arena_alloc(a, (size_t)n + 1, 1);
+	if (s)
+		memcpy(s, buf, (size_t)n + 1);
+	return s;
 }
 
 static int oom(struct vm *x)
@@ -146,6 +167,37 @@ static double closeness(struct vm *x, int field, int distance)
 		d = rank_tensor_distance(f->distance_metric, f->cell, cells, BASE_DT_DOUBLE,
 		                         q->inputs[in], q->p->inputs[in].ncells);
 	return distance ? d : rank_closeness_of(f->distance_metric, d);
+}
+
+/* A literal with computed cells: a copy of its cells with the ndyn values
+ * on top of the stack (popped) written where they go, pushed. */
+static int fill_literal(struct vm *x, const struct rank_lit *lit, struct rank_val **spp)
+{
+	struct rank_val *sp = *spp - lit->ndyn, v = lit->v;
+	const struct rank_sparse *s = v.cell == BASE_DT_UNDEFINED ? v.cells : NULL;
+	if (lit->ncells == 1 && !s && !v.cells) {
+		v.num = sp[0].num; /* a number: its one cell */
+	} else {
+		double *c = base_arena_alloc(&x->q->arena, lit->ncells * sizeof *c, 64);
+		if (!c)
+			return oom(x);
+		memcpy(c, s ? s->cells : v.cells, lit->ncells * sizeof *c);
+		for (int i = 0; i < lit->ndyn; i++)
+			c[lit->where[i]] = sp[i].num;
+		if (s) {
+			struct rank_sparse *t = base_arena_alloc(&x->q->arena, sizeof *t, 8);
+			if (!t)
+				return oom(x);
+			*t = *s;
+			t->cells = c;
+			v.cells = t;
+		} else {
+			v.cells = c;
+		}
+	}
+	*sp = v;
+	*spp = sp + 1;
+	return 0;
 }
 
 static int exec(struct vm *x, int pc, struct rank_val *sp, struct rank_val *res)
@@ -209,7 +261,7 @@ static int exec(struct vm *x, int pc, struct rank_val *sp, struct rank_val *res)
 			return 0;
 		case RANK_OP_MAP: {
 			if (in->t == 0) { /* map over a number */
-				struct lambda l = { x, in->a, in->b, sp };
+				struct lambda l = { x, in->a, in->b, 1, sp };
 				sp[-1].num = run_lambda(&l, sp[-1].num, 0.0);
 				break;
 			}
@@ -220,7 +272,7 @@ static int exec(struct vm *x, int pc, struct rank_val *sp, struct rank_val *res)
 				return oom(x);
 			struct rank_val v = sp[-1];
 			if (in->a >= 0) {
-				struct lambda l = { x, in->a, in->b, sp };
+				struct lambda l = { x, in->a, in->b, 1, sp };
 				for (size_t i = 0; i < n; i++)
 					r[i] = run_lambda(&l, rank_cell(v.cell, v.cells, i), 0.0);
 			} else {
@@ -232,7 +284,7 @@ static int exec(struct vm *x, int pc, struct rank_val *sp, struct rank_val *res)
 		}
 		case RANK_OP_JOIN: {
 			double *r;
-			struct lambda l = { x, in->a, in->b, sp };
+			struct lambda l = { x, in->a, in->b, 2, sp };
 			if (in->t == 0) { /* two numbers through a lambda */
 				sp[-2].num = run_lambda(&l, sp[-2].num, sp[-1].num);
 				sp--;
@@ -272,6 +324,111 @@ static int exec(struct vm *x, int pc, struct rank_val *sp, struct rank_val *res)
 			double d = rank_tensor_dot(sp[-2].cell, sp[-2].cells, sp[-1].cell, sp[-1].cells, n);
 			sp--;
 			set_num(&sp[-1], d);
+			break;
+		}
+		case RANK_OP_CONCAT: {
+			double *r;
+			if (rank_tensor_concat(&q->arena, type_of(x, in->d), sp[-2], type_of(x, in->e),
+			                       sp[-1], type_of(x, in->t), in->a, &r))
+				return oom(x);
+			sp--;
+			set_cells(&sp[-1], r, BASE_DT_DOUBLE);
+			break;
+		}
+		case RANK_OP_LIT:
+			if (in->b == 0)
+				*sp++ = p->lits[in->a].v;
+			else if ((rc = fill_literal(x, &p->lits[in->a], &sp)))
+				return rc;
+			break;
+		case RANK_OP_GEN: {
+			const struct rank_type *t = type_of(x, in->t);
+			size_t n = ncells(t);
+			double *r = base_arena_alloc(&q->arena, n * sizeof *r, 64);
+			if (!r)
+				return oom(x);
+			for (int k = 0; k < t->rank; k++)
+				set_num(&x->locals[in->b + k], 0.0);
+			for (size_t i = 0; i < n; i++) {
+				struct rank_val v;
+				/* a body reading a feature may fail (a model, memory) */
+				if ((rc = exec(x, in->a, sp, &v)))
+					return rc;
+				r[i] = v.num;
+				for (int k = t->rank - 1; k >= 0; k--) {
+					struct rank_val *l = &x->locals[in->b + k];
+					if (++l->num < (double)t->dims[k])
+						break;
+					l->num = 0.0;
+				}
+			}
+			set_cells(sp++, r, BASE_DT_DOUBLE);
+			break;
+		}
+		case RANK_OP_SMAP: {
+			struct lambda l = { x, in->a, in->b, 1, sp };
+			if (in->a >= 0)
+				rc = rank_sparse_map(&q->arena, type_of(x, in->d), sp[-1], run_lambda, &l,
+				                     &sp[-1]);
+			else
+				rc = rank_sparse_map(&q->arena, type_of(x, in->d), sp[-1], run_fn1,
+				                     (void *)&in->c, &sp[-1]);
+			if (rc)
+				return oom(x);
+			break;
+		}
+		case RANK_OP_SJOIN: case RANK_OP_SMERGE: {
+			struct lambda l = { x, in->a, in->b, 2, sp };
+			struct rank_val r;
+			int (*op)(struct base_arena *, const struct rank_type *, struct rank_val,
+			          const struct rank_type *, struct rank_val, const struct rank_type *,
+			          double (*)(void *, double, double), void *, struct rank_val *) =
+				in->op == RANK_OP_SJOIN ? rank_sparse_join : rank_sparse_merge;
+			if (in->a >= 0)
+				rc = op(&q->arena, type_of(x, in->d), sp[-2], type_of(x, in->e), sp[-1],
+				        type_of(x, in->t), run_lambda, &l, &r);
+			else
+				rc = op(&q->arena, type_of(x, in->d), sp[-2], type_of(x, in->e), sp[-1],
+				        type_of(x, in->t), run_fn2, (void *)&in->c, &r);
+			if (rc)
+				return oom(x);
+			sp--;
+			sp[-1] = r;
+			break;
+		}
+		case RANK_OP_SREDUCE:
+			if (rank_sparse_reduce(&q->arena, type_of(x, in->d), sp[-1], type_of(x, in->t),
+			                       in->a, &sp[-1]))
+				return oom(x);
+			break;
+		case RANK_OP_PEEK: {
+			const struct rank_peek *pk = p->peeks[in->a];
+			const char *label[RANK_MAX_RANK];
+			int64_t index[RANK_MAX_RANK];
+			struct rank_val *dyn = sp - in->b;
+			for (int e = 0, k = 0; e < pk->n; e++) {
+				label[e] = pk->label[e];
+				index[e] = pk->index[e];
+				if (!pk->computed[e])
+					continue;
+				double d = dyn[k++].num;
+				index[e] = d >= -1.0 && d < 9.2e18 ? (int64_t)d : -1;
+				if (!label[e] && !(label[e] = number_label(&q->arena, d)))
+					return oom(x);
+			}
+			sp = dyn;
+			if (rank_sparse_peek(&q->arena, type_of(x, in->d), sp[-1], type_of(x, in->t), pk,
+			                     label, index, &sp[-1]))
+				return oom(x);
+			break;
+		}
+		case RANK_OP_SCONCAT: {
+			struct rank_val r;
+			if (rank_sparse_concat(&q->arena, type_of(x, in->d), sp[-2], type_of(x, in->e),
+			                       sp[-1], type_of(x, in->t), in->a, &r))
+				return oom(x);
+			sp--;
+			sp[-1] = r;
 			break;
 		}
 		case RANK_OP_CLOSE:

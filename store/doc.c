@@ -107,7 +107,7 @@ static int rec_next(const struct doctype *dt, uint32_t lid, struct rec_iter *it,
 	if (len > (uint64_t)(it->end - it->p))
 		return corrupt(dt, lid, "value runs past the end", err);
 	if ((f->type == STORE_T_TENSOR && len != f->cell_bytes) ||
-	    (f->type != STORE_T_TENSOR && f->type != STORE_T_STRING && len != 8))
+	    (f->type != STORE_T_TENSOR && !STORE_IS_BYTES(f->type) && len != 8))
 		return corrupt(dt, lid, "value has the wrong size", err);
 	e->field = (int)field;
 	e->payload = it->p;
@@ -122,7 +122,7 @@ static int rec_next(const struct doctype *dt, uint32_t lid, struct rec_iter *it,
 /* Payload bytes of a (non-column) value. */
 static size_t value_bytes(const struct sfield *f, const struct store_value *v)
 {
-	if (f->type == STORE_T_STRING)
+	if (STORE_IS_BYTES(f->type))
 		return v->n;
 	if (f->type == STORE_T_TENSOR)
 		return f->cell_bytes;
@@ -160,7 +160,7 @@ static void number_payload(const struct sfield *f, const struct store_value *v, 
 /* The payload of value v of stored field f, for a record. */
 static const void *payload_of(const struct sfield *f, const struct store_value *v, uint8_t num[8])
 {
-	if (f->type == STORE_T_STRING)
+	if (STORE_IS_BYTES(f->type))
 		return v->s;
 	if (f->type == STORE_T_TENSOR)
 		return v->cells;
@@ -329,6 +329,7 @@ static int check_values(const struct doctype *dt, const struct store_value *valu
 			continue;
 		switch (f->type) {
 		case STORE_T_STRING:
+		case STORE_T_JSON:
 			if (v->n > STORE_MAX_STRING)
 				return base_err(err, STRATA_INVALID_ARGUMENT,
 				                "field '%s': a string of %zu bytes is longer than %u",
@@ -807,6 +808,7 @@ int store_get(struct store_txn *txn, int doctype, uint32_t lid, struct store_val
 		out->set = 1;
 		switch (f->type) {
 		case STORE_T_STRING:
+		case STORE_T_JSON:
 			out->s = (const char *)e.payload;
 			out->n = e.len;
 			break;

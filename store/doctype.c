@@ -39,10 +39,11 @@ static uint32_t scalar_bytes(int type)
 
 const char *store_type_desc(const struct sfield *f, char *buf, size_t n)
 {
-	static const char *names[] = {"?", "string", "int", "long", "float", "double", "bool"};
+	static const char *names[] = {"?", "string", "int", "long", "float", "double", "bool",
+	                              "tensor", "json"};
 	const char *attr = f->attribute ? "attribute " : "";
 	if (f->type != STORE_T_TENSOR) {
-		int t = f->type >= STORE_T_STRING && f->type <= STORE_T_BOOL ? f->type : 0;
+		int t = f->type >= STORE_T_STRING && f->type <= STORE_T_JSON ? f->type : 0;
 		snprintf(buf, n, "%s%s", attr, names[t]);
 		return buf;
 	}
@@ -71,7 +72,7 @@ static void derive(struct sfield *f, unsigned psize, int new_field)
 	} else {
 		f->cell_bytes = scalar_bytes(f->type);
 	}
-	f->column = f->attribute && f->type != STORE_T_STRING;
+	f->column = f->attribute && !STORE_IS_BYTES(f->type);
 	if (!f->column)
 		return;
 	if (new_field) {
@@ -128,7 +129,7 @@ static int validate_doctype(const struct store_doctype *dt, struct strata_error 
 				return base_err(err, STRATA_INVALID_ARGUMENT,
 				                "document type '%s': field '%s' is declared twice",
 				                dt->name, f->name);
-		if (f->type < STORE_T_STRING || f->type > STORE_T_TENSOR)
+		if (f->type < STORE_T_STRING || f->type > STORE_T_JSON)
 			return base_err(err, STRATA_INVALID_ARGUMENT, "field '%s': unknown type %d",
 			                f->name, f->type);
 		if (f->type != STORE_T_TENSOR)
@@ -236,8 +237,8 @@ static int layout_decode(struct doctype *dt, const MDB_val *v, unsigned psize,
 		f->attribute = b[1];
 		f->cell = b[2];
 		f->rank = b[3];
-		if (f->type < STORE_T_STRING || f->type > STORE_T_TENSOR || f->attribute > 1 ||
-		    f->block_shift > 24 || (f->type == STORE_T_STRING && f->attribute))
+		if (f->type < STORE_T_STRING || f->type > STORE_T_JSON || f->attribute > 1 ||
+		    f->block_shift > 24 || (STORE_IS_BYTES(f->type) && f->attribute))
 			goto corrupt;
 		if (f->type == STORE_T_TENSOR) {
 			if (f->rank < 1 || f->rank > STORE_MAX_RANK || !cell_allowed(f->cell))
@@ -308,7 +309,7 @@ static int merge_fields(struct doctype *dt, const struct store_doctype *udt, uns
 		const struct store_field *uf = &udt->fields[i];
 		struct sfield want = {0};
 		want.type = uf->type;
-		want.attribute = uf->type == STORE_T_STRING ? 0 : !!uf->attribute;
+		want.attribute = STORE_IS_BYTES(uf->type) ? 0 : !!uf->attribute;
 		if (uf->type == STORE_T_TENSOR) {
 			want.cell = uf->cell;
 			want.rank = uf->rank;

@@ -34,7 +34,7 @@
  * private pages rather than into the map.
  *
  * Limits: a document id is at most 511 bytes (LMDB's key size; longer ids
- * are refused, never truncated), a string value at most 16 MiB, a tensor
+ * are refused, never truncated), a string or JSON value at most 16 MiB, a tensor
  * value at most 16 MiB.  Local ids are handed out in increasing order and
  * never reused.
  *
@@ -62,6 +62,8 @@ enum store_type {
 	STORE_T_DOUBLE,
 	STORE_T_BOOL,
 	STORE_T_TENSOR, /* dense tensor: cell type and shape in the field */
+	STORE_T_JSON,   /* a structured value (array, weighted set, map, struct) as JSON
+	                   text: kept in the document like a string, never in a column */
 };
 
 /* One field of a document type. */
@@ -88,8 +90,8 @@ struct store_value {
 	int set;
 	int64_t i;         /* INT, LONG, BOOL */
 	double d;          /* FLOAT, DOUBLE */
-	const char *s;     /* STRING: bytes (not NUL-terminated when read back) */
-	size_t n;          /* STRING: length in bytes; TENSOR: number of cells */
+	const char *s;     /* STRING, JSON: bytes (not NUL-terminated when read back) */
+	size_t n;          /* STRING, JSON: length in bytes; TENSOR: number of cells */
 	const void *cells; /* TENSOR: n cells of the field's cell type */
 };
 

@@ -40,6 +40,9 @@
 #define STORE_BLOCK_TARGET 8192    /* minimum cell bytes of a column block */
 #define STORE_BITMAP_ALIGN 64      /* the presence bitmap is padded to this */
 
+/* Types whose values are bytes in the record (strings, JSON text). */
+#define STORE_IS_BYTES(t) ((t) == STORE_T_STRING || (t) == STORE_T_JSON)
+
 /* A field of the stored layout. */
 struct sfield {
 	char *name;        /* base_strdup */

@@ -800,5 +800,52 @@ sed -i 's/attribute(colour)/attribute(stock)/' "$TA/models/t.json"
 rm -f "$TA/models/x/t.json"
 expect_fail "tree model file" "item\\.sd:10:35: xgboost model 'x/t\\.json'" "$STRATA" deploy "$TA"
 
+# Collection and struct fields, inheritance, a field outside the document and
+# a document-summary, through the CLI.
+DOCS=$T/docs
+mkdir -p "$DOCS/schemas"
+cat >"$DOCS/schemas/base.sd" <<'SD'
+schema base {
+  document base {
+    field id type string { indexing: summary | attribute }
+  }
+}
+SD
+cat >"$DOCS/schemas/note.sd" <<'SD'
+schema note {
+  document note inherits base {
+    struct who { field name type string { } }
+    field tags type array<string> { indexing: summary | attribute }
+    field ws type weightedset<string> { indexing: summary | attribute }
+    field by type who { indexing: summary }
+    field n type int { indexing: summary | attribute }
+  }
+  field n2 type int { indexing: input n | attribute }
+  document-summary brief { summary id { } summary count { source: n } }
+  rank-profile default { first-phase { expression: attribute(n2) } }
+}
+SD
+cat >"$DOCS/feed.jsonl" <<'JL'
+{"put": "id:d:note::1", "fields": {"id": "a", "tags": ["x", "y"], "ws": {"k": 2}, "by": {"name": "Ann"}, "n": 1}}
+{"put": "id:d:note::2", "fields": {"id": "b", "tags": ["y"], "n": 5}}
+{"update": "id:d:note::1", "fields": {"tags": {"add": ["z"]}}}
+{"put": "id:d:note::3", "fields": {"tags": "x"}}
+JL
+if expect_ok "fields: deploy" "$STRATA" deploy "$DOCS"; then
+	expect_fail "fields: feed" "feed.jsonl:4: .*field 'tags': expected an array" \
+		"$STRATA" feed "$DOCS" "$DOCS/feed.jsonl"
+	expect_ok "fields: get" "$STRATA" get "$DOCS" id:d:note::1 &&
+		check "fields: get" "$(jq -c '.fields | [.tags, .ws, .by, .id]' "$OUT")" \
+			'[["x","y","z"],{"k":2},{"name":"Ann"},"a"]'
+	expect_ok "fields: contains" "$STRATA" query "$DOCS" --yql 'select * from note where tags contains "y"' &&
+		check "fields: contains" "$(jout '[.root.children[].id] | join(",")')" "id:d:note::2,id:d:note::1"
+	echo '{"yql": "select * from note where tags contains \"z\"", "presentation.summary": "brief"}' >"$T/brief.json"
+	expect_ok "fields: summary class" "$STRATA" query "$DOCS" <"$T/brief.json" &&
+		check "fields: summary class" "$(jq -c '.root.children[0].fields | [.id, .count, .tags]' "$OUT")" \
+			'["a",1,null]'
+fi
+sed 's/type who/type whom/' "$DOCS/schemas/note.sd" >"$T/note.sd" && cp "$T/note.sd" "$DOCS/schemas/note.sd"
+expect_fail "fields: unknown struct" "note\.sd:6:19: unknown field type 'whom'" "$STRATA" deploy "$DOCS"
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -157,7 +157,6 @@ cat >"$BAD/schemas/a.sd" <<'EOF'
 schema a {
     document a {
         field x type double { indexing: attribute }
-        field y type strin { indexing: attribute }
     }
     rank-profile p1 { first-phase { expression: attribute(x) + } }
     rank-profile p2 { first-phase { expression: attribute(x) } }
@@ -170,10 +169,16 @@ schema b {
     rank-profile p2 { first-phase { expression: closenes(field, x) } }
 }
 EOF
+cat >"$BAD/schemas/c.sd" <<'EOF'
+schema c {
+    document c { field y type strin { indexing: attribute } }
+}
+EOF
+# every file parses first, then the documents resolve, then the profiles compile
 expect_fail "deploy with four errors" "4 errors" "$STRATA" deploy "$BAD"
 check "every error listed" "$(grep -c '^strata: .*\.sd:[0-9]*:[0-9]*: ' "$ERR")" "4"
-check "errors in order" "$(grep -o '[ab]\.sd:[0-9]*:[0-9]*' "$ERR" | tr '\n' ' ')" \
-	"a.sd:4:22 a.sd:6:64 b.sd:3:59 b.sd:4:49 "
+check "errors in order" "$(grep -o '[abc]\.sd:[0-9]*:[0-9]*' "$ERR" | tr '\n' ' ')" \
+	"a.sd:5:64 c.sd:2:31 b.sd:3:59 b.sd:4:49 "
 [ -e "$BAD/.strata" ] && bad "a failed deploy created the store" || ok
 
 echo "$passed passed, $failed failed"

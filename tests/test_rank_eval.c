@@ -144,6 +144,12 @@ static const char *main_sd =
 	"    }\n"
 	"    match-features: onnx(mb).out\n"
 	"  }\n"
+	"  rank-profile tensors inherits base {\n"
+	"    first-phase {\n"
+	"      expression: (tensor(k{}):{a:1, b:2} * attribute(price)){k:b} + "
+	"concat(query(q), tensor(x[1]):[attribute(count)], x)[4]\n"
+	"    }\n"
+	"  }\n"
 	"  rank-profile single inherits base {\n"
 	"    onnx-model ms {\n"
 	"      file: models/single.onnx\n"
@@ -348,6 +354,266 @@ static void test_tensor_functions(void **state)
 	rank_query_free(q);
 }
 
+/* The value of query(m) at (x, y): rows of y[2]. */
+static double mv(int x, int y)
+{
+	return 2 * x + y - 3;
+}
+
+/* concat, rename, in, ~= and the scalar functions; Vespa's cell types of
+ * results; a map's lambda leaves the values below it on the stack alone. */
+static void test_tensor_algebra(void **state)
+{
+	struct world *w = *state;
+	struct rank_query *q = new_query(w, "base");
+	double out[16];
+	cells(w, q, "concat(query(q), query(q), x)", 0, out, 8);
+	for (int i = 0; i < 8; i++)
+		NEAR(out[i], qd[i % 4]);
+	cells(w, q, "concat(query(m), query(m) * 10, y)", 0, out, 16);
+	for (int x = 0; x < 4; x++)
+		for (int y = 0; y < 4; y++)
+			NEAR(out[x * 4 + y], y < 2 ? mv(x, y) : 10 * mv(x, y - 2));
+	cells(w, q, "concat(query(q), 7, x)", 0, out, 5);
+	NEAR(out[3], qd[3]);
+	NEAR(out[4], 7);
+	/* (x, y) swapped: the result is laid out x[2], y[4] */
+	cells(w, q, "rename(query(m), (x, y), (y, x))", 0, out, 8);
+	for (int x = 0; x < 2; x++)
+		for (int y = 0; y < 4; y++)
+			NEAR(out[x * 4 + y], mv(y, x));
+	cells(w, q, "rename(query(m), y, a)", 0, out, 8);
+	for (int x = 0; x < 4; x++)
+		for (int a = 0; a < 2; a++)
+			NEAR(out[a * 4 + x], mv(x, a));
+	cells(w, q, "query(m) in [0, 1, -3]", 0, out, 8);
+	for (int i = 0; i < 8; i++)
+		NEAR(out[i], (i - 3 == 0 || i - 3 == 1 || i - 3 == -3) ? 1 : 0);
+	NEAR(num(w, q, "(2 in [1, 2]) + (3 in [1, 2])", 0), 1);
+	NEAR(num(w, q, "1 + sum(map(query(q), f(v)(v * 2)))", 0),
+	     1 + 2 * (qd[0] + qd[1] + qd[2] + qd[3]));
+	NEAR(num(w, q, "cosh(1) + sinh(1) + elu(-1) + elu(2) + ldexp(3, 2.7)", 0),
+	     cosh(1) + sinh(1) + exp(-1) - 1 + 2 + 12);
+	NEAR(num(w, q, "(1 ~= 1.0000000001) + 10 * (1 ~= 1.1)", 0), 1);
+	NEAR(num(w, q, "round(2.5) + round(-1.4) + sign(-3) + sign(0) + square(3) + erf(0.5)", 0),
+	     3 - 1 - 1 + 0 + 9 + erf(0.5));
+	/* -3 is 0b11111101 as int8 */
+	NEAR(num(w, q, "bit(-3, 0) + 2 * bit(-3, 1) + 4 * bit(-3, 7) + 8 * bit(-3, 8)", 0), 1 + 4);
+	NEAR(num(w, q, "hamming(-3, 3) + 10 * hamming(5, 5)", 0), 7);
+
+	struct rank_val v;
+	const struct rank_type *t;
+	struct strata_error err = { 0 };
+	assert_int_equal(eval_expr(w, q, "map(query(q), f(v)(v + 1))", 0, &v, &t, &err), 0);
+	assert_int_equal(t->cell, BASE_DT_FLOAT);
+	assert_int_equal(eval_expr(w, q, "reduce(query(m), max, y) * 2", 0, &v, &t, &err), 0);
+	assert_int_equal(t->cell, BASE_DT_FLOAT);
+	assert_int_equal(eval_expr(w, q, "query(m) + attribute(price)", 0, &v, &t, &err), 0);
+	assert_int_equal(t->cell, BASE_DT_FLOAT);
+	assert_int_equal(eval_expr(w, q, "sum(query(q))", 0, &v, &t, &err), 0);
+	assert_int_equal(t->cell, BASE_DT_DOUBLE);
+
+	assert_int_equal(eval_expr(w, q, "concat(query(m), concat(query(q), query(q), x), y)", 0,
+	                           &v, &t, &err), STRATA_TYPE);
+	assert_string_equal(err.msg, "expr:1:1: dimension 'x' differs in size: "
+	                             "tensor<float>(x[4],y[1]) and tensor<float>(x[8])");
+	assert_int_equal(eval_expr(w, q, "rename(query(m), (x, y), z)", 0, &v, &t, &err),
+	                 STRATA_TYPE);
+	assert_string_equal(err.msg, "expr:1:1: rename() of 2 dimensions to 1");
+	assert_int_equal(eval_expr(w, q, "rename(query(m), x, y)", 0, &v, &t, &err), STRATA_TYPE);
+	assert_string_equal(err.msg, "expr:1:1: rename() makes two dimensions 'y'");
+	assert_int_equal(eval_expr(w, q, "rename(query(m), z, y)", 0, &v, &t, &err), STRATA_TYPE);
+	assert_string_equal(err.msg, "expr:1:18: tensor<float>(x[4],y[2]) has no dimension 'z'");
+	rank_query_free(q);
+}
+
+/* Tensor literals (every form), generators, and mapped and mixed tensors
+ * through map, join and reduce, with the errors of literals. */
+static void test_tensor_literals(void **state)
+{
+	struct world *w = *state;
+	struct rank_query *q = new_query(w, "base");
+	double out[16];
+	NEAR(num(w, q, "sum(tensor(x[3]):[1, 2, -3])", 0), 0);
+	cells(w, q, "tensor<float>(x[2],y[2]):[[1, 2], [3, 4]] * 2", 0, out, 4);
+	for (int i = 0; i < 4; i++)
+		NEAR(out[i], 2 * (i + 1));
+	cells(w, q, "tensor(x[2],y[2]):{{x:1,y:0}:5, {y:1,x:0}:7}", 0, out, 4);
+	NEAR(out[0], 0);
+	NEAR(out[1], 7);
+	NEAR(out[2], 5);
+	NEAR(out[3], 0);
+	cells(w, q, "tensor(x[3],y[2])(x * 10 + y)", 0, out, 6);
+	for (int i = 0; i < 6; i++)
+		NEAR(out[i], (i / 2) * 10 + i % 2);
+	cells(w, q, "tensor(x[4])(query(q){x:x} * 2 + attribute(price))", 1, out, 4);
+	for (int i = 0; i < 4; i++)
+		NEAR(out[i], qd[i] * 2 + price[1]);
+	NEAR(num(w, q, "reduce(tensor(k{}):{a:1, b:2, \"c d\":4}, sum)", 0), 7);
+	NEAR(num(w, q, "reduce(tensor(k{}):{a:1, b:2}, count)", 0), 2);
+	NEAR(num(w, q, "reduce(tensor(k{}):{}, max)", 0), 0);
+	NEAR(num(w, q, "reduce(tensor(k{},x[2]):{a:[1, 2], b:[3, 5]}, avg)", 0), 11.0 / 4);
+	cells(w, q, "reduce(tensor(k{},x[2]):{a:[1, 2], b:[3, 5]}, sum, k)", 0, out, 2);
+	NEAR(out[0], 4);
+	NEAR(out[1], 7);
+	/* joined on k: only b is in both */
+	NEAR(num(w, q, "sum(tensor(k{}):{a:1, b:2} * tensor(k{}):{b:10, c:5})", 0), 20);
+	NEAR(num(w, q, "sum(tensor(k{}):{a:1, b:2} * query(q))", 0),
+	     3 * (qd[0] + qd[1] + qd[2] + qd[3]));
+	NEAR(num(w, q, "sum(map(tensor(k{}):{a:1, b:-2}, f(v)(v * v)))", 0), 5);
+	NEAR(num(w, q, "sum(join(tensor(k{}):{a:1}, tensor(j{}):{x:2, y:3}, f(s, t)(s - t)))", 0),
+	     -3);
+	NEAR(num(w, q, "reduce(exp(tensor(k{}):{a:0, b:0}), sum)", 0), 2);
+
+	NEAR(num(w, q, "sum(merge(tensor(k{}):{a:1, b:2}, tensor(k{}):{b:10, c:5}, f(x, y)(x + y)))",
+	         0), 18);
+	NEAR(num(w, q, "reduce(merge(tensor(k{},x[2]):{a:[1, 2]}, "
+	               "tensor(k{},x[2]):{a:[10, 20], b:[3, 4]}, f(x, y)(y - x)), max)", 0), 18);
+	NEAR(num(w, q, "sum(merge(tensor(k{},x[2]):{a:[1, 2]}, "
+	               "tensor(k{},x[2]):{a:[10, 20], b:[3, 4]}, f(x, y)(y - x)))", 0), 34);
+	NEAR(num(w, q, "sum(merge(query(q), query(q), f(x, y)(x * y)))", 0),
+	     qd[0] * qd[0] + qd[1] * qd[1] + qd[2] * qd[2] + qd[3] * qd[3]);
+	cells(w, q, "cell_cast(tensor(x[3]):[0.1, 1.7, -300], float)", 0, out, 3);
+	assert_true(out[0] == (double)0.1f);
+	cells(w, q, "cell_cast(tensor(x[3]):[0.1, 1.7, -300], int8)", 0, out, 3);
+	NEAR(out[1], 1);
+	NEAR(out[2], -128);
+	cells(w, q, "cell_cast(tensor(x[1]):[1.00390625], bfloat16)", 0, out, 1);
+	NEAR(out[0], 1.0);
+
+	/* distances, similarity, l1_normalize */
+	{
+		double ed = 0, ab = 0, aa = 0, bb = 0, s1 = 0;
+		for (int i = 0; i < 4; i++) {
+			double x = emb[1][i], y = qd[i];
+			ed += (x - y) * (x - y);
+			ab += x * y;
+			aa += x * x;
+			bb += y * y;
+			s1 += y;
+		}
+		NEAR(num(w, q, "euclidean_distance(attribute(emb), query(q), x)", 1), sqrt(ed));
+		NEAR(num(w, q, "cosine_similarity(attribute(emb), query(q), x)", 1), ab / sqrt(aa * bb));
+		cells(w, q, "l1_normalize(query(q), x)", 0, out, 4);
+		NEAR(out[2], qd[2] / s1);
+		NEAR(num(w, q, "sum(cosine_similarity(tensor(k{},x[2]):{a:[1, 0], b:[0, 2]}, "
+		               "tensor(x[2]):[3, 0], x))", 0), 1);
+	}
+
+	/* if() of a float and a double tensor: a double tensor */
+	for (uint32_t d = 0; d < 2; d++)
+		NEAR(num(w, q, "sum(if(attribute(price) > 5, query(q), "
+		               "query(q) * 2 + tensor(x[4]):[0, 0, 0, 0]))", d),
+		     (price[d] > 5 ? 1 : 2) * (qd[0] + qd[1] + qd[2] + qd[3]));
+
+	/* concat and rename with mapped dimensions */
+	NEAR(num(w, q, "sum(concat(tensor(k{},x[2]):{a:[1, 2], b:[3, 4]}, "
+	               "tensor(k{},x[1]):{a:[9]}, x))", 0), 12);
+	NEAR(num(w, q, "concat(tensor(k{},x[2]):{a:[1, 2], b:[3, 4]}, "
+	               "tensor(k{},x[1]):{a:[9]}, x){k:a, x:2}", 0), 9);
+	NEAR(num(w, q, "concat(tensor(k{}):{a:1, b:2}, tensor(k{}):{a:5}, y){k:a, y:1}", 0), 5);
+	NEAR(num(w, q, "rename(tensor(k{},x[2]):{a:[1, 2]}, (k, x), (z, a)){z:a, a:1}", 0), 2);
+	NEAR(num(w, q, "rename(tensor(k{}):{a:1}, k, j){j:a}", 0), 1);
+
+	/* literal cells computed per document */
+	NEAR(num(w, q, "sum(tensor(x[2]):[1, query(w)])", 0), 3);
+	for (uint32_t d = 0; d < 2; d++)
+		NEAR(num(w, q, "sum(tensor(k{}):{a:query(w), b:attribute(price) * 2, c:1})", d),
+		     2 + 2 * price[d] + 1);
+	cells(w, q, "map(query(q), f(v)(sum(tensor(x[2]):[v, -1 / 2])))", 0, out, 4);
+	for (int i = 0; i < 4; i++)
+		NEAR(out[i], qd[i] - 0.5);
+
+	/* slices */
+	NEAR(num(w, q, "query(m){x:1, y:0} + 10 * query(m){y:1, x:3}", 0), mv(1, 0) + 10 * mv(3, 1));
+	cells(w, q, "query(m){x:1}", 0, out, 2);
+	NEAR(out[0], mv(1, 0));
+	NEAR(out[1], mv(1, 1));
+	NEAR(num(w, q, "query(q)[2] + 10 * query(q)[attribute(count) - 1] + query(q){x:(1 + 2)}", 0),
+	     qd[2] + 10 * qd[0] + qd[3]);
+	NEAR(num(w, q, "query(q)[7] + query(q)[-1]", 0), 0);
+	NEAR(num(w, q, "tensor(k{}):{a:1, b:2}{k:b} + 10 * tensor(k{}):{a:1}{k:c}", 0), 2);
+	NEAR(num(w, q, "tensor(k{}):{a:1, b:2}{b} + tensor(k{}):{\"3\":5}{k:(1 + 2)}", 0), 7);
+	cells(w, q, "tensor(k{},x[2]):{a:[1, 2], b:[3, 4]}{k:b}", 0, out, 2);
+	NEAR(out[0], 3);
+	NEAR(out[1], 4);
+	NEAR(num(w, q, "sum(tensor(k{},x[2]):{a:[1, 2], b:[3, 4]}{x:1})", 0), 6);
+
+	struct rank_val v;
+	const struct rank_type *t;
+	struct strata_error err = { 0 };
+	assert_int_equal(eval_expr(w, q, "cell_cast(query(q), bfloat16)", 0, &v, &t, &err), 0);
+	assert_int_equal(t->cell, BASE_DT_BFLOAT16);
+	assert_int_equal(eval_expr(w, q, "cell_cast(query(q) * 2, double)", 0, &v, &t, &err), 0);
+	assert_int_equal(t->cell, BASE_DT_DOUBLE);
+	assert_int_equal(eval_expr(w, q, "tensor(k{}):{a:1} * 2", 0, &v, &t, &err), 0);
+	assert_int_equal(t->rank, 1);
+	assert_true(t->dims[0] == RANK_DIM_MAPPED);
+	const struct rank_sparse *sp = v.cells;
+	assert_int_equal(sp->nblocks, 1);
+	assert_string_equal(sp->labels[0], "a");
+	NEAR(sp->cells[0], 2);
+
+	static const struct {
+		const char *text;
+		int code;
+		const char *msg;
+	} bad[] = {
+		{ "tensor(x[2]):[1, 2, 3]", STRATA_TYPE,
+		  "expr:1:1: tensor(x[2]) has 2 cells, the literal gives 3" },
+		{ "tensor(x[2]):{{x:2}:1}", STRATA_TYPE,
+		  "expr:1:1: index '2' of dimension 'x' is outside [0, 2)" },
+		{ "tensor(x[2]):{{y:0}:1}", STRATA_TYPE, "expr:1:1: tensor(x[2]) has no dimension 'y'" },
+		{ "tensor(x{}):{a:1, a:2}", STRATA_TYPE,
+		  "expr:1:21: a cell of tensor(x{}) is given twice" },
+		{ "tensor(x[2]):[1, query(q)]", STRATA_TYPE,
+		  "expr:1:18: a tensor literal's cell must be a number" },
+		{ "tensor(x{}):[1]", STRATA_TYPE,
+		  "expr:1:1: tensor(x{}) has mapped dimensions: its cells need addresses, not a list" },
+		{ "tensor(x{})(1)", STRATA_NOT_IMPLEMENTED,
+		  "expr:1:1: tensor generators with mapped dimensions are not supported" },
+		{ "tensor(x{}):{a:1} + query(q)", STRATA_TYPE,
+		  "expr:1:19: dimension 'x' is mapped on one side, indexed on the other: "
+		  "tensor(x{}) and tensor<float>(x[4])" },
+		{ "merge(query(q), query(m), f(x, y)(x))", STRATA_TYPE,
+		  "expr:1:1: merge() needs the same dimensions: tensor<float>(x[4]) and "
+		  "tensor<float>(x[4],y[2])" },
+		{ "cell_cast(query(q), half)", STRATA_TYPE,
+		  "expr:1:21: unknown cell type 'half' (expected double, float, bfloat16 or int8)" },
+		{ "query(q){y:1}", STRATA_TYPE, "expr:1:12: tensor<float>(x[4]) has no dimension 'y'" },
+		{ "query(m)[1]", STRATA_TYPE,
+		  "expr:1:10: tensor<float>(x[4],y[2]) has no single indexed dimension to address" },
+		{ "query(q){x:a}", STRATA_TYPE, "expr:1:12: dimension 'x' is indexed: 'a' is no index" },
+		{ "query(q){x:1, x:2}", STRATA_TYPE, "expr:1:17: the slice names 'x' twice" },
+		{ "concat(tensor(x{}):{a:1}, 1, x)", STRATA_NOT_IMPLEMENTED,
+		  "expr:1:30: concat() along a mapped dimension ('x') is not supported" },
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		memset(&err, 0, sizeof err);
+		int rc = eval_expr(w, q, bad[i].text, 0, &v, &t, &err);
+		if (rc != bad[i].code || strcmp(err.msg, bad[i].msg) != 0)
+			fail_msg("%s: got %d '%s'", bad[i].text, rc, err.msg);
+	}
+
+	/* every allocation of compiling and running a mixed expression may fail */
+	long k, failures = 0;
+	for (k = 1; k < 10000; k++) {
+		memset(&err, 0, sizeof err);
+		base_alloc_fail_after(k);
+		int rc = eval_expr(w, q, "reduce(tensor(k{},x[2]):{a:[1,2]} * tensor(k{}):{a:3}, sum, k)",
+		                   0, &v, &t, &err);
+		base_alloc_fail_after(0);
+		if (rc == 0)
+			break;
+		assert_int_equal(rc, STRATA_NOMEM);
+		assert_non_null(strstr(err.msg, "out of memory: "));
+		failures++;
+	}
+	assert_true(failures > 3);
+	NEAR(rank_cell(v.cell, v.cells, 1), 6);
+	rank_query_free(q);
+}
+
 static void test_closeness(void **state)
 {
 	struct world *w = *state;
@@ -418,6 +684,24 @@ static void test_phases_functions_inherits(void **state)
 	assert_non_null(ex);
 	assert_non_null(strstr(ex, "program second-phase"));
 	assert_non_null(strstr(ex, "FIRST"));
+	base_strfree(ex);
+	rank_query_free(q);
+
+	/* a first phase of mapped tensors, slices and a literal with a computed
+	 * cell: scores, and the instructions EXPLAIN names */
+	p = rank_profile_find(w->s, "tensors");
+	assert_int_equal(rank_query_new(p, &q, &err), 0);
+	assert_int_equal(rank_query_set_input(q, "q", qd, 4, &err), 0);
+	assert_int_equal(rank_query_first_phase(q, &w->docs, lids, NDOCS, s1, &err), 0);
+	for (int d = 0; d < NDOCS; d++)
+		NEAR(s1[d], 2 * price[d] + count_[d]);
+	ex = rank_profile_explain(p);
+	assert_non_null(ex);
+	assert_non_null(strstr(ex, "SJOIN   *  : tensor(k{})"));
+	assert_non_null(strstr(ex, "LIT     literal1 (1 computed)  : tensor(x[1])"));
+	assert_non_null(strstr(ex, "PEEK    address0 (0 computed)"));
+	assert_non_null(strstr(ex, "CONCAT  along x"));
+	assert_non_null(strstr(ex, ": tensor(k{})"));
 	base_strfree(ex);
 	rank_query_free(q);
 }
@@ -697,6 +981,12 @@ static void test_errors(void **state)
 	             "x.sd:22:", "no dimension 'y'");
 	expect_error("    first-phase {\n      expression: onnx(nomodel)\n    }\n", STRATA_TYPE,
 	             "x.sd:22:", "unknown onnx model 'nomodel'");
+	/* mapped tensors stay inside expressions: a feature of one is refused */
+	expect_error("    match-features: tensor(k{}):{a:1}\n", STRATA_NOT_IMPLEMENTED, "x.sd:21:",
+	             "tensors with mapped dimensions are not supported here");
+	expect_error("    first-phase {\n      expression: sum(tensor(k{}):{a:1}) + tensor(x{})(1)\n"
+	             "    }\n", STRATA_NOT_IMPLEMENTED, "x.sd:22:",
+	             "tensor generators with mapped dimensions are not supported");
 }
 
 /* Schema-level onnx-model blocks (lines 20 to 23 here, before the profile):
@@ -821,6 +1111,8 @@ int main(void)
 		cmocka_unit_test(test_arithmetic),
 		cmocka_unit_test(test_tensor_functions),
 		cmocka_unit_test(test_dot_lengths),
+		cmocka_unit_test(test_tensor_algebra),
+		cmocka_unit_test(test_tensor_literals),
 		cmocka_unit_test(test_closeness),
 		cmocka_unit_test(test_phases_functions_inherits),
 		cmocka_unit_test(test_features),

@@ -73,7 +73,7 @@ static const char *const FULL =
 	"            rerank-count: 10\n"
 	"            expression: if(firstPhase > .5, sum(map(query(q), f(x)(x * 2))), 0)\n"
 	"        }\n"
-	"        match-features: attribute(price) firstPhase onnx(ranker).score boost\n"
+	"        match-features: attribute(price) firstPhase onnx(ranker).score boost query(q){x:1}\n"
 	"        summary-features {\n"
 	"            query(w)\n"
 	"            constant(half)\n"
@@ -215,11 +215,12 @@ static void test_full_schema(void **state)
 	assert_string_equal(mp->args[1]->params[0], "x");
 	assert_int_equal(mp->args[1]->args[0]->op, RB_MUL);
 
-	assert_int_equal(p->nmatch_features, 4);
+	assert_int_equal(p->nmatch_features, 5);
 	assert_string_equal(p->match_features[0]->text, "attribute(price)");
 	assert_string_equal(p->match_features[1]->text, "firstPhase");
 	assert_string_equal(p->match_features[2]->text, "onnx(ranker).score");
 	assert_string_equal(p->match_features[3]->text, "boost");
+	assert_string_equal(p->match_features[4]->text, "query(q){x:1}");
 	assert_int_equal(p->nsummary_features, 2);
 	assert_string_equal(p->summary_features[1]->text, "constant(half)");
 
@@ -360,16 +361,30 @@ static void test_expr_errors(void **state)
 	expr_error("max(a b)", STRATA_PARSE,
 	           "e:1:7: expected ',' or ')' in the arguments of 'max', found 'b'");
 	expr_error("a b", STRATA_PARSE, "e:1:3: unexpected 'b' after the expression");
-	expr_error("a ~= b", STRATA_NOT_IMPLEMENTED, "e:1:3: the '~=' operator is not supported");
-	expr_error("x{d:1}", STRATA_PARSE, "e:1:2: unexpected '{' after the expression");
-	expr_error("attribute(t){d:1}", STRATA_NOT_IMPLEMENTED,
-	           "e:1:13: tensor slices (value{...}) are not supported");
-	expr_error("tensor(x[2]):[1,2]", STRATA_NOT_IMPLEMENTED,
-	           "e:1:1: tensor literals and generators in expressions are not supported");
+	expr_error("a in [1, b]", STRATA_NOT_IMPLEMENTED,
+	           "e:1:10: only numbers are supported in the list of 'in', found 'b'");
+	expr_error("a in 1", STRATA_PARSE, "e:1:6: expected '[' after 'in', found '1'");
+	expr_error("attribute(t){d:1", STRATA_PARSE,
+	           "e:1:17: expected ',' or '}' in a slice, found end of file");
+	expr_error("attribute(t)[1", STRATA_PARSE,
+	           "e:1:15: expected ']' closing the index, found end of file");
+	expr_error("tensor(x[2]):[1,2", STRATA_PARSE,
+	           "e:1:18: expected ',' or ']' in a tensor literal, found end of file");
+	expr_error("tensor(x[2]) 3", STRATA_PARSE,
+	           "e:1:14: expected ':' (a literal) or '(' (a generator) after tensor(x[2]), "
+	           "found '3'");
+	expr_error("tensor(x{},y[2]):{{x:a}:1}", STRATA_TYPE,
+	           "e:1:19: a cell address of tensor(x{},y[2]) names 1 dimension, not 2");
+	expr_error("tensor(x{},y{}):{a:1}", STRATA_TYPE,
+	           "e:1:18: the short form {label: ...} needs one mapped dimension, "
+	           "tensor(x{},y{}) has 2");
+	expr_error("tensor(x{}):{{x:(}:1}", STRATA_PARSE, "e:1:17: expected a label, found '('");
+	expr_error("tensor(x[2])(x", STRATA_PARSE,
+	           "e:1:15: expected ')' closing the tensor generator, found end of file");
 	expr_error("\"abc", STRATA_PARSE, "e:1:1: unterminated string '\"abc'");
 	expr_error("1 $ 2", STRATA_PARSE, "e:1:3: unexpected '$' after the expression");
-	expr_error("rename(t, (d0, d1), (a, b))", STRATA_NOT_IMPLEMENTED,
-	           "e:1:11: dimension lists such as '(d0, d1)' are not supported");
+	expr_error("rename(t, (d0, 1), (a, b))", STRATA_PARSE,
+	           "e:1:16: expected a dimension name, found '1'");
 	expr_error("1e999", STRATA_PARSE, "e:1:1: number '1e999' is out of range");
 
 	/* Deep nesting fails cleanly instead of exhausting the stack. */
@@ -550,21 +565,37 @@ static const struct bad bads[] = {
 	 STRATA_NOT_IMPLEMENTED, "t.sd:4:11: match: 'gram' is not supported"},
 	{"schema s { document s { field t type string { indexing: input x | summary } } }",
 	 STRATA_NOT_IMPLEMENTED,
-	 "t.sd:1:57: indexing statement 'input' is not supported (only summary, attribute, index)"},
+	 "t.sd:1:57: 'input' in the indexing of a document field is not supported (fields outside "
+	 "the document block may use it)"},
+	{"schema s { document s { }\n field b type string { indexing: input a . \" \" | summary } }",
+	 STRATA_NOT_IMPLEMENTED,
+	 "t.sd:2:42: indexing expressions combining inputs ('.') are not supported"},
+	{"schema s { document s { field t type string { indexing: embed e | attribute } } }",
+	 STRATA_NOT_IMPLEMENTED,
+	 "t.sd:1:57: indexing statement 'embed' is not supported (only summary, attribute, index, "
+	 "set_language, and input FIELD outside the document)"},
 	{"schema s { document s { field v type tensor(x[2]) {\n attribute { distance-metric: hamming } } } }",
 	 STRATA_NOT_IMPLEMENTED, "t.sd:2:31: distance-metric 'hamming' is not supported"},
 	{"schema s { document s { field v type tensor(x[2]) {\n attribute { distance-metric: cosine } } } }",
 	 STRATA_TYPE, "t.sd:2:31: unknown distance-metric 'cosine'"},
-	{"schema s { document s { field a type array<int> { } } }", STRATA_NOT_IMPLEMENTED,
-	 "t.sd:1:38: field type 'array' is not supported"},
-	{"schema s { document s { field a type integer { } } }", STRATA_TYPE,
-	 "t.sd:1:38: unknown field type 'integer'"},
+	{"schema s { document s { field a type array<tensor(x[2])> { } } }", STRATA_NOT_IMPLEMENTED,
+	 "t.sd:1:44: 'tensor' inside a collection or struct is not supported"},
+	{"schema s { document s { field a type weightedset<double> { } } }", STRATA_TYPE,
+	 "t.sd:1:50: a weightedset holds string, int or long keys"},
+	{"schema s { document s { field a type map<array<int>, int> { } } }", STRATA_TYPE,
+	 "t.sd:1:42: a map's keys must be of a simple type"},
+	{"schema s { document s { field a type int { weightedset: remove-if-zero } } }", STRATA_TYPE,
+	 "t.sd:1:44: field 'a' is not a weightedset"},
+	{"schema s { document s { field a type 3 { } } }", STRATA_PARSE,
+	 "t.sd:1:38: expected a field type, found '3'"},
 	{"schema s { document s { }\n  fieldset default { fields: a }\n}", STRATA_TYPE,
 	 "t.sd:2:12: fieldset 'default' names field 'a', which is not declared"},
-	{"schema s { document s { struct x { } } }", STRATA_NOT_IMPLEMENTED,
-	 "t.sd:1:25: 'struct' is not supported"},
-	{"schema s { document s { }\n  document-summary d { } }", STRATA_NOT_IMPLEMENTED,
-	 "t.sd:2:3: 'document-summary' is not supported"},
+	{"schema s { document s { struct x { field a type int { } field a type int { } } } }",
+	 STRATA_TYPE, "t.sd:1:63: struct 'x' has field 'a' twice"},
+	{"schema s { document s { }\n  document-summary d { summary a { dynamic } } }",
+	 STRATA_NOT_IMPLEMENTED, "t.sd:2:36: summary setting 'dynamic' is not supported"},
+	{"schema s { document s { field a type string {\n summary: dynamic } } }",
+	 STRATA_NOT_IMPLEMENTED, "t.sd:2:11: summary setting 'dynamic' is not supported"},
 	{"schema s { document s { }\n  rank-profile p { }\n  rank-profile p { }\n}", STRATA_TYPE,
 	 "t.sd:3:16: rank-profile 'p' is declared twice (first at 2:16)"},
 	{"schema s { document s { }\n rank-profile p {\n  function f() { expression: 1 }\n"
@@ -605,8 +636,7 @@ static const struct bad bads[] = {
 	 "t.sd:1:29: unexpected 'extra' after the end of schema 's'"},
 	{"schema s { document s { field a type int { indexing: attribute } } }\n\x01", STRATA_PARSE,
 	 "t.sd:2:1: unexpected byte 0x01 after the end of schema 's'"},
-	{"schema s inherits base { }", STRATA_NOT_IMPLEMENTED,
-	 "t.sd:1:10: schema inheritance is not supported"},
+	{"schema s inherits { }", STRATA_PARSE, "t.sd:1:19: expected a schema name, found '{'"},
 	{"schema s { document s { field f type string { indexing: summary\n sorting: word } } }",
 	 STRATA_NOT_IMPLEMENTED, "t.sd:2:2: field setting 'sorting' is not supported"},
 	{"schema s { document s { } rank-profile p { first-phase { expression: file:x.expr } } }",

@@ -1,9 +1,10 @@
 #!/bin/sh
 # text.sh: end-to-end tests of text search through the strata CLI: a
 # schema with text-indexed fields (match: text with stemming, match: word,
-# a fieldset), 'contains' with single words, phrases and accents, update
-# and remove keeping the index exact, and a feed killed with SIGKILL after
-# which the documents and the text index agree.
+# a fieldset, a field outside the document), 'contains' with single words,
+# phrases and accents, update and remove keeping the index exact, and a
+# feed killed with SIGKILL after which the documents and the text index
+# agree.
 #
 #   sh tests/text.sh [STRATA]
 #
@@ -39,6 +40,7 @@ schema doc {
         first-phase { expression: bm25(title) }
         match-features: bm25(title) fieldLength(title) matches(title) matches(tag)
     }
+    field heading type string { indexing: input title | index }
 }
 EOS
 cat >"$APP/feed.jsonl" <<'EOS'
@@ -59,6 +61,7 @@ ids() {
 }
 
 check "stemmed word" "$(ids 'title contains "run"')" "3,2,1"
+check "field outside the document" "$(ids 'heading contains "run"')" "3,2,1"
 check "case and stem" "$(ids 'title contains "RUNNING"')" "3,2,1"
 check "phrase" "$(ids 'title contains "running shoes"')" "1"
 check "phrase of stems" "$(ids 'title contains "shoes running"')" "3,2"
@@ -126,6 +129,7 @@ printf '%s\n' '{"update": "id:doc:doc::2", "fields": {"title": {"assign": "A red
 expect_ok "update and remove" "$STRATA" feed "$APP" "$T/ops.jsonl"
 check "updated: old words gone" "$(ids 'title contains "shoe"')" "1"
 check "updated: new words found" "$(ids 'title contains "sandals"')" "2"
+check "updated: the field outside the document follows" "$(ids 'heading contains "sandals"')" "2"
 check "updated: untouched field kept" "$(ids 'tag contains "new york"')" "2,1"
 check "removed" "$(ids 'title contains "cafe"')" ""
 
