@@ -7,6 +7,7 @@
 #   make deps-test  the same, plus the packages only the tests need
 #   make unit       the cmocka unit tests          make e2e   the CLI end-to-end tests
 #   make asan       the unit and end-to-end tests under AddressSanitizer + UndefinedBehaviorSanitizer
+#   make fuzz-replay  the fuzz targets over their committed corpora
 #   make check-peer compare the runtime with ONNX Runtime's outputs (needs ../shared/peer)
 #   make bench      time the runtime against ONNX Runtime on the generated models (bench/README.md);
 #                   without ../shared/peer, Strata alone on models from build/bench/mkbench
@@ -65,7 +66,8 @@ TEST_LIB_OBJ := $(TEST_LIB_SRC:%.c=$(BUILD)/%.o)
 TOOLS_SRC  := tests/mkshop.c
 TOOLS      := $(BUILD)/tests/mkshop
 
-.PHONY: all test unit e2e avx2 asan tsan demo deps deps-test check check-peer peer bench install clean layers
+.PHONY: all test unit e2e avx2 asan tsan demo deps deps-test check check-peer peer bench install \
+        clean layers fuzz-replay
 # Objects made by pattern chains (tests/test_x.o) are kept, not deleted as intermediates.
 .SECONDARY:
 all: $(LIB) $(CLI)
@@ -184,6 +186,27 @@ tsan:
 	  echo "== build-tsan/tests/test_$$t"; \
 	  TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/test_$$t || exit 1; \
 	done; echo "tsan: $(words $(TSAN_TESTS)) test programs clean"
+
+# ---- fuzzing ------------------------------------------------------------------------
+# One fuzz target per input the library parses (tests/fuzz/harness.h says
+# how they are written): .sd schemas (sd) and rank expressions (expr).
+#
+# make fuzz-replay runs them without libFuzzer (tests/fuzz/replay.c) over
+# the committed corpora, tests/fuzz/corpus/<target>, so that every input
+# that once crashed stays a test.
+FUZZ_TARGETS  := sd expr
+FUZZ_HARNESS_OBJ := $(BUILD)/tests/fuzz/harness.o $(BUILD)/tests/modelbuild.o
+REPLAYS       := $(FUZZ_TARGETS:%=$(BUILD)/tests/fuzz/replay_%)
+
+# A target driven by replay.c, in any build.
+$(BUILD)/tests/fuzz/replay_%: $(BUILD)/tests/fuzz/fuzz_%.o $(BUILD)/tests/fuzz/replay.o \
+                              $(FUZZ_HARNESS_OBJ) $(LIB)
+	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/tests/fuzz/replay.o $(FUZZ_HARNESS_OBJ) $(LIB) $(LDLIBS)
+
+fuzz-replay: $(REPLAYS)
+	@for t in $(FUZZ_TARGETS); do \
+	  $(BUILD)/tests/fuzz/replay_$$t tests/fuzz/corpus/$$t || exit 1; \
+	done
 
 # ---- the example application ------------------------------------------------------
 # Deploys schemas/shop into build/demo/shop with a generated model and 40

@@ -1,0 +1,328 @@
+/*
+ * harness.c: the fuzz targets' shared fixtures (harness.h): the leak check,
+ * temporary folders, the model handed to fuzzed applications and made-up
+ * documents for ranking.
+ *
+ * This is test code: it allocates its own memory with malloc, never with
+ * the library's allocator, so that the live-byte count is the library's
+ * alone; and it aborts on anything it cannot set up.
+ */
+#include <errno.h>
+#include <ftw.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "../../rank/rank_int.h"
+#include "../modelbuild.h"
+
+/* ---- the leak check and failures --------------------------------------------------- */
+
+uint64_t fuzz_live_bytes(void)
+{
+	struct base_alloc_stats st;
+	base_alloc_stats(&st);
+	return st.live_bytes;
+}
+
+void fuzz_fail(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fputs("fuzz: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+	abort();
+}
+
+void fuzz_check_live(uint64_t before, const char *target)
+{
+	uint64_t now = fuzz_live_bytes();
+	if (now != before)
+		fuzz_fail("%s: the library's live heap went from %llu to %llu bytes over one input "
+		          "(a leak, or a block freed with the wrong size)",
+		          target, (unsigned long long)before, (unsigned long long)now);
+}
+
+/* ---- temporary folders ----------------------------------------------------------------- */
+
+#define MAX_TEMPDIRS 8
+static char *tempdirs[MAX_TEMPDIRS];
+static char *subdirs[MAX_TEMPDIRS]; /* fuzz_appdir's schemas/ of tempdirs[i], or NULL */
+static int ntempdirs;
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	remove(path);
+	return 0;
+}
+
+static void remove_tempdirs(void)
+{
+	for (int i = 0; i < ntempdirs; i++) {
+		nftw(tempdirs[i], remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+		free(tempdirs[i]);
+		free(subdirs[i]);
+	}
+	ntempdirs = 0;
+}
+
+const char *fuzz_tempdir(void)
+{
+	struct stat st;
+	const char *root = getenv("TMPDIR");
+	if (stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) && access("/dev/shm", W_OK) == 0)
+		root = "/dev/shm";
+	else if (!root || !*root)
+		root = "/tmp";
+	if (ntempdirs == MAX_TEMPDIRS)
+		fuzz_fail("more than %d temporary folders", MAX_TEMPDIRS);
+	size_t n = strlen(root) + 32;
+	char *dir = malloc(n);
+	if (!dir)
+		fuzz_fail("out of memory");
+	snprintf(dir, n, "%s/strata-fuzz-XXXXXX", root);
+	if (!mkdtemp(dir))
+		fuzz_fail("mkdtemp %s: %s", dir, strerror(errno));
+	if (ntempdirs == 0)
+		atexit(remove_tempdirs);
+	tempdirs[ntempdirs++] = dir;
+	return dir;
+}
+
+void fuzz_write(const char *dir, const char *name, const void *data, size_t n)
+{
+	char path[4096];
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	FILE *f = fopen(path, "wb");
+	if (!f || fwrite(data, 1, n, f) != n || fclose(f) != 0)
+		fuzz_fail("writing %s: %s", path, strerror(errno));
+}
+
+const char *fuzz_appdir(const char **schemas)
+{
+	const char *dir = fuzz_tempdir();
+	size_t n = strlen(dir) + sizeof "/schemas";
+	char *sub = malloc(n);
+	if (!sub)
+		fuzz_fail("out of memory");
+	snprintf(sub, n, "%s/schemas", dir);
+	if (mkdir(sub, 0700) != 0)
+		fuzz_fail("mkdir %s: %s", sub, strerror(errno));
+	subdirs[ntempdirs - 1] = sub;
+	*schemas = sub;
+	return dir;
+}
+
+/* ---- the model of fuzzed applications ------------------------------------------------ */
+
+static void *model_bytes;
+static size_t model_size;
+
+static void free_model_bytes(void)
+{
+	free(model_bytes);
+	model_bytes = NULL;
+}
+
+int fuzz_load_model(void *ud, const char *file, const char *path, struct rt_model **out,
+                    struct strata_error *err)
+{
+	(void)ud;
+	(void)file;
+	(void)path;
+	if (!model_bytes) {
+		static const float w[4] = { 0.5f, -1, 2, 0.25f };
+		const char *names[2] = { "batch", "" };
+		struct mb_model *m = mb_new("fuzz", 17);
+		mb_input(m, "x", BASE_DT_FLOAT, 2, (int64_t[]){ -1, 4 }, names);
+		mb_output(m, "y", BASE_DT_FLOAT, 2, (int64_t[]){ -1, 4 }, names);
+		mb_init(m, "w", BASE_DT_FLOAT, 1, (int64_t[]){ 4 }, w);
+		mb_node(m, "Mul", "x,w", "y");
+		if (mb_serialize(m, &model_bytes, &model_size) != 0)
+			fuzz_fail("serializing the fixture model");
+		mb_free(m);
+		atexit(free_model_bytes);
+	}
+	return runtime_model_load_buffer(model_bytes, model_size, NULL, out, err);
+}
+
+int fuzz_rank_load(const char *appdir, struct rank_app **out, struct strata_error *err)
+{
+	struct rank_loader loader = { fuzz_load_model, NULL };
+	return rank_app_load_with(appdir, &loader, out, err);
+}
+
+/* ---- made-up documents -------------------------------------------------------------------- */
+
+#define NDOCS 4
+#define DOC_MAX_BYTES ((size_t)1 << 20) /* a field value larger than this is left missing */
+
+struct docs {
+	const struct rank_schema *s;
+	int nfields;
+	void **vals;     /* [field * NDOCS + lid], malloc'd; NULL: no value */
+};
+
+static void *field_value(const struct rank_field *f, uint32_t lid)
+{
+	int cell;
+	size_t n = 1;
+	switch (f->type) {
+	case RANK_FT_INT: cell = BASE_DT_INT32; break;
+	case RANK_FT_LONG: cell = BASE_DT_INT64; break;
+	case RANK_FT_FLOAT: cell = BASE_DT_FLOAT; break;
+	case RANK_FT_DOUBLE: cell = BASE_DT_DOUBLE; break;
+	case RANK_FT_BOOL: cell = BASE_DT_UINT8; break;
+	case RANK_FT_TENSOR:
+		cell = f->cell;
+		for (int d = 0; d < f->rank; d++) {
+			if (f->dims[d] <= 0 || (size_t)f->dims[d] > DOC_MAX_BYTES / n)
+				return NULL;
+			n *= (size_t)f->dims[d];
+		}
+		break;
+	default:
+		return NULL; /* strings are not read through attributes */
+	}
+	size_t esz = base_dtype_size(cell);
+	if (!esz || n > DOC_MAX_BYTES / esz)
+		return NULL;
+	void *v = malloc(n * esz);
+	if (!v)
+		fuzz_fail("out of memory");
+	for (size_t i = 0; i < n; i++) {
+		double x = (double)((i * 7 + lid * 3) % 11) - 5 + 0.25 * lid;
+		if (cell == BASE_DT_BFLOAT16)
+			((uint16_t *)v)[i] = base_f32_to_bf16((float)x);
+		else if (cell == BASE_DT_UINT8)
+			((uint8_t *)v)[i] = (uint8_t)((i + lid) & 1);
+		else
+			base_store_double(cell, v, i, x);
+	}
+	return v;
+}
+
+static void docs_init(struct docs *d, const struct rank_schema *s)
+{
+	d->s = s;
+	d->nfields = rank_schema_nfields(s);
+	d->vals = calloc((size_t)d->nfields * NDOCS + 1, sizeof *d->vals);
+	if (!d->vals)
+		fuzz_fail("out of memory");
+	for (int f = 0; f < d->nfields; f++)
+		for (uint32_t lid = 0; lid + 1 < NDOCS; lid++)
+			d->vals[f * NDOCS + lid] = field_value(rank_schema_field(s, f), lid);
+}
+
+static void docs_free(struct docs *d)
+{
+	for (int i = 0; i < d->nfields * NDOCS; i++)
+		free(d->vals[i]);
+	free(d->vals);
+}
+
+static const void *docs_attr(void *ud, int field, uint32_t lid)
+{
+	struct docs *d = ud;
+	if (field < 0 || field >= d->nfields || lid >= NDOCS)
+		fuzz_fail("ranking asked for field %d of document %u (%d fields, %d documents)", field,
+		          lid, d->nfields, NDOCS);
+	return d->vals[field * NDOCS + lid];
+}
+
+/* ---- running profiles ----------------------------------------------------------------- */
+
+static volatile double sink;
+
+/* Every cell of a feature is read: a wrong count or a dangling pointer
+ * shows under the sanitizers. */
+static int feature_cb(void *ud, const struct rank_feature *f)
+{
+	(void)ud;
+	size_t n = 1;
+	for (int i = 0; i < f->rank; i++)
+		n *= (size_t)f->dims[i];
+	if (n != f->ncells || !f->name)
+		fuzz_fail("feature %s: %zu cells for its dimensions, %zu given",
+		          f->name ? f->name : "(no name)", n, f->ncells);
+	double s = 0;
+	for (size_t i = 0; i < f->ncells; i++)
+		s += f->cells[i];
+	sink = s;
+	return 0;
+}
+
+static void set_inputs(struct rank_query *q, const struct rank_profile *p)
+{
+	struct strata_error err = { 0 };
+	for (int i = 0; i < rank_profile_ninputs(p); i++) {
+		const struct rank_input_info *in = rank_profile_input(p, i);
+		if (in->ncells > DOC_MAX_BYTES / sizeof(double))
+			continue;
+		double *cells = malloc((in->ncells + 1) * sizeof *cells);
+		if (!cells)
+			fuzz_fail("out of memory");
+		for (size_t k = 0; k < in->ncells; k++)
+			cells[k] = (double)(k % 7) - 3 + 0.5;
+		if (rank_query_set_input(q, in->name, cells, in->ncells, &err) != 0)
+			fuzz_fail("query(%s): a declared input of %zu cells refused: %s", in->name,
+			          in->ncells, err.msg);
+		free(cells);
+	}
+	/* The first tensor attribute and input that fit make the nearestNeighbor item. */
+	const struct rank_schema *s = p->schema;
+	for (int f = 0; f < rank_schema_nfields(s); f++) {
+		const struct rank_field *rf = rank_schema_field(s, f);
+		if (rf->type != RANK_FT_TENSOR || !rf->attribute)
+			continue;
+		for (int i = 0; i < rank_profile_ninputs(p); i++)
+			if (rank_query_set_nn(q, rf->name, rank_profile_input(p, i)->name, &err) == 0)
+				return;
+	}
+}
+
+static void run_profile(const struct rank_profile *p, struct docs *d)
+{
+	static const uint32_t lids[NDOCS] = { 0, 1, 2, 3 };
+	struct rank_docs rd = { d, docs_attr };
+	struct strata_error err = { 0 };
+	struct rank_query *q;
+	char *explain = rank_profile_explain(p);
+	base_strfree(explain);
+	if (rank_query_new(p, &q, &err) != 0)
+		return;
+	set_inputs(q, p);
+	double first[NDOCS], second[NDOCS];
+	if (rank_query_first_phase(q, &rd, lids, NDOCS, first, &err) == 0 &&
+	    (!rank_profile_has_second_phase(p) ||
+	     rank_query_second_phase(q, &rd, lids, first, NDOCS, second, &err) == 0)) {
+		for (int i = 0; i < NDOCS; i++) {
+			rank_query_features(q, &rd, lids[i], first[i], RANK_MATCH_FEATURES, feature_cb,
+			                    NULL, &err);
+			rank_query_features(q, &rd, lids[i], first[i], RANK_SUMMARY_FEATURES, feature_cb,
+			                    NULL, &err);
+		}
+	}
+	rank_query_free(q);
+}
+
+void fuzz_rank_run(const struct rank_app *app)
+{
+	for (int i = 0; i < rank_app_nschemas(app); i++) {
+		const struct rank_schema *s = rank_app_schema(app, i);
+		struct docs d;
+		docs_init(&d, s);
+		for (int k = 0; k < s->nprofiles; k++)
+			run_profile(&s->profiles[k], &d);
+		docs_free(&d);
+	}
+}
