@@ -1,7 +1,8 @@
 /*
  * harness.c: the fuzz targets' shared fixtures (harness.h): the leak check,
- * temporary folders, the model handed to fuzzed applications and made-up
- * documents for ranking.
+ * temporary folders, the model handed to fuzzed applications, made-up
+ * documents for ranking, and the engine application that the feed and YQL
+ * targets work on.
  *
  * This is test code: it allocates its own memory with malloc, never with
  * the library's allocator, so that the live-byte count is the library's
@@ -9,6 +10,7 @@
  */
 #include <errno.h>
 #include <ftw.h>
+#include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -325,4 +327,161 @@ void fuzz_rank_run(const struct rank_app *app)
 			run_profile(&s->profiles[k], &d);
 		docs_free(&d);
 	}
+}
+
+/* ---- the engine fixture ------------------------------------------------------------------- */
+
+static const char engine_doc_sd[] =
+	"schema doc {\n"
+	"  document doc {\n"
+	"    field title type string { indexing: summary | attribute }\n"
+	"    field body type string { indexing: summary }\n"
+	"    field n type int { indexing: summary | attribute }\n"
+	"    field l type long { indexing: summary | attribute }\n"
+	"    field f type float { indexing: summary | attribute }\n"
+	"    field d type double { indexing: summary | attribute }\n"
+	"    field b type bool { indexing: summary | attribute }\n"
+	"    field emb type tensor<float>(x[4]) {\n"
+	"      indexing: summary | attribute\n"
+	"      attribute { distance-metric: angular }\n"
+	"    }\n"
+	"    field m type tensor<double>(x[2],y[3]) { indexing: summary | attribute }\n"
+	"    field i8 type tensor<int8>(x[3]) { indexing: summary | attribute }\n"
+	"    field bf type tensor<bfloat16>(x[2]) { indexing: summary | attribute }\n"
+	"    field i32 type tensor<int32>(x[2]) { indexing: summary | attribute }\n"
+	"    field i64 type tensor<int64>(x[2]) { indexing: summary }\n"
+	"  }\n"
+	"  rank-profile default {\n"
+	"    inputs { query(q) tensor<float>(x[4]) }\n"
+	"    first-phase { expression: attribute(f) + attribute(n) + closeness(field, emb) }\n"
+	"    second-phase {\n"
+	"      rerank-count: 2\n"
+	"      expression: firstPhase + sum(attribute(m)) + sum(attribute(i8))\n"
+	"    }\n"
+	"    match-features: attribute(d) attribute(emb) firstPhase\n"
+	"    summary-features: sum(attribute(bf) * attribute(i32))\n"
+	"  }\n"
+	"}\n";
+
+static const char engine_other_sd[] =
+	"schema other {\n"
+	"  document other {\n"
+	"    field name type string { indexing: summary | attribute }\n"
+	"    field score type double { indexing: attribute }\n"
+	"  }\n"
+	"  rank-profile default {\n"
+	"    inputs { query(q) tensor<float>(x[4]) }\n"
+	"    first-phase { expression: attribute(score) }\n"
+	"  }\n"
+	"}\n";
+
+/* The example application's document type, so that its feed fits. */
+static const char engine_product_sd[] =
+	"schema product {\n"
+	"  document product {\n"
+	"    field title type string { indexing: summary | attribute }\n"
+	"    field brand type string { indexing: attribute | summary }\n"
+	"    field category type string { indexing: attribute | summary }\n"
+	"    field price type float { indexing: attribute | summary }\n"
+	"    field rating type float { indexing: attribute | summary }\n"
+	"    field in_stock type bool { indexing: attribute | summary }\n"
+	"    field embedding type tensor<float>(x[16]) {\n"
+	"      indexing: attribute | summary\n"
+	"      attribute { distance-metric: angular }\n"
+	"    }\n"
+	"  }\n"
+	"  rank-profile default {\n"
+	"    inputs { query(q) tensor<float>(x[4]) }\n"
+	"    first-phase { expression: attribute(rating) - attribute(price) / 100 }\n"
+	"  }\n"
+	"}\n";
+
+static const char *const engine_docs[] = {
+	"{\"put\": \"id:fz:doc::1\", \"fields\": {\"title\": \"lamp\", \"body\": \"a desk lamp\","
+	" \"n\": 3, \"l\": 40000000000, \"f\": 1.5, \"d\": -2.25, \"b\": true,"
+	" \"emb\": [1, 2, 3, 4], \"m\": [[1, 2, 3], [4, 5, 6]], \"i8\": [1, -2, 3],"
+	" \"bf\": [0.5, 2], \"i32\": [7, -8], \"i64\": [9, 10]}}",
+	"{\"put\": \"id:fz:doc::2\", \"fields\": {\"title\": \"chair\", \"n\": -1, \"f\": 30,"
+	" \"emb\": {\"values\": [0, 1, 0, 1]}, \"b\": false}}",
+	"{\"put\": \"id:fz:doc:g=blue:3\", \"fields\": {\"title\": \"desk\", \"d\": 1e10}}",
+	"{\"put\": \"id:fz:other::1\", \"fields\": {\"name\": \"x\", \"score\": 2}}",
+	"{\"put\": \"id:shop:product::1\", \"fields\": {\"title\": \"kettle\", \"price\": 25,"
+	" \"rating\": 4.5, \"in_stock\": true,"
+	" \"embedding\": [1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0.5]}}",
+};
+
+static struct strata *engine_db;
+
+static void close_engine(void)
+{
+	strata_close(engine_db);
+	engine_db = NULL;
+}
+
+static void feed_first_docs(struct strata *db)
+{
+	struct strata_error err = { 0 };
+	for (size_t i = 0; i < sizeof engine_docs / sizeof *engine_docs; i++)
+		if (strata_feed_json(db, engine_docs[i], &err) != 0)
+			fuzz_fail("the fixture's document %zu: %s", i, err.msg);
+}
+
+struct strata *fuzz_engine(void)
+{
+	if (engine_db)
+		return engine_db;
+	const char *sub;
+	const char *dir = fuzz_appdir(&sub);
+	fuzz_write(sub, "doc.sd", engine_doc_sd, sizeof engine_doc_sd - 1);
+	fuzz_write(sub, "other.sd", engine_other_sd, sizeof engine_other_sd - 1);
+	fuzz_write(sub, "product.sd", engine_product_sd, sizeof engine_product_sd - 1);
+	/* No pools: state kept for the next query would count as a leak. */
+	struct strata_options opts = { .pool_generations = -1 };
+	struct strata_error err = { 0 };
+	if (strata_open(dir, &opts, &engine_db, &err) != 0)
+		fuzz_fail("the fixture application: %s", err.msg);
+	atexit(close_engine);
+	feed_first_docs(engine_db);
+	return engine_db;
+}
+
+/* Read back and remove every document one query page lists; returns how
+ * many there were in all (totalCount). */
+static long remove_listed(struct strata *db)
+{
+	static const char list[] = "{\"yql\": \"select * from sources * where true\", \"hits\": 400}";
+	struct strata_error err = { 0 };
+	char *res;
+	if (strata_query_json(db, list, &res, &err) != 0)
+		fuzz_fail("listing the fixture's documents: %s", err.msg);
+	json_t *j = json_loads(res, 0, NULL);
+	strata_free(res);
+	json_t *root = json_object_get(j, "root");
+	json_t *total = json_object_get(json_object_get(root, "fields"), "totalCount");
+	if (!json_is_integer(total))
+		fuzz_fail("a result without root.fields.totalCount");
+	long n = (long)json_integer_value(total);
+	json_t *kids = json_object_get(root, "children");
+	for (size_t i = 0; i < json_array_size(kids); i++) {
+		const char *id = json_string_value(json_object_get(json_array_get(kids, i), "id"));
+		char *doc;
+		if (!id)
+			fuzz_fail("a hit without an id");
+		if (strata_get_json(db, id, &doc, &err) != 0)
+			fuzz_fail("document %s was listed but cannot be read: %s", id, err.msg);
+		strata_free(doc);
+		if (strata_remove(db, id, &err) != 0)
+			fuzz_fail("document %s was listed but cannot be removed: %s", id, err.msg);
+	}
+	json_decref(j);
+	return n;
+}
+
+void fuzz_engine_reset(struct strata *db)
+{
+	long n;
+	for (int round = 0; (n = remove_listed(db)) > 0; round++)
+		if (round == 1000)
+			fuzz_fail("%ld documents left after removing 1000 pages of them", n);
+	feed_first_docs(db);
 }

@@ -30,6 +30,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../../engine/strata.h"
 #include "../../rank/rank.h"
 
 /* What a target defines; LLVMFuzzerInitialize is optional (it makes what
@@ -76,5 +77,20 @@ int fuzz_rank_load(const char *appdir, struct rank_app **out, struct strata_erro
  * EXPLAIN dump.  Errors of evaluation are outcomes, not findings; what it
  * checks aborts. */
 void fuzz_rank_run(const struct rank_app *app);
+
+/* ---- the engine fixture ------------------------------------------------------------ */
+
+/* An application opened once per process, in a temporary folder, with
+ * three document types ("doc": a field of every type, "other", and the
+ * example application's "product") and a few documents
+ * (fuzz_engine_reset puts them back).  Call it from LLVMFuzzerInitialize:
+ * what it allocates must be there before the first input's count.  Aborts
+ * when it cannot be made. */
+struct strata *fuzz_engine(void);
+
+/* Bring the fixture's store back to its first documents: every document
+ * a query lists is read back (which must succeed) and removed, then the
+ * first documents are put again. */
+void fuzz_engine_reset(struct strata *db);
 
 #endif
