@@ -189,13 +189,13 @@ tsan:
 
 # ---- fuzzing ------------------------------------------------------------------------
 # One fuzz target per input the library parses (tests/fuzz/harness.h says
-# how they are written): .sd schemas (sd), rank expressions (expr), YQL
-# (yql) and feeds of document operations (feed).
+# how they are written): ONNX models (onnx), .sd schemas (sd), rank
+# expressions (expr), YQL (yql) and feeds of document operations (feed).
 #
 # make fuzz-replay runs them without libFuzzer (tests/fuzz/replay.c) over
 # the committed corpora, tests/fuzz/corpus/<target>, so that every input
 # that once crashed stays a test.
-FUZZ_TARGETS  := sd expr yql feed
+FUZZ_TARGETS  := onnx sd expr yql feed
 FUZZ_HARNESS_OBJ := $(BUILD)/tests/fuzz/harness.o $(BUILD)/tests/modelbuild.o
 REPLAYS       := $(FUZZ_TARGETS:%=$(BUILD)/tests/fuzz/replay_%)
 
