@@ -8,7 +8,7 @@
 #   make unit       the cmocka unit tests          make e2e   the CLI end-to-end tests
 #   make asan       the unit and end-to-end tests under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make fuzz       build the fuzz targets with clang and libFuzzer, run each for FUZZ_SECONDS
-#   make fuzz-replay  the fuzz targets over their committed corpora
+#   make fuzz-replay  the fuzz targets over their committed corpora (part of make test)
 #   make check-peer compare the runtime with ONNX Runtime's outputs (needs ../shared/peer)
 #   make bench      time the runtime against ONNX Runtime on the generated models (bench/README.md);
 #                   without ../shared/peer, Strata alone on models from build/bench/mkbench
@@ -131,12 +131,14 @@ deps-fuzz: deps
 	$(call install_missing,$(DEB_FUZZ_PKGS))
 
 # ---- tests ----------------------------------------------------------------------
-# make test: everything CI runs.  Unit tests, the CLI end-to-end script, the
-# ONNX conformance suites, the unit and conformance tests again on the AVX2
-# kernels, then unit, end-to-end and conformance under ASan + UBSan.
+# make test: everything CI runs.  Unit tests, the fuzz targets over their
+# committed corpora, the CLI end-to-end script, the ONNX conformance suites,
+# the unit and conformance tests again on the AVX2 kernels, then unit,
+# corpora, end-to-end and conformance under ASan + UBSan.
 test: deps deps-test
 	$(MAKE) all $(TEST_BINS) $(TOOLS) $(CONFORMANCE)
 	$(MAKE) unit
+	$(MAKE) fuzz-replay
 	$(MAKE) e2e
 	$(MAKE) conformance
 	$(MAKE) avx2
@@ -178,7 +180,7 @@ avx2: $(TEST_BINS) $(CONFORMANCE) $(CLI)
 ASAN_SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 asan:
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
-	  $(MAKE) BUILD=build-asan SAN='$(ASAN_SAN)' DEBUG=1 OPT='-O1 -g' unit e2e conformance
+	  $(MAKE) BUILD=build-asan SAN='$(ASAN_SAN)' DEBUG=1 OPT='-O1 -g' unit fuzz-replay e2e conformance
 
 # The tests that run threads (the session buffer pool, compiled contexts
 # loaded by several threads, queries sharing an application and its pools)
@@ -210,8 +212,8 @@ tsan:
 # target fails.  Once fixed, that input goes into tests/fuzz/corpus/<target>.
 #
 # make fuzz-replay runs the same targets without libFuzzer (tests/fuzz/replay.c)
-# over the committed corpora, so that every input that once crashed stays a
-# test.
+# over the committed corpora, so every input that once crashed stays a
+# test; make test runs it in the normal and the asan build.
 FUZZ_TARGETS  := onnx sd expr yql feed
 FUZZ_SECONDS  ?= 60
 FUZZ_ARGS     ?=
