@@ -58,11 +58,14 @@ static void set_cells(struct rank_val *v, const void *cells, int cell)
 	v->cell = cell;
 }
 
-/* A lambda run per cell: its parameters go to locals base and base + 1. */
+/* A lambda run per cell: its parameters go to locals base and, for a join's
+ * two, base + 1.  A map's lambda has one local only: the slot after it may
+ * be the first of the value stack. */
 struct lambda {
 	struct vm *x;
 	int pc, base;
 	struct rank_val *sp;
+	int nparams;
 };
 
 static double run_lambda(void *ud, double a, double b)
@@ -70,7 +73,8 @@ static double run_lambda(void *ud, double a, double b)
 	struct lambda *l = ud;
 	struct rank_val r;
 	set_num(&l->x->locals[l->base], a);
-	set_num(&l->x->locals[l->base + 1], b);
+	if (l->nparams == 2)
+		set_num(&l->x->locals[l->base + 1], b);
 	/* Lambda bodies are scalar code (compile.c admits no features there),
 	 * so they cannot fail. */
 	int rc = exec(l->x, l->pc, l->sp, &r);
@@ -194,7 +198,7 @@ static int exec(struct vm *x, int pc, struct rank_val *sp, struct rank_val *res)
 			return 0;
 		case RANK_OP_MAP: {
 			if (in->t == 0) { /* map over a number */
-				struct lambda l = { x, in->a, in->b, sp };
+				struct lambda l = { x, in->a, in->b, sp, 1 };
 				sp[-1].num = run_lambda(&l, sp[-1].num, 0.0);
 				break;
 			}
@@ -205,7 +209,7 @@ static int exec(struct vm *x, int pc, struct rank_val *sp, struct rank_val *res)
 				return oom(x);
 			struct rank_val v = sp[-1];
 			if (in->a >= 0) {
-				struct lambda l = { x, in->a, in->b, sp };
+				struct lambda l = { x, in->a, in->b, sp, 1 };
 				for (size_t i = 0; i < n; i++)
 					r[i] = run_lambda(&l, rank_cell(v.cell, v.cells, i), 0.0);
 			} else {
@@ -217,7 +221,7 @@ static int exec(struct vm *x, int pc, struct rank_val *sp, struct rank_val *res)
 		}
 		case RANK_OP_JOIN: {
 			double *r;
-			struct lambda l = { x, in->a, in->b, sp };
+			struct lambda l = { x, in->a, in->b, sp, 2 };
 			if (in->t == 0) { /* two numbers through a lambda */
 				sp[-2].num = run_lambda(&l, sp[-2].num, sp[-1].num);
 				sp--;
