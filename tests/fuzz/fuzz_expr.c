@@ -97,7 +97,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	char text[sizeof head + sizeof tail];
 	snprintf(text, sizeof text, "%s0%s", head, tail);
 	fuzz_write(schemas, "fz.sd", text, strlen(text));
-	if (fuzz_rank_load(appdir, &app, &err) != 0)
+	if (fuzz_rank_load(appdir, NULL, &app, &err) != 0)
 		fuzz_fail("the expression fixture does not load: %s", err.msg);
 	rank_app_free(app);
 	return 0;
@@ -124,7 +124,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		memcpy(expr + len, tail, sizeof tail);
 		fuzz_write(schemas, "fz.sd", text, n);
 		struct rank_app *app;
-		rc = fuzz_rank_load(appdir, &app, &err);
+		rc = fuzz_rank_load(appdir, NULL, &app, &err);
 		if (rc == STRATA_PARSE)
 			fuzz_fail("the expression parses alone, not as a first phase: %s", err.msg);
 		if (rc == 0) {

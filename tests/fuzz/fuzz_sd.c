@@ -6,8 +6,8 @@
  * resolved.  A failure must carry its position ("fuzz.sd:LINE:COL: ...").
  * Text that parses is then loaded as an application the way strata deploy
  * does (rank_app_load: types checked, every expression compiled, each
- * onnx-model given a small fixed model), and every profile is evaluated
- * over made-up documents (harness.c).
+ * onnx-model given a model made to fit its block), and every profile is
+ * evaluated over made-up documents (harness.c).
  */
 #include <string.h>
 
@@ -40,10 +40,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct strata_error err = { 0 };
 	struct rank_sd *sd;
 	int rc = rank_sd_parse("fuzz.sd", (const char *)data, size, &sd, &err);
-	if (rc == 0) {
-		rc = rank_sd_resolve(sd, &err);
+	if (rc == 0 && (rc = rank_sd_resolve(sd, &err)) != 0)
 		rank_sd_free(sd);
-	}
 	if (rc) {
 		check_message(rc, &err, "fuzz.sd");
 		fuzz_check_live(live, "sd");
@@ -51,7 +49,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	fuzz_write(schemas, "fuzz.sd", data, size);
 	struct rank_app *app;
-	rc = fuzz_rank_load(appdir, &app, &err);
+	rc = fuzz_rank_load(appdir, sd, &app, &err);
+	rank_sd_free(sd);
 	if (rc == STRATA_PARSE)
 		fuzz_fail("parsed from memory, but its application fails to parse: %s", err.msg);
 	if (rc == 0) {

@@ -126,6 +126,76 @@ const char *fuzz_appdir(const char **schemas)
 
 /* ---- the model of fuzzed applications ------------------------------------------------ */
 
+#define MAX_NAMES 32
+
+static void add_name(const char **names, int *n, const char *name)
+{
+	if (!name || !*name || strchr(name, ',') || *n == MAX_NAMES)
+		return;
+	for (int i = 0; i < *n; i++)
+		if (strcmp(names[i], name) == 0)
+			return;
+	names[(*n)++] = name;
+}
+
+static void decl_names(const struct rank_model_decl *d, int nd, const char *file,
+                       const char **in, int *nin, const char **out, int *nout)
+{
+	for (int i = 0; i < nd; i++) {
+		if (!d[i].file || strcmp(d[i].file, file) != 0)
+			continue;
+		for (int k = 0; k < d[i].ninputs; k++)
+			add_name(in, nin, d[i].inputs[k].name);
+		for (int k = 0; k < d[i].noutputs; k++)
+			add_name(out, nout, d[i].outputs[k].name);
+	}
+}
+
+/* The model the onnx-model blocks of sd that name file describe: a float
+ * input of any shape for each input they map, and each output they name
+ * (or "y") a float [batch, 1] copy of one of the inputs.  1 when no block
+ * names file, none maps an input, or every output is named as an input. */
+static int described_model(const struct rank_sd *sd, const char *file, struct rt_model **model,
+                           struct strata_error *err)
+{
+	const char *in[MAX_NAMES], *out[MAX_NAMES];
+	int nin = 0, nout = 0;
+	decl_names(sd->models, sd->nmodels, file, in, &nin, out, &nout);
+	for (int p = 0; p < sd->nprofiles; p++)
+		decl_names(sd->profiles[p].models, sd->profiles[p].nmodels, file, in, &nin, out, &nout);
+	if (nin == 0)
+		return 1;
+	if (nout == 0)
+		out[nout++] = "y";
+	/* A name may not be an input and an output both. */
+	int k = 0;
+	for (int o = 0; o < nout; o++) {
+		int clash = 0;
+		for (int i = 0; i < nin; i++)
+			clash |= strcmp(out[o], in[i]) == 0;
+		if (!clash)
+			out[k++] = out[o];
+	}
+	if ((nout = k) == 0)
+		return 1;
+	const char *names[2] = { "batch", "" };
+	struct mb_model *m = mb_new("fuzz", 17);
+	for (int i = 0; i < nin; i++)
+		mb_input(m, in[i], BASE_DT_FLOAT, -1, NULL, NULL);
+	for (int o = 0; o < nout; o++) {
+		mb_output(m, out[o], BASE_DT_FLOAT, 2, (int64_t[]){ -1, 1 }, names);
+		mb_node(m, "Identity", in[o % nin], out[o]);
+	}
+	void *bytes;
+	size_t size;
+	if (mb_serialize(m, &bytes, &size) != 0)
+		fuzz_fail("serializing a model");
+	mb_free(m);
+	int rc = runtime_model_load_buffer(bytes, size, NULL, model, err);
+	free(bytes);
+	return rc;
+}
+
 static void *model_bytes;
 static size_t model_size;
 
@@ -138,9 +208,10 @@ static void free_model_bytes(void)
 int fuzz_load_model(void *ud, const char *file, const char *path, struct rt_model **out,
                     struct strata_error *err)
 {
-	(void)ud;
-	(void)file;
 	(void)path;
+	int rc = ud ? described_model(ud, file, out, err) : 1;
+	if (rc <= 0)
+		return rc;
 	if (!model_bytes) {
 		static const float w[4] = { 0.5f, -1, 2, 0.25f };
 		const char *names[2] = { "batch", "" };
@@ -157,9 +228,10 @@ int fuzz_load_model(void *ud, const char *file, const char *path, struct rt_mode
 	return runtime_model_load_buffer(model_bytes, model_size, NULL, out, err);
 }
 
-int fuzz_rank_load(const char *appdir, struct rank_app **out, struct strata_error *err)
+int fuzz_rank_load(const char *appdir, const struct rank_sd *sd, struct rank_app **out,
+                   struct strata_error *err)
 {
-	struct rank_loader loader = { fuzz_load_model, NULL };
+	struct rank_loader loader = { fuzz_load_model, (void *)sd };
 	return rank_app_load_with(appdir, &loader, out, err);
 }
 

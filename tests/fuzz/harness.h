@@ -61,14 +61,22 @@ void fuzz_write(const char *dir, const char *name, const void *data, size_t n);
 
 /* ---- rank applications ---------------------------------------------------------- */
 
-/* The model every onnx-model of a fuzzed application gets, whatever its
- * file: y = x * w, x and y float [batch, 4] (a rank_loader callback, so no
- * model file is read). */
+struct rank_sd;
+
+/* The rank_loader callback of fuzzed applications; no model file is read.
+ * With ud NULL, every onnx-model gets y = x * w, x and y float [batch, 4].
+ * With ud a parsed schema (struct rank_sd), the model for file is made to
+ * fit the onnx-model blocks that name it: a float input of any shape for
+ * each input they map, and for each output they name (or "y") a float
+ * [batch, 1] copy of one of the inputs (which may not be [batch, 1] at run
+ * time); the fixed model when that cannot be made. */
 int fuzz_load_model(void *ud, const char *file, const char *path, struct rt_model **out,
                     struct strata_error *err);
 
-/* Load the application in appdir with fuzz_load_model as its loader. */
-int fuzz_rank_load(const char *appdir, struct rank_app **out, struct strata_error *err);
+/* Load the application in appdir with fuzz_load_model as its loader, whose
+ * ud is sd (may be NULL). */
+int fuzz_rank_load(const char *appdir, const struct rank_sd *sd, struct rank_app **out,
+                   struct strata_error *err);
 
 /* Evaluate every rank profile of app over a few made-up documents whose
  * attributes have the declared types (the last document has none): query
