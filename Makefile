@@ -206,6 +206,8 @@ tsan:
 # tests/fuzz/corpus/<target> and, when $(FUZZ_SHARED) exists, with real
 # inputs from it: schemas, feeds, models and the expressions of those
 # schemas (never committed); the ONNX test data's models seed onnx too.
+# tests/fuzz/<target>.dict, where there is one, is the target's libFuzzer
+# dictionary: the keywords and names that mutations splice in.
 # FUZZ_ARGS go to every libFuzzer run (e.g. FUZZ_ARGS='-jobs=1 -workers=1').
 # Each run's output is in build-fuzz/fuzz-<target>.log; an input that
 # crashes is saved as build-fuzz/artifacts/<target>-crash-<sha1> and the
@@ -249,9 +251,10 @@ fuzz: deps-fuzz
 	for t in $(FUZZ_TARGETS); do \
 	  echo "fuzz: $$t for $(FUZZ_SECONDS) s"; \
 	  log=build-fuzz/fuzz-$$t.log; rm -f build-fuzz/fuzz-0.log; \
+	  dict=; if [ -f tests/fuzz/$$t.dict ]; then dict=-dict=../tests/fuzz/$$t.dict; fi; \
 	  (cd build-fuzz && $(FUZZ_ENV) ./tests/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) \
 	    -timeout=30 -rss_limit_mb=3072 -print_final_stats=1 -artifact_prefix=artifacts/$$t- \
-	    $(FUZZ_ARGS) corpus/$$t) >$$log 2>&1 || status=1; \
+	    $$dict $(FUZZ_ARGS) corpus/$$t) >$$log 2>&1 || status=1; \
 	  if [ -f build-fuzz/fuzz-0.log ]; then cat build-fuzz/fuzz-0.log >>$$log; fi; \
 	  grep -E '^#[0-9]+' $$log | tail -n 1; \
 	  grep -E '^stat::(number_of_executed_units|average_exec_per_sec|peak_rss_mb)' $$log \
