@@ -4,12 +4,12 @@
  * The input is the text of one expression (up to its first NUL byte, as
  * rank_expr_parse reads a C string).  A failure must carry its position
  * ("expr:LINE:COL: ...").  An expression that parses is then put into a
- * schema as the body of a profile's function fz, where it must parse
- * again, and the application is loaded (the expression typed and compiled
- * against fields of every type, query inputs, constants, functions and a
- * model) and evaluated over made-up documents (harness.c): the first and
- * second phases sum fz, and fz is a match feature, so a tensor result is
- * read cell by cell.
+ * schema as the body of a profile's function fz, where it must parse again
+ * (from memory, then as the application's file).  The application is
+ * loaded (the expression typed and compiled against fields of every type,
+ * query inputs, constants, functions and a model) and evaluated over
+ * made-up documents (harness.c): the first and second phases sum fz, and
+ * fz is a match feature, so a tensor result is read cell by cell.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,20 +86,41 @@ static const char tail[] =
 
 static const char *appdir, *schemas;
 
+/* Parse text (the schema with an expression in it) from memory, write it
+ * as the application's schema, load it and rank with it.  fixture: every
+ * step must succeed. */
+static void load_and_run(const char *text, size_t n, int fixture)
+{
+	struct strata_error err = { 0 };
+	struct rank_sd *sd;
+	int rc = rank_sd_parse("fz.sd", text, n, &sd, &err);
+	if (rc == 0 && (rc = rank_sd_resolve(sd, &err)) != 0)
+		rank_sd_free(sd);
+	if (rc == STRATA_PARSE || (rc && fixture))
+		fuzz_fail("the expression parses alone, not as a function's body: %s", err.msg);
+	if (rc)
+		return;
+	fuzz_write(schemas, "fz.sd", text, n);
+	struct rank_app *app;
+	rc = fuzz_rank_load(appdir, NULL, &app, &err);
+	if (rc == STRATA_PARSE || (rc && fixture))
+		fuzz_fail("the schema parses from memory, not as an application: %s", err.msg);
+	if (rc == 0) {
+		fuzz_rank_run(app, sd);
+		rank_app_free(app);
+	}
+	rank_sd_free(sd);
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	(void)argc;
 	(void)argv;
 	appdir = fuzz_appdir(&schemas);
 	/* The fixture itself must load, or every input would test nothing. */
-	struct strata_error err = { 0 };
-	struct rank_app *app;
 	char text[sizeof head + sizeof tail];
 	snprintf(text, sizeof text, "%s0%s", head, tail);
-	fuzz_write(schemas, "fz.sd", text, strlen(text));
-	if (fuzz_rank_load(appdir, NULL, &app, &err) != 0)
-		fuzz_fail("the expression fixture does not load: %s", err.msg);
-	rank_app_free(app);
+	load_and_run(text, strlen(text), 1);
 	return 0;
 }
 
@@ -122,15 +143,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (rc == 0) {
 		rank_ast_free(a);
 		memcpy(expr + len, tail, sizeof tail);
-		fuzz_write(schemas, "fz.sd", text, n);
-		struct rank_app *app;
-		rc = fuzz_rank_load(appdir, NULL, &app, &err);
-		if (rc == STRATA_PARSE)
-			fuzz_fail("the expression parses alone, not as a first phase: %s", err.msg);
-		if (rc == 0) {
-			fuzz_rank_run(app);
-			rank_app_free(app);
-		}
+		load_and_run(text, n, 0);
 	} else if (rc != STRATA_NOMEM && (err.code != rc || strncmp(err.msg, "expr:", 5) != 0)) {
 		fuzz_fail("error %d without its position: \"%s\"", rc, err.msg);
 	}

@@ -50,13 +50,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fuzz_write(schemas, "fuzz.sd", data, size);
 	struct rank_app *app;
 	rc = fuzz_rank_load(appdir, sd, &app, &err);
-	rank_sd_free(sd);
 	if (rc == STRATA_PARSE)
 		fuzz_fail("parsed from memory, but its application fails to parse: %s", err.msg);
 	if (rc == 0) {
-		fuzz_rank_run(app);
+		fuzz_rank_run(app, sd);
 		rank_app_free(app);
 	}
+	rank_sd_free(sd);
 	fuzz_check_live(live, "sd");
 	return 0;
 }

@@ -335,7 +335,8 @@ static int feature_cb(void *ud, const struct rank_feature *f)
 	return 0;
 }
 
-static void set_inputs(struct rank_query *q, const struct rank_profile *p)
+static void set_inputs(struct rank_query *q, const struct rank_profile *p,
+                       const struct rank_schema *s)
 {
 	struct strata_error err = { 0 };
 	for (int i = 0; i < rank_profile_ninputs(p); i++) {
@@ -353,7 +354,6 @@ static void set_inputs(struct rank_query *q, const struct rank_profile *p)
 		free(cells);
 	}
 	/* The first tensor attribute and input that fit make the nearestNeighbor item. */
-	const struct rank_schema *s = p->schema;
 	for (int f = 0; f < rank_schema_nfields(s); f++) {
 		const struct rank_field *rf = rank_schema_field(s, f);
 		if (rf->type != RANK_FT_TENSOR || !rf->attribute)
@@ -374,7 +374,7 @@ static void run_profile(const struct rank_profile *p, struct docs *d)
 	base_strfree(explain);
 	if (rank_query_new(p, &q, &err) != 0)
 		return;
-	set_inputs(q, p);
+	set_inputs(q, p, d->s);
 	double first[NDOCS], second[NDOCS];
 	if (rank_query_first_phase(q, &rd, lids, NDOCS, first, &err) == 0 &&
 	    (!rank_profile_has_second_phase(p) ||
@@ -389,16 +389,21 @@ static void run_profile(const struct rank_profile *p, struct docs *d)
 	rank_query_free(q);
 }
 
-void fuzz_rank_run(const struct rank_app *app)
+void fuzz_rank_run(const struct rank_app *app, const struct rank_sd *sd)
 {
-	for (int i = 0; i < rank_app_nschemas(app); i++) {
-		const struct rank_schema *s = rank_app_schema(app, i);
-		struct docs d;
-		docs_init(&d, s);
-		for (int k = 0; k < s->nprofiles; k++)
-			run_profile(&s->profiles[k], &d);
-		docs_free(&d);
+	const struct rank_schema *s = rank_app_schema_find(app, sd->name);
+	if (!s)
+		fuzz_fail("schema %s was parsed but is not in its application", sd->name);
+	struct docs d;
+	docs_init(&d, s);
+	for (int k = 0; k < sd->nprofiles; k++) {
+		const struct rank_profile *p = rank_profile_find(s, sd->profiles[k].name);
+		if (!p)
+			fuzz_fail("profile %s was parsed but is not in its application",
+			          sd->profiles[k].name);
+		run_profile(p, &d);
 	}
+	docs_free(&d);
 }
 
 /* ---- the engine fixture ------------------------------------------------------------------- */

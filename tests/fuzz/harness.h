@@ -78,13 +78,13 @@ int fuzz_load_model(void *ud, const char *file, const char *path, struct rt_mode
 int fuzz_rank_load(const char *appdir, const struct rank_sd *sd, struct rank_app **out,
                    struct strata_error *err);
 
-/* Evaluate every rank profile of app over a few made-up documents whose
- * attributes have the declared types (the last document has none): query
- * inputs set, a nearestNeighbor item where one fits, first and second
- * phase, match and summary features (every cell of each is read), and the
- * EXPLAIN dump.  Errors of evaluation are outcomes, not findings; what it
- * checks aborts. */
-void fuzz_rank_run(const struct rank_app *app);
+/* Evaluate, in app, every rank profile of sd (the resolved parse of app's
+ * schema) over a few made-up documents whose attributes have the declared
+ * types (the last document has none): query inputs set, a nearestNeighbor
+ * item where one fits, first and second phase, match and summary features
+ * (every cell of each is read), and the EXPLAIN dump.  Errors of
+ * evaluation are outcomes, not findings; what it checks aborts. */
+void fuzz_rank_run(const struct rank_app *app, const struct rank_sd *sd);
 
 /* ---- the engine fixture ------------------------------------------------------------ */
 
