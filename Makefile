@@ -258,7 +258,7 @@ fuzz: deps-fuzz
 	  if [ -f build-fuzz/fuzz-0.log ]; then cat build-fuzz/fuzz-0.log >>$$log; fi; \
 	  grep -E '^#[0-9]+' $$log | tail -n 1; \
 	  grep -E '^stat::(number_of_executed_units|average_exec_per_sec|peak_rss_mb)' $$log \
-	    | tr '\n' ' '; echo; \
+	    | awk '!seen[$$0]++' | tr '\n' ' '; echo; \
 	  if grep -qE 'ERROR: [A-Za-z]+Sanitizer|ERROR: libFuzzer|runtime error:|^fuzz: ' $$log; then \
 	    status=1; \
 	    grep -E 'ERROR: [A-Za-z]+Sanitizer|ERROR: libFuzzer|runtime error:|^fuzz: |Test unit written' $$log; \
