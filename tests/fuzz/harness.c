@@ -8,9 +8,11 @@
  * the library's allocator, so that the live-byte count is the library's
  * alone; and it aborts on anything it cannot set up.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
 #include <jansson.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,6 +79,27 @@ static void remove_tempdirs(void)
 	ntempdirs = 0;
 }
 
+/* A process that crashed (a finding, or each run of a crash being
+ * minimized) left its folders: "strata-fuzz-PID-*" whose PID is gone. */
+static void remove_stale(const char *root)
+{
+	DIR *d = opendir(root);
+	if (!d)
+		return;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		long pid;
+		char rest;
+		if (sscanf(de->d_name, "strata-fuzz-%ld-%c", &pid, &rest) != 2 || pid <= 0 ||
+		    kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+			continue;
+		char path[4096];
+		snprintf(path, sizeof path, "%s/%s", root, de->d_name);
+		nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+	}
+	closedir(d);
+}
+
 const char *fuzz_tempdir(void)
 {
 	struct stat st;
@@ -87,11 +110,13 @@ const char *fuzz_tempdir(void)
 		root = "/tmp";
 	if (ntempdirs == MAX_TEMPDIRS)
 		fuzz_fail("more than %d temporary folders", MAX_TEMPDIRS);
-	size_t n = strlen(root) + 32;
+	if (ntempdirs == 0)
+		remove_stale(root);
+	size_t n = strlen(root) + 64;
 	char *dir = malloc(n);
 	if (!dir)
 		fuzz_fail("out of memory");
-	snprintf(dir, n, "%s/strata-fuzz-XXXXXX", root);
+	snprintf(dir, n, "%s/strata-fuzz-%ld-XXXXXX", root, (long)getpid());
 	if (!mkdtemp(dir))
 		fuzz_fail("mkdtemp %s: %s", dir, strerror(errno));
 	if (ntempdirs == 0)

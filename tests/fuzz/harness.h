@@ -49,7 +49,8 @@ _Noreturn void fuzz_fail(const char *fmt, ...) __attribute__((format(printf, 1, 
 
 /* A new empty folder, under /dev/shm where there is one (the store's syncs
  * cost nothing there), else under $TMPDIR or /tmp.  It is removed with
- * everything in it when the process exits normally.  Aborts on failure. */
+ * everything in it when the process exits normally, and by the next
+ * process that makes one when this one crashed.  Aborts on failure. */
 const char *fuzz_tempdir(void);
 
 /* A new application folder (a fuzz_tempdir) with an empty schemas/ in it,
