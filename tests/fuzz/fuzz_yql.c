@@ -24,6 +24,16 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	return 0;
 }
 
+/* Free a text of json_dumps with jansson's own free function: the library
+ * may have given jansson its allocator. */
+static void json_text_free(char *s)
+{
+	json_malloc_t alloc_fn;
+	json_free_t free_fn;
+	json_get_alloc_funcs(&alloc_fn, &free_fn);
+	free_fn(s);
+}
+
 static void run_request(const char *yql, size_t len)
 {
 	json_t *req = json_pack("{s:s%, s:[f,f,f,f], s:i}", "yql", yql, len, "input.query(q)", 0.5,
@@ -37,7 +47,7 @@ static void run_request(const char *yql, size_t len)
 	struct strata_error err = { 0 };
 	char *res;
 	int rc = strata_query_json(fuzz_engine(), text, &res, &err);
-	free(text);
+	json_text_free(text);
 	if (rc == STRATA_PARSE)
 		fuzz_fail("the YQL parses alone, not in a request: %s", err.msg);
 	if (rc)

@@ -256,7 +256,7 @@ int fuzz_load_model(void *ud, const char *file, const char *path, struct rt_mode
 int fuzz_rank_load(const char *appdir, const struct rank_sd *sd, struct rank_app **out,
                    struct strata_error *err)
 {
-	struct rank_loader loader = { fuzz_load_model, (void *)sd };
+	struct rank_loader loader = { .load = fuzz_load_model, .ud = (void *)sd };
 	return rank_app_load_with(appdir, &loader, out, err);
 }
 
