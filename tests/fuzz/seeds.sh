@@ -94,6 +94,6 @@ for t in "$@"; do
 	if [ -d "$apps" ]; then
 		echo "fuzz: $t: $after inputs in $out/$t ($((after - before)) new from $shared and test data)"
 	else
-		echo "fuzz: $t: $after inputs in $out/$t ($shared not found: committed seeds only)"
+		echo "fuzz: $t: $after inputs in $out/$t ($shared not found: only the committed seeds added)"
 	fi
 done
