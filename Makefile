@@ -8,6 +8,8 @@
 #   make unit       the cmocka unit tests          make e2e   the CLI end-to-end tests
 #   make crash      feeds killed mid-way keep what they reported written (part of e2e)
 #   make asan       the unit and end-to-end tests under AddressSanitizer + UndefinedBehaviorSanitizer
+#   make fuzz       build the fuzz targets with clang and libFuzzer, run each for FUZZ_SECONDS
+#   make fuzz-replay  the fuzz targets over their committed corpora (part of make test)
 #   make check-peer compare the runtime with ONNX Runtime's outputs (needs ../shared/peer)
 #   make bench      time the runtime against ONNX Runtime on the generated models (bench/README.md);
 #                   without ../shared/peer, Strata alone on models from build/bench/mkbench
@@ -36,6 +38,7 @@ ONNX_PROTO ?= /usr/include/onnx/onnx.proto
 DEB_PKGS := build-essential pkg-config liblmdb-dev libprotobuf-c-dev protobuf-c-compiler \
             libonnx-dev libjansson-dev libcmocka-dev jq libstemmer-dev
 DEB_TEST_PKGS := libonnx-testdata
+DEB_FUZZ_PKGS := clang libclang-rt-14-dev
 
 # ---- sources (explicit lists, one per subsystem) -----------------------------
 BASE_SRC    := base/err.c base/alloc.c base/arena.c base/dtype.c base/file.c base/hash.c base/tokenize.c
@@ -70,7 +73,8 @@ TOOLS      := $(BUILD)/tests/mkshop
 TENSOR_CONFORMANCE     := $(BUILD)/tests/tensor_conformance
 TENSOR_CONFORMANCE_MIN := 1987
 
-.PHONY: all test unit e2e tensor-conformance crash avx2 asan tsan demo deps deps-test check check-peer peer bench install clean layers
+.PHONY: all test unit e2e tensor-conformance crash avx2 asan tsan demo deps deps-test deps-fuzz \
+        check check-peer peer bench install clean layers fuzz fuzz-replay
 # Objects made by pattern chains (tests/test_x.o) are kept, not deleted as intermediates.
 .SECONDARY:
 all: $(LIB) $(CLI)
@@ -134,15 +138,20 @@ deps:
 	$(call install_missing,$(DEB_PKGS))
 deps-test: deps
 	$(call install_missing,$(DEB_TEST_PKGS))
+deps-fuzz: deps
+	$(call install_missing,$(DEB_FUZZ_PKGS))
 
 # ---- tests ----------------------------------------------------------------------
-# make test: everything CI runs.  The dependency graph check, unit tests, the CLI end-to-end script, the
-# ONNX conformance suites, the unit and conformance tests again on the AVX2
-# kernels, then unit, end-to-end and conformance under ASan + UBSan.
+# make test: everything CI runs.  The dependency graph check, unit tests,
+# the fuzz targets over their committed corpora, the CLI end-to-end scripts,
+# Vespa's tensor conformance cases, the ONNX conformance suites, the unit
+# and conformance tests again on the AVX2 kernels, then unit, corpora,
+# end-to-end and conformance under ASan + UBSan, and the threads under TSan.
 test: deps deps-test
 	$(MAKE) all $(TEST_BINS) $(TOOLS) $(CONFORMANCE)
 	$(MAKE) layers
 	$(MAKE) unit
+	$(MAKE) fuzz-replay
 	$(MAKE) e2e
 	$(MAKE) tensor-conformance
 	$(MAKE) conformance
@@ -211,7 +220,7 @@ avx2: $(TEST_BINS) $(CONFORMANCE) $(CLI)
 ASAN_SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 asan:
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
-	  $(MAKE) BUILD=build-asan SAN='$(ASAN_SAN)' DEBUG=1 OPT='-O1 -g' unit e2e tensor-conformance conformance
+	  $(MAKE) BUILD=build-asan SAN='$(ASAN_SAN)' DEBUG=1 OPT='-O1 -g' unit fuzz-replay e2e tensor-conformance conformance
 
 # The tests that run threads (the session buffer pool, compiled contexts
 # loaded by several threads, queries sharing an application and its pools)
@@ -223,6 +232,80 @@ tsan:
 	  echo "== build-tsan/tests/test_$$t"; \
 	  TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/test_$$t || exit 1; \
 	done; echo "tsan: $(words $(TSAN_TESTS)) test programs clean"
+
+# ---- fuzzing ------------------------------------------------------------------------
+# One fuzz target per input the library parses (tests/fuzz/harness.h says
+# how they are written): ONNX models (onnx), .sd schemas (sd), rank
+# expressions (expr), YQL (yql) and feeds of document operations (feed).
+#
+# make fuzz builds them with clang and libFuzzer under ASan + UBSan in
+# build-fuzz/, the library included (instrumented for coverage), and runs
+# each in turn for FUZZ_SECONDS on one core.  Each works on its corpus
+# build-fuzz/corpus/<target>, which keeps what it found from run to run and
+# is seeded (tests/fuzz/seeds.sh) with the committed seeds of
+# tests/fuzz/corpus/<target> and, when $(FUZZ_SHARED) exists, with real
+# inputs from it: schemas, feeds, models and the expressions of those
+# schemas (never committed); the ONNX test data's models seed onnx too.
+# tests/fuzz/<target>.dict, where there is one, is the target's libFuzzer
+# dictionary: the keywords and names that mutations splice in.
+# FUZZ_ARGS go to every libFuzzer run (e.g. FUZZ_ARGS='-jobs=1 -workers=1').
+# Each run's output is in build-fuzz/fuzz-<target>.log; an input that
+# crashes is saved as build-fuzz/artifacts/<target>-crash-<sha1> and the
+# target fails.  Once fixed, that input goes into tests/fuzz/corpus/<target>.
+#
+# make fuzz-replay runs the same targets without libFuzzer (tests/fuzz/replay.c)
+# over the committed corpora, so every input that once crashed stays a
+# test; make test runs it in the normal and the asan build.
+FUZZ_TARGETS  := onnx sd expr yql feed
+FUZZ_SECONDS  ?= 60
+FUZZ_ARGS     ?=
+FUZZ_SHARED   ?= ../shared
+FUZZ_CC       ?= clang
+FUZZ_SAN      := -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all \
+                 -fno-omit-frame-pointer
+FUZZ_HARNESS_OBJ := $(BUILD)/tests/fuzz/harness.o $(BUILD)/tests/modelbuild.o
+REPLAYS       := $(FUZZ_TARGETS:%=$(BUILD)/tests/fuzz/replay_%)
+# Sanitizer settings of the runs: an allocation over 512 MiB fails (the
+# library must report it) instead of exhausting the machine.
+FUZZ_ENV      := ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1:max_allocation_size_mb=512 \
+                 UBSAN_OPTIONS=print_stacktrace=1
+
+# A libFuzzer binary (build-fuzz/ only: its objects carry the coverage hooks).
+$(BUILD)/tests/fuzz/fuzz_%: $(BUILD)/tests/fuzz/fuzz_%.o $(FUZZ_HARNESS_OBJ) $(LIB)
+	$(CC) $(CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_HARNESS_OBJ) $(LIB) $(LDLIBS)
+# The same target driven by replay.c, in any build.
+$(BUILD)/tests/fuzz/replay_%: $(BUILD)/tests/fuzz/fuzz_%.o $(BUILD)/tests/fuzz/replay.o \
+                              $(FUZZ_HARNESS_OBJ) $(LIB)
+	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/tests/fuzz/replay.o $(FUZZ_HARNESS_OBJ) $(LIB) $(LDLIBS)
+
+fuzz-replay: $(REPLAYS)
+	@for t in $(FUZZ_TARGETS); do \
+	  $(BUILD)/tests/fuzz/replay_$$t tests/fuzz/corpus/$$t || exit 1; \
+	done
+
+fuzz: deps-fuzz
+	$(MAKE) BUILD=build-fuzz CC=$(FUZZ_CC) SAN='$(FUZZ_SAN)' DEBUG=1 OPT='-O1 -g' \
+	  $(FUZZ_TARGETS:%=build-fuzz/tests/fuzz/fuzz_%)
+	@sh tests/fuzz/seeds.sh $(FUZZ_SHARED) $(ONNX_TESTDATA) build-fuzz/corpus $(FUZZ_TARGETS)
+	@mkdir -p build-fuzz/artifacts; status=0; \
+	for t in $(FUZZ_TARGETS); do \
+	  echo "fuzz: $$t for $(FUZZ_SECONDS) s"; \
+	  log=build-fuzz/fuzz-$$t.log; rm -f build-fuzz/fuzz-0.log; \
+	  dict=; if [ -f tests/fuzz/$$t.dict ]; then dict=-dict=../tests/fuzz/$$t.dict; fi; \
+	  (cd build-fuzz && $(FUZZ_ENV) ./tests/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) \
+	    -timeout=30 -rss_limit_mb=3072 -print_final_stats=1 -artifact_prefix=artifacts/$$t- \
+	    $$dict $(FUZZ_ARGS) corpus/$$t) >$$log 2>&1 || status=1; \
+	  if [ -f build-fuzz/fuzz-0.log ]; then cat build-fuzz/fuzz-0.log >>$$log; fi; \
+	  grep -E '^#[0-9]+' $$log | tail -n 1; \
+	  grep -E '^stat::(number_of_executed_units|average_exec_per_sec|peak_rss_mb)' $$log \
+	    | awk '!seen[$$0]++' | tr '\n' ' '; echo; \
+	  if grep -qE 'ERROR: [A-Za-z]+Sanitizer|ERROR: libFuzzer|runtime error:|^fuzz: ' $$log; then \
+	    status=1; \
+	    grep -E 'ERROR: [A-Za-z]+Sanitizer|ERROR: libFuzzer|runtime error:|^fuzz: |Test unit written' $$log; \
+	  fi; \
+	done; \
+	if [ $$status -ne 0 ]; then echo "fuzz: findings (build-fuzz/fuzz-<target>.log, build-fuzz/artifacts/)"; exit 1; fi; \
+	echo "fuzz: $(words $(FUZZ_TARGETS)) targets, $(FUZZ_SECONDS) s each, no finding"
 
 # ---- the example application ------------------------------------------------------
 # Deploys schemas/shop into build/demo/shop with a generated model and 40
@@ -343,7 +426,7 @@ install: all
 
 clean:
 	@if [ -d $(BUILD)/peer ]; then chmod -R u+w $(BUILD)/peer; fi
-	rm -rf $(BUILD) build-asan
+	rm -rf $(BUILD) build-asan build-fuzz
 
 # ---- ONNX conformance runner (tests/conformance.c) -----------------------------------
 # `make conformance` runs the ONNX node, simple and PyTorch suites from libonnx-testdata;

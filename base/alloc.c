@@ -88,6 +88,8 @@ void base_free(void *p, size_t n)
 
 char *base_strndup(const char *s, size_t n)
 {
+	/* Not past a NUL in s: base_strfree gives back strlen + 1 bytes. */
+	n = strnlen(s, n);
 	char *d = base_alloc(n + 1);
 	if (d) {
 		memcpy(d, s, n);

@@ -82,6 +82,8 @@ void *base_calloc(size_t count, size_t size);
 void *base_realloc(void *p, size_t old_n, size_t new_n);
 void base_free(void *p, size_t n);
 char *base_strdup(const char *s);           /* free with base_strfree */
+/* The first n bytes of s, or fewer when s has a NUL in them (as POSIX
+ * strndup); free with base_strfree. */
 char *base_strndup(const char *s, size_t n);
 void base_strfree(char *s);
 
