@@ -6,7 +6,7 @@
  *     struct strata_error err;
  *     float *v = base_alloc(n * sizeof *v);
  *     if (!v)
- *         return base_err(&err, STRATA_NOMEM, "embedding of %zu cells", n);
+ *         return base_nomem(&err, "embedding of %zu cells", n);
  *     ...
  *     base_free(v, n * sizeof *v);
  *
