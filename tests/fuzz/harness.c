@@ -392,7 +392,7 @@ static void set_inputs(struct rank_query *q, const struct rank_profile *p,
 static void run_profile(const struct rank_profile *p, struct docs *d)
 {
 	static const uint32_t lids[NDOCS] = { 0, 1, 2, 3 };
-	struct rank_docs rd = { d, docs_attr };
+	struct rank_docs rd = { .ud = d, .attr = docs_attr };
 	struct strata_error err = { 0 };
 	struct rank_query *q;
 	char *explain = rank_profile_explain(p);
