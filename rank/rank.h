@@ -264,12 +264,14 @@ char *rank_profile_explain(const struct rank_profile *p);
  * field (index in the schema) for document lid: the cells of a tensor, or one
  * int32_t/int64_t/float/double/uint8_t for a number or bool; NULL when the
  * document has no value.  The pointer must stay valid for the whole query. */
-/* Text rank features (bm25(f), fieldLength(f), matches(f)) of a field with
- * a text index, for the query being ranked. */
+/* Text rank features (bm25(f), fieldLength(f), matches(f), the parts of
+ * nativeRank) of a field with a text index, for the query being ranked. */
 enum rank_text_feature {
 	RANK_TF_BM25 = 1,      /* bm25(field) over the query's terms on the field */
 	RANK_TF_FIELD_LENGTH,  /* fieldLength(field): tokens in the value */
 	RANK_TF_MATCHES,       /* matches(field): 1 when a query term on it matched */
+	RANK_TF_NATIVE_SUM,    /* nativeFieldMatch scores of the query's words on the field */
+	RANK_TF_NATIVE_TERMS,  /* the query's words on the field (matched or not) */
 };
 
 struct rank_docs {

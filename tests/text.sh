@@ -40,6 +40,11 @@ schema doc {
         first-phase { expression: bm25(title) }
         match-features: bm25(title) fieldLength(title) matches(title) matches(tag)
     }
+    rank-profile native {
+        first-phase { expression: nativeRank }
+        second-phase { expression: nativeRank(title, tag) * 2 }
+        match-features: nativeRank nativeRank(title) nativeRank(tag) nativeRank(n)
+    }
     field heading type string { indexing: input title | index }
 }
 EOS
@@ -96,6 +101,32 @@ mkdir -p "$T/bad/schemas"
 sed 's/expression: bm25(title)/expression: bm25(tag)/' "$APP/schemas/doc.sd" >"$T/bad/schemas/doc.sd"
 expect_fail "bm25 needs enable-bm25" "doc\\.sd:20:40: bm25\\(tag\\) needs 'index: enable-bm25'" \
 	"$STRATA" deploy "$T/bad"
+
+# nativeRank against its tables, computed here: a word first at token pos,
+# n times, scores (0.5 * 8000 * exp(-pos / 12.5) + 0.5 * (1500 + 4000 *
+# log(1 + n / 19))) over the same at pos 0 and n 255; nativeRank(fields) is
+# the mean over the query's words on those fields.  Query words: running
+# and cafe on title, paris on tag.
+native() { # EXPR over s(pos, n): the value times 1e9, rounded
+	awk "function t(p, n) { return 4000 * exp(-p / 12.5) + 0.5 * (1500 + 4000 * log(1 + n / 19)) }
+		function s(p, n) { return t(p, n) / t(0, 255) }
+		BEGIN { printf \"%d\", ($1) * 1e9 + 0.5 }"
+}
+if expect_ok "query nativeRank" "$STRATA" query "$APP" --profile native \
+	--yql 'select * from sources * where title contains "running" or title contains "cafe" or tag contains "paris"'; then
+	check "nativeRank order" "$(jout '[.root.children[].id | sub("id:doc:doc::"; "")] | join(",")')" "3,1,2"
+	check "nativeRank(title, tag) in the second phase" \
+		"$(jout '[.root.children[] | .relevance * 1e9 | round] | map(tostring) | join(",")')" \
+		"$(native '2 * (s(3, 1) + 2 * s(0, 1)) / 3'),$(native '2 * s(0, 1) / 3'),$(native '2 * s(2, 1) / 3')"
+	check "nativeRank match-features" \
+		"$(jout '[.root.children[].fields.matchfeatures | [.nativeRank, .["nativeRank(title)"], .["nativeRank(tag)"], .["nativeRank(n)"]] | map(. * 1e9 | round | tostring) | join(" ")] | join(",")')" \
+		"$(native '(s(3, 1) + 2 * s(0, 1)) / 3') $(native '(s(3, 1) + s(0, 1)) / 2') $(native 's(0, 1)') 0,$(native 's(0, 1) / 3') $(native 's(0, 1) / 2') 0 0,$(native 's(2, 1) / 3') $(native 's(2, 1) / 2') 0 0"
+fi
+sed 's/expression: nativeRank }/expression: nativeRank(title, nosuch) }/' "$APP/schemas/doc.sd" >"$T/bad/schemas/doc.sd"
+expect_fail "nativeRank of an unknown field" "doc\\.sd:[0-9]*:[0-9]*: nativeRank\\(\\): unknown field 'nosuch'" \
+	"$STRATA" deploy "$T/bad"
+sed 's/expression: nativeRank }/expression: nativeRank(title, 1) }/' "$APP/schemas/doc.sd" >"$T/bad/schemas/doc.sd"
+expect_fail "nativeRank of a number" "nativeRank\\(\\) takes field names" "$STRATA" deploy "$T/bad"
 
 # req JSON: the ids of the hits of a request read from standard input
 req() {
