@@ -235,6 +235,28 @@ static double bm25_term(const struct eng_text *t, int i, double dl)
 	return idf * tf * (BM25_K1 + 1) / (tf + BM25_K1 * (1 - BM25_B + BM25_B * norm));
 }
 
+json_t *eng_tokens_json(const struct store_field *f, const struct store_value *v,
+                        struct strata_error *err)
+{
+	struct base_tokenizer *tk;
+	if (base_tokenizer_new(&tk, err))
+		return NULL;
+	json_t *a = json_array();
+	const char *tok;
+	size_t off = 0, n;
+	int pos;
+	while (a && v->s &&
+	       base_token_next(tk, v->s, v->n, &off, f->text & ~STORE_TEXT_ON, &tok, &n, &pos) > 0)
+		if (json_array_append_new(a, json_stringn(tok, n))) {
+			json_decref(a);
+			a = NULL;
+		}
+	base_tokenizer_free(tk);
+	if (!a)
+		base_nomem(err, "tokens");
+	return a;
+}
+
 /* nativeFieldMatch's default tables, 256 entries each as in Vespa:
  * firstOccurrenceTable expdecay(8000,12.50) over the token position and
  * occurrenceCountTable loggrowth(1500,4000,19) over the occurrences, mixed

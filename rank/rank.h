@@ -109,6 +109,7 @@ struct rank_field {
 	int type;            /* enum rank_field_type */
 	int attribute;       /* indexing: attribute */
 	int summary;         /* indexing: summary */
+	int summary_tokens;  /* summary: tokens (the summary shows the field's tokens) */
 	int cell;            /* TENSOR: BASE_DT_FLOAT, DOUBLE, INT8, BFLOAT16, INT32, INT64 */
 	int rank;            /* TENSOR: dimensions */
 	int64_t dims[RANK_MAX_RANK];
@@ -215,6 +216,7 @@ int rank_field_token_flags(const struct rank_field *f);
 struct rank_summary_field {
 	const char *name;
 	int field;
+	int tokens; /* show the field's tokens (an array of strings), not its value */
 };
 struct rank_summary_class {
 	const char *name;

@@ -33,6 +33,18 @@ schema doc {
             indexing: summary | index
             match: prefix
         }
+        field note type string {
+            indexing: summary | index
+            summary: tokens
+        }
+    }
+    document-summary debug {
+        summary title {}
+        summary title_tokens {
+            source: title
+            tokens
+        }
+        summary tag_tokens { source: tag  tokens }
     }
     fieldset default { fields: title }
     rank-profile default { first-phase { expression: attribute(n) } }
@@ -49,7 +61,7 @@ schema doc {
 }
 EOS
 cat >"$APP/feed.jsonl" <<'EOS'
-{"put": "id:doc:doc::1", "fields": {"title": "Running shoes for runners", "tag": "New York", "n": 1, "code": "Strata engine"}}
+{"put": "id:doc:doc::1", "fields": {"title": "Running shoes for runners", "tag": "New York", "n": 1, "code": "Strata engine", "note": "Big DOGS, 2 cats"}}
 {"put": "id:doc:doc::2", "fields": {"title": "The shoe runs", "tag": "new york", "n": 2, "code": "stratum"}}
 {"put": "id:doc:doc::3", "fields": {"title": "Café crème, shoes running", "tag": "Paris", "n": 3}}
 EOS
@@ -99,7 +111,7 @@ if expect_ok "query bm25" "$STRATA" query "$APP" --profile bm25 \
 fi
 mkdir -p "$T/bad/schemas"
 sed 's/expression: bm25(title)/expression: bm25(tag)/' "$APP/schemas/doc.sd" >"$T/bad/schemas/doc.sd"
-expect_fail "bm25 needs enable-bm25" "doc\\.sd:20:40: bm25\\(tag\\) needs 'index: enable-bm25'" \
+expect_fail "bm25 needs enable-bm25" "doc\\.sd:32:40: bm25\\(tag\\) needs 'index: enable-bm25'" \
 	"$STRATA" deploy "$T/bad"
 
 # nativeRank against its tables, computed here: a word first at token pos,
@@ -136,6 +148,25 @@ req() {
 		echo "error: $(head -c 300 "$ERR")"
 	fi
 }
+
+# the summary setting tokens: the terms the text index holds
+req '{"yql": "select * from sources * where n = 3", "presentation.summary": "debug"}' >/dev/null
+check "tokens in a document-summary" \
+	"$(jout '.root.children[0].fields | "\(.title)|\(.title_tokens | join(" "))|\(.tag_tokens | join(" "))"')" \
+	"Café crème, shoes running|cafe creme shoe run|paris"
+req '{"yql": "select * from sources * where n = 1"}' >/dev/null
+check "summary: tokens on a field" "$(jout '.root.children[0].fields.note | join(" ")')" "big dog 2 cat"
+sed 's/source: tag  tokens/source: n tokens/' "$APP/schemas/doc.sd" >"$T/bad/schemas/doc.sd"
+expect_fail "tokens of a field without a text index" \
+	"doc\\.sd:[0-9]*:[0-9]*: summary field 'tag_tokens' shows the tokens of 'n', which has no text index" \
+	"$STRATA" deploy "$T/bad"
+sed '/field note/,/}/s/indexing: summary | index$/indexing: summary/' "$APP/schemas/doc.sd" >"$T/bad/schemas/doc.sd"
+expect_fail "summary: tokens without a text index" \
+	"doc\\.sd:[0-9]*:[0-9]*: 'summary: tokens' on 'note', which has no text index" \
+	"$STRATA" deploy "$T/bad"
+sed 's/source: title$/source: title  tokens tokens dynamic/' "$APP/schemas/doc.sd" >"$T/bad/schemas/doc.sd"
+expect_fail "another transform still refused" "summary setting 'dynamic' is not supported" \
+	"$STRATA" deploy "$T/bad"
 Y='"yql": "select * from sources * where'
 check "userQuery, default fieldset, -word" "$(req "{$Y userQuery()\", \"query\": \"running -cafe\"}")" "2,1"
 check "userQuery, model.defaultIndex" \
