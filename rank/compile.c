@@ -291,21 +291,23 @@ static int emit_text_sum(struct cc *c, int kind, const int *fields, int nfields)
 	return 0;
 }
 
-/* nativeRank, nativeRank(f, ...): the mean nativeFieldMatch score of the
- * query's words over the text-indexed fields named (all of them without
- * arguments); other fields (attributes) add nothing. */
+/* nativeRank, nativeRank(f, ...), and nativeFieldMatch the same (the only
+ * part computed): the mean nativeFieldMatch score of the query's words over
+ * the text-indexed fields named (all of them without arguments); other
+ * fields (attributes) add nothing. */
 static int compile_native(struct cc *c, const struct rank_ast *a, int *type)
 {
 	int fields[RANK_MAX_ARGS_NATIVE];
+	const char *fname = a->name;
 	if (a->nargs > RANK_MAX_ARGS_NATIVE)
-		return rank_cc_at(c, a, STRATA_TYPE, "nativeRank() takes at most %d fields",
+		return rank_cc_at(c, a, STRATA_TYPE, "%s() takes at most %d fields", fname,
 		                  RANK_MAX_ARGS_NATIVE);
 	for (int i = 0; i < a->nargs; i++) {
 		if (rank_cc_name_arg(c, a->args[i], "a field name"))
-			return rank_cc_at(c, a, STRATA_TYPE, "nativeRank() takes field names");
+			return rank_cc_at(c, a, STRATA_TYPE, "%s() takes field names", fname);
 		fields[i] = find_field(c->p->sd, a->args[i]->name);
 		if (fields[i] < 0)
-			return rank_cc_at(c, a->args[i], STRATA_TYPE, "nativeRank(): unknown field '%s'",
+			return rank_cc_at(c, a->args[i], STRATA_TYPE, "%s(): unknown field '%s'", fname,
 			                  a->args[i]->name);
 	}
 	const int *fs = a->nargs ? fields : NULL;
@@ -743,7 +745,7 @@ static int compile_call(struct cc *c, const struct env *env, const struct rank_a
 		return compile_close(c, a, f[0] == 'd', type);
 	if (strcmp(f, "bm25") == 0 || strcmp(f, "fieldLength") == 0 || strcmp(f, "matches") == 0)
 		return compile_text(c, a, type);
-	if (strcmp(f, "nativeRank") == 0)
+	if (strcmp(f, "nativeRank") == 0 || strcmp(f, "nativeFieldMatch") == 0)
 		return compile_native(c, a, type);
 	if (strcmp(f, "lightgbm") == 0 || strcmp(f, "xgboost") == 0)
 		return compile_gbdt(c, env, a, type);
@@ -845,7 +847,7 @@ int rank_cc_compile(struct cc *c, const struct env *env, const struct rank_ast *
 			EMIT(c, RANK_OP_FIRST, 0, 0, 0, 0, 0, 0, 0);
 			return 0;
 		}
-		if (strcmp(a->name, "nativeRank") == 0) {
+		if (strcmp(a->name, "nativeRank") == 0 || strcmp(a->name, "nativeFieldMatch") == 0) {
 			struct rank_ast call = { .kind = RA_CALL, .name = a->name, .pos = a->pos };
 			return compile_native(c, &call, type);
 		}

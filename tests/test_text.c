@@ -352,6 +352,9 @@ static void test_native_rank_errors(void **state)
 		summary_app("  rank-profile r { first-phase { expression: nativeRank(a,b,c,d,e,f,g,h,i,j,k,"
 		            "l,m,n,o,p,q) } }\n"),
 		STRATA_TYPE, "doc.sd:16:", "nativeRank() takes at most 16 fields");
+	apptest_expect_load_error(
+		summary_app("  rank-profile r { first-phase { expression: nativeFieldMatch(x) } }\n"),
+		STRATA_TYPE, "doc.sd:16:", "nativeFieldMatch(): unknown field 'x'");
 }
 
 int main(void)

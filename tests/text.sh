@@ -55,7 +55,7 @@ schema doc {
     rank-profile native {
         first-phase { expression: nativeRank }
         second-phase { expression: nativeRank(title, tag) * 2 }
-        match-features: nativeRank nativeRank(title) nativeRank(tag) nativeRank(n)
+        match-features: nativeRank nativeRank(title) nativeRank(tag) nativeRank(n) nativeFieldMatch nativeFieldMatch(title)
     }
     field heading type string { indexing: input title | index }
 }
@@ -133,6 +133,9 @@ if expect_ok "query nativeRank" "$STRATA" query "$APP" --profile native \
 	check "nativeRank match-features" \
 		"$(jout '[.root.children[].fields.matchfeatures | [.nativeRank, .["nativeRank(title)"], .["nativeRank(tag)"], .["nativeRank(n)"]] | map(. * 1e9 | round | tostring) | join(" ")] | join(",")')" \
 		"$(native '(s(3, 1) + 2 * s(0, 1)) / 3') $(native '(s(3, 1) + s(0, 1)) / 2') $(native 's(0, 1)') 0,$(native 's(0, 1) / 3') $(native 's(0, 1) / 2') 0 0,$(native 's(2, 1) / 3') $(native 's(2, 1) / 2') 0 0"
+	check "nativeFieldMatch is nativeRank's only part" \
+		"$(jout '[.root.children[].fields.matchfeatures | (.nativeFieldMatch > 0 and .nativeFieldMatch == .nativeRank and .["nativeFieldMatch(title)"] == .["nativeRank(title)"])] | map(tostring) | join(",")')" \
+		"true,true,true"
 fi
 sed 's/expression: nativeRank }/expression: nativeRank(title, nosuch) }/' "$APP/schemas/doc.sd" >"$T/bad/schemas/doc.sd"
 expect_fail "nativeRank of an unknown field" "doc\\.sd:[0-9]*:[0-9]*: nativeRank\\(\\): unknown field 'nosuch'" \
