@@ -368,6 +368,11 @@ const struct eng_text *eng_text_of(const struct eng_textset *s, const struct yql
 int eng_text_match(const struct eng_text *t, uint32_t lid);
 /* The text rank feature (enum rank_text_feature) of field for lid, over the
  * CONTAINS conditions of the set on that field. */
+/* The summary setting tokens: the terms the text index holds for value v of
+ * text-indexed field f (its tokenizer flags), as a JSON array of strings.
+ * Returns NULL on failure, err set (STRATA_NOMEM). */
+json_t *eng_tokens_json(const struct store_field *f, const struct store_value *v,
+                        struct strata_error *err);
 double eng_text_feature(struct store_txn *txn, const struct eng_doctype *dt,
                         const struct eng_textset *s, int feature, int field, uint32_t lid);
 

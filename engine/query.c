@@ -922,23 +922,39 @@ static int pick_summary(struct qstate *qs, const json_t *req)
 	return 0;
 }
 
+/* Show field fi of the loaded document as name: its value, or its tokens. */
+static int summary_value(struct qstate *qs, const struct hit *h, json_t *fields, const char *name,
+                         int fi, int tokens)
+{
+	struct eng_doctype *dt = h->ds->dt;
+	json_t *v;
+	if (tokens) {
+		if (!(v = eng_tokens_json(&dt->fields[fi], &qs->vals[fi], qs->err)))
+			return qs->err->code;
+	} else {
+		v = eng_value_json(&dt->fields[fi], rank_schema_field(dt->schema, fi)->dim_names,
+		                   &qs->vals[fi]);
+	}
+	if (json_object_set_new(fields, name, v))
+		return base_nomem(qs->err, "summary of '%s'", h->docid);
+	return 0;
+}
+
 /* The fields a hit of ds shows: its summary class's when presentation.summary
  * chose one, else those with summary (select *) or those selected. */
 static int summary_fields(struct qstate *qs, const struct hit *h, json_t *fields)
 {
 	struct eng_doctype *dt = h->ds->dt;
+	int rc;
 	const struct rank_summary_class *c = h->ds->summary;
 	for (int k = 0; c && k < c->nfields; k++) {
 		const struct rank_summary_field *sf = &c->fields[k];
 		int want = qs->yql->all_fields;
 		for (int i = 0; i < qs->yql->nfields && !want; i++)
 			want = !strcmp(qs->yql->fields[i], sf->name);
-		const struct rank_field *rf = rank_schema_field(dt->schema, sf->field);
 		if (want && qs->vals[sf->field].set &&
-		    json_object_set_new(fields, sf->name,
-		                        eng_value_json(&dt->fields[sf->field], rf->dim_names,
-		                                       &qs->vals[sf->field])))
-			return base_nomem(qs->err, "summary of '%s'", h->docid);
+		    (rc = summary_value(qs, h, fields, sf->name, sf->field, sf->tokens)))
+			return rc;
 	}
 	if (c)
 		return 0;
@@ -953,9 +969,8 @@ static int summary_fields(struct qstate *qs, const struct hit *h, json_t *fields
 				want = !strcmp(qs->yql->fields[k], rf->name);
 		}
 		if (want && qs->vals[i].set &&
-		    json_object_set_new(fields, rf->name,
-		                        eng_value_json(&dt->fields[i], rf->dim_names, &qs->vals[i])))
-			return base_nomem(qs->err, "summary of '%s'", h->docid);
+		    (rc = summary_value(qs, h, fields, rf->name, i, rf->summary_tokens)))
+			return rc;
 	}
 	/* Summary settings that show a field under another name. */
 	for (int k = 0; qs->yql->all_fields && c && k < c->nfields; k++) {
@@ -963,11 +978,8 @@ static int summary_fields(struct qstate *qs, const struct hit *h, json_t *fields
 		if (!strcmp(sf->name, rank_schema_field(dt->schema, sf->field)->name) ||
 		    !qs->vals[sf->field].set)
 			continue;
-		if (json_object_set_new(fields, sf->name,
-		                        eng_value_json(&dt->fields[sf->field],
-		                                       rank_schema_field(dt->schema, sf->field)->dim_names,
-		                                       &qs->vals[sf->field])))
-			return base_nomem(qs->err, "summary of '%s'", h->docid);
+		if ((rc = summary_value(qs, h, fields, sf->name, sf->field, sf->tokens)))
+			return rc;
 	}
 	return 0;
 }

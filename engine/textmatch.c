@@ -235,6 +235,74 @@ static double bm25_term(const struct eng_text *t, int i, double dl)
 	return idf * tf * (BM25_K1 + 1) / (tf + BM25_K1 * (1 - BM25_B + BM25_B * norm));
 }
 
+json_t *eng_tokens_json(const struct store_field *f, const struct store_value *v,
+                        struct strata_error *err)
+{
+	struct base_tokenizer *tk;
+	if (base_tokenizer_new(&tk, err))
+		return NULL;
+	json_t *a = json_array();
+	const char *tok;
+	size_t off = 0, n;
+	int pos;
+	while (a && v->s &&
+	       base_token_next(tk, v->s, v->n, &off, f->text & ~STORE_TEXT_ON, &tok, &n, &pos) > 0)
+		if (json_array_append_new(a, json_stringn(tok, n))) {
+			json_decref(a);
+			a = NULL;
+		}
+	base_tokenizer_free(tk);
+	if (!a)
+		base_nomem(err, "tokens");
+	return a;
+}
+
+/* nativeFieldMatch's default tables, 256 entries each as in Vespa:
+ * firstOccurrenceTable expdecay(8000,12.50) over the token position and
+ * occurrenceCountTable loggrowth(1500,4000,19) over the occurrences, mixed
+ * by firstOccurrenceImportance 0.5 and divided by the largest mix. */
+#define NATIVE_TABLE 256
+#define NATIVE_FIRST_OCC_IMPORTANCE 0.5
+
+static double native_first_occ(uint32_t pos)
+{
+	if (pos >= NATIVE_TABLE)
+		pos = NATIVE_TABLE - 1;
+	return 8000 * exp(-(double)pos / 12.5);
+}
+
+static double native_occ_count(uint32_t n)
+{
+	if (n >= NATIVE_TABLE)
+		n = NATIVE_TABLE - 1;
+	return 1500 + 4000 * log(1 + n / 19.0);
+}
+
+static double native_term(uint32_t first, uint32_t n)
+{
+	double w = NATIVE_FIRST_OCC_IMPORTANCE;
+	double max = w * native_first_occ(0) + (1 - w) * native_occ_count(NATIVE_TABLE - 1);
+	return (w * native_first_occ(first) + (1 - w) * native_occ_count(n)) / max;
+}
+
+/* The nativeFieldMatch score of word (a term, or a prefix's expansions: the
+ * best of them) of t for lid. */
+static double native_word(const struct eng_text *t, int *i, uint32_t lid)
+{
+	int word = t->prefix ? t->grp[*i] : *i;
+	double best = 0;
+	for (; *i < t->nterms && (t->prefix ? t->grp[*i] : *i) == word; (*i)++) {
+		uint32_t at = lid, first = 0;
+		if (store_postings_seek(t->pl[*i], &at) != 0 || at != lid)
+			continue;
+		uint32_t n = store_postings_positions(t->pl[*i], &first, 1);
+		double v = n ? native_term(first, n) : 0;
+		if (v > best)
+			best = v;
+	}
+	return best;
+}
+
 double eng_text_feature(struct store_txn *txn, const struct eng_doctype *dt,
                         const struct eng_textset *s, int feature, int field, uint32_t lid)
 {
@@ -243,10 +311,21 @@ double eng_text_feature(struct store_txn *txn, const struct eng_doctype *dt,
 	if (feature == RANK_TF_FIELD_LENGTH)
 		return has ? len : 0;
 	double sum = 0;
-	for (int k = 0; has && s && k < s->n; k++) {
+	for (int k = 0; s && k < s->n; k++) {
 		const struct eng_text *t = s->t[k];
 		if (s->node[k]->fidx != field)
 			continue;
+		if (feature == RANK_TF_NATIVE_TERMS) {
+			sum += t->prefix ? t->nwords : t->nterms;
+			continue;
+		}
+		if (!has)
+			break;
+		if (feature == RANK_TF_NATIVE_SUM) {
+			for (int i = 0; i < t->nterms;)
+				sum += native_word(t, &i, lid);
+			continue;
+		}
 		for (int i = 0; i < t->nterms; i++) {
 			uint32_t at = lid;
 			if (store_postings_seek(t->pl[i], &at) != 0 || at != lid)

@@ -287,14 +287,15 @@ static int resolve_inputs(struct rank_sd *sd, struct strata_error *err)
 /* Add (or replace) the field name showing field fi in class c, whose
  * array has room for cap entries. */
 static void class_put(struct rank_summary_class *c, struct rank_summary_field *fs, const char *name,
-                      int fi)
+                      int fi, int tokens)
 {
 	for (int i = 0; i < c->nfields; i++)
 		if (strcmp(fs[i].name, name) == 0) {
 			fs[i].field = fi;
+			fs[i].tokens = tokens;
 			return;
 		}
-	fs[c->nfields++] = (struct rank_summary_field){name, fi};
+	fs[c->nfields++] = (struct rank_summary_field){name, fi, tokens};
 }
 
 static int class_index(const struct rank_sd *sd, const char *name)
@@ -317,7 +318,12 @@ static int class_sources(const struct rank_sd *sd, struct rank_summary_class *c,
 			return fail(err, &srcs[k].pos, STRATA_TYPE,
 			            "summary field '%s' shows '%s', which is not a field of '%s'",
 			            srcs[k].name, src, sd->name);
-		class_put(c, fs, srcs[k].name, fi);
+		if (srcs[k].tokens && rank_field_token_flags(&sd->fields[fi]) < 0)
+			return fail(err, &srcs[k].pos, STRATA_TYPE,
+			            "summary field '%s' shows the tokens of '%s', which has no text index "
+			            "(indexing: index on a string)",
+			            srcs[k].name, src);
+		class_put(c, fs, srcs[k].name, fi, srcs[k].tokens);
 	}
 	return 0;
 }
@@ -357,7 +363,8 @@ static int build_class(struct rank_sd *sd, int i, unsigned char *state, struct s
 	c->fields = fs;
 	c->omit_summary_features = s->omit_summary_features;
 	for (int k = 0; parent && k < parent->nfields; k++)
-		class_put(c, fs, parent->fields[k].name, parent->fields[k].field);
+		class_put(c, fs, parent->fields[k].name, parent->fields[k].field,
+		          parent->fields[k].tokens);
 	int rc = class_sources(sd, c, fs, s->fields, s->nfields, err);
 	/* Free by the capacity: remember it as the count of a full array. */
 	if (!rc && (size_t)c->nfields != cap) {
@@ -393,9 +400,19 @@ static int build_classes(struct rank_sd *sd, struct strata_error *err)
 		return base_nomem(err, "summary classes of '%s'", sd->name);
 	d->name = "default";
 	d->fields = fs;
-	for (int i = 0; i < sd->nfields; i++)
-		if (sd->fields[i].summary)
-			class_put(d, fs, sd->fields[i].name, i);
+	for (int i = 0; i < sd->nfields; i++) {
+		const struct rank_field *f = &sd->fields[i];
+		if (f->summary_tokens && rank_field_token_flags(f) < 0) {
+			base_free(fs, cap * sizeof *fs);
+			d->fields = NULL;
+			struct rank_pos pos = { sd->file, f->line, f->col };
+			return fail(err, &pos, STRATA_TYPE,
+			            "'summary: tokens' on '%s', which has no text index (indexing: index "
+			            "on a string)", f->name);
+		}
+		if (f->summary)
+			class_put(d, fs, f->name, i, f->summary_tokens);
+	}
 	int rc = class_sources(sd, d, fs, sd->field_summaries, sd->nfield_summaries, err);
 	d->nfields = (int)cap; /* freed by its capacity; the count is set below */
 	if (rc)

@@ -68,7 +68,10 @@ static void explain_prog(struct sbuf *b, const struct rank_profile *p, const str
 			break;
 		case RANK_OP_TEXT:
 			sb_printf(b, " %s(%s)", in->a == RANK_TF_BM25 ? "bm25"
-			                        : in->a == RANK_TF_FIELD_LENGTH ? "fieldLength" : "matches",
+			                        : in->a == RANK_TF_FIELD_LENGTH ? "fieldLength"
+			                        : in->a == RANK_TF_MATCHES ? "matches"
+			                        : in->a == RANK_TF_NATIVE_SUM ? "nativeFieldMatchSum"
+			                                                      : "nativeFieldMatchTerms",
 			          p->sd->fields[in->b].name);
 			break;
 		case RANK_OP_QUERY: sb_printf(b, " %s", p->decl->inputs[in->a].name); break;

@@ -296,7 +296,7 @@ int rank_struct_field_parse(struct rank_parser *p, struct rank_field *f, const s
 /* Summary transforms Vespa has and these summaries lack: each shows
  * something else than the field's value. */
 static const char *const unsupported_transforms[] = {
-	"dynamic", "matched-elements-only", "tokens", "bolding", "select-elements-by", "attribute",
+	"dynamic", "matched-elements-only", "bolding", "select-elements-by", "attribute",
 	"geopos", "positions", "distance", "summary-to", "to", NULL,
 };
 
@@ -332,6 +332,10 @@ static int summary_body(struct rank_parser *p, struct rank_source_decl *d)
 			return 0;
 		if (rank_tok_is(&t, "full") || rank_tok_is(&t, ";"))
 			continue;
+		if (rank_tok_is(&t, "tokens")) {
+			d->tokens = 1;
+			continue;
+		}
 		if (rank_tok_is(&t, "source")) {
 			if (d->source)
 				return rank_parser_fail(p, &t, STRATA_TYPE, "source is given twice");
@@ -350,7 +354,8 @@ static int summary_body(struct rank_parser *p, struct rank_source_decl *d)
 			return rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED,
 			                        "summary setting %s is not supported", rank_tok_quote(&t));
 		return rank_parser_fail(p, &t, STRATA_PARSE,
-		                        "expected 'source', 'full' or '}' in summary '%s', found %s",
+		                        "expected 'source', 'full', 'tokens' or '}' in summary '%s', "
+		                        "found %s",
 		                        d->name, rank_tok_quote(&t));
 	}
 }
@@ -436,8 +441,9 @@ int rank_field_summary(struct rank_parser *p, struct rank_field *f, const struct
 	if (rank_tok_is(&t, ":")) {
 		rank_lex_take(p->lx, &t);
 		rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
-		if (rank_tok_is(&t, "full")) {
+		if (rank_tok_is(&t, "full") || rank_tok_is(&t, "tokens")) {
 			f->summary = 1;
+			f->summary_tokens = rank_tok_is(&t, "tokens");
 			return 0;
 		}
 		if (listed(&t, unsupported_transforms))
@@ -469,6 +475,10 @@ int rank_field_summary(struct rank_parser *p, struct rank_field *f, const struct
 		/* The field's own summary, perhaps from another field. */
 		int self = strcmp(src, f->name) == 0;
 		base_strfree(d.source);
+		if (d.tokens)
+			return rank_parser_fail(p, kw, STRATA_NOT_IMPLEMENTED,
+			                        "the summary setting 'tokens' on the field's own summary is "
+			                        "not supported; give the summary another name");
 		if (!self)
 			return rank_parser_fail(p, kw, STRATA_NOT_IMPLEMENTED,
 			                        "field '%s' showing another field in its summary is not "
@@ -483,6 +493,7 @@ int rank_field_summary(struct rank_parser *p, struct rank_field *f, const struct
 		base_strfree(d.source);
 		return rc;
 	}
+	e->tokens = d.tokens;
 	e->source = d.source ? d.source : rank_parser_tokdup(p, &(struct rank_tok){
 		RT_NAME, f->name, strlen(f->name), kw->line, kw->col, 0});
 	return e->source ? 0 : STRATA_NOMEM;

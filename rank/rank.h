@@ -109,6 +109,7 @@ struct rank_field {
 	int type;            /* enum rank_field_type */
 	int attribute;       /* indexing: attribute */
 	int summary;         /* indexing: summary */
+	int summary_tokens;  /* summary: tokens (the summary shows the field's tokens) */
 	int cell;            /* TENSOR: BASE_DT_FLOAT, DOUBLE, INT8, BFLOAT16, INT32, INT64 */
 	int rank;            /* TENSOR: dimensions */
 	int64_t dims[RANK_MAX_RANK];
@@ -215,6 +216,7 @@ int rank_field_token_flags(const struct rank_field *f);
 struct rank_summary_field {
 	const char *name;
 	int field;
+	int tokens; /* show the field's tokens (an array of strings), not its value */
 };
 struct rank_summary_class {
 	const char *name;
@@ -264,12 +266,14 @@ char *rank_profile_explain(const struct rank_profile *p);
  * field (index in the schema) for document lid: the cells of a tensor, or one
  * int32_t/int64_t/float/double/uint8_t for a number or bool; NULL when the
  * document has no value.  The pointer must stay valid for the whole query. */
-/* Text rank features (bm25(f), fieldLength(f), matches(f)) of a field with
- * a text index, for the query being ranked. */
+/* Text rank features (bm25(f), fieldLength(f), matches(f), the parts of
+ * nativeRank) of a field with a text index, for the query being ranked. */
 enum rank_text_feature {
 	RANK_TF_BM25 = 1,      /* bm25(field) over the query's terms on the field */
 	RANK_TF_FIELD_LENGTH,  /* fieldLength(field): tokens in the value */
 	RANK_TF_MATCHES,       /* matches(field): 1 when a query term on it matched */
+	RANK_TF_NATIVE_SUM,    /* nativeFieldMatch scores of the query's words on the field */
+	RANK_TF_NATIVE_TERMS,  /* the query's words on the field (matched or not) */
 };
 
 struct rank_docs {

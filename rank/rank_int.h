@@ -192,6 +192,7 @@ struct rank_struct_decl {
 struct rank_source_decl {
 	char *name;               /* the summary field, or the field outside the document */
 	char *source;             /* the field read (NULL: the field called name) */
+	int tokens;               /* the summary setting tokens: show the field's tokens */
 	struct rank_pos pos;
 };
 

@@ -3,7 +3,8 @@
  * splitting, case folding, accent removal, English stems, whole-value
  * tokens) and the schema's text settings (rank/parse_text.c: indexing:
  * index on strings, match, stemming, normalizing, rank: filter, index:
- * enable-bm25, fieldsets), with their errors.
+ * enable-bm25, fieldsets), the summary setting tokens and nativeRank's
+ * checks, with their errors.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +15,7 @@
 #include <string.h>
 
 #include "../rank/rank_syntax.h"
+#include "apptest.h"
 
 /* The tokens of text under flags, joined by '|', "text pos" checked in order. */
 static void tokens(const char *text, int flags, const char *want)
@@ -255,6 +257,106 @@ static void test_text_schema_alloc(void **state)
 	assert_int_equal(live_bytes(), live);
 }
 
+/* A schema of SUMMARY_SD with body (a rank profile or more) in a new app. */
+#define SUMMARY_SD                                                                        \
+	"schema doc {\n"                                                                     \
+	"  document doc {\n"                                                                 \
+	"    field title type string { indexing: summary | index }\n"                        \
+	"    field note type string {\n"                                                     \
+	"      indexing: summary | index\n      summary: tokens\n    }\n"                     \
+	"    field n type int { indexing: summary | attribute }\n"                           \
+	"  }\n"                                                                              \
+	"  document-summary debug {\n"                                                       \
+	"    summary title {}\n"                                                             \
+	"    summary title_tokens { source: title\n tokens }\n"                             \
+	"  }\n"                                                                              \
+	"  document-summary more inherits debug { summary n {} }\n"
+
+static char *summary_app(const char *body)
+{
+	char *dir = apptest_new("strata_text");
+	char sd[2048];
+	snprintf(sd, sizeof sd, SUMMARY_SD "%s}\n", body);
+	apptest_write(dir, "schemas/doc.sd", sd);
+	return dir;
+}
+
+static const struct rank_summary_field *class_field(const struct rank_summary_class *c,
+                                                    const char *name)
+{
+	assert_non_null(c);
+	int i = 0;
+	while (i < c->nfields && strcmp(c->fields[i].name, name) != 0)
+		i++;
+	if (i == c->nfields)
+		fail_msg("no summary field %s", name);
+	return &c->fields[i];
+}
+
+static void test_summary_tokens(void **state)
+{
+	(void)state;
+	uint64_t live = live_bytes();
+	char *dir = summary_app("  rank-profile r { first-phase { expression: nativeRank(title, n) } }\n");
+	struct rank_app *app = apptest_load(dir);
+	const struct rank_schema *s = rank_app_schema_find(app, "doc");
+	const struct rank_summary_class *c = rank_schema_summary(s, "debug");
+	assert_false(class_field(c, "title")->tokens);
+	assert_true(class_field(c, "title_tokens")->tokens);
+	assert_int_equal(class_field(c, "title_tokens")->field, class_field(c, "title")->field);
+	c = rank_schema_summary(s, "more"); /* inherited with the setting */
+	assert_true(class_field(c, "title_tokens")->tokens);
+	assert_false(class_field(c, "n")->tokens);
+	c = rank_schema_summary(s, "default");
+	assert_true(class_field(c, "note")->tokens);
+	assert_false(class_field(c, "title")->tokens);
+	rank_app_free(app);
+	long failures = apptest_load_failures(dir);
+	assert_true(failures > 10);
+	apptest_remove(dir);
+	assert_int_equal(live_bytes(), live);
+
+	/* the settings' errors, each with its position */
+	static const char tok_n[] = "  document-summary bad { summary x { source: n\n tokens } }\n";
+	apptest_expect_load_error(summary_app(tok_n), STRATA_TYPE, "doc.sd:16:34:",
+	                          "summary field 'x' shows the tokens of 'n', which has no text index");
+	dir = apptest_new("strata_text");
+	apptest_write(dir, "schemas/doc.sd",
+	              "schema doc { document doc {\n field t type string {\n indexing: summary\n"
+	              " summary: tokens } } }\n");
+	apptest_expect_load_error(dir, STRATA_TYPE, "doc.sd:2:8:",
+	                          "'summary: tokens' on 't', which has no text index");
+	dir = apptest_new("strata_text");
+	apptest_write(dir, "schemas/doc.sd",
+	              "schema doc { document doc {\n field t type string {\n indexing: summary | index\n"
+	              " summary { tokens } } } }\n");
+	apptest_expect_load_error(dir, STRATA_NOT_IMPLEMENTED, "doc.sd:4:2:",
+	                          "the summary setting 'tokens' on the field's own summary");
+	static const char odd[] = "  document-summary bad { summary x { source: title\n token } }\n";
+	apptest_expect_load_error(summary_app(odd), STRATA_PARSE, "doc.sd:17:2:",
+	                          "expected 'source', 'full', 'tokens' or '}' in summary 'x', "
+	                          "found 'token'");
+	assert_int_equal(live_bytes(), live);
+}
+
+static void test_native_rank_errors(void **state)
+{
+	(void)state;
+	apptest_expect_load_error(
+		summary_app("  rank-profile r { first-phase { expression: nativeRank(title, nosuch) } }\n"),
+		STRATA_TYPE, "doc.sd:16:64:", "nativeRank(): unknown field 'nosuch'");
+	apptest_expect_load_error(
+		summary_app("  rank-profile r { first-phase { expression: nativeRank(title, 2) } }\n"),
+		STRATA_TYPE, "doc.sd:16:", "nativeRank() takes field names");
+	apptest_expect_load_error(
+		summary_app("  rank-profile r { first-phase { expression: nativeRank(a,b,c,d,e,f,g,h,i,j,k,"
+		            "l,m,n,o,p,q) } }\n"),
+		STRATA_TYPE, "doc.sd:16:", "nativeRank() takes at most 16 fields");
+	apptest_expect_load_error(
+		summary_app("  rank-profile r { first-phase { expression: nativeFieldMatch(x) } }\n"),
+		STRATA_TYPE, "doc.sd:16:", "nativeFieldMatch(): unknown field 'x'");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -263,6 +365,8 @@ int main(void)
 		cmocka_unit_test(test_text_schema),
 		cmocka_unit_test(test_text_schema_errors),
 		cmocka_unit_test(test_text_schema_alloc),
+		cmocka_unit_test(test_summary_tokens),
+		cmocka_unit_test(test_native_rank_errors),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -33,6 +33,18 @@ schema doc {
             indexing: summary | index
             match: prefix
         }
+        field note type string {
+            indexing: summary | index
+            summary: tokens
+        }
+    }
+    document-summary debug {
+        summary title {}
+        summary title_tokens {
+            source: title
+            tokens
+        }
+        summary tag_tokens { source: tag  tokens }
     }
     fieldset default { fields: title }
     rank-profile default { first-phase { expression: attribute(n) } }
@@ -40,11 +52,16 @@ schema doc {
         first-phase { expression: bm25(title) }
         match-features: bm25(title) fieldLength(title) matches(title) matches(tag)
     }
+    rank-profile native {
+        first-phase { expression: nativeRank }
+        second-phase { expression: nativeRank(title, tag) * 2 }
+        match-features: nativeRank nativeRank(title) nativeRank(tag) nativeRank(n) nativeFieldMatch nativeFieldMatch(title)
+    }
     field heading type string { indexing: input title | index }
 }
 EOS
 cat >"$APP/feed.jsonl" <<'EOS'
-{"put": "id:doc:doc::1", "fields": {"title": "Running shoes for runners", "tag": "New York", "n": 1, "code": "Strata engine"}}
+{"put": "id:doc:doc::1", "fields": {"title": "Running shoes for runners", "tag": "New York", "n": 1, "code": "Strata engine", "note": "Big DOGS, 2 cats"}}
 {"put": "id:doc:doc::2", "fields": {"title": "The shoe runs", "tag": "new york", "n": 2, "code": "stratum"}}
 {"put": "id:doc:doc::3", "fields": {"title": "Café crème, shoes running", "tag": "Paris", "n": 3}}
 EOS
@@ -94,8 +111,37 @@ if expect_ok "query bm25" "$STRATA" query "$APP" --profile bm25 \
 fi
 mkdir -p "$T/bad/schemas"
 sed 's/expression: bm25(title)/expression: bm25(tag)/' "$APP/schemas/doc.sd" >"$T/bad/schemas/doc.sd"
-expect_fail "bm25 needs enable-bm25" "doc\\.sd:20:40: bm25\\(tag\\) needs 'index: enable-bm25'" \
+expect_fail "bm25 needs enable-bm25" "doc\\.sd:32:40: bm25\\(tag\\) needs 'index: enable-bm25'" \
 	"$STRATA" deploy "$T/bad"
+
+# nativeRank against its tables, computed here: a word first at token pos,
+# n times, scores (0.5 * 8000 * exp(-pos / 12.5) + 0.5 * (1500 + 4000 *
+# log(1 + n / 19))) over the same at pos 0 and n 255; nativeRank(fields) is
+# the mean over the query's words on those fields.  Query words: running
+# and cafe on title, paris on tag.
+native() { # EXPR over s(pos, n): the value times 1e9, rounded
+	awk "function t(p, n) { return 4000 * exp(-p / 12.5) + 0.5 * (1500 + 4000 * log(1 + n / 19)) }
+		function s(p, n) { return t(p, n) / t(0, 255) }
+		BEGIN { printf \"%d\", ($1) * 1e9 + 0.5 }"
+}
+if expect_ok "query nativeRank" "$STRATA" query "$APP" --profile native \
+	--yql 'select * from sources * where title contains "running" or title contains "cafe" or tag contains "paris"'; then
+	check "nativeRank order" "$(jout '[.root.children[].id | sub("id:doc:doc::"; "")] | join(",")')" "3,1,2"
+	check "nativeRank(title, tag) in the second phase" \
+		"$(jout '[.root.children[] | .relevance * 1e9 | round] | map(tostring) | join(",")')" \
+		"$(native '2 * (s(3, 1) + 2 * s(0, 1)) / 3'),$(native '2 * s(0, 1) / 3'),$(native '2 * s(2, 1) / 3')"
+	check "nativeRank match-features" \
+		"$(jout '[.root.children[].fields.matchfeatures | [.nativeRank, .["nativeRank(title)"], .["nativeRank(tag)"], .["nativeRank(n)"]] | map(. * 1e9 | round | tostring) | join(" ")] | join(",")')" \
+		"$(native '(s(3, 1) + 2 * s(0, 1)) / 3') $(native '(s(3, 1) + s(0, 1)) / 2') $(native 's(0, 1)') 0,$(native 's(0, 1) / 3') $(native 's(0, 1) / 2') 0 0,$(native 's(2, 1) / 3') $(native 's(2, 1) / 2') 0 0"
+	check "nativeFieldMatch is nativeRank's only part" \
+		"$(jout '[.root.children[].fields.matchfeatures | (.nativeFieldMatch > 0 and .nativeFieldMatch == .nativeRank and .["nativeFieldMatch(title)"] == .["nativeRank(title)"])] | map(tostring) | join(",")')" \
+		"true,true,true"
+fi
+sed 's/expression: nativeRank }/expression: nativeRank(title, nosuch) }/' "$APP/schemas/doc.sd" >"$T/bad/schemas/doc.sd"
+expect_fail "nativeRank of an unknown field" "doc\\.sd:[0-9]*:[0-9]*: nativeRank\\(\\): unknown field 'nosuch'" \
+	"$STRATA" deploy "$T/bad"
+sed 's/expression: nativeRank }/expression: nativeRank(title, 1) }/' "$APP/schemas/doc.sd" >"$T/bad/schemas/doc.sd"
+expect_fail "nativeRank of a number" "nativeRank\\(\\) takes field names" "$STRATA" deploy "$T/bad"
 
 # req JSON: the ids of the hits of a request read from standard input
 req() {
@@ -105,6 +151,25 @@ req() {
 		echo "error: $(head -c 300 "$ERR")"
 	fi
 }
+
+# the summary setting tokens: the terms the text index holds
+req '{"yql": "select * from sources * where n = 3", "presentation.summary": "debug"}' >/dev/null
+check "tokens in a document-summary" \
+	"$(jout '.root.children[0].fields | "\(.title)|\(.title_tokens | join(" "))|\(.tag_tokens | join(" "))"')" \
+	"Café crème, shoes running|cafe creme shoe run|paris"
+req '{"yql": "select * from sources * where n = 1"}' >/dev/null
+check "summary: tokens on a field" "$(jout '.root.children[0].fields.note | join(" ")')" "big dog 2 cat"
+sed 's/source: tag  tokens/source: n tokens/' "$APP/schemas/doc.sd" >"$T/bad/schemas/doc.sd"
+expect_fail "tokens of a field without a text index" \
+	"doc\\.sd:[0-9]*:[0-9]*: summary field 'tag_tokens' shows the tokens of 'n', which has no text index" \
+	"$STRATA" deploy "$T/bad"
+sed '/field note/,/}/s/indexing: summary | index$/indexing: summary/' "$APP/schemas/doc.sd" >"$T/bad/schemas/doc.sd"
+expect_fail "summary: tokens without a text index" \
+	"doc\\.sd:[0-9]*:[0-9]*: 'summary: tokens' on 'note', which has no text index" \
+	"$STRATA" deploy "$T/bad"
+sed 's/source: title$/source: title  tokens tokens dynamic/' "$APP/schemas/doc.sd" >"$T/bad/schemas/doc.sd"
+expect_fail "another transform still refused" "summary setting 'dynamic' is not supported" \
+	"$STRATA" deploy "$T/bad"
 Y='"yql": "select * from sources * where'
 check "userQuery, default fieldset, -word" "$(req "{$Y userQuery()\", \"query\": \"running -cafe\"}")" "2,1"
 check "userQuery, model.defaultIndex" \
