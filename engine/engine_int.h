@@ -10,6 +10,8 @@
  *                  writes them, every open loads them while they are fresh)
  *   tensor_json.c  dense tensors between JSON and cells (feed, query inputs,
  *                  summaries, match features)
+ *   tensor_sparse_json.c  tensors with mapped dimensions from JSON into
+ *                  blocks (query inputs)
  *   feed.c         Vespa document operations -> store transactions; get, remove
  *   yql.c          YQL text -> struct yql_query (a condition tree)
  *   grouping.c     order by and grouping over the matches
@@ -153,7 +155,8 @@ json_t *eng_json_parse(const char *text, size_t len, size_t flags, json_error_t 
 
 /* ---- tensor_json.c ------------------------------------------------------------ */
 
-/* A dense tensor type: cell type and named dimensions. */
+/* A tensor type: cell type and named dimensions.  Dense but for
+ * eng_sparse_from_json, where a mapped dimension (x{}) has size -1. */
 struct eng_ttype {
 	int cell;  /* BASE_DT_FLOAT, DOUBLE, INT8, BFLOAT16, INT32, INT64 */
 	int rank;
@@ -161,8 +164,10 @@ struct eng_ttype {
 	const char *const *dim_names; /* may be NULL (then "d0", "d1", ...) */
 };
 
+/* The cells of t (of one dense subspace when t has mapped dimensions). */
 size_t eng_ttype_cells(const struct eng_ttype *t);
-/* "tensor<float>(x[3],y[2])" ("tensor(x[3])" for double cells) into buf. */
+/* "tensor<float>(x[3],y[2])" ("tensor(x[3])" for double cells, "cat{}" for
+ * a mapped dimension) into buf. */
 const char *eng_ttype_str(const struct eng_ttype *t, char *buf, size_t n);
 
 /* Fill cells (eng_ttype_cells(t) cells of t->cell) from JSON: nested arrays,
@@ -172,6 +177,33 @@ const char *eng_ttype_str(const struct eng_ttype *t, char *buf, size_t n);
  * STRATA_INVALID_ARGUMENT. */
 int eng_tensor_from_json(const json_t *j, const struct eng_ttype *t, int literal, void *cells,
                          const char *what, struct strata_error *err);
+
+/* ---- tensor_sparse_json.c ----------------------------------------------------- */
+
+/* The longest label of a mapped dimension, in bytes. */
+#define ENG_LABEL_MAX 255
+
+/* A tensor with mapped dimensions as blocks: block b has the labels
+ * labels[b * nmapped ..] (the mapped dimensions in type order) and the sub
+ * double cells cells[b * sub ..] of the indexed ones.  Labels are distinct
+ * per block. */
+struct eng_sparse {
+	int nmapped;
+	size_t sub;
+	size_t nblocks, cap;
+	char **labels;
+	double *cells;
+};
+
+/* Fill s from JSON in Vespa's forms for mapped and mixed tensors (cells,
+ * blocks, their short forms: tensor_sparse_json.c).  t has dims -1 for its
+ * mapped dimensions, dim_names set.  what names the value in messages.
+ * Returns 0 (free s with eng_sparse_free), STRATA_INVALID_ARGUMENT (a bad
+ * address, label or value; s is then empty) or STRATA_NOMEM. */
+int eng_sparse_from_json(const json_t *j, const struct eng_ttype *t, struct eng_sparse *s,
+                         const char *what, struct strata_error *err);
+/* Free what s holds and zero it. */
+void eng_sparse_free(struct eng_sparse *s);
 
 /* The JSON of a dense tensor: {"type": ..., "values": nested arrays}; a
  * number for rank 0.  NULL on allocation failure. */

@@ -825,6 +825,25 @@ static int run_doctype(struct qstate *qs, struct dtstate *ds)
 	return global_phase(qs, ds, base, n);
 }
 
+/* An input with mapped dimensions, from the request's JSON value v. */
+static int set_sparse_input(struct qstate *qs, struct dtstate *ds,
+                            const struct rank_input_info *in, const json_t *v)
+{
+	struct eng_ttype t = { BASE_DT_DOUBLE, in->rank, in->dims, in->dim_names };
+	struct eng_sparse s;
+	char what[300];
+	snprintf(what, sizeof what, "query input 'query(%s)'", in->name);
+	int rc = eng_sparse_from_json(v, &t, &s, what, qs->err);
+	if (rc)
+		return rc;
+	uint64_t a = mark();
+	rc = rank_query_set_input_sparse(ds->rq, in->name, s.nblocks, (const char *const *)s.labels,
+	                                 s.cells, qs->err);
+	charge(qs, a);
+	eng_sparse_free(&s);
+	return rc;
+}
+
 static int set_inputs(struct qstate *qs, struct dtstate *ds, const json_t *req)
 {
 	int ni = rank_profile_ninputs(ds->prof);
@@ -833,6 +852,15 @@ static int set_inputs(struct qstate *qs, struct dtstate *ds, const json_t *req)
 		const json_t *v = find_input(req, in->name);
 		if (!v)
 			continue;
+		int mapped = 0;
+		for (int k = 0; k < in->rank; k++)
+			mapped |= in->dims[k] < 0;
+		if (mapped) {
+			int rc = set_sparse_input(qs, ds, in, v);
+			if (rc)
+				return rc;
+			continue;
+		}
 		double *cells = base_alloc((in->ncells ? in->ncells : 1) * sizeof *cells);
 		if (!cells)
 			return base_nomem(qs->err, "query(%s)", in->name);

@@ -241,7 +241,8 @@ int rank_profile_global_rerank_count(const struct rank_profile *p);
 int rank_profile_drop_limit(const struct rank_profile *p, double *limit);
 
 /* Declared query inputs of a profile: name (as in query(name)), shape (rank 0
- * for a number), and the number of cells. */
+ * for a number; a mapped dimension, x{}, has size -1), and the number of
+ * cells (of one dense subspace when there are mapped dimensions). */
 struct rank_input_info {
 	const char *name;
 	int rank;
@@ -290,12 +291,22 @@ int rank_query_new(const struct rank_profile *p, struct rank_query **out, struct
  * invalid from here.  NULL is ignored. */
 void rank_query_free(struct rank_query *q);
 
+/* Give query(name), an input whose type has mapped dimensions, a value:
+ * nblocks dense subspaces, block b under labels[b * M .. b * M + M - 1] (M
+ * the mapped dimensions, in the declared order) with cells[b * S .. b * S +
+ * S - 1] (S the input's ncells).  Everything is copied.  Not given, such an
+ * input is the empty tensor.  Returns 0, STRATA_NOT_FOUND (not declared),
+ * STRATA_INVALID_ARGUMENT (no mapped dimension, an address given twice),
+ * STRATA_NOMEM. */
+int rank_query_set_input_sparse(struct rank_query *q, const char *name, size_t nblocks,
+                                const char *const *labels, const double *cells,
+                                struct strata_error *err);
 /* Give query(name) a value: n cells in row-major order (n must equal the
  * declared ncells).  Inputs not given take their declared default; a number
  * with none is 0, and a tensor with none that the profile reads makes the
  * first phase fail with STRATA_INVALID_ARGUMENT naming it.  Returns 0,
  * STRATA_NOT_FOUND (not declared), STRATA_INVALID_ARGUMENT (wrong number of
- * cells). */
+ * cells, or the input has mapped dimensions: rank_query_set_input_sparse). */
 int rank_query_set_input(struct rank_query *q, const char *name, const double *cells, size_t n,
                          struct strata_error *err);
 

@@ -419,6 +419,9 @@ struct rank_query {
 	size_t *norm_order;          /* reciprocal_rank's sort of the candidates */
 	size_t order_cap;
 	int *given;                  /* per profile input: set by the query */
+	struct rank_sparse *sparse;  /* per profile input: the value of one with
+	                                mapped dimensions (empty until given) */
+	struct base_arena in_arena;  /* labels and cells of those values */
 	struct rank_query *next;     /* retired: the one below it in its profile's pool */
 };
 

@@ -217,7 +217,9 @@ static int exec(struct vm *x, int pc, struct rank_val *sp, struct rank_val *res)
 				return rc;
 			break;
 		case RANK_OP_QUERY:
-			if (p->types[in->t].rank == 0)
+			if (rank_type_mapped(&p->types[in->t]))
+				set_cells(sp++, &q->sparse[in->a], BASE_DT_UNDEFINED);
+			else if (p->types[in->t].rank == 0)
 				set_num(sp++, q->inputs[in->a][0]);
 			else
 				set_cells(sp++, q->inputs[in->a], BASE_DT_DOUBLE);

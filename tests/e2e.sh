@@ -847,5 +847,52 @@ fi
 sed 's/type who/type whom/' "$DOCS/schemas/note.sd" >"$T/note.sd" && cp "$T/note.sd" "$DOCS/schemas/note.sd"
 expect_fail "fields: unknown struct" "note\.sd:6:19: unknown field type 'whom'" "$STRATA" deploy "$DOCS"
 
+# ---- query inputs with mapped dimensions --------------------------------------------
+# Every JSON form of a mapped and a mixed tensor, and what is wrong with a bad one.
+MAP=$T/mapped
+mkdir -p "$MAP/schemas"
+cat >"$MAP/schemas/item.sd" <<'SD'
+schema item {
+  document item { field price type double { indexing: attribute | summary } }
+  rank-profile cats {
+    inputs {
+      query(q) tensor<float>(cat{})
+      query(m) tensor<float>(p{}, x[2])
+    }
+    first-phase { expression: attribute(price) + reduce(query(q), sum) + 10 * query(m){p:v,x:1} }
+  }
+}
+SD
+echo '{"put": "id:a:item::1", "fields": {"price": 1}}' >"$MAP/feed.jsonl"
+# mapped_score INPUT...: the relevance of the one document with these inputs.
+mapped_score() {
+	set -- "$STRATA" query "$MAP" --yql 'select * from item where true' --profile cats "$@"
+	if expect_ok "mapped inputs: query $*" "$@"; then jout '.root.children[0].relevance'; fi
+}
+if expect_ok "mapped inputs: deploy" "$STRATA" deploy "$MAP" &&
+	expect_ok "mapped inputs: feed" "$STRATA" feed "$MAP" "$MAP/feed.jsonl"; then
+	check "mapped inputs: none given" "$(mapped_score)" 1
+	check "mapped inputs: short forms" "$(mapped_score --input 'query(q)={"a":2,"b":3}' \
+		--input 'query(m)={"u":[1,2],"v":[3,4]}')" 46
+	check "mapped inputs: cells and blocks" "$(mapped_score \
+		--input 'query(q)={"cells":[{"address":{"cat":"a"},"value":5}]}' \
+		--input 'query(m)={"blocks":[{"address":{"p":"v"},"values":[0,7]}]}')" 76
+	expect_fail "mapped inputs: wrong dimension" \
+		"query\(q\)': cell 0: address lacks dimension 'cat' \(tensor\(cat\{\}\)\)" \
+		"$STRATA" query "$MAP" --yql 'select * from item where true' --profile cats \
+		--input 'query(q)={"cells":[{"address":{"dog":"a"},"value":5}]}'
+	expect_fail "mapped inputs: bad index" "cell 0: bad index for dimension 'x'" \
+		"$STRATA" query "$MAP" --yql 'select * from item where true' --profile cats \
+		--input 'query(m)={"cells":[{"address":{"p":"a","x":"2"},"value":5}]}'
+	expect_fail "mapped inputs: label too long" "bad label '0{40}' \(a string of 1 to 255 bytes\)" \
+		"$STRATA" query "$MAP" --yql 'select * from item where true' --profile cats \
+		--input "query(q)={\"$(printf '%0300d' 0)\":1}"
+fi
+sed 's/query(q) tensor<float>(cat{})/query(q) tensor<float>(cat{}): {}/' "$MAP/schemas/item.sd" >"$T/item.sd" &&
+	cp "$T/item.sd" "$MAP/schemas/item.sd"
+expect_fail "mapped inputs: default" \
+	"item\.sd:5:36: default values of query inputs with mapped dimensions are not supported" \
+	"$STRATA" deploy "$MAP"
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
