@@ -11,7 +11,8 @@
  *   tensor_json.c  dense tensors between JSON and cells (feed, query inputs,
  *                  summaries, match features)
  *   tensor_sparse_json.c  tensors with mapped dimensions from JSON into
- *                  blocks (query inputs)
+ *                  blocks (query inputs); the stored JSON text of document
+ *                  fields of such types, and their values for ranking
  *   feed.c         Vespa document operations -> store transactions; get, remove
  *   yql.c          YQL text -> struct yql_query (a condition tree)
  *   grouping.c     order by and grouping over the matches
@@ -204,6 +205,20 @@ int eng_sparse_from_json(const json_t *j, const struct eng_ttype *t, struct eng_
                          const char *what, struct strata_error *err);
 /* Free what s holds and zero it. */
 void eng_sparse_free(struct eng_sparse *s);
+/* 1 when rf is a tensor field with mapped dimensions (stored as JSON text). */
+int eng_field_mapped(const struct rank_field *rf);
+/* The stored text of such a field's value from JSON in any of the forms
+ * above: Vespa's short form, {"type": T, "cells": {label: v}} for one mapped
+ * dimension, {"type": T, "blocks": {label: [...]}} for one mapped and
+ * indexed ones, else {"type": T, "cells": [{"address": ..., "value": v}]},
+ * cells rounded to the field's cell type, in arena a.  Returns 0,
+ * STRATA_INVALID_ARGUMENT, STRATA_NOMEM. */
+int eng_sparse_field_text(const struct rank_field *rf, const json_t *j, struct base_arena *a,
+                          struct store_value *v, const char *what, struct strata_error *err);
+/* The value of such a field as the VM reads it, from its stored text, made
+ * in arena a; NULL when memory runs out or the text is not a value. */
+const struct rank_sparse *eng_sparse_from_text(const struct rank_field *rf, const char *s,
+                                               size_t n, struct base_arena *a);
 
 /* The JSON of a dense tensor: {"type": ..., "values": nested arrays}; a
  * number for rank 0.  NULL on allocation failure. */
@@ -219,6 +234,10 @@ json_t *eng_json_number(int cell, double v);
  * Numbers print in their shortest round-trip form.  NULL on allocation
  * failure. */
 char *eng_json_dump(const json_t *j, int pretty);
+/* values.c: the compact text of JSON value c, copied into arena a, as v's
+ * string.  Returns 0 or STRATA_NOMEM (naming what). */
+int eng_json_to_text(json_t *c, struct base_arena *a, struct store_value *v, const char *what,
+                     struct strata_error *err);
 /* v as the printer writes a real: the shortest form that reads back as v,
  * ".0" kept on integral values ("3.0", "0.1"); "null" when not finite. */
 void eng_real_str(double v, char *buf, size_t n);

@@ -57,6 +57,8 @@ struct dtstate {
 	uint32_t *nn;        /* sorted lids of the nearestNeighbor set */
 	size_t nnn;
 	int has_nn;
+	struct qstate *qs;
+	struct base_arena sparse; /* values of mapped tensor fields ranking read */
 };
 
 struct hit {
@@ -96,10 +98,21 @@ static void charge(struct qstate *qs, uint64_t since)
 	qs->rank_allocs += base_alloc_thread_count() - since;
 }
 
+static const struct store_value *doc_value(struct qstate *qs, struct dtstate *ds, uint32_t lid,
+                                           int fidx);
+
 static const void *attr_cb(void *ud, int field, uint32_t lid)
 {
 	struct dtstate *ds = ud;
-	return store_attr(ds->txn, ds->dt->store_id, field, lid);
+	const struct rank_field *rf = rank_schema_field(ds->dt->schema, field);
+	if (!eng_field_mapped(rf))
+		return store_attr(ds->txn, ds->dt->store_id, field, lid);
+	/* Read from the document; the value lives until the query ends.  A
+	 * value that cannot be read (memory) reads as the empty tensor. */
+	const struct store_value *sv = doc_value(ds->qs, ds, lid, field);
+	if (!sv || !sv->set)
+		return NULL;
+	return eng_sparse_from_text(rf, sv->s, sv->n, &ds->sparse);
 }
 
 static double text_cb(void *ud, int feature, int field, uint32_t lid)
@@ -1318,6 +1331,8 @@ static int run(struct qstate *qs, const json_t *req, char **result)
 		struct dtstate *ds = &qs->ds[i];
 		int nn_count = 0;
 		ds->txn = qs->txn;
+		ds->qs = qs;
+		base_arena_init(&ds->sparse, 1 << 12);
 		ds->docs.ud = ds;
 		ds->docs.attr = attr_cb;
 		ds->docs.text = text_cb;
@@ -1376,6 +1391,7 @@ int strata_query_json(struct strata *db, const char *request, char **result,
 		if (qs.ds[i].nn)
 			base_free(qs.ds[i].nn, qs.ds[i].nnn * sizeof *qs.ds[i].nn);
 		eng_text_close(qs.ds[i].text);
+		base_arena_free(&qs.ds[i].sparse);
 	}
 	if (qs.ds)
 		base_free(qs.ds, (size_t)qs.ds_cap * sizeof *qs.ds);

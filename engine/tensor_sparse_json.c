@@ -16,9 +16,14 @@
  * ignored.  Labels are strings (integers are taken as their decimal text)
  * of 1 to ENG_LABEL_MAX bytes.
  *
+ * Document fields of such types are kept as JSON text in the document
+ * record (Vespa's short form, which summaries show as it is); ranking reads
+ * them by parsing that text into the VM's struct rank_sparse.
+ *
  * Invariant: on error nothing is kept (the blocks are freed), and the
  * message names the value (what), and the cell or block at fault.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -335,4 +340,149 @@ int eng_sparse_from_json(const json_t *j, const struct eng_ttype *t, struct eng_
 	if (rc)
 		eng_sparse_free(s);
 	return rc;
+}
+
+/* ---- document fields -------------------------------------------------------------- */
+
+int eng_field_mapped(const struct rank_field *rf)
+{
+	if (rf->type != RANK_FT_TENSOR)
+		return 0;
+	for (int k = 0; k < rf->rank; k++)
+		if (rf->dims[k] < 0)
+			return 1;
+	return 0;
+}
+
+/* Cell value d as the field's cell type keeps it. */
+static double rounded(int cell, double d)
+{
+	switch (cell) {
+	case BASE_DT_FLOAT: return (float)d;
+	case BASE_DT_BFLOAT16: return base_bf16_to_f32(base_f32_to_bf16((float)d));
+	case BASE_DT_INT8:
+	case BASE_DT_INT32:
+	case BASE_DT_INT64: return trunc(d);
+	}
+	return d;
+}
+
+/* The short or general JSON of s, of type t (see eng_sparse_field_text). */
+static json_t *sparse_json(const struct eng_ttype *t, const struct eng_sparse *s)
+{
+	char tb[512];
+	json_t *o = json_object(), *body = NULL;
+	if (!o || json_object_set_new(o, "type", json_string(eng_ttype_str(t, tb, sizeof tb))))
+		goto fail;
+	int indexed = t->rank - s->nmapped;
+	size_t nm = (size_t)s->nmapped;
+	if (s->nmapped == 1) {
+		if (!(body = json_object()))
+			goto fail;
+		for (size_t b = 0; b < s->nblocks; b++) {
+			json_t *v;
+			if (indexed == 0) {
+				v = eng_json_number(t->cell, s->cells[b]);
+			} else {
+				v = json_array();
+				for (size_t i = 0; v && i < s->sub; i++)
+					if (json_array_append_new(v, eng_json_number(t->cell, s->cells[b * s->sub + i])))
+						json_decref(v), v = NULL;
+			}
+			if (!v || json_object_set_new(body, s->labels[b], v))
+				goto fail;
+		}
+	} else {
+		if (!(body = json_array()))
+			goto fail;
+		for (size_t b = 0; b < s->nblocks; b++)
+			for (size_t i = 0; i < s->sub; i++) {
+				json_t *addr = json_object(), *cell = json_object();
+				if (!addr || !cell) {
+					json_decref(addr);
+					json_decref(cell);
+					goto fail;
+				}
+				size_t rest = i, m = 0;
+				int ok = 1;
+				for (int k = t->rank - 1; k >= 0; k--) {
+					if (t->dims[k] >= 0) {
+						char ib[24];
+						snprintf(ib, sizeof ib, "%zu", rest % (size_t)t->dims[k]);
+						rest /= (size_t)t->dims[k];
+						ok = !json_object_set_new(addr, t->dim_names[k], json_string(ib)) && ok;
+					}
+				}
+				for (int k = 0; k < t->rank; k++)
+					if (t->dims[k] < 0)
+						ok = !json_object_set_new(addr, t->dim_names[k],
+						                          json_string(s->labels[b * nm + m++])) && ok;
+				/* jansson takes the references even when it fails */
+				ok = !json_object_set_new(cell, "address", addr) && ok;
+				ok = !json_object_set_new(cell, "value",
+				                          eng_json_number(t->cell, s->cells[b * s->sub + i])) && ok;
+				if (json_array_append_new(body, cell) || !ok)
+					goto fail;
+			}
+	}
+	if (json_object_set_new(o, indexed && s->nmapped == 1 ? "blocks" : "cells", body)) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+fail:
+	json_decref(body);
+	json_decref(o);
+	return NULL;
+}
+
+int eng_sparse_field_text(const struct rank_field *rf, const json_t *j, struct base_arena *a,
+                          struct store_value *v, const char *what, struct strata_error *err)
+{
+	struct eng_ttype t = { rf->cell, rf->rank, rf->dims, (const char *const *)rf->dim_names };
+	struct eng_sparse s;
+	int rc = eng_sparse_from_json(j, &t, &s, what, err);
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < s.nblocks * s.sub; i++)
+		s.cells[i] = rounded(rf->cell, s.cells[i]);
+	json_t *o = sparse_json(&t, &s);
+	eng_sparse_free(&s);
+	if (!o)
+		return base_nomem(err, "%s", what);
+	rc = eng_json_to_text(o, a, v, what, err);
+	json_decref(o);
+	return rc;
+}
+
+const struct rank_sparse *eng_sparse_from_text(const struct rank_field *rf, const char *s,
+                                               size_t n, struct base_arena *a)
+{
+	json_error_t je;
+	int oom;
+	json_t *j = eng_json_parse(s, n, 0, &je, &oom);
+	if (!j)
+		return NULL;
+	struct eng_ttype t = { rf->cell, rf->rank, rf->dims, (const char *const *)rf->dim_names };
+	struct eng_sparse sp;
+	int rc = eng_sparse_from_json(j, &t, &sp, "stored value", NULL);
+	json_decref(j);
+	if (rc)
+		return NULL;
+	size_t nl = sp.nblocks * (size_t)sp.nmapped, nc = sp.nblocks * sp.sub;
+	struct rank_sparse *r = base_arena_alloc(a, sizeof *r, 8);
+	const char **lab = base_arena_alloc(a, (nl ? nl : 1) * sizeof *lab, 8);
+	double *c = base_arena_alloc(a, (nc ? nc : 1) * sizeof *c, 8);
+	for (size_t i = 0; lab && i < nl; i++)
+		if (!(lab[i] = base_arena_strdup(a, sp.labels[i])))
+			lab = NULL;
+	if (r && lab && c) {
+		for (size_t i = 0; i < nc; i++)
+			c[i] = rounded(rf->cell, sp.cells[i]);
+		r->nblocks = sp.nblocks;
+		r->labels = lab;
+		r->cells = c;
+	}
+	eng_sparse_free(&sp);
+	return r && lab && c ? r : NULL;
 }

@@ -378,7 +378,7 @@ static int field_type(struct rank_parser *p, struct rank_field *f)
 	}
 	if (rank_tok_is(&t, "tensor")) {
 		struct rank_type ty;
-		int rc = rank_type_lex(p->lx, &ty, p->err);
+		int rc = rank_type_lex_mapped(p->lx, &ty, p->err);
 		if (rc)
 			return rc;
 		if (ty.rank == 0) {

@@ -111,7 +111,7 @@ struct rank_field {
 	int summary;         /* indexing: summary */
 	int cell;            /* TENSOR: BASE_DT_FLOAT, DOUBLE, INT8, BFLOAT16, INT32, INT64 */
 	int rank;            /* TENSOR: dimensions */
-	int64_t dims[RANK_MAX_RANK];
+	int64_t dims[RANK_MAX_RANK];   /* TENSOR: sizes; -1 for a mapped dimension */
 	const char *dim_names[RANK_MAX_RANK];
 	int distance_metric; /* enum rank_distance (attribute { distance-metric: ... }) */
 	int line, col;       /* where it is declared */
@@ -262,7 +262,8 @@ int rank_profile_input_index(const struct rank_profile *p, const char *name);
 char *rank_profile_explain(const struct rank_profile *p);
 
 /* How ranking reads documents: attr() returns a pointer to the value of
- * field (index in the schema) for document lid: the cells of a tensor, or one
+ * field (index in the schema) for document lid: the cells of a tensor (a
+ * struct rank_sparse when its type has mapped dimensions), or one
  * int32_t/int64_t/float/double/uint8_t for a number or bool; NULL when the
  * document has no value.  The pointer must stay valid for the whole query. */
 /* Text rank features (bm25(f), fieldLength(f), matches(f)) of a field with
@@ -271,6 +272,16 @@ enum rank_text_feature {
 	RANK_TF_BM25 = 1,      /* bm25(field) over the query's terms on the field */
 	RANK_TF_FIELD_LENGTH,  /* fieldLength(field): tokens in the value */
 	RANK_TF_MATCHES,       /* matches(field): 1 when a query term on it matched */
+};
+
+/* A tensor with mapped dimensions: nblocks dense subspaces (the type's
+ * indexed dimensions, rank_type_cells() double cells each), each under the
+ * labels of the type's mapped dimensions, in the type's order.  Blocks have
+ * distinct labels, in no particular order. */
+struct rank_sparse {
+	size_t nblocks;
+	const char *const *labels;   /* nblocks * mapped dimensions */
+	const double *cells;         /* nblocks * subspace cells */
 };
 
 struct rank_docs {

@@ -288,15 +288,6 @@ struct rank_lit {
 	const size_t *where;
 };
 
-/* A tensor with mapped dimensions: nblocks dense subspaces (the type's
- * indexed dimensions, rank_type_cells() double cells each), each under the
- * labels of the type's mapped dimensions, in the type's order.  Blocks have
- * distinct labels, in no particular order. */
-struct rank_sparse {
-	size_t nblocks;
-	const char *const *labels;   /* nblocks * mapped dimensions */
-	const double *cells;         /* nblocks * subspace cells */
-};
 
 /* The address of a slice t{x:1,k:a,...}: n of the operand type's
  * dimensions, each given a label (mapped) or an index (indexed), or

@@ -126,6 +126,12 @@ static int load_attr(struct vm *x, int field, int t, struct rank_val *v)
 	struct rank_query *q = x->q;
 	const struct rank_field *f = &q->p->sd->fields[field];
 	const void *p = q->docs ? q->docs->attr(q->docs->ud, field, q->lid) : NULL;
+	if (f->type == RANK_FT_TENSOR && rank_type_mapped(type_of(x, t))) {
+		/* A document without the tensor reads as the empty tensor. */
+		static const struct rank_sparse empty;
+		set_cells(v, p ? p : &empty, BASE_DT_UNDEFINED);
+		return 0;
+	}
 	if (f->type == RANK_FT_TENSOR) {
 		if (!p) {
 			/* A document without the tensor reads as zeros (Vespa's

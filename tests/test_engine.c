@@ -245,6 +245,52 @@ static void test_sparse_errors(void **state)
 	eng_sparse_free(&s);
 }
 
+/* A mapped field's stored text: Vespa's short forms where they exist, cells
+ * rounded to the field's cell type, and read back as the VM's value. */
+static void test_sparse_fields(void **state)
+{
+	(void)state;
+	struct strata_error err;
+	struct base_arena a;
+	base_arena_init(&a, 1 << 12);
+	struct store_value v;
+	struct rank_field f = { .type = RANK_FT_TENSOR, .cell = BASE_DT_FLOAT, .rank = 2,
+	                        .dims = { -1, 2 }, .dim_names = { "p", "x" } };
+	assert_int_equal(eng_field_mapped(&f), 1);
+	json_t *j = json_loads("{\"cells\": [{\"address\": {\"p\": \"u\", \"x\": 1}, \"value\": 0.1}]}",
+	                       0, NULL);
+	assert_int_equal(eng_sparse_field_text(&f, j, &a, &v, "field 'parts'", &err), 0);
+	json_decref(j);
+	assert_string_equal(v.s, "{\"type\":\"tensor<float>(p{},x[2])\",\"blocks\":{\"u\":[0.0,0.1]}}");
+	const struct rank_sparse *r = eng_sparse_from_text(&f, v.s, v.n, &a);
+	assert_non_null(r);
+	assert_int_equal(r->nblocks, 1);
+	assert_string_equal(r->labels[0], "u");
+	assert_true(r->cells[0] == 0 && r->cells[1] == (double)0.1f);
+
+	struct rank_field g = { .type = RANK_FT_TENSOR, .cell = BASE_DT_DOUBLE, .rank = 2,
+	                        .dims = { -1, -1 }, .dim_names = { "a", "b" } };
+	j = json_loads("{\"cells\": [{\"address\": {\"a\": \"x\", \"b\": \"y\"}, \"value\": 0.1}]}",
+	               0, NULL);
+	assert_int_equal(eng_sparse_field_text(&g, j, &a, &v, "field 'two'", &err), 0);
+	json_decref(j);
+	assert_string_equal(v.s, "{\"type\":\"tensor(a{},b{})\",\"cells\":[{\"address\":"
+	                         "{\"a\":\"x\",\"b\":\"y\"},\"value\":0.1}]}");
+	r = eng_sparse_from_text(&g, v.s, v.n, &a);
+	assert_non_null(r);
+	assert_true(r->nblocks == 1 && r->cells[0] == 0.1);
+	assert_string_equal(r->labels[1], "y");
+	assert_null(eng_sparse_from_text(&g, "[1]", 3, &a));
+
+	j = json_loads("{\"a\": 1}", 0, NULL);
+	assert_int_equal(eng_sparse_field_text(&g, j, &a, &v, "field 'two'", &err),
+	                 STRATA_INVALID_ARGUMENT);
+	json_decref(j);
+	assert_string_equal(err.msg, "field 'two': the short form needs one mapped dimension; use "
+	                             "\"cells\" (tensor(a{},b{}))");
+	base_arena_free(&a);
+}
+
 static void test_tensor_to_json(void **state)
 {
 	(void)state;
@@ -1415,6 +1461,7 @@ int main(void)
 		cmocka_unit_test(test_tensor_to_json),
 		cmocka_unit_test(test_sparse_forms),
 		cmocka_unit_test(test_sparse_errors),
+		cmocka_unit_test(test_sparse_fields),
 	};
 	const struct CMUnitTest api[] = {
 		cmocka_unit_test_setup_teardown(test_feed_and_get, setup, teardown),

@@ -607,7 +607,7 @@ static void test_all_errors(void **state)
 	 * from skipping the field */
 	dir = make_app("schema c {\n"
 	               "  document c {\n"
-	               "    field t type tensor<float>(x{}) { indexing: attribute }\n"
+	               "    field t type tensor<float>(x{}, y[]) { indexing: attribute }\n"
 	               "    field u type strin { indexing: attribute }\n"
 	               "  }\n"
 	               "  rank-profile p { constants { k tensor(y{}): 1 } }\n"
