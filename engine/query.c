@@ -289,6 +289,10 @@ static int resolve(struct qstate *qs, struct yql_node *n, struct eng_doctype *dt
 		                "yql:1:%d: 'contains' needs a string field, or an array or weightedset "
 		                "of strings; '%s' is not one", n->col, n->field);
 	if (n->kind == YQL_NN) {
+		if (eng_field_mapped(rank_schema_field(dt->schema, n->fidx)))
+			return base_err(qs->err, STRATA_NOT_IMPLEMENTED,
+			                "yql:1:%d: nearestNeighbor on '%s', a tensor with mapped "
+			                "dimensions, is not supported", n->col, n->field);
 		if (t != STORE_T_TENSOR || !dt->fields[n->fidx].attribute)
 			return base_err(qs->err, STRATA_INVALID_ARGUMENT,
 			                "yql:1:%d: nearestNeighbor needs a tensor attribute; '%s' is not one",

@@ -909,6 +909,10 @@ if expect_ok "mapped inputs: deploy" "$STRATA" deploy "$MAP" &&
 			'[["id:a:item::3",705,{"b":5},{"w":[3,4]}],["id:a:item::2",320.5,{"a":2,"b":0.5},{"u":[1,2]}],["id:a:item::1",0,null,null]]'
 	expect_ok "mapped fields: get" "$STRATA" get "$MAP" id:a:item::2 &&
 		check "mapped fields: get" "$(jout -c '.fields.parts')" '{"type":"tensor<float>(p{},x[2])","blocks":{"u":[1,2]}}'
+	expect_fail "mapped fields: nearestNeighbor" \
+		"yql:1:26: nearestNeighbor on 'cats', a tensor with mapped dimensions, is not supported" \
+		"$STRATA" query "$MAP" --yql 'select * from item where {targetHits:1}nearestNeighbor(cats, q)' \
+		--profile fields --input 'query(q)={"a":10}'
 	run "$STRATA" feed "$MAP" "$MAP/bad.jsonl"
 	check "mapped fields: bad feed" "$(grep -c "address lacks dimension 'cat'\|block 'u' needs 2 numbers\|update operation 'add' is not supported" "$ERR")" 3
 	expect_fail "mapped inputs: label too long" "bad label '0{40}' \(a string of 1 to 255 bytes\)" \
