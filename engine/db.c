@@ -73,7 +73,11 @@ static int register_doctype(struct strata *db, const struct rank_schema *s,
 		int tf = rank_field_token_flags(rf);
 		if (tf >= 0)
 			sf->text = STORE_TEXT_ON | tf;
-		if (rf->type == RANK_FT_TENSOR) {
+		if (eng_field_mapped(rf)) {
+			/* kept in the document as JSON text (tensor_sparse_json.c) */
+			sf->type = STORE_T_JSON;
+			sf->attribute = 0;
+		} else if (rf->type == RANK_FT_TENSOR) {
 			if (rf->rank > STORE_MAX_RANK)
 				return base_err(err, STRATA_LIMIT,
 				                "schema '%s': field '%s' has %d dimensions (max %d)",

@@ -10,6 +10,9 @@
  *                  writes them, every open loads them while they are fresh)
  *   tensor_json.c  dense tensors between JSON and cells (feed, query inputs,
  *                  summaries, match features)
+ *   tensor_sparse_json.c  tensors with mapped dimensions from JSON into
+ *                  blocks (query inputs); the stored JSON text of document
+ *                  fields of such types, and their values for ranking
  *   feed.c         Vespa document operations -> store transactions; get, remove
  *   yql.c          YQL text -> struct yql_query (a condition tree)
  *   grouping.c     order by and grouping over the matches
@@ -153,7 +156,8 @@ json_t *eng_json_parse(const char *text, size_t len, size_t flags, json_error_t 
 
 /* ---- tensor_json.c ------------------------------------------------------------ */
 
-/* A dense tensor type: cell type and named dimensions. */
+/* A tensor type: cell type and named dimensions.  Dense but for
+ * eng_sparse_from_json, where a mapped dimension (x{}) has size -1. */
 struct eng_ttype {
 	int cell;  /* BASE_DT_FLOAT, DOUBLE, INT8, BFLOAT16, INT32, INT64 */
 	int rank;
@@ -161,8 +165,10 @@ struct eng_ttype {
 	const char *const *dim_names; /* may be NULL (then "d0", "d1", ...) */
 };
 
+/* The cells of t (of one dense subspace when t has mapped dimensions). */
 size_t eng_ttype_cells(const struct eng_ttype *t);
-/* "tensor<float>(x[3],y[2])" ("tensor(x[3])" for double cells) into buf. */
+/* "tensor<float>(x[3],y[2])" ("tensor(x[3])" for double cells, "cat{}" for
+ * a mapped dimension) into buf. */
 const char *eng_ttype_str(const struct eng_ttype *t, char *buf, size_t n);
 
 /* Fill cells (eng_ttype_cells(t) cells of t->cell) from JSON: nested arrays,
@@ -172,6 +178,47 @@ const char *eng_ttype_str(const struct eng_ttype *t, char *buf, size_t n);
  * STRATA_INVALID_ARGUMENT. */
 int eng_tensor_from_json(const json_t *j, const struct eng_ttype *t, int literal, void *cells,
                          const char *what, struct strata_error *err);
+
+/* ---- tensor_sparse_json.c ----------------------------------------------------- */
+
+/* The longest label of a mapped dimension, in bytes. */
+#define ENG_LABEL_MAX 255
+
+/* A tensor with mapped dimensions as blocks: block b has the labels
+ * labels[b * nmapped ..] (the mapped dimensions in type order) and the sub
+ * double cells cells[b * sub ..] of the indexed ones.  Labels are distinct
+ * per block. */
+struct eng_sparse {
+	int nmapped;
+	size_t sub;
+	size_t nblocks, cap;
+	char **labels;
+	double *cells;
+};
+
+/* Fill s from JSON in Vespa's forms for mapped and mixed tensors (cells,
+ * blocks, their short forms: tensor_sparse_json.c).  t has dims -1 for its
+ * mapped dimensions, dim_names set.  what names the value in messages.
+ * Returns 0 (free s with eng_sparse_free), STRATA_INVALID_ARGUMENT (a bad
+ * address, label or value; s is then empty) or STRATA_NOMEM. */
+int eng_sparse_from_json(const json_t *j, const struct eng_ttype *t, struct eng_sparse *s,
+                         const char *what, struct strata_error *err);
+/* Free what s holds and zero it. */
+void eng_sparse_free(struct eng_sparse *s);
+/* 1 when rf is a tensor field with mapped dimensions (stored as JSON text). */
+int eng_field_mapped(const struct rank_field *rf);
+/* The stored text of such a field's value from JSON in any of the forms
+ * above: Vespa's short form, {"type": T, "cells": {label: v}} for one mapped
+ * dimension, {"type": T, "blocks": {label: [...]}} for one mapped and
+ * indexed ones, else {"type": T, "cells": [{"address": ..., "value": v}]},
+ * cells rounded to the field's cell type, in arena a.  Returns 0,
+ * STRATA_INVALID_ARGUMENT, STRATA_NOMEM. */
+int eng_sparse_field_text(const struct rank_field *rf, const json_t *j, struct base_arena *a,
+                          struct store_value *v, const char *what, struct strata_error *err);
+/* The value of such a field as the VM reads it, from its stored text, made
+ * in arena a; NULL when memory runs out or the text is not a value. */
+const struct rank_sparse *eng_sparse_from_text(const struct rank_field *rf, const char *s,
+                                               size_t n, struct base_arena *a);
 
 /* The JSON of a dense tensor: {"type": ..., "values": nested arrays}; a
  * number for rank 0.  NULL on allocation failure. */
@@ -187,6 +234,10 @@ json_t *eng_json_number(int cell, double v);
  * Numbers print in their shortest round-trip form.  NULL on allocation
  * failure. */
 char *eng_json_dump(const json_t *j, int pretty);
+/* values.c: the compact text of JSON value c, copied into arena a, as v's
+ * string.  Returns 0 or STRATA_NOMEM (naming what). */
+int eng_json_to_text(json_t *c, struct base_arena *a, struct store_value *v, const char *what,
+                     struct strata_error *err);
 /* v as the printer writes a real: the shortest form that reads back as v,
  * ".0" kept on integral values ("3.0", "0.1"); "null" when not finite. */
 void eng_real_str(double v, char *buf, size_t n);

@@ -108,6 +108,8 @@ static int field_value(struct eng_doctype *dt, int fi, const json_t *j, struct s
 		break;
 	}
 	case STORE_T_JSON:
+		if (eng_field_mapped(rf))
+			return eng_sparse_field_text(rf, j, a, v, what, err);
 		return eng_cvalue_from_json(rf, j, a, v, what, err);
 	default:
 		return base_err(err, STRATA_NOT_IMPLEMENTED, "%s: unsupported type", what);
@@ -154,7 +156,7 @@ static int field_update(struct eng_doctype *dt, struct store_txn *w, const char 
 	const char *kind = json_object_iter_key(json_object_iter((json_t *)jv));
 	const json_t *val = json_object_get(jv, kind);
 	const struct rank_field *rf = rank_schema_field(dt->schema, fi);
-	int coll = dt->fields[fi].type == STORE_T_JSON;
+	int coll = dt->fields[fi].type == STORE_T_JSON && !eng_field_mapped(rf);
 	if (coll && (!strcmp(kind, "add") || !strcmp(kind, "remove") || !strcmp(kind, "match"))) {
 		char what[160];
 		int rc;
@@ -186,6 +188,7 @@ static int path_update(struct eng_doctype *dt, struct store_txn *w, const char *
 			fi = i;
 	}
 	if (fi < 0 || dt->fields[fi].type != STORE_T_JSON ||
+	    eng_field_mapped(rank_schema_field(dt->schema, fi)) ||
 	    rank_schema_field(dt->schema, fi)->source >= 0)
 		return base_err(err, STRATA_INVALID_ARGUMENT,
 		                "field '%s': '%.*s' is not a map, array or struct field of the "

@@ -57,6 +57,8 @@ struct dtstate {
 	uint32_t *nn;        /* sorted lids of the nearestNeighbor set */
 	size_t nnn;
 	int has_nn;
+	struct qstate *qs;
+	struct base_arena sparse; /* values of mapped tensor fields ranking read */
 };
 
 struct hit {
@@ -96,10 +98,21 @@ static void charge(struct qstate *qs, uint64_t since)
 	qs->rank_allocs += base_alloc_thread_count() - since;
 }
 
+static const struct store_value *doc_value(struct qstate *qs, struct dtstate *ds, uint32_t lid,
+                                           int fidx);
+
 static const void *attr_cb(void *ud, int field, uint32_t lid)
 {
 	struct dtstate *ds = ud;
-	return store_attr(ds->txn, ds->dt->store_id, field, lid);
+	const struct rank_field *rf = rank_schema_field(ds->dt->schema, field);
+	if (!eng_field_mapped(rf))
+		return store_attr(ds->txn, ds->dt->store_id, field, lid);
+	/* Read from the document; the value lives until the query ends.  A
+	 * value that cannot be read (memory) reads as the empty tensor. */
+	const struct store_value *sv = doc_value(ds->qs, ds, lid, field);
+	if (!sv || !sv->set)
+		return NULL;
+	return eng_sparse_from_text(rf, sv->s, sv->n, &ds->sparse);
 }
 
 static double text_cb(void *ud, int feature, int field, uint32_t lid)
@@ -276,6 +289,10 @@ static int resolve(struct qstate *qs, struct yql_node *n, struct eng_doctype *dt
 		                "yql:1:%d: 'contains' needs a string field, or an array or weightedset "
 		                "of strings; '%s' is not one", n->col, n->field);
 	if (n->kind == YQL_NN) {
+		if (eng_field_mapped(rank_schema_field(dt->schema, n->fidx)))
+			return base_err(qs->err, STRATA_NOT_IMPLEMENTED,
+			                "yql:1:%d: nearestNeighbor on '%s', a tensor with mapped "
+			                "dimensions, is not supported", n->col, n->field);
 		if (t != STORE_T_TENSOR || !dt->fields[n->fidx].attribute)
 			return base_err(qs->err, STRATA_INVALID_ARGUMENT,
 			                "yql:1:%d: nearestNeighbor needs a tensor attribute; '%s' is not one",
@@ -825,6 +842,25 @@ static int run_doctype(struct qstate *qs, struct dtstate *ds)
 	return global_phase(qs, ds, base, n);
 }
 
+/* An input with mapped dimensions, from the request's JSON value v. */
+static int set_sparse_input(struct qstate *qs, struct dtstate *ds,
+                            const struct rank_input_info *in, const json_t *v)
+{
+	struct eng_ttype t = { BASE_DT_DOUBLE, in->rank, in->dims, in->dim_names };
+	struct eng_sparse s;
+	char what[300];
+	snprintf(what, sizeof what, "query input 'query(%s)'", in->name);
+	int rc = eng_sparse_from_json(v, &t, &s, what, qs->err);
+	if (rc)
+		return rc;
+	uint64_t a = mark();
+	rc = rank_query_set_input_sparse(ds->rq, in->name, s.nblocks, (const char *const *)s.labels,
+	                                 s.cells, qs->err);
+	charge(qs, a);
+	eng_sparse_free(&s);
+	return rc;
+}
+
 static int set_inputs(struct qstate *qs, struct dtstate *ds, const json_t *req)
 {
 	int ni = rank_profile_ninputs(ds->prof);
@@ -833,6 +869,15 @@ static int set_inputs(struct qstate *qs, struct dtstate *ds, const json_t *req)
 		const json_t *v = find_input(req, in->name);
 		if (!v)
 			continue;
+		int mapped = 0;
+		for (int k = 0; k < in->rank; k++)
+			mapped |= in->dims[k] < 0;
+		if (mapped) {
+			int rc = set_sparse_input(qs, ds, in, v);
+			if (rc)
+				return rc;
+			continue;
+		}
 		double *cells = base_alloc((in->ncells ? in->ncells : 1) * sizeof *cells);
 		if (!cells)
 			return base_nomem(qs->err, "query(%s)", in->name);
@@ -1302,6 +1347,8 @@ static int run(struct qstate *qs, const json_t *req, char **result)
 		struct dtstate *ds = &qs->ds[i];
 		int nn_count = 0;
 		ds->txn = qs->txn;
+		ds->qs = qs;
+		base_arena_init(&ds->sparse, 1 << 12);
 		ds->docs.ud = ds;
 		ds->docs.attr = attr_cb;
 		ds->docs.text = text_cb;
@@ -1360,6 +1407,7 @@ int strata_query_json(struct strata *db, const char *request, char **result,
 		if (qs.ds[i].nn)
 			base_free(qs.ds[i].nn, qs.ds[i].nnn * sizeof *qs.ds[i].nn);
 		eng_text_close(qs.ds[i].text);
+		base_arena_free(&qs.ds[i].sparse);
 	}
 	if (qs.ds)
 		base_free(qs.ds, (size_t)qs.ds_cap * sizeof *qs.ds);

@@ -29,7 +29,8 @@ size_t eng_ttype_cells(const struct eng_ttype *t)
 {
 	size_t n = 1;
 	for (int i = 0; i < t->rank; i++)
-		n *= (size_t)t->dims[i];
+		if (t->dims[i] >= 0)
+			n *= (size_t)t->dims[i];
 	return n;
 }
 
@@ -50,8 +51,12 @@ const char *eng_ttype_str(const struct eng_ttype *t, char *buf, size_t n)
 		off += (size_t)snprintf(buf, n, "tensor<%s>(", base_dtype_name(t->cell));
 	for (int i = 0; i < t->rank && off < n; i++) {
 		char tmp[16];
-		off += (size_t)snprintf(buf + off, n - off, "%s%s[%lld]", i ? "," : "",
-		                        dim_name(t, i, tmp, sizeof tmp), (long long)t->dims[i]);
+		if (t->dims[i] < 0)
+			off += (size_t)snprintf(buf + off, n - off, "%s%s{}", i ? "," : "",
+			                        dim_name(t, i, tmp, sizeof tmp));
+		else
+			off += (size_t)snprintf(buf + off, n - off, "%s%s[%lld]", i ? "," : "",
+			                        dim_name(t, i, tmp, sizeof tmp), (long long)t->dims[i]);
 	}
 	if (off < n)
 		snprintf(buf + off, n - off, ")");

@@ -277,9 +277,8 @@ static int canon(const struct rank_vtype *t, const json_t *j, const char *path, 
 	return canon_simple(t->type, j, 0, path, out, err);
 }
 
-/* The text of canonical value c, copied into the arena. */
-static int to_text(json_t *c, struct base_arena *a, struct store_value *v, const char *what,
-                   struct strata_error *err)
+int eng_json_to_text(json_t *c, struct base_arena *a, struct store_value *v, const char *what,
+                     struct strata_error *err)
 {
 	char *s = eng_json_dump(c, 0);
 	if (!s)
@@ -305,7 +304,7 @@ int eng_cvalue_from_json(const struct rank_field *rf, const json_t *j, struct ba
 	int rc = canon(rf->vtype, j, what, 0, &c, err);
 	if (rc)
 		return rc;
-	rc = to_text(c, a, v, what, err);
+	rc = eng_json_to_text(c, a, v, what, err);
 	json_decref(c);
 	return rc;
 }
@@ -422,7 +421,7 @@ int eng_cvalue_update(const struct rank_field *rf, const char *op, const json_t 
 				json_object_del(c, key);
 	}
 	if (!rc)
-		rc = to_text(c, a, v, what, err);
+		rc = eng_json_to_text(c, a, v, what, err);
 	json_decref(c);
 	return rc;
 }
@@ -635,7 +634,7 @@ int eng_cvalue_assign_path(const struct rank_field *rf, const char *step, const 
 		rc = base_nomem(err, "%s", what);
 	}
 	if (!rc)
-		rc = to_text(c, a, v, what, err);
+		rc = eng_json_to_text(c, a, v, what, err);
 	json_decref(ck);
 	json_decref(val);
 	json_decref(c);

@@ -239,6 +239,11 @@ static int compile_close(struct cc *c, const struct rank_ast *a, int distance, i
 		return rank_cc_at(c, a->args[1], STRATA_TYPE, "unknown attribute '%s'", name);
 	if (c->p->sd->fields[fi].type != RANK_FT_TENSOR)
 		return rank_cc_at(c, a->args[1], STRATA_TYPE, "attribute '%s' is not a tensor", name);
+	for (int k = 0; k < c->p->sd->fields[fi].rank; k++)
+		if (c->p->sd->fields[fi].dims[k] == RANK_DIM_MAPPED)
+			return rank_cc_at(c, a->args[1], STRATA_TYPE,
+			                  "attribute '%s' has mapped dimensions: %s() needs a dense tensor",
+			                  name, fname);
 	c->prog->doc_dependent = 1;
 	*type = 0;
 	EMIT(c, RANK_OP_CLOSE, fi, distance, 0, 0, 0, 0, 0);

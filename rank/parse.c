@@ -378,7 +378,7 @@ static int field_type(struct rank_parser *p, struct rank_field *f)
 	}
 	if (rank_tok_is(&t, "tensor")) {
 		struct rank_type ty;
-		int rc = rank_type_lex(p->lx, &ty, p->err);
+		int rc = rank_type_lex_mapped(p->lx, &ty, p->err);
 		if (rc)
 			return rc;
 		if (ty.rank == 0) {
@@ -966,14 +966,16 @@ static void *value_entry(struct rank_parser *p, const char *what, void *arrp, in
 	return add_named(p, arrp, n, elem, nm, rc);
 }
 
-/* The optional type of an input or a constant: double when none is given. */
-static int value_type(struct rank_parser *p, struct rank_type *ty)
+/* The optional type of an input or a constant: double when none is given.
+ * mapped: the type may have mapped dimensions (query inputs). */
+static int value_type(struct rank_parser *p, struct rank_type *ty, int mapped)
 {
 	struct rank_tok t;
 	ty->cell = BASE_DT_DOUBLE;
 	rank_lex_peek(p->lx, RANK_LEX_SCHEMA, &t);
 	if (rank_tok_is(&t, "tensor") || rank_tok_is(&t, "double") || rank_tok_is(&t, "float"))
-		return rank_type_lex(p->lx, ty, p->err);
+		return mapped ? rank_type_lex_mapped(p->lx, ty, p->err)
+		              : rank_type_lex(p->lx, ty, p->err);
 	return 0;
 }
 
@@ -989,9 +991,15 @@ static int inputs(struct rank_parser *p, struct rank_profile_decl *pr)
 		if (!in)
 			return rc;
 		in->pos = rank_parser_pos(p, &nm);
-		if ((rc = value_type(p, &in->type)) != 0)
+		if ((rc = value_type(p, &in->type, 1)) != 0)
 			return rc;
 		in->ncells = rank_type_cells(&in->type);
+		struct rank_tok colon;
+		rank_lex_peek(p->lx, RANK_LEX_SCHEMA, &colon);
+		if (rank_tok_is(&colon, ":") && rank_type_mapped(&in->type))
+			return rank_parser_fail(p, &colon, STRATA_NOT_IMPLEMENTED,
+			                        "default values of query inputs with mapped "
+			                        "dimensions are not supported");
 		if (take_if(p, RANK_LEX_SCHEMA, ":")) {
 			if ((rc = value(p, &in->type, &in->dflt, &in->ncells)) != 0)
 				return rc;
@@ -1038,7 +1046,7 @@ static int constants(struct rank_parser *p, struct rank_profile_decl *pr)
 		if (!c)
 			return rc;
 		c->pos = rank_parser_pos(p, &nm);
-		if ((rc = value_type(p, &c->type)) != 0 ||
+		if ((rc = value_type(p, &c->type, 0)) != 0 ||
 		    (rc = expect(p, ":", "before the constant's value")) != 0)
 			return rc;
 		rc = constant_file(p, c);

@@ -116,7 +116,8 @@ void rank_profile_mark_inputs(struct rank_profile *p)
 			if (p->models[m].state == 2)
 				for (int k = 0; k < p->models[m].nin && !used; k++)
 					used = reads_input(&p->models[m].src[k], i);
-		in->required = used && !in->has_default && in->rank > 0;
+		in->required = used && !in->has_default && in->rank > 0 &&
+		               !rank_type_mapped(&p->decl->inputs[i].type);
 	}
 }
 

@@ -49,8 +49,11 @@ static void query_reset(struct rank_query *q)
 	}
 	for (int i = 0; i < p->sd->nfields; i++)
 		q->nn_input[i] = -1;
-	for (int i = 0; i < p->ninputs; i++)
+	for (int i = 0; i < p->ninputs; i++) {
 		q->given[i] = 0;
+		memset(&q->sparse[i], 0, sizeof q->sparse[i]);
+	}
+	base_arena_reset(&q->in_arena);
 	base_arena_reset(&q->arena);
 	q->docs = NULL;
 	q->lid = 0;
@@ -79,6 +82,8 @@ static void query_destroy(struct rank_query *q)
 	}
 	base_free(q->nn_input, ((size_t)p->sd->nfields + 1) * sizeof *q->nn_input);
 	base_free(q->given, ((size_t)p->ninputs + 1) * sizeof *q->given);
+	base_free(q->sparse, ((size_t)p->ninputs + 1) * sizeof *q->sparse);
+	base_arena_free(&q->in_arena);
 	if (q->norm_vals)
 		base_free(q->norm_vals, q->norm_cap * sizeof *q->norm_vals);
 	if (q->norm_order)
@@ -189,6 +194,8 @@ int rank_query_new(const struct rank_profile *p, struct rank_query **out, struct
 	q->p = p;
 	q->model_value = rank_model_value;
 	base_arena_init(&q->arena, 1 << 16);
+	base_arena_init(&q->in_arena, 1 << 12);
+	q->sparse = base_calloc((size_t)p->ninputs + 1, sizeof *q->sparse);
 	q->inputs = base_calloc((size_t)p->ninputs + 1, sizeof *q->inputs);
 	q->nn_input = base_calloc((size_t)p->sd->nfields + 1, sizeof *q->nn_input);
 	q->given = base_calloc((size_t)p->ninputs + 1, sizeof *q->given);
@@ -208,7 +215,7 @@ int rank_query_new(const struct rank_profile *p, struct rank_query **out, struct
 				slots += prog_slots(&p->models[m].src[i]);
 	q->nstack = q->nslots = slots;
 	q->stack = base_calloc(slots, sizeof *q->stack);
-	if (!q->inputs || !q->nn_input || !q->given || !q->models || !q->stack) {
+	if (!q->inputs || !q->nn_input || !q->given || !q->sparse || !q->models || !q->stack) {
 		query_destroy(q);
 		return base_nomem(err, "query");
 	}
@@ -261,11 +268,55 @@ int rank_query_set_input(struct rank_query *q, const char *name, const double *c
 	if (i < 0)
 		return base_err(err, STRATA_NOT_FOUND, "query(%s) is not an input of profile '%s'", name,
 		                q->p->decl->name);
+	if (rank_type_mapped(&q->p->decl->inputs[i].type))
+		return base_err(err, STRATA_INVALID_ARGUMENT,
+		                "query(%s) has mapped dimensions: give its blocks", name);
 	if (n != q->p->inputs[i].ncells)
 		return base_err(err, STRATA_INVALID_ARGUMENT,
 		                "query(%s) takes %zu cells, %zu were given", name,
 		                q->p->inputs[i].ncells, n);
 	memcpy(q->inputs[i], cells, n * sizeof *cells);
+	q->given[i] = 1;
+	return 0;
+}
+
+int rank_query_set_input_sparse(struct rank_query *q, const char *name, size_t nblocks,
+                                const char *const *labels, const double *cells,
+                                struct strata_error *err)
+{
+	int i = rank_profile_input_index(q->p, name);
+	if (i < 0)
+		return base_err(err, STRATA_NOT_FOUND, "query(%s) is not an input of profile '%s'", name,
+		                q->p->decl->name);
+	const struct rank_type *t = &q->p->decl->inputs[i].type;
+	int nm = rank_type_mapped(t);
+	if (nm == 0)
+		return base_err(err, STRATA_INVALID_ARGUMENT,
+		                "query(%s) has no mapped dimension: give its cells", name);
+	size_t sub = rank_type_cells(t), nl = nblocks * (size_t)nm;
+	for (size_t b = 1; b < nblocks; b++)
+		for (size_t o = 0; o < b; o++) {
+			int same = 1;
+			for (int k = 0; k < nm && same; k++)
+				same = strcmp(labels[b * nm + k], labels[o * nm + k]) == 0;
+			if (same)
+				return base_err(err, STRATA_INVALID_ARGUMENT,
+				                "query(%s): the address with label '%s' is given twice",
+				                name, labels[b * nm]);
+		}
+	size_t nc = nblocks * sub;
+	const char **lab = base_arena_alloc(&q->in_arena, (nl ? nl : 1) * sizeof *lab, 8);
+	double *c = base_arena_alloc(&q->in_arena, (nc ? nc : 1) * sizeof *c, 8);
+	if (!lab || !c)
+		return base_nomem(err, "query(%s)", name);
+	for (size_t k = 0; k < nl; k++)
+		if (!(lab[k] = base_arena_strdup(&q->in_arena, labels[k])))
+			return base_nomem(err, "query(%s)", name);
+	if (nc)
+		memcpy(c, cells, nc * sizeof *c);
+	q->sparse[i].nblocks = nblocks;
+	q->sparse[i].labels = lab;
+	q->sparse[i].cells = c;
 	q->given[i] = 1;
 	return 0;
 }

@@ -112,7 +112,7 @@ struct rank_field {
 	int summary_tokens;  /* summary: tokens (the summary shows the field's tokens) */
 	int cell;            /* TENSOR: BASE_DT_FLOAT, DOUBLE, INT8, BFLOAT16, INT32, INT64 */
 	int rank;            /* TENSOR: dimensions */
-	int64_t dims[RANK_MAX_RANK];
+	int64_t dims[RANK_MAX_RANK];   /* TENSOR: sizes; -1 for a mapped dimension */
 	const char *dim_names[RANK_MAX_RANK];
 	int distance_metric; /* enum rank_distance (attribute { distance-metric: ... }) */
 	int line, col;       /* where it is declared */
@@ -243,7 +243,8 @@ int rank_profile_global_rerank_count(const struct rank_profile *p);
 int rank_profile_drop_limit(const struct rank_profile *p, double *limit);
 
 /* Declared query inputs of a profile: name (as in query(name)), shape (rank 0
- * for a number), and the number of cells. */
+ * for a number; a mapped dimension, x{}, has size -1), and the number of
+ * cells (of one dense subspace when there are mapped dimensions). */
 struct rank_input_info {
 	const char *name;
 	int rank;
@@ -263,7 +264,8 @@ int rank_profile_input_index(const struct rank_profile *p, const char *name);
 char *rank_profile_explain(const struct rank_profile *p);
 
 /* How ranking reads documents: attr() returns a pointer to the value of
- * field (index in the schema) for document lid: the cells of a tensor, or one
+ * field (index in the schema) for document lid: the cells of a tensor (a
+ * struct rank_sparse when its type has mapped dimensions), or one
  * int32_t/int64_t/float/double/uint8_t for a number or bool; NULL when the
  * document has no value.  The pointer must stay valid for the whole query. */
 /* Text rank features (bm25(f), fieldLength(f), matches(f), the parts of
@@ -274,6 +276,16 @@ enum rank_text_feature {
 	RANK_TF_MATCHES,       /* matches(field): 1 when a query term on it matched */
 	RANK_TF_NATIVE_SUM,    /* nativeFieldMatch scores of the query's words on the field */
 	RANK_TF_NATIVE_TERMS,  /* the query's words on the field (matched or not) */
+};
+
+/* A tensor with mapped dimensions: nblocks dense subspaces (the type's
+ * indexed dimensions, rank_type_cells() double cells each), each under the
+ * labels of the type's mapped dimensions, in the type's order.  Blocks have
+ * distinct labels, in no particular order. */
+struct rank_sparse {
+	size_t nblocks;
+	const char *const *labels;   /* nblocks * mapped dimensions */
+	const double *cells;         /* nblocks * subspace cells */
 };
 
 struct rank_docs {
@@ -294,12 +306,22 @@ int rank_query_new(const struct rank_profile *p, struct rank_query **out, struct
  * invalid from here.  NULL is ignored. */
 void rank_query_free(struct rank_query *q);
 
+/* Give query(name), an input whose type has mapped dimensions, a value:
+ * nblocks dense subspaces, block b under labels[b * M .. b * M + M - 1] (M
+ * the mapped dimensions, in the declared order) with cells[b * S .. b * S +
+ * S - 1] (S the input's ncells).  Everything is copied.  Not given, such an
+ * input is the empty tensor.  Returns 0, STRATA_NOT_FOUND (not declared),
+ * STRATA_INVALID_ARGUMENT (no mapped dimension, an address given twice),
+ * STRATA_NOMEM. */
+int rank_query_set_input_sparse(struct rank_query *q, const char *name, size_t nblocks,
+                                const char *const *labels, const double *cells,
+                                struct strata_error *err);
 /* Give query(name) a value: n cells in row-major order (n must equal the
  * declared ncells).  Inputs not given take their declared default; a number
  * with none is 0, and a tensor with none that the profile reads makes the
  * first phase fail with STRATA_INVALID_ARGUMENT naming it.  Returns 0,
  * STRATA_NOT_FOUND (not declared), STRATA_INVALID_ARGUMENT (wrong number of
- * cells). */
+ * cells, or the input has mapped dimensions: rank_query_set_input_sparse). */
 int rank_query_set_input(struct rank_query *q, const char *name, const double *cells, size_t n,
                          struct strata_error *err);
 

@@ -288,15 +288,6 @@ struct rank_lit {
 	const size_t *where;
 };
 
-/* A tensor with mapped dimensions: nblocks dense subspaces (the type's
- * indexed dimensions, rank_type_cells() double cells each), each under the
- * labels of the type's mapped dimensions, in the type's order.  Blocks have
- * distinct labels, in no particular order. */
-struct rank_sparse {
-	size_t nblocks;
-	const char *const *labels;   /* nblocks * mapped dimensions */
-	const double *cells;         /* nblocks * subspace cells */
-};
 
 /* The address of a slice t{x:1,k:a,...}: n of the operand type's
  * dimensions, each given a label (mapped) or an index (indexed), or
@@ -419,6 +410,9 @@ struct rank_query {
 	size_t *norm_order;          /* reciprocal_rank's sort of the candidates */
 	size_t order_cap;
 	int *given;                  /* per profile input: set by the query */
+	struct rank_sparse *sparse;  /* per profile input: the value of one with
+	                                mapped dimensions (empty until given) */
+	struct base_arena in_arena;  /* labels and cells of those values */
 	struct rank_query *next;     /* retired: the one below it in its profile's pool */
 };
 

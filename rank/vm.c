@@ -126,6 +126,12 @@ static int load_attr(struct vm *x, int field, int t, struct rank_val *v)
 	struct rank_query *q = x->q;
 	const struct rank_field *f = &q->p->sd->fields[field];
 	const void *p = q->docs ? q->docs->attr(q->docs->ud, field, q->lid) : NULL;
+	if (f->type == RANK_FT_TENSOR && rank_type_mapped(type_of(x, t))) {
+		/* A document without the tensor reads as the empty tensor. */
+		static const struct rank_sparse empty;
+		set_cells(v, p ? p : &empty, BASE_DT_UNDEFINED);
+		return 0;
+	}
 	if (f->type == RANK_FT_TENSOR) {
 		if (!p) {
 			/* A document without the tensor reads as zeros (Vespa's
@@ -217,7 +223,9 @@ static int exec(struct vm *x, int pc, struct rank_val *sp, struct rank_val *res)
 				return rc;
 			break;
 		case RANK_OP_QUERY:
-			if (p->types[in->t].rank == 0)
+			if (rank_type_mapped(&p->types[in->t]))
+				set_cells(sp++, &q->sparse[in->a], BASE_DT_UNDEFINED);
+			else if (p->types[in->t].rank == 0)
 				set_num(sp++, q->inputs[in->a][0]);
 			else
 				set_cells(sp++, q->inputs[in->a], BASE_DT_DOUBLE);

@@ -847,5 +847,83 @@ fi
 sed 's/type who/type whom/' "$DOCS/schemas/note.sd" >"$T/note.sd" && cp "$T/note.sd" "$DOCS/schemas/note.sd"
 expect_fail "fields: unknown struct" "note\.sd:6:19: unknown field type 'whom'" "$STRATA" deploy "$DOCS"
 
+# ---- tensors with mapped dimensions: query inputs and document fields ---------------
+# Every JSON form of a mapped and a mixed tensor, and what is wrong with a bad one;
+# fields are fed, returned in Vespa's short form and read by attribute().
+MAP=$T/mapped
+mkdir -p "$MAP/schemas"
+cat >"$MAP/schemas/item.sd" <<'SD'
+schema item {
+  document item {
+    field price type double { indexing: attribute | summary }
+    field cats type tensor<float>(cat{}) { indexing: attribute | summary }
+    field parts type tensor<float>(p{}, x[2]) { indexing: attribute | summary }
+  }
+  rank-profile fields {
+    inputs { query(q) tensor<float>(cat{}) }
+    first-phase { expression: sum(attribute(cats) * query(q)) + 100 * reduce(attribute(parts), sum) }
+  }
+  rank-profile cats {
+    inputs {
+      query(q) tensor<float>(cat{})
+      query(m) tensor<float>(p{}, x[2])
+    }
+    first-phase { expression: attribute(price) + reduce(query(q), sum) + 10 * query(m){p:v,x:1} }
+  }
+}
+SD
+cat >"$MAP/feed.jsonl" <<'JL'
+{"put": "id:a:item::1", "fields": {"price": 1}}
+{"put": "id:a:item::2", "fields": {"cats": {"a": 2, "b": 0.5}, "parts": {"u": [1, 2]}}}
+{"put": "id:a:item::3", "fields": {"cats": {"cells": [{"address": {"cat": "b"}, "value": 5}]}, "parts": {"blocks": [{"address": {"p": "w"}, "values": [3, 4]}]}}}
+JL
+cat >"$MAP/bad.jsonl" <<'JL'
+{"put": "id:a:item::4", "fields": {"cats": {"cells": [{"address": {"dog": "a"}, "value": 1}]}}}
+{"put": "id:a:item::5", "fields": {"parts": {"u": [1, 2, 3]}}}
+{"update": "id:a:item::2", "fields": {"cats": {"add": {"c": 1}}}}
+JL
+# mapped_score INPUT...: the relevance of the one document with these inputs.
+mapped_score() {
+	set -- "$STRATA" query "$MAP" --yql 'select * from item where true' --profile cats "$@"
+	if expect_ok "mapped inputs: query $*" "$@"; then jout '.root.children[0].relevance'; fi
+}
+if expect_ok "mapped inputs: deploy" "$STRATA" deploy "$MAP" &&
+	expect_ok "mapped inputs: feed" "$STRATA" feed "$MAP" "$MAP/feed.jsonl"; then
+	check "mapped inputs: none given" "$(mapped_score)" 1
+	check "mapped inputs: short forms" "$(mapped_score --input 'query(q)={"a":2,"b":3}' \
+		--input 'query(m)={"u":[1,2],"v":[3,4]}')" 46
+	check "mapped inputs: cells and blocks" "$(mapped_score \
+		--input 'query(q)={"cells":[{"address":{"cat":"a"},"value":5}]}' \
+		--input 'query(m)={"blocks":[{"address":{"p":"v"},"values":[0,7]}]}')" 76
+	expect_fail "mapped inputs: wrong dimension" \
+		"query\(q\)': cell 0: address lacks dimension 'cat' \(tensor\(cat\{\}\)\)" \
+		"$STRATA" query "$MAP" --yql 'select * from item where true' --profile cats \
+		--input 'query(q)={"cells":[{"address":{"dog":"a"},"value":5}]}'
+	expect_fail "mapped inputs: bad index" "cell 0: bad index for dimension 'x'" \
+		"$STRATA" query "$MAP" --yql 'select * from item where true' --profile cats \
+		--input 'query(m)={"cells":[{"address":{"p":"a","x":"2"},"value":5}]}'
+	expect_ok "mapped fields: query" "$STRATA" query "$MAP" --yql 'select * from item where true' \
+		--profile fields --input 'query(q)={"a":10,"b":1}' &&
+		check "mapped fields: scores and summaries" \
+			"$(jout -c '[.root.children[] | [.id, .relevance, .fields.cats.cells, .fields.parts.blocks]]')" \
+			'[["id:a:item::3",705,{"b":5},{"w":[3,4]}],["id:a:item::2",320.5,{"a":2,"b":0.5},{"u":[1,2]}],["id:a:item::1",0,null,null]]'
+	expect_ok "mapped fields: get" "$STRATA" get "$MAP" id:a:item::2 &&
+		check "mapped fields: get" "$(jout -c '.fields.parts')" '{"type":"tensor<float>(p{},x[2])","blocks":{"u":[1,2]}}'
+	expect_fail "mapped fields: nearestNeighbor" \
+		"yql:1:26: nearestNeighbor on 'cats', a tensor with mapped dimensions, is not supported" \
+		"$STRATA" query "$MAP" --yql 'select * from item where {targetHits:1}nearestNeighbor(cats, q)' \
+		--profile fields --input 'query(q)={"a":10}'
+	run "$STRATA" feed "$MAP" "$MAP/bad.jsonl"
+	check "mapped fields: bad feed" "$(grep -c "address lacks dimension 'cat'\|block 'u' needs 2 numbers\|update operation 'add' is not supported" "$ERR")" 3
+	expect_fail "mapped inputs: label too long" "bad label '0{40}' \(a string of 1 to 255 bytes\)" \
+		"$STRATA" query "$MAP" --yql 'select * from item where true' --profile cats \
+		--input "query(q)={\"$(printf '%0300d' 0)\":1}"
+fi
+sed 's/query(q) tensor<float>(cat{})/query(q) tensor<float>(cat{}): {}/' "$MAP/schemas/item.sd" >"$T/item.sd" &&
+	cp "$T/item.sd" "$MAP/schemas/item.sd"
+expect_fail "mapped inputs: default" \
+	"item\.sd:13:36: default values of query inputs with mapped dimensions are not supported" \
+	"$STRATA" deploy "$MAP"
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

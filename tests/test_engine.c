@@ -115,6 +115,182 @@ static void test_tensor_errors(void **state)
 	assert_non_null(strstr(err.msg, "malformed tensor literal"));
 }
 
+/* ---- tensors with mapped dimensions ---------------------------------------------------- */
+
+static const int64_t dcat[] = { -1 };
+static const int64_t dpx[] = { -1, 2 };
+static const char *const catn[] = { "cat" };
+static const char *const pxn[] = { "p", "x" };
+
+static int sparse_text(const char *text, const struct eng_ttype *t, struct eng_sparse *s,
+                       struct strata_error *err)
+{
+	json_t *j = json_loads(text, JSON_DECODE_ANY, NULL);
+	assert_non_null(j);
+	int rc = eng_sparse_from_json(j, t, s, "query input 'query(q)'", err);
+	json_decref(j);
+	return rc;
+}
+
+/* The cell under label of a one-mapped-dimension value, NAN when absent. */
+static double cell_at(const struct eng_sparse *s, const char *label, size_t i)
+{
+	for (size_t b = 0; b < s->nblocks; b++)
+		if (strcmp(s->labels[b * (size_t)s->nmapped], label) == 0)
+			return s->cells[b * s->sub + i];
+	return NAN;
+}
+
+static void test_sparse_forms(void **state)
+{
+	(void)state;
+	struct strata_error err;
+	struct eng_sparse s;
+	struct eng_ttype tc = { BASE_DT_FLOAT, 1, dcat, catn };
+	const char *cat_forms[] = {
+		"{\"a\": 1, \"b\": 2.5}",
+		"{\"cells\": {\"a\": 1, \"b\": 2.5}}",
+		"{\"type\": \"tensor(cat{})\", \"cells\": {\"a\": 1, \"b\": 2.5}}",
+		"{\"cells\": [{\"address\": {\"cat\": \"b\"}, \"value\": 2.5},"
+		" {\"address\": {\"cat\": \"a\"}, \"value\": 1}]}",
+	};
+	for (size_t i = 0; i < sizeof cat_forms / sizeof cat_forms[0]; i++) {
+		assert_int_equal(sparse_text(cat_forms[i], &tc, &s, &err), 0);
+		assert_int_equal(s.nblocks, 2);
+		assert_true(cell_at(&s, "a", 0) == 1 && cell_at(&s, "b", 0) == 2.5);
+		eng_sparse_free(&s);
+	}
+	struct eng_ttype tm = { BASE_DT_FLOAT, 2, dpx, pxn };
+	const char *mixed_forms[] = {
+		"{\"u\": [1, 2], \"v\": [3, 4]}",
+		"{\"blocks\": {\"u\": [1, 2], \"v\": [3, 4]}}",
+		"{\"blocks\": [{\"address\": {\"p\": \"u\"}, \"values\": [1, 2]},"
+		" {\"address\": {\"p\": \"v\"}, \"values\": [3, 4]}]}",
+		"{\"cells\": [{\"address\": {\"p\": \"v\", \"x\": \"1\"}, \"value\": 4},"
+		" {\"address\": {\"p\": \"u\", \"x\": 0}, \"value\": 1},"
+		" {\"address\": {\"p\": \"u\", \"x\": 1}, \"value\": 2},"
+		" {\"address\": {\"p\": \"v\", \"x\": 0}, \"value\": 3}]}",
+	};
+	for (size_t i = 0; i < sizeof mixed_forms / sizeof mixed_forms[0]; i++) {
+		assert_int_equal(sparse_text(mixed_forms[i], &tm, &s, &err), 0);
+		assert_int_equal(s.nblocks, 2);
+		assert_true(cell_at(&s, "u", 0) == 1 && cell_at(&s, "u", 1) == 2);
+		assert_true(cell_at(&s, "v", 0) == 3 && cell_at(&s, "v", 1) == 4);
+		eng_sparse_free(&s);
+	}
+	/* Cells left out of a block are 0; integers are labels too. */
+	assert_int_equal(sparse_text("{\"cells\": [{\"address\": {\"p\": 7, \"x\": 1}, \"value\": 5}]}",
+	                             &tm, &s, &err), 0);
+	assert_true(cell_at(&s, "7", 0) == 0 && cell_at(&s, "7", 1) == 5);
+	eng_sparse_free(&s);
+	assert_int_equal(sparse_text("{}", &tc, &s, &err), 0);
+	assert_int_equal(s.nblocks, 0);
+	eng_sparse_free(&s);
+}
+
+static void test_sparse_errors(void **state)
+{
+	(void)state;
+	struct strata_error err;
+	struct eng_sparse s;
+	struct eng_ttype tc = { BASE_DT_FLOAT, 1, dcat, catn };
+	struct eng_ttype tm = { BASE_DT_FLOAT, 2, dpx, pxn };
+	static const struct {
+		const char *text;
+		int mixed;
+		const char *msg;
+	} bad[] = {
+		{"{\"cells\": [{\"address\": {\"dog\": \"a\"}, \"value\": 1}]}", 0,
+		 "query input 'query(q)': cell 0: address lacks dimension 'cat' (tensor<float>(cat{}))"},
+		{"{\"cells\": [{\"address\": {\"cat\": \"a\", \"x\": 0}, \"value\": 1}]}", 0,
+		 "query input 'query(q)': cell 0: address has 2 dimensions, expected 1 (tensor<float>(cat{}))"},
+		{"{\"cells\": [{\"address\": {\"cat\": \"\"}, \"value\": 1}]}", 0,
+		 "query input 'query(q)': cell 0: bad label for dimension 'cat' (a string of 1 to 255 bytes)"},
+		{"{\"cells\": [{\"address\": {\"cat\": \"a\"}, \"value\": \"x\"}]}", 0,
+		 "query input 'query(q)': cell 0: value is not a number"},
+		{"{\"a\": \"x\"}", 0, "query input 'query(q)': cell 'a' is not a number"},
+		{"{\"values\": [1]}", 0,
+		 "query input 'query(q)': a tensor with mapped dimensions needs \"cells\" or \"blocks\" "
+		 "(tensor<float>(cat{}))"},
+		{"[1, 2]", 0, "query input 'query(q)': expected a tensor object (tensor<float>(cat{}))"},
+		{"{\"cells\": [{\"address\": {\"p\": \"u\", \"x\": 2}, \"value\": 1}]}", 1,
+		 "query input 'query(q)': cell 0: bad index for dimension 'x' (tensor<float>(p{},x[2]))"},
+		{"{\"u\": [1, 2, 3]}", 1, "query input 'query(q)': block 'u' needs 2 numbers"},
+		{"{\"u\": [1]}", 1, "query input 'query(q)': block 'u' needs 2 numbers"},
+		{"{\"u\": 1}", 1, "query input 'query(q)': block 'u' needs an array of 2 numbers"},
+		{"{\"blocks\": [{\"address\": {\"p\": \"u\"}, \"values\": [1, 2]},"
+		 " {\"address\": {\"p\": \"u\"}, \"values\": [3, 4]}]}", 1,
+		 "query input 'query(q)': block 'u' is given twice"},
+		{"{\"blocks\": [{\"address\": {\"x\": \"u\"}, \"values\": [1, 2]}]}", 1,
+		 "query input 'query(q)': block 0: bad or missing label for dimension 'p' (a string of 1 "
+		 "to 255 bytes)"},
+		{"{\"cells\": {\"u\": 1}}", 1,
+		 "query input 'query(q)': \"cells\" as an object needs a type without indexed "
+		 "dimensions; use \"blocks\" (tensor<float>(p{},x[2]))"},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		int rc = sparse_text(bad[i].text, bad[i].mixed ? &tm : &tc, &s, &err);
+		if (rc != STRATA_INVALID_ARGUMENT || strcmp(err.msg, bad[i].msg) != 0)
+			fail_msg("case %zu: got %d '%s'", i, rc, rc ? err.msg : "");
+		assert_int_equal(s.nblocks, 0);
+	}
+	/* A label of 256 bytes is one too long; 255 is fine. */
+	char text[600];
+	snprintf(text, sizeof text, "{\"%0256d\": 1}", 0);
+	assert_int_equal(sparse_text(text, &tc, &s, &err), STRATA_INVALID_ARGUMENT);
+	assert_non_null(strstr(err.msg, "(a string of 1 to 255 bytes)"));
+	snprintf(text, sizeof text, "{\"%0255d\": 1}", 0);
+	assert_int_equal(sparse_text(text, &tc, &s, &err), 0);
+	assert_int_equal(s.nblocks, 1);
+	eng_sparse_free(&s);
+}
+
+/* A mapped field's stored text: Vespa's short forms where they exist, cells
+ * rounded to the field's cell type, and read back as the VM's value. */
+static void test_sparse_fields(void **state)
+{
+	(void)state;
+	struct strata_error err;
+	struct base_arena a;
+	base_arena_init(&a, 1 << 12);
+	struct store_value v;
+	struct rank_field f = { .type = RANK_FT_TENSOR, .cell = BASE_DT_FLOAT, .rank = 2,
+	                        .dims = { -1, 2 }, .dim_names = { "p", "x" } };
+	assert_int_equal(eng_field_mapped(&f), 1);
+	json_t *j = json_loads("{\"cells\": [{\"address\": {\"p\": \"u\", \"x\": 1}, \"value\": 0.1}]}",
+	                       0, NULL);
+	assert_int_equal(eng_sparse_field_text(&f, j, &a, &v, "field 'parts'", &err), 0);
+	json_decref(j);
+	assert_string_equal(v.s, "{\"type\":\"tensor<float>(p{},x[2])\",\"blocks\":{\"u\":[0.0,0.1]}}");
+	const struct rank_sparse *r = eng_sparse_from_text(&f, v.s, v.n, &a);
+	assert_non_null(r);
+	assert_int_equal(r->nblocks, 1);
+	assert_string_equal(r->labels[0], "u");
+	assert_true(r->cells[0] == 0 && r->cells[1] == (double)0.1f);
+
+	struct rank_field g = { .type = RANK_FT_TENSOR, .cell = BASE_DT_DOUBLE, .rank = 2,
+	                        .dims = { -1, -1 }, .dim_names = { "a", "b" } };
+	j = json_loads("{\"cells\": [{\"address\": {\"a\": \"x\", \"b\": \"y\"}, \"value\": 0.1}]}",
+	               0, NULL);
+	assert_int_equal(eng_sparse_field_text(&g, j, &a, &v, "field 'two'", &err), 0);
+	json_decref(j);
+	assert_string_equal(v.s, "{\"type\":\"tensor(a{},b{})\",\"cells\":[{\"address\":"
+	                         "{\"a\":\"x\",\"b\":\"y\"},\"value\":0.1}]}");
+	r = eng_sparse_from_text(&g, v.s, v.n, &a);
+	assert_non_null(r);
+	assert_true(r->nblocks == 1 && r->cells[0] == 0.1);
+	assert_string_equal(r->labels[1], "y");
+	assert_null(eng_sparse_from_text(&g, "[1]", 3, &a));
+
+	j = json_loads("{\"a\": 1}", 0, NULL);
+	assert_int_equal(eng_sparse_field_text(&g, j, &a, &v, "field 'two'", &err),
+	                 STRATA_INVALID_ARGUMENT);
+	json_decref(j);
+	assert_string_equal(err.msg, "field 'two': the short form needs one mapped dimension; use "
+	                             "\"cells\" (tensor(a{},b{}))");
+	base_arena_free(&a);
+}
+
 static void test_tensor_to_json(void **state)
 {
 	(void)state;
@@ -1283,6 +1459,9 @@ int main(void)
 		cmocka_unit_test(test_tensor_forms),
 		cmocka_unit_test(test_tensor_errors),
 		cmocka_unit_test(test_tensor_to_json),
+		cmocka_unit_test(test_sparse_forms),
+		cmocka_unit_test(test_sparse_errors),
+		cmocka_unit_test(test_sparse_fields),
 	};
 	const struct CMUnitTest api[] = {
 		cmocka_unit_test_setup_teardown(test_feed_and_get, setup, teardown),

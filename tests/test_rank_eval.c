@@ -112,6 +112,8 @@ static const char *main_sd =
 	"      query(w) double: 2\n"
 	"      query(q) tensor<float>(x[4])\n"
 	"      query(m) tensor<float>(x[4],y[2])\n"
+	"      query(c) tensor(cat{})\n"
+	"      query(mx) tensor<float>(p{},x[2])\n"
 	"    }\n"
 	"    function lin(a, b) {\n"
 	"      expression: a * attribute(price) + b\n"
@@ -429,6 +431,51 @@ static void test_tensor_algebra(void **state)
 
 /* Tensor literals (every form), generators, and mapped and mixed tensors
  * through map, join and reduce, with the errors of literals. */
+/* Query inputs with mapped dimensions: empty until given, then the blocks
+ * given; every wrong call is refused and leaves the value as it was. */
+static void test_mapped_inputs(void **state)
+{
+	struct world *w = *state;
+	struct strata_error err = { 0 };
+	struct rank_val v;
+	struct rank_query *q = new_query(w, "base");
+	assert_int_equal(eval_expr(w, q, "reduce(query(c), count) + reduce(query(mx), sum)", 0, &v,
+	                           NULL, &err), 0);
+	assert_true(v.num == 0.0);
+
+	const char *cl[] = { "a", "b" };
+	const double cc[] = { 2, 3 };
+	assert_int_equal(rank_query_set_input_sparse(q, "c", 2, cl, cc, &err), 0);
+	const char *ml[] = { "u", "v" };
+	const double mc[] = { 1, 2, 3, 4 };
+	assert_int_equal(rank_query_set_input_sparse(q, "mx", 2, ml, mc, &err), 0);
+	assert_int_equal(eval_expr(w, q, "reduce(query(c), sum) * 10 + query(c){cat:b}", 0, &v, NULL,
+	                           &err), 0);
+	assert_true(v.num == 53.0);
+	assert_int_equal(eval_expr(w, q, "query(mx){p:v,x:1} * 100 + reduce(query(mx), sum)", 0, &v,
+	                           NULL, &err), 0);
+	assert_true(v.num == 410.0);
+
+	const char *dup[] = { "a", "a" };
+	assert_int_equal(rank_query_set_input_sparse(q, "c", 2, dup, cc, &err), STRATA_INVALID_ARGUMENT);
+	assert_non_null(strstr(err.msg, "query(c): the address with label 'a' is given twice"));
+	assert_int_equal(rank_query_set_input_sparse(q, "q", 1, cl, cc, &err), STRATA_INVALID_ARGUMENT);
+	assert_int_equal(rank_query_set_input_sparse(q, "zz", 1, cl, cc, &err), STRATA_NOT_FOUND);
+	assert_int_equal(rank_query_set_input(q, "c", cc, 1, &err), STRATA_INVALID_ARGUMENT);
+	assert_non_null(strstr(err.msg, "mapped dimensions"));
+	assert_int_equal(eval_expr(w, q, "reduce(query(c), sum)", 0, &v, NULL, &err), 0);
+	assert_true(v.num == 5.0);
+
+	/* A query taken back from the pool starts empty again. */
+	const struct rank_profile *p = rank_profile_find(w->s, "base");
+	assert_int_equal(rank_profile_input(p, rank_profile_input_index(p, "c"))->dims[0], -1);
+	rank_query_free(q);
+	q = new_query(w, "base");
+	assert_int_equal(eval_expr(w, q, "reduce(query(c), count)", 0, &v, NULL, &err), 0);
+	assert_true(v.num == 0.0);
+	rank_query_free(q);
+}
+
 static void test_tensor_literals(void **state)
 {
 	struct world *w = *state;
@@ -1113,6 +1160,7 @@ int main(void)
 		cmocka_unit_test(test_dot_lengths),
 		cmocka_unit_test(test_tensor_algebra),
 		cmocka_unit_test(test_tensor_literals),
+		cmocka_unit_test(test_mapped_inputs),
 		cmocka_unit_test(test_closeness),
 		cmocka_unit_test(test_phases_functions_inherits),
 		cmocka_unit_test(test_features),

@@ -607,10 +607,10 @@ static void test_all_errors(void **state)
 	 * from skipping the field */
 	dir = make_app("schema c {\n"
 	               "  document c {\n"
-	               "    field t type tensor<float>(x{}) { indexing: attribute }\n"
+	               "    field t type tensor<float>(x{}, y[]) { indexing: attribute }\n"
 	               "    field u type strin { indexing: attribute }\n"
 	               "  }\n"
-	               "  rank-profile p { inputs { query(q) tensor(y{}) } }\n"
+	               "  rank-profile p { constants { k tensor(y{}): 1 } }\n"
 	               "  rank-profile p2 { first-phase { expression: 1 + } }\n"
 	               "}\n", NULL);
 	assert_int_equal(rank_app_load_all(dir, NULL, &errs, &app, &err), STRATA_NOT_IMPLEMENTED);
@@ -630,7 +630,7 @@ static void test_all_errors(void **state)
 	               "    match-features: attribute(x) )\n"
 	               "    bogus: 1\n"
 	               "    num-threads-per-search: 2\n"
-	               "    inputs { query(q) tensor(x{}) }\n"
+	               "    inputs { query(q) tensor(x{}): 1 }\n"
 	               "    match-phase { attribute: x }\n"
 	               "    global-phase { expression: 1 + }\n"
 	               "  }\n"
@@ -639,7 +639,7 @@ static void test_all_errors(void **state)
 	               "}\n", NULL);
 	static const char *const in_profile[] = {
 		"x.sd:4:36:", "x.sd:5:35:", "x.sd:6:5: 'first-phase' is given twice", "x.sd:7:34:",
-		"x.sd:8:5: unexpected 'bogus'", "x.sd:10:30: mapped tensor dimensions",
+		"x.sd:8:5: unexpected 'bogus'", "x.sd:10:34: default values of query inputs with mapped",
 		"x.sd:11:5: 'match-phase'", "x.sd:12:36:", "x.sd:15:49:",
 	};
 	assert_int_equal(rank_app_load_all(dir, NULL, &errs, &app, &err), STRATA_PARSE);
