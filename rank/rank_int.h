@@ -310,8 +310,14 @@ void rank_ast_free(struct rank_ast *a);
 size_t rank_type_cells(const struct rank_type *t);
 /* a and b have the same dimensions: names, sizes (or mapped), order. */
 int rank_type_same_dims(const struct rank_type *a, const struct rank_type *b);
-/* How many of t's dimensions are mapped. */
-int rank_type_mapped(const struct rank_type *t);
+/* How many of t's dimensions are mapped (inline: the VM asks per document). */
+static inline int rank_type_mapped(const struct rank_type *t)
+{
+	int n = 0;
+	for (int i = 0; i < t->rank; i++)
+		n += t->dims[i] == RANK_DIM_MAPPED;
+	return n;
+}
 /* rank_type_parse that also takes mapped dimensions (x{}). */
 int rank_type_parse_mapped(const char *text, struct rank_type *t);
 /* Parse "tensor<float>(x[3],y[2])" or "double" etc. into t (dim names

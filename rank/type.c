@@ -39,14 +39,6 @@ int rank_type_same_dims(const struct rank_type *a, const struct rank_type *b)
 	return 1;
 }
 
-int rank_type_mapped(const struct rank_type *t)
-{
-	int n = 0;
-	for (int i = 0; i < t->rank; i++)
-		n += t->dims[i] == RANK_DIM_MAPPED;
-	return n;
-}
-
 void rank_type_clear(struct rank_type *t)
 {
 	for (int i = 0; i < RANK_MAX_RANK; i++) {
