@@ -16,7 +16,8 @@
  * rank-profile thread settings, set_language and "xx" | set_language in
  * indexing (there is no text processing), and rank: filter / normal on a
  * field.  The document part of the language (collection and struct types,
- * summaries, input in indexing) is parsed by fields.c, called from here.
+ * summaries, input in indexing) is parsed by fields.c, rank profiles and
+ * onnx-model blocks by parse_profile.c, both called from here.
  *
  * Invariants: the parser never reads past the text (the lexer bounds every
  * token); value nesting is bounded by RANK_PARSE_MAX_DEPTH; the partly built
@@ -32,109 +33,8 @@
 
 #include "rank_syntax.h"
 
-#define MAX_VALUES (1 << 24) /* cells in one constant or default value */
 
 /* Consume the punctuation or keyword s or fail, naming where (context). */
-static int expect(struct rank_parser *p, const char *s, const char *context)
-{
-	return rank_parser_expect(p, s, context);
-}
-
-static int name_in(const struct rank_tok *t, const char *const *list)
-{
-	for (int i = 0; list[i]; i++)
-		if (rank_tok_is(t, list[i]))
-			return 1;
-	return 0;
-}
-
-/* The declarations of the AST (fields, models, profiles, functions, inputs,
- * constants) all start with their name, and so does a parameter, a bare
- * char *: one lookup and one append serve every kind.  The name pointer is
- * copied with memcpy because its declared type is char * in some structs and
- * const char * in struct rank_field. */
-_Static_assert(offsetof(struct rank_field, name) == 0, "name first");
-_Static_assert(offsetof(struct rank_model_decl, name) == 0, "name first");
-_Static_assert(offsetof(struct rank_profile_decl, name) == 0, "name first");
-_Static_assert(offsetof(struct rank_function_decl, name) == 0, "name first");
-_Static_assert(offsetof(struct rank_input_decl, name) == 0, "name first");
-_Static_assert(offsetof(struct rank_constant_decl, name) == 0, "name first");
-
-/* The index of the element of arr (n elements of elem bytes) named like the
- * name token nm, or -1. */
-static int find_name(const void *arr, int n, size_t elem, const struct rank_tok *nm)
-{
-	for (int i = 0; i < n; i++) {
-		const char *name;
-		memcpy(&name, (const char *)arr + (size_t)i * elem, sizeof name);
-		if (rank_tok_is(nm, name))
-			return i;
-	}
-	return -1;
-}
-
-/* Append a zeroed element named nm to the array at arrp; NULL, with *rc
- * set, when that fails. */
-static void *add_named(struct rank_parser *p, void *arrp, int *n, size_t elem,
-                       const struct rank_tok *nm, int *rc)
-{
-	if ((*rc = rank_parser_push(p, arrp, n, elem)) != 0)
-		return NULL;
-	char *e;
-	memcpy(&e, arrp, sizeof e);
-	e += (size_t)(*n - 1) * elem;
-	char *name = rank_parser_tokdup(p, nm);
-	if (!name) {
-		*rc = STRATA_NOMEM;
-		return NULL;
-	}
-	memcpy(e, &name, sizeof name);
-	return e;
-}
-
-/* Consume s if it is the next token (in mode); 1 when it was. */
-static int take_if(struct rank_parser *p, int mode, const char *s)
-{
-	return rank_parser_take_if(p, mode, s);
-}
-
-/* After the keyword kw: ':' (*block = 0) or '{' (*block = 1). */
-static int colon_or_block(struct rank_parser *p, const struct rank_tok *kw, int *block)
-{
-	struct rank_tok t;
-	rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
-	*block = rank_tok_is(&t, "{");
-	if (!*block && !rank_tok_is(&t, ":"))
-		return rank_parser_fail(p, &t, STRATA_PARSE, "expected ':' or '{' after %s, found %s",
-		                        rank_tok_quote(kw), rank_tok_quote(&t));
-	return 0;
-}
-
-/* The value of a setting Strata accepts and ignores: ": word". */
-static int skip_setting(struct rank_parser *p)
-{
-	struct rank_tok w;
-	int rc = expect(p, ":", "after the setting name");
-	if (rc)
-		return rc;
-	rank_lex_word(p->lx, &w);
-	rank_lex_take(p->lx, &w);
-	return 0;
-}
-
-/* t does not belong in the block of the what (a field, a rank-profile, a
- * schema) called name. */
-static int unexpected_in(struct rank_parser *p, const struct rank_tok *t, const char *what,
-                         const char *name)
-{
-	if (t->kind == RT_EOF)
-		return rank_parser_fail(p, t, STRATA_PARSE,
-		                        "%s '%s' is not closed: expected '}', found end of file", what, name);
-	return rank_parser_fail(p, t, STRATA_PARSE, "unexpected %s in %s '%s'", rank_tok_quote(t), what,
-	                        name);
-}
-
-/* A keyword of a closed set (field types, distance metrics). */
 struct keyword {
 	const char *name;
 	int value;
@@ -155,7 +55,7 @@ static int find_keyword(const struct rank_tok *t, const struct keyword *kw, size
 static int bad_keyword(struct rank_parser *p, const struct rank_tok *t,
                        const char *const *unsupported, const char *what, const char *expected)
 {
-	if (name_in(t, unsupported))
+	if (rank_parser_name_in(t, unsupported))
 		return rank_parser_fail(p, t, STRATA_NOT_IMPLEMENTED, "%s %s is not supported", what,
 		                        rank_tok_quote(t));
 	if (t->kind == RT_NAME)
@@ -176,171 +76,7 @@ static const char *const item_keywords[] = {
 
 static int schema_item(const struct rank_tok *t)
 {
-	return name_in(t, item_keywords);
-}
-
-/* After error rc in the item that begins at save: when the parser lists
- * errors, note this one and skip the item (to the '}' closing its first
- * '{', or to the enclosing '}' or a token that starts another item
- * (is_item) when no '{' comes first; braces inside parentheses, as in
- * tensor(x{}), do not count) and return 0 to go on; else return rc. */
-static int recover(struct rank_parser *p, int rc, const struct rank_lexer *save,
-                   int (*is_item)(const struct rank_tok *))
-{
-	if (!p->errs || rc == STRATA_NOMEM || p->errs->n >= STRATA_MAX_ERRORS)
-		return rc;
-	base_errs_add(p->errs, p->err);
-	if (!p->first_rc) {
-		p->first_rc = rc;
-		p->first = *p->err;
-	}
-	*p->lx = *save;
-	p->depth = 0;
-	struct rank_tok t;
-	rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t); /* the item's keyword */
-	/* inner: braces opened inside parentheses; a '}' beyond them means the
-	 * parentheses were never closed (the error itself, often). */
-	for (int depth = 0, opened = 0, parens = 0, inner = 0;;) {
-		rank_lex_peek(p->lx, RANK_LEX_SCHEMA, &t);
-		if (t.kind == RT_EOF)
-			return 0;
-		int brace = rank_tok_is(&t, "}");
-		if (brace && parens && !inner)
-			parens = 0;
-		if (!opened && !parens && (brace || is_item(&t)))
-			return 0;
-		rank_lex_take(p->lx, &t);
-		if (rank_tok_is(&t, "("))
-			parens++;
-		else if (rank_tok_is(&t, ")") && parens > 0)
-			parens--, inner = parens ? inner : 0;
-		else if (parens && rank_tok_is(&t, "{"))
-			inner++;
-		else if (parens && brace)
-			inner--;
-		else if (rank_tok_is(&t, "{"))
-			depth++, opened = 1;
-		else if (brace && --depth == 0)
-			return 0;
-	}
-}
-
-/* ---- values: numbers and dense tensor literals ---------------------------------- */
-
-/* A number with an optional sign. */
-static int signed_number(struct rank_parser *p, double *v)
-{
-	struct rank_tok t;
-	int neg = 0;
-	rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
-	if (rank_tok_is(&t, "-") || rank_tok_is(&t, "+")) {
-		neg = t.s[0] == '-';
-		rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
-	}
-	if (t.kind != RT_NUM)
-		return rank_parser_fail(p, &t, STRATA_PARSE, "expected a number, found %s",
-		                        rank_tok_quote(&t));
-	int rc = rank_tok_number(p->lx, &t, v, p->err);
-	if (neg)
-		*v = -*v;
-	return rc;
-}
-
-struct cells {
-	double *v;
-	size_t n, cap;
-};
-
-/* A '[' list of numbers or of nested lists, flattened in order. */
-static int value_list(struct rank_parser *p, struct cells *c)
-{
-	struct rank_tok t;
-	rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t); /* the '[' */
-	int rc = rank_parser_enter(p, &t);
-	if (rc)
-		return rc;
-	rank_lex_peek(p->lx, RANK_LEX_SCHEMA, &t);
-	if (rank_tok_is(&t, "]")) {
-		rank_lex_take(p->lx, &t);
-		p->depth--;
-		return 0;
-	}
-	for (;;) {
-		rank_lex_peek(p->lx, RANK_LEX_SCHEMA, &t);
-		if (rank_tok_is(&t, "[")) {
-			if ((rc = value_list(p, c)) != 0)
-				return rc;
-		} else {
-			double v;
-			if ((rc = signed_number(p, &v)) != 0)
-				return rc;
-			rc = base_grow((void **)&c->v, &c->cap, c->n + 1, sizeof *c->v, MAX_VALUES);
-			if (rc == STRATA_LIMIT)
-				return rank_parser_fail(p, &t, rc, "more than %d values", MAX_VALUES);
-			if (rc)
-				return rank_parser_nomem(p);
-			c->v[c->n++] = v;
-		}
-		rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
-		if (rank_tok_is(&t, "]"))
-			break;
-		if (!rank_tok_is(&t, ","))
-			return rank_parser_fail(p, &t, STRATA_PARSE,
-			                        "expected ',' or ']' in a tensor value, found %s",
-			                        rank_tok_quote(&t));
-	}
-	p->depth--;
-	return 0;
-}
-
-/* The value of a constant or an input default, of type ty: a number for a
- * rank-0 type, else a dense literal with exactly the type's cell count. */
-static int value(struct rank_parser *p, const struct rank_type *ty, double **out, size_t *nout)
-{
-	struct rank_tok t;
-	rank_lex_peek(p->lx, RANK_LEX_SCHEMA, &t);
-	size_t want = rank_type_cells(ty);
-	struct cells c = {NULL, 0, 0};
-	int rc;
-	if (rank_tok_is(&t, "{"))
-		return rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED,
-		                        "mapped tensor values ({...}) are not supported");
-	if (rank_tok_is(&t, "uri"))
-		return rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED,
-		                        "values read from a uri are not supported");
-	if (rank_tok_is(&t, "file"))
-		return rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED,
-		                        "only constants are read from files, not input defaults");
-	if (rank_tok_is(&t, "[")) {
-		rc = value_list(p, &c);
-	} else {
-		rc = base_grow((void **)&c.v, &c.cap, 1, sizeof *c.v, MAX_VALUES);
-		rc = rc ? rank_parser_nomem(p) : 0;
-		if (!rc && (rc = signed_number(p, &c.v[0])) == 0)
-			c.n = 1;
-		/* A single number fills a rank-0 type only. */
-		if (!rc && ty->rank > 0)
-			rc = rank_parser_fail(p, &t, STRATA_TYPE,
-			                      "a tensor value must be a '[...]' list, found %s",
-			                      rank_tok_quote(&t));
-	}
-	if (!rc && c.n != want)
-		rc = rank_parser_fail(p, &t, STRATA_TYPE, "the value has %zu cells, its type %zu", c.n,
-		                      want);
-	if (!rc) {
-		/* Keep exactly n cells: the AST frees with ncells. */
-		double *v = base_alloc(want * sizeof *v);
-		if (!v) {
-			rc = rank_parser_nomem(p);
-		} else {
-			memcpy(v, c.v, want * sizeof *v);
-			*out = v;
-			*nout = want;
-		}
-	}
-	if (c.v)
-		base_free(c.v, c.cap * sizeof *c.v);
-	return rc;
+	return rank_parser_name_in(t, item_keywords);
 }
 
 /* ---- fields ----------------------------------------------------------------------- */
@@ -395,7 +131,7 @@ static int field_type(struct rank_parser *p, struct rank_field *f)
 		}
 		return 0;
 	}
-	if (t.kind == RT_NAME && !name_in(&t, unsupported_field_types))
+	if (t.kind == RT_NAME && !rank_parser_name_in(&t, unsupported_field_types))
 		return rank_field_vtype(p, &t, f); /* collections, structs */
 	return bad_keyword(p, &t, unsupported_field_types, "field type", "a field type");
 }
@@ -409,7 +145,7 @@ static int distance_metric(struct rank_parser *p, struct rank_field *f)
 	};
 	static const char *const unsupported[] = {"innerproduct", "hamming", "geodegrees", NULL};
 	struct rank_tok t;
-	int rc = expect(p, ":", "after 'distance-metric'");
+	int rc = rank_parser_expect(p, ":", "after 'distance-metric'");
 	if (rc)
 		return rc;
 	rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
@@ -429,7 +165,7 @@ static int indexing(struct rank_parser *p, struct rank_field *f)
 	if (rank_tok_is(&t, "{"))
 		return rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED,
 		                        "indexing blocks (indexing { ... }) are not supported");
-	int rc = expect(p, ":", "after 'indexing'");
+	int rc = rank_parser_expect(p, ":", "after 'indexing'");
 	if (rc)
 		return rc;
 	for (;;) {
@@ -508,7 +244,7 @@ static int attribute_setting(struct rank_parser *p, struct rank_field *f, const 
 {
 	if (rank_tok_is(t, "distance-metric"))
 		return distance_metric(p, f);
-	if (name_in(t, ignored_attribute_settings))
+	if (rank_parser_name_in(t, ignored_attribute_settings))
 		return 0;
 	if (t->kind == RT_NAME)
 		return rank_parser_fail(p, t, STRATA_NOT_IMPLEMENTED,
@@ -530,7 +266,7 @@ static int field_body(struct rank_parser *p, struct rank_field *f)
 		} else if (rank_tok_is(&t, "attribute")) {
 			struct rank_tok s;
 			int block;
-			rc = colon_or_block(p, &t, &block);
+			rc = rank_parser_colon_or_block(p, &t, &block);
 			if (!rc && !block) {
 				rank_lex_next(p->lx, RANK_LEX_SCHEMA, &s);
 				rc = attribute_setting(p, f, &s);
@@ -560,11 +296,11 @@ static int field_body(struct rank_parser *p, struct rank_field *f)
 				                      "index settings are not supported");
 		} else if (rank_text_setting_is(&t)) {
 			rc = rank_parse_text_setting(p, f, &t);
-		} else if (name_in(&t, unsupported_field_settings)) {
+		} else if (rank_parser_name_in(&t, unsupported_field_settings)) {
 			rc = rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED,
 			                      "field setting %s is not supported", rank_tok_quote(&t));
 		} else {
-			rc = unexpected_in(p, &t, "field", f->name);
+			rc = rank_parser_unexpected_in(p, &t, "field", f->name);
 		}
 		if (rc)
 			return rc;
@@ -579,18 +315,18 @@ static int field(struct rank_parser *p, int outside)
 	int rc = rank_parser_expect_name(p, RANK_LEX_SCHEMA, &nm, "a field name");
 	if (rc)
 		return rc;
-	int i = find_name(sd->fields, sd->nfields, sizeof *sd->fields, &nm);
+	int i = rank_parser_find_name(sd->fields, sd->nfields, sizeof *sd->fields, &nm);
 	if (i >= 0)
 		return rank_parser_fail(p, &nm, STRATA_TYPE, "field %s is declared twice (first at %d:%d)",
 		                        rank_tok_quote(&nm), sd->fields[i].line, sd->fields[i].col);
-	struct rank_field *f = add_named(p, &sd->fields, &sd->nfields, sizeof *sd->fields, &nm, &rc);
+	struct rank_field *f = rank_parser_add_named(p, &sd->fields, &sd->nfields, sizeof *sd->fields, &nm, &rc);
 	if (!f)
 		return rc;
 	f->line = nm.line;
 	f->col = nm.col;
 	f->distance_metric = RANK_DIST_EUCLIDEAN;
 	f->source = outside ? -2 : -1; /* -2: resolved by the input it reads */
-	if ((rc = expect(p, "type", "after the field name")) != 0)
+	if ((rc = rank_parser_expect(p, "type", "after the field name")) != 0)
 		return rc;
 	if ((rc = field_type(p, f)) != 0)
 		return rc;
@@ -636,7 +372,7 @@ static int document(struct rank_parser *p, const struct rank_tok *kw)
 			rc = field(p, 0);
 		else if (rank_tok_is(&t, "struct"))
 			rc = rank_struct_parse(p, &t);
-		else if (name_in(&t, unsupported_document_items))
+		else if (rank_parser_name_in(&t, unsupported_document_items))
 			rc = rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED, "%s is not supported",
 			                      rank_tok_quote(&t));
 		else if (t.kind == RT_EOF)
@@ -646,694 +382,10 @@ static int document(struct rank_parser *p, const struct rank_tok *kw)
 			                      "expected 'field' or '}' in the document, found %s",
 			                      rank_tok_quote(&t));
 		if (rc && t.kind != RT_EOF)
-			rc = recover(p, rc, &save, schema_item);
+			rc = rank_parser_recover(p, rc, &save, schema_item);
 		if (rc)
 			return rc;
 	}
-}
-
-/* ---- onnx-model ----------------------------------------------------------------------- */
-
-static const char *const ignored_model_settings[] = {
-	"gpu-device", "intraop-threads", "interop-threads", "execution-mode", NULL,
-};
-
-/* The name of a model input or output: "quoted" or a bare name. */
-static int io_name(struct rank_parser *p, const char *what, struct rank_tok *t, char **out)
-{
-	rank_lex_next(p->lx, RANK_LEX_SCHEMA, t);
-	if (t->kind == RT_STR)
-		return (*out = rank_tok_unquote(t)) ? 0 : rank_parser_nomem(p);
-	if (t->kind != RT_NAME)
-		return rank_parser_fail(p, t, STRATA_PARSE, "expected the %s name, found %s", what,
-		                        rank_tok_quote(t));
-	/* rank_parser_tokdup reports its failure */
-	return (*out = rank_parser_tokdup(p, t)) ? 0 : STRATA_NOMEM;
-}
-
-static int model(struct rank_parser *p, struct rank_model_decl **arr, int *n)
-{
-	struct rank_tok nm, t;
-	int rc = rank_parser_expect_name(p, RANK_LEX_SCHEMA, &nm, "an onnx-model name");
-	if (rc)
-		return rc;
-	if (find_name(*arr, *n, sizeof **arr, &nm) >= 0)
-		return rank_parser_fail(p, &nm, STRATA_TYPE, "onnx-model %s is declared twice",
-		                        rank_tok_quote(&nm));
-	struct rank_model_decl *m = add_named(p, arr, n, sizeof **arr, &nm, &rc);
-	if (!m)
-		return rc;
-	m->pos = rank_parser_pos(p, &nm);
-	if ((rc = expect(p, "{", "after the onnx-model name")) != 0)
-		return rc;
-	for (;;) {
-		rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
-		if (rank_tok_is(&t, "}"))
-			break;
-		if (rank_tok_is(&t, "file")) {
-			if ((rc = expect(p, ":", "after 'file'")) != 0)
-				return rc;
-			struct rank_tok w;
-			rank_lex_word(p->lx, &w);
-			if (w.kind != RT_NAME)
-				return rank_parser_fail(p, &w, STRATA_PARSE, "expected a file path after 'file:'");
-			rank_lex_take(p->lx, &w);
-			base_strfree(m->file);
-			if (!(m->file = rank_parser_tokdup(p, &w)))
-				return STRATA_NOMEM;
-		} else if (rank_tok_is(&t, "input")) {
-			if ((rc = rank_parser_push(p, &m->inputs, &m->ninputs, sizeof *m->inputs)) != 0)
-				return rc;
-			struct rank_model_input *in = &m->inputs[m->ninputs - 1];
-			struct rank_tok at;
-			if ((rc = io_name(p, "input", &at, &in->name)) != 0)
-				return rc;
-			in->pos = rank_parser_pos(p, &at);
-			if ((rc = expect(p, ":", "after the model input name")) != 0)
-				return rc;
-			if ((rc = rank_feature_lex(p->lx, &in->source, p->err)) != 0)
-				return rc;
-		} else if (rank_tok_is(&t, "output")) {
-			if ((rc = rank_parser_push(p, &m->outputs, &m->noutputs, sizeof *m->outputs)) != 0)
-				return rc;
-			struct rank_model_output *o = &m->outputs[m->noutputs - 1];
-			struct rank_tok at, al;
-			if ((rc = io_name(p, "output", &at, &o->name)) != 0)
-				return rc;
-			o->pos = rank_parser_pos(p, &at);
-			if ((rc = expect(p, ":", "after the model output name")) != 0)
-				return rc;
-			if ((rc = io_name(p, "output alias", &al, &o->alias)) != 0)
-				return rc;
-		} else if (name_in(&t, ignored_model_settings)) {
-			/* How the model runs elsewhere; Strata runs it its own way. */
-			if ((rc = skip_setting(p)) != 0)
-				return rc;
-		} else {
-			return rank_parser_fail(p, &t, STRATA_PARSE,
-			                        "expected 'file', 'input', 'output' or '}' in onnx-model '%s', found %s",
-			                        m->name, rank_tok_quote(&t));
-		}
-	}
-	if (!m->file)
-		return rank_parser_fail(p, &nm, STRATA_TYPE, "onnx-model '%s' has no 'file:'", m->name);
-	return 0;
-}
-
-/* ---- rank profiles ------------------------------------------------------------------ */
-
-/* After 'expression': ": EXPR" or "{ EXPR }". */
-static int expression_def(struct rank_parser *p, const struct rank_tok *kw, struct rank_ast **slot)
-{
-	if (*slot)
-		return rank_parser_fail(p, kw, STRATA_TYPE, "the expression is given twice");
-	int block;
-	int rc = colon_or_block(p, kw, &block);
-	if (rc)
-		return rc;
-	struct rank_lexer save = *p->lx;
-	struct rank_tok w, c;
-	rank_lex_next(p->lx, RANK_LEX_EXPR, &w);
-	rank_lex_peek(p->lx, RANK_LEX_EXPR, &c);
-	*p->lx = save;
-	if (rank_tok_is(&w, "file") && rank_tok_is(&c, ":"))
-		return rank_parser_fail(p, &w, STRATA_NOT_IMPLEMENTED,
-		                        "expressions read from files are not supported");
-	if ((rc = rank_expr_lex(p->lx, slot, p->err)) != 0)
-		return rc;
-	if (block)
-		return expect(p, "}", "closing the expression block");
-	return 0;
-}
-
-static int rerank_count(struct rank_parser *p, int *slot)
-{
-	struct rank_tok t;
-	int rc = expect(p, ":", "after 'rerank-count'");
-	if (rc)
-		return rc;
-	rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
-	if (rank_tok_is(&t, "-"))
-		return rank_parser_fail(p, &t, STRATA_TYPE, "rerank-count must be a positive integer");
-	if (t.kind != RT_NUM)
-		return rank_parser_fail(p, &t, STRATA_PARSE,
-		                        "expected a number after 'rerank-count:', found %s",
-		                        rank_tok_quote(&t));
-	long v = 0;
-	for (size_t i = 0; i < t.len; i++) {
-		if (t.s[i] < '0' || t.s[i] > '9' || v > 1000000000L)
-			return rank_parser_fail(p, &t, STRATA_TYPE,
-			                        "rerank-count must be a positive integer, found %s",
-			                        rank_tok_quote(&t));
-		v = v * 10 + (t.s[i] - '0');
-	}
-	if (v < 1 || v > 1000000000L)
-		return rank_parser_fail(p, &t, STRATA_TYPE,
-		                        "rerank-count must be a positive integer, found %s",
-		                        rank_tok_quote(&t));
-	*slot = (int)v;
-	return 0;
-}
-
-/* first-phase { rank-score-drop-limit: X }: hits scoring X or less are
- * dropped after the first phase. */
-static int drop_limit(struct rank_parser *p, const struct rank_tok *kw,
-                      struct rank_profile_decl *pr)
-{
-	if (pr->has_drop_limit)
-		return rank_parser_fail(p, kw, STRATA_TYPE, "rank-score-drop-limit is given twice");
-	int rc = expect(p, ":", "after 'rank-score-drop-limit'");
-	if (rc || (rc = signed_number(p, &pr->drop_limit)) != 0)
-		return rc;
-	pr->has_drop_limit = 1;
-	return 0;
-}
-
-/* first-phase, second-phase or global-phase { ... }; rerank is NULL for the
- * first phase, which has no rerank-count; drop (the profile) is non-NULL for
- * the first phase only, the one with a rank-score-drop-limit. */
-static int phase(struct rank_parser *p, const struct rank_tok *kw, struct rank_ast **expr_slot,
-                 int *rerank, struct rank_profile_decl *drop)
-{
-	struct rank_tok t;
-	int rc = expect(p, "{", "after the phase name");
-	if (rc)
-		return rc;
-	for (;;) {
-		rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
-		if (rank_tok_is(&t, "}"))
-			return 0;
-		if (rank_tok_is(&t, "expression"))
-			rc = expression_def(p, &t, expr_slot);
-		else if (rerank && rank_tok_is(&t, "rerank-count"))
-			rc = rerank_count(p, rerank);
-		else if (drop && rank_tok_is(&t, "rank-score-drop-limit"))
-			rc = drop_limit(p, &t, drop);
-		else if (rank_tok_is(&t, "keep-rank-count") || rank_tok_is(&t, "rank-score-drop-limit") ||
-		         rank_tok_is(&t, "rerank-count"))
-			rc = rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED, "%s in %.*s is not supported",
-			                      rank_tok_quote(&t),
-			                      (int)kw->len, kw->s);
-		else
-			rc = rank_parser_fail(p, &t, STRATA_PARSE,
-			                      "expected 'expression'%s or '}' in %.*s, found %s",
-			                      rerank ? ", 'rerank-count'"
-			                             : ", 'rank-score-drop-limit'",
-			                      (int)kw->len, kw->s,
-			                      rank_tok_quote(&t));
-		if (rc)
-			return rc;
-	}
-}
-
-static int function(struct rank_parser *p, struct rank_profile_decl *pr)
-{
-	struct rank_tok nm, t;
-	int rc = rank_parser_expect_name(p, RANK_LEX_EXPR, &nm, "a function name");
-	if (rc)
-		return rc;
-	if (rank_tok_is(&nm, "inline")) {
-		rc = rank_parser_expect_name(p, RANK_LEX_EXPR, &nm, "a function name after 'inline'");
-		if (rc)
-			return rc;
-	}
-	if (find_name(pr->functions, pr->nfunctions, sizeof *pr->functions, &nm) >= 0)
-		return rank_parser_fail(p, &nm, STRATA_TYPE,
-		                        "function %s is defined twice in rank-profile '%s'",
-		                        rank_tok_quote(&nm), pr->name);
-	struct rank_function_decl *f =
-		add_named(p, &pr->functions, &pr->nfunctions, sizeof *pr->functions, &nm, &rc);
-	if (!f)
-		return rc;
-	f->pos = rank_parser_pos(p, &nm);
-	if ((rc = expect(p, "(", "after the function name")) != 0)
-		return rc;
-	if (!take_if(p, RANK_LEX_EXPR, ")")) {
-		for (;;) {
-			if ((rc = rank_parser_expect_name(p, RANK_LEX_EXPR, &t, "a parameter name")) != 0)
-				return rc;
-			if (find_name(f->params, f->nparams, sizeof *f->params, &t) >= 0)
-				return rank_parser_fail(p, &t, STRATA_TYPE, "parameter %s appears twice",
-				                        rank_tok_quote(&t));
-			if (!add_named(p, &f->params, &f->nparams, sizeof *f->params, &t, &rc))
-				return rc;
-			rank_lex_next(p->lx, RANK_LEX_EXPR, &t);
-			if (rank_tok_is(&t, ")"))
-				break;
-			if (!rank_tok_is(&t, ","))
-				return rank_parser_fail(p, &t, STRATA_PARSE,
-				                        "expected ',' or ')' after a parameter, found %s",
-				                        rank_tok_quote(&t));
-		}
-	}
-	if ((rc = expect(p, "{", "after the function's parameters")) != 0)
-		return rc;
-	for (;;) {
-		rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
-		if (rank_tok_is(&t, "}"))
-			break;
-		if (!rank_tok_is(&t, "expression"))
-			return rank_parser_fail(p, &t, STRATA_PARSE,
-			                        "expected 'expression' or '}' in function '%s', found %s",
-			                        f->name, rank_tok_quote(&t));
-		if ((rc = expression_def(p, &t, &f->body)) != 0)
-			return rc;
-	}
-	if (!f->body)
-		return rank_parser_fail(p, &nm, STRATA_PARSE, "function '%s' has no expression", f->name);
-	return 0;
-}
-
-/* match-features / summary-features: ": f1 f2 ..." to the end of the line,
- * or "{ f1 f2 ... }". */
-static int features(struct rank_parser *p, const struct rank_tok *kw, struct rank_ast ***arr,
-                    int *n)
-{
-	struct rank_tok t;
-	int rc;
-	int block;
-	if (*n)
-		return rank_parser_fail(p, kw, STRATA_TYPE, "%s is given twice", rank_tok_quote(kw));
-	if ((rc = colon_or_block(p, kw, &block)) != 0)
-		return rc;
-	for (;;) {
-		rank_lex_peek(p->lx, RANK_LEX_EXPR, &t);
-		if (block && rank_tok_is(&t, "}")) {
-			rank_lex_take(p->lx, &t);
-			return 0;
-		}
-		if (!block && (rank_tok_is(&t, "}") || t.kind == RT_EOF || (t.nl_before && *n > 0)))
-			return 0;
-		if (!block && rank_tok_is(&t, ";")) {
-			rank_lex_take(p->lx, &t);
-			return 0;
-		}
-		if ((rc = rank_parser_push(p, arr, n, sizeof **arr)) != 0)
-			return rc;
-		if ((rc = rank_feature_lex(p->lx, &(*arr)[*n - 1], p->err)) != 0)
-			return rc;
-	}
-}
-
-/* The head of an entry of inputs { } (what is "input"; the name is written
- * name or query(name)) or of constants { } ("constant"; name or
- * constant(name)): its name, appended to the array at arrp unless it is
- * there already, then its optional type (double when none is given).
- * Returns the new element, or NULL with *rc set. */
-static void *value_entry(struct rank_parser *p, const char *what, void *arrp, int *n, size_t elem,
-                         struct rank_tok *nm, int *rc)
-{
-	int input = strcmp(what, "input") == 0;
-	const char *wrapper = input ? "query" : "constant";
-	struct rank_tok t;
-	*rc = rank_parser_expect_name(p, RANK_LEX_EXPR, nm, input ? "an input name" : "a constant name");
-	if (*rc)
-		return NULL;
-	rank_lex_peek(p->lx, RANK_LEX_EXPR, &t);
-	if (rank_tok_is(nm, wrapper) && rank_tok_is(&t, "(")) {
-		rank_lex_take(p->lx, &t);
-		if ((*rc = rank_parser_expect_name(p, RANK_LEX_EXPR, nm, "a name")) != 0 ||
-		    (*rc = expect(p, ")", "after the name")) != 0)
-			return NULL;
-	}
-	void *arr;
-	memcpy(&arr, arrp, sizeof arr);
-	if (find_name(arr, *n, elem, nm) >= 0) {
-		*rc = rank_parser_fail(p, nm, STRATA_TYPE, "%s %s is declared twice", what,
-		                       rank_tok_quote(nm));
-		return NULL;
-	}
-	return add_named(p, arrp, n, elem, nm, rc);
-}
-
-/* The optional type of an input or a constant: double when none is given.
- * mapped: the type may have mapped dimensions (query inputs). */
-static int value_type(struct rank_parser *p, struct rank_type *ty, int mapped)
-{
-	struct rank_tok t;
-	ty->cell = BASE_DT_DOUBLE;
-	rank_lex_peek(p->lx, RANK_LEX_SCHEMA, &t);
-	if (rank_tok_is(&t, "tensor") || rank_tok_is(&t, "double") || rank_tok_is(&t, "float"))
-		return mapped ? rank_type_lex_mapped(p->lx, ty, p->err)
-		              : rank_type_lex(p->lx, ty, p->err);
-	return 0;
-}
-
-static int inputs(struct rank_parser *p, struct rank_profile_decl *pr)
-{
-	struct rank_tok nm;
-	int rc = expect(p, "{", "after 'inputs'");
-	if (rc)
-		return rc;
-	while (!take_if(p, RANK_LEX_SCHEMA, "}")) {
-		struct rank_input_decl *in =
-			value_entry(p, "input", &pr->inputs, &pr->ninputs, sizeof *pr->inputs, &nm, &rc);
-		if (!in)
-			return rc;
-		in->pos = rank_parser_pos(p, &nm);
-		if ((rc = value_type(p, &in->type, 1)) != 0)
-			return rc;
-		in->ncells = rank_type_cells(&in->type);
-		struct rank_tok colon;
-		rank_lex_peek(p->lx, RANK_LEX_SCHEMA, &colon);
-		if (rank_tok_is(&colon, ":") && rank_type_mapped(&in->type))
-			return rank_parser_fail(p, &colon, STRATA_NOT_IMPLEMENTED,
-			                        "default values of query inputs with mapped "
-			                        "dimensions are not supported");
-		if (take_if(p, RANK_LEX_SCHEMA, ":")) {
-			if ((rc = value(p, &in->type, &in->dflt, &in->ncells)) != 0)
-				return rc;
-			in->has_default = 1;
-		}
-	}
-	return 0;
-}
-
-/* A constant's value read from a file: "file: path" (app.c reads it).
- * Returns 0 when there was one, 1 when the value is written inline, or an
- * error. */
-static int constant_file(struct rank_parser *p, struct rank_constant_decl *c)
-{
-	struct rank_lexer save = *p->lx;
-	struct rank_tok w, t;
-	rank_lex_next(p->lx, RANK_LEX_SCHEMA, &w);
-	rank_lex_peek(p->lx, RANK_LEX_SCHEMA, &t);
-	if (!rank_tok_is(&w, "file") || !rank_tok_is(&t, ":")) {
-		*p->lx = save;
-		return 1;
-	}
-	rank_lex_take(p->lx, &t);
-	rank_lex_word(p->lx, &w);
-	if (w.len == 0)
-		return rank_parser_fail(p, &w, STRATA_PARSE, "expected a file path after 'file:'");
-	rank_lex_take(p->lx, &w);
-	if (w.len > 4 && memcmp(w.s + w.len - 4, ".lz4", 4) == 0)
-		return rank_parser_fail(p, &w, STRATA_NOT_IMPLEMENTED,
-		                        "compressed constant files (.lz4) are not supported");
-	c->file_pos = rank_parser_pos(p, &w);
-	return (c->file = rank_parser_tokdup(p, &w)) != NULL ? 0 : STRATA_NOMEM;
-}
-
-static int constants(struct rank_parser *p, struct rank_profile_decl *pr)
-{
-	struct rank_tok nm;
-	int rc = expect(p, "{", "after 'constants'");
-	if (rc)
-		return rc;
-	while (!take_if(p, RANK_LEX_SCHEMA, "}")) {
-		struct rank_constant_decl *c = value_entry(p, "constant", &pr->constants, &pr->nconstants,
-		                                           sizeof *pr->constants, &nm, &rc);
-		if (!c)
-			return rc;
-		c->pos = rank_parser_pos(p, &nm);
-		if ((rc = value_type(p, &c->type, 0)) != 0 ||
-		    (rc = expect(p, ":", "before the constant's value")) != 0)
-			return rc;
-		rc = constant_file(p, c);
-		if (rc > 0)
-			rc = value(p, &c->type, &c->cells, &c->ncells);
-		if (rc)
-			return rc;
-	}
-	return 0;
-}
-
-/* Settings that tune how Vespa spreads work; nothing Strata computes changes. */
-static const char *const ignored_profile_settings[] = {
-	"num-threads-per-search", "num-search-partitions", "min-hits-per-thread", "termwise-limit",
-	NULL,
-};
-
-static const char *const unsupported_profile_settings[] = {
-	"match-phase", "diversity", "mutate", "strict", "rank", "rank-type",
-	"weakand", "significance", "filter-threshold", "approximate-threshold",
-	"post-filter-threshold", "target-hits-max-adjustment-factor", "rank-features",
-	"ignore-default-rank-features", "constant", "macro", "second-phase-rerank-count",
-	"global-phase-rerank-count", "normalizer", "input", NULL,
-};
-
-/* A rank property that gives query input `name` its default. */
-struct prop {
-	struct rank_tok name;
-	double value;
-};
-
-/* The next blank-free word, across line breaks and comments. */
-static void next_word(struct rank_parser *p, struct rank_tok *w)
-{
-	struct rank_tok t;
-	rank_lex_peek(p->lx, RANK_LEX_SCHEMA, &t);
-	if (t.kind != RT_EOF) {
-		p->lx->off = (size_t)(t.s - p->lx->text);
-		p->lx->line = t.line;
-		p->lx->col = t.col;
-	}
-	rank_lex_word(p->lx, w);
-	rank_lex_take(p->lx, w);
-}
-
-/* One "key: value" of rank-properties { }.  Strata computes no rank feature
- * that properties tune, so only query(name) and $name, a number input's
- * default, are taken; the rest is refused by name. */
-static int rank_property(struct rank_parser *p, struct prop **props, int *n)
-{
-	struct rank_tok w, val;
-	next_word(p, &w);
-	size_t k = 0;
-	for (int depth = 0; k < w.len && !(w.s[k] == ':' && depth == 0); k++)
-		depth += (w.s[k] == '(') - (w.s[k] == ')');
-	struct rank_tok key = w, nm = w;
-	key.len = nm.len = k;
-	int rc;
-	if (k + 1 < w.len) {
-		val = w;
-		val.s += k + 1;
-		val.len -= k + 1;
-		val.col += (int)k + 1;
-	} else if (k == w.len && (rc = expect(p, ":", "after a rank property's name")) != 0) {
-		return rc;
-	} else {
-		next_word(p, &val);
-	}
-	if (key.len > 1 && key.s[0] == '$') {
-		nm.s++, nm.len--, nm.col++;
-	} else if (key.len > 7 && memcmp(key.s, "query(", 6) == 0 && key.s[key.len - 1] == ')') {
-		nm.s += 6, nm.len -= 7, nm.col += 6;
-	} else {
-		return rank_parser_fail(p, &key, STRATA_NOT_IMPLEMENTED,
-		                        "rank property '%.*s' is not supported: only query(name) and "
-		                        "$name, a query input's default, are",
-		                        (int)key.len, key.s);
-	}
-	char buf[64], *end;
-	double v = 0;
-	int ok = val.len > 0 && val.len < sizeof buf;
-	if (ok) {
-		memcpy(buf, val.s, val.len);
-		buf[val.len] = 0;
-		v = strtod(buf, &end);
-		ok = end == buf + val.len && isfinite(v);
-	}
-	if (!ok)
-		return rank_parser_fail(p, &val, STRATA_NOT_IMPLEMENTED,
-		                        "rank property '%.*s': only a number is supported (a tensor "
-		                        "default goes in inputs { })",
-		                        (int)key.len, key.s);
-	for (int i = 0; i < *n; i++)
-		if ((*props)[i].name.len == nm.len && memcmp((*props)[i].name.s, nm.s, nm.len) == 0)
-			return rank_parser_fail(p, &key, STRATA_TYPE, "rank property '%.*s' is given twice",
-			                        (int)key.len, key.s);
-	if ((rc = rank_parser_push(p, props, n, sizeof **props)) != 0)
-		return rc;
-	(*props)[*n - 1] = (struct prop){ nm, v };
-	return 0;
-}
-
-static int rank_properties(struct rank_parser *p, struct prop **props, int *n)
-{
-	int rc = expect(p, "{", "after 'rank-properties'");
-	while (!rc && !take_if(p, RANK_LEX_SCHEMA, "}")) {
-		struct rank_tok t;
-		rank_lex_peek(p->lx, RANK_LEX_SCHEMA, &t);
-		if (t.kind == RT_EOF)
-			return rank_parser_fail(p, &t, STRATA_PARSE,
-			                        "rank-properties is not closed: expected '}', found end "
-			                        "of file");
-		rc = rank_property(p, props, n);
-	}
-	return rc;
-}
-
-/* Give each input a property names its default: a number input declared
- * without one, or a new number input. */
-static int apply_properties(struct rank_parser *p, struct rank_profile_decl *pr,
-                            const struct prop *props, int n)
-{
-	for (int i = 0; i < n; i++) {
-		const struct rank_tok *nm = &props[i].name;
-		int k = find_name(pr->inputs, pr->ninputs, sizeof *pr->inputs, nm), rc;
-		struct rank_input_decl *in;
-		if (k >= 0) {
-			in = &pr->inputs[k];
-			if (in->type.rank)
-				return rank_parser_fail(p, nm, STRATA_NOT_IMPLEMENTED,
-				                        "rank property for query(%s), a tensor: give its "
-				                        "default in inputs { }",
-				                        in->name);
-			if (in->has_default)
-				return rank_parser_fail(p, nm, STRATA_TYPE,
-				                        "query(%s) has a default in inputs { } already "
-				                        "(%d:%d)",
-				                        in->name, in->pos.line, in->pos.col);
-		} else {
-			in = add_named(p, &pr->inputs, &pr->ninputs, sizeof *pr->inputs, nm, &rc);
-			if (!in)
-				return rc;
-			in->pos = rank_parser_pos(p, nm);
-			in->type.cell = BASE_DT_DOUBLE;
-		}
-		if (!(in->dflt = base_alloc(sizeof *in->dflt)))
-			return rank_parser_nomem(p);
-		in->dflt[0] = props[i].value;
-		in->ncells = 1;
-		in->has_default = 1;
-	}
-	return 0;
-}
-
-static int profile_items(struct rank_parser *p, struct rank_profile_decl *pr,
-                         struct prop **props, int *nprops);
-
-static int profile_body(struct rank_parser *p, struct rank_profile_decl *pr)
-{
-	struct prop *props = NULL;
-	int n = 0;
-	int rc = profile_items(p, pr, &props, &n);
-	if (!rc)
-		rc = apply_properties(p, pr, props, n);
-	rank_vec_free(props, n, sizeof *props);
-	return rc;
-}
-
-/* Does t begin an item of a rank-profile?  A name first on its line does
- * too: where a setting without braces that failed ends. */
-static int profile_item(const struct rank_tok *t)
-{
-	static const char *const items[] = {
-		"first-phase", "second-phase", "global-phase", "function", "inputs",
-		"rank-properties", "constants", "match-features", "summary-features", "onnx-model",
-		NULL,
-	};
-	return name_in(t, items) || name_in(t, ignored_profile_settings) ||
-	       name_in(t, unsupported_profile_settings) || (t->kind == RT_NAME && t->nl_before);
-}
-
-/* What a rank-profile's braces hold, up to its '}'. */
-static int profile_items(struct rank_parser *p, struct rank_profile_decl *pr,
-                         struct prop **props, int *nprops)
-{
-	struct rank_tok t;
-	unsigned seen = 0;
-	for (;;) {
-		int rc;
-		struct rank_lexer save = *p->lx;
-		rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
-		if (rank_tok_is(&t, "}"))
-			return 0;
-		static const char *const phases[] = {"first-phase", "second-phase", "global-phase"};
-		int ph = -1;
-		for (int i = 0; i < 3; i++)
-			if (rank_tok_is(&t, phases[i]))
-				ph = i;
-		if (ph >= 0 && (seen & (1u << ph))) {
-			rc = rank_parser_fail(p, &t, STRATA_TYPE, "%s is given twice in rank-profile '%s'",
-			                      rank_tok_quote(&t), pr->name);
-		} else if (ph >= 0) {
-			seen |= 1u << ph;
-			if (ph == 0)
-				rc = phase(p, &t, &pr->first_phase, NULL, pr);
-			else if (ph == 1)
-				rc = phase(p, &t, &pr->second_phase, &pr->rerank_count, NULL);
-			else
-				rc = phase(p, &t, &pr->global_phase, &pr->global_rerank_count, NULL);
-		} else if (rank_tok_is(&t, "function")) {
-			rc = function(p, pr);
-		} else if (rank_tok_is(&t, "inputs")) {
-			rc = inputs(p, pr);
-		} else if (rank_tok_is(&t, "rank-properties")) {
-			rc = rank_properties(p, props, nprops);
-		} else if (rank_tok_is(&t, "constants")) {
-			rc = constants(p, pr);
-		} else if (rank_tok_is(&t, "match-features")) {
-			rc = features(p, &t, &pr->match_features, &pr->nmatch_features);
-		} else if (rank_tok_is(&t, "summary-features")) {
-			rc = features(p, &t, &pr->summary_features, &pr->nsummary_features);
-		} else if (rank_tok_is(&t, "onnx-model")) {
-			rc = model(p, &pr->models, &pr->nmodels);
-		} else if (name_in(&t, ignored_profile_settings)) {
-			rc = skip_setting(p);
-		} else if (name_in(&t, unsupported_profile_settings)) {
-			rc = rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED,
-			                      "%s in a rank-profile is not supported", rank_tok_quote(&t));
-		} else {
-			rc = unexpected_in(p, &t, "rank-profile", pr->name);
-		}
-		if (rc && t.kind != RT_EOF)
-			rc = recover(p, rc, &save, profile_item);
-		if (rc)
-			return rc;
-	}
-}
-
-static int profile(struct rank_parser *p)
-{
-	struct rank_sd *sd = p->sd;
-	struct rank_tok nm, t;
-	int rc = rank_parser_expect_name(p, RANK_LEX_SCHEMA, &nm, "a rank-profile name");
-	if (rc)
-		return rc;
-	int i = find_name(sd->profiles, sd->nprofiles, sizeof *sd->profiles, &nm);
-	if (i >= 0)
-		return rank_parser_fail(p, &nm, STRATA_TYPE,
-		                        "rank-profile %s is declared twice (first at %d:%d)",
-		                        rank_tok_quote(&nm), sd->profiles[i].pos.line,
-		                        sd->profiles[i].pos.col);
-	struct rank_profile_decl *pr =
-		add_named(p, &sd->profiles, &sd->nprofiles, sizeof *sd->profiles, &nm, &rc);
-	if (!pr)
-		return rc;
-	pr->pos = rank_parser_pos(p, &nm);
-	pr->rerank_count = -1;
-	pr->global_rerank_count = -1;
-	rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
-	if (rank_tok_is(&t, "inherits")) {
-		do {
-			if ((rc = rank_parser_expect_name(p, RANK_LEX_SCHEMA, &t,
-			                                  "a rank-profile name after 'inherits'")) != 0)
-				return rc;
-			/* Both arrays grow together: inherits_pos has ninherits too. */
-			int npos = pr->ninherits;
-			if ((rc = rank_parser_push(p, &pr->inherits_pos, &npos, sizeof *pr->inherits_pos)) != 0)
-				return rc;
-			pr->inherits_pos[npos - 1] = rank_parser_pos(p, &t);
-			if ((rc = rank_parser_push(p, &pr->inherits, &pr->ninherits,
-			                           sizeof *pr->inherits)) != 0) {
-				/* The two counts would disagree: drop the positions
-				 * so the profile still frees by its counts. */
-				rank_vec_free(pr->inherits_pos, npos, sizeof *pr->inherits_pos);
-				pr->inherits_pos = NULL;
-				return rc;
-			}
-			if (!(pr->inherits[pr->ninherits - 1] = rank_parser_tokdup(p, &t)))
-				return STRATA_NOMEM;
-			rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
-		} while (rank_tok_is(&t, ","));
-	}
-	if (!rank_tok_is(&t, "{"))
-		return rank_parser_fail(p, &t, STRATA_PARSE,
-		                        "expected '{' after 'rank-profile %s', found %s", pr->name,
-		                        rank_tok_quote(&t));
-	return profile_body(p, pr);
 }
 
 /* ---- the schema ------------------------------------------------------------------------ */
@@ -1359,9 +411,9 @@ static int schema_body(struct rank_parser *p, const struct rank_tok *open)
 			have_doc = 1;
 			rc = document(p, &t);
 		} else if (rank_tok_is(&t, "rank-profile")) {
-			rc = profile(p);
+			rc = rank_parse_profile(p);
 		} else if (rank_tok_is(&t, "onnx-model")) {
-			rc = model(p, &p->sd->models, &p->sd->nmodels);
+			rc = rank_parse_model(p, &p->sd->models, &p->sd->nmodels);
 		} else if (rank_tok_is(&t, "fieldset")) {
 			rc = rank_parse_fieldset(p);
 		} else if (rank_tok_is(&t, "stemming")) {
@@ -1374,7 +426,7 @@ static int schema_body(struct rank_parser *p, const struct rank_tok *open)
 			rc = rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED,
 			                      "schema-level constant blocks (constants read from files) are not supported; "
 			                      "use 'constants { }' in a rank-profile");
-		} else if (name_in(&t, unsupported_schema_items)) {
+		} else if (rank_parser_name_in(&t, unsupported_schema_items)) {
 			rc = rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED, "%s is not supported",
 			                      rank_tok_quote(&t));
 		} else if (t.kind == RT_EOF) {
@@ -1382,7 +434,7 @@ static int schema_body(struct rank_parser *p, const struct rank_tok *open)
 			                      "schema '%s' is not closed: expected '}' before the end of file",
 			                      p->sd->name);
 		} else {
-			rc = unexpected_in(p, &t, "schema", p->sd->name);
+			rc = rank_parser_unexpected_in(p, &t, "schema", p->sd->name);
 			if (rc && p->errs && t.kind != RT_EOF) {
 				/* a stray token: note it and go on after it */
 				save = *p->lx;
@@ -1392,7 +444,7 @@ static int schema_body(struct rank_parser *p, const struct rank_tok *open)
 			}
 		}
 		if (rc && t.kind != RT_EOF)
-			rc = recover(p, rc, &save, schema_item);
+			rc = rank_parser_recover(p, rc, &save, schema_item);
 		if (rc)
 			return rc;
 	}

@@ -108,3 +108,141 @@ int rank_parser_take_if(struct rank_parser *p, int mode, const char *s)
 	rank_lex_take(p->lx, &t);
 	return 1;
 }
+
+/* ---- helpers of the schema parsers (parse.c, parse_profile.c, fields.c) ---- */
+
+int rank_parser_name_in(const struct rank_tok *t, const char *const *list)
+{
+	for (int i = 0; list[i]; i++)
+		if (rank_tok_is(t, list[i]))
+			return 1;
+	return 0;
+}
+
+/* The declarations of the AST (fields, models, profiles, functions, inputs,
+ * constants) all start with their name, and so does a parameter, a bare
+ * char *: one lookup and one append serve every kind.  The name pointer is
+ * copied with memcpy because its declared type is char * in some structs and
+ * const char * in struct rank_field. */
+_Static_assert(offsetof(struct rank_field, name) == 0, "name first");
+_Static_assert(offsetof(struct rank_model_decl, name) == 0, "name first");
+_Static_assert(offsetof(struct rank_profile_decl, name) == 0, "name first");
+_Static_assert(offsetof(struct rank_function_decl, name) == 0, "name first");
+_Static_assert(offsetof(struct rank_input_decl, name) == 0, "name first");
+_Static_assert(offsetof(struct rank_constant_decl, name) == 0, "name first");
+
+/* The index of the element of arr (n elements of elem bytes) named like the
+ * name token nm, or -1. */
+int rank_parser_find_name(const void *arr, int n, size_t elem, const struct rank_tok *nm)
+{
+	for (int i = 0; i < n; i++) {
+		const char *name;
+		memcpy(&name, (const char *)arr + (size_t)i * elem, sizeof name);
+		if (rank_tok_is(nm, name))
+			return i;
+	}
+	return -1;
+}
+
+/* Append a zeroed element named nm to the array at arrp; NULL, with *rc
+ * set, when that fails. */
+void *rank_parser_add_named(struct rank_parser *p, void *arrp, int *n, size_t elem,
+                       const struct rank_tok *nm, int *rc)
+{
+	if ((*rc = rank_parser_push(p, arrp, n, elem)) != 0)
+		return NULL;
+	char *e;
+	memcpy(&e, arrp, sizeof e);
+	e += (size_t)(*n - 1) * elem;
+	char *name = rank_parser_tokdup(p, nm);
+	if (!name) {
+		*rc = STRATA_NOMEM;
+		return NULL;
+	}
+	memcpy(e, &name, sizeof name);
+	return e;
+}
+
+/* After the keyword kw: ':' (*block = 0) or '{' (*block = 1). */
+int rank_parser_colon_or_block(struct rank_parser *p, const struct rank_tok *kw, int *block)
+{
+	struct rank_tok t;
+	rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
+	*block = rank_tok_is(&t, "{");
+	if (!*block && !rank_tok_is(&t, ":"))
+		return rank_parser_fail(p, &t, STRATA_PARSE, "expected ':' or '{' after %s, found %s",
+		                        rank_tok_quote(kw), rank_tok_quote(&t));
+	return 0;
+}
+
+/* The value of a setting Strata accepts and ignores: ": word". */
+int rank_parser_skip_setting(struct rank_parser *p)
+{
+	struct rank_tok w;
+	int rc = rank_parser_expect(p, ":", "after the setting name");
+	if (rc)
+		return rc;
+	rank_lex_word(p->lx, &w);
+	rank_lex_take(p->lx, &w);
+	return 0;
+}
+
+/* t does not belong in the block of the what (a field, a rank-profile, a
+ * schema) called name. */
+int rank_parser_unexpected_in(struct rank_parser *p, const struct rank_tok *t, const char *what,
+                         const char *name)
+{
+	if (t->kind == RT_EOF)
+		return rank_parser_fail(p, t, STRATA_PARSE,
+		                        "%s '%s' is not closed: expected '}', found end of file", what, name);
+	return rank_parser_fail(p, t, STRATA_PARSE, "unexpected %s in %s '%s'", rank_tok_quote(t), what,
+	                        name);
+}
+
+/* A keyword of a closed set (field types, distance metrics). */
+
+/* After error rc in the item that begins at save: when the parser lists
+ * errors, note this one and skip the item (to the '}' closing its first
+ * '{', or to the enclosing '}' or a token that starts another item
+ * (is_item) when no '{' comes first; braces inside parentheses, as in
+ * tensor(x{}), do not count) and return 0 to go on; else return rc. */
+int rank_parser_recover(struct rank_parser *p, int rc, const struct rank_lexer *save,
+                   int (*is_item)(const struct rank_tok *))
+{
+	if (!p->errs || rc == STRATA_NOMEM || p->errs->n >= STRATA_MAX_ERRORS)
+		return rc;
+	base_errs_add(p->errs, p->err);
+	if (!p->first_rc) {
+		p->first_rc = rc;
+		p->first = *p->err;
+	}
+	*p->lx = *save;
+	p->depth = 0;
+	struct rank_tok t;
+	rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t); /* the item's keyword */
+	/* inner: braces opened inside parentheses; a '}' beyond them means the
+	 * parentheses were never closed (the error itself, often). */
+	for (int depth = 0, opened = 0, parens = 0, inner = 0;;) {
+		rank_lex_peek(p->lx, RANK_LEX_SCHEMA, &t);
+		if (t.kind == RT_EOF)
+			return 0;
+		int brace = rank_tok_is(&t, "}");
+		if (brace && parens && !inner)
+			parens = 0;
+		if (!opened && !parens && (brace || is_item(&t)))
+			return 0;
+		rank_lex_take(p->lx, &t);
+		if (rank_tok_is(&t, "("))
+			parens++;
+		else if (rank_tok_is(&t, ")") && parens > 0)
+			parens--, inner = parens ? inner : 0;
+		else if (parens && rank_tok_is(&t, "{"))
+			inner++;
+		else if (parens && brace)
+			inner--;
+		else if (rank_tok_is(&t, "{"))
+			depth++, opened = 1;
+		else if (brace && --depth == 0)
+			return 0;
+	}
+}

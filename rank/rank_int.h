@@ -5,7 +5,10 @@
  * Data flow inside rank/:
  *   lex.c, parse.c   .sd text -> struct rank_sd (schema AST, expressions as
  *   expr.c           struct rank_ast trees, every node with its position);
- *   parser.c         the two parsers share their state and helpers
+ *   parse_profile.c  parse.c's rank-profile and onnx-model blocks;
+ *   parse_text.c,    its text-index settings and fieldsets, its document
+ *   fields.c         part (collections, structs, summaries);
+ *   parser.c         the parsers share their state and helpers
  *   type.c           tensor types: parsing, copying, printing
  *   schema.c         resolves profile inheritance into flat profiles
  *   compile.c        types every expression (tensor types with named indexed

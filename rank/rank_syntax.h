@@ -113,6 +113,34 @@ int rank_parser_take_if(struct rank_parser *p, int mode, const char *s);
 /* One level deeper (at token t); STRATA_LIMIT past RANK_PARSE_MAX_DEPTH.  The
  * caller decrements p->depth when it leaves the level. */
 int rank_parser_enter(struct rank_parser *p, const struct rank_tok *t);
+/* 1 when t is one of the words of the NULL-terminated list. */
+int rank_parser_name_in(const struct rank_tok *t, const char *const *list);
+/* The index of the element of arr (n elements of elem bytes, each starting
+ * with its name, a char *) named like the token nm, or -1. */
+int rank_parser_find_name(const void *arr, int n, size_t elem, const struct rank_tok *nm);
+/* Append a zeroed element named nm to the array at arrp; NULL, with *rc set,
+ * when that fails. */
+void *rank_parser_add_named(struct rank_parser *p, void *arrp, int *n, size_t elem,
+                            const struct rank_tok *nm, int *rc);
+/* After the keyword kw: ':' (*block = 0) or '{' (*block = 1). */
+int rank_parser_colon_or_block(struct rank_parser *p, const struct rank_tok *kw, int *block);
+/* The value of a setting accepted and ignored: ": word". */
+int rank_parser_skip_setting(struct rank_parser *p);
+/* t does not belong in the block of the what (a field, a rank-profile, a
+ * schema) called name. */
+int rank_parser_unexpected_in(struct rank_parser *p, const struct rank_tok *t, const char *what,
+                              const char *name);
+/* After error rc in the item that begins at save: when the parser lists
+ * errors (p->errs), note this one, skip the item (to the '}' closing its
+ * first '{', or to the enclosing '}' or a token for which is_item is true
+ * when no '{' comes first) and return 0 to go on; else return rc. */
+int rank_parser_recover(struct rank_parser *p, int rc, const struct rank_lexer *save,
+                        int (*is_item)(const struct rank_tok *));
+
+/* parse_profile.c: after 'rank-profile', the profile into p->sd; after
+ * 'onnx-model' (in a schema or a profile), the model appended to *arr. */
+int rank_parse_profile(struct rank_parser *p);
+int rank_parse_model(struct rank_parser *p, struct rank_model_decl **arr, int *n);
 
 /* parse_text.c: text-search settings and fieldsets, for parse.c.
  * rank_text_setting_is: kw is match, stemming, normalizing or rank.
