@@ -224,6 +224,8 @@ static int open_app(const char *app, const struct strata_options *opts, int depl
 		if (rc)
 			goto fail;
 	}
+	if ((rc = eng_embedders_load(db, err)) != 0)
+		goto fail;
 	if (deploy == ENG_OPEN_DEPLOY && (rc = eng_models_compile(&ms, err)) != 0)
 		goto fail;
 	db->ncontexts = deploy == ENG_OPEN_DEPLOY ? (int)ms.n : 0;
@@ -248,6 +250,7 @@ void strata_close(struct strata *db)
 		base_free(db->doctypes, (size_t)db->ndoctypes * sizeof *db->doctypes);
 	if (db->env)
 		store_close(db->env);
+	eng_embedders_free(db->embedders);
 	if (db->app)
 		rank_app_free(db->app);
 	base_strfree(db->appdir);

@@ -22,6 +22,8 @@
  *   json_alloc.c   jansson's allocations through base_alloc
  *   values.c       collection and struct values (arrays, weighted sets, maps,
  *                  structs): checked JSON text for the store, updates, contains
+ *   embed.c        the application's embedders (services.xml components):
+ *                  text -> tensor for 'embed' in indexing and query inputs
  */
 #ifndef ENGINE_INT_H
 #define ENGINE_INT_H
@@ -54,6 +56,7 @@ struct strata {
 	int ndoctypes;
 	struct eng_doctype *doctypes;
 	int ncontexts;              /* deploy: the models compiled into DATA/contexts */
+	struct eng_embedders *embedders; /* embed.c; NULL when the application has none */
 	/* strata_stats(): the only fields that change after open (atomics) */
 	atomic_ullong n_queries;
 	atomic_ullong n_rank_allocs;
@@ -141,6 +144,25 @@ char *eng_context_binary(const char *context, const char *src);
 int eng_docid_parse(struct strata *db, const char *id, struct eng_doctype **dt,
                     struct strata_error *err);
 struct eng_doctype *eng_doctype_find(struct strata *db, const char *name);
+
+/* ---- embed.c: embedders ------------------------------------------------------- */
+
+struct eng_embedders;
+/* Read the embedder components of db->appdir's services.xml (none when
+ * there is no such file) into db->embedders.  Returns 0 or an error naming
+ * services.xml and the component. */
+int eng_embedders_load(struct strata *db, struct strata_error *err);
+void eng_embedders_free(struct eng_embedders *e);
+/* Embed the len bytes of text with the embedder id (NULL: the application's
+ * only one) into a value of the field dest's tensor type, as feed JSON
+ * (*out, a new reference: {"values": [...]} for a dense type, {"cells":
+ * {...}} or {"blocks": {...}} for mapped and mixed ones).  for_query: 1 when
+ * the text is a query (embedders may prefix queries and documents
+ * differently).  Returns 0, STRATA_NOT_FOUND (no such embedder),
+ * STRATA_NOT_IMPLEMENTED (it cannot run: a model Strata does not have), or
+ * another error naming the embedder. */
+int eng_embed(struct strata *db, const char *id, const char *text, size_t len, int for_query,
+              const struct rank_field *dest, json_t **out, struct strata_error *err);
 
 /* ---- json_alloc.c: jansson's memory ------------------------------------------- */
 
