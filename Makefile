@@ -73,7 +73,7 @@ TOOLS      := $(BUILD)/tests/mkshop
 TENSOR_CONFORMANCE     := $(BUILD)/tests/tensor_conformance
 TENSOR_CONFORMANCE_MIN := 1987
 
-.PHONY: all test unit e2e tensor-conformance crash avx2 asan tsan demo deps deps-test deps-fuzz \
+.PHONY: all test unit e2e tensor-conformance crash vespa-apps avx2 asan tsan demo deps deps-test deps-fuzz \
         check check-peer peer bench install clean layers fuzz fuzz-replay
 # Objects made by pattern chains (tests/test_x.o) are kept, not deleted as intermediates.
 .SECONDARY:
@@ -338,6 +338,12 @@ peer:
 	chmod -R u+w $(BUILD)/peer; \
 	(cd $(BUILD)/peer && npm ci --no-audit --no-fund); \
 	node $(BUILD)/peer/mkmodels.js $(BUILD)/peer/models $(PEER_ARGS)
+
+# Deploy every application of Vespa's sample applications (when
+# $(VESPA_APPS) exists) unchanged and count the schemas that deploy.
+VESPA_APPS ?= ../shared/vespa-apps
+vespa-apps: $(CLI)
+	@sh tests/vespa_apps.sh $(VESPA_APPS) $(CLI)
 
 # check-peer runs the conformance runner (built by the conformance rule) on the
 # generated cases, with --compare-opt: each data set also runs on the model
