@@ -371,6 +371,7 @@ struct yql_node {
 struct yql_order {
 	char *field;
 	int desc;
+	int given;    /* asc or desc was written (else the field's sorting order) */
 	int col;
 };
 
@@ -468,6 +469,10 @@ struct eng_hitval {
 	double num;
 	const char *s;
 	size_t n;
+	/* the field's sorting settings (rank.h): for order by */
+	int sort_desc;     /* its order when the query gives none */
+	int sort_function; /* enum rank_sort_function */
+	int sort_primary;  /* strength: primary */
 };
 
 /* The matches as grouping.c reads them (query.c provides it). */

@@ -80,6 +80,9 @@ struct order_ctx {
 	const struct eng_hits *h;
 	int (*tiebreak)(void *ud, size_t i, size_t j);
 	struct eng_hitval *keys; /* n * norder */
+	struct eng_hitval *folded; /* the string keys as their field's sorting function
+	                              compares them (else as keys) */
+	struct base_arena arena;   /* the folded strings */
 };
 
 static int order_cmp(void *ud, size_t i, size_t j)
@@ -87,10 +90,13 @@ static int order_cmp(void *ud, size_t i, size_t j)
 	struct order_ctx *c = ud;
 	int k = c->q->norder;
 	for (int o = 0; o < k; o++) {
-		const struct eng_hitval *a = &c->keys[i * (size_t)k + (size_t)o];
-		const struct eng_hitval *b = &c->keys[j * (size_t)k + (size_t)o];
-		int r = val_cmp(a, b);
-		if (r && a->kind && b->kind && c->q->order[o].desc)
+		size_t ai = i * (size_t)k + (size_t)o, bi = j * (size_t)k + (size_t)o;
+		const struct eng_hitval *a = &c->keys[ai], *b = &c->keys[bi];
+		int r = val_cmp(&c->folded[ai], &c->folded[bi]);
+		if (!r && a->kind == 2 && a->sort_function && !a->sort_primary)
+			r = val_cmp(a, b); /* equal folded: by the bytes */
+		int desc = c->q->order[o].given ? c->q->order[o].desc : a->sort_desc;
+		if (r && a->kind && b->kind && desc)
 			r = -r; /* a missing value stays last */
 		if (r)
 			return r;
@@ -98,19 +104,50 @@ static int order_cmp(void *ud, size_t i, size_t j)
 	return c->tiebreak(c->h->ud, i, j);
 }
 
+/* The string key v folded as its field's sorting function asks (lowercase:
+ * lowercased; uca: also without accents) into *out, in c's arena. */
+static int fold_key(struct order_ctx *c, struct base_tokenizer *tk, const struct eng_hitval *v,
+                    struct eng_hitval *out, struct strata_error *err)
+{
+	*out = *v;
+	if (v->kind != 2 || !v->sort_function)
+		return 0;
+	int flags = BASE_TOKEN_WHOLE | (v->sort_function == RANK_SORT_UCA ? BASE_TOKEN_NORMALIZE : 0);
+	size_t off = 0, n = 0;
+	const char *t = "";
+	int pos;
+	if (!base_token_next(tk, v->s, v->n, &off, flags, &t, &n, &pos))
+		n = 0;
+	char *s = base_arena_alloc(&c->arena, n + 1, 1);
+	if (!s)
+		return base_nomem(err, "order by");
+	memcpy(s, t, n);
+	out->s = s;
+	out->n = n;
+	return 0;
+}
+
 int eng_order_hits(const struct yql_query *q, const struct eng_hits *h,
                    int (*tiebreak)(void *ud, size_t i, size_t j), size_t *perm,
                    struct strata_error *err)
 {
-	size_t nk = h->n * (size_t)q->norder;
-	struct order_ctx c = { q, h, tiebreak, base_alloc((nk ? nk : 1) * sizeof *c.keys) };
-	if (!c.keys)
-		return base_nomem(err, "order by");
-	for (size_t i = 0; i < h->n; i++)
-		for (int o = 0; o < q->norder; o++)
-			h->value(h->ud, i, q->order[o].field, &c.keys[i * (size_t)q->norder + (size_t)o]);
-	int rc = sort_perm(perm, h->n, order_cmp, &c, err, "order by");
-	base_free(c.keys, (nk ? nk : 1) * sizeof *c.keys);
+	size_t nk = h->n * (size_t)q->norder, sz = (nk ? nk : 1) * sizeof(struct eng_hitval);
+	struct order_ctx c = { q, h, tiebreak, base_alloc(sz), base_alloc(sz), {0} };
+	struct base_tokenizer *tk = NULL;
+	base_arena_init(&c.arena, 1 << 12);
+	int rc = !c.keys || !c.folded ? base_nomem(err, "order by") : base_tokenizer_new(&tk, err);
+	for (size_t i = 0; !rc && i < h->n; i++)
+		for (int o = 0; !rc && o < q->norder; o++) {
+			size_t at = i * (size_t)q->norder + (size_t)o;
+			h->value(h->ud, i, q->order[o].field, &c.keys[at]);
+			rc = fold_key(&c, tk, &c.keys[at], &c.folded[at], err);
+		}
+	if (!rc)
+		rc = sort_perm(perm, h->n, order_cmp, &c, err, "order by");
+	base_tokenizer_free(tk);
+	base_arena_free(&c.arena);
+	base_free(c.keys, sz);
+	base_free(c.folded, sz);
 	return rc;
 }
 

@@ -1133,6 +1133,10 @@ static void hit_value(void *ud, size_t i, const char *field, struct eng_hitval *
 	if (fi < 0)
 		return;
 	int t = h->ds->dt->fields[fi].type;
+	const struct rank_field *rf = rank_schema_field(h->ds->dt->schema, fi);
+	v->sort_desc = rf->sort_desc;
+	v->sort_function = rf->sort_function;
+	v->sort_primary = rf->sort_primary;
 	if (t == STORE_T_STRING) {
 		qs->vals_lid_loaded = 0; /* its cache knows the lid, not the document type */
 		const struct store_value *sv = doc_value(qs, h->ds, h->lid, fi);

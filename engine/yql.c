@@ -760,8 +760,10 @@ static int order_by(struct parser *ps, struct yql_query *q)
 		if (!(o->field = ident(ps, "a field name")))
 			return STRATA_PARSE;
 		o->desc = 0;
+		o->given = 0;
 		if (is_kw(ps, "asc") || is_kw(ps, "desc")) {
 			o->desc = is_kw(ps, "desc");
+			o->given = 1;
 			if (next(ps))
 				return STRATA_PARSE;
 		}

@@ -279,15 +279,19 @@ static int compile_text(struct cc *c, const struct rank_ast *a, int *type)
 }
 
 /* Push the sum over the text-indexed fields of nfields (all of them when
- * fields is NULL) of text feature kind; 0 when there is none. */
+ * fields is NULL) of text feature kind, each times the field's weight
+ * (weight: N); 0 when there is none. */
 static int emit_text_sum(struct cc *c, int kind, const int *fields, int nfields)
 {
 	int n = 0;
 	for (int i = 0; i < (fields ? nfields : c->p->sd->nfields); i++) {
 		int fi = fields ? fields[i] : i;
-		if (rank_field_token_flags(&c->p->sd->fields[fi]) < 0)
+		const struct rank_field *f = &c->p->sd->fields[fi];
+		if (rank_field_token_flags(f) < 0)
 			continue;
 		EMIT(c, RANK_OP_TEXT, kind, fi, 0, 0, 0, 0, 0);
+		EMIT(c, RANK_OP_NUM, 0, 0, 0, 0, 0, 0, f->weight ? f->weight : RANK_FIELD_WEIGHT);
+		EMIT(c, RANK_OP_BIN, RB_MUL, 0, 0, 0, 0, 0, 0);
 		if (n++)
 			EMIT(c, RANK_OP_BIN, RB_ADD, 0, 0, 0, 0, 0, 0);
 	}
@@ -298,8 +302,9 @@ static int emit_text_sum(struct cc *c, int kind, const int *fields, int nfields)
 
 /* nativeRank, nativeRank(f, ...), and nativeFieldMatch the same (the only
  * part computed): the mean nativeFieldMatch score of the query's words over
- * the text-indexed fields named (all of them without arguments); other
- * fields (attributes) add nothing. */
+ * the text-indexed fields named (all of them without arguments), each field
+ * weighing its weight (weight: N, default 100) as in Vespa; other fields
+ * (attributes) add nothing. */
 static int compile_native(struct cc *c, const struct rank_ast *a, int *type)
 {
 	int fields[RANK_MAX_ARGS_NATIVE];

@@ -15,7 +15,9 @@
  * tensor fields (search is exact), onnx-model thread and device settings,
  * rank-profile thread settings, set_language and "xx" | set_language in
  * indexing (there is no text processing), and rank: filter / normal on a
- * field.  The document part of the language (collection and struct types,
+ * field; and the field settings parse_field.c lists as accepted
+ * (linguistics profiles, rank-type: about, id, dictionary: hash / btree /
+ * uncased, body, header, an English sorting locale).  The document part of the language (collection and struct types,
  * summaries, input in indexing) is parsed by fields.c, rank profiles and
  * onnx-model blocks by parse_profile.c, both called from here.
  *
@@ -86,12 +88,9 @@ static const char *const unsupported_field_types[] = {
 	"annotationreference", "float16", "int8", NULL,
 };
 
-/* Field settings Vespa has and Strata does not (yet). */
-static const char *const unsupported_field_settings[] = {
-	"weight", "bolding", "alias", "sorting", "linguistics",
-	"rank-type", "id", "query-command", "dictionary", "summary-to",
-	"indexing-rewrite", "literal-boost", "body", "header", NULL,
-};
+/* Field settings Vespa has and Strata does not (yet); parse_field.c has
+ * the others. */
+static const char *const unsupported_field_settings[] = {"indexing-rewrite", NULL};
 
 static const char *const ignored_attribute_settings[] = {
 	"fast-search", "fast-access", "paged", "mutable", "fast-rank", "enable-bit-vectors",
@@ -296,6 +295,8 @@ static int field_body(struct rank_parser *p, struct rank_field *f)
 				                      "index settings are not supported");
 		} else if (rank_text_setting_is(&t)) {
 			rc = rank_parse_text_setting(p, f, &t);
+		} else if (rank_field_setting_is(&t)) {
+			rc = rank_parse_field_setting(p, f, &t);
 		} else if (rank_parser_name_in(&t, unsupported_field_settings)) {
 			rc = rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED,
 			                      "field setting %s is not supported", rank_tok_quote(&t));

@@ -103,6 +103,24 @@ enum rank_match {
 /* stemming: of a text field; DEFAULT takes the schema's (else BEST). */
 enum rank_stemming { RANK_STEM_DEFAULT = 0, RANK_STEM_NONE, RANK_STEM_BEST };
 
+/* What a summary field shows of its source (summary: dynamic, bolding: on,
+ * summary: matched-elements-only, the documentid source). */
+enum rank_summary_transform {
+	RANK_SUMMARY_VALUE = 0,        /* the value as stored */
+	RANK_SUMMARY_DYNAMIC,          /* a snippet around the query's terms, <hi> and <sep /> */
+	RANK_SUMMARY_BOLDING,          /* the whole text, the query's terms within <hi> */
+	RANK_SUMMARY_MATCHED_ELEMENTS, /* the elements of a collection the query matched */
+	RANK_SUMMARY_DOCUMENTID,       /* the document id (no field: field is -1) */
+};
+
+/* sorting { function: ... } of a string field, used by order by. */
+enum rank_sort_function {
+	RANK_SORT_RAW = 0,   /* by the bytes (UTF-8 order); also no sorting block */
+	RANK_SORT_LOWERCASE, /* by the lowercased text, then the bytes */
+	RANK_SORT_UCA,       /* by the text without case and accents, then (unless strength
+	                        primary) the bytes */
+};
+
 /* A document field as the schema declares it. */
 struct rank_field {
 	const char *name;
@@ -129,7 +147,14 @@ struct rank_field {
 	int source;          /* a field outside the document block: the index of the field
 	                        its indexing reads ("input g"), whose value it takes when a
 	                        document is fed; -1 for document fields */
+	int weight;          /* weight: N, the field's weight in nativeRank (0: not given,
+	                        which weighs RANK_FIELD_WEIGHT) */
+	int summary_transform; /* enum rank_summary_transform of the field's own summary */
+	int sort_desc;       /* sorting: descending (order by f without asc or desc) */
+	int sort_function;   /* enum rank_sort_function */
+	int sort_primary;    /* sorting { strength: primary }: no tie-break by the bytes */
 };
+#define RANK_FIELD_WEIGHT 100 /* a field's weight when the schema gives none */
 
 struct rank_app;
 struct rank_schema;

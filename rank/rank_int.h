@@ -7,7 +7,8 @@
  *   expr.c           struct rank_ast trees, every node with its position);
  *   parse_profile.c  parse.c's rank-profile and onnx-model blocks;
  *   parse_text.c,    its text-index settings and fieldsets, its document
- *   fields.c         part (collections, structs, summaries);
+ *   fields.c         part (collections, structs, summaries), its other
+ *   parse_field.c    field settings (weight, sorting, bolding, ...);
  *   parser.c         the parsers share their state and helpers
  *   type.c           tensor types: parsing, copying, printing
  *   schema.c         resolves profile inheritance into flat profiles

@@ -157,6 +157,13 @@ int rank_parse_fieldset(struct rank_parser *p);
 int rank_parse_schema_stemming(struct rank_parser *p, const struct rank_tok *kw);
 int rank_text_fields_check(struct rank_parser *p);
 
+/* parse_field.c: after keyword kw, a field setting (weight, bolding,
+ * sorting, linguistics, rank-type, id, dictionary, body, header; alias,
+ * query-command, literal-boost and summary-to are refused) into f.
+ * rank_field_setting_is: kw is one of them. */
+int rank_field_setting_is(const struct rank_tok *kw);
+int rank_parse_field_setting(struct rank_parser *p, struct rank_field *f, const struct rank_tok *kw);
+
 /* fields.c: the document part of the schema language, called by parse.c.
  * Each returns 0 or a parse error as above. */
 /* The type after "type" when it is array<T>, weightedset<T>, map<K,V> or a

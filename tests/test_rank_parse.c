@@ -642,8 +642,8 @@ static const struct bad bads[] = {
 	{"schema s { document s { field a type int { indexing: attribute } } }\n\x01", STRATA_PARSE,
 	 "t.sd:2:1: unexpected byte 0x01 after the end of schema 's'"},
 	{"schema s inherits { }", STRATA_PARSE, "t.sd:1:19: expected a schema name, found '{'"},
-	{"schema s { document s { field f type string { indexing: summary\n sorting: word } } }",
-	 STRATA_NOT_IMPLEMENTED, "t.sd:2:2: field setting 'sorting' is not supported"},
+	{"schema s { document s { field f type string { indexing: summary\n alias: word } } }",
+	 STRATA_NOT_IMPLEMENTED, "t.sd:2:2: field setting 'alias' is not supported"},
 	{"schema s { document s { } rank-profile p { first-phase { expression: file:x.expr } } }",
 	 STRATA_NOT_IMPLEMENTED, "t.sd:1:70: expressions read from files are not supported"},
 };

@@ -216,8 +216,8 @@ static void test_text_schema_errors(void **state)
 		 STRATA_NOT_IMPLEMENTED,
 		 "t.sd:1:57: indexing statement '\"en\"' is not supported (only summary, attribute, index, "
 		 "set_language, and input FIELD outside the document)"},
-		{"schema s { document s { field t type string { indexing: index\n linguistics { profile: x } } } }",
-		 STRATA_NOT_IMPLEMENTED, "t.sd:2:2: field setting 'linguistics' is not supported"},
+		{"schema s { document s { field t type string { indexing: index\n literal-boost: 20 } } }",
+		 STRATA_NOT_IMPLEMENTED, "t.sd:2:2: field setting 'literal-boost' is not supported"},
 	};
 	for (size_t i = 0; i < sizeof bads / sizeof bads[0]; i++) {
 		struct strata_error err = {0};
