@@ -226,5 +226,8 @@ void base_tokenizer_free(struct base_tokenizer *tk);
  * fails: a stemmer that runs out of memory leaves the word unstemmed. */
 int base_token_next(struct base_tokenizer *tk, const char *text, size_t len, size_t *off,
                     int flags, const char **tok, size_t *n, int *pos);
+/* Where in the text the token base_token_next returned last begins: its
+ * bytes are text[base_token_start(tk) .. *off) (highlighting, snippets). */
+size_t base_token_start(const struct base_tokenizer *tk);
 
 #endif

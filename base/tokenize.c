@@ -18,6 +18,7 @@
 struct base_tokenizer {
 	struct sb_stemmer *stem;
 	int count;                       /* tokens returned for the current text */
+	size_t start;                    /* the byte where the last token began */
 	size_t n;
 	char buf[BASE_TOKEN_MAX + 1];
 };
@@ -237,6 +238,7 @@ int base_token_next(struct base_tokenizer *tk, const char *text, size_t len, siz
 	if (flags & BASE_TOKEN_WHOLE) {
 		if (i >= len || tk->count)
 			return 0;
+		tk->start = i;
 		tk->n = 0;
 		for (; i < len; i += k) {
 			long c = decode(s + i, len - i, &k);
@@ -251,6 +253,7 @@ int base_token_next(struct base_tokenizer *tk, const char *text, size_t len, siz
 		}
 		if (i >= len)
 			return 0;
+		tk->start = i;
 		tk->n = 0;
 		int kind = cls;
 		for (; i < len; i += k) {
@@ -269,4 +272,9 @@ int base_token_next(struct base_tokenizer *tk, const char *text, size_t len, siz
 	*n = tk->n;
 	*pos = tk->count++;
 	return 1;
+}
+
+size_t base_token_start(const struct base_tokenizer *tk)
+{
+	return tk->start;
 }

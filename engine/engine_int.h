@@ -22,6 +22,8 @@
  *   json_alloc.c   jansson's allocations through base_alloc
  *   values.c       collection and struct values (arrays, weighted sets, maps,
  *                  structs): checked JSON text for the store, updates, contains
+ *   snippet.c      summary fields made from the query: dynamic snippets,
+ *                  highlighting, matched elements
  *   embed.c        the application's embedders (services.xml components):
  *                  text -> tensor for 'embed' in indexing and query inputs
  */
@@ -420,6 +422,8 @@ int yql_parse(const char *text, struct yql_query **out, struct strata_error *err
 void yql_free(struct yql_query *q);
 /* A readable dump of the condition tree (for tests): "AND(CMP(price<30),...)". */
 char *yql_dump(const struct yql_node *n);
+/* Whether number v passes condition ud (a struct yql_node, CMP or RANGE). */
+int yql_number_test(const void *ud, double v);
 
 /* ---- textmatch.c: contains on text-indexed fields ----------------------------------- */
 
@@ -449,6 +453,17 @@ json_t *eng_tokens_json(const struct store_field *f, const struct store_value *v
                         struct strata_error *err);
 double eng_text_feature(struct store_txn *txn, const struct eng_doctype *dt,
                         const struct eng_textset *s, int feature, int field, uint32_t lid);
+
+/* ---- snippet.c: summary fields made from the query --------------------------------- */
+
+/* The summary of field fi (a string for RANK_SUMMARY_DYNAMIC and
+ * RANK_SUMMARY_BOLDING, a collection for RANK_SUMMARY_MATCHED_ELEMENTS)
+ * with value v, for a query whose condition tree is where: a snippet, the
+ * highlighted text, or the matched elements, into *out (NULL when there is
+ * nothing to show: no element matched).  Returns 0 or STRATA_NOMEM. */
+int eng_summary_transform(const struct eng_doctype *dt, const struct yql_node *where, int fi,
+                          int transform, const struct store_value *v, json_t **out,
+                          struct strata_error *err);
 
 /* ---- userquery.c: the where tree completed from the request and the schema ----------- */
 

@@ -409,21 +409,6 @@ static int in_values(struct qstate *qs, struct dtstate *ds, const struct yql_nod
 }
 
 /* Whether v passes the comparison or range n. */
-static int number_test(const void *ud, double v)
-{
-	const struct yql_node *n = ud;
-	if (n->kind == YQL_RANGE)
-		return v >= n->lo && v <= n->hi;
-	switch (n->op) {
-	case YQL_LT: return v < n->num;
-	case YQL_LE: return v <= n->num;
-	case YQL_GT: return v > n->num;
-	case YQL_GE: return v >= n->num;
-	case YQL_EQ: return v == n->num;
-	}
-	return 0;
-}
-
 /* A condition on a collection or struct field: on any element (or key)
  * of an array or weighted set, or on the values at a path inside it. */
 static int json_match(struct qstate *qs, struct dtstate *ds, const struct yql_node *n,
@@ -437,11 +422,11 @@ static int json_match(struct qstate *qs, struct dtstate *ds, const struct yql_no
 		return 0;
 	if (dot)
 		m = eng_cvalue_path_match(rf, sv->s, sv->n, dot + 1,
-		                          n->kind == YQL_CONTAINS ? n->str : NULL, number_test, n);
+		                          n->kind == YQL_CONTAINS ? n->str : NULL, yql_number_test, n);
 	else if (n->kind == YQL_CONTAINS)
 		m = eng_cvalue_contains(rf, sv->s, sv->n, n->str);
 	else
-		m = eng_cvalue_any_number(rf, sv->s, sv->n, number_test, n);
+		m = eng_cvalue_any_number(rf, sv->s, sv->n, yql_number_test, n);
 	if (m < 0)
 		qs->match_nomem = 1; /* the caller fails the query */
 	return m > 0;
@@ -475,7 +460,7 @@ static int eval(struct qstate *qs, struct dtstate *ds, const struct yql_node *n,
 			return json_match(qs, ds, n, lid);
 		if (n->fidx < 0 || !num_value(qs, ds, lid, n->fidx, &v))
 			return 0;
-		return number_test(n, v);
+		return yql_number_test(n, v);
 	case YQL_CONTAINS: {
 		if (n->fidx < 0)
 			return 0;
@@ -942,6 +927,28 @@ static int add_features(struct qstate *qs, const struct hit *h, json_t *fields, 
 	return rc;
 }
 
+/* The fields select names: each a field or a field of the summary class
+ * (presentation.summary's, else "default") of some document type. */
+static int check_selected(struct qstate *qs)
+{
+	for (int k = 0; !qs->yql->all_fields && k < qs->yql->nfields; k++) {
+		const char *name = qs->yql->fields[k];
+		int found = 0;
+		for (int i = 0; i < qs->nds && !found; i++) {
+			const struct rank_schema *s = qs->ds[i].dt->schema;
+			const struct rank_summary_class *c =
+				qs->ds[i].summary ? qs->ds[i].summary : rank_schema_summary(s, "default");
+			found = rank_schema_field_index(s, name) >= 0;
+			for (int f = 0; f < c->nfields && !found; f++)
+				found = !strcmp(c->fields[f].name, name);
+		}
+		if (!found && qs->nds)
+			return base_err(qs->err, STRATA_NOT_FOUND, "yql: selected field '%s' not found",
+			                name);
+	}
+	return 0;
+}
+
 /* presentation.summary (or "presentation": {"summary": ...}): the
  * document-summary class of every type, which must have it. */
 static int pick_summary(struct qstate *qs, const json_t *req)
@@ -967,63 +974,66 @@ static int pick_summary(struct qstate *qs, const json_t *req)
 	return 0;
 }
 
-/* Show field fi of the loaded document as name: its value, or its tokens. */
-static int summary_value(struct qstate *qs, const struct hit *h, json_t *fields, const char *name,
-                         int fi, int tokens)
+/* Show summary field sf of the loaded document: the field's value, its
+ * tokens, a value made from the query (snippet.c) or the document id. */
+static int summary_value(struct qstate *qs, const struct hit *h, json_t *fields,
+                         const struct rank_summary_field *sf)
 {
 	struct eng_doctype *dt = h->ds->dt;
+	int fi = sf->field, rc;
 	json_t *v;
-	if (tokens) {
+	if (sf->transform == RANK_SUMMARY_DOCUMENTID) {
+		v = json_string(h->docid);
+	} else if (!qs->vals[fi].set) {
+		return 0;
+	} else if (sf->tokens) {
 		if (!(v = eng_tokens_json(&dt->fields[fi], &qs->vals[fi], qs->err)))
 			return qs->err->code;
+	} else if (sf->transform) {
+		if ((rc = eng_summary_transform(dt, qs->yql->where, fi, sf->transform, &qs->vals[fi], &v,
+		                                qs->err)) != 0)
+			return rc;
+		if (!v)
+			return 0; /* nothing to show (no matched element) */
 	} else {
 		v = eng_value_json(&dt->fields[fi], rank_schema_field(dt->schema, fi)->dim_names,
 		                   &qs->vals[fi]);
 	}
-	if (json_object_set_new(fields, name, v))
+	if (json_object_set_new(fields, sf->name, v))
 		return base_nomem(qs->err, "summary of '%s'", h->docid);
 	return 0;
 }
 
-/* The fields a hit of ds shows: its summary class's when presentation.summary
- * chose one, else those with summary (select *) or those selected. */
+static int selected(const struct qstate *qs, const char *name)
+{
+	int want = qs->yql->all_fields;
+	for (int i = 0; i < qs->yql->nfields && !want; i++)
+		want = !strcmp(qs->yql->fields[i], name);
+	return want;
+}
+
+/* The fields a hit of ds shows: those of its summary class (the one
+ * presentation.summary chose, else "default") that the select names (all
+ * with select *); a selected field outside the default class shows its
+ * value. */
 static int summary_fields(struct qstate *qs, const struct hit *h, json_t *fields)
 {
 	struct eng_doctype *dt = h->ds->dt;
 	int rc;
 	const struct rank_summary_class *c = h->ds->summary;
-	for (int k = 0; c && k < c->nfields; k++) {
-		const struct rank_summary_field *sf = &c->fields[k];
-		int want = qs->yql->all_fields;
-		for (int i = 0; i < qs->yql->nfields && !want; i++)
-			want = !strcmp(qs->yql->fields[i], sf->name);
-		if (want && qs->vals[sf->field].set &&
-		    (rc = summary_value(qs, h, fields, sf->name, sf->field, sf->tokens)))
+	int chosen = c != NULL;
+	if (!c)
+		c = rank_schema_summary(dt->schema, "default");
+	for (int k = 0; k < c->nfields; k++)
+		if (selected(qs, c->fields[k].name) && (rc = summary_value(qs, h, fields, &c->fields[k])))
 			return rc;
-	}
-	if (c)
-		return 0;
-	c = rank_schema_summary(dt->schema, "default");
-	for (int i = 0; i < dt->nfields; i++) {
+	for (int i = 0; !chosen && !qs->yql->all_fields && i < dt->nfields; i++) {
 		const struct rank_field *rf = rank_schema_field(dt->schema, i);
-		int want = 0;
-		if (qs->yql->all_fields) {
-			want = rf->summary;
-		} else {
-			for (int k = 0; k < qs->yql->nfields && !want; k++)
-				want = !strcmp(qs->yql->fields[k], rf->name);
-		}
-		if (want && qs->vals[i].set &&
-		    (rc = summary_value(qs, h, fields, rf->name, i, rf->summary_tokens)))
-			return rc;
-	}
-	/* Summary settings that show a field under another name. */
-	for (int k = 0; qs->yql->all_fields && c && k < c->nfields; k++) {
-		const struct rank_summary_field *sf = &c->fields[k];
-		if (!strcmp(sf->name, rank_schema_field(dt->schema, sf->field)->name) ||
-		    !qs->vals[sf->field].set)
-			continue;
-		if ((rc = summary_value(qs, h, fields, sf->name, sf->field, sf->tokens)))
+		int in_class = 0;
+		for (int k = 0; k < c->nfields && !in_class; k++)
+			in_class = !strcmp(c->fields[k].name, rf->name);
+		struct rank_summary_field sf = {rf->name, i, 0, 0};
+		if (!in_class && selected(qs, rf->name) && (rc = summary_value(qs, h, fields, &sf)))
 			return rc;
 	}
 	return 0;
@@ -1313,15 +1323,6 @@ static int run(struct qstate *qs, const json_t *req, char **result)
 		return rc;
 	if ((rc = check_fields(qs, qs->yql->where)) != 0 || (rc = check_order_grouping(qs)) != 0)
 		return rc;
-	if (!qs->yql->all_fields)
-		for (int k = 0; k < qs->yql->nfields; k++) {
-			int found = 0;
-			for (int i = 0; i < qs->nds && !found; i++)
-				found = rank_schema_field_index(qs->ds[i].dt->schema, qs->yql->fields[k]) >= 0;
-			if (!found && qs->nds)
-				return base_err(err, STRATA_NOT_FOUND, "yql: selected field '%s' not found",
-				                qs->yql->fields[k]);
-		}
 	const char *pname = profile_name(req);
 	int maxf = 0;
 	for (int i = 0; i < qs->nds; i++) {
@@ -1333,7 +1334,7 @@ static int run(struct qstate *qs, const json_t *req, char **result)
 		if (ds->dt->nfields > maxf)
 			maxf = ds->dt->nfields;
 	}
-	if ((rc = pick_summary(qs, req)) != 0)
+	if ((rc = pick_summary(qs, req)) != 0 || (rc = check_selected(qs)) != 0)
 		return rc;
 	rc = check_inputs_declared(qs, req, pname);
 	v = json_object_get(req, "input");

@@ -1183,3 +1183,18 @@ char *yql_dump(const struct yql_node *n)
 	dump_to(n, buf, sizeof buf, &len);
 	return base_strdup(buf);
 }
+
+int yql_number_test(const void *ud, double v)
+{
+	const struct yql_node *n = ud;
+	if (n->kind == YQL_RANGE)
+		return v >= n->lo && v <= n->hi;
+	switch (n->op) {
+	case YQL_LT: return v < n->num;
+	case YQL_LE: return v <= n->num;
+	case YQL_GT: return v > n->num;
+	case YQL_GE: return v >= n->num;
+	case YQL_EQ: return v == n->num;
+	}
+	return 0;
+}

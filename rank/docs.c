@@ -77,6 +77,8 @@ static int copy_sources(struct rank_source_decl **dst, int *nd, const struct ran
 			return base_nomem(err, "inheriting '%s'", src[i].name);
 		struct rank_source_decl *d = &(*dst)[*nd - 1];
 		d->pos = src[i].pos;
+		d->tokens = src[i].tokens;
+		d->transform = src[i].transform;
 		d->name = base_strdup(src[i].name);
 		d->source = src[i].source ? base_strdup(src[i].source) : NULL;
 		if (!d->name || (src[i].source && !d->source))
@@ -287,15 +289,15 @@ static int resolve_inputs(struct rank_sd *sd, struct strata_error *err)
 /* Add (or replace) the field name showing field fi in class c, whose
  * array has room for cap entries. */
 static void class_put(struct rank_summary_class *c, struct rank_summary_field *fs, const char *name,
-                      int fi, int tokens)
+                      int fi, int tokens, int transform)
 {
+	struct rank_summary_field f = {name, fi, tokens, transform};
 	for (int i = 0; i < c->nfields; i++)
 		if (strcmp(fs[i].name, name) == 0) {
-			fs[i].field = fi;
-			fs[i].tokens = tokens;
+			fs[i] = f;
 			return;
 		}
-	fs[c->nfields++] = (struct rank_summary_field){name, fi, tokens};
+	fs[c->nfields++] = f;
 }
 
 static int class_index(const struct rank_sd *sd, const char *name)
@@ -306,14 +308,43 @@ static int class_index(const struct rank_sd *sd, const char *name)
 	return -1;
 }
 
-/* The fields of srcs[n] into class c (fs has room). */
+/* Whether summary field name may show field f through transform (at pos). */
+static int check_transform(const struct rank_field *f, int transform, const char *name,
+                           const struct rank_pos *pos, struct strata_error *err)
+{
+	static const char *const names[] = {
+		[RANK_SUMMARY_DYNAMIC] = "dynamic", [RANK_SUMMARY_BOLDING] = "bolding: on",
+		[RANK_SUMMARY_MATCHED_ELEMENTS] = "matched-elements-only",
+	};
+	int t = f->type;
+	if ((transform == RANK_SUMMARY_DYNAMIC || transform == RANK_SUMMARY_BOLDING) &&
+	    t != RANK_FT_STRING)
+		return fail(err, pos, STRATA_NOT_IMPLEMENTED,
+		            "summary field '%s': %s on '%s', which is not a string, is not supported",
+		            name, names[transform], f->name);
+	if (transform == RANK_SUMMARY_MATCHED_ELEMENTS && t != RANK_FT_ARRAY && t != RANK_FT_WSET &&
+	    t != RANK_FT_MAP)
+		return fail(err, pos, STRATA_TYPE,
+		            "summary field '%s': matched-elements-only on '%s', which is not an array, "
+		            "weighted set or map", name, f->name);
+	return 0;
+}
+
+/* The fields of srcs[n] into class c (fs has room).  A source named
+ * documentid that no field has is the document id; a summary field showing
+ * a field of the same name without a setting of its own takes the field's
+ * (summary: dynamic, ...). */
 static int class_sources(const struct rank_sd *sd, struct rank_summary_class *c,
                          struct rank_summary_field *fs, const struct rank_source_decl *srcs, int n,
                          struct strata_error *err)
 {
 	for (int k = 0; k < n; k++) {
 		const char *src = srcs[k].source ? srcs[k].source : srcs[k].name;
-		int fi = find_field(sd, src);
+		int fi = find_field(sd, src), transform = srcs[k].transform;
+		if (fi < 0 && strcmp(src, "documentid") == 0 && !srcs[k].tokens && !transform) {
+			class_put(c, fs, srcs[k].name, -1, 0, RANK_SUMMARY_DOCUMENTID);
+			continue;
+		}
 		if (fi < 0)
 			return fail(err, &srcs[k].pos, STRATA_TYPE,
 			            "summary field '%s' shows '%s', which is not a field of '%s'",
@@ -323,7 +354,16 @@ static int class_sources(const struct rank_sd *sd, struct rank_summary_class *c,
 			            "summary field '%s' shows the tokens of '%s', which has no text index "
 			            "(indexing: index on a string)",
 			            srcs[k].name, src);
-		class_put(c, fs, srcs[k].name, fi, srcs[k].tokens);
+		if (srcs[k].tokens && transform)
+			return fail(err, &srcs[k].pos, STRATA_NOT_IMPLEMENTED,
+			            "summary field '%s': tokens with another summary setting is not "
+			            "supported", srcs[k].name);
+		if (!transform && !srcs[k].tokens && strcmp(srcs[k].name, src) == 0)
+			transform = sd->fields[fi].summary_transform;
+		int rc = check_transform(&sd->fields[fi], transform, srcs[k].name, &srcs[k].pos, err);
+		if (rc)
+			return rc;
+		class_put(c, fs, srcs[k].name, fi, srcs[k].tokens, transform);
 	}
 	return 0;
 }
@@ -364,7 +404,7 @@ static int build_class(struct rank_sd *sd, int i, unsigned char *state, struct s
 	c->omit_summary_features = s->omit_summary_features;
 	for (int k = 0; parent && k < parent->nfields; k++)
 		class_put(c, fs, parent->fields[k].name, parent->fields[k].field,
-		          parent->fields[k].tokens);
+		          parent->fields[k].tokens, parent->fields[k].transform);
 	int rc = class_sources(sd, c, fs, s->fields, s->nfields, err);
 	/* Free by the capacity: remember it as the count of a full array. */
 	if (!rc && (size_t)c->nfields != cap) {
@@ -410,9 +450,17 @@ static int build_classes(struct rank_sd *sd, struct strata_error *err)
 			            "'summary: tokens' on '%s', which has no text index (indexing: index "
 			            "on a string)", f->name);
 		}
+		struct rank_pos pos = { sd->file, f->line, f->col };
+		int rc = check_transform(f, f->summary_transform, f->name, &pos, err);
+		if (rc) {
+			base_free(fs, cap * sizeof *fs);
+			d->fields = NULL;
+			return rc;
+		}
 		if (f->summary)
-			class_put(d, fs, f->name, i, f->summary_tokens);
+			class_put(d, fs, f->name, i, f->summary_tokens, f->summary_transform);
 	}
+	d->omit_summary_features = sd->default_omit_summary_features;
 	int rc = class_sources(sd, d, fs, sd->field_summaries, sd->nfield_summaries, err);
 	d->nfields = (int)cap; /* freed by its capacity; the count is set below */
 	if (rc)

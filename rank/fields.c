@@ -296,9 +296,43 @@ int rank_struct_field_parse(struct rank_parser *p, struct rank_field *f, const s
 /* Summary transforms Vespa has and these summaries lack: each shows
  * something else than the field's value. */
 static const char *const unsupported_transforms[] = {
-	"dynamic", "matched-elements-only", "bolding", "select-elements-by", "attribute",
-	"geopos", "positions", "distance", "summary-to", "to", NULL,
+	"attribute", "geopos", "positions", "distance", "summary-to", "to", NULL,
 };
+
+/* A summary transform at t (dynamic, matched-elements-only, bolding: on|off)
+ * into *transform; 0 when t is none of them (nothing taken), 1 when it was
+ * one, or an error. */
+static int summary_transform(struct rank_parser *p, const struct rank_tok *t, int *transform)
+{
+	struct rank_tok v;
+	if (rank_tok_is(t, "dynamic")) {
+		*transform = RANK_SUMMARY_DYNAMIC;
+		return 1;
+	}
+	if (rank_tok_is(t, "matched-elements-only")) {
+		*transform = RANK_SUMMARY_MATCHED_ELEMENTS;
+		return 1;
+	}
+	if (rank_tok_is(t, "select-elements-by"))
+		return rank_parser_fail(p, t, STRATA_NOT_IMPLEMENTED,
+		                        "summary setting 'select-elements-by' is not supported: it needs "
+		                        "a summary-feature tensor with a mapped dimension, which rank "
+		                        "profiles here do not compute");
+	if (!rank_tok_is(t, "bolding"))
+		return 0;
+	int rc = rank_parser_expect(p, ":", "after 'bolding'");
+	if (rc)
+		return rc;
+	rank_lex_next(p->lx, RANK_LEX_SCHEMA, &v);
+	if (rank_tok_is(&v, "on") || rank_tok_is(&v, "true"))
+		*transform = RANK_SUMMARY_BOLDING;
+	else if (rank_tok_is(&v, "off") || rank_tok_is(&v, "false"))
+		*transform = RANK_SUMMARY_VALUE;
+	else
+		return rank_parser_fail(p, &v, STRATA_PARSE, "expected on or off, found %s",
+		                        rank_tok_quote(&v));
+	return 1;
+}
 
 /* The optional "type T" of a summary field: read and dropped, the value
  * shown is the source field's. */
@@ -336,6 +370,11 @@ static int summary_body(struct rank_parser *p, struct rank_source_decl *d)
 			d->tokens = 1;
 			continue;
 		}
+		if ((rc = summary_transform(p, &t, &d->transform)) != 0) {
+			if (rc < 0)
+				return rc;
+			continue;
+		}
 		if (rank_tok_is(&t, "source")) {
 			if (d->source)
 				return rank_parser_fail(p, &t, STRATA_TYPE, "source is given twice");
@@ -354,7 +393,8 @@ static int summary_body(struct rank_parser *p, struct rank_source_decl *d)
 			return rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED,
 			                        "summary setting %s is not supported", rank_tok_quote(&t));
 		return rank_parser_fail(p, &t, STRATA_PARSE,
-		                        "expected 'source', 'full', 'tokens' or '}' in summary '%s', "
+		                        "expected 'source', 'full', 'tokens', 'dynamic', "
+		                        "'matched-elements-only', 'bolding' or '}' in summary '%s', "
 		                        "found %s",
 		                        d->name, rank_tok_quote(&t));
 	}
@@ -373,6 +413,9 @@ static struct rank_source_decl *add_source(struct rank_parser *p, struct rank_so
 	return *rc ? NULL : d;
 }
 
+static int summary_fields(struct rank_parser *p, const char *name, struct rank_source_decl **arr,
+                          int *n, int *omit);
+
 int rank_summary_parse(struct rank_parser *p, const struct rank_tok *kw)
 {
 	struct rank_sd *sd = p->sd;
@@ -385,9 +428,16 @@ int rank_summary_parse(struct rank_parser *p, const struct rank_tok *kw)
 		if (rank_tok_is(&nm, sd->summaries[i].name))
 			return rank_parser_fail(p, &nm, STRATA_TYPE, "document-summary %s is declared twice",
 			                        rank_tok_quote(&nm));
-	if (rank_tok_is(&nm, "default"))
-		return rank_parser_fail(p, &nm, STRATA_TYPE,
-		                        "the document-summary 'default' is made from the fields");
+	/* The schema's own "default" extends the default class, as in Vespa:
+	 * its fields join (or replace) those the fields' settings put there. */
+	if (rank_tok_is(&nm, "default")) {
+		rank_lex_peek(p->lx, RANK_LEX_SCHEMA, &t);
+		if (rank_tok_is(&t, "inherits"))
+			return rank_parser_fail(p, &t, STRATA_TYPE,
+			                        "the document-summary 'default' cannot inherit another");
+		return summary_fields(p, "default", &sd->field_summaries, &sd->nfield_summaries,
+		                      &sd->default_omit_summary_features);
+	}
 	if ((rc = rank_parser_push(p, &sd->summaries, &sd->nsummaries, sizeof *sd->summaries)) != 0)
 		return rc;
 	struct rank_summary_decl *s = &sd->summaries[sd->nsummaries - 1];
@@ -404,7 +454,17 @@ int rank_summary_parse(struct rank_parser *p, const struct rank_tok *kw)
 			return rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED,
 			                        "a document-summary inheriting several is not supported");
 	}
-	if ((rc = rank_parser_expect(p, "{", "after the document-summary's name")) != 0)
+	return summary_fields(p, s->name, &s->fields, &s->nfields, &s->omit_summary_features);
+}
+
+/* The block of document-summary name: its fields appended to *arr (n of
+ * them), omit-summary-features into *omit. */
+static int summary_fields(struct rank_parser *p, const char *name, struct rank_source_decl **arr,
+                          int *n, int *omit)
+{
+	struct rank_tok t, nm;
+	int first = *n, rc = rank_parser_expect(p, "{", "after the document-summary's name");
+	if (rc)
 		return rc;
 	for (;;) {
 		rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
@@ -413,20 +473,20 @@ int rank_summary_parse(struct rank_parser *p, const struct rank_tok *kw)
 		if (rank_tok_is(&t, "from-disk"))
 			continue; /* every summary here is read from the stored document */
 		if (rank_tok_is(&t, "omit-summary-features")) {
-			s->omit_summary_features = 1;
+			*omit = 1;
 			continue;
 		}
 		if (!rank_tok_is(&t, "summary"))
 			return rank_parser_fail(p, &t, STRATA_PARSE,
 			                        "expected 'summary' or '}' in document-summary '%s', found %s",
-			                        s->name, rank_tok_quote(&t));
+			                        name, rank_tok_quote(&t));
 		if ((rc = rank_parser_expect_name(p, RANK_LEX_SCHEMA, &nm, "a summary field name")) != 0)
 			return rc;
-		for (int i = 0; i < s->nfields; i++)
-			if (rank_tok_is(&nm, s->fields[i].name))
+		for (int i = first; i < *n; i++)
+			if (rank_tok_is(&nm, (*arr)[i].name))
 				return rank_parser_fail(p, &nm, STRATA_TYPE, "summary field %s is given twice",
 				                        rank_tok_quote(&nm));
-		struct rank_source_decl *d = add_source(p, &s->fields, &s->nfields, &nm, &rc);
+		struct rank_source_decl *d = add_source(p, arr, n, &nm, &rc);
 		if (!d || (rc = summary_type(p)) != 0 || (rc = summary_body(p, d)) != 0)
 			return rc;
 	}
@@ -445,6 +505,10 @@ int rank_field_summary(struct rank_parser *p, struct rank_field *f, const struct
 			f->summary = 1;
 			f->summary_tokens = rank_tok_is(&t, "tokens");
 			return 0;
+		}
+		if ((rc = summary_transform(p, &t, &f->summary_transform)) != 0) {
+			f->summary = 1;
+			return rc < 0 ? rc : 0;
 		}
 		if (listed(&t, unsupported_transforms))
 			return rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED,
@@ -485,6 +549,8 @@ int rank_field_summary(struct rank_parser *p, struct rank_field *f, const struct
 			                        "supported; use a document-summary",
 			                        f->name);
 		f->summary = 1;
+		if (d.transform)
+			f->summary_transform = d.transform;
 		return 0;
 	}
 	struct rank_source_decl *e =
@@ -494,6 +560,7 @@ int rank_field_summary(struct rank_parser *p, struct rank_field *f, const struct
 		return rc;
 	}
 	e->tokens = d.tokens;
+	e->transform = d.transform;
 	e->source = d.source ? d.source : rank_parser_tokdup(p, &(struct rank_tok){
 		RT_NAME, f->name, strlen(f->name), kw->line, kw->col, 0});
 	return e->source ? 0 : STRATA_NOMEM;

@@ -235,13 +235,15 @@ int rank_schema_fieldset(const struct rank_schema *s, const char *name, const in
 int rank_field_token_flags(const struct rank_field *f);
 
 /* A document-summary class: the fields a hit shows, each an output name
- * and the index of the schema field whose value it shows.  "default" always
- * exists: the fields with summary in their indexing (or a summary setting),
- * in declaration order. */
+ * and the index of the schema field whose value it shows, and how.
+ * "default" always exists: the fields with summary in their indexing (or a
+ * summary setting), in declaration order, then the fields of the schema's
+ * own "document-summary default" (which replace those of the same name). */
 struct rank_summary_field {
 	const char *name;
-	int field;
-	int tokens; /* show the field's tokens (an array of strings), not its value */
+	int field;     /* -1 for RANK_SUMMARY_DOCUMENTID */
+	int tokens;    /* show the field's tokens (an array of strings), not its value */
+	int transform; /* enum rank_summary_transform */
 };
 struct rank_summary_class {
 	const char *name;

@@ -197,6 +197,7 @@ struct rank_source_decl {
 	char *name;               /* the summary field, or the field outside the document */
 	char *source;             /* the field read (NULL: the field called name) */
 	int tokens;               /* the summary setting tokens: show the field's tokens */
+	int transform;            /* enum rank_summary_transform (dynamic, bolding: on, ...) */
 	struct rank_pos pos;
 };
 
@@ -250,7 +251,9 @@ struct rank_sd {
 	struct rank_struct_decl **structs;
 	struct rank_summary_decl *summaries;
 	struct rank_source_decl *inputs;          /* fields outside the document: input g */
-	struct rank_source_decl *field_summaries; /* summary settings inside fields */
+	struct rank_source_decl *field_summaries; /* summary settings inside fields, then
+	                                              the schema's document-summary default */
+	int default_omit_summary_features; /* document-summary default { omit-summary-features } */
 	int nclasses;                   /* resolved summary classes; [0] is "default" */
 	struct rank_summary_class *classes;
 	int docs_resolved;              /* rank_sd_inherit() ran */

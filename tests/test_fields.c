@@ -267,8 +267,8 @@ static void test_parse_errors(void **state)
 	} cases[] = {
 		{"schema a { document a { field x type string {\n summary indexing: summary } } }",
 		 STRATA_PARSE, "t.sd:2:18: expected '{' or ':' after the summary's name, found ':'"},
-		{"schema a { document a { field x type string {\n summary: matched-elements-only } } }",
-		 STRATA_NOT_IMPLEMENTED, "t.sd:2:11: summary setting 'matched-elements-only' is not supported"},
+		{"schema a { document a { field x type string {\n summary: geopos } } }",
+		 STRATA_NOT_IMPLEMENTED, "t.sd:2:11: summary setting 'geopos' is not supported"},
 		{"schema a { document a { field x type int {\n struct-field k { } } } }", STRATA_TYPE,
 		 "t.sd:2:2: struct-field in field 'x', which holds no struct or map"},
 		{"schema a { document a { field x type map<string,int> {\n struct-field key {"

@@ -334,7 +334,8 @@ static void test_summary_tokens(void **state)
 	                          "the summary setting 'tokens' on the field's own summary");
 	static const char odd[] = "  document-summary bad { summary x { source: title\n token } }\n";
 	apptest_expect_load_error(summary_app(odd), STRATA_PARSE, "doc.sd:17:2:",
-	                          "expected 'source', 'full', 'tokens' or '}' in summary 'x', "
+	                          "expected 'source', 'full', 'tokens', 'dynamic', "
+	                          "'matched-elements-only', 'bolding' or '}' in summary 'x', "
 	                          "found 'token'");
 	assert_int_equal(live_bytes(), live);
 }

@@ -167,8 +167,8 @@ sed '/field note/,/}/s/indexing: summary | index$/indexing: summary/' "$APP/sche
 expect_fail "summary: tokens without a text index" \
 	"doc\\.sd:[0-9]*:[0-9]*: 'summary: tokens' on 'note', which has no text index" \
 	"$STRATA" deploy "$T/bad"
-sed 's/source: title$/source: title  tokens tokens dynamic/' "$APP/schemas/doc.sd" >"$T/bad/schemas/doc.sd"
-expect_fail "another transform still refused" "summary setting 'dynamic' is not supported" \
+sed 's/source: title$/source: title  tokens tokens geopos/' "$APP/schemas/doc.sd" >"$T/bad/schemas/doc.sd"
+expect_fail "another transform still refused" "summary setting 'geopos' is not supported" \
 	"$STRATA" deploy "$T/bad"
 Y='"yql": "select * from sources * where'
 check "userQuery, default fieldset, -word" "$(req "{$Y userQuery()\", \"query\": \"running -cafe\"}")" "2,1"
