@@ -1063,7 +1063,8 @@ static int summary(struct qstate *qs, const struct hit *h, json_t **out)
 	}
 	if ((rc = summary_fields(qs, h, fields)) != 0)
 		goto fail;
-	int omit = h->ds->summary && h->ds->summary->omit_summary_features;
+	const struct rank_summary_class *c = h->ds->summary;
+	int omit = (c ? c : rank_schema_summary(dt->schema, "default"))->omit_summary_features;
 	if ((rc = add_features(qs, h, fields, RANK_MATCH_FEATURES, "matchfeatures")) != 0 ||
 	    (!omit &&
 	     (rc = add_features(qs, h, fields, RANK_SUMMARY_FEATURES, "summaryfeatures")) != 0))

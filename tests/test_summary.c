@@ -499,6 +499,28 @@ static void test_alloc_failures(void **state)
 	assert_true(failures > 10);
 }
 
+/* omit-summary-features, in a class and in the schema's own default. */
+static void test_omit_features(void **state)
+{
+	(void)state;
+	struct fixture fx;
+	fx.db = open_app(&fx, "schema doc { document doc {\n"
+	                 " field n type int { indexing: summary | attribute } }\n"
+	                 " document-summary default { omit-summary-features }\n"
+	                 " document-summary plain { summary n { } }\n"
+	                 " rank-profile default { summary-features: attribute(n) } }\n", 0, NULL);
+	feed_ok(&fx, "{\"put\": \"id:t:doc::1\", \"fields\": {\"n\": 4}}");
+	json_t *f, *r = query(&fx, "{\"yql\": \"select * from doc where true\"}", &f);
+	assert_null(json_object_get(f, "summaryfeatures"));
+	json_decref(r);
+	r = query(&fx, "{\"yql\": \"select * from doc where true\", \"presentation.summary\": "
+	               "\"plain\"}", &f);
+	expect_json(json_object_get(f, "summaryfeatures"), "attribute(n)", "4.0");
+	json_decref(r);
+	strata_close(fx.db);
+	apptest_remove(fx.dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -509,6 +531,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_weight, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sorting, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_alloc_failures, setup, teardown),
+		cmocka_unit_test(test_omit_features),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
