@@ -9,7 +9,8 @@
  * a token of the value matches when it is one of them (on a match: prefix
  * field, when it begins with one).  A field without a text index is
  * tokenized as text.  Each matched token is put within <hi> and </hi>; the
- * words of a phrase are highlighted wherever they occur.
+ * words of a phrase are highlighted wherever they occur.  An array of
+ * strings is shown element by element, each as a string field would be.
  *
  * A dynamic summary follows the defaults of Vespa's snippet generator: a
  * text of at most SNIP_LENGTH bytes is shown whole; a longer one shows up to
@@ -201,7 +202,27 @@ static void dynamic(struct text *x)
 		put(x, "<sep />", 7);
 }
 
-/* A dynamic summary or the highlighted text of string field fi's value v. */
+/* The dynamic summary or the highlighted text (transform) of the text
+ * s[0..n) as a JSON string; NULL when memory runs out. */
+static json_t *snip_one(struct base_tokenizer *tk, const struct qterms *q, int flags,
+                        const char *s, size_t n, int transform)
+{
+	struct text x = { .s = s, .n = n };
+	json_t *out = NULL;
+	if (!tokenize(&x, tk, flags, q)) {
+		if (transform == RANK_SUMMARY_DYNAMIC)
+			dynamic(&x);
+		else
+			put_range(&x, 0, x.n, 0);
+		out = x.failed ? NULL : json_stringn(x.out ? x.out : "", x.olen);
+	}
+	base_free(x.sp, x.cap * sizeof *x.sp);
+	base_free(x.out, x.ocap);
+	return out;
+}
+
+/* A dynamic summary or the highlighted text of field fi's value v: a
+ * string, or an array of strings (each element on its own). */
 static int snippet(const struct eng_doctype *dt, const struct yql_node *where, int fi,
                    const struct store_value *v, int transform, json_t **out,
                    struct strata_error *err)
@@ -215,27 +236,26 @@ static int snippet(const struct eng_doctype *dt, const struct yql_node *where, i
 	if (rc)
 		return rc;
 	struct qterms *q = base_calloc(1, sizeof *q);
-	struct text x = { .s = v->s ? v->s : "", .n = v->s ? v->n : 0 };
-	if (!q) {
-		base_tokenizer_free(tk);
-		return base_nomem(err, "the summary of '%s'", rf->name);
+	json_t *all = NULL;
+	if (q) {
+		q->prefix = rf->match == RANK_MATCH_PREFIX;
+		collect_terms(tk, where, rf->name, flags, q);
+		if (rf->type == RANK_FT_STRING)
+			*out = snip_one(tk, q, flags, v->s ? v->s : "", v->s ? v->n : 0, transform);
+		else if ((all = eng_value_json(&dt->fields[fi], NULL, v)) && (*out = json_array()))
+			for (size_t i = 0; i < json_array_size(all) && *out; i++) {
+				const json_t *e = json_array_get(all, i);
+				json_t *one = snip_one(tk, q, flags, json_string_value(e),
+				                       json_string_length(e), transform);
+				if (!one || json_array_append_new(*out, one)) {
+					json_decref(*out);
+					*out = NULL;
+				}
+			}
 	}
-	q->prefix = rf->match == RANK_MATCH_PREFIX;
-	collect_terms(tk, where, rf->name, flags, q);
-	rc = tokenize(&x, tk, flags, q);
-	if (!rc) {
-		if (transform == RANK_SUMMARY_DYNAMIC)
-			dynamic(&x);
-		else
-			put_range(&x, 0, x.n, 0);
-		*out = x.failed ? NULL : json_stringn(x.out ? x.out : "", x.olen);
-		if (!*out)
-			rc = STRATA_NOMEM;
-	}
-	if (rc)
-		base_nomem(err, "the summary of '%s'", rf->name);
-	base_free(x.sp, x.cap * sizeof *x.sp);
-	base_free(x.out, x.ocap);
+	if (!*out)
+		rc = base_nomem(err, "the summary of '%s'", rf->name);
+	json_decref(all);
 	base_free(q, sizeof *q);
 	base_tokenizer_free(tk);
 	return rc;

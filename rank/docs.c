@@ -318,10 +318,10 @@ static int check_transform(const struct rank_field *f, int transform, const char
 	};
 	int t = f->type;
 	if ((transform == RANK_SUMMARY_DYNAMIC || transform == RANK_SUMMARY_BOLDING) &&
-	    t != RANK_FT_STRING)
+	    t != RANK_FT_STRING && !(t == RANK_FT_ARRAY && rank_field_holds_text(f)))
 		return fail(err, pos, STRATA_NOT_IMPLEMENTED,
-		            "summary field '%s': %s on '%s', which is not a string, is not supported",
-		            name, names[transform], f->name);
+		            "summary field '%s': %s on '%s', which is not a string or an array of "
+		            "strings, is not supported", name, names[transform], f->name);
 	if (transform == RANK_SUMMARY_MATCHED_ELEMENTS && t != RANK_FT_ARRAY && t != RANK_FT_WSET &&
 	    t != RANK_FT_MAP)
 		return fail(err, pos, STRATA_TYPE,

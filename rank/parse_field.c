@@ -240,10 +240,11 @@ int rank_parse_field_setting(struct rank_parser *p, struct rank_field *f, const 
 			return rank_parser_fail(p, &t, STRATA_PARSE, "expected on or off, found %s",
 			                        rank_tok_quote(&t));
 		int on = rank_tok_is(&t, "on") || rank_tok_is(&t, "true");
-		if (on && f->type != RANK_FT_STRING)
+		if (on && f->type != RANK_FT_STRING &&
+		    !(f->type == RANK_FT_ARRAY && rank_field_holds_text(f)))
 			return rank_parser_fail(p, kw, STRATA_NOT_IMPLEMENTED,
-			                        "bolding on field '%s' is not supported (only on strings)",
-			                        f->name);
+			                        "bolding on field '%s' is not supported (only on strings "
+			                        "and arrays of strings)", f->name);
 		if (on)
 			f->summary_transform = RANK_SUMMARY_BOLDING;
 		else if (f->summary_transform == RANK_SUMMARY_BOLDING)

@@ -135,8 +135,8 @@ static void test_summary_errors(void **state)
 	struct fixture fx;
 	open_app(&fx, "schema doc { document doc {\n field n type int { indexing: summary\n"
 	         " summary: dynamic } } }", STRATA_NOT_IMPLEMENTED,
-	         "doc.sd:2:8: summary field 'n': dynamic on 'n', which is not a string, is not "
-	         "supported");
+	         "doc.sd:2:8: summary field 'n': dynamic on 'n', which is not a string or an array "
+	         "of strings, is not supported");
 	open_app(&fx, "schema doc { document doc {\n field s type string { indexing: summary\n"
 	         " summary: matched-elements-only } } }", STRATA_TYPE,
 	         "doc.sd:2:8: summary field 's': matched-elements-only on 's', which is not an array, "
@@ -204,6 +204,8 @@ static const char *const APP_SD =
 	"      summary: matched-elements-only }\n"
 	"    field m type map<string, int> { indexing: summary\n"
 	"      summary: matched-elements-only }\n"
+	"    field lines type array<string> { indexing: summary | attribute\n"
+	"      bolding: on }\n"
 	"    field name type string { indexing: summary | attribute\n"
 	"      sorting { function: lowercase } }\n"
 	"    field uname type string { indexing: summary | attribute\n"
@@ -373,6 +375,12 @@ static void test_matched_elements(void **state)
 	expect_json(f, "nums", "[9,12]");
 	expect_json(f, "ws", "{\"c\":2}");
 	expect_json(f, "m", "{\"x\":1,\"z\":9}");
+	json_decref(r);
+	/* bolding on an array of strings: each element highlighted */
+	feed_ok(fx, "{\"put\": \"id:t:doc::2\", \"fields\": {\"lines\": [\"red fox\", \"a blue "
+	            "fox\", \"cat\"]}}");
+	r = query(fx, "{\"yql\": \"select * from doc where lines contains 'red fox'\"}", &f);
+	expect_json(f, "lines", "[\"<hi>red</hi> <hi>fox</hi>\",\"a blue <hi>fox</hi>\",\"cat\"]");
 	json_decref(r);
 	/* range; a negated condition selects nothing; no element matched:
 	 * the field is left out */
