@@ -13,7 +13,8 @@
  * strings is shown element by element, each as a string field would be.
  *
  * A dynamic summary follows the defaults of Vespa's snippet generator: a
- * text of at most SNIP_LENGTH bytes is shown whole; a longer one shows up to
+ * text shorter than SNIP_WHOLE bytes (SNIP_LENGTH and room for four
+ * separators, as Vespa reckons) is shown whole; a longer one shows up to
  * SNIP_MAX_MATCHES fragments, each a matched token with at most
  * SNIP_SURROUND_MAX bytes of context on either side (less when there are
  * several, so that they add up to about SNIP_LENGTH), cut at token
@@ -36,6 +37,7 @@
 #define SNIP_LENGTH 256       /* Vespa's defaults (juniper's length, max_matches, */
 #define SNIP_MAX_MATCHES 3    /* surround_max) */
 #define SNIP_SURROUND_MAX 128
+#define SNIP_WHOLE (SNIP_LENGTH + 4 * 8) /* shorter texts are shown whole */
 #define MAX_QTERMS 64         /* distinct query terms of one field */
 #define MAX_TEXT ((size_t)1 << 30)
 
@@ -152,7 +154,7 @@ static int tokenize(struct text *x, struct base_tokenizer *tk, int flags, const 
 /* The fragments of a dynamic summary (see the top of the file). */
 static void dynamic(struct text *x)
 {
-	if (x->n <= SNIP_LENGTH) {
+	if (x->n < SNIP_WHOLE) {
 		put_range(x, 0, x->n, 0);
 		return;
 	}

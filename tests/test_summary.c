@@ -314,6 +314,16 @@ static void test_snippets(void **state)
 	json_decref(r);
 
 	/* shorter than a snippet: whole, the accented word found without its accent */
+	char mid[300];
+	birds(mid, 57, frogs, 2, 0, 0, 57); /* 284 bytes: still whole */
+	snprintf(op, sizeof op, "{\"put\": \"id:t:doc::4\", \"fields\": {\"body\": \"%s\"}}", mid);
+	feed_ok(fx, op);
+	r = query(fx, "{\"yql\": \"select * from doc where body contains 'frog' and "
+	              "!(title contains 'shoes')\"}", &f);
+	birds(want, 57, frogs, 2, 1, 0, 57);
+	expect_str(f, "body", want);
+	json_decref(r);
+	feed_ok(fx, "{\"remove\": \"id:t:doc::4\"}");
 	r = query(fx, "{\"yql\": \"select * from doc where body contains 'cafe' or "
 	              "title contains 'CAFE'\"}", &f);
 	expect_str(f, "body", "A short body of a <hi>café</hi>.");
