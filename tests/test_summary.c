@@ -288,7 +288,7 @@ static void expect_json(const json_t *fields, const char *name, const char *want
 static void test_snippets(void **state)
 {
 	struct fixture *fx = *state;
-	char body[1024], op[2048], want[2048];
+	char body[1024], op[4096], want[2048];
 	const int frogs[] = {10, 100};
 	birds(body, 120, frogs, 2, 0, 0, 120); /* 599 bytes */
 	snprintf(op, sizeof op, "{\"put\": \"id:t:doc::1\", \"fields\": {\"title\": \"Running "
@@ -480,7 +480,7 @@ static void test_sorting(void **state)
 static void test_alloc_failures(void **state)
 {
 	struct fixture *fx = *state;
-	char body[1024], op[2048];
+	char body[1024], op[4096];
 	const int frogs[] = {10, 100};
 	birds(body, 120, frogs, 2, 0, 0, 120);
 	snprintf(op, sizeof op, "{\"put\": \"id:t:doc::1\", \"fields\": {\"title\": \"a frog\","
