@@ -928,12 +928,13 @@ static int add_features(struct qstate *qs, const struct hit *h, json_t *fields, 
 }
 
 /* The fields select names: each a field or a field of the summary class
- * (presentation.summary's, else "default") of some document type. */
+ * (presentation.summary's, else "default") of some document type, or
+ * sddocname or documentid. */
 static int check_selected(struct qstate *qs)
 {
 	for (int k = 0; !qs->yql->all_fields && k < qs->yql->nfields; k++) {
 		const char *name = qs->yql->fields[k];
-		int found = 0;
+		int found = !strcmp(name, "sddocname") || !strcmp(name, "documentid");
 		for (int i = 0; i < qs->nds && !found; i++) {
 			const struct rank_schema *s = qs->ds[i].dt->schema;
 			const struct rank_summary_class *c =
@@ -1056,11 +1057,12 @@ static int summary(struct qstate *qs, const struct hit *h, json_t **out)
 	qs->vals_lid_loaded = 0;
 	if (rc)
 		goto fail;
-	if (qs->yql->all_fields) {
-		if (json_object_set_new(fields, "sddocname", json_string(dt->name)) ||
-		    json_object_set_new(fields, "documentid", json_string(h->docid)))
-			goto nomem;
-	}
+	/* select * shows them, as a select list naming them does */
+	if ((selected(qs, "sddocname") &&
+	     json_object_set_new(fields, "sddocname", json_string(dt->name))) ||
+	    (selected(qs, "documentid") &&
+	     json_object_set_new(fields, "documentid", json_string(h->docid))))
+		goto nomem;
 	if ((rc = summary_fields(qs, h, fields)) != 0)
 		goto fail;
 	const struct rank_summary_class *c = h->ds->summary;

@@ -91,6 +91,10 @@ check "presentation.summary: documentid" \
 check "presentation: {summary}" \
 	"$(q "{$Y true\", \"presentation\": {\"summary\": \"ids\"}}" '[.root.children[].fields.documentid] | sort | join(",")')" \
 	"id:doc:doc::1,id:doc:doc::2"
+check "select documentid, sddocname" \
+	"$(q "{\"yql\": \"select documentid, sddocname, name from doc where title contains \\\"cafe\\\"\"}" \
+		'.root.children[0].fields | to_entries | map("\(.key)=\(.value)") | sort | join(",")')" \
+	"documentid=id:doc:doc::2,name=Bob,sddocname=doc"
 check "sorting: descending, lowercase" \
 	"$(q '{"yql": "select * from doc where true order by name"}' '[.root.children[].fields.name] | join(",")')" \
 	"Bob,alice"
