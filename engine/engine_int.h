@@ -448,6 +448,12 @@ json_t *eng_tokens_json(const struct store_field *f, const struct store_value *v
                         struct strata_error *err);
 double eng_text_feature(struct store_txn *txn, const struct eng_doctype *dt,
                         const struct eng_textset *s, int feature, int field, uint32_t lid);
+/* Term feature (enum rank_term_feature) of query term `term` (or -1) on
+ * field (or -1) for lid, over s's terms (s may be NULL: a query without
+ * text conditions has no terms).  The terms are the words of s's
+ * conditions in order; those a fieldset made share their numbers. */
+double eng_text_term(struct store_txn *txn, const struct eng_doctype *dt,
+                     const struct eng_textset *s, int feature, int field, int term, uint32_t lid);
 
 /* ---- userquery.c: the where tree completed from the request and the schema ----------- */
 

@@ -105,6 +105,14 @@ static const void *attr_cb(void *ud, int field, uint32_t lid)
 {
 	struct dtstate *ds = ud;
 	const struct rank_field *rf = rank_schema_field(ds->dt->schema, field);
+	if (rf->type == RANK_FT_STRING) {
+		/* rank expressions see a string as its hash (rank.h) */
+		const struct store_value *sv = doc_value(ds->qs, ds, lid, field);
+		double *h = sv && sv->set ? base_arena_alloc(&ds->sparse, sizeof *h, 8) : NULL;
+		if (h)
+			*h = rank_string_hash(sv->s, sv->n);
+		return h;
+	}
 	if (!eng_field_mapped(rf))
 		return store_attr(ds->txn, ds->dt->store_id, field, lid);
 	/* Read from the document; the value lives until the query ends.  A
@@ -119,6 +127,12 @@ static double text_cb(void *ud, int feature, int field, uint32_t lid)
 {
 	struct dtstate *ds = ud;
 	return eng_text_feature(ds->txn, ds->dt, ds->text, feature, field, lid);
+}
+
+static double term_cb(void *ud, int feature, int field, int term, uint32_t lid)
+{
+	struct dtstate *ds = ud;
+	return eng_text_term(ds->txn, ds->dt, ds->text, feature, field, term, lid);
 }
 
 /* ---- the request ------------------------------------------------------------------- */
@@ -863,6 +877,13 @@ static int set_sparse_input(struct qstate *qs, struct dtstate *ds,
 
 static int set_inputs(struct qstate *qs, struct dtstate *ds, const json_t *req)
 {
+	/* the `now` feature, as Vespa's rank property vespa.now sets it */
+	const json_t *now = json_object_get(req, "ranking.properties.vespa.now");
+	if (now && !json_is_number(now))
+		return base_err(qs->err, STRATA_INVALID_ARGUMENT,
+		                "ranking.properties.vespa.now: expected a number of seconds");
+	if (now)
+		rank_query_set_now(ds->rq, json_number_value(now));
 	int ni = rank_profile_ninputs(ds->prof);
 	for (int i = 0; i < ni; i++) {
 		const struct rank_input_info *in = rank_profile_input(ds->prof, i);
@@ -874,6 +895,13 @@ static int set_inputs(struct qstate *qs, struct dtstate *ds, const json_t *req)
 			mapped |= in->dims[k] < 0;
 		if (mapped) {
 			int rc = set_sparse_input(qs, ds, in, v);
+			if (rc)
+				return rc;
+			continue;
+		}
+		if (in->string && json_is_string(v)) {
+			double h = rank_string_hash(json_string_value(v), json_string_length(v));
+			int rc = rank_query_set_input(ds->rq, in->name, &h, 1, qs->err);
 			if (rc)
 				return rc;
 			continue;
@@ -1352,6 +1380,7 @@ static int run(struct qstate *qs, const json_t *req, char **result)
 		ds->docs.ud = ds;
 		ds->docs.attr = attr_cb;
 		ds->docs.text = text_cb;
+		ds->docs.term = term_cb;
 		if ((rc = resolve(qs, qs->yql->where, ds->dt, &nn_count)) != 0)
 			return rc;
 		if (nn_count > 1)

@@ -128,9 +128,6 @@ static int compile_attribute(struct cc *c, const struct rank_ast *a, int *type)
 	if (fi < 0 || !c->p->sd->fields[fi].attribute)
 		return rank_cc_at(c, a->args[0], STRATA_TYPE, "unknown attribute '%s'", name);
 	const struct rank_field *f = &c->p->sd->fields[fi];
-	if (f->type == RANK_FT_STRING)
-		return rank_cc_at(c, a->args[0], STRATA_TYPE, "attribute '%s' is a string, not a number",
-		                  name);
 	if (f->type >= RANK_FT_ARRAY)
 		return rank_cc_at(c, a->args[0], STRATA_NOT_IMPLEMENTED,
 		                  "attribute '%s' is a collection or struct, which rank expressions do not read",
@@ -224,9 +221,24 @@ static int compile_onnx(struct cc *c, const struct rank_ast *a, int *type)
 static int compile_close(struct cc *c, const struct rank_ast *a, int distance, int *type)
 {
 	const char *fname = distance ? "distance" : "closeness";
+	if (a->nargs == 1 && a->args[0]->kind == RA_NAME) {
+		/* closeness(f) of a tensor field is closeness(field, f), as in
+		 * Vespa; of a position it is the geo feature, not supported */
+		struct rank_ast field = { .kind = RA_NAME, .name = "field", .pos = a->pos };
+		struct rank_ast *args[2] = { &field, a->args[0] };
+		int fi = find_field(c->p->sd, a->args[0]->name);
+		if (fi >= 0 && c->p->sd->fields[fi].type != RANK_FT_TENSOR)
+			return rank_cc_at(c, a, STRATA_NOT_IMPLEMENTED,
+			                  "%s(%s): geographical %s of positions is not supported", fname,
+			                  a->args[0]->name, fname);
+		struct rank_ast two = *a;
+		two.nargs = 2;
+		two.args = args;
+		return compile_close(c, &two, distance, type);
+	}
 	if (a->nargs != 2 || rank_cc_name_arg(c, a->args[0], "'field'") ||
 	    rank_cc_name_arg(c, a->args[1], "a field name"))
-		return rank_cc_at(c, a, STRATA_TYPE, "%s() takes (field, name)", fname);
+		return rank_cc_at(c, a, STRATA_TYPE, "%s() takes (field, name) or (name)", fname);
 	if (strcmp(a->args[0]->name, "label") == 0)
 		return rank_cc_at(c, a, STRATA_NOT_IMPLEMENTED, "%s(label, ...) is not supported", fname);
 	if (strcmp(a->args[0]->name, "field") != 0)
@@ -729,6 +741,10 @@ static int compile_call(struct cc *c, const struct env *env, const struct rank_a
 	                       strcmp(f, "constant") == 0 || strcmp(f, "onnx") == 0 ||
 	                       strcmp(f, "closeness") == 0 || strcmp(f, "distance") == 0))
 		return rank_cc_at(c, a, STRATA_TYPE, "a lambda may only use its parameters, not %s()", f);
+	int handled;
+	if (!in_lambda(env) && !find_function(c->p->decl, f) &&
+	    ((rc = rank_cc_feature(c, env, a, type, &handled)) || handled))
+		return rc;
 	if (a->out && strcmp(f, "onnx") != 0 && strcmp(f, "onnxModel") != 0)
 		return rank_cc_at(c, a, STRATA_TYPE, "'.%s' after %s(): only onnx() has outputs", a->out,
 		                  f);
@@ -794,7 +810,6 @@ static int compile_call(struct cc *c, const struct env *env, const struct rank_a
 		}
 		return 0;
 	}
-	int handled;
 	if ((rc = compile_tensor_fn(c, env, a, type, &handled)) || handled)
 		return rc;
 	int fn = rank_fn_unary(f);
@@ -832,8 +847,10 @@ int rank_cc_compile(struct cc *c, const struct env *env, const struct rank_ast *
 		*type = 0;
 		EMIT(c, RANK_OP_NUM, 0, 0, 0, 0, 0, 0, a->num);
 		return 0;
-	case RA_STR:
-		return rank_cc_at(c, a, STRATA_TYPE, "a string (\"%s\") is not a value here", a->name);
+	case RA_STR: /* its hash, which a string attribute or input equals */
+		*type = 0;
+		EMIT(c, RANK_OP_NUM, 0, 0, 0, 0, 0, 0, rank_string_hash(a->name, strlen(a->name)));
+		return 0;
 	case RA_NAME:
 		if (lookup_name(env, a->name, &local, type)) {
 			EMIT(c, RANK_OP_GET, local, 0, 0, 0, 0, *type, 0);
@@ -856,6 +873,9 @@ int rank_cc_compile(struct cc *c, const struct env *env, const struct rank_ast *
 			struct rank_ast call = { .kind = RA_CALL, .name = a->name, .pos = a->pos };
 			return compile_native(c, &call, type);
 		}
+		int handled;
+		if ((rc = rank_cc_feature(c, env, a, type, &handled)) || handled)
+			return rc;
 		return rank_cc_at(c, a, STRATA_TYPE, "unknown name '%s'", a->name);
 	case RA_CALL:
 		return compile_call(c, env, a, type);
@@ -1168,6 +1188,7 @@ int rank_profile_compile(struct rank_profile *p, const struct rank_schema *s,
 			ii->dim_names[k] = in->type.dim_names[k];
 		}
 		ii->ncells = rank_type_cells(&in->type);
+		ii->string = in->string;
 	}
 	for (int i = 0; i < d->nconstants; i++)
 		p->consts[p->nconsts++] = &d->constants[i];

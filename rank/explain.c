@@ -74,6 +74,10 @@ static void explain_prog(struct sbuf *b, const struct rank_profile *p, const str
 			                                                      : "nativeFieldMatchTerms",
 			          p->sd->fields[in->b].name);
 			break;
+		case RANK_OP_TERM:
+			sb_printf(b, " %d field %s term %d", in->a,
+			          in->b >= 0 ? p->sd->fields[in->b].name : "-", in->c);
+			break;
 		case RANK_OP_QUERY: sb_printf(b, " %s", p->decl->inputs[in->a].name); break;
 		case RANK_OP_CONST: sb_printf(b, " %s", p->consts[in->a]->name); break;
 		case RANK_OP_GET: case RANK_OP_SET: sb_printf(b, " local%d", in->a); break;

@@ -460,6 +460,36 @@ static int value_type(struct rank_parser *p, struct rank_type *ty, int mapped)
 	return 0;
 }
 
+/* *cells becomes the one value v (*ncells 1). */
+static int one_cell(struct rank_parser *p, double **cells, size_t *ncells, double v)
+{
+	if (!(*cells = base_alloc(sizeof **cells)))
+		return rank_parser_nomem(p);
+	(*cells)[0] = v;
+	*ncells = 1;
+	return 0;
+}
+
+/* The default of a string input, ': "text"', as its hash. */
+static int string_default(struct rank_parser *p, struct rank_input_decl *in)
+{
+	struct rank_tok t;
+	if (!rank_parser_take_if(p, RANK_LEX_SCHEMA, ":"))
+		return 0;
+	rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
+	if (t.kind != RT_STR)
+		return rank_parser_fail(p, &t, STRATA_PARSE,
+		                        "expected a quoted string as the default of query(%s), found %s",
+		                        in->name, rank_tok_quote(&t));
+	char *s = rank_tok_unquote(&t);
+	if (!s)
+		return rank_parser_nomem(p);
+	int rc = one_cell(p, &in->dflt, &in->ncells, rank_string_hash(s, strlen(s)));
+	base_strfree(s);
+	in->has_default = !rc;
+	return rc;
+}
+
 static int inputs(struct rank_parser *p, struct rank_profile_decl *pr)
 {
 	struct rank_tok nm;
@@ -472,6 +502,19 @@ static int inputs(struct rank_parser *p, struct rank_profile_decl *pr)
 		if (!in)
 			return rc;
 		in->pos = rank_parser_pos(p, &nm);
+		struct rank_tok ty;
+		rank_lex_peek(p->lx, RANK_LEX_SCHEMA, &ty);
+		if (rank_tok_is(&ty, "string") || rank_tok_is(&ty, "int") ||
+		    rank_tok_is(&ty, "long") || rank_tok_is(&ty, "bool")) {
+			/* numbers; a string is its hash (rank_string_hash) */
+			rank_lex_take(p->lx, &ty);
+			in->string = rank_tok_is(&ty, "string");
+			in->type.cell = BASE_DT_DOUBLE;
+			if (in->string && (rc = string_default(p, in)) != 0)
+				return rc;
+			in->ncells = 1;
+			continue;
+		}
 		if ((rc = value_type(p, &in->type, 1)) != 0)
 			return rc;
 		in->ncells = rank_type_cells(&in->type);
@@ -553,11 +596,28 @@ static const char *const unsupported_profile_settings[] = {
 	"global-phase-rerank-count", "normalizer", "input", NULL,
 };
 
-/* A rank property that gives query input `name` its default. */
+/* A rank property that gives query input `name` its default, or (feature)
+ * one that tunes a rank feature, named in full. */
 struct prop {
 	struct rank_tok name;
 	double value;
+	int feature;
 };
+
+/* The properties of rank features Strata computes: freshness(f).maxAge and
+ * freshness(f).halfResponse. */
+static int feature_property(const struct rank_tok *key)
+{
+	static const char *const props[] = { ").maxAge", ").halfResponse", NULL };
+	if (key->len < 12 || memcmp(key->s, "freshness(", 10) != 0)
+		return 0;
+	for (int i = 0; props[i]; i++) {
+		size_t n = strlen(props[i]);
+		if (key->len > 10 + n && memcmp(key->s + key->len - n, props[i], n) == 0)
+			return 1;
+	}
+	return 0;
+}
 
 /* The next blank-free word, across line breaks and comments. */
 static void next_word(struct rank_parser *p, struct rank_tok *w)
@@ -573,9 +633,9 @@ static void next_word(struct rank_parser *p, struct rank_tok *w)
 	rank_lex_take(p->lx, w);
 }
 
-/* One "key: value" of rank-properties { }.  Strata computes no rank feature
- * that properties tune, so only query(name) and $name, a number input's
- * default, are taken; the rest is refused by name. */
+/* One "key: value" of rank-properties { }: query(name) and $name, a number
+ * input's default, and the properties feature_property() knows; the rest
+ * is refused by name. */
 static int rank_property(struct rank_parser *p, struct prop **props, int *n)
 {
 	struct rank_tok w, val;
@@ -596,14 +656,16 @@ static int rank_property(struct rank_parser *p, struct prop **props, int *n)
 	} else {
 		next_word(p, &val);
 	}
+	int feature = 0;
 	if (key.len > 1 && key.s[0] == '$') {
 		nm.s++, nm.len--, nm.col++;
 	} else if (key.len > 7 && memcmp(key.s, "query(", 6) == 0 && key.s[key.len - 1] == ')') {
 		nm.s += 6, nm.len -= 7, nm.col += 6;
-	} else {
+	} else if (!(feature = feature_property(&key))) {
 		return rank_parser_fail(p, &key, STRATA_NOT_IMPLEMENTED,
 		                        "rank property '%.*s' is not supported: only query(name) and "
-		                        "$name, a query input's default, are",
+		                        "$name, a query input's default, and freshness(f).maxAge and "
+		                        ".halfResponse are",
 		                        (int)key.len, key.s);
 	}
 	char buf[64], *end;
@@ -626,7 +688,7 @@ static int rank_property(struct rank_parser *p, struct prop **props, int *n)
 			                        (int)key.len, key.s);
 	if ((rc = rank_parser_push(p, props, n, sizeof **props)) != 0)
 		return rc;
-	(*props)[*n - 1] = (struct prop){ nm, v };
+	(*props)[*n - 1] = (struct prop){ nm, v, feature };
 	return 0;
 }
 
@@ -654,6 +716,19 @@ static int apply_properties(struct rank_parser *p, struct rank_profile_decl *pr,
 		const struct rank_tok *nm = &props[i].name;
 		int k = rank_parser_find_name(pr->inputs, pr->ninputs, sizeof *pr->inputs, nm), rc;
 		struct rank_input_decl *in;
+		if (props[i].feature) {
+			/* kept as a number constant named in full, which no
+			 * constant(name) can reach: compile_feature.c reads it */
+			struct rank_constant_decl *cd = rank_parser_add_named(
+				p, &pr->constants, &pr->nconstants, sizeof *pr->constants, nm, &rc);
+			if (!cd)
+				return rc;
+			cd->pos = rank_parser_pos(p, nm);
+			cd->type.cell = BASE_DT_DOUBLE;
+			if ((rc = one_cell(p, &cd->cells, &cd->ncells, props[i].value)) != 0)
+				return rc;
+			continue;
+		}
 		if (k >= 0) {
 			in = &pr->inputs[k];
 			if (in->type.rank)
@@ -673,10 +748,8 @@ static int apply_properties(struct rank_parser *p, struct rank_profile_decl *pr,
 			in->pos = rank_parser_pos(p, nm);
 			in->type.cell = BASE_DT_DOUBLE;
 		}
-		if (!(in->dflt = base_alloc(sizeof *in->dflt)))
-			return rank_parser_nomem(p);
-		in->dflt[0] = props[i].value;
-		in->ncells = 1;
+		if ((rc = one_cell(p, &in->dflt, &in->ncells, props[i].value)) != 0)
+			return rc;
 		in->has_default = 1;
 	}
 	return 0;

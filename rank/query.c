@@ -23,6 +23,7 @@
  */
 #include <math.h>
 #include <string.h>
+#include <time.h>
 
 #include "rank_eval.h"
 
@@ -58,6 +59,7 @@ static void query_reset(struct rank_query *q)
 	q->docs = NULL;
 	q->lid = 0;
 	q->first = 0.0;
+	q->now = (double)time(NULL);
 	q->top = 0;
 	q->cand = -1;
 	q->ncand_lookup = 0;
@@ -334,6 +336,11 @@ static int check_inputs(struct rank_query *q, struct strata_error *err)
 			                p->inputs[i].name, p->decl->name, pos->file, pos->line, pos->col);
 		}
 	return 0;
+}
+
+void rank_query_set_now(struct rank_query *q, double now)
+{
+	q->now = now;
 }
 
 int rank_query_set_nn(struct rank_query *q, const char *field, const char *input,

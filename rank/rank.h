@@ -254,6 +254,8 @@ struct rank_input_info {
 	int has_default;     /* the declaration gives a value */
 	int required;        /* a tensor the profile reads with no default: a query
 	                        that leaves it out fails (a number defaults to 0) */
+	int string;          /* declared `string`: a number, the rank_string_hash of
+	                        the string a query gives */
 };
 int rank_profile_ninputs(const struct rank_profile *p);
 const struct rank_input_info *rank_profile_input(const struct rank_profile *p, int i);
@@ -266,8 +268,14 @@ char *rank_profile_explain(const struct rank_profile *p);
 /* How ranking reads documents: attr() returns a pointer to the value of
  * field (index in the schema) for document lid: the cells of a tensor (a
  * struct rank_sparse when its type has mapped dimensions), or one
- * int32_t/int64_t/float/double/uint8_t for a number or bool; NULL when the
+ * int32_t/int64_t/float/double/uint8_t for a number or bool, or a double
+ * holding the rank_string_hash of a string attribute; NULL when the
  * document has no value.  The pointer must stay valid for the whole query. */
+/* A string as rank expressions see it, as in Vespa: a whole number (exact
+ * in a double) hashed from its n bytes.  String attributes, string query
+ * inputs and string literals ("abc") compare equal when their strings are. */
+double rank_string_hash(const char *s, size_t n);
+
 /* Text rank features (bm25(f), fieldLength(f), matches(f), the parts of
  * nativeRank) of a field with a text index, for the query being ranked. */
 enum rank_text_feature {
@@ -288,12 +296,36 @@ struct rank_sparse {
 	const double *cells;         /* nblocks * subspace cells */
 };
 
+/* Rank features of the query's terms and of text-indexed fields that
+ * count them (Vespa's term(n), fieldTermMatch(f, n), ...).  The query's
+ * terms are its words in text conditions, numbered from 0 in the order the
+ * conditions appear; a condition on a fieldset is one term per word, which
+ * searches each field of the set. */
+enum rank_term_feature {
+	RANK_TT_COUNT = 1,      /* queryTermCount (field, term and lid unused) */
+	RANK_TT_SIGNIFICANCE,   /* term(n).significance: 0.5 + 0.5 * normalized idf, as
+	                           Vespa's fallback; 0 past the last term */
+	RANK_TT_WEIGHT,         /* term(n).weight: 100; 0 past the last term */
+	RANK_TT_CONNECTEDNESS,  /* term(n).connectedness: 0.1; 0 past the last term */
+	RANK_TT_OCCURRENCES,    /* fieldTermMatch(f, n).occurrences in lid (0: none) */
+	RANK_TT_FIRST_POSITION, /* fieldTermMatch(f, n).firstPosition (1000000: none) */
+	RANK_TT_MATCH_COUNT,    /* matchCount(f): terms on f that lid has */
+	RANK_TT_AVG_LENGTH,     /* averageFieldLength(f): tokens per document with a value */
+	RANK_TT_NUM_DOCS,       /* num_docs_indexed: documents of the type (bm25's N) */
+	RANK_TT_DOC_FREQ,       /* documents with term n in f; NaN when term n does not
+	                           search f (queryTermDocumentFrequency) */
+};
+
 struct rank_docs {
 	void *ud;
 	const void *(*attr)(void *ud, int field, uint32_t lid);
 	/* The text feature (enum rank_text_feature) of field for lid; may be
 	 * NULL (every text feature is then 0). */
 	double (*text)(void *ud, int feature, int field, uint32_t lid);
+	/* The term feature (enum rank_term_feature) of term (a query term
+	 * number, or -1) on field (or -1) for lid; may be NULL (every term
+	 * feature is then 0, queryTermDocumentFrequency empty). */
+	double (*term)(void *ud, int feature, int field, int term, uint32_t lid);
 };
 
 /* Evaluation state of one query against one profile: a retired one taken
@@ -324,6 +356,10 @@ int rank_query_set_input_sparse(struct rank_query *q, const char *name, size_t n
  * cells, or the input has mapped dimensions: rank_query_set_input_sparse). */
 int rank_query_set_input(struct rank_query *q, const char *name, const double *cells, size_t n,
                          struct strata_error *err);
+
+/* The query's time, the `now` feature (seconds since the epoch), from which
+ * age(f) and freshness(f) count: the clock's when the query was made. */
+void rank_query_set_now(struct rank_query *q, double now);
 
 /* Declare the query's nearestNeighbor item: field (a tensor attribute) is
  * compared with query(input).  closeness(field, f) and distance(field, f)

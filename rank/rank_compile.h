@@ -85,6 +85,11 @@ int rank_cc_lambda(struct cc *c, const struct rank_ast *lam, int nparams, int *l
 /* compile.c: compile a (in env) onto the stack; *type its type index. */
 int rank_cc_compile(struct cc *c, const struct env *env, const struct rank_ast *a, int *type);
 
+/* compile_feature.c: foreach, the query-term features, now, age and
+ * freshness.  *handled is 0 when a names none of them (nothing emitted). */
+int rank_cc_feature(struct cc *c, const struct env *env, const struct rank_ast *a, int *type,
+                    int *handled);
+
 /* compile_tensor.c: x in [..], rename, concat, merge, cell_cast, slices,
  * literals, generators. */
 int rank_cc_in(struct cc *c, const struct env *env, const struct rank_ast *a, int *type);

@@ -1,7 +1,8 @@
 /*
  * rank_eval.h: the evaluation back end of rank/ (fn.c, compile_base.c,
- * compile.c, compile_tensor.c, gbdt.c, explain.c, literal.c, vm.c, tensor.c,
- * tensor_sparse.c, model.c, query.c, profile.c, app.c), private to those
+ * compile.c, compile_tensor.c, compile_feature.c, gbdt.c, explain.c,
+ * literal.c, vm.c, tensor.c, tensor_sparse.c, model.c, query.c, profile.c,
+ * app.c), private to those
  * files and to the tests that look inside it.
  *
  * A profile compiles to a set of flat programs (struct rank_prog) sharing
@@ -87,6 +88,10 @@ struct rt_ctx;
  * TEXT       a=enum rank_text_feature, b=field
  *                              push the text feature of field b for the
  *                              document (rank_docs.text; 0 without it)
+ * NOW                          push the query's time (rank_query_set_now)
+ * TERM       a=enum rank_term_feature, b=field|-1, c=term|-1
+ *                              push the term feature for the document
+ *                              (rank_docs.term; 0 without it)
  */
 enum rank_opcode {
 	RANK_OP_NUM = 1, RANK_OP_ATTR, RANK_OP_QUERY, RANK_OP_CONST, RANK_OP_FIRST, RANK_OP_GET,
@@ -94,6 +99,7 @@ enum rank_opcode {
 	RANK_OP_JOIN, RANK_OP_REDUCE, RANK_OP_DOT, RANK_OP_CLOSE, RANK_OP_ONNX, RANK_OP_CONCAT,
 	RANK_OP_LIT, RANK_OP_GEN, RANK_OP_SMAP, RANK_OP_SJOIN, RANK_OP_SREDUCE,
 	RANK_OP_SMERGE, RANK_OP_PEEK, RANK_OP_SCONCAT, RANK_OP_NORM, RANK_OP_TEXT,
+	RANK_OP_NOW, RANK_OP_TERM,
 	RANK_OP_COUNT_
 };
 
@@ -400,6 +406,7 @@ struct rank_query {
 	const struct rank_docs *docs;
 	uint32_t lid;
 	double first;
+	double now;                  /* the `now` feature (rank_query_set_now) */
 	long serial;                 /* bumped per document evaluation */
 	long cand;                   /* candidate index during second phase, else -1 */
 	int ncand_lookup;            /* features: look model outputs up in the cache */

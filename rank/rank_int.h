@@ -17,6 +17,7 @@
  *   compile_base.c   the compiler's errors, type table and emission;
  *   compile_tensor.c its tensor constructs (rename, concat, merge, slices,
  *                    literals, generators, ...)
+ *   compile_feature.c foreach, query-term features, now, age, freshness
  *   gbdt.c           lightgbm()/xgboost() model dumps -> expressions for it
  *   explain.c        the EXPLAIN dump of compiled programs
  *   literal.c        the values of tensor literals, made when a profile compiles
@@ -113,6 +114,7 @@ struct rank_input_decl {     /* inputs { query(name) type: default } */
 	char *name;
 	struct rank_type type;
 	int has_default;
+	int string;              /* declared string: the default is its hash */
 	double *dflt;            /* ncells values when has_default */
 	size_t ncells;
 	struct rank_pos pos;

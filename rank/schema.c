@@ -321,6 +321,7 @@ static int copy_input(struct rank_input_decl *d, const struct rank_input_decl *s
 	memset(d, 0, sizeof *d);
 	d->pos = s->pos;
 	d->has_default = s->has_default;
+	d->string = s->string;
 	d->ncells = s->ncells;
 	if (copy_value(&d->name, &d->type, &d->dflt, s->name, &s->type, s->dflt, s->ncells)) {
 		rank_input_decl_clear(d);

@@ -28,6 +28,7 @@ static const char *const op_names[RANK_OP_COUNT_] = {
 	"?", "NUM", "ATTR", "QUERY", "CONST", "FIRST", "GET", "SET", "UN", "BIN",
 	"JUMPF", "JUMP", "RET", "MAP", "JOIN", "REDUCE", "DOT", "CLOSE", "ONNX", "CONCAT",
 	"LIT", "GEN", "SMAP", "SJOIN", "SREDUCE", "SMERGE", "PEEK", "SCONCAT", "NORM", "TEXT",
+	"NOW", "TERM",
 };
 
 const char *rank_op_name(int op)
@@ -154,6 +155,7 @@ static int load_attr(struct vm *x, int field, int t, struct rank_val *v)
 		case RANK_FT_FLOAT: d = *(const float *)p; break;
 		case RANK_FT_DOUBLE: d = *(const double *)p; break;
 		case RANK_FT_BOOL: d = *(const uint8_t *)p != 0; break;
+		case RANK_FT_STRING: d = *(const double *)p; break; /* its hash */
 		}
 	}
 	set_num(v, d);
@@ -445,6 +447,14 @@ static int exec(struct vm *x, int pc, struct rank_val *sp, struct rank_val *res)
 		case RANK_OP_TEXT:
 			set_num(sp++, q->docs && q->docs->text
 			                      ? q->docs->text(q->docs->ud, in->a, in->b, q->lid)
+			                      : 0);
+			break;
+		case RANK_OP_NOW:
+			set_num(sp++, q->now);
+			break;
+		case RANK_OP_TERM:
+			set_num(sp++, q->docs && q->docs->term
+			                      ? q->docs->term(q->docs->ud, in->a, in->b, in->c, q->lid)
 			                      : 0);
 			break;
 		case RANK_OP_ONNX: {

@@ -1,0 +1,179 @@
+#!/bin/sh
+# features.sh: end-to-end tests of Vespa's rank features through the strata
+# CLI: query-term features (term(n), queryTermCount, fieldTermMatch,
+# matchCount, averageFieldLength, num_docs_indexed) over text conditions and
+# a fieldset, foreach, now/age/freshness with rank properties and the
+# request's ranking.properties.vespa.now, strings compared by hash
+# (attributes, string inputs, literals), closeness(f) of a tensor field,
+# and the errors of misuse with their positions.  Every value is computed
+# by hand in the comments.
+#
+#   sh tests/features.sh [STRATA]
+#
+# The last line is "N passed, M failed"; the exit status is 1 when any failed.
+set -u
+
+here=$(cd "$(dirname "$0")" && pwd)
+suite=features
+. "$here/clitest.sh"
+APP=$T/feat
+
+mkdir -p "$APP/schemas"
+cat >"$APP/schemas/doc.sd" <<'EOS'
+schema doc {
+    document doc {
+        field title type string {
+            indexing: summary | index
+        }
+        field body type string {
+            indexing: summary | index
+        }
+        field ts type long { indexing: summary | attribute }
+        field n type int { indexing: summary | attribute }
+        field city type string { indexing: summary | attribute }
+        field v type tensor<float>(x[2]) {
+            indexing: attribute
+            attribute { distance-metric: euclidean }
+        }
+    }
+    fieldset default { fields: title, body }
+    rank-profile terms {
+        first-phase { expression: foreach(terms, t, fieldTermMatch(body, t).occurrences, true, sum) }
+        match-features {
+            queryTermCount
+            term(0).significance
+            term(1).weight
+            fieldTermMatch(body, 0).occurrences
+            fieldTermMatch(body, 1).firstPosition
+            matchCount(body)
+            averageFieldLength(body)
+            num_docs_indexed
+            foreach(terms, t, fieldTermMatch(body, t).occurrences, ">0", average)
+            foreach(fields, f, matchCount(f), true, sum)
+        }
+    }
+    rank-profile fresh {
+        rank-properties {
+            freshness(ts).maxAge: 1000
+            freshness(ts).halfResponse: 100
+        }
+        first-phase { expression: freshness(ts) }
+        match-features: now age(ts) freshness(ts).logscale
+    }
+    rank-profile city {
+        inputs {
+            query(where) string: "oslo"
+        }
+        first-phase { expression: if(attribute(city) == query(where), 1, 0) + if(attribute(city) == "rome", 10, 0) }
+    }
+    rank-profile near {
+        inputs { query(q) tensor<float>(x[2]) }
+        first-phase { expression: closeness(v) }
+        match-features: distance(v) closeness(field, v)
+    }
+}
+EOS
+cat >"$T/feed.jsonl" <<'EOF'
+{"put": "id:d:doc::1", "fields": {"title": "red shoes", "body": "red red shoes for running", "ts": 1000, "n": 1, "city": "oslo", "v": [0, 0]}}
+{"put": "id:d:doc::2", "fields": {"title": "blue shirt", "body": "a blue shirt", "ts": 1900, "n": 7, "city": "rome", "v": [3, 4]}}
+{"put": "id:d:doc::3", "fields": {"title": "green hat", "body": "hat", "ts": 1990, "n": 9, "city": "paris", "v": [1, 0]}}
+EOF
+expect_ok "deploy" "$STRATA" deploy "$APP"
+expect_ok "feed" "$STRATA" feed "$APP" "$T/feed.jsonl"
+
+# feature NAME: the match feature NAME of the first hit of the last query
+feature() {
+	jq -r --arg n "$1" '.root.children[0].fields.matchfeatures[$n]' "$OUT" 2>/dev/null
+}
+
+# Terms: "red" is term 0, "shoes" term 1, both searching title and body
+# (the fieldset).  Document 1's body "red red shoes for running": red twice,
+# shoes at position 2; bodies have 5, 3 and 1 tokens (average 3).
+expect_ok "terms: query" "$STRATA" query "$APP" --profile terms \
+	--yql 'select * from sources * where default contains "red" or default contains "shoes"'
+check "terms: hit" "$(jout '.root.children[0].id')" "id:d:doc::1"
+check "terms: first phase sums occurrences" "$(jout '.root.children[0].relevance')" "3"
+check "terms: queryTermCount" "$(feature queryTermCount)" "2"
+# significance of a term in 1 of 3 documents: 0.5 + 0.5 * ln(3) / ln(1e6)
+sig=$(awk 'BEGIN { printf "%.6f", 0.5 + 0.5 * log(3) / log(1e6) }')
+check "terms: term(0).significance" "$(feature 'term(0).significance' | awk '{ printf "%.6f", $1 }')" "$sig"
+check "terms: term(1).weight" "$(feature 'term(1).weight')" "100"
+check "terms: fieldTermMatch occurrences" "$(feature 'fieldTermMatch(body, 0).occurrences')" "2"
+check "terms: fieldTermMatch firstPosition" "$(feature 'fieldTermMatch(body, 1).firstPosition')" "2"
+check "terms: matchCount" "$(feature 'matchCount(body)')" "2"
+check "terms: averageFieldLength" "$(feature 'averageFieldLength(body)')" "3"
+check "terms: num_docs_indexed" "$(feature num_docs_indexed)" "3"
+# (2 + 1) / 2 terms with occurrences
+check "terms: foreach average" \
+	"$(feature 'foreach(terms, t, fieldTermMatch(body, t).occurrences, ">0", average)')" "1.5"
+# matchCount(title) 2 + matchCount(body) 2
+check "terms: foreach fields" "$(feature 'foreach(fields, f, matchCount(f), true, sum)')" "4"
+
+# Time: now from the request; ages 1000, 100, 10; maxAge 1000, halfResponse 100
+echo '{"yql": "select * from sources * where true", "ranking.profile": "fresh",
+       "ranking.properties.vespa.now": 2000}' >"$T/fresh.json"
+expect_ok "fresh: query" "$STRATA" query "$APP" <"$T/fresh.json"
+check "fresh: order" "$(jout '[.root.children[].id] | join(",")')" "id:d:doc::3,id:d:doc::2,id:d:doc::1"
+check "fresh: freshness" "$(jout '[.root.children[].relevance] | join(",")')" "0.99,0.9,0"
+check "fresh: now" "$(feature now)" "2000"
+check "fresh: age" "$(feature 'age(ts)')" "10"
+# logscale at age 100 (halfResponse) is 0.5
+check "fresh: logscale at halfResponse" \
+	"$(jq -r '.root.children[1].fields.matchfeatures["freshness(ts).logscale"]' "$OUT")" "0.5"
+echo '{"yql": "select * from sources * where true", "ranking.profile": "fresh",
+       "ranking.properties.vespa.now": "soon"}' >"$T/bad.json"
+expect_fail "fresh: now not a number" 'vespa.now: expected a number' "$STRATA" query "$APP" <"$T/bad.json"
+
+# Strings: equal strings hash equal; the input's default is "oslo"
+expect_ok "strings: default" "$STRATA" query "$APP" --profile city \
+	--yql 'select * from sources * where true'
+check "strings: default oslo, literal rome" \
+	"$(jout '[.root.children[] | "\(.id)=\(.relevance)"] | join(",")')" \
+	"id:d:doc::2=10,id:d:doc::1=1,id:d:doc::3=0"
+echo '{"yql": "select * from sources * where true", "ranking.profile": "city",
+       "input.query(where)": "paris"}' >"$T/city.json"
+expect_ok "strings: given" "$STRATA" query "$APP" <"$T/city.json"
+check "strings: paris" "$(jout '[.root.children[] | "\(.id)=\(.relevance)"] | join(",")')" \
+	"id:d:doc::2=10,id:d:doc::3=1,id:d:doc::1=0"
+
+# closeness(v) is closeness(field, v): 1 / (1 + euclidean distance)
+expect_ok "closeness(f): query" "$STRATA" query "$APP" --profile near --input 'query(q)=[0,0]' \
+	--yql 'select * from sources * where {targetHits: 3}nearestNeighbor(v, q)'
+check "closeness(f): order" "$(jout '[.root.children[].id] | join(",")')" "id:d:doc::1,id:d:doc::3,id:d:doc::2"
+check "closeness(f): values" "$(jout '[.root.children[].relevance] | join(",")')" "1,0.5,0.16666666666666666"
+check "closeness(f): distance(v)" "$(jq -r '.root.children[2].fields.matchfeatures["distance(v)"]' "$OUT")" "5"
+
+# Misuse, with the position of what is wrong
+bad_profile() {
+	mkdir -p "$T/bad/schemas"
+	cat >"$T/bad/schemas/doc.sd" <<EOS
+schema doc {
+    document doc {
+        field body type string { indexing: index }
+        field ts type long { indexing: attribute }
+        field city type string { indexing: attribute }
+    }
+    rank-profile p {
+$1
+    }
+}
+EOS
+}
+bad_profile '        first-phase { expression: foreach(terms, x, term(x).weight, ">x", sum) }'
+expect_fail "misuse: foreach condition" 'doc.sd:8:69: foreach\(\): the condition is true' \
+	"$STRATA" deploy "$T/bad"
+bad_profile '        first-phase { expression: freshness(city) }'
+expect_fail "misuse: freshness of a string" "doc.sd:8:45: freshness\(\): 'city' is not a number attribute" \
+	"$STRATA" deploy "$T/bad"
+bad_profile '        rank-properties { freshness(ts).minAge: 5 }'
+expect_fail "misuse: unknown property" "doc.sd:8:27: rank property 'freshness\(ts\).minAge' is not supported" \
+	"$STRATA" deploy "$T/bad"
+bad_profile '        first-phase { expression: fieldTermMatch(ts, 0) }'
+expect_fail "misuse: fieldTermMatch of an attribute" "doc.sd:8:50: fieldTermMatch\(\): 'ts' is not a field with a text index" \
+	"$STRATA" deploy "$T/bad"
+bad_profile '        inputs { query(c) string: 3 }'
+expect_fail "misuse: string default" 'doc.sd:8:35: expected a quoted string as the default of query\(c\)' \
+	"$STRATA" deploy "$T/bad"
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
