@@ -593,7 +593,8 @@ static int compile_user(struct cc *c, const struct env *env, const struct rank_a
 	/* The body sees only its parameters and profile-level names: parameters
 	 * of the caller are not in scope, but recursion through callers is
 	 * still detected along up. */
-	struct env e = { env, fn, 0, nargs, fn->params, locals, types };
+	struct env e = { env, fn, 0, nargs, fn->params, locals, types,
+	                 a->kind == RA_CALL ? a->args : NULL };
 	return rank_cc_compile(c, &e, fn->body, type);
 }
 
@@ -648,7 +649,7 @@ static int compile_gbdt(struct cc *c, const struct env *env, const struct rank_a
 			                a->args[0]->name, g->names[i], msg);
 		}
 	}
-	struct env e = { env, NULL, 0, g->nfeatures, g->names, locals, types };
+	struct env e = { env, NULL, 0, g->nfeatures, g->names, locals, types, NULL };
 	if (!rc && (rc = rank_cc_compile(c, &e, g->body, type)) == STRATA_LIMIT) {
 		char msg[STRATA_ERRMSG_MAX];
 		snprintf(msg, sizeof msg, "%s", c->err->msg);
@@ -774,6 +775,21 @@ static int compile_call(struct cc *c, const struct env *env, const struct rank_a
 		const struct rank_function_decl *fn = find_function(c->p->decl, f);
 		if (fn)
 			return compile_user(c, env, a, fn, type);
+		if (strcmp(f, "rankingExpression") == 0) {
+			/* rankingExpression(f): the function f of no arguments */
+			const struct rank_ast *n = a->nargs == 1 ? a->args[0] : NULL;
+			if (!n || (n->kind != RA_NAME && n->kind != RA_STR))
+				return rank_cc_at(c, a, STRATA_TYPE,
+				                  "rankingExpression() takes the name of a function");
+			if (!(fn = find_function(c->p->decl, n->name)))
+				return rank_cc_at(c, n, STRATA_TYPE,
+				                  "rankingExpression(%s): no function '%s' in profile '%s' "
+				                  "(an expression in quotes is not supported)",
+				                  n->name, n->name, c->p->decl->name);
+			struct rank_ast call = *n;
+			call.kind = RA_NAME;
+			return compile_user(c, env, &call, fn, type);
+		}
 	}
 	if (strcmp(f, "if") == 0) {
 		if (a->nargs != 3)
@@ -906,8 +922,9 @@ void rank_prog_release(struct rank_prog *prog)
 }
 
 /* Compile a into prog.  must_be_number: 1 for phases (a number), 0 for
- * features and model inputs (any dense value), 2 for a standalone
- * expression (mapped dimensions too); global as in struct cc. */
+ * model inputs (any dense value), 2 for a standalone expression and 3 for
+ * match and summary features (mapped dimensions too); global as in
+ * struct cc. */
 static int compile_prog_in(struct rank_profile *p, const struct rank_models *models,
                            const struct rank_ast *a, const char *name, int allow_first,
                            int must_be_number, int global, struct rank_prog *prog,
@@ -921,7 +938,7 @@ static int compile_prog_in(struct rank_profile *p, const struct rank_models *mod
 	int t, rc = rank_cc_compile(&c, NULL, a, &t);
 	if (rc)
 		return rc;
-	if (must_be_number != 2 && rank_type_mapped(&p->types[t]) > 0)
+	if (must_be_number < 2 && rank_type_mapped(&p->types[t]) > 0)
 		return rank_cc_at(&c, a, STRATA_NOT_IMPLEMENTED,
 		                  "%s: tensors with mapped dimensions are not supported here", name);
 	if (must_be_number == 1 && p->types[t].rank != 0) {
@@ -1241,7 +1258,7 @@ int rank_profile_compile(struct rank_profile *p, const struct rank_schema *s,
 		p->nmatch = d->nmatch_features;
 		for (int i = 0; i < d->nmatch_features; i++) {
 			const struct rank_ast *a = d->match_features[i];
-			if ((rc = compile_prog(p, models, a, a->text ? a->text : "feature", 1, 0,
+			if ((rc = compile_prog(p, models, a, a->text ? a->text : "feature", 1, 3,
 			                       &p->match[i], err)))
 				return rc;
 		}
@@ -1253,7 +1270,7 @@ int rank_profile_compile(struct rank_profile *p, const struct rank_schema *s,
 		p->nsummary = d->nsummary_features;
 		for (int i = 0; i < d->nsummary_features; i++) {
 			const struct rank_ast *a = d->summary_features[i];
-			if ((rc = compile_prog(p, models, a, a->text ? a->text : "feature", 1, 0,
+			if ((rc = compile_prog(p, models, a, a->text ? a->text : "feature", 1, 3,
 			                       &p->summary[i], err)))
 				return rc;
 		}

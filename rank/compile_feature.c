@@ -58,9 +58,18 @@ static int field_arg(struct cc *c, const struct rank_ast *a, int kind, int *rc)
 	return fi;
 }
 
-/* A term number: a whole number from 0 (foreach's variable becomes one). */
-static int term_arg(struct cc *c, const struct rank_ast *a, int *n)
+/* A term number: a whole number from 0 (foreach's variable becomes one),
+ * or a function's parameter called with one. */
+static int term_arg(struct cc *c, const struct env *env, const struct rank_ast *a, int *n)
 {
+	for (const struct env *e = env; a->kind == RA_NAME && e && e->args; e = e->up) {
+		int i = 0;
+		while (i < e->n && strcmp(e->names[i], a->name) != 0)
+			i++;
+		if (i == e->n)
+			break;
+		a = e->args[i];
+	}
 	if (a->kind != RA_NUM || a->num < 0 || a->num >= TERM_MAX || a->num != floor(a->num))
 		return rank_cc_at(c, a, STRATA_TYPE, "a term number (0, 1, ...) is expected here");
 	*n = (int)a->num;
@@ -89,7 +98,8 @@ static int output(struct cc *c, const struct rank_ast *a, const char *const *out
 }
 
 /* term(n) (.connectedness, .significance, .weight), queryTermCount. */
-static int compile_term(struct cc *c, const struct rank_ast *a, int *type)
+static int compile_term(struct cc *c, const struct env *env, const struct rank_ast *a,
+                        int *type)
 {
 	static const char *const outs[] = { "connectedness", "significance", "weight", NULL };
 	static const int feats[] = { RANK_TT_CONNECTEDNESS, RANK_TT_SIGNIFICANCE, RANK_TT_WEIGHT };
@@ -98,14 +108,15 @@ static int compile_term(struct cc *c, const struct rank_ast *a, int *type)
 		return rc;
 	if (a->nargs != 1)
 		return rank_cc_at(c, a, STRATA_TYPE, "term(n) takes one term number");
-	if ((rc = term_arg(c, a->args[0], &n)))
+	if ((rc = term_arg(c, env, a->args[0], &n)))
 		return rc;
 	return emit_term(c, feats[o], -1, n, type);
 }
 
 /* fieldTermMatch(f, n) (.firstPosition, .occurrences), matchCount(f),
- * averageFieldLength(f). */
-static int compile_field_term(struct cc *c, const struct rank_ast *a, int *type)
+ * averageFieldLength(f), queryTermDocumentFrequency(f). */
+static int compile_field_term(struct cc *c, const struct env *env, const struct rank_ast *a,
+                              int *type)
 {
 	static const char *const outs[] = { "firstPosition", "occurrences", NULL };
 	int rc = 0, n = -1, fi = field_arg(c, a, 1, &rc);
@@ -117,7 +128,7 @@ static int compile_field_term(struct cc *c, const struct rank_ast *a, int *type)
 			return rc;
 		if (a->nargs != 2)
 			return rank_cc_at(c, a, STRATA_TYPE, "fieldTermMatch(field, n) takes two arguments");
-		if ((rc = term_arg(c, a->args[1], &n)))
+		if ((rc = term_arg(c, env, a->args[1], &n)))
 			return rc;
 		return emit_term(c, o ? RANK_TT_OCCURRENCES : RANK_TT_FIRST_POSITION, fi, n, type);
 	}
@@ -125,6 +136,18 @@ static int compile_field_term(struct cc *c, const struct rank_ast *a, int *type)
 		return rank_cc_at(c, a, STRATA_TYPE, "%s(field) takes one field", a->name);
 	if (a->out)
 		return rank_cc_at(c, a, STRATA_TYPE, "%s() has no output '%s'", a->name, a->out);
+	if (a->name[0] == 'q') {
+		/* tensor<double>(term{}): a cell per term that searches the field */
+		static char term[] = "term";
+		struct rank_type r = { .cell = BASE_DT_DOUBLE, .rank = 1 };
+		r.dims[0] = RANK_DIM_MAPPED;
+		r.dim_names[0] = term;
+		if ((*type = rank_cc_add_type(c->p, &r)) < 0)
+			return rank_cc_nomem(c);
+		c->prog->doc_dependent = 1;
+		EMIT(c, RANK_OP_TERM, RANK_TT_DOC_FREQ, fi, -1, 0, 0, *type, 0);
+		return 0;
+	}
 	return emit_term(c, a->name[0] == 'm' ? RANK_TT_MATCH_COUNT : RANK_TT_AVG_LENGTH, fi, -1,
 	                 type);
 }
@@ -367,10 +390,10 @@ int rank_cc_feature(struct cc *c, const struct env *env, const struct rank_ast *
 	if (strcmp(f, "foreach") == 0)
 		return compile_foreach(c, env, a, type);
 	if (strcmp(f, "term") == 0)
-		return compile_term(c, a, type);
+		return compile_term(c, env, a, type);
 	if (strcmp(f, "fieldTermMatch") == 0 || strcmp(f, "matchCount") == 0 ||
-	    strcmp(f, "averageFieldLength") == 0)
-		return compile_field_term(c, a, type);
+	    strcmp(f, "averageFieldLength") == 0 || strcmp(f, "queryTermDocumentFrequency") == 0)
+		return compile_field_term(c, env, a, type);
 	if (strcmp(f, "age") == 0 || strcmp(f, "freshness") == 0)
 		return compile_freshness(c, a, type);
 	int q = strcmp(f, "queryTermCount") == 0, nd = strcmp(f, "num_docs_indexed") == 0;

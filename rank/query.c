@@ -598,6 +598,9 @@ int rank_query_features(struct rank_query *q, const struct rank_docs *d, uint32_
 		                          .dim_names = (const char *const *)t->dim_names, .ncells = 1 };
 		if (t->rank == 0) {
 			f.cells = &v.num;
+		} else if (rank_type_mapped(t)) {
+			f.sparse = v.cells;
+			f.ncells = rank_type_cells(t);
 		} else {
 			size_t k = 1;
 			for (int j = 0; j < t->rank; j++)

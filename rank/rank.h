@@ -401,7 +401,9 @@ int rank_query_global_phase(struct rank_query *q, const struct rank_docs *d, con
                             const double *first, size_t n, double *scores,
                             struct strata_error *err);
 
-/* A feature value handed to a callback: rank 0 is a number. */
+/* A feature value handed to a callback: rank 0 is a number.  A type with
+ * mapped dimensions (dims -1) comes as sparse (cells NULL, ncells the
+ * cells of one block). */
 struct rank_feature {
 	const char *name;          /* as written in the profile: "attribute(price)" */
 	int rank;
@@ -409,6 +411,7 @@ struct rank_feature {
 	const char *const *dim_names;
 	size_t ncells;
 	const double *cells;
+	const struct rank_sparse *sparse;
 };
 typedef int rank_feature_fn(void *ud, const struct rank_feature *f);
 

@@ -21,6 +21,9 @@ struct env {
 	char *const *names;
 	const int *locals;
 	const int *types;
+	struct rank_ast *const *args; /* a function's: the arguments of the call (names
+	                                 that must be known while compiling, such as
+	                                 term numbers, are read through them), or NULL */
 };
 
 struct cc {

@@ -91,7 +91,9 @@ struct rt_ctx;
  * NOW                          push the query's time (rank_query_set_now)
  * TERM       a=enum rank_term_feature, b=field|-1, c=term|-1
  *                              push the term feature for the document
- *                              (rank_docs.term; 0 without it)
+ *                              (rank_docs.term; 0 without it); t of
+ *                              type tensor(term{}): a cell per query term
+ *                              whose value is not NaN, labelled by number
  */
 enum rank_opcode {
 	RANK_OP_NUM = 1, RANK_OP_ATTR, RANK_OP_QUERY, RANK_OP_CONST, RANK_OP_FIRST, RANK_OP_GET,

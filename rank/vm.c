@@ -162,6 +162,35 @@ static int load_attr(struct vm *x, int field, int t, struct rank_val *v)
 	return 0;
 }
 
+/* TERM of a tensor(term{}) type: a cell per query term whose feature is
+ * not NaN, labelled with the term's number. */
+static int term_tensor(struct vm *x, const struct rank_ins *in, struct rank_val *v)
+{
+	struct rank_query *q = x->q;
+	const struct rank_docs *d = q->docs;
+	int n = d && d->term ? (int)d->term(d->ud, RANK_TT_COUNT, -1, -1, q->lid) : 0;
+	struct rank_sparse *s = base_arena_alloc(&q->arena, sizeof *s, 8);
+	const char **labels = base_arena_alloc(&q->arena, ((size_t)n + 1) * sizeof *labels, 8);
+	double *cells = base_arena_alloc(&q->arena, ((size_t)n + 1) * sizeof *cells, 8);
+	if (!s || !labels || !cells)
+		return oom(x);
+	s->nblocks = 0;
+	for (int i = 0; i < n; i++) {
+		double c = d->term(d->ud, in->a, in->b, i, q->lid);
+		char label[16];
+		if (isnan(c))
+			continue;
+		snprintf(label, sizeof label, "%d", i);
+		if (!(labels[s->nblocks] = base_arena_strdup(&q->arena, label)))
+			return oom(x);
+		cells[s->nblocks++] = c;
+	}
+	s->labels = labels;
+	s->cells = cells;
+	set_cells(v, s, BASE_DT_UNDEFINED);
+	return 0;
+}
+
 /* closeness/distance of the document's field to the query tensor its
  * nearestNeighbor item names; no such item or no value: distance +inf. */
 static double closeness(struct vm *x, int field, int distance)
@@ -453,6 +482,11 @@ static int exec(struct vm *x, int pc, struct rank_val *sp, struct rank_val *res)
 			set_num(sp++, q->now);
 			break;
 		case RANK_OP_TERM:
+			if (p->types[in->t].rank) {
+				if ((rc = term_tensor(x, in, sp++)))
+					return rc;
+				break;
+			}
 			set_num(sp++, q->docs && q->docs->term
 			                      ? q->docs->term(q->docs->ud, in->a, in->b, in->c, q->lid)
 			                      : 0);

@@ -52,6 +52,12 @@ schema doc {
             foreach(fields, f, matchCount(f), true, sum)
         }
     }
+    rank-profile df {
+        function df() { expression: queryTermDocumentFrequency(body) }
+        function idf() { expression: log(1 + (num_docs_indexed - df + 0.5) / (df + 0.5)) }
+        first-phase { expression: reduce(idf, sum, term) }
+        match-features: queryTermDocumentFrequency(body) rankingExpression(idf)
+    }
     rank-profile fresh {
         rank-properties {
             freshness(ts).maxAge: 1000
@@ -108,6 +114,18 @@ check "terms: foreach average" \
 	"$(feature 'foreach(terms, t, fieldTermMatch(body, t).occurrences, ">0", average)')" "1.5"
 # matchCount(title) 2 + matchCount(body) 2
 check "terms: foreach fields" "$(feature 'foreach(fields, f, matchCount(f), true, sum)')" "4"
+
+# queryTermDocumentFrequency(body): "red" (term 0) searches body, in 1 of 3
+# documents; "blue" (term 1) searches only title: no cell.  idf of term 0:
+# log(1 + (3 - 1 + 0.5) / (1 + 0.5))
+expect_ok "df: query" "$STRATA" query "$APP" --profile df \
+	--yql 'select * from sources * where body contains "red" or title contains "blue"'
+check "df: tensor" "$(jout -c '.root.children[0].fields.matchfeatures["queryTermDocumentFrequency(body)"]')" \
+	'{"type":"tensor(term{})","cells":{"0":1}}'
+idf=$(awk 'BEGIN { printf "%.9f", log(1 + 2.5 / 1.5) }')
+check "df: idf" "$(jout '.root.children[0].relevance' | awk '{ printf "%.9f", $1 }')" "$idf"
+check "df: rankingExpression(idf)" \
+	"$(jout -c '.root.children[0].fields.matchfeatures["rankingExpression(idf)"].cells | keys')" '["0"]'
 
 # Time: now from the request; ages 1000, 100, 10; maxAge 1000, halfResponse 100
 echo '{"yql": "select * from sources * where true", "ranking.profile": "fresh",

@@ -61,6 +61,7 @@ static double fake_term(void *ud, int feature, int field, int term, uint32_t lid
 	case RANK_TT_MATCH_COUNT: return lid + 100 * field;
 	case RANK_TT_AVG_LENGTH: return 2.5 + field;
 	case RANK_TT_NUM_DOCS: return 42;
+	case RANK_TT_DOC_FREQ: return term == 1 || term >= NTERMS ? NAN : 10 + term + field;
 	}
 	return NAN;
 }
@@ -133,6 +134,17 @@ struct feats {
 static int collect(void *ud, const struct rank_feature *f)
 {
 	struct feats *fs = ud;
+	if (f->sparse) {
+		/* a tensor(term{}): each cell, its label then its value */
+		assert_int_equal(f->rank, 1);
+		assert_int_equal(f->dims[0], -1);
+		assert_string_equal(f->dim_names[0], "term");
+		for (size_t b = 0; b < f->sparse->nblocks; b++) {
+			fs->v[fs->n++] = atof(f->sparse->labels[b]);
+			fs->v[fs->n++] = f->sparse->cells[b];
+		}
+		return 0;
+	}
 	assert_int_equal(f->rank, 0);
 	fs->v[fs->n++] = f->cells ? f->cells[0] : NAN;
 	return 0;
@@ -283,6 +295,33 @@ static void test_terms(void **state)
 	for (int i = 0; i < f.n; i++)
 		NEAR(f.v[i], 0);
 	close_run(&r);
+
+	/* queryTermDocumentFrequency(f): a cell per term searching f (term 1 does
+	 * not), as a match feature, through rankingExpression(), and reduced */
+	static const char *df_sd =
+		DOC
+		"  rank-profile p {\n"
+		"    function df() { expression: queryTermDocumentFrequency(body) }\n"
+		"    first-phase { expression: reduce(df * 2, sum, term) }\n"
+		"    match-features: queryTermDocumentFrequency(body) rankingExpression(df) rankingExpression(\"df\")\n"
+		"  }\n"
+		"}\n";
+	open_profile(&r, df_sd, "p");
+	features(&r, 0, &f);
+	assert_int_equal(f.n, 12);
+	for (int k = 0; k < 3; k++) {
+		NEAR(f.v[4 * k + 0], 0);
+		NEAR(f.v[4 * k + 1], 10 + 0 + body);
+		NEAR(f.v[4 * k + 2], 2);
+		NEAR(f.v[4 * k + 3], 10 + 2 + body);
+	}
+	double score;
+	uint32_t lid = 0;
+	assert_int_equal(rank_query_first_phase(r.q, &r.docs, &lid, 1, &score, NULL), 0);
+	NEAR(score, 2 * (10 + body + 12 + body));
+	close_run(&r);
+	load_fails(DOC "  rank-profile p { first-phase { expression: rankingExpression(nope) } }\n}\n",
+	           STRATA_TYPE, "doc.sd:9:64:", "rankingExpression(nope): no function 'nope'");
 
 	load_fails(DOC "  rank-profile p { first-phase { expression: term(0).size } }\n}\n",
 	           STRATA_TYPE, "doc.sd:9:46:", "term() has no output 'size'");
