@@ -17,6 +17,8 @@
  *      first-phase score get the second phase;
  *   5. the global phase, over the best global-phase rerank-count of what the
  *      second phase left, all at once (its normalizers compare them).
+ *   After the second and the global phase, the hits each re-ranked and
+ *   scored at or below its rank-score-drop-limit leave.
  * Then the hits of all types are ordered by score: re-ranked hits by their
  * second-phase score; the others keep their first-phase order, shifted to
  * score no higher than the lowest re-ranked hit of their type (Vespa's
@@ -727,9 +729,33 @@ static void shift_rest(struct qstate *qs, size_t base, size_t nre, size_t n,
 		                                     : qs->hits[base + i].score) + shift;
 }
 
-/* Second phase over the best rerank-count of the n hits at base. */
-static int second_phase(struct qstate *qs, struct dtstate *ds, size_t base, size_t n)
+/* The rank-score-drop-limit of phase (2 or 3), which re-ranked the first
+ * *nre of the *n hits at base (the last of the query's hits): those it
+ * scored the limit or less, or NaN, go; both counts shrink. */
+static void drop_reranked(struct qstate *qs, struct dtstate *ds, int phase, size_t base,
+                          size_t *nre, size_t *n)
 {
+	double limit;
+	if (!rank_profile_phase_drop_limit(ds->prof, phase, &limit))
+		return;
+	size_t kept = 0, gone = 0;
+	for (size_t i = 0; i < *n; i++) {
+		if (i < *nre && !(qs->hits[base + i].score > limit)) {
+			gone++;
+			continue;
+		}
+		qs->hits[base + kept++] = qs->hits[base + i];
+	}
+	*nre -= gone;
+	*n = kept;
+	qs->nhits = base + kept;
+}
+
+/* Second phase over the best rerank-count of the *n hits at base (fewer
+ * after its rank-score-drop-limit). */
+static int second_phase(struct qstate *qs, struct dtstate *ds, size_t base, size_t *np)
+{
+	size_t n = *np;
 	if (!rank_profile_has_second_phase(ds->prof) || !n)
 		return 0;
 	uint32_t lids[BLOCK];
@@ -753,7 +779,8 @@ static int second_phase(struct qstate *qs, struct dtstate *ds, size_t base, size
 		for (size_t i = 0; i < k; i++)
 			qs->hits[base + off + i].score = scores[i];
 	}
-	shift_rest(qs, base, nre, n, first_cmp, 1);
+	drop_reranked(qs, ds, 2, base, &nre, np);
+	shift_rest(qs, base, nre, *np, first_cmp, 1);
 	return 0;
 }
 
@@ -787,6 +814,7 @@ static int global_phase(struct qstate *qs, struct dtstate *ds, size_t base, size
 			qs->hits[base + i].score = scores[i];
 			qs->hits[base + i].tier = 2;
 		}
+		drop_reranked(qs, ds, 3, base, &ng, &n);
 		shift_rest(qs, base, ng, n, final_cmp, 0);
 	}
 	base_free(firsts, bytes);
@@ -851,7 +879,7 @@ static int run_doctype(struct qstate *qs, struct dtstate *ds)
 		qs->nhits = base + kept;
 		n = kept;
 	}
-	if ((rc = second_phase(qs, ds, base, n)) != 0)
+	if ((rc = second_phase(qs, ds, base, &n)) != 0)
 		return rc;
 	return global_phase(qs, ds, base, n);
 }

@@ -276,25 +276,24 @@ static int rerank_count(struct rank_parser *p, int *slot)
 	return 0;
 }
 
-/* first-phase { rank-score-drop-limit: X }: hits scoring X or less are
- * dropped after the first phase. */
-static int drop_limit(struct rank_parser *p, const struct rank_tok *kw,
-                      struct rank_profile_decl *pr)
+/* rank-score-drop-limit: X in a phase: hits the phase scores X or less are
+ * dropped after it (*has set, *limit X). */
+static int drop_limit(struct rank_parser *p, const struct rank_tok *kw, int *has, double *limit)
 {
-	if (pr->has_drop_limit)
+	if (*has)
 		return rank_parser_fail(p, kw, STRATA_TYPE, "rank-score-drop-limit is given twice");
 	int rc = rank_parser_expect(p, ":", "after 'rank-score-drop-limit'");
-	if (rc || (rc = signed_number(p, &pr->drop_limit)) != 0)
+	if (rc || (rc = signed_number(p, limit)) != 0)
 		return rc;
-	pr->has_drop_limit = 1;
+	*has = 1;
 	return 0;
 }
 
 /* first-phase, second-phase or global-phase { ... }; rerank is NULL for the
- * first phase, which has no rerank-count; drop (the profile) is non-NULL for
- * the first phase only, the one with a rank-score-drop-limit. */
+ * first phase, which has no rerank-count; has_drop and drop are where the
+ * phase's rank-score-drop-limit goes. */
 static int phase(struct rank_parser *p, const struct rank_tok *kw, struct rank_ast **expr_slot,
-                 int *rerank, struct rank_profile_decl *drop)
+                 int *rerank, int *has_drop, double *drop)
 {
 	struct rank_tok t;
 	int rc = rank_parser_expect(p, "{", "after the phase name");
@@ -308,17 +307,16 @@ static int phase(struct rank_parser *p, const struct rank_tok *kw, struct rank_a
 			rc = expression_def(p, &t, expr_slot);
 		else if (rerank && rank_tok_is(&t, "rerank-count"))
 			rc = rerank_count(p, rerank);
-		else if (drop && rank_tok_is(&t, "rank-score-drop-limit"))
-			rc = drop_limit(p, &t, drop);
-		else if (rank_tok_is(&t, "keep-rank-count") || rank_tok_is(&t, "rank-score-drop-limit") ||
-		         rank_tok_is(&t, "rerank-count"))
+		else if (rank_tok_is(&t, "rank-score-drop-limit"))
+			rc = drop_limit(p, &t, has_drop, drop);
+		else if (rank_tok_is(&t, "keep-rank-count") || rank_tok_is(&t, "rerank-count"))
 			rc = rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED, "%s in %.*s is not supported",
 			                      rank_tok_quote(&t),
 			                      (int)kw->len, kw->s);
 		else
 			rc = rank_parser_fail(p, &t, STRATA_PARSE,
 			                      "expected 'expression'%s or '}' in %.*s, found %s",
-			                      rerank ? ", 'rerank-count'"
+			                      rerank ? ", 'rerank-count', 'rank-score-drop-limit'"
 			                             : ", 'rank-score-drop-limit'",
 			                      (int)kw->len, kw->s,
 			                      rank_tok_quote(&t));
@@ -805,11 +803,14 @@ static int profile_items(struct rank_parser *p, struct rank_profile_decl *pr,
 		} else if (ph >= 0) {
 			seen |= 1u << ph;
 			if (ph == 0)
-				rc = phase(p, &t, &pr->first_phase, NULL, pr);
+				rc = phase(p, &t, &pr->first_phase, NULL, &pr->has_drop_limit,
+				           &pr->drop_limit);
 			else if (ph == 1)
-				rc = phase(p, &t, &pr->second_phase, &pr->rerank_count, NULL);
+				rc = phase(p, &t, &pr->second_phase, &pr->rerank_count, &pr->has_drop2,
+				           &pr->drop2);
 			else
-				rc = phase(p, &t, &pr->global_phase, &pr->global_rerank_count, NULL);
+				rc = phase(p, &t, &pr->global_phase, &pr->global_rerank_count,
+				           &pr->has_drop3, &pr->drop3);
 		} else if (rank_tok_is(&t, "function")) {
 			rc = function(p, pr);
 		} else if (rank_tok_is(&t, "inputs")) {

@@ -241,6 +241,11 @@ int rank_profile_global_rerank_count(const struct rank_profile *p);
 /* first-phase { rank-score-drop-limit: X }: 1 and *limit = X when set (a
  * hit whose first-phase score is X or less, or NaN, is dropped), else 0. */
 int rank_profile_drop_limit(const struct rank_profile *p, double *limit);
+/* The rank-score-drop-limit of phase 1 (first), 2 (second) or 3 (global):
+ * 1 and *limit when set, else 0.  After the second and the global phase,
+ * the hits that phase re-ranked and scored the limit or less (or NaN) are
+ * dropped. */
+int rank_profile_phase_drop_limit(const struct rank_profile *p, int phase, double *limit);
 
 /* Declared query inputs of a profile: name (as in query(name)), shape (rank 0
  * for a number; a mapped dimension, x{}, has size -1), and the number of

@@ -162,6 +162,8 @@ struct rank_profile_decl {
 	struct rank_ast *first_phase;   /* NULL when not set (here or inherited) */
 	int has_drop_limit;             /* first-phase { rank-score-drop-limit } given */
 	double drop_limit;              /* hits scoring <= this (or NaN) are dropped */
+	int has_drop2, has_drop3;       /* the same in second-phase and global-phase, */
+	double drop2, drop3;            /* for the hits each re-ranks */
 	struct rank_ast *second_phase;
 	int rerank_count;               /* -1 when not set */
 	struct rank_ast *global_phase;

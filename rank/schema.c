@@ -498,6 +498,14 @@ static int inherit_phases(struct rank_profile_decl *p, const struct rank_profile
 		p->has_drop_limit = 1;
 		p->drop_limit = parent->drop_limit;
 	}
+	if (!own->has_drop2 && parent->has_drop2) {
+		p->has_drop2 = 1;
+		p->drop2 = parent->drop2;
+	}
+	if (!own->has_drop3 && parent->has_drop3) {
+		p->has_drop3 = 1;
+		p->drop3 = parent->drop3;
+	}
 	if (inherit_asts(&p->match_features, &p->nmatch_features, own->nmatch_features,
 	                 parent->match_features, parent->nmatch_features) ||
 	    inherit_asts(&p->summary_features, &p->nsummary_features, own->nsummary_features,

@@ -58,6 +58,21 @@ schema doc {
         first-phase { expression: reduce(idf, sum, term) }
         match-features: queryTermDocumentFrequency(body) rankingExpression(idf)
     }
+    rank-profile drop2 {
+        first-phase { expression: attribute(n) }
+        second-phase {
+            expression: attribute(n) - 5
+            rerank-count: 2
+            rank-score-drop-limit: 3
+        }
+    }
+    rank-profile drop3 {
+        first-phase { expression: attribute(n) }
+        global-phase {
+            rank-score-drop-limit: 14
+            expression: attribute(n) * 2
+        }
+    }
     rank-profile fresh {
         rank-properties {
             freshness(ts).maxAge: 1000
@@ -126,6 +141,16 @@ idf=$(awk 'BEGIN { printf "%.9f", log(1 + 2.5 / 1.5) }')
 check "df: idf" "$(jout '.root.children[0].relevance' | awk '{ printf "%.9f", $1 }')" "$idf"
 check "df: rankingExpression(idf)" \
 	"$(jout -c '.root.children[0].fields.matchfeatures["rankingExpression(idf)"].cells | keys')" '["0"]'
+
+# rank-score-drop-limit after the second phase: n is 9, 7, 1; the best two
+# are re-ranked to 4 and 2, and 2 <= 3 goes; the third, not re-ranked, stays.
+expect_ok "drop2: query" "$STRATA" query "$APP" --profile drop2 --yql 'select * from sources * where true'
+check "drop2: hits" "$(jout '[.root.children[] | "\(.id)=\(.relevance)"] | join(",")')" \
+	"id:d:doc::3=4,id:d:doc::1=1"
+check "drop2: totalCount" "$(jout '.root.fields.totalCount')" "2"
+# after the global phase: 18, 14 and 2; 14 and 2 go
+expect_ok "drop3: query" "$STRATA" query "$APP" --profile drop3 --yql 'select * from sources * where true'
+check "drop3: hits" "$(jout '[.root.children[] | "\(.id)=\(.relevance)"] | join(",")')" "id:d:doc::3=18"
 
 # Time: now from the request; ages 1000, 100, 10; maxAge 1000, halfResponse 100
 echo '{"yql": "select * from sources * where true", "ranking.profile": "fresh",
