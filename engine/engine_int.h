@@ -17,6 +17,8 @@
  *   yql.c          YQL text -> struct yql_query (a condition tree)
  *   grouping.c     order by and grouping over the matches
  *   query.c        a search request: match, phases, hit order, summaries
+ *   textmatch.c    contains on text indexes, the text and query-term features
+ *   attrmatch.c    attributeMatch(f) over the query's terms on attributes
  *   result.c       JSON output: the result tree, documents, a JSON printer
  *                  that writes numbers in their shortest exact form
  *   json_alloc.c   jansson's allocations through base_alloc
@@ -452,6 +454,11 @@ double eng_text_feature(struct store_txn *txn, const struct eng_doctype *dt,
  * field (or -1) for lid, over s's terms (s may be NULL: a query without
  * text conditions has no terms).  The terms are the words of s's
  * conditions in order; those a fieldset made share their numbers. */
+/* attrmatch.c: output (enum rank_attr_match) of attributeMatch(field) for a
+ * document whose value of field is sv (NULL or unset: none), over the
+ * 'contains' conditions of where. */
+double eng_attr_match(const struct yql_node *where, const struct eng_doctype *dt, int field,
+                      const struct store_value *sv, int output);
 double eng_text_term(struct store_txn *txn, const struct eng_doctype *dt,
                      const struct eng_textset *s, int feature, int field, int term, uint32_t lid);
 

@@ -134,6 +134,9 @@ static double text_cb(void *ud, int feature, int field, uint32_t lid)
 static double term_cb(void *ud, int feature, int field, int term, uint32_t lid)
 {
 	struct dtstate *ds = ud;
+	if (feature == RANK_TT_ATTR_MATCH)
+		return eng_attr_match(ds->qs->yql->where, ds->dt, field,
+		                      doc_value(ds->qs, ds, lid, field), term);
 	return eng_text_term(ds->txn, ds->dt, ds->text, feature, field, term, lid);
 }
 

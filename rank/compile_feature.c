@@ -221,6 +221,31 @@ static int compile_freshness(struct cc *c, const struct rank_ast *a, int *type)
 	return 0;
 }
 
+/* attributeMatch(f) and its outputs (weight, significance and importance,
+ * relative to the whole query, are refused). */
+static int compile_attr_match(struct cc *c, const struct rank_ast *a, int *type)
+{
+	static const char *const outs[] = {
+		"completeness", "queryCompleteness", "fieldCompleteness", "normalizedWeight",
+		"normalizedWeightedWeight", "matches", "totalWeight", "averageWeight", "maxWeight", NULL,
+	};
+	int rc = 0, o = output(c, a, outs, &rc);
+	if (o < 0 && a->out && (strcmp(a->out, "weight") == 0 || strcmp(a->out, "significance") == 0 ||
+	                        strcmp(a->out, "importance") == 0))
+		return rank_cc_at(c, a, STRATA_NOT_IMPLEMENTED,
+		                  "attributeMatch(f).%s is not supported", a->out);
+	if (o < 0)
+		return rc;
+	const struct rank_ast *f = a->nargs == 1 ? a->args[0] : NULL;
+	if (!f || rank_cc_name_arg(c, f, "a field name"))
+		return rank_cc_at(c, a, STRATA_TYPE, "attributeMatch(field) takes one attribute");
+	int fi = rank_schema_field_index(c->p->schema, f->name);
+	if (fi < 0 || !c->p->sd->fields[fi].attribute || c->p->sd->fields[fi].type == RANK_FT_TENSOR)
+		return rank_cc_at(c, f, STRATA_TYPE, "attributeMatch(): '%s' is not an attribute",
+		                  f->name);
+	return emit_term(c, RANK_TT_ATTR_MATCH, fi, o, type);
+}
+
 /* ---- foreach ---------------------------------------------------------------- */
 
 enum { FE_TERMS = 1, FE_FIELDS, FE_ATTRIBUTES };
@@ -394,6 +419,8 @@ int rank_cc_feature(struct cc *c, const struct env *env, const struct rank_ast *
 	if (strcmp(f, "fieldTermMatch") == 0 || strcmp(f, "matchCount") == 0 ||
 	    strcmp(f, "averageFieldLength") == 0 || strcmp(f, "queryTermDocumentFrequency") == 0)
 		return compile_field_term(c, env, a, type);
+	if (strcmp(f, "attributeMatch") == 0)
+		return compile_attr_match(c, a, type);
 	if (strcmp(f, "age") == 0 || strcmp(f, "freshness") == 0)
 		return compile_freshness(c, a, type);
 	int q = strcmp(f, "queryTermCount") == 0, nd = strcmp(f, "num_docs_indexed") == 0;

@@ -319,6 +319,22 @@ enum rank_term_feature {
 	RANK_TT_NUM_DOCS,       /* num_docs_indexed: documents of the type (bm25's N) */
 	RANK_TT_DOC_FREQ,       /* documents with term n in f; NaN when term n does not
 	                           search f (queryTermDocumentFrequency) */
+	RANK_TT_ATTR_MATCH,     /* attributeMatch(f), the output term (enum
+	                           rank_attr_match) */
+};
+
+/* The outputs of attributeMatch(f), as Vespa computes them over the query's
+ * terms on attribute f (its 'contains' conditions). */
+enum rank_attr_match {
+	RANK_AM_COMPLETENESS = 0,           /* attributeMatch(f) too */
+	RANK_AM_QUERY_COMPLETENESS,         /* matches / terms on f */
+	RANK_AM_FIELD_COMPLETENESS,         /* matches / values (sets: weights matched / all) */
+	RANK_AM_NORMALIZED_WEIGHT,
+	RANK_AM_NORMALIZED_WEIGHTED_WEIGHT,
+	RANK_AM_MATCHES,
+	RANK_AM_TOTAL_WEIGHT,               /* weighted sets: weights of the keys matched */
+	RANK_AM_AVERAGE_WEIGHT,
+	RANK_AM_MAX_WEIGHT,
 };
 
 struct rank_docs {

@@ -31,6 +31,8 @@ schema doc {
         field ts type long { indexing: summary | attribute }
         field n type int { indexing: summary | attribute }
         field city type string { indexing: summary | attribute }
+        field words type array<string> { indexing: summary | attribute }
+        field tags type weightedset<string> { indexing: summary | attribute }
         field v type tensor<float>(x[2]) {
             indexing: attribute
             attribute { distance-metric: euclidean }
@@ -57,6 +59,20 @@ schema doc {
         function idf() { expression: log(1 + (num_docs_indexed - df + 0.5) / (df + 0.5)) }
         first-phase { expression: reduce(idf, sum, term) }
         match-features: queryTermDocumentFrequency(body) rankingExpression(idf)
+    }
+    rank-profile am {
+        first-phase { expression: attributeMatch(city) }
+        match-features {
+            attributeMatch(words).queryCompleteness
+            attributeMatch(words).fieldCompleteness
+            attributeMatch(words).matches
+            attributeMatch(tags)
+            attributeMatch(tags).totalWeight
+            attributeMatch(tags).averageWeight
+            attributeMatch(tags).maxWeight
+            attributeMatch(tags).normalizedWeight
+            attributeMatch(tags).fieldCompleteness
+        }
     }
     rank-profile drop2 {
         first-phase { expression: attribute(n) }
@@ -95,7 +111,7 @@ schema doc {
 }
 EOS
 cat >"$T/feed.jsonl" <<'EOF'
-{"put": "id:d:doc::1", "fields": {"title": "red shoes", "body": "red red shoes for running", "ts": 1000, "n": 1, "city": "oslo", "v": [0, 0]}}
+{"put": "id:d:doc::1", "fields": {"title": "red shoes", "body": "red red shoes for running", "ts": 1000, "n": 1, "city": "oslo", "v": [0, 0], "words": ["a", "b", "c", "d"], "tags": {"x": 10, "y": 30, "z": 60}}}
 {"put": "id:d:doc::2", "fields": {"title": "blue shirt", "body": "a blue shirt", "ts": 1900, "n": 7, "city": "rome", "v": [3, 4]}}
 {"put": "id:d:doc::3", "fields": {"title": "green hat", "body": "hat", "ts": 1990, "n": 9, "city": "paris", "v": [1, 0]}}
 EOF
@@ -141,6 +157,19 @@ idf=$(awk 'BEGIN { printf "%.9f", log(1 + 2.5 / 1.5) }')
 check "df: idf" "$(jout '.root.children[0].relevance' | awk '{ printf "%.9f", $1 }')" "$idf"
 check "df: rankingExpression(idf)" \
 	"$(jout -c '.root.children[0].fields.matchfeatures["rankingExpression(idf)"].cells | keys')" '["0"]'
+
+# attributeMatch: five terms on attributes (words 2, tags 2, city 1).
+# Document 1: words has "a" of its 4 values (query completeness 1/2, field
+# completeness 1/4); tags has x (10) and y (30) of 100 in all: total 40,
+# average 20, max 30, normalized 40 / (256 * 5), completeness
+# 1 * (0.95 + 0.05 * 0.4); city "oslo" matches its one term: 1.
+expect_ok "attributeMatch: query" "$STRATA" query "$APP" --profile am --yql 'select * from sources * where words contains "a" or words contains "q" or tags contains "x" or tags contains "y" or city contains "oslo"'
+check "attributeMatch: hit" "$(jout '.root.children[0].id')" "id:d:doc::1"
+check "attributeMatch: city" "$(jout '.root.children[0].relevance')" "1"
+check "attributeMatch: words" "$(feature 'attributeMatch(words).queryCompleteness'),$(feature 'attributeMatch(words).fieldCompleteness'),$(feature 'attributeMatch(words).matches')" "0.5,0.25,1"
+check "attributeMatch: tags weights" "$(feature 'attributeMatch(tags).totalWeight'),$(feature 'attributeMatch(tags).averageWeight'),$(feature 'attributeMatch(tags).maxWeight')" "40,20,30"
+check "attributeMatch: tags normalized" "$(feature 'attributeMatch(tags).normalizedWeight'),$(feature 'attributeMatch(tags).fieldCompleteness')" "0.03125,0.4"
+check "attributeMatch: tags completeness" "$(feature 'attributeMatch(tags)' | awk '{ printf "%.9f", $1 }')" "0.970000000"
 
 # rank-score-drop-limit after the second phase: n is 9, 7, 1; the best two
 # are re-ranked to 4 and 2, and 2 <= 3 goes; the third, not re-ranked, stays.
@@ -213,6 +242,12 @@ expect_fail "misuse: unknown property" "doc.sd:8:27: rank property 'freshness\(t
 	"$STRATA" deploy "$T/bad"
 bad_profile '        first-phase { expression: fieldTermMatch(ts, 0) }'
 expect_fail "misuse: fieldTermMatch of an attribute" "doc.sd:8:50: fieldTermMatch\(\): 'ts' is not a field with a text index" \
+	"$STRATA" deploy "$T/bad"
+bad_profile '        first-phase { expression: attributeMatch(city).weight }'
+expect_fail "misuse: attributeMatch weight" 'doc.sd:8:35: attributeMatch\(f\).weight is not supported' \
+	"$STRATA" deploy "$T/bad"
+bad_profile '        first-phase { expression: attributeMatch(body) }'
+expect_fail "misuse: attributeMatch of a text field" "doc.sd:8:50: attributeMatch\(\): 'body' is not an attribute" \
 	"$STRATA" deploy "$T/bad"
 bad_profile '        inputs { query(c) string: 3 }'
 expect_fail "misuse: string default" 'doc.sd:8:35: expected a quoted string as the default of query\(c\)' \
