@@ -831,6 +831,8 @@ static int run_doctype(struct qstate *qs, struct dtstate *ds)
 	if (nn && nn->fidx >= 0) {
 		uint64_t a = mark();
 		rc = rank_query_set_nn(ds->rq, nn->field, nn->input, qs->err);
+		if (!rc && nn->label)
+			rc = rank_query_set_nn_label(ds->rq, nn->field, nn->label, qs->err);
 		charge(qs, a);
 		if (rc)
 			return rc;

@@ -240,7 +240,7 @@ static int compile_close(struct cc *c, const struct rank_ast *a, int distance, i
 	    rank_cc_name_arg(c, a->args[1], "a field name"))
 		return rank_cc_at(c, a, STRATA_TYPE, "%s() takes (field, name) or (name)", fname);
 	if (strcmp(a->args[0]->name, "label") == 0)
-		return rank_cc_at(c, a, STRATA_NOT_IMPLEMENTED, "%s(label, ...) is not supported", fname);
+		return rank_cc_close_label(c, a->args[1]->name, distance, type);
 	if (strcmp(a->args[0]->name, "field") != 0)
 		return rank_cc_at(c, a->args[0], STRATA_TYPE,
 		                  "%s() takes 'field' or 'label' first, not '%s'", fname,

@@ -221,6 +221,28 @@ static int compile_freshness(struct cc *c, const struct rank_ast *a, int *type)
 	return 0;
 }
 
+int rank_cc_close_label(struct cc *c, const char *label, int distance, int *type)
+{
+	struct rank_profile *p = c->p;
+	int i = 0;
+	while (i < p->nlabels && strcmp(p->labels[i], label) != 0)
+		i++;
+	if (i == p->nlabels) {
+		/* the table grows in the pool (a few labels per profile) */
+		const char **v = base_arena_alloc(&p->pool, ((size_t)i + 1) * sizeof *v, 8);
+		if (!v || !(v[i] = rank_cc_pool_str(c, label)))
+			return rank_cc_nomem(c);
+		if (i)
+			memcpy(v, p->labels, (size_t)i * sizeof *v);
+		p->labels = v;
+		p->nlabels++;
+	}
+	c->prog->doc_dependent = 1;
+	*type = 0;
+	EMIT(c, RANK_OP_CLOSE, -1, distance, i, 0, 0, 0, 0);
+	return 0;
+}
+
 /* attributeMatch(f) and its outputs (weight, significance and importance,
  * relative to the whole query, are refused). */
 static int compile_attr_match(struct cc *c, const struct rank_ast *a, int *type)
@@ -421,6 +443,10 @@ int rank_cc_feature(struct cc *c, const struct env *env, const struct rank_ast *
 		return compile_field_term(c, env, a, type);
 	if (strcmp(f, "attributeMatch") == 0)
 		return compile_attr_match(c, a, type);
+	if (strcmp(f, "closest") == 0)
+		return rank_cc_at(c, a, STRATA_NOT_IMPLEMENTED,
+		                  "closest() is not supported: it needs nearestNeighbor over a tensor "
+		                  "field with mapped dimensions, which is not supported");
 	if (strcmp(f, "age") == 0 || strcmp(f, "freshness") == 0)
 		return compile_freshness(c, a, type);
 	int q = strcmp(f, "queryTermCount") == 0, nd = strcmp(f, "num_docs_indexed") == 0;

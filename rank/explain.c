@@ -62,7 +62,10 @@ static void explain_prog(struct sbuf *b, const struct rank_profile *p, const str
 		switch (in->op) {
 		case RANK_OP_NUM: sb_printf(b, " %.17g", in->k); break;
 		case RANK_OP_ATTR: case RANK_OP_CLOSE:
-			sb_printf(b, " %s", p->sd->fields[in->a].name);
+			if (in->a < 0)
+				sb_printf(b, " label %s", p->labels[in->c]);
+			else
+				sb_printf(b, " %s", p->sd->fields[in->a].name);
 			if (in->op == RANK_OP_CLOSE)
 				sb_printf(b, " %s", in->b ? "distance" : "closeness");
 			break;

@@ -60,6 +60,8 @@ static void query_reset(struct rank_query *q)
 	q->lid = 0;
 	q->first = 0.0;
 	q->now = (double)time(NULL);
+	q->nn_label = NULL;
+	q->nn_label_field = -1;
 	q->top = 0;
 	q->cand = -1;
 	q->ncand_lookup = 0;
@@ -373,6 +375,20 @@ int rank_query_set_nn(struct rank_query *q, const char *field, const char *input
 		                "no default for it",
 		                input, p->decl->name);
 	q->nn_input[f] = i;
+	return 0;
+}
+
+int rank_query_set_nn_label(struct rank_query *q, const char *field, const char *label,
+                            struct strata_error *err)
+{
+	int f = rank_schema_field_index(q->p->schema, field);
+	if (f < 0 || q->nn_input[f] < 0)
+		return base_err(err, STRATA_NOT_FOUND,
+		                "nearestNeighbor label '%s': no nearestNeighbor item on '%s'", label,
+		                field);
+	if (!(q->nn_label = base_arena_strdup(&q->in_arena, label)))
+		return base_nomem(err, "nearestNeighbor label");
+	q->nn_label_field = f;
 	return 0;
 }
 

@@ -391,6 +391,13 @@ void rank_query_set_now(struct rank_query *q, double now);
 int rank_query_set_nn(struct rank_query *q, const char *field, const char *input,
                       struct strata_error *err);
 
+/* The nearestNeighbor item on field (set with rank_query_set_nn) carries
+ * label ({label: "l"}): closeness(label, l) and distance(label, l) are
+ * those of field (for any other label: 0 and +inf).  label is copied.
+ * Returns 0, STRATA_NOT_FOUND (no item on field), STRATA_NOMEM. */
+int rank_query_set_nn_label(struct rank_query *q, const char *field, const char *label,
+                            struct strata_error *err);
+
 /* The distance of lid's field value to the nearestNeighbor query tensor, in
  * the field's metric; +inf when the document has no value. */
 double rank_query_nn_distance(struct rank_query *q, const struct rank_docs *d, uint32_t lid);

@@ -88,6 +88,8 @@ int rank_cc_lambda(struct cc *c, const struct rank_ast *lam, int nparams, int *l
 /* compile.c: compile a (in env) onto the stack; *type its type index. */
 int rank_cc_compile(struct cc *c, const struct env *env, const struct rank_ast *a, int *type);
 
+/* compile_feature.c: closeness(label, l) or (distance) distance(label, l). */
+int rank_cc_close_label(struct cc *c, const char *label, int distance, int *type);
 /* compile_feature.c: foreach, the query-term features, now, age and
  * freshness.  *handled is 0 when a names none of them (nothing emitted). */
 int rank_cc_feature(struct cc *c, const struct env *env, const struct rank_ast *a, int *type,

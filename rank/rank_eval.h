@@ -59,9 +59,11 @@ struct rt_ctx;
  *                              pop tensor, aggregate over the dims t lacks
  * DOT        d=operand type    pop y, pop x (same type): push sum(x * y),
  *                              reading both in place
- * CLOSE      a=field, b=1 for distance, 0 for closeness
+ * CLOSE      a=field|-1, b=1 for distance, 0 for closeness, c=label
  *                              push closeness/distance of attribute a to the
- *                              query's nearestNeighbor tensor
+ *                              query's nearestNeighbor tensor; a -1: of the
+ *                              field of the item labelled the profile's
+ *                              label c (none: distance +inf, closeness 0)
  * ONNX       a=model, b=output push the model output for the document
  * CONCAT     a=dim of t, d=type of x, e=type of y
  *                              pop y, pop x, push x's cells then y's along
@@ -202,6 +204,9 @@ struct rank_profile {
 	struct rank_lit *lits;
 	int npeeks, cappeeks;        /* addresses of slices (PEEK), in pool */
 	const struct rank_peek **peeks;
+	int nlabels;                 /* nearestNeighbor labels closeness(label, l) and
+	                                distance(label, l) name (CLOSE), in pool */
+	const char **labels;
 };
 
 struct rank_schema {
@@ -409,6 +414,8 @@ struct rank_query {
 	uint32_t lid;
 	double first;
 	double now;                  /* the `now` feature (rank_query_set_now) */
+	const char *nn_label;        /* the nearestNeighbor item's label, in in_arena */
+	int nn_label_field;          /* and its field */
 	long serial;                 /* bumped per document evaluation */
 	long cand;                   /* candidate index during second phase, else -1 */
 	int ncand_lookup;            /* features: look model outputs up in the cache */

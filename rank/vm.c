@@ -193,9 +193,15 @@ static int term_tensor(struct vm *x, const struct rank_ins *in, struct rank_val 
 
 /* closeness/distance of the document's field to the query tensor its
  * nearestNeighbor item names; no such item or no value: distance +inf. */
-static double closeness(struct vm *x, int field, int distance)
+static double closeness(struct vm *x, int field, int distance, int label)
 {
 	struct rank_query *q = x->q;
+	if (field < 0) {
+		/* by label: the field of the item that carries it */
+		if (!q->nn_label || strcmp(q->nn_label, q->p->labels[label]) != 0)
+			return distance ? INFINITY : 0;
+		field = q->nn_label_field;
+	}
 	const struct rank_field *f = &q->p->sd->fields[field];
 	int in = q->nn_input[field];
 	const void *cells = in >= 0 && q->docs ? q->docs->attr(q->docs->ud, field, q->lid) : NULL;
@@ -471,7 +477,7 @@ static int exec(struct vm *x, int pc, struct rank_val *sp, struct rank_val *res)
 			break;
 		}
 		case RANK_OP_CLOSE:
-			set_num(sp++, closeness(x, in->a, in->b));
+			set_num(sp++, closeness(x, in->a, in->b, in->c));
 			break;
 		case RANK_OP_TEXT:
 			set_num(sp++, q->docs && q->docs->text

@@ -106,7 +106,7 @@ schema doc {
     rank-profile near {
         inputs { query(q) tensor<float>(x[2]) }
         first-phase { expression: closeness(v) }
-        match-features: distance(v) closeness(field, v)
+        match-features: distance(v) closeness(field, v) closeness(label, q1) distance(label, q1) closeness(label, q2) distance(label, q2)
     }
 }
 EOS
@@ -214,6 +214,15 @@ expect_ok "closeness(f): query" "$STRATA" query "$APP" --profile near --input 'q
 check "closeness(f): order" "$(jout '[.root.children[].id] | join(",")')" "id:d:doc::1,id:d:doc::3,id:d:doc::2"
 check "closeness(f): values" "$(jout '[.root.children[].relevance] | join(",")')" "1,0.5,0.16666666666666666"
 check "closeness(f): distance(v)" "$(jq -r '.root.children[2].fields.matchfeatures["distance(v)"]' "$OUT")" "5"
+# by the label of the nearestNeighbor item: q1 is v's, q2 is nobody's
+expect_ok "closeness(label): query" "$STRATA" query "$APP" --profile near --input 'query(q)=[0,0]' \
+	--yql 'select * from sources * where {label: "q1", targetHits: 3}nearestNeighbor(v, q)'
+check "closeness(label): of q1" \
+	"$(jq -r '.root.children[2].fields.matchfeatures | "\(.["closeness(label, q1)"]),\(.["distance(label, q1)"])"' "$OUT")" \
+	"0.16666666666666666,5"
+check "closeness(label): of q2" \
+	"$(jq -r '.root.children[2].fields.matchfeatures | "\(.["closeness(label, q2)"]),\(.["distance(label, q2)"])"' "$OUT")" \
+	"0,null"
 
 # Misuse, with the position of what is wrong
 bad_profile() {

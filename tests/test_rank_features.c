@@ -26,6 +26,7 @@
 static int64_t fts[NDOCS] = { 1000, 1900, 1990 };
 static int32_t fn[NDOCS] = { 1, 7, 9 };
 
+static float fv[NDOCS][2] = { { 0, 0 }, { 3, 4 }, { 1, 0 } };
 static const char *const fname[NDOCS] = { "ann", "bo", "ann" };
 static double fname_hash[NDOCS];
 
@@ -34,6 +35,8 @@ static const void *fake_attr(void *ud, int field, uint32_t lid)
 	const char *name = rank_schema_field(ud, field)->name;
 	if (strcmp(name, "ts") == 0)
 		return &fts[lid];
+	if (strcmp(name, "v") == 0)
+		return fv[lid];
 	if (strcmp(name, "name") == 0) {
 		fname_hash[lid] = rank_string_hash(fname[lid], strlen(fname[lid]));
 		return &fname_hash[lid];
@@ -409,12 +412,50 @@ static void test_freshness(void **state)
 	           STRATA_TYPE, "doc.sd:11:2:", "given twice");
 }
 
+/* ---- closeness(label, l) ------------------------------------------------------ */
+
+static void test_close_label(void **state)
+{
+	(void)state;
+	static const char *sd =
+		"schema doc {\n"
+		"  document doc {\n"
+		"    field v type tensor<float>(x[2]) { indexing: attribute }\n"
+		"  }\n"
+		"  rank-profile p {\n"
+		"    inputs { query(q) tensor<float>(x[2]): [0, 0] }\n"
+		"    match-features: closeness(label, a) distance(label, a) closeness(label, b)\n"
+		"  }\n"
+		"}\n";
+	struct run r;
+	struct strata_error err = { 0 };
+	struct feats f;
+	open_profile(&r, sd, "p");
+	/* no item yet: no label to give */
+	assert_int_equal(rank_query_set_nn_label(r.q, "v", "a", &err), STRATA_NOT_FOUND);
+	assert_non_null(strstr(err.msg, "no nearestNeighbor item on 'v'"));
+	features(&r, 1, &f);
+	NEAR(f.v[0], 0);
+	assert_true(isinf(f.v[1]));
+	assert_int_equal(rank_query_set_nn(r.q, "v", "q", &err), 0);
+	assert_int_equal(rank_query_set_nn_label(r.q, "v", "a", &err), 0);
+	features(&r, 1, &f);
+	NEAR(f.v[0], 1.0 / 6); /* euclidean distance 5 */
+	NEAR(f.v[1], 5);
+	NEAR(f.v[2], 0);       /* label b names no item */
+	char *ex = rank_profile_explain(r.p);
+	assert_non_null(strstr(ex, "CLOSE   label b closeness"));
+	base_strfree(ex);
+	close_run(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_foreach),
 		cmocka_unit_test(test_terms),
 		cmocka_unit_test(test_freshness),
+		cmocka_unit_test(test_close_label),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
