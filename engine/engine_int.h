@@ -19,6 +19,8 @@
  *   query.c        a search request: match, phases, hit order, summaries
  *   textmatch.c    contains on text indexes, the text and query-term features
  *   attrmatch.c    attributeMatch(f) over the query's terms on attributes
+ *   labels.c       arrays and weighted sets as tensors (tensorFromLabels,
+ *                  tensorFromWeightedSet)
  *   result.c       JSON output: the result tree, documents, a JSON printer
  *                  that writes numbers in their shortest exact form
  *   json_alloc.c   jansson's allocations through base_alloc
@@ -454,6 +456,13 @@ double eng_text_feature(struct store_txn *txn, const struct eng_doctype *dt,
  * field (or -1) for lid, over s's terms (s may be NULL: a query without
  * text conditions has no terms).  The terms are the words of s's
  * conditions in order; those a fieldset made share their numbers. */
+/* labels.c: an array or weighted set field's stored value (n bytes at s) as
+ * the tensor with one mapped dimension that tensorFromLabels and
+ * tensorFromWeightedSet read: each distinct element holding 1, or each key
+ * its weight; made in arena a; NULL when memory runs out or the text is
+ * not a value. */
+const struct rank_sparse *eng_collection_sparse(const struct rank_field *rf, const char *s,
+                                                size_t n, struct base_arena *a);
 /* attrmatch.c: output (enum rank_attr_match) of attributeMatch(field) for a
  * document whose value of field is sv (NULL or unset: none), over the
  * 'contains' conditions of where. */

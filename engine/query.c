@@ -107,6 +107,11 @@ static const void *attr_cb(void *ud, int field, uint32_t lid)
 {
 	struct dtstate *ds = ud;
 	const struct rank_field *rf = rank_schema_field(ds->dt->schema, field);
+	if (rf->type == RANK_FT_ARRAY || rf->type == RANK_FT_WSET) {
+		/* only tensorFromLabels and tensorFromWeightedSet read these */
+		const struct store_value *sv = doc_value(ds->qs, ds, lid, field);
+		return sv && sv->set ? eng_collection_sparse(rf, sv->s, sv->n, &ds->sparse) : NULL;
+	}
 	if (rf->type == RANK_FT_STRING) {
 		/* rank expressions see a string as its hash (rank.h) */
 		const struct store_value *sv = doc_value(ds->qs, ds, lid, field);

@@ -752,9 +752,6 @@ static int compile_call(struct cc *c, const struct env *env, const struct rank_a
 	if (strcmp(f, "normalize_linear") == 0 || strcmp(f, "reciprocal_rank") == 0 ||
 	    strcmp(f, "reciprocal_rank_fusion") == 0)
 		return compile_norm(c, a, type);
-	if (strcmp(f, "tensorFromWeightedSet") == 0 || strcmp(f, "tensorFromLabels") == 0)
-		return rank_cc_at(c, a, STRATA_NOT_IMPLEMENTED,
-		                  "%s() reads a collection field, which rank expressions do not read", f);
 	if (strcmp(f, "attribute") == 0)
 		return compile_attribute(c, a, type);
 	if (strcmp(f, "query") == 0)

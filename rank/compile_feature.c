@@ -243,6 +243,40 @@ int rank_cc_close_label(struct cc *c, const char *label, int distance, int *type
 	return 0;
 }
 
+/* tensorFromWeightedSet(attribute(f)[, dim]): a weighted set's keys and
+ * weights; tensorFromLabels(attribute(f)[, dim]): an array's distinct
+ * elements, each 1.  A tensor<double>(dim{}), dim f by default. */
+static int compile_from_collection(struct cc *c, const struct rank_ast *a, int *type)
+{
+	int wset = strcmp(a->name, "tensorFromWeightedSet") == 0;
+	const struct rank_ast *src = a->nargs >= 1 ? a->args[0] : NULL;
+	if (!src || a->nargs > 2 || a->out || src->kind != RA_CALL ||
+	    strcmp(src->name, "attribute") != 0 || src->nargs != 1 ||
+	    rank_cc_name_arg(c, src->args[0], "a field name") ||
+	    (a->nargs == 2 && rank_cc_name_arg(c, a->args[1], "a dimension name")))
+		return rank_cc_at(c, a, STRATA_TYPE, "%s(attribute(field), dimension) is expected",
+		                  a->name);
+	const char *name = src->args[0]->name;
+	int fi = rank_schema_field_index(c->p->schema, name);
+	const struct rank_field *f = fi >= 0 ? &c->p->sd->fields[fi] : NULL;
+	const struct rank_vtype *e = f && f->vtype ? f->vtype->elem : NULL;
+	int elems = e && (e->type == RANK_FT_STRING || e->type == RANK_FT_INT || e->type == RANK_FT_LONG);
+	if (!f || !f->attribute || !elems || f->type != (wset ? RANK_FT_WSET : RANK_FT_ARRAY))
+		return rank_cc_at(c, src->args[0], STRATA_TYPE,
+		                  "%s(): '%s' is not an attribute %s of strings or integers%s", a->name,
+		                  name, wset ? "weighted set" : "array",
+		                  wset ? "" : " (single values are not supported)");
+	const char *dim = rank_cc_pool_str(c, a->nargs == 2 ? a->args[1]->name : name);
+	struct rank_type r = { .cell = BASE_DT_DOUBLE, .rank = 1 };
+	r.dims[0] = RANK_DIM_MAPPED;
+	r.dim_names[0] = (char *)dim;
+	if (!dim || (*type = rank_cc_add_type(c->p, &r)) < 0)
+		return rank_cc_nomem(c);
+	c->prog->doc_dependent = 1;
+	EMIT(c, RANK_OP_ATTR, fi, 0, 0, 0, 0, *type, 0);
+	return 0;
+}
+
 /* attributeMatch(f) and its outputs (weight, significance and importance,
  * relative to the whole query, are refused). */
 static int compile_attr_match(struct cc *c, const struct rank_ast *a, int *type)
@@ -443,6 +477,8 @@ int rank_cc_feature(struct cc *c, const struct env *env, const struct rank_ast *
 		return compile_field_term(c, env, a, type);
 	if (strcmp(f, "attributeMatch") == 0)
 		return compile_attr_match(c, a, type);
+	if (strcmp(f, "tensorFromWeightedSet") == 0 || strcmp(f, "tensorFromLabels") == 0)
+		return compile_from_collection(c, a, type);
 	if (strcmp(f, "closest") == 0)
 		return rank_cc_at(c, a, STRATA_NOT_IMPLEMENTED,
 		                  "closest() is not supported: it needs nearestNeighbor over a tensor "

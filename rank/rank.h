@@ -274,7 +274,9 @@ char *rank_profile_explain(const struct rank_profile *p);
  * field (index in the schema) for document lid: the cells of a tensor (a
  * struct rank_sparse when its type has mapped dimensions), or one
  * int32_t/int64_t/float/double/uint8_t for a number or bool, or a double
- * holding the rank_string_hash of a string attribute; NULL when the
+ * holding the rank_string_hash of a string attribute, or a struct
+ * rank_sparse of one mapped dimension for an array or weighted set (each
+ * distinct element holding 1, each key its weight); NULL when the
  * document has no value.  The pointer must stay valid for the whole query. */
 /* A string as rank expressions see it, as in Vespa: a whole number (exact
  * in a double) hashed from its n bytes.  String attributes, string query

@@ -36,7 +36,9 @@ struct rt_ctx;
  *
  * NUM        k                 push the number k
  * ATTR       a=field           push attribute a of the document (number, or
- *                              its stored cells in place; zeros when missing)
+ *                              its stored cells in place; zeros when missing;
+ *                              t mapped: an array or weighted set read as
+ *                              a tensor too)
  * QUERY      a=input           push query(a) (number, or its double cells)
  * CONST      a=constant        push constant a
  * FIRST                        push the document's first-phase score

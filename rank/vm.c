@@ -127,7 +127,9 @@ static int load_attr(struct vm *x, int field, int t, struct rank_val *v)
 	struct rank_query *q = x->q;
 	const struct rank_field *f = &q->p->sd->fields[field];
 	const void *p = q->docs ? q->docs->attr(q->docs->ud, field, q->lid) : NULL;
-	if (f->type == RANK_FT_TENSOR && rank_type_mapped(type_of(x, t))) {
+	if (rank_type_mapped(type_of(x, t))) {
+		/* a tensor field of a mapped type, or a collection read as one
+		 * (tensorFromLabels, tensorFromWeightedSet) */
 		/* A document without the tensor reads as the empty tensor. */
 		static const struct rank_sparse empty;
 		set_cells(v, p ? p : &empty, BASE_DT_UNDEFINED);

@@ -74,6 +74,10 @@ schema doc {
             attributeMatch(tags).fieldCompleteness
         }
     }
+    rank-profile coll {
+        first-phase { expression: sum(tensorFromWeightedSet(attribute(tags), k) * tensor(k{}):{x: 2, z: 1}) }
+        match-features: tensorFromWeightedSet(attribute(tags)) tensorFromLabels(attribute(words), w)
+    }
     rank-profile drop2 {
         first-phase { expression: attribute(n) }
         second-phase {
@@ -112,7 +116,7 @@ schema doc {
 EOS
 cat >"$T/feed.jsonl" <<'EOF'
 {"put": "id:d:doc::1", "fields": {"title": "red shoes", "body": "red red shoes for running", "ts": 1000, "n": 1, "city": "oslo", "v": [0, 0], "words": ["a", "b", "c", "d"], "tags": {"x": 10, "y": 30, "z": 60}}}
-{"put": "id:d:doc::2", "fields": {"title": "blue shirt", "body": "a blue shirt", "ts": 1900, "n": 7, "city": "rome", "v": [3, 4]}}
+{"put": "id:d:doc::2", "fields": {"title": "blue shirt", "body": "a blue shirt", "ts": 1900, "n": 7, "city": "rome", "v": [3, 4], "words": ["b", "b", "e"]}}
 {"put": "id:d:doc::3", "fields": {"title": "green hat", "body": "hat", "ts": 1990, "n": 9, "city": "paris", "v": [1, 0]}}
 EOF
 expect_ok "deploy" "$STRATA" deploy "$APP"
@@ -170,6 +174,21 @@ check "attributeMatch: words" "$(feature 'attributeMatch(words).queryCompletenes
 check "attributeMatch: tags weights" "$(feature 'attributeMatch(tags).totalWeight'),$(feature 'attributeMatch(tags).averageWeight'),$(feature 'attributeMatch(tags).maxWeight')" "40,20,30"
 check "attributeMatch: tags normalized" "$(feature 'attributeMatch(tags).normalizedWeight'),$(feature 'attributeMatch(tags).fieldCompleteness')" "0.03125,0.4"
 check "attributeMatch: tags completeness" "$(feature 'attributeMatch(tags)' | awk '{ printf "%.9f", $1 }')" "0.970000000"
+
+# Collections as tensors: tags {x: 10, y: 30, z: 60} weighs x 2 and z 1:
+# 80; words as labels, each distinct one 1; no value: the empty tensor
+expect_ok "collections: query" "$STRATA" query "$APP" --profile coll --yql 'select * from sources * where true'
+check "collections: order" "$(jout '[.root.children[] | "\(.id)=\(.relevance)"] | join(",")')" \
+	"id:d:doc::1=80,id:d:doc::2=0,id:d:doc::3=0"
+check "collections: weighted set" \
+	"$(jq -cS '.root.children[0].fields.matchfeatures["tensorFromWeightedSet(attribute(tags))"]' "$OUT")" \
+	'{"cells":{"x":10,"y":30,"z":60},"type":"tensor(tags{})"}'
+check "collections: labels" \
+	"$(jq -cS '.root.children[1].fields.matchfeatures["tensorFromLabels(attribute(words), w)"]' "$OUT")" \
+	'{"cells":{"b":1,"e":1},"type":"tensor(w{})"}'
+check "collections: none" \
+	"$(jq -cS '.root.children[2].fields.matchfeatures["tensorFromLabels(attribute(words), w)"]' "$OUT")" \
+	'{"cells":{},"type":"tensor(w{})"}'
 
 # rank-score-drop-limit after the second phase: n is 9, 7, 1; the best two
 # are re-ranked to 4 and 2, and 2 <= 3 goes; the third, not re-ranked, stays.
@@ -257,6 +276,12 @@ expect_fail "misuse: attributeMatch weight" 'doc.sd:8:35: attributeMatch\(f\).we
 	"$STRATA" deploy "$T/bad"
 bad_profile '        first-phase { expression: attributeMatch(body) }'
 expect_fail "misuse: attributeMatch of a text field" "doc.sd:8:50: attributeMatch\(\): 'body' is not an attribute" \
+	"$STRATA" deploy "$T/bad"
+bad_profile '        first-phase { expression: sum(tensorFromWeightedSet(attribute(city))) }'
+expect_fail "misuse: tensorFromWeightedSet of a string" "doc.sd:8:71: tensorFromWeightedSet\(\): 'city' is not an attribute weighted set" \
+	"$STRATA" deploy "$T/bad"
+bad_profile '        first-phase { expression: sum(tensorFromLabels(city)) }'
+expect_fail "misuse: tensorFromLabels without attribute()" 'doc.sd:8:39: tensorFromLabels\(attribute\(field\), dimension\) is expected' \
 	"$STRATA" deploy "$T/bad"
 bad_profile '        inputs { query(c) string: 3 }'
 expect_fail "misuse: string default" 'doc.sd:8:35: expected a quoted string as the default of query\(c\)' \
