@@ -133,6 +133,190 @@ static int value(struct rank_parser *p, const struct rank_type *ty, double **out
 	return rc;
 }
 
+/* ---- values of types with mapped dimensions ----------------------------------- */
+
+/* The blocks of a mapped value while it is read. */
+struct blocks {
+	int nm;           /* mapped dimensions */
+	size_t sub;       /* cells of a block */
+	size_t n, capl, capc;
+	char **labels;    /* n * nm */
+	double *cells;    /* n * sub */
+};
+
+/* The text of label token t (a name, a number or a quoted string). */
+static char *label_text(struct rank_parser *p, const struct rank_tok *t)
+{
+	if (t->kind == RT_STR)
+		return rank_tok_unquote(t);
+	if (t->kind == RT_NAME || t->kind == RT_NUM)
+		return rank_parser_tokdup(p, t);
+	rank_parser_fail(p, t, STRATA_PARSE, "expected a label, found %s", rank_tok_quote(t));
+	return NULL;
+}
+
+/* The block under labels lab (nm, taken over): its index, or -1 (no memory). */
+static long block_at(struct blocks *b, char **lab)
+{
+	for (size_t i = 0; i < b->n; i++) {
+		int k = 0;
+		while (k < b->nm && strcmp(b->labels[i * (size_t)b->nm + (size_t)k], lab[k]) == 0)
+			k++;
+		if (k == b->nm) {
+			for (k = 0; k < b->nm; k++)
+				base_strfree(lab[k]);
+			return (long)i;
+		}
+	}
+	if (base_grow((void **)&b->labels, &b->capl, (b->n + 1) * (size_t)b->nm, sizeof *b->labels,
+	              MAX_VALUES) ||
+	    base_grow((void **)&b->cells, &b->capc, (b->n + 1) * b->sub, sizeof *b->cells, MAX_VALUES))
+		return -1;
+	memcpy(b->labels + b->n * (size_t)b->nm, lab, (size_t)b->nm * sizeof *lab);
+	memset(b->cells + b->n * b->sub, 0, b->sub * sizeof *b->cells);
+	return (long)b->n++;
+}
+
+/* One {dim: label, ...}: value entry of the verbose form: its cell in *b. */
+static int verbose_cell(struct rank_parser *p, const struct rank_type *ty, struct blocks *b)
+{
+	struct rank_tok t, d;
+	char *lab[RANK_MAX_RANK] = { NULL };
+	int64_t idx[RANK_MAX_RANK] = { 0 };
+	int seen = 0, rc = 0;
+	rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t); /* the '{' */
+	while (!rc && !rank_parser_take_if(p, RANK_LEX_SCHEMA, "}")) {
+		if (seen && (rc = rank_parser_expect(p, ",", "between the dimensions of an address")))
+			break;
+		if ((rc = rank_parser_expect_name(p, RANK_LEX_SCHEMA, &d, "a dimension name")) ||
+		    (rc = rank_parser_expect(p, ":", "after the dimension")))
+			break;
+		int k = 0;
+		while (k < ty->rank && !rank_tok_is(&d, ty->dim_names[k]))
+			k++;
+		rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
+		if (k == ty->rank || (seen >> k & 1)) {
+			rc = rank_parser_fail(p, &d, STRATA_TYPE, "%s is not a dimension of the type, or "
+			                      "is given twice", rank_tok_quote(&d));
+		} else if (ty->dims[k] == RANK_DIM_MAPPED) {
+			rc = (lab[k] = label_text(p, &t)) ? 0 : STRATA_NOMEM;
+		} else {
+			double v = -1;
+			if (t.kind == RT_NUM && (rc = rank_tok_number(p->lx, &t, &v, p->err)) != 0)
+				break;
+			if (v < 0 || v >= (double)ty->dims[k] || v != floor(v))
+				rc = rank_parser_fail(p, &t, STRATA_TYPE, "%s is not an index of %s",
+				                      rank_tok_quote(&t), ty->dim_names[k]);
+			idx[k] = (int64_t)v;
+		}
+		seen |= 1 << k;
+	}
+	double v = 0;
+	if (!rc && seen != (1 << ty->rank) - 1)
+		rc = rank_parser_fail(p, &t, STRATA_TYPE, "the address does not give every dimension");
+	if (!rc && !(rc = rank_parser_expect(p, ":", "after the address")))
+		rc = signed_number(p, &v);
+	char *ml[RANK_MAX_RANK];
+	size_t off = 0;
+	int m = 0;
+	for (int k = 0; k < ty->rank; k++) {
+		if (ty->dims[k] == RANK_DIM_MAPPED)
+			ml[m++] = lab[k];
+		else
+			off = off * (size_t)ty->dims[k] + (size_t)idx[k];
+	}
+	long at = rc ? -1 : block_at(b, ml);
+	if (rc || at < 0) {
+		for (int k = 0; k < ty->rank; k++)
+			base_strfree(lab[k]);
+		return rc ? rc : rank_parser_nomem(p);
+	}
+	b->cells[(size_t)at * b->sub + off] = v;
+	return 0;
+}
+
+/* One label: value entry of a short form (one mapped dimension): a number
+ * (no indexed dimension) or a '[...]' block. */
+static int short_cell(struct rank_parser *p, const struct rank_type *ty, struct blocks *b)
+{
+	struct rank_tok t;
+	rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
+	if (b->nm != 1)
+		return rank_parser_fail(p, &t, STRATA_TYPE, "with %d mapped dimensions each cell needs "
+		                        "its address ({dim: label, ...}: value)", b->nm);
+	char *lab = label_text(p, &t);
+	if (!lab)
+		return STRATA_NOMEM;
+	struct cells c = {NULL, 0, 0};
+	int rc = rank_parser_expect(p, ":", "after the label");
+	rank_lex_peek(p->lx, RANK_LEX_SCHEMA, &t);
+	if (!rc && rank_tok_is(&t, "["))
+		rc = value_list(p, &c);
+	else if (!rc && !(rc = base_grow((void **)&c.v, &c.cap, 1, sizeof *c.v, MAX_VALUES) ?
+	                       rank_parser_nomem(p) : 0) && (rc = signed_number(p, &c.v[0])) == 0)
+		c.n = 1;
+	if (!rc && c.n != b->sub)
+		rc = rank_parser_fail(p, &t, STRATA_TYPE, "the block has %zu cells, its type %zu", c.n,
+		                      b->sub);
+	long at = rc ? -1 : block_at(b, &lab);
+	if (at >= 0)
+		memcpy(b->cells + (size_t)at * b->sub, c.v, b->sub * sizeof *c.v);
+	else
+		base_strfree(lab);
+	if (c.v)
+		base_free(c.v, c.cap * sizeof *c.v);
+	(void)ty;
+	return rc ? rc : at < 0 ? rank_parser_nomem(p) : 0;
+}
+
+/* A constant's value of a type with mapped dimensions: {label: value, ...},
+ * {label: [...], ...} (one mapped dimension) or {{dim: label, ...}: value,
+ * ...}, into c's blocks. */
+static int mapped_value(struct rank_parser *p, struct rank_constant_decl *c)
+{
+	const struct rank_type *ty = &c->type;
+	struct blocks b = { rank_type_mapped(ty), rank_type_cells(ty), 0, 0, 0, NULL, NULL };
+	struct rank_tok t;
+	int rc = rank_parser_expect(p, "{", "to begin a value with mapped dimensions");
+	for (int first = 1; !rc; first = 0) {
+		rank_lex_peek(p->lx, RANK_LEX_SCHEMA, &t);
+		if (rank_tok_is(&t, "}")) {
+			rank_lex_take(p->lx, &t);
+			break;
+		}
+		if (!first && (rc = rank_parser_expect(p, ",", "between the cells")) != 0)
+			break;
+		rank_lex_peek(p->lx, RANK_LEX_SCHEMA, &t);
+		rc = rank_tok_is(&t, "{") ? verbose_cell(p, ty, &b) : short_cell(p, ty, &b);
+	}
+	size_t nl = b.n * (size_t)b.nm, nc = b.n * b.sub;
+	if (!rc) {
+		c->labels = base_alloc((nl ? nl : 1) * sizeof *c->labels);
+		c->cells = base_alloc((nc ? nc : 1) * sizeof *c->cells);
+		if (!c->labels || !c->cells) {
+			base_free(c->labels, (nl ? nl : 1) * sizeof *c->labels);
+			base_free(c->cells, (nc ? nc : 1) * sizeof *c->cells);
+			c->labels = NULL;
+			c->cells = NULL;
+			rc = rank_parser_nomem(p);
+		}
+	}
+	if (!rc) {
+		memcpy(c->labels, b.labels, nl * sizeof *c->labels);
+		memcpy(c->cells, b.cells, nc * sizeof *c->cells);
+		c->nblocks = b.n;
+		c->ncells = nc ? nc : 1;
+	} else {
+		for (size_t i = 0; i < nl; i++)
+			base_strfree(b.labels[i]);
+	}
+	if (b.labels)
+		base_free(b.labels, b.capl * sizeof *b.labels);
+	if (b.cells)
+		base_free(b.cells, b.capc * sizeof *b.cells);
+	return rc;
+}
+
 /* ---- onnx-model ----------------------------------------------------------------------- */
 
 static const char *const ignored_model_settings[] = {
@@ -568,15 +752,65 @@ static int constants(struct rank_parser *p, struct rank_profile_decl *pr)
 		if (!c)
 			return rc;
 		c->pos = rank_parser_pos(p, &nm);
-		if ((rc = value_type(p, &c->type, 0)) != 0 ||
+		if ((rc = value_type(p, &c->type, 1)) != 0 ||
 		    (rc = rank_parser_expect(p, ":", "before the constant's value")) != 0)
 			return rc;
 		rc = constant_file(p, c);
 		if (rc > 0)
-			rc = value(p, &c->type, &c->cells, &c->ncells);
+			rc = rank_type_mapped(&c->type) ? mapped_value(p, c)
+			                                : value(p, &c->type, &c->cells, &c->ncells);
 		if (rc)
 			return rc;
 	}
+	return 0;
+}
+
+/* The schema's constant NAME { file: PATH  type: TYPE } (either order; both
+ * needed), into the schema's constants. */
+int rank_parse_schema_constant(struct rank_parser *p, const struct rank_tok *kw)
+{
+	struct rank_tok nm, t;
+	int rc = rank_parser_expect_name(p, RANK_LEX_SCHEMA, &nm, "a constant name");
+	if (rc)
+		return rc;
+	if (rank_parser_find_name(p->sd->constants, p->sd->nconstants, sizeof *p->sd->constants,
+	                          &nm) >= 0)
+		return rank_parser_fail(p, &nm, STRATA_TYPE, "constant %s is declared twice",
+		                        rank_tok_quote(&nm));
+	struct rank_constant_decl *c = rank_parser_add_named(p, &p->sd->constants,
+	                                                     &p->sd->nconstants,
+	                                                     sizeof *p->sd->constants, &nm, &rc);
+	if (!c)
+		return rc;
+	c->pos = rank_parser_pos(p, &nm);
+	int typed = 0;
+	if ((rc = rank_parser_expect(p, "{", "after the constant's name")) != 0)
+		return rc;
+	while (!rank_parser_take_if(p, RANK_LEX_SCHEMA, "}")) {
+		rank_lex_peek(p->lx, RANK_LEX_SCHEMA, &t);
+		if (rank_tok_is(&t, "type")) {
+			rank_lex_take(p->lx, &t);
+			if (typed)
+				return rank_parser_fail(p, &t, STRATA_TYPE, "the constant's type is given twice");
+			if ((rc = rank_parser_expect(p, ":", "after 'type'")) != 0 ||
+			    (rc = rank_type_lex_mapped(p->lx, &c->type, p->err)) != 0)
+				return rc;
+			typed = 1;
+		} else if (rank_tok_is(&t, "file") && !c->file) {
+			if ((rc = constant_file(p, c)) != 0)
+				return rc > 0 ? rank_parser_fail(p, &t, STRATA_PARSE, "expected 'file:'") : rc;
+		} else if (rank_tok_is(&t, "uri")) {
+			return rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED,
+			                        "constants read from a uri are not supported");
+		} else {
+			return rank_parser_fail(p, &t, t.kind == RT_EOF ? STRATA_PARSE : STRATA_PARSE,
+			                        "expected 'file', 'type' or '}' in constant %s, found %s",
+			                        c->name, rank_tok_quote(&t));
+		}
+	}
+	if (!typed || !c->file)
+		return rank_parser_fail(p, kw, STRATA_TYPE, "constant %s needs both 'file:' and 'type:'",
+		                        c->name);
 	return 0;
 }
 

@@ -162,6 +162,14 @@ struct rank_loader {
 	 * with STRATA_NOT_IMPLEMENTED. */
 	int (*load_constant)(void *ud, const char *path, const struct rank_input_info *shape,
 	                     double *cells, struct strata_error *err);
+	/* The same for a shape with mapped dimensions (dims -1): *nblocks
+	 * blocks, *labels (nblocks * mapped dimensions strings, each and the
+	 * array from base_alloc, the array of at least one entry) and *cells
+	 * (nblocks * shape->ncells, at least one, base_alloc), which the caller
+	 * owns.  NULL: such a constant is refused with STRATA_NOT_IMPLEMENTED. */
+	int (*load_sparse_constant)(void *ud, const char *path, const struct rank_input_info *shape,
+	                            size_t *nblocks, char ***labels, double **cells,
+	                            struct strata_error *err);
 };
 
 /* rank_app_load with the models and constant files from loader (NULL:

@@ -40,7 +40,7 @@ struct rt_ctx;
  *                              t mapped: an array or weighted set read as
  *                              a tensor too)
  * QUERY      a=input           push query(a) (number, or its double cells)
- * CONST      a=constant        push constant a
+ * CONST      a=constant        push constant a (t mapped: its blocks)
  * FIRST                        push the document's first-phase score
  * GET        a=local           push local a
  * SET        a=local           pop into local a

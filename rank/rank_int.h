@@ -125,6 +125,9 @@ struct rank_constant_decl {  /* constants { name type: value } or constant name 
 	struct rank_type type;
 	double *cells;           /* ncells values (read from file: when given) */
 	size_t ncells;
+	size_t nblocks;          /* a type with mapped dimensions: its blocks, each */
+	char **labels;           /* under one label per mapped dimension (nblocks * them),
+	                            with rank_type_cells() of the cells */
 	char *file;              /* "file: path" (relative to the application folder), or NULL */
 	struct rank_pos pos;
 	struct rank_pos file_pos; /* of the path */

@@ -116,6 +116,11 @@ void rank_input_decl_clear(struct rank_input_decl *in)
 
 void rank_constant_decl_clear(struct rank_constant_decl *c)
 {
+	size_t nl = c->nblocks * (size_t)rank_type_mapped(&c->type);
+	for (size_t i = 0; c->labels && i < nl; i++)
+		base_strfree(c->labels[i]);
+	if (c->labels)
+		base_free(c->labels, (nl ? nl : 1) * sizeof *c->labels);
 	clear_value(c->name, &c->type, c->cells, c->ncells);
 	base_strfree(c->file);
 	memset(c, 0, sizeof *c);
@@ -340,6 +345,16 @@ static int copy_constant(struct rank_constant_decl *d, const struct rank_constan
 	d->file = s->file ? dup_or(s->file, &bad) : NULL;
 	if (bad ||
 	    copy_value(&d->name, &d->type, &d->cells, s->name, &s->type, s->cells, s->ncells)) {
+		rank_constant_decl_clear(d);
+		return STRATA_NOMEM;
+	}
+	size_t nl = s->nblocks * (size_t)rank_type_mapped(&s->type);
+	if (s->labels && !(d->labels = base_calloc(nl ? nl : 1, sizeof *d->labels)))
+		bad = 1;
+	d->nblocks = d->labels ? s->nblocks : 0;
+	for (size_t i = 0; d->labels && i < nl && !bad; i++)
+		bad = !(d->labels[i] = base_strdup(s->labels[i]));
+	if (bad) {
 		rank_constant_decl_clear(d);
 		return STRATA_NOMEM;
 	}

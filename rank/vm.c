@@ -270,8 +270,18 @@ static int exec(struct vm *x, int pc, struct rank_val *sp, struct rank_val *res)
 				set_cells(sp++, q->inputs[in->a], BASE_DT_DOUBLE);
 			break;
 		case RANK_OP_CONST: {
-			const double *c = p->consts[in->a]->cells;
-			if (p->types[in->t].rank == 0)
+			const struct rank_constant_decl *cd = p->consts[in->a];
+			const double *c = cd->cells;
+			if (rank_type_mapped(&p->types[in->t])) {
+				/* its blocks, seen as the VM's sparse value */
+				struct rank_sparse *s = base_arena_alloc(&q->arena, sizeof *s, 8);
+				if (!s)
+					return oom(x);
+				s->nblocks = cd->nblocks;
+				s->labels = (const char *const *)cd->labels;
+				s->cells = c;
+				set_cells(sp++, s, BASE_DT_UNDEFINED);
+			} else if (p->types[in->t].rank == 0)
 				set_num(sp++, c ? c[0] : 0.0);
 			else
 				set_cells(sp++, c, BASE_DT_DOUBLE);

@@ -39,6 +39,20 @@ schema doc {
         }
     }
     fieldset default { fields: title, body }
+    constant sc {
+        file: constants/sc.json
+        type: tensor(k{})
+    }
+    rank-profile consts {
+        constants {
+            w tensor(k{}): {x: 2, "z": 1}
+            m tensor<float>(k{}, i[2]): {x: [1, 2], y: [3, 4]}
+            f tensor(k{}): file: constants/f.json
+            v tensor(k{}, j{}): {{k: x, j: a}: 5, {j: b, k: z}: 7}
+        }
+        first-phase { expression: sum(tensorFromWeightedSet(attribute(tags), k) * constant(w)) + sum(constant(f)) + sum(constant(sc)) }
+        match-features: constant(m) constant(v)
+    }
     rank-profile terms {
         first-phase { expression: foreach(terms, t, fieldTermMatch(body, t).occurrences, true, sum) }
         match-features {
@@ -114,6 +128,9 @@ schema doc {
     }
 }
 EOS
+mkdir -p "$APP/constants"
+echo '{"a": 1.5, "b": 2.5}' >"$APP/constants/f.json"
+echo '{"cells": [{"address": {"k": "q"}, "value": 10}]}' >"$APP/constants/sc.json"
 cat >"$T/feed.jsonl" <<'EOF'
 {"put": "id:d:doc::1", "fields": {"title": "red shoes", "body": "red red shoes for running", "ts": 1000, "n": 1, "city": "oslo", "v": [0, 0], "words": ["a", "b", "c", "d"], "tags": {"x": 10, "y": 30, "z": 60}}}
 {"put": "id:d:doc::2", "fields": {"title": "blue shirt", "body": "a blue shirt", "ts": 1900, "n": 7, "city": "rome", "v": [3, 4], "words": ["b", "b", "e"]}}
@@ -189,6 +206,16 @@ check "collections: labels" \
 check "collections: none" \
 	"$(jq -cS '.root.children[2].fields.matchfeatures["tensorFromLabels(attribute(words), w)"]' "$OUT")" \
 	'{"cells":{},"type":"tensor(w{})"}'
+
+# Mapped constants: tags {x: 10, y: 30, z: 60} * w {x: 2, z: 1} is 80; the
+# file f sums to 4, the schema's constant sc to 10
+expect_ok "constants: query" "$STRATA" query "$APP" --profile consts --yql 'select * from sources * where true'
+check "constants: scores" "$(jout '[.root.children[] | "\(.id)=\(.relevance)"] | join(",")')" \
+	"id:d:doc::1=94,id:d:doc::2=14,id:d:doc::3=14"
+check "constants: mixed" "$(jq -cS '.root.children[0].fields.matchfeatures["constant(m)"]' "$OUT")" \
+	'{"cells":[{"address":{"i":"0","k":"x"},"value":1},{"address":{"i":"1","k":"x"},"value":2},{"address":{"i":"0","k":"y"},"value":3},{"address":{"i":"1","k":"y"},"value":4}],"type":"tensor(k{},i[2])"}'
+check "constants: verbose" "$(jq -cS '[.root.children[0].fields.matchfeatures["constant(v)"].cells[] | "\(.address.k)\(.address.j)=\(.value)"] | sort | join(",")' "$OUT")" \
+	'"xa=5,zb=7"'
 
 # rank-score-drop-limit after the second phase: n is 9, 7, 1; the best two
 # are re-ranked to 4 and 2, and 2 <= 3 goes; the third, not re-ranked, stays.
@@ -282,6 +309,12 @@ expect_fail "misuse: tensorFromWeightedSet of a string" "doc.sd:8:71: tensorFrom
 	"$STRATA" deploy "$T/bad"
 bad_profile '        first-phase { expression: sum(tensorFromLabels(city)) }'
 expect_fail "misuse: tensorFromLabels without attribute()" 'doc.sd:8:39: tensorFromLabels\(attribute\(field\), dimension\) is expected' \
+	"$STRATA" deploy "$T/bad"
+bad_profile '        constants { c tensor(k{}, i[2]): {a: [1, 2, 3]} }'
+expect_fail "misuse: constant block size" 'doc.sd:8:46: the block has 3 cells, its type 2' \
+	"$STRATA" deploy "$T/bad"
+bad_profile '        constants { c tensor(k{}, j{}): {a: 1} }'
+expect_fail "misuse: constant short form" 'doc.sd:8:42: with 2 mapped dimensions each cell needs its address' \
 	"$STRATA" deploy "$T/bad"
 bad_profile '        inputs { query(c) string: 3 }'
 expect_fail "misuse: string default" 'doc.sd:8:35: expected a quoted string as the default of query\(c\)' \
