@@ -21,6 +21,7 @@
  *   attrmatch.c    attributeMatch(f) over the query's terms on attributes
  *   labels.c       arrays and weighted sets as tensors (tensorFromLabels,
  *                  tensorFromWeightedSet)
+ *   fieldmatch.c   fieldMatch(f): Vespa's string segment match metrics
  *   result.c       JSON output: the result tree, documents, a JSON printer
  *                  that writes numbers in their shortest exact form
  *   json_alloc.c   jansson's allocations through base_alloc
@@ -463,6 +464,23 @@ double eng_text_feature(struct store_txn *txn, const struct eng_doctype *dt,
  * not a value. */
 const struct rank_sparse *eng_collection_sparse(const struct rank_field *rf, const char *s,
                                                 size_t n, struct base_arena *a);
+/* The positions of the query's terms on a text-indexed field in a document,
+ * for fieldMatch: each term (its query number) that searches field, in
+ * query order, with its first ENG_TERM_POS_MAX positions, increasing. */
+#define ENG_TERM_POS_MAX 128
+struct eng_term_pos {
+	int term;
+	uint32_t n;
+	uint32_t pos[ENG_TERM_POS_MAX];
+};
+/* textmatch.c: the terms of s on field for lid into out (at most max);
+ * their number. */
+int eng_text_positions(const struct eng_textset *s, int field, uint32_t lid,
+                       struct eng_term_pos *out, int max);
+/* fieldmatch.c: output (enum rank_field_match) of fieldMatch(field) for
+ * lid, over the terms of s. */
+double eng_field_match(struct store_txn *txn, const struct eng_doctype *dt,
+                       const struct eng_textset *s, int field, uint32_t lid, int output);
 /* attrmatch.c: output (enum rank_attr_match) of attributeMatch(field) for a
  * document whose value of field is sv (NULL or unset: none), over the
  * 'contains' conditions of where. */

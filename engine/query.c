@@ -142,6 +142,8 @@ static double term_cb(void *ud, int feature, int field, int term, uint32_t lid)
 	if (feature == RANK_TT_ATTR_MATCH)
 		return eng_attr_match(ds->qs->yql->where, ds->dt, field,
 		                      doc_value(ds->qs, ds, lid, field), term);
+	if (feature == RANK_TT_FIELD_MATCH)
+		return eng_field_match(ds->txn, ds->dt, ds->text, field, lid, term);
 	return eng_text_term(ds->txn, ds->dt, ds->text, feature, field, term, lid);
 }
 

@@ -464,3 +464,40 @@ double eng_text_term(struct store_txn *txn, const struct eng_doctype *dt,
 	}
 	return 0;
 }
+
+int eng_text_positions(const struct eng_textset *s, int field, uint32_t lid,
+                       struct eng_term_pos *out, int max)
+{
+	int n = 0;
+	for (int k = 0; s && k < s->n; k++) {
+		const struct eng_text *t = s->t[k];
+		if (s->node[k]->fidx != field)
+			continue;
+		for (int w = 0; w < t->nwords && n < max; w++) {
+			int from, to;
+			word_lists(t, w, &from, &to);
+			struct eng_term_pos *tp = &out[n++];
+			tp->term = s->first[k] + w;
+			tp->n = 0;
+			/* the positions of the word's lists (a prefix's expansions
+			 * merged), increasing */
+			for (int i = from; i < to; i++) {
+				uint32_t at = lid, pos[ENG_TERM_POS_MAX];
+				if (store_postings_seek(t->pl[i], &at) != 0 || at != lid)
+					continue;
+				uint32_t c = store_postings_positions(t->pl[i], pos, ENG_TERM_POS_MAX);
+				for (uint32_t q = 0; q < c && q < ENG_TERM_POS_MAX; q++) {
+					uint32_t m = tp->n;
+					while (m > 0 && tp->pos[m - 1] > pos[q])
+						m--;
+					if (tp->n == ENG_TERM_POS_MAX)
+						break;
+					memmove(tp->pos + m + 1, tp->pos + m, (tp->n - m) * sizeof *tp->pos);
+					tp->pos[m] = pos[q];
+					tp->n++;
+				}
+			}
+		}
+	}
+	return n;
+}

@@ -277,6 +277,31 @@ static int compile_from_collection(struct cc *c, const struct rank_ast *a, int *
 	return 0;
 }
 
+/* fieldMatch(f) and its outputs, in the order of enum rank_field_match; the
+ * ones relative to the whole query or to term weights are refused. */
+static const char *const fieldMatch_outputs[] = {
+	"match", "proximity", "completeness", "queryCompleteness", "fieldCompleteness", "orderness",
+	"relatedness", "earliness", "longestSequenceRatio", "segmentProximity",
+	"unweightedProximity", "absoluteProximity", "occurrence", "absoluteOccurrence", "segments",
+	"matches", "degradedMatches", "outOfOrder", "gaps", "gapLength", "longestSequence", "head",
+	"tail", "segmentDistance", NULL,
+};
+
+static int compile_field_match(struct cc *c, const struct rank_ast *a, int *type)
+{
+	int rc = 0, o = output(c, a, fieldMatch_outputs, &rc);
+	if (o < 0)
+		return rank_cc_at(c, a, STRATA_NOT_IMPLEMENTED,
+		                  "fieldMatch(f).%s is not supported (only its match, proximity, "
+		                  "completeness, ... and counts are)", a->out);
+	int fi = field_arg(c, a, 1, &rc);
+	if (fi < 0)
+		return rc;
+	if (a->nargs != 1)
+		return rank_cc_at(c, a, STRATA_TYPE, "fieldMatch(field) takes one field");
+	return emit_term(c, RANK_TT_FIELD_MATCH, fi, o, type);
+}
+
 /* attributeMatch(f) and its outputs (weight, significance and importance,
  * relative to the whole query, are refused). */
 static int compile_attr_match(struct cc *c, const struct rank_ast *a, int *type)
@@ -477,6 +502,8 @@ int rank_cc_feature(struct cc *c, const struct env *env, const struct rank_ast *
 		return compile_field_term(c, env, a, type);
 	if (strcmp(f, "attributeMatch") == 0)
 		return compile_attr_match(c, a, type);
+	if (strcmp(f, "fieldMatch") == 0)
+		return compile_field_match(c, a, type);
 	if (strcmp(f, "tensorFromWeightedSet") == 0 || strcmp(f, "tensorFromLabels") == 0)
 		return compile_from_collection(c, a, type);
 	if (strcmp(f, "closest") == 0)

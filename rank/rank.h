@@ -331,6 +331,20 @@ enum rank_term_feature {
 	                           search f (queryTermDocumentFrequency) */
 	RANK_TT_ATTR_MATCH,     /* attributeMatch(f), the output term (enum
 	                           rank_attr_match) */
+	RANK_TT_FIELD_MATCH,    /* fieldMatch(f), the output term (enum
+	                           rank_field_match) */
+};
+
+/* The outputs of fieldMatch(f), in the order of fieldMatch_outputs[]
+ * (compile_feature.c). */
+enum rank_field_match {
+	RANK_FM_MATCH = 0, RANK_FM_PROXIMITY, RANK_FM_COMPLETENESS, RANK_FM_QUERY_COMPLETENESS,
+	RANK_FM_FIELD_COMPLETENESS, RANK_FM_ORDERNESS, RANK_FM_RELATEDNESS, RANK_FM_EARLINESS,
+	RANK_FM_LONGEST_SEQUENCE_RATIO, RANK_FM_SEGMENT_PROXIMITY, RANK_FM_UNWEIGHTED_PROXIMITY,
+	RANK_FM_ABSOLUTE_PROXIMITY, RANK_FM_OCCURRENCE, RANK_FM_ABSOLUTE_OCCURRENCE,
+	RANK_FM_SEGMENTS, RANK_FM_MATCHES, RANK_FM_DEGRADED_MATCHES, RANK_FM_OUT_OF_ORDER,
+	RANK_FM_GAPS, RANK_FM_GAP_LENGTH, RANK_FM_LONGEST_SEQUENCE, RANK_FM_HEAD, RANK_FM_TAIL,
+	RANK_FM_SEGMENT_DISTANCE,
 };
 
 /* The outputs of attributeMatch(f), as Vespa computes them over the query's

@@ -74,6 +74,24 @@ schema doc {
         first-phase { expression: reduce(idf, sum, term) }
         match-features: queryTermDocumentFrequency(body) rankingExpression(idf)
     }
+    rank-profile fm {
+        first-phase { expression: fieldMatch(body) }
+        match-features {
+            fieldMatch(body).proximity
+            fieldMatch(body).completeness
+            fieldMatch(body).queryCompleteness
+            fieldMatch(body).fieldCompleteness
+            fieldMatch(body).matches
+            fieldMatch(body).degradedMatches
+            fieldMatch(body).earliness
+            fieldMatch(body).head
+            fieldMatch(body).tail
+            fieldMatch(body).longestSequence
+            fieldMatch(body).occurrence
+            fieldMatch(body).segments
+            fieldMatch(title)
+        }
+    }
     rank-profile am {
         first-phase { expression: attributeMatch(city) }
         match-features {
@@ -178,6 +196,22 @@ idf=$(awk 'BEGIN { printf "%.9f", log(1 + 2.5 / 1.5) }')
 check "df: idf" "$(jout '.root.children[0].relevance' | awk '{ printf "%.9f", $1 }')" "$idf"
 check "df: rankingExpression(idf)" \
 	"$(jout -c '.root.children[0].fields.matchfeatures["rankingExpression(idf)"].cells | keys')" '["0"]'
+
+# fieldMatch(body) of document 1, "red red shoes for running" (5 tokens), for
+# "red" and "shoes": the best segment starts at the second "red" (adjacent to
+# "shoes": proximity 1), head 1, tail 2; completeness 0.95 * 1 + 0.05 * 2/5;
+# earliness 1 - 1 / (6 - 1); occurrence 2/5 + 1/5; the match is
+# (0.9 * 1 * 1 * 0.97^2 + 0.05 * 0.8 + 0.05 * 1 + 0.05 * 0.6) / 1.05.
+expect_ok "fieldMatch: query" "$STRATA" query "$APP" --profile fm \
+	--yql 'select * from sources * where default contains "red" or default contains "shoes"'
+fm=$(awk 'BEGIN { printf "%.9f", (0.9 * 0.97 * 0.97 + 0.04 + 0.05 + 0.03) / 1.05 }')
+check "fieldMatch: score" "$(jout '.root.children[0].relevance' | awk '{ printf "%.9f", $1 }')" "$fm"
+check "fieldMatch: metrics" "$(jq -r '.root.children[0].fields.matchfeatures | [.["fieldMatch(body).proximity"], .["fieldMatch(body).completeness"], .["fieldMatch(body).queryCompleteness"], .["fieldMatch(body).fieldCompleteness"], .["fieldMatch(body).matches"], .["fieldMatch(body).degradedMatches"]] | map(tostring) | join(",")' "$OUT")" \
+	"1,0.97,1,0.4,2,0"
+check "fieldMatch: placement" "$(jq -r '.root.children[0].fields.matchfeatures | [.["fieldMatch(body).earliness"], .["fieldMatch(body).head"], .["fieldMatch(body).tail"], .["fieldMatch(body).longestSequence"], .["fieldMatch(body).occurrence"], .["fieldMatch(body).segments"]] | map(tostring) | join(",")' "$OUT")" \
+	"0.8,1,2,2,0.6000000000000001,1"
+# title "red shoes": everything matched in order, at the start
+check "fieldMatch: title" "$(feature 'fieldMatch(title)')" "1"
 
 # attributeMatch: five terms on attributes (words 2, tags 2, city 1).
 # Document 1: words has "a" of its 4 values (query completeness 1/2, field
@@ -315,6 +349,9 @@ expect_fail "misuse: constant block size" 'doc.sd:8:46: the block has 3 cells, i
 	"$STRATA" deploy "$T/bad"
 bad_profile '        constants { c tensor(k{}, j{}): {a: 1} }'
 expect_fail "misuse: constant short form" 'doc.sd:8:42: with 2 mapped dimensions each cell needs its address' \
+	"$STRATA" deploy "$T/bad"
+bad_profile '        first-phase { expression: fieldMatch(body).weight }'
+expect_fail "misuse: fieldMatch weight" 'doc.sd:8:35: fieldMatch\(f\).weight is not supported' \
 	"$STRATA" deploy "$T/bad"
 bad_profile '        inputs { query(c) string: 3 }'
 expect_fail "misuse: string default" 'doc.sd:8:35: expected a quoted string as the default of query\(c\)' \
