@@ -5,19 +5,25 @@
  * document's value is read as it is stored: a string, or the JSON text of
  * an array or weighted set of strings.  Each output follows Vespa's
  * formulas, with its defaults fieldCompletenessImportance 0.05 and
- * maxWeight 256.
+ * maxWeight 256; and nativeAttributeMatch's boosts: a matched term's weight
+ * w (a weighted set's weight for its key, an array's occurrences, 1 for a
+ * single value) through the weightTable linear(1,0) over its largest entry,
+ * 255.
  */
+#include <math.h>
 #include <string.h>
 
 #include "engine_int.h"
 
 #define FIELD_COMPLETENESS_IMPORTANCE 0.05
 #define MAX_WEIGHT 256.0
+#define NATIVE_TABLE_MAX 255.0 /* nativeAttributeMatch's weightTable linear(1,0), 256 entries */
 
 struct counts {
 	int terms;          /* conditions on the field */
 	int attr_terms;     /* conditions on any attribute without a text index */
 	int matches;
+	double native;      /* nativeAttributeMatch: sum of sign(w) * min(|w|, 255) / 255 */
 	double total_weight, max_weight; /* of the keys matched (weighted sets) */
 	double weighted_weight;          /* sum of key weight * term weight (100) */
 };
@@ -36,12 +42,12 @@ static int holds(const json_t *j, const struct store_value *sv, const char *str,
 			*w = json_number_value(v);
 		return v != NULL;
 	}
+	*w = 0; /* an array: the occurrences */
 	for (size_t i = 0; i < json_array_size(j); i++) {
 		const json_t *e = json_array_get(j, i);
-		if (json_is_string(e) && strcmp(json_string_value(e), str) == 0)
-			return 1;
+		*w += json_is_string(e) && strcmp(json_string_value(e), str) == 0;
 	}
-	return 0;
+	return *w > 0;
 }
 
 static void walk(const struct yql_node *n, const struct eng_doctype *dt, int field,
@@ -62,6 +68,8 @@ static void walk(const struct yql_node *n, const struct eng_doctype *dt, int fie
 	if (!sv || !sv->set || !holds(j, sv, n->str, &w))
 		return;
 	c->max_weight = c->matches++ ? (w > c->max_weight ? w : c->max_weight) : w;
+	double aw = fabs(w) < NATIVE_TABLE_MAX ? fabs(w) : NATIVE_TABLE_MAX;
+	c->native += (w < 0 ? -aw : aw) / NATIVE_TABLE_MAX;
 	c->total_weight += w;
 	c->weighted_weight += w * 100;
 }
@@ -119,6 +127,8 @@ double eng_attr_match(const struct yql_node *where, const struct eng_doctype *dt
 	case RANK_AM_TOTAL_WEIGHT: return wset ? c.total_weight : 0;
 	case RANK_AM_AVERAGE_WEIGHT: return wset && c.matches ? c.total_weight / c.matches : 0;
 	case RANK_AM_MAX_WEIGHT: return wset ? c.max_weight : 0;
+	case RANK_AM_NATIVE: return c.native;
+	case RANK_AM_TERMS: return c.terms;
 	}
 	return 0;
 }

@@ -464,6 +464,11 @@ double eng_text_feature(struct store_txn *txn, const struct eng_doctype *dt,
  * not a value. */
 const struct rank_sparse *eng_collection_sparse(const struct rank_field *rf, const char *s,
                                                 size_t n, struct base_arena *a);
+/* What rank_docs.attr gives for a string, array or weighted set field rf
+ * whose stored value is sv (NULL: none): the string's rank_string_hash, or
+ * eng_collection_sparse; made in a; NULL without a value (or memory). */
+const void *eng_rank_value(const struct rank_field *rf, const struct store_value *sv,
+                           struct base_arena *a);
 /* The positions of the query's terms on a text-indexed field in a document,
  * for fieldMatch: each term (its query number) that searches field, in
  * query order, with its first ENG_TERM_POS_MAX positions, increasing. */
@@ -481,6 +486,10 @@ int eng_text_positions(const struct eng_textset *s, int field, uint32_t lid,
  * lid, over the terms of s. */
 double eng_field_match(struct store_txn *txn, const struct eng_doctype *dt,
                        const struct eng_textset *s, int field, uint32_t lid, int output);
+/* fieldmatch.c: nativeProximity's parts on field for lid, feature
+ * RANK_TF_NATIVE_PROX_SUM (the term pairs' boosts, each times its weight,
+ * normalized) or RANK_TF_NATIVE_PROX_WEIGHT (the pairs' weights). */
+double eng_native_proximity(const struct eng_textset *s, int feature, int field, uint32_t lid);
 /* attrmatch.c: output (enum rank_attr_match) of attributeMatch(field) for a
  * document whose value of field is sv (NULL or unset: none), over the
  * 'contains' conditions of where. */

@@ -268,3 +268,42 @@ double eng_field_match(struct store_txn *txn, const struct eng_doctype *dt,
 	}
 	return 0;
 }
+
+/* nativeProximity's default tables: expdecay(500,3) forward, expdecay(400,3)
+ * reverse, 256 entries, mixed half and half (proximityImportance 0.5) and
+ * normalized by the largest mix; pairs within a sliding window of 4 terms,
+ * weighted by their connectedness (0.1, over the distance in the query for
+ * terms not adjacent there). */
+#define NATIVE_WINDOW 4
+#define NATIVE_TABLE 256
+
+static double native_table(double scale, int64_t dist)
+{
+	return dist >= 1 && dist <= NATIVE_TABLE ? scale * exp(-(double)(dist - 1) / 3) : 0;
+}
+
+double eng_native_proximity(const struct eng_textset *s, int feature, int field, uint32_t lid)
+{
+	static _Thread_local struct eng_term_pos t[MAX_TERMS];
+	int n = eng_text_positions(s, field, lid, t, MAX_TERMS);
+	double sum = 0, weight = 0;
+	for (int a = 0; a < n; a++) {
+		for (int b = a + 1; b < n && b - a < NATIVE_WINDOW; b++) {
+			int qd = t[b].term - t[a].term;
+			double w = CONNECTEDNESS / (qd > 1 ? qd : 1);
+			int64_t fwd = INT64_MAX, rev = INT64_MAX;
+			for (uint32_t i = 0; i < t[a].n; i++)
+				for (uint32_t k = 0; k < t[b].n; k++) {
+					int64_t d = (int64_t)t[b].pos[k] - (int64_t)t[a].pos[i];
+					if (d > 0 && d < fwd)
+						fwd = d;
+					if (d < 0 && -d < rev)
+						rev = -d;
+				}
+			weight += w;
+			sum += w * (0.5 * native_table(500, fwd) + 0.5 * native_table(400, rev)) /
+			       (0.5 * 500 + 0.5 * 400);
+		}
+	}
+	return feature == RANK_TF_NATIVE_PROX_SUM ? sum : weight;
+}

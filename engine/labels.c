@@ -3,7 +3,8 @@
  * through tensorFromLabels and tensorFromWeightedSet: a tensor with one
  * mapped dimension, a block per distinct element (its text: a string, or
  * an integer written in decimal) holding 1, or per key holding its weight.
- * The value is read from the document's stored JSON text.
+ * The value is read from the document's stored JSON text.  A string
+ * attribute is seen as its hash.
  */
 #include <stdio.h>
 #include <string.h>
@@ -66,4 +67,17 @@ const struct rank_sparse *eng_collection_sparse(const struct rank_field *rf, con
 	r->labels = lab;
 	r->cells = c;
 	return r;
+}
+
+const void *eng_rank_value(const struct rank_field *rf, const struct store_value *sv,
+                           struct base_arena *a)
+{
+	if (!sv || !sv->set)
+		return NULL;
+	if (rf->type != RANK_FT_STRING)
+		return eng_collection_sparse(rf, sv->s, sv->n, a);
+	double *h = base_arena_alloc(a, sizeof *h, 8);
+	if (h)
+		*h = rank_string_hash(sv->s, sv->n);
+	return h;
 }

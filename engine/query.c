@@ -107,19 +107,8 @@ static const void *attr_cb(void *ud, int field, uint32_t lid)
 {
 	struct dtstate *ds = ud;
 	const struct rank_field *rf = rank_schema_field(ds->dt->schema, field);
-	if (rf->type == RANK_FT_ARRAY || rf->type == RANK_FT_WSET) {
-		/* only tensorFromLabels and tensorFromWeightedSet read these */
-		const struct store_value *sv = doc_value(ds->qs, ds, lid, field);
-		return sv && sv->set ? eng_collection_sparse(rf, sv->s, sv->n, &ds->sparse) : NULL;
-	}
-	if (rf->type == RANK_FT_STRING) {
-		/* rank expressions see a string as its hash (rank.h) */
-		const struct store_value *sv = doc_value(ds->qs, ds, lid, field);
-		double *h = sv && sv->set ? base_arena_alloc(&ds->sparse, sizeof *h, 8) : NULL;
-		if (h)
-			*h = rank_string_hash(sv->s, sv->n);
-		return h;
-	}
+	if (rf->type == RANK_FT_ARRAY || rf->type == RANK_FT_WSET || rf->type == RANK_FT_STRING)
+		return eng_rank_value(rf, doc_value(ds->qs, ds, lid, field), &ds->sparse);
 	if (!eng_field_mapped(rf))
 		return store_attr(ds->txn, ds->dt->store_id, field, lid);
 	/* Read from the document; the value lives until the query ends.  A
@@ -133,6 +122,8 @@ static const void *attr_cb(void *ud, int field, uint32_t lid)
 static double text_cb(void *ud, int feature, int field, uint32_t lid)
 {
 	struct dtstate *ds = ud;
+	if (feature == RANK_TF_NATIVE_PROX_SUM || feature == RANK_TF_NATIVE_PROX_WEIGHT)
+		return eng_native_proximity(ds->text, feature, field, lid);
 	return eng_text_feature(ds->txn, ds->dt, ds->text, feature, field, lid);
 }
 

@@ -262,8 +262,6 @@ static int compile_close(struct cc *c, const struct rank_ast *a, int distance, i
 	return 0;
 }
 
-#define RANK_MAX_ARGS_NATIVE 16
-
 /* bm25(f), fieldLength(f), matches(f): f a string field with a text index
  * (and index: enable-bm25 for bm25, as Vespa asks). */
 static int compile_text(struct cc *c, const struct rank_ast *a, int *type)
@@ -287,56 +285,6 @@ static int compile_text(struct cc *c, const struct rank_ast *a, int *type)
 	c->prog->doc_dependent = 1;
 	*type = 0;
 	EMIT(c, RANK_OP_TEXT, kind, fi, 0, 0, 0, 0, 0);
-	return 0;
-}
-
-/* Push the sum over the text-indexed fields of nfields (all of them when
- * fields is NULL) of text feature kind; 0 when there is none. */
-static int emit_text_sum(struct cc *c, int kind, const int *fields, int nfields)
-{
-	int n = 0;
-	for (int i = 0; i < (fields ? nfields : c->p->sd->nfields); i++) {
-		int fi = fields ? fields[i] : i;
-		if (rank_field_token_flags(&c->p->sd->fields[fi]) < 0)
-			continue;
-		EMIT(c, RANK_OP_TEXT, kind, fi, 0, 0, 0, 0, 0);
-		if (n++)
-			EMIT(c, RANK_OP_BIN, RB_ADD, 0, 0, 0, 0, 0, 0);
-	}
-	if (!n)
-		EMIT(c, RANK_OP_NUM, 0, 0, 0, 0, 0, 0, 0.0);
-	return 0;
-}
-
-/* nativeRank, nativeRank(f, ...), and nativeFieldMatch the same (the only
- * part computed): the mean nativeFieldMatch score of the query's words over
- * the text-indexed fields named (all of them without arguments); other
- * fields (attributes) add nothing. */
-static int compile_native(struct cc *c, const struct rank_ast *a, int *type)
-{
-	int fields[RANK_MAX_ARGS_NATIVE];
-	const char *fname = a->name;
-	if (a->nargs > RANK_MAX_ARGS_NATIVE)
-		return rank_cc_at(c, a, STRATA_TYPE, "%s() takes at most %d fields", fname,
-		                  RANK_MAX_ARGS_NATIVE);
-	for (int i = 0; i < a->nargs; i++) {
-		if (rank_cc_name_arg(c, a->args[i], "a field name"))
-			return rank_cc_at(c, a, STRATA_TYPE, "%s() takes field names", fname);
-		fields[i] = find_field(c->p->sd, a->args[i]->name);
-		if (fields[i] < 0)
-			return rank_cc_at(c, a->args[i], STRATA_TYPE, "%s(): unknown field '%s'", fname,
-			                  a->args[i]->name);
-	}
-	const int *fs = a->nargs ? fields : NULL;
-	int rc;
-	c->prog->doc_dependent = 1;
-	*type = 0;
-	if ((rc = emit_text_sum(c, RANK_TF_NATIVE_SUM, fs, a->nargs)) ||
-	    (rc = emit_text_sum(c, RANK_TF_NATIVE_TERMS, fs, a->nargs)))
-		return rc;
-	EMIT(c, RANK_OP_NUM, 0, 0, 0, 0, 0, 0, 1.0);
-	EMIT(c, RANK_OP_BIN, RANK_FN_MAX, 0, 0, 0, 0, 0, 0);
-	EMIT(c, RANK_OP_BIN, RB_DIV, 0, 0, 0, 0, 0, 0);
 	return 0;
 }
 
@@ -764,8 +712,6 @@ static int compile_call(struct cc *c, const struct env *env, const struct rank_a
 		return compile_close(c, a, f[0] == 'd', type);
 	if (strcmp(f, "bm25") == 0 || strcmp(f, "fieldLength") == 0 || strcmp(f, "matches") == 0)
 		return compile_text(c, a, type);
-	if (strcmp(f, "nativeRank") == 0 || strcmp(f, "nativeFieldMatch") == 0)
-		return compile_native(c, a, type);
 	if (strcmp(f, "lightgbm") == 0 || strcmp(f, "xgboost") == 0)
 		return compile_gbdt(c, env, a, type);
 	if (!in_lambda(env)) {
@@ -881,10 +827,6 @@ int rank_cc_compile(struct cc *c, const struct env *env, const struct rank_ast *
 			*type = 0;
 			EMIT(c, RANK_OP_FIRST, 0, 0, 0, 0, 0, 0, 0);
 			return 0;
-		}
-		if (strcmp(a->name, "nativeRank") == 0 || strcmp(a->name, "nativeFieldMatch") == 0) {
-			struct rank_ast call = { .kind = RA_CALL, .name = a->name, .pos = a->pos };
-			return compile_native(c, &call, type);
 		}
 		int handled;
 		if ((rc = rank_cc_feature(c, env, a, type, &handled)) || handled)

@@ -327,6 +327,121 @@ static int compile_attr_match(struct cc *c, const struct rank_ast *a, int *type)
 	return emit_term(c, RANK_TT_ATTR_MATCH, fi, o, type);
 }
 
+/* ---- nativeRank and its parts --------------------------------------------------- */
+
+#define NATIVE_MAX_FIELDS 16
+#define RANK_MAX_FIELDS_ALL 4096   /* fields nativeRank without arguments reads */
+#define NATIVE_FIELD_MATCH_WEIGHT 100.0 /* Vespa's nativeRank weights */
+#define NATIVE_PROXIMITY_WEIGHT 25.0
+#define NATIVE_ATTRIBUTE_MATCH_WEIGHT 100.0
+
+/* Field fi counts for the text parts (1: a text index) or the attribute
+ * part (2: an attribute without one, not a tensor). */
+static int native_kind(const struct rank_field *f)
+{
+	if (rank_field_token_flags(f) >= 0)
+		return 1;
+	return f->attribute && f->type != RANK_FT_TENSOR ? 2 : 0;
+}
+
+/* Push sum over the fields of the kind of feature (a TEXT kind, or a TERM
+ * output of attributeMatch when attr) / max(sum of den, floor). */
+static int emit_native_ratio(struct cc *c, const int *fields, int n, int kind, int num, int den,
+                             double floor_)
+{
+	for (int pass = 0; pass < 2; pass++) {
+		int k = 0;
+		for (int i = 0; i < n; i++) {
+			if (native_kind(&c->p->sd->fields[fields[i]]) != kind)
+				continue;
+			int what = pass ? den : num;
+			if (kind == 1)
+				EMIT(c, RANK_OP_TEXT, what, fields[i], 0, 0, 0, 0, 0);
+			else
+				EMIT(c, RANK_OP_TERM, RANK_TT_ATTR_MATCH, fields[i], what, 0, 0, 0, 0);
+			if (k++)
+				EMIT(c, RANK_OP_BIN, RB_ADD, 0, 0, 0, 0, 0, 0);
+		}
+		if (!k)
+			EMIT(c, RANK_OP_NUM, 0, 0, 0, 0, 0, 0, 0.0);
+	}
+	EMIT(c, RANK_OP_NUM, 0, 0, 0, 0, 0, 0, floor_);
+	EMIT(c, RANK_OP_BIN, RANK_FN_MAX, 0, 0, 0, 0, 0, 0);
+	EMIT(c, RANK_OP_BIN, RB_DIV, 0, 0, 0, 0, 0, 0);
+	return 0;
+}
+
+/* nativeFieldMatch: the mean score of the query's words on the text fields;
+ * nativeProximity: the pairs' boosts over their weights; nativeAttributeMatch:
+ * the attribute terms' boosts over their number (engine). */
+static int emit_native_part(struct cc *c, const int *fields, int n, int part)
+{
+	if (part == 0)
+		return emit_native_ratio(c, fields, n, 1, RANK_TF_NATIVE_SUM, RANK_TF_NATIVE_TERMS, 1);
+	if (part == 1)
+		return emit_native_ratio(c, fields, n, 1, RANK_TF_NATIVE_PROX_SUM,
+		                         RANK_TF_NATIVE_PROX_WEIGHT, 1e-9);
+	return emit_native_ratio(c, fields, n, 2, RANK_AM_NATIVE, RANK_AM_TERMS, 1);
+}
+
+/* nativeRank, nativeFieldMatch, nativeProximity, nativeAttributeMatch, with
+ * field names (all fields without).  nativeRank is Vespa's weighted sum
+ * (field match 100, proximity 25, attribute match 100) over the weights of
+ * the parts its fields use (text fields: the first two; attributes
+ * without a text index: the third). */
+static int compile_native(struct cc *c, const struct rank_ast *a, int *type)
+{
+	int fields[RANK_MAX_FIELDS_ALL], n = 0, nargs = a->kind == RA_CALL ? a->nargs : 0;
+	const char *fname = a->name;
+	if (nargs > NATIVE_MAX_FIELDS)
+		return rank_cc_at(c, a, STRATA_TYPE, "%s() takes at most %d fields", fname,
+		                  NATIVE_MAX_FIELDS);
+	if (a->out)
+		return rank_cc_at(c, a, STRATA_TYPE, "%s has no output '%s'", fname, a->out);
+	for (int i = 0; i < nargs; i++) {
+		if (rank_cc_name_arg(c, a->args[i], "a field name"))
+			return rank_cc_at(c, a, STRATA_TYPE, "%s() takes field names", fname);
+		if ((fields[n++] = rank_schema_field_index(c->p->schema, a->args[i]->name)) < 0)
+			return rank_cc_at(c, a->args[i], STRATA_TYPE, "%s(): unknown field '%s'", fname,
+			                  a->args[i]->name);
+	}
+	for (int i = 0; !nargs && i < c->p->sd->nfields && n < RANK_MAX_FIELDS_ALL; i++)
+		fields[n++] = i;
+	c->prog->doc_dependent = 1;
+	*type = 0;
+	int part = strcmp(fname, "nativeFieldMatch") == 0  ? 0
+	           : strcmp(fname, "nativeProximity") == 0 ? 1
+	           : strcmp(fname, "nativeAttributeMatch") == 0 ? 2 : -1;
+	if (part >= 0)
+		return emit_native_part(c, fields, n, part);
+	int text = 0, attr = 0, rc, k = 0;
+	for (int i = 0; i < n; i++) {
+		text |= native_kind(&c->p->sd->fields[fields[i]]) == 1;
+		attr |= native_kind(&c->p->sd->fields[fields[i]]) == 2;
+	}
+	static const double weights[3] = { NATIVE_FIELD_MATCH_WEIGHT, NATIVE_PROXIMITY_WEIGHT,
+	                                   NATIVE_ATTRIBUTE_MATCH_WEIGHT };
+	double total = 0;
+	for (part = 0; part < 3; part++) {
+		if (part < 2 ? !text : !attr)
+			continue;
+		if ((rc = emit_native_part(c, fields, n, part)))
+			return rc;
+		EMIT(c, RANK_OP_NUM, 0, 0, 0, 0, 0, 0, weights[part]);
+		EMIT(c, RANK_OP_BIN, RB_MUL, 0, 0, 0, 0, 0, 0);
+		if (k++)
+			EMIT(c, RANK_OP_BIN, RB_ADD, 0, 0, 0, 0, 0, 0);
+		total += weights[part];
+	}
+	if (!k) {
+		EMIT(c, RANK_OP_NUM, 0, 0, 0, 0, 0, 0, 0.0);
+		return 0;
+	}
+	EMIT(c, RANK_OP_NUM, 0, 0, 0, 0, 0, 0, total);
+	EMIT(c, RANK_OP_BIN, RB_DIV, 0, 0, 0, 0, 0, 0);
+	return 0;
+}
+
 /* ---- foreach ---------------------------------------------------------------- */
 
 enum { FE_TERMS = 1, FE_FIELDS, FE_ATTRIBUTES };
@@ -502,6 +617,9 @@ int rank_cc_feature(struct cc *c, const struct env *env, const struct rank_ast *
 		return compile_field_term(c, env, a, type);
 	if (strcmp(f, "attributeMatch") == 0)
 		return compile_attr_match(c, a, type);
+	if (strcmp(f, "nativeRank") == 0 || strcmp(f, "nativeFieldMatch") == 0 ||
+	    strcmp(f, "nativeProximity") == 0 || strcmp(f, "nativeAttributeMatch") == 0)
+		return compile_native(c, a, type);
 	if (strcmp(f, "fieldMatch") == 0)
 		return compile_field_match(c, a, type);
 	if (strcmp(f, "tensorFromWeightedSet") == 0 || strcmp(f, "tensorFromLabels") == 0)

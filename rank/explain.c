@@ -74,7 +74,9 @@ static void explain_prog(struct sbuf *b, const struct rank_profile *p, const str
 			                        : in->a == RANK_TF_FIELD_LENGTH ? "fieldLength"
 			                        : in->a == RANK_TF_MATCHES ? "matches"
 			                        : in->a == RANK_TF_NATIVE_SUM ? "nativeFieldMatchSum"
-			                                                      : "nativeFieldMatchTerms",
+			                        : in->a == RANK_TF_NATIVE_TERMS ? "nativeFieldMatchTerms"
+			                        : in->a == RANK_TF_NATIVE_PROX_SUM ? "nativeProximitySum"
+			                                                           : "nativeProximityWeight",
 			          p->sd->fields[in->b].name);
 			break;
 		case RANK_OP_TERM:

@@ -299,6 +299,9 @@ enum rank_text_feature {
 	RANK_TF_MATCHES,       /* matches(field): 1 when a query term on it matched */
 	RANK_TF_NATIVE_SUM,    /* nativeFieldMatch scores of the query's words on the field */
 	RANK_TF_NATIVE_TERMS,  /* the query's words on the field (matched or not) */
+	RANK_TF_NATIVE_PROX_SUM,    /* nativeProximity: the term pairs' weights times their
+	                               normalized proximity boosts on the field */
+	RANK_TF_NATIVE_PROX_WEIGHT, /* the term pairs' weights (matched or not) */
 };
 
 /* A tensor with mapped dimensions: nblocks dense subspaces (the type's
@@ -359,6 +362,8 @@ enum rank_attr_match {
 	RANK_AM_TOTAL_WEIGHT,               /* weighted sets: weights of the keys matched */
 	RANK_AM_AVERAGE_WEIGHT,
 	RANK_AM_MAX_WEIGHT,
+	RANK_AM_NATIVE,                     /* nativeAttributeMatch's sum of boosts */
+	RANK_AM_TERMS,                      /* the terms on f */
 };
 
 struct rank_docs {

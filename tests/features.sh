@@ -92,6 +92,10 @@ schema doc {
             fieldMatch(title)
         }
     }
+    rank-profile nat {
+        first-phase { expression: nativeRank(body, tags) }
+        match-features: nativeProximity(body) nativeAttributeMatch(tags) nativeAttributeMatch(words) nativeAttributeMatch
+    }
     rank-profile am {
         first-phase { expression: attributeMatch(city) }
         match-features {
@@ -212,6 +216,27 @@ check "fieldMatch: placement" "$(jq -r '.root.children[0].fields.matchfeatures |
 	"0.8,1,2,2,0.6000000000000001,1"
 # title "red shoes": everything matched in order, at the start
 check "fieldMatch: title" "$(feature 'fieldMatch(title)')" "1"
+
+# nativeProximity(body) of document 1: red (0, 1) then shoes (2), one token
+# apart forward: 500 * exp(0), half, over 450.  nativeAttributeMatch: tags
+# matches x (weight 10 of 255) for its one term; words has "b" once for its
+# two terms; over all attributes: 11/255 over 3 terms.  nativeRank(body,
+# tags): (100 * nativeFieldMatch(body) + 25 * proximity + 100 * 10/255) / 225,
+# nativeFieldMatch(body) the mean of red (first at 0, twice) and shoes (at
+# 2, once) by nativeRank's tables (tests/text.sh).
+expect_ok "native: query" "$STRATA" query "$APP" --profile nat \
+	--yql 'select * from sources * where body contains "red" or body contains "shoes" or tags contains "x" or words contains "b" or words contains "q"'
+check "native: hit" "$(jout '.root.children[0].id')" "id:d:doc::1"
+n9() { awk "function t(p, n) { return 4000 * exp(-p / 12.5) + 0.5 * (1500 + 4000 * log(1 + n / 19)) }
+	function s(p, n) { return t(p, n) / t(0, 255) }
+	BEGIN { printf \"%.9f\", $1 }"; }
+r9() { awk '{ printf "%.9f", $1 }'; }
+check "native: proximity" "$(feature 'nativeProximity(body)' | r9)" "$(n9 '250 / 450')"
+check "native: attribute match" \
+	"$(feature 'nativeAttributeMatch(tags)' | r9),$(feature 'nativeAttributeMatch(words)' | r9),$(feature nativeAttributeMatch | r9)" \
+	"$(n9 '10 / 255'),$(n9 '1 / 255 / 2'),$(n9 '11 / 255 / 3')"
+check "native: nativeRank" "$(jout '.root.children[0].relevance' | r9)" \
+	"$(n9 '(100 * (s(0, 2) + s(2, 1)) / 2 + 25 * 250 / 450 + 100 * 10 / 255) / 225')"
 
 # attributeMatch: five terms on attributes (words 2, tags 2, city 1).
 # Document 1: words has "a" of its 4 values (query completeness 1/2, field
