@@ -153,6 +153,14 @@ static int collect(void *ud, const struct rank_feature *f)
 	return 0;
 }
 
+/* Any feature: counted only. */
+static int collect_any(void *ud, const struct rank_feature *f)
+{
+	(void)f;
+	((struct feats *)ud)->n++;
+	return 0;
+}
+
 static void features(struct run *r, uint32_t lid, struct feats *fs)
 {
 	struct strata_error err = { 0 };
@@ -449,6 +457,71 @@ static void test_close_label(void **state)
 	close_run(&r);
 }
 
+/* ---- allocation failures ---------------------------------------------------------- */
+
+/* Loading an application with every construct of this file, each allocation
+ * made to fail in turn: each failure is reported as such and leaves nothing
+ * allocated; then each allocation of evaluating its features. */
+static void test_alloc_failures(void **state)
+{
+	(void)state;
+	static const char *sd =
+		DOC
+		"  rank-profile p {\n"
+		"    rank-properties { freshness(ts).maxAge: 100 }\n"
+		"    constants {\n"
+		"      w tensor(k{}): {x: 2, y: 3}\n"
+		"      m tensor(k{}, i[2]): {x: [1, 2]}\n"
+		"      v tensor(k{}, j{}): {{k: a, j: b}: 1}\n"
+		"    }\n"
+		"    inputs { query(where) string: \"oslo\" }\n"
+		"    function df() { expression: queryTermDocumentFrequency(body) }\n"
+		"    first-phase { expression: foreach(terms, t, term(t).weight, \">0\", sum) + sum(constant(w)) }\n"
+		"    match-features: freshness(ts).logscale df constant(m) constant(v) attributeMatch(name) "
+		"fieldMatch(body) nativeRank nativeProximity(title) closeness(label, a) now\n"
+		"  }\n"
+		"  rank-profile q inherits p { }\n"
+		"}\n";
+	struct base_alloc_stats before, after;
+	base_alloc_stats(&before);
+	char *dir = apptest_new("strata_rank_features");
+	char sub[512];
+	snprintf(sub, sizeof sub, "%s/schemas", dir);
+	apptest_write(sub, "doc.sd", sd);
+	assert_true(apptest_load_failures(dir) > 50);
+	struct rank_app *app = apptest_load(dir);
+	apptest_remove(dir);
+	const struct rank_schema *s = rank_app_schema_find(app, "doc");
+	struct strata_error err = { 0 };
+	assert_int_equal(rank_app_set_query_pool(app, 0, &err), 0);
+	struct rank_docs docs = { (void *)s, fake_attr, NULL, fake_term };
+	long failures = 0;
+	for (long k = 1; k < 100000; k++) {
+		struct rank_query *q = NULL;
+		struct feats f;
+		uint32_t lid = 1;
+		double score;
+		base_alloc_fail_after(k);
+		int rc = rank_query_new(rank_profile_find(s, "q"), &q, &err);
+		if (!rc)
+			rc = rank_query_first_phase(q, &docs, &lid, 1, &score, &err);
+		f.n = 0;
+		if (!rc)
+			rc = rank_query_features(q, &docs, lid, score, RANK_MATCH_FEATURES, collect_any, &f,
+			                         &err);
+		base_alloc_fail_after(0);
+		rank_query_free(q);
+		if (rc == 0)
+			break;
+		assert_int_equal(rc, STRATA_NOMEM);
+		failures++;
+	}
+	assert_true(failures > 0);
+	rank_app_free(app);
+	base_alloc_stats(&after);
+	assert_int_equal(after.live_bytes, before.live_bytes);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -456,6 +529,7 @@ int main(void)
 		cmocka_unit_test(test_terms),
 		cmocka_unit_test(test_freshness),
 		cmocka_unit_test(test_close_label),
+		cmocka_unit_test(test_alloc_failures),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
