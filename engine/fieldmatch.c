@@ -11,7 +11,8 @@
  * kept.  Vespa also explores other start points for the later segments:
  * the two agree when the segments after the first are found where they
  * first occur (always when each term occurs once).  The metrics and the match score are Vespa's, with
- * its default parameters; every term has weight 100 and connectedness 0.1.
+ * its default parameters; every term has weight 100 and connectedness 0.1,
+ * and the significance of term(n).significance.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -43,13 +44,21 @@ struct metrics {
 	int longest, current, head, tail;
 	double proximity, unweighted;
 	double segment_distance, occurrence, absolute_occurrence;
+	double weight, significance;     /* of the terms matched, relative to the query's */
+	double weighted_occurrence, significant_occurrence;
 	uint32_t starts[MAX_TERMS];
 };
 
-static void on_match(struct metrics *m)
+/* Each term's share of the query's weight (all weigh 100) and significance. */
+static _Thread_local double term_weight[MAX_TERMS], term_significance[MAX_TERMS];
+
+static void on_match(struct metrics *m, int i)
 {
-	if ((uint32_t)m->matches < m->field_length)
-		m->matches++;
+	if ((uint32_t)m->matches >= m->field_length)
+		return;
+	m->matches++;
+	m->weight += term_weight[i];
+	m->significance += term_significance[i];
 }
 
 static void sequence_start(struct metrics *m, uint32_t j)
@@ -69,15 +78,15 @@ static void sequence_end(struct metrics *m, uint32_t j)
 	m->current = 0;
 }
 
-static void new_segment(struct metrics *m, uint32_t j)
+static void new_segment(struct metrics *m, int i, uint32_t j)
 {
 	m->starts[m->segments++] = j;
 	sequence_start(m, j);
-	on_match(m);
+	on_match(m, i);
 }
 
 /* Term at j after the previous one at prev, in the same segment. */
-static void in_segment(struct metrics *m, uint32_t j, uint32_t prev)
+static void in_segment(struct metrics *m, int i, uint32_t j, uint32_t prev)
 {
 	int d = (int)j - (int)prev - 1;
 	if (d < 0)
@@ -101,7 +110,7 @@ static void in_segment(struct metrics *m, uint32_t j, uint32_t prev)
 		sequence_end(m, prev);
 		sequence_start(m, j);
 	}
-	on_match(m);
+	on_match(m, i);
 }
 
 /* The occurrence of term t nearest after j within limit (any when limit
@@ -127,17 +136,17 @@ static void segment_from(struct metrics *m, const struct eng_term_pos *t, int n,
                          uint32_t first)
 {
 	uint32_t j = t[k].pos[first], at;
-	new_segment(m, j);
+	new_segment(m, k, j);
 	for (int i = k + 1; i < n; i++) {
 		if (!t[i].n)
 			continue; /* a term the field lacks is skipped */
 		at = t[i].pos[0]; /* where it is only at j itself */
 		if (next_at(&t[i], j, PROXIMITY_LIMIT, &at)) {
-			in_segment(m, at, j);
+			in_segment(m, i, at, j);
 		} else {
 			next_at(&t[i], j, -1, &at);
 			sequence_end(m, j);
-			new_segment(m, at);
+			new_segment(m, i, at);
 		}
 		j = at;
 	}
@@ -183,6 +192,8 @@ static void occurrences(struct metrics *m, const struct eng_term_pos *t, int n)
 	uint32_t divider = m->field_length < (uint32_t)(MAX_OCCURRENCES * unique)
 	                           ? m->field_length
 	                           : (uint32_t)(MAX_OCCURRENCES * unique);
+	double max_occ = m->field_length < MAX_OCCURRENCES ? m->field_length : MAX_OCCURRENCES;
+	double wsum = 0, wmax = 0, ssum = 0, smax = 0;
 	for (int i = 0; i < n && divider; i++) {
 		int seen = 0;
 		for (int k = 0; k < i; k++)
@@ -192,7 +203,11 @@ static void occurrences(struct metrics *m, const struct eng_term_pos *t, int n)
 		double occ = t[i].n < MAX_OCCURRENCES ? t[i].n : MAX_OCCURRENCES;
 		m->occurrence += occ / divider;
 		m->absolute_occurrence += occ / ((double)MAX_OCCURRENCES * unique);
+		wsum += occ * 100, wmax += max_occ * 100;
+		ssum += occ * term_significance[i], smax += max_occ * term_significance[i];
 	}
+	m->weighted_occurrence = wmax > 0 ? wsum / wmax : 0;
+	m->significant_occurrence = smax > 0 ? ssum / smax : 0;
 }
 
 static int cmp_u32(const void *a, const void *b)
@@ -210,6 +225,17 @@ double eng_field_match(struct store_txn *txn, const struct eng_doctype *dt,
 	if (store_text_length(txn, dt->store_id, field, lid, &m.field_length, NULL) != 0)
 		m.field_length = 0;
 	m.query_length = (uint32_t)n;
+	/* weights (all 100) and significances relative to the whole query's */
+	int nq = (int)eng_text_term(txn, dt, s, RANK_TT_COUNT, -1, -1, lid);
+	double total = 0;
+	for (int q = 0; q < nq; q++)
+		total += eng_text_term(txn, dt, s, RANK_TT_SIGNIFICANCE, -1, q, lid);
+	for (int i = 0; i < n; i++) {
+		term_weight[i] = nq ? 1.0 / nq : 0;
+		term_significance[i] =
+			total > 0 ? eng_text_term(txn, dt, s, RANK_TT_SIGNIFICANCE, -1, t[i].term, lid) / total
+			          : 0;
+	}
 	segment(&m, t, n);
 	occurrences(&m, t, n);
 	if (m.segments > 1) {
@@ -265,6 +291,12 @@ double eng_field_match(struct store_txn *txn, const struct eng_doctype *dt,
 	case RANK_FM_HEAD: return m.head;
 	case RANK_FM_TAIL: return m.tail;
 	case RANK_FM_SEGMENT_DISTANCE: return m.segment_distance;
+	case RANK_FM_WEIGHT: return m.weight;
+	case RANK_FM_SIGNIFICANCE: return m.significance;
+	case RANK_FM_IMPORTANCE: return (m.weight + m.significance) / 2;
+	case RANK_FM_WEIGHTED_OCCURRENCE: return m.weighted_occurrence;
+	case RANK_FM_WEIGHTED_ABSOLUTE_OCCURRENCE: return m.absolute_occurrence;
+	case RANK_FM_SIGNIFICANT_OCCURRENCE: return m.significant_occurrence;
 	}
 	return 0;
 }

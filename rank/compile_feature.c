@@ -277,14 +277,14 @@ static int compile_from_collection(struct cc *c, const struct rank_ast *a, int *
 	return 0;
 }
 
-/* fieldMatch(f) and its outputs, in the order of enum rank_field_match; the
- * ones relative to the whole query or to term weights are refused. */
+/* fieldMatch(f) and its outputs, in the order of enum rank_field_match. */
 static const char *const fieldMatch_outputs[] = {
 	"match", "proximity", "completeness", "queryCompleteness", "fieldCompleteness", "orderness",
 	"relatedness", "earliness", "longestSequenceRatio", "segmentProximity",
 	"unweightedProximity", "absoluteProximity", "occurrence", "absoluteOccurrence", "segments",
 	"matches", "degradedMatches", "outOfOrder", "gaps", "gapLength", "longestSequence", "head",
-	"tail", "segmentDistance", NULL,
+	"tail", "segmentDistance", "weight", "significance", "importance", "weightedOccurrence",
+	"weightedAbsoluteOccurrence", "significantOccurrence", NULL,
 };
 
 static int compile_field_match(struct cc *c, const struct rank_ast *a, int *type)
@@ -292,8 +292,7 @@ static int compile_field_match(struct cc *c, const struct rank_ast *a, int *type
 	int rc = 0, o = output(c, a, fieldMatch_outputs, &rc);
 	if (o < 0)
 		return rank_cc_at(c, a, STRATA_NOT_IMPLEMENTED,
-		                  "fieldMatch(f).%s is not supported (only its match, proximity, "
-		                  "completeness, ... and counts are)", a->out);
+		                  "fieldMatch(f) has no output '%s'", a->out);
 	int fi = field_arg(c, a, 1, &rc);
 	if (fi < 0)
 		return rc;

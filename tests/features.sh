@@ -90,6 +90,10 @@ schema doc {
             fieldMatch(body).occurrence
             fieldMatch(body).segments
             fieldMatch(title)
+            fieldMatch(body).weight
+            fieldMatch(body).importance
+            fieldMatch(body).weightedOccurrence
+            fieldMatch(body).significantOccurrence
         }
     }
     rank-profile nat {
@@ -214,6 +218,11 @@ check "fieldMatch: metrics" "$(jq -r '.root.children[0].fields.matchfeatures | [
 	"1,0.97,1,0.4,2,0"
 check "fieldMatch: placement" "$(jq -r '.root.children[0].fields.matchfeatures | [.["fieldMatch(body).earliness"], .["fieldMatch(body).head"], .["fieldMatch(body).tail"], .["fieldMatch(body).longestSequence"], .["fieldMatch(body).occurrence"], .["fieldMatch(body).segments"]] | map(tostring) | join(",")' "$OUT")" \
 	"0.8,1,2,2,0.6000000000000001,1"
+# both query terms matched: weight and importance 1; occurrences 2 + 1 of
+# 5 each at most (the field's length): 0.3, the same weighted by the terms'
+# (equal) significance
+check "fieldMatch: relative to the query" "$(jq -r '.root.children[0].fields.matchfeatures | [.["fieldMatch(body).weight"], .["fieldMatch(body).importance"], .["fieldMatch(body).weightedOccurrence"], .["fieldMatch(body).significantOccurrence"]] | map(. * 1e9 | round | tostring) | join(",")' "$OUT")" \
+	"1000000000,1000000000,300000000,300000000"
 # title "red shoes": everything matched in order, at the start
 check "fieldMatch: title" "$(feature 'fieldMatch(title)')" "1"
 
@@ -375,8 +384,8 @@ expect_fail "misuse: constant block size" 'doc.sd:8:46: the block has 3 cells, i
 bad_profile '        constants { c tensor(k{}, j{}): {a: 1} }'
 expect_fail "misuse: constant short form" 'doc.sd:8:42: with 2 mapped dimensions each cell needs its address' \
 	"$STRATA" deploy "$T/bad"
-bad_profile '        first-phase { expression: fieldMatch(body).weight }'
-expect_fail "misuse: fieldMatch weight" 'doc.sd:8:35: fieldMatch\(f\).weight is not supported' \
+bad_profile '        first-phase { expression: fieldMatch(body).size }'
+expect_fail "misuse: fieldMatch output" "doc.sd:8:35: fieldMatch\(f\) has no output 'size'" \
 	"$STRATA" deploy "$T/bad"
 bad_profile '        inputs { query(c) string: 3 }'
 expect_fail "misuse: string default" 'doc.sd:8:35: expected a quoted string as the default of query\(c\)' \
