@@ -629,6 +629,21 @@ int rank_cc_feature(struct cc *c, const struct env *env, const struct rank_ast *
 		                  "field with mapped dimensions, which is not supported");
 	if (strcmp(f, "age") == 0 || strcmp(f, "freshness") == 0)
 		return compile_freshness(c, a, type);
+	int match = strcmp(f, "random.match") == 0; /* a bare name keeps its dot */
+	if (strcmp(f, "random") == 0 || match) {
+		/* random, random(name): per document, new each query; .match: the
+		 * same for a document in every query */
+		if (nargs > 1 || (nargs && rank_cc_name_arg(c, a->args[0], "a name")) ||
+		    (a->out && strcmp(a->out, "match") != 0))
+			return rank_cc_at(c, a, STRATA_TYPE,
+			                  "random, random(name) or random.match is expected");
+		const char *salt = nargs ? a->args[0]->name : "";
+		c->prog->doc_dependent = 1;
+		*type = 0;
+		EMIT(c, RANK_OP_RANDOM, match || a->out != NULL, 0, 0, 0, 0, 0,
+		     rank_string_hash(salt, strlen(salt)));
+		return 0;
+	}
 	int q = strcmp(f, "queryTermCount") == 0, nd = strcmp(f, "num_docs_indexed") == 0;
 	if (strcmp(f, "now") == 0 || q || nd) {
 		if (nargs || a->out)

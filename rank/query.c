@@ -60,6 +60,9 @@ static void query_reset(struct rank_query *q)
 	q->lid = 0;
 	q->first = 0.0;
 	q->now = (double)time(NULL);
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	q->seed = (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 	q->nn_label = NULL;
 	q->nn_label_field = -1;
 	q->top = 0;

@@ -93,6 +93,10 @@ struct rt_ctx;
  *                              push the text feature of field b for the
  *                              document (rank_docs.text; 0 without it)
  * NOW                          push the query's time (rank_query_set_now)
+ * RANDOM     a=1 stable, k=salt
+ *                              push a pseudorandom number in [0, 1) of the
+ *                              document, the salt and the query's seed
+ *                              (a: the fixed seed 1024, as random.match)
  * TERM       a=enum rank_term_feature, b=field|-1, c=term|-1
  *                              push the term feature for the document
  *                              (rank_docs.term; 0 without it); t of
@@ -105,7 +109,7 @@ enum rank_opcode {
 	RANK_OP_JOIN, RANK_OP_REDUCE, RANK_OP_DOT, RANK_OP_CLOSE, RANK_OP_ONNX, RANK_OP_CONCAT,
 	RANK_OP_LIT, RANK_OP_GEN, RANK_OP_SMAP, RANK_OP_SJOIN, RANK_OP_SREDUCE,
 	RANK_OP_SMERGE, RANK_OP_PEEK, RANK_OP_SCONCAT, RANK_OP_NORM, RANK_OP_TEXT,
-	RANK_OP_NOW, RANK_OP_TERM,
+	RANK_OP_NOW, RANK_OP_TERM, RANK_OP_RANDOM,
 	RANK_OP_COUNT_
 };
 
@@ -416,6 +420,7 @@ struct rank_query {
 	uint32_t lid;
 	double first;
 	double now;                  /* the `now` feature (rank_query_set_now) */
+	uint64_t seed;               /* random's: the clock's microseconds at the query */
 	const char *nn_label;        /* the nearestNeighbor item's label, in in_arena */
 	int nn_label_field;          /* and its field */
 	long serial;                 /* bumped per document evaluation */

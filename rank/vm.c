@@ -28,7 +28,7 @@ static const char *const op_names[RANK_OP_COUNT_] = {
 	"?", "NUM", "ATTR", "QUERY", "CONST", "FIRST", "GET", "SET", "UN", "BIN",
 	"JUMPF", "JUMP", "RET", "MAP", "JOIN", "REDUCE", "DOT", "CLOSE", "ONNX", "CONCAT",
 	"LIT", "GEN", "SMAP", "SJOIN", "SREDUCE", "SMERGE", "PEEK", "SCONCAT", "NORM", "TEXT",
-	"NOW", "TERM",
+	"NOW", "TERM", "RANDOM",
 };
 
 const char *rank_op_name(int op)
@@ -499,6 +499,15 @@ static int exec(struct vm *x, int pc, struct rank_val *sp, struct rank_val *res)
 		case RANK_OP_NOW:
 			set_num(sp++, q->now);
 			break;
+		case RANK_OP_RANDOM: {
+			/* splitmix64 of the seed, the salt and the document */
+			uint64_t z = (in->a ? 1024 : q->seed) ^ (uint64_t)in->k ^
+			             ((uint64_t)q->lid * 0x9e3779b97f4a7c15ULL);
+			z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+			z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+			set_num(sp++, (double)((z ^ (z >> 31)) >> 11) / 9007199254740992.0);
+			break;
+		}
 		case RANK_OP_TERM:
 			if (p->types[in->t].rank) {
 				if ((rc = term_tensor(x, in, sp++)))

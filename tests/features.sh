@@ -100,6 +100,10 @@ schema doc {
         first-phase { expression: nativeRank(body, tags) }
         match-features: nativeProximity(body) nativeAttributeMatch(tags) nativeAttributeMatch(words) nativeAttributeMatch
     }
+    rank-profile rnd {
+        first-phase { expression: random }
+        match-features: random random.match random(b).match
+    }
     rank-profile am {
         first-phase { expression: attributeMatch(city) }
         match-features {
@@ -246,6 +250,15 @@ check "native: attribute match" \
 	"$(n9 '10 / 255'),$(n9 '1 / 255 / 2'),$(n9 '11 / 255 / 3')"
 check "native: nativeRank" "$(jout '.root.children[0].relevance' | r9)" \
 	"$(n9 '(100 * (s(0, 2) + s(2, 1)) / 2 + 25 * 250 / 450 + 100 * 10 / 255) / 225')"
+
+# random: in [0, 1), the first phase's value the feature's; random.match the
+# same in every query, and another for another name
+expect_ok "random: query" "$STRATA" query "$APP" --profile rnd --yql 'select * from sources * where true'
+check "random: one value per document" "$(jout '[.root.children[] | (.relevance == .fields.matchfeatures.random and .relevance >= 0 and .relevance < 1)] | all')" "true"
+m1=$(jout -cS '[.root.children[] | {(.id): .fields.matchfeatures["random.match"]}] | add')
+check "random.match: another name" "$(jout '[.root.children[].fields.matchfeatures | .["random.match"] != .["random(b).match"]] | all')" "true"
+expect_ok "random: again" "$STRATA" query "$APP" --profile rnd --yql 'select * from sources * where true'
+check "random.match: stable" "$(jout -cS '[.root.children[] | {(.id): .fields.matchfeatures["random.match"]}] | add')" "$m1"
 
 # attributeMatch: five terms on attributes (words 2, tags 2, city 1).
 # Document 1: words has "a" of its 4 values (query completeness 1/2, field
