@@ -278,6 +278,11 @@ int rank_profile_input_index(const struct rank_profile *p, const char *name);
  * (base_strfree). */
 char *rank_profile_explain(const struct rank_profile *p);
 
+/* A string as rank expressions see it, as in Vespa: a whole number (exact
+ * in a double) hashed from its n bytes.  String attributes, string query
+ * inputs and string literals ("abc") compare equal when their strings are. */
+double rank_string_hash(const char *s, size_t n);
+
 /* How ranking reads documents: attr() returns a pointer to the value of
  * field (index in the schema) for document lid: the cells of a tensor (a
  * struct rank_sparse when its type has mapped dimensions), or one
@@ -286,11 +291,6 @@ char *rank_profile_explain(const struct rank_profile *p);
  * rank_sparse of one mapped dimension for an array or weighted set (each
  * distinct element holding 1, each key its weight); NULL when the
  * document has no value.  The pointer must stay valid for the whole query. */
-/* A string as rank expressions see it, as in Vespa: a whole number (exact
- * in a double) hashed from its n bytes.  String attributes, string query
- * inputs and string literals ("abc") compare equal when their strings are. */
-double rank_string_hash(const char *s, size_t n);
-
 /* Text rank features (bm25(f), fieldLength(f), matches(f), the parts of
  * nativeRank) of a field with a text index, for the query being ranked. */
 enum rank_text_feature {
