@@ -490,6 +490,10 @@ double eng_field_match(struct store_txn *txn, const struct eng_doctype *dt,
  * RANK_TF_NATIVE_PROX_SUM (the term pairs' boosts, each times its weight,
  * normalized) or RANK_TF_NATIVE_PROX_WEIGHT (the pairs' weights). */
 double eng_native_proximity(const struct eng_textset *s, int feature, int field, uint32_t lid);
+/* fieldmatch.c: output (RANK_TT_TEXT_SIMILARITY's) of textSimilarity(field)
+ * for lid, over the terms of s. */
+double eng_text_similarity(struct store_txn *txn, const struct eng_doctype *dt,
+                           const struct eng_textset *s, int field, uint32_t lid, int output);
 /* attrmatch.c: output (enum rank_attr_match) of attributeMatch(field) for a
  * document whose value of field is sv (NULL or unset: none), over the
  * 'contains' conditions of where. */

@@ -339,3 +339,58 @@ double eng_native_proximity(const struct eng_textset *s, int feature, int field,
 	}
 	return feature == RANK_TF_NATIVE_PROX_SUM ? sum : weight;
 }
+
+/* textSimilarity: the occurrences of the query's terms on the field walked
+ * in increasing position, each term taken once, at its first occurrence
+ * after the last one taken; pairs closer than 9 tokens score 1 - ((d - 1) /
+ * 8)^2, in query order or not. */
+static double similarity_proximity(uint32_t d)
+{
+	return d > 8 ? 0 : 1.0 - ((d - 1) / 8.0) * ((d - 1) / 8.0);
+}
+
+double eng_text_similarity(struct store_txn *txn, const struct eng_doctype *dt,
+                           const struct eng_textset *s, int field, uint32_t lid, int output)
+{
+	static _Thread_local struct eng_term_pos t[MAX_TERMS];
+	uint32_t at[MAX_TERMS] = { 0 };
+	int n = eng_text_positions(s, field, lid, t, MAX_TERMS), used[MAX_TERMS] = { 0 };
+	uint32_t len = 0, matched = 0, in_order = 0, last = 0;
+	int last_idx = -1;
+	double prox = 0;
+	if (store_text_length(txn, dt->store_id, field, lid, &len, NULL) != 0)
+		len = 0;
+	for (;;) {
+		int best = -1;
+		for (int i = 0; i < n; i++) {
+			while (!used[i] && at[i] < t[i].n && matched && t[i].pos[at[i]] <= last)
+				at[i]++;
+			if (!used[i] && at[i] < t[i].n && (best < 0 || t[i].pos[at[i]] < t[best].pos[at[best]]))
+				best = i;
+		}
+		if (best < 0)
+			break;
+		uint32_t pos = t[best].pos[at[best]];
+		if (matched) {
+			prox += similarity_proximity(pos - last);
+			in_order += best > last_idx;
+		}
+		used[best] = 1;
+		matched++;
+		last = pos;
+		last_idx = best;
+	}
+	if (!matched || !len)
+		return 0;
+	double m = matched < len ? matched : len, p, o;
+	if (m < 2) {
+		p = similarity_proximity(len);
+		o = n == 1;
+	} else {
+		p = prox / (m - 1);
+		o = in_order / (m - 1);
+	}
+	double qc = (double)matched / n, fc = m / len;
+	double v[5] = { 0.35 * p + 0.15 * o + 0.30 * qc + 0.20 * fc, p, o, qc, fc };
+	return output >= 0 && output < 5 ? v[output] : 0;
+}

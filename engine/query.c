@@ -135,6 +135,8 @@ static double term_cb(void *ud, int feature, int field, int term, uint32_t lid)
 		                      doc_value(ds->qs, ds, lid, field), term);
 	if (feature == RANK_TT_FIELD_MATCH)
 		return eng_field_match(ds->txn, ds->dt, ds->text, field, lid, term);
+	if (feature == RANK_TT_TEXT_SIMILARITY)
+		return eng_text_similarity(ds->txn, ds->dt, ds->text, field, lid, term);
 	return eng_text_term(ds->txn, ds->dt, ds->text, feature, field, term, lid);
 }
 

@@ -287,18 +287,25 @@ static const char *const fieldMatch_outputs[] = {
 	"weightedAbsoluteOccurrence", "significantOccurrence", NULL,
 };
 
+/* textSimilarity(f) (score) and .proximity, .order, .queryCoverage,
+ * .fieldCoverage. */
+static const char *const textSimilarity_outputs[] = {
+	"score", "proximity", "order", "queryCoverage", "fieldCoverage", NULL,
+};
+
 static int compile_field_match(struct cc *c, const struct rank_ast *a, int *type)
 {
-	int rc = 0, o = output(c, a, fieldMatch_outputs, &rc);
+	int sim = a->name[0] == 't';
+	int rc = 0, o = output(c, a, sim ? textSimilarity_outputs : fieldMatch_outputs, &rc);
 	if (o < 0)
 		return rank_cc_at(c, a, STRATA_NOT_IMPLEMENTED,
-		                  "fieldMatch(f) has no output '%s'", a->out);
+		                  "%s(f) has no output '%s'", a->name, a->out);
 	int fi = field_arg(c, a, 1, &rc);
 	if (fi < 0)
 		return rc;
 	if (a->nargs != 1)
-		return rank_cc_at(c, a, STRATA_TYPE, "fieldMatch(field) takes one field");
-	return emit_term(c, RANK_TT_FIELD_MATCH, fi, o, type);
+		return rank_cc_at(c, a, STRATA_TYPE, "%s(field) takes one field", a->name);
+	return emit_term(c, sim ? RANK_TT_TEXT_SIMILARITY : RANK_TT_FIELD_MATCH, fi, o, type);
 }
 
 /* attributeMatch(f) and its outputs (weight, significance and importance,
@@ -619,7 +626,7 @@ int rank_cc_feature(struct cc *c, const struct env *env, const struct rank_ast *
 	if (strcmp(f, "nativeRank") == 0 || strcmp(f, "nativeFieldMatch") == 0 ||
 	    strcmp(f, "nativeProximity") == 0 || strcmp(f, "nativeAttributeMatch") == 0)
 		return compile_native(c, a, type);
-	if (strcmp(f, "fieldMatch") == 0)
+	if (strcmp(f, "fieldMatch") == 0 || strcmp(f, "textSimilarity") == 0)
 		return compile_field_match(c, a, type);
 	if (strcmp(f, "tensorFromWeightedSet") == 0 || strcmp(f, "tensorFromLabels") == 0)
 		return compile_from_collection(c, a, type);

@@ -336,6 +336,8 @@ enum rank_term_feature {
 	                           rank_attr_match) */
 	RANK_TT_FIELD_MATCH,    /* fieldMatch(f), the output term (enum
 	                           rank_field_match) */
+	RANK_TT_TEXT_SIMILARITY, /* textSimilarity(f), the output term: 0 the score,
+	                           1 proximity, 2 order, 3 queryCoverage, 4 fieldCoverage */
 };
 
 /* The outputs of fieldMatch(f), in the order of fieldMatch_outputs[]

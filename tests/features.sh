@@ -94,6 +94,10 @@ schema doc {
             fieldMatch(body).importance
             fieldMatch(body).weightedOccurrence
             fieldMatch(body).significantOccurrence
+            textSimilarity(body)
+            textSimilarity(body).proximity
+            textSimilarity(body).order
+            textSimilarity(body).fieldCoverage
         }
     }
     rank-profile nat {
@@ -227,6 +231,10 @@ check "fieldMatch: placement" "$(jq -r '.root.children[0].fields.matchfeatures |
 # (equal) significance
 check "fieldMatch: relative to the query" "$(jq -r '.root.children[0].fields.matchfeatures | [.["fieldMatch(body).weight"], .["fieldMatch(body).importance"], .["fieldMatch(body).weightedOccurrence"], .["fieldMatch(body).significantOccurrence"]] | map(. * 1e9 | round | tostring) | join(",")' "$OUT")" \
 	"1000000000,1000000000,300000000,300000000"
+# textSimilarity(body): red at 0, then shoes 2 tokens on, in query order:
+# proximity 1 - (1/8)^2, order 1, query coverage 1, field coverage 2/5
+check "textSimilarity" "$(jq -r '.root.children[0].fields.matchfeatures | [.["textSimilarity(body)"], .["textSimilarity(body).proximity"], .["textSimilarity(body).order"], .["textSimilarity(body).fieldCoverage"]] | map(. * 1e9 | round | tostring) | join(",")' "$OUT")" \
+	"874531250,984375000,1000000000,400000000"
 # title "red shoes": everything matched in order, at the start
 check "fieldMatch: title" "$(feature 'fieldMatch(title)')" "1"
 
