@@ -411,7 +411,10 @@ static int compile_native(struct cc *c, const struct rank_ast *a, int *type)
 			return rank_cc_at(c, a->args[i], STRATA_TYPE, "%s(): unknown field '%s'", fname,
 			                  a->args[i]->name);
 	}
-	for (int i = 0; !nargs && i < c->p->sd->nfields && n < RANK_MAX_FIELDS_ALL; i++)
+	if (!nargs && c->p->sd->nfields > RANK_MAX_FIELDS_ALL)
+		return rank_cc_at(c, a, STRATA_LIMIT, "%s over more than %d fields: name them", fname,
+		                  RANK_MAX_FIELDS_ALL);
+	for (int i = 0; !nargs && i < c->p->sd->nfields; i++)
 		fields[n++] = i;
 	c->prog->doc_dependent = 1;
 	*type = 0;

@@ -1,9 +1,10 @@
 /*
  * parse_profile.c: the rank-profile part of the schema parser (parse.c calls
- * it for 'rank-profile' and 'onnx-model' blocks): models, phases, functions,
+ * it for 'rank-profile', 'onnx-model' and 'constant' blocks): models, phases, functions,
  * match- and summary-features, inputs, constants and rank-properties, into a
  * struct rank_profile_decl.  The values of constants and input defaults are
- * parsed here too (numbers and dense tensor literals).
+ * parsed here too (numbers, dense tensor literals, and for constants the
+ * blocks of types with mapped dimensions).
  */
 #include <math.h>
 #include <stddef.h>
@@ -15,7 +16,7 @@
 
 #define MAX_VALUES (1 << 24) /* cells in one constant or default value */
 
-/* ---- values: numbers and dense tensor literals ---------------------------------- */
+/* ---- values: numbers and dense tensor literals --------------------------------- */
 
 /* A number with an optional sign. */
 static int signed_number(struct rank_parser *p, double *v)
