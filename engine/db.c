@@ -94,10 +94,13 @@ static int register_doctype(struct strata *db, const struct rank_schema *s,
 
 /* rank's struct rank_loader.load_constant: a constant file is a tensor in
  * any JSON form a document field takes (tensor_json.c). */
-static int constant_for(void *ud, const char *path, const struct rank_input_info *shape,
-                        double *cells, struct strata_error *err)
+/* The JSON of constant file path in *out, *t the type of shape and what
+ * ("file path") for messages. */
+static int read_json(const char *path, const struct rank_input_info *shape, json_t **out,
+                     struct eng_ttype *t, char *what, size_t nwhat, struct strata_error *err)
 {
-	(void)ud;
+	*t = (struct eng_ttype){ BASE_DT_DOUBLE, shape->rank, shape->dims, shape->dim_names };
+	snprintf(what, nwhat, "file %s", path);
 	char *text;
 	size_t n;
 	int rc = base_read_file(path, &text, &n, err);
@@ -107,18 +110,69 @@ static int constant_for(void *ud, const char *path, const struct rank_input_info
 		return rc;
 	json_error_t je;
 	int oom;
-	json_t *j = eng_json_parse(text, n, 0, &je, &oom);
+	*out = eng_json_parse(text, n, 0, &je, &oom);
 	base_free(text, n + 1);
-	if (!j)
+	if (!*out)
 		return oom ? base_nomem(err, "reading %s", path)
 		           : base_err(err, STRATA_PARSE, "%s:%d:%d: %s", path, je.line, je.column,
 		                      je.text);
-	struct eng_ttype t = { BASE_DT_DOUBLE, shape->rank, shape->dims, shape->dim_names };
+	return 0;
+}
+
+static int constant_for(void *ud, const char *path, const struct rank_input_info *shape,
+                        double *cells, struct strata_error *err)
+{
+	(void)ud;
+	json_t *j;
+	struct eng_ttype t;
 	char what[300];
-	snprintf(what, sizeof what, "file %s", path);
+	int rc = read_json(path, shape, &j, &t, what, sizeof what, err);
+	if (rc)
+		return rc;
 	rc = eng_tensor_from_json(j, &t, 0, cells, what, err);
 	json_decref(j);
 	return rc;
+}
+
+/* load_sparse_constant: a constant file of a type with mapped dimensions,
+ * in the JSON forms such a document field takes (tensor_sparse_json.c). */
+static int sparse_constant_for(void *ud, const char *path, const struct rank_input_info *shape,
+                               size_t *nblocks, char ***labels, double **cells,
+                               struct strata_error *err)
+{
+	(void)ud;
+	json_t *j;
+	struct eng_ttype t;
+	char what[300];
+	int rc = read_json(path, shape, &j, &t, what, sizeof what, err);
+	if (rc)
+		return rc;
+	struct eng_sparse s;
+	rc = eng_sparse_from_json(j, &t, &s, what, err);
+	json_decref(j);
+	if (rc)
+		return rc;
+	size_t nl = s.nblocks * (size_t)s.nmapped, nc = s.nblocks * s.sub;
+	char **lab = base_calloc(nl ? nl : 1, sizeof *lab);
+	double *c = base_alloc((nc ? nc : 1) * sizeof *c);
+	int bad = !lab || !c;
+	for (size_t i = 0; !bad && i < nl; i++)
+		bad = !(lab[i] = base_strdup(s.labels[i]));
+	if (!bad)
+		memcpy(c, s.cells, nc * sizeof *c);
+	size_t nb = s.nblocks;
+	eng_sparse_free(&s);
+	if (bad) {
+		for (size_t i = 0; lab && i < nl; i++)
+			base_strfree(lab[i]);
+		base_free(lab, (nl ? nl : 1) * sizeof *lab);
+		base_free(c, (nc ? nc : 1) * sizeof *c);
+		return base_nomem(err, "reading %s", path);
+	}
+	*nblocks = nb;
+	*labels = lab;
+	*cells = c;
+	return 0;
 }
 
 /* A deployed application has its store in datadir: LMDB's data file. */
@@ -195,7 +249,8 @@ static int open_app(const char *app, const struct strata_options *opts, int depl
 	                          opts ? opts->log_ud : NULL, err)) != 0)
 		goto fail;
 	struct rank_loader loader = { .load = eng_model_for, .ud = &ms,
-	                              .load_constant = constant_for };
+	                              .load_constant = constant_for,
+	                              .load_sparse_constant = sparse_constant_for };
 	rc = rank_app_load_all(app, &loader, errs, &db->app, err);
 	if (rc || (rc = rank_app_set_query_pool(db->app, gens, err)) != 0)
 		goto fail;

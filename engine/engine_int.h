@@ -17,6 +17,11 @@
  *   yql.c          YQL text -> struct yql_query (a condition tree)
  *   grouping.c     order by and grouping over the matches
  *   query.c        a search request: match, phases, hit order, summaries
+ *   textmatch.c    contains on text indexes, the text and query-term features
+ *   attrmatch.c    attributeMatch(f) over the query's terms on attributes
+ *   labels.c       arrays and weighted sets as tensors (tensorFromLabels,
+ *                  tensorFromWeightedSet)
+ *   fieldmatch.c   fieldMatch(f): Vespa's string segment match metrics
  *   result.c       JSON output: the result tree, documents, a JSON printer
  *                  that writes numbers in their shortest exact form
  *   json_alloc.c   jansson's allocations through base_alloc
@@ -453,6 +458,54 @@ json_t *eng_tokens_json(const struct store_field *f, const struct store_value *v
                         struct strata_error *err);
 double eng_text_feature(struct store_txn *txn, const struct eng_doctype *dt,
                         const struct eng_textset *s, int feature, int field, uint32_t lid);
+/* Term feature (enum rank_term_feature) of query term `term` (or -1) on
+ * field (or -1) for lid, over s's terms (s may be NULL: a query without
+ * text conditions has no terms).  The terms are the words of s's
+ * conditions in order; those a fieldset made share their numbers. */
+/* labels.c: an array or weighted set field's stored value (n bytes at s) as
+ * the tensor with one mapped dimension that tensorFromLabels and
+ * tensorFromWeightedSet read: each distinct element holding 1, or each key
+ * its weight; made in arena a; NULL when memory runs out or the text is
+ * not a value. */
+const struct rank_sparse *eng_collection_sparse(const struct rank_field *rf, const char *s,
+                                                size_t n, struct base_arena *a);
+/* What rank_docs.attr gives for a string, array or weighted set field rf
+ * whose stored value is sv (NULL: none): the string's rank_string_hash, or
+ * eng_collection_sparse; made in a; NULL without a value (or memory). */
+const void *eng_rank_value(const struct rank_field *rf, const struct store_value *sv,
+                           struct base_arena *a);
+/* The positions of the query's terms on a text-indexed field in a document,
+ * for fieldMatch: each term (its query number) that searches field, in
+ * query order, with its first ENG_TERM_POS_MAX positions, increasing. */
+#define ENG_TERM_POS_MAX 128
+struct eng_term_pos {
+	int term;
+	uint32_t n;
+	uint32_t pos[ENG_TERM_POS_MAX];
+};
+/* textmatch.c: the terms of s on field for lid into out (at most max);
+ * their number. */
+int eng_text_positions(const struct eng_textset *s, int field, uint32_t lid,
+                       struct eng_term_pos *out, int max);
+/* fieldmatch.c: output (enum rank_field_match) of fieldMatch(field) for
+ * lid, over the terms of s. */
+double eng_field_match(struct store_txn *txn, const struct eng_doctype *dt,
+                       const struct eng_textset *s, int field, uint32_t lid, int output);
+/* fieldmatch.c: nativeProximity's parts on field for lid, feature
+ * RANK_TF_NATIVE_PROX_SUM (the term pairs' boosts, each times its weight,
+ * normalized) or RANK_TF_NATIVE_PROX_WEIGHT (the pairs' weights). */
+double eng_native_proximity(const struct eng_textset *s, int feature, int field, uint32_t lid);
+/* fieldmatch.c: output (RANK_TT_TEXT_SIMILARITY's) of textSimilarity(field)
+ * for lid, over the terms of s. */
+double eng_text_similarity(struct store_txn *txn, const struct eng_doctype *dt,
+                           const struct eng_textset *s, int field, uint32_t lid, int output);
+/* attrmatch.c: output (enum rank_attr_match) of attributeMatch(field) for a
+ * document whose value of field is sv (NULL or unset: none), over the
+ * 'contains' conditions of where. */
+double eng_attr_match(const struct yql_node *where, const struct eng_doctype *dt, int field,
+                      const struct store_value *sv, int output);
+double eng_text_term(struct store_txn *txn, const struct eng_doctype *dt,
+                     const struct eng_textset *s, int feature, int field, int term, uint32_t lid);
 
 /* ---- snippet.c: summary fields made from the query --------------------------------- */
 

@@ -17,6 +17,8 @@
  *      first-phase score get the second phase;
  *   5. the global phase, over the best global-phase rerank-count of what the
  *      second phase left, all at once (its normalizers compare them).
+ *   After the second and the global phase, the hits each re-ranked and
+ *   scored at or below its rank-score-drop-limit leave.
  * Then the hits of all types are ordered by score: re-ranked hits by their
  * second-phase score; the others keep their first-phase order, shifted to
  * score no higher than the lowest re-ranked hit of their type (Vespa's
@@ -105,6 +107,8 @@ static const void *attr_cb(void *ud, int field, uint32_t lid)
 {
 	struct dtstate *ds = ud;
 	const struct rank_field *rf = rank_schema_field(ds->dt->schema, field);
+	if (rf->type == RANK_FT_ARRAY || rf->type == RANK_FT_WSET || rf->type == RANK_FT_STRING)
+		return eng_rank_value(rf, doc_value(ds->qs, ds, lid, field), &ds->sparse);
 	if (!eng_field_mapped(rf))
 		return store_attr(ds->txn, ds->dt->store_id, field, lid);
 	/* Read from the document; the value lives until the query ends.  A
@@ -118,7 +122,22 @@ static const void *attr_cb(void *ud, int field, uint32_t lid)
 static double text_cb(void *ud, int feature, int field, uint32_t lid)
 {
 	struct dtstate *ds = ud;
+	if (feature == RANK_TF_NATIVE_PROX_SUM || feature == RANK_TF_NATIVE_PROX_WEIGHT)
+		return eng_native_proximity(ds->text, feature, field, lid);
 	return eng_text_feature(ds->txn, ds->dt, ds->text, feature, field, lid);
+}
+
+static double term_cb(void *ud, int feature, int field, int term, uint32_t lid)
+{
+	struct dtstate *ds = ud;
+	if (feature == RANK_TT_ATTR_MATCH)
+		return eng_attr_match(ds->qs->yql->where, ds->dt, field,
+		                      doc_value(ds->qs, ds, lid, field), term);
+	if (feature == RANK_TT_FIELD_MATCH)
+		return eng_field_match(ds->txn, ds->dt, ds->text, field, lid, term);
+	if (feature == RANK_TT_TEXT_SIMILARITY)
+		return eng_text_similarity(ds->txn, ds->dt, ds->text, field, lid, term);
+	return eng_text_term(ds->txn, ds->dt, ds->text, feature, field, term, lid);
 }
 
 /* ---- the request ------------------------------------------------------------------- */
@@ -698,9 +717,33 @@ static void shift_rest(struct qstate *qs, size_t base, size_t nre, size_t n,
 		                                     : qs->hits[base + i].score) + shift;
 }
 
-/* Second phase over the best rerank-count of the n hits at base. */
-static int second_phase(struct qstate *qs, struct dtstate *ds, size_t base, size_t n)
+/* The rank-score-drop-limit of phase (2 or 3), which re-ranked the first
+ * *nre of the *n hits at base (the last of the query's hits): those it
+ * scored the limit or less, or NaN, go; both counts shrink. */
+static void drop_reranked(struct qstate *qs, struct dtstate *ds, int phase, size_t base,
+                          size_t *nre, size_t *n)
 {
+	double limit;
+	if (!rank_profile_phase_drop_limit(ds->prof, phase, &limit))
+		return;
+	size_t kept = 0, gone = 0;
+	for (size_t i = 0; i < *n; i++) {
+		if (i < *nre && !(qs->hits[base + i].score > limit)) {
+			gone++;
+			continue;
+		}
+		qs->hits[base + kept++] = qs->hits[base + i];
+	}
+	*nre -= gone;
+	*n = kept;
+	qs->nhits = base + kept;
+}
+
+/* Second phase over the best rerank-count of the *n hits at base (fewer
+ * after its rank-score-drop-limit). */
+static int second_phase(struct qstate *qs, struct dtstate *ds, size_t base, size_t *np)
+{
+	size_t n = *np;
 	if (!rank_profile_has_second_phase(ds->prof) || !n)
 		return 0;
 	uint32_t lids[BLOCK];
@@ -724,7 +767,8 @@ static int second_phase(struct qstate *qs, struct dtstate *ds, size_t base, size
 		for (size_t i = 0; i < k; i++)
 			qs->hits[base + off + i].score = scores[i];
 	}
-	shift_rest(qs, base, nre, n, first_cmp, 1);
+	drop_reranked(qs, ds, 2, base, &nre, np);
+	shift_rest(qs, base, nre, *np, first_cmp, 1);
 	return 0;
 }
 
@@ -758,6 +802,7 @@ static int global_phase(struct qstate *qs, struct dtstate *ds, size_t base, size
 			qs->hits[base + i].score = scores[i];
 			qs->hits[base + i].tier = 2;
 		}
+		drop_reranked(qs, ds, 3, base, &ng, &n);
 		shift_rest(qs, base, ng, n, final_cmp, 0);
 	}
 	base_free(firsts, bytes);
@@ -771,6 +816,8 @@ static int run_doctype(struct qstate *qs, struct dtstate *ds)
 	if (nn && nn->fidx >= 0) {
 		uint64_t a = mark();
 		rc = rank_query_set_nn(ds->rq, nn->field, nn->input, qs->err);
+		if (!rc && nn->label)
+			rc = rank_query_set_nn_label(ds->rq, nn->field, nn->label, qs->err);
 		charge(qs, a);
 		if (rc)
 			return rc;
@@ -822,7 +869,7 @@ static int run_doctype(struct qstate *qs, struct dtstate *ds)
 		qs->nhits = base + kept;
 		n = kept;
 	}
-	if ((rc = second_phase(qs, ds, base, n)) != 0)
+	if ((rc = second_phase(qs, ds, base, &n)) != 0)
 		return rc;
 	return global_phase(qs, ds, base, n);
 }
@@ -848,6 +895,13 @@ static int set_sparse_input(struct qstate *qs, struct dtstate *ds,
 
 static int set_inputs(struct qstate *qs, struct dtstate *ds, const json_t *req)
 {
+	/* the `now` feature, as Vespa's rank property vespa.now sets it */
+	const json_t *now = json_object_get(req, "ranking.properties.vespa.now");
+	if (now && !json_is_number(now))
+		return base_err(qs->err, STRATA_INVALID_ARGUMENT,
+		                "ranking.properties.vespa.now: expected a number of seconds");
+	if (now)
+		rank_query_set_now(ds->rq, json_number_value(now));
 	int ni = rank_profile_ninputs(ds->prof);
 	for (int i = 0; i < ni; i++) {
 		const struct rank_input_info *in = rank_profile_input(ds->prof, i);
@@ -859,6 +913,13 @@ static int set_inputs(struct qstate *qs, struct dtstate *ds, const json_t *req)
 			mapped |= in->dims[k] < 0;
 		if (mapped) {
 			int rc = set_sparse_input(qs, ds, in, v);
+			if (rc)
+				return rc;
+			continue;
+		}
+		if (in->string && json_is_string(v)) {
+			double h = rank_string_hash(json_string_value(v), json_string_length(v));
+			int rc = rank_query_set_input(ds->rq, in->name, &h, 1, qs->err);
 			if (rc)
 				return rc;
 			continue;
@@ -1360,6 +1421,7 @@ static int run(struct qstate *qs, const json_t *req, char **result)
 		ds->docs.ud = ds;
 		ds->docs.attr = attr_cb;
 		ds->docs.text = text_cb;
+		ds->docs.term = term_cb;
 		if ((rc = resolve(qs, qs->yql->where, ds->dt, &nn_count)) != 0)
 			return rc;
 		if (nn_count > 1)

@@ -226,8 +226,70 @@ json_t *eng_value_json(const struct store_field *f, const char *const *dim_names
 	return NULL;
 }
 
+/* A feature with mapped dimensions in Vespa's short forms: one mapped
+ * dimension alone as {"type", "cells": {label: value}}, else each cell
+ * as {"address": {dim: label}, "value"}. */
+static json_t *sparse_feature_json(const struct rank_feature *f)
+{
+	char type[512];
+	size_t k = (size_t)snprintf(type, sizeof type, "tensor(");
+	int nm = 0;
+	for (int i = 0; i < f->rank && k < sizeof type; i++) {
+		nm += f->dims[i] < 0;
+		k += (size_t)(f->dims[i] < 0 ? snprintf(type + k, sizeof type - k, "%s%s{}", i ? "," : "",
+		                                        f->dim_names[i])
+		                             : snprintf(type + k, sizeof type - k, "%s%s[%lld]",
+		                                        i ? "," : "", f->dim_names[i],
+		                                        (long long)f->dims[i]));
+	}
+	if (k < sizeof type)
+		snprintf(type + k, sizeof type - k, ")");
+	const struct rank_sparse *s = f->sparse;
+	int short_form = nm == 1 && f->rank == 1;
+	json_t *o = json_object(), *cells = short_form ? json_object() : json_array();
+	int bad = !o || !cells || json_object_set_new(o, "type", json_string(type)) ||
+	          json_object_set(o, "cells", cells);
+	for (size_t b = 0; s && !bad && b < s->nblocks; b++) {
+		for (size_t c = 0; !bad && c < f->ncells; c++) {
+			double v = s->cells[b * f->ncells + c];
+			if (short_form) {
+				bad = json_object_set_new(cells, s->labels[b], eng_json_number(BASE_DT_DOUBLE, v));
+				continue;
+			}
+			json_t *cell = json_object(), *addr = json_object();
+			bad = !cell || !addr || json_object_set_new(cell, "address", addr) ||
+			      json_object_set_new(cell, "value", eng_json_number(BASE_DT_DOUBLE, v)) ||
+			      json_array_append_new(cells, cell);
+			if (bad && !cell)
+				json_decref(addr);
+			/* indexed labels count c through the dense subspace, last fastest */
+			size_t rest = c;
+			int m = nm;
+			for (int i = f->rank - 1; !bad && i >= 0; i--) {
+				char num[32];
+				const char *label = num;
+				if (f->dims[i] < 0) {
+					label = s->labels[b * (size_t)nm + (size_t)--m];
+				} else {
+					snprintf(num, sizeof num, "%zu", rest % (size_t)f->dims[i]);
+					rest /= (size_t)f->dims[i];
+				}
+				bad = json_object_set_new(addr, f->dim_names[i], json_string(label));
+			}
+		}
+	}
+	json_decref(cells);
+	if (bad) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
 json_t *eng_feature_json(const struct rank_feature *f)
 {
+	if (f->sparse)
+		return sparse_feature_json(f);
 	if (f->rank == 0)
 		return eng_json_number(BASE_DT_DOUBLE, f->ncells ? f->cells[0] : 0.0);
 	struct eng_ttype t = { BASE_DT_DOUBLE, f->rank, f->dims, f->dim_names };

@@ -47,6 +47,8 @@ struct eng_textset {
 	int n;
 	const struct yql_node *node[MAX_CONDS];
 	struct eng_text *t[MAX_CONDS];
+	int first[MAX_CONDS];  /* the query term number of each one's first word */
+	int nterms;            /* the query's terms (rank_term_feature) */
 };
 
 /* Where store_text_terms puts what it finds (and open_one one word). */
@@ -149,6 +151,16 @@ int eng_text_open(struct store_txn *txn, const struct eng_doctype *dt,
 	if (rc || !s->n) {
 		eng_text_close(s);
 		return rc;
+	}
+	/* A fieldset's condition became one per field, all with the same
+	 * string: its words are one set of terms. */
+	for (int k = 0; k < s->n; k++) {
+		int j = 0;
+		while (j < k && s->node[j]->str != s->node[k]->str)
+			j++;
+		s->first[k] = j < k ? s->first[j] : s->nterms;
+		if (j == k)
+			s->nterms += s->t[k]->nwords;
 	}
 	*out = s;
 	return 0;
@@ -336,4 +348,156 @@ double eng_text_feature(struct store_txn *txn, const struct eng_doctype *dt,
 		}
 	}
 	return sum;
+}
+
+/* ---- query-term features (rank_term_feature) ------------------------------ */
+
+#define NO_POSITION 1000000.0 /* fieldTermMatch's firstPosition when none */
+#define SIGNIFICANCE_N 1e6    /* the corpus Vespa's fallback significance scales to */
+
+/* Condition k's posting lists of word w: [*from, *to). */
+static void word_lists(const struct eng_text *t, int w, int *from, int *to)
+{
+	if (!t->prefix) {
+		*from = w;
+		*to = w + 1;
+		return;
+	}
+	*from = 0;
+	while (*from < t->nterms && t->grp[*from] != w)
+		(*from)++;
+	*to = *from;
+	while (*to < t->nterms && t->grp[*to] == w)
+		(*to)++;
+}
+
+/* Occurrences of term (its lists from..to of t) in lid; the first position. */
+static uint32_t occurrences(const struct eng_text *t, int from, int to, uint32_t lid,
+                            uint32_t *first)
+{
+	uint32_t n = 0;
+	*first = UINT32_MAX;
+	for (int i = from; i < to; i++) {
+		uint32_t at = lid, pos = 0;
+		if (store_postings_seek(t->pl[i], &at) != 0 || at != lid)
+			continue;
+		uint32_t c = store_postings_positions(t->pl[i], &pos, 1);
+		if (c && pos < *first)
+			*first = pos;
+		n += c;
+	}
+	return n;
+}
+
+/* Vespa's fallback significance of a term in df of ndocs documents: its
+ * idf over a corpus scaled to SIGNIFICANCE_N documents, normalized to
+ * [0.5, 1]. */
+static double significance(double df, double ndocs)
+{
+	if (ndocs <= 0)
+		return 0.5;
+	double f = df * SIGNIFICANCE_N / ndocs;
+	f = f < 1 ? 1 : f > SIGNIFICANCE_N ? SIGNIFICANCE_N : f;
+	return 0.5 + 0.5 * (log(SIGNIFICANCE_N) - log(f)) / log(SIGNIFICANCE_N);
+}
+
+double eng_text_term(struct store_txn *txn, const struct eng_doctype *dt,
+                     const struct eng_textset *s, int feature, int field, int term, uint32_t lid)
+{
+	if (feature == RANK_TT_NUM_DOCS)
+		return (double)store_count(txn, dt->store_id);
+	if (feature == RANK_TT_AVG_LENGTH) {
+		uint64_t docs = 0, tokens = 0;
+		if (store_text_stats(txn, dt->store_id, field, &docs, &tokens, NULL) != 0 || !docs)
+			return 0;
+		return (double)tokens / (double)docs;
+	}
+	int nterms = s ? s->nterms : 0;
+	if (feature == RANK_TT_COUNT)
+		return nterms;
+	if (feature == RANK_TT_MATCH_COUNT) {
+		double n = 0;
+		for (int k = 0; s && k < s->n; k++) {
+			uint32_t first;
+			for (int w = 0; s->node[k]->fidx == field && w < s->t[k]->nwords; w++) {
+				int from, to;
+				word_lists(s->t[k], w, &from, &to);
+				n += occurrences(s->t[k], from, to, lid, &first) > 0;
+			}
+		}
+		return n;
+	}
+	if (term < 0 || term >= nterms)
+		return feature == RANK_TT_FIRST_POSITION ? NO_POSITION
+		       : feature == RANK_TT_DOC_FREQ     ? NAN
+		                                         : 0;
+	if (feature == RANK_TT_WEIGHT)
+		return 100;
+	if (feature == RANK_TT_CONNECTEDNESS)
+		return 0.1;
+	double best = 0, sum = 0, occ = 0, first = NO_POSITION;
+	int on_field = 0;
+	for (int k = 0; k < s->n; k++) {
+		const struct eng_text *t = s->t[k];
+		int w = term - s->first[k], from, to;
+		if (w < 0 || w >= t->nwords)
+			continue;
+		word_lists(t, w, &from, &to);
+		for (int i = from; i < to; i++) {
+			double df = (double)store_postings_df(t->pl[i]);
+			best = df > best ? df : best;
+			sum += df;
+		}
+		if (s->node[k]->fidx != field)
+			continue;
+		on_field = 1;
+		uint32_t f;
+		occ += occurrences(t, from, to, lid, &f);
+		if (f != UINT32_MAX && f < first)
+			first = f;
+	}
+	switch (feature) {
+	case RANK_TT_SIGNIFICANCE: return significance(best, s->t[0]->ndocs);
+	case RANK_TT_OCCURRENCES: return occ;
+	case RANK_TT_FIRST_POSITION: return first;
+	case RANK_TT_DOC_FREQ: return on_field ? sum : NAN;
+	}
+	return 0;
+}
+
+int eng_text_positions(const struct eng_textset *s, int field, uint32_t lid,
+                       struct eng_term_pos *out, int max)
+{
+	int n = 0;
+	for (int k = 0; s && k < s->n; k++) {
+		const struct eng_text *t = s->t[k];
+		if (s->node[k]->fidx != field)
+			continue;
+		for (int w = 0; w < t->nwords && n < max; w++) {
+			int from, to;
+			word_lists(t, w, &from, &to);
+			struct eng_term_pos *tp = &out[n++];
+			tp->term = s->first[k] + w;
+			tp->n = 0;
+			/* the positions of the word's lists (a prefix's expansions
+			 * merged), increasing */
+			for (int i = from; i < to; i++) {
+				uint32_t at = lid, pos[ENG_TERM_POS_MAX];
+				if (store_postings_seek(t->pl[i], &at) != 0 || at != lid)
+					continue;
+				uint32_t c = store_postings_positions(t->pl[i], pos, ENG_TERM_POS_MAX);
+				for (uint32_t q = 0; q < c && q < ENG_TERM_POS_MAX; q++) {
+					uint32_t m = tp->n;
+					while (m > 0 && tp->pos[m - 1] > pos[q])
+						m--;
+					if (tp->n == ENG_TERM_POS_MAX)
+						break;
+					memmove(tp->pos + m + 1, tp->pos + m, (tp->n - m) * sizeof *tp->pos);
+					tp->pos[m] = pos[q];
+					tp->n++;
+				}
+			}
+		}
+	}
+	return n;
 }

@@ -72,22 +72,62 @@ static int load_model(struct rank_app *app, const struct rank_model_decl *decl,
 }
 
 /* Read constant c's file, when it names one, through the loader. */
+/* The shape of constant c as the loader sees it. */
+static void shape_of(const struct rank_constant_decl *c, struct rank_input_info *shape)
+{
+	memset(shape, 0, sizeof *shape);
+	shape->name = c->name;
+	shape->rank = c->type.rank;
+	for (int k = 0; k < c->type.rank; k++) {
+		shape->dims[k] = c->type.dims[k];
+		shape->dim_names[k] = c->type.dim_names[k];
+	}
+	shape->ncells = rank_type_cells(&c->type);
+}
+
+/* A constant file of a type with mapped dimensions: its blocks. */
+static int load_sparse(struct rank_app *app, struct rank_constant_decl *c, struct strata_error *err)
+{
+	const struct rank_pos *pos = &c->file_pos;
+	if (!app->loader.load_sparse_constant)
+		return base_err(err, STRATA_NOT_IMPLEMENTED,
+		                "%s:%d:%d: constant '%s': files are read only by the engine's loader",
+		                pos->file, pos->line, pos->col, c->name);
+	struct rank_input_info shape;
+	shape_of(c, &shape);
+	char *path = base_path_join(app->dir, c->file);
+	int rc = path ? app->loader.load_sparse_constant(app->loader.ud, path, &shape, &c->nblocks,
+	                                                 &c->labels, &c->cells, err)
+	              : base_nomem(err, "constant '%s'", c->name);
+	base_strfree(path);
+	if (rc) {
+		c->nblocks = 0;
+		c->labels = NULL;
+		c->cells = NULL;
+		if (rc == STRATA_NOMEM)
+			return rc;
+		return base_err_prefix(err, rc, "%s:%d:%d: constant '%s'", pos->file, pos->line,
+		                       pos->col, c->name);
+	}
+	size_t nc = c->nblocks * shape.ncells;
+	c->ncells = nc ? nc : 1;
+	return 0;
+}
+
 static int load_constant(struct rank_app *app, struct rank_constant_decl *c,
                          struct strata_error *err)
 {
 	if (!c->file)
 		return 0;
 	const struct rank_pos *pos = &c->file_pos;
+	if (rank_type_mapped(&c->type))
+		return load_sparse(app, c, err);
 	if (!app->loader.load_constant)
 		return base_err(err, STRATA_NOT_IMPLEMENTED,
 		                "%s:%d:%d: constant '%s': files are read only by the engine's loader",
 		                pos->file, pos->line, pos->col, c->name);
-	struct rank_input_info shape = { .name = c->name, .rank = c->type.rank };
-	for (int k = 0; k < c->type.rank; k++) {
-		shape.dims[k] = c->type.dims[k];
-		shape.dim_names[k] = c->type.dim_names[k];
-	}
-	shape.ncells = rank_type_cells(&c->type);
+	struct rank_input_info shape;
+	shape_of(c, &shape);
 	double *cells = base_alloc(shape.ncells * sizeof *cells);
 	if (!cells)
 		return base_nomem(err, "constant '%s'", c->name);

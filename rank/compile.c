@@ -128,9 +128,6 @@ static int compile_attribute(struct cc *c, const struct rank_ast *a, int *type)
 	if (fi < 0 || !c->p->sd->fields[fi].attribute)
 		return rank_cc_at(c, a->args[0], STRATA_TYPE, "unknown attribute '%s'", name);
 	const struct rank_field *f = &c->p->sd->fields[fi];
-	if (f->type == RANK_FT_STRING)
-		return rank_cc_at(c, a->args[0], STRATA_TYPE, "attribute '%s' is a string, not a number",
-		                  name);
 	if (f->type >= RANK_FT_ARRAY)
 		return rank_cc_at(c, a->args[0], STRATA_NOT_IMPLEMENTED,
 		                  "attribute '%s' is a collection or struct, which rank expressions do not read",
@@ -224,11 +221,26 @@ static int compile_onnx(struct cc *c, const struct rank_ast *a, int *type)
 static int compile_close(struct cc *c, const struct rank_ast *a, int distance, int *type)
 {
 	const char *fname = distance ? "distance" : "closeness";
+	if (a->nargs == 1 && a->args[0]->kind == RA_NAME) {
+		/* closeness(f) of a tensor field is closeness(field, f), as in
+		 * Vespa; of a position it is the geo feature, not supported */
+		struct rank_ast field = { .kind = RA_NAME, .name = "field", .pos = a->pos };
+		struct rank_ast *args[2] = { &field, a->args[0] };
+		int fi = find_field(c->p->sd, a->args[0]->name);
+		if (fi >= 0 && c->p->sd->fields[fi].type != RANK_FT_TENSOR)
+			return rank_cc_at(c, a, STRATA_NOT_IMPLEMENTED,
+			                  "%s(%s): geographical %s of positions is not supported", fname,
+			                  a->args[0]->name, fname);
+		struct rank_ast two = *a;
+		two.nargs = 2;
+		two.args = args;
+		return compile_close(c, &two, distance, type);
+	}
 	if (a->nargs != 2 || rank_cc_name_arg(c, a->args[0], "'field'") ||
 	    rank_cc_name_arg(c, a->args[1], "a field name"))
-		return rank_cc_at(c, a, STRATA_TYPE, "%s() takes (field, name)", fname);
+		return rank_cc_at(c, a, STRATA_TYPE, "%s() takes (field, name) or (name)", fname);
 	if (strcmp(a->args[0]->name, "label") == 0)
-		return rank_cc_at(c, a, STRATA_NOT_IMPLEMENTED, "%s(label, ...) is not supported", fname);
+		return rank_cc_close_label(c, a->args[1]->name, distance, type);
 	if (strcmp(a->args[0]->name, "field") != 0)
 		return rank_cc_at(c, a->args[0], STRATA_TYPE,
 		                  "%s() takes 'field' or 'label' first, not '%s'", fname,
@@ -249,8 +261,6 @@ static int compile_close(struct cc *c, const struct rank_ast *a, int distance, i
 	EMIT(c, RANK_OP_CLOSE, fi, distance, 0, 0, 0, 0, 0);
 	return 0;
 }
-
-#define RANK_MAX_ARGS_NATIVE 16
 
 /* bm25(f), fieldLength(f), matches(f): f a string field with a text index
  * (and index: enable-bm25 for bm25, as Vespa asks). */
@@ -275,61 +285,6 @@ static int compile_text(struct cc *c, const struct rank_ast *a, int *type)
 	c->prog->doc_dependent = 1;
 	*type = 0;
 	EMIT(c, RANK_OP_TEXT, kind, fi, 0, 0, 0, 0, 0);
-	return 0;
-}
-
-/* Push the sum over the text-indexed fields of nfields (all of them when
- * fields is NULL) of text feature kind, each times the field's weight
- * (weight: N); 0 when there is none. */
-static int emit_text_sum(struct cc *c, int kind, const int *fields, int nfields)
-{
-	int n = 0;
-	for (int i = 0; i < (fields ? nfields : c->p->sd->nfields); i++) {
-		int fi = fields ? fields[i] : i;
-		const struct rank_field *f = &c->p->sd->fields[fi];
-		if (rank_field_token_flags(f) < 0)
-			continue;
-		EMIT(c, RANK_OP_TEXT, kind, fi, 0, 0, 0, 0, 0);
-		EMIT(c, RANK_OP_NUM, 0, 0, 0, 0, 0, 0, f->weight ? f->weight : RANK_FIELD_WEIGHT);
-		EMIT(c, RANK_OP_BIN, RB_MUL, 0, 0, 0, 0, 0, 0);
-		if (n++)
-			EMIT(c, RANK_OP_BIN, RB_ADD, 0, 0, 0, 0, 0, 0);
-	}
-	if (!n)
-		EMIT(c, RANK_OP_NUM, 0, 0, 0, 0, 0, 0, 0.0);
-	return 0;
-}
-
-/* nativeRank, nativeRank(f, ...), and nativeFieldMatch the same (the only
- * part computed): the mean nativeFieldMatch score of the query's words over
- * the text-indexed fields named (all of them without arguments), each field
- * weighing its weight (weight: N, default 100) as in Vespa; other fields
- * (attributes) add nothing. */
-static int compile_native(struct cc *c, const struct rank_ast *a, int *type)
-{
-	int fields[RANK_MAX_ARGS_NATIVE];
-	const char *fname = a->name;
-	if (a->nargs > RANK_MAX_ARGS_NATIVE)
-		return rank_cc_at(c, a, STRATA_TYPE, "%s() takes at most %d fields", fname,
-		                  RANK_MAX_ARGS_NATIVE);
-	for (int i = 0; i < a->nargs; i++) {
-		if (rank_cc_name_arg(c, a->args[i], "a field name"))
-			return rank_cc_at(c, a, STRATA_TYPE, "%s() takes field names", fname);
-		fields[i] = find_field(c->p->sd, a->args[i]->name);
-		if (fields[i] < 0)
-			return rank_cc_at(c, a->args[i], STRATA_TYPE, "%s(): unknown field '%s'", fname,
-			                  a->args[i]->name);
-	}
-	const int *fs = a->nargs ? fields : NULL;
-	int rc;
-	c->prog->doc_dependent = 1;
-	*type = 0;
-	if ((rc = emit_text_sum(c, RANK_TF_NATIVE_SUM, fs, a->nargs)) ||
-	    (rc = emit_text_sum(c, RANK_TF_NATIVE_TERMS, fs, a->nargs)))
-		return rc;
-	EMIT(c, RANK_OP_NUM, 0, 0, 0, 0, 0, 0, 1.0);
-	EMIT(c, RANK_OP_BIN, RANK_FN_MAX, 0, 0, 0, 0, 0, 0);
-	EMIT(c, RANK_OP_BIN, RB_DIV, 0, 0, 0, 0, 0, 0);
 	return 0;
 }
 
@@ -586,7 +541,8 @@ static int compile_user(struct cc *c, const struct env *env, const struct rank_a
 	/* The body sees only its parameters and profile-level names: parameters
 	 * of the caller are not in scope, but recursion through callers is
 	 * still detected along up. */
-	struct env e = { env, fn, 0, nargs, fn->params, locals, types };
+	struct env e = { env, fn, 0, nargs, fn->params, locals, types,
+	                 a->kind == RA_CALL ? a->args : NULL };
 	return rank_cc_compile(c, &e, fn->body, type);
 }
 
@@ -641,7 +597,7 @@ static int compile_gbdt(struct cc *c, const struct env *env, const struct rank_a
 			                a->args[0]->name, g->names[i], msg);
 		}
 	}
-	struct env e = { env, NULL, 0, g->nfeatures, g->names, locals, types };
+	struct env e = { env, NULL, 0, g->nfeatures, g->names, locals, types, NULL };
 	if (!rc && (rc = rank_cc_compile(c, &e, g->body, type)) == STRATA_LIMIT) {
 		char msg[STRATA_ERRMSG_MAX];
 		snprintf(msg, sizeof msg, "%s", c->err->msg);
@@ -734,15 +690,16 @@ static int compile_call(struct cc *c, const struct env *env, const struct rank_a
 	                       strcmp(f, "constant") == 0 || strcmp(f, "onnx") == 0 ||
 	                       strcmp(f, "closeness") == 0 || strcmp(f, "distance") == 0))
 		return rank_cc_at(c, a, STRATA_TYPE, "a lambda may only use its parameters, not %s()", f);
+	int handled;
+	if (!in_lambda(env) && !find_function(c->p->decl, f) &&
+	    ((rc = rank_cc_feature(c, env, a, type, &handled)) || handled))
+		return rc;
 	if (a->out && strcmp(f, "onnx") != 0 && strcmp(f, "onnxModel") != 0)
 		return rank_cc_at(c, a, STRATA_TYPE, "'.%s' after %s(): only onnx() has outputs", a->out,
 		                  f);
 	if (strcmp(f, "normalize_linear") == 0 || strcmp(f, "reciprocal_rank") == 0 ||
 	    strcmp(f, "reciprocal_rank_fusion") == 0)
 		return compile_norm(c, a, type);
-	if (strcmp(f, "tensorFromWeightedSet") == 0 || strcmp(f, "tensorFromLabels") == 0)
-		return rank_cc_at(c, a, STRATA_NOT_IMPLEMENTED,
-		                  "%s() reads a collection field, which rank expressions do not read", f);
 	if (strcmp(f, "attribute") == 0)
 		return compile_attribute(c, a, type);
 	if (strcmp(f, "query") == 0)
@@ -755,14 +712,27 @@ static int compile_call(struct cc *c, const struct env *env, const struct rank_a
 		return compile_close(c, a, f[0] == 'd', type);
 	if (strcmp(f, "bm25") == 0 || strcmp(f, "fieldLength") == 0 || strcmp(f, "matches") == 0)
 		return compile_text(c, a, type);
-	if (strcmp(f, "nativeRank") == 0 || strcmp(f, "nativeFieldMatch") == 0)
-		return compile_native(c, a, type);
 	if (strcmp(f, "lightgbm") == 0 || strcmp(f, "xgboost") == 0)
 		return compile_gbdt(c, env, a, type);
 	if (!in_lambda(env)) {
 		const struct rank_function_decl *fn = find_function(c->p->decl, f);
 		if (fn)
 			return compile_user(c, env, a, fn, type);
+		if (strcmp(f, "rankingExpression") == 0) {
+			/* rankingExpression(f): the function f of no arguments */
+			const struct rank_ast *n = a->nargs == 1 ? a->args[0] : NULL;
+			if (!n || (n->kind != RA_NAME && n->kind != RA_STR))
+				return rank_cc_at(c, a, STRATA_TYPE,
+				                  "rankingExpression() takes the name of a function");
+			if (!(fn = find_function(c->p->decl, n->name)))
+				return rank_cc_at(c, n, STRATA_TYPE,
+				                  "rankingExpression(%s): no function '%s' in profile '%s' "
+				                  "(an expression in quotes is not supported)",
+				                  n->name, n->name, c->p->decl->name);
+			struct rank_ast call = *n;
+			call.kind = RA_NAME;
+			return compile_user(c, env, &call, fn, type);
+		}
 	}
 	if (strcmp(f, "if") == 0) {
 		if (a->nargs != 3)
@@ -799,7 +769,6 @@ static int compile_call(struct cc *c, const struct env *env, const struct rank_a
 		}
 		return 0;
 	}
-	int handled;
 	if ((rc = compile_tensor_fn(c, env, a, type, &handled)) || handled)
 		return rc;
 	int fn = rank_fn_unary(f);
@@ -837,8 +806,10 @@ int rank_cc_compile(struct cc *c, const struct env *env, const struct rank_ast *
 		*type = 0;
 		EMIT(c, RANK_OP_NUM, 0, 0, 0, 0, 0, 0, a->num);
 		return 0;
-	case RA_STR:
-		return rank_cc_at(c, a, STRATA_TYPE, "a string (\"%s\") is not a value here", a->name);
+	case RA_STR: /* its hash, which a string attribute or input equals */
+		*type = 0;
+		EMIT(c, RANK_OP_NUM, 0, 0, 0, 0, 0, 0, rank_string_hash(a->name, strlen(a->name)));
+		return 0;
 	case RA_NAME:
 		if (lookup_name(env, a->name, &local, type)) {
 			EMIT(c, RANK_OP_GET, local, 0, 0, 0, 0, *type, 0);
@@ -857,10 +828,9 @@ int rank_cc_compile(struct cc *c, const struct env *env, const struct rank_ast *
 			EMIT(c, RANK_OP_FIRST, 0, 0, 0, 0, 0, 0, 0);
 			return 0;
 		}
-		if (strcmp(a->name, "nativeRank") == 0 || strcmp(a->name, "nativeFieldMatch") == 0) {
-			struct rank_ast call = { .kind = RA_CALL, .name = a->name, .pos = a->pos };
-			return compile_native(c, &call, type);
-		}
+		int handled;
+		if ((rc = rank_cc_feature(c, env, a, type, &handled)) || handled)
+			return rc;
 		return rank_cc_at(c, a, STRATA_TYPE, "unknown name '%s'", a->name);
 	case RA_CALL:
 		return compile_call(c, env, a, type);
@@ -891,8 +861,9 @@ void rank_prog_release(struct rank_prog *prog)
 }
 
 /* Compile a into prog.  must_be_number: 1 for phases (a number), 0 for
- * features and model inputs (any dense value), 2 for a standalone
- * expression (mapped dimensions too); global as in struct cc. */
+ * model inputs (any dense value), 2 for a standalone expression and 3 for
+ * match and summary features (mapped dimensions too); global as in
+ * struct cc. */
 static int compile_prog_in(struct rank_profile *p, const struct rank_models *models,
                            const struct rank_ast *a, const char *name, int allow_first,
                            int must_be_number, int global, struct rank_prog *prog,
@@ -906,7 +877,7 @@ static int compile_prog_in(struct rank_profile *p, const struct rank_models *mod
 	int t, rc = rank_cc_compile(&c, NULL, a, &t);
 	if (rc)
 		return rc;
-	if (must_be_number != 2 && rank_type_mapped(&p->types[t]) > 0)
+	if (must_be_number < 2 && rank_type_mapped(&p->types[t]) > 0)
 		return rank_cc_at(&c, a, STRATA_NOT_IMPLEMENTED,
 		                  "%s: tensors with mapped dimensions are not supported here", name);
 	if (must_be_number == 1 && p->types[t].rank != 0) {
@@ -1173,6 +1144,7 @@ int rank_profile_compile(struct rank_profile *p, const struct rank_schema *s,
 			ii->dim_names[k] = in->type.dim_names[k];
 		}
 		ii->ncells = rank_type_cells(&in->type);
+		ii->string = in->string;
 	}
 	for (int i = 0; i < d->nconstants; i++)
 		p->consts[p->nconsts++] = &d->constants[i];
@@ -1225,7 +1197,7 @@ int rank_profile_compile(struct rank_profile *p, const struct rank_schema *s,
 		p->nmatch = d->nmatch_features;
 		for (int i = 0; i < d->nmatch_features; i++) {
 			const struct rank_ast *a = d->match_features[i];
-			if ((rc = compile_prog(p, models, a, a->text ? a->text : "feature", 1, 0,
+			if ((rc = compile_prog(p, models, a, a->text ? a->text : "feature", 1, 3,
 			                       &p->match[i], err)))
 				return rc;
 		}
@@ -1237,7 +1209,7 @@ int rank_profile_compile(struct rank_profile *p, const struct rank_schema *s,
 		p->nsummary = d->nsummary_features;
 		for (int i = 0; i < d->nsummary_features; i++) {
 			const struct rank_ast *a = d->summary_features[i];
-			if ((rc = compile_prog(p, models, a, a->text ? a->text : "feature", 1, 0,
+			if ((rc = compile_prog(p, models, a, a->text ? a->text : "feature", 1, 3,
 			                       &p->summary[i], err)))
 				return rc;
 		}

@@ -198,7 +198,7 @@ int rank_cc_lambda(struct cc *c, const struct rank_ast *lam, int nparams, int *l
 	*base = c->prog->nlocals;
 	for (int i = 0; i < nparams; i++)
 		locals[i] = rank_cc_new_local(c);
-	struct env e = { NULL, NULL, 1, nparams, lam->params, locals, types };
+	struct env e = { NULL, NULL, 1, nparams, lam->params, locals, types, NULL };
 	int jump = rank_cc_emit(c, RANK_OP_JUMP, 0, 0, 0, 0, 0, -1, 0);
 	if (jump < 0)
 		return rank_cc_nomem(c);

@@ -343,7 +343,7 @@ int rank_cc_generator(struct cc *c, const struct env *env, const struct rank_ast
 	for (int i = 0; i < ty.rank; i++)
 		locals[i] = rank_cc_new_local(c);
 	/* unlike a lambda's, the body may read features and functions too */
-	struct env e = { env, NULL, 0, a->nparams, a->params, locals, types };
+	struct env e = { env, NULL, 0, a->nparams, a->params, locals, types, NULL };
 	int jump = rank_cc_emit(c, RANK_OP_JUMP, 0, 0, 0, 0, 0, -1, 0);
 	if (jump < 0)
 		return rank_cc_nomem(c);

@@ -62,7 +62,10 @@ static void explain_prog(struct sbuf *b, const struct rank_profile *p, const str
 		switch (in->op) {
 		case RANK_OP_NUM: sb_printf(b, " %.17g", in->k); break;
 		case RANK_OP_ATTR: case RANK_OP_CLOSE:
-			sb_printf(b, " %s", p->sd->fields[in->a].name);
+			if (in->a < 0)
+				sb_printf(b, " label %s", p->labels[in->c]);
+			else
+				sb_printf(b, " %s", p->sd->fields[in->a].name);
 			if (in->op == RANK_OP_CLOSE)
 				sb_printf(b, " %s", in->b ? "distance" : "closeness");
 			break;
@@ -71,8 +74,14 @@ static void explain_prog(struct sbuf *b, const struct rank_profile *p, const str
 			                        : in->a == RANK_TF_FIELD_LENGTH ? "fieldLength"
 			                        : in->a == RANK_TF_MATCHES ? "matches"
 			                        : in->a == RANK_TF_NATIVE_SUM ? "nativeFieldMatchSum"
-			                                                      : "nativeFieldMatchTerms",
+			                        : in->a == RANK_TF_NATIVE_TERMS ? "nativeFieldMatchTerms"
+			                        : in->a == RANK_TF_NATIVE_PROX_SUM ? "nativeProximitySum"
+			                                                           : "nativeProximityWeight",
 			          p->sd->fields[in->b].name);
+			break;
+		case RANK_OP_TERM:
+			sb_printf(b, " %d field %s term %d", in->a,
+			          in->b >= 0 ? p->sd->fields[in->b].name : "-", in->c);
 			break;
 		case RANK_OP_QUERY: sb_printf(b, " %s", p->decl->inputs[in->a].name); break;
 		case RANK_OP_CONST: sb_printf(b, " %s", p->consts[in->a]->name); break;

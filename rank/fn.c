@@ -148,6 +148,12 @@ double rank_fn1(int fn, double x)
 	base_assert_fail("unknown unary function", __FILE__, __LINE__);
 }
 
+double rank_string_hash(const char *s, size_t n)
+{
+	/* 53 bits: every value is a whole number a double holds exactly */
+	return (double)(base_hash64(s, n, 0x5eed) >> 11);
+}
+
 double rank_fn2(int fn, double x, double y)
 {
 	switch (fn) {

@@ -424,9 +424,7 @@ static int schema_body(struct rank_parser *p, const struct rank_tok *open)
 		} else if (rank_tok_is(&t, "document-summary")) {
 			rc = rank_summary_parse(p, &t);
 		} else if (rank_tok_is(&t, "constant")) {
-			rc = rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED,
-			                      "schema-level constant blocks (constants read from files) are not supported; "
-			                      "use 'constants { }' in a rank-profile");
+			rc = rank_parse_schema_constant(p, &t);
 		} else if (rank_parser_name_in(&t, unsupported_schema_items)) {
 			rc = rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED, "%s is not supported",
 			                      rank_tok_quote(&t));

@@ -1,9 +1,10 @@
 /*
  * parse_profile.c: the rank-profile part of the schema parser (parse.c calls
- * it for 'rank-profile' and 'onnx-model' blocks): models, phases, functions,
+ * it for 'rank-profile', 'onnx-model' and 'constant' blocks): models, phases, functions,
  * match- and summary-features, inputs, constants and rank-properties, into a
  * struct rank_profile_decl.  The values of constants and input defaults are
- * parsed here too (numbers and dense tensor literals).
+ * parsed here too (numbers, dense tensor literals, and for constants the
+ * blocks of types with mapped dimensions).
  */
 #include <math.h>
 #include <stddef.h>
@@ -15,7 +16,7 @@
 
 #define MAX_VALUES (1 << 24) /* cells in one constant or default value */
 
-/* ---- values: numbers and dense tensor literals ---------------------------------- */
+/* ---- values: numbers and dense tensor literals --------------------------------- */
 
 /* A number with an optional sign. */
 static int signed_number(struct rank_parser *p, double *v)
@@ -130,6 +131,190 @@ static int value(struct rank_parser *p, const struct rank_type *ty, double **out
 	}
 	if (c.v)
 		base_free(c.v, c.cap * sizeof *c.v);
+	return rc;
+}
+
+/* ---- values of types with mapped dimensions ----------------------------------- */
+
+/* The blocks of a mapped value while it is read. */
+struct blocks {
+	int nm;           /* mapped dimensions */
+	size_t sub;       /* cells of a block */
+	size_t n, capl, capc;
+	char **labels;    /* n * nm */
+	double *cells;    /* n * sub */
+};
+
+/* The text of label token t (a name, a number or a quoted string). */
+static char *label_text(struct rank_parser *p, const struct rank_tok *t)
+{
+	if (t->kind == RT_STR)
+		return rank_tok_unquote(t);
+	if (t->kind == RT_NAME || t->kind == RT_NUM)
+		return rank_parser_tokdup(p, t);
+	rank_parser_fail(p, t, STRATA_PARSE, "expected a label, found %s", rank_tok_quote(t));
+	return NULL;
+}
+
+/* The block under labels lab (nm, taken over): its index, or -1 (no memory). */
+static long block_at(struct blocks *b, char **lab)
+{
+	for (size_t i = 0; i < b->n; i++) {
+		int k = 0;
+		while (k < b->nm && strcmp(b->labels[i * (size_t)b->nm + (size_t)k], lab[k]) == 0)
+			k++;
+		if (k == b->nm) {
+			for (k = 0; k < b->nm; k++)
+				base_strfree(lab[k]);
+			return (long)i;
+		}
+	}
+	if (base_grow((void **)&b->labels, &b->capl, (b->n + 1) * (size_t)b->nm, sizeof *b->labels,
+	              MAX_VALUES) ||
+	    base_grow((void **)&b->cells, &b->capc, (b->n + 1) * b->sub, sizeof *b->cells, MAX_VALUES))
+		return -1;
+	memcpy(b->labels + b->n * (size_t)b->nm, lab, (size_t)b->nm * sizeof *lab);
+	memset(b->cells + b->n * b->sub, 0, b->sub * sizeof *b->cells);
+	return (long)b->n++;
+}
+
+/* One {dim: label, ...}: value entry of the verbose form: its cell in *b. */
+static int verbose_cell(struct rank_parser *p, const struct rank_type *ty, struct blocks *b)
+{
+	struct rank_tok t, d;
+	char *lab[RANK_MAX_RANK] = { NULL };
+	int64_t idx[RANK_MAX_RANK] = { 0 };
+	int seen = 0, rc = 0;
+	rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t); /* the '{' */
+	while (!rc && !rank_parser_take_if(p, RANK_LEX_SCHEMA, "}")) {
+		if (seen && (rc = rank_parser_expect(p, ",", "between the dimensions of an address")))
+			break;
+		if ((rc = rank_parser_expect_name(p, RANK_LEX_SCHEMA, &d, "a dimension name")) ||
+		    (rc = rank_parser_expect(p, ":", "after the dimension")))
+			break;
+		int k = 0;
+		while (k < ty->rank && !rank_tok_is(&d, ty->dim_names[k]))
+			k++;
+		rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
+		if (k == ty->rank || (seen >> k & 1)) {
+			rc = rank_parser_fail(p, &d, STRATA_TYPE, "%s is not a dimension of the type, or "
+			                      "is given twice", rank_tok_quote(&d));
+		} else if (ty->dims[k] == RANK_DIM_MAPPED) {
+			rc = (lab[k] = label_text(p, &t)) ? 0 : STRATA_NOMEM;
+		} else {
+			double v = -1;
+			if (t.kind == RT_NUM && (rc = rank_tok_number(p->lx, &t, &v, p->err)) != 0)
+				break;
+			if (v < 0 || v >= (double)ty->dims[k] || v != floor(v))
+				rc = rank_parser_fail(p, &t, STRATA_TYPE, "%s is not an index of %s",
+				                      rank_tok_quote(&t), ty->dim_names[k]);
+			idx[k] = (int64_t)v;
+		}
+		seen |= 1 << k;
+	}
+	double v = 0;
+	if (!rc && seen != (1 << ty->rank) - 1)
+		rc = rank_parser_fail(p, &t, STRATA_TYPE, "the address does not give every dimension");
+	if (!rc && !(rc = rank_parser_expect(p, ":", "after the address")))
+		rc = signed_number(p, &v);
+	char *ml[RANK_MAX_RANK];
+	size_t off = 0;
+	int m = 0;
+	for (int k = 0; k < ty->rank; k++) {
+		if (ty->dims[k] == RANK_DIM_MAPPED)
+			ml[m++] = lab[k];
+		else
+			off = off * (size_t)ty->dims[k] + (size_t)idx[k];
+	}
+	long at = rc ? -1 : block_at(b, ml);
+	if (rc || at < 0) {
+		for (int k = 0; k < ty->rank; k++)
+			base_strfree(lab[k]);
+		return rc ? rc : rank_parser_nomem(p);
+	}
+	b->cells[(size_t)at * b->sub + off] = v;
+	return 0;
+}
+
+/* One label: value entry of a short form (one mapped dimension): a number
+ * (no indexed dimension) or a '[...]' block. */
+static int short_cell(struct rank_parser *p, const struct rank_type *ty, struct blocks *b)
+{
+	struct rank_tok t;
+	rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
+	if (b->nm != 1)
+		return rank_parser_fail(p, &t, STRATA_TYPE, "with %d mapped dimensions each cell needs "
+		                        "its address ({dim: label, ...}: value)", b->nm);
+	char *lab = label_text(p, &t);
+	if (!lab)
+		return STRATA_NOMEM;
+	struct cells c = {NULL, 0, 0};
+	int rc = rank_parser_expect(p, ":", "after the label");
+	rank_lex_peek(p->lx, RANK_LEX_SCHEMA, &t);
+	if (!rc && rank_tok_is(&t, "["))
+		rc = value_list(p, &c);
+	else if (!rc && !(rc = base_grow((void **)&c.v, &c.cap, 1, sizeof *c.v, MAX_VALUES) ?
+	                       rank_parser_nomem(p) : 0) && (rc = signed_number(p, &c.v[0])) == 0)
+		c.n = 1;
+	if (!rc && c.n != b->sub)
+		rc = rank_parser_fail(p, &t, STRATA_TYPE, "the block has %zu cells, its type %zu", c.n,
+		                      b->sub);
+	long at = rc ? -1 : block_at(b, &lab);
+	if (at >= 0)
+		memcpy(b->cells + (size_t)at * b->sub, c.v, b->sub * sizeof *c.v);
+	else
+		base_strfree(lab);
+	if (c.v)
+		base_free(c.v, c.cap * sizeof *c.v);
+	(void)ty;
+	return rc ? rc : at < 0 ? rank_parser_nomem(p) : 0;
+}
+
+/* A constant's value of a type with mapped dimensions: {label: value, ...},
+ * {label: [...], ...} (one mapped dimension) or {{dim: label, ...}: value,
+ * ...}, into c's blocks. */
+static int mapped_value(struct rank_parser *p, struct rank_constant_decl *c)
+{
+	const struct rank_type *ty = &c->type;
+	struct blocks b = { rank_type_mapped(ty), rank_type_cells(ty), 0, 0, 0, NULL, NULL };
+	struct rank_tok t;
+	int rc = rank_parser_expect(p, "{", "to begin a value with mapped dimensions");
+	for (int first = 1; !rc; first = 0) {
+		rank_lex_peek(p->lx, RANK_LEX_SCHEMA, &t);
+		if (rank_tok_is(&t, "}")) {
+			rank_lex_take(p->lx, &t);
+			break;
+		}
+		if (!first && (rc = rank_parser_expect(p, ",", "between the cells")) != 0)
+			break;
+		rank_lex_peek(p->lx, RANK_LEX_SCHEMA, &t);
+		rc = rank_tok_is(&t, "{") ? verbose_cell(p, ty, &b) : short_cell(p, ty, &b);
+	}
+	size_t nl = b.n * (size_t)b.nm, nc = b.n * b.sub;
+	if (!rc) {
+		c->labels = base_alloc((nl ? nl : 1) * sizeof *c->labels);
+		c->cells = base_alloc((nc ? nc : 1) * sizeof *c->cells);
+		if (!c->labels || !c->cells) {
+			base_free(c->labels, (nl ? nl : 1) * sizeof *c->labels);
+			base_free(c->cells, (nc ? nc : 1) * sizeof *c->cells);
+			c->labels = NULL;
+			c->cells = NULL;
+			rc = rank_parser_nomem(p);
+		}
+	}
+	if (!rc) {
+		memcpy(c->labels, b.labels, nl * sizeof *c->labels);
+		memcpy(c->cells, b.cells, nc * sizeof *c->cells);
+		c->nblocks = b.n;
+		c->ncells = nc ? nc : 1;
+	} else {
+		for (size_t i = 0; i < nl; i++)
+			base_strfree(b.labels[i]);
+	}
+	if (b.labels)
+		base_free(b.labels, b.capl * sizeof *b.labels);
+	if (b.cells)
+		base_free(b.cells, b.capc * sizeof *b.cells);
 	return rc;
 }
 
@@ -276,25 +461,24 @@ static int rerank_count(struct rank_parser *p, int *slot)
 	return 0;
 }
 
-/* first-phase { rank-score-drop-limit: X }: hits scoring X or less are
- * dropped after the first phase. */
-static int drop_limit(struct rank_parser *p, const struct rank_tok *kw,
-                      struct rank_profile_decl *pr)
+/* rank-score-drop-limit: X in a phase: hits the phase scores X or less are
+ * dropped after it (*has set, *limit X). */
+static int drop_limit(struct rank_parser *p, const struct rank_tok *kw, int *has, double *limit)
 {
-	if (pr->has_drop_limit)
+	if (*has)
 		return rank_parser_fail(p, kw, STRATA_TYPE, "rank-score-drop-limit is given twice");
 	int rc = rank_parser_expect(p, ":", "after 'rank-score-drop-limit'");
-	if (rc || (rc = signed_number(p, &pr->drop_limit)) != 0)
+	if (rc || (rc = signed_number(p, limit)) != 0)
 		return rc;
-	pr->has_drop_limit = 1;
+	*has = 1;
 	return 0;
 }
 
 /* first-phase, second-phase or global-phase { ... }; rerank is NULL for the
- * first phase, which has no rerank-count; drop (the profile) is non-NULL for
- * the first phase only, the one with a rank-score-drop-limit. */
+ * first phase, which has no rerank-count; has_drop and drop are where the
+ * phase's rank-score-drop-limit goes. */
 static int phase(struct rank_parser *p, const struct rank_tok *kw, struct rank_ast **expr_slot,
-                 int *rerank, struct rank_profile_decl *drop)
+                 int *rerank, int *has_drop, double *drop)
 {
 	struct rank_tok t;
 	int rc = rank_parser_expect(p, "{", "after the phase name");
@@ -308,17 +492,16 @@ static int phase(struct rank_parser *p, const struct rank_tok *kw, struct rank_a
 			rc = expression_def(p, &t, expr_slot);
 		else if (rerank && rank_tok_is(&t, "rerank-count"))
 			rc = rerank_count(p, rerank);
-		else if (drop && rank_tok_is(&t, "rank-score-drop-limit"))
-			rc = drop_limit(p, &t, drop);
-		else if (rank_tok_is(&t, "keep-rank-count") || rank_tok_is(&t, "rank-score-drop-limit") ||
-		         rank_tok_is(&t, "rerank-count"))
+		else if (rank_tok_is(&t, "rank-score-drop-limit"))
+			rc = drop_limit(p, &t, has_drop, drop);
+		else if (rank_tok_is(&t, "keep-rank-count") || rank_tok_is(&t, "rerank-count"))
 			rc = rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED, "%s in %.*s is not supported",
 			                      rank_tok_quote(&t),
 			                      (int)kw->len, kw->s);
 		else
 			rc = rank_parser_fail(p, &t, STRATA_PARSE,
 			                      "expected 'expression'%s or '}' in %.*s, found %s",
-			                      rerank ? ", 'rerank-count'"
+			                      rerank ? ", 'rerank-count', 'rank-score-drop-limit'"
 			                             : ", 'rank-score-drop-limit'",
 			                      (int)kw->len, kw->s,
 			                      rank_tok_quote(&t));
@@ -460,6 +643,36 @@ static int value_type(struct rank_parser *p, struct rank_type *ty, int mapped)
 	return 0;
 }
 
+/* *cells becomes the one value v (*ncells 1). */
+static int one_cell(struct rank_parser *p, double **cells, size_t *ncells, double v)
+{
+	if (!(*cells = base_alloc(sizeof **cells)))
+		return rank_parser_nomem(p);
+	(*cells)[0] = v;
+	*ncells = 1;
+	return 0;
+}
+
+/* The default of a string input, ': "text"', as its hash. */
+static int string_default(struct rank_parser *p, struct rank_input_decl *in)
+{
+	struct rank_tok t;
+	if (!rank_parser_take_if(p, RANK_LEX_SCHEMA, ":"))
+		return 0;
+	rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
+	if (t.kind != RT_STR)
+		return rank_parser_fail(p, &t, STRATA_PARSE,
+		                        "expected a quoted string as the default of query(%s), found %s",
+		                        in->name, rank_tok_quote(&t));
+	char *s = rank_tok_unquote(&t);
+	if (!s)
+		return rank_parser_nomem(p);
+	int rc = one_cell(p, &in->dflt, &in->ncells, rank_string_hash(s, strlen(s)));
+	base_strfree(s);
+	in->has_default = !rc;
+	return rc;
+}
+
 static int inputs(struct rank_parser *p, struct rank_profile_decl *pr)
 {
 	struct rank_tok nm;
@@ -472,6 +685,19 @@ static int inputs(struct rank_parser *p, struct rank_profile_decl *pr)
 		if (!in)
 			return rc;
 		in->pos = rank_parser_pos(p, &nm);
+		struct rank_tok ty;
+		rank_lex_peek(p->lx, RANK_LEX_SCHEMA, &ty);
+		if (rank_tok_is(&ty, "string") || rank_tok_is(&ty, "int") ||
+		    rank_tok_is(&ty, "long") || rank_tok_is(&ty, "bool")) {
+			/* numbers; a string is its hash (rank_string_hash) */
+			rank_lex_take(p->lx, &ty);
+			in->string = rank_tok_is(&ty, "string");
+			in->type.cell = BASE_DT_DOUBLE;
+			if (in->string && (rc = string_default(p, in)) != 0)
+				return rc;
+			in->ncells = 1;
+			continue;
+		}
 		if ((rc = value_type(p, &in->type, 1)) != 0)
 			return rc;
 		in->ncells = rank_type_cells(&in->type);
@@ -527,15 +753,65 @@ static int constants(struct rank_parser *p, struct rank_profile_decl *pr)
 		if (!c)
 			return rc;
 		c->pos = rank_parser_pos(p, &nm);
-		if ((rc = value_type(p, &c->type, 0)) != 0 ||
+		if ((rc = value_type(p, &c->type, 1)) != 0 ||
 		    (rc = rank_parser_expect(p, ":", "before the constant's value")) != 0)
 			return rc;
 		rc = constant_file(p, c);
 		if (rc > 0)
-			rc = value(p, &c->type, &c->cells, &c->ncells);
+			rc = rank_type_mapped(&c->type) ? mapped_value(p, c)
+			                                : value(p, &c->type, &c->cells, &c->ncells);
 		if (rc)
 			return rc;
 	}
+	return 0;
+}
+
+/* The schema's constant NAME { file: PATH  type: TYPE } (either order; both
+ * needed), into the schema's constants. */
+int rank_parse_schema_constant(struct rank_parser *p, const struct rank_tok *kw)
+{
+	struct rank_tok nm, t;
+	int rc = rank_parser_expect_name(p, RANK_LEX_SCHEMA, &nm, "a constant name");
+	if (rc)
+		return rc;
+	if (rank_parser_find_name(p->sd->constants, p->sd->nconstants, sizeof *p->sd->constants,
+	                          &nm) >= 0)
+		return rank_parser_fail(p, &nm, STRATA_TYPE, "constant %s is declared twice",
+		                        rank_tok_quote(&nm));
+	struct rank_constant_decl *c = rank_parser_add_named(p, &p->sd->constants,
+	                                                     &p->sd->nconstants,
+	                                                     sizeof *p->sd->constants, &nm, &rc);
+	if (!c)
+		return rc;
+	c->pos = rank_parser_pos(p, &nm);
+	int typed = 0;
+	if ((rc = rank_parser_expect(p, "{", "after the constant's name")) != 0)
+		return rc;
+	while (!rank_parser_take_if(p, RANK_LEX_SCHEMA, "}")) {
+		rank_lex_peek(p->lx, RANK_LEX_SCHEMA, &t);
+		if (rank_tok_is(&t, "type")) {
+			rank_lex_take(p->lx, &t);
+			if (typed)
+				return rank_parser_fail(p, &t, STRATA_TYPE, "the constant's type is given twice");
+			if ((rc = rank_parser_expect(p, ":", "after 'type'")) != 0 ||
+			    (rc = rank_type_lex_mapped(p->lx, &c->type, p->err)) != 0)
+				return rc;
+			typed = 1;
+		} else if (rank_tok_is(&t, "file") && !c->file) {
+			if ((rc = constant_file(p, c)) != 0)
+				return rc > 0 ? rank_parser_fail(p, &t, STRATA_PARSE, "expected 'file:'") : rc;
+		} else if (rank_tok_is(&t, "uri")) {
+			return rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED,
+			                        "constants read from a uri are not supported");
+		} else {
+			return rank_parser_fail(p, &t, t.kind == RT_EOF ? STRATA_PARSE : STRATA_PARSE,
+			                        "expected 'file', 'type' or '}' in constant %s, found %s",
+			                        c->name, rank_tok_quote(&t));
+		}
+	}
+	if (!typed || !c->file)
+		return rank_parser_fail(p, kw, STRATA_TYPE, "constant %s needs both 'file:' and 'type:'",
+		                        c->name);
 	return 0;
 }
 
@@ -553,11 +829,28 @@ static const char *const unsupported_profile_settings[] = {
 	"global-phase-rerank-count", "normalizer", "input", NULL,
 };
 
-/* A rank property that gives query input `name` its default. */
+/* A rank property that gives query input `name` its default, or (feature)
+ * one that tunes a rank feature, named in full. */
 struct prop {
 	struct rank_tok name;
 	double value;
+	int feature;
 };
+
+/* The properties of rank features Strata computes: freshness(f).maxAge and
+ * freshness(f).halfResponse. */
+static int feature_property(const struct rank_tok *key)
+{
+	static const char *const props[] = { ").maxAge", ").halfResponse", NULL };
+	if (key->len < 12 || memcmp(key->s, "freshness(", 10) != 0)
+		return 0;
+	for (int i = 0; props[i]; i++) {
+		size_t n = strlen(props[i]);
+		if (key->len > 10 + n && memcmp(key->s + key->len - n, props[i], n) == 0)
+			return 1;
+	}
+	return 0;
+}
 
 /* The next blank-free word, across line breaks and comments. */
 static void next_word(struct rank_parser *p, struct rank_tok *w)
@@ -573,9 +866,9 @@ static void next_word(struct rank_parser *p, struct rank_tok *w)
 	rank_lex_take(p->lx, w);
 }
 
-/* One "key: value" of rank-properties { }.  Strata computes no rank feature
- * that properties tune, so only query(name) and $name, a number input's
- * default, are taken; the rest is refused by name. */
+/* One "key: value" of rank-properties { }: query(name) and $name, a number
+ * input's default, and the properties feature_property() knows; the rest
+ * is refused by name. */
 static int rank_property(struct rank_parser *p, struct prop **props, int *n)
 {
 	struct rank_tok w, val;
@@ -596,14 +889,16 @@ static int rank_property(struct rank_parser *p, struct prop **props, int *n)
 	} else {
 		next_word(p, &val);
 	}
+	int feature = 0;
 	if (key.len > 1 && key.s[0] == '$') {
 		nm.s++, nm.len--, nm.col++;
 	} else if (key.len > 7 && memcmp(key.s, "query(", 6) == 0 && key.s[key.len - 1] == ')') {
 		nm.s += 6, nm.len -= 7, nm.col += 6;
-	} else {
+	} else if (!(feature = feature_property(&key))) {
 		return rank_parser_fail(p, &key, STRATA_NOT_IMPLEMENTED,
 		                        "rank property '%.*s' is not supported: only query(name) and "
-		                        "$name, a query input's default, are",
+		                        "$name, a query input's default, and freshness(f).maxAge and "
+		                        ".halfResponse are",
 		                        (int)key.len, key.s);
 	}
 	char buf[64], *end;
@@ -626,7 +921,7 @@ static int rank_property(struct rank_parser *p, struct prop **props, int *n)
 			                        (int)key.len, key.s);
 	if ((rc = rank_parser_push(p, props, n, sizeof **props)) != 0)
 		return rc;
-	(*props)[*n - 1] = (struct prop){ nm, v };
+	(*props)[*n - 1] = (struct prop){ nm, v, feature };
 	return 0;
 }
 
@@ -654,6 +949,19 @@ static int apply_properties(struct rank_parser *p, struct rank_profile_decl *pr,
 		const struct rank_tok *nm = &props[i].name;
 		int k = rank_parser_find_name(pr->inputs, pr->ninputs, sizeof *pr->inputs, nm), rc;
 		struct rank_input_decl *in;
+		if (props[i].feature) {
+			/* kept as a number constant named in full, which no
+			 * constant(name) can reach: compile_feature.c reads it */
+			struct rank_constant_decl *cd = rank_parser_add_named(
+				p, &pr->constants, &pr->nconstants, sizeof *pr->constants, nm, &rc);
+			if (!cd)
+				return rc;
+			cd->pos = rank_parser_pos(p, nm);
+			cd->type.cell = BASE_DT_DOUBLE;
+			if ((rc = one_cell(p, &cd->cells, &cd->ncells, props[i].value)) != 0)
+				return rc;
+			continue;
+		}
 		if (k >= 0) {
 			in = &pr->inputs[k];
 			if (in->type.rank)
@@ -673,10 +981,8 @@ static int apply_properties(struct rank_parser *p, struct rank_profile_decl *pr,
 			in->pos = rank_parser_pos(p, nm);
 			in->type.cell = BASE_DT_DOUBLE;
 		}
-		if (!(in->dflt = base_alloc(sizeof *in->dflt)))
-			return rank_parser_nomem(p);
-		in->dflt[0] = props[i].value;
-		in->ncells = 1;
+		if ((rc = one_cell(p, &in->dflt, &in->ncells, props[i].value)) != 0)
+			return rc;
 		in->has_default = 1;
 	}
 	return 0;
@@ -732,11 +1038,14 @@ static int profile_items(struct rank_parser *p, struct rank_profile_decl *pr,
 		} else if (ph >= 0) {
 			seen |= 1u << ph;
 			if (ph == 0)
-				rc = phase(p, &t, &pr->first_phase, NULL, pr);
+				rc = phase(p, &t, &pr->first_phase, NULL, &pr->has_drop_limit,
+				           &pr->drop_limit);
 			else if (ph == 1)
-				rc = phase(p, &t, &pr->second_phase, &pr->rerank_count, NULL);
+				rc = phase(p, &t, &pr->second_phase, &pr->rerank_count, &pr->has_drop2,
+				           &pr->drop2);
 			else
-				rc = phase(p, &t, &pr->global_phase, &pr->global_rerank_count, NULL);
+				rc = phase(p, &t, &pr->global_phase, &pr->global_rerank_count,
+				           &pr->has_drop3, &pr->drop3);
 		} else if (rank_tok_is(&t, "function")) {
 			rc = function(p, pr);
 		} else if (rank_tok_is(&t, "inputs")) {

@@ -82,6 +82,15 @@ int rank_profile_global_rerank_count(const struct rank_profile *p)
 	return p->global_rerank;
 }
 
+int rank_profile_phase_drop_limit(const struct rank_profile *p, int phase, double *limit)
+{
+	const struct rank_profile_decl *d = p->decl;
+	int has = phase == 1 ? d->has_drop_limit : phase == 2 ? d->has_drop2 : d->has_drop3;
+	if (has)
+		*limit = phase == 1 ? d->drop_limit : phase == 2 ? d->drop2 : d->drop3;
+	return has;
+}
+
 int rank_profile_drop_limit(const struct rank_profile *p, double *limit)
 {
 	if (!p->decl->has_drop_limit)

@@ -23,6 +23,7 @@
  */
 #include <math.h>
 #include <string.h>
+#include <time.h>
 
 #include "rank_eval.h"
 
@@ -58,6 +59,12 @@ static void query_reset(struct rank_query *q)
 	q->docs = NULL;
 	q->lid = 0;
 	q->first = 0.0;
+	q->now = (double)time(NULL);
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	q->seed = (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+	q->nn_label = NULL;
+	q->nn_label_field = -1;
 	q->top = 0;
 	q->cand = -1;
 	q->ncand_lookup = 0;
@@ -336,6 +343,11 @@ static int check_inputs(struct rank_query *q, struct strata_error *err)
 	return 0;
 }
 
+void rank_query_set_now(struct rank_query *q, double now)
+{
+	q->now = now;
+}
+
 int rank_query_set_nn(struct rank_query *q, const char *field, const char *input,
                       struct strata_error *err)
 {
@@ -366,6 +378,20 @@ int rank_query_set_nn(struct rank_query *q, const char *field, const char *input
 		                "no default for it",
 		                input, p->decl->name);
 	q->nn_input[f] = i;
+	return 0;
+}
+
+int rank_query_set_nn_label(struct rank_query *q, const char *field, const char *label,
+                            struct strata_error *err)
+{
+	int f = rank_schema_field_index(q->p->schema, field);
+	if (f < 0 || q->nn_input[f] < 0)
+		return base_err(err, STRATA_NOT_FOUND,
+		                "nearestNeighbor label '%s': no nearestNeighbor item on '%s'", label,
+		                field);
+	if (!(q->nn_label = base_arena_strdup(&q->in_arena, label)))
+		return base_nomem(err, "nearestNeighbor label");
+	q->nn_label_field = f;
 	return 0;
 }
 
@@ -591,6 +617,9 @@ int rank_query_features(struct rank_query *q, const struct rank_docs *d, uint32_
 		                          .dim_names = (const char *const *)t->dim_names, .ncells = 1 };
 		if (t->rank == 0) {
 			f.cells = &v.num;
+		} else if (rank_type_mapped(t)) {
+			f.sparse = v.cells;
+			f.ncells = rank_type_cells(t);
 		} else {
 			size_t k = 1;
 			for (int j = 0; j < t->rank; j++)

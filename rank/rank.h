@@ -187,6 +187,14 @@ struct rank_loader {
 	 * with STRATA_NOT_IMPLEMENTED. */
 	int (*load_constant)(void *ud, const char *path, const struct rank_input_info *shape,
 	                     double *cells, struct strata_error *err);
+	/* The same for a shape with mapped dimensions (dims -1): *nblocks
+	 * blocks, *labels (nblocks * mapped dimensions strings, each and the
+	 * array from base_alloc, the array of at least one entry) and *cells
+	 * (nblocks * shape->ncells, at least one, base_alloc), which the caller
+	 * owns.  NULL: such a constant is refused with STRATA_NOT_IMPLEMENTED. */
+	int (*load_sparse_constant)(void *ud, const char *path, const struct rank_input_info *shape,
+	                            size_t *nblocks, char ***labels, double **cells,
+	                            struct strata_error *err);
 };
 
 /* rank_app_load with the models and constant files from loader (NULL:
@@ -268,6 +276,11 @@ int rank_profile_global_rerank_count(const struct rank_profile *p);
 /* first-phase { rank-score-drop-limit: X }: 1 and *limit = X when set (a
  * hit whose first-phase score is X or less, or NaN, is dropped), else 0. */
 int rank_profile_drop_limit(const struct rank_profile *p, double *limit);
+/* The rank-score-drop-limit of phase 1 (first), 2 (second) or 3 (global):
+ * 1 and *limit when set, else 0.  After the second and the global phase,
+ * the hits that phase re-ranked and scored the limit or less (or NaN) are
+ * dropped. */
+int rank_profile_phase_drop_limit(const struct rank_profile *p, int phase, double *limit);
 
 /* Declared query inputs of a profile: name (as in query(name)), shape (rank 0
  * for a number; a mapped dimension, x{}, has size -1), and the number of
@@ -281,6 +294,8 @@ struct rank_input_info {
 	int has_default;     /* the declaration gives a value */
 	int required;        /* a tensor the profile reads with no default: a query
 	                        that leaves it out fails (a number defaults to 0) */
+	int string;          /* declared `string`: a number, the rank_string_hash of
+	                        the string a query gives */
 };
 int rank_profile_ninputs(const struct rank_profile *p);
 const struct rank_input_info *rank_profile_input(const struct rank_profile *p, int i);
@@ -290,10 +305,18 @@ int rank_profile_input_index(const struct rank_profile *p, const char *name);
  * (base_strfree). */
 char *rank_profile_explain(const struct rank_profile *p);
 
+/* A string as rank expressions see it, as in Vespa: a whole number (exact
+ * in a double) hashed from its n bytes.  String attributes, string query
+ * inputs and string literals ("abc") compare equal when their strings are. */
+double rank_string_hash(const char *s, size_t n);
+
 /* How ranking reads documents: attr() returns a pointer to the value of
  * field (index in the schema) for document lid: the cells of a tensor (a
  * struct rank_sparse when its type has mapped dimensions), or one
- * int32_t/int64_t/float/double/uint8_t for a number or bool; NULL when the
+ * int32_t/int64_t/float/double/uint8_t for a number or bool, or a double
+ * holding the rank_string_hash of a string attribute, or a struct
+ * rank_sparse of one mapped dimension for an array or weighted set (each
+ * distinct element holding 1, each key its weight); NULL when the
  * document has no value.  The pointer must stay valid for the whole query. */
 /* Text rank features (bm25(f), fieldLength(f), matches(f), the parts of
  * nativeRank) of a field with a text index, for the query being ranked. */
@@ -303,6 +326,9 @@ enum rank_text_feature {
 	RANK_TF_MATCHES,       /* matches(field): 1 when a query term on it matched */
 	RANK_TF_NATIVE_SUM,    /* nativeFieldMatch scores of the query's words on the field */
 	RANK_TF_NATIVE_TERMS,  /* the query's words on the field (matched or not) */
+	RANK_TF_NATIVE_PROX_SUM,    /* nativeProximity: the term pairs' weights times their
+	                               normalized proximity boosts on the field */
+	RANK_TF_NATIVE_PROX_WEIGHT, /* the term pairs' weights (matched or not) */
 };
 
 /* A tensor with mapped dimensions: nblocks dense subspaces (the type's
@@ -315,12 +341,72 @@ struct rank_sparse {
 	const double *cells;         /* nblocks * subspace cells */
 };
 
+/* Rank features of the query's terms and of text-indexed fields that
+ * count them (Vespa's term(n), fieldTermMatch(f, n), ...).  The query's
+ * terms are its words in text conditions, numbered from 0 in the order the
+ * conditions appear; a condition on a fieldset is one term per word, which
+ * searches each field of the set. */
+enum rank_term_feature {
+	RANK_TT_COUNT = 1,      /* queryTermCount (field, term and lid unused) */
+	RANK_TT_SIGNIFICANCE,   /* term(n).significance: 0.5 + 0.5 * normalized idf, as
+	                           Vespa's fallback; 0 past the last term */
+	RANK_TT_WEIGHT,         /* term(n).weight: 100; 0 past the last term */
+	RANK_TT_CONNECTEDNESS,  /* term(n).connectedness: 0.1; 0 past the last term */
+	RANK_TT_OCCURRENCES,    /* fieldTermMatch(f, n).occurrences in lid (0: none) */
+	RANK_TT_FIRST_POSITION, /* fieldTermMatch(f, n).firstPosition (1000000: none) */
+	RANK_TT_MATCH_COUNT,    /* matchCount(f): terms on f that lid has */
+	RANK_TT_AVG_LENGTH,     /* averageFieldLength(f): tokens per document with a value */
+	RANK_TT_NUM_DOCS,       /* num_docs_indexed: documents of the type (bm25's N) */
+	RANK_TT_DOC_FREQ,       /* documents with term n in f; NaN when term n does not
+	                           search f (queryTermDocumentFrequency) */
+	RANK_TT_ATTR_MATCH,     /* attributeMatch(f), the output term (enum
+	                           rank_attr_match) */
+	RANK_TT_FIELD_MATCH,    /* fieldMatch(f), the output term (enum
+	                           rank_field_match) */
+	RANK_TT_TEXT_SIMILARITY, /* textSimilarity(f), the output term: 0 the score,
+	                           1 proximity, 2 order, 3 queryCoverage, 4 fieldCoverage */
+};
+
+/* The outputs of fieldMatch(f), in the order of fieldMatch_outputs[]
+ * (compile_feature.c). */
+enum rank_field_match {
+	RANK_FM_MATCH = 0, RANK_FM_PROXIMITY, RANK_FM_COMPLETENESS, RANK_FM_QUERY_COMPLETENESS,
+	RANK_FM_FIELD_COMPLETENESS, RANK_FM_ORDERNESS, RANK_FM_RELATEDNESS, RANK_FM_EARLINESS,
+	RANK_FM_LONGEST_SEQUENCE_RATIO, RANK_FM_SEGMENT_PROXIMITY, RANK_FM_UNWEIGHTED_PROXIMITY,
+	RANK_FM_ABSOLUTE_PROXIMITY, RANK_FM_OCCURRENCE, RANK_FM_ABSOLUTE_OCCURRENCE,
+	RANK_FM_SEGMENTS, RANK_FM_MATCHES, RANK_FM_DEGRADED_MATCHES, RANK_FM_OUT_OF_ORDER,
+	RANK_FM_GAPS, RANK_FM_GAP_LENGTH, RANK_FM_LONGEST_SEQUENCE, RANK_FM_HEAD, RANK_FM_TAIL,
+	RANK_FM_SEGMENT_DISTANCE, RANK_FM_WEIGHT, RANK_FM_SIGNIFICANCE, RANK_FM_IMPORTANCE,
+	RANK_FM_WEIGHTED_OCCURRENCE, RANK_FM_WEIGHTED_ABSOLUTE_OCCURRENCE,
+	RANK_FM_SIGNIFICANT_OCCURRENCE,
+};
+
+/* The outputs of attributeMatch(f), as Vespa computes them over the query's
+ * terms on attribute f (its 'contains' conditions). */
+enum rank_attr_match {
+	RANK_AM_COMPLETENESS = 0,           /* attributeMatch(f) too */
+	RANK_AM_QUERY_COMPLETENESS,         /* matches / terms on f */
+	RANK_AM_FIELD_COMPLETENESS,         /* matches / values (sets: weights matched / all) */
+	RANK_AM_NORMALIZED_WEIGHT,
+	RANK_AM_NORMALIZED_WEIGHTED_WEIGHT,
+	RANK_AM_MATCHES,
+	RANK_AM_TOTAL_WEIGHT,               /* weighted sets: weights of the keys matched */
+	RANK_AM_AVERAGE_WEIGHT,
+	RANK_AM_MAX_WEIGHT,
+	RANK_AM_NATIVE,                     /* nativeAttributeMatch's sum of boosts */
+	RANK_AM_TERMS,                      /* the terms on f */
+};
+
 struct rank_docs {
 	void *ud;
 	const void *(*attr)(void *ud, int field, uint32_t lid);
 	/* The text feature (enum rank_text_feature) of field for lid; may be
 	 * NULL (every text feature is then 0). */
 	double (*text)(void *ud, int feature, int field, uint32_t lid);
+	/* The term feature (enum rank_term_feature) of term (a query term
+	 * number, or -1) on field (or -1) for lid; may be NULL (every term
+	 * feature is then 0, queryTermDocumentFrequency empty). */
+	double (*term)(void *ud, int feature, int field, int term, uint32_t lid);
 };
 
 /* Evaluation state of one query against one profile: a retired one taken
@@ -352,6 +438,10 @@ int rank_query_set_input_sparse(struct rank_query *q, const char *name, size_t n
 int rank_query_set_input(struct rank_query *q, const char *name, const double *cells, size_t n,
                          struct strata_error *err);
 
+/* The query's time, the `now` feature (seconds since the epoch), from which
+ * age(f) and freshness(f) count: the clock's when the query was made. */
+void rank_query_set_now(struct rank_query *q, double now);
+
 /* Declare the query's nearestNeighbor item: field (a tensor attribute) is
  * compared with query(input).  closeness(field, f) and distance(field, f)
  * refer to it.  Call it after the inputs are set.  Returns 0,
@@ -360,6 +450,13 @@ int rank_query_set_input(struct rank_query *q, const char *name, const double *c
  * given and declares no default). */
 int rank_query_set_nn(struct rank_query *q, const char *field, const char *input,
                       struct strata_error *err);
+
+/* The nearestNeighbor item on field (set with rank_query_set_nn) carries
+ * label ({label: "l"}): closeness(label, l) and distance(label, l) are
+ * those of field (for any other label: 0 and +inf).  label is copied.
+ * Returns 0, STRATA_NOT_FOUND (no item on field), STRATA_NOMEM. */
+int rank_query_set_nn_label(struct rank_query *q, const char *field, const char *label,
+                            struct strata_error *err);
 
 /* The distance of lid's field value to the nearestNeighbor query tensor, in
  * the field's metric; +inf when the document has no value. */
@@ -392,7 +489,9 @@ int rank_query_global_phase(struct rank_query *q, const struct rank_docs *d, con
                             const double *first, size_t n, double *scores,
                             struct strata_error *err);
 
-/* A feature value handed to a callback: rank 0 is a number. */
+/* A feature value handed to a callback: rank 0 is a number.  A type with
+ * mapped dimensions (dims -1) comes as sparse (cells NULL, ncells the
+ * cells of one block). */
 struct rank_feature {
 	const char *name;          /* as written in the profile: "attribute(price)" */
 	int rank;
@@ -400,6 +499,7 @@ struct rank_feature {
 	const char *const *dim_names;
 	size_t ncells;
 	const double *cells;
+	const struct rank_sparse *sparse;
 };
 typedef int rank_feature_fn(void *ud, const struct rank_feature *f);
 

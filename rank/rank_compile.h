@@ -21,6 +21,9 @@ struct env {
 	char *const *names;
 	const int *locals;
 	const int *types;
+	struct rank_ast *const *args; /* a function's: the arguments of the call (names
+	                                 that must be known while compiling, such as
+	                                 term numbers, are read through them), or NULL */
 };
 
 struct cc {
@@ -84,6 +87,13 @@ int rank_cc_lambda(struct cc *c, const struct rank_ast *lam, int nparams, int *l
 
 /* compile.c: compile a (in env) onto the stack; *type its type index. */
 int rank_cc_compile(struct cc *c, const struct env *env, const struct rank_ast *a, int *type);
+
+/* compile_feature.c: closeness(label, l) or (distance) distance(label, l). */
+int rank_cc_close_label(struct cc *c, const char *label, int distance, int *type);
+/* compile_feature.c: foreach, the query-term features, now, age and
+ * freshness.  *handled is 0 when a names none of them (nothing emitted). */
+int rank_cc_feature(struct cc *c, const struct env *env, const struct rank_ast *a, int *type,
+                    int *handled);
 
 /* compile_tensor.c: x in [..], rename, concat, merge, cell_cast, slices,
  * literals, generators. */

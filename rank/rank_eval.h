@@ -1,7 +1,8 @@
 /*
  * rank_eval.h: the evaluation back end of rank/ (fn.c, compile_base.c,
- * compile.c, compile_tensor.c, gbdt.c, explain.c, literal.c, vm.c, tensor.c,
- * tensor_sparse.c, model.c, query.c, profile.c, app.c), private to those
+ * compile.c, compile_tensor.c, compile_feature.c, gbdt.c, explain.c,
+ * literal.c, vm.c, tensor.c, tensor_sparse.c, model.c, query.c, profile.c,
+ * app.c), private to those
  * files and to the tests that look inside it.
  *
  * A profile compiles to a set of flat programs (struct rank_prog) sharing
@@ -35,9 +36,11 @@ struct rt_ctx;
  *
  * NUM        k                 push the number k
  * ATTR       a=field           push attribute a of the document (number, or
- *                              its stored cells in place; zeros when missing)
+ *                              its stored cells in place; zeros when missing;
+ *                              t mapped: an array or weighted set read as
+ *                              a tensor too)
  * QUERY      a=input           push query(a) (number, or its double cells)
- * CONST      a=constant        push constant a
+ * CONST      a=constant        push constant a (t mapped: its blocks)
  * FIRST                        push the document's first-phase score
  * GET        a=local           push local a
  * SET        a=local           pop into local a
@@ -58,9 +61,11 @@ struct rt_ctx;
  *                              pop tensor, aggregate over the dims t lacks
  * DOT        d=operand type    pop y, pop x (same type): push sum(x * y),
  *                              reading both in place
- * CLOSE      a=field, b=1 for distance, 0 for closeness
+ * CLOSE      a=field|-1, b=1 for distance, 0 for closeness, c=label
  *                              push closeness/distance of attribute a to the
- *                              query's nearestNeighbor tensor
+ *                              query's nearestNeighbor tensor; a -1: of the
+ *                              field of the item labelled the profile's
+ *                              label c (none: distance +inf, closeness 0)
  * ONNX       a=model, b=output push the model output for the document
  * CONCAT     a=dim of t, d=type of x, e=type of y
  *                              pop y, pop x, push x's cells then y's along
@@ -87,6 +92,16 @@ struct rt_ctx;
  * TEXT       a=enum rank_text_feature, b=field
  *                              push the text feature of field b for the
  *                              document (rank_docs.text; 0 without it)
+ * NOW                          push the query's time (rank_query_set_now)
+ * RANDOM     a=1 stable, k=salt
+ *                              push a pseudorandom number in [0, 1) of the
+ *                              document, the salt and the query's seed
+ *                              (a: the fixed seed 1024, as random.match)
+ * TERM       a=enum rank_term_feature, b=field|-1, c=term|-1
+ *                              push the term feature for the document
+ *                              (rank_docs.term; 0 without it); t of
+ *                              type tensor(term{}): a cell per query term
+ *                              whose value is not NaN, labelled by number
  */
 enum rank_opcode {
 	RANK_OP_NUM = 1, RANK_OP_ATTR, RANK_OP_QUERY, RANK_OP_CONST, RANK_OP_FIRST, RANK_OP_GET,
@@ -94,6 +109,7 @@ enum rank_opcode {
 	RANK_OP_JOIN, RANK_OP_REDUCE, RANK_OP_DOT, RANK_OP_CLOSE, RANK_OP_ONNX, RANK_OP_CONCAT,
 	RANK_OP_LIT, RANK_OP_GEN, RANK_OP_SMAP, RANK_OP_SJOIN, RANK_OP_SREDUCE,
 	RANK_OP_SMERGE, RANK_OP_PEEK, RANK_OP_SCONCAT, RANK_OP_NORM, RANK_OP_TEXT,
+	RANK_OP_NOW, RANK_OP_TERM, RANK_OP_RANDOM,
 	RANK_OP_COUNT_
 };
 
@@ -194,6 +210,9 @@ struct rank_profile {
 	struct rank_lit *lits;
 	int npeeks, cappeeks;        /* addresses of slices (PEEK), in pool */
 	const struct rank_peek **peeks;
+	int nlabels;                 /* nearestNeighbor labels closeness(label, l) and
+	                                distance(label, l) name (CLOSE), in pool */
+	const char **labels;
 };
 
 struct rank_schema {
@@ -400,6 +419,10 @@ struct rank_query {
 	const struct rank_docs *docs;
 	uint32_t lid;
 	double first;
+	double now;                  /* the `now` feature (rank_query_set_now) */
+	uint64_t seed;               /* random's: the clock's microseconds at the query */
+	const char *nn_label;        /* the nearestNeighbor item's label, in in_arena */
+	int nn_label_field;          /* and its field */
 	long serial;                 /* bumped per document evaluation */
 	long cand;                   /* candidate index during second phase, else -1 */
 	int ncand_lookup;            /* features: look model outputs up in the cache */

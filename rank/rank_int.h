@@ -18,6 +18,7 @@
  *   compile_base.c   the compiler's errors, type table and emission;
  *   compile_tensor.c its tensor constructs (rename, concat, merge, slices,
  *                    literals, generators, ...)
+ *   compile_feature.c foreach, query-term features, now, age, freshness
  *   gbdt.c           lightgbm()/xgboost() model dumps -> expressions for it
  *   explain.c        the EXPLAIN dump of compiled programs
  *   literal.c        the values of tensor literals, made when a profile compiles
@@ -114,6 +115,7 @@ struct rank_input_decl {     /* inputs { query(name) type: default } */
 	char *name;
 	struct rank_type type;
 	int has_default;
+	int string;              /* declared string: the default is its hash */
 	double *dflt;            /* ncells values when has_default */
 	size_t ncells;
 	struct rank_pos pos;
@@ -124,6 +126,9 @@ struct rank_constant_decl {  /* constants { name type: value } or constant name 
 	struct rank_type type;
 	double *cells;           /* ncells values (read from file: when given) */
 	size_t ncells;
+	size_t nblocks;          /* a type with mapped dimensions: its blocks, each */
+	char **labels;           /* under one label per mapped dimension (nblocks * them),
+	                            with rank_type_cells() of the cells */
 	char *file;              /* "file: path" (relative to the application folder), or NULL */
 	struct rank_pos pos;
 	struct rank_pos file_pos; /* of the path */
@@ -161,6 +166,8 @@ struct rank_profile_decl {
 	struct rank_ast *first_phase;   /* NULL when not set (here or inherited) */
 	int has_drop_limit;             /* first-phase { rank-score-drop-limit } given */
 	double drop_limit;              /* hits scoring <= this (or NaN) are dropped */
+	int has_drop2, has_drop3;       /* the same in second-phase and global-phase, */
+	double drop2, drop3;            /* for the hits each re-ranks */
 	struct rank_ast *second_phase;
 	int rerank_count;               /* -1 when not set */
 	struct rank_ast *global_phase;

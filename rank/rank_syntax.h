@@ -141,6 +141,9 @@ int rank_parser_recover(struct rank_parser *p, int rc, const struct rank_lexer *
  * 'onnx-model' (in a schema or a profile), the model appended to *arr. */
 int rank_parse_profile(struct rank_parser *p);
 int rank_parse_model(struct rank_parser *p, struct rank_model_decl **arr, int *n);
+/* After the keyword kw (constant) of a schema: NAME { file: PATH  type: TYPE }
+ * into the schema's constants, read at load like a profile's (parse_profile.c). */
+int rank_parse_schema_constant(struct rank_parser *p, const struct rank_tok *kw);
 
 /* parse_text.c: text-search settings and fieldsets, for parse.c.
  * rank_text_setting_is: kw is match, stemming, normalizing or rank.

@@ -116,6 +116,11 @@ void rank_input_decl_clear(struct rank_input_decl *in)
 
 void rank_constant_decl_clear(struct rank_constant_decl *c)
 {
+	size_t nl = c->nblocks * (size_t)rank_type_mapped(&c->type);
+	for (size_t i = 0; c->labels && i < nl; i++)
+		base_strfree(c->labels[i]);
+	if (c->labels)
+		base_free(c->labels, (nl ? nl : 1) * sizeof *c->labels);
 	clear_value(c->name, &c->type, c->cells, c->ncells);
 	base_strfree(c->file);
 	memset(c, 0, sizeof *c);
@@ -321,6 +326,7 @@ static int copy_input(struct rank_input_decl *d, const struct rank_input_decl *s
 	memset(d, 0, sizeof *d);
 	d->pos = s->pos;
 	d->has_default = s->has_default;
+	d->string = s->string;
 	d->ncells = s->ncells;
 	if (copy_value(&d->name, &d->type, &d->dflt, s->name, &s->type, s->dflt, s->ncells)) {
 		rank_input_decl_clear(d);
@@ -339,6 +345,16 @@ static int copy_constant(struct rank_constant_decl *d, const struct rank_constan
 	d->file = s->file ? dup_or(s->file, &bad) : NULL;
 	if (bad ||
 	    copy_value(&d->name, &d->type, &d->cells, s->name, &s->type, s->cells, s->ncells)) {
+		rank_constant_decl_clear(d);
+		return STRATA_NOMEM;
+	}
+	size_t nl = s->nblocks * (size_t)rank_type_mapped(&s->type);
+	if (s->labels && !(d->labels = base_calloc(nl ? nl : 1, sizeof *d->labels)))
+		bad = 1;
+	d->nblocks = d->labels ? s->nblocks : 0;
+	for (size_t i = 0; d->labels && i < nl && !bad; i++)
+		bad = !(d->labels[i] = base_strdup(s->labels[i]));
+	if (bad) {
 		rank_constant_decl_clear(d);
 		return STRATA_NOMEM;
 	}
@@ -496,6 +512,14 @@ static int inherit_phases(struct rank_profile_decl *p, const struct rank_profile
 	if (!own->has_drop_limit && parent->has_drop_limit) {
 		p->has_drop_limit = 1;
 		p->drop_limit = parent->drop_limit;
+	}
+	if (!own->has_drop2 && parent->has_drop2) {
+		p->has_drop2 = 1;
+		p->drop2 = parent->drop2;
+	}
+	if (!own->has_drop3 && parent->has_drop3) {
+		p->has_drop3 = 1;
+		p->drop3 = parent->drop3;
 	}
 	if (inherit_asts(&p->match_features, &p->nmatch_features, own->nmatch_features,
 	                 parent->match_features, parent->nmatch_features) ||

@@ -28,6 +28,7 @@ static const char *const op_names[RANK_OP_COUNT_] = {
 	"?", "NUM", "ATTR", "QUERY", "CONST", "FIRST", "GET", "SET", "UN", "BIN",
 	"JUMPF", "JUMP", "RET", "MAP", "JOIN", "REDUCE", "DOT", "CLOSE", "ONNX", "CONCAT",
 	"LIT", "GEN", "SMAP", "SJOIN", "SREDUCE", "SMERGE", "PEEK", "SCONCAT", "NORM", "TEXT",
+	"NOW", "TERM", "RANDOM",
 };
 
 const char *rank_op_name(int op)
@@ -126,7 +127,9 @@ static int load_attr(struct vm *x, int field, int t, struct rank_val *v)
 	struct rank_query *q = x->q;
 	const struct rank_field *f = &q->p->sd->fields[field];
 	const void *p = q->docs ? q->docs->attr(q->docs->ud, field, q->lid) : NULL;
-	if (f->type == RANK_FT_TENSOR && rank_type_mapped(type_of(x, t))) {
+	if (rank_type_mapped(type_of(x, t))) {
+		/* a tensor field of a mapped type, or a collection read as one
+		 * (tensorFromLabels, tensorFromWeightedSet) */
 		/* A document without the tensor reads as the empty tensor. */
 		static const struct rank_sparse empty;
 		set_cells(v, p ? p : &empty, BASE_DT_UNDEFINED);
@@ -154,17 +157,53 @@ static int load_attr(struct vm *x, int field, int t, struct rank_val *v)
 		case RANK_FT_FLOAT: d = *(const float *)p; break;
 		case RANK_FT_DOUBLE: d = *(const double *)p; break;
 		case RANK_FT_BOOL: d = *(const uint8_t *)p != 0; break;
+		case RANK_FT_STRING: d = *(const double *)p; break; /* its hash */
 		}
 	}
 	set_num(v, d);
 	return 0;
 }
 
-/* closeness/distance of the document's field to the query tensor its
- * nearestNeighbor item names; no such item or no value: distance +inf. */
-static double closeness(struct vm *x, int field, int distance)
+/* TERM of a tensor(term{}) type: a cell per query term whose feature is
+ * not NaN, labelled with the term's number. */
+static int term_tensor(struct vm *x, const struct rank_ins *in, struct rank_val *v)
 {
 	struct rank_query *q = x->q;
+	const struct rank_docs *d = q->docs;
+	int n = d && d->term ? (int)d->term(d->ud, RANK_TT_COUNT, -1, -1, q->lid) : 0;
+	struct rank_sparse *s = base_arena_alloc(&q->arena, sizeof *s, 8);
+	const char **labels = base_arena_alloc(&q->arena, ((size_t)n + 1) * sizeof *labels, 8);
+	double *cells = base_arena_alloc(&q->arena, ((size_t)n + 1) * sizeof *cells, 8);
+	if (!s || !labels || !cells)
+		return oom(x);
+	s->nblocks = 0;
+	for (int i = 0; i < n; i++) {
+		double c = d->term(d->ud, in->a, in->b, i, q->lid);
+		char label[16];
+		if (isnan(c))
+			continue;
+		snprintf(label, sizeof label, "%d", i);
+		if (!(labels[s->nblocks] = base_arena_strdup(&q->arena, label)))
+			return oom(x);
+		cells[s->nblocks++] = c;
+	}
+	s->labels = labels;
+	s->cells = cells;
+	set_cells(v, s, BASE_DT_UNDEFINED);
+	return 0;
+}
+
+/* closeness/distance of the document's field to the query tensor its
+ * nearestNeighbor item names; no such item or no value: distance +inf. */
+static double closeness(struct vm *x, int field, int distance, int label)
+{
+	struct rank_query *q = x->q;
+	if (field < 0) {
+		/* by label: the field of the item that carries it */
+		if (!q->nn_label || strcmp(q->nn_label, q->p->labels[label]) != 0)
+			return distance ? INFINITY : 0;
+		field = q->nn_label_field;
+	}
 	const struct rank_field *f = &q->p->sd->fields[field];
 	int in = q->nn_input[field];
 	const void *cells = in >= 0 && q->docs ? q->docs->attr(q->docs->ud, field, q->lid) : NULL;
@@ -231,8 +270,18 @@ static int exec(struct vm *x, int pc, struct rank_val *sp, struct rank_val *res)
 				set_cells(sp++, q->inputs[in->a], BASE_DT_DOUBLE);
 			break;
 		case RANK_OP_CONST: {
-			const double *c = p->consts[in->a]->cells;
-			if (p->types[in->t].rank == 0)
+			const struct rank_constant_decl *cd = p->consts[in->a];
+			const double *c = cd->cells;
+			if (rank_type_mapped(&p->types[in->t])) {
+				/* its blocks, seen as the VM's sparse value */
+				struct rank_sparse *s = base_arena_alloc(&q->arena, sizeof *s, 8);
+				if (!s)
+					return oom(x);
+				s->nblocks = cd->nblocks;
+				s->labels = (const char *const *)cd->labels;
+				s->cells = c;
+				set_cells(sp++, s, BASE_DT_UNDEFINED);
+			} else if (p->types[in->t].rank == 0)
 				set_num(sp++, c ? c[0] : 0.0);
 			else
 				set_cells(sp++, c, BASE_DT_DOUBLE);
@@ -440,11 +489,33 @@ static int exec(struct vm *x, int pc, struct rank_val *sp, struct rank_val *res)
 			break;
 		}
 		case RANK_OP_CLOSE:
-			set_num(sp++, closeness(x, in->a, in->b));
+			set_num(sp++, closeness(x, in->a, in->b, in->c));
 			break;
 		case RANK_OP_TEXT:
 			set_num(sp++, q->docs && q->docs->text
 			                      ? q->docs->text(q->docs->ud, in->a, in->b, q->lid)
+			                      : 0);
+			break;
+		case RANK_OP_NOW:
+			set_num(sp++, q->now);
+			break;
+		case RANK_OP_RANDOM: {
+			/* splitmix64 of the seed, the salt and the document */
+			uint64_t z = (in->a ? 1024 : q->seed) ^ (uint64_t)in->k ^
+			             ((uint64_t)q->lid * 0x9e3779b97f4a7c15ULL);
+			z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+			z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+			set_num(sp++, (double)((z ^ (z >> 31)) >> 11) / 9007199254740992.0);
+			break;
+		}
+		case RANK_OP_TERM:
+			if (p->types[in->t].rank) {
+				if ((rc = term_tensor(x, in, sp++)))
+					return rc;
+				break;
+			}
+			set_num(sp++, q->docs && q->docs->term
+			                      ? q->docs->term(q->docs->ud, in->a, in->b, in->c, q->lid)
 			                      : 0);
 			break;
 		case RANK_OP_ONNX: {

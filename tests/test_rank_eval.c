@@ -1028,8 +1028,11 @@ static void test_errors(void **state)
 	             "x.sd:22:", "no dimension 'y'");
 	expect_error("    first-phase {\n      expression: onnx(nomodel)\n    }\n", STRATA_TYPE,
 	             "x.sd:22:", "unknown onnx model 'nomodel'");
-	/* mapped tensors stay inside expressions: a feature of one is refused */
-	expect_error("    match-features: tensor(k{}):{a:1}\n", STRATA_NOT_IMPLEMENTED, "x.sd:21:",
+	/* mapped tensors stay inside expressions: a model input of one is
+	 * refused (match and summary features may have one) */
+	expect_error("    onnx-model m {\n      file: models/single.onnx\n"
+	             "      input \"x\": tensor(k{}):{a:1}\n    }\n",
+	             STRATA_NOT_IMPLEMENTED, "x.sd:23:",
 	             "tensors with mapped dimensions are not supported here");
 	expect_error("    first-phase {\n      expression: sum(tensor(k{}):{a:1}) + tensor(x{})(1)\n"
 	             "    }\n", STRATA_NOT_IMPLEMENTED, "x.sd:22:",
@@ -1054,7 +1057,7 @@ static void test_schema_models(void **state)
 	struct strata_error err = { 0 };
 	assert_int_equal(rank_app_load(dir, &app, &err), 0);
 	struct fake fake = { rank_app_schema_find(app, "doc") };
-	struct rank_docs docs = { &fake, fake_attr, NULL };
+	struct rank_docs docs = { &fake, fake_attr, NULL, NULL };
 	struct rank_query *q;
 	assert_int_equal(rank_query_new(rank_profile_find(fake.s, "p"), &q, &err), 0);
 	uint32_t lids[NDOCS] = { 0, 1, 2, 3, 4 };

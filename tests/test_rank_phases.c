@@ -257,6 +257,11 @@ static void test_drop_limit(void **state)
 		"  }\n"
 		"  rank-profile own inherits p {\n"
 		"    first-phase { rank-score-drop-limit: 1e3 }\n"
+		"    second-phase { expression: 1 rank-score-drop-limit: 7 }\n"
+		"    global-phase { rank-score-drop-limit: -8 expression: 2 }\n"
+		"  }\n"
+		"  rank-profile heir inherits own {\n"
+		"    global-phase { rank-score-drop-limit: 9 }\n"
 		"  }\n"
 		"}\n";
 	struct run r;
@@ -269,6 +274,21 @@ static void test_drop_limit(void **state)
 	assert_int_equal(rank_profile_drop_limit(rank_profile_find(r.s, "own"), &lim), 1);
 	NEAR(lim, 1000);
 	assert_int_equal(rank_profile_drop_limit(rank_profile_find(r.s, "default"), &lim), 0);
+	/* second and global phase: their own, inherited phase by phase */
+	const struct rank_profile *own = rank_profile_find(r.s, "own");
+	const struct rank_profile *heir = rank_profile_find(r.s, "heir");
+	assert_int_equal(rank_profile_phase_drop_limit(own, 1, &lim), 1);
+	NEAR(lim, 1000);
+	assert_int_equal(rank_profile_phase_drop_limit(own, 2, &lim), 1);
+	NEAR(lim, 7);
+	assert_int_equal(rank_profile_phase_drop_limit(own, 3, &lim), 1);
+	NEAR(lim, -8);
+	assert_int_equal(rank_profile_phase_drop_limit(heir, 2, &lim), 1);
+	NEAR(lim, 7);
+	assert_int_equal(rank_profile_phase_drop_limit(heir, 3, &lim), 1);
+	NEAR(lim, 9);
+	assert_int_equal(rank_profile_phase_drop_limit(rank_profile_find(r.s, "p"), 2, &lim), 0);
+	assert_int_equal(rank_profile_phase_drop_limit(rank_profile_find(r.s, "p"), 3, &lim), 0);
 	close_run(&r);
 
 	load_fails(DOC "  rank-profile p {\n"
@@ -280,9 +300,13 @@ static void test_drop_limit(void **state)
 	               "  }\n}\n",
 	           STRATA_PARSE, "x.sd:8:42: expected a number, found 'low'");
 	load_fails(DOC "  rank-profile p {\n"
-	               "    second-phase { rank-score-drop-limit: 1 }\n"
+	               "    global-phase { rank-score-drop-limit: 1 rank-score-drop-limit: 1 }\n"
 	               "  }\n}\n",
-	           STRATA_NOT_IMPLEMENTED, "x.sd:8:20: 'rank-score-drop-limit' in second-phase");
+	           STRATA_TYPE, "x.sd:8:45: rank-score-drop-limit is given twice");
+	load_fails(DOC "  rank-profile p {\n"
+	               "    second-phase { keep-rank-count: 1 }\n"
+	               "  }\n}\n",
+	           STRATA_NOT_IMPLEMENTED, "x.sd:8:20: 'keep-rank-count' in second-phase");
 }
 
 /* ---- query inputs a query leaves out --------------------------------------------- */
@@ -399,7 +423,7 @@ static void test_constants(void **state)
 	assert_int_equal(rank_app_load_with(dir, &loader, &app, &err), 0);
 	assert_int_equal(calls, 1); /* read once, inherited by child */
 	const struct rank_schema *s = rank_app_schema_find(app, "doc");
-	struct rank_docs docs = { (void *)s, fake_attr, NULL };
+	struct rank_docs docs = { (void *)s, fake_attr, NULL, NULL };
 	uint32_t lids[NDOCS] = { 0, 1, 2, 3, 4 };
 	double f[NDOCS];
 	const char *names[2] = { "p", "child" };

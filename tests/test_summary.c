@@ -6,7 +6,7 @@
  * source, a schema's own document-summary default, and their errors.  The
  * engine side: snippets and highlighting checked byte for byte (stems,
  * accents, several fragments, short fields, no match), matched elements of
- * arrays, weighted sets and maps, weight's effect on nativeRank against
+ * arrays, weighted sets and maps, weight's effect on nativeFieldMatch against
  * its formula, order by with sorting settings, and allocation failures.
  */
 #include <setjmp.h>
@@ -223,7 +223,7 @@ static const char *const APP_SD =
 	"    omit-summary-features\n"
 	"  }\n"
 	"  rank-profile native {\n"
-	"    first-phase { expression: nativeRank(title, body) }\n"
+	"    first-phase { expression: nativeFieldMatch(title, body) }\n"
 	"  }\n"
 	"}\n";
 

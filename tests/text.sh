@@ -116,9 +116,14 @@ expect_fail "bm25 needs enable-bm25" "doc\\.sd:32:40: bm25\\(tag\\) needs 'index
 
 # nativeRank against its tables, computed here: a word first at token pos,
 # n times, scores (0.5 * 8000 * exp(-pos / 12.5) + 0.5 * (1500 + 4000 *
-# log(1 + n / 19))) over the same at pos 0 and n 255; nativeRank(fields) is
-# the mean over the query's words on those fields.  Query words: running
-# and cafe on title, paris on tag.
+# log(1 + n / 19))) over the same at pos 0 and n 255; nativeFieldMatch(fields)
+# is the mean over the query's words on those fields.  Query words: running
+# and cafe on title, paris on tag.  nativeProximity: only document 3 has the
+# pair (running, cafe) on title, cafe 3 tokens before: the reverse table
+# 400 * exp(-(3 - 1) / 3), half of it, over 450: p = 4/9 * exp(-2/3).
+# nativeRank is (100 * fieldMatch + 25 * proximity + 100 * attributeMatch)
+# over the weights of the parts its fields use: text fields the first two,
+# attributes without a text index (n) the third, 0 here (no term on them).
 native() { # EXPR over s(pos, n): the value times 1e9, rounded
 	awk "function t(p, n) { return 4000 * exp(-p / 12.5) + 0.5 * (1500 + 4000 * log(1 + n / 19)) }
 		function s(p, n) { return t(p, n) / t(0, 255) }
@@ -129,13 +134,13 @@ if expect_ok "query nativeRank" "$STRATA" query "$APP" --profile native \
 	check "nativeRank order" "$(jout '[.root.children[].id | sub("id:doc:doc::"; "")] | join(",")')" "3,1,2"
 	check "nativeRank(title, tag) in the second phase" \
 		"$(jout '[.root.children[] | .relevance * 1e9 | round] | map(tostring) | join(",")')" \
-		"$(native '2 * (s(3, 1) + 2 * s(0, 1)) / 3'),$(native '2 * s(0, 1) / 3'),$(native '2 * s(2, 1) / 3')"
+		"$(native '2 * (0.8 * (s(3, 1) + 2 * s(0, 1)) / 3 + 0.2 * 4 / 9 * exp(-2 / 3))'),$(native '2 * 0.8 * s(0, 1) / 3'),$(native '2 * 0.8 * s(2, 1) / 3')"
 	check "nativeRank match-features" \
 		"$(jout '[.root.children[].fields.matchfeatures | [.nativeRank, .["nativeRank(title)"], .["nativeRank(tag)"], .["nativeRank(n)"]] | map(. * 1e9 | round | tostring) | join(" ")] | join(",")')" \
-		"$(native '(s(3, 1) + 2 * s(0, 1)) / 3') $(native '(s(3, 1) + s(0, 1)) / 2') $(native 's(0, 1)') 0,$(native 's(0, 1) / 3') $(native 's(0, 1) / 2') 0 0,$(native 's(2, 1) / 3') $(native 's(2, 1) / 2') 0 0"
-	check "nativeFieldMatch is nativeRank's only part" \
-		"$(jout '[.root.children[].fields.matchfeatures | (.nativeFieldMatch > 0 and .nativeFieldMatch == .nativeRank and .["nativeFieldMatch(title)"] == .["nativeRank(title)"])] | map(tostring) | join(",")')" \
-		"true,true,true"
+		"$(native '(100 * (s(3, 1) + 2 * s(0, 1)) / 3 + 25 * 4 / 9 * exp(-2 / 3)) / 225') $(native '0.8 * (s(3, 1) + s(0, 1)) / 2 + 0.2 * 4 / 9 * exp(-2 / 3)') $(native '0.8 * s(0, 1)') 0,$(native '100 * s(0, 1) / 3 / 225') $(native '0.8 * s(0, 1) / 2') 0 0,$(native '100 * s(2, 1) / 3 / 225') $(native '0.8 * s(2, 1) / 2') 0 0"
+	check "nativeFieldMatch match-features" \
+		"$(jout '[.root.children[].fields.matchfeatures | [.nativeFieldMatch, .["nativeFieldMatch(title)"]] | map(. * 1e9 | round | tostring) | join(" ")] | join(",")')" \
+		"$(native '(s(3, 1) + 2 * s(0, 1)) / 3') $(native '(s(3, 1) + s(0, 1)) / 2'),$(native 's(0, 1) / 3') $(native 's(0, 1) / 2'),$(native 's(2, 1) / 3') $(native 's(2, 1) / 2')"
 fi
 sed 's/expression: nativeRank }/expression: nativeRank(title, nosuch) }/' "$APP/schemas/doc.sd" >"$T/bad/schemas/doc.sd"
 expect_fail "nativeRank of an unknown field" "doc\\.sd:[0-9]*:[0-9]*: nativeRank\\(\\): unknown field 'nosuch'" \
