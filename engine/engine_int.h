@@ -24,6 +24,9 @@
  *                  structs): checked JSON text for the store, updates, contains
  *   embed.c        the application's embedders (services.xml components):
  *                  text -> tensor for 'embed' in indexing and query inputs
+ *   fieldtypes.c   byte, raw, reference and predicate values; imported fields
+ *   predicate.c    predicate fields: their text, checked, and matched by YQL
+ *                  predicate()
  */
 #ifndef ENGINE_INT_H
 #define ENGINE_INT_H
@@ -143,6 +146,10 @@ char *eng_context_binary(const char *context, const char *src);
  * Returns 0 and *dt, or STRATA_INVALID_ARGUMENT (malformed, unknown doctype). */
 int eng_docid_parse(struct strata *db, const char *id, struct eng_doctype **dt,
                     struct strata_error *err);
+/* Check the form of document id id as eng_docid_parse does, and point
+ * *type at its document type (len bytes, not NUL-terminated).  Returns 0 or
+ * STRATA_INVALID_ARGUMENT. */
+int eng_docid_type(const char *id, const char **type, size_t *len, struct strata_error *err);
 struct eng_doctype *eng_doctype_find(struct strata *db, const char *name);
 
 /* ---- embed.c: embedders ------------------------------------------------------- */
@@ -341,6 +348,7 @@ enum yql_kind {
 	YQL_RANK,     /* rank(c, ...): matches as kids[0]; the others feed rank features */
 	YQL_USERQUERY, /* userQuery(): replaced by the query parameter's conditions */
 	YQL_USERINPUT, /* userInput(@str) or userInput("text" in field): likewise */
+	YQL_PREDICATE, /* predicate(field, {features}, {ranges}) (predicate.c) */
 };
 
 enum yql_cmp { YQL_LT = 1, YQL_LE, YQL_GT, YQL_GE, YQL_EQ };
@@ -360,6 +368,11 @@ struct yql_node {
 	int nvals;         /* IN: the values, numbers or strings */
 	double *nums;
 	char **strs;       /* IN: NULL for numbers */
+	int nranges;       /* PREDICATE: the features are nvals (key, value) pairs in
+	                      strs (strs[2i], strs[2i + 1]); the range attributes nranges
+	                      pairs (rkeys[i], rvals[i]) */
+	char **rkeys;
+	int64_t *rvals;
 	regex_t *re;       /* MATCHES: compiled (str is its text); yql_free frees it */
 	struct yql_node *re_next; /* MATCHES: the one compiled before, or NULL */
 	int nkids;
@@ -419,6 +432,48 @@ int yql_parse(const char *text, struct yql_query **out, struct strata_error *err
 void yql_free(struct yql_query *q);
 /* A readable dump of the condition tree (for tests): "AND(CMP(price<30),...)". */
 char *yql_dump(const struct yql_node *n);
+
+/* ---- fieldtypes.c: byte, raw, reference, predicate values; imported fields ---------- */
+
+/* 1 when the values of rf are made by eng_typed_value: a byte, raw,
+ * reference, predicate or imported field. */
+int eng_typed_field(const struct rank_field *rf);
+/* The store value of such a field from JSON j (raw from base64, a byte in
+ * range, a reference to a document id of its type, a predicate's canonical
+ * text), in arena a.  An imported field cannot be fed.  Returns 0,
+ * STRATA_INVALID_ARGUMENT ("what: ..."), STRATA_NOMEM. */
+int eng_typed_value(const struct rank_field *rf, const json_t *j, struct base_arena *a,
+                    struct store_value *v, const char *what, struct strata_error *err);
+/* The JSON of set value v of field fi of dt as get and summaries show it:
+ * eng_value_json's, but raw as base64.  NULL when memory runs out. */
+json_t *eng_field_json(const struct eng_doctype *dt, int fi, const struct store_value *v);
+/* The attribute of imported field rf as the rank_docs callback returns it,
+ * for the child document whose reference value is ref: from the
+ * referenced document's column, or (a tensor with mapped dimensions) made
+ * in arena a.  NULL when there is no such document or value. */
+const void *eng_import_attr(struct strata *db, struct store_txn *txn, const struct rank_field *rf,
+                            const struct store_value *ref, struct base_arena *a);
+/* Set vals[i] of every imported field of dt from the referenced document
+ * named by the reference value already in vals (a document store_get
+ * read), unset when there is none.  Views live until txn ends; the parent
+ * records are read into arena a.  Returns 0 or STRATA_NOMEM (unreported). */
+int eng_imports_fill(struct strata *db, struct store_txn *txn, const struct eng_doctype *dt,
+                     struct store_value *vals, struct base_arena *a);
+
+/* ---- predicate.c: predicate fields ------------------------------------------------ */
+
+/* The canonical text of the predicate j (a JSON string) into v, in arena
+ * a.  Returns 0, STRATA_INVALID_ARGUMENT ("what: bad predicate: column N:
+ * ..."), STRATA_NOMEM. */
+int eng_predicate_text(const json_t *j, struct base_arena *a, struct store_value *v,
+                       const char *what, struct strata_error *err);
+/* 1 when the stored predicate (n bytes at s) holds for the attributes of
+ * the YQL predicate() node q; 0 when not (or the text is no predicate). */
+int eng_predicate_match(const char *s, size_t n, const struct yql_node *q);
+/* Whether q suits field rf: a predicate field, range values within its
+ * bounds.  Returns 0 or STRATA_INVALID_ARGUMENT ("yql:1:COL: ..."). */
+int eng_predicate_check(const struct rank_field *rf, const struct yql_node *q,
+                        struct strata_error *err);
 
 /* ---- textmatch.c: contains on text-indexed fields ----------------------------------- */
 

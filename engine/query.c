@@ -105,6 +105,9 @@ static const void *attr_cb(void *ud, int field, uint32_t lid)
 {
 	struct dtstate *ds = ud;
 	const struct rank_field *rf = rank_schema_field(ds->dt->schema, field);
+	if (rf->imported) /* the referenced document's (fieldtypes.c) */
+		return eng_import_attr(ds->qs->db, ds->txn, rf,
+		                       doc_value(ds->qs, ds, lid, rf->import_ref), &ds->sparse);
 	if (!eng_field_mapped(rf))
 		return store_attr(ds->txn, ds->dt->store_id, field, lid);
 	/* Read from the document; the value lives until the query ends.  A
@@ -115,9 +118,32 @@ static const void *attr_cb(void *ud, int field, uint32_t lid)
 	return eng_sparse_from_text(rf, sv->s, sv->n, &ds->sparse);
 }
 
+/* subqueries(field).lsb/.msb: every bit when the document's predicate
+ * holds for the first predicate() on field in the query (there are no
+ * subqueries), else 0. */
+static double subqueries(struct dtstate *ds, const struct yql_node *n, const char *field,
+                         uint32_t lid)
+{
+	if (n->kind == YQL_PREDICATE && !strcmp(n->field, field)) {
+		int fi = rank_schema_field_index(ds->dt->schema, field);
+		const struct store_value *sv = doc_value(ds->qs, ds, lid, fi);
+		return sv && eng_predicate_match(sv->s, sv->n, n) ? 4294967295.0 : 0.0;
+	}
+	for (int i = 0; i < n->nkids; i++) {
+		double v = subqueries(ds, n->kids[i], field, lid);
+		if (v != 0)
+			return v;
+	}
+	return 0.0;
+}
+
 static double text_cb(void *ud, int feature, int field, uint32_t lid)
 {
 	struct dtstate *ds = ud;
+	if (feature == RANK_TF_SUBQUERIES_LSB || feature == RANK_TF_SUBQUERIES_MSB)
+		return ds->qs->yql->where ? subqueries(ds, ds->qs->yql->where,
+		                                      rank_schema_field(ds->dt->schema, field)->name, lid)
+		                          : 0.0;
 	return eng_text_feature(ds->txn, ds->dt, ds->text, feature, field, lid);
 }
 
@@ -268,6 +294,8 @@ static int resolve(struct qstate *qs, struct yql_node *n, struct eng_doctype *dt
 	if (path)
 		return resolve_path(qs, n, dt, path);
 	int t = dt->fields[n->fidx].type;
+	if (n->kind == YQL_PREDICATE)
+		return eng_predicate_check(rank_schema_field(dt->schema, n->fidx), n, qs->err);
 	if ((n->kind == YQL_CMP || n->kind == YQL_RANGE) && !is_numeric(t) &&
 	    !eng_cvalue_holds_numbers(rank_schema_field(dt->schema, n->fidx)))
 		return base_err(qs->err, STRATA_INVALID_ARGUMENT,
@@ -344,6 +372,8 @@ static const struct store_value *doc_value(struct qstate *qs, struct dtstate *ds
 		memset(qs->vals, 0, qs->vals_size);
 		if (store_get(qs->txn, ds->dt->store_id, lid, qs->vals, NULL) != 0)
 			return NULL;
+		if (eng_imports_fill(qs->db, qs->txn, ds->dt, qs->vals, &ds->sparse))
+			qs->match_nomem = 1;
 		qs->vals_lid_loaded = 1;
 		qs->vals_lid = lid;
 	}
@@ -494,6 +524,10 @@ static int eval(struct qstate *qs, struct dtstate *ds, const struct yql_node *n,
 		return nn_true || in_nn(ds, lid);
 	case YQL_IN:
 		return n->fidx >= 0 && in_values(qs, ds, n, lid);
+	case YQL_PREDICATE: {
+		const struct store_value *sv = n->fidx >= 0 ? doc_value(qs, ds, lid, n->fidx) : NULL;
+		return sv && eng_predicate_match(sv->s, sv->n, n);
+	}
 	case YQL_MATCHES: {
 		if (n->fidx < 0)
 			return 0;
@@ -977,8 +1011,7 @@ static int summary_value(struct qstate *qs, const struct hit *h, json_t *fields,
 		if (!(v = eng_tokens_json(&dt->fields[fi], &qs->vals[fi], qs->err)))
 			return qs->err->code;
 	} else {
-		v = eng_value_json(&dt->fields[fi], rank_schema_field(dt->schema, fi)->dim_names,
-		                   &qs->vals[fi]);
+		v = eng_field_json(dt, fi, &qs->vals[fi]);
 	}
 	if (json_object_set_new(fields, name, v))
 		return base_nomem(qs->err, "summary of '%s'", h->docid);
@@ -1046,6 +1079,8 @@ static int summary(struct qstate *qs, const struct hit *h, json_t **out)
 	qs->vals_lid_loaded = 0;
 	if (rc)
 		goto fail;
+	if (eng_imports_fill(qs->db, qs->txn, dt, qs->vals, &h->ds->sparse))
+		goto nomem;
 	if (qs->yql->all_fields) {
 		if (json_object_set_new(fields, "sddocname", json_string(dt->name)) ||
 		    json_object_set_new(fields, "documentid", json_string(h->docid)))

@@ -7,7 +7,8 @@
  *   cond: true | false | f < n | f <= n | f > n | f >= n | f = n (n a number,
  *         true or false; the number may stand on the left) | range(f, lo, hi)
  *         | f contains "text" | f in (n, ...) | f in ("s", ...)
- *         | f matches "regex" | [{targetHits: K, label: "l", approximate:
+ *         | f matches "regex" | predicate(f, {"k": "v", ...}, {"k": 1L, ...})
+ *         | [{targetHits: K, label: "l", approximate:
  *         false}]nearestNeighbor(f, q) | cond and cond | cond or cond | !cond
  *         | (cond)
  *   grouping: all(group(f) [max(N)] [order([-]agg, ...)] each(EACH))
@@ -379,6 +380,74 @@ static struct yql_node *in_list(struct parser *ps, char *field, const char *at)
 	return next(ps) ? NULL : n;
 }
 
+/* A key of a predicate() map: a string or a name. */
+static char *pred_key(struct parser *ps)
+{
+	if (ps->tok == T_STR) {
+		char *k = ps->str;
+		return next(ps) ? NULL : k;
+	}
+	return ident(ps, "an attribute name");
+}
+
+/* predicate(field, {"k": "v", "k2": ["a", "b"]}, {"r": 25L}), after the
+ * '(': the predicate.c node.  Subqueries ({"0x3": {...}}) are refused. */
+static struct yql_node *predicate_call(struct parser *ps, const char *at)
+{
+	struct yql_node *n = node(ps, YQL_PREDICATE, at);
+	int cap = 0, rcap = 0, vcap = 0;
+	if (!n || !(n->field = ident(ps, "a field name")) || expect_punct(ps, ",") ||
+	    expect_punct(ps, "{"))
+		return NULL;
+	for (int ranges = 0; ranges < 2; ranges++) {
+		while (!is_punct(ps, "}")) {
+			const char *kat = ps->start;
+			char *k = pred_key(ps);
+			if (!k || expect_punct(ps, ":"))
+				return NULL;
+			if (is_punct(ps, "{")) {
+				fail_at(ps, kat, "predicate subqueries ('%s': {...}) are not supported", k);
+				return NULL;
+			}
+			int list = !ranges && is_punct(ps, "[");
+			if (list && next(ps))
+				return NULL;
+			do {
+				if (ranges) {
+					if (ps->tok != T_NUM || room(ps, (void **)&n->rkeys, &rcap, n->nranges,
+					                             sizeof *n->rkeys) ||
+					    room(ps, (void **)&n->rvals, &vcap, n->nranges, sizeof *n->rvals)) {
+						if (!ps->failed)
+							expected(ps, "an integer (such as 25L)");
+						return NULL;
+					}
+					/* the exact value: doubles lose digits past 2^53 */
+					n->rkeys[n->nranges] = k;
+					n->rvals[n->nranges++] = strtoll(ps->start, NULL, 10);
+				} else {
+					if (ps->tok != T_STR ||
+					    room(ps, (void **)&n->strs, &cap, 2 * n->nvals + 1, sizeof *n->strs)) {
+						if (!ps->failed)
+							expected(ps, "a string or an array of strings");
+						return NULL;
+					}
+					n->strs[2 * n->nvals] = k;
+					n->strs[2 * n->nvals++ + 1] = ps->str;
+				}
+				if (next(ps))
+					return NULL;
+			} while (list && is_punct(ps, ",") && !next(ps));
+			if (list && expect_punct(ps, "]"))
+				return NULL;
+			if (!is_punct(ps, "}") && expect_punct(ps, ","))
+				return NULL;
+		}
+		if (next(ps) || expect_punct(ps, ranges ? ")" : ",") || (!ranges && expect_punct(ps, "{")))
+			return NULL;
+	}
+	return n;
+}
+
 /* field <operator> "text": the node of kind with its text, the string
  * token still current; at is where the condition begins. */
 static struct yql_node *string_op(struct parser *ps, int kind, char *field, const char *at,
@@ -613,6 +682,8 @@ static struct yql_node *primary(struct parser *ps)
 			        name);
 			return NULL;
 		}
+		if (!strcmp(name, "predicate"))
+			return predicate_call(ps, at);
 		if (!strcmp(name, "range")) {
 			struct yql_node *n = node(ps, YQL_RANGE, at);
 			if (!n || !(n->field = ident(ps, "a field name")) || expect_punct(ps, ",") ||
@@ -1137,6 +1208,18 @@ static void dump_to(const struct yql_node *n, char *buf, size_t cap, size_t *len
 		snprintf(tmp, sizeof tmp, "NN(%s,%s,%ld%s%s)", n->field, n->input, n->target_hits,
 		         n->label ? ",label=" : "", n->label ? n->label : "");
 		break;
+	case YQL_PREDICATE: {
+		size_t k = (size_t)snprintf(tmp, sizeof tmp, "PREDICATE(%s", n->field);
+		for (int i = 0; i < n->nvals && k < sizeof tmp; i++)
+			k += (size_t)snprintf(tmp + k, sizeof tmp - k, ",%s=%s", n->strs[2 * i],
+			                      n->strs[2 * i + 1]);
+		for (int i = 0; i < n->nranges && k < sizeof tmp; i++)
+			k += (size_t)snprintf(tmp + k, sizeof tmp - k, ",%s:%lld", n->rkeys[i],
+			                      (long long)n->rvals[i]);
+		if (k < sizeof tmp)
+			snprintf(tmp + k, sizeof tmp - k, ")");
+		break;
+	}
 	case YQL_USERQUERY: snprintf(tmp, sizeof tmp, "USERQUERY()"); break;
 	case YQL_USERINPUT:
 		if (n->str)

@@ -133,8 +133,9 @@ static int compile_attribute(struct cc *c, const struct rank_ast *a, int *type)
 		                  name);
 	if (f->type >= RANK_FT_ARRAY)
 		return rank_cc_at(c, a->args[0], STRATA_NOT_IMPLEMENTED,
-		                  "attribute '%s' is a collection or struct, which rank expressions do not read",
-		                  name);
+		                  "attribute '%s' is a %s, which rank expressions do not read", name,
+		                  f->type == RANK_FT_REFERENCE ? "reference"
+		                  : f->type == RANK_FT_PREDICATE ? "predicate" : "collection or struct");
 	int rc = field_type(c, f, type);
 	if (rc)
 		return rc;
@@ -275,6 +276,23 @@ static int compile_text(struct cc *c, const struct rank_ast *a, int *type)
 	c->prog->doc_dependent = 1;
 	*type = 0;
 	EMIT(c, RANK_OP_TEXT, kind, fi, 0, 0, 0, 0, 0);
+	return 0;
+}
+
+/* subqueries(f), subqueries(f).lsb, subqueries(f).msb: f a predicate field. */
+static int compile_subqueries(struct cc *c, const struct rank_ast *a, int *type)
+{
+	int fi = a->nargs == 1 && !rank_cc_name_arg(c, a->args[0], "a field name")
+	         ? find_field(c->p->sd, a->args[0]->name) : -2;
+	if (fi == -2 || (a->out && strcmp(a->out, "lsb") != 0 && strcmp(a->out, "msb") != 0))
+		return rank_cc_at(c, a, STRATA_TYPE, "subqueries() takes (field), with .lsb or .msb");
+	if (fi < 0 || c->p->sd->fields[fi].type != RANK_FT_PREDICATE)
+		return rank_cc_at(c, a->args[0], STRATA_TYPE, "subqueries(): '%s' is not a predicate "
+		                  "field", a->args[0]->name);
+	c->prog->doc_dependent = 1;
+	*type = 0;
+	EMIT(c, RANK_OP_TEXT, a->out && !strcmp(a->out, "msb") ? RANK_TF_SUBQUERIES_MSB
+	     : RANK_TF_SUBQUERIES_LSB, fi, 0, 0, 0, 0, 0);
 	return 0;
 }
 
@@ -729,6 +747,8 @@ static int compile_call(struct cc *c, const struct env *env, const struct rank_a
 	                       strcmp(f, "constant") == 0 || strcmp(f, "onnx") == 0 ||
 	                       strcmp(f, "closeness") == 0 || strcmp(f, "distance") == 0))
 		return rank_cc_at(c, a, STRATA_TYPE, "a lambda may only use its parameters, not %s()", f);
+	if (strcmp(f, "subqueries") == 0)
+		return compile_subqueries(c, a, type);
 	if (a->out && strcmp(f, "onnx") != 0 && strcmp(f, "onnxModel") != 0)
 		return rank_cc_at(c, a, STRATA_TYPE, "'.%s' after %s(): only onnx() has outputs", a->out,
 		                  f);

@@ -71,6 +71,8 @@ static void explain_prog(struct sbuf *b, const struct rank_profile *p, const str
 			                        : in->a == RANK_TF_FIELD_LENGTH ? "fieldLength"
 			                        : in->a == RANK_TF_MATCHES ? "matches"
 			                        : in->a == RANK_TF_NATIVE_SUM ? "nativeFieldMatchSum"
+			                        : in->a == RANK_TF_SUBQUERIES_LSB ? "subqueries.lsb"
+			                        : in->a == RANK_TF_SUBQUERIES_MSB ? "subqueries.msb"
 			                                                      : "nativeFieldMatchTerms",
 			          p->sd->fields[in->b].name);
 			break;

@@ -54,6 +54,9 @@ enum rank_field_type {
 	RANK_FT_WSET,   /* weightedset<T>: keys of T, each with an int weight */
 	RANK_FT_MAP,    /* map<K,V> */
 	RANK_FT_STRUCT, /* a struct the document declares */
+	RANK_FT_RAW,       /* raw: bytes, fed and shown as base64 (types.c) */
+	RANK_FT_REFERENCE, /* reference<T>: the id of a document of type T */
+	RANK_FT_PREDICATE, /* predicate: a boolean constraint, matched by YQL predicate() */
 };
 
 struct rank_struct;
@@ -129,6 +132,16 @@ struct rank_field {
 	int source;          /* a field outside the document block: the index of the field
 	                        its indexing reads ("input g"), whose value it takes when a
 	                        document is fed; -1 for document fields */
+	/* The types of types.c. */
+	int byte;            /* INT: declared byte (values -128 to 127, kept as an int) */
+	const char *ref_doctype;  /* REFERENCE: the document type T of reference<T> */
+	int imported;        /* import field ref.f as name: the value is the attribute f of the
+	                        document the reference field ref names (type copied from f) */
+	int import_ref;      /* imported: the index of the reference field */
+	const char *import_field; /* imported: f, a field of the referenced type */
+	int pred_arity;      /* PREDICATE: index { arity: N } */
+	int64_t pred_lower, pred_upper; /* PREDICATE: index { lower-bound upper-bound }: range
+	                        values a query gives must lie within (default: any int64) */
 };
 
 struct rank_app;
@@ -276,6 +289,10 @@ enum rank_text_feature {
 	RANK_TF_MATCHES,       /* matches(field): 1 when a query term on it matched */
 	RANK_TF_NATIVE_SUM,    /* nativeFieldMatch scores of the query's words on the field */
 	RANK_TF_NATIVE_TERMS,  /* the query's words on the field (matched or not) */
+	RANK_TF_SUBQUERIES_LSB, /* subqueries(field).lsb of a predicate field: the low 32
+	                           bits of the subqueries the document matched (all of them,
+	                           4294967295, when its predicate holds; else 0) */
+	RANK_TF_SUBQUERIES_MSB, /* subqueries(field).msb: the high 32 bits, the same way */
 };
 
 /* A tensor with mapped dimensions: nblocks dense subspaces (the type's
