@@ -41,6 +41,7 @@ static int store_type_of(int rank_type)
 	case RANK_FT_RAW:
 	case RANK_FT_REFERENCE:
 	case RANK_FT_PREDICATE: return STORE_T_STRING;
+	case RANK_FT_POSITION: return STORE_T_LONG; /* two int32 (position.c) */
 	}
 	return 0;
 }

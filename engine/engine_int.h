@@ -27,6 +27,7 @@
  *   fieldtypes.c   byte, raw, reference and predicate values; imported fields
  *   predicate.c    predicate fields: their text, checked, and matched by YQL
  *                  predicate()
+ *   position.c     position fields: their forms, geoLocation, distance features
  */
 #ifndef ENGINE_INT_H
 #define ENGINE_INT_H
@@ -349,6 +350,8 @@ enum yql_kind {
 	YQL_USERQUERY, /* userQuery(): replaced by the query parameter's conditions */
 	YQL_USERINPUT, /* userInput(@str) or userInput("text" in field): likewise */
 	YQL_PREDICATE, /* predicate(field, {features}, {ranges}) (predicate.c) */
+	YQL_GEO,       /* geoLocation(field, lat, lng, "radius"): lo lat, hi lng (degrees),
+	                  num the radius in millionths of a degree (< 0: any) (position.c) */
 };
 
 enum yql_cmp { YQL_LT = 1, YQL_LE, YQL_GT, YQL_GE, YQL_EQ };
@@ -474,6 +477,28 @@ int eng_predicate_match(const char *s, size_t n, const struct yql_node *q);
  * bounds.  Returns 0 or STRATA_INVALID_ARGUMENT ("yql:1:COL: ..."). */
 int eng_predicate_check(const struct rank_field *rf, const struct yql_node *q,
                         struct strata_error *err);
+
+/* ---- position.c: position fields ---------------------------------------------- */
+
+/* The store value (a long) of the position j ({"lat": .., "lng": ..},
+ * "N63.4;E10.4" or {"x": .., "y": ..} in millionths).  Returns 0 or
+ * STRATA_INVALID_ARGUMENT ("what: ..."). */
+int eng_position_value(const json_t *j, struct store_value *v, const char *what,
+                       struct strata_error *err);
+/* {"lat": degrees, "lng": degrees} of a stored position; NULL when memory
+ * runs out. */
+json_t *eng_position_json(int64_t packed);
+/* The radius text of geoLocation ("10 km", "500 m", "2 mi", "1 deg", a
+ * negative number for any) in millionths of a degree (-1 for any): 0, or
+ * -1 when it is no radius. */
+int eng_geo_radius(const char *s, double *out);
+/* 1 when the stored position lies within the radius of geoLocation node n. */
+int eng_geo_match(const struct yql_node *n, int64_t packed);
+/* The geo rank feature (RANK_TF_GEO_*) of field for a document at the
+ * stored position *packed (NULL: none), against the first geoLocation on
+ * field in where (may be NULL). */
+double eng_geo_feature(const struct yql_node *where, const char *field, int feature,
+                       const int64_t *packed);
 
 /* ---- textmatch.c: contains on text-indexed fields ----------------------------------- */
 

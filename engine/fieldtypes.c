@@ -7,6 +7,7 @@
  *              raw-as-base64-in-summary, its default); kept as the bytes
  *   reference  a document id of the referenced type, kept as a string
  *   predicate  kept in its canonical text (predicate.c)
+ *   position   kept as a long (position.c)
  *   imported   never fed nor stored: its value is the attribute of the
  *              document the reference field names, read when a query
  *              ranks, matches or summarises (the parent may be fed before
@@ -86,7 +87,8 @@ static json_t *b64_json(const unsigned char *p, size_t n)
 int eng_typed_field(const struct rank_field *rf)
 {
 	return rf->byte || rf->imported || rf->type == RANK_FT_RAW ||
-	       rf->type == RANK_FT_REFERENCE || rf->type == RANK_FT_PREDICATE;
+	       rf->type == RANK_FT_REFERENCE || rf->type == RANK_FT_PREDICATE ||
+	       rf->type == RANK_FT_POSITION;
 }
 
 static int raw_value(const json_t *j, struct base_arena *a, struct store_value *v,
@@ -160,6 +162,8 @@ int eng_typed_value(const struct rank_field *rf, const json_t *j, struct base_ar
 		return raw_value(j, a, v, what, err);
 	case RANK_FT_REFERENCE:
 		return reference_value(rf, j, v, what, err);
+	case RANK_FT_POSITION:
+		return eng_position_value(j, v, what, err);
 	}
 	return eng_predicate_text(j, a, v, what, err);
 }
@@ -169,6 +173,8 @@ json_t *eng_field_json(const struct eng_doctype *dt, int fi, const struct store_
 	const struct rank_field *rf = rank_schema_field(dt->schema, fi);
 	if (rf->type == RANK_FT_RAW)
 		return b64_json((const unsigned char *)v->s, v->s ? v->n : 0);
+	if (rf->type == RANK_FT_POSITION)
+		return eng_position_json(v->i);
 	return eng_value_json(&dt->fields[fi], rf->dim_names, v);
 }
 

@@ -8,6 +8,7 @@
  *         true or false; the number may stand on the left) | range(f, lo, hi)
  *         | f contains "text" | f in (n, ...) | f in ("s", ...)
  *         | f matches "regex" | predicate(f, {"k": "v", ...}, {"k": 1L, ...})
+ *         | geoLocation(f, lat, lng, "10 km")
  *         | [{targetHits: K, label: "l", approximate:
  *         false}]nearestNeighbor(f, q) | cond and cond | cond or cond | !cond
  *         | (cond)
@@ -684,6 +685,19 @@ static struct yql_node *primary(struct parser *ps)
 		}
 		if (!strcmp(name, "predicate"))
 			return predicate_call(ps, at);
+		if (!strcmp(name, "geoLocation")) {
+			struct yql_node *n = node(ps, YQL_GEO, at);
+			if (!n || !(n->field = ident(ps, "a field name")) || expect_punct(ps, ",") ||
+			    number(ps, &n->lo, "a latitude") || expect_punct(ps, ",") ||
+			    number(ps, &n->hi, "a longitude") || expect_punct(ps, ","))
+				return NULL;
+			if (ps->tok != T_STR || eng_geo_radius(ps->str, &n->num)) {
+				expected(ps, "a radius (\"10 km\", \"500 m\", \"2 mi\", \"-1\")");
+				return NULL;
+			}
+			n->str = ps->str;
+			return next(ps) || expect_punct(ps, ")") ? NULL : n;
+		}
 		if (!strcmp(name, "range")) {
 			struct yql_node *n = node(ps, YQL_RANGE, at);
 			if (!n || !(n->field = ident(ps, "a field name")) || expect_punct(ps, ",") ||
@@ -1220,6 +1234,9 @@ static void dump_to(const struct yql_node *n, char *buf, size_t cap, size_t *len
 			snprintf(tmp + k, sizeof tmp - k, ")");
 		break;
 	}
+	case YQL_GEO:
+		snprintf(tmp, sizeof tmp, "GEO(%s,%g,%g,%s)", n->field, n->lo, n->hi, n->str);
+		break;
 	case YQL_USERQUERY: snprintf(tmp, sizeof tmp, "USERQUERY()"); break;
 	case YQL_USERINPUT:
 		if (n->str)

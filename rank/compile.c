@@ -135,7 +135,9 @@ static int compile_attribute(struct cc *c, const struct rank_ast *a, int *type)
 		return rank_cc_at(c, a->args[0], STRATA_NOT_IMPLEMENTED,
 		                  "attribute '%s' is a %s, which rank expressions do not read", name,
 		                  f->type == RANK_FT_REFERENCE ? "reference"
-		                  : f->type == RANK_FT_PREDICATE ? "predicate" : "collection or struct");
+		                  : f->type == RANK_FT_PREDICATE ? "predicate"
+		                  : f->type == RANK_FT_POSITION ? "position (read distance(f), closeness(f))"
+		                  : "collection or struct");
 	int rc = field_type(c, f, type);
 	if (rc)
 		return rc;
@@ -279,20 +281,40 @@ static int compile_text(struct cc *c, const struct rank_ast *a, int *type)
 	return 0;
 }
 
-/* subqueries(f), subqueries(f).lsb, subqueries(f).msb: f a predicate field. */
-static int compile_subqueries(struct cc *c, const struct rank_ast *a, int *type)
+/* Features of one field that the engine answers (RANK_OP_TEXT):
+ * subqueries(f)[.lsb|.msb] of a predicate field; distance(f)[.km|.latitude|
+ * .longitude] and closeness(f) of a position field. */
+static int compile_field_feature(struct cc *c, const struct rank_ast *a, int *type)
 {
-	int fi = a->nargs == 1 && !rank_cc_name_arg(c, a->args[0], "a field name")
-	         ? find_field(c->p->sd, a->args[0]->name) : -2;
-	if (fi == -2 || (a->out && strcmp(a->out, "lsb") != 0 && strcmp(a->out, "msb") != 0))
-		return rank_cc_at(c, a, STRATA_TYPE, "subqueries() takes (field), with .lsb or .msb");
-	if (fi < 0 || c->p->sd->fields[fi].type != RANK_FT_PREDICATE)
-		return rank_cc_at(c, a->args[0], STRATA_TYPE, "subqueries(): '%s' is not a predicate "
-		                  "field", a->args[0]->name);
+	static const struct {
+		const char *name, *out;
+		int kind, ftype;
+	} feats[] = {
+		{"subqueries", NULL, RANK_TF_SUBQUERIES_LSB, RANK_FT_PREDICATE},
+		{"subqueries", "lsb", RANK_TF_SUBQUERIES_LSB, RANK_FT_PREDICATE},
+		{"subqueries", "msb", RANK_TF_SUBQUERIES_MSB, RANK_FT_PREDICATE},
+		{"distance", NULL, RANK_TF_GEO_DISTANCE, RANK_FT_POSITION},
+		{"distance", "km", RANK_TF_GEO_KM, RANK_FT_POSITION},
+		{"distance", "latitude", RANK_TF_GEO_LATITUDE, RANK_FT_POSITION},
+		{"distance", "longitude", RANK_TF_GEO_LONGITUDE, RANK_FT_POSITION},
+		{"closeness", NULL, RANK_TF_GEO_CLOSENESS, RANK_FT_POSITION},
+	};
+	int k = -1;
+	for (size_t i = 0; i < sizeof feats / sizeof feats[0] && k < 0; i++)
+		if (!strcmp(a->name, feats[i].name) &&
+		    (a->out ? feats[i].out && !strcmp(a->out, feats[i].out) : !feats[i].out))
+			k = (int)i;
+	if (k < 0 || a->nargs != 1 || rank_cc_name_arg(c, a->args[0], "a field name"))
+		return rank_cc_at(c, a, STRATA_TYPE, "%s(field)%s%s is not a feature", a->name,
+		                  a->out ? "." : "", a->out ? a->out : "");
+	int fi = find_field(c->p->sd, a->args[0]->name);
+	if (fi < 0 || c->p->sd->fields[fi].type != feats[k].ftype)
+		return rank_cc_at(c, a->args[0], STRATA_TYPE, "%s(): '%s' is not a %s field", a->name,
+		                  a->args[0]->name,
+		                  feats[k].ftype == RANK_FT_POSITION ? "position" : "predicate");
 	c->prog->doc_dependent = 1;
 	*type = 0;
-	EMIT(c, RANK_OP_TEXT, a->out && !strcmp(a->out, "msb") ? RANK_TF_SUBQUERIES_MSB
-	     : RANK_TF_SUBQUERIES_LSB, fi, 0, 0, 0, 0, 0);
+	EMIT(c, RANK_OP_TEXT, feats[k].kind, fi, 0, 0, 0, 0, 0);
 	return 0;
 }
 
@@ -747,8 +769,9 @@ static int compile_call(struct cc *c, const struct env *env, const struct rank_a
 	                       strcmp(f, "constant") == 0 || strcmp(f, "onnx") == 0 ||
 	                       strcmp(f, "closeness") == 0 || strcmp(f, "distance") == 0))
 		return rank_cc_at(c, a, STRATA_TYPE, "a lambda may only use its parameters, not %s()", f);
-	if (strcmp(f, "subqueries") == 0)
-		return compile_subqueries(c, a, type);
+	if (strcmp(f, "subqueries") == 0 ||
+	    ((strcmp(f, "distance") == 0 || strcmp(f, "closeness") == 0) && a->nargs == 1))
+		return compile_field_feature(c, a, type);
 	if (a->out && strcmp(f, "onnx") != 0 && strcmp(f, "onnxModel") != 0)
 		return rank_cc_at(c, a, STRATA_TYPE, "'.%s' after %s(): only onnx() has outputs", a->out,
 		                  f);

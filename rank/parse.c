@@ -87,7 +87,7 @@ static int schema_item(const struct rank_tok *t)
 /* ---- fields ----------------------------------------------------------------------- */
 
 static const char *const unsupported_field_types[] = {
-	"position", "annotationreference", NULL,
+	"annotationreference", NULL,
 };
 
 /* Field settings Vespa has and Strata does not (yet). */

@@ -57,6 +57,7 @@ enum rank_field_type {
 	RANK_FT_RAW,       /* raw: bytes, fed and shown as base64 (types.c) */
 	RANK_FT_REFERENCE, /* reference<T>: the id of a document of type T */
 	RANK_FT_PREDICATE, /* predicate: a boolean constraint, matched by YQL predicate() */
+	RANK_FT_POSITION,  /* position: a geographical point (latitude, longitude) */
 };
 
 struct rank_struct;
@@ -293,6 +294,12 @@ enum rank_text_feature {
 	                           bits of the subqueries the document matched (all of them,
 	                           4294967295, when its predicate holds; else 0) */
 	RANK_TF_SUBQUERIES_MSB, /* subqueries(field).msb: the high 32 bits, the same way */
+	RANK_TF_GEO_DISTANCE,  /* distance(field) of a position field to the query's
+	                          geoLocation on it, in millionths of a degree */
+	RANK_TF_GEO_KM,        /* distance(field).km */
+	RANK_TF_GEO_LATITUDE,  /* distance(field).latitude: the document's, in degrees */
+	RANK_TF_GEO_LONGITUDE, /* distance(field).longitude */
+	RANK_TF_GEO_CLOSENESS, /* closeness(field): max(1 - distance / 9013305, 0) */
 };
 
 /* A tensor with mapped dimensions: nblocks dense subspaces (the type's

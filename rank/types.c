@@ -2,6 +2,7 @@
  * types.c: the field types beyond numbers, strings, tensors and
  * collections, parsed and resolved: byte (an int of -128 to 127), uri (a
  * string), raw (bytes), reference<T> (the id of a document of type T),
+ * position (a geographical point),
  * predicate (a boolean constraint, with its index { arity ... } block), and
  * the schema items that go with them: "import field r.f as g { }" (g reads
  * the attribute f of the document the reference field r names) and
@@ -23,7 +24,8 @@
 
 /* ---- field types ------------------------------------------------------------------- */
 
-static const char *const more_types[] = {"byte", "uri", "raw", "reference", "predicate", NULL};
+static const char *const more_types[] = {"byte", "uri", "raw", "reference", "predicate",
+                                         "position", NULL};
 
 int rank_more_type_is(const struct rank_tok *t)
 {
@@ -60,6 +62,8 @@ int rank_more_type(struct rank_parser *p, const struct rank_tok *t, struct rank_
 		f->type = RANK_FT_STRING; /* matched and shown as a string */
 	} else if (rank_tok_is(t, "raw")) {
 		f->type = RANK_FT_RAW;
+	} else if (rank_tok_is(t, "position")) {
+		f->type = RANK_FT_POSITION;
 	} else if (rank_tok_is(t, "predicate")) {
 		f->type = RANK_FT_PREDICATE;
 		f->pred_lower = INT64_MIN;

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <cmocka.h>
 #include <jansson.h>
+#include <math.h>
 
 #include "apptest.h"
 #include "../engine/strata.h"
@@ -223,7 +224,8 @@ static void expect_fields(struct fixture *fx, const char *id, const char *want)
 		fail_msg("get %s: %s", id, err.msg);
 	json_t *j = json_loads(doc, 0, NULL);
 	strata_free(doc);
-	char *s = json_dumps(json_object_get(j, "fields"), JSON_COMPACT | JSON_SORT_KEYS);
+	char *s = json_dumps(json_object_get(j, "fields"),
+	                     JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(15));
 	json_decref(j);
 	int same = s && strcmp(s, want) == 0;
 	char got[2048];
@@ -503,6 +505,134 @@ static void test_alloc_failures(void **state)
 	expect_fields(fx, "id:t:child::9", "{\"b\":1,\"img\":\"AP8=\",\"target\":\"not c in [1]\"}");
 }
 
+
+static const char *const BIZ_SD =
+	"schema biz {\n"
+	"  document biz {\n"
+	"    field title type string { indexing: summary | attribute }\n"
+	"    field loc type position { indexing: attribute | summary }\n"
+	"    field other type position { indexing: summary }\n"
+	"  }\n"
+	"  rank-profile default {\n"
+	"    first-phase { expression: closeness(loc) }\n"
+	"    summary-features: distance(loc) distance(loc).km distance(loc).latitude "
+	"distance(loc).longitude closeness(loc)\n"
+	"  }\n"
+	"}\n";
+
+static double feature_of(json_t *hit, const char *name)
+{
+	json_t *sf = json_object_get(json_object_get(hit, "fields"), "summaryfeatures");
+	json_t *v = json_object_get(sf, name);
+	if (!json_is_number(v))
+		fail_msg("no feature %s", name);
+	return json_number_value(v);
+}
+
+/* Positions: the feed forms, get, geoLocation and the distance features,
+ * checked against the distances worked out here. */
+static void test_positions(void **state)
+{
+	(void)state;
+	char *dir = apptest_new("strata-types.");
+	char path[256];
+	snprintf(path, sizeof path, "%s/schemas", dir);
+	apptest_write(path, "biz.sd", BIZ_SD);
+	struct fixture fx0 = {dir, NULL}, *fx = &fx0;
+	struct strata_error err = {0};
+	if (strata_open(dir, NULL, &fx->db, &err) != 0)
+		fail_msg("open: %s", err.msg);
+	feed_ok(fx, "{\"put\": \"id:b:biz::sfo\", \"fields\": {\"title\": \"sfo\","
+	            " \"loc\": {\"lat\": 37.618806, \"lng\": -122.375416},"
+	            " \"other\": \"S33.94611;E151.177222\"}}");
+	feed_ok(fx, "{\"put\": \"id:b:biz::osl\", \"fields\": {\"loc\": \"N60.193917;E11.100361\"}}");
+	feed_ok(fx, "{\"put\": \"id:b:biz::trd\", \"fields\": {\"loc\": {\"x\": 10924250, "
+	            "\"y\": 63457556}}}");
+	feed_ok(fx, "{\"put\": \"id:b:biz::none\", \"fields\": {\"title\": \"none\"}}");
+	expect_fields(fx, "id:b:biz::sfo", "{\"loc\":{\"lat\":37.618806,\"lng\":-122.375416},"
+	              "\"other\":{\"lat\":-33.94611,\"lng\":151.177222},\"title\":\"sfo\"}");
+	expect_fields(fx, "id:b:biz::trd", "{\"loc\":{\"lat\":63.457556,\"lng\":10.92425}}");
+	static const struct {
+		const char *loc, *msg;
+	} bad[] = {
+		{"{\"lat\": 90.5, \"lng\": 0}", "latitude 90.5 or longitude 0 is out of range"},
+		{"{\"lat\": 1, \"lng\": -181}", "latitude 1 or longitude -181 is out of range"},
+		{"\"N1;N2\"", "'N1;N2' is no position"},
+		{"\"N1,E2\"", "'N1,E2' is no position"},
+		{"{\"lat\": 1}", "expected a position"},
+		{"[1, 2]", "expected a position"},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		char op[256];
+		snprintf(op, sizeof op, "{\"put\": \"id:b:biz::sfo\", \"fields\": {\"loc\": %s}}",
+		         bad[i].loc);
+		feed_fails(fx, op, STRATA_INVALID_ARGUMENT, bad[i].msg);
+	}
+	/* Within 300 km of (60, 11): Oslo, 200304 millionths (22.3 km) away (dy 193917,
+	 * dx 100361 * cos 60 degrees); Trondheim is 3457763 away (384 km). */
+	double d_osl = sqrt(193917.0 * 193917.0 + 50180.5 * 50180.5);
+	json_t *r = query(fx, "{\"yql\": \"select * from biz where geoLocation(loc, 60.0, 11.0, "
+	                      "'300 km')\"}");
+	json_t *hits = hits_of(r);
+	assert_int_equal(json_array_size(hits), 1);
+	json_t *h = json_array_get(hits, 0);
+	assert_string_equal(json_string_value(json_object_get(h, "id")), "id:b:biz::osl");
+	assert_true(fabs(feature_of(h, "distance(loc)") - d_osl) < 0.01);
+	assert_true(fabs(feature_of(h, "distance(loc).km") - d_osl * 0.00011119508) < 1e-6);
+	assert_true(fabs(feature_of(h, "closeness(loc)") - (1 - d_osl / 9013305.0)) < 1e-12);
+	assert_true(feature_of(h, "distance(loc).latitude") == 60.193917);
+	assert_true(feature_of(h, "distance(loc).longitude") == 11.100361);
+	json_decref(r);
+	/* radii in other units; a negative one keeps every position */
+	static const struct {
+		const char *radius;
+		size_t n;
+	} radii[] = {{"385 km", 2}, {"383 km", 1}, {"250 mi", 2}, {"3.5 deg", 2}, {"3 deg", 1},
+	             {"20000 m", 0}, {"23 km", 1}, {"-1 m", 3}, {"-1", 3}};
+	for (size_t i = 0; i < sizeof radii / sizeof radii[0]; i++) {
+		char req[256];
+		snprintf(req, sizeof req, "{\"yql\": \"select * from biz where geoLocation(loc, 60.0, "
+		         "11.0, '%s')\"}", radii[i].radius);
+		r = query(fx, req);
+		if (json_array_size(hits_of(r)) != radii[i].n)
+			fail_msg("%s: %zu hits, expected %zu", radii[i].radius,
+			         json_array_size(hits_of(r)), radii[i].n);
+		json_decref(r);
+	}
+	/* no geoLocation: Vespa's defaults */
+	r = query(fx, "{\"yql\": \"select * from biz where title contains 'none'\"}");
+	h = json_array_get(hits_of(r), 0);
+	assert_true(feature_of(h, "distance(loc)") == 6400000000.0);
+	assert_true(feature_of(h, "closeness(loc)") == 0.0);
+	assert_true(feature_of(h, "distance(loc).latitude") == 90.0);
+	json_decref(r);
+	static const struct {
+		const char *yql, *msg;
+	} qbad[] = {
+		{"geoLocation(title, 1, 2, '1 km')",
+		 "yql:1:25: geoLocation() needs a position field; 'title' is not one"},
+		{"loc > 3", "yql:1:25: 'loc' is a position: search it with geoLocation()"},
+		{"geoLocation(loc, 1, 2, '1 parsec')", "expected a radius"},
+		{"geoLocation(loc, 1, 2, 5)", "expected a radius"},
+	};
+	for (size_t i = 0; i < sizeof qbad / sizeof qbad[0]; i++) {
+		char req[256], *out = NULL;
+		snprintf(req, sizeof req, "{\"yql\": \"select * from biz where %s\"}", qbad[i].yql);
+		assert_int_not_equal(strata_query_json(fx->db, req, &out, &err), 0);
+		if (!strstr(err.msg, qbad[i].msg))
+			fail_msg("%s: got '%s', expected '%s'", qbad[i].yql, err.msg, qbad[i].msg);
+	}
+	strata_close(fx->db);
+	apptest_remove(dir);
+	/* the features need a position field */
+	child_fails("field x type int { indexing: attribute }\n  }\n  rank-profile p { first-phase {"
+	            " expression: distance(x).km } }", STRATA_TYPE, "child.sd:5:55",
+	            "distance(): 'x' is not a position field");
+	child_fails("field x type position { indexing: attribute }\n  }\n  rank-profile p { first-phase {"
+	            " expression: distance(x).miles } }", STRATA_TYPE, "child.sd:5:46",
+	            "distance(field).miles is not a feature");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -512,6 +642,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_predicate_truth_table, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_imports, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_alloc_failures, setup, teardown),
+		cmocka_unit_test(test_positions),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
