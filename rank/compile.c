@@ -224,6 +224,8 @@ static int compile_onnx(struct cc *c, const struct rank_ast *a, int *type)
 	return 0;
 }
 
+static int close_field(struct cc *c, const struct rank_ast *arg, int distance, int *type);
+
 static int compile_close(struct cc *c, const struct rank_ast *a, int distance, int *type)
 {
 	const char *fname = distance ? "distance" : "closeness";
@@ -236,15 +238,23 @@ static int compile_close(struct cc *c, const struct rank_ast *a, int distance, i
 		return rank_cc_at(c, a->args[0], STRATA_TYPE,
 		                  "%s() takes 'field' or 'label' first, not '%s'", fname,
 		                  a->args[0]->name);
-	const char *name = a->args[1]->name;
+	return close_field(c, a->args[1], distance, type);
+}
+
+/* closeness(field, f) or distance(field, f) of the tensor attribute named
+ * by arg (Vespa's closeness(f) and distance(f) mean the same on one). */
+static int close_field(struct cc *c, const struct rank_ast *arg, int distance, int *type)
+{
+	const char *fname = distance ? "distance" : "closeness";
+	const char *name = arg->name;
 	int fi = find_field(c->p->sd, name);
 	if (fi < 0 || !c->p->sd->fields[fi].attribute)
-		return rank_cc_at(c, a->args[1], STRATA_TYPE, "unknown attribute '%s'", name);
+		return rank_cc_at(c, arg, STRATA_TYPE, "unknown attribute '%s'", name);
 	if (c->p->sd->fields[fi].type != RANK_FT_TENSOR)
-		return rank_cc_at(c, a->args[1], STRATA_TYPE, "attribute '%s' is not a tensor", name);
+		return rank_cc_at(c, arg, STRATA_TYPE, "attribute '%s' is not a tensor", name);
 	for (int k = 0; k < c->p->sd->fields[fi].rank; k++)
 		if (c->p->sd->fields[fi].dims[k] == RANK_DIM_MAPPED)
-			return rank_cc_at(c, a->args[1], STRATA_TYPE,
+			return rank_cc_at(c, arg, STRATA_TYPE,
 			                  "attribute '%s' has mapped dimensions: %s() needs a dense tensor",
 			                  name, fname);
 	c->prog->doc_dependent = 1;
@@ -308,6 +318,9 @@ static int compile_field_feature(struct cc *c, const struct rank_ast *a, int *ty
 		return rank_cc_at(c, a, STRATA_TYPE, "%s(field)%s%s is not a feature", a->name,
 		                  a->out ? "." : "", a->out ? a->out : "");
 	int fi = find_field(c->p->sd, a->args[0]->name);
+	if (fi >= 0 && !a->out && c->p->sd->fields[fi].type == RANK_FT_TENSOR &&
+	    feats[k].ftype == RANK_FT_POSITION)
+		return close_field(c, a->args[0], a->name[0] == 'd', type);
 	if (fi < 0 || c->p->sd->fields[fi].type != feats[k].ftype)
 		return rank_cc_at(c, a->args[0], STRATA_TYPE, "%s(): '%s' is not a %s field", a->name,
 		                  a->args[0]->name,

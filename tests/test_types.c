@@ -633,6 +633,42 @@ static void test_positions(void **state)
 	            "distance(field).miles is not a feature");
 }
 
+/* closeness(f) and distance(f) of a tensor attribute are Vespa's short
+ * forms of closeness(field, f) and distance(field, f). */
+static void test_tensor_closeness(void **state)
+{
+	(void)state;
+	char *dir = apptest_new("strata-types.");
+	char path[256];
+	snprintf(path, sizeof path, "%s/schemas", dir);
+	apptest_write(path, "v.sd",
+	              "schema v {\n"
+	              "  document v {\n"
+	              "    field e type tensor<float>(x[2]) { indexing: attribute }\n"
+	              "  }\n"
+	              "  rank-profile p {\n"
+	              "    inputs { query(q) tensor<float>(x[2]) }\n"
+	              "    first-phase { expression: closeness(e) }\n"
+	              "    summary-features: distance(e) distance(field, e) closeness(field, e)\n"
+	              "  }\n"
+	              "}\n");
+	struct fixture fx0 = {dir, NULL}, *fx = &fx0;
+	struct strata_error err = {0};
+	if (strata_open(dir, NULL, &fx->db, &err) != 0)
+		fail_msg("open: %s", err.msg);
+	feed_ok(fx, "{\"put\": \"id:v:v::1\", \"fields\": {\"e\": [3, 4]}}");
+	json_t *r = query(fx, "{\"yql\": \"select * from v where {targetHits: 1}nearestNeighbor(e, q)\","
+	                      " \"ranking.profile\": \"p\", \"input.query(q)\": [0, 0]}");
+	json_t *h = json_array_get(hits_of(r), 0);
+	/* euclidean: distance 5, closeness 1 / (1 + 5) */
+	assert_true(feature_of(h, "distance(e)") == 5.0);
+	assert_true(feature_of(h, "distance(field, e)") == 5.0);
+	assert_true(json_number_value(json_object_get(h, "relevance")) == 1.0 / 6.0);
+	json_decref(r);
+	strata_close(fx->db);
+	apptest_remove(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -643,6 +679,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_imports, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_alloc_failures, setup, teardown),
 		cmocka_unit_test(test_positions),
+		cmocka_unit_test(test_tensor_closeness),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
