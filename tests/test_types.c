@@ -89,6 +89,9 @@ static void test_schema(void **state)
 {
 	(void)state;
 	char *dir = new_app(CHILD_SD);
+	char path[256];
+	snprintf(path, sizeof path, "%s/schemas", dir);
+	apptest_write(path, "kid.sd", "schema kid {\n  document kid inherits child {\n  }\n}\n");
 	struct rank_app *app = apptest_load(dir);
 	const struct rank_schema *s = rank_app_schema_find(app, "child");
 	assert_non_null(s);
@@ -113,6 +116,10 @@ static void test_schema(void **state)
 	assert_string_equal(f->import_field, "ctrs");
 	f = field_of(s, "pname");
 	assert_true(f->imported && f->type == RANK_FT_STRING);
+	/* a document inheriting child's gets its fields, not its imports */
+	s = rank_app_schema_find(app, "kid");
+	assert_true(rank_schema_field_index(s, "b") >= 0 && rank_schema_field_index(s, "ref") >= 0);
+	assert_int_equal(rank_schema_field_index(s, "ppop"), -1);
 	rank_app_free(app);
 	/* every allocation of loading them fails in turn, cleanly */
 	assert_true(apptest_load_failures(dir) > 20);
