@@ -376,6 +376,8 @@ struct yql_node {
 	                      pairs (rkeys[i], rvals[i]) */
 	char **rkeys;
 	int64_t *rvals;
+	uint64_t *fmasks;  /* PREDICATE: the subqueries of each feature and range (bit i: */
+	uint64_t *rmasks;  /* subquery i); all ones unless the query names some */
 	regex_t *re;       /* MATCHES: compiled (str is its text); yql_free frees it */
 	struct yql_node *re_next; /* MATCHES: the one compiled before, or NULL */
 	int nkids;
@@ -470,9 +472,12 @@ int eng_imports_fill(struct strata *db, struct store_txn *txn, const struct eng_
  * ..."), STRATA_NOMEM. */
 int eng_predicate_text(const json_t *j, struct base_arena *a, struct store_value *v,
                        const char *what, struct strata_error *err);
-/* 1 when the stored predicate (n bytes at s) holds for the attributes of
- * the YQL predicate() node q; 0 when not (or the text is no predicate). */
-int eng_predicate_match(const char *s, size_t n, const struct yql_node *q);
+/* The subqueries of the YQL predicate() node q for which the stored
+ * predicate (n bytes at s) holds, bit i for subquery i (each holds the
+ * attributes whose bitmap has bit i; all of them without subqueries); 0
+ * when none does (or the text is no predicate).  The document matches q
+ * when it is not 0. */
+uint64_t eng_predicate_match(const char *s, size_t n, const struct yql_node *q);
 /* Whether q suits field rf: a predicate field, range values within its
  * bounds.  Returns 0 or STRATA_INVALID_ARGUMENT ("yql:1:COL: ..."). */
 int eng_predicate_check(const struct rank_field *rf, const struct yql_node *q,

@@ -18,9 +18,12 @@
  * "key in [v, ...]" holds when the query gives key one of the values (a
  * key may be given several, as an array), "key in [lo..hi]" when it gives
  * the range attribute key a value from lo to hi (bounds included, either
- * may be left out), "not" negates.  Evaluation is exact: the stored text is
- * parsed again for each document tested, with no index and no memory
- * allocated (one parser does both checking and evaluating).
+ * may be left out), "not" negates.  A query may hold up to 64 subqueries,
+ * each with the attributes whose bitmap names it ({"0x3": {...}}); the
+ * result is the bitmap of those for which the predicate holds.  Evaluation
+ * is exact: the stored text is parsed again for each document tested (and
+ * each distinct subquery), with no index and no memory allocated (one
+ * parser does both checking and evaluating).
  */
 #include <ctype.h>
 #include <errno.h>
@@ -37,6 +40,7 @@
 struct pp {
 	const char *s, *p, *end;
 	const struct yql_node *q; /* evaluate for this query, or NULL */
+	int bit;                  /* ... its subquery bit (its attributes with it) */
 	char *out;                /* the canonical text, or NULL */
 	size_t len, cap;
 	int depth;
@@ -208,7 +212,8 @@ static int has_feature(const struct pp *pp, const char *key)
 {
 	const struct yql_node *q = pp->q;
 	for (int i = 0; q && i < q->nvals; i++)
-		if (!strcmp(q->strs[2 * i], key) && strlen(q->strs[2 * i + 1]) == pp->vlen &&
+		if ((q->fmasks[i] >> pp->bit & 1) && !strcmp(q->strs[2 * i], key) &&
+		    strlen(q->strs[2 * i + 1]) == pp->vlen &&
 		    !memcmp(q->strs[2 * i + 1], pp->val, pp->vlen))
 			return 1;
 	return 0;
@@ -219,7 +224,8 @@ static int has_range(const struct pp *pp, const char *key, int has_lo, int64_t l
 {
 	const struct yql_node *q = pp->q;
 	for (int i = 0; q && i < q->nranges; i++)
-		if (!strcmp(q->rkeys[i], key) && (!has_lo || q->rvals[i] >= lo) &&
+		if ((q->rmasks[i] >> pp->bit & 1) && !strcmp(q->rkeys[i], key) &&
+		    (!has_lo || q->rvals[i] >= lo) &&
 		    (!has_hi || q->rvals[i] <= hi))
 			return 1;
 	return 0;
@@ -376,10 +382,38 @@ int eng_predicate_text(const json_t *j, struct base_arena *a, struct store_value
 	return 0;
 }
 
-int eng_predicate_match(const char *s, size_t n, const struct yql_node *q)
+/* Whether subqueries a and b of q hold the same attributes. */
+static int same_subquery(const struct yql_node *q, int a, int b)
 {
-	struct pp pp = { .s = s, .p = s, .end = s + n, .q = q };
-	return whole(&pp) > 0;
+	for (int i = 0; i < q->nvals; i++)
+		if ((q->fmasks[i] >> a & 1) != (q->fmasks[i] >> b & 1))
+			return 0;
+	for (int i = 0; i < q->nranges; i++)
+		if ((q->rmasks[i] >> a & 1) != (q->rmasks[i] >> b & 1))
+			return 0;
+	return 1;
+}
+
+uint64_t eng_predicate_match(const char *s, size_t n, const struct yql_node *q)
+{
+	/* Subqueries holding the same attributes share one evaluation; without
+	 * subqueries all 64 do. */
+	uint64_t hits = 0;
+	int first[64];
+	for (int b = 0; b < 64; b++) {
+		first[b] = b;
+		for (int a = 0; a < b && first[b] == b; a++)
+			if (first[a] == a && same_subquery(q, a, b))
+				first[b] = a;
+		if (first[b] != b) {
+			hits |= (hits >> first[b] & 1) << b;
+			continue;
+		}
+		struct pp pp = { .s = s, .p = s, .end = s + n, .q = q, .bit = b };
+		if (whole(&pp) > 0)
+			hits |= (uint64_t)1 << b;
+	}
+	return hits;
 }
 
 int eng_predicate_check(const struct rank_field *rf, const struct yql_node *q,

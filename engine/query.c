@@ -118,23 +118,22 @@ static const void *attr_cb(void *ud, int field, uint32_t lid)
 	return eng_sparse_from_text(rf, sv->s, sv->n, &ds->sparse);
 }
 
-/* subqueries(field).lsb/.msb: every bit when the document's predicate
- * holds for the first predicate() on field in the query (there are no
- * subqueries), else 0. */
-static double subqueries(struct dtstate *ds, const struct yql_node *n, const char *field,
-                         uint32_t lid)
+/* The subqueries bitmap of the first predicate() on field in the query
+ * for the document (0 when it has none or the query none). */
+static uint64_t subqueries(struct dtstate *ds, const struct yql_node *n, const char *field,
+                           uint32_t lid)
 {
 	if (n->kind == YQL_PREDICATE && !strcmp(n->field, field)) {
 		int fi = rank_schema_field_index(ds->dt->schema, field);
 		const struct store_value *sv = doc_value(ds->qs, ds, lid, fi);
-		return sv && eng_predicate_match(sv->s, sv->n, n) ? 4294967295.0 : 0.0;
+		return sv ? eng_predicate_match(sv->s, sv->n, n) : 0;
 	}
 	for (int i = 0; i < n->nkids; i++) {
-		double v = subqueries(ds, n->kids[i], field, lid);
-		if (v != 0)
+		uint64_t v = subqueries(ds, n->kids[i], field, lid);
+		if (v)
 			return v;
 	}
-	return 0.0;
+	return 0;
 }
 
 /* The stored position of field (a position field) in lid: 1 and *out, or 0. */
@@ -159,10 +158,12 @@ static double text_cb(void *ud, int feature, int field, uint32_t lid)
 	if (feature >= RANK_TF_GEO_DISTANCE && feature <= RANK_TF_GEO_CLOSENESS)
 		return eng_geo_feature(ds->qs->yql->where, rank_schema_field(ds->dt->schema, field)->name,
 		                       feature, position_of(ds, lid, field, &pos) ? &pos : NULL);
-	if (feature == RANK_TF_SUBQUERIES_LSB || feature == RANK_TF_SUBQUERIES_MSB)
-		return ds->qs->yql->where ? subqueries(ds, ds->qs->yql->where,
-		                                      rank_schema_field(ds->dt->schema, field)->name, lid)
-		                          : 0.0;
+	if (feature == RANK_TF_SUBQUERIES_LSB || feature == RANK_TF_SUBQUERIES_MSB) {
+		uint64_t bits = ds->qs->yql->where
+		              ? subqueries(ds, ds->qs->yql->where,
+		                           rank_schema_field(ds->dt->schema, field)->name, lid) : 0;
+		return (double)(feature == RANK_TF_SUBQUERIES_MSB ? bits >> 32 : bits & 0xffffffffu);
+	}
 	return eng_text_feature(ds->txn, ds->dt, ds->text, feature, field, lid);
 }
 
@@ -554,7 +555,7 @@ static int eval(struct qstate *qs, struct dtstate *ds, const struct yql_node *n,
 	}
 	case YQL_PREDICATE: {
 		const struct store_value *sv = n->fidx >= 0 ? doc_value(qs, ds, lid, n->fidx) : NULL;
-		return sv && eng_predicate_match(sv->s, sv->n, n);
+		return sv && eng_predicate_match(sv->s, sv->n, n) != 0;
 	}
 	case YQL_MATCHES: {
 		if (n->fidx < 0)

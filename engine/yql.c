@@ -8,6 +8,7 @@
  *         true or false; the number may stand on the left) | range(f, lo, hi)
  *         | f contains "text" | f in (n, ...) | f in ("s", ...)
  *         | f matches "regex" | predicate(f, {"k": "v", ...}, {"k": 1L, ...})
+ *         (either map may hold subqueries: {"0x3": {"k": "v"}, "[0, 2]": {...}})
  *         | geoLocation(f, lat, lng, "10 km")
  *         | [{targetHits: K, label: "l", approximate:
  *         false}]nearestNeighbor(f, q) | cond and cond | cond or cond | !cond
@@ -391,61 +392,120 @@ static char *pred_key(struct parser *ps)
 	return ident(ps, "an attribute name");
 }
 
+/* "0x3" or "[0, 1]": the subqueries bitmap a key of predicate() names;
+ * 0 when it names none. */
+static uint64_t subquery_mask(const char *s)
+{
+	char *end;
+	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X') && isxdigit((unsigned char)s[2])) {
+		unsigned long long v = strtoull(s + 2, &end, 16);
+		return *end || strlen(s + 2) > 16 ? 0 : (uint64_t)v;
+	}
+	if (*s++ != '[')
+		return 0;
+	uint64_t m = 0;
+	for (;;) {
+		while (*s == ' ')
+			s++;
+		if (!isdigit((unsigned char)*s))
+			return 0;
+		long b = strtol(s, &end, 10);
+		if (b > 63 || end - s > 2)
+			return 0;
+		m |= (uint64_t)1 << b;
+		for (s = end; *s == ' '; s++)
+			;
+		if (*s == ']')
+			return s[1] ? 0 : m;
+		if (*s++ != ',')
+			return 0;
+	}
+}
+
+/* Growth of the arrays of a predicate() node. */
+struct pred_caps {
+	int s, fm, rk, rv, rm;
+};
+
+/* One attribute of a predicate() map (key k, the ':' passed): a string or
+ * an array of strings (features), or an integer (ranges), in the
+ * subqueries of mask. */
+static int pred_attr(struct parser *ps, struct yql_node *n, int ranges, char *k, uint64_t mask,
+                     struct pred_caps *c)
+{
+	int list = !ranges && is_punct(ps, "[");
+	if (list && next(ps))
+		return -1;
+	do {
+		if (ranges) {
+			if (ps->tok != T_NUM ||
+			    room(ps, (void **)&n->rkeys, &c->rk, n->nranges, sizeof *n->rkeys) ||
+			    room(ps, (void **)&n->rvals, &c->rv, n->nranges, sizeof *n->rvals) ||
+			    room(ps, (void **)&n->rmasks, &c->rm, n->nranges, sizeof *n->rmasks)) {
+				if (!ps->failed)
+					expected(ps, "an integer (such as 25L)");
+				return -1;
+			}
+			/* the exact value: doubles lose digits past 2^53 */
+			n->rkeys[n->nranges] = k;
+			n->rmasks[n->nranges] = mask;
+			n->rvals[n->nranges++] = strtoll(ps->start, NULL, 10);
+		} else {
+			if (ps->tok != T_STR ||
+			    room(ps, (void **)&n->strs, &c->s, 2 * n->nvals + 1, sizeof *n->strs) ||
+			    room(ps, (void **)&n->fmasks, &c->fm, n->nvals, sizeof *n->fmasks)) {
+				if (!ps->failed)
+					expected(ps, "a string or an array of strings");
+				return -1;
+			}
+			n->strs[2 * n->nvals] = k;
+			n->fmasks[n->nvals] = mask;
+			n->strs[2 * n->nvals++ + 1] = ps->str;
+		}
+		if (next(ps))
+			return -1;
+	} while (list && is_punct(ps, ",") && !next(ps));
+	return list && expect_punct(ps, "]") ? -1 : 0;
+}
+
+/* A map of predicate(): {attributes}, some perhaps in subqueries
+ * ({"0x3": {attributes}} or {"[0, 1]": {...}}; mask is all ones outside). */
+static int pred_map(struct parser *ps, struct yql_node *n, int ranges, uint64_t mask,
+                    struct pred_caps *c)
+{
+	if (expect_punct(ps, "{"))
+		return -1;
+	while (!is_punct(ps, "}")) {
+		const char *kat = ps->start;
+		char *k = pred_key(ps);
+		if (!k || expect_punct(ps, ":"))
+			return -1;
+		if (is_punct(ps, "{")) {
+			uint64_t m = subquery_mask(k);
+			if (!m || mask != ~(uint64_t)0)
+				return fail_at(ps, kat, "'%s' is no subquery bitmap (\"0x3\" or \"[0, 1]\", "
+				               "not nested)", k);
+			if (pred_map(ps, n, ranges, m, c))
+				return -1;
+		} else if (pred_attr(ps, n, ranges, k, mask, c)) {
+			return -1;
+		}
+		if (!is_punct(ps, "}") && expect_punct(ps, ","))
+			return -1;
+	}
+	return next(ps);
+}
+
 /* predicate(field, {"k": "v", "k2": ["a", "b"]}, {"r": 25L}), after the
- * '(': the predicate.c node.  Subqueries ({"0x3": {...}}) are refused. */
+ * '(': the predicate.c node. */
 static struct yql_node *predicate_call(struct parser *ps, const char *at)
 {
 	struct yql_node *n = node(ps, YQL_PREDICATE, at);
-	int cap = 0, rcap = 0, vcap = 0;
+	struct pred_caps c = {0};
 	if (!n || !(n->field = ident(ps, "a field name")) || expect_punct(ps, ",") ||
-	    expect_punct(ps, "{"))
+	    pred_map(ps, n, 0, ~(uint64_t)0, &c) || expect_punct(ps, ",") ||
+	    pred_map(ps, n, 1, ~(uint64_t)0, &c) || expect_punct(ps, ")"))
 		return NULL;
-	for (int ranges = 0; ranges < 2; ranges++) {
-		while (!is_punct(ps, "}")) {
-			const char *kat = ps->start;
-			char *k = pred_key(ps);
-			if (!k || expect_punct(ps, ":"))
-				return NULL;
-			if (is_punct(ps, "{")) {
-				fail_at(ps, kat, "predicate subqueries ('%s': {...}) are not supported", k);
-				return NULL;
-			}
-			int list = !ranges && is_punct(ps, "[");
-			if (list && next(ps))
-				return NULL;
-			do {
-				if (ranges) {
-					if (ps->tok != T_NUM || room(ps, (void **)&n->rkeys, &rcap, n->nranges,
-					                             sizeof *n->rkeys) ||
-					    room(ps, (void **)&n->rvals, &vcap, n->nranges, sizeof *n->rvals)) {
-						if (!ps->failed)
-							expected(ps, "an integer (such as 25L)");
-						return NULL;
-					}
-					/* the exact value: doubles lose digits past 2^53 */
-					n->rkeys[n->nranges] = k;
-					n->rvals[n->nranges++] = strtoll(ps->start, NULL, 10);
-				} else {
-					if (ps->tok != T_STR ||
-					    room(ps, (void **)&n->strs, &cap, 2 * n->nvals + 1, sizeof *n->strs)) {
-						if (!ps->failed)
-							expected(ps, "a string or an array of strings");
-						return NULL;
-					}
-					n->strs[2 * n->nvals] = k;
-					n->strs[2 * n->nvals++ + 1] = ps->str;
-				}
-				if (next(ps))
-					return NULL;
-			} while (list && is_punct(ps, ",") && !next(ps));
-			if (list && expect_punct(ps, "]"))
-				return NULL;
-			if (!is_punct(ps, "}") && expect_punct(ps, ","))
-				return NULL;
-		}
-		if (next(ps) || expect_punct(ps, ranges ? ")" : ",") || (!ranges && expect_punct(ps, "{")))
-			return NULL;
-	}
 	return n;
 }
 

@@ -291,8 +291,8 @@ enum rank_text_feature {
 	RANK_TF_NATIVE_SUM,    /* nativeFieldMatch scores of the query's words on the field */
 	RANK_TF_NATIVE_TERMS,  /* the query's words on the field (matched or not) */
 	RANK_TF_SUBQUERIES_LSB, /* subqueries(field).lsb of a predicate field: the low 32
-	                           bits of the subqueries the document matched (all of them,
-	                           4294967295, when its predicate holds; else 0) */
+	                           bits of the bitmap of the query's subqueries the document's
+	                           predicate holds for (without subqueries: all or none) */
 	RANK_TF_SUBQUERIES_MSB, /* subqueries(field).msb: the high 32 bits, the same way */
 	RANK_TF_GEO_DISTANCE,  /* distance(field) of a position field to the query's
 	                          geoLocation on it, in millionths of a degree */

@@ -400,6 +400,51 @@ static void test_predicate_truth_table(void **state)
 	}
 	assert_true(seen);
 	json_decref(r);
+	/* subqueries, as in Vespa's example: placement 1 is subquery 0, 2 is 1;
+	 * a document's bitmap has the subqueries its predicate holds for (the
+	 * other 62 are empty: only predicates true without attributes hold
+	 * there).  By hand: 2 holds for Male (0x3), 3 and 5 always, 11 needs
+	 * pos 1 (0x1), 12 pos 1 or 2 (0x3), 13 pos 2 (0x2). */
+	feed_ok(fx, "{\"put\": \"id:t:child::11\", \"fields\": {\"target\": \"age in [20..30] and "
+	            "gender in [Female, Male] and pos in [1]\"}}");
+	feed_ok(fx, "{\"put\": \"id:t:child::12\", \"fields\": {\"target\": \"gender in [Male] and "
+	            "pos in [1, 2]\"}}");
+	feed_ok(fx, "{\"put\": \"id:t:child::13\", \"fields\": {\"target\": \"age in [20..] and "
+	            "gender in [Female, Male] and pos in [2]\"}}");
+	static const char *const subq[] = {
+		"{'[0,1]': {'gender': 'Male'}, '[0]': {'pos': '1'}, '[1]': {'pos': '2'}}, "
+		"{'[0, 1]': {'age': 25L}}",
+		"{'0x3': {'gender': 'Male'}, '0x1': {'pos': '1'}, '0X2': {'pos': '2'}}, "
+		"{'0x3': {'age': 25L}}",
+	};
+	static const struct {
+		int id;
+		double lsb, msb;
+	} bits[] = {{2, 3, 0}, {3, 4294967295.0, 4294967295.0}, {5, 4294967295.0, 4294967295.0},
+	            {11, 1, 0}, {12, 3, 0}, {13, 2, 0}};
+	for (size_t i = 0; i < sizeof subq / sizeof subq[0]; i++) {
+		char req[512];
+		snprintf(req, sizeof req, "{\"yql\": \"select * from child where predicate(target, %s)\","
+		         " \"hits\": 20}", subq[i]);
+		r = query(fx, req);
+		json_t *hits = hits_of(r);
+		assert_int_equal(json_array_size(hits), sizeof bits / sizeof bits[0]);
+		for (size_t k = 0; k < json_array_size(hits); k++) {
+			json_t *h = json_array_get(hits, k);
+			int id = atoi(strrchr(json_string_value(json_object_get(h, "id")), ':') + 1);
+			json_t *sf = json_object_get(json_object_get(h, "fields"), "summaryfeatures");
+			size_t b = 0;
+			while (b < sizeof bits / sizeof bits[0] && bits[b].id != id)
+				b++;
+			if (b == sizeof bits / sizeof bits[0])
+				fail_msg("document %d should not match", id);
+			assert_true(json_number_value(json_object_get(sf, "subqueries(target).lsb")) ==
+			            bits[b].lsb);
+			assert_true(json_number_value(json_object_get(sf, "subqueries(target).msb")) ==
+			            bits[b].msb);
+		}
+		json_decref(r);
+	}
 	/* query errors */
 	static const struct {
 		const char *yql, *msg;
@@ -408,8 +453,12 @@ static void test_predicate_truth_table(void **state)
 		 "yql:1:27: predicate(): 'age' is 101, outside the bounds of field 'target' (0 to 100)"},
 		{"predicate(target, {}, {\\\"age\\\": -1L})", "'age' is -1, outside the bounds"},
 		{"predicate(b, {}, {})", "yql:1:27: predicate() needs a predicate field; 'b' is not one"},
-		{"predicate(target, {\\\"0x3\\\": {\\\"a\\\": \\\"b\\\"}}, {})",
-		 "predicate subqueries ('0x3': {...}) are not supported"},
+		{"predicate(target, {\\\"0x0\\\": {\\\"a\\\": \\\"b\\\"}}, {})",
+		 "'0x0' is no subquery bitmap"},
+		{"predicate(target, {\\\"[64]\\\": {\\\"a\\\": \\\"b\\\"}}, {})",
+		 "'[64]' is no subquery bitmap"},
+		{"predicate(target, {\\\"0x1\\\": {\\\"0x2\\\": {}}}, {})",
+		 "'0x2' is no subquery bitmap"},
 		{"predicate(target, {\\\"a\\\": 1}, {})", "expected a string or an array of strings"},
 		{"predicate(target, {}, {\\\"a\\\": \\\"x\\\"})", "expected an integer (such as 25L)"},
 	};
