@@ -435,6 +435,8 @@ struct yql_query {
  * STRATA_NOMEM.  Free with yql_free. */
 int yql_parse(const char *text, struct yql_query **out, struct strata_error *err);
 void yql_free(struct yql_query *q);
+/* The first node of kind on field in the tree at n (depth first), or NULL. */
+const struct yql_node *yql_find(const struct yql_node *n, int kind, const char *field);
 /* A readable dump of the condition tree (for tests): "AND(CMP(price<30),...)". */
 char *yql_dump(const struct yql_node *n);
 
@@ -452,6 +454,19 @@ int eng_typed_value(const struct rank_field *rf, const json_t *j, struct base_ar
 /* The JSON of set value v of field fi of dt as get and summaries show it:
  * eng_value_json's, but raw as base64.  NULL when memory runs out. */
 json_t *eng_field_json(const struct eng_doctype *dt, int fi, const struct store_value *v);
+/* The checks of a YQL condition n on field rf when either is of these
+ * types: predicate() (predicate.c's), geoLocation() on a position field,
+ * and nothing else on one.  Returns 0 or STRATA_INVALID_ARGUMENT. */
+int eng_typed_check(const struct rank_field *rf, const struct yql_node *n,
+                    struct strata_error *err);
+/* Whether the stored value v (set) passes n, a predicate() or a
+ * geoLocation(). */
+int eng_typed_match(const struct yql_node *n, const struct store_value *v);
+/* The rank feature (RANK_TF_SUBQUERIES_* of a predicate field, RANK_TF_GEO_*
+ * of a position field) of field rf for a document whose stored value is v
+ * (NULL: none), for the query's condition tree where (may be NULL). */
+double eng_typed_feature(const struct yql_node *where, const struct rank_field *rf, int feature,
+                         const struct store_value *v);
 /* The attribute of imported field rf as the rank_docs callback returns it,
  * for the child document whose reference value is ref: from the
  * referenced document's column, or (a tensor with mapped dimensions) made
@@ -499,11 +514,10 @@ json_t *eng_position_json(int64_t packed);
 int eng_geo_radius(const char *s, double *out);
 /* 1 when the stored position lies within the radius of geoLocation node n. */
 int eng_geo_match(const struct yql_node *n, int64_t packed);
-/* The geo rank feature (RANK_TF_GEO_*) of field for a document at the
- * stored position *packed (NULL: none), against the first geoLocation on
- * field in where (may be NULL). */
-double eng_geo_feature(const struct yql_node *where, const char *field, int feature,
-                       const int64_t *packed);
+/* The geo rank feature (RANK_TF_GEO_*) for a document at the stored
+ * position *packed (NULL: none), against geoLocation node g (NULL: the
+ * query has none on the field). */
+double eng_geo_feature(const struct yql_node *g, int feature, const int64_t *packed);
 
 /* ---- textmatch.c: contains on text-indexed fields ----------------------------------- */
 

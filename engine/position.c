@@ -17,7 +17,8 @@
  * The rank features distance(field) (that distance; 6400000000 without a
  * geoLocation on the field, or a document without a position),
  * distance(field).km, .latitude and .longitude (the document's position),
- * and closeness(field) = max(1 - distance / 9013305, 0) read it.
+ * and closeness(field) = max(1 - distance / 9013305, 0) read it (fieldtypes.c
+ * finds the geoLocation on the field and hands it here).
  */
 #include <math.h>
 #include <stdio.h>
@@ -159,23 +160,8 @@ int eng_geo_match(const struct yql_node *n, int64_t packed)
 	return n->num < 0 || distance_to(n, packed) <= n->num;
 }
 
-/* The first geoLocation on field in the tree at n, or NULL. */
-static const struct yql_node *find_geo(const struct yql_node *n, const char *field)
+double eng_geo_feature(const struct yql_node *g, int feature, const int64_t *packed)
 {
-	if (n->kind == YQL_GEO && !strcmp(n->field, field))
-		return n;
-	for (int i = 0; i < n->nkids; i++) {
-		const struct yql_node *g = find_geo(n->kids[i], field);
-		if (g)
-			return g;
-	}
-	return NULL;
-}
-
-double eng_geo_feature(const struct yql_node *where, const char *field, int feature,
-                       const int64_t *packed)
-{
-	const struct yql_node *g = where ? find_geo(where, field) : NULL;
 	double lat = 90e6, lng = -180e6; /* Vespa's values without a position */
 	if (packed)
 		unpack(*packed, &lat, &lng);

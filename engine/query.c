@@ -118,52 +118,12 @@ static const void *attr_cb(void *ud, int field, uint32_t lid)
 	return eng_sparse_from_text(rf, sv->s, sv->n, &ds->sparse);
 }
 
-/* The subqueries bitmap of the first predicate() on field in the query
- * for the document (0 when it has none or the query none). */
-static uint64_t subqueries(struct dtstate *ds, const struct yql_node *n, const char *field,
-                           uint32_t lid)
-{
-	if (n->kind == YQL_PREDICATE && !strcmp(n->field, field)) {
-		int fi = rank_schema_field_index(ds->dt->schema, field);
-		const struct store_value *sv = doc_value(ds->qs, ds, lid, fi);
-		return sv ? eng_predicate_match(sv->s, sv->n, n) : 0;
-	}
-	for (int i = 0; i < n->nkids; i++) {
-		uint64_t v = subqueries(ds, n->kids[i], field, lid);
-		if (v)
-			return v;
-	}
-	return 0;
-}
-
-/* The stored position of field (a position field) in lid: 1 and *out, or 0. */
-static int position_of(struct dtstate *ds, uint32_t lid, int field, int64_t *out)
-{
-	if (ds->dt->fields[field].attribute) {
-		const void *p = store_attr(ds->txn, ds->dt->store_id, field, lid);
-		if (p)
-			*out = *(const int64_t *)p;
-		return p != NULL;
-	}
-	const struct store_value *sv = doc_value(ds->qs, ds, lid, field);
-	if (sv)
-		*out = sv->i;
-	return sv != NULL;
-}
-
 static double text_cb(void *ud, int feature, int field, uint32_t lid)
 {
 	struct dtstate *ds = ud;
-	int64_t pos;
-	if (feature >= RANK_TF_GEO_DISTANCE && feature <= RANK_TF_GEO_CLOSENESS)
-		return eng_geo_feature(ds->qs->yql->where, rank_schema_field(ds->dt->schema, field)->name,
-		                       feature, position_of(ds, lid, field, &pos) ? &pos : NULL);
-	if (feature == RANK_TF_SUBQUERIES_LSB || feature == RANK_TF_SUBQUERIES_MSB) {
-		uint64_t bits = ds->qs->yql->where
-		              ? subqueries(ds, ds->qs->yql->where,
-		                           rank_schema_field(ds->dt->schema, field)->name, lid) : 0;
-		return (double)(feature == RANK_TF_SUBQUERIES_MSB ? bits >> 32 : bits & 0xffffffffu);
-	}
+	if (feature >= RANK_TF_SUBQUERIES_LSB) /* of predicate and position fields */
+		return eng_typed_feature(ds->qs->yql->where, rank_schema_field(ds->dt->schema, field),
+		                         feature, doc_value(ds->qs, ds, lid, field));
 	return eng_text_feature(ds->txn, ds->dt, ds->text, feature, field, lid);
 }
 
@@ -314,13 +274,9 @@ static int resolve(struct qstate *qs, struct yql_node *n, struct eng_doctype *dt
 	if (path)
 		return resolve_path(qs, n, dt, path);
 	int t = dt->fields[n->fidx].type;
-	if (n->kind == YQL_PREDICATE)
-		return eng_predicate_check(rank_schema_field(dt->schema, n->fidx), n, qs->err);
-	if ((n->kind == YQL_GEO) != (rank_schema_field(dt->schema, n->fidx)->type == RANK_FT_POSITION))
-		return base_err(qs->err, STRATA_INVALID_ARGUMENT, n->kind == YQL_GEO
-		                ? "yql:1:%d: geoLocation() needs a position field; '%s' is not one"
-		                : "yql:1:%d: '%s' is a position: search it with geoLocation()",
-		                n->col, n->field);
+	if (n->kind == YQL_PREDICATE || n->kind == YQL_GEO ||
+	    rank_schema_field(dt->schema, n->fidx)->type == RANK_FT_POSITION)
+		return eng_typed_check(rank_schema_field(dt->schema, n->fidx), n, qs->err);
 	if ((n->kind == YQL_CMP || n->kind == YQL_RANGE) && !is_numeric(t) &&
 	    !eng_cvalue_holds_numbers(rank_schema_field(dt->schema, n->fidx)))
 		return base_err(qs->err, STRATA_INVALID_ARGUMENT,
@@ -549,13 +505,10 @@ static int eval(struct qstate *qs, struct dtstate *ds, const struct yql_node *n,
 		return nn_true || in_nn(ds, lid);
 	case YQL_IN:
 		return n->fidx >= 0 && in_values(qs, ds, n, lid);
-	case YQL_GEO: {
-		int64_t pos;
-		return n->fidx >= 0 && position_of(ds, lid, n->fidx, &pos) && eng_geo_match(n, pos);
-	}
+	case YQL_GEO:
 	case YQL_PREDICATE: {
 		const struct store_value *sv = n->fidx >= 0 ? doc_value(qs, ds, lid, n->fidx) : NULL;
-		return sv && eng_predicate_match(sv->s, sv->n, n) != 0;
+		return sv && eng_typed_match(n, sv);
 	}
 	case YQL_MATCHES: {
 		if (n->fidx < 0)

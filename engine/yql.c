@@ -1239,6 +1239,18 @@ int yql_parse(const char *text, struct yql_query **out, struct strata_error *err
 	return 0;
 }
 
+const struct yql_node *yql_find(const struct yql_node *n, int kind, const char *field)
+{
+	if (n->kind == kind && n->field && !strcmp(n->field, field))
+		return n;
+	for (int i = 0; i < n->nkids; i++) {
+		const struct yql_node *f = yql_find(n->kids[i], kind, field);
+		if (f)
+			return f;
+	}
+	return NULL;
+}
+
 void yql_free(struct yql_query *q)
 {
 	if (!q)
