@@ -275,6 +275,12 @@ static void test_feed_get(void **state)
 	              "(age in [-5..] or 'a\\\\'b' not in [c])\"}");
 	feed_ok(fx, "{\"put\": \"id:t:child::2\", \"fields\": {\"b\": 127, \"img\": \"\","
 	            " \"target\": \"true\"}}");
+	/* a byte is searched and ranked as an int */
+	json_t *r = query(fx, "{\"yql\": \"select * from child where b < 0\"}");
+	assert_int_equal(json_array_size(hits_of(r)), 1);
+	assert_true(json_number_value(json_object_get(json_array_get(hits_of(r), 0), "relevance")) ==
+	            -128.0);
+	json_decref(r);
 	expect_fields(fx, "id:t:child::2", "{\"b\":127,\"img\":\"\",\"target\":\"true\"}");
 	feed_ok(fx, "{\"update\": \"id:t:child::2\", \"fields\": {\"img\": {\"assign\": \"YQ==\"},"
 	            " \"b\": {\"assign\": 3.0}}}");
