@@ -473,12 +473,13 @@ double eng_typed_feature(const struct yql_node *where, const struct rank_field *
  * in arena a.  NULL when there is no such document or value. */
 const void *eng_import_attr(struct strata *db, struct store_txn *txn, const struct rank_field *rf,
                             const struct store_value *ref, struct base_arena *a);
-/* Set vals[i] of every imported field of dt from the referenced document
- * named by the reference value already in vals (a document store_get
- * read), unset when there is none.  Views live until txn ends; the parent
- * records are read into arena a.  Returns 0 or STRATA_NOMEM (unreported). */
+/* Set vals[i] of every imported field i of dt (only = -1), or of field
+ * only, from the referenced document named by the reference value already
+ * in vals (a document store_get read), unset when there is none.  Views
+ * live until txn ends; the parent records are read into arena a.  Returns
+ * 0 or STRATA_NOMEM (unreported). */
 int eng_imports_fill(struct strata *db, struct store_txn *txn, const struct eng_doctype *dt,
-                     struct store_value *vals, struct base_arena *a);
+                     int only, struct store_value *vals, struct base_arena *a);
 
 /* ---- predicate.c: predicate fields ------------------------------------------------ */
 

@@ -256,12 +256,12 @@ const void *eng_import_attr(struct strata *db, struct store_txn *txn, const stru
 }
 
 int eng_imports_fill(struct strata *db, struct store_txn *txn, const struct eng_doctype *dt,
-                     struct store_value *vals, struct base_arena *a)
+                     int only, struct store_value *vals, struct base_arena *a)
 {
 	for (int i = 0; i < dt->nfields; i++) {
 		const struct rank_field *rf = rank_schema_field(dt->schema, i);
 		uint32_t lid;
-		if (!rf->imported)
+		if (!rf->imported || (only >= 0 && i != only))
 			continue;
 		memset(&vals[i], 0, sizeof vals[i]);
 		const struct eng_doctype *pdt = parent_of(db, txn, &vals[rf->import_ref], &lid);

@@ -353,11 +353,12 @@ static const struct store_value *doc_value(struct qstate *qs, struct dtstate *ds
 		memset(qs->vals, 0, qs->vals_size);
 		if (store_get(qs->txn, ds->dt->store_id, lid, qs->vals, NULL) != 0)
 			return NULL;
-		if (eng_imports_fill(qs->db, qs->txn, ds->dt, qs->vals, &ds->sparse))
-			qs->match_nomem = 1;
 		qs->vals_lid_loaded = 1;
 		qs->vals_lid = lid;
 	}
+	if (rank_schema_field(ds->dt->schema, fidx)->imported && !qs->vals[fidx].set &&
+	    eng_imports_fill(qs->db, qs->txn, ds->dt, fidx, qs->vals, &ds->sparse))
+		qs->match_nomem = 1; /* read from the referenced document when asked for */
 	return qs->vals[fidx].set ? &qs->vals[fidx] : NULL;
 }
 
@@ -1061,7 +1062,7 @@ static int summary(struct qstate *qs, const struct hit *h, json_t **out)
 	qs->vals_lid_loaded = 0;
 	if (rc)
 		goto fail;
-	if (eng_imports_fill(qs->db, qs->txn, dt, qs->vals, &h->ds->sparse))
+	if (eng_imports_fill(qs->db, qs->txn, dt, -1, qs->vals, &h->ds->sparse))
 		goto nomem;
 	if (qs->yql->all_fields) {
 		if (json_object_set_new(fields, "sddocname", json_string(dt->name)) ||
