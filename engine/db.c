@@ -38,6 +38,10 @@ static int store_type_of(int rank_type)
 	case RANK_FT_WSET:
 	case RANK_FT_MAP:
 	case RANK_FT_STRUCT: return STORE_T_JSON;
+	case RANK_FT_RAW:
+	case RANK_FT_REFERENCE:
+	case RANK_FT_PREDICATE: return STORE_T_STRING;
+	case RANK_FT_POSITION: return STORE_T_LONG; /* two int32 (position.c) */
 	}
 	return 0;
 }
@@ -69,7 +73,7 @@ static int register_doctype(struct strata *db, const struct rank_schema *s,
 			return base_err(err, STRATA_NOT_IMPLEMENTED,
 			                "schema '%s': field '%s' has a type the store lacks",
 			                dt->name, rf->name);
-		sf->attribute = rf->attribute;
+		sf->attribute = rf->attribute && !rf->imported; /* imported: read from the parent */
 		int tf = rank_field_token_flags(rf);
 		if (tf >= 0)
 			sf->text = STORE_TEXT_ON | tf;
@@ -342,7 +346,25 @@ struct eng_doctype *eng_doctype_find(struct strata *db, const char *name)
 int eng_docid_parse(struct strata *db, const char *id, struct eng_doctype **out,
                     struct strata_error *err)
 {
+	const char *type;
+	size_t tl;
 	*out = NULL;
+	int rc = eng_docid_type(id, &type, &tl, err);
+	if (rc)
+		return rc;
+	for (int i = 0; i < db->ndoctypes; i++) {
+		const char *n = db->doctypes[i].name;
+		if (strlen(n) == tl && memcmp(n, type, tl) == 0) {
+			*out = &db->doctypes[i];
+			return 0;
+		}
+	}
+	return base_err(err, STRATA_INVALID_ARGUMENT,
+	                "document id '%s': unknown document type '%.*s'", id, (int)tl, type);
+}
+
+int eng_docid_type(const char *id, const char **type_out, size_t *len, struct strata_error *err)
+{
 	if (!id)
 		return base_err(err, STRATA_INVALID_ARGUMENT, "no document id given");
 	if (strncmp(id, "id:", 3) != 0)
@@ -379,16 +401,9 @@ int eng_docid_parse(struct strata *db, const char *id, struct eng_doctype **out,
 	}
 	if (!c3[1])
 		return base_err(err, STRATA_INVALID_ARGUMENT, "bad document id '%s': empty key", id);
-	size_t tl = (size_t)(c2 - type);
-	for (int i = 0; i < db->ndoctypes; i++) {
-		const char *n = db->doctypes[i].name;
-		if (strlen(n) == tl && memcmp(n, type, tl) == 0) {
-			*out = &db->doctypes[i];
-			return 0;
-		}
-	}
-	return base_err(err, STRATA_INVALID_ARGUMENT,
-	                "document id '%s': unknown document type '%.*s'", id, (int)tl, type);
+	*type_out = type;
+	*len = (size_t)(c2 - type);
+	return 0;
 malformed:
 	return base_err(err, STRATA_INVALID_ARGUMENT,
 	                "bad document id '%s': expected id:NAMESPACE:DOCTYPE::KEY", id);

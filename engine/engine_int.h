@@ -31,6 +31,10 @@
  *                  highlighting, matched elements
  *   embed.c        the application's embedders (services.xml components):
  *                  text -> tensor for 'embed' in indexing and query inputs
+ *   fieldtypes.c   byte, raw, reference and predicate values; imported fields
+ *   predicate.c    predicate fields: their text, checked, and matched by YQL
+ *                  predicate()
+ *   position.c     position fields: their forms, geoLocation, distance features
  */
 #ifndef ENGINE_INT_H
 #define ENGINE_INT_H
@@ -150,6 +154,10 @@ char *eng_context_binary(const char *context, const char *src);
  * Returns 0 and *dt, or STRATA_INVALID_ARGUMENT (malformed, unknown doctype). */
 int eng_docid_parse(struct strata *db, const char *id, struct eng_doctype **dt,
                     struct strata_error *err);
+/* Check the form of document id id as eng_docid_parse does, and point
+ * *type at its document type (len bytes, not NUL-terminated).  Returns 0 or
+ * STRATA_INVALID_ARGUMENT. */
+int eng_docid_type(const char *id, const char **type, size_t *len, struct strata_error *err);
 struct eng_doctype *eng_doctype_find(struct strata *db, const char *name);
 
 /* ---- embed.c: embedders ------------------------------------------------------- */
@@ -348,6 +356,9 @@ enum yql_kind {
 	YQL_RANK,     /* rank(c, ...): matches as kids[0]; the others feed rank features */
 	YQL_USERQUERY, /* userQuery(): replaced by the query parameter's conditions */
 	YQL_USERINPUT, /* userInput(@str) or userInput("text" in field): likewise */
+	YQL_PREDICATE, /* predicate(field, {features}, {ranges}) (predicate.c) */
+	YQL_GEO,       /* geoLocation(field, lat, lng, "radius"): lo lat, hi lng (degrees),
+	                  num the radius in millionths of a degree (< 0: any) (position.c) */
 };
 
 enum yql_cmp { YQL_LT = 1, YQL_LE, YQL_GT, YQL_GE, YQL_EQ };
@@ -367,6 +378,13 @@ struct yql_node {
 	int nvals;         /* IN: the values, numbers or strings */
 	double *nums;
 	char **strs;       /* IN: NULL for numbers */
+	int nranges;       /* PREDICATE: the features are nvals (key, value) pairs in
+	                      strs (strs[2i], strs[2i + 1]); the range attributes nranges
+	                      pairs (rkeys[i], rvals[i]) */
+	char **rkeys;
+	int64_t *rvals;
+	uint64_t *fmasks;  /* PREDICATE: the subqueries of each feature and range (bit i: */
+	uint64_t *rmasks;  /* subquery i); all ones unless the query names some */
 	regex_t *re;       /* MATCHES: compiled (str is its text); yql_free frees it */
 	struct yql_node *re_next; /* MATCHES: the one compiled before, or NULL */
 	int nkids;
@@ -425,10 +443,92 @@ struct yql_query {
  * STRATA_NOMEM.  Free with yql_free. */
 int yql_parse(const char *text, struct yql_query **out, struct strata_error *err);
 void yql_free(struct yql_query *q);
+/* The first node of kind on field in the tree at n (depth first), or NULL. */
+const struct yql_node *yql_find(const struct yql_node *n, int kind, const char *field);
 /* A readable dump of the condition tree (for tests): "AND(CMP(price<30),...)". */
 char *yql_dump(const struct yql_node *n);
 /* Whether number v passes condition ud (a struct yql_node, CMP or RANGE). */
 int yql_number_test(const void *ud, double v);
+
+/* ---- fieldtypes.c: byte, raw, reference, predicate values; imported fields ---------- */
+
+/* 1 when the values of rf are made by eng_typed_value: a byte, raw,
+ * reference, predicate or imported field. */
+int eng_typed_field(const struct rank_field *rf);
+/* The store value of such a field from JSON j (raw from base64, a byte in
+ * range, a reference to a document id of its type, a predicate's canonical
+ * text), in arena a.  An imported field cannot be fed.  Returns 0,
+ * STRATA_INVALID_ARGUMENT ("what: ..."), STRATA_NOMEM. */
+int eng_typed_value(const struct rank_field *rf, const json_t *j, struct base_arena *a,
+                    struct store_value *v, const char *what, struct strata_error *err);
+/* The JSON of set value v of field fi of dt as get and summaries show it:
+ * eng_value_json's, but raw as base64.  NULL when memory runs out. */
+json_t *eng_field_json(const struct eng_doctype *dt, int fi, const struct store_value *v);
+/* The checks of a YQL condition n on field rf when either is of these
+ * types: predicate() (predicate.c's), geoLocation() on a position field,
+ * and nothing else on one.  Returns 0 or STRATA_INVALID_ARGUMENT. */
+int eng_typed_check(const struct rank_field *rf, const struct yql_node *n,
+                    struct strata_error *err);
+/* Whether the stored value v (set) passes n, a predicate() or a
+ * geoLocation(). */
+int eng_typed_match(const struct yql_node *n, const struct store_value *v);
+/* The rank feature (RANK_TF_SUBQUERIES_* of a predicate field, RANK_TF_GEO_*
+ * of a position field) of field rf for a document whose stored value is v
+ * (NULL: none), for the query's condition tree where (may be NULL). */
+double eng_typed_feature(const struct yql_node *where, const struct rank_field *rf, int feature,
+                         const struct store_value *v);
+/* The attribute of imported field rf as the rank_docs callback returns it,
+ * for the child document whose reference value is ref: from the
+ * referenced document's column, or (a tensor with mapped dimensions) made
+ * in arena a.  NULL when there is no such document or value. */
+const void *eng_import_attr(struct strata *db, struct store_txn *txn, const struct rank_field *rf,
+                            const struct store_value *ref, struct base_arena *a);
+/* Set vals[i] of every imported field i of dt (only = -1), or of field
+ * only, from the referenced document named by the reference value already
+ * in vals (a document store_get read), unset when there is none.  Views
+ * live until txn ends; the parent records are read into arena a.  Returns
+ * 0 or STRATA_NOMEM (unreported). */
+int eng_imports_fill(struct strata *db, struct store_txn *txn, const struct eng_doctype *dt,
+                     int only, struct store_value *vals, struct base_arena *a);
+
+/* ---- predicate.c: predicate fields ------------------------------------------------ */
+
+/* The canonical text of the predicate j (a JSON string) into v, in arena
+ * a.  Returns 0, STRATA_INVALID_ARGUMENT ("what: bad predicate: column N:
+ * ..."), STRATA_NOMEM. */
+int eng_predicate_text(const json_t *j, struct base_arena *a, struct store_value *v,
+                       const char *what, struct strata_error *err);
+/* The subqueries of the YQL predicate() node q for which the stored
+ * predicate (n bytes at s) holds, bit i for subquery i (each holds the
+ * attributes whose bitmap has bit i; all of them without subqueries); 0
+ * when none does (or the text is no predicate).  The document matches q
+ * when it is not 0. */
+uint64_t eng_predicate_match(const char *s, size_t n, const struct yql_node *q);
+/* Whether q suits field rf: a predicate field, range values within its
+ * bounds.  Returns 0 or STRATA_INVALID_ARGUMENT ("yql:1:COL: ..."). */
+int eng_predicate_check(const struct rank_field *rf, const struct yql_node *q,
+                        struct strata_error *err);
+
+/* ---- position.c: position fields ---------------------------------------------- */
+
+/* The store value (a long) of the position j ({"lat": .., "lng": ..},
+ * "N63.4;E10.4" or {"x": .., "y": ..} in millionths).  Returns 0 or
+ * STRATA_INVALID_ARGUMENT ("what: ..."). */
+int eng_position_value(const json_t *j, struct store_value *v, const char *what,
+                       struct strata_error *err);
+/* {"lat": degrees, "lng": degrees} of a stored position; NULL when memory
+ * runs out. */
+json_t *eng_position_json(int64_t packed);
+/* The radius text of geoLocation ("10 km", "500 m", "2 mi", "1 deg", a
+ * negative number for any) in millionths of a degree (-1 for any): 0, or
+ * -1 when it is no radius. */
+int eng_geo_radius(const char *s, double *out);
+/* 1 when the stored position lies within the radius of geoLocation node n. */
+int eng_geo_match(const struct yql_node *n, int64_t packed);
+/* The geo rank feature (RANK_TF_GEO_*) for a document at the stored
+ * position *packed (NULL: none), against geoLocation node g (NULL: the
+ * query has none on the field). */
+double eng_geo_feature(const struct yql_node *g, int feature, const int64_t *packed);
 
 /* ---- textmatch.c: contains on text-indexed fields ----------------------------------- */
 

@@ -43,6 +43,8 @@ static int field_value(struct eng_doctype *dt, int fi, const json_t *j, struct s
 	char what[160];
 	snprintf(what, sizeof what, "field '%s'", f->name);
 	memset(v, 0, sizeof *v);
+	if (eng_typed_field(rf))
+		return eng_typed_value(rf, j, a, v, what, err); /* fieldtypes.c */
 	switch (f->type) {
 	case STORE_T_STRING:
 		if (!json_is_string(j))
@@ -748,13 +750,13 @@ int strata_get_json(struct strata *db, const char *id, char **doc, struct strata
 	}
 	for (int i = 0; i < dt->nfields; i++) {
 		const struct rank_field *rf = rank_schema_field(dt->schema, i);
-		if (rf->source >= 0)
+		if (rf->source >= 0 || rf->imported)
 			continue; /* outside the document */
 		/* jansson refuses a NULL value: a value that could not be made
 		 * fails the set. */
 		if (vals[i].set &&
 		    json_object_set_new(fields, rf->name,
-		                        eng_value_json(&dt->fields[i], rf->dim_names, &vals[i]))) {
+		                        eng_field_json(dt, i, &vals[i]))) {
 			rc = base_nomem(err, "document '%s'", id);
 			goto out;
 		}

@@ -107,6 +107,9 @@ static const void *attr_cb(void *ud, int field, uint32_t lid)
 {
 	struct dtstate *ds = ud;
 	const struct rank_field *rf = rank_schema_field(ds->dt->schema, field);
+	if (rf->imported) /* the referenced document's (fieldtypes.c) */
+		return eng_import_attr(ds->qs->db, ds->txn, rf,
+		                       doc_value(ds->qs, ds, lid, rf->import_ref), &ds->sparse);
 	if (rf->type == RANK_FT_ARRAY || rf->type == RANK_FT_WSET || rf->type == RANK_FT_STRING)
 		return eng_rank_value(rf, doc_value(ds->qs, ds, lid, field), &ds->sparse);
 	if (!eng_field_mapped(rf))
@@ -124,6 +127,9 @@ static double text_cb(void *ud, int feature, int field, uint32_t lid)
 	struct dtstate *ds = ud;
 	if (feature == RANK_TF_NATIVE_PROX_SUM || feature == RANK_TF_NATIVE_PROX_WEIGHT)
 		return eng_native_proximity(ds->text, feature, field, lid);
+	if (feature >= RANK_TF_SUBQUERIES_LSB) /* of predicate and position fields */
+		return eng_typed_feature(ds->qs->yql->where, rank_schema_field(ds->dt->schema, field),
+		                         feature, doc_value(ds->qs, ds, lid, field));
 	return eng_text_feature(ds->txn, ds->dt, ds->text, feature, field, lid);
 }
 
@@ -287,6 +293,9 @@ static int resolve(struct qstate *qs, struct yql_node *n, struct eng_doctype *dt
 	if (path)
 		return resolve_path(qs, n, dt, path);
 	int t = dt->fields[n->fidx].type;
+	if (n->kind == YQL_PREDICATE || n->kind == YQL_GEO ||
+	    rank_schema_field(dt->schema, n->fidx)->type == RANK_FT_POSITION)
+		return eng_typed_check(rank_schema_field(dt->schema, n->fidx), n, qs->err);
 	if ((n->kind == YQL_CMP || n->kind == YQL_RANGE) && !is_numeric(t) &&
 	    !eng_cvalue_holds_numbers(rank_schema_field(dt->schema, n->fidx)))
 		return base_err(qs->err, STRATA_INVALID_ARGUMENT,
@@ -366,6 +375,9 @@ static const struct store_value *doc_value(struct qstate *qs, struct dtstate *ds
 		qs->vals_lid_loaded = 1;
 		qs->vals_lid = lid;
 	}
+	if (rank_schema_field(ds->dt->schema, fidx)->imported && !qs->vals[fidx].set &&
+	    eng_imports_fill(qs->db, qs->txn, ds->dt, fidx, qs->vals, &ds->sparse))
+		qs->match_nomem = 1; /* read from the referenced document when asked for */
 	return qs->vals[fidx].set ? &qs->vals[fidx] : NULL;
 }
 
@@ -498,6 +510,11 @@ static int eval(struct qstate *qs, struct dtstate *ds, const struct yql_node *n,
 		return nn_true || in_nn(ds, lid);
 	case YQL_IN:
 		return n->fidx >= 0 && in_values(qs, ds, n, lid);
+	case YQL_GEO:
+	case YQL_PREDICATE: {
+		const struct store_value *sv = n->fidx >= 0 ? doc_value(qs, ds, lid, n->fidx) : NULL;
+		return sv && eng_typed_match(n, sv);
+	}
 	case YQL_MATCHES: {
 		if (n->fidx < 0)
 			return 0;
@@ -1058,8 +1075,7 @@ static int summary_value(struct qstate *qs, const struct hit *h, json_t *fields,
 		if (!v)
 			return 0; /* nothing to show (no matched element) */
 	} else {
-		v = eng_value_json(&dt->fields[fi], rank_schema_field(dt->schema, fi)->dim_names,
-		                   &qs->vals[fi]);
+		v = eng_field_json(dt, fi, &qs->vals[fi]);
 	}
 	if (json_object_set_new(fields, sf->name, v))
 		return base_nomem(qs->err, "summary of '%s'", h->docid);
@@ -1118,6 +1134,8 @@ static int summary(struct qstate *qs, const struct hit *h, json_t **out)
 	qs->vals_lid_loaded = 0;
 	if (rc)
 		goto fail;
+	if (eng_imports_fill(qs->db, qs->txn, dt, -1, qs->vals, &h->ds->sparse))
+		goto nomem;
 	/* select * shows them, as a select list naming them does */
 	if ((selected(qs, "sddocname") &&
 	     json_object_set_new(fields, "sddocname", json_string(dt->name))) ||

@@ -214,7 +214,9 @@ int strata_query_json(struct strata *db, const char *request, char **result,
                       struct strata_error *err);
 
 /* Get a document by id ("id:ns:doctype::key") as Vespa document JSON
- * ({"id": ..., "fields": {...}}), a new string freed with strata_free().
+ * ({"id": ..., "fields": {...}}: its own fields, not those imported from a
+ * referenced document nor those outside the document block; raw fields in
+ * base64), a new string freed with strata_free().
  * Returns 0, STRATA_NOT_FOUND, STRATA_INVALID_ARGUMENT (malformed id). */
 int strata_get_json(struct strata *db, const char *id, char **doc, struct strata_error *err);
 

@@ -7,7 +7,10 @@
  *   cond: true | false | f < n | f <= n | f > n | f >= n | f = n (n a number,
  *         true or false; the number may stand on the left) | range(f, lo, hi)
  *         | f contains "text" | f in (n, ...) | f in ("s", ...)
- *         | f matches "regex" | [{targetHits: K, label: "l", approximate:
+ *         | f matches "regex" | predicate(f, {"k": "v", ...}, {"k": 1L, ...})
+ *         (either map may hold subqueries: {"0x3": {"k": "v"}, "[0, 2]": {...}})
+ *         | geoLocation(f, lat, lng, "10 km")
+ *         | [{targetHits: K, label: "l", approximate:
  *         false}]nearestNeighbor(f, q) | cond and cond | cond or cond | !cond
  *         | (cond)
  *   grouping: all(group(f) [max(N)] [order([-]agg, ...)] each(EACH))
@@ -379,6 +382,133 @@ static struct yql_node *in_list(struct parser *ps, char *field, const char *at)
 	return next(ps) ? NULL : n;
 }
 
+/* A key of a predicate() map: a string or a name. */
+static char *pred_key(struct parser *ps)
+{
+	if (ps->tok == T_STR) {
+		char *k = ps->str;
+		return next(ps) ? NULL : k;
+	}
+	return ident(ps, "an attribute name");
+}
+
+/* "0x3" or "[0, 1]": the subqueries bitmap a key of predicate() names;
+ * 0 when it names none. */
+static uint64_t subquery_mask(const char *s)
+{
+	char *end;
+	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X') && isxdigit((unsigned char)s[2])) {
+		unsigned long long v = strtoull(s + 2, &end, 16);
+		return *end || strlen(s + 2) > 16 ? 0 : (uint64_t)v;
+	}
+	if (*s++ != '[')
+		return 0;
+	uint64_t m = 0;
+	for (;;) {
+		while (*s == ' ')
+			s++;
+		if (!isdigit((unsigned char)*s))
+			return 0;
+		long b = strtol(s, &end, 10);
+		if (b > 63 || end - s > 2)
+			return 0;
+		m |= (uint64_t)1 << b;
+		for (s = end; *s == ' '; s++)
+			;
+		if (*s == ']')
+			return s[1] ? 0 : m;
+		if (*s++ != ',')
+			return 0;
+	}
+}
+
+/* Growth of the arrays of a predicate() node. */
+struct pred_caps {
+	int s, fm, rk, rv, rm;
+};
+
+/* One attribute of a predicate() map (key k, the ':' passed): a string or
+ * an array of strings (features), or an integer (ranges), in the
+ * subqueries of mask. */
+static int pred_attr(struct parser *ps, struct yql_node *n, int ranges, char *k, uint64_t mask,
+                     struct pred_caps *c)
+{
+	int list = !ranges && is_punct(ps, "[");
+	if (list && next(ps))
+		return -1;
+	do {
+		if (ranges) {
+			if (ps->tok != T_NUM ||
+			    room(ps, (void **)&n->rkeys, &c->rk, n->nranges, sizeof *n->rkeys) ||
+			    room(ps, (void **)&n->rvals, &c->rv, n->nranges, sizeof *n->rvals) ||
+			    room(ps, (void **)&n->rmasks, &c->rm, n->nranges, sizeof *n->rmasks)) {
+				if (!ps->failed)
+					expected(ps, "an integer (such as 25L)");
+				return -1;
+			}
+			/* the exact value: doubles lose digits past 2^53 */
+			n->rkeys[n->nranges] = k;
+			n->rmasks[n->nranges] = mask;
+			n->rvals[n->nranges++] = strtoll(ps->start, NULL, 10);
+		} else {
+			if (ps->tok != T_STR ||
+			    room(ps, (void **)&n->strs, &c->s, 2 * n->nvals + 1, sizeof *n->strs) ||
+			    room(ps, (void **)&n->fmasks, &c->fm, n->nvals, sizeof *n->fmasks)) {
+				if (!ps->failed)
+					expected(ps, "a string or an array of strings");
+				return -1;
+			}
+			n->strs[2 * n->nvals] = k;
+			n->fmasks[n->nvals] = mask;
+			n->strs[2 * n->nvals++ + 1] = ps->str;
+		}
+		if (next(ps))
+			return -1;
+	} while (list && is_punct(ps, ",") && !next(ps));
+	return list && expect_punct(ps, "]") ? -1 : 0;
+}
+
+/* A map of predicate(): {attributes}, some perhaps in subqueries
+ * ({"0x3": {attributes}} or {"[0, 1]": {...}}; mask is all ones outside). */
+static int pred_map(struct parser *ps, struct yql_node *n, int ranges, uint64_t mask,
+                    struct pred_caps *c)
+{
+	if (expect_punct(ps, "{"))
+		return -1;
+	while (!is_punct(ps, "}")) {
+		const char *kat = ps->start;
+		char *k = pred_key(ps);
+		if (!k || expect_punct(ps, ":"))
+			return -1;
+		if (is_punct(ps, "{")) {
+			uint64_t m = subquery_mask(k);
+			if (!m || mask != ~(uint64_t)0)
+				return fail_at(ps, kat, "'%s' is no subquery bitmap (\"0x3\" or \"[0, 1]\", "
+				               "not nested)", k);
+			if (pred_map(ps, n, ranges, m, c))
+				return -1;
+		} else if (pred_attr(ps, n, ranges, k, mask, c)) {
+			return -1;
+		}
+		if (!is_punct(ps, "}") && expect_punct(ps, ","))
+			return -1;
+	}
+	return next(ps);
+}
+
+/* predicate(field, {"k": "v", "k2": ["a", "b"]}, {"r": 25L}), after the
+ * '(': the predicate.c node. */
+static struct yql_node *predicate_call(struct parser *ps, const char *at)
+{
+	struct yql_node *n = node(ps, YQL_PREDICATE, at);
+	struct pred_caps c = {0};
+	if (!n || !(n->field = ident(ps, "a field name")) || expect_punct(ps, ",") ||
+	    pred_map(ps, n, 0, ~(uint64_t)0, &c) || expect_punct(ps, ",") ||
+	    pred_map(ps, n, 1, ~(uint64_t)0, &c) || expect_punct(ps, ")"))
+		return NULL;
+	return n;
+}
+
 /* field <operator> "text": the node of kind with its text, the string
  * token still current; at is where the condition begins. */
 static struct yql_node *string_op(struct parser *ps, int kind, char *field, const char *at,
@@ -612,6 +742,21 @@ static struct yql_node *primary(struct parser *ps)
 			fail_at(ps, at, "annotations are only supported on nearestNeighbor, not on '%s'",
 			        name);
 			return NULL;
+		}
+		if (!strcmp(name, "predicate"))
+			return predicate_call(ps, at);
+		if (!strcmp(name, "geoLocation")) {
+			struct yql_node *n = node(ps, YQL_GEO, at);
+			if (!n || !(n->field = ident(ps, "a field name")) || expect_punct(ps, ",") ||
+			    number(ps, &n->lo, "a latitude") || expect_punct(ps, ",") ||
+			    number(ps, &n->hi, "a longitude") || expect_punct(ps, ","))
+				return NULL;
+			if (ps->tok != T_STR || eng_geo_radius(ps->str, &n->num)) {
+				expected(ps, "a radius (\"10 km\", \"500 m\", \"2 mi\", \"-1\")");
+				return NULL;
+			}
+			n->str = ps->str;
+			return next(ps) || expect_punct(ps, ")") ? NULL : n;
 		}
 		if (!strcmp(name, "range")) {
 			struct yql_node *n = node(ps, YQL_RANGE, at);
@@ -1096,6 +1241,18 @@ int yql_parse(const char *text, struct yql_query **out, struct strata_error *err
 	return 0;
 }
 
+const struct yql_node *yql_find(const struct yql_node *n, int kind, const char *field)
+{
+	if (n->kind == kind && n->field && !strcmp(n->field, field))
+		return n;
+	for (int i = 0; i < n->nkids; i++) {
+		const struct yql_node *f = yql_find(n->kids[i], kind, field);
+		if (f)
+			return f;
+	}
+	return NULL;
+}
+
 void yql_free(struct yql_query *q)
 {
 	if (!q)
@@ -1138,6 +1295,21 @@ static void dump_to(const struct yql_node *n, char *buf, size_t cap, size_t *len
 	case YQL_NN:
 		snprintf(tmp, sizeof tmp, "NN(%s,%s,%ld%s%s)", n->field, n->input, n->target_hits,
 		         n->label ? ",label=" : "", n->label ? n->label : "");
+		break;
+	case YQL_PREDICATE: {
+		size_t k = (size_t)snprintf(tmp, sizeof tmp, "PREDICATE(%s", n->field);
+		for (int i = 0; i < n->nvals && k < sizeof tmp; i++)
+			k += (size_t)snprintf(tmp + k, sizeof tmp - k, ",%s=%s", n->strs[2 * i],
+			                      n->strs[2 * i + 1]);
+		for (int i = 0; i < n->nranges && k < sizeof tmp; i++)
+			k += (size_t)snprintf(tmp + k, sizeof tmp - k, ",%s:%lld", n->rkeys[i],
+			                      (long long)n->rvals[i]);
+		if (k < sizeof tmp)
+			snprintf(tmp + k, sizeof tmp - k, ")");
+		break;
+	}
+	case YQL_GEO:
+		snprintf(tmp, sizeof tmp, "GEO(%s,%g,%g,%s)", n->field, n->lo, n->hi, n->str);
 		break;
 	case YQL_USERQUERY: snprintf(tmp, sizeof tmp, "USERQUERY()"); break;
 	case YQL_USERINPUT:

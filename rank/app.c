@@ -314,6 +314,15 @@ static int inherit_all(struct rank_app *app, struct errs *e, struct strata_error
 		if (app->schemas[i].sd)
 			sds[n++] = app->schemas[i].sd;
 	int rc = rank_sds_inherit(sds, n, e->list, err);
+	if (!rc || (e->list && rc != STRATA_NOMEM)) {
+		/* references and imports, between the schemas that resolved */
+		struct strata_error first = *err;
+		int r = rank_sds_types_resolve(sds, n, e->list, err);
+		if ((rc && r != STRATA_NOMEM) || r == 0)
+			*err = first;
+		if (!rc || r == STRATA_NOMEM)
+			rc = r;
+	}
 	base_free(sds, ((size_t)app->nschemas + 1) * sizeof *sds);
 	noted(e, rc, err, e->list != NULL);
 	return rc;

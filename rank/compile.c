@@ -130,8 +130,11 @@ static int compile_attribute(struct cc *c, const struct rank_ast *a, int *type)
 	const struct rank_field *f = &c->p->sd->fields[fi];
 	if (f->type >= RANK_FT_ARRAY)
 		return rank_cc_at(c, a->args[0], STRATA_NOT_IMPLEMENTED,
-		                  "attribute '%s' is a collection or struct, which rank expressions do not read",
-		                  name);
+		                  "attribute '%s' is a %s, which rank expressions do not read", name,
+		                  f->type == RANK_FT_REFERENCE ? "reference"
+		                  : f->type == RANK_FT_PREDICATE ? "predicate"
+		                  : f->type == RANK_FT_POSITION ? "position (read distance(f), closeness(f))"
+		                  : "collection or struct");
 	int rc = field_type(c, f, type);
 	if (rc)
 		return rc;
@@ -218,24 +221,13 @@ static int compile_onnx(struct cc *c, const struct rank_ast *a, int *type)
 	return 0;
 }
 
+static int close_field(struct cc *c, const struct rank_ast *arg, int distance, int *type);
+
+/* closeness(field, f), closeness(label, l) and the distance forms; the
+ * one-argument forms are compile_field_feature's. */
 static int compile_close(struct cc *c, const struct rank_ast *a, int distance, int *type)
 {
 	const char *fname = distance ? "distance" : "closeness";
-	if (a->nargs == 1 && a->args[0]->kind == RA_NAME) {
-		/* closeness(f) of a tensor field is closeness(field, f), as in
-		 * Vespa; of a position it is the geo feature, not supported */
-		struct rank_ast field = { .kind = RA_NAME, .name = "field", .pos = a->pos };
-		struct rank_ast *args[2] = { &field, a->args[0] };
-		int fi = find_field(c->p->sd, a->args[0]->name);
-		if (fi >= 0 && c->p->sd->fields[fi].type != RANK_FT_TENSOR)
-			return rank_cc_at(c, a, STRATA_NOT_IMPLEMENTED,
-			                  "%s(%s): geographical %s of positions is not supported", fname,
-			                  a->args[0]->name, fname);
-		struct rank_ast two = *a;
-		two.nargs = 2;
-		two.args = args;
-		return compile_close(c, &two, distance, type);
-	}
 	if (a->nargs != 2 || rank_cc_name_arg(c, a->args[0], "'field'") ||
 	    rank_cc_name_arg(c, a->args[1], "a field name"))
 		return rank_cc_at(c, a, STRATA_TYPE, "%s() takes (field, name) or (name)", fname);
@@ -245,15 +237,23 @@ static int compile_close(struct cc *c, const struct rank_ast *a, int distance, i
 		return rank_cc_at(c, a->args[0], STRATA_TYPE,
 		                  "%s() takes 'field' or 'label' first, not '%s'", fname,
 		                  a->args[0]->name);
-	const char *name = a->args[1]->name;
+	return close_field(c, a->args[1], distance, type);
+}
+
+/* closeness(field, f) or distance(field, f) of the tensor attribute named
+ * by arg (Vespa's closeness(f) and distance(f) mean the same on one). */
+static int close_field(struct cc *c, const struct rank_ast *arg, int distance, int *type)
+{
+	const char *fname = distance ? "distance" : "closeness";
+	const char *name = arg->name;
 	int fi = find_field(c->p->sd, name);
 	if (fi < 0 || !c->p->sd->fields[fi].attribute)
-		return rank_cc_at(c, a->args[1], STRATA_TYPE, "unknown attribute '%s'", name);
+		return rank_cc_at(c, arg, STRATA_TYPE, "unknown attribute '%s'", name);
 	if (c->p->sd->fields[fi].type != RANK_FT_TENSOR)
-		return rank_cc_at(c, a->args[1], STRATA_TYPE, "attribute '%s' is not a tensor", name);
+		return rank_cc_at(c, arg, STRATA_TYPE, "attribute '%s' is not a tensor", name);
 	for (int k = 0; k < c->p->sd->fields[fi].rank; k++)
 		if (c->p->sd->fields[fi].dims[k] == RANK_DIM_MAPPED)
-			return rank_cc_at(c, a->args[1], STRATA_TYPE,
+			return rank_cc_at(c, arg, STRATA_TYPE,
 			                  "attribute '%s' has mapped dimensions: %s() needs a dense tensor",
 			                  name, fname);
 	c->prog->doc_dependent = 1;
@@ -285,6 +285,46 @@ static int compile_text(struct cc *c, const struct rank_ast *a, int *type)
 	c->prog->doc_dependent = 1;
 	*type = 0;
 	EMIT(c, RANK_OP_TEXT, kind, fi, 0, 0, 0, 0, 0);
+	return 0;
+}
+
+/* Features of one field that the engine answers (RANK_OP_TEXT):
+ * subqueries(f)[.lsb|.msb] of a predicate field; distance(f)[.km|.latitude|
+ * .longitude] and closeness(f) of a position field. */
+static int compile_field_feature(struct cc *c, const struct rank_ast *a, int *type)
+{
+	static const struct {
+		const char *name, *out;
+		int kind, ftype;
+	} feats[] = {
+		{"subqueries", NULL, RANK_TF_SUBQUERIES_LSB, RANK_FT_PREDICATE},
+		{"subqueries", "lsb", RANK_TF_SUBQUERIES_LSB, RANK_FT_PREDICATE},
+		{"subqueries", "msb", RANK_TF_SUBQUERIES_MSB, RANK_FT_PREDICATE},
+		{"distance", NULL, RANK_TF_GEO_DISTANCE, RANK_FT_POSITION},
+		{"distance", "km", RANK_TF_GEO_KM, RANK_FT_POSITION},
+		{"distance", "latitude", RANK_TF_GEO_LATITUDE, RANK_FT_POSITION},
+		{"distance", "longitude", RANK_TF_GEO_LONGITUDE, RANK_FT_POSITION},
+		{"closeness", NULL, RANK_TF_GEO_CLOSENESS, RANK_FT_POSITION},
+	};
+	int k = -1;
+	for (size_t i = 0; i < sizeof feats / sizeof feats[0] && k < 0; i++)
+		if (!strcmp(a->name, feats[i].name) &&
+		    (a->out ? feats[i].out && !strcmp(a->out, feats[i].out) : !feats[i].out))
+			k = (int)i;
+	if (k < 0 || a->nargs != 1 || rank_cc_name_arg(c, a->args[0], "a field name"))
+		return rank_cc_at(c, a, STRATA_TYPE, "%s(field)%s%s is not a feature", a->name,
+		                  a->out ? "." : "", a->out ? a->out : "");
+	int fi = find_field(c->p->sd, a->args[0]->name);
+	if (fi >= 0 && !a->out && c->p->sd->fields[fi].type == RANK_FT_TENSOR &&
+	    feats[k].ftype == RANK_FT_POSITION)
+		return close_field(c, a->args[0], a->name[0] == 'd', type);
+	if (fi < 0 || c->p->sd->fields[fi].type != feats[k].ftype)
+		return rank_cc_at(c, a->args[0], STRATA_TYPE, "%s(): '%s' is not a %s field", a->name,
+		                  a->args[0]->name,
+		                  feats[k].ftype == RANK_FT_POSITION ? "position" : "predicate");
+	c->prog->doc_dependent = 1;
+	*type = 0;
+	EMIT(c, RANK_OP_TEXT, feats[k].kind, fi, 0, 0, 0, 0, 0);
 	return 0;
 }
 
@@ -694,6 +734,9 @@ static int compile_call(struct cc *c, const struct env *env, const struct rank_a
 	if (!in_lambda(env) && !find_function(c->p->decl, f) &&
 	    ((rc = rank_cc_feature(c, env, a, type, &handled)) || handled))
 		return rc;
+	if (strcmp(f, "subqueries") == 0 ||
+	    ((strcmp(f, "distance") == 0 || strcmp(f, "closeness") == 0) && a->nargs == 1))
+		return compile_field_feature(c, a, type);
 	if (a->out && strcmp(f, "onnx") != 0 && strcmp(f, "onnxModel") != 0)
 		return rank_cc_at(c, a, STRATA_TYPE, "'.%s' after %s(): only onnx() has outputs", a->out,
 		                  f);

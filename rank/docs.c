@@ -147,7 +147,7 @@ static int inherit_document(struct rank_sd *sd, const struct rank_sd *parent, in
 {
 	for (int i = 0; i < parent->nfields; i++) {
 		const struct rank_field *f = &parent->fields[i];
-		if (f->source != -1)
+		if (f->source != -1 || f->imported) /* imported fields belong to their schema */
 			continue;
 		int j = find_field(sd, f->name);
 		if (j >= 0) {

@@ -76,7 +76,15 @@ static void explain_prog(struct sbuf *b, const struct rank_profile *p, const str
 			                        : in->a == RANK_TF_NATIVE_SUM ? "nativeFieldMatchSum"
 			                        : in->a == RANK_TF_NATIVE_TERMS ? "nativeFieldMatchTerms"
 			                        : in->a == RANK_TF_NATIVE_PROX_SUM ? "nativeProximitySum"
-			                                                           : "nativeProximityWeight",
+			                        : in->a == RANK_TF_NATIVE_PROX_WEIGHT ? "nativeProximityWeight"
+			                        : in->a == RANK_TF_SUBQUERIES_LSB ? "subqueries.lsb"
+			                        : in->a == RANK_TF_SUBQUERIES_MSB ? "subqueries.msb"
+			                        : in->a == RANK_TF_GEO_DISTANCE ? "distance"
+			                        : in->a == RANK_TF_GEO_KM ? "distance.km"
+			                        : in->a == RANK_TF_GEO_LATITUDE ? "distance.latitude"
+			                        : in->a == RANK_TF_GEO_LONGITUDE ? "distance.longitude"
+			                        : in->a == RANK_TF_GEO_CLOSENESS ? "closeness"
+			                                                        : "?",
 			          p->sd->fields[in->b].name);
 			break;
 		case RANK_OP_TERM:

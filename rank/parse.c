@@ -17,8 +17,13 @@
  * indexing (there is no text processing), and rank: filter / normal on a
  * field; and the field settings parse_field.c lists as accepted
  * (linguistics profiles, rank-type: about, id, dictionary: hash / btree /
- * uncased, body, header, an English sorting locale).  The document part of the language (collection and struct types,
- * summaries, input in indexing) is parsed by fields.c, rank profiles and
+ * uncased, body, header, an English sorting locale); raw-as-base64-in-summary: true (raw fields show as base64, Vespa's
+ * default; false is refused), a uri field's type (a string here), and a
+ * predicate field's index arity and dense-posting-list-threshold (they shape
+ * Vespa's index; predicates here are evaluated exactly).  The field types
+ * byte, uri, raw, reference and predicate and the import field item are
+ * parsed by types.c.  The document part of the language (collection and
+ * struct types, summaries, input in indexing) is parsed by fields.c, rank profiles and
  * onnx-model blocks by parse_profile.c, both called from here.
  *
  * Invariants: the parser never reads past the text (the lexer bounds every
@@ -84,8 +89,7 @@ static int schema_item(const struct rank_tok *t)
 /* ---- fields ----------------------------------------------------------------------- */
 
 static const char *const unsupported_field_types[] = {
-	"byte", "position", "predicate", "raw", "uri", "reference",
-	"annotationreference", "float16", "int8", NULL,
+	"annotationreference", NULL,
 };
 
 /* Field settings Vespa has and Strata does not (yet); parse_field.c has
@@ -130,6 +134,12 @@ static int field_type(struct rank_parser *p, struct rank_field *f)
 		}
 		return 0;
 	}
+	if (rank_more_type_is(&t))
+		return rank_more_type(p, &t, f); /* byte, uri, raw, reference, predicate (types.c) */
+	if (rank_tok_is(&t, "int8") || rank_tok_is(&t, "float16"))
+		return rank_parser_fail(p, &t, STRATA_TYPE, "unknown field type %s (Vespa's field "
+		                        "types have byte for 8-bit integers, and float16 only as "
+		                        "bfloat16 tensor cells)", rank_tok_quote(&t));
 	if (t.kind == RT_NAME && !rank_parser_name_in(&t, unsupported_field_types))
 		return rank_field_vtype(p, &t, f); /* collections, structs */
 	return bad_keyword(p, &t, unsupported_field_types, "field type", "a field type");
@@ -288,6 +298,8 @@ static int field_body(struct rank_parser *p, struct rank_field *f)
 			/* HNSW parameters of a tensor field: accepted, search is exact. */
 			if (f->type == RANK_FT_TENSOR && rank_tok_is(&s, "{"))
 				rc = skip_block(p);
+			else if (f->type == RANK_FT_PREDICATE)
+				rc = rank_predicate_index(p, f, &t);
 			else if (f->type == RANK_FT_STRING)
 				rc = rank_parse_text_setting(p, f, &t);
 			else
@@ -337,7 +349,9 @@ static int field(struct rank_parser *p, int outside)
 		                        "expected '{' after the type of field '%s', found %s",
 		                        f->name, rank_tok_quote(&t));
 	rank_lex_take(p->lx, &t);
-	return field_body(p, f);
+	if ((rc = field_body(p, f)) != 0)
+		return rc;
+	return rank_more_field_check(p, f);
 }
 
 static const char *const unsupported_document_items[] = {"annotation", "compression", NULL};
@@ -392,8 +406,7 @@ static int document(struct rank_parser *p, const struct rank_tok *kw)
 /* ---- the schema ------------------------------------------------------------------------ */
 
 static const char *const unsupported_schema_items[] = {
-	"struct", "annotation", "import", "index",
-	"raw-as-base64-in-summary", "constant", "model", NULL,
+	"struct", "annotation", "index", "constant", "model", NULL,
 };
 
 static int schema_body(struct rank_parser *p, const struct rank_tok *open)
@@ -423,6 +436,10 @@ static int schema_body(struct rank_parser *p, const struct rank_tok *open)
 			rc = field(p, 1);
 		} else if (rank_tok_is(&t, "document-summary")) {
 			rc = rank_summary_parse(p, &t);
+		} else if (rank_tok_is(&t, "import")) {
+			rc = rank_parse_import(p, &t);
+		} else if (rank_tok_is(&t, "raw-as-base64-in-summary")) {
+			rc = rank_parse_raw_base64(p, &t);
 		} else if (rank_tok_is(&t, "constant")) {
 			rc = rank_parse_schema_constant(p, &t);
 		} else if (rank_parser_name_in(&t, unsupported_schema_items)) {

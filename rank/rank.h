@@ -54,6 +54,10 @@ enum rank_field_type {
 	RANK_FT_WSET,   /* weightedset<T>: keys of T, each with an int weight */
 	RANK_FT_MAP,    /* map<K,V> */
 	RANK_FT_STRUCT, /* a struct the document declares */
+	RANK_FT_RAW,       /* raw: bytes, fed and shown as base64 (types.c) */
+	RANK_FT_REFERENCE, /* reference<T>: the id of a document of type T */
+	RANK_FT_PREDICATE, /* predicate: a boolean constraint, matched by YQL predicate() */
+	RANK_FT_POSITION,  /* position: a geographical point (latitude, longitude) */
 };
 
 struct rank_struct;
@@ -153,6 +157,16 @@ struct rank_field {
 	int sort_desc;       /* sorting: descending (order by f without asc or desc) */
 	int sort_function;   /* enum rank_sort_function */
 	int sort_primary;    /* sorting { strength: primary }: no tie-break by the bytes */
+	/* The types of types.c. */
+	int byte;            /* INT: declared byte (values -128 to 127, kept as an int) */
+	const char *ref_doctype;  /* REFERENCE: the document type T of reference<T> */
+	int imported;        /* import field ref.f as name: the value is the attribute f of the
+	                        document the reference field ref names (type copied from f) */
+	int import_ref;      /* imported: the index of the reference field */
+	const char *import_field; /* imported: f, a field of the referenced type */
+	int pred_arity;      /* PREDICATE: index { arity: N } */
+	int64_t pred_lower, pred_upper; /* PREDICATE: index { lower-bound upper-bound }: range
+	                        values a query gives must lie within (default: any int64) */
 };
 #define RANK_FIELD_WEIGHT 100 /* a field's weight when the schema gives none */
 
@@ -329,6 +343,16 @@ enum rank_text_feature {
 	RANK_TF_NATIVE_PROX_SUM,    /* nativeProximity: the term pairs' weights times their
 	                               normalized proximity boosts on the field */
 	RANK_TF_NATIVE_PROX_WEIGHT, /* the term pairs' weights (matched or not) */
+	RANK_TF_SUBQUERIES_LSB, /* subqueries(field).lsb of a predicate field: the low 32
+	                           bits of the bitmap of the query's subqueries the document's
+	                           predicate holds for (without subqueries: all or none) */
+	RANK_TF_SUBQUERIES_MSB, /* subqueries(field).msb: the high 32 bits, the same way */
+	RANK_TF_GEO_DISTANCE,  /* distance(field) of a position field to the query's
+	                          geoLocation on it, in millionths of a degree */
+	RANK_TF_GEO_KM,        /* distance(field).km */
+	RANK_TF_GEO_LATITUDE,  /* distance(field).latitude: the document's, in degrees */
+	RANK_TF_GEO_LONGITUDE, /* distance(field).longitude */
+	RANK_TF_GEO_CLOSENESS, /* closeness(field): max(1 - distance / 9013305, 0) */
 };
 
 /* A tensor with mapped dimensions: nblocks dense subspaces (the type's

@@ -10,6 +10,8 @@
  *   fields.c         part (collections, structs, summaries), its other
  *   parse_field.c    field settings (weight, sorting, bolding, ...);
  *   parser.c         the parsers share their state and helpers
+ *   types.c          byte, uri, raw, reference, predicate; import field
+ *                    (resolved across the schemas after docs.c)
  *   type.c           tensor types: parsing, copying, printing
  *   schema.c         resolves profile inheritance into flat profiles
  *   compile.c        types every expression (tensor types with named indexed
@@ -264,6 +266,11 @@ struct rank_sd {
 	int nclasses;                   /* resolved summary classes; [0] is "default" */
 	struct rank_summary_class *classes;
 	int docs_resolved;              /* rank_sd_inherit() ran */
+	/* types.c: reference<T> fields (name: the field, source: T) and
+	 * import field r.f as g (name: g, source: "r.f"); fields point at
+	 * their strings. */
+	int nrefs, nimports;
+	struct rank_source_decl *refs, *imports;
 };
 
 /* Resolve what documents share across the schemas of an application
@@ -278,6 +285,13 @@ struct rank_sd {
  * on its own; err and the result are those of the first. */
 int rank_sds_inherit(struct rank_sd **sds, int n, struct strata_errors *errs,
                      struct strata_error *err);
+/* types.c, once rank_sds_inherit ran: every reference<T> must name a
+ * schema T of the application, and every imported field takes the type of
+ * the attribute it reads there.  Returns 0, STRATA_TYPE
+ * ("file:line:col: ..."), STRATA_NOT_IMPLEMENTED; errs (may be NULL)
+ * receives each error, err the first. */
+int rank_sds_types_resolve(struct rank_sd **sds, int n, struct strata_errors *errs,
+                           struct strata_error *err);
 /* The fields the fieldsets of sd name, looked up again once inheritance
  * added the parents' fields, which may come before sd's own (parse_text.c;
  * rank_sds_inherit calls it).  Returns 0 or STRATA_TYPE

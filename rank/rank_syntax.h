@@ -195,6 +195,21 @@ int rank_language_constant(struct rank_parser *p);
 /* weightedset: setting, or weightedset { settings }, in field f. */
 int rank_wset_settings(struct rank_parser *p, struct rank_field *f, const struct rank_tok *kw);
 
+/* types.c: byte, uri, raw, reference<T>, predicate; import field, the
+ * raw summary setting.  rank_more_type_is: t names one of the types;
+ * rank_more_type: t (peeked) is one: f->type and the type's settings set.
+ * rank_predicate_index: the index block of a predicate field (after kw,
+ * "index", taken).  rank_more_field_check: what f may not be once its body
+ * is parsed (a raw attribute, a predicate without attribute or arity).
+ * rank_parse_import: after "import" at schema level, the imported field
+ * added to p->sd.  rank_parse_raw_base64: after raw-as-base64-in-summary. */
+int rank_more_type_is(const struct rank_tok *t);
+int rank_more_type(struct rank_parser *p, const struct rank_tok *t, struct rank_field *f);
+int rank_predicate_index(struct rank_parser *p, struct rank_field *f, const struct rank_tok *kw);
+int rank_more_field_check(struct rank_parser *p, const struct rank_field *f);
+int rank_parse_import(struct rank_parser *p, const struct rank_tok *kw);
+int rank_parse_raw_base64(struct rank_parser *p, const struct rank_tok *kw);
+
 /* expr.c.  Parse one expression at the lexer (tokens in RANK_LEX_EXPR mode); stops
  * before the first token that cannot continue it.  pos.file of every node
  * is lx->file. */

@@ -219,6 +219,8 @@ void rank_sd_docs_free(struct rank_sd *sd)
 	clear_sources(sd->inputs, sd->ninputs);
 	clear_sources(sd->field_summaries, sd->nfield_summaries);
 	clear_sources(sd->doc_inherits, sd->ndoc_inherits);
+	clear_sources(sd->refs, sd->nrefs);
+	clear_sources(sd->imports, sd->nimports);
 	base_strfree(sd->inherits);
 	for (int i = 0; i < sd->nclasses; i++)
 		base_free((void *)sd->classes[i].fields,

@@ -470,10 +470,18 @@ static const char engine_other_sd[] =
 	"  document other {\n"
 	"    field name type string { indexing: summary | attribute }\n"
 	"    field score type double { indexing: attribute }\n"
+	"    field tiny type byte { indexing: summary | attribute }\n"
+	"    field blob type raw { indexing: summary }\n"
+	"    field target type predicate { indexing: attribute | summary\n index { arity: 2 } }\n"
+	"    field loc type position { indexing: attribute | summary }\n"
+	"    field owner type reference<doc> { indexing: attribute }\n"
 	"  }\n"
+	"  import field owner.n as owner_n {}\n"
+	"  document-summary owned { summary owner_n {} summary blob {} }\n"
 	"  rank-profile default {\n"
 	"    inputs { query(q) tensor<float>(x[4]) }\n"
-	"    first-phase { expression: attribute(score) }\n"
+	"    first-phase { expression: attribute(score) + attribute(tiny) + attribute(owner_n) }\n"
+	"    summary-features: closeness(loc) subqueries(target).lsb\n"
 	"  }\n"
 	"}\n";
 
@@ -506,7 +514,9 @@ static const char *const engine_docs[] = {
 	"{\"put\": \"id:fz:doc::2\", \"fields\": {\"title\": \"chair\", \"n\": -1, \"f\": 30,"
 	" \"emb\": {\"values\": [0, 1, 0, 1]}, \"b\": false}}",
 	"{\"put\": \"id:fz:doc:g=blue:3\", \"fields\": {\"title\": \"desk\", \"d\": 1e10}}",
-	"{\"put\": \"id:fz:other::1\", \"fields\": {\"name\": \"x\", \"score\": 2}}",
+	"{\"put\": \"id:fz:other::1\", \"fields\": {\"name\": \"x\", \"score\": 2, \"tiny\": -3,"
+	" \"blob\": \"AP8=\", \"target\": \"a in [b] and c in [1..5]\", \"loc\": \"N1.5;W2\","
+	" \"owner\": \"id:fz:doc::1\"}}",
 	"{\"put\": \"id:shop:product::1\", \"fields\": {\"title\": \"kettle\", \"price\": 25,"
 	" \"rating\": 4.5, \"in_stock\": true,"
 	" \"embedding\": [1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0.5]}}",
