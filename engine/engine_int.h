@@ -16,7 +16,9 @@
  *   feed.c         Vespa document operations -> store transactions; get, remove
  *   yql.c          YQL text -> struct yql_query (a condition tree)
  *   grouping.c     order by and grouping over the matches
- *   query.c        a search request: match, phases, hit order, summaries
+ *   query.c        a search request: match, phases, hit order, the result;
+ *   summary.c      its hits' summaries (query_int.h: the request's state,
+ *                  which only these two share)
  *   textmatch.c    contains on text indexes, the text and query-term features
  *   attrmatch.c    attributeMatch(f) over the query's terms on attributes
  *   labels.c       arrays and weighted sets as tensors (tensorFromLabels,

@@ -1,0 +1,75 @@
+/*
+ * query_int.h: the state of one search request, shared by query.c (match,
+ * phases, hit order, the result) and summary.c (the hits' summaries).
+ */
+#ifndef ENGINE_QUERY_INT_H
+#define ENGINE_QUERY_INT_H
+
+#include "engine_int.h"
+
+struct dtstate {
+	struct eng_doctype *dt;
+	const struct rank_profile *prof;
+	struct rank_query *rq;
+	struct rank_docs docs;
+	struct store_txn *txn;
+	struct eng_textset *text; /* contains on text-indexed fields (textmatch.c) */
+	const struct rank_summary_class *summary; /* presentation.summary, or NULL */
+	uint32_t *nn;        /* sorted lids of the nearestNeighbor set */
+	size_t nnn;
+	int has_nn;
+	struct qstate *qs;
+	struct base_arena sparse; /* values of mapped tensor fields ranking read */
+};
+
+struct hit {
+	struct dtstate *ds;
+	uint32_t lid;
+	int tier;            /* 1: final score (re-ranked, or no second phase) */
+	double first;
+	double score;
+	const char *docid;
+};
+
+struct qstate {
+	struct strata *db;
+	struct yql_query *yql;
+	struct store_txn *txn;
+	int nds, ds_cap;
+	struct dtstate *ds;
+	struct hit *hits;
+	size_t nhits, cap;
+	struct strata_error *err;
+	struct store_value *vals; /* document values for the current lid */
+	int vals_lid_loaded;
+	uint32_t vals_lid;
+	size_t vals_size;
+	uint64_t rank_allocs;     /* allocations made inside rank_query_* calls */
+	int match_nomem;          /* a collection value could not be read for lack of memory */
+};
+
+/* Bracket a call into rank: mark before, charge after. */
+static inline uint64_t mark(void)
+{
+	return base_alloc_thread_count();
+}
+
+static inline void charge(struct qstate *qs, uint64_t since)
+{
+	qs->rank_allocs += base_alloc_thread_count() - since;
+}
+
+/* ---- summary.c ---------------------------------------------------------------- */
+
+/* The summary class of the request's presentation.summary (each type's, in
+ * ds->summary; NULL: the default).  Returns 0 or STRATA_INVALID_ARGUMENT
+ * naming a class no type of the request has. */
+int eng_pick_summary(struct qstate *qs, const json_t *req);
+/* Every field the YQL select list names must exist in some type of the
+ * request.  Returns 0 or STRATA_INVALID_ARGUMENT. */
+int eng_check_selected(struct qstate *qs);
+/* The hit's "fields" object: its summary fields, match- and
+ * summary-features (*out, a new reference).  Returns 0 or an error. */
+int eng_summary(struct qstate *qs, const struct hit *h, json_t **out);
+
+#endif
