@@ -33,10 +33,10 @@ SAN      ?=
 DEBUG    ?=
 DEFS     := $(if $(DEBUG),-DSTRATA_DEBUG)
 CFLAGS   := $(OPT) $(ARCH) $(WARN) $(SAN) $(DEFS) -std=c11 -D_GNU_SOURCE -I$(BUILD)/gen -MMD -MP
-LDLIBS   := -llmdb -lstemmer -lprotobuf-c -ljansson -lm -lpthread
+LDLIBS   := -llmdb -lstemmer -lprotobuf-c -ljansson -lexpat -lm -lpthread
 ONNX_PROTO ?= /usr/include/onnx/onnx.proto
 DEB_PKGS := build-essential pkg-config liblmdb-dev libprotobuf-c-dev protobuf-c-compiler \
-            libonnx-dev libjansson-dev libcmocka-dev jq libstemmer-dev
+            libonnx-dev libjansson-dev libcmocka-dev jq libstemmer-dev libexpat1-dev
 DEB_TEST_PKGS := libonnx-testdata
 DEB_FUZZ_PKGS := clang libclang-rt-14-dev
 
@@ -52,7 +52,8 @@ RANK_SRC    := rank/lex.c rank/parser.c rank/expr.c rank/parse.c rank/parse_prof
                rank/tensor.c rank/tensor_sparse.c rank/literal.c rank/model.c rank/query.c rank/profile.c rank/app.c
 RANK_SRC    += rank/fields.c rank/docs.c
 ENGINE_SRC  := engine/db.c engine/contexts.c engine/feed.c engine/tensor_json.c engine/tensor_sparse_json.c engine/yql.c engine/query.c engine/textmatch.c engine/userquery.c \
-               engine/result.c engine/json_alloc.c engine/grouping.c engine/values.c engine/embed.c
+               engine/result.c engine/json_alloc.c engine/grouping.c engine/values.c engine/embed.c \
+               engine/services.c engine/tokenizer.c
 CLI_SRC     := engine/cli.c engine/cli_run.c
 GEN_SRC     := $(BUILD)/gen/onnx.pb-c.c
 
@@ -63,7 +64,7 @@ LIB      := $(BUILD)/libstrata.a
 CLI      := $(BUILD)/strata
 
 # Unit tests: one cmocka binary per module (tests/test_<name>.c).
-UNIT_TESTS := base runtime ops_elementwise ops_tensor store rank_parse text text_index rank_eval rank_gbdt rank_phases engine yql ops_index ops_nn ops_rnn ops_quant ops_train ops_signal infer gemm plan optimize context pool binding embed fields
+UNIT_TESTS := base runtime ops_elementwise ops_tensor store rank_parse text text_index rank_eval rank_gbdt rank_phases engine yql ops_index ops_nn ops_rnn ops_quant ops_train ops_signal infer gemm plan optimize context pool binding embed fields embedder
 TEST_BINS  := $(UNIT_TESTS:%=$(BUILD)/tests/test_%)
 TEST_LIB_SRC := tests/modelbuild.c tests/opcase.c tests/apptest.c
 TEST_LIB_OBJ := $(TEST_LIB_SRC:%.c=$(BUILD)/%.o)

@@ -1,0 +1,580 @@
+/*
+ * tokenizer.c: WordPiece tokenizers, the kind BERT-family embedding models
+ * are trained with, read from a HuggingFace tokenizer.json or a vocab.txt.
+ *
+ * Text goes through three steps, as HuggingFace's tokenizers library does
+ * them for a WordPiece model with the BERT normalizer and pre-tokenizer:
+ *   1. normalize: control characters dropped, white space made a space,
+ *      CJK ideographs set apart as words of their own, accents stripped
+ *      (canonical decomposition, combining marks dropped: Latin-1 and
+ *      Latin Extended-A letters and U+0300..U+036F here), lowercase;
+ *   2. split at white space, every punctuation character a word of its own;
+ *   3. WordPiece per word: the longest vocabulary entry that starts the
+ *      word, then the longest "##" entry that continues it, and so on; a
+ *      word with a part no entry matches, or longer than
+ *      max_input_chars_per_word, is one [UNK].
+ * The special tokens around a text ([CLS] ... [SEP]) are the
+ * post-processor's; embed.c adds them, so that it can truncate in between.
+ *
+ * A loaded tokenizer is immutable: any number of threads may encode with
+ * it at once.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "engine_int.h"
+
+#define VOCAB_MAX (1 << 22)
+#define WORD_BYTES 1024
+
+struct eng_wordpiece {
+	size_t nvocab;          /* ids 0 .. nvocab-1 (a gap is NULL) */
+	char **tok;
+	unsigned char *special;
+	size_t hcap;            /* a power of two */
+	int64_t *hash;          /* ids by hash of their token; -1 empty */
+	int64_t unk;            /* -1: none */
+	char prefix[16];        /* continuing_subword_prefix */
+	long max_chars;         /* max_input_chars_per_word */
+	int lowercase, strip, chinese, clean;
+	int64_t cls[4], sep[4];
+	int ncls, nsep;
+	long max_length;
+};
+
+void eng_wordpiece_free(struct eng_wordpiece *w)
+{
+	if (!w)
+		return;
+	for (size_t i = 0; i < w->nvocab; i++)
+		base_strfree(w->tok[i]);
+	if (w->tok)
+		base_free(w->tok, w->nvocab * sizeof *w->tok);
+	if (w->special)
+		base_free(w->special, w->nvocab);
+	if (w->hash)
+		base_free(w->hash, w->hcap * sizeof *w->hash);
+	base_free(w, sizeof *w);
+}
+
+static int64_t lookup(const struct eng_wordpiece *w, const char *s, size_t n)
+{
+	size_t m = w->hcap - 1;
+	for (size_t h = base_hash64(s, n, 0) & m;; h = (h + 1) & m) {
+		int64_t id = w->hash[h];
+		if (id < 0)
+			return -1;
+		const char *t = w->tok[id];
+		if (strlen(t) == n && !memcmp(t, s, n))
+			return id;
+	}
+}
+
+/* Size the tables for ids below nvocab. */
+static int tables(struct eng_wordpiece *w, size_t nvocab, const char *path,
+                  struct strata_error *err)
+{
+	w->nvocab = nvocab;
+	w->hcap = 16;
+	while (w->hcap < 2 * nvocab)
+		w->hcap *= 2;
+	w->tok = base_calloc(nvocab ? nvocab : 1, sizeof *w->tok);
+	w->special = base_calloc(nvocab ? nvocab : 1, 1);
+	w->hash = base_alloc(w->hcap * sizeof *w->hash);
+	if (!w->tok || !w->special || !w->hash)
+		return base_nomem(err, "the vocabulary of %s", path);
+	memset(w->hash, 0xff, w->hcap * sizeof *w->hash);
+	return 0;
+}
+
+static int add_token(struct eng_wordpiece *w, const char *s, size_t n, int64_t id,
+                     const char *path, struct strata_error *err)
+{
+	if (id < 0 || (size_t)id >= w->nvocab)
+		return base_err(err, STRATA_PARSE, "%s: token id %lld out of range", path, (long long)id);
+	if (w->tok[id])
+		return base_err(err, STRATA_PARSE, "%s: token id %lld given twice", path, (long long)id);
+	if (lookup(w, s, n) >= 0)
+		return 0; /* the first one wins */
+	if (!(w->tok[id] = base_strndup(s, n)))
+		return base_nomem(err, "the vocabulary of %s", path);
+	size_t m = w->hcap - 1, h = base_hash64(s, n, 0) & m;
+	while (w->hash[h] >= 0)
+		h = (h + 1) & m;
+	w->hash[h] = id;
+	return 0;
+}
+
+static struct eng_wordpiece *wp_new(void)
+{
+	struct eng_wordpiece *w = base_calloc(1, sizeof *w);
+	if (!w)
+		return NULL;
+	w->unk = -1;
+	strcpy(w->prefix, "##");
+	w->max_chars = 100;
+	w->max_length = -1;
+	return w;
+}
+
+/* vocab.txt: token i on line i; BERT's normalizer, [CLS] text [SEP]. */
+static int load_vocab_txt(struct eng_wordpiece *w, const char *text, size_t n, const char *path,
+                          struct strata_error *err)
+{
+	size_t lines = 0;
+	for (size_t i = 0; i < n; i++)
+		lines += text[i] == '\n';
+	if (n && text[n - 1] != '\n')
+		lines++;
+	if (lines > VOCAB_MAX)
+		return base_err(err, STRATA_LIMIT, "%s: more than %d tokens", path, VOCAB_MAX);
+	int rc = tables(w, lines, path, err);
+	int64_t id = 0;
+	for (size_t i = 0; !rc && i < n; id++) {
+		const char *e = memchr(text + i, '\n', n - i);
+		size_t len = e ? (size_t)(e - (text + i)) : n - i;
+		size_t tl = len && text[i + len - 1] == '\r' ? len - 1 : len;
+		if (tl)
+			rc = add_token(w, text + i, tl, id, path, err);
+		i += len + 1;
+	}
+	if (rc)
+		return rc;
+	w->lowercase = w->strip = w->chinese = w->clean = 1;
+	w->unk = lookup(w, "[UNK]", 5);
+	int64_t cls = lookup(w, "[CLS]", 5), sep = lookup(w, "[SEP]", 5);
+	const char *sp[] = { "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]" };
+	for (int k = 0; k < 5; k++) {
+		int64_t s = lookup(w, sp[k], strlen(sp[k]));
+		if (s >= 0)
+			w->special[s] = 1;
+	}
+	if (cls >= 0)
+		w->cls[w->ncls++] = cls;
+	if (sep >= 0)
+		w->sep[w->nsep++] = sep;
+	return 0;
+}
+
+static int refuse(const char *path, const char *what, const json_t *type, struct strata_error *err)
+{
+	return base_err(err, STRATA_NOT_IMPLEMENTED, "%s: %s '%s' is not supported", path, what,
+	                json_is_string(type) ? json_string_value(type) : "?");
+}
+
+static int bool_or(const json_t *j, int dflt)
+{
+	return json_is_boolean(j) ? json_is_true(j) : dflt;
+}
+
+/* The normalizer n, or a step of a Sequence of them. */
+static int normalizer(struct eng_wordpiece *w, const json_t *n, const char *path,
+                      struct strata_error *err)
+{
+	if (!n || json_is_null(n))
+		return 0;
+	const json_t *type = json_object_get(n, "type");
+	const char *t = json_is_string(type) ? json_string_value(type) : "";
+	if (!strcmp(t, "BertNormalizer")) {
+		w->clean = bool_or(json_object_get(n, "clean_text"), 1);
+		w->chinese = bool_or(json_object_get(n, "handle_chinese_chars"), 1);
+		w->lowercase = bool_or(json_object_get(n, "lowercase"), 1);
+		w->strip = bool_or(json_object_get(n, "strip_accents"), w->lowercase);
+	} else if (!strcmp(t, "Lowercase")) {
+		w->lowercase = 1;
+	} else if (!strcmp(t, "StripAccents")) {
+		w->strip = 1;
+	} else if (!strcmp(t, "NFD")) {
+		/* what stripping accents needs; by itself it changes no token */
+	} else if (!strcmp(t, "Sequence")) {
+		const json_t *steps = json_object_get(n, "normalizers");
+		size_t i;
+		const json_t *s;
+		json_array_foreach(steps, i, s) {
+			int rc = normalizer(w, s, path, err);
+			if (rc)
+				return rc;
+		}
+	} else {
+		return refuse(path, "normalizer", type, err);
+	}
+	return 0;
+}
+
+static int pre_tokenizer(const json_t *p, const char *path, struct strata_error *err)
+{
+	const json_t *type = json_object_get(p, "type");
+	if (json_is_string(type) && !strcmp(json_string_value(type), "BertPreTokenizer"))
+		return 0;
+	return refuse(path, "pre-tokenizer", type, err);
+}
+
+static int special_id(struct eng_wordpiece *w, const json_t *v, int64_t *id)
+{
+	if (json_is_integer(v)) {
+		*id = json_integer_value(v);
+		return (size_t)*id < w->nvocab ? 0 : -1;
+	}
+	if (json_is_string(v)) {
+		*id = lookup(w, json_string_value(v), json_string_length(v));
+		return *id >= 0 ? 0 : -1;
+	}
+	return -1;
+}
+
+/* TemplateProcessing's "single" template: the ids before and after "A". */
+static int template(struct eng_wordpiece *w, const json_t *p, const char *path,
+                    struct strata_error *err)
+{
+	const json_t *single = json_object_get(p, "single");
+	const json_t *specials = json_object_get(p, "special_tokens");
+	int after = 0;
+	size_t i;
+	const json_t *item;
+	json_array_foreach(single, i, item) {
+		const json_t *st = json_object_get(item, "SpecialToken");
+		if (!st) {
+			after = 1;
+			continue;
+		}
+		const json_t *name = json_object_get(st, "id");
+		const json_t *spec = json_is_string(name) ? json_object_get(specials, json_string_value(name)) : NULL;
+		const json_t *ids = json_object_get(spec, "ids");
+		size_t k;
+		const json_t *idv;
+		if (!json_is_array(ids))
+			return base_err(err, STRATA_PARSE, "%s: post_processor: special token without ids",
+			                path);
+		json_array_foreach(ids, k, idv) {
+			int64_t id;
+			int *nn = after ? &w->nsep : &w->ncls;
+			if (special_id(w, idv, &id) || *nn >= 4)
+				return base_err(err, STRATA_PARSE, "%s: post_processor: bad special token",
+				                path);
+			(after ? w->sep : w->cls)[(*nn)++] = id;
+		}
+	}
+	return 0;
+}
+
+static int post_processor(struct eng_wordpiece *w, const json_t *p, const char *path,
+                          struct strata_error *err)
+{
+	if (!p || json_is_null(p))
+		return 0;
+	const json_t *type = json_object_get(p, "type");
+	const char *t = json_is_string(type) ? json_string_value(type) : "";
+	if (!strcmp(t, "TemplateProcessing"))
+		return template(w, p, path, err);
+	if (!strcmp(t, "BertProcessing") || !strcmp(t, "RobertaProcessing")) {
+		const json_t *cls = json_array_get(json_object_get(p, "cls"), 1);
+		const json_t *sep = json_array_get(json_object_get(p, "sep"), 1);
+		if (special_id(w, cls, &w->cls[0]) || special_id(w, sep, &w->sep[0]))
+			return base_err(err, STRATA_PARSE, "%s: post_processor: bad cls or sep", path);
+		w->ncls = w->nsep = 1;
+		return 0;
+	}
+	if (!strcmp(t, "Sequence")) {
+		size_t i;
+		const json_t *s;
+		json_array_foreach(json_object_get(p, "processors"), i, s) {
+			const json_t *st = json_object_get(s, "type");
+			if (json_is_string(st) && !strcmp(json_string_value(st), "ByteLevel"))
+				continue;
+			int rc = post_processor(w, s, path, err);
+			if (rc)
+				return rc;
+		}
+		return 0;
+	}
+	return refuse(path, "post-processor", type, err);
+}
+
+static int load_json(struct eng_wordpiece *w, const json_t *j, const char *path,
+                     struct strata_error *err)
+{
+	const json_t *model = json_object_get(j, "model");
+	const json_t *type = json_object_get(model, "type");
+	const json_t *vocab = json_object_get(model, "vocab");
+	if (!json_is_object(model))
+		return base_err(err, STRATA_PARSE, "%s: no \"model\" object", path);
+	if (!json_is_string(type) || strcmp(json_string_value(type), "WordPiece"))
+		return base_err(err, STRATA_NOT_IMPLEMENTED,
+		                "%s: tokenizer model type '%s' is not supported (WordPiece only)", path,
+		                json_is_string(type) ? json_string_value(type) : "?");
+	if (!json_is_object(vocab))
+		return base_err(err, STRATA_PARSE, "%s: model.vocab is not an object", path);
+	int64_t maxid = -1;
+	const char *key;
+	const json_t *v;
+	json_object_foreach((json_t *)vocab, key, v) {
+		if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+		    json_integer_value(v) >= VOCAB_MAX)
+			return base_err(err, STRATA_PARSE, "%s: token '%s' has no valid id", path, key);
+		if (json_integer_value(v) > maxid)
+			maxid = json_integer_value(v);
+	}
+	int rc = tables(w, (size_t)(maxid + 1), path, err);
+	json_object_foreach((json_t *)vocab, key, v) {
+		if (!rc)
+			rc = add_token(w, key, strlen(key), json_integer_value(v), path, err);
+	}
+	if (rc)
+		return rc;
+	const json_t *unk = json_object_get(model, "unk_token");
+	if (json_is_string(unk))
+		w->unk = lookup(w, json_string_value(unk), json_string_length(unk));
+	const json_t *pre = json_object_get(model, "continuing_subword_prefix");
+	if (json_is_string(pre)) {
+		if (json_string_length(pre) >= sizeof w->prefix)
+			return base_err(err, STRATA_PARSE, "%s: continuing_subword_prefix too long", path);
+		strcpy(w->prefix, json_string_value(pre));
+	}
+	const json_t *mc = json_object_get(model, "max_input_chars_per_word");
+	if (json_is_integer(mc))
+		w->max_chars = (long)json_integer_value(mc);
+	size_t i;
+	const json_t *at;
+	json_array_foreach(json_object_get(j, "added_tokens"), i, at) {
+		const json_t *id = json_object_get(at, "id");
+		if (json_is_true(json_object_get(at, "special")) && json_is_integer(id) &&
+		    (size_t)json_integer_value(id) < w->nvocab)
+			w->special[json_integer_value(id)] = 1;
+	}
+	const json_t *tr = json_object_get(j, "truncation");
+	const json_t *ml = json_object_get(tr, "max_length");
+	const json_t *strat = json_object_get(tr, "strategy");
+	if (json_is_integer(ml) && json_integer_value(ml) > 0 && json_is_string(strat) &&
+	    !strcmp(json_string_value(strat), "LongestFirst"))
+		w->max_length = (long)json_integer_value(ml);
+	if ((rc = normalizer(w, json_object_get(j, "normalizer"), path, err)) != 0)
+		return rc;
+	const json_t *pt = json_object_get(j, "pre_tokenizer");
+	if (pt && !json_is_null(pt) && (rc = pre_tokenizer(pt, path, err)) != 0)
+		return rc;
+	return post_processor(w, json_object_get(j, "post_processor"), path, err);
+}
+
+int eng_wordpiece_load(const char *path, int vocab_txt, struct eng_wordpiece **out,
+                       struct strata_error *err)
+{
+	*out = NULL;
+	char *text;
+	size_t n;
+	int rc = base_read_file(path, &text, &n, err);
+	if (rc == ENOENT)
+		return base_err(err, STRATA_NOT_FOUND, "tokenizer file %s not found", path);
+	if (rc)
+		return rc;
+	struct eng_wordpiece *w = wp_new();
+	if (!w) {
+		base_free(text, n + 1);
+		return base_nomem(err, "tokenizer %s", path);
+	}
+	if (vocab_txt) {
+		rc = load_vocab_txt(w, text, n, path, err);
+	} else {
+		json_error_t je;
+		int oom;
+		json_t *j = eng_json_parse(text, n, 0, &je, &oom);
+		if (!j)
+			rc = oom ? base_nomem(err, "reading %s", path)
+			         : base_err(err, STRATA_PARSE, "%s:%d:%d: %s", path, je.line, je.column,
+			                    je.text);
+		else
+			rc = load_json(w, j, path, err);
+		json_decref(j);
+	}
+	base_free(text, n + 1);
+	if (rc) {
+		eng_wordpiece_free(w);
+		return rc;
+	}
+	*out = w;
+	return 0;
+}
+
+/* ---- encoding ------------------------------------------------------------------- */
+
+static int is_space(long c)
+{
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == 0xa0 || c == 0x1680 ||
+	       (c >= 0x2000 && c <= 0x200a) || c == 0x202f || c == 0x205f || c == 0x3000;
+}
+
+static int is_control(long c)
+{
+	return c == 0 || c == 0xfffd || (c < 0x20 && !is_space(c)) || (c >= 0x7f && c < 0xa0) ||
+	       c == 0xad || (c >= 0x200b && c <= 0x200f) || (c >= 0x202a && c <= 0x202e) ||
+	       c == 0xfeff;
+}
+
+/* ASCII punctuation and symbols count, as for BERT; beyond ASCII the
+ * punctuation blocks. */
+static int is_punct(long c)
+{
+	if (c < 0x80)
+		return (c >= 33 && c <= 47) || (c >= 58 && c <= 64) || (c >= 91 && c <= 96) ||
+		       (c >= 123 && c <= 126);
+	return c == 0xa1 || c == 0xa7 || c == 0xab || c == 0xb6 || c == 0xb7 || c == 0xbb ||
+	       c == 0xbf || (c >= 0x2010 && c <= 0x2027) || (c >= 0x2030 && c <= 0x205e) ||
+	       (c >= 0x3001 && c <= 0x3003) || (c >= 0x3008 && c <= 0x3011) ||
+	       (c >= 0x3014 && c <= 0x301f) || (c >= 0xff01 && c <= 0xff0f && c != 0xff04 &&
+	                                        c != 0xff0b) ||
+	       (c >= 0xff1a && c <= 0xff20 && c != 0xff1c && c != 0xff1d && c != 0xff1e) ||
+	       (c >= 0xff3b && c <= 0xff3f && c != 0xff3e) || c == 0xff5b || c == 0xff5d ||
+	       (c >= 0xff5f && c <= 0xff65);
+}
+
+static int is_cjk(long c)
+{
+	return (c >= 0x4e00 && c <= 0x9fff) || (c >= 0x3400 && c <= 0x4dbf) ||
+	       (c >= 0x20000 && c <= 0x2a6df) || (c >= 0x2a700 && c <= 0x2b73f) ||
+	       (c >= 0x2b740 && c <= 0x2b81f) || (c >= 0x2b820 && c <= 0x2ceaf) ||
+	       (c >= 0xf900 && c <= 0xfaff) || (c >= 0x2f800 && c <= 0x2fa1f);
+}
+
+/* The base letters of U+00C0..U+017F under canonical decomposition; '.'
+ * where the letter has none (Æ, Ø, Ð, ß, Ł, Œ, ...). */
+static const char decomposed[] =
+	"AAAAAA.CEEEEIIII" ".NOOOOO..UUUUY.." "aaaaaa.ceeeeiiii" ".nooooo..uuuuy.y"
+	"AaAaAaCcCcCcCcDd" "..EeEeEeEeEeGgGg" "GgGgHh..IiIiIiIi" "I...JjKk.LlLlLl."
+	"...NnNnNn...OoOo" "Oo..RrRrRrSsSsSs" "SsTtTt..UuUuUuUu" "UuUuWwYyYZzZzZz.";
+
+static long strip_accent(long c)
+{
+	if (c >= 0xc0 && c <= 0x17f && decomposed[c - 0xc0] != '.')
+		return decomposed[c - 0xc0];
+	return c;
+}
+
+struct enc {
+	const struct eng_wordpiece *w;
+	int64_t *ids;
+	size_t max, n;
+	char word[WORD_BYTES];
+	size_t wn;        /* bytes */
+	long wchars;      /* characters */
+};
+
+static void emit(struct enc *e, int64_t id)
+{
+	if (e->n < e->max)
+		e->ids[e->n] = id;
+	e->n++;
+}
+
+/* WordPiece over the word gathered in e. */
+static void flush(struct enc *e)
+{
+	const struct eng_wordpiece *w = e->w;
+	size_t n = e->wn;
+	long chars = e->wchars;
+	e->wn = 0;
+	e->wchars = 0;
+	if (!n)
+		return;
+	if (chars > w->max_chars || n >= WORD_BYTES) {
+		if (w->unk >= 0)
+			emit(e, w->unk);
+		return;
+	}
+	int64_t pieces[WORD_BYTES];
+	int np = 0;
+	size_t pl = strlen(w->prefix);
+	char cand[WORD_BYTES + 16];
+	for (size_t start = 0; start < n;) {
+		int64_t found = -1;
+		size_t end = n;
+		for (; end > start; end--) {
+			if (end < n && ((unsigned char)e->word[end] & 0xc0) == 0x80)
+				continue; /* not at a character boundary */
+			size_t cl = 0;
+			if (start > 0) {
+				memcpy(cand, w->prefix, pl);
+				cl = pl;
+			}
+			memcpy(cand + cl, e->word + start, end - start);
+			cl += end - start;
+			if ((found = lookup(w, cand, cl)) >= 0)
+				break;
+		}
+		if (found < 0) {
+			if (w->unk >= 0)
+				emit(e, w->unk);
+			return;
+		}
+		pieces[np++] = found;
+		start = end;
+	}
+	for (int i = 0; i < np; i++)
+		emit(e, pieces[i]);
+}
+
+static void add_char(struct enc *e, long c)
+{
+	char b[4];
+	size_t k = base_utf8_encode(c, b);
+	if (e->wn + k < WORD_BYTES)
+		memcpy(e->word + e->wn, b, k);
+	e->wn = e->wn + k < WORD_BYTES ? e->wn + k : WORD_BYTES;
+	e->wchars++;
+}
+
+void eng_wordpiece_encode(const struct eng_wordpiece *w, const char *text, size_t len,
+                          int64_t *ids, size_t max, size_t *n)
+{
+	struct enc e = { .w = w, .ids = ids, .max = max };
+	for (size_t i = 0; i < len;) {
+		size_t k;
+		long c = base_utf8_next(text + i, len - i, &k);
+		i += k;
+		if (c < 0 || (w->clean && is_control(c)))
+			continue;
+		if (is_space(c)) {
+			flush(&e);
+			continue;
+		}
+		if ((w->chinese && is_cjk(c)) || is_punct(c)) {
+			flush(&e);
+			add_char(&e, w->lowercase ? base_char_lower(c) : c);
+			flush(&e);
+			continue;
+		}
+		if (w->strip) {
+			if (c >= 0x300 && c <= 0x36f)
+				continue;
+			c = strip_accent(c);
+		}
+		if (w->lowercase)
+			c = base_char_lower(c);
+		add_char(&e, c);
+	}
+	flush(&e);
+	*n = e.n;
+}
+
+const char *eng_wordpiece_token(const struct eng_wordpiece *w, int64_t id)
+{
+	return id >= 0 && (size_t)id < w->nvocab ? w->tok[id] : NULL;
+}
+
+int eng_wordpiece_special(const struct eng_wordpiece *w, int64_t id)
+{
+	return id >= 0 && (size_t)id < w->nvocab && w->special[id];
+}
+
+void eng_wordpiece_specials(const struct eng_wordpiece *w, int64_t cls[4], int *ncls,
+                            int64_t sep[4], int *nsep)
+{
+	memcpy(cls, w->cls, sizeof w->cls);
+	memcpy(sep, w->sep, sizeof w->sep);
+	*ncls = w->ncls;
+	*nsep = w->nsep;
+}
+
+long eng_wordpiece_max_length(const struct eng_wordpiece *w)
+{
+	return w->max_length;
+}
