@@ -53,7 +53,7 @@ RANK_SRC    := rank/lex.c rank/parser.c rank/expr.c rank/parse.c rank/parse_prof
 RANK_SRC    += rank/fields.c rank/docs.c
 ENGINE_SRC  := engine/db.c engine/contexts.c engine/feed.c engine/tensor_json.c engine/tensor_sparse_json.c engine/yql.c engine/query.c engine/textmatch.c engine/userquery.c \
                engine/result.c engine/json_alloc.c engine/grouping.c engine/values.c engine/embed.c \
-               engine/services.c engine/tokenizer.c
+               engine/services.c engine/tokenizer.c engine/query_embed.c
 CLI_SRC     := engine/cli.c engine/cli_run.c
 GEN_SRC     := $(BUILD)/gen/onnx.pb-c.c
 

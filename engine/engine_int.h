@@ -26,6 +26,7 @@
  *   tokenizer.c    WordPiece tokenizers (tokenizer.json, vocab.txt)
  *   embed.c        the application's embedders (services.xml components):
  *                  text -> tensor for 'embed' in indexing and query inputs
+ *   query_embed.c  embed(...) as the value of a query input
  */
 #ifndef ENGINE_INT_H
 #define ENGINE_INT_H
@@ -261,6 +262,18 @@ int eng_embed_type(struct strata *db, const char *id, const char *text, size_t l
  * ones.  For checks at deploy: a declared embedder that cannot run is
  * found. */
 int eng_embedder_find(struct strata *db, const char *id, struct strata_error *err);
+
+/* ---- query_embed.c: embed() in query inputs -------------------------------------- */
+
+/* When *v, the request's value of query input in, is a string
+ * "embed(ID, "text")", "embed(ID, @param)", "embed(@param)" or
+ * "embed("text")", replace *v with its embedding (for_query = 1) into in's
+ * type, computed once per query: *cache (a JSON object, NULL at first;
+ * json_decref it when the query ends) keeps it by input name.  Other
+ * values are left as they are.  Returns 0, STRATA_INVALID_ARGUMENT (a
+ * malformed call, a missing @param), or eng_embed's errors. */
+int eng_query_embed(struct strata *db, const json_t *req, const struct rank_input_info *in,
+                    const json_t **v, json_t **cache, struct strata_error *err);
 
 /* ---- json_alloc.c: jansson's memory ------------------------------------------- */
 

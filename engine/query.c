@@ -85,6 +85,7 @@ struct qstate {
 	size_t vals_size;
 	uint64_t rank_allocs;     /* allocations made inside rank_query_* calls */
 	int match_nomem;          /* a collection value could not be read for lack of memory */
+	json_t *embedded;         /* query inputs given as embed(...), by name (query_embed.c) */
 };
 
 /* Bracket a call into rank: mark before, charge after. */
@@ -869,6 +870,9 @@ static int set_inputs(struct qstate *qs, struct dtstate *ds, const json_t *req)
 		const json_t *v = find_input(req, in->name);
 		if (!v)
 			continue;
+		int erc = eng_query_embed(qs->db, req, in, &v, &qs->embedded, qs->err);
+		if (erc)
+			return erc;
 		int mapped = 0;
 		for (int k = 0; k < in->rank; k++)
 			mapped |= in->dims[k] < 0;
@@ -1418,6 +1422,7 @@ int strata_query_json(struct strata *db, const char *request, char **result,
 	if (qs.txn)
 		store_txn_abort(qs.txn);
 	yql_free(qs.yql);
+	json_decref(qs.embedded);
 	json_decref(req);
 	atomic_fetch_add(&db->n_rank_allocs, qs.rank_allocs);
 	if (rc == 0)

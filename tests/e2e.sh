@@ -957,6 +957,13 @@ cat >"$EMB/services.xml" <<'XML'
 XML
 expect_ok "embedders: deploy with a URL model" "$STRATA" deploy "$EMB" &&
 	check "embedders: said once" "$(grep -c "services\.xml:3:5: embedder 'e5' cannot run: .*https://example\.com/e5/" "$ERR")" 1
+expect_fail "embedders: embed with a URL model" \
+	"embedder 'e5' cannot run: .*https://example\.com/e5/.*never downloads.*path=" \
+	"$STRATA" query "$EMB" --yql 'select * from sources * where true' --profile sem \
+	--input 'query(q)=embed(e5, "running shoes")'
+expect_fail "embedders: unknown embedder" "no embedder 'e6'; declared: 'e5'" \
+	"$STRATA" query "$EMB" --yql 'select * from sources * where true' --profile sem \
+	--input 'query(q)=embed(e6, "running shoes")'
 printf '<services>\n  <component id="e5" type="hugging-face-embedder">\n  </services>\n' >"$EMB/services.xml"
 expect_fail "embedders: malformed services.xml" "services\.xml:3:5: mismatched tag" \
 	"$STRATA" deploy "$EMB"

@@ -11,7 +11,7 @@
  * Then the errors: an embedder whose model is a URL (open logs it once,
  * embedding says what to do), malformed services.xml with line:col, an
  * unknown embedder id, a destination type an embedder cannot make, and
- * allocation failures.
+ * allocation failures.  Last, embed() as a query input, end to end.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -674,6 +674,73 @@ static void test_services_errors(void **state)
 	                      STRATA_INVALID_ARGUMENT, "services.xml:3:3:", "declared twice");
 }
 
+/* ---- embed() as a query input ------------------------------------------------------------------- */
+
+static double relevance(struct fixture *f, const char *req, int *rc, struct strata_error *err)
+{
+	char *out;
+	*rc = strata_query_json(f->db, req, &out, err);
+	if (*rc)
+		return 0;
+	json_t *j = json_loads(out, 0, NULL);
+	strata_free(out);
+	json_t *hit = json_array_get(json_object_get(json_object_get(j, "root"), "children"), 0);
+	double r = json_number_value(json_object_get(hit, "relevance"));
+	json_decref(j);
+	return r;
+}
+
+static void test_query_input(void **state)
+{
+	struct fixture *f = *state;
+	struct strata_error err;
+	assert_int_equal(strata_feed_json(f->db, "{\"put\": \"id:x:doc::1\", \"fields\": "
+	                                  "{\"emb\": [1, 2, 0, 0]}}", &err), 0);
+	double v[D];
+	mean_of((int[]){ CLS, QUERY, COLON, HELLO, WORLD, SEP }, 6, 4, 1, v);
+	double want = (double)(float)v[0] + 2 * (double)(float)v[1];
+	const char *reqs[] = {
+		"{\"yql\": \"select * from sources * where true\", \"ranking.profile\": \"q\","
+		" \"input.query(q)\": \"embed(e5, @text)\", \"text\": \"Hello world\"}",
+		"{\"yql\": \"select * from sources * where true\", \"ranking.profile\": \"q\","
+		" \"input.query(q)\": \"embed(e5, \\\"Hello world\\\")\"}",
+		"{\"yql\": \"select * from sources * where true\", \"ranking.profile\": \"q\","
+		" \"input.query(q)\": \"embed( e5 , 'Hello world' )\"}",
+	};
+	for (int i = 0; i < 3; i++) {
+		int rc;
+		double r = relevance(f, reqs[i], &rc, &err);
+		if (rc)
+			fail_msg("query %d: %s", i, err.msg);
+		if (fabs(r - want) > 1e-5)
+			fail_msg("query %d: relevance %.9g, expected %.9g", i, r, want);
+	}
+	struct {
+		const char *input, *extra;
+		int code;
+		const char *msg;
+	} bad[] = {
+		{ "embed(e5, @text)", "", STRATA_INVALID_ARGUMENT, "'text' is not given" },
+		{ "embed(e5, @text)", ", \"text\": 3", STRATA_INVALID_ARGUMENT, "is not a string" },
+		{ "embed(e5, words)", "", STRATA_INVALID_ARGUMENT, "quoted string or @parameter" },
+		{ "embed(e5, \\\"x\\\"", "", STRATA_INVALID_ARGUMENT, "malformed" },
+		{ "embed(\\\"x\\\")", "", STRATA_NOT_FOUND, "exactly one" },
+		{ "embed(nope, \\\"x\\\")", "", STRATA_NOT_FOUND, "no embedder 'nope'" },
+		{ "embed(remote, \\\"x\\\")", "", STRATA_NOT_IMPLEMENTED, "never downloads" },
+		{ "embed(splade, \\\"x\\\")", "", STRATA_TYPE, "query input 'query(q)'" },
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		char req[512];
+		snprintf(req, sizeof req,
+		         "{\"yql\": \"select * from sources * where true\", \"ranking.profile\": \"q\","
+		         " \"input.query(q)\": \"%s\"%s}", bad[i].input, bad[i].extra);
+		int rc;
+		relevance(f, req, &rc, &err);
+		if (rc != bad[i].code || !strstr(err.msg, bad[i].msg))
+			fail_msg("%s: got %d %s", bad[i].input, rc, err.msg);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -688,6 +755,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_bad_types, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_alloc_failures, setup, teardown),
 		cmocka_unit_test(test_services_errors),
+		cmocka_unit_test_setup_teardown(test_query_input, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
