@@ -117,18 +117,39 @@ static int resolve(struct strata *db, const struct eng_services *svc, struct emb
 		}
 		base_strfree(p);
 	}
-	const char *how = "Strata never downloads models: download the file into the application "
-	                  "and give its path";
+	char part[STRATA_ERRMSG_MAX];
 	if (m->url)
-		e->why = str_printf("its %s is the URL %s (%s:%d:%d); %s, <%s path=\"models/...\"/>",
-		                    elem, m->url, svc->path, m->line, m->col, how, elem);
+		snprintf(part, sizeof part, "its %s is the URL %s (%s:%d:%d)", elem, m->url, svc->path,
+		         m->line, m->col);
 	else if (m->model_id)
-		e->why = str_printf("its %s is the model-id '%s' (%s:%d:%d); %s, <%s path=\"models/...\"/>",
-		                    elem, m->model_id, svc->path, m->line, m->col, how, elem);
+		snprintf(part, sizeof part, "its %s is the model-id '%s' (%s:%d:%d)", elem, m->model_id,
+		         svc->path, m->line, m->col);
 	else
-		e->why = str_printf("its %s file '%s' is not in the application (%s:%d:%d)", elem,
-		                    m->path, svc->path, m->line, m->col);
-	return e->why ? 0 : base_nomem(err, "embedder '%s'", c->id);
+		snprintf(part, sizeof part, "its %s file '%s' is not in the application (%s:%d:%d)",
+		         elem, m->path, svc->path, m->line, m->col);
+	/* the second file missing joins the first */
+	char *why = e->why ? str_printf("%s; %s", e->why, part) : base_strdup(part);
+	if (!why)
+		return base_nomem(err, "embedder '%s'", c->id);
+	base_strfree(e->why);
+	e->why = why;
+	return 0;
+}
+
+/* After resolve(): how to give the files Strata does not have. */
+static int how_to(struct embedder *e, struct strata_error *err)
+{
+	const struct eng_component *c = e->c;
+	if (!c->model.url && !c->model.model_id && !c->tokenizer.url && !c->tokenizer.model_id)
+		return 0;
+	char *why = str_printf("%s. Strata never downloads models: download the files into the "
+	                       "application and give their paths, as <transformer-model "
+	                       "path=\"models/model.onnx\"/>", e->why);
+	if (!why)
+		return base_nomem(err, "embedder '%s'", c->id);
+	base_strfree(e->why);
+	e->why = why;
+	return 0;
 }
 
 /* Which of the token inputs each model input is; the output's index. */
@@ -193,16 +214,18 @@ static int load_one(struct strata *db, struct eng_models *ms, const struct eng_s
 	const char *telem = c->kind == ENG_EMB_BERT        ? "tokenizer-vocab"
 	                    : c->kind == ENG_EMB_TOKENIZER ? "model"
 	                                                   : "tokenizer-model";
-	char *tpath, *mpath = NULL;
-	int rc = resolve(db, svc, e, &c->tokenizer, telem, &tpath, err);
-	if (rc || e->why)
+	char *tpath = NULL, *mpath = NULL;
+	int rc = 0;
+	if (c->kind != ENG_EMB_TOKENIZER)
+		rc = resolve(db, svc, e, &c->model, "transformer-model", &mpath, err);
+	if (!rc)
+		rc = resolve(db, svc, e, &c->tokenizer, telem, &tpath, err);
+	if (!rc && e->why)
+		rc = how_to(e, err);
+	if (rc || e->why) {
+		base_strfree(mpath);
+		base_strfree(tpath);
 		return rc;
-	if (c->kind != ENG_EMB_TOKENIZER) {
-		if ((rc = resolve(db, svc, e, &c->model, "transformer-model", &mpath, err)) != 0 ||
-		    e->why) {
-			base_strfree(tpath);
-			return rc;
-		}
 	}
 	rc = eng_wordpiece_load(tpath, c->kind == ENG_EMB_BERT, &e->tok, err);
 	base_strfree(tpath);

@@ -192,6 +192,10 @@ static const char *services_xml =
 	"      <transformer-model url=\"https://example.com/e5/model.onnx\"/>\n"
 	"      <tokenizer-model url=\"https://example.com/e5/tokenizer.json\"/>\n"
 	"    </component>\n"
+	"    <component id=\"gone\" type=\"bert-embedder\">\n"
+	"      <transformer-model path=\"models/gone.onnx\"/>\n"
+	"      <tokenizer-vocab path=\"models/vocab.txt\"/>\n"
+	"    </component>\n"
 	"    <component id=\"ai.example.Searcher\" bundle=\"x\"/>\n"
 	"    <search/>\n"
 	"  </container>\n"
@@ -520,11 +524,17 @@ static void test_token_ids(void **state)
 static void test_unavailable(void **state)
 {
 	struct fixture *f = *state;
-	/* open said it once */
-	assert_int_equal(f->log.n, 1);
-	assert_non_null(strstr(f->log.msg[0], "services.xml:"));
-	assert_non_null(strstr(f->log.msg[0], "'remote'"));
-	assert_non_null(strstr(f->log.msg[0], "https://example.com/e5/"));
+	/* open said it once for each */
+	assert_int_equal(f->log.n, 2);
+	assert_non_null(strstr(f->log.msg[0], "services.xml:47:5: embedder 'remote' cannot run"));
+	assert_non_null(strstr(f->log.msg[0], "transformer-model is the URL "
+	                                      "https://example.com/e5/model.onnx"));
+	assert_non_null(strstr(f->log.msg[0], "tokenizer-model is the URL "
+	                                      "https://example.com/e5/tokenizer.json"));
+	assert_non_null(strstr(f->log.msg[1], "services.xml:51:5: embedder 'gone' cannot run: its "
+	                                      "transformer-model file 'models/gone.onnx' is not in "
+	                                      "the application ("));
+	assert_non_null(strstr(f->log.msg[1], "services.xml:52:7)"));
 	struct eng_ttype t = { BASE_DT_FLOAT, 1, (int64_t[]){ 4 }, NULL };
 	json_t *out;
 	struct strata_error err;
