@@ -50,7 +50,7 @@ enum { IN_IDS = 1, IN_MASK, IN_TYPES };
 struct embedder {
 	const struct eng_component *c;
 	char *why;                  /* NULL: it runs; else why it cannot */
-	struct eng_wordpiece *tok;
+	struct eng_tokenizer *tok;
 	struct rt_model *model;
 	int nin;
 	int role[MAX_IN];           /* IN_* per model input */
@@ -71,7 +71,7 @@ void eng_embedders_free(struct eng_embedders *es)
 	for (int i = 0; i < es->svc.n && es->e; i++) {
 		struct embedder *e = &es->e[i];
 		base_strfree(e->why);
-		eng_wordpiece_free(e->tok);
+		eng_tokenizer_free(e->tok);
 		if (e->model)
 			runtime_model_free(e->model);
 	}
@@ -227,7 +227,7 @@ static int load_one(struct strata *db, struct eng_models *ms, const struct eng_s
 		base_strfree(tpath);
 		return rc;
 	}
-	rc = eng_wordpiece_load(tpath, c->kind == ENG_EMB_BERT, &e->tok, err);
+	rc = eng_tokenizer_load(tpath, c->kind == ENG_EMB_BERT, &e->tok, err);
 	base_strfree(tpath);
 	if (rc) {
 		base_strfree(mpath);
@@ -235,7 +235,7 @@ static int load_one(struct strata *db, struct eng_models *ms, const struct eng_s
 		                          : base_err_prefix(err, rc, "%s:%d:%d: embedder '%s'", svc->path,
 		                                            c->tokenizer.line, c->tokenizer.col, c->id);
 	}
-	long ml = eng_wordpiece_max_length(e->tok);
+	long ml = eng_tokenizer_max_length(e->tok);
 	e->max_len = c->kind == ENG_EMB_BERT ? c->max_tokens : ml > 0 ? ml : c->max_tokens;
 	if (c->kind == ENG_EMB_TOKENIZER)
 		return 0;
@@ -403,7 +403,7 @@ static int tokens(const struct embedder *e, const char *text, size_t len, int fo
 		cls[ncls++] = c->start_tok;
 		sep[nsep++] = c->end_tok;
 	} else if (special) {
-		eng_wordpiece_specials(e->tok, cls, &ncls, sep, &nsep);
+		eng_tokenizer_specials(e->tok, cls, &ncls, sep, &nsep);
 	}
 	if (max < ncls + nsep + 1)
 		max = ncls + nsep + 1;
@@ -418,8 +418,14 @@ static int tokens(const struct embedder *e, const char *text, size_t len, int fo
 	}
 	for (int i = 0; i < ncls; i++)
 		seq_push(s, cls[i], 1);
-	size_t room = (size_t)max - (size_t)ncls - (size_t)nsep, all;
-	eng_wordpiece_encode(e->tok, t, n, s->ids + s->n, room, &all);
+	size_t room = (size_t)max - (size_t)ncls - (size_t)nsep, all = 0;
+	rc = eng_tokenizer_encode(e->tok, t, n, s->ids + s->n, room, &all, err);
+	if (rc) {
+		seq_free(s);
+		if (own)
+			base_free(own, n + 1);
+		return rc;
+	}
 	size_t got = all < room ? all : room;
 	for (size_t i = 0; i < got; i++)
 		s->mask[s->n + i] = 1;
@@ -534,9 +540,9 @@ static int dense_rank1(const struct eng_ttype *t)
 }
 
 /* colbert-embedder's documents lose the tokens of ASCII punctuation. */
-static int punct_token(const struct eng_wordpiece *w, int64_t id)
+static int punct_token(const struct eng_tokenizer *w, int64_t id)
 {
-	const char *t = eng_wordpiece_token(w, id);
+	const char *t = eng_tokenizer_token(w, id);
 	return t && t[0] && !t[1] && strchr("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~", t[0]);
 }
 
@@ -736,8 +742,8 @@ static int embed_terms(const struct embedder *e, const char *text, size_t len, i
 				m = x;
 		}
 		double score = log1p(m);
-		const char *label = eng_wordpiece_token(e->tok, (int64_t)v);
-		if (!(score > c->threshold) || !label || eng_wordpiece_special(e->tok, (int64_t)v) ||
+		const char *label = eng_tokenizer_token(e->tok, (int64_t)v);
+		if (!(score > c->threshold) || !label || eng_tokenizer_special(e->tok, (int64_t)v) ||
 		    strlen(label) > ENG_LABEL_MAX)
 			continue;
 		json_t *x = eng_json_number(t->cell, score);

@@ -200,35 +200,40 @@ struct eng_services {
 int eng_services_read(const char *path, struct eng_services *s, struct strata_error *err);
 void eng_services_free(struct eng_services *s);
 
-/* ---- tokenizer.c: WordPiece tokenizers ------------------------------------------- */
+/* ---- tokenizer.c: WordPiece and Unigram tokenizers ------------------------------ */
 
-struct eng_wordpiece;
-/* Load a HuggingFace tokenizer.json with a WordPiece model, or (vocab_txt
- * = 1) a BERT vocab.txt, one token a line (lowercasing, accents removed).
- * Returns 0, STRATA_NOT_IMPLEMENTED (another model type, naming it),
- * STRATA_PARSE, STRATA_NOT_FOUND, STRATA_NOMEM; messages name the file. */
-int eng_wordpiece_load(const char *path, int vocab_txt, struct eng_wordpiece **out,
+struct eng_tokenizer;
+/* Load a HuggingFace tokenizer.json with a WordPiece or a Unigram
+ * (SentencePiece) model, or (vocab_txt = 1) a BERT vocab.txt, one token a
+ * line (lowercasing, accents removed).  Returns 0, STRATA_NOT_IMPLEMENTED
+ * (another model type or a normalizer or pre-tokenizer this version lacks,
+ * naming it), STRATA_PARSE, STRATA_NOT_FOUND, STRATA_NOMEM; messages name
+ * the file. */
+int eng_tokenizer_load(const char *path, int vocab_txt, struct eng_tokenizer **out,
                        struct strata_error *err);
-void eng_wordpiece_free(struct eng_wordpiece *w);
-/* The token ids of the len bytes of text, without special tokens: the
- * normalizer (clean-up, CJK characters apart, accents stripped, lowercase
- * as the file says), split at spaces and punctuation, then WordPiece
- * (longest piece first, "##" pieces inside a word, [UNK] for a word that
- * cannot be pieced).  At most max ids go into ids; *n is how many there
- * are in all.  Never fails. */
-void eng_wordpiece_encode(const struct eng_wordpiece *w, const char *text, size_t len,
-                          int64_t *ids, size_t max, size_t *n);
+void eng_tokenizer_free(struct eng_tokenizer *w);
+/* The token ids of the len bytes of text, without special tokens.
+ * WordPiece: the BERT normalizer (clean-up, CJK characters apart, accents
+ * stripped, lowercase as the file says), split at spaces and punctuation,
+ * then longest pieces first, "##" pieces inside a word, [UNK] for a word
+ * that cannot be pieced.  Unigram: the precompiled character map and the
+ * other normalizers, spaces to the metaspace, then per word the pieces of
+ * the highest total score (Viterbi), unknown characters one fused unk.  At
+ * most max ids go into ids; *n is how many there are in all.  Returns 0 or
+ * STRATA_NOMEM (Unigram's work buffers). */
+int eng_tokenizer_encode(const struct eng_tokenizer *w, const char *text, size_t len,
+                         int64_t *ids, size_t max, size_t *n, struct strata_error *err);
 /* The token of id, or NULL. */
-const char *eng_wordpiece_token(const struct eng_wordpiece *w, int64_t id);
+const char *eng_tokenizer_token(const struct eng_tokenizer *w, int64_t id);
 /* 1 when id is a special token ([CLS], [PAD], added special tokens). */
-int eng_wordpiece_special(const struct eng_wordpiece *w, int64_t id);
+int eng_tokenizer_special(const struct eng_tokenizer *w, int64_t id);
 /* The ids the file's post-processor puts around a text: *ncls ids before
  * (cls) and *nsep after (sep), at most 4 each; tokenizer.json without a
  * post-processor: none; vocab.txt: [CLS] and [SEP]. */
-void eng_wordpiece_specials(const struct eng_wordpiece *w, int64_t cls[4], int *ncls,
+void eng_tokenizer_specials(const struct eng_tokenizer *w, int64_t cls[4], int *ncls,
                             int64_t sep[4], int *nsep);
 /* The file's truncation max_length (LongestFirst), or -1 when it sets none. */
-long eng_wordpiece_max_length(const struct eng_wordpiece *w);
+long eng_tokenizer_max_length(const struct eng_tokenizer *w);
 
 /* ---- embed.c: embedders ------------------------------------------------------- */
 

@@ -1,9 +1,9 @@
 /*
- * tokenizer.c: WordPiece tokenizers, the kind BERT-family embedding models
- * are trained with, read from a HuggingFace tokenizer.json or a vocab.txt.
+ * tokenizer.c: the tokenizers of embedding models, read from a HuggingFace
+ * tokenizer.json (a WordPiece or a Unigram model) or a BERT vocab.txt.
  *
- * Text goes through three steps, as HuggingFace's tokenizers library does
- * them for a WordPiece model with the BERT normalizer and pre-tokenizer:
+ * WordPiece (BERT and its kin) goes through three steps, as HuggingFace's
+ * tokenizers library does them with the BERT normalizer and pre-tokenizer:
  *   1. normalize: control characters dropped, white space made a space,
  *      CJK ideographs set apart as words of their own, accents stripped
  *      (canonical decomposition, combining marks dropped: Latin-1 and
@@ -13,13 +13,23 @@
  *      word, then the longest "##" entry that continues it, and so on; a
  *      word with a part no entry matches, or longer than
  *      max_input_chars_per_word, is one [UNK].
- * The special tokens around a text ([CLS] ... [SEP]) are the
+ * Unigram (SentencePiece: XLM-R, the multilingual E5 models):
+ *   1. normalize: the precompiled character map (SentencePiece's compiled
+ *      NFKC rules, a double-array trie matched longest first), then the
+ *      Replace, Strip and Lowercase steps the file lists;
+ *   2. Metaspace: spaces become U+2581, one in front, and the text splits
+ *      before each (or at white space first, with WhitespaceSplit);
+ *   3. per word, the pieces whose scores sum highest (Viterbi); a
+ *      character no piece covers is the unknown piece (scored 10 below the
+ *      lowest), and unknowns in a row are one.
+ * The special tokens around a text ([CLS] ... [SEP], <s> ... </s>) are the
  * post-processor's; embed.c adds them, so that it can truncate in between.
  *
  * A loaded tokenizer is immutable: any number of threads may encode with
  * it at once.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -28,7 +38,12 @@
 #define VOCAB_MAX (1 << 22)
 #define WORD_BYTES 1024
 
-struct eng_wordpiece {
+enum { TOK_WORDPIECE = 1, TOK_UNIGRAM };
+#define NORM_MAX (1 << 26)      /* bytes of a normalized text */
+#define METASPACE "\xe2\x96\x81" /* U+2581 */
+
+struct eng_tokenizer {
+	int model;              /* TOK_* */
 	size_t nvocab;          /* ids 0 .. nvocab-1 (a gap is NULL) */
 	char **tok;
 	unsigned char *special;
@@ -41,9 +56,22 @@ struct eng_wordpiece {
 	int64_t cls[4], sep[4];
 	int ncls, nsep;
 	long max_length;
+	/* Unigram */
+	double *score;          /* per id */
+	double unk_score;
+	size_t max_piece;       /* bytes of the longest piece */
+	uint32_t *trie;         /* the precompiled character map: double array */
+	size_t ntrie;
+	char *norm;             /* its replacements, NUL-terminated, nnorm bytes */
+	size_t nnorm;
+	int collapse;           /* Replace " {2,}" with " " */
+	int strip_left, strip_right;
+	int ws_split;           /* WhitespaceSplit before Metaspace */
+	int prepend;            /* Metaspace: 0 never, 1 first, 2 always */
+	int meta_split;         /* Metaspace splits before each U+2581 */
 };
 
-void eng_wordpiece_free(struct eng_wordpiece *w)
+void eng_tokenizer_free(struct eng_tokenizer *w)
 {
 	if (!w)
 		return;
@@ -55,10 +83,16 @@ void eng_wordpiece_free(struct eng_wordpiece *w)
 		base_free(w->special, w->nvocab);
 	if (w->hash)
 		base_free(w->hash, w->hcap * sizeof *w->hash);
+	if (w->score)
+		base_free(w->score, w->nvocab * sizeof *w->score);
+	if (w->trie)
+		base_free(w->trie, w->ntrie * sizeof *w->trie);
+	if (w->norm)
+		base_free(w->norm, w->nnorm);
 	base_free(w, sizeof *w);
 }
 
-static int64_t lookup(const struct eng_wordpiece *w, const char *s, size_t n)
+static int64_t lookup(const struct eng_tokenizer *w, const char *s, size_t n)
 {
 	size_t m = w->hcap - 1;
 	for (size_t h = base_hash64(s, n, 0) & m;; h = (h + 1) & m) {
@@ -72,7 +106,7 @@ static int64_t lookup(const struct eng_wordpiece *w, const char *s, size_t n)
 }
 
 /* Size the tables for ids below nvocab. */
-static int tables(struct eng_wordpiece *w, size_t nvocab, const char *path,
+static int tables(struct eng_tokenizer *w, size_t nvocab, const char *path,
                   struct strata_error *err)
 {
 	w->nvocab = nvocab;
@@ -88,7 +122,7 @@ static int tables(struct eng_wordpiece *w, size_t nvocab, const char *path,
 	return 0;
 }
 
-static int add_token(struct eng_wordpiece *w, const char *s, size_t n, int64_t id,
+static int add_token(struct eng_tokenizer *w, const char *s, size_t n, int64_t id,
                      const char *path, struct strata_error *err)
 {
 	if (id < 0 || (size_t)id >= w->nvocab)
@@ -106,12 +140,15 @@ static int add_token(struct eng_wordpiece *w, const char *s, size_t n, int64_t i
 	return 0;
 }
 
-static struct eng_wordpiece *wp_new(void)
+static struct eng_tokenizer *wp_new(void)
 {
-	struct eng_wordpiece *w = base_calloc(1, sizeof *w);
+	struct eng_tokenizer *w = base_calloc(1, sizeof *w);
 	if (!w)
 		return NULL;
 	w->unk = -1;
+	w->model = TOK_WORDPIECE;
+	w->prepend = 2;
+	w->meta_split = 1;
 	strcpy(w->prefix, "##");
 	w->max_chars = 100;
 	w->max_length = -1;
@@ -119,7 +156,7 @@ static struct eng_wordpiece *wp_new(void)
 }
 
 /* vocab.txt: token i on line i; BERT's normalizer, [CLS] text [SEP]. */
-static int load_vocab_txt(struct eng_wordpiece *w, const char *text, size_t n, const char *path,
+static int load_vocab_txt(struct eng_tokenizer *w, const char *text, size_t n, const char *path,
                           struct strata_error *err)
 {
 	size_t lines = 0;
@@ -168,8 +205,110 @@ static int bool_or(const json_t *j, int dflt)
 	return json_is_boolean(j) ? json_is_true(j) : dflt;
 }
 
+/* The n bytes of base64 text s, decoded into a new buffer (*out, *len;
+ * base_free(*out, *len ? *len : 1)).  Returns 0, -1 (not base64), or
+ * STRATA_NOMEM. */
+static int base64(const char *s, size_t n, unsigned char **out, size_t *len)
+{
+	*out = base_alloc(n / 4 * 3 + 3);
+	if (!*out)
+		return STRATA_NOMEM;
+	size_t k = 0;
+	unsigned v = 0;
+	int bits = 0;
+	for (size_t i = 0; i < n && s[i] != '='; i++) {
+		const char *d = strchr("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/",
+		                       s[i]);
+		if (!d || !s[i]) {
+			base_free(*out, n / 4 * 3 + 3);
+			return -1;
+		}
+		v = v << 6 | (unsigned)(d - "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+		                             "0123456789+/");
+		if ((bits += 6) >= 8) {
+			bits -= 8;
+			(*out)[k++] = (unsigned char)(v >> bits);
+		}
+	}
+	unsigned char *r = base_realloc(*out, n / 4 * 3 + 3, k ? k : 1);
+	if (r)
+		*out = r;
+	else
+		base_free(*out, n / 4 * 3 + 3);
+	*len = k;
+	return r ? 0 : STRATA_NOMEM;
+}
+
+/* Precompiled: a little-endian uint32 byte count of the double array, the
+ * array, then the replacement strings. */
+static int charsmap(struct eng_tokenizer *w, const json_t *b64, const char *path,
+                    struct strata_error *err)
+{
+	if (!json_is_string(b64))
+		return base_err(err, STRATA_PARSE, "%s: Precompiled normalizer without a charsmap", path);
+	unsigned char *b;
+	size_t n;
+	int rc = base64(json_string_value(b64), json_string_length(b64), &b, &n);
+	if (rc == STRATA_NOMEM)
+		return base_nomem(err, "the character map of %s", path);
+	uint32_t tsize = 0;
+	if (!rc && n >= 4)
+		tsize = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 |
+		        (uint32_t)b[3] << 24;
+	if (rc || n < 4 || tsize % 4 || tsize < 4 || tsize > n - 4 || (n - 4 > tsize && b[n - 1])) {
+		if (!rc)
+			base_free(b, n ? n : 1);
+		return base_err(err, STRATA_PARSE, "%s: the precompiled_charsmap is damaged", path);
+	}
+	w->ntrie = tsize / 4;
+	w->nnorm = n - 4 - tsize;
+	w->trie = base_alloc(w->ntrie * sizeof *w->trie);
+	w->norm = w->nnorm ? base_alloc(w->nnorm) : NULL;
+	if (!w->trie || (w->nnorm && !w->norm)) {
+		base_free(b, n);
+		return base_nomem(err, "the character map of %s", path);
+	}
+	for (size_t i = 0; i < w->ntrie; i++) {
+		const unsigned char *u = b + 4 + 4 * i;
+		w->trie[i] = (uint32_t)u[0] | (uint32_t)u[1] << 8 | (uint32_t)u[2] << 16 |
+		             (uint32_t)u[3] << 24;
+	}
+	if (w->nnorm)
+		memcpy(w->norm, b + 4 + tsize, w->nnorm);
+	base_free(b, n);
+	return 0;
+}
+
+/* The longest key of the character map that starts s[0..n): its length
+ * (0: none) and its replacement (*rep).  darts-clone's unit layout: label
+ * in the low byte (bit 31 marks a value), bit 8 a value below, the offset
+ * to the children above bit 10 (shifted by 8 when bit 9 is set). */
+static size_t charsmap_match(const struct eng_tokenizer *w, const unsigned char *s, size_t n,
+                             const char **rep)
+{
+	const uint32_t *a = w->trie;
+#define OFFSET(u) (((u) >> 10) << (((u) & (1u << 9)) >> 6))
+	size_t best = 0, pos = OFFSET(a[0]);
+	for (size_t i = 0; i < n; i++) {
+		pos ^= s[i];
+		if (pos >= w->ntrie || (a[pos] & ((1u << 31) | 0xff)) != s[i])
+			break;
+		uint32_t u = a[pos];
+		pos ^= OFFSET(u);
+		if (pos >= w->ntrie)
+			break;
+		uint32_t v = a[pos] & 0x7fffffffu;
+		if ((u >> 8 & 1) && v < w->nnorm) {
+			best = i + 1;
+			*rep = w->norm + v;
+		}
+	}
+#undef OFFSET
+	return best;
+}
+
 /* The normalizer n, or a step of a Sequence of them. */
-static int normalizer(struct eng_wordpiece *w, const json_t *n, const char *path,
+static int normalizer(struct eng_tokenizer *w, const json_t *n, const char *path,
                       struct strata_error *err)
 {
 	if (!n || json_is_null(n))
@@ -187,6 +326,21 @@ static int normalizer(struct eng_wordpiece *w, const json_t *n, const char *path
 		w->strip = 1;
 	} else if (!strcmp(t, "NFD")) {
 		/* what stripping accents needs; by itself it changes no token */
+	} else if (!strcmp(t, "Precompiled")) {
+		return charsmap(w, json_object_get(n, "precompiled_charsmap"), path, err);
+	} else if (!strcmp(t, "Replace")) {
+		const json_t *pat = json_object_get(n, "pattern");
+		const json_t *re = json_object_get(pat, "Regex"), *str = json_object_get(pat, "String");
+		const json_t *to = json_object_get(n, "content");
+		if (!json_is_string(to) || strcmp(json_string_value(to), " ") ||
+		    !((json_is_string(re) && !strcmp(json_string_value(re), " {2,}")) ||
+		      (json_is_string(str) && !strcmp(json_string_value(str), "  "))))
+			return base_err(err, STRATA_NOT_IMPLEMENTED,
+			                "%s: normalizer 'Replace' is supported for runs of spaces only", path);
+		w->collapse = 1;
+	} else if (!strcmp(t, "Strip")) {
+		w->strip_left = bool_or(json_object_get(n, "strip_left"), 1);
+		w->strip_right = bool_or(json_object_get(n, "strip_right"), 1);
 	} else if (!strcmp(t, "Sequence")) {
 		const json_t *steps = json_object_get(n, "normalizers");
 		size_t i;
@@ -202,15 +356,46 @@ static int normalizer(struct eng_wordpiece *w, const json_t *n, const char *path
 	return 0;
 }
 
-static int pre_tokenizer(const json_t *p, const char *path, struct strata_error *err)
+static int pre_tokenizer(struct eng_tokenizer *w, const json_t *p, const char *path,
+                         struct strata_error *err)
 {
 	const json_t *type = json_object_get(p, "type");
-	if (json_is_string(type) && !strcmp(json_string_value(type), "BertPreTokenizer"))
+	const char *t = json_is_string(type) ? json_string_value(type) : "";
+	if (w->model == TOK_WORDPIECE && !strcmp(t, "BertPreTokenizer"))
 		return 0;
+	if (w->model == TOK_UNIGRAM && !strcmp(t, "WhitespaceSplit")) {
+		w->ws_split = 1;
+		return 0;
+	}
+	if (w->model == TOK_UNIGRAM && !strcmp(t, "Metaspace")) {
+		const json_t *rep = json_object_get(p, "replacement");
+		const json_t *scheme = json_object_get(p, "prepend_scheme");
+		if (json_is_string(rep) && strcmp(json_string_value(rep), METASPACE))
+			return base_err(err, STRATA_NOT_IMPLEMENTED,
+			                "%s: Metaspace replacement '%s' is not supported (U+2581 only)", path,
+			                json_string_value(rep));
+		w->prepend = bool_or(json_object_get(p, "add_prefix_space"), 1) ? 2 : 0;
+		if (json_is_string(scheme))
+			w->prepend = !strcmp(json_string_value(scheme), "always") ? 2
+			             : !strcmp(json_string_value(scheme), "first") ? 1
+			                                                            : 0;
+		w->meta_split = bool_or(json_object_get(p, "split"), 1);
+		return 0;
+	}
+	if (!strcmp(t, "Sequence")) {
+		size_t i;
+		const json_t *step;
+		json_array_foreach(json_object_get(p, "pretokenizers"), i, step) {
+			int rc = pre_tokenizer(w, step, path, err);
+			if (rc)
+				return rc;
+		}
+		return 0;
+	}
 	return refuse(path, "pre-tokenizer", type, err);
 }
 
-static int special_id(struct eng_wordpiece *w, const json_t *v, int64_t *id)
+static int special_id(struct eng_tokenizer *w, const json_t *v, int64_t *id)
 {
 	if (json_is_integer(v)) {
 		*id = json_integer_value(v);
@@ -224,7 +409,7 @@ static int special_id(struct eng_wordpiece *w, const json_t *v, int64_t *id)
 }
 
 /* TemplateProcessing's "single" template: the ids before and after "A". */
-static int template(struct eng_wordpiece *w, const json_t *p, const char *path,
+static int template(struct eng_tokenizer *w, const json_t *p, const char *path,
                     struct strata_error *err)
 {
 	const json_t *single = json_object_get(p, "single");
@@ -258,7 +443,7 @@ static int template(struct eng_wordpiece *w, const json_t *p, const char *path,
 	return 0;
 }
 
-static int post_processor(struct eng_wordpiece *w, const json_t *p, const char *path,
+static int post_processor(struct eng_tokenizer *w, const json_t *p, const char *path,
                           struct strata_error *err)
 {
 	if (!p || json_is_null(p))
@@ -291,18 +476,10 @@ static int post_processor(struct eng_wordpiece *w, const json_t *p, const char *
 	return refuse(path, "post-processor", type, err);
 }
 
-static int load_json(struct eng_wordpiece *w, const json_t *j, const char *path,
-                     struct strata_error *err)
+static int load_wordpiece(struct eng_tokenizer *w, const json_t *model, const char *path,
+                          struct strata_error *err)
 {
-	const json_t *model = json_object_get(j, "model");
-	const json_t *type = json_object_get(model, "type");
 	const json_t *vocab = json_object_get(model, "vocab");
-	if (!json_is_object(model))
-		return base_err(err, STRATA_PARSE, "%s: no \"model\" object", path);
-	if (!json_is_string(type) || strcmp(json_string_value(type), "WordPiece"))
-		return base_err(err, STRATA_NOT_IMPLEMENTED,
-		                "%s: tokenizer model type '%s' is not supported (WordPiece only)", path,
-		                json_is_string(type) ? json_string_value(type) : "?");
 	if (!json_is_object(vocab))
 		return base_err(err, STRATA_PARSE, "%s: model.vocab is not an object", path);
 	int64_t maxid = -1;
@@ -334,6 +511,67 @@ static int load_json(struct eng_wordpiece *w, const json_t *j, const char *path,
 	const json_t *mc = json_object_get(model, "max_input_chars_per_word");
 	if (json_is_integer(mc))
 		w->max_chars = (long)json_integer_value(mc);
+	return 0;
+}
+
+/* Unigram: "vocab": [[piece, score], ...] (ids in order), "unk_id". */
+static int load_unigram(struct eng_tokenizer *w, const json_t *model, const char *path,
+                        struct strata_error *err)
+{
+	w->model = TOK_UNIGRAM;
+	const json_t *vocab = json_object_get(model, "vocab");
+	if (!json_is_array(vocab) || json_array_size(vocab) > VOCAB_MAX)
+		return base_err(err, STRATA_PARSE, "%s: model.vocab is not a list of pieces", path);
+	if (json_is_true(json_object_get(model, "byte_fallback")))
+		return base_err(err, STRATA_NOT_IMPLEMENTED,
+		                "%s: Unigram byte_fallback is not supported", path);
+	size_t n = json_array_size(vocab);
+	int rc = tables(w, n, path, err);
+	if (!rc && !(w->score = base_calloc(n ? n : 1, sizeof *w->score)))
+		rc = base_nomem(err, "the vocabulary of %s", path);
+	double lowest = 0;
+	for (size_t i = 0; !rc && i < n; i++) {
+		const json_t *e = json_array_get(vocab, i);
+		const json_t *piece = json_array_get(e, 0), *sc = json_array_get(e, 1);
+		if (!json_is_string(piece) || !json_is_number(sc) || !json_string_length(piece))
+			return base_err(err, STRATA_PARSE, "%s: vocab entry %zu is not [piece, score]",
+			                path, i);
+		rc = add_token(w, json_string_value(piece), json_string_length(piece), (int64_t)i,
+		               path, err);
+		w->score[i] = json_number_value(sc);
+		if (w->score[i] < lowest)
+			lowest = w->score[i];
+		if (json_string_length(piece) > w->max_piece)
+			w->max_piece = json_string_length(piece);
+	}
+	if (rc)
+		return rc;
+	w->unk_score = lowest - 10;
+	const json_t *unk = json_object_get(model, "unk_id");
+	if (json_is_integer(unk) && (size_t)json_integer_value(unk) < n)
+		w->unk = json_integer_value(unk);
+	return 0;
+}
+
+static int load_json(struct eng_tokenizer *w, const json_t *j, const char *path,
+                     struct strata_error *err)
+{
+	const json_t *model = json_object_get(j, "model");
+	const json_t *type = json_object_get(model, "type");
+	if (!json_is_object(model))
+		return base_err(err, STRATA_PARSE, "%s: no \"model\" object", path);
+	const char *mt = json_is_string(type) ? json_string_value(type) : "?";
+	int rc;
+	if (!strcmp(mt, "Unigram"))
+		rc = load_unigram(w, model, path, err);
+	else if (!strcmp(mt, "WordPiece"))
+		rc = load_wordpiece(w, model, path, err);
+	else
+		rc = base_err(err, STRATA_NOT_IMPLEMENTED,
+		              "%s: tokenizer model type '%s' is not supported (WordPiece and Unigram)",
+		              path, mt);
+	if (rc)
+		return rc;
 	size_t i;
 	const json_t *at;
 	json_array_foreach(json_object_get(j, "added_tokens"), i, at) {
@@ -351,12 +589,12 @@ static int load_json(struct eng_wordpiece *w, const json_t *j, const char *path,
 	if ((rc = normalizer(w, json_object_get(j, "normalizer"), path, err)) != 0)
 		return rc;
 	const json_t *pt = json_object_get(j, "pre_tokenizer");
-	if (pt && !json_is_null(pt) && (rc = pre_tokenizer(pt, path, err)) != 0)
+	if (pt && !json_is_null(pt) && (rc = pre_tokenizer(w, pt, path, err)) != 0)
 		return rc;
 	return post_processor(w, json_object_get(j, "post_processor"), path, err);
 }
 
-int eng_wordpiece_load(const char *path, int vocab_txt, struct eng_wordpiece **out,
+int eng_tokenizer_load(const char *path, int vocab_txt, struct eng_tokenizer **out,
                        struct strata_error *err)
 {
 	*out = NULL;
@@ -367,7 +605,7 @@ int eng_wordpiece_load(const char *path, int vocab_txt, struct eng_wordpiece **o
 		return base_err(err, STRATA_NOT_FOUND, "tokenizer file %s not found", path);
 	if (rc)
 		return rc;
-	struct eng_wordpiece *w = wp_new();
+	struct eng_tokenizer *w = wp_new();
 	if (!w) {
 		base_free(text, n + 1);
 		return base_nomem(err, "tokenizer %s", path);
@@ -388,7 +626,7 @@ int eng_wordpiece_load(const char *path, int vocab_txt, struct eng_wordpiece **o
 	}
 	base_free(text, n + 1);
 	if (rc) {
-		eng_wordpiece_free(w);
+		eng_tokenizer_free(w);
 		return rc;
 	}
 	*out = w;
@@ -450,7 +688,7 @@ static long strip_accent(long c)
 }
 
 struct enc {
-	const struct eng_wordpiece *w;
+	const struct eng_tokenizer *w;
 	int64_t *ids;
 	size_t max, n;
 	char word[WORD_BYTES];
@@ -468,7 +706,7 @@ static void emit(struct enc *e, int64_t id)
 /* WordPiece over the word gathered in e. */
 static void flush(struct enc *e)
 {
-	const struct eng_wordpiece *w = e->w;
+	const struct eng_tokenizer *w = e->w;
 	size_t n = e->wn;
 	long chars = e->wchars;
 	e->wn = 0;
@@ -522,8 +760,8 @@ static void add_char(struct enc *e, long c)
 	e->wchars++;
 }
 
-void eng_wordpiece_encode(const struct eng_wordpiece *w, const char *text, size_t len,
-                          int64_t *ids, size_t max, size_t *n)
+static void wordpiece_encode(const struct eng_tokenizer *w, const char *text, size_t len,
+                             int64_t *ids, size_t max, size_t *n)
 {
 	struct enc e = { .w = w, .ids = ids, .max = max };
 	for (size_t i = 0; i < len;) {
@@ -555,17 +793,203 @@ void eng_wordpiece_encode(const struct eng_wordpiece *w, const char *text, size_
 	*n = e.n;
 }
 
-const char *eng_wordpiece_token(const struct eng_wordpiece *w, int64_t id)
+/* ---- Unigram --------------------------------------------------------------------- */
+
+struct ubuf {
+	char *p;
+	size_t n, cap;
+};
+
+static int ubuf_put(struct ubuf *b, const char *s, size_t n)
+{
+	if (b->n + n + 1 > b->cap &&
+	    base_grow((void **)&b->p, &b->cap, b->n + n + 1, 1, NORM_MAX))
+		return -1;
+	memcpy(b->p + b->n, s, n);
+	b->n += n;
+	b->p[b->n] = 0;
+	return 0;
+}
+
+/* The normalized text: the character map (longest keys first), lowercase,
+ * runs of spaces as one, stripped as asked. */
+static int unigram_normalize(const struct eng_tokenizer *w, const char *text, size_t len,
+                             struct ubuf *b)
+{
+	for (size_t i = 0; i < len;) {
+		const char *rep;
+		size_t m = w->trie ? charsmap_match(w, (const unsigned char *)text + i, len - i, &rep)
+		                   : 0;
+		if (m) {
+			if (ubuf_put(b, rep, strlen(rep)))
+				return -1;
+			i += m;
+			continue;
+		}
+		size_t k;
+		long c = base_utf8_next(text + i, len - i, &k);
+		i += k;
+		if (c < 0)
+			continue;
+		if (w->lowercase)
+			c = base_char_lower(c);
+		char u[4];
+		if (ubuf_put(b, u, base_utf8_encode(c, u)))
+			return -1;
+	}
+	if (!b->p && ubuf_put(b, "", 0))
+		return -1;
+	if (w->collapse) {
+		size_t k = 0;
+		for (size_t i = 0; i < b->n; i++)
+			if (!(b->p[i] == ' ' && k && b->p[k - 1] == ' '))
+				b->p[k++] = b->p[i];
+		b->n = k;
+		b->p[k] = 0;
+	}
+	size_t start = 0;
+	while (w->strip_left && start < b->n && b->p[start] == ' ')
+		start++;
+	while (w->strip_right && b->n > start && b->p[b->n - 1] == ' ')
+		b->p[--b->n] = 0;
+	memmove(b->p, b->p + start, b->n - start + 1);
+	b->n -= start;
+	return 0;
+}
+
+/* Viterbi over the n bytes of word: ids out through emit(). */
+static void unigram_word(const struct eng_tokenizer *w, const char *word, size_t n, double *best,
+                         size_t *prev, int64_t *pid, struct enc *e)
+{
+	for (size_t i = 0; i <= n; i++)
+		best[i] = -INFINITY;
+	best[0] = 0;
+	for (size_t s = 0; s < n; s++) {
+		if (best[s] == -INFINITY || ((unsigned char)word[s] & 0xc0) == 0x80)
+			continue;
+		size_t cl;
+		base_utf8_next(word + s, n - s, &cl);
+		int single = 0;
+		for (size_t end = s + 1; end <= n && end - s <= w->max_piece; end++) {
+			if (end < n && ((unsigned char)word[end] & 0xc0) == 0x80)
+				continue;
+			int64_t id = lookup(w, word + s, end - s);
+			if (id < 0)
+				continue;
+			single |= end == s + cl;
+			double sc = best[s] + w->score[id];
+			if (sc > best[end]) {
+				best[end] = sc;
+				prev[end] = s;
+				pid[end] = id;
+			}
+		}
+		if (!single && best[s] + w->unk_score > best[s + cl]) {
+			best[s + cl] = best[s] + w->unk_score;
+			prev[s + cl] = s;
+			pid[s + cl] = -1;
+		}
+	}
+	/* back from the end: the ids in reverse, into the tail of pid */
+	size_t k = n + 1, at = n;
+	int64_t *rev = pid; /* pid[at] is read before rev[k] is written (k > at) */
+	while (at > 0) {
+		int64_t id = pid[at];
+		size_t p = prev[at];
+		if (!(id < 0 && k <= n && rev[k] < 0))
+			rev[--k] = id;
+		at = p;
+	}
+	for (; k <= n; k++)
+		emit(e, rev[k] < 0 ? w->unk : rev[k]);
+}
+
+static int unigram_encode(const struct eng_tokenizer *w, const char *text, size_t len,
+                          int64_t *ids, size_t max, size_t *n, struct strata_error *err)
+{
+	struct enc e = { .w = w, .ids = ids, .max = max };
+	struct ubuf t = { 0 }, word = { 0 };
+	int rc = unigram_normalize(w, text, len, &t) ? base_nomem(err, "normalizing a text") : 0;
+	/* the metaspaced text: at most 3 bytes for each byte and one more */
+	size_t cap = rc ? 0 : 3 * t.n + 4;
+	double *best = NULL;
+	size_t *prev = NULL;
+	int64_t *pid = NULL;
+	if (!rc && (!(best = base_alloc(cap * sizeof *best)) ||
+	            !(prev = base_alloc(cap * sizeof *prev)) ||
+	            !(pid = base_alloc(cap * sizeof *pid)) || ubuf_put(&word, "", 0)))
+		rc = base_nomem(err, "tokenizing a text of %zu bytes", len);
+	int first = 1;
+	for (size_t i = 0; !rc && i <= t.n;) {
+		/* the next word: to white space (WhitespaceSplit), else the whole text */
+		size_t j = i;
+		if (w->ws_split) {
+			while (i < t.n && is_space((unsigned char)t.p[i]))
+				i++;
+			j = i;
+			while (j < t.n && !is_space((unsigned char)t.p[j]))
+				j++;
+			if (i == j)
+				break;
+		} else {
+			j = t.n;
+			if (!t.n)
+				break;
+		}
+		word.n = 0;
+		int pre = w->prepend == 2 || (w->prepend == 1 && first);
+		if (pre && strncmp(t.p + i, METASPACE, 3) && ubuf_put(&word, METASPACE, 3))
+			rc = base_nomem(err, "tokenizing a text");
+		for (size_t k = i; !rc && k < j; k++)
+			if (t.p[k] == ' ' ? ubuf_put(&word, METASPACE, 3) : ubuf_put(&word, t.p + k, 1))
+				rc = base_nomem(err, "tokenizing a text");
+		/* split before each metaspace */
+		for (size_t a = 0; !rc && a < word.n;) {
+			size_t b = a + 1;
+			while (b < word.n && !(w->meta_split && !strncmp(word.p + b, METASPACE, 3)))
+				b++;
+			unigram_word(w, word.p + a, b - a, best, prev, pid, &e);
+			a = b;
+		}
+		first = 0;
+		i = j + (j == t.n);
+		if (!w->ws_split)
+			break;
+	}
+	if (best)
+		base_free(best, cap * sizeof *best);
+	if (prev)
+		base_free(prev, cap * sizeof *prev);
+	if (pid)
+		base_free(pid, cap * sizeof *pid);
+	if (t.p)
+		base_free(t.p, t.cap);
+	if (word.p)
+		base_free(word.p, word.cap);
+	*n = e.n;
+	return rc;
+}
+
+int eng_tokenizer_encode(const struct eng_tokenizer *w, const char *text, size_t len,
+                         int64_t *ids, size_t max, size_t *n, struct strata_error *err)
+{
+	if (w->model == TOK_UNIGRAM)
+		return unigram_encode(w, text, len, ids, max, n, err);
+	wordpiece_encode(w, text, len, ids, max, n);
+	return 0;
+}
+
+const char *eng_tokenizer_token(const struct eng_tokenizer *w, int64_t id)
 {
 	return id >= 0 && (size_t)id < w->nvocab ? w->tok[id] : NULL;
 }
 
-int eng_wordpiece_special(const struct eng_wordpiece *w, int64_t id)
+int eng_tokenizer_special(const struct eng_tokenizer *w, int64_t id)
 {
 	return id >= 0 && (size_t)id < w->nvocab && w->special[id];
 }
 
-void eng_wordpiece_specials(const struct eng_wordpiece *w, int64_t cls[4], int *ncls,
+void eng_tokenizer_specials(const struct eng_tokenizer *w, int64_t cls[4], int *ncls,
                             int64_t sep[4], int *nsep)
 {
 	memcpy(cls, w->cls, sizeof w->cls);
@@ -574,7 +998,7 @@ void eng_wordpiece_specials(const struct eng_wordpiece *w, int64_t cls[4], int *
 	*nsep = w->nsep;
 }
 
-long eng_wordpiece_max_length(const struct eng_wordpiece *w)
+long eng_tokenizer_max_length(const struct eng_tokenizer *w)
 {
 	return w->max_length;
 }

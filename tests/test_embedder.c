@@ -81,6 +81,117 @@ static char *vocab_txt(void)
 	return buf;
 }
 
+/* ---- a Unigram tokenizer ------------------------------------------------------------ */
+
+/* SentencePiece's precompiled character map is a darts-clone double array
+ * (each unit: label in the low byte, bit 8 a value below, the offset to the
+ * children from bit 10; a value unit has bit 31 set), built here for a few
+ * keys: node p's children sit at (p ^ offset) ^ label, its value at
+ * p ^ offset. */
+struct dkey {
+	const char *k;
+	uint32_t v;
+};
+
+static void da_place(uint32_t *a, unsigned char *used, size_t cap, size_t p,
+                     const struct dkey *keys, int nk, size_t depth)
+{
+	int labels[256] = { 0 }, leaf = -1;
+	for (int i = 0; i < nk; i++) {
+		if (strlen(keys[i].k) == depth)
+			leaf = i;
+		else
+			labels[(unsigned char)keys[i].k[depth]] = 1;
+	}
+	size_t o = 1, base = 0;
+	for (; o < cap; o++) {
+		base = p ^ o;
+		int ok = base < cap && !(leaf >= 0 && used[base]);
+		for (int l = 1; l < 256 && ok; l++)
+			ok = !labels[l] || ((base ^ (size_t)l) < cap && !used[base ^ (size_t)l]);
+		if (ok)
+			break;
+	}
+	assert_true(o < cap && o < (1u << 21));
+	a[p] |= (uint32_t)o << 10;
+	if (leaf >= 0) {
+		a[p] |= 1u << 8;
+		a[base] = keys[leaf].v | 1u << 31;
+		used[base] = 1;
+	}
+	for (int l = 1; l < 256; l++)
+		if (labels[l]) {
+			used[base ^ (size_t)l] = 1;
+			a[base ^ (size_t)l] = (uint32_t)l;
+		}
+	for (int l = 1; l < 256; l++) {
+		if (!labels[l])
+			continue;
+		struct dkey sub[8];
+		int ns = 0;
+		for (int i = 0; i < nk; i++)
+			if (strlen(keys[i].k) > depth && (unsigned char)keys[i].k[depth] == l)
+				sub[ns++] = keys[i];
+		da_place(a, used, cap, base ^ (size_t)l, sub, ns, depth + 1);
+	}
+}
+
+static void base64_put(const unsigned char *b, size_t n, char *out)
+{
+	static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	size_t k = 0;
+	for (size_t i = 0; i < n; i += 3) {
+		unsigned v = (unsigned)b[i] << 16 | (i + 1 < n ? (unsigned)b[i + 1] << 8 : 0) |
+		             (i + 2 < n ? b[i + 2] : 0);
+		out[k++] = tab[v >> 18 & 63];
+		out[k++] = tab[v >> 12 & 63];
+		out[k++] = i + 1 < n ? tab[v >> 6 & 63] : '=';
+		out[k++] = i + 2 < n ? tab[v & 63] : '=';
+	}
+	out[k] = 0;
+}
+
+/* Fullwidth A to "a", the fi ligature to "fi", no-break space to " ". */
+static char *unigram_json(void)
+{
+	enum { CAP = 1024 };
+	static uint32_t a[CAP];
+	static unsigned char used[CAP], bytes[4 + 4 * CAP + 16];
+	static char b64[sizeof bytes * 2], buf[sizeof b64 + 4096];
+	memset(a, 0, sizeof a);
+	memset(used, 0, sizeof used);
+	used[0] = 1;
+	const struct dkey keys[] = { { "\xef\xbc\xa1", 0 }, { "\xef\xac\x81", 2 }, { "\xc2\xa0", 5 } };
+	da_place(a, used, CAP, 0, keys, 3, 0);
+	uint32_t tsize = 4 * CAP;
+	memcpy(bytes, &tsize, 4);
+	memcpy(bytes + 4, a, sizeof a);
+	memcpy(bytes + 4 + sizeof a, "a\0fi\0 \0", 7);
+	base64_put(bytes, 4 + sizeof a + 7, b64);
+	snprintf(buf, sizeof buf,
+		"{\"added_tokens\": [{\"id\": 0, \"content\": \"<s>\", \"special\": true},"
+		" {\"id\": 2, \"content\": \"</s>\", \"special\": true},"
+		" {\"id\": 3, \"content\": \"<unk>\", \"special\": true}],\n"
+		" \"normalizer\": {\"type\": \"Sequence\", \"normalizers\": ["
+		"{\"type\": \"Precompiled\", \"precompiled_charsmap\": \"%s\"},"
+		" {\"type\": \"Replace\", \"pattern\": {\"Regex\": \" {2,}\"}, \"content\": \" \"}]},\n"
+		" \"pre_tokenizer\": {\"type\": \"Metaspace\", \"replacement\": \"\xe2\x96\x81\","
+		" \"prepend_scheme\": \"always\", \"split\": true},\n"
+		" \"post_processor\": {\"type\": \"TemplateProcessing\","
+		" \"single\": [{\"SpecialToken\": {\"id\": \"<s>\", \"type_id\": 0}},"
+		" {\"Sequence\": {\"id\": \"A\", \"type_id\": 0}},"
+		" {\"SpecialToken\": {\"id\": \"</s>\", \"type_id\": 0}}],"
+		" \"special_tokens\": {\"<s>\": {\"id\": \"<s>\", \"ids\": [0], \"tokens\": [\"<s>\"]},"
+		" \"</s>\": {\"id\": \"</s>\", \"ids\": [2], \"tokens\": [\"</s>\"]}}},\n"
+		" \"model\": {\"type\": \"Unigram\", \"unk_id\": 3, \"vocab\": ["
+		"[\"<s>\", 0.0], [\"<pad>\", 0.0], [\"</s>\", 0.0], [\"<unk>\", 0.0],"
+		" [\"\xe2\x96\x81\", -2.0], [\"\xe2\x96\x81hello\", -1.0], [\"\xe2\x96\x81world\", -1.0],"
+		" [\"\xe2\x96\x81he\", -3.0], [\"llo\", -3.0], [\"\xe2\x96\x81wor\", -2.0], [\"ld\", -2.5],"
+		" [\"\xe2\x96\x81\x61\", -2.0], [\"b\", -2.0], [\"\xe2\x96\x81\x61\x62\", -5.0], [\"fi\", -1.0],"
+		" [\"\xe2\x96\x81\x66i\", -1.5]]}}\n", b64);
+	return buf;
+}
+
 /* ---- the models ------------------------------------------------------------------------ */
 
 /* Row i of the embedding table (width w). */
@@ -192,6 +303,10 @@ static const char *services_xml =
 	"      <transformer-model url=\"https://example.com/e5/model.onnx\"/>\n"
 	"      <tokenizer-model url=\"https://example.com/e5/tokenizer.json\"/>\n"
 	"    </component>\n"
+	"    <component id=\"xlmr\" type=\"hugging-face-embedder\">\n"
+	"      <transformer-model path=\"models/emb.onnx\"/>\n"
+	"      <tokenizer-model path=\"models/unigram.json\"/>\n"
+	"    </component>\n"
 	"    <component id=\"gone\" type=\"bert-embedder\">\n"
 	"      <transformer-model path=\"models/gone.onnx\"/>\n"
 	"      <tokenizer-vocab path=\"models/vocab.txt\"/>\n"
@@ -244,6 +359,7 @@ static void make_app(char *dir, const char *services)
 	snprintf(models, sizeof models, "%s/models", dir);
 	apptest_write(models, "tokenizer.json", tokenizer_json());
 	apptest_write(models, "vocab.txt", vocab_txt());
+	apptest_write(models, "unigram.json", unigram_json());
 	char path[700];
 	snprintf(path, sizeof path, "%s/emb.onnx", models);
 	write_model(path, D, "last_hidden_state", 1);
@@ -281,12 +397,12 @@ static int teardown(void **state)
 
 /* ---- tokens ----------------------------------------------------------------------------- */
 
-static void expect_ids(const struct eng_wordpiece *w, const char *text, const int64_t *want,
+static void expect_ids(const struct eng_tokenizer *w, const char *text, const int64_t *want,
                        size_t n)
 {
 	int64_t ids[64];
 	size_t got;
-	eng_wordpiece_encode(w, text, strlen(text), ids, 64, &got);
+	assert_int_equal(eng_tokenizer_encode(w, text, strlen(text), ids, 64, &got, NULL), 0);
 	if (got != n)
 		fail_msg("'%s': %zu tokens, expected %zu", text, got, n);
 	for (size_t i = 0; i < n; i++)
@@ -297,7 +413,7 @@ static void expect_ids(const struct eng_wordpiece *w, const char *text, const in
 
 #define IDS(...) (const int64_t[]){ __VA_ARGS__ }, sizeof((const int64_t[]){ __VA_ARGS__ }) / sizeof(int64_t)
 
-static void check_tricky(const struct eng_wordpiece *w)
+static void check_tricky(const struct eng_tokenizer *w)
 {
 	expect_ids(w, "Hello, World!", IDS(HELLO, COMMA, WORLD, BANG));
 	expect_ids(w, "CAF\xc3\x89", IDS(CAFE));            /* É: accent and case */
@@ -316,31 +432,31 @@ static void test_tokenizer_json(void **state)
 	struct fixture *f = *state;
 	char path[600];
 	snprintf(path, sizeof path, "%s/models/tokenizer.json", f->dir);
-	struct eng_wordpiece *w;
+	struct eng_tokenizer *w;
 	struct strata_error err;
-	assert_int_equal(eng_wordpiece_load(path, 0, &w, &err), 0);
+	assert_int_equal(eng_tokenizer_load(path, 0, &w, &err), 0);
 	check_tricky(w);
 	int64_t cls[4], sep[4];
 	int ncls, nsep;
-	eng_wordpiece_specials(w, cls, &ncls, sep, &nsep);
+	eng_tokenizer_specials(w, cls, &ncls, sep, &nsep);
 	assert_int_equal(ncls, 1);
 	assert_int_equal(nsep, 1);
 	assert_int_equal(cls[0], CLS);
 	assert_int_equal(sep[0], SEP);
-	assert_true(eng_wordpiece_special(w, PAD));
-	assert_false(eng_wordpiece_special(w, HELLO));
-	assert_string_equal(eng_wordpiece_token(w, AFF), "##aff");
+	assert_true(eng_tokenizer_special(w, PAD));
+	assert_false(eng_tokenizer_special(w, HELLO));
+	assert_string_equal(eng_tokenizer_token(w, AFF), "##aff");
 	/* truncated: the first two ids, the count of all */
 	int64_t ids[2];
 	size_t n;
-	eng_wordpiece_encode(w, "hello world hello", 17, ids, 2, &n);
+	assert_int_equal(eng_tokenizer_encode(w, "hello world hello", 17, ids, 2, &n, NULL), 0);
 	assert_int_equal(n, 3);
 	assert_int_equal(ids[1], WORLD);
-	eng_wordpiece_free(w);
+	eng_tokenizer_free(w);
 	snprintf(path, sizeof path, "%s/models/vocab.txt", f->dir);
-	assert_int_equal(eng_wordpiece_load(path, 1, &w, &err), 0);
+	assert_int_equal(eng_tokenizer_load(path, 1, &w, &err), 0);
 	check_tricky(w);
-	eng_wordpiece_free(w);
+	eng_tokenizer_free(w);
 }
 
 static void test_tokenizer_errors(void **state)
@@ -348,21 +464,21 @@ static void test_tokenizer_errors(void **state)
 	struct fixture *f = *state;
 	char dir[600];
 	snprintf(dir, sizeof dir, "%s/models", f->dir);
-	apptest_write(dir, "unigram.json",
-	              "{\"model\": {\"type\": \"Unigram\", \"vocab\": [[\"a\", -1.0]]}}");
+	apptest_write(dir, "bpe.json",
+	              "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []}}");
 	apptest_write(dir, "broken.json", "{\"model\": {\n  \"type\": }");
-	struct eng_wordpiece *w;
+	struct eng_tokenizer *w;
 	struct strata_error err;
 	char path[700];
-	snprintf(path, sizeof path, "%s/unigram.json", dir);
-	assert_int_equal(eng_wordpiece_load(path, 0, &w, &err), STRATA_NOT_IMPLEMENTED);
-	assert_non_null(strstr(err.msg, "Unigram"));
-	assert_non_null(strstr(err.msg, "unigram.json"));
+	snprintf(path, sizeof path, "%s/bpe.json", dir);
+	assert_int_equal(eng_tokenizer_load(path, 0, &w, &err), STRATA_NOT_IMPLEMENTED);
+	assert_non_null(strstr(err.msg, "model type 'BPE' is not supported"));
+	assert_non_null(strstr(err.msg, "bpe.json"));
 	snprintf(path, sizeof path, "%s/broken.json", dir);
-	assert_int_equal(eng_wordpiece_load(path, 0, &w, &err), STRATA_PARSE);
+	assert_int_equal(eng_tokenizer_load(path, 0, &w, &err), STRATA_PARSE);
 	assert_non_null(strstr(err.msg, "broken.json:2:"));
 	snprintf(path, sizeof path, "%s/none.json", dir);
-	assert_int_equal(eng_wordpiece_load(path, 0, &w, &err), STRATA_NOT_FOUND);
+	assert_int_equal(eng_tokenizer_load(path, 0, &w, &err), STRATA_NOT_FOUND);
 	assert_non_null(strstr(err.msg, "none.json"));
 }
 
@@ -402,6 +518,35 @@ static void expect_values(const json_t *arr, const double *v, size_t n)
 		if (fabs(got - v[i]) > 1e-6 * (1 + fabs(v[i])))
 			fail_msg("value %zu is %.9g, expected %.9g", i, got, v[i]);
 	}
+}
+
+static void test_unigram(void **state)
+{
+	struct fixture *f = *state;
+	char path[600];
+	snprintf(path, sizeof path, "%s/models/unigram.json", f->dir);
+	struct eng_tokenizer *w;
+	struct strata_error err;
+	if (eng_tokenizer_load(path, 0, &w, &err))
+		fail_msg("%s", err.msg);
+	expect_ids(w, "hello world", IDS(5, 6));              /* whole words beat pieces */
+	expect_ids(w, "ab", IDS(11, 12));                     /* -4 beats -5 */
+	expect_ids(w, "abz", IDS(11, 12, 3));                 /* z: unknown */
+	expect_ids(w, "zz", IDS(4, 3));                       /* unknowns in a row: one */
+	expect_ids(w, "\xef\xac\x81  \xef\xbc\xa1\x62", IDS(15, 11, 12)); /* map, spaces */
+	expect_ids(w, "hello\xc2\xa0\xc2\xa0world", IDS(5, 6)); /* mapped spaces collapse */
+	expect_ids(w, "", NULL, 0);
+	int64_t cls[4], sep[4];
+	int ncls, nsep;
+	eng_tokenizer_specials(w, cls, &ncls, sep, &nsep);
+	assert_true(ncls == 1 && cls[0] == 0 && nsep == 1 && sep[0] == 2);
+	eng_tokenizer_free(w);
+	/* an embedder with it: <s> hello world </s> */
+	json_t *j = embed(f, "xlmr", "hello  world", 0, BASE_DT_FLOAT, 1, (int64_t[]){ D });
+	double v[D];
+	mean_of((int[]){ 0, 5, 6, 2 }, 4, D, 0, v);
+	expect_values(json_object_get(j, "values"), v, D);
+	json_decref(j);
 }
 
 static void test_hugging_face(void **state)
@@ -531,10 +676,10 @@ static void test_unavailable(void **state)
 	                                      "https://example.com/e5/model.onnx"));
 	assert_non_null(strstr(f->log.msg[0], "tokenizer-model is the URL "
 	                                      "https://example.com/e5/tokenizer.json"));
-	assert_non_null(strstr(f->log.msg[1], "services.xml:51:5: embedder 'gone' cannot run: its "
+	assert_non_null(strstr(f->log.msg[1], "services.xml:55:5: embedder 'gone' cannot run: its "
 	                                      "transformer-model file 'models/gone.onnx' is not in "
 	                                      "the application ("));
-	assert_non_null(strstr(f->log.msg[1], "services.xml:52:7)"));
+	assert_non_null(strstr(f->log.msg[1], "services.xml:56:7)"));
 	struct eng_ttype t = { BASE_DT_FLOAT, 1, (int64_t[]){ 4 }, NULL };
 	json_t *out;
 	struct strata_error err;
@@ -756,6 +901,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_tokenizer_json, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tokenizer_errors, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unigram, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hugging_face, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_colbert, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_splade, setup, teardown),
