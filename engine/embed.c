@@ -52,6 +52,8 @@ struct embedder {
 	char *why;                  /* NULL: it runs; else why it cannot */
 	struct eng_tokenizer *tok;
 	struct rt_model *model;
+	char *model_path;           /* the model's file, joined to the application */
+	int shared;                 /* the model is an earlier embedder's */
 	int nin;
 	int role[MAX_IN];           /* IN_* per model input */
 	int dtype[MAX_IN];          /* INT64 or INT32 */
@@ -72,8 +74,9 @@ void eng_embedders_free(struct eng_embedders *es)
 		struct embedder *e = &es->e[i];
 		base_strfree(e->why);
 		eng_tokenizer_free(e->tok);
-		if (e->model)
+		if (e->model && !e->shared)
 			runtime_model_free(e->model);
+		base_strfree(e->model_path);
 	}
 	if (es->e)
 		base_free(es->e, (size_t)es->svc.n * sizeof *es->e);
@@ -202,7 +205,7 @@ static int check_model(const struct eng_services *svc, struct embedder *e,
 }
 
 static int load_one(struct strata *db, struct eng_models *ms, const struct eng_services *svc,
-                    struct embedder *e, struct strata_error *err)
+                    const struct embedder *first, struct embedder *e, struct strata_error *err)
 {
 	const struct eng_component *c = e->c;
 	if (c->kind == ENG_EMB_OTHER) {
@@ -239,9 +242,14 @@ static int load_one(struct strata *db, struct eng_models *ms, const struct eng_s
 	e->max_len = c->kind == ENG_EMB_BERT ? c->max_tokens : ml > 0 ? ml : c->max_tokens;
 	if (c->kind == ENG_EMB_TOKENIZER)
 		return 0;
-	rc = eng_model_for(ms, c->model.path, mpath, &e->model, err);
-	base_strfree(mpath);
-	if (rc)
+	/* embedders of one model file share it (loaded and compiled once) */
+	for (const struct embedder *o = first; o < e && !e->model; o++)
+		if (o->model && !strcmp(o->model_path, mpath)) {
+			e->model = o->model;
+			e->shared = 1;
+		}
+	e->model_path = mpath;
+	if (!e->model && (rc = eng_model_for(ms, c->model.path, mpath, &e->model, err)) != 0)
 		return rc == STRATA_NOMEM ? rc
 		                          : base_err_prefix(err, rc, "%s:%d:%d: embedder '%s'", svc->path,
 		                                            c->model.line, c->model.col, c->id);
@@ -266,7 +274,7 @@ int eng_embedders_load(struct strata *db, struct eng_models *ms, struct strata_e
 	for (int i = 0; !rc && i < es->svc.n; i++) {
 		struct embedder *e = &es->e[i];
 		e->c = &es->svc.c[i];
-		rc = load_one(db, ms, &es->svc, e, err);
+		rc = load_one(db, ms, &es->svc, es->e, e, err);
 		if (!rc && e->why && ms->log) {
 			char msg[3 * STRATA_ERRMSG_MAX];
 			snprintf(msg, sizeof msg, "%s:%d:%d: embedder '%s' cannot run: %s", es->svc.path,

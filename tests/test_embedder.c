@@ -599,6 +599,15 @@ static void test_colbert(void **state)
 	const json_t *blocks = json_object_get(j, "blocks");
 	const int q[8] = { CLS, 1, HELLO, COMMA, WORLD, SEP, MASK, MASK };
 	assert_int_equal(json_object_size(blocks), 8);
+	/* the form a fed mixed tensor takes */
+	struct eng_sparse sp;
+	struct strata_error err;
+	struct eng_ttype mixed = { BASE_DT_DOUBLE, 2, (int64_t[]){ -1, D },
+	                           (const char *const[]){ "qt", "x" } };
+	if (eng_sparse_from_json(j, &mixed, &sp, "qt", &err))
+		fail_msg("%s", err.msg);
+	assert_int_equal(sp.nblocks, 8);
+	eng_sparse_free(&sp);
 	for (int t = 0; t < 8; t++) {
 		char label[8];
 		snprintf(label, sizeof label, "%d", t);
@@ -650,6 +659,15 @@ static void test_splade(void **state)
 	}
 	assert_true(kept > 0);
 	assert_int_equal(json_object_size(cells), kept);
+	/* the form a fed mapped tensor takes */
+	struct eng_sparse sp;
+	struct strata_error err;
+	struct eng_ttype mapped = { BASE_DT_DOUBLE, 1, (int64_t[]){ -1 },
+	                            (const char *const[]){ "token" } };
+	if (eng_sparse_from_json(j, &mapped, &sp, "t", &err))
+		fail_msg("%s", err.msg);
+	assert_int_equal(sp.nblocks, kept);
+	eng_sparse_free(&sp);
 	json_decref(j);
 }
 
@@ -662,6 +680,30 @@ static void test_token_ids(void **state)
 	j = embed(f, "tok", "hello world hello world", 0, BASE_DT_FLOAT, 1, (int64_t[]){ 4 });
 	expect_values(json_object_get(j, "values"), (double[]){ CLS, HELLO, WORLD, SEP }, 4);
 	json_decref(j);
+}
+
+/* Deploy compiles each model file once into a context, whatever the
+ * number of embedders that use it; the next open embeds from the contexts
+ * as from the sources, and says nothing but what it said before. */
+static void test_deploy(void **state)
+{
+	struct fixture *f = *state;
+	json_t *before = embed(f, "e5", "Hello", 1, BASE_DT_FLOAT, 1, (int64_t[]){ 4 });
+	strata_close(f->db);
+	struct strata_error err;
+	if (eng_open(f->dir, NULL, ENG_OPEN_DEPLOY, &f->db, &err))
+		fail_msg("deploy: %s", err.msg);
+	assert_int_equal(f->db->ncontexts, 3); /* emb, colbert, splade */
+	strata_close(f->db);
+	struct strata_options opts = { .log = log_cb, .log_ud = &f->log };
+	f->log.n = 0;
+	if (strata_open(f->dir, &opts, &f->db, &err))
+		fail_msg("open: %s", err.msg);
+	assert_int_equal(f->log.n, 2); /* 'remote' and 'gone' again, no stale context */
+	json_t *after = embed(f, "e5", "Hello", 1, BASE_DT_FLOAT, 1, (int64_t[]){ 4 });
+	assert_true(json_equal(before, after));
+	json_decref(before);
+	json_decref(after);
 }
 
 /* ---- errors --------------------------------------------------------------------------------- */
@@ -906,6 +948,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_colbert, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_splade, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_token_ids, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_deploy, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unavailable, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unknown_id, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_types, setup, teardown),
