@@ -71,6 +71,12 @@ struct eng_tokenizer {
 	int meta_split;         /* Metaspace splits before each U+2581 */
 };
 
+/* The per-id tables have room for one id at least. */
+static size_t slots(const struct eng_tokenizer *w)
+{
+	return w->nvocab ? w->nvocab : 1;
+}
+
 void eng_tokenizer_free(struct eng_tokenizer *w)
 {
 	if (!w)
@@ -78,13 +84,13 @@ void eng_tokenizer_free(struct eng_tokenizer *w)
 	for (size_t i = 0; i < w->nvocab; i++)
 		base_strfree(w->tok[i]);
 	if (w->tok)
-		base_free(w->tok, w->nvocab * sizeof *w->tok);
+		base_free(w->tok, slots(w) * sizeof *w->tok);
 	if (w->special)
-		base_free(w->special, w->nvocab);
+		base_free(w->special, slots(w));
 	if (w->hash)
 		base_free(w->hash, w->hcap * sizeof *w->hash);
 	if (w->score)
-		base_free(w->score, w->nvocab * sizeof *w->score);
+		base_free(w->score, slots(w) * sizeof *w->score);
 	if (w->trie)
 		base_free(w->trie, w->ntrie * sizeof *w->trie);
 	if (w->norm)
@@ -113,8 +119,8 @@ static int tables(struct eng_tokenizer *w, size_t nvocab, const char *path,
 	w->hcap = 16;
 	while (w->hcap < 2 * nvocab)
 		w->hcap *= 2;
-	w->tok = base_calloc(nvocab ? nvocab : 1, sizeof *w->tok);
-	w->special = base_calloc(nvocab ? nvocab : 1, 1);
+	w->tok = base_calloc(slots(w), sizeof *w->tok);
+	w->special = base_calloc(slots(w), 1);
 	w->hash = base_alloc(w->hcap * sizeof *w->hash);
 	if (!w->tok || !w->special || !w->hash)
 		return base_nomem(err, "the vocabulary of %s", path);
@@ -527,7 +533,7 @@ static int load_unigram(struct eng_tokenizer *w, const json_t *model, const char
 		                "%s: Unigram byte_fallback is not supported", path);
 	size_t n = json_array_size(vocab);
 	int rc = tables(w, n, path, err);
-	if (!rc && !(w->score = base_calloc(n ? n : 1, sizeof *w->score)))
+	if (!rc && !(w->score = base_calloc(slots(w), sizeof *w->score)))
 		rc = base_nomem(err, "the vocabulary of %s", path);
 	double lowest = 0;
 	for (size_t i = 0; !rc && i < n; i++) {
@@ -901,7 +907,8 @@ static void unigram_word(const struct eng_tokenizer *w, const char *word, size_t
 		at = p;
 	}
 	for (; k <= n; k++)
-		emit(e, rev[k] < 0 ? w->unk : rev[k]);
+		if (rev[k] >= 0 || w->unk >= 0)
+			emit(e, rev[k] < 0 ? w->unk : rev[k]);
 }
 
 static int unigram_encode(const struct eng_tokenizer *w, const char *text, size_t len,
