@@ -257,7 +257,7 @@ tsan:
 # make fuzz-replay runs the same targets without libFuzzer (tests/fuzz/replay.c)
 # over the committed corpora, so every input that once crashed stays a
 # test; make test runs it in the normal and the asan build.
-FUZZ_TARGETS  := onnx sd expr yql feed
+FUZZ_TARGETS  := onnx sd expr yql feed services tokenizer
 FUZZ_SECONDS  ?= 60
 FUZZ_ARGS     ?=
 FUZZ_SHARED   ?= ../shared
