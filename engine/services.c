@@ -100,6 +100,8 @@ static const struct setting {
 	{ "truncation", K(ENG_EMB_TOKENIZER), S_IGNORED, 0 },
 };
 
+_Static_assert(sizeof settings / sizeof *settings <= 64, "settings fit struct parse's seen");
+
 struct parse {
 	XML_Parser xp;
 	struct eng_services *s;
@@ -107,6 +109,7 @@ struct parse {
 	int rc;
 	int depth;
 	int comp_depth;                 /* depth of the open embedder component, or 0 */
+	uint64_t seen;                  /* the settings it gave, by index in settings[] */
 	struct eng_component *comp;
 	const struct setting *set;      /* the open setting (comp_depth + 1) */
 	int set_line, set_col;
@@ -248,6 +251,7 @@ static void start_component(struct parse *p, const char **atts)
 	p->s->n++;
 	p->comp = c;
 	p->comp_depth = p->depth;
+	p->seen = 0;
 }
 
 static void model_ref(struct parse *p, struct eng_model_ref *m, const char **atts)
@@ -301,6 +305,12 @@ static void XMLCALL on_start(void *ud, const char *name, const char **atts)
 			return fail(p, STRATA_NOT_IMPLEMENTED, p->set_line, p->set_col,
 			            "component '%s' (%s): setting <%s> is not supported", p->comp->id,
 			            p->comp->type, name);
+		uint64_t bit = (uint64_t)1 << (p->set - settings);
+		if (p->seen & bit)
+			return fail(p, STRATA_NOT_IMPLEMENTED, p->set_line, p->set_col,
+			            "component '%s': <%s> is given twice (one of each is supported)",
+			            p->comp->id, name);
+		p->seen |= bit;
 		if (p->set->what == S_MODEL)
 			model_ref(p, &p->comp->model, atts);
 		else if (p->set->what == S_TOKENIZER)

@@ -863,6 +863,12 @@ static void test_services_errors(void **state)
 	                      STRATA_INVALID_ARGUMENT, "services.xml:3:5:",
 	                      "no output 'pooled' (it has last_hidden_state)");
 	expect_services_error("<services>\n"
+	                      "  <component id=\"t\" type=\"hugging-face-tokenizer\">\n"
+	                      "    <model language=\"en\" path=\"models/tokenizer.json\"/>\n"
+	                      "    <model language=\"de\" path=\"models/tokenizer.json\"/>\n"
+	                      "  </component>\n</services>\n",
+	                      STRATA_NOT_IMPLEMENTED, "services.xml:4:5:", "<model> is given twice");
+	expect_services_error("<services>\n"
 	                      "  <component type=\"splade-embedder\"/>\n</services>\n",
 	                      STRATA_INVALID_ARGUMENT, "services.xml:2:3:", "has no id");
 	expect_services_error("<services>\n"
