@@ -961,6 +961,10 @@ expect_fail "embedders: embed with a URL model" \
 	"embedder 'e5' cannot run: .*https://example\.com/e5/.*never downloads.*path=" \
 	"$STRATA" query "$EMB" --yql 'select * from sources * where true' --profile sem \
 	--input 'query(q)=embed(e5, "running shoes")'
+echo '{"yql": "select * from sources * where true", "ranking.profile": "sem",
+ "input.query(q)": "embed(@text)", "text": "running shoes"}' >"$T/emb-req.json"
+expect_fail "embedders: embed(@param) with the only embedder" "embedder 'e5' cannot run" \
+	sh -c '"$1" query "$2" <"$3"' sh "$STRATA" "$EMB" "$T/emb-req.json"
 expect_fail "embedders: unknown embedder" "no embedder 'e6'; declared: 'e5'" \
 	"$STRATA" query "$EMB" --yql 'select * from sources * where true' --profile sem \
 	--input 'query(q)=embed(e6, "running shoes")'
