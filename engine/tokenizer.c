@@ -6,8 +6,9 @@
  * tokenizers library does them with the BERT normalizer and pre-tokenizer:
  *   1. normalize: control characters dropped, white space made a space,
  *      CJK ideographs set apart as words of their own, accents stripped
- *      (canonical decomposition, combining marks dropped: Latin-1 and
- *      Latin Extended-A letters and U+0300..U+036F here), lowercase;
+ *      (canonical decomposition, combining marks dropped: Latin-1, Latin
+ *      Extended-A, Greek and a few others here, and U+0300..U+036F),
+ *      lowercase;
  *   2. split at white space, every punctuation character a word of its own;
  *   3. WordPiece per word: the longest vocabulary entry that starts the
  *      word, then the longest "##" entry that continues it, and so on; a
@@ -686,10 +687,27 @@ static const char decomposed[] =
 	"AaAaAaCcCcCcCcDd" "..EeEeEeEeEeGgGg" "GgGgHh..IiIiIiIi" "I...JjKk.LlLlLl."
 	"...NnNnNn...OoOo" "Oo..RrRrRrSsSsSs" "SsTtTt..UuUuUuUu" "UuUuWwYyYZzZzZz.";
 
+/* Beyond them: Greek with tonos or dialytika, Cyrillic short i and io,
+ * Romanian comma-below letters, pinyin's caron vowels. */
+static const long decomposed_more[][2] = {
+	{ 0x1cd, 'A' }, { 0x1ce, 'a' }, { 0x1cf, 'I' }, { 0x1d0, 'i' }, { 0x1d1, 'O' },
+	{ 0x1d2, 'o' }, { 0x1d3, 'U' }, { 0x1d4, 'u' }, { 0x218, 'S' }, { 0x219, 's' },
+	{ 0x21a, 'T' }, { 0x21b, 't' }, { 0x386, 0x391 }, { 0x388, 0x395 }, { 0x389, 0x397 },
+	{ 0x38a, 0x399 }, { 0x38c, 0x39f }, { 0x38e, 0x3a5 }, { 0x38f, 0x3a9 }, { 0x390, 0x3b9 },
+	{ 0x3aa, 0x399 }, { 0x3ab, 0x3a5 }, { 0x3ac, 0x3b1 }, { 0x3ad, 0x3b5 }, { 0x3ae, 0x3b7 },
+	{ 0x3af, 0x3b9 }, { 0x3b0, 0x3c5 }, { 0x3ca, 0x3b9 }, { 0x3cb, 0x3c5 }, { 0x3cc, 0x3bf },
+	{ 0x3cd, 0x3c5 }, { 0x3ce, 0x3c9 }, { 0x401, 0x415 }, { 0x419, 0x418 }, { 0x439, 0x438 },
+	{ 0x451, 0x435 },
+};
+
 static long strip_accent(long c)
 {
 	if (c >= 0xc0 && c <= 0x17f && decomposed[c - 0xc0] != '.')
 		return decomposed[c - 0xc0];
+	for (size_t i = 0; c > 0x17f && c <= 0x451 &&
+	                   i < sizeof decomposed_more / sizeof *decomposed_more; i++)
+		if (decomposed_more[i][0] == c)
+			return decomposed_more[i][1];
 	return c;
 }
 

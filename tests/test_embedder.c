@@ -35,12 +35,14 @@ static const char *const vocab[] = {
 	"world", "cafe", "un", "##aff", "##able", ",", ".", "!",                        /* 8 */
 	"\xe4\xb8\xad", "\xe6\x96\x87", "the", "shoe", "##s", "\xc3\xb8", "s",           /* 16 */
 	"##\xc3\xb8", "##ren", "running", "query", ":", "passage",                       /* 23 */
+	"\xce\xb1\xce\xb8\xce\xb7\xce\xbd\xce\xb1",                                            /* 29 */
 };
 #define V ((int)(sizeof vocab / sizeof *vocab))
 #define D 8
 enum { PAD = 0, UNK = 3, CLS = 4, SEP = 5, MASK = 6, HELLO = 7, WORLD = 8, CAFE = 9,
        UN = 10, AFF = 11, ABLE = 12, COMMA = 13, BANG = 15, ZHONG = 16, WEN = 17, SHOE = 19,
-       PL_S = 20, S = 22, O_SLASH = 23, REN = 24, QUERY = 26, COLON = 27, PASSAGE = 28 };
+       PL_S = 20, S = 22, O_SLASH = 23, REN = 24, QUERY = 26, COLON = 27, PASSAGE = 28,
+       ATHENS = 29 };
 
 static char *tokenizer_json(void)
 {
@@ -418,6 +420,8 @@ static void check_tricky(const struct eng_tokenizer *w)
 	expect_ids(w, "Hello, World!", IDS(HELLO, COMMA, WORLD, BANG));
 	expect_ids(w, "CAF\xc3\x89", IDS(CAFE));            /* É: accent and case */
 	expect_ids(w, "cafe\xcc\x81", IDS(CAFE));           /* e + combining acute */
+	expect_ids(w, "\xc8\x98hoes", IDS(SHOE, PL_S));      /* S with comma below */
+	expect_ids(w, "\xce\x91\xce\xb8\xce\xae\xce\xbd\xce\xb1", IDS(ATHENS)); /* Greek tonos */
 	expect_ids(w, "unaffable", IDS(UN, AFF, ABLE));
 	expect_ids(w, "shoes", IDS(SHOE, PL_S));
 	expect_ids(w, "S\xc3\x98ren", IDS(S, O_SLASH, REN)); /* Ø: no decomposition */
