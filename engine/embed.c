@@ -54,6 +54,8 @@ struct embedder {
 	struct rt_model *model;
 	char *model_path;           /* the model's file, joined to the application */
 	int shared;                 /* the model is an earlier embedder's */
+	char *tok_path;             /* the tokenizer's file, likewise */
+	int tok_shared;             /* the tokenizer is an earlier embedder's */
 	int nin;
 	int role[MAX_IN];           /* IN_* per model input */
 	int dtype[MAX_IN];          /* INT64 or INT32 */
@@ -73,7 +75,9 @@ void eng_embedders_free(struct eng_embedders *es)
 	for (int i = 0; i < es->svc.n && es->e; i++) {
 		struct embedder *e = &es->e[i];
 		base_strfree(e->why);
-		eng_tokenizer_free(e->tok);
+		if (!e->tok_shared)
+			eng_tokenizer_free(e->tok);
+		base_strfree(e->tok_path);
 		if (e->model && !e->shared)
 			runtime_model_free(e->model);
 		base_strfree(e->model_path);
@@ -230,8 +234,15 @@ static int load_one(struct strata *db, struct eng_models *ms, const struct eng_s
 		base_strfree(tpath);
 		return rc;
 	}
-	rc = eng_tokenizer_load(tpath, c->kind == ENG_EMB_BERT, &e->tok, err);
-	base_strfree(tpath);
+	/* embedders of one tokenizer file share it (read the same way) */
+	for (const struct embedder *o = first; o < e && !e->tok; o++)
+		if (o->tok && !strcmp(o->tok_path, tpath) &&
+		    (o->c->kind == ENG_EMB_BERT) == (c->kind == ENG_EMB_BERT)) {
+			e->tok = o->tok;
+			e->tok_shared = 1;
+		}
+	e->tok_path = tpath;
+	rc = e->tok ? 0 : eng_tokenizer_load(tpath, c->kind == ENG_EMB_BERT, &e->tok, err);
 	if (rc) {
 		base_strfree(mpath);
 		return rc == STRATA_NOMEM ? rc
