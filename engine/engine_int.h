@@ -274,7 +274,7 @@ int eng_embedder_find(struct strata *db, const char *id, struct strata_error *er
  * "embed(ID, "text")", "embed(ID, @param)", "embed(@param)" or
  * "embed("text")", replace *v with its embedding (for_query = 1) into in's
  * type, computed once per query: *cache (a JSON object, NULL at first;
- * json_decref it when the query ends) keeps it by input name.  Other
+ * json_decref it when the query ends) keeps it by input name and type.  Other
  * values are left as they are.  Returns 0, STRATA_INVALID_ARGUMENT (a
  * malformed call, a missing @param), or eng_embed's errors. */
 int eng_query_embed(struct strata *db, const json_t *req, const struct rank_input_info *in,

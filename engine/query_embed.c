@@ -8,9 +8,9 @@
  * The embedder runs with for_query = 1 (its query prefix, colbert's query
  * padding) into the input's type, once per query: the profiles of several
  * document types that declare the same input share the value (kept in the
- * query's cache by input name).  The text is a quoted string ("..." or
- * '...', backslash escapes the next character) or @name, the request
- * parameter name, which must be a string.
+ * query's cache by input name and type).  The text is a quoted string
+ * ("..." or '...', backslash escapes the next character) or @name, the
+ * request parameter name, which must be a string.
  */
 #include <stdio.h>
 #include <string.h>
@@ -69,7 +69,11 @@ int eng_query_embed(struct strata *db, const json_t *req, const struct rank_inpu
 	const char *s = skip_ws(json_string_value(*v));
 	if (strncmp(s, "embed(", 6) != 0)
 		return 0;
-	json_t *hit = *cache ? json_object_get(*cache, in->name) : NULL;
+	/* by name and type: profiles may declare one name with two types */
+	struct eng_ttype t = { BASE_DT_FLOAT, in->rank, in->dims, in->dim_names };
+	char key[600], ts[300];
+	snprintf(key, sizeof key, "%s %s", in->name, eng_ttype_str(&t, ts, sizeof ts));
+	json_t *hit = *cache ? json_object_get(*cache, key) : NULL;
 	if (hit) {
 		*v = hit;
 		return 0;
@@ -107,19 +111,18 @@ int eng_query_embed(struct strata *db, const json_t *req, const struct rank_inpu
 				text = json_string_value(pv);
 		}
 		if (!rc) {
-			struct eng_ttype t = { BASE_DT_FLOAT, in->rank, in->dims, in->dim_names };
 			char what[300];
 			snprintf(what, sizeof what, "query input 'query(%s)'", in->name);
 			json_t *out;
 			rc = eng_embed_type(db, id, text, strlen(text), 1, &t, what, &out, err);
 			if (!rc && !*cache && !(*cache = json_object()))
 				rc = base_nomem(err, "query input 'query(%s)'", in->name);
-			if (!rc && json_object_set_new(*cache, in->name, out))
+			if (!rc && json_object_set_new(*cache, key, out))
 				rc = base_nomem(err, "query input 'query(%s)'", in->name);
 			else if (rc)
 				json_decref(out);
 			if (!rc)
-				*v = json_object_get(*cache, in->name);
+				*v = json_object_get(*cache, key);
 		}
 	} else {
 		rc = base_err(err, STRATA_INVALID_ARGUMENT,
