@@ -335,6 +335,24 @@ static const char *doc_sd =
 	"    }\n"
 	"}\n";
 
+/* The same input name with another type. */
+static const char *wide_sd =
+	"schema wide {\n"
+	"    document wide {\n"
+	"        field emb type tensor<float>(x[8]) {\n"
+	"            indexing: attribute | summary\n"
+	"        }\n"
+	"    }\n"
+	"    rank-profile q {\n"
+	"        inputs {\n"
+	"            query(q) tensor<float>(x[8])\n"
+	"        }\n"
+	"        first-phase {\n"
+	"            expression: sum(query(q) * attribute(emb))\n"
+	"        }\n"
+	"    }\n"
+	"}\n";
+
 struct logged {
 	int n;
 	char msg[4][STRATA_ERRMSG_MAX];
@@ -372,6 +390,7 @@ static void make_app(char *dir, const char *services)
 	char schemas[600];
 	snprintf(schemas, sizeof schemas, "%s/schemas", dir);
 	apptest_write(schemas, "doc.sd", doc_sd);
+	apptest_write(schemas, "wide.sd", wide_sd);
 	apptest_write(dir, "services.xml", services);
 }
 
@@ -883,18 +902,28 @@ static void test_services_errors(void **state)
 
 /* ---- embed() as a query input ------------------------------------------------------------------- */
 
-static double relevance(struct fixture *f, const char *req, int *rc, struct strata_error *err)
+/* The relevance of the hits of document ids a and b (NaN when missing). */
+static void relevance(struct fixture *f, const char *req, int *rc, struct strata_error *err,
+                      double *ra, double *rb)
 {
 	char *out;
+	*ra = *rb = NAN;
 	*rc = strata_query_json(f->db, req, &out, err);
 	if (*rc)
-		return 0;
+		return;
 	json_t *j = json_loads(out, 0, NULL);
 	strata_free(out);
-	json_t *hit = json_array_get(json_object_get(json_object_get(j, "root"), "children"), 0);
-	double r = json_number_value(json_object_get(hit, "relevance"));
+	size_t i;
+	json_t *hit;
+	json_array_foreach(json_object_get(json_object_get(j, "root"), "children"), i, hit) {
+		const char *id = json_string_value(json_object_get(hit, "id"));
+		double r = json_number_value(json_object_get(hit, "relevance"));
+		if (id && !strcmp(id, "id:x:doc::1"))
+			*ra = r;
+		else if (id && !strcmp(id, "id:x:wide::1"))
+			*rb = r;
+	}
 	json_decref(j);
-	return r;
 }
 
 static void test_query_input(void **state)
@@ -903,9 +932,15 @@ static void test_query_input(void **state)
 	struct strata_error err;
 	assert_int_equal(strata_feed_json(f->db, "{\"put\": \"id:x:doc::1\", \"fields\": "
 	                                  "{\"emb\": [1, 2, 0, 0]}}", &err), 0);
-	double v[D];
-	mean_of((int[]){ CLS, QUERY, COLON, HELLO, WORLD, SEP }, 6, 4, 1, v);
+	assert_int_equal(strata_feed_json(f->db, "{\"put\": \"id:x:wide::1\", \"fields\": "
+	                                  "{\"emb\": [0, 0, 0, 0, 0, 0, 0, 1]}}", &err), 0);
+	/* each type its own embedding: x[4] normalized over 4 values, x[8] over 8 */
+	double v[D], w8[D];
+	const int toks[6] = { CLS, QUERY, COLON, HELLO, WORLD, SEP };
+	mean_of(toks, 6, 4, 1, v);
+	mean_of(toks, 6, 8, 1, w8);
 	double want = (double)(float)v[0] + 2 * (double)(float)v[1];
+	double want8 = (double)(float)w8[7];
 	const char *reqs[] = {
 		"{\"yql\": \"select * from sources * where true\", \"ranking.profile\": \"q\","
 		" \"input.query(q)\": \"embed(e5, @text)\", \"text\": \"Hello world\"}",
@@ -916,11 +951,13 @@ static void test_query_input(void **state)
 	};
 	for (int i = 0; i < 3; i++) {
 		int rc;
-		double r = relevance(f, reqs[i], &rc, &err);
+		double r, r8;
+		relevance(f, reqs[i], &rc, &err, &r, &r8);
 		if (rc)
 			fail_msg("query %d: %s", i, err.msg);
-		if (fabs(r - want) > 1e-5)
-			fail_msg("query %d: relevance %.9g, expected %.9g", i, r, want);
+		if (!(fabs(r - want) <= 1e-5) || !(fabs(r8 - want8) <= 1e-5))
+			fail_msg("query %d: relevance %.9g and %.9g, expected %.9g and %.9g", i, r, r8,
+			         want, want8);
 	}
 	struct {
 		const char *input, *extra;
@@ -942,7 +979,8 @@ static void test_query_input(void **state)
 		         "{\"yql\": \"select * from sources * where true\", \"ranking.profile\": \"q\","
 		         " \"input.query(q)\": \"%s\"%s}", bad[i].input, bad[i].extra);
 		int rc;
-		relevance(f, req, &rc, &err);
+		double r, r8;
+		relevance(f, req, &rc, &err, &r, &r8);
 		if (rc != bad[i].code || !strstr(err.msg, bad[i].msg))
 			fail_msg("%s: got %d %s", bad[i].input, rc, err.msg);
 	}
