@@ -219,8 +219,9 @@ void eng_tokenizer_free(struct eng_tokenizer *w);
  * that cannot be pieced.  Unigram: the precompiled character map and the
  * other normalizers, spaces to the metaspace, then per word the pieces of
  * the highest total score (Viterbi), unknown characters one fused unk.  At
- * most max ids go into ids; *n is how many there are in all.  Returns 0 or
- * STRATA_NOMEM (Unigram's work buffers). */
+ * most max ids go into ids; *n is how many there are, counted until there
+ * are more than max (then the text goes unread from there on: it is cut).
+ * Returns 0 or STRATA_NOMEM (Unigram's work buffers). */
 int eng_tokenizer_encode(const struct eng_tokenizer *w, const char *text, size_t len,
                          int64_t *ids, size_t max, size_t *n, struct strata_error *err);
 /* The token of id, or NULL. */

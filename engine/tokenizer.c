@@ -788,7 +788,7 @@ static void wordpiece_encode(const struct eng_tokenizer *w, const char *text, si
                              int64_t *ids, size_t max, size_t *n)
 {
 	struct enc e = { .w = w, .ids = ids, .max = max };
-	for (size_t i = 0; i < len;) {
+	for (size_t i = 0; i < len && e.n <= max;) {
 		size_t k;
 		long c = base_utf8_next(text + i, len - i, &k);
 		i += k;
@@ -929,23 +929,54 @@ static void unigram_word(const struct eng_tokenizer *w, const char *word, size_t
 			emit(e, rev[k] < 0 ? w->unk : rev[k]);
 }
 
+/* Viterbi's tables for words of up to *cap - 1 bytes, grown to need. */
+struct lattice {
+	double *best;
+	size_t *prev;
+	int64_t *pid;
+	size_t cap;
+};
+
+static void lattice_free(struct lattice *l)
+{
+	if (l->best)
+		base_free(l->best, l->cap * sizeof *l->best);
+	if (l->prev)
+		base_free(l->prev, l->cap * sizeof *l->prev);
+	if (l->pid)
+		base_free(l->pid, l->cap * sizeof *l->pid);
+	memset(l, 0, sizeof *l);
+}
+
+static int lattice_fit(struct lattice *l, size_t need)
+{
+	if (need <= l->cap)
+		return 0;
+	size_t cap = need < 64 ? 64 : need;
+	lattice_free(l);
+	l->best = base_alloc(cap * sizeof *l->best);
+	l->prev = base_alloc(cap * sizeof *l->prev);
+	l->pid = base_alloc(cap * sizeof *l->pid);
+	l->cap = cap;
+	if (!l->best || !l->prev || !l->pid) {
+		lattice_free(l);
+		return -1;
+	}
+	return 0;
+}
+
+/* Words one after the other until more than max ids are out. */
 static int unigram_encode(const struct eng_tokenizer *w, const char *text, size_t len,
                           int64_t *ids, size_t max, size_t *n, struct strata_error *err)
 {
 	struct enc e = { .w = w, .ids = ids, .max = max };
 	struct ubuf t = { 0 }, word = { 0 };
-	int rc = unigram_normalize(w, text, len, &t) ? base_nomem(err, "normalizing a text") : 0;
-	/* the metaspaced text: at most 3 bytes for each byte and one more */
-	size_t cap = rc ? 0 : 3 * t.n + 4;
-	double *best = NULL;
-	size_t *prev = NULL;
-	int64_t *pid = NULL;
-	if (!rc && (!(best = base_alloc(cap * sizeof *best)) ||
-	            !(prev = base_alloc(cap * sizeof *prev)) ||
-	            !(pid = base_alloc(cap * sizeof *pid)) || ubuf_put(&word, "", 0)))
-		rc = base_nomem(err, "tokenizing a text of %zu bytes", len);
+	struct lattice l = { 0 };
+	int rc = unigram_normalize(w, text, len, &t) || ubuf_put(&word, "", 0)
+	                 ? base_nomem(err, "normalizing a text of %zu bytes", len)
+	                 : 0;
 	int first = 1;
-	for (size_t i = 0; !rc && i <= t.n;) {
+	for (size_t i = 0; !rc && i <= t.n && e.n <= max;) {
 		/* the next word: to white space (WhitespaceSplit), else the whole text */
 		size_t j = i;
 		if (w->ws_split) {
@@ -969,11 +1000,14 @@ static int unigram_encode(const struct eng_tokenizer *w, const char *text, size_
 			if (t.p[k] == ' ' ? ubuf_put(&word, METASPACE, 3) : ubuf_put(&word, t.p + k, 1))
 				rc = base_nomem(err, "tokenizing a text");
 		/* split before each metaspace */
-		for (size_t a = 0; !rc && a < word.n;) {
+		for (size_t a = 0; !rc && a < word.n && e.n <= max;) {
 			size_t b = a + 1;
 			while (b < word.n && !(w->meta_split && !strncmp(word.p + b, METASPACE, 3)))
 				b++;
-			unigram_word(w, word.p + a, b - a, best, prev, pid, &e);
+			if (lattice_fit(&l, b - a + 1))
+				rc = base_nomem(err, "tokenizing a word of %zu bytes", b - a);
+			else
+				unigram_word(w, word.p + a, b - a, l.best, l.prev, l.pid, &e);
 			a = b;
 		}
 		first = 0;
@@ -981,12 +1015,7 @@ static int unigram_encode(const struct eng_tokenizer *w, const char *text, size_
 		if (!w->ws_split)
 			break;
 	}
-	if (best)
-		base_free(best, cap * sizeof *best);
-	if (prev)
-		base_free(prev, cap * sizeof *prev);
-	if (pid)
-		base_free(pid, cap * sizeof *pid);
+	lattice_free(&l);
 	if (t.p)
 		base_free(t.p, t.cap);
 	if (word.p)

@@ -563,6 +563,34 @@ static void test_unigram(void **state)
 	int ncls, nsep;
 	eng_tokenizer_specials(w, cls, &ncls, sep, &nsep);
 	assert_true(ncls == 1 && cls[0] == 0 && nsep == 1 && sep[0] == 2);
+	/* a long text is read until there are more ids than asked for */
+	size_t big = 600000, got;
+	char *text = malloc(big + 1);
+	for (size_t i = 0; i < big; i += 6)
+		memcpy(text + i, "hello ", 6);
+	text[big] = 0;
+	int64_t ids[4];
+	assert_int_equal(eng_tokenizer_encode(w, text, big, ids, 4, &got, NULL), 0);
+	assert_int_equal(got, 5);
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(ids[i], 5);
+	/* its buffers may all fail */
+	long failures = 0;
+	for (long k = 1;; k++) {
+		struct base_alloc_stats before, after;
+		base_alloc_stats(&before);
+		base_alloc_fail_after(k);
+		int rc = eng_tokenizer_encode(w, "\xef\xac\x81 ab zz", 10, ids, 4, &got, &err);
+		base_alloc_fail_after(0);
+		base_alloc_stats(&after);
+		assert_int_equal(after.live_bytes, before.live_bytes);
+		if (rc == 0)
+			break;
+		assert_int_equal(rc, STRATA_NOMEM);
+		failures++;
+	}
+	assert_true(failures >= 3);
+	free(text);
 	eng_tokenizer_free(w);
 	/* an embedder with it: <s> hello world </s> */
 	json_t *j = embed(f, "xlmr", "hello  world", 0, BASE_DT_FLOAT, 1, (int64_t[]){ D });
