@@ -212,8 +212,10 @@ struct eng_tokenizer;
 int eng_tokenizer_load(const char *path, int vocab_txt, struct eng_tokenizer **out,
                        struct strata_error *err);
 void eng_tokenizer_free(struct eng_tokenizer *w);
-/* The token ids of the len bytes of text, without special tokens.
- * WordPiece: the BERT normalizer (clean-up, CJK characters apart, accents
+/* The token ids of the len bytes of text, without special tokens around
+ * it.  Added tokens written in the text ("[SEP]", "<s>": the file's special
+ * ones and those it does not normalize) are their ids, as written; the
+ * parts between them go through the model.  WordPiece: the BERT normalizer (clean-up, CJK characters apart, accents
  * stripped, lowercase as the file says), split at spaces and punctuation,
  * then longest pieces first, "##" pieces inside a word, [UNK] for a word
  * that cannot be pieced.  Unigram: the precompiled character map and the

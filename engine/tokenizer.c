@@ -23,8 +23,13 @@
  *   3. per word, the pieces whose scores sum highest (Viterbi); a
  *      character no piece covers is the unknown piece (scored 10 below the
  *      lowest), and unknowns in a row are one.
- * The special tokens around a text ([CLS] ... [SEP], <s> ... </s>) are the
- * post-processor's; embed.c adds them, so that it can truncate in between.
+ * Before either, the added tokens written in the text as they are ("[SEP]",
+ * "<s>": the file's special ones and those it does not normalize; BERT's
+ * five for a vocab.txt) are taken out as their ids, longest first, with the
+ * white space lstrip and rstrip ask for; the parts between are tokenized
+ * one by one.  The special tokens around a text ([CLS] ... [SEP], <s> ...
+ * </s>) are the post-processor's; embed.c adds them, so that it can
+ * truncate in between.
  *
  * A loaded tokenizer is immutable: any number of threads may encode with
  * it at once.
@@ -40,6 +45,7 @@
 #define WORD_BYTES 1024
 
 enum { TOK_WORDPIECE = 1, TOK_UNIGRAM };
+enum { SP_SPECIAL = 1, SP_LSTRIP = 2, SP_RSTRIP = 4, SP_RAW = 8 };
 #define NORM_MAX (1 << 26)      /* bytes of a normalized text */
 #define METASPACE "\xe2\x96\x81" /* U+2581 */
 
@@ -47,7 +53,7 @@ struct eng_tokenizer {
 	int model;              /* TOK_* */
 	size_t nvocab;          /* ids 0 .. nvocab-1 (a gap is NULL) */
 	char **tok;
-	unsigned char *special;
+	unsigned char *special; /* per id: SP_* */
 	size_t hcap;            /* a power of two */
 	int64_t *hash;          /* ids by hash of their token; -1 empty */
 	int64_t unk;            /* -1: none */
@@ -70,6 +76,10 @@ struct eng_tokenizer {
 	int ws_split;           /* WhitespaceSplit before Metaspace */
 	int prepend;            /* Metaspace: 0 never, 1 first, 2 always */
 	int meta_split;         /* Metaspace splits before each U+2581 */
+	/* added tokens matched in the raw text before anything else */
+	int64_t *raw;           /* their ids, longest content first */
+	size_t nraw;
+	unsigned char raw_first[32]; /* bitmap of their first bytes */
 };
 
 /* The per-id tables have room for one id at least. */
@@ -96,6 +106,8 @@ void eng_tokenizer_free(struct eng_tokenizer *w)
 		base_free(w->trie, w->ntrie * sizeof *w->trie);
 	if (w->norm)
 		base_free(w->norm, w->nnorm);
+	if (w->raw)
+		base_free(w->raw, w->nraw * sizeof *w->raw);
 	base_free(w, sizeof *w);
 }
 
@@ -147,6 +159,30 @@ static int add_token(struct eng_tokenizer *w, const char *s, size_t n, int64_t i
 	return 0;
 }
 
+/* The added tokens matched in the raw text: marked SP_RAW in special[];
+ * listed longest first, so that the longest one wins. */
+static int raw_list(struct eng_tokenizer *w, const char *path, struct strata_error *err)
+{
+	for (size_t i = 0; i < w->nvocab; i++)
+		w->nraw += (w->special[i] & SP_RAW) != 0;
+	if (!w->nraw)
+		return 0;
+	if (!(w->raw = base_alloc(w->nraw * sizeof *w->raw)))
+		return base_nomem(err, "the added tokens of %s", path);
+	size_t k = 0;
+	for (size_t i = 0; i < w->nvocab; i++)
+		if (w->special[i] & SP_RAW) {
+			size_t j = k++;
+			size_t len = strlen(w->tok[i]);
+			for (; j > 0 && strlen(w->tok[w->raw[j - 1]]) < len; j--)
+				w->raw[j] = w->raw[j - 1];
+			w->raw[j] = (int64_t)i;
+			unsigned char c0 = (unsigned char)w->tok[i][0];
+			w->raw_first[c0 >> 3] |= (unsigned char)(1 << (c0 & 7));
+		}
+	return 0;
+}
+
 static struct eng_tokenizer *wp_new(void)
 {
 	struct eng_tokenizer *w = base_calloc(1, sizeof *w);
@@ -192,13 +228,13 @@ static int load_vocab_txt(struct eng_tokenizer *w, const char *text, size_t n, c
 	for (int k = 0; k < 5; k++) {
 		int64_t s = lookup(w, sp[k], strlen(sp[k]));
 		if (s >= 0)
-			w->special[s] = 1;
+			w->special[s] = SP_SPECIAL | SP_RAW;
 	}
 	if (cls >= 0)
 		w->cls[w->ncls++] = cls;
 	if (sep >= 0)
 		w->sep[w->nsep++] = sep;
-	return 0;
+	return raw_list(w, path, err);
 }
 
 static int refuse(const char *path, const char *what, const json_t *type, struct strata_error *err)
@@ -582,11 +618,22 @@ static int load_json(struct eng_tokenizer *w, const json_t *j, const char *path,
 	size_t i;
 	const json_t *at;
 	json_array_foreach(json_object_get(j, "added_tokens"), i, at) {
-		const json_t *id = json_object_get(at, "id");
-		if (json_is_true(json_object_get(at, "special")) && json_is_integer(id) &&
-		    (size_t)json_integer_value(id) < w->nvocab)
-			w->special[json_integer_value(id)] = 1;
+		const json_t *id = json_object_get(at, "id"), *content = json_object_get(at, "content");
+		if (!json_is_integer(id) || (size_t)json_integer_value(id) >= w->nvocab)
+			continue;
+		size_t k = (size_t)json_integer_value(id);
+		int special = json_is_true(json_object_get(at, "special"));
+		/* matched in the raw text: special ones and those not normalized,
+		 * when the vocabulary holds them as they are written */
+		int raw = (special || json_is_false(json_object_get(at, "normalized"))) &&
+		          json_is_string(content) && json_string_length(content) && w->tok[k] &&
+		          !strcmp(w->tok[k], json_string_value(content));
+		w->special[k] = (unsigned char)((special ? SP_SPECIAL : 0) | (raw ? SP_RAW : 0) |
+		                (json_is_true(json_object_get(at, "lstrip")) ? SP_LSTRIP : 0) |
+		                (json_is_true(json_object_get(at, "rstrip")) ? SP_RSTRIP : 0));
 	}
+	if ((rc = raw_list(w, path, err)) != 0)
+		return rc;
 	const json_t *tr = json_object_get(j, "truncation");
 	const json_t *ml = json_object_get(tr, "max_length");
 	const json_t *strat = json_object_get(tr, "strategy");
@@ -784,24 +831,23 @@ static void add_char(struct enc *e, long c)
 	e->wchars++;
 }
 
-static void wordpiece_encode(const struct eng_tokenizer *w, const char *text, size_t len,
-                             int64_t *ids, size_t max, size_t *n)
+static void wordpiece_encode(struct enc *e, const char *text, size_t len)
 {
-	struct enc e = { .w = w, .ids = ids, .max = max };
-	for (size_t i = 0; i < len && e.n <= max;) {
+	const struct eng_tokenizer *w = e->w;
+	for (size_t i = 0; i < len && e->n <= e->max;) {
 		size_t k;
 		long c = base_utf8_next(text + i, len - i, &k);
 		i += k;
 		if (c < 0 || (w->clean && is_control(c)))
 			continue;
 		if (is_space(c)) {
-			flush(&e);
+			flush(e);
 			continue;
 		}
 		if ((w->chinese && is_cjk(c)) || is_punct(c)) {
-			flush(&e);
-			add_char(&e, w->lowercase ? base_char_lower(c) : c);
-			flush(&e);
+			flush(e);
+			add_char(e, w->lowercase ? base_char_lower(c) : c);
+			flush(e);
 			continue;
 		}
 		if (w->strip) {
@@ -811,10 +857,9 @@ static void wordpiece_encode(const struct eng_tokenizer *w, const char *text, si
 		}
 		if (w->lowercase)
 			c = base_char_lower(c);
-		add_char(&e, c);
+		add_char(e, c);
 	}
-	flush(&e);
-	*n = e.n;
+	flush(e);
 }
 
 /* ---- Unigram --------------------------------------------------------------------- */
@@ -965,18 +1010,19 @@ static int lattice_fit(struct lattice *l, size_t need)
 	return 0;
 }
 
-/* Words one after the other until more than max ids are out. */
-static int unigram_encode(const struct eng_tokenizer *w, const char *text, size_t len,
-                          int64_t *ids, size_t max, size_t *n, struct strata_error *err)
+/* Words one after the other until more than max ids are out; first: the
+ * text starts the sequence (prepend_scheme "first"). */
+static int unigram_encode(struct enc *e, const char *text, size_t len, int first,
+                          struct strata_error *err)
 {
-	struct enc e = { .w = w, .ids = ids, .max = max };
+	const struct eng_tokenizer *w = e->w;
+	size_t max = e->max;
 	struct ubuf t = { 0 }, word = { 0 };
 	struct lattice l = { 0 };
 	int rc = unigram_normalize(w, text, len, &t) || ubuf_put(&word, "", 0)
 	                 ? base_nomem(err, "normalizing a text of %zu bytes", len)
 	                 : 0;
-	int first = 1;
-	for (size_t i = 0; !rc && i <= t.n && e.n <= max;) {
+	for (size_t i = 0; !rc && i <= t.n && e->n <= max;) {
 		/* the next word: to white space (WhitespaceSplit), else the whole text */
 		size_t j = i;
 		if (w->ws_split) {
@@ -1000,14 +1046,14 @@ static int unigram_encode(const struct eng_tokenizer *w, const char *text, size_
 			if (t.p[k] == ' ' ? ubuf_put(&word, METASPACE, 3) : ubuf_put(&word, t.p + k, 1))
 				rc = base_nomem(err, "tokenizing a text");
 		/* split before each metaspace */
-		for (size_t a = 0; !rc && a < word.n && e.n <= max;) {
+		for (size_t a = 0; !rc && a < word.n && e->n <= max;) {
 			size_t b = a + 1;
 			while (b < word.n && !(w->meta_split && !strncmp(word.p + b, METASPACE, 3)))
 				b++;
 			if (lattice_fit(&l, b - a + 1))
 				rc = base_nomem(err, "tokenizing a word of %zu bytes", b - a);
 			else
-				unigram_word(w, word.p + a, b - a, l.best, l.prev, l.pid, &e);
+				unigram_word(w, word.p + a, b - a, l.best, l.prev, l.pid, e);
 			a = b;
 		}
 		first = 0;
@@ -1020,17 +1066,59 @@ static int unigram_encode(const struct eng_tokenizer *w, const char *text, size_
 		base_free(t.p, t.cap);
 	if (word.p)
 		base_free(word.p, word.cap);
-	*n = e.n;
 	return rc;
 }
 
+static int encode_part(struct enc *e, const char *text, size_t len, int first,
+                       struct strata_error *err)
+{
+	if (e->w->model == TOK_UNIGRAM)
+		return unigram_encode(e, text, len, first, err);
+	wordpiece_encode(e, text, len);
+	return 0;
+}
+
+static int is_ascii_space(char c)
+{
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+/* Added tokens first, as written in the text (lstrip and rstrip take the
+ * white space beside them); the parts between go through the model. */
 int eng_tokenizer_encode(const struct eng_tokenizer *w, const char *text, size_t len,
                          int64_t *ids, size_t max, size_t *n, struct strata_error *err)
 {
-	if (w->model == TOK_UNIGRAM)
-		return unigram_encode(w, text, len, ids, max, n, err);
-	wordpiece_encode(w, text, len, ids, max, n);
-	return 0;
+	struct enc e = { .w = w, .ids = ids, .max = max };
+	size_t start = 0;
+	int rc = 0;
+	for (size_t i = 0; w->nraw && !rc && i < len && e.n <= max; i++) {
+		unsigned char c0 = (unsigned char)text[i];
+		if (!(w->raw_first[c0 >> 3] & (1 << (c0 & 7))))
+			continue;
+		int64_t id = -1;
+		size_t tl = 0;
+		for (size_t k = 0; k < w->nraw && id < 0; k++) {
+			tl = strlen(w->tok[w->raw[k]]);
+			if (tl <= len - i && !memcmp(text + i, w->tok[w->raw[k]], tl))
+				id = w->raw[k];
+		}
+		if (id < 0)
+			continue;
+		size_t end = i;
+		while ((w->special[id] & SP_LSTRIP) && end > start && is_ascii_space(text[end - 1]))
+			end--;
+		rc = encode_part(&e, text + start, end - start, start == 0, err);
+		if (!rc)
+			emit(&e, id);
+		i += tl;
+		while ((w->special[id] & SP_RSTRIP) && i < len && is_ascii_space(text[i]))
+			i++;
+		start = i--;
+	}
+	if (!rc && e.n <= max)
+		rc = encode_part(&e, text + start, len - start, start == 0, err);
+	*n = e.n;
+	return rc;
 }
 
 const char *eng_tokenizer_token(const struct eng_tokenizer *w, int64_t id)
@@ -1040,7 +1128,7 @@ const char *eng_tokenizer_token(const struct eng_tokenizer *w, int64_t id)
 
 int eng_tokenizer_special(const struct eng_tokenizer *w, int64_t id)
 {
-	return id >= 0 && (size_t)id < w->nvocab && w->special[id];
+	return id >= 0 && (size_t)id < w->nvocab && (w->special[id] & SP_SPECIAL);
 }
 
 void eng_tokenizer_specials(const struct eng_tokenizer *w, int64_t cls[4], int *ncls,

@@ -448,6 +448,8 @@ static void check_tricky(const struct eng_tokenizer *w)
 	expect_ids(w, "xyz unaffablex", IDS(UNK, UNK));     /* no pieces: one [UNK] a word */
 	expect_ids(w, "hel\x01lo\twor\xc2\xa0world", IDS(HELLO, UNK, WORLD)); /* control, NBSP */
 	expect_ids(w, " \n ", NULL, 0);
+	expect_ids(w, "hello[SEP]World [MASK].", IDS(HELLO, SEP, WORLD, MASK, 14)); /* added */
+	expect_ids(w, "[sep] [SEP", IDS(UNK, UNK, UNK, UNK, UNK));             /* as written */
 }
 
 static void test_tokenizer_json(void **state)
@@ -559,6 +561,7 @@ static void test_unigram(void **state)
 	expect_ids(w, "\xef\xac\x81  \xef\xbc\xa1\x62", IDS(15, 11, 12)); /* map, spaces */
 	expect_ids(w, "hello\xc2\xa0\xc2\xa0world", IDS(5, 6)); /* mapped spaces collapse */
 	expect_ids(w, "", NULL, 0);
+	expect_ids(w, "hello</s>world<s>", IDS(5, 2, 6, 0)); /* added tokens as written */
 	int64_t cls[4], sep[4];
 	int ncls, nsep;
 	eng_tokenizer_specials(w, cls, &ncls, sep, &nsep);
