@@ -663,7 +663,7 @@ static void test_colbert(void **state)
 	assert_int_equal(sp.nblocks, 8);
 	eng_sparse_free(&sp);
 	for (int t = 0; t < 8; t++) {
-		char label[8];
+		char label[16];
 		snprintf(label, sizeof label, "%d", t);
 		double v[D];
 		for (int d = 0; d < D; d++)
@@ -677,7 +677,7 @@ static void test_colbert(void **state)
 	const int doc[5] = { CLS, 2, HELLO, WORLD, SEP };
 	assert_int_equal(json_object_size(blocks), 5);
 	for (int t = 0; t < 5; t++) {
-		char label[8];
+		char label[16];
 		snprintf(label, sizeof label, "%d", t);
 		int bits = 0;
 		for (int d = 0; d < D; d++)
