@@ -23,7 +23,7 @@
  *   values.c       collection and struct values (arrays, weighted sets, maps,
  *                  structs): checked JSON text for the store, updates, contains
  *   services.c     services.xml (expat): the embedder components, settings
- *   tokenizer.c    WordPiece tokenizers (tokenizer.json, vocab.txt)
+ *   tokenizer.c    WordPiece and Unigram tokenizers (tokenizer.json, vocab.txt)
  *   embed.c        the application's embedders (services.xml components):
  *                  text -> tensor for 'embed' in indexing and query inputs
  *   query_embed.c  embed(...) as the value of a query input
