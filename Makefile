@@ -33,10 +33,10 @@ SAN      ?=
 DEBUG    ?=
 DEFS     := $(if $(DEBUG),-DSTRATA_DEBUG)
 CFLAGS   := $(OPT) $(ARCH) $(WARN) $(SAN) $(DEFS) -std=c11 -D_GNU_SOURCE -I$(BUILD)/gen -MMD -MP
-LDLIBS   := -llmdb -lstemmer -lprotobuf-c -ljansson -lm -lpthread
+LDLIBS   := -llmdb -lstemmer -lprotobuf-c -ljansson -lexpat -lm -lpthread
 ONNX_PROTO ?= /usr/include/onnx/onnx.proto
 DEB_PKGS := build-essential pkg-config liblmdb-dev libprotobuf-c-dev protobuf-c-compiler \
-            libonnx-dev libjansson-dev libcmocka-dev jq libstemmer-dev
+            libonnx-dev libjansson-dev libcmocka-dev jq libstemmer-dev libexpat1-dev
 DEB_TEST_PKGS := libonnx-testdata
 DEB_FUZZ_PKGS := clang libclang-rt-14-dev
 
@@ -53,7 +53,8 @@ RANK_SRC    := rank/lex.c rank/parser.c rank/expr.c rank/parse.c rank/parse_prof
 RANK_SRC    += rank/fields.c rank/docs.c rank/parse_field.c rank/types.c
 ENGINE_SRC  := engine/db.c engine/contexts.c engine/feed.c engine/tensor_json.c engine/tensor_sparse_json.c engine/yql.c engine/query.c engine/textmatch.c engine/attrmatch.c engine/labels.c engine/fieldmatch.c engine/userquery.c \
                engine/result.c engine/json_alloc.c engine/grouping.c engine/values.c engine/embed.c engine/snippet.c engine/summary.c \
-               engine/fieldtypes.c engine/predicate.c engine/position.c
+               engine/fieldtypes.c engine/predicate.c engine/position.c \
+               engine/services.c engine/tokenizer.c engine/query_embed.c
 CLI_SRC     := engine/cli.c engine/cli_run.c
 GEN_SRC     := $(BUILD)/gen/onnx.pb-c.c
 
@@ -64,7 +65,7 @@ LIB      := $(BUILD)/libstrata.a
 CLI      := $(BUILD)/strata
 
 # Unit tests: one cmocka binary per module (tests/test_<name>.c).
-UNIT_TESTS := base runtime ops_elementwise ops_tensor store rank_parse text text_index rank_eval rank_gbdt rank_phases rank_features engine yql ops_index ops_nn ops_rnn ops_quant ops_train ops_signal infer gemm plan optimize context pool binding embed fields summary types
+UNIT_TESTS := base runtime ops_elementwise ops_tensor store rank_parse text text_index rank_eval rank_gbdt rank_phases rank_features engine yql ops_index ops_nn ops_rnn ops_quant ops_train ops_signal infer gemm plan optimize context pool binding embed fields summary types embedder
 TEST_BINS  := $(UNIT_TESTS:%=$(BUILD)/tests/test_%)
 TEST_LIB_SRC := tests/modelbuild.c tests/opcase.c tests/apptest.c
 TEST_LIB_OBJ := $(TEST_LIB_SRC:%.c=$(BUILD)/%.o)
@@ -259,7 +260,7 @@ tsan:
 # make fuzz-replay runs the same targets without libFuzzer (tests/fuzz/replay.c)
 # over the committed corpora, so every input that once crashed stays a
 # test; make test runs it in the normal and the asan build.
-FUZZ_TARGETS  := onnx sd expr yql feed
+FUZZ_TARGETS  := onnx sd expr yql feed services tokenizer
 FUZZ_SECONDS  ?= 60
 FUZZ_ARGS     ?=
 FUZZ_SHARED   ?= ../shared

@@ -229,5 +229,13 @@ int base_token_next(struct base_tokenizer *tk, const char *text, size_t len, siz
 /* Where in the text the token base_token_next returned last begins: its
  * bytes are text[base_token_start(tk) .. *off) (highlighting, snippets). */
 size_t base_token_start(const struct base_tokenizer *tk);
+/* The code point at s[0..n) (n > 0) and its length in bytes (*len); a bad
+ * byte gives -1 and a length of 1. */
+long base_utf8_next(const char *s, size_t n, size_t *len);
+/* c lowercased as the tokens are (Latin-1, Latin Extended-A, Greek,
+ * Cyrillic; others as they are). */
+long base_char_lower(long c);
+/* The UTF-8 bytes of code point c (0 to 0x10FFFF) into b; returns how many. */
+size_t base_utf8_encode(long c, char b[4]);
 
 #endif

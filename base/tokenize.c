@@ -160,30 +160,34 @@ static void put(struct base_tokenizer *tk, const char *s, size_t n)
 	}
 }
 
-static void put_code(struct base_tokenizer *tk, long c)
+size_t base_utf8_encode(long c, char b[4])
 {
-	char b[4];
-	size_t n;
 	if (c < 0x80) {
 		b[0] = (char)c;
-		n = 1;
-	} else if (c < 0x800) {
+		return 1;
+	}
+	if (c < 0x800) {
 		b[0] = (char)(0xc0 | c >> 6);
 		b[1] = (char)(0x80 | (c & 0x3f));
-		n = 2;
-	} else if (c < 0x10000) {
+		return 2;
+	}
+	if (c < 0x10000) {
 		b[0] = (char)(0xe0 | c >> 12);
 		b[1] = (char)(0x80 | (c >> 6 & 0x3f));
 		b[2] = (char)(0x80 | (c & 0x3f));
-		n = 3;
-	} else {
-		b[0] = (char)(0xf0 | c >> 18);
-		b[1] = (char)(0x80 | (c >> 12 & 0x3f));
-		b[2] = (char)(0x80 | (c >> 6 & 0x3f));
-		b[3] = (char)(0x80 | (c & 0x3f));
-		n = 4;
+		return 3;
 	}
-	put(tk, b, n);
+	b[0] = (char)(0xf0 | c >> 18);
+	b[1] = (char)(0x80 | (c >> 12 & 0x3f));
+	b[2] = (char)(0x80 | (c >> 6 & 0x3f));
+	b[3] = (char)(0x80 | (c & 0x3f));
+	return 4;
+}
+
+static void put_code(struct base_tokenizer *tk, long c)
+{
+	char b[4];
+	put(tk, b, base_utf8_encode(c, b));
 }
 
 /* Append character c (class cls) of a token, folded as flags say. */
@@ -277,4 +281,14 @@ int base_token_next(struct base_tokenizer *tk, const char *text, size_t len, siz
 size_t base_token_start(const struct base_tokenizer *tk)
 {
 	return tk->start;
+}
+
+long base_utf8_next(const char *s, size_t n, size_t *len)
+{
+	return decode((const unsigned char *)s, n, len);
+}
+
+long base_char_lower(long c)
+{
+	return lower(c);
 }

@@ -283,7 +283,7 @@ static int open_app(const char *app, const struct strata_options *opts, int depl
 		if (rc)
 			goto fail;
 	}
-	if ((rc = eng_embedders_load(db, err)) != 0)
+	if ((rc = eng_embedders_load(db, &ms, err)) != 0)
 		goto fail;
 	if (deploy == ENG_OPEN_DEPLOY && (rc = eng_models_compile(&ms, err)) != 0)
 		goto fail;

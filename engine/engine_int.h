@@ -37,6 +37,9 @@
  *   predicate.c    predicate fields: their text, checked, and matched by YQL
  *                  predicate()
  *   position.c     position fields: their forms, geoLocation, distance features
+ *   services.c     services.xml (expat): the embedder components, settings
+ *   tokenizer.c    WordPiece and Unigram tokenizers (tokenizer.json, vocab.txt)
+ *   query_embed.c  embed(...) as the value of a query input
  */
 #ifndef ENGINE_INT_H
 #define ENGINE_INT_H
@@ -162,13 +165,107 @@ int eng_docid_parse(struct strata *db, const char *id, struct eng_doctype **dt,
 int eng_docid_type(const char *id, const char **type, size_t *len, struct strata_error *err);
 struct eng_doctype *eng_doctype_find(struct strata *db, const char *name);
 
+/* ---- services.c: the embedder components of services.xml ------------------------ */
+
+enum eng_emb_kind {
+	ENG_EMB_HF = 1,    /* hugging-face-embedder */
+	ENG_EMB_BERT,      /* bert-embedder (vocab.txt) */
+	ENG_EMB_COLBERT,   /* colbert-embedder */
+	ENG_EMB_SPLADE,    /* splade-embedder */
+	ENG_EMB_TOKENIZER, /* hugging-face-tokenizer: token ids */
+	ENG_EMB_OTHER,     /* another embedder type: declared, never runs */
+};
+enum eng_pooling { ENG_POOL_MEAN = 1, ENG_POOL_CLS, ENG_POOL_NONE };
+
+/* A model setting: <transformer-model path=".." url=".." model-id=".."/>. */
+struct eng_model_ref {
+	char *path, *url, *model_id; /* NULL when not given */
+	int line, col;               /* of the element; 0 when there is none */
+};
+
+/* One embedder component with its settings, defaults filled in. */
+struct eng_component {
+	char *id, *type;
+	int kind;                      /* enum eng_emb_kind */
+	int line, col;                 /* of <component> in services.xml */
+	struct eng_model_ref model;    /* transformer-model */
+	struct eng_model_ref tokenizer; /* tokenizer-model, tokenizer-vocab or model */
+	char *in_ids, *in_mask, *in_types, *output; /* in_types "": none */
+	int pooling;                   /* enum eng_pooling */
+	int normalize;
+	char *prepend_query, *prepend_doc; /* NULL: none */
+	long max_tokens, max_query_tokens, max_doc_tokens;
+	int64_t start_tok, end_tok, mask_tok, pad_tok, q_tok, d_tok;
+	double threshold;              /* splade: terms scoring above it are kept */
+	int add_special;               /* hugging-face-tokenizer: [CLS] ... [SEP] */
+};
+
+struct eng_services {
+	char *path;                    /* services.xml as messages name it */
+	int n;
+	size_t cap;
+	struct eng_component *c;
+};
+
+/* Read the embedder components of the services.xml at path into s (none
+ * when there is no such file).  Other components and elements are not
+ * embedders and are left alone.  Returns 0, STRATA_PARSE (malformed XML,
+ * a bad value), STRATA_NOT_IMPLEMENTED (a setting this version lacks),
+ * STRATA_INVALID_ARGUMENT (a component without an id, an id declared
+ * twice), STRATA_NOMEM, or an errno; messages begin "path:line:col:" and
+ * name the element.  eng_services_free(s) in every case. */
+int eng_services_read(const char *path, struct eng_services *s, struct strata_error *err);
+void eng_services_free(struct eng_services *s);
+
+/* ---- tokenizer.c: WordPiece and Unigram tokenizers ------------------------------ */
+
+struct eng_tokenizer;
+/* Load a HuggingFace tokenizer.json with a WordPiece or a Unigram
+ * (SentencePiece) model, or (vocab_txt = 1) a BERT vocab.txt, one token a
+ * line (lowercasing, accents removed).  Returns 0, STRATA_NOT_IMPLEMENTED
+ * (another model type or a normalizer or pre-tokenizer this version lacks,
+ * naming it), STRATA_PARSE, STRATA_NOT_FOUND, STRATA_NOMEM; messages name
+ * the file. */
+int eng_tokenizer_load(const char *path, int vocab_txt, struct eng_tokenizer **out,
+                       struct strata_error *err);
+void eng_tokenizer_free(struct eng_tokenizer *w);
+/* The token ids of the len bytes of text, without special tokens around
+ * it.  Added tokens written in the text ("[SEP]", "<s>": the file's special
+ * ones and those it does not normalize) are their ids, as written; the
+ * parts between them go through the model.  WordPiece: the BERT normalizer (clean-up, CJK characters apart, accents
+ * stripped, lowercase as the file says), split at spaces and punctuation,
+ * then longest pieces first, "##" pieces inside a word, [UNK] for a word
+ * that cannot be pieced.  Unigram: the precompiled character map and the
+ * other normalizers, spaces to the metaspace, then per word the pieces of
+ * the highest total score (Viterbi), unknown characters one fused unk.  At
+ * most max ids go into ids; *n is how many there are, counted until there
+ * are more than max (then the text goes unread from there on: it is cut).
+ * Returns 0 or STRATA_NOMEM (Unigram's work buffers). */
+int eng_tokenizer_encode(const struct eng_tokenizer *w, const char *text, size_t len,
+                         int64_t *ids, size_t max, size_t *n, struct strata_error *err);
+/* The token of id, or NULL. */
+const char *eng_tokenizer_token(const struct eng_tokenizer *w, int64_t id);
+/* 1 when id is a special token ([CLS], [PAD], added special tokens). */
+int eng_tokenizer_special(const struct eng_tokenizer *w, int64_t id);
+/* The ids the file's post-processor puts around a text: *ncls ids before
+ * (cls) and *nsep after (sep), at most 4 each; tokenizer.json without a
+ * post-processor: none; vocab.txt: [CLS] and [SEP]. */
+void eng_tokenizer_specials(const struct eng_tokenizer *w, int64_t cls[4], int *ncls,
+                            int64_t sep[4], int *nsep);
+/* The file's truncation max_length (LongestFirst), or -1 when it sets none. */
+long eng_tokenizer_max_length(const struct eng_tokenizer *w);
+
 /* ---- embed.c: embedders ------------------------------------------------------- */
 
 struct eng_embedders;
+struct eng_ttype;
 /* Read the embedder components of db->appdir's services.xml (none when
- * there is no such file) into db->embedders.  Returns 0 or an error naming
- * services.xml and the component. */
-int eng_embedders_load(struct strata *db, struct strata_error *err);
+ * there is no such file) into db->embedders, their models through
+ * eng_model_for(ms) (compiled contexts, deploy).  An embedder whose model
+ * is a URL or a model-id, or a file that is missing, cannot run: it is
+ * declared all the same, and one notice through ms->log says so.  Returns
+ * 0 or an error naming services.xml:line:col and the component. */
+int eng_embedders_load(struct strata *db, struct eng_models *ms, struct strata_error *err);
 void eng_embedders_free(struct eng_embedders *e);
 /* Embed the len bytes of text with the embedder id (NULL: the application's
  * only one) into a value of the field dest's tensor type, as feed JSON
@@ -180,6 +277,28 @@ void eng_embedders_free(struct eng_embedders *e);
  * another error naming the embedder. */
 int eng_embed(struct strata *db, const char *id, const char *text, size_t len, int for_query,
               const struct rank_field *dest, json_t **out, struct strata_error *err);
+/* eng_embed into the tensor type t (mapped dimensions -1); what names the
+ * destination in messages ("field 'emb'", "query input 'query(q)'"). */
+int eng_embed_type(struct strata *db, const char *id, const char *text, size_t len,
+                   int for_query, const struct eng_ttype *t, const char *what, json_t **out,
+                   struct strata_error *err);
+/* Whether the application declares the embedder id (NULL: exactly one
+ * embedder).  Returns 0, or STRATA_NOT_FOUND naming id and the declared
+ * ones.  For checks at deploy: a declared embedder that cannot run is
+ * found. */
+int eng_embedder_find(struct strata *db, const char *id, struct strata_error *err);
+
+/* ---- query_embed.c: embed() in query inputs -------------------------------------- */
+
+/* When *v, the request's value of query input in, is a string
+ * "embed(ID, "text")", "embed(ID, @param)", "embed(@param)" or
+ * "embed("text")", replace *v with its embedding (for_query = 1) into in's
+ * type, computed once per query: *cache (a JSON object, NULL at first;
+ * json_decref it when the query ends) keeps it by input name and type.  Other
+ * values are left as they are.  Returns 0, STRATA_INVALID_ARGUMENT (a
+ * malformed call, a missing @param), or eng_embed's errors. */
+int eng_query_embed(struct strata *db, const json_t *req, const struct rank_input_info *in,
+                    const json_t **v, json_t **cache, struct strata_error *err);
 
 /* ---- json_alloc.c: jansson's memory ------------------------------------------- */
 
@@ -192,6 +311,12 @@ void eng_json_init(void);
  * shrugged off: the value could be wrong), or NULL with *oom = 0 and the
  * reason in je when the text is not JSON. */
 json_t *eng_json_parse(const char *text, size_t len, size_t flags, json_error_t *je, int *oom);
+/* Blocks that carry their size (for libraries that free without one, like
+ * jansson and expat): NULL when out of memory; realloc keeps the old block
+ * on failure. */
+void *eng_block_alloc(size_t n);
+void *eng_block_realloc(void *p, size_t n);
+void eng_block_free(void *p);
 
 /* ---- tensor_json.c ------------------------------------------------------------ */
 

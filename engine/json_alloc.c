@@ -20,10 +20,14 @@
  * comes back wrong rather than missing.  So every failed allocation is
  * counted, per thread, and eng_json_parse() refuses a value whose parse
  * saw one.
+ *
+ * The same sized blocks serve other libraries that free without a size
+ * (expat, for services.xml): eng_block_alloc and friends.
  */
 #include <pthread.h>
 #include <stdalign.h>
 #include <stddef.h>
+#include <string.h>
 
 #include "engine_int.h"
 
@@ -49,6 +53,29 @@ static void json_block_free(void *q)
 		return;
 	unsigned char *p = (unsigned char *)q - HEADER;
 	base_free(p, HEADER + *(size_t *)p);
+}
+
+void *eng_block_alloc(size_t n)
+{
+	return json_block_alloc(n);
+}
+
+void *eng_block_realloc(void *q, size_t n)
+{
+	if (!q)
+		return json_block_alloc(n);
+	size_t old = *(size_t *)((unsigned char *)q - HEADER);
+	void *r = json_block_alloc(n);
+	if (r) {
+		memcpy(r, q, old < n ? old : n);
+		json_block_free(q);
+	}
+	return r;
+}
+
+void eng_block_free(void *q)
+{
+	json_block_free(q);
 }
 
 static pthread_once_t json_once = PTHREAD_ONCE_INIT;

@@ -875,6 +875,9 @@ static int set_inputs(struct qstate *qs, struct dtstate *ds, const json_t *req)
 		const json_t *v = find_input(req, in->name);
 		if (!v)
 			continue;
+		int erc = eng_query_embed(qs->db, req, in, &v, &qs->embedded, qs->err);
+		if (erc)
+			return erc;
 		int mapped = 0;
 		for (int k = 0; k < in->rank; k++)
 			mapped |= in->dims[k] < 0;
@@ -1253,6 +1256,7 @@ int strata_query_json(struct strata *db, const char *request, char **result,
 	if (qs.txn)
 		store_txn_abort(qs.txn);
 	yql_free(qs.yql);
+	json_decref(qs.embedded);
 	json_decref(req);
 	atomic_fetch_add(&db->n_rank_allocs, qs.rank_allocs);
 	if (rc == 0)

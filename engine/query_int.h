@@ -46,6 +46,7 @@ struct qstate {
 	size_t vals_size;
 	uint64_t rank_allocs;     /* allocations made inside rank_query_* calls */
 	int match_nomem;          /* a collection value could not be read for lack of memory */
+	json_t *embedded;         /* query inputs given as embed(...), by name (query_embed.c) */
 };
 
 /* Bracket a call into rank: mark before, charge after. */

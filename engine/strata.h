@@ -151,8 +151,12 @@ struct strata_options {
  * STRATA_NOT_FOUND (a model file or the schemas folder is missing),
  * STRATA_INVALID_PROTOBUF / STRATA_INVALID_GRAPH / STRATA_NOT_IMPLEMENTED (a
  * model), STRATA_INVALID_ARGUMENT (an option out of range), STRATA_STORE,
- * STRATA_NOMEM, or an errno.  On success *out is a new handle for
- * strata_close(). */
+ * STRATA_NOMEM, or an errno.  The embedders of app/services.xml are read
+ * too: a malformed file, an unsupported setting or an embedder model
+ * without the inputs and output it needs fails the open
+ * (services.xml:line:column); an embedder whose model is a URL, a model-id
+ * or a missing file is declared but cannot run, which opts->log is told
+ * once.  On success *out is a new handle for strata_close(). */
 int strata_open(const char *app, const struct strata_options *opts,
                 struct strata **out, struct strata_error *err);
 

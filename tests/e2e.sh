@@ -925,5 +925,52 @@ expect_fail "mapped inputs: default" \
 	"item\.sd:13:36: default values of query inputs with mapped dimensions are not supported" \
 	"$STRATA" deploy "$MAP"
 
+# ---- embedders: a model given by URL is never downloaded ----------------------------------
+EMB=$T/emb
+mkdir -p "$EMB/schemas"
+cat >"$EMB/schemas/doc.sd" <<'SD'
+schema doc {
+    document doc {
+        field emb type tensor<float>(x[4]) {
+            indexing: attribute
+        }
+    }
+    rank-profile sem {
+        inputs {
+            query(q) tensor<float>(x[4])
+        }
+        first-phase {
+            expression: sum(query(q) * attribute(emb))
+        }
+    }
+}
+SD
+cat >"$EMB/services.xml" <<'XML'
+<services version="1.0">
+  <container id="default" version="1.0">
+    <component id="e5" type="hugging-face-embedder">
+      <transformer-model url="https://example.com/e5/model.onnx"/>
+      <tokenizer-model url="https://example.com/e5/tokenizer.json"/>
+    </component>
+  </container>
+</services>
+XML
+expect_ok "embedders: deploy with a URL model" "$STRATA" deploy "$EMB" &&
+	check "embedders: said once" "$(grep -c "services\.xml:3:5: embedder 'e5' cannot run: .*https://example\.com/e5/" "$ERR")" 1
+expect_fail "embedders: embed with a URL model" \
+	"embedder 'e5' cannot run: .*https://example\.com/e5/.*never downloads.*path=" \
+	"$STRATA" query "$EMB" --yql 'select * from sources * where true' --profile sem \
+	--input 'query(q)=embed(e5, "running shoes")'
+echo '{"yql": "select * from sources * where true", "ranking.profile": "sem",
+ "input.query(q)": "embed(@text)", "text": "running shoes"}' >"$T/emb-req.json"
+expect_fail "embedders: embed(@param) with the only embedder" "embedder 'e5' cannot run" \
+	sh -c '"$1" query "$2" <"$3"' sh "$STRATA" "$EMB" "$T/emb-req.json"
+expect_fail "embedders: unknown embedder" "no embedder 'e6'; declared: 'e5'" \
+	"$STRATA" query "$EMB" --yql 'select * from sources * where true' --profile sem \
+	--input 'query(q)=embed(e6, "running shoes")'
+printf '<services>\n  <component id="e5" type="hugging-face-embedder">\n  </services>\n' >"$EMB/services.xml"
+expect_fail "embedders: malformed services.xml" "services\.xml:3:5: mismatched tag" \
+	"$STRATA" deploy "$EMB"
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -9,6 +9,7 @@
 #   feed  every .jsonl and .json file (of a large one, its first 40 lines
 #         or 64 KiB)
 #   onnx  every .onnx model under 1 MiB
+#   services  every services.xml
 #   expr  every rank expression of those schemas ("expression: ..." and the
 #         bodies of "expression { ... }" blocks), one per file
 # and, when TESTDATA (libonnx-testdata's data folder) exists, the model of
@@ -55,6 +56,8 @@ for t in "$@"; do
 			done ;;
 		onnx)
 			find "$apps" -name '*.onnx' -size -1024k | while read -r f; do put "$f" onnx; done ;;
+		services)
+			find "$apps" -name services.xml -size -64k | while read -r f; do put "$f" services; done ;;
 		expr)
 			# Each expression into its own file of a scratch folder first.
 			tmpd="$out/.expr.$$"
