@@ -75,7 +75,7 @@ static int add_list(void *ud, const char *term, size_t len)
 static int open_one(struct store_txn *txn, const struct eng_doctype *dt, const struct yql_node *n,
                     struct base_tokenizer *tk, struct eng_text **out, struct strata_error *err)
 {
-	int flags = dt->fields[n->fidx].text & ~STORE_TEXT_ON;
+	int flags = STORE_TEXT_TOKEN_FLAGS(dt->fields[n->fidx].text);
 	struct eng_text *t = base_calloc(1, sizeof *t);
 	if (!t)
 		return base_nomem(err, "a text condition");
@@ -246,7 +246,7 @@ json_t *eng_tokens_json(const struct store_field *f, const struct store_value *v
 	size_t off = 0, n;
 	int pos;
 	while (a && v->s &&
-	       base_token_next(tk, v->s, v->n, &off, f->text & ~STORE_TEXT_ON, &tok, &n, &pos) > 0)
+	       base_token_next(tk, v->s, v->n, &off, STORE_TEXT_TOKEN_FLAGS(f->text), &tok, &n, &pos) > 0)
 		if (json_array_append_new(a, json_stringn(tok, n))) {
 			json_decref(a);
 			a = NULL;

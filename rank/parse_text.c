@@ -260,7 +260,7 @@ int rank_text_fields_check(struct rank_parser *p)
 
 int rank_field_token_flags(const struct rank_field *f)
 {
-	if (!f->index || f->type != RANK_FT_STRING)
+	if (!f->index || (f->type != RANK_FT_STRING && !rank_field_holds_text(f)))
 		return -1;
 	int fl = f->no_normalize ? 0 : BASE_TOKEN_NORMALIZE;
 	switch (f->match) {

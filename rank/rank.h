@@ -203,7 +203,8 @@ int rank_schema_field_index(const struct rank_schema *s, const char *name); /* -
  * number as the return value; -1 when there is no such fieldset. */
 int rank_schema_fieldset(const struct rank_schema *s, const char *name, const int **fields);
 /* The tokenizer flags (BASE_TOKEN_*, base.h) of a text-indexed string field
- * as its match, stemming and normalizing settings ask: text is NORMALIZE |
+ * (or array or weighted set of strings: each element is tokenized so) as
+ * its match, stemming and normalizing settings ask: text is NORMALIZE |
  * STEM, word is WHOLE | NORMALIZE, exact is WHOLE, prefix is NORMALIZE;
  * normalizing: none drops NORMALIZE, match: cased adds CASED.  -1 when the
  * field has no text index. */

@@ -1,0 +1,126 @@
+#!/bin/sh
+# text_fields.sh: end-to-end tests of text indexes on arrays and weighted
+# sets of strings through the strata CLI: 'contains' on any element, checked
+# against a scan of the fed documents; phrases that never span two elements;
+# bm25 and fieldLength over all elements, computed here; updates that add,
+# remove and assign elements, and removes, keeping the index exact; a feed
+# killed with SIGKILL after which documents and index agree.
+#
+#   sh tests/text_fields.sh [STRATA]
+#
+# The last line is "N passed, M failed"; the exit status is 1 when any failed.
+set -u
+
+here=$(cd "$(dirname "$0")" && pwd)
+suite=text_fields
+. "$here/clitest.sh"
+APP=$T/docs
+
+mkdir -p "$APP/schemas"
+cat >"$APP/schemas/doc.sd" <<'EOS'
+schema doc {
+    document doc {
+        field tags type array<string> {
+            indexing: summary | index
+            index: enable-bm25
+        }
+        field kw type weightedset<string> {
+            indexing: summary | index
+            match: word
+        }
+        field n type int { indexing: summary | attribute }
+    }
+    fieldset default { fields: tags }
+    rank-profile default { first-phase { expression: attribute(n) } }
+    rank-profile bm25 {
+        first-phase { expression: bm25(tags) }
+        match-features: bm25(tags) fieldLength(tags) fieldLength(kw) matches(kw)
+    }
+}
+EOS
+cat >"$APP/feed.jsonl" <<'EOS'
+{"put": "id:doc:doc::1", "fields": {"tags": ["New York", "big apple"], "kw": {"Red Car": 3, "blue": 5}, "n": 1}}
+{"put": "id:doc:doc::2", "fields": {"tags": ["new", "york city \"quoted\" \u00e9t\u00e9"], "kw": {"red car": 1}, "n": 2}}
+{"put": "id:doc:doc::3", "fields": {"tags": ["apple pie", "apples", "running shoes"], "n": 3}}
+{"put": "id:doc:doc::4", "fields": {"tags": [], "kw": {}, "n": 4}}
+EOS
+expect_ok "deploy" "$STRATA" deploy "$APP"
+expect_ok "feed" "$STRATA" feed "$APP" "$APP/feed.jsonl"
+
+# The documents (in rank order: n descending) whose elements hold all the
+# words, by a scan of the feed with jq: the same words lowercased, accents
+# and quotes gone; an independent check of 'contains' on the index.
+scan() {
+	jq -rs --arg w "$1" '[.[] | select(.put) |
+	  select([.fields.tags[]? | ascii_downcase | gsub("\u00e9"; "e") | gsub("[^a-z0-9]+"; " ") |
+	          split(" ")[]] as $t | ($w | split(" ")) | all(. as $x | $t | index([$x]) != null)) |
+	  .fields.n] | sort | reverse | map(tostring) | join(",")' "$APP/feed.jsonl"
+}
+for w in york apple new big pie ete quoted city running nothing; do
+	check "contains '$w' = scan" "$(ids "tags contains \"$w\"")" "$(scan "$w")"
+done
+check "stemmed like a string field" "$(ids 'tags contains "apple"')" "3,1"
+check "phrase in one element" "$(ids 'tags contains phrase("new", "york")')" "1"
+check "phrase never spans two elements" "$(ids 'tags contains phrase("york", "big")')" ""
+check "phrase, second element" "$(ids 'tags contains "york city"')" "2"
+check "a phrase over the end of one element" "$(ids 'tags contains phrase("new", "york", "city")')" ""
+check "fieldset" "$(ids 'default contains "pie"')" "3"
+check "userQuery" "$(req '{"yql": "select * from sources * where userQuery()", "query": "apple -pie"}')" "1"
+check "weighted set key, word match" "$(ids 'kw contains "RED CAR"')" "2,1"
+check "weighted set key, not part of one" "$(ids 'kw contains "red"')" ""
+check "weighted set, other key" "$(ids 'kw contains "blue"')" "1"
+
+# bm25 over all elements: field length the sum of the elements' (doc 1: 4,
+# doc 2: 5, doc 3: 5, doc 4: 0), average over the 4 documents with a value
+bm25() { # TF DL DF [TERMS]: TERMS terms alike
+	awk -v tf="$1" -v dl="$2" -v df="$3" -v k="${4:-1}" 'BEGIN {
+		idf = log(1 + (4 - df + 0.5) / (df + 0.5))
+		printf "%d", k * 1e9 * idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * dl / 3.5)) + 0.5 }'
+}
+if expect_ok "bm25" "$STRATA" query "$APP" --profile bm25 \
+	--yql 'select * from sources * where tags contains "york" or tags contains "apple"'; then
+	check "bm25 values" "$(jout '[.root.children[] | [(.id | sub("id:doc:doc::"; "")),
+		(.relevance * 1e9 | round | tostring)] | join(":")] | join(",")')" \
+		"1:$(bm25 1 4 2 2),3:$(bm25 2 5 2),2:$(bm25 1 5 2)"
+	check "field lengths" "$(jout '[.root.children[].fields.matchfeatures |
+		"\(."fieldLength(tags)")/\(."fieldLength(kw)")"] | join(",")')" "4/2,5/0,5/1"
+fi
+
+# updates: elements added, removed and assigned; the index follows
+cat >"$T/upd.jsonl" <<'EOS'
+{"update": "id:doc:doc::1", "fields": {"tags": {"add": ["green fields"]}}}
+{"update": "id:doc:doc::3", "fields": {"tags": {"remove": ["apples", "apple pie"]}}}
+{"update": "id:doc:doc::2", "fields": {"kw": {"assign": {"green": 2}}}}
+{"update": "id:doc:doc::1", "fields": {"kw": {"remove": {"blue": 0}}}}
+{"remove": "id:doc:doc::4"}
+EOS
+expect_ok "updates" "$STRATA" feed "$APP" "$T/upd.jsonl"
+check "added element found" "$(ids 'tags contains "green"')" "1"
+check "old elements kept" "$(ids 'tags contains phrase("big", "apple")')" "1"
+check "removed elements gone" "$(ids 'tags contains "apple"')" "1"
+check "kept element" "$(ids 'tags contains "running"')" "3"
+check "assigned weighted set" "$(ids 'kw contains "green"')" "2"
+check "assigned away" "$(ids 'kw contains "red car"')" "1"
+check "removed key" "$(ids 'kw contains "blue"')" ""
+if expect_ok "lengths after updates" "$STRATA" query "$APP" --profile bm25 \
+	--yql 'select * from sources * where true'; then
+	check "lengths after updates" "$(jout '[.root.children[] | "\(.id | sub("id:doc:doc::"; "")):\(
+		.fields.matchfeatures."fieldLength(tags)")/\(.fields.matchfeatures."fieldLength(kw)")"] |
+		sort | join(",")')" "1:6/1,2:5/1,3:2/0"
+fi
+
+# killed mid-feed: documents and index agree
+N=20000
+awk -v n=$N 'BEGIN { for (i = 1; i <= n; i++)
+	printf "{\"put\": \"id:doc:doc::k%d\", \"fields\": {\"tags\": [\"common words\", \"number %d\"], \"n\": %d}}\n", i, i, i + 10 }' \
+	>"$T/many.jsonl"
+feed_killed "$APP" "$T/many.jsonl"
+stored=$(total 'n > 10')
+indexed=$(total 'tags contains "common words"')
+check "killed feed: index agrees with the store" "$indexed" "$stored"
+[ "$indexed" -ge "$w" ] 2>/dev/null && ok || bad "killed feed: $indexed found, $w reported written"
+check "killed feed: no phrase across elements" "$(total 'tags contains phrase("words", "number")')" "0"
+check "killed feed: last written found" "$(ids "tags contains \"number $w\"" | cut -d, -f1)" "k$w"
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
