@@ -439,15 +439,17 @@ const struct eng_text *eng_text_of(const struct eng_textset *s, const struct yql
 /* Whether document lid has the term, or the terms as a phrase (cheapest
  * with lids in increasing order). */
 int eng_text_match(const struct eng_text *t, uint32_t lid);
-/* The text rank feature (enum rank_text_feature) of field for lid, over the
- * CONTAINS conditions of the set on that field. */
 /* The summary setting tokens: the terms the text index holds for value v of
  * text-indexed field f (its tokenizer flags), as a JSON array of strings.
  * Returns NULL on failure, err set (STRATA_NOMEM). */
 json_t *eng_tokens_json(const struct store_field *f, const struct store_value *v,
                         struct strata_error *err);
+/* The text rank feature (enum rank_text_feature) of field for lid, over the
+ * CONTAINS conditions of the set on that field; bm25 with the parameters
+ * profile prof gives the field (rank_profile_bm25). */
 double eng_text_feature(struct store_txn *txn, const struct eng_doctype *dt,
-                        const struct eng_textset *s, int feature, int field, uint32_t lid);
+                        const struct rank_profile *prof, const struct eng_textset *s, int feature,
+                        int field, uint32_t lid);
 
 /* ---- userquery.c: the where tree completed from the request and the schema ----------- */
 

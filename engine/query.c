@@ -118,7 +118,7 @@ static const void *attr_cb(void *ud, int field, uint32_t lid)
 static double text_cb(void *ud, int feature, int field, uint32_t lid)
 {
 	struct dtstate *ds = ud;
-	return eng_text_feature(ds->txn, ds->dt, ds->text, feature, field, lid);
+	return eng_text_feature(ds->txn, ds->dt, ds->prof, ds->text, feature, field, lid);
 }
 
 /* ---- the request ------------------------------------------------------------------- */

@@ -1128,6 +1128,9 @@ int rank_profile_compile(struct rank_profile *p, const struct rank_schema *s,
 	if (rank_cc_add_type(p, &num) != 0)
 		return base_nomem(err, "profile '%s'", d->name);
 	p->rerank = d->rerank_count >= 0 ? d->rerank_count : 100;
+	int rc = rank_fprops_check(p, err);
+	if (rc)
+		return rc;
 
 	p->ninputs = d->ninputs;
 	p->inputs = base_calloc((size_t)d->ninputs + 1, sizeof *p->inputs);
@@ -1188,7 +1191,6 @@ int rank_profile_compile(struct rank_profile *p, const struct rank_schema *s,
 			p->models[p->nmodels++].decl = &sd->models[i];
 	}
 	/* allocation sizes for release: keep +1 counts consistent */
-	int rc;
 	for (int m = 0; m < d->nmodels; m++)
 		if ((rc = compile_model(p, models, m, &d->models[m].pos, err)))
 			return rc;

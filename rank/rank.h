@@ -279,6 +279,18 @@ enum rank_text_feature {
 	RANK_TF_NATIVE_TERMS,  /* the query's words on the field (matched or not) */
 };
 
+/* bm25's parameters for a field in a profile: Vespa's defaults (k1 1.2,
+ * b 0.75), or the profile's rank-properties bm25(f).k1, bm25(f).b and
+ * bm25(f).averageFieldLength (avgdl; 0 when not given: the index's
+ * average). */
+struct rank_bm25 {
+	double k1, b, avgdl;
+};
+/* The bm25 parameters of field (index in the schema) in profile p (NULL:
+ * the defaults) into *out.  Cheap (a scan of the profile's properties);
+ * thread-safe. */
+void rank_profile_bm25(const struct rank_profile *p, int field, struct rank_bm25 *out);
+
 /* A tensor with mapped dimensions: nblocks dense subspaces (the type's
  * indexed dimensions, rank_type_cells() double cells each), each under the
  * labels of the type's mapped dimensions, in the type's order.  Blocks have

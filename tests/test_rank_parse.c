@@ -626,7 +626,7 @@ static const struct bad bads[] = {
 	 "t.sd:2:30: a tensor value must be a '[...]' list, found '4'"},
 	{"schema s { document s { } rank-profile p {\n rank-properties { a: 1 } } }", STRATA_NOT_IMPLEMENTED,
 	 "t.sd:2:20: rank property 'a' is not supported: only query(name) and $name, a query input's "
-	 "default, are"},
+	 "default, and bm25(field).k1, .b and .averageFieldLength are"},
 	{"schema s { document s { } rank-profile p { bogus } }", STRATA_PARSE,
 	 "t.sd:1:44: unexpected 'bogus' in rank-profile 'p'"},
 	{"schema s { document s { } onnx-model m { input a: query(q) } }", STRATA_TYPE,

@@ -36,6 +36,15 @@ schema doc {
         first-phase { expression: bm25(tags) }
         match-features: bm25(tags) fieldLength(tags) fieldLength(kw) matches(kw)
     }
+    rank-profile tuned inherits bm25 {
+        rank-properties {
+            bm25(tags).k1: 0.9
+            bm25(tags).b: 0.4
+        }
+    }
+    rank-profile avg inherits tuned {
+        rank-properties { bm25(tags).averageFieldLength: 10 }
+    }
 }
 EOS
 cat >"$APP/feed.jsonl" <<'EOS'
@@ -72,16 +81,28 @@ check "weighted set, other key" "$(ids 'kw contains "blue"')" "1"
 
 # bm25 over all elements: field length the sum of the elements' (doc 1: 4,
 # doc 2: 5, doc 3: 5, doc 4: 0), average over the 4 documents with a value
-bm25() { # TF DL DF [TERMS]: TERMS terms alike
-	awk -v tf="$1" -v dl="$2" -v df="$3" -v k="${4:-1}" 'BEGIN {
-		idf = log(1 + (4 - df + 0.5) / (df + 0.5))
-		printf "%d", k * 1e9 * idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * dl / 3.5)) + 0.5 }'
+bm25() { # TF DL DF [TERMS [K1 B AVGDL]]: TERMS terms alike
+	awk -v tf="$1" -v dl="$2" -v df="$3" -v k="${4:-1}" -v k1="${5:-1.2}" -v b="${6:-0.75}" \
+		-v avg="${7:-3.5}" 'BEGIN { idf = log(1 + (4 - df + 0.5) / (df + 0.5))
+		printf "%d", k * 1e9 * idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avg)) + 0.5 }'
 }
 if expect_ok "bm25" "$STRATA" query "$APP" --profile bm25 \
 	--yql 'select * from sources * where tags contains "york" or tags contains "apple"'; then
 	check "bm25 values" "$(jout '[.root.children[] | [(.id | sub("id:doc:doc::"; "")),
 		(.relevance * 1e9 | round | tostring)] | join(":")] | join(",")')" \
 		"1:$(bm25 1 4 2 2),3:$(bm25 2 5 2),2:$(bm25 1 5 2)"
+	for p in tuned avg; do
+		expect_ok "bm25, $p" "$STRATA" query "$APP" --profile $p \
+			--yql 'select * from sources * where tags contains "york" or tags contains "apple"'
+		a=3.5
+		[ $p = avg ] && a=10
+		check "bm25 with rank-properties, $p" "$(jout '[.root.children[] |
+			[(.id | sub("id:doc:doc::"; "")), (.relevance * 1e9 | round | tostring)] |
+			join(":")] | sort | join(",")')" \
+			"1:$(bm25 1 4 2 2 0.9 0.4 $a),2:$(bm25 1 5 2 1 0.9 0.4 $a),3:$(bm25 2 5 2 1 0.9 0.4 $a)"
+	done
+	expect_ok "bm25, again" "$STRATA" query "$APP" --profile bm25 \
+		--yql 'select * from sources * where tags contains "york" or tags contains "apple"'
 	check "field lengths" "$(jout '[.root.children[].fields.matchfeatures |
 		"\(."fieldLength(tags)")/\(."fieldLength(kw)")"] | join(",")')" "4/2,5/0,5/1"
 fi
