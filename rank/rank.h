@@ -98,6 +98,7 @@ enum rank_match {
 	RANK_MATCH_WORD,     /* the whole value is one token, normalized */
 	RANK_MATCH_EXACT,    /* the whole value is one token, lowercased only */
 	RANK_MATCH_PREFIX,   /* tokens match query terms that are their prefixes */
+	RANK_MATCH_GRAM,     /* n-grams of the words (gram-size, 2 by default) */
 };
 
 /* stemming: of a text field; DEFAULT takes the schema's (else BEST). */
@@ -124,6 +125,7 @@ struct rank_field {
 	int no_normalize;    /* normalizing: none (no accent removal) */
 	int rank_filter;     /* rank: filter (matches, but no term statistics) */
 	int bm25;            /* index: enable-bm25 */
+	int gram_size;       /* match { gram-size: N }; 0 when not given (2 for gram) */
 	const struct rank_vtype *vtype; /* ARRAY, WSET, MAP, STRUCT: the whole type; else NULL */
 	int wset_flags;      /* WSET: RANK_WSET_* (weightedset { ... } settings) */
 	int source;          /* a field outside the document block: the index of the field
@@ -205,7 +207,8 @@ int rank_schema_fieldset(const struct rank_schema *s, const char *name, const in
 /* The tokenizer flags (BASE_TOKEN_*, base.h) of a text-indexed string field
  * (or array or weighted set of strings: each element is tokenized so) as
  * its match, stemming and normalizing settings ask: text is NORMALIZE |
- * STEM, word is WHOLE | NORMALIZE, exact is WHOLE, prefix is NORMALIZE;
+ * STEM, word is WHOLE | NORMALIZE, exact is WHOLE, prefix is NORMALIZE,
+ * gram is BASE_TOKEN_GRAMS(gram-size) | NORMALIZE;
  * normalizing: none drops NORMALIZE, match: cased adds CASED.  -1 when the
  * field has no text index. */
 int rank_field_token_flags(const struct rank_field *f);

@@ -2,9 +2,11 @@
 # text_fields.sh: end-to-end tests of text indexes on arrays and weighted
 # sets of strings through the strata CLI: 'contains' on any element, checked
 # against a scan of the fed documents; phrases that never span two elements;
-# bm25 and fieldLength over all elements, computed here; updates that add,
-# remove and assign elements, and removes, keeping the index exact; a feed
-# killed with SIGKILL after which documents and index agree.
+# bm25 and fieldLength over all elements, computed here, with and without
+# bm25's rank properties; updates that add, remove and assign elements, and
+# removes, keeping the index exact; match: gram on Chinese, Japanese and
+# Latin text; a feed killed with SIGKILL after which documents and index
+# agree.
 #
 #   sh tests/text_fields.sh [STRATA]
 #
@@ -129,6 +131,68 @@ if expect_ok "lengths after updates" "$STRATA" query "$APP" --profile bm25 \
 		.fields.matchfeatures."fieldLength(tags)")/\(.fields.matchfeatures."fieldLength(kw)")"] |
 		sort | join(",")')" "1:6/1,2:5/1,3:2/0"
 fi
+
+# match: gram: the text and the query's words split into grams alike, the
+# query's grams a phrase
+MAIN=$APP
+APP=$T/grams
+mkdir -p "$APP/schemas"
+cat >"$APP/schemas/doc.sd" <<'EOS'
+schema doc {
+    document doc {
+        field title type string {
+            indexing: summary | index
+            index: enable-bm25
+            match {
+                gram
+                gram-size: 2
+            }
+        }
+        field body type string {
+            indexing: summary | index
+            match {
+                gram
+                gram-size: 3
+            }
+        }
+        field tags type array<string> {
+            indexing: index
+            match: gram
+        }
+        field n type int { indexing: summary | attribute }
+    }
+    rank-profile default {
+        first-phase { expression: attribute(n) }
+        match-features: fieldLength(title) fieldLength(body)
+    }
+}
+EOS
+cat >"$APP/feed.jsonl" <<'EOS'
+{"put": "id:doc:doc::1", "fields": {"title": "東京都庁の展望台", "body": "Hello World", "tags": ["ab", "cd"], "n": 1}}
+{"put": "id:doc:doc::2", "fields": {"title": "京都の寺", "body": "yellow Mellow", "tags": ["abcd"], "n": 2}}
+{"put": "id:doc:doc::3", "fields": {"title": "Écoles", "body": "ab", "n": 3}}
+EOS
+expect_ok "gram: deploy" "$STRATA" deploy "$APP"
+expect_ok "gram: feed" "$STRATA" feed "$APP" "$APP/feed.jsonl"
+check "gram: a word inside a CJK run" "$(ids 'title contains "京都"')" "2,1"
+check "gram: two grams in a row" "$(ids 'title contains "展望台"')" "1"
+check "gram: not in a row" "$(ids 'title contains "東台"')" ""
+check "gram: one character, shorter than a gram" "$(ids 'title contains "京"')" ""
+check "gram: accents and case" "$(ids 'title contains "ECOLE"')" "3"
+check "gram: inside a word" "$(ids 'body contains "ello"')" "2,1"
+check "gram: across words, in a row" "$(ids 'body contains "llo wor"')" "1"
+check "gram: across words, the next word's first gram" "$(ids 'body contains "low mel"')" "2"
+check "gram: across words, not in a row" "$(ids 'body contains "llo mel"')" ""
+check "gram: not there" "$(ids 'body contains "elm"')" ""
+check "gram: a short word is one gram" "$(ids 'body contains "ab"')" "3"
+check "gram: elements kept apart" "$(ids 'tags contains "abcd"')" "2"
+check "gram: an element" "$(ids 'tags contains "cd"')" "2,1"
+check "gram: not across elements" "$(ids 'tags contains "bc"')" "2"
+if expect_ok "gram: lengths" "$STRATA" query "$APP" --yql 'select * from sources * where n = 1'; then
+	check "gram: lengths are grams" "$(jout '.root.children[0].fields.matchfeatures |
+		"\(."fieldLength(title)")/\(."fieldLength(body)")"')" "7/6"
+fi
+APP=$MAIN
 
 # killed mid-feed: documents and index agree
 N=20000
