@@ -341,25 +341,29 @@ enum yql_kind {
 	YQL_RANK,     /* rank(c, ...): matches as kids[0]; the others feed rank features */
 	YQL_USERQUERY, /* userQuery(): replaced by the query parameter's conditions */
 	YQL_USERINPUT, /* userInput(@str) or userInput("text" in field): likewise */
+	YQL_WSET,     /* dotProduct, wand or weightedSet(field, {token: weight, ...}) (op) */
 };
+
+/* YQL_WSET's op: the operator (wsetmatch.c). */
+enum yql_wset_op { YQL_DOTPRODUCT = 1, YQL_WAND, YQL_WEIGHTEDSET };
 
 enum yql_cmp { YQL_LT = 1, YQL_LE, YQL_GT, YQL_GE, YQL_EQ };
 
 struct yql_node {
 	int kind;          /* enum yql_kind */
-	int op;            /* YQL_CMP: enum yql_cmp */
+	int op;            /* YQL_CMP: enum yql_cmp; YQL_WSET: enum yql_wset_op */
 	int col;           /* 1-based column in the YQL text */
 	char *field;       /* CMP, RANGE, CONTAINS, NN */
-	double num;        /* CMP */
+	double num;        /* CMP; WSET: wand's scoreThreshold (-Infinity: none) */
 	double lo, hi;     /* RANGE */
 	char *str;         /* CONTAINS */
 	char *input;       /* NN: the query input name */
-	long target_hits;  /* NN */
+	long target_hits;  /* NN, WSET (wand) */
 	int approximate;   /* NN: 1 unless approximate:false */
-	char *label;       /* NN: or NULL */
-	int nvals;         /* IN: the values, numbers or strings */
-	double *nums;
-	char **strs;       /* IN: NULL for numbers */
+	char *label;       /* NN, WSET: or NULL */
+	int nvals;         /* IN: the values, numbers or strings; WSET: the tokens */
+	double *nums;      /* WSET: the tokens' weights */
+	char **strs;       /* IN: NULL for numbers; WSET: the tokens (numbers as written) */
 	regex_t *re;       /* MATCHES: compiled (str is its text); yql_free frees it */
 	struct yql_node *re_next; /* MATCHES: the one compiled before, or NULL */
 	int nkids;
@@ -450,6 +454,32 @@ json_t *eng_tokens_json(const struct store_field *f, const struct store_value *v
 double eng_text_feature(struct store_txn *txn, const struct eng_doctype *dt,
                         const struct rank_profile *prof, const struct eng_textset *s, int feature,
                         int field, uint32_t lid);
+
+/* ---- wsetmatch.c: dotProduct, wand and weightedSet ------------------------------------ */
+
+struct eng_wset;
+/* Check the field of YQL_WSET node n (fidx set for dt): a weighted set, an
+ * array or a single value of strings or integers.  Returns 0 or
+ * STRATA_INVALID_ARGUMENT ("yql:1:COL: ..."). */
+int eng_wset_check(const struct eng_doctype *dt, const struct yql_node *n,
+                   struct strata_error *err);
+/* The operators of where (fields resolved for dt), made ready to match:
+ * *out is NULL when there are none.  Returns 0, STRATA_LIMIT, STRATA_NOMEM;
+ * close with eng_wset_close (NULL is ignored). */
+int eng_wset_open(const struct eng_doctype *dt, const struct yql_node *where,
+                  struct eng_wset **out, struct strata_error *err);
+void eng_wset_close(struct eng_wset *w);
+/* Whether value v of node n's field (NULL: none) matches n: 1 with the dot
+ * product in *score (0 for weightedSet), 0, or -1 when memory ran out. */
+int eng_wset_match(struct eng_wset *w, const struct yql_node *n, const struct store_value *v,
+                   double *score);
+/* rawScore(field) (feature RANK_TF_RAW_SCORE) or itemRawScore(label)
+ * (RANK_TF_ITEM_RAW_SCORE) of document lid, whose field values value(ud,
+ * field, lid) gives: the sum of the matching operators' dot products. */
+double eng_wset_feature(struct eng_wset *w, int feature, int field, const char *label,
+                        uint32_t lid,
+                        const struct store_value *(*value)(void *ud, int field, uint32_t lid),
+                        void *ud);
 
 /* ---- userquery.c: the where tree completed from the request and the schema ----------- */
 

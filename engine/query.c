@@ -53,6 +53,7 @@ struct dtstate {
 	struct rank_docs docs;
 	struct store_txn *txn;
 	struct eng_textset *text; /* contains on text-indexed fields (textmatch.c) */
+	struct eng_wset *wset;    /* dotProduct, wand, weightedSet (wsetmatch.c) */
 	const struct rank_summary_class *summary; /* presentation.summary, or NULL */
 	uint32_t *nn;        /* sorted lids of the nearestNeighbor set */
 	size_t nnn;
@@ -115,9 +116,19 @@ static const void *attr_cb(void *ud, int field, uint32_t lid)
 	return eng_sparse_from_text(rf, sv->s, sv->n, &ds->sparse);
 }
 
+static const struct store_value *wset_value(void *ud, int field, uint32_t lid)
+{
+	struct dtstate *ds = ud;
+	return doc_value(ds->qs, ds, lid, field);
+}
+
 static double text_cb(void *ud, int feature, int field, uint32_t lid)
 {
 	struct dtstate *ds = ud;
+	if (feature == RANK_TF_RAW_SCORE || feature == RANK_TF_ITEM_RAW_SCORE)
+		return eng_wset_feature(ds->wset, feature, field, feature == RANK_TF_ITEM_RAW_SCORE
+		                        ? rank_profile_item_label(ds->prof, field) : NULL, lid,
+		                        wset_value, ds);
 	return eng_text_feature(ds->txn, ds->dt, ds->prof, ds->text, feature, field, lid);
 }
 
@@ -288,6 +299,8 @@ static int resolve(struct qstate *qs, struct yql_node *n, struct eng_doctype *dt
 		return base_err(qs->err, STRATA_INVALID_ARGUMENT,
 		                "yql:1:%d: 'contains' needs a string field, or an array or weightedset "
 		                "of strings; '%s' is not one", n->col, n->field);
+	if (n->kind == YQL_WSET)
+		return eng_wset_check(dt, n, qs->err);
 	if (n->kind == YQL_NN) {
 		if (eng_field_mapped(rank_schema_field(dt->schema, n->fidx)))
 			return base_err(qs->err, STRATA_NOT_IMPLEMENTED,
@@ -492,6 +505,14 @@ static int eval(struct qstate *qs, struct dtstate *ds, const struct yql_node *n,
 		if (n->fidx < 0)
 			return 0;
 		return nn_true || in_nn(ds, lid);
+	case YQL_WSET: {
+		double score;
+		int m = n->fidx < 0 ? 0 : eng_wset_match(ds->wset, n, doc_value(qs, ds, lid, n->fidx),
+		                                          &score);
+		if (m < 0)
+			qs->match_nomem = 1;
+		return m > 0;
+	}
 	case YQL_IN:
 		return n->fidx >= 0 && in_values(qs, ds, n, lid);
 	case YQL_MATCHES: {
@@ -796,7 +817,8 @@ static int run_doctype(struct qstate *qs, struct dtstate *ds)
 	qs->vals_lid_loaded = 0;
 	size_t base = qs->nhits;
 	/* open until the query ends: rank features and summaries read it */
-	if ((rc = eng_text_open(qs->txn, ds->dt, qs->yql->where, &ds->text, qs->err)) != 0)
+	if ((rc = eng_text_open(qs->txn, ds->dt, qs->yql->where, &ds->text, qs->err)) != 0 ||
+	    (rc = eng_wset_open(ds->dt, qs->yql->where, &ds->wset, qs->err)) != 0)
 		return rc;
 	for (uint32_t lid = 0; store_next(qs->txn, ds->dt->store_id, &lid) == 0; lid++) {
 		if (eval(qs, ds, qs->yql->where, lid, 0) && (rc = add_hit(qs, ds, lid)) != 0)
@@ -1407,6 +1429,7 @@ int strata_query_json(struct strata *db, const char *request, char **result,
 		if (qs.ds[i].nn)
 			base_free(qs.ds[i].nn, qs.ds[i].nnn * sizeof *qs.ds[i].nn);
 		eng_text_close(qs.ds[i].text);
+		eng_wset_close(qs.ds[i].wset);
 		base_arena_free(&qs.ds[i].sparse);
 	}
 	if (qs.ds)

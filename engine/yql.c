@@ -9,7 +9,8 @@
  *         | f contains "text" | f in (n, ...) | f in ("s", ...)
  *         | f matches "regex" | [{targetHits: K, label: "l", approximate:
  *         false}]nearestNeighbor(f, q) | cond and cond | cond or cond | !cond
- *         | (cond)
+ *         | (cond) | dotProduct(f, {"token": weight, ...}) | weightedSet(f, {...})
+ *         | [{targetHits: K, scoreThreshold: X, label: "l"}]wand(f, {...})
  *   grouping: all(group(f) [max(N)] [order([-]agg, ...)] each(EACH))
  *         | all(output(agg, ...)) | all(grouping grouping ...),
  *         EACH: [output(agg, ...)] [all(group(g) ...) | group(g) ...] (groups
@@ -286,8 +287,10 @@ static int flip(int op)
 	return op;
 }
 
-/* {targetHits: 10, label: "x", approximate: false} before nearestNeighbor */
-static int annotations(struct parser *ps, long *target, char **label, int *approx)
+/* {targetHits: 10, label: "x", approximate: false} before nearestNeighbor;
+ * scoreThreshold before wand */
+static int annotations(struct parser *ps, long *target, char **label, int *approx,
+                       double *threshold)
 {
 	if (next(ps))
 		return STRATA_PARSE;
@@ -315,6 +318,9 @@ static int annotations(struct parser *ps, long *target, char **label, int *appro
 				return expected(ps, "true or false");
 			*approx = is_kw(ps, "true");
 			if (next(ps))
+				return STRATA_PARSE;
+		} else if (!strcmp(key, "scoreThreshold")) {
+			if (number(ps, threshold, "a number"))
 				return STRATA_PARSE;
 		} else if (!strcmp(key, "hnsw.exploreAdditionalHits")) {
 			double v;
@@ -512,6 +518,42 @@ static struct yql_node *text_call(struct parser *ps, const char *name, const cha
 	return next(ps) ? NULL : n;
 }
 
+/* After 'name(': dotProduct, wand or weightedSet(field, {token: weight,
+ * ...}); a token is a string or an integer, a weight a number. */
+static struct yql_node *wset_call(struct parser *ps, const char *name, const char *at)
+{
+	struct yql_node *n = node(ps, YQL_WSET, at);
+	if (!n || !(n->field = ident(ps, "a field name")) || expect_punct(ps, ",") ||
+	    expect_punct(ps, "{"))
+		return NULL;
+	n->op = !strcmp(name, "dotProduct") ? YQL_DOTPRODUCT : !strcmp(name, "wand") ? YQL_WAND
+	                                                                           : YQL_WEIGHTEDSET;
+	int cap = 0, wcap = 0;
+	while (!is_punct(ps, "}")) {
+		if (room(ps, (void **)&n->strs, &cap, n->nvals, sizeof *n->strs) ||
+		    room(ps, (void **)&n->nums, &wcap, n->nvals, sizeof *n->nums))
+			return NULL;
+		if (ps->tok == T_NUM && ps->num == floor(ps->num) && fabs(ps->num) < 9.2e18) {
+			char buf[32];
+			snprintf(buf, sizeof buf, "%lld", (long long)ps->num);
+			if (!(ps->str = base_arena_alloc(ps->a, strlen(buf) + 1, 1)))
+				return nomem(ps, "yql token"), NULL;
+			strcpy(ps->str, buf);
+		} else if (ps->tok != T_STR) {
+			expected(ps, "a token: a string or an integer");
+			return NULL;
+		}
+		n->strs[n->nvals] = ps->str;
+		if (next(ps) || expect_punct(ps, ":") || number(ps, &n->nums[n->nvals++], "a weight"))
+			return NULL;
+		if (!is_punct(ps, "}") && expect_punct(ps, ","))
+			return NULL;
+	}
+	if (next(ps) || expect_punct(ps, ")"))
+		return NULL;
+	return n;
+}
+
 static struct yql_node *primary(struct parser *ps)
 {
 	const char *at = ps->start;
@@ -541,8 +583,9 @@ static struct yql_node *primary(struct parser *ps)
 	char *label = NULL;
 	int approx = 1;
 	int annotated = 0;
+	double threshold = -INFINITY;
 	if (is_punct(ps, "{")) {
-		if (annotations(ps, &target, &label, &approx))
+		if (annotations(ps, &target, &label, &approx, &threshold))
 			return NULL;
 		annotated = 1;
 	}
@@ -608,6 +651,19 @@ static struct yql_node *primary(struct parser *ps)
 		if (!strcmp(name, "weakAnd") || !strcmp(name, "rank") || !strcmp(name, "userQuery") ||
 		    !strcmp(name, "userInput"))
 			return text_call(ps, name, at, target);
+		if (!strcmp(name, "dotProduct") || !strcmp(name, "wand") || !strcmp(name, "weightedSet")) {
+			struct yql_node *n = wset_call(ps, name, at);
+			if (n && ((threshold != -INFINITY || target >= 0) && n->op != YQL_WAND)) {
+				fail_at(ps, at, "targetHits and scoreThreshold annotate wand, not '%s'", name);
+				return NULL;
+			}
+			if (n) {
+				n->num = threshold;
+				n->target_hits = target;
+				n->label = label;
+			}
+			return n;
+		}
 		if (annotated) {
 			fail_at(ps, at, "annotations are only supported on nearestNeighbor, not on '%s'",
 			        name);
@@ -1138,6 +1194,17 @@ static void dump_to(const struct yql_node *n, char *buf, size_t cap, size_t *len
 		         n->label ? ",label=" : "", n->label ? n->label : "");
 		break;
 	case YQL_USERQUERY: snprintf(tmp, sizeof tmp, "USERQUERY()"); break;
+	case YQL_WSET: {
+		static const char *const names[] = { "", "DOTPRODUCT", "WAND", "WEIGHTEDSET" };
+		size_t k = (size_t)snprintf(tmp, sizeof tmp, "%s(%s,{", names[n->op], n->field);
+		for (int i = 0; i < n->nvals && k < sizeof tmp; i++)
+			k += (size_t)snprintf(tmp + k, sizeof tmp - k, "%s\"%s\":%g", i ? "," : "",
+			                      n->strs[i], n->nums[i]);
+		if (k < sizeof tmp)
+			snprintf(tmp + k, sizeof tmp - k, "}%s%s)", n->label ? ",label=" : "",
+			         n->label ? n->label : "");
+		break;
+	}
 	case YQL_USERINPUT:
 		if (n->str)
 			snprintf(tmp, sizeof tmp, "USERINPUT(@%s)", n->str);

@@ -752,6 +752,8 @@ static int compile_call(struct cc *c, const struct env *env, const struct rank_a
 		return compile_text(c, a, type);
 	if (strcmp(f, "nativeRank") == 0 || strcmp(f, "nativeFieldMatch") == 0)
 		return compile_native(c, a, type);
+	if (strcmp(f, "rawScore") == 0 || strcmp(f, "itemRawScore") == 0)
+		return rank_cc_raw_score(c, a, type);
 	if (strcmp(f, "lightgbm") == 0 || strcmp(f, "xgboost") == 0)
 		return compile_gbdt(c, env, a, type);
 	if (!in_lambda(env)) {

@@ -71,8 +71,11 @@ static void explain_prog(struct sbuf *b, const struct rank_profile *p, const str
 			                        : in->a == RANK_TF_FIELD_LENGTH ? "fieldLength"
 			                        : in->a == RANK_TF_MATCHES ? "matches"
 			                        : in->a == RANK_TF_NATIVE_SUM ? "nativeFieldMatchSum"
-			                                                      : "nativeFieldMatchTerms",
-			          p->sd->fields[in->b].name);
+			                        : in->a == RANK_TF_NATIVE_TERMS ? "nativeFieldMatchTerms"
+			                        : in->a == RANK_TF_RAW_SCORE ? "rawScore"
+			                                                     : "itemRawScore",
+			          in->a == RANK_TF_ITEM_RAW_SCORE ? rank_profile_item_label(p, in->b)
+			                                          : p->sd->fields[in->b].name);
 			break;
 		case RANK_OP_QUERY: sb_printf(b, " %s", p->decl->inputs[in->a].name); break;
 		case RANK_OP_CONST: sb_printf(b, " %s", p->consts[in->a]->name); break;

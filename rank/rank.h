@@ -280,7 +280,16 @@ enum rank_text_feature {
 	RANK_TF_MATCHES,       /* matches(field): 1 when a query term on it matched */
 	RANK_TF_NATIVE_SUM,    /* nativeFieldMatch scores of the query's words on the field */
 	RANK_TF_NATIVE_TERMS,  /* the query's words on the field (matched or not) */
+	RANK_TF_RAW_SCORE,     /* rawScore(field): the dot products of the query's dotProduct
+	                          and wand operators on the field */
+	RANK_TF_ITEM_RAW_SCORE, /* itemRawScore(label): the one labelled so; the argument
+	                           is not a field but the label's number
+	                           (rank_profile_item_label) */
 };
+
+/* The label of itemRawScore number i in profile p (valid while the
+ * application is loaded), or NULL. */
+const char *rank_profile_item_label(const struct rank_profile *p, int i);
 
 /* bm25's parameters for a field in a profile: Vespa's defaults (k1 1.2,
  * b 0.75), or the profile's rank-properties bm25(f).k1, bm25(f).b and

@@ -102,4 +102,7 @@ int rank_cc_generator(struct cc *c, const struct env *env, const struct rank_ast
  * "file:line:col: " of the property. */
 int rank_fprops_check(const struct rank_profile *p, struct strata_error *err);
 
+/* compile_raw.c: rawScore(field) and itemRawScore(label). */
+int rank_cc_raw_score(struct cc *c, const struct rank_ast *a, int *type);
+
 #endif

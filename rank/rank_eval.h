@@ -194,6 +194,8 @@ struct rank_profile {
 	struct rank_lit *lits;
 	int npeeks, cappeeks;        /* addresses of slices (PEEK), in pool */
 	const struct rank_peek **peeks;
+	int nlabels, caplabels;      /* itemRawScore's labels (compile_raw.c), in pool */
+	const char **labels;
 };
 
 struct rank_schema {

@@ -192,6 +192,90 @@ if expect_ok "gram: lengths" "$STRATA" query "$APP" --yql 'select * from sources
 	check "gram: lengths are grams" "$(jout '.root.children[0].fields.matchfeatures |
 		"\(."fieldLength(title)")/\(."fieldLength(body)")"')" "7/6"
 fi
+
+# dotProduct, wand and weightedSet, their rawScore and itemRawScore,
+# against the same sums computed here with jq over the fed documents
+APP=$T/wset
+mkdir -p "$APP/schemas"
+cat >"$APP/schemas/doc.sd" <<'EOS'
+schema doc {
+    document doc {
+        field nb type weightedset<string> {
+            indexing: summary | index
+            match: word
+        }
+        field ids type weightedset<long> { indexing: summary | attribute }
+        field tags type array<string> { indexing: summary | attribute }
+        field cat type string { indexing: summary | attribute }
+        field n type int { indexing: summary | attribute }
+        field d type double { indexing: attribute }
+    }
+    rank-profile default {
+        first-phase { expression: rawScore(nb) + rawScore(ids) + rawScore(tags) }
+        match-features: rawScore(nb) rawScore(ids) rawScore(tags) rawScore(cat) rawScore(n) itemRawScore(l)
+    }
+}
+EOS
+awk 'BEGIN { srand(7); split("Red blue GREEN red Blue x y z", w, " ")
+	for (i = 1; i <= 40; i++) {
+		nb = ""; k = 0; split("", seen)
+		for (j = 1; j <= 8; j++) if (rand() < 0.3 && !(tolower(w[j]) in seen)) {
+			seen[tolower(w[j])] = 1
+			nb = nb (k++ ? ", " : "") "\"" w[j] "\": " int(rand() * 21) - 10 }
+		ids = ""; k = 0
+		for (j = 1; j <= 5; j++) if (rand() < 0.4) ids = ids (k++ ? ", " : "") "\"" j * 10 "\": " int(rand() * 9) + 1
+		tags = ""; k = 0
+		for (j = 1; j <= 4; j++) if (rand() < 0.5) tags = tags (k++ ? ", " : "") "\"" w[int(rand() * 3) + 6] "\""
+		printf "{\"put\": \"id:doc:doc::%d\", \"fields\": {\"nb\": {%s}, \"ids\": {%s}, \"tags\": [%s], \"cat\": \"%s\", \"n\": %d}}\n",
+			i, nb, ids, tags, w[int(rand() * 8) + 1], i }
+}' >"$APP/feed.jsonl"
+expect_ok "wset: deploy" "$STRATA" deploy "$APP"
+expect_ok "wset: feed" "$STRATA" feed "$APP" "$APP/feed.jsonl"
+# want FIELD QUERY [THRESHOLD]: "id:score" of each document holding one of
+# the tokens (and scoring above THRESHOLD), sorted by id
+want() {
+	jq -rs --arg f "$1" --argjson q "$2" --argjson t "${3:-null}" '[.[] | .put as $id |
+	  .fields[$f] as $v | (if $f == "nb" then ($v | to_entries | map(.key |= ascii_downcase))
+	    elif ($v | type) == "object" then ($v | to_entries)
+	    elif ($v | type) == "array" then ($v | map({key: ., value: 1}))
+	    else [{key: $v, value: 1}] end) |
+	  map(select($q[.key] != null) | $q[.key] * .value) |
+	  select(length > 0 and ($t == null or add > $t)) |
+	  "\($id | sub("id:doc:doc::"; "")):\(add)"] | sort | join(",")' "$APP/feed.jsonl"
+}
+# got YQL FEATURE: the same from the query's hits
+got() {
+	if "$STRATA" query "$APP" --hits 100 --yql "select * from sources * where $1" >"$OUT" 2>"$ERR"; then
+		jout --arg f "$2" '[.root.children[] | "\(.id | sub("id:doc:doc::"; "")):\(
+			.fields.matchfeatures[$f])"] | sort | join(",")'
+	else
+		echo "error: $(head -c 300 "$ERR")"
+	fi
+}
+Q='{"red": 2, "blue": -1, "x": 5}'
+check "dotProduct on an indexed weighted set (word match)" \
+	"$(got "dotProduct(nb, {\"RED\": 2, \"blue\": -1, \"x\": 5})" 'rawScore(nb)')" "$(want nb "$Q")"
+check "dotProduct on a weighted set of longs" \
+	"$(got 'dotProduct(ids, {10: 3, 30: 1, "50": 2})' 'rawScore(ids)')" "$(want ids '{"10": 3, "30": 1, "50": 2}')"
+check "dotProduct on an array, repeats counted" \
+	"$(got 'dotProduct(tags, {"x": 2, "z": 7})' 'rawScore(tags)')" "$(want tags '{"x": 2, "z": 7}')"
+check "wand, no threshold: every match" \
+	"$(got "{targetHits: 2}wand(nb, {\"red\": 2, \"blue\": -1, \"x\": 5})" 'rawScore(nb)')" "$(want nb "$Q")"
+check "wand with scoreThreshold" \
+	"$(got "{scoreThreshold: 10}wand(nb, {\"red\": 2, \"blue\": -1, \"x\": 5})" 'rawScore(nb)')" \
+	"$(want nb "$Q" 10)"
+check "itemRawScore of a label" \
+	"$(got '{label: "l"}dotProduct(ids, {20: 2, 40: 5})' 'itemRawScore(l)')" "$(want ids '{"20": 2, "40": 5}')"
+check "weightedSet: a filter without a score" \
+	"$(got 'weightedSet(cat, {"x": 1, "Red": 2})' 'rawScore(cat)')" \
+	"$(want cat '{"x": 1, "Red": 2}' | sed 's/:[0-9-]*/:0/g')"
+check "two operators: rawScore per field" \
+	"$(got 'dotProduct(ids, {10: 1}) and dotProduct(ids, {20: 1})' 'rawScore(ids)')" \
+	"$(jq -rs '[.[] | select(.fields.ids["10"] and .fields.ids["20"]) |
+	  "\(.put | sub("id:doc:doc::"; "")):\(.fields.ids["10"] + .fields.ids["20"])"] | sort | join(",")' "$APP/feed.jsonl")"
+check "dotProduct on an int" "$(got 'dotProduct(n, {7: 3, 9: 1})' 'rawScore(n)')" "7:3,9:1"
+expect_fail "wset: a field of another type" "yql:1:31: dotProduct needs a weighted set, an array or a single value of strings or integers; 'd' is not one" \
+	"$STRATA" query "$APP" --yql 'select * from sources * where dotProduct(d, {"a": 1})'
 APP=$MAIN
 
 # killed mid-feed: documents and index agree
