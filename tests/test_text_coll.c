@@ -379,11 +379,68 @@ static void test_escapes_and_corrupt(void **state)
 	store_txn_abort(r);
 }
 
+/* Each allocation of a put and an update of collection values made to fail
+ * in turn: the write fails with STRATA_NOMEM, a commit after it writes
+ * nothing of it (the index is as before), and nothing leaks. */
+static void test_alloc_failures(void **state)
+{
+	struct fixture *fx = *state;
+	struct strata_error err = {0};
+	static struct sdoc docs[NDOCS];
+	memset(docs, 0, sizeof docs);
+	unsigned seed = 3;
+	struct store_txn *w;
+	assert_int_equal(store_txn_begin(fx->env, 1, &w, &err), 0);
+	for (int i = 0; i < 4; i++) {
+		docs[i].live = 1;
+		random_field(&docs[i], F_ARR, &seed);
+		random_field(&docs[i], F_WSET, &seed);
+		docs[i].has[F_ARR] = docs[i].has[F_WSET] = 1;
+		write_doc(w, fx->dt, i, &docs[i], 0, NULL);
+	}
+	assert_int_equal(store_txn_commit(w, &err), 0);
+	struct base_alloc_stats before, after;
+	long failures = 0;
+	for (long k = 1; k < 10000; k++) {
+		struct sdoc d = docs[1];
+		d.ne[F_ARR] = 3;
+		d.el[F_ARR][0] = 0, d.el[F_ARR][1] = 2, d.el[F_ARR][2] = 7;
+		d.ne[F_WSET] = 2;
+		d.el[F_WSET][0] = 3, d.el[F_WSET][1] = 4;
+		char id[64], js[NF][1024];
+		snprintf(id, sizeof id, "id:t:doc::%d", 1);
+		struct store_value v[NF] = {0};
+		for (int f = 0; f < NF; f++)
+			v[f] = (struct store_value){.set = 1, .s = js[f], .n = json_of(&d, f, js[f], sizeof js[f])};
+		base_alloc_stats(&before);
+		assert_int_equal(store_txn_begin(fx->env, 1, &w, &err), 0);
+		base_alloc_fail_after(k);
+		int rc = k & 1 ? store_update(w, fx->dt, id, v, &err) : store_put(w, fx->dt, id, v, &err);
+		base_alloc_fail_after(0);
+		if (rc == 0) {
+			store_txn_abort(w);
+			break; /* k passed the last allocation */
+		}
+		assert_int_equal(rc, STRATA_NOMEM);
+		assert_non_null(strstr(err.msg, "out of memory"));
+		/* failed before writing (the txn still usable) or after (it refuses) */
+		rc = store_txn_commit(w, &err);
+		assert_true(rc == 0 || rc == STRATA_TXN_FAILED);
+		base_alloc_stats(&after);
+		assert_int_equal(after.live_bytes, before.live_bytes);
+		check_all(fx->env, fx->dt, docs);
+		failures++;
+	}
+	assert_true(failures > 0);
+	check_all(fx->env, fx->dt, docs);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_random_ops, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_escapes_and_corrupt, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_alloc_failures, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
