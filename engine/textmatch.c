@@ -246,8 +246,8 @@ json_t *eng_tokens_json(const struct store_field *f, const struct store_value *v
 	const char *tok;
 	size_t off = 0, n;
 	int pos;
-	while (a && v->s &&
-	       base_token_next(tk, v->s, v->n, &off, STORE_TEXT_TOKEN_FLAGS(f->text), &tok, &n, &pos) > 0)
+	int flags = STORE_TEXT_TOKEN_FLAGS(f->text);
+	while (a && v->s && base_token_next(tk, v->s, v->n, &off, flags, &tok, &n, &pos) > 0)
 		if (json_array_append_new(a, json_stringn(tok, n))) {
 			json_decref(a);
 			a = NULL;
