@@ -463,16 +463,20 @@ struct eng_wset;
  * STRATA_INVALID_ARGUMENT ("yql:1:COL: ..."). */
 int eng_wset_check(const struct eng_doctype *dt, const struct yql_node *n,
                    struct strata_error *err);
-/* The operators of where (fields resolved for dt), made ready to match:
- * *out is NULL when there are none.  Returns 0, STRATA_LIMIT, STRATA_NOMEM;
- * close with eng_wset_close (NULL is ignored). */
-int eng_wset_open(const struct eng_doctype *dt, const struct yql_node *where,
-                  struct eng_wset **out, struct strata_error *err);
+/* The operators of where (fields resolved for dt), made ready to match in
+ * read transaction txn (posting lists stay open in it): *out is NULL when
+ * there are none.  Returns 0, STRATA_LIMIT, STRATA_NOMEM, STRATA_STORE;
+ * close with eng_wset_close (NULL is ignored) before txn ends. */
+int eng_wset_open(struct store_txn *txn, const struct eng_doctype *dt,
+                  const struct yql_node *where, struct eng_wset **out, struct strata_error *err);
 void eng_wset_close(struct eng_wset *w);
-/* Whether value v of node n's field (NULL: none) matches n: 1 with the dot
- * product in *score (0 for weightedSet), 0, or -1 when memory ran out. */
-int eng_wset_match(struct eng_wset *w, const struct yql_node *n, const struct store_value *v,
-                   double *score);
+/* Whether document lid matches n: 1 with the dot product in *score (0 for
+ * weightedSet), 0, or -1 when memory ran out.  value(ud, field, lid) gives
+ * the document's value of a field (NULL: none) when the index cannot
+ * answer. */
+int eng_wset_match(struct eng_wset *w, const struct yql_node *n, uint32_t lid,
+                   const struct store_value *(*value)(void *ud, int field, uint32_t lid),
+                   void *ud, double *score);
 /* rawScore(field) (feature RANK_TF_RAW_SCORE) or itemRawScore(label)
  * (RANK_TF_ITEM_RAW_SCORE) of document lid, whose field values value(ud,
  * field, lid) gives: the sum of the matching operators' dot products. */

@@ -507,8 +507,7 @@ static int eval(struct qstate *qs, struct dtstate *ds, const struct yql_node *n,
 		return nn_true || in_nn(ds, lid);
 	case YQL_WSET: {
 		double score;
-		int m = n->fidx < 0 ? 0 : eng_wset_match(ds->wset, n, doc_value(qs, ds, lid, n->fidx),
-		                                          &score);
+		int m = n->fidx < 0 ? 0 : eng_wset_match(ds->wset, n, lid, wset_value, ds, &score);
 		if (m < 0)
 			qs->match_nomem = 1;
 		return m > 0;
@@ -818,7 +817,7 @@ static int run_doctype(struct qstate *qs, struct dtstate *ds)
 	size_t base = qs->nhits;
 	/* open until the query ends: rank features and summaries read it */
 	if ((rc = eng_text_open(qs->txn, ds->dt, qs->yql->where, &ds->text, qs->err)) != 0 ||
-	    (rc = eng_wset_open(ds->dt, qs->yql->where, &ds->wset, qs->err)) != 0)
+	    (rc = eng_wset_open(qs->txn, ds->dt, qs->yql->where, &ds->wset, qs->err)) != 0)
 		return rc;
 	for (uint32_t lid = 0; store_next(qs->txn, ds->dt->store_id, &lid) == 0; lid++) {
 		if (eval(qs, ds, qs->yql->where, lid, 0) && (rc = add_hit(qs, ds, lid)) != 0)

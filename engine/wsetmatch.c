@@ -20,7 +20,11 @@
  * compare exactly.  Integer tokens compare with integer values by their
  * decimal text.  itemRawScore(label) is the score of the operator labelled
  * so.  Before a document type's scan, eng_wset_open sorts each operator's
- * tokens, folded, for a binary search per value the scan reads.
+ * tokens, folded, for a binary search per value the scan reads.  On a field
+ * whose index holds whole values (match: word or exact) the index answers
+ * instead, without reading the document: each token's posting list gives
+ * the documents that hold it, and the element table of the document's
+ * length entry the weight of each occurrence (store_text_element).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,11 +46,14 @@ struct witem {
 	int ntok;
 	struct wtok *tok;        /* sorted by bytes */
 	int fold;                /* tokenizer flags to fold values with, 0: compare as they are */
+	struct store_postings **pl; /* ntok: the tokens' posting lists (NULL: a term the
+	                               index cannot hold), or pl NULL: read the document */
 };
 
 struct eng_wset {
 	struct base_arena arena; /* tokens */
 	struct base_tokenizer *tk;
+	struct store_txn *txn;
 	const struct eng_doctype *dt;
 	int n;
 	struct witem item[MAX_ITEMS];
@@ -136,7 +143,48 @@ static int open_item(struct eng_wset *w, const struct yql_node *n, struct strata
 	}
 	it->ntok = k;
 	w->n++;
+	int tf = STORE_TEXT_TOKEN_FLAGS(sf->text);
+	if (!sf->text || !(tf & BASE_TOKEN_WHOLE) || !k)
+		return 0;
+	/* whole values in the index: the tokens' posting lists */
+	if (!(it->pl = base_arena_alloc(&w->arena, (size_t)k * sizeof *it->pl, 8)))
+		return base_nomem(err, "the tokens of %s", n->field);
+	memset(it->pl, 0, (size_t)k * sizeof *it->pl);
+	for (int i = 0; i < k; i++) {
+		const struct wtok *t = &it->tok[i];
+		if (!t->n || t->n > BASE_TOKEN_MAX || memchr(t->s, 0, t->n))
+			continue; /* never indexed: matches nothing */
+		int rc = store_postings_open(w->txn, w->dt->store_id, n->fidx, t->s, t->n, &it->pl[i],
+		                             err);
+		if (rc)
+			return rc;
+	}
 	return 0;
+}
+
+/* Match item it against document lid through the index. */
+static int index_match(struct eng_wset *w, const struct witem *it, uint32_t lid, double *score)
+{
+	int matched = 0;
+	uint32_t pos[64];
+	for (int i = 0; i < it->ntok; i++) {
+		uint32_t at = lid;
+		if (!it->pl[i] || store_postings_seek(it->pl[i], &at) != 0 || at != lid)
+			continue;
+		/* each occurrence: its element's weight (1 in an array); past the
+		 * positions read, occurrences count 1 each */
+		uint32_t np = store_postings_positions(it->pl[i], pos, 64);
+		for (uint32_t k = 0; k < np; k++) {
+			uint32_t e;
+			int32_t dw = 1;
+			if (k < 64 && store_text_element(w->txn, w->dt->store_id, it->n->fidx, lid, pos[k],
+			                                 &e, &dw, NULL) != 0)
+				continue;
+			matched = 1;
+			*score += it->tok[i].w * dw;
+		}
+	}
+	return matched;
 }
 
 static int open_tree(struct eng_wset *w, const struct yql_node *n, struct strata_error *err)
@@ -164,8 +212,8 @@ static int has_wset(const struct yql_node *n)
 	return 0;
 }
 
-int eng_wset_open(const struct eng_doctype *dt, const struct yql_node *where,
-                  struct eng_wset **out, struct strata_error *err)
+int eng_wset_open(struct store_txn *txn, const struct eng_doctype *dt,
+                  const struct yql_node *where, struct eng_wset **out, struct strata_error *err)
 {
 	*out = NULL;
 	if (!where || !has_wset(where))
@@ -175,6 +223,7 @@ int eng_wset_open(const struct eng_doctype *dt, const struct yql_node *where,
 		return base_nomem(err, "weighted-set operators");
 	base_arena_init(&w->arena, 4096);
 	w->dt = dt;
+	w->txn = txn;
 	int rc = base_tokenizer_new(&w->tk, err);
 	if (!rc)
 		rc = open_tree(w, where, err);
@@ -190,6 +239,9 @@ void eng_wset_close(struct eng_wset *w)
 {
 	if (!w)
 		return;
+	for (int i = 0; i < w->n; i++)
+		for (int k = 0; w->item[i].pl && k < w->item[i].ntok; k++)
+			store_postings_close(w->item[i].pl[k]);
 	base_tokenizer_free(w->tk);
 	base_arena_free(&w->arena);
 	base_free(w, sizeof *w);
@@ -244,15 +296,13 @@ static struct witem *item_of(struct eng_wset *w, const struct yql_node *n)
 	return NULL;
 }
 
-int eng_wset_match(struct eng_wset *w, const struct yql_node *n, const struct store_value *v,
-                   double *score)
+/* Match item it against value v of its field, read from the document: 1,
+ * 0, or -1 when memory ran out. */
+static int value_match(struct eng_wset *w, const struct witem *it, const struct store_value *v,
+                       double *score)
 {
-	struct witem *it = item_of(w, n);
-	*score = 0;
-	if (!it || !v)
-		return 0;
 	int coll, matched = 0;
-	int kind = holds(rank_schema_field(w->dt->schema, n->fidx), &coll);
+	int kind = holds(rank_schema_field(w->dt->schema, it->n->fidx), &coll);
 	char buf[32];
 	if (!coll) {
 		if (kind == 1)
@@ -260,26 +310,45 @@ int eng_wset_match(struct eng_wset *w, const struct yql_node *n, const struct st
 		else
 			add(w, it, buf, (size_t)snprintf(buf, sizeof buf, "%lld", (long long)v->i), 1,
 			    &matched, score);
-	} else {
-		json_error_t je;
-		int oom;
-		json_t *j = eng_json_parse(v->s, v->n, 0, &je, &oom);
-		if (!j)
-			return oom ? -1 : 0;
-		const char *s;
-		size_t len;
-		if (json_is_array(j)) {
-			for (size_t i = 0; i < json_array_size(j); i++)
-				if (elem_text(json_array_get(j, i), buf, sizeof buf, &s, &len))
-					add(w, it, s, len, 1, &matched, score);
-		} else if (json_is_object(j)) {
-			const char *key;
-			json_t *wt;
-			json_object_foreach(j, key, wt) {
-				add(w, it, key, strlen(key), (double)json_integer_value(wt), &matched, score);
-			}
+		return matched;
+	}
+	json_error_t je;
+	int oom;
+	json_t *j = eng_json_parse(v->s, v->n, 0, &je, &oom);
+	if (!j)
+		return oom ? -1 : 0;
+	const char *s;
+	size_t len;
+	if (json_is_array(j)) {
+		for (size_t i = 0; i < json_array_size(j); i++)
+			if (elem_text(json_array_get(j, i), buf, sizeof buf, &s, &len))
+				add(w, it, s, len, 1, &matched, score);
+	} else if (json_is_object(j)) {
+		const char *key;
+		json_t *wt;
+		json_object_foreach(j, key, wt) {
+			add(w, it, key, strlen(key), (double)json_integer_value(wt), &matched, score);
 		}
-		json_decref(j);
+	}
+	json_decref(j);
+	return matched;
+}
+
+int eng_wset_match(struct eng_wset *w, const struct yql_node *n, uint32_t lid,
+                   const struct store_value *(*value)(void *ud, int field, uint32_t lid),
+                   void *ud, double *score)
+{
+	struct witem *it = item_of(w, n);
+	*score = 0;
+	if (!it)
+		return 0;
+	int matched;
+	if (it->pl) {
+		matched = index_match(w, it, lid, score);
+	} else {
+		const struct store_value *v = value(ud, n->fidx, lid);
+		if (!v || (matched = value_match(w, it, v, score)) < 0)
+			return v ? -1 : 0;
 	}
 	if (n->op == YQL_WEIGHTEDSET)
 		*score = 0;
@@ -302,7 +371,7 @@ double eng_wset_feature(struct eng_wset *w, int feature, int field, const char *
 		                                 : !label || !n->label || strcmp(n->label, label) != 0)
 			continue;
 		double s;
-		if (eng_wset_match(w, n, value(ud, n->fidx, lid), &s) > 0)
+		if (eng_wset_match(w, n, lid, value, ud, &s) > 0)
 			sum += s;
 	}
 	return sum;

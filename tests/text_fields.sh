@@ -273,6 +273,17 @@ check "two operators: rawScore per field" \
 	"$(got 'dotProduct(ids, {10: 1}) and dotProduct(ids, {20: 1})' 'rawScore(ids)')" \
 	"$(jq -rs '[.[] | select(.fields.ids["10"] and .fields.ids["20"]) |
 	  "\(.put | sub("id:doc:doc::"; "")):\(.fields.ids["10"] + .fields.ids["20"])"] | sort | join(",")' "$APP/feed.jsonl")"
+# the index answers on nb (match: word): the weights it keeps follow updates
+cat >"$T/wupd.jsonl" <<'EOS'
+{"update": "id:doc:doc::1", "fields": {"nb": {"assign": {"X": 4, "red": 1}}}}
+{"update": "id:doc:doc::2", "fields": {"nb": {"add": {"Zed": 6}}}}
+{"update": "id:doc:doc::2", "fields": {"nb": {"remove": {"red": 0, "Red": 0}}}}
+EOS
+expect_ok "wset: updates" "$STRATA" feed "$APP" "$T/wupd.jsonl"
+check "dotProduct after assign" "$(got 'dotProduct(nb, {"x": 2, "RED": 3})' 'rawScore(nb)' |
+	tr , '\n' | grep '^1:')" "1:11"
+check "dotProduct after add and remove" "$(got 'dotProduct(nb, {"zed": 2, "red": 5})' 'rawScore(nb)' |
+	tr , '\n' | grep '^2:')" "2:12"
 check "dotProduct on an int" "$(got 'dotProduct(n, {7: 3, 9: 1})' 'rawScore(n)')" "7:3,9:1"
 expect_fail "wset: a field of another type" "yql:1:31: dotProduct needs a weighted set, an array or a single value of strings or integers; 'd' is not one" \
 	"$STRATA" query "$APP" --yql 'select * from sources * where dotProduct(d, {"a": 1})'
