@@ -342,6 +342,7 @@ enum yql_kind {
 	YQL_USERQUERY, /* userQuery(): replaced by the query parameter's conditions */
 	YQL_USERINPUT, /* userInput(@str) or userInput("text" in field): likewise */
 	YQL_WSET,     /* dotProduct, wand or weightedSet(field, {token: weight, ...}) (op) */
+	YQL_SAME,     /* field contains sameElement("a", "b c"): strs all in one element */
 };
 
 /* YQL_WSET's op: the operator (wsetmatch.c). */
@@ -361,7 +362,8 @@ struct yql_node {
 	long target_hits;  /* NN, WSET (wand) */
 	int approximate;   /* NN: 1 unless approximate:false */
 	char *label;       /* NN, WSET: or NULL */
-	int nvals;         /* IN: the values, numbers or strings; WSET: the tokens */
+	int nvals;         /* IN: the values, numbers or strings; WSET: the tokens; SAME: the
+	                      strings */
 	double *nums;      /* WSET: the tokens' weights */
 	char **strs;       /* IN: NULL for numbers; WSET: the tokens (numbers as written) */
 	regex_t *re;       /* MATCHES: compiled (str is its text); yql_free frees it */
@@ -423,6 +425,10 @@ int yql_parse(const char *text, struct yql_query **out, struct strata_error *err
 void yql_free(struct yql_query *q);
 /* A readable dump of the condition tree (for tests): "AND(CMP(price<30),...)". */
 char *yql_dump(const struct yql_node *n);
+/* fn(ud, node) for each node of kind in the tree at n (NULL: none), a node's
+ * children before it, until fn returns non-zero, which is returned. */
+int yql_each(const struct yql_node *n, int kind, int (*fn)(void *ud, const struct yql_node *n),
+             void *ud);
 
 /* ---- textmatch.c: contains on text-indexed fields ----------------------------------- */
 
@@ -484,6 +490,22 @@ double eng_wset_feature(struct eng_wset *w, int feature, int field, const char *
                         uint32_t lid,
                         const struct store_value *(*value)(void *ud, int field, uint32_t lid),
                         void *ud);
+
+/* ---- samematch.c: contains sameElement(...) ---------------------------------------- */
+
+struct eng_same;
+/* Check the field of YQL_SAME node n (fidx set for dt): it has a text
+ * index.  Returns 0, STRATA_INVALID_ARGUMENT or STRATA_LIMIT ("yql:1:COL: ..."). */
+int eng_same_check(const struct eng_doctype *dt, const struct yql_node *n,
+                   struct strata_error *err);
+/* The sameElement conditions of where, their posting lists opened in txn:
+ * *out is NULL when there are none.  Returns 0, STRATA_LIMIT, STRATA_NOMEM,
+ * STRATA_STORE; close with eng_same_close (NULL is ignored) before txn ends. */
+int eng_same_open(struct store_txn *txn, const struct eng_doctype *dt,
+                  const struct yql_node *where, struct eng_same **out, struct strata_error *err);
+void eng_same_close(struct eng_same *s);
+/* Whether one element of document lid holds all of n's strings. */
+int eng_same_match(struct eng_same *s, const struct yql_node *n, uint32_t lid);
 
 /* ---- userquery.c: the where tree completed from the request and the schema ----------- */
 

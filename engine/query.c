@@ -54,6 +54,7 @@ struct dtstate {
 	struct store_txn *txn;
 	struct eng_textset *text; /* contains on text-indexed fields (textmatch.c) */
 	struct eng_wset *wset;    /* dotProduct, wand, weightedSet (wsetmatch.c) */
+	struct eng_same *same;    /* contains sameElement (samematch.c) */
 	const struct rank_summary_class *summary; /* presentation.summary, or NULL */
 	uint32_t *nn;        /* sorted lids of the nearestNeighbor set */
 	size_t nnn;
@@ -301,6 +302,8 @@ static int resolve(struct qstate *qs, struct yql_node *n, struct eng_doctype *dt
 		                "of strings; '%s' is not one", n->col, n->field);
 	if (n->kind == YQL_WSET)
 		return eng_wset_check(dt, n, qs->err);
+	if (n->kind == YQL_SAME)
+		return eng_same_check(dt, n, qs->err);
 	if (n->kind == YQL_NN) {
 		if (eng_field_mapped(rank_schema_field(dt->schema, n->fidx)))
 			return base_err(qs->err, STRATA_NOT_IMPLEMENTED,
@@ -505,6 +508,8 @@ static int eval(struct qstate *qs, struct dtstate *ds, const struct yql_node *n,
 		if (n->fidx < 0)
 			return 0;
 		return nn_true || in_nn(ds, lid);
+	case YQL_SAME:
+		return n->fidx >= 0 && eng_same_match(ds->same, n, lid);
 	case YQL_WSET: {
 		double score;
 		int m = n->fidx < 0 ? 0 : eng_wset_match(ds->wset, n, lid, wset_value, ds, &score);
@@ -817,7 +822,8 @@ static int run_doctype(struct qstate *qs, struct dtstate *ds)
 	size_t base = qs->nhits;
 	/* open until the query ends: rank features and summaries read it */
 	if ((rc = eng_text_open(qs->txn, ds->dt, qs->yql->where, &ds->text, qs->err)) != 0 ||
-	    (rc = eng_wset_open(qs->txn, ds->dt, qs->yql->where, &ds->wset, qs->err)) != 0)
+	    (rc = eng_wset_open(qs->txn, ds->dt, qs->yql->where, &ds->wset, qs->err)) != 0 ||
+	    (rc = eng_same_open(qs->txn, ds->dt, qs->yql->where, &ds->same, qs->err)) != 0)
 		return rc;
 	for (uint32_t lid = 0; store_next(qs->txn, ds->dt->store_id, &lid) == 0; lid++) {
 		if (eval(qs, ds, qs->yql->where, lid, 0) && (rc = add_hit(qs, ds, lid)) != 0)
@@ -1429,6 +1435,7 @@ int strata_query_json(struct strata *db, const char *request, char **result,
 			base_free(qs.ds[i].nn, qs.ds[i].nnn * sizeof *qs.ds[i].nn);
 		eng_text_close(qs.ds[i].text);
 		eng_wset_close(qs.ds[i].wset);
+		eng_same_close(qs.ds[i].same);
 		base_arena_free(&qs.ds[i].sparse);
 	}
 	if (qs.ds)

@@ -55,6 +55,7 @@ struct eng_wset {
 	struct base_tokenizer *tk;
 	struct store_txn *txn;
 	const struct eng_doctype *dt;
+	struct strata_error *err;    /* while opening */
 	int n;
 	struct witem item[MAX_ITEMS];
 };
@@ -187,36 +188,25 @@ static int index_match(struct eng_wset *w, const struct witem *it, uint32_t lid,
 	return matched;
 }
 
-static int open_tree(struct eng_wset *w, const struct yql_node *n, struct strata_error *err)
+/* yql_each: one operator, or (no ud) the finding that there is one. */
+static int open_node(void *ud, const struct yql_node *n)
 {
-	for (int i = 0; i < n->nkids; i++) {
-		int rc = open_tree(w, n->kids[i], err);
-		if (rc)
-			return rc;
-	}
-	if (n->kind != YQL_WSET || n->fidx < 0)
+	struct eng_wset *w = ud;
+	if (!w)
+		return 1;
+	if (n->fidx < 0)
 		return 0;
 	if (w->n == MAX_ITEMS)
-		return base_err(err, STRATA_LIMIT, "yql:1:%d: more than %d dotProduct, wand and "
+		return base_err(w->err, STRATA_LIMIT, "yql:1:%d: more than %d dotProduct, wand and "
 		                "weightedSet operators", n->col, MAX_ITEMS);
-	return open_item(w, n, err);
-}
-
-static int has_wset(const struct yql_node *n)
-{
-	if (n->kind == YQL_WSET)
-		return 1;
-	for (int i = 0; i < n->nkids; i++)
-		if (has_wset(n->kids[i]))
-			return 1;
-	return 0;
+	return open_item(w, n, w->err);
 }
 
 int eng_wset_open(struct store_txn *txn, const struct eng_doctype *dt,
                   const struct yql_node *where, struct eng_wset **out, struct strata_error *err)
 {
 	*out = NULL;
-	if (!where || !has_wset(where))
+	if (!yql_each(where, YQL_WSET, open_node, NULL))
 		return 0;
 	struct eng_wset *w = base_calloc(1, sizeof *w);
 	if (!w)
@@ -224,9 +214,10 @@ int eng_wset_open(struct store_txn *txn, const struct eng_doctype *dt,
 	base_arena_init(&w->arena, 4096);
 	w->dt = dt;
 	w->txn = txn;
+	w->err = err;
 	int rc = base_tokenizer_new(&w->tk, err);
 	if (!rc)
-		rc = open_tree(w, where, err);
+		rc = yql_each(where, YQL_WSET, open_node, w);
 	if (rc) {
 		eng_wset_close(w);
 		return rc;

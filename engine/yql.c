@@ -11,6 +11,7 @@
  *         false}]nearestNeighbor(f, q) | cond and cond | cond or cond | !cond
  *         | (cond) | dotProduct(f, {"token": weight, ...}) | weightedSet(f, {...})
  *         | [{targetHits: K, scoreThreshold: X, label: "l"}]wand(f, {...})
+ *         | f contains sameElement("a", "b")
  *   grouping: all(group(f) [max(N)] [order([-]agg, ...)] each(EACH))
  *         | all(output(agg, ...)) | all(grouping grouping ...),
  *         EACH: [output(agg, ...)] [all(group(g) ...) | group(g) ...] (groups
@@ -518,6 +519,38 @@ static struct yql_node *text_call(struct parser *ps, const char *name, const cha
 	return next(ps) ? NULL : n;
 }
 
+/* field contains sameElement("a", "b c" and "d"), at the 'contains': strings
+ * that must all be found in one element of an array (each one's words in a
+ * row).  Conditions on the fields of structs in it are refused. */
+static struct yql_node *same_element(struct parser *ps, char *field, const char *at)
+{
+	struct yql_node *n = node(ps, YQL_SAME, at);
+	if (!n || next(ps) || next(ps) || expect_punct(ps, "("))
+		return NULL;
+	n->field = field;
+	int cap = 0;
+	for (;;) {
+		if (ps->tok == T_IDENT) {
+			refuse(ps, ps->start, "sameElement over the fields of structs or maps");
+			return NULL;
+		}
+		if (ps->tok != T_STR) {
+			expected(ps, "a string");
+			return NULL;
+		}
+		if (room(ps, (void **)&n->strs, &cap, n->nvals, sizeof *n->strs))
+			return NULL;
+		n->strs[n->nvals++] = ps->str;
+		if (next(ps))
+			return NULL;
+		if (is_punct(ps, ")"))
+			break;
+		if (is_kw(ps, "and") ? next(ps) : expect_punct(ps, ","))
+			return NULL;
+	}
+	return next(ps) ? NULL : n;
+}
+
 /* After 'name(': dotProduct, wand or weightedSet(field, {token: weight,
  * ...}); a token is a string or an integer, a weight a number. */
 static struct yql_node *wset_call(struct parser *ps, const char *name, const char *at)
@@ -692,6 +725,8 @@ static struct yql_node *primary(struct parser *ps)
 		if (ps->p[strspn(ps->p, " \t\r\n")] == 'p' && !strncmp(ps->p + strspn(ps->p, " \t\r\n"),
 		                                                        "phrase", 6))
 			return phrase(ps, name, at);
+		if (!strncmp(ps->p + strspn(ps->p, " \t\r\n"), "sameElement", 11))
+			return same_element(ps, name, at);
 		struct yql_node *n = string_op(ps, YQL_CONTAINS, name, at, "a string");
 		return !n || next(ps) ? NULL : n;
 	}
@@ -1194,6 +1229,14 @@ static void dump_to(const struct yql_node *n, char *buf, size_t cap, size_t *len
 		         n->label ? ",label=" : "", n->label ? n->label : "");
 		break;
 	case YQL_USERQUERY: snprintf(tmp, sizeof tmp, "USERQUERY()"); break;
+	case YQL_SAME: {
+		size_t k = (size_t)snprintf(tmp, sizeof tmp, "%s SAMEELEMENT(", n->field);
+		for (int i = 0; i < n->nvals && k < sizeof tmp; i++)
+			k += (size_t)snprintf(tmp + k, sizeof tmp - k, "%s\"%s\"", i ? "," : "", n->strs[i]);
+		if (k < sizeof tmp)
+			snprintf(tmp + k, sizeof tmp - k, ")");
+		break;
+	}
 	case YQL_WSET: {
 		static const char *const names[] = { "", "DOTPRODUCT", "WAND", "WEIGHTEDSET" };
 		size_t k = (size_t)snprintf(tmp, sizeof tmp, "%s(%s,{", names[n->op], n->field);
@@ -1238,6 +1281,19 @@ static void dump_to(const struct yql_node *n, char *buf, size_t cap, size_t *len
 		memcpy(buf + *len, tmp, l + 1);
 		*len += l;
 	}
+}
+
+int yql_each(const struct yql_node *n, int kind, int (*fn)(void *ud, const struct yql_node *n),
+             void *ud)
+{
+	if (!n)
+		return 0;
+	for (int i = 0; i < n->nkids; i++) {
+		int rc = yql_each(n->kids[i], kind, fn, ud);
+		if (rc)
+			return rc;
+	}
+	return n->kind == kind ? fn(ud, n) : 0;
 }
 
 char *yql_dump(const struct yql_node *n)

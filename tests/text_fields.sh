@@ -76,6 +76,24 @@ check "phrase never spans two elements" "$(ids 'tags contains phrase("york", "bi
 check "phrase, second element" "$(ids 'tags contains "york city"')" "2"
 check "a phrase over the end of one element" "$(ids 'tags contains phrase("new", "york", "city")')" ""
 check "fieldset" "$(ids 'default contains "pie"')" "3"
+# sameElement: all the strings in one element, against a scan with jq
+scan_same() {
+	jq -rs --arg w "$1" '[.[] | select(.put) | select(any(.fields.tags[]?;
+	  (ascii_downcase | gsub("[^a-z0-9]+"; " ") | split(" ")) as $t |
+	  ($w | split(" ")) | all(. as $x | $t | index([$x]) != null))) |
+	  .fields.n] | sort | reverse | map(tostring) | join(",")' "$APP/feed.jsonl"
+}
+for w in "new york" "york city" "big" "running shoes" "new quoted" "pie running"; do
+	q=$(echo "$w" | sed 's/\([^ ]*\)/"\1"/g; s/ /, /g')
+	check "sameElement($q) = scan" "$(ids "tags contains sameElement($q)")" "$(scan_same "$w")"
+done
+check "sameElement: stems" "$(ids 'tags contains sameElement("apples", "pie")')" "3"
+check "sameElement: a phrase in one" "$(ids 'tags contains sameElement("big apple")')" "1"
+check "sameElement: a phrase out of order" "$(ids 'tags contains sameElement("apple big")')" ""
+expect_fail "sameElement without a text index" "yql:1:31: sameElement needs a field with a text index" \
+	"$STRATA" query "$APP" --yql 'select * from sources * where n contains sameElement("a")'
+expect_fail "sameElement over struct fields" "yql:1:57: sameElement over the fields of structs or maps is not supported" \
+	"$STRATA" query "$APP" --yql 'select * from sources * where tags contains sameElement(a contains "b")'
 check "userQuery" "$(req '{"yql": "select * from sources * where userQuery()", "query": "apple -pie"}')" "1"
 check "weighted set key, word match" "$(ids 'kw contains "RED CAR"')" "2,1"
 check "weighted set key, not part of one" "$(ids 'kw contains "red"')" ""

@@ -1,8 +1,9 @@
 /*
- * test_yql_wset.c: the YQL of the weighted-set operators: dotProduct, wand
+ * test_yql_ops.c: the YQL of the weighted-set operators: dotProduct, wand
  * (with targetHits, scoreThreshold and label) and weightedSet, their tokens
- * (strings and integers) and weights as the condition tree holds them, and
- * every error with its yql:LINE:COL position.
+ * (strings and integers) and weights as the condition tree holds them; and
+ * of contains sameElement("a", ...) on arrays of strings; every error with
+ * its yql:LINE:COL position.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -67,6 +68,27 @@ static void test_parse(void **state)
 	yql_free(q);
 }
 
+static void test_same_element(void **state)
+{
+	(void)state;
+	yql_ok("tags contains sameElement(\"a\", \"b c\") and n > 1",
+	       "AND(tags SAMEELEMENT(\"a\",\"b c\"),n>1)");
+	yql_ok("tags contains sameElement(\"a\" and \"b\" and 'c')",
+	       "tags SAMEELEMENT(\"a\",\"b\",\"c\")");
+	yql_ok("tags contains sameElement(\"a\")", "tags SAMEELEMENT(\"a\")");
+	yql_bad("tags contains sameElement()", "yql:1:57: expected a string, found ')'");
+	yql_bad("tags contains sameElement(\"a\" \"b\")", "yql:1:61: expected ',', found '\"b\"'");
+	yql_bad("tags contains sameElement(\"a\",)", "yql:1:61: expected a string, found ')'");
+	struct strata_error err = { 0 };
+	struct yql_query *q = NULL;
+	assert_int_equal(yql_parse("select * from sources * where m contains sameElement(key "
+	                           "contains \"a\", value contains \"b\")", &q, &err),
+	                 STRATA_NOT_IMPLEMENTED);
+	assert_null(q);
+	assert_string_equal(err.msg, "yql:1:54: sameElement over the fields of structs or maps is "
+	                    "not supported");
+}
+
 static void test_errors(void **state)
 {
 	(void)state;
@@ -91,6 +113,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse),
 		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_same_element),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
