@@ -485,11 +485,12 @@ int eng_wset_match(struct eng_wset *w, const struct yql_node *n, uint32_t lid,
                    void *ud, double *score);
 /* rawScore(field) (feature RANK_TF_RAW_SCORE) or itemRawScore(label)
  * (RANK_TF_ITEM_RAW_SCORE) of document lid, whose field values value(ud,
- * field, lid) gives: the sum of the matching operators' dot products. */
+ * field, lid) gives: the sum of the matching operators' dot products.
+ * *nomem is set to 1 when a value could not be read for lack of memory. */
 double eng_wset_feature(struct eng_wset *w, int feature, int field, const char *label,
                         uint32_t lid,
                         const struct store_value *(*value)(void *ud, int field, uint32_t lid),
-                        void *ud);
+                        void *ud, int *nomem);
 
 /* ---- samematch.c: contains sameElement(...) ---------------------------------------- */
 

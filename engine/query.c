@@ -126,10 +126,14 @@ static const struct store_value *wset_value(void *ud, int field, uint32_t lid)
 static double text_cb(void *ud, int feature, int field, uint32_t lid)
 {
 	struct dtstate *ds = ud;
-	if (feature == RANK_TF_RAW_SCORE || feature == RANK_TF_ITEM_RAW_SCORE)
-		return eng_wset_feature(ds->wset, feature, field, feature == RANK_TF_ITEM_RAW_SCORE
-		                        ? rank_profile_item_label(ds->prof, field) : NULL, lid,
-		                        wset_value, ds);
+	if (feature == RANK_TF_RAW_SCORE || feature == RANK_TF_ITEM_RAW_SCORE) {
+		int nomem = 0;
+		double v = eng_wset_feature(ds->wset, feature, field, feature == RANK_TF_ITEM_RAW_SCORE
+		                            ? rank_profile_item_label(ds->prof, field) : NULL, lid,
+		                            wset_value, ds, &nomem);
+		ds->qs->match_nomem |= nomem; /* the query fails at its end */
+		return v;
+	}
 	return eng_text_feature(ds->txn, ds->dt, ds->prof, ds->text, feature, field, lid);
 }
 
@@ -1402,7 +1406,15 @@ static int run(struct qstate *qs, const json_t *req, char **result)
 		return rc;
 	if (!qs->yql->norder)
 		sort_top(qs->hits, qs->nhits, page, final_cmp);
-	return build_result(qs, (size_t)offset, (size_t)hits, result);
+	/* rawScore of a value that could not be read (memory) fails the query */
+	if (!qs->match_nomem && (rc = build_result(qs, (size_t)offset, (size_t)hits, result)) != 0)
+		return rc;
+	if (qs->match_nomem) {
+		base_strfree(*result);
+		*result = NULL;
+		return base_nomem(err, "reading a collection value for a rank feature");
+	}
+	return 0;
 }
 
 int strata_query_json(struct strata *db, const char *request, char **result,

@@ -351,7 +351,7 @@ int eng_wset_match(struct eng_wset *w, const struct yql_node *n, uint32_t lid,
 double eng_wset_feature(struct eng_wset *w, int feature, int field, const char *label,
                         uint32_t lid,
                         const struct store_value *(*value)(void *ud, int field, uint32_t lid),
-                        void *ud)
+                        void *ud, int *nomem)
 {
 	double sum = 0;
 	for (int i = 0; w && i < w->n; i++) {
@@ -362,8 +362,11 @@ double eng_wset_feature(struct eng_wset *w, int feature, int field, const char *
 		                                 : !label || !n->label || strcmp(n->label, label) != 0)
 			continue;
 		double s;
-		if (eng_wset_match(w, n, lid, value, ud, &s) > 0)
+		int m = eng_wset_match(w, n, lid, value, ud, &s);
+		if (m > 0)
 			sum += s;
+		else if (m < 0)
+			*nomem = 1;
 	}
 	return sum;
 }
