@@ -212,8 +212,18 @@ enum {
 	BASE_TOKEN_STEM = 2,      /* English stems */
 	BASE_TOKEN_WHOLE = 4,     /* the whole text is one token */
 	BASE_TOKEN_CASED = 8,     /* keep the case */
+	BASE_TOKEN_GRAM = 16,     /* n-grams of each word: BASE_TOKEN_GRAMS(n) gives n */
 	BASE_TOKEN_TEXT = BASE_TOKEN_NORMALIZE | BASE_TOKEN_STEM,
 };
+/* GRAM with n characters a gram (1..BASE_TOKEN_GRAM_MAX): each word (a run
+ * of letters or of digits, folded as the other flags say, never stemmed)
+ * becomes its grams, the n characters from each character on ("tokyo", 2:
+ * "to" "ok" "ky" "yo"), at consecutive positions; a word of n characters or
+ * fewer is one gram.  Where words are not separated by spaces (Chinese,
+ * Japanese) a run of letters is one word, so its grams cover the text. */
+#define BASE_TOKEN_GRAMS(n) (BASE_TOKEN_GRAM | (n) << 16)
+#define BASE_TOKEN_GRAM_SIZE(flags) ((flags) >> 16 & 0xff)
+#define BASE_TOKEN_GRAM_MAX 32
 #define BASE_TOKEN_MAX 255 /* bytes of one token: longer ones are cut at a character */
 struct base_tokenizer;
 /* Returns 0 or STRATA_NOMEM. */

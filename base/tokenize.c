@@ -11,6 +11,7 @@
  * knows; other scripts keep their characters as they are.
  */
 #include <libstemmer.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "base.h"
@@ -21,6 +22,13 @@ struct base_tokenizer {
 	size_t start;                    /* the byte where the last token began */
 	size_t n;
 	char buf[BASE_TOKEN_MAX + 1];
+	/* GRAM: the word whose grams are being returned, folded, its
+	 * characters' byte offsets, and where the next gram starts; its grams
+	 * go on while the caller's offset is still gram_end. */
+	char word[BASE_TOKEN_MAX + 1];
+	uint16_t at[BASE_TOKEN_MAX + 2];
+	int nchars, next_gram;
+	size_t gram_end;
 };
 
 int base_tokenizer_new(struct base_tokenizer **out, struct strata_error *err)
@@ -232,14 +240,48 @@ static void stem(struct base_tokenizer *tk)
 	}
 }
 
+/* GRAM: keep the word in tk->buf as the word whose grams come next. */
+static void gram_word(struct base_tokenizer *tk, size_t end)
+{
+	memcpy(tk->word, tk->buf, tk->n);
+	tk->nchars = 0;
+	for (size_t b = 0; b < tk->n; b++)
+		if (((unsigned char)tk->word[b] & 0xc0) != 0x80)
+			tk->at[tk->nchars++] = (uint16_t)b;
+	tk->at[tk->nchars] = (uint16_t)tk->n;
+	tk->next_gram = 0;
+	tk->gram_end = end;
+}
+
+/* GRAM: the next gram of the word into tk->buf. */
+static void gram_next(struct base_tokenizer *tk, int size)
+{
+	int from = tk->next_gram, to = from + size;
+	if (to >= tk->nchars) {
+		to = tk->nchars;
+		tk->next_gram = -1; /* the last one */
+	} else {
+		tk->next_gram++;
+	}
+	tk->n = (size_t)(tk->at[to] - tk->at[from]);
+	memcpy(tk->buf, tk->word + tk->at[from], tk->n);
+}
+
 int base_token_next(struct base_tokenizer *tk, const char *text, size_t len, size_t *off,
                     int flags, const char **tok, size_t *n, int *pos)
 {
 	const unsigned char *s = (const unsigned char *)text;
 	size_t i = *off, k;
-	if (i == 0)
+	int gram = flags & BASE_TOKEN_GRAM ? BASE_TOKEN_GRAM_SIZE(flags) : 0;
+	if (gram < 1 && (flags & BASE_TOKEN_GRAM))
+		gram = 1;
+	if (i == 0) {
 		tk->count = 0;
-	if (flags & BASE_TOKEN_WHOLE) {
+		tk->next_gram = -1;
+	}
+	if (gram && tk->next_gram >= 0 && i == tk->gram_end) {
+		gram_next(tk, gram);
+	} else if (flags & BASE_TOKEN_WHOLE) {
 		if (i >= len || tk->count)
 			return 0;
 		tk->start = i;
@@ -267,8 +309,12 @@ int base_token_next(struct base_tokenizer *tk, const char *text, size_t len, siz
 				break;
 			fold(tk, c, cc, flags);
 		}
-		if (kind == LETTER && (flags & BASE_TOKEN_STEM))
+		if (gram) {
+			gram_word(tk, i);
+			gram_next(tk, gram);
+		} else if (kind == LETTER && (flags & BASE_TOKEN_STEM)) {
 			stem(tk);
+		}
 	}
 	tk->buf[tk->n] = 0;
 	*off = i;

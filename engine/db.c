@@ -76,7 +76,9 @@ static int register_doctype(struct strata *db, const struct rank_schema *s,
 		sf->attribute = rf->attribute && !rf->imported; /* imported: read from the parent */
 		int tf = rank_field_token_flags(rf);
 		if (tf >= 0)
-			sf->text = STORE_TEXT_ON | tf;
+			sf->text = STORE_TEXT_ON | tf |
+			           (rf->type == RANK_FT_ARRAY ? STORE_TEXT_ARRAY
+			            : rf->type == RANK_FT_WSET ? STORE_TEXT_WSET : 0);
 		if (eng_field_mapped(rf)) {
 			/* kept in the document as JSON text (tensor_sparse_json.c) */
 			sf->type = STORE_T_JSON;

@@ -486,25 +486,31 @@ enum yql_kind {
 	YQL_PREDICATE, /* predicate(field, {features}, {ranges}) (predicate.c) */
 	YQL_GEO,       /* geoLocation(field, lat, lng, "radius"): lo lat, hi lng (degrees),
 	                  num the radius in millionths of a degree (< 0: any) (position.c) */
+	YQL_WSET,     /* dotProduct, wand or weightedSet(field, {token: weight, ...}) (op) */
+	YQL_SAME,     /* field contains sameElement("a", "b c"): strs all in one element */
 };
+
+/* YQL_WSET's op: the operator (wsetmatch.c). */
+enum yql_wset_op { YQL_DOTPRODUCT = 1, YQL_WAND, YQL_WEIGHTEDSET };
 
 enum yql_cmp { YQL_LT = 1, YQL_LE, YQL_GT, YQL_GE, YQL_EQ };
 
 struct yql_node {
 	int kind;          /* enum yql_kind */
-	int op;            /* YQL_CMP: enum yql_cmp */
+	int op;            /* YQL_CMP: enum yql_cmp; YQL_WSET: enum yql_wset_op */
 	int col;           /* 1-based column in the YQL text */
 	char *field;       /* CMP, RANGE, CONTAINS, NN */
-	double num;        /* CMP */
+	double num;        /* CMP; WSET: wand's scoreThreshold (-Infinity: none) */
 	double lo, hi;     /* RANGE */
 	char *str;         /* CONTAINS */
 	char *input;       /* NN: the query input name */
-	long target_hits;  /* NN */
+	long target_hits;  /* NN, WSET (wand) */
 	int approximate;   /* NN: 1 unless approximate:false */
-	char *label;       /* NN: or NULL */
-	int nvals;         /* IN: the values, numbers or strings */
-	double *nums;
-	char **strs;       /* IN: NULL for numbers */
+	char *label;       /* NN, WSET: or NULL */
+	int nvals;         /* IN: the values, numbers or strings; WSET: the tokens; SAME: the
+	                      strings */
+	double *nums;      /* WSET: the tokens' weights */
+	char **strs;       /* IN: NULL for numbers; WSET: the tokens (numbers as written) */
 	int nranges;       /* PREDICATE: the features are nvals (key, value) pairs in
 	                      strs (strs[2i], strs[2i + 1]); the range attributes nranges
 	                      pairs (rkeys[i], rvals[i]) */
@@ -576,6 +582,11 @@ const struct yql_node *yql_find(const struct yql_node *n, int kind, const char *
 char *yql_dump(const struct yql_node *n);
 /* Whether number v passes condition ud (a struct yql_node, CMP or RANGE). */
 int yql_number_test(const void *ud, double v);
+
+/* fn(ud, node) for each node of kind in the tree at n (NULL: none), a node's
+ * children before it, until fn returns non-zero, which is returned. */
+int yql_each(const struct yql_node *n, int kind, int (*fn)(void *ud, const struct yql_node *n),
+             void *ud);
 
 /* ---- fieldtypes.c: byte, raw, reference, predicate values; imported fields ---------- */
 
@@ -676,19 +687,17 @@ const struct eng_text *eng_text_of(const struct eng_textset *s, const struct yql
 /* Whether document lid has the term, or the terms as a phrase (cheapest
  * with lids in increasing order). */
 int eng_text_match(const struct eng_text *t, uint32_t lid);
-/* The text rank feature (enum rank_text_feature) of field for lid, over the
- * CONTAINS conditions of the set on that field. */
 /* The summary setting tokens: the terms the text index holds for value v of
  * text-indexed field f (its tokenizer flags), as a JSON array of strings.
  * Returns NULL on failure, err set (STRATA_NOMEM). */
 json_t *eng_tokens_json(const struct store_field *f, const struct store_value *v,
                         struct strata_error *err);
+/* The text rank feature (enum rank_text_feature) of field for lid, over the
+ * CONTAINS conditions of the set on that field; bm25 with the parameters
+ * profile prof gives the field (rank_profile_bm25). */
 double eng_text_feature(struct store_txn *txn, const struct eng_doctype *dt,
-                        const struct eng_textset *s, int feature, int field, uint32_t lid);
-/* Term feature (enum rank_term_feature) of query term `term` (or -1) on
- * field (or -1) for lid, over s's terms (s may be NULL: a query without
- * text conditions has no terms).  The terms are the words of s's
- * conditions in order; those a fieldset made share their numbers. */
+                        const struct rank_profile *prof, const struct eng_textset *s, int feature,
+                        int field, uint32_t lid);
 /* labels.c: an array or weighted set field's stored value (n bytes at s) as
  * the tensor with one mapped dimension that tensorFromLabels and
  * tensorFromWeightedSet read: each distinct element holding 1, or each key
@@ -731,6 +740,10 @@ double eng_text_similarity(struct store_txn *txn, const struct eng_doctype *dt,
  * 'contains' conditions of where. */
 double eng_attr_match(const struct yql_node *where, const struct eng_doctype *dt, int field,
                       const struct store_value *sv, int output);
+/* Term feature (enum rank_term_feature) of query term `term` (or -1) on
+ * field (or -1) for lid, over s's terms (s may be NULL: a query without
+ * text conditions has no terms).  The terms are the words of s's
+ * conditions in order; those a fieldset made share their numbers. */
 double eng_text_term(struct store_txn *txn, const struct eng_doctype *dt,
                      const struct eng_textset *s, int feature, int field, int term, uint32_t lid);
 
@@ -744,6 +757,53 @@ double eng_text_term(struct store_txn *txn, const struct eng_doctype *dt,
 int eng_summary_transform(const struct eng_doctype *dt, const struct yql_node *where, int fi,
                           int transform, const struct store_value *v, json_t **out,
                           struct strata_error *err);
+
+/* ---- wsetmatch.c: dotProduct, wand and weightedSet ------------------------------------ */
+
+struct eng_wset;
+/* Check the field of YQL_WSET node n (fidx set for dt): a weighted set, an
+ * array or a single value of strings or integers.  Returns 0 or
+ * STRATA_INVALID_ARGUMENT ("yql:1:COL: ..."). */
+int eng_wset_check(const struct eng_doctype *dt, const struct yql_node *n,
+                   struct strata_error *err);
+/* The operators of where (fields resolved for dt), made ready to match in
+ * read transaction txn (posting lists stay open in it): *out is NULL when
+ * there are none.  Returns 0, STRATA_LIMIT, STRATA_NOMEM, STRATA_STORE;
+ * close with eng_wset_close (NULL is ignored) before txn ends. */
+int eng_wset_open(struct store_txn *txn, const struct eng_doctype *dt,
+                  const struct yql_node *where, struct eng_wset **out, struct strata_error *err);
+void eng_wset_close(struct eng_wset *w);
+/* Whether document lid matches n: 1 with the dot product in *score (0 for
+ * weightedSet), 0, or -1 when memory ran out.  value(ud, field, lid) gives
+ * the document's value of a field (NULL: none) when the index cannot
+ * answer. */
+int eng_wset_match(struct eng_wset *w, const struct yql_node *n, uint32_t lid,
+                   const struct store_value *(*value)(void *ud, int field, uint32_t lid),
+                   void *ud, double *score);
+/* rawScore(field) (feature RANK_TF_RAW_SCORE) or itemRawScore(label)
+ * (RANK_TF_ITEM_RAW_SCORE) of document lid, whose field values value(ud,
+ * field, lid) gives: the sum of the matching operators' dot products.
+ * *nomem is set to 1 when a value could not be read for lack of memory. */
+double eng_wset_feature(struct eng_wset *w, int feature, int field, const char *label,
+                        uint32_t lid,
+                        const struct store_value *(*value)(void *ud, int field, uint32_t lid),
+                        void *ud, int *nomem);
+
+/* ---- samematch.c: contains sameElement(...) ---------------------------------------- */
+
+struct eng_same;
+/* Check the field of YQL_SAME node n (fidx set for dt): it has a text
+ * index.  Returns 0, STRATA_INVALID_ARGUMENT or STRATA_LIMIT ("yql:1:COL: ..."). */
+int eng_same_check(const struct eng_doctype *dt, const struct yql_node *n,
+                   struct strata_error *err);
+/* The sameElement conditions of where, their posting lists opened in txn:
+ * *out is NULL when there are none.  Returns 0, STRATA_LIMIT, STRATA_NOMEM,
+ * STRATA_STORE; close with eng_same_close (NULL is ignored) before txn ends. */
+int eng_same_open(struct store_txn *txn, const struct eng_doctype *dt,
+                  const struct yql_node *where, struct eng_same **out, struct strata_error *err);
+void eng_same_close(struct eng_same *s);
+/* Whether one element of document lid holds all of n's strings. */
+int eng_same_match(struct eng_same *s, const struct yql_node *n, uint32_t lid);
 
 /* ---- userquery.c: the where tree completed from the request and the schema ----------- */
 

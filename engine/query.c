@@ -72,15 +72,29 @@ static const void *attr_cb(void *ud, int field, uint32_t lid)
 	return eng_sparse_from_text(rf, sv->s, sv->n, &ds->sparse);
 }
 
+static const struct store_value *wset_value(void *ud, int field, uint32_t lid)
+{
+	struct dtstate *ds = ud;
+	return doc_value(ds->qs, ds, lid, field);
+}
+
 static double text_cb(void *ud, int feature, int field, uint32_t lid)
 {
 	struct dtstate *ds = ud;
+	if (feature == RANK_TF_RAW_SCORE || feature == RANK_TF_ITEM_RAW_SCORE) {
+		int nomem = 0;
+		double v = eng_wset_feature(ds->wset, feature, field, feature == RANK_TF_ITEM_RAW_SCORE
+		                            ? rank_profile_item_label(ds->prof, field) : NULL, lid,
+		                            wset_value, ds, &nomem);
+		ds->qs->match_nomem |= nomem; /* the query fails at its end */
+		return v;
+	}
 	if (feature == RANK_TF_NATIVE_PROX_SUM || feature == RANK_TF_NATIVE_PROX_WEIGHT)
 		return eng_native_proximity(ds->text, feature, field, lid);
 	if (feature >= RANK_TF_SUBQUERIES_LSB) /* of predicate and position fields */
 		return eng_typed_feature(ds->qs->yql->where, rank_schema_field(ds->dt->schema, field),
 		                         feature, doc_value(ds->qs, ds, lid, field));
-	return eng_text_feature(ds->txn, ds->dt, ds->text, feature, field, lid);
+	return eng_text_feature(ds->txn, ds->dt, ds->prof, ds->text, feature, field, lid);
 }
 
 static double term_cb(void *ud, int feature, int field, int term, uint32_t lid)
@@ -266,6 +280,10 @@ static int resolve(struct qstate *qs, struct yql_node *n, struct eng_doctype *dt
 		return base_err(qs->err, STRATA_INVALID_ARGUMENT,
 		                "yql:1:%d: 'contains' needs a string field, or an array or weightedset "
 		                "of strings; '%s' is not one", n->col, n->field);
+	if (n->kind == YQL_WSET)
+		return eng_wset_check(dt, n, qs->err);
+	if (n->kind == YQL_SAME)
+		return eng_same_check(dt, n, qs->err);
 	if (n->kind == YQL_NN) {
 		if (eng_field_mapped(rank_schema_field(dt->schema, n->fidx)))
 			return base_err(qs->err, STRATA_NOT_IMPLEMENTED,
@@ -458,6 +476,15 @@ static int eval(struct qstate *qs, struct dtstate *ds, const struct yql_node *n,
 		if (n->fidx < 0)
 			return 0;
 		return nn_true || in_nn(ds, lid);
+	case YQL_SAME:
+		return n->fidx >= 0 && eng_same_match(ds->same, n, lid);
+	case YQL_WSET: {
+		double score;
+		int m = n->fidx < 0 ? 0 : eng_wset_match(ds->wset, n, lid, wset_value, ds, &score);
+		if (m < 0)
+			qs->match_nomem = 1;
+		return m > 0;
+	}
 	case YQL_IN:
 		return n->fidx >= 0 && in_values(qs, ds, n, lid);
 	case YQL_GEO:
@@ -795,7 +822,9 @@ static int run_doctype(struct qstate *qs, struct dtstate *ds)
 	qs->vals_lid_loaded = 0;
 	size_t base = qs->nhits;
 	/* open until the query ends: rank features and summaries read it */
-	if ((rc = eng_text_open(qs->txn, ds->dt, qs->yql->where, &ds->text, qs->err)) != 0)
+	if ((rc = eng_text_open(qs->txn, ds->dt, qs->yql->where, &ds->text, qs->err)) != 0 ||
+	    (rc = eng_wset_open(qs->txn, ds->dt, qs->yql->where, &ds->wset, qs->err)) != 0 ||
+	    (rc = eng_same_open(qs->txn, ds->dt, qs->yql->where, &ds->same, qs->err)) != 0)
 		return rc;
 	for (uint32_t lid = 0; store_next(qs->txn, ds->dt->store_id, &lid) == 0; lid++) {
 		if (eval(qs, ds, qs->yql->where, lid, 0) && (rc = add_hit(qs, ds, lid)) != 0)
@@ -1213,7 +1242,15 @@ static int run(struct qstate *qs, const json_t *req, char **result)
 		return rc;
 	if (!qs->yql->norder)
 		sort_top(qs->hits, qs->nhits, page, final_cmp);
-	return build_result(qs, (size_t)offset, (size_t)hits, result);
+	/* rawScore of a value that could not be read (memory) fails the query */
+	if (!qs->match_nomem && (rc = build_result(qs, (size_t)offset, (size_t)hits, result)) != 0)
+		return rc;
+	if (qs->match_nomem) {
+		base_strfree(*result);
+		*result = NULL;
+		return base_nomem(err, "reading a collection value for a rank feature");
+	}
+	return 0;
 }
 
 int strata_query_json(struct strata *db, const char *request, char **result,
@@ -1245,6 +1282,8 @@ int strata_query_json(struct strata *db, const char *request, char **result,
 		if (qs.ds[i].nn)
 			base_free(qs.ds[i].nn, qs.ds[i].nnn * sizeof *qs.ds[i].nn);
 		eng_text_close(qs.ds[i].text);
+		eng_wset_close(qs.ds[i].wset);
+		eng_same_close(qs.ds[i].same);
 		base_arena_free(&qs.ds[i].sparse);
 	}
 	if (qs.ds)

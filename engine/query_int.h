@@ -14,6 +14,8 @@ struct dtstate {
 	struct rank_docs docs;
 	struct store_txn *txn;
 	struct eng_textset *text; /* contains on text-indexed fields (textmatch.c) */
+	struct eng_wset *wset;    /* dotProduct, wand, weightedSet (wsetmatch.c) */
+	struct eng_same *same;    /* contains sameElement (samematch.c) */
 	const struct rank_summary_class *summary; /* presentation.summary, or NULL */
 	uint32_t *nn;        /* sorted lids of the nearestNeighbor set */
 	size_t nnn;

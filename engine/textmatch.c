@@ -9,8 +9,9 @@
  * word matches the terms it begins (no phrase).  A string without any term
  * matches nothing.  The same lists give the text rank features while the
  * hits of the type are ranked: bm25 with Vespa's formula (k1 1.2, b 0.75,
- * idf log(1 + (N - n + 0.5) / (n + 0.5)), N the type's documents, n those
- * with the term, the average length over the documents with a value),
+ * or the profile's bm25(f).k1 and .b; idf log(1 + (N - n + 0.5) / (n +
+ * 0.5)), N the type's documents, n those with the term; the average length
+ * over the documents with a value, or bm25(f).averageFieldLength),
  * fieldLength and matches.
  */
 #include <math.h>
@@ -20,8 +21,6 @@
 
 #define MAX_TERMS 32    /* words of one contains */
 #define MAX_LISTS 1024  /* posting lists of one contains (prefix expansions) */
-#define BM25_K1 1.2 /* Vespa's defaults */
-#define BM25_B 0.75
 #define MAX_POS 4096
 
 struct eng_text {
@@ -77,7 +76,7 @@ static int add_list(void *ud, const char *term, size_t len)
 static int open_one(struct store_txn *txn, const struct eng_doctype *dt, const struct yql_node *n,
                     struct base_tokenizer *tk, struct eng_text **out, struct strata_error *err)
 {
-	int flags = dt->fields[n->fidx].text & ~STORE_TEXT_ON;
+	int flags = STORE_TEXT_TOKEN_FLAGS(dt->fields[n->fidx].text);
 	struct eng_text *t = base_calloc(1, sizeof *t);
 	if (!t)
 		return base_nomem(err, "a text condition");
@@ -237,14 +236,16 @@ int eng_text_match(const struct eng_text *t, uint32_t lid)
 }
 
 /* bm25 of term i of t for lid (its length dl), or 0 when lid lacks it:
- * idf(n) * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl)). */
-static double bm25_term(const struct eng_text *t, int i, double dl)
+ * idf(n) * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl)), with the
+ * profile's k1, b and average length (bm; the index's average without). */
+static double bm25_term(const struct eng_text *t, int i, double dl, const struct rank_bm25 *bm)
 {
 	double tf = store_postings_positions(t->pl[i], NULL, 0);
 	double df = (double)store_postings_df(t->pl[i]);
 	double idf = log(1 + (t->ndocs - df + 0.5) / (df + 0.5));
-	double norm = t->avgdl > 0 ? dl / t->avgdl : 1;
-	return idf * tf * (BM25_K1 + 1) / (tf + BM25_K1 * (1 - BM25_B + BM25_B * norm));
+	double avgdl = bm->avgdl > 0 ? bm->avgdl : t->avgdl;
+	double norm = avgdl > 0 ? dl / avgdl : 1;
+	return idf * tf * (bm->k1 + 1) / (tf + bm->k1 * (1 - bm->b + bm->b * norm));
 }
 
 json_t *eng_tokens_json(const struct store_field *f, const struct store_value *v,
@@ -257,8 +258,8 @@ json_t *eng_tokens_json(const struct store_field *f, const struct store_value *v
 	const char *tok;
 	size_t off = 0, n;
 	int pos;
-	while (a && v->s &&
-	       base_token_next(tk, v->s, v->n, &off, f->text & ~STORE_TEXT_ON, &tok, &n, &pos) > 0)
+	int flags = STORE_TEXT_TOKEN_FLAGS(f->text);
+	while (a && v->s && base_token_next(tk, v->s, v->n, &off, flags, &tok, &n, &pos) > 0)
 		if (json_array_append_new(a, json_stringn(tok, n))) {
 			json_decref(a);
 			a = NULL;
@@ -316,13 +317,15 @@ static double native_word(const struct eng_text *t, int *i, uint32_t lid)
 }
 
 double eng_text_feature(struct store_txn *txn, const struct eng_doctype *dt,
-                        const struct eng_textset *s, int feature, int field, uint32_t lid)
+                        const struct rank_profile *prof, const struct eng_textset *s, int feature,
+                        int field, uint32_t lid)
 {
 	uint32_t len = 0;
 	int has = store_text_length(txn, dt->store_id, field, lid, &len, NULL) == 0;
 	if (feature == RANK_TF_FIELD_LENGTH)
 		return has ? len : 0;
 	double sum = 0;
+	struct rank_bm25 bm = {-1, 0, 0}; /* read on first use */
 	for (int k = 0; s && k < s->n; k++) {
 		const struct eng_text *t = s->t[k];
 		if (s->node[k]->fidx != field)
@@ -344,7 +347,9 @@ double eng_text_feature(struct store_txn *txn, const struct eng_doctype *dt,
 				continue;
 			if (feature == RANK_TF_MATCHES)
 				return 1;
-			sum += bm25_term(t, i, len);
+			if (bm.k1 < 0)
+				rank_profile_bm25(prof, field, &bm);
+			sum += bm25_term(t, i, len, &bm);
 		}
 	}
 	return sum;

@@ -12,7 +12,9 @@
  *         | geoLocation(f, lat, lng, "10 km")
  *         | [{targetHits: K, label: "l", approximate:
  *         false}]nearestNeighbor(f, q) | cond and cond | cond or cond | !cond
- *         | (cond)
+ *         | (cond) | dotProduct(f, {"token": weight, ...}) | weightedSet(f, {...})
+ *         | [{targetHits: K, scoreThreshold: X, label: "l"}]wand(f, {...})
+ *         | f contains sameElement("a", "b")
  *   grouping: all(group(f) [max(N)] [order([-]agg, ...)] each(EACH))
  *         | all(output(agg, ...)) | all(grouping grouping ...),
  *         EACH: [output(agg, ...)] [all(group(g) ...) | group(g) ...] (groups
@@ -289,8 +291,10 @@ static int flip(int op)
 	return op;
 }
 
-/* {targetHits: 10, label: "x", approximate: false} before nearestNeighbor */
-static int annotations(struct parser *ps, long *target, char **label, int *approx)
+/* {targetHits: 10, label: "x", approximate: false} before nearestNeighbor;
+ * scoreThreshold before wand */
+static int annotations(struct parser *ps, long *target, char **label, int *approx,
+                       double *threshold)
 {
 	if (next(ps))
 		return STRATA_PARSE;
@@ -318,6 +322,9 @@ static int annotations(struct parser *ps, long *target, char **label, int *appro
 				return expected(ps, "true or false");
 			*approx = is_kw(ps, "true");
 			if (next(ps))
+				return STRATA_PARSE;
+		} else if (!strcmp(key, "scoreThreshold")) {
+			if (number(ps, threshold, "a number"))
 				return STRATA_PARSE;
 		} else if (!strcmp(key, "hnsw.exploreAdditionalHits")) {
 			double v;
@@ -642,6 +649,74 @@ static struct yql_node *text_call(struct parser *ps, const char *name, const cha
 	return next(ps) ? NULL : n;
 }
 
+/* field contains sameElement("a", "b c" and "d"), at the 'contains': strings
+ * that must all be found in one element of an array (each one's words in a
+ * row).  Conditions on the fields of structs in it are refused. */
+static struct yql_node *same_element(struct parser *ps, char *field, const char *at)
+{
+	struct yql_node *n = node(ps, YQL_SAME, at);
+	if (!n || next(ps) || next(ps) || expect_punct(ps, "("))
+		return NULL;
+	n->field = field;
+	int cap = 0;
+	for (;;) {
+		if (ps->tok == T_IDENT) {
+			refuse(ps, ps->start, "sameElement over the fields of structs or maps");
+			return NULL;
+		}
+		if (ps->tok != T_STR) {
+			expected(ps, "a string");
+			return NULL;
+		}
+		if (room(ps, (void **)&n->strs, &cap, n->nvals, sizeof *n->strs))
+			return NULL;
+		n->strs[n->nvals++] = ps->str;
+		if (next(ps))
+			return NULL;
+		if (is_punct(ps, ")"))
+			break;
+		if (is_kw(ps, "and") ? next(ps) : expect_punct(ps, ","))
+			return NULL;
+	}
+	return next(ps) ? NULL : n;
+}
+
+/* After 'name(': dotProduct, wand or weightedSet(field, {token: weight,
+ * ...}); a token is a string or an integer, a weight a number. */
+static struct yql_node *wset_call(struct parser *ps, const char *name, const char *at)
+{
+	struct yql_node *n = node(ps, YQL_WSET, at);
+	if (!n || !(n->field = ident(ps, "a field name")) || expect_punct(ps, ",") ||
+	    expect_punct(ps, "{"))
+		return NULL;
+	n->op = !strcmp(name, "dotProduct") ? YQL_DOTPRODUCT : !strcmp(name, "wand") ? YQL_WAND
+	                                                                           : YQL_WEIGHTEDSET;
+	int cap = 0, wcap = 0;
+	while (!is_punct(ps, "}")) {
+		if (room(ps, (void **)&n->strs, &cap, n->nvals, sizeof *n->strs) ||
+		    room(ps, (void **)&n->nums, &wcap, n->nvals, sizeof *n->nums))
+			return NULL;
+		if (ps->tok == T_NUM && ps->num == floor(ps->num) && fabs(ps->num) < 9.2e18) {
+			char buf[32];
+			snprintf(buf, sizeof buf, "%lld", (long long)ps->num);
+			if (!(ps->str = base_arena_alloc(ps->a, strlen(buf) + 1, 1)))
+				return nomem(ps, "yql token"), NULL;
+			strcpy(ps->str, buf);
+		} else if (ps->tok != T_STR) {
+			expected(ps, "a token: a string or an integer");
+			return NULL;
+		}
+		n->strs[n->nvals] = ps->str;
+		if (next(ps) || expect_punct(ps, ":") || number(ps, &n->nums[n->nvals++], "a weight"))
+			return NULL;
+		if (!is_punct(ps, "}") && expect_punct(ps, ","))
+			return NULL;
+	}
+	if (next(ps) || expect_punct(ps, ")"))
+		return NULL;
+	return n;
+}
+
 static struct yql_node *primary(struct parser *ps)
 {
 	const char *at = ps->start;
@@ -671,8 +746,9 @@ static struct yql_node *primary(struct parser *ps)
 	char *label = NULL;
 	int approx = 1;
 	int annotated = 0;
+	double threshold = -INFINITY;
 	if (is_punct(ps, "{")) {
-		if (annotations(ps, &target, &label, &approx))
+		if (annotations(ps, &target, &label, &approx, &threshold))
 			return NULL;
 		annotated = 1;
 	}
@@ -738,6 +814,19 @@ static struct yql_node *primary(struct parser *ps)
 		if (!strcmp(name, "weakAnd") || !strcmp(name, "rank") || !strcmp(name, "userQuery") ||
 		    !strcmp(name, "userInput"))
 			return text_call(ps, name, at, target);
+		if (!strcmp(name, "dotProduct") || !strcmp(name, "wand") || !strcmp(name, "weightedSet")) {
+			struct yql_node *n = wset_call(ps, name, at);
+			if (n && ((threshold != -INFINITY || target >= 0) && n->op != YQL_WAND)) {
+				fail_at(ps, at, "targetHits and scoreThreshold annotate wand, not '%s'", name);
+				return NULL;
+			}
+			if (n) {
+				n->num = threshold;
+				n->target_hits = target;
+				n->label = label;
+			}
+			return n;
+		}
 		if (annotated) {
 			fail_at(ps, at, "annotations are only supported on nearestNeighbor, not on '%s'",
 			        name);
@@ -781,6 +870,8 @@ static struct yql_node *primary(struct parser *ps)
 		if (ps->p[strspn(ps->p, " \t\r\n")] == 'p' && !strncmp(ps->p + strspn(ps->p, " \t\r\n"),
 		                                                        "phrase", 6))
 			return phrase(ps, name, at);
+		if (!strncmp(ps->p + strspn(ps->p, " \t\r\n"), "sameElement", 11))
+			return same_element(ps, name, at);
 		struct yql_node *n = string_op(ps, YQL_CONTAINS, name, at, "a string");
 		return !n || next(ps) ? NULL : n;
 	}
@@ -1312,6 +1403,25 @@ static void dump_to(const struct yql_node *n, char *buf, size_t cap, size_t *len
 		snprintf(tmp, sizeof tmp, "GEO(%s,%g,%g,%s)", n->field, n->lo, n->hi, n->str);
 		break;
 	case YQL_USERQUERY: snprintf(tmp, sizeof tmp, "USERQUERY()"); break;
+	case YQL_SAME: {
+		size_t k = (size_t)snprintf(tmp, sizeof tmp, "%s SAMEELEMENT(", n->field);
+		for (int i = 0; i < n->nvals && k < sizeof tmp; i++)
+			k += (size_t)snprintf(tmp + k, sizeof tmp - k, "%s\"%s\"", i ? "," : "", n->strs[i]);
+		if (k < sizeof tmp)
+			snprintf(tmp + k, sizeof tmp - k, ")");
+		break;
+	}
+	case YQL_WSET: {
+		static const char *const names[] = { "", "DOTPRODUCT", "WAND", "WEIGHTEDSET" };
+		size_t k = (size_t)snprintf(tmp, sizeof tmp, "%s(%s,{", names[n->op], n->field);
+		for (int i = 0; i < n->nvals && k < sizeof tmp; i++)
+			k += (size_t)snprintf(tmp + k, sizeof tmp - k, "%s\"%s\":%g", i ? "," : "",
+			                      n->strs[i], n->nums[i]);
+		if (k < sizeof tmp)
+			snprintf(tmp + k, sizeof tmp - k, "}%s%s)", n->label ? ",label=" : "",
+			         n->label ? n->label : "");
+		break;
+	}
 	case YQL_USERINPUT:
 		if (n->str)
 			snprintf(tmp, sizeof tmp, "USERINPUT(@%s)", n->str);
@@ -1345,6 +1455,19 @@ static void dump_to(const struct yql_node *n, char *buf, size_t cap, size_t *len
 		memcpy(buf + *len, tmp, l + 1);
 		*len += l;
 	}
+}
+
+int yql_each(const struct yql_node *n, int kind, int (*fn)(void *ud, const struct yql_node *n),
+             void *ud)
+{
+	if (!n)
+		return 0;
+	for (int i = 0; i < n->nkids; i++) {
+		int rc = yql_each(n->kids[i], kind, fn, ud);
+		if (rc)
+			return rc;
+	}
+	return n->kind == kind ? fn(ud, n) : 0;
 }
 
 char *yql_dump(const struct yql_node *n)

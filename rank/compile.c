@@ -755,6 +755,8 @@ static int compile_call(struct cc *c, const struct env *env, const struct rank_a
 		return compile_close(c, a, f[0] == 'd', type);
 	if (strcmp(f, "bm25") == 0 || strcmp(f, "fieldLength") == 0 || strcmp(f, "matches") == 0)
 		return compile_text(c, a, type);
+	if (strcmp(f, "rawScore") == 0 || strcmp(f, "itemRawScore") == 0)
+		return rank_cc_raw_score(c, a, type);
 	if (strcmp(f, "lightgbm") == 0 || strcmp(f, "xgboost") == 0)
 		return compile_gbdt(c, env, a, type);
 	if (!in_lambda(env)) {
@@ -1147,6 +1149,9 @@ int rank_profile_compile(struct rank_profile *p, const struct rank_schema *s,
 	if (rank_cc_add_type(p, &num) != 0)
 		return base_nomem(err, "profile '%s'", d->name);
 	p->rerank = d->rerank_count >= 0 ? d->rerank_count : 100;
+	int rc = rank_fprops_check(p, err);
+	if (rc)
+		return rc;
 
 	p->ninputs = d->ninputs;
 	p->inputs = base_calloc((size_t)d->ninputs + 1, sizeof *p->inputs);
@@ -1208,7 +1213,6 @@ int rank_profile_compile(struct rank_profile *p, const struct rank_schema *s,
 			p->models[p->nmodels++].decl = &sd->models[i];
 	}
 	/* allocation sizes for release: keep +1 counts consistent */
-	int rc;
 	for (int m = 0; m < d->nmodels; m++)
 		if ((rc = compile_model(p, models, m, &d->models[m].pos, err)))
 			return rc;

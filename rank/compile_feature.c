@@ -221,22 +221,33 @@ static int compile_freshness(struct cc *c, const struct rank_ast *a, int *type)
 	return 0;
 }
 
-int rank_cc_close_label(struct cc *c, const char *label, int distance, int *type)
+int rank_cc_label(struct cc *c, const char *label)
 {
 	struct rank_profile *p = c->p;
-	int i = 0;
-	while (i < p->nlabels && strcmp(p->labels[i], label) != 0)
-		i++;
-	if (i == p->nlabels) {
+	for (int i = 0; i < p->nlabels; i++)
+		if (strcmp(p->labels[i], label) == 0)
+			return i;
+	if (p->nlabels == p->caplabels) {
 		/* the table grows in the pool (a few labels per profile) */
-		const char **v = base_arena_alloc(&p->pool, ((size_t)i + 1) * sizeof *v, 8);
-		if (!v || !(v[i] = rank_cc_pool_str(c, label)))
-			return rank_cc_nomem(c);
-		if (i)
-			memcpy(v, p->labels, (size_t)i * sizeof *v);
+		int cap = p->caplabels ? 2 * p->caplabels : 4;
+		const char **v = base_arena_alloc(&p->pool, (size_t)cap * sizeof *v, 8);
+		if (!v)
+			return rank_cc_nomem(c), -1;
+		if (p->nlabels)
+			memcpy(v, p->labels, (size_t)p->nlabels * sizeof *v);
 		p->labels = v;
-		p->nlabels++;
+		p->caplabels = cap;
 	}
+	if (!(p->labels[p->nlabels] = rank_cc_pool_str(c, label)))
+		return rank_cc_nomem(c), -1;
+	return p->nlabels++;
+}
+
+int rank_cc_close_label(struct cc *c, const char *label, int distance, int *type)
+{
+	int i = rank_cc_label(c, label);
+	if (i < 0)
+		return STRATA_NOMEM;
 	c->prog->doc_dependent = 1;
 	*type = 0;
 	EMIT(c, RANK_OP_CLOSE, -1, distance, i, 0, 0, 0, 0);

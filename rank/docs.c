@@ -349,6 +349,11 @@ static int class_sources(const struct rank_sd *sd, struct rank_summary_class *c,
 			return fail(err, &srcs[k].pos, STRATA_TYPE,
 			            "summary field '%s' shows '%s', which is not a field of '%s'",
 			            srcs[k].name, src, sd->name);
+		if (srcs[k].tokens && sd->fields[fi].type != RANK_FT_STRING &&
+		    rank_field_token_flags(&sd->fields[fi]) >= 0)
+			return fail(err, &srcs[k].pos, STRATA_NOT_IMPLEMENTED,
+			            "summary field '%s' shows the tokens of '%s', a collection: not "
+			            "supported", srcs[k].name, src);
 		if (srcs[k].tokens && rank_field_token_flags(&sd->fields[fi]) < 0)
 			return fail(err, &srcs[k].pos, STRATA_TYPE,
 			            "summary field '%s' shows the tokens of '%s', which has no text index "
@@ -442,6 +447,13 @@ static int build_classes(struct rank_sd *sd, struct strata_error *err)
 	d->fields = fs;
 	for (int i = 0; i < sd->nfields; i++) {
 		const struct rank_field *f = &sd->fields[i];
+		if (f->summary_tokens && f->type != RANK_FT_STRING && rank_field_token_flags(f) >= 0) {
+			base_free(fs, cap * sizeof *fs);
+			d->fields = NULL;
+			struct rank_pos pos = { sd->file, f->line, f->col };
+			return fail(err, &pos, STRATA_NOT_IMPLEMENTED,
+			            "'summary: tokens' on '%s', a collection, is not supported", f->name);
+		}
 		if (f->summary_tokens && rank_field_token_flags(f) < 0) {
 			base_free(fs, cap * sizeof *fs);
 			d->fields = NULL;

@@ -84,8 +84,10 @@ static void explain_prog(struct sbuf *b, const struct rank_profile *p, const str
 			                        : in->a == RANK_TF_GEO_LATITUDE ? "distance.latitude"
 			                        : in->a == RANK_TF_GEO_LONGITUDE ? "distance.longitude"
 			                        : in->a == RANK_TF_GEO_CLOSENESS ? "closeness"
-			                                                        : "?",
-			          p->sd->fields[in->b].name);
+			                        : in->a == RANK_TF_RAW_SCORE ? "rawScore"
+			                                                     : "itemRawScore",
+			          in->a == RANK_TF_ITEM_RAW_SCORE ? rank_profile_item_label(p, in->b)
+			                                          : p->sd->fields[in->b].name);
 			break;
 		case RANK_OP_TERM:
 			sb_printf(b, " %d field %s term %d", in->a,

@@ -191,14 +191,10 @@ static int indexing(struct rank_parser *p, struct rank_field *f)
 			/* The language only picks the stemmer: English is the one. */
 		} else if (rank_tok_is(&t, "index")) {
 			/* On a tensor, index asks for an HNSW graph; search stays exact.
-			 * On a string, a text index (parse_text.c). */
-			if (f->type == RANK_FT_STRING)
+			 * On a string, or an array or weighted set of them, a text
+			 * index (parse_text.c). */
+			if (f->type == RANK_FT_STRING || rank_field_holds_text(f))
 				f->index = 1;
-			else if (rank_field_holds_text(f))
-				return rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED,
-				                        "text indexes on arrays and weighted sets of strings "
-				                        "('indexing: index' on field '%s') are not supported",
-				                        f->name);
 			else if (f->type != RANK_FT_TENSOR)
 				return rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED,
 				                        "'indexing: index' on field '%s' is not supported",
@@ -300,7 +296,7 @@ static int field_body(struct rank_parser *p, struct rank_field *f)
 				rc = skip_block(p);
 			else if (f->type == RANK_FT_PREDICATE)
 				rc = rank_predicate_index(p, f, &t);
-			else if (f->type == RANK_FT_STRING)
+			else if (f->type == RANK_FT_STRING || rank_field_holds_text(f))
 				rc = rank_parse_text_setting(p, f, &t);
 			else
 				rc = rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED,

@@ -866,10 +866,12 @@ static void next_word(struct rank_parser *p, struct rank_tok *w)
 	rank_lex_take(p->lx, w);
 }
 
-/* One "key: value" of rank-properties { }: query(name) and $name, a number
- * input's default, and the properties feature_property() knows; the rest
- * is refused by name. */
-static int rank_property(struct rank_parser *p, struct prop **props, int *n)
+/* One "key: value" of rank-properties { }: query(name) and $name give a
+ * number input its default; freshness(f).maxAge and .halfResponse
+ * (feature_property) are kept as constants; another rank feature's property
+ * (bm25(f).k1) goes to props.c, which refuses the ones Strata lacks by name. */
+static int rank_property(struct rank_parser *p, struct rank_profile_decl *pr, struct prop **props,
+                         int *n)
 {
 	struct rank_tok w, val;
 	next_word(p, &w);
@@ -894,12 +896,8 @@ static int rank_property(struct rank_parser *p, struct prop **props, int *n)
 		nm.s++, nm.len--, nm.col++;
 	} else if (key.len > 7 && memcmp(key.s, "query(", 6) == 0 && key.s[key.len - 1] == ')') {
 		nm.s += 6, nm.len -= 7, nm.col += 6;
-	} else if (!(feature = feature_property(&key))) {
-		return rank_parser_fail(p, &key, STRATA_NOT_IMPLEMENTED,
-		                        "rank property '%.*s' is not supported: only query(name) and "
-		                        "$name, a query input's default, and freshness(f).maxAge and "
-		                        ".halfResponse are",
-		                        (int)key.len, key.s);
+	} else {
+		feature = feature_property(&key);
 	}
 	char buf[64], *end;
 	double v = 0;
@@ -915,6 +913,8 @@ static int rank_property(struct rank_parser *p, struct prop **props, int *n)
 		                        "rank property '%.*s': only a number is supported (a tensor "
 		                        "default goes in inputs { })",
 		                        (int)key.len, key.s);
+	if (nm.s == key.s && !feature) /* a rank feature's property (props.c) */
+		return rank_fprop_parse(p, pr, &key, v);
 	for (int i = 0; i < *n; i++)
 		if ((*props)[i].name.len == nm.len && memcmp((*props)[i].name.s, nm.s, nm.len) == 0)
 			return rank_parser_fail(p, &key, STRATA_TYPE, "rank property '%.*s' is given twice",
@@ -925,7 +925,8 @@ static int rank_property(struct rank_parser *p, struct prop **props, int *n)
 	return 0;
 }
 
-static int rank_properties(struct rank_parser *p, struct prop **props, int *n)
+static int rank_properties(struct rank_parser *p, struct rank_profile_decl *pr, struct prop **props,
+                           int *n)
 {
 	int rc = rank_parser_expect(p, "{", "after 'rank-properties'");
 	while (!rc && !rank_parser_take_if(p, RANK_LEX_SCHEMA, "}")) {
@@ -935,7 +936,7 @@ static int rank_properties(struct rank_parser *p, struct prop **props, int *n)
 			return rank_parser_fail(p, &t, STRATA_PARSE,
 			                        "rank-properties is not closed: expected '}', found end "
 			                        "of file");
-		rc = rank_property(p, props, n);
+		rc = rank_property(p, pr, props, n);
 	}
 	return rc;
 }
@@ -1051,7 +1052,7 @@ static int profile_items(struct rank_parser *p, struct rank_profile_decl *pr,
 		} else if (rank_tok_is(&t, "inputs")) {
 			rc = inputs(p, pr);
 		} else if (rank_tok_is(&t, "rank-properties")) {
-			rc = rank_properties(p, props, nprops);
+			rc = rank_properties(p, pr, props, nprops);
 		} else if (rank_tok_is(&t, "constants")) {
 			rc = constants(p, pr);
 		} else if (rank_tok_is(&t, "match-features")) {

@@ -2,13 +2,15 @@
  * parse_text.c: the text-search part of the schema language, for parse.c:
  * the settings of a string field with 'indexing: index' (match, stemming,
  * normalizing, rank, index) and fieldset blocks.  Vespa's semantics:
- * match is text (tokenized, normalized, stemmed) unless it says word, exact
- * or prefix; stemming is best unless 'none' (shortest and multiple are
+ * match is text (tokenized, normalized, stemmed) unless it says word, exact,
+ * prefix or gram (n-grams of gram-size characters, 2 unless set; a
+ * query's words are split the same way, their grams a phrase); stemming is best unless 'none' (shortest and multiple are
  * taken as best: one stem per word); normalizing: none keeps accents.
  * Fieldsets are checked once the whole schema is parsed (a fieldset may
  * precede the fields it names): every field must exist and be a text field,
  * and all must agree on how they match.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "rank_syntax.h"
@@ -29,8 +31,9 @@ static int setting_value(struct rank_parser *p, struct rank_field *f, const stru
 			f->cased = 1;
 		else if (rank_tok_is(v, "uncased"))
 			f->cased = 0;
-		else if (rank_tok_is(v, "gram") || rank_tok_is(v, "substring") ||
-		         rank_tok_is(v, "suffix"))
+		else if (rank_tok_is(v, "gram"))
+			f->match = RANK_MATCH_GRAM;
+		else if (rank_tok_is(v, "substring") || rank_tok_is(v, "suffix"))
 			return rank_parser_fail(p, v, STRATA_NOT_IMPLEMENTED,
 			                        "match: %s is not supported", rank_tok_quote(v));
 		else
@@ -84,8 +87,34 @@ int rank_text_setting_is(const struct rank_tok *kw)
 	       rank_tok_is(kw, "normalizing") || rank_tok_is(kw, "rank");
 }
 
-/* kw: value, or kw { value ... }; inside match blocks also
- * exact-terminator: "..." and gram-size: N (accepted, no effect). */
+/* gram-size: N, 1..BASE_TOKEN_GRAM_MAX. */
+static int gram_size(struct rank_parser *p, struct rank_field *f, const struct rank_tok *kw)
+{
+	struct rank_tok c, v;
+	rank_lex_next(p->lx, RANK_LEX_SCHEMA, &c);
+	rank_lex_next(p->lx, RANK_LEX_SCHEMA, &v);
+	if (!rank_tok_is(&c, ":") || v.kind != RT_NUM)
+		return rank_parser_fail(p, &c, STRATA_PARSE, "expected ': number' after %s",
+		                        rank_tok_quote(kw));
+	char buf[16];
+	int n = 0;
+	if (v.len < sizeof buf) {
+		memcpy(buf, v.s, v.len);
+		buf[v.len] = 0;
+		char *end;
+		long l = strtol(buf, &end, 10);
+		if (*end == 0 && l >= 1 && l <= BASE_TOKEN_GRAM_MAX)
+			n = (int)l;
+	}
+	if (!n)
+		return rank_parser_fail(p, &v, STRATA_TYPE, "gram-size must be a whole number from 1 "
+		                        "to %d, found %s", BASE_TOKEN_GRAM_MAX, rank_tok_quote(&v));
+	f->gram_size = n;
+	return 0;
+}
+
+/* kw: value, or kw { value ... }; inside match blocks also gram-size: N,
+ * and exact-terminator: "..." (accepted, no effect). */
 int rank_parse_text_setting(struct rank_parser *p, struct rank_field *f, const struct rank_tok *kw)
 {
 	struct rank_tok t;
@@ -104,7 +133,13 @@ int rank_parse_text_setting(struct rank_parser *p, struct rank_field *f, const s
 		if (t.kind == RT_EOF)
 			return rank_parser_fail(p, kw, STRATA_PARSE, "the block of %s is never closed",
 			                        rank_tok_quote(kw));
-		if (rank_tok_is(&t, "exact-terminator") || rank_tok_is(&t, "gram-size") ||
+		if (rank_tok_is(&t, "gram-size")) {
+			int rc = gram_size(p, f, &t);
+			if (rc)
+				return rc;
+			continue;
+		}
+		if (rank_tok_is(&t, "exact-terminator") ||
 		    rank_tok_is(&t, "max-length") || rank_tok_is(&t, "max-token-length")) {
 			struct rank_tok c, v;
 			rank_lex_next(p->lx, RANK_LEX_SCHEMA, &c);
@@ -260,7 +295,7 @@ int rank_text_fields_check(struct rank_parser *p)
 
 int rank_field_token_flags(const struct rank_field *f)
 {
-	if (!f->index || f->type != RANK_FT_STRING)
+	if (!f->index || (f->type != RANK_FT_STRING && !rank_field_holds_text(f)))
 		return -1;
 	int fl = f->no_normalize ? 0 : BASE_TOKEN_NORMALIZE;
 	switch (f->match) {
@@ -273,6 +308,9 @@ int rank_field_token_flags(const struct rank_field *f)
 	case RANK_MATCH_TEXT:
 		if (f->stemming == RANK_STEM_BEST)
 			fl |= BASE_TOKEN_STEM;
+		break;
+	case RANK_MATCH_GRAM:
+		fl |= BASE_TOKEN_GRAMS(f->gram_size ? f->gram_size : 2);
 		break;
 	}
 	return f->cased ? fl | BASE_TOKEN_CASED : fl;

@@ -102,6 +102,7 @@ enum rank_match {
 	RANK_MATCH_WORD,     /* the whole value is one token, normalized */
 	RANK_MATCH_EXACT,    /* the whole value is one token, lowercased only */
 	RANK_MATCH_PREFIX,   /* tokens match query terms that are their prefixes */
+	RANK_MATCH_GRAM,     /* n-grams of the words (gram-size, 2 by default) */
 };
 
 /* stemming: of a text field; DEFAULT takes the schema's (else BEST). */
@@ -146,6 +147,7 @@ struct rank_field {
 	int no_normalize;    /* normalizing: none (no accent removal) */
 	int rank_filter;     /* rank: filter (matches, but no term statistics) */
 	int bm25;            /* index: enable-bm25 */
+	int gram_size;       /* match { gram-size: N }; 0 when not given (2 for gram) */
 	const struct rank_vtype *vtype; /* ARRAY, WSET, MAP, STRUCT: the whole type; else NULL */
 	int wset_flags;      /* WSET: RANK_WSET_* (weightedset { ... } settings) */
 	int source;          /* a field outside the document block: the index of the field
@@ -250,8 +252,10 @@ int rank_schema_field_index(const struct rank_schema *s, const char *name); /* -
  * number as the return value; -1 when there is no such fieldset. */
 int rank_schema_fieldset(const struct rank_schema *s, const char *name, const int **fields);
 /* The tokenizer flags (BASE_TOKEN_*, base.h) of a text-indexed string field
- * as its match, stemming and normalizing settings ask: text is NORMALIZE |
- * STEM, word is WHOLE | NORMALIZE, exact is WHOLE, prefix is NORMALIZE;
+ * (or array or weighted set of strings: each element is tokenized so) as
+ * its match, stemming and normalizing settings ask: text is NORMALIZE |
+ * STEM, word is WHOLE | NORMALIZE, exact is WHOLE, prefix is NORMALIZE,
+ * gram is BASE_TOKEN_GRAMS(gram-size) | NORMALIZE;
  * normalizing: none drops NORMALIZE, match: cased adds CASED.  -1 when the
  * field has no text index. */
 int rank_field_token_flags(const struct rank_field *f);
@@ -353,7 +357,28 @@ enum rank_text_feature {
 	RANK_TF_GEO_LATITUDE,  /* distance(field).latitude: the document's, in degrees */
 	RANK_TF_GEO_LONGITUDE, /* distance(field).longitude */
 	RANK_TF_GEO_CLOSENESS, /* closeness(field): max(1 - distance / 9013305, 0) */
+	RANK_TF_RAW_SCORE,     /* rawScore(field): the dot products of the query's dotProduct
+	                          and wand operators on the field */
+	RANK_TF_ITEM_RAW_SCORE, /* itemRawScore(label): the one labelled so; the argument
+	                           is not a field but the label's number
+	                           (rank_profile_item_label) */
 };
+
+/* The label of itemRawScore number i in profile p (valid while the
+ * application is loaded), or NULL. */
+const char *rank_profile_item_label(const struct rank_profile *p, int i);
+
+/* bm25's parameters for a field in a profile: Vespa's defaults (k1 1.2,
+ * b 0.75), or the profile's rank-properties bm25(f).k1, bm25(f).b and
+ * bm25(f).averageFieldLength (avgdl; 0 when not given: the index's
+ * average). */
+struct rank_bm25 {
+	double k1, b, avgdl;
+};
+/* The bm25 parameters of field (index in the schema) in profile p (NULL:
+ * the defaults) into *out.  Cheap (a scan of the profile's properties);
+ * thread-safe. */
+void rank_profile_bm25(const struct rank_profile *p, int field, struct rank_bm25 *out);
 
 /* A tensor with mapped dimensions: nblocks dense subspaces (the type's
  * indexed dimensions, rank_type_cells() double cells each), each under the

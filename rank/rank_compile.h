@@ -90,6 +90,9 @@ int rank_cc_compile(struct cc *c, const struct env *env, const struct rank_ast *
 
 /* compile_feature.c: closeness(label, l) or (distance) distance(label, l). */
 int rank_cc_close_label(struct cc *c, const char *label, int distance, int *type);
+/* The number of the query-item label in the profile's table (added when
+ * new); -1 with STRATA_NOMEM reported when memory runs out. */
+int rank_cc_label(struct cc *c, const char *label);
 /* compile_feature.c: foreach, the query-term features, now, age and
  * freshness.  *handled is 0 when a names none of them (nothing emitted). */
 int rank_cc_feature(struct cc *c, const struct env *env, const struct rank_ast *a, int *type,
@@ -105,5 +108,14 @@ int rank_cc_cell_cast(struct cc *c, const struct env *env, const struct rank_ast
 int rank_cc_slice(struct cc *c, const struct env *env, const struct rank_ast *a, int *type);
 int rank_cc_literal(struct cc *c, const struct env *env, const struct rank_ast *a, int *type);
 int rank_cc_generator(struct cc *c, const struct env *env, const struct rank_ast *a, int *type);
+
+/* props.c: check the rank properties of rank features of profile p
+ * against its schema: bm25(f) names a field with a text index, k1 >= 0,
+ * b in [0, 1], averageFieldLength > 0.  Returns 0 or STRATA_TYPE with
+ * "file:line:col: " of the property. */
+int rank_fprops_check(const struct rank_profile *p, struct strata_error *err);
+
+/* compile_raw.c: rawScore(field) and itemRawScore(label). */
+int rank_cc_raw_score(struct cc *c, const struct rank_ast *a, int *type);
 
 #endif

@@ -210,8 +210,9 @@ struct rank_profile {
 	struct rank_lit *lits;
 	int npeeks, cappeeks;        /* addresses of slices (PEEK), in pool */
 	const struct rank_peek **peeks;
-	int nlabels;                 /* nearestNeighbor labels closeness(label, l) and
-	                                distance(label, l) name (CLOSE), in pool */
+	int nlabels, caplabels;      /* the labels of query items (nearestNeighbor, dotProduct,
+	                                wand) that closeness(label, l), distance(label, l)
+	                                (CLOSE) and itemRawScore(l) name (rank_cc_label), in pool */
 	const char **labels;
 };
 

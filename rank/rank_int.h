@@ -155,6 +155,14 @@ struct rank_model_decl {     /* onnx-model name { file: ... input ... output ...
 	struct rank_pos pos;
 };
 
+/* A rank property tuning a rank feature (rank-properties { bm25(f).k1: 0.9 },
+ * props.c). */
+struct rank_fprop_decl {
+	char *name;          /* the whole key, "bm25(title).k1": inheritance merges by it */
+	double value;
+	struct rank_pos pos;
+};
+
 struct rank_profile_decl {
 	char *name;
 	int ninherits;
@@ -165,6 +173,8 @@ struct rank_profile_decl {
 	struct rank_constant_decl *constants;
 	struct rank_function_decl *functions;
 	struct rank_model_decl *models;
+	int nfprops;                    /* rank properties of rank features */
+	struct rank_fprop_decl *fprops;
 	struct rank_ast *first_phase;   /* NULL when not set (here or inherited) */
 	int has_drop_limit;             /* first-phase { rank-score-drop-limit } given */
 	double drop_limit;              /* hits scoring <= this (or NaN) are dropped */

@@ -231,5 +231,15 @@ void rank_input_decl_clear(struct rank_input_decl *in);
 void rank_constant_decl_clear(struct rank_constant_decl *c);
 void rank_model_decl_clear(struct rank_model_decl *m);
 void rank_profile_decl_clear(struct rank_profile_decl *p);
+void rank_fprop_decl_clear(struct rank_fprop_decl *f);
+/* dst becomes a copy of src.  Returns 0 or STRATA_NOMEM (dst's name NULL). */
+int rank_fprop_decl_copy(struct rank_fprop_decl *dst, const struct rank_fprop_decl *src);
+
+/* props.c: a rank property of a rank feature, key "feature(args).name" (a
+ * token of the text) with a number value, added to profile pr: bm25(f).k1,
+ * .b and .averageFieldLength; others are refused (STRATA_NOT_IMPLEMENTED),
+ * a key given twice too (STRATA_TYPE).  Returns 0 or the parser's error. */
+int rank_fprop_parse(struct rank_parser *p, struct rank_profile_decl *pr,
+                     const struct rank_tok *key, double value);
 
 #endif

@@ -143,6 +143,18 @@ void rank_model_decl_clear(struct rank_model_decl *m)
 	memset(m, 0, sizeof *m);
 }
 
+void rank_fprop_decl_clear(struct rank_fprop_decl *f)
+{
+	base_strfree(f->name);
+	memset(f, 0, sizeof *f);
+}
+
+int rank_fprop_decl_copy(struct rank_fprop_decl *dst, const struct rank_fprop_decl *src)
+{
+	*dst = *src;
+	return (dst->name = base_strdup(src->name)) != NULL ? 0 : STRATA_NOMEM;
+}
+
 void rank_profile_decl_clear(struct rank_profile_decl *p)
 {
 	base_strfree(p->name);
@@ -160,6 +172,9 @@ void rank_profile_decl_clear(struct rank_profile_decl *p)
 	for (int i = 0; i < p->nmodels; i++)
 		rank_model_decl_clear(&p->models[i]);
 	rank_vec_free(p->models, p->nmodels, sizeof *p->models);
+	for (int i = 0; i < p->nfprops; i++)
+		rank_fprop_decl_clear(&p->fprops[i]);
+	rank_vec_free(p->fprops, p->nfprops, sizeof *p->fprops);
 	rank_ast_free(p->first_phase);
 	rank_ast_free(p->second_phase);
 	rank_ast_free(p->global_phase);
@@ -464,6 +479,7 @@ MERGE_FN(merge_inputs, struct rank_input_decl, copy_input, rank_input_decl_clear
 MERGE_FN(merge_constants, struct rank_constant_decl, copy_constant, rank_constant_decl_clear)
 MERGE_FN(merge_functions, struct rank_function_decl, copy_function, rank_function_decl_clear)
 MERGE_FN(merge_models, struct rank_model_decl, copy_model, rank_model_decl_clear)
+MERGE_FN(merge_fprops, struct rank_fprop_decl, rank_fprop_decl_copy, rank_fprop_decl_clear)
 
 /* Merge the named declarations of src (a resolved parent, or the profile's
  * own) into acc. */
@@ -472,7 +488,8 @@ static int merge_decls(struct rank_profile_decl *acc, const struct rank_profile_
 	if (merge_inputs(&acc->inputs, &acc->ninputs, src->inputs, src->ninputs) ||
 	    merge_constants(&acc->constants, &acc->nconstants, src->constants, src->nconstants) ||
 	    merge_functions(&acc->functions, &acc->nfunctions, src->functions, src->nfunctions) ||
-	    merge_models(&acc->models, &acc->nmodels, src->models, src->nmodels))
+	    merge_models(&acc->models, &acc->nmodels, src->models, src->nmodels) ||
+	    merge_fprops(&acc->fprops, &acc->nfprops, src->fprops, src->nfprops))
 		return STRATA_NOMEM;
 	return 0;
 }
@@ -652,6 +669,7 @@ static int resolve_one(struct rank_sd *sd, int i, unsigned char *state, struct s
 	SWAP(constants, nconstants);
 	SWAP(functions, nfunctions);
 	SWAP(models, nmodels);
+	SWAP(fprops, nfprops);
 #undef SWAP
 	rank_profile_decl_clear(&old);
 	state[i] = DONE;

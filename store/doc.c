@@ -521,6 +521,7 @@ int store_doc_text_sync(MDB_txn *t, MDB_dbi meta, struct doctype *dt, struct str
 	base_free(copy, copy_cap);
 	base_tokenizer_free(w.tok);
 	base_free(w.tbuf, w.tbuf_cap);
+	base_free(w.ebuf, w.ebuf_cap);
 	if (rc)
 		return rc;
 	if (mrc != MDB_NOTFOUND)

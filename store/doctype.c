@@ -338,7 +338,9 @@ static int merge_fields(struct doctype *dt, const struct store_doctype *udt, uns
 		}
 		dt->ufield[i] = j;
 		dt->stored[j].user = i;
-		dt->stored[j].text = uf->type == STORE_T_STRING && (uf->text & STORE_TEXT_ON)
+		int coll = uf->text & (STORE_TEXT_ARRAY | STORE_TEXT_WSET);
+		dt->stored[j].text = (uf->text & STORE_TEXT_ON) &&
+		                     (coll ? uf->type == STORE_T_JSON : uf->type == STORE_T_STRING)
 		                             ? uf->text : 0;
 	}
 	return 0;

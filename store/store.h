@@ -74,10 +74,15 @@ struct store_field {
 	int cell;          /* TENSOR: BASE_DT_FLOAT, DOUBLE, INT8, BFLOAT16, INT32 or INT64 */
 	int rank;          /* TENSOR: number of dimensions */
 	int64_t dims[STORE_MAX_RANK]; /* TENSOR: sizes */
-	int text;          /* STRING: STORE_TEXT_ON | BASE_TOKEN_* flags for a text index, else 0 */
+	int text;          /* STRING: STORE_TEXT_ON | BASE_TOKEN_* flags for a text index, else 0;
+	                      JSON: the same with STORE_TEXT_ARRAY or STORE_TEXT_WSET */
 };
 
-#define STORE_TEXT_ON 0x100 /* in store_field.text: the field has a text index */
+#define STORE_TEXT_ON 0x100    /* in store_field.text: the field has a text index */
+#define STORE_TEXT_ARRAY 0x200 /* ... of a JSON field holding an array of strings */
+#define STORE_TEXT_WSET 0x400  /* ... of a JSON field holding a weighted set of strings */
+/* The tokenizer flags (base_token_next) of a store_field.text. */
+#define STORE_TEXT_TOKEN_FLAGS(t) ((t) & ~(STORE_TEXT_ON | STORE_TEXT_ARRAY | STORE_TEXT_WSET))
 
 struct store_doctype {
 	const char *name;
@@ -214,7 +219,16 @@ const void *store_attr(struct store_txn *txn, int doctype, int field, uint32_t l
  * the term's positions; for each document, the field's length in tokens;
  * for the field, the number of documents with a value and their total
  * length.  Changing a field's text flags rebuilds its index when the
- * doctype is added.  Field indexes are the caller's. */
+ * doctype is added.  Field indexes are the caller's.
+ *
+ * A JSON field may be a collection of strings (STORE_TEXT_ARRAY: the value
+ * is a JSON array of strings; STORE_TEXT_WSET: a JSON object of int32
+ * weights, {"key": weight}).  Each element (key) is tokenized on its own;
+ * positions run on from element to element with one unused position
+ * between two, so terms at consecutive positions are in one element (a
+ * phrase never spans two), and store_text_element() maps a position back to
+ * its element and weight.  The field's length is the sum of its elements'.
+ * A value that is not such JSON fails the write with STRATA_CORRUPT. */
 struct store_postings;
 /* Open the posting list of term (n bytes, as the tokenizer makes it) in
  * field, positioned on its first posting.  Returns 0,
@@ -244,6 +258,14 @@ int store_text_terms(struct store_txn *txn, int doctype, int field, const char *
  * value), STRATA_INVALID_ARGUMENT, STRATA_CORRUPT, STRATA_STORE. */
 int store_text_length(struct store_txn *txn, int doctype, int field, uint32_t lid, uint32_t *len,
                       struct strata_error *err);
+/* The element of lid's value of field that holds token position pos (as
+ * store_postings_positions gives them): its number in the value (0, 1,
+ * ...) in *elem, and its weight (a weighted set's; 1 in an array) in
+ * *weight.  A string field has one element, weight 1.  Returns 0,
+ * STRATA_NOT_FOUND (no value, or no element at pos),
+ * STRATA_INVALID_ARGUMENT, STRATA_CORRUPT, STRATA_STORE. */
+int store_text_element(struct store_txn *txn, int doctype, int field, uint32_t lid, uint32_t pos,
+                       uint32_t *elem, int32_t *weight, struct strata_error *err);
 /* Documents with a value in field and their total length in tokens (bm25's
  * average field length).  Returns 0, STRATA_INVALID_ARGUMENT, STRATA_STORE. */
 int store_text_stats(struct store_txn *txn, int doctype, int field, uint64_t *docs,

@@ -12,7 +12,9 @@
  *                 starting with the stored field number (u16, big-endian):
  *                 F term 0x00 lid(u32 BE) -> the term's positions in the
  *                 field (varint deltas); F 0xFF lid(u32 BE) -> the field's
- *                 length in tokens (u32); F 0xFE -> documents with the field
+ *                 length in tokens (u32), for an array or weighted set
+ *                 followed by (first position, length, weight) per element
+ *                 (u32 each); F 0xFE -> documents with the field
  *                 and their total length (two u64).  Written in the same
  *                 transaction as the document, so they always agree.
  *   "meta" "x/<doctype>" -> the text settings the index was built with.
@@ -59,7 +61,8 @@ struct sfield {
 	uint32_t bitmap_bytes;  /* column: presence bitmap, padded */
 	size_t block_bytes;     /* column: bitmap + cells */
 	int user;          /* caller's field index, -1 when the caller omits it */
-	int text;          /* strings: BASE_TOKEN_* flags | STORE_TEXT_ON, 0 without a text index */
+	int text;          /* store_field.text for a string or collection field with a text
+	                      index (STORE_TEXT_ON set), 0 without one */
 };
 
 struct doctype {
@@ -114,6 +117,8 @@ struct store_txn {
 	struct base_tokenizer *tok;
 	uint8_t *tbuf;
 	size_t tbuf_cap;
+	uint8_t *ebuf;           /* a collection's element table */
+	size_t ebuf_cap;
 	/* Aligned copies of record tensors that LMDB left misaligned. */
 	struct base_arena arena;
 	int arena_used;
@@ -153,6 +158,15 @@ struct store_text_vals {
 int store_text_reindex(struct store_txn *w, struct doctype *dt, uint32_t lid,
                        const struct store_text_vals *old, const struct store_text_vals *rec,
                        struct strata_error *err);
+/* text_elems.c: call fn(ud, string, length, weight) for each element of a
+ * collection value s[0..n) of kind STORE_TEXT_ARRAY (a JSON array of
+ * strings; weight 1) or STORE_TEXT_WSET (a JSON object of int32 weights),
+ * the string decoded and valid during the call, until fn returns non-zero,
+ * which is returned.  Returns 0, STRATA_CORRUPT (not such a value) or
+ * STRATA_NOMEM. */
+int store_text_elems(const char *s, size_t n, int kind,
+                     int (*fn)(void *ud, const char *str, size_t len, int32_t weight), void *ud,
+                     struct strata_error *err);
 /* Compare dt's text settings with those recorded in meta: *changed = 1
  * when they differ; record = 1 records them.  Returns 0 or an error. */
 int store_text_settings(MDB_txn *t, MDB_dbi meta, const struct doctype *dt, int record,

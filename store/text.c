@@ -9,6 +9,14 @@
  * field are the value; the field's length and the totals bm25 needs are
  * kept beside them.
  *
+ * A collection field (an array or weighted set of strings) indexes each
+ * element on its own (text_elems.c reads them from the stored JSON):
+ * element k's tokens follow element k-1's after one unused position, so
+ * the consecutive positions of a phrase never span two elements, and the
+ * length entry carries after the field's length (the sum of its elements')
+ * a table of (first position, length, weight) per element, which maps a
+ * position back to its element and a weighted set key's weight.
+ *
  * Invariants: for every live document and text field with a value, there is
  * exactly one length entry and one posting per distinct term of the value
  * as the tokenizer splits it today; the totals entry is the sum of those
@@ -25,6 +33,7 @@
 #define TBUF_MAX ((size_t)1 << 31) /* scratch bytes of one document's tokens */
 #define LEN_TAG 0xFF
 #define SUM_TAG 0xFE
+#define ELEM_BYTES 12 /* an element in a length entry: start, length, weight (u32 each) */
 
 static size_t key_field(uint8_t *k, int sf)
 {
@@ -94,10 +103,10 @@ static size_t rec_size(size_t n)
 	return (sizeof(struct tok_rec) + n + 7) & ~(size_t)7;
 }
 
-/* Tokenize s[0..n) (field f's settings) into tbuf from *used on; *count
- * gets the number of tokens. */
-static int collect(struct store_txn *w, int flags, const char *s, size_t n, size_t *used,
-                   uint32_t *count, struct strata_error *err)
+/* Tokenize s[0..n) with tokenizer flags into tbuf from *used on, the
+ * first token at position base; *count gets the number of tokens. */
+static int tokenize(struct store_txn *w, int flags, const char *s, size_t n, uint32_t base,
+                    size_t *used, uint32_t *count, struct strata_error *err)
 {
 	if (!w->tok) {
 		int rc = base_tokenizer_new(&w->tok, err);
@@ -108,7 +117,7 @@ static int collect(struct store_txn *w, int flags, const char *s, size_t n, size
 	const char *t;
 	int pos;
 	*count = 0;
-	while (base_token_next(w->tok, s, n, &off, flags & ~STORE_TEXT_ON, &t, &tn, &pos) > 0) {
+	while (base_token_next(w->tok, s, n, &off, flags, &t, &tn, &pos) > 0) {
 		(*count)++;
 		if (tn == 0)
 			continue;
@@ -117,12 +126,79 @@ static int collect(struct store_txn *w, int flags, const char *s, size_t n, size
 		if (rc)
 			return rc;
 		struct tok_rec *r = (struct tok_rec *)(w->tbuf + *used);
-		r->pos = (uint32_t)pos;
+		r->pos = base + (uint32_t)pos;
 		r->n = (uint16_t)tn;
 		memcpy(r->s, t, tn);
 		*used += sz;
 	}
 	return 0;
+}
+
+/* The elements of a collection value being collected. */
+struct elems {
+	struct store_txn *w;
+	int flags;             /* the tokenizer's */
+	size_t *used;
+	uint32_t base;         /* the next element's first position */
+	uint32_t total;        /* tokens so far */
+	int table;             /* 1: record each element in w->ebuf */
+	size_t nelem;
+	struct strata_error *err;
+};
+
+static int elem_add(void *ud, const char *str, size_t len, int32_t weight)
+{
+	struct elems *e = ud;
+	struct store_txn *w = e->w;
+	uint32_t cnt;
+	int rc = tokenize(w, e->flags, str, len, e->base, e->used, &cnt, e->err);
+	if (rc)
+		return rc;
+	if (e->table) {
+		size_t need = (e->nelem + 1) * ELEM_BYTES;
+		if (need > w->ebuf_cap) {
+			size_t cap = w->ebuf_cap ? w->ebuf_cap * 2 : 64 * ELEM_BYTES;
+			if (need > TBUF_MAX)
+				return base_err(e->err, STRATA_LIMIT, "a document's text has too many "
+				                "elements to index");
+			uint8_t *p = base_realloc(w->ebuf, w->ebuf_cap, cap);
+			if (!p)
+				return base_nomem(e->err, "indexing text");
+			w->ebuf = p;
+			w->ebuf_cap = cap;
+		}
+		uint32_t rec[3] = {e->base, cnt, (uint32_t)weight};
+		memcpy(w->ebuf + e->nelem * ELEM_BYTES, rec, ELEM_BYTES);
+	}
+	e->nelem++;
+	e->total += cnt;
+	/* one unused position between elements: a phrase never spans two */
+	if (e->base > UINT32_MAX - cnt - 1)
+		return base_err(e->err, STRATA_LIMIT, "a document's text has too many tokens to index");
+	e->base += cnt + 1;
+	return 0;
+}
+
+/* Tokenize the value s[0..n) of a field with text settings tf into tbuf
+ * from *used on; *count gets its length in tokens (a collection's: the sum
+ * of its elements').  A collection's elements are tokenized one by one,
+ * element k's positions after element k-1's and one unused position; with
+ * nelem not NULL, the element table (start, length, weight) goes to
+ * w->ebuf and *nelem gets its entries. */
+static int collect(struct store_txn *w, int tf, const char *s, size_t n, size_t *used,
+                   uint32_t *count, size_t *nelem, struct strata_error *err)
+{
+	int kind = tf & (STORE_TEXT_ARRAY | STORE_TEXT_WSET);
+	if (nelem)
+		*nelem = 0;
+	if (!kind)
+		return tokenize(w, STORE_TEXT_TOKEN_FLAGS(tf), s, n, 0, used, count, err);
+	struct elems e = {w, STORE_TEXT_TOKEN_FLAGS(tf), used, 0, 0, nelem != NULL, 0, err};
+	int rc = store_text_elems(s, n, kind, elem_add, &e, err);
+	*count = e.total;
+	if (nelem)
+		*nelem = e.nelem;
+	return rc;
 }
 
 /* The totals entry of field sf: s[0] documents, s[1] tokens (0, 0 when
@@ -220,9 +296,9 @@ static uint8_t *varint_put(uint8_t *p, uint32_t v)
 static int add_field(struct store_txn *w, struct doctype *dt, int sf, uint32_t lid,
                      const char *s, size_t n, struct strata_error *err)
 {
-	size_t used = 0;
+	size_t used = 0, nelem;
 	uint32_t len;
-	int rc = collect(w, dt->stored[sf].text, s, n, &used, &len, err);
+	int rc = collect(w, dt->stored[sf].text, s, n, &used, &len, &nelem, err);
 	if (rc)
 		return rc;
 	size_t ntok = 0;
@@ -234,7 +310,8 @@ static int add_field(struct store_txn *w, struct doctype *dt, int sf, uint32_t l
 	size_t i = 0;
 	for (size_t o = 0; o < used; o += rec_size(order[i - 1]->n))
 		order[i++] = (struct tok_rec *)(w->tbuf + o);
-	qsort(order, ntok, sizeof *order, cmp_tok);
+	if (ntok) /* an empty value or collection has no tokens: order is NULL */
+		qsort(order, ntok, sizeof *order, cmp_tok);
 	uint8_t kb[KEY_MAX];
 	for (i = 0; i < ntok && !rc;) {
 		size_t j = i, bytes = 0;
@@ -260,9 +337,13 @@ static int add_field(struct store_txn *w, struct doctype *dt, int sf, uint32_t l
 	base_free(order, ntok * sizeof *order);
 	if (rc)
 		return rc;
-	MDB_val k = {length_key(kb, sf, lid), kb}, v = {sizeof len, &len};
-	if ((rc = mdb_put(w->txn, dt->text, &k, &v, 0)) != 0)
+	/* the length, then a collection's element table */
+	MDB_val k = {length_key(kb, sf, lid), kb}, v = {sizeof len + nelem * ELEM_BYTES, NULL};
+	if ((rc = mdb_put(w->txn, dt->text, &k, &v, MDB_RESERVE)) != 0)
 		return store_mdb_err(err, rc, "writing the text index");
+	memcpy(v.mv_data, &len, sizeof len);
+	if (nelem)
+		memcpy((uint8_t *)v.mv_data + sizeof len, w->ebuf, nelem * ELEM_BYTES);
 	return sum_update(w, dt, sf, 1, len, err);
 }
 
@@ -284,7 +365,7 @@ int store_text_reindex(struct store_txn *w, struct doctype *dt, uint32_t lid,
 		lens[i] = 0;
 		if (old && old->set[i] &&
 		    (rc = collect(w, dt->stored[old->sf[i]].text, old->s[i], old->len[i], &used, &lens[i],
-		                  err)) != 0)
+		                  NULL, err)) != 0)
 			return rc;
 	}
 	from[fl->n] = used;
@@ -455,6 +536,23 @@ void store_postings_close(struct store_postings *p)
 	base_free(p, sizeof *p);
 }
 
+/* lid's length entry of stored field sf: 0 with it in *v, STRATA_NOT_FOUND,
+ * or an error reported. */
+static int length_get(struct store_txn *txn, struct doctype *dt, int sf, uint32_t lid, MDB_val *v,
+                      struct strata_error *err)
+{
+	uint8_t kb[KEY_MAX];
+	MDB_val k = {length_key(kb, sf, lid), kb};
+	int rc = mdb_get(txn->txn, dt->text, &k, v);
+	if (rc == MDB_NOTFOUND)
+		return STRATA_NOT_FOUND;
+	if (rc)
+		return store_mdb_err(err, rc, "reading the text index");
+	if (v->mv_size < 4 || (v->mv_size - 4) % ELEM_BYTES)
+		return base_err(err, STRATA_CORRUPT, "text index: bad length entry");
+	return 0;
+}
+
 int store_text_length(struct store_txn *txn, int doctype, int field, uint32_t lid, uint32_t *len,
                       struct strata_error *err)
 {
@@ -462,16 +560,47 @@ int store_text_length(struct store_txn *txn, int doctype, int field, uint32_t li
 	int sf = text_field(txn, doctype, field, &dt, err);
 	if (sf < 0)
 		return sf;
-	uint8_t kb[KEY_MAX];
-	MDB_val k = {length_key(kb, sf, lid), kb}, v;
-	int rc = mdb_get(txn->txn, dt->text, &k, &v);
-	if (rc == MDB_NOTFOUND)
-		return STRATA_NOT_FOUND;
+	MDB_val v;
+	int rc = length_get(txn, dt, sf, lid, &v, err);
+	if (!rc)
+		memcpy(len, v.mv_data, 4);
+	return rc;
+}
+
+int store_text_element(struct store_txn *txn, int doctype, int field, uint32_t lid, uint32_t pos,
+                       uint32_t *elem, int32_t *weight, struct strata_error *err)
+{
+	struct doctype *dt;
+	int sf = text_field(txn, doctype, field, &dt, err);
+	if (sf < 0)
+		return sf;
+	*elem = 0;
+	*weight = 1;
+	if (!(dt->stored[sf].text & (STORE_TEXT_ARRAY | STORE_TEXT_WSET)))
+		return 0;
+	MDB_val v;
+	int rc = length_get(txn, dt, sf, lid, &v, err);
 	if (rc)
-		return store_mdb_err(err, rc, "reading the text index");
-	if (v.mv_size != 4)
-		return base_err(err, STRATA_CORRUPT, "text index: bad length entry");
-	memcpy(len, v.mv_data, 4);
+		return rc;
+	/* the last element starting at or before pos (starts increase) */
+	const uint8_t *tab = (const uint8_t *)v.mv_data + 4;
+	size_t lo = 0, hi = (v.mv_size - 4) / ELEM_BYTES;
+	uint32_t e[3];
+	while (hi - lo > 1) {
+		size_t mid = lo + (hi - lo) / 2;
+		memcpy(e, tab + mid * ELEM_BYTES, 4);
+		if (e[0] <= pos)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	if (hi == 0)
+		return STRATA_NOT_FOUND;
+	memcpy(e, tab + lo * ELEM_BYTES, ELEM_BYTES);
+	if (pos < e[0] || pos - e[0] >= e[1])
+		return STRATA_NOT_FOUND;
+	*elem = (uint32_t)lo;
+	*weight = (int32_t)e[2];
 	return 0;
 }
 

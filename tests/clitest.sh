@@ -1,4 +1,4 @@
-# clitest.sh: what the CLI test scripts (e2e.sh, phases.sh, crash.sh, text.sh) share; they
+# clitest.sh: what the CLI test scripts (e2e.sh, phases.sh, crash.sh, text.sh, ...) share; they
 # source it after setting here (their folder) and suite (their name, for messages).
 #
 # Sets STRATA (the CLI: the first argument, $STRATA, or build/strata) and
@@ -105,4 +105,47 @@ check() {
 # jq over the last output; "null" when the output is not JSON.
 jout() {
 	jq -r "$@" "$OUT" 2>/dev/null || echo "null"
+}
+
+# feed_killed APP FILE: feed FILE in the background, kill it with SIGKILL
+# once it reported a commit, and set w to the documents it reported written
+# (0 when none); counts a failure when there were none.
+feed_killed() {
+	"$STRATA" feed "$1" "$2" >"$T/kout" 2>"$T/kerr" &
+	feeder=$!
+	i=0
+	while ! grep -q '^written [1-9]' "$T/kerr" 2>/dev/null && kill -0 "$feeder" 2>/dev/null &&
+		[ $i -lt 6000 ]; do
+		i=$((i + 1))
+		sleep 0.02
+	done
+	kill -9 "$feeder" 2>/dev/null
+	wait "$feeder" 2>/dev/null
+	feeder=
+	w=$(sed -n 's/^written \([0-9][0-9]*\) documents, .*/\1/p' "$T/kerr" | tail -n 1 | grep . || echo 0)
+	echo "killed after $w reported written"
+	[ "$w" -gt 0 ] && ok || bad "killed feed: nothing reported written"
+}
+
+# ids WHERE: the ids of the hits of a query on $APP, best first, comma
+# separated, each without its "id:NS:TYPE::" prefix; req JSON: the same for
+# a whole request; total WHERE: the number of matches.
+strip_ids='[.root.children[]?.id | sub("^id:[^:]*:[^:]*::"; "")] | join(",")'
+ids() {
+	if "$STRATA" query "$APP" --yql "select * from sources * where $1" >"$OUT" 2>"$ERR"; then
+		jout "$strip_ids"
+	else
+		echo "error: $(head -c 300 "$ERR")"
+	fi
+}
+req() {
+	if echo "$1" | "$STRATA" query "$APP" >"$OUT" 2>"$ERR"; then
+		jout "$strip_ids"
+	else
+		echo "error: $(head -c 300 "$ERR")"
+	fi
+}
+total() {
+	"$STRATA" query "$APP" --yql "select * from sources * where $1" --hits 0 2>"$ERR" |
+		jq -r '.root.fields.totalCount' 2>/dev/null || echo error
 }

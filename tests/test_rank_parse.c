@@ -561,8 +561,8 @@ static const struct bad bads[] = {
 	 "t.sd:1:45: unknown tensor cell type 'half' (expected float, double, int8, bfloat16, int32 or int64)"},
 	{"schema s { document s {\n field v type tensor<float>(cat{]) { } } }", STRATA_PARSE,
 	 "t.sd:2:33: expected '}' in tensor type, found ']'"},
-	{"schema s { document s {\n field t type string {\n   indexing: summary | index\n   match: gram } } }",
-	 STRATA_NOT_IMPLEMENTED, "t.sd:4:11: match: 'gram' is not supported"},
+	{"schema s { document s {\n field t type string {\n   indexing: summary | index\n   match: suffix } } }",
+	 STRATA_NOT_IMPLEMENTED, "t.sd:4:11: match: 'suffix' is not supported"},
 	{"schema s { document s { field t type string { indexing: input x | summary } } }",
 	 STRATA_NOT_IMPLEMENTED,
 	 "t.sd:1:57: 'input' in the indexing of a document field is not supported (fields outside "
@@ -634,7 +634,7 @@ static const struct bad bads[] = {
 	 "t.sd:2:30: a tensor value must be a '[...]' list, found '4'"},
 	{"schema s { document s { } rank-profile p {\n rank-properties { a: 1 } } }", STRATA_NOT_IMPLEMENTED,
 	 "t.sd:2:20: rank property 'a' is not supported: only query(name) and $name, a query input's "
-	 "default, and freshness(f).maxAge and .halfResponse are"},
+	 "default, bm25(field).k1, .b and .averageFieldLength, and freshness(f).maxAge and .halfResponse are"},
 	{"schema s { document s { } rank-profile p { bogus } }", STRATA_PARSE,
 	 "t.sd:1:44: unexpected 'bogus' in rank-profile 'p'"},
 	{"schema s { document s { } onnx-model m { input a: query(q) } }", STRATA_TYPE,

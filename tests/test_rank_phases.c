@@ -509,9 +509,10 @@ static void test_rank_properties(void **state)
 	close_run(&r);
 
 	load_fails(DOC "  rank-profile p {\n"
-	               "    rank-properties { bm25(text).k1: 0.9 }\n"
+	               "    rank-properties { fieldMatch(a).maxOccurrences: 5 }\n"
 	               "  }\n}\n",
-	           STRATA_NOT_IMPLEMENTED, "x.sd:8:23: rank property 'bm25(text).k1' is not supported");
+	           STRATA_NOT_IMPLEMENTED,
+	           "x.sd:8:23: rank property 'fieldMatch(a).maxOccurrences' is not supported");
 	load_fails(DOC "  rank-profile p {\n"
 	               "    rank-properties { query(q): [1, 2] }\n"
 	               "  }\n}\n",

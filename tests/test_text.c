@@ -211,7 +211,7 @@ static void test_text_schema_errors(void **state)
 		{"schema s { document s { }\n fieldset f { fields t } }", STRATA_PARSE,
 		 "t.sd:2:22: expected ':' after 'fields', found 't'"},
 		{"schema s { document s { field t type string { indexing: index\n match { gram-size } } } }",
-		 STRATA_PARSE, "t.sd:2:20: expected ': value' after 'gram-size'"},
+		 STRATA_PARSE, "t.sd:2:20: expected ': number' after 'gram-size'"},
 		{"schema s { document s { field t type string { indexing: \"en\" | summary } } }",
 		 STRATA_NOT_IMPLEMENTED,
 		 "t.sd:1:57: indexing statement '\"en\"' is not supported (only summary, attribute, index, "

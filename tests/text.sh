@@ -68,15 +68,6 @@ EOS
 expect_ok "deploy" "$STRATA" deploy "$APP"
 expect_ok "feed" "$STRATA" feed "$APP" "$APP/feed.jsonl"
 
-# ids WHERE: the ids of the hits, best first, comma separated
-ids() {
-	if "$STRATA" query "$APP" --yql "select * from sources * where $1" >"$OUT" 2>"$ERR"; then
-		jout '[.root.children[]?.id | sub("id:doc:doc::"; "")] | join(",")'
-	else
-		echo "error: $(head -c 300 "$ERR")"
-	fi
-}
-
 check "stemmed word" "$(ids 'title contains "run"')" "3,2,1"
 check "field outside the document" "$(ids 'heading contains "run"')" "3,2,1"
 check "case and stem" "$(ids 'title contains "RUNNING"')" "3,2,1"
@@ -148,15 +139,6 @@ expect_fail "nativeRank of an unknown field" "doc\\.sd:[0-9]*:[0-9]*: nativeRank
 sed 's/expression: nativeRank }/expression: nativeRank(title, 1) }/' "$APP/schemas/doc.sd" >"$T/bad/schemas/doc.sd"
 expect_fail "nativeRank of a number" "nativeRank\\(\\) takes field names" "$STRATA" deploy "$T/bad"
 
-# req JSON: the ids of the hits of a request read from standard input
-req() {
-	if echo "$1" | "$STRATA" query "$APP" >"$OUT" 2>"$ERR"; then
-		jout '[.root.children[]?.id | sub("id:doc:doc::"; "")] | join(",")'
-	else
-		echo "error: $(head -c 300 "$ERR")"
-	fi
-}
-
 # the summary setting tokens: the terms the text index holds
 req '{"yql": "select * from sources * where n = 3", "presentation.summary": "debug"}' >/dev/null
 check "tokens in a document-summary" \
@@ -209,26 +191,9 @@ N=20000
 awk -v n=$N 'BEGIN { for (i = 1; i <= n; i++)
 	printf "{\"put\": \"id:doc:doc::k%d\", \"fields\": {\"title\": \"common words number %d\", \"n\": %d}}\n", i, i, i }' \
 	>"$T/many.jsonl"
-"$STRATA" feed "$APP" "$T/many.jsonl" >"$T/kout" 2>"$T/kerr" &
-feeder=$!
-i=0
-while ! grep -q '^written [1-9]' "$T/kerr" 2>/dev/null && kill -0 "$feeder" 2>/dev/null &&
-	[ $i -lt 6000 ]; do
-	i=$((i + 1))
-	sleep 0.02
-done
-kill -9 "$feeder" 2>/dev/null
-wait "$feeder" 2>/dev/null
-feeder=
-w=$(sed -n 's/^written \([0-9][0-9]*\) documents, .*/\1/p' "$T/kerr" | tail -n 1 | grep . || echo 0)
-echo "killed after $w reported written"
-[ "$w" -gt 0 ] && ok || bad "killed feed: nothing reported written"
-count() {
-	"$STRATA" query "$APP" --yql "select * from sources * where $1" --hits 0 2>"$ERR" |
-		jq -r '.root.fields.totalCount' 2>/dev/null || echo error
-}
-stored=$(count 'n > 10 or title contains "common"')
-indexed=$(count 'title contains "common words"')
+feed_killed "$APP" "$T/many.jsonl"
+stored=$(total 'n > 10 or title contains "common"')
+indexed=$(total 'title contains "common words"')
 check "killed feed: index agrees with the store" "$indexed" "$stored"
 [ "$indexed" -ge "$w" ] 2>/dev/null && ok || bad "killed feed: $indexed found, $w reported written"
 check "killed feed: last written found" "$(ids "title contains \"number $w\"" | cut -d, -f1)" "k$w"
