@@ -341,7 +341,11 @@ enum yql_kind {
 	YQL_RANK,     /* rank(c, ...): matches as kids[0]; the others feed rank features */
 	YQL_USERQUERY, /* userQuery(): replaced by the query parameter's conditions */
 	YQL_USERINPUT, /* userInput(@str) or userInput("text" in field): likewise */
+	YQL_WEAKAND,  /* [{targetHits: K}]weakAnd(c, ...): the top K of its terms (wand.c) */
 };
+
+/* weakAnd's targetHits when not annotated: Vespa's default. */
+#define YQL_WEAKAND_TARGET 100
 
 enum yql_cmp { YQL_LT = 1, YQL_LE, YQL_GT, YQL_GE, YQL_EQ };
 
@@ -354,7 +358,7 @@ struct yql_node {
 	double lo, hi;     /* RANGE */
 	char *str;         /* CONTAINS */
 	char *input;       /* NN: the query input name */
-	long target_hits;  /* NN */
+	long target_hits;  /* NN, WEAKAND */
 	int approximate;   /* NN: 1 unless approximate:false */
 	char *label;       /* NN: or NULL */
 	int nvals;         /* IN: the values, numbers or strings */
@@ -439,6 +443,9 @@ const struct eng_text *eng_text_of(const struct eng_textset *s, const struct yql
 /* Whether document lid has the term, or the terms as a phrase (cheapest
  * with lids in increasing order). */
 int eng_text_match(const struct eng_text *t, uint32_t lid);
+/* The words of t (-1 on a field with match: prefix), and in *p the posting
+ * list of its one term when it has one word (else NULL), borrowed from t. */
+int eng_text_single(const struct eng_text *t, struct store_postings **p);
 /* The text rank feature (enum rank_text_feature) of field for lid, over the
  * CONTAINS conditions of the set on that field. */
 /* The summary setting tokens: the terms the text index holds for value v of
@@ -448,6 +455,29 @@ json_t *eng_tokens_json(const struct store_field *f, const struct store_value *v
                         struct strata_error *err);
 double eng_text_feature(struct store_txn *txn, const struct eng_doctype *dt,
                         const struct eng_textset *s, int feature, int field, uint32_t lid);
+
+/* ---- wand.c: weakAnd with top-k pruning ---------------------------------------------- */
+
+struct eng_wandset;
+/* For each WEAKAND node of where: the documents of dt it matches (Vespa's
+ * weakAnd: the WAND walk over its terms' posting lists, opened in ts, with
+ * a heap of its targetHits best weakAnd scores), into *out (NULL when where
+ * has no weakAnd).  Returns 0, STRATA_NOT_IMPLEMENTED (a term that is not
+ * a one-word contains on a text-indexed field, with its position),
+ * STRATA_LIMIT, STRATA_NOMEM.  Close with eng_wand_close (NULL is
+ * ignored). */
+int eng_wand_open(struct store_txn *txn, const struct eng_doctype *dt,
+                  const struct eng_textset *ts, const struct yql_node *where,
+                  struct eng_wandset **out, struct strata_error *err);
+void eng_wand_close(struct eng_wandset *s);
+/* Whether weakAnd node n matches lid (s may be NULL: no). */
+int eng_wand_match(const struct eng_wandset *s, const struct yql_node *n, uint32_t lid);
+/* 1 when where can only match documents of one weakAnd (where is one, or
+ * an AND with one among its conditions, or rank() whose first condition
+ * is such): *lids (increasing, n of them) are its matches, borrowed from s.
+ * 0 otherwise. */
+int eng_wand_driver(const struct eng_wandset *s, const struct yql_node *where,
+                    const uint32_t **lids, size_t *n);
 
 /* ---- userquery.c: the where tree completed from the request and the schema ----------- */
 

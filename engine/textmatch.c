@@ -171,6 +171,12 @@ const struct eng_text *eng_text_of(const struct eng_textset *s, const struct yql
 	return NULL;
 }
 
+int eng_text_single(const struct eng_text *t, struct store_postings **p)
+{
+	*p = t->nterms == 1 ? t->pl[0] : NULL;
+	return t->prefix ? -1 : t->nwords;
+}
+
 /* Whether the terms follow one another somewhere: term i at p + i. */
 static int phrase_at(const struct eng_text *t)
 {

@@ -8,8 +8,8 @@
  *         true or false; the number may stand on the left) | range(f, lo, hi)
  *         | f contains "text" | f in (n, ...) | f in ("s", ...)
  *         | f matches "regex" | [{targetHits: K, label: "l", approximate:
- *         false}]nearestNeighbor(f, q) | cond and cond | cond or cond | !cond
- *         | (cond)
+ *         false}]nearestNeighbor(f, q) | [{targetHits: K}]weakAnd(f contains
+ *         "w", ...) | cond and cond | cond or cond | !cond | (cond)
  *   grouping: all(group(f) [max(N)] [order([-]agg, ...)] each(EACH))
  *         | all(output(agg, ...)) | all(grouping grouping ...),
  *         EACH: [output(agg, ...)] [all(group(g) ...) | group(g) ...] (groups
@@ -286,8 +286,11 @@ static int flip(int op)
 	return op;
 }
 
-/* {targetHits: 10, label: "x", approximate: false} before nearestNeighbor */
-static int annotations(struct parser *ps, long *target, char **label, int *approx)
+/* {targetHits: 10, label: "x", approximate: false} before nearestNeighbor;
+ * *nn_only is where the first annotation that only nearestNeighbor takes
+ * begins (left alone when there is none). */
+static int annotations(struct parser *ps, long *target, char **label, int *approx,
+                       const char **nn_only)
 {
 	if (next(ps))
 		return STRATA_PARSE;
@@ -305,12 +308,16 @@ static int annotations(struct parser *ps, long *target, char **label, int *appro
 				return fail_at(ps, vat, "targetHits must be a positive integer%s", "");
 			*target = (long)v;
 		} else if (!strcmp(key, "label")) {
+			if (!*nn_only)
+				*nn_only = at;
 			if (ps->tok != T_STR)
 				return expected(ps, "a string");
 			*label = ps->str;
 			if (next(ps))
 				return STRATA_PARSE;
 		} else if (!strcmp(key, "approximate")) {
+			if (!*nn_only)
+				*nn_only = at;
 			if (!is_kw(ps, "true") && !is_kw(ps, "false"))
 				return expected(ps, "true or false");
 			*approx = is_kw(ps, "true");
@@ -318,6 +325,8 @@ static int annotations(struct parser *ps, long *target, char **label, int *appro
 				return STRATA_PARSE;
 		} else if (!strcmp(key, "hnsw.exploreAdditionalHits")) {
 			double v;
+			if (!*nn_only)
+				*nn_only = at;
 			if (number(ps, &v, "a number")) /* no effect: search is exact */
 				return STRATA_PARSE;
 		} else {
@@ -466,20 +475,20 @@ static struct yql_node *phrase(struct parser *ps, char *field, const char *at)
 	return next(ps) ? NULL : n;
 }
 
-/* After 'name(': weakAnd(c, ...) (an OR: every match is kept, so
- * targetHits prunes nothing), rank(c, ...) (matches as its first
+/* After 'name(': weakAnd(c, ...) (its targetHits, Vespa's 100 when not
+ * annotated; wand.c matches it), rank(c, ...) (matches as its first
  * condition, the others only feed rank features), userQuery() (the query
  * request parameter), userInput(@param). */
 static struct yql_node *text_call(struct parser *ps, const char *name, const char *at,
                                   long target)
 {
-	int kind = !strcmp(name, "weakAnd") ? YQL_OR
+	int kind = !strcmp(name, "weakAnd") ? YQL_WEAKAND
 	           : !strcmp(name, "rank")  ? YQL_RANK
 	           : !strcmp(name, "userQuery") ? YQL_USERQUERY : YQL_USERINPUT;
 	struct yql_node *n = node(ps, kind, at);
 	if (!n)
 		return NULL;
-	n->target_hits = target;
+	n->target_hits = kind == YQL_WEAKAND && target < 0 ? YQL_WEAKAND_TARGET : target;
 	if (kind == YQL_USERINPUT) {
 		if (is_punct(ps, "@")) {
 			if (next(ps) || !(n->str = ident(ps, "a parameter name")))
@@ -541,8 +550,9 @@ static struct yql_node *primary(struct parser *ps)
 	char *label = NULL;
 	int approx = 1;
 	int annotated = 0;
+	const char *nn_only = NULL;
 	if (is_punct(ps, "{")) {
-		if (annotations(ps, &target, &label, &approx))
+		if (annotations(ps, &target, &label, &approx, &nn_only))
 			return NULL;
 		annotated = 1;
 	}
@@ -605,14 +615,18 @@ static struct yql_node *primary(struct parser *ps)
 			n->approximate = approx;
 			return n;
 		}
+		if (!strcmp(name, "weakAnd") && nn_only) {
+			fail_at(ps, nn_only, "weakAnd takes the annotation targetHits only%s", "");
+			return NULL;
+		}
+		if (annotated && strcmp(name, "weakAnd")) {
+			fail_at(ps, at, "annotations are only supported on nearestNeighbor and weakAnd, "
+			        "not on '%s'", name);
+			return NULL;
+		}
 		if (!strcmp(name, "weakAnd") || !strcmp(name, "rank") || !strcmp(name, "userQuery") ||
 		    !strcmp(name, "userInput"))
 			return text_call(ps, name, at, target);
-		if (annotated) {
-			fail_at(ps, at, "annotations are only supported on nearestNeighbor, not on '%s'",
-			        name);
-			return NULL;
-		}
 		if (!strcmp(name, "range")) {
 			struct yql_node *n = node(ps, YQL_RANGE, at);
 			if (!n || !(n->field = ident(ps, "a field name")) || expect_punct(ps, ",") ||
@@ -1144,9 +1158,13 @@ static void dump_to(const struct yql_node *n, char *buf, size_t cap, size_t *len
 		else
 			snprintf(tmp, sizeof tmp, "USERINPUT(\"%s\")", n->field);
 		break;
-	case YQL_AND: case YQL_OR: case YQL_NOT: case YQL_RANK: {
-		const char *name = n->kind == YQL_AND ? "AND(" : n->kind == YQL_OR ? "OR("
-		                   : n->kind == YQL_RANK ? "RANK(" : "NOT(";
+	case YQL_AND: case YQL_OR: case YQL_NOT: case YQL_RANK: case YQL_WEAKAND: {
+		char name[48];
+		if (n->kind == YQL_WEAKAND)
+			snprintf(name, sizeof name, "WEAKAND(%ld;", n->target_hits);
+		else
+			snprintf(name, sizeof name, "%s", n->kind == YQL_AND ? "AND(" : n->kind == YQL_OR
+			         ? "OR(" : n->kind == YQL_RANK ? "RANK(" : "NOT(");
 		size_t l = strlen(name);
 		if (*len + l < cap) {
 			memcpy(buf + *len, name, l + 1);

@@ -1,0 +1,355 @@
+/*
+ * wand.c: weakAnd(...), matched as Vespa does, with top-k pruning.  Each
+ * term of a weakAnd (a one-word 'contains' on a text-indexed field; a
+ * contains on a fieldset counts as one term per field) has a score: its
+ * weight (Vespa's default term weight, 100) times its inverse document
+ * frequency, log(1 + (N - n + 0.5) / (n + 0.5)) as bm25 has it.  A
+ * document's weakAnd score is the sum of the scores of the terms it holds
+ * (how often it holds them does not count).  The WAND algorithm walks the
+ * terms' posting lists in local id order keeping a heap of the best
+ * targetHits scores: once the heap is full, a document whose terms cannot
+ * sum above the heap's lowest score is skipped without being read, and the
+ * lists jump past it.  Every document that entered the heap when it was
+ * scored is a match of the weakAnd (so at least the final top targetHits,
+ * and every match when there are no more than targetHits): those go on to
+ * the rank profile's phases like any other match, as in Vespa, which also
+ * hands its ranking every document that passed the heap's threshold.
+ *
+ * The matches of each weakAnd are computed once per document type, when
+ * its text conditions are open (eng_wand_open), and kept as a sorted lid
+ * array: the condition tree tests membership, and a weakAnd at the root
+ * (or under an AND or as rank()'s first condition) drives the scan, which
+ * then visits its matches only instead of every document.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "engine_int.h"
+
+#define MAX_WANDS 16
+#define MAX_WAND_TERMS 1024
+#define TERM_WEIGHT 100.0
+#define END UINT32_MAX
+
+struct wand {
+	const struct yql_node *node;
+	uint32_t *lids;        /* its matches, increasing */
+	size_t n, cap;
+};
+
+struct eng_wandset {
+	int n;
+	struct wand w[MAX_WANDS];
+};
+
+struct term {
+	struct store_postings *p;
+	double ub;        /* the term's score, also its upper bound */
+	uint32_t cur;     /* the list's current lid, END past its end */
+};
+
+/* The walk's state: the terms, and a min-heap of the best scores. */
+struct walk {
+	struct term t[MAX_WAND_TERMS];
+	struct term *order[MAX_WAND_TERMS]; /* by cur */
+	int m;
+	double *heap;
+	size_t nheap, heap_cap, k;
+	struct strata_error *err;
+};
+
+/* The terms of weakAnd kid n, appended to w: its posting list when it is a
+ * one-word contains on a text-indexed field, the terms of each kid of an
+ * OR (a fieldset); a contains without any word adds nothing. */
+static int add_terms(struct walk *w, const struct eng_doctype *dt, const struct eng_textset *ts,
+                     const struct yql_node *wn, const struct yql_node *n, double ndocs)
+{
+	if (n->kind == YQL_OR) {
+		for (int i = 0; i < n->nkids; i++) {
+			int rc = add_terms(w, dt, ts, wn, n->kids[i], ndocs);
+			if (rc)
+				return rc;
+		}
+		return 0;
+	}
+	if (n->kind != YQL_CONTAINS)
+		return base_err(w->err, STRATA_NOT_IMPLEMENTED,
+		                "yql:1:%d: weakAnd() takes terms ('field contains \"word\"'); other "
+		                "conditions in it are not supported", n->col);
+	if (n->fidx < 0)
+		return 0; /* the type lacks the field: the term matches nothing here */
+	const struct eng_text *t = eng_text_of(ts, n);
+	if (!dt->fields[n->fidx].text || !t)
+		return base_err(w->err, STRATA_NOT_IMPLEMENTED,
+		                "yql:1:%d: weakAnd() over '%s', a field without a text index, is not "
+		                "supported", n->col, n->field);
+	struct store_postings *p;
+	int words = eng_text_single(t, &p);
+	if (words < 0)
+		return base_err(w->err, STRATA_NOT_IMPLEMENTED,
+		                "yql:1:%d: weakAnd() over '%s' (match: prefix) is not supported",
+		                n->col, n->field);
+	if (words > 1)
+		return base_err(w->err, STRATA_NOT_IMPLEMENTED,
+		                "yql:1:%d: a phrase in weakAnd() (\"%s\": several words) is not "
+		                "supported", n->col, n->str);
+	if (words == 0 || !p)
+		return 0;
+	if (w->m == MAX_WAND_TERMS)
+		return base_err(w->err, STRATA_LIMIT, "yql:1:%d: more than %d terms in one weakAnd()",
+		                wn->col, MAX_WAND_TERMS);
+	double df = (double)store_postings_df(p);
+	struct term *tm = &w->t[w->m++];
+	tm->p = p;
+	tm->ub = TERM_WEIGHT * log(1 + (ndocs - df + 0.5) / (df + 0.5));
+	tm->cur = 0;
+	if (store_postings_seek(p, &tm->cur) != 0)
+		tm->cur = END;
+	return 0;
+}
+
+static void heap_down(double *h, size_t n, size_t i)
+{
+	for (;;) {
+		size_t m = i, l = 2 * i + 1, r = l + 1;
+		if (l < n && h[l] < h[m])
+			m = l;
+		if (r < n && h[r] < h[m])
+			m = r;
+		if (m == i)
+			return;
+		double t = h[i];
+		h[i] = h[m];
+		h[m] = t;
+		i = m;
+	}
+}
+
+/* Offer score s to the heap: 1 when it enters (the heap not yet full, or s
+ * above its lowest), 0 when not, or an error. */
+static int offer(struct walk *w, double s)
+{
+	if (w->nheap == w->k) {
+		if (!(s > w->heap[0]))
+			return 0;
+		w->heap[0] = s;
+		heap_down(w->heap, w->nheap, 0);
+		return 1;
+	}
+	if (w->nheap == w->heap_cap) {
+		int rc = base_grow((void **)&w->heap, &w->heap_cap, w->nheap + 1, sizeof *w->heap, w->k);
+		if (rc)
+			return rc == STRATA_NOMEM ? base_nomem(w->err, "weakAnd") : rc;
+	}
+	size_t i = w->nheap++;
+	w->heap[i] = s;
+	while (i && w->heap[(i - 1) / 2] > w->heap[i]) {
+		double t = w->heap[i];
+		w->heap[i] = w->heap[(i - 1) / 2];
+		w->heap[(i - 1) / 2] = t;
+		i = (i - 1) / 2;
+	}
+	return 1;
+}
+
+/* Move term t to the first lid >= want. */
+static void advance(struct term *t, uint32_t want)
+{
+	if (t->cur >= want)
+		return;
+	t->cur = want;
+	if (store_postings_seek(t->p, &t->cur) != 0)
+		t->cur = END;
+}
+
+/* Keep order[] sorted by cur after order[0..moved) moved forward. */
+static void resort(struct walk *w)
+{
+	for (int i = 1; i < w->m; i++) {
+		struct term *x = w->order[i];
+		int j = i;
+		while (j > 0 && w->order[j - 1]->cur > x->cur) {
+			w->order[j] = w->order[j - 1];
+			j--;
+		}
+		w->order[j] = x;
+	}
+}
+
+static int keep(struct wand *wd, uint32_t lid, struct strata_error *err)
+{
+	if (wd->n == wd->cap) {
+		int rc = base_grow((void **)&wd->lids, &wd->cap, wd->n + 1, sizeof *wd->lids, END);
+		if (rc)
+			return rc == STRATA_NOMEM ? base_nomem(err, "weakAnd matches") : rc;
+	}
+	wd->lids[wd->n++] = lid;
+	return 0;
+}
+
+/* The WAND walk over w's terms into wd. */
+static int run(struct walk *w, struct wand *wd)
+{
+	for (int i = 0; i < w->m; i++)
+		w->order[i] = &w->t[i];
+	resort(w);
+	for (;;) {
+		double theta = w->nheap == w->k ? w->heap[0] : 0, acc = 0;
+		int pivot = -1;
+		for (int i = 0; i < w->m && w->order[i]->cur != END; i++) {
+			acc += w->order[i]->ub;
+			if (acc > theta) {
+				pivot = i;
+				break;
+			}
+		}
+		if (pivot < 0)
+			return 0;
+		uint32_t pd = w->order[pivot]->cur;
+		if (w->order[0]->cur == pd) {
+			double s = 0;
+			int i;
+			for (i = 0; i < w->m && w->order[i]->cur == pd; i++)
+				s += w->order[i]->ub;
+			int in = offer(w, s);
+			if (in < 0)
+				return in;
+			if (in && (in = keep(wd, pd, w->err)) != 0)
+				return in;
+			if (pd == END - 1)
+				return 0;
+			while (i-- > 0)
+				advance(w->order[i], pd + 1);
+		} else {
+			/* no document before pd can pass: the lists before the pivot jump to it */
+			for (int i = 0; i < pivot; i++)
+				advance(w->order[i], pd);
+		}
+		resort(w);
+	}
+}
+
+static int open_one(struct store_txn *txn, const struct eng_doctype *dt,
+                    const struct eng_textset *ts, const struct yql_node *n, struct wand *wd,
+                    struct strata_error *err)
+{
+	struct walk *w = base_calloc(1, sizeof *w);
+	if (!w)
+		return base_nomem(err, "weakAnd");
+	w->err = err;
+	w->k = (size_t)n->target_hits;
+	double ndocs = (double)store_count(txn, dt->store_id);
+	int rc = 0;
+	for (int i = 0; i < n->nkids && !rc; i++)
+		rc = add_terms(w, dt, ts, n, n->kids[i], ndocs);
+	if (!rc)
+		rc = run(w, wd);
+	if (w->heap)
+		base_free(w->heap, w->heap_cap * sizeof *w->heap);
+	base_free(w, sizeof *w);
+	return rc;
+}
+
+static int open_tree(struct store_txn *txn, const struct eng_doctype *dt,
+                     const struct eng_textset *ts, const struct yql_node *n,
+                     struct eng_wandset *s, struct strata_error *err)
+{
+	if (n->kind == YQL_WEAKAND) {
+		if (s->n == MAX_WANDS)
+			return base_err(err, STRATA_LIMIT, "yql:1:%d: more than %d weakAnd() in a query",
+			                n->col, MAX_WANDS);
+		struct wand *wd = &s->w[s->n++];
+		wd->node = n;
+		return open_one(txn, dt, ts, n, wd, err);
+	}
+	for (int i = 0; i < n->nkids; i++) {
+		int rc = open_tree(txn, dt, ts, n->kids[i], s, err);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static int has_weakand(const struct yql_node *n)
+{
+	if (n->kind == YQL_WEAKAND)
+		return 1;
+	for (int i = 0; i < n->nkids; i++)
+		if (has_weakand(n->kids[i]))
+			return 1;
+	return 0;
+}
+
+int eng_wand_open(struct store_txn *txn, const struct eng_doctype *dt,
+                  const struct eng_textset *ts, const struct yql_node *where,
+                  struct eng_wandset **out, struct strata_error *err)
+{
+	*out = NULL;
+	if (!where || !has_weakand(where))
+		return 0;
+	struct eng_wandset *s = base_calloc(1, sizeof *s);
+	if (!s)
+		return base_nomem(err, "weakAnd");
+	int rc = open_tree(txn, dt, ts, where, s, err);
+	if (rc) {
+		eng_wand_close(s);
+		return rc;
+	}
+	*out = s;
+	return 0;
+}
+
+void eng_wand_close(struct eng_wandset *s)
+{
+	if (!s)
+		return;
+	for (int i = 0; i < s->n; i++)
+		if (s->w[i].lids)
+			base_free(s->w[i].lids, s->w[i].cap * sizeof *s->w[i].lids);
+	base_free(s, sizeof *s);
+}
+
+static const struct wand *find(const struct eng_wandset *s, const struct yql_node *n)
+{
+	for (int i = 0; s && i < s->n; i++)
+		if (s->w[i].node == n)
+			return &s->w[i];
+	return NULL;
+}
+
+int eng_wand_match(const struct eng_wandset *s, const struct yql_node *n, uint32_t lid)
+{
+	const struct wand *wd = find(s, n);
+	if (!wd)
+		return 0;
+	size_t lo = 0, hi = wd->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (wd->lids[mid] < lid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < wd->n && wd->lids[lo] == lid;
+}
+
+int eng_wand_driver(const struct eng_wandset *s, const struct yql_node *where,
+                    const uint32_t **lids, size_t *n)
+{
+	if (!s || !where)
+		return 0;
+	const struct wand *wd = NULL;
+	if (where->kind == YQL_WEAKAND)
+		wd = find(s, where);
+	else if (where->kind == YQL_RANK)
+		return eng_wand_driver(s, where->kids[0], lids, n);
+	else if (where->kind == YQL_AND)
+		for (int i = 0; i < where->nkids && !wd; i++)
+			if (where->kids[i]->kind == YQL_WEAKAND)
+				wd = find(s, where->kids[i]);
+	if (!wd)
+		return 0;
+	*lids = wd->lids;
+	*n = wd->n;
+	return 1;
+}
