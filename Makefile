@@ -39,6 +39,8 @@ DEB_PKGS := build-essential pkg-config liblmdb-dev libprotobuf-c-dev protobuf-c-
             libonnx-dev libjansson-dev libcmocka-dev jq libstemmer-dev
 DEB_TEST_PKGS := libonnx-testdata
 DEB_FUZZ_PKGS := clang libclang-rt-14-dev
+# The text benchmark's peers (make bench; never make test): Xapian, SQLite FTS5.
+DEB_BENCH_PKGS := g++ libxapian-dev libsqlite3-dev
 
 # ---- sources (explicit lists, one per subsystem) -----------------------------
 BASE_SRC    := base/err.c base/alloc.c base/arena.c base/dtype.c base/file.c base/hash.c base/tokenize.c
@@ -74,7 +76,7 @@ TENSOR_CONFORMANCE     := $(BUILD)/tests/tensor_conformance
 TENSOR_CONFORMANCE_MIN := 1987
 
 .PHONY: all test unit e2e tensor-conformance crash vespa-apps avx2 asan tsan demo deps deps-test deps-fuzz \
-        check check-peer peer bench install clean layers fuzz fuzz-replay
+        check check-peer peer bench bench-text deps-bench install clean layers fuzz fuzz-replay
 # Objects made by pattern chains (tests/test_x.o) are kept, not deleted as intermediates.
 .SECONDARY:
 all: $(LIB) $(CLI)
@@ -140,6 +142,8 @@ deps-test: deps
 	$(call install_missing,$(DEB_TEST_PKGS))
 deps-fuzz: deps
 	$(call install_missing,$(DEB_FUZZ_PKGS))
+deps-bench: deps
+	$(call install_missing,$(DEB_BENCH_PKGS))
 
 # ---- tests ----------------------------------------------------------------------
 # make test: everything CI runs.  The dependency graph check, unit tests,
@@ -412,6 +416,9 @@ $(BENCH_MODELS)/minilm_l6_cross_decomposed.onnx $(BENCH_MODELS)/minilm_l6_embed.
 	@mkdir -p $(BENCH_MODELS)
 	@echo "mkbench: writing the benchmark's models to $(BENCH_MODELS)"
 	@$(MKBENCH) $(BENCH_MODELS)
+ifeq ($(BENCH_ONLY),text)
+bench: bench-text
+else
 bench: $(BENCH) $(MKBENCH) $(QPS)
 	@if [ -d $(PEER_SRC) ] && $(MAKE) --no-print-directory peer; then \
 	  $(BENCH) --peer $(BUILD)/peer --ctx-dir $(BENCH_CTX) $(BENCH_ARGS) $(BUILD)/peer/models; \
@@ -422,6 +429,28 @@ bench: $(BENCH) $(MKBENCH) $(QPS)
 	fi
 	@$(MAKE) -s --no-print-directory $(BENCH_MODELS)/mlp_ranker.onnx
 	@$(QPS) $(QPS_ARGS) $(BENCH_MODELS)/mlp_ranker.onnx $(QPS_DIR)
+	@$(MAKE) --no-print-directory bench-text
+endif
+
+# The text case (bench/textbench.c; bench/README.md): a generated corpus of
+# 100,000 documents fed into Strata, Xapian and SQLite FTS5, then top-10
+# OR and weakAnd queries of 1, 3 and 8 terms on each, in the same run.
+# `make bench BENCH_ONLY=text` (or `make bench-text`) runs it alone.  Its
+# peers' packages come from deps-bench.  TEXT_ARGS go to the driver (e.g.
+# TEXT_ARGS='--docs 20000 --rounds 2' for a quick look).
+TEXTBENCH   := $(BUILD)/bench/textbench
+TEXT_XAPIAN := $(BUILD)/bench/text_xapian
+TEXT_DIR    := $(BUILD)/bench/text
+TEXT_ARGS   ?=
+CXX         ?= c++
+$(TEXTBENCH): $(BUILD)/bench/textbench.o $(BUILD)/bench/textgen.o $(LIB)
+	$(CC) $(CFLAGS) -o $@ $(BUILD)/bench/textbench.o $(BUILD)/bench/textgen.o $(LIB) $(LDLIBS) -lsqlite3
+$(TEXT_XAPIAN): bench/text_xapian.cc
+	@mkdir -p $(dir $@)
+	$(CXX) $(OPT) -Wall -Wextra -o $@ $< -lxapian
+bench-text: deps-bench
+	@$(MAKE) --no-print-directory $(TEXTBENCH) $(TEXT_XAPIAN)
+	@$(TEXTBENCH) --xapian $(TEXT_XAPIAN) $(TEXT_ARGS) $(TEXT_DIR)
 
 # ---- install and clean ------------------------------------------------------------------
 install: all
