@@ -11,7 +11,8 @@
  *   "<dt>/text"   the text index of the fields with one (text.c), keys
  *                 starting with the stored field number (u16, big-endian):
  *                 F term 0x00 lid(u32 BE) -> the term's positions in the
- *                 field (varint deltas); F 0xFF lid(u32 BE) -> the field's
+ *                 field (varint deltas); F term 0x00 -> the number of
+ *                 those postings (u32); F 0xFF lid(u32 BE) -> the field's
  *                 length in tokens (u32); F 0xFE -> documents with the field
  *                 and their total length (two u64).  Written in the same
  *                 transaction as the document, so they always agree.
@@ -114,6 +115,7 @@ struct store_txn {
 	struct base_tokenizer *tok;
 	uint8_t *tbuf;
 	size_t tbuf_cap;
+	struct store_text_df *df; /* changes to term frequencies, written at commit */
 	/* Aligned copies of record tensors that LMDB left misaligned. */
 	struct base_arena arena;
 	int arena_used;
@@ -153,6 +155,12 @@ struct store_text_vals {
 int store_text_reindex(struct store_txn *w, struct doctype *dt, uint32_t lid,
                        const struct store_text_vals *old, const struct store_text_vals *rec,
                        struct strata_error *err);
+/* Write the term frequencies w's reindexing changed (before w commits;
+ * the rebuild calls it itself) and forget them.  Returns 0,
+ * STRATA_CORRUPT, or an LMDB error reported. */
+int store_text_flush(struct store_txn *w, struct strata_error *err);
+/* Forget w's pending frequency changes (the transaction is not committed). */
+void store_text_df_free(struct store_txn *w);
 /* Compare dt's text settings with those recorded in meta: *changed = 1
  * when they differ; record = 1 records them.  Returns 0 or an error. */
 int store_text_settings(MDB_txn *t, MDB_dbi meta, const struct doctype *dt, int record,
