@@ -33,6 +33,7 @@
 #define LEN_TAG 0xFF
 #define SUM_TAG 0xFE
 #define TEXT_FORMAT 0x54584631u /* recorded with the settings: "TXF1", frequency entries */
+#define GALLOP 8 /* postings a forward seek steps over before it searches */
 #define DF_MAX_TERMS ((size_t)1 << 26) /* distinct terms one transaction may change */
 
 static size_t key_field(uint8_t *k, int sf)
@@ -498,6 +499,7 @@ struct store_postings {
 	uint8_t key[KEY_MAX];
 	size_t plen;           /* bytes of F term 0 */
 	uint32_t lid;
+	uint32_t lo;           /* valid: no posting in [lo, lid) */
 	const uint8_t *val;
 	size_t vlen;
 	int valid;             /* on a posting */
@@ -570,6 +572,7 @@ int store_postings_open(struct store_txn *txn, int doctype, int field, const cha
 		          : base_err(err, STRATA_CORRUPT, "text index: bad frequency entry");
 	}
 	step(p, MDB_SET_RANGE, 0);
+	p->lo = 0;
 	*out = p;
 	return 0;
 }
@@ -581,13 +584,31 @@ uint64_t store_postings_df(const struct store_postings *p)
 
 int store_postings_seek(struct store_postings *p, uint32_t *lid)
 {
-	if (p->valid && p->lid == *lid) {
+	uint32_t want = *lid;
+	if (p->valid && p->lid >= want && p->lo <= want) { /* there already */
 		*lid = p->lid;
 		return 0;
 	}
-	int rc = step(p, p->valid && p->lid + 1 == *lid ? MDB_NEXT : MDB_SET_RANGE, *lid);
-	if (!rc)
+	int rc;
+	if (p->valid && p->lid < want) {
+		/* a short hop forward: the next postings, on the cursor's page,
+		 * cost less than a search from the root */
+		for (int i = 0; i < GALLOP; i++) {
+			uint32_t from = p->lid + 1;
+			if ((rc = step(p, MDB_NEXT, 0)) != 0)
+				return rc;
+			p->lo = from;
+			if (p->lid >= want) {
+				*lid = p->lid;
+				return 0;
+			}
+		}
+	}
+	rc = step(p, MDB_SET_RANGE, want);
+	if (!rc) {
+		p->lo = want;
 		*lid = p->lid;
+	}
 	return rc;
 }
 
