@@ -5,11 +5,12 @@
  * weight (Vespa's default term weight, 100) times its inverse document
  * frequency, log(1 + (N - n + 0.5) / (n + 0.5)) as bm25 has it.  A
  * document's weakAnd score is the sum of the scores of the terms it holds
- * (how often it holds them does not count).  The WAND algorithm walks the
- * terms' posting lists in local id order keeping a heap of the best
- * targetHits scores: once the heap is full, a document whose terms cannot
- * sum above the heap's lowest score is skipped without being read, and the
- * lists jump past it.  Every document that entered the heap when it was
+ * (how often it holds them does not count).  A WAND walk (in its MaxScore
+ * form, run() says how) goes over the terms' posting lists in local id
+ * order keeping a heap of the best targetHits scores: once the heap is
+ * full, a document whose terms cannot sum above the heap's lowest score is
+ * skipped without being scored, and the lists of the terms that cannot lift
+ * a document above it alone jump past it unread.  Every document that entered the heap when it was
  * scored is a match of the weakAnd (so at least the final top targetHits,
  * and every match when there are no more than targetHits): those go on to
  * the rank profile's phases like any other match, as in Vespa, which also
@@ -51,7 +52,7 @@ struct term {
 /* The walk's state: the terms, and a min-heap of the best scores. */
 struct walk {
 	struct term t[MAX_WAND_TERMS];
-	struct term *order[MAX_WAND_TERMS]; /* by cur */
+	struct term *order[MAX_WAND_TERMS]; /* by score, lowest first */
 	int m;
 	double *heap;
 	size_t nheap, heap_cap, k;
@@ -162,18 +163,10 @@ static void advance(struct term *t, uint32_t want)
 		t->cur = END;
 }
 
-/* Keep order[] sorted by cur after order[0..moved) moved forward. */
-static void resort(struct walk *w)
+static int by_ub(const void *a, const void *b)
 {
-	for (int i = 1; i < w->m; i++) {
-		struct term *x = w->order[i];
-		int j = i;
-		while (j > 0 && w->order[j - 1]->cur > x->cur) {
-			w->order[j] = w->order[j - 1];
-			j--;
-		}
-		w->order[j] = x;
-	}
+	const struct term *x = *(struct term *const *)a, *y = *(struct term *const *)b;
+	return x->ub < y->ub ? -1 : x->ub > y->ub;
 }
 
 static int keep(struct wand *wd, uint32_t lid, struct strata_error *err)
@@ -187,45 +180,56 @@ static int keep(struct wand *wd, uint32_t lid, struct strata_error *err)
 	return 0;
 }
 
-/* The WAND walk over w's terms into wd. */
+/* The walk over w's terms into wd, in its MaxScore form.  The terms are
+ * ordered by score, prefix[i] the sum of the scores of terms 0..i.  Those
+ * whose prefix is at most the heap's threshold cannot lift a document
+ * above it by themselves: they are not essential, and only the essential
+ * terms' lists propose documents, in lid order.  A proposed document's
+ * score is completed from the other lists, the highest first, only while
+ * what they could add still lifts it above the threshold; the lists of the
+ * frequent terms (low scores) are thus read only where a document may
+ * enter the heap.  A document enters when its score is above the
+ * threshold, exactly as in the plain WAND walk. */
 static int run(struct walk *w, struct wand *wd)
 {
+	double prefix[MAX_WAND_TERMS];
 	for (int i = 0; i < w->m; i++)
 		w->order[i] = &w->t[i];
-	resort(w);
+	qsort(w->order, (size_t)w->m, sizeof *w->order, by_ub);
+	for (int i = 0; i < w->m; i++)
+		prefix[i] = (i ? prefix[i - 1] : 0) + w->order[i]->ub;
+	int ess = 0; /* the first essential term */
 	for (;;) {
-		double theta = w->nheap == w->k ? w->heap[0] : 0, acc = 0;
-		int pivot = -1;
-		for (int i = 0; i < w->m && w->order[i]->cur != END; i++) {
-			acc += w->order[i]->ub;
-			if (acc > theta) {
-				pivot = i;
-				break;
-			}
-		}
-		if (pivot < 0)
+		double theta = w->nheap == w->k ? w->heap[0] : 0;
+		while (ess < w->m && !(prefix[ess] > theta))
+			ess++;
+		if (ess == w->m)
 			return 0;
-		uint32_t pd = w->order[pivot]->cur;
-		if (w->order[0]->cur == pd) {
-			double s = 0;
-			int i;
-			for (i = 0; i < w->m && w->order[i]->cur == pd; i++)
+		uint32_t d = END;
+		for (int i = ess; i < w->m; i++)
+			if (w->order[i]->cur < d)
+				d = w->order[i]->cur;
+		if (d == END)
+			return 0;
+		double s = 0;
+		for (int i = ess; i < w->m; i++)
+			if (w->order[i]->cur == d)
 				s += w->order[i]->ub;
-			int in = offer(w, s);
-			if (in < 0)
-				return in;
-			if (in && (in = keep(wd, pd, w->err)) != 0)
-				return in;
-			if (pd == END - 1)
-				return 0;
-			while (i-- > 0)
-				advance(w->order[i], pd + 1);
-		} else {
-			/* no document before pd can pass: the lists before the pivot jump to it */
-			for (int i = 0; i < pivot; i++)
-				advance(w->order[i], pd);
+		for (int i = ess - 1; i >= 0 && s + prefix[i] > theta; i--) {
+			advance(w->order[i], d);
+			if (w->order[i]->cur == d)
+				s += w->order[i]->ub;
 		}
-		resort(w);
+		int in = offer(w, s);
+		if (in < 0)
+			return in;
+		if (in && (in = keep(wd, d, w->err)) != 0)
+			return in;
+		if (d == END - 1)
+			return 0;
+		for (int i = ess; i < w->m; i++)
+			if (w->order[i]->cur == d)
+				advance(w->order[i], d + 1);
 	}
 }
 
