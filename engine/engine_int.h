@@ -443,6 +443,10 @@ const struct eng_text *eng_text_of(const struct eng_textset *s, const struct yql
 /* Whether document lid has the term, or the terms as a phrase (cheapest
  * with lids in increasing order). */
 int eng_text_match(const struct eng_text *t, uint32_t lid);
+/* Remember that t's one term occurs tf times in lid (0: not at all), lids
+ * given in increasing order: its rank features read that instead of the
+ * posting list.  Returns 0 or STRATA_NOMEM. */
+int eng_text_memo(struct eng_text *t, uint32_t lid, uint32_t tf, struct strata_error *err);
 /* The words of t (-1 on a field with match: prefix), and in *p the posting
  * list of its one term when it has one word (else NULL), borrowed from t. */
 int eng_text_single(const struct eng_text *t, struct store_postings **p);

@@ -32,10 +32,17 @@ struct eng_text {
 	short grp[MAX_LISTS];
 	double ndocs;    /* documents of the type (bm25's N) */
 	double avgdl;    /* average length of the field where it has a value */
+	/* The term's occurrences in documents read already (a weakAnd's
+	 * matches, wand.c): lids increasing, tf 0 where it is absent. */
+	uint32_t *memo_lid;
+	uint32_t *memo_tf;
+	size_t nmemo, memo_cap;
 };
 
 static void text_free(struct eng_text *t)
 {
+	base_free(t->memo_lid, t->memo_cap * sizeof *t->memo_lid);
+	base_free(t->memo_tf, t->memo_cap * sizeof *t->memo_tf);
 	for (int i = 0; i < t->nterms; i++)
 		store_postings_close(t->pl[i]);
 	base_free(t, sizeof *t);
@@ -230,11 +237,50 @@ int eng_text_match(const struct eng_text *t, uint32_t lid)
 	return t->nterms == 1 || phrase_at(t);
 }
 
-/* bm25 of term i of t for lid (its length dl), or 0 when lid lacks it:
- * idf(n) * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl)). */
-static double bm25_term(const struct eng_text *t, int i, double dl)
+int eng_text_memo(struct eng_text *t, uint32_t lid, uint32_t tf, struct strata_error *err)
 {
-	double tf = store_postings_positions(t->pl[i], NULL, 0);
+	if (t->nmemo == t->memo_cap) {
+		size_t cap = t->memo_cap ? 2 * t->memo_cap : 256;
+		uint32_t *l = base_alloc(cap * sizeof *l), *f = l ? base_alloc(cap * sizeof *f) : NULL;
+		if (!f) {
+			if (l)
+				base_free(l, cap * sizeof *l);
+			return base_nomem(err, "weakAnd matches");
+		}
+		if (t->nmemo) {
+			memcpy(l, t->memo_lid, t->nmemo * sizeof *l);
+			memcpy(f, t->memo_tf, t->nmemo * sizeof *f);
+		}
+		base_free(t->memo_lid, t->memo_cap * sizeof *l);
+		base_free(t->memo_tf, t->memo_cap * sizeof *f);
+		t->memo_lid = l;
+		t->memo_tf = f;
+		t->memo_cap = cap;
+	}
+	BASE_DEBUG_ASSERT(!t->nmemo || t->memo_lid[t->nmemo - 1] < lid);
+	t->memo_lid[t->nmemo] = lid;
+	t->memo_tf[t->nmemo++] = tf;
+	return 0;
+}
+
+/* The occurrences of t's one term in lid when t remembers them, else -1. */
+static long memo_tf(const struct eng_text *t, uint32_t lid)
+{
+	size_t lo = 0, hi = t->nmemo;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (t->memo_lid[mid] < lid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < t->nmemo && t->memo_lid[lo] == lid ? (long)t->memo_tf[lo] : -1;
+}
+
+/* bm25 of term i of t for lid (its length dl; tf occurrences of it):
+ * idf(n) * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl)). */
+static double bm25_term(const struct eng_text *t, int i, double tf, double dl)
+{
 	double df = (double)store_postings_df(t->pl[i]);
 	double idf = log(1 + (t->ndocs - df + 0.5) / (df + 0.5));
 	double norm = t->avgdl > 0 ? dl / t->avgdl : 1;
@@ -332,13 +378,21 @@ double eng_text_feature(struct store_txn *txn, const struct eng_doctype *dt,
 				sum += native_word(t, &i, lid);
 			continue;
 		}
+		long known = t->nterms == 1 ? memo_tf(t, lid) : -1;
+		if (known >= 0) { /* read by weakAnd already */
+			if (known && feature == RANK_TF_MATCHES)
+				return 1;
+			if (known)
+				sum += bm25_term(t, 0, (double)known, len);
+			continue;
+		}
 		for (int i = 0; i < t->nterms; i++) {
 			uint32_t at = lid;
 			if (store_postings_seek(t->pl[i], &at) != 0 || at != lid)
 				continue;
 			if (feature == RANK_TF_MATCHES)
 				return 1;
-			sum += bm25_term(t, i, len);
+			sum += bm25_term(t, i, store_postings_positions(t->pl[i], NULL, 0), len);
 		}
 	}
 	return sum;

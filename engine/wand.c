@@ -44,6 +44,7 @@ struct eng_wandset {
 };
 
 struct term {
+	struct eng_text *text; /* its contains */
 	struct store_postings *p;
 	double ub;        /* the term's score, also its upper bound */
 	uint32_t cur;     /* the list's current lid, END past its end */
@@ -101,6 +102,7 @@ static int add_terms(struct walk *w, const struct eng_doctype *dt, const struct 
 		                wn->col, MAX_WAND_TERMS);
 	double df = (double)store_postings_df(p);
 	struct term *tm = &w->t[w->m++];
+	tm->text = (struct eng_text *)t; /* the set is the query's: its memo is written here */
 	tm->p = p;
 	tm->ub = TERM_WEIGHT * log(1 + (ndocs - df + 0.5) / (df + 0.5));
 	tm->cur = 0;
@@ -169,8 +171,17 @@ static int by_ub(const void *a, const void *b)
 	return x->ub < y->ub ? -1 : x->ub > y->ub;
 }
 
-static int keep(struct wand *wd, uint32_t lid, struct strata_error *err)
+/* lid enters wd; each term's contains remembers how often it occurs there
+ * (every term's list has been moved to lid or past it: see run()). */
+static int keep(struct walk *w, struct wand *wd, uint32_t lid, struct strata_error *err)
 {
+	for (int i = 0; i < w->m; i++) {
+		struct term *t = &w->t[i];
+		int rc = eng_text_memo(t->text, lid, t->cur == lid ? store_postings_positions(t->p, NULL, 0)
+		                                                   : 0, err);
+		if (rc)
+			return rc;
+	}
 	if (wd->n == wd->cap) {
 		int rc = base_grow((void **)&wd->lids, &wd->cap, wd->n + 1, sizeof *wd->lids, END);
 		if (rc)
@@ -223,7 +234,7 @@ static int run(struct walk *w, struct wand *wd)
 		int in = offer(w, s);
 		if (in < 0)
 			return in;
-		if (in && (in = keep(wd, d, w->err)) != 0)
+		if (in && (in = keep(w, wd, d, w->err)) != 0)
 			return in;
 		if (d == END - 1)
 			return 0;

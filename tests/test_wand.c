@@ -7,7 +7,7 @@
  * the number of matches weakAnd matches exactly what the OR matches; with a
  * small targetHits every document scoring above the targetHits-th best
  * score is kept, at least targetHits are, and every one kept is an OR
- * match; weakAnd under an AND, as rank()'s first condition and over a
+ * match, and its bm25 is the OR's; weakAnd under an AND, as rank()'s first condition and over a
  * fieldset; the terms it refuses, with their positions; allocation
  * failures.
  */
@@ -119,7 +119,8 @@ static int teardown(void **state)
 
 /* The documents a query matches: in[d] set, their number returned (the
  * result's totalCount, checked against the hits). */
-static int matches(struct fixture *fx, const char *where, const char *profile, int in[NDOCS])
+static int matches_rel(struct fixture *fx, const char *where, const char *profile, int in[NDOCS],
+                       double rel[NDOCS])
 {
 	char req[1024];
 	snprintf(req, sizeof req,
@@ -143,10 +144,17 @@ static int matches(struct fixture *fx, const char *where, const char *profile, i
 		int d = atoi(strrchr(json_string_value(json_object_get(h, "id")), ':') + 1);
 		assert_true(d >= 0 && d < NDOCS);
 		in[d] = 1;
+		if (rel)
+			rel[d] = json_real_value(json_object_get(h, "relevance"));
 	}
 	assert_int_equal(json_array_size(kids), total);
 	json_decref(r);
 	return total;
+}
+
+static int matches(struct fixture *fx, const char *where, const char *profile, int in[NDOCS])
+{
+	return matches_rel(fx, where, profile, in, NULL);
 }
 
 static void expect_error(struct fixture *fx, const char *where, int code, const char *msg)
@@ -198,8 +206,15 @@ static void check_terms(struct fixture *fx, const int *q, int nq, int k)
 	}
 	snprintf(wand + o, sizeof wand - (size_t)o, ")");
 	int in_w[NDOCS], in_or[NDOCS];
-	int nw = matches(fx, wand, "text", in_w);
-	int nor = matches(fx, orq, "text", in_or);
+	double rel_w[NDOCS], rel_or[NDOCS];
+	int nw = matches_rel(fx, wand, "text", in_w, rel_w);
+	int nor = matches_rel(fx, orq, "text", in_or, rel_or);
+	/* bm25 of a weakAnd match (its terms' occurrences kept by the walk) is
+	 * the OR's (read from the posting lists) */
+	for (int d = 0; d < NDOCS; d++)
+		if (in_w[d] && fabs(rel_w[d] - rel_or[d]) > 1e-12 * fabs(rel_or[d]))
+			fail_msg("%s: document %d: bm25 %.17g, by the OR %.17g", wand, d, rel_w[d],
+			         rel_or[d]);
 	double s[NDOCS], sorted[NDOCS];
 	scores(fx, q, nq, s);
 	int nscored = 0;
