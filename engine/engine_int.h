@@ -474,6 +474,8 @@ int eng_wand_open(struct store_txn *txn, const struct eng_doctype *dt,
                   const struct eng_textset *ts, const struct yql_node *where,
                   struct eng_wandset **out, struct strata_error *err);
 void eng_wand_close(struct eng_wandset *s);
+/* Where lid is in v[0..n) (increasing), or n when it is not there. */
+size_t eng_lid_find(const uint32_t *v, size_t n, uint32_t lid);
 /* Whether weakAnd node n matches lid (s may be NULL: no). */
 int eng_wand_match(const struct eng_wandset *s, const struct yql_node *n, uint32_t lid);
 /* 1 when where can only match documents of one weakAnd (where is one, or

@@ -266,15 +266,8 @@ int eng_text_memo(struct eng_text *t, uint32_t lid, uint32_t tf, struct strata_e
 /* The occurrences of t's one term in lid when t remembers them, else -1. */
 static long memo_tf(const struct eng_text *t, uint32_t lid)
 {
-	size_t lo = 0, hi = t->nmemo;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (t->memo_lid[mid] < lid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < t->nmemo && t->memo_lid[lo] == lid ? (long)t->memo_tf[lo] : -1;
+	size_t at = eng_lid_find(t->memo_lid, t->nmemo, lid);
+	return at < t->nmemo ? (long)t->memo_tf[at] : -1;
 }
 
 /* bm25 of term i of t for lid (its length dl; tf occurrences of it):

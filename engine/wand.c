@@ -332,20 +332,23 @@ static const struct wand *find(const struct eng_wandset *s, const struct yql_nod
 	return NULL;
 }
 
-int eng_wand_match(const struct eng_wandset *s, const struct yql_node *n, uint32_t lid)
+size_t eng_lid_find(const uint32_t *v, size_t n, uint32_t lid)
 {
-	const struct wand *wd = find(s, n);
-	if (!wd)
-		return 0;
-	size_t lo = 0, hi = wd->n;
+	size_t lo = 0, hi = n;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		if (wd->lids[mid] < lid)
+		if (v[mid] < lid)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	return lo < wd->n && wd->lids[lo] == lid;
+	return lo < n && v[lo] == lid ? lo : n;
+}
+
+int eng_wand_match(const struct eng_wandset *s, const struct yql_node *n, uint32_t lid)
+{
+	const struct wand *wd = find(s, n);
+	return wd && eng_lid_find(wd->lids, wd->n, lid) < wd->n;
 }
 
 int eng_wand_driver(const struct eng_wandset *s, const struct yql_node *where,
