@@ -12,7 +12,8 @@
 #   make fuzz-replay  the fuzz targets over their committed corpora (part of make test)
 #   make check-peer compare the runtime with ONNX Runtime's outputs (needs ../shared/peer)
 #   make bench      time the runtime against ONNX Runtime on the generated models (bench/README.md);
-#                   without ../shared/peer, Strata alone on models from build/bench/mkbench
+#                   without ../shared/peer, Strata alone on models from build/bench/mkbench; then
+#                   text search against Xapian and SQLite FTS5 (BENCH_ONLY=text: that alone)
 #   make install    install strata, libstrata.a and strata.h under PREFIX (and DESTDIR)
 #   make clean
 
