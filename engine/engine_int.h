@@ -443,6 +443,8 @@ const struct eng_text *eng_text_of(const struct eng_textset *s, const struct yql
 /* Whether document lid has the term, or the terms as a phrase (cheapest
  * with lids in increasing order). */
 int eng_text_match(const struct eng_text *t, uint32_t lid);
+/* Where lid is in v[0..n) (increasing), or n when it is not there. */
+size_t eng_lid_find(const uint32_t *v, size_t n, uint32_t lid);
 /* Remember that t's one term occurs tf times in lid (0: not at all), lids
  * given in increasing order: its rank features read that instead of the
  * posting list.  Returns 0 or STRATA_NOMEM. */
@@ -474,8 +476,6 @@ int eng_wand_open(struct store_txn *txn, const struct eng_doctype *dt,
                   const struct eng_textset *ts, const struct yql_node *where,
                   struct eng_wandset **out, struct strata_error *err);
 void eng_wand_close(struct eng_wandset *s);
-/* Where lid is in v[0..n) (increasing), or n when it is not there. */
-size_t eng_lid_find(const uint32_t *v, size_t n, uint32_t lid);
 /* Whether weakAnd node n matches lid (s may be NULL: no). */
 int eng_wand_match(const struct eng_wandset *s, const struct yql_node *n, uint32_t lid);
 /* 1 when where can only match documents of one weakAnd (where is one, or

@@ -263,6 +263,19 @@ int eng_text_memo(struct eng_text *t, uint32_t lid, uint32_t tf, struct strata_e
 	return 0;
 }
 
+size_t eng_lid_find(const uint32_t *v, size_t n, uint32_t lid)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (v[mid] < lid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && v[lo] == lid ? lo : n;
+}
+
 /* The occurrences of t's one term in lid when t remembers them, else -1. */
 static long memo_tf(const struct eng_text *t, uint32_t lid)
 {

@@ -332,19 +332,6 @@ static const struct wand *find(const struct eng_wandset *s, const struct yql_nod
 	return NULL;
 }
 
-size_t eng_lid_find(const uint32_t *v, size_t n, uint32_t lid)
-{
-	size_t lo = 0, hi = n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (v[mid] < lid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < n && v[lo] == lid ? lo : n;
-}
-
 int eng_wand_match(const struct eng_wandset *s, const struct yql_node *n, uint32_t lid)
 {
 	const struct wand *wd = find(s, n);

@@ -115,7 +115,11 @@ struct store_txn {
 	struct base_tokenizer *tok;
 	uint8_t *tbuf;
 	size_t tbuf_cap;
-	struct store_text_df *df; /* changes to term frequencies, written at commit */
+	/* Changes to term frequencies (text.c), written at commit: text.c sets
+	 * the two hooks when it makes df, so that env.c does not depend on it. */
+	struct store_text_df *df;
+	int (*df_flush)(struct store_txn *w, struct strata_error *err);
+	void (*df_free)(struct store_txn *w);
 	/* Aligned copies of record tensors that LMDB left misaligned. */
 	struct base_arena arena;
 	int arena_used;

@@ -236,6 +236,8 @@ static int df_add(struct store_txn *w, MDB_dbi dbi, const uint8_t *k, size_t n, 
 		if (!(d = base_calloc(1, sizeof *d)))
 			return base_nomem(err, "indexing text");
 		w->df = d;
+		w->df_flush = store_text_flush;
+		w->df_free = store_text_df_free;
 	}
 	int rc;
 	if ((d->used + 1) * 4 > d->cap * 3 && (rc = df_grow(d, err)) != 0)
