@@ -57,6 +57,7 @@ struct walk {
 	int m;
 	double *heap;
 	size_t nheap, heap_cap, k;
+	int io;           /* a posting list could not be read */
 	struct strata_error *err;
 };
 
@@ -106,8 +107,11 @@ static int add_terms(struct walk *w, const struct eng_doctype *dt, const struct 
 	tm->p = p;
 	tm->ub = TERM_WEIGHT * log(1 + (ndocs - df + 0.5) / (df + 0.5));
 	tm->cur = 0;
-	if (store_postings_seek(p, &tm->cur) != 0)
+	int rc = store_postings_seek(p, &tm->cur);
+	if (rc)
 		tm->cur = END;
+	if (rc && rc != STRATA_NOT_FOUND)
+		w->io = rc;
 	return 0;
 }
 
@@ -155,14 +159,18 @@ static int offer(struct walk *w, double s)
 	return 1;
 }
 
-/* Move term t to the first lid >= want. */
-static void advance(struct term *t, uint32_t want)
+/* Move term t to the first lid >= want (END past its list's end); a read
+ * error stays in w->io. */
+static void advance(struct walk *w, struct term *t, uint32_t want)
 {
 	if (t->cur >= want)
 		return;
 	t->cur = want;
-	if (store_postings_seek(t->p, &t->cur) != 0)
+	int rc = store_postings_seek(t->p, &t->cur);
+	if (rc)
 		t->cur = END;
+	if (rc && rc != STRATA_NOT_FOUND)
+		w->io = rc;
 }
 
 static int by_ub(const void *a, const void *b)
@@ -211,6 +219,8 @@ static int run(struct walk *w, struct wand *wd)
 		prefix[i] = (i ? prefix[i - 1] : 0) + w->order[i]->ub;
 	int ess = 0; /* the first essential term */
 	for (;;) {
+		if (w->io)
+			return base_err(w->err, STRATA_STORE, "weakAnd: the text index could not be read");
 		double theta = w->nheap == w->k ? w->heap[0] : 0;
 		while (ess < w->m && !(prefix[ess] > theta))
 			ess++;
@@ -227,7 +237,7 @@ static int run(struct walk *w, struct wand *wd)
 			if (w->order[i]->cur == d)
 				s += w->order[i]->ub;
 		for (int i = ess - 1; i >= 0 && s + prefix[i] > theta; i--) {
-			advance(w->order[i], d);
+			advance(w, w->order[i], d);
 			if (w->order[i]->cur == d)
 				s += w->order[i]->ub;
 		}
@@ -240,7 +250,7 @@ static int run(struct walk *w, struct wand *wd)
 			return 0;
 		for (int i = ess; i < w->m; i++)
 			if (w->order[i]->cur == d)
-				advance(w->order[i], d + 1);
+				advance(w, w->order[i], d + 1);
 	}
 }
 
