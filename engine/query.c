@@ -617,10 +617,20 @@ static int add_hit(struct qstate *qs, struct dtstate *ds, uint32_t lid)
 	memset(h, 0, sizeof *h);
 	h->ds = ds;
 	h->lid = lid;
-	h->docid = store_docid(qs->txn, ds->dt->store_id, lid);
-	if (!h->docid)
-		h->docid = "";
-	return 0;
+	return 0; /* docid: read when a tie or the result needs it (hit_docid) */
+}
+
+/* The hit's document id, read from the store the first time it is asked
+ * for: most matches never need it. */
+static const char *hit_docid(const struct hit *hc)
+{
+	struct hit *h = (struct hit *)hc; /* the cache is no part of the order */
+	if (!h->docid) {
+		h->docid = store_docid(h->ds->txn, h->ds->dt->store_id, h->lid);
+		if (!h->docid)
+			h->docid = "";
+	}
+	return h->docid;
 }
 
 static int score_cmp(double a, double b)
@@ -635,7 +645,7 @@ static int first_cmp(const void *a, const void *b)
 {
 	const struct hit *x = a, *y = b;
 	int c = score_cmp(x->first, y->first);
-	return c ? c : strcmp(x->docid, y->docid);
+	return c ? c : strcmp(hit_docid(x), hit_docid(y));
 }
 
 static int final_cmp(const void *a, const void *b)
@@ -646,7 +656,7 @@ static int final_cmp(const void *a, const void *b)
 		return c;
 	if (x->tier != y->tier)
 		return y->tier - x->tier;
-	return strcmp(x->docid, y->docid);
+	return strcmp(hit_docid(x), hit_docid(y));
 }
 
 /* Make h[i] sink below its children in a heap of the k kept hits whose top
@@ -947,7 +957,7 @@ static int add_features(struct qstate *qs, const struct hit *h, json_t *fields, 
 	                             &u, qs->err);
 	qs->rank_allocs += base_alloc_thread_count() - a - u.own;
 	if (rc == STRATA_NOMEM)
-		base_nomem(qs->err, "features of '%s'", h->docid);
+		base_nomem(qs->err, "features of '%s'", hit_docid(h));
 	if (!rc && json_object_size(u.obj) && json_object_set(fields, key, u.obj))
 		rc = base_nomem(qs->err, "features");
 	json_decref(u.obj);
@@ -993,7 +1003,7 @@ static int summary_value(struct qstate *qs, const struct hit *h, json_t *fields,
 		                   &qs->vals[fi]);
 	}
 	if (json_object_set_new(fields, name, v))
-		return base_nomem(qs->err, "summary of '%s'", h->docid);
+		return base_nomem(qs->err, "summary of '%s'", hit_docid(h));
 	return 0;
 }
 
@@ -1049,7 +1059,7 @@ static int summary(struct qstate *qs, const struct hit *h, json_t **out)
 	int rc = 0;
 	if (!child || !fields)
 		goto nomem;
-	if (json_object_set_new(child, "id", json_string(h->docid)) ||
+	if (json_object_set_new(child, "id", json_string(hit_docid(h))) ||
 	    json_object_set_new(child, "relevance", relevance_json(h->score)) ||
 	    json_object_set_new(child, "source", json_string(dt->name)))
 		goto nomem;
@@ -1060,7 +1070,7 @@ static int summary(struct qstate *qs, const struct hit *h, json_t **out)
 		goto fail;
 	if (qs->yql->all_fields) {
 		if (json_object_set_new(fields, "sddocname", json_string(dt->name)) ||
-		    json_object_set_new(fields, "documentid", json_string(h->docid)))
+		    json_object_set_new(fields, "documentid", json_string(hit_docid(h))))
 			goto nomem;
 	}
 	if ((rc = summary_fields(qs, h, fields)) != 0)
@@ -1076,7 +1086,7 @@ static int summary(struct qstate *qs, const struct hit *h, json_t **out)
 	*out = child;
 	return 0;
 nomem:
-	rc = base_nomem(qs->err, "summary of '%s'", h->docid);
+	rc = base_nomem(qs->err, "summary of '%s'", hit_docid(h));
 fail:
 	json_decref(fields);
 	json_decref(child);
