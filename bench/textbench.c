@@ -45,6 +45,7 @@
 #include <math.h>
 #include <signal.h>
 #include <sqlite3.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -271,7 +272,6 @@ static int xapian_start(const struct opts *o, struct peer *p, struct results *r)
 	char db[4096], docs[4096];
 	snprintf(db, sizeof db, "%s/xapian", o->dir);
 	snprintf(docs, sizeof docs, "%s/docs.txt", o->dir);
-	double t0 = now_s();
 	p->pid = fork();
 	if (p->pid < 0)
 		return fail("fork: %s", strerror(errno));
@@ -294,7 +294,6 @@ static int xapian_start(const struct opts *o, struct peer *p, struct results *r)
 	    sscanf(line, "indexed %ld %lf", &r->fed[E_XAPIAN], &secs) != 2)
 		return fail("xapian: no index built");
 	r->feed_s[E_XAPIAN] = secs;
-	(void)t0;
 	return 0;
 }
 
