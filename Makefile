@@ -12,7 +12,8 @@
 #   make fuzz-replay  the fuzz targets over their committed corpora (part of make test)
 #   make check-peer compare the runtime with ONNX Runtime's outputs (needs ../shared/peer)
 #   make bench      time the runtime against ONNX Runtime on the generated models (bench/README.md);
-#                   without ../shared/peer, Strata alone on models from build/bench/mkbench
+#                   without ../shared/peer, Strata alone on models from build/bench/mkbench; then
+#                   text search against Xapian and SQLite FTS5 (BENCH_ONLY=text: that alone)
 #   make install    install strata, libstrata.a and strata.h under PREFIX (and DESTDIR)
 #   make clean
 
@@ -39,6 +40,8 @@ DEB_PKGS := build-essential pkg-config liblmdb-dev libprotobuf-c-dev protobuf-c-
             libonnx-dev libjansson-dev libcmocka-dev jq libstemmer-dev libexpat1-dev
 DEB_TEST_PKGS := libonnx-testdata
 DEB_FUZZ_PKGS := clang libclang-rt-14-dev
+# The text benchmark's peers (make bench; never make test): Xapian, SQLite FTS5.
+DEB_BENCH_PKGS := g++ libxapian-dev libsqlite3-dev
 
 # ---- sources (explicit lists, one per subsystem) -----------------------------
 BASE_SRC    := base/err.c base/alloc.c base/arena.c base/dtype.c base/file.c base/hash.c base/tokenize.c
@@ -51,7 +54,7 @@ STORE_SRC   := store/env.c store/doctype.c store/doc.c store/attr.c store/text.c
 RANK_SRC    := rank/lex.c rank/parser.c rank/expr.c rank/parse.c rank/parse_profile.c rank/parse_text.c rank/props.c rank/schema.c rank/type.c rank/fn.c rank/compile_base.c rank/compile.c rank/gbdt.c rank/compile_tensor.c rank/compile_feature.c rank/compile_raw.c rank/explain.c rank/vm.c \
                rank/tensor.c rank/tensor_sparse.c rank/literal.c rank/model.c rank/query.c rank/profile.c rank/app.c
 RANK_SRC    += rank/fields.c rank/docs.c rank/parse_field.c rank/types.c
-ENGINE_SRC  := engine/db.c engine/contexts.c engine/feed.c engine/tensor_json.c engine/tensor_sparse_json.c engine/yql.c engine/query.c engine/textmatch.c engine/wsetmatch.c engine/samematch.c engine/attrmatch.c engine/labels.c engine/fieldmatch.c engine/userquery.c \
+ENGINE_SRC  := engine/db.c engine/contexts.c engine/feed.c engine/tensor_json.c engine/tensor_sparse_json.c engine/yql.c engine/yql_tree.c engine/query.c engine/textmatch.c engine/wsetmatch.c engine/samematch.c engine/attrmatch.c engine/labels.c engine/fieldmatch.c engine/userquery.c engine/wand.c \
                engine/result.c engine/json_alloc.c engine/grouping.c engine/values.c engine/embed.c engine/snippet.c engine/summary.c \
                engine/fieldtypes.c engine/predicate.c engine/position.c \
                engine/services.c engine/tokenizer.c engine/query_embed.c
@@ -65,7 +68,7 @@ LIB      := $(BUILD)/libstrata.a
 CLI      := $(BUILD)/strata
 
 # Unit tests: one cmocka binary per module (tests/test_<name>.c).
-UNIT_TESTS := base runtime ops_elementwise ops_tensor store rank_parse text text_index text_coll text_settings yql_ops text_query rank_eval rank_gbdt rank_phases rank_features engine yql ops_index ops_nn ops_rnn ops_quant ops_train ops_signal infer gemm plan optimize context pool binding embed fields summary types embedder
+UNIT_TESTS := base runtime ops_elementwise ops_tensor store rank_parse text text_index text_coll text_settings yql_ops text_query wand rank_eval rank_gbdt rank_phases rank_features engine yql ops_index ops_nn ops_rnn ops_quant ops_train ops_signal infer gemm plan optimize context pool binding embed fields summary types embedder
 TEST_BINS  := $(UNIT_TESTS:%=$(BUILD)/tests/test_%)
 TEST_LIB_SRC := tests/modelbuild.c tests/opcase.c tests/apptest.c
 TEST_LIB_OBJ := $(TEST_LIB_SRC:%.c=$(BUILD)/%.o)
@@ -76,7 +79,7 @@ TENSOR_CONFORMANCE     := $(BUILD)/tests/tensor_conformance
 TENSOR_CONFORMANCE_MIN := 1987
 
 .PHONY: all test unit e2e tensor-conformance crash vespa-apps avx2 asan tsan demo deps deps-test deps-fuzz \
-        check check-peer peer bench install clean layers fuzz fuzz-replay
+        check check-peer peer bench bench-text deps-bench install clean layers fuzz fuzz-replay
 # Objects made by pattern chains (tests/test_x.o) are kept, not deleted as intermediates.
 .SECONDARY:
 all: $(LIB) $(CLI)
@@ -142,6 +145,8 @@ deps-test: deps
 	$(call install_missing,$(DEB_TEST_PKGS))
 deps-fuzz: deps
 	$(call install_missing,$(DEB_FUZZ_PKGS))
+deps-bench: deps
+	$(call install_missing,$(DEB_BENCH_PKGS))
 
 # ---- tests ----------------------------------------------------------------------
 # make test: everything CI runs.  The dependency graph check, unit tests,
@@ -417,6 +422,9 @@ $(BENCH_MODELS)/minilm_l6_cross_decomposed.onnx $(BENCH_MODELS)/minilm_l6_embed.
 	@mkdir -p $(BENCH_MODELS)
 	@echo "mkbench: writing the benchmark's models to $(BENCH_MODELS)"
 	@$(MKBENCH) $(BENCH_MODELS)
+ifeq ($(BENCH_ONLY),text)
+bench: bench-text
+else
 bench: $(BENCH) $(MKBENCH) $(QPS)
 	@if [ -d $(PEER_SRC) ] && $(MAKE) --no-print-directory peer; then \
 	  $(BENCH) --peer $(BUILD)/peer --ctx-dir $(BENCH_CTX) $(BENCH_ARGS) $(BUILD)/peer/models; \
@@ -427,6 +435,28 @@ bench: $(BENCH) $(MKBENCH) $(QPS)
 	fi
 	@$(MAKE) -s --no-print-directory $(BENCH_MODELS)/mlp_ranker.onnx
 	@$(QPS) $(QPS_ARGS) $(BENCH_MODELS)/mlp_ranker.onnx $(QPS_DIR)
+	@$(MAKE) --no-print-directory bench-text
+endif
+
+# The text case (bench/textbench.c; bench/README.md): a generated corpus of
+# 100,000 documents fed into Strata, Xapian and SQLite FTS5, then top-10
+# OR and weakAnd queries of 1, 3 and 8 terms on each, in the same run.
+# `make bench BENCH_ONLY=text` (or `make bench-text`) runs it alone.  Its
+# peers' packages come from deps-bench.  TEXT_ARGS go to the driver (e.g.
+# TEXT_ARGS='--docs 20000 --rounds 2' for a quick look).
+TEXTBENCH   := $(BUILD)/bench/textbench
+TEXT_XAPIAN := $(BUILD)/bench/text_xapian
+TEXT_DIR    := $(BUILD)/bench/text
+TEXT_ARGS   ?=
+CXX         ?= c++
+$(TEXTBENCH): $(BUILD)/bench/textbench.o $(BUILD)/bench/textgen.o $(LIB)
+	$(CC) $(CFLAGS) -o $@ $(BUILD)/bench/textbench.o $(BUILD)/bench/textgen.o $(LIB) $(LDLIBS) -lsqlite3
+$(TEXT_XAPIAN): bench/text_xapian.cc
+	@mkdir -p $(dir $@)
+	$(CXX) $(OPT) -Wall -Wextra -o $@ $< -lxapian
+bench-text: deps-bench
+	@$(MAKE) --no-print-directory $(TEXTBENCH) $(TEXT_XAPIAN)
+	@$(TEXTBENCH) --xapian $(TEXT_XAPIAN) $(TEXT_ARGS) $(TEXT_DIR)
 
 # ---- install and clean ------------------------------------------------------------------
 install: all

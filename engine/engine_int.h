@@ -14,7 +14,8 @@
  *                  blocks (query inputs); the stored JSON text of document
  *                  fields of such types, and their values for ranking
  *   feed.c         Vespa document operations -> store transactions; get, remove
- *   yql.c          YQL text -> struct yql_query (a condition tree)
+ *   yql.c          YQL text -> struct yql_query (a condition tree);
+ *   yql_tree.c     walking, testing and dumping such trees
  *   grouping.c     order by and grouping over the matches
  *   query.c        a search request: match, phases, hit order, the result;
  *   summary.c      its hits' summaries (query_int.h: the request's state,
@@ -488,10 +489,14 @@ enum yql_kind {
 	                  num the radius in millionths of a degree (< 0: any) (position.c) */
 	YQL_WSET,     /* dotProduct, wand or weightedSet(field, {token: weight, ...}) (op) */
 	YQL_SAME,     /* field contains sameElement("a", "b c"): strs all in one element */
+	YQL_WEAKAND,  /* [{targetHits: K}]weakAnd(c, ...): the top K of its terms (wand.c) */
 };
 
 /* YQL_WSET's op: the operator (wsetmatch.c). */
 enum yql_wset_op { YQL_DOTPRODUCT = 1, YQL_WAND, YQL_WEIGHTEDSET };
+
+/* weakAnd's targetHits when not annotated: Vespa's default. */
+#define YQL_WEAKAND_TARGET 100
 
 enum yql_cmp { YQL_LT = 1, YQL_LE, YQL_GT, YQL_GE, YQL_EQ };
 
@@ -504,7 +509,7 @@ struct yql_node {
 	double lo, hi;     /* RANGE */
 	char *str;         /* CONTAINS */
 	char *input;       /* NN: the query input name */
-	long target_hits;  /* NN, WSET (wand) */
+	long target_hits;  /* NN, WSET (wand), WEAKAND */
 	int approximate;   /* NN: 1 unless approximate:false */
 	char *label;       /* NN, WSET: or NULL */
 	int nvals;         /* IN: the values, numbers or strings; WSET: the tokens; SAME: the
@@ -687,6 +692,15 @@ const struct eng_text *eng_text_of(const struct eng_textset *s, const struct yql
 /* Whether document lid has the term, or the terms as a phrase (cheapest
  * with lids in increasing order). */
 int eng_text_match(const struct eng_text *t, uint32_t lid);
+/* Where lid is in v[0..n) (increasing), or n when it is not there. */
+size_t eng_lid_find(const uint32_t *v, size_t n, uint32_t lid);
+/* Remember that t's one term occurs tf times in lid (0: not at all), lids
+ * given in increasing order: its rank features read that instead of the
+ * posting list.  Returns 0 or STRATA_NOMEM. */
+int eng_text_memo(struct eng_text *t, uint32_t lid, uint32_t tf, struct strata_error *err);
+/* The words of t (-1 on a field with match: prefix), and in *p the posting
+ * list of its one term when it has one word (else NULL), borrowed from t. */
+int eng_text_single(const struct eng_text *t, struct store_postings **p);
 /* The summary setting tokens: the terms the text index holds for value v of
  * text-indexed field f (its tokenizer flags), as a JSON array of strings.
  * Returns NULL on failure, err set (STRATA_NOMEM). */
@@ -804,6 +818,29 @@ int eng_same_open(struct store_txn *txn, const struct eng_doctype *dt,
 void eng_same_close(struct eng_same *s);
 /* Whether one element of document lid holds all of n's strings. */
 int eng_same_match(struct eng_same *s, const struct yql_node *n, uint32_t lid);
+
+/* ---- wand.c: weakAnd with top-k pruning ---------------------------------------------- */
+
+struct eng_wandset;
+/* For each WEAKAND node of where: the documents of dt it matches (Vespa's
+ * weakAnd: the WAND walk over its terms' posting lists, opened in ts, with
+ * a heap of its targetHits best weakAnd scores), into *out (NULL when where
+ * has no weakAnd).  Returns 0, STRATA_NOT_IMPLEMENTED (a term that is not
+ * a one-word contains on a text-indexed field, with its position),
+ * STRATA_LIMIT, STRATA_NOMEM.  Close with eng_wand_close (NULL is
+ * ignored). */
+int eng_wand_open(struct store_txn *txn, const struct eng_doctype *dt,
+                  const struct eng_textset *ts, const struct yql_node *where,
+                  struct eng_wandset **out, struct strata_error *err);
+void eng_wand_close(struct eng_wandset *s);
+/* Whether weakAnd node n matches lid (s may be NULL: no). */
+int eng_wand_match(const struct eng_wandset *s, const struct yql_node *n, uint32_t lid);
+/* 1 when where can only match documents of one weakAnd (where is one, or
+ * an AND with one among its conditions, or rank() whose first condition
+ * is such): *lids (increasing, n of them) are its matches, borrowed from s.
+ * 0 otherwise. */
+int eng_wand_driver(const struct eng_wandset *s, const struct yql_node *where,
+                    const uint32_t **lids, size_t *n);
 
 /* ---- userquery.c: the where tree completed from the request and the schema ----------- */
 

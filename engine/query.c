@@ -240,7 +240,7 @@ static int resolve_path(struct qstate *qs, const struct yql_node *n, const struc
 static int resolve(struct qstate *qs, struct yql_node *n, struct eng_doctype *dt, int *nn_count)
 {
 	switch (n->kind) {
-	case YQL_AND: case YQL_OR: case YQL_NOT: case YQL_RANK:
+	case YQL_AND: case YQL_OR: case YQL_NOT: case YQL_RANK: case YQL_WEAKAND:
 		for (int i = 0; i < n->nkids; i++) {
 			int rc = resolve(qs, n->kids[i], dt, nn_count);
 			if (rc)
@@ -301,7 +301,8 @@ static int resolve(struct qstate *qs, struct yql_node *n, struct eng_doctype *dt
 /* Every field named in the tree must exist in at least one document type. */
 static int check_fields(struct qstate *qs, const struct yql_node *n)
 {
-	if (n->kind == YQL_AND || n->kind == YQL_OR || n->kind == YQL_NOT || n->kind == YQL_RANK) {
+	if (n->kind == YQL_AND || n->kind == YQL_OR || n->kind == YQL_NOT || n->kind == YQL_RANK ||
+	    n->kind == YQL_WEAKAND) {
 		for (int i = 0; i < n->nkids; i++) {
 			int rc = check_fields(qs, n->kids[i]);
 			if (rc)
@@ -453,6 +454,8 @@ static int eval(struct qstate *qs, struct dtstate *ds, const struct yql_node *n,
 		return !eval(qs, ds, n->kids[0], lid, nn_true);
 	case YQL_RANK:
 		return eval(qs, ds, n->kids[0], lid, nn_true);
+	case YQL_WEAKAND:
+		return eng_wand_match(ds->wand, n, lid);
 	case YQL_CMP:
 	case YQL_RANGE:
 		if (n->fidx >= 0 && ds->dt->fields[n->fidx].type == STORE_T_JSON)
@@ -611,11 +614,9 @@ static int add_hit(struct qstate *qs, struct dtstate *ds, uint32_t lid)
 	memset(h, 0, sizeof *h);
 	h->ds = ds;
 	h->lid = lid;
-	h->docid = store_docid(qs->txn, ds->dt->store_id, lid);
-	if (!h->docid)
-		h->docid = "";
-	return 0;
+	return 0; /* docid: read when a tie or the result needs it (eng_hit_docid) */
 }
+
 
 static int score_cmp(double a, double b)
 {
@@ -629,7 +630,7 @@ static int first_cmp(const void *a, const void *b)
 {
 	const struct hit *x = a, *y = b;
 	int c = score_cmp(x->first, y->first);
-	return c ? c : strcmp(x->docid, y->docid);
+	return c ? c : strcmp(eng_hit_docid(x), eng_hit_docid(y));
 }
 
 static int final_cmp(const void *a, const void *b)
@@ -640,7 +641,7 @@ static int final_cmp(const void *a, const void *b)
 		return c;
 	if (x->tier != y->tier)
 		return y->tier - x->tier;
-	return strcmp(x->docid, y->docid);
+	return strcmp(eng_hit_docid(x), eng_hit_docid(y));
 }
 
 /* Make h[i] sink below its children in a heap of the k kept hits whose top
@@ -824,9 +825,17 @@ static int run_doctype(struct qstate *qs, struct dtstate *ds)
 	/* open until the query ends: rank features and summaries read it */
 	if ((rc = eng_text_open(qs->txn, ds->dt, qs->yql->where, &ds->text, qs->err)) != 0 ||
 	    (rc = eng_wset_open(qs->txn, ds->dt, qs->yql->where, &ds->wset, qs->err)) != 0 ||
-	    (rc = eng_same_open(qs->txn, ds->dt, qs->yql->where, &ds->same, qs->err)) != 0)
+	    (rc = eng_same_open(qs->txn, ds->dt, qs->yql->where, &ds->same, qs->err)) != 0 ||
+	    (rc = eng_wand_open(qs->txn, ds->dt, ds->text, qs->yql->where, &ds->wand, qs->err)) != 0)
 		return rc;
-	for (uint32_t lid = 0; store_next(qs->txn, ds->dt->store_id, &lid) == 0; lid++) {
+	/* a weakAnd that every match must pass: its matches only, else every document */
+	const uint32_t *drive;
+	size_t ndrive, at = 0;
+	int driven = eng_wand_driver(ds->wand, qs->yql->where, &drive, &ndrive);
+	for (uint32_t lid = 0; driven ? at < ndrive : store_next(qs->txn, ds->dt->store_id, &lid) == 0;
+	     lid++) {
+		if (driven)
+			lid = drive[at++];
 		if (eval(qs, ds, qs->yql->where, lid, 0) && (rc = add_hit(qs, ds, lid)) != 0)
 			return rc;
 		if (qs->match_nomem)
@@ -1281,6 +1290,7 @@ int strata_query_json(struct strata *db, const char *request, char **result,
 		}
 		if (qs.ds[i].nn)
 			base_free(qs.ds[i].nn, qs.ds[i].nnn * sizeof *qs.ds[i].nn);
+		eng_wand_close(qs.ds[i].wand);
 		eng_text_close(qs.ds[i].text);
 		eng_wset_close(qs.ds[i].wset);
 		eng_same_close(qs.ds[i].same);

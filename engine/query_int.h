@@ -16,6 +16,7 @@ struct dtstate {
 	struct eng_textset *text; /* contains on text-indexed fields (textmatch.c) */
 	struct eng_wset *wset;    /* dotProduct, wand, weightedSet (wsetmatch.c) */
 	struct eng_same *same;    /* contains sameElement (samematch.c) */
+	struct eng_wandset *wand; /* the matches of each weakAnd (wand.c) */
 	const struct rank_summary_class *summary; /* presentation.summary, or NULL */
 	uint32_t *nn;        /* sorted lids of the nearestNeighbor set */
 	size_t nnn;
@@ -60,6 +61,19 @@ static inline uint64_t mark(void)
 static inline void charge(struct qstate *qs, uint64_t since)
 {
 	qs->rank_allocs += base_alloc_thread_count() - since;
+}
+
+/* The hit's document id, read from the store the first time it is asked
+ * for: most matches never need it. */
+static inline const char *eng_hit_docid(const struct hit *hc)
+{
+	struct hit *h = (struct hit *)hc; /* the cache is no part of the order */
+	if (!h->docid) {
+		h->docid = store_docid(h->ds->txn, h->ds->dt->store_id, h->lid);
+		if (!h->docid)
+			h->docid = "";
+	}
+	return h->docid;
 }
 
 /* ---- summary.c ---------------------------------------------------------------- */

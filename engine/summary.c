@@ -46,7 +46,7 @@ static int add_features(struct qstate *qs, const struct hit *h, json_t *fields, 
 	                             &u, qs->err);
 	qs->rank_allocs += base_alloc_thread_count() - a - u.own;
 	if (rc == STRATA_NOMEM)
-		base_nomem(qs->err, "features of '%s'", h->docid);
+		base_nomem(qs->err, "features of '%s'", eng_hit_docid(h));
 	if (!rc && json_object_size(u.obj) && json_object_set(fields, key, u.obj))
 		rc = base_nomem(qs->err, "features");
 	json_decref(u.obj);
@@ -110,7 +110,7 @@ static int summary_value(struct qstate *qs, const struct hit *h, json_t *fields,
 	int fi = sf->field, rc;
 	json_t *v;
 	if (sf->transform == RANK_SUMMARY_DOCUMENTID) {
-		v = json_string(h->docid);
+		v = json_string(eng_hit_docid(h));
 	} else if (!qs->vals[fi].set) {
 		return 0;
 	} else if (sf->tokens) {
@@ -126,7 +126,7 @@ static int summary_value(struct qstate *qs, const struct hit *h, json_t *fields,
 		v = eng_field_json(dt, fi, &qs->vals[fi]);
 	}
 	if (json_object_set_new(fields, sf->name, v))
-		return base_nomem(qs->err, "summary of '%s'", h->docid);
+		return base_nomem(qs->err, "summary of '%s'", eng_hit_docid(h));
 	return 0;
 }
 
@@ -173,7 +173,7 @@ int eng_summary(struct qstate *qs, const struct hit *h, json_t **out)
 	int rc = 0;
 	if (!child || !fields)
 		goto nomem;
-	if (json_object_set_new(child, "id", json_string(h->docid)) ||
+	if (json_object_set_new(child, "id", json_string(eng_hit_docid(h))) ||
 	    json_object_set_new(child, "relevance", relevance_json(h->score)) ||
 	    json_object_set_new(child, "source", json_string(dt->name)))
 		goto nomem;
@@ -188,7 +188,7 @@ int eng_summary(struct qstate *qs, const struct hit *h, json_t **out)
 	if ((selected(qs, "sddocname") &&
 	     json_object_set_new(fields, "sddocname", json_string(dt->name))) ||
 	    (selected(qs, "documentid") &&
-	     json_object_set_new(fields, "documentid", json_string(h->docid))))
+	     json_object_set_new(fields, "documentid", json_string(eng_hit_docid(h)))))
 		goto nomem;
 	if ((rc = summary_fields(qs, h, fields)) != 0)
 		goto fail;
@@ -204,7 +204,7 @@ int eng_summary(struct qstate *qs, const struct hit *h, json_t **out)
 	*out = child;
 	return 0;
 nomem:
-	rc = base_nomem(qs->err, "summary of '%s'", h->docid);
+	rc = base_nomem(qs->err, "summary of '%s'", eng_hit_docid(h));
 fail:
 	json_decref(fields);
 	json_decref(child);

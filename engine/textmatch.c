@@ -31,10 +31,17 @@ struct eng_text {
 	short grp[MAX_LISTS];
 	double ndocs;    /* documents of the type (bm25's N) */
 	double avgdl;    /* average length of the field where it has a value */
+	/* The term's occurrences in documents read already (a weakAnd's
+	 * matches, wand.c): lids increasing, tf 0 where it is absent. */
+	uint32_t *memo_lid;
+	uint32_t *memo_tf;
+	size_t nmemo, memo_cap;
 };
 
 static void text_free(struct eng_text *t)
 {
+	base_free(t->memo_lid, t->memo_cap * sizeof *t->memo_lid);
+	base_free(t->memo_tf, t->memo_cap * sizeof *t->memo_tf);
 	for (int i = 0; i < t->nterms; i++)
 		store_postings_close(t->pl[i]);
 	base_free(t, sizeof *t);
@@ -182,6 +189,12 @@ const struct eng_text *eng_text_of(const struct eng_textset *s, const struct yql
 	return NULL;
 }
 
+int eng_text_single(const struct eng_text *t, struct store_postings **p)
+{
+	*p = t->nterms == 1 ? t->pl[0] : NULL;
+	return t->prefix ? -1 : t->nwords;
+}
+
 /* Whether the terms follow one another somewhere: term i at p + i. */
 static int phrase_at(const struct eng_text *t)
 {
@@ -235,12 +248,58 @@ int eng_text_match(const struct eng_text *t, uint32_t lid)
 	return t->nterms == 1 || phrase_at(t);
 }
 
-/* bm25 of term i of t for lid (its length dl), or 0 when lid lacks it:
+int eng_text_memo(struct eng_text *t, uint32_t lid, uint32_t tf, struct strata_error *err)
+{
+	if (t->nmemo == t->memo_cap) {
+		size_t cap = t->memo_cap ? 2 * t->memo_cap : 256;
+		uint32_t *l = base_alloc(cap * sizeof *l), *f = l ? base_alloc(cap * sizeof *f) : NULL;
+		if (!f) {
+			if (l)
+				base_free(l, cap * sizeof *l);
+			return base_nomem(err, "weakAnd matches");
+		}
+		if (t->nmemo) {
+			memcpy(l, t->memo_lid, t->nmemo * sizeof *l);
+			memcpy(f, t->memo_tf, t->nmemo * sizeof *f);
+		}
+		base_free(t->memo_lid, t->memo_cap * sizeof *l);
+		base_free(t->memo_tf, t->memo_cap * sizeof *f);
+		t->memo_lid = l;
+		t->memo_tf = f;
+		t->memo_cap = cap;
+	}
+	BASE_DEBUG_ASSERT(!t->nmemo || t->memo_lid[t->nmemo - 1] < lid);
+	t->memo_lid[t->nmemo] = lid;
+	t->memo_tf[t->nmemo++] = tf;
+	return 0;
+}
+
+size_t eng_lid_find(const uint32_t *v, size_t n, uint32_t lid)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (v[mid] < lid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && v[lo] == lid ? lo : n;
+}
+
+/* The occurrences of t's one term in lid when t remembers them, else -1. */
+static long memo_tf(const struct eng_text *t, uint32_t lid)
+{
+	size_t at = eng_lid_find(t->memo_lid, t->nmemo, lid);
+	return at < t->nmemo ? (long)t->memo_tf[at] : -1;
+}
+
+/* bm25 of term i of t for lid (its length dl; tf occurrences of it):
  * idf(n) * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl)), with the
  * profile's k1, b and average length (bm; the index's average without). */
-static double bm25_term(const struct eng_text *t, int i, double dl, const struct rank_bm25 *bm)
+static double bm25_term(const struct eng_text *t, int i, double tf, double dl,
+                        const struct rank_bm25 *bm)
 {
-	double tf = store_postings_positions(t->pl[i], NULL, 0);
 	double df = (double)store_postings_df(t->pl[i]);
 	double idf = log(1 + (t->ndocs - df + 0.5) / (df + 0.5));
 	double avgdl = bm->avgdl > 0 ? bm->avgdl : t->avgdl;
@@ -341,6 +400,16 @@ double eng_text_feature(struct store_txn *txn, const struct eng_doctype *dt,
 				sum += native_word(t, &i, lid);
 			continue;
 		}
+		long known = t->nterms == 1 ? memo_tf(t, lid) : -1;
+		if (known >= 0) { /* read by weakAnd already */
+			if (known && feature == RANK_TF_MATCHES)
+				return 1;
+			if (known && bm.k1 < 0)
+				rank_profile_bm25(prof, field, &bm);
+			if (known)
+				sum += bm25_term(t, 0, (double)known, len, &bm);
+			continue;
+		}
 		for (int i = 0; i < t->nterms; i++) {
 			uint32_t at = lid;
 			if (store_postings_seek(t->pl[i], &at) != 0 || at != lid)
@@ -349,7 +418,7 @@ double eng_text_feature(struct store_txn *txn, const struct eng_doctype *dt,
 				return 1;
 			if (bm.k1 < 0)
 				rank_profile_bm25(prof, field, &bm);
-			sum += bm25_term(t, i, len, &bm);
+			sum += bm25_term(t, i, store_postings_positions(t->pl[i], NULL, 0), len, &bm);
 		}
 	}
 	return sum;

@@ -15,6 +15,7 @@
  *         | (cond) | dotProduct(f, {"token": weight, ...}) | weightedSet(f, {...})
  *         | [{targetHits: K, scoreThreshold: X, label: "l"}]wand(f, {...})
  *         | f contains sameElement("a", "b")
+ *         | [{targetHits: K}]weakAnd(f contains "w", ...)
  *   grouping: all(group(f) [max(N)] [order([-]agg, ...)] each(EACH))
  *         | all(output(agg, ...)) | all(grouping grouping ...),
  *         EACH: [output(agg, ...)] [all(group(g) ...) | group(g) ...] (groups
@@ -292,9 +293,10 @@ static int flip(int op)
 }
 
 /* {targetHits: 10, label: "x", approximate: false} before nearestNeighbor;
- * scoreThreshold before wand */
+ * scoreThreshold before wand.  *nn_only is where the first annotation that
+ * weakAnd does not take begins (left alone when there is none). */
 static int annotations(struct parser *ps, long *target, char **label, int *approx,
-                       double *threshold)
+                       double *threshold, const char **nn_only)
 {
 	if (next(ps))
 		return STRATA_PARSE;
@@ -312,22 +314,30 @@ static int annotations(struct parser *ps, long *target, char **label, int *appro
 				return fail_at(ps, vat, "targetHits must be a positive integer%s", "");
 			*target = (long)v;
 		} else if (!strcmp(key, "label")) {
+			if (!*nn_only)
+				*nn_only = at;
 			if (ps->tok != T_STR)
 				return expected(ps, "a string");
 			*label = ps->str;
 			if (next(ps))
 				return STRATA_PARSE;
 		} else if (!strcmp(key, "approximate")) {
+			if (!*nn_only)
+				*nn_only = at;
 			if (!is_kw(ps, "true") && !is_kw(ps, "false"))
 				return expected(ps, "true or false");
 			*approx = is_kw(ps, "true");
 			if (next(ps))
 				return STRATA_PARSE;
 		} else if (!strcmp(key, "scoreThreshold")) {
+			if (!*nn_only)
+				*nn_only = at;
 			if (number(ps, threshold, "a number"))
 				return STRATA_PARSE;
 		} else if (!strcmp(key, "hnsw.exploreAdditionalHits")) {
 			double v;
+			if (!*nn_only)
+				*nn_only = at;
 			if (number(ps, &v, "a number")) /* no effect: search is exact */
 				return STRATA_PARSE;
 		} else {
@@ -603,20 +613,20 @@ static struct yql_node *phrase(struct parser *ps, char *field, const char *at)
 	return next(ps) ? NULL : n;
 }
 
-/* After 'name(': weakAnd(c, ...) (an OR: every match is kept, so
- * targetHits prunes nothing), rank(c, ...) (matches as its first
+/* After 'name(': weakAnd(c, ...) (its targetHits, Vespa's 100 when not
+ * annotated; wand.c matches it), rank(c, ...) (matches as its first
  * condition, the others only feed rank features), userQuery() (the query
  * request parameter), userInput(@param). */
 static struct yql_node *text_call(struct parser *ps, const char *name, const char *at,
                                   long target)
 {
-	int kind = !strcmp(name, "weakAnd") ? YQL_OR
+	int kind = !strcmp(name, "weakAnd") ? YQL_WEAKAND
 	           : !strcmp(name, "rank")  ? YQL_RANK
 	           : !strcmp(name, "userQuery") ? YQL_USERQUERY : YQL_USERINPUT;
 	struct yql_node *n = node(ps, kind, at);
 	if (!n)
 		return NULL;
-	n->target_hits = target;
+	n->target_hits = kind == YQL_WEAKAND && target < 0 ? YQL_WEAKAND_TARGET : target;
 	if (kind == YQL_USERINPUT) {
 		if (is_punct(ps, "@")) {
 			if (next(ps) || !(n->str = ident(ps, "a parameter name")))
@@ -747,8 +757,9 @@ static struct yql_node *primary(struct parser *ps)
 	int approx = 1;
 	int annotated = 0;
 	double threshold = -INFINITY;
+	const char *nn_only = NULL;
 	if (is_punct(ps, "{")) {
-		if (annotations(ps, &target, &label, &approx, &threshold))
+		if (annotations(ps, &target, &label, &approx, &threshold, &nn_only))
 			return NULL;
 		annotated = 1;
 	}
@@ -811,9 +822,6 @@ static struct yql_node *primary(struct parser *ps)
 			n->approximate = approx;
 			return n;
 		}
-		if (!strcmp(name, "weakAnd") || !strcmp(name, "rank") || !strcmp(name, "userQuery") ||
-		    !strcmp(name, "userInput"))
-			return text_call(ps, name, at, target);
 		if (!strcmp(name, "dotProduct") || !strcmp(name, "wand") || !strcmp(name, "weightedSet")) {
 			struct yql_node *n = wset_call(ps, name, at);
 			if (n && ((threshold != -INFINITY || target >= 0) && n->op != YQL_WAND)) {
@@ -827,11 +835,18 @@ static struct yql_node *primary(struct parser *ps)
 			}
 			return n;
 		}
-		if (annotated) {
-			fail_at(ps, at, "annotations are only supported on nearestNeighbor, not on '%s'",
-			        name);
+		if (!strcmp(name, "weakAnd") && nn_only) {
+			fail_at(ps, nn_only, "weakAnd takes the annotation targetHits only%s", "");
 			return NULL;
 		}
+		if (annotated && strcmp(name, "weakAnd")) {
+			fail_at(ps, at, "annotations are only supported on nearestNeighbor, wand and "
+			        "weakAnd, not on '%s'", name);
+			return NULL;
+		}
+		if (!strcmp(name, "weakAnd") || !strcmp(name, "rank") || !strcmp(name, "userQuery") ||
+		    !strcmp(name, "userInput"))
+			return text_call(ps, name, at, target);
 		if (!strcmp(name, "predicate"))
 			return predicate_call(ps, at);
 		if (!strcmp(name, "geoLocation")) {
@@ -1352,144 +1367,4 @@ void yql_free(struct yql_query *q)
 		regfree(n->re);
 	base_arena_free(&q->arena);
 	base_free(q, sizeof *q);
-}
-
-/* ---- dump (tests, diagnostics) ---------------------------------------------------- */
-
-static void dump_to(const struct yql_node *n, char *buf, size_t cap, size_t *len)
-{
-	static const char *ops[] = { "", "<", "<=", ">", ">=", "=" };
-	char tmp[512];
-	tmp[0] = 0;
-	switch (n->kind) {
-	case YQL_TRUE: snprintf(tmp, sizeof tmp, "TRUE"); break;
-	case YQL_FALSE: snprintf(tmp, sizeof tmp, "FALSE"); break;
-	case YQL_CMP: snprintf(tmp, sizeof tmp, "%s%s%g", n->field, ops[n->op], n->num); break;
-	case YQL_RANGE:
-		snprintf(tmp, sizeof tmp, "RANGE(%s,%g,%g)", n->field, n->lo, n->hi);
-		break;
-	case YQL_CONTAINS: snprintf(tmp, sizeof tmp, "%s CONTAINS \"%s\"", n->field, n->str); break;
-	case YQL_MATCHES: snprintf(tmp, sizeof tmp, "%s MATCHES \"%s\"", n->field, n->str); break;
-	case YQL_IN: {
-		size_t k = (size_t)snprintf(tmp, sizeof tmp, "%s IN (", n->field);
-		for (int i = 0; i < n->nvals && k < sizeof tmp; i++) {
-			if (n->strs)
-				k += (size_t)snprintf(tmp + k, sizeof tmp - k, "%s\"%s\"", i ? "," : "",
-				                      n->strs[i]);
-			else
-				k += (size_t)snprintf(tmp + k, sizeof tmp - k, "%s%g", i ? "," : "", n->nums[i]);
-		}
-		if (k < sizeof tmp)
-			snprintf(tmp + k, sizeof tmp - k, ")");
-		break;
-	}
-	case YQL_NN:
-		snprintf(tmp, sizeof tmp, "NN(%s,%s,%ld%s%s)", n->field, n->input, n->target_hits,
-		         n->label ? ",label=" : "", n->label ? n->label : "");
-		break;
-	case YQL_PREDICATE: {
-		size_t k = (size_t)snprintf(tmp, sizeof tmp, "PREDICATE(%s", n->field);
-		for (int i = 0; i < n->nvals && k < sizeof tmp; i++)
-			k += (size_t)snprintf(tmp + k, sizeof tmp - k, ",%s=%s", n->strs[2 * i],
-			                      n->strs[2 * i + 1]);
-		for (int i = 0; i < n->nranges && k < sizeof tmp; i++)
-			k += (size_t)snprintf(tmp + k, sizeof tmp - k, ",%s:%lld", n->rkeys[i],
-			                      (long long)n->rvals[i]);
-		if (k < sizeof tmp)
-			snprintf(tmp + k, sizeof tmp - k, ")");
-		break;
-	}
-	case YQL_GEO:
-		snprintf(tmp, sizeof tmp, "GEO(%s,%g,%g,%s)", n->field, n->lo, n->hi, n->str);
-		break;
-	case YQL_USERQUERY: snprintf(tmp, sizeof tmp, "USERQUERY()"); break;
-	case YQL_SAME: {
-		size_t k = (size_t)snprintf(tmp, sizeof tmp, "%s SAMEELEMENT(", n->field);
-		for (int i = 0; i < n->nvals && k < sizeof tmp; i++)
-			k += (size_t)snprintf(tmp + k, sizeof tmp - k, "%s\"%s\"", i ? "," : "", n->strs[i]);
-		if (k < sizeof tmp)
-			snprintf(tmp + k, sizeof tmp - k, ")");
-		break;
-	}
-	case YQL_WSET: {
-		static const char *const names[] = { "", "DOTPRODUCT", "WAND", "WEIGHTEDSET" };
-		size_t k = (size_t)snprintf(tmp, sizeof tmp, "%s(%s,{", names[n->op], n->field);
-		for (int i = 0; i < n->nvals && k < sizeof tmp; i++)
-			k += (size_t)snprintf(tmp + k, sizeof tmp - k, "%s\"%s\":%g", i ? "," : "",
-			                      n->strs[i], n->nums[i]);
-		if (k < sizeof tmp)
-			snprintf(tmp + k, sizeof tmp - k, "}%s%s)", n->label ? ",label=" : "",
-			         n->label ? n->label : "");
-		break;
-	}
-	case YQL_USERINPUT:
-		if (n->str)
-			snprintf(tmp, sizeof tmp, "USERINPUT(@%s)", n->str);
-		else
-			snprintf(tmp, sizeof tmp, "USERINPUT(\"%s\")", n->field);
-		break;
-	case YQL_AND: case YQL_OR: case YQL_NOT: case YQL_RANK: {
-		const char *name = n->kind == YQL_AND ? "AND(" : n->kind == YQL_OR ? "OR("
-		                   : n->kind == YQL_RANK ? "RANK(" : "NOT(";
-		size_t l = strlen(name);
-		if (*len + l < cap) {
-			memcpy(buf + *len, name, l + 1);
-			*len += l;
-		}
-		for (int i = 0; i < n->nkids; i++) {
-			if (i && *len + 1 < cap) {
-				buf[(*len)++] = ',';
-				buf[*len] = 0;
-			}
-			dump_to(n->kids[i], buf, cap, len);
-		}
-		if (*len + 1 < cap) {
-			buf[(*len)++] = ')';
-			buf[*len] = 0;
-		}
-		return;
-	}
-	}
-	size_t l = strlen(tmp);
-	if (*len + l < cap) {
-		memcpy(buf + *len, tmp, l + 1);
-		*len += l;
-	}
-}
-
-int yql_each(const struct yql_node *n, int kind, int (*fn)(void *ud, const struct yql_node *n),
-             void *ud)
-{
-	if (!n)
-		return 0;
-	for (int i = 0; i < n->nkids; i++) {
-		int rc = yql_each(n->kids[i], kind, fn, ud);
-		if (rc)
-			return rc;
-	}
-	return n->kind == kind ? fn(ud, n) : 0;
-}
-
-char *yql_dump(const struct yql_node *n)
-{
-	char buf[4096];
-	size_t len = 0;
-	buf[0] = 0;
-	dump_to(n, buf, sizeof buf, &len);
-	return base_strdup(buf);
-}
-
-int yql_number_test(const void *ud, double v)
-{
-	const struct yql_node *n = ud;
-	if (n->kind == YQL_RANGE)
-		return v >= n->lo && v <= n->hi;
-	switch (n->op) {
-	case YQL_LT: return v < n->num;
-	case YQL_LE: return v <= n->num;
-	case YQL_GT: return v > n->num;
-	case YQL_GE: return v >= n->num;
-	case YQL_EQ: return v == n->num;
-	}
-	return 0;
 }

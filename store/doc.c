@@ -521,6 +521,9 @@ int store_doc_text_sync(MDB_txn *t, MDB_dbi meta, struct doctype *dt, struct str
 	base_free(copy, copy_cap);
 	base_tokenizer_free(w.tok);
 	base_free(w.tbuf, w.tbuf_cap);
+	if (!rc && mrc == MDB_NOTFOUND)
+		rc = store_text_flush(&w, err);
+	store_text_df_free(&w);
 	base_free(w.ebuf, w.ebuf_cap);
 	if (rc)
 		return rc;

@@ -301,6 +301,8 @@ static void txn_free(struct store_txn *txn)
 	base_tokenizer_free(txn->tok); /* text indexing's (text.c) */
 	base_free(txn->tbuf, txn->tbuf_cap);
 	base_free(txn->ebuf, txn->ebuf_cap);
+	if (txn->df_free)
+		txn->df_free(txn);
 	if (txn->arena_used)
 		base_arena_free(&txn->arena);
 	base_free(txn, sizeof *txn);
@@ -317,6 +319,8 @@ int store_txn_commit(struct store_txn *txn, struct strata_error *err)
 		rc = base_err(err, STRATA_TXN_FAILED,
 		              "the transaction failed earlier; nothing was committed");
 	} else if (!txn->write) {
+		mdb_txn_abort(txn->txn);
+	} else if (txn->df_flush && (rc = txn->df_flush(txn, err)) != 0) {
 		mdb_txn_abort(txn->txn);
 	} else if ((rc = mdb_txn_commit(txn->txn)) != 0) {
 		rc = store_mdb_err(err, rc, "committing");

@@ -11,7 +11,8 @@
  *   "<dt>/text"   the text index of the fields with one (text.c), keys
  *                 starting with the stored field number (u16, big-endian):
  *                 F term 0x00 lid(u32 BE) -> the term's positions in the
- *                 field (varint deltas); F 0xFF lid(u32 BE) -> the field's
+ *                 field (varint deltas); F term 0x00 -> the number of
+ *                 those postings (u32); F 0xFF lid(u32 BE) -> the field's
  *                 length in tokens (u32), for an array or weighted set
  *                 followed by (first position, length, weight) per element
  *                 (u32 each); F 0xFE -> documents with the field
@@ -119,6 +120,11 @@ struct store_txn {
 	size_t tbuf_cap;
 	uint8_t *ebuf;           /* a collection's element table */
 	size_t ebuf_cap;
+	/* Changes to term frequencies (text.c), written at commit: text.c sets
+	 * the two hooks when it makes df, so that env.c does not depend on it. */
+	struct store_text_df *df;
+	int (*df_flush)(struct store_txn *w, struct strata_error *err);
+	void (*df_free)(struct store_txn *w);
 	/* Aligned copies of record tensors that LMDB left misaligned. */
 	struct base_arena arena;
 	int arena_used;
@@ -167,6 +173,12 @@ int store_text_reindex(struct store_txn *w, struct doctype *dt, uint32_t lid,
 int store_text_elems(const char *s, size_t n, int kind,
                      int (*fn)(void *ud, const char *str, size_t len, int32_t weight), void *ud,
                      struct strata_error *err);
+/* Write the term frequencies w's reindexing changed (before w commits;
+ * the rebuild calls it itself) and forget them.  Returns 0,
+ * STRATA_CORRUPT, or an LMDB error reported. */
+int store_text_flush(struct store_txn *w, struct strata_error *err);
+/* Forget w's pending frequency changes (the transaction is not committed). */
+void store_text_df_free(struct store_txn *w);
 /* Compare dt's text settings with those recorded in meta: *changed = 1
  * when they differ; record = 1 records them.  Returns 0 or an error. */
 int store_text_settings(MDB_txn *t, MDB_dbi meta, const struct doctype *dt, int record,

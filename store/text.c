@@ -7,7 +7,12 @@
  * kept in lid order by LMDB, so a posting list is a key range that a cursor
  * walks and skips in with MDB_SET_RANGE.  The positions of the term in the
  * field are the value; the field's length and the totals bm25 needs are
- * kept beside them.
+ * kept beside them, and so is each term's document frequency (F term 0,
+ * just before its postings), so that a query reads it in one lookup instead
+ * of counting the postings.  A write transaction adds up the changes to
+ * the frequencies in memory and writes each changed one once, when it
+ * commits (store_text_flush): a feed that indexes a frequent term in every
+ * document of a batch writes its frequency once per batch.
  *
  * A collection field (an array or weighted set of strings) indexes each
  * element on its own (text_elems.c reads them from the stored JSON):
@@ -19,9 +24,11 @@
  *
  * Invariants: for every live document and text field with a value, there is
  * exactly one length entry and one posting per distinct term of the value
- * as the tokenizer splits it today; the totals entry is the sum of those
+ * as the tokenizer splits it today; a term's frequency entry is the number
+ * of its postings (no entry: none); the totals entry is the sum of those
  * lengths and their count.  Changing a field's text settings rebuilds the
- * index (store_text_sync).
+ * index (store_text_sync); so does opening an index written before the
+ * frequency entries (TEXT_FORMAT is part of the recorded settings).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +41,9 @@
 #define LEN_TAG 0xFF
 #define SUM_TAG 0xFE
 #define ELEM_BYTES 12 /* an element in a length entry: start, length, weight (u32 each) */
+#define TEXT_FORMAT 0x54584631u /* recorded with the settings: "TXF1", frequency entries */
+#define GALLOP 8 /* postings a forward seek steps over before it searches */
+#define DF_MAX_TERMS ((size_t)1 << 26) /* distinct terms one transaction may change */
 
 static size_t key_field(uint8_t *k, int sf)
 {
@@ -237,6 +247,146 @@ static int sum_update(struct store_txn *w, struct doctype *dt, int sf, int64_t d
 	return 0;
 }
 
+/* ---- document frequencies, added up per write transaction ------------------------ */
+
+/* One term's pending change: its frequency key (F term 0) lives in the
+ * table's key bytes at koff. */
+struct df_slot {
+	uint64_t hash;     /* 0: empty */
+	MDB_dbi dbi;
+	uint32_t koff;
+	uint16_t klen;
+	int32_t delta;
+};
+
+struct store_text_df {
+	struct df_slot *slot;
+	size_t cap, used;  /* cap a power of two */
+	uint8_t *keys;
+	size_t kused, kcap;
+};
+
+static uint64_t df_hash(MDB_dbi dbi, const uint8_t *k, size_t n)
+{
+	uint64_t h = base_hash64(k, n, dbi);
+	return h ? h : 1;
+}
+
+static struct df_slot *df_find(struct store_text_df *d, uint64_t h, MDB_dbi dbi, const uint8_t *k,
+                               size_t n)
+{
+	for (size_t i = h & (d->cap - 1);; i = (i + 1) & (d->cap - 1)) {
+		struct df_slot *s = &d->slot[i];
+		if (!s->hash || (s->hash == h && s->dbi == dbi && s->klen == n &&
+		                 memcmp(d->keys + s->koff, k, n) == 0))
+			return s;
+	}
+}
+
+static int df_grow(struct store_text_df *d, struct strata_error *err)
+{
+	size_t cap = d->cap ? d->cap * 2 : 1024;
+	if (cap / 2 > DF_MAX_TERMS)
+		return base_err(err, STRATA_LIMIT, "more than %zu distinct terms in one transaction",
+		                DF_MAX_TERMS);
+	struct df_slot *slot = base_calloc(cap, sizeof *slot);
+	if (!slot)
+		return base_nomem(err, "indexing text");
+	struct df_slot *old = d->slot;
+	size_t ocap = d->cap;
+	d->slot = slot;
+	d->cap = cap;
+	for (size_t i = 0; i < ocap; i++)
+		if (old[i].hash)
+			*df_find(d, old[i].hash, old[i].dbi, d->keys + old[i].koff, old[i].klen) = old[i];
+	base_free(old, ocap * sizeof *old);
+	return 0;
+}
+
+/* Add delta to the frequency of the term whose key (F term 0) is k[0..n). */
+static int df_add(struct store_txn *w, MDB_dbi dbi, const uint8_t *k, size_t n, int delta,
+                  struct strata_error *err)
+{
+	struct store_text_df *d = w->df;
+	if (!d) {
+		if (!(d = base_calloc(1, sizeof *d)))
+			return base_nomem(err, "indexing text");
+		w->df = d;
+		w->df_flush = store_text_flush;
+		w->df_free = store_text_df_free;
+	}
+	int rc;
+	if ((d->used + 1) * 4 > d->cap * 3 && (rc = df_grow(d, err)) != 0)
+		return rc;
+	uint64_t h = df_hash(dbi, k, n);
+	struct df_slot *s = df_find(d, h, dbi, k, n);
+	if (!s->hash) {
+		if (d->kused + n > d->kcap) {
+			size_t cap = d->kcap ? d->kcap : 65536;
+			while (cap < d->kused + n)
+				cap *= 2;
+			uint8_t *p = base_realloc(d->keys, d->kcap, cap);
+			if (!p)
+				return base_nomem(err, "indexing text");
+			d->keys = p;
+			d->kcap = cap;
+		}
+		memcpy(d->keys + d->kused, k, n);
+		s->hash = h;
+		s->dbi = dbi;
+		s->koff = (uint32_t)d->kused;
+		s->klen = (uint16_t)n;
+		s->delta = 0;
+		d->kused += n;
+		d->used++;
+	}
+	s->delta += delta;
+	return 0;
+}
+
+void store_text_df_free(struct store_txn *w)
+{
+	struct store_text_df *d = w->df;
+	if (!d)
+		return;
+	base_free(d->slot, d->cap * sizeof *d->slot);
+	base_free(d->keys, d->kcap);
+	base_free(d, sizeof *d);
+	w->df = NULL;
+}
+
+int store_text_flush(struct store_txn *w, struct strata_error *err)
+{
+	struct store_text_df *d = w->df;
+	int rc = 0;
+	for (size_t i = 0; d && i < d->cap && !rc; i++) {
+		struct df_slot *s = &d->slot[i];
+		if (!s->hash || !s->delta)
+			continue;
+		MDB_val k = {s->klen, d->keys + s->koff}, v;
+		uint32_t df = 0;
+		rc = mdb_get(w->txn, s->dbi, &k, &v);
+		if (rc == 0 && v.mv_size == sizeof df)
+			memcpy(&df, v.mv_data, sizeof df);
+		else if (rc == 0)
+			return base_err(err, STRATA_CORRUPT, "text index: bad frequency entry");
+		else if (rc != MDB_NOTFOUND)
+			return store_mdb_err(err, rc, "updating the text index");
+		int64_t n = (int64_t)df + s->delta;
+		if (n < 0 || n > UINT32_MAX)
+			return base_err(err, STRATA_CORRUPT, "text index: bad frequency entry");
+		df = (uint32_t)n;
+		v.mv_size = sizeof df;
+		v.mv_data = &df;
+		rc = df ? mdb_put(w->txn, s->dbi, &k, &v, 0) : mdb_del(w->txn, s->dbi, &k, NULL);
+		if (rc && rc != MDB_NOTFOUND)
+			return store_mdb_err(err, rc, "updating the text index");
+		rc = 0;
+	}
+	store_text_df_free(w);
+	return rc;
+}
+
 /* Remove lid's entries for field sf: its tokens are tbuf[from, to). */
 static int drop_field(struct store_txn *w, struct doctype *dt, int sf, uint32_t lid, size_t from,
                       size_t to, uint32_t len, struct strata_error *err)
@@ -249,6 +399,8 @@ static int drop_field(struct store_txn *w, struct doctype *dt, int sf, uint32_t 
 		rc = mdb_del(w->txn, dt->text, &k, NULL);
 		if (rc && rc != MDB_NOTFOUND) /* a repeated term is gone already */
 			return store_mdb_err(err, rc, "updating the text index");
+		if (!rc && (rc = df_add(w, dt->text, kb, k.mv_size - 4, -1, err)) != 0)
+			return rc;
 		o += rec_size(r->n);
 	}
 	MDB_val k = {length_key(kb, sf, lid), kb};
@@ -326,6 +478,8 @@ static int add_field(struct store_txn *w, struct doctype *dt, int sf, uint32_t l
 			rc = store_mdb_err(err, rc, "writing the text index");
 			break;
 		}
+		if ((rc = df_add(w, dt->text, kb, k.mv_size - 4, 1, err)) != 0)
+			break;
 		uint8_t *p = v.mv_data;
 		last = 0;
 		for (size_t q = i; q < j; q++) {
@@ -396,13 +550,17 @@ int store_text_settings(MDB_txn *t, MDB_dbi meta, const struct doctype *dt, int 
 			sig[nsig++] = (uint32_t)sf;
 			sig[nsig++] = (uint32_t)dt->stored[sf].text;
 		}
+	uint32_t sigx[2 * STORE_MAX_TEXT_FIELDS + 1];
+	memcpy(sigx, sig, nsig * sizeof *sig);
+	if (nsig) /* the index's format: an older one is rebuilt */
+		sigx[nsig++] = TEXT_FORMAT;
 	char key[STORE_MAX_NAME + 8];
 	snprintf(key, sizeof key, "x/%s", dt->name);
 	MDB_val k = {strlen(key), key}, v;
 	int rc;
 	if (record) {
 		v.mv_size = nsig * 4;
-		v.mv_data = sig;
+		v.mv_data = sigx;
 		rc = nsig ? mdb_put(t, meta, &k, &v, 0) : mdb_del(t, meta, &k, NULL);
 		if (rc && rc != MDB_NOTFOUND)
 			return store_mdb_err(err, rc, "recording the text settings");
@@ -413,7 +571,7 @@ int store_text_settings(MDB_txn *t, MDB_dbi meta, const struct doctype *dt, int 
 		return store_mdb_err(err, rc, "reading the text settings");
 	*changed = rc == MDB_NOTFOUND
 	                   ? nsig != 0
-	                   : !(v.mv_size == nsig * 4 && memcmp(v.mv_data, sig, v.mv_size) == 0);
+	                   : !(v.mv_size == nsig * 4 && memcmp(v.mv_data, sigx, v.mv_size) == 0);
 	return 0;
 }
 
@@ -424,6 +582,7 @@ struct store_postings {
 	uint8_t key[KEY_MAX];
 	size_t plen;           /* bytes of F term 0 */
 	uint32_t lid;
+	uint32_t lo;           /* valid: no posting in [lo, lid) */
 	const uint8_t *val;
 	size_t vlen;
 	int valid;             /* on a posting */
@@ -482,10 +641,21 @@ int store_postings_open(struct store_txn *txn, int doctype, int field, const cha
 		base_free(p, sizeof *p);
 		return store_mdb_err(err, rc, "reading the text index");
 	}
-	/* the document frequency: one walk over the range */
-	for (rc = step(p, MDB_SET_RANGE, 0); rc == 0; rc = step(p, MDB_NEXT, 0))
-		p->df++;
+	/* the document frequency: its entry, the key before the postings */
+	MDB_val k = {p->plen, p->key}, v;
+	rc = mdb_get(txn->txn, dt->text, &k, &v);
+	if (rc == 0 && v.mv_size == 4) {
+		uint32_t df;
+		memcpy(&df, v.mv_data, 4);
+		p->df = df;
+	} else if (rc != MDB_NOTFOUND) {
+		mdb_cursor_close(p->c);
+		base_free(p, sizeof *p);
+		return rc ? store_mdb_err(err, rc, "reading the text index")
+		          : base_err(err, STRATA_CORRUPT, "text index: bad frequency entry");
+	}
 	step(p, MDB_SET_RANGE, 0);
+	p->lo = 0;
 	*out = p;
 	return 0;
 }
@@ -497,13 +667,31 @@ uint64_t store_postings_df(const struct store_postings *p)
 
 int store_postings_seek(struct store_postings *p, uint32_t *lid)
 {
-	if (p->valid && p->lid == *lid) {
+	uint32_t want = *lid;
+	if (p->valid && p->lid >= want && p->lo <= want) { /* there already */
 		*lid = p->lid;
 		return 0;
 	}
-	int rc = step(p, p->valid && p->lid + 1 == *lid ? MDB_NEXT : MDB_SET_RANGE, *lid);
-	if (!rc)
+	int rc;
+	if (p->valid && p->lid < want) {
+		/* a short hop forward: the next postings, on the cursor's page,
+		 * cost less than a search from the root */
+		for (int i = 0; i < GALLOP; i++) {
+			uint32_t from = p->lid + 1;
+			if ((rc = step(p, MDB_NEXT, 0)) != 0)
+				return rc;
+			p->lo = from;
+			if (p->lid >= want) {
+				*lid = p->lid;
+				return 0;
+			}
+		}
+	}
+	rc = step(p, MDB_SET_RANGE, want);
+	if (!rc) {
+		p->lo = want;
 		*lid = p->lid;
+	}
 	return rc;
 }
 
@@ -642,10 +830,14 @@ int store_text_terms(struct store_txn *txn, int doctype, int field, const char *
 	int stop = 0;
 	while (!stop && (rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE)) == 0) {
 		const uint8_t *key = k.mv_data;
-		/* F term 0 lid; the length and totals tags sort after every term */
-		if (k.mv_size < o + n + 5 || memcmp(key, kb, o + n) != 0 || key[o] >= SUM_TAG)
+		/* F term 0 (the frequency) then F term 0 lid; the length and
+		 * totals tags sort after every term */
+		if (k.mv_size < o + n + 1 || memcmp(key, kb, o + n) != 0 || key[o] >= SUM_TAG)
 			break;
-		size_t tl = k.mv_size - o - 5;
+		const uint8_t *z = memchr(key + o, 0, k.mv_size - o);
+		if (!z)
+			break;
+		size_t tl = (size_t)(z - key) - o;
 		stop = fn(ud, (const char *)key + o, tl);
 		/* on past this term's postings: F term 0x01 */
 		memmove(kb + o, key + o, tl);

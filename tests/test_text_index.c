@@ -1,7 +1,8 @@
 /*
  * test_text_index.c: the text index in the store (store/text.c).  Posting
  * lists, positions, field lengths and totals are checked against a brute
- * force scan that tokenizes every stored document again: after random puts,
+ * force scan that tokenizes every stored document again (and seeks in them,
+ * forward and back, against the lids found): after random puts,
  * updates and removes, after reopening, after the text settings change
  * (rebuild), after a failed transaction is aborted, and after a writer
  * process is killed with SIGKILL in the middle of a feed (every
@@ -131,7 +132,7 @@ static void check_field(struct store_txn *r, int dt, int field, uint64_t *ndocs_
 		assert_int_equal(store_postings_open(r, dt, field, ts->t[i], strlen(ts->t[i]), &pl, &err),
 		                 0);
 		uint64_t df = 0;
-		uint32_t want = 0, at = 0;
+		uint32_t want = 0, at = 0, lids[512];
 		for (;;) {
 			int rc = store_next(r, dt, &want);
 			uint32_t bpos[64];
@@ -156,10 +157,27 @@ static void check_field(struct store_txn *r, int dt, int field, uint64_t *ndocs_
 			uint32_t pos[64];
 			assert_int_equal(store_postings_positions(pl, pos, 64), bn);
 			assert_memory_equal(pos, bpos, (size_t)bn * sizeof *pos);
-			df++;
+			assert_true(df < 512);
+			lids[df++] = want;
 			at = ++want;
 		}
 		assert_int_equal(store_postings_df(pl), df);
+		/* seeks back and forth, near and far: the first posting at or after */
+		unsigned seed = (unsigned)i * 2654435761u + 1;
+		for (int k = 0; k < 200; k++) {
+			seed = seed * 1103515245u + 12345u;
+			uint32_t to = (seed >> 8) % (want + 3), got = to;
+			size_t j = 0;
+			while (j < df && lids[j] < to)
+				j++;
+			int prc = store_postings_seek(pl, &got);
+			if (j == df) {
+				assert_int_equal(prc, STRATA_NOT_FOUND);
+				continue;
+			}
+			assert_int_equal(prc, 0);
+			assert_int_equal(got, lids[j]);
+		}
 		store_postings_close(pl);
 	}
 	free(ts);

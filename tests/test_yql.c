@@ -56,7 +56,11 @@ static void test_yql_parse(void **state)
 	/* text search */
 	yql_ok("select * from sources * where title contains phrase(\"a\", \"b c\") and "
 	       "{targetHits: 3}weakAnd(t contains \"x\", t contains \"y\")",
-	       "AND(title CONTAINS \"a b c\",OR(t CONTAINS \"x\",t CONTAINS \"y\"))");
+	       "AND(title CONTAINS \"a b c\",WEAKAND(3;t CONTAINS \"x\",t CONTAINS \"y\"))");
+	yql_ok("select * from sources * where weakAnd(t contains \"x\")",
+	       "WEAKAND(100;t CONTAINS \"x\")");
+	yql_ok("select * from sources * where {targetNumHits: 2}weakAnd(t contains \"x\")",
+	       "WEAKAND(2;t CONTAINS \"x\")");
 	yql_ok("select * from sources * where rank(userQuery(), userInput(@q), userInput(\"w\"))",
 	       "RANK(USERQUERY(),USERINPUT(@q),USERINPUT(\"w\"))");
 
@@ -99,6 +103,19 @@ static void test_yql_errors(void **state)
 	        "yql:1:31: unknown function 'foo'");
 	yql_bad("select * from sources * where weakAnd()", STRATA_PARSE,
 	        "yql:1:31: weakAnd() needs at least one condition");
+	yql_bad("select * from sources * where {targetHits: 0}weakAnd(t contains \"x\")",
+	        STRATA_PARSE, "yql:1:44: targetHits must be a positive integer");
+	yql_bad("select * from sources * where {targetHits: 2.5}weakAnd(t contains \"x\")",
+	        STRATA_PARSE, "yql:1:44: targetHits must be a positive integer");
+	yql_bad("select * from sources * where {targetHits: 2, label: \"l\"}weakAnd(t contains \"x\")",
+	        STRATA_PARSE, "yql:1:47: weakAnd takes the annotation targetHits only");
+	yql_bad("select * from sources * where {approximate: false}weakAnd(t contains \"x\")",
+	        STRATA_PARSE, "yql:1:32: weakAnd takes the annotation targetHits only");
+	yql_bad("select * from sources * where {targetHits: 2, k: 1}weakAnd(t contains \"x\")",
+	        STRATA_PARSE, "yql:1:47: unknown annotation 'k'");
+	yql_bad("select * from sources * where {targetHits: 2}rank(t contains \"x\")", STRATA_PARSE,
+	        "yql:1:31: annotations are only supported on nearestNeighbor, wand and weakAnd, not on "
+	        "'rank'");
 	yql_bad("select * from sources * where t contains phrase(\"a\", 1)", STRATA_PARSE,
 	        "yql:1:54: expected a word in quotes, found '1'");
 	yql_bad("select * from sources * where userInput(q)", STRATA_PARSE,

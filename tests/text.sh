@@ -2,9 +2,9 @@
 # text.sh: end-to-end tests of text search through the strata CLI: a
 # schema with text-indexed fields (match: text with stemming, match: word,
 # a fieldset, a field outside the document), 'contains' with single words,
-# phrases and accents, update and remove keeping the index exact, and a
-# feed killed with SIGKILL after which the documents and the text index
-# agree.
+# phrases and accents, weakAnd and its pruning, update and remove keeping
+# the index exact, and a feed killed with SIGKILL after which the documents
+# and the text index agree.
 #
 #   sh tests/text.sh [STRATA]
 #
@@ -165,8 +165,19 @@ check "userQuery, field:word" "$(req "{$Y userQuery()\", \"query\": \"tag:paris\
 check "userQuery, no words" "$(req "{$Y userQuery()\", \"query\": \"  \"}")" ""
 check "userInput, a phrase" "$(req "{$Y userInput(@q)\", \"q\": \"\\\"shoes running\\\"\"}")" "3,2"
 check "phrase()" "$(ids 'title contains phrase("running", "shoes")')" "1"
-check "weakAnd keeps every match" \
-	"$(ids '{targetHits: 1}weakAnd(title contains "cafe", title contains "shoe")')" "3,2,1"
+check "weakAnd with targetHits >= matches: every match" \
+	"$(ids '{targetHits: 3}weakAnd(title contains "cafe", title contains "shoe")')" "3,2,1"
+# targetHits 1: 1 enters the empty heap, 2 ties with it and is skipped, 3
+# (cafe and shoe) scores above it
+check "weakAnd with targetHits 1 prunes" \
+	"$(ids '{targetHits: 1}weakAnd(title contains "cafe", title contains "shoe")')" "3,1"
+check "weakAnd default targetHits" "$(ids 'weakAnd(title contains "runner", tag contains "paris")')" "3,1"
+check "weakAnd over a fieldset" "$(ids 'weakAnd(default contains "cafe")')" "3"
+check "weakAnd of a phrase refused" \
+	"$(ids 'weakAnd(title contains "running shoes")')" \
+	'error: strata: yql:1:39: a phrase in weakAnd() ("running shoes": several words) is not supported'
+check "weakAnd on match: prefix refused" "$(ids 'weakAnd(code contains "str")')" \
+	"error: strata: yql:1:39: weakAnd() over 'code' (match: prefix) is not supported"
 check "contains on a fieldset" "$(ids 'default contains "runner"')" "1"
 if expect_ok "rank()" "$STRATA" query "$APP" --profile bm25 \
 	--yql 'select * from sources * where rank(title contains "cafe", title contains "shoe")'; then
