@@ -50,7 +50,7 @@ RUNTIME_SRC := runtime/options.c runtime/blocks.c runtime/load.c runtime/graph.c
 STORE_SRC   := store/env.c store/doctype.c store/doc.c store/attr.c store/text.c
 RANK_SRC    := rank/lex.c rank/parser.c rank/expr.c rank/parse.c rank/parse_profile.c rank/parse_text.c rank/schema.c rank/type.c rank/fn.c rank/compile_base.c rank/compile.c rank/gbdt.c rank/compile_tensor.c rank/explain.c rank/vm.c \
                rank/tensor.c rank/tensor_sparse.c rank/literal.c rank/model.c rank/query.c rank/profile.c rank/app.c
-RANK_SRC    += rank/fields.c rank/docs.c
+RANK_SRC    += rank/fields.c rank/docs.c rank/indexing.c rank/indexing_check.c
 ENGINE_SRC  := engine/db.c engine/contexts.c engine/feed.c engine/tensor_json.c engine/tensor_sparse_json.c engine/yql.c engine/query.c engine/textmatch.c engine/userquery.c \
                engine/result.c engine/json_alloc.c engine/grouping.c engine/values.c engine/embed.c
 CLI_SRC     := engine/cli.c engine/cli_run.c
