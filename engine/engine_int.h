@@ -24,6 +24,8 @@
  *                  structs): checked JSON text for the store, updates, contains
  *   embed.c        the application's embedders (services.xml components):
  *                  text -> tensor for 'embed' in indexing and query inputs
+ *   indexing.c     the fields' indexing scripts, run on each put and update;
+ *   indexing_fn.c  its functions: conversions, strings, chunkers, pack_bits
  */
 #ifndef ENGINE_INT_H
 #define ENGINE_INT_H
@@ -163,6 +165,36 @@ void eng_embedders_free(struct eng_embedders *e);
  * another error naming the embedder. */
 int eng_embed(struct strata *db, const char *id, const char *text, size_t len, int for_query,
               const struct rank_field *dest, json_t **out, struct strata_error *err);
+
+/* ---- indexing.c, indexing_fn.c: the fields' indexing scripts ---------------------- */
+
+/* Run the indexing scripts of dt's fields (rank_field.indexing; those with
+ * a source only copy it, feed.c does that) for the put or update (update =
+ * 1) of document id inside w: vals[i] holds what the operation gives field
+ * i.  outs[i] (nfields of them, NULL on entry) receives what the scripts'
+ * sinks write into field i, a new reference, also on failure (the caller
+ * releases them).  A put runs every script; an update those that read a
+ * field vals sets, on the stored values of the others (read in a).
+ * Returns 0, STRATA_INVALID_ARGUMENT (a function's bad input, an
+ * embedder's failure: "field 'f': ..." with its message), STRATA_NOT_FOUND
+ * or STRATA_NOT_IMPLEMENTED (from an embedder), STRATA_LIMIT,
+ * STRATA_NOMEM, store read errors. */
+int eng_indexing_run(struct strata *db, struct eng_doctype *dt, struct store_txn *w,
+                     const char *id, int update, const struct store_value *vals, json_t **outs,
+                     struct base_arena *a, struct strata_error *err);
+/* Function n (RANK_IX_FUNC) on in (borrowed; NULL: none, which gives none
+ * but for now): *out a new reference or NULL.  Returns 0,
+ * STRATA_INVALID_ARGUMENT naming the function, STRATA_NOMEM. */
+int eng_ix_func(const struct rank_ix *n, const json_t *in, json_t **out, struct strata_error *err);
+/* chunker "fixed-length" (length characters, cut at the first character
+ * after them that is not a letter or digit) or "sentence" on the string
+ * in: *out an array of strings that join back into in. */
+int eng_ix_chunk(const json_t *in, const char *chunker, long length, json_t **out,
+                 struct strata_error *err);
+/* pack_bits on the tensor value in ({"values": [...]} or {"blocks":
+ * {...}}): cells 0 or 1 (lenient: any number, > 0 a 1), 8 to an int8 cell,
+ * the first in the highest bit. */
+int eng_ix_pack_bits(const json_t *in, int lenient, json_t **out, struct strata_error *err);
 
 /* ---- json_alloc.c: jansson's memory ------------------------------------------- */
 
