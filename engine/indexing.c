@@ -404,6 +404,8 @@ int eng_indexing_run(struct strata *db, struct eng_doctype *dt, struct store_txn
 	}
 	if (!any)
 		return 0;
+	for (int i = 0; i < n; i++)
+		BASE_DEBUG_ASSERT(!outs[i]); /* the caller's array is empty */
 	struct run r = {db, dt, NULL, vals, NULL, NULL, NULL, outs, err};
 	size_t sz = (size_t)n * sizeof(json_t *);
 	r.ins = base_calloc(1, sz);
