@@ -415,7 +415,9 @@ int eng_indexing_run(struct strata *db, struct eng_doctype *dt, struct store_txn
 		rc = stored(dt, w, id, a, &r.cur, err);
 	for (int i = 0; i < n && !rc; i++) {
 		const struct rank_field *rf = rank_schema_field(dt->schema, i);
-		if (!rf->indexing || rf->source >= 0 || (update && !reads_changed(&r, rf->indexing)))
+		/* A document field's script also reads the field itself. */
+		int changed = (!rf->outside && vals[i].set) || reads_changed(&r, rf->indexing);
+		if (!rf->indexing || rf->source >= 0 || (update && !changed))
 			continue;
 		json_t *self = NULL, *v = NULL;
 		r.f = rf;

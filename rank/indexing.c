@@ -20,8 +20,9 @@
  *             | to_float | to_double | to_bool | lowercase | trim | normalize
  *             | hash | now | set_language
  *
- * A statement made of sinks alone ("summary | attribute") reads the field
- * itself: it only sets the field's flags and keeps no tree.  A statement
+ * A statement made of the field's own sinks alone ("summary | attribute",
+ * or "input f | summary" in document field f) reads the field itself: it
+ * only sets the field's flags and keeps no tree.  A statement
  * without a sink stores nothing and is dropped once parsed ("en" |
  * set_language).  The sinks of the statement's own field set its flags
  * here (attribute, summary, index with its checks); what names another
@@ -39,7 +40,7 @@ static const char *const refused[] = {
 	"select_input", "switch", "guard", "clear_state", "hex_decode", "hex_encode",
 	"base64_decode", "base64_encode", "to_byte", "to_epoch_second", "to_position",
 	"to_uri", "to_wset", "zcurve", "random", "sleep", "echo", "host_name",
-	"uri", "optimize_predicate", "attribute_value", "expression", "this", NULL,
+	"optimize_predicate", NULL,
 };
 
 static const struct {
@@ -456,14 +457,19 @@ static int is_pass(const struct rank_ix *n)
 	return n->kind == RANK_IX_FUNC && n->op == RANK_IXF_PASS;
 }
 
-/* Sinks (and set_language) alone: the field's value as fed. */
-static int sinks_only(const struct rank_ix *s)
+/* Sinks (and set_language) alone, perhaps after "input f" of the document
+ * field f itself: the field's value as fed. */
+static int sinks_only(const struct ixp *x, const struct rank_ix *s)
 {
 	if (s->kind != RANK_IX_PIPE)
-		return s->kind == RANK_IX_SINK || is_pass(s);
-	for (int i = 0; i < s->nargs; i++)
-		if (s->args[i]->kind != RANK_IX_SINK && !is_pass(s->args[i]))
+		return (s->kind == RANK_IX_SINK && !s->str) || is_pass(s);
+	for (int i = 0; i < s->nargs; i++) {
+		const struct rank_ix *a = s->args[i];
+		int self = i == 0 && a->kind == RANK_IX_INPUT && !x->f->outside &&
+		           strcmp(a->str, x->f->name) == 0;
+		if (!self && (a->kind != RANK_IX_SINK || a->str) && !is_pass(a))
 			return 0;
+	}
 	return 1;
 }
 
@@ -535,7 +541,7 @@ static int field_statement(struct ixp *x)
 	int rc = statement(x, &s);
 	if (rc)
 		return rc;
-	if (sinks_only(s) || !has_sink(s)) {
+	if (sinks_only(x, s) || !has_sink(s)) {
 		rank_ix_free(s);
 		return 0;
 	}

@@ -88,6 +88,9 @@ check "update: recomputed" "$(fields 101 '.full, .size, .chunks[0]')" \
 echo '{"update": "id:d:doc::1", "fields": {"tags": {"add": ["c"]}}}' >"$T/u2.jsonl"
 expect_ok "update: add" "$STRATA" feed "$APP" "$T/u2.jsonl"
 check "update: add recomputed" "$(fields 101 '.tagline, .full')" '["#a #b #c","new - first sentence here. second one! third?"]'
+echo '{"update": "id:d:doc::1", "fields": {"code": {"assign": " XY "}}}' >"$T/u3.jsonl"
+expect_ok "update: a field's own script" "$STRATA" feed "$APP" "$T/u3.jsonl"
+check "update: a field's own script" "$(fields 101 .code)" '["xy"]'
 expect_ok "get" "$STRATA" get "$APP" id:d:doc::1
 check "get: document fields only" "$(jout '.fields | keys | join(",")')" "body,code,emb,n,tagcsv,tags,title"
 

@@ -138,7 +138,9 @@ static void test_parse_more(void **state)
 	(void)state;
 	struct rank_sd *sd = parse_ok(
 		"schema s { document s { field n type int { indexing: summary }\n"
-		"  field t type string { indexing: input t | trim | lowercase | attribute } }\n"
+		"  field t type string { indexing: input t | trim | lowercase | attribute }\n"
+		"  field u type string { indexing: input u | summary }\n"
+		"  field u2 type string { indexing: summary u } }\n"
 		" field a type long { indexing: input n * 2 + 1 | attribute }\n"
 		" field b type string { indexing: if (input n >= 3) { \"x\" | summary } else { \"y\" | summary } }\n"
 		" field h type int { indexing: input t | hash | attribute }\n"
@@ -160,6 +162,12 @@ static void test_parse_more(void **state)
 	assert_true(j->args[2]->num == 1 && j->args[2]->num2 == 4);
 	const struct rank_ix *z = field(sd, "z")->indexing->args[0];
 	assert_true(z->args[1]->num == -0.5);
+	/* Reading the field itself into its own sinks is no script; a sink
+	 * naming another field is one. */
+	assert_null(field(sd, "u")->indexing);
+	assert_int_equal(field(sd, "u")->summary, 1);
+	assert_non_null(field(sd, "u2")->indexing);
+	assert_int_equal(field(sd, "u2")->summary, 0);
 	/* A document field's own script reads the field itself. */
 	assert_non_null(field(sd, "t")->indexing);
 	assert_int_equal(field(sd, "t")->attribute, 1);
