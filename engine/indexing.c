@@ -277,6 +277,8 @@ static int eval(struct run *r, const struct rank_ix *n, json_t *in, json_t **out
 		return rc;
 	case RANK_IX_PIPE:
 		return pipe_run(r, n, in, out);
+	case RANK_IX_GUARD: /* updates run only scripts whose inputs changed */
+		return eval(r, n->args[0], in, out);
 	case RANK_IX_INPUT: {
 		int fi = field_index(r, n->str);
 		if (fi >= 0 && (rc = input(r, fi, &v)) == 0)

@@ -2,7 +2,8 @@
  * indexing_fn.c: the functions of the indexing language that transform one
  * value (engine/indexing.c runs the scripts and calls these): conversions,
  * string functions, the chunkers, binarize and pack_bits.  Each takes its
- * input as a borrowed JSON value and gives a new one; errors are
+ * input as a borrowed JSON value and gives a new one (to_epoch_second,
+ * hex_encode and hex_decode as Vespa's); errors are
  * STRATA_INVALID_ARGUMENT naming the function (the document is refused),
  * or STRATA_NOMEM.
  *
@@ -300,6 +301,82 @@ static int trim(const json_t *in, json_t **out, struct strata_error *err)
 	return rc;
 }
 
+/* ---- times and hex ------------------------------------------------------------------ */
+
+/* Days from 1970-01-01 to y-m-d (proleptic Gregorian). */
+static long long days_from_civil(long long y, int m, int d)
+{
+	y -= m <= 2;
+	long long era = (y >= 0 ? y : y - 399) / 400;
+	long long yoe = y - era * 400;
+	long long doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+	long long doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+	return era * 146097 + doe - 719468;
+}
+
+/* "YYYY-MM-DDTHH:MM:SS[.fff][Z | +HH:MM | -HH:MM]" into seconds since 1970. */
+static int epoch_second(const json_t *in, json_t **out, struct strata_error *err)
+{
+	const char *s = json_string_value(in);
+	int y, mo, d, h, mi, sec, used = 0, oh = 0, om = 0;
+	if (sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &sec, &used) != 6 ||
+	    mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60 || h < 0 ||
+	    mi < 0 || sec < 0)
+		return base_err(err, STRATA_INVALID_ARGUMENT,
+		                "to_epoch_second: '%.60s' is not an ISO-8601 time", s);
+	const char *t = s + used;
+	if (*t == '.')
+		for (t++; *t >= '0' && *t <= '9'; t++)
+			;
+	int sign = *t == '-' ? -1 : 1, n = 0;
+	if (*t == 'Z' || *t == 'z')
+		t++;
+	else if ((*t == '+' || *t == '-') &&
+	         (sscanf(t + 1, "%2d:%2d%n", &oh, &om, &n) == 2 || sscanf(t + 1, "%2d%2d%n", &oh, &om, &n) == 2))
+		t += 1 + n;
+	if (*t)
+		return base_err(err, STRATA_INVALID_ARGUMENT,
+		                "to_epoch_second: '%.60s' is not an ISO-8601 time", s);
+	long long v = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec -
+	              sign * (oh * 3600 + om * 60);
+	*out = json_integer((json_int_t)v);
+	return *out ? 0 : base_nomem(err, "to_epoch_second");
+}
+
+static int hex_encode(const json_t *in, json_t **out, struct strata_error *err)
+{
+	char buf[24];
+	double d = json_number_value(in);
+	if (json_is_real(in) && !(d > -9223372036854775808.0 && d < 9223372036854775808.0))
+		return base_err(err, STRATA_INVALID_ARGUMENT, "hex_encode: %g is out of range", d);
+	long long v = json_is_integer(in) ? (long long)json_integer_value(in) : (long long)d;
+	snprintf(buf, sizeof buf, "%llx", (unsigned long long)v);
+	int rc;
+	*out = str_or_nomem(buf, strlen(buf), err, &rc);
+	return rc;
+}
+
+static int hex_decode(const json_t *in, json_t **out, struct strata_error *err)
+{
+	const char *s = json_string_value(in);
+	size_t n = json_string_length(in);
+	unsigned long long v = 0;
+	if (n == 0 || n > 16)
+		return base_err(err, STRATA_INVALID_ARGUMENT,
+		                "hex_decode: '%.60s' is not 1 to 16 hex digits", s);
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+		int x = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+		      : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+		if (x < 0)
+			return base_err(err, STRATA_INVALID_ARGUMENT,
+			                "hex_decode: '%.60s' is not 1 to 16 hex digits", s);
+		v = v << 4 | (unsigned)x;
+	}
+	*out = json_integer((json_int_t)(long long)v);
+	return *out ? 0 : base_nomem(err, "hex_decode");
+}
+
 /* ---- chunkers ------------------------------------------------------------------------- */
 
 static int is_sentence_end(unsigned c)
@@ -468,7 +545,7 @@ int eng_ix_func(const struct rank_ix *n, const json_t *in, json_t **out, struct 
 	static const char *const names[] = {
 		"", "to_array", "to_string", "to_int", "to_long", "to_float", "to_double", "to_bool",
 		"lowercase", "trim", "normalize", "split", "join", "substring", "hash", "now",
-		"binarize", "pack_bits", "set_language",
+		"binarize", "pack_bits", "set_language", "to_epoch_second", "hex_encode", "hex_decode",
 	};
 	int op = n->op;
 	*out = NULL;
@@ -479,9 +556,11 @@ int eng_ix_func(const struct rank_ix *n, const json_t *in, json_t **out, struct 
 	if (!in)
 		return 0; /* none in, none out */
 	int text = op == RANK_IXF_LOWERCASE || op == RANK_IXF_TRIM || op == RANK_IXF_NORMALIZE ||
-	           op == RANK_IXF_SPLIT || op == RANK_IXF_SUBSTRING || op == RANK_IXF_HASH;
+	           op == RANK_IXF_SPLIT || op == RANK_IXF_SUBSTRING || op == RANK_IXF_HASH ||
+	           op == RANK_IXF_TO_EPOCH_SECOND || op == RANK_IXF_HEX_DECODE;
 	if ((text && !json_is_string(in)) || (op == RANK_IXF_JOIN && !json_is_array(in)) ||
-	    ((op == RANK_IXF_BINARIZE || op == RANK_IXF_PACK_BITS) && !json_is_object(in)))
+	    ((op == RANK_IXF_BINARIZE || op == RANK_IXF_PACK_BITS) && !json_is_object(in)) ||
+	    (op == RANK_IXF_HEX_ENCODE && !json_is_number(in)))
 		return base_err(err, STRATA_INVALID_ARGUMENT, "%s cannot take a %s", names[op],
 		                kind_name(in));
 	int rc = 0;
@@ -522,6 +601,9 @@ int eng_ix_func(const struct rank_ix *n, const json_t *in, json_t **out, struct 
 	case RANK_IXF_PASS:
 		*out = json_incref((json_t *)in);
 		return 0;
+	case RANK_IXF_TO_EPOCH_SECOND: return epoch_second(in, out, err);
+	case RANK_IXF_HEX_ENCODE: return hex_encode(in, out, err);
+	case RANK_IXF_HEX_DECODE: return hex_decode(in, out, err);
 	}
 	(void)rc;
 	return base_err(err, STRATA_NOT_IMPLEMENTED, "indexing function %d", op);

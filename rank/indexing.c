@@ -18,7 +18,8 @@
  *             | binarize [threshold] | pack_bits | split "re" | join "sep"
  *             | substring a b | to_array | to_string | to_int | to_long
  *             | to_float | to_double | to_bool | lowercase | trim | normalize
- *             | hash | now | set_language
+ *             | hash | now | set_language | flatten | to_epoch_second
+ *             | hex_encode | hex_decode | guard { script }
  *
  * A statement made of the field's own sinks alone ("summary | attribute",
  * or "input f | summary" in document field f) reads the field itself: it
@@ -36,9 +37,9 @@
 
 /* Words of Vespa's indexing language that this version refuses by name. */
 static const char *const refused[] = {
-	"tokenize", "exact", "flatten", "ngram", "get_var", "set_var", "get_field",
-	"select_input", "switch", "guard", "clear_state", "hex_decode", "hex_encode",
-	"base64_decode", "base64_encode", "to_byte", "to_epoch_second", "to_position",
+	"tokenize", "exact", "ngram", "get_var", "set_var", "get_field",
+	"select_input", "switch", "clear_state",
+	"base64_decode", "base64_encode", "to_byte", "to_position",
 	"to_uri", "to_wset", "zcurve", "random", "sleep", "echo", "host_name",
 	"optimize_predicate", NULL,
 };
@@ -53,7 +54,9 @@ static const struct {
 	{"to_bool", RANK_IXF_TO_BOOL}, {"lowercase", RANK_IXF_LOWERCASE},
 	{"trim", RANK_IXF_TRIM}, {"normalize", RANK_IXF_NORMALIZE}, {"hash", RANK_IXF_HASH},
 	{"now", RANK_IXF_NOW}, {"pack_bits", RANK_IXF_PACK_BITS},
-	{"set_language", RANK_IXF_PASS},
+	{"set_language", RANK_IXF_PASS}, {"flatten", RANK_IXF_PASS},
+	{"to_epoch_second", RANK_IXF_TO_EPOCH_SECOND}, {"hex_encode", RANK_IXF_HEX_ENCODE},
+	{"hex_decode", RANK_IXF_HEX_DECODE},
 };
 
 /* Every word that starts an expression: not taken as a field or embedder name. */
@@ -61,7 +64,7 @@ static int keyword(const struct rank_tok *t)
 {
 	static const char *const words[] = {
 		"input", "attribute", "index", "summary", "for_each", "if", "else", "embed",
-		"chunk", "binarize", "split", "join", "substring", "generate", NULL,
+		"chunk", "binarize", "split", "join", "substring", "generate", "guard", NULL,
 	};
 	if (rank_parser_name_in(t, words) || rank_parser_name_in(t, refused))
 		return 1;
@@ -295,6 +298,12 @@ static int word(struct ixp *x, const struct rank_tok *t, struct rank_ix **out)
 	if (rank_tok_is(t, "for_each")) {
 		struct rank_ix *b;
 		if ((rc = new_node(x, RANK_IX_FOR_EACH, t, out)) || (rc = block(x, "'for_each'", &b)))
+			return rc;
+		return add_arg(x, *out, b);
+	}
+	if (rank_tok_is(t, "guard")) {
+		struct rank_ix *b;
+		if ((rc = new_node(x, RANK_IX_GUARD, t, out)) || (rc = block(x, "'guard'", &b)))
 			return rc;
 		return add_arg(x, *out, b);
 	}

@@ -191,6 +191,17 @@ static int check_func(struct chk *c, struct rank_ix *n, struct ixt in, struct ix
 	case RANK_IXF_TO_DOUBLE: *out = (struct ixt){RANK_FT_DOUBLE, 0, 0}; return 0;
 	case RANK_IXF_TO_BOOL: *out = (struct ixt){RANK_FT_BOOL, 0, 0}; return 0;
 	case RANK_IXF_NOW: *out = (struct ixt){RANK_FT_LONG, 0, 0}; return 0;
+	case RANK_IXF_TO_EPOCH_SECOND:
+	case RANK_IXF_HEX_DECODE:
+		*out = (struct ixt){RANK_FT_LONG, 0, 0};
+		return want(c, n, in, RANK_FT_STRING, n->op == RANK_IXF_HEX_DECODE ? "hex_decode"
+		                                                                 : "to_epoch_second");
+	case RANK_IXF_HEX_ENCODE:
+		*out = s;
+		if (in.t && !is_number(in.t))
+			return fail(c, n, STRATA_TYPE, "hex_encode takes a number, not %s",
+			            ixt_name(in, b, sizeof b));
+		return 0;
 	case RANK_IXF_PASS: *out = in; return 0;
 	case RANK_IXF_LOWERCASE:
 	case RANK_IXF_TRIM:
@@ -330,6 +341,8 @@ static int check(struct chk *c, struct rank_ix *n, struct ixt in, struct ixt *ou
 	case RANK_IX_SINK:
 		*out = in;
 		return check_sink(c, n, in);
+	case RANK_IX_GUARD:
+		return check(c, n->args[0], in, out);
 	}
 	return fail(c, n, STRATA_TYPE, "unknown indexing expression %d", n->kind);
 }

@@ -132,6 +132,8 @@ enum rank_ix_kind {
 	                       or "sentence": a string into an array of strings */
 	RANK_IX_SINK,       /* attribute, index or summary [str]: the input written into field
 	                       str; the value goes on unchanged */
+	RANK_IX_GUARD,      /* guard { args[0] }: args[0] (an update runs a script only when it
+	                       reads a field the update sets, guarded or not) */
 };
 enum rank_ix_func {
 	RANK_IXF_TO_ARRAY = 1, RANK_IXF_TO_STRING, RANK_IXF_TO_INT, RANK_IXF_TO_LONG,
@@ -145,7 +147,11 @@ enum rank_ix_func {
 	RANK_IXF_BINARIZE,  /* binarize [num]: tensor cells > num (default 0) become 1, others 0 */
 	RANK_IXF_PACK_BITS, /* each 8 cells (0 or 1) of the dense dimension into one int8 cell,
 	                       the first cell in the highest bit */
-	RANK_IXF_PASS,      /* set_language and the like: the input, unchanged */
+	RANK_IXF_PASS,      /* set_language, flatten (no annotations here): the input, unchanged */
+	RANK_IXF_TO_EPOCH_SECOND, /* an ISO-8601 time ("2024-05-01T10:00:00Z", an offset or
+	                       fraction allowed) into seconds since 1970 */
+	RANK_IXF_HEX_ENCODE, /* a number into the lowercase hex of its 64 bits */
+	RANK_IXF_HEX_DECODE, /* up to 16 hex digits into the long of those bits */
 };
 enum { RANK_IX_EQ = 1, RANK_IX_NE, RANK_IX_LT, RANK_IX_LE, RANK_IX_GT, RANK_IX_GE };
 struct rank_ix {

@@ -147,6 +147,7 @@ static void test_parse_more(void **state)
 		" field s type array<string> { indexing: input t | split \"[,;] *\" | summary }\n"
 		" field j type string { indexing: input s | join \"-\" | substring 1 4 | summary }\n"
 		" field z type tensor<int8>(x[1]) { indexing: input z | binarize -0.5 | pack_bits | attribute }\n"
+		" field g type long { indexing: guard { input t | flatten | to_epoch_second | attribute } }\n"
 		"}\n");
 	const struct rank_ix *a = field(sd, "a")->indexing->args[0]->args[0];
 	assert_int_equal(a->kind, RANK_IX_ARITH);
@@ -162,7 +163,10 @@ static void test_parse_more(void **state)
 	assert_true(j->args[2]->num == 1 && j->args[2]->num2 == 4);
 	const struct rank_ix *z = field(sd, "z")->indexing->args[0];
 	assert_true(z->args[1]->num == -0.5);
-	/* Reading the field itself into its own sinks is no script; a sink
+	const struct rank_ix *g = field(sd, "g")->indexing->args[0];
+	assert_int_equal(g->kind, RANK_IX_GUARD);
+	assert_int_equal(g->args[0]->args[0]->args[2]->op, RANK_IXF_TO_EPOCH_SECOND);
+		/* Reading the field itself into its own sinks is no script; a sink
 	 * naming another field is one. */
 	assert_null(field(sd, "u")->indexing);
 	assert_int_equal(field(sd, "u")->summary, 1);
@@ -420,6 +424,17 @@ static void test_functions(void **state)
 	expect_func(RANK_IXF_TO_ARRAY, 0, NULL, "\"a\"", "[\"a\"]");
 	expect_func(RANK_IXF_TO_BOOL, 0, NULL, "\"false\"", "false");
 	expect_func(RANK_IXF_LOWERCASE, 0, NULL, "3", "lowercase cannot take a number");
+	/* 2024-05-01 is day 19844 since 1970 (54 years, 13 leap days, 121 days). */
+	expect_func(RANK_IXF_TO_EPOCH_SECOND, 0, NULL, "\"2024-05-01T10:00:00Z\"", "1714557600");
+	expect_func(RANK_IXF_TO_EPOCH_SECOND, 0, NULL, "\"2024-05-01T12:00:00.250+02:00\"", "1714557600");
+	expect_func(RANK_IXF_TO_EPOCH_SECOND, 0, NULL, "\"1969-12-31T23:59:59Z\"", "-1");
+	expect_func(RANK_IXF_TO_EPOCH_SECOND, 0, NULL, "\"May 1\"",
+	            "to_epoch_second: 'May 1' is not an ISO-8601 time");
+	expect_func(RANK_IXF_HEX_ENCODE, 0, NULL, "255", "\"ff\"");
+	expect_func(RANK_IXF_HEX_ENCODE, 0, NULL, "-1", "\"ffffffffffffffff\"");
+	expect_func(RANK_IXF_HEX_DECODE, 0, NULL, "\"FF\"", "255");
+	expect_func(RANK_IXF_HEX_DECODE, 0, NULL, "\"ffffffffffffffff\"", "-1");
+	expect_func(RANK_IXF_HEX_DECODE, 0, NULL, "\"fg\"", "hex_decode: 'fg' is not 1 to 16 hex digits");
 	/* hash: 64 bits, or the low 32 of them for an int field. */
 	char *h64 = func(RANK_IXF_HASH, 64, NULL, "\"abc\""), *h32 = func(RANK_IXF_HASH, 32, NULL, "\"abc\"");
 	long long v64 = strtoll(h64, NULL, 10), v32 = strtoll(h32, NULL, 10);
