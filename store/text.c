@@ -234,7 +234,8 @@ static int add_field(struct store_txn *w, struct doctype *dt, int sf, uint32_t l
 	size_t i = 0;
 	for (size_t o = 0; o < used; o += rec_size(order[i - 1]->n))
 		order[i++] = (struct tok_rec *)(w->tbuf + o);
-	qsort(order, ntok, sizeof *order, cmp_tok);
+	if (ntok) /* a value without a word has no order to sort (and no array) */
+		qsort(order, ntok, sizeof *order, cmp_tok);
 	uint8_t kb[KEY_MAX];
 	for (i = 0; i < ntok && !rc;) {
 		size_t j = i, bytes = 0;
