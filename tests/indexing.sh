@@ -85,6 +85,10 @@ echo '{"update": "id:d:doc::1", "fields": {"title": {"assign": "NEW"}, "n": {"as
 expect_ok "update" "$STRATA" feed "$APP" "$T/u1.jsonl"
 check "update: recomputed" "$(fields 101 '.full, .size, .chunks[0]')" \
 	'["new - first sentence here. second one! third?","big","First sentence "]'
+expect_ok "update: text index" "$STRATA" query "$APP" --yql 'select * from sources * where full contains "new"'
+check "update: text index" "$(jout '[.root.children[].id] | join(",")')" "id:d:doc::1"
+expect_ok "update: old words gone" "$STRATA" query "$APP" --yql 'select * from sources * where full contains "hello"'
+check "update: old words gone" "$(jout '.root.fields.totalCount')" "0"
 echo '{"update": "id:d:doc::1", "fields": {"tags": {"add": ["c"]}}}' >"$T/u2.jsonl"
 expect_ok "update: add" "$STRATA" feed "$APP" "$T/u2.jsonl"
 check "update: add recomputed" "$(fields 101 '.tagline, .full')" '["#a #b #c","new - first sentence here. second one! third?"]'
