@@ -34,6 +34,7 @@ struct run {
 	json_t **ins;                  /* per field: its value as input, once read */
 	unsigned char *read;           /* per field: ins[i] is known */
 	json_t **outs;                 /* per field: what sinks wrote (new references) */
+	json_t *vars;                  /* set_var's variables (an object), or NULL */
 	struct strata_error *err;
 };
 
@@ -338,6 +339,18 @@ static int eval(struct run *r, const struct rank_ix *n, json_t *in, json_t **out
 		json_decref(w);
 		return rc;
 	case RANK_IX_FUNC:
+		if (n->op == RANK_IXF_GET_VAR) {
+			*out = json_incref(json_object_get(r->vars, n->str));
+			return 0;
+		}
+		if (n->op == RANK_IXF_SET_VAR) {
+			if (in && !r->vars && !(r->vars = json_object()))
+				return base_nomem(r->err, "set_var");
+			if (in && json_object_set(r->vars, n->str, in))
+				return base_nomem(r->err, "set_var");
+			*out = json_incref(in);
+			return 0;
+		}
 		return eng_ix_func(n, in, out, r->err);
 	case RANK_IX_EMBED:
 		return embed(r, n, in, out);
@@ -408,7 +421,7 @@ int eng_indexing_run(struct strata *db, struct eng_doctype *dt, struct store_txn
 		return 0;
 	for (int i = 0; i < n; i++)
 		BASE_DEBUG_ASSERT(!outs[i]); /* the caller's array is empty */
-	struct run r = {db, dt, NULL, vals, NULL, NULL, NULL, outs, err};
+	struct run r = {db, dt, NULL, vals, NULL, NULL, NULL, outs, NULL, err};
 	size_t sz = (size_t)n * sizeof(json_t *);
 	r.ins = base_calloc(1, sz);
 	r.read = base_calloc(1, (size_t)n);
@@ -431,6 +444,7 @@ int eng_indexing_run(struct strata *db, struct eng_doctype *dt, struct store_txn
 		if (rc)
 			rc = base_err_prefix(err, rc, "field '%s'", rf->name);
 	}
+	json_decref(r.vars);
 	for (int i = 0; i < n && r.ins; i++)
 		json_decref(r.ins[i]);
 	if (r.ins)

@@ -536,8 +536,8 @@ fail:
 
 static const char *kind_name(const json_t *j)
 {
-	return json_is_string(j) ? "string" : json_is_number(j) ? "number" : json_is_boolean(j) ? "bool"
-	     : json_is_array(j) ? "array" : "object";
+	return json_is_string(j) ? "a string" : json_is_number(j) ? "a number"
+	     : json_is_boolean(j) ? "a bool" : json_is_array(j) ? "an array" : "an object";
 }
 
 int eng_ix_func(const struct rank_ix *n, const json_t *in, json_t **out, struct strata_error *err)
@@ -546,6 +546,7 @@ int eng_ix_func(const struct rank_ix *n, const json_t *in, json_t **out, struct 
 		"", "to_array", "to_string", "to_int", "to_long", "to_float", "to_double", "to_bool",
 		"lowercase", "trim", "normalize", "split", "join", "substring", "hash", "now",
 		"binarize", "pack_bits", "set_language", "to_epoch_second", "hex_encode", "hex_decode",
+		"to_wset", "set_var", "get_var",
 	};
 	int op = n->op;
 	*out = NULL;
@@ -561,7 +562,7 @@ int eng_ix_func(const struct rank_ix *n, const json_t *in, json_t **out, struct 
 	if ((text && !json_is_string(in)) || (op == RANK_IXF_JOIN && !json_is_array(in)) ||
 	    ((op == RANK_IXF_BINARIZE || op == RANK_IXF_PACK_BITS) && !json_is_object(in)) ||
 	    (op == RANK_IXF_HEX_ENCODE && !json_is_number(in)))
-		return base_err(err, STRATA_INVALID_ARGUMENT, "%s cannot take a %s", names[op],
+		return base_err(err, STRATA_INVALID_ARGUMENT, "%s cannot take %s", names[op],
 		                kind_name(in));
 	int rc = 0;
 	switch (op) {
@@ -604,6 +605,21 @@ int eng_ix_func(const struct rank_ix *n, const json_t *in, json_t **out, struct 
 	case RANK_IXF_TO_EPOCH_SECOND: return epoch_second(in, out, err);
 	case RANK_IXF_HEX_ENCODE: return hex_encode(in, out, err);
 	case RANK_IXF_HEX_DECODE: return hex_decode(in, out, err);
+	case RANK_IXF_TO_WSET: {
+		json_t *key = NULL;
+		if (json_is_string(in))
+			key = json_incref((json_t *)in);
+		else if (json_is_integer(in) && (rc = to_text(in, &key, err)) != 0)
+			return rc;
+		if (!key)
+			return base_err(err, STRATA_INVALID_ARGUMENT, "to_wset takes a string or an "
+			                "integer, not %s", kind_name(in));
+		*out = json_object();
+		if (*out && json_object_set_new(*out, json_string_value(key), json_integer(1)))
+			json_decref(*out), *out = NULL;
+		json_decref(key);
+		return *out ? 0 : base_nomem(err, "to_wset");
+	}
 	}
 	(void)rc;
 	return base_err(err, STRATA_NOT_IMPLEMENTED, "indexing function %d", op);

@@ -19,7 +19,8 @@
  *             | substring a b | to_array | to_string | to_int | to_long
  *             | to_float | to_double | to_bool | lowercase | trim | normalize
  *             | hash | now | set_language | flatten | to_epoch_second
- *             | hex_encode | hex_decode | guard { script }
+ *             | hex_encode | hex_decode | to_wset | set_var v | get_var v
+ *             | guard { script }
  *
  * A statement made of the field's own sinks alone ("summary | attribute",
  * or "input f | summary" in document field f) reads the field itself: it
@@ -37,10 +38,10 @@
 
 /* Words of Vespa's indexing language that this version refuses by name. */
 static const char *const refused[] = {
-	"tokenize", "exact", "ngram", "get_var", "set_var", "get_field",
+	"tokenize", "exact", "ngram", "get_field",
 	"select_input", "switch", "clear_state",
 	"base64_decode", "base64_encode", "to_byte", "to_position",
-	"to_uri", "to_wset", "zcurve", "random", "sleep", "echo", "host_name",
+	"to_uri", "zcurve", "random", "sleep", "echo", "host_name",
 	"optimize_predicate", NULL,
 };
 
@@ -56,7 +57,7 @@ static const struct {
 	{"now", RANK_IXF_NOW}, {"pack_bits", RANK_IXF_PACK_BITS},
 	{"set_language", RANK_IXF_PASS}, {"flatten", RANK_IXF_PASS},
 	{"to_epoch_second", RANK_IXF_TO_EPOCH_SECOND}, {"hex_encode", RANK_IXF_HEX_ENCODE},
-	{"hex_decode", RANK_IXF_HEX_DECODE},
+	{"hex_decode", RANK_IXF_HEX_DECODE}, {"to_wset", RANK_IXF_TO_WSET},
 };
 
 /* Every word that starts an expression: not taken as a field or embedder name. */
@@ -64,7 +65,8 @@ static int keyword(const struct rank_tok *t)
 {
 	static const char *const words[] = {
 		"input", "attribute", "index", "summary", "for_each", "if", "else", "embed",
-		"chunk", "binarize", "split", "join", "substring", "generate", "guard", NULL,
+		"chunk", "binarize", "split", "join", "substring", "generate", "guard",
+		"get_var", "set_var", NULL,
 	};
 	if (rank_parser_name_in(t, words) || rank_parser_name_in(t, refused))
 		return 1;
@@ -321,7 +323,9 @@ static int word(struct ixp *x, const struct rank_tok *t, struct rank_ix **out)
 		return rank_parser_fail(x->p, t, STRATA_NOT_IMPLEMENTED,
 		                        "indexing expression %s is not supported", rank_tok_quote(t));
 	int op = rank_tok_is(t, "binarize") ? RANK_IXF_BINARIZE : rank_tok_is(t, "split") ? RANK_IXF_SPLIT
-	       : rank_tok_is(t, "join") ? RANK_IXF_JOIN : rank_tok_is(t, "substring") ? RANK_IXF_SUBSTRING : 0;
+	       : rank_tok_is(t, "join") ? RANK_IXF_JOIN : rank_tok_is(t, "substring") ? RANK_IXF_SUBSTRING
+	       : rank_tok_is(t, "set_var") ? RANK_IXF_SET_VAR : rank_tok_is(t, "get_var") ? RANK_IXF_GET_VAR
+	       : 0;
 	if (!op)
 		return rank_parser_fail(x->p, t, STRATA_PARSE, "expected an indexing expression, found %s",
 		                        rank_tok_quote(t));
@@ -329,6 +333,11 @@ static int word(struct ixp *x, const struct rank_tok *t, struct rank_ix **out)
 		return rc;
 	struct rank_ix *n = *out;
 	n->op = op;
+	if (op == RANK_IXF_SET_VAR || op == RANK_IXF_GET_VAR) {
+		if ((rc = rank_parser_expect_name(x->p, RANK_LEX_SCHEMA, &nm, "a variable name")) != 0)
+			return rc;
+		return (n->str = rank_parser_tokdup(x->p, &nm)) ? 0 : STRATA_NOMEM;
+	}
 	if (op == RANK_IXF_SPLIT)
 		return string_arg(x, "a regular expression after 'split'", &n->str);
 	if (op == RANK_IXF_JOIN)

@@ -202,7 +202,17 @@ static int check_func(struct chk *c, struct rank_ix *n, struct ixt in, struct ix
 			return fail(c, n, STRATA_TYPE, "hex_encode takes a number, not %s",
 			            ixt_name(in, b, sizeof b));
 		return 0;
-	case RANK_IXF_PASS: *out = in; return 0;
+	case RANK_IXF_PASS:
+	case RANK_IXF_SET_VAR:
+		*out = in;
+		return 0;
+	case RANK_IXF_GET_VAR: return 0; /* any type */
+	case RANK_IXF_TO_WSET:
+		*out = (struct ixt){RANK_FT_WSET, 0, 0};
+		if (in.t && in.t != RANK_FT_STRING && in.t != RANK_FT_INT && in.t != RANK_FT_LONG)
+			return fail(c, n, STRATA_TYPE, "to_wset takes a string, int or long, not %s",
+			            ixt_name(in, b, sizeof b));
+		return 0;
 	case RANK_IXF_LOWERCASE:
 	case RANK_IXF_TRIM:
 	case RANK_IXF_NORMALIZE:

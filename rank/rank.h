@@ -152,6 +152,10 @@ enum rank_ix_func {
 	                       fraction allowed) into seconds since 1970 */
 	RANK_IXF_HEX_ENCODE, /* a number into the lowercase hex of its 64 bits */
 	RANK_IXF_HEX_DECODE, /* up to 16 hex digits into the long of those bits */
+	RANK_IXF_TO_WSET,   /* a string or number into a weighted set of it, weight 1 */
+	RANK_IXF_SET_VAR,   /* set_var str: the input kept as variable str of the document's
+	                       scripts (which run in field order); it goes on unchanged */
+	RANK_IXF_GET_VAR,   /* get_var str: that variable's value (none if not set) */
 };
 enum { RANK_IX_EQ = 1, RANK_IX_NE, RANK_IX_LT, RANK_IX_LE, RANK_IX_GT, RANK_IX_GE };
 struct rank_ix {

@@ -430,6 +430,9 @@ static void test_functions(void **state)
 	expect_func(RANK_IXF_TO_EPOCH_SECOND, 0, NULL, "\"1969-12-31T23:59:59Z\"", "-1");
 	expect_func(RANK_IXF_TO_EPOCH_SECOND, 0, NULL, "\"May 1\"",
 	            "to_epoch_second: 'May 1' is not an ISO-8601 time");
+	expect_func(RANK_IXF_TO_WSET, 0, NULL, "\"k\"", "{\"k\":1}");
+	expect_func(RANK_IXF_TO_WSET, 0, NULL, "-7", "{\"-7\":1}");
+	expect_func(RANK_IXF_TO_WSET, 0, NULL, "[1]", "to_wset takes a string or an integer, not an array");
 	expect_func(RANK_IXF_HEX_ENCODE, 0, NULL, "255", "\"ff\"");
 	expect_func(RANK_IXF_HEX_ENCODE, 0, NULL, "-1", "\"ffffffffffffffff\"");
 	expect_func(RANK_IXF_HEX_DECODE, 0, NULL, "\"FF\"", "255");
@@ -459,6 +462,8 @@ static const char *feed_sd =
 	"    indexing: input list | for_each { (input a || \"\") . \":\" . _ } | summary\n"
 	"  }\n"
 	"  field e type tensor<float>(x[2]) { indexing: input b | embed | attribute }\n"
+	"  field v1 type string { indexing: input a | set_var x | summary }\n"
+	"  field v2 type string { indexing: get_var x | lowercase | summary }\n"
 	"  rank-profile default { first-phase { expression: attribute(n) } }\n"
 	"}\n";
 
@@ -519,6 +524,9 @@ static void test_feed_scripts(void **state)
 	expect_field(db, 1, "each", "[\"A:p\",\"A:q\"]");
 	expect_field(db, 2, "ab", "\"-/-\"");
 	expect_field(db, 2, "each", "null");
+	/* A variable set by one field's script, read by a later one's. */
+	expect_field(db, 1, "v2", "\"a\"");
+	expect_field(db, 2, "v2", "null");
 	/* An update recomputes from the stored values of what it does not set. */
 	feed(db, "{\"update\": \"id:x:d::1\", \"fields\": {\"list\": {\"add\": [\"r\"]}}}");
 	expect_field(db, 1, "each", "[\"A:p\",\"A:q\",\"A:r\"]");
