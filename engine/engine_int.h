@@ -41,6 +41,8 @@
  *   services.c     services.xml (expat): the embedder components, settings
  *   tokenizer.c    WordPiece and Unigram tokenizers (tokenizer.json, vocab.txt)
  *   query_embed.c  embed(...) as the value of a query input
+ *   indexing.c     the fields' indexing scripts, run on each put and update;
+ *   indexing_fn.c  its functions: conversions, strings, chunkers, pack_bits
  */
 #ifndef ENGINE_INT_H
 #define ENGINE_INT_H
@@ -300,6 +302,36 @@ int eng_embedder_find(struct strata *db, const char *id, struct strata_error *er
  * malformed call, a missing @param), or eng_embed's errors. */
 int eng_query_embed(struct strata *db, const json_t *req, const struct rank_input_info *in,
                     const json_t **v, json_t **cache, struct strata_error *err);
+
+/* ---- indexing.c, indexing_fn.c: the fields' indexing scripts ---------------------- */
+
+/* Run the indexing scripts of dt's fields (rank_field.indexing; those with
+ * a source only copy it, feed.c does that) for the put or update (update =
+ * 1) of document id inside w: vals[i] holds what the operation gives field
+ * i.  outs[i] (nfields of them, NULL on entry) receives what the scripts'
+ * sinks write into field i, a new reference, also on failure (the caller
+ * releases them).  A put runs every script; an update those that read a
+ * field vals sets, on the stored values of the others (read in a).
+ * Returns 0, STRATA_INVALID_ARGUMENT (a function's bad input, an
+ * embedder's failure: "field 'f': ..." with its message), STRATA_NOT_FOUND
+ * or STRATA_NOT_IMPLEMENTED (from an embedder), STRATA_LIMIT,
+ * STRATA_NOMEM, store read errors. */
+int eng_indexing_run(struct strata *db, struct eng_doctype *dt, struct store_txn *w,
+                     const char *id, int update, const struct store_value *vals, json_t **outs,
+                     struct base_arena *a, struct strata_error *err);
+/* Function n (RANK_IX_FUNC) on in (borrowed; NULL: none, which gives none
+ * but for now): *out a new reference or NULL.  Returns 0,
+ * STRATA_INVALID_ARGUMENT naming the function, STRATA_NOMEM. */
+int eng_ix_func(const struct rank_ix *n, const json_t *in, json_t **out, struct strata_error *err);
+/* chunker "fixed-length" (length characters, cut at the first character
+ * after them that is not a letter or digit) or "sentence" on the string
+ * in: *out an array of strings that join back into in. */
+int eng_ix_chunk(const json_t *in, const char *chunker, long length, json_t **out,
+                 struct strata_error *err);
+/* pack_bits on the tensor value in ({"values": [...]} or {"blocks":
+ * {...}}): cells 0 or 1 (lenient: any number, > 0 a 1), 8 to an int8 cell,
+ * the first in the highest bit. */
+int eng_ix_pack_bits(const json_t *in, int lenient, json_t **out, struct strata_error *err);
 
 /* ---- json_alloc.c: jansson's memory ------------------------------------------- */
 

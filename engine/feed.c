@@ -191,7 +191,7 @@ static int path_update(struct eng_doctype *dt, struct store_txn *w, const char *
 	}
 	if (fi < 0 || dt->fields[fi].type != STORE_T_JSON ||
 	    eng_field_mapped(rank_schema_field(dt->schema, fi)) ||
-	    rank_schema_field(dt->schema, fi)->source >= 0)
+	    rank_schema_field(dt->schema, fi)->outside)
 		return base_err(err, STRATA_INVALID_ARGUMENT,
 		                "field '%s': '%.*s' is not a map, array or struct field of the "
 		                "document '%s'", key, (int)n, key, dt->name);
@@ -206,6 +206,33 @@ static int path_update(struct eng_doctype *dt, struct store_txn *w, const char *
 		return rc;
 	return eng_cvalue_assign_path(rank_schema_field(dt->schema, fi), key + n,
 	                              json_object_get(jv, "assign"), cur, a, &vals[fi], what, err);
+}
+
+/* The values the fields' indexing scripts write (indexing.c), into vals;
+ * a string is copied into a (field_value leaves it in the JSON). */
+static int indexed_values(struct strata *db, struct eng_doctype *dt, struct store_txn *w,
+                          const char *id, int update, struct store_value *vals,
+                          struct base_arena *a, struct strata_error *err)
+{
+	json_t **outs = base_arena_alloc(a, (size_t)dt->nfields * sizeof *outs + 1, 8);
+	if (!outs)
+		return base_nomem(err, "document '%s'", id);
+	memset(outs, 0, (size_t)dt->nfields * sizeof *outs);
+	int rc = eng_indexing_run(db, dt, w, id, update, vals, outs, a, err);
+	for (int i = 0; i < dt->nfields; i++) {
+		if (!rc && outs[i] && (rc = field_value(dt, i, outs[i], &vals[i], a, err)) == 0 &&
+		    dt->fields[i].type == STORE_T_STRING) {
+			char *s = base_arena_alloc(a, vals[i].n + 1, 1);
+			if (s) {
+				memcpy(s, vals[i].s, vals[i].n);
+				s[vals[i].n] = 0;
+			}
+			vals[i].s = s;
+			rc = s ? 0 : base_nomem(err, "field '%s'", dt->fields[i].name);
+		}
+		json_decref(outs[i]);
+	}
+	return rc;
 }
 
 /* Fields outside the document take the value of the field they read. */
@@ -238,10 +265,12 @@ static int fields_values(struct eng_doctype *dt, const json_t *fields, struct st
 			return base_err(err, STRATA_INVALID_ARGUMENT,
 			                "field '%s' is not in document type '%s'", key, dt->name);
 		const struct rank_field *rf = rank_schema_field(dt->schema, fi);
-		if (rf->source >= 0)
+		if (rf->outside)
 			return base_err(err, STRATA_INVALID_ARGUMENT,
-			                "field '%s' is outside the document: it takes the value of '%s'",
-			                key, rank_schema_field(dt->schema, rf->source)->name);
+			                "field '%s' is outside the document: %s%s%s", key,
+			                rf->source >= 0 ? "it takes the value of '" : "its indexing computes it",
+			                rf->source >= 0 ? rank_schema_field(dt->schema, rf->source)->name : "",
+			                rf->source >= 0 ? "'" : "");
 		int rc;
 		if (update)
 			rc = field_update(dt, w, id, fi, key, jv, vals, a, err);
@@ -320,7 +349,8 @@ static int apply_op(struct strata *db, struct store_txn *w, const json_t *op,
 	if (!vals)
 		return base_nomem(err, "document '%s'", id);
 	memset(vals, 0, (size_t)(dt->nfields + 1) * sizeof *vals);
-	if (fields && (rc = fields_values(dt, fields, w, id, kind == OP_UPDATE, vals, a, err)) != 0)
+	if ((fields && (rc = fields_values(dt, fields, w, id, kind == OP_UPDATE, vals, a, err)) != 0) ||
+	    (rc = indexed_values(db, dt, w, id, kind == OP_UPDATE, vals, a, err)) != 0)
 		return base_err_prefix(err, rc, "document '%s'", id);
 	if (kind == OP_PUT)
 		return store_put(w, dt->store_id, id, vals, err);
@@ -750,7 +780,7 @@ int strata_get_json(struct strata *db, const char *id, char **doc, struct strata
 	}
 	for (int i = 0; i < dt->nfields; i++) {
 		const struct rank_field *rf = rank_schema_field(dt->schema, i);
-		if (rf->source >= 0 || rf->imported)
+		if (rf->outside || rf->imported)
 			continue; /* outside the document */
 		/* jansson refuses a NULL value: a value that could not be made
 		 * fails the set. */

@@ -9,8 +9,9 @@
  *     "schema a inherits b" also brings b's fields outside the document,
  *     document-summaries and rank profiles that a does not declare itself;
  *   - struct types: found by name in the document or its parents;
- *   - fields outside the document: the field each reads ("input g"), which
- *     must have the same type;
+ *   - indexing scripts: a field outside the document that only reads a
+ *     document field of its type takes its value; other scripts are
+ *     checked (indexing_check.c);
  *   - summary classes: "default" from the fields, then every
  *     document-summary, its parent's fields first.
  *
@@ -108,15 +109,12 @@ static int inherit_schema(struct rank_sd *sd, const struct rank_sd *parent, stru
 	int rc;
 	for (int i = 0; i < parent->nfields; i++) {
 		const struct rank_field *f = &parent->fields[i];
-		if (f->source == -1 || find_field(sd, f->name) >= 0)
+		if (!f->outside || find_field(sd, f->name) >= 0)
 			continue;
 		if ((rc = copy_field(sd, f, err)) != 0)
 			return rc;
 		sd->fields[sd->nfields - 1].source = -2;
 	}
-	for (int i = 0; i < parent->ninputs; i++)
-		if ((rc = copy_sources(&sd->inputs, &sd->ninputs, &parent->inputs[i], 1, err)) != 0)
-			return rc;
 	if ((rc = copy_sources(&sd->field_summaries, &sd->nfield_summaries, parent->field_summaries,
 	                       parent->nfield_summaries, err)) != 0)
 		return rc;
@@ -147,11 +145,11 @@ static int inherit_document(struct rank_sd *sd, const struct rank_sd *parent, in
 {
 	for (int i = 0; i < parent->nfields; i++) {
 		const struct rank_field *f = &parent->fields[i];
-		if (f->source != -1 || f->imported) /* imported fields belong to their schema */
+		if (f->outside || f->imported) /* imported fields belong to their schema */
 			continue;
 		int j = find_field(sd, f->name);
 		if (j >= 0) {
-			if (sd->fields[j].source == -1 && sd->fields[j].line == f->line &&
+			if (!sd->fields[j].outside && sd->fields[j].line == f->line &&
 			    sd->fields[j].vtype == f->vtype && sd->fields[j].type == f->type)
 				continue; /* the same field, through two parents */
 			struct rank_pos at = {sd->file, sd->fields[j].line, sd->fields[j].col};
@@ -254,32 +252,45 @@ static int same_type(const struct rank_field *a, const struct rank_field *b)
 	return 1;
 }
 
-/* The field each field outside the document reads. */
+/* A script that only reads one document field into the field's own
+ * sinks ("input g | attribute"): g, else NULL. */
+static const char *plain_input(const struct rank_ix *script)
+{
+	if (!script || script->nargs != 1)
+		return NULL;
+	const struct rank_ix *s = script->args[0];
+	if (s->kind != RANK_IX_PIPE || s->args[0]->kind != RANK_IX_INPUT)
+		return NULL;
+	for (int i = 1; i < s->nargs; i++)
+		if (s->args[i]->kind != RANK_IX_SINK || s->args[i]->str)
+			return NULL;
+	return s->args[0]->str;
+}
+
+/* The fields whose indexing computes a value: a field outside the document
+ * that only reads a document field of its type takes that field's value
+ * (source); every other script is checked. */
 static int resolve_inputs(struct rank_sd *sd, struct strata_error *err)
 {
 	for (int i = 0; i < sd->nfields; i++) {
 		struct rank_field *f = &sd->fields[i];
-		if (f->source == -1)
+		if (!f->outside && !f->indexing)
 			continue;
-		const struct rank_source_decl *in = NULL;
-		for (int k = 0; k < sd->ninputs && !in; k++)
-			if (strcmp(sd->inputs[k].name, f->name) == 0)
-				in = &sd->inputs[k];
 		struct rank_pos at = {sd->file, f->line, f->col};
-		if (!in)
+		if (!f->indexing)
 			return fail(err, &at, STRATA_NOT_IMPLEMENTED,
 			            "field '%s' outside the document needs 'indexing: input FIELD | ...'",
 			            f->name);
-		int j = find_field(sd, in->source);
-		if (j < 0 || sd->fields[j].source != -1)
-			return fail(err, &in->pos, STRATA_TYPE,
-			            "field '%s' reads '%s', which is not a field of document '%s'", f->name,
-			            in->source, sd->name);
-		if (!same_type(f, &sd->fields[j]))
-			return fail(err, &in->pos, STRATA_TYPE,
-			            "field '%s' reads '%s', whose type differs (converting values in "
-			            "indexing is not supported)", f->name, in->source);
-		f->source = j;
+		const char *g = f->outside ? plain_input(f->indexing) : NULL;
+		int j = g ? find_field(sd, g) : -1;
+		f->source = -1;
+		if (j >= 0 && !sd->fields[j].outside && same_type(f, &sd->fields[j])) {
+			f->source = j;
+			continue;
+		}
+		int rc = rank_indexing_check(sd, f, err);
+		if (rc)
+			return rc;
 	}
 	return 0;
 }

@@ -2,8 +2,7 @@
  * fields.c: the document part of the schema language, parsed.  Collection
  * and struct field types (array<T>, weightedset<T>, map<K,V>, struct
  * declarations), struct-field settings, summary settings of fields,
- * document-summary classes, and the "input g" that starts the indexing of a
- * field outside the document block.  parse.c calls these where the
+ * and document-summary classes.  parse.c calls these where the
  * constructs appear; docs.c resolves what they name once every schema of
  * the application is parsed.
  *
@@ -566,36 +565,6 @@ int rank_field_summary(struct rank_parser *p, struct rank_field *f, const struct
 	return e->source ? 0 : STRATA_NOMEM;
 }
 
-/* ---- indexing: input g ------------------------------------------------------------ */
-
-int rank_indexing_input(struct rank_parser *p, struct rank_field *f, const struct rank_tok *t)
-{
-	struct rank_sd *sd = p->sd;
-	struct rank_tok nm, next;
-	if (f->source != -2)
-		return rank_parser_fail(p, t, STRATA_NOT_IMPLEMENTED,
-		                        "'input' in the indexing of a document field is not supported "
-		                        "(fields outside the document block may use it)");
-	for (int i = 0; i < sd->ninputs; i++)
-		if (strcmp(sd->inputs[i].name, f->name) == 0)
-			return rank_parser_fail(p, t, STRATA_NOT_IMPLEMENTED,
-			                        "field '%s' reads more than one input", f->name);
-	int rc = rank_parser_expect_name(p, RANK_LEX_SCHEMA, &nm, "a field name after 'input'");
-	if (rc)
-		return rc;
-	rank_lex_peek(p->lx, RANK_LEX_SCHEMA, &next);
-	if (rank_tok_is(&next, ".") || rank_tok_is(&next, "||"))
-		return rank_parser_fail(p, &next, STRATA_NOT_IMPLEMENTED,
-		                        "indexing expressions combining inputs (%s) are not supported",
-		                        rank_tok_quote(&next));
-	struct rank_tok self = {RT_NAME, f->name, strlen(f->name), t->line, t->col, 0};
-	struct rank_source_decl *d = add_source(p, &sd->inputs, &sd->ninputs, &self, &rc);
-	if (!d)
-		return rc;
-	d->pos = rank_parser_pos(p, &nm);
-	return (d->source = rank_parser_tokdup(p, &nm)) ? 0 : STRATA_NOMEM;
-}
-
 /* ---- document inherits, rank: filter ---------------------------------------------- */
 
 int rank_document_inherits(struct rank_parser *p)
@@ -614,16 +583,6 @@ int rank_field_holds_text(const struct rank_field *f)
 {
 	return f->vtype && (f->type == RANK_FT_ARRAY || f->type == RANK_FT_WSET) &&
 	       f->vtype->elem->type == RANK_FT_STRING;
-}
-
-int rank_language_constant(struct rank_parser *p)
-{
-	struct rank_lexer save = *p->lx;
-	if (rank_parser_take_if(p, RANK_LEX_SCHEMA, "|") &&
-	    rank_parser_take_if(p, RANK_LEX_SCHEMA, "set_language"))
-		return 1;
-	*p->lx = save;
-	return 0;
 }
 
 static int wset_setting(struct rank_parser *p, struct rank_field *f, const struct rank_tok *t)

@@ -13,18 +13,19 @@
  * Accepted and ignored because they change nothing in what Strata computes:
  * attribute: fast-search / fast-access / paged / mutable, HNSW index blocks on
  * tensor fields (search is exact), onnx-model thread and device settings,
- * rank-profile thread settings, set_language and "xx" | set_language in
- * indexing (there is no text processing), and rank: filter / normal on a
- * field; and the field settings parse_field.c lists as accepted
- * (linguistics profiles, rank-type: about, id, dictionary: hash / btree /
- * uncased, body, header, an English sorting locale); raw-as-base64-in-summary: true (raw fields show as base64, Vespa's
- * default; false is refused), a uri field's type (a string here), and a
- * predicate field's index arity and dense-posting-list-threshold (they shape
- * Vespa's index; predicates here are evaluated exactly).  The field types
- * byte, uri, raw, reference and predicate and the import field item are
- * parsed by types.c.  The document part of the language (collection and
- * struct types, summaries, input in indexing) is parsed by fields.c, rank profiles and
- * onnx-model blocks by parse_profile.c, both called from here.
+ * rank-profile thread settings, set_language in indexing (the stemmer is
+ * English), and rank: filter / normal on a field; and the field settings
+ * parse_field.c lists as accepted (linguistics profiles, rank-type: about,
+ * id, dictionary: hash / btree / uncased, body, header, an English sorting
+ * locale); raw-as-base64-in-summary: true (raw fields show as base64,
+ * Vespa's default; false is refused), a uri field's type (a string here),
+ * and a predicate field's index arity and dense-posting-list-threshold (they
+ * shape Vespa's index; predicates here are evaluated exactly).  The field
+ * types byte, uri, raw, reference and predicate and the import field item
+ * are parsed by types.c.  The document part of the language (collection and
+ * struct types, summaries) is parsed by fields.c, indexing statements by
+ * indexing.c, rank profiles and onnx-model blocks by parse_profile.c, all
+ * called from here.
  *
  * Invariants: the parser never reads past the text (the lexer bounds every
  * token); value nesting is bounded by RANK_PARSE_MAX_DEPTH; the partly built
@@ -166,67 +167,6 @@ static int distance_metric(struct rank_parser *p, struct rank_field *f)
 	return bad_keyword(p, &t, unsupported, "distance-metric", "a distance metric");
 }
 
-/* indexing: a | b | c, up to the end of the line, ';' or '}'. */
-static int indexing(struct rank_parser *p, struct rank_field *f)
-{
-	struct rank_tok t;
-	rank_lex_peek(p->lx, RANK_LEX_SCHEMA, &t);
-	if (rank_tok_is(&t, "{"))
-		return rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED,
-		                        "indexing blocks (indexing { ... }) are not supported");
-	int rc = rank_parser_expect(p, ":", "after 'indexing'");
-	if (rc)
-		return rc;
-	for (;;) {
-		rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
-		if (rank_tok_is(&t, "summary")) {
-			f->summary = 1;
-		} else if (rank_tok_is(&t, "attribute")) {
-			f->attribute = 1;
-		} else if (rank_tok_is(&t, "input")) {
-			int rc2 = rank_indexing_input(p, f, &t);
-			if (rc2)
-				return rc2;
-		} else if (rank_tok_is(&t, "set_language")) {
-			/* The language only picks the stemmer: English is the one. */
-		} else if (rank_tok_is(&t, "index")) {
-			/* On a tensor, index asks for an HNSW graph; search stays exact.
-			 * On a string, or an array or weighted set of them, a text
-			 * index (parse_text.c). */
-			if (f->type == RANK_FT_STRING || rank_field_holds_text(f))
-				f->index = 1;
-			else if (f->type != RANK_FT_TENSOR)
-				return rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED,
-				                        "'indexing: index' on field '%s' is not supported",
-				                        f->name);
-		} else if (t.kind == RT_STR && rank_language_constant(p)) {
-			/* "en" | set_language: a constant language, as above. */
-		} else if (t.kind == RT_NAME || t.kind == RT_STR || rank_tok_is(&t, "(")) {
-			return rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED,
-			                        "indexing statement %s is not supported (only summary, attribute, "
-			                        "index, set_language, and input FIELD outside the document)",
-			                        rank_tok_quote(&t));
-		} else {
-			return rank_parser_fail(p, &t, STRATA_PARSE, "expected an indexing statement, found %s",
-			                        rank_tok_quote(&t));
-		}
-		rank_lex_peek(p->lx, RANK_LEX_SCHEMA, &t);
-		if (rank_tok_is(&t, "|")) {
-			rank_lex_take(p->lx, &t);
-			continue;
-		}
-		if (rank_tok_is(&t, ";")) {
-			rank_lex_take(p->lx, &t);
-			return 0;
-		}
-		if (t.nl_before || rank_tok_is(&t, "}") || t.kind == RT_EOF)
-			return 0;
-		return rank_parser_fail(p, &t, STRATA_PARSE,
-		                        "expected '|' between indexing statements, found %s",
-		                        rank_tok_quote(&t));
-	}
-}
-
 /* Skip a balanced { ... } block whose '{' is next. */
 static int skip_block(struct rank_parser *p)
 {
@@ -267,7 +207,7 @@ static int field_body(struct rank_parser *p, struct rank_field *f)
 		if (rank_tok_is(&t, "}"))
 			return 0;
 		if (rank_tok_is(&t, "indexing")) {
-			rc = indexing(p, f);
+			rc = rank_indexing_parse(p, f, &t);
 		} else if (rank_tok_is(&t, "attribute")) {
 			struct rank_tok s;
 			int block;
@@ -335,6 +275,7 @@ static int field(struct rank_parser *p, int outside)
 	f->col = nm.col;
 	f->distance_metric = RANK_DIST_EUCLIDEAN;
 	f->source = outside ? -2 : -1; /* -2: resolved by the input it reads */
+	f->outside = outside;
 	if ((rc = rank_parser_expect(p, "type", "after the field name")) != 0)
 		return rc;
 	if ((rc = field_type(p, f)) != 0)

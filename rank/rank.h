@@ -126,6 +126,75 @@ enum rank_sort_function {
 	                        primary) the bytes */
 };
 
+/* Indexing expressions: a field's "indexing:" statements, or its
+ * "indexing { ... }" block, parsed and type-checked at deploy (rank/
+ * indexing.c) and run by the engine when a document is fed.  A tree of
+ * nodes; a value flows from each stage of a pipe into the next, and a
+ * missing value (an absent field) flows as "none".  Field names are kept
+ * as written (a schema that inherits the field resolves them itself). */
+enum rank_ix_kind {
+	RANK_IX_SCRIPT = 1, /* statements (args), each run on the same input; gives the last's value */
+	RANK_IX_PIPE,       /* args[0] | args[1] | ...: each stage's value is the next one's input */
+	RANK_IX_INPUT,      /* input str: the value of document field str */
+	RANK_IX_STRING,     /* the string literal str */
+	RANK_IX_NUMBER,     /* the number literal num (integral: a long) */
+	RANK_IX_CURRENT,    /* _: the input (an element inside for_each) */
+	RANK_IX_CAT,        /* args[0] . args[1] ...: strings (or arrays) joined; none if one is none */
+	RANK_IX_CHOICE,     /* args[0] || args[1] ...: the first value that is not none */
+	RANK_IX_ARITH,      /* args[0] op args[1], op one of + - * / % (numbers) */
+	RANK_IX_FOR_EACH,   /* for_each { args[0] }: args[0] on each element of an array */
+	RANK_IX_IF,         /* if (args[0] op args[1]) { args[2] } else { args[3] }; op one of
+	                       RANK_IX_EQ ...; args[3] NULL without else (the input goes on) */
+	RANK_IX_FUNC,       /* op (enum rank_ix_func) applied to the input; num, num2, str its
+	                       arguments as that enum says */
+	RANK_IX_EMBED,      /* embed [str]: the input text (or each string of an array) through
+	                       embedder str (NULL: the only one) into a value of field dest's
+	                       tensor type; pack: pack_bits follows (embed into float cells,
+	                       8 per int8 cell of dest's last dimension) */
+	RANK_IX_CHUNK,      /* chunk str [num]: "fixed-length" (num characters, default 1000)
+	                       or "sentence": a string into an array of strings */
+	RANK_IX_SINK,       /* attribute, index or summary [str]: the input written into field
+	                       str; the value goes on unchanged */
+	RANK_IX_GUARD,      /* guard { args[0] }: args[0] (an update runs a script only when it
+	                       reads a field the update sets, guarded or not) */
+};
+enum rank_ix_func {
+	RANK_IXF_TO_ARRAY = 1, RANK_IXF_TO_STRING, RANK_IXF_TO_INT, RANK_IXF_TO_LONG,
+	RANK_IXF_TO_FLOAT, RANK_IXF_TO_DOUBLE, RANK_IXF_TO_BOOL,
+	RANK_IXF_LOWERCASE, RANK_IXF_TRIM, RANK_IXF_NORMALIZE, /* normalize: accents removed */
+	RANK_IXF_SPLIT,     /* split str: a string cut at matches of the POSIX regex str */
+	RANK_IXF_JOIN,      /* join str: an array's elements as strings, str between them */
+	RANK_IXF_SUBSTRING, /* substring num num2: code points [num, num2) */
+	RANK_IXF_HASH,      /* a string's 64-bit hash (an int field keeps the low 32 bits) */
+	RANK_IXF_NOW,       /* seconds since 1970 */
+	RANK_IXF_BINARIZE,  /* binarize [num]: tensor cells > num (default 0) become 1, others 0 */
+	RANK_IXF_PACK_BITS, /* each 8 cells (0 or 1) of the dense dimension into one int8 cell,
+	                       the first cell in the highest bit */
+	RANK_IXF_PASS,      /* set_language, flatten (no annotations here): the input, unchanged */
+	RANK_IXF_TO_EPOCH_SECOND, /* an ISO-8601 time ("2024-05-01T10:00:00Z", an offset or
+	                       fraction allowed) into seconds since 1970 */
+	RANK_IXF_HEX_ENCODE, /* a number into the lowercase hex of its 64 bits */
+	RANK_IXF_HEX_DECODE, /* up to 16 hex digits into the long of those bits */
+	RANK_IXF_TO_WSET,   /* a string or number into a weighted set of it, weight 1 */
+	RANK_IXF_SET_VAR,   /* set_var str: the input kept as variable str of the document's
+	                       scripts (which run in field order); it goes on unchanged */
+	RANK_IXF_GET_VAR,   /* get_var str: that variable's value (none if not set) */
+};
+enum { RANK_IX_EQ = 1, RANK_IX_NE, RANK_IX_LT, RANK_IX_LE, RANK_IX_GT, RANK_IX_GE };
+struct rank_ix {
+	int kind;            /* enum rank_ix_kind */
+	int op;              /* FUNC: enum rank_ix_func; ARITH: the operator's character;
+	                        IF: RANK_IX_EQ ...; SINK: 'a', 'i' or 's' */
+	char *str;           /* see the kinds; NULL when not given */
+	double num, num2;
+	int integral;        /* NUMBER: written without fraction or exponent */
+	int nargs;
+	struct rank_ix **args;
+	char *dest;          /* EMBED: the field whose type the embedding takes */
+	int pack;            /* EMBED: pack_bits follows */
+	int line, col;       /* where it is written (in the field's schema file) */
+};
+
 /* A document field as the schema declares it. */
 struct rank_field {
 	const char *name;
@@ -150,9 +219,14 @@ struct rank_field {
 	int gram_size;       /* match { gram-size: N }; 0 when not given (2 for gram) */
 	const struct rank_vtype *vtype; /* ARRAY, WSET, MAP, STRUCT: the whole type; else NULL */
 	int wset_flags;      /* WSET: RANK_WSET_* (weightedset { ... } settings) */
-	int source;          /* a field outside the document block: the index of the field
-	                        its indexing reads ("input g"), whose value it takes when a
-	                        document is fed; -1 for document fields */
+	int source;          /* a field outside the document block whose indexing only reads
+	                        a field of the same type ("input g | attribute"): g's index,
+	                        whose value it takes when a document is fed; else -1 */
+	int outside;         /* declared outside the document block: never fed itself */
+	struct rank_ix *indexing; /* read-only: the statements that compute the field's value
+	                        (and perhaps other fields', through their sinks) when a
+	                        document is fed; NULL when the field keeps what is fed (or
+	                        takes source's value) */
 	int weight;          /* weight: N, the field's weight in nativeRank (0: not given,
 	                        which weighs RANK_FIELD_WEIGHT) */
 	int summary_transform; /* enum rank_summary_transform of the field's own summary */

@@ -9,6 +9,8 @@
  *   parse_text.c,    its text-index settings and fieldsets, its document
  *   fields.c         part (collections, structs, summaries), its other
  *   parse_field.c    field settings (weight, sorting, bolding, ...);
+ *   indexing.c       fields' indexing statements -> struct rank_ix trees;
+ *   indexing_check.c their fields and types, once the documents are known;
  *   parser.c         the parsers share their state and helpers
  *   types.c          byte, uri, raw, reference, predicate; import field
  *                    (resolved across the schemas after docs.c)
@@ -210,8 +212,7 @@ struct rank_struct_decl {
 	struct rank_pos pos;
 };
 
-/* summary NAME { source: g } in a document-summary or a field; a field
- * outside the document block's "indexing: input g". */
+/* summary NAME { source: g } in a document-summary or a field. */
 struct rank_source_decl {
 	char *name;               /* the summary field, or the field outside the document */
 	char *source;             /* the field read (NULL: the field called name) */
@@ -265,11 +266,11 @@ struct rank_sd {
 	struct rank_pos inherits_pos;
 	int ndoc_inherits;              /* document a inherits b, c (names, positions) */
 	struct rank_source_decl *doc_inherits;
-	int nvtypes, nstructs, nsummaries, ninputs, nfield_summaries;
+	int nvtypes, nstructs, nsummaries, nixs, nfield_summaries;
 	struct rank_vtype_decl **vtypes;   /* every type node of the fields (owned) */
 	struct rank_struct_decl **structs;
 	struct rank_summary_decl *summaries;
-	struct rank_source_decl *inputs;          /* fields outside the document: input g */
+	struct rank_ix **ixs;                     /* the indexing scripts of the fields (owned) */
 	struct rank_source_decl *field_summaries; /* summary settings inside fields, then
 	                                              the schema's document-summary default */
 	int default_omit_summary_features; /* document-summary default { omit-summary-features } */
@@ -302,6 +303,12 @@ int rank_sds_inherit(struct rank_sd **sds, int n, struct strata_errors *errs,
  * receives each error, err the first. */
 int rank_sds_types_resolve(struct rank_sd **sds, int n, struct strata_errors *errs,
                            struct strata_error *err);
+/* Check the indexing script of field f of sd (f->indexing, not NULL; the
+ * documents resolved): every field it names, the types flowing through
+ * it into each sink, what embed, chunk, binarize and pack_bits take and
+ * give.  Sinks naming another field set that field's flags.  Returns 0,
+ * STRATA_TYPE or STRATA_NOT_IMPLEMENTED ("file:line:col: ..."). */
+int rank_indexing_check(struct rank_sd *sd, struct rank_field *f, struct strata_error *err);
 /* The fields the fieldsets of sd name, looked up again once inheritance
  * added the parents' fields, which may come before sd's own (parse_text.c;
  * rank_sds_inherit calls it).  Returns 0 or STRATA_TYPE

@@ -181,17 +181,18 @@ int rank_summary_parse(struct rank_parser *p, const struct rank_tok *kw);
 int rank_field_summary(struct rank_parser *p, struct rank_field *f, const struct rank_tok *kw);
 /* struct-field name { indexing: ... attribute ... } inside field f. */
 int rank_struct_field_parse(struct rank_parser *p, struct rank_field *f, const struct rank_tok *kw);
-/* "input g" at the head of the indexing of field f (t: "input", taken). */
-int rank_indexing_input(struct rank_parser *p, struct rank_field *f, const struct rank_tok *t);
 
 /* "a, b" after "document x inherits". */
 int rank_document_inherits(struct rank_parser *p);
 
 /* 1 when f is an array or weighted set of strings (text, if indexed). */
 int rank_field_holds_text(const struct rank_field *f);
-/* After a string constant in an indexing: consume "| set_language" and
- * return 1, or consume nothing and return 0. */
-int rank_language_constant(struct rank_parser *p);
+/* indexing.c: after the keyword kw ("indexing", taken), ": statement" or
+ * "{ statements }" of field f: its flags set, the statements that compute
+ * a value kept in f->indexing (listed in p->sd->ixs, which owns them).
+ * rank_ix_free (schema.c) frees a tree (NULL is ignored). */
+int rank_indexing_parse(struct rank_parser *p, struct rank_field *f, const struct rank_tok *kw);
+void rank_ix_free(struct rank_ix *n);
 /* weightedset: setting, or weightedset { settings }, in field f. */
 int rank_wset_settings(struct rank_parser *p, struct rank_field *f, const struct rank_tok *kw);
 

@@ -61,6 +61,18 @@ void rank_vec_free(void *arr, int n, size_t elem)
 
 /* ---- freeing -------------------------------------------------------------------- */
 
+void rank_ix_free(struct rank_ix *n)
+{
+	if (!n)
+		return;
+	for (int i = 0; i < n->nargs; i++)
+		rank_ix_free(n->args[i]);
+	rank_vec_free(n->args, n->nargs, sizeof *n->args);
+	base_strfree(n->str);
+	base_strfree(n->dest);
+	base_free(n, sizeof *n);
+}
+
 void rank_ast_free(struct rank_ast *a)
 {
 	if (!a)
@@ -231,7 +243,9 @@ void rank_sd_docs_free(struct rank_sd *sd)
 		clear_sources(s->fields, s->nfields);
 	}
 	rank_vec_free(sd->summaries, sd->nsummaries, sizeof *sd->summaries);
-	clear_sources(sd->inputs, sd->ninputs);
+	for (int i = 0; i < sd->nixs; i++)
+		rank_ix_free(sd->ixs[i]);
+	rank_vec_free(sd->ixs, sd->nixs, sizeof *sd->ixs);
 	clear_sources(sd->field_summaries, sd->nfield_summaries);
 	clear_sources(sd->doc_inherits, sd->ndoc_inherits);
 	clear_sources(sd->refs, sd->nrefs);

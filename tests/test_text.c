@@ -212,10 +212,8 @@ static void test_text_schema_errors(void **state)
 		 "t.sd:2:22: expected ':' after 'fields', found 't'"},
 		{"schema s { document s { field t type string { indexing: index\n match { gram-size } } } }",
 		 STRATA_PARSE, "t.sd:2:20: expected ': number' after 'gram-size'"},
-		{"schema s { document s { field t type string { indexing: \"en\" | summary } } }",
-		 STRATA_NOT_IMPLEMENTED,
-		 "t.sd:1:57: indexing statement '\"en\"' is not supported (only summary, attribute, index, "
-		 "set_language, and input FIELD outside the document)"},
+		{"schema s { document s { field t type string { indexing: \"en\" | exact | index } } }",
+		 STRATA_NOT_IMPLEMENTED, "t.sd:1:64: indexing expression 'exact' is not supported"},
 		{"schema s { document s { field t type string { indexing: index\n literal-boost: 20 } } }",
 		 STRATA_NOT_IMPLEMENTED, "t.sd:2:2: field setting 'literal-boost' is not supported"},
 	};
