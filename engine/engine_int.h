@@ -344,6 +344,9 @@ void eng_json_init(void);
  * shrugged off: the value could be wrong), or NULL with *oom = 0 and the
  * reason in je when the text is not JSON. */
 json_t *eng_json_parse(const char *text, size_t len, size_t flags, json_error_t *je, int *oom);
+/* How many of jansson's allocations failed on this thread so far: a value
+ * built with jansson is whole when the count did not move meanwhile. */
+unsigned long eng_json_failures(void);
 /* Blocks that carry their size (for libraries that free without one, like
  * jansson and expat): NULL when out of memory; realloc keeps the old block
  * on failure. */
@@ -400,6 +403,11 @@ struct eng_sparse {
  * address, label or value; s is then empty) or STRATA_NOMEM. */
 int eng_sparse_from_json(const json_t *j, const struct eng_ttype *t, struct eng_sparse *s,
                          const char *what, struct strata_error *err);
+/* The same from a tensor literal (query inputs): "{{cat:a}:1, {cat:b}:2}",
+ * the short forms "{a:1, b:2}" and "{a:[1,2], b:[3,4]}", labels bare or
+ * quoted, with or without a leading "tensor<float>(cat{}):". */
+int eng_sparse_from_literal(const char *text, const struct eng_ttype *t, struct eng_sparse *s,
+                            const char *what, struct strata_error *err);
 /* Free what s holds and zero it. */
 void eng_sparse_free(struct eng_sparse *s);
 /* 1 when rf is a tensor field with mapped dimensions (stored as JSON text). */

@@ -105,6 +105,11 @@ __attribute__((constructor)) static void json_init_at_start(void)
 	eng_json_init();
 }
 
+unsigned long eng_json_failures(void)
+{
+	return failed;
+}
+
 json_t *eng_json_parse(const char *text, size_t len, size_t flags, json_error_t *je, int *oom)
 {
 	unsigned long before = failed;

@@ -887,7 +887,8 @@ static int set_sparse_input(struct qstate *qs, struct dtstate *ds,
 	struct eng_sparse s;
 	char what[300];
 	snprintf(what, sizeof what, "query input 'query(%s)'", in->name);
-	int rc = eng_sparse_from_json(v, &t, &s, what, qs->err);
+	int rc = json_is_string(v) ? eng_sparse_from_literal(json_string_value(v), &t, &s, what, qs->err)
+	                           : eng_sparse_from_json(v, &t, &s, what, qs->err);
 	if (rc)
 		return rc;
 	uint64_t a = mark();

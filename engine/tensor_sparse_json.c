@@ -23,6 +23,7 @@
  * Invariant: on error nothing is kept (the blocks are freed), and the
  * message names the value (what), and the cell or block at fault.
  */
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -339,6 +340,167 @@ int eng_sparse_from_json(const json_t *j, const struct eng_ttype *t, struct eng_
 	int rc = from_json(j, t, s, what, err);
 	if (rc)
 		eng_sparse_free(s);
+	return rc;
+}
+
+/* ---- tensor literals in strings (query inputs) ------------------------------------ */
+
+/* A cursor over a literal's text; err set once, at the first fault. */
+struct lit {
+	const char *p;
+	int bad;   /* STRATA_INVALID_ARGUMENT or STRATA_NOMEM once something failed */
+};
+
+static void lit_ws(struct lit *l)
+{
+	while (*l->p == ' ' || *l->p == '\t' || *l->p == '\n' || *l->p == '\r')
+		l->p++;
+}
+
+static int lit_take(struct lit *l, char c)
+{
+	lit_ws(l);
+	if (*l->p != c)
+		return 0;
+	l->p++;
+	return 1;
+}
+
+/* A label: a name, a number, or 'quoted' / "quoted" (no escapes), into buf. */
+static int lit_label(struct lit *l, char *buf, size_t cap)
+{
+	lit_ws(l);
+	const char *s = l->p;
+	size_t n;
+	if (*s == '"' || *s == '\'') {
+		const char *e = strchr(s + 1, *s);
+		if (!e)
+			return -1;
+		n = (size_t)(e - s - 1);
+		l->p = e + 1;
+		s++;
+	} else {
+		while (isalnum((unsigned char)*l->p) || *l->p == '_' || *l->p == '-' || *l->p == '.')
+			l->p++;
+		n = (size_t)(l->p - s);
+	}
+	if (n == 0 || n >= cap)
+		return -1;
+	memcpy(buf, s, n);
+	buf[n] = 0;
+	return 0;
+}
+
+/* A number, or a '[' list of numbers or lists, as JSON. */
+static json_t *lit_value(struct lit *l, int depth)
+{
+	lit_ws(l);
+	if (*l->p == '[') {
+		l->p++;
+		json_t *a = json_array();
+		if (!a || depth > RANK_MAX_RANK)
+			return json_decref(a), NULL;
+		if (lit_take(l, ']'))
+			return a;
+		do {
+			json_t *v = lit_value(l, depth + 1);
+			if (!v || json_array_append_new(a, v))
+				return json_decref(a), NULL;
+		} while (lit_take(l, ','));
+		if (!lit_take(l, ']'))
+			return json_decref(a), NULL;
+		return a;
+	}
+	char *end;
+	double d = strtod(l->p, &end);
+	if (end == l->p)
+		return NULL;
+	l->p = end;
+	return json_real(d);
+}
+
+/* The literal's cells after its '{' as the JSON of Vespa's feed forms:
+ * {"cells": [...]} for the verbose form ({{x:a,y:b}:1, ...}), the object
+ * itself for the short forms ({a:1, b:2}, {a:[1,2], ...}). */
+static json_t *lit_cells(struct lit *l)
+{
+	char label[ENG_LABEL_MAX + 1], dim[ENG_LABEL_MAX + 1];
+	json_t *obj = json_object(), *cells = NULL;
+	if (!obj)
+		return NULL;
+	lit_ws(l);
+	int verbose = *l->p == '{';
+	if (verbose && (!(cells = json_array()) || json_object_set_new(obj, "cells", cells)))
+		return json_decref(obj), NULL;
+	if (lit_take(l, '}'))
+		return obj;
+	do {
+		if (verbose) {
+			json_t *addr = json_object(), *cell = json_object();
+			if (!addr || !cell || json_object_set_new(cell, "address", addr) ||
+			    json_array_append_new(cells, cell)) {
+				json_decref(addr);
+				return json_decref(obj), NULL;
+			}
+			if (!lit_take(l, '{'))
+				return json_decref(obj), NULL;
+			if (!lit_take(l, '}')) {
+				do {
+					if (lit_label(l, dim, sizeof dim) || !lit_take(l, ':') ||
+					    lit_label(l, label, sizeof label) ||
+					    json_object_set_new(addr, dim, json_string(label)))
+						return json_decref(obj), NULL;
+				} while (lit_take(l, ','));
+				if (!lit_take(l, '}'))
+					return json_decref(obj), NULL;
+			}
+			json_t *v;
+			if (!lit_take(l, ':') || !(v = lit_value(l, 0)) ||
+			    json_object_set_new(cell, "value", v))
+				return json_decref(obj), NULL;
+		} else {
+			json_t *v;
+			if (lit_label(l, label, sizeof label) || !lit_take(l, ':') ||
+			    !(v = lit_value(l, 0)) || json_object_set_new(obj, label, v))
+				return json_decref(obj), NULL;
+		}
+	} while (lit_take(l, ','));
+	if (!lit_take(l, '}'))
+		return json_decref(obj), NULL;
+	return obj;
+}
+
+int eng_sparse_from_literal(const char *text, const struct eng_ttype *t, struct eng_sparse *s,
+                            const char *what, struct strata_error *err)
+{
+	memset(s, 0, sizeof *s);
+	struct lit l = { text, 0 };
+	lit_ws(&l);
+	if (strncmp(l.p, "tensor", 6) == 0) {
+		/* a leading type: up to the ':' after its closing parenthesis */
+		const char *close = strchr(l.p, ')');
+		if (close) {
+			l.p = close + 1;
+			if (!lit_take(&l, ':'))
+				close = NULL;
+		}
+		if (!close)
+			return base_err(err, STRATA_INVALID_ARGUMENT, "%s: malformed tensor literal "
+			                "'%.40s'", what, text);
+	}
+	unsigned long before = eng_json_failures();
+	json_t *j = lit_take(&l, '{') ? lit_cells(&l) : NULL;
+	if (j)
+		lit_ws(&l);
+	if (!j || *l.p) {
+		json_decref(j);
+		if (eng_json_failures() != before)
+			return base_nomem(err, "%s", what);
+		return base_err(err, STRATA_INVALID_ARGUMENT,
+		                "%s: malformed tensor literal near '%.20s'", what, l.p);
+	}
+	int rc = eng_sparse_from_json(j, t, s, what, err);
+	json_decref(j);
 	return rc;
 }
 

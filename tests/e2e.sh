@@ -895,6 +895,16 @@ if expect_ok "mapped inputs: deploy" "$STRATA" deploy "$MAP" &&
 	check "mapped inputs: cells and blocks" "$(mapped_score \
 		--input 'query(q)={"cells":[{"address":{"cat":"a"},"value":5}]}' \
 		--input 'query(m)={"blocks":[{"address":{"p":"v"},"values":[0,7]}]}')" 76
+	check "mapped inputs: verbose literals" "$(mapped_score --input 'query(q)={{cat:a}:2,{cat:b}:3}' \
+		--input 'query(m)={{p:u,x:0}:1,{p:u,x:1}:2,{p:v,x:0}:3,{p:v,x:1}:4}')" 46
+	check "mapped inputs: short literals" "$(mapped_score --input "query(q)={a:2,'b':3}" \
+		--input 'query(m)={u:[1,2],v:[3,4]}')" 46
+	check "mapped inputs: a literal with its type" \
+		"$(mapped_score --input 'query(q)=tensor<float>(cat{}):{a:5}')" 6
+	expect_fail "mapped inputs: malformed literal" \
+		"query\(q\)': malformed tensor literal near '}'" \
+		"$STRATA" query "$MAP" --yql 'select * from item where true' --profile cats \
+		--input 'query(q)={a:}'
 	expect_fail "mapped inputs: wrong dimension" \
 		"query\(q\)': cell 0: address lacks dimension 'cat' \(tensor\(cat\{\}\)\)" \
 		"$STRATA" query "$MAP" --yql 'select * from item where true' --profile cats \
