@@ -1,0 +1,219 @@
+/*
+ * test_rank_compat.c: constructs of Vespa's schemas beyond the core
+ * algebra: unpack_bits over dense and mixed tensors (values written out by
+ * hand from the bits of the int8 cells), its types and its errors.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "../rank/rank_eval.h"
+#include "apptest.h"
+
+static const char *compat_sd =
+	"schema doc {\n"
+	"  document doc {\n"
+	"    field price type double { indexing: attribute }\n"
+	"  }\n"
+	"  rank-profile base {\n"
+	"    inputs {\n"
+	"      query(b) tensor<int8>(x[2])\n"
+	"      query(mx) tensor<int8>(dt{}, x[2])\n"
+	"      query(f) tensor<float>(x[2])\n"
+	"    }\n"
+	"    function unpack() {\n"
+	"      expression: unpack_bits(query(mx))\n"
+	"    }\n"
+	"    first-phase {\n"
+	"      expression: sum(unpack())\n"
+	"    }\n"
+	"  }\n"
+	"}\n";
+
+struct world {
+	char *dir;
+	struct rank_app *app;
+	struct rank_profile *p;
+	struct rank_query *q;
+	struct rank_docs docs;
+};
+
+static const void *no_attr(void *ud, int field, uint32_t lid)
+{
+	return NULL;
+}
+
+static int setup(void **state)
+{
+	struct world *w = calloc(1, sizeof *w);
+	struct strata_error err = { 0 };
+	w->dir = apptest_new("strata_rank_compat");
+	apptest_write(w->dir, "schemas/doc.sd", compat_sd);
+	w->app = apptest_load(w->dir);
+	const struct rank_schema *s = rank_app_schema_find(w->app, "doc");
+	assert_non_null(s);
+	w->p = (struct rank_profile *)rank_profile_find(s, "base");
+	assert_non_null(w->p);
+	assert_int_equal(rank_query_new(w->p, &w->q, &err), 0);
+	const double b[2] = { 5, -3 };
+	assert_int_equal(rank_query_set_input(w->q, "b", b, 2, &err), 0);
+	const char *labels[2] = { "a", "z" };
+	const double mx[4] = { 5, -3, -128, 127 };
+	assert_int_equal(rank_query_set_input_sparse(w->q, "mx", 2, labels, mx, &err), 0);
+	w->docs.attr = no_attr;
+	*state = w;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct world *w = *state;
+	rank_query_free(w->q);
+	rank_app_free(w->app);
+	apptest_remove(w->dir);
+	free(w);
+	return 0;
+}
+
+/* Evaluate text against profile base: its value and the text of its type.
+ * Returns the error code (err says why). */
+static int eval(struct world *w, const char *text, struct rank_val *v, char *type, size_t n,
+                struct strata_error *err)
+{
+	const struct rank_type *t;
+	int rc = apptest_eval(w->p, w->q, &w->docs, text, 0, v, &t, err);
+	if (rc == 0)
+		rank_type_str(t, type, n);
+	return rc;
+}
+
+/* The dense value of text must have type want_type and the cells want. */
+static void dense(struct world *w, const char *text, const char *want_type, const double *want,
+                  size_t n)
+{
+	struct rank_val v;
+	char type[256];
+	struct strata_error err = { 0 };
+	int rc = eval(w, text, &v, type, sizeof type, &err);
+	if (rc)
+		fprintf(stderr, "%s: %s\n", text, err.msg);
+	assert_int_equal(rc, 0);
+	assert_string_equal(type, want_type);
+	for (size_t i = 0; i < n; i++)
+		assert_true(rank_cell(v.cell, v.cells, i) == want[i]);
+}
+
+/* 5 is 00000101, -3 is 0xfd 11111101, -128 is 0x80, 127 is 0x7f. */
+static const double five_big[8] = { 0, 0, 0, 0, 0, 1, 0, 1 };
+static const double m3_big[8] = { 1, 1, 1, 1, 1, 1, 0, 1 };
+
+static void test_unpack_dense(void **state)
+{
+	struct world *w = *state;
+	double want[16];
+	memcpy(want, five_big, sizeof five_big);
+	memcpy(want + 8, m3_big, sizeof m3_big);
+	dense(w, "unpack_bits(query(b))", "tensor<float>(x[16])", want, 16);
+	dense(w, "unpack_bits(query(b), double)", "tensor(x[16])", want, 16);
+	dense(w, "unpack_bits(query(b), int8, big)", "tensor<int8>(x[16])", want, 16);
+	const double little[16] = { 1, 0, 1, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 1, 1, 1 };
+	dense(w, "unpack_bits(query(b), float, little)", "tensor<float>(x[16])", little, 16);
+	/* a number of the result: bits set in 5 and -3 */
+	struct rank_val v;
+	char type[64];
+	struct strata_error err = { 0 };
+	assert_int_equal(eval(w, "sum(unpack_bits(query(b), bfloat16))", &v, type, sizeof type,
+	                      &err), 0);
+	assert_true(v.num == 2 + 7);
+}
+
+/* Two indexed dimensions: y comes after a in name order, so y is the one
+ * unpacked, though declared first: cell (y j, a i) is bit j of (a i). */
+static void test_unpack_innermost_by_name(void **state)
+{
+	struct world *w = *state;
+	double want[16];
+	for (int j = 0; j < 8; j++) {
+		want[2 * j] = five_big[j];
+		want[2 * j + 1] = m3_big[j];
+	}
+	dense(w, "unpack_bits(cell_cast(tensor(y[1],a[2]):[[5, -3]], int8))",
+	      "tensor<float>(y[8],a[2])", want, 16);
+	/* declared last and last by name: plain concatenation of the bytes */
+	double cat[16];
+	memcpy(cat, five_big, sizeof five_big);
+	memcpy(cat + 8, m3_big, sizeof m3_big);
+	dense(w, "unpack_bits(cell_cast(tensor(a[2],y[1]):[[5], [-3]], int8))",
+	      "tensor<float>(a[2],y[8])", cat, 16);
+}
+
+static void test_unpack_mixed(void **state)
+{
+	struct world *w = *state;
+	struct rank_val v;
+	char type[256];
+	struct strata_error err = { 0 };
+	assert_int_equal(eval(w, "unpack_bits(query(mx))", &v, type, sizeof type, &err), 0);
+	assert_string_equal(type, "tensor<float>(dt{},x[16])");
+	const struct rank_sparse *s = v.cells;
+	assert_int_equal(s->nblocks, 2);
+	static const double a[16] = { 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 1, 1, 1, 1, 0, 1 };
+	static const double z[16] = { 1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1 };
+	for (size_t b = 0; b < 2; b++) {
+		const double *want = strcmp(s->labels[b], "a") == 0 ? a : z;
+		assert_true(strcmp(s->labels[b], "a") == 0 || strcmp(s->labels[b], "z") == 0);
+		for (int i = 0; i < 16; i++)
+			assert_true(s->cells[b * 16 + (size_t)i] == want[i]);
+	}
+	/* through the profile's function: 2 + 7 + 1 + 7 bits set */
+	assert_int_equal(eval(w, "sum(unpack)", &v, type, sizeof type, &err), 0);
+	assert_true(v.num == 17);
+	assert_int_equal(eval(w, "unpack_bits(query(mx)){dt:z}", &v, type, sizeof type, &err), 0);
+	assert_string_equal(type, "tensor<float>(x[16])");
+	for (int i = 0; i < 16; i++)
+		assert_true(rank_cell(v.cell, v.cells, (size_t)i) == z[i]);
+}
+
+static void expect_error(struct world *w, const char *text, const char *what)
+{
+	struct rank_val v;
+	char type[64];
+	struct strata_error err = { 0 };
+	assert_int_equal(eval(w, text, &v, type, sizeof type, &err), STRATA_TYPE);
+	if (!strstr(err.msg, what))
+		fprintf(stderr, "%s: %s\n", text, err.msg);
+	assert_non_null(strstr(err.msg, what));
+}
+
+static void test_unpack_errors(void **state)
+{
+	struct world *w = *state;
+	expect_error(w, "unpack_bits(query(f))",
+	             "expr:1:1: unpack_bits needs int8 cells and an indexed dimension, "
+	             "not tensor<float>(x[2])");
+	expect_error(w, "unpack_bits(cell_cast(tensor(k{}):{a:1}, int8))",
+	             "needs int8 cells and an indexed dimension, not tensor<int8>(k{})");
+	expect_error(w, "unpack_bits(2)", "not double");
+	expect_error(w, "unpack_bits(query(b), half)", "expr:1:23: unknown cell type 'half'");
+	expect_error(w, "unpack_bits(query(b), float, middle)",
+	             "expr:1:30: unpack_bits: unknown endian 'middle' (expected big or little)");
+	expect_error(w, "unpack_bits()", "unpack_bits(tensor [, cell type [, endian]])");
+	expect_error(w, "unpack_bits(query(b), float, big, 1)",
+	             "unpack_bits(tensor [, cell type [, endian]])");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_unpack_dense),
+		cmocka_unit_test(test_unpack_innermost_by_name),
+		cmocka_unit_test(test_unpack_mixed),
+		cmocka_unit_test(test_unpack_errors),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
