@@ -1195,6 +1195,7 @@ int rank_profile_compile(struct rank_profile *p, const struct rank_schema *s,
 		}
 		ii->ncells = rank_type_cells(&in->type);
 		ii->string = in->string;
+		ii->implicit = in->implicit;
 	}
 	for (int i = 0; i < d->nconstants; i++)
 		p->consts[p->nconsts++] = &d->constants[i];

@@ -388,6 +388,8 @@ struct rank_input_info {
 	                        that leaves it out fails (a number defaults to 0) */
 	int string;          /* declared `string`: a number, the rank_string_hash of
 	                        the string a query gives */
+	int implicit;        /* not declared: query(name) read by the profile, a
+	                        number (0 unless the query gives one) */
 };
 int rank_profile_ninputs(const struct rank_profile *p);
 const struct rank_input_info *rank_profile_input(const struct rank_profile *p, int i);

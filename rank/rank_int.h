@@ -16,6 +16,7 @@
  *                    (resolved across the schemas after docs.c)
  *   type.c           tensor types: parsing, copying, printing
  *   schema.c         resolves profile inheritance into flat profiles
+ *   inputs.c         the query(x) they read undeclared, added as number inputs
  *   compile.c        types every expression (tensor types with named indexed
  *                    or mapped dimensions), resolves features, inlines user functions,
  *                    emits a flat program (struct rank_prog)
@@ -120,6 +121,7 @@ struct rank_input_decl {     /* inputs { query(name) type: default } */
 	struct rank_type type;
 	int has_default;
 	int string;              /* declared string: the default is its hash */
+	int implicit;            /* not declared: read by the profile, a number (inputs.c) */
 	double *dflt;            /* ncells values when has_default */
 	size_t ncells;
 	struct rank_pos pos;

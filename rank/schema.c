@@ -15,7 +15,8 @@
  * earlier one's definition of the same name), then the profile's own, which
  * win.  Phases, rerank counts, the rank-score-drop-limit and feature lists
  * come from the profile when it sets them, else from the last parent listed
- * that sets them.
+ * that sets them.  Then each flat profile declares the query inputs it
+ * reads without declaring them (inputs.c).
  */
 #include <stdio.h>
 #include <string.h>
@@ -358,6 +359,7 @@ static int copy_input(struct rank_input_decl *d, const struct rank_input_decl *s
 	d->pos = s->pos;
 	d->has_default = s->has_default;
 	d->string = s->string;
+	d->implicit = s->implicit;
 	d->ncells = s->ncells;
 	if (copy_value(&d->name, &d->type, &d->dflt, s->name, &s->type, s->dflt, s->ncells)) {
 		rank_input_decl_clear(d);
@@ -744,8 +746,11 @@ int rank_sd_resolve_all(struct rank_sd *sd, struct strata_errors *errs, struct s
 		state[i] = FAILED;
 		rc = 0;
 	}
-	for (int i = 0; i < sd->nprofiles; i++)
+	for (int i = 0; i < sd->nprofiles; i++) {
 		sd->profiles[i].unresolved = state[i] == FAILED;
+		if (!rc && !sd->profiles[i].unresolved)
+			rc = rank_profile_implicit_inputs(&sd->profiles[i], err);
+	}
 	base_free(state, (size_t)sd->nprofiles);
 	if (!rc && first_rc) {
 		rc = first_rc;

@@ -994,8 +994,6 @@ static void test_errors(void **state)
 	             "x.sd:22:", "unknown attribute 'nope'");
 	expect_error("    first-phase {\n      expression: attribute(title)\n    }\n", STRATA_TYPE,
 	             "x.sd:22:", "unknown attribute 'title'");
-	expect_error("    first-phase {\n      expression: query(undeclared)\n    }\n", STRATA_TYPE,
-	             "x.sd:22:", "query input 'undeclared' is not declared");
 	expect_error("    first-phase {\n      expression: attribute(emb)\n    }\n", STRATA_TYPE,
 	             "x.sd:22:", "must produce a number");
 	expect_error("    first-phase {\n      expression: firstPhase\n    }\n", STRATA_TYPE,

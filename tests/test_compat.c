@@ -1,7 +1,9 @@
 /*
- * test_rank_compat.c: constructs of Vespa's schemas beyond the core
+ * test_compat.c: constructs of Vespa's schemas beyond the core
  * algebra: unpack_bits over dense and mixed tensors (values written out by
- * hand from the bits of the int8 cells), its types and its errors.
+ * hand from the bits of the int8 cells), its types and its errors; query
+ * inputs read without a declaration (numbers, 0 unless given, a tensor
+ * for them refused by the engine).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,6 +14,7 @@
 
 #include <cmocka.h>
 
+#include "../engine/strata.h"
 #include "../rank/rank_eval.h"
 #include "apptest.h"
 
@@ -19,6 +22,7 @@ static const char *compat_sd =
 	"schema doc {\n"
 	"  document doc {\n"
 	"    field price type double { indexing: attribute }\n"
+	"    field title type string { indexing: index }\n"
 	"  }\n"
 	"  rank-profile base {\n"
 	"    inputs {\n"
@@ -31,6 +35,22 @@ static const char *compat_sd =
 	"    }\n"
 	"    first-phase {\n"
 	"      expression: sum(unpack())\n"
+	"    }\n"
+	"  }\n"
+	"  rank-profile implicit {\n"
+	"    inputs {\n"
+	"      query(t) tensor(x[2])\n"
+	"    }\n"
+	"    function f() {\n"
+	"      expression: 10 * query(v)\n"
+	"    }\n"
+	"    first-phase {\n"
+	"      expression: if (query(u) == 1, 100, 0) + query(u) + f + sum(query(t))\n"
+	"    }\n"
+	"  }\n"
+	"  rank-profile child inherits implicit {\n"
+	"    inputs {\n"
+	"      query(v) double: 4\n"
 	"    }\n"
 	"  }\n"
 	"}\n";
@@ -52,7 +72,7 @@ static int setup(void **state)
 {
 	struct world *w = calloc(1, sizeof *w);
 	struct strata_error err = { 0 };
-	w->dir = apptest_new("strata_rank_compat");
+	w->dir = apptest_new("strata_compat");
 	apptest_write(w->dir, "schemas/doc.sd", compat_sd);
 	w->app = apptest_load(w->dir);
 	const struct rank_schema *s = rank_app_schema_find(w->app, "doc");
@@ -207,6 +227,77 @@ static void test_unpack_errors(void **state)
 	             "unpack_bits(tensor [, cell type [, endian]])");
 }
 
+/* query(u) and query(v) are read, never declared: numbers, 0 by default,
+ * set as declared ones are; a tensor for them is refused. */
+static void test_undeclared_inputs(void **state)
+{
+	struct world *w = *state;
+	const struct rank_schema *s = rank_app_schema_find(w->app, "doc");
+	struct rank_profile *p = (struct rank_profile *)rank_profile_find(s, "implicit");
+	struct strata_error err = { 0 };
+	int u = rank_profile_input_index(p, "u"), v = rank_profile_input_index(p, "v");
+	assert_true(u >= 0 && v >= 0);
+	assert_int_equal(rank_profile_input(p, u)->rank, 0);
+	assert_int_equal(rank_profile_input(p, u)->has_default, 0);
+	assert_int_equal(rank_profile_input(p, u)->required, 0);
+	assert_int_equal(rank_profile_input_index(p, "never"), -1);
+	struct rank_query *q;
+	assert_int_equal(rank_query_new(p, &q, &err), 0);
+	const double t[2] = { 1, 2 };
+	assert_int_equal(rank_query_set_input(q, "t", t, 2, &err), 0);
+	struct rank_val val;
+	const struct rank_type *ty;
+	const char *expr = "if (query(u) == 1, 100, 0) + query(u) + f + sum(query(t))";
+	assert_int_equal(apptest_eval(p, q, &w->docs, expr, 0, &val, &ty, &err), 0);
+	assert_true(val.num == 3);
+	const double one = 1, half = 0.5;
+	assert_int_equal(rank_query_set_input(q, "u", &one, 1, &err), 0);
+	assert_int_equal(rank_query_set_input(q, "v", &half, 1, &err), 0);
+	assert_int_equal(apptest_eval(p, q, &w->docs, expr, 0, &val, &ty, &err), 0);
+	assert_true(val.num == 100 + 1 + 5 + 3);
+	assert_int_equal(rank_query_set_input(q, "u", t, 2, &err), STRATA_INVALID_ARGUMENT);
+	rank_query_free(q);
+	/* the child declares v with a default; u stays implicit */
+	p = (struct rank_profile *)rank_profile_find(s, "child");
+	v = rank_profile_input_index(p, "v");
+	assert_true(v >= 0 && rank_profile_input(p, v)->has_default);
+	assert_true(rank_profile_input_index(p, "u") >= 0);
+	assert_int_equal(rank_query_new(p, &q, &err), 0);
+	assert_int_equal(rank_query_set_input(q, "t", t, 2, &err), 0);
+	assert_int_equal(apptest_eval(p, q, &w->docs, expr, 0, &val, &ty, &err), 0);
+	assert_true(val.num == 40 + 3);
+	rank_query_free(q);
+}
+
+/* Through the engine: a number for an undeclared input ranks, a tensor
+ * for it is refused. */
+static void test_engine(void **state)
+{
+	struct world *w = *state;
+	struct strata *db;
+	struct strata_error err = { 0 };
+	assert_int_equal(strata_open(w->dir, NULL, &db, &err), 0);
+	assert_int_equal(strata_feed_json(db, "{\"put\": \"id:doc:doc::1\", \"fields\": "
+	                                      "{\"price\": 2}}", &err), 0);
+	char *out = NULL;
+	const char *req = "{\"yql\": \"select * from doc where true\", \"ranking\": "
+	                  "\"implicit\", \"input.query(t)\": [1, 2], \"input.query(u)\": %s}";
+	char buf[512];
+	snprintf(buf, sizeof buf, req, "1");
+	assert_int_equal(strata_query_json(db, buf, &out, &err), 0);
+	assert_non_null(strstr(out, "\"relevance\":104.0"));
+	strata_free(out);
+	out = NULL;
+	snprintf(buf, sizeof buf, req, "[1]");
+	assert_int_equal(strata_query_json(db, buf, &out, &err), STRATA_INVALID_ARGUMENT);
+	assert_null(out);
+	assert_string_equal(err.msg, "query input 'query(u)': expected a number (rank profile "
+	                             "'implicit' reads it without declaring it in its inputs)");
+	snprintf(buf, sizeof buf, req, "\"tensor(x[1]):[1]\"");
+	assert_int_equal(strata_query_json(db, buf, &out, &err), STRATA_INVALID_ARGUMENT);
+	strata_close(db);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -214,6 +305,8 @@ int main(void)
 		cmocka_unit_test(test_unpack_innermost_by_name),
 		cmocka_unit_test(test_unpack_mixed),
 		cmocka_unit_test(test_unpack_errors),
+		cmocka_unit_test(test_undeclared_inputs),
+		cmocka_unit_test(test_engine),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
