@@ -285,6 +285,10 @@ struct rank_loader {
 	int (*load_sparse_constant)(void *ud, const char *path, const struct rank_input_info *shape,
 	                            size_t *nblocks, char ***labels, double **cells,
 	                            struct strata_error *err);
+	/* Told, once each, what the schemas say that Strata accepts though it
+	 * changes nothing (msg "file:line:col: what and why", valid during the
+	 * call); NULL: nobody is told. */
+	void (*notice)(void *ud, const char *msg);
 };
 
 /* rank_app_load with the models and constant files from loader (NULL:

@@ -358,6 +358,11 @@ int rank_sparse_merge(struct base_arena *a, const struct rank_type *ta, struct r
 int rank_sparse_unpack_bits(struct base_arena *a, const struct rank_type *ti, struct rank_val v,
                             const struct rank_type *tr, int dim, int little,
                             struct rank_val *out);
+/* props.c: when rank property i of compiled profile p (p->decl->fprops)
+ * changes nothing (bm25(f) of a name that is no field with a text index),
+ * 1 with the line that says so in buf ("file:line:col: rank property ...
+ * changes nothing: ..."), else 0. */
+int rank_fprop_notice(const struct rank_profile *p, int i, char *buf, size_t n);
 /* Run prog (compiled for q's profile) for q's current document, on a frame
  * at the top of q's value stack.  *out is valid until the query's arena is
  * reset (the next document).  Returns 0, STRATA_NOMEM, or what a model's

@@ -3,7 +3,9 @@
  * algebra: unpack_bits over dense and mixed tensors (values written out by
  * hand from the bits of the int8 cells), its types and its errors; query
  * inputs read without a declaration (numbers, 0 unless given, a tensor
- * for them refused by the engine).
+ * for them refused by the engine); bm25 rank properties of names that are
+ * no text field, accepted and told once each through the loader's notices
+ * and the log callback of strata_open().
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -52,6 +54,15 @@ static const char *compat_sd =
 	"    inputs {\n"
 	"      query(v) double: 4\n"
 	"    }\n"
+	"  }\n"
+	"  rank-profile props {\n"
+	"    rank-properties {\n"
+	"      bm25(title).k1: 0.5\n"
+	"      bm25(abstract).k1: -1\n"
+	"      bm25(price).b: 0.4\n"
+	"    }\n"
+	"  }\n"
+	"  rank-profile props2 inherits props {\n"
 	"  }\n"
 	"}\n";
 
@@ -269,14 +280,66 @@ static void test_undeclared_inputs(void **state)
 	rank_query_free(q);
 }
 
-/* Through the engine: a number for an undeclared input ranks, a tensor
- * for it is refused. */
+/* The notices of a load, one per line. */
+struct notes {
+	char text[2048];
+	int n;
+};
+
+static void note(void *ud, const char *msg)
+{
+	struct notes *ns = ud;
+	ns->n++;
+	strncat(ns->text, msg, sizeof ns->text - strlen(ns->text) - 2);
+	strcat(ns->text, "\n");
+}
+
+/* Properties of bm25(abstract) (no field) and bm25(price) (no text index)
+ * load, change nothing, and are told once though props2 inherits them. */
+static void test_props_of_no_text_field(void **state)
+{
+	struct world *w = *state;
+	const struct rank_schema *s = rank_app_schema_find(w->app, "doc");
+	const struct rank_profile *p = rank_profile_find(s, "props2");
+	int title = -1;
+	for (int i = 0; i < rank_schema_nfields(s); i++)
+		if (strcmp(rank_schema_field(s, i)->name, "title") == 0)
+			title = i;
+	assert_true(title >= 0);
+	struct rank_bm25 b;
+	rank_profile_bm25(p, title, &b);
+	assert_true(b.k1 == 0.5 && b.b == 0.75 && b.avgdl == 0);
+	struct notes ns = { "", 0 };
+	struct rank_loader loader = { .ud = &ns, .notice = note };
+	struct rank_app *app;
+	struct strata_error err = { 0 };
+	assert_int_equal(rank_app_load_with(w->dir, &loader, &app, &err), 0);
+	rank_app_free(app);
+	assert_int_equal(ns.n, 2);
+	assert_non_null(strstr(ns.text, "doc.sd:38:7: rank property 'bm25(abstract).k1' changes "
+	                                "nothing: 'abstract' is no field of the schema\n"));
+	assert_non_null(strstr(ns.text, "doc.sd:39:7: rank property 'bm25(price).b' changes "
+	                                "nothing: 'price' is a field without a text index\n"));
+}
+
+static void log_note(void *ud, int level, const char *msg)
+{
+	assert_int_equal(level, STRATA_LOG_NOTICE);
+	note(ud, msg);
+}
+
+/* Through the engine: the notices reach the log callback, a number for
+ * an undeclared input ranks, a tensor for it is refused. */
 static void test_engine(void **state)
 {
 	struct world *w = *state;
+	struct notes ns = { "", 0 };
+	struct strata_options o = { .log = log_note, .log_ud = &ns };
 	struct strata *db;
 	struct strata_error err = { 0 };
-	assert_int_equal(strata_open(w->dir, NULL, &db, &err), 0);
+	assert_int_equal(strata_open(w->dir, &o, &db, &err), 0);
+	assert_int_equal(ns.n, 2);
+	assert_non_null(strstr(ns.text, "'abstract' is no field of the schema"));
 	assert_int_equal(strata_feed_json(db, "{\"put\": \"id:doc:doc::1\", \"fields\": "
 	                                      "{\"price\": 2}}", &err), 0);
 	char *out = NULL;
@@ -306,6 +369,7 @@ int main(void)
 		cmocka_unit_test(test_unpack_mixed),
 		cmocka_unit_test(test_unpack_errors),
 		cmocka_unit_test(test_undeclared_inputs),
+		cmocka_unit_test(test_props_of_no_text_field),
 		cmocka_unit_test(test_engine),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
