@@ -147,10 +147,10 @@ enum rank_ix_kind {
 	                       RANK_IX_EQ ...; args[3] NULL without else (the input goes on) */
 	RANK_IX_FUNC,       /* op (enum rank_ix_func) applied to the input; num, num2, str its
 	                       arguments as that enum says */
-	RANK_IX_EMBED,      /* embed [str]: the input text (or each string of an array) through
-	                       embedder str (NULL: the only one) into a value of field dest's
-	                       tensor type; pack: pack_bits follows (embed into float cells,
-	                       8 per int8 cell of dest's last dimension) */
+	RANK_IX_EMBED,      /* embed [str [dim]]: the input text (or each string of an array)
+	                       through embedder str (NULL: the only one) into a value of field
+	                       dest's tensor type; pack: pack_bits follows (embed into float
+	                       cells, 8 per int8 cell of dest's last dimension) */
 	RANK_IX_CHUNK,      /* chunk str [num]: "fixed-length" (num characters, default 1000)
 	                       or "sentence": a string into an array of strings */
 	RANK_IX_SINK,       /* attribute, index or summary [str]: the input written into field
@@ -191,6 +191,9 @@ struct rank_ix {
 	int nargs;
 	struct rank_ix **args;
 	char *dest;          /* EMBED: the field whose type the embedding takes */
+	char *dim;           /* EMBED: its argument (embed id dim), the mapped dimension of
+	                        dest each element of an array is embedded under, labelled
+	                        by its index; NULL when not given */
 	int pack;            /* EMBED: pack_bits follows */
 	int line, col;       /* where it is written (in the field's schema file) */
 };

@@ -71,6 +71,7 @@ void rank_ix_free(struct rank_ix *n)
 	rank_vec_free(n->args, n->nargs, sizeof *n->args);
 	base_strfree(n->str);
 	base_strfree(n->dest);
+	base_strfree(n->dim);
 	base_free(n, sizeof *n);
 }
 
