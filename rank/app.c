@@ -369,6 +369,13 @@ static int load_schema(struct rank_app *app, struct rank_schema *s, struct errs 
 	int failed = rank_sd_resolve_all(s->sd, e->list, err);
 	if (failed && !noted(e, failed, err, e->list != NULL))
 		return failed;
+	/* each flat profile declares the query inputs it reads undeclared */
+	for (int i = 0; i < s->sd->nprofiles; i++)
+		if (!s->sd->profiles[i].unresolved &&
+		    (rc = rank_profile_implicit_inputs(&s->sd->profiles[i], err))) {
+			noted(e, rc, err, 0);
+			return rc;
+		}
 	if ((rc = load_models(app, s->sd, err))) {
 		noted(e, rc, err, 0);
 		return rc;

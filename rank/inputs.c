@@ -2,10 +2,11 @@
  * inputs.c: the query inputs a rank profile reads without declaring them.
  * As in Vespa, query(x) with no x in the profile's inputs { } (nor a
  * rank-properties default) is a number, 0 unless the query gives it a
- * value: once a profile is flat (schema.c), each such name is added to its
- * inputs as a double with no default, at the place it is first read, so
- * the compiler and the query's inputs see it like a declared one.  A query
- * giving it a tensor is refused there, as for any number input.
+ * value: once a profile is flat (schema.c; app.c calls this next), each
+ * such name is added to its inputs as a double with no default, marked
+ * implicit, at the place it is first read, so that the compiler and the
+ * query's inputs see it like a declared one.  The engine refuses a query
+ * that gives it anything but a number.
  */
 #include <string.h>
 

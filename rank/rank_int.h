@@ -343,6 +343,10 @@ int rank_sd_resolve(struct rank_sd *sd, struct strata_error *err);
  * inherit it are marked unresolved, the others resolve.  Returns the first
  * error (in err) or 0. */
 int rank_sd_resolve_all(struct rank_sd *sd, struct strata_errors *errs, struct strata_error *err);
+/* inputs.c: add to flat profile p's inputs (after rank_sd_resolve), as
+ * doubles with no default, the query(x) its expressions read that it does
+ * not declare.  Returns 0 or STRATA_NOMEM. */
+int rank_profile_implicit_inputs(struct rank_profile_decl *p, struct strata_error *err);
 /* Free sd and everything it owns; NULL is ignored. */
 void rank_sd_free(struct rank_sd *sd);
 

@@ -243,9 +243,4 @@ int rank_fprop_decl_copy(struct rank_fprop_decl *dst, const struct rank_fprop_de
 int rank_fprop_parse(struct rank_parser *p, struct rank_profile_decl *pr,
                      const struct rank_tok *key, double value);
 
-/* inputs.c: add to flat profile p's inputs, as doubles with no default,
- * the query(x) its expressions read that it does not declare.  Returns 0 or
- * STRATA_NOMEM. */
-int rank_profile_implicit_inputs(struct rank_profile_decl *p, struct strata_error *err);
-
 #endif

@@ -15,8 +15,7 @@
  * earlier one's definition of the same name), then the profile's own, which
  * win.  Phases, rerank counts, the rank-score-drop-limit and feature lists
  * come from the profile when it sets them, else from the last parent listed
- * that sets them.  Then each flat profile declares the query inputs it
- * reads without declaring them (inputs.c).
+ * that sets them.
  */
 #include <stdio.h>
 #include <string.h>
@@ -747,11 +746,8 @@ int rank_sd_resolve_all(struct rank_sd *sd, struct strata_errors *errs, struct s
 		state[i] = FAILED;
 		rc = 0;
 	}
-	for (int i = 0; i < sd->nprofiles; i++) {
+	for (int i = 0; i < sd->nprofiles; i++)
 		sd->profiles[i].unresolved = state[i] == FAILED;
-		if (!rc && !sd->profiles[i].unresolved)
-			rc = rank_profile_implicit_inputs(&sd->profiles[i], err);
-	}
 	base_free(state, (size_t)sd->nprofiles);
 	if (!rc && first_rc) {
 		rc = first_rc;
