@@ -201,6 +201,10 @@ static void test_unpack_mixed(void **state)
 		for (int i = 0; i < 16; i++)
 			assert_true(s->cells[b * 16 + (size_t)i] == want[i]);
 	}
+	/* the profile's program, as EXPLAIN shows it */
+	char *ex = rank_profile_explain(w->p);
+	assert_non_null(strstr(ex, "UNPACK  along x, big endian  : tensor<float>(dt{},x[16])"));
+	base_strfree(ex);
 	/* through the profile's function: 2 + 7 + 1 + 7 bits set */
 	assert_int_equal(eval(w, "sum(unpack)", &v, type, sizeof type, &err), 0);
 	assert_true(v.num == 17);
