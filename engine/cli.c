@@ -221,7 +221,7 @@ static int parse_opts(struct opts *o, int argc, char **argv, const char *allowed
 static void cli_log(void *ud, int level, const char *msg)
 {
 	(void)ud;
-	(void)level; /* only warnings today */
+	(void)level; /* warnings and notices alike */
 	fprintf(stderr, "strata: %s\n", msg);
 }
 

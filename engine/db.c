@@ -125,6 +125,14 @@ static int read_json(const char *path, const struct rank_input_info *shape, json
 	return 0;
 }
 
+/* The loader's notices, through the caller's log callback. */
+static void notice_for(void *ud, const char *msg)
+{
+	const struct eng_models *ms = ud;
+	if (ms->log)
+		ms->log(ms->log_ud, STRATA_LOG_NOTICE, msg);
+}
+
 static int constant_for(void *ud, const char *path, const struct rank_input_info *shape,
                         double *cells, struct strata_error *err)
 {
@@ -254,9 +262,11 @@ static int open_app(const char *app, const struct strata_options *opts, int depl
 	if ((rc = eng_models_init(&ms, db->datadir, deploy == ENG_OPEN_DEPLOY, gens, log,
 	                          opts ? opts->log_ud : NULL, err)) != 0)
 		goto fail;
+	/* what the schemas say that changes nothing is told when deploying */
 	struct rank_loader loader = { .load = eng_model_for, .ud = &ms,
 	                              .load_constant = constant_for,
-	                              .load_sparse_constant = sparse_constant_for };
+	                              .load_sparse_constant = sparse_constant_for,
+	                              .notice = deploy == ENG_OPEN_DEPLOYED ? NULL : notice_for };
 	rc = rank_app_load_all(app, &loader, errs, &db->app, err);
 	if (rc || (rc = rank_app_set_query_pool(db->app, gens, err)) != 0)
 		goto fail;

@@ -16,7 +16,10 @@
  *
  * embed calls eng_embed (embed.c): a string into the destination field's
  * type; an array of strings into blocks labelled by the elements' indexes
- * "0", "1", ..., each embedded into the indexed part of the type; with
+ * "0", "1", ..., each embedded into the indexed part of the type, or, when
+ * the type has a second mapped dimension (embed colbert context into
+ * (context{}, token{}, v[16])), into the type without the one named, its
+ * blocks (or cells) addressed by the element's index and their own label; with
  * pack_bits after it, into float cells, eight per int8 cell to be, which
  * pack_bits packs (a cell above 0 is a 1 bit).  Its failure fails the
  * document, with the embedder's message.
@@ -72,6 +75,29 @@ static int embed_failed(struct run *r, int rc)
 	return STRATA_INVALID_ARGUMENT;
 }
 
+/* Element i's embedding t (of the type without the elements' dimension
+ * dim) into list, as {"address": {dim: i, other: label}, "values" | "value":
+ * ...} entries: t has the other mapped dimension, named other, as blocks
+ * or cells. */
+static int add_addressed(struct run *r, const char *dim, const char *other, const char *label,
+                         const json_t *t, json_t *list)
+{
+	const json_t *blocks = json_object_get(t, "blocks"), *cells = json_object_get(t, "cells");
+	const json_t *parts = blocks ? blocks : cells;
+	if (!json_is_object(parts))
+		return base_err(r->err, STRATA_INVALID_ARGUMENT,
+		                "embed: the embedder gave no blocks or cells");
+	const char *key;
+	json_t *v;
+	json_object_foreach((json_t *)parts, key, v) {
+		json_t *e = json_pack("{s:{s:s,s:s},s:O}", "address", dim, label, other, key,
+		                      blocks ? "values" : "value", v);
+		if (!e || json_array_append_new(list, e))
+			return base_nomem(r->err, "embed");
+	}
+	return 0;
+}
+
 static int embed(struct run *r, const struct rank_ix *n, json_t *in, json_t **out)
 {
 	int fi = field_index(r, n->dest);
@@ -90,17 +116,26 @@ static int embed(struct run *r, const struct rank_ix *n, json_t *in, json_t **ou
 	if (!json_is_array(in))
 		return base_err(r->err, STRATA_INVALID_ARGUMENT, "embed takes a string or an array of "
 		                "strings");
-	/* One block per element: the dense part of the type. */
-	struct rank_field dense = d;
-	dense.rank = 0;
-	for (int k = 0; k < d.rank; k++)
-		if (d.dims[k] >= 0) {
-			dense.dims[dense.rank] = d.dims[k];
-			dense.dim_names[dense.rank++] = d.dim_names[k];
+	/* Each element into the type without the elements' dimension (n->dim,
+	 * else the only mapped one); the other mapped one, if any, is the
+	 * embedder's (other). */
+	struct rank_field elem = d;
+	const char *dim = NULL, *other = NULL;
+	elem.rank = 0;
+	for (int k = 0; k < d.rank; k++) {
+		int mapped = d.dims[k] < 0;
+		if (mapped && !dim && (!n->dim || strcmp(d.dim_names[k], n->dim) == 0)) {
+			dim = d.dim_names[k];
+			continue;
 		}
-	json_t *blocks = json_object(), *e;
+		if (mapped)
+			other = d.dim_names[k];
+		elem.dims[elem.rank] = d.dims[k];
+		elem.dim_names[elem.rank++] = d.dim_names[k];
+	}
+	json_t *all = other ? json_array() : json_object(), *e;
 	size_t i;
-	int rc = blocks ? 0 : base_nomem(r->err, "embed");
+	int rc = all ? 0 : base_nomem(r->err, "embed");
 	json_array_foreach(in, i, e) {
 		json_t *t = NULL;
 		char label[32];
@@ -110,7 +145,7 @@ static int embed(struct run *r, const struct rank_ix *n, json_t *in, json_t **ou
 			rc = base_err(r->err, STRATA_INVALID_ARGUMENT, "embed: element %zu is not a string", i);
 			break;
 		}
-		rc = eng_embed(r->db, n->str, json_string_value(e), json_string_length(e), 0, &dense, &t,
+		rc = eng_embed(r->db, n->str, json_string_value(e), json_string_length(e), 0, &elem, &t,
 		               r->err);
 		if (rc) {
 			rc = embed_failed(r, rc);
@@ -118,16 +153,22 @@ static int embed(struct run *r, const struct rank_ix *n, json_t *in, json_t **ou
 		}
 		snprintf(label, sizeof label, "%zu", i);
 		json_t *values = json_object_get(t, "values");
-		if (!values)
+		if (other)
+			rc = add_addressed(r, dim, other, label, t, all);
+		else if (!values)
 			rc = base_err(r->err, STRATA_INVALID_ARGUMENT, "embed: the embedder gave no values");
-		else if (json_object_set(blocks, label, values))
+		else if (json_object_set(all, label, values))
 			rc = base_nomem(r->err, "embed");
 		json_decref(t);
 	}
+	/* {"blocks": {label: values}}, or with two mapped dimensions
+	 * {"blocks": [{"address": ..., "values": ...}]} ({"cells": [...]} when
+	 * there is no indexed one) */
+	const char *form = other && elem.rank == 1 ? "cells" : "blocks";
 	json_t *o = rc ? NULL : json_object();
-	if (!rc && (!o || json_object_set(o, "blocks", blocks)))
+	if (!rc && (!o || json_object_set(o, form, all)))
 		rc = base_nomem(r->err, "embed");
-	json_decref(blocks);
+	json_decref(all);
 	if (rc) {
 		json_decref(o);
 		return rc;

@@ -926,6 +926,11 @@ static int set_inputs(struct qstate *qs, struct dtstate *ds, const json_t *req)
 				return rc;
 			continue;
 		}
+		if (in->implicit && !json_is_number(v))
+			return base_err(qs->err, STRATA_INVALID_ARGUMENT,
+			                "query input 'query(%s)': expected a number (rank profile '%s' "
+			                "reads it without declaring it in its inputs)",
+			                in->name, rank_profile_name(ds->prof));
 		if (in->string && json_is_string(v)) {
 			double h = rank_string_hash(json_string_value(v), json_string_length(v));
 			int rc = rank_query_set_input(ds->rq, in->name, &h, 1, qs->err);

@@ -109,6 +109,9 @@ enum strata_log_level {
 	STRATA_LOG_WARNING = 1, /* something was worked around, and the caller may want to act:
 	                           a stale or damaged compiled context was passed over and the
 	                           model compiled from its source */
+	STRATA_LOG_NOTICE,      /* the application says something Strata accepts though it changes
+	                           nothing (a rank property of a field the schema lacks), told
+	                           when it is deployed */
 };
 
 /* The library never prints.  What it has to say beside its results and
@@ -117,7 +120,8 @@ enum strata_log_level {
  * the file concerned first, "path: why"), valid during the call only.  It
  * runs on the thread of the library call that has something to say, so
  * when several threads use one handle it must be safe to call from them
- * at once.  Today only strata_open() logs, while it loads the models. */
+ * at once.  Today only strata_open() logs, while it loads the application
+ * (its schemas and models). */
 typedef void strata_log_fn(void *ud, int level, const char *msg);
 
 struct strata_options {

@@ -328,6 +328,32 @@ static int inherit_all(struct rank_app *app, struct errs *e, struct strata_error
 	return rc;
 }
 
+/* Pass up, through the loader, what s's profiles accept that changes
+ * nothing: each rank property once, though inheritance gives it to many. */
+static void notices(const struct rank_app *app, const struct rank_schema *s)
+{
+	if (!app->loader.notice)
+		return;
+	for (int i = 0; i < s->nprofiles; i++) {
+		const struct rank_profile_decl *d = s->profiles[i].decl;
+		for (int k = 0; d && k < d->nfprops; k++) {
+			char msg[STRATA_ERRMSG_MAX];
+			if (!rank_fprop_notice(&s->profiles[i], k, msg, sizeof msg))
+				continue;
+			int seen = 0;
+			for (int j = 0; j < i && !seen; j++) {
+				const struct rank_profile_decl *o = s->profiles[j].decl;
+				for (int m = 0; o && m < o->nfprops && !seen; m++)
+					seen = o->fprops[m].pos.file == d->fprops[k].pos.file &&
+					       o->fprops[m].pos.line == d->fprops[k].pos.line &&
+					       o->fprops[m].pos.col == d->fprops[k].pos.col;
+			}
+			if (!seen)
+				app->loader.notice(app->loader.ud, msg);
+		}
+	}
+}
+
 /* After every schema is parsed and their documents resolved: constants,
  * profile inheritance, models, then each profile compiled on its own.
  * Returns 0 or the error that stops it (the others are noted in e). */
@@ -343,6 +369,13 @@ static int load_schema(struct rank_app *app, struct rank_schema *s, struct errs 
 	int failed = rank_sd_resolve_all(s->sd, e->list, err);
 	if (failed && !noted(e, failed, err, e->list != NULL))
 		return failed;
+	/* each flat profile declares the query inputs it reads undeclared */
+	for (int i = 0; i < s->sd->nprofiles; i++)
+		if (!s->sd->profiles[i].unresolved &&
+		    (rc = rank_profile_implicit_inputs(&s->sd->profiles[i], err))) {
+			noted(e, rc, err, 0);
+			return rc;
+		}
 	if ((rc = load_models(app, s->sd, err))) {
 		noted(e, rc, err, 0);
 		return rc;
@@ -366,6 +399,7 @@ static int load_schema(struct rank_app *app, struct rank_schema *s, struct errs 
 	}
 	if (failed)
 		return e->first_rc;
+	notices(app, s);
 	rc = rank_qpools_init(s, err);
 	noted(e, rc, err, 0);
 	return rc;

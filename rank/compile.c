@@ -484,6 +484,8 @@ static int compile_tensor_fn(struct cc *c, const struct env *env, const struct r
 		return rank_cc_merge(c, env, a, type);
 	if (strcmp(f, "cell_cast") == 0)
 		return rank_cc_cell_cast(c, env, a, type);
+	if (strcmp(f, "unpack_bits") == 0)
+		return rank_cc_unpack_bits(c, env, a, type);
 	if (strcmp(f, "matmul") == 0) {
 		char *names[RANK_MAX_RANK];
 		int n, tj;
@@ -1193,6 +1195,7 @@ int rank_profile_compile(struct rank_profile *p, const struct rank_schema *s,
 		}
 		ii->ncells = rank_type_cells(&in->type);
 		ii->string = in->string;
+		ii->implicit = in->implicit;
 	}
 	for (int i = 0; i < d->nconstants; i++)
 		p->consts[p->nconsts++] = &d->constants[i];

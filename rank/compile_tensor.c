@@ -1,7 +1,7 @@
 /*
  * compile_tensor.c: the compiler's tensor constructs beyond map, join and
- * reduce: x in [..], rename, concat, merge, cell_cast, slices (t{x:1},
- * t[i]), tensor literals and generators.  Each types its operands and
+ * reduce: x in [..], rename, concat, merge, cell_cast, unpack_bits,
+ * slices (t{x:1}, t[i]), tensor literals and generators.  Each types its operands and
  * emits instructions through the compile state of compile.c
  * (rank_compile.h); the values of literals come from literal.c.
  */
@@ -382,26 +382,36 @@ int rank_cc_merge(struct cc *c, const struct env *env, const struct rank_ast *a,
 	return 0;
 }
 
+static const struct { const char *name; int cell, fn; } casts[] = {
+	{ "double", BASE_DT_DOUBLE, 0 }, { "float", BASE_DT_FLOAT, RANK_FN_TO_FLOAT },
+	{ "bfloat16", BASE_DT_BFLOAT16, RANK_FN_TO_BFLOAT16 },
+	{ "int8", BASE_DT_INT8, RANK_FN_TO_INT8 },
+};
+#define NCASTS (sizeof casts / sizeof casts[0])
+
+/* The entry of casts[] the cell type argument a names, or NCASTS with the
+ * error reported. */
+static size_t cell_arg(struct cc *c, const struct rank_ast *a)
+{
+	size_t k;
+	for (k = 0; k < NCASTS; k++)
+		if (strcmp(casts[k].name, a->name) == 0)
+			return k;
+	rank_cc_at(c, a, STRATA_TYPE,
+	           "unknown cell type '%s' (expected double, float, bfloat16 or int8)", a->name);
+	return NCASTS;
+}
+
 /* cell_cast(t, cell): the values rounded to the cell type, the type
  * saying so. */
 int rank_cc_cell_cast(struct cc *c, const struct env *env, const struct rank_ast *a, int *type)
 {
 	int rc, t;
-	static const struct { const char *name; int cell, fn; } casts[] = {
-		{ "double", BASE_DT_DOUBLE, 0 }, { "float", BASE_DT_FLOAT, RANK_FN_TO_FLOAT },
-		{ "bfloat16", BASE_DT_BFLOAT16, RANK_FN_TO_BFLOAT16 },
-		{ "int8", BASE_DT_INT8, RANK_FN_TO_INT8 },
-	};
 	if (a->nargs != 2 || rank_cc_name_arg(c, a->args[1], "a cell type"))
 		return rank_cc_at(c, a, STRATA_TYPE, "cell_cast(tensor, cell type)");
-	size_t k;
-	for (k = 0; k < sizeof casts / sizeof casts[0]; k++)
-		if (strcmp(casts[k].name, a->args[1]->name) == 0)
-			break;
-	if (k == sizeof casts / sizeof casts[0])
-		return rank_cc_at(c, a->args[1], STRATA_TYPE,
-		                  "unknown cell type '%s' (expected double, float, bfloat16 or int8)",
-		                  a->args[1]->name);
+	size_t k = cell_arg(c, a->args[1]);
+	if (k == NCASTS)
+		return STRATA_TYPE;
 	if ((rc = c->compile(c, env, a->args[0], &t)))
 		return rc;
 	if (T(c, t)->rank == 0 && casts[k].cell != BASE_DT_DOUBLE)
@@ -413,5 +423,53 @@ int rank_cc_cell_cast(struct cc *c, const struct env *env, const struct rank_ast
 	r.cell = casts[k].cell;
 	if ((*type = rank_cc_add_type(c->p, &r)) < 0)
 		return rank_cc_nomem(c);
+	return 0;
+}
+
+/* unpack_bits(t [, cell [, endian]]): each int8 cell of t as its 8 bits,
+ * 0 or 1, along the last indexed dimension in name order (the innermost
+ * in Vespa's cell order), which grows 8 times; the most significant bit
+ * first (endian big, the default) or the least (little).  The result has
+ * the cell type cell (float by default). */
+int rank_cc_unpack_bits(struct cc *c, const struct env *env, const struct rank_ast *a,
+                        int *type)
+{
+	int rc, t;
+	size_t k = 1; /* float */
+	int little = 0;
+	if (a->nargs < 1 || a->nargs > 3 ||
+	    (a->nargs > 1 && rank_cc_name_arg(c, a->args[1], "a cell type")) ||
+	    (a->nargs > 2 && rank_cc_name_arg(c, a->args[2], "big or little")))
+		return rank_cc_at(c, a, STRATA_TYPE, "unpack_bits(tensor [, cell type [, endian]])");
+	if (a->nargs > 1 && (k = cell_arg(c, a->args[1])) == NCASTS)
+		return STRATA_TYPE;
+	if (a->nargs > 2) {
+		little = strcmp(a->args[2]->name, "little") == 0;
+		if (!little && strcmp(a->args[2]->name, "big") != 0)
+			return rank_cc_at(c, a->args[2], STRATA_TYPE,
+			                  "unpack_bits: unknown endian '%s' (expected big or little)",
+			                  a->args[2]->name);
+	}
+	if ((rc = c->compile(c, env, a->args[0], &t)))
+		return rc;
+	struct rank_type r = *T(c, t);
+	int dim = -1;
+	for (int i = 0; i < r.rank; i++)
+		if (r.dims[i] != RANK_DIM_MAPPED &&
+		    (dim < 0 || strcmp(r.dim_names[i], r.dim_names[dim]) > 0))
+			dim = i;
+	char b1[256];
+	if (r.cell != BASE_DT_INT8 || dim < 0)
+		return rank_cc_at(c, a, STRATA_TYPE,
+		                  "unpack_bits needs int8 cells and an indexed dimension, not %s",
+		                  rank_cc_type_str(&r, b1, sizeof b1));
+	if (r.dims[dim] > INT64_MAX / 8 || rank_type_cells(&r) > ((size_t)1 << 31) / 8)
+		return rank_cc_at(c, a, STRATA_TYPE, "unpack_bits: %s is too large to unpack",
+		                  rank_cc_type_str(&r, b1, sizeof b1));
+	r.dims[dim] *= 8;
+	r.cell = casts[k].cell;
+	if ((*type = rank_cc_add_type(c->p, &r)) < 0)
+		return rank_cc_nomem(c);
+	EMIT(c, RANK_OP_UNPACK, little, dim, 0, t, 0, *type, 0);
 	return 0;
 }

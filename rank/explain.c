@@ -127,6 +127,10 @@ static void explain_prog(struct sbuf *b, const struct rank_profile *p, const str
 				sb_printf(b, " (%d computed)", in->b);
 			break;
 		case RANK_OP_PEEK: sb_printf(b, " address%d (%d computed)", in->a, in->b); break;
+		case RANK_OP_UNPACK:
+			sb_printf(b, " along %s, %s endian", p->types[in->t].dim_names[in->b],
+			          in->a ? "little" : "big");
+			break;
 		case RANK_OP_CONCAT: case RANK_OP_SCONCAT:
 			sb_printf(b, " along %s", p->types[in->t].dim_names[in->a]);
 			break;

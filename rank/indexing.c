@@ -14,7 +14,7 @@
  *   primary   '(' statement ')' | "text" | number | '_' | input f
  *             | attribute [f] | index [f] | summary [f] | for_each { script }
  *             | if (choice OP choice) { script } [else { script }]
- *             | embed [id] | chunk fixed-length [n] | chunk sentence
+ *             | embed [id [dim]] | chunk fixed-length [n] | chunk sentence
  *             | binarize [threshold] | pack_bits | split "re" | join "sep"
  *             | substring a b | to_array | to_string | to_int | to_long
  *             | to_float | to_double | to_bool | lowercase | trim | normalize
@@ -202,7 +202,9 @@ static int string_arg(struct ixp *x, const char *what, char **s)
 	return (*s = rank_tok_unquote(&t)) ? 0 : rank_parser_nomem(x->p);
 }
 
-/* embed [id] (t taken): arguments after the id are refused. */
+/* embed [id [dim]] (t taken): dim, the one argument Vespa's embedders take
+ * here, names the mapped dimension an array's elements go under; more
+ * arguments are refused. */
 static int embed(struct ixp *x, struct rank_ix *n)
 {
 	struct rank_tok t;
@@ -211,10 +213,17 @@ static int embed(struct ixp *x, struct rank_ix *n)
 		n->str = t.kind == RT_STR ? rank_tok_unquote(&t) : rank_parser_tokdup(x->p, &t);
 		if (!n->str)
 			return rank_parser_nomem(x->p);
+		if (same_line_name(x, &t)) {
+			rank_lex_take(x->p->lx, &t);
+			if (!(n->dim = rank_parser_tokdup(x->p, &t)))
+				return rank_parser_nomem(x->p);
+		}
 	}
 	if (same_line_name(x, &t) || (!t.nl_before && (t.kind == RT_STR || t.kind == RT_NUM)))
 		return rank_parser_fail(x->p, &t, STRATA_NOT_IMPLEMENTED,
-		                        "arguments to embed (%s) are not supported", rank_tok_quote(&t));
+		                        "embed takes one argument after the embedder, the dimension "
+		                        "of an array's elements; %s is not supported",
+		                        rank_tok_quote(&t));
 	return 0;
 }
 

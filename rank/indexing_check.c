@@ -131,13 +131,27 @@ static int check_embed(struct chk *c, struct rank_ix *n, struct ixt in)
 	if (d->type != RANK_FT_TENSOR)
 		return fail(c, n, STRATA_TYPE, "embed into field '%s', which is %s, not a tensor",
 		            d->name, ixt_name(field_ixt(d), b, sizeof b));
-	int mapped = 0;
-	for (int k = 0; k < d->rank; k++)
+	int mapped = 0, at = -1;
+	for (int k = 0; k < d->rank; k++) {
 		mapped += d->dims[k] < 0;
-	if (array && (mapped != 1 || d->rank < 2))
+		if (n->dim && strcmp(d->dim_names[k], n->dim) == 0 && d->dims[k] < 0)
+			at = k;
+	}
+	if (n->dim && at < 0)
+		return fail(c, n, STRATA_TYPE,
+		            "embed ... %s: field '%s' has no mapped dimension '%s' for the elements",
+		            n->dim, d->name, n->dim);
+	if (n->dim && !array && in.t)
+		return fail(c, n, STRATA_TYPE,
+		            "embed ... %s: the dimension takes the elements of an array of strings, "
+		            "not %s", n->dim, ixt_name(in, b, sizeof b));
+	/* an array: one mapped dimension and indexed ones, or, with the
+	 * elements' dimension named, a second mapped one (an embedder's tokens) */
+	if (array && !(mapped == 1 && d->rank >= 2) && !(n->dim && mapped == 2))
 		return fail(c, n, STRATA_TYPE,
 		            "embedding an array of strings needs a tensor with one mapped dimension "
-		            "and indexed ones (tensor<float>(p{}, x[384])); field '%s' has another type",
+		            "and indexed ones (tensor<float>(p{}, x[384])), or two mapped ones, the "
+		            "one the elements take named (embed id p); field '%s' has another type",
 		            d->name);
 	if (n->pack && (d->cell != BASE_DT_INT8 || d->dims[d->rank - 1] < 0))
 		return fail(c, n, STRATA_TYPE,

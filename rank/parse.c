@@ -20,7 +20,9 @@
  * locale); raw-as-base64-in-summary: true (raw fields show as base64,
  * Vespa's default; false is refused), a uri field's type (a string here),
  * and a predicate field's index arity and dense-posting-list-threshold (they
- * shape Vespa's index; predicates here are evaluated exactly).  The field
+ * shape Vespa's index; predicates here are evaluated exactly), and bm25
+ * rank properties of a name that is no field with a text index (props.c;
+ * the loader's notice says so at deploy).  The field
  * types byte, uri, raw, reference and predicate and the import field item
  * are parsed by types.c.  The document part of the language (collection and
  * struct types, summaries) is parsed by fields.c, indexing statements by

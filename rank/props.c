@@ -13,6 +13,12 @@
  * one, schema.c), compile.c checks them once the fields are known, and the
  * engine reads the values of a field through rank_profile_bm25().  Other
  * features' properties are refused by name.
+ *
+ * A property of bm25(f) where f is no field of the schema, or a field
+ * without a text index, is accepted: as in Vespa, where rank properties go
+ * to the back end as they are and one no feature reads changes nothing (a
+ * bm25(f) that could read it is refused where an expression names it).
+ * rank_fprop_notice() gives the line the loader passes up to say so.
  */
 #include <math.h>
 #include <stdio.h>
@@ -97,10 +103,7 @@ int rank_fprops_check(const struct rank_profile *p, struct strata_error *err)
 		split_bm25(fp->name, strlen(fp->name), &f, &fn, &which);
 		int fi = field_named(p->sd, f, fn);
 		if (fi < 0 || rank_field_token_flags(&p->sd->fields[fi]) < 0)
-			return base_err(err, STRATA_TYPE,
-			                "%s:%d:%d: rank property '%s': '%.*s' is not a field with a text "
-			                "index", fp->pos.file, fp->pos.line, fp->pos.col, fp->name,
-			                (int)fn, f);
+			continue; /* changes nothing: rank_fprop_notice */
 		double v = fp->value;
 		if ((which == BM25_K1 && v < 0) || (which == BM25_B && (v < 0 || v > 1)) ||
 		    (which == BM25_AVGDL && v <= 0))
@@ -111,6 +114,22 @@ int rank_fprops_check(const struct rank_profile *p, struct strata_error *err)
 			                                  : "an average length is positive");
 	}
 	return 0;
+}
+
+int rank_fprop_notice(const struct rank_profile *p, int i, char *buf, size_t n)
+{
+	const struct rank_fprop_decl *fp = &p->decl->fprops[i];
+	const char *f;
+	size_t fn;
+	int which;
+	split_bm25(fp->name, strlen(fp->name), &f, &fn, &which);
+	int fi = field_named(p->sd, f, fn);
+	if (fi >= 0 && rank_field_token_flags(&p->sd->fields[fi]) >= 0)
+		return 0;
+	snprintf(buf, n, "%s:%d:%d: rank property '%s' changes nothing: '%.*s' is %s", fp->pos.file,
+	         fp->pos.line, fp->pos.col, fp->name, (int)fn, f,
+	         fi < 0 ? "no field of the schema" : "a field without a text index");
+	return 1;
 }
 
 void rank_profile_bm25(const struct rank_profile *p, int field, struct rank_bm25 *out)

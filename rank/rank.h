@@ -147,10 +147,10 @@ enum rank_ix_kind {
 	                       RANK_IX_EQ ...; args[3] NULL without else (the input goes on) */
 	RANK_IX_FUNC,       /* op (enum rank_ix_func) applied to the input; num, num2, str its
 	                       arguments as that enum says */
-	RANK_IX_EMBED,      /* embed [str]: the input text (or each string of an array) through
-	                       embedder str (NULL: the only one) into a value of field dest's
-	                       tensor type; pack: pack_bits follows (embed into float cells,
-	                       8 per int8 cell of dest's last dimension) */
+	RANK_IX_EMBED,      /* embed [str [dim]]: the input text (or each string of an array)
+	                       through embedder str (NULL: the only one) into a value of field
+	                       dest's tensor type; pack: pack_bits follows (embed into float
+	                       cells, 8 per int8 cell of dest's last dimension) */
 	RANK_IX_CHUNK,      /* chunk str [num]: "fixed-length" (num characters, default 1000)
 	                       or "sentence": a string into an array of strings */
 	RANK_IX_SINK,       /* attribute, index or summary [str]: the input written into field
@@ -191,6 +191,9 @@ struct rank_ix {
 	int nargs;
 	struct rank_ix **args;
 	char *dest;          /* EMBED: the field whose type the embedding takes */
+	char *dim;           /* EMBED: its argument (embed id dim), the mapped dimension of
+	                        dest each element of an array is embedded under, labelled
+	                        by its index; NULL when not given */
 	int pack;            /* EMBED: pack_bits follows */
 	int line, col;       /* where it is written (in the field's schema file) */
 };
@@ -285,6 +288,10 @@ struct rank_loader {
 	int (*load_sparse_constant)(void *ud, const char *path, const struct rank_input_info *shape,
 	                            size_t *nblocks, char ***labels, double **cells,
 	                            struct strata_error *err);
+	/* Told, once each, what the schemas say that Strata accepts though it
+	 * changes nothing (msg "file:line:col: what and why", valid during the
+	 * call); NULL: nobody is told. */
+	void (*notice)(void *ud, const char *msg);
 };
 
 /* rank_app_load with the models and constant files from loader (NULL:
@@ -388,6 +395,8 @@ struct rank_input_info {
 	                        that leaves it out fails (a number defaults to 0) */
 	int string;          /* declared `string`: a number, the rank_string_hash of
 	                        the string a query gives */
+	int implicit;        /* not declared: query(name) read by the profile, a
+	                        number (0 unless the query gives one) */
 };
 int rank_profile_ninputs(const struct rank_profile *p);
 const struct rank_input_info *rank_profile_input(const struct rank_profile *p, int i);

@@ -98,20 +98,23 @@ int rank_cc_label(struct cc *c, const char *label);
 int rank_cc_feature(struct cc *c, const struct env *env, const struct rank_ast *a, int *type,
                     int *handled);
 
-/* compile_tensor.c: x in [..], rename, concat, merge, cell_cast, slices,
- * literals, generators. */
+/* compile_tensor.c: x in [..], rename, concat, merge, cell_cast,
+ * unpack_bits, slices, literals, generators. */
 int rank_cc_in(struct cc *c, const struct env *env, const struct rank_ast *a, int *type);
 int rank_cc_rename(struct cc *c, const struct env *env, const struct rank_ast *a, int *type);
 int rank_cc_concat(struct cc *c, const struct env *env, const struct rank_ast *a, int *type);
 int rank_cc_merge(struct cc *c, const struct env *env, const struct rank_ast *a, int *type);
 int rank_cc_cell_cast(struct cc *c, const struct env *env, const struct rank_ast *a, int *type);
+int rank_cc_unpack_bits(struct cc *c, const struct env *env, const struct rank_ast *a,
+                        int *type);
 int rank_cc_slice(struct cc *c, const struct env *env, const struct rank_ast *a, int *type);
 int rank_cc_literal(struct cc *c, const struct env *env, const struct rank_ast *a, int *type);
 int rank_cc_generator(struct cc *c, const struct env *env, const struct rank_ast *a, int *type);
 
 /* props.c: check the rank properties of rank features of profile p
- * against its schema: bm25(f) names a field with a text index, k1 >= 0,
- * b in [0, 1], averageFieldLength > 0.  Returns 0 or STRATA_TYPE with
+ * against its schema: where bm25(f) names a field with a text index, k1 >=
+ * 0, b in [0, 1], averageFieldLength > 0 (one of another name changes
+ * nothing: rank_fprop_notice).  Returns 0 or STRATA_TYPE with
  * "file:line:col: " of the property. */
 int rank_fprops_check(const struct rank_profile *p, struct strata_error *err);
 

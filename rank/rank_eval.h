@@ -92,6 +92,9 @@ struct rt_ctx;
  * TEXT       a=enum rank_text_feature, b=field
  *                              push the text feature of field b for the
  *                              document (rank_docs.text; 0 without it)
+ * UNPACK     a=1 little endian, b=dim of t, d=operand type
+ *                              pop a tensor of int8 cells, push the bits of
+ *                              each cell along dimension b (unpack_bits)
  * NOW                          push the query's time (rank_query_set_now)
  * RANDOM     a=1 stable, k=salt
  *                              push a pseudorandom number in [0, 1) of the
@@ -109,7 +112,7 @@ enum rank_opcode {
 	RANK_OP_JOIN, RANK_OP_REDUCE, RANK_OP_DOT, RANK_OP_CLOSE, RANK_OP_ONNX, RANK_OP_CONCAT,
 	RANK_OP_LIT, RANK_OP_GEN, RANK_OP_SMAP, RANK_OP_SJOIN, RANK_OP_SREDUCE,
 	RANK_OP_SMERGE, RANK_OP_PEEK, RANK_OP_SCONCAT, RANK_OP_NORM, RANK_OP_TEXT,
-	RANK_OP_NOW, RANK_OP_TERM, RANK_OP_RANDOM,
+	RANK_OP_NOW, RANK_OP_TERM, RANK_OP_RANDOM, RANK_OP_UNPACK,
 	RANK_OP_COUNT_
 };
 
@@ -349,6 +352,17 @@ int rank_sparse_concat(struct base_arena *a, const struct rank_type *ta, struct 
 int rank_sparse_merge(struct base_arena *a, const struct rank_type *ta, struct rank_val va,
                       const struct rank_type *tb, struct rank_val vb, const struct rank_type *tr,
                       double (*fn)(void *ud, double x, double y), void *ud, struct rank_val *out);
+/* unpack_bits: each cell of v (type ti, int8 values) as 8 cells of 0 or 1
+ * along indexed dimension dim of tr, which has 8 times its size in ti:
+ * the most significant bit first, or the least when little. */
+int rank_sparse_unpack_bits(struct base_arena *a, const struct rank_type *ti, struct rank_val v,
+                            const struct rank_type *tr, int dim, int little,
+                            struct rank_val *out);
+/* props.c: when rank property i of compiled profile p (p->decl->fprops)
+ * changes nothing (bm25(f) of a name that is no field with a text index),
+ * 1 with the line that says so in buf ("file:line:col: rank property ...
+ * changes nothing: ..."), else 0. */
+int rank_fprop_notice(const struct rank_profile *p, int i, char *buf, size_t n);
 /* Run prog (compiled for q's profile) for q's current document, on a frame
  * at the top of q's value stack.  *out is valid until the query's arena is
  * reset (the next document).  Returns 0, STRATA_NOMEM, or what a model's

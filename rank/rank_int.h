@@ -16,6 +16,7 @@
  *                    (resolved across the schemas after docs.c)
  *   type.c           tensor types: parsing, copying, printing
  *   schema.c         resolves profile inheritance into flat profiles
+ *   inputs.c         the query(x) they read undeclared, added as number inputs
  *   compile.c        types every expression (tensor types with named indexed
  *                    or mapped dimensions), resolves features, inlines user functions,
  *                    emits a flat program (struct rank_prog)
@@ -120,6 +121,7 @@ struct rank_input_decl {     /* inputs { query(name) type: default } */
 	struct rank_type type;
 	int has_default;
 	int string;              /* declared string: the default is its hash */
+	int implicit;            /* not declared: read by the profile, a number (inputs.c) */
 	double *dflt;            /* ncells values when has_default */
 	size_t ncells;
 	struct rank_pos pos;
@@ -341,6 +343,10 @@ int rank_sd_resolve(struct rank_sd *sd, struct strata_error *err);
  * inherit it are marked unresolved, the others resolve.  Returns the first
  * error (in err) or 0. */
 int rank_sd_resolve_all(struct rank_sd *sd, struct strata_errors *errs, struct strata_error *err);
+/* inputs.c: add to flat profile p's inputs (after rank_sd_resolve), as
+ * doubles with no default, the query(x) its expressions read that it does
+ * not declare.  Returns 0 or STRATA_NOMEM. */
+int rank_profile_implicit_inputs(struct rank_profile_decl *p, struct strata_error *err);
 /* Free sd and everything it owns; NULL is ignored. */
 void rank_sd_free(struct rank_sd *sd);
 

@@ -70,6 +70,7 @@ void rank_ix_free(struct rank_ix *n)
 	rank_vec_free(n->args, n->nargs, sizeof *n->args);
 	base_strfree(n->str);
 	base_strfree(n->dest);
+	base_strfree(n->dim);
 	base_free(n, sizeof *n);
 }
 
@@ -358,6 +359,7 @@ static int copy_input(struct rank_input_decl *d, const struct rank_input_decl *s
 	d->pos = s->pos;
 	d->has_default = s->has_default;
 	d->string = s->string;
+	d->implicit = s->implicit;
 	d->ncells = s->ncells;
 	if (copy_value(&d->name, &d->type, &d->dflt, s->name, &s->type, s->dflt, s->ncells)) {
 		rank_input_decl_clear(d);

@@ -1,7 +1,8 @@
 /*
  * tensor_sparse.c: map, join, merge, reduce, concat and slices over tensors
  * with mapped dimensions (x{}), for the VM's SMAP, SJOIN, SMERGE, SREDUCE,
- * SCONCAT and PEEK (which takes dense tensors too).
+ * SCONCAT and PEEK (which takes dense tensors too), and unpack_bits (UNPACK,
+ * dense or not).
  *
  * A value is a list of blocks (struct rank_sparse): the labels of the
  * type's mapped dimensions, then a dense subspace over its indexed ones.
@@ -502,5 +503,38 @@ int rank_sparse_peek(struct base_arena *a, const struct rank_type *ti, struct ra
 			}
 		}
 	}
+	return build_done(a, &r, out);
+}
+
+int rank_sparse_unpack_bits(struct base_arena *a, const struct rank_type *ti, struct rank_val v,
+                            const struct rank_type *tr, int dim, int little,
+                            struct rank_val *out)
+{
+	struct blocks in;
+	struct builder r;
+	int rc;
+	if ((rc = view(a, ti, &v, &in)) || (rc = build_init(a, tr, in.n, 0, &r)))
+		return rc;
+	/* a subspace is [outer][size of dim][inner] cells, its result
+	 * [outer][8 * size][inner] */
+	size_t size = (size_t)ti->dims[dim], inner = 1;
+	for (int i = dim + 1; i < ti->rank; i++)
+		if (ti->dims[i] != RANK_DIM_MAPPED)
+			inner *= (size_t)ti->dims[i];
+	size_t outer = in.block / (size * inner);
+	for (size_t blk = 0; blk < in.n; blk++) {
+		for (int k = 0; k < in.nmapped; k++)
+			r.labels[blk * (size_t)in.nmapped + (size_t)k] = label_of(&in, blk, k);
+		const double *src = in.cells + blk * in.block;
+		double *dst = r.cells + blk * r.b.block;
+		for (size_t o = 0; o < outer; o++)
+			for (size_t j = 0; j < 8 * size; j++)
+				for (size_t i = 0; i < inner; i++) {
+					unsigned byte = (unsigned)(int)src[(o * size + j / 8) * inner + i] & 0xffu;
+					unsigned bit = little ? j % 8 : 7 - j % 8;
+					dst[(o * 8 * size + j) * inner + i] = (double)((byte >> bit) & 1u);
+				}
+	}
+	r.b.n = in.n;
 	return build_done(a, &r, out);
 }

@@ -28,7 +28,7 @@ static const char *const op_names[RANK_OP_COUNT_] = {
 	"?", "NUM", "ATTR", "QUERY", "CONST", "FIRST", "GET", "SET", "UN", "BIN",
 	"JUMPF", "JUMP", "RET", "MAP", "JOIN", "REDUCE", "DOT", "CLOSE", "ONNX", "CONCAT",
 	"LIT", "GEN", "SMAP", "SJOIN", "SREDUCE", "SMERGE", "PEEK", "SCONCAT", "NORM", "TEXT",
-	"NOW", "TERM", "RANDOM",
+	"NOW", "TERM", "RANDOM", "UNPACK",
 };
 
 const char *rank_op_name(int op)
@@ -488,6 +488,11 @@ static int exec(struct vm *x, int pc, struct rank_val *sp, struct rank_val *res)
 			sp[-1] = r;
 			break;
 		}
+		case RANK_OP_UNPACK:
+			if (rank_sparse_unpack_bits(&q->arena, type_of(x, in->d), sp[-1],
+			                            type_of(x, in->t), in->b, in->a, &sp[-1]))
+				return oom(x);
+			break;
 		case RANK_OP_CLOSE:
 			set_num(sp++, closeness(x, in->a, in->b, in->c));
 			break;

@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "../rank/rank.h"
+#include "../rank/rank_eval.h"
 #include "apptest.h"
 
 char *apptest_new(const char *prefix)
@@ -89,4 +89,23 @@ long apptest_load_failures(const char *dir)
 		failures++;
 	}
 	return failures;
+}
+
+int apptest_eval(struct rank_profile *p, struct rank_query *q, const struct rank_docs *d,
+                 const char *text, uint32_t lid, struct rank_val *v, const struct rank_type **t,
+                 struct strata_error *err)
+{
+	struct rank_ast *a;
+	int rc = rank_expr_parse("expr", text, &a, err);
+	if (rc)
+		return rc;
+	static struct rank_prog prog; /* kept until the next call: results may point at it */
+	rank_prog_release(&prog);
+	rc = rank_expr_compile(p, a, &prog, err);
+	if (rc == 0)
+		rc = rank_query_eval(q, &prog, d, lid, 0.0, v, err);
+	if (t)
+		*t = &p->types[prog.result];
+	rank_ast_free(a);
+	return rc;
 }

@@ -11,7 +11,8 @@
  * Then the errors: an embedder whose model is a URL (open logs it once,
  * embedding says what to do), malformed services.xml with line:col, an
  * unknown embedder id, a destination type an embedder cannot make, and
- * allocation failures.  Last, embed() as a query input, end to end.
+ * allocation failures.  Then embed() as a query input, end to end, and an
+ * array embedded under the dimension embed's argument names.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -1017,6 +1018,75 @@ static void test_query_input(void **state)
 	}
 }
 
+/* ---- embed with the elements' dimension ----------------------------------------------------- */
+
+/* input texts | embed colbert context into (context{}, token{}, v[1]):
+ * element i's token vectors under context i, each as the embedder gives
+ * for the element alone (test_colbert checks those against the tables). */
+static void test_embed_array_dim(void **state)
+{
+	(void)state;
+	char *dir = apptest_new("embedder_dim");
+	make_app(dir, services_xml);
+	char schemas[600];
+	snprintf(schemas, sizeof schemas, "%s/schemas", dir);
+	apptest_write(schemas, "chunks.sd",
+	              "schema chunks {\n"
+	              "    document chunks {\n"
+	              "        field texts type array<string> { indexing: summary }\n"
+	              "        field tok type tensor<int8>(context{}, token{}, v[1]) {\n"
+	              "            indexing: input texts | embed colbert context | attribute | summary\n"
+	              "        }\n"
+	              "    }\n"
+	              "}\n");
+	struct strata *db;
+	struct strata_error err = { 0 };
+	if (strata_open(dir, NULL, &db, &err))
+		fail_msg("open: %s", err.msg);
+	const char *texts[2] = { "Hello, world", "the shoes" };
+	if (strata_feed_json(db, "{\"put\": \"id:x:chunks::1\", \"fields\": {\"texts\": "
+	                         "[\"Hello, world\", \"the shoes\"]}}", &err))
+		fail_msg("feed: %s", err.msg);
+	char *doc;
+	if (strata_get_json(db, "id:x:chunks::1", &doc, &err))
+		fail_msg("get: %s", err.msg);
+	json_t *j = json_loads(doc, 0, NULL);
+	strata_free(doc);
+	const char *const names[3] = { "context", "token", "v" };
+	struct eng_ttype t = { BASE_DT_INT8, 3, (int64_t[]){ -1, -1, 1 }, names };
+	struct eng_sparse sp;
+	if (eng_sparse_from_json(json_object_get(json_object_get(j, "fields"), "tok"), &t, &sp, "tok",
+	                         &err))
+		fail_msg("%s", err.msg);
+	size_t seen = 0;
+	for (int i = 0; i < 2; i++) {
+		/* the element alone, into (token{}, v[1]) */
+		struct eng_ttype te = { BASE_DT_INT8, 2, (int64_t[]){ -1, 1 }, names + 1 };
+		json_t *one;
+		if (eng_embed_type(db, "colbert", texts[i], strlen(texts[i]), 0, &te, "f", &one, &err))
+			fail_msg("%s", err.msg);
+		const char *label;
+		json_t *v;
+		json_object_foreach(json_object_get(one, "blocks"), label, v) {
+			size_t b;
+			for (b = 0; b < sp.nblocks; b++)
+				if (atoi(sp.labels[2 * b]) == i && strcmp(sp.labels[2 * b + 1], label) == 0)
+					break;
+			assert_true(b < sp.nblocks);
+			assert_true(sp.cells[b] == (double)json_integer_value(json_array_get(v, 0)));
+			seen++;
+		}
+		json_decref(one);
+	}
+	assert_int_equal(seen, sp.nblocks);
+	/* [CLS] [unused1] hello world [SEP]; [CLS] [unused1] the shoe ##s [SEP] */
+	assert_int_equal(seen, 5 + 6);
+	eng_sparse_free(&sp);
+	json_decref(j);
+	strata_close(db);
+	apptest_remove(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1034,6 +1104,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_alloc_failures, setup, teardown),
 		cmocka_unit_test(test_services_errors),
 		cmocka_unit_test_setup_teardown(test_query_input, setup, teardown),
+		cmocka_unit_test(test_embed_array_dim),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -68,7 +68,16 @@ static void test_parse_trees(void **state)
 		"  }\n"
 		" }\n"
 		" field ts type string { indexing: input title | summary }\n"
+		" field k type tensor<int8>(context{}, token{}, v[2]) {\n"
+		"  indexing: input paras | embed colbert context | attribute\n"
+		" }\n"
 		"}\n");
+	/* embed's argument: the dimension of the array's elements */
+	const struct rank_ix *k = field(sd, "k")->indexing->args[0]->args[1];
+	assert_int_equal(k->kind, RANK_IX_EMBED);
+	assert_string_equal(k->str, "colbert");
+	assert_string_equal(k->dim, "context");
+	assert_string_equal(k->dest, "k");
 	/* Sinks alone keep no tree, and set the flags. */
 	assert_null(field(sd, "title")->indexing);
 	assert_int_equal(field(sd, "title")->index, 1);
@@ -94,6 +103,7 @@ static void test_parse_trees(void **state)
 	assert_int_equal(p->args[1]->kind, RANK_IX_EMBED);
 	assert_string_equal(p->args[1]->str, "e5");
 	assert_string_equal(p->args[1]->dest, "e");
+	assert_null(p->args[1]->dim);
 	assert_int_equal(p->args[1]->pack, 0);
 	assert_int_equal(p->args[2]->kind, RANK_IX_SINK);
 	assert_int_equal(p->args[2]->op, 'a');
@@ -220,8 +230,9 @@ static void test_parse_errors(void **state)
 		 "Strata runs no language model"},
 		{"schema s { document s { }\n field b type string { indexing: input a | tokenize | summary } }",
 		 STRATA_NOT_IMPLEMENTED, "t.sd:2:44: indexing expression 'tokenize' is not supported"},
-		{"schema s { document s { }\n field b type string { indexing: input a | embed c context | summary } }",
-		 STRATA_NOT_IMPLEMENTED, "t.sd:2:52: arguments to embed ('context') are not supported"},
+		{"schema s { document s { }\n field b type string { indexing: input a | embed c d e | summary } }",
+		 STRATA_NOT_IMPLEMENTED, "t.sd:2:54: embed takes one argument after the embedder, the "
+		 "dimension of an array's elements; 'e' is not supported"},
 		{"schema s { document s { }\n field b type string { indexing: input a | chunk fixed-length x } }",
 		 STRATA_PARSE, "t.sd:2:63: expected '|' between indexing statements, found 'x'"},
 		{"schema s { document s { }\n field b type string { indexing: input a | chunk fixed-length 0 } }",
@@ -261,7 +272,20 @@ static void test_check_errors(void **state)
 		 " field b type tensor(x[2]) { indexing: input t | embed | attribute } }",
 		 STRATA_TYPE,
 		 "t.sd:2:50: embedding an array of strings needs a tensor with one mapped dimension and "
-		 "indexed ones (tensor<float>(p{}, x[384])); field 'b' has another type"},
+		 "indexed ones (tensor<float>(p{}, x[384])), or two mapped ones, the one the elements "
+		 "take named (embed id p); field 'b' has another type"},
+		{"schema s { document s { field t type array<string> { } }\n"
+		 " field b type tensor(c{}, t{}, x[2]) { indexing: input t | embed e | attribute } }",
+		 STRATA_TYPE, "t.sd:2:60: embedding an array of strings needs a tensor with one mapped "
+		 "dimension and indexed ones"},
+		{"schema s { document s { field t type array<string> { } }\n"
+		 " field b type tensor(c{}, t{}, x[2]) { indexing: input t | embed e x | attribute } }",
+		 STRATA_TYPE, "t.sd:2:60: embed ... x: field 'b' has no mapped dimension 'x' for the "
+		 "elements"},
+		{"schema s { document s { field t type string { } }\n"
+		 " field b type tensor(c{}, x[2]) { indexing: input t | embed e c | attribute } }",
+		 STRATA_TYPE, "t.sd:2:55: embed ... c: the dimension takes the elements of an array of "
+		 "strings, not a string"},
 		{"schema s { document s { field t type string { } }\n"
 		 " field b type tensor<float>(x[2]) { indexing: input t | embed | pack_bits | attribute } }",
 		 STRATA_TYPE,
