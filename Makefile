@@ -7,6 +7,7 @@
 #   make deps-test  the same, plus the packages only the tests need
 #   make unit       the cmocka unit tests          make e2e   the CLI end-to-end tests
 #   make crash      feeds killed mid-way keep what they reported written (part of e2e)
+#   make serve-test strata serve driven with curl (part of e2e)
 #   make asan       the unit and end-to-end tests under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make fuzz       build the fuzz targets with clang and libFuzzer, run each for FUZZ_SECONDS
 #   make fuzz-replay  the fuzz targets over their committed corpora (part of make test)
@@ -36,8 +37,9 @@ CFLAGS   := $(OPT) $(ARCH) $(WARN) $(SAN) $(DEFS) -std=c11 -D_GNU_SOURCE -I$(BUI
 LDLIBS   := -llmdb -lstemmer -lprotobuf-c -ljansson -lexpat -lm -lpthread
 ONNX_PROTO ?= /usr/include/onnx/onnx.proto
 DEB_PKGS := build-essential pkg-config liblmdb-dev libprotobuf-c-dev protobuf-c-compiler \
-            libonnx-dev libjansson-dev libcmocka-dev jq libstemmer-dev libexpat1-dev
-DEB_TEST_PKGS := libonnx-testdata
+            libonnx-dev libjansson-dev libcmocka-dev jq libstemmer-dev libexpat1-dev \
+            libmicrohttpd-dev
+DEB_TEST_PKGS := libonnx-testdata curl
 DEB_FUZZ_PKGS := clang libclang-rt-14-dev
 
 # ---- sources (explicit lists, one per subsystem) -----------------------------
@@ -55,7 +57,7 @@ ENGINE_SRC  := engine/db.c engine/contexts.c engine/feed.c engine/tensor_json.c 
                engine/result.c engine/json_alloc.c engine/grouping.c engine/values.c engine/embed.c engine/snippet.c engine/summary.c \
                engine/fieldtypes.c engine/predicate.c engine/position.c \
                engine/services.c engine/tokenizer.c engine/query_embed.c
-CLI_SRC     := engine/cli.c engine/cli_run.c
+CLI_SRC     := engine/cli.c engine/cli_run.c engine/serve.c engine/serve_api.c
 GEN_SRC     := $(BUILD)/gen/onnx.pb-c.c
 
 LIB_SRC  := $(BASE_SRC) $(RUNTIME_SRC) $(STORE_SRC) $(RANK_SRC) $(ENGINE_SRC)
@@ -75,7 +77,7 @@ TOOLS      := $(BUILD)/tests/mkshop
 TENSOR_CONFORMANCE     := $(BUILD)/tests/tensor_conformance
 TENSOR_CONFORMANCE_MIN := 1987
 
-.PHONY: all test unit e2e tensor-conformance crash vespa-apps avx2 asan tsan demo deps deps-test deps-fuzz \
+.PHONY: all test unit e2e tensor-conformance crash serve-test vespa-apps avx2 asan tsan demo deps deps-test deps-fuzz \
         check check-peer peer bench install clean layers fuzz fuzz-replay
 # Objects made by pattern chains (tests/test_x.o) are kept, not deleted as intermediates.
 .SECONDARY:
@@ -102,7 +104,7 @@ $(LIB): $(LIB_OBJ)
 	ar rcs $@ $^
 
 $(CLI): $(CLI_OBJ) $(LIB)
-	$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) $(LIB) $(LDLIBS)
+	$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) $(LIB) $(LDLIBS) -lmicrohttpd
 
 $(BUILD)/tests/test_%: $(BUILD)/tests/test_%.o $(TEST_LIB_OBJ) $(LIB)
 	$(CC) $(CFLAGS) -o $@ $< $(TEST_LIB_OBJ) $(LIB) $(LDLIBS) -lcmocka $(TEST_LDFLAGS)
@@ -192,6 +194,7 @@ e2e: $(CLI) $(TOOLS)
 	STRATA=$(CLI) MKSHOP=$(BUILD)/tests/mkshop sh tests/summary.sh || status=1; \
 	STRATA=$(CLI) MKSHOP=$(BUILD)/tests/mkshop sh tests/features.sh || status=1; \
 	STRATA=$(CLI) MKSHOP=$(BUILD)/tests/mkshop sh tests/text_fields.sh || status=1; \
+	STRATA=$(CLI) MKSHOP=$(BUILD)/tests/mkshop sh tests/serve.sh || status=1; \
 	exit $$status
 
 # Vespa's tensor conformance cases through the expression compiler and VM: one
@@ -209,6 +212,10 @@ tensor-conformance: $(TENSOR_CONFORMANCE)
 	done; \
 	[ $$status -ne 0 ] || { echo "tensor_conformance: --min did not fail"; exit 1; }
 	$(TENSOR_CONFORMANCE) tests/data/vespa_tensor_spec.jsonl --min $(TENSOR_CONFORMANCE_MIN)
+
+# strata serve driven with curl, a kill -9 during a feed included (tests/serve.sh).
+serve-test: $(CLI) $(TOOLS)
+	STRATA=$(CLI) MKSHOP=$(BUILD)/tests/mkshop sh tests/serve.sh
 
 # Feeds killed with SIGKILL keep what they reported written (tests/crash.sh).
 crash: $(CLI) $(TOOLS)
