@@ -10,6 +10,8 @@
  *                            GET, POST (put), PUT (update, ?create=true),
  *                            DELETE; answers {"pathId", "id"[, "fields"]} or
  *                            {"pathId", "message"} with 400, 404 or 500
+ *   /document/v1/NS/TYPE/docid   GET: visiting, a page of documents and a
+ *                            continuation
  *   /state/v1/health         {"status": {"code": "up"}}
  *   /state/v1/metrics, /metrics/v2/values   the counters of struct srv_metrics
  *
@@ -369,9 +371,83 @@ static void count(struct srv *s, unsigned long long *c, int failed)
 	pthread_mutex_unlock(&s->m.lock);
 }
 
+/* 200 with the library's JSON object text (freed here) and "pathId". */
+static void answer_with_path(struct srv_req *rq, char *text)
+{
+	json_t *j = json_loads(text, 0, NULL);
+	strata_free(text);
+	if (!j || json_object_set_new(j, "pathId", json_string(rq->path))) {
+		json_decref(j);
+		doc_error(rq, 500, "out of memory");
+		return;
+	}
+	answer(rq, 200, j);
+}
+
+/* The NS and TYPE of a visit's path /document/v1/NS/TYPE/docid[/] into ns
+ * and type (size n each).  Returns 0, or -1 for another path. */
+static int visit_path(const char *path, char *ns, char *type, size_t n)
+{
+	const char *p = path + strlen("/document/v1/");
+	const char *a = strchr(p, '/');
+	const char *b = a ? strchr(a + 1, '/') : NULL;
+	if (!a || a == p || !b || b == a + 1 || (strcmp(b, "/docid") && strcmp(b, "/docid/")) ||
+	    (size_t)(a - p) >= n || (size_t)(b - a - 1) >= n)
+		return -1;
+	snprintf(ns, n, "%.*s", (int)(a - p), p);
+	snprintf(type, n, "%.*s", (int)(b - a - 1), a + 1);
+	return 0;
+}
+
+/* GET /document/v1/NS/TYPE/docid?wantedDocumentCount=N&continuation=C: one
+ * page of the type's documents in namespace NS.  cluster, concurrency and
+ * timeout change nothing here (one store, one page per request) and are
+ * accepted; any other parameter (selection, fieldSet, ...) is refused. */
+static void do_visit(struct srv *s, struct srv_req *rq, const char *ns, const char *type)
+{
+	const char *key;
+	json_t *v;
+	long wanted = 100;
+	const char *cont = NULL;
+	char msg[200];
+	json_object_foreach(rq->args, key, v) {
+		const char *val = json_string_value(v);
+		if (!strcmp(key, "wantedDocumentCount")) {
+			char *end;
+			wanted = strtol(val, &end, 10);
+			if (!*val || *end || wanted < 1) {
+				doc_error(rq, 400, "wantedDocumentCount must be a positive number");
+				return;
+			}
+			if (wanted > 1024)
+				wanted = 1024; /* as Vespa, a page has at most 1024 documents */
+		} else if (!strcmp(key, "continuation")) {
+			cont = val;
+		} else if (strcmp(key, "cluster") && strcmp(key, "concurrency") &&
+		           strcmp(key, "timeout")) {
+			snprintf(msg, sizeof msg, "visiting with '%.64s' is not implemented", key);
+			doc_error(rq, 400, msg);
+			return;
+		}
+	}
+	struct strata_error err = { 0 };
+	char *page;
+	int rc = strata_visit_json(s->db, type, ns, cont, wanted, &page, &err);
+	if (rc) {
+		doc_fail(rq, rc == STRATA_NOT_FOUND ? STRATA_INVALID_ARGUMENT : rc, &err);
+		return;
+	}
+	count(s, &s->m.visits, 0);
+	answer_with_path(rq, page);
+}
+
 static void do_document(struct srv *s, struct srv_req *rq)
 {
-	char id[2048];
+	char id[2048], ns[256], type[256];
+	if (rq->method == SRV_GET && !visit_path(rq->path, ns, type, sizeof ns)) {
+		do_visit(s, rq, ns, type);
+		return;
+	}
 	if (doc_id(rq->path, id, sizeof id)) {
 		doc_error(rq, 400, "expected /document/v1/NAMESPACE/DOCTYPE/docid/KEY "
 		                   "(or .../group/G/KEY, .../number/N/KEY)");
@@ -391,14 +467,7 @@ static void do_document(struct srv *s, struct srv_req *rq)
 			doc_fail(rq, rc, &err);
 			return;
 		}
-		json_t *j = json_loads(doc, 0, NULL);
-		strata_free(doc);
-		if (!j || json_object_set_new(j, "pathId", json_string(rq->path))) {
-			json_decref(j);
-			doc_error(rq, 500, "out of memory");
-			return;
-		}
-		answer(rq, 200, j);
+		answer_with_path(rq, doc);
 		return;
 	}
 	if (rq->method == SRV_DELETE) {

@@ -6,12 +6,12 @@
 # The server listens on a free port it picks itself (--port 0) and names on
 # stderr.  Checked: documents put, got, updated and removed through
 # /document/v1 and then found by /search/ GET and POST with the values
-# written; the error answers (status and Vespa's JSON) of malformed JSON,
+# written, and visited page by page with continuations, each once; the error answers (status and Vespa's JSON) of malformed JSON,
 # bad YQL, an unknown document type or profile, a condition, a body over
 # --max-body (with and without a length), a timeout; nothing of the store
 # changes through them; a client that stops sending is disconnected after
 # --client-timeout while others are served; health and metrics count what
-# was done; SIGTERM answers the request still being read, then exits 0; a
+# was done; a burst on one thread gets results or 503s, each counted; SIGTERM answers the request still being read, then exits 0; a
 # feed through the server killed with -9 keeps every document it answered
 # 200 for.  No check depends on timing but the timeout one, whose limit is
 # a microsecond.  The last line is "N passed, M failed".
@@ -120,6 +120,28 @@ check "parameters merged" "$(jout '[.root.children[].id] | join(",")')" "id:shop
 req "trace" 200 "$B/search/?yql=$yql&trace.level=1"
 check "trace messages" "$(jout '.trace.children | length')" "2"
 
+# ---- visiting: every document once, page by page ----
+cont=
+: >"$T/visited"
+pages=0
+while :; do
+	req "visit page $pages" 200 "$B/document/v1/shop/product/docid?cluster=c&wantedDocumentCount=2${cont:+&continuation=$cont}"
+	jout '.documents[] | .id + " " + (.fields.title // "")' >>"$T/visited"
+	check "visit page size $pages" "$(jout '.documentCount <= 2 and .documentCount == (.documents | length)')" "true"
+	cont=$(jout '.continuation // empty')
+	pages=$((pages + 1))
+	[ -n "$cont" ] && [ $pages -lt 10 ] || break
+done
+check "visit pages" "$pages" "3"
+want=$(for i in 1 2 3 4 5; do echo "id:shop:product::$i $(jq -r '.fields.title' "$T/doc$i.json")"; done)
+check "visited every document once" "$(sort "$T/visited")" "$want"
+req "visit other namespace" 200 "$B/document/v1/other/product/docid"
+check "other namespace empty" "$(jout '.documentCount')" "0"
+req "visit selection" 400 "$B/document/v1/shop/product/docid?selection=true"
+check "visit selection message" "$(jout '.message')" "visiting with 'selection' is not implemented"
+req "visit bad continuation" 400 "$B/document/v1/shop/product/docid?continuation=xyz"
+req "visit unknown type" 400 "$B/document/v1/shop/nope/docid"
+
 # ---- bad requests: clear errors, nothing stored changes ----
 req "malformed search JSON" 400 -X POST -d '{"yql": ' "$B/search/"
 check "malformed search error" "$(jout '.root.errors[0].code, .root.errors[0].summary' | tr '\n' ' ')" \
@@ -158,6 +180,7 @@ req "metrics" 200 "$B/metrics/v2/values"
 m='.nodes[0].services[0].metrics[0].values'
 check "metrics puts" "$(jout "$m.\"feed.puts\"")" "5"
 check "metrics updates" "$(jout "$m.\"feed.updates\"")" "2"
+check "metrics visits" "$(jout "$m.\"document.visits\"")" "4"
 check "metrics timeouts" "$(jout "$m.\"queries.timeouts\"")" "1"
 check "metrics latency" "$(jout "$m.\"query_latency.p99\" > 0 and $m.\"query_latency.p50\" <= $m.\"query_latency.p99\"")" "true"
 req "state metrics" 200 "$B/state/v1/metrics"
@@ -238,7 +261,7 @@ wait "$client"
 n=$(wc -l <"$T/acked")
 echo "killed the server after $n acknowledged puts"
 [ "$n" -ge 200 ] && ok || bad "only $n puts acknowledged before the kill"
-start --threads 2 || { echo "$passed passed, $failed failed"; exit 1; }
+start --threads 1 --queue 1 || { echo "$passed passed, $failed failed"; exit 1; }
 missing=0
 while read -r i; do
 	c=$(curl -s -o "$OUT" -w '%{http_code}' "$B/document/v1/shop/product/docid/$i")
@@ -249,6 +272,36 @@ done <"$T/acked"
 check "every acknowledged put survives kill -9" "$missing" "0"
 req "store usable after kill -9" 200 -X POST -d '{"fields": {"title": "after", "price": 1}}' \
 	"$B/document/v1/shop/product/docid/5000"
+# A burst on one thread and a queue of one: each answer is a result or
+# Vespa's overload error, and the metrics count every 503 (how many there
+# are depends on timing; none is also right).
+j=0
+pids=
+while [ $j -lt 40 ]; do
+	curl -s -o "$T/burst$j" -w '%{http_code}\n' "$B/search/?yql=$yql&ranking.profile=cheap" \
+		>"$T/burstcode$j" 2>/dev/null &
+	pids="$pids $!"
+	j=$((j + 1))
+done
+for p in $pids; do wait "$p"; done
+n503=0
+odd=0
+j=0
+while [ $j -lt 40 ]; do
+	c=$(cat "$T/burstcode$j")
+	if [ "$c" = 503 ]; then
+		n503=$((n503 + 1))
+		[ "$(jq -r '.root.errors[0].message' "$T/burst$j")" = \
+			"overloaded: the request queue is full; retry later" ] || odd=$((odd + 1))
+	elif [ "$c" != 200 ] || [ "$(jq '.root.fields.totalCount > 0' "$T/burst$j")" != true ]; then
+		odd=$((odd + 1))
+	fi
+	j=$((j + 1))
+done
+echo "burst of 40 searches: $n503 answered 503"
+check "burst answers" "$odd" "0"
+req "metrics after burst" 200 "$B/metrics/v2/values"
+check "rejections counted" "$(jout "$m.\"requests.rejected\"")" "$n503"
 stop
 check "restarted server stops cleanly" "$rc" "0"
 
