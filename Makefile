@@ -41,6 +41,7 @@ DEB_PKGS := build-essential pkg-config liblmdb-dev libprotobuf-c-dev protobuf-c-
             libmicrohttpd-dev
 DEB_TEST_PKGS := libonnx-testdata curl
 DEB_FUZZ_PKGS := clang libclang-rt-14-dev
+DEB_BENCH_PKGS := wrk
 
 # ---- sources (explicit lists, one per subsystem) -----------------------------
 BASE_SRC    := base/err.c base/alloc.c base/arena.c base/dtype.c base/file.c base/hash.c base/tokenize.c
@@ -78,6 +79,7 @@ TENSOR_CONFORMANCE     := $(BUILD)/tests/tensor_conformance
 TENSOR_CONFORMANCE_MIN := 1987
 
 .PHONY: all test unit e2e tensor-conformance crash serve-test vespa-apps avx2 asan tsan demo deps deps-test deps-fuzz \
+        deps-bench bench-serve \
         check check-peer peer bench install clean layers fuzz fuzz-replay
 # Objects made by pattern chains (tests/test_x.o) are kept, not deleted as intermediates.
 .SECONDARY:
@@ -144,6 +146,8 @@ deps-test: deps
 	$(call install_missing,$(DEB_TEST_PKGS))
 deps-fuzz: deps
 	$(call install_missing,$(DEB_FUZZ_PKGS))
+deps-bench: deps
+	$(call install_missing,$(DEB_BENCH_PKGS))
 
 # ---- tests ----------------------------------------------------------------------
 # make test: everything CI runs.  The dependency graph check, unit tests,
@@ -434,6 +438,14 @@ bench: $(BENCH) $(MKBENCH) $(QPS)
 	fi
 	@$(MAKE) -s --no-print-directory $(BENCH_MODELS)/mlp_ranker.onnx
 	@$(QPS) $(QPS_ARGS) $(BENCH_MODELS)/mlp_ranker.onnx $(QPS_DIR)
+	@$(MAKE) --no-print-directory bench-serve
+
+# bench-serve: strata serve under wrk (bench/serve.sh): searches without and
+# with the model, and document gets; SERVE_SECONDS per case.  Its application
+# lives in $(BUILD)/bench/serve-app, reused from run to run.
+SERVE_SECONDS ?= 10
+bench-serve: deps-bench $(CLI) $(TOOLS)
+	@sh bench/serve.sh $(CLI) $(BUILD)/tests/mkshop $(BUILD)/bench/serve-app $(SERVE_SECONDS)
 
 # ---- install and clean ------------------------------------------------------------------
 install: all
