@@ -72,6 +72,15 @@ req() {
 	check "$name: status ($(head -c 200 "$OUT"))" "$code" "$want"
 }
 
+# ---- the command line ----
+expect_fail "serve without APP" 'missing APP' "$STRATA" serve
+expect_fail "serve bad port" '--port needs a number from 0 to 65535' "$STRATA" serve "$APP" --port 70000
+expect_fail "serve unknown option" "unknown option '--nope'" "$STRATA" serve "$APP" --nope 1
+expect_fail "serve bad bind" '--bind needs an IPv4 address' "$STRATA" serve "$APP" --bind nowhere
+expect_fail "serve undeployed" 'not deployed' "$STRATA" serve "$APP" --data "$T/none"
+run "$STRATA" serve --help
+check "serve --help" "$(grep -c '^usage: strata serve APP' "$OUT")" "1"
+
 start --threads 2 || { echo "$passed passed, $failed failed"; exit 1; }
 
 # ---- documents ----
