@@ -39,7 +39,7 @@ ONNX_PROTO ?= /usr/include/onnx/onnx.proto
 DEB_PKGS := build-essential pkg-config liblmdb-dev libprotobuf-c-dev protobuf-c-compiler \
             libonnx-dev libjansson-dev libcmocka-dev jq libstemmer-dev libexpat1-dev \
             libmicrohttpd-dev
-DEB_TEST_PKGS := libonnx-testdata curl
+DEB_TEST_PKGS := libonnx-testdata curl python3
 DEB_FUZZ_PKGS := clang libclang-rt-14-dev
 DEB_BENCH_PKGS := wrk
 

@@ -13,8 +13,9 @@
 # --client-timeout while others are served; health and metrics count what
 # was done; a burst on one thread gets results or 503s, each counted; SIGTERM answers the request still being read, then exits 0; a
 # feed through the server killed with -9 keeps every document it answered
-# 200 for.  No check depends on timing but the timeout one, whose limit is
-# a microsecond.  The last line is "N passed, M failed".
+# 200 for; and tests/serve_client.py, Python's http.client on one
+# keep-alive connection (chunked bodies included).  No check depends on
+# timing but the timeout one, whose limit is a microsecond.  The last line is "N passed, M failed".
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -195,6 +196,13 @@ check "metrics latency" "$(jout "$m.\"query_latency.p99\" > 0 and $m.\"query_lat
 req "state metrics" 200 "$B/state/v1/metrics"
 check "state metrics queries" "$(jout '.metrics.values[] | select(.name == "queries.count") | .values.value')" \
 	"$(curl -s "$B/metrics/v2/values" | jq "$m.\"queries.count\"")"
+# The same server through Python's HTTP client, on one keep-alive connection.
+if command -v python3 >/dev/null 2>&1; then
+	python3 "$here/serve_client.py" "$B" >"$OUT" 2>&1 && ok || bad "python client: $(cat "$OUT")"
+	tail -n 1 "$OUT"
+else
+	bad "python3 is needed for tests/serve_client.py (make deps-test installs it)"
+fi
 stop
 check "SIGTERM exit" "$rc" "0"
 
