@@ -6,16 +6,19 @@
 # The server listens on a free port it picks itself (--port 0) and names on
 # stderr.  Checked: documents put, got, updated and removed through
 # /document/v1 and then found by /search/ GET and POST with the values
-# written, and visited page by page with continuations, each once; the error answers (status and Vespa's JSON) of malformed JSON,
-# bad YQL, an unknown document type or profile, a condition, a body over
-# --max-body (with and without a length), a timeout; nothing of the store
-# changes through them; a client that stops sending is disconnected after
+# written, and visited page by page with continuations, each once; the
+# error answers (status and Vespa's JSON) of malformed JSON, bad YQL, an
+# unknown document type or profile, a condition, a body over --max-body
+# (with and without a length), a timeout; nothing of the store changes
+# through them; a client that stops sending is disconnected after
 # --client-timeout while others are served; health and metrics count what
-# was done; a burst on one thread gets results or 503s, each counted; SIGTERM answers the request still being read, then exits 0; a
-# feed through the server killed with -9 keeps every document it answered
-# 200 for; and tests/serve_client.py, Python's http.client on one
-# keep-alive connection (chunked bodies included).  No check depends on
-# timing but the timeout one, whose limit is a microsecond.  The last line is "N passed, M failed".
+# was done; a burst on one thread gets results or 503s, each counted;
+# SIGTERM answers the request still being read, then exits 0; a feed
+# through the server killed with -9 keeps every document it answered 200
+# for; and tests/serve_client.py, Python's http.client on one keep-alive
+# connection (chunked bodies included).  No check depends on timing but the
+# timeout one, whose limit is a microsecond.  The last line is "N passed,
+# M failed".
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
