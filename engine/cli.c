@@ -1,6 +1,7 @@
 /*
  * cli.c: the `strata` command: deploy, feed, query, get, remove (and the
- * model commands run, inspect and compile, in cli_run.c).
+ * model commands run, inspect and compile, in cli_run.c; serve, the HTTP
+ * server, in serve.c).
  *
  * Every command is a thin layer over the library API in strata.h: it parses
  * options, calls one or two functions and prints.  Conventions: results

@@ -41,6 +41,9 @@
  *   services.c     services.xml (expat): the embedder components, settings
  *   tokenizer.c    WordPiece and Unigram tokenizers (tokenizer.json, vocab.txt)
  *   query_embed.c  embed(...) as the value of a query input
+ *
+ * The programs, not the library: cli.c and cli_run.c (the strata command),
+ * serve.c and serve_api.c (strata serve, the HTTP server; serve_int.h).
  */
 #ifndef ENGINE_INT_H
 #define ENGINE_INT_H
