@@ -56,6 +56,7 @@ struct job {
 	struct MHD_Connection *conn;
 	size_t cap;      /* of rq.body */
 	int too_big;
+	int nomem;       /* the body could not be held */
 	int queued;      /* handed to the workers */
 	int done;        /* the answer is in rq */
 	struct job *next;
@@ -137,7 +138,7 @@ static void append_body(struct server *sv, struct job *j, const char *data, size
 			cap *= 2;
 		char *b = base_realloc(j->rq.body, j->cap, cap);
 		if (!b) {
-			j->too_big = 1;
+			j->too_big = j->nomem = 1;
 			return;
 		}
 		j->rq.body = b;
@@ -202,6 +203,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		return send_answer(c, &j->rq);
 	if (j->queued)
 		return MHD_YES; /* resumed before the answer: cannot happen, wait */
+	if (j->nomem)
+		return reject(c, j, 500, "out of memory reading the request body");
 	if (j->too_big) {
 		char msg[128];
 		snprintf(msg, sizeof msg, "the request body is over the limit of %zu bytes",
