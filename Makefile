@@ -7,6 +7,7 @@
 #   make deps-test  the same, plus the packages only the tests need
 #   make unit       the cmocka unit tests          make e2e   the CLI end-to-end tests
 #   make crash      feeds killed mid-way keep what they reported written (part of e2e)
+#   make serve-test strata serve driven with curl (part of e2e)
 #   make asan       the unit and end-to-end tests under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make fuzz       build the fuzz targets with clang and libFuzzer, run each for FUZZ_SECONDS
 #   make fuzz-replay  the fuzz targets over their committed corpora (part of make test)
@@ -37,11 +38,13 @@ CFLAGS   := $(OPT) $(ARCH) $(WARN) $(SAN) $(DEFS) -std=c11 -D_GNU_SOURCE -I$(BUI
 LDLIBS   := -llmdb -lstemmer -lprotobuf-c -ljansson -lexpat -lm -lpthread
 ONNX_PROTO ?= /usr/include/onnx/onnx.proto
 DEB_PKGS := build-essential pkg-config liblmdb-dev libprotobuf-c-dev protobuf-c-compiler \
-            libonnx-dev libjansson-dev libcmocka-dev jq libstemmer-dev libexpat1-dev
-DEB_TEST_PKGS := libonnx-testdata
+            libonnx-dev libjansson-dev libcmocka-dev jq libstemmer-dev libexpat1-dev \
+            libmicrohttpd-dev
+DEB_TEST_PKGS := libonnx-testdata curl python3
 DEB_FUZZ_PKGS := clang libclang-rt-14-dev
-# The text benchmark's peers (make bench; never make test): Xapian, SQLite FTS5.
-DEB_BENCH_PKGS := g++ libxapian-dev libsqlite3-dev
+# The bench peers (make bench; never make test): Xapian and SQLite FTS5 for the
+# text case, wrk for the server case.
+DEB_BENCH_PKGS := g++ libxapian-dev libsqlite3-dev wrk
 
 # ---- sources (explicit lists, one per subsystem) -----------------------------
 BASE_SRC    := base/err.c base/alloc.c base/arena.c base/dtype.c base/file.c base/hash.c base/tokenize.c
@@ -57,8 +60,8 @@ RANK_SRC    += rank/fields.c rank/docs.c rank/parse_field.c rank/types.c rank/in
 ENGINE_SRC  := engine/db.c engine/contexts.c engine/feed.c engine/tensor_json.c engine/tensor_sparse_json.c engine/yql.c engine/yql_tree.c engine/query.c engine/textmatch.c engine/wsetmatch.c engine/samematch.c engine/attrmatch.c engine/labels.c engine/fieldmatch.c engine/userquery.c engine/wand.c \
                engine/result.c engine/json_alloc.c engine/grouping.c engine/values.c engine/embed.c engine/indexing.c engine/indexing_fn.c engine/snippet.c engine/summary.c \
                engine/fieldtypes.c engine/predicate.c engine/position.c \
-               engine/services.c engine/tokenizer.c engine/query_embed.c
-CLI_SRC     := engine/cli.c engine/cli_run.c
+               engine/services.c engine/tokenizer.c engine/query_embed.c engine/visit.c
+CLI_SRC     := engine/cli.c engine/cli_run.c engine/serve.c engine/serve_api.c
 GEN_SRC     := $(BUILD)/gen/onnx.pb-c.c
 
 LIB_SRC  := $(BASE_SRC) $(RUNTIME_SRC) $(STORE_SRC) $(RANK_SRC) $(ENGINE_SRC)
@@ -68,7 +71,7 @@ LIB      := $(BUILD)/libstrata.a
 CLI      := $(BUILD)/strata
 
 # Unit tests: one cmocka binary per module (tests/test_<name>.c).
-UNIT_TESTS := base runtime ops_elementwise ops_tensor store rank_parse text text_index text_coll text_settings yql_ops text_query wand rank_eval rank_gbdt rank_phases rank_features compat engine yql ops_index ops_nn ops_rnn ops_quant ops_train ops_signal infer gemm plan optimize context pool binding embed fields summary types embedder indexing
+UNIT_TESTS := base runtime ops_elementwise ops_tensor store rank_parse text text_index text_coll text_settings yql_ops text_query wand rank_eval rank_gbdt rank_phases rank_features compat engine yql ops_index ops_nn ops_rnn ops_quant ops_train ops_signal infer gemm plan optimize context pool binding embed fields summary types embedder indexing visit
 TEST_BINS  := $(UNIT_TESTS:%=$(BUILD)/tests/test_%)
 TEST_LIB_SRC := tests/modelbuild.c tests/opcase.c tests/apptest.c
 TEST_LIB_OBJ := $(TEST_LIB_SRC:%.c=$(BUILD)/%.o)
@@ -78,8 +81,8 @@ TOOLS      := $(BUILD)/tests/mkshop
 TENSOR_CONFORMANCE     := $(BUILD)/tests/tensor_conformance
 TENSOR_CONFORMANCE_MIN := 1987
 
-.PHONY: all test unit e2e tensor-conformance crash vespa-apps avx2 asan tsan demo deps deps-test deps-fuzz \
-        check check-peer peer bench bench-text deps-bench install clean layers fuzz fuzz-replay
+.PHONY: all test unit e2e tensor-conformance crash serve-test vespa-apps avx2 asan tsan demo deps deps-test deps-fuzz \
+        check check-peer peer bench bench-text bench-serve deps-bench install clean layers fuzz fuzz-replay
 # Objects made by pattern chains (tests/test_x.o) are kept, not deleted as intermediates.
 .SECONDARY:
 all: $(LIB) $(CLI)
@@ -105,7 +108,7 @@ $(LIB): $(LIB_OBJ)
 	ar rcs $@ $^
 
 $(CLI): $(CLI_OBJ) $(LIB)
-	$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) $(LIB) $(LDLIBS)
+	$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) $(LIB) $(LDLIBS) -lmicrohttpd
 
 $(BUILD)/tests/test_%: $(BUILD)/tests/test_%.o $(TEST_LIB_OBJ) $(LIB)
 	$(CC) $(CFLAGS) -o $@ $< $(TEST_LIB_OBJ) $(LIB) $(LDLIBS) -lcmocka $(TEST_LDFLAGS)
@@ -198,6 +201,7 @@ e2e: $(CLI) $(TOOLS)
 	STRATA=$(CLI) MKSHOP=$(BUILD)/tests/mkshop sh tests/features.sh || status=1; \
 	STRATA=$(CLI) MKSHOP=$(BUILD)/tests/mkshop sh tests/text_fields.sh || status=1; \
 	STRATA=$(CLI) MKSHOP=$(BUILD)/tests/mkshop sh tests/indexing.sh || status=1; \
+	STRATA=$(CLI) MKSHOP=$(BUILD)/tests/mkshop sh tests/serve.sh || status=1; \
 	exit $$status
 
 # Vespa's tensor conformance cases through the expression compiler and VM: one
@@ -215,6 +219,10 @@ tensor-conformance: $(TENSOR_CONFORMANCE)
 	done; \
 	[ $$status -ne 0 ] || { echo "tensor_conformance: --min did not fail"; exit 1; }
 	$(TENSOR_CONFORMANCE) tests/data/vespa_tensor_spec.jsonl --min $(TENSOR_CONFORMANCE_MIN)
+
+# strata serve driven with curl, a kill -9 during a feed included (tests/serve.sh).
+serve-test: $(CLI) $(TOOLS)
+	STRATA=$(CLI) MKSHOP=$(BUILD)/tests/mkshop sh tests/serve.sh
 
 # Feeds killed with SIGKILL keep what they reported written (tests/crash.sh).
 crash: $(CLI) $(TOOLS)
@@ -437,6 +445,7 @@ bench: $(BENCH) $(MKBENCH) $(QPS)
 	@$(MAKE) -s --no-print-directory $(BENCH_MODELS)/mlp_ranker.onnx
 	@$(QPS) $(QPS_ARGS) $(BENCH_MODELS)/mlp_ranker.onnx $(QPS_DIR)
 	@$(MAKE) --no-print-directory bench-text
+	@$(MAKE) --no-print-directory bench-serve
 endif
 
 # The text case (bench/textbench.c; bench/README.md): a generated corpus of
@@ -458,6 +467,13 @@ $(TEXT_XAPIAN): bench/text_xapian.cc
 bench-text: deps-bench
 	@$(MAKE) --no-print-directory $(TEXTBENCH) $(TEXT_XAPIAN)
 	@$(TEXTBENCH) --xapian $(TEXT_XAPIAN) $(TEXT_ARGS) $(TEXT_DIR)
+
+# bench-serve: strata serve under wrk (bench/serve.sh): searches without and
+# with the model, and document gets; SERVE_SECONDS per case.  Its application
+# lives in $(BUILD)/bench/serve-app, reused from run to run.
+SERVE_SECONDS ?= 10
+bench-serve: deps-bench $(CLI) $(TOOLS)
+	@sh bench/serve.sh $(CLI) $(BUILD)/tests/mkshop $(BUILD)/bench/serve-app $(SERVE_SECONDS)
 
 # ---- install and clean ------------------------------------------------------------------
 install: all

@@ -1,6 +1,7 @@
 /*
  * cli.c: the `strata` command: deploy, feed, query, get, remove (and the
- * model commands run, inspect and compile, in cli_run.c).
+ * model commands run, inspect and compile, in cli_run.c; serve, the HTTP
+ * server, in serve.c).
  *
  * Every command is a thin layer over the library API in strata.h: it parses
  * options, calls one or two functions and prints.  Conventions: results
@@ -18,6 +19,7 @@
 #include <unistd.h>
 
 #include "engine_int.h"
+#include "serve_int.h"
 #include "../runtime/runtime.h"
 
 
@@ -93,6 +95,7 @@ static const char *main_usage =
 	"  run MODEL              run an ONNX model\n"
 	"  inspect MODEL          show a model's inputs and outputs\n"
 	"  compile MODEL...       compile models into contexts that load without compiling\n"
+	"  serve APP              serve searches and documents over HTTP, as Vespa\n"
 	"options: --help, --version; `strata COMMAND --help` for a command's options\n";
 
 static const char *usage_of(const char *cmd)
@@ -506,11 +509,12 @@ int main(int argc, char **argv)
 		{ "run", eng_cli_run },
 		{ "inspect", eng_cli_inspect },
 		{ "compile", eng_cli_compile },
+		{ "serve", eng_cli_serve }, /* prints its own --help */
 	};
 	for (size_t i = 0; i < sizeof model_cmds / sizeof model_cmds[0]; i++) {
 		if (strcmp(model_cmds[i].name, cmd) != 0)
 			continue;
-		for (int k = 2; k < argc; k++)
+		for (int k = 2; k < argc && model_cmds[i].fn != eng_cli_serve; k++)
 			if (is_help(argv[k])) {
 				fputs(usage_of(cmd), stdout);
 				return 0;

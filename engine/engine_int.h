@@ -14,6 +14,7 @@
  *                  blocks (query inputs); the stored JSON text of document
  *                  fields of such types, and their values for ranking
  *   feed.c         Vespa document operations -> store transactions; get, remove
+ *   visit.c        visiting: the documents of a type in pages, with a continuation
  *   yql.c          YQL text -> struct yql_query (a condition tree);
  *   yql_tree.c     walking, testing and dumping such trees
  *   grouping.c     order by and grouping over the matches
@@ -43,6 +44,9 @@
  *   query_embed.c  embed(...) as the value of a query input
  *   indexing.c     the fields' indexing scripts, run on each put and update;
  *   indexing_fn.c  its functions: conversions, strings, chunkers, pack_bits
+ *
+ * The programs, not the library: cli.c and cli_run.c (the strata command),
+ * serve.c and serve_api.c (strata serve, the HTTP server; serve_int.h).
  */
 #ifndef ENGINE_INT_H
 #define ENGINE_INT_H
@@ -647,6 +651,12 @@ int eng_typed_value(const struct rank_field *rf, const json_t *j, struct base_ar
 /* The JSON of set value v of field fi of dt as get and summaries show it:
  * eng_value_json's, but raw as base64.  NULL when memory runs out. */
 json_t *eng_field_json(const struct eng_doctype *dt, int fi, const struct store_value *v);
+/* Document lid of dt (id id) in read transaction r as get shows it,
+ * {"id": id, "fields": {...}}, a new value in *out; vals has room for
+ * dt->nfields + 1 values (feed.c).  Returns 0 or store_get's errors,
+ * STRATA_NOMEM. */
+int eng_doc_json(struct eng_doctype *dt, struct store_txn *r, uint32_t lid, const char *id,
+                 struct store_value *vals, json_t **out, struct strata_error *err);
 /* The checks of a YQL condition n on field rf when either is of these
  * types: predicate() (predicate.c's), geoLocation() on a position field,
  * and nothing else on one.  Returns 0 or STRATA_INVALID_ARGUMENT. */

@@ -758,7 +758,7 @@ int strata_get_json(struct strata *db, const char *id, char **doc, struct strata
 		return rc;
 	uint32_t lid;
 	struct store_value *vals = NULL;
-	json_t *root = NULL, *fields = NULL;
+	json_t *root = NULL;
 	size_t vsize = (size_t)(dt->nfields + 1) * sizeof *vals;
 	if (store_lookup(r, dt->store_id, id, &lid, NULL) != 0) {
 		rc = base_err(err, STRATA_NOT_FOUND, "document '%s' not found", id);
@@ -769,15 +769,27 @@ int strata_get_json(struct strata *db, const char *id, char **doc, struct strata
 		rc = base_nomem(err, "document '%s'", id);
 		goto out;
 	}
-	rc = store_get(r, dt->store_id, lid, vals, err);
-	if (rc)
-		goto out;
-	root = json_object();
-	fields = json_object();
-	if (!root || !fields || json_object_set_new(root, "id", json_string(id))) {
+	rc = eng_doc_json(dt, r, lid, id, vals, &root, err);
+	if (!rc && !(*doc = eng_json_dump(root, 0)))
 		rc = base_nomem(err, "document '%s'", id);
-		goto out;
-	}
+out:
+	json_decref(root);
+	if (vals)
+		base_free(vals, vsize);
+	store_txn_abort(r);
+	return rc;
+}
+
+int eng_doc_json(struct eng_doctype *dt, struct store_txn *r, uint32_t lid, const char *id,
+                 struct store_value *vals, json_t **out, struct strata_error *err)
+{
+	*out = NULL;
+	int rc = store_get(r, dt->store_id, lid, vals, err);
+	if (rc)
+		return rc;
+	json_t *root = json_object(), *fields = json_object();
+	if (!root || !fields || json_object_set_new(root, "id", json_string(id)))
+		goto nomem;
 	for (int i = 0; i < dt->nfields; i++) {
 		const struct rank_field *rf = rank_schema_field(dt->schema, i);
 		if (rf->outside || rf->imported)
@@ -785,21 +797,19 @@ int strata_get_json(struct strata *db, const char *id, char **doc, struct strata
 		/* jansson refuses a NULL value: a value that could not be made
 		 * fails the set. */
 		if (vals[i].set &&
-		    json_object_set_new(fields, rf->name,
-		                        eng_field_json(dt, i, &vals[i]))) {
-			rc = base_nomem(err, "document '%s'", id);
-			goto out;
-		}
+		    json_object_set_new(fields, rf->name, eng_field_json(dt, i, &vals[i])))
+			goto nomem;
 	}
-	if (json_object_set(root, "fields", fields) || !(*doc = eng_json_dump(root, 0)))
-		rc = base_nomem(err, "document '%s'", id);
-out:
+	if (json_object_set_new(root, "fields", fields)) {
+		fields = NULL;
+		goto nomem;
+	}
+	*out = root;
+	return 0;
+nomem:
 	json_decref(fields);
 	json_decref(root);
-	if (vals)
-		base_free(vals, vsize);
-	store_txn_abort(r);
-	return rc;
+	return base_nomem(err, "document '%s'", id);
 }
 
 int strata_remove(struct strata *db, const char *id, struct strata_error *err)

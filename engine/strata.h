@@ -231,6 +231,23 @@ int strata_get_json(struct strata *db, const char *id, char **doc, struct strata
 /* Remove a document by id.  Returns 0, STRATA_NOT_FOUND, STRATA_INVALID_ARGUMENT. */
 int strata_remove(struct strata *db, const char *id, struct strata_error *err);
 
+/* Visit the documents of type doctype, in pages: at most count (1 to
+ * 1024) of them after the place continuation names (NULL or "" to start),
+ * restricted to ids of namespace ns unless ns is NULL.  *out is a new
+ * string freed with strata_free(): {"documents": [{"id", "fields"}, ...],
+ * "documentCount": N, "continuation": TOKEN}, as strata_get_json()
+ * shows each document, in the store's order; "continuation" is left out
+ * on the last page.  A page sees the store as it was when the call began;
+ * documents written or removed between calls may or may not be seen (one
+ * removed and put again may be seen twice); the others are seen once
+ * each.  Returns 0, STRATA_NOT_FOUND (unknown document type),
+ * STRATA_INVALID_ARGUMENT (count out of range, a continuation this call did
+ * not make), STRATA_NOMEM, or a store error.  Safe beside queries and a
+ * writer, like strata_get_json(). */
+int strata_visit_json(struct strata *db, const char *doctype, const char *ns,
+                      const char *continuation, long count, char **out,
+                      struct strata_error *err);
+
 /* Free a string returned by this library. */
 void strata_free(char *s);
 

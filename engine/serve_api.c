@@ -1,0 +1,648 @@
+/*
+ * serve_api.c: what each HTTP request of `strata serve` does, in the shapes
+ * Vespa's container answers with.
+ *
+ *   /search/                 GET (query parameters) or POST (a JSON request,
+ *                            query parameters merged into it): Vespa result
+ *                            JSON; errors as {"root": {..., "errors": [{code,
+ *                            summary, message}]}} with 400, 504 or 500
+ *   /document/v1/NS/TYPE/docid/KEY   (and .../group/G/KEY, .../number/N/KEY)
+ *                            GET, POST (put), PUT (update, ?create=true),
+ *                            DELETE; answers {"pathId", "id"[, "fields"]} or
+ *                            {"pathId", "message"} with 400, 404 or 500
+ *   /document/v1/NS/TYPE/docid   GET: visiting, a page of documents and a
+ *                            continuation
+ *   /state/v1/health         {"status": {"code": "up"}}
+ *   /state/v1/metrics, /metrics/v2/values   the counters of struct srv_metrics
+ *
+ * A search's "timeout" (seconds, or "500ms", "2s") is checked when a worker
+ * takes the request and again when the query ends: over it, the answer is
+ * Vespa's timeout error (504); a running query is not interrupted.
+ * "trace.level" 1 or more adds a "trace" with the time spent queued and
+ * searching.  Conditions (test-and-set) are refused by the library with a
+ * clear message, never ignored.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "serve_int.h"
+
+#define DEFAULT_TIMEOUT 10.0 /* seconds, as Vespa */
+
+/* Vespa's error codes of the search API (com.yahoo.container.protect.Error). */
+enum { VE_ILLEGAL_QUERY = 3, VE_INVALID_PARAMETER = 4, VE_UNSPECIFIED = 5, VE_TIMEOUT = 12,
+       VE_NOT_FOUND = 16, VE_BAD_REQUEST = 17, VE_INTERNAL = 18, VE_TOO_LARGE = 2 };
+
+static const char *ve_summary(int code)
+{
+	switch (code) {
+	case VE_TOO_LARGE: return "Request too large";
+	case VE_ILLEGAL_QUERY: return "Illegal query";
+	case VE_INVALID_PARAMETER: return "Invalid query parameter";
+	case VE_TIMEOUT: return "Timed out";
+	case VE_NOT_FOUND: return "Resource not found";
+	case VE_BAD_REQUEST: return "Bad request";
+	case VE_INTERNAL: return "Internal server error";
+	default: return "Unspecified error";
+	}
+}
+
+/* Sets rq's answer to the JSON j (consumed); 500 when it cannot be made. */
+static void answer(struct srv_req *rq, int status, json_t *j)
+{
+	char *s = j ? eng_json_dump(j, 0) : NULL;
+	json_decref(j);
+	rq->status = s ? status : 500;
+	rq->resp = s ? s : base_strdup("{\"message\": \"out of memory\"}");
+}
+
+/* Vespa's search error result. */
+static void search_error(struct srv_req *rq, int status, int code, const char *msg)
+{
+	answer(rq, status,
+	       json_pack("{s:{s:s, s:f, s:{s:i}, s:[{s:i, s:s, s:s}]}}", "root", "id", "toplevel",
+	                 "relevance", 1.0, "fields", "totalCount", 0, "errors", "code", code,
+	                 "summary", ve_summary(code), "message", msg));
+}
+
+/* HTTP status and Vespa code for a library error of a search. */
+static void search_fail(struct srv_req *rq, int rc, const struct strata_error *err)
+{
+	const char *msg = err->msg[0] ? err->msg : strata_strerror(rc);
+	switch (rc) {
+	case STRATA_PARSE:
+		search_error(rq, 400, VE_ILLEGAL_QUERY, msg);
+		break;
+	case STRATA_INVALID_ARGUMENT: case STRATA_NOT_FOUND: case STRATA_TYPE:
+	case STRATA_NOT_IMPLEMENTED: case STRATA_LIMIT:
+		search_error(rq, 400, VE_INVALID_PARAMETER, msg);
+		break;
+	default:
+		search_error(rq, 500, VE_INTERNAL, msg);
+	}
+}
+
+/* Vespa's timeout: a number of seconds or a number with unit ms, s or m. */
+static int parse_timeout(const json_t *v, double *out)
+{
+	if (json_is_number(v)) {
+		*out = json_number_value(v);
+		return *out > 0 ? 0 : -1;
+	}
+	if (!json_is_string(v))
+		return -1;
+	const char *s = json_string_value(v);
+	char *end;
+	double x = strtod(s, &end);
+	if (end == s || !(x > 0) || !isfinite(x))
+		return -1;
+	while (*end == ' ')
+		end++;
+	double unit = !*end || !strcmp(end, "s") ? 1 : !strcmp(end, "ms") ? 1e-3
+	            : !strcmp(end, "m") ? 60 : -1;
+	if (unit < 0)
+		return -1;
+	*out = x * unit;
+	return 0;
+}
+
+/* A query parameter's value as the JSON request wants it: inputs are JSON
+ * when they parse (numbers, arrays, tensor objects) and tensor literals
+ * otherwise; everything else stays a string. */
+static json_t *arg_value(const char *key, const char *val)
+{
+	if (!strncmp(key, "input.", 6) || !strncmp(key, "ranking.features.query(", 23) ||
+	    !strncmp(key, "query(", 6)) {
+		json_t *j = json_loads(val, JSON_DECODE_ANY, NULL);
+		if (j)
+			return j;
+	}
+	return json_string(val);
+}
+
+/* The search request of rq: its JSON body, with the query parameters set in
+ * it.  Returns NULL after setting the error answer. */
+static json_t *search_request(struct srv_req *rq)
+{
+	json_t *req;
+	if (rq->method == SRV_POST && rq->len) {
+		json_error_t je;
+		req = json_loadb(rq->body, rq->len, 0, &je);
+		if (!req) {
+			char msg[300];
+			snprintf(msg, sizeof msg, "the request body is not JSON: line %d column %d: %s",
+			         je.line, je.column, je.text);
+			search_error(rq, 400, VE_ILLEGAL_QUERY, msg);
+			return NULL;
+		}
+		if (!json_is_object(req)) {
+			json_decref(req);
+			search_error(rq, 400, VE_ILLEGAL_QUERY, "the request body must be a JSON object");
+			return NULL;
+		}
+	} else {
+		req = json_object();
+	}
+	const char *key;
+	json_t *v;
+	json_object_foreach(rq->args, key, v) {
+		json_t *x = req ? arg_value(key, json_string_value(v)) : NULL;
+		if (!x || json_object_set_new(req, key, x)) {
+			json_decref(req);
+			req = NULL;
+			break;
+		}
+	}
+	if (!req)
+		search_error(rq, 500, VE_INTERNAL, "out of memory");
+	return req;
+}
+
+/* Adds Vespa's "trace" to the result text: the time queued and searching. */
+static char *with_trace(char *result, double queued, double ran, long level)
+{
+	json_t *r = json_loads(result, 0, NULL);
+	char m1[96], m2[96];
+	snprintf(m1, sizeof m1, "waited %.3f ms in the request queue", queued * 1e3);
+	snprintf(m2, sizeof m2, "searched in %.3f ms (trace.level %ld)", ran * 1e3, level);
+	json_t *t = json_pack("{s:[{s:i, s:s}, {s:i, s:s}]}", "children", "timestamp", 0, "message",
+	                      m1, "timestamp", (int)(queued * 1e3), "message", m2);
+	char *s = NULL;
+	if (r && t && !json_object_set(r, "trace", t))
+		s = eng_json_dump(r, 0);
+	json_decref(t);
+	json_decref(r);
+	if (!s)
+		return result;
+	strata_free(result);
+	return s;
+}
+
+static void do_search(struct srv *s, struct srv_req *rq)
+{
+	if (rq->method != SRV_GET && rq->method != SRV_POST) {
+		search_error(rq, 405, VE_BAD_REQUEST, "/search/ takes GET or POST");
+		return;
+	}
+	json_t *req = search_request(rq);
+	if (!req)
+		return;
+	double timeout = DEFAULT_TIMEOUT;
+	const json_t *tv = json_object_get(req, "timeout");
+	if (tv && parse_timeout(tv, &timeout)) {
+		json_decref(req);
+		search_error(rq, 400, VE_INVALID_PARAMETER,
+		             "timeout: expected seconds, or a number with unit ms, s or m");
+		return;
+	}
+	long trace = 0;
+	const json_t *lv = json_object_get(req, "trace.level");
+	if (lv && (json_is_integer(lv) || json_is_string(lv)))
+		trace = json_is_integer(lv) ? (long)json_integer_value(lv)
+		                            : strtol(json_string_value(lv), NULL, 10);
+	double start = base_now(), queued = start - rq->arrived;
+	char msg[160];
+	if (queued > timeout) {
+		json_decref(req);
+		snprintf(msg, sizeof msg, "the request waited %.0f ms for a thread, over its timeout of %.0f ms",
+		         queued * 1e3, timeout * 1e3);
+		search_error(rq, 504, VE_TIMEOUT, msg);
+		srv_metrics_query(&s->m, queued, -1);
+		return;
+	}
+	char *text = eng_json_dump(req, 0), *result = NULL;
+	json_decref(req);
+	struct strata_error err = { 0 };
+	int rc = text ? strata_query_json(s->db, text, &result, &err) : base_nomem(&err, "request");
+	base_strfree(text);
+	double end = base_now();
+	if (rc) {
+		srv_metrics_query(&s->m, end - rq->arrived, 0);
+		search_fail(rq, rc, &err);
+		return;
+	}
+	if (end - rq->arrived > timeout) {
+		strata_free(result);
+		snprintf(msg, sizeof msg, "the query took %.0f ms, over its timeout of %.0f ms",
+		         (end - rq->arrived) * 1e3, timeout * 1e3);
+		search_error(rq, 504, VE_TIMEOUT, msg);
+		srv_metrics_query(&s->m, end - rq->arrived, -1);
+		return;
+	}
+	if (trace > 0)
+		result = with_trace(result, queued, end - start, trace);
+	srv_metrics_query(&s->m, end - rq->arrived, 1);
+	rq->status = 200;
+	rq->resp = base_strdup(result);
+	strata_free(result);
+	if (!rq->resp)
+		search_error(rq, 500, VE_INTERNAL, "out of memory");
+}
+
+/* ---- /document/v1/ ------------------------------------------------------------------ */
+
+static void doc_error(struct srv_req *rq, int status, const char *msg)
+{
+	answer(rq, status, json_pack("{s:s, s:s}", "pathId", rq->path, "message", msg));
+}
+
+static void doc_fail(struct srv_req *rq, int rc, const struct strata_error *err)
+{
+	const char *msg = err->msg[0] ? err->msg : strata_strerror(rc);
+	int status = rc == STRATA_NOT_FOUND ? 404
+	           : rc == STRATA_PARSE || rc == STRATA_INVALID_ARGUMENT || rc == STRATA_TYPE ||
+	             rc == STRATA_NOT_IMPLEMENTED ? 400
+	           : rc == STRATA_LIMIT ? 507 : 500;
+	doc_error(rq, status, msg);
+}
+
+/* The document id of a /document/v1/NS/TYPE/{docid/KEY, group/G/KEY,
+ * number/N/KEY} path into id (size n).  Returns 0, or -1 for another path. */
+static int doc_id(const char *path, char *id, size_t n)
+{
+	const char *p = path + strlen("/document/v1/");
+	const char *ns_end = strchr(p, '/');
+	if (!ns_end || ns_end == p)
+		return -1;
+	const char *t = ns_end + 1, *t_end = strchr(t, '/');
+	if (!t_end || t_end == t)
+		return -1;
+	const char *kind = t_end + 1;
+	int w;
+	if (!strncmp(kind, "docid/", 6) && kind[6]) {
+		w = snprintf(id, n, "id:%.*s:%.*s::%s", (int)(ns_end - p), p, (int)(t_end - t), t,
+		             kind + 6);
+	} else if (!strncmp(kind, "group/", 6) || !strncmp(kind, "number/", 7)) {
+		int g = kind[0] == 'g';
+		const char *v = kind + (g ? 6 : 7), *v_end = strchr(v, '/');
+		if (!v_end || v_end == v || !v_end[1])
+			return -1;
+		w = snprintf(id, n, "id:%.*s:%.*s:%s=%.*s:%s", (int)(ns_end - p), p, (int)(t_end - t),
+		             t, g ? "g" : "n", (int)(v_end - v), v, v_end + 1);
+	} else {
+		return -1;
+	}
+	return w > 0 && (size_t)w < n ? 0 : -1;
+}
+
+/* The operation {"put"|"update": id, "fields": ..., "create", "condition"}
+ * of a POST or PUT body and its query parameters.  NULL after setting the
+ * error answer. */
+static json_t *doc_op(struct srv_req *rq, const char *kind, const char *id)
+{
+	json_error_t je;
+	json_t *body = rq->len ? json_loadb(rq->body, rq->len, 0, &je) : NULL;
+	char msg[300];
+	if (!body) {
+		if (rq->len)
+			snprintf(msg, sizeof msg, "the request body is not JSON: line %d column %d: %s",
+			         je.line, je.column, je.text);
+		else
+			snprintf(msg, sizeof msg, "a %s needs a JSON body with \"fields\"", kind);
+		doc_error(rq, 400, msg);
+		return NULL;
+	}
+	json_t *op = json_object();
+	const char *key;
+	json_t *v;
+	int bad = !json_is_object(body);
+	if (bad)
+		snprintf(msg, sizeof msg, "the request body must be a JSON object");
+	json_object_foreach(body, key, v) {
+		if (bad)
+			break;
+		if (strcmp(key, "fields") && strcmp(key, "condition") && strcmp(key, "create")) {
+			snprintf(msg, sizeof msg, "unknown key \"%.100s\" in the request body", key);
+			bad = 1;
+		} else if (op) {
+			json_object_set(op, key, v);
+		}
+	}
+	json_decref(body);
+	const json_t *cond = json_object_get(rq->args, "condition");
+	const json_t *create = json_object_get(rq->args, "create");
+	if (!bad && create && strcmp(json_string_value(create), "true") &&
+	    strcmp(json_string_value(create), "false")) {
+		snprintf(msg, sizeof msg, "create must be true or false");
+		bad = 1;
+	}
+	if (!bad && create && !strcmp(kind, "put")) {
+		snprintf(msg, sizeof msg, "create applies to updates (PUT) only");
+		bad = 1;
+	}
+	if (bad) {
+		json_decref(op);
+		doc_error(rq, 400, msg);
+		return NULL;
+	}
+	if (!op || json_object_set_new(op, kind, json_string(id)) ||
+	    (cond && json_object_set(op, "condition", (json_t *)cond)) ||
+	    (create && json_object_set_new(op, "create",
+	                                   json_boolean(!strcmp(json_string_value(create), "true"))))) {
+		json_decref(op);
+		doc_error(rq, 500, "out of memory");
+		return NULL;
+	}
+	return op;
+}
+
+/* A write under the store's one-writer lock. */
+static int doc_write(struct srv *s, const json_t *op, struct strata_error *err)
+{
+	char *text = eng_json_dump(op, 0);
+	if (!text)
+		return base_nomem(err, "operation");
+	pthread_mutex_lock(&s->write_lock);
+	int rc = strata_feed_json(s->db, text, err);
+	pthread_mutex_unlock(&s->write_lock);
+	base_strfree(text);
+	return rc;
+}
+
+static void count(struct srv *s, unsigned long long *c, int failed)
+{
+	pthread_mutex_lock(&s->m.lock);
+	if (failed)
+		s->m.feed_errors++;
+	else
+		(*c)++;
+	pthread_mutex_unlock(&s->m.lock);
+}
+
+/* 200 with the library's JSON object text (freed here) and "pathId". */
+static void answer_with_path(struct srv_req *rq, char *text)
+{
+	json_t *j = json_loads(text, 0, NULL);
+	strata_free(text);
+	if (!j || json_object_set_new(j, "pathId", json_string(rq->path))) {
+		json_decref(j);
+		doc_error(rq, 500, "out of memory");
+		return;
+	}
+	answer(rq, 200, j);
+}
+
+/* The NS and TYPE of a visit's path /document/v1/NS/TYPE/docid[/] into ns
+ * and type (size n each).  Returns 0, or -1 for another path. */
+static int visit_path(const char *path, char *ns, char *type, size_t n)
+{
+	const char *p = path + strlen("/document/v1/");
+	const char *a = strchr(p, '/');
+	const char *b = a ? strchr(a + 1, '/') : NULL;
+	if (!a || a == p || !b || b == a + 1 || (strcmp(b, "/docid") && strcmp(b, "/docid/")) ||
+	    (size_t)(a - p) >= n || (size_t)(b - a - 1) >= n)
+		return -1;
+	snprintf(ns, n, "%.*s", (int)(a - p), p);
+	snprintf(type, n, "%.*s", (int)(b - a - 1), a + 1);
+	return 0;
+}
+
+/* GET /document/v1/NS/TYPE/docid?wantedDocumentCount=N&continuation=C: one
+ * page of the type's documents in namespace NS.  cluster, concurrency and
+ * timeout change nothing here (one store, one page per request) and are
+ * accepted; any other parameter (selection, fieldSet, ...) is refused. */
+static void do_visit(struct srv *s, struct srv_req *rq, const char *ns, const char *type)
+{
+	const char *key;
+	json_t *v;
+	long wanted = 100;
+	const char *cont = NULL;
+	char msg[200];
+	json_object_foreach(rq->args, key, v) {
+		const char *val = json_string_value(v);
+		if (!strcmp(key, "wantedDocumentCount")) {
+			char *end;
+			wanted = strtol(val, &end, 10);
+			if (!*val || *end || wanted < 1) {
+				doc_error(rq, 400, "wantedDocumentCount must be a positive number");
+				return;
+			}
+			if (wanted > 1024)
+				wanted = 1024; /* as Vespa, a page has at most 1024 documents */
+		} else if (!strcmp(key, "continuation")) {
+			cont = val;
+		} else if (strcmp(key, "cluster") && strcmp(key, "concurrency") &&
+		           strcmp(key, "timeout")) {
+			snprintf(msg, sizeof msg, "visiting with '%.64s' is not implemented", key);
+			doc_error(rq, 400, msg);
+			return;
+		}
+	}
+	struct strata_error err = { 0 };
+	char *page;
+	int rc = strata_visit_json(s->db, type, ns, cont, wanted, &page, &err);
+	if (rc) {
+		doc_fail(rq, rc == STRATA_NOT_FOUND ? STRATA_INVALID_ARGUMENT : rc, &err);
+		return;
+	}
+	count(s, &s->m.visits, 0);
+	answer_with_path(rq, page);
+}
+
+static void do_document(struct srv *s, struct srv_req *rq)
+{
+	char id[2048], ns[256], type[256];
+	if (rq->method == SRV_GET && !visit_path(rq->path, ns, type, sizeof ns)) {
+		do_visit(s, rq, ns, type);
+		return;
+	}
+	if (doc_id(rq->path, id, sizeof id)) {
+		doc_error(rq, 400, "expected /document/v1/NAMESPACE/DOCTYPE/docid/KEY "
+		                   "(or .../group/G/KEY, .../number/N/KEY)");
+		return;
+	}
+	struct strata_error err = { 0 };
+	int rc;
+	if (rq->method == SRV_GET) {
+		char *doc;
+		rc = strata_get_json(s->db, id, &doc, &err);
+		count(s, &s->m.gets, rc && rc != STRATA_NOT_FOUND);
+		if (rc == STRATA_NOT_FOUND) {
+			answer(rq, 404, json_pack("{s:s, s:s}", "pathId", rq->path, "id", id));
+			return;
+		}
+		if (rc) {
+			doc_fail(rq, rc, &err);
+			return;
+		}
+		answer_with_path(rq, doc);
+		return;
+	}
+	if (rq->method == SRV_DELETE) {
+		if (json_object_get(rq->args, "condition")) {
+			doc_error(rq, 400, "test-and-set conditions are not supported");
+			return;
+		}
+		pthread_mutex_lock(&s->write_lock);
+		rc = strata_remove(s->db, id, &err);
+		pthread_mutex_unlock(&s->write_lock);
+		if (rc == STRATA_NOT_FOUND)
+			rc = 0; /* as in Vespa, removing a missing document succeeds */
+		count(s, &s->m.removes, rc);
+	} else if (rq->method == SRV_POST || rq->method == SRV_PUT) {
+		int put = rq->method == SRV_POST;
+		json_t *op = doc_op(rq, put ? "put" : "update", id);
+		if (!op) {
+			count(s, &s->m.puts, 1);
+			return;
+		}
+		rc = doc_write(s, op, &err);
+		json_decref(op);
+		count(s, put ? &s->m.puts : &s->m.updates, rc);
+	} else {
+		doc_error(rq, 405, "/document/v1/ takes GET, POST, PUT or DELETE");
+		return;
+	}
+	if (rc) {
+		doc_fail(rq, rc, &err);
+		return;
+	}
+	answer(rq, 200, json_pack("{s:s, s:s}", "pathId", rq->path, "id", id));
+}
+
+/* ---- state and metrics ------------------------------------------------------------------- */
+
+static double bucket_us(int i)
+{
+	return 10.0 * pow(1.25, i);
+}
+
+void srv_metrics_init(struct srv_metrics *m)
+{
+	memset(m, 0, sizeof *m);
+	pthread_mutex_init(&m->lock, NULL);
+}
+
+/* ok: 1 answered, 0 failed, -1 timed out. */
+void srv_metrics_query(struct srv_metrics *m, double seconds, int ok)
+{
+	int b = 0;
+	while (b < SRV_BUCKETS - 1 && seconds * 1e6 >= bucket_us(b))
+		b++;
+	pthread_mutex_lock(&m->lock);
+	if (ok > 0)
+		m->queries++;
+	else if (ok == 0)
+		m->query_errors++;
+	else
+		m->timeouts++;
+	m->lat[b]++;
+	m->lat_sum += seconds;
+	if (seconds > m->lat_max)
+		m->lat_max = seconds;
+	pthread_mutex_unlock(&m->lock);
+}
+
+/* The latency below which a fraction q of the searches ended, in ms: the
+ * upper bound of its bucket (at most 25% over). */
+static double percentile(const struct srv_metrics *m, unsigned long long n, double q)
+{
+	if (!n)
+		return 0;
+	unsigned long long want = (unsigned long long)ceil(q * (double)n), seen = 0;
+	for (int b = 0; b < SRV_BUCKETS; b++) {
+		seen += m->lat[b];
+		if (seen >= want)
+			return fmin(bucket_us(b) / 1e3, m->lat_max * 1e3);
+	}
+	return m->lat_max * 1e3;
+}
+
+/* The metrics as name -> value pairs (an object). */
+static json_t *metric_values(struct srv *s)
+{
+	struct strata_stats st;
+	strata_stats(s->db, &st);
+	struct srv_metrics m;
+	pthread_mutex_lock(&s->m.lock);
+	memcpy(&m, &s->m, sizeof m);
+	pthread_mutex_unlock(&s->m.lock);
+	unsigned long long n = m.queries + m.query_errors + m.timeouts;
+	return json_pack("{s:I, s:I, s:I, s:I, s:f, s:f, s:f, s:f, s:f, s:I, s:I, s:I, s:I, s:I,"
+	                 " s:I, s:I, s:I, s:f, s:I}",
+	                 "queries.count", (json_int_t)m.queries,
+	                 "queries.errors", (json_int_t)m.query_errors,
+	                 "queries.timeouts", (json_int_t)m.timeouts,
+	                 "requests.rejected", (json_int_t)m.rejected,
+	                 "query_latency.average", n ? m.lat_sum / (double)n * 1e3 : 0.0,
+	                 "query_latency.p50", percentile(&m, n, 0.50),
+	                 "query_latency.p95", percentile(&m, n, 0.95),
+	                 "query_latency.p99", percentile(&m, n, 0.99),
+	                 "query_latency.max", m.lat_max * 1e3,
+	                 "feed.puts", (json_int_t)m.puts, "feed.updates", (json_int_t)m.updates,
+	                 "feed.removes", (json_int_t)m.removes, "feed.errors",
+	                 (json_int_t)m.feed_errors, "document.gets", (json_int_t)m.gets,
+	                 "pool.hits", (json_int_t)st.pool_hits, "pool.misses",
+	                 (json_int_t)st.pool_misses, "document.visits", (json_int_t)m.visits,
+	                 "uptime.seconds", base_now() - s->started,
+	                 "requests.open", (json_int_t)m.open);
+}
+
+static void do_metrics(struct srv *s, struct srv_req *rq)
+{
+	json_t *vals = metric_values(s);
+	if (!vals) {
+		answer(rq, 500, NULL);
+		return;
+	}
+	if (!strcmp(rq->path, "/state/v1/metrics")) {
+		json_t *list = json_array();
+		const char *key;
+		json_t *v;
+		json_object_foreach(vals, key, v)
+			json_array_append_new(list, json_pack("{s:s, s:{s:O}}", "name", key, "values",
+			                                      "value", v));
+		json_decref(vals);
+		answer(rq, 200, json_pack("{s:{s:s}, s:{s:o}}", "status", "code", "up", "metrics",
+		                          "values", list));
+		return;
+	}
+	answer(rq, 200,
+	       json_pack("{s:[{s:s, s:s, s:[{s:s, s:{s:s}, s:[{s:o, s:{}}]}]}]}", "nodes",
+	                 "hostname", "localhost", "role", "strata", "services", "name", "strata",
+	                 "status", "code", "up", "metrics", "values", vals, "dimensions"));
+}
+
+/* ---- dispatch -------------------------------------------------------------------------- */
+
+int srv_api_inline(const char *path)
+{
+	return !strcmp(path, "/state/v1/health") || !strcmp(path, "/state/v1/metrics") ||
+	       !strcmp(path, "/metrics/v2/values") || !strcmp(path, "/state/v1/") ||
+	       !strcmp(path, "/state/v1");
+}
+
+int srv_api_is_document(const char *path)
+{
+	return !strncmp(path, "/document/v1/", 13);
+}
+
+void srv_api_reject(struct srv_req *rq, int status, const char *msg)
+{
+	if (srv_api_is_document(rq->path))
+		doc_error(rq, status, msg);
+	else
+		search_error(rq, status, status == 413 ? VE_TOO_LARGE : VE_UNSPECIFIED, msg);
+}
+
+void srv_api_handle(struct srv *s, struct srv_req *rq)
+{
+	const char *p = rq->path;
+	if (!strcmp(p, "/search/") || !strcmp(p, "/search")) {
+		do_search(s, rq);
+	} else if (srv_api_is_document(p)) {
+		do_document(s, rq);
+	} else if (!strcmp(p, "/state/v1/health") || !strcmp(p, "/state/v1") ||
+	           !strcmp(p, "/state/v1/")) {
+		answer(rq, 200, json_pack("{s:{s:s}}", "status", "code", "up"));
+	} else if (srv_api_inline(p)) {
+		do_metrics(s, rq);
+	} else {
+		char msg[256];
+		snprintf(msg, sizeof msg, "no such resource '%.100s': try /search/, /document/v1/, "
+		                          "/state/v1/health or /metrics/v2/values", p);
+		answer(rq, 404, json_pack("{s:s}", "message", msg));
+	}
+}

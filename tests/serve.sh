@@ -1,0 +1,329 @@
+#!/bin/sh
+# serve.sh: `strata serve` driven with curl, on the example shop.
+#
+#   sh tests/serve.sh [STRATA]    (or STRATA=build/strata MKSHOP=build/tests/mkshop sh tests/serve.sh)
+#
+# The server listens on a free port it picks itself (--port 0) and names on
+# stderr.  Checked: documents put, got, updated and removed through
+# /document/v1 and then found by /search/ GET and POST with the values
+# written, and visited page by page with continuations, each once; the
+# error answers (status and Vespa's JSON) of malformed JSON, bad YQL, an
+# unknown document type or profile, a condition, a body over --max-body
+# (with and without a length), a timeout; nothing of the store changes
+# through them; a client that stops sending is disconnected after
+# --client-timeout while others are served; health and metrics count what
+# was done; a burst on one thread gets results or 503s, each counted;
+# SIGTERM answers the request still being read, then exits 0; a feed
+# through the server killed with -9 keeps every document it answered 200
+# for; and tests/serve_client.py, Python's http.client on one keep-alive
+# connection (chunked bodies included).  No check depends on timing but the
+# timeout one, whose limit is a microsecond.  The last line is "N passed,
+# M failed".
+set -u
+
+here=$(cd "$(dirname "$0")" && pwd)
+suite=serve
+. "$here/clitest.sh"
+APP=$T/shop
+
+if ! command -v curl >/dev/null 2>&1; then
+	echo "serve: curl is needed (make deps-test installs it)"
+	echo "0 passed, 1 failed"
+	exit 1
+fi
+mkdir -p "$APP"
+cp -R "$top/schemas/shop/schemas" "$APP/"
+if ! "$MKSHOP" "$APP" >/dev/null 2>"$T/err" || ! "$STRATA" deploy "$APP" 2>"$T/err"; then
+	echo "serve: cannot set up the shop: $(cat "$T/err")"
+	echo "0 passed, 1 failed"
+	exit 1
+fi
+
+# start ARGS...: start the server on $APP (its pid in feeder, so that it is
+# killed at exit) and set B to its base URL; false when it did not start.
+start() {
+	: >"$T/log"
+	"$STRATA" serve "$APP" --port 0 "$@" 2>"$T/log" &
+	feeder=$!
+	i=0
+	while ! grep -q 'listening on' "$T/log"; do
+		i=$((i + 1))
+		if ! kill -0 "$feeder" 2>/dev/null || [ $i -ge 3000 ]; then
+			bad "server did not start: $(cat "$T/log")"
+			return 1
+		fi
+		sleep 0.02
+	done
+	B=$(sed -n 's/.*listening on \(http:[^ ]*\).*/\1/p' "$T/log")
+	return 0
+}
+
+# stop: SIGTERM and wait; rc is its exit status.
+stop() {
+	kill -TERM "$feeder" 2>/dev/null
+	wait "$feeder"
+	rc=$?
+	feeder=
+}
+
+# req NAME WANT_STATUS CURL_ARGS...: one request; its body in $OUT, and a
+# failure unless the status is WANT_STATUS.
+req() {
+	name=$1
+	want=$2
+	shift 2
+	code=$(curl -s -o "$OUT" -w '%{http_code}' "$@" 2>"$ERR")
+	check "$name: status ($(head -c 200 "$OUT"))" "$code" "$want"
+}
+
+# ---- the command line ----
+expect_fail "serve without APP" 'missing APP' "$STRATA" serve
+expect_fail "serve bad port" '--port needs a number from 0 to 65535' "$STRATA" serve "$APP" --port 70000
+expect_fail "serve unknown option" "unknown option '--nope'" "$STRATA" serve "$APP" --nope 1
+expect_fail "serve bad bind" '--bind needs an IPv4 address' "$STRATA" serve "$APP" --bind nowhere
+expect_fail "serve undeployed" 'not deployed' "$STRATA" serve "$APP" --data "$T/none"
+run "$STRATA" serve --help
+check "serve --help" "$(grep -c '^usage: strata serve APP' "$OUT")" "1"
+
+start --threads 2 || { echo "$passed passed, $failed failed"; exit 1; }
+
+# ---- documents ----
+for i in 1 2 3 4 5; do
+	sed -n "${i}p" "$APP/feed.jsonl" | jq -c '{fields}' >"$T/doc$i.json"
+	req "put $i" 200 -X POST -H 'Content-Type: application/json' --data-binary "@$T/doc$i.json" \
+		"$B/document/v1/shop/product/docid/$i"
+done
+check "put answer" "$(jout '.id + " " + .pathId')" "id:shop:product::5 /document/v1/shop/product/docid/5"
+req "get" 200 "$B/document/v1/shop/product/docid/2"
+want=$(sed -n 2p "$APP/feed.jsonl" | jq -r '.fields.title')
+check "get title" "$(jout '.fields.title')" "$want"
+check "get id" "$(jout '.id')" "id:shop:product::2"
+req "get missing" 404 "$B/document/v1/shop/product/docid/99"
+check "get missing answer" "$(jout '.id')" "id:shop:product::99"
+req "update" 200 -X PUT -d '{"fields": {"price": {"assign": 1.25}}}' \
+	"$B/document/v1/shop/product/docid/2"
+req "get updated" 200 "$B/document/v1/shop/product/docid/2"
+check "updated price" "$(jout '.fields.price')" "1.25"
+req "update missing" 404 -X PUT -d '{"fields": {"price": {"assign": 3}}}' \
+	"$B/document/v1/shop/product/docid/77"
+check "update missing message" "$(jout '.message')" "document 'id:shop:product::77' not found"
+req "update create" 200 -X PUT -d '{"fields": {"price": {"assign": 3}}}' \
+	"$B/document/v1/shop/product/docid/77?create=true"
+req "get created" 200 "$B/document/v1/shop/product/docid/77"
+check "created price" "$(jout '.fields.price')" "3"
+req "remove" 200 -X DELETE "$B/document/v1/shop/product/docid/77"
+req "removed" 404 "$B/document/v1/shop/product/docid/77"
+req "remove again" 200 -X DELETE "$B/document/v1/shop/product/docid/77"
+
+# ---- searches ----
+yql='select%20title,price%20from%20product%20where%20true'
+req "search GET" 200 "$B/search/?yql=$yql&ranking.profile=cheap&hits=2"
+# The two cheapest by an independent sort of what was put (product 2 now at 1.25).
+want=$(head -n 5 "$APP/feed.jsonl" | jq -rs 'map({id: (.put | sub("^id:[^:]*:[^:]*::"; "")),
+	p: (if .put == "id:shop:product::2" then 1.25 else .fields.price end)}) | sort_by(.p)
+	| .[:2] | map(.id) | join(",")')
+check "cheapest first" "$(jout "$strip_ids")" "$want"
+check "search total" "$(jout '.root.fields.totalCount')" "5"
+req "search POST" 200 -X POST -H 'Content-Type: application/json' \
+	-d '{"yql": "select title from product where price < 2", "ranking.profile": "cheap"}' "$B/search/"
+check "POST hits" "$(jout '[.root.children[].id] | join(",")')" "id:shop:product::2"
+req "search POST with parameters" 200 -X POST \
+	-d '{"yql": "select title from product where true"}' "$B/search/?hits=1&ranking.profile=cheap"
+check "parameters merged" "$(jout '[.root.children[].id] | join(",")')" "id:shop:product::2"
+req "trace" 200 "$B/search/?yql=$yql&trace.level=1"
+check "trace messages" "$(jout '.trace.children | length')" "2"
+
+# ---- visiting: every document once, page by page ----
+cont=
+: >"$T/visited"
+pages=0
+while :; do
+	req "visit page $pages" 200 "$B/document/v1/shop/product/docid?cluster=c&wantedDocumentCount=2${cont:+&continuation=$cont}"
+	jout '.documents[] | .id + " " + (.fields.title // "")' >>"$T/visited"
+	check "visit page size $pages" "$(jout '.documentCount <= 2 and .documentCount == (.documents | length)')" "true"
+	cont=$(jout '.continuation // empty')
+	pages=$((pages + 1))
+	[ -n "$cont" ] && [ $pages -lt 10 ] || break
+done
+check "visit pages" "$pages" "3"
+want=$(for i in 1 2 3 4 5; do echo "id:shop:product::$i $(jq -r '.fields.title' "$T/doc$i.json")"; done)
+check "visited every document once" "$(sort "$T/visited")" "$want"
+req "visit other namespace" 200 "$B/document/v1/other/product/docid"
+check "other namespace empty" "$(jout '.documentCount')" "0"
+req "visit selection" 400 "$B/document/v1/shop/product/docid?selection=true"
+check "visit selection message" "$(jout '.message')" "visiting with 'selection' is not implemented"
+req "visit bad continuation" 400 "$B/document/v1/shop/product/docid?continuation=xyz"
+req "visit unknown type" 400 "$B/document/v1/shop/nope/docid"
+
+# ---- bad requests: clear errors, nothing stored changes ----
+req "malformed search JSON" 400 -X POST -d '{"yql": ' "$B/search/"
+check "malformed search error" "$(jout '.root.errors[0].code, .root.errors[0].summary' | tr '\n' ' ')" \
+	"3 Illegal query "
+req "bad yql" 400 "$B/search/?yql=select%20*%20from%20product%20where"
+check "bad yql message" "$(jout '.root.errors[0].message' | grep -c 'yql:1:')" "1"
+req "unknown profile" 400 "$B/search/?yql=$yql&ranking.profile=nope"
+check "unknown profile error" "$(jout '.root.errors[0].code')" "4"
+req "no yql" 400 "$B/search/"
+req "bad timeout" 400 "$B/search/?yql=$yql&timeout=soon"
+req "timeout" 504 "$B/search/?yql=$yql&timeout=0.001ms"
+check "timeout error" "$(jout '.root.errors[0].code, .root.errors[0].summary' | tr '\n' ' ')" \
+	"12 Timed out "
+req "malformed document JSON" 400 -X POST -d '{"fields": {"price": ' \
+	"$B/document/v1/shop/product/docid/6"
+check "malformed document message" "$(jout '.message' | grep -c 'not JSON: line 1')" "1"
+req "unknown doc type" 400 -X POST -d '{"fields": {"price": 3}}' "$B/document/v1/shop/nope/docid/6"
+check "unknown doc type message" "$(jout '.message' | grep -c "unknown document type 'nope'")" "1"
+req "unknown field" 400 -X POST -d '{"fields": {"nope": 3}}' "$B/document/v1/shop/product/docid/6"
+req "unknown body key" 400 -X POST -d '{"fields": {}, "put": "x"}' "$B/document/v1/shop/product/docid/6"
+req "condition" 400 -X POST -d '{"fields": {"price": 3}}' \
+	"$B/document/v1/shop/product/docid/1?condition=product.price%3E1"
+check "condition message" "$(jout '.message')" "test-and-set conditions are not supported"
+req "bad path" 400 "$B/document/v1/shop/product/1"
+req "unknown resource" 404 "$B/nope"
+req "wrong method" 405 -X DELETE "$B/search/"
+req "still 5" 200 "$B/search/?yql=$yql"
+check "nothing stored changed" "$(jout '.root.fields.totalCount')" "5"
+req "price kept" 200 "$B/document/v1/shop/product/docid/1"
+check "condition wrote nothing" "$(jout '.fields.price')" "$(jq '.fields.price' "$T/doc1.json")"
+
+# ---- health and metrics ----
+req "health" 200 "$B/state/v1/health"
+check "health up" "$(jout '.status.code')" "up"
+req "metrics" 200 "$B/metrics/v2/values"
+m='.nodes[0].services[0].metrics[0].values'
+check "metrics puts" "$(jout "$m.\"feed.puts\"")" "5"
+check "metrics updates" "$(jout "$m.\"feed.updates\"")" "2"
+check "metrics visits" "$(jout "$m.\"document.visits\"")" "4"
+check "metrics timeouts" "$(jout "$m.\"queries.timeouts\"")" "1"
+check "metrics latency" "$(jout "$m.\"query_latency.p99\" > 0 and $m.\"query_latency.p50\" <= $m.\"query_latency.p99\"")" "true"
+req "state metrics" 200 "$B/state/v1/metrics"
+check "state metrics queries" "$(jout '.metrics.values[] | select(.name == "queries.count") | .values.value')" \
+	"$(curl -s "$B/metrics/v2/values" | jq "$m.\"queries.count\"")"
+# The same server through Python's HTTP client, on one keep-alive connection.
+if command -v python3 >/dev/null 2>&1; then
+	python3 "$here/serve_client.py" "$B" >"$OUT" 2>&1 && ok || bad "python client: $(cat "$OUT")"
+	tail -n 1 "$OUT"
+else
+	bad "python3 is needed for tests/serve_client.py (make deps-test installs it)"
+fi
+stop
+check "SIGTERM exit" "$rc" "0"
+
+# ---- limits: huge bodies, slow clients ----
+start --max-body 100000 --client-timeout 1 || { echo "$passed passed, $failed failed"; exit 1; }
+head -c 200000 /dev/zero | tr '\0' 'a' >"$T/big"
+req "huge body" 413 -X POST --data-binary "@$T/big" "$B/document/v1/shop/product/docid/8"
+check "huge body message" "$(jout '.message' | grep -c 'over the limit of 100000')" "1"
+req "huge chunked body" 413 -X POST -H 'Transfer-Encoding: chunked' --data-binary "@$T/big" "$B/search/"
+check "huge chunked error" "$(jout '.root.errors[0].code')" "2"
+# A client that sends part of its body and then nothing.
+mkfifo "$T/fifo"
+curl -s -o "$T/slow" -w '%{http_code}' -X POST -H 'Expect:' -H 'Content-Length: 100' -T "$T/fifo" \
+	"$B/document/v1/shop/product/docid/9" >"$T/slowcode" 2>/dev/null &
+slow=$!
+exec 3>"$T/fifo"
+printf '{"fields": ' >&3
+req "served beside a silent client" 200 "$B/state/v1/health"
+# It is disconnected once silent for --client-timeout: then only the
+# metrics request itself is open.
+m='.nodes[0].services[0].metrics[0].values'
+while [ "$(curl -s "$B/metrics/v2/values" | jq "$m.\"requests.open\"")" != 1 ]; do
+	sleep 0.02
+done
+exec 3>&-
+wait "$slow"
+check "silent client disconnected" "$(cat "$T/slowcode")" "000"
+req "silent client stored nothing" 404 "$B/document/v1/shop/product/docid/9"
+# SIGTERM while a request is being read: it is answered, then the server exits.
+curl -s -o "$T/late" -w '%{http_code}' -X PUT -T "$T/fifo" \
+	"$B/document/v1/shop/product/docid/3" >"$T/latecode" 2>/dev/null &
+late=$!
+exec 3>"$T/fifo"
+printf '{"fields": {"price": ' >&3
+# Once the server has it open (the metrics request is the other one).
+while [ "$(curl -s "$B/metrics/v2/values" | jq "$m.\"requests.open\"")" != 2 ]; do
+	sleep 0.02
+done
+kill -TERM "$feeder"
+while ! grep -q 'finishing the requests' "$T/log"; do sleep 0.02; done
+printf '{"assign": 7}}}' >&3
+exec 3>&-
+wait "$late"
+check "request in flight at SIGTERM answered" "$(cat "$T/latecode")" "200"
+wait "$feeder"
+check "drained exit" "$?" "0"
+feeder=
+check "drain log" "$(grep -c '^strata: stopped' "$T/log")" "1"
+run "$STRATA" get "$APP" id:shop:product::3
+check "write in flight at SIGTERM kept" "$(jout '.fields.price')" "7"
+
+# ---- kill -9 during a feed ----
+start --threads 2 || { echo "$passed passed, $failed failed"; exit 1; }
+: >"$T/acked"
+(
+	i=1000
+	while [ $i -lt 3000 ]; do
+		c=$(curl -s -o /dev/null -w '%{http_code}' -X POST -d "{\"fields\": {\"title\": \"p$i\", \"price\": $i}}" \
+			"$B/document/v1/shop/product/docid/$i" 2>/dev/null)
+		[ "$c" = 200 ] && echo $i >>"$T/acked"
+		i=$((i + 1))
+	done
+) &
+client=$!
+while [ "$(wc -l <"$T/acked")" -lt 200 ]; do
+	kill -0 "$client" 2>/dev/null || break
+	sleep 0.02
+done
+kill -9 "$feeder"
+wait "$feeder" 2>/dev/null
+feeder=
+wait "$client"
+n=$(wc -l <"$T/acked")
+echo "killed the server after $n acknowledged puts"
+[ "$n" -ge 200 ] && ok || bad "only $n puts acknowledged before the kill"
+start --threads 1 --queue 1 || { echo "$passed passed, $failed failed"; exit 1; }
+missing=0
+while read -r i; do
+	c=$(curl -s -o "$OUT" -w '%{http_code}' "$B/document/v1/shop/product/docid/$i")
+	if [ "$c" != 200 ] || [ "$(jout '.fields.title')" != "p$i" ]; then
+		missing=$((missing + 1))
+	fi
+done <"$T/acked"
+check "every acknowledged put survives kill -9" "$missing" "0"
+req "store usable after kill -9" 200 -X POST -d '{"fields": {"title": "after", "price": 1}}' \
+	"$B/document/v1/shop/product/docid/5000"
+# A burst on one thread and a queue of one: each answer is a result or
+# Vespa's overload error, and the metrics count every 503 (how many there
+# are depends on timing; none is also right).
+j=0
+pids=
+while [ $j -lt 40 ]; do
+	curl -s -o "$T/burst$j" -w '%{http_code}\n' "$B/search/?yql=$yql&ranking.profile=cheap" \
+		>"$T/burstcode$j" 2>/dev/null &
+	pids="$pids $!"
+	j=$((j + 1))
+done
+for p in $pids; do wait "$p"; done
+n503=0
+odd=0
+j=0
+while [ $j -lt 40 ]; do
+	c=$(cat "$T/burstcode$j")
+	if [ "$c" = 503 ]; then
+		n503=$((n503 + 1))
+		[ "$(jq -r '.root.errors[0].message' "$T/burst$j")" = \
+			"overloaded: the request queue is full; retry later" ] || odd=$((odd + 1))
+	elif [ "$c" != 200 ] || [ "$(jq '.root.fields.totalCount > 0' "$T/burst$j")" != true ]; then
+		odd=$((odd + 1))
+	fi
+	j=$((j + 1))
+done
+echo "burst of 40 searches: $n503 answered 503"
+check "burst answers" "$odd" "0"
+req "metrics after burst" 200 "$B/metrics/v2/values"
+check "rejections counted" "$(jout "$m.\"requests.rejected\"")" "$n503"
+stop
+check "restarted server stops cleanly" "$rc" "0"
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
