@@ -142,8 +142,10 @@ static int distance_metric(struct rank_parser *p, struct rank_field *f)
 		{"euclidean", RANK_DIST_EUCLIDEAN}, {"angular", RANK_DIST_ANGULAR},
 		{"dotproduct", RANK_DIST_DOTPRODUCT},
 		{"prenormalized-angular", RANK_DIST_PRENORMALIZED_ANGULAR},
+		{"innerproduct", RANK_DIST_PRENORMALIZED_ANGULAR}, /* its name before Vespa 8 */
+		{"hamming", RANK_DIST_HAMMING}, {"geodegrees", RANK_DIST_GEODEGREES},
 	};
-	static const char *const unsupported[] = {"innerproduct", "hamming", "geodegrees", NULL};
+	static const char *const unsupported[] = {NULL};
 	struct rank_tok t;
 	int rc = rank_parser_expect(p, ":", "after 'distance-metric'");
 	if (rc)

@@ -89,7 +89,9 @@ enum rank_distance {
 	RANK_DIST_EUCLIDEAN = 0, /* the default */
 	RANK_DIST_ANGULAR,
 	RANK_DIST_DOTPRODUCT,
-	RANK_DIST_PRENORMALIZED_ANGULAR,
+	RANK_DIST_PRENORMALIZED_ANGULAR, /* also Vespa's older name, innerproduct */
+	RANK_DIST_HAMMING,      /* differing bits (int8 cells), else differing cells */
+	RANK_DIST_GEODEGREES,   /* (latitude, longitude) in degrees: great-circle km */
 };
 
 /* How a text-indexed string field is matched (match: ...). */

@@ -16,6 +16,10 @@
  *                 and their total length (two u64).  Written in the same
  *                 transaction as the document, so they always agree.
  *   "meta" "x/<doctype>" -> the text settings the index was built with.
+ *   "<dt>/hnsw"   the nearest-neighbour graphs (hnsw.c): key field (u16 BE)
+ *                 -> the graph's head (entry point, top level, node count);
+ *                 field (u16 BE) lid (u32 BE) -> the node's neighbour lists.
+ *   "meta" "h/<doctype>" -> the graph settings the graphs were built with.
  *
  * A doctype has two field lists.  The stored layout (struct sfield) is every
  * field ever recorded for the type, in the order first recorded: a stored
@@ -32,7 +36,7 @@
 #include "store.h"
 
 #define STORE_MAX_DOCTYPES 40      /* 4 named DBs each + meta must fit maxdbs */
-#define STORE_MAX_DBS 192
+#define STORE_MAX_DBS 256         /* 5 named DBs per doctype + meta */
 #define STORE_MAX_FIELDS 4096
 #define STORE_MAX_NAME 200         /* doctype and field names, bytes */
 #define STORE_MAX_STRING (16u << 20)
@@ -42,6 +46,9 @@
 
 /* Types whose values are bytes in the record (strings, JSON text). */
 #define STORE_IS_BYTES(t) ((t) == STORE_T_STRING || (t) == STORE_T_JSON)
+
+/* A distance kernel: a and b are n cells of the field's cell type. */
+typedef double (*store_dist_fn)(const void *a, const void *b, size_t n);
 
 /* A field of the stored layout. */
 struct sfield {
@@ -60,11 +67,14 @@ struct sfield {
 	size_t block_bytes;     /* column: bitmap + cells */
 	int user;          /* caller's field index, -1 when the caller omits it */
 	int text;          /* strings: BASE_TOKEN_* flags | STORE_TEXT_ON, 0 without a text index */
+	int hnsw_metric;   /* enum store_metric: a graph (hnsw.c), 0 without */
+	int hnsw_m, hnsw_ef;
+	store_dist_fn dist; /* the graph's distance kernel (hnsw_dist.c) */
 };
 
 struct doctype {
 	char *name;
-	MDB_dbi ids, docs, cols, text;
+	MDB_dbi ids, docs, cols, text, hnsw;
 	int nstored;
 	int stored_cap;          /* allocated entries; unused ones are zero */
 	struct sfield *stored;
@@ -114,6 +124,8 @@ struct store_txn {
 	struct base_tokenizer *tok;
 	uint8_t *tbuf;
 	size_t tbuf_cap;
+	/* Graph maintenance scratch (write txns, hnsw.c), made on first use. */
+	struct hnsw_scratch *hnsw;
 	/* Aligned copies of record tensors that LMDB left misaligned. */
 	struct base_arena arena;
 	int arena_used;
@@ -167,5 +179,24 @@ int store_col_write(struct store_txn *txn, struct doctype *dt, int sf, uint32_t 
 const void *store_col_get(struct store_txn *txn, struct doctype *dt, int sf, uint32_t lid);
 /* Forget cached block pointers (before a write). */
 void store_attr_reset(struct store_txn *txn);
+
+/* hnsw.c */
+/* Bring lid's node in every graph of dt in line with its column value
+ * (absent: no node).  Call after the columns are written.  Only fields
+ * with only[sf] set are looked at (only NULL: all).  Returns 0 or an
+ * error; the caller fails the txn. */
+int store_hnsw_sync_doc(struct store_txn *w, struct doctype *dt, uint32_t lid,
+                        const unsigned char *only, struct strata_error *err);
+/* At store_doctype_add in its txn t: check the graph settings of dt's
+ * fields, rebuild the graphs whose settings changed and record them. */
+int store_hnsw_sync(MDB_txn *t, MDB_dbi meta, struct doctype *dt, struct strata_error *err);
+void store_hnsw_scratch_free(struct hnsw_scratch *s);
+
+/* hnsw_dist.c */
+store_dist_fn store_dist_kernel(int metric, int cell, int avx512);
+store_dist_fn store_dist_avx512(int metric); /* NULL: none for the metric */
+int store_cpu_avx512(void); /* the CPU runs AVX-512 and STRATA_CPU is not "avx2" */
+double store_angular_of(double ab, double aa, double bb); /* 1 - cos */
+double store_geo_km(double lat1, double lon1, double lat2, double lon2);
 
 #endif

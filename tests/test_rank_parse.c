@@ -574,8 +574,6 @@ static const struct bad bads[] = {
 	 STRATA_NOT_IMPLEMENTED,
 	 "t.sd:1:57: indexing statement 'embed' is not supported (only summary, attribute, index, "
 	 "set_language, and input FIELD outside the document)"},
-	{"schema s { document s { field v type tensor(x[2]) {\n attribute { distance-metric: hamming } } } }",
-	 STRATA_NOT_IMPLEMENTED, "t.sd:2:31: distance-metric 'hamming' is not supported"},
 	{"schema s { document s { field v type tensor(x[2]) {\n attribute { distance-metric: cosine } } } }",
 	 STRATA_TYPE, "t.sd:2:31: unknown distance-metric 'cosine'"},
 	{"schema s { document s { field a type array<tensor(x[2])> { } } }", STRATA_NOT_IMPLEMENTED,
