@@ -300,7 +300,8 @@ static void txn_free(struct store_txn *txn)
 	base_free(txn->buf, txn->buf_cap);
 	base_tokenizer_free(txn->tok); /* text indexing's (text.c) */
 	base_free(txn->tbuf, txn->tbuf_cap);
-	store_hnsw_scratch_free(txn->hnsw); /* graph maintenance's (hnsw_write.c) */
+	if (txn->hnsw)
+		txn->hnsw_free(txn->hnsw); /* graph maintenance's (hnsw_write.c) */
 	if (txn->arena_used)
 		base_arena_free(&txn->arena);
 	base_free(txn, sizeof *txn);

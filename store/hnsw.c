@@ -537,21 +537,29 @@ int store_hnsw_check(struct store_txn *txn, int doctype, int field, uint64_t *no
 	int have_head = h.count > 0;
 	/* Every document with a value is a node. */
 	uint64_t docs = 0;
-	for (uint32_t lid = 0; store_next(txn, doctype, &lid) == 0; lid++) {
-		if (hnsw_vec(&g, lid)) {
-			const void *rec;
-			uint32_t lv;
-			docs++;
-			if ((rc = hnsw_node_get(&g, lid, &rec, &lv)) != 0)
-				return rc;
-			if (!rec)
-				return check_fail(&g, "lacks document %u", lid);
-		}
-		if (lid == UINT32_MAX)
-			break;
-	}
-	/* Every node is a document with a value, with sound links. */
 	MDB_cursor *c;
+	if ((rc = mdb_cursor_open(g.txn, dt->docs, &c)) != 0)
+		return store_mdb_err(err, rc, "checking the nearest-neighbour graph");
+	MDB_val dk, dv;
+	int drc;
+	for (drc = mdb_cursor_get(c, &dk, &dv, MDB_FIRST); drc == 0 && !rc;
+	     drc = mdb_cursor_get(c, &dk, &dv, MDB_NEXT)) {
+		uint32_t lid;
+		memcpy(&lid, dk.mv_data, sizeof lid);
+		if (!hnsw_vec(&g, lid))
+			continue;
+		const void *rec;
+		uint32_t lv;
+		docs++;
+		if ((rc = hnsw_node_get(&g, lid, &rec, &lv)) == 0 && !rec)
+			rc = check_fail(&g, "lacks document %u", lid);
+	}
+	mdb_cursor_close(c);
+	if (rc)
+		return rc;
+	if (drc != MDB_NOTFOUND)
+		return store_mdb_err(err, drc, "checking the nearest-neighbour graph");
+	/* Every node is a document with a value, with sound links. */
 	if ((rc = mdb_cursor_open(g.txn, dt->hnsw, &c)) != 0)
 		return store_mdb_err(err, rc, "checking the nearest-neighbour graph");
 	uint8_t key[6];

@@ -186,14 +186,6 @@ static double hamming_bits(const void *pa, const void *pb, size_t n)
 	return (double)s;
 }
 
-double store_angular_of(double ab, double aa, double bb)
-{
-	if (aa == 0.0 || bb == 0.0)
-		return 1.0; /* no direction: orthogonal to everything */
-	double c = ab / sqrt(aa * bb);
-	return 1.0 - (c > 1.0 ? 1.0 : c < -1.0 ? -1.0 : c);
-}
-
 double store_geo_km(double lat1, double lon1, double lat2, double lon2)
 {
 	const double r = M_PI / 180.0;

@@ -412,19 +412,18 @@ static int remove_node(struct hnsw_graph *g, uint32_t lid)
 	return put_head(g, &h);
 }
 
+static void scratch_free(struct hnsw_scratch *s)
+{
+	hnsw_scratch_release(s);
+	base_free(s, sizeof *s);
+}
+
 static struct hnsw_scratch *scratch_of(struct store_txn *w, struct strata_error *err)
 {
 	if (!w->hnsw && !(w->hnsw = base_calloc(1, sizeof *w->hnsw)))
 		base_nomem(err, "nearest-neighbour graph");
+	w->hnsw_free = scratch_free;
 	return w->hnsw;
-}
-
-void store_hnsw_scratch_free(struct hnsw_scratch *s)
-{
-	if (!s)
-		return;
-	hnsw_scratch_release(s);
-	base_free(s, sizeof *s);
 }
 
 /* lid's node in graph sf from its column value. */

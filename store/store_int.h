@@ -124,8 +124,10 @@ struct store_txn {
 	struct base_tokenizer *tok;
 	uint8_t *tbuf;
 	size_t tbuf_cap;
-	/* Graph maintenance scratch (write txns, hnsw.c), made on first use. */
+	/* Graph maintenance scratch (write txns, hnsw_write.c), made on first
+	 * use with the function that frees it. */
 	struct hnsw_scratch *hnsw;
+	void (*hnsw_free)(struct hnsw_scratch *s);
 	/* Aligned copies of record tensors that LMDB left misaligned. */
 	struct base_arena arena;
 	int arena_used;
@@ -190,13 +192,19 @@ int store_hnsw_sync_doc(struct store_txn *w, struct doctype *dt, uint32_t lid,
 /* At store_doctype_add in its txn t: check the graph settings of dt's
  * fields, rebuild the graphs whose settings changed and record them. */
 int store_hnsw_sync(MDB_txn *t, MDB_dbi meta, struct doctype *dt, struct strata_error *err);
-void store_hnsw_scratch_free(struct hnsw_scratch *s);
 
 /* hnsw_dist.c */
 store_dist_fn store_dist_kernel(int metric, int cell, int avx512);
 store_dist_fn store_dist_avx512(int metric); /* NULL: none for the metric */
 int store_cpu_avx512(void); /* the CPU runs AVX-512 and STRATA_CPU is not "avx2" */
-double store_angular_of(double ab, double aa, double bb); /* 1 - cos */
+/* 1 - cos from a.b, |a|^2 and |b|^2; 1 when either has no direction. */
+static inline double store_angular_of(double ab, double aa, double bb)
+{
+	if (aa == 0.0 || bb == 0.0)
+		return 1.0;
+	double c = ab / __builtin_sqrt(aa * bb);
+	return 1.0 - (c > 1.0 ? 1.0 : c < -1.0 ? -1.0 : c);
+}
 double store_geo_km(double lat1, double lon1, double lat2, double lon2);
 
 #endif

@@ -28,6 +28,7 @@
 #include "../store/store_int.h" /* the distance kernels */
 #include "../rank/rank.h"
 #include "../rank/rank_eval.h"
+#include "vecgen.h"
 
 #define DIM 24
 #define NDOC 3000
@@ -100,32 +101,13 @@ static void fx_free(struct fx *fx)
 
 /* ---- data: clusters around random centres, fixed seed ------------------------------ */
 
-static uint64_t rng_next(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
-static double rng_unit(uint64_t *s)
-{
-	return (double)(rng_next(s) >> 11) * 0x1p-53;
-}
-
-static double rng_gauss(uint64_t *s)
-{
-	double u = rng_unit(s) + 1e-12, v = rng_unit(s);
-	return sqrt(-2 * log(u)) * cos(2 * M_PI * v);
-}
-
 /* Vector k of a data set: near centre k % 20.  Values as doubles. */
 static void gen(uint64_t seed, int k, int dim, int metric, double *out)
 {
 	uint64_t cs = seed * 1000 + (uint64_t)(k % 20), ps = seed * 7919 + (uint64_t)k * 31 + 1;
 	double norm = 0;
 	for (int i = 0; i < dim; i++) {
-		out[i] = rng_gauss(&cs) * 3 + rng_gauss(&ps);
+		out[i] = vg_gauss(&cs) * 3 + vg_gauss(&ps);
 		norm += out[i] * out[i];
 	}
 	if (metric == STORE_METRIC_PRENORMALIZED_ANGULAR)
@@ -133,8 +115,8 @@ static void gen(uint64_t seed, int k, int dim, int metric, double *out)
 			out[i] /= sqrt(norm);
 	if (metric == STORE_METRIC_HAMMING)
 		for (int i = 0; i < dim; i++)
-			out[i] = (double)(int8_t)(rng_next(&cs) & 0xff) * (k % 3 == 0) +
-			         (double)(int8_t)(rng_next(&ps) & 0xff) * (k % 3 != 0);
+			out[i] = (double)(int8_t)(vg_next(&cs) & 0xff) * (k % 3 == 0) +
+			         (double)(int8_t)(vg_next(&ps) & 0xff) * (k % 3 != 0);
 	if (metric == STORE_METRIC_GEODEGREES) {
 		out[0] = fmod(fabs(out[0]) * 9, 90.0) * (k % 2 ? 1 : -1);
 		out[1] = fmod(out[1] * 30, 180.0);
@@ -699,8 +681,8 @@ static void test_kernels(void **state)
 					double a[70], b[70];
 					uint8_t ca[70 * 8], cb[70 * 8];
 					for (int i = 0; i < n; i++) {
-						a[i] = rng_gauss(&s) * 20;
-						b[i] = i % 5 ? rng_gauss(&s) * 20 : a[i];
+						a[i] = vg_gauss(&s) * 20;
+						b[i] = i % 5 ? vg_gauss(&s) * 20 : a[i];
 					}
 					to_cells(cells[c], a, n, ca);
 					to_cells(cells[c], b, n, cb);
