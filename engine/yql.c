@@ -8,7 +8,7 @@
  *         true or false; the number may stand on the left) | range(f, lo, hi)
  *         | f contains "text" | f in (n, ...) | f in ("s", ...)
  *         | f matches "regex" | [{targetHits: K, label: "l", approximate:
- *         false}]nearestNeighbor(f, q) | cond and cond | cond or cond | !cond
+ *         false, hnsw.exploreAdditionalHits: N}]nearestNeighbor(f, q) | cond and cond | cond or cond | !cond
  *         | (cond)
  *   grouping: all(group(f) [max(N)] [order([-]agg, ...)] each(EACH))
  *         | all(output(agg, ...)) | all(grouping grouping ...),
@@ -287,7 +287,7 @@ static int flip(int op)
 }
 
 /* {targetHits: 10, label: "x", approximate: false} before nearestNeighbor */
-static int annotations(struct parser *ps, long *target, char **label, int *approx)
+static int annotations(struct parser *ps, long *target, long *explore, char **label, int *approx)
 {
 	if (next(ps))
 		return STRATA_PARSE;
@@ -318,8 +318,13 @@ static int annotations(struct parser *ps, long *target, char **label, int *appro
 				return STRATA_PARSE;
 		} else if (!strcmp(key, "hnsw.exploreAdditionalHits")) {
 			double v;
-			if (number(ps, &v, "a number")) /* no effect: search is exact */
+			const char *vat = ps->start;
+			if (number(ps, &v, "a number"))
 				return STRATA_PARSE;
+			if (v < 0 || v != floor(v) || v > 1e9)
+				return fail_at(ps, vat, "hnsw.exploreAdditionalHits must be a whole number "
+				               "from 0%s", "");
+			*explore = (long)v;
 		} else {
 			return fail_at(ps, at, "unknown annotation '%s'", key);
 		}
@@ -537,12 +542,12 @@ static struct yql_node *primary(struct parser *ps)
 		n->nkids = 1;
 		return n;
 	}
-	long target = -1;
+	long target = -1, explore = 0;
 	char *label = NULL;
 	int approx = 1;
 	int annotated = 0;
 	if (is_punct(ps, "{")) {
-		if (annotations(ps, &target, &label, &approx))
+		if (annotations(ps, &target, &explore, &label, &approx))
 			return NULL;
 		annotated = 1;
 	}
@@ -601,6 +606,7 @@ static struct yql_node *primary(struct parser *ps)
 				return NULL;
 			}
 			n->target_hits = target;
+			n->explore = explore;
 			n->label = label;
 			n->approximate = approx;
 			return n;

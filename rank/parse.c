@@ -11,13 +11,13 @@
  * STRATA_PARSE error; names that clash, bad types and counts are STRATA_TYPE.
  * Every message starts with "file:line:col: " and quotes the token at fault.
  * Accepted and ignored because they change nothing in what Strata computes:
- * attribute: fast-search / fast-access / paged / mutable, HNSW index blocks on
- * tensor fields (search is exact), onnx-model thread and device settings,
+ * attribute: fast-search / fast-access / paged / mutable, onnx-model thread and device settings,
  * rank-profile thread settings, set_language and "xx" | set_language in
  * indexing (there is no text processing), and rank: filter / normal on a
  * field.  The document part of the language (collection and struct types,
  * summaries, input in indexing) is parsed by fields.c, rank profiles and
- * onnx-model blocks by parse_profile.c, both called from here.
+ * onnx-model blocks by parse_profile.c, a tensor's index (HNSW) block by
+ * parse_hnsw.c, all called from here.
  *
  * Invariants: the parser never reads past the text (the lexer bounds every
  * token); value nesting is bounded by RANK_PARSE_MAX_DEPTH; the partly built
@@ -183,10 +183,12 @@ static int indexing(struct rank_parser *p, struct rank_field *f)
 		} else if (rank_tok_is(&t, "set_language")) {
 			/* The language only picks the stemmer: English is the one. */
 		} else if (rank_tok_is(&t, "index")) {
-			/* On a tensor, index asks for an HNSW graph; search stays exact.
+			/* On a tensor, index asks for an HNSW graph (parse_hnsw.c).
 			 * On a string, a text index (parse_text.c). */
 			if (f->type == RANK_FT_STRING)
 				f->index = 1;
+			else if (f->type == RANK_FT_TENSOR)
+				f->hnsw = 1;
 			else if (rank_field_holds_text(f))
 				return rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED,
 				                        "text indexes on arrays and weighted sets of strings "
@@ -222,24 +224,6 @@ static int indexing(struct rank_parser *p, struct rank_field *f)
 		                        "expected '|' between indexing statements, found %s",
 		                        rank_tok_quote(&t));
 	}
-}
-
-/* Skip a balanced { ... } block whose '{' is next. */
-static int skip_block(struct rank_parser *p)
-{
-	struct rank_tok t, open;
-	int level = 0;
-	rank_lex_peek(p->lx, RANK_LEX_SCHEMA, &open);
-	do {
-		rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
-		if (t.kind == RT_EOF)
-			return rank_parser_fail(p, &open, STRATA_PARSE, "the '{' here is never closed");
-		if (rank_tok_is(&t, "{"))
-			level++;
-		else if (rank_tok_is(&t, "}"))
-			level--;
-	} while (level > 0);
-	return 0;
 }
 
 static int attribute_setting(struct rank_parser *p, struct rank_field *f, const struct rank_tok *t)
@@ -286,11 +270,8 @@ static int field_body(struct rank_parser *p, struct rank_field *f)
 		} else if (rank_tok_is(&t, "weightedset")) {
 			rc = rank_wset_settings(p, f, &t);
 		} else if (rank_tok_is(&t, "index")) {
-			struct rank_tok s;
-			rank_lex_peek(p->lx, RANK_LEX_SCHEMA, &s);
-			/* HNSW parameters of a tensor field: accepted, search is exact. */
-			if (f->type == RANK_FT_TENSOR && rank_tok_is(&s, "{"))
-				rc = skip_block(p);
+			if (f->type == RANK_FT_TENSOR)
+				rc = rank_parse_tensor_index(p, f, &t);
 			else if (f->type == RANK_FT_STRING)
 				rc = rank_parse_text_setting(p, f, &t);
 			else
