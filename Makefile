@@ -39,6 +39,7 @@ DEB_PKGS := build-essential pkg-config liblmdb-dev libprotobuf-c-dev protobuf-c-
             libonnx-dev libjansson-dev libcmocka-dev jq libstemmer-dev
 DEB_TEST_PKGS := libonnx-testdata
 DEB_FUZZ_PKGS := clang libclang-rt-14-dev
+DEB_BENCH_PKGS := python3-hnswlib python3-numpy
 
 # ---- sources (explicit lists, one per subsystem) -----------------------------
 BASE_SRC    := base/err.c base/alloc.c base/arena.c base/dtype.c base/file.c base/hash.c base/tokenize.c
@@ -142,6 +143,8 @@ deps-test: deps
 	$(call install_missing,$(DEB_TEST_PKGS))
 deps-fuzz: deps
 	$(call install_missing,$(DEB_FUZZ_PKGS))
+deps-bench: deps
+	$(call install_missing,$(DEB_BENCH_PKGS))
 
 # ---- tests ----------------------------------------------------------------------
 # make test: everything CI runs.  The dependency graph check, unit tests,
@@ -414,7 +417,21 @@ $(BENCH_MODELS)/minilm_l6_cross_decomposed.onnx $(BENCH_MODELS)/minilm_l6_embed.
 	@mkdir -p $(BENCH_MODELS)
 	@echo "mkbench: writing the benchmark's models to $(BENCH_MODELS)"
 	@$(MKBENCH) $(BENCH_MODELS)
-bench: $(BENCH) $(MKBENCH) $(QPS)
+# The ANN case (bench/ann.c): clustered float vectors, Strata's HNSW graph
+# against hnswlib (python3-hnswlib, installed by make deps-bench) on the same
+# files with the same M and ef, one thread each: build time, index bytes,
+# open time, recall@10 and queries per second per exploreAdditionalHits.
+# ANN_ARGS go to it (default 100k x 128; e.g. ANN_ARGS='--n 1000000' or
+# '--dim 768').  make bench-ann runs it alone; so does make bench BENCH_ONLY=ann.
+ANN          := $(BUILD)/bench/ann
+ANN_ARGS     ?=
+$(ANN): $(BUILD)/bench/ann.o $(LIB)
+	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS)
+bench-ann: $(ANN)
+	@$(ANN) --dir $(BUILD)/bench/ann-data --hnswlib bench/ann_hnswlib.py $(ANN_ARGS)
+BENCH_ONLY   ?=
+bench: $(BENCH) $(MKBENCH) $(QPS) $(ANN)
+ifneq ($(BENCH_ONLY),ann)
 	@if [ -d $(PEER_SRC) ] && $(MAKE) --no-print-directory peer; then \
 	  $(BENCH) --peer $(BUILD)/peer --ctx-dir $(BENCH_CTX) $(BENCH_ARGS) $(BUILD)/peer/models; \
 	else \
@@ -424,6 +441,8 @@ bench: $(BENCH) $(MKBENCH) $(QPS)
 	fi
 	@$(MAKE) -s --no-print-directory $(BENCH_MODELS)/mlp_ranker.onnx
 	@$(QPS) $(QPS_ARGS) $(BENCH_MODELS)/mlp_ranker.onnx $(QPS_DIR)
+endif
+	@$(MAKE) -s --no-print-directory bench-ann
 
 # ---- install and clean ------------------------------------------------------------------
 install: all

@@ -106,7 +106,29 @@ int hnsw_head_get(struct hnsw_graph *g, struct hnsw_head *h)
 
 const void *hnsw_vec(struct hnsw_graph *g, uint32_t lid)
 {
-	return store_col_get(g->stx, g->dt, g->sf, lid);
+	struct hnsw_scratch *s = g->s;
+	uint32_t block = lid >> g->f->block_shift;
+	if (!s || !s->blocks) {
+		const uint8_t *b = store_col_block(g->stx, g->dt, g->sf, block);
+		return b ? store_col_cell(g->f, b, lid) : NULL;
+	}
+	/* A search looks up many vectors of the same blocks: keep the blocks. */
+	struct hnsw_block *e = &s->blocks[block & (HNSW_BLOCK_CACHE - 1)];
+	if (e->gen != s->gen || e->block != block) {
+		e->p = store_col_block(g->stx, g->dt, g->sf, block);
+		e->block = block;
+		e->gen = s->gen;
+	}
+	return e->p ? store_col_cell(g->f, e->p, lid) : NULL;
+}
+
+void hnsw_forget(struct hnsw_graph *g)
+{
+	if (g->s && ++g->s->gen == 0) { /* wrapped: no entry may look valid */
+		if (g->s->blocks)
+			memset(g->s->blocks, 0, HNSW_BLOCK_CACHE * sizeof *g->s->blocks);
+		g->s->gen = 1;
+	}
 }
 
 double hnsw_pair(const struct hnsw_graph *g, const void *a, const void *b)
@@ -263,6 +285,7 @@ void hnsw_scratch_release(struct hnsw_scratch *s)
 	base_free(s->old, s->oldcap * sizeof *s->old);
 	base_free(s->lists, s->lcap * sizeof *s->lists);
 	base_free(s->vptr, s->vpcap * sizeof *s->vptr);
+	base_free(s->blocks, HNSW_BLOCK_CACHE * sizeof *s->blocks);
 	memset(s, 0, sizeof *s);
 }
 
@@ -322,8 +345,12 @@ int hnsw_search_layer(struct hnsw_graph *g, const void *q, struct hnsw_cand ep, 
 			return rc;
 		if (!rec || level > lv)
 			continue;
+		/* The unvisited neighbours' vectors first, fetched into the cache
+		 * while the next are looked up; then their distances. */
 		size_t off = hnsw_list_off(g, level);
-		uint32_t cnt = hnsw_rd(rec, off);
+		uint32_t cnt = hnsw_rd(rec, off), m = 0;
+		uint32_t ids[2 * HNSW_MAX_M];
+		const void *vecs[2 * HNSW_MAX_M];
 		for (uint32_t i = 0; i < cnt && i < hnsw_cap(g, level); i++) {
 			uint32_t nb = hnsw_rd(rec, off + 1 + i);
 			if ((rc = visit(g, nb)) <= 0) {
@@ -331,15 +358,22 @@ int hnsw_search_layer(struct hnsw_graph *g, const void *q, struct hnsw_cand ep, 
 					return rc;
 				continue;
 			}
-			double d;
-			if (hnsw_dist_to(g, q, nb, &d) != 0)
+			const void *v = hnsw_vec(g, nb);
+			if (!v)
 				continue;
+			for (size_t b = 0; b < g->f->cell_bytes && b < 512; b += 64)
+				__builtin_prefetch((const char *)v + b);
+			ids[m] = nb;
+			vecs[m++] = v;
+		}
+		for (uint32_t i = 0; i < m; i++) {
+			double d = hnsw_pair(g, q, vecs[i]);
 			if (s->nres >= ef && d >= s->res[0].d)
 				continue;
-			struct hnsw_cand e = {d, nb};
+			struct hnsw_cand e = {d, ids[i]};
 			if ((rc = heap_push(g, &s->cand, &s->ccap, &nc, e, 0)) != 0)
 				return rc;
-			if (!passes(g, nb))
+			if (!passes(g, ids[i]))
 				continue;
 			if ((rc = heap_push(g, &s->res, &s->rcap, &s->nres, e, 1)) != 0)
 				return rc;
@@ -376,6 +410,10 @@ int hnsw_graph_init(struct hnsw_graph *g, struct store_txn *txn, struct doctype 
 	g->n = g->f->ncells;
 	g->s = s;
 	g->err = err;
+	if (s && !s->blocks) { /* without it (no memory) vectors are looked up each time */
+		s->blocks = base_calloc(HNSW_BLOCK_CACHE, sizeof *s->blocks);
+		s->gen = 1;
+	}
 	return 0;
 }
 

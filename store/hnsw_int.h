@@ -47,7 +47,15 @@ struct hnsw_scratch {
 	size_t lcap;
 	const void **vptr;            /* vectors of the chosen neighbours */
 	size_t vpcap;
+	/* Column blocks looked up (direct-mapped by block number): an entry is
+	 * valid while its gen is the scratch's gen, which every write bumps. */
+	struct hnsw_block {
+		const uint8_t *p;
+		uint32_t block, gen;
+	} *blocks;
+	uint32_t gen;
 };
+#define HNSW_BLOCK_CACHE 4096
 
 /* One graph during one operation. */
 struct hnsw_graph {
@@ -88,8 +96,10 @@ void hnsw_node_key(const struct hnsw_graph *g, uint32_t lid, uint8_t key[6]);
 int hnsw_node_get(struct hnsw_graph *g, uint32_t lid, const void **rec, uint32_t *level);
 /* The head; count 0 when the graph is empty. */
 int hnsw_head_get(struct hnsw_graph *g, struct hnsw_head *h);
-/* lid's vector (NULL: none), valid until the next write. */
+/* lid's vector (NULL: none), valid until the next write (which must call
+ * hnsw_forget). */
 const void *hnsw_vec(struct hnsw_graph *g, uint32_t lid);
+void hnsw_forget(struct hnsw_graph *g);
 /* The distance between two vectors (documents, or a document and a query). */
 double hnsw_pair(const struct hnsw_graph *g, const void *a, const void *b);
 /* Distance of q to lid's vector: 0, or -1 when lid has none. */

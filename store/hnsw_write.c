@@ -86,6 +86,7 @@ static int put_node(struct hnsw_graph *g, uint32_t lid, const uint32_t *rec, siz
 	uint8_t key[6];
 	hnsw_node_key(g, lid, key);
 	MDB_val k = {sizeof key, key}, v = {words * 4, (void *)rec};
+	hnsw_forget(g);
 	int rc = mdb_put(g->txn, g->dt->hnsw, &k, &v, 0);
 	return rc ? store_mdb_err(g->err, rc, "writing the nearest-neighbour graph") : 0;
 }
@@ -94,6 +95,7 @@ static int put_head(struct hnsw_graph *g, const struct hnsw_head *h)
 {
 	uint8_t key[2] = {(uint8_t)(g->sf >> 8), (uint8_t)g->sf};
 	MDB_val k = {sizeof key, key}, v = {sizeof *h, (void *)h};
+	hnsw_forget(g);
 	int rc = h->count ? mdb_put(g->txn, g->dt->hnsw, &k, &v, 0)
 	                  : mdb_del(g->txn, g->dt->hnsw, &k, NULL);
 	if (rc == MDB_NOTFOUND)
@@ -389,6 +391,7 @@ static int remove_node(struct hnsw_graph *g, uint32_t lid)
 	uint8_t key[6];
 	hnsw_node_key(g, lid, key);
 	MDB_val k = {sizeof key, key};
+	hnsw_forget(g);
 	if ((rc = mdb_del(g->txn, g->dt->hnsw, &k, NULL)) != 0)
 		return store_mdb_err(g->err, rc, "writing the nearest-neighbour graph");
 	for (uint32_t l = 0; l <= lv; l++) {
@@ -433,6 +436,7 @@ static int sync_node(struct store_txn *w, struct doctype *dt, int sf, uint32_t l
 	struct hnsw_graph g;
 	hnsw_graph_init(&g, w, dt, sf, s, err);
 	g.mips = g.f->hnsw_metric == STORE_METRIC_DOTPRODUCT;
+	hnsw_forget(&g); /* the document's own writes came before */
 	int rc = remove_node(&g, lid);
 	if (rc)
 		return rc;

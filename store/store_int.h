@@ -177,6 +177,12 @@ int store_text_settings(MDB_txn *t, MDB_dbi meta, const struct doctype *dt, int 
  * Returns 0 or an LMDB/CORRUPT error; the caller fails the txn. */
 int store_col_write(struct store_txn *txn, struct doctype *dt, int sf, uint32_t lid,
                     const void *cell, struct strata_error *err);
+/* The column block of stored field sf holding ids block << block_shift
+ * on (NULL: none), and lid's cell in such a block (NULL: no value); valid
+ * until the next write. */
+const uint8_t *store_col_block(struct store_txn *txn, const struct doctype *dt, int sf,
+                               uint32_t block);
+const void *store_col_cell(const struct sfield *f, const uint8_t *b, uint32_t lid);
 /* lid's value in stored field sf's column, or NULL. */
 const void *store_col_get(struct store_txn *txn, struct doctype *dt, int sf, uint32_t lid);
 /* Forget cached block pointers (before a write). */
