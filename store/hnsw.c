@@ -104,6 +104,20 @@ int hnsw_head_get(struct hnsw_graph *g, struct hnsw_head *h)
 
 /* ---- distances -------------------------------------------------------------------- */
 
+/* A search looks up many vectors of the same column blocks: it keeps
+ * them (s->blocks, which must exist). */
+static const uint8_t *cached_block(struct hnsw_graph *g, uint32_t block)
+{
+	struct hnsw_scratch *s = g->s;
+	struct hnsw_block *e = &s->blocks[block & (HNSW_BLOCK_CACHE - 1)];
+	if (e->gen != s->gen || e->block != block) {
+		e->p = store_col_block(g->stx, g->dt, g->sf, block);
+		e->block = block;
+		e->gen = s->gen;
+	}
+	return e->p;
+}
+
 const void *hnsw_vec(struct hnsw_graph *g, uint32_t lid)
 {
 	struct hnsw_scratch *s = g->s;
@@ -112,14 +126,19 @@ const void *hnsw_vec(struct hnsw_graph *g, uint32_t lid)
 		const uint8_t *b = store_col_block(g->stx, g->dt, g->sf, block);
 		return b ? store_col_cell(g->f, b, lid) : NULL;
 	}
-	/* A search looks up many vectors of the same blocks: keep the blocks. */
-	struct hnsw_block *e = &s->blocks[block & (HNSW_BLOCK_CACHE - 1)];
-	if (e->gen != s->gen || e->block != block) {
-		e->p = store_col_block(g->stx, g->dt, g->sf, block);
-		e->block = block;
-		e->gen = s->gen;
-	}
-	return e->p ? store_col_cell(g->f, e->p, lid) : NULL;
+	const uint8_t *b = cached_block(g, block);
+	return b ? store_col_cell(g->f, b, lid) : NULL;
+}
+
+/* The vector of a node reached by a link: by the graph's invariant it has a
+ * value, so the presence bit (another cache line) is not read. */
+static const void *linked_vec(struct hnsw_graph *g, uint32_t lid)
+{
+	const uint8_t *b = cached_block(g, lid >> g->f->block_shift);
+	if (!b)
+		return NULL;
+	uint32_t slot = lid & ((1u << g->f->block_shift) - 1);
+	return b + g->f->bitmap_bytes + (size_t)slot * g->f->cell_bytes;
 }
 
 void hnsw_forget(struct hnsw_graph *g)
@@ -358,7 +377,7 @@ int hnsw_search_layer(struct hnsw_graph *g, const void *q, struct hnsw_cand ep, 
 					return rc;
 				continue;
 			}
-			const void *v = hnsw_vec(g, nb);
+			const void *v = s->blocks ? linked_vec(g, nb) : hnsw_vec(g, nb);
 			if (!v)
 				continue;
 			for (size_t b = 0; b < g->f->cell_bytes && b < 512; b += 64)
