@@ -16,13 +16,14 @@
  * neighbour-selection heuristic, and each new neighbour links back,
  * pruning its list with the same heuristic when it is full.  A removed
  * node's neighbours drop their link to it and are offered its neighbours
- * instead.  Links are directed: a node may still hold a link to a removed
- * one until its list is next rewritten; every reader skips links whose node
- * or vector is gone.
+ * instead.
  *
- * Invariant: no pointer into LMDB is held across a write (a write may move
- * or spill the pages of the running transaction): every update reads,
- * computes, then writes.
+ * Invariants: links are symmetric (a links to b on level l exactly when b
+ * links to a there; a link dropped on one side is dropped on the other),
+ * so a removed node leaves no link behind, and every node a link reaches
+ * has a value (store_hnsw_check verifies both).  No pointer into LMDB is
+ * held across a write (a write may move or spill the pages of the running
+ * transaction): every update reads, computes, then writes.
  */
 #include <math.h>
 #include <stdarg.h>
