@@ -43,8 +43,8 @@ DEB_PKGS := build-essential pkg-config liblmdb-dev libprotobuf-c-dev protobuf-c-
 DEB_TEST_PKGS := libonnx-testdata curl python3
 DEB_FUZZ_PKGS := clang libclang-rt-14-dev
 # The bench peers (make bench; never make test): Xapian and SQLite FTS5 for the
-# text case, wrk for the server case.
-DEB_BENCH_PKGS := g++ libxapian-dev libsqlite3-dev wrk
+# text case, wrk for the server case, hnswlib for the ANN case.
+DEB_BENCH_PKGS := g++ libxapian-dev libsqlite3-dev wrk python3-hnswlib python3-numpy
 
 # ---- sources (explicit lists, one per subsystem) -----------------------------
 BASE_SRC    := base/err.c base/alloc.c base/arena.c base/dtype.c base/file.c base/hash.c base/tokenize.c
@@ -53,14 +53,15 @@ RUNTIME_SRC := runtime/options.c runtime/blocks.c runtime/load.c runtime/graph.c
                runtime/ops/reduce.c runtime/ops/normalize.c \
                runtime/ops/conv.c runtime/ops/window.c runtime/ops/pool.c runtime/ops/nn.c runtime/ops/index.c runtime/ops/misc.c runtime/ops/resize.c runtime/ops/signal.c runtime/ops/loss.c \
                runtime/ops/training.c runtime/ops/random.c runtime/ops/rnn.c runtime/ops/einsum.c runtime/ops/quant.c runtime/ops/string.c runtime/ops/sequence.c runtime/ops/control.c runtime/optimize.c runtime/ctxfile.c runtime/ctxhold.c runtime/epctx.c runtime/ctxgen.c runtime/ctxmodel.c runtime/ops/epcontext.c runtime/ops/fused.c runtime/ops/attn_avx512.c runtime/ops/vmath.c
-STORE_SRC   := store/env.c store/doctype.c store/doc.c store/attr.c store/text.c store/text_elems.c
-RANK_SRC    := rank/lex.c rank/parser.c rank/expr.c rank/parse.c rank/parse_profile.c rank/parse_text.c rank/props.c rank/schema.c rank/inputs.c rank/type.c rank/fn.c rank/compile_base.c rank/compile.c rank/gbdt.c rank/compile_tensor.c rank/compile_feature.c rank/compile_raw.c rank/explain.c rank/vm.c \
+STORE_SRC   := store/env.c store/doctype.c store/doc.c store/attr.c store/text.c store/text_elems.c store/hnsw.c store/hnsw_write.c \
+               store/hnsw_dist.c store/hnsw_avx512.c
+RANK_SRC    := rank/lex.c rank/parser.c rank/expr.c rank/parse.c rank/parse_profile.c rank/parse_text.c rank/parse_hnsw.c rank/props.c rank/schema.c rank/inputs.c rank/type.c rank/fn.c rank/compile_base.c rank/compile.c rank/gbdt.c rank/compile_tensor.c rank/compile_feature.c rank/compile_raw.c rank/explain.c rank/vm.c \
                rank/tensor.c rank/tensor_sparse.c rank/literal.c rank/model.c rank/query.c rank/profile.c rank/app.c
 RANK_SRC    += rank/fields.c rank/docs.c rank/parse_field.c rank/types.c rank/indexing.c rank/indexing_check.c
 ENGINE_SRC  := engine/db.c engine/contexts.c engine/feed.c engine/tensor_json.c engine/tensor_sparse_json.c engine/yql.c engine/yql_tree.c engine/query.c engine/textmatch.c engine/wsetmatch.c engine/samematch.c engine/attrmatch.c engine/labels.c engine/fieldmatch.c engine/userquery.c engine/wand.c \
                engine/result.c engine/json_alloc.c engine/grouping.c engine/values.c engine/embed.c engine/indexing.c engine/indexing_fn.c engine/snippet.c engine/summary.c \
                engine/fieldtypes.c engine/predicate.c engine/position.c \
-               engine/services.c engine/tokenizer.c engine/query_embed.c engine/visit.c
+               engine/services.c engine/tokenizer.c engine/query_embed.c engine/visit.c engine/nearest.c
 CLI_SRC     := engine/cli.c engine/cli_run.c engine/serve.c engine/serve_api.c
 GEN_SRC     := $(BUILD)/gen/onnx.pb-c.c
 
@@ -71,7 +72,7 @@ LIB      := $(BUILD)/libstrata.a
 CLI      := $(BUILD)/strata
 
 # Unit tests: one cmocka binary per module (tests/test_<name>.c).
-UNIT_TESTS := base runtime ops_elementwise ops_tensor store rank_parse text text_index text_coll text_settings yql_ops text_query wand rank_eval rank_gbdt rank_phases rank_features compat engine yql ops_index ops_nn ops_rnn ops_quant ops_train ops_signal infer gemm plan optimize context pool binding embed fields summary types embedder indexing visit
+UNIT_TESTS := base runtime ops_elementwise ops_tensor store hnsw ann rank_parse text text_index text_coll text_settings yql_ops text_query wand rank_eval rank_gbdt rank_phases rank_features compat engine yql ops_index ops_nn ops_rnn ops_quant ops_train ops_signal infer gemm plan optimize context pool binding embed fields summary types embedder indexing visit
 TEST_BINS  := $(UNIT_TESTS:%=$(BUILD)/tests/test_%)
 TEST_LIB_SRC := tests/modelbuild.c tests/opcase.c tests/apptest.c
 TEST_LIB_OBJ := $(TEST_LIB_SRC:%.c=$(BUILD)/%.o)
@@ -82,7 +83,7 @@ TENSOR_CONFORMANCE     := $(BUILD)/tests/tensor_conformance
 TENSOR_CONFORMANCE_MIN := 1987
 
 .PHONY: all test unit e2e tensor-conformance crash serve-test vespa-apps avx2 asan tsan demo deps deps-test deps-fuzz \
-        check check-peer peer bench bench-text bench-serve deps-bench install clean layers fuzz fuzz-replay
+        check check-peer peer bench bench-text bench-serve bench-ann deps-bench install clean layers fuzz fuzz-replay
 # Objects made by pattern chains (tests/test_x.o) are kept, not deleted as intermediates.
 .SECONDARY:
 all: $(LIB) $(CLI)
@@ -102,6 +103,7 @@ $(BUILD)/%.o: %.c | $(BUILD)/gen/onnx.pb-c.h
 # The AVX-512 kernels: called only after rt_cpu_isa() reports AVX-512.
 $(BUILD)/runtime/ops/gemm_avx512.o: CFLAGS += -mavx512f -mavx512vl -mavx512bw -mavx512dq -mfma -mprfchw
 $(BUILD)/runtime/ops/attn_avx512.o: CFLAGS += -mavx512f -mavx512vl -mavx512bw -mavx512dq -mfma
+$(BUILD)/store/hnsw_avx512.o: CFLAGS += -mavx512f -mavx512vl -mavx512bw -mavx512dq -mfma
 
 $(LIB): $(LIB_OBJ)
 	rm -f $@
@@ -431,8 +433,23 @@ $(BENCH_MODELS)/minilm_l6_cross_decomposed.onnx $(BENCH_MODELS)/minilm_l6_embed.
 	@mkdir -p $(BENCH_MODELS)
 	@echo "mkbench: writing the benchmark's models to $(BENCH_MODELS)"
 	@$(MKBENCH) $(BENCH_MODELS)
+# The ANN case (bench/ann.c): clustered float vectors, Strata's HNSW graph
+# against hnswlib (python3-hnswlib, installed by make deps-bench) on the same
+# files with the same M and ef, one thread each: build time, index bytes,
+# open time, recall@10 and queries per second per exploreAdditionalHits.
+# ANN_ARGS go to it (default 100k x 128; e.g. ANN_ARGS='--n 1000000' or
+# '--dim 768').  make bench-ann runs it alone; so does make bench BENCH_ONLY=ann.
+ANN          := $(BUILD)/bench/ann
+ANN_ARGS     ?=
+$(ANN): $(BUILD)/bench/ann.o $(LIB)
+	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS)
+bench-ann: deps-bench $(ANN)
+	@$(ANN) --dir $(BUILD)/bench/ann-data --hnswlib bench/ann_hnswlib.py $(ANN_ARGS)
+BENCH_ONLY   ?=
 ifeq ($(BENCH_ONLY),text)
 bench: bench-text
+else ifeq ($(BENCH_ONLY),ann)
+bench: bench-ann
 else
 bench: $(BENCH) $(MKBENCH) $(QPS)
 	@if [ -d $(PEER_SRC) ] && $(MAKE) --no-print-directory peer; then \
@@ -446,6 +463,7 @@ bench: $(BENCH) $(MKBENCH) $(QPS)
 	@$(QPS) $(QPS_ARGS) $(BENCH_MODELS)/mlp_ranker.onnx $(QPS_DIR)
 	@$(MAKE) --no-print-directory bench-text
 	@$(MAKE) --no-print-directory bench-serve
+	@$(MAKE) -s --no-print-directory bench-ann
 endif
 
 # The text case (bench/textbench.c; bench/README.md): a generated corpus of

@@ -92,10 +92,29 @@ static int register_doctype(struct strata *db, const struct rank_schema *s,
 			sf->rank = rf->rank;
 			for (int k = 0; k < rf->rank; k++)
 				sf->dims[k] = rf->dims[k];
+			eng_hnsw_field(rf, sf);
 		}
 	}
 	struct store_doctype sd = { dt->name, n, dt->fields };
 	return store_doctype_add(db->env, &sd, &dt->store_id, err);
+}
+
+void eng_hnsw_field(const struct rank_field *rf, struct store_field *sf)
+{
+	static const int metric[] = {
+		[RANK_DIST_EUCLIDEAN] = STORE_METRIC_EUCLIDEAN,
+		[RANK_DIST_ANGULAR] = STORE_METRIC_ANGULAR,
+		[RANK_DIST_DOTPRODUCT] = STORE_METRIC_DOTPRODUCT,
+		[RANK_DIST_PRENORMALIZED_ANGULAR] = STORE_METRIC_PRENORMALIZED_ANGULAR,
+		[RANK_DIST_HAMMING] = STORE_METRIC_HAMMING,
+		[RANK_DIST_GEODEGREES] = STORE_METRIC_GEODEGREES,
+	};
+	if (!rf->hnsw || !rf->attribute || rf->rank != 1 || rf->distance_metric < 0 ||
+	    rf->distance_metric >= (int)(sizeof metric / sizeof metric[0]))
+		return;
+	sf->hnsw_metric = metric[rf->distance_metric];
+	sf->hnsw_m = rf->hnsw_m;
+	sf->hnsw_ef = rf->hnsw_ef;
 }
 
 /* rank's struct rank_loader.load_constant: a constant file is a tensor in

@@ -416,6 +416,31 @@ int eng_sparse_from_literal(const char *text, const struct eng_ttype *t, struct 
 void eng_sparse_free(struct eng_sparse *s);
 /* 1 when rf is a tensor field with mapped dimensions (stored as JSON text). */
 int eng_field_mapped(const struct rank_field *rf);
+/* The graph settings of a dense tensor field (db.c): a nearest-neighbour
+ * graph in the field's metric when the schema indexes a tensor attribute of
+ * one indexed dimension. */
+void eng_hnsw_field(const struct rank_field *rf, struct store_field *sf);
+
+/* nearest.c: the document set of a nearestNeighbor item. */
+struct eng_nn {
+	struct store_txn *txn;
+	int doctype, field;        /* store handles */
+	int graph;                 /* the field has an HNSW graph */
+	int approximate;           /* the item allows approximate search */
+	uint32_t target_hits, explore;
+	const double *query;       /* the query tensor's cells */
+	size_t ncells;
+	/* The filter (NULL: every document): 1 passes, 0 not, or an error code. */
+	int (*filter)(void *ud, uint32_t lid);
+	/* The exact distance in the field's metric; +inf: no value. */
+	double (*distance)(void *ud, uint32_t lid);
+	void *ud;
+};
+/* *set (n local ids, sorted; freed with base_free(*set, n * 4)) gets the
+ * targetHits nearest documents that pass the filter, exactly or from the
+ * graph (see nearest.c for when).  Returns 0, STRATA_NOMEM, or the store's
+ * and the filter's errors. */
+int eng_nn_set(const struct eng_nn *r, uint32_t **set, size_t *n, struct strata_error *err);
 /* The stored text of such a field's value from JSON in any of the forms
  * above: Vespa's short form, {"type": T, "cells": {label: v}} for one mapped
  * dimension, {"type": T, "blocks": {label: [...]}} for one mapped and
@@ -555,6 +580,7 @@ struct yql_node {
 	char *input;       /* NN: the query input name */
 	long target_hits;  /* NN, WSET (wand), WEAKAND */
 	int approximate;   /* NN: 1 unless approximate:false */
+	long explore;      /* NN: hnsw.exploreAdditionalHits */
 	char *label;       /* NN, WSET: or NULL */
 	int nvals;         /* IN: the values, numbers or strings; WSET: the tokens; SAME: the
 	                      strings */

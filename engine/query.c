@@ -7,8 +7,8 @@
  *   1. resolve: field names of the where tree to field indexes, the rank
  *      profile, the query inputs (JSON -> cells, via tensor_json.c);
  *   2. nearestNeighbor: the targetHits documents closest to the query tensor
- *      (exact distances) among those passing the rest of a top-level AND, as
- *      Vespa's exact search does;
+ *      among those passing the rest of a top-level AND, exactly or through
+ *      the field's HNSW graph (nearest.c);
  *   3. match: every live document is tested against the where tree, reading
  *      attributes straight from the store's memory map (strings and
  *      non-attribute fields through store_get);
@@ -509,26 +509,23 @@ static int eval(struct qstate *qs, struct dtstate *ds, const struct yql_node *n,
 	return 0;
 }
 
-/* ---- nearest neighbours -------------------------------------------------------------- */
+/* ---- nearest neighbours (nearest.c) ---------------------------------------------------- */
 
-struct cand {
-	double dist;
-	uint32_t lid;
-	const char *docid;
-};
-
-static int cand_cmp(const void *a, const void *b)
+/* struct eng_nn's callbacks: the filter is the rest of the top-level AND. */
+static int nn_filter(void *ud, uint32_t lid)
 {
-	const struct cand *x = a, *y = b;
-	if (x->dist != y->dist)
-		return x->dist < y->dist ? -1 : 1;
-	return strcmp(x->docid, y->docid);
+	struct dtstate *ds = ud;
+	int m = eval(ds->qs, ds, ds->qs->yql->where, lid, 1);
+	return ds->qs->match_nomem ? STRATA_NOMEM : m;
 }
 
-static int lid_cmp(const void *a, const void *b)
+static double nn_distance(void *ud, uint32_t lid)
 {
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-	return x < y ? -1 : x > y;
+	struct dtstate *ds = ud;
+	uint64_t a = mark();
+	double d = rank_query_nn_distance(ds->rq, &ds->docs, lid);
+	charge(ds->qs, a);
+	return d;
 }
 
 /* The NN set of ds: the target_hits closest documents among those that pass
@@ -536,67 +533,18 @@ static int lid_cmp(const void *a, const void *b)
 static int nn_set(struct qstate *qs, struct dtstate *ds, struct yql_node *nn)
 {
 	struct yql_node *root = qs->yql->where;
-	int filtered = root->kind == YQL_AND;
-	if (filtered) {
-		int direct = 0;
-		for (int i = 0; i < root->nkids; i++)
-			direct |= root->kids[i] == nn;
-		filtered = direct;
-	}
-	struct cand *c = NULL;
-	size_t n = 0, cap = 0;
-	for (uint32_t lid = 0; store_next(qs->txn, ds->dt->store_id, &lid) == 0; lid++) {
-		if (filtered && !eval(qs, ds, root, lid, 1)) {
-			if (qs->match_nomem)
-				break;
-			continue;
-		}
-		uint64_t a = mark();
-		double d = rank_query_nn_distance(ds->rq, &ds->docs, lid);
-		charge(qs, a);
-		if (isnan(d) || isinf(d))
-			continue;
-		if (n == cap) {
-			int rc = base_grow((void **)&c, &cap, n + 1, sizeof *c, MAX_MATCHES);
-			if (rc) {
-				if (c)
-					base_free(c, cap * sizeof *c);
-				return rc == STRATA_NOMEM
-				               ? base_nomem(qs->err, "nearestNeighbor candidates")
-				               : base_err(qs->err, rc, "nearestNeighbor: too many candidates");
-			}
-		}
-		c[n].dist = d;
-		c[n].lid = lid;
-		c[n].docid = store_docid(qs->txn, ds->dt->store_id, lid);
-		if (!c[n].docid)
-			c[n].docid = "";
-		n++;
-		if (lid == UINT32_MAX)
-			break;
-	}
-	if (qs->match_nomem) {
-		if (c)
-			base_free(c, cap * sizeof *c);
-		return base_nomem(qs->err, "matching a collection value");
-	}
-	if (n)
-		qsort(c, n, sizeof *c, cand_cmp);
-	size_t k = n < (size_t)nn->target_hits ? n : (size_t)nn->target_hits;
-	if (k) {
-		ds->nn = base_alloc(k * sizeof *ds->nn);
-		if (!ds->nn) {
-			base_free(c, cap * sizeof *c);
-			return base_nomem(qs->err, "nearestNeighbor");
-		}
-		for (size_t i = 0; i < k; i++)
-			ds->nn[i] = c[i].lid;
-		qsort(ds->nn, k, sizeof *ds->nn, lid_cmp);
-	}
-	ds->nnn = k;
-	if (c)
-		base_free(c, cap * sizeof *c);
-	return 0;
+	int filtered = 0;
+	for (int i = 0; root->kind == YQL_AND && i < root->nkids; i++)
+		filtered |= root->kids[i] == nn;
+	struct eng_nn r = {
+		.txn = qs->txn, .doctype = ds->dt->store_id, .field = nn->fidx,
+		.graph = ds->dt->fields[nn->fidx].hnsw_metric != 0,
+		.approximate = nn->approximate,
+		.target_hits = (uint32_t)nn->target_hits, .explore = (uint32_t)nn->explore,
+		.filter = filtered ? nn_filter : NULL, .distance = nn_distance, .ud = ds,
+	};
+	r.query = rank_query_nn_cells(ds->rq, &r.ncells);
+	return eng_nn_set(&r, &ds->nn, &ds->nnn, qs->err);
 }
 
 /* ---- per document type ---------------------------------------------------------------- */

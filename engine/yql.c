@@ -11,7 +11,7 @@
  *         (either map may hold subqueries: {"0x3": {"k": "v"}, "[0, 2]": {...}})
  *         | geoLocation(f, lat, lng, "10 km")
  *         | [{targetHits: K, label: "l", approximate:
- *         false}]nearestNeighbor(f, q) | cond and cond | cond or cond | !cond
+ *         false, hnsw.exploreAdditionalHits: N}]nearestNeighbor(f, q) | cond and cond | cond or cond | !cond
  *         | (cond) | dotProduct(f, {"token": weight, ...}) | weightedSet(f, {...})
  *         | [{targetHits: K, scoreThreshold: X, label: "l"}]wand(f, {...})
  *         | f contains sameElement("a", "b")
@@ -292,10 +292,11 @@ static int flip(int op)
 	return op;
 }
 
-/* {targetHits: 10, label: "x", approximate: false} before nearestNeighbor;
- * scoreThreshold before wand.  *nn_only is where the first annotation that
- * weakAnd does not take begins (left alone when there is none). */
-static int annotations(struct parser *ps, long *target, char **label, int *approx,
+/* {targetHits: 10, label: "x", approximate: false,
+ * hnsw.exploreAdditionalHits: 100} before nearestNeighbor; scoreThreshold
+ * before wand.  *nn_only is where the first annotation that weakAnd does not
+ * take begins (left alone when there is none). */
+static int annotations(struct parser *ps, long *target, long *explore, char **label, int *approx,
                        double *threshold, const char **nn_only)
 {
 	if (next(ps))
@@ -338,8 +339,13 @@ static int annotations(struct parser *ps, long *target, char **label, int *appro
 			double v;
 			if (!*nn_only)
 				*nn_only = at;
-			if (number(ps, &v, "a number")) /* no effect: search is exact */
+			const char *vat = ps->start;
+			if (number(ps, &v, "a number"))
 				return STRATA_PARSE;
+			if (v < 0 || v != floor(v) || v > 1e9)
+				return fail_at(ps, vat, "hnsw.exploreAdditionalHits must be a whole number "
+				               "from 0%s", "");
+			*explore = (long)v;
 		} else {
 			return fail_at(ps, at, "unknown annotation '%s'", key);
 		}
@@ -752,14 +758,14 @@ static struct yql_node *primary(struct parser *ps)
 		n->nkids = 1;
 		return n;
 	}
-	long target = -1;
+	long target = -1, explore = 0;
 	char *label = NULL;
 	int approx = 1;
 	int annotated = 0;
 	double threshold = -INFINITY;
 	const char *nn_only = NULL;
 	if (is_punct(ps, "{")) {
-		if (annotations(ps, &target, &label, &approx, &threshold, &nn_only))
+		if (annotations(ps, &target, &explore, &label, &approx, &threshold, &nn_only))
 			return NULL;
 		annotated = 1;
 	}
@@ -818,6 +824,7 @@ static struct yql_node *primary(struct parser *ps)
 				return NULL;
 			}
 			n->target_hits = target;
+			n->explore = explore;
 			n->label = label;
 			n->approximate = approx;
 			return n;

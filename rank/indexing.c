@@ -173,8 +173,9 @@ static int sink(struct ixp *x, const struct rank_tok *t, struct rank_ix *n)
 		/* a text index (parse_text.c), on a string or on an array or
 		 * weighted set of them */
 		f->index = 1;
-	} else if (f->type != RANK_FT_TENSOR) {
-		/* On a tensor, index asks for an HNSW graph; search stays exact. */
+	} else if (f->type == RANK_FT_TENSOR) {
+		f->hnsw = 1; /* a nearest-neighbour graph (parse_hnsw.c, store/hnsw.c) */
+	} else {
 		return rank_parser_fail(x->p, t, STRATA_NOT_IMPLEMENTED,
 		                        "'indexing: index' on field '%s' is not supported", f->name);
 	}

@@ -11,8 +11,8 @@
  * STRATA_PARSE error; names that clash, bad types and counts are STRATA_TYPE.
  * Every message starts with "file:line:col: " and quotes the token at fault.
  * Accepted and ignored because they change nothing in what Strata computes:
- * attribute: fast-search / fast-access / paged / mutable, HNSW index blocks on
- * tensor fields (search is exact), onnx-model thread and device settings,
+ * attribute: fast-search / fast-access / paged / mutable, onnx-model thread
+ * and device settings,
  * rank-profile thread settings, set_language in indexing (the stemmer is
  * English), and rank: filter / normal on a field; and the field settings
  * parse_field.c lists as accepted (linguistics profiles, rank-type: about,
@@ -26,8 +26,8 @@
  * types byte, uri, raw, reference and predicate and the import field item
  * are parsed by types.c.  The document part of the language (collection and
  * struct types, summaries) is parsed by fields.c, indexing statements by
- * indexing.c, rank profiles and onnx-model blocks by parse_profile.c, all
- * called from here.
+ * indexing.c, rank profiles and onnx-model blocks by parse_profile.c, a
+ * tensor's index (HNSW) block by parse_hnsw.c, all called from here.
  *
  * Invariants: the parser never reads past the text (the lexer bounds every
  * token); value nesting is bounded by RANK_PARSE_MAX_DEPTH; the partly built
@@ -154,8 +154,10 @@ static int distance_metric(struct rank_parser *p, struct rank_field *f)
 		{"euclidean", RANK_DIST_EUCLIDEAN}, {"angular", RANK_DIST_ANGULAR},
 		{"dotproduct", RANK_DIST_DOTPRODUCT},
 		{"prenormalized-angular", RANK_DIST_PRENORMALIZED_ANGULAR},
+		{"innerproduct", RANK_DIST_PRENORMALIZED_ANGULAR}, /* its name before Vespa 8 */
+		{"hamming", RANK_DIST_HAMMING}, {"geodegrees", RANK_DIST_GEODEGREES},
 	};
-	static const char *const unsupported[] = {"innerproduct", "hamming", "geodegrees", NULL};
+	static const char *const unsupported[] = {NULL};
 	struct rank_tok t;
 	int rc = rank_parser_expect(p, ":", "after 'distance-metric'");
 	if (rc)
@@ -167,24 +169,6 @@ static int distance_metric(struct rank_parser *p, struct rank_field *f)
 		return 0;
 	}
 	return bad_keyword(p, &t, unsupported, "distance-metric", "a distance metric");
-}
-
-/* Skip a balanced { ... } block whose '{' is next. */
-static int skip_block(struct rank_parser *p)
-{
-	struct rank_tok t, open;
-	int level = 0;
-	rank_lex_peek(p->lx, RANK_LEX_SCHEMA, &open);
-	do {
-		rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
-		if (t.kind == RT_EOF)
-			return rank_parser_fail(p, &open, STRATA_PARSE, "the '{' here is never closed");
-		if (rank_tok_is(&t, "{"))
-			level++;
-		else if (rank_tok_is(&t, "}"))
-			level--;
-	} while (level > 0);
-	return 0;
 }
 
 static int attribute_setting(struct rank_parser *p, struct rank_field *f, const struct rank_tok *t)
@@ -231,11 +215,8 @@ static int field_body(struct rank_parser *p, struct rank_field *f)
 		} else if (rank_tok_is(&t, "weightedset")) {
 			rc = rank_wset_settings(p, f, &t);
 		} else if (rank_tok_is(&t, "index")) {
-			struct rank_tok s;
-			rank_lex_peek(p->lx, RANK_LEX_SCHEMA, &s);
-			/* HNSW parameters of a tensor field: accepted, search is exact. */
-			if (f->type == RANK_FT_TENSOR && rank_tok_is(&s, "{"))
-				rc = skip_block(p);
+			if (f->type == RANK_FT_TENSOR)
+				rc = rank_parse_tensor_index(p, f, &t);
 			else if (f->type == RANK_FT_PREDICATE)
 				rc = rank_predicate_index(p, f, &t);
 			else if (f->type == RANK_FT_STRING || rank_field_holds_text(f))

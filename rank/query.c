@@ -412,6 +412,20 @@ double rank_query_nn_distance(struct rank_query *q, const struct rank_docs *d, u
 	return INFINITY;
 }
 
+const double *rank_query_nn_cells(const struct rank_query *q, size_t *n)
+{
+	const struct rank_profile *p = q->p;
+	for (int f = 0; f < p->sd->nfields; f++) {
+		int i = q->nn_input[f];
+		if (i >= 0) {
+			*n = p->inputs[i].ncells;
+			return q->inputs[i];
+		}
+	}
+	*n = 0;
+	return NULL;
+}
+
 static void begin_doc(struct rank_query *q, uint32_t lid, double first)
 {
 	base_arena_reset(&q->arena);

@@ -93,7 +93,9 @@ enum rank_distance {
 	RANK_DIST_EUCLIDEAN = 0, /* the default */
 	RANK_DIST_ANGULAR,
 	RANK_DIST_DOTPRODUCT,
-	RANK_DIST_PRENORMALIZED_ANGULAR,
+	RANK_DIST_PRENORMALIZED_ANGULAR, /* also Vespa's older name, innerproduct */
+	RANK_DIST_HAMMING,      /* differing bits (int8 cells), else differing cells */
+	RANK_DIST_GEODEGREES,   /* (latitude, longitude) in degrees: great-circle km */
 };
 
 /* How a text-indexed string field is matched (match: ...). */
@@ -210,6 +212,9 @@ struct rank_field {
 	int64_t dims[RANK_MAX_RANK];   /* TENSOR: sizes; -1 for a mapped dimension */
 	const char *dim_names[RANK_MAX_RANK];
 	int distance_metric; /* enum rank_distance (attribute { distance-metric: ... }) */
+	int hnsw;            /* TENSOR: indexing: index, a nearest-neighbour graph */
+	int hnsw_m, hnsw_ef; /* index { hnsw { max-links-per-node, neighbors-to-explore-at-insert } };
+	                        0: the defaults (16, 200) */
 	int line, col;       /* where it is declared */
 	/* Text search, on string fields (see rank_schema_fieldset too). */
 	int index;           /* indexing: index: a text index */
@@ -593,6 +598,9 @@ int rank_query_set_nn_label(struct rank_query *q, const char *field, const char 
 /* The distance of lid's field value to the nearestNeighbor query tensor, in
  * the field's metric; +inf when the document has no value. */
 double rank_query_nn_distance(struct rank_query *q, const struct rank_docs *d, uint32_t lid);
+/* The cells of the nearestNeighbor query tensor (*n of them), valid until
+ * the query's inputs change; NULL with no item. */
+const double *rank_query_nn_cells(const struct rank_query *q, size_t *n);
 
 /* First phase for n documents: scores[i] for lids[i].  Returns 0,
  * STRATA_INVALID_ARGUMENT (a required input was not given: see

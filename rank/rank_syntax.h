@@ -155,6 +155,9 @@ int rank_parse_schema_constant(struct rank_parser *p, const struct rank_tok *kw)
  * defaults and the fieldsets' field names (STRATA_TYPE when one is not
  * declared). */
 int rank_text_setting_is(const struct rank_tok *kw);
+/* parse_hnsw.c: index { hnsw { ... } } (or index: hnsw) of a tensor field,
+ * kw being "index". */
+int rank_parse_tensor_index(struct rank_parser *p, struct rank_field *f, const struct rank_tok *kw);
 int rank_parse_text_setting(struct rank_parser *p, struct rank_field *f, const struct rank_tok *kw);
 int rank_parse_fieldset(struct rank_parser *p);
 int rank_parse_schema_stemming(struct rank_parser *p, const struct rank_tok *kw);

@@ -211,12 +211,60 @@ double rank_tensor_dot(int ca, const void *a, int cb, const void *b, size_t n)
 	return s;
 }
 
+/* x as an int8 cell (truncated, held in range), as hamming() reads it. */
+static int8_t int8_bits(double x)
+{
+	if (!(x > -128.0))
+		return -128;
+	return x > 127.0 ? 127 : (int8_t)x;
+}
+
+/* hamming: with int8 cells the number of bits that differ (each cell is 8
+ * bits; the other side's cells are taken as int8), else the number of
+ * cells that differ. */
+static double hamming(int ca, const void *a, int cb, const void *b, size_t n)
+{
+	double s = 0;
+	if (ca == BASE_DT_INT8 || cb == BASE_DT_INT8) {
+		for (size_t i = 0; i < n; i++) {
+			unsigned x = (uint8_t)int8_bits(rank_cell(ca, a, i));
+			unsigned y = (uint8_t)int8_bits(rank_cell(cb, b, i));
+			s += __builtin_popcount(x ^ y);
+		}
+		return s;
+	}
+	for (size_t i = 0; i < n; i++)
+		s += rank_cell(ca, a, i) != rank_cell(cb, b, i);
+	return s;
+}
+
+/* geodegrees: cells 0 and 1 are latitude and longitude in degrees; the
+ * great-circle distance in kilometres (haversine, mean earth radius). */
+static double geodegrees(int ca, const void *a, int cb, const void *b, size_t n)
+{
+	if (n < 2)
+		return INFINITY;
+	const double r = M_PI / 180.0;
+	double lat1 = rank_cell(ca, a, 0) * r, lon1 = rank_cell(ca, a, 1) * r;
+	double lat2 = rank_cell(cb, b, 0) * r, lon2 = rank_cell(cb, b, 1) * r;
+	double sa = sin((lat2 - lat1) / 2), so = sin((lon2 - lon1) / 2);
+	double h = sa * sa + cos(lat1) * cos(lat2) * so * so;
+	if (h > 1.0)
+		h = 1.0;
+	return 2.0 * 6371.0088 * asin(sqrt(h));
+}
+
 /* Distances as Vespa defines them for nearest-neighbor search:
  * euclidean sqrt(sum (a-b)^2); angular the angle acos(cos) in radians;
- * dotproduct -a.b; prenormalized-angular 1 - a.b (vectors of length 1). */
+ * dotproduct -a.b; prenormalized-angular 1 - a.b (vectors of length 1);
+ * hamming and geodegrees above. */
 double rank_tensor_distance(int metric, int ca, const void *a, int cb, const void *b, size_t n)
 {
 	switch (metric) {
+	case RANK_DIST_HAMMING:
+		return hamming(ca, a, cb, b, n);
+	case RANK_DIST_GEODEGREES:
+		return geodegrees(ca, a, cb, b, n);
 	case RANK_DIST_ANGULAR: {
 		double ab = 0, aa = 0, bb = 0;
 		for (size_t i = 0; i < n; i++) {

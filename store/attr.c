@@ -56,6 +56,17 @@ static const void *cell_in(const struct sfield *f, const uint8_t *b, uint32_t li
 	return b + f->bitmap_bytes + (size_t)slot * f->cell_bytes;
 }
 
+const uint8_t *store_col_block(struct store_txn *txn, const struct doctype *dt, int sf,
+                               uint32_t block)
+{
+	return block_get(txn, dt, sf, block);
+}
+
+const void *store_col_cell(const struct sfield *f, const uint8_t *b, uint32_t lid)
+{
+	return cell_in(f, b, lid);
+}
+
 const void *store_col_get(struct store_txn *txn, struct doctype *dt, int sf, uint32_t lid)
 {
 	const uint8_t *b = block_get(txn, dt, sf, lid >> dt->stored[sf].block_shift);

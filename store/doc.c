@@ -628,6 +628,10 @@ static int write_put(struct store_txn *w, int t, const char *id,
 			return rc;
 		}
 	}
+	if ((rc = store_hnsw_sync_doc(w, dt, lid, update ? only : NULL, err)) != 0) {
+		w->failed = 1;
+		return rc;
+	}
 	BASE_DEBUG_ASSERT(!w->failed);
 	return 0;
 }
@@ -681,6 +685,10 @@ int store_remove(struct store_txn *w, int doctype, const char *docid, struct str
 			w->failed = 1;
 			return rc;
 		}
+	}
+	if ((rc = store_hnsw_sync_doc(w, dt, lid, NULL, err)) != 0) {
+		w->failed = 1;
+		return rc;
 	}
 	return 0;
 }

@@ -342,6 +342,9 @@ static int merge_fields(struct doctype *dt, const struct store_doctype *udt, uns
 		dt->stored[j].text = (uf->text & STORE_TEXT_ON) &&
 		                     (coll ? uf->type == STORE_T_JSON : uf->type == STORE_T_STRING)
 		                             ? uf->text : 0;
+		dt->stored[j].hnsw_metric = uf->hnsw_metric;
+		dt->stored[j].hnsw_m = uf->hnsw_m;
+		dt->stored[j].hnsw_ef = uf->hnsw_ef;
 	}
 	return 0;
 }
@@ -439,11 +442,13 @@ int store_doctype_add(struct store_env *env, const struct store_doctype *udt, in
 	if ((rc = open_db(t, dt->name, "ids", 0, &dt->ids)) != 0 ||
 	    (rc = open_db(t, dt->name, "docs", MDB_INTEGERKEY, &dt->docs)) != 0 ||
 	    (rc = open_db(t, dt->name, "cols", MDB_INTEGERKEY, &dt->cols)) != 0 ||
-	    (rc = open_db(t, dt->name, "text", 0, &dt->text)) != 0) {
+	    (rc = open_db(t, dt->name, "text", 0, &dt->text)) != 0 ||
+	    (rc = open_db(t, dt->name, "hnsw", 0, &dt->hnsw)) != 0) {
 		rc = store_mdb_err(err, rc, "opening the document tables");
 		goto out;
 	}
-	if ((rc = store_doc_text_sync(t, env->meta, dt, err)) != 0)
+	if ((rc = store_doc_text_sync(t, env->meta, dt, err)) != 0 ||
+	    (rc = store_hnsw_sync(t, env->meta, dt, err)) != 0)
 		goto out;
 	rc = mdb_txn_commit(t);
 	t = NULL;

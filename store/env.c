@@ -303,6 +303,8 @@ static void txn_free(struct store_txn *txn)
 	base_free(txn->ebuf, txn->ebuf_cap);
 	if (txn->df_free)
 		txn->df_free(txn);
+	if (txn->hnsw)
+		txn->hnsw_free(txn->hnsw); /* graph maintenance's (hnsw_write.c) */
 	if (txn->arena_used)
 		base_arena_free(&txn->arena);
 	base_free(txn, sizeof *txn);

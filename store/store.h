@@ -76,6 +76,23 @@ struct store_field {
 	int64_t dims[STORE_MAX_RANK]; /* TENSOR: sizes */
 	int text;          /* STRING: STORE_TEXT_ON | BASE_TOKEN_* flags for a text index, else 0;
 	                      JSON: the same with STORE_TEXT_ARRAY or STORE_TEXT_WSET */
+	/* TENSOR attributes of one dense dimension (cells float, double,
+	 * bfloat16 or int8): a nearest-neighbour graph (HNSW) under this
+	 * metric, STORE_METRIC_NONE for none; see store_hnsw_search(). */
+	int hnsw_metric;   /* enum store_metric */
+	int hnsw_m;        /* links per node and level (twice that on level 0); 0: 16 */
+	int hnsw_ef;       /* candidates explored per insert; 0: 200 */
+};
+
+/* Distance metrics of a nearest-neighbour graph (Vespa's distance-metric). */
+enum store_metric {
+	STORE_METRIC_NONE = 0,
+	STORE_METRIC_EUCLIDEAN,
+	STORE_METRIC_ANGULAR,
+	STORE_METRIC_DOTPRODUCT,
+	STORE_METRIC_PRENORMALIZED_ANGULAR,
+	STORE_METRIC_HAMMING,    /* int8 cells: differing bits; else differing cells */
+	STORE_METRIC_GEODEGREES, /* (latitude, longitude) in degrees: great-circle km */
 };
 
 #define STORE_TEXT_ON 0x100    /* in store_field.text: the field has a text index */
@@ -270,6 +287,55 @@ int store_text_element(struct store_txn *txn, int doctype, int field, uint32_t l
  * average field length).  Returns 0, STRATA_INVALID_ARGUMENT, STRATA_STORE. */
 int store_text_stats(struct store_txn *txn, int doctype, int field, uint64_t *docs,
                      uint64_t *tokens, struct strata_error *err);
+
+/* ---- nearest-neighbour graphs ---------------------------------------------------
+ *
+ * A tensor field with hnsw_metric set has an HNSW graph (hierarchical
+ * navigable small world, Malkov and Yashunin) over the documents that have a
+ * value, kept in the store and changed by every put, update and remove in
+ * the same transaction as the document: after a crash the graph and the
+ * documents agree, and opening the store never rebuilds it (only adding a
+ * graph to a field, or changing its metric or settings, does, in
+ * store_doctype_add).  Node ids are local ids; a document's level is drawn
+ * from a hash of its local id, so the same feed builds the same graph.
+ * Searching reads the neighbour lists and vectors straight from the memory
+ * map. */
+
+/* One result of store_hnsw_search(). */
+struct store_hit {
+	uint32_t lid;
+	double distance; /* in the metric's own order: euclidean gives the square of the
+	                    distance, angular 1 - cos; others are the distance itself
+	                    (dotproduct -a.b, prenormalized-angular 1 - a.b, hamming,
+	                    geodegrees km) */
+};
+
+/* The k documents (at most) nearest to query (n cells, the field's cell
+ * count) in field's graph, approximately: the search keeps the ef best
+ * candidates (ef < k counts as k).  filter (NULL: none) is a bitmap of
+ * local ids, bit lid % 64 of word lid / 64, nbits bits: only documents
+ * whose bit is set are returned, and the search explores further until it
+ * has k of them or the graph is exhausted.  out[k] receives the hits,
+ * nearest first, *nout their number.  Returns 0, STRATA_INVALID_ARGUMENT
+ * (no graph on the field, a wrong cell count, a bad handle),
+ * STRATA_CORRUPT, STRATA_TXN_FAILED, STRATA_STORE, STRATA_NOMEM.  Reads
+ * only; any number of threads, each with its own read transaction. */
+int store_hnsw_search(struct store_txn *txn, int doctype, int field, const double *query,
+                      size_t n, uint32_t k, uint32_t ef, const uint64_t *filter, size_t nbits,
+                      struct store_hit *out, size_t *nout, struct strata_error *err);
+
+/* Check field's graph against the documents: a node for exactly the
+ * documents with a value, records of the right size, links to nodes only
+ * of the levels they are on, never to themselves, the entry point on the
+ * top level, the node count.  *nodes (may be NULL) receives the number of
+ * nodes.  Returns 0, STRATA_CORRUPT naming the first fault,
+ * STRATA_INVALID_ARGUMENT (no graph), STRATA_STORE, STRATA_NOMEM. */
+int store_hnsw_check(struct store_txn *txn, int doctype, int field, uint64_t *nodes,
+                     struct strata_error *err);
+
+/* Bytes the field's graph takes in the store (keys and records, without
+ * LMDB's page overhead); 0 without a graph. */
+uint64_t store_hnsw_bytes(struct store_txn *txn, int doctype, int field);
 
 /* Whether ptr lies inside the store's memory map (for zero-copy checks). */
 int store_in_map(const struct store_env *env, const void *ptr);

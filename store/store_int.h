@@ -19,6 +19,10 @@
  *                 and their total length (two u64).  Written in the same
  *                 transaction as the document, so they always agree.
  *   "meta" "x/<doctype>" -> the text settings the index was built with.
+ *   "<dt>/hnsw"   the nearest-neighbour graphs (hnsw.c): key field (u16 BE)
+ *                 -> the graph's head (entry point, top level, node count);
+ *                 field (u16 BE) lid (u32 BE) -> the node's neighbour lists.
+ *   "meta" "h/<doctype>" -> the graph settings the graphs were built with.
  *
  * A doctype has two field lists.  The stored layout (struct sfield) is every
  * field ever recorded for the type, in the order first recorded: a stored
@@ -35,7 +39,7 @@
 #include "store.h"
 
 #define STORE_MAX_DOCTYPES 40      /* 4 named DBs each + meta must fit maxdbs */
-#define STORE_MAX_DBS 192
+#define STORE_MAX_DBS 256         /* 5 named DBs per doctype + meta */
 #define STORE_MAX_FIELDS 4096
 #define STORE_MAX_NAME 200         /* doctype and field names, bytes */
 #define STORE_MAX_STRING (16u << 20)
@@ -45,6 +49,9 @@
 
 /* Types whose values are bytes in the record (strings, JSON text). */
 #define STORE_IS_BYTES(t) ((t) == STORE_T_STRING || (t) == STORE_T_JSON)
+
+/* A distance kernel: a and b are n cells of the field's cell type. */
+typedef double (*store_dist_fn)(const void *a, const void *b, size_t n);
 
 /* A field of the stored layout. */
 struct sfield {
@@ -64,11 +71,14 @@ struct sfield {
 	int user;          /* caller's field index, -1 when the caller omits it */
 	int text;          /* store_field.text for a string or collection field with a text
 	                      index (STORE_TEXT_ON set), 0 without one */
+	int hnsw_metric;   /* enum store_metric: a graph (hnsw.c), 0 without */
+	int hnsw_m, hnsw_ef;
+	store_dist_fn dist; /* the graph's distance kernel (hnsw_dist.c) */
 };
 
 struct doctype {
 	char *name;
-	MDB_dbi ids, docs, cols, text;
+	MDB_dbi ids, docs, cols, text, hnsw;
 	int nstored;
 	int stored_cap;          /* allocated entries; unused ones are zero */
 	struct sfield *stored;
@@ -125,6 +135,10 @@ struct store_txn {
 	struct store_text_df *df;
 	int (*df_flush)(struct store_txn *w, struct strata_error *err);
 	void (*df_free)(struct store_txn *w);
+	/* Graph maintenance scratch (write txns, hnsw_write.c), made on first
+	 * use with the function that frees it. */
+	struct hnsw_scratch *hnsw;
+	void (*hnsw_free)(struct hnsw_scratch *s);
 	/* Aligned copies of record tensors that LMDB left misaligned. */
 	struct base_arena arena;
 	int arena_used;
@@ -189,9 +203,40 @@ int store_text_settings(MDB_txn *t, MDB_dbi meta, const struct doctype *dt, int 
  * Returns 0 or an LMDB/CORRUPT error; the caller fails the txn. */
 int store_col_write(struct store_txn *txn, struct doctype *dt, int sf, uint32_t lid,
                     const void *cell, struct strata_error *err);
+/* The column block of stored field sf holding ids block << block_shift
+ * on (NULL: none), and lid's cell in such a block (NULL: no value); valid
+ * until the next write. */
+const uint8_t *store_col_block(struct store_txn *txn, const struct doctype *dt, int sf,
+                               uint32_t block);
+const void *store_col_cell(const struct sfield *f, const uint8_t *b, uint32_t lid);
 /* lid's value in stored field sf's column, or NULL. */
 const void *store_col_get(struct store_txn *txn, struct doctype *dt, int sf, uint32_t lid);
 /* Forget cached block pointers (before a write). */
 void store_attr_reset(struct store_txn *txn);
+
+/* hnsw.c */
+/* Bring lid's node in every graph of dt in line with its column value
+ * (absent: no node).  Call after the columns are written.  Only fields
+ * with only[sf] set are looked at (only NULL: all).  Returns 0 or an
+ * error; the caller fails the txn. */
+int store_hnsw_sync_doc(struct store_txn *w, struct doctype *dt, uint32_t lid,
+                        const unsigned char *only, struct strata_error *err);
+/* At store_doctype_add in its txn t: check the graph settings of dt's
+ * fields, rebuild the graphs whose settings changed and record them. */
+int store_hnsw_sync(MDB_txn *t, MDB_dbi meta, struct doctype *dt, struct strata_error *err);
+
+/* hnsw_dist.c */
+store_dist_fn store_dist_kernel(int metric, int cell, int avx512);
+store_dist_fn store_dist_avx512(int metric); /* NULL: none for the metric */
+int store_cpu_avx512(void); /* the CPU runs AVX-512 and STRATA_CPU is not "avx2" */
+/* 1 - cos from a.b, |a|^2 and |b|^2; 1 when either has no direction. */
+static inline double store_angular_of(double ab, double aa, double bb)
+{
+	if (aa == 0.0 || bb == 0.0)
+		return 1.0;
+	double c = ab / __builtin_sqrt(aa * bb);
+	return 1.0 - (c > 1.0 ? 1.0 : c < -1.0 ? -1.0 : c);
+}
+double store_geo_km(double lat1, double lon1, double lat2, double lon2);
 
 #endif

@@ -570,8 +570,6 @@ static const struct bad bads[] = {
 	 STRATA_PARSE, "t.sd:2:44: expected an indexing expression, found '|'"},
 	{"schema s { document s { field t type string { indexing: tokenize | attribute } } }",
 	 STRATA_NOT_IMPLEMENTED, "t.sd:1:57: indexing expression 'tokenize' is not supported"},
-	{"schema s { document s { field v type tensor(x[2]) {\n attribute { distance-metric: hamming } } } }",
-	 STRATA_NOT_IMPLEMENTED, "t.sd:2:31: distance-metric 'hamming' is not supported"},
 	{"schema s { document s { field v type tensor(x[2]) {\n attribute { distance-metric: cosine } } } }",
 	 STRATA_TYPE, "t.sd:2:31: unknown distance-metric 'cosine'"},
 	{"schema s { document s { field a type array<tensor(x[2])> { } } }", STRATA_NOT_IMPLEMENTED,

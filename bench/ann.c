@@ -1,0 +1,284 @@
+/*
+ * ann.c: the approximate nearest-neighbour benchmark (make bench-ann, and
+ * the ANN case of make bench).
+ *
+ *   build/bench/ann [--n N] [--dim D] [--queries Q] [--m M] [--efc E]
+ *                   [--explore 0,10,...] [--dir DIR] [--hnswlib SCRIPT]
+ *
+ * Generates N clustered float vectors of D cells and Q queries near the
+ * same clusters (fixed seed, tests/vecgen.h) into DIR as raw float32 files,
+ * and the exact 10 nearest of each query (brute force, in double).  Then
+ * Strata: the documents are put through the library (store_put, batches of
+ * 1000 per transaction, the graph kept in the same transactions), timed;
+ * the store is closed and opened again, timed (it reads the graph, so the
+ * time does not grow with N); each query runs single-threaded through
+ * store_hnsw_search with ef = 10 + explore, giving recall@10 and queries
+ * per second; the graph's bytes are store_hnsw_bytes.  With --hnswlib, the
+ * Python script runs hnswlib on the same files with the same M, ef
+ * construction and ef, one thread, in the same run, and both are printed
+ * side by side.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "../store/store.h"
+#include "../tests/vecgen.h"
+
+#define K 10
+#define CLUSTERS 100
+#define MAX_EXPLORE 16
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* This process's CPU time: the machine may be shared, so both are shown. */
+static double cpu(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+struct opts {
+	long n, dim, nq, m, efc;
+	int nexp;
+	long explore[MAX_EXPLORE];
+	const char *dir, *hnswlib;
+};
+
+/* Vector k of set seed: a cluster centre (k % CLUSTERS) plus noise. */
+static void gen(uint64_t seed, long k, long dim, float *out)
+{
+	uint64_t cs = 1000 + (uint64_t)(k % CLUSTERS), ps = seed * 0x1000003 + (uint64_t)k;
+	for (long i = 0; i < dim; i++)
+		out[i] = (float)(vg_gauss(&cs) + 0.35 * vg_gauss(&ps));
+}
+
+static int write_file(const char *dir, const char *name, const void *p, size_t n)
+{
+	char path[512];
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	FILE *f = fopen(path, "wb");
+	if (!f || fwrite(p, 1, n, f) != n || fclose(f) != 0) {
+		fprintf(stderr, "ann: cannot write %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+struct ref {
+	double d;
+	uint32_t i;
+};
+
+/* The exact K nearest of each query (indexes into base). */
+static void truth(const struct opts *o, const float *base, const float *q, uint32_t *gt)
+{
+	for (long j = 0; j < o->nq; j++) {
+		struct ref best[K];
+		int nb = 0;
+		for (long i = 0; i < o->n; i++) {
+			double s = 0;
+			const float *a = base + i * o->dim, *b = q + j * o->dim;
+			for (long c = 0; c < o->dim; c++)
+				s += ((double)a[c] - b[c]) * ((double)a[c] - b[c]);
+			if (nb == K && s >= best[K - 1].d)
+				continue;
+			int at = nb < K ? nb++ : K - 1;
+			while (at > 0 && best[at - 1].d > s) {
+				best[at] = best[at - 1];
+				at--;
+			}
+			best[at] = (struct ref){s, (uint32_t)i};
+		}
+		for (int r = 0; r < K; r++)
+			gt[j * K + r] = best[r].i;
+	}
+}
+
+static int open_store(const struct opts *o, struct store_env **env, int *dt, struct strata_error *err)
+{
+	char path[512];
+	snprintf(path, sizeof path, "%s/strata", o->dir);
+	struct store_field f = {.name = "emb", .type = STORE_T_TENSOR, .attribute = 1,
+	                        .cell = BASE_DT_FLOAT, .rank = 1, .dims = {o->dim},
+	                        .hnsw_metric = STORE_METRIC_EUCLIDEAN, .hnsw_m = (int)o->m,
+	                        .hnsw_ef = (int)o->efc};
+	struct store_doctype t = {"vec", 1, &f};
+	int rc = store_open(path, env, err);
+	if (!rc && (rc = store_doctype_add(*env, &t, dt, err)) != 0)
+		store_close(*env);
+	return rc;
+}
+
+static int strata_side(const struct opts *o, const float *base, const float *q, const uint32_t *gt)
+{
+	struct strata_error err = {0};
+	struct store_env *env;
+	int dt, rc;
+	char path[512];
+	snprintf(path, sizeof path, "rm -rf '%s/strata'", o->dir);
+	if (system(path) != 0)
+		return -1;
+	if ((rc = open_store(o, &env, &dt, &err)) != 0)
+		goto fail;
+	double t0 = now(), c0 = cpu();
+	struct store_txn *w = NULL;
+	for (long i = 0; i < o->n; i++) {
+		if (!w && (rc = store_txn_begin(env, 1, &w, &err)) != 0)
+			goto fail;
+		char id[32];
+		snprintf(id, sizeof id, "id:b:vec::%ld", i);
+		struct store_value v = {.set = 1, .n = (size_t)o->dim, .cells = base + i * o->dim};
+		if ((rc = store_put(w, dt, id, &v, &err)) != 0)
+			goto fail;
+		if ((i + 1) % 1000 == 0 || i + 1 == o->n) {
+			rc = store_txn_commit(w, &err);
+			w = NULL;
+			if (rc)
+				goto fail;
+		}
+	}
+	double build = now() - t0, build_cpu = cpu() - c0;
+	store_close(env);
+	t0 = now();
+	if ((rc = open_store(o, &env, &dt, &err)) != 0)
+		goto fail;
+	double open = now() - t0;
+	struct store_txn *r;
+	if ((rc = store_txn_begin(env, 0, &r, &err)) != 0)
+		goto fail;
+	uint64_t bytes = store_hnsw_bytes(r, dt, 0);
+	printf("strata  build %.2f s (cpu %.2f s)  open %.4f s  graph %.1f MiB\n", build, build_cpu,
+	       open, (double)bytes / (1 << 20));
+	double *qd = malloc((size_t)o->dim * sizeof *qd);
+	for (int e = 0; e < o->nexp; e++) {
+		long hits = 0;
+		double t1 = now(), c1 = cpu();
+		for (long j = 0; j < o->nq; j++) {
+			for (long c = 0; c < o->dim; c++)
+				qd[c] = q[j * o->dim + c];
+			struct store_hit h[K];
+			size_t nh;
+			if ((rc = store_hnsw_search(r, dt, 0, qd, (size_t)o->dim, K,
+			                            (uint32_t)(K + o->explore[e]), NULL, 0, h, &nh,
+			                            &err)) != 0)
+				goto fail;
+			for (size_t a = 0; a < nh; a++) /* local ids are the feed order */
+				for (int b = 0; b < K; b++)
+					hits += h[a].lid == gt[j * K + b];
+		}
+		double secs = now() - t1, csecs = cpu() - c1;
+		printf("strata  explore %4ld ef %4ld  recall@10 %.4f  qps %8.0f (per cpu s %8.0f)\n",
+		       o->explore[e], K + o->explore[e], (double)hits / (double)(o->nq * K),
+		       (double)o->nq / secs, (double)o->nq / csecs);
+	}
+	free(qd);
+	store_txn_abort(r);
+	store_close(env);
+	return 0;
+fail:
+	fprintf(stderr, "ann: strata: %s\n", err.msg);
+	return -1;
+}
+
+static int parse_list(const char *s, struct opts *o)
+{
+	o->nexp = 0;
+	while (*s && o->nexp < MAX_EXPLORE) {
+		char *end;
+		o->explore[o->nexp++] = strtol(s, &end, 10);
+		if (end == s)
+			return -1;
+		s = *end == ',' ? end + 1 : end;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o = {.n = 100000, .dim = 128, .nq = 1000, .m = 16, .efc = 200,
+	                 .dir = "build/bench/ann", .hnswlib = NULL};
+	parse_list("0,10,30,90,190,390", &o);
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (!v) {
+			fprintf(stderr, "ann: %s needs a value\n", a);
+			return 2;
+		}
+		i++;
+		if (!strcmp(a, "--n"))
+			o.n = atol(v);
+		else if (!strcmp(a, "--dim"))
+			o.dim = atol(v);
+		else if (!strcmp(a, "--queries"))
+			o.nq = atol(v);
+		else if (!strcmp(a, "--m"))
+			o.m = atol(v);
+		else if (!strcmp(a, "--efc"))
+			o.efc = atol(v);
+		else if (!strcmp(a, "--dir"))
+			o.dir = v;
+		else if (!strcmp(a, "--hnswlib"))
+			o.hnswlib = v;
+		else if (!strcmp(a, "--explore")) {
+			if (parse_list(v, &o) != 0) {
+				fprintf(stderr, "ann: bad --explore list '%s'\n", v);
+				return 2;
+			}
+		} else {
+			fprintf(stderr, "ann: unknown option %s\n", a);
+			return 2;
+		}
+	}
+	if (o.n < K || o.dim < 1 || o.nq < 1) {
+		fprintf(stderr, "ann: need --n >= %d, --dim >= 1, --queries >= 1\n", K);
+		return 2;
+	}
+	mkdir(o.dir, 0755);
+	float *base = malloc((size_t)o.n * (size_t)o.dim * sizeof *base);
+	float *q = malloc((size_t)o.nq * (size_t)o.dim * sizeof *q);
+	uint32_t *gt = malloc((size_t)o.nq * K * sizeof *gt);
+	if (!base || !q || !gt)
+		return 1;
+	for (long i = 0; i < o.n; i++)
+		gen(1, i, o.dim, base + i * o.dim);
+	for (long j = 0; j < o.nq; j++)
+		gen(2, j * 7 + 3, o.dim, q + j * o.dim);
+	double t0 = now();
+	truth(&o, base, q, gt);
+	printf("ann: %ld x %ld float vectors in %d clusters, %ld queries, M %ld, ef construction %ld "
+	       "(exact top 10 in %.1f s)\n", o.n, o.dim, CLUSTERS, o.nq, o.m, o.efc, now() - t0);
+	if (write_file(o.dir, "base.f32", base, (size_t)o.n * (size_t)o.dim * 4) ||
+	    write_file(o.dir, "query.f32", q, (size_t)o.nq * (size_t)o.dim * 4) ||
+	    write_file(o.dir, "truth.u32", gt, (size_t)o.nq * K * 4))
+		return 1;
+	fflush(stdout);
+	int rc = strata_side(&o, base, q, gt);
+	fflush(stdout);
+	if (!rc && o.hnswlib) {
+		char cmd[1024], list[256] = "";
+		for (int e = 0; e < o.nexp; e++)
+			snprintf(list + strlen(list), sizeof list - strlen(list), "%s%ld", e ? "," : "",
+			         o.explore[e]);
+		snprintf(cmd, sizeof cmd, "/usr/bin/python3 '%s' --dir '%s' --n %ld --dim %ld "
+		         "--queries %ld --m %ld --efc %ld --explore %s", o.hnswlib, o.dir, o.n, o.dim,
+		         o.nq, o.m, o.efc, list);
+		rc = system(cmd) == 0 ? 0 : -1;
+		if (rc)
+			fprintf(stderr, "ann: hnswlib side failed (make deps-bench installs it)\n");
+	}
+	free(base);
+	free(q);
+	free(gt);
+	return rc ? 1 : 0;
+}

@@ -1,0 +1,203 @@
+/*
+ * nearest.c: the document set of a nearestNeighbor item (query.c step 2):
+ * the targetHits documents nearest to the query tensor among those that
+ * pass the filter (the other operands of a top-level AND).
+ *
+ * Exact search computes every candidate's distance.  Approximate search
+ * (approximate: true, the default, on a field with an HNSW graph) walks the
+ * store's graph keeping targetHits + hnsw.exploreAdditionalHits candidates.
+ * With a filter it follows Vespa: the filter is evaluated first into a
+ * bitmap, and when the share of documents passing it is below the
+ * approximate threshold (5%) exact search over those documents is cheaper
+ * and exact; otherwise the graph search skips the documents the filter
+ * drops and explores on until it has targetHits that pass.
+ *
+ * Exact results are ordered by distance, then document id, so that ties
+ * keep a stable set; approximate results by the graph's distance.  The set
+ * is returned sorted by local id (query.c tests membership).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine_int.h"
+
+#define APPROXIMATE_THRESHOLD 0.05
+#define MAX_CANDIDATES ((size_t)1 << 31)
+
+struct cand {
+	double dist;
+	uint32_t lid;
+	const char *docid;
+};
+
+static int cand_cmp(const void *a, const void *b)
+{
+	const struct cand *x = a, *y = b;
+	if (x->dist != y->dist)
+		return x->dist < y->dist ? -1 : 1;
+	return strcmp(x->docid, y->docid);
+}
+
+static int lid_cmp(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static int filter_err(const struct eng_nn *r, int rc, struct strata_error *err)
+{
+	(void)r;
+	return rc == STRATA_NOMEM ? base_nomem(err, "matching a collection value") : rc;
+}
+
+/* Exact: every live document (or those whose bit is set in bits), nearest
+ * first; the first k lids go to out. */
+static int exact(const struct eng_nn *r, const uint64_t *bits, size_t nbits, uint32_t *out,
+                 size_t *nout, struct strata_error *err)
+{
+	struct cand *c = NULL;
+	size_t n = 0, cap = 0;
+	int rc = 0;
+	for (uint32_t lid = 0; store_next(r->txn, r->doctype, &lid) == 0; lid++) {
+		if (bits && (lid >= nbits || !((bits[lid >> 6] >> (lid & 63)) & 1)))
+			goto next;
+		if (!bits && r->filter) {
+			int pass = r->filter(r->ud, lid);
+			if (pass < 0) {
+				rc = filter_err(r, pass, err);
+				break;
+			}
+			if (!pass)
+				goto next;
+		}
+		double d = r->distance(r->ud, lid);
+		if (isnan(d) || isinf(d))
+			goto next;
+		if (n == cap && (rc = base_grow((void **)&c, &cap, n + 1, sizeof *c, MAX_CANDIDATES))) {
+			rc = rc == STRATA_NOMEM ? base_nomem(err, "nearestNeighbor candidates")
+			                        : base_err(err, rc, "nearestNeighbor: too many candidates");
+			break;
+		}
+		c[n].dist = d;
+		c[n].lid = lid;
+		c[n].docid = store_docid(r->txn, r->doctype, lid);
+		if (!c[n].docid)
+			c[n].docid = "";
+		n++;
+	next:
+		if (lid == UINT32_MAX)
+			break;
+	}
+	if (!rc) {
+		if (n)
+			qsort(c, n, sizeof *c, cand_cmp);
+		*nout = n < r->target_hits ? n : r->target_hits;
+		for (size_t i = 0; i < *nout; i++)
+			out[i] = c[i].lid;
+	}
+	if (c)
+		base_free(c, cap * sizeof *c);
+	return rc;
+}
+
+/* The filter as a bitmap over local ids; *pass and *live count. */
+static int filter_bits(const struct eng_nn *r, uint64_t **bits, size_t *nwords, uint64_t *pass,
+                       uint64_t *live, struct strata_error *err)
+{
+	*bits = NULL;
+	*nwords = 0;
+	*pass = *live = 0;
+	for (uint32_t lid = 0; store_next(r->txn, r->doctype, &lid) == 0; lid++) {
+		(*live)++;
+		int p = r->filter(r->ud, lid);
+		if (p < 0)
+			return filter_err(r, p, err);
+		if (p) {
+			size_t w = lid >> 6;
+			if (w >= *nwords) {
+				size_t ncap = *nwords ? *nwords : 64;
+				while (ncap <= w)
+					ncap *= 2;
+				uint64_t *nb = base_calloc(ncap, sizeof *nb);
+				if (!nb)
+					return base_nomem(err, "nearestNeighbor filter");
+				if (*bits)
+					memcpy(nb, *bits, *nwords * sizeof *nb);
+				base_free(*bits, *nwords * sizeof **bits);
+				*bits = nb;
+				*nwords = ncap;
+			}
+			(*bits)[w] |= (uint64_t)1 << (lid & 63);
+			(*pass)++;
+		}
+		if (lid == UINT32_MAX)
+			break;
+	}
+	return 0;
+}
+
+static int approximate(const struct eng_nn *r, const uint64_t *bits, size_t nbits, uint32_t *out,
+                       size_t *nout, struct strata_error *err)
+{
+	struct store_hit *hits = base_alloc(r->target_hits * sizeof *hits);
+	if (!hits)
+		return base_nomem(err, "nearestNeighbor");
+	uint64_t ef = (uint64_t)r->target_hits + r->explore;
+	int rc = store_hnsw_search(r->txn, r->doctype, r->field, r->query, r->ncells,
+	                           r->target_hits, ef > UINT32_MAX ? UINT32_MAX : (uint32_t)ef,
+	                           bits, nbits, hits, nout, err);
+	for (size_t i = 0; !rc && i < *nout; i++)
+		out[i] = hits[i].lid;
+	base_free(hits, r->target_hits * sizeof *hits);
+	return rc;
+}
+
+int eng_nn_set(const struct eng_nn *r, uint32_t **set, size_t *n, struct strata_error *err)
+{
+	*set = NULL;
+	*n = 0;
+	uint64_t live = store_count(r->txn, r->doctype);
+	size_t k = r->target_hits < live ? r->target_hits : (size_t)live;
+	if (k == 0)
+		return 0;
+	uint32_t *out = base_alloc(k * sizeof *out);
+	if (!out)
+		return base_nomem(err, "nearestNeighbor");
+	struct eng_nn rk = *r;
+	rk.target_hits = (uint32_t)k;
+	size_t got = 0;
+	int rc;
+	if (!r->approximate || !r->graph) {
+		rc = exact(&rk, NULL, 0, out, &got, err);
+	} else if (!r->filter) {
+		rc = approximate(&rk, NULL, 0, out, &got, err);
+	} else {
+		uint64_t *bits, pass, all;
+		size_t nwords;
+		rc = filter_bits(&rk, &bits, &nwords, &pass, &all, err);
+		if (!rc && pass == 0)
+			got = 0;
+		else if (!rc && (double)pass < APPROXIMATE_THRESHOLD * (double)all)
+			rc = exact(&rk, bits, nwords * 64, out, &got, err);
+		else if (!rc)
+			rc = approximate(&rk, bits, nwords * 64, out, &got, err);
+		base_free(bits, nwords * sizeof *bits);
+	}
+	if (rc || got == 0) {
+		base_free(out, k * sizeof *out);
+		return rc;
+	}
+	qsort(out, got, sizeof *out, lid_cmp);
+	if (got < k) { /* the set is freed by its length */
+		uint32_t *shrunk = base_realloc(out, k * sizeof *out, got * sizeof *out);
+		if (!shrunk) {
+			base_free(out, k * sizeof *out);
+			return base_nomem(err, "nearestNeighbor");
+		}
+		out = shrunk;
+	}
+	*set = out;
+	*n = got;
+	return 0;
+}

@@ -1,0 +1,90 @@
+/*
+ * parse_hnsw.c: the index block of a tensor field, which sets up its
+ * nearest-neighbour graph:
+ *     index { hnsw { max-links-per-node: 16  neighbors-to-explore-at-insert: 200 } }
+ * (also index: hnsw).  The graph exists when the field's indexing has
+ * "index" (parse.c); these settings only tune it.  multi-threaded-indexing
+ * is accepted and changes nothing (the store inserts on its one writer).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "rank_syntax.h"
+
+/* setting: N with N a whole number in [lo, hi]. */
+static int number(struct rank_parser *p, const struct rank_tok *kw, int lo, int hi, int *out)
+{
+	struct rank_tok t;
+	int rc = rank_parser_expect(p, ":", "after the setting name");
+	if (rc)
+		return rc;
+	rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
+	char buf[32];
+	if (t.kind != RT_NUM || t.len >= sizeof buf)
+		return rank_parser_fail(p, &t, STRATA_PARSE, "expected a number after %s, found %s",
+		                        rank_tok_quote(kw), rank_tok_quote(&t));
+	memcpy(buf, t.s, t.len);
+	buf[t.len] = 0;
+	char *end;
+	long v = strtol(buf, &end, 10);
+	if (*end || v < lo || v > hi)
+		return rank_parser_fail(p, &t, STRATA_TYPE, "%s must be a whole number from %d to %d",
+		                        rank_tok_quote(kw), lo, hi);
+	*out = (int)v;
+	return 0;
+}
+
+static int hnsw_block(struct rank_parser *p, struct rank_field *f, const struct rank_tok *kw)
+{
+	struct rank_tok t;
+	int rc = rank_parser_expect(p, "{", "after 'hnsw'");
+	if (rc)
+		return rc;
+	for (;;) {
+		rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
+		if (rank_tok_is(&t, "}"))
+			return 0;
+		if (t.kind == RT_EOF)
+			return rank_parser_fail(p, kw, STRATA_PARSE, "the block of 'hnsw' is never closed");
+		if (rank_tok_is(&t, "max-links-per-node"))
+			rc = number(p, &t, 2, 256, &f->hnsw_m);
+		else if (rank_tok_is(&t, "neighbors-to-explore-at-insert"))
+			rc = number(p, &t, 1, 100000, &f->hnsw_ef);
+		else if (rank_tok_is(&t, "multi-threaded-indexing"))
+			rc = rank_parser_skip_setting(p);
+		else
+			rc = rank_parser_fail(p, &t, t.kind == RT_NAME ? STRATA_NOT_IMPLEMENTED : STRATA_PARSE,
+			                      "hnsw setting %s is not supported", rank_tok_quote(&t));
+		if (rc)
+			return rc;
+	}
+}
+
+int rank_parse_tensor_index(struct rank_parser *p, struct rank_field *f, const struct rank_tok *kw)
+{
+	struct rank_tok t;
+	int block, rc = rank_parser_colon_or_block(p, kw, &block);
+	if (rc)
+		return rc;
+	if (!block) {
+		rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
+		if (rank_tok_is(&t, "hnsw"))
+			return 0;
+		return rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED,
+		                        "index setting %s on a tensor is not supported (hnsw is)",
+		                        rank_tok_quote(&t));
+	}
+	for (;;) {
+		rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
+		if (rank_tok_is(&t, "}"))
+			return 0;
+		if (t.kind == RT_EOF)
+			return rank_parser_fail(p, kw, STRATA_PARSE, "the block of 'index' is never closed");
+		if (!rank_tok_is(&t, "hnsw"))
+			return rank_parser_fail(p, &t, t.kind == RT_NAME ? STRATA_NOT_IMPLEMENTED : STRATA_PARSE,
+			                        "index setting %s on a tensor is not supported (hnsw is)",
+			                        rank_tok_quote(&t));
+		if ((rc = hnsw_block(p, f, &t)) != 0)
+			return rc;
+	}
+}

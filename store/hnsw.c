@@ -1,0 +1,696 @@
+/*
+ * hnsw.c: the nearest-neighbour graphs of tensor fields (HNSW), searched
+ * straight from the memory map and kept in the doctype's "hnsw" DB.
+ *
+ * A graph has a head (key: field number, u16 big-endian) holding the entry
+ * point, the top level and the node count, and one record per node (key:
+ * field number, local id, u32 big-endian), u32 words in host order:
+ *     level, then for each level l = 0..level: count, cap(l) link slots
+ * where cap(0) = 2M and cap(l > 0) = M.  The record has a fixed size for
+ * its level, so a neighbour list is found by arithmetic.  LMDB aligns
+ * values on 2 bytes only, so words are read with memcpy.
+ *
+ * Writes (hnsw_write.c) follow Malkov and Yashunin: an insert descends
+ * greedily to the node's level, then on each level below keeps the best ef
+ * candidates (search_layer) and links to M of them chosen by the
+ * neighbour-selection heuristic, and each new neighbour links back,
+ * pruning its list with the same heuristic when it is full.  A removed
+ * node's neighbours drop their link to it and are offered its neighbours
+ * instead.
+ *
+ * Invariants: links are symmetric (a links to b on level l exactly when b
+ * links to a there; a link dropped on one side is dropped on the other),
+ * so a removed node leaves no link behind, and every node a link reaches
+ * has a value (store_hnsw_check verifies both).  No pointer into LMDB is
+ * held across a write (a write may move or spill the pages of the running
+ * transaction): every update reads, computes, then writes.
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "hnsw_int.h"
+
+/* ---- records ------------------------------------------------------------------------ */
+
+uint32_t hnsw_rd(const void *p, size_t i)
+{
+	uint32_t w;
+	memcpy(&w, (const uint8_t *)p + i * 4, 4);
+	return w;
+}
+
+size_t hnsw_list_off(const struct hnsw_graph *g, uint32_t level)
+{
+	if (level == 0)
+		return 1;
+	return 1 + (1 + (size_t)g->cap0) + (size_t)(level - 1) * (1 + g->m);
+}
+
+size_t hnsw_rec_words(const struct hnsw_graph *g, uint32_t level)
+{
+	return hnsw_list_off(g, level + 1);
+}
+
+void hnsw_node_key(const struct hnsw_graph *g, uint32_t lid, uint8_t key[6])
+{
+	key[0] = (uint8_t)(g->sf >> 8);
+	key[1] = (uint8_t)g->sf;
+	key[2] = (uint8_t)(lid >> 24);
+	key[3] = (uint8_t)(lid >> 16);
+	key[4] = (uint8_t)(lid >> 8);
+	key[5] = (uint8_t)lid;
+}
+
+int hnsw_node_get(struct hnsw_graph *g, uint32_t lid, const void **rec, uint32_t *level)
+{
+	uint8_t key[6];
+	hnsw_node_key(g, lid, key);
+	MDB_val k = {sizeof key, key}, v;
+	int rc = mdb_get(g->txn, g->dt->hnsw, &k, &v);
+	*rec = NULL;
+	*level = 0;
+	if (rc == MDB_NOTFOUND)
+		return 0;
+	if (rc)
+		return store_mdb_err(g->err, rc, "reading the nearest-neighbour graph");
+	uint32_t lv = v.mv_size >= 4 ? hnsw_rd(v.mv_data, 0) : 0;
+	if (v.mv_size < 4 || lv > HNSW_MAX_LEVEL || v.mv_size != hnsw_rec_words(g, lv) * 4)
+		return base_err(g->err, STRATA_CORRUPT,
+		                "document type '%s', field '%s': graph node %u is malformed",
+		                g->dt->name, g->f->name, lid);
+	*rec = v.mv_data;
+	*level = lv;
+	return 0;
+}
+
+int hnsw_head_get(struct hnsw_graph *g, struct hnsw_head *h)
+{
+	uint8_t key[2] = {(uint8_t)(g->sf >> 8), (uint8_t)g->sf};
+	MDB_val k = {sizeof key, key}, v;
+	int rc = mdb_get(g->txn, g->dt->hnsw, &k, &v);
+	memset(h, 0, sizeof *h);
+	if (rc == MDB_NOTFOUND)
+		return 0;
+	if (rc)
+		return store_mdb_err(g->err, rc, "reading the nearest-neighbour graph");
+	if (v.mv_size != sizeof *h)
+		return base_err(g->err, STRATA_CORRUPT,
+		                "document type '%s', field '%s': the graph's head is malformed",
+		                g->dt->name, g->f->name);
+	memcpy(h, v.mv_data, sizeof *h);
+	return 0;
+}
+
+/* ---- distances -------------------------------------------------------------------- */
+
+/* A search looks up many vectors of the same column blocks: it keeps
+ * them (s->blocks, which must exist). */
+static const uint8_t *cached_block(struct hnsw_graph *g, uint32_t block)
+{
+	struct hnsw_scratch *s = g->s;
+	struct hnsw_block *e = &s->blocks[block & (HNSW_BLOCK_CACHE - 1)];
+	if (e->gen != s->gen || e->block != block) {
+		e->p = store_col_block(g->stx, g->dt, g->sf, block);
+		e->block = block;
+		e->gen = s->gen;
+	}
+	return e->p;
+}
+
+const void *hnsw_vec(struct hnsw_graph *g, uint32_t lid)
+{
+	struct hnsw_scratch *s = g->s;
+	uint32_t block = lid >> g->f->block_shift;
+	if (!s || !s->blocks) {
+		const uint8_t *b = store_col_block(g->stx, g->dt, g->sf, block);
+		return b ? store_col_cell(g->f, b, lid) : NULL;
+	}
+	const uint8_t *b = cached_block(g, block);
+	return b ? store_col_cell(g->f, b, lid) : NULL;
+}
+
+/* The vector of a node reached by a link: by the graph's invariant it has a
+ * value, so the presence bit (another cache line) is not read. */
+static const void *linked_vec(struct hnsw_graph *g, uint32_t lid)
+{
+	const uint8_t *b = cached_block(g, lid >> g->f->block_shift);
+	if (!b)
+		return NULL;
+	uint32_t slot = lid & ((1u << g->f->block_shift) - 1);
+	return b + g->f->bitmap_bytes + (size_t)slot * g->f->cell_bytes;
+}
+
+void hnsw_forget(struct hnsw_graph *g)
+{
+	if (g->s && ++g->s->gen == 0) { /* wrapped: no entry may look valid */
+		if (g->s->blocks)
+			memset(g->s->blocks, 0, HNSW_BLOCK_CACHE * sizeof *g->s->blocks);
+		g->s->gen = 1;
+	}
+}
+
+double hnsw_pair(const struct hnsw_graph *g, const void *a, const void *b)
+{
+	double d = g->f->dist(a, b, g->n);
+	if (!g->mips)
+		return d;
+	double aa = -g->f->dist(a, a, g->n), bb = -g->f->dist(b, b, g->n);
+	double m = g->max_norm2 > aa ? g->max_norm2 : aa;
+	m = m > bb ? m : bb;
+	double ea = sqrt(m - aa), eb = sqrt(m - bb);
+	return aa + bb + 2 * d + (ea - eb) * (ea - eb); /* d is -a.b */
+}
+
+int hnsw_dist_to(struct hnsw_graph *g, const void *q, uint32_t lid, double *d)
+{
+	const void *v = hnsw_vec(g, lid);
+	if (!v)
+		return -1;
+	*d = hnsw_pair(g, q, v);
+	return 0;
+}
+
+/* ---- scratch: heaps and the visited set ------------------------------------------- */
+
+static int grow(struct hnsw_graph *g, void **p, size_t *cap, size_t need, size_t elem)
+{
+	if (need <= *cap)
+		return 0;
+	int rc = base_grow(p, cap, need, elem, (size_t)1 << 32);
+	if (rc == STRATA_NOMEM)
+		return base_nomem(g->err, "nearest-neighbour search");
+	return rc ? base_err(g->err, rc, "nearest-neighbour search: too many candidates") : 0;
+}
+
+int hnsw_reserve(struct hnsw_graph *g, void **p, size_t *cap, size_t need, size_t elem)
+{
+	return grow(g, p, cap, need, elem);
+}
+
+static int before(struct hnsw_cand a, struct hnsw_cand b)
+{
+	return a.d < b.d || (a.d == b.d && a.lid < b.lid);
+}
+
+/* Heaps over struct hnsw_cand: max = 1 keeps the farthest on top. */
+static void heap_up(struct hnsw_cand *h, size_t i, int max)
+{
+	while (i > 0) {
+		size_t p = (i - 1) / 2;
+		if (max ? !before(h[p], h[i]) : !before(h[i], h[p]))
+			break;
+		struct hnsw_cand t = h[p];
+		h[p] = h[i];
+		h[i] = t;
+		i = p;
+	}
+}
+
+static void heap_down(struct hnsw_cand *h, size_t n, size_t i, int max)
+{
+	for (;;) {
+		size_t l = 2 * i + 1, r = l + 1, b = i;
+		if (l < n && (max ? before(h[b], h[l]) : before(h[l], h[b])))
+			b = l;
+		if (r < n && (max ? before(h[b], h[r]) : before(h[r], h[b])))
+			b = r;
+		if (b == i)
+			return;
+		struct hnsw_cand t = h[b];
+		h[b] = h[i];
+		h[i] = t;
+		i = b;
+	}
+}
+
+static int heap_push(struct hnsw_graph *g, struct hnsw_cand **h, size_t *cap, size_t *n,
+                     struct hnsw_cand c, int max)
+{
+	int rc = grow(g, (void **)h, cap, *n + 1, sizeof **h);
+	if (rc)
+		return rc;
+	(*h)[(*n)++] = c;
+	heap_up(*h, *n - 1, max);
+	return 0;
+}
+
+static struct hnsw_cand heap_pop(struct hnsw_cand *h, size_t *n, int max)
+{
+	struct hnsw_cand top = h[0];
+	h[0] = h[--*n];
+	heap_down(h, *n, 0, max);
+	return top;
+}
+
+static uint32_t mix(uint32_t x)
+{
+	x ^= x >> 16;
+	x *= 0x7feb352dU;
+	x ^= x >> 15;
+	x *= 0x846ca68bU;
+	return x ^ (x >> 16);
+}
+
+static void visited_clear(struct hnsw_scratch *s)
+{
+	if (s->vused)
+		memset(s->vkeys, 0, s->vcap * sizeof *s->vkeys);
+	s->vused = 0;
+}
+
+/* Mark lid visited: 1 when it was not yet, 0 when it was, or an error. */
+static int visit(struct hnsw_graph *g, uint32_t lid)
+{
+	struct hnsw_scratch *s = g->s;
+	if ((s->vused + 1) * 2 > s->vcap) {
+		size_t ncap = s->vcap ? s->vcap * 2 : 4096;
+		uint32_t *nk = base_calloc(ncap, sizeof *nk);
+		if (!nk)
+			return base_nomem(g->err, "nearest-neighbour search");
+		for (size_t i = 0; i < s->vcap; i++) {
+			if (!s->vkeys[i])
+				continue;
+			size_t j = mix(s->vkeys[i]) & (ncap - 1);
+			while (nk[j])
+				j = (j + 1) & (ncap - 1);
+			nk[j] = s->vkeys[i];
+		}
+		base_free(s->vkeys, s->vcap * sizeof *s->vkeys);
+		s->vkeys = nk;
+		s->vcap = ncap;
+	}
+	uint32_t key = lid + 1; /* 0 marks an empty slot; lid UINT32_MAX is never handed out */
+	size_t j = mix(key) & (s->vcap - 1);
+	while (s->vkeys[j]) {
+		if (s->vkeys[j] == key)
+			return 0;
+		j = (j + 1) & (s->vcap - 1);
+	}
+	s->vkeys[j] = key;
+	s->vused++;
+	return 1;
+}
+
+void hnsw_scratch_release(struct hnsw_scratch *s)
+{
+	base_free(s->vkeys, s->vcap * sizeof *s->vkeys);
+	base_free(s->cand, s->ccap * sizeof *s->cand);
+	base_free(s->res, s->rcap * sizeof *s->res);
+	base_free(s->sel, s->selcap * sizeof *s->sel);
+	base_free(s->q, s->qcap);
+	base_free(s->rec, s->reccap * sizeof *s->rec);
+	base_free(s->rec2, s->rec2cap * sizeof *s->rec2);
+	base_free(s->old, s->oldcap * sizeof *s->old);
+	base_free(s->lists, s->lcap * sizeof *s->lists);
+	base_free(s->vptr, s->vpcap * sizeof *s->vptr);
+	base_free(s->blocks, HNSW_BLOCK_CACHE * sizeof *s->blocks);
+	memset(s, 0, sizeof *s);
+}
+
+static int passes(const struct hnsw_graph *g, uint32_t lid)
+{
+	if (!g->filter)
+		return 1;
+	return lid < g->nbits && (g->filter[lid >> 6] >> (lid & 63)) & 1;
+}
+
+/* ---- searching ------------------------------------------------------------------------ */
+
+int hnsw_greedy(struct hnsw_graph *g, const void *q, struct hnsw_cand *ep, uint32_t level)
+{
+	for (int moved = 1; moved;) {
+		moved = 0;
+		const void *rec;
+		uint32_t lv;
+		int rc = hnsw_node_get(g, ep->lid, &rec, &lv);
+		if (rc || !rec || level > lv)
+			return rc;
+		size_t off = hnsw_list_off(g, level);
+		uint32_t cnt = hnsw_rd(rec, off);
+		for (uint32_t i = 0; i < cnt && i < hnsw_cap(g, level); i++) {
+			uint32_t nb = hnsw_rd(rec, off + 1 + i);
+			double d;
+			if (hnsw_dist_to(g, q, nb, &d) == 0 && d < ep->d) {
+				ep->d = d;
+				ep->lid = nb;
+				moved = 1;
+			}
+		}
+	}
+	return 0;
+}
+
+int hnsw_search_layer(struct hnsw_graph *g, const void *q, struct hnsw_cand ep, uint32_t ef,
+                      uint32_t level)
+{
+	struct hnsw_scratch *s = g->s;
+	size_t nc = 0;
+	int rc;
+	visited_clear(s);
+	s->nres = 0;
+	if ((rc = visit(g, ep.lid)) < 0 ||
+	    (rc = heap_push(g, &s->cand, &s->ccap, &nc, ep, 0)) != 0)
+		return rc;
+	if (passes(g, ep.lid) && (rc = heap_push(g, &s->res, &s->rcap, &s->nres, ep, 1)) != 0)
+		return rc;
+	while (nc) {
+		struct hnsw_cand c = heap_pop(s->cand, &nc, 0);
+		if (s->nres >= ef && c.d > s->res[0].d)
+			break;
+		const void *rec;
+		uint32_t lv;
+		if ((rc = hnsw_node_get(g, c.lid, &rec, &lv)) != 0)
+			return rc;
+		if (!rec || level > lv)
+			continue;
+		/* The unvisited neighbours' vectors first, fetched into the cache
+		 * while the next are looked up; then their distances. */
+		size_t off = hnsw_list_off(g, level);
+		uint32_t cnt = hnsw_rd(rec, off), m = 0;
+		uint32_t ids[2 * HNSW_MAX_M];
+		const void *vecs[2 * HNSW_MAX_M];
+		for (uint32_t i = 0; i < cnt && i < hnsw_cap(g, level); i++) {
+			uint32_t nb = hnsw_rd(rec, off + 1 + i);
+			if ((rc = visit(g, nb)) <= 0) {
+				if (rc < 0)
+					return rc;
+				continue;
+			}
+			const void *v = s->blocks ? linked_vec(g, nb) : hnsw_vec(g, nb);
+			if (!v)
+				continue;
+			for (size_t b = 0; b < g->f->cell_bytes && b < 512; b += 64)
+				__builtin_prefetch((const char *)v + b);
+			ids[m] = nb;
+			vecs[m++] = v;
+		}
+		for (uint32_t i = 0; i < m; i++) {
+			double d = hnsw_pair(g, q, vecs[i]);
+			if (s->nres >= ef && d >= s->res[0].d)
+				continue;
+			struct hnsw_cand e = {d, ids[i]};
+			if ((rc = heap_push(g, &s->cand, &s->ccap, &nc, e, 0)) != 0)
+				return rc;
+			if (!passes(g, ids[i]))
+				continue;
+			if ((rc = heap_push(g, &s->res, &s->rcap, &s->nres, e, 1)) != 0)
+				return rc;
+			if (s->nres > ef)
+				heap_pop(s->res, &s->nres, 1);
+		}
+	}
+	return 0;
+}
+
+/* The results of hnsw_search_layer, nearest first, in s->res itself. */
+void hnsw_sort_results(struct hnsw_scratch *s)
+{
+	size_t n = s->nres;
+	while (s->nres > 1) { /* heap sort: the farthest goes to the end */
+		struct hnsw_cand top = heap_pop(s->res, &s->nres, 1);
+		s->res[s->nres] = top;
+	}
+	s->nres = n;
+}
+
+int hnsw_graph_init(struct hnsw_graph *g, struct store_txn *txn, struct doctype *dt, int sf,
+                    struct hnsw_scratch *s, struct strata_error *err)
+{
+	memset(g, 0, sizeof *g);
+	g->stx = txn;
+	g->txn = txn->txn;
+	g->dt = dt;
+	g->sf = sf;
+	g->f = &dt->stored[sf];
+	g->m = (uint32_t)g->f->hnsw_m;
+	g->cap0 = 2 * g->m;
+	g->efc = (uint32_t)g->f->hnsw_ef;
+	g->n = g->f->ncells;
+	g->s = s;
+	g->err = err;
+	if (s && !s->blocks) { /* without it (no memory) vectors are looked up each time */
+		s->blocks = base_calloc(HNSW_BLOCK_CACHE, sizeof *s->blocks);
+		s->gen = 1;
+	}
+	return 0;
+}
+
+/* Convert the query to the field's cell type into s->q. */
+static int query_cells(struct hnsw_graph *g, const double *query)
+{
+	size_t bytes = g->f->cell_bytes;
+	int rc = grow(g, (void **)&g->s->q, &g->s->qcap, bytes, 1);
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < g->n; i++) {
+		double x = query[i];
+		switch (g->f->cell) {
+		case BASE_DT_FLOAT: ((float *)g->s->q)[i] = (float)x; break;
+		case BASE_DT_DOUBLE: ((double *)g->s->q)[i] = x; break;
+		case BASE_DT_BFLOAT16: ((uint16_t *)g->s->q)[i] = base_f32_to_bf16((float)x); break;
+		case BASE_DT_INT8:
+			((int8_t *)g->s->q)[i] = !(x > -128.0) ? -128 : x > 127.0 ? 127 : (int8_t)x;
+			break;
+		}
+	}
+	return 0;
+}
+
+/* The stored field of a caller's field with a graph, or an error. */
+static int graph_field(struct store_txn *txn, int doctype, int field, int write,
+                       struct doctype **dtp, int *sfp, struct strata_error *err)
+{
+	int rc = store_txn_check(txn, write, doctype, err);
+	if (rc)
+		return rc;
+	struct doctype *dt = txn->env->types[doctype];
+	if (field < 0 || field >= dt->nuser)
+		return base_err(err, STRATA_INVALID_ARGUMENT, "no field %d in document type '%s'",
+		                field, dt->name);
+	int sf = dt->ufield[field];
+	if (!dt->stored[sf].hnsw_metric)
+		return base_err(err, STRATA_INVALID_ARGUMENT,
+		                "field '%s' of document type '%s' has no nearest-neighbour graph",
+		                dt->stored[sf].name, dt->name);
+	*dtp = dt;
+	*sfp = sf;
+	return 0;
+}
+
+int store_hnsw_search(struct store_txn *txn, int doctype, int field, const double *query,
+                      size_t n, uint32_t k, uint32_t ef, const uint64_t *filter, size_t nbits,
+                      struct store_hit *out, size_t *nout, struct strata_error *err)
+{
+	struct doctype *dt;
+	int sf;
+	*nout = 0;
+	int rc = graph_field(txn, doctype, field, 0, &dt, &sf, err);
+	if (rc)
+		return rc;
+	if (n != dt->stored[sf].ncells)
+		return base_err(err, STRATA_INVALID_ARGUMENT,
+		                "nearest-neighbour query of %zu cells on field '%s' of %llu", n,
+		                dt->stored[sf].name, (unsigned long long)dt->stored[sf].ncells);
+	struct hnsw_scratch s = {0};
+	struct hnsw_graph g;
+	hnsw_graph_init(&g, txn, dt, sf, &s, err);
+	g.filter = filter;
+	g.nbits = nbits;
+	struct hnsw_head h;
+	if (k == 0)
+		return 0;
+	if ((rc = hnsw_head_get(&g, &h)) != 0 || !h.count || (rc = query_cells(&g, query)) != 0)
+		goto out;
+	struct hnsw_cand ep = {0, h.entry};
+	if (hnsw_dist_to(&g, s.q, h.entry, &ep.d) != 0) {
+		rc = base_err(err, STRATA_CORRUPT,
+		              "document type '%s', field '%s': the graph's entry point %u has no value",
+		              dt->name, dt->stored[sf].name, h.entry);
+		goto out;
+	}
+	for (uint32_t l = h.level; l > 0; l--)
+		if ((rc = hnsw_greedy(&g, s.q, &ep, l)) != 0)
+			goto out;
+	if ((rc = hnsw_search_layer(&g, s.q, ep, ef > k ? ef : k, 0)) != 0)
+		goto out;
+	hnsw_sort_results(&s);
+	for (size_t i = 0; i < s.nres && i < k; i++) {
+		out[i].lid = s.res[i].lid;
+		out[i].distance = s.res[i].d;
+	}
+	*nout = s.nres < k ? s.nres : k;
+out:
+	hnsw_scratch_release(&s);
+	return rc;
+}
+
+/* ---- checking ------------------------------------------------------------------------- */
+
+static int check_fail(struct hnsw_graph *g, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static int check_fail(struct hnsw_graph *g, const char *fmt, ...)
+{
+	char what[160];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof what, fmt, ap);
+	va_end(ap);
+	return base_err(g->err, STRATA_CORRUPT, "document type '%s', field '%s': graph %s",
+	                g->dt->name, g->f->name, what);
+}
+
+static int check_node(struct hnsw_graph *g, uint32_t lid, const void *rec, uint32_t lv,
+                      uint32_t top)
+{
+	if (!hnsw_vec(g, lid))
+		return check_fail(g, "node %u has no document value", lid);
+	if (lv > top)
+		return check_fail(g, "node %u is above the top level %u", lid, top);
+	for (uint32_t l = 0; l <= lv; l++) {
+		size_t off = hnsw_list_off(g, l);
+		uint32_t cnt = hnsw_rd(rec, off);
+		if (cnt > hnsw_cap(g, l))
+			return check_fail(g, "node %u has too many links on level %u", lid, l);
+		for (uint32_t i = 0; i < cnt; i++) {
+			uint32_t nb = hnsw_rd(rec, off + 1 + i);
+			if (nb == lid)
+				return check_fail(g, "node %u links to itself on level %u", lid, l);
+			const void *r2;
+			uint32_t lv2;
+			int rc = hnsw_node_get(g, nb, &r2, &lv2);
+			if (rc)
+				return rc;
+			if (!r2)
+				return check_fail(g, "node %u links to %u, no node", lid, nb);
+			if (lv2 < l)
+				return check_fail(g, "node %u links on level %u to a node below it",
+				                  lid, l);
+			size_t off2 = hnsw_list_off(g, l);
+			int back = 0;
+			for (uint32_t j = 0; j < hnsw_rd(r2, off2) && !back; j++)
+				back = hnsw_rd(r2, off2 + 1 + j) == lid;
+			if (!back)
+				return check_fail(g, "node %u links to %u on level %u, not back", lid, nb,
+				                  l);
+		}
+	}
+	return 0;
+}
+
+int store_hnsw_check(struct store_txn *txn, int doctype, int field, uint64_t *nodes,
+                     struct strata_error *err)
+{
+	struct doctype *dt;
+	int sf;
+	int rc = graph_field(txn, doctype, field, 0, &dt, &sf, err);
+	if (rc)
+		return rc;
+	struct hnsw_graph g;
+	hnsw_graph_init(&g, txn, dt, sf, NULL, err);
+	struct hnsw_head h;
+	if ((rc = hnsw_head_get(&g, &h)) != 0)
+		return rc;
+	int have_head = h.count > 0;
+	/* Every document with a value is a node. */
+	uint64_t docs = 0;
+	MDB_cursor *c;
+	if ((rc = mdb_cursor_open(g.txn, dt->docs, &c)) != 0)
+		return store_mdb_err(err, rc, "checking the nearest-neighbour graph");
+	MDB_val dk, dv;
+	int drc;
+	for (drc = mdb_cursor_get(c, &dk, &dv, MDB_FIRST); drc == 0 && !rc;
+	     drc = mdb_cursor_get(c, &dk, &dv, MDB_NEXT)) {
+		uint32_t lid;
+		memcpy(&lid, dk.mv_data, sizeof lid);
+		if (!hnsw_vec(&g, lid))
+			continue;
+		const void *rec;
+		uint32_t lv;
+		docs++;
+		if ((rc = hnsw_node_get(&g, lid, &rec, &lv)) == 0 && !rec)
+			rc = check_fail(&g, "lacks document %u", lid);
+	}
+	mdb_cursor_close(c);
+	if (rc)
+		return rc;
+	if (drc != MDB_NOTFOUND)
+		return store_mdb_err(err, drc, "checking the nearest-neighbour graph");
+	/* Every node is a document with a value, with sound links. */
+	if ((rc = mdb_cursor_open(g.txn, dt->hnsw, &c)) != 0)
+		return store_mdb_err(err, rc, "checking the nearest-neighbour graph");
+	uint8_t key[6];
+	hnsw_node_key(&g, 0, key);
+	MDB_val k = {sizeof key, key}, v;
+	uint64_t count = 0;
+	uint32_t top = 0;
+	int mrc;
+	for (mrc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE); mrc == 0;
+	     mrc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+		const uint8_t *kb = k.mv_data;
+		if (k.mv_size < 2 || kb[0] != key[0] || kb[1] != key[1])
+			break;
+		if (k.mv_size != 6)
+			continue;
+		uint32_t lid = (uint32_t)kb[2] << 24 | (uint32_t)kb[3] << 16 |
+		               (uint32_t)kb[4] << 8 | kb[5];
+		const void *rec;
+		uint32_t lv;
+		if ((rc = hnsw_node_get(&g, lid, &rec, &lv)) != 0 ||
+		    (rc = check_node(&g, lid, rec, lv, have_head ? h.level : 0)) != 0)
+			break;
+		count++;
+		top = lv > top ? lv : top;
+	}
+	mdb_cursor_close(c);
+	if (rc)
+		return rc;
+	if (mrc && mrc != MDB_NOTFOUND)
+		return store_mdb_err(err, mrc, "checking the nearest-neighbour graph");
+	if (count != docs)
+		return check_fail(&g, "has %llu nodes for %llu documents with a value",
+		                  (unsigned long long)count, (unsigned long long)docs);
+	if (count && !have_head)
+		return check_fail(&g, "has %llu nodes and no head", (unsigned long long)count);
+	if (have_head) {
+		const void *rec;
+		uint32_t lv;
+		if (h.count != count)
+			return check_fail(&g, "head counts %llu nodes, the graph has %llu",
+			                  (unsigned long long)h.count, (unsigned long long)count);
+		if ((rc = hnsw_node_get(&g, h.entry, &rec, &lv)) != 0)
+			return rc;
+		if (!rec)
+			return check_fail(&g, "entry point %u is not a node", h.entry);
+		if (lv != h.level || top != h.level)
+			return check_fail(&g, "entry point is on level %u, the top level is %u", lv, top);
+	}
+	if (nodes)
+		*nodes = count;
+	return 0;
+}
+
+uint64_t store_hnsw_bytes(struct store_txn *txn, int doctype, int field)
+{
+	struct doctype *dt;
+	int sf;
+	struct strata_error err = {0};
+	if (graph_field(txn, doctype, field, 0, &dt, &sf, &err) != 0)
+		return 0;
+	MDB_cursor *c;
+	if (mdb_cursor_open(txn->txn, dt->hnsw, &c) != 0)
+		return 0;
+	uint8_t key[2] = {(uint8_t)(sf >> 8), (uint8_t)sf};
+	MDB_val k = {sizeof key, key}, v;
+	uint64_t bytes = 0;
+	for (int mrc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE); mrc == 0;
+	     mrc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+		const uint8_t *kb = k.mv_data;
+		if (kb[0] != key[0] || kb[1] != key[1])
+			break;
+		bytes += k.mv_size + v.mv_size;
+	}
+	mdb_cursor_close(c);
+	return bytes;
+}
