@@ -39,22 +39,22 @@ enum {
 #define EMB 384
 
 static struct store_field fields[NF] = {
-	[F_TITLE] = {"title", STORE_T_STRING, 1, 0, 0, {0}},
-	[F_COUNT] = {"count", STORE_T_INT, 1, 0, 0, {0}},
-	[F_BIG] = {"big", STORE_T_LONG, 1, 0, 0, {0}},
-	[F_PRICE] = {"price", STORE_T_FLOAT, 1, 0, 0, {0}},
-	[F_SCORE] = {"score", STORE_T_DOUBLE, 1, 0, 0, {0}},
-	[F_INSTOCK] = {"instock", STORE_T_BOOL, 1, 0, 0, {0}},
-	[F_EMB] = {"emb", STORE_T_TENSOR, 1, BASE_DT_FLOAT, 1, {EMB}},
-	[F_Q] = {"q", STORE_T_TENSOR, 1, BASE_DT_INT8, 1, {16}},
-	[F_BF] = {"bf", STORE_T_TENSOR, 1, BASE_DT_BFLOAT16, 1, {8}},
-	[F_I32] = {"i32", STORE_T_TENSOR, 1, BASE_DT_INT32, 2, {2, 3}},
-	[F_I64] = {"i64", STORE_T_TENSOR, 1, BASE_DT_INT64, 1, {4}},
-	[F_DD] = {"dd", STORE_T_TENSOR, 1, BASE_DT_DOUBLE, 1, {3}},
-	[F_NOTE] = {"note", STORE_T_LONG, 0, 0, 0, {0}},
-	[F_RAW] = {"raw", STORE_T_TENSOR, 0, BASE_DT_FLOAT, 1, {5}},
-	[F_FLAG] = {"flag", STORE_T_BOOL, 0, 0, 0, {0}},
-	[F_RATIO] = {"ratio", STORE_T_FLOAT, 0, 0, 0, {0}},
+	[F_TITLE] = {.name = "title", .type = STORE_T_STRING, .attribute = 1, .cell = 0, .rank = 0, .dims = {0}},
+	[F_COUNT] = {.name = "count", .type = STORE_T_INT, .attribute = 1, .cell = 0, .rank = 0, .dims = {0}},
+	[F_BIG] = {.name = "big", .type = STORE_T_LONG, .attribute = 1, .cell = 0, .rank = 0, .dims = {0}},
+	[F_PRICE] = {.name = "price", .type = STORE_T_FLOAT, .attribute = 1, .cell = 0, .rank = 0, .dims = {0}},
+	[F_SCORE] = {.name = "score", .type = STORE_T_DOUBLE, .attribute = 1, .cell = 0, .rank = 0, .dims = {0}},
+	[F_INSTOCK] = {.name = "instock", .type = STORE_T_BOOL, .attribute = 1, .cell = 0, .rank = 0, .dims = {0}},
+	[F_EMB] = {.name = "emb", .type = STORE_T_TENSOR, .attribute = 1, .cell = BASE_DT_FLOAT, .rank = 1, .dims = {EMB}},
+	[F_Q] = {.name = "q", .type = STORE_T_TENSOR, .attribute = 1, .cell = BASE_DT_INT8, .rank = 1, .dims = {16}},
+	[F_BF] = {.name = "bf", .type = STORE_T_TENSOR, .attribute = 1, .cell = BASE_DT_BFLOAT16, .rank = 1, .dims = {8}},
+	[F_I32] = {.name = "i32", .type = STORE_T_TENSOR, .attribute = 1, .cell = BASE_DT_INT32, .rank = 2, .dims = {2, 3}},
+	[F_I64] = {.name = "i64", .type = STORE_T_TENSOR, .attribute = 1, .cell = BASE_DT_INT64, .rank = 1, .dims = {4}},
+	[F_DD] = {.name = "dd", .type = STORE_T_TENSOR, .attribute = 1, .cell = BASE_DT_DOUBLE, .rank = 1, .dims = {3}},
+	[F_NOTE] = {.name = "note", .type = STORE_T_LONG, .attribute = 0, .cell = 0, .rank = 0, .dims = {0}},
+	[F_RAW] = {.name = "raw", .type = STORE_T_TENSOR, .attribute = 0, .cell = BASE_DT_FLOAT, .rank = 1, .dims = {5}},
+	[F_FLAG] = {.name = "flag", .type = STORE_T_BOOL, .attribute = 0, .cell = 0, .rank = 0, .dims = {0}},
+	[F_RATIO] = {.name = "ratio", .type = STORE_T_FLOAT, .attribute = 0, .cell = 0, .rank = 0, .dims = {0}},
 };
 static const struct store_doctype product = {"product", NF, fields};
 
@@ -402,10 +402,10 @@ static void test_reopen_and_layout(void **state)
 
 	/* Added fields (in another order) are allowed; the data is intact. */
 	struct store_field more[NF + 2];
-	more[0] = (struct store_field){"extra", STORE_T_INT, 1, 0, 0, {0}, 0};
+	more[0] = (struct store_field){.name = "extra", .type = STORE_T_INT, .attribute = 1, .cell = 0, .rank = 0, .dims = {0}, .text = 0};
 	for (int f = 0; f < NF; f++)
 		more[f + 1] = fields[NF - 1 - f];
-	more[NF + 1] = (struct store_field){"label", STORE_T_STRING, 0, 0, 0, {0}, 0};
+	more[NF + 1] = (struct store_field){.name = "label", .type = STORE_T_STRING, .attribute = 0, .cell = 0, .rank = 0, .dims = {0}, .text = 0};
 	struct store_doctype ext = {"product", NF + 2, more};
 	assert_int_equal(store_doctype_add(fx->env, &ext, &fx->dt, &fx->err), 0);
 	assert_int_equal(store_doctype_add(fx->env, &ext, &id, &fx->err), STRATA_EXISTS);
@@ -446,24 +446,24 @@ static void test_bad_doctypes(void **state)
 {
 	struct fx *fx = *state;
 	int id;
-	struct store_field f2[2] = {{"a", STORE_T_INT, 1, 0, 0, {0}, 0}, {"a", STORE_T_LONG, 1, 0, 0, {0}, 0}};
+	struct store_field f2[2] = {{.name = "a", .type = STORE_T_INT, .attribute = 1, .cell = 0, .rank = 0, .dims = {0}, .text = 0}, {.name = "a", .type = STORE_T_LONG, .attribute = 1, .cell = 0, .rank = 0, .dims = {0}, .text = 0}};
 	struct store_doctype d = {"dup", 2, f2};
 	assert_int_equal(store_doctype_add(fx->env, &d, &id, &fx->err), STRATA_INVALID_ARGUMENT);
 	assert_non_null(strstr(fx->err.msg, "'a' is declared twice"));
 	d = (struct store_doctype){"bad/name", 1, f2};
 	assert_int_equal(store_doctype_add(fx->env, &d, &id, &fx->err), STRATA_INVALID_ARGUMENT);
-	struct store_field t = {"t", STORE_T_TENSOR, 1, BASE_DT_UINT8, 1, {4}, 0};
+	struct store_field t = {.name = "t", .type = STORE_T_TENSOR, .attribute = 1, .cell = BASE_DT_UINT8, .rank = 1, .dims = {4}, .text = 0};
 	d = (struct store_doctype){"t1", 1, &t};
 	assert_int_equal(store_doctype_add(fx->env, &d, &id, &fx->err), STRATA_INVALID_ARGUMENT);
 	assert_non_null(strstr(fx->err.msg, "uint8"));
-	t = (struct store_field){"t", STORE_T_TENSOR, 1, BASE_DT_FLOAT, 0, {4}, 0};
+	t = (struct store_field){.name = "t", .type = STORE_T_TENSOR, .attribute = 1, .cell = BASE_DT_FLOAT, .rank = 0, .dims = {4}, .text = 0};
 	assert_int_equal(store_doctype_add(fx->env, &d, &id, &fx->err), STRATA_INVALID_ARGUMENT);
-	t = (struct store_field){"t", STORE_T_TENSOR, 1, BASE_DT_FLOAT, 2, {4, 0}, 0};
+	t = (struct store_field){.name = "t", .type = STORE_T_TENSOR, .attribute = 1, .cell = BASE_DT_FLOAT, .rank = 2, .dims = {4, 0}, .text = 0};
 	assert_int_equal(store_doctype_add(fx->env, &d, &id, &fx->err), STRATA_INVALID_ARGUMENT);
-	t = (struct store_field){"t", 42, 1, 0, 0, {0}, 0};
+	t = (struct store_field){.name = "t", .type = 42, .attribute = 1, .cell = 0, .rank = 0, .dims = {0}, .text = 0};
 	assert_int_equal(store_doctype_add(fx->env, &d, &id, &fx->err), STRATA_INVALID_ARGUMENT);
 	/* a valid second type lives next to the first */
-	t = (struct store_field){"t", STORE_T_TENSOR, 1, BASE_DT_FLOAT, 1, {4}, 0};
+	t = (struct store_field){.name = "t", .type = STORE_T_TENSOR, .attribute = 1, .cell = BASE_DT_FLOAT, .rank = 1, .dims = {4}, .text = 0};
 	assert_int_equal(store_doctype_add(fx->env, &d, &id, &fx->err), 0);
 	assert_int_not_equal(id, fx->dt);
 }
@@ -548,9 +548,9 @@ static void many_blocks(struct fx *fx, int map_known)
 	if (!map_known)
 		fx->env->map_lo = NULL; /* blocks are then copied aside to rewrite */
 	struct store_field vf[3] = {
-		{"n", STORE_T_LONG, 1, 0, 0, {0}, 0},
-		{"v", STORE_T_TENSOR, 1, BASE_DT_FLOAT, 1, {16}, 0},
-		{"b", STORE_T_BOOL, 1, 0, 0, {0}, 0},
+		{.name = "n", .type = STORE_T_LONG, .attribute = 1, .cell = 0, .rank = 0, .dims = {0}, .text = 0},
+		{.name = "v", .type = STORE_T_TENSOR, .attribute = 1, .cell = BASE_DT_FLOAT, .rank = 1, .dims = {16}, .text = 0},
+		{.name = "b", .type = STORE_T_BOOL, .attribute = 1, .cell = 0, .rank = 0, .dims = {0}, .text = 0},
 	};
 	struct store_doctype vt = {"vec", 3, vf};
 	int dt;
@@ -834,8 +834,8 @@ static void test_threads(void **state)
 {
 	struct fx *fx = *state;
 	struct store_field rf[2] = {
-		{"k", STORE_T_LONG, 1, 0, 0, {0}, 0},
-		{"t", STORE_T_TENSOR, 1, BASE_DT_INT64, 1, {4}, 0},
+		{.name = "k", .type = STORE_T_LONG, .attribute = 1, .cell = 0, .rank = 0, .dims = {0}, .text = 0},
+		{.name = "t", .type = STORE_T_TENSOR, .attribute = 1, .cell = BASE_DT_INT64, .rank = 1, .dims = {4}, .text = 0},
 	};
 	struct store_doctype rt = {"race", 2, rf};
 	struct race rc = {.fx = fx};
