@@ -285,11 +285,14 @@ static int resolve(struct qstate *qs, struct yql_node *n, struct eng_doctype *dt
 	if (n->kind == YQL_SAME)
 		return eng_same_check(dt, n, qs->err);
 	if (n->kind == YQL_NN) {
-		if (eng_field_mapped(rank_schema_field(dt->schema, n->fidx)))
+		const struct rank_field *rf = rank_schema_field(dt->schema, n->fidx);
+		int mv = rank_field_multivec(rf);
+		if (eng_field_mapped(rf) && !mv)
 			return base_err(qs->err, STRATA_NOT_IMPLEMENTED,
 			                "yql:1:%d: nearestNeighbor on '%s', a tensor with mapped "
-			                "dimensions, is not supported", n->col, n->field);
-		if (t != STORE_T_TENSOR || !dt->fields[n->fidx].attribute)
+			                "dimensions other than one mapped and some indexed, is not "
+			                "supported", n->col, n->field);
+		if ((t != STORE_T_TENSOR && !mv) || !rf->attribute)
 			return base_err(qs->err, STRATA_INVALID_ARGUMENT,
 			                "yql:1:%d: nearestNeighbor needs a tensor attribute; '%s' is not one",
 			                n->col, n->field);

@@ -252,9 +252,11 @@ static int close_field(struct cc *c, const struct rank_ast *arg, int distance, i
 	if (c->p->sd->fields[fi].type != RANK_FT_TENSOR)
 		return rank_cc_at(c, arg, STRATA_TYPE, "attribute '%s' is not a tensor", name);
 	for (int k = 0; k < c->p->sd->fields[fi].rank; k++)
-		if (c->p->sd->fields[fi].dims[k] == RANK_DIM_MAPPED)
+		if (c->p->sd->fields[fi].dims[k] == RANK_DIM_MAPPED &&
+		    !rank_field_multivec(&c->p->sd->fields[fi]))
 			return rank_cc_at(c, arg, STRATA_TYPE,
-			                  "attribute '%s' has mapped dimensions: %s() needs a dense tensor",
+			                  "attribute '%s' has mapped dimensions: %s() needs a dense "
+			                  "tensor or one mapped and some indexed dimensions",
 			                  name, fname);
 	c->prog->doc_dependent = 1;
 	*type = 0;

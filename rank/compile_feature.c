@@ -254,6 +254,41 @@ int rank_cc_close_label(struct cc *c, const char *label, int distance, int *type
 	return 0;
 }
 
+/* closest(field) and closest(field, label): the label of the document's
+ * vector nearest to the query of the nearestNeighbor item on the field
+ * (with that label), as a tensor(p{}) (p the field's mapped dimension)
+ * holding 1 there, empty when the document has none or no item matches.
+ * The field must be a multi-vector tensor attribute. */
+static int compile_closest(struct cc *c, const struct rank_ast *a, int *type)
+{
+	if (a->out || a->nargs < 1 || a->nargs > 2 || rank_cc_name_arg(c, a->args[0], "a field name") ||
+	    (a->nargs == 2 && rank_cc_name_arg(c, a->args[1], "a label")))
+		return rank_cc_at(c, a, STRATA_TYPE, "closest(field) or closest(field, label) is expected");
+	const char *name = a->args[0]->name;
+	int fi = rank_schema_field_index(c->p->schema, name);
+	const struct rank_field *f = fi >= 0 ? &c->p->sd->fields[fi] : NULL;
+	if (!f || !f->attribute || f->type != RANK_FT_TENSOR)
+		return rank_cc_at(c, a->args[0], STRATA_TYPE, "closest(): '%s' is not a tensor attribute",
+		                  name);
+	if (!rank_field_multivec(f))
+		return rank_cc_at(c, a->args[0], STRATA_NOT_IMPLEMENTED,
+		                  "closest(%s) is not supported: it needs a tensor with one mapped and "
+		                  "some indexed dimensions (several vectors per document)", name);
+	struct rank_type r = { .cell = BASE_DT_DOUBLE, .rank = 1 };
+	r.dims[0] = RANK_DIM_MAPPED;
+	for (int k = 0; k < f->rank; k++)
+		if (f->dims[k] == RANK_DIM_MAPPED)
+			r.dim_names[0] = (char *)rank_cc_pool_str(c, f->dim_names[k]);
+	if (!r.dim_names[0] || (*type = rank_cc_add_type(c->p, &r)) < 0)
+		return rank_cc_nomem(c);
+	int label = -1;
+	if (a->nargs == 2 && (label = rank_cc_label(c, a->args[1]->name)) < 0)
+		return STRATA_NOMEM;
+	c->prog->doc_dependent = 1;
+	EMIT(c, RANK_OP_CLOSE, fi, 2, label, 0, 0, *type, 0);
+	return 0;
+}
+
 /* tensorFromWeightedSet(attribute(f)[, dim]): a weighted set's keys and
  * weights; tensorFromLabels(attribute(f)[, dim]): an array's distinct
  * elements, each 1.  A tensor<double>(dim{}), dim f by default. */
@@ -650,9 +685,7 @@ int rank_cc_feature(struct cc *c, const struct env *env, const struct rank_ast *
 	if (strcmp(f, "tensorFromWeightedSet") == 0 || strcmp(f, "tensorFromLabels") == 0)
 		return compile_from_collection(c, a, type);
 	if (strcmp(f, "closest") == 0)
-		return rank_cc_at(c, a, STRATA_NOT_IMPLEMENTED,
-		                  "closest() is not supported: it needs nearestNeighbor over a tensor "
-		                  "field with mapped dimensions, which is not supported");
+		return compile_closest(c, a, type);
 	if (strcmp(f, "age") == 0 || strcmp(f, "freshness") == 0)
 		return compile_freshness(c, a, type);
 	int match = strcmp(f, "random.match") == 0; /* a bare name keeps its dot */

@@ -67,7 +67,7 @@ static void explain_prog(struct sbuf *b, const struct rank_profile *p, const str
 			else
 				sb_printf(b, " %s", p->sd->fields[in->a].name);
 			if (in->op == RANK_OP_CLOSE)
-				sb_printf(b, " %s", in->b ? "distance" : "closeness");
+				sb_printf(b, " %s", in->b == 2 ? "closest" : in->b ? "distance" : "closeness");
 			break;
 		case RANK_OP_TEXT:
 			sb_printf(b, " %s(%s)", in->a == RANK_TF_BM25 ? "bm25"

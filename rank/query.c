@@ -365,9 +365,13 @@ int rank_query_set_nn(struct rank_query *q, const char *field, const char *input
 		return base_err(err, STRATA_TYPE, "nearestNeighbor: field '%s' is not a tensor attribute",
 		                field);
 	const struct rank_input_info *in = &p->inputs[i];
-	int same = in->rank == fd->rank;
+	/* a multi-vector field is compared with one of its vectors: the
+	 * query has the field's indexed dimensions */
+	int mv = rank_field_multivec(fd), r = 0, same = 1;
 	for (int k = 0; same && k < fd->rank; k++)
-		same = in->dims[k] == fd->dims[k];
+		if (!mv || fd->dims[k] != RANK_DIM_MAPPED)
+			same = r < in->rank && in->dims[r++] == fd->dims[k];
+	same = same && r == in->rank;
 	if (!same)
 		return base_err(err, STRATA_TYPE,
 		                "nearestNeighbor: query(%s) and field '%s' differ in shape", input,
@@ -402,12 +406,8 @@ double rank_query_nn_distance(struct rank_query *q, const struct rank_docs *d, u
 		int i = q->nn_input[f];
 		if (i < 0)
 			continue;
-		const struct rank_field *fd = &p->sd->fields[f];
-		const void *cells = d->attr(d->ud, f, lid);
-		if (!cells)
-			return INFINITY;
-		return rank_tensor_distance(fd->distance_metric, fd->cell, cells, BASE_DT_DOUBLE,
-		                            q->inputs[i], p->inputs[i].ncells);
+		return rank_field_nn_distance(&p->sd->fields[f], d->attr(d->ud, f, lid),
+		                              q->inputs[i], p->inputs[i].ncells, NULL);
 	}
 	return INFINITY;
 }

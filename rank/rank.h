@@ -333,6 +333,10 @@ const char *rank_schema_name(const struct rank_schema *s);        /* the documen
 int rank_schema_nfields(const struct rank_schema *s);
 const struct rank_field *rank_schema_field(const struct rank_schema *s, int i);
 int rank_schema_field_index(const struct rank_schema *s, const char *name); /* -1 if none */
+/* 1 when fd is a tensor with exactly one mapped dimension and some indexed
+ * ones (tensor(p{},x[n])): a multi-vector field, one vector per label,
+ * which nearestNeighbor searches by its nearest vector. (nearest.c) */
+int rank_field_multivec(const struct rank_field *fd);
 /* The fields of fieldset name (fieldset name { fields: a, b }), as field
  * indexes in *fields (borrowed, valid while the schema lives) and their
  * number as the return value; -1 when there is no such fieldset. */

@@ -1,7 +1,7 @@
 /*
  * rank_eval.h: the evaluation back end of rank/ (fn.c, compile_base.c,
  * compile.c, compile_tensor.c, compile_feature.c, gbdt.c, explain.c,
- * literal.c, vm.c, tensor.c, tensor_sparse.c, model.c, query.c, profile.c,
+ * literal.c, vm.c, tensor.c, tensor_sparse.c, model.c, query.c, nearest.c, profile.c,
  * app.c), private to those
  * files and to the tests that look inside it.
  *
@@ -65,7 +65,10 @@ struct rt_ctx;
  *                              push closeness/distance of attribute a to the
  *                              query's nearestNeighbor tensor; a -1: of the
  *                              field of the item labelled the profile's
- *                              label c (none: distance +inf, closeness 0)
+ *                              label c (none: distance +inf, closeness 0);
+ *                              b=2: closest(field[, label]), the tensor t
+ *                              (the field's mapped dimension) holding 1 at
+ *                              the label of the nearest vector (none: empty)
  * ONNX       a=model, b=output push the model output for the document
  * CONCAT     a=dim of t, d=type of x, e=type of y
  *                              pop y, pop x, push x's cells then y's along
@@ -396,6 +399,13 @@ double rank_tensor_dot(int ca, const void *a, int cb, const void *b, size_t n);
 double rank_tensor_distance(int metric, int ca, const void *a, int cb, const void *b, size_t n);
 /* closeness() for a distance in metric: 0 for +inf (no value). */
 double rank_closeness_of(int metric, double distance);
+/* The nearestNeighbor distance of field value v (fd's: the cells of a
+ * dense tensor, or a multi-vector field's struct rank_sparse) to the n
+ * query cells q, in fd's metric: +inf for NULL or no vectors; a
+ * multi-vector value's is that of its nearest vector, whose block goes to
+ * *best (may be NULL; SIZE_MAX when none). (nearest.c) */
+double rank_field_nn_distance(const struct rank_field *fd, const void *v, const double *q,
+                              size_t n, size_t *best);
 
 enum rank_agg { RANK_AGG_SUM = 1, RANK_AGG_AVG, RANK_AGG_MAX, RANK_AGG_MIN, RANK_AGG_PROD,
                 RANK_AGG_COUNT };

@@ -206,12 +206,40 @@ static double closeness(struct vm *x, int field, int distance, int label)
 	}
 	const struct rank_field *f = &q->p->sd->fields[field];
 	int in = q->nn_input[field];
-	const void *cells = in >= 0 && q->docs ? q->docs->attr(q->docs->ud, field, q->lid) : NULL;
-	double d = INFINITY;
-	if (cells)
-		d = rank_tensor_distance(f->distance_metric, f->cell, cells, BASE_DT_DOUBLE,
-		                         q->inputs[in], q->p->inputs[in].ncells);
+	const void *v = in >= 0 && q->docs ? q->docs->attr(q->docs->ud, field, q->lid) : NULL;
+	double d = rank_field_nn_distance(f, v, v ? q->inputs[in] : NULL,
+	                                  v ? q->p->inputs[in].ncells : 0, NULL);
 	return distance ? d : rank_closeness_of(f->distance_metric, d);
+}
+
+/* closest(field[, label]): the sparse tensor holding 1 at the label of the
+ * document's vector nearest to the query of the item on field (that
+ * carries label, when label >= 0); empty when there is none. */
+static int closest(struct vm *x, int field, int label, struct rank_val *v)
+{
+	struct rank_query *q = x->q;
+	struct rank_sparse *s = base_arena_alloc(&q->arena, sizeof *s, 8);
+	double *one = base_arena_alloc(&q->arena, sizeof *one, 8);
+	if (!s || !one)
+		return oom(x);
+	*s = (struct rank_sparse){0};
+	*one = 1.0;
+	set_cells(v, s, BASE_DT_UNDEFINED);
+	int in = q->nn_input[field];
+	if (in < 0 || !q->docs ||
+	    (label >= 0 && (!q->nn_label || q->nn_label_field != field ||
+	                    strcmp(q->nn_label, q->p->labels[label]) != 0)))
+		return 0;
+	const struct rank_sparse *d = q->docs->attr(q->docs->ud, field, q->lid);
+	size_t best;
+	rank_field_nn_distance(&q->p->sd->fields[field], d, d ? q->inputs[in] : NULL,
+	                       q->p->inputs[in].ncells, &best);
+	if (best == SIZE_MAX)
+		return 0;
+	s->nblocks = 1;
+	s->labels = d->labels + best;
+	s->cells = one;
+	return 0;
 }
 
 /* A literal with computed cells: a copy of its cells with the ndyn values
@@ -494,6 +522,11 @@ static int exec(struct vm *x, int pc, struct rank_val *sp, struct rank_val *res)
 				return oom(x);
 			break;
 		case RANK_OP_CLOSE:
+			if (in->b == 2) {
+				if ((rc = closest(x, in->a, in->c, sp++)))
+					return rc;
+				break;
+			}
 			set_num(sp++, closeness(x, in->a, in->b, in->c));
 			break;
 		case RANK_OP_TEXT:

@@ -920,7 +920,7 @@ if expect_ok "mapped inputs: deploy" "$STRATA" deploy "$MAP" &&
 	expect_ok "mapped fields: get" "$STRATA" get "$MAP" id:a:item::2 &&
 		check "mapped fields: get" "$(jout -c '.fields.parts')" '{"type":"tensor<float>(p{},x[2])","blocks":{"u":[1,2]}}'
 	expect_fail "mapped fields: nearestNeighbor" \
-		"yql:1:26: nearestNeighbor on 'cats', a tensor with mapped dimensions, is not supported" \
+		"yql:1:26: nearestNeighbor on 'cats', a tensor with mapped dimensions other than one mapped and some indexed, is not supported" \
 		"$STRATA" query "$MAP" --yql 'select * from item where {targetHits:1}nearestNeighbor(cats, q)' \
 		--profile fields --input 'query(q)={"a":10}'
 	run "$STRATA" feed "$MAP" "$MAP/bad.jsonl"

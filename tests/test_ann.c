@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "../engine/strata.h"
-#include "apptest.h"
+#include "dbtest.h"
 #include "vecgen.h"
 
 #define DIM 16
@@ -101,24 +101,10 @@ static void put_line(FILE *f, struct fx *fx, int k)
 	fprintf(f, "]}}\n");
 }
 
-static void feed_lines(struct fx *fx, const char *text_path)
-{
-	struct strata_feed_stats st;
-	struct strata_error err = {0};
-	if (strata_feed_file(fx->db, text_path, NULL, NULL, &st, &err) != 0)
-		fail_msg("feed: %s", err.msg);
-}
-
 static int setup(void **state)
 {
 	struct fx *fx = calloc(1, sizeof *fx);
-	fx->app = apptest_new("strata-ann.");
-	apptest_write(fx->app, "schemas/vec.sd", vec_sd);
-	struct strata_error err = {0};
-	if (strata_open(fx->app, NULL, &fx->db, &err) != 0) {
-		fprintf(stderr, "open: %s\n", err.msg);
-		return -1;
-	}
+	fx->app = dbtest_open("strata-ann.", "vec.sd", vec_sd, &fx->db);
 	char path[256];
 	snprintf(path, sizeof path, "%s/feed.jsonl", fx->app);
 	FILE *f = fopen(path, "w");
@@ -128,7 +114,7 @@ static int setup(void **state)
 		fx->live[k] = 1;
 	}
 	fclose(f);
-	feed_lines(fx, path);
+	dbtest_feed(fx->db, path);
 	*state = fx;
 	return 0;
 }
@@ -140,30 +126,6 @@ static int teardown(void **state)
 	apptest_remove(fx->app);
 	free(fx);
 	return 0;
-}
-
-static json_t *query(struct fx *fx, const char *req)
-{
-	char *out = NULL;
-	struct strata_error err = {0};
-	if (strata_query_json(fx->db, req, &out, &err) != 0)
-		fail_msg("query %s: %s", req, err.msg);
-	json_t *j = json_loads(out, 0, NULL);
-	assert_non_null(j);
-	strata_free(out);
-	return j;
-}
-
-static json_t *children(json_t *r)
-{
-	return json_object_get(json_object_get(r, "root"), "children");
-}
-
-static int key_of(json_t *hit)
-{
-	const char *id = json_string_value(json_object_get(hit, "id"));
-	const char *p = strrchr(id, ':');
-	return atoi(p + 1);
 }
 
 struct ref {
@@ -224,15 +186,15 @@ static double run(struct fx *fx, int below, int approximate, int explore)
 		if (below < 1000)
 			snprintf(yql + strlen(yql), sizeof yql - strlen(yql), "%d", below);
 		request(req, sizeof req, q, yql);
-		json_t *r = query(fx, req);
+		json_t *r = dbtest_query(fx->db, req);
 		int n;
 		double dk = kth(fx, q, below, &n);
-		json_t *hits = children(r);
+		json_t *hits = dbtest_hits(r);
 		size_t want = n < K ? (size_t)n : K;
 		assert_int_equal(json_array_size(hits), want);
 		for (size_t i = 0; i < json_array_size(hits); i++) {
 			json_t *h = json_array_get(hits, i);
-			int k = key_of(h);
+			int k = dbtest_hit_key(h);
 			assert_true(k >= 0 && k < NDOC && fx->live[k]);
 			assert_true(k % 1000 < below);
 			double d = l2(fx->emb[k], q);
@@ -285,7 +247,7 @@ static void test_hamming(void **state)
 		for (int i = 0; i < 8; i++)
 			o += snprintf(req + o, sizeof req - (size_t)o, "%s%d", i ? ", " : "", qb[i]);
 		snprintf(req + o, sizeof req - (size_t)o, "]}");
-		json_t *r = query(fx, req);
+		json_t *r = dbtest_query(fx->db, req);
 		/* the brute-force 5th smallest bit distance */
 		int cnt[65] = {0};
 		for (int k = 0; k < NDOC; k++) {
@@ -297,11 +259,11 @@ static void test_hamming(void **state)
 		int fifth = 0;
 		for (int acc = 0; fifth <= 64 && (acc += cnt[fifth]) < 5; fifth++)
 			;
-		json_t *hits = children(r);
+		json_t *hits = dbtest_hits(r);
 		assert_int_equal(json_array_size(hits), 5);
 		for (size_t i = 0; i < 5; i++) {
 			json_t *h = json_array_get(hits, i);
-			int k = key_of(h), d = 0;
+			int k = dbtest_hit_key(h), d = 0;
 			for (int j = 0; j < 8; j++)
 				d += __builtin_popcount((uint8_t)(fx->bits[k][j] ^ qb[j]));
 			json_t *mf = json_object_get(json_object_get(h, "fields"), "matchfeatures");
@@ -335,7 +297,7 @@ static void test_remove_update_reopen(void **state)
 		}
 	}
 	fclose(f);
-	feed_lines(fx, path);
+	dbtest_feed(fx->db, path);
 	/* a third of the corpus changed: the repaired graph needs a wider
 	 * search for the same recall (about 0.91 at 100 here) */
 	double a = run(fx, 1000, 1, 200);
