@@ -188,12 +188,18 @@ int store_text_settings(MDB_txn *t, MDB_dbi meta, const struct doctype *dt, int 
 /* text_blocks.c: a big-endian u32 at p (keys sort by it). */
 void store_be32_put(uint8_t *p, uint32_t v);
 uint32_t store_be32_get(const uint8_t *p);
-/* text_blocks.c: a term's postings in blocks.  key has room for KEY_MAX
- * bytes and starts with the term's F term 0 (plen bytes); the functions
- * use the rest.  Add (or replace) lid's posting with positions
- * pos[0..npos), in t.  Returns 0 or an error; the caller fails the txn. */
-int store_post_add(MDB_txn *t, MDB_dbi dbi, uint8_t *key, size_t plen, uint32_t lid,
-                   const uint8_t *pos, size_t npos, struct strata_error *err);
+/* text_blocks.c: a term's postings in blocks.  key starts with the
+ * term's F term 0 (plen bytes) and has room for a lid after it, which the
+ * functions use. */
+struct store_post {
+	uint32_t lid;
+	const uint8_t *pos;    /* the term's positions (varint deltas) */
+	size_t n;              /* their bytes */
+};
+/* Merge add[0..n) (increasing lids) into the term's blocks; an added lid
+ * replaces a stored one.  Returns 0 or an error; the caller fails the txn. */
+int store_post_merge(MDB_txn *t, MDB_dbi dbi, uint8_t *key, size_t plen,
+                     const struct store_post *add, size_t n, struct strata_error *err);
 /* Remove lid's posting: 0, STRATA_NOT_FOUND (none; err untouched) or an
  * error. */
 int store_post_del(MDB_txn *t, MDB_dbi dbi, uint8_t *key, size_t plen, uint32_t lid,

@@ -10,10 +10,12 @@
  * posting carries the positions of the term in the field; the field's length and the totals bm25 needs are
  * kept beside them, and so is each term's document frequency (F term 0,
  * just before its postings), so that a query reads it in one lookup instead
- * of counting the postings.  A write transaction adds up the changes to
- * the frequencies in memory and writes each changed one once, when it
- * commits (store_text_flush): a feed that indexes a frequent term in every
- * document of a batch writes its frequency once per batch.
+ * of counting the postings.  A write transaction collects the postings it
+ * adds per term in memory (a removal takes back one of them or rewrites a
+ * stored block) and adds up the changes to the frequencies, and writes
+ * them when it commits (store_text_flush), or earlier past PEND_MAX bytes:
+ * a feed that indexes a frequent term in every document of a batch appends
+ * to its last block and writes its frequency once per batch.
  *
  * A collection field (an array or weighted set of strings) indexes each
  * element on its own (text_elems.c reads them from the stored JSON):
@@ -45,6 +47,7 @@
 #define ELEM_BYTES 12 /* an element in a length entry: start, length, weight (u32 each) */
 #define TEXT_FORMAT 0x54584632u /* recorded with the settings: "TXF2", posting blocks */
 #define DF_MAX_TERMS ((size_t)1 << 26) /* distinct terms one transaction may change */
+#define PEND_MAX ((size_t)64 << 20) /* bytes of pending postings written before the commit */
 
 static size_t key_field(uint8_t *k, int sf)
 {
@@ -245,6 +248,15 @@ struct df_slot {
 	uint32_t koff;
 	uint16_t klen;
 	int32_t delta;
+	size_t head, tail; /* its pending postings: offsets in post + 1, 0: none */
+};
+
+/* A posting added by the transaction, written at its commit. */
+struct pend {
+	size_t next;       /* the term's next one: offset in post + 1, 0: none */
+	uint32_t lid;
+	uint32_t dead;     /* removed again before the commit */
+	size_t n;          /* bytes of positions, after this header */
 };
 
 struct store_text_df {
@@ -252,6 +264,8 @@ struct store_text_df {
 	size_t cap, used;  /* cap a power of two */
 	uint8_t *keys;
 	size_t kused, kcap;
+	uint8_t *post;     /* struct pend records, each 8-byte aligned */
+	size_t pused, pcap;
 };
 
 static uint64_t df_hash(MDB_dbi dbi, const uint8_t *k, size_t n)
@@ -291,9 +305,25 @@ static int df_grow(struct store_text_df *d, struct strata_error *err)
 	return 0;
 }
 
-/* Add delta to the frequency of the term whose key (F term 0) is k[0..n). */
-static int df_add(struct store_txn *w, MDB_dbi dbi, const uint8_t *k, size_t n, int delta,
-                  struct strata_error *err)
+/* Grow the byte buffer *p of *cap bytes to hold need. */
+static int grow_bytes(uint8_t **p, size_t *cap, size_t need, struct strata_error *err)
+{
+	if (need <= *cap)
+		return 0;
+	size_t c = *cap ? *cap : 65536;
+	while (c < need)
+		c *= 2;
+	uint8_t *q = base_realloc(*p, *cap, c);
+	if (!q)
+		return base_nomem(err, "indexing text");
+	*p = q;
+	*cap = c;
+	return 0;
+}
+
+/* The slot of the term whose key (F term 0) is k[0..n), made when missing. */
+static int df_slot_get(struct store_txn *w, MDB_dbi dbi, const uint8_t *k, size_t n,
+                       struct df_slot **out, struct strata_error *err)
 {
 	struct store_text_df *d = w->df;
 	if (!d) {
@@ -309,27 +339,109 @@ static int df_add(struct store_txn *w, MDB_dbi dbi, const uint8_t *k, size_t n, 
 	uint64_t h = df_hash(dbi, k, n);
 	struct df_slot *s = df_find(d, h, dbi, k, n);
 	if (!s->hash) {
-		if (d->kused + n > d->kcap) {
-			size_t cap = d->kcap ? d->kcap : 65536;
-			while (cap < d->kused + n)
-				cap *= 2;
-			uint8_t *p = base_realloc(d->keys, d->kcap, cap);
-			if (!p)
-				return base_nomem(err, "indexing text");
-			d->keys = p;
-			d->kcap = cap;
-		}
+		if ((rc = grow_bytes(&d->keys, &d->kcap, d->kused + n, err)) != 0)
+			return rc;
 		memcpy(d->keys + d->kused, k, n);
-		s->hash = h;
-		s->dbi = dbi;
-		s->koff = (uint32_t)d->kused;
-		s->klen = (uint16_t)n;
-		s->delta = 0;
+		*s = (struct df_slot){.hash = h, .dbi = dbi, .koff = (uint32_t)d->kused,
+		                      .klen = (uint16_t)n};
 		d->kused += n;
 		d->used++;
 	}
-	s->delta += delta;
+	*out = s;
 	return 0;
+}
+
+/* Add delta to the frequency of the term whose key (F term 0) is k[0..n). */
+static int df_add(struct store_txn *w, MDB_dbi dbi, const uint8_t *k, size_t n, int delta,
+                  struct strata_error *err)
+{
+	struct df_slot *s;
+	int rc = df_slot_get(w, dbi, k, n, &s, err);
+	if (!rc)
+		s->delta += delta;
+	return rc;
+}
+
+/* Add lid's posting of the term k[0..n) with positions pos[0..npos), to
+ * be written at the commit (or when the pending ones grow past PEND_MAX). */
+static int pend_add(struct store_txn *w, MDB_dbi dbi, const uint8_t *k, size_t n, uint32_t lid,
+                    const uint8_t *pos, size_t npos, struct strata_error *err)
+{
+	struct df_slot *s;
+	int rc = df_slot_get(w, dbi, k, n, &s, err);
+	if (rc)
+		return rc;
+	struct store_text_df *d = w->df;
+	size_t sz = (sizeof(struct pend) + npos + 7) & ~(size_t)7;
+	if ((rc = grow_bytes(&d->post, &d->pcap, d->pused + sz, err)) != 0)
+		return rc;
+	struct pend *r = (struct pend *)(d->post + d->pused);
+	*r = (struct pend){.lid = lid, .n = npos};
+	memcpy(r + 1, pos, npos);
+	if (s->tail)
+		((struct pend *)(d->post + s->tail - 1))->next = d->pused + 1;
+	else
+		s->head = d->pused + 1;
+	s->tail = d->pused + 1;
+	s->delta++;
+	d->pused += sz;
+	return d->pused > PEND_MAX ? store_text_flush(w, err) : 0;
+}
+
+/* Remove lid's pending posting of the term k[0..n): 1 when there was one. */
+static int pend_drop(struct store_txn *w, MDB_dbi dbi, const uint8_t *k, size_t n, uint32_t lid)
+{
+	struct store_text_df *d = w->df;
+	if (!d || !d->cap)
+		return 0;
+	struct df_slot *s = df_find(d, df_hash(dbi, k, n), dbi, k, n);
+	for (size_t o = s->hash ? s->head : 0; o;) {
+		struct pend *r = (struct pend *)(d->post + o - 1);
+		if (r->lid == lid && !r->dead) {
+			r->dead = 1;
+			s->delta--;
+			return 1;
+		}
+		o = r->next;
+	}
+	return 0;
+}
+
+static int cmp_post(const void *a, const void *b)
+{
+	uint32_t x = ((const struct store_post *)a)->lid, y = ((const struct store_post *)b)->lid;
+	return x < y ? -1 : x > y;
+}
+
+/* Write slot s's pending postings into the term's blocks. */
+static int pend_write(struct store_txn *w, struct df_slot *s, struct strata_error *err)
+{
+	struct store_text_df *d = w->df;
+	size_t n = 0, sorted = 1;
+	uint32_t last = 0;
+	for (size_t o = s->head; o; o = ((struct pend *)(d->post + o - 1))->next)
+		n++;
+	struct store_post *e = base_alloc(n * sizeof *e);
+	if (!e)
+		return base_nomem(err, "indexing text");
+	size_t m = 0;
+	for (size_t o = s->head; o;) {
+		const struct pend *r = (const struct pend *)(d->post + o - 1);
+		if (!r->dead) {
+			if (m && r->lid <= last)
+				sorted = 0;
+			e[m++] = (struct store_post){r->lid, (const uint8_t *)(r + 1), r->n};
+			last = r->lid;
+		}
+		o = r->next;
+	}
+	if (!sorted)
+		qsort(e, m, sizeof *e, cmp_post);
+	uint8_t kb[KEY_MAX];
+	memcpy(kb, d->keys + s->koff, s->klen);
+	int rc = m ? store_post_merge(w->txn, s->dbi, kb, s->klen, e, m, err) : 0;
+	base_free(e, n * sizeof *e);
+	return rc;
 }
 
 void store_text_df_free(struct store_txn *w)
@@ -339,6 +451,7 @@ void store_text_df_free(struct store_txn *w)
 		return;
 	base_free(d->slot, d->cap * sizeof *d->slot);
 	base_free(d->keys, d->kcap);
+	base_free(d->post, d->pcap);
 	base_free(d, sizeof *d);
 	w->df = NULL;
 }
@@ -349,6 +462,8 @@ int store_text_flush(struct store_txn *w, struct strata_error *err)
 	int rc = 0;
 	for (size_t i = 0; d && i < d->cap && !rc; i++) {
 		struct df_slot *s = &d->slot[i];
+		if (s->hash && s->head && (rc = pend_write(w, s, err)) != 0)
+			return rc;
 		if (!s->hash || !s->delta)
 			continue;
 		MDB_val k = {s->klen, d->keys + s->koff}, v;
@@ -384,11 +499,13 @@ static int drop_field(struct store_txn *w, struct doctype *dt, int sf, uint32_t 
 	for (size_t o = from; o < to;) {
 		const struct tok_rec *r = (const struct tok_rec *)(w->tbuf + o);
 		size_t plen = posting_key(kb, sf, r->s, r->n, lid) - 4;
-		rc = store_post_del(w->txn, dt->text, kb, plen, lid, err);
-		if (rc && rc != STRATA_NOT_FOUND) /* a repeated term is gone already */
-			return rc;
-		if (!rc && (rc = df_add(w, dt->text, kb, plen, -1, err)) != 0)
-			return rc;
+		if (!pend_drop(w, dt->text, kb, plen, lid)) {
+			rc = store_post_del(w->txn, dt->text, kb, plen, lid, err);
+			if (rc && rc != STRATA_NOT_FOUND) /* a repeated term is gone already */
+				return rc;
+			if (!rc && (rc = df_add(w, dt->text, kb, plen, -1, err)) != 0)
+				return rc;
+		}
 		o += rec_size(r->n);
 	}
 	MDB_val k = {length_key(kb, sf, lid), kb};
@@ -457,10 +574,7 @@ static int add_field(struct store_txn *w, struct doctype *dt, int sf, uint32_t l
 			last = order[j]->pos;
 		}
 		size_t plen = posting_key(kb, sf, order[i]->s, order[i]->n, lid) - 4;
-		if ((rc = store_post_add(w->txn, dt->text, kb, plen, lid, pbuf, (size_t)(p - pbuf),
-		                         err)) != 0)
-			break;
-		if ((rc = df_add(w, dt->text, kb, plen, 1, err)) != 0)
+		if ((rc = pend_add(w, dt->text, kb, plen, lid, pbuf, (size_t)(p - pbuf), err)) != 0)
 			break;
 		i = j;
 	}

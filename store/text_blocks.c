@@ -4,9 +4,9 @@
  * A block is one LMDB value under the key F term 0 first-lid; it holds up
  * to POST_BLOCK_MAX postings in lid order, each as varint(lid minus the
  * previous lid, the first minus the key's lid, so 0), varint(bytes of its
- * positions), the positions (varint deltas).  Adding or removing a posting
- * reads the block that holds (or would hold) its lid, changes it and writes
- * it back, cut greedily into blocks of at most POST_BLOCK_MAX postings and
+ * positions), the positions (varint deltas).  Adding postings (a
+ * transaction's, at its commit) or removing one reads each block that holds
+ * (or would hold) their lids, merges and writes it back, cut greedily into blocks of at most POST_BLOCK_MAX postings and
  * POST_BLOCK_BYTES bytes (a block with one posting may be larger); a block
  * whose first lid changes moves to its new key, an empty one is deleted.
  * Documents get increasing lids, so adding is mostly appending to a term's
@@ -70,13 +70,6 @@ int store_post_entry(const uint8_t *b, size_t n, size_t *off, uint32_t *lid, con
 	return 0;
 }
 
-/* A posting of a block being rewritten. */
-struct pent {
-	uint32_t lid;
-	const uint8_t *pos;
-	size_t n;
-};
-
 /* Position c on the block that holds lid or would: the last block whose
  * first lid is <= lid, else the term's first block.  key[0..plen) is
  * F term 0.  Returns 1 with the block in *k and *v, 0 when the term has no
@@ -106,8 +99,8 @@ static int locate(MDB_cursor *c, uint8_t *key, size_t plen, uint32_t lid, MDB_va
 	return here; /* the term's first block, after lid */
 }
 
-/* Decode block (first lid first) into e (room for POST_BLOCK_MAX + 1). */
-static int decode(const MDB_val *v, uint32_t first, struct pent *e, size_t *ne,
+/* Decode block (first lid first) into e (room for POST_BLOCK_MAX). */
+static int decode(const MDB_val *v, uint32_t first, struct store_post *e, size_t *ne,
                   struct strata_error *err)
 {
 	size_t off = 0, n = 0;
@@ -119,6 +112,8 @@ static int decode(const MDB_val *v, uint32_t first, struct pent *e, size_t *ne,
 			return base_err(err, STRATA_CORRUPT, "text index: bad posting block");
 		e[n++].lid = lid;
 	}
+	if (!n)
+		return base_err(err, STRATA_CORRUPT, "text index: empty posting block");
 	*ne = n;
 	return 0;
 }
@@ -135,17 +130,19 @@ static size_t varint_size(uint32_t v)
 
 /* Replace the block first lid old (has_old) by e[0..n), cut into blocks. */
 static int rewrite(MDB_txn *t, MDB_dbi dbi, uint8_t *key, size_t plen, int has_old, uint32_t old,
-                   const struct pent *e, size_t n, struct strata_error *err)
+                   const struct store_post *e, size_t n, struct strata_error *err)
 {
 	size_t bytes = 0;
 	for (size_t i = 0; i < n; i++)
 		bytes += 10 + e[i].n;
-	uint8_t *buf = NULL;
-	if (bytes && !(buf = base_alloc(bytes)))
+	/* block j is buf[at[j], at[j + 1]) and begins with posting cut[j] */
+	size_t mem = bytes + 2 * (n + 1) * sizeof(size_t);
+	size_t *cut = base_alloc(mem);
+	if (!cut)
 		return base_nomem(err, "indexing text");
-	/* encode everything first (e points into the old block's page):
-	 * block j is buf[at[j], at[j + 1]) and begins with posting cut[j] */
-	size_t cut[POST_BLOCK_MAX + 2], at[POST_BLOCK_MAX + 3], nb = 0, o = 0;
+	size_t *at = cut + n + 1, nb = 0, o = 0;
+	uint8_t *buf = (uint8_t *)(at + n + 1);
+	/* encode everything first: e may point into the old block's page */
 	uint32_t last = 0;
 	for (size_t i = 0; i < n; i++) {
 		size_t sz = varint_size(e[i].lid - last) + varint_size((uint32_t)e[i].n) + e[i].n;
@@ -174,21 +171,20 @@ static int rewrite(MDB_txn *t, MDB_dbi dbi, uint8_t *key, size_t plen, int has_o
 		if ((rc = mdb_put(t, dbi, &k, &v, 0)) != 0)
 			rc = store_mdb_err(err, rc, "writing the text index");
 	}
-	base_free(buf, bytes);
+	base_free(cut, mem);
 	return rc;
 }
 
-/* Add (add = 1: lid with positions pos[0..npos); add = 0: remove lid). */
-static int change(MDB_txn *t, MDB_dbi dbi, uint8_t *key, size_t plen, uint32_t lid, int add,
-                  const uint8_t *pos, size_t npos, struct strata_error *err)
+int store_post_del(MDB_txn *t, MDB_dbi dbi, uint8_t *key, size_t plen, uint32_t lid,
+                   struct strata_error *err)
 {
 	MDB_cursor *c;
 	int rc = mdb_cursor_open(t, dbi, &c);
 	if (rc)
 		return store_mdb_err(err, rc, "updating the text index");
 	MDB_val k, v = {0, NULL};
-	struct pent e[POST_BLOCK_MAX + 1];
-	size_t n = 0;
+	struct store_post e[POST_BLOCK_MAX];
+	size_t n = 0, at = 0;
 	uint32_t first = 0;
 	int has = locate(c, key, plen, lid, &k, &v);
 	if (has < 0 || has > 1) {
@@ -200,39 +196,87 @@ static int change(MDB_txn *t, MDB_dbi dbi, uint8_t *key, size_t plen, uint32_t l
 		if ((rc = decode(&v, first, e, &n, err)) != 0)
 			goto out;
 	}
-	size_t at = 0;
 	while (at < n && e[at].lid < lid)
 		at++;
-	int there = at < n && e[at].lid == lid;
-	if (!add) {
-		if (!there) {
-			rc = STRATA_NOT_FOUND;
-			goto out;
-		}
-		memmove(e + at, e + at + 1, (n - at - 1) * sizeof *e);
-		n--;
-	} else if (there) {
-		e[at].pos = pos;
-		e[at].n = npos;
-	} else {
-		memmove(e + at + 1, e + at, (n - at) * sizeof *e);
-		e[at] = (struct pent){lid, pos, npos};
-		n++;
+	if (at == n || e[at].lid != lid) {
+		rc = STRATA_NOT_FOUND;
+		goto out;
 	}
-	rc = rewrite(t, dbi, key, plen, has, first, e, n, err);
+	memmove(e + at, e + at + 1, (n - at - 1) * sizeof *e);
+	rc = rewrite(t, dbi, key, plen, has, first, e, n - 1, err);
 out:
 	mdb_cursor_close(c);
 	return rc;
 }
 
-int store_post_add(MDB_txn *t, MDB_dbi dbi, uint8_t *key, size_t plen, uint32_t lid,
-                   const uint8_t *pos, size_t npos, struct strata_error *err)
+int store_post_merge(MDB_txn *t, MDB_dbi dbi, uint8_t *key, size_t plen,
+                     const struct store_post *add, size_t n, struct strata_error *err)
 {
-	return change(t, dbi, key, plen, lid, 1, pos, npos, err);
-}
-
-int store_post_del(MDB_txn *t, MDB_dbi dbi, uint8_t *key, size_t plen, uint32_t lid,
-                   struct strata_error *err)
-{
-	return change(t, dbi, key, plen, lid, 0, NULL, 0, err);
+	MDB_cursor *c;
+	int rc = mdb_cursor_open(t, dbi, &c);
+	if (rc)
+		return store_mdb_err(err, rc, "updating the text index");
+	struct store_post *m = NULL;
+	size_t mcap = 0;
+	for (size_t i = 0; i < n && !rc;) {
+		/* the block for add[i], and the lids it covers: up to the next
+		 * block's first */
+		MDB_val k, v = {0, NULL};
+		struct store_post e[POST_BLOCK_MAX];
+		size_t ne = 0, j = n;
+		uint32_t first = 0;
+		int has = locate(c, key, plen, add[i].lid, &k, &v);
+		if (has < 0 || has > 1) {
+			rc = store_mdb_err(err, has, "reading the text index");
+			break;
+		}
+		if (has) {
+			first = store_be32_get((const uint8_t *)k.mv_data + plen);
+			if ((rc = decode(&v, first, e, &ne, err)) != 0)
+				break;
+			MDB_val nk, nv;
+			uint32_t upto = e[ne - 1].lid > add[i].lid ? e[ne - 1].lid : add[i].lid;
+			if (upto < UINT32_MAX) {
+				store_be32_put(key + plen, upto + 1);
+				nk = (MDB_val){plen + 4, key};
+				int nrc = mdb_cursor_get(c, &nk, &nv, MDB_SET_RANGE);
+				if (nrc && nrc != MDB_NOTFOUND) {
+					rc = store_mdb_err(err, nrc, "reading the text index");
+					break;
+				}
+				if (!nrc && nk.mv_size == plen + 4 && memcmp(nk.mv_data, key, plen) == 0) {
+					uint32_t next = store_be32_get((const uint8_t *)nk.mv_data + plen);
+					for (j = i; j < n && add[j].lid < next; j++)
+						;
+				}
+			}
+		}
+		/* merge the block's postings with add[i, j): an added lid
+		 * replaces a kept one */
+		size_t need = ne + (j - i);
+		if (need > mcap) {
+			struct store_post *p = base_realloc(m, mcap * sizeof *m, need * sizeof *m);
+			if (!p) {
+				rc = base_nomem(err, "indexing text");
+				break;
+			}
+			m = p;
+			mcap = need;
+		}
+		size_t a = 0, nm = 0, q = i;
+		while (a < ne || q < j) {
+			if (q == j || (a < ne && e[a].lid < add[q].lid))
+				m[nm++] = e[a++];
+			else {
+				if (a < ne && e[a].lid == add[q].lid)
+					a++;
+				m[nm++] = add[q++];
+			}
+		}
+		rc = rewrite(t, dbi, key, plen, has, first, m, nm, err);
+		i = j;
+	}
+	base_free(m, mcap * sizeof *m);
+	mdb_cursor_close(c);
+	return rc;
 }

@@ -30,7 +30,7 @@ static const struct store_doctype doc = {"doc", 1, fields};
 static const char *const terms[] = {"common", "even", "tri", "rare", "big", "wa", "wb", "wc",
                                     "none"};
 #define NTERMS (sizeof terms / sizeof terms[0])
-#define MAXDOC 1300
+#define MAXDOC 1600
 #define MAXPOS 1600
 
 static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
@@ -244,6 +244,17 @@ static void test_block_edges(void **state)
 	assert_int_equal(store_txn_begin(env, 1, &w, &err), 0);
 	for (unsigned i = 300; i < 700; i += 3)
 		assert_int_equal(put(w, dt, i, 1 + i % 2, &err), 0);
+	assert_int_equal(store_txn_commit(w, &err), 0);
+	check_all(env, dt);
+	/* in one transaction: documents added then removed or changed
+	 * again before the commit, beside stored ones changed */
+	assert_int_equal(store_txn_begin(env, 1, &w, &err), 0);
+	for (unsigned i = 2000; i < 2200; i++)
+		assert_int_equal(put(w, dt, i, 0, &err), 0);
+	for (unsigned i = 2000; i < 2200; i += 3)
+		assert_int_equal(i % 2 ? del(w, dt, i, &err) : put(w, dt, i, 1, &err), 0);
+	for (unsigned i = 700; i < 760; i += 5)
+		assert_int_equal(put(w, dt, i, 1 + i % 3, &err), 0);
 	assert_int_equal(store_txn_commit(w, &err), 0);
 	check_all(env, dt);
 	/* removed documents put back get new lids, at the end */
