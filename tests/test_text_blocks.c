@@ -8,7 +8,8 @@
  * the stored documents back and splits them on spaces: the lids in order,
  * each posting's positions, the frequency, and seeks forward across block
  * boundaries and back.  Allocation failures at every point of a batch and
- * its commit leave the index as it was and leak nothing.
+ * its commit leave the index as it was and leak nothing.  An index marked
+ * with the previous format is rebuilt on open.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,6 +20,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <lmdb.h>
 
 #include "../store/store.h"
 
@@ -314,11 +317,54 @@ static void test_alloc_failures(void **state)
 	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+/* An index in the previous format (a key per posting, marked TXF1) is
+ * rebuilt when the store is opened: a stray posting key of that format is
+ * gone and the index agrees with the documents. */
+static void test_old_format_rebuilt(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/strata_blocks_XXXXXX";
+	struct store_env *env;
+	int dt = open_store(dir, 1, &env);
+	feed(env, dt, 0, 200);
+	uint64_t common = df_of(env, dt, "common");
+	store_close(env);
+	MDB_env *e;
+	MDB_txn *t;
+	MDB_dbi meta, text;
+	assert_int_equal(mdb_env_create(&e), 0);
+	assert_int_equal(mdb_env_set_maxdbs(e, 192), 0);
+	assert_int_equal(mdb_env_open(e, dir, 0, 0644), 0);
+	assert_int_equal(mdb_txn_begin(e, NULL, 0, &t), 0);
+	assert_int_equal(mdb_dbi_open(t, "meta", 0, &meta), 0);
+	assert_int_equal(mdb_dbi_open(t, "doc/text", 0, &text), 0);
+	MDB_val k = {5, "x/doc"}, v;
+	assert_int_equal(mdb_get(t, meta, &k, &v), 0);
+	uint32_t sig[8];
+	assert_true(v.mv_size <= sizeof sig && v.mv_size >= 4);
+	memcpy(sig, v.mv_data, v.mv_size);
+	sig[v.mv_size / 4 - 1] = 0x54584631u; /* "TXF1" */
+	v.mv_data = sig;
+	assert_int_equal(mdb_put(t, meta, &k, &v, 0), 0);
+	/* field 0, "common", 0, lid 5000 -> positions {1} */
+	uint8_t key[] = {0, 0, 'c', 'o', 'm', 'm', 'o', 'n', 0, 0, 0, 0x13, 0x88}, pos = 1;
+	MDB_val pk = {sizeof key, key}, pv = {1, &pos};
+	assert_int_equal(mdb_put(t, text, &pk, &pv, 0), 0);
+	assert_int_equal(mdb_txn_commit(t), 0);
+	mdb_env_close(e);
+	dt = open_store(dir, 0, &env);
+	check_all(env, dt);
+	assert_int_equal(df_of(env, dt, "common"), common);
+	store_close(env);
+	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_block_edges),
 		cmocka_unit_test(test_alloc_failures),
+		cmocka_unit_test(test_old_format_rebuilt),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
