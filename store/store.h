@@ -251,7 +251,9 @@ struct store_postings;
  * field, positioned on its first posting.  Returns 0,
  * STRATA_INVALID_ARGUMENT (no text index on the field, a term over
  * BASE_TOKEN_MAX bytes), STRATA_TXN_FAILED, STRATA_STORE, STRATA_NOMEM.
- * Close it before the transaction ends. */
+ * Close it before the transaction ends.  A write transaction's own
+ * documents are in the text index once it commits (its postings and
+ * frequencies are written then). */
 int store_postings_open(struct store_txn *txn, int doctype, int field, const char *term, size_t n,
                         struct store_postings **out, struct strata_error *err);
 /* Documents that contain the term (the list's length). */

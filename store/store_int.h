@@ -10,9 +10,10 @@
  *                 MDB_INTEGERKEY -> a column block (attr.c)
  *   "<dt>/text"   the text index of the fields with one (text.c), keys
  *                 starting with the stored field number (u16, big-endian):
- *                 F term 0x00 lid(u32 BE) -> the term's positions in the
- *                 field (varint deltas); F term 0x00 -> the number of
- *                 those postings (u32); F 0xFF lid(u32 BE) -> the field's
+ *                 F term 0x00 lid(u32 BE) -> a block of the term's
+ *                 postings from lid on, each its lid and the term's
+ *                 positions in the field (varint deltas; text_blocks.c);
+ *                 F term 0x00 -> the number of those postings (u32); F 0xFF lid(u32 BE) -> the field's
  *                 length in tokens (u32), for an array or weighted set
  *                 followed by (first position, length, weight) per element
  *                 (u32 each); F 0xFE -> documents with the field
@@ -197,6 +198,32 @@ void store_text_df_free(struct store_txn *w);
  * when they differ; record = 1 records them.  Returns 0 or an error. */
 int store_text_settings(MDB_txn *t, MDB_dbi meta, const struct doctype *dt, int record,
                         int *changed, struct strata_error *err);
+
+/* text_blocks.c: a big-endian u32 at p (keys sort by it). */
+void store_be32_put(uint8_t *p, uint32_t v);
+uint32_t store_be32_get(const uint8_t *p);
+/* text_blocks.c: a term's postings in blocks.  key starts with the
+ * term's F term 0 (plen bytes) and has room for a lid after it, which the
+ * functions use. */
+struct store_post {
+	uint32_t lid;
+	const uint8_t *pos;    /* the term's positions (varint deltas) */
+	size_t n;              /* their bytes */
+};
+/* Merge add[0..n) (increasing lids) into the term's blocks; an added lid
+ * replaces a stored one.  Returns 0 or an error; the caller fails the txn. */
+int store_post_merge(MDB_txn *t, MDB_dbi dbi, uint8_t *key, size_t plen,
+                     const struct store_post *add, size_t n, struct strata_error *err);
+/* Remove lid's posting: 0, STRATA_NOT_FOUND (none; err untouched) or an
+ * error. */
+int store_post_del(MDB_txn *t, MDB_dbi dbi, uint8_t *key, size_t plen, uint32_t lid,
+                   struct strata_error *err);
+/* Decode the posting at b[*off..n) of a block: *lid (the previous
+ * posting's lid, or the block key's for the first) advances to its lid,
+ * *pos and *npos get its positions and *off moves past it.  Returns 0, or -1
+ * when the bytes are not a posting. */
+int store_post_entry(const uint8_t *b, size_t n, size_t *off, uint32_t *lid, const uint8_t **pos,
+                     size_t *npos);
 
 /* attr.c */
 /* Set (cell != NULL) or clear (cell == NULL) lid's value in f's column.

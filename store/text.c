@@ -3,16 +3,19 @@
  * (layout in store_int.h).  doc.c calls store_text_reindex() inside the
  * write transaction that writes, updates or removes a document, so the
  * index can never disagree with the documents: a crash loses or keeps both
- * together.  A term's postings are one key per document (field, term, lid),
- * kept in lid order by LMDB, so a posting list is a key range that a cursor
- * walks and skips in with MDB_SET_RANGE.  The positions of the term in the
- * field are the value; the field's length and the totals bm25 needs are
+ * together.  A term's postings are kept in blocks (text_blocks.c), each
+ * under the key (field, term, first lid), so a posting list is a key range
+ * that a cursor walks a block at a time; a seek lands on the block that
+ * would hold its lid with one MDB_SET_RANGE and scans inside it.  Each
+ * posting carries the positions of the term in the field; the field's length and the totals bm25 needs are
  * kept beside them, and so is each term's document frequency (F term 0,
  * just before its postings), so that a query reads it in one lookup instead
- * of counting the postings.  A write transaction adds up the changes to
- * the frequencies in memory and writes each changed one once, when it
- * commits (store_text_flush): a feed that indexes a frequent term in every
- * document of a batch writes its frequency once per batch.
+ * of counting the postings.  A write transaction collects the postings it
+ * adds per term in memory (a removal takes back one of them or rewrites a
+ * stored block) and adds up the changes to the frequencies, and writes
+ * them when it commits (store_text_flush), or earlier past PEND_MAX bytes:
+ * a feed that indexes a frequent term in every document of a batch appends
+ * to its last block and writes its frequency once per batch.
  *
  * A collection field (an array or weighted set of strings) indexes each
  * element on its own (text_elems.c reads them from the stored JSON):
@@ -28,7 +31,8 @@
  * of its postings (no entry: none); the totals entry is the sum of those
  * lengths and their count.  Changing a field's text settings rebuilds the
  * index (store_text_sync); so does opening an index written before the
- * frequency entries (TEXT_FORMAT is part of the recorded settings).
+ * frequency entries or before the posting blocks (TEXT_FORMAT is part of the
+ * recorded settings).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,28 +45,15 @@
 #define LEN_TAG 0xFF
 #define SUM_TAG 0xFE
 #define ELEM_BYTES 12 /* an element in a length entry: start, length, weight (u32 each) */
-#define TEXT_FORMAT 0x54584631u /* recorded with the settings: "TXF1", frequency entries */
-#define GALLOP 8 /* postings a forward seek steps over before it searches */
+#define TEXT_FORMAT 0x54584632u /* recorded with the settings: "TXF2", posting blocks */
 #define DF_MAX_TERMS ((size_t)1 << 26) /* distinct terms one transaction may change */
+#define PEND_MAX ((size_t)64 << 20) /* bytes of pending postings written before the commit */
 
 static size_t key_field(uint8_t *k, int sf)
 {
 	k[0] = (uint8_t)(sf >> 8);
 	k[1] = (uint8_t)sf;
 	return 2;
-}
-
-static void put_be32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
-
-static uint32_t get_be32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
 /* F term 0 lid */
@@ -72,7 +63,7 @@ static size_t posting_key(uint8_t *k, int sf, const char *term, size_t n, uint32
 	memcpy(k + o, term, n);
 	o += n;
 	k[o++] = 0;
-	put_be32(k + o, lid);
+	store_be32_put(k + o, lid);
 	return o + 4;
 }
 
@@ -80,7 +71,7 @@ static size_t length_key(uint8_t *k, int sf, uint32_t lid)
 {
 	size_t o = key_field(k, sf);
 	k[o++] = LEN_TAG;
-	put_be32(k + o, lid);
+	store_be32_put(k + o, lid);
 	return o + 4;
 }
 
@@ -257,6 +248,15 @@ struct df_slot {
 	uint32_t koff;
 	uint16_t klen;
 	int32_t delta;
+	size_t head, tail; /* its pending postings: offsets in post + 1, 0: none */
+};
+
+/* A posting added by the transaction, written at its commit. */
+struct pend {
+	size_t next;       /* the term's next one: offset in post + 1, 0: none */
+	uint32_t lid;
+	uint32_t dead;     /* removed again before the commit */
+	size_t n;          /* bytes of positions, after this header */
 };
 
 struct store_text_df {
@@ -264,6 +264,8 @@ struct store_text_df {
 	size_t cap, used;  /* cap a power of two */
 	uint8_t *keys;
 	size_t kused, kcap;
+	uint8_t *post;     /* struct pend records, each 8-byte aligned */
+	size_t pused, pcap;
 };
 
 static uint64_t df_hash(MDB_dbi dbi, const uint8_t *k, size_t n)
@@ -303,9 +305,25 @@ static int df_grow(struct store_text_df *d, struct strata_error *err)
 	return 0;
 }
 
-/* Add delta to the frequency of the term whose key (F term 0) is k[0..n). */
-static int df_add(struct store_txn *w, MDB_dbi dbi, const uint8_t *k, size_t n, int delta,
-                  struct strata_error *err)
+/* Grow the byte buffer *p of *cap bytes to hold need. */
+static int grow_bytes(uint8_t **p, size_t *cap, size_t need, struct strata_error *err)
+{
+	if (need <= *cap)
+		return 0;
+	size_t c = *cap ? *cap : 65536;
+	while (c < need)
+		c *= 2;
+	uint8_t *q = base_realloc(*p, *cap, c);
+	if (!q)
+		return base_nomem(err, "indexing text");
+	*p = q;
+	*cap = c;
+	return 0;
+}
+
+/* The slot of the term whose key (F term 0) is k[0..n), made when missing. */
+static int df_slot_get(struct store_txn *w, MDB_dbi dbi, const uint8_t *k, size_t n,
+                       struct df_slot **out, struct strata_error *err)
 {
 	struct store_text_df *d = w->df;
 	if (!d) {
@@ -321,27 +339,109 @@ static int df_add(struct store_txn *w, MDB_dbi dbi, const uint8_t *k, size_t n, 
 	uint64_t h = df_hash(dbi, k, n);
 	struct df_slot *s = df_find(d, h, dbi, k, n);
 	if (!s->hash) {
-		if (d->kused + n > d->kcap) {
-			size_t cap = d->kcap ? d->kcap : 65536;
-			while (cap < d->kused + n)
-				cap *= 2;
-			uint8_t *p = base_realloc(d->keys, d->kcap, cap);
-			if (!p)
-				return base_nomem(err, "indexing text");
-			d->keys = p;
-			d->kcap = cap;
-		}
+		if ((rc = grow_bytes(&d->keys, &d->kcap, d->kused + n, err)) != 0)
+			return rc;
 		memcpy(d->keys + d->kused, k, n);
-		s->hash = h;
-		s->dbi = dbi;
-		s->koff = (uint32_t)d->kused;
-		s->klen = (uint16_t)n;
-		s->delta = 0;
+		*s = (struct df_slot){.hash = h, .dbi = dbi, .koff = (uint32_t)d->kused,
+		                      .klen = (uint16_t)n};
 		d->kused += n;
 		d->used++;
 	}
-	s->delta += delta;
+	*out = s;
 	return 0;
+}
+
+/* Add delta to the frequency of the term whose key (F term 0) is k[0..n). */
+static int df_add(struct store_txn *w, MDB_dbi dbi, const uint8_t *k, size_t n, int delta,
+                  struct strata_error *err)
+{
+	struct df_slot *s;
+	int rc = df_slot_get(w, dbi, k, n, &s, err);
+	if (!rc)
+		s->delta += delta;
+	return rc;
+}
+
+/* Add lid's posting of the term k[0..n) with positions pos[0..npos), to
+ * be written at the commit (or when the pending ones grow past PEND_MAX). */
+static int pend_add(struct store_txn *w, MDB_dbi dbi, const uint8_t *k, size_t n, uint32_t lid,
+                    const uint8_t *pos, size_t npos, struct strata_error *err)
+{
+	struct df_slot *s;
+	int rc = df_slot_get(w, dbi, k, n, &s, err);
+	if (rc)
+		return rc;
+	struct store_text_df *d = w->df;
+	size_t sz = (sizeof(struct pend) + npos + 7) & ~(size_t)7;
+	if ((rc = grow_bytes(&d->post, &d->pcap, d->pused + sz, err)) != 0)
+		return rc;
+	struct pend *r = (struct pend *)(d->post + d->pused);
+	*r = (struct pend){.lid = lid, .n = npos};
+	memcpy(r + 1, pos, npos);
+	if (s->tail)
+		((struct pend *)(d->post + s->tail - 1))->next = d->pused + 1;
+	else
+		s->head = d->pused + 1;
+	s->tail = d->pused + 1;
+	s->delta++;
+	d->pused += sz;
+	return d->pused > PEND_MAX ? store_text_flush(w, err) : 0;
+}
+
+/* Remove lid's pending posting of the term k[0..n): 1 when there was one. */
+static int pend_drop(struct store_txn *w, MDB_dbi dbi, const uint8_t *k, size_t n, uint32_t lid)
+{
+	struct store_text_df *d = w->df;
+	if (!d || !d->cap)
+		return 0;
+	struct df_slot *s = df_find(d, df_hash(dbi, k, n), dbi, k, n);
+	for (size_t o = s->hash ? s->head : 0; o;) {
+		struct pend *r = (struct pend *)(d->post + o - 1);
+		if (r->lid == lid && !r->dead) {
+			r->dead = 1;
+			s->delta--;
+			return 1;
+		}
+		o = r->next;
+	}
+	return 0;
+}
+
+static int cmp_post(const void *a, const void *b)
+{
+	uint32_t x = ((const struct store_post *)a)->lid, y = ((const struct store_post *)b)->lid;
+	return x < y ? -1 : x > y;
+}
+
+/* Write slot s's pending postings into the term's blocks. */
+static int pend_write(struct store_txn *w, struct df_slot *s, struct strata_error *err)
+{
+	struct store_text_df *d = w->df;
+	size_t n = 0, sorted = 1;
+	uint32_t last = 0;
+	for (size_t o = s->head; o; o = ((struct pend *)(d->post + o - 1))->next)
+		n++;
+	struct store_post *e = base_alloc(n * sizeof *e);
+	if (!e)
+		return base_nomem(err, "indexing text");
+	size_t m = 0;
+	for (size_t o = s->head; o;) {
+		const struct pend *r = (const struct pend *)(d->post + o - 1);
+		if (!r->dead) {
+			if (m && r->lid <= last)
+				sorted = 0;
+			e[m++] = (struct store_post){r->lid, (const uint8_t *)(r + 1), r->n};
+			last = r->lid;
+		}
+		o = r->next;
+	}
+	if (!sorted)
+		qsort(e, m, sizeof *e, cmp_post);
+	uint8_t kb[KEY_MAX];
+	memcpy(kb, d->keys + s->koff, s->klen);
+	int rc = m ? store_post_merge(w->txn, s->dbi, kb, s->klen, e, m, err) : 0;
+	base_free(e, n * sizeof *e);
+	return rc;
 }
 
 void store_text_df_free(struct store_txn *w)
@@ -351,6 +451,7 @@ void store_text_df_free(struct store_txn *w)
 		return;
 	base_free(d->slot, d->cap * sizeof *d->slot);
 	base_free(d->keys, d->kcap);
+	base_free(d->post, d->pcap);
 	base_free(d, sizeof *d);
 	w->df = NULL;
 }
@@ -361,6 +462,8 @@ int store_text_flush(struct store_txn *w, struct strata_error *err)
 	int rc = 0;
 	for (size_t i = 0; d && i < d->cap && !rc; i++) {
 		struct df_slot *s = &d->slot[i];
+		if (s->hash && s->head && (rc = pend_write(w, s, err)) != 0)
+			return rc;
 		if (!s->hash || !s->delta)
 			continue;
 		MDB_val k = {s->klen, d->keys + s->koff}, v;
@@ -395,12 +498,14 @@ static int drop_field(struct store_txn *w, struct doctype *dt, int sf, uint32_t 
 	int rc;
 	for (size_t o = from; o < to;) {
 		const struct tok_rec *r = (const struct tok_rec *)(w->tbuf + o);
-		MDB_val k = {posting_key(kb, sf, r->s, r->n, lid), kb};
-		rc = mdb_del(w->txn, dt->text, &k, NULL);
-		if (rc && rc != MDB_NOTFOUND) /* a repeated term is gone already */
-			return store_mdb_err(err, rc, "updating the text index");
-		if (!rc && (rc = df_add(w, dt->text, kb, k.mv_size - 4, -1, err)) != 0)
-			return rc;
+		size_t plen = posting_key(kb, sf, r->s, r->n, lid) - 4;
+		if (!pend_drop(w, dt->text, kb, plen, lid)) {
+			rc = store_post_del(w->txn, dt->text, kb, plen, lid, err);
+			if (rc && rc != STRATA_NOT_FOUND) /* a repeated term is gone already */
+				return rc;
+			if (!rc && (rc = df_add(w, dt->text, kb, plen, -1, err)) != 0)
+				return rc;
+		}
 		o += rec_size(r->n);
 	}
 	MDB_val k = {length_key(kb, sf, lid), kb};
@@ -422,16 +527,6 @@ static int cmp_tok(const void *a, const void *b)
 	if (x->n != y->n)
 		return x->n < y->n ? -1 : 1;
 	return x->pos < y->pos ? -1 : x->pos > y->pos;
-}
-
-static size_t varint_size(uint32_t v)
-{
-	size_t n = 1;
-	while (v >= 0x80) {
-		v >>= 7;
-		n++;
-	}
-	return n;
 }
 
 static uint8_t *varint_put(uint8_t *p, uint32_t v)
@@ -464,30 +559,26 @@ static int add_field(struct store_txn *w, struct doctype *dt, int sf, uint32_t l
 		order[i++] = (struct tok_rec *)(w->tbuf + o);
 	if (ntok) /* an empty value or collection has no tokens: order is NULL */
 		qsort(order, ntok, sizeof *order, cmp_tok);
-	uint8_t kb[KEY_MAX];
+	uint8_t kb[KEY_MAX], *pbuf = NULL;
+	if (ntok && !(pbuf = base_alloc(ntok * 5))) {
+		base_free(order, ntok * sizeof *order);
+		return base_nomem(err, "indexing text");
+	}
 	for (i = 0; i < ntok && !rc;) {
-		size_t j = i, bytes = 0;
+		size_t j = i;
 		uint32_t last = 0;
+		uint8_t *p = pbuf;
 		for (; j < ntok && order[j]->n == order[i]->n &&
 		       memcmp(order[j]->s, order[i]->s, order[i]->n) == 0; j++) {
-			bytes += varint_size(order[j]->pos - last);
+			p = varint_put(p, order[j]->pos - last);
 			last = order[j]->pos;
 		}
-		MDB_val k = {posting_key(kb, sf, order[i]->s, order[i]->n, lid), kb}, v = {bytes, NULL};
-		if ((rc = mdb_put(w->txn, dt->text, &k, &v, MDB_RESERVE)) != 0) {
-			rc = store_mdb_err(err, rc, "writing the text index");
+		size_t plen = posting_key(kb, sf, order[i]->s, order[i]->n, lid) - 4;
+		if ((rc = pend_add(w, dt->text, kb, plen, lid, pbuf, (size_t)(p - pbuf), err)) != 0)
 			break;
-		}
-		if ((rc = df_add(w, dt->text, kb, k.mv_size - 4, 1, err)) != 0)
-			break;
-		uint8_t *p = v.mv_data;
-		last = 0;
-		for (size_t q = i; q < j; q++) {
-			p = varint_put(p, order[q]->pos - last);
-			last = order[q]->pos;
-		}
 		i = j;
 	}
+	base_free(pbuf, ntok * 5);
 	base_free(order, ntok * sizeof *order);
 	if (rc)
 		return rc;
@@ -581,6 +672,8 @@ struct store_postings {
 	MDB_cursor *c;
 	uint8_t key[KEY_MAX];
 	size_t plen;           /* bytes of F term 0 */
+	const uint8_t *blk;    /* the block the cursor is on */
+	size_t blen, off;      /* its bytes; the next posting's offset */
 	uint32_t lid;
 	uint32_t lo;           /* valid: no posting in [lo, lid) */
 	const uint8_t *val;
@@ -603,23 +696,64 @@ static int text_field(struct store_txn *txn, int doctype, int field, struct doct
 	return dt->ufield[field];
 }
 
-/* Move the cursor (op MDB_SET_RANGE: to the first posting with lid >=
- * want; MDB_NEXT: one on) and take the posting it lands on. */
-static int step(struct store_postings *p, MDB_cursor_op op, uint32_t want)
+/* Take the block the cursor landed on (rc from mdb_cursor_get) and its
+ * first posting. */
+static int take_block(struct store_postings *p, int rc, const MDB_val *k, const MDB_val *v)
 {
-	put_be32(p->key + p->plen, want);
-	MDB_val k = {p->plen + 4, p->key}, v;
-	int rc = mdb_cursor_get(p->c, &k, &v, op);
 	p->valid = 0;
 	if (rc)
 		return rc == MDB_NOTFOUND ? STRATA_NOT_FOUND : STRATA_STORE;
-	if (k.mv_size != p->plen + 4 || memcmp(k.mv_data, p->key, p->plen) != 0)
+	if (k->mv_size != p->plen + 4 || memcmp(k->mv_data, p->key, p->plen) != 0)
 		return STRATA_NOT_FOUND;
-	p->lid = get_be32((const uint8_t *)k.mv_data + p->plen);
-	p->val = v.mv_data;
-	p->vlen = v.mv_size;
+	p->blk = v->mv_data;
+	p->blen = v->mv_size;
+	p->off = 0;
+	p->lid = store_be32_get((const uint8_t *)k->mv_data + p->plen);
+	if (store_post_entry(p->blk, p->blen, &p->off, &p->lid, &p->val, &p->vlen))
+		return STRATA_CORRUPT;
 	p->valid = 1;
 	return 0;
+}
+
+/* One posting on, into the next block when this one is done. */
+static int step_next(struct store_postings *p)
+{
+	if (p->off < p->blen) {
+		if (store_post_entry(p->blk, p->blen, &p->off, &p->lid, &p->val, &p->vlen)) {
+			p->valid = 0;
+			return STRATA_CORRUPT;
+		}
+		return 0;
+	}
+	MDB_val k, v;
+	return take_block(p, mdb_cursor_get(p->c, &k, &v, MDB_NEXT), &k, &v);
+}
+
+/* To the first posting with lid >= want: one search lands on the block
+ * that would hold it, then a scan inside the block. */
+static int step_seek(struct store_postings *p, uint32_t want)
+{
+	store_be32_put(p->key + p->plen, want);
+	MDB_val k = {p->plen + 4, p->key}, v;
+	int rc = mdb_cursor_get(p->c, &k, &v, MDB_SET_RANGE);
+	if (rc && rc != MDB_NOTFOUND)
+		return take_block(p, rc, &k, &v);
+	int exact = rc == 0 && k.mv_size == p->plen + 4 && memcmp(k.mv_data, p->key, p->plen + 4) == 0;
+	if (!exact) { /* the block before may hold want */
+		MDB_val pk, pv;
+		int prc = mdb_cursor_get(p->c, &pk, &pv, rc ? MDB_LAST : MDB_PREV);
+		if (prc == 0 && take_block(p, 0, &pk, &pv) == 0) {
+			while (p->lid < want)
+				if ((rc = step_next(p)) != 0)
+					return rc;
+			return 0;
+		}
+		/* no earlier block of the term: back to where the search landed */
+		if (rc)
+			return STRATA_NOT_FOUND;
+		rc = mdb_cursor_get(p->c, &k, &v, prc == 0 ? MDB_NEXT : MDB_FIRST);
+	}
+	return take_block(p, rc, &k, &v);
 }
 
 int store_postings_open(struct store_txn *txn, int doctype, int field, const char *term, size_t n,
@@ -654,7 +788,7 @@ int store_postings_open(struct store_txn *txn, int doctype, int field, const cha
 		return rc ? store_mdb_err(err, rc, "reading the text index")
 		          : base_err(err, STRATA_CORRUPT, "text index: bad frequency entry");
 	}
-	step(p, MDB_SET_RANGE, 0);
+	step_seek(p, 0);
 	p->lo = 0;
 	*out = p;
 	return 0;
@@ -674,20 +808,22 @@ int store_postings_seek(struct store_postings *p, uint32_t *lid)
 	}
 	int rc;
 	if (p->valid && p->lid < want) {
-		/* a short hop forward: the next postings, on the cursor's page,
-		 * cost less than a search from the root */
-		for (int i = 0; i < GALLOP; i++) {
-			uint32_t from = p->lid + 1;
-			if ((rc = step(p, MDB_NEXT, 0)) != 0)
+		/* within the block, or a short hop into the next one, costs less
+		 * than a search from the root */
+		uint32_t from = p->lid + 1;
+		int hop = 0;
+		while (p->lid < want && (p->off < p->blen || !hop++)) {
+			from = p->lid + 1;
+			if ((rc = step_next(p)) != 0)
 				return rc;
+		}
+		if (p->lid >= want) {
 			p->lo = from;
-			if (p->lid >= want) {
-				*lid = p->lid;
-				return 0;
-			}
+			*lid = p->lid;
+			return 0;
 		}
 	}
-	rc = step(p, MDB_SET_RANGE, want);
+	rc = step_seek(p, want);
 	if (!rc) {
 		p->lo = want;
 		*lid = p->lid;
