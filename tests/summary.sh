@@ -51,6 +51,18 @@ schema doc {
         summary documentid {}
         summary title {}
     }
+    rank-profile picking {
+        function picks() {
+            expression: tensor(chunk{}):{"1": 2.0, "x": 1.0, "5": 1.0}
+        }
+        summary-features: picks
+    }
+    document-summary picked {
+        summary tags_picked {
+            source: tags
+            select-elements-by: picks
+        }
+    }
 }
 EOS
 cat >"$APP/feed.jsonl" <<'EOS'
@@ -95,6 +107,14 @@ check "select documentid, sddocname" \
 	"$(q "{\"yql\": \"select documentid, sddocname, name from doc where title contains \\\"cafe\\\"\"}" \
 		'.root.children[0].fields | to_entries | map("\(.key)=\(.value)") | sort | join(",")')" \
 	"documentid=id:doc:doc::2,name=Bob,sddocname=doc"
+P='"presentation.summary": "picked"'
+check "select-elements-by: the labels that are indexes, in array order" \
+	"$(q "{$Y true order by name\", \"ranking\": \"picking\", $P}" \
+		'[.root.children[].fields.tags_picked | tostring] | join(",")')" \
+	'[],["blue"]'
+check "select-elements-by: a profile without the summary-feature" \
+	"$(q "{$Y true\", $P}" '.')" \
+	"error: strata: select-elements-by: 'picks' is not a summary-feature of rank profile 'default'"
 check "sorting: descending, lowercase" \
 	"$(q '{"yql": "select * from doc where true order by name"}' '[.root.children[].fields.name] | join(",")')" \
 	"Bob,alice"
@@ -108,10 +128,10 @@ sed '/field m type/,/}/s/summary: matched-elements-only/summary: dynamic/' "$APP
 expect_fail "dynamic on a map" \
 	"doc\\.sd:17:15: summary field 'm': dynamic on 'm', which is not a string or an array of strings" \
 	"$STRATA" deploy "$T/bad"
-sed 's/summary title {}/summary title { source: title  select-elements-by: top }/' "$APP/schemas/doc.sd" \
-	>"$T/bad/schemas/doc.sd"
-expect_fail "select-elements-by refused" \
-	"doc\\.sd:[0-9]+:[0-9]+: summary setting 'select-elements-by' is not supported" \
+sed 's/summary title {}/summary title { source: title  select-elements-by: picks }/' \
+	"$APP/schemas/doc.sd" >"$T/bad/schemas/doc.sd"
+expect_fail "select-elements-by on a string" \
+	"doc\\.sd:32:17: summary field 'title': select-elements-by on 'title', which is not an array" \
 	"$STRATA" deploy "$T/bad"
 sed 's/weight: 200/alias: heading/' "$APP/schemas/doc.sd" >"$T/bad/schemas/doc.sd"
 expect_fail "alias refused" "doc\\.sd:6:13: field setting 'alias' is not supported" \
