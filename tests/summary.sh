@@ -2,7 +2,8 @@
 # summary.sh: end-to-end tests of summaries made from the query through the
 # strata CLI: bolding: on and summary: dynamic on text fields, the snippet
 # of a schema's own document-summary default, matched-elements-only on an
-# array and a map, a document-summary with the documentid source chosen by
+# array and a map, select-elements-by (with top) on arrays, a
+# document-summary with the documentid source chosen by
 # presentation.summary (both request forms), order by with a field's
 # sorting settings, and the deploy errors of these settings.
 #
@@ -42,6 +43,12 @@ schema doc {
             indexing: summary | attribute
             sorting { order: descending  function: lowercase }
         }
+        field chunks type array<string> {
+            indexing: summary
+        }
+        field sims type tensor<float>(chunk{}) {
+            indexing: attribute
+        }
     }
     fieldset default { fields: title, body }
     document-summary default {
@@ -55,18 +62,28 @@ schema doc {
         function picks() {
             expression: tensor(chunk{}):{"1": 2.0, "x": 1.0, "5": 1.0}
         }
-        summary-features: picks
+        function top_sims() {
+            expression: top(3, attribute(sims))
+        }
+        summary-features {
+            picks
+            top_sims
+        }
     }
     document-summary picked {
         summary tags_picked {
             source: tags
             select-elements-by: picks
         }
+        summary top_chunks {
+            source: chunks
+            select-elements-by: top_sims
+        }
     }
 }
 EOS
 cat >"$APP/feed.jsonl" <<'EOS'
-{"put": "id:doc:doc::1", "fields": {"title": "Running shoes for runners", "body": "Shoes that run far.", "tags": ["red", "blue"], "m": {"a": 1, "b": 5}, "name": "alice"}}
+{"put": "id:doc:doc::1", "fields": {"title": "Running shoes for runners", "body": "Shoes that run far.", "tags": ["red", "blue"], "m": {"a": 1, "b": 5}, "name": "alice", "chunks": ["c0", "c1", "c2", "c3"], "sims": {"cells": {"0": 0.1, "1": 0.9, "2": 0.5, "3": 0.7, "9": 0.8}}}}
 {"put": "id:doc:doc::2", "fields": {"title": "Café crème", "body": "A café serving crème brûlée.", "tags": ["green"], "name": "Bob"}}
 EOS
 expect_ok "deploy" "$STRATA" deploy "$APP"
@@ -112,6 +129,10 @@ check "select-elements-by: the labels that are indexes, in array order" \
 	"$(q "{$Y true order by name\", \"ranking\": \"picking\", $P}" \
 		'[.root.children[].fields.tags_picked | tostring] | join(",")')" \
 	'[],["blue"]'
+check "select-elements-by top(3, ...): the largest three's labels, 9 no index" \
+	"$(q "{$Y true order by name\", \"ranking\": \"picking\", $P}" \
+		'[.root.children[].fields.top_chunks | tostring] | join(",")')" \
+	'null,["c1","c3"]'
 check "select-elements-by: a profile without the summary-feature" \
 	"$(q "{$Y true\", $P}" '.')" \
 	"error: strata: select-elements-by: 'picks' is not a summary-feature of rank profile 'default'"
@@ -131,7 +152,7 @@ expect_fail "dynamic on a map" \
 sed 's/summary title {}/summary title { source: title  select-elements-by: picks }/' \
 	"$APP/schemas/doc.sd" >"$T/bad/schemas/doc.sd"
 expect_fail "select-elements-by on a string" \
-	"doc\\.sd:32:17: summary field 'title': select-elements-by on 'title', which is not an array" \
+	"doc\\.sd:38:17: summary field 'title': select-elements-by on 'title', which is not an array" \
 	"$STRATA" deploy "$T/bad"
 sed 's/weight: 200/alias: heading/' "$APP/schemas/doc.sd" >"$T/bad/schemas/doc.sd"
 expect_fail "alias refused" "doc\\.sd:6:13: field setting 'alias' is not supported" \
