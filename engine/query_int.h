@@ -1,6 +1,7 @@
 /*
  * query_int.h: the state of one search request, shared by query.c (match,
- * phases, hit order, the result) and summary.c (the hits' summaries).
+ * phases, hit order, the result), summary.c (the hits' summaries) and
+ * select_elements.c (select-elements-by in them).
  */
 #ifndef ENGINE_QUERY_INT_H
 #define ENGINE_QUERY_INT_H
