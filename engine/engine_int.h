@@ -20,7 +20,9 @@
  *   grouping.c     order by and grouping over the matches
  *   query.c        a search request: match, phases, hit order, the result;
  *   summary.c      its hits' summaries (query_int.h: the request's state,
- *                  which only these two share)
+ *                  which only these and select_elements.c share)
+ *   select_elements.c  select-elements-by: the array elements a summary-feature's
+ *                  mapped labels index
  *   textmatch.c    contains on text indexes, the text and query-term features
  *   attrmatch.c    attributeMatch(f) over the query's terms on attributes
  *   labels.c       arrays and weighted sets as tensors (tensorFromLabels,

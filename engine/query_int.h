@@ -1,6 +1,7 @@
 /*
  * query_int.h: the state of one search request, shared by query.c (match,
- * phases, hit order, the result) and summary.c (the hits' summaries).
+ * phases, hit order, the result), summary.c (the hits' summaries) and
+ * select_elements.c (select-elements-by in them).
  */
 #ifndef ENGINE_QUERY_INT_H
 #define ENGINE_QUERY_INT_H
@@ -88,5 +89,16 @@ int eng_check_selected(struct qstate *qs);
 /* The hit's "fields" object: its summary fields, match- and
  * summary-features (*out, a new reference).  Returns 0 or an error. */
 int eng_summary(struct qstate *qs, const struct hit *h, json_t **out);
+
+/* ---- select_elements.c ---------------------------------------------------------- */
+
+/* select-elements-by: replace the array *v (a new reference, the field's
+ * value) by the elements whose index is a label of summary-feature
+ * feature's one mapped dimension, evaluated for h, in array order.
+ * Returns 0, STRATA_NOT_FOUND (the request's profile has no such
+ * summary-feature), STRATA_TYPE (not one mapped dimension), STRATA_NOMEM,
+ * STRATA_RUNTIME; *v is unchanged on error. */
+int eng_select_elements(struct qstate *qs, const struct hit *h, const char *feature,
+                        json_t **v);
 
 #endif

@@ -124,6 +124,10 @@ static int summary_value(struct qstate *qs, const struct hit *h, json_t *fields,
 			return 0; /* nothing to show (no matched element) */
 	} else {
 		v = eng_field_json(dt, fi, &qs->vals[fi]);
+		if (v && sf->select_by && (rc = eng_select_elements(qs, h, sf->select_by, &v)) != 0) {
+			json_decref(v);
+			return rc;
+		}
 	}
 	if (json_object_set_new(fields, sf->name, v))
 		return base_nomem(qs->err, "summary of '%s'", eng_hit_docid(h));
@@ -158,7 +162,7 @@ static int summary_fields(struct qstate *qs, const struct hit *h, json_t *fields
 		int in_class = 0;
 		for (int k = 0; k < c->nfields && !in_class; k++)
 			in_class = !strcmp(c->fields[k].name, rf->name);
-		struct rank_summary_field sf = {rf->name, i, 0, 0};
+		struct rank_summary_field sf = {rf->name, i, 0, 0, NULL};
 		if (!in_class && selected(qs, rf->name) && (rc = summary_value(qs, h, fields, &sf)))
 			return rc;
 	}

@@ -488,6 +488,8 @@ static int compile_tensor_fn(struct cc *c, const struct env *env, const struct r
 		return rank_cc_cell_cast(c, env, a, type);
 	if (strcmp(f, "unpack_bits") == 0)
 		return rank_cc_unpack_bits(c, env, a, type);
+	if (strcmp(f, "top") == 0)
+		return rank_cc_top(c, env, a, type);
 	if (strcmp(f, "matmul") == 0) {
 		char *names[RANK_MAX_RANK];
 		int n, tj;

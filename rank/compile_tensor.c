@@ -473,3 +473,32 @@ int rank_cc_unpack_bits(struct cc *c, const struct env *env, const struct rank_a
 	EMIT(c, RANK_OP_UNPACK, little, dim, 0, t, 0, *type, 0);
 	return 0;
 }
+
+/* top(n, t): the n cells of t of the largest values, t's type; n a
+ * number, t a tensor whose dimensions are all mapped (its cells are
+ * subspaces that can be left out). */
+int rank_cc_top(struct cc *c, const struct env *env, const struct rank_ast *a, int *type)
+{
+	int rc, tn, t;
+	char b1[256];
+	if (a->nargs != 2)
+		return rank_cc_at(c, a, STRATA_TYPE, "top(n, tensor)");
+	if ((rc = c->compile(c, env, a->args[0], &tn)))
+		return rc;
+	if (T(c, tn)->rank != 0)
+		return rank_cc_at(c, a->args[0], STRATA_TYPE, "top: n must be a number, not %s",
+		                  rank_cc_type_str(T(c, tn), b1, sizeof b1));
+	if ((rc = c->compile(c, env, a->args[1], &t)))
+		return rc;
+	const struct rank_type *r = T(c, t);
+	int dense = r->rank == 0;
+	for (int i = 0; i < r->rank; i++)
+		dense |= r->dims[i] != RANK_DIM_MAPPED;
+	if (dense)
+		return rank_cc_at(c, a->args[1], STRATA_NOT_IMPLEMENTED,
+		                  "top of %s is not supported (only of a tensor whose dimensions "
+		                  "are all mapped)", rank_cc_type_str(r, b1, sizeof b1));
+	*type = t;
+	EMIT(c, RANK_OP_TOP, 0, 0, 0, t, 0, t, 0);
+	return 0;
+}

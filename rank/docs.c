@@ -82,7 +82,8 @@ static int copy_sources(struct rank_source_decl **dst, int *nd, const struct ran
 		d->transform = src[i].transform;
 		d->name = base_strdup(src[i].name);
 		d->source = src[i].source ? base_strdup(src[i].source) : NULL;
-		if (!d->name || (src[i].source && !d->source))
+		d->select_by = src[i].select_by ? base_strdup(src[i].select_by) : NULL;
+		if (!d->name || (src[i].source && !d->source) || (src[i].select_by && !d->select_by))
 			return base_nomem(err, "inheriting '%s'", src[i].name);
 	}
 	return 0;
@@ -297,14 +298,13 @@ static int resolve_inputs(struct rank_sd *sd, struct strata_error *err)
 
 /* ---- summary classes ----------------------------------------------------------------- */
 
-/* Add (or replace) the field name showing field fi in class c, whose
- * array has room for cap entries. */
-static void class_put(struct rank_summary_class *c, struct rank_summary_field *fs, const char *name,
-                      int fi, int tokens, int transform)
+/* Add (or replace by name) the field f in class c, whose array fs has
+ * room for it. */
+static void class_put(struct rank_summary_class *c, struct rank_summary_field *fs,
+                      struct rank_summary_field f)
 {
-	struct rank_summary_field f = {name, fi, tokens, transform};
 	for (int i = 0; i < c->nfields; i++)
-		if (strcmp(fs[i].name, name) == 0) {
+		if (strcmp(fs[i].name, f.name) == 0) {
 			fs[i] = f;
 			return;
 		}
@@ -341,6 +341,22 @@ static int check_transform(const struct rank_field *f, int transform, const char
 	return 0;
 }
 
+/* Whether summary field src may show field f by select-elements-by: an
+ * array, without tokens or another transform. */
+static int check_select(const struct rank_field *f, const struct rank_source_decl *src,
+                        int transform, struct strata_error *err)
+{
+	if (f->type != RANK_FT_ARRAY)
+		return fail(err, &src->pos, STRATA_NOT_IMPLEMENTED,
+		            "summary field '%s': select-elements-by on '%s', which is not an array, "
+		            "is not supported", src->name, f->name);
+	if (src->tokens || transform)
+		return fail(err, &src->pos, STRATA_NOT_IMPLEMENTED,
+		            "summary field '%s': select-elements-by with another summary setting is "
+		            "not supported", src->name);
+	return 0;
+}
+
 /* The fields of srcs[n] into class c (fs has room).  A source named
  * documentid that no field has is the document id; a summary field showing
  * a field of the same name without a setting of its own takes the field's
@@ -352,8 +368,10 @@ static int class_sources(const struct rank_sd *sd, struct rank_summary_class *c,
 	for (int k = 0; k < n; k++) {
 		const char *src = srcs[k].source ? srcs[k].source : srcs[k].name;
 		int fi = find_field(sd, src), transform = srcs[k].transform;
-		if (fi < 0 && strcmp(src, "documentid") == 0 && !srcs[k].tokens && !transform) {
-			class_put(c, fs, srcs[k].name, -1, 0, RANK_SUMMARY_DOCUMENTID);
+		if (fi < 0 && strcmp(src, "documentid") == 0 && !srcs[k].tokens && !transform &&
+		    !srcs[k].select_by) {
+			class_put(c, fs, (struct rank_summary_field){srcs[k].name, -1, 0,
+			                                             RANK_SUMMARY_DOCUMENTID, NULL});
 			continue;
 		}
 		if (fi < 0)
@@ -377,9 +395,12 @@ static int class_sources(const struct rank_sd *sd, struct rank_summary_class *c,
 		if (!transform && !srcs[k].tokens && strcmp(srcs[k].name, src) == 0)
 			transform = sd->fields[fi].summary_transform;
 		int rc = check_transform(&sd->fields[fi], transform, srcs[k].name, &srcs[k].pos, err);
+		if (!rc && srcs[k].select_by)
+			rc = check_select(&sd->fields[fi], &srcs[k], transform, err);
 		if (rc)
 			return rc;
-		class_put(c, fs, srcs[k].name, fi, srcs[k].tokens, transform);
+		class_put(c, fs, (struct rank_summary_field){srcs[k].name, fi, srcs[k].tokens, transform,
+		                                             srcs[k].select_by});
 	}
 	return 0;
 }
@@ -419,8 +440,7 @@ static int build_class(struct rank_sd *sd, int i, unsigned char *state, struct s
 	c->fields = fs;
 	c->omit_summary_features = s->omit_summary_features;
 	for (int k = 0; parent && k < parent->nfields; k++)
-		class_put(c, fs, parent->fields[k].name, parent->fields[k].field,
-		          parent->fields[k].tokens, parent->fields[k].transform);
+		class_put(c, fs, parent->fields[k]);
 	int rc = class_sources(sd, c, fs, s->fields, s->nfields, err);
 	/* Free by the capacity: remember it as the count of a full array. */
 	if (!rc && (size_t)c->nfields != cap) {
@@ -481,7 +501,8 @@ static int build_classes(struct rank_sd *sd, struct strata_error *err)
 			return rc;
 		}
 		if (f->summary)
-			class_put(d, fs, f->name, i, f->summary_tokens, f->summary_transform);
+			class_put(d, fs, (struct rank_summary_field){f->name, i, f->summary_tokens,
+			                                             f->summary_transform, NULL});
 	}
 	d->omit_summary_features = sd->default_omit_summary_features;
 	int rc = class_sources(sd, d, fs, sd->field_summaries, sd->nfield_summaries, err);

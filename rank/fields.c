@@ -314,9 +314,8 @@ static int summary_transform(struct rank_parser *p, const struct rank_tok *t, in
 	}
 	if (rank_tok_is(t, "select-elements-by"))
 		return rank_parser_fail(p, t, STRATA_NOT_IMPLEMENTED,
-		                        "summary setting 'select-elements-by' is not supported: it needs "
-		                        "a summary-feature tensor with a mapped dimension, which rank "
-		                        "profiles here do not compute");
+		                        "summary setting 'select-elements-by' on a field is not "
+		                        "supported (only in a document-summary's field)");
 	if (!rank_tok_is(t, "bolding"))
 		return 0;
 	int rc = rank_parser_expect(p, ":", "after 'bolding'");
@@ -369,6 +368,19 @@ static int summary_body(struct rank_parser *p, struct rank_source_decl *d)
 			d->tokens = 1;
 			continue;
 		}
+		if (rank_tok_is(&t, "select-elements-by")) {
+			struct rank_tok s;
+			if (d->select_by)
+				return rank_parser_fail(p, &t, STRATA_TYPE,
+				                        "select-elements-by is given twice");
+			if ((rc = rank_parser_expect(p, ":", "after 'select-elements-by'")) != 0 ||
+			    (rc = rank_parser_expect_name(p, RANK_LEX_SCHEMA, &s,
+			                                  "a summary-feature's name")) != 0)
+				return rc;
+			if (!(d->select_by = rank_parser_tokdup(p, &s)))
+				return STRATA_NOMEM;
+			continue;
+		}
 		if ((rc = summary_transform(p, &t, &d->transform)) != 0) {
 			if (rc < 0)
 				return rc;
@@ -393,7 +405,8 @@ static int summary_body(struct rank_parser *p, struct rank_source_decl *d)
 			                        "summary setting %s is not supported", rank_tok_quote(&t));
 		return rank_parser_fail(p, &t, STRATA_PARSE,
 		                        "expected 'source', 'full', 'tokens', 'dynamic', "
-		                        "'matched-elements-only', 'bolding' or '}' in summary '%s', "
+		                        "'matched-elements-only', 'bolding', 'select-elements-by' or "
+		                        "'}' in summary '%s', "
 		                        "found %s",
 		                        d->name, rank_tok_quote(&t));
 	}

@@ -360,6 +360,11 @@ struct rank_summary_field {
 	int field;     /* -1 for RANK_SUMMARY_DOCUMENTID */
 	int tokens;    /* show the field's tokens (an array of strings), not its value */
 	int transform; /* enum rank_summary_transform */
+	/* select-elements-by (transform RANK_SUMMARY_VALUE, an array field):
+	 * the summary-feature whose one mapped dimension's labels are the
+	 * indexes of the elements shown, in array order; NULL: all.  The
+	 * request's rank profile must list it among its summary-features. */
+	const char *select_by;
 };
 struct rank_summary_class {
 	const char *name;

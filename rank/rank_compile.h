@@ -105,6 +105,7 @@ int rank_cc_rename(struct cc *c, const struct env *env, const struct rank_ast *a
 int rank_cc_concat(struct cc *c, const struct env *env, const struct rank_ast *a, int *type);
 int rank_cc_merge(struct cc *c, const struct env *env, const struct rank_ast *a, int *type);
 int rank_cc_cell_cast(struct cc *c, const struct env *env, const struct rank_ast *a, int *type);
+int rank_cc_top(struct cc *c, const struct env *env, const struct rank_ast *a, int *type);
 int rank_cc_unpack_bits(struct cc *c, const struct env *env, const struct rank_ast *a,
                         int *type);
 int rank_cc_slice(struct cc *c, const struct env *env, const struct rank_ast *a, int *type);

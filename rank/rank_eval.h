@@ -108,6 +108,9 @@ struct rt_ctx;
  *                              (rank_docs.term; 0 without it); t of
  *                              type tensor(term{}): a cell per query term
  *                              whose value is not NaN, labelled by number
+ * TOP        d=operand type    pop a tensor (mapped dimensions only), pop
+ *                              n: push its n cells of the largest values
+ *                              (top; ties: the earlier cell, NaN last)
  */
 enum rank_opcode {
 	RANK_OP_NUM = 1, RANK_OP_ATTR, RANK_OP_QUERY, RANK_OP_CONST, RANK_OP_FIRST, RANK_OP_GET,
@@ -115,7 +118,7 @@ enum rank_opcode {
 	RANK_OP_JOIN, RANK_OP_REDUCE, RANK_OP_DOT, RANK_OP_CLOSE, RANK_OP_ONNX, RANK_OP_CONCAT,
 	RANK_OP_LIT, RANK_OP_GEN, RANK_OP_SMAP, RANK_OP_SJOIN, RANK_OP_SREDUCE,
 	RANK_OP_SMERGE, RANK_OP_PEEK, RANK_OP_SCONCAT, RANK_OP_NORM, RANK_OP_TEXT,
-	RANK_OP_NOW, RANK_OP_TERM, RANK_OP_RANDOM, RANK_OP_UNPACK,
+	RANK_OP_NOW, RANK_OP_TERM, RANK_OP_RANDOM, RANK_OP_UNPACK, RANK_OP_TOP,
 	RANK_OP_COUNT_
 };
 
@@ -361,6 +364,11 @@ int rank_sparse_merge(struct base_arena *a, const struct rank_type *ta, struct r
 int rank_sparse_unpack_bits(struct base_arena *a, const struct rank_type *ti, struct rank_val v,
                             const struct rank_type *tr, int dim, int little,
                             struct rank_val *out);
+/* top: the n cells of v (type t, mapped dimensions only) of the largest
+ * values, in v's order; of equal values the earlier, NaN below every
+ * number.  n <= 0 (or NaN) keeps none. */
+int rank_sparse_top(struct base_arena *a, const struct rank_type *t, struct rank_val v, double n,
+                    struct rank_val *out);
 /* props.c: when rank property i of compiled profile p (p->decl->fprops)
  * changes nothing (bm25(f) of a name that is no field with a text index),
  * 1 with the line that says so in buf ("file:line:col: rank property ...

@@ -220,6 +220,7 @@ struct rank_source_decl {
 	char *source;             /* the field read (NULL: the field called name) */
 	int tokens;               /* the summary setting tokens: show the field's tokens */
 	int transform;            /* enum rank_summary_transform (dynamic, bolding: on, ...) */
+	char *select_by;          /* select-elements-by: the summary-feature (NULL: none) */
 	struct rank_pos pos;
 };
 

@@ -217,6 +217,7 @@ static void clear_sources(struct rank_source_decl *v, int n)
 	for (int i = 0; i < n; i++) {
 		base_strfree(v[i].name);
 		base_strfree(v[i].source);
+		base_strfree(v[i].select_by);
 	}
 	rank_vec_free(v, n, sizeof *v);
 }

@@ -1,8 +1,8 @@
 /*
  * tensor_sparse.c: map, join, merge, reduce, concat and slices over tensors
  * with mapped dimensions (x{}), for the VM's SMAP, SJOIN, SMERGE, SREDUCE,
- * SCONCAT and PEEK (which takes dense tensors too), and unpack_bits (UNPACK,
- * dense or not).
+ * SCONCAT and PEEK (which takes dense tensors too), unpack_bits (UNPACK,
+ * dense or not) and top (TOP).
  *
  * A value is a list of blocks (struct rank_sparse): the labels of the
  * type's mapped dimensions, then a dense subspace over its indexed ones.
@@ -536,5 +536,39 @@ int rank_sparse_unpack_bits(struct base_arena *a, const struct rank_type *ti, st
 				}
 	}
 	r.b.n = in.n;
+	return build_done(a, &r, out);
+}
+
+/* Whether x ranks above y in top's order (NaN below every number). */
+static int above(double x, double y)
+{
+	return !isnan(x) && (isnan(y) || x > y);
+}
+
+int rank_sparse_top(struct base_arena *a, const struct rank_type *t, struct rank_val v, double n,
+                    struct rank_val *out)
+{
+	struct blocks in;
+	struct builder r;
+	int rc;
+	if ((rc = view(a, t, &v, &in)))
+		return rc;
+	BASE_DEBUG_ASSERT(in.block == 1);
+	size_t keep = n >= 1 ? (n < (double)in.n ? (size_t)n : in.n) : 0;
+	if ((rc = build_init(a, t, keep, 0, &r)))
+		return rc;
+	/* a cell is kept when fewer than keep cells rank above it (the
+	 * earlier of equal ones above): quadratic, over a document's few */
+	for (size_t i = 0; i < in.n && r.b.n < keep; i++) {
+		size_t higher = 0;
+		for (size_t j = 0; j < in.n && higher < keep; j++)
+			higher += above(in.cells[j], in.cells[i]) ||
+			          (j < i && !above(in.cells[i], in.cells[j]));
+		if (higher >= keep)
+			continue;
+		for (int k = 0; k < in.nmapped; k++)
+			r.labels[r.b.n * (size_t)in.nmapped + (size_t)k] = label_of(&in, i, k);
+		r.cells[r.b.n++] = in.cells[i];
+	}
 	return build_done(a, &r, out);
 }

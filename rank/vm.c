@@ -28,7 +28,7 @@ static const char *const op_names[RANK_OP_COUNT_] = {
 	"?", "NUM", "ATTR", "QUERY", "CONST", "FIRST", "GET", "SET", "UN", "BIN",
 	"JUMPF", "JUMP", "RET", "MAP", "JOIN", "REDUCE", "DOT", "CLOSE", "ONNX", "CONCAT",
 	"LIT", "GEN", "SMAP", "SJOIN", "SREDUCE", "SMERGE", "PEEK", "SCONCAT", "NORM", "TEXT",
-	"NOW", "TERM", "RANDOM", "UNPACK",
+	"NOW", "TERM", "RANDOM", "UNPACK", "TOP",
 };
 
 const char *rank_op_name(int op)
@@ -520,6 +520,11 @@ static int exec(struct vm *x, int pc, struct rank_val *sp, struct rank_val *res)
 			if (rank_sparse_unpack_bits(&q->arena, type_of(x, in->d), sp[-1],
 			                            type_of(x, in->t), in->b, in->a, &sp[-1]))
 				return oom(x);
+			break;
+		case RANK_OP_TOP:
+			if (rank_sparse_top(&q->arena, type_of(x, in->d), sp[-1], sp[-2].num, &sp[-2]))
+				return oom(x);
+			sp--;
 			break;
 		case RANK_OP_CLOSE:
 			if (in->b == 2) {

@@ -2,7 +2,8 @@
 # summary.sh: end-to-end tests of summaries made from the query through the
 # strata CLI: bolding: on and summary: dynamic on text fields, the snippet
 # of a schema's own document-summary default, matched-elements-only on an
-# array and a map, a document-summary with the documentid source chosen by
+# array and a map, select-elements-by (with top) on arrays, a
+# document-summary with the documentid source chosen by
 # presentation.summary (both request forms), order by with a field's
 # sorting settings, and the deploy errors of these settings.
 #
@@ -42,6 +43,12 @@ schema doc {
             indexing: summary | attribute
             sorting { order: descending  function: lowercase }
         }
+        field chunks type array<string> {
+            indexing: summary
+        }
+        field sims type tensor<float>(chunk{}) {
+            indexing: attribute
+        }
     }
     fieldset default { fields: title, body }
     document-summary default {
@@ -51,10 +58,32 @@ schema doc {
         summary documentid {}
         summary title {}
     }
+    rank-profile picking {
+        function picks() {
+            expression: tensor(chunk{}):{"1": 2.0, "x": 1.0, "5": 1.0}
+        }
+        function top_sims() {
+            expression: top(3, attribute(sims))
+        }
+        summary-features {
+            picks
+            top_sims
+        }
+    }
+    document-summary picked {
+        summary tags_picked {
+            source: tags
+            select-elements-by: picks
+        }
+        summary top_chunks {
+            source: chunks
+            select-elements-by: top_sims
+        }
+    }
 }
 EOS
 cat >"$APP/feed.jsonl" <<'EOS'
-{"put": "id:doc:doc::1", "fields": {"title": "Running shoes for runners", "body": "Shoes that run far.", "tags": ["red", "blue"], "m": {"a": 1, "b": 5}, "name": "alice"}}
+{"put": "id:doc:doc::1", "fields": {"title": "Running shoes for runners", "body": "Shoes that run far.", "tags": ["red", "blue"], "m": {"a": 1, "b": 5}, "name": "alice", "chunks": ["c0", "c1", "c2", "c3"], "sims": {"cells": {"0": 0.1, "1": 0.9, "2": 0.5, "3": 0.7, "9": 0.8}}}}
 {"put": "id:doc:doc::2", "fields": {"title": "Café crème", "body": "A café serving crème brûlée.", "tags": ["green"], "name": "Bob"}}
 EOS
 expect_ok "deploy" "$STRATA" deploy "$APP"
@@ -95,6 +124,18 @@ check "select documentid, sddocname" \
 	"$(q "{\"yql\": \"select documentid, sddocname, name from doc where title contains \\\"cafe\\\"\"}" \
 		'.root.children[0].fields | to_entries | map("\(.key)=\(.value)") | sort | join(",")')" \
 	"documentid=id:doc:doc::2,name=Bob,sddocname=doc"
+P='"presentation.summary": "picked"'
+check "select-elements-by: the labels that are indexes, in array order" \
+	"$(q "{$Y true order by name\", \"ranking\": \"picking\", $P}" \
+		'[.root.children[].fields.tags_picked | tostring] | join(",")')" \
+	'[],["blue"]'
+check "select-elements-by top(3, ...): the largest three's labels, 9 no index" \
+	"$(q "{$Y true order by name\", \"ranking\": \"picking\", $P}" \
+		'[.root.children[].fields.top_chunks | tostring] | join(",")')" \
+	'null,["c1","c3"]'
+check "select-elements-by: a profile without the summary-feature" \
+	"$(q "{$Y true\", $P}" '.')" \
+	"error: strata: select-elements-by: 'picks' is not a summary-feature of rank profile 'default'"
 check "sorting: descending, lowercase" \
 	"$(q '{"yql": "select * from doc where true order by name"}' '[.root.children[].fields.name] | join(",")')" \
 	"Bob,alice"
@@ -108,10 +149,10 @@ sed '/field m type/,/}/s/summary: matched-elements-only/summary: dynamic/' "$APP
 expect_fail "dynamic on a map" \
 	"doc\\.sd:17:15: summary field 'm': dynamic on 'm', which is not a string or an array of strings" \
 	"$STRATA" deploy "$T/bad"
-sed 's/summary title {}/summary title { source: title  select-elements-by: top }/' "$APP/schemas/doc.sd" \
-	>"$T/bad/schemas/doc.sd"
-expect_fail "select-elements-by refused" \
-	"doc\\.sd:[0-9]+:[0-9]+: summary setting 'select-elements-by' is not supported" \
+sed 's/summary title {}/summary title { source: title  select-elements-by: picks }/' \
+	"$APP/schemas/doc.sd" >"$T/bad/schemas/doc.sd"
+expect_fail "select-elements-by on a string" \
+	"doc\\.sd:38:17: summary field 'title': select-elements-by on 'title', which is not an array" \
 	"$STRATA" deploy "$T/bad"
 sed 's/weight: 200/alias: heading/' "$APP/schemas/doc.sd" >"$T/bad/schemas/doc.sd"
 expect_fail "alias refused" "doc\\.sd:6:13: field setting 'alias' is not supported" \

@@ -1,7 +1,9 @@
 /*
  * test_compat.c: constructs of Vespa's schemas beyond the core
  * algebra: unpack_bits over dense and mixed tensors (values written out by
- * hand from the bits of the int8 cells), its types and its errors; query
+ * hand from the bits of the int8 cells), its types and its errors; top(n,
+ * t) over mapped tensors (the cells kept, ties, NaN, n past the cells) and
+ * its errors; query
  * inputs read without a declaration (numbers, 0 unless given, a tensor
  * for them refused by the engine); bm25 rank properties of names that are
  * no text field, accepted and told once each through the loader's notices
@@ -123,9 +125,8 @@ static int eval(struct world *w, const char *text, struct rank_val *v, char *typ
 	return rc;
 }
 
-/* The dense value of text must have type want_type and the cells want. */
-static void dense(struct world *w, const char *text, const char *want_type, const double *want,
-                  size_t n)
+/* The value of text, which must evaluate to type want_type. */
+static struct rank_val eval_ok(struct world *w, const char *text, const char *want_type)
 {
 	struct rank_val v;
 	char type[256];
@@ -135,6 +136,14 @@ static void dense(struct world *w, const char *text, const char *want_type, cons
 		fprintf(stderr, "%s: %s\n", text, err.msg);
 	assert_int_equal(rc, 0);
 	assert_string_equal(type, want_type);
+	return v;
+}
+
+/* The dense value of text must have type want_type and the cells want. */
+static void dense(struct world *w, const char *text, const char *want_type, const double *want,
+                  size_t n)
+{
+	struct rank_val v = eval_ok(w, text, want_type);
 	for (size_t i = 0; i < n; i++)
 		assert_true(rank_cell(v.cell, v.cells, i) == want[i]);
 }
@@ -240,6 +249,70 @@ static void test_unpack_errors(void **state)
 	expect_error(w, "unpack_bits()", "unpack_bits(tensor [, cell type [, endian]])");
 	expect_error(w, "unpack_bits(query(b), float, big, 1)",
 	             "unpack_bits(tensor [, cell type [, endian]])");
+}
+
+/* The cells of the mapped value text evaluates to (nm mapped dimensions),
+ * "label,...:value,..." in the value's order; its type must be want_type. */
+static void sparse_cells(struct world *w, const char *text, const char *want_type, int nm,
+                         const char *want)
+{
+	char got[256] = "";
+	const struct rank_sparse *s = eval_ok(w, text, want_type).cells;
+	for (size_t b = 0; b < s->nblocks; b++) {
+		for (int k = 0; k < nm; k++)
+			snprintf(got + strlen(got), sizeof got - strlen(got), "%s%s",
+			         b || k ? "," : "", s->labels[b * (size_t)nm + (size_t)k]);
+		snprintf(got + strlen(got), sizeof got - strlen(got), ":%g", s->cells[b]);
+	}
+	if (strcmp(got, want) != 0)
+		fail_msg("%s: got %s, wanted %s", text, got, want);
+}
+
+/* top(n, t): the n cells of the largest values, the earlier of equal ones,
+ * NaN below every number, t's order and type kept. */
+static void test_top(void **state)
+{
+	struct world *w = *state;
+	const char *t = "tensor(c{}):{a:1, b:5, c:3, d:5, e:-2}";
+	char text[256];
+	static const struct { const char *n, *want; } cases[] = {
+		{ "2", "b:5,d:5" },  { "3", "b:5,c:3,d:5" }, { "1", "b:5" },
+		{ "1 + 1", "b:5,d:5" }, { "0", "" }, { "-1", "" },
+		{ "9", "a:1,b:5,c:3,d:5,e:-2" }, { "2.7", "b:5,d:5" },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		snprintf(text, sizeof text, "top(%s, %s)", cases[i].n, t);
+		sparse_cells(w, text, "tensor(c{})", 1, cases[i].want);
+	}
+	sparse_cells(w, "top(2, tensor(c{}):{x:2, y:2, z:2})", "tensor(c{})", 1, "x:2,y:2");
+	sparse_cells(w, "top(1, map(tensor(c{}):{x:0, y:-7}, f(v)(if(v == 0, 0 / 0, v))))",
+	             "tensor(c{})", 1, "y:-7");
+	sparse_cells(w, "top(2, tensor<float>(c{}, k{}):{{c:a, k:1}:4, {c:a, k:2}:6, {c:b, k:1}:5})",
+	             "tensor<float>(c{},k{})", 2, "a,2:6,b,1:5");
+	/* through a reduce: the three largest of five, summed */
+	struct rank_val v;
+	char type[64];
+	struct strata_error err = { 0 };
+	snprintf(text, sizeof text, "reduce(top(3, %s), sum, c)", t);
+	assert_int_equal(eval(w, text, &v, type, sizeof type, &err), 0);
+	assert_true(v.num == 13);
+	static const struct { const char *text; int code; const char *msg; } bad[] = {
+		{ "top(2, query(f))", STRATA_NOT_IMPLEMENTED,
+		  "expr:1:8: top of tensor<float>(x[2]) is not supported (only of a tensor whose "
+		  "dimensions are all mapped)" },
+		{ "top(2, query(mx))", STRATA_NOT_IMPLEMENTED, "top of tensor<int8>(dt{},x[2])" },
+		{ "top(2, 3)", STRATA_NOT_IMPLEMENTED, "top of double" },
+		{ "top(query(f), tensor(c{}):{a:1})", STRATA_TYPE,
+		  "expr:1:5: top: n must be a number, not tensor<float>(x[2])" },
+		{ "top(2)", STRATA_TYPE, "top(n, tensor)" },
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		memset(&err, 0, sizeof err);
+		int rc = eval(w, bad[i].text, &v, type, sizeof type, &err);
+		if (rc != bad[i].code || !strstr(err.msg, bad[i].msg))
+			fail_msg("%s: got %d '%s', wanted %d '%s'", bad[i].text, rc, err.msg,
+			         bad[i].code, bad[i].msg);
+	}
 }
 
 /* query(u) and query(v) are read, never declared: numbers, 0 by default,
@@ -372,6 +445,7 @@ int main(void)
 		cmocka_unit_test(test_unpack_innermost_by_name),
 		cmocka_unit_test(test_unpack_mixed),
 		cmocka_unit_test(test_unpack_errors),
+		cmocka_unit_test(test_top),
 		cmocka_unit_test(test_undeclared_inputs),
 		cmocka_unit_test(test_props_of_no_text_field),
 		cmocka_unit_test(test_engine),

@@ -97,10 +97,13 @@ static void test_field_settings(void **state)
 	parse_fails("schema s { document s { field f type array<int> { indexing: summary\n"
 	            " sorting: descending } } }",
 	            STRATA_TYPE, "t.sd:2:2: sorting on field 'f', which holds no single number");
-	parse_fails("schema s { document s { field f type string { indexing: summary } }\n"
-	            " document-summary x { summary y { source: f\n select-elements-by: top } } }",
-	            STRATA_NOT_IMPLEMENTED, "t.sd:3:2: summary setting 'select-elements-by' is not "
-	            "supported");
+	parse_fails("schema s { document s { field f type array<string> { indexing: summary } }\n"
+	            " document-summary x { summary y { source: f\n select-elements-by: } } }",
+	            STRATA_PARSE, "t.sd:3:22: expected a summary-feature's name");
+	parse_fails("schema s { document s { field f type array<string> { indexing: summary\n"
+	            " summary: select-elements-by } } }",
+	            STRATA_NOT_IMPLEMENTED, "t.sd:2:11: summary setting 'select-elements-by' on a "
+	            "field is not supported");
 	parse_fails("schema s { document s { }\n document-summary default inherits x { } }",
 	            STRATA_TYPE, "t.sd:2:27: the document-summary 'default' cannot inherit another");
 #undef FIELD
@@ -151,6 +154,18 @@ static void test_summary_errors(void **state)
 	open_app(&fx, "schema doc { document doc {\n field s type string { indexing: index } }\n"
 	         " document-summary default {\n summary b { source: nope } } }", STRATA_TYPE,
 	         "doc.sd:4:10: summary field 'b' shows 'nope', which is not a field of 'doc'");
+	open_app(&fx, "schema doc { document doc {\n field s type string { indexing: summary } }\n"
+	         " document-summary d {\n summary b { source: s\n select-elements-by: f } } }",
+	         STRATA_NOT_IMPLEMENTED, "doc.sd:4:10: summary field 'b': select-elements-by on 's', "
+	         "which is not an array, is not supported");
+	open_app(&fx, "schema doc { document doc {\n field s type array<string> { indexing: index } }\n"
+	         " document-summary d {\n summary b { source: s\n dynamic select-elements-by: f } } }",
+	         STRATA_NOT_IMPLEMENTED,
+	         "doc.sd:4:10: summary field 'b': select-elements-by with another summary setting");
+	open_app(&fx, "schema doc { document doc {\n field s type array<string> { indexing: index } }\n"
+	         " document-summary d {\n summary b { source: s\n select-elements-by: f\n"
+	         " select-elements-by: g } } }",
+	         STRATA_TYPE, "doc.sd:6:2: select-elements-by is given twice");
 }
 
 /* Long texts of words "bird", one in five bytes, "frog" at the given words. */
@@ -539,6 +554,61 @@ static void test_omit_features(void **state)
 	apptest_remove(fx.dir);
 }
 
+/* select-elements-by: the elements of an array whose indexes are labels of
+ * a summary-feature's mapped dimension (read here from a tensor field, so
+ * each document picks its own), in array order; and its query-time errors. */
+static void test_select_elements(void **state)
+{
+	(void)state;
+	struct fixture fx;
+	fx.db = open_app(&fx, "schema doc { document doc {\n"
+	                 " field chunks type array<string> { indexing: summary }\n"
+	                 " field w type tensor<float>(chunk{}) { indexing: attribute }\n"
+	                 " field m type tensor<float>(a{}, b{}) { indexing: attribute } }\n"
+	                 " document-summary picked { summary top { source: chunks\n"
+	                 "  select-elements-by: picks } }\n"
+	                 " rank-profile p { function picks() { expression: attribute(w) }\n"
+	                 "  summary-features: picks }\n"
+	                 " rank-profile scalar { function picks() { expression: 2 }\n"
+	                 "  summary-features: picks }\n"
+	                 " rank-profile two { function picks() { expression: attribute(m) }\n"
+	                 "  summary-features: picks } }\n", 0, NULL);
+	feed_ok(&fx, "{\"put\": \"id:t:doc::1\", \"fields\": {\"chunks\": [\"a\", \"b\", \"c\", "
+	             "\"d\"], \"w\": {\"cells\": {\"3\": 0.9, \"x\": 0.8, \"1\": 0.5, \"17\": 0.4, "
+	             "\"-1\": 0.3}}}}");
+	const char *req = "{\"yql\": \"select * from doc where true\", \"ranking\": \"p\", "
+	                  "\"presentation.summary\": \"picked\"}";
+	json_t *f, *r = query(&fx, req, &f);
+	expect_json(f, "top", "[\"b\",\"d\"]");
+	json_decref(r);
+	/* no labels that are indexes: nothing is shown */
+	feed_ok(&fx, "{\"put\": \"id:t:doc::1\", \"fields\": {\"chunks\": [\"a\"], "
+	             "\"w\": {\"cells\": {\"1\": 1}}}}");
+	r = query(&fx, req, &f);
+	expect_json(f, "top", "[]");
+	json_decref(r);
+	static const struct { const char *profile; int code; const char *msg; } bad[] = {
+		{ "default", STRATA_NOT_FOUND, "select-elements-by: 'picks' is not a summary-feature "
+		                               "of rank profile 'default'" },
+		{ "scalar", STRATA_TYPE, "summary-feature 'picks' has 0 mapped dimensions, not one" },
+		{ "two", STRATA_TYPE, "summary-feature 'picks' has 2 mapped dimensions, not one" },
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		char rq[256];
+		snprintf(rq, sizeof rq, "{\"yql\": \"select * from doc where true\", \"ranking\": "
+		         "\"%s\", \"presentation.summary\": \"picked\"}", bad[i].profile);
+		struct strata_error err = {0};
+		char *out = NULL;
+		int rc = strata_query_json(fx.db, rq, &out, &err);
+		if (rc != bad[i].code || !strstr(err.msg, bad[i].msg))
+			fail_msg("%s: got %d '%s', wanted %d '%s'", bad[i].profile, rc, err.msg,
+			         bad[i].code, bad[i].msg);
+		assert_null(out);
+	}
+	strata_close(fx.db);
+	apptest_remove(fx.dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -550,6 +620,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_sorting, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_alloc_failures, setup, teardown),
 		cmocka_unit_test(test_omit_features),
+		cmocka_unit_test(test_select_elements),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

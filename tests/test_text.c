@@ -333,8 +333,8 @@ static void test_summary_tokens(void **state)
 	static const char odd[] = "  document-summary bad { summary x { source: title\n token } }\n";
 	apptest_expect_load_error(summary_app(odd), STRATA_PARSE, "doc.sd:17:2:",
 	                          "expected 'source', 'full', 'tokens', 'dynamic', "
-	                          "'matched-elements-only', 'bolding' or '}' in summary 'x', "
-	                          "found 'token'");
+	                          "'matched-elements-only', 'bolding', 'select-elements-by' or "
+	                          "'}' in summary 'x', found 'token'");
 	assert_int_equal(live_bytes(), live);
 }
 
