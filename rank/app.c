@@ -1,6 +1,7 @@
 /*
  * app.c: loading an application, the face of rank.h: every .sd file in
- * sorted order, parsed and resolved; then every model its onnx-model blocks
+ * sorted order, with the .profile files of its schema, parsed and resolved;
+ * then every model its onnx-model blocks
  * name, each file loaded once, through the caller's struct rank_loader when
  * there is one; then its profiles compiled against them (compile.c) and a
  * pool of retired queries made for each (query.c).  Also the
@@ -14,6 +15,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "../runtime/runtime.h"
 #include "rank_eval.h"
@@ -202,9 +204,11 @@ static void free_names(char **names, size_t n, size_t cap)
 	base_free(names, cap * sizeof *names);
 }
 
-/* The .sd file names in dir, sorted. */
-static int list_sd(const char *dir, char ***out, size_t *n, size_t *cap, struct strata_error *err)
+/* The names of the files in dir that end in suffix (".sd"), sorted. */
+static int list_files(const char *dir, const char *suffix, char ***out, size_t *n, size_t *cap,
+                      struct strata_error *err)
 {
+	size_t slen = strlen(suffix);
 	DIR *d = opendir(dir);
 	if (!d) {
 		int e = errno;
@@ -215,7 +219,7 @@ static int list_sd(const char *dir, char ***out, size_t *n, size_t *cap, struct 
 	struct dirent *de;
 	while ((de = readdir(d))) {
 		size_t len = strlen(de->d_name);
-		if (len < 4 || strcmp(de->d_name + len - 3, ".sd") != 0 || de->d_name[0] == '.')
+		if (len <= slen || strcmp(de->d_name + len - slen, suffix) != 0 || de->d_name[0] == '.')
 			continue;
 		if (base_grow((void **)&names, &c, k + 1, sizeof *names, 1 << 16) ||
 		    !(names[k] = base_strdup(de->d_name))) {
@@ -283,6 +287,53 @@ static int noted(struct errs *e, int rc, const struct strata_error *err, int lis
 	return e->list && rc != STRATA_NOMEM;
 }
 
+/* Rank profiles may also live in files of their own, as in Vespa:
+ * schemas/NAME/ *.profile beside schemas/NAME.sd (NAME the schema's), each
+ * holding rank-profile blocks of that schema.  Parse them into sd, in name
+ * order.  Returns 0 or the first error (each noted in e). */
+static int parse_profile_files(struct rank_sd *sd, const char *sdpath, struct errs *e,
+                               struct strata_error *err)
+{
+	const char *slash = strrchr(sdpath, '/');
+	size_t dlen = slash ? (size_t)(slash - sdpath) : 0;
+	char *parent = base_strndup(sdpath, dlen);
+	char *dir = parent ? base_path_join(dlen ? parent : ".", sd->name) : NULL;
+	base_strfree(parent);
+	if (!dir)
+		return noted(e, base_nomem(err, "schema %s", sd->name), err, 0), STRATA_NOMEM;
+	struct stat st;
+	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+		base_strfree(dir);
+		return 0;
+	}
+	char **names = NULL;
+	size_t n = 0, cap = 0;
+	int rc = list_files(dir, ".profile", &names, &n, &cap, err), first = 0;
+	if (rc)
+		noted(e, rc, err, 0);
+	for (size_t i = 0; !rc && i < n; i++) {
+		char *path = base_path_join(dir, names[i]), *text = NULL;
+		size_t len;
+		int r = path ? base_read_file(path, &text, &len, err) : base_nomem(err, "path");
+		if (!r) {
+			r = rank_sd_parse_profiles(sd, path, text, len, e->list, err);
+			base_free(text, len + 1);
+			if (r)
+				noted(e, r, err, e->list != NULL);
+		} else {
+			noted(e, r, err, 0);
+		}
+		base_strfree(path);
+		if (r && !first)
+			first = r;
+		if (r == STRATA_NOMEM || (r && !e->list))
+			rc = r;
+	}
+	free_names(names, n, cap);
+	base_strfree(dir);
+	return rc ? rc : first;
+}
+
 /* Parse one schema file into s.  Returns 0 or its error (noted in e). */
 static int parse_schema(struct rank_schema *s, const char *path, struct errs *e,
                         struct strata_error *err)
@@ -298,7 +349,7 @@ static int parse_schema(struct rank_schema *s, const char *path, struct errs *e,
 	base_free(text, len + 1);
 	if (rc)
 		noted(e, rc, err, e->list != NULL);
-	return rc;
+	return rc ? rc : parse_profile_files(s->sd, path, e, err);
 }
 
 /* Documents inherit across schemas: resolve them over all the parsed ones. */
@@ -434,7 +485,7 @@ int rank_app_load_all(const char *appdir, const struct rank_loader *loader,
 	char *sdir = base_path_join(appdir, "schemas");
 	char **names = NULL;
 	size_t n = 0, cap = 0;
-	int rc = sdir ? list_sd(sdir, &names, &n, &cap, err) : base_nomem(err, "path");
+	int rc = sdir ? list_files(sdir, ".sd", &names, &n, &cap, err) : base_nomem(err, "path");
 	if (rc == 0 && n == 0)
 		rc = base_err(err, STRATA_NOT_FOUND, "%s: no .sd files", sdir);
 	if (rc == 0) {

@@ -463,3 +463,49 @@ int rank_sd_parse_all(const char *file, const char *text, size_t len,
 	*out = sd;
 	return 0;
 }
+
+static int profile_file_item(const struct rank_tok *t)
+{
+	return rank_tok_is(t, "rank-profile");
+}
+
+int rank_sd_parse_profiles(struct rank_sd *sd, const char *file, const char *text, size_t len,
+                           struct strata_errors *errs, struct strata_error *err)
+{
+	/* Positions point at the name kept in sd, which outlives the AST's use. */
+	char *name = base_strdup(file);
+	if (!name || rank_vec_push(&sd->pfiles, &sd->npfiles, sizeof *sd->pfiles)) {
+		base_strfree(name);
+		return base_nomem(err, "parsing %s", file);
+	}
+	sd->pfiles[sd->npfiles - 1] = name;
+	struct rank_lexer lx;
+	rank_lex_init(&lx, name, text, len);
+	struct rank_parser p = { .lx = &lx, .err = err, .sd = sd, .errs = errs };
+	int rc = 0;
+	for (;;) {
+		struct rank_tok t;
+		struct rank_lexer save = lx;
+		rank_lex_next(&lx, RANK_LEX_SCHEMA, &t);
+		if (t.kind == RT_EOF)
+			break;
+		if (rank_tok_is(&t, "rank-profile"))
+			rc = rank_parse_profile(&p);
+		else
+			rc = rank_parser_fail(&p, &t, STRATA_PARSE,
+			                      "a .profile file holds rank-profile blocks, found %s",
+			                      rank_tok_quote(&t));
+		if (rc)
+			rc = rank_parser_recover(&p, rc, &save, profile_file_item);
+		if (rc)
+			break;
+	}
+	if (rc && errs && rc != STRATA_NOMEM)
+		base_errs_add(errs, err);
+	if (p.first_rc && rc != STRATA_NOMEM) {
+		rc = p.first_rc;
+		if (err)
+			*err = p.first;
+	}
+	return rc;
+}

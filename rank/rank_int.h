@@ -249,6 +249,8 @@ struct rank_fieldset {
 
 struct rank_sd {
 	char *file;
+	int npfiles;                    /* the schema's .profile files (rank_sd_parse_profiles): */
+	char **pfiles;                  /* positions in their profiles point at these names */
 	char *name;                     /* schema name = document type */
 	int nfields;
 	struct rank_field *fields;      /* names and dim names owned here */
@@ -333,6 +335,12 @@ int rank_sd_parse(const char *file, const char *text, size_t len, struct rank_sd
  * next field, rank-profile or schema item (struct strata_errors), and lists
  * every error in errs.  Returns the first error's code, with that error in
  * err; *out is NULL after any error. */
+/* Parse the rank-profile blocks of a .profile file (file names it, text
+ * its len bytes) into sd, as if they were written in its schema.  Errors as
+ * rank_sd_parse_all's (errs, when not NULL, receives each); sd stays
+ * freeable whatever happens. */
+int rank_sd_parse_profiles(struct rank_sd *sd, const char *file, const char *text, size_t len,
+                           struct strata_errors *errs, struct strata_error *err);
 int rank_sd_parse_all(const char *file, const char *text, size_t len,
                       struct strata_errors *errs, struct rank_sd **out,
                       struct strata_error *err);

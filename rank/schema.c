@@ -263,6 +263,9 @@ void rank_sd_free(struct rank_sd *sd)
 {
 	if (!sd)
 		return;
+	for (int i = 0; i < sd->npfiles; i++)
+		base_strfree(sd->pfiles[i]);
+	rank_vec_free(sd->pfiles, sd->npfiles, sizeof *sd->pfiles);
 	for (int i = 0; i < sd->nfields; i++) {
 		struct rank_field *f = &sd->fields[i];
 		base_strfree((char *)f->name);

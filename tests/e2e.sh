@@ -982,5 +982,41 @@ printf '<services>\n  <component id="e5" type="hugging-face-embedder">\n  </serv
 expect_fail "embedders: malformed services.xml" "services\.xml:3:5: mismatched tag" \
 	"$STRATA" deploy "$EMB"
 
+# ---- rank profiles in .profile files (schemas/NAME/*.profile) --------------------------
+PF=$T/pfiles
+mkdir -p "$PF/schemas/item"
+cat >"$PF/schemas/item.sd" <<'SD'
+schema item {
+  document item {
+    field price type double { indexing: attribute | summary }
+  }
+  rank-profile base {
+    first-phase { expression: attribute(price) }
+  }
+}
+SD
+cat >"$PF/schemas/item/double.profile" <<'PROF'
+# a profile of schema item, in a file of its own
+rank-profile double inherits base {
+    first-phase { expression: 2 * attribute(price) + half }
+    function half() { expression: 0.5 }
+}
+PROF
+printf '{"put": "id:a:item::1", "fields": {"price": 3}}\n' >"$PF/feed.jsonl"
+if expect_ok "profile files: deploy" "$STRATA" deploy "$PF" &&
+	expect_ok "profile files: feed" "$STRATA" feed "$PF" "$PF/feed.jsonl" &&
+	expect_ok "profile files: query" "$STRATA" query "$PF" --yql 'select * from item where true' \
+		--profile double; then
+	check "profile files: the profile's score" "$(jout '.root.children[0].relevance')" 6.5
+fi
+printf 'rank-profile broken inherits base {\n    first-phase { expression: nosuch(1) }\n}\n' \
+	>"$PF/schemas/item/broken.profile"
+expect_fail "profile files: an error names the .profile file" \
+	"schemas/item/broken\.profile:2:31: unknown function or feature 'nosuch'" "$STRATA" deploy "$PF"
+printf 'field x type int { }\n' >"$PF/schemas/item/broken.profile"
+expect_fail "profile files: only rank-profile blocks" \
+	"broken\.profile:1:1: a \.profile file holds rank-profile blocks, found 'field'" \
+	"$STRATA" deploy "$PF"
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
