@@ -285,7 +285,8 @@ static int open_app(const char *app, const struct strata_options *opts, int depl
 	struct rank_loader loader = { .load = eng_model_for, .ud = &ms,
 	                              .load_constant = constant_for,
 	                              .load_sparse_constant = sparse_constant_for,
-	                              .notice = deploy == ENG_OPEN_DEPLOYED ? NULL : notice_for };
+	                              .notice = deploy == ENG_OPEN_DEPLOYED ? NULL : notice_for,
+	                              .parse_json = eng_json_parse };
 	rc = rank_app_load_all(app, &loader, errs, &db->app, err);
 	if (rc || (rc = rank_app_set_query_pool(db->app, gens, err)) != 0)
 		goto fail;

@@ -437,7 +437,7 @@ static int load_schema(struct rank_app *app, struct rank_schema *s, struct errs 
 		return STRATA_NOMEM;
 	}
 	s->nprofiles = s->sd->nprofiles;
-	struct rank_models models = { app->nrefs, app->refs };
+	struct rank_models models = { app->nrefs, app->refs, &app->loader };
 	for (int i = 0; i < s->sd->nprofiles; i++) {
 		if (s->sd->profiles[i].unresolved)
 			continue;

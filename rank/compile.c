@@ -617,7 +617,8 @@ static int in_lambda(const struct env *env)
 static int compile_gbdt(struct cc *c, const struct env *env, const struct rank_ast *a, int *type)
 {
 	struct rank_gbdt *g;
-	int rc = rank_gbdt_load(c->p->sd->file, a, &g, c->err);
+	const struct rank_loader *loader = c->models ? c->models->loader : NULL;
+	int rc = rank_gbdt_load(c->p->sd->file, a, loader, &g, c->err);
 	if (rc)
 		return rc;
 	size_t n = (size_t)g->nfeatures + 1;

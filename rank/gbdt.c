@@ -471,7 +471,8 @@ static char *model_path(const char *sdfile, const char *file)
 	return p;
 }
 
-int rank_gbdt_load(const char *sdfile, const struct rank_ast *call, struct rank_gbdt **out,
+int rank_gbdt_load(const char *sdfile, const struct rank_ast *call,
+                   const struct rank_loader *loader, struct rank_gbdt **out,
                    struct strata_error *err)
 {
 	*out = NULL;
@@ -496,8 +497,15 @@ int rank_gbdt_load(const char *sdfile, const struct rank_ast *call, struct rank_
 		return rc == STRATA_NOMEM ? rc : fail(&b, STRATA_NOT_FOUND, "%s", why);
 	}
 	json_error_t je;
-	json_t *root = json_loadb(map.data, map.size, 0, &je);
+	int oom = 0;
+	json_t *root = loader && loader->parse_json
+	                       ? loader->parse_json(map.data, map.size, 0, &je, &oom)
+	                       : json_loadb(map.data, map.size, 0, &je);
 	base_unmap(&map);
+	if (oom) {
+		base_free(path, plen);
+		return nomem(&b);
+	}
 	if (!root) {
 		/* the position in the model file, then where the profile uses it */
 		rc = base_err(err, STRATA_PARSE, "%s:%d:%d: %s (%s model used at %s:%d:%d)", path,

@@ -273,6 +273,8 @@ int rank_app_load(const char *appdir, struct rank_app **out, struct strata_error
  * runtime_model_load(path) would (the engine answers from its compiled
  * contexts when it can); the application frees the model. */
 struct rank_input_info;
+struct json_t;       /* jansson's */
+struct json_error_t;
 struct rank_loader {
 	int (*load)(void *ud, const char *file, const char *path, struct rt_model **out,
 	            struct strata_error *err);
@@ -297,6 +299,13 @@ struct rank_loader {
 	 * changes nothing (msg "file:line:col: what and why", valid during the
 	 * call); NULL: nobody is told. */
 	void (*notice)(void *ud, const char *msg);
+	/* Parse the JSON text of a model file (lightgbm("f.json"),
+	 * xgboost("f.json")) as jansson's json_loadb(text, len, flags, je) does,
+	 * but NULL with *oom set when memory ran out during the parse (jansson
+	 * cannot say so itself).  NULL: json_loadb, and a parse that ran out of
+	 * memory is reported as not JSON. */
+	struct json_t *(*parse_json)(const char *text, size_t len, size_t flags,
+	                             struct json_error_t *je, int *oom);
 };
 
 /* rank_app_load with the models and constant files from loader (NULL:

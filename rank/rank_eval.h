@@ -257,6 +257,7 @@ struct rank_model_ref {
 struct rank_models {
 	int n;
 	const struct rank_model_ref *refs;
+	const struct rank_loader *loader; /* its parse_json reads tree models; NULL: none */
 };
 
 /* compile.c.  Compile profile declaration d of schema s into p, its models
@@ -528,8 +529,11 @@ struct rank_gbdt {
  * STRATA_NOT_FOUND (no such file), STRATA_PARSE (not JSON: "model
  * file:line:col: ..."; not a model dump), STRATA_NOT_IMPLEMENTED
  * (multiclass, unsupported splits), STRATA_LIMIT, STRATA_NOMEM; other
- * messages begin with the call's "file:line:col: ". */
-int rank_gbdt_load(const char *sdfile, const struct rank_ast *call, struct rank_gbdt **out,
+ * messages begin with the call's "file:line:col: ".  The file is parsed by
+ * loader's parse_json when there is one (loader may be NULL), else by
+ * json_loadb. */
+int rank_gbdt_load(const char *sdfile, const struct rank_ast *call,
+                   const struct rank_loader *loader, struct rank_gbdt **out,
                    struct strata_error *err);
 void rank_gbdt_free(struct rank_gbdt *g);
 

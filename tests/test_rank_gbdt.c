@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <jansson.h>
 
 #include "../rank/rank_eval.h"
 #include "apptest.h"
@@ -318,6 +319,44 @@ static void test_alloc_failures(void **state)
 	assert_int_equal(after.live_bytes, before.live_bytes);
 }
 
+/* A loader's parse_json: jansson's parse, or out of memory when told. */
+static int parse_calls, parse_oom;
+static json_t *counted_parse(const char *text, size_t len, size_t flags, json_error_t *je, int *oom)
+{
+	parse_calls++;
+	*oom = parse_oom;
+	return parse_oom ? NULL : json_loadb(text, len, flags, je);
+}
+
+/* The model files are parsed by the loader's parse_json, and a parse that
+ * ran out of memory is out of memory, not a model that is not JSON. */
+static void test_loader_parse(void **state)
+{
+	struct world *w = *state;
+	struct rank_loader loader = { .parse_json = counted_parse };
+	struct rank_app *app = NULL;
+	struct strata_error err = { 0 };
+	parse_calls = parse_oom = 0;
+	assert_int_equal(rank_app_load_with(w->dir, &loader, &app, &err), 0);
+	assert_true(parse_calls >= 4); /* lgb.json, sub/bin.json, avg.json, xgb.json */
+	rank_app_free(app);
+
+	struct base_alloc_stats before, after;
+	base_alloc_stats(&before);
+	app = NULL;
+	parse_calls = 0;
+	parse_oom = 1;
+	int rc = rank_app_load_with(w->dir, &loader, &app, &err);
+	parse_oom = 0;
+	assert_int_equal(rc, STRATA_NOMEM);
+	assert_int_equal(parse_calls, 1);
+	assert_non_null(strstr(err.msg, "out of memory: "));
+	assert_non_null(strstr(err.msg, "lightgbm model 'lgb.json'"));
+	assert_null(app);
+	base_alloc_stats(&after);
+	assert_int_equal(after.live_bytes, before.live_bytes);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -326,6 +365,7 @@ int main(void)
 		cmocka_unit_test(test_xgboost),
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_alloc_failures),
+		cmocka_unit_test(test_loader_parse),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
