@@ -65,6 +65,8 @@ static void query_reset(struct rank_query *q)
 	q->seed = (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 	q->nn_label = NULL;
 	q->nn_label_field = -1;
+	q->term_labels = NULL;
+	q->nterm_labels = 0;
 	q->top = 0;
 	q->cand = -1;
 	q->ncand_lookup = 0;

@@ -470,6 +470,8 @@ struct rank_query {
 	struct rank_sparse *sparse;  /* per profile input: the value of one with
 	                                mapped dimensions (empty until given) */
 	struct base_arena in_arena;  /* labels and cells of those values */
+	const char **term_labels;    /* "0", "1", ...: tensor(term{}) labels, in in_arena */
+	int nterm_labels;
 	struct rank_query *next;     /* retired: the one below it in its profile's pool */
 };
 

@@ -164,6 +164,25 @@ static int load_attr(struct vm *x, int field, int t, struct rank_val *v)
 	return 0;
 }
 
+/* The labels "0" to "n-1" of the query's terms, made once per query. */
+static const char **term_labels(struct rank_query *q, int n)
+{
+	if (n <= q->nterm_labels)
+		return q->term_labels;
+	const char **l = base_arena_alloc(&q->in_arena, (size_t)n * sizeof *l, 8);
+	if (!l)
+		return NULL;
+	for (int i = 0; i < n; i++) {
+		char label[16];
+		snprintf(label, sizeof label, "%d", i);
+		if (!(l[i] = base_arena_strdup(&q->in_arena, label)))
+			return NULL;
+	}
+	q->term_labels = l;
+	q->nterm_labels = n;
+	return l;
+}
+
 /* TERM of a tensor(term{}) type: a cell per query term whose feature is
  * not NaN, labelled with the term's number. */
 static int term_tensor(struct vm *x, const struct rank_ins *in, struct rank_val *v)
@@ -174,17 +193,15 @@ static int term_tensor(struct vm *x, const struct rank_ins *in, struct rank_val 
 	struct rank_sparse *s = base_arena_alloc(&q->arena, sizeof *s, 8);
 	const char **labels = base_arena_alloc(&q->arena, ((size_t)n + 1) * sizeof *labels, 8);
 	double *cells = base_arena_alloc(&q->arena, ((size_t)n + 1) * sizeof *cells, 8);
-	if (!s || !labels || !cells)
+	const char **names = n ? term_labels(q, n) : NULL;
+	if (!s || !labels || !cells || (n && !names))
 		return oom(x);
 	s->nblocks = 0;
 	for (int i = 0; i < n; i++) {
 		double c = d->term(d->ud, in->a, in->b, i, q->lid);
-		char label[16];
 		if (isnan(c))
 			continue;
-		snprintf(label, sizeof label, "%d", i);
-		if (!(labels[s->nblocks] = base_arena_strdup(&q->arena, label)))
-			return oom(x);
+		labels[s->nblocks] = names[i];
 		cells[s->nblocks++] = c;
 	}
 	s->labels = labels;
