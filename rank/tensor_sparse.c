@@ -210,6 +210,48 @@ static int combine_sub(struct base_arena *a, const struct combine *cb, const str
 	                        cb->ud, d);
 }
 
+/* The hash of block blk's labels at positions at[0..n). */
+static uint64_t labels_hash(const struct blocks *b, size_t blk, const int *at, int n)
+{
+	uint64_t h = 0;
+	for (int c = 0; c < n; c++) {
+		const char *s = label_of(b, blk, at[c]);
+		h = base_hash64(s, strlen(s), h);
+	}
+	return h;
+}
+
+/* y's blocks by the hash of their labels at[0..n): chains in ascending
+ * block order from head[hash & mask], linked through next (SIZE_MAX ends
+ * them). */
+struct label_index {
+	size_t mask, *head, *next;
+};
+
+static int index_labels(struct base_arena *a, const struct blocks *y, const int *at, int n,
+                        struct label_index *ix)
+{
+	size_t nb = 1;
+	while (nb < 2 * y->n)
+		nb <<= 1;
+	ix->mask = nb - 1;
+	ix->head = base_arena_alloc(a, nb * sizeof *ix->head, 8);
+	ix->next = base_arena_alloc(a, y->n * sizeof *ix->next, 8);
+	if (!ix->head || !ix->next)
+		return STRATA_NOMEM;
+	memset(ix->head, 0xff, nb * sizeof *ix->head);
+	for (size_t j = y->n; j-- > 0;) {
+		size_t *h = &ix->head[labels_hash(y, j, at, n) & ix->mask];
+		ix->next[j] = *h;
+		*h = j;
+	}
+	return 0;
+}
+
+/* Past this many blocks on each side a join finds its pairs through a
+ * label_index rather than by comparing every pair. */
+#define JOIN_INDEX_MIN 8
+
 /* Every pair of blocks of va and vb that agree on the mapped dimensions
  * they share gives a block of the result: their labels, their subspaces
  * combined by cb. */
@@ -234,8 +276,13 @@ static int pairs(struct base_arena *a, const struct rank_type *ta, struct rank_v
 			common_y[ncommon++] = from_y[k];
 		}
 	}
+	struct label_index ix = { 0 };
+	int indexed = ncommon > 0 && x.n >= JOIN_INDEX_MIN && y.n >= JOIN_INDEX_MIN;
+	if (indexed && index_labels(a, &y, common_y, ncommon, &ix))
+		return STRATA_NOMEM;
 	for (size_t i = 0; i < x.n; i++)
-		for (size_t j = 0; j < y.n; j++) {
+		for (size_t j = indexed ? ix.head[labels_hash(&x, i, common_x, ncommon) & ix.mask] : 0;
+		     j < y.n; j = indexed ? ix.next[j] : j + 1) {
 			int match = 1;
 			for (int c = 0; c < ncommon && match; c++)
 				match = strcmp(label_of(&x, i, common_x[c]), label_of(&y, j, common_y[c])) == 0;

@@ -493,6 +493,24 @@ static void test_tensor_literals(void **state)
 	NEAR(out[1], 7);
 	/* joined on k: only b is in both */
 	NEAR(num(w, q, "sum(tensor(k{}):{a:1, b:2} * tensor(k{}):{b:10, c:5})", 0), 20);
+	/* joins of larger operands: a, g, h and i are in both */
+	NEAR(num(w, q, "sum(tensor(k{}):{a:1, b:2, c:3, d:4, e:5, f:6, g:7, h:8, i:9} * "
+	               "tensor(k{}):{i:1, h:10, g:100, z:1000, y:0, x:0, w:0, v:0, a:10000})", 0),
+	     10789);
+	static const char *const kj =
+		"tensor(k{},j{}):{{k:a,j:p}:1, {k:a,j:q}:2, {k:b,j:p}:3, {k:b,j:q}:4, "
+		"{k:c,j:p}:5, {k:c,j:q}:6, {k:d,j:p}:7, {k:d,j:q}:8}";
+	static const char *const kk =
+		"tensor(k{}):{a:10, b:100, c:1000, d:10000, e:1, f:1, g:1, h:1}";
+	char both[512];
+	snprintf(both, sizeof both, "sum(%s * %s)", kj, kk);
+	NEAR(num(w, q, both, 0), 161730);
+	snprintf(both, sizeof both, "sum(%s * %s)", kk, kj);
+	NEAR(num(w, q, both, 0), 161730);
+	snprintf(both, sizeof both, "(%s * %s){k:c, j:q}", kk, kj);
+	NEAR(num(w, q, both, 0), 6000);
+	snprintf(both, sizeof both, "reduce(%s * %s, count)", kj, kk);
+	NEAR(num(w, q, both, 0), 8);
 	NEAR(num(w, q, "sum(tensor(k{}):{a:1, b:2} * query(q))", 0),
 	     3 * (qd[0] + qd[1] + qd[2] + qd[3]));
 	NEAR(num(w, q, "sum(map(tensor(k{}):{a:1, b:-2}, f(v)(v * v)))", 0), 5);
