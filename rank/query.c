@@ -637,9 +637,7 @@ int rank_query_features(struct rank_query *q, const struct rank_docs *d, uint32_
 			f.sparse = v.cells;
 			f.ncells = rank_type_cells(t);
 		} else {
-			size_t k = 1;
-			for (int j = 0; j < t->rank; j++)
-				k *= (size_t)t->dims[j];
+			size_t k = rank_type_cells(t);
 			double *c = base_arena_alloc(&q->arena, k * sizeof *c, 64);
 			if (!c) {
 				q->ncand_lookup = 0;
