@@ -437,6 +437,7 @@ static int sync_node(struct store_txn *w, struct doctype *dt, int sf, uint32_t l
 	hnsw_graph_init(&g, w, dt, sf, s, err);
 	g.mips = g.f->hnsw_metric == STORE_METRIC_DOTPRODUCT;
 	hnsw_forget(&g); /* the document's own writes came before */
+	hnsw_forget_block(&g, lid);
 	int rc = remove_node(&g, lid);
 	if (rc)
 		return rc;
