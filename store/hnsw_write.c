@@ -45,7 +45,7 @@ static int cand_cmp(const void *a, const void *b)
 }
 
 /* The neighbour-selection heuristic over c[0..n) (distances to the base
- * node, sorted here): keep a candidate unless it is nearer to one already
+ * node, nearest first by cand_cmp): keep a candidate unless it is nearer to one already
  * kept than to the base, at most max; with fill, the nearest of those left
  * out then fill the list up to max (an existing node keeps its degree:
  * every link it drops is dropped on the other side too).  The kept lids go
@@ -58,7 +58,6 @@ static int select_links(struct hnsw_graph *g, struct hnsw_cand *c, size_t n, uin
 	int rc = hnsw_reserve(g, (void **)&s->vptr, &s->vpcap, max + 1, sizeof *s->vptr);
 	if (rc)
 		return rc;
-	qsort(c, n, sizeof *c, cand_cmp);
 	uint32_t kept = 0;
 	for (size_t i = 0; i < n && kept < max; i++) {
 		const void *v = c[i].lid == self ? NULL : hnsw_vec(g, c[i].lid);
@@ -165,6 +164,7 @@ static int relink(struct hnsw_graph *g, uint32_t nb, uint32_t lv, uint32_t level
 	uint32_t *list = g->s->rec + hnsw_list_off(g, level);
 	uint32_t old[2 * HNSW_MAX_M], chosen[2 * HNSW_MAX_M], nold = list[0];
 	memcpy(old, list + 1, nold * sizeof *old);
+	qsort(cand, n, sizeof *cand, cand_cmp);
 	int kept = select_links(g, cand, n, hnsw_cap(g, level), nb, 1, chosen);
 	if (kept < 0)
 		return kept;
@@ -257,7 +257,7 @@ static int insert(struct hnsw_graph *g, uint32_t lid)
 	for (uint32_t l = top + 1; l-- > 0;) {
 		if ((rc = hnsw_search_layer(g, q, ep, g->efc, l)) != 0)
 			return rc;
-		hnsw_sort_results(s);
+		hnsw_sort_results(s); /* nearest first, as select_links wants */
 		if (s->nres)
 			ep = s->res[0];
 		uint32_t *list = rec + hnsw_list_off(g, l);
