@@ -492,9 +492,11 @@ static int drop_graph(MDB_txn *t, struct doctype *dt, int sf, struct strata_erro
 	               ? 0 : store_mdb_err(err, rc, "rebuilding a nearest-neighbour graph");
 }
 
-static int build_graph(MDB_txn *t, struct doctype *dt, int sf, struct strata_error *err)
+static int build_graph(struct store_env *env, MDB_txn *t, struct doctype *dt, int sf,
+                       struct strata_error *err)
 {
-	struct store_txn w = {.txn = t, .write = 1};
+	/* env: the column blocks in the map outlive the graph's writes */
+	struct store_txn w = {.env = env, .txn = t, .write = 1};
 	struct hnsw_scratch s = {0};
 	MDB_cursor *c;
 	int rc = mdb_cursor_open(t, dt->docs, &c);
@@ -555,8 +557,10 @@ static int check_field(struct doctype *dt, struct sfield *f, int avx512, struct 
 	return 0;
 }
 
-int store_hnsw_sync(MDB_txn *t, MDB_dbi meta, struct doctype *dt, struct strata_error *err)
+int store_hnsw_sync(struct store_env *env, MDB_txn *t, struct doctype *dt,
+                    struct strata_error *err)
 {
+	MDB_dbi meta = env->meta;
 	int avx512 = store_cpu_avx512(), rc;
 	struct setting want[64];
 	int nwant = 0;
@@ -602,7 +606,7 @@ int store_hnsw_sync(MDB_txn *t, MDB_dbi meta, struct doctype *dt, struct strata_
 			continue;
 		changed = 1;
 		if ((rc = drop_graph(t, dt, (int)want[j].sf, err)) != 0 ||
-		    (rc = build_graph(t, dt, (int)want[j].sf, err)) != 0)
+		    (rc = build_graph(env, t, dt, (int)want[j].sf, err)) != 0)
 			return rc;
 	}
 	if (!changed)
