@@ -448,7 +448,7 @@ int store_doctype_add(struct store_env *env, const struct store_doctype *udt, in
 		goto out;
 	}
 	if ((rc = store_doc_text_sync(t, env->meta, dt, err)) != 0 ||
-	    (rc = store_hnsw_sync(t, env->meta, dt, err)) != 0)
+	    (rc = store_hnsw_sync(env, t, dt, err)) != 0)
 		goto out;
 	rc = mdb_txn_commit(t);
 	t = NULL;

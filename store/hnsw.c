@@ -23,7 +23,11 @@
  * so a removed node leaves no link behind, and every node a link reaches
  * has a value (store_hnsw_check verifies both).  No pointer into LMDB is
  * held across a write (a write may move or spill the pages of the running
- * transaction): every update reads, computes, then writes.
+ * transaction): every update reads, computes, then writes.  The one
+ * exception is the column blocks a scratch keeps that lie in the memory map:
+ * a write never moves or overwrites a page the transaction sees, and the
+ * only column writes, doc.c's, are followed by store_hnsw_sync_doc for the
+ * document, which forgets its block.
  */
 #include <math.h>
 #include <stdarg.h>
@@ -111,10 +115,12 @@ static const uint8_t *cached_block(struct hnsw_graph *g, uint32_t block)
 {
 	struct hnsw_scratch *s = g->s;
 	struct hnsw_block *e = &s->blocks[block & (HNSW_BLOCK_CACHE - 1)];
-	if (e->gen != s->gen || e->block != block) {
+	if (e->block != block || e->epoch != s->epoch || (e->gen != s->gen && !e->mapped)) {
 		e->p = store_col_block(g->stx, g->dt, g->sf, block);
 		e->block = block;
 		e->gen = s->gen;
+		e->epoch = s->epoch;
+		e->mapped = store_in_map(g->stx->env, e->p);
 	}
 	return e->p;
 }
@@ -142,13 +148,28 @@ static const void *linked_vec(struct hnsw_graph *g, uint32_t lid)
 	return b + g->f->bitmap_bytes + (size_t)slot * g->f->cell_bytes;
 }
 
+static void forget_all(struct hnsw_scratch *s)
+{
+	if (++s->epoch == 0) { /* wrapped: no entry may look valid */
+		if (s->blocks)
+			memset(s->blocks, 0, HNSW_BLOCK_CACHE * sizeof *s->blocks);
+		s->epoch = 1;
+	}
+}
+
 void hnsw_forget(struct hnsw_graph *g)
 {
-	if (g->s && ++g->s->gen == 0) { /* wrapped: no entry may look valid */
-		if (g->s->blocks)
-			memset(g->s->blocks, 0, HNSW_BLOCK_CACHE * sizeof *g->s->blocks);
+	if (g->s && ++g->s->gen == 0) {
 		g->s->gen = 1;
+		forget_all(g->s);
 	}
+}
+
+void hnsw_forget_block(struct hnsw_graph *g, uint32_t lid)
+{
+	uint32_t block = lid >> g->f->block_shift;
+	if (g->s && g->s->blocks)
+		g->s->blocks[block & (HNSW_BLOCK_CACHE - 1)].epoch = 0;
 }
 
 double hnsw_pair(const struct hnsw_graph *g, const void *a, const void *b)
@@ -433,6 +454,13 @@ int hnsw_graph_init(struct hnsw_graph *g, struct store_txn *txn, struct doctype 
 	if (s && !s->blocks) { /* without it (no memory) vectors are looked up each time */
 		s->blocks = base_calloc(HNSW_BLOCK_CACHE, sizeof *s->blocks);
 		s->gen = 1;
+		s->epoch = 1;
+	} else if (s && (s->owner != dt || s->owner_sf != sf)) {
+		forget_all(s);
+	}
+	if (s) {
+		s->owner = dt;
+		s->owner_sf = sf;
 	}
 	return 0;
 }

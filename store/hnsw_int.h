@@ -47,13 +47,20 @@ struct hnsw_scratch {
 	size_t lcap;
 	const void **vptr;            /* vectors of the chosen neighbours */
 	size_t vpcap;
-	/* Column blocks looked up (direct-mapped by block number): an entry is
-	 * valid while its gen is the scratch's gen, which every write bumps. */
+	/* Column blocks of one graph's field looked up (direct-mapped by block
+	 * number).  An entry is valid while its epoch is the scratch's epoch,
+	 * which hnsw_forget_all bumps, and, for a block outside the memory map
+	 * (a page written in this transaction), while its gen is the scratch's
+	 * gen, which every graph write bumps: a write may move or spill dirty
+	 * pages, never a page of the map the transaction sees. */
 	struct hnsw_block {
 		const uint8_t *p;
-		uint32_t block, gen;
+		uint32_t block, gen, epoch;
+		int mapped;
 	} *blocks;
-	uint32_t gen;
+	uint32_t gen, epoch;
+	const struct doctype *owner;  /* the graph the blocks belong to */
+	int owner_sf;
 };
 #define HNSW_BLOCK_CACHE 4096
 
@@ -99,7 +106,11 @@ int hnsw_head_get(struct hnsw_graph *g, struct hnsw_head *h);
 /* lid's vector (NULL: none), valid until the next write (which must call
  * hnsw_forget). */
 const void *hnsw_vec(struct hnsw_graph *g, uint32_t lid);
+/* Before a write to the graph: pointers into pages written in this
+ * transaction go. */
 void hnsw_forget(struct hnsw_graph *g);
+/* lid's column value was written: its block goes too. */
+void hnsw_forget_block(struct hnsw_graph *g, uint32_t lid);
 /* The distance between two vectors (documents, or a document and a query). */
 double hnsw_pair(const struct hnsw_graph *g, const void *a, const void *b);
 /* Distance of q to lid's vector: 0, or -1 when lid has none. */

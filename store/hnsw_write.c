@@ -45,7 +45,7 @@ static int cand_cmp(const void *a, const void *b)
 }
 
 /* The neighbour-selection heuristic over c[0..n) (distances to the base
- * node, sorted here): keep a candidate unless it is nearer to one already
+ * node, nearest first by cand_cmp): keep a candidate unless it is nearer to one already
  * kept than to the base, at most max; with fill, the nearest of those left
  * out then fill the list up to max (an existing node keeps its degree:
  * every link it drops is dropped on the other side too).  The kept lids go
@@ -58,7 +58,6 @@ static int select_links(struct hnsw_graph *g, struct hnsw_cand *c, size_t n, uin
 	int rc = hnsw_reserve(g, (void **)&s->vptr, &s->vpcap, max + 1, sizeof *s->vptr);
 	if (rc)
 		return rc;
-	qsort(c, n, sizeof *c, cand_cmp);
 	uint32_t kept = 0;
 	for (size_t i = 0; i < n && kept < max; i++) {
 		const void *v = c[i].lid == self ? NULL : hnsw_vec(g, c[i].lid);
@@ -165,6 +164,7 @@ static int relink(struct hnsw_graph *g, uint32_t nb, uint32_t lv, uint32_t level
 	uint32_t *list = g->s->rec + hnsw_list_off(g, level);
 	uint32_t old[2 * HNSW_MAX_M], chosen[2 * HNSW_MAX_M], nold = list[0];
 	memcpy(old, list + 1, nold * sizeof *old);
+	qsort(cand, n, sizeof *cand, cand_cmp);
 	int kept = select_links(g, cand, n, hnsw_cap(g, level), nb, 1, chosen);
 	if (kept < 0)
 		return kept;
@@ -257,7 +257,7 @@ static int insert(struct hnsw_graph *g, uint32_t lid)
 	for (uint32_t l = top + 1; l-- > 0;) {
 		if ((rc = hnsw_search_layer(g, q, ep, g->efc, l)) != 0)
 			return rc;
-		hnsw_sort_results(s);
+		hnsw_sort_results(s); /* nearest first, as select_links wants */
 		if (s->nres)
 			ep = s->res[0];
 		uint32_t *list = rec + hnsw_list_off(g, l);
@@ -437,6 +437,7 @@ static int sync_node(struct store_txn *w, struct doctype *dt, int sf, uint32_t l
 	hnsw_graph_init(&g, w, dt, sf, s, err);
 	g.mips = g.f->hnsw_metric == STORE_METRIC_DOTPRODUCT;
 	hnsw_forget(&g); /* the document's own writes came before */
+	hnsw_forget_block(&g, lid);
 	int rc = remove_node(&g, lid);
 	if (rc)
 		return rc;
@@ -491,9 +492,11 @@ static int drop_graph(MDB_txn *t, struct doctype *dt, int sf, struct strata_erro
 	               ? 0 : store_mdb_err(err, rc, "rebuilding a nearest-neighbour graph");
 }
 
-static int build_graph(MDB_txn *t, struct doctype *dt, int sf, struct strata_error *err)
+static int build_graph(struct store_env *env, MDB_txn *t, struct doctype *dt, int sf,
+                       struct strata_error *err)
 {
-	struct store_txn w = {.txn = t, .write = 1};
+	/* env: the column blocks in the map outlive the graph's writes */
+	struct store_txn w = {.env = env, .txn = t, .write = 1};
 	struct hnsw_scratch s = {0};
 	MDB_cursor *c;
 	int rc = mdb_cursor_open(t, dt->docs, &c);
@@ -554,8 +557,10 @@ static int check_field(struct doctype *dt, struct sfield *f, int avx512, struct 
 	return 0;
 }
 
-int store_hnsw_sync(MDB_txn *t, MDB_dbi meta, struct doctype *dt, struct strata_error *err)
+int store_hnsw_sync(struct store_env *env, MDB_txn *t, struct doctype *dt,
+                    struct strata_error *err)
 {
+	MDB_dbi meta = env->meta;
 	int avx512 = store_cpu_avx512(), rc;
 	struct setting want[64];
 	int nwant = 0;
@@ -601,7 +606,7 @@ int store_hnsw_sync(MDB_txn *t, MDB_dbi meta, struct doctype *dt, struct strata_
 			continue;
 		changed = 1;
 		if ((rc = drop_graph(t, dt, (int)want[j].sf, err)) != 0 ||
-		    (rc = build_graph(t, dt, (int)want[j].sf, err)) != 0)
+		    (rc = build_graph(env, t, dt, (int)want[j].sf, err)) != 0)
 			return rc;
 	}
 	if (!changed)

@@ -248,9 +248,11 @@ void store_attr_reset(struct store_txn *txn);
  * error; the caller fails the txn. */
 int store_hnsw_sync_doc(struct store_txn *w, struct doctype *dt, uint32_t lid,
                         const unsigned char *only, struct strata_error *err);
-/* At store_doctype_add in its txn t: check the graph settings of dt's
- * fields, rebuild the graphs whose settings changed and record them. */
-int store_hnsw_sync(MDB_txn *t, MDB_dbi meta, struct doctype *dt, struct strata_error *err);
+/* At store_doctype_add in its txn t of env: check the graph settings of
+ * dt's fields, rebuild the graphs whose settings changed and record them
+ * (in env's meta DB). */
+int store_hnsw_sync(struct store_env *env, MDB_txn *t, struct doctype *dt,
+                    struct strata_error *err);
 
 /* hnsw_dist.c */
 store_dist_fn store_dist_kernel(int metric, int cell, int avx512);
