@@ -189,6 +189,11 @@ uint64_t base_hash64(const void *p, size_t n, uint64_t seed);
 /* Monotonic seconds. */
 double base_now(void);
 
+/* 1 when this machine runs the AVX-512 kernels (cpu.c: the CPU has F, DQ,
+ * BW and VL and the operating system saves their state), else 0.  The
+ * hardware's answer only: callers apply their own STRATA_CPU policy. */
+int base_cpu_avx512(void);
+
 /* ---- text tokens (tokenize.c) ------------------------------------------------ */
 
 /* How text becomes index terms, the way Vespa's default linguistics does it:

@@ -3,8 +3,7 @@
  *
  * The library is compiled for x86-64-v3 (AVX2 + FMA); kernels built for
  * AVX-512 live in their own files and run only when rt_cpu_isa() says so.
- * AVX-512 needs both the CPU (cpuid: F, VL, BW, DQ) and the operating
- * system (xgetbv: the opmask and zmm register state enabled in XCR0).
+ * Whether the machine has AVX-512 is base_cpu_avx512()'s answer.
  *
  * The choice is made once, at first use, and cached: the environment
  * variable STRATA_CPU picks "avx2" (the AVX2 kernels even where AVX-512
@@ -31,28 +30,9 @@ static int chosen;
 static int forced;
 static int hw_best;
 
-static unsigned long long xgetbv0(void)
-{
-	unsigned int lo, hi;
-	__asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-	return ((unsigned long long)hi << 32) | lo;
-}
-
 static int detect(void)
 {
-	unsigned int a, b, c, d;
-	if (!__get_cpuid(1, &a, &b, &c, &d))
-		return RT_ISA_AVX2;
-	int osxsave = (c >> 27) & 1;
-	if (!osxsave || __get_cpuid_max(0, NULL) < 7)
-		return RT_ISA_AVX2;
-	/* XCR0 bits 1-2: SSE and AVX state; 5-7: opmask, upper zmm0-15, zmm16-31 */
-	unsigned long long xcr0 = xgetbv0();
-	if ((xcr0 & 0xe6) != 0xe6)
-		return RT_ISA_AVX2;
-	__cpuid_count(7, 0, a, b, c, d);
-	int f = (b >> 16) & 1, dq = (b >> 17) & 1, bw = (b >> 30) & 1, vl = (b >> 31) & 1;
-	return f && dq && bw && vl ? RT_ISA_AVX512 : RT_ISA_AVX2;
+	return base_cpu_avx512() ? RT_ISA_AVX512 : RT_ISA_AVX2;
 }
 
 int rt_cpu_best(void)

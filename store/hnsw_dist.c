@@ -15,7 +15,6 @@
  * switch tests both paths).  The choice is kept in the field, not in a
  * global.
  */
-#include <cpuid.h>
 #include <immintrin.h>
 #include <math.h>
 #include <stdlib.h>
@@ -201,15 +200,7 @@ int store_cpu_avx512(void)
 	const char *env = getenv("STRATA_CPU");
 	if (env && strcmp(env, "avx2") == 0)
 		return 0;
-	unsigned int a, b, c, d;
-	if (!__get_cpuid(1, &a, &b, &c, &d) || !((c >> 27) & 1) || __get_cpuid_max(0, NULL) < 7)
-		return 0;
-	unsigned int lo, hi;
-	__asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-	if ((lo & 0xe6) != 0xe6) /* SSE, AVX, opmask and zmm state enabled by the OS */
-		return 0;
-	__cpuid_count(7, 0, a, b, c, d);
-	return ((b >> 16) & 1) && ((b >> 17) & 1) && ((b >> 30) & 1) && ((b >> 31) & 1);
+	return base_cpu_avx512();
 }
 
 #define PICK(suffix)                                                                       \
