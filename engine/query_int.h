@@ -44,8 +44,8 @@ struct qstate {
 	struct hit *hits;
 	size_t nhits, cap;
 	struct strata_error *err;
-	struct store_value *vals; /* document values for the current lid */
-	int vals_lid_loaded;
+	struct store_value *vals; /* the values of document vals_lid of type vals_ds */
+	const struct dtstate *vals_ds; /* NULL: none loaded */
 	uint32_t vals_lid;
 	size_t vals_size;
 	uint64_t rank_allocs;     /* allocations made inside rank_query_* calls */

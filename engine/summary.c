@@ -181,11 +181,14 @@ int eng_summary(struct qstate *qs, const struct hit *h, json_t **out)
 	    json_object_set_new(child, "relevance", relevance_json(h->score)) ||
 	    json_object_set_new(child, "source", json_string(dt->name)))
 		goto nomem;
+	/* loaded once: the features below read the same values (doc_value) */
 	memset(qs->vals, 0, qs->vals_size);
+	qs->vals_ds = NULL;
 	rc = store_get(qs->txn, dt->store_id, h->lid, qs->vals, qs->err);
-	qs->vals_lid_loaded = 0;
 	if (rc)
 		goto fail;
+	qs->vals_ds = h->ds;
+	qs->vals_lid = h->lid;
 	if (eng_imports_fill(qs->db, qs->txn, dt, -1, qs->vals, &h->ds->sparse))
 		goto nomem;
 	/* select * shows them, as a select list naming them does */
