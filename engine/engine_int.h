@@ -595,6 +595,8 @@ struct yql_node {
 	int64_t *rvals;
 	uint64_t *fmasks;  /* PREDICATE: the subqueries of each feature and range (bit i: */
 	uint64_t *rmasks;  /* subquery i); all ones unless the query names some */
+	unsigned char pred_first[64]; /* PREDICATE: the first subquery holding the same
+	                                 attributes as each (one evaluation serves them) */
 	regex_t *re;       /* MATCHES: compiled (str is its text); yql_free frees it */
 	struct yql_node *re_next; /* MATCHES: the one compiled before, or NULL */
 	int nkids;

@@ -26,60 +26,12 @@
  * for itself. */
 static unsigned next_cp(const char *s, size_t n, size_t *i)
 {
-	const unsigned char *u = (const unsigned char *)s;
-	unsigned c = u[*i];
-	int len = c < 0x80 ? 1 : c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
-	if (*i + (size_t)len > n || len == 1) {
-		(*i)++;
-		return c;
-	}
-	unsigned v = c & (0x7f >> len);
-	for (int k = 1; k < len; k++) {
-		if ((u[*i + k] & 0xc0) != 0x80) {
-			(*i)++;
-			return c;
-		}
-		v = v << 6 | (u[*i + k] & 0x3f);
-	}
-	*i += (size_t)len;
-	return v;
-}
-
-static size_t put_cp(char *d, unsigned c)
-{
-	if (c < 0x80) {
-		d[0] = (char)c;
-		return 1;
-	}
-	if (c < 0x800) {
-		d[0] = (char)(0xc0 | c >> 6);
-		d[1] = (char)(0x80 | (c & 0x3f));
-		return 2;
-	}
-	if (c < 0x10000) {
-		d[0] = (char)(0xe0 | c >> 12);
-		d[1] = (char)(0x80 | (c >> 6 & 0x3f));
-		d[2] = (char)(0x80 | (c & 0x3f));
-		return 3;
-	}
-	d[0] = (char)(0xf0 | c >> 18);
-	d[1] = (char)(0x80 | (c >> 12 & 0x3f));
-	d[2] = (char)(0x80 | (c >> 6 & 0x3f));
-	d[3] = (char)(0x80 | (c & 0x3f));
-	return 4;
-}
-
-static unsigned lower_cp(unsigned c)
-{
-	if ((c >= 'A' && c <= 'Z') || (c >= 0xc0 && c <= 0xde && c != 0xd7) ||
-	    (c >= 0x391 && c <= 0x3ab && c != 0x3a2) || (c >= 0x410 && c <= 0x42f))
-		return c + 0x20;
-	if (c >= 0x400 && c <= 0x40f)
-		return c + 0x50;
-	if (c >= 0x100 && c <= 0x17f && c != 0x130 && c != 0x138 && c != 0x149 && c != 0x178)
-		return (c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17e) ? c + (c & 1)
-		                                                                : c | 1;
-	return c == 0x178 ? 0xff : c;
+	size_t len;
+	long c = base_utf8_next(s + *i, n - *i, &len);
+	if (c < 0)
+		c = (unsigned char)s[*i];
+	*i += len;
+	return (unsigned)c;
 }
 
 /* The letters of U+00C0..U+00FF without their accents ("" for the two
@@ -110,7 +62,7 @@ static int map_text(const json_t *in, int normalize, json_t **out, struct strata
 		size_t at = i;
 		unsigned c = next_cp(s, n, &i);
 		if (!normalize) {
-			k += put_cp(d + k, lower_cp(c));
+			k += base_utf8_encode(base_char_lower(c), d + k);
 		} else if (c >= 0xc0 && c <= 0xff && latin1_base[c - 0xc0]) {
 			size_t len = strlen(latin1_base[c - 0xc0]);
 			memcpy(d + k, latin1_base[c - 0xc0], len);

@@ -13,8 +13,9 @@
  * drops and explores on until it has targetHits that pass.
  *
  * Exact results are ordered by distance, then document id, so that ties
- * keep a stable set; approximate results by the graph's distance.  The set
- * is returned sorted by local id (query.c tests membership).
+ * keep a stable set (ids are read only for the distance at the cut);
+ * approximate results by the graph's distance.  The set is returned
+ * sorted by local id (query.c tests membership).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -31,12 +32,16 @@ struct cand {
 	const char *docid;
 };
 
+/* By distance; equal distances by local id until their document ids are
+ * read (only those of the distance the k-th candidate has, see exact()). */
 static int cand_cmp(const void *a, const void *b)
 {
 	const struct cand *x = a, *y = b;
 	if (x->dist != y->dist)
 		return x->dist < y->dist ? -1 : 1;
-	return strcmp(x->docid, y->docid);
+	if (x->docid && y->docid)
+		return strcmp(x->docid, y->docid);
+	return x->lid < y->lid ? -1 : x->lid > y->lid;
 }
 
 static int lid_cmp(const void *a, const void *b)
@@ -81,9 +86,7 @@ static int exact(const struct eng_nn *r, const uint64_t *bits, size_t nbits, uin
 		}
 		c[n].dist = d;
 		c[n].lid = lid;
-		c[n].docid = store_docid(r->txn, r->doctype, lid);
-		if (!c[n].docid)
-			c[n].docid = "";
+		c[n].docid = NULL;
 		n++;
 	next:
 		if (lid == UINT32_MAX)
@@ -93,6 +96,21 @@ static int exact(const struct eng_nn *r, const uint64_t *bits, size_t nbits, uin
 		if (n)
 			qsort(c, n, sizeof *c, cand_cmp);
 		*nout = n < r->target_hits ? n : r->target_hits;
+		if (*nout && *nout < n && c[*nout - 1].dist == c[*nout].dist) {
+			/* the candidates at the k-th one's distance straddle the cut:
+			 * among them the lower document ids are kept */
+			size_t lo = *nout - 1, hi = *nout + 1;
+			while (lo && c[lo - 1].dist == c[*nout].dist)
+				lo--;
+			while (hi < n && c[hi].dist == c[*nout].dist)
+				hi++;
+			for (size_t i = lo; i < hi; i++) {
+				c[i].docid = store_docid(r->txn, r->doctype, c[i].lid);
+				if (!c[i].docid)
+					c[i].docid = "";
+			}
+			qsort(c + lo, hi - lo, sizeof *c, cand_cmp);
+		}
 		for (size_t i = 0; i < *nout; i++)
 			out[i] = c[i].lid;
 	}

@@ -382,31 +382,15 @@ int eng_predicate_text(const json_t *j, struct base_arena *a, struct store_value
 	return 0;
 }
 
-/* Whether subqueries a and b of q hold the same attributes. */
-static int same_subquery(const struct yql_node *q, int a, int b)
-{
-	for (int i = 0; i < q->nvals; i++)
-		if ((q->fmasks[i] >> a & 1) != (q->fmasks[i] >> b & 1))
-			return 0;
-	for (int i = 0; i < q->nranges; i++)
-		if ((q->rmasks[i] >> a & 1) != (q->rmasks[i] >> b & 1))
-			return 0;
-	return 1;
-}
-
 uint64_t eng_predicate_match(const char *s, size_t n, const struct yql_node *q)
 {
-	/* Subqueries holding the same attributes share one evaluation; without
-	 * subqueries all 64 do. */
+	/* Subqueries holding the same attributes share one evaluation (the
+	 * parser found them once); without subqueries all 64 do. */
 	uint64_t hits = 0;
-	int first[64];
 	for (int b = 0; b < 64; b++) {
-		first[b] = b;
-		for (int a = 0; a < b && first[b] == b; a++)
-			if (first[a] == a && same_subquery(q, a, b))
-				first[b] = a;
-		if (first[b] != b) {
-			hits |= (hits >> first[b] & 1) << b;
+		int first = q->pred_first[b];
+		if (first != b) {
+			hits |= (hits >> first & 1) << b;
 			continue;
 		}
 		struct pp pp = { .s = s, .p = s, .end = s + n, .q = q, .bit = b };

@@ -340,11 +340,12 @@ static struct yql_node *find_nn(struct yql_node *n)
 static const struct store_value *doc_value(struct qstate *qs, struct dtstate *ds, uint32_t lid,
                                            int fidx)
 {
-	if (!qs->vals_lid_loaded || qs->vals_lid != lid) {
+	if (qs->vals_ds != ds || qs->vals_lid != lid) {
 		memset(qs->vals, 0, qs->vals_size);
+		qs->vals_ds = NULL;
 		if (store_get(qs->txn, ds->dt->store_id, lid, qs->vals, NULL) != 0)
 			return NULL;
-		qs->vals_lid_loaded = 1;
+		qs->vals_ds = ds;
 		qs->vals_lid = lid;
 	}
 	if (rank_schema_field(ds->dt->schema, fidx)->imported && !qs->vals[fidx].set &&
@@ -771,7 +772,6 @@ static int run_doctype(struct qstate *qs, struct dtstate *ds)
 		if (rc)
 			return rc;
 	}
-	qs->vals_lid_loaded = 0;
 	size_t base = qs->nhits;
 	/* open until the query ends: rank features and summaries read it */
 	if ((rc = eng_text_open(qs->txn, ds->dt, qs->yql->where, &ds->text, qs->err)) != 0 ||
@@ -975,7 +975,6 @@ static void hit_value(void *ud, size_t i, const char *field, struct eng_hitval *
 	v->sort_function = rf->sort_function;
 	v->sort_primary = rf->sort_primary;
 	if (t == STORE_T_STRING) {
-		qs->vals_lid_loaded = 0; /* its cache knows the lid, not the document type */
 		const struct store_value *sv = doc_value(qs, h->ds, h->lid, fi);
 		if (sv) {
 			v->kind = 2;

@@ -44,8 +44,8 @@ struct qstate {
 	struct hit *hits;
 	size_t nhits, cap;
 	struct strata_error *err;
-	struct store_value *vals; /* document values for the current lid */
-	int vals_lid_loaded;
+	struct store_value *vals; /* the values of document vals_lid of type vals_ds */
+	const struct dtstate *vals_ds; /* NULL: none loaded */
 	uint32_t vals_lid;
 	size_t vals_size;
 	uint64_t rank_allocs;     /* allocations made inside rank_query_* calls */
@@ -92,13 +92,40 @@ int eng_summary(struct qstate *qs, const struct hit *h, json_t **out);
 
 /* ---- select_elements.c ---------------------------------------------------------- */
 
+/* What select-elements-by took from one summary-feature of a hit. */
+struct eng_pick {
+	const char *feature;  /* the select-elements-by of a field of the summary class */
+	int found;            /* the profile's summary-features have it */
+	int mapped;           /* its number of mapped dimensions */
+	size_t *idx, n, cap;  /* its labels that are array indexes */
+};
+
+/* The summary-features of one hit, evaluated once, when first asked for
+ * (eng_hit_features): as the "summaryfeatures" JSON object, and what
+ * each select-elements-by of the hit's summary class needs.  The caller
+ * zeroes it, sets c, and calls eng_hit_features_free after. */
+struct eng_hit_features {
+	const struct rank_summary_class *c; /* the hit's summary class */
+	int done, rc;             /* evaluated, and with what result */
+	json_t *json;             /* every summary-feature, by name */
+	struct eng_pick *picks;   /* one per select-elements-by of c */
+	int npicks;
+	uint64_t own;             /* allocations of the features' callback, not rank's */
+};
+
+/* Evaluate h's summary-features into hf unless done already.  Returns 0,
+ * STRATA_NOMEM, STRATA_RUNTIME (the same again on each later call). */
+int eng_hit_features(struct qstate *qs, const struct hit *h, struct eng_hit_features *hf);
+void eng_hit_features_free(struct eng_hit_features *hf);
+
 /* select-elements-by: replace the array *v (a new reference, the field's
  * value) by the elements whose index is a label of summary-feature
- * feature's one mapped dimension, evaluated for h, in array order.
- * Returns 0, STRATA_NOT_FOUND (the request's profile has no such
- * summary-feature), STRATA_TYPE (not one mapped dimension), STRATA_NOMEM,
- * STRATA_RUNTIME; *v is unchanged on error. */
-int eng_select_elements(struct qstate *qs, const struct hit *h, const char *feature,
-                        json_t **v);
+ * feature's one mapped dimension, evaluated for h (through hf, see
+ * eng_hit_features), in array order.  Returns 0, STRATA_NOT_FOUND (the
+ * request's profile has no such summary-feature), STRATA_TYPE (not one
+ * mapped dimension), STRATA_NOMEM, STRATA_RUNTIME; *v is unchanged on
+ * error. */
+int eng_select_elements(struct qstate *qs, const struct hit *h, struct eng_hit_features *hf,
+                        const char *feature, json_t **v);
 
 #endif

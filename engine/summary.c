@@ -35,19 +35,20 @@ static json_t *relevance_json(double r)
 	return json_real(r);
 }
 
-static int add_features(struct qstate *qs, const struct hit *h, json_t *fields, int which,
-                        const char *key)
+/* The hit's match-features, as "matchfeatures" (its summary-features are
+ * select_elements.c's eng_hit_features). */
+static int add_features(struct qstate *qs, const struct hit *h, json_t *fields)
 {
 	struct feat_ud u = { json_object(), 0 };
 	if (!u.obj)
 		return base_nomem(qs->err, "features");
 	uint64_t a = mark();
-	int rc = rank_query_features(h->ds->rq, &h->ds->docs, h->lid, h->first, which, feature_cb,
-	                             &u, qs->err);
+	int rc = rank_query_features(h->ds->rq, &h->ds->docs, h->lid, h->first,
+	                             RANK_MATCH_FEATURES, feature_cb, &u, qs->err);
 	qs->rank_allocs += base_alloc_thread_count() - a - u.own;
 	if (rc == STRATA_NOMEM)
 		base_nomem(qs->err, "features of '%s'", eng_hit_docid(h));
-	if (!rc && json_object_size(u.obj) && json_object_set(fields, key, u.obj))
+	if (!rc && json_object_size(u.obj) && json_object_set(fields, "matchfeatures", u.obj))
 		rc = base_nomem(qs->err, "features");
 	json_decref(u.obj);
 	return rc;
@@ -103,8 +104,8 @@ int eng_pick_summary(struct qstate *qs, const json_t *req)
 
 /* Show summary field sf of the loaded document: the field's value, its
  * tokens, a value made from the query (snippet.c) or the document id. */
-static int summary_value(struct qstate *qs, const struct hit *h, json_t *fields,
-                         const struct rank_summary_field *sf)
+static int summary_value(struct qstate *qs, const struct hit *h, struct eng_hit_features *hf,
+                         json_t *fields, const struct rank_summary_field *sf)
 {
 	struct eng_doctype *dt = h->ds->dt;
 	int fi = sf->field, rc;
@@ -124,7 +125,8 @@ static int summary_value(struct qstate *qs, const struct hit *h, json_t *fields,
 			return 0; /* nothing to show (no matched element) */
 	} else {
 		v = eng_field_json(dt, fi, &qs->vals[fi]);
-		if (v && sf->select_by && (rc = eng_select_elements(qs, h, sf->select_by, &v)) != 0) {
+		if (v && sf->select_by &&
+		    (rc = eng_select_elements(qs, h, hf, sf->select_by, &v)) != 0) {
 			json_decref(v);
 			return rc;
 		}
@@ -146,16 +148,16 @@ static int selected(const struct qstate *qs, const char *name)
  * presentation.summary chose, else "default") that the select names (all
  * with select *); a selected field outside the default class shows its
  * value. */
-static int summary_fields(struct qstate *qs, const struct hit *h, json_t *fields)
+static int summary_fields(struct qstate *qs, const struct hit *h, struct eng_hit_features *hf,
+                          json_t *fields)
 {
 	struct eng_doctype *dt = h->ds->dt;
 	int rc;
-	const struct rank_summary_class *c = h->ds->summary;
-	int chosen = c != NULL;
-	if (!c)
-		c = rank_schema_summary(dt->schema, "default");
+	const struct rank_summary_class *c = hf->c;
+	int chosen = h->ds->summary != NULL;
 	for (int k = 0; k < c->nfields; k++)
-		if (selected(qs, c->fields[k].name) && (rc = summary_value(qs, h, fields, &c->fields[k])))
+		if (selected(qs, c->fields[k].name) &&
+		    (rc = summary_value(qs, h, hf, fields, &c->fields[k])))
 			return rc;
 	for (int i = 0; !chosen && !qs->yql->all_fields && i < dt->nfields; i++) {
 		const struct rank_field *rf = rank_schema_field(dt->schema, i);
@@ -163,7 +165,8 @@ static int summary_fields(struct qstate *qs, const struct hit *h, json_t *fields
 		for (int k = 0; k < c->nfields && !in_class; k++)
 			in_class = !strcmp(c->fields[k].name, rf->name);
 		struct rank_summary_field sf = {rf->name, i, 0, 0, NULL};
-		if (!in_class && selected(qs, rf->name) && (rc = summary_value(qs, h, fields, &sf)))
+		if (!in_class && selected(qs, rf->name) &&
+		    (rc = summary_value(qs, h, hf, fields, &sf)))
 			return rc;
 	}
 	return 0;
@@ -172,6 +175,9 @@ static int summary_fields(struct qstate *qs, const struct hit *h, json_t *fields
 int eng_summary(struct qstate *qs, const struct hit *h, json_t **out)
 {
 	struct eng_doctype *dt = h->ds->dt;
+	struct eng_hit_features hf = {
+		.c = h->ds->summary ? h->ds->summary : rank_schema_summary(dt->schema, "default")
+	};
 	json_t *child = json_object();
 	json_t *fields = json_object();
 	int rc = 0;
@@ -181,11 +187,14 @@ int eng_summary(struct qstate *qs, const struct hit *h, json_t **out)
 	    json_object_set_new(child, "relevance", relevance_json(h->score)) ||
 	    json_object_set_new(child, "source", json_string(dt->name)))
 		goto nomem;
+	/* loaded once: the features below read the same values (doc_value) */
 	memset(qs->vals, 0, qs->vals_size);
+	qs->vals_ds = NULL;
 	rc = store_get(qs->txn, dt->store_id, h->lid, qs->vals, qs->err);
-	qs->vals_lid_loaded = 0;
 	if (rc)
 		goto fail;
+	qs->vals_ds = h->ds;
+	qs->vals_lid = h->lid;
 	if (eng_imports_fill(qs->db, qs->txn, dt, -1, qs->vals, &h->ds->sparse))
 		goto nomem;
 	/* select * shows them, as a select list naming them does */
@@ -194,17 +203,17 @@ int eng_summary(struct qstate *qs, const struct hit *h, json_t **out)
 	    (selected(qs, "documentid") &&
 	     json_object_set_new(fields, "documentid", json_string(eng_hit_docid(h)))))
 		goto nomem;
-	if ((rc = summary_fields(qs, h, fields)) != 0)
+	if ((rc = summary_fields(qs, h, &hf, fields)) != 0 ||
+	    (rc = add_features(qs, h, fields)) != 0 ||
+	    (!hf.c->omit_summary_features && (rc = eng_hit_features(qs, h, &hf)) != 0))
 		goto fail;
-	const struct rank_summary_class *c = h->ds->summary;
-	int omit = (c ? c : rank_schema_summary(dt->schema, "default"))->omit_summary_features;
-	if ((rc = add_features(qs, h, fields, RANK_MATCH_FEATURES, "matchfeatures")) != 0 ||
-	    (!omit &&
-	     (rc = add_features(qs, h, fields, RANK_SUMMARY_FEATURES, "summaryfeatures")) != 0))
-		goto fail;
+	if (!hf.c->omit_summary_features && json_object_size(hf.json) &&
+	    json_object_set(fields, "summaryfeatures", hf.json))
+		goto nomem;
 	if (json_object_set(child, "fields", fields))
 		goto nomem;
 	json_decref(fields);
+	eng_hit_features_free(&hf);
 	*out = child;
 	return 0;
 nomem:
@@ -212,5 +221,6 @@ nomem:
 fail:
 	json_decref(fields);
 	json_decref(child);
+	eng_hit_features_free(&hf);
 	return rc;
 }

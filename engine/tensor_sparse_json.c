@@ -77,19 +77,28 @@ static int label_of(const json_t *v, char *buf, size_t n)
 	return 0;
 }
 
-/* The index of the block under labels (nmapped of them), added with zero
- * cells when new; -1 with err set on failure. */
-static long block_of(struct eng_sparse *s, char labels[][ENG_LABEL_MAX + 1],
-                     struct strata_error *err)
+/* The index of the block under labels (nmapped of them), or -1 when there
+ * is none.  The last block is tried first: cells come block by block. */
+static long find_block(const struct eng_sparse *s, char labels[][ENG_LABEL_MAX + 1])
 {
 	size_t nm = (size_t)s->nmapped;
-	for (size_t b = 0; b < s->nblocks; b++) {
+	for (size_t i = 0; i < s->nblocks; i++) {
+		size_t b = s->nblocks - 1 - i;
 		int same = 1;
 		for (size_t k = 0; k < nm && same; k++)
 			same = strcmp(s->labels[b * nm + k], labels[k]) == 0;
 		if (same)
 			return (long)b;
 	}
+	return -1;
+}
+
+/* A new block under labels, with zero cells: its index, or -1 with err
+ * set. */
+static long add_block(struct eng_sparse *s, char labels[][ENG_LABEL_MAX + 1],
+                      struct strata_error *err)
+{
+	size_t nm = (size_t)s->nmapped;
 	if (grow(s, err))
 		return -1;
 	size_t b = s->nblocks;
@@ -164,8 +173,8 @@ static int put_cell(struct eng_sparse *s, const struct eng_ttype *t, const json_
 	if (number(val, &d))
 		return base_err(err, STRATA_INVALID_ARGUMENT, "%s: cell %zu: value is not a number",
 		                what, idx);
-	long b = block_of(s, labels, err);
-	if (b < 0)
+	long b = find_block(s, labels);
+	if (b < 0 && (b = add_block(s, labels, err)) < 0)
 		return STRATA_NOMEM;
 	s->cells[(size_t)b * s->sub + flat] = d;
 	return 0;
@@ -195,7 +204,7 @@ static int put_values(const json_t *a, const struct eng_ttype *t, int depth, dou
 	return 0;
 }
 
-/* One block: its labels and its values. */
+/* One new block: its labels and its values. */
 static int put_block(struct eng_sparse *s, const struct eng_ttype *t,
                      char labels[][ENG_LABEL_MAX + 1], const json_t *values, const char *what,
                      struct strata_error *err)
@@ -204,13 +213,9 @@ static int put_block(struct eng_sparse *s, const struct eng_ttype *t,
 		return base_err(err, STRATA_INVALID_ARGUMENT,
 		                "%s: block '%s' needs an array of %zu numbers", what, labels[0],
 		                s->sub);
-	size_t before = s->nblocks;
-	long b = block_of(s, labels, err);
+	long b = add_block(s, labels, err);
 	if (b < 0)
 		return STRATA_NOMEM;
-	if ((size_t)b < before)
-		return base_err(err, STRATA_INVALID_ARGUMENT, "%s: block '%s' is given twice", what,
-		                labels[0]);
 	size_t at = 0;
 	return put_values(values, t, 0, s->cells + (size_t)b * s->sub, &at, s->sub, what, labels[0],
 	                  err);
@@ -240,14 +245,19 @@ static int put_block_list(struct eng_sparse *s, const struct eng_ttype *t, const
 				                "string of 1 to %d bytes)",
 				                what, idx, t->dim_names[k], ENG_LABEL_MAX);
 		}
-		int rc = put_block(s, t, labels, json_object_get(bl, "values"), what, err);
+		const json_t *values = json_object_get(bl, "values");
+		if (json_is_array(values) && find_block(s, labels) >= 0)
+			return base_err(err, STRATA_INVALID_ARGUMENT, "%s: block '%s' is given twice",
+			                what, labels[0]);
+		int rc = put_block(s, t, labels, values, what, err);
 		if (rc)
 			return rc;
 	}
 	return 0;
 }
 
-/* The short forms of one mapped dimension: {"a": 1} or {"a": [values]}. */
+/* The short forms of one mapped dimension: {"a": 1} or {"a": [values]}.
+ * An object's keys are distinct: each is a new block. */
 static int put_short(struct eng_sparse *s, const struct eng_ttype *t, const json_t *obj,
                      const char *what, struct strata_error *err)
 {
@@ -272,7 +282,7 @@ static int put_short(struct eng_sparse *s, const struct eng_ttype *t, const json
 			if (number(v, &d))
 				return base_err(err, STRATA_INVALID_ARGUMENT,
 				                "%s: cell '%s' is not a number", what, key);
-			long b = block_of(s, labels, err);
+			long b = add_block(s, labels, err);
 			if (b < 0)
 				return STRATA_NOMEM;
 			s->cells[b] = d;

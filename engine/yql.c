@@ -519,6 +519,31 @@ static int pred_map(struct parser *ps, struct yql_node *n, int ranges, uint64_t 
 	return next(ps);
 }
 
+/* Whether subqueries a and b of predicate() node q hold the same
+ * attributes. */
+static int same_subquery(const struct yql_node *q, int a, int b)
+{
+	for (int i = 0; i < q->nvals; i++)
+		if ((q->fmasks[i] >> a & 1) != (q->fmasks[i] >> b & 1))
+			return 0;
+	for (int i = 0; i < q->nranges; i++)
+		if ((q->rmasks[i] >> a & 1) != (q->rmasks[i] >> b & 1))
+			return 0;
+	return 1;
+}
+
+/* n->pred_first: without subqueries all 64 are one. */
+static void pred_first(struct yql_node *n)
+{
+	for (int b = 0; b < 64; b++) {
+		int f = b;
+		for (int a = 0; a < b && f == b; a++)
+			if (n->pred_first[a] == a && same_subquery(n, a, b))
+				f = a;
+		n->pred_first[b] = (unsigned char)f;
+	}
+}
+
 /* predicate(field, {"k": "v", "k2": ["a", "b"]}, {"r": 25L}), after the
  * '(': the predicate.c node. */
 static struct yql_node *predicate_call(struct parser *ps, const char *at)
@@ -529,6 +554,7 @@ static struct yql_node *predicate_call(struct parser *ps, const char *at)
 	    pred_map(ps, n, 0, ~(uint64_t)0, &c) || expect_punct(ps, ",") ||
 	    pred_map(ps, n, 1, ~(uint64_t)0, &c) || expect_punct(ps, ")"))
 		return NULL;
+	pred_first(n);
 	return n;
 }
 

@@ -350,6 +350,48 @@ static void test_errors(void **state)
 	}
 }
 
+/* Exact search: candidates at the distance of the last one kept are kept
+ * by document id, whatever order they were fed (local ids) in. */
+static void test_exact_ties(void **state)
+{
+	(void)state;
+	struct strata *db;
+	char *app = dbtest_open("strata-ann-ties", "v.sd",
+	                        "schema v { document v {\n"
+	                        " field emb type tensor<float>(x[2]) { indexing: attribute\n"
+	                        "  attribute { distance-metric: euclidean } } }\n"
+	                        " rank-profile near { inputs { query(q) tensor<float>(x[2]) }\n"
+	                        "  first-phase { expression: closeness(field, emb) } } }\n", &db);
+	static const char *const docs[] = {
+		"{\"put\": \"id:t:v::5\", \"fields\": {\"emb\": [1, 0]}}",
+		"{\"put\": \"id:t:v::4\", \"fields\": {\"emb\": [0, 1]}}",
+		"{\"put\": \"id:t:v::6\", \"fields\": {\"emb\": [0, 0]}}",
+		"{\"put\": \"id:t:v::3\", \"fields\": {\"emb\": [1, 0]}}",
+		"{\"put\": \"id:t:v::2\", \"fields\": {\"emb\": [-1, 0]}}",
+		"{\"put\": \"id:t:v::7\", \"fields\": {\"emb\": [3, 0]}}",
+	};
+	for (size_t i = 0; i < sizeof docs / sizeof docs[0]; i++) {
+		struct strata_error err = {0};
+		if (strata_feed_json(db, docs[i], &err) != 0)
+			fail_msg("%s: %s", docs[i], err.msg);
+	}
+	json_t *r = dbtest_query(db, "{\"yql\": \"select * from v where {targetHits: 3, "
+	                             "approximate: false}nearestNeighbor(emb, q)\", "
+	                             "\"ranking.profile\": \"near\", \"input.query(q)\": [0, 0]}");
+	json_t *hits = dbtest_hits(r);
+	assert_int_equal(json_array_size(hits), 3);
+	int keys[3];
+	for (size_t i = 0; i < 3; i++)
+		keys[i] = dbtest_hit_key(json_array_get(hits, i));
+	assert_int_equal(keys[0], 6);
+	/* 5, 4, 3 and 2 are all at distance 1: 2 and 3 are kept, in id order */
+	assert_int_equal(keys[1], 2);
+	assert_int_equal(keys[2], 3);
+	json_decref(r);
+	strata_close(db);
+	apptest_remove(app);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -358,6 +400,7 @@ int main(void)
 		cmocka_unit_test(test_hamming),
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_remove_update_reopen),
+		cmocka_unit_test(test_exact_ties),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

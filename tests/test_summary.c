@@ -609,6 +609,43 @@ static void test_select_elements(void **state)
 	apptest_remove(fx.dir);
 }
 
+/* select-elements-by before an imported field in one summary class: the
+ * summary-feature it evaluates reads the document too, and the imported
+ * value (read from the parent) is still shown after it. */
+static void test_select_elements_imported(void **state)
+{
+	(void)state;
+	struct fixture fx;
+	fx.dir = apptest_new("strata-summary");
+	apptest_write(fx.dir, "schemas/parent.sd",
+	              "schema parent { document parent {\n"
+	              " field pop type int { indexing: attribute | summary } } }\n");
+	apptest_write(fx.dir, "schemas/doc.sd",
+	              "schema doc { document doc {\n"
+	              " field chunks type array<string> { indexing: summary }\n"
+	              " field w type tensor<float>(chunk{}) { indexing: attribute }\n"
+	              " field ref type reference<parent> { indexing: attribute } }\n"
+	              " import field ref.pop as ppop {}\n"
+	              " document-summary picked { summary top { source: chunks\n"
+	              "  select-elements-by: picks }\n summary ppop {} }\n"
+	              " rank-profile p { function picks() { expression: attribute(w) }\n"
+	              "  summary-features: picks } }\n");
+	struct strata_error err = {0};
+	fx.db = NULL;
+	if (strata_open(fx.dir, NULL, &fx.db, &err) != 0)
+		fail_msg("%s", err.msg);
+	feed_ok(&fx, "{\"put\": \"id:t:parent::p\", \"fields\": {\"pop\": 7}}");
+	feed_ok(&fx, "{\"put\": \"id:t:doc::1\", \"fields\": {\"chunks\": [\"a\", \"b\"], "
+	             "\"w\": {\"cells\": {\"1\": 0.5}}, \"ref\": \"id:t:parent::p\"}}");
+	json_t *f, *r = query(&fx, "{\"yql\": \"select * from doc where true\", \"ranking\": "
+	                           "\"p\", \"presentation.summary\": \"picked\"}", &f);
+	expect_json(f, "top", "[\"b\"]");
+	expect_json(f, "ppop", "7");
+	json_decref(r);
+	strata_close(fx.db);
+	apptest_remove(fx.dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -621,6 +658,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_alloc_failures, setup, teardown),
 		cmocka_unit_test(test_omit_features),
 		cmocka_unit_test(test_select_elements),
+		cmocka_unit_test(test_select_elements_imported),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
