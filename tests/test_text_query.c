@@ -17,9 +17,7 @@
 
 #include <cmocka.h>
 
-#include "../engine/strata.h"
-#include "../base/base.h"
-#include "apptest.h"
+#include "dbtest.h"
 
 static const char *const SD =
 	"schema doc {\n"
@@ -54,21 +52,15 @@ static const char *const queries[] = {
 static void test_query_alloc_failures(void **state)
 {
 	(void)state;
-	char *dir = apptest_new("strata_text_query");
-	char sub[512];
-	snprintf(sub, sizeof sub, "%s/schemas", dir);
-	apptest_write(sub, "doc.sd", SD);
 	struct strata *db;
-	struct strata_error err = {0};
-	if (strata_open(dir, NULL, &db, &err) != 0)
-		fail_msg("open: %s", err.msg);
+	char *dir = dbtest_open("strata_text_query", "doc.sd", SD, &db);
 	for (size_t i = 0; i < sizeof docs / sizeof docs[0]; i++)
-		if (strata_feed_json(db, docs[i], &err) != 0)
-			fail_msg("%s: %s", docs[i], err.msg);
+		dbtest_feed_json(db, docs[i]);
 	static const char *const hits[] = {"\"id:doc:doc::2\"", "\"id:doc:doc::1\"",
 	                                   "\"id:doc:doc::1\"", "\"id:doc:doc::1\""};
 	for (size_t q = 0; q < sizeof queries / sizeof queries[0]; q++) {
 		char *want;
+		struct strata_error err = {0};
 		if (strata_query_json(db, queries[q], &want, &err) != 0)
 			fail_msg("%s: %s", queries[q], err.msg);
 		assert_non_null(strstr(want, hits[q])); /* the best hit */
