@@ -171,6 +171,37 @@ static inline void dbtest_query_fails(struct strata *db, const char *req, int co
 	assert_null(out);
 }
 
+/* Run the search request req on db with each of its allocations made to
+ * fail in turn, until a run passes the last one: each failure must be
+ * STRATA_NOMEM with "out of memory", give no result and give back all it
+ * took.  Returns the result of the run that passed (strata_free it), and
+ * the number of runs that failed in *failures. */
+static inline char *dbtest_query_failing(struct strata *db, const char *req, long *failures)
+{
+	*failures = 0;
+	for (long k = 1; k < 100000; k++) {
+		struct base_alloc_stats s0, s1;
+		struct strata_error err = {0};
+		char *out = NULL;
+		base_alloc_stats(&s0);
+		base_alloc_fail_after(k);
+		int rc = strata_query_json(db, req, &out, &err);
+		base_alloc_fail_after(0);
+		if (rc == 0)
+			return out;
+		base_alloc_stats(&s1);
+		if (rc != STRATA_NOMEM || !strstr(err.msg, "out of memory"))
+			fail_msg("%s, allocation %ld: %d '%s'", req, k, rc, err.msg);
+		assert_null(out);
+		if (s1.live_bytes != s0.live_bytes)
+			fail_msg("%s, allocation %ld failed: %lld bytes kept", req, k,
+			         (long long)(s1.live_bytes - s0.live_bytes));
+		(*failures)++;
+	}
+	fail_msg("%s: no run passed the last allocation", req);
+	return NULL;
+}
+
 /* A result's hits (root.children, borrowed from r). */
 static inline json_t *dbtest_hits(json_t *r)
 {
