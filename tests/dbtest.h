@@ -116,20 +116,74 @@ static inline void dbtest_json_free(char *s)
 		fr(s);
 }
 
-/* The fields of document id of db: compact JSON with sorted keys, dumped
- * with the further jansson flags (such as JSON_REAL_PRECISION(15)), or NULL
- * when it has none (dbtest_json_free it). */
-static inline char *dbtest_fields(struct strata *db, const char *id, size_t flags)
+/* The fields of document id of db into *fields: compact JSON with sorted
+ * keys, dumped with the further jansson flags (such as
+ * JSON_REAL_PRECISION(15)), or NULL when it has none (dbtest_json_free
+ * it).  Returns 0, or STRATA_NOT_FOUND when db holds no such document. */
+static inline int dbtest_get_fields(struct strata *db, const char *id, size_t flags,
+                                    char **fields)
 {
-	char *doc;
+	char *doc = NULL;
 	struct strata_error err = {0};
-	if (strata_get_json(db, id, &doc, &err) != 0)
+	*fields = NULL;
+	int rc = strata_get_json(db, id, &doc, &err);
+	if (rc == STRATA_NOT_FOUND)
+		return rc;
+	if (rc != 0)
 		fail_msg("get %s: %s", id, err.msg);
 	json_t *j = json_loads(doc, 0, NULL);
 	strata_free(doc);
-	char *s = json_dumps(json_object_get(j, "fields"), JSON_COMPACT | JSON_SORT_KEYS | flags);
+	*fields = json_dumps(json_object_get(j, "fields"), JSON_COMPACT | JSON_SORT_KEYS | flags);
 	json_decref(j);
+	return 0;
+}
+
+/* The fields of document id, which db must hold (dbtest_get_fields). */
+static inline char *dbtest_fields(struct strata *db, const char *id, size_t flags)
+{
+	char *s;
+	if (dbtest_get_fields(db, id, flags, &s) != 0)
+		fail_msg("get %s: no such document", id);
 	return s;
+}
+
+/* Feed op into db with each of its allocations made to fail in turn, until
+ * a run passes the last one: each failure must be STRATA_NOMEM with "out of
+ * memory", give back all it took and leave the document id as it was
+ * (absent, or with the same fields).  Returns the number of runs that
+ * failed. */
+static inline long dbtest_feed_failing(struct strata *db, const char *op, const char *id)
+{
+	char *before, *after;
+	int had = dbtest_get_fields(db, id, 0, &before) == 0;
+	long failures = 0;
+	for (long k = 1; k < 100000; k++) {
+		struct base_alloc_stats s0, s1;
+		struct strata_error err = {0};
+		base_alloc_stats(&s0);
+		base_alloc_fail_after(k);
+		int rc = strata_feed_json(db, op, &err);
+		base_alloc_fail_after(0);
+		base_alloc_stats(&s1);
+		if (rc == 0) {
+			dbtest_json_free(before);
+			return failures;
+		}
+		if (rc != STRATA_NOMEM || !strstr(err.msg, "out of memory"))
+			fail_msg("%s, allocation %ld: %d '%s'", op, k, rc, err.msg);
+		if (s1.live_bytes != s0.live_bytes)
+			fail_msg("%s, allocation %ld failed: %lld bytes kept", op, k,
+			         (long long)(s1.live_bytes - s0.live_bytes));
+		int has = dbtest_get_fields(db, id, 0, &after) == 0;
+		if (has != had || !before != !after || (before && strcmp(before, after) != 0))
+			fail_msg("%s, allocation %ld failed: %s was %s, is %s", op, k, id,
+			         had ? before ? before : "without fields" : "absent",
+			         has ? after ? after : "without fields" : "absent");
+		dbtest_json_free(after);
+		failures++;
+	}
+	fail_msg("%s: no run passed the last allocation", op);
+	return 0;
 }
 
 /* The fields of document id (dbtest_fields with flags) must be want. */
