@@ -20,7 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../engine/strata.h"
 #include "dbtest.h"
 #include "vecgen.h"
 
@@ -73,8 +72,7 @@ static const char vec_sd[] =
 	"}\n";
 
 struct fx {
-	char *app;
-	struct strata *db;
+	struct dbtest app; /* first: dbtest_teardown frees the fixture */
 	float emb[NDOC][DIM];
 	int8_t bits[NDOC][8];
 	int live[NDOC];
@@ -104,9 +102,9 @@ static void put_line(FILE *f, struct fx *fx, int k)
 static int setup(void **state)
 {
 	struct fx *fx = calloc(1, sizeof *fx);
-	fx->app = dbtest_open("strata-ann.", "vec.sd", vec_sd, &fx->db);
+	fx->app.dir = dbtest_open("strata-ann.", "vec.sd", vec_sd, &fx->app.db);
 	char path[256];
-	snprintf(path, sizeof path, "%s/feed.jsonl", fx->app);
+	snprintf(path, sizeof path, "%s/feed.jsonl", fx->app.dir);
 	FILE *f = fopen(path, "w");
 	for (int k = 0; k < NDOC; k++) {
 		gen(1, k, fx->emb[k], fx->bits[k]);
@@ -114,17 +112,8 @@ static int setup(void **state)
 		fx->live[k] = 1;
 	}
 	fclose(f);
-	dbtest_feed(fx->db, path);
+	dbtest_feed(fx->app.db, path);
 	*state = fx;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	struct fx *fx = *state;
-	strata_close(fx->db);
-	apptest_remove(fx->app);
-	free(fx);
 	return 0;
 }
 
@@ -186,7 +175,7 @@ static double run(struct fx *fx, int below, int approximate, int explore)
 		if (below < 1000)
 			snprintf(yql + strlen(yql), sizeof yql - strlen(yql), "%d", below);
 		request(req, sizeof req, q, yql);
-		json_t *r = dbtest_query(fx->db, req);
+		json_t *r = dbtest_query(fx->app.db, req);
 		int n;
 		double dk = kth(fx, q, below, &n);
 		json_t *hits = dbtest_hits(r);
@@ -247,7 +236,7 @@ static void test_hamming(void **state)
 		for (int i = 0; i < 8; i++)
 			o += snprintf(req + o, sizeof req - (size_t)o, "%s%d", i ? ", " : "", qb[i]);
 		snprintf(req + o, sizeof req - (size_t)o, "]}");
-		json_t *r = dbtest_query(fx->db, req);
+		json_t *r = dbtest_query(fx->app.db, req);
 		/* the brute-force 5th smallest bit distance */
 		int cnt[65] = {0};
 		for (int k = 0; k < NDOC; k++) {
@@ -277,9 +266,8 @@ static void test_hamming(void **state)
 static void test_remove_update_reopen(void **state)
 {
 	struct fx *fx = *state;
-	struct strata_error err = {0};
 	char path[256];
-	snprintf(path, sizeof path, "%s/changes.jsonl", fx->app);
+	snprintf(path, sizeof path, "%s/changes.jsonl", fx->app.dir);
 	FILE *f = fopen(path, "w");
 	for (int k = 0; k < NDOC; k += 3) {
 		if (k % 2) {
@@ -297,15 +285,15 @@ static void test_remove_update_reopen(void **state)
 		}
 	}
 	fclose(f);
-	dbtest_feed(fx->db, path);
+	dbtest_feed(fx->app.db, path);
 	/* a third of the corpus changed: the repaired graph needs a wider
 	 * search for the same recall (about 0.91 at 100 here) */
 	double a = run(fx, 1000, 1, 200);
 	if (a < 0.95)
 		fail_msg("after changes: recall %.3f", a);
-	strata_close(fx->db);
-	fx->db = NULL;
-	assert_int_equal(strata_open(fx->app, NULL, &fx->db, &err), 0);
+	strata_close(fx->app.db);
+	fx->app.db = NULL;
+	dbtest_open_dir(fx->app.dir, &fx->app.db);
 	double b = run(fx, 100, 1, 200);
 	if (b < 0.95)
 		fail_msg("reopened, filtered: recall %.3f", b);
@@ -314,15 +302,13 @@ static void test_remove_update_reopen(void **state)
 static void test_errors(void **state)
 {
 	struct fx *fx = *state;
-	struct strata_error err = {0};
-	char *out = NULL;
 	float q[DIM] = {0};
 	char req[2048];
 	request(req, sizeof req, q,
 	        "select * from sources * where {targetHits: 3, hnsw.exploreAdditionalHits: -1}"
 	        "nearestNeighbor(emb, q)");
-	assert_int_equal(strata_query_json(fx->db, req, &out, &err), STRATA_PARSE);
-	assert_non_null(strstr(err.msg, "hnsw.exploreAdditionalHits must be a whole number"));
+	dbtest_query_fails(fx->app.db, req, STRATA_PARSE,
+	                   "hnsw.exploreAdditionalHits must be a whole number");
 	/* schema errors: an unknown hnsw setting, a bad number, an index setting */
 	static const struct {
 		const char *sd, *where, *what;
@@ -338,16 +324,9 @@ static void test_errors(void **state)
 		 " indexing: attribute | index\n index { lsh { } } } } }",
 		 "s.sd:3:10", "index setting 'lsh' on a tensor is not supported", STRATA_NOT_IMPLEMENTED},
 	};
-	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-		char *app = apptest_new("strata-ann-bad.");
-		apptest_write(app, "schemas/s.sd", bad[i].sd);
-		struct strata *db = NULL;
-		int rc = strata_open(app, NULL, &db, &err);
-		if (rc != bad[i].code || !strstr(err.msg, bad[i].where) || !strstr(err.msg, bad[i].what))
-			fail_msg("case %zu: %d %s", i, rc, err.msg);
-		strata_close(db);
-		apptest_remove(app);
-	}
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+		dbtest_expect_open_error(dbtest_app("strata-ann-bad.", "s.sd", bad[i].sd), bad[i].code,
+		                         bad[i].where, bad[i].what);
 }
 
 /* Exact search: candidates at the distance of the last one kept are kept
@@ -402,5 +381,5 @@ int main(void)
 		cmocka_unit_test(test_remove_update_reopen),
 		cmocka_unit_test(test_exact_ties),
 	};
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, setup, dbtest_teardown);
 }

@@ -11,13 +11,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <ftw.h>
-#include <sys/stat.h>
 #include <cmocka.h>
 #include <jansson.h>
 
-#include "../engine/strata.h"
 #include "../rank/rank_int.h"
+#include "dbtest.h"
 
 /* ---- the schema side -------------------------------------------------------- */
 
@@ -331,111 +329,32 @@ static void test_alloc_failures(void **state)
 
 /* ---- the engine side ---------------------------------------------------------- */
 
-struct fixture {
-	char dir[64];
-	char app[128];
-	struct strata *db;
-};
-
-static void write_file(const char *dir, const char *name, const char *text)
-{
-	char path[256];
-	snprintf(path, sizeof path, "%s/%s", dir, name);
-	FILE *f = fopen(path, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
-}
-
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st, (void)flag, (void)ftw;
-	return remove(path);
-}
-
-/* Remove dir and everything in it. */
-static void remove_tree(const char *dir)
-{
-	assert_int_equal(nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS), 0);
-}
-
 static int setup(void **state)
 {
-	struct fixture *fx = calloc(1, sizeof *fx);
-	snprintf(fx->dir, sizeof fx->dir, "/tmp/strata-fields.XXXXXX");
-	if (!mkdtemp(fx->dir))
-		return -1;
-	snprintf(fx->app, sizeof fx->app, "%s/app", fx->dir);
-	char path[256];
-	mkdir(fx->app, 0777);
-	snprintf(path, sizeof path, "%s/schemas", fx->app);
-	mkdir(path, 0777);
-	write_file(path, "item.sd", ITEM_SD);
-	write_file(path, "base.sd", BASE_SD);
-	struct strata_error err = {0};
-	if (strata_open(fx->app, NULL, &fx->db, &err) != 0) {
-		fprintf(stderr, "open: %s\n", err.msg);
-		return -1;
-	}
+	struct dbtest *fx = calloc(1, sizeof *fx);
+	fx->dir = dbtest_app("strata-fields.", "item.sd", ITEM_SD);
+	apptest_write(fx->dir, "schemas/base.sd", BASE_SD);
+	dbtest_open_dir(fx->dir, &fx->db);
 	*state = fx;
 	return 0;
 }
 
-static int teardown(void **state)
+static void feed_ok(struct dbtest *fx, const char *op)
 {
-	struct fixture *fx = *state;
-	strata_close(fx->db);
-	remove_tree(fx->dir);
-	free(fx);
-	return 0;
+	dbtest_feed_json(fx->db, op);
 }
 
-static void feed_ok(struct fixture *fx, const char *op)
+static void feed_fails(struct dbtest *fx, const char *op, const char *msg)
 {
-	struct strata_error err = {0};
-	if (strata_feed_json(fx->db, op, &err) != 0)
-		fail_msg("%s: %s", op, err.msg);
+	dbtest_feed_fails(fx->db, op, STRATA_INVALID_ARGUMENT, msg);
 }
 
-static void feed_fails(struct fixture *fx, const char *op, const char *msg)
+static void expect_fields(struct dbtest *fx, const char *id, const char *want)
 {
-	struct strata_error err = {0};
-	assert_int_equal(strata_feed_json(fx->db, op, &err), STRATA_INVALID_ARGUMENT);
-	if (!strstr(err.msg, msg))
-		fail_msg("%s: got '%s', expected '%s'", op, err.msg, msg);
+	dbtest_expect_fields(fx->db, id, 0, want);
 }
 
-/* Free text jansson made (through the allocator the library gave it). */
-static void json_text_free(char *s)
-{
-	json_free_t fr;
-	json_get_alloc_funcs(NULL, &fr);
-	fr(s);
-}
-
-/* The document id's fields, compact JSON text (json_text_free). */
-static char *get_fields(struct fixture *fx, const char *id)
-{
-	char *doc;
-	struct strata_error err = {0};
-	if (strata_get_json(fx->db, id, &doc, &err) != 0)
-		fail_msg("get %s: %s", id, err.msg);
-	json_t *j = json_loads(doc, 0, NULL);
-	strata_free(doc);
-	char *s = json_dumps(json_object_get(j, "fields"), JSON_COMPACT | JSON_SORT_KEYS);
-	json_decref(j);
-	return s;
-}
-
-static void expect_fields(struct fixture *fx, const char *id, const char *want)
-{
-	char *s = get_fields(fx, id);
-	if (strcmp(s, want) != 0)
-		fail_msg("%s: got %s\n  expected %s", id, s, want);
-	json_text_free(s);
-}
-
-static json_t *query(struct fixture *fx, const char *request, int *rc, struct strata_error *err)
+static json_t *query(struct dbtest *fx, const char *request, int *rc, struct strata_error *err)
 {
 	char *out = NULL;
 	*rc = strata_query_json(fx->db, request, &out, err);
@@ -449,7 +368,7 @@ static json_t *query(struct fixture *fx, const char *request, int *rc, struct st
 /* The ids of the hits, in order, comma-separated, into buf. */
 static const char *hit_ids(json_t *r, char *buf, size_t n)
 {
-	json_t *children = json_object_get(json_object_get(r, "root"), "children");
+	json_t *children = dbtest_hits(r);
 	size_t len = 0;
 	buf[0] = 0;
 	for (size_t i = 0; i < json_array_size(children) && len < n; i++)
@@ -460,7 +379,7 @@ static const char *hit_ids(json_t *r, char *buf, size_t n)
 
 static void test_feed_forms(void **state)
 {
-	struct fixture *fx = *state;
+	struct dbtest *fx = *state;
 	feed_ok(fx, "{\"put\": \"id:t:item::1\", \"fields\": {\"id\": \"a\", \"tags\": [\"red\", \"blue\"],"
 	            " \"ws\": {\"x\": 3, \"y\": 1}, \"m\": {\"k\": [1, 2]},"
 	            " \"owner\": {\"name\": \"Ann\", \"age\": 30}, \"people\": [{\"name\": \"B\"}],"
@@ -515,7 +434,7 @@ static void test_feed_forms(void **state)
 
 static void test_updates(void **state)
 {
-	struct fixture *fx = *state;
+	struct dbtest *fx = *state;
 	feed_ok(fx, "{\"put\": \"id:t:item::1\", \"fields\": {\"tags\": [\"red\", \"blue\", \"red\"],"
 	            " \"ws\": {\"x\": 3, \"y\": 1}, \"price\": 1}}");
 	feed_ok(fx, "{\"update\": \"id:t:item::1\", \"fields\": {\"tags\": {\"add\": [\"green\"]},"
@@ -563,7 +482,7 @@ static void test_updates(void **state)
 	struct strata_error err = {0};
 	json_t *r = query(fx, "{\"yql\": \"select * from item where true\"}", &rc, &err);
 	assert_int_equal(rc, 0);
-	json_t *c0 = json_array_get(json_object_get(json_object_get(r, "root"), "children"), 0);
+	json_t *c0 = json_array_get(dbtest_hits(r), 0);
 	assert_string_equal(json_string_value(json_object_get(c0, "id")), "id:t:item::1");
 	assert_true(json_number_value(json_object_get(c0, "relevance")) == 8.0);
 	json_t *f0 = json_object_get(c0, "fields");
@@ -574,7 +493,7 @@ static void test_updates(void **state)
 
 static void test_contains_and_summaries(void **state)
 {
-	struct fixture *fx = *state;
+	struct dbtest *fx = *state;
 	feed_ok(fx, "{\"put\": \"id:t:item::1\", \"fields\": {\"id\": \"a\", \"tags\": [\"red\"],"
 	            " \"ws\": {\"w1\": 1}, \"price\": 2}}");
 	feed_ok(fx, "{\"put\": \"id:t:item::2\", \"fields\": {\"id\": \"b\", \"tags\": [\"blue\", \"red\"],"
@@ -635,11 +554,11 @@ static void test_contains_and_summaries(void **state)
 	r = query(fx, "{\"yql\": \"select * from item where id contains 'b'\","
 	              " \"presentation.summary\": \"short\"}", &rc, &err);
 	assert_int_equal(rc, 0);
-	json_t *c0 = json_array_get(json_object_get(json_object_get(r, "root"), "children"), 0);
+	json_t *c0 = json_array_get(dbtest_hits(r), 0);
 	char *s = json_dumps(json_object_get(c0, "fields"), JSON_COMPACT | JSON_SORT_KEYS);
 	assert_string_equal(s, "{\"amount\":3.0,\"documentid\":\"id:t:item::2\",\"id\":\"b\","
 	                       "\"sddocname\":\"item\"}");
-	json_text_free(s);
+	dbtest_json_free(s);
 	json_decref(r);
 	r = query(fx, "{\"yql\": \"select * from item where true\","
 	              " \"presentation\": {\"summary\": \"nope\"}}", &rc, &err);
@@ -652,7 +571,7 @@ static void test_contains_and_summaries(void **state)
  * all it took, and writes nothing. */
 static void test_feed_alloc_failures(void **state)
 {
-	struct fixture *fx = *state;
+	struct dbtest *fx = *state;
 	static const char *const ops[] = {
 		"{\"put\": \"id:t:item::1\", \"fields\": {\"tags\": [\"a\", \"b\"], \"ws\": {\"x\": 1},"
 		" \"m\": [{\"key\": \"k\", \"value\": [1]}], \"people\": [{\"name\": \"P\", \"age\": 3}],"
@@ -660,32 +579,8 @@ static void test_feed_alloc_failures(void **state)
 		"{\"update\": \"id:t:item::1\", \"fields\": {\"tags\": {\"add\": [\"c\"]},"
 		" \"ws\": {\"remove\": {\"x\": 0}}, \"m{q}\": {\"assign\": [2]}}}",
 	};
-	for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
-		int failures = 0;
-		for (long k = 1; k < 100000; k++) {
-			char *before = i ? get_fields(fx, "id:t:item::1") : NULL;
-			struct base_alloc_stats s0, s1;
-			base_alloc_stats(&s0);
-			struct strata_error err = {0};
-			base_alloc_fail_after(k);
-			int rc = strata_feed_json(fx->db, ops[i], &err);
-			base_alloc_fail_after(-1);
-			base_alloc_stats(&s1);
-			if (rc == 0) {
-				if (before)
-					json_text_free(before);
-				break;
-			}
-			assert_int_equal(rc, STRATA_NOMEM);
-			assert_int_equal(s1.live_bytes, s0.live_bytes);
-			if (before) {
-				expect_fields(fx, "id:t:item::1", before);
-				json_text_free(before);
-			}
-			failures++;
-		}
-		assert_true(failures > 10);
-	}
+	for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+		assert_true(dbtest_feed_failing(fx->db, ops[i], "id:t:item::1") > 10);
 	expect_fields(fx, "id:t:item::1",
 	              "{\"m\":{\"k\":[1],\"q\":[2]},\"people\":[{\"age\":3,\"name\":\"P\"}],"
 	              "\"price\":1.0,\"tags\":[\"a\",\"b\",\"c\"],\"ws\":{}}");
@@ -727,22 +622,13 @@ static void test_rank_refusals(void **state)
 		 "attribute 'ws' is a collection or struct, which rank expressions do not read"},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-		char dir[64] = "/tmp/strata-fields.XXXXXX", path[256], sd[1024];
-		assert_non_null(mkdtemp(dir));
-		snprintf(path, sizeof path, "%s/schemas", dir);
-		mkdir(path, 0777);
+		char sd[1024];
 		snprintf(sd, sizeof sd,
 		         "schema s {\n document s {\n  field tags type array<string> { indexing: attribute }\n"
 		         "  field ws type weightedset<string> { indexing: attribute }\n }\n"
 		         " rank-profile p { first-phase { expression: %s } }\n}\n", cases[i].expr);
-		write_file(path, "s.sd", sd);
-		struct strata *db = NULL;
-		struct strata_error err = {0};
-		int rc = strata_open(dir, NULL, &db, &err);
-		assert_int_equal(rc, STRATA_NOT_IMPLEMENTED);
-		if (!strstr(err.msg, cases[i].msg) || !strstr(err.msg, "s.sd:6:"))
-			fail_msg("%s: %s", cases[i].expr, err.msg);
-		remove_tree(dir);
+		dbtest_expect_open_error(dbtest_app("strata-fields.", "s.sd", sd), STRATA_NOT_IMPLEMENTED,
+		                         "s.sd:6:", cases[i].msg);
 	}
 }
 
@@ -754,10 +640,10 @@ int main(void)
 		cmocka_unit_test(test_fieldset_of_parent),
 		cmocka_unit_test(test_parse_errors),
 		cmocka_unit_test(test_alloc_failures),
-		cmocka_unit_test_setup_teardown(test_feed_forms, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_updates, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_contains_and_summaries, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_feed_alloc_failures, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_feed_forms, setup, dbtest_teardown),
+		cmocka_unit_test_setup_teardown(test_updates, setup, dbtest_teardown),
+		cmocka_unit_test_setup_teardown(test_contains_and_summaries, setup, dbtest_teardown),
+		cmocka_unit_test_setup_teardown(test_feed_alloc_failures, setup, dbtest_teardown),
 		cmocka_unit_test(test_rank_refusals),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -23,7 +23,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../engine/strata.h"
 #include "dbtest.h"
 #include "vecgen.h"
 
@@ -81,8 +80,7 @@ static const char mv_sd[] =
 	"}\n";
 
 struct fx {
-	char *app;
-	struct strata *db;
+	struct dbtest app; /* first: dbtest_teardown frees the fixture */
 	int nv[NDOC];              /* vectors of the document (0: no value) */
 	double v[NDOC][MAXV][DIM]; /* emb's; ang holds the same vectors */
 };
@@ -95,9 +93,9 @@ static double cell(uint64_t *s)
 static int setup(void **state)
 {
 	struct fx *fx = calloc(1, sizeof *fx);
-	fx->app = dbtest_open("strata-multivec.", "mv.sd", mv_sd, &fx->db);
+	fx->app.dir = dbtest_open("strata-multivec.", "mv.sd", mv_sd, &fx->app.db);
 	char path[256];
-	snprintf(path, sizeof path, "%s/feed.jsonl", fx->app);
+	snprintf(path, sizeof path, "%s/feed.jsonl", fx->app.dir);
 	FILE *f = fopen(path, "w");
 	uint64_t s = 42;
 	for (int k = 0; k < NDOC; k++) {
@@ -119,17 +117,8 @@ static int setup(void **state)
 		fprintf(f, "}}\n");
 	}
 	fclose(f);
-	dbtest_feed(fx->db, path);
+	dbtest_feed(fx->app.db, path);
 	*state = fx;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	struct fx *fx = *state;
-	strata_close(fx->db);
-	apptest_remove(fx->app);
-	free(fx);
 	return 0;
 }
 
@@ -230,7 +219,7 @@ static void run(struct fx *fx, int angular, int below, int labelled)
 			}
 		}
 		qsort(r, (size_t)n, sizeof *r, ref_cmp);
-		json_t *res = dbtest_query(fx->db, req);
+		json_t *res = dbtest_query(fx->app.db, req);
 		json_t *hits = dbtest_hits(res);
 		assert_int_equal(json_array_size(hits), n < K ? n : K);
 		for (size_t i = 0; i < json_array_size(hits); i++) {
@@ -293,7 +282,7 @@ static void test_without_item(void **state)
 	double q[DIM] = {1, 0, 0, 0};
 	char req[1024];
 	request(req, sizeof req, "emb", q, "select * from sources * where tag < 2");
-	json_t *res = dbtest_query(fx->db, req);
+	json_t *res = dbtest_query(fx->app.db, req);
 	json_t *hits = dbtest_hits(res);
 	assert_int_equal(json_array_size(hits), 6);
 	for (size_t i = 0; i < json_array_size(hits); i++) {
@@ -314,20 +303,17 @@ static void test_query_errors(void **state)
 	const char *req = "{\"yql\": \"select * from sources * where {targetHits: 3}"
 	                  "nearestNeighbor(emb, q)\", \"ranking.profile\": \"emb\", "
 	                  "\"input.query(q)\": [1, 2, 3]}";
-	assert_int_equal(strata_query_json(fx->db, req, &out, &err), STRATA_INVALID_ARGUMENT);
-	assert_non_null(strstr(err.msg, "3 values, expected 4"));
-	assert_null(out);
+	dbtest_query_fails(fx->app.db, req, STRATA_INVALID_ARGUMENT, "3 values, expected 4");
 	req = "{\"yql\": \"select * from sources * where {targetHits: 3}"
 	      "nearestNeighbor(emb, q)\", \"ranking.profile\": \"wrong\", "
 	      "\"input.query(q)\": [1, 2, 3]}";
-	assert_int_equal(strata_query_json(fx->db, req, &out, &err), STRATA_TYPE);
-	assert_non_null(strstr(err.msg, "nearestNeighbor: query(q) and field 'emb' differ in shape"));
-	assert_null(out);
+	dbtest_query_fails(fx->app.db, req, STRATA_TYPE,
+	                   "nearestNeighbor: query(q) and field 'emb' differ in shape");
 	/* a mapped tensor without indexed dimensions holds no vectors */
 	req = "{\"yql\": \"select * from sources * where {targetHits: 3}"
 	      "nearestNeighbor(cats, q)\", \"ranking.profile\": \"emb\", "
 	      "\"input.query(q)\": [1, 2, 3, 4]}";
-	assert_int_equal(strata_query_json(fx->db, req, &out, &err), STRATA_NOT_IMPLEMENTED);
+	assert_int_equal(strata_query_json(fx->app.db, req, &out, &err), STRATA_NOT_IMPLEMENTED);
 	assert_string_equal(err.msg, "yql:1:31: nearestNeighbor on 'cats', a tensor with mapped "
 	                             "dimensions other than one mapped and some indexed, is not "
 	                             "supported");
@@ -361,15 +347,8 @@ static void test_schema_errors(void **state)
 		snprintf(sd, sizeof sd,
 		         "schema s { document s {\n%s\n}\nrank-profile r {\n %s\n}\n}\n",
 		         bad[i].fields, bad[i].profile);
-		char *app = apptest_new("strata-multivec-bad.");
-		apptest_write(app, "schemas/s.sd", sd);
-		struct strata *db = NULL;
-		struct strata_error err = {0};
-		int rc = strata_open(app, NULL, &db, &err);
-		if (rc != bad[i].code || !strstr(err.msg, bad[i].where) || !strstr(err.msg, bad[i].what))
-			fail_msg("case %zu: %d %s", i, rc, err.msg);
-		strata_close(db);
-		apptest_remove(app);
+		dbtest_expect_open_error(dbtest_app("strata-multivec-bad.", "s.sd", sd), bad[i].code,
+		                         bad[i].where, bad[i].what);
 	}
 }
 
@@ -382,5 +361,5 @@ int main(void)
 		cmocka_unit_test(test_query_errors),
 		cmocka_unit_test(test_schema_errors),
 	};
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, setup, dbtest_teardown);
 }

@@ -19,9 +19,8 @@
 #include <cmocka.h>
 #include <jansson.h>
 
-#include "../engine/strata.h"
 #include "../rank/rank_int.h"
-#include "apptest.h"
+#include "dbtest.h"
 
 /* ---- the schema side -------------------------------------------------------- */
 
@@ -111,61 +110,46 @@ static void test_field_settings(void **state)
 
 /* ---- applications --------------------------------------------------------------- */
 
-struct fixture {
-	char *dir; /* the application (apptest_new) */
-	struct strata *db;
-};
-
 /* Open an application of the one schema text, expecting code and a message
- * that contains msg (0: it must open). */
-static struct strata *open_app(struct fixture *fx, const char *sd, int code, const char *msg)
+ * that contains msg. */
+static void open_fails(const char *sd, int code, const char *msg)
 {
-	fx->dir = apptest_new("strata-summary");
-	apptest_write(fx->dir, "schemas/doc.sd", sd);
-	struct strata_error err = {0};
-	struct strata *db = NULL;
-	int rc = strata_open(fx->dir, NULL, &db, &err);
-	if (rc != code || (code && !strstr(err.msg, msg)))
-		fail_msg("got %d '%s', wanted %d '%s'", rc, err.msg, code, msg ? msg : "");
-	if (code)
-		apptest_remove(fx->dir);
-	return db;
+	dbtest_expect_open_error(dbtest_app("strata-summary", "doc.sd", sd), code, msg, NULL);
 }
 
 static void test_summary_errors(void **state)
 {
 	(void)state;
-	struct fixture fx;
-	open_app(&fx, "schema doc { document doc {\n field n type int { indexing: summary\n"
-	         " summary: dynamic } } }", STRATA_NOT_IMPLEMENTED,
-	         "doc.sd:2:8: summary field 'n': dynamic on 'n', which is not a string or an array "
-	         "of strings, is not supported");
-	open_app(&fx, "schema doc { document doc {\n field s type string { indexing: summary\n"
-	         " summary: matched-elements-only } } }", STRATA_TYPE,
-	         "doc.sd:2:8: summary field 's': matched-elements-only on 's', which is not an array, "
-	         "weighted set or map");
-	open_app(&fx, "schema doc { document doc {\n field n type int { indexing: summary } }\n"
-	         " document-summary d {\n summary b { source: n\n bolding: on } } }",
-	         STRATA_NOT_IMPLEMENTED, "doc.sd:4:10: summary field 'b': bolding: on on 'n'");
-	open_app(&fx, "schema doc { document doc {\n field s type string { indexing: index } }\n"
-	         " document-summary d {\n summary b { source: s\n tokens dynamic } } }",
-	         STRATA_NOT_IMPLEMENTED,
-	         "doc.sd:4:10: summary field 'b': tokens with another summary setting");
-	open_app(&fx, "schema doc { document doc {\n field s type string { indexing: index } }\n"
-	         " document-summary default {\n summary b { source: nope } } }", STRATA_TYPE,
-	         "doc.sd:4:10: summary field 'b' shows 'nope', which is not a field of 'doc'");
-	open_app(&fx, "schema doc { document doc {\n field s type string { indexing: summary } }\n"
-	         " document-summary d {\n summary b { source: s\n select-elements-by: f } } }",
-	         STRATA_NOT_IMPLEMENTED, "doc.sd:4:10: summary field 'b': select-elements-by on 's', "
-	         "which is not an array, is not supported");
-	open_app(&fx, "schema doc { document doc {\n field s type array<string> { indexing: index } }\n"
-	         " document-summary d {\n summary b { source: s\n dynamic select-elements-by: f } } }",
-	         STRATA_NOT_IMPLEMENTED,
-	         "doc.sd:4:10: summary field 'b': select-elements-by with another summary setting");
-	open_app(&fx, "schema doc { document doc {\n field s type array<string> { indexing: index } }\n"
-	         " document-summary d {\n summary b { source: s\n select-elements-by: f\n"
-	         " select-elements-by: g } } }",
-	         STRATA_TYPE, "doc.sd:6:2: select-elements-by is given twice");
+	open_fails("schema doc { document doc {\n field n type int { indexing: summary\n"
+	           " summary: dynamic } } }", STRATA_NOT_IMPLEMENTED,
+	           "doc.sd:2:8: summary field 'n': dynamic on 'n', which is not a string or an array "
+	           "of strings, is not supported");
+	open_fails("schema doc { document doc {\n field s type string { indexing: summary\n"
+	           " summary: matched-elements-only } } }", STRATA_TYPE,
+	           "doc.sd:2:8: summary field 's': matched-elements-only on 's', which is not an array, "
+	           "weighted set or map");
+	open_fails("schema doc { document doc {\n field n type int { indexing: summary } }\n"
+	           " document-summary d {\n summary b { source: n\n bolding: on } } }",
+	           STRATA_NOT_IMPLEMENTED, "doc.sd:4:10: summary field 'b': bolding: on on 'n'");
+	open_fails("schema doc { document doc {\n field s type string { indexing: index } }\n"
+	           " document-summary d {\n summary b { source: s\n tokens dynamic } } }",
+	           STRATA_NOT_IMPLEMENTED,
+	           "doc.sd:4:10: summary field 'b': tokens with another summary setting");
+	open_fails("schema doc { document doc {\n field s type string { indexing: index } }\n"
+	           " document-summary default {\n summary b { source: nope } } }", STRATA_TYPE,
+	           "doc.sd:4:10: summary field 'b' shows 'nope', which is not a field of 'doc'");
+	open_fails("schema doc { document doc {\n field s type string { indexing: summary } }\n"
+	           " document-summary d {\n summary b { source: s\n select-elements-by: f } } }",
+	           STRATA_NOT_IMPLEMENTED, "doc.sd:4:10: summary field 'b': select-elements-by on 's', "
+	           "which is not an array, is not supported");
+	open_fails("schema doc { document doc {\n field s type array<string> { indexing: index } }\n"
+	           " document-summary d {\n summary b { source: s\n dynamic select-elements-by: f } } }",
+	           STRATA_NOT_IMPLEMENTED,
+	           "doc.sd:4:10: summary field 'b': select-elements-by with another summary setting");
+	open_fails("schema doc { document doc {\n field s type array<string> { indexing: index } }\n"
+	           " document-summary d {\n summary b { source: s\n select-elements-by: f\n"
+	           " select-elements-by: g } } }",
+	           STRATA_TYPE, "doc.sd:6:2: select-elements-by is given twice");
 }
 
 /* Long texts of words "bird", one in five bytes, "frog" at the given words. */
@@ -244,39 +228,17 @@ static const char *const APP_SD =
 
 static int setup(void **state)
 {
-	struct fixture *fx = calloc(1, sizeof *fx);
-	fx->db = open_app(fx, APP_SD, 0, NULL);
+	struct dbtest *fx = calloc(1, sizeof *fx);
+	fx->dir = dbtest_open("strata-summary", "doc.sd", APP_SD, &fx->db);
 	*state = fx;
-	return fx->db ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-	struct fixture *fx = *state;
-	strata_close(fx->db);
-	apptest_remove(fx->dir);
-	free(fx);
 	return 0;
 }
 
-static void feed_ok(struct fixture *fx, const char *op)
-{
-	struct strata_error err = {0};
-	if (strata_feed_json(fx->db, op, &err) != 0)
-		fail_msg("%s: %s", op, err.msg);
-}
-
 /* The first hit's fields, or NULL: the query's JSON result (json_decref). */
-static json_t *query(struct fixture *fx, const char *request, json_t **first)
+static json_t *query(struct dbtest *fx, const char *request, json_t **first)
 {
-	char *out = NULL;
-	struct strata_error err = {0};
-	if (strata_query_json(fx->db, request, &out, &err) != 0)
-		fail_msg("%s: %s", request, err.msg);
-	json_t *j = json_loads(out, 0, NULL);
-	strata_free(out);
-	json_t *c = json_object_get(json_object_get(j, "root"), "children");
-	*first = json_object_get(json_array_get(c, 0), "fields");
+	json_t *j = dbtest_query(fx->db, request);
+	*first = json_object_get(json_array_get(dbtest_hits(j), 0), "fields");
 	return j;
 }
 
@@ -294,23 +256,20 @@ static void expect_json(const json_t *fields, const char *name, const char *want
 	                     JSON_ENCODE_ANY);
 	if (strcmp(s ? s : "(none)", want) != 0)
 		fail_msg("%s: got %s, wanted %s", name, s ? s : "(none)", want);
-	json_free_t fr;
-	json_get_alloc_funcs(NULL, &fr);
-	if (s)
-		fr(s);
+	dbtest_json_free(s);
 }
 
 static void test_snippets(void **state)
 {
-	struct fixture *fx = *state;
+	struct dbtest *fx = *state;
 	char body[1024], op[4096], want[2048];
 	const int frogs[] = {10, 100};
 	birds(body, 120, frogs, 2, 0, 0, 120); /* 599 bytes */
 	snprintf(op, sizeof op, "{\"put\": \"id:t:doc::1\", \"fields\": {\"title\": \"Running "
 	         "shoes, running far\", \"body\": \"%s\", \"prose\": \"%s\"}}", body, body);
-	feed_ok(fx, op);
-	feed_ok(fx, "{\"put\": \"id:t:doc::2\", \"fields\": {\"title\": \"Café crème\","
-	            " \"body\": \"A short body of a café.\"}}");
+	dbtest_feed_json(fx->db, op);
+	dbtest_feed_json(fx->db, "{\"put\": \"id:t:doc::2\", \"fields\": {\"title\": \"Café crème\","
+	                         " \"body\": \"A short body of a café.\"}}");
 	json_t *f, *r;
 
 	/* several fragments */
@@ -332,13 +291,13 @@ static void test_snippets(void **state)
 	char mid[300];
 	birds(mid, 57, frogs, 2, 0, 0, 57); /* 284 bytes: still whole */
 	snprintf(op, sizeof op, "{\"put\": \"id:t:doc::4\", \"fields\": {\"body\": \"%s\"}}", mid);
-	feed_ok(fx, op);
+	dbtest_feed_json(fx->db, op);
 	r = query(fx, "{\"yql\": \"select * from doc where body contains 'frog' and "
 	              "!(title contains 'shoes')\"}", &f);
 	birds(want, 57, frogs, 2, 1, 0, 57);
 	expect_str(f, "body", want);
 	json_decref(r);
-	feed_ok(fx, "{\"remove\": \"id:t:doc::4\"}");
+	dbtest_feed_json(fx->db, "{\"remove\": \"id:t:doc::4\"}");
 	r = query(fx, "{\"yql\": \"select * from doc where body contains 'cafe' or "
 	              "title contains 'CAFE'\"}", &f);
 	expect_str(f, "body", "A short body of a <hi>café</hi>.");
@@ -354,7 +313,7 @@ static void test_snippets(void **state)
 	const int one[] = {10};
 	snprintf(op, sizeof op, "{\"put\": \"id:t:doc::3\", \"fields\": {\"body\": \"%s\"}}",
 	         (birds(body, 120, one, 1, 0, 0, 120), body));
-	feed_ok(fx, op);
+	dbtest_feed_json(fx->db, op);
 	r = query(fx, "{\"yql\": \"select * from doc where body contains 'frog' and "
 	              "!(body contains 'bird' and title contains 'shoes')\"}", &f);
 	birds(want, 120, one, 1, 1, 0, 36); /* 54 + 128 = 182: words up to 5i+4 <= 182 */
@@ -388,10 +347,10 @@ static void test_snippets(void **state)
 
 static void test_matched_elements(void **state)
 {
-	struct fixture *fx = *state;
-	feed_ok(fx, "{\"put\": \"id:t:doc::1\", \"fields\": {\"tags\": [\"red\", \"blue\", \"red\","
-	            " \"green\"], \"nums\": [3, 9, 12, 1], \"ws\": {\"a\": 1, \"b\": 5, \"c\": 2},"
-	            " \"m\": {\"x\": 1, \"y\": 7, \"z\": 9}}}");
+	struct dbtest *fx = *state;
+	dbtest_feed_json(fx->db, "{\"put\": \"id:t:doc::1\", \"fields\": {\"tags\": [\"red\", "
+	                         "\"blue\", \"red\", \"green\"], \"nums\": [3, 9, 12, 1], \"ws\": {\"a\": 1, "
+	                         "\"b\": 5, \"c\": 2}, \"m\": {\"x\": 1, \"y\": 7, \"z\": 9}}}");
 	json_t *f, *r;
 	r = query(fx, "{\"yql\": \"select * from doc where tags contains 'red' or "
 	              "tags contains 'green' or nums > 8 or ws contains 'c' or m.key contains 'x' "
@@ -402,8 +361,8 @@ static void test_matched_elements(void **state)
 	expect_json(f, "m", "{\"x\":1,\"z\":9}");
 	json_decref(r);
 	/* bolding on an array of strings: each element highlighted */
-	feed_ok(fx, "{\"put\": \"id:t:doc::2\", \"fields\": {\"lines\": [\"red fox\", \"a blue "
-	            "fox\", \"cat\"]}}");
+	dbtest_feed_json(fx->db, "{\"put\": \"id:t:doc::2\", \"fields\": {\"lines\": [\"red fox\", "
+	                         "\"a blue fox\", \"cat\"]}}");
 	r = query(fx, "{\"yql\": \"select * from doc where lines contains 'red fox'\"}", &f);
 	expect_json(f, "lines", "[\"<hi>red</hi> <hi>fox</hi>\",\"a blue <hi>fox</hi>\",\"cat\"]");
 	json_decref(r);
@@ -428,14 +387,12 @@ static double native_once(int pos)
 
 static void test_weight(void **state)
 {
-	struct fixture *fx = *state;
-	feed_ok(fx, "{\"put\": \"id:t:doc::1\", \"fields\": {\"title\": \"frog\","
-	            " \"body\": \"a b c d frog\"}}");
+	struct dbtest *fx = *state;
+	dbtest_feed_json(fx->db, "{\"put\": \"id:t:doc::1\", \"fields\": {\"title\": \"frog\","
+	                         " \"body\": \"a b c d frog\"}}");
 	json_t *f, *r = query(fx, "{\"yql\": \"select * from doc where title contains 'frog' or "
 	                          "body contains 'frog'\", \"ranking.profile\": \"native\"}", &f);
-	double rel = json_real_value(json_object_get(
-		json_array_get(json_object_get(json_object_get(r, "root"), "children"), 0),
-		"relevance"));
+	double rel = json_real_value(json_object_get(json_array_get(dbtest_hits(r), 0), "relevance"));
 	/* title weighs 300, body 100: (300 * S(0) + 100 * S(4)) / 400 */
 	double want = (300 * native_once(0) + 100 * native_once(4)) / 400;
 	assert_true(fabs(rel - want) < 1e-9);
@@ -443,12 +400,12 @@ static void test_weight(void **state)
 	json_decref(r);
 }
 
-static void expect_order(struct fixture *fx, const char *yql, const char *field, const char *want)
+static void expect_order(struct dbtest *fx, const char *yql, const char *field, const char *want)
 {
 	char req[512], got[512] = "";
 	snprintf(req, sizeof req, "{\"yql\": \"%s\"}", yql);
 	json_t *f, *r = query(fx, req, &f);
-	json_t *c = json_object_get(json_object_get(r, "root"), "children");
+	json_t *c = dbtest_hits(r);
 	for (size_t i = 0; i < json_array_size(c); i++) {
 		json_t *v = json_object_get(json_object_get(json_array_get(c, i), "fields"), field);
 		char one[64];
@@ -466,7 +423,7 @@ static void expect_order(struct fixture *fx, const char *yql, const char *field,
 
 static void test_sorting(void **state)
 {
-	struct fixture *fx = *state;
+	struct dbtest *fx = *state;
 	static const char *const docs[][3] = {
 		{"Bob", "Zed", "2"}, {"carl", "eagle", "9"}, {"alice", "\\u00c9mile", "5"},
 		{"Al", "Eve", "7"},
@@ -475,7 +432,7 @@ static void test_sorting(void **state)
 		char op[256];
 		snprintf(op, sizeof op, "{\"put\": \"id:t:doc::%d\", \"fields\": {\"name\": \"%s\","
 		         " \"uname\": \"%s\", \"rank\": %s}}", i, docs[i][0], docs[i][1], docs[i][2]);
-		feed_ok(fx, op);
+		dbtest_feed_json(fx->db, op);
 	}
 	/* lowercase: "Al" < "alice" < "Bob" < "carl" (by the bytes: B, a, c) */
 	expect_order(fx, "select * from doc where true order by name", "name", "Al,alice,Bob,carl");
@@ -494,41 +451,25 @@ static void test_sorting(void **state)
  * filled the pools queries keep); then the right answer. */
 static void test_alloc_failures(void **state)
 {
-	struct fixture *fx = *state;
+	struct dbtest *fx = *state;
 	char body[1024], op[4096];
 	const int frogs[] = {10, 100};
 	birds(body, 120, frogs, 2, 0, 0, 120);
 	snprintf(op, sizeof op, "{\"put\": \"id:t:doc::1\", \"fields\": {\"title\": \"a frog\","
 	         " \"body\": \"%s\", \"tags\": [\"x\", \"y\"], \"m\": {\"k\": 1}}}", body);
-	feed_ok(fx, op);
+	dbtest_feed_json(fx->db, op);
 	const char *req = "{\"yql\": \"select * from doc where body contains 'frog' or "
 	                  "title contains 'frog' or tags contains 'y' or m.key contains 'k'\"}";
 	json_t *f, *warm = query(fx, req, &f); /* the pools the query keeps are made */
 	json_decref(warm);
-	int failures = 0;
-	for (long k = 1; k < 100000; k++) {
-		struct base_alloc_stats s0, s1;
-		struct strata_error err = {0};
-		char *out = NULL;
-		base_alloc_stats(&s0);
-		base_alloc_fail_after(k);
-		int rc = strata_query_json(fx->db, req, &out, &err);
-		base_alloc_fail_after(-1);
-		if (rc == 0) {
-			json_t *j = json_loads(out, 0, NULL);
-			strata_free(out);
-			f = json_object_get(json_array_get(json_object_get(json_object_get(j, "root"),
-			                                                   "children"), 0), "fields");
-			expect_str(f, "title", "a <hi>frog</hi>");
-			expect_json(f, "tags", "[\"y\"]");
-			json_decref(j);
-			break;
-		}
-		base_alloc_stats(&s1);
-		assert_int_equal(rc, STRATA_NOMEM);
-		assert_int_equal(s1.live_bytes, s0.live_bytes);
-		failures++;
-	}
+	long failures;
+	char *out = dbtest_query_failing(fx->db, req, &failures);
+	json_t *j = json_loads(out, 0, NULL);
+	strata_free(out);
+	f = json_object_get(json_array_get(dbtest_hits(j), 0), "fields");
+	expect_str(f, "title", "a <hi>frog</hi>");
+	expect_json(f, "tags", "[\"y\"]");
+	json_decref(j);
 	assert_true(failures > 10);
 }
 
@@ -536,13 +477,13 @@ static void test_alloc_failures(void **state)
 static void test_omit_features(void **state)
 {
 	(void)state;
-	struct fixture fx;
-	fx.db = open_app(&fx, "schema doc { document doc {\n"
-	                 " field n type int { indexing: summary | attribute } }\n"
-	                 " document-summary default { omit-summary-features }\n"
-	                 " document-summary plain { summary n { } }\n"
-	                 " rank-profile default { summary-features: attribute(n) } }\n", 0, NULL);
-	feed_ok(&fx, "{\"put\": \"id:t:doc::1\", \"fields\": {\"n\": 4}}");
+	struct dbtest fx;
+	fx.dir = dbtest_open("strata-summary", "doc.sd", "schema doc { document doc {\n"
+	                     " field n type int { indexing: summary | attribute } }\n"
+	                     " document-summary default { omit-summary-features }\n"
+	                     " document-summary plain { summary n { } }\n"
+	                     " rank-profile default { summary-features: attribute(n) } }\n", &fx.db);
+	dbtest_feed_json(fx.db, "{\"put\": \"id:t:doc::1\", \"fields\": {\"n\": 4}}");
 	json_t *f, *r = query(&fx, "{\"yql\": \"select * from doc where true\"}", &f);
 	assert_null(json_object_get(f, "summaryfeatures"));
 	json_decref(r);
@@ -560,30 +501,30 @@ static void test_omit_features(void **state)
 static void test_select_elements(void **state)
 {
 	(void)state;
-	struct fixture fx;
-	fx.db = open_app(&fx, "schema doc { document doc {\n"
-	                 " field chunks type array<string> { indexing: summary }\n"
-	                 " field w type tensor<float>(chunk{}) { indexing: attribute }\n"
-	                 " field m type tensor<float>(a{}, b{}) { indexing: attribute } }\n"
-	                 " document-summary picked { summary top { source: chunks\n"
-	                 "  select-elements-by: picks } }\n"
-	                 " rank-profile p { function picks() { expression: attribute(w) }\n"
-	                 "  summary-features: picks }\n"
-	                 " rank-profile scalar { function picks() { expression: 2 }\n"
-	                 "  summary-features: picks }\n"
-	                 " rank-profile two { function picks() { expression: attribute(m) }\n"
-	                 "  summary-features: picks } }\n", 0, NULL);
-	feed_ok(&fx, "{\"put\": \"id:t:doc::1\", \"fields\": {\"chunks\": [\"a\", \"b\", \"c\", "
-	             "\"d\"], \"w\": {\"cells\": {\"3\": 0.9, \"x\": 0.8, \"1\": 0.5, \"17\": 0.4, "
-	             "\"-1\": 0.3}}}}");
+	struct dbtest fx;
+	fx.dir = dbtest_open("strata-summary", "doc.sd", "schema doc { document doc {\n"
+	                     " field chunks type array<string> { indexing: summary }\n"
+	                     " field w type tensor<float>(chunk{}) { indexing: attribute }\n"
+	                     " field m type tensor<float>(a{}, b{}) { indexing: attribute } }\n"
+	                     " document-summary picked { summary top { source: chunks\n"
+	                     "  select-elements-by: picks } }\n"
+	                     " rank-profile p { function picks() { expression: attribute(w) }\n"
+	                     "  summary-features: picks }\n"
+	                     " rank-profile scalar { function picks() { expression: 2 }\n"
+	                     "  summary-features: picks }\n"
+	                     " rank-profile two { function picks() { expression: attribute(m) }\n"
+	                     "  summary-features: picks } }\n", &fx.db);
+	dbtest_feed_json(fx.db, "{\"put\": \"id:t:doc::1\", \"fields\": {\"chunks\": [\"a\", \"b\", "
+	                        "\"c\", \"d\"], \"w\": {\"cells\": {\"3\": 0.9, \"x\": 0.8, \"1\": 0.5, "
+	                        "\"17\": 0.4, \"-1\": 0.3}}}}");
 	const char *req = "{\"yql\": \"select * from doc where true\", \"ranking\": \"p\", "
 	                  "\"presentation.summary\": \"picked\"}";
 	json_t *f, *r = query(&fx, req, &f);
 	expect_json(f, "top", "[\"b\",\"d\"]");
 	json_decref(r);
 	/* no labels that are indexes: nothing is shown */
-	feed_ok(&fx, "{\"put\": \"id:t:doc::1\", \"fields\": {\"chunks\": [\"a\"], "
-	             "\"w\": {\"cells\": {\"1\": 1}}}}");
+	dbtest_feed_json(fx.db, "{\"put\": \"id:t:doc::1\", \"fields\": {\"chunks\": [\"a\"], "
+	                        "\"w\": {\"cells\": {\"1\": 1}}}}");
 	r = query(&fx, req, &f);
 	expect_json(f, "top", "[]");
 	json_decref(r);
@@ -597,13 +538,7 @@ static void test_select_elements(void **state)
 		char rq[256];
 		snprintf(rq, sizeof rq, "{\"yql\": \"select * from doc where true\", \"ranking\": "
 		         "\"%s\", \"presentation.summary\": \"picked\"}", bad[i].profile);
-		struct strata_error err = {0};
-		char *out = NULL;
-		int rc = strata_query_json(fx.db, rq, &out, &err);
-		if (rc != bad[i].code || !strstr(err.msg, bad[i].msg))
-			fail_msg("%s: got %d '%s', wanted %d '%s'", bad[i].profile, rc, err.msg,
-			         bad[i].code, bad[i].msg);
-		assert_null(out);
+		dbtest_query_fails(fx.db, rq, bad[i].code, bad[i].msg);
 	}
 	strata_close(fx.db);
 	apptest_remove(fx.dir);
@@ -651,11 +586,11 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_field_settings),
 		cmocka_unit_test(test_summary_errors),
-		cmocka_unit_test_setup_teardown(test_snippets, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_matched_elements, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_weight, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_sorting, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_alloc_failures, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_snippets, setup, dbtest_teardown),
+		cmocka_unit_test_setup_teardown(test_matched_elements, setup, dbtest_teardown),
+		cmocka_unit_test_setup_teardown(test_weight, setup, dbtest_teardown),
+		cmocka_unit_test_setup_teardown(test_sorting, setup, dbtest_teardown),
+		cmocka_unit_test_setup_teardown(test_alloc_failures, setup, dbtest_teardown),
 		cmocka_unit_test(test_omit_features),
 		cmocka_unit_test(test_select_elements),
 		cmocka_unit_test(test_select_elements_imported),

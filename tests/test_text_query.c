@@ -17,9 +17,7 @@
 
 #include <cmocka.h>
 
-#include "../engine/strata.h"
-#include "../base/base.h"
-#include "apptest.h"
+#include "dbtest.h"
 
 static const char *const SD =
 	"schema doc {\n"
@@ -54,48 +52,26 @@ static const char *const queries[] = {
 static void test_query_alloc_failures(void **state)
 {
 	(void)state;
-	char *dir = apptest_new("strata_text_query");
-	char sub[512];
-	snprintf(sub, sizeof sub, "%s/schemas", dir);
-	apptest_write(sub, "doc.sd", SD);
 	struct strata *db;
-	struct strata_error err = {0};
-	if (strata_open(dir, NULL, &db, &err) != 0)
-		fail_msg("open: %s", err.msg);
+	char *dir = dbtest_open("strata_text_query", "doc.sd", SD, &db);
 	for (size_t i = 0; i < sizeof docs / sizeof docs[0]; i++)
-		if (strata_feed_json(db, docs[i], &err) != 0)
-			fail_msg("%s: %s", docs[i], err.msg);
+		dbtest_feed_json(db, docs[i]);
 	static const char *const hits[] = {"\"id:doc:doc::2\"", "\"id:doc:doc::1\"",
 	                                   "\"id:doc:doc::1\"", "\"id:doc:doc::1\""};
 	for (size_t q = 0; q < sizeof queries / sizeof queries[0]; q++) {
 		char *want;
+		struct strata_error err = {0};
 		if (strata_query_json(db, queries[q], &want, &err) != 0)
 			fail_msg("%s: %s", queries[q], err.msg);
 		assert_non_null(strstr(want, hits[q])); /* the best hit */
-		long failures = 0;
-		for (long k = 1; k < 100000; k++) {
-			char *got = NULL;
-			struct base_alloc_stats s0, s1;
-			base_alloc_stats(&s0);
-			base_alloc_fail_after(k);
-			int rc = strata_query_json(db, queries[q], &got, &err);
-			base_alloc_fail_after(0);
-			if (rc == 0) {
-				/* timings differ from run to run: compare the hits */
-				const char *a = strstr(got, "\"children\""), *b = strstr(want, "\"children\"");
-				assert_non_null(a);
-				assert_non_null(b);
-				assert_string_equal(a, b);
-				strata_free(got);
-				break;
-			}
-			base_alloc_stats(&s1);
-			if (rc != STRATA_NOMEM || !strstr(err.msg, "out of memory"))
-				fail_msg("%s, allocation %ld: %d '%s'", queries[q], k, rc, err.msg);
-			assert_null(got);
-			assert_int_equal(s1.live_bytes, s0.live_bytes);
-			failures++;
-		}
+		long failures;
+		char *got = dbtest_query_failing(db, queries[q], &failures);
+		/* timings differ from run to run: compare the hits */
+		const char *a = strstr(got, "\"children\""), *b = strstr(want, "\"children\"");
+		assert_non_null(a);
+		assert_non_null(b);
+		assert_string_equal(a, b);
+		strata_free(got);
 		assert_true(failures > 5);
 		strata_free(want);
 	}

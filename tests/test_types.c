@@ -16,10 +16,8 @@
 #include <jansson.h>
 #include <math.h>
 
-#include "apptest.h"
-#include "../engine/strata.h"
-#include "../base/base.h"
 #include "../rank/rank.h"
+#include "dbtest.h"
 
 static const char *const PARENT_SD =
 	"schema parent {\n"
@@ -69,11 +67,8 @@ static const char *const CHILD_SD =
 
 static char *new_app(const char *child_sd)
 {
-	char *dir = apptest_new("strata-types.");
-	char path[256];
-	snprintf(path, sizeof path, "%s/schemas", dir);
-	apptest_write(path, "parent.sd", PARENT_SD);
-	apptest_write(path, "child.sd", child_sd);
+	char *dir = dbtest_app("strata-types.", "parent.sd", PARENT_SD);
+	apptest_write(dir, "schemas/child.sd", child_sd);
 	return dir;
 }
 
@@ -89,9 +84,7 @@ static void test_schema(void **state)
 {
 	(void)state;
 	char *dir = new_app(CHILD_SD);
-	char path[256];
-	snprintf(path, sizeof path, "%s/schemas", dir);
-	apptest_write(path, "kid.sd", "schema kid {\n  document kid inherits child {\n  }\n}\n");
+	apptest_write(dir, "schemas/kid.sd", "schema kid {\n  document kid inherits child {\n  }\n}\n");
 	struct rank_app *app = apptest_load(dir);
 	const struct rank_schema *s = rank_app_schema_find(app, "child");
 	assert_non_null(s);
@@ -180,89 +173,39 @@ static void test_schema_errors(void **state)
 
 /* ---- the engine side ---------------------------------------------------------- */
 
-struct fixture {
-	char *dir;
-	struct strata *db;
-};
-
 static int setup(void **state)
 {
-	struct fixture *fx = calloc(1, sizeof *fx);
+	struct dbtest *fx = calloc(1, sizeof *fx);
 	fx->dir = new_app(CHILD_SD);
-	struct strata_error err = {0};
-	if (strata_open(fx->dir, NULL, &fx->db, &err) != 0) {
-		fprintf(stderr, "open: %s\n", err.msg);
-		return -1;
-	}
+	dbtest_open_dir(fx->dir, &fx->db);
 	*state = fx;
 	return 0;
 }
 
-static int teardown(void **state)
+static void feed_ok(struct dbtest *fx, const char *op)
 {
-	struct fixture *fx = *state;
-	strata_close(fx->db);
-	apptest_remove(fx->dir);
-	free(fx);
-	return 0;
+	dbtest_feed_json(fx->db, op);
 }
 
-static void feed_ok(struct fixture *fx, const char *op)
+static void feed_fails(struct dbtest *fx, const char *op, int code, const char *msg)
 {
-	struct strata_error err = {0};
-	if (strata_feed_json(fx->db, op, &err) != 0)
-		fail_msg("%s: %s", op, err.msg);
-}
-
-static void feed_fails(struct fixture *fx, const char *op, int code, const char *msg)
-{
-	struct strata_error err = {0};
-	int rc = strata_feed_json(fx->db, op, &err);
-	if (rc != code || !strstr(err.msg, msg))
-		fail_msg("%s: got %d '%s', expected %d '%s'", op, rc, err.msg, code, msg);
+	dbtest_feed_fails(fx->db, op, code, msg);
 }
 
 /* The fields of document id, compact JSON with sorted keys, must be want. */
-static void expect_fields(struct fixture *fx, const char *id, const char *want)
+static void expect_fields(struct dbtest *fx, const char *id, const char *want)
 {
-	char *doc;
-	struct strata_error err = {0};
-	if (strata_get_json(fx->db, id, &doc, &err) != 0)
-		fail_msg("get %s: %s", id, err.msg);
-	json_t *j = json_loads(doc, 0, NULL);
-	strata_free(doc);
-	char *s = json_dumps(json_object_get(j, "fields"),
-	                     JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(15));
-	json_decref(j);
-	int same = s && strcmp(s, want) == 0;
-	char got[2048];
-	snprintf(got, sizeof got, "%s", s ? s : "nothing");
-	json_free_t fr; /* jansson's text comes from the allocator the library gave it */
-	json_get_alloc_funcs(NULL, &fr);
-	fr(s);
-	if (!same)
-		fail_msg("%s: got %s\n  expected %s", id, got, want);
+	dbtest_expect_fields(fx->db, id, JSON_REAL_PRECISION(15), want);
 }
 
-static json_t *query(struct fixture *fx, const char *request)
+static json_t *query(struct dbtest *fx, const char *request)
 {
-	char *out = NULL;
-	struct strata_error err = {0};
-	if (strata_query_json(fx->db, request, &out, &err) != 0)
-		fail_msg("%s: %s", request, err.msg);
-	json_t *j = json_loads(out, 0, NULL);
-	strata_free(out);
-	return j;
-}
-
-static json_t *hits_of(json_t *r)
-{
-	return json_object_get(json_object_get(r, "root"), "children");
+	return dbtest_query(fx->db, request);
 }
 
 static void test_feed_get(void **state)
 {
-	struct fixture *fx = *state;
+	struct dbtest *fx = *state;
 	feed_ok(fx, "{\"put\": \"id:t:child::1\", \"fields\": {\"b\": -128, \"img\": \"AP8QZm9v\","
 	            " \"link\": \"https://a.b/c?d=1\", \"ref\": \"id:t:parent::p\","
 	            " \"target\": \"  Gender  IN [ Female,'x y'] AND NOT (age in [ -5 .. ] or"
@@ -277,8 +220,8 @@ static void test_feed_get(void **state)
 	            " \"target\": \"true\"}}");
 	/* a byte is searched and ranked as an int */
 	json_t *r = query(fx, "{\"yql\": \"select * from child where b < 0\"}");
-	assert_int_equal(json_array_size(hits_of(r)), 1);
-	assert_true(json_number_value(json_object_get(json_array_get(hits_of(r), 0), "relevance")) ==
+	assert_int_equal(json_array_size(dbtest_hits(r)), 1);
+	assert_true(json_number_value(json_object_get(json_array_get(dbtest_hits(r), 0), "relevance")) ==
 	            -128.0);
 	json_decref(r);
 	expect_fields(fx, "id:t:child::2", "{\"b\":127,\"img\":\"\",\"target\":\"true\"}");
@@ -327,7 +270,7 @@ static void test_feed_get(void **state)
  * documents whose predicate holds, as evaluated by hand in want. */
 static void test_predicate_truth_table(void **state)
 {
-	struct fixture *fx = *state;
+	struct dbtest *fx = *state;
 	static const char *const preds[] = {
 		"gender in [Female] and age in [20..30]",
 		"gender in [Male] or age in [..19]",
@@ -365,11 +308,10 @@ static void test_predicate_truth_table(void **state)
 		snprintf(req, sizeof req, "{\"yql\": \"select * from child where predicate(target, %s)\","
 		         " \"hits\": 20}", cases[i].args);
 		json_t *r = query(fx, req);
-		json_t *hits = hits_of(r);
+		json_t *hits = dbtest_hits(r);
 		int ids[16] = {0}, n = 0;
 		for (size_t k = 0; k < json_array_size(hits); k++) {
-			const char *id = json_string_value(json_object_get(json_array_get(hits, k), "id"));
-			ids[n++] = atoi(strrchr(id, ':') + 1);
+			ids[n++] = dbtest_hit_key(json_array_get(hits, k));
 			json_t *sf = json_object_get(json_object_get(json_array_get(hits, k), "fields"),
 			                             "summaryfeatures");
 			/* every subquery matched: all 32 bits of each half */
@@ -394,10 +336,10 @@ static void test_predicate_truth_table(void **state)
 	}
 	/* a document outside the predicate() of an OR has no subqueries */
 	json_t *r = query(fx, "{\"yql\": \"select * from child where b = 1 or "
-	                      "predicate(target, {}, {\\\"age\\\": 40L})\", \"hits\": 20}");
+	                                 "predicate(target, {}, {\\\"age\\\": 40L})\", \"hits\": 20}");
 	int seen = 0;
-	for (size_t k = 0; k < json_array_size(hits_of(r)); k++) {
-		json_t *h = json_array_get(hits_of(r), k);
+	for (size_t k = 0; k < json_array_size(dbtest_hits(r)); k++) {
+		json_t *h = json_array_get(dbtest_hits(r), k);
 		if (strcmp(json_string_value(json_object_get(h, "id")), "id:t:child::8"))
 			continue;
 		seen = 1;
@@ -433,11 +375,11 @@ static void test_predicate_truth_table(void **state)
 		snprintf(req, sizeof req, "{\"yql\": \"select * from child where predicate(target, %s)\","
 		         " \"hits\": 20}", subq[i]);
 		r = query(fx, req);
-		json_t *hits = hits_of(r);
+		json_t *hits = dbtest_hits(r);
 		assert_int_equal(json_array_size(hits), sizeof bits / sizeof bits[0]);
 		for (size_t k = 0; k < json_array_size(hits); k++) {
 			json_t *h = json_array_get(hits, k);
-			int id = atoi(strrchr(json_string_value(json_object_get(h, "id")), ':') + 1);
+			int id = dbtest_hit_key(h);
 			json_t *sf = json_object_get(json_object_get(h, "fields"), "summaryfeatures");
 			size_t b = 0;
 			while (b < sizeof bits / sizeof bits[0] && bits[b].id != id)
@@ -481,7 +423,7 @@ static void test_predicate_truth_table(void **state)
 /* The relevance of id:t:child::1 and its summary's fields, in r. */
 static double child_hit(json_t *r, json_t **fields)
 {
-	json_t *hits = hits_of(r);
+	json_t *hits = dbtest_hits(r);
 	assert_int_equal(json_array_size(hits), 1);
 	*fields = json_object_get(json_array_get(hits, 0), "fields");
 	return json_number_value(json_object_get(json_array_get(hits, 0), "relevance"));
@@ -492,7 +434,7 @@ static const char *const CHILD_QUERY =
 
 static void test_imports(void **state)
 {
-	struct fixture *fx = *state;
+	struct dbtest *fx = *state;
 	json_t *f;
 	/* the child first: no parent, so the imported attributes are absent
 	 * (0 and the empty tensor) */
@@ -513,7 +455,7 @@ static void test_imports(void **state)
 	json_decref(r);
 	/* filtering on an imported attribute */
 	r = query(fx, "{\"yql\": \"select * from child where ppop > 99\"}");
-	assert_int_equal(json_array_size(hits_of(r)), 1);
+	assert_int_equal(json_array_size(dbtest_hits(r)), 1);
 	json_decref(r);
 	/* the parent updated: 5 + 7 + (1 * 2) */
 	feed_ok(fx, "{\"update\": \"id:t:parent::p\", \"fields\": {\"pop\": {\"assign\": 7},"
@@ -532,7 +474,7 @@ static void test_imports(void **state)
 	assert_null(json_object_get(f, "ppop"));
 	json_decref(r);
 	r = query(fx, "{\"yql\": \"select * from child where ppop > 0\"}");
-	assert_int_equal(json_array_size(hits_of(r)), 0);
+	assert_int_equal(json_array_size(dbtest_hits(r)), 0);
 	json_decref(r);
 }
 
@@ -542,28 +484,13 @@ static void test_imports(void **state)
  * the quotes.) */
 static void test_alloc_failures(void **state)
 {
-	struct fixture *fx = *state;
+	struct dbtest *fx = *state;
 	static const char *const op =
 		"{\"put\": \"id:t:child::9\", \"fields\": {\"b\": 1, \"img\": \"AP8=\","
 		" \"target\": \"not c in [1]\"}}";
-	int failures = 0;
-	for (long k = 1; k < 100000; k++) {
-		struct base_alloc_stats s0, s1;
-		base_alloc_stats(&s0);
-		struct strata_error err = {0};
-		base_alloc_fail_after(k);
-		int rc = strata_feed_json(fx->db, op, &err);
-		base_alloc_fail_after(-1);
-		base_alloc_stats(&s1);
-		if (rc == 0)
-			break;
-		assert_int_equal(rc, STRATA_NOMEM);
-		assert_int_equal(s1.live_bytes, s0.live_bytes);
-		char *out = NULL;
-		assert_int_equal(strata_get_json(fx->db, "id:t:child::9", &out, &err), STRATA_NOT_FOUND);
-		failures++;
-	}
-	assert_true(failures > 3);
+	char *none;
+	assert_int_equal(dbtest_get_fields(fx->db, "id:t:child::9", 0, &none), STRATA_NOT_FOUND);
+	assert_true(dbtest_feed_failing(fx->db, op, "id:t:child::9") > 3); /* absent after each */
 	/* queries reading predicates and imported fields: each failure is
 	 * STRATA_NOMEM and takes back what it took */
 	feed_ok(fx, "{\"put\": \"id:t:parent::p\", \"fields\": {\"pop\": 4, \"name\": \"n\"}}");
@@ -572,37 +499,16 @@ static void test_alloc_failures(void **state)
 	static const char *const req =
 		"{\"yql\": \"select * from child where ppop > 3 and predicate(target, {'[0]': {'a': 'b'}},"
 		" {})\", \"presentation.summary\": \"withparent\"}";
-	char *warm = NULL; /* the pools of retired queries filled first */
-	struct strata_error werr = {0};
-	assert_int_equal(strata_query_json(fx->db, req, &warm, &werr), 0);
-	strata_free(warm);
-	failures = 0;
-	for (long k = 1; k < 100000; k++) {
-		struct base_alloc_stats s0, s1;
-		struct strata_error err = {0};
-		char *out = NULL;
-		base_alloc_stats(&s0);
-		base_alloc_fail_after(k);
-		int rc = strata_query_json(fx->db, req, &out, &err);
-		base_alloc_fail_after(-1);
-		if (rc == 0) {
-			json_t *r = json_loads(out, 0, NULL);
-			strata_free(out);
-			json_t *h = json_array_get(hits_of(r), 0);
-			assert_int_equal(json_array_size(hits_of(r)), 1);
-			assert_int_equal(json_integer_value(json_object_get(json_object_get(h, "fields"),
-			                                                    "ppop")), 4);
-			json_decref(r);
-			break;
-		}
-		base_alloc_stats(&s1);
-		assert_int_equal(rc, STRATA_NOMEM);
-		if (s1.live_bytes != s0.live_bytes)
-			fail_msg("allocation %ld failed: %lld bytes kept", k,
-			         (long long)(s1.live_bytes - s0.live_bytes));
-		failures++;
-	}
-	assert_true(failures > 10);
+	json_decref(query(fx, req)); /* the pools of retired queries filled first */
+	long qfailures;
+	char *out = dbtest_query_failing(fx->db, req, &qfailures);
+	json_t *r = json_loads(out, 0, NULL);
+	strata_free(out);
+	json_t *h = json_array_get(dbtest_hits(r), 0);
+	assert_int_equal(json_array_size(dbtest_hits(r)), 1);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(h, "fields"), "ppop")), 4);
+	json_decref(r);
+	assert_true(qfailures > 10);
 	expect_fields(fx, "id:t:child::9", "{\"b\":1,\"img\":\"AP8=\",\"target\":\"not c in [1]\"}");
 }
 
@@ -635,14 +541,8 @@ static double feature_of(json_t *hit, const char *name)
 static void test_positions(void **state)
 {
 	(void)state;
-	char *dir = apptest_new("strata-types.");
-	char path[256];
-	snprintf(path, sizeof path, "%s/schemas", dir);
-	apptest_write(path, "biz.sd", BIZ_SD);
-	struct fixture fx0 = {dir, NULL}, *fx = &fx0;
-	struct strata_error err = {0};
-	if (strata_open(dir, NULL, &fx->db, &err) != 0)
-		fail_msg("open: %s", err.msg);
+	struct dbtest fx0, *fx = &fx0;
+	fx->dir = dbtest_open("strata-types.", "biz.sd", BIZ_SD, &fx->db);
 	feed_ok(fx, "{\"put\": \"id:b:biz::sfo\", \"fields\": {\"title\": \"sfo\","
 	            " \"loc\": {\"lat\": 37.618806, \"lng\": -122.375416},"
 	            " \"other\": \"S33.94611;E151.177222\"}}");
@@ -673,8 +573,8 @@ static void test_positions(void **state)
 	 * dx 100361 * cos 60 degrees); Trondheim is 3457763 away (384 km). */
 	double d_osl = sqrt(193917.0 * 193917.0 + 50180.5 * 50180.5);
 	json_t *r = query(fx, "{\"yql\": \"select * from biz where geoLocation(loc, 60.0, 11.0, "
-	                      "'300 km')\"}");
-	json_t *hits = hits_of(r);
+	                                 "'300 km')\"}");
+	json_t *hits = dbtest_hits(r);
 	assert_int_equal(json_array_size(hits), 1);
 	json_t *h = json_array_get(hits, 0);
 	assert_string_equal(json_string_value(json_object_get(h, "id")), "id:b:biz::osl");
@@ -695,14 +595,14 @@ static void test_positions(void **state)
 		snprintf(req, sizeof req, "{\"yql\": \"select * from biz where geoLocation(loc, 60.0, "
 		         "11.0, '%s')\"}", radii[i].radius);
 		r = query(fx, req);
-		if (json_array_size(hits_of(r)) != radii[i].n)
+		if (json_array_size(dbtest_hits(r)) != radii[i].n)
 			fail_msg("%s: %zu hits, expected %zu", radii[i].radius,
-			         json_array_size(hits_of(r)), radii[i].n);
+			         json_array_size(dbtest_hits(r)), radii[i].n);
 		json_decref(r);
 	}
 	/* no geoLocation: Vespa's defaults */
 	r = query(fx, "{\"yql\": \"select * from biz where title contains 'none'\"}");
-	h = json_array_get(hits_of(r), 0);
+	h = json_array_get(dbtest_hits(r), 0);
 	assert_true(feature_of(h, "distance(loc)") == 6400000000.0);
 	assert_true(feature_of(h, "closeness(loc)") == 0.0);
 	assert_true(feature_of(h, "distance(loc).latitude") == 90.0);
@@ -718,13 +618,14 @@ static void test_positions(void **state)
 	};
 	for (size_t i = 0; i < sizeof qbad / sizeof qbad[0]; i++) {
 		char req[256], *out = NULL;
+		struct strata_error err = {0};
 		snprintf(req, sizeof req, "{\"yql\": \"select * from biz where %s\"}", qbad[i].yql);
 		assert_int_not_equal(strata_query_json(fx->db, req, &out, &err), 0);
 		if (!strstr(err.msg, qbad[i].msg))
 			fail_msg("%s: got '%s', expected '%s'", qbad[i].yql, err.msg, qbad[i].msg);
 	}
 	strata_close(fx->db);
-	apptest_remove(dir);
+	apptest_remove(fx->dir);
 	/* the features need a position field */
 	child_fails("field x type int { indexing: attribute }\n  }\n  rank-profile p { first-phase {"
 	            " expression: distance(x).km } }", STRATA_TYPE, "child.sd:5:55",
@@ -739,35 +640,29 @@ static void test_positions(void **state)
 static void test_tensor_closeness(void **state)
 {
 	(void)state;
-	char *dir = apptest_new("strata-types.");
-	char path[256];
-	snprintf(path, sizeof path, "%s/schemas", dir);
-	apptest_write(path, "v.sd",
-	              "schema v {\n"
-	              "  document v {\n"
-	              "    field e type tensor<float>(x[2]) { indexing: attribute }\n"
-	              "  }\n"
-	              "  rank-profile p {\n"
-	              "    inputs { query(q) tensor<float>(x[2]) }\n"
-	              "    first-phase { expression: closeness(e) }\n"
-	              "    summary-features: distance(e) distance(field, e) closeness(field, e)\n"
-	              "  }\n"
-	              "}\n");
-	struct fixture fx0 = {dir, NULL}, *fx = &fx0;
-	struct strata_error err = {0};
-	if (strata_open(dir, NULL, &fx->db, &err) != 0)
-		fail_msg("open: %s", err.msg);
+	struct dbtest fx0, *fx = &fx0;
+	fx->dir = dbtest_open("strata-types.", "v.sd",
+	                      "schema v {\n"
+	                      "  document v {\n"
+	                      "    field e type tensor<float>(x[2]) { indexing: attribute }\n"
+	                      "  }\n"
+	                      "  rank-profile p {\n"
+	                      "    inputs { query(q) tensor<float>(x[2]) }\n"
+	                      "    first-phase { expression: closeness(e) }\n"
+	                      "    summary-features: distance(e) distance(field, e) closeness(field, e)\n"
+	                      "  }\n"
+	                      "}\n", &fx->db);
 	feed_ok(fx, "{\"put\": \"id:v:v::1\", \"fields\": {\"e\": [3, 4]}}");
 	json_t *r = query(fx, "{\"yql\": \"select * from v where {targetHits: 1}nearestNeighbor(e, q)\","
-	                      " \"ranking.profile\": \"p\", \"input.query(q)\": [0, 0]}");
-	json_t *h = json_array_get(hits_of(r), 0);
+	                                 " \"ranking.profile\": \"p\", \"input.query(q)\": [0, 0]}");
+	json_t *h = json_array_get(dbtest_hits(r), 0);
 	/* euclidean: distance 5, closeness 1 / (1 + 5) */
 	assert_true(feature_of(h, "distance(e)") == 5.0);
 	assert_true(feature_of(h, "distance(field, e)") == 5.0);
 	assert_true(json_number_value(json_object_get(h, "relevance")) == 1.0 / 6.0);
 	json_decref(r);
 	strata_close(fx->db);
-	apptest_remove(dir);
+	apptest_remove(fx->dir);
 }
 
 int main(void)
@@ -775,10 +670,10 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_schema),
 		cmocka_unit_test(test_schema_errors),
-		cmocka_unit_test_setup_teardown(test_feed_get, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_predicate_truth_table, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_imports, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_alloc_failures, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_feed_get, setup, dbtest_teardown),
+		cmocka_unit_test_setup_teardown(test_predicate_truth_table, setup, dbtest_teardown),
+		cmocka_unit_test_setup_teardown(test_imports, setup, dbtest_teardown),
+		cmocka_unit_test_setup_teardown(test_alloc_failures, setup, dbtest_teardown),
 		cmocka_unit_test(test_positions),
 		cmocka_unit_test(test_tensor_closeness),
 	};

@@ -16,51 +16,31 @@
 #include <cmocka.h>
 #include <jansson.h>
 
-#include "../engine/strata.h"
-#include "../base/base.h"
-#include "apptest.h"
+#include "dbtest.h"
 
 #define NDOCS 37
 
-struct fx {
-	char *dir;
-	struct strata *db;
-};
-
 static int setup(void **state)
 {
-	struct fx *fx = calloc(1, sizeof *fx);
-	fx->dir = apptest_new("strata-visit");
-	apptest_write(fx->dir, "schemas/item.sd",
-	              "schema item {\n"
-	              "  document item {\n"
-	              "    field n type int { indexing: attribute | summary }\n"
-	              "  }\n"
-	              "}\n");
-	struct strata_error err = { 0 };
-	if (strata_open(fx->dir, NULL, &fx->db, &err))
-		fail_msg("open: %s", err.msg);
+	struct dbtest *fx = calloc(1, sizeof *fx);
+	fx->dir = dbtest_open("strata-visit", "item.sd",
+	                      "schema item {\n"
+	                      "  document item {\n"
+	                      "    field n type int { indexing: attribute | summary }\n"
+	                      "  }\n"
+	                      "}\n", &fx->db);
 	char op[128];
 	for (int i = 0; i < NDOCS; i++) {
 		/* every third in namespace b, the others in a */
 		snprintf(op, sizeof op, "{\"put\": \"id:%s:item::k%d\", \"fields\": {\"n\": %d}}",
 		         i % 3 == 2 ? "b" : "a", i, i);
-		if (strata_feed_json(fx->db, op, &err))
-			fail_msg("feed: %s", err.msg);
+		dbtest_feed_json(fx->db, op);
 	}
 	/* k4 and k10 are removed again */
+	struct strata_error err = { 0 };
 	if (strata_remove(fx->db, "id:a:item::k4", &err) || strata_remove(fx->db, "id:a:item::k10", &err))
 		fail_msg("remove: %s", err.msg);
 	*state = fx;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	struct fx *fx = *state;
-	strata_close(fx->db);
-	apptest_remove(fx->dir);
-	free(fx);
 	return 0;
 }
 
@@ -111,7 +91,7 @@ static void visit_all(struct strata *db, const char *ns, long count, int seen[ND
 
 static void test_every_document_once(void **state)
 {
-	struct fx *fx = *state;
+	struct dbtest *fx = *state;
 	long sizes[] = { 1, 2, 5, 33, 35, 1024 };
 	int seen[NDOCS];
 	for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
@@ -140,7 +120,7 @@ static void refused(struct strata *db, const char *type, const char *cont, long 
 
 static void test_errors(void **state)
 {
-	struct fx *fx = *state;
+	struct dbtest *fx = *state;
 	refused(fx->db, "nope", NULL, 10, STRATA_NOT_FOUND, "unknown document type 'nope'");
 	refused(fx->db, "item", NULL, 0, STRATA_INVALID_ARGUMENT, "1 to 1024 documents a page");
 	refused(fx->db, "item", NULL, 1025, STRATA_INVALID_ARGUMENT, "not 1025");
@@ -152,7 +132,7 @@ static void test_errors(void **state)
 
 static void test_alloc_failures(void **state)
 {
-	struct fx *fx = *state;
+	struct dbtest *fx = *state;
 	struct base_alloc_stats before, after;
 	int failures = 0;
 	for (long n = 1;; n++) {
@@ -183,5 +163,5 @@ int main(void)
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_alloc_failures),
 	};
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, setup, dbtest_teardown);
 }

@@ -18,13 +18,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <math.h>
-#include <ftw.h>
-#include <sys/stat.h>
 #include <cmocka.h>
 #include <jansson.h>
 
-#include "../engine/strata.h"
-#include "../base/base.h"
+#include "dbtest.h"
 
 #define NDOCS 300
 #define NWORDS 12
@@ -48,40 +45,15 @@ static const char *const SD =
 	"}\n";
 
 struct fixture {
-	char dir[64], app[96];
-	struct strata *db;
+	struct dbtest app;                /* first: dbtest_teardown frees the fixture */
 	unsigned char has[NDOCS][NWORDS]; /* has[d][w]: document d's body holds word w */
 	unsigned char extra[NDOCS];       /* the word its extra field holds */
 };
 
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st, (void)flag, (void)ftw;
-	return remove(path);
-}
-
 static int setup(void **state)
 {
 	struct fixture *fx = calloc(1, sizeof *fx);
-	snprintf(fx->dir, sizeof fx->dir, "/tmp/strata-wand.XXXXXX");
-	if (!mkdtemp(fx->dir))
-		return -1;
-	snprintf(fx->app, sizeof fx->app, "%s/app", fx->dir);
-	char path[160];
-	mkdir(fx->app, 0777);
-	snprintf(path, sizeof path, "%s/schemas", fx->app);
-	mkdir(path, 0777);
-	snprintf(path, sizeof path, "%s/schemas/doc.sd", fx->app);
-	FILE *f = fopen(path, "w");
-	if (!f)
-		return -1;
-	fputs(SD, f);
-	fclose(f);
-	struct strata_error err = {0};
-	if (strata_open(fx->app, NULL, &fx->db, &err) != 0) {
-		fprintf(stderr, "open: %s\n", err.msg);
-		return -1;
-	}
+	fx->app.dir = dbtest_open("strata-wand.", "doc.sd", SD, &fx->app.db);
 	/* word w is in a document with probability about 1 / (w + 1.5) */
 	unsigned seed = 12345;
 	for (int d = 0; d < NDOCS; d++) {
@@ -99,21 +71,9 @@ static int setup(void **state)
 		snprintf(op, sizeof op,
 		         "{\"put\": \"id:doc:doc::%d\", \"fields\": {\"body\": \"%s\", \"extra\": \"%s\","
 		         " \"plain\": \"alpha\", \"n\": %d}}", d, body, words[fx->extra[d]], d);
-		if (strata_feed_json(fx->db, op, &err) != 0) {
-			fprintf(stderr, "feed: %s\n", err.msg);
-			return -1;
-		}
+		dbtest_feed_json(fx->app.db, op);
 	}
 	*state = fx;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	struct fixture *fx = *state;
-	strata_close(fx->db);
-	nftw(fx->dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-	free(fx);
 	return 0;
 }
 
@@ -126,13 +86,7 @@ static int matches_rel(struct fixture *fx, const char *where, const char *profil
 	snprintf(req, sizeof req,
 	         "{\"yql\": \"select * from sources * where %s\", \"hits\": 400,"
 	         " \"ranking.profile\": \"%s\"}", where, profile);
-	char *out = NULL;
-	struct strata_error err = {0};
-	if (strata_query_json(fx->db, req, &out, &err) != 0)
-		fail_msg("%s: %s", where, err.msg);
-	json_t *r = json_loads(out, 0, NULL);
-	strata_free(out);
-	assert_non_null(r);
+	json_t *r = dbtest_query(fx->app.db, req);
 	json_t *root = json_object_get(r, "root");
 	int total = (int)json_integer_value(json_object_get(json_object_get(root, "fields"),
 	                                                    "totalCount"));
@@ -141,7 +95,7 @@ static int matches_rel(struct fixture *fx, const char *where, const char *profil
 	size_t i;
 	json_t *h;
 	json_array_foreach(kids, i, h) {
-		int d = atoi(strrchr(json_string_value(json_object_get(h, "id")), ':') + 1);
+		int d = dbtest_hit_key(h);
 		assert_true(d >= 0 && d < NDOCS);
 		in[d] = 1;
 		if (rel)
@@ -161,12 +115,7 @@ static void expect_error(struct fixture *fx, const char *where, int code, const 
 {
 	char req[512];
 	snprintf(req, sizeof req, "{\"yql\": \"select * from sources * where %s\"}", where);
-	char *out = NULL;
-	struct strata_error err = {0};
-	assert_int_equal(strata_query_json(fx->db, req, &out, &err), code);
-	assert_null(out);
-	if (!strstr(err.msg, msg))
-		fail_msg("%s: got '%s', expected '%s'", where, err.msg, msg);
+	dbtest_query_fails(fx->app.db, req, code, msg);
 }
 
 /* The brute-force weakAnd score of each document for the body terms q. */
@@ -322,26 +271,11 @@ static void test_weakand_alloc(void **state)
 	                  "\\\"kilo\\\")\", \"ranking.profile\": \"text\"}";
 	char *good = NULL;
 	struct strata_error err = {0};
-	assert_int_equal(strata_query_json(fx->db, req, &good, &err), 0);
-	int failures = 0;
-	for (long n = 1;; n++) {
-		struct base_alloc_stats before, after;
-		base_alloc_stats(&before);
-		char *out = NULL;
-		base_alloc_fail_after(n);
-		int rc = strata_query_json(fx->db, req, &out, &err);
-		base_alloc_fail_after(0);
-		if (rc == 0) {
-			assert_string_equal(out, good);
-			strata_free(out);
-			break;
-		}
-		assert_int_equal(rc, STRATA_NOMEM);
-		assert_non_null(strstr(err.msg, "out of memory"));
-		base_alloc_stats(&after);
-		assert_int_equal(after.live_bytes, before.live_bytes);
-		failures++;
-	}
+	assert_int_equal(strata_query_json(fx->app.db, req, &good, &err), 0);
+	long failures;
+	char *out = dbtest_query_failing(fx->app.db, req, &failures);
+	assert_string_equal(out, good);
+	strata_free(out);
 	assert_true(failures > 3);
 	strata_free(good);
 }
@@ -354,5 +288,5 @@ int main(void)
 		cmocka_unit_test(test_weakand_errors),
 		cmocka_unit_test(test_weakand_alloc),
 	};
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, setup, dbtest_teardown);
 }
