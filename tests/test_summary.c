@@ -550,11 +550,10 @@ static void test_select_elements(void **state)
 static void test_select_elements_imported(void **state)
 {
 	(void)state;
-	struct fixture fx;
-	fx.dir = apptest_new("strata-summary");
-	apptest_write(fx.dir, "schemas/parent.sd",
-	              "schema parent { document parent {\n"
-	              " field pop type int { indexing: attribute | summary } } }\n");
+	struct dbtest fx;
+	fx.dir = dbtest_app("strata-summary", "parent.sd",
+	                    "schema parent { document parent {\n"
+	                    " field pop type int { indexing: attribute | summary } } }\n");
 	apptest_write(fx.dir, "schemas/doc.sd",
 	              "schema doc { document doc {\n"
 	              " field chunks type array<string> { indexing: summary }\n"
@@ -565,13 +564,10 @@ static void test_select_elements_imported(void **state)
 	              "  select-elements-by: picks }\n summary ppop {} }\n"
 	              " rank-profile p { function picks() { expression: attribute(w) }\n"
 	              "  summary-features: picks } }\n");
-	struct strata_error err = {0};
-	fx.db = NULL;
-	if (strata_open(fx.dir, NULL, &fx.db, &err) != 0)
-		fail_msg("%s", err.msg);
-	feed_ok(&fx, "{\"put\": \"id:t:parent::p\", \"fields\": {\"pop\": 7}}");
-	feed_ok(&fx, "{\"put\": \"id:t:doc::1\", \"fields\": {\"chunks\": [\"a\", \"b\"], "
-	             "\"w\": {\"cells\": {\"1\": 0.5}}, \"ref\": \"id:t:parent::p\"}}");
+	dbtest_open_dir(fx.dir, &fx.db);
+	dbtest_feed_json(fx.db, "{\"put\": \"id:t:parent::p\", \"fields\": {\"pop\": 7}}");
+	dbtest_feed_json(fx.db, "{\"put\": \"id:t:doc::1\", \"fields\": {\"chunks\": [\"a\", \"b\"], "
+	                        "\"w\": {\"cells\": {\"1\": 0.5}}, \"ref\": \"id:t:parent::p\"}}");
 	json_t *f, *r = query(&fx, "{\"yql\": \"select * from doc where true\", \"ranking\": "
 	                           "\"p\", \"presentation.summary\": \"picked\"}", &f);
 	expect_json(f, "top", "[\"b\"]");
