@@ -143,7 +143,7 @@ static int elements_of(struct eng_same *s, const struct yql_node *n, const struc
 		if (np[t] > MAX_OCC)
 			np[t] = MAX_OCC;
 	}
-	int ne = 0;
+	uint32_t start[MAX_OCC], ns = 0;
 	uint32_t at[MAX_WORDS] = {0};
 	for (uint32_t k = 0; k < np[0]; k++) {
 		uint32_t p = pos[0][k];
@@ -154,14 +154,18 @@ static int elements_of(struct eng_same *s, const struct yql_node *n, const struc
 			if (at[t] == np[t] || pos[t][at[t]] != p + (uint32_t)t)
 				break;
 		}
-		if (t < str->nterms)
-			continue;
-		uint32_t e;
-		int32_t w;
-		if (store_text_element(s->txn, s->dt->store_id, n->fidx, lid, p, &e, &w, NULL) == 0 &&
-		    (!ne || elems[ne - 1] != e))
-			elems[ne++] = e;
+		if (t == str->nterms)
+			start[ns++] = p;
 	}
+	/* the phrase's starts' elements, read from one element table */
+	uint32_t e[MAX_OCC];
+	int32_t w[MAX_OCC];
+	if (!ns || store_text_elements(s->txn, s->dt->store_id, n->fidx, lid, start, ns, e, w, NULL))
+		return 0;
+	int ne = 0;
+	for (uint32_t k = 0; k < ns; k++)
+		if (e[k] != UINT32_MAX && (!ne || elems[ne - 1] != e[k]))
+			elems[ne++] = e[k];
 	return ne;
 }
 

@@ -167,22 +167,22 @@ static int open_item(struct eng_wset *w, const struct yql_node *n, struct strata
 static int index_match(struct eng_wset *w, const struct witem *it, uint32_t lid, double *score)
 {
 	int matched = 0;
-	uint32_t pos[64];
+	uint32_t pos[64], elem[64];
+	int32_t dw[64];
 	for (int i = 0; i < it->ntok; i++) {
 		uint32_t at = lid;
 		if (!it->pl[i] || store_postings_seek(it->pl[i], &at) != 0 || at != lid)
 			continue;
 		/* each occurrence: its element's weight (1 in an array); past the
 		 * positions read, occurrences count 1 each */
-		uint32_t np = store_postings_positions(it->pl[i], pos, 64);
+		uint32_t np = store_postings_positions(it->pl[i], pos, 64), nr = np < 64 ? np : 64;
+		int rc = store_text_elements(w->txn, w->dt->store_id, it->n->fidx, lid, pos, nr, elem, dw,
+		                             NULL);
 		for (uint32_t k = 0; k < np; k++) {
-			uint32_t e;
-			int32_t dw = 1;
-			if (k < 64 && store_text_element(w->txn, w->dt->store_id, it->n->fidx, lid, pos[k],
-			                                 &e, &dw, NULL) != 0)
+			if (k < nr && (rc || elem[k] == UINT32_MAX))
 				continue;
 			matched = 1;
-			*score += it->tok[i].w * dw;
+			*score += it->tok[i].w * (k < nr ? dw[k] : 1);
 		}
 	}
 	return matched;

@@ -891,26 +891,13 @@ int store_text_length(struct store_txn *txn, int doctype, int field, uint32_t li
 	return rc;
 }
 
-int store_text_element(struct store_txn *txn, int doctype, int field, uint32_t lid, uint32_t pos,
-                       uint32_t *elem, int32_t *weight, struct strata_error *err)
+/* The element of table tab (nelem entries, starts increasing) that holds
+ * position pos: its number and weight, or -1 when none does. */
+static long element_at(const uint8_t *tab, size_t nelem, uint32_t pos, int32_t *weight)
 {
-	struct doctype *dt;
-	int sf = text_field(txn, doctype, field, &dt, err);
-	if (sf < 0)
-		return sf;
-	*elem = 0;
-	*weight = 1;
-	if (!(dt->stored[sf].text & (STORE_TEXT_ARRAY | STORE_TEXT_WSET)))
-		return 0;
-	MDB_val v;
-	int rc = length_get(txn, dt, sf, lid, &v, err);
-	if (rc)
-		return rc;
-	/* the last element starting at or before pos (starts increase) */
-	const uint8_t *tab = (const uint8_t *)v.mv_data + 4;
-	size_t lo = 0, hi = (v.mv_size - 4) / ELEM_BYTES;
+	size_t lo = 0, hi = nelem;
 	uint32_t e[3];
-	while (hi - lo > 1) {
+	while (hi - lo > 1) { /* the last element starting at or before pos */
 		size_t mid = lo + (hi - lo) / 2;
 		memcpy(e, tab + mid * ELEM_BYTES, 4);
 		if (e[0] <= pos)
@@ -919,13 +906,51 @@ int store_text_element(struct store_txn *txn, int doctype, int field, uint32_t l
 			hi = mid;
 	}
 	if (hi == 0)
-		return STRATA_NOT_FOUND;
+		return -1;
 	memcpy(e, tab + lo * ELEM_BYTES, ELEM_BYTES);
 	if (pos < e[0] || pos - e[0] >= e[1])
-		return STRATA_NOT_FOUND;
-	*elem = (uint32_t)lo;
+		return -1;
 	*weight = (int32_t)e[2];
+	return (long)lo;
+}
+
+int store_text_elements(struct store_txn *txn, int doctype, int field, uint32_t lid,
+                        const uint32_t *pos, uint32_t n, uint32_t *elem, int32_t *weight,
+                        struct strata_error *err)
+{
+	struct doctype *dt;
+	int sf = text_field(txn, doctype, field, &dt, err);
+	if (sf < 0)
+		return sf;
+	for (uint32_t i = 0; i < n; i++) {
+		elem[i] = 0;
+		weight[i] = 1;
+	}
+	if (!(dt->stored[sf].text & (STORE_TEXT_ARRAY | STORE_TEXT_WSET)))
+		return 0;
+	MDB_val v;
+	int rc = length_get(txn, dt, sf, lid, &v, err);
+	if (rc)
+		return rc;
+	const uint8_t *tab = (const uint8_t *)v.mv_data + 4;
+	size_t nelem = (v.mv_size - 4) / ELEM_BYTES;
+	for (uint32_t i = 0; i < n; i++) {
+		long e = element_at(tab, nelem, pos[i], &weight[i]);
+		elem[i] = e < 0 ? UINT32_MAX : (uint32_t)e;
+	}
 	return 0;
+}
+
+int store_text_element(struct store_txn *txn, int doctype, int field, uint32_t lid, uint32_t pos,
+                       uint32_t *elem, int32_t *weight, struct strata_error *err)
+{
+	int rc = store_text_elements(txn, doctype, field, lid, &pos, 1, elem, weight, err);
+	if (!rc && *elem == UINT32_MAX) {
+		*elem = 0;
+		*weight = 1;
+		return STRATA_NOT_FOUND;
+	}
+	return rc;
 }
 
 int store_text_stats(struct store_txn *txn, int doctype, int field, uint64_t *docs,
