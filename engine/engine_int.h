@@ -779,6 +779,13 @@ int eng_text_memo(struct eng_text *t, uint32_t lid, uint32_t tf, struct strata_e
 /* The words of t (-1 on a field with match: prefix), and in *p the posting
  * list of its one term when it has one word (else NULL), borrowed from t. */
 int eng_text_single(const struct eng_text *t, struct store_postings **p);
+/* The positions where the terms of the posting lists pl[0..n) (n at most
+ * 32, each list on the same document) follow one another, term i at
+ * position p + i: the phrase's starts p, increasing, into starts (at most
+ * max); their number.  Only each term's first cap positions (at most 4096)
+ * are looked at. */
+uint32_t eng_phrase_starts(struct store_postings *const *pl, int n, uint32_t cap,
+                           uint32_t *starts, uint32_t max);
 /* The summary setting tokens: the terms the text index holds for value v of
  * text-indexed field f (its tokenizer flags), as a JSON array of strings.
  * Returns NULL on failure, err set (STRATA_NOMEM). */

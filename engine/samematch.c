@@ -131,32 +131,15 @@ void eng_same_close(struct eng_same *s)
 static int elements_of(struct eng_same *s, const struct yql_node *n, const struct sstring *str,
                        uint32_t lid, uint32_t *elems)
 {
-	static _Thread_local uint32_t pos[MAX_WORDS][MAX_OCC];
-	uint32_t np[MAX_WORDS];
 	if (!str->nterms)
 		return 0;
 	for (int t = 0; t < str->nterms; t++) {
 		uint32_t at = lid;
 		if (store_postings_seek(str->pl[t], &at) != 0 || at != lid)
 			return 0;
-		np[t] = store_postings_positions(str->pl[t], pos[t], MAX_OCC);
-		if (np[t] > MAX_OCC)
-			np[t] = MAX_OCC;
 	}
-	uint32_t start[MAX_OCC], ns = 0;
-	uint32_t at[MAX_WORDS] = {0};
-	for (uint32_t k = 0; k < np[0]; k++) {
-		uint32_t p = pos[0][k];
-		int t;
-		for (t = 1; t < str->nterms; t++) {
-			while (at[t] < np[t] && pos[t][at[t]] < p + (uint32_t)t)
-				at[t]++;
-			if (at[t] == np[t] || pos[t][at[t]] != p + (uint32_t)t)
-				break;
-		}
-		if (t == str->nterms)
-			start[ns++] = p;
-	}
+	uint32_t start[MAX_OCC];
+	uint32_t ns = eng_phrase_starts(str->pl, str->nterms, MAX_OCC, start, MAX_OCC);
 	/* the phrase's starts' elements, read from one element table */
 	uint32_t e[MAX_OCC];
 	int32_t w[MAX_OCC];

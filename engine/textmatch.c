@@ -195,32 +195,40 @@ int eng_text_single(const struct eng_text *t, struct store_postings **p)
 	return t->prefix ? -1 : t->nwords;
 }
 
-/* Whether the terms follow one another somewhere: term i at p + i. */
-static int phrase_at(const struct eng_text *t)
+uint32_t eng_phrase_starts(struct store_postings *const *pl, int n, uint32_t cap,
+                           uint32_t *starts, uint32_t max)
 {
 	static _Thread_local uint32_t pos[MAX_TERMS][MAX_POS];
-	uint32_t n[MAX_TERMS];
-	for (int i = 0; i < t->nterms; i++) {
-		n[i] = store_postings_positions(t->pl[i], pos[i], MAX_POS);
-		if (n[i] > MAX_POS)
-			n[i] = MAX_POS;
+	uint32_t np[MAX_TERMS], ns = 0;
+	BASE_DEBUG_ASSERT(n <= MAX_TERMS && cap <= MAX_POS);
+	for (int i = 0; i < n; i++) {
+		np[i] = store_postings_positions(pl[i], pos[i], cap);
+		if (np[i] > cap)
+			np[i] = cap;
 	}
 	uint32_t at[MAX_TERMS] = {0};
-	for (uint32_t k = 0; k < n[0]; k++) {
+	for (uint32_t k = 0; n && k < np[0] && ns < max; k++) {
 		uint32_t p = pos[0][k];
 		int i;
-		for (i = 1; i < t->nterms; i++) {
-			while (at[i] < n[i] && pos[i][at[i]] < p + (uint32_t)i)
+		for (i = 1; i < n; i++) {
+			while (at[i] < np[i] && pos[i][at[i]] < p + (uint32_t)i)
 				at[i]++;
-			if (at[i] == n[i])
-				return 0;
+			if (at[i] == np[i])
+				return ns; /* term i occurs no later: no phrase starts after p */
 			if (pos[i][at[i]] != p + (uint32_t)i)
 				break;
 		}
-		if (i == t->nterms)
-			return 1;
+		if (i == n)
+			starts[ns++] = p;
 	}
-	return 0;
+	return ns;
+}
+
+/* Whether the terms follow one another somewhere: term i at p + i. */
+static int phrase_at(const struct eng_text *t)
+{
+	uint32_t p;
+	return eng_phrase_starts(t->pl, t->nterms, MAX_POS, &p, 1) > 0;
 }
 
 int eng_text_match(const struct eng_text *t, uint32_t lid)
