@@ -119,20 +119,25 @@ static int open_one(struct store_txn *txn, const struct eng_doctype *dt, const s
 	return 0;
 }
 
-static int open_tree(struct store_txn *txn, const struct eng_doctype *dt, const struct yql_node *n,
-                     struct base_tokenizer *tk, struct eng_textset *s, struct strata_error *err)
+/* yql_each: one 'contains' of the set. */
+struct opening {
+	struct store_txn *txn;
+	const struct eng_doctype *dt;
+	struct base_tokenizer *tk;
+	struct eng_textset *s;
+	struct strata_error *err;
+};
+
+static int open_node(void *ud, const struct yql_node *n)
 {
-	for (int i = 0; i < n->nkids; i++) {
-		int rc = open_tree(txn, dt, n->kids[i], tk, s, err);
-		if (rc)
-			return rc;
-	}
-	if (n->kind != YQL_CONTAINS || n->fidx < 0 || !dt->fields[n->fidx].text)
+	struct opening *o = ud;
+	struct eng_textset *s = o->s;
+	if (n->fidx < 0 || !o->dt->fields[n->fidx].text)
 		return 0;
 	if (s->n == MAX_CONDS)
-		return base_err(err, STRATA_LIMIT, "yql:1:%d: more than %d text conditions", n->col,
+		return base_err(o->err, STRATA_LIMIT, "yql:1:%d: more than %d text conditions", n->col,
 		                MAX_CONDS);
-	int rc = open_one(txn, dt, n, tk, &s->t[s->n], err);
+	int rc = open_one(o->txn, o->dt, n, o->tk, &s->t[s->n], o->err);
 	if (!rc)
 		s->node[s->n++] = n;
 	return rc;
@@ -151,7 +156,8 @@ int eng_text_open(struct store_txn *txn, const struct eng_doctype *dt,
 	struct base_tokenizer *tk;
 	int rc = base_tokenizer_new(&tk, err);
 	if (!rc) {
-		rc = open_tree(txn, dt, where, tk, s, err);
+		struct opening o = {txn, dt, tk, s, err};
+		rc = yql_each(where, YQL_CONTAINS, open_node, &o);
 		base_tokenizer_free(tk);
 	}
 	if (rc || !s->n) {
