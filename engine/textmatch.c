@@ -394,9 +394,9 @@ double eng_text_feature(struct store_txn *txn, const struct eng_doctype *dt,
                         int field, uint32_t lid)
 {
 	uint32_t len = 0;
-	int has = store_text_length(txn, dt->store_id, field, lid, &len, NULL) == 0;
+	int has = -1; /* lid's length read: on first use, as the terms do not need it */
 	if (feature == RANK_TF_FIELD_LENGTH)
-		return has ? len : 0;
+		return store_text_length(txn, dt->store_id, field, lid, &len, NULL) == 0 ? len : 0;
 	double sum = 0;
 	struct rank_bm25 bm = {-1, 0, 0}; /* read on first use */
 	for (int k = 0; s && k < s->n; k++) {
@@ -407,6 +407,8 @@ double eng_text_feature(struct store_txn *txn, const struct eng_doctype *dt,
 			sum += t->prefix ? t->nwords : t->nterms;
 			continue;
 		}
+		if (has < 0)
+			has = store_text_length(txn, dt->store_id, field, lid, &len, NULL) == 0;
 		if (!has)
 			break;
 		if (feature == RANK_TF_NATIVE_SUM) {
