@@ -775,20 +775,26 @@ int store_postings_open(struct store_txn *txn, int doctype, int field, const cha
 		base_free(p, sizeof *p);
 		return store_mdb_err(err, rc, "reading the text index");
 	}
-	/* the document frequency: its entry, the key before the postings */
+	/* the document frequency: its entry, the key just before the
+	 * postings, so the first block is the next key */
 	MDB_val k = {p->plen, p->key}, v;
-	rc = mdb_get(txn->txn, dt->text, &k, &v);
-	if (rc == 0 && v.mv_size == 4) {
+	rc = mdb_cursor_get(p->c, &k, &v, MDB_SET_RANGE);
+	if (rc == 0 && k.mv_size == p->plen && memcmp(k.mv_data, p->key, p->plen) == 0) {
+		if (v.mv_size != 4) {
+			mdb_cursor_close(p->c);
+			base_free(p, sizeof *p);
+			return base_err(err, STRATA_CORRUPT, "text index: bad frequency entry");
+		}
 		uint32_t df;
 		memcpy(&df, v.mv_data, 4);
 		p->df = df;
-	} else if (rc != MDB_NOTFOUND) {
+		rc = mdb_cursor_get(p->c, &k, &v, MDB_NEXT);
+	} else if (rc && rc != MDB_NOTFOUND) {
 		mdb_cursor_close(p->c);
 		base_free(p, sizeof *p);
-		return rc ? store_mdb_err(err, rc, "reading the text index")
-		          : base_err(err, STRATA_CORRUPT, "text index: bad frequency entry");
+		return store_mdb_err(err, rc, "reading the text index");
 	}
-	step_seek(p, 0);
+	take_block(p, rc, &k, &v);
 	p->lo = 0;
 	*out = p;
 	return 0;
