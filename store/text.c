@@ -529,16 +529,6 @@ static int cmp_tok(const void *a, const void *b)
 	return x->pos < y->pos ? -1 : x->pos > y->pos;
 }
 
-static uint8_t *varint_put(uint8_t *p, uint32_t v)
-{
-	while (v >= 0x80) {
-		*p++ = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	*p++ = (uint8_t)v;
-	return p;
-}
-
 /* Add lid's entries for field sf from s[0..n). */
 static int add_field(struct store_txn *w, struct doctype *dt, int sf, uint32_t lid,
                      const char *s, size_t n, struct strata_error *err)
@@ -570,7 +560,7 @@ static int add_field(struct store_txn *w, struct doctype *dt, int sf, uint32_t l
 		uint8_t *p = pbuf;
 		for (; j < ntok && order[j]->n == order[i]->n &&
 		       memcmp(order[j]->s, order[i]->s, order[i]->n) == 0; j++) {
-			p = varint_put(p, order[j]->pos - last);
+			p = store_varint_put(p, order[j]->pos - last);
 			last = order[j]->pos;
 		}
 		size_t plen = posting_key(kb, sf, order[i]->s, order[i]->n, lid) - 4;
