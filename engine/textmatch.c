@@ -494,9 +494,13 @@ static double significance(double df, double ndocs)
 double eng_text_term(struct store_txn *txn, const struct eng_doctype *dt,
                      const struct eng_textset *s, int feature, int field, int term, uint32_t lid)
 {
+	/* the set read these constants of the query when it opened */
 	if (feature == RANK_TT_NUM_DOCS)
-		return (double)store_count(txn, dt->store_id);
+		return s ? s->t[0]->ndocs : (double)store_count(txn, dt->store_id);
 	if (feature == RANK_TT_AVG_LENGTH) {
+		for (int k = 0; s && k < s->n; k++)
+			if (s->node[k]->fidx == field)
+				return s->t[k]->avgdl;
 		uint64_t docs = 0, tokens = 0;
 		if (store_text_stats(txn, dt->store_id, field, &docs, &tokens, NULL) != 0 || !docs)
 			return 0;
