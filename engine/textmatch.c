@@ -48,6 +48,7 @@ static void text_free(struct eng_text *t)
 }
 
 #define MAX_CONDS 64
+#define LEN_MEMO 4 /* fields whose lengths are remembered */
 
 struct eng_textset {
 	int n;
@@ -55,6 +56,12 @@ struct eng_textset {
 	struct eng_text *t[MAX_CONDS];
 	int first[MAX_CONDS];  /* the query term number of each one's first word */
 	int nterms;            /* the query's terms (rank_term_feature) */
+	/* the field lengths read last: the features of a document read each once */
+	struct {
+		int field;         /* -1: none */
+		uint32_t lid, len;
+		int has;
+	} len[LEN_MEMO];
 };
 
 /* Where store_text_terms puts what it finds (and open_one one word). */
@@ -164,6 +171,8 @@ int eng_text_open(struct store_txn *txn, const struct eng_doctype *dt,
 		eng_text_close(s);
 		return rc;
 	}
+	for (int i = 0; i < LEN_MEMO; i++)
+		s->len[i].field = -1;
 	/* A fieldset's condition became one per field, all with the same
 	 * string: its words are one set of terms. */
 	for (int k = 0; k < s->n; k++) {
@@ -389,14 +398,35 @@ static double native_word(const struct eng_text *t, int *i, uint32_t lid)
 	return best;
 }
 
+int eng_text_length(struct store_txn *txn, const struct eng_doctype *dt, struct eng_textset *s,
+                    int field, uint32_t lid, uint32_t *len)
+{
+	int slot = (field % LEN_MEMO + LEN_MEMO) % LEN_MEMO;
+	if (s && s->len[slot].field == field && s->len[slot].lid == lid) {
+		*len = s->len[slot].len;
+		return s->len[slot].has;
+	}
+	*len = 0;
+	int has = store_text_length(txn, dt->store_id, field, lid, len, NULL) == 0;
+	if (!has)
+		*len = 0;
+	if (s) {
+		s->len[slot].field = field;
+		s->len[slot].lid = lid;
+		s->len[slot].len = *len;
+		s->len[slot].has = has;
+	}
+	return has;
+}
+
 double eng_text_feature(struct store_txn *txn, const struct eng_doctype *dt,
-                        const struct rank_profile *prof, const struct eng_textset *s, int feature,
+                        const struct rank_profile *prof, struct eng_textset *s, int feature,
                         int field, uint32_t lid)
 {
 	uint32_t len = 0;
 	int has = -1; /* lid's length read: on first use, as the terms do not need it */
 	if (feature == RANK_TF_FIELD_LENGTH)
-		return store_text_length(txn, dt->store_id, field, lid, &len, NULL) == 0 ? len : 0;
+		return eng_text_length(txn, dt, s, field, lid, &len) ? len : 0;
 	double sum = 0;
 	struct rank_bm25 bm = {-1, 0, 0}; /* read on first use */
 	for (int k = 0; s && k < s->n; k++) {
@@ -408,7 +438,7 @@ double eng_text_feature(struct store_txn *txn, const struct eng_doctype *dt,
 			continue;
 		}
 		if (has < 0)
-			has = store_text_length(txn, dt->store_id, field, lid, &len, NULL) == 0;
+			has = eng_text_length(txn, dt, s, field, lid, &len);
 		if (!has)
 			break;
 		if (feature == RANK_TF_NATIVE_SUM) {
