@@ -586,11 +586,20 @@ int store_text_reindex(struct store_txn *w, struct doctype *dt, uint32_t lid,
                        const struct store_text_vals *old, const struct store_text_vals *rec,
                        struct strata_error *err)
 {
-	/* Phase 1: the old values' tokens, copied, before anything is written
-	 * (a write may move the pages old points into). */
 	const struct store_text_vals *fl = old ? old : rec;
 	if (!fl)
 		return 0;
+	/* A field whose value is the same bytes keeps its entries as they are
+	 * (a document fed again): nothing to remove or add. */
+	unsigned char keep[STORE_MAX_TEXT_FIELDS];
+	for (int i = 0; i < fl->n; i++) {
+		BASE_DEBUG_ASSERT(!old || !rec || old->sf[i] == rec->sf[i]);
+		keep[i] = old && rec && old->set[i] == rec->set[i] &&
+		          (!old->set[i] ||
+		           (old->len[i] == rec->len[i] && memcmp(old->s[i], rec->s[i], old->len[i]) == 0));
+	}
+	/* Phase 1: the old values' tokens, copied, before anything is written
+	 * (a write may move the pages old points into). */
 	size_t from[STORE_MAX_TEXT_FIELDS + 1];
 	uint32_t lens[STORE_MAX_TEXT_FIELDS];
 	size_t used = 0;
@@ -598,7 +607,7 @@ int store_text_reindex(struct store_txn *w, struct doctype *dt, uint32_t lid,
 	for (int i = 0; i < fl->n; i++) {
 		from[i] = used;
 		lens[i] = 0;
-		if (old && old->set[i] &&
+		if (old && old->set[i] && !keep[i] &&
 		    (rc = collect(w, dt->stored[old->sf[i]].text, old->s[i], old->len[i], &used, &lens[i],
 		                  NULL, err)) != 0)
 			return rc;
@@ -606,12 +615,13 @@ int store_text_reindex(struct store_txn *w, struct doctype *dt, uint32_t lid,
 	from[fl->n] = used;
 	/* Phase 2: remove the old entries. */
 	for (int i = 0; old && i < old->n; i++)
-		if (old->set[i] && (rc = drop_field(w, dt, old->sf[i], lid, from[i], from[i + 1], lens[i],
-		                                    err)) != 0)
+		if (old->set[i] && !keep[i] &&
+		    (rc = drop_field(w, dt, old->sf[i], lid, from[i], from[i + 1], lens[i], err)) != 0)
 			return rc;
 	/* Phase 3: add the new ones. */
 	for (int i = 0; rec && i < rec->n; i++)
-		if (rec->set[i] && (rc = add_field(w, dt, rec->sf[i], lid, rec->s[i], rec->len[i], err)) != 0)
+		if (rec->set[i] && !keep[i] &&
+		    (rc = add_field(w, dt, rec->sf[i], lid, rec->s[i], rec->len[i], err)) != 0)
 			return rc;
 	return 0;
 }
