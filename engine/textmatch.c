@@ -56,6 +56,7 @@ struct eng_textset {
 	struct eng_text *t[MAX_CONDS];
 	int first[MAX_CONDS];  /* the query term number of each one's first word */
 	int nterms;            /* the query's terms (rank_term_feature) */
+	double *sig;           /* nterms: each term's significance */
 	/* the field lengths read last: the features of a document read each once */
 	struct {
 		int field;         /* -1: none */
@@ -150,6 +151,55 @@ static int open_node(void *ud, const struct yql_node *n)
 	return rc;
 }
 
+#define SIGNIFICANCE_N 1e6    /* the corpus Vespa's fallback significance scales to */
+
+/* Condition k's posting lists of word w: [*from, *to). */
+static void word_lists(const struct eng_text *t, int w, int *from, int *to)
+{
+	if (!t->prefix) {
+		*from = w;
+		*to = w + 1;
+		return;
+	}
+	*from = 0;
+	while (*from < t->nterms && t->grp[*from] != w)
+		(*from)++;
+	*to = *from;
+	while (*to < t->nterms && t->grp[*to] == w)
+		(*to)++;
+}
+
+/* Vespa's fallback significance of a term in df of ndocs documents: its
+ * idf over a corpus scaled to SIGNIFICANCE_N documents, normalized to
+ * [0.5, 1]. */
+static double significance(double df, double ndocs)
+{
+	if (ndocs <= 0)
+		return 0.5;
+	double f = df * SIGNIFICANCE_N / ndocs;
+	f = f < 1 ? 1 : f > SIGNIFICANCE_N ? SIGNIFICANCE_N : f;
+	return 0.5 + 0.5 * (log(SIGNIFICANCE_N) - log(f)) / log(SIGNIFICANCE_N);
+}
+
+/* The significance of query term `term` of s: of its most frequent list on
+ * any field. */
+static double term_significance(const struct eng_textset *s, int term)
+{
+	double best = 0;
+	for (int k = 0; k < s->n; k++) {
+		const struct eng_text *t = s->t[k];
+		int w = term - s->first[k], from, to;
+		if (w < 0 || w >= t->nwords)
+			continue;
+		word_lists(t, w, &from, &to);
+		for (int i = from; i < to; i++) {
+			double df = (double)store_postings_df(t->pl[i]);
+			best = df > best ? df : best;
+		}
+	}
+	return significance(best, s->t[0]->ndocs);
+}
+
 int eng_text_open(struct store_txn *txn, const struct eng_doctype *dt,
                   const struct yql_node *where, struct eng_textset **out,
                   struct strata_error *err)
@@ -183,6 +233,13 @@ int eng_text_open(struct store_txn *txn, const struct eng_doctype *dt,
 		if (j == k)
 			s->nterms += s->t[k]->nwords;
 	}
+	/* the terms' significances, constants of the query */
+	if (s->nterms && !(s->sig = base_alloc((size_t)s->nterms * sizeof *s->sig))) {
+		eng_text_close(s);
+		return base_nomem(err, "text conditions");
+	}
+	for (int term = 0; term < s->nterms; term++)
+		s->sig[term] = term_significance(s, term);
 	*out = s;
 	return 0;
 }
@@ -193,6 +250,7 @@ void eng_text_close(struct eng_textset *s)
 		return;
 	for (int i = 0; i < s->n; i++)
 		text_free(s->t[i]);
+	base_free(s->sig, (size_t)s->nterms * sizeof *s->sig);
 	base_free(s, sizeof *s);
 }
 
@@ -473,23 +531,6 @@ double eng_text_feature(struct store_txn *txn, const struct eng_doctype *dt,
 /* ---- query-term features (rank_term_feature) ------------------------------ */
 
 #define NO_POSITION 1000000.0 /* fieldTermMatch's firstPosition when none */
-#define SIGNIFICANCE_N 1e6    /* the corpus Vespa's fallback significance scales to */
-
-/* Condition k's posting lists of word w: [*from, *to). */
-static void word_lists(const struct eng_text *t, int w, int *from, int *to)
-{
-	if (!t->prefix) {
-		*from = w;
-		*to = w + 1;
-		return;
-	}
-	*from = 0;
-	while (*from < t->nterms && t->grp[*from] != w)
-		(*from)++;
-	*to = *from;
-	while (*to < t->nterms && t->grp[*to] == w)
-		(*to)++;
-}
 
 /* Occurrences of term (its lists from..to of t) in lid; the first position. */
 static uint32_t occurrences(const struct eng_text *t, int from, int to, uint32_t lid,
@@ -507,18 +548,6 @@ static uint32_t occurrences(const struct eng_text *t, int from, int to, uint32_t
 		n += c;
 	}
 	return n;
-}
-
-/* Vespa's fallback significance of a term in df of ndocs documents: its
- * idf over a corpus scaled to SIGNIFICANCE_N documents, normalized to
- * [0.5, 1]. */
-static double significance(double df, double ndocs)
-{
-	if (ndocs <= 0)
-		return 0.5;
-	double f = df * SIGNIFICANCE_N / ndocs;
-	f = f < 1 ? 1 : f > SIGNIFICANCE_N ? SIGNIFICANCE_N : f;
-	return 0.5 + 0.5 * (log(SIGNIFICANCE_N) - log(f)) / log(SIGNIFICANCE_N);
 }
 
 double eng_text_term(struct store_txn *txn, const struct eng_doctype *dt,
@@ -559,7 +588,9 @@ double eng_text_term(struct store_txn *txn, const struct eng_doctype *dt,
 		return 100;
 	if (feature == RANK_TT_CONNECTEDNESS)
 		return 0.1;
-	double best = 0, sum = 0, occ = 0, first = NO_POSITION;
+	if (feature == RANK_TT_SIGNIFICANCE)
+		return s->sig[term];
+	double sum = 0, occ = 0, first = NO_POSITION;
 	int on_field = 0;
 	for (int k = 0; k < s->n; k++) {
 		const struct eng_text *t = s->t[k];
@@ -567,11 +598,8 @@ double eng_text_term(struct store_txn *txn, const struct eng_doctype *dt,
 		if (w < 0 || w >= t->nwords)
 			continue;
 		word_lists(t, w, &from, &to);
-		for (int i = from; i < to; i++) {
-			double df = (double)store_postings_df(t->pl[i]);
-			best = df > best ? df : best;
-			sum += df;
-		}
+		for (int i = from; i < to; i++)
+			sum += (double)store_postings_df(t->pl[i]);
 		if (s->node[k]->fidx != field)
 			continue;
 		on_field = 1;
@@ -581,7 +609,6 @@ double eng_text_term(struct store_txn *txn, const struct eng_doctype *dt,
 			first = f;
 	}
 	switch (feature) {
-	case RANK_TT_SIGNIFICANCE: return significance(best, s->t[0]->ndocs);
 	case RANK_TT_OCCURRENCES: return occ;
 	case RANK_TT_FIRST_POSITION: return first;
 	case RANK_TT_DOC_FREQ: return on_field ? sum : NAN;
