@@ -781,16 +781,28 @@ int eng_text_memo(struct eng_text *t, uint32_t lid, uint32_t tf, struct strata_e
 /* The words of t (-1 on a field with match: prefix), and in *p the posting
  * list of its one term when it has one word (else NULL), borrowed from t. */
 int eng_text_single(const struct eng_text *t, struct store_postings **p);
+/* The positions where the terms of the posting lists pl[0..n) (n at most
+ * 32, each list on the same document) follow one another, term i at
+ * position p + i: the phrase's starts p, increasing, into starts (at most
+ * max); their number.  Only each term's first cap positions (at most 4096)
+ * are looked at. */
+uint32_t eng_phrase_starts(struct store_postings *const *pl, int n, uint32_t cap,
+                           uint32_t *starts, uint32_t max);
 /* The summary setting tokens: the terms the text index holds for value v of
  * text-indexed field f (its tokenizer flags), as a JSON array of strings.
  * Returns NULL on failure, err set (STRATA_NOMEM). */
 json_t *eng_tokens_json(const struct store_field *f, const struct store_value *v,
                         struct strata_error *err);
+/* The length in tokens of lid's value of text-indexed field into *len (0
+ * without one): 1 when it has a value, else 0.  The set (NULL: none)
+ * remembers the last few, so a document's features read each once. */
+int eng_text_length(struct store_txn *txn, const struct eng_doctype *dt, struct eng_textset *s,
+                    int field, uint32_t lid, uint32_t *len);
 /* The text rank feature (enum rank_text_feature) of field for lid, over the
  * CONTAINS conditions of the set on that field; bm25 with the parameters
  * profile prof gives the field (rank_profile_bm25). */
 double eng_text_feature(struct store_txn *txn, const struct eng_doctype *dt,
-                        const struct rank_profile *prof, const struct eng_textset *s, int feature,
+                        const struct rank_profile *prof, struct eng_textset *s, int feature,
                         int field, uint32_t lid);
 /* labels.c: an array or weighted set field's stored value (n bytes at s) as
  * the tensor with one mapped dimension that tensorFromLabels and
@@ -820,7 +832,7 @@ int eng_text_positions(const struct eng_textset *s, int field, uint32_t lid,
 /* fieldmatch.c: output (enum rank_field_match) of fieldMatch(field) for
  * lid, over the terms of s. */
 double eng_field_match(struct store_txn *txn, const struct eng_doctype *dt,
-                       const struct eng_textset *s, int field, uint32_t lid, int output);
+                       struct eng_textset *s, int field, uint32_t lid, int output);
 /* fieldmatch.c: nativeProximity's parts on field for lid, feature
  * RANK_TF_NATIVE_PROX_SUM (the term pairs' boosts, each times its weight,
  * normalized) or RANK_TF_NATIVE_PROX_WEIGHT (the pairs' weights). */
@@ -828,7 +840,7 @@ double eng_native_proximity(const struct eng_textset *s, int feature, int field,
 /* fieldmatch.c: output (RANK_TT_TEXT_SIMILARITY's) of textSimilarity(field)
  * for lid, over the terms of s. */
 double eng_text_similarity(struct store_txn *txn, const struct eng_doctype *dt,
-                           const struct eng_textset *s, int field, uint32_t lid, int output);
+                           struct eng_textset *s, int field, uint32_t lid, int output);
 /* attrmatch.c: output (enum rank_attr_match) of attributeMatch(field) for a
  * document whose value of field is sv (NULL or unset: none), over the
  * 'contains' conditions of where. */

@@ -217,13 +217,12 @@ static int cmp_u32(const void *a, const void *b)
 }
 
 double eng_field_match(struct store_txn *txn, const struct eng_doctype *dt,
-                       const struct eng_textset *s, int field, uint32_t lid, int output)
+                       struct eng_textset *s, int field, uint32_t lid, int output)
 {
 	static _Thread_local struct eng_term_pos t[MAX_TERMS];
 	struct metrics m = { .longest = 1, .head = -1, .tail = -1 };
 	int n = eng_text_positions(s, field, lid, t, MAX_TERMS);
-	if (store_text_length(txn, dt->store_id, field, lid, &m.field_length, NULL) != 0)
-		m.field_length = 0;
+	eng_text_length(txn, dt, s, field, lid, &m.field_length);
 	m.query_length = (uint32_t)n;
 	/* weights (all 100) and significances relative to the whole query's */
 	int nq = (int)eng_text_term(txn, dt, s, RANK_TT_COUNT, -1, -1, lid);
@@ -350,7 +349,7 @@ static double similarity_proximity(uint32_t d)
 }
 
 double eng_text_similarity(struct store_txn *txn, const struct eng_doctype *dt,
-                           const struct eng_textset *s, int field, uint32_t lid, int output)
+                           struct eng_textset *s, int field, uint32_t lid, int output)
 {
 	static _Thread_local struct eng_term_pos t[MAX_TERMS];
 	uint32_t at[MAX_TERMS] = { 0 };
@@ -358,8 +357,7 @@ double eng_text_similarity(struct store_txn *txn, const struct eng_doctype *dt,
 	uint32_t len = 0, matched = 0, in_order = 0, last = 0;
 	int last_idx = -1;
 	double prox = 0;
-	if (store_text_length(txn, dt->store_id, field, lid, &len, NULL) != 0)
-		len = 0;
+	eng_text_length(txn, dt, s, field, lid, &len);
 	for (;;) {
 		int best = -1;
 		for (int i = 0; i < n; i++) {

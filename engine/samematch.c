@@ -131,37 +131,24 @@ void eng_same_close(struct eng_same *s)
 static int elements_of(struct eng_same *s, const struct yql_node *n, const struct sstring *str,
                        uint32_t lid, uint32_t *elems)
 {
-	static _Thread_local uint32_t pos[MAX_WORDS][MAX_OCC];
-	uint32_t np[MAX_WORDS];
 	if (!str->nterms)
 		return 0;
 	for (int t = 0; t < str->nterms; t++) {
 		uint32_t at = lid;
 		if (store_postings_seek(str->pl[t], &at) != 0 || at != lid)
 			return 0;
-		np[t] = store_postings_positions(str->pl[t], pos[t], MAX_OCC);
-		if (np[t] > MAX_OCC)
-			np[t] = MAX_OCC;
 	}
+	uint32_t start[MAX_OCC];
+	uint32_t ns = eng_phrase_starts(str->pl, str->nterms, MAX_OCC, start, MAX_OCC);
+	/* the phrase's starts' elements, read from one element table */
+	uint32_t e[MAX_OCC];
+	int32_t w[MAX_OCC];
+	if (!ns || store_text_elements(s->txn, s->dt->store_id, n->fidx, lid, start, ns, e, w, NULL))
+		return 0;
 	int ne = 0;
-	uint32_t at[MAX_WORDS] = {0};
-	for (uint32_t k = 0; k < np[0]; k++) {
-		uint32_t p = pos[0][k];
-		int t;
-		for (t = 1; t < str->nterms; t++) {
-			while (at[t] < np[t] && pos[t][at[t]] < p + (uint32_t)t)
-				at[t]++;
-			if (at[t] == np[t] || pos[t][at[t]] != p + (uint32_t)t)
-				break;
-		}
-		if (t < str->nterms)
-			continue;
-		uint32_t e;
-		int32_t w;
-		if (store_text_element(s->txn, s->dt->store_id, n->fidx, lid, p, &e, &w, NULL) == 0 &&
-		    (!ne || elems[ne - 1] != e))
-			elems[ne++] = e;
-	}
+	for (uint32_t k = 0; k < ns; k++)
+		if (e[k] != UINT32_MAX && (!ne || elems[ne - 1] != e[k]))
+			elems[ne++] = e[k];
 	return ne;
 }
 

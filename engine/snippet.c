@@ -265,11 +265,10 @@ static int snippet(const struct eng_doctype *dt, const struct yql_node *where, i
 
 /* ---- matched elements -------------------------------------------------------------- */
 
-/* Whether condition n holds for the simple value j (a string key is read as
- * a number by comparisons). */
-static int leaf(const struct yql_node *n, const json_t *j)
+/* Whether condition n holds for the string s, or (s NULL) the simple value
+ * j (a string key is read as a number by comparisons). */
+static int leaf_of(const struct yql_node *n, const char *s, const json_t *j)
 {
-	const char *s = json_is_string(j) ? json_string_value(j) : NULL;
 	double d = s ? strtod(s, NULL) : json_number_value(j);
 	switch (n->kind) {
 	case YQL_CONTAINS:
@@ -279,6 +278,11 @@ static int leaf(const struct yql_node *n, const json_t *j)
 		return (s || json_is_number(j)) && yql_number_test(n, d);
 	}
 	return 0;
+}
+
+static int leaf(const struct yql_node *n, const json_t *j)
+{
+	return leaf_of(n, json_is_string(j) ? json_string_value(j) : NULL, j);
 }
 
 /* Whether n holds for a value at path (components split by '.') inside j:
@@ -315,20 +319,12 @@ static int elem_hit(const struct yql_node *const *conds, const char *const *path
 		if (map) {
 			size_t h = strcspn(p, ".");
 			const char *rest = p[h] ? p + h + 1 : p + h;
-			json_t *ks = NULL;
-			int hit = 0;
-			if (h == 3 && strncmp(p, "key", 3) == 0 && (ks = json_string(k)))
-				hit = leaf(conds[i], ks);
-			else if (h == 5 && strncmp(p, "value", 5) == 0)
-				hit = at_path(conds[i], e, rest, 0);
-			json_decref(ks);
-			if (hit)
+			int key = h == 3 && strncmp(p, "key", 3) == 0;
+			if (key ? leaf_of(conds[i], k, NULL)
+			        : h == 5 && strncmp(p, "value", 5) == 0 && at_path(conds[i], e, rest, 0))
 				return 1;
 		} else if (k) {
-			json_t *ks = *p ? NULL : json_string(k);
-			int hit = ks && leaf(conds[i], ks);
-			json_decref(ks);
-			if (hit)
+			if (!*p && leaf_of(conds[i], k, NULL))
 				return 1;
 		} else if (at_path(conds[i], e, p, 0)) {
 			return 1;

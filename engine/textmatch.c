@@ -48,6 +48,7 @@ static void text_free(struct eng_text *t)
 }
 
 #define MAX_CONDS 64
+#define LEN_MEMO 4 /* fields whose lengths are remembered */
 
 struct eng_textset {
 	int n;
@@ -55,6 +56,13 @@ struct eng_textset {
 	struct eng_text *t[MAX_CONDS];
 	int first[MAX_CONDS];  /* the query term number of each one's first word */
 	int nterms;            /* the query's terms (rank_term_feature) */
+	double *sig;           /* nterms: each term's significance */
+	/* the field lengths read last: the features of a document read each once */
+	struct {
+		int field;         /* -1: none */
+		uint32_t lid, len;
+		int has;
+	} len[LEN_MEMO];
 };
 
 /* Where store_text_terms puts what it finds (and open_one one word). */
@@ -119,23 +127,77 @@ static int open_one(struct store_txn *txn, const struct eng_doctype *dt, const s
 	return 0;
 }
 
-static int open_tree(struct store_txn *txn, const struct eng_doctype *dt, const struct yql_node *n,
-                     struct base_tokenizer *tk, struct eng_textset *s, struct strata_error *err)
+/* yql_each: one 'contains' of the set. */
+struct opening {
+	struct store_txn *txn;
+	const struct eng_doctype *dt;
+	struct base_tokenizer *tk;
+	struct eng_textset *s;
+	struct strata_error *err;
+};
+
+static int open_node(void *ud, const struct yql_node *n)
 {
-	for (int i = 0; i < n->nkids; i++) {
-		int rc = open_tree(txn, dt, n->kids[i], tk, s, err);
-		if (rc)
-			return rc;
-	}
-	if (n->kind != YQL_CONTAINS || n->fidx < 0 || !dt->fields[n->fidx].text)
+	struct opening *o = ud;
+	struct eng_textset *s = o->s;
+	if (n->fidx < 0 || !o->dt->fields[n->fidx].text)
 		return 0;
 	if (s->n == MAX_CONDS)
-		return base_err(err, STRATA_LIMIT, "yql:1:%d: more than %d text conditions", n->col,
+		return base_err(o->err, STRATA_LIMIT, "yql:1:%d: more than %d text conditions", n->col,
 		                MAX_CONDS);
-	int rc = open_one(txn, dt, n, tk, &s->t[s->n], err);
+	int rc = open_one(o->txn, o->dt, n, o->tk, &s->t[s->n], o->err);
 	if (!rc)
 		s->node[s->n++] = n;
 	return rc;
+}
+
+#define SIGNIFICANCE_N 1e6    /* the corpus Vespa's fallback significance scales to */
+
+/* Condition k's posting lists of word w: [*from, *to). */
+static void word_lists(const struct eng_text *t, int w, int *from, int *to)
+{
+	if (!t->prefix) {
+		*from = w;
+		*to = w + 1;
+		return;
+	}
+	*from = 0;
+	while (*from < t->nterms && t->grp[*from] != w)
+		(*from)++;
+	*to = *from;
+	while (*to < t->nterms && t->grp[*to] == w)
+		(*to)++;
+}
+
+/* Vespa's fallback significance of a term in df of ndocs documents: its
+ * idf over a corpus scaled to SIGNIFICANCE_N documents, normalized to
+ * [0.5, 1]. */
+static double significance(double df, double ndocs)
+{
+	if (ndocs <= 0)
+		return 0.5;
+	double f = df * SIGNIFICANCE_N / ndocs;
+	f = f < 1 ? 1 : f > SIGNIFICANCE_N ? SIGNIFICANCE_N : f;
+	return 0.5 + 0.5 * (log(SIGNIFICANCE_N) - log(f)) / log(SIGNIFICANCE_N);
+}
+
+/* The significance of query term `term` of s: of its most frequent list on
+ * any field. */
+static double term_significance(const struct eng_textset *s, int term)
+{
+	double best = 0;
+	for (int k = 0; k < s->n; k++) {
+		const struct eng_text *t = s->t[k];
+		int w = term - s->first[k], from, to;
+		if (w < 0 || w >= t->nwords)
+			continue;
+		word_lists(t, w, &from, &to);
+		for (int i = from; i < to; i++) {
+			double df = (double)store_postings_df(t->pl[i]);
+			best = df > best ? df : best;
+		}
+	}
+	return significance(best, s->t[0]->ndocs);
 }
 
 int eng_text_open(struct store_txn *txn, const struct eng_doctype *dt,
@@ -151,13 +213,16 @@ int eng_text_open(struct store_txn *txn, const struct eng_doctype *dt,
 	struct base_tokenizer *tk;
 	int rc = base_tokenizer_new(&tk, err);
 	if (!rc) {
-		rc = open_tree(txn, dt, where, tk, s, err);
+		struct opening o = {txn, dt, tk, s, err};
+		rc = yql_each(where, YQL_CONTAINS, open_node, &o);
 		base_tokenizer_free(tk);
 	}
 	if (rc || !s->n) {
 		eng_text_close(s);
 		return rc;
 	}
+	for (int i = 0; i < LEN_MEMO; i++)
+		s->len[i].field = -1;
 	/* A fieldset's condition became one per field, all with the same
 	 * string: its words are one set of terms. */
 	for (int k = 0; k < s->n; k++) {
@@ -168,6 +233,13 @@ int eng_text_open(struct store_txn *txn, const struct eng_doctype *dt,
 		if (j == k)
 			s->nterms += s->t[k]->nwords;
 	}
+	/* the terms' significances, constants of the query */
+	if (s->nterms && !(s->sig = base_alloc((size_t)s->nterms * sizeof *s->sig))) {
+		eng_text_close(s);
+		return base_nomem(err, "text conditions");
+	}
+	for (int term = 0; term < s->nterms; term++)
+		s->sig[term] = term_significance(s, term);
 	*out = s;
 	return 0;
 }
@@ -178,6 +250,7 @@ void eng_text_close(struct eng_textset *s)
 		return;
 	for (int i = 0; i < s->n; i++)
 		text_free(s->t[i]);
+	base_free(s->sig, (size_t)s->nterms * sizeof *s->sig);
 	base_free(s, sizeof *s);
 }
 
@@ -195,32 +268,40 @@ int eng_text_single(const struct eng_text *t, struct store_postings **p)
 	return t->prefix ? -1 : t->nwords;
 }
 
-/* Whether the terms follow one another somewhere: term i at p + i. */
-static int phrase_at(const struct eng_text *t)
+uint32_t eng_phrase_starts(struct store_postings *const *pl, int n, uint32_t cap,
+                           uint32_t *starts, uint32_t max)
 {
 	static _Thread_local uint32_t pos[MAX_TERMS][MAX_POS];
-	uint32_t n[MAX_TERMS];
-	for (int i = 0; i < t->nterms; i++) {
-		n[i] = store_postings_positions(t->pl[i], pos[i], MAX_POS);
-		if (n[i] > MAX_POS)
-			n[i] = MAX_POS;
+	uint32_t np[MAX_TERMS], ns = 0;
+	BASE_DEBUG_ASSERT(n <= MAX_TERMS && cap <= MAX_POS);
+	for (int i = 0; i < n; i++) {
+		np[i] = store_postings_positions(pl[i], pos[i], cap);
+		if (np[i] > cap)
+			np[i] = cap;
 	}
 	uint32_t at[MAX_TERMS] = {0};
-	for (uint32_t k = 0; k < n[0]; k++) {
+	for (uint32_t k = 0; n && k < np[0] && ns < max; k++) {
 		uint32_t p = pos[0][k];
 		int i;
-		for (i = 1; i < t->nterms; i++) {
-			while (at[i] < n[i] && pos[i][at[i]] < p + (uint32_t)i)
+		for (i = 1; i < n; i++) {
+			while (at[i] < np[i] && pos[i][at[i]] < p + (uint32_t)i)
 				at[i]++;
-			if (at[i] == n[i])
-				return 0;
+			if (at[i] == np[i])
+				return ns; /* term i occurs no later: no phrase starts after p */
 			if (pos[i][at[i]] != p + (uint32_t)i)
 				break;
 		}
-		if (i == t->nterms)
-			return 1;
+		if (i == n)
+			starts[ns++] = p;
 	}
-	return 0;
+	return ns;
+}
+
+/* Whether the terms follow one another somewhere: term i at p + i. */
+static int phrase_at(const struct eng_text *t)
+{
+	uint32_t p;
+	return eng_phrase_starts(t->pl, t->nterms, MAX_POS, &p, 1) > 0;
 }
 
 int eng_text_match(const struct eng_text *t, uint32_t lid)
@@ -375,14 +456,35 @@ static double native_word(const struct eng_text *t, int *i, uint32_t lid)
 	return best;
 }
 
+int eng_text_length(struct store_txn *txn, const struct eng_doctype *dt, struct eng_textset *s,
+                    int field, uint32_t lid, uint32_t *len)
+{
+	int slot = (field % LEN_MEMO + LEN_MEMO) % LEN_MEMO;
+	if (s && s->len[slot].field == field && s->len[slot].lid == lid) {
+		*len = s->len[slot].len;
+		return s->len[slot].has;
+	}
+	*len = 0;
+	int has = store_text_length(txn, dt->store_id, field, lid, len, NULL) == 0;
+	if (!has)
+		*len = 0;
+	if (s) {
+		s->len[slot].field = field;
+		s->len[slot].lid = lid;
+		s->len[slot].len = *len;
+		s->len[slot].has = has;
+	}
+	return has;
+}
+
 double eng_text_feature(struct store_txn *txn, const struct eng_doctype *dt,
-                        const struct rank_profile *prof, const struct eng_textset *s, int feature,
+                        const struct rank_profile *prof, struct eng_textset *s, int feature,
                         int field, uint32_t lid)
 {
 	uint32_t len = 0;
-	int has = store_text_length(txn, dt->store_id, field, lid, &len, NULL) == 0;
+	int has = -1; /* lid's length read: on first use, as the terms do not need it */
 	if (feature == RANK_TF_FIELD_LENGTH)
-		return has ? len : 0;
+		return eng_text_length(txn, dt, s, field, lid, &len) ? len : 0;
 	double sum = 0;
 	struct rank_bm25 bm = {-1, 0, 0}; /* read on first use */
 	for (int k = 0; s && k < s->n; k++) {
@@ -393,6 +495,8 @@ double eng_text_feature(struct store_txn *txn, const struct eng_doctype *dt,
 			sum += t->prefix ? t->nwords : t->nterms;
 			continue;
 		}
+		if (has < 0)
+			has = eng_text_length(txn, dt, s, field, lid, &len);
 		if (!has)
 			break;
 		if (feature == RANK_TF_NATIVE_SUM) {
@@ -427,23 +531,6 @@ double eng_text_feature(struct store_txn *txn, const struct eng_doctype *dt,
 /* ---- query-term features (rank_term_feature) ------------------------------ */
 
 #define NO_POSITION 1000000.0 /* fieldTermMatch's firstPosition when none */
-#define SIGNIFICANCE_N 1e6    /* the corpus Vespa's fallback significance scales to */
-
-/* Condition k's posting lists of word w: [*from, *to). */
-static void word_lists(const struct eng_text *t, int w, int *from, int *to)
-{
-	if (!t->prefix) {
-		*from = w;
-		*to = w + 1;
-		return;
-	}
-	*from = 0;
-	while (*from < t->nterms && t->grp[*from] != w)
-		(*from)++;
-	*to = *from;
-	while (*to < t->nterms && t->grp[*to] == w)
-		(*to)++;
-}
 
 /* Occurrences of term (its lists from..to of t) in lid; the first position. */
 static uint32_t occurrences(const struct eng_text *t, int from, int to, uint32_t lid,
@@ -463,24 +550,16 @@ static uint32_t occurrences(const struct eng_text *t, int from, int to, uint32_t
 	return n;
 }
 
-/* Vespa's fallback significance of a term in df of ndocs documents: its
- * idf over a corpus scaled to SIGNIFICANCE_N documents, normalized to
- * [0.5, 1]. */
-static double significance(double df, double ndocs)
-{
-	if (ndocs <= 0)
-		return 0.5;
-	double f = df * SIGNIFICANCE_N / ndocs;
-	f = f < 1 ? 1 : f > SIGNIFICANCE_N ? SIGNIFICANCE_N : f;
-	return 0.5 + 0.5 * (log(SIGNIFICANCE_N) - log(f)) / log(SIGNIFICANCE_N);
-}
-
 double eng_text_term(struct store_txn *txn, const struct eng_doctype *dt,
                      const struct eng_textset *s, int feature, int field, int term, uint32_t lid)
 {
+	/* the set read these constants of the query when it opened */
 	if (feature == RANK_TT_NUM_DOCS)
-		return (double)store_count(txn, dt->store_id);
+		return s ? s->t[0]->ndocs : (double)store_count(txn, dt->store_id);
 	if (feature == RANK_TT_AVG_LENGTH) {
+		for (int k = 0; s && k < s->n; k++)
+			if (s->node[k]->fidx == field)
+				return s->t[k]->avgdl;
 		uint64_t docs = 0, tokens = 0;
 		if (store_text_stats(txn, dt->store_id, field, &docs, &tokens, NULL) != 0 || !docs)
 			return 0;
@@ -509,7 +588,9 @@ double eng_text_term(struct store_txn *txn, const struct eng_doctype *dt,
 		return 100;
 	if (feature == RANK_TT_CONNECTEDNESS)
 		return 0.1;
-	double best = 0, sum = 0, occ = 0, first = NO_POSITION;
+	if (feature == RANK_TT_SIGNIFICANCE)
+		return s->sig[term];
+	double sum = 0, occ = 0, first = NO_POSITION;
 	int on_field = 0;
 	for (int k = 0; k < s->n; k++) {
 		const struct eng_text *t = s->t[k];
@@ -517,11 +598,8 @@ double eng_text_term(struct store_txn *txn, const struct eng_doctype *dt,
 		if (w < 0 || w >= t->nwords)
 			continue;
 		word_lists(t, w, &from, &to);
-		for (int i = from; i < to; i++) {
-			double df = (double)store_postings_df(t->pl[i]);
-			best = df > best ? df : best;
-			sum += df;
-		}
+		for (int i = from; i < to; i++)
+			sum += (double)store_postings_df(t->pl[i]);
 		if (s->node[k]->fidx != field)
 			continue;
 		on_field = 1;
@@ -531,7 +609,6 @@ double eng_text_term(struct store_txn *txn, const struct eng_doctype *dt,
 			first = f;
 	}
 	switch (feature) {
-	case RANK_TT_SIGNIFICANCE: return significance(best, s->t[0]->ndocs);
 	case RANK_TT_OCCURRENCES: return occ;
 	case RANK_TT_FIRST_POSITION: return first;
 	case RANK_TT_DOC_FREQ: return on_field ? sum : NAN;

@@ -295,14 +295,10 @@ static int open_tree(struct store_txn *txn, const struct eng_doctype *dt,
 	return 0;
 }
 
-static int has_weakand(const struct yql_node *n)
+/* yql_each: the finding that there is a weakAnd. */
+static int found(void *ud, const struct yql_node *n)
 {
-	if (n->kind == YQL_WEAKAND)
-		return 1;
-	for (int i = 0; i < n->nkids; i++)
-		if (has_weakand(n->kids[i]))
-			return 1;
-	return 0;
+	return 1;
 }
 
 int eng_wand_open(struct store_txn *txn, const struct eng_doctype *dt,
@@ -310,7 +306,7 @@ int eng_wand_open(struct store_txn *txn, const struct eng_doctype *dt,
                   struct eng_wandset **out, struct strata_error *err)
 {
 	*out = NULL;
-	if (!where || !has_weakand(where))
+	if (!yql_each(where, YQL_WEAKAND, found, NULL))
 		return 0;
 	struct eng_wandset *s = base_calloc(1, sizeof *s);
 	if (!s)

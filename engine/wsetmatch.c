@@ -41,6 +41,13 @@ struct wtok {
 	int ix;                  /* its place in the query */
 };
 
+/* A document an operator matched, and its score: rawScore reads it there
+ * instead of matching the document again. */
+struct scored {
+	uint32_t lid;
+	double score;
+};
+
 struct witem {
 	const struct yql_node *n;
 	int ntok;
@@ -48,6 +55,8 @@ struct witem {
 	int fold;                /* tokenizer flags to fold values with, 0: compare as they are */
 	struct store_postings **pl; /* ntok: the tokens' posting lists (NULL: a term the
 	                               index cannot hold), or pl NULL: read the document */
+	struct scored *hit;      /* the documents matched in the scan, lids increasing */
+	size_t nhit, hit_cap;
 };
 
 struct eng_wset {
@@ -167,22 +176,22 @@ static int open_item(struct eng_wset *w, const struct yql_node *n, struct strata
 static int index_match(struct eng_wset *w, const struct witem *it, uint32_t lid, double *score)
 {
 	int matched = 0;
-	uint32_t pos[64];
+	uint32_t pos[64], elem[64];
+	int32_t dw[64];
 	for (int i = 0; i < it->ntok; i++) {
 		uint32_t at = lid;
 		if (!it->pl[i] || store_postings_seek(it->pl[i], &at) != 0 || at != lid)
 			continue;
 		/* each occurrence: its element's weight (1 in an array); past the
 		 * positions read, occurrences count 1 each */
-		uint32_t np = store_postings_positions(it->pl[i], pos, 64);
+		uint32_t np = store_postings_positions(it->pl[i], pos, 64), nr = np < 64 ? np : 64;
+		int rc = store_text_elements(w->txn, w->dt->store_id, it->n->fidx, lid, pos, nr, elem, dw,
+		                             NULL);
 		for (uint32_t k = 0; k < np; k++) {
-			uint32_t e;
-			int32_t dw = 1;
-			if (k < 64 && store_text_element(w->txn, w->dt->store_id, it->n->fidx, lid, pos[k],
-			                                 &e, &dw, NULL) != 0)
+			if (k < nr && (rc || elem[k] == UINT32_MAX))
 				continue;
 			matched = 1;
-			*score += it->tok[i].w * dw;
+			*score += it->tok[i].w * (k < nr ? dw[k] : 1);
 		}
 	}
 	return matched;
@@ -230,9 +239,11 @@ void eng_wset_close(struct eng_wset *w)
 {
 	if (!w)
 		return;
-	for (int i = 0; i < w->n; i++)
+	for (int i = 0; i < w->n; i++) {
 		for (int k = 0; w->item[i].pl && k < w->item[i].ntok; k++)
 			store_postings_close(w->item[i].pl[k]);
+		base_free(w->item[i].hit, w->item[i].hit_cap * sizeof *w->item[i].hit);
+	}
 	base_tokenizer_free(w->tk);
 	base_arena_free(&w->arena);
 	base_free(w, sizeof *w);
@@ -325,6 +336,25 @@ static int value_match(struct eng_wset *w, const struct witem *it, const struct 
 	return matched;
 }
 
+static int cmp_hit(const void *a, const void *b)
+{
+	uint32_t x = ((const struct scored *)a)->lid, y = ((const struct scored *)b)->lid;
+	return (x > y) - (x < y);
+}
+
+/* Remember that it matched lid with score (lids in increasing order, as the
+ * scan visits them; others are not kept).  Memory running out only loses
+ * the memo. */
+static void remember(struct witem *it, uint32_t lid, double score)
+{
+	if (it->nhit && it->hit[it->nhit - 1].lid >= lid)
+		return;
+	if (it->nhit == it->hit_cap && base_grow((void **)&it->hit, &it->hit_cap, it->nhit + 1,
+	                                         sizeof *it->hit, UINT32_MAX))
+		return;
+	it->hit[it->nhit++] = (struct scored){lid, score};
+}
+
 int eng_wset_match(struct eng_wset *w, const struct yql_node *n, uint32_t lid,
                    const struct store_value *(*value)(void *ud, int field, uint32_t lid),
                    void *ud, double *score)
@@ -333,6 +363,12 @@ int eng_wset_match(struct eng_wset *w, const struct yql_node *n, uint32_t lid,
 	*score = 0;
 	if (!it)
 		return 0;
+	struct scored key = {lid, 0};
+	const struct scored *h = it->nhit ? bsearch(&key, it->hit, it->nhit, sizeof *h, cmp_hit) : NULL;
+	if (h) {
+		*score = h->score;
+		return 1;
+	}
 	int matched;
 	if (it->pl) {
 		matched = index_match(w, it, lid, score);
@@ -345,6 +381,8 @@ int eng_wset_match(struct eng_wset *w, const struct yql_node *n, uint32_t lid,
 		*score = 0;
 	if (matched && n->op == YQL_WAND && !(*score > n->num))
 		matched = 0;
+	if (matched)
+		remember(it, lid, *score);
 	return matched;
 }
 

@@ -285,6 +285,14 @@ int store_text_length(struct store_txn *txn, int doctype, int field, uint32_t li
  * STRATA_INVALID_ARGUMENT, STRATA_CORRUPT, STRATA_STORE. */
 int store_text_element(struct store_txn *txn, int doctype, int field, uint32_t lid, uint32_t pos,
                        uint32_t *elem, int32_t *weight, struct strata_error *err);
+/* store_text_element for the n positions pos[] of lid (increasing or not)
+ * with one read of its element table: elem[i] and weight[i] for pos[i],
+ * elem[i] UINT32_MAX (weight 1) when no element holds it.  Returns 0,
+ * STRATA_NOT_FOUND (no value), STRATA_INVALID_ARGUMENT, STRATA_CORRUPT,
+ * STRATA_STORE. */
+int store_text_elements(struct store_txn *txn, int doctype, int field, uint32_t lid,
+                        const uint32_t *pos, uint32_t n, uint32_t *elem, int32_t *weight,
+                        struct strata_error *err);
 /* Documents with a value in field and their total length in tokens (bm25's
  * average field length).  Returns 0, STRATA_INVALID_ARGUMENT, STRATA_STORE. */
 int store_text_stats(struct store_txn *txn, int doctype, int field, uint64_t *docs,

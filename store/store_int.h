@@ -202,6 +202,9 @@ int store_text_settings(MDB_txn *t, MDB_dbi meta, const struct doctype *dt, int 
 /* text_blocks.c: a big-endian u32 at p (keys sort by it). */
 void store_be32_put(uint8_t *p, uint32_t v);
 uint32_t store_be32_get(const uint8_t *p);
+/* text_blocks.c: v as a varint (7 bits a byte, low first) at p, at most 5
+ * bytes; returns the byte after it. */
+uint8_t *store_varint_put(uint8_t *p, uint32_t v);
 /* text_blocks.c: a term's postings in blocks.  key starts with the
  * term's F term 0 (plen bytes) and has room for a lid after it, which the
  * functions use. */

@@ -529,16 +529,6 @@ static int cmp_tok(const void *a, const void *b)
 	return x->pos < y->pos ? -1 : x->pos > y->pos;
 }
 
-static uint8_t *varint_put(uint8_t *p, uint32_t v)
-{
-	while (v >= 0x80) {
-		*p++ = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	*p++ = (uint8_t)v;
-	return p;
-}
-
 /* Add lid's entries for field sf from s[0..n). */
 static int add_field(struct store_txn *w, struct doctype *dt, int sf, uint32_t lid,
                      const char *s, size_t n, struct strata_error *err)
@@ -570,7 +560,7 @@ static int add_field(struct store_txn *w, struct doctype *dt, int sf, uint32_t l
 		uint8_t *p = pbuf;
 		for (; j < ntok && order[j]->n == order[i]->n &&
 		       memcmp(order[j]->s, order[i]->s, order[i]->n) == 0; j++) {
-			p = varint_put(p, order[j]->pos - last);
+			p = store_varint_put(p, order[j]->pos - last);
 			last = order[j]->pos;
 		}
 		size_t plen = posting_key(kb, sf, order[i]->s, order[i]->n, lid) - 4;
@@ -596,11 +586,20 @@ int store_text_reindex(struct store_txn *w, struct doctype *dt, uint32_t lid,
                        const struct store_text_vals *old, const struct store_text_vals *rec,
                        struct strata_error *err)
 {
-	/* Phase 1: the old values' tokens, copied, before anything is written
-	 * (a write may move the pages old points into). */
 	const struct store_text_vals *fl = old ? old : rec;
 	if (!fl)
 		return 0;
+	/* A field whose value is the same bytes keeps its entries as they are
+	 * (a document fed again): nothing to remove or add. */
+	unsigned char keep[STORE_MAX_TEXT_FIELDS];
+	for (int i = 0; i < fl->n; i++) {
+		BASE_DEBUG_ASSERT(!old || !rec || old->sf[i] == rec->sf[i]);
+		keep[i] = old && rec && old->set[i] == rec->set[i] &&
+		          (!old->set[i] ||
+		           (old->len[i] == rec->len[i] && memcmp(old->s[i], rec->s[i], old->len[i]) == 0));
+	}
+	/* Phase 1: the old values' tokens, copied, before anything is written
+	 * (a write may move the pages old points into). */
 	size_t from[STORE_MAX_TEXT_FIELDS + 1];
 	uint32_t lens[STORE_MAX_TEXT_FIELDS];
 	size_t used = 0;
@@ -608,7 +607,7 @@ int store_text_reindex(struct store_txn *w, struct doctype *dt, uint32_t lid,
 	for (int i = 0; i < fl->n; i++) {
 		from[i] = used;
 		lens[i] = 0;
-		if (old && old->set[i] &&
+		if (old && old->set[i] && !keep[i] &&
 		    (rc = collect(w, dt->stored[old->sf[i]].text, old->s[i], old->len[i], &used, &lens[i],
 		                  NULL, err)) != 0)
 			return rc;
@@ -616,12 +615,13 @@ int store_text_reindex(struct store_txn *w, struct doctype *dt, uint32_t lid,
 	from[fl->n] = used;
 	/* Phase 2: remove the old entries. */
 	for (int i = 0; old && i < old->n; i++)
-		if (old->set[i] && (rc = drop_field(w, dt, old->sf[i], lid, from[i], from[i + 1], lens[i],
-		                                    err)) != 0)
+		if (old->set[i] && !keep[i] &&
+		    (rc = drop_field(w, dt, old->sf[i], lid, from[i], from[i + 1], lens[i], err)) != 0)
 			return rc;
 	/* Phase 3: add the new ones. */
 	for (int i = 0; rec && i < rec->n; i++)
-		if (rec->set[i] && (rc = add_field(w, dt, rec->sf[i], lid, rec->s[i], rec->len[i], err)) != 0)
+		if (rec->set[i] && !keep[i] &&
+		    (rc = add_field(w, dt, rec->sf[i], lid, rec->s[i], rec->len[i], err)) != 0)
 			return rc;
 	return 0;
 }
@@ -775,20 +775,26 @@ int store_postings_open(struct store_txn *txn, int doctype, int field, const cha
 		base_free(p, sizeof *p);
 		return store_mdb_err(err, rc, "reading the text index");
 	}
-	/* the document frequency: its entry, the key before the postings */
+	/* the document frequency: its entry, the key just before the
+	 * postings, so the first block is the next key */
 	MDB_val k = {p->plen, p->key}, v;
-	rc = mdb_get(txn->txn, dt->text, &k, &v);
-	if (rc == 0 && v.mv_size == 4) {
+	rc = mdb_cursor_get(p->c, &k, &v, MDB_SET_RANGE);
+	if (rc == 0 && k.mv_size == p->plen && memcmp(k.mv_data, p->key, p->plen) == 0) {
+		if (v.mv_size != 4) {
+			mdb_cursor_close(p->c);
+			base_free(p, sizeof *p);
+			return base_err(err, STRATA_CORRUPT, "text index: bad frequency entry");
+		}
 		uint32_t df;
 		memcpy(&df, v.mv_data, 4);
 		p->df = df;
-	} else if (rc != MDB_NOTFOUND) {
+		rc = mdb_cursor_get(p->c, &k, &v, MDB_NEXT);
+	} else if (rc && rc != MDB_NOTFOUND) {
 		mdb_cursor_close(p->c);
 		base_free(p, sizeof *p);
-		return rc ? store_mdb_err(err, rc, "reading the text index")
-		          : base_err(err, STRATA_CORRUPT, "text index: bad frequency entry");
+		return store_mdb_err(err, rc, "reading the text index");
 	}
-	step_seek(p, 0);
+	take_block(p, rc, &k, &v);
 	p->lo = 0;
 	*out = p;
 	return 0;
@@ -891,26 +897,13 @@ int store_text_length(struct store_txn *txn, int doctype, int field, uint32_t li
 	return rc;
 }
 
-int store_text_element(struct store_txn *txn, int doctype, int field, uint32_t lid, uint32_t pos,
-                       uint32_t *elem, int32_t *weight, struct strata_error *err)
+/* The element of table tab (nelem entries, starts increasing) that holds
+ * position pos: its number and weight, or -1 when none does. */
+static long element_at(const uint8_t *tab, size_t nelem, uint32_t pos, int32_t *weight)
 {
-	struct doctype *dt;
-	int sf = text_field(txn, doctype, field, &dt, err);
-	if (sf < 0)
-		return sf;
-	*elem = 0;
-	*weight = 1;
-	if (!(dt->stored[sf].text & (STORE_TEXT_ARRAY | STORE_TEXT_WSET)))
-		return 0;
-	MDB_val v;
-	int rc = length_get(txn, dt, sf, lid, &v, err);
-	if (rc)
-		return rc;
-	/* the last element starting at or before pos (starts increase) */
-	const uint8_t *tab = (const uint8_t *)v.mv_data + 4;
-	size_t lo = 0, hi = (v.mv_size - 4) / ELEM_BYTES;
+	size_t lo = 0, hi = nelem;
 	uint32_t e[3];
-	while (hi - lo > 1) {
+	while (hi - lo > 1) { /* the last element starting at or before pos */
 		size_t mid = lo + (hi - lo) / 2;
 		memcpy(e, tab + mid * ELEM_BYTES, 4);
 		if (e[0] <= pos)
@@ -919,13 +912,51 @@ int store_text_element(struct store_txn *txn, int doctype, int field, uint32_t l
 			hi = mid;
 	}
 	if (hi == 0)
-		return STRATA_NOT_FOUND;
+		return -1;
 	memcpy(e, tab + lo * ELEM_BYTES, ELEM_BYTES);
 	if (pos < e[0] || pos - e[0] >= e[1])
-		return STRATA_NOT_FOUND;
-	*elem = (uint32_t)lo;
+		return -1;
 	*weight = (int32_t)e[2];
+	return (long)lo;
+}
+
+int store_text_elements(struct store_txn *txn, int doctype, int field, uint32_t lid,
+                        const uint32_t *pos, uint32_t n, uint32_t *elem, int32_t *weight,
+                        struct strata_error *err)
+{
+	struct doctype *dt;
+	int sf = text_field(txn, doctype, field, &dt, err);
+	if (sf < 0)
+		return sf;
+	for (uint32_t i = 0; i < n; i++) {
+		elem[i] = 0;
+		weight[i] = 1;
+	}
+	if (!(dt->stored[sf].text & (STORE_TEXT_ARRAY | STORE_TEXT_WSET)))
+		return 0;
+	MDB_val v;
+	int rc = length_get(txn, dt, sf, lid, &v, err);
+	if (rc)
+		return rc;
+	const uint8_t *tab = (const uint8_t *)v.mv_data + 4;
+	size_t nelem = (v.mv_size - 4) / ELEM_BYTES;
+	for (uint32_t i = 0; i < n; i++) {
+		long e = element_at(tab, nelem, pos[i], &weight[i]);
+		elem[i] = e < 0 ? UINT32_MAX : (uint32_t)e;
+	}
 	return 0;
+}
+
+int store_text_element(struct store_txn *txn, int doctype, int field, uint32_t lid, uint32_t pos,
+                       uint32_t *elem, int32_t *weight, struct strata_error *err)
+{
+	int rc = store_text_elements(txn, doctype, field, lid, &pos, 1, elem, weight, err);
+	if (!rc && *elem == UINT32_MAX) {
+		*elem = 0;
+		*weight = 1;
+		return STRATA_NOT_FOUND;
+	}
+	return rc;
 }
 
 int store_text_stats(struct store_txn *txn, int doctype, int field, uint64_t *docs,

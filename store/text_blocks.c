@@ -46,7 +46,7 @@ static int varint_get(const uint8_t *b, size_t n, size_t *off, uint32_t *out)
 	return -1;
 }
 
-static uint8_t *varint_put(uint8_t *p, uint32_t v)
+uint8_t *store_varint_put(uint8_t *p, uint32_t v)
 {
 	while (v >= 0x80) {
 		*p++ = (uint8_t)(v | 0x80);
@@ -151,8 +151,8 @@ static int rewrite(MDB_txn *t, MDB_dbi dbi, uint8_t *key, size_t plen, int has_o
 			at[nb++] = o;
 			last = e[i].lid;
 		}
-		uint8_t *p = varint_put(buf + o, e[i].lid - last);
-		p = varint_put(p, (uint32_t)e[i].n);
+		uint8_t *p = store_varint_put(buf + o, e[i].lid - last);
+		p = store_varint_put(p, (uint32_t)e[i].n);
 		memcpy(p, e[i].pos, e[i].n);
 		o = (size_t)(p - buf) + e[i].n;
 		last = e[i].lid;

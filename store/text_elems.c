@@ -41,30 +41,6 @@ static int hex4(struct rd *r, long *v)
 	return 0;
 }
 
-static size_t utf8_put(char *p, long c)
-{
-	if (c < 0x80) {
-		p[0] = (char)c;
-		return 1;
-	}
-	if (c < 0x800) {
-		p[0] = (char)(0xc0 | c >> 6);
-		p[1] = (char)(0x80 | (c & 0x3f));
-		return 2;
-	}
-	if (c < 0x10000) {
-		p[0] = (char)(0xe0 | c >> 12);
-		p[1] = (char)(0x80 | (c >> 6 & 0x3f));
-		p[2] = (char)(0x80 | (c & 0x3f));
-		return 3;
-	}
-	p[0] = (char)(0xf0 | c >> 18);
-	p[1] = (char)(0x80 | (c >> 12 & 0x3f));
-	p[2] = (char)(0x80 | (c >> 6 & 0x3f));
-	p[3] = (char)(0x80 | (c & 0x3f));
-	return 4;
-}
-
 /* A JSON string at r->i into r->buf: its length, or -1 when malformed.  An
  * escape never decodes longer than its text, so the buffer suffices. */
 static long string(struct rd *r)
@@ -106,7 +82,7 @@ static long string(struct rd *r)
 			} else if (u >= 0xdc00 && u < 0xe000) {
 				return -1;
 			}
-			o += utf8_put(r->buf + o, u);
+			o += base_utf8_encode(u, r->buf + o);
 			break;
 		default:
 			return -1;

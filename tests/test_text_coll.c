@@ -203,6 +203,17 @@ static void check_field(struct store_txn *r, int dt, int f, const struct sdoc *d
 				assert_true(pos[j] >= start[e] && pos[j] < start[e] + elen[e]);
 				assert_int_equal(wt, f == F_WSET ? d->w[f][e] : 1);
 			}
+			/* all of them with one read: the same elements and weights */
+			uint32_t es[64];
+			int32_t ws[64];
+			assert_int_equal(store_text_elements(r, dt, f, lid, pos, (uint32_t)nw, es, ws, &err), 0);
+			for (int j = 0; j < nw; j++) {
+				uint32_t e;
+				int32_t wt;
+				assert_int_equal(store_text_element(r, dt, f, lid, pos[j], &e, &wt, &err), 0);
+				assert_int_equal(es[j], e);
+				assert_int_equal(ws[j], wt);
+			}
 			store_postings_close(pl);
 		}
 		/* the gaps belong to no element */
@@ -211,6 +222,10 @@ static void check_field(struct store_txn *r, int dt, int f, const struct sdoc *d
 			int32_t wt;
 			assert_int_equal(store_text_element(r, dt, f, lid, start[k] + elen[k], &e, &wt, &err),
 			                 STRATA_NOT_FOUND);
+			uint32_t gap = start[k] + elen[k];
+			assert_int_equal(store_text_elements(r, dt, f, lid, &gap, 1, &e, &wt, &err), 0);
+			assert_int_equal(e, UINT32_MAX);
+			assert_int_equal(wt, 1);
 		}
 	}
 	uint64_t sd, st;
