@@ -409,8 +409,10 @@ check-peer:
 # (100k documents of 384 floats, mlp_ranker over the best 100) with the
 # pools on and off; its application and store live in $(QPS_DIR), reused
 # from run to run.  QPS_ARGS go to it (e.g. QPS_ARGS='--docs 10000').
+# bench/common.c: what every benchmark program links (bench/common.h).
+BENCH_COMMON := $(BUILD)/bench/common.o
 BENCH        := $(BUILD)/bench/bench
-BENCH_SRC    := bench/bench.c bench/loads.c
+BENCH_SRC    := bench/bench.c bench/loads.c bench/common.c
 BENCH_OBJ    := $(BENCH_SRC:%.c=$(BUILD)/%.o)
 MKBENCH      := $(BUILD)/bench/mkbench
 BENCH_MODELS := $(BUILD)/bench/models
@@ -421,8 +423,8 @@ QPS_DIR      := $(BUILD)/bench/qps-app
 QPS_ARGS     ?=
 $(BENCH): $(BENCH_OBJ) $(LIB)
 	$(CC) $(CFLAGS) -o $@ $(BENCH_OBJ) $(LIB) $(LDLIBS)
-$(QPS): $(BUILD)/bench/qps.o $(LIB)
-	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS)
+$(QPS): $(BUILD)/bench/qps.o $(BENCH_COMMON) $(LIB)
+	$(CC) $(CFLAGS) -o $@ $< $(BENCH_COMMON) $(LIB) $(LDLIBS)
 # Linked like mkshop: the model builder alone.
 $(MKBENCH): $(BUILD)/bench/mkbench.o $(BUILD)/tests/modelbuild.o $(LIB)
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/tests/modelbuild.o $(LIB) $(LDLIBS)
@@ -441,8 +443,8 @@ $(BENCH_MODELS)/minilm_l6_cross_decomposed.onnx $(BENCH_MODELS)/minilm_l6_embed.
 # '--dim 768').  make bench-ann runs it alone; so does make bench BENCH_ONLY=ann.
 ANN          := $(BUILD)/bench/ann
 ANN_ARGS     ?=
-$(ANN): $(BUILD)/bench/ann.o $(LIB)
-	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS)
+$(ANN): $(BUILD)/bench/ann.o $(BENCH_COMMON) $(LIB)
+	$(CC) $(CFLAGS) -o $@ $< $(BENCH_COMMON) $(LIB) $(LDLIBS)
 bench-ann: deps-bench $(ANN)
 	@$(ANN) --dir $(BUILD)/bench/ann-data --hnswlib bench/ann_hnswlib.py $(ANN_ARGS)
 BENCH_ONLY   ?=
@@ -477,8 +479,8 @@ TEXT_XAPIAN := $(BUILD)/bench/text_xapian
 TEXT_DIR    := $(BUILD)/bench/text
 TEXT_ARGS   ?=
 CXX         ?= c++
-$(TEXTBENCH): $(BUILD)/bench/textbench.o $(BUILD)/bench/textgen.o $(LIB)
-	$(CC) $(CFLAGS) -o $@ $(BUILD)/bench/textbench.o $(BUILD)/bench/textgen.o $(LIB) $(LDLIBS) -lsqlite3
+$(TEXTBENCH): $(BUILD)/bench/textbench.o $(BUILD)/bench/textgen.o $(BENCH_COMMON) $(LIB)
+	$(CC) $(CFLAGS) -o $@ $(filter %.o,$^) $(LIB) $(LDLIBS) -lsqlite3
 $(TEXT_XAPIAN): bench/text_xapian.cc
 	@mkdir -p $(dir $@)
 	$(CXX) $(OPT) -Wall -Wextra -o $@ $< -lxapian
