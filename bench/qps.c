@@ -43,6 +43,7 @@
 #include <unistd.h>
 
 #include "../engine/engine_int.h"
+#include "../tests/vecgen.h"
 #include "common.h"
 
 #define DIM 384
@@ -82,21 +83,13 @@ static const char *schema_text =
 
 /* ---- the data ------------------------------------------------------------------------ */
 
-/* splitmix64: the same stream on every machine. */
-static uint64_t mix_next(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-/* DIM cells uniform in +-sqrt(3 / DIM): about unit length. */
+/* DIM cells uniform in +-sqrt(3 / DIM): about unit length.  The draws are
+ * splitmix64's (tests/vecgen.h): the same stream on every machine. */
 static void draw(uint64_t *s, float *v)
 {
 	double scale = sqrt(3.0 / DIM);
 	for (int i = 0; i < DIM; i++)
-		v[i] = (float)(scale * (2.0 * (double)(mix_next(s) >> 11) / 9007199254740992.0 - 1.0));
+		v[i] = (float)(scale * (2.0 * vg_unit(s) - 1.0));
 }
 
 /* ---- the application folder --------------------------------------------------------------- */
