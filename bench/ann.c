@@ -61,12 +61,7 @@ static int write_file(const char *dir, const char *name, const void *p, size_t n
 {
 	char path[512];
 	snprintf(path, sizeof path, "%s/%s", dir, name);
-	FILE *f = fopen(path, "wb");
-	if (!f || fwrite(p, 1, n, f) != n || fclose(f) != 0) {
-		fprintf(stderr, "ann: cannot write %s: %s\n", path, strerror(errno));
-		return -1;
-	}
-	return 0;
+	return bench_write_file(path, p, n);
 }
 
 struct ref {

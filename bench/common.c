@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "../base/base.h"
 #include "common.h"
 
 static int cmp_double(const void *a, const void *b)
@@ -40,6 +41,26 @@ int bench_make_dir(const char *path)
 	if (mkdir(path, 0777) != 0 && errno != EEXIST)
 		return bench_fail("cannot create %s: %s", path, strerror(errno));
 	return 0;
+}
+
+int bench_write_file(const char *path, const void *data, size_t n)
+{
+	struct strata_error err = {0};
+	if (base_write_file(path, data, n, &err) != 0)
+		return bench_fail("%s", err.msg);
+	return 0;
+}
+
+int bench_write_schema(const char *dir, const char *name, const char *text)
+{
+	char path[4096];
+	if (bench_make_dir(dir))
+		return 1;
+	snprintf(path, sizeof path, "%s/schemas", dir);
+	if (bench_make_dir(path))
+		return 1;
+	snprintf(path, sizeof path, "%s/schemas/%s.sd", dir, name);
+	return bench_write_file(path, text, strlen(text));
 }
 
 static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)

@@ -94,22 +94,6 @@ static void draw(uint64_t *s, float *v)
 
 /* ---- the application folder --------------------------------------------------------------- */
 
-static int write_file(const char *path, const void *data, size_t n)
-{
-	char tmp[4200];
-	snprintf(tmp, sizeof tmp, "%s.tmp", path);
-	FILE *f = fopen(tmp, "wb");
-	if (!f)
-		return bench_fail("cannot write %s: %s", tmp, strerror(errno));
-	int bad = fwrite(data, 1, n, f) != n;
-	bad |= fclose(f) != 0;
-	if (bad || rename(tmp, path) != 0) {
-		remove(tmp);
-		return bench_fail("cannot write %s: %s", path, strerror(errno));
-	}
-	return 0;
-}
-
 /* The folder, the schema and a copy of the model (rewritten every run: a
  * new mkbench may have changed it; the store does not depend on it). */
 static int write_app(const char *dir, const char *model)
@@ -117,21 +101,15 @@ static int write_app(const char *dir, const char *model)
 	char path[4096];
 	struct base_map m;
 	struct strata_error err;
-	if (bench_make_dir(dir))
-		return 1;
-	snprintf(path, sizeof path, "%s/schemas", dir);
-	if (bench_make_dir(path))
+	if (bench_write_schema(dir, "qps", schema_text))
 		return 1;
 	snprintf(path, sizeof path, "%s/models", dir);
 	if (bench_make_dir(path))
 		return 1;
-	snprintf(path, sizeof path, "%s/schemas/qps.sd", dir);
-	if (write_file(path, schema_text, strlen(schema_text)))
-		return 1;
 	if (base_map_file(model, &m, &err) != 0)
 		return bench_fail("%s", err.msg);
 	snprintf(path, sizeof path, "%s/models/mlp_ranker.onnx", dir);
-	int rc = write_file(path, m.data, m.size);
+	int rc = bench_write_file(path, m.data, m.size);
 	base_unmap(&m);
 	return rc;
 }
@@ -185,7 +163,7 @@ static int feed(struct strata *db, const char *dir, long n)
 	char path[4096], text[256];
 	snprintf(path, sizeof path, "%s/.strata/qps-complete", dir);
 	record_text(text, sizeof text, n);
-	if (write_file(path, text, strlen(text)))
+	if (bench_write_file(path, text, strlen(text)))
 		return 1;
 	fprintf(stderr, "qps: fed %ld documents in %.1f s\n", n, base_now() - t0);
 	return 0;

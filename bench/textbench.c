@@ -149,15 +149,8 @@ static int strata_setup(const struct opts *o, struct strata **db, struct results
 	char app[4096], path[4200];
 	snprintf(app, sizeof app, "%s/app", o->dir);
 	bench_remove_tree(app);
-	if (bench_make_dir(app))
+	if (bench_write_schema(app, "text", schema_text))
 		return 1;
-	snprintf(path, sizeof path, "%s/schemas", app);
-	if (bench_make_dir(path))
-		return 1;
-	snprintf(path, sizeof path, "%s/schemas/text.sd", app);
-	FILE *f = fopen(path, "w");
-	if (!f || fputs(schema_text, f) < 0 || fclose(f) != 0)
-		return bench_fail("cannot write %s", path);
 	struct strata_error err = {0};
 	if (strata_open(app, NULL, db, &err) != 0)
 		return bench_fail("strata: %s", err.msg);
