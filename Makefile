@@ -12,9 +12,10 @@
 #   make fuzz       build the fuzz targets with clang and libFuzzer, run each for FUZZ_SECONDS
 #   make fuzz-replay  the fuzz targets over their committed corpora (part of make test)
 #   make check-peer compare the runtime with ONNX Runtime's outputs (needs ../shared/peer)
-#   make bench      time the runtime against ONNX Runtime on the generated models (bench/README.md);
-#                   without ../shared/peer, Strata alone on models from build/bench/mkbench; then
-#                   text search against Xapian and SQLite FTS5 (BENCH_ONLY=text: that alone)
+#   make bench      the benchmarks in turn (bench/README.md): the runtime against ONNX Runtime
+#                   (without ../shared/peer, Strata alone on models from build/bench/mkbench) and
+#                   whole queries, text search against Xapian and SQLite FTS5, strata serve under
+#                   wrk, HNSW against hnswlib; BENCH_ONLY=runtime|text|serve|ann runs one alone
 #   make install    install strata, libstrata.a and strata.h under PREFIX (and DESTDIR)
 #   make clean
 
@@ -83,7 +84,7 @@ TENSOR_CONFORMANCE     := $(BUILD)/tests/tensor_conformance
 TENSOR_CONFORMANCE_MIN := 1987
 
 .PHONY: all test unit e2e tensor-conformance crash serve-test vespa-apps avx2 asan tsan demo deps deps-test deps-fuzz \
-        check check-peer peer bench bench-text bench-serve bench-ann deps-bench install clean layers fuzz fuzz-replay
+        check check-peer peer bench bench-runtime bench-text bench-serve bench-ann deps-bench install clean layers fuzz fuzz-replay
 # Objects made by pattern chains (tests/test_x.o) are kept, not deleted as intermediates.
 .SECONDARY:
 all: $(LIB) $(CLI)
@@ -392,7 +393,18 @@ check-peer:
 	echo "check-peer: every case agrees with ONNX Runtime and with the unoptimized graph, directly and through compiled contexts"
 
 # ---- benchmarks -------------------------------------------------------------------------
-# make bench: Strata's runtime against ONNX Runtime on every model mkmodels.js
+# make bench runs the cases below in turn, each a target of its own:
+# bench-runtime, bench-text, bench-serve and bench-ann.  BENCH_ONLY names
+# the ones to run (make bench BENCH_ONLY=text, or BENCH_ONLY='text ann').
+# The peers' Debian packages come from deps-bench only (never make test).
+BENCH_CASES  := runtime text serve ann
+BENCH_ONLY   ?=
+bench:
+	@for c in $(or $(BENCH_ONLY),$(BENCH_CASES)); do \
+	  $(MAKE) --no-print-directory bench-$$c || exit 1; \
+	done
+
+# bench-runtime: Strata's runtime against ONNX Runtime on every model mkmodels.js
 # generates, both timed alternately in the same run, one thread each
 # (bench/README.md says what is measured and how).  Where the peer cannot be
 # set up (no $(PEER_SRC), npm or mkmodels.js failing) that is not an error:
@@ -409,8 +421,10 @@ check-peer:
 # (100k documents of 384 floats, mlp_ranker over the best 100) with the
 # pools on and off; its application and store live in $(QPS_DIR), reused
 # from run to run.  QPS_ARGS go to it (e.g. QPS_ARGS='--docs 10000').
+# bench/common.c: what every benchmark program links (bench/common.h).
+BENCH_COMMON := $(BUILD)/bench/common.o
 BENCH        := $(BUILD)/bench/bench
-BENCH_SRC    := bench/bench.c bench/loads.c
+BENCH_SRC    := bench/bench.c bench/loads.c bench/common.c
 BENCH_OBJ    := $(BENCH_SRC:%.c=$(BUILD)/%.o)
 MKBENCH      := $(BUILD)/bench/mkbench
 BENCH_MODELS := $(BUILD)/bench/models
@@ -421,8 +435,8 @@ QPS_DIR      := $(BUILD)/bench/qps-app
 QPS_ARGS     ?=
 $(BENCH): $(BENCH_OBJ) $(LIB)
 	$(CC) $(CFLAGS) -o $@ $(BENCH_OBJ) $(LIB) $(LDLIBS)
-$(QPS): $(BUILD)/bench/qps.o $(LIB)
-	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS)
+$(QPS): $(BUILD)/bench/qps.o $(BENCH_COMMON) $(LIB)
+	$(CC) $(CFLAGS) -o $@ $< $(BENCH_COMMON) $(LIB) $(LDLIBS)
 # Linked like mkshop: the model builder alone.
 $(MKBENCH): $(BUILD)/bench/mkbench.o $(BUILD)/tests/modelbuild.o $(LIB)
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/tests/modelbuild.o $(LIB) $(LDLIBS)
@@ -433,25 +447,7 @@ $(BENCH_MODELS)/minilm_l6_cross_decomposed.onnx $(BENCH_MODELS)/minilm_l6_embed.
 	@mkdir -p $(BENCH_MODELS)
 	@echo "mkbench: writing the benchmark's models to $(BENCH_MODELS)"
 	@$(MKBENCH) $(BENCH_MODELS)
-# The ANN case (bench/ann.c): clustered float vectors, Strata's HNSW graph
-# against hnswlib (python3-hnswlib, installed by make deps-bench) on the same
-# files with the same M and ef, one thread each: build time, index bytes,
-# open time, recall@10 and queries per second per exploreAdditionalHits.
-# ANN_ARGS go to it (default 100k x 128; e.g. ANN_ARGS='--n 1000000' or
-# '--dim 768').  make bench-ann runs it alone; so does make bench BENCH_ONLY=ann.
-ANN          := $(BUILD)/bench/ann
-ANN_ARGS     ?=
-$(ANN): $(BUILD)/bench/ann.o $(LIB)
-	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS)
-bench-ann: deps-bench $(ANN)
-	@$(ANN) --dir $(BUILD)/bench/ann-data --hnswlib bench/ann_hnswlib.py $(ANN_ARGS)
-BENCH_ONLY   ?=
-ifeq ($(BENCH_ONLY),text)
-bench: bench-text
-else ifeq ($(BENCH_ONLY),ann)
-bench: bench-ann
-else
-bench: $(BENCH) $(MKBENCH) $(QPS)
+bench-runtime: $(BENCH) $(MKBENCH) $(QPS)
 	@if [ -d $(PEER_SRC) ] && $(MAKE) --no-print-directory peer; then \
 	  $(BENCH) --peer $(BUILD)/peer --ctx-dir $(BENCH_CTX) $(BENCH_ARGS) $(BUILD)/peer/models; \
 	else \
@@ -461,24 +457,19 @@ bench: $(BENCH) $(MKBENCH) $(QPS)
 	fi
 	@$(MAKE) -s --no-print-directory $(BENCH_MODELS)/mlp_ranker.onnx
 	@$(QPS) $(QPS_ARGS) $(BENCH_MODELS)/mlp_ranker.onnx $(QPS_DIR)
-	@$(MAKE) --no-print-directory bench-text
-	@$(MAKE) --no-print-directory bench-serve
-	@$(MAKE) -s --no-print-directory bench-ann
-endif
 
 # The text case (bench/textbench.c; bench/README.md): a generated corpus of
 # 100,000 documents fed into Strata, Xapian and SQLite FTS5, then top-10
 # OR and weakAnd queries of 1, 3 and 8 terms on each, in the same run.
-# `make bench BENCH_ONLY=text` (or `make bench-text`) runs it alone.  Its
-# peers' packages come from deps-bench.  TEXT_ARGS go to the driver (e.g.
-# TEXT_ARGS='--docs 20000 --rounds 2' for a quick look).
+# Its programs are built once deps-bench has installed the peers' headers.
+# TEXT_ARGS go to the driver (e.g. TEXT_ARGS='--docs 20000 --rounds 2' for
+# a quick look).
 TEXTBENCH   := $(BUILD)/bench/textbench
 TEXT_XAPIAN := $(BUILD)/bench/text_xapian
 TEXT_DIR    := $(BUILD)/bench/text
 TEXT_ARGS   ?=
-CXX         ?= c++
-$(TEXTBENCH): $(BUILD)/bench/textbench.o $(BUILD)/bench/textgen.o $(LIB)
-	$(CC) $(CFLAGS) -o $@ $(BUILD)/bench/textbench.o $(BUILD)/bench/textgen.o $(LIB) $(LDLIBS) -lsqlite3
+$(TEXTBENCH): $(BUILD)/bench/textbench.o $(BUILD)/bench/textgen.o $(BENCH_COMMON) $(LIB)
+	$(CC) $(CFLAGS) -o $@ $(filter %.o,$^) $(LIB) $(LDLIBS) -lsqlite3
 $(TEXT_XAPIAN): bench/text_xapian.cc
 	@mkdir -p $(dir $@)
 	$(CXX) $(OPT) -Wall -Wextra -o $@ $< -lxapian
@@ -492,6 +483,19 @@ bench-text: deps-bench
 SERVE_SECONDS ?= 10
 bench-serve: deps-bench $(CLI) $(TOOLS)
 	@sh bench/serve.sh $(CLI) $(BUILD)/tests/mkshop $(BUILD)/bench/serve-app $(SERVE_SECONDS)
+
+# The ANN case (bench/ann.c): clustered float vectors, Strata's HNSW graph
+# against hnswlib (python3-hnswlib, installed by make deps-bench) on the same
+# files with the same M and ef, one thread each: build time, index bytes,
+# open time, recall@10 and queries per second per exploreAdditionalHits.
+# ANN_ARGS go to it (default 100k x 128; e.g. ANN_ARGS='--n 1000000' or
+# '--dim 768').
+ANN          := $(BUILD)/bench/ann
+ANN_ARGS     ?=
+$(ANN): $(BUILD)/bench/ann.o $(BENCH_COMMON) $(LIB)
+	$(CC) $(CFLAGS) -o $@ $< $(BENCH_COMMON) $(LIB) $(LDLIBS)
+bench-ann: deps-bench $(ANN)
+	@$(ANN) --dir $(BUILD)/bench/ann-data --hnswlib bench/ann_hnswlib.py $(ANN_ARGS)
 
 # ---- install and clean ------------------------------------------------------------------
 install: all

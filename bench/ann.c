@@ -28,17 +28,11 @@
 
 #include "../store/store.h"
 #include "../tests/vecgen.h"
+#include "common.h"
 
 #define K 10
 #define CLUSTERS 100
 #define MAX_EXPLORE 16
-
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* This process's CPU time: the machine may be shared, so both are shown. */
 static double cpu(void)
@@ -67,12 +61,7 @@ static int write_file(const char *dir, const char *name, const void *p, size_t n
 {
 	char path[512];
 	snprintf(path, sizeof path, "%s/%s", dir, name);
-	FILE *f = fopen(path, "wb");
-	if (!f || fwrite(p, 1, n, f) != n || fclose(f) != 0) {
-		fprintf(stderr, "ann: cannot write %s: %s\n", path, strerror(errno));
-		return -1;
-	}
-	return 0;
+	return bench_write_file(path, p, n);
 }
 
 struct ref {
@@ -126,12 +115,14 @@ static int strata_side(const struct opts *o, const float *base, const float *q, 
 	struct store_env *env;
 	int dt, rc;
 	char path[512];
-	snprintf(path, sizeof path, "rm -rf '%s/strata'", o->dir);
-	if (system(path) != 0)
+	snprintf(path, sizeof path, "%s/strata", o->dir);
+	if (bench_remove_tree(path) != 0 && errno != ENOENT) {
+		bench_fail("cannot remove %s: %s", path, strerror(errno));
 		return -1;
+	}
 	if ((rc = open_store(o, &env, &dt, &err)) != 0)
 		goto fail;
-	double t0 = now(), c0 = cpu();
+	double t0 = base_now(), c0 = cpu();
 	struct store_txn *w = NULL;
 	for (long i = 0; i < o->n; i++) {
 		if (!w && (rc = store_txn_begin(env, 1, &w, &err)) != 0)
@@ -148,12 +139,12 @@ static int strata_side(const struct opts *o, const float *base, const float *q, 
 				goto fail;
 		}
 	}
-	double build = now() - t0, build_cpu = cpu() - c0;
+	double build = base_now() - t0, build_cpu = cpu() - c0;
 	store_close(env);
-	t0 = now();
+	t0 = base_now();
 	if ((rc = open_store(o, &env, &dt, &err)) != 0)
 		goto fail;
-	double open = now() - t0;
+	double open = base_now() - t0;
 	struct store_txn *r;
 	if ((rc = store_txn_begin(env, 0, &r, &err)) != 0)
 		goto fail;
@@ -163,7 +154,7 @@ static int strata_side(const struct opts *o, const float *base, const float *q, 
 	double *qd = malloc((size_t)o->dim * sizeof *qd);
 	for (int e = 0; e < o->nexp; e++) {
 		long hits = 0;
-		double t1 = now(), c1 = cpu();
+		double t1 = base_now(), c1 = cpu();
 		for (long j = 0; j < o->nq; j++) {
 			for (long c = 0; c < o->dim; c++)
 				qd[c] = q[j * o->dim + c];
@@ -177,7 +168,7 @@ static int strata_side(const struct opts *o, const float *base, const float *q, 
 				for (int b = 0; b < K; b++)
 					hits += h[a].lid == gt[j * K + b];
 		}
-		double secs = now() - t1, csecs = cpu() - c1;
+		double secs = base_now() - t1, csecs = cpu() - c1;
 		printf("strata  explore %4ld ef %4ld  recall@10 %.4f  qps %8.0f (per cpu s %8.0f)\n",
 		       o->explore[e], K + o->explore[e], (double)hits / (double)(o->nq * K),
 		       (double)o->nq / secs, (double)o->nq / csecs);
@@ -254,10 +245,10 @@ int main(int argc, char **argv)
 		gen(1, i, o.dim, base + i * o.dim);
 	for (long j = 0; j < o.nq; j++)
 		gen(2, j * 7 + 3, o.dim, q + j * o.dim);
-	double t0 = now();
+	double t0 = base_now();
 	truth(&o, base, q, gt);
 	printf("ann: %ld x %ld float vectors in %d clusters, %ld queries, M %ld, ef construction %ld "
-	       "(exact top 10 in %.1f s)\n", o.n, o.dim, CLUSTERS, o.nq, o.m, o.efc, now() - t0);
+	       "(exact top 10 in %.1f s)\n", o.n, o.dim, CLUSTERS, o.nq, o.m, o.efc, base_now() - t0);
 	if (write_file(o.dir, "base.f32", base, (size_t)o.n * (size_t)o.dim * 4) ||
 	    write_file(o.dir, "query.f32", q, (size_t)o.nq * (size_t)o.dim * 4) ||
 	    write_file(o.dir, "truth.u32", gt, (size_t)o.nq * K * 4))

@@ -41,7 +41,6 @@
 #include <sys/resource.h>
 #include <sys/types.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "bench.h"
@@ -88,9 +87,7 @@ struct result {
 
 double now_ms(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+	return base_now() * 1e3;
 }
 
 /* Append to a note of cap bytes, "; " between items. */
@@ -141,19 +138,6 @@ size_t read_all(int fd, void *buf, size_t n)
 		got += (size_t)r;
 	}
 	return got;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
-/* Median of v[0..n-1] (sorts v). */
-double median(double *v, size_t n)
-{
-	qsort(v, n, sizeof *v, cmp_double);
-	return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 static double peak_rss_mb(void)
@@ -770,11 +754,11 @@ static void run_case(const struct options *o, const struct bench_case *c, struct
 		}
 	}
 	r->ran = 1;
-	r->strata_ms = median(st, nt);
+	r->strata_ms = bench_median(st, nt);
 	r->allocs_per_run = (double)allocs / (double)nt;
 	if (peer_ok) {
 		r->have_ort = 1;
-		r->ort_ms = median(ot, nt);
+		r->ort_ms = bench_median(ot, nt);
 	}
 done:
 	if (p->pid > 0) {

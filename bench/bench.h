@@ -1,7 +1,8 @@
 /*
  * bench.h: what the two parts of bench share.  bench.c holds main, the
  * inference cases and the helpers below; loads.c times session creation on
- * the models of the same cases.  Private to build/bench/bench.
+ * the models of the same cases.  Private to build/bench/bench; common.h is
+ * what every benchmark program shares.
  */
 #ifndef BENCH_H
 #define BENCH_H
@@ -11,6 +12,7 @@
 #include <stdint.h>
 
 #include "../runtime/runtime.h"
+#include "common.h"
 
 /* One inference case (bench.c); loads.c takes its models and the sizes of
  * each model's first case. */
@@ -60,7 +62,6 @@ double now_ms(void);
 void note_vadd(char *note, size_t cap, const char *fmt, va_list ap);
 int write_all(int fd, const void *buf, size_t n);
 size_t read_all(int fd, void *buf, size_t n);
-double median(double *v, size_t n);
 int scaled(int n, double scale);
 int selected(const struct options *o, const char *model);
 void put_ms(double ms, int w);

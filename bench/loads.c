@@ -496,11 +496,11 @@ static void load_case(const struct options *o, const char *model, int batch, int
 		}
 	}
 	lr->ran = 1;
-	lr->onnx_ms = median(tm[0], (size_t)rounds);
-	lr->ctx_ms = median(tm[1], (size_t)rounds);
+	lr->onnx_ms = bench_median(tm[0], (size_t)rounds);
+	lr->ctx_ms = bench_median(tm[1], (size_t)rounds);
 	if (ort_ok) {
 		lr->have_ort = 1;
-		lr->ort_ms = median(tm[2], (size_t)rounds);
+		lr->ort_ms = bench_median(tm[2], (size_t)rounds);
 	}
 
 	memset(&j, 0, sizeof j);

@@ -41,6 +41,7 @@
 #include <sys/stat.h>
 
 #include "../tests/modelbuild.h"
+#include "../tests/vecgen.h"
 
 #define SEED 0x5eedbe7c4a11ull
 
@@ -57,20 +58,11 @@
 
 /* ---- weights ------------------------------------------------------------------------ */
 
-/* splitmix64: one 64-bit state, good statistics, and the same stream on
- * every platform. */
-static uint64_t mix_next(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-/* Uniform in (0, 1): never 0, so log() below stays finite. */
+/* Uniform in (0, 1) from splitmix64 (tests/vecgen.h: one 64-bit state, the
+ * same stream on every platform): never 0, so log() below stays finite. */
 static double unit_open(uint64_t *s)
 {
-	return ((double)(mix_next(s) >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+	return ((double)(vg_next(s) >> 11) + 0.5) * (1.0 / 9007199254740992.0);
 }
 
 /* The stream of one initializer: FNV-1a of its name, mixed with SEED. */
@@ -123,8 +115,7 @@ static void init_uniform(struct mb_model *m, const char *name, int rank, const i
 	float *w = alloc_floats(n);
 	uint64_t s = stream_of(name);
 	for (size_t i = 0; i < n; i++)
-		w[i] = (float)(-bound + 2.0 * bound * (double)(mix_next(&s) >> 11) *
-		                            (1.0 / 9007199254740992.0));
+		w[i] = (float)(-bound + 2.0 * bound * vg_unit(&s));
 	mb_init(m, name, BASE_DT_FLOAT, rank, dims, w);
 	free(w);
 }

@@ -36,16 +36,15 @@
  *     {"pool": "on", "qps": 21.5, "allocs_per_query": 0, "pool_hits": 50, "pool_misses": 0}
  */
 #include <errno.h>
-#include <ftw.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../engine/engine_int.h"
+#include "../tests/vecgen.h"
+#include "common.h"
 
 #define DIM 384
 #define RERANK 100
@@ -82,61 +81,18 @@ static const char *schema_text =
 	"    }\n"
 	"}\n";
 
-static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int fail(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	fputs("qps: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-	return 1;
-}
-
 /* ---- the data ------------------------------------------------------------------------ */
 
-/* splitmix64: the same stream on every machine. */
-static uint64_t mix_next(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-/* DIM cells uniform in +-sqrt(3 / DIM): about unit length. */
+/* DIM cells uniform in +-sqrt(3 / DIM): about unit length.  The draws are
+ * splitmix64's (tests/vecgen.h): the same stream on every machine. */
 static void draw(uint64_t *s, float *v)
 {
 	double scale = sqrt(3.0 / DIM);
 	for (int i = 0; i < DIM; i++)
-		v[i] = (float)(scale * (2.0 * (double)(mix_next(s) >> 11) / 9007199254740992.0 - 1.0));
+		v[i] = (float)(scale * (2.0 * vg_unit(s) - 1.0));
 }
 
 /* ---- the application folder --------------------------------------------------------------- */
-
-static int write_file(const char *path, const void *data, size_t n)
-{
-	char tmp[4200];
-	snprintf(tmp, sizeof tmp, "%s.tmp", path);
-	FILE *f = fopen(tmp, "wb");
-	if (!f)
-		return fail("cannot write %s: %s", tmp, strerror(errno));
-	int bad = fwrite(data, 1, n, f) != n;
-	bad |= fclose(f) != 0;
-	if (bad || rename(tmp, path) != 0) {
-		remove(tmp);
-		return fail("cannot write %s: %s", path, strerror(errno));
-	}
-	return 0;
-}
-
-static int make_dir(const char *path)
-{
-	if (mkdir(path, 0777) != 0 && errno != EEXIST)
-		return fail("cannot create %s: %s", path, strerror(errno));
-	return 0;
-}
 
 /* The folder, the schema and a copy of the model (rewritten every run: a
  * new mkbench may have changed it; the store does not depend on it). */
@@ -145,31 +101,17 @@ static int write_app(const char *dir, const char *model)
 	char path[4096];
 	struct base_map m;
 	struct strata_error err;
-	if (make_dir(dir))
-		return 1;
-	snprintf(path, sizeof path, "%s/schemas", dir);
-	if (make_dir(path))
+	if (bench_write_schema(dir, "qps", schema_text))
 		return 1;
 	snprintf(path, sizeof path, "%s/models", dir);
-	if (make_dir(path))
-		return 1;
-	snprintf(path, sizeof path, "%s/schemas/qps.sd", dir);
-	if (write_file(path, schema_text, strlen(schema_text)))
+	if (bench_make_dir(path))
 		return 1;
 	if (base_map_file(model, &m, &err) != 0)
-		return fail("%s", err.msg);
+		return bench_fail("%s", err.msg);
 	snprintf(path, sizeof path, "%s/models/mlp_ranker.onnx", dir);
-	int rc = write_file(path, m.data, m.size);
+	int rc = bench_write_file(path, m.data, m.size);
 	base_unmap(&m);
 	return rc;
-}
-
-static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
 }
 
 /* What qps-complete holds for n documents. */
@@ -199,29 +141,29 @@ static int feed(struct strata *db, const char *dir, long n)
 	struct strata_error err = { 0 };
 	struct eng_doctype *dt = eng_doctype_find(db, "vec");
 	if (!dt || dt->nfields != 1)
-		return fail("the application has no document type 'vec' of one field");
+		return bench_fail("the application has no document type 'vec' of one field");
 	float cells[DIM];
 	struct store_value v = { .set = 1, .n = DIM, .cells = cells };
 	struct store_txn *w;
 	uint64_t s = SEED;
 	double t0 = base_now();
 	if (store_txn_begin(db->env, 1, &w, &err) != 0)
-		return fail("%s", err.msg);
+		return bench_fail("%s", err.msg);
 	for (long d = 0; d < n; d++) {
 		char id[64];
 		snprintf(id, sizeof id, "id:qps:vec::%ld", d);
 		draw(&s, cells);
 		if (store_put(w, dt->store_id, id, &v, &err) != 0) {
 			store_txn_abort(w);
-			return fail("document %ld: %s", d, err.msg);
+			return bench_fail("document %ld: %s", d, err.msg);
 		}
 	}
 	if (store_txn_commit(w, &err) != 0)
-		return fail("commit: %s", err.msg);
+		return bench_fail("commit: %s", err.msg);
 	char path[4096], text[256];
 	snprintf(path, sizeof path, "%s/.strata/qps-complete", dir);
 	record_text(text, sizeof text, n);
-	if (write_file(path, text, strlen(text)))
+	if (bench_write_file(path, text, strlen(text)))
 		return 1;
 	fprintf(stderr, "qps: fed %ld documents in %.1f s\n", n, base_now() - t0);
 	return 0;
@@ -236,7 +178,7 @@ static int prepare_store(const char *dir, long n)
 	struct strata_error err = { 0 };
 	if (store_complete(dir, n)) {
 		if (strata_open(dir, NULL, &db, &err) != 0)
-			return fail("%s", err.msg);
+			return bench_fail("%s", err.msg);
 		struct store_txn *r;
 		uint64_t count = 0;
 		struct eng_doctype *dt = eng_doctype_find(db, "vec");
@@ -250,11 +192,11 @@ static int prepare_store(const char *dir, long n)
 			return 0;
 		}
 	}
-	if (nftw(data, remove_one, 16, FTW_DEPTH | FTW_PHYS) != 0 && errno != ENOENT)
-		return fail("cannot remove %s: %s", data, strerror(errno));
+	if (bench_remove_tree(data) != 0 && errno != ENOENT)
+		return bench_fail("cannot remove %s: %s", data, strerror(errno));
 	fprintf(stderr, "qps: feeding %ld documents into %s\n", n, data);
 	if (strata_open(dir, NULL, &db, &err) != 0)
-		return fail("%s", err.msg);
+		return bench_fail("%s", err.msg);
 	int rc = feed(db, dir, n);
 	strata_close(db);
 	return rc;
@@ -274,7 +216,7 @@ static int make_requests(void)
 		size_t cap = REQ_CAP, n;
 		char *r = base_alloc(cap);
 		if (!r)
-			return fail("out of memory");
+			return bench_fail("out of memory");
 		draw(&s, q);
 		n = (size_t)snprintf(r, cap, "{\"yql\": \"select * from sources * where true\", "
 		                             "\"ranking.profile\": \"twophase\", \"hits\": 10, "
@@ -295,24 +237,12 @@ struct mode {
 	char *answer;                /* the result of request 0, first round */
 };
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof *v, cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 static int query(struct strata *db, int k, char **out)
 {
 	struct strata_error err = { 0 };
 	char *result = NULL;
 	if (strata_query_json(db, requests[k % NQVEC], &result, &err) != 0)
-		return fail("query: %s", err.msg);
+		return bench_fail("query: %s", err.msg);
 	if (out)
 		*out = result;
 	else
@@ -327,7 +257,7 @@ static int round_of(const char *dir, struct mode *m, int round, int warmup, int 
 	struct strata *db;
 	struct strata_error err = { 0 };
 	if (strata_open(dir, &o, &db, &err) != 0)
-		return fail("%s", err.msg);
+		return bench_fail("%s", err.msg);
 	int rc = 0;
 	for (int i = 0; i < warmup && rc == 0; i++)
 		rc = query(db, i, round == 0 && i == 0 ? &m->answer : NULL);
@@ -386,7 +316,7 @@ int main(int argc, char **argv)
 		for (int j = 0; j < 2 && rc == 0; j++)
 			rc = round_of(dir, &modes[(r + j) % 2], r, (int)warmup, (int)k);
 	if (rc == 0 && strcmp(modes[0].answer, modes[1].answer) != 0)
-		rc = fail("the two modes gave different results for the same request");
+		rc = bench_fail("the two modes gave different results for the same request");
 	if (rc)
 		return rc;
 
@@ -398,7 +328,7 @@ int main(int argc, char **argv)
 	double q[2], apq[2];
 	for (int j = 0; j < 2; j++) {
 		struct mode *m = &modes[j];
-		q[j] = median(m->qps, (int)rounds);
+		q[j] = bench_median(m->qps, (size_t)rounds);
 		apq[j] = m->queries ? (double)m->allocs / (double)m->queries : 0;
 		printf("%-5s %10.2f %10.2f %14.2f %10llu %12llu\n", m->name, q[j], 1000 / q[j], apq[j],
 		       m->hits, m->misses);

@@ -41,22 +41,20 @@
  * engine failed.
  */
 #include <errno.h>
-#include <ftw.h>
 #include <math.h>
 #include <signal.h>
 #include <sqlite3.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
 
+#include "../base/base.h"
 #include "../engine/strata.h"
+#include "common.h"
 #include "textbench.h"
 
 #define SEED 0x7e57c0de5eedull
@@ -108,43 +106,6 @@ struct results {
 	long fed[NENG];
 };
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int fail(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	fputs("textbench: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-	return 1;
-}
-
-static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st, (void)flag, (void)ftw;
-	return remove(path);
-}
-
-static void remove_tree(const char *path)
-{
-	nftw(path, remove_one, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-static int make_dir(const char *path)
-{
-	if (mkdir(path, 0777) != 0 && errno != EEXIST)
-		return fail("cannot create %s: %s", path, strerror(errno));
-	return 0;
-}
-
 /* ---- the corpus ------------------------------------------------------------------------ */
 
 static int write_corpus(const struct textgen *g, const struct opts *o)
@@ -159,7 +120,7 @@ static int write_corpus(const struct textgen *g, const struct opts *o)
 			fclose(js);
 		if (txt)
 			fclose(txt);
-		return fail("cannot write the corpus in %s: %s", o->dir, strerror(errno));
+		return bench_fail("cannot write the corpus in %s: %s", o->dir, strerror(errno));
 	}
 	static char buf[DOC_CAP];
 	double words = 0;
@@ -175,7 +136,7 @@ static int write_corpus(const struct textgen *g, const struct opts *o)
 	bad |= fclose(js) != 0;
 	bad |= fclose(txt) != 0;
 	if (bad)
-		return fail("cannot write the corpus in %s", o->dir);
+		return bench_fail("cannot write the corpus in %s", o->dir);
 	fprintf(stderr, "textbench: %ld documents, %.1f words each on average\n", o->docs,
 	        words / (double)o->docs);
 	return 0;
@@ -187,27 +148,20 @@ static int strata_setup(const struct opts *o, struct strata **db, struct results
 {
 	char app[4096], path[4200];
 	snprintf(app, sizeof app, "%s/app", o->dir);
-	remove_tree(app);
-	if (make_dir(app))
+	bench_remove_tree(app);
+	if (bench_write_schema(app, "text", schema_text))
 		return 1;
-	snprintf(path, sizeof path, "%s/schemas", app);
-	if (make_dir(path))
-		return 1;
-	snprintf(path, sizeof path, "%s/schemas/text.sd", app);
-	FILE *f = fopen(path, "w");
-	if (!f || fputs(schema_text, f) < 0 || fclose(f) != 0)
-		return fail("cannot write %s", path);
 	struct strata_error err = {0};
 	if (strata_open(app, NULL, db, &err) != 0)
-		return fail("strata: %s", err.msg);
+		return bench_fail("strata: %s", err.msg);
 	snprintf(path, sizeof path, "%s/corpus.jsonl", o->dir);
 	struct strata_feed_stats st = {0};
-	double t0 = now_s();
+	double t0 = base_now();
 	int rc = strata_feed_file(*db, path, NULL, NULL, &st, &err);
-	r->feed_s[E_STRATA] = now_s() - t0;
+	r->feed_s[E_STRATA] = base_now() - t0;
 	r->fed[E_STRATA] = st.ok;
 	if (rc)
-		return fail("strata feed: %s", err.msg);
+		return bench_fail("strata feed: %s", err.msg);
 	return 0;
 }
 
@@ -252,11 +206,11 @@ static int strata_query(struct strata *db, const uint32_t *terms, int nt, int m,
 	strata_request(req, sizeof req, terms, nt, m);
 	char *out = NULL;
 	struct strata_error err = {0};
-	double t0 = now_s();
+	double t0 = base_now();
 	int rc = strata_query_json(db, req, &out, &err);
-	*us = (now_s() - t0) * 1e6;
+	*us = (base_now() - t0) * 1e6;
 	if (rc)
-		return fail("strata query %s: %s", req, err.msg);
+		return bench_fail("strata query %s: %s", req, err.msg);
 	*nids = result_ids(out, ids);
 	strata_free(out);
 	return 0;
@@ -268,13 +222,13 @@ static int xapian_start(const struct opts *o, struct peer *p, struct results *r)
 {
 	int in[2], out[2];
 	if (pipe(in) || pipe(out))
-		return fail("pipe: %s", strerror(errno));
+		return bench_fail("pipe: %s", strerror(errno));
 	char db[4096], docs[4096];
 	snprintf(db, sizeof db, "%s/xapian", o->dir);
 	snprintf(docs, sizeof docs, "%s/docs.txt", o->dir);
 	p->pid = fork();
 	if (p->pid < 0)
-		return fail("fork: %s", strerror(errno));
+		return bench_fail("fork: %s", strerror(errno));
 	if (p->pid == 0) {
 		dup2(in[0], 0);
 		dup2(out[1], 1);
@@ -292,7 +246,7 @@ static int xapian_start(const struct opts *o, struct peer *p, struct results *r)
 	double secs;
 	if (!fgets(line, sizeof line, p->from) ||
 	    sscanf(line, "indexed %ld %lf", &r->fed[E_XAPIAN], &secs) != 2)
-		return fail("xapian: no index built");
+		return bench_fail("xapian: no index built");
 	r->feed_s[E_XAPIAN] = secs;
 	return 0;
 }
@@ -309,7 +263,7 @@ static int xapian_query(struct peer *p, const uint32_t *terms, int nt, double *u
 	fflush(p->to);
 	char line[1024];
 	if (!fgets(line, sizeof line, p->from) || sscanf(line, "%lf", us) != 1)
-		return fail("xapian: no answer");
+		return bench_fail("xapian: no answer");
 	return 0;
 }
 
@@ -333,14 +287,14 @@ static int sqlite_setup(const struct opts *o, sqlite3 **db, struct results *r)
 	snprintf(path, sizeof path, "%s/fts.db", o->dir);
 	remove(path);
 	if (sqlite3_open(path, db) != SQLITE_OK)
-		return fail("sqlite: %s", sqlite3_errmsg(*db));
+		return bench_fail("sqlite: %s", sqlite3_errmsg(*db));
 	snprintf(path, sizeof path, "%s/docs.txt", o->dir);
 	FILE *f = fopen(path, "r");
 	if (!f)
-		return fail("cannot read %s", path);
+		return bench_fail("cannot read %s", path);
 	static char buf[DOC_CAP];
 	sqlite3_stmt *ins = NULL;
-	double t0 = now_s();
+	double t0 = base_now();
 	int rc = sqlite3_exec(*db, "CREATE VIRTUAL TABLE t USING fts5(body); BEGIN", NULL, NULL,
 	                      NULL);
 	if (rc == SQLITE_OK)
@@ -358,10 +312,10 @@ static int sqlite_setup(const struct opts *o, sqlite3 **db, struct results *r)
 	fclose(f);
 	if (rc == SQLITE_OK)
 		rc = sqlite3_exec(*db, "COMMIT", NULL, NULL, NULL);
-	r->feed_s[E_SQLITE] = now_s() - t0;
+	r->feed_s[E_SQLITE] = base_now() - t0;
 	r->fed[E_SQLITE] = n;
 	if (rc != SQLITE_OK)
-		return fail("sqlite: %s", sqlite3_errmsg(*db));
+		return bench_fail("sqlite: %s", sqlite3_errmsg(*db));
 	return 0;
 }
 
@@ -375,16 +329,16 @@ static int sqlite_query(sqlite3 *db, const uint32_t *terms, int nt, double *us)
 		o += (size_t)snprintf(sql + o, sizeof sql - o, "%s%s", i ? " OR " : "", w);
 	}
 	snprintf(sql + o, sizeof sql - o, "' ORDER BY bm25(t) LIMIT 10");
-	double t0 = now_s();
+	double t0 = base_now();
 	sqlite3_stmt *st;
 	int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
 	int n = 0;
 	while (rc == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
 		n += sqlite3_column_int64(st, 0) >= 0;
 	sqlite3_finalize(st);
-	*us = (now_s() - t0) * 1e6;
+	*us = (base_now() - t0) * 1e6;
 	if (rc != SQLITE_OK)
-		return fail("sqlite: %s", sqlite3_errmsg(db));
+		return bench_fail("sqlite: %s", sqlite3_errmsg(db));
 	return 0;
 }
 
@@ -430,18 +384,6 @@ static int one_round(const struct opts *o, int round, const struct textgen *g, s
 	return 0;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
-static double median(double *v, size_t n)
-{
-	qsort(v, n, sizeof *v, cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 static void report(const struct opts *o, struct results *r)
 {
 	size_t n = (size_t)o->rounds * (size_t)o->queries;
@@ -455,10 +397,10 @@ static void report(const struct opts *o, struct results *r)
 	double worst_ratio = 0;
 	char json[NT * NMODE][512];
 	for (int c = 0; c < NT; c++) {
-		double xm = median(r->t[E_XAPIAN][c][0], n) / 1000;
-		double qm = median(r->t[E_SQLITE][c][0], n) / 1000;
+		double xm = bench_median(r->t[E_XAPIAN][c][0], n) / 1000;
+		double qm = bench_median(r->t[E_SQLITE][c][0], n) / 1000;
 		for (int m = 0; m < NMODE; m++) {
-			double sm = median(r->t[E_STRATA][c][m], n) / 1000;
+			double sm = bench_median(r->t[E_STRATA][c][m], n) / 1000;
 			double rec = r->recall[c][m] / o->queries;
 			if (m && sm / xm > worst_ratio)
 				worst_ratio = sm / xm;
@@ -510,18 +452,18 @@ int main(int argc, char **argv)
 	    o.rounds > MAX_ROUNDS)
 		return usage();
 	signal(SIGPIPE, SIG_IGN);
-	if (make_dir(o.dir))
+	if (bench_make_dir(o.dir))
 		return 1;
 	struct textgen g;
 	if (tg_init(&g, SEED))
-		return fail("out of memory");
+		return bench_fail("out of memory");
 	static struct results r;
 	size_t n = (size_t)o.rounds * (size_t)o.queries;
 	for (int e = 0; e < NENG; e++)
 		for (int c = 0; c < NT; c++)
 			for (int m = 0; m < NMODE; m++)
 				if (!(r.t[e][c][m] = calloc(n, sizeof(double))))
-					return fail("out of memory");
+					return bench_fail("out of memory");
 	struct strata *sdb = NULL;
 	sqlite3 *qdb = NULL;
 	struct peer xp = {0};

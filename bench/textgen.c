@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../tests/vecgen.h"
 #include "textbench.h"
 
 #define ZIPF_S 1.0
@@ -35,19 +36,6 @@ static const char syll[20][3] = {
 	"ba", "ko", "mi", "te", "ru", "sa", "lo", "ne", "di", "fa",
 	"gu", "pe", "to", "vi", "za", "ho", "ju", "ce", "wy", "xo",
 };
-
-static uint64_t mix_next(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-static double uniform(uint64_t *s)
-{
-	return (double)(mix_next(s) >> 11) / 9007199254740992.0;
-}
 
 void tg_word(uint32_t r, char *out)
 {
@@ -88,7 +76,7 @@ void tg_free(struct textgen *g)
 /* A word's rank drawn by frequency. */
 static uint32_t draw_word(const struct textgen *g, uint64_t *s)
 {
-	double u = uniform(s);
+	double u = vg_unit(s);
 	uint32_t lo = 0, hi = VOCAB - 1;
 	while (lo < hi) {
 		uint32_t mid = lo + (hi - lo) / 2;
@@ -104,7 +92,7 @@ size_t tg_doc(const struct textgen *g, long i, char *buf, size_t cap)
 {
 	uint64_t s = g->seed ^ (0x5851f42d4c957f2dull * (uint64_t)(i + 1));
 	/* log-normal length: Box-Muller from two uniforms */
-	double u1 = uniform(&s), u2 = uniform(&s);
+	double u1 = vg_unit(&s), u2 = vg_unit(&s);
 	double z = sqrt(-2 * log(u1 > 0 ? u1 : 1e-300)) * cos(2 * M_PI * u2);
 	long len = lround(LEN_MEDIAN * exp(LEN_SIGMA * z));
 	if (len < LEN_MIN)
