@@ -40,14 +40,6 @@ static int simple_type(const struct rank_tok *t)
 	return 0;
 }
 
-static int listed(const struct rank_tok *t, const char *const *list)
-{
-	for (int i = 0; list[i]; i++)
-		if (rank_tok_is(t, list[i]))
-			return 1;
-	return 0;
-}
-
 /* A new type node of the given type at token t, owned by the schema. */
 static int new_vtype(struct rank_parser *p, int type, const struct rank_tok *t,
                      struct rank_vtype_decl **out)
@@ -119,7 +111,7 @@ static int vtype(struct rank_parser *p, int depth, struct rank_vtype_decl **out)
 			return rc;
 		return type_args(p, depth, *out, &t);
 	}
-	if (listed(&t, unsupported_elements))
+	if (rank_parser_name_in(&t, unsupported_elements))
 		return rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED,
 		                        "%s inside a collection or struct is not supported",
 		                        rank_tok_quote(&t));
@@ -400,7 +392,7 @@ static int summary_body(struct rank_parser *p, struct rank_source_decl *d)
 				                        "a summary field with several sources is not supported");
 			continue;
 		}
-		if (listed(&t, unsupported_transforms))
+		if (rank_parser_name_in(&t, unsupported_transforms))
 			return rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED,
 			                        "summary setting %s is not supported", rank_tok_quote(&t));
 		return rank_parser_fail(p, &t, STRATA_PARSE,
@@ -522,7 +514,7 @@ int rank_field_summary(struct rank_parser *p, struct rank_field *f, const struct
 			f->summary = 1;
 			return rc < 0 ? rc : 0;
 		}
-		if (listed(&t, unsupported_transforms))
+		if (rank_parser_name_in(&t, unsupported_transforms))
 			return rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED,
 			                        "summary setting %s is not supported", rank_tok_quote(&t));
 		return rank_parser_fail(p, &t, STRATA_PARSE, "expected a summary setting, found %s",
