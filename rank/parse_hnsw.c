@@ -6,33 +6,7 @@
  * "index" (parse.c); these settings only tune it.  multi-threaded-indexing
  * is accepted and changes nothing (the store inserts on its one writer).
  */
-#include <stdlib.h>
-#include <string.h>
-
 #include "rank_syntax.h"
-
-/* setting: N with N a whole number in [lo, hi]. */
-static int number(struct rank_parser *p, const struct rank_tok *kw, int lo, int hi, int *out)
-{
-	struct rank_tok t;
-	int rc = rank_parser_expect(p, ":", "after the setting name");
-	if (rc)
-		return rc;
-	rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
-	char buf[32];
-	if (t.kind != RT_NUM || t.len >= sizeof buf)
-		return rank_parser_fail(p, &t, STRATA_PARSE, "expected a number after %s, found %s",
-		                        rank_tok_quote(kw), rank_tok_quote(&t));
-	memcpy(buf, t.s, t.len);
-	buf[t.len] = 0;
-	char *end;
-	long v = strtol(buf, &end, 10);
-	if (*end || v < lo || v > hi)
-		return rank_parser_fail(p, &t, STRATA_TYPE, "%s must be a whole number from %d to %d",
-		                        rank_tok_quote(kw), lo, hi);
-	*out = (int)v;
-	return 0;
-}
 
 static int hnsw_block(struct rank_parser *p, struct rank_field *f, const struct rank_tok *kw)
 {
@@ -47,9 +21,9 @@ static int hnsw_block(struct rank_parser *p, struct rank_field *f, const struct 
 		if (t.kind == RT_EOF)
 			return rank_parser_fail(p, kw, STRATA_PARSE, "the block of 'hnsw' is never closed");
 		if (rank_tok_is(&t, "max-links-per-node"))
-			rc = number(p, &t, 2, 256, &f->hnsw_m);
+			rc = rank_parser_whole_setting(p, &t, 2, 256, &f->hnsw_m);
 		else if (rank_tok_is(&t, "neighbors-to-explore-at-insert"))
-			rc = number(p, &t, 1, 100000, &f->hnsw_ef);
+			rc = rank_parser_whole_setting(p, &t, 1, 100000, &f->hnsw_ef);
 		else if (rank_tok_is(&t, "multi-threaded-indexing"))
 			rc = rank_parser_skip_setting(p);
 		else

@@ -10,7 +10,6 @@
  * precede the fields it names): every field must exist and be a text field,
  * and all must agree on how they match.
  */
-#include <stdlib.h>
 #include <string.h>
 
 #include "rank_syntax.h"
@@ -96,21 +95,7 @@ static int gram_size(struct rank_parser *p, struct rank_field *f, const struct r
 	if (!rank_tok_is(&c, ":") || v.kind != RT_NUM)
 		return rank_parser_fail(p, &c, STRATA_PARSE, "expected ': number' after %s",
 		                        rank_tok_quote(kw));
-	char buf[16];
-	int n = 0;
-	if (v.len < sizeof buf) {
-		memcpy(buf, v.s, v.len);
-		buf[v.len] = 0;
-		char *end;
-		long l = strtol(buf, &end, 10);
-		if (*end == 0 && l >= 1 && l <= BASE_TOKEN_GRAM_MAX)
-			n = (int)l;
-	}
-	if (!n)
-		return rank_parser_fail(p, &v, STRATA_TYPE, "gram-size must be a whole number from 1 "
-		                        "to %d, found %s", BASE_TOKEN_GRAM_MAX, rank_tok_quote(&v));
-	f->gram_size = n;
-	return 0;
+	return rank_parser_whole(p, &v, "gram-size", 1, BASE_TOKEN_GRAM_MAX, &f->gram_size);
 }
 
 /* kw: value, or kw { value ... }; inside match blocks also gram-size: N,

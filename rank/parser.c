@@ -187,6 +187,37 @@ int rank_parser_skip_setting(struct rank_parser *p)
 	return 0;
 }
 
+/* The number token v as a whole number from lo to hi; what names the
+ * setting in the message. */
+int rank_parser_whole(struct rank_parser *p, const struct rank_tok *v, const char *what, int lo,
+                      int hi, int *out)
+{
+	double d;
+	int rc = rank_tok_number(p->lx, v, &d, p->err);
+	if (rc)
+		return rc;
+	if (d < lo || d > hi || d != (double)(int)d)
+		return rank_parser_fail(p, v, STRATA_TYPE, "%s must be a whole number from %d to %d, found %s",
+		                        what, lo, hi, rank_tok_quote(v));
+	*out = (int)d;
+	return 0;
+}
+
+/* ": N" after the setting kw, N a whole number from lo to hi. */
+int rank_parser_whole_setting(struct rank_parser *p, const struct rank_tok *kw, int lo, int hi,
+                              int *out)
+{
+	struct rank_tok t;
+	int rc = rank_parser_expect(p, ":", "after the setting name");
+	if (rc)
+		return rc;
+	rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
+	if (t.kind != RT_NUM)
+		return rank_parser_fail(p, &t, STRATA_PARSE, "expected a number after %s, found %s",
+		                        rank_tok_quote(kw), rank_tok_quote(&t));
+	return rank_parser_whole(p, &t, rank_tok_quote(kw), lo, hi, out);
+}
+
 /* t does not belong in the block of the what (a field, a rank-profile, a
  * schema) called name. */
 int rank_parser_unexpected_in(struct rank_parser *p, const struct rank_tok *t, const char *what,

@@ -126,6 +126,15 @@ void *rank_parser_add_named(struct rank_parser *p, void *arrp, int *n, size_t el
 int rank_parser_colon_or_block(struct rank_parser *p, const struct rank_tok *kw, int *block);
 /* The value of a setting accepted and ignored: ": word". */
 int rank_parser_skip_setting(struct rank_parser *p);
+/* The number token v as a whole number from lo to hi into *out; what names
+ * the setting in the message (STRATA_TYPE "what must be a whole number from
+ * lo to hi, found v"). */
+int rank_parser_whole(struct rank_parser *p, const struct rank_tok *v, const char *what, int lo,
+                      int hi, int *out);
+/* After the setting kw: ": N", N a whole number from lo to hi, into *out
+ * (STRATA_PARSE without ':' or a number, else as rank_parser_whole). */
+int rank_parser_whole_setting(struct rank_parser *p, const struct rank_tok *kw, int lo, int hi,
+                              int *out);
 /* t does not belong in the block of the what (a field, a rank-profile, a
  * schema) called name. */
 int rank_parser_unexpected_in(struct rank_parser *p, const struct rank_tok *t, const char *what,
