@@ -154,8 +154,7 @@ static int empty_body(struct rank_parser *p, const char *what)
 	struct rank_tok t;
 	if (!rank_parser_take_if(p, RANK_LEX_SCHEMA, "{"))
 		return 0;
-	rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
-	if (rank_tok_is(&t, "}"))
+	if (!rank_parser_block_item(p, NULL, &t))
 		return 0;
 	return rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED, "settings of %s (%s) are not supported",
 	                        what, rank_tok_quote(&t));
@@ -211,10 +210,7 @@ int rank_struct_parse(struct rank_parser *p, const struct rank_tok *kw)
 		return rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED, "struct inheritance is not supported");
 	if ((rc = rank_parser_expect(p, "{", "after the struct's name")) != 0)
 		return rc;
-	for (;;) {
-		rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
-		if (rank_tok_is(&t, "}"))
-			break;
+	while (rank_parser_block_item(p, NULL, &t)) {
 		if (!rank_tok_is(&t, "field"))
 			return rank_parser_fail(p, &t, STRATA_PARSE,
 			                        "expected 'field' or '}' in struct '%s', found %s", s->name,
@@ -245,10 +241,7 @@ int rank_struct_field_parse(struct rank_parser *p, struct rank_field *f, const s
 	if ((rc = rank_parser_expect(p, "{", "after the struct-field's name")) != 0 ||
 	    (rc = rank_parser_enter(p, &nm)) != 0)
 		return rc;
-	for (;;) {
-		rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
-		if (rank_tok_is(&t, "}"))
-			break;
+	while (rank_parser_block_item(p, NULL, &t)) {
 		if (rank_tok_is(&t, "struct-field")) {
 			rc = rank_struct_field_parse(p, f, &t);
 		} else if (rank_tok_is(&t, "indexing")) {
@@ -350,10 +343,7 @@ static int summary_body(struct rank_parser *p, struct rank_source_decl *d)
 	int rc;
 	if (!rank_parser_take_if(p, RANK_LEX_SCHEMA, "{"))
 		return 0;
-	for (;;) {
-		rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
-		if (rank_tok_is(&t, "}"))
-			return 0;
+	while (rank_parser_block_item(p, NULL, &t)) {
 		if (rank_tok_is(&t, "full") || rank_tok_is(&t, ";"))
 			continue;
 		if (rank_tok_is(&t, "tokens")) {
@@ -402,6 +392,7 @@ static int summary_body(struct rank_parser *p, struct rank_source_decl *d)
 		                        "found %s",
 		                        d->name, rank_tok_quote(&t));
 	}
+	return 0;
 }
 
 /* Append a summary field named nm to the array at arrp (n elements). */
@@ -470,10 +461,7 @@ static int summary_fields(struct rank_parser *p, const char *name, struct rank_s
 	int first = *n, rc = rank_parser_expect(p, "{", "after the document-summary's name");
 	if (rc)
 		return rc;
-	for (;;) {
-		rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
-		if (rank_tok_is(&t, "}"))
-			return 0;
+	while (rank_parser_block_item(p, NULL, &t)) {
 		if (rank_tok_is(&t, "from-disk"))
 			continue; /* every summary here is read from the stored document */
 		if (rank_tok_is(&t, "omit-summary-features")) {
@@ -494,6 +482,7 @@ static int summary_fields(struct rank_parser *p, const char *name, struct rank_s
 		if (!d || (rc = summary_type(p)) != 0 || (rc = summary_body(p, d)) != 0)
 			return rc;
 	}
+	return 0;
 }
 
 int rank_field_summary(struct rank_parser *p, struct rank_field *f, const struct rank_tok *kw)
@@ -615,11 +604,9 @@ int rank_wset_settings(struct rank_parser *p, struct rank_field *f, const struct
 	}
 	if ((rc = rank_parser_expect(p, "{", "after 'weightedset'")) != 0)
 		return rc;
-	for (;;) {
-		rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
-		if (rank_tok_is(&t, "}"))
-			return 0;
+	while (rank_parser_block_item(p, NULL, &t)) {
 		if ((rc = wset_setting(p, f, &t)) != 0)
 			return rc;
 	}
+	return 0;
 }

@@ -133,15 +133,10 @@ static int sorting(struct rank_parser *p, struct rank_field *f, const struct ran
 		rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
 		return sorting_item(p, f, &t);
 	}
-	for (;;) {
-		rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
-		if (rank_tok_is(&t, "}"))
-			return 0;
-		if (t.kind == RT_EOF)
-			return rank_parser_fail(p, kw, STRATA_PARSE, "the sorting block is never closed");
+	while ((rc = rank_parser_block_item(p, kw, &t)) > 0)
 		if ((rc = sorting_item(p, f, &t)) != 0)
 			return rc;
-	}
+	return rc;
 }
 
 /* linguistics { profile: p } or linguistics { profile { index: p  search: q } }. */
@@ -150,8 +145,7 @@ static int linguistics(struct rank_parser *p, const struct rank_tok *kw)
 	struct rank_tok t, v;
 	int rc = rank_parser_expect(p, "{", "after 'linguistics'");
 	for (; !rc;) {
-		rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
-		if (rank_tok_is(&t, "}"))
+		if (!rank_parser_block_item(p, NULL, &t))
 			return 0;
 		if (!rank_tok_is(&t, "profile"))
 			return rank_parser_fail(p, &t, STRATA_PARSE,
@@ -165,8 +159,7 @@ static int linguistics(struct rank_parser *p, const struct rank_tok *kw)
 			continue;
 		}
 		for (;;) { /* profile { index: p  search: q } */
-			rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
-			if (rank_tok_is(&t, "}"))
+			if (!rank_parser_block_item(p, NULL, &t))
 				break;
 			if (!rank_tok_is(&t, "index") && !rank_tok_is(&t, "search"))
 				return rank_parser_fail(p, t.kind == RT_EOF ? kw : &t, STRATA_PARSE,

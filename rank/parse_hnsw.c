@@ -14,12 +14,7 @@ static int hnsw_block(struct rank_parser *p, struct rank_field *f, const struct 
 	int rc = rank_parser_expect(p, "{", "after 'hnsw'");
 	if (rc)
 		return rc;
-	for (;;) {
-		rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
-		if (rank_tok_is(&t, "}"))
-			return 0;
-		if (t.kind == RT_EOF)
-			return rank_parser_fail(p, kw, STRATA_PARSE, "the block of 'hnsw' is never closed");
+	while ((rc = rank_parser_block_item(p, kw, &t)) > 0) {
 		if (rank_tok_is(&t, "max-links-per-node"))
 			rc = rank_parser_whole_setting(p, &t, 2, 256, &f->hnsw_m);
 		else if (rank_tok_is(&t, "neighbors-to-explore-at-insert"))
@@ -32,6 +27,7 @@ static int hnsw_block(struct rank_parser *p, struct rank_field *f, const struct 
 		if (rc)
 			return rc;
 	}
+	return rc;
 }
 
 int rank_parse_tensor_index(struct rank_parser *p, struct rank_field *f, const struct rank_tok *kw)
@@ -48,12 +44,7 @@ int rank_parse_tensor_index(struct rank_parser *p, struct rank_field *f, const s
 		                        "index setting %s on a tensor is not supported (hnsw is)",
 		                        rank_tok_quote(&t));
 	}
-	for (;;) {
-		rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
-		if (rank_tok_is(&t, "}"))
-			return 0;
-		if (t.kind == RT_EOF)
-			return rank_parser_fail(p, kw, STRATA_PARSE, "the block of 'index' is never closed");
+	while ((rc = rank_parser_block_item(p, kw, &t)) > 0) {
 		if (!rank_tok_is(&t, "hnsw"))
 			return rank_parser_fail(p, &t, t.kind == RT_NAME ? STRATA_NOT_IMPLEMENTED : STRATA_PARSE,
 			                        "index setting %s on a tensor is not supported (hnsw is)",
@@ -61,4 +52,5 @@ int rank_parse_tensor_index(struct rank_parser *p, struct rank_field *f, const s
 		if ((rc = hnsw_block(p, f, &t)) != 0)
 			return rc;
 	}
+	return rc;
 }

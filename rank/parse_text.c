@@ -111,15 +111,10 @@ int rank_parse_text_setting(struct rank_parser *p, struct rank_field *f, const s
 	if (!rank_tok_is(&t, "{"))
 		return rank_parser_fail(p, &t, STRATA_PARSE, "expected ':' or '{' after %s, found %s",
 		                        rank_tok_quote(kw), rank_tok_quote(&t));
-	for (;;) {
-		rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
-		if (rank_tok_is(&t, "}"))
-			return 0;
-		if (t.kind == RT_EOF)
-			return rank_parser_fail(p, kw, STRATA_PARSE, "the block of %s is never closed",
-			                        rank_tok_quote(kw));
+	int rc;
+	while ((rc = rank_parser_block_item(p, kw, &t)) > 0) {
 		if (rank_tok_is(&t, "gram-size")) {
-			int rc = gram_size(p, f, &t);
+			rc = gram_size(p, f, &t);
 			if (rc)
 				return rc;
 			continue;
@@ -135,10 +130,10 @@ int rank_parse_text_setting(struct rank_parser *p, struct rank_field *f, const s
 				                        rank_tok_quote(&t));
 			continue;
 		}
-		int rc = setting_value(p, f, kw, &t);
-		if (rc)
+		if ((rc = setting_value(p, f, kw, &t)) != 0)
 			return rc;
 	}
+	return rc;
 }
 
 /* fieldset name { fields: a, b, c  query-command: ...  match: ... } */
@@ -164,10 +159,7 @@ int rank_parse_fieldset(struct rank_parser *p)
 	if (!rank_tok_is(&t, "{"))
 		return rank_parser_fail(p, &t, STRATA_PARSE, "expected '{' after 'fieldset %s', found %s",
 		                        fs->name, rank_tok_quote(&t));
-	for (;;) {
-		rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
-		if (rank_tok_is(&t, "}"))
-			return 0;
+	while (rank_parser_block_item(p, NULL, &t)) {
 		if (rank_tok_is(&t, "fields")) {
 			rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
 			if (!rank_tok_is(&t, ":"))
@@ -207,6 +199,7 @@ int rank_parse_fieldset(struct rank_parser *p)
 			                        rank_tok_quote(&t));
 		}
 	}
+	return 0;
 }
 
 /* stemming: none|best|... at schema level: the default of the fields. */

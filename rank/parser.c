@@ -175,6 +175,21 @@ int rank_parser_colon_or_block(struct rank_parser *p, const struct rank_tok *kw,
 	return 0;
 }
 
+/* Inside a block whose '{' is taken: the next token into t; 1 when it begins
+ * an item, 0 when it is the closing '}'.  With kw (the keyword the block
+ * belongs to), the end of the file is the error "the block of 'kw' is never
+ * closed"; without, the caller reports it as the item it expected. */
+int rank_parser_block_item(struct rank_parser *p, const struct rank_tok *kw, struct rank_tok *t)
+{
+	rank_lex_next(p->lx, RANK_LEX_SCHEMA, t);
+	if (rank_tok_is(t, "}"))
+		return 0;
+	if (kw && t->kind == RT_EOF)
+		return rank_parser_fail(p, kw, STRATA_PARSE, "the block of %s is never closed",
+		                        rank_tok_quote(kw));
+	return 1;
+}
+
 /* The value of a setting Strata accepts and ignores: ": word". */
 int rank_parser_skip_setting(struct rank_parser *p)
 {

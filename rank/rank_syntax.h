@@ -124,6 +124,12 @@ void *rank_parser_add_named(struct rank_parser *p, void *arrp, int *n, size_t el
                             const struct rank_tok *nm, int *rc);
 /* After the keyword kw: ':' (*block = 0) or '{' (*block = 1). */
 int rank_parser_colon_or_block(struct rank_parser *p, const struct rank_tok *kw, int *block);
+/* Inside a block whose '{' is taken: the next token into t; 1 when it begins
+ * an item, 0 when it is the closing '}' (taken).  With kw, the keyword of the
+ * block, the end of the file is STRATA_PARSE "the block of 'kw' is never
+ * closed" (at kw), returned; without kw it is an item for the caller to
+ * refuse.  Loops read: while ((rc = rank_parser_block_item(p, kw, &t)) > 0). */
+int rank_parser_block_item(struct rank_parser *p, const struct rank_tok *kw, struct rank_tok *t);
 /* The value of a setting accepted and ignored: ": word". */
 int rank_parser_skip_setting(struct rank_parser *p);
 /* The number token v as a whole number from lo to hi into *out; what names

@@ -113,8 +113,7 @@ int rank_predicate_index(struct rank_parser *p, struct rank_field *f, const stru
 	int64_t v;
 	int rc = rank_parser_expect(p, "{", "after 'index' of a predicate field");
 	while (!rc) {
-		rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
-		if (rank_tok_is(&t, "}"))
+		if (!rank_parser_block_item(p, NULL, &t))
 			break;
 		if (rank_tok_is(&t, "arity")) {
 			if (!(rc = int_setting(p, &t, 2, 64, &v)))
