@@ -796,7 +796,7 @@ int rank_parse_schema_constant(struct rank_parser *p, const struct rank_tok *kw)
 			return rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED,
 			                        "constants read from a uri are not supported");
 		} else {
-			return rank_parser_fail(p, &t, t.kind == RT_EOF ? STRATA_PARSE : STRATA_PARSE,
+			return rank_parser_fail(p, &t, STRATA_PARSE,
 			                        "expected 'file', 'type' or '}' in constant %s, found %s",
 			                        c->name, rank_tok_quote(&t));
 		}

@@ -161,10 +161,8 @@ int rank_parse_fieldset(struct rank_parser *p)
 		                        fs->name, rank_tok_quote(&t));
 	while (rank_parser_block_item(p, NULL, &t)) {
 		if (rank_tok_is(&t, "fields")) {
-			rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
-			if (!rank_tok_is(&t, ":"))
-				return rank_parser_fail(p, &t, STRATA_PARSE, "expected ':' after 'fields', found %s",
-				                        rank_tok_quote(&t));
+			if ((rc = rank_parser_expect(p, ":", "after 'fields'")) != 0)
+				return rc;
 			do {
 				if ((rc = rank_parser_expect_name(p, RANK_LEX_SCHEMA, &t, "a field name")) != 0)
 					return rc;
@@ -172,27 +170,16 @@ int rank_parse_fieldset(struct rank_parser *p)
 					return rc;
 				if (!(fs->names[fs->nfields - 1] = rank_parser_tokdup(p, &t)))
 					return STRATA_NOMEM;
-				rank_lex_peek(p->lx, RANK_LEX_SCHEMA, &t);
-				if (rank_tok_is(&t, ","))
-					rank_lex_take(p->lx, &t);
-			} while (rank_tok_is(&t, ","));
-		} else if (rank_tok_is(&t, "query-command") || rank_tok_is(&t, "match")) {
-			/* query-command: accepted, no effect; match of the fieldset:
-			 * accepted, its fields' own match settings decide. */
+			} while (rank_parser_take_if(p, RANK_LEX_SCHEMA, ","));
+		} else if (rank_tok_is(&t, "match")) {
+			/* accepted; the fields' own match settings decide */
 			struct rank_field scratch = {0};
-			if (rank_tok_is(&t, "match")) {
-				if ((rc = rank_parse_text_setting(p, &scratch, &t)) != 0)
-					return rc;
-			} else {
-				struct rank_tok w;
-				rank_lex_next(p->lx, RANK_LEX_SCHEMA, &w);
-				if (!rank_tok_is(&w, ":"))
-					return rank_parser_fail(p, &w, STRATA_PARSE,
-					                        "expected ':' after 'query-command', found %s",
-					                        rank_tok_quote(&w));
-				rank_lex_word(p->lx, &w);
-				rank_lex_take(p->lx, &w);
-			}
+			if ((rc = rank_parse_text_setting(p, &scratch, &t)) != 0)
+				return rc;
+		} else if (rank_tok_is(&t, "query-command")) {
+			/* accepted, no effect */
+			if ((rc = rank_parser_skip_setting(p)) != 0)
+				return rc;
 		} else {
 			return rank_parser_fail(p, &t, t.kind == RT_EOF ? STRATA_PARSE : STRATA_NOT_IMPLEMENTED,
 			                        "expected 'fields:' in fieldset '%s', found %s", fs->name,
