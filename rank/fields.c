@@ -18,27 +18,26 @@
 
 #define MAX_TYPE_DEPTH 16 /* array<map<string, array<...>>> */
 
-static const struct {
-	const char *name;
-	int type;
-} simple_types[] = {
-	{"string", RANK_FT_STRING}, {"int", RANK_FT_INT}, {"long", RANK_FT_LONG},
-	{"float", RANK_FT_FLOAT}, {"double", RANK_FT_DOUBLE}, {"bool", RANK_FT_BOOL},
-};
+int rank_field_simple_type(const struct rank_tok *t)
+{
+	static const struct {
+		const char *name;
+		int type;
+	} simple[] = {
+		{"string", RANK_FT_STRING}, {"int", RANK_FT_INT}, {"long", RANK_FT_LONG},
+		{"float", RANK_FT_FLOAT}, {"double", RANK_FT_DOUBLE}, {"bool", RANK_FT_BOOL},
+	};
+	for (size_t i = 0; i < sizeof simple / sizeof simple[0]; i++)
+		if (rank_tok_is(t, simple[i].name))
+			return simple[i].type;
+	return 0;
+}
 
 /* Field types Vespa has that collections here do not hold. */
 static const char *const unsupported_elements[] = {
 	"byte", "position", "predicate", "raw", "uri", "reference", "annotationreference",
 	"float16", "int8", "tensor", NULL,
 };
-
-static int simple_type(const struct rank_tok *t)
-{
-	for (size_t i = 0; i < sizeof simple_types / sizeof simple_types[0]; i++)
-		if (rank_tok_is(t, simple_types[i].name))
-			return simple_types[i].type;
-	return 0;
-}
 
 /* A new type node of the given type at token t, owned by the schema. */
 static int new_vtype(struct rank_parser *p, int type, const struct rank_tok *t,
@@ -99,7 +98,7 @@ static int vtype(struct rank_parser *p, int depth, struct rank_vtype_decl **out)
 	if (depth > MAX_TYPE_DEPTH)
 		return rank_parser_fail(p, &t, STRATA_LIMIT, "types nest deeper than %d",
 		                        MAX_TYPE_DEPTH);
-	int st = simple_type(&t);
+	int st = rank_field_simple_type(&t);
 	if (st)
 		return new_vtype(p, st, &t, out);
 	int coll = rank_tok_is(&t, "array") ? RANK_FT_ARRAY
@@ -191,7 +190,7 @@ int rank_struct_parse(struct rank_parser *p, const struct rank_tok *kw)
 	int rc = rank_parser_expect_name(p, RANK_LEX_SCHEMA, &nm, "a struct name");
 	if (rc)
 		return rc;
-	if (find_struct(sd, &nm) || simple_type(&nm))
+	if (find_struct(sd, &nm) || rank_field_simple_type(&nm))
 		return rank_parser_fail(p, &nm, STRATA_TYPE, "struct %s is declared twice or names a type",
 		                        rank_tok_quote(&nm));
 	struct rank_struct_decl *s = base_calloc(1, sizeof *s);

@@ -108,16 +108,12 @@ static const char *const ignored_attribute_settings[] = {
 
 static int field_type(struct rank_parser *p, struct rank_field *f)
 {
-	static const struct keyword simple[] = {
-		{"string", RANK_FT_STRING}, {"int", RANK_FT_INT}, {"long", RANK_FT_LONG},
-		{"float", RANK_FT_FLOAT}, {"double", RANK_FT_DOUBLE}, {"bool", RANK_FT_BOOL},
-	};
 	struct rank_tok t;
 	rank_lex_peek(p->lx, RANK_LEX_SCHEMA, &t);
-	int k = find_keyword(&t, simple, sizeof simple / sizeof simple[0]);
-	if (k >= 0) {
+	int st = rank_field_simple_type(&t);
+	if (st) {
 		rank_lex_take(p->lx, &t);
-		f->type = simple[k].value;
+		f->type = st;
 		return 0;
 	}
 	if (rank_tok_is(&t, "tensor")) {

@@ -203,6 +203,9 @@ int rank_struct_field_parse(struct rank_parser *p, struct rank_field *f, const s
 /* "a, b" after "document x inherits". */
 int rank_document_inherits(struct rank_parser *p);
 
+/* The field type t names when it is one of the simple ones (string, int,
+ * long, float, double, bool), else 0. */
+int rank_field_simple_type(const struct rank_tok *t);
 /* 1 when f is an array or weighted set of strings (text, if indexed). */
 int rank_field_holds_text(const struct rank_field *f);
 /* indexing.c: after the keyword kw ("indexing", taken), ": statement" or
