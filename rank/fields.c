@@ -165,15 +165,13 @@ static int struct_field(struct rank_parser *p, struct rank_struct_decl *s)
 	int rc = rank_parser_expect_name(p, RANK_LEX_SCHEMA, &nm, "a struct field name");
 	if (rc)
 		return rc;
-	for (int i = 0; i < s->nfields; i++)
-		if (rank_tok_is(&nm, s->fields[i].name))
-			return rank_parser_fail(p, &nm, STRATA_TYPE, "struct '%s' has field %s twice",
-			                        s->name, rank_tok_quote(&nm));
-	if ((rc = rank_parser_push(p, &s->fields, &s->nfields, sizeof *s->fields)) != 0)
+	if (rank_parser_find_name(s->fields, s->nfields, sizeof *s->fields, &nm) >= 0)
+		return rank_parser_fail(p, &nm, STRATA_TYPE, "struct '%s' has field %s twice",
+		                        s->name, rank_tok_quote(&nm));
+	struct rank_struct_field *sf =
+		rank_parser_add_named(p, &s->fields, &s->nfields, sizeof *s->fields, &nm, &rc);
+	if (!sf)
 		return rc;
-	struct rank_struct_field *sf = &s->fields[s->nfields - 1];
-	if (!(sf->name = rank_parser_tokdup(p, &nm)))
-		return STRATA_NOMEM;
 	struct rank_vtype_decl *v;
 	if ((rc = rank_parser_expect(p, "type", "after the struct field's name")) != 0 ||
 	    (rc = vtype(p, 0, &v)) != 0)
@@ -398,13 +396,10 @@ static int summary_body(struct rank_parser *p, struct rank_source_decl *d)
 static struct rank_source_decl *add_source(struct rank_parser *p, struct rank_source_decl **arr,
                                            int *n, const struct rank_tok *nm, int *rc)
 {
-	if ((*rc = rank_parser_push(p, arr, n, sizeof **arr)) != 0)
-		return NULL;
-	struct rank_source_decl *d = &(*arr)[*n - 1];
-	d->pos = rank_parser_pos(p, nm);
-	if (!(d->name = rank_parser_tokdup(p, nm)))
-		*rc = STRATA_NOMEM;
-	return *rc ? NULL : d;
+	struct rank_source_decl *d = rank_parser_add_named(p, arr, n, sizeof **arr, nm, rc);
+	if (d)
+		d->pos = rank_parser_pos(p, nm);
+	return d;
 }
 
 static int summary_fields(struct rank_parser *p, const char *name, struct rank_source_decl **arr,
@@ -418,10 +413,9 @@ int rank_summary_parse(struct rank_parser *p, const struct rank_tok *kw)
 	int rc = rank_parser_expect_name(p, RANK_LEX_SCHEMA, &nm, "a document-summary name");
 	if (rc)
 		return rc;
-	for (int i = 0; i < sd->nsummaries; i++)
-		if (rank_tok_is(&nm, sd->summaries[i].name))
-			return rank_parser_fail(p, &nm, STRATA_TYPE, "document-summary %s is declared twice",
-			                        rank_tok_quote(&nm));
+	if (rank_parser_find_name(sd->summaries, sd->nsummaries, sizeof *sd->summaries, &nm) >= 0)
+		return rank_parser_fail(p, &nm, STRATA_TYPE, "document-summary %s is declared twice",
+		                        rank_tok_quote(&nm));
 	/* The schema's own "default" extends the default class, as in Vespa:
 	 * its fields join (or replace) those the fields' settings put there. */
 	if (rank_tok_is(&nm, "default")) {
@@ -432,12 +426,11 @@ int rank_summary_parse(struct rank_parser *p, const struct rank_tok *kw)
 		return summary_fields(p, "default", &sd->field_summaries, &sd->nfield_summaries,
 		                      &sd->default_omit_summary_features);
 	}
-	if ((rc = rank_parser_push(p, &sd->summaries, &sd->nsummaries, sizeof *sd->summaries)) != 0)
+	struct rank_summary_decl *s =
+		rank_parser_add_named(p, &sd->summaries, &sd->nsummaries, sizeof *sd->summaries, &nm, &rc);
+	if (!s)
 		return rc;
-	struct rank_summary_decl *s = &sd->summaries[sd->nsummaries - 1];
 	s->pos = rank_parser_pos(p, &nm);
-	if (!(s->name = rank_parser_tokdup(p, &nm)))
-		return STRATA_NOMEM;
 	if (rank_parser_take_if(p, RANK_LEX_SCHEMA, "inherits")) {
 		if ((rc = rank_parser_expect_name(p, RANK_LEX_SCHEMA, &t, "a document-summary name")) != 0)
 			return rc;
@@ -473,10 +466,9 @@ static int summary_fields(struct rank_parser *p, const char *name, struct rank_s
 			                        name, rank_tok_quote(&t));
 		if ((rc = rank_parser_expect_name(p, RANK_LEX_SCHEMA, &nm, "a summary field name")) != 0)
 			return rc;
-		for (int i = first; i < *n; i++)
-			if (rank_tok_is(&nm, (*arr)[i].name))
-				return rank_parser_fail(p, &nm, STRATA_TYPE, "summary field %s is given twice",
-				                        rank_tok_quote(&nm));
+		if (*n > first && rank_parser_find_name(*arr + first, *n - first, sizeof **arr, &nm) >= 0)
+			return rank_parser_fail(p, &nm, STRATA_TYPE, "summary field %s is given twice",
+			                        rank_tok_quote(&nm));
 		struct rank_source_decl *d = add_source(p, arr, n, &nm, &rc);
 		if (!d || (rc = summary_type(p)) != 0 || (rc = summary_body(p, d)) != 0)
 			return rc;

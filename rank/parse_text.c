@@ -144,17 +144,15 @@ int rank_parse_fieldset(struct rank_parser *p)
 	int rc = rank_parser_expect_name(p, RANK_LEX_SCHEMA, &nm, "a fieldset name");
 	if (rc)
 		return rc;
-	for (int i = 0; i < sd->nfieldsets; i++)
-		if (rank_tok_is(&nm, sd->fieldsets[i].name))
-			return rank_parser_fail(p, &nm, STRATA_TYPE, "fieldset %s is declared twice",
-			                        rank_tok_quote(&nm));
-	if ((rc = rank_parser_push(p, &sd->fieldsets, &sd->nfieldsets, sizeof *sd->fieldsets)) != 0)
+	if (rank_parser_find_name(sd->fieldsets, sd->nfieldsets, sizeof *sd->fieldsets, &nm) >= 0)
+		return rank_parser_fail(p, &nm, STRATA_TYPE, "fieldset %s is declared twice",
+		                        rank_tok_quote(&nm));
+	struct rank_fieldset *fs =
+		rank_parser_add_named(p, &sd->fieldsets, &sd->nfieldsets, sizeof *sd->fieldsets, &nm, &rc);
+	if (!fs)
 		return rc;
-	struct rank_fieldset *fs = &sd->fieldsets[sd->nfieldsets - 1];
 	fs->line = nm.line;
 	fs->col = nm.col;
-	if (!(fs->name = rank_parser_tokdup(p, &nm)))
-		return STRATA_NOMEM;
 	rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
 	if (!rank_tok_is(&t, "{"))
 		return rank_parser_fail(p, &t, STRATA_PARSE, "expected '{' after 'fieldset %s', found %s",

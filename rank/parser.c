@@ -120,7 +120,8 @@ int rank_parser_name_in(const struct rank_tok *t, const char *const *list)
 }
 
 /* The declarations of the AST (fields, models, profiles, functions, inputs,
- * constants) all start with their name, and so does a parameter, a bare
+ * constants, struct fields, summaries and their fields, fieldsets) all start
+ * with their name, and so does a parameter, a bare
  * char *: one lookup and one append serve every kind.  The name pointer is
  * copied with memcpy because its declared type is char * in some structs and
  * const char * in struct rank_field. */
@@ -130,6 +131,10 @@ _Static_assert(offsetof(struct rank_profile_decl, name) == 0, "name first");
 _Static_assert(offsetof(struct rank_function_decl, name) == 0, "name first");
 _Static_assert(offsetof(struct rank_input_decl, name) == 0, "name first");
 _Static_assert(offsetof(struct rank_constant_decl, name) == 0, "name first");
+_Static_assert(offsetof(struct rank_struct_field, name) == 0, "name first");
+_Static_assert(offsetof(struct rank_source_decl, name) == 0, "name first");
+_Static_assert(offsetof(struct rank_summary_decl, name) == 0, "name first");
+_Static_assert(offsetof(struct rank_fieldset, name) == 0, "name first");
 
 /* The index of the element of arr (n elements of elem bytes) named like the
  * name token nm, or -1. */
