@@ -10,7 +10,6 @@
  * precede the fields it names): every field must exist and be a text field,
  * and all must agree on how they match.
  */
-#include <string.h>
 
 #include "rank_syntax.h"
 
@@ -206,10 +205,7 @@ static int fieldset_check(struct rank_parser *p, struct rank_fieldset *fs)
 	if (!(fs->fields = base_calloc((size_t)fs->nfields, sizeof *fs->fields)))
 		return rank_parser_nomem(p);
 	for (int i = 0; i < fs->nfields; i++) {
-		int k = -1;
-		for (int j = 0; j < sd->nfields && k < 0; j++)
-			if (strcmp(sd->fields[j].name, fs->names[i]) == 0)
-				k = j;
+		int k = rank_sd_field_index(sd, fs->names[i]);
 		/* A field of a parent is known once the documents are resolved. */
 		if (k < 0 && !sd->inherits && !sd->ndoc_inherits)
 			return rank_parser_fail_at(p, fs->line, fs->col, STRATA_TYPE,
@@ -225,10 +221,8 @@ int rank_fieldsets_resolve(struct rank_sd *sd, struct strata_error *err)
 	for (int s = 0; s < sd->nfieldsets; s++) {
 		struct rank_fieldset *fs = &sd->fieldsets[s];
 		for (int i = 0; i < fs->nfields; i++) {
-			fs->fields[i] = -1; /* inheritance may have moved the fields */
-			for (int j = 0; j < sd->nfields && fs->fields[i] < 0; j++)
-				if (strcmp(sd->fields[j].name, fs->names[i]) == 0)
-					fs->fields[i] = j;
+			/* inheritance may have moved the fields */
+			fs->fields[i] = rank_sd_field_index(sd, fs->names[i]);
 			if (fs->fields[i] < 0)
 				return base_err(err, STRATA_TYPE,
 				                "%s:%d:%d: fieldset '%s' names field '%s', which is not declared",
