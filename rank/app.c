@@ -73,7 +73,6 @@ static int load_model(struct rank_app *app, const struct rank_model_decl *decl,
 	return 0;
 }
 
-/* Read constant c's file, when it names one, through the loader. */
 /* The shape of constant c as the loader sees it. */
 static void shape_of(const struct rank_constant_decl *c, struct rank_input_info *shape)
 {
@@ -87,14 +86,30 @@ static void shape_of(const struct rank_constant_decl *c, struct rank_input_info 
 	shape->ncells = rank_type_cells(&c->type);
 }
 
+/* Constant c names a file and the application has no loader for it. */
+static int no_loader(const struct rank_constant_decl *c, struct strata_error *err)
+{
+	const struct rank_pos *pos = &c->file_pos;
+	return base_err(err, STRATA_NOT_IMPLEMENTED,
+	                "%s:%d:%d: constant '%s': files are read only by the engine's loader",
+	                pos->file, pos->line, pos->col, c->name);
+}
+
+/* The loader failed with rc on c's file: the constant's place in front. */
+static int load_failed(const struct rank_constant_decl *c, int rc, struct strata_error *err)
+{
+	const struct rank_pos *pos = &c->file_pos;
+	if (rc == STRATA_NOMEM)
+		return rc;
+	return base_err_prefix(err, rc, "%s:%d:%d: constant '%s'", pos->file, pos->line, pos->col,
+	                       c->name);
+}
+
 /* A constant file of a type with mapped dimensions: its blocks. */
 static int load_sparse(struct rank_app *app, struct rank_constant_decl *c, struct strata_error *err)
 {
-	const struct rank_pos *pos = &c->file_pos;
 	if (!app->loader.load_sparse_constant)
-		return base_err(err, STRATA_NOT_IMPLEMENTED,
-		                "%s:%d:%d: constant '%s': files are read only by the engine's loader",
-		                pos->file, pos->line, pos->col, c->name);
+		return no_loader(c, err);
 	struct rank_input_info shape;
 	shape_of(c, &shape);
 	char *path = base_path_join(app->dir, c->file);
@@ -106,28 +121,23 @@ static int load_sparse(struct rank_app *app, struct rank_constant_decl *c, struc
 		c->nblocks = 0;
 		c->labels = NULL;
 		c->cells = NULL;
-		if (rc == STRATA_NOMEM)
-			return rc;
-		return base_err_prefix(err, rc, "%s:%d:%d: constant '%s'", pos->file, pos->line,
-		                       pos->col, c->name);
+		return load_failed(c, rc, err);
 	}
 	size_t nc = c->nblocks * shape.ncells;
 	c->ncells = nc ? nc : 1;
 	return 0;
 }
 
+/* Read constant c's file, when it names one, through the loader. */
 static int load_constant(struct rank_app *app, struct rank_constant_decl *c,
                          struct strata_error *err)
 {
 	if (!c->file)
 		return 0;
-	const struct rank_pos *pos = &c->file_pos;
 	if (rank_type_mapped(&c->type))
 		return load_sparse(app, c, err);
 	if (!app->loader.load_constant)
-		return base_err(err, STRATA_NOT_IMPLEMENTED,
-		                "%s:%d:%d: constant '%s': files are read only by the engine's loader",
-		                pos->file, pos->line, pos->col, c->name);
+		return no_loader(c, err);
 	struct rank_input_info shape;
 	shape_of(c, &shape);
 	double *cells = base_alloc(shape.ncells * sizeof *cells);
@@ -139,10 +149,7 @@ static int load_constant(struct rank_app *app, struct rank_constant_decl *c,
 	base_strfree(path);
 	if (rc) {
 		base_free(cells, shape.ncells * sizeof *cells);
-		if (rc == STRATA_NOMEM)
-			return rc;
-		return base_err_prefix(err, rc, "%s:%d:%d: constant '%s'", pos->file, pos->line,
-		                       pos->col, c->name);
+		return load_failed(c, rc, err);
 	}
 	c->cells = cells;
 	c->ncells = shape.ncells;

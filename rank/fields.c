@@ -18,35 +18,26 @@
 
 #define MAX_TYPE_DEPTH 16 /* array<map<string, array<...>>> */
 
-static const struct {
-	const char *name;
-	int type;
-} simple_types[] = {
-	{"string", RANK_FT_STRING}, {"int", RANK_FT_INT}, {"long", RANK_FT_LONG},
-	{"float", RANK_FT_FLOAT}, {"double", RANK_FT_DOUBLE}, {"bool", RANK_FT_BOOL},
-};
+int rank_field_simple_type(const struct rank_tok *t)
+{
+	static const struct {
+		const char *name;
+		int type;
+	} simple[] = {
+		{"string", RANK_FT_STRING}, {"int", RANK_FT_INT}, {"long", RANK_FT_LONG},
+		{"float", RANK_FT_FLOAT}, {"double", RANK_FT_DOUBLE}, {"bool", RANK_FT_BOOL},
+	};
+	for (size_t i = 0; i < sizeof simple / sizeof simple[0]; i++)
+		if (rank_tok_is(t, simple[i].name))
+			return simple[i].type;
+	return 0;
+}
 
 /* Field types Vespa has that collections here do not hold. */
 static const char *const unsupported_elements[] = {
 	"byte", "position", "predicate", "raw", "uri", "reference", "annotationreference",
 	"float16", "int8", "tensor", NULL,
 };
-
-static int simple_type(const struct rank_tok *t)
-{
-	for (size_t i = 0; i < sizeof simple_types / sizeof simple_types[0]; i++)
-		if (rank_tok_is(t, simple_types[i].name))
-			return simple_types[i].type;
-	return 0;
-}
-
-static int listed(const struct rank_tok *t, const char *const *list)
-{
-	for (int i = 0; list[i]; i++)
-		if (rank_tok_is(t, list[i]))
-			return 1;
-	return 0;
-}
 
 /* A new type node of the given type at token t, owned by the schema. */
 static int new_vtype(struct rank_parser *p, int type, const struct rank_tok *t,
@@ -107,7 +98,7 @@ static int vtype(struct rank_parser *p, int depth, struct rank_vtype_decl **out)
 	if (depth > MAX_TYPE_DEPTH)
 		return rank_parser_fail(p, &t, STRATA_LIMIT, "types nest deeper than %d",
 		                        MAX_TYPE_DEPTH);
-	int st = simple_type(&t);
+	int st = rank_field_simple_type(&t);
 	if (st)
 		return new_vtype(p, st, &t, out);
 	int coll = rank_tok_is(&t, "array") ? RANK_FT_ARRAY
@@ -119,7 +110,7 @@ static int vtype(struct rank_parser *p, int depth, struct rank_vtype_decl **out)
 			return rc;
 		return type_args(p, depth, *out, &t);
 	}
-	if (listed(&t, unsupported_elements))
+	if (rank_parser_name_in(&t, unsupported_elements))
 		return rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED,
 		                        "%s inside a collection or struct is not supported",
 		                        rank_tok_quote(&t));
@@ -162,8 +153,7 @@ static int empty_body(struct rank_parser *p, const char *what)
 	struct rank_tok t;
 	if (!rank_parser_take_if(p, RANK_LEX_SCHEMA, "{"))
 		return 0;
-	rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
-	if (rank_tok_is(&t, "}"))
+	if (!rank_parser_block_item(p, NULL, &t))
 		return 0;
 	return rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED, "settings of %s (%s) are not supported",
 	                        what, rank_tok_quote(&t));
@@ -175,15 +165,13 @@ static int struct_field(struct rank_parser *p, struct rank_struct_decl *s)
 	int rc = rank_parser_expect_name(p, RANK_LEX_SCHEMA, &nm, "a struct field name");
 	if (rc)
 		return rc;
-	for (int i = 0; i < s->nfields; i++)
-		if (rank_tok_is(&nm, s->fields[i].name))
-			return rank_parser_fail(p, &nm, STRATA_TYPE, "struct '%s' has field %s twice",
-			                        s->name, rank_tok_quote(&nm));
-	if ((rc = rank_parser_push(p, &s->fields, &s->nfields, sizeof *s->fields)) != 0)
+	if (rank_parser_find_name(s->fields, s->nfields, sizeof *s->fields, &nm) >= 0)
+		return rank_parser_fail(p, &nm, STRATA_TYPE, "struct '%s' has field %s twice",
+		                        s->name, rank_tok_quote(&nm));
+	struct rank_struct_field *sf =
+		rank_parser_add_named(p, &s->fields, &s->nfields, sizeof *s->fields, &nm, &rc);
+	if (!sf)
 		return rc;
-	struct rank_struct_field *sf = &s->fields[s->nfields - 1];
-	if (!(sf->name = rank_parser_tokdup(p, &nm)))
-		return STRATA_NOMEM;
 	struct rank_vtype_decl *v;
 	if ((rc = rank_parser_expect(p, "type", "after the struct field's name")) != 0 ||
 	    (rc = vtype(p, 0, &v)) != 0)
@@ -200,7 +188,7 @@ int rank_struct_parse(struct rank_parser *p, const struct rank_tok *kw)
 	int rc = rank_parser_expect_name(p, RANK_LEX_SCHEMA, &nm, "a struct name");
 	if (rc)
 		return rc;
-	if (find_struct(sd, &nm) || simple_type(&nm))
+	if (find_struct(sd, &nm) || rank_field_simple_type(&nm))
 		return rank_parser_fail(p, &nm, STRATA_TYPE, "struct %s is declared twice or names a type",
 		                        rank_tok_quote(&nm));
 	struct rank_struct_decl *s = base_calloc(1, sizeof *s);
@@ -219,10 +207,7 @@ int rank_struct_parse(struct rank_parser *p, const struct rank_tok *kw)
 		return rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED, "struct inheritance is not supported");
 	if ((rc = rank_parser_expect(p, "{", "after the struct's name")) != 0)
 		return rc;
-	for (;;) {
-		rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
-		if (rank_tok_is(&t, "}"))
-			break;
+	while (rank_parser_block_item(p, NULL, &t)) {
 		if (!rank_tok_is(&t, "field"))
 			return rank_parser_fail(p, &t, STRATA_PARSE,
 			                        "expected 'field' or '}' in struct '%s', found %s", s->name,
@@ -253,10 +238,7 @@ int rank_struct_field_parse(struct rank_parser *p, struct rank_field *f, const s
 	if ((rc = rank_parser_expect(p, "{", "after the struct-field's name")) != 0 ||
 	    (rc = rank_parser_enter(p, &nm)) != 0)
 		return rc;
-	for (;;) {
-		rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
-		if (rank_tok_is(&t, "}"))
-			break;
+	while (rank_parser_block_item(p, NULL, &t)) {
 		if (rank_tok_is(&t, "struct-field")) {
 			rc = rank_struct_field_parse(p, f, &t);
 		} else if (rank_tok_is(&t, "indexing")) {
@@ -358,10 +340,7 @@ static int summary_body(struct rank_parser *p, struct rank_source_decl *d)
 	int rc;
 	if (!rank_parser_take_if(p, RANK_LEX_SCHEMA, "{"))
 		return 0;
-	for (;;) {
-		rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
-		if (rank_tok_is(&t, "}"))
-			return 0;
+	while (rank_parser_block_item(p, NULL, &t)) {
 		if (rank_tok_is(&t, "full") || rank_tok_is(&t, ";"))
 			continue;
 		if (rank_tok_is(&t, "tokens")) {
@@ -400,7 +379,7 @@ static int summary_body(struct rank_parser *p, struct rank_source_decl *d)
 				                        "a summary field with several sources is not supported");
 			continue;
 		}
-		if (listed(&t, unsupported_transforms))
+		if (rank_parser_name_in(&t, unsupported_transforms))
 			return rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED,
 			                        "summary setting %s is not supported", rank_tok_quote(&t));
 		return rank_parser_fail(p, &t, STRATA_PARSE,
@@ -410,19 +389,17 @@ static int summary_body(struct rank_parser *p, struct rank_source_decl *d)
 		                        "found %s",
 		                        d->name, rank_tok_quote(&t));
 	}
+	return 0;
 }
 
 /* Append a summary field named nm to the array at arrp (n elements). */
 static struct rank_source_decl *add_source(struct rank_parser *p, struct rank_source_decl **arr,
                                            int *n, const struct rank_tok *nm, int *rc)
 {
-	if ((*rc = rank_parser_push(p, arr, n, sizeof **arr)) != 0)
-		return NULL;
-	struct rank_source_decl *d = &(*arr)[*n - 1];
-	d->pos = rank_parser_pos(p, nm);
-	if (!(d->name = rank_parser_tokdup(p, nm)))
-		*rc = STRATA_NOMEM;
-	return *rc ? NULL : d;
+	struct rank_source_decl *d = rank_parser_add_named(p, arr, n, sizeof **arr, nm, rc);
+	if (d)
+		d->pos = rank_parser_pos(p, nm);
+	return d;
 }
 
 static int summary_fields(struct rank_parser *p, const char *name, struct rank_source_decl **arr,
@@ -436,10 +413,9 @@ int rank_summary_parse(struct rank_parser *p, const struct rank_tok *kw)
 	int rc = rank_parser_expect_name(p, RANK_LEX_SCHEMA, &nm, "a document-summary name");
 	if (rc)
 		return rc;
-	for (int i = 0; i < sd->nsummaries; i++)
-		if (rank_tok_is(&nm, sd->summaries[i].name))
-			return rank_parser_fail(p, &nm, STRATA_TYPE, "document-summary %s is declared twice",
-			                        rank_tok_quote(&nm));
+	if (rank_parser_find_name(sd->summaries, sd->nsummaries, sizeof *sd->summaries, &nm) >= 0)
+		return rank_parser_fail(p, &nm, STRATA_TYPE, "document-summary %s is declared twice",
+		                        rank_tok_quote(&nm));
 	/* The schema's own "default" extends the default class, as in Vespa:
 	 * its fields join (or replace) those the fields' settings put there. */
 	if (rank_tok_is(&nm, "default")) {
@@ -450,12 +426,11 @@ int rank_summary_parse(struct rank_parser *p, const struct rank_tok *kw)
 		return summary_fields(p, "default", &sd->field_summaries, &sd->nfield_summaries,
 		                      &sd->default_omit_summary_features);
 	}
-	if ((rc = rank_parser_push(p, &sd->summaries, &sd->nsummaries, sizeof *sd->summaries)) != 0)
+	struct rank_summary_decl *s =
+		rank_parser_add_named(p, &sd->summaries, &sd->nsummaries, sizeof *sd->summaries, &nm, &rc);
+	if (!s)
 		return rc;
-	struct rank_summary_decl *s = &sd->summaries[sd->nsummaries - 1];
 	s->pos = rank_parser_pos(p, &nm);
-	if (!(s->name = rank_parser_tokdup(p, &nm)))
-		return STRATA_NOMEM;
 	if (rank_parser_take_if(p, RANK_LEX_SCHEMA, "inherits")) {
 		if ((rc = rank_parser_expect_name(p, RANK_LEX_SCHEMA, &t, "a document-summary name")) != 0)
 			return rc;
@@ -478,10 +453,7 @@ static int summary_fields(struct rank_parser *p, const char *name, struct rank_s
 	int first = *n, rc = rank_parser_expect(p, "{", "after the document-summary's name");
 	if (rc)
 		return rc;
-	for (;;) {
-		rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
-		if (rank_tok_is(&t, "}"))
-			return 0;
+	while (rank_parser_block_item(p, NULL, &t)) {
 		if (rank_tok_is(&t, "from-disk"))
 			continue; /* every summary here is read from the stored document */
 		if (rank_tok_is(&t, "omit-summary-features")) {
@@ -494,14 +466,14 @@ static int summary_fields(struct rank_parser *p, const char *name, struct rank_s
 			                        name, rank_tok_quote(&t));
 		if ((rc = rank_parser_expect_name(p, RANK_LEX_SCHEMA, &nm, "a summary field name")) != 0)
 			return rc;
-		for (int i = first; i < *n; i++)
-			if (rank_tok_is(&nm, (*arr)[i].name))
-				return rank_parser_fail(p, &nm, STRATA_TYPE, "summary field %s is given twice",
-				                        rank_tok_quote(&nm));
+		if (*n > first && rank_parser_find_name(*arr + first, *n - first, sizeof **arr, &nm) >= 0)
+			return rank_parser_fail(p, &nm, STRATA_TYPE, "summary field %s is given twice",
+			                        rank_tok_quote(&nm));
 		struct rank_source_decl *d = add_source(p, arr, n, &nm, &rc);
 		if (!d || (rc = summary_type(p)) != 0 || (rc = summary_body(p, d)) != 0)
 			return rc;
 	}
+	return 0;
 }
 
 int rank_field_summary(struct rank_parser *p, struct rank_field *f, const struct rank_tok *kw)
@@ -522,7 +494,7 @@ int rank_field_summary(struct rank_parser *p, struct rank_field *f, const struct
 			f->summary = 1;
 			return rc < 0 ? rc : 0;
 		}
-		if (listed(&t, unsupported_transforms))
+		if (rank_parser_name_in(&t, unsupported_transforms))
 			return rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED,
 			                        "summary setting %s is not supported", rank_tok_quote(&t));
 		return rank_parser_fail(p, &t, STRATA_PARSE, "expected a summary setting, found %s",
@@ -623,11 +595,9 @@ int rank_wset_settings(struct rank_parser *p, struct rank_field *f, const struct
 	}
 	if ((rc = rank_parser_expect(p, "{", "after 'weightedset'")) != 0)
 		return rc;
-	for (;;) {
-		rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
-		if (rank_tok_is(&t, "}"))
-			return 0;
+	while (rank_parser_block_item(p, NULL, &t)) {
 		if ((rc = wset_setting(p, f, &t)) != 0)
 			return rc;
 	}
+	return 0;
 }

@@ -69,10 +69,8 @@ static const char *ixt_name(struct ixt v, char *buf, size_t n)
 
 static struct rank_field *field_named(struct chk *c, const char *name)
 {
-	for (int i = 0; i < c->sd->nfields; i++)
-		if (strcmp(c->sd->fields[i].name, name) == 0)
-			return &c->sd->fields[i];
-	return NULL;
+	int i = rank_sd_field_index(c->sd, name);
+	return i >= 0 ? &c->sd->fields[i] : NULL;
 }
 
 static struct ixt field_ixt(const struct rank_field *f)

@@ -108,16 +108,12 @@ static const char *const ignored_attribute_settings[] = {
 
 static int field_type(struct rank_parser *p, struct rank_field *f)
 {
-	static const struct keyword simple[] = {
-		{"string", RANK_FT_STRING}, {"int", RANK_FT_INT}, {"long", RANK_FT_LONG},
-		{"float", RANK_FT_FLOAT}, {"double", RANK_FT_DOUBLE}, {"bool", RANK_FT_BOOL},
-	};
 	struct rank_tok t;
 	rank_lex_peek(p->lx, RANK_LEX_SCHEMA, &t);
-	int k = find_keyword(&t, simple, sizeof simple / sizeof simple[0]);
-	if (k >= 0) {
+	int st = rank_field_simple_type(&t);
+	if (st) {
 		rank_lex_take(p->lx, &t);
-		f->type = simple[k].value;
+		f->type = st;
 		return 0;
 	}
 	if (rank_tok_is(&t, "tensor")) {
@@ -190,10 +186,7 @@ static int field_body(struct rank_parser *p, struct rank_field *f)
 {
 	struct rank_tok t;
 	int rc;
-	for (;;) {
-		rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
-		if (rank_tok_is(&t, "}"))
-			return 0;
+	while (rank_parser_block_item(p, NULL, &t)) {
 		if (rank_tok_is(&t, "indexing")) {
 			rc = rank_indexing_parse(p, f, &t);
 		} else if (rank_tok_is(&t, "attribute")) {
@@ -239,6 +232,7 @@ static int field_body(struct rank_parser *p, struct rank_field *f)
 		if (rc)
 			return rc;
 	}
+	return 0;
 }
 
 /* A field of the document (outside = 0) or after it (outside = 1). */
@@ -302,8 +296,7 @@ static int document(struct rank_parser *p, const struct rank_tok *kw)
 	for (;;) {
 		int rc;
 		struct rank_lexer save = *p->lx;
-		rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
-		if (rank_tok_is(&t, "}"))
+		if (!rank_parser_block_item(p, NULL, &t))
 			return 0;
 		if (rank_tok_is(&t, "field"))
 			rc = field(p, 0);
@@ -338,8 +331,7 @@ static int schema_body(struct rank_parser *p, const struct rank_tok *open)
 	for (;;) {
 		int rc;
 		struct rank_lexer save = *p->lx;
-		rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
-		if (rank_tok_is(&t, "}"))
+		if (!rank_parser_block_item(p, NULL, &t))
 			break;
 		if (rank_tok_is(&t, "document")) {
 			if (have_doc)

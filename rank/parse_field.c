@@ -44,28 +44,6 @@ int rank_field_setting_is(const struct rank_tok *kw)
 	return rank_parser_name_in(kw, field_settings);
 }
 
-/* A positive integer after "kw:" into *out. */
-static int positive(struct rank_parser *p, const struct rank_tok *kw, int *out)
-{
-	struct rank_tok t;
-	double v;
-	int rc = rank_parser_expect(p, ":", "after the setting name");
-	if (rc)
-		return rc;
-	rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
-	if (t.kind != RT_NUM)
-		return rank_parser_fail(p, &t, STRATA_PARSE, "expected a number after %s, found %s",
-		                        rank_tok_quote(kw), rank_tok_quote(&t));
-	if ((rc = rank_tok_number(p->lx, &t, &v, p->err)) != 0)
-		return rc;
-	if (v < 1 || v > 1e6 || v != (double)(int)v)
-		return rank_parser_fail(p, &t, STRATA_TYPE,
-		                        "%s must be a whole number from 1 to 1000000, found %s",
-		                        rank_tok_quote(kw), rank_tok_quote(&t));
-	*out = (int)v;
-	return 0;
-}
-
 /* The word after "name:" (a name, or a number for id). */
 static int word_value(struct rank_parser *p, struct rank_tok *t)
 {
@@ -155,15 +133,10 @@ static int sorting(struct rank_parser *p, struct rank_field *f, const struct ran
 		rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
 		return sorting_item(p, f, &t);
 	}
-	for (;;) {
-		rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
-		if (rank_tok_is(&t, "}"))
-			return 0;
-		if (t.kind == RT_EOF)
-			return rank_parser_fail(p, kw, STRATA_PARSE, "the sorting block is never closed");
+	while ((rc = rank_parser_block_item(p, kw, &t)) > 0)
 		if ((rc = sorting_item(p, f, &t)) != 0)
 			return rc;
-	}
+	return rc;
 }
 
 /* linguistics { profile: p } or linguistics { profile { index: p  search: q } }. */
@@ -172,8 +145,7 @@ static int linguistics(struct rank_parser *p, const struct rank_tok *kw)
 	struct rank_tok t, v;
 	int rc = rank_parser_expect(p, "{", "after 'linguistics'");
 	for (; !rc;) {
-		rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
-		if (rank_tok_is(&t, "}"))
+		if (!rank_parser_block_item(p, NULL, &t))
 			return 0;
 		if (!rank_tok_is(&t, "profile"))
 			return rank_parser_fail(p, &t, STRATA_PARSE,
@@ -187,8 +159,7 @@ static int linguistics(struct rank_parser *p, const struct rank_tok *kw)
 			continue;
 		}
 		for (;;) { /* profile { index: p  search: q } */
-			rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
-			if (rank_tok_is(&t, "}"))
+			if (!rank_parser_block_item(p, NULL, &t))
 				break;
 			if (!rank_tok_is(&t, "index") && !rank_tok_is(&t, "search"))
 				return rank_parser_fail(p, t.kind == RT_EOF ? kw : &t, STRATA_PARSE,
@@ -231,7 +202,7 @@ int rank_parse_field_setting(struct rank_parser *p, struct rank_field *f, const 
 	struct rank_tok t;
 	int rc;
 	if (rank_tok_is(kw, "weight"))
-		return positive(p, kw, &f->weight);
+		return rank_parser_whole_setting(p, kw, 1, 1000000, &f->weight);
 	if (rank_tok_is(kw, "bolding")) {
 		if ((rc = word_value(p, &t)) != 0)
 			return rc;

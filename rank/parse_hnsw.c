@@ -6,33 +6,7 @@
  * "index" (parse.c); these settings only tune it.  multi-threaded-indexing
  * is accepted and changes nothing (the store inserts on its one writer).
  */
-#include <stdlib.h>
-#include <string.h>
-
 #include "rank_syntax.h"
-
-/* setting: N with N a whole number in [lo, hi]. */
-static int number(struct rank_parser *p, const struct rank_tok *kw, int lo, int hi, int *out)
-{
-	struct rank_tok t;
-	int rc = rank_parser_expect(p, ":", "after the setting name");
-	if (rc)
-		return rc;
-	rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
-	char buf[32];
-	if (t.kind != RT_NUM || t.len >= sizeof buf)
-		return rank_parser_fail(p, &t, STRATA_PARSE, "expected a number after %s, found %s",
-		                        rank_tok_quote(kw), rank_tok_quote(&t));
-	memcpy(buf, t.s, t.len);
-	buf[t.len] = 0;
-	char *end;
-	long v = strtol(buf, &end, 10);
-	if (*end || v < lo || v > hi)
-		return rank_parser_fail(p, &t, STRATA_TYPE, "%s must be a whole number from %d to %d",
-		                        rank_tok_quote(kw), lo, hi);
-	*out = (int)v;
-	return 0;
-}
 
 static int hnsw_block(struct rank_parser *p, struct rank_field *f, const struct rank_tok *kw)
 {
@@ -40,16 +14,11 @@ static int hnsw_block(struct rank_parser *p, struct rank_field *f, const struct 
 	int rc = rank_parser_expect(p, "{", "after 'hnsw'");
 	if (rc)
 		return rc;
-	for (;;) {
-		rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
-		if (rank_tok_is(&t, "}"))
-			return 0;
-		if (t.kind == RT_EOF)
-			return rank_parser_fail(p, kw, STRATA_PARSE, "the block of 'hnsw' is never closed");
+	while ((rc = rank_parser_block_item(p, kw, &t)) > 0) {
 		if (rank_tok_is(&t, "max-links-per-node"))
-			rc = number(p, &t, 2, 256, &f->hnsw_m);
+			rc = rank_parser_whole_setting(p, &t, 2, 256, &f->hnsw_m);
 		else if (rank_tok_is(&t, "neighbors-to-explore-at-insert"))
-			rc = number(p, &t, 1, 100000, &f->hnsw_ef);
+			rc = rank_parser_whole_setting(p, &t, 1, 100000, &f->hnsw_ef);
 		else if (rank_tok_is(&t, "multi-threaded-indexing"))
 			rc = rank_parser_skip_setting(p);
 		else
@@ -58,6 +27,7 @@ static int hnsw_block(struct rank_parser *p, struct rank_field *f, const struct 
 		if (rc)
 			return rc;
 	}
+	return rc;
 }
 
 int rank_parse_tensor_index(struct rank_parser *p, struct rank_field *f, const struct rank_tok *kw)
@@ -74,12 +44,7 @@ int rank_parse_tensor_index(struct rank_parser *p, struct rank_field *f, const s
 		                        "index setting %s on a tensor is not supported (hnsw is)",
 		                        rank_tok_quote(&t));
 	}
-	for (;;) {
-		rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
-		if (rank_tok_is(&t, "}"))
-			return 0;
-		if (t.kind == RT_EOF)
-			return rank_parser_fail(p, kw, STRATA_PARSE, "the block of 'index' is never closed");
+	while ((rc = rank_parser_block_item(p, kw, &t)) > 0) {
 		if (!rank_tok_is(&t, "hnsw"))
 			return rank_parser_fail(p, &t, t.kind == RT_NAME ? STRATA_NOT_IMPLEMENTED : STRATA_PARSE,
 			                        "index setting %s on a tensor is not supported (hnsw is)",
@@ -87,4 +52,5 @@ int rank_parse_tensor_index(struct rank_parser *p, struct rank_field *f, const s
 		if ((rc = hnsw_block(p, f, &t)) != 0)
 			return rc;
 	}
+	return rc;
 }

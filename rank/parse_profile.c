@@ -352,10 +352,7 @@ int rank_parse_model(struct rank_parser *p, struct rank_model_decl **arr, int *n
 	m->pos = rank_parser_pos(p, &nm);
 	if ((rc = rank_parser_expect(p, "{", "after the onnx-model name")) != 0)
 		return rc;
-	for (;;) {
-		rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
-		if (rank_tok_is(&t, "}"))
-			break;
+	while (rank_parser_block_item(p, NULL, &t)) {
 		if (rank_tok_is(&t, "file")) {
 			if ((rc = rank_parser_expect(p, ":", "after 'file'")) != 0)
 				return rc;
@@ -484,10 +481,7 @@ static int phase(struct rank_parser *p, const struct rank_tok *kw, struct rank_a
 	int rc = rank_parser_expect(p, "{", "after the phase name");
 	if (rc)
 		return rc;
-	for (;;) {
-		rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
-		if (rank_tok_is(&t, "}"))
-			return 0;
+	while (rank_parser_block_item(p, NULL, &t)) {
 		if (rank_tok_is(&t, "expression"))
 			rc = expression_def(p, &t, expr_slot);
 		else if (rerank && rank_tok_is(&t, "rerank-count"))
@@ -508,6 +502,7 @@ static int phase(struct rank_parser *p, const struct rank_tok *kw, struct rank_a
 		if (rc)
 			return rc;
 	}
+	return 0;
 }
 
 static int function(struct rank_parser *p, struct rank_profile_decl *pr)
@@ -552,10 +547,7 @@ static int function(struct rank_parser *p, struct rank_profile_decl *pr)
 	}
 	if ((rc = rank_parser_expect(p, "{", "after the function's parameters")) != 0)
 		return rc;
-	for (;;) {
-		rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
-		if (rank_tok_is(&t, "}"))
-			break;
+	while (rank_parser_block_item(p, NULL, &t)) {
 		if (!rank_tok_is(&t, "expression"))
 			return rank_parser_fail(p, &t, STRATA_PARSE,
 			                        "expected 'expression' or '}' in function '%s', found %s",
@@ -804,7 +796,7 @@ int rank_parse_schema_constant(struct rank_parser *p, const struct rank_tok *kw)
 			return rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED,
 			                        "constants read from a uri are not supported");
 		} else {
-			return rank_parser_fail(p, &t, t.kind == RT_EOF ? STRATA_PARSE : STRATA_PARSE,
+			return rank_parser_fail(p, &t, STRATA_PARSE,
 			                        "expected 'file', 'type' or '}' in constant %s, found %s",
 			                        c->name, rank_tok_quote(&t));
 		}
@@ -1025,8 +1017,7 @@ static int profile_items(struct rank_parser *p, struct rank_profile_decl *pr,
 	for (;;) {
 		int rc;
 		struct rank_lexer save = *p->lx;
-		rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
-		if (rank_tok_is(&t, "}"))
+		if (!rank_parser_block_item(p, NULL, &t))
 			return 0;
 		static const char *const phases[] = {"first-phase", "second-phase", "global-phase"};
 		int ph = -1;

@@ -10,8 +10,6 @@
  * precede the fields it names): every field must exist and be a text field,
  * and all must agree on how they match.
  */
-#include <stdlib.h>
-#include <string.h>
 
 #include "rank_syntax.h"
 
@@ -96,21 +94,7 @@ static int gram_size(struct rank_parser *p, struct rank_field *f, const struct r
 	if (!rank_tok_is(&c, ":") || v.kind != RT_NUM)
 		return rank_parser_fail(p, &c, STRATA_PARSE, "expected ': number' after %s",
 		                        rank_tok_quote(kw));
-	char buf[16];
-	int n = 0;
-	if (v.len < sizeof buf) {
-		memcpy(buf, v.s, v.len);
-		buf[v.len] = 0;
-		char *end;
-		long l = strtol(buf, &end, 10);
-		if (*end == 0 && l >= 1 && l <= BASE_TOKEN_GRAM_MAX)
-			n = (int)l;
-	}
-	if (!n)
-		return rank_parser_fail(p, &v, STRATA_TYPE, "gram-size must be a whole number from 1 "
-		                        "to %d, found %s", BASE_TOKEN_GRAM_MAX, rank_tok_quote(&v));
-	f->gram_size = n;
-	return 0;
+	return rank_parser_whole(p, &v, "gram-size", 1, BASE_TOKEN_GRAM_MAX, &f->gram_size);
 }
 
 /* kw: value, or kw { value ... }; inside match blocks also gram-size: N,
@@ -126,15 +110,10 @@ int rank_parse_text_setting(struct rank_parser *p, struct rank_field *f, const s
 	if (!rank_tok_is(&t, "{"))
 		return rank_parser_fail(p, &t, STRATA_PARSE, "expected ':' or '{' after %s, found %s",
 		                        rank_tok_quote(kw), rank_tok_quote(&t));
-	for (;;) {
-		rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
-		if (rank_tok_is(&t, "}"))
-			return 0;
-		if (t.kind == RT_EOF)
-			return rank_parser_fail(p, kw, STRATA_PARSE, "the block of %s is never closed",
-			                        rank_tok_quote(kw));
+	int rc;
+	while ((rc = rank_parser_block_item(p, kw, &t)) > 0) {
 		if (rank_tok_is(&t, "gram-size")) {
-			int rc = gram_size(p, f, &t);
+			rc = gram_size(p, f, &t);
 			if (rc)
 				return rc;
 			continue;
@@ -150,10 +129,10 @@ int rank_parse_text_setting(struct rank_parser *p, struct rank_field *f, const s
 				                        rank_tok_quote(&t));
 			continue;
 		}
-		int rc = setting_value(p, f, kw, &t);
-		if (rc)
+		if ((rc = setting_value(p, f, kw, &t)) != 0)
 			return rc;
 	}
+	return rc;
 }
 
 /* fieldset name { fields: a, b, c  query-command: ...  match: ... } */
@@ -164,30 +143,23 @@ int rank_parse_fieldset(struct rank_parser *p)
 	int rc = rank_parser_expect_name(p, RANK_LEX_SCHEMA, &nm, "a fieldset name");
 	if (rc)
 		return rc;
-	for (int i = 0; i < sd->nfieldsets; i++)
-		if (rank_tok_is(&nm, sd->fieldsets[i].name))
-			return rank_parser_fail(p, &nm, STRATA_TYPE, "fieldset %s is declared twice",
-			                        rank_tok_quote(&nm));
-	if ((rc = rank_parser_push(p, &sd->fieldsets, &sd->nfieldsets, sizeof *sd->fieldsets)) != 0)
+	if (rank_parser_find_name(sd->fieldsets, sd->nfieldsets, sizeof *sd->fieldsets, &nm) >= 0)
+		return rank_parser_fail(p, &nm, STRATA_TYPE, "fieldset %s is declared twice",
+		                        rank_tok_quote(&nm));
+	struct rank_fieldset *fs =
+		rank_parser_add_named(p, &sd->fieldsets, &sd->nfieldsets, sizeof *sd->fieldsets, &nm, &rc);
+	if (!fs)
 		return rc;
-	struct rank_fieldset *fs = &sd->fieldsets[sd->nfieldsets - 1];
 	fs->line = nm.line;
 	fs->col = nm.col;
-	if (!(fs->name = rank_parser_tokdup(p, &nm)))
-		return STRATA_NOMEM;
 	rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
 	if (!rank_tok_is(&t, "{"))
 		return rank_parser_fail(p, &t, STRATA_PARSE, "expected '{' after 'fieldset %s', found %s",
 		                        fs->name, rank_tok_quote(&t));
-	for (;;) {
-		rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
-		if (rank_tok_is(&t, "}"))
-			return 0;
+	while (rank_parser_block_item(p, NULL, &t)) {
 		if (rank_tok_is(&t, "fields")) {
-			rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
-			if (!rank_tok_is(&t, ":"))
-				return rank_parser_fail(p, &t, STRATA_PARSE, "expected ':' after 'fields', found %s",
-				                        rank_tok_quote(&t));
+			if ((rc = rank_parser_expect(p, ":", "after 'fields'")) != 0)
+				return rc;
 			do {
 				if ((rc = rank_parser_expect_name(p, RANK_LEX_SCHEMA, &t, "a field name")) != 0)
 					return rc;
@@ -195,33 +167,23 @@ int rank_parse_fieldset(struct rank_parser *p)
 					return rc;
 				if (!(fs->names[fs->nfields - 1] = rank_parser_tokdup(p, &t)))
 					return STRATA_NOMEM;
-				rank_lex_peek(p->lx, RANK_LEX_SCHEMA, &t);
-				if (rank_tok_is(&t, ","))
-					rank_lex_take(p->lx, &t);
-			} while (rank_tok_is(&t, ","));
-		} else if (rank_tok_is(&t, "query-command") || rank_tok_is(&t, "match")) {
-			/* query-command: accepted, no effect; match of the fieldset:
-			 * accepted, its fields' own match settings decide. */
+			} while (rank_parser_take_if(p, RANK_LEX_SCHEMA, ","));
+		} else if (rank_tok_is(&t, "match")) {
+			/* accepted; the fields' own match settings decide */
 			struct rank_field scratch = {0};
-			if (rank_tok_is(&t, "match")) {
-				if ((rc = rank_parse_text_setting(p, &scratch, &t)) != 0)
-					return rc;
-			} else {
-				struct rank_tok w;
-				rank_lex_next(p->lx, RANK_LEX_SCHEMA, &w);
-				if (!rank_tok_is(&w, ":"))
-					return rank_parser_fail(p, &w, STRATA_PARSE,
-					                        "expected ':' after 'query-command', found %s",
-					                        rank_tok_quote(&w));
-				rank_lex_word(p->lx, &w);
-				rank_lex_take(p->lx, &w);
-			}
+			if ((rc = rank_parse_text_setting(p, &scratch, &t)) != 0)
+				return rc;
+		} else if (rank_tok_is(&t, "query-command")) {
+			/* accepted, no effect */
+			if ((rc = rank_parser_skip_setting(p)) != 0)
+				return rc;
 		} else {
 			return rank_parser_fail(p, &t, t.kind == RT_EOF ? STRATA_PARSE : STRATA_NOT_IMPLEMENTED,
 			                        "expected 'fields:' in fieldset '%s', found %s", fs->name,
 			                        rank_tok_quote(&t));
 		}
 	}
+	return 0;
 }
 
 /* stemming: none|best|... at schema level: the default of the fields. */
@@ -243,10 +205,7 @@ static int fieldset_check(struct rank_parser *p, struct rank_fieldset *fs)
 	if (!(fs->fields = base_calloc((size_t)fs->nfields, sizeof *fs->fields)))
 		return rank_parser_nomem(p);
 	for (int i = 0; i < fs->nfields; i++) {
-		int k = -1;
-		for (int j = 0; j < sd->nfields && k < 0; j++)
-			if (strcmp(sd->fields[j].name, fs->names[i]) == 0)
-				k = j;
+		int k = rank_sd_field_index(sd, fs->names[i]);
 		/* A field of a parent is known once the documents are resolved. */
 		if (k < 0 && !sd->inherits && !sd->ndoc_inherits)
 			return rank_parser_fail_at(p, fs->line, fs->col, STRATA_TYPE,
@@ -262,10 +221,8 @@ int rank_fieldsets_resolve(struct rank_sd *sd, struct strata_error *err)
 	for (int s = 0; s < sd->nfieldsets; s++) {
 		struct rank_fieldset *fs = &sd->fieldsets[s];
 		for (int i = 0; i < fs->nfields; i++) {
-			fs->fields[i] = -1; /* inheritance may have moved the fields */
-			for (int j = 0; j < sd->nfields && fs->fields[i] < 0; j++)
-				if (strcmp(sd->fields[j].name, fs->names[i]) == 0)
-					fs->fields[i] = j;
+			/* inheritance may have moved the fields */
+			fs->fields[i] = rank_sd_field_index(sd, fs->names[i]);
 			if (fs->fields[i] < 0)
 				return base_err(err, STRATA_TYPE,
 				                "%s:%d:%d: fieldset '%s' names field '%s', which is not declared",

@@ -120,7 +120,8 @@ int rank_parser_name_in(const struct rank_tok *t, const char *const *list)
 }
 
 /* The declarations of the AST (fields, models, profiles, functions, inputs,
- * constants) all start with their name, and so does a parameter, a bare
+ * constants, struct fields, summaries and their fields, fieldsets) all start
+ * with their name, and so does a parameter, a bare
  * char *: one lookup and one append serve every kind.  The name pointer is
  * copied with memcpy because its declared type is char * in some structs and
  * const char * in struct rank_field. */
@@ -130,6 +131,10 @@ _Static_assert(offsetof(struct rank_profile_decl, name) == 0, "name first");
 _Static_assert(offsetof(struct rank_function_decl, name) == 0, "name first");
 _Static_assert(offsetof(struct rank_input_decl, name) == 0, "name first");
 _Static_assert(offsetof(struct rank_constant_decl, name) == 0, "name first");
+_Static_assert(offsetof(struct rank_struct_field, name) == 0, "name first");
+_Static_assert(offsetof(struct rank_source_decl, name) == 0, "name first");
+_Static_assert(offsetof(struct rank_summary_decl, name) == 0, "name first");
+_Static_assert(offsetof(struct rank_fieldset, name) == 0, "name first");
 
 /* The index of the element of arr (n elements of elem bytes) named like the
  * name token nm, or -1. */
@@ -175,6 +180,21 @@ int rank_parser_colon_or_block(struct rank_parser *p, const struct rank_tok *kw,
 	return 0;
 }
 
+/* Inside a block whose '{' is taken: the next token into t; 1 when it begins
+ * an item, 0 when it is the closing '}'.  With kw (the keyword the block
+ * belongs to), the end of the file is the error "the block of 'kw' is never
+ * closed"; without, the caller reports it as the item it expected. */
+int rank_parser_block_item(struct rank_parser *p, const struct rank_tok *kw, struct rank_tok *t)
+{
+	rank_lex_next(p->lx, RANK_LEX_SCHEMA, t);
+	if (rank_tok_is(t, "}"))
+		return 0;
+	if (kw && t->kind == RT_EOF)
+		return rank_parser_fail(p, kw, STRATA_PARSE, "the block of %s is never closed",
+		                        rank_tok_quote(kw));
+	return 1;
+}
+
 /* The value of a setting Strata accepts and ignores: ": word". */
 int rank_parser_skip_setting(struct rank_parser *p)
 {
@@ -185,6 +205,37 @@ int rank_parser_skip_setting(struct rank_parser *p)
 	rank_lex_word(p->lx, &w);
 	rank_lex_take(p->lx, &w);
 	return 0;
+}
+
+/* The number token v as a whole number from lo to hi; what names the
+ * setting in the message. */
+int rank_parser_whole(struct rank_parser *p, const struct rank_tok *v, const char *what, int lo,
+                      int hi, int *out)
+{
+	double d;
+	int rc = rank_tok_number(p->lx, v, &d, p->err);
+	if (rc)
+		return rc;
+	if (d < lo || d > hi || d != (double)(int)d)
+		return rank_parser_fail(p, v, STRATA_TYPE, "%s must be a whole number from %d to %d, found %s",
+		                        what, lo, hi, rank_tok_quote(v));
+	*out = (int)d;
+	return 0;
+}
+
+/* ": N" after the setting kw, N a whole number from lo to hi. */
+int rank_parser_whole_setting(struct rank_parser *p, const struct rank_tok *kw, int lo, int hi,
+                              int *out)
+{
+	struct rank_tok t;
+	int rc = rank_parser_expect(p, ":", "after the setting name");
+	if (rc)
+		return rc;
+	rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
+	if (t.kind != RT_NUM)
+		return rank_parser_fail(p, &t, STRATA_PARSE, "expected a number after %s, found %s",
+		                        rank_tok_quote(kw), rank_tok_quote(&t));
+	return rank_parser_whole(p, &t, rank_tok_quote(kw), lo, hi, out);
 }
 
 /* t does not belong in the block of the what (a field, a rank-profile, a

@@ -319,6 +319,8 @@ int rank_indexing_check(struct rank_sd *sd, struct rank_field *f, struct strata_
  * rank_sds_inherit calls it).  Returns 0 or STRATA_TYPE
  * ("file:line:col: fieldset 'f' names field 'x', which is not declared"). */
 int rank_fieldsets_resolve(struct rank_sd *sd, struct strata_error *err);
+/* The index of sd's field called name, or -1 (schema.c). */
+int rank_sd_field_index(const struct rank_sd *sd, const char *name);
 /* Free what the document part of sd owns (schema.c; rank_sd_free calls it). */
 void rank_sd_docs_free(struct rank_sd *sd);
 /* dst becomes a flat copy of the resolved profile src (same name).

@@ -124,8 +124,23 @@ void *rank_parser_add_named(struct rank_parser *p, void *arrp, int *n, size_t el
                             const struct rank_tok *nm, int *rc);
 /* After the keyword kw: ':' (*block = 0) or '{' (*block = 1). */
 int rank_parser_colon_or_block(struct rank_parser *p, const struct rank_tok *kw, int *block);
+/* Inside a block whose '{' is taken: the next token into t; 1 when it begins
+ * an item, 0 when it is the closing '}' (taken).  With kw, the keyword of the
+ * block, the end of the file is STRATA_PARSE "the block of 'kw' is never
+ * closed" (at kw), returned; without kw it is an item for the caller to
+ * refuse.  Loops read: while ((rc = rank_parser_block_item(p, kw, &t)) > 0). */
+int rank_parser_block_item(struct rank_parser *p, const struct rank_tok *kw, struct rank_tok *t);
 /* The value of a setting accepted and ignored: ": word". */
 int rank_parser_skip_setting(struct rank_parser *p);
+/* The number token v as a whole number from lo to hi into *out; what names
+ * the setting in the message (STRATA_TYPE "what must be a whole number from
+ * lo to hi, found v"). */
+int rank_parser_whole(struct rank_parser *p, const struct rank_tok *v, const char *what, int lo,
+                      int hi, int *out);
+/* After the setting kw: ": N", N a whole number from lo to hi, into *out
+ * (STRATA_PARSE without ':' or a number, else as rank_parser_whole). */
+int rank_parser_whole_setting(struct rank_parser *p, const struct rank_tok *kw, int lo, int hi,
+                              int *out);
 /* t does not belong in the block of the what (a field, a rank-profile, a
  * schema) called name. */
 int rank_parser_unexpected_in(struct rank_parser *p, const struct rank_tok *t, const char *what,
@@ -188,6 +203,9 @@ int rank_struct_field_parse(struct rank_parser *p, struct rank_field *f, const s
 /* "a, b" after "document x inherits". */
 int rank_document_inherits(struct rank_parser *p);
 
+/* The field type t names when it is one of the simple ones (string, int,
+ * long, float, double, bool), else 0. */
+int rank_field_simple_type(const struct rank_tok *t);
 /* 1 when f is an array or weighted set of strings (text, if indexed). */
 int rank_field_holds_text(const struct rank_field *f);
 /* indexing.c: after the keyword kw ("indexing", taken), ": statement" or

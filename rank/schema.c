@@ -59,6 +59,14 @@ void rank_vec_free(void *arr, int n, size_t elem)
 		base_free(arr, rank_vec_cap(n) * elem);
 }
 
+int rank_sd_field_index(const struct rank_sd *sd, const char *name)
+{
+	for (int i = 0; i < sd->nfields; i++)
+		if (strcmp(sd->fields[i].name, name) == 0)
+			return i;
+	return -1;
+}
+
 /* ---- freeing -------------------------------------------------------------------- */
 
 void rank_ix_free(struct rank_ix *n)

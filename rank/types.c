@@ -113,8 +113,7 @@ int rank_predicate_index(struct rank_parser *p, struct rank_field *f, const stru
 	int64_t v;
 	int rc = rank_parser_expect(p, "{", "after 'index' of a predicate field");
 	while (!rc) {
-		rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
-		if (rank_tok_is(&t, "}"))
+		if (!rank_parser_block_item(p, NULL, &t))
 			break;
 		if (rank_tok_is(&t, "arity")) {
 			if (!(rc = int_setting(p, &t, 2, 64, &v)))
@@ -230,14 +229,6 @@ static const struct rank_sd *find_sd(struct rank_sd **sds, int n, const char *na
 	return NULL;
 }
 
-static int find_field(const struct rank_sd *sd, const char *name)
-{
-	for (int i = 0; i < sd->nfields; i++)
-		if (strcmp(sd->fields[i].name, name) == 0)
-			return i;
-	return -1;
-}
-
 /* An error at pos: "file:line:col: msg". */
 static int fail_at(struct strata_error *err, const struct rank_pos *pos, int code, const char *msg)
 {
@@ -248,7 +239,7 @@ static int fail_at(struct strata_error *err, const struct rank_pos *pos, int cod
 static int resolve_import(struct rank_sd **sds, int n, struct rank_sd *sd,
                           const struct rank_source_decl *d, struct strata_error *err)
 {
-	struct rank_field *g = &sd->fields[find_field(sd, d->name)];
+	struct rank_field *g = &sd->fields[rank_sd_field_index(sd, d->name)];
 	int len = (int)(g->import_field - 1 - d->source), r = -1;
 	for (int i = 0; i < sd->nfields && r < 0; i++)
 		if ((int)strlen(sd->fields[i].name) == len && !strncmp(sd->fields[i].name, d->source, len))
@@ -260,7 +251,7 @@ static int resolve_import(struct rank_sd **sds, int n, struct rank_sd *sd,
 		return fail_at(err, &d->pos, STRATA_TYPE, msg);
 	}
 	const struct rank_sd *parent = find_sd(sds, n, sd->fields[r].ref_doctype);
-	int pf = parent ? find_field(parent, g->import_field) : -1;
+	int pf = parent ? rank_sd_field_index(parent, g->import_field) : -1;
 	if (pf < 0 || !parent->fields[pf].attribute || parent->fields[pf].imported) {
 		snprintf(msg, sizeof msg, "import field: '%s' is not an attribute of document type "
 		         "'%s'", g->import_field, sd->fields[r].ref_doctype);

@@ -644,6 +644,14 @@ static const struct bad bads[] = {
 	 STRATA_NOT_IMPLEMENTED, "t.sd:2:2: field setting 'alias' is not supported"},
 	{"schema s { document s { } rank-profile p { first-phase { expression: file:x.expr } } }",
 	 STRATA_NOT_IMPLEMENTED, "t.sd:1:70: expressions read from files are not supported"},
+	/* a block cut short by the end of the file is reported at its keyword */
+	{"schema s { document s { field f type int {\n sorting { descending", STRATA_PARSE,
+	 "t.sd:2:2: the block of 'sorting' is never closed"},
+	{"schema s { document s { field e type tensor<float>(x[2]) {\n index { hnsw {", STRATA_PARSE,
+	 "t.sd:2:10: the block of 'hnsw' is never closed"},
+	{"schema s { document s { field e type tensor<float>(x[2]) {\n index { hnsw {\n"
+	 " max-links-per-node: 1.5 } } } } }", STRATA_TYPE,
+	 "t.sd:3:22: 'max-links-per-node' must be a whole number from 2 to 256, found '1.5'"},
 };
 
 static void test_errors(void **state)
