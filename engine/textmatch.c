@@ -486,7 +486,8 @@ double eng_text_feature(struct store_txn *txn, const struct eng_doctype *dt,
 	if (feature == RANK_TF_FIELD_LENGTH)
 		return eng_text_length(txn, dt, s, field, lid, &len) ? len : 0;
 	double sum = 0;
-	struct rank_bm25 bm = {-1, 0, 0}; /* read on first use */
+	struct rank_bm25 bm;
+	rank_profile_bm25(prof, field, &bm);
 	for (int k = 0; s && k < s->n; k++) {
 		const struct eng_text *t = s->t[k];
 		if (s->node[k]->fidx != field)
@@ -508,8 +509,6 @@ double eng_text_feature(struct store_txn *txn, const struct eng_doctype *dt,
 		if (known >= 0) { /* read by weakAnd already */
 			if (known && feature == RANK_TF_MATCHES)
 				return 1;
-			if (known && bm.k1 < 0)
-				rank_profile_bm25(prof, field, &bm);
 			if (known)
 				sum += bm25_term(t, 0, (double)known, len, &bm);
 			continue;
@@ -520,8 +519,6 @@ double eng_text_feature(struct store_txn *txn, const struct eng_doctype *dt,
 				continue;
 			if (feature == RANK_TF_MATCHES)
 				return 1;
-			if (bm.k1 < 0)
-				rank_profile_bm25(prof, field, &bm);
 			sum += bm25_term(t, i, store_postings_positions(t->pl[i], NULL, 0), len, &bm);
 		}
 	}

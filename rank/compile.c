@@ -1156,7 +1156,7 @@ int rank_profile_compile(struct rank_profile *p, const struct rank_schema *s,
 	if (rank_cc_add_type(p, &num) != 0)
 		return base_nomem(err, "profile '%s'", d->name);
 	p->rerank = d->rerank_count >= 0 ? d->rerank_count : 100;
-	int rc = rank_fprops_check(p, err);
+	int rc = rank_fprops_resolve(p, err);
 	if (rc)
 		return rc;
 

@@ -10,8 +10,9 @@
  *
  * parse_profile.c hands each "feature(args).property: number" here; the
  * profile keeps them by their whole key (so inheritance merges them one by
- * one, schema.c), compile.c checks them once the fields are known, and the
- * engine reads the values of a field through rank_profile_bm25().  Other
+ * one, schema.c), compile.c checks them once the fields are known and
+ * makes the profile's table of each field's parameters
+ * (rank_fprops_resolve), and the engine reads the values of a field through rank_profile_bm25().  Other
  * features' properties are refused by name.
  *
  * A property of bm25(f) where f is no field of the schema, or a field
@@ -92,7 +93,14 @@ static int field_named(const struct rank_sd *sd, const char *s, size_t n)
 	return -1;
 }
 
-int rank_fprops_check(const struct rank_profile *p, struct strata_error *err)
+static void bm25_defaults(struct rank_bm25 *b)
+{
+	b->k1 = 1.2;
+	b->b = 0.75;
+	b->avgdl = 0;
+}
+
+int rank_fprops_resolve(struct rank_profile *p, struct strata_error *err)
 {
 	const struct rank_profile_decl *d = p->decl;
 	for (int i = 0; i < d->nfprops; i++) {
@@ -112,6 +120,22 @@ int rank_fprops_check(const struct rank_profile *p, struct strata_error *err)
 			                which == BM25_K1 ? "k1 may not be negative"
 			                : which == BM25_B ? "b lies in [0, 1]"
 			                                  : "an average length is positive");
+		if (!p->bm25) {
+			/* one entry per field, made once: bm25 reads it per document */
+			p->bm25 = base_arena_alloc(&p->pool, (size_t)p->sd->nfields * sizeof *p->bm25,
+			                           _Alignof(struct rank_bm25));
+			if (!p->bm25)
+				return base_nomem(err, "profile '%s'", d->name);
+			for (int k = 0; k < p->sd->nfields; k++)
+				bm25_defaults(&p->bm25[k]);
+		}
+		struct rank_bm25 *b = &p->bm25[fi];
+		if (which == BM25_K1)
+			b->k1 = v;
+		else if (which == BM25_B)
+			b->b = v;
+		else
+			b->avgdl = v;
 	}
 	return 0;
 }
@@ -134,27 +158,8 @@ int rank_fprop_notice(const struct rank_profile *p, int i, char *buf, size_t n)
 
 void rank_profile_bm25(const struct rank_profile *p, int field, struct rank_bm25 *out)
 {
-	out->k1 = 1.2;
-	out->b = 0.75;
-	out->avgdl = 0;
-	if (!p || field < 0 || field >= p->sd->nfields)
-		return;
-	const char *name = p->sd->fields[field].name;
-	size_t len = strlen(name);
-	const struct rank_profile_decl *d = p->decl;
-	for (int i = 0; i < d->nfprops; i++) {
-		const char *f;
-		size_t fn;
-		int which;
-		if (!split_bm25(d->fprops[i].name, strlen(d->fprops[i].name), &f, &fn, &which) ||
-		    fn != len || memcmp(f, name, len) != 0)
-			continue;
-		double v = d->fprops[i].value;
-		if (which == BM25_K1)
-			out->k1 = v;
-		else if (which == BM25_B)
-			out->b = v;
-		else if (which == BM25_AVGDL)
-			out->avgdl = v;
-	}
+	if (p && p->bm25 && field >= 0 && field < p->sd->nfields)
+		*out = p->bm25[field];
+	else
+		bm25_defaults(out);
 }

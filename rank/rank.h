@@ -482,8 +482,8 @@ struct rank_bm25 {
 	double k1, b, avgdl;
 };
 /* The bm25 parameters of field (index in the schema) in profile p (NULL:
- * the defaults) into *out.  Cheap (a scan of the profile's properties);
- * thread-safe. */
+ * the defaults) into *out: a lookup in a table the profile made when it
+ * compiled; thread-safe. */
 void rank_profile_bm25(const struct rank_profile *p, int field, struct rank_bm25 *out);
 
 /* A tensor with mapped dimensions: nblocks dense subspaces (the type's

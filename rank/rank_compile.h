@@ -115,9 +115,10 @@ int rank_cc_generator(struct cc *c, const struct env *env, const struct rank_ast
 /* props.c: check the rank properties of rank features of profile p
  * against its schema: where bm25(f) names a field with a text index, k1 >=
  * 0, b in [0, 1], averageFieldLength > 0 (one of another name changes
- * nothing: rank_fprop_notice).  Returns 0 or STRATA_TYPE with
- * "file:line:col: " of the property. */
-int rank_fprops_check(const struct rank_profile *p, struct strata_error *err);
+ * nothing: rank_fprop_notice); and make p->bm25, each field's parameters.
+ * Returns 0, STRATA_TYPE with "file:line:col: " of the property, or
+ * STRATA_NOMEM. */
+int rank_fprops_resolve(struct rank_profile *p, struct strata_error *err);
 
 /* compile_raw.c: rawScore(field) and itemRawScore(label). */
 int rank_cc_raw_score(struct cc *c, const struct rank_ast *a, int *type);

@@ -205,6 +205,8 @@ struct rank_profile {
 	int nnorms;                  /* the global phase's normalizers */
 	struct rank_norm *norms;
 	int global_rerank;           /* global-phase rerank-count (100 by default) */
+	struct rank_bm25 *bm25;      /* bm25's parameters per field (props.c), in pool; NULL
+	                                when the profile sets none (the defaults hold) */
 	int nmatch, nsummary;
 	struct rank_prog *match, *summary;
 	int nmodels;                 /* profile-level, then schema-level models */
