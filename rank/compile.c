@@ -91,17 +91,6 @@ static int emit_bin(struct cc *c, const struct rank_ast *a, int fn, int tx, int 
 	return 0;
 }
 
-
-
-
-static int find_field(const struct rank_sd *sd, const char *name)
-{
-	for (int i = 0; i < sd->nfields; i++)
-		if (strcmp(sd->fields[i].name, name) == 0)
-			return i;
-	return -1;
-}
-
 /* The type of attribute field f. */
 static int field_type(struct cc *c, const struct rank_field *f, int *t)
 {
@@ -124,7 +113,7 @@ static int compile_attribute(struct cc *c, const struct rank_ast *a, int *type)
 	if (a->nargs != 1 || rank_cc_name_arg(c, a->args[0], "an attribute name"))
 		return rank_cc_at(c, a, STRATA_TYPE, "attribute() takes one field name");
 	const char *name = a->args[0]->name;
-	int fi = find_field(c->p->sd, name);
+	int fi = rank_sd_field_index(c->p->sd, name);
 	if (fi < 0 || !c->p->sd->fields[fi].attribute)
 		return rank_cc_at(c, a->args[0], STRATA_TYPE, "unknown attribute '%s'", name);
 	const struct rank_field *f = &c->p->sd->fields[fi];
@@ -246,7 +235,7 @@ static int close_field(struct cc *c, const struct rank_ast *arg, int distance, i
 {
 	const char *fname = distance ? "distance" : "closeness";
 	const char *name = arg->name;
-	int fi = find_field(c->p->sd, name);
+	int fi = rank_sd_field_index(c->p->sd, name);
 	if (fi < 0 || !c->p->sd->fields[fi].attribute)
 		return rank_cc_at(c, arg, STRATA_TYPE, "unknown attribute '%s'", name);
 	if (c->p->sd->fields[fi].type != RANK_FT_TENSOR)
@@ -275,7 +264,7 @@ static int compile_text(struct cc *c, const struct rank_ast *a, int *type)
 	if (a->nargs != 1 || rank_cc_name_arg(c, a->args[0], "a field name"))
 		return rank_cc_at(c, a, STRATA_TYPE, "%s() takes (field)", fname);
 	const char *name = a->args[0]->name;
-	int fi = find_field(c->p->sd, name);
+	int fi = rank_sd_field_index(c->p->sd, name);
 	const struct rank_field *fd = fi >= 0 ? &c->p->sd->fields[fi] : NULL;
 	if (!fd || rank_field_token_flags(fd) < 0)
 		return rank_cc_at(c, a->args[0], STRATA_TYPE,
@@ -316,7 +305,7 @@ static int compile_field_feature(struct cc *c, const struct rank_ast *a, int *ty
 	if (k < 0 || a->nargs != 1 || rank_cc_name_arg(c, a->args[0], "a field name"))
 		return rank_cc_at(c, a, STRATA_TYPE, "%s(field)%s%s is not a feature", a->name,
 		                  a->out ? "." : "", a->out ? a->out : "");
-	int fi = find_field(c->p->sd, a->args[0]->name);
+	int fi = rank_sd_field_index(c->p->sd, a->args[0]->name);
 	if (fi >= 0 && !a->out && c->p->sd->fields[fi].type == RANK_FT_TENSOR &&
 	    feats[k].ftype == RANK_FT_POSITION)
 		return close_field(c, a->args[0], a->name[0] == 'd', type);

@@ -26,10 +26,7 @@ int rank_cc_raw_score(struct cc *c, const struct rank_ast *a, int *type)
 		if ((arg = rank_cc_label(c, name)) < 0)
 			return STRATA_NOMEM;
 	} else {
-		for (int i = 0; i < c->p->sd->nfields && arg < 0; i++)
-			if (strcmp(c->p->sd->fields[i].name, name) == 0)
-				arg = i;
-		if (arg < 0)
+		if ((arg = rank_sd_field_index(c->p->sd, name)) < 0)
 			return rank_cc_at(c, a->args[0], STRATA_TYPE, "rawScore(): unknown field '%s'",
 			                  name);
 	}

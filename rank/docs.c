@@ -37,14 +37,6 @@ static int fail(struct strata_error *err, const struct rank_pos *pos, int code, 
 	return base_err(err, code, "%s:%d:%d: %s", pos->file, pos->line, pos->col, msg);
 }
 
-static int find_field(const struct rank_sd *sd, const char *name)
-{
-	for (int i = 0; i < sd->nfields; i++)
-		if (strcmp(sd->fields[i].name, name) == 0)
-			return i;
-	return -1;
-}
-
 static struct rank_sd *find_sd(struct rank_sd **sds, int n, const char *name)
 {
 	for (int i = 0; i < n; i++)
@@ -110,7 +102,7 @@ static int inherit_schema(struct rank_sd *sd, const struct rank_sd *parent, stru
 	int rc;
 	for (int i = 0; i < parent->nfields; i++) {
 		const struct rank_field *f = &parent->fields[i];
-		if (!f->outside || find_field(sd, f->name) >= 0)
+		if (!f->outside || rank_sd_field_index(sd, f->name) >= 0)
 			continue;
 		if ((rc = copy_field(sd, f, err)) != 0)
 			return rc;
@@ -148,7 +140,7 @@ static int inherit_document(struct rank_sd *sd, const struct rank_sd *parent, in
 		const struct rank_field *f = &parent->fields[i];
 		if (f->outside || f->imported) /* imported fields belong to their schema */
 			continue;
-		int j = find_field(sd, f->name);
+		int j = rank_sd_field_index(sd, f->name);
 		if (j >= 0) {
 			if (!sd->fields[j].outside && sd->fields[j].line == f->line &&
 			    sd->fields[j].vtype == f->vtype && sd->fields[j].type == f->type)
@@ -283,7 +275,7 @@ static int resolve_inputs(struct rank_sd *sd, struct strata_error *err)
 			            "field '%s' outside the document needs 'indexing: input FIELD | ...'",
 			            f->name);
 		const char *g = f->outside ? plain_input(f->indexing) : NULL;
-		int j = g ? find_field(sd, g) : -1;
+		int j = g ? rank_sd_field_index(sd, g) : -1;
 		f->source = -1;
 		if (j >= 0 && !sd->fields[j].outside && same_type(f, &sd->fields[j])) {
 			f->source = j;
@@ -367,7 +359,7 @@ static int class_sources(const struct rank_sd *sd, struct rank_summary_class *c,
 {
 	for (int k = 0; k < n; k++) {
 		const char *src = srcs[k].source ? srcs[k].source : srcs[k].name;
-		int fi = find_field(sd, src), transform = srcs[k].transform;
+		int fi = rank_sd_field_index(sd, src), transform = srcs[k].transform;
 		if (fi < 0 && strcmp(src, "documentid") == 0 && !srcs[k].tokens && !transform &&
 		    !srcs[k].select_by) {
 			class_put(c, fs, (struct rank_summary_field){srcs[k].name, -1, 0,

@@ -35,10 +35,7 @@ int rank_schema_fieldset(const struct rank_schema *s, const char *name, const in
 
 int rank_schema_field_index(const struct rank_schema *s, const char *name)
 {
-	for (int i = 0; i < s->sd->nfields; i++)
-		if (strcmp(s->sd->fields[i].name, name) == 0)
-			return i;
-	return -1;
+	return rank_sd_field_index(s->sd, name);
 }
 
 const struct rank_summary_class *rank_schema_summary(const struct rank_schema *s, const char *name)
