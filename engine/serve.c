@@ -102,12 +102,13 @@ static int method_of(const char *m)
 	     : !strcmp(m, "PUT") ? SRV_PUT : !strcmp(m, "DELETE") ? SRV_DELETE : SRV_OTHER;
 }
 
-/* Send rq's answer as JSON. */
+/* Send rq's answer as JSON.  The answer is not copied: rq lives until
+ * on_completed, when the connection is done sending it. */
 static enum MHD_Result send_answer(struct MHD_Connection *c, const struct srv_req *rq)
 {
 	const char *body = rq->resp ? rq->resp : "{}";
 	struct MHD_Response *r = MHD_create_response_from_buffer(strlen(body), (void *)body,
-	                                                         MHD_RESPMEM_MUST_COPY);
+	                                                         MHD_RESPMEM_PERSISTENT);
 	if (!r)
 		return MHD_NO;
 	MHD_add_response_header(r, "Content-Type", "application/json;charset=utf-8");
