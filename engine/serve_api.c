@@ -235,10 +235,7 @@ static void do_search(struct srv *s, struct srv_req *rq)
 		result = with_trace(result, queued, end - start, trace);
 	srv_metrics_query(&s->m, end - rq->arrived, 1);
 	rq->status = 200;
-	rq->resp = base_strdup(result);
-	strata_free(result);
-	if (!rq->resp)
-		search_error(rq, 500, VE_INTERNAL, "out of memory");
+	rq->resp = result; /* strata_free() is base_strfree(), which frees rq->resp */
 }
 
 /* ---- /document/v1/ ------------------------------------------------------------------ */
