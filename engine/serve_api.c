@@ -368,17 +368,39 @@ static void count(struct srv *s, unsigned long long *c, int failed)
 	pthread_mutex_unlock(&s->m.lock);
 }
 
-/* 200 with the library's JSON object text (freed here) and "pathId". */
+/* 200 with the library's JSON object text (freed here) and "pathId" as its
+ * last member.  The member is written into the text: a page of documents
+ * is not parsed and written again for it. */
 static void answer_with_path(struct srv_req *rq, char *text)
 {
-	json_t *j = json_loads(text, 0, NULL);
+	static const char key[] = "\"pathId\":";
+	json_t *p = json_string(rq->path);
+	char *ps = p ? eng_json_dump(p, 0) : NULL;
+	json_decref(p);
+	size_t n = strlen(text), pl = ps ? strlen(ps) : 0;
+	int members = n > 2; /* the library's text is "{...}", compact */
+	size_t len = n - 1 + (size_t)members + sizeof key - 1 + pl + 1;
+	char *s = ps && n >= 2 && text[n - 1] == '}' ? base_alloc(len + 1) : NULL;
+	if (s) {
+		size_t k = n - 1;
+		memcpy(s, text, k);
+		if (members)
+			s[k++] = ',';
+		memcpy(s + k, key, sizeof key - 1);
+		k += sizeof key - 1;
+		memcpy(s + k, ps, pl);
+		k += pl;
+		s[k++] = '}';
+		s[k] = 0;
+	}
+	base_strfree(ps);
 	strata_free(text);
-	if (!j || json_object_set_new(j, "pathId", json_string(rq->path))) {
-		json_decref(j);
+	if (!s) {
 		doc_error(rq, 500, "out of memory");
 		return;
 	}
-	answer(rq, 200, j);
+	rq->status = 200;
+	rq->resp = s;
 }
 
 /* The NS and TYPE of a visit's path /document/v1/NS/TYPE/docid[/] into ns
