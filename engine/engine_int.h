@@ -978,5 +978,12 @@ int eng_cli_compile(int argc, char **argv);
 int eng_cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Print msg and the command's usage on stderr; returns 2. */
 int eng_cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The library's log messages (strata_options.log), "strata: MSG" on stderr. */
+void eng_cli_log(void *ud, int level, const char *msg);
+/* The value of a query input given as text (--input, a query parameter):
+ * the JSON it is when it parses (a number, an array, a tensor object),
+ * else the text as a string (a tensor literal such as {{x:0}:1}).  NULL
+ * when out of memory. */
+json_t *eng_cli_input_value(const char *text);
 
 #endif

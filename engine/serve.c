@@ -349,13 +349,6 @@ static int parse_serve_opts(int argc, char **argv, struct serve_opts *o)
 	return 0;
 }
 
-static void serve_log(void *ud, int level, const char *msg)
-{
-	(void)ud;
-	(void)level;
-	fprintf(stderr, "strata: %s\n", msg);
-}
-
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
 	(void)cls;
@@ -412,7 +405,7 @@ int eng_cli_serve(int argc, char **argv)
 
 	static struct server sv; /* one server per process; its threads point here */
 	struct strata_error err = { 0 };
-	struct strata_options so = { .data_dir = o.data, .log = serve_log,
+	struct strata_options so = { .data_dir = o.data, .log = eng_cli_log,
 	                             .pool_generations = (int)(o.threads < 1024 ? o.threads : 1024) };
 	if (eng_open(o.app, &so, ENG_OPEN_DEPLOYED, &sv.s.db, &err))
 		return eng_cli_fail("%s", err.msg[0] ? err.msg : strata_strerror(err.code));

@@ -108,17 +108,13 @@ static int parse_timeout(const json_t *v, double *out)
 	return 0;
 }
 
-/* A query parameter's value as the JSON request wants it: inputs are JSON
- * when they parse (numbers, arrays, tensor objects) and tensor literals
- * otherwise; everything else stays a string. */
+/* A query parameter's value as the JSON request wants it: inputs as the
+ * CLI's --input reads them; everything else stays a string. */
 static json_t *arg_value(const char *key, const char *val)
 {
 	if (!strncmp(key, "input.", 6) || !strncmp(key, "ranking.features.query(", 23) ||
-	    !strncmp(key, "query(", 6)) {
-		json_t *j = json_loads(val, JSON_DECODE_ANY, NULL);
-		if (j)
-			return j;
-	}
+	    !strncmp(key, "query(", 6))
+		return eng_cli_input_value(val);
 	return json_string(val);
 }
 
