@@ -132,6 +132,11 @@ check "POST hits" "$(jout '[.root.children[].id] | join(",")')" "id:shop:product
 req "search POST with parameters" 200 -X POST \
 	-d '{"yql": "select title from product where true"}' "$B/search/?hits=1&ranking.profile=cheap"
 check "parameters merged" "$(jout '[.root.children[].id] | join(",")')" "id:shop:product::2"
+q16=$(seq -s, 1 16)
+req "input parameter" 200 "$B/search/?yql=$yql&ranking.profile=relevance&input.query%28q_emb%29=%5B$q16%5D"
+check "input parameter total" "$(jout '.root.fields.totalCount')" "5"
+req "input parameter of the wrong size" 400 \
+	"$B/search/?yql=$yql&ranking.profile=relevance&input.query%28q_emb%29=%5B1,2%5D"
 req "trace" 200 "$B/search/?yql=$yql&trace.level=1"
 check "trace messages" "$(jout '.trace.children | length')" "2"
 
