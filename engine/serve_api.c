@@ -519,22 +519,19 @@ static void do_document(struct srv *s, struct srv_req *rq)
 
 /* ---- state and metrics ------------------------------------------------------------------- */
 
-static double bucket_us(int i)
-{
-	return 10.0 * pow(1.25, i);
-}
-
 void srv_metrics_init(struct srv_metrics *m)
 {
 	memset(m, 0, sizeof *m);
 	pthread_mutex_init(&m->lock, NULL);
+	for (int i = 0; i < SRV_BUCKETS; i++)
+		m->bound_us[i] = 10.0 * pow(1.25, i);
 }
 
 /* ok: 1 answered, 0 failed, -1 timed out. */
 void srv_metrics_query(struct srv_metrics *m, double seconds, int ok)
 {
 	int b = 0;
-	while (b < SRV_BUCKETS - 1 && seconds * 1e6 >= bucket_us(b))
+	while (b < SRV_BUCKETS - 1 && seconds * 1e6 >= m->bound_us[b])
 		b++;
 	pthread_mutex_lock(&m->lock);
 	if (ok > 0)
@@ -560,7 +557,7 @@ static double percentile(const struct srv_metrics *m, unsigned long long n, doub
 	for (int b = 0; b < SRV_BUCKETS; b++) {
 		seen += m->lat[b];
 		if (seen >= want)
-			return fmin(bucket_us(b) / 1e3, m->lat_max * 1e3);
+			return fmin(m->bound_us[b] / 1e3, m->lat_max * 1e3);
 	}
 	return m->lat_max * 1e3;
 }
