@@ -926,6 +926,9 @@ int eng_wand_driver(const struct eng_wandset *s, const struct yql_node *where,
  * parameter query or p (words in model.defaultIndex, else "default"), then
  * each contains on a fieldset of s by an OR over its fields.  Returns 0,
  * STRATA_LIMIT (too many words), STRATA_NOMEM. */
+/* The request parameter name: flat ("model.defaultIndex") or one level
+ * nested ({"model": {"defaultIndex": ...}}); NULL when not given. */
+const json_t *eng_request_param(const json_t *req, const char *name);
 int eng_text_expand(struct yql_query *q, const json_t *req, const struct rank_schema *s,
                     struct strata_error *err);
 

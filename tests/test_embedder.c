@@ -980,15 +980,17 @@ static void test_query_input(void **state)
 		" \"input.query(q)\": \"embed(e5, \\\"Hello world\\\")\"}",
 		"{\"yql\": \"select * from sources * where true\", \"ranking.profile\": \"q\","
 		" \"input.query(q)\": \"embed( e5 , 'Hello world' )\"}",
+		"{\"yql\": \"select * from sources * where true\", \"ranking.profile\": \"q\","
+		" \"input.query(q)\": \"embed(e5, @my.text)\", \"my\": {\"text\": \"Hello world\"}}",
 	};
-	for (int i = 0; i < 3; i++) {
+	for (size_t i = 0; i < sizeof reqs / sizeof *reqs; i++) {
 		int rc;
 		double r, r8;
 		relevance(f, reqs[i], &rc, &err, &r, &r8);
 		if (rc)
-			fail_msg("query %d: %s", i, err.msg);
+			fail_msg("query %zu: %s", i, err.msg);
 		if (!(fabs(r - want) <= 1e-5) || !(fabs(r8 - want8) <= 1e-5))
-			fail_msg("query %d: relevance %.9g and %.9g, expected %.9g and %.9g", i, r, r8,
+			fail_msg("query %zu: relevance %.9g and %.9g, expected %.9g and %.9g", i, r, r8,
 			         want, want8);
 	}
 	struct {
