@@ -67,10 +67,9 @@ struct server {
 	struct MHD_Daemon *d;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;  /* work queued, or stopping */
-	pthread_cond_t idle;  /* a request ended */
+	pthread_cond_t idle;  /* a request ended (with s.m.lock: s.m.open counts them) */
 	struct job *head, *tail;
 	int nqueued, maxqueue;
-	int open;             /* requests begun and not yet ended */
 	int stopping;
 	size_t max_body;
 };
@@ -153,12 +152,9 @@ static void append_body(struct server *sv, struct job *j, const char *data, size
 /* One more (d = 1) or one less (-1) request open. */
 static void open_count(struct server *sv, int d)
 {
-	pthread_mutex_lock(&sv->lock);
-	sv->open += d;
-	pthread_cond_broadcast(&sv->idle);
-	pthread_mutex_unlock(&sv->lock);
 	pthread_mutex_lock(&sv->s.m.lock);
 	sv->s.m.open += d;
+	pthread_cond_broadcast(&sv->idle);
 	pthread_mutex_unlock(&sv->s.m.lock);
 }
 
@@ -365,16 +361,18 @@ static void drain(struct server *sv, long drain_s)
 	struct timespec until;
 	clock_gettime(CLOCK_REALTIME, &until);
 	until.tv_sec += drain_s;
-	pthread_mutex_lock(&sv->lock);
-	while (sv->open > 0 &&
-	       pthread_cond_timedwait(&sv->idle, &sv->lock, &until) == 0)
+	pthread_mutex_lock(&sv->s.m.lock);
+	while (sv->s.m.open > 0 &&
+	       pthread_cond_timedwait(&sv->idle, &sv->s.m.lock, &until) == 0)
 		;
-	int left = sv->open;
+	long left = sv->s.m.open;
+	pthread_mutex_unlock(&sv->s.m.lock);
+	pthread_mutex_lock(&sv->lock);
 	sv->stopping = 1;
 	pthread_cond_broadcast(&sv->cond);
 	pthread_mutex_unlock(&sv->lock);
 	if (left)
-		fprintf(stderr, "strata: %d requests still open after %ld s, closed\n", left, drain_s);
+		fprintf(stderr, "strata: %ld requests still open after %ld s, closed\n", left, drain_s);
 }
 
 int eng_cli_serve(int argc, char **argv)
