@@ -266,10 +266,10 @@ static void *worker(void *arg)
 		sv->nqueued--;
 		pthread_mutex_unlock(&sv->lock);
 		srv_api_handle(&sv->s, &j->rq);
-		pthread_mutex_lock(&sv->lock);
+		/* the queue is not touched: resuming orders done before the I/O
+		 * thread's next look at the connection */
 		j->done = 1;
 		MHD_resume_connection(j->conn);
-		pthread_mutex_unlock(&sv->lock);
 	}
 }
 
