@@ -58,6 +58,37 @@ static void answer(struct srv_req *rq, int status, json_t *j)
 	rq->resp = s ? s : base_strdup("{\"message\": \"out of memory\"}");
 }
 
+/* A new text (base_strfree): the library's compact JSON object text obj
+ * with "key": v (consumed) written in as its last member, so that the
+ * library's result is not parsed and written again for one member.  key
+ * needs no escapes.  NULL when memory runs out or v is NULL. */
+static char *with_member(const char *obj, const char *key, json_t *v)
+{
+	char *vs = v ? eng_json_dump(v, 0) : NULL;
+	json_decref(v);
+	size_t n = strlen(obj), kl = strlen(key), vl = vs ? strlen(vs) : 0;
+	int members = n > 2; /* not "{}" */
+	size_t len = n - 1 + (size_t)members + kl + 3 + vl + 1;
+	char *s = vs && n >= 2 && obj[n - 1] == '}' ? base_alloc(len + 1) : NULL;
+	if (s) {
+		size_t k = n - 1;
+		memcpy(s, obj, k);
+		if (members)
+			s[k++] = ',';
+		s[k++] = '"';
+		memcpy(s + k, key, kl);
+		k += kl;
+		s[k++] = '"';
+		s[k++] = ':';
+		memcpy(s + k, vs, vl);
+		k += vl;
+		s[k++] = '}';
+		s[k] = 0;
+	}
+	base_strfree(vs);
+	return s;
+}
+
 /* Vespa's search error result. */
 static void search_error(struct srv_req *rq, int status, int code, const char *msg)
 {
@@ -159,17 +190,13 @@ static json_t *search_request(struct srv_req *rq)
 /* Adds Vespa's "trace" to the result text: the time queued and searching. */
 static char *with_trace(char *result, double queued, double ran, long level)
 {
-	json_t *r = json_loads(result, 0, NULL);
 	char m1[96], m2[96];
 	snprintf(m1, sizeof m1, "waited %.3f ms in the request queue", queued * 1e3);
 	snprintf(m2, sizeof m2, "searched in %.3f ms (trace.level %ld)", ran * 1e3, level);
-	json_t *t = json_pack("{s:[{s:i, s:s}, {s:i, s:s}]}", "children", "timestamp", 0, "message",
-	                      m1, "timestamp", (int)(queued * 1e3), "message", m2);
-	char *s = NULL;
-	if (r && t && !json_object_set(r, "trace", t))
-		s = eng_json_dump(r, 0);
-	json_decref(t);
-	json_decref(r);
+	char *s = with_member(result, "trace",
+	                      json_pack("{s:[{s:i, s:s}, {s:i, s:s}]}", "children", "timestamp", 0,
+	                                "message", m1, "timestamp", (int)(queued * 1e3), "message",
+	                                m2));
 	if (!s)
 		return result;
 	strata_free(result);
@@ -364,32 +391,10 @@ static void count(struct srv *s, unsigned long long *c, int failed)
 	pthread_mutex_unlock(&s->m.lock);
 }
 
-/* 200 with the library's JSON object text (freed here) and "pathId" as its
- * last member.  The member is written into the text: a page of documents
- * is not parsed and written again for it. */
+/* 200 with the library's JSON object text (freed here) and "pathId". */
 static void answer_with_path(struct srv_req *rq, char *text)
 {
-	static const char key[] = "\"pathId\":";
-	json_t *p = json_string(rq->path);
-	char *ps = p ? eng_json_dump(p, 0) : NULL;
-	json_decref(p);
-	size_t n = strlen(text), pl = ps ? strlen(ps) : 0;
-	int members = n > 2; /* the library's text is "{...}", compact */
-	size_t len = n - 1 + (size_t)members + sizeof key - 1 + pl + 1;
-	char *s = ps && n >= 2 && text[n - 1] == '}' ? base_alloc(len + 1) : NULL;
-	if (s) {
-		size_t k = n - 1;
-		memcpy(s, text, k);
-		if (members)
-			s[k++] = ',';
-		memcpy(s + k, key, sizeof key - 1);
-		k += sizeof key - 1;
-		memcpy(s + k, ps, pl);
-		k += pl;
-		s[k++] = '}';
-		s[k] = 0;
-	}
-	base_strfree(ps);
+	char *s = with_member(text, "pathId", json_string(rq->path));
 	strata_free(text);
 	if (!s) {
 		doc_error(rq, 500, "out of memory");
