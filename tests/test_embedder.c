@@ -506,6 +506,19 @@ static void test_tokenizer_errors(void **state)
 	snprintf(path, sizeof path, "%s/none.json", dir);
 	assert_int_equal(eng_tokenizer_load(path, 0, &w, &err), STRATA_NOT_FOUND);
 	assert_non_null(strstr(err.msg, "none.json"));
+	/* a character map that is not base64, or too short to hold its trie */
+	const char *maps[] = { "AAAA!AAA", "AAAAAA", "AAAA" };
+	for (int i = 0; i < 3; i++) {
+		char json[300];
+		snprintf(json, sizeof json,
+		         "{\"normalizer\": {\"type\": \"Precompiled\", \"precompiled_charsmap\": "
+		         "\"%s\"}, \"model\": {\"type\": \"Unigram\", \"vocab\": [[\"a\", -1]]}}",
+		         maps[i]);
+		apptest_write(dir, "charsmap.json", json);
+		snprintf(path, sizeof path, "%s/charsmap.json", dir);
+		assert_int_equal(eng_tokenizer_load(path, 0, &w, &err), STRATA_PARSE);
+		assert_non_null(strstr(err.msg, "the precompiled_charsmap is damaged"));
+	}
 }
 
 /* ---- embedding ---------------------------------------------------------------------------- */
