@@ -221,7 +221,7 @@ static int parse_opts(struct opts *o, int argc, char **argv, const char *allowed
 }
 
 /* The library's messages, one "strata: MSG" line each on stderr. */
-static void cli_log(void *ud, int level, const char *msg)
+void eng_cli_log(void *ud, int level, const char *msg)
 {
 	(void)ud;
 	(void)level; /* warnings and notices alike */
@@ -234,7 +234,7 @@ static int open_app(const struct opts *o, int deploy, struct strata **db)
 {
 	struct strata_error err = { 0 };
 	static struct strata_errors errs; /* the CLI opens one application */
-	struct strata_options so = { .data_dir = o->data, .log = cli_log, .errors = &errs };
+	struct strata_options so = { .data_dir = o->data, .log = eng_cli_log, .errors = &errs };
 	int rc = eng_open(o->pos[0], &so, deploy, db, &err);
 	if (!rc)
 		return 0;
@@ -371,6 +371,14 @@ static int read_all_stdin(char **out)
 	return *out ? 0 : -1;
 }
 
+json_t *eng_cli_input_value(const char *text)
+{
+	json_error_t je;
+	int oom;
+	json_t *v = eng_json_parse(text, strlen(text), JSON_DECODE_ANY, &je, &oom);
+	return v || oom ? v : json_string(text);
+}
+
 /* "query(q)=VALUE" or "q=VALUE" into the request as "input.query(q)". */
 static int add_input(json_t *req, const char *arg)
 {
@@ -388,11 +396,7 @@ static int add_input(json_t *req, const char *arg)
 		snprintf(key, sizeof key, "input.%.*s", (int)nl, arg);
 	else
 		snprintf(key, sizeof key, "input.query(%.*s)", (int)nl, arg);
-	const char *val = eq + 1;
-	json_t *v = json_loads(val, JSON_DECODE_ANY, NULL);
-	if (!v)
-		v = json_string(val); /* a tensor literal such as {{x:0}:1} */
-	json_object_set_new(req, key, v);
+	json_object_set_new(req, key, eng_cli_input_value(eq + 1));
 	return 0;
 }
 

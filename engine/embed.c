@@ -749,18 +749,21 @@ static int embed_terms(const struct embedder *e, const char *text, size_t len, i
 	int rc = encode_run(e, text, len, for_query, "vocabulary", &s, &cx, o, err);
 	if (rc)
 		return rc;
-	json_t *cells = json_object();
+	/* the largest logit of each term over the tokens, read row by row as
+	 * the output lies in memory */
+	size_t nv = (size_t)o->dims[2];
+	double *m = base_calloc(nv ? nv : 1, sizeof *m);
+	json_t *cells = m ? json_object() : NULL;
 	if (!cells)
 		rc = base_nomem(err, "embedding of '%s'", c->id);
-	size_t nv = rc ? 0 : (size_t)o->dims[2];
-	for (size_t v = 0; !rc && v < nv; v++) {
-		double m = 0;
-		for (size_t i = 0; i < s.n; i++) {
+	for (size_t i = 0; !rc && i < s.n; i++)
+		for (size_t v = 0; v < nv; v++) {
 			double x = cell(o, i * nv + v);
-			if (x > m)
-				m = x;
+			if (x > m[v])
+				m[v] = x;
 		}
-		double score = log1p(m);
+	for (size_t v = 0; !rc && v < nv; v++) {
+		double score = log1p(m[v]);
 		const char *label = eng_tokenizer_token(e->tok, (int64_t)v);
 		if (!(score > c->threshold) || !label || eng_tokenizer_special(e->tok, (int64_t)v) ||
 		    strlen(label) > ENG_LABEL_MAX)
@@ -769,6 +772,8 @@ static int embed_terms(const struct embedder *e, const char *text, size_t len, i
 		if (!x || json_object_set_new(cells, label, x))
 			rc = base_nomem(err, "embedding of '%s'", c->id);
 	}
+	if (m)
+		base_free(m, (nv ? nv : 1) * sizeof *m);
 	return finish(e, rc, "cells", cells, out, cx, &s, err);
 }
 

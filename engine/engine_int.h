@@ -940,6 +940,9 @@ int eng_wand_driver(const struct eng_wandset *s, const struct yql_node *where,
  * parameter query or p (words in model.defaultIndex, else "default"), then
  * each contains on a fieldset of s by an OR over its fields.  Returns 0,
  * STRATA_LIMIT (too many words), STRATA_NOMEM. */
+/* The request parameter name: flat ("model.defaultIndex") or one level
+ * nested ({"model": {"defaultIndex": ...}}); NULL when not given. */
+const json_t *eng_request_param(const json_t *req, const char *name);
 int eng_text_expand(struct yql_query *q, const json_t *req, const struct rank_schema *s,
                     struct strata_error *err);
 
@@ -992,5 +995,12 @@ int eng_cli_compile(int argc, char **argv);
 int eng_cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Print msg and the command's usage on stderr; returns 2. */
 int eng_cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The library's log messages (strata_options.log), "strata: MSG" on stderr. */
+void eng_cli_log(void *ud, int level, const char *msg);
+/* The value of a query input given as text (--input, a query parameter):
+ * the JSON it is when it parses (a number, an array, a tensor object),
+ * else the text as a string (a tensor literal such as {{x:0}:1}).  NULL
+ * when out of memory. */
+json_t *eng_cli_input_value(const char *text);
 
 #endif

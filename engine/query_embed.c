@@ -10,7 +10,8 @@
  * document types that declare the same input share the value (kept in the
  * query's cache by input name and type).  The text is a quoted string
  * ("..." or '...', backslash escapes the next character) or @name, the
- * request parameter name, which must be a string.
+ * request parameter name (flat or nested, as userInput(@name) reads it),
+ * which must be a string.
  */
 #include <stdio.h>
 #include <string.h>
@@ -102,7 +103,7 @@ int eng_query_embed(struct strata *db, const json_t *req, const struct rank_inpu
 			              "query input 'query(%s)': %s: the text must be a quoted string or "
 			              "@parameter", in->name, s);
 		} else if (kind == '@') {
-			const json_t *pv = json_object_get(req, text);
+			const json_t *pv = eng_request_param(req, text);
 			if (!json_is_string(pv))
 				rc = base_err(err, STRATA_INVALID_ARGUMENT,
 				              "query input 'query(%s)': %s: the request parameter '%s' %s",

@@ -67,10 +67,9 @@ struct server {
 	struct MHD_Daemon *d;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;  /* work queued, or stopping */
-	pthread_cond_t idle;  /* a request ended */
+	pthread_cond_t idle;  /* a request ended (with s.m.lock: s.m.open counts them) */
 	struct job *head, *tail;
 	int nqueued, maxqueue;
-	int open;             /* requests begun and not yet ended */
 	int stopping;
 	size_t max_body;
 };
@@ -102,12 +101,13 @@ static int method_of(const char *m)
 	     : !strcmp(m, "PUT") ? SRV_PUT : !strcmp(m, "DELETE") ? SRV_DELETE : SRV_OTHER;
 }
 
-/* Send rq's answer as JSON. */
+/* Send rq's answer as JSON.  The answer is not copied: rq lives until
+ * on_completed, when the connection is done sending it. */
 static enum MHD_Result send_answer(struct MHD_Connection *c, const struct srv_req *rq)
 {
 	const char *body = rq->resp ? rq->resp : "{}";
 	struct MHD_Response *r = MHD_create_response_from_buffer(strlen(body), (void *)body,
-	                                                         MHD_RESPMEM_MUST_COPY);
+	                                                         MHD_RESPMEM_PERSISTENT);
 	if (!r)
 		return MHD_NO;
 	MHD_add_response_header(r, "Content-Type", "application/json;charset=utf-8");
@@ -152,12 +152,9 @@ static void append_body(struct server *sv, struct job *j, const char *data, size
 /* One more (d = 1) or one less (-1) request open. */
 static void open_count(struct server *sv, int d)
 {
-	pthread_mutex_lock(&sv->lock);
-	sv->open += d;
-	pthread_cond_broadcast(&sv->idle);
-	pthread_mutex_unlock(&sv->lock);
 	pthread_mutex_lock(&sv->s.m.lock);
 	sv->s.m.open += d;
+	pthread_cond_broadcast(&sv->idle);
 	pthread_mutex_unlock(&sv->s.m.lock);
 }
 
@@ -269,10 +266,10 @@ static void *worker(void *arg)
 		sv->nqueued--;
 		pthread_mutex_unlock(&sv->lock);
 		srv_api_handle(&sv->s, &j->rq);
-		pthread_mutex_lock(&sv->lock);
+		/* the queue is not touched: resuming orders done before the I/O
+		 * thread's next look at the connection */
 		j->done = 1;
 		MHD_resume_connection(j->conn);
-		pthread_mutex_unlock(&sv->lock);
 	}
 }
 
@@ -348,13 +345,6 @@ static int parse_serve_opts(int argc, char **argv, struct serve_opts *o)
 	return 0;
 }
 
-static void serve_log(void *ud, int level, const char *msg)
-{
-	(void)ud;
-	(void)level;
-	fprintf(stderr, "strata: %s\n", msg);
-}
-
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
 	(void)cls;
@@ -371,16 +361,18 @@ static void drain(struct server *sv, long drain_s)
 	struct timespec until;
 	clock_gettime(CLOCK_REALTIME, &until);
 	until.tv_sec += drain_s;
-	pthread_mutex_lock(&sv->lock);
-	while (sv->open > 0 &&
-	       pthread_cond_timedwait(&sv->idle, &sv->lock, &until) == 0)
+	pthread_mutex_lock(&sv->s.m.lock);
+	while (sv->s.m.open > 0 &&
+	       pthread_cond_timedwait(&sv->idle, &sv->s.m.lock, &until) == 0)
 		;
-	int left = sv->open;
+	long left = sv->s.m.open;
+	pthread_mutex_unlock(&sv->s.m.lock);
+	pthread_mutex_lock(&sv->lock);
 	sv->stopping = 1;
 	pthread_cond_broadcast(&sv->cond);
 	pthread_mutex_unlock(&sv->lock);
 	if (left)
-		fprintf(stderr, "strata: %d requests still open after %ld s, closed\n", left, drain_s);
+		fprintf(stderr, "strata: %ld requests still open after %ld s, closed\n", left, drain_s);
 }
 
 int eng_cli_serve(int argc, char **argv)
@@ -411,7 +403,7 @@ int eng_cli_serve(int argc, char **argv)
 
 	static struct server sv; /* one server per process; its threads point here */
 	struct strata_error err = { 0 };
-	struct strata_options so = { .data_dir = o.data, .log = serve_log,
+	struct strata_options so = { .data_dir = o.data, .log = eng_cli_log,
 	                             .pool_generations = (int)(o.threads < 1024 ? o.threads : 1024) };
 	if (eng_open(o.app, &so, ENG_OPEN_DEPLOYED, &sv.s.db, &err))
 		return eng_cli_fail("%s", err.msg[0] ? err.msg : strata_strerror(err.code));

@@ -58,6 +58,37 @@ static void answer(struct srv_req *rq, int status, json_t *j)
 	rq->resp = s ? s : base_strdup("{\"message\": \"out of memory\"}");
 }
 
+/* A new text (base_strfree): the library's compact JSON object text obj
+ * with "key": v (consumed) written in as its last member, so that the
+ * library's result is not parsed and written again for one member.  key
+ * needs no escapes.  NULL when memory runs out or v is NULL. */
+static char *with_member(const char *obj, const char *key, json_t *v)
+{
+	char *vs = v ? eng_json_dump(v, 0) : NULL;
+	json_decref(v);
+	size_t n = strlen(obj), kl = strlen(key), vl = vs ? strlen(vs) : 0;
+	int members = n > 2; /* not "{}" */
+	size_t len = n - 1 + (size_t)members + kl + 3 + vl + 1;
+	char *s = vs && n >= 2 && obj[n - 1] == '}' ? base_alloc(len + 1) : NULL;
+	if (s) {
+		size_t k = n - 1;
+		memcpy(s, obj, k);
+		if (members)
+			s[k++] = ',';
+		s[k++] = '"';
+		memcpy(s + k, key, kl);
+		k += kl;
+		s[k++] = '"';
+		s[k++] = ':';
+		memcpy(s + k, vs, vl);
+		k += vl;
+		s[k++] = '}';
+		s[k] = 0;
+	}
+	base_strfree(vs);
+	return s;
+}
+
 /* Vespa's search error result. */
 static void search_error(struct srv_req *rq, int status, int code, const char *msg)
 {
@@ -108,17 +139,13 @@ static int parse_timeout(const json_t *v, double *out)
 	return 0;
 }
 
-/* A query parameter's value as the JSON request wants it: inputs are JSON
- * when they parse (numbers, arrays, tensor objects) and tensor literals
- * otherwise; everything else stays a string. */
+/* A query parameter's value as the JSON request wants it: inputs as the
+ * CLI's --input reads them; everything else stays a string. */
 static json_t *arg_value(const char *key, const char *val)
 {
 	if (!strncmp(key, "input.", 6) || !strncmp(key, "ranking.features.query(", 23) ||
-	    !strncmp(key, "query(", 6)) {
-		json_t *j = json_loads(val, JSON_DECODE_ANY, NULL);
-		if (j)
-			return j;
-	}
+	    !strncmp(key, "query(", 6))
+		return eng_cli_input_value(val);
 	return json_string(val);
 }
 
@@ -163,17 +190,13 @@ static json_t *search_request(struct srv_req *rq)
 /* Adds Vespa's "trace" to the result text: the time queued and searching. */
 static char *with_trace(char *result, double queued, double ran, long level)
 {
-	json_t *r = json_loads(result, 0, NULL);
 	char m1[96], m2[96];
 	snprintf(m1, sizeof m1, "waited %.3f ms in the request queue", queued * 1e3);
 	snprintf(m2, sizeof m2, "searched in %.3f ms (trace.level %ld)", ran * 1e3, level);
-	json_t *t = json_pack("{s:[{s:i, s:s}, {s:i, s:s}]}", "children", "timestamp", 0, "message",
-	                      m1, "timestamp", (int)(queued * 1e3), "message", m2);
-	char *s = NULL;
-	if (r && t && !json_object_set(r, "trace", t))
-		s = eng_json_dump(r, 0);
-	json_decref(t);
-	json_decref(r);
+	char *s = with_member(result, "trace",
+	                      json_pack("{s:[{s:i, s:s}, {s:i, s:s}]}", "children", "timestamp", 0,
+	                                "message", m1, "timestamp", (int)(queued * 1e3), "message",
+	                                m2));
 	if (!s)
 		return result;
 	strata_free(result);
@@ -235,10 +258,7 @@ static void do_search(struct srv *s, struct srv_req *rq)
 		result = with_trace(result, queued, end - start, trace);
 	srv_metrics_query(&s->m, end - rq->arrived, 1);
 	rq->status = 200;
-	rq->resp = base_strdup(result);
-	strata_free(result);
-	if (!rq->resp)
-		search_error(rq, 500, VE_INTERNAL, "out of memory");
+	rq->resp = result; /* strata_free() is base_strfree(), which frees rq->resp */
 }
 
 /* ---- /document/v1/ ------------------------------------------------------------------ */
@@ -374,14 +394,14 @@ static void count(struct srv *s, unsigned long long *c, int failed)
 /* 200 with the library's JSON object text (freed here) and "pathId". */
 static void answer_with_path(struct srv_req *rq, char *text)
 {
-	json_t *j = json_loads(text, 0, NULL);
+	char *s = with_member(text, "pathId", json_string(rq->path));
 	strata_free(text);
-	if (!j || json_object_set_new(j, "pathId", json_string(rq->path))) {
-		json_decref(j);
+	if (!s) {
 		doc_error(rq, 500, "out of memory");
 		return;
 	}
-	answer(rq, 200, j);
+	rq->status = 200;
+	rq->resp = s;
 }
 
 /* The NS and TYPE of a visit's path /document/v1/NS/TYPE/docid[/] into ns
@@ -504,22 +524,19 @@ static void do_document(struct srv *s, struct srv_req *rq)
 
 /* ---- state and metrics ------------------------------------------------------------------- */
 
-static double bucket_us(int i)
-{
-	return 10.0 * pow(1.25, i);
-}
-
 void srv_metrics_init(struct srv_metrics *m)
 {
 	memset(m, 0, sizeof *m);
 	pthread_mutex_init(&m->lock, NULL);
+	for (int i = 0; i < SRV_BUCKETS; i++)
+		m->bound_us[i] = 10.0 * pow(1.25, i);
 }
 
 /* ok: 1 answered, 0 failed, -1 timed out. */
 void srv_metrics_query(struct srv_metrics *m, double seconds, int ok)
 {
 	int b = 0;
-	while (b < SRV_BUCKETS - 1 && seconds * 1e6 >= bucket_us(b))
+	while (b < SRV_BUCKETS - 1 && seconds * 1e6 >= m->bound_us[b])
 		b++;
 	pthread_mutex_lock(&m->lock);
 	if (ok > 0)
@@ -545,7 +562,7 @@ static double percentile(const struct srv_metrics *m, unsigned long long n, doub
 	for (int b = 0; b < SRV_BUCKETS; b++) {
 		seen += m->lat[b];
 		if (seen >= want)
-			return fmin(bucket_us(b) / 1e3, m->lat_max * 1e3);
+			return fmin(m->bound_us[b] / 1e3, m->lat_max * 1e3);
 	}
 	return m->lat_max * 1e3;
 }

@@ -27,12 +27,13 @@
 enum srv_method { SRV_GET = 1, SRV_POST, SRV_PUT, SRV_DELETE, SRV_OTHER };
 
 /* Latency buckets of the query histogram: bucket i holds latencies below
- * srv_bucket_us(i) microseconds (a factor 1.25 apart, from 10 us). */
+ * bound_us[i] microseconds (a factor 1.25 apart, from 10 us). */
 #define SRV_BUCKETS 64
 
 /* Counters since the start, under lock. */
 struct srv_metrics {
 	pthread_mutex_t lock;
+	double bound_us[SRV_BUCKETS]; /* set by srv_metrics_init, then constant */
 	unsigned long long queries, query_errors, timeouts, rejected;
 	unsigned long long puts, updates, removes, gets, visits, feed_errors;
 	long open;                /* requests begun and not yet ended */

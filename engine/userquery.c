@@ -27,8 +27,7 @@ static struct yql_node *new_node(struct yql_query *q, int kind, int col)
 	return n;
 }
 
-/* The request parameter name, flat ("model.defaultIndex") or nested. */
-static const char *param(const json_t *req, const char *name)
+const json_t *eng_request_param(const json_t *req, const char *name)
 {
 	const json_t *v = json_object_get(req, name);
 	const char *dot = strchr(name, '.');
@@ -42,6 +41,13 @@ static const char *param(const json_t *req, const char *name)
 			v = json_is_object(o) ? json_object_get(o, dot + 1) : NULL;
 		}
 	}
+	return v;
+}
+
+/* The string of request parameter name, or NULL. */
+static const char *param(const json_t *req, const char *name)
+{
+	const json_t *v = eng_request_param(req, name);
 	return json_is_string(v) ? json_string_value(v) : NULL;
 }
 

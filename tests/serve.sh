@@ -98,6 +98,8 @@ req "get" 200 "$B/document/v1/shop/product/docid/2"
 want=$(sed -n 2p "$APP/feed.jsonl" | jq -r '.fields.title')
 check "get title" "$(jout '.fields.title')" "$want"
 check "get id" "$(jout '.id')" "id:shop:product::2"
+check "get pathId" "$(jout '.pathId')" "/document/v1/shop/product/docid/2"
+check "get members" "$(jout -c 'keys_unsorted')" '["id","fields","pathId"]'
 req "get missing" 404 "$B/document/v1/shop/product/docid/99"
 check "get missing answer" "$(jout '.id')" "id:shop:product::99"
 req "update" 200 -X PUT -d '{"fields": {"price": {"assign": 1.25}}}' \
@@ -130,6 +132,11 @@ check "POST hits" "$(jout '[.root.children[].id] | join(",")')" "id:shop:product
 req "search POST with parameters" 200 -X POST \
 	-d '{"yql": "select title from product where true"}' "$B/search/?hits=1&ranking.profile=cheap"
 check "parameters merged" "$(jout '[.root.children[].id] | join(",")')" "id:shop:product::2"
+q16=$(seq -s, 1 16)
+req "input parameter" 200 "$B/search/?yql=$yql&ranking.profile=relevance&input.query%28q_emb%29=%5B$q16%5D"
+check "input parameter total" "$(jout '.root.fields.totalCount')" "5"
+req "input parameter of the wrong size" 400 \
+	"$B/search/?yql=$yql&ranking.profile=relevance&input.query%28q_emb%29=%5B1,2%5D"
 req "trace" 200 "$B/search/?yql=$yql&trace.level=1"
 check "trace messages" "$(jout '.trace.children | length')" "2"
 
@@ -150,6 +157,8 @@ want=$(for i in 1 2 3 4 5; do echo "id:shop:product::$i $(jq -r '.fields.title' 
 check "visited every document once" "$(sort "$T/visited")" "$want"
 req "visit other namespace" 200 "$B/document/v1/other/product/docid"
 check "other namespace empty" "$(jout '.documentCount')" "0"
+check "visit members" "$(jout -c 'keys_unsorted')" '["documents","documentCount","pathId"]'
+check "visit pathId" "$(jout '.pathId')" "/document/v1/other/product/docid"
 req "visit selection" 400 "$B/document/v1/shop/product/docid?selection=true"
 check "visit selection message" "$(jout '.message')" "visiting with 'selection' is not implemented"
 req "visit bad continuation" 400 "$B/document/v1/shop/product/docid?continuation=xyz"

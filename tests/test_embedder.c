@@ -506,6 +506,19 @@ static void test_tokenizer_errors(void **state)
 	snprintf(path, sizeof path, "%s/none.json", dir);
 	assert_int_equal(eng_tokenizer_load(path, 0, &w, &err), STRATA_NOT_FOUND);
 	assert_non_null(strstr(err.msg, "none.json"));
+	/* a character map that is not base64, or too short to hold its trie */
+	const char *maps[] = { "AAAA!AAA", "AAAAAA", "AAAA" };
+	for (int i = 0; i < 3; i++) {
+		char json[300];
+		snprintf(json, sizeof json,
+		         "{\"normalizer\": {\"type\": \"Precompiled\", \"precompiled_charsmap\": "
+		         "\"%s\"}, \"model\": {\"type\": \"Unigram\", \"vocab\": [[\"a\", -1]]}}",
+		         maps[i]);
+		apptest_write(dir, "charsmap.json", json);
+		snprintf(path, sizeof path, "%s/charsmap.json", dir);
+		assert_int_equal(eng_tokenizer_load(path, 0, &w, &err), STRATA_PARSE);
+		assert_non_null(strstr(err.msg, "the precompiled_charsmap is damaged"));
+	}
 }
 
 /* ---- embedding ---------------------------------------------------------------------------- */
@@ -980,15 +993,17 @@ static void test_query_input(void **state)
 		" \"input.query(q)\": \"embed(e5, \\\"Hello world\\\")\"}",
 		"{\"yql\": \"select * from sources * where true\", \"ranking.profile\": \"q\","
 		" \"input.query(q)\": \"embed( e5 , 'Hello world' )\"}",
+		"{\"yql\": \"select * from sources * where true\", \"ranking.profile\": \"q\","
+		" \"input.query(q)\": \"embed(e5, @my.text)\", \"my\": {\"text\": \"Hello world\"}}",
 	};
-	for (int i = 0; i < 3; i++) {
+	for (size_t i = 0; i < sizeof reqs / sizeof *reqs; i++) {
 		int rc;
 		double r, r8;
 		relevance(f, reqs[i], &rc, &err, &r, &r8);
 		if (rc)
-			fail_msg("query %d: %s", i, err.msg);
+			fail_msg("query %zu: %s", i, err.msg);
 		if (!(fabs(r - want) <= 1e-5) || !(fabs(r8 - want8) <= 1e-5))
-			fail_msg("query %d: relevance %.9g and %.9g, expected %.9g and %.9g", i, r, r8,
+			fail_msg("query %zu: relevance %.9g and %.9g, expected %.9g and %.9g", i, r, r8,
 			         want, want8);
 	}
 	struct {
