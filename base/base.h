@@ -189,6 +189,15 @@ uint64_t base_hash64(const void *p, size_t n, uint64_t seed);
 /* Monotonic seconds. */
 double base_now(void);
 
+/* base64.c: decode the n base64 characters at s (padded: n a multiple of
+ * 4) into out (room for n / 4 * 3 bytes), their number in *len.  Returns
+ * -1, or the offset of the first bad character (n when n is no multiple of
+ * 4). */
+long base_b64_decode(const char *s, size_t n, unsigned char *out, size_t *len);
+/* Encode the n bytes at p into out (room for (n + 2) / 3 * 4 characters, no
+ * NUL written); returns how many were written. */
+size_t base_b64_encode(const unsigned char *p, size_t n, char *out);
+
 /* 1 when this machine runs the AVX-512 kernels (cpu.c: the CPU has F, DQ,
  * BW and VL and the operating system saves their state), else 0.  The
  * hardware's answer only: callers apply their own STRATA_CPU policy. */

@@ -21,44 +21,7 @@
 
 #include "engine_int.h"
 
-/* ---- base64 (RFC 4648, with padding) -------------------------------------------------- */
-
-static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-static int b64_digit(unsigned char c)
-{
-	const char *p = c ? strchr(b64, c) : NULL;
-	return p ? (int)(p - b64) : -1;
-}
-
-/* Decode the n base64 characters at s into out (room for n / 4 * 3);
- * *len its length.  Returns the offset of the first bad character, or -1
- * when all is well. */
-static long b64_decode(const char *s, size_t n, unsigned char *out, size_t *len)
-{
-	size_t k = 0;
-	if (n % 4)
-		return (long)n;
-	for (size_t i = 0; i < n; i += 4) {
-		int d[4];
-		for (int j = 0; j < 4; j++) {
-			d[j] = b64_digit((unsigned char)s[i + j]);
-			int pad = s[i + j] == '=' && i + 4 == n && j >= 2 && (j == 3 || s[i + 3] == '=');
-			if (d[j] < 0 && !pad)
-				return (long)(i + j);
-		}
-		out[k++] = (unsigned char)(d[0] << 2 | d[1] >> 4);
-		if (d[2] >= 0)
-			out[k++] = (unsigned char)((d[1] & 15) << 4 | d[2] >> 2);
-		if (d[3] >= 0) {
-			if (d[2] < 0)
-				return (long)(i + 2);
-			out[k++] = (unsigned char)((d[2] & 3) << 6 | d[3]);
-		}
-	}
-	*len = k;
-	return -1;
-}
+/* ---- base64 ------------------------------------------------------------------------ */
 
 /* The base64 text of the n bytes at p as a JSON string; NULL when memory
  * runs out. */
@@ -68,15 +31,7 @@ static json_t *b64_json(const unsigned char *p, size_t n)
 	char *t = base_alloc(m + 1);
 	if (!t)
 		return NULL;
-	size_t k = 0;
-	for (size_t i = 0; i < n; i += 3) {
-		unsigned v = (unsigned)p[i] << 16 | (i + 1 < n ? (unsigned)p[i + 1] << 8 : 0) |
-		             (i + 2 < n ? p[i + 2] : 0);
-		t[k++] = b64[v >> 18 & 63];
-		t[k++] = b64[v >> 12 & 63];
-		t[k++] = i + 1 < n ? b64[v >> 6 & 63] : '=';
-		t[k++] = i + 2 < n ? b64[v & 63] : '=';
-	}
+	base_b64_encode(p, n, t);
 	json_t *j = json_stringn(t, m);
 	base_free(t, m + 1);
 	return j;
@@ -101,7 +56,7 @@ static int raw_value(const json_t *j, struct base_arena *a, struct store_value *
 	unsigned char *out = base_arena_alloc(a, n / 4 * 3 + 1, 1);
 	if (!out)
 		return base_nomem(err, "%s", what);
-	long bad = b64_decode(json_string_value(j), n, out, &len);
+	long bad = base_b64_decode(json_string_value(j), n, out, &len);
 	if (bad >= 0)
 		return base_err(err, STRATA_INVALID_ARGUMENT, "%s: not base64: %s at character %ld",
 		                what, (size_t)bad >= n ? "the length is not a multiple of 4"

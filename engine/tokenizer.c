@@ -248,40 +248,6 @@ static int bool_or(const json_t *j, int dflt)
 	return json_is_boolean(j) ? json_is_true(j) : dflt;
 }
 
-/* The n bytes of base64 text s, decoded into a new buffer (*out, *len;
- * base_free(*out, *len ? *len : 1)).  Returns 0, -1 (not base64), or
- * STRATA_NOMEM. */
-static int base64(const char *s, size_t n, unsigned char **out, size_t *len)
-{
-	*out = base_alloc(n / 4 * 3 + 3);
-	if (!*out)
-		return STRATA_NOMEM;
-	size_t k = 0;
-	unsigned v = 0;
-	int bits = 0;
-	for (size_t i = 0; i < n && s[i] != '='; i++) {
-		const char *d = strchr("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/",
-		                       s[i]);
-		if (!d || !s[i]) {
-			base_free(*out, n / 4 * 3 + 3);
-			return -1;
-		}
-		v = v << 6 | (unsigned)(d - "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-		                             "0123456789+/");
-		if ((bits += 6) >= 8) {
-			bits -= 8;
-			(*out)[k++] = (unsigned char)(v >> bits);
-		}
-	}
-	unsigned char *r = base_realloc(*out, n / 4 * 3 + 3, k ? k : 1);
-	if (r)
-		*out = r;
-	else
-		base_free(*out, n / 4 * 3 + 3);
-	*len = k;
-	return r ? 0 : STRATA_NOMEM;
-}
-
 /* Precompiled: a little-endian uint32 byte count of the double array, the
  * array, then the replacement strings. */
 static int charsmap(struct eng_tokenizer *w, const json_t *b64, const char *path,
@@ -289,18 +255,17 @@ static int charsmap(struct eng_tokenizer *w, const json_t *b64, const char *path
 {
 	if (!json_is_string(b64))
 		return base_err(err, STRATA_PARSE, "%s: Precompiled normalizer without a charsmap", path);
-	unsigned char *b;
-	size_t n;
-	int rc = base64(json_string_value(b64), json_string_length(b64), &b, &n);
-	if (rc == STRATA_NOMEM)
+	size_t len = json_string_length(b64), cap = len / 4 * 3 + 1, n = 0;
+	unsigned char *b = base_alloc(cap);
+	if (!b)
 		return base_nomem(err, "the character map of %s", path);
+	int rc = base_b64_decode(json_string_value(b64), len, b, &n) >= 0;
 	uint32_t tsize = 0;
 	if (!rc && n >= 4)
 		tsize = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 |
 		        (uint32_t)b[3] << 24;
 	if (rc || n < 4 || tsize % 4 || tsize < 4 || tsize > n - 4 || (n - 4 > tsize && b[n - 1])) {
-		if (!rc)
-			base_free(b, n ? n : 1);
+		base_free(b, cap);
 		return base_err(err, STRATA_PARSE, "%s: the precompiled_charsmap is damaged", path);
 	}
 	w->ntrie = tsize / 4;
@@ -308,7 +273,7 @@ static int charsmap(struct eng_tokenizer *w, const json_t *b64, const char *path
 	w->trie = base_alloc(w->ntrie * sizeof *w->trie);
 	w->norm = w->nnorm ? base_alloc(w->nnorm) : NULL;
 	if (!w->trie || (w->nnorm && !w->norm)) {
-		base_free(b, n);
+		base_free(b, cap);
 		return base_nomem(err, "the character map of %s", path);
 	}
 	for (size_t i = 0; i < w->ntrie; i++) {
@@ -318,7 +283,7 @@ static int charsmap(struct eng_tokenizer *w, const json_t *b64, const char *path
 	}
 	if (w->nnorm)
 		memcpy(w->norm, b + 4 + tsize, w->nnorm);
-	base_free(b, n);
+	base_free(b, cap);
 	return 0;
 }
 
