@@ -790,6 +790,33 @@ static int disarm_faults(void **state)
 	return 0;
 }
 
+/* RFC 4648's test vectors both ways, and what a decoder must refuse. */
+static void test_base64(void **state)
+{
+	(void)state;
+	static const char *const plain[] = { "", "f", "fo", "foo", "foob", "fooba", "foobar" };
+	static const char *const coded[] = { "", "Zg==", "Zm8=", "Zm9v", "Zm9vYg==", "Zm9vYmE=",
+		                             "Zm9vYmFy" };
+	for (int i = 0; i < 7; i++) {
+		char out[16];
+		size_t n = base_b64_encode((const unsigned char *)plain[i], strlen(plain[i]), out);
+		assert_int_equal(n, strlen(coded[i]));
+		assert_memory_equal(out, coded[i], n);
+		unsigned char back[16];
+		size_t len = 99;
+		assert_int_equal(base_b64_decode(coded[i], strlen(coded[i]), back, &len), -1);
+		assert_int_equal(len, strlen(plain[i]));
+		assert_memory_equal(back, plain[i], len);
+	}
+	unsigned char b[16];
+	size_t len;
+	assert_int_equal(base_b64_decode("Zm9", 3, b, &len), 3);       /* not a multiple of 4 */
+	assert_int_equal(base_b64_decode("Zm!v", 4, b, &len), 2);      /* a bad character */
+	assert_int_equal(base_b64_decode("Zg==Zg==", 8, b, &len), 2);  /* padding inside */
+	assert_int_equal(base_b64_decode("Z===", 4, b, &len), 1);      /* too much padding */
+	assert_int_equal(base_b64_decode("Zm=v", 4, b, &len), 2);      /* '=' before a digit */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -820,6 +847,7 @@ int main(void)
 		cmocka_unit_test_setup(test_file_errors, disarm_faults),
 		cmocka_unit_test_setup(test_path_join, disarm_faults),
 		cmocka_unit_test_setup(test_now_monotonic, disarm_faults),
+		cmocka_unit_test_setup(test_base64, disarm_faults),
 	};
 	return cmocka_run_group_tests_name("base", tests, NULL, NULL);
 }

@@ -139,21 +139,6 @@ static void da_place(uint32_t *a, unsigned char *used, size_t cap, size_t p,
 	}
 }
 
-static void base64_put(const unsigned char *b, size_t n, char *out)
-{
-	static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-	size_t k = 0;
-	for (size_t i = 0; i < n; i += 3) {
-		unsigned v = (unsigned)b[i] << 16 | (i + 1 < n ? (unsigned)b[i + 1] << 8 : 0) |
-		             (i + 2 < n ? b[i + 2] : 0);
-		out[k++] = tab[v >> 18 & 63];
-		out[k++] = tab[v >> 12 & 63];
-		out[k++] = i + 1 < n ? tab[v >> 6 & 63] : '=';
-		out[k++] = i + 2 < n ? tab[v & 63] : '=';
-	}
-	out[k] = 0;
-}
-
 /* Fullwidth A to "a", the fi ligature to "fi", no-break space to " ". */
 static char *unigram_json(void)
 {
@@ -170,7 +155,7 @@ static char *unigram_json(void)
 	memcpy(bytes, &tsize, 4);
 	memcpy(bytes + 4, a, sizeof a);
 	memcpy(bytes + 4 + sizeof a, "a\0fi\0 \0", 7);
-	base64_put(bytes, 4 + sizeof a + 7, b64);
+	b64[base_b64_encode(bytes, 4 + sizeof a + 7, b64)] = 0;
 	snprintf(buf, sizeof buf,
 		"{\"added_tokens\": [{\"id\": 0, \"content\": \"<s>\", \"special\": true},"
 		" {\"id\": 2, \"content\": \"</s>\", \"special\": true},"
