@@ -5,7 +5,9 @@
  * tensor buffers suit the widest vector loads; callers pass the size back to
  * base_free, which keeps the live-byte count exact without a header.
  */
+#include <stdarg.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -144,4 +146,19 @@ int base_grow(void **p, size_t *cap, size_t need, size_t elem, size_t max)
 	*p = q;
 	*cap = ncap;
 	return 0;
+}
+
+char *base_strprintf(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	char *s = n >= 0 ? base_alloc((size_t)n + 1) : NULL;
+	if (s) {
+		va_start(ap, fmt);
+		vsnprintf(s, (size_t)n + 1, fmt, ap);
+		va_end(ap);
+	}
+	return s;
 }

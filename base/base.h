@@ -85,6 +85,9 @@ char *base_strdup(const char *s);           /* free with base_strfree */
 /* The first n bytes of s, or fewer when s has a NUL in them (as POSIX
  * strndup); free with base_strfree. */
 char *base_strndup(const char *s, size_t n);
+/* A new string (base_strfree) formatted as printf does; NULL when out of
+ * memory. */
+char *base_strprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void base_strfree(char *s);
 
 struct base_alloc_stats {

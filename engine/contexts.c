@@ -88,23 +88,6 @@ void eng_models_release(struct eng_models *ms)
 		runtime_options_free(ms->opts);
 }
 
-/* A new string (base_strfree) from a printf format; NULL when out of memory. */
-static char *str_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *str_printf(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(NULL, 0, fmt, ap);
-	va_end(ap);
-	char *s = n >= 0 ? base_alloc((size_t)n + 1) : NULL;
-	if (s) {
-		va_start(ap, fmt);
-		vsnprintf(s, (size_t)n + 1, fmt, ap);
-		va_end(ap);
-	}
-	return s;
-}
-
 /* The file name of the model at path p without ".onnx": *n bytes at the
  * returned pointer (the runtime names contexts and binaries after it). */
 static const char *model_stem(const char *p, int *n)
@@ -123,9 +106,9 @@ char *eng_context_path(const char *dir, const char *src)
 	int n;
 	const char *stem = model_stem(src, &n);
 	if (dir)
-		return str_printf("%s%s%.*s_ctx.onnx", dir, dir[strlen(dir) - 1] == '/' ? "" : "/", n,
+		return base_strprintf("%s%s%.*s_ctx.onnx", dir, dir[strlen(dir) - 1] == '/' ? "" : "/", n,
 		                  stem);
-	return str_printf("%.*s%.*s_ctx.onnx", (int)(stem - src), src, n, stem);
+	return base_strprintf("%.*s%.*s_ctx.onnx", (int)(stem - src), src, n, stem);
 }
 
 char *eng_context_binary(const char *context, const char *src)
@@ -134,7 +117,7 @@ char *eng_context_binary(const char *context, const char *src)
 	const char *stem = model_stem(src, &n);
 	const char *slash = strrchr(context, '/');
 	int dn = slash ? (int)(slash - context + 1) : 0;
-	return str_printf("%.*s%.*s_strata.bin", dn, context, n, stem);
+	return base_strprintf("%.*s%.*s_strata.bin", dn, context, n, stem);
 }
 
 int eng_compile_model(const char *src, const struct eng_compile *c, char **context,
@@ -331,7 +314,7 @@ int eng_model_for(void *ud, const char *file, const char *path, struct rt_model 
 /* Write text and a newline to path through a temporary file and a rename. */
 static int write_text(const char *path, const char *text, struct strata_error *err)
 {
-	char *tmp = str_printf("%s.tmp", path);
+	char *tmp = base_strprintf("%s.tmp", path);
 	if (!tmp)
 		return base_nomem(err, "%s", path);
 	FILE *f = fopen(tmp, "w");
@@ -427,7 +410,7 @@ int eng_models_compile(struct eng_models *ms, struct strata_error *err)
 			snprintf(prefix, sizeof prefix, "%zu-", i);
 		/* ctx[i] is set before the compile: a failed last model may have
 		 * written its context model before the binary failed. */
-		if (!(ctx[i] = str_printf("%s/%s%.*s_ctx.onnx", ms->dir, prefix, n, stem))) {
+		if (!(ctx[i] = base_strprintf("%s/%s%.*s_ctx.onnx", ms->dir, prefix, n, stem))) {
 			rc = base_nomem(err, "%s", s->path);
 			goto out;
 		}

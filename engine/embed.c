@@ -36,7 +36,6 @@
  * has its own model context).
  */
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -90,17 +89,6 @@ void eng_embedders_free(struct eng_embedders *es)
 
 /* ---- loading ---------------------------------------------------------------------- */
 
-static char *str_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *str_printf(const char *fmt, ...)
-{
-	char buf[2 * STRATA_ERRMSG_MAX];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof buf, fmt, ap);
-	va_end(ap);
-	return base_strdup(buf);
-}
-
 /* The local file of model setting m (named elem): 0 with *path set (joined
  * to the application), or 0 with *path NULL and e->why set when Strata
  * cannot have it. */
@@ -135,7 +123,7 @@ static int resolve(struct strata *db, const struct eng_services *svc, struct emb
 		snprintf(part, sizeof part, "its %s file '%s' is not in the application (%s:%d:%d)",
 		         elem, m->path, svc->path, m->line, m->col);
 	/* the second file missing joins the first */
-	char *why = e->why ? str_printf("%s; %s", e->why, part) : base_strdup(part);
+	char *why = e->why ? base_strprintf("%s; %s", e->why, part) : base_strdup(part);
 	if (!why)
 		return base_nomem(err, "embedder '%s'", c->id);
 	base_strfree(e->why);
@@ -149,7 +137,7 @@ static int how_to(struct embedder *e, struct strata_error *err)
 	const struct eng_component *c = e->c;
 	if (!c->model.url && !c->model.model_id && !c->tokenizer.url && !c->tokenizer.model_id)
 		return 0;
-	char *why = str_printf("%s. Strata never downloads models: download the files into the "
+	char *why = base_strprintf("%s. Strata never downloads models: download the files into the "
 	                       "application and give their paths, as <transformer-model "
 	                       "path=\"models/model.onnx\"/>", e->why);
 	if (!why)
@@ -213,7 +201,7 @@ static int load_one(struct strata *db, struct eng_models *ms, const struct eng_s
 {
 	const struct eng_component *c = e->c;
 	if (c->kind == ENG_EMB_OTHER) {
-		e->why = str_printf("its type '%s' is not one Strata runs (hugging-face-embedder, "
+		e->why = base_strprintf("its type '%s' is not one Strata runs (hugging-face-embedder, "
 		                    "bert-embedder, colbert-embedder, splade-embedder, "
 		                    "hugging-face-tokenizer)", c->type);
 		return e->why ? 0 : base_nomem(err, "embedder '%s'", c->id);

@@ -790,6 +790,22 @@ static int disarm_faults(void **state)
 	return 0;
 }
 
+/* base_strprintf: the whole text however long, NULL when memory runs out. */
+static void test_strprintf(void **state)
+{
+	(void)state;
+	char *s = base_strprintf("%s-%d", "abc", 42);
+	assert_string_equal(s, "abc-42");
+	base_strfree(s);
+	s = base_strprintf("%5000d|", 7);
+	assert_non_null(s);
+	assert_int_equal(strlen(s), 5001);
+	assert_string_equal(s + 4999, "7|");
+	base_strfree(s);
+	base_alloc_fail_after(1);
+	assert_null(base_strprintf("%d", 1));
+}
+
 /* RFC 4648's test vectors both ways, and what a decoder must refuse. */
 static void test_base64(void **state)
 {
@@ -848,6 +864,7 @@ int main(void)
 		cmocka_unit_test_setup(test_path_join, disarm_faults),
 		cmocka_unit_test_setup(test_now_monotonic, disarm_faults),
 		cmocka_unit_test_setup(test_base64, disarm_faults),
+		cmocka_unit_test_setup(test_strprintf, disarm_faults),
 	};
 	return cmocka_run_group_tests_name("base", tests, NULL, NULL);
 }
