@@ -156,7 +156,12 @@ static json_t *search_request(struct srv_req *rq)
 	json_t *req;
 	if (rq->method == SRV_POST && rq->len) {
 		json_error_t je;
-		req = json_loadb(rq->body, rq->len, 0, &je);
+		int oom;
+		req = eng_json_parse(rq->body, rq->len, 0, &je, &oom);
+		if (!req && oom) {
+			search_error(rq, 500, VE_INTERNAL, "out of memory");
+			return NULL;
+		}
 		if (!req) {
 			char msg[300];
 			snprintf(msg, sizeof msg, "the request body is not JSON: line %d column %d: %s",
@@ -313,8 +318,13 @@ static int doc_id(const char *path, char *id, size_t n)
 static json_t *doc_op(struct srv_req *rq, const char *kind, const char *id)
 {
 	json_error_t je;
-	json_t *body = rq->len ? json_loadb(rq->body, rq->len, 0, &je) : NULL;
+	int oom = 0;
+	json_t *body = rq->len ? eng_json_parse(rq->body, rq->len, 0, &je, &oom) : NULL;
 	char msg[300];
+	if (oom) {
+		doc_error(rq, 500, "out of memory");
+		return NULL;
+	}
 	if (!body) {
 		if (rq->len)
 			snprintf(msg, sizeof msg, "the request body is not JSON: line %d column %d: %s",
