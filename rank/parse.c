@@ -321,7 +321,7 @@ static int document(struct rank_parser *p, const struct rank_tok *kw)
 /* ---- the schema ------------------------------------------------------------------------ */
 
 static const char *const unsupported_schema_items[] = {
-	"struct", "annotation", "index", "constant", "model", NULL,
+	"struct", "annotation", "index", "model", NULL,
 };
 
 static int schema_body(struct rank_parser *p, const struct rank_tok *open)
