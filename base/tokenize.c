@@ -293,6 +293,12 @@ int base_token_next(struct base_tokenizer *tk, const char *text, size_t len, siz
 	} else {
 		int cls = SEP;
 		for (; i < len; i += k) { /* skip separators */
+			if (s[i] < 0x80) { /* ASCII, the common case, without decoding */
+				k = 1;
+				if ((cls = classify(s[i])) != SEP)
+					break;
+				continue;
+			}
 			long c = decode(s + i, len - i, &k);
 			if ((cls = classify(c)) == LETTER || cls == DIGIT)
 				break;
@@ -301,8 +307,18 @@ int base_token_next(struct base_tokenizer *tk, const char *text, size_t len, siz
 			return 0;
 		tk->start = i;
 		tk->n = 0;
-		int kind = cls;
+		int kind = cls, cased = flags & BASE_TOKEN_CASED;
 		for (; i < len; i += k) {
+			if (s[i] < 0x80) { /* fold() of an ASCII letter or digit */
+				int cc = classify(s[i]);
+				k = 1;
+				if (cc != kind)
+					break;
+				if (tk->n < BASE_TOKEN_MAX)
+					tk->buf[tk->n++] = (char)(!cased && s[i] >= 'A' && s[i] <= 'Z'
+					                              ? s[i] + ('a' - 'A') : s[i]);
+				continue;
+			}
 			long c = decode(s + i, len - i, &k);
 			int cc = classify(c);
 			if (cc != kind && cc != MARK)

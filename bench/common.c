@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 
 #include "../base/base.h"
@@ -72,4 +73,11 @@ static int remove_one(const char *path, const struct stat *st, int flag, struct 
 int bench_remove_tree(const char *path)
 {
 	return nftw(path, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+double bench_cpu_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }

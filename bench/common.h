@@ -9,6 +9,10 @@
 
 #include <stddef.h>
 
+/* CPU seconds this process has used (all its threads): the steadier clock
+ * on a shared machine. */
+double bench_cpu_now(void);
+
 /* The median of v[0..n-1], n >= 1 (sorts v). */
 double bench_median(double *v, size_t n);
 

@@ -260,6 +260,10 @@ static int open_app(const char *app, const struct strata_options *opts, int depl
 		                "pool_generations is %d: -1 (none), 0 (the default, 1) or up to %d",
 		                gens, RANK_QUERY_POOL_MAX);
 	gens = gens == 0 ? 1 : gens < 0 ? 0 : gens;
+	long batch = opts ? opts->feed_batch : 0;
+	if (batch < 0 || batch > STRATA_FEED_BATCH_MAX)
+		return base_err(err, STRATA_INVALID_ARGUMENT, "feed_batch is %ld: 0 (the default) to %d",
+		                batch, STRATA_FEED_BATCH_MAX);
 	struct strata *db = base_calloc(1, sizeof *db);
 	if (!db)
 		return base_nomem(err, "opening '%s'", app);
@@ -268,6 +272,7 @@ static int open_app(const char *app, const struct strata_options *opts, int depl
 	struct eng_models ms = { 0 };
 	int rc;
 	db->read_only = opts ? opts->read_only : 0;
+	db->feed_batch = batch ? batch : ENG_FEED_BATCH;
 	db->appdir = base_strdup(app);
 	db->datadir = (opts && opts->data_dir) ? base_strdup(opts->data_dir)
 	                                       : base_path_join(app, ".strata");

@@ -72,12 +72,17 @@ struct eng_doctype {
 	struct store_field *fields; /* nfields, names borrowed from the schema */
 };
 
+/* Operations per strata_feed_file transaction by default (strata.h's
+ * feed_batch). */
+#define ENG_FEED_BATCH 50000
+
 struct strata {
 	struct rank_app *app;
 	struct store_env *env;
 	char *appdir;
 	char *datadir;
 	int read_only;
+	long feed_batch;          /* operations per strata_feed_file transaction */
 	int ndoctypes;
 	struct eng_doctype *doctypes;
 	int ncontexts;              /* deploy: the models compiled into DATA/contexts */

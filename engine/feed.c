@@ -10,7 +10,11 @@
  * store copies everything, so both are released right after.
  *
  * strata_feed_file() reads JSON Lines or one JSON array, and writes in
- * batched transactions (BATCH_OPS operations or BATCH_BYTES of input).  A bad
+ * batched transactions (db->feed_batch operations, ENG_FEED_BATCH unless
+ * the handle was opened with another, or BATCH_BYTES of input).
+ * Large batches are what makes a text index fast to build: a term's
+ * postings and frequency are written once per batch, however many of its
+ * documents hold the term.  A bad
  * operation is reported and skipped without touching the transaction (the
  * store guarantees that INVALID_ARGUMENT and NOT_FOUND leave it usable); any
  * other store failure loses the current batch only, which is reported and
@@ -28,8 +32,7 @@
 
 #include "engine_int.h"
 
-#define BATCH_OPS 1000
-#define BATCH_BYTES ((size_t)16 << 20)
+#define BATCH_BYTES ((size_t)64 << 20)
 #define STDIN_MAX ((size_t)1 << 34)  /* the longest line, or JSON array, on standard input */
 #define STDIN_CHUNK ((size_t)1 << 16)
 
@@ -515,7 +518,7 @@ static void feed_one(struct feeder *f, const char *text, size_t len, long line)
 			batch_lost(f, &e);
 		return;
 	}
-	if (f->batch_ok >= BATCH_OPS || f->batch_bytes >= BATCH_BYTES)
+	if (f->batch_ok >= f->db->feed_batch || f->batch_bytes >= BATCH_BYTES)
 		commit_batch(f);
 }
 

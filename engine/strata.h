@@ -148,7 +148,15 @@ struct strata_options {
 	 * going on after each as struct strata_errors says; err and the return
 	 * value are still those of the first.  NULL: it stops at the first. */
 	struct strata_errors *errors;
+	/* Operations per transaction of strata_feed_file(): 0 is the default,
+	 * 50,000; at most STRATA_FEED_BATCH_MAX.  Larger batches build a text
+	 * index faster (a term's postings are written once per batch, however
+	 * many of its documents hold the term); smaller ones make documents
+	 * durable sooner.  A batch also ends at 64 MiB of input, and on
+	 * standard input when the feed is about to wait for more. */
+	long feed_batch;
 };
+#define STRATA_FEED_BATCH_MAX 10000000
 
 /* Deploy and open the application in folder app.  opts may be NULL.
  * Returns 0, STRATA_PARSE or STRATA_TYPE (message has file:line:column),

@@ -188,11 +188,33 @@ int store_text_reindex(struct store_txn *w, struct doctype *dt, uint32_t lid,
 int store_text_elems(const char *s, size_t n, int kind,
                      int (*fn)(void *ud, const char *str, size_t len, int32_t weight), void *ud,
                      struct strata_error *err);
-/* Write the term frequencies w's reindexing changed (before w commits;
- * the rebuild calls it itself) and forget them.  Returns 0,
- * STRATA_CORRUPT, or an LMDB error reported. */
+/* text_pend.c: the text-index changes of write transaction w, kept in
+ * memory until it commits.  Key k[0..n) is a term's F term 0 in the index
+ * dbi (at most STORE_TEXT_KEY_MAX bytes with a lid after it). */
+#define STORE_TEXT_KEY_MAX (2 + BASE_TOKEN_MAX + 1 + 4)
+/* Scratch for one document field's n tokens whose keys take keybytes in
+ * all: the caller puts token i's key at keys[koff[i]..koff[i + 1]) and its
+ * position at pos[i], then calls store_pend_terms and store_pend_doc.
+ * Returns 0, STRATA_NOMEM or STRATA_LIMIT. */
+int store_pend_scratch(struct store_txn *w, size_t n, size_t keybytes, uint32_t **pos,
+                       uint32_t **koff, uint8_t **keys, struct strata_error *err);
+/* Find (make when new) the pending term of each of the n keys in the
+ * scratch, in the index dbi.  Returns 0, STRATA_NOMEM or STRATA_LIMIT. */
+int store_pend_terms(struct store_txn *w, MDB_dbi dbi, size_t n, struct strata_error *err);
+/* Add lid's postings from the n tokens in the scratch: one per distinct
+ * term, with its positions.  Returns 0 or an error. */
+int store_pend_doc(struct store_txn *w, uint32_t lid, size_t n, struct strata_error *err);
+/* Add delta to the frequency of the term k[0..n) at the commit. */
+int store_pend_df(struct store_txn *w, MDB_dbi dbi, const uint8_t *k, size_t n, int delta,
+                  struct strata_error *err);
+/* Take back lid's pending posting of the term k[0..n): 1 when there was
+ * one (its frequency change goes with it), 0 when none is pending. */
+int store_pend_drop(struct store_txn *w, MDB_dbi dbi, const uint8_t *k, size_t n, uint32_t lid);
+/* Write w's pending postings and frequency changes (before w commits; the
+ * rebuild calls it itself) and forget them.  Returns 0, STRATA_CORRUPT,
+ * or an LMDB error reported. */
 int store_text_flush(struct store_txn *w, struct strata_error *err);
-/* Forget w's pending frequency changes (the transaction is not committed). */
+/* Forget w's pending changes (the transaction is not committed). */
 void store_text_df_free(struct store_txn *w);
 /* Compare dt's text settings with those recorded in meta: *changed = 1
  * when they differ; record = 1 records them.  Returns 0 or an error. */

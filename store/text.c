@@ -40,14 +40,11 @@
 
 #include "store_int.h"
 
-#define KEY_MAX (2 + BASE_TOKEN_MAX + 1 + 4)
 #define TBUF_MAX ((size_t)1 << 31) /* scratch bytes of one document's tokens */
 #define LEN_TAG 0xFF
 #define SUM_TAG 0xFE
 #define ELEM_BYTES 12 /* an element in a length entry: start, length, weight (u32 each) */
 #define TEXT_FORMAT 0x54584632u /* recorded with the settings: "TXF2", posting blocks */
-#define DF_MAX_TERMS ((size_t)1 << 26) /* distinct terms one transaction may change */
-#define PEND_MAX ((size_t)64 << 20) /* bytes of pending postings written before the commit */
 
 static size_t key_field(uint8_t *k, int sf)
 {
@@ -238,272 +235,20 @@ static int sum_update(struct store_txn *w, struct doctype *dt, int sf, int64_t d
 	return 0;
 }
 
-/* ---- document frequencies, added up per write transaction ------------------------ */
-
-/* One term's pending change: its frequency key (F term 0) lives in the
- * table's key bytes at koff. */
-struct df_slot {
-	uint64_t hash;     /* 0: empty */
-	MDB_dbi dbi;
-	uint32_t koff;
-	uint16_t klen;
-	int32_t delta;
-	size_t head, tail; /* its pending postings: offsets in post + 1, 0: none */
-};
-
-/* A posting added by the transaction, written at its commit. */
-struct pend {
-	size_t next;       /* the term's next one: offset in post + 1, 0: none */
-	uint32_t lid;
-	uint32_t dead;     /* removed again before the commit */
-	size_t n;          /* bytes of positions, after this header */
-};
-
-struct store_text_df {
-	struct df_slot *slot;
-	size_t cap, used;  /* cap a power of two */
-	uint8_t *keys;
-	size_t kused, kcap;
-	uint8_t *post;     /* struct pend records, each 8-byte aligned */
-	size_t pused, pcap;
-};
-
-static uint64_t df_hash(MDB_dbi dbi, const uint8_t *k, size_t n)
-{
-	uint64_t h = base_hash64(k, n, dbi);
-	return h ? h : 1;
-}
-
-static struct df_slot *df_find(struct store_text_df *d, uint64_t h, MDB_dbi dbi, const uint8_t *k,
-                               size_t n)
-{
-	for (size_t i = h & (d->cap - 1);; i = (i + 1) & (d->cap - 1)) {
-		struct df_slot *s = &d->slot[i];
-		if (!s->hash || (s->hash == h && s->dbi == dbi && s->klen == n &&
-		                 memcmp(d->keys + s->koff, k, n) == 0))
-			return s;
-	}
-}
-
-static int df_grow(struct store_text_df *d, struct strata_error *err)
-{
-	size_t cap = d->cap ? d->cap * 2 : 1024;
-	if (cap / 2 > DF_MAX_TERMS)
-		return base_err(err, STRATA_LIMIT, "more than %zu distinct terms in one transaction",
-		                DF_MAX_TERMS);
-	struct df_slot *slot = base_calloc(cap, sizeof *slot);
-	if (!slot)
-		return base_nomem(err, "indexing text");
-	struct df_slot *old = d->slot;
-	size_t ocap = d->cap;
-	d->slot = slot;
-	d->cap = cap;
-	for (size_t i = 0; i < ocap; i++)
-		if (old[i].hash)
-			*df_find(d, old[i].hash, old[i].dbi, d->keys + old[i].koff, old[i].klen) = old[i];
-	base_free(old, ocap * sizeof *old);
-	return 0;
-}
-
-/* Grow the byte buffer *p of *cap bytes to hold need. */
-static int grow_bytes(uint8_t **p, size_t *cap, size_t need, struct strata_error *err)
-{
-	if (need <= *cap)
-		return 0;
-	size_t c = *cap ? *cap : 65536;
-	while (c < need)
-		c *= 2;
-	uint8_t *q = base_realloc(*p, *cap, c);
-	if (!q)
-		return base_nomem(err, "indexing text");
-	*p = q;
-	*cap = c;
-	return 0;
-}
-
-/* The slot of the term whose key (F term 0) is k[0..n), made when missing. */
-static int df_slot_get(struct store_txn *w, MDB_dbi dbi, const uint8_t *k, size_t n,
-                       struct df_slot **out, struct strata_error *err)
-{
-	struct store_text_df *d = w->df;
-	if (!d) {
-		if (!(d = base_calloc(1, sizeof *d)))
-			return base_nomem(err, "indexing text");
-		w->df = d;
-		w->df_flush = store_text_flush;
-		w->df_free = store_text_df_free;
-	}
-	int rc;
-	if ((d->used + 1) * 4 > d->cap * 3 && (rc = df_grow(d, err)) != 0)
-		return rc;
-	uint64_t h = df_hash(dbi, k, n);
-	struct df_slot *s = df_find(d, h, dbi, k, n);
-	if (!s->hash) {
-		if ((rc = grow_bytes(&d->keys, &d->kcap, d->kused + n, err)) != 0)
-			return rc;
-		memcpy(d->keys + d->kused, k, n);
-		*s = (struct df_slot){.hash = h, .dbi = dbi, .koff = (uint32_t)d->kused,
-		                      .klen = (uint16_t)n};
-		d->kused += n;
-		d->used++;
-	}
-	*out = s;
-	return 0;
-}
-
-/* Add delta to the frequency of the term whose key (F term 0) is k[0..n). */
-static int df_add(struct store_txn *w, MDB_dbi dbi, const uint8_t *k, size_t n, int delta,
-                  struct strata_error *err)
-{
-	struct df_slot *s;
-	int rc = df_slot_get(w, dbi, k, n, &s, err);
-	if (!rc)
-		s->delta += delta;
-	return rc;
-}
-
-/* Add lid's posting of the term k[0..n) with positions pos[0..npos), to
- * be written at the commit (or when the pending ones grow past PEND_MAX). */
-static int pend_add(struct store_txn *w, MDB_dbi dbi, const uint8_t *k, size_t n, uint32_t lid,
-                    const uint8_t *pos, size_t npos, struct strata_error *err)
-{
-	struct df_slot *s;
-	int rc = df_slot_get(w, dbi, k, n, &s, err);
-	if (rc)
-		return rc;
-	struct store_text_df *d = w->df;
-	size_t sz = (sizeof(struct pend) + npos + 7) & ~(size_t)7;
-	if ((rc = grow_bytes(&d->post, &d->pcap, d->pused + sz, err)) != 0)
-		return rc;
-	struct pend *r = (struct pend *)(d->post + d->pused);
-	*r = (struct pend){.lid = lid, .n = npos};
-	memcpy(r + 1, pos, npos);
-	if (s->tail)
-		((struct pend *)(d->post + s->tail - 1))->next = d->pused + 1;
-	else
-		s->head = d->pused + 1;
-	s->tail = d->pused + 1;
-	s->delta++;
-	d->pused += sz;
-	return d->pused > PEND_MAX ? store_text_flush(w, err) : 0;
-}
-
-/* Remove lid's pending posting of the term k[0..n): 1 when there was one. */
-static int pend_drop(struct store_txn *w, MDB_dbi dbi, const uint8_t *k, size_t n, uint32_t lid)
-{
-	struct store_text_df *d = w->df;
-	if (!d || !d->cap)
-		return 0;
-	struct df_slot *s = df_find(d, df_hash(dbi, k, n), dbi, k, n);
-	for (size_t o = s->hash ? s->head : 0; o;) {
-		struct pend *r = (struct pend *)(d->post + o - 1);
-		if (r->lid == lid && !r->dead) {
-			r->dead = 1;
-			s->delta--;
-			return 1;
-		}
-		o = r->next;
-	}
-	return 0;
-}
-
-static int cmp_post(const void *a, const void *b)
-{
-	uint32_t x = ((const struct store_post *)a)->lid, y = ((const struct store_post *)b)->lid;
-	return x < y ? -1 : x > y;
-}
-
-/* Write slot s's pending postings into the term's blocks. */
-static int pend_write(struct store_txn *w, struct df_slot *s, struct strata_error *err)
-{
-	struct store_text_df *d = w->df;
-	size_t n = 0, sorted = 1;
-	uint32_t last = 0;
-	for (size_t o = s->head; o; o = ((struct pend *)(d->post + o - 1))->next)
-		n++;
-	struct store_post *e = base_alloc(n * sizeof *e);
-	if (!e)
-		return base_nomem(err, "indexing text");
-	size_t m = 0;
-	for (size_t o = s->head; o;) {
-		const struct pend *r = (const struct pend *)(d->post + o - 1);
-		if (!r->dead) {
-			if (m && r->lid <= last)
-				sorted = 0;
-			e[m++] = (struct store_post){r->lid, (const uint8_t *)(r + 1), r->n};
-			last = r->lid;
-		}
-		o = r->next;
-	}
-	if (!sorted)
-		qsort(e, m, sizeof *e, cmp_post);
-	uint8_t kb[KEY_MAX];
-	memcpy(kb, d->keys + s->koff, s->klen);
-	int rc = m ? store_post_merge(w->txn, s->dbi, kb, s->klen, e, m, err) : 0;
-	base_free(e, n * sizeof *e);
-	return rc;
-}
-
-void store_text_df_free(struct store_txn *w)
-{
-	struct store_text_df *d = w->df;
-	if (!d)
-		return;
-	base_free(d->slot, d->cap * sizeof *d->slot);
-	base_free(d->keys, d->kcap);
-	base_free(d->post, d->pcap);
-	base_free(d, sizeof *d);
-	w->df = NULL;
-}
-
-int store_text_flush(struct store_txn *w, struct strata_error *err)
-{
-	struct store_text_df *d = w->df;
-	int rc = 0;
-	for (size_t i = 0; d && i < d->cap && !rc; i++) {
-		struct df_slot *s = &d->slot[i];
-		if (s->hash && s->head && (rc = pend_write(w, s, err)) != 0)
-			return rc;
-		if (!s->hash || !s->delta)
-			continue;
-		MDB_val k = {s->klen, d->keys + s->koff}, v;
-		uint32_t df = 0;
-		rc = mdb_get(w->txn, s->dbi, &k, &v);
-		if (rc == 0 && v.mv_size == sizeof df)
-			memcpy(&df, v.mv_data, sizeof df);
-		else if (rc == 0)
-			return base_err(err, STRATA_CORRUPT, "text index: bad frequency entry");
-		else if (rc != MDB_NOTFOUND)
-			return store_mdb_err(err, rc, "updating the text index");
-		int64_t n = (int64_t)df + s->delta;
-		if (n < 0 || n > UINT32_MAX)
-			return base_err(err, STRATA_CORRUPT, "text index: bad frequency entry");
-		df = (uint32_t)n;
-		v.mv_size = sizeof df;
-		v.mv_data = &df;
-		rc = df ? mdb_put(w->txn, s->dbi, &k, &v, 0) : mdb_del(w->txn, s->dbi, &k, NULL);
-		if (rc && rc != MDB_NOTFOUND)
-			return store_mdb_err(err, rc, "updating the text index");
-		rc = 0;
-	}
-	store_text_df_free(w);
-	return rc;
-}
-
 /* Remove lid's entries for field sf: its tokens are tbuf[from, to). */
 static int drop_field(struct store_txn *w, struct doctype *dt, int sf, uint32_t lid, size_t from,
                       size_t to, uint32_t len, struct strata_error *err)
 {
-	uint8_t kb[KEY_MAX];
+	uint8_t kb[STORE_TEXT_KEY_MAX];
 	int rc;
 	for (size_t o = from; o < to;) {
 		const struct tok_rec *r = (const struct tok_rec *)(w->tbuf + o);
 		size_t plen = posting_key(kb, sf, r->s, r->n, lid) - 4;
-		if (!pend_drop(w, dt->text, kb, plen, lid)) {
+		if (!store_pend_drop(w, dt->text, kb, plen, lid)) {
 			rc = store_post_del(w->txn, dt->text, kb, plen, lid, err);
 			if (rc && rc != STRATA_NOT_FOUND) /* a repeated term is gone already */
 				return rc;
-			if (!rc && (rc = df_add(w, dt->text, kb, plen, -1, err)) != 0)
+			if (!rc && (rc = store_pend_df(w, dt->text, kb, plen, -1, err)) != 0)
 				return rc;
 		}
 		o += rec_size(r->n);
@@ -516,19 +261,6 @@ static int drop_field(struct store_txn *w, struct doctype *dt, int sf, uint32_t 
 	return sum_update(w, dt, sf, -1, -(int64_t)len, err);
 }
 
-static int cmp_tok(const void *a, const void *b)
-{
-	const struct tok_rec *x = *(const struct tok_rec *const *)a;
-	const struct tok_rec *y = *(const struct tok_rec *const *)b;
-	size_t n = x->n < y->n ? x->n : y->n;
-	int c = memcmp(x->s, y->s, n);
-	if (c)
-		return c;
-	if (x->n != y->n)
-		return x->n < y->n ? -1 : 1;
-	return x->pos < y->pos ? -1 : x->pos > y->pos;
-}
-
 /* Add lid's entries for field sf from s[0..n). */
 static int add_field(struct store_txn *w, struct doctype *dt, int sf, uint32_t lid,
                      const char *s, size_t n, struct strata_error *err)
@@ -538,41 +270,30 @@ static int add_field(struct store_txn *w, struct doctype *dt, int sf, uint32_t l
 	int rc = collect(w, dt->stored[sf].text, s, n, &used, &len, &nelem, err);
 	if (rc)
 		return rc;
-	size_t ntok = 0;
-	for (size_t o = 0; o < used; o += rec_size(((struct tok_rec *)(w->tbuf + o))->n))
+	size_t ntok = 0, bytes = 0;
+	for (size_t o = 0; o < used; o += rec_size(((struct tok_rec *)(w->tbuf + o))->n)) {
 		ntok++;
-	struct tok_rec **order = NULL;
-	if (ntok && !(order = base_alloc(ntok * sizeof *order)))
-		return base_nomem(err, "indexing text");
-	size_t i = 0;
-	for (size_t o = 0; o < used; o += rec_size(order[i - 1]->n))
-		order[i++] = (struct tok_rec *)(w->tbuf + o);
-	if (ntok) /* an empty value or collection has no tokens: order is NULL */
-		qsort(order, ntok, sizeof *order, cmp_tok);
-	uint8_t kb[KEY_MAX], *pbuf = NULL;
-	if (ntok && !(pbuf = base_alloc(ntok * 5))) {
-		base_free(order, ntok * sizeof *order);
-		return base_nomem(err, "indexing text");
+		bytes += ((struct tok_rec *)(w->tbuf + o))->n + 3;
 	}
-	for (i = 0; i < ntok && !rc;) {
-		size_t j = i;
-		uint32_t last = 0;
-		uint8_t *p = pbuf;
-		for (; j < ntok && order[j]->n == order[i]->n &&
-		       memcmp(order[j]->s, order[i]->s, order[i]->n) == 0; j++) {
-			p = store_varint_put(p, order[j]->pos - last);
-			last = order[j]->pos;
-		}
-		size_t plen = posting_key(kb, sf, order[i]->s, order[i]->n, lid) - 4;
-		if ((rc = pend_add(w, dt->text, kb, plen, lid, pbuf, (size_t)(p - pbuf), err)) != 0)
-			break;
-		i = j;
+	uint32_t *pos, *koff;
+	uint8_t *keys;
+	if ((rc = store_pend_scratch(w, ntok, bytes + 4, &pos, &koff, &keys, err)) != 0)
+		return rc;
+	size_t i = 0, at = 0;
+	for (size_t o = 0; o < used; i++) {
+		const struct tok_rec *r = (const struct tok_rec *)(w->tbuf + o);
+		koff[i] = (uint32_t)at;
+		at += posting_key(keys + at, sf, r->s, r->n, lid) - 4;
+		pos[i] = r->pos;
+		o += rec_size(r->n);
 	}
-	base_free(pbuf, ntok * 5);
-	base_free(order, ntok * sizeof *order);
-	if (rc)
+	koff[ntok] = (uint32_t)at;
+	if ((rc = store_pend_terms(w, dt->text, ntok, err)) != 0)
+		return rc;
+	if ((rc = store_pend_doc(w, lid, ntok, err)) != 0)
 		return rc;
 	/* the length, then a collection's element table */
+	uint8_t kb[STORE_TEXT_KEY_MAX];
 	MDB_val k = {length_key(kb, sf, lid), kb}, v = {sizeof len + nelem * ELEM_BYTES, NULL};
 	if ((rc = mdb_put(w->txn, dt->text, &k, &v, MDB_RESERVE)) != 0)
 		return store_mdb_err(err, rc, "writing the text index");
@@ -670,7 +391,7 @@ int store_text_settings(MDB_txn *t, MDB_dbi meta, const struct doctype *dt, int 
 
 struct store_postings {
 	MDB_cursor *c;
-	uint8_t key[KEY_MAX];
+	uint8_t key[STORE_TEXT_KEY_MAX];
 	size_t plen;           /* bytes of F term 0 */
 	const uint8_t *blk;    /* the block the cursor is on */
 	size_t blen, off;      /* its bytes; the next posting's offset */
@@ -871,7 +592,7 @@ void store_postings_close(struct store_postings *p)
 static int length_get(struct store_txn *txn, struct doctype *dt, int sf, uint32_t lid, MDB_val *v,
                       struct strata_error *err)
 {
-	uint8_t kb[KEY_MAX];
+	uint8_t kb[STORE_TEXT_KEY_MAX];
 	MDB_val k = {length_key(kb, sf, lid), kb};
 	int rc = mdb_get(txn->txn, dt->text, &k, v);
 	if (rc == MDB_NOTFOUND)
@@ -990,7 +711,7 @@ int store_text_terms(struct store_txn *txn, int doctype, int field, const char *
 	int rc = mdb_cursor_open(txn->txn, dt->text, &c);
 	if (rc)
 		return store_mdb_err(err, rc, "reading the text index");
-	uint8_t kb[KEY_MAX];
+	uint8_t kb[STORE_TEXT_KEY_MAX];
 	size_t o = key_field(kb, sf);
 	memcpy(kb + o, prefix, n);
 	MDB_val k = {o + n, kb}, v;

@@ -18,6 +18,8 @@
 
 #define POST_BLOCK_MAX 128
 #define POST_BLOCK_BYTES 2048
+#define REWRITE_STACK 16384 /* rewrite's scratch on the stack when it fits */
+#define MERGE_STACK 256     /* postings store_post_merge merges on the stack */
 
 void store_be32_put(uint8_t *p, uint32_t v)
 {
@@ -137,7 +139,8 @@ static int rewrite(MDB_txn *t, MDB_dbi dbi, uint8_t *key, size_t plen, int has_o
 		bytes += 10 + e[i].n;
 	/* block j is buf[at[j], at[j + 1]) and begins with posting cut[j] */
 	size_t mem = bytes + 2 * (n + 1) * sizeof(size_t);
-	size_t *cut = base_alloc(mem);
+	size_t stack[REWRITE_STACK / sizeof(size_t)];
+	size_t *cut = mem <= sizeof stack ? stack : base_alloc(mem);
 	if (!cut)
 		return base_nomem(err, "indexing text");
 	size_t *at = cut + n + 1, nb = 0, o = 0;
@@ -171,7 +174,8 @@ static int rewrite(MDB_txn *t, MDB_dbi dbi, uint8_t *key, size_t plen, int has_o
 		if ((rc = mdb_put(t, dbi, &k, &v, 0)) != 0)
 			rc = store_mdb_err(err, rc, "writing the text index");
 	}
-	base_free(cut, mem);
+	if (cut != stack)
+		base_free(cut, mem);
 	return rc;
 }
 
@@ -216,8 +220,8 @@ int store_post_merge(MDB_txn *t, MDB_dbi dbi, uint8_t *key, size_t plen,
 	int rc = mdb_cursor_open(t, dbi, &c);
 	if (rc)
 		return store_mdb_err(err, rc, "updating the text index");
-	struct store_post *m = NULL;
-	size_t mcap = 0;
+	struct store_post mstack[MERGE_STACK], *m = mstack;
+	size_t mcap = MERGE_STACK;
 	for (size_t i = 0; i < n && !rc;) {
 		/* the block for add[i], and the lids it covers: up to the next
 		 * block's first */
@@ -255,11 +259,13 @@ int store_post_merge(MDB_txn *t, MDB_dbi dbi, uint8_t *key, size_t plen,
 		 * replaces a kept one */
 		size_t need = ne + (j - i);
 		if (need > mcap) {
-			struct store_post *p = base_realloc(m, mcap * sizeof *m, need * sizeof *m);
+			struct store_post *p = base_alloc(need * sizeof *m);
 			if (!p) {
 				rc = base_nomem(err, "indexing text");
 				break;
 			}
+			if (m != mstack)
+				base_free(m, mcap * sizeof *m);
 			m = p;
 			mcap = need;
 		}
@@ -276,7 +282,8 @@ int store_post_merge(MDB_txn *t, MDB_dbi dbi, uint8_t *key, size_t plen,
 		rc = rewrite(t, dbi, key, plen, has, first, m, nm, err);
 		i = j;
 	}
-	base_free(m, mcap * sizeof *m);
+	if (m != mstack)
+		base_free(m, mcap * sizeof *m);
 	mdb_cursor_close(c);
 	return rc;
 }

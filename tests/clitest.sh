@@ -107,11 +107,11 @@ jout() {
 	jq -r "$@" "$OUT" 2>/dev/null || echo "null"
 }
 
-# feed_killed APP FILE: feed FILE in the background, kill it with SIGKILL
-# once it reported a commit, and set w to the documents it reported written
-# (0 when none); counts a failure when there were none.
+# feed_killed APP FILE: feed FILE in the background in batches of 1000,
+# kill it with SIGKILL once it reported a commit, and set w to the documents
+# it reported written (0 when none); counts a failure when there were none.
 feed_killed() {
-	"$STRATA" feed "$1" "$2" >"$T/kout" 2>"$T/kerr" &
+	"$STRATA" feed "$1" "$2" --batch 1000 >"$T/kout" 2>"$T/kerr" &
 	feeder=$!
 	i=0
 	while ! grep -q '^written [1-9]' "$T/kerr" 2>/dev/null && kill -0 "$feeder" 2>/dev/null &&

@@ -11,7 +11,7 @@
 #    before it waits for more, and says so ("written N documents, ...").
 #    Send it K lines, wait for "written K documents", kill -9 it while it
 #    waits: the store holds exactly products 1..K.  Several K, some inside a
-#    batch, some on a batch's end.
+#    batch, some on a batch's end (batches of 1000: --batch).
 # 2. A file.  Kill -9 the feed right after its n-th "written" line, wherever
 #    it is by then (writing, committing, done): every product it reported is
 #    there, and what is there is products 1..C with nothing half-written.
@@ -127,7 +127,7 @@ for k in 700 2000 3456; do
 	rm -f "$T/fifo"
 	mkfifo "$T/fifo"
 	: >"$err" # before the feed starts: no line of an earlier feed is read here
-	"$STRATA" feed "$APP" - --data "$data" <"$T/fifo" >"$T/out" 2>"$err" &
+	"$STRATA" feed "$APP" - --batch 1000 --data "$data" <"$T/fifo" >"$T/out" 2>"$err" &
 	feeder=$!
 	exec 3>"$T/fifo"
 	head -n $k "$T/all.jsonl" >&3
@@ -152,7 +152,7 @@ for n in 2 7 13; do
 	cp -R "$T/deployed" "$data"
 	err=$data.err
 	: >"$err"
-	"$STRATA" feed "$APP" "$T/all.jsonl" --data "$data" >"$T/out" 2>"$err" &
+	"$STRATA" feed "$APP" "$T/all.jsonl" --batch 1000 --data "$data" >"$T/out" 2>"$err" &
 	feeder=$!
 	wait_for "$feeder" '[ "$(grep -c "^written " "$err")" -ge $n ]'
 	kill_feed

@@ -671,11 +671,83 @@ static void test_faults_feed_file(void **state)
 	free(want);
 }
 
+/* ---- batches ------------------------------------------------------------------------ */
+
+struct commits {
+	int n;
+	long ok[8];
+};
+
+static void on_commit(void *ud, const struct strata_feed_stats *st)
+{
+	struct commits *c = ud;
+	if (c->n < 8)
+		c->ok[c->n] = st->ok;
+	c->n++;
+}
+
+/* A file of 5 puts fed with feed_batch b: one commit per b operations and
+ * one for the rest, each reporting what is durable; then the documents. */
+static void feed_batched(struct app *a, long b, struct commits *c)
+{
+	struct strata_options o = { .feed_batch = b };
+	struct strata *db;
+	struct strata_error err = { 0 };
+	if (strata_open(a->app, &o, &db, &err) != 0)
+		fail_msg("open: %s", err.msg);
+	char path[256];
+	snprintf(path, sizeof path, "%s/five.jsonl", a->dir);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	for (int i = 0; i < 5; i++)
+		fprintf(f, "{\"put\": \"id:t:item::b%d\", \"fields\": {\"title\": \"t%d\", "
+		           "\"price\": %d, \"emb\": [1, 0, 0]}}\n", i, i, i);
+	assert_int_equal(fclose(f), 0);
+	struct strata_feed_stats st;
+	memset(c, 0, sizeof *c);
+	assert_int_equal(strata_feed_file_progress(db, path, NULL, on_commit, c, &st, &err), 0);
+	assert_int_equal(st.ok, 5);
+	for (int i = 0; i < 5; i++) {
+		char id[32], *out = NULL;
+		snprintf(id, sizeof id, "id:t:item::b%d", i);
+		assert_int_equal(strata_get_json(db, id, &out, &err), 0);
+		strata_free(out);
+	}
+	strata_close(db);
+}
+
+static void test_feed_batch(void **state)
+{
+	(void)state;
+	struct app a;
+	app_make(&a);
+	struct strata *db = NULL;
+	struct strata_error err = { 0 };
+	long bad[] = { -1, STRATA_FEED_BATCH_MAX + 1L };
+	for (int i = 0; i < 2; i++) {
+		struct strata_options o = { .feed_batch = bad[i] };
+		assert_int_equal(strata_open(a.app, &o, &db, &err), STRATA_INVALID_ARGUMENT);
+		assert_non_null(strstr(err.msg, "feed_batch"));
+		assert_null(db);
+	}
+	struct commits c;
+	feed_batched(&a, 2, &c);
+	assert_int_equal(c.n, 3);
+	assert_int_equal(c.ok[0], 2);
+	assert_int_equal(c.ok[1], 4);
+	assert_int_equal(c.ok[2], 5);
+	feed_batched(&a, 0, &c); /* the default: all five in one */
+	assert_int_equal(c.n, 1);
+	assert_int_equal(c.ok[0], 5);
+	app_remove(&a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_log_stale_context),
 		cmocka_unit_test(test_log_bad_manifest),
+		cmocka_unit_test(test_feed_batch),
 		cmocka_unit_test_setup_teardown(test_faults_query, sweep_setup, sweep_teardown),
 		cmocka_unit_test_setup_teardown(test_faults_query_model, sweep_setup, sweep_teardown),
 		cmocka_unit_test_setup_teardown(test_faults_get, sweep_setup, sweep_teardown),
