@@ -309,18 +309,27 @@ static void feed_report(void *ud, long line, int code, const char *msg)
 }
 
 /* After each commit: what is durable, one line each (a program reads
- * them), or one line redrawn on a terminal. */
+ * them).  On a terminal, one line redrawn after each commit and between
+ * them: written, applied, how far through the file, the rate and the time
+ * left. */
 static void feed_progress(void *ud, const struct strata_feed_stats *st)
 {
 	struct feed_ud *u = ud;
 	if (!u->tty) {
-		fprintf(stderr, "written %ld documents, %ld failed, through line %ld\n", st->ok,
-		        st->failed, st->last_line);
+		if (st->durable)
+			fprintf(stderr, "written %ld documents, %ld failed, through line %ld\n", st->ok,
+			        st->failed, st->last_line);
 		return;
 	}
-	double rate = st->seconds > 0 ? (double)st->ok / st->seconds : 0;
+	double rate = st->seconds > 0 ? (double)st->applied / st->seconds : 0;
 	fprintf(stderr, "\r\033[Kwritten %ld documents, %ld failed, %.0f docs/s", st->ok,
 	        st->failed, rate);
+	if (st->bytes_total > 0) {
+		double done = (double)st->bytes_done / (double)st->bytes_total;
+		fprintf(stderr, ", %.1f%% of %s", 100 * done, u->file);
+		if (done > 0.01 && done < 1)
+			fprintf(stderr, ", %.0f s left", st->seconds * (1 - done) / done);
+	}
 	u->drew = 1;
 }
 

@@ -33,6 +33,7 @@
 #include "engine_int.h"
 
 #define BATCH_BYTES ((size_t)64 << 20)
+#define PROGRESS_SECONDS 0.5
 #define STDIN_MAX ((size_t)1 << 34)  /* the longest line, or JSON array, on standard input */
 #define STDIN_CHUNK ((size_t)1 << 16)
 
@@ -425,6 +426,7 @@ struct feeder {
 	struct base_arena arena;
 	int fatal;           /* a transaction could not even begin */
 	double t0;
+	double shown;        /* base_now() at the last progress call */
 	struct strata_error ferr;
 };
 
@@ -462,15 +464,36 @@ static void commit_batch(struct feeder *f)
 	f->batch_ok = 0;
 	f->batch_bytes = 0;
 	if (f->progress) {
-		f->st.seconds = base_now() - f->t0;
+		f->shown = base_now();
+		f->st.seconds = f->shown - f->t0;
+		f->st.applied = f->st.ok;
+		f->st.durable = 1;
 		f->progress(f->ud, &f->st);
 	}
+}
+
+/* Between commits, about every PROGRESS_SECONDS: how far the feed is. */
+static void show_progress(struct feeder *f)
+{
+	double now = base_now();
+	if (!f->progress || now - f->shown < PROGRESS_SECONDS)
+		return;
+	f->shown = now;
+	struct strata_feed_stats st = f->st;
+	st.seconds = now - f->t0;
+	st.applied = f->st.ok;
+	st.ok = f->st.ok - f->batch_ok;
+	st.durable = 0;
+	f->progress(f->ud, &st);
 }
 
 static void feed_one(struct feeder *f, const char *text, size_t len, long line)
 {
 	struct strata_error e = { 0 };
 	f->st.last_line = line;
+	f->st.bytes_done += (long long)len + 1; /* and its newline or comma */
+	if (f->st.bytes_total && f->st.bytes_done > f->st.bytes_total)
+		f->st.bytes_done = f->st.bytes_total;
 	json_error_t je;
 	int oom;
 	json_t *op = eng_json_parse(text, len, 0, &je, &oom);
@@ -520,6 +543,8 @@ static void feed_one(struct feeder *f, const char *text, size_t len, long line)
 	}
 	if (f->batch_ok >= f->db->feed_batch || f->batch_bytes >= BATCH_BYTES)
 		commit_batch(f);
+	else
+		show_progress(f);
 }
 
 static int is_space(char c)
@@ -716,7 +741,8 @@ int strata_feed_file_progress(struct strata *db, const char *path,
 	if (!from_stdin && (rc = base_read_file(path, &text, &n, err)) != 0)
 		return rc;
 	struct feeder f = { .db = db, .report = report_fn, .progress = progress, .ud = ud,
-	                    .t0 = t0 };
+	                    .t0 = t0, .shown = t0 };
+	f.st.bytes_total = from_stdin ? 0 : (long long)n;
 	base_arena_init(&f.arena, 1 << 16);
 	rc = from_stdin ? feed_stdin(&f, err) : feed_text(&f, text, n, err);
 	if (f.w) {
@@ -731,6 +757,7 @@ int strata_feed_file_progress(struct strata *db, const char *path,
 	if (text)
 		base_free(text, n + 1);
 	f.st.seconds = base_now() - t0;
+	f.st.applied = f.st.ok;
 	if (stats)
 		*stats = f.st;
 	if (f.fatal) {

@@ -190,6 +190,11 @@ struct strata_feed_stats {
 	double seconds;
 	long last_line; /* the line where the last operation fed begins: it and
 	                   every one before it are written or reported failed */
+	long applied;   /* operations applied so far: ok, and in a progress call
+	                   between commits those of the open batch too */
+	long long bytes_done;  /* input fed so far */
+	long long bytes_total; /* the file's size; 0 on standard input (unknown) */
+	int durable;    /* in a progress call: 1 after a commit, 0 between */
 };
 
 /* Called for each operation that failed: line is its first line in the input
@@ -209,9 +214,13 @@ typedef void strata_feed_report_fn(void *ud, long line, int code, const char *ms
 int strata_feed_file(struct strata *db, const char *path, strata_feed_report_fn *report,
                      void *ud, struct strata_feed_stats *stats, struct strata_error *err);
 
-/* Called after each committed batch of a feed with the counts so far: st->ok
- * documents are written and survive a crash from then on, and every
- * operation up to the one on line st->last_line is settled. */
+/* Called after each committed batch of a feed with the counts so far
+ * (st->durable = 1): st->ok documents are written and survive a crash from
+ * then on, and every operation up to the one on line st->last_line is
+ * settled.  Also called about twice a second between commits, for a
+ * progress display (st->durable = 0): st->ok is still what is durable,
+ * st->applied what has been applied, st->bytes_done of st->bytes_total
+ * how far the input is. */
 typedef void strata_feed_progress_fn(void *ud, const struct strata_feed_stats *st);
 
 /* strata_feed_file() with a progress callback (may be NULL) that gets ud too. */

@@ -681,6 +681,10 @@ struct commits {
 static void on_commit(void *ud, const struct strata_feed_stats *st)
 {
 	struct commits *c = ud;
+	if (!st->durable) /* a progress display's call between commits */
+		return;
+	assert_int_equal(st->applied, st->ok);
+	assert_true(st->bytes_total > 0 && st->bytes_done <= st->bytes_total);
 	if (c->n < 8)
 		c->ok[c->n] = st->ok;
 	c->n++;
