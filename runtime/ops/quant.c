@@ -18,6 +18,12 @@
  * the sums as int32; QLinearMatMul rescales them by a_scale * b_scale /
  * y_scale, rounds and saturates into y's type.
  *
+ * Both products run on the int8 GEMM (qgemm.c: VNNI or AVX2 kernels) when
+ * its int32 sums are exact: always for MatMulInteger, whose output is int32
+ * and wraps anyway, and for QLinearMatMul while K * 255 * 255 fits in int32
+ * (K <= 33025); past that, and for 16-bit types, the int64 loops here run.
+ * A constant B (a weight) is packed for the kernels once, at load.
+ *
  * Every scale, zero point and shape comes from the model or the caller, so
  * their counts are checked against the data before any cell is read.
  */
@@ -501,6 +507,94 @@ static void mm_acc(const struct mm *m, int64_t t, const struct rt_tensor *a,
 	}
 }
 
+/* ---- the int8 GEMM path ------------------------------------------------------------ */
+
+/* A MatMulInteger's or QLinearMatMul's constant B, packed at init. */
+struct qmm_state {
+	struct rt_qpacked_b pb;
+	int packed;
+};
+
+/* Largest K whose sums of (a - za)(b - zb), each factor at most 255 in
+ * magnitude, always fit in int32. */
+enum { QMM_EXACT_K = 33025 };
+
+static int qgemm_types(const struct rt_tensor *a, const struct rt_tensor *b)
+{
+	return (a->dtype == BASE_DT_UINT8 || a->dtype == BASE_DT_INT8) &&
+	       (b->dtype == BASE_DT_UINT8 || b->dtype == BASE_DT_INT8);
+}
+
+/* Sums of every batch of a x b through the int8 GEMM: int32 into out (one
+ * M x N matrix per batch).  B comes from the node's packing when it has one,
+ * else it is packed into scratch, once per distinct matrix of b. */
+static int mm_qgemm(struct rt_exec *x, const struct rt_node *n, const struct mm *m,
+                    const struct rt_tensor *a, const struct rt_tensor *b,
+                    const struct rt_tensor *azp, int astep, const struct rt_tensor *bzp,
+                    int bstep, int32_t *out)
+{
+	const struct qmm_state *st = n->state;
+	struct rt_qpacked_b local;
+	const struct rt_qpacked_b *pb = st && st->packed ? &st->pb : NULL;
+	void *bmem = NULL;
+	if (!pb) {
+		bmem = rt_scratch(x, rt_qgemm_pack_bytes(m->K, m->N));
+		if (!bmem)
+			return rt_nomem(x, n, "kernel scratch");
+	}
+	void *scratch = rt_scratch(x, rt_qgemm_scratch_bytes(m->M, m->K, m->N));
+	if (!scratch)
+		return rt_nomem(x, n, "kernel scratch");
+	int64_t packed_at = -1;
+	for (int64_t t = 0; t < m->nbatch; t++) {
+		if (bmem && m->boff[t] != packed_at) {
+			rt_qgemm_pack_into(b->dtype, m->K, m->N, (const uint8_t *)b->data + m->boff[t],
+			                   m->N, bmem, &local);
+			pb = &local;
+			packed_at = m->boff[t];
+		}
+		struct rt_qgemm_args g = {
+			.adt = a->dtype, .M = m->M, .A = (const uint8_t *)a->data + m->aoff[t],
+			.lda = m->K, .za = azp ? azp->data : NULL, .zb = bzp ? bzp->data : NULL,
+			.zastep = astep, .zbstep = bstep, .ci = out + t * m->M * m->N, .ldc = m->N,
+		};
+		rt_qgemm(&g, pb, scratch);
+	}
+	return 0;
+}
+
+/* Pack input 1 of n at init when it is a 2-D uint8 or int8 constant. */
+static int qmm_init_state(struct rt_node *n, struct rt_graph *g, int bin,
+                          struct strata_error *err)
+{
+	const struct rt_tensor *b = rt_graph_const(g, n->in[bin]);
+	n->state = NULL;
+	if (!b || !b->data || b->rank != 2 ||
+	    (b->dtype != BASE_DT_UINT8 && b->dtype != BASE_DT_INT8) || b->dims[0] <= 0 ||
+	    b->dims[1] <= 0)
+		return 0;
+	struct qmm_state *st = base_calloc(1, sizeof *st);
+	if (!st)
+		return rt_node_nomem(n, err, "kernel state");
+	if (rt_qgemm_pack_b(b->dtype, b->dims[0], b->dims[1], b->data, b->dims[1], &st->pb) != 0) {
+		base_free(st, sizeof *st);
+		return rt_node_nomem(n, err, "packing the weights");
+	}
+	st->packed = 1;
+	n->state = st;
+	return 0;
+}
+
+static void fini_qmm(struct rt_node *n)
+{
+	struct qmm_state *st = n->state;
+	if (st) {
+		rt_qpacked_b_free(&st->pb);
+		base_free(st, sizeof *st);
+	}
+	n->state = NULL;
+}
+
 /* Scratch for one batch's sums and one row of b. */
 static int mm_scratch(struct rt_exec *x, const struct rt_node *n, const struct mm *m,
                       int64_t **acc, int64_t **brow)
@@ -530,6 +624,8 @@ static int run_matmulinteger(struct rt_node *n, struct rt_exec *x)
 		return rc;
 	if (!m.aoff)
 		return 0;
+	if (qgemm_types(a, b))
+		return mm_qgemm(x, n, &m, a, b, azp, astep, bzp, bstep, y->data);
 	int64_t *acc, *brow;
 	if ((rc = mm_scratch(x, n, &m, &acc, &brow)) != 0)
 		return rc;
@@ -559,7 +655,7 @@ static int init_matmulinteger(struct rt_node *n, struct rt_graph *g, struct stra
 		                   "a zero point's type differs from its operand's");
 	rt_graph_set_dtype(g, n->out[0], BASE_DT_INT32);
 	n->run = run_matmulinteger;
-	return 0;
+	return qmm_init_state(n, g, 1, err);
 }
 
 /* ---- QLinearMatMul --------------------------------------------------------------------- */
@@ -593,8 +689,21 @@ static int run_qlinearmatmul(struct rt_node *n, struct rt_exec *x)
 	int64_t *acc, *brow;
 	if ((rc = mm_scratch(x, n, &m, &acc, &brow)) != 0)
 		return rc;
+	int32_t *sums = NULL;
+	if (qgemm_types(a, b) && m.K <= QMM_EXACT_K) {
+		sums = rt_scratch(x, (size_t)(m.nbatch * m.M * m.N) * sizeof *sums);
+		if (!sums)
+			return rt_nomem(x, n, "kernel scratch");
+		if ((rc = mm_qgemm(x, n, &m, a, b, azp, astep, bzp, bstep, sums)) != 0)
+			return rc;
+	}
 	for (int64_t tb = 0; tb < m.nbatch; tb++) {
-		mm_acc(&m, tb, a, b, azp, astep, bzp, bstep, acc, brow);
+		if (sums) {
+			for (int64_t i = 0; i < m.M * m.N; i++)
+				acc[i] = sums[tb * m.M * m.N + i];
+		} else {
+			mm_acc(&m, tb, a, b, azp, astep, bzp, bstep, acc, brow);
+		}
 		for (int64_t i = 0; i < m.M; i++)
 			for (int64_t j = 0; j < m.N; j++) {
 				double s = get_num(as, asst ? i : 0) * get_num(bs, bsst ? j : 0) /
@@ -633,14 +742,14 @@ static int init_qlinearmatmul(struct rt_node *n, struct rt_graph *g, struct stra
 	}
 	rt_graph_set_dtype(g, n->out[0], ydt);
 	n->run = run_qlinearmatmul;
-	return 0;
+	return qmm_init_state(n, g, 3, err);
 }
 
 const struct rt_opdef rt_ops_quant[] = {
 	{ "", "QuantizeLinear", 10, init_quantize, NULL },
 	{ "", "DequantizeLinear", 10, init_dequantize, NULL },
 	{ "", "DynamicQuantizeLinear", 11, init_dynquant, NULL },
-	{ "", "MatMulInteger", 10, init_matmulinteger, NULL },
-	{ "", "QLinearMatMul", 10, init_qlinearmatmul, NULL },
+	{ "", "MatMulInteger", 10, init_matmulinteger, fini_qmm },
+	{ "", "QLinearMatMul", 10, init_qlinearmatmul, fini_qmm },
 	{ .op = NULL },
 };

@@ -1,0 +1,178 @@
+/*
+ * qgemm.c: the int8 GEMM driver behind MatMulInteger, QLinearMatMul and
+ * the fused dynamically quantized linear layer (fused.c): packing, zero
+ * points and CPU dispatch.
+ *
+ * C[M,N] = (A - za) (B - zb), A and B each uint8 or int8, accumulated in
+ * int32 (exact modulo 2^32, the wrap MatMulInteger's int32 output has).
+ * The kernels multiply unsigned A by signed B (vpdpbusd's operand types,
+ * and what ONNX Runtime's dynamic quantization emits: uint8 activations,
+ * int8 weights); the other combinations are moved there exactly by
+ * flipping the top bit: an int8 a is stored a + 128 with za + 128, a uint8
+ * b is stored b - 128 with zb - 128, which leaves every difference a - za
+ * and b - zb as it was.  The zero points never enter the inner loop:
+ *   sum_k (a - za)(b - zb) = sum_k a b - zb * sum_k a - za * (sum_k b - K zb)
+ * so A's row sums (taken while A is packed) and B's column sums (taken
+ * when B is packed) finish each cell (qgemm_kern.h).
+ *
+ * B is packed once at load when it is a weight (rt_qgemm_pack_b), at run
+ * time into scratch otherwise; A is packed at every call (M x K bytes,
+ * small beside the M x K x N products).  The kernel is qgemm_vnni.c's when
+ * the machine has AVX512-VNNI and AVX-512 is in use, qgemm_avx2.c's
+ * otherwise, decided on every call like the float GEMM's, so a test may
+ * switch between calls.  Both read the same packed B, so a model packed on
+ * one path runs on the other.
+ *
+ * Invariants: reentrant, allocates nothing at run time (the caller gives
+ * the scratch, rt_qgemm_scratch_bytes of it).
+ */
+#include <string.h>
+
+#include "qgemm_kern.h"
+
+static int64_t quads(int64_t K)
+{
+	return (K + 3) / 4;
+}
+
+static int64_t padded(int64_t N)
+{
+	return (N + QG_PANEL - 1) / QG_PANEL * QG_PANEL;
+}
+
+static size_t round64(size_t n)
+{
+	return (n + 63) / 64 * 64;
+}
+
+size_t rt_qgemm_pack_bytes(int64_t K, int64_t N)
+{
+	return round64((size_t)(quads(K) * 4) * (size_t)padded(N)) +
+	       round64((size_t)padded(N) * sizeof(int32_t));
+}
+
+void rt_qgemm_pack_into(int bdt, int64_t K, int64_t N, const void *B, int64_t ldb, void *mem,
+                        struct rt_qpacked_b *pb)
+{
+	int64_t kq = quads(K), npad = padded(N);
+	memset(pb, 0, sizeof *pb);
+	pb->K = K;
+	pb->N = N;
+	pb->bdt = bdt;
+	pb->bytes = rt_qgemm_pack_bytes(K, N);
+	pb->data = mem;
+	pb->colsum = (int32_t *)((char *)mem + round64((size_t)(kq * 4) * (size_t)npad));
+	memset(mem, 0, pb->bytes);
+	const uint8_t *src = B;
+	/* an uint8 b is stored b - 128: the same byte with its top bit flipped */
+	uint8_t flip = bdt == BASE_DT_UINT8 ? 0x80 : 0;
+	for (int64_t k = 0; k < K; k++) {
+		const uint8_t *row = src + k * ldb;
+		int64_t q = k / 4, kk = k % 4;
+		for (int64_t j = 0; j < N; j++) {
+			int8_t v = (int8_t)(row[j] ^ flip);
+			pb->data[(j / QG_STRIP) * kq * 64 + q * 64 + (j % QG_STRIP) * 4 + kk] = v;
+			pb->colsum[j] += v;
+		}
+	}
+}
+
+int rt_qgemm_pack_b(int bdt, int64_t K, int64_t N, const void *B, int64_t ldb,
+                    struct rt_qpacked_b *pb)
+{
+	size_t bytes = rt_qgemm_pack_bytes(K, N);
+	void *mem = base_alloc(bytes);
+	if (!mem)
+		return STRATA_NOMEM;
+	rt_qgemm_pack_into(bdt, K, N, B, ldb, mem, pb);
+	pb->owned = 1;
+	return 0;
+}
+
+void rt_qpacked_b_free(struct rt_qpacked_b *pb)
+{
+	if (pb && pb->owned)
+		base_free(pb->data, pb->bytes);
+	if (pb)
+		memset(pb, 0, sizeof *pb);
+}
+
+size_t rt_qgemm_scratch_bytes(int64_t M, int64_t K, int64_t N)
+{
+	return round64((size_t)M * (size_t)(quads(K) * 4)) + 2 * round64((size_t)M * 4) +
+	       3 * round64((size_t)padded(N) * 4);
+}
+
+int rt_qgemm_isa(void)
+{
+	return rt_cpu_isa() == RT_ISA_AVX512 && rt_cpu_vnni() ? RT_QGEMM_VNNI : RT_QGEMM_AVX2;
+}
+
+/* A zero point's value at index i (step 0: one value), as the stored
+ * operand sees it (flip: +128 for int8 A, -128 for uint8 B). */
+static int32_t zp_at(const void *z, int dt, int step, int64_t i, int32_t flip)
+{
+	if (!z)
+		return flip;
+	int64_t k = step ? i : 0;
+	int32_t v = dt == BASE_DT_INT8 ? ((const int8_t *)z)[k] : ((const uint8_t *)z)[k];
+	return v + flip;
+}
+
+void rt_qgemm(const struct rt_qgemm_args *g, const struct rt_qpacked_b *pb, void *scratch)
+{
+	int64_t M = g->M, K = pb->K, N = pb->N;
+	if (M <= 0 || N <= 0)
+		return;
+	int64_t kq = quads(K), lda = kq * 4, npad = padded(N);
+	char *p = scratch;
+	uint8_t *ap = (uint8_t *)p;
+	p += round64((size_t)M * (size_t)lda);
+	int32_t *rs = (int32_t *)p;
+	p += round64((size_t)M * 4);
+	int32_t *za = (int32_t *)p;
+	p += round64((size_t)M * 4);
+	int32_t *zb = (int32_t *)p;
+	p += round64((size_t)npad * 4);
+	int32_t *cb = (int32_t *)p;
+	p += round64((size_t)npad * 4);
+	float *sc = (float *)p;
+
+	/* A as unsigned bytes, K padded to whole quads, and its row sums */
+	uint8_t aflip = g->adt == BASE_DT_INT8 ? 0x80 : 0;
+	for (int64_t i = 0; i < M; i++) {
+		const uint8_t *src = (const uint8_t *)g->A + i * g->lda;
+		uint8_t *d = ap + i * lda;
+		uint32_t s = 0;
+		for (int64_t k = 0; k < K; k++) {
+			d[k] = src[k] ^ aflip;
+			s += d[k];
+		}
+		for (int64_t k = K; k < lda; k++)
+			d[k] = 0;
+		rs[i] = (int32_t)s;
+		za[i] = zp_at(g->za, g->adt, g->zastep, i, aflip ? 128 : 0);
+	}
+	for (int64_t j = 0; j < npad; j++) {
+		if (j < N) {
+			zb[j] = zp_at(g->zb, pb->bdt, g->zbstep, j, pb->bdt == BASE_DT_UINT8 ? -128 : 0);
+			cb[j] = (int32_t)((uint32_t)K * (uint32_t)zb[j] - (uint32_t)pb->colsum[j]);
+			sc[j] = g->cf ? g->ascale * g->bscale[g->bsstep ? j : 0] : 0.0f;
+		} else {
+			zb[j] = cb[j] = 0;
+			sc[j] = 0.0f;
+		}
+	}
+	struct qgemm_fin f = {rs, za, zb, cb, g->ci, g->cf, sc, g->bias, g->ldc};
+	int vnni = rt_qgemm_isa() == RT_QGEMM_VNNI;
+	qgemm_tile_fn *tile = vnni ? rt_qgemm_tile_vnni : rt_qgemm_tile_avx2;
+	int64_t mr = vnni ? QG_MR_VNNI : QG_MR_AVX2, sstride = kq * 64;
+	for (int64_t j = 0; j < N; j += QG_PANEL) {
+		const int8_t *b = pb->data + (j / QG_STRIP) * sstride;
+		int64_t ncols = N - j < QG_PANEL ? N - j : QG_PANEL;
+		for (int64_t i = 0; i < M; i += mr) {
+			int64_t rows = M - i < mr ? M - i : mr;
+			tile(rows, kq, ap + i * lda, lda, b, sstride, i, j, ncols, &f);
+		}
+	}
+}
