@@ -50,7 +50,7 @@ DEB_BENCH_PKGS := g++ libxapian-dev libsqlite3-dev wrk python3-hnswlib python3-n
 # ---- sources (explicit lists, one per subsystem) -----------------------------
 BASE_SRC    := base/err.c base/alloc.c base/arena.c base/dtype.c base/file.c base/hash.c base/tokenize.c base/cpu.c base/base64.c
 RUNTIME_SRC := runtime/options.c runtime/blocks.c runtime/load.c runtime/graph.c runtime/resolve.c runtime/model.c runtime/exec.c runtime/buffers.c runtime/binding.c runtime/plan.c runtime/shape.c runtime/infer.c runtime/ops/registry.c \
-               runtime/ops/elementwise.c runtime/ops/unary.c runtime/ops/cast.c runtime/ops/matmul.c runtime/ops/gemm.c runtime/ops/gemm_avx2.c runtime/ops/gemm_avx512.c runtime/ops/qgemm.c runtime/ops/qgemm_avx2.c runtime/ops/qgemm_vnni.c runtime/cpu.c runtime/ops/shape.c \
+               runtime/ops/elementwise.c runtime/ops/unary.c runtime/ops/cast.c runtime/ops/matmul.c runtime/ops/gemm.c runtime/ops/gemm_avx2.c runtime/ops/gemm_avx512.c runtime/ops/qgemm.c runtime/ops/qgemm_avx2.c runtime/ops/qgemm_vnni.c runtime/ops/qlinear.c runtime/cpu.c runtime/ops/shape.c \
                runtime/ops/reduce.c runtime/ops/normalize.c \
                runtime/ops/conv.c runtime/ops/window.c runtime/ops/pool.c runtime/ops/nn.c runtime/ops/index.c runtime/ops/misc.c runtime/ops/resize.c runtime/ops/signal.c runtime/ops/loss.c \
                runtime/ops/training.c runtime/ops/random.c runtime/ops/rnn.c runtime/ops/einsum.c runtime/ops/quant.c runtime/ops/string.c runtime/ops/sequence.c runtime/ops/control.c runtime/optimize.c runtime/ctxfile.c runtime/ctxhold.c runtime/epctx.c runtime/ctxgen.c runtime/ctxmodel.c runtime/ops/epcontext.c runtime/ops/fused.c runtime/ops/attn_avx512.c runtime/ops/vmath.c
@@ -73,7 +73,7 @@ LIB      := $(BUILD)/libstrata.a
 CLI      := $(BUILD)/strata
 
 # Unit tests: one cmocka binary per module (tests/test_<name>.c).
-UNIT_TESTS := base runtime ops_elementwise ops_tensor store hnsw ann multivec rank_parse text text_index text_blocks text_coll text_settings yql_ops text_query wand rank_eval rank_gbdt rank_phases rank_features compat engine yql ops_index ops_nn ops_rnn ops_quant qgemm ops_train ops_signal infer gemm plan optimize context pool binding embed fields summary types embedder indexing visit
+UNIT_TESTS := base runtime ops_elementwise ops_tensor store hnsw ann multivec rank_parse text text_index text_blocks text_coll text_settings yql_ops text_query wand rank_eval rank_gbdt rank_phases rank_features compat engine yql ops_index ops_nn ops_rnn ops_quant qgemm qlinear ops_train ops_signal infer gemm plan optimize context pool binding embed fields summary types embedder indexing visit
 TEST_BINS  := $(UNIT_TESTS:%=$(BUILD)/tests/test_%)
 TEST_LIB_SRC := tests/modelbuild.c tests/opcase.c tests/apptest.c
 TEST_LIB_OBJ := $(TEST_LIB_SRC:%.c=$(BUILD)/%.o)

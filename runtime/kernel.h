@@ -125,6 +125,7 @@ extern const struct rt_opdef rt_ops_quant[];     /* ops/quant.c: QuantizeLinear,
 extern const struct rt_opdef rt_ops_string[];    /* ops/string.c: StringNormalizer, TfIdfVectorizer, and the other string operators */
 extern const struct rt_opdef rt_ops_sequence[];  /* ops/sequence.c: Sequence*, SplitToSequence, ConcatFromSequence, Optional* */
 extern const struct rt_opdef rt_ops_control[];   /* ops/control.c: If, Loop, Scan */
+extern const struct rt_opdef rt_ops_qlinear[];   /* ops/qlinear.c: strata.QuantLinear (made by optimize.c) */
 extern const struct rt_opdef rt_ops_fused[];     /* ops/fused.c: strata.FusedLinear, SkipLayerNorm, Attention (made by optimize.c) */
 extern const struct rt_opdef rt_ops_epcontext[]; /* ops/epcontext.c: com.microsoft EPContext in a mixed graph */
 
@@ -233,7 +234,8 @@ void rt_qpacked_b_free(struct rt_qpacked_b *pb);
  * 1 one per row of A (M) or column of B (N).  Exactly one of ci and cf is
  * set: ci receives the int32 sums, cf (float)sum * (ascale * bscale[j])
  * + bias[j] (bias may be NULL; bscale one value when bsstep is 0), the
- * float operations of Cast, Mul and Add in that order. */
+ * float operations of Cast, Mul and Add in that order, then act (RT_ACT_*)
+ * and + res[i * ldr + j] (res may be NULL; it may not alias cf). */
 struct rt_qgemm_args {
 	int adt;
 	int64_t M;
@@ -248,6 +250,9 @@ struct rt_qgemm_args {
 	const float *bscale;
 	int bsstep;
 	const float *bias;
+	int act;
+	const float *res;
+	int64_t ldr;
 };
 /* Scratch bytes rt_qgemm needs for M x K times K x N. */
 size_t rt_qgemm_scratch_bytes(int64_t M, int64_t K, int64_t N);

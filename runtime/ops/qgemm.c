@@ -26,6 +26,7 @@
  * Invariants: reentrant, allocates nothing at run time (the caller gives
  * the scratch, rt_qgemm_scratch_bytes of it).
  */
+#include <immintrin.h>
 #include <string.h>
 
 #include "qgemm_kern.h"
@@ -119,6 +120,37 @@ static int32_t zp_at(const void *z, int dt, int step, int64_t i, int32_t flip)
 	return v + flip;
 }
 
+/* Copy a row of K bytes into lda (a multiple of 4), flipping the top bit
+ * of each (flip 0x80) and zero-filling the padding. */
+static void pack_row(const uint8_t *src, int64_t K, int64_t lda, uint8_t flip, uint8_t *d)
+{
+	const __m256i f = _mm256_set1_epi8((char)flip);
+	int64_t k = 0;
+	for (; k + 32 <= K; k += 32)
+		_mm256_storeu_si256((__m256i *)(d + k),
+		                    _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(src + k)), f));
+	for (; k < K; k++)
+		d[k] = src[k] ^ flip;
+	for (; k < lda; k++)
+		d[k] = 0;
+}
+
+/* The sum of K unsigned bytes (vpsadbw against zero sums 8 at a time). */
+static int32_t row_sum(const uint8_t *p, int64_t K)
+{
+	__m256i acc = _mm256_setzero_si256();
+	int64_t k = 0;
+	for (; k + 32 <= K; k += 32)
+		acc = _mm256_add_epi64(acc, _mm256_sad_epu8(_mm256_loadu_si256((const __m256i *)(p + k)),
+		                                            _mm256_setzero_si256()));
+	uint64_t t[4];
+	_mm256_storeu_si256((__m256i *)t, acc);
+	uint64_t s = t[0] + t[1] + t[2] + t[3];
+	for (; k < K; k++)
+		s += p[k];
+	return (int32_t)(uint32_t)s;
+}
+
 void rt_qgemm(const struct rt_qgemm_args *g, const struct rt_qpacked_b *pb, void *scratch)
 {
 	int64_t M = g->M, K = pb->K, N = pb->N;
@@ -138,32 +170,38 @@ void rt_qgemm(const struct rt_qgemm_args *g, const struct rt_qpacked_b *pb, void
 	p += round64((size_t)npad * 4);
 	float *sc = (float *)p;
 
-	/* A as unsigned bytes, K padded to whole quads, and its row sums */
+	/* A as unsigned bytes with K a whole number of quads, and its row sums.
+	 * uint8 A with K a multiple of 4 (what quantize_dynamic makes, on
+	 * transformer widths) is read in place; otherwise it is copied with its
+	 * top bits flipped (int8) and zero padding. */
 	uint8_t aflip = g->adt == BASE_DT_INT8 ? 0x80 : 0;
+	const uint8_t *arows = ap;
+	int64_t ald = lda;
+	if (!aflip && K == lda) {
+		arows = g->A;
+		ald = g->lda;
+	}
 	for (int64_t i = 0; i < M; i++) {
 		const uint8_t *src = (const uint8_t *)g->A + i * g->lda;
-		uint8_t *d = ap + i * lda;
-		uint32_t s = 0;
-		for (int64_t k = 0; k < K; k++) {
-			d[k] = src[k] ^ aflip;
-			s += d[k];
-		}
-		for (int64_t k = K; k < lda; k++)
-			d[k] = 0;
-		rs[i] = (int32_t)s;
+		if (arows == ap)
+			pack_row(src, K, lda, aflip, ap + i * lda);
+		rs[i] = row_sum(arows + i * ald, K);
 		za[i] = zp_at(g->za, g->adt, g->zastep, i, aflip ? 128 : 0);
 	}
+	int zb_zero = 1;
 	for (int64_t j = 0; j < npad; j++) {
 		if (j < N) {
 			zb[j] = zp_at(g->zb, pb->bdt, g->zbstep, j, pb->bdt == BASE_DT_UINT8 ? -128 : 0);
 			cb[j] = (int32_t)((uint32_t)K * (uint32_t)zb[j] - (uint32_t)pb->colsum[j]);
+			zb_zero &= zb[j] == 0;
 			sc[j] = g->cf ? g->ascale * g->bscale[g->bsstep ? j : 0] : 0.0f;
 		} else {
 			zb[j] = cb[j] = 0;
 			sc[j] = 0.0f;
 		}
 	}
-	struct qgemm_fin f = {rs, za, zb, cb, g->ci, g->cf, sc, g->bias, g->ldc};
+	struct qgemm_fin f = {rs, za, zb, cb, g->ci, g->cf, sc, g->bias, g->ldc,
+	                      zb_zero, g->act, g->res, g->ldr};
 	int vnni = rt_qgemm_isa() == RT_QGEMM_VNNI;
 	qgemm_tile_fn *tile = vnni ? rt_qgemm_tile_vnni : rt_qgemm_tile_avx2;
 	int64_t mr = vnni ? QG_MR_VNNI : QG_MR_AVX2, sstride = kq * 64;
@@ -172,7 +210,7 @@ void rt_qgemm(const struct rt_qgemm_args *g, const struct rt_qpacked_b *pb, void
 		int64_t ncols = N - j < QG_PANEL ? N - j : QG_PANEL;
 		for (int64_t i = 0; i < M; i += mr) {
 			int64_t rows = M - i < mr ? M - i : mr;
-			tile(rows, kq, ap + i * lda, lda, b, sstride, i, j, ncols, &f);
+			tile(rows, kq, arows + i * ald, ald, b, sstride, i, j, ncols, &f);
 		}
 	}
 }

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "qgemm_kern.h"
+#include "vmath.h"
 
 static inline __m256i lanes(int64_t n)
 {
@@ -27,17 +28,24 @@ static inline __m256i lanes(int64_t n)
 }
 
 /* Finish 8 columns (n valid) of row i from j. */
-static inline void finish8(__m256i v, int64_t i, int64_t j, int64_t n, const struct qgemm_fin *f)
+static inline __attribute__((always_inline)) void finish8(__m256i v, int64_t i, int64_t j, int64_t n, const struct qgemm_fin *f)
 {
 	__m256i m = lanes(n);
 	__m256i zb = _mm256_loadu_si256((const __m256i *)(f->zb + j));
 	__m256i cb = _mm256_loadu_si256((const __m256i *)(f->cb + j));
-	v = _mm256_sub_epi32(v, _mm256_mullo_epi32(zb, _mm256_set1_epi32(f->rs[i])));
+	if (!f->zb_zero)
+		v = _mm256_sub_epi32(v, _mm256_mullo_epi32(zb, _mm256_set1_epi32(f->rs[i])));
 	v = _mm256_add_epi32(v, _mm256_mullo_epi32(cb, _mm256_set1_epi32(f->za[i])));
 	if (f->cf) {
 		__m256 x = _mm256_mul_ps(_mm256_cvtepi32_ps(v), _mm256_loadu_ps(f->sc + j));
 		if (f->bias)
 			x = _mm256_add_ps(x, _mm256_maskload_ps(f->bias + j, m));
+		if (f->act == RT_ACT_RELU)
+			x = _mm256_max_ps(x, _mm256_setzero_ps());
+		else if (f->act == RT_ACT_GELU_ERF)
+			x = rt_gelu_erf8(x);
+		if (f->res)
+			x = _mm256_add_ps(x, _mm256_maskload_ps(f->res + i * f->ldr + j, m));
 		_mm256_maskstore_ps(f->cf + i * f->ldc + j, m, x);
 	} else {
 		_mm256_maskstore_epi32((int *)(f->ci + i * f->ldc + j), m, v);

@@ -24,15 +24,20 @@ enum { QG_STRIP = 16, QG_PANEL = 64 }; /* columns per strip; per kernel call (4 
  *   v = acc - zb[j] * rs[i] + za[i] * cb[j]        (int32, wrapping)
  * which is sum_k (a'[i][k] - za[i]) * (b'[k][j] - zb[j]) with rs[i] the
  * sum of row i of a' and cb[j] = K * zb[j] - (sum of column j of b').
- * Then ci[i * ldc + j] = v, or cf[i * ldc + j] = (float)v * sc[j] (+
- * bias[j]).  rs and za have M entries, zb, cb and sc one per padded
- * column (QG_PANEL multiple), bias N (read under a mask). */
+ * Then ci[i * ldc + j] = v, or cf[i * ldc + j] = act((float)v * sc[j] (+
+ * bias[j])) (+ res[i * ldr + j]).  rs and za have M entries, zb, cb and
+ * sc one per padded column (QG_PANEL multiple), bias N (read under a
+ * mask). */
 struct qgemm_fin {
 	const int32_t *rs, *za, *zb, *cb;
 	int32_t *ci;
 	float *cf;
 	const float *sc, *bias;
 	int64_t ldc;
+	int zb_zero;           /* every zb[j] is 0: the zb term is skipped */
+	int act;               /* RT_ACT_* */
+	const float *res;
+	int64_t ldr;
 };
 
 /* Rows [i0, i0 + rows) (rows <= the kernel's MR) by the QG_PANEL columns

@@ -27,6 +27,7 @@
  * Every scale, zero point and shape comes from the model or the caller, so
  * their counts are checked against the data before any cell is read.
  */
+#include <immintrin.h>
 #include <math.h>
 #include <string.h>
 
@@ -319,6 +320,69 @@ static int init_dequantize(struct rt_node *n, struct rt_graph *g, struct strata_
 
 /* ---- DynamicQuantizeLinear --------------------------------------------------------- */
 
+/* The range of v[0..n) widened to include 0, in *lo and *hi; -1 when a cell
+ * is NaN (*lo holds its index then).  Eight lanes at a time: min and max
+ * are exact, so the order does not matter. */
+static int range_with_zero(const float *v, int64_t n, float *lo, float *hi)
+{
+	__m256 vlo = _mm256_setzero_ps(), vhi = _mm256_setzero_ps(), bad = _mm256_setzero_ps();
+	int64_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		__m256 x = _mm256_loadu_ps(v + i);
+		bad = _mm256_or_ps(bad, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+		vlo = _mm256_min_ps(vlo, x);
+		vhi = _mm256_max_ps(vhi, x);
+	}
+	float l[8], h[8];
+	_mm256_storeu_ps(l, vlo);
+	_mm256_storeu_ps(h, vhi);
+	float a = 0, b = 0;
+	for (int k = 0; k < 8; k++) {
+		a = l[k] < a ? l[k] : a;
+		b = h[k] > b ? h[k] : b;
+	}
+	int has_nan = _mm256_movemask_ps(bad) != 0;
+	for (int64_t k = has_nan ? 0 : i; k < n; k++) {
+		if (isnan(v[k])) {
+			*lo = (float)k;
+			return -1;
+		}
+		a = v[k] < a ? v[k] : a;
+		b = v[k] > b ? v[k] : b;
+	}
+	*lo = a;
+	*hi = b;
+	return 0;
+}
+
+/* q[i] = saturate(rintf(v[i] / scale) + zp) to [0, 255], scale > 0: the
+ * division, rounding (to nearest even) and clamp of the scalar formula,
+ * 32 cells at a time. */
+static void quantize_u8(const float *v, int64_t n, float scale, float zp, uint8_t *q)
+{
+	const __m256 s = _mm256_set1_ps(scale), z = _mm256_set1_ps(zp);
+	const __m256 lo = _mm256_setzero_ps(), hi = _mm256_set1_ps(255.0f);
+	const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+	int64_t i = 0;
+	for (; i + 32 <= n; i += 32) {
+		__m256i w[4];
+		for (int k = 0; k < 4; k++) {
+			__m256 r = _mm256_round_ps(_mm256_div_ps(_mm256_loadu_ps(v + i + 8 * k), s),
+			                           _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+			r = _mm256_min_ps(_mm256_max_ps(_mm256_add_ps(r, z), lo), hi);
+			w[k] = _mm256_cvtps_epi32(r);
+		}
+		/* the packs interleave 128-bit lanes; the permute restores order */
+		__m256i b = _mm256_packus_epi16(_mm256_packs_epi32(w[0], w[1]),
+		                                _mm256_packs_epi32(w[2], w[3]));
+		_mm256_storeu_si256((__m256i *)(q + i), _mm256_permutevar8x32_epi32(b, order));
+	}
+	for (; i < n; i++) {
+		float r = rintf(v[i] / scale) + zp;
+		q[i] = (uint8_t)(r < 0 ? 0 : r > 255 ? 255 : r);
+	}
+}
+
 static int run_dynquant(struct rt_node *n, struct rt_exec *x)
 {
 	const struct rt_tensor *in = rt_input(x, n, 0);
@@ -329,13 +393,9 @@ static int run_dynquant(struct rt_node *n, struct rt_exec *x)
 	const float *v = in->data;
 	int64_t count = tcount(in);
 	/* The range always includes 0, so that 0 is exactly representable. */
-	float lo = 0, hi = 0;
-	for (int64_t i = 0; i < count; i++) {
-		if (isnan(v[i]))
-			return rt_fail(x, n, STRATA_RUNTIME, "cell %lld is NaN", (long long)i);
-		lo = v[i] < lo ? v[i] : lo;
-		hi = v[i] > hi ? v[i] : hi;
-	}
+	float lo, hi;
+	if (range_with_zero(v, count, &lo, &hi) != 0)
+		return rt_fail(x, n, STRATA_RUNTIME, "cell %lld is NaN", (long long)lo);
 	if (isinf(lo) || isinf(hi))
 		return rt_fail(x, n, STRATA_RUNTIME, "the input is not finite");
 	float scale = (hi - lo) / 255.0f;
@@ -346,12 +406,11 @@ static int run_dynquant(struct rt_node *n, struct rt_exec *x)
 	}
 	if ((rc = rt_output(x, n, 0, BASE_DT_UINT8, in->rank, in->dims, &y)) != 0)
 		return rc;
-	uint8_t *q = y->data;
-	for (int64_t i = 0; i < count; i++) {
-		/* scale 0 means every cell is 0, which quantizes to the zero point. */
-		float r = scale > 0 ? rintf(v[i] / scale) + zpf : zpf;
-		q[i] = (uint8_t)(r < 0 ? 0 : r > 255 ? 255 : r);
-	}
+	/* scale 0 means every cell is 0, which quantizes to the zero point. */
+	if (scale > 0)
+		quantize_u8(v, count, scale, zpf, y->data);
+	else
+		memset(y->data, (int)zpf, (size_t)count);
 	if (has_output(n, 1)) {
 		if ((rc = rt_output(x, n, 1, BASE_DT_FLOAT, 0, NULL, &ys)) != 0)
 			return rc;
