@@ -418,6 +418,9 @@ bench:
 # ORT's session creation (it reports its goals, it does not assert them).
 # BENCH_ARGS go to the driver (e.g. BENCH_ARGS='--scale 0.1' for a quick
 # look, BENCH_ARGS='--only mlp_ranker', '--no-loads', '--loads-only').
+# The int8 cases run bench/quantize.js's quantization of two MiniLM models
+# (ONNX Runtime's quantize_dynamic rules), made beside the peer's models;
+# without the peer they are skipped.
 # Then qps times whole queries of a two-phase profile through the engine
 # (100k documents of 384 floats, mlp_ranker over the best 100) with the
 # pools on and off; its application and store live in $(QPS_DIR), reused
@@ -450,6 +453,10 @@ $(BENCH_MODELS)/minilm_l6_cross_decomposed.onnx $(BENCH_MODELS)/minilm_l6_embed.
 	@$(MKBENCH) $(BENCH_MODELS)
 bench-runtime: $(BENCH) $(MKBENCH) $(QPS)
 	@if [ -d $(PEER_SRC) ] && $(MAKE) --no-print-directory peer; then \
+	  for m in minilm_l6_cross minilm_l6_embed; do \
+	    [ ! -f $(BUILD)/peer/models/$$m.onnx ] || node bench/quantize.js $(BUILD)/peer \
+	      $(BUILD)/peer/models/$$m.onnx $(BUILD)/peer/models/$${m}_int8.onnx || exit 1; \
+	  done; \
 	  $(BENCH) --peer $(BUILD)/peer --ctx-dir $(BENCH_CTX) $(BENCH_ARGS) $(BUILD)/peer/models; \
 	else \
 	  echo "bench: no peer set up from $(PEER_SRC): timing Strata alone on $(BENCH_MODELS)"; \
