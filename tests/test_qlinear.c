@@ -7,7 +7,8 @@
  * bit for bit without an activation, within the GELU's rounding with one;
  * per-tensor and per-column weight scales and zero points, int8 and uint8
  * weights, under each dispatch path.  Also DynamicQuantizeLinear's vector
- * path against its scalar formula (odd lengths, halfway quotients), and a
+ * path against its scalar formula (odd lengths, halfway quotients), the
+ * same for DequantizeLinear of 8-bit cells, and a
  * hand-written QuantLinear whose operands are wrong, which must fail to load.
  */
 #include <math.h>
@@ -240,6 +241,35 @@ static void test_dynquant_vector(void **state)
 	oc_free(&o);
 }
 
+/* DequantizeLinear of 8-bit cells with one scale and zero point (the
+ * vector path) against its formula. */
+static void test_dequantize_vector(void **state)
+{
+	(void)state;
+	for (int sgn = 0; sgn < 2; sgn++) {
+		int dt = sgn ? BASE_DT_INT8 : BASE_DT_UINT8;
+		const int T[] = { dt, BASE_DT_FLOAT, dt };
+		static const int F[] = { BASE_DT_FLOAT };
+		struct mb_node *nd;
+		struct oc_case o;
+		assert_int_equal(oc_load(oc_model(13, "DequantizeLinear", "x,s,z", T, "y", F, &nd), &o), 0);
+		uint8_t q[37], z = sgn ? (uint8_t)(int8_t)-3 : 131;
+		for (int i = 0; i < 37; i++)
+			q[i] = (uint8_t)(i * 53 + 7);
+		float sc = 0.0371f;
+		int64_t n = 37;
+		struct rt_tensor in[3] = { oc_tensor(dt, 1, &n, q), oc_tensor(BASE_DT_FLOAT, 0, NULL, &sc),
+		                           oc_tensor(dt, 0, NULL, &z) };
+		assert_int_equal(oc_run(&o, in), 0);
+		const float *y = o.out[0].data;
+		for (int i = 0; i < 37; i++) {
+			int32_t v = sgn ? (int8_t)q[i] : q[i], zz = sgn ? (int8_t)z : z;
+			assert_true(y[i] == (float)(v - zz) * sc);
+		}
+		oc_free(&o);
+	}
+}
+
 static void test_qlinear_bad_operands(void **state)
 {
 	(void)state;
@@ -265,6 +295,7 @@ int main(void)
 		cmocka_unit_test(test_qlinear_exact),
 		cmocka_unit_test(test_qlinear_gelu_residual),
 		cmocka_unit_test(test_dynquant_vector),
+		cmocka_unit_test(test_dequantize_vector),
 		cmocka_unit_test(test_qlinear_bad_operands),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
