@@ -29,6 +29,7 @@
 #include <immintrin.h>
 #include <string.h>
 
+#include "gemm_kern.h"
 #include "qgemm_kern.h"
 
 static int64_t quads(int64_t K)
@@ -101,7 +102,7 @@ void rt_qpacked_b_free(struct rt_qpacked_b *pb)
 size_t rt_qgemm_scratch_bytes(int64_t M, int64_t K, int64_t N)
 {
 	return round64((size_t)M * (size_t)(quads(K) * 4)) + 2 * round64((size_t)M * 4) +
-	       3 * round64((size_t)padded(N) * 4);
+	       4 * round64((size_t)padded(N) * 4);
 }
 
 int rt_qgemm_isa(void)
@@ -169,6 +170,8 @@ void rt_qgemm(const struct rt_qgemm_args *g, const struct rt_qpacked_b *pb, void
 	int32_t *cb = (int32_t *)p;
 	p += round64((size_t)npad * 4);
 	float *sc = (float *)p;
+	p += round64((size_t)npad * 4);
+	int32_t *zc = (int32_t *)p;
 
 	/* A as unsigned bytes with K a whole number of quads, and its row sums.
 	 * uint8 A with K a multiple of 4 (what quantize_dynamic makes, on
@@ -194,23 +197,34 @@ void rt_qgemm(const struct rt_qgemm_args *g, const struct rt_qpacked_b *pb, void
 			zb[j] = zp_at(g->zb, pb->bdt, g->zbstep, j, pb->bdt == BASE_DT_UINT8 ? -128 : 0);
 			cb[j] = (int32_t)((uint32_t)K * (uint32_t)zb[j] - (uint32_t)pb->colsum[j]);
 			zb_zero &= zb[j] == 0;
+			zc[j] = (int32_t)((uint32_t)za[0] * (uint32_t)cb[j]);
 			sc[j] = g->cf ? g->ascale * g->bscale[g->bsstep ? j : 0] : 0.0f;
 		} else {
-			zb[j] = cb[j] = 0;
+			zb[j] = cb[j] = zc[j] = 0;
 			sc[j] = 0.0f;
 		}
 	}
 	struct qgemm_fin f = {rs, za, zb, cb, g->ci, g->cf, sc, g->bias, g->ldc,
-	                      zb_zero, g->act, g->res, g->ldr};
+	                      zb_zero, g->zastep ? NULL : zc, g->act, g->res, g->ldr};
 	int vnni = rt_qgemm_isa() == RT_QGEMM_VNNI;
 	qgemm_tile_fn *tile = vnni ? rt_qgemm_tile_vnni : rt_qgemm_tile_avx2;
 	int64_t mr = vnni ? QG_MR_VNNI : QG_MR_AVX2, sstride = kq * 64;
-	for (int64_t j = 0; j < N; j += QG_PANEL) {
-		const int8_t *b = pb->data + (j / QG_STRIP) * sstride;
-		int64_t ncols = N - j < QG_PANEL ? N - j : QG_PANEL;
-		for (int64_t i = 0; i < M; i += mr) {
-			int64_t rows = M - i < mr ? M - i : mr;
-			tile(rows, kq, arows + i * ald, ald, b, sstride, i, j, ncols, &f);
+	/* Rows in blocks whose A takes a quarter of L2, so that A is read from
+	 * memory once, not once per panel of B (a batch of 16 sequences is 2048
+	 * rows); within a block each B panel serves every row tile. */
+	int64_t l1, l2;
+	rt_cpu_caches(&l1, &l2);
+	int64_t mc = l2 / 4 / (lda ? lda : 1) / mr * mr;
+	mc = mc < mr ? mr : mc;
+	for (int64_t i0 = 0; i0 < M; i0 += mc) {
+		int64_t iend = M - i0 < mc ? M : i0 + mc;
+		for (int64_t j = 0; j < N; j += QG_PANEL) {
+			const int8_t *b = pb->data + (j / QG_STRIP) * sstride;
+			int64_t ncols = N - j < QG_PANEL ? N - j : QG_PANEL;
+			for (int64_t i = i0; i < iend; i += mr) {
+				int64_t rows = iend - i < mr ? iend - i : mr;
+				tile(rows, kq, arows + i * ald, ald, b, sstride, i, j, ncols, &f);
+			}
 		}
 	}
 }

@@ -35,7 +35,10 @@ static inline __attribute__((always_inline)) void finish8(__m256i v, int64_t i, 
 	__m256i cb = _mm256_loadu_si256((const __m256i *)(f->cb + j));
 	if (!f->zb_zero)
 		v = _mm256_sub_epi32(v, _mm256_mullo_epi32(zb, _mm256_set1_epi32(f->rs[i])));
-	v = _mm256_add_epi32(v, _mm256_mullo_epi32(cb, _mm256_set1_epi32(f->za[i])));
+	if (f->zc)
+		v = _mm256_add_epi32(v, _mm256_loadu_si256((const __m256i *)(f->zc + j)));
+	else
+		v = _mm256_add_epi32(v, _mm256_mullo_epi32(cb, _mm256_set1_epi32(f->za[i])));
 	if (f->cf) {
 		__m256 x = _mm256_mul_ps(_mm256_cvtepi32_ps(v), _mm256_loadu_ps(f->sc + j));
 		if (f->bias)

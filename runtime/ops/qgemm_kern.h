@@ -35,6 +35,8 @@ struct qgemm_fin {
 	const float *sc, *bias;
 	int64_t ldc;
 	int zb_zero;           /* every zb[j] is 0: the zb term is skipped */
+	const int32_t *zc;     /* every za[i] is one value z: z * cb[j] per padded
+	                          column, added instead of the product; or NULL */
 	int act;               /* RT_ACT_* */
 	const float *res;
 	int64_t ldr;

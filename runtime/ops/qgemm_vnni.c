@@ -37,7 +37,10 @@ static inline __attribute__((always_inline)) void finish16(__m512i v, int64_t i,
 	__m512i zb = _mm512_loadu_si512(f->zb + j), cb = _mm512_loadu_si512(f->cb + j);
 	if (!f->zb_zero)
 		v = _mm512_sub_epi32(v, _mm512_mullo_epi32(zb, _mm512_set1_epi32(f->rs[i])));
-	v = _mm512_add_epi32(v, _mm512_mullo_epi32(cb, _mm512_set1_epi32(f->za[i])));
+	if (f->zc)
+		v = _mm512_add_epi32(v, _mm512_loadu_si512(f->zc + j));
+	else
+		v = _mm512_add_epi32(v, _mm512_mullo_epi32(cb, _mm512_set1_epi32(f->za[i])));
 	if (f->cf) {
 		__m512 x = _mm512_mul_ps(_mm512_cvtepi32_ps(v), _mm512_loadu_ps(f->sc + j));
 		if (f->bias)
