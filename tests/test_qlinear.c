@@ -211,13 +211,18 @@ static void test_dynquant_vector(void **state)
 	assert_int_equal(oc_load(oc_model(11, "DynamicQuantizeLinear", "x", F, "y,s,z", OUT, &nd), &o),
 	                 0);
 	float x[300];
-	for (size_t c = 0; c < sizeof lens / sizeof lens[0] + 1; c++) {
-		int64_t n = c < sizeof lens / sizeof lens[0] ? lens[c] : 256;
+	enum { NL = sizeof lens / sizeof lens[0] };
+	for (size_t c = 0; c < NL + 3; c++) {
+		int64_t n = c < NL ? lens[c] : c == NL + 1 ? 64 : 256;
 		for (int64_t i = 0; i < n; i++)
-			x[i] = c < sizeof lens / sizeof lens[0] ? 5 * oc_frand(&seed) + 1
-			                                       : (float)i - 0.5f; /* halfway quotients */
-		if (c == sizeof lens / sizeof lens[0])
+			x[i] = c < NL ? 5 * oc_frand(&seed) + 1
+			     : c == NL ? (float)i - 0.5f /* halfway quotients */
+			     : c == NL + 1 ? (float)i * 1e-43f /* subnormal: 1 / scale overflows */
+			               : 0x1.818188p-8f; /* x / scale is 1.5, x * (1 / scale) below */
+		if (c == NL)
 			x[0] = 0, x[255] = 254.5f; /* range [0, 254.5 + 0.5]: scale 1 */
+		if (c == NL + 2)
+			x[0] = 0, x[255] = 0x1.000004p+0f; /* scale: that over 255 */
 		struct rt_tensor in = oc_tensor(BASE_DT_FLOAT, 1, &n, x);
 		assert_int_equal(oc_run(&o, &in), 0);
 		float lo = 0, hi = 0;
