@@ -13,7 +13,9 @@
  * auto.  rt_cpu_force() overrides the choice for tests.
  *
  * It also reports the sizes of the core's L1 data and L2 caches, from
- * which the GEMM driver derives its block sizes (gemm.c).
+ * which the GEMM driver derives its block sizes (gemm.c), and whether the
+ * machine has AVX512-VNNI, which the int8 kernels use along with AVX-512
+ * (qgemm.c).
  *
  * Invariant: rt_cpu_isa() never returns an ISA the machine cannot execute.
  */

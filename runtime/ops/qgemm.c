@@ -53,6 +53,26 @@ size_t rt_qgemm_pack_bytes(int64_t K, int64_t N)
 	       round64((size_t)padded(N) * sizeof(int32_t));
 }
 
+/* One quad of k (4 rows of B, rows ldb bytes apart) by 16 columns into
+ * the packed layout: for each column its 4 bytes in k order (a 4 x 16 byte
+ * transpose), top bits flipped by flip.  Returns the 16 columns' sums of
+ * the four stored bytes (int16). */
+static __m256i pack_quad16(const uint8_t *src, int64_t ldb, __m128i flip, int8_t *d)
+{
+	__m128i r0 = _mm_xor_si128(_mm_loadu_si128((const __m128i *)src), flip);
+	__m128i r1 = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(src + ldb)), flip);
+	__m128i r2 = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(src + 2 * ldb)), flip);
+	__m128i r3 = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(src + 3 * ldb)), flip);
+	__m128i t0 = _mm_unpacklo_epi8(r0, r1), t1 = _mm_unpackhi_epi8(r0, r1);
+	__m128i t2 = _mm_unpacklo_epi8(r2, r3), t3 = _mm_unpackhi_epi8(r2, r3);
+	_mm_storeu_si128((__m128i *)d, _mm_unpacklo_epi16(t0, t2));
+	_mm_storeu_si128((__m128i *)(d + 16), _mm_unpackhi_epi16(t0, t2));
+	_mm_storeu_si128((__m128i *)(d + 32), _mm_unpacklo_epi16(t1, t3));
+	_mm_storeu_si128((__m128i *)(d + 48), _mm_unpackhi_epi16(t1, t3));
+	return _mm256_add_epi16(_mm256_add_epi16(_mm256_cvtepi8_epi16(r0), _mm256_cvtepi8_epi16(r1)),
+	                        _mm256_add_epi16(_mm256_cvtepi8_epi16(r2), _mm256_cvtepi8_epi16(r3)));
+}
+
 void rt_qgemm_pack_into(int bdt, int64_t K, int64_t N, const void *B, int64_t ldb, void *mem,
                         struct rt_qpacked_b *pb)
 {
@@ -68,10 +88,24 @@ void rt_qgemm_pack_into(int bdt, int64_t K, int64_t N, const void *B, int64_t ld
 	const uint8_t *src = B;
 	/* an uint8 b is stored b - 128: the same byte with its top bit flipped */
 	uint8_t flip = bdt == BASE_DT_UINT8 ? 0x80 : 0;
+	const __m128i vflip = _mm_set1_epi8((char)flip);
+	/* whole quads of whole strips by transposes, the ragged edges by cell */
+	int64_t kfull = K / 4 * 4, nfull = N / QG_STRIP * QG_STRIP;
+	for (int64_t j = 0; j < nfull; j += QG_STRIP) {
+		__m256i lo = _mm256_setzero_si256(), hi = _mm256_setzero_si256();
+		for (int64_t k = 0; k < kfull; k += 4) {
+			__m256i s16 = pack_quad16(src + k * ldb + j, ldb, vflip,
+			                          pb->data + (j / QG_STRIP) * kq * 64 + (k / 4) * 64);
+			lo = _mm256_add_epi32(lo, _mm256_cvtepi16_epi32(_mm256_castsi256_si128(s16)));
+			hi = _mm256_add_epi32(hi, _mm256_cvtepi16_epi32(_mm256_extracti128_si256(s16, 1)));
+		}
+		_mm256_storeu_si256((__m256i *)(pb->colsum + j), lo);
+		_mm256_storeu_si256((__m256i *)(pb->colsum + j + 8), hi);
+	}
 	for (int64_t k = 0; k < K; k++) {
 		const uint8_t *row = src + k * ldb;
 		int64_t q = k / 4, kk = k % 4;
-		for (int64_t j = 0; j < N; j++) {
+		for (int64_t j = k < kfull ? nfull : 0; j < N; j++) {
 			int8_t v = (int8_t)(row[j] ^ flip);
 			pb->data[(j / QG_STRIP) * kq * 64 + q * 64 + (j % QG_STRIP) * 4 + kk] = v;
 			pb->colsum[j] += v;
