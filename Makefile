@@ -50,7 +50,7 @@ DEB_BENCH_PKGS := g++ libxapian-dev libsqlite3-dev wrk python3-hnswlib python3-n
 # ---- sources (explicit lists, one per subsystem) -----------------------------
 BASE_SRC    := base/err.c base/alloc.c base/arena.c base/dtype.c base/file.c base/hash.c base/tokenize.c base/cpu.c base/base64.c
 RUNTIME_SRC := runtime/options.c runtime/blocks.c runtime/load.c runtime/graph.c runtime/resolve.c runtime/model.c runtime/exec.c runtime/buffers.c runtime/binding.c runtime/plan.c runtime/shape.c runtime/infer.c runtime/ops/registry.c \
-               runtime/ops/elementwise.c runtime/ops/unary.c runtime/ops/cast.c runtime/ops/matmul.c runtime/ops/gemm.c runtime/ops/gemm_avx2.c runtime/ops/gemm_avx512.c runtime/cpu.c runtime/ops/shape.c \
+               runtime/ops/elementwise.c runtime/ops/unary.c runtime/ops/cast.c runtime/ops/matmul.c runtime/ops/gemm.c runtime/ops/gemm_avx2.c runtime/ops/gemm_avx512.c runtime/ops/qgemm.c runtime/ops/qgemm_avx2.c runtime/ops/qgemm_vnni.c runtime/ops/qlinear.c runtime/cpu.c runtime/ops/shape.c \
                runtime/ops/reduce.c runtime/ops/normalize.c \
                runtime/ops/conv.c runtime/ops/window.c runtime/ops/pool.c runtime/ops/nn.c runtime/ops/index.c runtime/ops/misc.c runtime/ops/resize.c runtime/ops/signal.c runtime/ops/loss.c \
                runtime/ops/training.c runtime/ops/random.c runtime/ops/rnn.c runtime/ops/einsum.c runtime/ops/quant.c runtime/ops/string.c runtime/ops/sequence.c runtime/ops/control.c runtime/optimize.c runtime/ctxfile.c runtime/ctxhold.c runtime/epctx.c runtime/ctxgen.c runtime/ctxmodel.c runtime/ops/epcontext.c runtime/ops/fused.c runtime/ops/attn_avx512.c runtime/ops/vmath.c
@@ -73,7 +73,7 @@ LIB      := $(BUILD)/libstrata.a
 CLI      := $(BUILD)/strata
 
 # Unit tests: one cmocka binary per module (tests/test_<name>.c).
-UNIT_TESTS := base runtime ops_elementwise ops_tensor store hnsw ann multivec rank_parse text text_index text_blocks text_coll text_settings yql_ops text_query wand rank_eval rank_gbdt rank_phases rank_features compat engine yql ops_index ops_nn ops_rnn ops_quant ops_train ops_signal infer gemm plan optimize context pool binding embed fields summary types embedder indexing visit
+UNIT_TESTS := base runtime ops_elementwise ops_tensor store hnsw ann multivec rank_parse text text_index text_blocks text_coll text_settings yql_ops text_query wand rank_eval rank_gbdt rank_phases rank_features compat engine yql ops_index ops_nn ops_rnn ops_quant qgemm qlinear ops_train ops_signal infer gemm plan optimize context pool binding embed fields summary types embedder indexing visit
 TEST_BINS  := $(UNIT_TESTS:%=$(BUILD)/tests/test_%)
 TEST_LIB_SRC := tests/modelbuild.c tests/opcase.c tests/apptest.c
 TEST_LIB_OBJ := $(TEST_LIB_SRC:%.c=$(BUILD)/%.o)
@@ -103,6 +103,7 @@ $(BUILD)/%.o: %.c | $(BUILD)/gen/onnx.pb-c.h
 	$(CC) $(CFLAGS) -c $< -o $@
 # The AVX-512 kernels: called only after rt_cpu_isa() reports AVX-512.
 $(BUILD)/runtime/ops/gemm_avx512.o: CFLAGS += -mavx512f -mavx512vl -mavx512bw -mavx512dq -mfma -mprfchw
+$(BUILD)/runtime/ops/qgemm_vnni.o: CFLAGS += -mavx512f -mavx512vl -mavx512bw -mavx512dq -mavx512vnni
 $(BUILD)/runtime/ops/attn_avx512.o: CFLAGS += -mavx512f -mavx512vl -mavx512bw -mavx512dq -mfma
 $(BUILD)/store/hnsw_avx512.o: CFLAGS += -mavx512f -mavx512vl -mavx512bw -mavx512dq -mfma
 
@@ -417,6 +418,9 @@ bench:
 # ORT's session creation (it reports its goals, it does not assert them).
 # BENCH_ARGS go to the driver (e.g. BENCH_ARGS='--scale 0.1' for a quick
 # look, BENCH_ARGS='--only mlp_ranker', '--no-loads', '--loads-only').
+# The int8 cases run bench/quantize.js's quantization of two MiniLM models
+# (ONNX Runtime's quantize_dynamic rules), made beside the peer's models;
+# without the peer they are skipped.
 # Then qps times whole queries of a two-phase profile through the engine
 # (100k documents of 384 floats, mlp_ranker over the best 100) with the
 # pools on and off; its application and store live in $(QPS_DIR), reused
@@ -449,6 +453,10 @@ $(BENCH_MODELS)/minilm_l6_cross_decomposed.onnx $(BENCH_MODELS)/minilm_l6_embed.
 	@$(MKBENCH) $(BENCH_MODELS)
 bench-runtime: $(BENCH) $(MKBENCH) $(QPS)
 	@if [ -d $(PEER_SRC) ] && $(MAKE) --no-print-directory peer; then \
+	  for m in minilm_l6_cross minilm_l6_embed; do \
+	    [ ! -f $(BUILD)/peer/models/$$m.onnx ] || node bench/quantize.js $(BUILD)/peer \
+	      $(BUILD)/peer/models/$$m.onnx $(BUILD)/peer/models/$${m}_int8.onnx || exit 1; \
+	  done; \
 	  $(BENCH) --peer $(BUILD)/peer --ctx-dir $(BENCH_CTX) $(BENCH_ARGS) $(BUILD)/peer/models; \
 	else \
 	  echo "bench: no peer set up from $(PEER_SRC): timing Strata alone on $(BENCH_MODELS)"; \

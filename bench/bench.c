@@ -5,7 +5,8 @@
  *           [--ctx-dir DIR] [--no-loads | --loads-only] MODELDIR
  *
  * MODELDIR holds the models the peer's mkmodels.js generates (mlp_ranker,
- * minilm_l6_cross, minilm_l6_cross_decomposed, minilm_l6_embed), or the same
+ * minilm_l6_cross, minilm_l6_cross_decomposed, minilm_l6_embed, and the
+ * int8 models that bench/quantize.js makes of two of them), or the same
  * graphs written by mkbench where the peer is not set up; DIR is a
  * set-up copy of the peer harness (node_modules and inputs.js), and FILE the
  * ORT driver (default bench/ort_peer.js).  Without a usable peer the Strata
@@ -26,8 +27,9 @@
  * so that both see the same machine state.  Latency is the median over all
  * timed runs of a side.  Allocations are counted with base_alloc_thread_count
  * around the timed Strata runs only.  After reading its own peak RSS the case
- * process counts the model's FLOPs (see count_flops) and sends one struct
- * result back through a pipe.  The orchestrator prints a table, then one JSON
+ * process counts the model's FLOPs (see count_flops), for an int8 model
+ * measures how far each side's output is from the float model's (see
+ * int8_error), and sends one struct result back through a pipe.  The orchestrator prints a table, then one JSON
  * line per case.  bench.h declares what this file shares with loads.c.
  */
 #include <ctype.h>
@@ -62,6 +64,10 @@ const struct bench_case cases[] = {
 	{ "minilm_l6_cross_decomposed", 16, 128, 5, 2, 1 },
 	{ "minilm_l6_embed", 1, 128, 6, 10, 3 },
 	{ "minilm_l6_embed", 16, 128, 5, 2, 1 },
+	{ "minilm_l6_cross_int8", 1, 128, 6, 10, 3 },
+	{ "minilm_l6_cross_int8", 16, 128, 5, 2, 1 },
+	{ "minilm_l6_embed_int8", 1, 128, 6, 10, 3 },
+	{ "minilm_l6_embed_int8", 16, 128, 5, 2, 1 },
 };
 _Static_assert(sizeof cases / sizeof cases[0] == NCASES, "NCASES in bench.h counts the cases");
 
@@ -77,6 +83,11 @@ struct result {
 	double allocs_per_run;
 	char ort_version[24], node_version[24];
 	char note[400];        /* why a figure is missing, or a warning */
+	int skipped;           /* 1: an int8 model that was not made (no quantizer) */
+	/* int8 models: the largest |int8 - fp32| over output 0 of each side,
+	 * the fp32 model's output run by Strata; fp32_max its largest |cell| */
+	int have_err;
+	double err_strata, err_ort, fp32_max;
 };
 
 #define SEED 7 /* ort_bench.js's default seed, also ort_peer.js's */
@@ -361,8 +372,9 @@ fail:
 
 /* ---- FLOPs --------------------------------------------------------------------------
  * The model's work, counted once from the graph as written: the model is
- * loaded again with graph optimizations disabled, and every MatMul, Gemm and
- * Conv node contributes 2 flops (a multiply and an add) per multiply-add, its
+ * loaded again with graph optimizations disabled, and every MatMul,
+ * MatMulInteger (an int8 model's: its multiply-adds count like float ones),
+ * Gemm and Conv node contributes 2 flops (a multiply and an add) per multiply-add, its
  * output cells times its reduction length (K for MatMul and Gemm, C/group
  * times the kernel size for Conv).  Shapes come from the static shapes the
  * loader infers, with the symbolic dimensions ("batch", "seq") bound to the
@@ -409,7 +421,8 @@ static double shape_cells(const struct rt_shape *s, int first, const struct bind
  * shape it needs is unknown. */
 static double node_macs(const struct rt_graph *g, const struct rt_node *n, const struct binding *b)
 {
-	int matmul = strcmp(n->op, "MatMul") == 0, gemm = strcmp(n->op, "Gemm") == 0;
+	int matmul = strcmp(n->op, "MatMul") == 0 || strcmp(n->op, "MatMulInteger") == 0;
+	int gemm = strcmp(n->op, "Gemm") == 0;
 	int conv = strcmp(n->op, "Conv") == 0;
 	if (n->folded || (n->domain && n->domain[0]) || !(matmul || gemm || conv))
 		return 0;
@@ -660,6 +673,76 @@ static void check_outputs(const struct rt_tensor *out, const char *ort, struct r
 		note_add(r, "outputs differ from ORT's (relative difference %.2g)", worst);
 }
 
+/* ---- int8 models -----------------------------------------------------------------------
+ * An int8 case's model is bench/quantize.js's quantization of the float
+ * model of the same name without "_int8" (ONNX Runtime's quantize_dynamic
+ * rules).  The two runtimes need not agree to the last bit on it (their
+ * activations round through uint8 at slightly different points), so instead
+ * of comparing them with each other, each side's output 0 is compared with
+ * the float model's, which Strata runs on the same inputs after the timed
+ * part: the largest absolute difference of each.  ORT's is its own int8
+ * path's error, the scale Strata's is judged against. */
+static int is_int8(const char *model)
+{
+	size_t n = strlen(model);
+	return n > 5 && strcmp(model + n - 5, "_int8") == 0;
+}
+
+/* Every cell of ORT's output 0 (n of them) into dst; -1 when the peer fails
+ * or sends another count. */
+static int peer_output(struct peer *p, struct result *r, int64_t n, float *dst)
+{
+	char *s = peer_ask(p, r, "out");
+	if (!s)
+		return -1;
+	for (int64_t i = 0; i < n; i++) {
+		char *end;
+		dst[i] = strtof(s, &end);
+		if (end == s) {
+			note_add(r, "ORT sent %lld of %lld output cells", (long long)i, (long long)n);
+			return -1;
+		}
+		s = end;
+	}
+	return 0;
+}
+
+/* Run the float model beside int8 model path on f and fill r's errors from
+ * the two int8 outputs (n cells each; ort may be NULL). */
+static void int8_error(const char *path, const struct feeds *f, const float *strata,
+                       const float *ort, int64_t n, struct result *r)
+{
+	char fp[4096];
+	struct strata_error err;
+	struct rt_model *m = NULL;
+	struct rt_ctx *cx = NULL;
+	struct rt_tensor out[MAX_INPUTS];
+	snprintf(fp, sizeof fp, "%.*s.onnx", (int)(strlen(path) - strlen("_int8.onnx")), path);
+	if (runtime_model_load(fp, &m, &err) != 0 || runtime_ctx_new(m, &cx, &err) != 0 ||
+	    runtime_run(cx, f->t, out, &err) != 0) {
+		note_add(r, "int8 error not measured: %s: %.200s", fp, err.msg);
+	} else if (out[0].dtype != BASE_DT_FLOAT || runtime_tensor_count(&out[0]) != n) {
+		note_add(r, "int8 error not measured: %s's output 0 differs in type or size", fp);
+	} else {
+		const float *ref = out[0].data;
+		r->have_err = 1;
+		r->err_ort = ort ? 0 : -1;
+		for (int64_t i = 0; i < n; i++) {
+			r->fp32_max = fmax(r->fp32_max, fabs(ref[i]));
+			r->err_strata = fmax(r->err_strata, fabs((double)strata[i] - ref[i]));
+			if (ort)
+				r->err_ort = fmax(r->err_ort, fabs((double)ort[i] - ref[i]));
+		}
+		/* the same quantization on both sides: Strata's error may exceed
+		 * ORT's by chance, by a little */
+		if (ort && !(r->err_strata <= 1.5 * r->err_ort + 1e-6))
+			note_add(r, "Strata's int8 output is farther from fp32 (%.3g) than 1.5x ORT's (%.3g)",
+			         r->err_strata, r->err_ort);
+	}
+	runtime_ctx_free(cx);
+	runtime_model_free(m);
+}
+
 static void run_case(const struct options *o, const struct bench_case *c, struct result *r)
 {
 	char path[4096], why[400];
@@ -672,6 +755,8 @@ static void run_case(const struct options *o, const struct bench_case *c, struct
 	double *st = NULL, *ot = NULL;
 	uint64_t allocs = 0;
 	int peer_ok = 0;
+	float *qs = NULL, *qo = NULL; /* int8 models: each side's output 0 */
+	int64_t nq = 0;
 	int rounds = c->rounds, k = scaled(c->per_round, o->scale), warm = scaled(c->warmup, o->scale);
 	if (k > MAX_PER_ROUND)
 		k = MAX_PER_ROUND;
@@ -683,6 +768,11 @@ static void run_case(const struct options *o, const struct bench_case *c, struct
 	r->runs = (int)nt;
 	p->pid = -1;
 	snprintf(path, sizeof path, "%s/%s.onnx", o->models, c->model);
+	if (access(path, R_OK) != 0 && is_int8(c->model) && errno == ENOENT) {
+		r->skipped = 1;
+		note_add(r, "not measured: no %s (bench/quantize.js makes it, with the peer)", path);
+		return;
+	}
 	if (access(path, R_OK) != 0) {
 		note_add(r, "%s: %s", path, strerror(errno));
 		return;
@@ -733,10 +823,10 @@ static void run_case(const struct options *o, const struct bench_case *c, struct
 		char cmd[32];
 		snprintf(cmd, sizeof cmd, "warm %d", warm);
 		char *vals = peer_ask(p, r, cmd);
-		if (vals)
-			check_outputs(&out[0], vals, r);
-		else
+		if (!vals)
 			peer_ok = 0;
+		else if (!is_int8(c->model)) /* int8: see int8_error */
+			check_outputs(&out[0], vals, r);
 	}
 
 	/* Alternating rounds; the side that goes first alternates too, so
@@ -760,6 +850,20 @@ static void run_case(const struct options *o, const struct bench_case *c, struct
 		r->have_ort = 1;
 		r->ort_ms = bench_median(ot, nt);
 	}
+	if (is_int8(c->model) && out[0].dtype == BASE_DT_FLOAT) {
+		nq = runtime_tensor_count(&out[0]);
+		qs = base_alloc((size_t)nq * sizeof *qs);
+		qo = base_alloc((size_t)nq * sizeof *qo);
+		if (!qs || !qo) {
+			note_add(r, "out of memory");
+			goto done;
+		}
+		memcpy(qs, out[0].data, (size_t)nq * sizeof *qs);
+		if (!peer_ok || peer_output(p, r, nq, qo) != 0) {
+			base_free(qo, (size_t)nq * sizeof *qo);
+			qo = NULL;
+		}
+	}
 done:
 	if (p->pid > 0) {
 		r->ort_rss_mb = peer_stop(p);
@@ -775,6 +879,12 @@ done:
 		if (r->flops < 0)
 			note_add(r, "%s", why);
 	}
+	if (qs)
+		int8_error(path, &f, qs, qo, nq, r);
+	if (qs)
+		base_free(qs, (size_t)nq * sizeof *qs);
+	if (qo)
+		base_free(qo, (size_t)nq * sizeof *qo);
 	feeds_free(&f);
 	if (st)
 		base_free(st, nt * sizeof *st);
@@ -884,6 +994,19 @@ static void print_report(const int *idx, const struct result *res, int n,
 		put_num(r->ran ? r->allocs_per_run : -1, 10, 1);
 		printf("\n");
 	}
+	int errs = 0;
+	for (int i = 0; i < n; i++) {
+		const struct result *r = &res[i];
+		if (!r->have_err)
+			continue;
+		if (!errs++)
+			printf("\nint8 models, output 0 against the float model's (largest |int8 - fp32|):\n");
+		char ort[32] = "-";
+		if (r->err_ort >= 0)
+			snprintf(ort, sizeof ort, "%.3g", r->err_ort);
+		printf("  %-27s batch %2d: Strata %.3g, ORT %s (the fp32 output's largest |cell|: %.3g)\n",
+		       cases[idx[i]].model, cases[idx[i]].batch, r->err_strata, ort, r->fp32_max);
+	}
 	int notes = 0;
 	for (int i = 0; i < n; i++) {
 		if (!res[i].note[0])
@@ -915,6 +1038,10 @@ static void print_report(const int *idx, const struct result *res, int n,
 		json_num("strata_rss_mb", r->strata_rss_mb, r->ran && r->strata_rss_mb >= 0);
 		json_num("ort_rss_mb", r->ort_rss_mb, r->have_ort && r->ort_rss_mb >= 0);
 		json_num("allocs_per_run", r->allocs_per_run, r->ran);
+		if (r->have_err) {
+			json_num("int8_err_strata", r->err_strata, 1);
+			json_num("int8_err_ort", r->err_ort, r->err_ort >= 0);
+		}
 		printf("}\n");
 	}
 }
@@ -1017,7 +1144,7 @@ int main(int argc, char **argv)
 	if (o.loads != LOADS_ONLY) {
 		print_report(idx, res, n, o.peer != NULL);
 		for (int i = 0; i < n; i++)
-			status |= !res[i].ran;
+			status |= !res[i].ran && !res[i].skipped;
 	}
 	if (o.loads != LOADS_SKIP)
 		status |= run_loads(&o);

@@ -10,6 +10,7 @@
 //   (on start)  ready CHECKSUM ORT_VERSION NODE_VERSION | error MESSAGE
 //   warm N      runs N times untimed       -> ok V0 V1 ...  (first cells of output 0)
 //   run N       times N runs, in ms        -> ok T1 T2 ... TN
+//   out         one more run               -> ok V0 V1 ...  (every cell of output 0)
 //   quit                                   -> rss MAXRSS_KB, then exits
 //
 // PEERDIR is a set-up copy of the peer harness (its node_modules and inputs.js):
@@ -103,6 +104,9 @@ async function main() {
         times[i] = Number(process.hrtime.bigint() - t0) / 1e6;
       }
       reply('ok ' + times.join(' '));
+    } else if (cmd === 'out') {
+      const out = await session.run(feeds);
+      reply('ok ' + Array.from(out[out0].data, Number).join(' '));
     } else if (cmd === 'quit') {
       await session.release();
       reply(`rss ${process.resourceUsage().maxRSS}`);

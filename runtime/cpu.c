@@ -13,7 +13,9 @@
  * auto.  rt_cpu_force() overrides the choice for tests.
  *
  * It also reports the sizes of the core's L1 data and L2 caches, from
- * which the GEMM driver derives its block sizes (gemm.c).
+ * which the GEMM driver derives its block sizes (gemm.c), and whether the
+ * machine has AVX512-VNNI, which the int8 kernels use along with AVX-512
+ * (qgemm.c).
  *
  * Invariant: rt_cpu_isa() never returns an ISA the machine cannot execute.
  */
@@ -79,6 +81,23 @@ int rt_cpu_force(int isa)
 		return STRATA_NOT_IMPLEMENTED;
 	__atomic_store_n(&forced, isa, __ATOMIC_RELAXED);
 	return 0;
+}
+
+/* 0: not asked yet; 1: no; 2: yes. */
+static int vnni;
+
+int rt_cpu_vnni(void)
+{
+	int v = __atomic_load_n(&vnni, __ATOMIC_RELAXED);
+	if (!v) {
+		unsigned int a, b, c = 0, d;
+		/* cpuid leaf 7: ecx bit 11 is AVX512_VNNI */
+		if (base_cpu_avx512() && __get_cpuid_max(0, NULL) >= 7)
+			__cpuid_count(7, 0, a, b, c, d);
+		v = base_cpu_avx512() && ((c >> 11) & 1) ? 2 : 1;
+		__atomic_store_n(&vnni, v, __ATOMIC_RELAXED);
+	}
+	return v == 2;
 }
 
 const char *rt_cpu_isa_name(int isa)

@@ -1057,7 +1057,7 @@ static const struct rule rules[] = {
 	{"", "DynamicQuantizeLinear", r_dynquant},
 	{"", "Cast", r_cast}, {"", "CastLike", r_cast},
 	/* shapes */
-	{"", "MatMul", r_matmul}, {"", "Gemm", r_gemm}, {"", "Transpose", r_transpose},
+	{"", "MatMul", r_matmul}, {"", "MatMulInteger", r_matmul}, {"", "Gemm", r_gemm}, {"", "Transpose", r_transpose},
 	{"", "Reshape", r_reshape}, {"", "Flatten", r_flatten}, {"", "Squeeze", r_squeeze},
 	{"", "Unsqueeze", r_unsqueeze}, {"", "Concat", r_concat}, {"", "Slice", r_slice},
 	{"", "Gather", r_gather}, {"", "Shape", r_shape}, {"", "Size", r_size},

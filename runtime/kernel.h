@@ -125,6 +125,7 @@ extern const struct rt_opdef rt_ops_quant[];     /* ops/quant.c: QuantizeLinear,
 extern const struct rt_opdef rt_ops_string[];    /* ops/string.c: StringNormalizer, TfIdfVectorizer, and the other string operators */
 extern const struct rt_opdef rt_ops_sequence[];  /* ops/sequence.c: Sequence*, SplitToSequence, ConcatFromSequence, Optional* */
 extern const struct rt_opdef rt_ops_control[];   /* ops/control.c: If, Loop, Scan */
+extern const struct rt_opdef rt_ops_qlinear[];   /* ops/qlinear.c: strata.QuantLinear (made by optimize.c) */
 extern const struct rt_opdef rt_ops_fused[];     /* ops/fused.c: strata.FusedLinear, SkipLayerNorm, Attention (made by optimize.c) */
 extern const struct rt_opdef rt_ops_epcontext[]; /* ops/epcontext.c: com.microsoft EPContext in a mixed graph */
 
@@ -195,5 +196,71 @@ void rt_sgemm_ex(int transa, int transb, int64_t M, int64_t N, int64_t K, float 
 
 /* The packing layout version this build writes and reads (ops/gemm.c). */
 int rt_packed_b_layout(void);
+
+/* ---- int8 GEMM (ops/qgemm.c) -------------------------------------------------
+ * C[M,N] = (A - za) (B - zb) with A and B each uint8 or int8, summed in int32
+ * (wrapping, exact modulo 2^32), stored as int32 or converted to float and
+ * scaled: the core of MatMulInteger, QLinearMatMul and the fused dynamically
+ * quantized linear layer.  Runs on AVX512-VNNI where the machine has it and
+ * AVX-512 is in use, else on AVX2 (rt_qgemm_isa); the results are the same
+ * bit for bit. */
+
+/* B (K x N, row-major, uint8 or int8) packed for the int8 kernels: strips
+ * of 16 columns, for each group of 4 k the strip's 16 x 4 bytes, stored as
+ * signed bytes (a uint8 b as b - 128), zero-padded to whole groups of 4 k
+ * and 64 columns; with each column's sum of the stored bytes.  The layout
+ * is the same for every ISA. */
+struct rt_qpacked_b {
+	int64_t K, N;
+	int bdt;          /* BASE_DT_UINT8 or BASE_DT_INT8: B's type */
+	int owned;        /* 1: data is base_alloc'd and freed by rt_qpacked_b_free */
+	int8_t *data;     /* the strips, then colsum; bytes in all */
+	int32_t *colsum;  /* N */
+	size_t bytes;
+};
+/* Bytes that the packing of a K x N B takes. */
+size_t rt_qgemm_pack_bytes(int64_t K, int64_t N);
+/* Pack B (ldb bytes between rows) into mem (rt_qgemm_pack_bytes of it; not
+ * owned by pb). */
+void rt_qgemm_pack_into(int bdt, int64_t K, int64_t N, const void *B, int64_t ldb, void *mem,
+                        struct rt_qpacked_b *pb);
+/* Pack B into memory of its own.  Returns 0 or STRATA_NOMEM. */
+int rt_qgemm_pack_b(int bdt, int64_t K, int64_t N, const void *B, int64_t ldb,
+                    struct rt_qpacked_b *pb);
+void rt_qpacked_b_free(struct rt_qpacked_b *pb);
+
+/* One product's operands besides B.  Zero points have the type of their
+ * operand (A's adt, B's pb->bdt); NULL means 0; step 0 means one value,
+ * 1 one per row of A (M) or column of B (N).  Exactly one of ci and cf is
+ * set: ci receives the int32 sums, cf (float)sum * (ascale * bscale[j])
+ * + bias[j] (bias may be NULL; bscale one value when bsstep is 0), the
+ * float operations of Cast, Mul and Add in that order, then act (RT_ACT_*)
+ * and + res[i * ldr + j] (res may be NULL; it may not alias cf). */
+struct rt_qgemm_args {
+	int adt;
+	int64_t M;
+	const void *A;
+	int64_t lda;
+	const void *za, *zb;
+	int zastep, zbstep;
+	int32_t *ci;
+	float *cf;
+	int64_t ldc;
+	float ascale;
+	const float *bscale;
+	int bsstep;
+	const float *bias;
+	int act;
+	const float *res;
+	int64_t ldr;
+};
+/* Scratch bytes rt_qgemm needs for M x K times K x N. */
+size_t rt_qgemm_scratch_bytes(int64_t M, int64_t K, int64_t N);
+/* C = (A - za) (pb - zb), see struct rt_qgemm_args.  scratch: at least
+ * rt_qgemm_scratch_bytes(M, pb->K, pb->N).  Reentrant. */
+void rt_qgemm(const struct rt_qgemm_args *g, const struct rt_qpacked_b *pb, void *scratch);
+/* The kernel rt_qgemm runs now: RT_QGEMM_VNNI or RT_QGEMM_AVX2. */
+enum { RT_QGEMM_AVX2 = 1, RT_QGEMM_VNNI = 2 };
+int rt_qgemm_isa(void);
 
 #endif

@@ -11,6 +11,9 @@
  *     (either one reads the pieces of a last-axis Concat X in place)
  *   [Add(X, S) +] LayerNormalization, or its ReduceMean / Sub / Pow /
  *   ReduceMean / Add / Sqrt / Div / Mul / Add spelling -> strata.SkipLayerNorm
+ *   MatMulInteger(Xq, W) + Cast + Mul(., Mul(Xs, Ws)) [+ the tail of a
+ *   MatMul: bias Add, erf-GELU, residual Add]         -> strata.QuantLinear
+ *     (ONNX Runtime's quantize_dynamic spelling of a linear layer)
  *   Reshape + Transpose of Q, K, V, MatMul, Div or Mul by a constant,
  *   Add mask, Softmax, MatMul, and the inverse Transpose + Reshape
  *                                                    -> strata.Attention
@@ -453,6 +456,63 @@ static int fuse_linear(struct opt *o, int i, int *done)
 	return rc;
 }
 
+/* ---- QuantLinear ------------------------------------------------------------------------- */
+
+/* Value v is one cell of a known static shape. */
+static int scalar_value(struct opt *o, int v)
+{
+	const struct rt_shape *s = &o->g->values[v].shape;
+	if (s->rank < 0)
+		return 0;
+	for (int d = 0; d < s->rank; d++)
+		if (s->d[d].size != 1)
+			return 0;
+	return 1;
+}
+
+static int fuse_qlinear(struct opt *o, int i, int *done)
+{
+	const struct rt_node *n = node(o, i);
+	if (n->nin < 2 || n->nin > 4)
+		return 0;
+	int x = n->in[0], xzp = n->nin > 2 ? n->in[2] : -1, wzp = n->nin > 3 ? n->in[3] : -1;
+	const struct rt_tensor *w = o->g->values[n->in[1]].konst;
+	if (!w || w->rank != 2 || (w->dtype != BASE_DT_UINT8 && w->dtype != BASE_DT_INT8) ||
+	    o->g->values[x].konst || o->g->values[x].shape.rank < 2 ||
+	    last_dim(o, x) != w->dims[0] || (xzp >= 0 && !scalar_value(o, xzp)) ||
+	    (wzp >= 0 && !o->g->values[wzp].konst))
+		return 0;
+	int N = (int)w->dims[1];
+	int c = next(o, out0(o, i), "Cast");
+	if (c < 0 || rt_attr_int(node(o, c), "to", 0) != BASE_DT_FLOAT)
+		return 0;
+	int m = next(o, out0(o, c), "Mul");
+	if (m < 0 || node(o, m)->nin != 2 || !same_shape(o, out0(o, i), out0(o, m)))
+		return 0;
+	int s = node(o, m)->in[0] == out0(o, c) ? node(o, m)->in[1] : node(o, m)->in[0];
+	int sm = prod(o, s, "Mul");
+	if (sm < 0 || !single(o, s) || node(o, sm)->nin != 2)
+		return 0;
+	int xs = node(o, sm)->in[0], ws = node(o, sm)->in[1];
+	if (o->g->values[xs].konst) {
+		xs = ws;
+		ws = node(o, sm)->in[0];
+	}
+	const struct rt_tensor *wst = kfloat(o, ws);
+	int64_t nws = wst ? runtime_tensor_count(wst) : 0;
+	if (!wst || !(nws == 1 || (nws == N && wst->rank == 1)) || o->g->values[xs].konst ||
+	    rt_graph_dtype(o->g, xs) != BASE_DT_FLOAT || !scalar_value(o, xs))
+		return 0;
+	int pat[MAXPAT] = { i, c, sm, m }, np = 4, bias = -1, act = RT_ACT_NONE, res = -1;
+	int v = linear_tail(o, out0(o, m), N, pat, &np, &bias, &act, &res, 1);
+	int in[8] = { x, n->in[1], xzp, wzp, xs, ws, bias, res };
+	struct rt_attr at[1] = { attr_int("act", act) };
+	int rc = emit(o, max_of(pat, np), pat, np, "QuantLinear", in, 8, v, at, 1);
+	if (rc == 0)
+		(*done)++;
+	return rc;
+}
+
 /* ---- LayerNorm ---------------------------------------------------------------------------- */
 
 static int axes_last(struct opt *o, const struct rt_node *n, int rank)
@@ -839,6 +899,9 @@ int rt_graph_optimize(struct rt_model *m, struct strata_error *err)
 	for (int i = 0; i < g->nnodes && rc == 0; i++)
 		if (live(&o, i) && (is_op(&g->nodes[i], "MatMul") || is_op(&g->nodes[i], "Gemm")))
 			rc = fuse_linear(&o, i, &done);
+	for (int i = 0; i < g->nnodes && rc == 0; i++)
+		if (live(&o, i) && is_op(&g->nodes[i], "MatMulInteger"))
+			rc = fuse_qlinear(&o, i, &done);
 	for (int i = 0; i < g->nnodes && rc == 0; i++) {
 		if (!live(&o, i))
 			continue;

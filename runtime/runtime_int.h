@@ -308,6 +308,9 @@ int rt_cpu_select(const char *env);
  * STRATA_NOT_IMPLEMENTED (the machine lacks isa) or STRATA_INVALID_ARGUMENT.
  * Not for use while other threads run kernels. */
 int rt_cpu_force(int isa);
+/* 1 when the machine has AVX512-VNNI (and AVX-512: base_cpu_avx512), which
+ * the int8 kernels use when rt_cpu_isa() is RT_ISA_AVX512. */
+int rt_cpu_vnni(void);
 const char *rt_cpu_isa_name(int isa);
 
 /* ---- the model and its memory (model.c owns its lifecycle) ------------------ */

@@ -130,3 +130,20 @@ float oc_frand(unsigned *s)
 	*s = *s * 1103515245u + 12345u;
 	return (float)((*s >> 8) & 0xffff) / 32768.0f - 1.0f;
 }
+
+struct rt_model *oc_load_level(struct mb_model *mb, const char *level)
+{
+	void *p;
+	size_t n;
+	struct strata_error err = { 0 };
+	struct rt_options *o;
+	struct rt_model *m;
+	assert_int_equal(mb_serialize(mb, &p, &n), 0);
+	assert_int_equal(runtime_options_new(&o, &err), 0);
+	assert_int_equal(runtime_options_set(o, "session.graph_optimization_level", level, &err), 0);
+	if (runtime_model_load_buffer_opts(p, n, NULL, o, &m, &err) != 0)
+		fail_msg("load (%s): %s", level, err.msg);
+	runtime_options_free(o);
+	free(p);
+	return m;
+}

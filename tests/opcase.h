@@ -69,6 +69,12 @@ int oc_load(struct mb_model *mb, struct oc_case *o);
  * test fails).  buf stays the caller's.  Returns the load code as oc_load. */
 int oc_load_buffer(const void *buf, size_t n, struct oc_case *o);
 
+/* Serialize mb (which stays the caller's) and load it with
+ * session.graph_optimization_level set to level ("all", "disabled", ...);
+ * a failed load fails the test with its message.  Free with
+ * runtime_model_free. */
+struct rt_model *oc_load_level(struct mb_model *mb, const char *level);
+
 /* Run a loaded case on in[] (one tensor per graph input, in order).  Returns
  * runtime_run's code; outputs go to o->out, the message to o->err.msg. */
 int oc_run(struct oc_case *o, const struct rt_tensor *in);

@@ -31,6 +31,7 @@
 #include "../runtime/ops/vmath.h"
 #include "../runtime/runtime_int.h"
 #include "modelbuild.h"
+#include "opcase.h"
 
 #define HID 64
 #define HEADS 4
@@ -278,20 +279,7 @@ static struct mb_model *build_mlp(int pieces, int shared)
 
 static struct rt_model *load(struct mb_model *mb, const char *level)
 {
-	void *p;
-	size_t n;
-	struct strata_error err = { 0 };
-	struct rt_options *o;
-	struct rt_model *m;
-	assert_int_equal(mb_serialize(mb, &p, &n), 0);
-	assert_int_equal(runtime_options_new(&o, &err), 0);
-	assert_int_equal(runtime_options_set(o, "session.graph_optimization_level", level, &err), 0);
-	int rc = runtime_model_load_buffer_opts(p, n, NULL, o, &m, &err);
-	if (rc != 0)
-		fail_msg("load (%s): %s", level, err.msg);
-	runtime_options_free(o);
-	free(p);
-	return m;
+	return oc_load_level(mb, level);
 }
 
 static int count(const struct rt_model *m, const char *opname)

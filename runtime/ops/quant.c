@@ -18,9 +18,16 @@
  * the sums as int32; QLinearMatMul rescales them by a_scale * b_scale /
  * y_scale, rounds and saturates into y's type.
  *
+ * Both products run on the int8 GEMM (qgemm.c: VNNI or AVX2 kernels) when
+ * its int32 sums are exact: always for MatMulInteger, whose output is int32
+ * and wraps anyway, and for QLinearMatMul while K * 255 * 255 fits in int32
+ * (K <= 33025); past that, and for 16-bit types, the int64 loops here run.
+ * A constant B (a weight) is packed for the kernels once, at load.
+ *
  * Every scale, zero point and shape comes from the model or the caller, so
  * their counts are checked against the data before any cell is read.
  */
+#include <immintrin.h>
 #include <math.h>
 #include <string.h>
 
@@ -263,6 +270,25 @@ static int init_quantize(struct rt_node *n, struct rt_graph *g, struct strata_er
 
 /* ---- DequantizeLinear ----------------------------------------------------------- */
 
+/* y[i] = (float)(q[i] - zp) * scale for 8-bit q, one scale and zero point
+ * (a dequantized embedding row): the scalar formula's operations, 8 cells
+ * at a time (the conversions are exact). */
+static void dequantize_8(const void *qv, int is_signed, int64_t n, int32_t zp, float scale,
+                         float *y)
+{
+	const uint8_t *q = qv;
+	const __m256i z = _mm256_set1_epi32(zp);
+	const __m256 s = _mm256_set1_ps(scale);
+	int64_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		__m128i b = _mm_loadl_epi64((const __m128i *)(q + i));
+		__m256i w = is_signed ? _mm256_cvtepi8_epi32(b) : _mm256_cvtepu8_epi32(b);
+		_mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(w, z)), s));
+	}
+	for (; i < n; i++)
+		y[i] = (float)((is_signed ? (int32_t)(int8_t)q[i] : (int32_t)q[i]) - zp) * scale;
+}
+
 static int run_dequantize(struct rt_node *n, struct rt_exec *x)
 {
 	const struct rt_tensor *in = rt_input(x, n, 0), *scale = rt_input(x, n, 1);
@@ -278,6 +304,12 @@ static int run_dequantize(struct rt_node *n, struct rt_exec *x)
 		return rc;
 	int64_t count = tcount(in);
 	int wide = scale->dtype == BASE_DT_DOUBLE;
+	if (!q.per_axis && scale->dtype == BASE_DT_FLOAT &&
+	    (in->dtype == BASE_DT_UINT8 || in->dtype == BASE_DT_INT8)) {
+		dequantize_8(in->data, in->dtype == BASE_DT_INT8, count, zp ? (int32_t)get_int(zp, 0) : 0,
+		             *(const float *)scale->data, y->data);
+		return 0;
+	}
 	for (int64_t i = 0; i < count; i++) {
 		int64_t k = qidx(&q, i);
 		int64_t z = zp ? get_int(zp, k) : 0;
@@ -313,6 +345,84 @@ static int init_dequantize(struct rt_node *n, struct rt_graph *g, struct strata_
 
 /* ---- DynamicQuantizeLinear --------------------------------------------------------- */
 
+/* The range of v[0..n) widened to include 0, in *lo and *hi; -1 when a cell
+ * is NaN (*lo holds its index then).  Eight lanes at a time: min and max
+ * are exact, so the order does not matter. */
+static int range_with_zero(const float *v, int64_t n, float *lo, float *hi)
+{
+	__m256 vlo = _mm256_setzero_ps(), vhi = _mm256_setzero_ps(), bad = _mm256_setzero_ps();
+	int64_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		__m256 x = _mm256_loadu_ps(v + i);
+		bad = _mm256_or_ps(bad, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+		vlo = _mm256_min_ps(vlo, x);
+		vhi = _mm256_max_ps(vhi, x);
+	}
+	float l[8], h[8];
+	_mm256_storeu_ps(l, vlo);
+	_mm256_storeu_ps(h, vhi);
+	float a = 0, b = 0;
+	for (int k = 0; k < 8; k++) {
+		a = l[k] < a ? l[k] : a;
+		b = h[k] > b ? h[k] : b;
+	}
+	int has_nan = _mm256_movemask_ps(bad) != 0;
+	for (int64_t k = has_nan ? 0 : i; k < n; k++) {
+		if (isnan(v[k])) {
+			*lo = (float)k;
+			return -1;
+		}
+		a = v[k] < a ? v[k] : a;
+		b = v[k] > b ? v[k] : b;
+	}
+	*lo = a;
+	*hi = b;
+	return 0;
+}
+
+/* q[i] = saturate(rintf(v[i] / scale) + zp) to [0, 255], scale > 0, 32
+ * cells at a time.  A division per cell would cost more than the rest of
+ * the pass, so the quotient is taken as v * (1 / scale), which differs from
+ * the rounded quotient by under 3 units in its last place; both round to the
+ * same integer unless one lies within that distance of a half.  Every
+ * quotient here is at most 255 in magnitude (the range includes v), where
+ * 3 units in the last place are under 5e-5: a vector with any lane within
+ * 1e-4 of a half is divided instead, exactly as the scalar formula does,
+ * and so is every vector when 1 / scale is too large to multiply safely
+ * (scale near the bottom of the float range). */
+static void quantize_u8(const float *v, int64_t n, float scale, float zp, uint8_t *q)
+{
+	const __m256 s = _mm256_set1_ps(scale), inv = _mm256_set1_ps(1.0f / scale);
+	const __m256 z = _mm256_set1_ps(zp), half = _mm256_set1_ps(0.5f);
+	const __m256 lo = _mm256_setzero_ps(), hi = _mm256_set1_ps(255.0f);
+	const __m256 near = _mm256_set1_ps(1e-4f);
+	const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+	const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+	int divide = !(1.0f / scale < 1e30f);
+	int64_t i = 0;
+	for (; i + 32 <= n; i += 32) {
+		__m256i w[4];
+		for (int k = 0; k < 4; k++) {
+			__m256 x = _mm256_loadu_ps(v + i + 8 * k), t = _mm256_mul_ps(x, inv);
+			__m256 d = _mm256_sub_ps(t, _mm256_add_ps(_mm256_floor_ps(t), half));
+			d = _mm256_and_ps(d, absmask);
+			if (divide || _mm256_movemask_ps(_mm256_cmp_ps(d, near, _CMP_LT_OQ)))
+				t = _mm256_div_ps(x, s);
+			__m256 r = _mm256_round_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+			r = _mm256_min_ps(_mm256_max_ps(_mm256_add_ps(r, z), lo), hi);
+			w[k] = _mm256_cvtps_epi32(r);
+		}
+		/* the packs interleave 128-bit lanes; the permute restores order */
+		__m256i b = _mm256_packus_epi16(_mm256_packs_epi32(w[0], w[1]),
+		                                _mm256_packs_epi32(w[2], w[3]));
+		_mm256_storeu_si256((__m256i *)(q + i), _mm256_permutevar8x32_epi32(b, order));
+	}
+	for (; i < n; i++) {
+		float r = rintf(v[i] / scale) + zp;
+		q[i] = (uint8_t)(r < 0 ? 0 : r > 255 ? 255 : r);
+	}
+}
+
 static int run_dynquant(struct rt_node *n, struct rt_exec *x)
 {
 	const struct rt_tensor *in = rt_input(x, n, 0);
@@ -323,13 +433,9 @@ static int run_dynquant(struct rt_node *n, struct rt_exec *x)
 	const float *v = in->data;
 	int64_t count = tcount(in);
 	/* The range always includes 0, so that 0 is exactly representable. */
-	float lo = 0, hi = 0;
-	for (int64_t i = 0; i < count; i++) {
-		if (isnan(v[i]))
-			return rt_fail(x, n, STRATA_RUNTIME, "cell %lld is NaN", (long long)i);
-		lo = v[i] < lo ? v[i] : lo;
-		hi = v[i] > hi ? v[i] : hi;
-	}
+	float lo, hi;
+	if (range_with_zero(v, count, &lo, &hi) != 0)
+		return rt_fail(x, n, STRATA_RUNTIME, "cell %lld is NaN", (long long)lo);
 	if (isinf(lo) || isinf(hi))
 		return rt_fail(x, n, STRATA_RUNTIME, "the input is not finite");
 	float scale = (hi - lo) / 255.0f;
@@ -340,12 +446,11 @@ static int run_dynquant(struct rt_node *n, struct rt_exec *x)
 	}
 	if ((rc = rt_output(x, n, 0, BASE_DT_UINT8, in->rank, in->dims, &y)) != 0)
 		return rc;
-	uint8_t *q = y->data;
-	for (int64_t i = 0; i < count; i++) {
-		/* scale 0 means every cell is 0, which quantizes to the zero point. */
-		float r = scale > 0 ? rintf(v[i] / scale) + zpf : zpf;
-		q[i] = (uint8_t)(r < 0 ? 0 : r > 255 ? 255 : r);
-	}
+	/* scale 0 means every cell is 0, which quantizes to the zero point. */
+	if (scale > 0)
+		quantize_u8(v, count, scale, zpf, y->data);
+	else
+		memset(y->data, (int)zpf, (size_t)count);
 	if (has_output(n, 1)) {
 		if ((rc = rt_output(x, n, 1, BASE_DT_FLOAT, 0, NULL, &ys)) != 0)
 			return rc;
@@ -501,6 +606,94 @@ static void mm_acc(const struct mm *m, int64_t t, const struct rt_tensor *a,
 	}
 }
 
+/* ---- the int8 GEMM path ------------------------------------------------------------ */
+
+/* A MatMulInteger's or QLinearMatMul's constant B, packed at init. */
+struct qmm_state {
+	struct rt_qpacked_b pb;
+	int packed;
+};
+
+/* Largest K whose sums of (a - za)(b - zb), each factor at most 255 in
+ * magnitude, always fit in int32. */
+enum { QMM_EXACT_K = 33025 };
+
+static int qgemm_types(const struct rt_tensor *a, const struct rt_tensor *b)
+{
+	return (a->dtype == BASE_DT_UINT8 || a->dtype == BASE_DT_INT8) &&
+	       (b->dtype == BASE_DT_UINT8 || b->dtype == BASE_DT_INT8);
+}
+
+/* Sums of every batch of a x b through the int8 GEMM: int32 into out (one
+ * M x N matrix per batch).  B comes from the node's packing when it has one,
+ * else it is packed into scratch, once per distinct matrix of b. */
+static int mm_qgemm(struct rt_exec *x, const struct rt_node *n, const struct mm *m,
+                    const struct rt_tensor *a, const struct rt_tensor *b,
+                    const struct rt_tensor *azp, int astep, const struct rt_tensor *bzp,
+                    int bstep, int32_t *out)
+{
+	const struct qmm_state *st = n->state;
+	struct rt_qpacked_b local;
+	const struct rt_qpacked_b *pb = st && st->packed ? &st->pb : NULL;
+	void *bmem = NULL;
+	if (!pb) {
+		bmem = rt_scratch(x, rt_qgemm_pack_bytes(m->K, m->N));
+		if (!bmem)
+			return rt_nomem(x, n, "kernel scratch");
+	}
+	void *scratch = rt_scratch(x, rt_qgemm_scratch_bytes(m->M, m->K, m->N));
+	if (!scratch)
+		return rt_nomem(x, n, "kernel scratch");
+	int64_t packed_at = -1;
+	for (int64_t t = 0; t < m->nbatch; t++) {
+		if (bmem && m->boff[t] != packed_at) {
+			rt_qgemm_pack_into(b->dtype, m->K, m->N, (const uint8_t *)b->data + m->boff[t],
+			                   m->N, bmem, &local);
+			pb = &local;
+			packed_at = m->boff[t];
+		}
+		struct rt_qgemm_args g = {
+			.adt = a->dtype, .M = m->M, .A = (const uint8_t *)a->data + m->aoff[t],
+			.lda = m->K, .za = azp ? azp->data : NULL, .zb = bzp ? bzp->data : NULL,
+			.zastep = astep, .zbstep = bstep, .ci = out + t * m->M * m->N, .ldc = m->N,
+		};
+		rt_qgemm(&g, pb, scratch);
+	}
+	return 0;
+}
+
+/* Pack input 1 of n at init when it is a 2-D uint8 or int8 constant. */
+static int qmm_init_state(struct rt_node *n, struct rt_graph *g, int bin,
+                          struct strata_error *err)
+{
+	const struct rt_tensor *b = rt_graph_const(g, n->in[bin]);
+	n->state = NULL;
+	if (!b || !b->data || b->rank != 2 ||
+	    (b->dtype != BASE_DT_UINT8 && b->dtype != BASE_DT_INT8) || b->dims[0] <= 0 ||
+	    b->dims[1] <= 0)
+		return 0;
+	struct qmm_state *st = base_calloc(1, sizeof *st);
+	if (!st)
+		return rt_node_nomem(n, err, "kernel state");
+	if (rt_qgemm_pack_b(b->dtype, b->dims[0], b->dims[1], b->data, b->dims[1], &st->pb) != 0) {
+		base_free(st, sizeof *st);
+		return rt_node_nomem(n, err, "packing the weights");
+	}
+	st->packed = 1;
+	n->state = st;
+	return 0;
+}
+
+static void fini_qmm(struct rt_node *n)
+{
+	struct qmm_state *st = n->state;
+	if (st) {
+		rt_qpacked_b_free(&st->pb);
+		base_free(st, sizeof *st);
+	}
+	n->state = NULL;
+}
+
 /* Scratch for one batch's sums and one row of b. */
 static int mm_scratch(struct rt_exec *x, const struct rt_node *n, const struct mm *m,
                       int64_t **acc, int64_t **brow)
@@ -530,6 +723,8 @@ static int run_matmulinteger(struct rt_node *n, struct rt_exec *x)
 		return rc;
 	if (!m.aoff)
 		return 0;
+	if (qgemm_types(a, b))
+		return mm_qgemm(x, n, &m, a, b, azp, astep, bzp, bstep, y->data);
 	int64_t *acc, *brow;
 	if ((rc = mm_scratch(x, n, &m, &acc, &brow)) != 0)
 		return rc;
@@ -559,7 +754,7 @@ static int init_matmulinteger(struct rt_node *n, struct rt_graph *g, struct stra
 		                   "a zero point's type differs from its operand's");
 	rt_graph_set_dtype(g, n->out[0], BASE_DT_INT32);
 	n->run = run_matmulinteger;
-	return 0;
+	return qmm_init_state(n, g, 1, err);
 }
 
 /* ---- QLinearMatMul --------------------------------------------------------------------- */
@@ -593,8 +788,21 @@ static int run_qlinearmatmul(struct rt_node *n, struct rt_exec *x)
 	int64_t *acc, *brow;
 	if ((rc = mm_scratch(x, n, &m, &acc, &brow)) != 0)
 		return rc;
+	int32_t *sums = NULL;
+	if (qgemm_types(a, b) && m.K <= QMM_EXACT_K) {
+		sums = rt_scratch(x, (size_t)(m.nbatch * m.M * m.N) * sizeof *sums);
+		if (!sums)
+			return rt_nomem(x, n, "kernel scratch");
+		if ((rc = mm_qgemm(x, n, &m, a, b, azp, astep, bzp, bstep, sums)) != 0)
+			return rc;
+	}
 	for (int64_t tb = 0; tb < m.nbatch; tb++) {
-		mm_acc(&m, tb, a, b, azp, astep, bzp, bstep, acc, brow);
+		if (sums) {
+			for (int64_t i = 0; i < m.M * m.N; i++)
+				acc[i] = sums[tb * m.M * m.N + i];
+		} else {
+			mm_acc(&m, tb, a, b, azp, astep, bzp, bstep, acc, brow);
+		}
 		for (int64_t i = 0; i < m.M; i++)
 			for (int64_t j = 0; j < m.N; j++) {
 				double s = get_num(as, asst ? i : 0) * get_num(bs, bsst ? j : 0) /
@@ -633,14 +841,14 @@ static int init_qlinearmatmul(struct rt_node *n, struct rt_graph *g, struct stra
 	}
 	rt_graph_set_dtype(g, n->out[0], ydt);
 	n->run = run_qlinearmatmul;
-	return 0;
+	return qmm_init_state(n, g, 3, err);
 }
 
 const struct rt_opdef rt_ops_quant[] = {
 	{ "", "QuantizeLinear", 10, init_quantize, NULL },
 	{ "", "DequantizeLinear", 10, init_dequantize, NULL },
 	{ "", "DynamicQuantizeLinear", 11, init_dynquant, NULL },
-	{ "", "MatMulInteger", 10, init_matmulinteger, NULL },
-	{ "", "QLinearMatMul", 10, init_qlinearmatmul, NULL },
+	{ "", "MatMulInteger", 10, init_matmulinteger, fini_qmm },
+	{ "", "QLinearMatMul", 10, init_qlinearmatmul, fini_qmm },
 	{ .op = NULL },
 };

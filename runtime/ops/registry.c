@@ -13,7 +13,7 @@ static const struct rt_opdef *const tables[] = {
 	rt_ops_elementwise, rt_ops_matmul, rt_ops_shape, rt_ops_reduce, rt_ops_normalize,
 	rt_ops_conv, rt_ops_pool, rt_ops_nn, rt_ops_index, rt_ops_misc, rt_ops_resize,
 	rt_ops_signal, rt_ops_loss, rt_ops_training, rt_ops_random, rt_ops_rnn,
-	rt_ops_einsum, rt_ops_quant, rt_ops_string, rt_ops_sequence, rt_ops_control, rt_ops_fused, rt_ops_epcontext,
+	rt_ops_einsum, rt_ops_quant, rt_ops_string, rt_ops_sequence, rt_ops_control, rt_ops_fused, rt_ops_qlinear, rt_ops_epcontext,
 };
 
 const struct rt_opdef *rt_registry_find(const char *domain, const char *op, int opset,
