@@ -424,7 +424,7 @@ bench:
 # bench/common.c: what every benchmark program links (bench/common.h).
 BENCH_COMMON := $(BUILD)/bench/common.o
 BENCH        := $(BUILD)/bench/bench
-BENCH_SRC    := bench/bench.c bench/loads.c bench/common.c
+BENCH_SRC    := bench/bench.c bench/loads.c bench/peak.c bench/common.c
 BENCH_OBJ    := $(BENCH_SRC:%.c=$(BUILD)/%.o)
 MKBENCH      := $(BUILD)/bench/mkbench
 BENCH_MODELS := $(BUILD)/bench/models
