@@ -16,6 +16,7 @@
 #                   (without ../shared/peer, Strata alone on models from build/bench/mkbench) and
 #                   whole queries, text search against Xapian and SQLite FTS5, strata serve under
 #                   wrk, HNSW against hnswlib; BENCH_ONLY=runtime|text|serve|ann runs one alone
+#   make bench-gemm the GEMM alone on the models' shapes, against the core's FMA peak
 #   make install    install strata, libstrata.a and strata.h under PREFIX (and DESTDIR)
 #   make clean
 
@@ -84,7 +85,7 @@ TENSOR_CONFORMANCE     := $(BUILD)/tests/tensor_conformance
 TENSOR_CONFORMANCE_MIN := 1987
 
 .PHONY: all test unit e2e tensor-conformance crash serve-test vespa-apps avx2 asan tsan demo deps deps-test deps-fuzz \
-        check check-peer peer bench bench-runtime bench-text bench-serve bench-ann deps-bench install clean layers fuzz fuzz-replay
+        check check-peer peer bench bench-runtime bench-gemm bench-text bench-serve bench-ann deps-bench install clean layers fuzz fuzz-replay
 # Objects made by pattern chains (tests/test_x.o) are kept, not deleted as intermediates.
 .SECONDARY:
 all: $(LIB) $(CLI)
@@ -428,7 +429,7 @@ bench:
 # bench/common.c: what every benchmark program links (bench/common.h).
 BENCH_COMMON := $(BUILD)/bench/common.o
 BENCH        := $(BUILD)/bench/bench
-BENCH_SRC    := bench/bench.c bench/loads.c bench/common.c
+BENCH_SRC    := bench/bench.c bench/loads.c bench/peak.c bench/common.c
 BENCH_OBJ    := $(BENCH_SRC:%.c=$(BUILD)/%.o)
 MKBENCH      := $(BUILD)/bench/mkbench
 BENCH_MODELS := $(BUILD)/bench/models
@@ -465,6 +466,16 @@ bench-runtime: $(BENCH) $(MKBENCH) $(QPS)
 	fi
 	@$(MAKE) -s --no-print-directory $(BENCH_MODELS)/mlp_ranker.onnx
 	@$(QPS) $(QPS_ARGS) $(BENCH_MODELS)/mlp_ranker.onnx $(QPS_DIR)
+
+# bench-gemm: the GEMM alone (bench/gemmbench.c) on the models' shapes, in
+# GFLOP/s and as a share of the core's FMA peak; not one of make bench's
+# cases.  GEMM_ARGS go to it (e.g. GEMM_ARGS='128x384x1536:gelu --reps 31').
+GEMMBENCH := $(BUILD)/bench/gemmbench
+GEMM_ARGS ?=
+$(GEMMBENCH): $(BUILD)/bench/gemmbench.o $(BUILD)/bench/peak.o $(BENCH_COMMON) $(LIB)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+bench-gemm: $(GEMMBENCH)
+	@$(GEMMBENCH) $(GEMM_ARGS)
 
 # The text case (bench/textbench.c; bench/README.md): a generated corpus of
 # 100,000 documents fed into Strata, Xapian and SQLite FTS5, then top-10

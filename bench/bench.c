@@ -78,6 +78,8 @@ struct result {
 	int have_ort;          /* 1: so did the peer */
 	int runs;              /* timed runs per side */
 	double strata_ms, ort_ms;
+	double strata_cpu_ms, ort_cpu_ms; /* CPU time per run (median); < 0 when unknown */
+	double peak_gflops;    /* the FMA roof measured in the rounds (peak.c), median */
 	double flops;          /* per run, < 0 when unknown */
 	double strata_rss_mb, ort_rss_mb;
 	double allocs_per_run;
@@ -487,7 +489,7 @@ struct peer {
 	pid_t pid;
 	int to, from;          /* its stdin and stdout */
 	size_t len, used;      /* bytes in buf; bytes of the last line handed out */
-	char buf[1 << 18];     /* holds the longest answer: per_round times */
+	char buf[1 << 19];     /* holds the longest answer: per_round times and CPU times */
 };
 
 static struct peer the_peer; /* one per case process; too large for the stack */
@@ -614,23 +616,29 @@ int scaled(int n, double scale)
 	return v < 1 ? 1 : (int)v;
 }
 
+/* n runs; times (wall) and cpu (this thread's CPU time), in ms, may be NULL. */
 static int strata_runs(struct rt_ctx *cx, const struct feeds *f, struct rt_tensor *out, int n,
-                       double *times, struct result *r)
+                       double *times, double *cpu, struct result *r)
 {
 	struct strata_error err;
 	for (int i = 0; i < n; i++) {
-		double t0 = now_ms();
+		double c0 = bench_cpu_ms(), t0 = now_ms();
 		if (runtime_run(cx, f->t, out, &err) != 0) {
 			note_add(r, "Strata run failed: %s", err.msg);
 			return -1;
 		}
 		if (times)
 			times[i] = now_ms() - t0;
+		if (cpu)
+			cpu[i] = bench_cpu_ms() - c0;
 	}
 	return 0;
 }
 
-static int ort_runs(struct peer *p, int n, double *times, struct result *r)
+/* n runs of the peer: its wall times, then (after "cpu") its CPU times;
+ * *have_cpu is cleared when a peer does not send the latter. */
+static int ort_runs(struct peer *p, int n, double *times, double *cpu, int *have_cpu,
+                    struct result *r)
 {
 	char cmd[32];
 	snprintf(cmd, sizeof cmd, "run %d", n);
@@ -643,6 +651,21 @@ static int ort_runs(struct peer *p, int n, double *times, struct result *r)
 		if (end == s) {
 			note_add(r, "ORT peer sent %d of %d times", i, n);
 			return -1;
+		}
+		s = end;
+	}
+	s += strspn(s, " ");
+	if (strncmp(s, "cpu", 3) != 0) {
+		*have_cpu = 0;
+		return 0;
+	}
+	s += 3;
+	for (int i = 0; i < n; i++) {
+		char *end;
+		cpu[i] = strtod(s, &end);
+		if (end == s) {
+			*have_cpu = 0;
+			return 0;
 		}
 		s = end;
 	}
@@ -752,9 +775,9 @@ static void run_case(const struct options *o, const struct bench_case *c, struct
 	struct feeds f = { 0 };
 	struct rt_tensor out[MAX_INPUTS];
 	struct peer *p = &the_peer;
-	double *st = NULL, *ot = NULL;
+	double *st = NULL, *ot = NULL, *sc = NULL, *oc = NULL, peaks[64];
 	uint64_t allocs = 0;
-	int peer_ok = 0;
+	int peer_ok = 0, ort_cpu = 1;
 	float *qs = NULL, *qo = NULL; /* int8 models: each side's output 0 */
 	int64_t nq = 0;
 	int rounds = c->rounds, k = scaled(c->per_round, o->scale), warm = scaled(c->warmup, o->scale);
@@ -765,6 +788,7 @@ static void run_case(const struct options *o, const struct bench_case *c, struct
 	memset(r, 0, sizeof *r);
 	r->flops = -1;
 	r->ort_ms = r->ort_rss_mb = -1;
+	r->strata_cpu_ms = r->ort_cpu_ms = r->peak_gflops = -1;
 	r->runs = (int)nt;
 	p->pid = -1;
 	snprintf(path, sizeof path, "%s/%s.onnx", o->models, c->model);
@@ -791,7 +815,9 @@ static void run_case(const struct options *o, const struct bench_case *c, struct
 	}
 	st = base_alloc(nt * sizeof *st);
 	ot = base_alloc(nt * sizeof *ot);
-	if (!st || !ot || runtime_ctx_new(m, &cx, &err) != 0) {
+	sc = base_alloc(nt * sizeof *sc);
+	oc = base_alloc(nt * sizeof *oc);
+	if (!st || !ot || !sc || !oc || runtime_ctx_new(m, &cx, &err) != 0) {
 		note_add(r, "out of memory");
 		goto done;
 	}
@@ -817,7 +843,7 @@ static void run_case(const struct options *o, const struct bench_case *c, struct
 	}
 
 	/* Warm-up: caches, the buffer pool, the peer's first-run allocations. */
-	if (strata_runs(cx, &f, out, warm, NULL, r) != 0)
+	if (strata_runs(cx, &f, out, warm, NULL, NULL, r) != 0)
 		goto done;
 	if (peer_ok) {
 		char cmd[32];
@@ -830,25 +856,34 @@ static void run_case(const struct options *o, const struct bench_case *c, struct
 	}
 
 	/* Alternating rounds; the side that goes first alternates too, so
-	 * neither always runs right after the other's cache traffic. */
+	 * neither always runs right after the other's cache traffic.  Each
+	 * round also measures the FMA roof, under the load the runs saw. */
 	for (int i = 0; i < rounds; i++) {
 		for (int side = 0; side < 2; side++) {
 			if ((side ^ (i & 1)) == 0) {
 				uint64_t a0 = base_alloc_thread_count();
-				if (strata_runs(cx, &f, out, k, st + (size_t)i * k, r) != 0)
+				if (strata_runs(cx, &f, out, k, st + (size_t)i * k,
+				                sc + (size_t)i * k, r) != 0)
 					goto done;
 				allocs += base_alloc_thread_count() - a0;
-			} else if (peer_ok && ort_runs(p, k, ot + (size_t)i * k, r) != 0) {
+			} else if (peer_ok && ort_runs(p, k, ot + (size_t)i * k, oc + (size_t)i * k,
+			                               &ort_cpu, r) != 0) {
 				peer_ok = 0;
 			}
 		}
+		if (i < (int)(sizeof peaks / sizeof peaks[0]))
+			peaks[i] = bench_fma_peak();
 	}
 	r->ran = 1;
 	r->strata_ms = bench_median(st, nt);
+	r->strata_cpu_ms = bench_median(sc, nt);
+	r->peak_gflops = bench_median(peaks, rounds < 64 ? (size_t)rounds : 64);
 	r->allocs_per_run = (double)allocs / (double)nt;
 	if (peer_ok) {
 		r->have_ort = 1;
 		r->ort_ms = bench_median(ot, nt);
+		if (ort_cpu)
+			r->ort_cpu_ms = bench_median(oc, nt);
 	}
 	if (is_int8(c->model) && out[0].dtype == BASE_DT_FLOAT) {
 		nq = runtime_tensor_count(&out[0]);
@@ -890,6 +925,10 @@ done:
 		base_free(st, nt * sizeof *st);
 	if (ot)
 		base_free(ot, nt * sizeof *ot);
+	if (sc)
+		base_free(sc, nt * sizeof *sc);
+	if (oc)
+		base_free(oc, nt * sizeof *oc);
 }
 
 /* ---- output ------------------------------------------------------------------------------ */
@@ -954,6 +993,23 @@ static void cpu_name(char *buf, size_t cap)
 	fclose(fp);
 }
 
+/* Strata's CPU time over ORT's, or -1 when either is missing. */
+static double cpu_ratio(const struct result *r)
+{
+	if (!r->ran || !r->have_ort || r->strata_cpu_ms <= 0 || r->ort_cpu_ms <= 0)
+		return -1;
+	return r->strata_cpu_ms / r->ort_cpu_ms;
+}
+
+/* The model's FLOPs per CPU second of Strata as a percentage of the FMA
+ * roof measured beside them, or -1. */
+static double peak_pct(const struct result *r)
+{
+	if (!r->ran || r->flops < 0 || r->strata_cpu_ms <= 0 || r->peak_gflops <= 0)
+		return -1;
+	return 100 * r->flops / (r->strata_cpu_ms * 1e6) / r->peak_gflops;
+}
+
 static void print_report(const int *idx, const struct result *res, int n,
                          int peer_usable)
 {
@@ -976,8 +1032,9 @@ static void print_report(const int *idx, const struct result *res, int n,
 	else
 		printf("Strata's runtime, one thread, on %s (%ld cores online)\n"
 		       "latencies: medians of the timed runs\n\n", cpu, sysconf(_SC_NPROCESSORS_ONLN));
-	printf("%-27s %5s %4s %6s %10s %10s %7s %8s %9s %7s %10s\n", "model", "batch", "seq", "runs",
-	       "strata ms", "ort ms", "ratio", "GFLOP/s", "strata MB", "ort MB", "allocs/run");
+	printf("%-27s %5s %4s %6s %10s %10s %7s %10s %10s %7s %8s %6s %6s %9s %7s %10s\n", "model",
+	       "batch", "seq", "runs", "strata ms", "ort ms", "ratio", "strata cpu", "ort cpu",
+	       "cpu r.", "GFLOP/s", "peak", "%peak", "strata MB", "ort MB", "allocs/run");
 	for (int i = 0; i < n; i++) {
 		const struct bench_case *c = &cases[idx[i]];
 		const struct result *r = &res[i];
@@ -988,7 +1045,12 @@ static void print_report(const int *idx, const struct result *res, int n,
 		put_ms(r->ran ? r->strata_ms : -1, 10);
 		put_ms(r->have_ort ? r->ort_ms : -1, 10);
 		put_num(r->ran && r->have_ort ? r->strata_ms / r->ort_ms : -1, 7, 3);
+		put_ms(r->ran ? r->strata_cpu_ms : -1, 10);
+		put_ms(r->ort_cpu_ms, 10);
+		put_num(cpu_ratio(r), 7, 3);
 		put_num(r->ran && r->flops >= 0 ? r->flops / (r->strata_ms * 1e6) : -1, 8, 1);
+		put_num(r->ran ? r->peak_gflops : -1, 6, 0);
+		put_num(peak_pct(r), 6, 1);
 		put_num(r->ran ? r->strata_rss_mb : -1, 9, 1);
 		put_num(r->ort_rss_mb, 7, 1);
 		put_num(r->ran ? r->allocs_per_run : -1, 10, 1);
@@ -1019,9 +1081,13 @@ static void print_report(const int *idx, const struct result *res, int n,
 			printf(" seq %d", c->seq);
 		printf(": %s\n", res[i].note);
 	}
-	printf("\nratio = Strata ms / ORT ms (below 1: Strata is faster).  GFLOP/s = 2 x the multiply-adds of the\n"
-	       "MatMul, Gemm and Conv nodes (shapes inferred at load) / Strata's median.  MB = peak RSS of the\n"
-	       "process that ran only that model.  allocs/run = Strata heap allocations per timed run.\n\n");
+	printf("\nratio = Strata ms / ORT ms (below 1: Strata is faster).  cpu = median CPU time per run (Strata's\n"
+	       "thread; ORT's whole process), cpu r. their ratio: steadier than wall time on a shared machine.\n"
+	       "GFLOP/s = 2 x the multiply-adds of the MatMul, Gemm and Conv nodes (shapes inferred at load) /\n"
+	       "Strata's median.  peak = the %s FMA roof of one core (a register-only FMA loop, CPU time,\n"
+	       "median of one measure per round), %%peak = those FLOPs over Strata's CPU median, as a share of\n"
+	       "it.  MB = peak RSS of the process that ran only that model.  allocs/run = Strata heap\n"
+	       "allocations per timed run.\n\n", runtime_isa());
 	for (int i = 0; i < n; i++) {
 		const struct bench_case *c = &cases[idx[i]];
 		const struct result *r = &res[i];
@@ -1033,8 +1099,13 @@ static void print_report(const int *idx, const struct result *res, int n,
 		json_num("strata_ms", r->strata_ms, r->ran);
 		json_num("ort_ms", r->ort_ms, r->have_ort);
 		json_num("ratio", r->ran && r->have_ort ? r->strata_ms / r->ort_ms : 0, r->ran && r->have_ort);
+		json_num("strata_cpu_ms", r->strata_cpu_ms, r->ran && r->strata_cpu_ms >= 0);
+		json_num("ort_cpu_ms", r->ort_cpu_ms, r->have_ort && r->ort_cpu_ms >= 0);
+		json_num("cpu_ratio", cpu_ratio(r), cpu_ratio(r) >= 0);
 		json_num("gflops", r->ran && r->flops >= 0 ? r->flops / (r->strata_ms * 1e6) : 0,
 		         r->ran && r->flops >= 0);
+		json_num("peak_gflops", r->peak_gflops, r->ran && r->peak_gflops > 0);
+		json_num("peak_fraction", peak_pct(r) / 100, peak_pct(r) >= 0);
 		json_num("strata_rss_mb", r->strata_rss_mb, r->ran && r->strata_rss_mb >= 0);
 		json_num("ort_rss_mb", r->ort_rss_mb, r->have_ort && r->ort_rss_mb >= 0);
 		json_num("allocs_per_run", r->allocs_per_run, r->ran);

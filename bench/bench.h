@@ -68,6 +68,12 @@ void put_ms(double ms, int w);
 void put_num(double v, int w, int prec);
 void json_num(const char *key, double v, int present);
 
+/* peak.c: the FMA roof of one core in GFLOP/s, on the vector width of the
+ * runtime's kernels (runtime_isa()), timed in CPU time (a few ms). */
+double bench_fma_peak(void);
+/* peak.c: the calling thread's CPU time in ms. */
+double bench_cpu_ms(void);
+
 /* loads.c: the session-creation part.  Returns 0, or 1 when Strata could
  * not load some model. */
 int run_loads(const struct options *o);

@@ -9,7 +9,7 @@
 //
 //   (on start)  ready CHECKSUM ORT_VERSION NODE_VERSION | error MESSAGE
 //   warm N      runs N times untimed       -> ok V0 V1 ...  (first cells of output 0)
-//   run N       times N runs, in ms        -> ok T1 T2 ... TN
+//   run N       times N runs, in ms        -> ok T1 T2 ... TN cpu C1 C2 ... CN
 //   out         one more run               -> ok V0 V1 ...  (every cell of output 0)
 //   quit                                   -> rss MAXRSS_KB, then exits
 //
@@ -19,7 +19,10 @@
 // order, so the driver can check that it fed Strata the same tensors.  Session
 // settings are ort_bench.js's: one intra-op and one inter-op thread, sequential
 // execution, graph optimization level 'all', the CPU execution provider.  A run
-// is timed around `await session.run(feeds)`, as ort_bench.js times it.
+// is timed around `await session.run(feeds)`, as ort_bench.js times it; Ci is
+// the CPU time of the whole process during that run (process.cpuUsage: user
+// plus system, every thread, in ms), which the driver compares with Strata's
+// own CPU time when the machine is shared with other work.
 //
 // ort_peer.js --create PEERDIR MODEL
 //
@@ -97,13 +100,16 @@ async function main() {
       if (!out) out = await session.run(feeds);
       reply('ok ' + Array.from(out[out0].data.slice(0, 8), Number).join(' '));
     } else if (cmd === 'run' && n > 0) {
-      const times = new Array(n);
+      const times = new Array(n), cpu = new Array(n);
       for (let i = 0; i < n; i++) {
+        const c0 = process.cpuUsage();
         const t0 = process.hrtime.bigint();
         await session.run(feeds);
         times[i] = Number(process.hrtime.bigint() - t0) / 1e6;
+        const c = process.cpuUsage(c0);
+        cpu[i] = (c.user + c.system) / 1e3;
       }
-      reply('ok ' + times.join(' '));
+      reply('ok ' + times.join(' ') + ' cpu ' + cpu.join(' '));
     } else if (cmd === 'out') {
       const out = await session.run(feeds);
       reply('ok ' + Array.from(out[out0].data, Number).join(' '));

@@ -9,8 +9,8 @@
  * blocks with fewer B vectors (8 x 32, 14 x 32) lose to it on two-pipe
  * cores because each k step re-broadcasts more A values per FMA, and 64
  * divides every hidden width the ranking models use (64, 256, 384, 768,
- * 1536).  A kc x 64 strip of B (32 KiB at kc = 128) stays in L1 while the
- * row tiles of A stream past it.
+ * 1536).  A kc x 64 strip of B (96 KiB at kc = 384) serves every row tile
+ * of A from L2 (gemm.c's kc_of says why not from L1).
  *
  * Each (rows, vectors) corner has its own instance of the loop, chosen
  * per tile: the last row tile of M = 128 (2 rows) or a strip of 32
@@ -28,9 +28,9 @@
 #include "vmath.h"
 
 enum { MR = 6, NR = 64, NV = NR / 16 };
-/* Largest K block: the B strip (kc * 256 bytes) must leave room in L1 for
- * the A rows and the C tile. */
-enum { KC_MAX = 256 };
+/* Largest K block: one block for the hidden widths up to 384, so each C
+ * tile is written once (gemm.c, kc_of). */
+enum { KC_MAX = 384 };
 
 static inline __mmask16 lanes(int64_t n)
 {

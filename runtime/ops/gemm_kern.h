@@ -43,7 +43,7 @@ struct gemm_tile {
 struct gemm_kern {
 	int isa;
 	int mr, nr;            /* register block */
-	int kc_max;            /* the largest K block tile() is tuned for */
+	int kc_max;            /* the K block the driver aims for (gemm.c, kc_of) */
 	/* C[mr' x nr'] from kc steps over mr' rows of A (row stride rs, k
 	 * stride cs) and a kc x nr strip of packed B; mr' <= mr, nr' <= nr are
 	 * the valid corner (columns past nr' of the strip are zero padding,
