@@ -1050,7 +1050,7 @@ static void print_report(const int *idx, const struct result *res, int n,
 		put_num(cpu_ratio(r), 7, 3);
 		put_num(r->ran && r->flops >= 0 ? r->flops / (r->strata_ms * 1e6) : -1, 8, 1);
 		put_num(r->ran ? r->peak_gflops : -1, 6, 0);
-		put_num(peak_pct(r), 6, 1);
+		put_num(is_int8(c->model) ? -1 : peak_pct(r), 6, 1); /* int8 MACs: not FMA work */
 		put_num(r->ran ? r->strata_rss_mb : -1, 9, 1);
 		put_num(r->ort_rss_mb, 7, 1);
 		put_num(r->ran ? r->allocs_per_run : -1, 10, 1);
@@ -1086,7 +1086,7 @@ static void print_report(const int *idx, const struct result *res, int n,
 	       "GFLOP/s = 2 x the multiply-adds of the MatMul, Gemm and Conv nodes (shapes inferred at load) /\n"
 	       "Strata's median.  peak = the %s FMA roof of one core (a register-only FMA loop, CPU time,\n"
 	       "median of one measure per round), %%peak = those FLOPs over Strata's CPU median, as a share of\n"
-	       "it.  MB = peak RSS of the process that ran only that model.  allocs/run = Strata heap\n"
+	       "it (none for int8 models: their multiply-adds are not float FMAs).  MB = peak RSS of the process that ran only that model.  allocs/run = Strata heap\n"
 	       "allocations per timed run.\n\n", runtime_isa());
 	for (int i = 0; i < n; i++) {
 		const struct bench_case *c = &cases[idx[i]];
@@ -1105,7 +1105,7 @@ static void print_report(const int *idx, const struct result *res, int n,
 		json_num("gflops", r->ran && r->flops >= 0 ? r->flops / (r->strata_ms * 1e6) : 0,
 		         r->ran && r->flops >= 0);
 		json_num("peak_gflops", r->peak_gflops, r->ran && r->peak_gflops > 0);
-		json_num("peak_fraction", peak_pct(r) / 100, peak_pct(r) >= 0);
+		json_num("peak_fraction", peak_pct(r) / 100, peak_pct(r) >= 0 && !is_int8(c->model));
 		json_num("strata_rss_mb", r->strata_rss_mb, r->ran && r->strata_rss_mb >= 0);
 		json_num("ort_rss_mb", r->ort_rss_mb, r->have_ort && r->ort_rss_mb >= 0);
 		json_num("allocs_per_run", r->allocs_per_run, r->ran);
