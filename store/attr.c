@@ -17,8 +17,12 @@
  * LMDB never reuses pages freed in the running transaction, and nothing
  * writes over a page the transaction can see).
  *
+ * A multi-vector field's graph keeps its vectors in such a column too,
+ * indexed by node id instead of local id (hnsw_multi.c).
+ *
  * Invariants: a cell whose presence bit is clear is all zero bytes; a
- * column holds values only for local ids already handed out.  Debug builds
+ * column holds values only for local ids already handed out (node ids
+ * for a graph's vectors).  Debug builds
  * check both at every column write.
  */
 #include <stdio.h>
@@ -158,7 +162,7 @@ int store_col_write(struct store_txn *txn, struct doctype *dt, int sf, uint32_t 
 	size_t key = col_key(sf, block);
 	MDB_val k = {sizeof key, &key}, v;
 	const uint8_t *old = NULL;
-	BASE_DEBUG_ASSERT(lid_handed_out(txn, dt, lid));
+	BASE_DEBUG_ASSERT(f->multi || lid_handed_out(txn, dt, lid)); /* multi: node ids */
 	int rc = mdb_get(txn->txn, dt->cols, &k, &v);
 	if (rc == MDB_NOTFOUND) {
 		if (!cell)

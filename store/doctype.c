@@ -73,8 +73,12 @@ static void derive(struct sfield *f, unsigned psize, int new_field)
 		f->cell_bytes = scalar_bytes(f->type);
 	}
 	f->column = f->attribute && !STORE_IS_BYTES(f->type);
-	if (!f->column)
-		return;
+	if (f->column)
+		store_col_geometry(f, psize, new_field);
+}
+
+void store_col_geometry(struct sfield *f, unsigned psize, int new_field)
+{
 	if (new_field) {
 		size_t target = STORE_BLOCK_TARGET;
 		if (target < 2 * (size_t)psize)
@@ -189,7 +193,8 @@ static void layout_encode(const struct doctype *dt, uint8_t *out)
 		put_bytes(&p, &len, 2);
 		put_bytes(&p, f->name, len);
 		put_bytes(&p, b, 4);
-		put_bytes(&p, &f->block_shift, 4);
+		uint32_t shift = f->column ? f->block_shift : 0; /* a graph's vectors: derived */
+		put_bytes(&p, &shift, 4);
 		put_bytes(&p, f->dims, 8 * (size_t)f->rank);
 	}
 }
@@ -345,6 +350,12 @@ static int merge_fields(struct doctype *dt, const struct store_doctype *udt, uns
 		dt->stored[j].hnsw_metric = uf->hnsw_metric;
 		dt->stored[j].hnsw_m = uf->hnsw_m;
 		dt->stored[j].hnsw_ef = uf->hnsw_ef;
+		dt->stored[j].multi = uf->type == STORE_T_JSON && uf->hnsw_metric && uf->vec_decode;
+		dt->stored[j].vec_cell = uf->vec_cell;
+		dt->stored[j].vec_decode = uf->vec_decode;
+		dt->stored[j].vec_ud = uf->vec_ud;
+		if (dt->stored[j].multi)
+			dt->stored[j].ncells = (uint64_t)uf->vec_size;
 	}
 	return 0;
 }

@@ -67,18 +67,27 @@ void hnsw_node_key(const struct hnsw_graph *g, uint32_t lid, uint8_t key[6])
 	key[5] = (uint8_t)lid;
 }
 
+int hnsw_db_get(struct hnsw_graph *g, const void *key, size_t klen, MDB_val *v)
+{
+	MDB_val k = {klen, (void *)key};
+	int rc = mdb_get(g->txn, g->dt->hnsw, &k, v);
+	if (rc == MDB_NOTFOUND) {
+		*v = (MDB_val){0, NULL};
+		return 0;
+	}
+	return rc ? store_mdb_err(g->err, rc, "reading the nearest-neighbour graph") : 0;
+}
+
 int hnsw_node_get(struct hnsw_graph *g, uint32_t lid, const void **rec, uint32_t *level)
 {
 	uint8_t key[6];
 	hnsw_node_key(g, lid, key);
-	MDB_val k = {sizeof key, key}, v;
-	int rc = mdb_get(g->txn, g->dt->hnsw, &k, &v);
+	MDB_val v;
+	int rc = hnsw_db_get(g, key, sizeof key, &v);
 	*rec = NULL;
 	*level = 0;
-	if (rc == MDB_NOTFOUND)
-		return 0;
-	if (rc)
-		return store_mdb_err(g->err, rc, "reading the nearest-neighbour graph");
+	if (rc || !v.mv_data)
+		return rc;
 	uint32_t lv = v.mv_size >= 4 ? hnsw_rd(v.mv_data, 0) : 0;
 	if (v.mv_size < 4 || lv > HNSW_MAX_LEVEL || v.mv_size != hnsw_rec_words(g, lv) * 4)
 		return base_err(g->err, STRATA_CORRUPT,
@@ -92,13 +101,11 @@ int hnsw_node_get(struct hnsw_graph *g, uint32_t lid, const void **rec, uint32_t
 int hnsw_head_get(struct hnsw_graph *g, struct hnsw_head *h)
 {
 	uint8_t key[2] = {(uint8_t)(g->sf >> 8), (uint8_t)g->sf};
-	MDB_val k = {sizeof key, key}, v;
-	int rc = mdb_get(g->txn, g->dt->hnsw, &k, &v);
+	MDB_val v;
+	int rc = hnsw_db_get(g, key, sizeof key, &v);
 	memset(h, 0, sizeof *h);
-	if (rc == MDB_NOTFOUND)
-		return 0;
-	if (rc)
-		return store_mdb_err(g->err, rc, "reading the nearest-neighbour graph");
+	if (rc || !v.mv_data)
+		return rc;
 	if (v.mv_size != sizeof *h)
 		return base_err(g->err, STRATA_CORRUPT,
 		                "document type '%s', field '%s': the graph's head is malformed",
@@ -274,15 +281,14 @@ static uint32_t mix(uint32_t x)
 	return x ^ (x >> 16);
 }
 
-static void visited_clear(struct hnsw_scratch *s)
+void hnsw_visited_clear(struct hnsw_scratch *s)
 {
 	if (s->vused)
 		memset(s->vkeys, 0, s->vcap * sizeof *s->vkeys);
 	s->vused = 0;
 }
 
-/* Mark lid visited: 1 when it was not yet, 0 when it was, or an error. */
-static int visit(struct hnsw_graph *g, uint32_t lid)
+int hnsw_visit(struct hnsw_graph *g, uint32_t lid)
 {
 	struct hnsw_scratch *s = g->s;
 	if ((s->vused + 1) * 2 > s->vcap) {
@@ -330,10 +336,20 @@ void hnsw_scratch_release(struct hnsw_scratch *s)
 	memset(s, 0, sizeof *s);
 }
 
-static int passes(const struct hnsw_graph *g, uint32_t lid)
+uint32_t hnsw_node_doc(struct hnsw_graph *g, uint32_t node)
+{
+	const uint8_t *v = hnsw_vec(g, node);
+	uint32_t lid = UINT32_MAX;
+	if (v)
+		memcpy(&lid, v + g->lid_off, 4);
+	return lid;
+}
+
+static int passes(struct hnsw_graph *g, uint32_t node)
 {
 	if (!g->filter)
 		return 1;
+	uint32_t lid = g->multi ? hnsw_node_doc(g, node) : node;
 	return lid < g->nbits && (g->filter[lid >> 6] >> (lid & 63)) & 1;
 }
 
@@ -369,9 +385,9 @@ int hnsw_search_layer(struct hnsw_graph *g, const void *q, struct hnsw_cand ep, 
 	struct hnsw_scratch *s = g->s;
 	size_t nc = 0;
 	int rc;
-	visited_clear(s);
+	hnsw_visited_clear(s);
 	s->nres = 0;
-	if ((rc = visit(g, ep.lid)) < 0 ||
+	if ((rc = hnsw_visit(g, ep.lid)) < 0 ||
 	    (rc = heap_push(g, &s->cand, &s->ccap, &nc, ep, 0)) != 0)
 		return rc;
 	if (passes(g, ep.lid) && (rc = heap_push(g, &s->res, &s->rcap, &s->nres, ep, 1)) != 0)
@@ -394,7 +410,7 @@ int hnsw_search_layer(struct hnsw_graph *g, const void *q, struct hnsw_cand ep, 
 		const void *vecs[2 * HNSW_MAX_M];
 		for (uint32_t i = 0; i < cnt && i < hnsw_cap(g, level); i++) {
 			uint32_t nb = hnsw_rd(rec, off + 1 + i);
-			if ((rc = visit(g, nb)) <= 0) {
+			if ((rc = hnsw_visit(g, nb)) <= 0) {
 				if (rc < 0)
 					return rc;
 				continue;
@@ -449,6 +465,10 @@ int hnsw_graph_init(struct hnsw_graph *g, struct store_txn *txn, struct doctype 
 	g->cap0 = 2 * g->m;
 	g->efc = (uint32_t)g->f->hnsw_ef;
 	g->n = g->f->ncells;
+	g->multi = g->f->multi;
+	g->cell = g->multi ? g->f->vec_cell : g->f->cell;
+	g->vbytes = (uint32_t)(g->n * base_dtype_size(g->cell));
+	g->lid_off = (g->vbytes + 3) & ~3u;
 	g->s = s;
 	g->err = err;
 	if (s && !s->blocks) { /* without it (no memory) vectors are looked up each time */
@@ -465,24 +485,28 @@ int hnsw_graph_init(struct hnsw_graph *g, struct store_txn *txn, struct doctype 
 	return 0;
 }
 
-/* Convert the query to the field's cell type into s->q. */
-static int query_cells(struct hnsw_graph *g, const double *query)
+void hnsw_cells(const struct hnsw_graph *g, const double *v, void *out)
 {
-	size_t bytes = g->f->cell_bytes;
-	int rc = grow(g, (void **)&g->s->q, &g->s->qcap, bytes, 1);
-	if (rc)
-		return rc;
 	for (size_t i = 0; i < g->n; i++) {
-		double x = query[i];
-		switch (g->f->cell) {
-		case BASE_DT_FLOAT: ((float *)g->s->q)[i] = (float)x; break;
-		case BASE_DT_DOUBLE: ((double *)g->s->q)[i] = x; break;
-		case BASE_DT_BFLOAT16: ((uint16_t *)g->s->q)[i] = base_f32_to_bf16((float)x); break;
+		double x = v[i];
+		switch (g->cell) {
+		case BASE_DT_FLOAT: ((float *)out)[i] = (float)x; break;
+		case BASE_DT_DOUBLE: ((double *)out)[i] = x; break;
+		case BASE_DT_BFLOAT16: ((uint16_t *)out)[i] = base_f32_to_bf16((float)x); break;
 		case BASE_DT_INT8:
-			((int8_t *)g->s->q)[i] = !(x > -128.0) ? -128 : x > 127.0 ? 127 : (int8_t)x;
+			((int8_t *)out)[i] = !(x > -128.0) ? -128 : x > 127.0 ? 127 : (int8_t)x;
 			break;
 		}
 	}
+}
+
+/* Convert the query to the field's cell type into s->q. */
+static int query_cells(struct hnsw_graph *g, const double *query)
+{
+	int rc = grow(g, (void **)&g->s->q, &g->s->qcap, g->vbytes, 1);
+	if (rc)
+		return rc;
+	hnsw_cells(g, query, g->s->q);
 	return 0;
 }
 
@@ -541,6 +565,10 @@ int store_hnsw_search(struct store_txn *txn, int doctype, int field, const doubl
 	for (uint32_t l = h.level; l > 0; l--)
 		if ((rc = hnsw_greedy(&g, s.q, &ep, l)) != 0)
 			goto out;
+	if (g.multi) {
+		rc = hnsw_multi_search(&g, ep, k, ef, h.count, out, nout);
+		goto out;
+	}
 	if ((rc = hnsw_search_layer(&g, s.q, ep, ef > k ? ef : k, 0)) != 0)
 		goto out;
 	hnsw_sort_results(&s);
@@ -556,9 +584,7 @@ out:
 
 /* ---- checking ------------------------------------------------------------------------- */
 
-static int check_fail(struct hnsw_graph *g, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-static int check_fail(struct hnsw_graph *g, const char *fmt, ...)
+int hnsw_check_fail(struct hnsw_graph *g, const char *fmt, ...)
 {
 	char what[160];
 	va_list ap;
@@ -573,37 +599,71 @@ static int check_node(struct hnsw_graph *g, uint32_t lid, const void *rec, uint3
                       uint32_t top)
 {
 	if (!hnsw_vec(g, lid))
-		return check_fail(g, "node %u has no document value", lid);
+		return hnsw_check_fail(g, "node %u has no document value", lid);
 	if (lv > top)
-		return check_fail(g, "node %u is above the top level %u", lid, top);
+		return hnsw_check_fail(g, "node %u is above the top level %u", lid, top);
 	for (uint32_t l = 0; l <= lv; l++) {
 		size_t off = hnsw_list_off(g, l);
 		uint32_t cnt = hnsw_rd(rec, off);
 		if (cnt > hnsw_cap(g, l))
-			return check_fail(g, "node %u has too many links on level %u", lid, l);
+			return hnsw_check_fail(g, "node %u has too many links on level %u", lid, l);
 		for (uint32_t i = 0; i < cnt; i++) {
 			uint32_t nb = hnsw_rd(rec, off + 1 + i);
 			if (nb == lid)
-				return check_fail(g, "node %u links to itself on level %u", lid, l);
+				return hnsw_check_fail(g, "node %u links to itself on level %u", lid, l);
 			const void *r2;
 			uint32_t lv2;
 			int rc = hnsw_node_get(g, nb, &r2, &lv2);
 			if (rc)
 				return rc;
 			if (!r2)
-				return check_fail(g, "node %u links to %u, no node", lid, nb);
+				return hnsw_check_fail(g, "node %u links to %u, no node", lid, nb);
 			if (lv2 < l)
-				return check_fail(g, "node %u links on level %u to a node below it",
-				                  lid, l);
+				return hnsw_check_fail(g, "node %u links on level %u to a node below it",
+				                       lid, l);
 			size_t off2 = hnsw_list_off(g, l);
 			int back = 0;
 			for (uint32_t j = 0; j < hnsw_rd(r2, off2) && !back; j++)
 				back = hnsw_rd(r2, off2 + 1 + j) == lid;
 			if (!back)
-				return check_fail(g, "node %u links to %u on level %u, not back", lid, nb,
-				                  l);
+				return hnsw_check_fail(g, "node %u links to %u on level %u, not back",
+				                       lid, nb, l);
 		}
 	}
+	return 0;
+}
+
+/* Every document with a value is a node (or its vectors are). */
+static int check_docs(struct hnsw_graph *g, uint64_t *nodes)
+{
+	MDB_cursor *c;
+	int rc = mdb_cursor_open(g->txn, g->dt->docs, &c);
+	if (rc)
+		return store_mdb_err(g->err, rc, "checking the nearest-neighbour graph");
+	*nodes = 0;
+	MDB_val dk, dv;
+	int drc;
+	for (drc = mdb_cursor_get(c, &dk, &dv, MDB_FIRST); drc == 0 && !rc;
+	     drc = mdb_cursor_get(c, &dk, &dv, MDB_NEXT)) {
+		uint32_t lid;
+		memcpy(&lid, dk.mv_data, sizeof lid);
+		if (g->multi) {
+			rc = hnsw_multi_check_doc(g, lid, nodes);
+			continue;
+		}
+		if (!hnsw_vec(g, lid))
+			continue;
+		const void *rec;
+		uint32_t lv;
+		(*nodes)++;
+		if ((rc = hnsw_node_get(g, lid, &rec, &lv)) == 0 && !rec)
+			rc = hnsw_check_fail(g, "lacks document %u", lid);
+	}
+	mdb_cursor_close(c);
+	if (rc)
+		return rc;
+	if (drc != MDB_NOTFOUND)
+		return store_mdb_err(g->err, drc, "checking the nearest-neighbour graph");
 	return 0;
 }
 
@@ -621,36 +681,17 @@ int store_hnsw_check(struct store_txn *txn, int doctype, int field, uint64_t *no
 	if ((rc = hnsw_head_get(&g, &h)) != 0)
 		return rc;
 	int have_head = h.count > 0;
-	/* Every document with a value is a node. */
 	uint64_t docs = 0;
-	MDB_cursor *c;
-	if ((rc = mdb_cursor_open(g.txn, dt->docs, &c)) != 0)
-		return store_mdb_err(err, rc, "checking the nearest-neighbour graph");
-	MDB_val dk, dv;
-	int drc;
-	for (drc = mdb_cursor_get(c, &dk, &dv, MDB_FIRST); drc == 0 && !rc;
-	     drc = mdb_cursor_get(c, &dk, &dv, MDB_NEXT)) {
-		uint32_t lid;
-		memcpy(&lid, dk.mv_data, sizeof lid);
-		if (!hnsw_vec(&g, lid))
-			continue;
-		const void *rec;
-		uint32_t lv;
-		docs++;
-		if ((rc = hnsw_node_get(&g, lid, &rec, &lv)) == 0 && !rec)
-			rc = check_fail(&g, "lacks document %u", lid);
-	}
-	mdb_cursor_close(c);
-	if (rc)
+	if ((rc = check_docs(&g, &docs)) != 0)
 		return rc;
-	if (drc != MDB_NOTFOUND)
-		return store_mdb_err(err, drc, "checking the nearest-neighbour graph");
+	MDB_cursor *c;
+	MDB_val k, v;
 	/* Every node is a document with a value, with sound links. */
 	if ((rc = mdb_cursor_open(g.txn, dt->hnsw, &c)) != 0)
 		return store_mdb_err(err, rc, "checking the nearest-neighbour graph");
 	uint8_t key[6];
 	hnsw_node_key(&g, 0, key);
-	MDB_val k = {sizeof key, key}, v;
+	k = (MDB_val){sizeof key, key};
 	uint64_t count = 0;
 	uint32_t top = 0;
 	int mrc;
@@ -677,22 +718,23 @@ int store_hnsw_check(struct store_txn *txn, int doctype, int field, uint64_t *no
 	if (mrc && mrc != MDB_NOTFOUND)
 		return store_mdb_err(err, mrc, "checking the nearest-neighbour graph");
 	if (count != docs)
-		return check_fail(&g, "has %llu nodes for %llu documents with a value",
-		                  (unsigned long long)count, (unsigned long long)docs);
+		return hnsw_check_fail(&g, "has %llu nodes for %llu document values",
+		                       (unsigned long long)count, (unsigned long long)docs);
 	if (count && !have_head)
-		return check_fail(&g, "has %llu nodes and no head", (unsigned long long)count);
+		return hnsw_check_fail(&g, "has %llu nodes and no head", (unsigned long long)count);
 	if (have_head) {
 		const void *rec;
 		uint32_t lv;
 		if (h.count != count)
-			return check_fail(&g, "head counts %llu nodes, the graph has %llu",
-			                  (unsigned long long)h.count, (unsigned long long)count);
+			return hnsw_check_fail(&g, "head counts %llu nodes, the graph has %llu",
+			                       (unsigned long long)h.count, (unsigned long long)count);
 		if ((rc = hnsw_node_get(&g, h.entry, &rec, &lv)) != 0)
 			return rc;
 		if (!rec)
-			return check_fail(&g, "entry point %u is not a node", h.entry);
+			return hnsw_check_fail(&g, "entry point %u is not a node", h.entry);
 		if (lv != h.level || top != h.level)
-			return check_fail(&g, "entry point is on level %u, the top level is %u", lv, top);
+			return hnsw_check_fail(&g, "entry point is on level %u, the top level is %u",
+			                       lv, top);
 	}
 	if (nodes)
 		*nodes = count;

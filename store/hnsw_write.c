@@ -68,7 +68,7 @@ static int select_links(struct hnsw_graph *g, struct hnsw_cand *c, size_t n, uin
 		int good = 1;
 		for (uint32_t j = 0; j < kept && good; j++)
 			good = hnsw_pair(g, v, s->vptr[j]) >= c[i].d &&
-			       memcmp(v, s->vptr[j], g->f->cell_bytes) != 0;
+			       memcmp(v, s->vptr[j], g->vbytes) != 0;
 		if (good) {
 			s->vptr[kept] = v;
 			out[kept++] = c[i].lid;
@@ -220,7 +220,7 @@ static int link_back(struct hnsw_graph *g, uint32_t nb, uint32_t lid, uint32_t l
 	return edit_link(g, lid, nb, level, 0, &found);
 }
 
-static int insert(struct hnsw_graph *g, uint32_t lid)
+int hnsw_insert(struct hnsw_graph *g, uint32_t lid)
 {
 	struct hnsw_scratch *s = g->s;
 	const void *q = s->q;
@@ -357,8 +357,10 @@ static int new_entry(struct hnsw_graph *g, uint32_t lid, uint32_t lv, const uint
 	for (rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE); rc == 0;
 	     rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
 		const uint8_t *kb = k.mv_data;
-		if (k.mv_size != 6 || kb[0] != key[0] || kb[1] != key[1])
+		if (k.mv_size < 2 || kb[0] != key[0] || kb[1] != key[1])
 			break;
+		if (k.mv_size != 6) /* a multi-vector graph's other keys */
+			continue;
 		uint32_t x = (uint32_t)kb[2] << 24 | (uint32_t)kb[3] << 16 | (uint32_t)kb[4] << 8 | kb[5];
 		uint32_t nl = v.mv_size >= 4 ? hnsw_rd(v.mv_data, 0) : 0;
 		if (x != lid && (!*found || nl > *level)) {
@@ -372,7 +374,7 @@ static int new_entry(struct hnsw_graph *g, uint32_t lid, uint32_t lv, const uint
 	                                     : store_mdb_err(g->err, rc, "reading the graph");
 }
 
-static int remove_node(struct hnsw_graph *g, uint32_t lid)
+int hnsw_remove(struct hnsw_graph *g, uint32_t lid)
 {
 	struct hnsw_scratch *s = g->s;
 	const void *rec;
@@ -437,17 +439,19 @@ static int sync_node(struct store_txn *w, struct doctype *dt, int sf, uint32_t l
 	hnsw_graph_init(&g, w, dt, sf, s, err);
 	g.mips = g.f->hnsw_metric == STORE_METRIC_DOTPRODUCT;
 	hnsw_forget(&g); /* the document's own writes came before */
+	if (g.multi)
+		return hnsw_multi_sync(&g, lid);
 	hnsw_forget_block(&g, lid);
-	int rc = remove_node(&g, lid);
+	int rc = hnsw_remove(&g, lid);
 	if (rc)
 		return rc;
 	const void *v = hnsw_vec(&g, lid);
 	if (!v)
 		return 0;
-	if ((rc = hnsw_reserve(&g, (void **)&s->q, &s->qcap, g.f->cell_bytes, 1)) != 0)
+	if ((rc = hnsw_reserve(&g, (void **)&s->q, &s->qcap, g.vbytes, 1)) != 0)
 		return rc;
-	memcpy(s->q, v, g.f->cell_bytes);
-	return insert(&g, lid);
+	memcpy(s->q, v, g.vbytes);
+	return hnsw_insert(&g, lid);
 }
 
 int store_hnsw_sync_doc(struct store_txn *w, struct doctype *dt, uint32_t lid,
@@ -466,13 +470,21 @@ int store_hnsw_sync_doc(struct store_txn *w, struct doctype *dt, uint32_t lid,
 
 /* ---- settings and rebuilding ------------------------------------------------------------ */
 
-/* One recorded graph: stored field, metric, M, ef. */
+/* One recorded graph: stored field, metric, M, ef, and for a multi-vector
+ * field its vectors' cell type and size (0 and 0 otherwise). */
 struct setting {
-	uint32_t sf, metric, m, ef;
+	uint32_t sf, metric, m, ef, cell, n;
 };
 
-static int drop_graph(MDB_txn *t, struct doctype *dt, int sf, struct strata_error *err)
+/* Drop field sf's graph (and its vectors when it is a multi-vector one). */
+static int drop_graph(MDB_txn *t, struct doctype *dt, int sf, int multi,
+                      struct strata_error *err)
 {
+	if (multi) {
+		int rc = hnsw_multi_drop(t, dt, sf, err);
+		if (rc)
+			return rc;
+	}
 	MDB_cursor *c;
 	int rc = mdb_cursor_open(t, dt->hnsw, &c);
 	if (rc)
@@ -523,14 +535,28 @@ static int build_graph(struct store_env *env, MDB_txn *t, struct doctype *dt, in
 	for (size_t i = 0; i < n && !rc; i++)
 		rc = sync_node(&w, dt, sf, lids[i], &s, err);
 	base_free(lids, cap * sizeof *lids);
+	base_free(w.buf, w.buf_cap); /* a column block kept aside (attr.c) */
 	hnsw_scratch_release(&s);
 	return rc;
 }
 
 /* The field's graph settings are valid; fill in defaults and the kernel. */
-static int check_field(struct doctype *dt, struct sfield *f, int avx512, struct strata_error *err)
+static int check_field(struct store_env *env, struct doctype *dt, struct sfield *f, int avx512,
+                       struct strata_error *err)
 {
-	if (f->type != STORE_T_TENSOR || !f->column || f->rank != 1)
+	int cell = f->multi ? f->vec_cell : f->cell;
+	if (f->multi) {
+		size_t size = base_dtype_size(cell);
+		if (f->ncells < 1 || f->ncells > STORE_MAX_CELL_BYTES / 16)
+			return base_err(err, STRATA_INVALID_ARGUMENT,
+			                "document type '%s', field '%s': vectors of %llu cells cannot "
+			                "have a nearest-neighbour graph", dt->name, f->name,
+			                (unsigned long long)f->ncells);
+		/* a node's cell: the vector, the document's lid, padded to 8 */
+		uint32_t vb = (uint32_t)(f->ncells * size);
+		f->cell_bytes = (((vb + 3) & ~3u) + 4 + 7) & ~7u;
+		store_col_geometry(f, env->psize, 1);
+	} else if (f->type != STORE_T_TENSOR || !f->column || f->rank != 1)
 		return base_err(err, STRATA_INVALID_ARGUMENT,
 		                "document type '%s': field '%s' cannot have a nearest-neighbour graph "
 		                "(only a tensor attribute of one indexed dimension can)",
@@ -548,12 +574,35 @@ static int check_field(struct doctype *dt, struct sfield *f, int avx512, struct 
 		return base_err(err, STRATA_INVALID_ARGUMENT,
 		                "document type '%s', field '%s': distance-metric geodegrees needs two "
 		                "cells (latitude, longitude)", dt->name, f->name);
-	f->dist = store_dist_kernel(f->hnsw_metric, f->cell, avx512);
+	f->dist = store_dist_kernel(f->hnsw_metric, cell, avx512);
 	if (!f->dist)
 		return base_err(err, STRATA_NOT_IMPLEMENTED,
 		                "document type '%s', field '%s': nearest-neighbour graphs on %s cells "
 		                "are not supported (float, double, bfloat16 and int8 are)",
-		                dt->name, f->name, base_dtype_name(f->cell));
+		                dt->name, f->name, base_dtype_name(cell));
+	return 0;
+}
+
+/* The recorded settings (at most 64) into hv, *n of them: from key k, else
+ * from the older form at key old (four words each, single-vector graphs). */
+static int read_settings(MDB_txn *t, MDB_dbi meta, MDB_val *k, MDB_val *old,
+                         struct setting *hv, size_t *n, struct strata_error *err)
+{
+	MDB_val v;
+	*n = 0;
+	int rc = mdb_get(t, meta, k, &v), older = rc == MDB_NOTFOUND;
+	if (older)
+		rc = mdb_get(t, meta, old, &v);
+	if (rc == MDB_NOTFOUND)
+		return 0;
+	if (rc)
+		return store_mdb_err(err, rc, "reading the graph settings");
+	size_t each = older ? 4 * sizeof(uint32_t) : sizeof *hv;
+	for (size_t i = 0; i < v.mv_size / each && i < 64; i++) {
+		memset(&hv[i], 0, sizeof hv[i]);
+		memcpy(&hv[i], (const uint8_t *)v.mv_data + i * each, each);
+		(*n)++;
+	}
 	return 0;
 }
 
@@ -568,33 +617,31 @@ int store_hnsw_sync(struct store_env *env, MDB_txn *t, struct doctype *dt,
 		struct sfield *f = &dt->stored[sf];
 		if (!f->hnsw_metric)
 			continue;
-		if ((rc = check_field(dt, f, avx512, err)) != 0)
+		if ((rc = check_field(env, dt, f, avx512, err)) != 0)
 			return rc;
 		if (nwant == (int)(sizeof want / sizeof want[0]))
 			return base_err(err, STRATA_LIMIT, "document type '%s': more than %d graphs",
 			                dt->name, nwant);
 		want[nwant++] = (struct setting){(uint32_t)sf, (uint32_t)f->hnsw_metric,
-		                                 (uint32_t)f->hnsw_m, (uint32_t)f->hnsw_ef};
+		                                 (uint32_t)f->hnsw_m, (uint32_t)f->hnsw_ef,
+		                                 f->multi ? (uint32_t)f->vec_cell : 0,
+		                                 f->multi ? (uint32_t)f->ncells : 0};
 	}
 	char key[STORE_MAX_NAME + 8];
-	MDB_val k = {(size_t)snprintf(key, sizeof key, "h/%s", dt->name), key}, v = {0, NULL};
-	rc = mdb_get(t, meta, &k, &v);
-	if (rc && rc != MDB_NOTFOUND)
-		return store_mdb_err(err, rc, "reading the graph settings");
-	const struct setting *had = v.mv_data;
-	size_t nhad = rc ? 0 : v.mv_size / sizeof *had;
+	MDB_val k = {(size_t)snprintf(key, sizeof key, "g/%s", dt->name), key};
+	char okey[STORE_MAX_NAME + 8];
+	MDB_val ok = {(size_t)snprintf(okey, sizeof okey, "h/%s", dt->name), okey};
 	struct setting hv[64];
-	if (nhad > 64)
-		nhad = 64;
-	if (nhad)
-		memcpy(hv, had, nhad * sizeof *hv);
+	size_t nhad;
+	if ((rc = read_settings(t, meta, &k, &ok, hv, &nhad, err)) != 0)
+		return rc;
 	int changed = nhad != (size_t)nwant;
 	/* Graphs that went away or changed are dropped; new or changed ones built. */
 	for (size_t i = 0; i < nhad; i++) {
 		int same = 0;
 		for (int j = 0; j < nwant; j++)
 			same |= memcmp(&hv[i], &want[j], sizeof hv[i]) == 0;
-		if (!same && (rc = drop_graph(t, dt, (int)hv[i].sf, err)) != 0)
+		if (!same && (rc = drop_graph(t, dt, (int)hv[i].sf, hv[i].n != 0, err)) != 0)
 			return rc;
 		changed |= !same;
 	}
@@ -605,13 +652,15 @@ int store_hnsw_sync(struct store_env *env, MDB_txn *t, struct doctype *dt,
 		if (same)
 			continue;
 		changed = 1;
-		if ((rc = drop_graph(t, dt, (int)want[j].sf, err)) != 0 ||
+		if ((rc = drop_graph(t, dt, (int)want[j].sf, want[j].n != 0, err)) != 0 ||
 		    (rc = build_graph(env, t, dt, (int)want[j].sf, err)) != 0)
 			return rc;
 	}
 	if (!changed)
 		return 0;
+	if ((rc = mdb_del(t, meta, &ok, NULL)) != 0 && rc != MDB_NOTFOUND)
+		return store_mdb_err(err, rc, "recording the graph settings");
 	MDB_val nv = {(size_t)nwant * sizeof *want, want};
 	rc = nwant ? mdb_put(t, meta, &k, &nv, 0) : mdb_del(t, meta, &k, NULL);
-	return rc ? store_mdb_err(err, rc, "recording the graph settings") : 0;
+	return rc && rc != MDB_NOTFOUND ? store_mdb_err(err, rc, "recording the graph settings") : 0;
 }
