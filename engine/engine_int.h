@@ -418,10 +418,15 @@ int eng_sparse_from_literal(const char *text, const struct eng_ttype *t, struct 
 void eng_sparse_free(struct eng_sparse *s);
 /* 1 when rf is a tensor field with mapped dimensions (stored as JSON text). */
 int eng_field_mapped(const struct rank_field *rf);
-/* The graph settings of a dense tensor field (db.c): a nearest-neighbour
- * graph in the field's metric when the schema indexes a tensor attribute of
- * one indexed dimension. */
+/* The graph settings of a tensor field (db.c): a nearest-neighbour graph in
+ * the field's metric when the schema indexes a tensor attribute of one
+ * indexed dimension, or of one mapped and some indexed (a multi-vector
+ * field, whose vectors the store reads with eng_multivec_decode). */
 void eng_hnsw_field(const struct rank_field *rf, struct store_field *sf);
+/* store_field.vec_decode of a multi-vector field (rf: its struct
+ * rank_field): the vectors of stored text s[0..n), block after block, in a. */
+int eng_multivec_decode(const void *rf, const char *s, size_t n, struct base_arena *a,
+                        const double **cells, size_t *nvec);
 
 /* nearest.c: the document set of a nearestNeighbor item. */
 struct eng_nn {
