@@ -435,6 +435,7 @@ struct eng_nn {
 	int graph;                 /* the field has an HNSW graph */
 	int approximate;           /* the item allows approximate search */
 	uint32_t target_hits, explore;
+	const double *tune;        /* RANK_NN_NSETTINGS values (eng_nn_tuning) */
 	const double *query;       /* the query tensor's cells */
 	size_t ncells;
 	/* The filter (NULL: every document): 1 passes, 0 not, or an error code. */
@@ -448,6 +449,12 @@ struct eng_nn {
  * graph (see nearest.c for when).  Returns 0, STRATA_NOMEM, or the store's
  * and the filter's errors. */
 int eng_nn_set(const struct eng_nn *r, uint32_t **set, size_t *n, struct strata_error *err);
+/* The tuning of profile prof's nearestNeighbor searches into
+ * tune[RANK_NN_NSETTINGS]: the profile's settings, overridden by the
+ * request's ranking.matching.<name> (flat or nested in "ranking").
+ * Returns 0 or STRATA_INVALID_ARGUMENT (not a number in the range). */
+int eng_nn_tuning(const struct rank_profile *prof, const json_t *req, double *tune,
+                  struct strata_error *err);
 /* The stored text of such a field's value from JSON in any of the forms
  * above: Vespa's short form, {"type": T, "cells": {label: v}} for one mapped
  * dimension, {"type": T, "blocks": {label: [...]}} for one mapped and

@@ -10,6 +10,12 @@
  * its level, so a neighbour list is found by arithmetic.  LMDB aligns
  * values on 2 bytes only, so words are read with memcpy.
  *
+ * A search may explore further than the paper's (store_hnsw_params): with
+ * slack it follows candidates somewhat beyond the worst kept (Vespa's
+ * adaptive beam search), and filter-first it computes distances only to
+ * nodes the filter passes, found up to three hops away (ACORN-1, as Vespa's
+ * filter-first-threshold does).
+ *
  * Writes (hnsw_write.c) follow Malkov and Yashunin: an insert descends
  * greedily to the node's level, then on each level below keeps the best ef
  * candidates (search_layer) and links to M of them chosen by the
@@ -331,6 +337,8 @@ void hnsw_scratch_release(struct hnsw_scratch *s)
 	base_free(s->rec2, s->rec2cap * sizeof *s->rec2);
 	base_free(s->old, s->oldcap * sizeof *s->old);
 	base_free(s->lists, s->lcap * sizeof *s->lists);
+	base_free(s->hood, s->hcap * sizeof *s->hood);
+	base_free(s->found, s->fcap * sizeof *s->found);
 	base_free(s->vptr, s->vpcap * sizeof *s->vptr);
 	base_free(s->blocks, HNSW_BLOCK_CACHE * sizeof *s->blocks);
 	memset(s, 0, sizeof *s);
@@ -379,6 +387,101 @@ int hnsw_greedy(struct hnsw_graph *g, const void *q, struct hnsw_cand *ep, uint3
 	return 0;
 }
 
+/* The distance up to which a search follows candidates when the worst of
+ * those it keeps is at worst (exploration slack). */
+static double beyond(const struct hnsw_graph *g, double worst)
+{
+	return worst + g->slack * fabs(worst);
+}
+
+/* Mark node's unvisited neighbours on level visited and append them to
+ * ids (*n of them). */
+static int unvisited(struct hnsw_graph *g, uint32_t node, uint32_t level, uint32_t *ids,
+                     uint32_t *n, size_t max)
+{
+	const void *rec;
+	uint32_t lv;
+	int rc = hnsw_node_get(g, node, &rec, &lv);
+	if (rc || !rec || level > lv)
+		return rc;
+	size_t off = hnsw_list_off(g, level);
+	uint32_t cnt = hnsw_rd(rec, off);
+	for (uint32_t i = 0; i < cnt && i < hnsw_cap(g, level) && *n < max; i++) {
+		uint32_t nb = hnsw_rd(rec, off + 1 + i);
+		if ((rc = hnsw_visit(g, nb)) < 0)
+			return rc;
+		if (rc)
+			ids[(*n)++] = nb;
+	}
+	return 0;
+}
+
+/* Filter-first: the nodes the filter passes among node's neighbours on
+ * level, and theirs (two hops; three where few nodes lie within two), up
+ * to the level's list length; when none does, node's own neighbours.
+ * Every node reached is marked visited, as its filter bit is then known. */
+static int filtered_hood(struct hnsw_graph *g, uint32_t node, uint32_t level, uint32_t *ids,
+                         uint32_t *n)
+{
+	struct hnsw_scratch *s = g->s;
+	uint32_t cap = hnsw_cap(g, level);
+	size_t head = 0, tail = 1;
+	int rc;
+	*n = 0;
+	if ((rc = hnsw_reserve(g, (void **)&s->hood, &s->hcap, 1, sizeof *s->hood)) != 0)
+		return rc;
+	s->hood[0] = node;
+	if ((rc = hnsw_reserve(g, (void **)&s->found, &s->fcap, cap, sizeof *s->found)) != 0)
+		return rc;
+	uint32_t spare = 0; /* one-hop neighbours first seen here that the filter drops */
+	for (int hop = 0; hop < 3 && *n < cap; hop++) {
+		if (hop == 2 && (double)(tail - head) >= g->exploration * cap * cap)
+			break;
+		size_t end = tail;
+		for (; head < end && *n < cap; head++) {
+			const void *rec;
+			uint32_t lv;
+			if ((rc = hnsw_node_get(g, s->hood[head], &rec, &lv)) != 0)
+				return rc;
+			if (!rec || level > lv)
+				continue;
+			size_t off = hnsw_list_off(g, level);
+			uint32_t cnt = hnsw_rd(rec, off);
+			if ((rc = hnsw_reserve(g, (void **)&s->hood, &s->hcap, tail + cnt,
+			                       sizeof *s->hood)) != 0)
+				return rc;
+			for (uint32_t i = 0; i < cnt && i < cap && *n < cap; i++) {
+				uint32_t nb = hnsw_rd(rec, off + 1 + i);
+				s->hood[tail++] = nb; /* reached again: still a way on */
+				if ((rc = hnsw_visit(g, nb)) < 0)
+					return rc;
+				if (rc && passes(g, nb))
+					ids[(*n)++] = nb;
+				else if (rc && hop == 0)
+					s->found[spare++] = nb;
+			}
+		}
+	}
+	/* None passes within reach: the search goes on through the new plain
+	 * neighbours (candidates, never results) rather than stop here. */
+	if (*n == 0) {
+		memcpy(ids, s->found, spare * sizeof *ids);
+		*n = spare;
+	}
+	return 0;
+}
+
+/* The nodes whose distances the search computes next, from node on
+ * level. */
+static int neighbours(struct hnsw_graph *g, uint32_t node, uint32_t level, uint32_t *ids,
+                      uint32_t *n)
+{
+	*n = 0;
+	if (g->filter_first && g->filter)
+		return filtered_hood(g, node, level, ids, n);
+	return unvisited(g, node, level, ids, n, 2 * HNSW_MAX_M);
+}
+
 int hnsw_search_layer(struct hnsw_graph *g, const void *q, struct hnsw_cand ep, uint32_t ef,
                       uint32_t level)
 {
@@ -394,27 +497,17 @@ int hnsw_search_layer(struct hnsw_graph *g, const void *q, struct hnsw_cand ep, 
 		return rc;
 	while (nc) {
 		struct hnsw_cand c = heap_pop(s->cand, &nc, 0);
-		if (s->nres >= ef && c.d > s->res[0].d)
+		if (s->nres >= ef && c.d > beyond(g, s->res[0].d))
 			break;
-		const void *rec;
-		uint32_t lv;
-		if ((rc = hnsw_node_get(g, c.lid, &rec, &lv)) != 0)
-			return rc;
-		if (!rec || level > lv)
-			continue;
 		/* The unvisited neighbours' vectors first, fetched into the cache
 		 * while the next are looked up; then their distances. */
-		size_t off = hnsw_list_off(g, level);
-		uint32_t cnt = hnsw_rd(rec, off), m = 0;
+		uint32_t n = 0, m = 0;
 		uint32_t ids[2 * HNSW_MAX_M];
 		const void *vecs[2 * HNSW_MAX_M];
-		for (uint32_t i = 0; i < cnt && i < hnsw_cap(g, level); i++) {
-			uint32_t nb = hnsw_rd(rec, off + 1 + i);
-			if ((rc = hnsw_visit(g, nb)) <= 0) {
-				if (rc < 0)
-					return rc;
-				continue;
-			}
+		if ((rc = neighbours(g, c.lid, level, ids, &n)) != 0)
+			return rc;
+		for (uint32_t i = 0; i < n; i++) {
+			uint32_t nb = ids[i];
 			const void *v = s->blocks ? linked_vec(g, nb) : hnsw_vec(g, nb);
 			if (!v)
 				continue;
@@ -425,12 +518,13 @@ int hnsw_search_layer(struct hnsw_graph *g, const void *q, struct hnsw_cand ep, 
 		}
 		for (uint32_t i = 0; i < m; i++) {
 			double d = hnsw_pair(g, q, vecs[i]);
-			if (s->nres >= ef && d >= s->res[0].d)
+			int full = s->nres >= ef;
+			if (full && d >= beyond(g, s->res[0].d))
 				continue;
 			struct hnsw_cand e = {d, ids[i]};
 			if ((rc = heap_push(g, &s->cand, &s->ccap, &nc, e, 0)) != 0)
 				return rc;
-			if (!passes(g, ids[i]))
+			if ((full && d >= s->res[0].d) || !passes(g, ids[i]))
 				continue;
 			if ((rc = heap_push(g, &s->res, &s->rcap, &s->nres, e, 1)) != 0)
 				return rc;
@@ -535,8 +629,17 @@ int store_hnsw_search(struct store_txn *txn, int doctype, int field, const doubl
                       size_t n, uint32_t k, uint32_t ef, const uint64_t *filter, size_t nbits,
                       struct store_hit *out, size_t *nout, struct strata_error *err)
 {
+	struct store_hnsw_params sp = {.k = k, .ef = ef, .filter = filter, .nbits = nbits};
+	return store_hnsw_search_with(txn, doctype, field, query, n, &sp, out, nout, err);
+}
+
+int store_hnsw_search_with(struct store_txn *txn, int doctype, int field, const double *query,
+                           size_t n, const struct store_hnsw_params *sp, struct store_hit *out,
+                           size_t *nout, struct strata_error *err)
+{
 	struct doctype *dt;
 	int sf;
+	uint32_t k = sp->k, ef = sp->ef;
 	*nout = 0;
 	int rc = graph_field(txn, doctype, field, 0, &dt, &sf, err);
 	if (rc)
@@ -545,14 +648,21 @@ int store_hnsw_search(struct store_txn *txn, int doctype, int field, const doubl
 		return base_err(err, STRATA_INVALID_ARGUMENT,
 		                "nearest-neighbour query of %zu cells on field '%s' of %llu", n,
 		                dt->stored[sf].name, (unsigned long long)dt->stored[sf].ncells);
+	if (!(sp->slack >= 0) || !(sp->exploration >= 0))
+		return base_err(err, STRATA_INVALID_ARGUMENT,
+		                "nearest-neighbour search: slack %g and exploration %g must not be "
+		                "negative", sp->slack, sp->exploration);
+	if (k == 0)
+		return 0;
 	struct hnsw_scratch s = {0};
 	struct hnsw_graph g;
 	hnsw_graph_init(&g, txn, dt, sf, &s, err);
-	g.filter = filter;
-	g.nbits = nbits;
+	g.filter = sp->filter;
+	g.nbits = sp->nbits;
+	g.slack = sp->slack;
+	g.filter_first = sp->filter_first;
+	g.exploration = sp->exploration;
 	struct hnsw_head h;
-	if (k == 0)
-		return 0;
 	if ((rc = hnsw_head_get(&g, &h)) != 0 || !h.count || (rc = query_cells(&g, query)) != 0)
 		goto out;
 	struct hnsw_cand ep = {0, h.entry};
@@ -571,6 +681,13 @@ int store_hnsw_search(struct store_txn *txn, int doctype, int field, const doubl
 	}
 	if ((rc = hnsw_search_layer(&g, s.q, ep, ef > k ? ef : k, 0)) != 0)
 		goto out;
+	if (g.filter_first && s.nres < k) {
+		/* filter-first search lost its way among nodes the filter drops:
+		 * the plain search goes through them */
+		g.filter_first = 0;
+		if ((rc = hnsw_search_layer(&g, s.q, ep, ef > k ? ef : k, 0)) != 0)
+			goto out;
+	}
 	hnsw_sort_results(&s);
 	for (size_t i = 0; i < s.nres && i < k; i++) {
 		out[i].lid = s.res[i].lid;

@@ -46,6 +46,10 @@ struct hnsw_scratch {
 	size_t oldcap;
 	uint32_t *lists;              /* a new node's links, cap0 per level */
 	size_t lcap;
+	uint32_t *hood;               /* filter-first search: the nodes reached, then */
+	size_t hcap;                  /* those of them the filter passes */
+	uint32_t *found;
+	size_t fcap;
 	const void **vptr;            /* vectors of the chosen neighbours */
 	size_t vpcap;
 	/* Column blocks of one graph's field looked up (direct-mapped by block
@@ -90,6 +94,9 @@ struct hnsw_graph {
 	double max_norm2;
 	const uint64_t *filter;       /* search only: a bitmap of local ids, or NULL */
 	size_t nbits;
+	double slack;                 /* search only: struct store_hnsw_params' */
+	int filter_first;
+	double exploration;
 	struct strata_error *err;
 };
 

@@ -352,6 +352,30 @@ int store_hnsw_search(struct store_txn *txn, int doctype, int field, const doubl
                       size_t n, uint32_t k, uint32_t ef, const uint64_t *filter, size_t nbits,
                       struct store_hit *out, size_t *nout, struct strata_error *err);
 
+/* A search of store_hnsw_search_with: k, ef, filter and nbits as in
+ * store_hnsw_search, and how far it explores (Vespa's adaptive beam search
+ * and filter-first search, all 0 for plain HNSW):
+ * - slack: candidates are followed while their distance is below the
+ *   worst of the ef kept plus slack times its magnitude (0: below it);
+ * - filter_first (with a filter): a node the filter drops gets no
+ *   distance; the search looks instead at the neighbours of the nodes it
+ *   expands two hops away (three when fewer than exploration * links^2
+ *   nodes lie within two), keeping those the filter passes, up to a
+ *   neighbour list's length; when that finds fewer than k, the plain
+ *   search runs instead. */
+struct store_hnsw_params {
+	uint32_t k, ef;
+	const uint64_t *filter;
+	size_t nbits;
+	double slack;
+	int filter_first;
+	double exploration;
+};
+/* store_hnsw_search with every parameter: the same results and errors. */
+int store_hnsw_search_with(struct store_txn *txn, int doctype, int field, const double *query,
+                           size_t n, const struct store_hnsw_params *sp, struct store_hit *out,
+                           size_t *nout, struct strata_error *err);
+
 /* Check field's graph against the documents: a node for exactly the
  * documents with a value, records of the right size, links to nodes only
  * of the levels they are on, never to themselves, the entry point on the
