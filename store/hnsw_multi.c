@@ -201,9 +201,16 @@ int hnsw_multi_search(struct hnsw_graph *g, struct hnsw_cand ep, uint32_t k, uin
 			if (*nout < k)
 				out[(*nout)++] = (struct store_hit){lid, s->res[i].d};
 		}
-		/* enough documents, or every node the search can reach is in */
-		if (docs >= want || s->nres < ee || ee >= count)
+		if (docs >= want)
 			return 0;
+		if (s->nres < ee || ee >= count) {
+			/* every node the search can reach is in, or filter-first
+			 * search lost its way: then the plain search */
+			if (!g->filter_first)
+				return 0;
+			g->filter_first = 0;
+			continue;
+		}
 		e = e * 2 < count ? e * 2 : count;
 	}
 }

@@ -3,7 +3,7 @@
  * (store/hnsw_multi.c): a node per vector of each document, searched for
  * the documents nearest by their nearest vector.  Recall against a brute
  * force over every document's vectors computed here in double precision,
- * with and without filters; updates that change the number of vectors and
+ * with and without filters (plain and filter-first); updates that change the number of vectors and
  * removes; reopening (read, not rebuilt); a settings change (rebuilt from
  * the stored values); kill -9 in the middle of a feed; a value the decoder
  * refuses; allocation failures.
@@ -180,7 +180,7 @@ static double doc_dist(const struct fx *fx, int k, const double *q)
 /* Recall at K over NQ queries; documents with tag < below only (100: no
  * filter).  Every hit is a distinct document that passes, at its nearest
  * vector's distance or (a vector the search missed) farther. */
-static double recall(struct fx *fx, int below, uint32_t ef)
+static double recall_with(struct fx *fx, int below, uint32_t ef, int filter_first)
 {
 	uint64_t bits[(NDOC + 63) / 64] = {0};
 	for (int k = 0; k < NDOC; k++)
@@ -216,8 +216,9 @@ static double recall(struct fx *fx, int below, uint32_t ef)
 		qsort(ref, (size_t)n, sizeof *ref, vg_ref_cmp);
 		struct store_hit hits[K];
 		size_t got;
-		if (store_hnsw_search(r, fx->dt, F_VECS, q, DIM, K, ef, below < 100 ? lbits : NULL,
-		                      nbits, hits, &got, &fx->err) != 0)
+		struct store_hnsw_params sp = {.k = K, .ef = ef, .filter = below < 100 ? lbits : NULL,
+		                               .nbits = nbits, .filter_first = filter_first};
+		if (store_hnsw_search_with(r, fx->dt, F_VECS, q, DIM, &sp, hits, &got, &fx->err) != 0)
 			fail_msg("search: %s", fx->err.msg);
 		assert_int_equal(got, n < K ? n : K);
 		for (size_t i = 0; i < got; i++) {
@@ -237,6 +238,11 @@ static double recall(struct fx *fx, int below, uint32_t ef)
 	}
 	store_txn_abort(r);
 	return want ? (double)found / want : 1.0;
+}
+
+static double recall(struct fx *fx, int below, uint32_t ef)
+{
+	return recall_with(fx, below, ef, 0);
 }
 
 static void test_recall(void **state)
@@ -261,11 +267,12 @@ static void test_filters(void **state)
 	struct fx *fx = fx_new(STORE_METRIC_EUCLIDEAN);
 	feed(fx, 2, 300);
 	static const int below[] = {50, 10, 2, 1};
-	for (size_t i = 0; i < sizeof below / sizeof below[0]; i++) {
-		double r = recall(fx, below[i], 64);
-		if (r < 0.9)
-			fail_msg("filter tag < %d: recall %.3f", below[i], r);
-	}
+	for (size_t i = 0; i < sizeof below / sizeof below[0]; i++)
+		for (int ff = 0; ff < 2; ff++) {
+			double r = recall_with(fx, below[i], 64, ff);
+			if (r < 0.9)
+				fail_msg("filter tag < %d, filter-first %d: recall %.3f", below[i], ff, r);
+		}
 	fx_free(fx);
 }
 
