@@ -1,10 +1,10 @@
 /*
  * killwriter.h: a writer killed with SIGKILL in the middle of its work, for
- * the crash tests of the store.  kill_writer forks a child that opens the
- * store and commits transactions forever, each of batch writes, writing a
- * byte to a pipe after each commit; the parent waits for a number of
+ * the crash tests.  kill_after forks a child that commits forever, writing
+ * a byte to a pipe after each commit; the parent waits for a number of
  * commits, kills the child, reaps it and checks that the signal ended it.
- * Include after cmocka.h and store.h.
+ * kill_writer does so with a child that opens a store and commits
+ * transactions of batch writes.  Include after cmocka.h and store.h.
  */
 #ifndef KILLWRITER_H
 #define KILLWRITER_H
@@ -26,8 +26,9 @@ struct kill_feed {
 	void *ud;
 };
 
-static void kill_child(const struct kill_feed *kf, int fd)
+static inline void kill_child(void *ud, int fd)
 {
+	const struct kill_feed *kf = ud;
 	struct store_env *env;
 	struct strata_error err = {0};
 	int dt;
@@ -47,7 +48,9 @@ static void kill_child(const struct kill_feed *kf, int fd)
 	}
 }
 
-static void kill_writer(int commits, const struct kill_feed *kf)
+/* Fork a child running child(ud, fd), which writes a byte to fd after
+ * each commit and never returns; after commits bytes, kill it. */
+static inline void kill_after(int commits, void (*child)(void *ud, int fd), void *ud)
 {
 	int p[2];
 	assert_int_equal(pipe(p), 0);
@@ -55,7 +58,8 @@ static void kill_writer(int commits, const struct kill_feed *kf)
 	assert_true(pid >= 0);
 	if (pid == 0) {
 		close(p[0]);
-		kill_child(kf, p[1]);
+		child(ud, p[1]);
+		_exit(1);
 	}
 	close(p[1]);
 	char buf[64];
@@ -70,6 +74,12 @@ static void kill_writer(int commits, const struct kill_feed *kf)
 	waitpid(pid, &st, 0);
 	close(p[0]);
 	assert_true(WIFSIGNALED(st));
+}
+
+/* The store writer kf killed after commits commits. */
+static inline void kill_writer(int commits, const struct kill_feed *kf)
+{
+	kill_after(commits, kill_child, (void *)kf);
 }
 
 #endif

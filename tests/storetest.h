@@ -9,7 +9,7 @@
 #include <ftw.h>
 #include <stdio.h>
 
-static int storetest_rm(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+static inline int storetest_rm(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
 {
 	(void)sb;
 	(void)flag;
@@ -17,14 +17,14 @@ static int storetest_rm(const char *p, const struct stat *sb, int flag, struct F
 	return remove(p);
 }
 
-static void storetest_rmdir(const char *dir)
+static inline void storetest_rmdir(const char *dir)
 {
 	nftw(dir, storetest_rm, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 /* Open the store in dir and add type: 0 with *env and *dt, or the error
  * code (nothing left open). */
-static int storetest_open(const char *dir, const struct store_doctype *type,
+static inline int storetest_open(const char *dir, const struct store_doctype *type,
                           struct store_env **env, int *dt, struct strata_error *err)
 {
 	int rc = store_open(dir, env, err);

@@ -6,7 +6,8 @@
  * here over every document's vectors, with and without a filter and a
  * label, in the euclidean and angular metrics, from the graph (emb has an
  * index) and exactly (approximate: false, and ang without an index);
- * updates that change the number of vectors and removes; features outside
+ * updates that change the number of vectors and removes; a feed killed
+ * with SIGKILL, then reopened; features outside
  * a nearestNeighbor query; and the schema and query errors.
  *
  * Cells are multiples of 1/64, exact in float and double, so the brute
@@ -25,7 +26,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../store/store.h"
 #include "dbtest.h"
+#include "killwriter.h"
 #include "vecgen.h"
 
 #define DIM 4
@@ -326,6 +329,83 @@ static void test_update_remove(void **state)
 	run(fx, 0, 30, 0);
 }
 
+/* kill_after's child: puts of documents 0..39 with 0 to MAXV vectors (0:
+ * the field left out), one commit each. */
+static void kill_feeder(void *ud, int fd)
+{
+	struct strata *db;
+	struct strata_error err = {0};
+	if (strata_open(ud, NULL, &db, &err) != 0)
+		_exit(2);
+	uint64_t s = (uint64_t)getpid();
+	for (int n = 0;; n++) {
+		char op[2048];
+		int nv = (int)(vg_next(&s) % (MAXV + 1));
+		int o = snprintf(op, sizeof op, "{\"put\": \"id:t:mv::%d\", \"fields\": {\"tag\": %d",
+		                 n % 40, n);
+		if (nv)
+			o += snprintf(op + o, sizeof op - (size_t)o, ", \"emb\": {\"blocks\": {");
+		for (int j = 0; j < nv; j++) {
+			o += snprintf(op + o, sizeof op - (size_t)o, "%s\"b%d\": [", j ? ", " : "", j);
+			for (int i = 0; i < DIM; i++)
+				o += snprintf(op + o, sizeof op - (size_t)o, "%s%.9g", i ? ", " : "",
+				              vg_gauss(&s));
+			o += snprintf(op + o, sizeof op - (size_t)o, "]");
+		}
+		snprintf(op + o, sizeof op - (size_t)o, "%s}}", nv ? "}}" : "");
+		if (strata_feed_json(db, op, &err) != 0)
+			_exit(4);
+		if (write(fd, "x", 1) != 1)
+			_exit(6);
+	}
+}
+
+/* The keys of the hits of a query for q, from the graph exploring past
+ * every node, or exact. */
+static void nn_keys(struct strata *db, const double *q, int exact, int *keys, size_t *n)
+{
+	char yql[300], req[1024];
+	snprintf(yql, sizeof yql, "select * from sources * where {targetHits: 5, %s}"
+	         "nearestNeighbor(emb, q)", exact ? "approximate: false" :
+	         "hnsw.exploreAdditionalHits: 1000");
+	request(req, sizeof req, "emb", q, yql);
+	json_t *r = dbtest_query(db, req);
+	json_t *hits = dbtest_hits(r);
+	*n = json_array_size(hits);
+	for (size_t i = 0; i < *n; i++)
+		keys[i] = dbtest_hit_key(json_array_get(hits, i));
+	json_decref(r);
+}
+
+/* A feed killed with SIGKILL between or inside its commits: reopened, the
+ * graph agrees with the documents stored, so that a search that explores
+ * all of it finds what exact search finds. */
+static void test_kill9(void **state)
+{
+	(void)state;
+	char *app = dbtest_app("strata-multivec-kill.", "mv.sd", mv_sd);
+	for (int round = 0; round < 3; round++) {
+		kill_after(10 + round * 10, kill_feeder, app);
+		struct strata *db;
+		dbtest_open_dir(app, &db);
+		for (int qi = 0; qi < 6; qi++) {
+			uint64_t s = 99 + (uint64_t)qi;
+			double q[DIM];
+			for (int i = 0; i < DIM; i++)
+				q[i] = vg_gauss(&s);
+			int a[5], b[5];
+			size_t na, nb;
+			nn_keys(db, q, 0, a, &na);
+			nn_keys(db, q, 1, b, &nb);
+			assert_true(nb > 0);
+			assert_int_equal(na, nb);
+			assert_memory_equal(a, b, na * sizeof *a);
+		}
+		strata_close(db);
+	}
+	apptest_remove(app);
+}
+
 /* Without a nearestNeighbor item the features have no query to measure:
  * closeness 0 and closest empty, as in Vespa. */
 static void test_without_item(void **state)
@@ -413,6 +493,7 @@ int main(void)
 		cmocka_unit_test(test_query_errors),
 		cmocka_unit_test(test_schema_errors),
 		cmocka_unit_test(test_update_remove),
+		cmocka_unit_test(test_kill9),
 	};
 	return cmocka_run_group_tests(tests, setup, dbtest_teardown);
 }
