@@ -30,6 +30,28 @@
 
 #include "store_int.h"
 
+/* Blocks are larger than two pages, so LMDB stores them on overflow pages,
+ * which are page aligned: cells start 16 bytes into a page plus the
+ * bitmap padding. */
+void store_col_geometry(struct sfield *f, unsigned psize, int new_field)
+{
+	if (new_field) {
+		size_t target = STORE_BLOCK_TARGET;
+		if (target < 2 * (size_t)psize)
+			target = 2 * (size_t)psize;
+		size_t per = (target + f->cell_bytes - 1) / f->cell_bytes;
+		uint32_t shift = 0;
+		while (((size_t)1 << shift) < per)
+			shift++;
+		f->block_shift = shift;
+	}
+	size_t docs = (size_t)1 << f->block_shift;
+	size_t bm = (docs + 7) / 8;
+	f->bitmap_bytes = (uint32_t)((bm + STORE_BITMAP_ALIGN - 1) / STORE_BITMAP_ALIGN *
+	                             STORE_BITMAP_ALIGN);
+	f->block_bytes = f->bitmap_bytes + docs * f->cell_bytes;
+}
+
 static size_t col_key(int column, uint32_t block)
 {
 	_Static_assert(sizeof(size_t) == 8, "column keys need a 64-bit size_t");

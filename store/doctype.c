@@ -56,10 +56,8 @@ const char *store_type_desc(const struct sfield *f, char *buf, size_t n)
 	return buf;
 }
 
-/* Fill the derived members of f.  block_shift is kept when already set (a
- * recorded field); a new column gets blocks whose value is larger than two
- * pages, so LMDB stores it on overflow pages, which are page aligned: cells
- * start 16 bytes into a page plus the bitmap padding. */
+/* Fill the derived members of f.  A column's block_shift is kept when
+ * already set (a recorded field), else chosen (store_col_geometry). */
 static void derive(struct sfield *f, unsigned psize, int new_field)
 {
 	f->ncells = 0;
@@ -75,25 +73,6 @@ static void derive(struct sfield *f, unsigned psize, int new_field)
 	f->column = f->attribute && !STORE_IS_BYTES(f->type);
 	if (f->column)
 		store_col_geometry(f, psize, new_field);
-}
-
-void store_col_geometry(struct sfield *f, unsigned psize, int new_field)
-{
-	if (new_field) {
-		size_t target = STORE_BLOCK_TARGET;
-		if (target < 2 * (size_t)psize)
-			target = 2 * (size_t)psize;
-		size_t per = (target + f->cell_bytes - 1) / f->cell_bytes;
-		uint32_t shift = 0;
-		while (((size_t)1 << shift) < per)
-			shift++;
-		f->block_shift = shift;
-	}
-	size_t docs = (size_t)1 << f->block_shift;
-	size_t bm = (docs + 7) / 8;
-	f->bitmap_bytes = (uint32_t)((bm + STORE_BITMAP_ALIGN - 1) / STORE_BITMAP_ALIGN *
-	                             STORE_BITMAP_ALIGN);
-	f->block_bytes = f->bitmap_bytes + docs * f->cell_bytes;
 }
 
 static int name_ok(const char *s, int doctype)
@@ -410,6 +389,7 @@ int store_doctype_add(struct store_env *env, const struct store_doctype *udt, in
 		base_free(dt, sizeof *dt);
 		return base_nomem(err, "document type '%s'", udt->name);
 	}
+	dt->doc_bytes = store_doc_bytes;
 	char key[STORE_MAX_NAME + 8];
 	snprintf(key, sizeof key, "t/%s", udt->name);
 	MDB_val k = {strlen(key), key}, v;

@@ -1,7 +1,9 @@
 /*
- * hnsw_int.h: what the graph files share: hnsw.c (records, searching,
- * checking), hnsw_write.c (inserting, removing, rebuilding) and
- * hnsw_multi.c (the graphs of multi-vector fields).  The layout
+ * hnsw_int.h: what the graph files share, in layers: hnsw.c (records,
+ * distances, searching a level), hnsw_write.c (inserting and removing a
+ * node), hnsw_multi.c (the graphs of multi-vector fields), and above them
+ * hnsw_api.c (the store's search and check calls) and hnsw_sync.c
+ * (keeping graphs in line with documents and settings).  The layout
  * of the records is described in hnsw.c.
  */
 #ifndef HNSW_INT_H

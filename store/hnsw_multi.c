@@ -37,7 +37,7 @@ static int doc_vectors(struct hnsw_graph *g, uint32_t lid, struct base_arena *a,
 	const char *text;
 	size_t n;
 	*nvec = 0;
-	int rc = store_doc_bytes(g->stx, g->dt, lid, g->sf, &text, &n, g->err);
+	int rc = g->dt->doc_bytes(g->stx, g->dt, lid, g->sf, &text, &n, g->err);
 	if (rc || !text)
 		return rc;
 	rc = g->f->vec_decode(g->f->vec_ud, text, n, a, cells, nvec);

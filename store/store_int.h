@@ -103,6 +103,10 @@ struct doctype {
 	struct sfield *stored;
 	int nuser;
 	int *ufield;             /* nuser: caller index -> stored index */
+	/* store_doc_bytes, set by doctype.c, for hnsw_multi.c (which reads the
+	 * records it is called from the writes of, so cannot name doc.c) */
+	int (*doc_bytes)(struct store_txn *txn, const struct doctype *dt, uint32_t lid, int sf,
+	                 const char **s, size_t *n, struct strata_error *err);
 };
 
 struct store_env {
@@ -169,11 +173,6 @@ int store_txn_check(struct store_txn *txn, int write, int doctype, struct strata
 /* After an LMDB write fails: mark the txn failed and report. */
 int store_txn_fail(struct store_txn *txn, int rc, const char *what, struct strata_error *err);
 const char *store_type_desc(const struct sfield *f, char *buf, size_t n);
-
-/* doctype.c: the block geometry of f's column from f->cell_bytes
- * (block_shift chosen afresh when new_field, else kept) for page size
- * psize. */
-void store_col_geometry(struct sfield *f, unsigned psize, int new_field);
 
 /* env.c */
 void store_doctype_free(struct doctype *dt);
@@ -252,6 +251,9 @@ int store_post_entry(const uint8_t *b, size_t n, size_t *off, uint32_t *lid, con
                      size_t *npos);
 
 /* attr.c */
+/* The block geometry of f's column from f->cell_bytes (block_shift chosen
+ * afresh when new_field, else kept) for page size psize. */
+void store_col_geometry(struct sfield *f, unsigned psize, int new_field);
 /* Set (cell != NULL) or clear (cell == NULL) lid's value in f's column.
  * Returns 0 or an LMDB/CORRUPT error; the caller fails the txn. */
 int store_col_write(struct store_txn *txn, struct doctype *dt, int sf, uint32_t lid,
@@ -267,9 +269,10 @@ const void *store_col_get(struct store_txn *txn, struct doctype *dt, int sf, uin
 /* Forget cached block pointers (before a write). */
 void store_attr_reset(struct store_txn *txn);
 
-/* hnsw.c */
+/* hnsw_sync.c */
 /* Bring lid's node in every graph of dt in line with its column value
- * (absent: no node).  Call after the columns are written.  Only fields
+ * (absent: no node), or its nodes with the vectors of its stored value
+ * (a multi-vector field).  Call after the record and columns are written.  Only fields
  * with only[sf] set are looked at (only NULL: all).  Returns 0 or an
  * error; the caller fails the txn. */
 int store_hnsw_sync_doc(struct store_txn *w, struct doctype *dt, uint32_t lid,
