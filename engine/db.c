@@ -83,6 +83,7 @@ static int register_doctype(struct strata *db, const struct rank_schema *s,
 			/* kept in the document as JSON text (tensor_sparse_json.c) */
 			sf->type = STORE_T_JSON;
 			sf->attribute = 0;
+			eng_hnsw_field(rf, sf); /* a multi-vector field's graph */
 		} else if (rf->type == RANK_FT_TENSOR) {
 			if (rf->rank > STORE_MAX_RANK)
 				return base_err(err, STRATA_LIMIT,
@@ -109,9 +110,27 @@ void eng_hnsw_field(const struct rank_field *rf, struct store_field *sf)
 		[RANK_DIST_HAMMING] = STORE_METRIC_HAMMING,
 		[RANK_DIST_GEODEGREES] = STORE_METRIC_GEODEGREES,
 	};
-	if (!rf->hnsw || !rf->attribute || rf->rank != 1 || rf->distance_metric < 0 ||
+	if (!rf->hnsw || !rf->attribute || rf->distance_metric < 0 ||
 	    rf->distance_metric >= (int)(sizeof metric / sizeof metric[0]))
 		return;
+	if (eng_field_mapped(rf)) {
+		/* tensor(p{}, x[n]): a node per vector (the indexed cells of a
+		 * label), read from the stored text */
+		int mapped = 0;
+		int64_t size = 1;
+		for (int k = 0; k < rf->rank; k++) {
+			mapped += rf->dims[k] < 0;
+			size *= rf->dims[k] < 0 ? 1 : rf->dims[k];
+		}
+		if (mapped != 1 || rf->rank < 2)
+			return;
+		sf->vec_cell = rf->cell;
+		sf->vec_size = size;
+		sf->vec_decode = eng_multivec_decode;
+		sf->vec_ud = rf;
+	} else if (rf->rank != 1) {
+		return;
+	}
 	sf->hnsw_metric = metric[rf->distance_metric];
 	sf->hnsw_m = rf->hnsw_m;
 	sf->hnsw_ef = rf->hnsw_ef;

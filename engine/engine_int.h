@@ -423,10 +423,15 @@ int eng_sparse_from_literal(const char *text, const struct eng_ttype *t, struct 
 void eng_sparse_free(struct eng_sparse *s);
 /* 1 when rf is a tensor field with mapped dimensions (stored as JSON text). */
 int eng_field_mapped(const struct rank_field *rf);
-/* The graph settings of a dense tensor field (db.c): a nearest-neighbour
- * graph in the field's metric when the schema indexes a tensor attribute of
- * one indexed dimension. */
+/* The graph settings of a tensor field (db.c): a nearest-neighbour graph in
+ * the field's metric when the schema indexes a tensor attribute of one
+ * indexed dimension, or of one mapped and some indexed (a multi-vector
+ * field, whose vectors the store reads with eng_multivec_decode). */
 void eng_hnsw_field(const struct rank_field *rf, struct store_field *sf);
+/* store_field.vec_decode of a multi-vector field (rf: its struct
+ * rank_field): the vectors of stored text s[0..n), block after block, in a. */
+int eng_multivec_decode(const void *rf, const char *s, size_t n, struct base_arena *a,
+                        const double **cells, size_t *nvec);
 
 /* nearest.c: the document set of a nearestNeighbor item. */
 struct eng_nn {
@@ -435,6 +440,7 @@ struct eng_nn {
 	int graph;                 /* the field has an HNSW graph */
 	int approximate;           /* the item allows approximate search */
 	uint32_t target_hits, explore;
+	const double *tune;        /* RANK_NN_NSETTINGS values (eng_nn_tuning) */
 	const double *query;       /* the query tensor's cells */
 	size_t ncells;
 	/* The filter (NULL: every document): 1 passes, 0 not, or an error code. */
@@ -448,6 +454,12 @@ struct eng_nn {
  * graph (see nearest.c for when).  Returns 0, STRATA_NOMEM, or the store's
  * and the filter's errors. */
 int eng_nn_set(const struct eng_nn *r, uint32_t **set, size_t *n, struct strata_error *err);
+/* The tuning of profile prof's nearestNeighbor searches into
+ * tune[RANK_NN_NSETTINGS]: the profile's settings, overridden by the
+ * request's ranking.matching.<name> (flat or nested in "ranking").
+ * Returns 0 or STRATA_INVALID_ARGUMENT (not a number in the range). */
+int eng_nn_tuning(const struct rank_profile *prof, const json_t *req, double *tune,
+                  struct strata_error *err);
 /* The stored text of such a field's value from JSON in any of the forms
  * above: Vespa's short form, {"type": T, "cells": {label: v}} for one mapped
  * dimension, {"type": T, "blocks": {label: [...]}} for one mapped and

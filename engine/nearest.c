@@ -8,9 +8,13 @@
  * store's graph keeping targetHits + hnsw.exploreAdditionalHits candidates.
  * With a filter it follows Vespa: the filter is evaluated first into a
  * bitmap, and when the share of documents passing it is below the
- * approximate threshold (5%) exact search over those documents is cheaper
+ * approximate threshold (approximate-threshold, 5% unless the profile or
+ * the query says otherwise) exact search over those documents is cheaper
  * and exact; otherwise the graph search skips the documents the filter
- * drops and explores on until it has targetHits that pass.
+ * drops and explores on until it has targetHits that pass, checking the
+ * filter before a distance when the share is below filter-first-threshold.
+ * exploration-slack widens every graph search.  The settings are resolved
+ * per query by eng_nn_tuning.
  *
  * Exact results are ordered by distance, then document id, so that ties
  * keep a stable set (ids are read only for the distance at the cut);
@@ -18,12 +22,12 @@
  * sorted by local id (query.c tests membership).
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine_int.h"
 
-#define APPROXIMATE_THRESHOLD 0.05
 #define MAX_CANDIDATES ((size_t)1 << 31)
 
 struct cand {
@@ -155,16 +159,22 @@ static int filter_bits(const struct eng_nn *r, uint64_t **bits, size_t *nwords, 
 	return 0;
 }
 
-static int approximate(const struct eng_nn *r, const uint64_t *bits, size_t nbits, uint32_t *out,
-                       size_t *nout, struct strata_error *err)
+/* The graph search; filter_first: check the filter before distances. */
+static int approximate(const struct eng_nn *r, const uint64_t *bits, size_t nbits,
+                       int filter_first, uint32_t *out, size_t *nout, struct strata_error *err)
 {
 	struct store_hit *hits = base_alloc(r->target_hits * sizeof *hits);
 	if (!hits)
 		return base_nomem(err, "nearestNeighbor");
 	uint64_t ef = (uint64_t)r->target_hits + r->explore;
-	int rc = store_hnsw_search(r->txn, r->doctype, r->field, r->query, r->ncells,
-	                           r->target_hits, ef > UINT32_MAX ? UINT32_MAX : (uint32_t)ef,
-	                           bits, nbits, hits, nout, err);
+	struct store_hnsw_params sp = {
+		.k = r->target_hits, .ef = ef > UINT32_MAX ? UINT32_MAX : (uint32_t)ef,
+		.filter = bits, .nbits = nbits, .slack = r->tune[RANK_NN_EXPLORATION_SLACK],
+		.filter_first = filter_first,
+		.exploration = r->tune[RANK_NN_FILTER_FIRST_EXPLORATION],
+	};
+	int rc = store_hnsw_search_with(r->txn, r->doctype, r->field, r->query, r->ncells, &sp,
+	                                hits, nout, err);
 	for (size_t i = 0; !rc && i < *nout; i++)
 		out[i] = hits[i].lid;
 	base_free(hits, r->target_hits * sizeof *hits);
@@ -189,17 +199,19 @@ int eng_nn_set(const struct eng_nn *r, uint32_t **set, size_t *n, struct strata_
 	if (!r->approximate || !r->graph) {
 		rc = exact(&rk, NULL, 0, out, &got, err);
 	} else if (!r->filter) {
-		rc = approximate(&rk, NULL, 0, out, &got, err);
+		rc = approximate(&rk, NULL, 0, 0, out, &got, err);
 	} else {
 		uint64_t *bits, pass, all;
 		size_t nwords;
 		rc = filter_bits(&rk, &bits, &nwords, &pass, &all, err);
+		double ratio = all ? (double)pass / (double)all : 0;
 		if (!rc && pass == 0)
 			got = 0;
-		else if (!rc && (double)pass < APPROXIMATE_THRESHOLD * (double)all)
+		else if (!rc && ratio < r->tune[RANK_NN_APPROXIMATE_THRESHOLD])
 			rc = exact(&rk, bits, nwords * 64, out, &got, err);
 		else if (!rc)
-			rc = approximate(&rk, bits, nwords * 64, out, &got, err);
+			rc = approximate(&rk, bits, nwords * 64,
+			                 ratio < r->tune[RANK_NN_FILTER_FIRST_THRESHOLD], out, &got, err);
 		base_free(bits, nwords * sizeof *bits);
 	}
 	if (rc || got == 0) {
@@ -217,5 +229,45 @@ int eng_nn_set(const struct eng_nn *r, uint32_t **set, size_t *n, struct strata_
 	}
 	*set = out;
 	*n = got;
+	return 0;
+}
+
+/* The request's value of ranking.matching.<name>: NULL when not given. */
+static const json_t *matching_param(const json_t *req, const char *name)
+{
+	char key[96];
+	snprintf(key, sizeof key, "ranking.matching.%s", name);
+	const json_t *v = json_object_get(req, key);
+	if (v)
+		return v;
+	const json_t *m = json_object_get(json_object_get(req, "ranking"), "matching");
+	return json_is_object(m) ? json_object_get(m, name) : NULL;
+}
+
+int eng_nn_tuning(const struct rank_profile *prof, const json_t *req, double *tune,
+                  struct strata_error *err)
+{
+	for (int i = 0; i < RANK_NN_NSETTINGS; i++) {
+		const struct rank_nn_setting_info *s = rank_nn_setting_info(i);
+		const json_t *v = req ? matching_param(req, s->query_name) : NULL;
+		double x = rank_profile_nn_setting(prof, i);
+		if (v && json_is_string(v)) { /* the form a URL's parameters take */
+			char *end;
+			x = strtod(json_string_value(v), &end);
+			if (end == json_string_value(v) || *end)
+				x = NAN;
+		} else if (v) {
+			x = json_is_number(v) ? json_number_value(v) : NAN;
+		}
+		if (!(x >= s->lo && x <= s->hi) && isinf(s->hi))
+			return base_err(err, STRATA_INVALID_ARGUMENT,
+			                "ranking.matching.%s must be a number of %g or more", s->query_name,
+			                s->lo);
+		if (!(x >= s->lo && x <= s->hi))
+			return base_err(err, STRATA_INVALID_ARGUMENT,
+			                "ranking.matching.%s must be a number from %g to %g", s->query_name,
+			                s->lo, s->hi);
+		tune[i] = x;
+	}
 	return 0;
 }

@@ -545,7 +545,7 @@ static int nn_set(struct qstate *qs, struct dtstate *ds, struct yql_node *nn)
 		.graph = ds->dt->fields[nn->fidx].hnsw_metric != 0,
 		.approximate = nn->approximate,
 		.target_hits = (uint32_t)nn->target_hits, .explore = (uint32_t)nn->explore,
-		.filter = filtered ? nn_filter : NULL, .distance = nn_distance, .ud = ds,
+		.tune = ds->nn_tune, .filter = filtered ? nn_filter : NULL, .distance = nn_distance, .ud = ds,
 	};
 	r.query = rank_query_nn_cells(ds->rq, &r.ncells);
 	return eng_nn_set(&r, &ds->nn, &ds->nnn, qs->err);
@@ -1157,6 +1157,8 @@ static int run(struct qstate *qs, const json_t *req, char **result)
 		if (!ds->prof)
 			return base_err(err, STRATA_NOT_FOUND,
 			                "rank profile '%s' not found in schema '%s'", pname, ds->dt->name);
+		if ((rc = eng_nn_tuning(ds->prof, req, ds->nn_tune, err)) != 0)
+			return rc;
 		if (ds->dt->nfields > maxf)
 			maxf = ds->dt->nfields;
 	}

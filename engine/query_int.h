@@ -19,6 +19,7 @@ struct dtstate {
 	struct eng_same *same;    /* contains sameElement (samematch.c) */
 	struct eng_wandset *wand; /* the matches of each weakAnd (wand.c) */
 	const struct rank_summary_class *summary; /* presentation.summary, or NULL */
+	double nn_tune[RANK_NN_NSETTINGS]; /* the search's tuning (eng_nn_tuning) */
 	uint32_t *nn;        /* sorted lids of the nearestNeighbor set */
 	size_t nnn;
 	int has_nn;

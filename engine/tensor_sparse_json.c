@@ -658,3 +658,32 @@ const struct rank_sparse *eng_sparse_from_text(const struct rank_field *rf, cons
 	eng_sparse_free(&sp);
 	return r && lab && c ? r : NULL;
 }
+
+int eng_multivec_decode(const void *field, const char *s, size_t n, struct base_arena *a,
+                        const double **cells, size_t *nvec)
+{
+	const struct rank_field *rf = field;
+	json_error_t je;
+	int oom;
+	*cells = NULL;
+	*nvec = 0;
+	json_t *j = eng_json_parse(s, n, 0, &je, &oom);
+	if (!j)
+		return oom ? STRATA_NOMEM : STRATA_CORRUPT;
+	struct eng_ttype t = { rf->cell, rf->rank, rf->dims, (const char *const *)rf->dim_names };
+	struct eng_sparse sp;
+	int rc = eng_sparse_from_json(j, &t, &sp, "stored value", NULL);
+	json_decref(j);
+	if (rc)
+		return rc == STRATA_NOMEM ? rc : STRATA_CORRUPT;
+	size_t nc = sp.nblocks * sp.sub;
+	double *c = base_arena_alloc(a, (nc ? nc : 1) * sizeof *c, 8);
+	if (c) {
+		for (size_t i = 0; i < nc; i++)
+			c[i] = rounded(rf->cell, sp.cells[i]);
+		*cells = c;
+		*nvec = sp.nblocks;
+	}
+	eng_sparse_free(&sp);
+	return c ? 0 : STRATA_NOMEM;
+}

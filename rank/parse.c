@@ -20,11 +20,15 @@
  * locale); raw-as-base64-in-summary: true (raw fields show as base64,
  * Vespa's default; false is refused), a uri field's type (a string here),
  * and a predicate field's index arity and dense-posting-list-threshold (they
- * shape Vespa's index; predicates here are evaluated exactly), and bm25
+ * shape Vespa's index; predicates here are evaluated exactly), a
+ * rank-profile's target-hits-max-adjustment-factor (it tunes post-filtering,
+ * which nearestNeighbor never does: post-filter-threshold is refused;
+ * parse_hnsw.c), and bm25
  * rank properties of a name that is no field with a text index (props.c;
  * the loader's notice says so at deploy), and index (HNSW) on a tensor that
- * is not of one indexed dimension (no graph is built; nearestNeighbor on a
- * multi-vector field, tensor(p{},x[n]), is exact).  The field
+ * is neither of one indexed dimension nor a multi-vector field,
+ * tensor(p{},x[n]) (no graph is built; nearestNeighbor on it is exact or
+ * refused).  The field
  * types byte, uri, raw, reference and predicate and the import field item
  * are parsed by types.c.  The document part of the language (collection and
  * struct types, summaries) is parsed by fields.c, indexing statements by

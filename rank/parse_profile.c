@@ -815,8 +815,7 @@ static const char *const ignored_profile_settings[] = {
 
 static const char *const unsupported_profile_settings[] = {
 	"match-phase", "diversity", "mutate", "strict", "rank", "rank-type",
-	"weakand", "significance", "filter-threshold", "approximate-threshold",
-	"post-filter-threshold", "target-hits-max-adjustment-factor", "rank-features",
+	"weakand", "significance", "filter-threshold", "post-filter-threshold", "rank-features",
 	"ignore-default-rank-features", "constant", "macro", "second-phase-rerank-count",
 	"global-phase-rerank-count", "normalizer", "input", NULL,
 };
@@ -1004,7 +1003,8 @@ static int profile_item(const struct rank_tok *t)
 		"rank-properties", "constants", "match-features", "summary-features", "onnx-model",
 		NULL,
 	};
-	return rank_parser_name_in(t, items) || rank_parser_name_in(t, ignored_profile_settings) ||
+	return rank_parser_name_in(t, items) || rank_nn_setting_of(t) >= 0 ||
+	       rank_parser_name_in(t, ignored_profile_settings) ||
 	       rank_parser_name_in(t, unsupported_profile_settings) || (t->kind == RT_NAME && t->nl_before);
 }
 
@@ -1052,6 +1052,8 @@ static int profile_items(struct rank_parser *p, struct rank_profile_decl *pr,
 			rc = features(p, &t, &pr->summary_features, &pr->nsummary_features);
 		} else if (rank_tok_is(&t, "onnx-model")) {
 			rc = rank_parse_model(p, &pr->models, &pr->nmodels);
+		} else if (rank_nn_setting_of(&t) >= 0) {
+			rc = rank_parse_nn_setting(p, &t, pr);
 		} else if (rank_parser_name_in(&t, ignored_profile_settings)) {
 			rc = rank_parser_skip_setting(p);
 		} else if (rank_parser_name_in(&t, unsupported_profile_settings)) {

@@ -88,6 +88,13 @@ int rank_profile_phase_drop_limit(const struct rank_profile *p, int phase, doubl
 	return has;
 }
 
+double rank_profile_nn_setting(const struct rank_profile *p, int which)
+{
+	if (p->decl->nn_given >> which & 1)
+		return p->decl->nn[which];
+	return rank_nn_setting_info(which)->def;
+}
+
 int rank_profile_drop_limit(const struct rank_profile *p, double *limit)
 {
 	if (!p->decl->has_drop_limit)

@@ -404,6 +404,33 @@ int rank_profile_drop_limit(const struct rank_profile *p, double *limit);
  * dropped. */
 int rank_profile_phase_drop_limit(const struct rank_profile *p, int phase, double *limit);
 
+/* The tuning of approximate nearestNeighbor search, set in a rank profile
+ * (Vespa's settings of the names below) and overridden by a query
+ * (ranking.matching.<query name>). */
+enum rank_nn_setting {
+	RANK_NN_APPROXIMATE_THRESHOLD,    /* approximate-threshold: with a filter passing a
+	                                     smaller share of the documents, search exactly */
+	RANK_NN_FILTER_FIRST_THRESHOLD,   /* filter-first-threshold: below it, the graph
+	                                     search checks the filter before a distance */
+	RANK_NN_FILTER_FIRST_EXPLORATION, /* filter-first-exploration: how far that search
+	                                     looks past documents the filter drops */
+	RANK_NN_EXPLORATION_SLACK,        /* exploration-slack: the search goes on while a
+	                                     candidate is within (1 + slack) of the worst kept */
+	RANK_NN_TARGET_HITS_MAX_ADJUSTMENT_FACTOR, /* target-hits-max-adjustment-factor: of
+	                                     post-filtering, which Strata never does */
+	RANK_NN_NSETTINGS
+};
+struct rank_nn_setting_info {
+	const char *name;       /* in a rank profile */
+	const char *query_name; /* in a query, after "ranking.matching." */
+	double lo, hi, def;     /* the range allowed (hi may be infinite), the default */
+};
+/* The names, range and default of setting which (0 <= which < RANK_NN_NSETTINGS). */
+const struct rank_nn_setting_info *rank_nn_setting_info(int which);
+/* The profile's value of setting which (its default when the profile and
+ * those it inherits leave it unset). */
+double rank_profile_nn_setting(const struct rank_profile *p, int which);
+
 /* Declared query inputs of a profile: name (as in query(name)), shape (rank 0
  * for a number; a mapped dimension, x{}, has size -1), and the number of
  * cells (of one dense subspace when there are mapped dimensions). */

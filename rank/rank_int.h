@@ -188,6 +188,8 @@ struct rank_profile_decl {
 	int rerank_count;               /* -1 when not set */
 	struct rank_ast *global_phase;
 	int global_rerank_count;        /* -1 when not set */
+	unsigned nn_given;              /* bit i: nn[i] set (enum rank_nn_setting) */
+	double nn[RANK_NN_NSETTINGS];
 	int nmatch_features, nsummary_features;
 	struct rank_ast **match_features;   /* each with text = the feature's name */
 	struct rank_ast **summary_features;

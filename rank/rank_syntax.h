@@ -173,6 +173,12 @@ int rank_text_setting_is(const struct rank_tok *kw);
 /* parse_hnsw.c: index { hnsw { ... } } (or index: hnsw) of a tensor field,
  * kw being "index". */
 int rank_parse_tensor_index(struct rank_parser *p, struct rank_field *f, const struct rank_tok *kw);
+/* parse_hnsw.c: the nearestNeighbor settings of a rank profile
+ * (approximate-threshold, ...): which one t names (enum rank_nn_setting),
+ * or -1; after such a t, its ": number" into pr. */
+int rank_nn_setting_of(const struct rank_tok *t);
+int rank_parse_nn_setting(struct rank_parser *p, const struct rank_tok *t,
+                          struct rank_profile_decl *pr);
 int rank_parse_text_setting(struct rank_parser *p, struct rank_field *f, const struct rank_tok *kw);
 int rank_parse_fieldset(struct rank_parser *p);
 int rank_parse_schema_stemming(struct rank_parser *p, const struct rank_tok *kw);

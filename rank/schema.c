@@ -568,6 +568,11 @@ static int inherit_phases(struct rank_profile_decl *p, const struct rank_profile
 		p->has_drop3 = 1;
 		p->drop3 = parent->drop3;
 	}
+	for (int i = 0; i < RANK_NN_NSETTINGS; i++)
+		if (!(own->nn_given >> i & 1) && (parent->nn_given >> i & 1)) {
+			p->nn_given |= 1u << i;
+			p->nn[i] = parent->nn[i];
+		}
 	if (inherit_asts(&p->match_features, &p->nmatch_features, own->nmatch_features,
 	                 parent->match_features, parent->nmatch_features) ||
 	    inherit_asts(&p->summary_features, &p->nsummary_features, own->nsummary_features,

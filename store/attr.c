@@ -17,14 +17,40 @@
  * LMDB never reuses pages freed in the running transaction, and nothing
  * writes over a page the transaction can see).
  *
+ * A multi-vector field's graph keeps its vectors in such a column too,
+ * indexed by node id instead of local id (hnsw_multi.c).
+ *
  * Invariants: a cell whose presence bit is clear is all zero bytes; a
- * column holds values only for local ids already handed out.  Debug builds
+ * column holds values only for local ids already handed out (node ids
+ * for a graph's vectors).  Debug builds
  * check both at every column write.
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "store_int.h"
+
+/* Blocks are larger than two pages, so LMDB stores them on overflow pages,
+ * which are page aligned: cells start 16 bytes into a page plus the
+ * bitmap padding. */
+void store_col_geometry(struct sfield *f, unsigned psize, int new_field)
+{
+	if (new_field) {
+		size_t target = STORE_BLOCK_TARGET;
+		if (target < 2 * (size_t)psize)
+			target = 2 * (size_t)psize;
+		size_t per = (target + f->cell_bytes - 1) / f->cell_bytes;
+		uint32_t shift = 0;
+		while (((size_t)1 << shift) < per)
+			shift++;
+		f->block_shift = shift;
+	}
+	size_t docs = (size_t)1 << f->block_shift;
+	size_t bm = (docs + 7) / 8;
+	f->bitmap_bytes = (uint32_t)((bm + STORE_BITMAP_ALIGN - 1) / STORE_BITMAP_ALIGN *
+	                             STORE_BITMAP_ALIGN);
+	f->block_bytes = f->bitmap_bytes + docs * f->cell_bytes;
+}
 
 static size_t col_key(int column, uint32_t block)
 {
@@ -158,7 +184,7 @@ int store_col_write(struct store_txn *txn, struct doctype *dt, int sf, uint32_t 
 	size_t key = col_key(sf, block);
 	MDB_val k = {sizeof key, &key}, v;
 	const uint8_t *old = NULL;
-	BASE_DEBUG_ASSERT(lid_handed_out(txn, dt, lid));
+	BASE_DEBUG_ASSERT(f->multi || lid_handed_out(txn, dt, lid)); /* multi: node ids */
 	int rc = mdb_get(txn->txn, dt->cols, &k, &v);
 	if (rc == MDB_NOTFOUND) {
 		if (!cell)

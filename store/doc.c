@@ -773,6 +773,40 @@ const char *store_docid(struct store_txn *txn, int doctype, uint32_t lid)
 	return rec_open(dt, lid, &v, &id, &len, &it, NULL) ? NULL : id;
 }
 
+/* lid's record, opened: 0, MDB_NOTFOUND (no such document; err
+ * untouched), or an error. */
+static int rec_load(struct store_txn *txn, const struct doctype *dt, uint32_t lid,
+                    struct rec_iter *it, struct strata_error *err)
+{
+	MDB_val k = {sizeof lid, &lid}, v;
+	int rc = mdb_get(txn->txn, dt->docs, &k, &v);
+	if (rc)
+		return rc == MDB_NOTFOUND ? rc : store_mdb_err(err, rc, "reading a document");
+	const char *id;
+	size_t idlen;
+	return rec_open(dt, lid, &v, &id, &idlen, it, err);
+}
+
+int store_doc_bytes(struct store_txn *txn, const struct doctype *dt, uint32_t lid, int sf,
+                    const char **s, size_t *n, struct strata_error *err)
+{
+	*s = NULL;
+	*n = 0;
+	struct rec_iter it;
+	struct rec_entry e;
+	int rc = rec_load(txn, dt, lid, &it, err);
+	if (rc)
+		return rc == MDB_NOTFOUND ? 0 : rc;
+	while ((rc = rec_next(dt, lid, &it, &e, err)) == 1) {
+		if (e.field != sf)
+			continue;
+		*s = (const char *)e.payload;
+		*n = e.len;
+		return 0;
+	}
+	return rc;
+}
+
 /* Tensor payloads keep their record alignment; when LMDB handed the record
  * out at an address that breaks the cell alignment, copy it to the txn's
  * arena so the view can be read as cells. */
@@ -800,18 +834,13 @@ int store_get(struct store_txn *txn, int doctype, uint32_t lid, struct store_val
 	struct doctype *dt = txn->env->types[doctype];
 	if (dt->nuser && !values)
 		return base_err(err, STRATA_INVALID_ARGUMENT, "no values array given");
-	MDB_val k = {sizeof lid, &lid}, v;
-	if ((rc = mdb_get(txn->txn, dt->docs, &k, &v)) != 0)
-		return rc == MDB_NOTFOUND
-		               ? base_err(err, STRATA_NOT_FOUND, "no document with local id %u", lid)
-		               : store_mdb_err(err, rc, "reading a document");
 	memset(values, 0, (size_t)dt->nuser * sizeof *values);
-	const char *id;
-	size_t idlen;
 	struct rec_iter it;
 	struct rec_entry e;
-	if ((rc = rec_open(dt, lid, &v, &id, &idlen, &it, err)) != 0)
-		return rc;
+	if ((rc = rec_load(txn, dt, lid, &it, err)) != 0)
+		return rc == MDB_NOTFOUND
+		               ? base_err(err, STRATA_NOT_FOUND, "no document with local id %u", lid)
+		               : rc;
 	while ((rc = rec_next(dt, lid, &it, &e, err)) == 1) {
 		const struct sfield *f = &dt->stored[e.field];
 		if (f->user < 0)

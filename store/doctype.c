@@ -56,10 +56,8 @@ const char *store_type_desc(const struct sfield *f, char *buf, size_t n)
 	return buf;
 }
 
-/* Fill the derived members of f.  block_shift is kept when already set (a
- * recorded field); a new column gets blocks whose value is larger than two
- * pages, so LMDB stores it on overflow pages, which are page aligned: cells
- * start 16 bytes into a page plus the bitmap padding. */
+/* Fill the derived members of f.  A column's block_shift is kept when
+ * already set (a recorded field), else chosen (store_col_geometry). */
 static void derive(struct sfield *f, unsigned psize, int new_field)
 {
 	f->ncells = 0;
@@ -73,23 +71,8 @@ static void derive(struct sfield *f, unsigned psize, int new_field)
 		f->cell_bytes = scalar_bytes(f->type);
 	}
 	f->column = f->attribute && !STORE_IS_BYTES(f->type);
-	if (!f->column)
-		return;
-	if (new_field) {
-		size_t target = STORE_BLOCK_TARGET;
-		if (target < 2 * (size_t)psize)
-			target = 2 * (size_t)psize;
-		size_t per = (target + f->cell_bytes - 1) / f->cell_bytes;
-		uint32_t shift = 0;
-		while (((size_t)1 << shift) < per)
-			shift++;
-		f->block_shift = shift;
-	}
-	size_t docs = (size_t)1 << f->block_shift;
-	size_t bm = (docs + 7) / 8;
-	f->bitmap_bytes = (uint32_t)((bm + STORE_BITMAP_ALIGN - 1) / STORE_BITMAP_ALIGN *
-	                             STORE_BITMAP_ALIGN);
-	f->block_bytes = f->bitmap_bytes + docs * f->cell_bytes;
+	if (f->column)
+		store_col_geometry(f, psize, new_field);
 }
 
 static int name_ok(const char *s, int doctype)
@@ -189,7 +172,8 @@ static void layout_encode(const struct doctype *dt, uint8_t *out)
 		put_bytes(&p, &len, 2);
 		put_bytes(&p, f->name, len);
 		put_bytes(&p, b, 4);
-		put_bytes(&p, &f->block_shift, 4);
+		uint32_t shift = f->column ? f->block_shift : 0; /* a graph's vectors: derived */
+		put_bytes(&p, &shift, 4);
 		put_bytes(&p, f->dims, 8 * (size_t)f->rank);
 	}
 }
@@ -345,6 +329,12 @@ static int merge_fields(struct doctype *dt, const struct store_doctype *udt, uns
 		dt->stored[j].hnsw_metric = uf->hnsw_metric;
 		dt->stored[j].hnsw_m = uf->hnsw_m;
 		dt->stored[j].hnsw_ef = uf->hnsw_ef;
+		dt->stored[j].multi = uf->type == STORE_T_JSON && uf->hnsw_metric && uf->vec_decode;
+		dt->stored[j].vec_cell = uf->vec_cell;
+		dt->stored[j].vec_decode = uf->vec_decode;
+		dt->stored[j].vec_ud = uf->vec_ud;
+		if (dt->stored[j].multi)
+			dt->stored[j].ncells = (uint64_t)uf->vec_size;
 	}
 	return 0;
 }
@@ -399,6 +389,7 @@ int store_doctype_add(struct store_env *env, const struct store_doctype *udt, in
 		base_free(dt, sizeof *dt);
 		return base_nomem(err, "document type '%s'", udt->name);
 	}
+	dt->doc_bytes = store_doc_bytes;
 	char key[STORE_MAX_NAME + 8];
 	snprintf(key, sizeof key, "t/%s", udt->name);
 	MDB_val k = {strlen(key), key}, v;

@@ -10,6 +10,12 @@
  * its level, so a neighbour list is found by arithmetic.  LMDB aligns
  * values on 2 bytes only, so words are read with memcpy.
  *
+ * A search may explore further than the paper's (store_hnsw_params): with
+ * slack it follows candidates somewhat beyond the worst kept (Vespa's
+ * adaptive beam search), and filter-first it computes distances only to
+ * nodes the filter passes, found up to three hops away (ACORN-1, as Vespa's
+ * filter-first-threshold does).
+ *
  * Writes (hnsw_write.c) follow Malkov and Yashunin: an insert descends
  * greedily to the node's level, then on each level below keeps the best ef
  * candidates (search_layer) and links to M of them chosen by the
@@ -67,18 +73,27 @@ void hnsw_node_key(const struct hnsw_graph *g, uint32_t lid, uint8_t key[6])
 	key[5] = (uint8_t)lid;
 }
 
+int hnsw_db_get(struct hnsw_graph *g, const void *key, size_t klen, MDB_val *v)
+{
+	MDB_val k = {klen, (void *)key};
+	int rc = mdb_get(g->txn, g->dt->hnsw, &k, v);
+	if (rc == MDB_NOTFOUND) {
+		*v = (MDB_val){0, NULL};
+		return 0;
+	}
+	return rc ? store_mdb_err(g->err, rc, "reading the nearest-neighbour graph") : 0;
+}
+
 int hnsw_node_get(struct hnsw_graph *g, uint32_t lid, const void **rec, uint32_t *level)
 {
 	uint8_t key[6];
 	hnsw_node_key(g, lid, key);
-	MDB_val k = {sizeof key, key}, v;
-	int rc = mdb_get(g->txn, g->dt->hnsw, &k, &v);
+	MDB_val v;
+	int rc = hnsw_db_get(g, key, sizeof key, &v);
 	*rec = NULL;
 	*level = 0;
-	if (rc == MDB_NOTFOUND)
-		return 0;
-	if (rc)
-		return store_mdb_err(g->err, rc, "reading the nearest-neighbour graph");
+	if (rc || !v.mv_data)
+		return rc;
 	uint32_t lv = v.mv_size >= 4 ? hnsw_rd(v.mv_data, 0) : 0;
 	if (v.mv_size < 4 || lv > HNSW_MAX_LEVEL || v.mv_size != hnsw_rec_words(g, lv) * 4)
 		return base_err(g->err, STRATA_CORRUPT,
@@ -92,13 +107,11 @@ int hnsw_node_get(struct hnsw_graph *g, uint32_t lid, const void **rec, uint32_t
 int hnsw_head_get(struct hnsw_graph *g, struct hnsw_head *h)
 {
 	uint8_t key[2] = {(uint8_t)(g->sf >> 8), (uint8_t)g->sf};
-	MDB_val k = {sizeof key, key}, v;
-	int rc = mdb_get(g->txn, g->dt->hnsw, &k, &v);
+	MDB_val v;
+	int rc = hnsw_db_get(g, key, sizeof key, &v);
 	memset(h, 0, sizeof *h);
-	if (rc == MDB_NOTFOUND)
-		return 0;
-	if (rc)
-		return store_mdb_err(g->err, rc, "reading the nearest-neighbour graph");
+	if (rc || !v.mv_data)
+		return rc;
 	if (v.mv_size != sizeof *h)
 		return base_err(g->err, STRATA_CORRUPT,
 		                "document type '%s', field '%s': the graph's head is malformed",
@@ -274,15 +287,14 @@ static uint32_t mix(uint32_t x)
 	return x ^ (x >> 16);
 }
 
-static void visited_clear(struct hnsw_scratch *s)
+void hnsw_visited_clear(struct hnsw_scratch *s)
 {
 	if (s->vused)
 		memset(s->vkeys, 0, s->vcap * sizeof *s->vkeys);
 	s->vused = 0;
 }
 
-/* Mark lid visited: 1 when it was not yet, 0 when it was, or an error. */
-static int visit(struct hnsw_graph *g, uint32_t lid)
+int hnsw_visit(struct hnsw_graph *g, uint32_t lid)
 {
 	struct hnsw_scratch *s = g->s;
 	if ((s->vused + 1) * 2 > s->vcap) {
@@ -325,15 +337,27 @@ void hnsw_scratch_release(struct hnsw_scratch *s)
 	base_free(s->rec2, s->rec2cap * sizeof *s->rec2);
 	base_free(s->old, s->oldcap * sizeof *s->old);
 	base_free(s->lists, s->lcap * sizeof *s->lists);
+	base_free(s->hood, s->hcap * sizeof *s->hood);
+	base_free(s->found, s->fcap * sizeof *s->found);
 	base_free(s->vptr, s->vpcap * sizeof *s->vptr);
 	base_free(s->blocks, HNSW_BLOCK_CACHE * sizeof *s->blocks);
 	memset(s, 0, sizeof *s);
 }
 
-static int passes(const struct hnsw_graph *g, uint32_t lid)
+uint32_t hnsw_node_doc(struct hnsw_graph *g, uint32_t node)
+{
+	const uint8_t *v = hnsw_vec(g, node);
+	uint32_t lid = UINT32_MAX;
+	if (v)
+		memcpy(&lid, v + g->lid_off, 4);
+	return lid;
+}
+
+static int passes(struct hnsw_graph *g, uint32_t node)
 {
 	if (!g->filter)
 		return 1;
+	uint32_t lid = g->multi ? hnsw_node_doc(g, node) : node;
 	return lid < g->nbits && (g->filter[lid >> 6] >> (lid & 63)) & 1;
 }
 
@@ -363,42 +387,127 @@ int hnsw_greedy(struct hnsw_graph *g, const void *q, struct hnsw_cand *ep, uint3
 	return 0;
 }
 
+/* The distance up to which a search follows candidates when the worst of
+ * those it keeps is at worst (exploration slack). */
+static double beyond(const struct hnsw_graph *g, double worst)
+{
+	return worst + g->slack * fabs(worst);
+}
+
+/* Mark node's unvisited neighbours on level visited and append them to
+ * ids (*n of them). */
+static int unvisited(struct hnsw_graph *g, uint32_t node, uint32_t level, uint32_t *ids,
+                     uint32_t *n, size_t max)
+{
+	const void *rec;
+	uint32_t lv;
+	int rc = hnsw_node_get(g, node, &rec, &lv);
+	if (rc || !rec || level > lv)
+		return rc;
+	size_t off = hnsw_list_off(g, level);
+	uint32_t cnt = hnsw_rd(rec, off);
+	for (uint32_t i = 0; i < cnt && i < hnsw_cap(g, level) && *n < max; i++) {
+		uint32_t nb = hnsw_rd(rec, off + 1 + i);
+		if ((rc = hnsw_visit(g, nb)) < 0)
+			return rc;
+		if (rc)
+			ids[(*n)++] = nb;
+	}
+	return 0;
+}
+
+/* Filter-first: the nodes the filter passes among node's neighbours on
+ * level, and theirs (two hops; three where few nodes lie within two), up
+ * to the level's list length; when none does, node's own neighbours.
+ * Every node reached is marked visited, as its filter bit is then known. */
+static int filtered_hood(struct hnsw_graph *g, uint32_t node, uint32_t level, uint32_t *ids,
+                         uint32_t *n)
+{
+	struct hnsw_scratch *s = g->s;
+	uint32_t cap = hnsw_cap(g, level);
+	size_t head = 0, tail = 1;
+	int rc;
+	*n = 0;
+	if ((rc = hnsw_reserve(g, (void **)&s->hood, &s->hcap, 1, sizeof *s->hood)) != 0)
+		return rc;
+	s->hood[0] = node;
+	if ((rc = hnsw_reserve(g, (void **)&s->found, &s->fcap, cap, sizeof *s->found)) != 0)
+		return rc;
+	uint32_t spare = 0; /* one-hop neighbours first seen here that the filter drops */
+	for (int hop = 0; hop < 3 && *n < cap; hop++) {
+		if (hop == 2 && (double)(tail - head) >= g->exploration * cap * cap)
+			break;
+		size_t end = tail;
+		for (; head < end && *n < cap; head++) {
+			const void *rec;
+			uint32_t lv;
+			if ((rc = hnsw_node_get(g, s->hood[head], &rec, &lv)) != 0)
+				return rc;
+			if (!rec || level > lv)
+				continue;
+			size_t off = hnsw_list_off(g, level);
+			uint32_t cnt = hnsw_rd(rec, off);
+			if ((rc = hnsw_reserve(g, (void **)&s->hood, &s->hcap, tail + cnt,
+			                       sizeof *s->hood)) != 0)
+				return rc;
+			for (uint32_t i = 0; i < cnt && i < cap && *n < cap; i++) {
+				uint32_t nb = hnsw_rd(rec, off + 1 + i);
+				s->hood[tail++] = nb; /* reached again: still a way on */
+				if ((rc = hnsw_visit(g, nb)) < 0)
+					return rc;
+				if (rc && passes(g, nb))
+					ids[(*n)++] = nb;
+				else if (rc && hop == 0)
+					s->found[spare++] = nb;
+			}
+		}
+	}
+	/* None passes within reach: the search goes on through the new plain
+	 * neighbours (candidates, never results) rather than stop here. */
+	if (*n == 0) {
+		memcpy(ids, s->found, spare * sizeof *ids);
+		*n = spare;
+	}
+	return 0;
+}
+
+/* The nodes whose distances the search computes next, from node on
+ * level. */
+static int neighbours(struct hnsw_graph *g, uint32_t node, uint32_t level, uint32_t *ids,
+                      uint32_t *n)
+{
+	*n = 0;
+	if (g->filter_first && g->filter)
+		return filtered_hood(g, node, level, ids, n);
+	return unvisited(g, node, level, ids, n, 2 * HNSW_MAX_M);
+}
+
 int hnsw_search_layer(struct hnsw_graph *g, const void *q, struct hnsw_cand ep, uint32_t ef,
                       uint32_t level)
 {
 	struct hnsw_scratch *s = g->s;
 	size_t nc = 0;
 	int rc;
-	visited_clear(s);
+	hnsw_visited_clear(s);
 	s->nres = 0;
-	if ((rc = visit(g, ep.lid)) < 0 ||
+	if ((rc = hnsw_visit(g, ep.lid)) < 0 ||
 	    (rc = heap_push(g, &s->cand, &s->ccap, &nc, ep, 0)) != 0)
 		return rc;
 	if (passes(g, ep.lid) && (rc = heap_push(g, &s->res, &s->rcap, &s->nres, ep, 1)) != 0)
 		return rc;
 	while (nc) {
 		struct hnsw_cand c = heap_pop(s->cand, &nc, 0);
-		if (s->nres >= ef && c.d > s->res[0].d)
+		if (s->nres >= ef && c.d > beyond(g, s->res[0].d))
 			break;
-		const void *rec;
-		uint32_t lv;
-		if ((rc = hnsw_node_get(g, c.lid, &rec, &lv)) != 0)
-			return rc;
-		if (!rec || level > lv)
-			continue;
 		/* The unvisited neighbours' vectors first, fetched into the cache
 		 * while the next are looked up; then their distances. */
-		size_t off = hnsw_list_off(g, level);
-		uint32_t cnt = hnsw_rd(rec, off), m = 0;
+		uint32_t n = 0, m = 0;
 		uint32_t ids[2 * HNSW_MAX_M];
 		const void *vecs[2 * HNSW_MAX_M];
-		for (uint32_t i = 0; i < cnt && i < hnsw_cap(g, level); i++) {
-			uint32_t nb = hnsw_rd(rec, off + 1 + i);
-			if ((rc = visit(g, nb)) <= 0) {
-				if (rc < 0)
-					return rc;
-				continue;
-			}
+		if ((rc = neighbours(g, c.lid, level, ids, &n)) != 0)
+			return rc;
+		for (uint32_t i = 0; i < n; i++) {
+			uint32_t nb = ids[i];
 			const void *v = s->blocks ? linked_vec(g, nb) : hnsw_vec(g, nb);
 			if (!v)
 				continue;
@@ -409,12 +518,13 @@ int hnsw_search_layer(struct hnsw_graph *g, const void *q, struct hnsw_cand ep, 
 		}
 		for (uint32_t i = 0; i < m; i++) {
 			double d = hnsw_pair(g, q, vecs[i]);
-			if (s->nres >= ef && d >= s->res[0].d)
+			int full = s->nres >= ef;
+			if (full && d >= beyond(g, s->res[0].d))
 				continue;
 			struct hnsw_cand e = {d, ids[i]};
 			if ((rc = heap_push(g, &s->cand, &s->ccap, &nc, e, 0)) != 0)
 				return rc;
-			if (!passes(g, ids[i]))
+			if ((full && d >= s->res[0].d) || !passes(g, ids[i]))
 				continue;
 			if ((rc = heap_push(g, &s->res, &s->rcap, &s->nres, e, 1)) != 0)
 				return rc;
@@ -449,6 +559,10 @@ int hnsw_graph_init(struct hnsw_graph *g, struct store_txn *txn, struct doctype 
 	g->cap0 = 2 * g->m;
 	g->efc = (uint32_t)g->f->hnsw_ef;
 	g->n = g->f->ncells;
+	g->multi = g->f->multi;
+	g->cell = g->multi ? g->f->vec_cell : g->f->cell;
+	g->vbytes = (uint32_t)(g->n * base_dtype_size(g->cell));
+	g->lid_off = (g->vbytes + 3) & ~3u;
 	g->s = s;
 	g->err = err;
 	if (s && !s->blocks) { /* without it (no memory) vectors are looked up each time */
@@ -465,100 +579,24 @@ int hnsw_graph_init(struct hnsw_graph *g, struct store_txn *txn, struct doctype 
 	return 0;
 }
 
-/* Convert the query to the field's cell type into s->q. */
-static int query_cells(struct hnsw_graph *g, const double *query)
+void hnsw_cells(const struct hnsw_graph *g, const double *v, void *out)
 {
-	size_t bytes = g->f->cell_bytes;
-	int rc = grow(g, (void **)&g->s->q, &g->s->qcap, bytes, 1);
-	if (rc)
-		return rc;
 	for (size_t i = 0; i < g->n; i++) {
-		double x = query[i];
-		switch (g->f->cell) {
-		case BASE_DT_FLOAT: ((float *)g->s->q)[i] = (float)x; break;
-		case BASE_DT_DOUBLE: ((double *)g->s->q)[i] = x; break;
-		case BASE_DT_BFLOAT16: ((uint16_t *)g->s->q)[i] = base_f32_to_bf16((float)x); break;
+		double x = v[i];
+		switch (g->cell) {
+		case BASE_DT_FLOAT: ((float *)out)[i] = (float)x; break;
+		case BASE_DT_DOUBLE: ((double *)out)[i] = x; break;
+		case BASE_DT_BFLOAT16: ((uint16_t *)out)[i] = base_f32_to_bf16((float)x); break;
 		case BASE_DT_INT8:
-			((int8_t *)g->s->q)[i] = !(x > -128.0) ? -128 : x > 127.0 ? 127 : (int8_t)x;
+			((int8_t *)out)[i] = !(x > -128.0) ? -128 : x > 127.0 ? 127 : (int8_t)x;
 			break;
 		}
 	}
-	return 0;
 }
 
-/* The stored field of a caller's field with a graph, or an error. */
-static int graph_field(struct store_txn *txn, int doctype, int field, int write,
-                       struct doctype **dtp, int *sfp, struct strata_error *err)
-{
-	int rc = store_txn_check(txn, write, doctype, err);
-	if (rc)
-		return rc;
-	struct doctype *dt = txn->env->types[doctype];
-	if (field < 0 || field >= dt->nuser)
-		return base_err(err, STRATA_INVALID_ARGUMENT, "no field %d in document type '%s'",
-		                field, dt->name);
-	int sf = dt->ufield[field];
-	if (!dt->stored[sf].hnsw_metric)
-		return base_err(err, STRATA_INVALID_ARGUMENT,
-		                "field '%s' of document type '%s' has no nearest-neighbour graph",
-		                dt->stored[sf].name, dt->name);
-	*dtp = dt;
-	*sfp = sf;
-	return 0;
-}
+/* ---- checking (hnsw_api.c) ---------------------------------------------------------- */
 
-int store_hnsw_search(struct store_txn *txn, int doctype, int field, const double *query,
-                      size_t n, uint32_t k, uint32_t ef, const uint64_t *filter, size_t nbits,
-                      struct store_hit *out, size_t *nout, struct strata_error *err)
-{
-	struct doctype *dt;
-	int sf;
-	*nout = 0;
-	int rc = graph_field(txn, doctype, field, 0, &dt, &sf, err);
-	if (rc)
-		return rc;
-	if (n != dt->stored[sf].ncells)
-		return base_err(err, STRATA_INVALID_ARGUMENT,
-		                "nearest-neighbour query of %zu cells on field '%s' of %llu", n,
-		                dt->stored[sf].name, (unsigned long long)dt->stored[sf].ncells);
-	struct hnsw_scratch s = {0};
-	struct hnsw_graph g;
-	hnsw_graph_init(&g, txn, dt, sf, &s, err);
-	g.filter = filter;
-	g.nbits = nbits;
-	struct hnsw_head h;
-	if (k == 0)
-		return 0;
-	if ((rc = hnsw_head_get(&g, &h)) != 0 || !h.count || (rc = query_cells(&g, query)) != 0)
-		goto out;
-	struct hnsw_cand ep = {0, h.entry};
-	if (hnsw_dist_to(&g, s.q, h.entry, &ep.d) != 0) {
-		rc = base_err(err, STRATA_CORRUPT,
-		              "document type '%s', field '%s': the graph's entry point %u has no value",
-		              dt->name, dt->stored[sf].name, h.entry);
-		goto out;
-	}
-	for (uint32_t l = h.level; l > 0; l--)
-		if ((rc = hnsw_greedy(&g, s.q, &ep, l)) != 0)
-			goto out;
-	if ((rc = hnsw_search_layer(&g, s.q, ep, ef > k ? ef : k, 0)) != 0)
-		goto out;
-	hnsw_sort_results(&s);
-	for (size_t i = 0; i < s.nres && i < k; i++) {
-		out[i].lid = s.res[i].lid;
-		out[i].distance = s.res[i].d;
-	}
-	*nout = s.nres < k ? s.nres : k;
-out:
-	hnsw_scratch_release(&s);
-	return rc;
-}
-
-/* ---- checking ------------------------------------------------------------------------- */
-
-static int check_fail(struct hnsw_graph *g, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-static int check_fail(struct hnsw_graph *g, const char *fmt, ...)
+int hnsw_check_fail(struct hnsw_graph *g, const char *fmt, ...)
 {
 	char what[160];
 	va_list ap;
@@ -567,158 +605,4 @@ static int check_fail(struct hnsw_graph *g, const char *fmt, ...)
 	va_end(ap);
 	return base_err(g->err, STRATA_CORRUPT, "document type '%s', field '%s': graph %s",
 	                g->dt->name, g->f->name, what);
-}
-
-static int check_node(struct hnsw_graph *g, uint32_t lid, const void *rec, uint32_t lv,
-                      uint32_t top)
-{
-	if (!hnsw_vec(g, lid))
-		return check_fail(g, "node %u has no document value", lid);
-	if (lv > top)
-		return check_fail(g, "node %u is above the top level %u", lid, top);
-	for (uint32_t l = 0; l <= lv; l++) {
-		size_t off = hnsw_list_off(g, l);
-		uint32_t cnt = hnsw_rd(rec, off);
-		if (cnt > hnsw_cap(g, l))
-			return check_fail(g, "node %u has too many links on level %u", lid, l);
-		for (uint32_t i = 0; i < cnt; i++) {
-			uint32_t nb = hnsw_rd(rec, off + 1 + i);
-			if (nb == lid)
-				return check_fail(g, "node %u links to itself on level %u", lid, l);
-			const void *r2;
-			uint32_t lv2;
-			int rc = hnsw_node_get(g, nb, &r2, &lv2);
-			if (rc)
-				return rc;
-			if (!r2)
-				return check_fail(g, "node %u links to %u, no node", lid, nb);
-			if (lv2 < l)
-				return check_fail(g, "node %u links on level %u to a node below it",
-				                  lid, l);
-			size_t off2 = hnsw_list_off(g, l);
-			int back = 0;
-			for (uint32_t j = 0; j < hnsw_rd(r2, off2) && !back; j++)
-				back = hnsw_rd(r2, off2 + 1 + j) == lid;
-			if (!back)
-				return check_fail(g, "node %u links to %u on level %u, not back", lid, nb,
-				                  l);
-		}
-	}
-	return 0;
-}
-
-int store_hnsw_check(struct store_txn *txn, int doctype, int field, uint64_t *nodes,
-                     struct strata_error *err)
-{
-	struct doctype *dt;
-	int sf;
-	int rc = graph_field(txn, doctype, field, 0, &dt, &sf, err);
-	if (rc)
-		return rc;
-	struct hnsw_graph g;
-	hnsw_graph_init(&g, txn, dt, sf, NULL, err);
-	struct hnsw_head h;
-	if ((rc = hnsw_head_get(&g, &h)) != 0)
-		return rc;
-	int have_head = h.count > 0;
-	/* Every document with a value is a node. */
-	uint64_t docs = 0;
-	MDB_cursor *c;
-	if ((rc = mdb_cursor_open(g.txn, dt->docs, &c)) != 0)
-		return store_mdb_err(err, rc, "checking the nearest-neighbour graph");
-	MDB_val dk, dv;
-	int drc;
-	for (drc = mdb_cursor_get(c, &dk, &dv, MDB_FIRST); drc == 0 && !rc;
-	     drc = mdb_cursor_get(c, &dk, &dv, MDB_NEXT)) {
-		uint32_t lid;
-		memcpy(&lid, dk.mv_data, sizeof lid);
-		if (!hnsw_vec(&g, lid))
-			continue;
-		const void *rec;
-		uint32_t lv;
-		docs++;
-		if ((rc = hnsw_node_get(&g, lid, &rec, &lv)) == 0 && !rec)
-			rc = check_fail(&g, "lacks document %u", lid);
-	}
-	mdb_cursor_close(c);
-	if (rc)
-		return rc;
-	if (drc != MDB_NOTFOUND)
-		return store_mdb_err(err, drc, "checking the nearest-neighbour graph");
-	/* Every node is a document with a value, with sound links. */
-	if ((rc = mdb_cursor_open(g.txn, dt->hnsw, &c)) != 0)
-		return store_mdb_err(err, rc, "checking the nearest-neighbour graph");
-	uint8_t key[6];
-	hnsw_node_key(&g, 0, key);
-	MDB_val k = {sizeof key, key}, v;
-	uint64_t count = 0;
-	uint32_t top = 0;
-	int mrc;
-	for (mrc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE); mrc == 0;
-	     mrc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
-		const uint8_t *kb = k.mv_data;
-		if (k.mv_size < 2 || kb[0] != key[0] || kb[1] != key[1])
-			break;
-		if (k.mv_size != 6)
-			continue;
-		uint32_t lid = (uint32_t)kb[2] << 24 | (uint32_t)kb[3] << 16 |
-		               (uint32_t)kb[4] << 8 | kb[5];
-		const void *rec;
-		uint32_t lv;
-		if ((rc = hnsw_node_get(&g, lid, &rec, &lv)) != 0 ||
-		    (rc = check_node(&g, lid, rec, lv, have_head ? h.level : 0)) != 0)
-			break;
-		count++;
-		top = lv > top ? lv : top;
-	}
-	mdb_cursor_close(c);
-	if (rc)
-		return rc;
-	if (mrc && mrc != MDB_NOTFOUND)
-		return store_mdb_err(err, mrc, "checking the nearest-neighbour graph");
-	if (count != docs)
-		return check_fail(&g, "has %llu nodes for %llu documents with a value",
-		                  (unsigned long long)count, (unsigned long long)docs);
-	if (count && !have_head)
-		return check_fail(&g, "has %llu nodes and no head", (unsigned long long)count);
-	if (have_head) {
-		const void *rec;
-		uint32_t lv;
-		if (h.count != count)
-			return check_fail(&g, "head counts %llu nodes, the graph has %llu",
-			                  (unsigned long long)h.count, (unsigned long long)count);
-		if ((rc = hnsw_node_get(&g, h.entry, &rec, &lv)) != 0)
-			return rc;
-		if (!rec)
-			return check_fail(&g, "entry point %u is not a node", h.entry);
-		if (lv != h.level || top != h.level)
-			return check_fail(&g, "entry point is on level %u, the top level is %u", lv, top);
-	}
-	if (nodes)
-		*nodes = count;
-	return 0;
-}
-
-uint64_t store_hnsw_bytes(struct store_txn *txn, int doctype, int field)
-{
-	struct doctype *dt;
-	int sf;
-	struct strata_error err = {0};
-	if (graph_field(txn, doctype, field, 0, &dt, &sf, &err) != 0)
-		return 0;
-	MDB_cursor *c;
-	if (mdb_cursor_open(txn->txn, dt->hnsw, &c) != 0)
-		return 0;
-	uint8_t key[2] = {(uint8_t)(sf >> 8), (uint8_t)sf};
-	MDB_val k = {sizeof key, key}, v;
-	uint64_t bytes = 0;
-	for (int mrc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE); mrc == 0;
-	     mrc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
-		const uint8_t *kb = k.mv_data;
-		if (kb[0] != key[0] || kb[1] != key[1])
-			break;
-		bytes += k.mv_size + v.mv_size;
-	}
-	mdb_cursor_close(c);
-	return bytes;
 }

@@ -1,6 +1,9 @@
 /*
- * hnsw_int.h: what the graph files share: hnsw.c (records, searching,
- * checking) and hnsw_write.c (inserting, removing, rebuilding).  The layout
+ * hnsw_int.h: what the graph files share, in layers: hnsw.c (records,
+ * distances, searching a level), hnsw_write.c (inserting and removing a
+ * node), hnsw_multi.c (the graphs of multi-vector fields), and above them
+ * hnsw_api.c (the store's search and check calls) and hnsw_sync.c
+ * (keeping graphs in line with documents and settings).  The layout
  * of the records is described in hnsw.c.
  */
 #ifndef HNSW_INT_H
@@ -45,6 +48,10 @@ struct hnsw_scratch {
 	size_t oldcap;
 	uint32_t *lists;              /* a new node's links, cap0 per level */
 	size_t lcap;
+	uint32_t *hood;               /* filter-first search: the nodes reached, then */
+	size_t hcap;                  /* those of them the filter passes */
+	uint32_t *found;
+	size_t fcap;
 	const void **vptr;            /* vectors of the chosen neighbours */
 	size_t vpcap;
 	/* Column blocks of one graph's field looked up (direct-mapped by block
@@ -73,6 +80,13 @@ struct hnsw_graph {
 	const struct sfield *f;
 	uint32_t m, cap0, efc;
 	size_t n;                     /* cells per vector */
+	int cell;                     /* their type, BASE_DT_* */
+	uint32_t vbytes;              /* bytes of a vector */
+	/* A multi-vector graph (hnsw_multi.c): node ids are not local ids; a
+	 * node's column cell holds its vector, then at lid_off its document's
+	 * local id. */
+	int multi;
+	uint32_t lid_off;
 	struct hnsw_scratch *s;
 	/* dotproduct while writing: distances between documents are euclidean
 	 * after the transformation that makes inner products a metric: each
@@ -82,6 +96,9 @@ struct hnsw_graph {
 	double max_norm2;
 	const uint64_t *filter;       /* search only: a bitmap of local ids, or NULL */
 	size_t nbits;
+	double slack;                 /* search only: struct store_hnsw_params' */
+	int filter_first;
+	double exploration;
 	struct strata_error *err;
 };
 
@@ -99,6 +116,9 @@ uint32_t hnsw_rd(const void *p, size_t i);               /* word i of a record *
 size_t hnsw_list_off(const struct hnsw_graph *g, uint32_t level); /* word of level's count */
 size_t hnsw_rec_words(const struct hnsw_graph *g, uint32_t level);
 void hnsw_node_key(const struct hnsw_graph *g, uint32_t lid, uint8_t key[6]);
+/* The value of key in the graph DB (v->mv_data NULL when there is none),
+ * valid until the next write. */
+int hnsw_db_get(struct hnsw_graph *g, const void *key, size_t klen, MDB_val *v);
 /* lid's record (*rec NULL when lid is no node), valid until the next write. */
 int hnsw_node_get(struct hnsw_graph *g, uint32_t lid, const void **rec, uint32_t *level);
 /* The head; count 0 when the graph is empty. */
@@ -123,5 +143,36 @@ int hnsw_greedy(struct hnsw_graph *g, const void *q, struct hnsw_cand *ep, uint3
 int hnsw_search_layer(struct hnsw_graph *g, const void *q, struct hnsw_cand ep, uint32_t ef,
                       uint32_t level);
 void hnsw_sort_results(struct hnsw_scratch *s);
+/* Empty s's visited set; hnsw_visit marks x: 1 when it was not yet
+ * marked, 0 when it was, or an error. */
+void hnsw_visited_clear(struct hnsw_scratch *s);
+int hnsw_visit(struct hnsw_graph *g, uint32_t x);
+/* The document of node (its lid; UINT32_MAX when node has no vector). */
+uint32_t hnsw_node_doc(struct hnsw_graph *g, uint32_t node);
+/* The vector x (g->n numbers) in the graph's cell type at out. */
+void hnsw_cells(const struct hnsw_graph *g, const double *x, void *out);
+/* hnsw_multi.c: store_hnsw_check's look at one document of a multi-vector
+ * graph: its nodes are its vectors, in order; *nodes grows by their
+ * number. */
+int hnsw_multi_check_doc(struct hnsw_graph *g, uint32_t lid, uint64_t *nodes);
+int hnsw_check_fail(struct hnsw_graph *g, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* hnsw_write.c: insert node (its vector in s->q; lid for the level's hash)
+ * and remove it, keeping the links symmetric and the head right. */
+int hnsw_insert(struct hnsw_graph *g, uint32_t node);
+int hnsw_remove(struct hnsw_graph *g, uint32_t node);
+
+/* hnsw_multi.c */
+/* Bring lid's nodes in multi-vector graph g in line with its stored
+ * value: the old nodes (and their vectors) go, a node per vector comes. */
+int hnsw_multi_sync(struct hnsw_graph *g, uint32_t lid);
+/* After the descent to level 0 from ep: the k nearest documents (at most)
+ * into out, exploring until max(ef, k) distinct documents are found or the
+ * graph is exhausted. */
+int hnsw_multi_search(struct hnsw_graph *g, struct hnsw_cand ep, uint32_t k, uint32_t ef,
+                      uint64_t count, struct store_hit *out, size_t *nout);
+/* Drop the vectors of stored field sf's graph (its column). */
+int hnsw_multi_drop(MDB_txn *t, struct doctype *dt, int sf, struct strata_error *err);
 
 #endif

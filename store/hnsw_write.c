@@ -1,9 +1,7 @@
 /*
- * hnsw_write.c: keeping the nearest-neighbour graphs in line with the
- * documents: a node per document value, inserted, relinked and removed by
- * the write that changes the value (doc.c calls store_hnsw_sync_doc after
- * writing the columns), and the whole graph rebuilt when a field gains a
- * graph or its settings change (store_hnsw_sync, at store_doctype_add).
+ * hnsw_write.c: inserting a node into a graph and removing one
+ * (hnsw_insert, hnsw_remove), which hnsw_sync.c and hnsw_multi.c call for
+ * the writes that change a document's value.
  *
  * A node's level is floor(-ln(u) / ln(M)) for u drawn from a hash of its
  * local id, so feeding the same documents in the same order builds the same
@@ -68,7 +66,7 @@ static int select_links(struct hnsw_graph *g, struct hnsw_cand *c, size_t n, uin
 		int good = 1;
 		for (uint32_t j = 0; j < kept && good; j++)
 			good = hnsw_pair(g, v, s->vptr[j]) >= c[i].d &&
-			       memcmp(v, s->vptr[j], g->f->cell_bytes) != 0;
+			       memcmp(v, s->vptr[j], g->vbytes) != 0;
 		if (good) {
 			s->vptr[kept] = v;
 			out[kept++] = c[i].lid;
@@ -220,7 +218,7 @@ static int link_back(struct hnsw_graph *g, uint32_t nb, uint32_t lid, uint32_t l
 	return edit_link(g, lid, nb, level, 0, &found);
 }
 
-static int insert(struct hnsw_graph *g, uint32_t lid)
+int hnsw_insert(struct hnsw_graph *g, uint32_t lid)
 {
 	struct hnsw_scratch *s = g->s;
 	const void *q = s->q;
@@ -357,8 +355,10 @@ static int new_entry(struct hnsw_graph *g, uint32_t lid, uint32_t lv, const uint
 	for (rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE); rc == 0;
 	     rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
 		const uint8_t *kb = k.mv_data;
-		if (k.mv_size != 6 || kb[0] != key[0] || kb[1] != key[1])
+		if (k.mv_size < 2 || kb[0] != key[0] || kb[1] != key[1])
 			break;
+		if (k.mv_size != 6) /* a multi-vector graph's other keys */
+			continue;
 		uint32_t x = (uint32_t)kb[2] << 24 | (uint32_t)kb[3] << 16 | (uint32_t)kb[4] << 8 | kb[5];
 		uint32_t nl = v.mv_size >= 4 ? hnsw_rd(v.mv_data, 0) : 0;
 		if (x != lid && (!*found || nl > *level)) {
@@ -372,7 +372,7 @@ static int new_entry(struct hnsw_graph *g, uint32_t lid, uint32_t lv, const uint
 	                                     : store_mdb_err(g->err, rc, "reading the graph");
 }
 
-static int remove_node(struct hnsw_graph *g, uint32_t lid)
+int hnsw_remove(struct hnsw_graph *g, uint32_t lid)
 {
 	struct hnsw_scratch *s = g->s;
 	const void *rec;
@@ -413,205 +413,4 @@ static int remove_node(struct hnsw_graph *g, uint32_t lid)
 			h.count = 0;
 	}
 	return put_head(g, &h);
-}
-
-static void scratch_free(struct hnsw_scratch *s)
-{
-	hnsw_scratch_release(s);
-	base_free(s, sizeof *s);
-}
-
-static struct hnsw_scratch *scratch_of(struct store_txn *w, struct strata_error *err)
-{
-	if (!w->hnsw && !(w->hnsw = base_calloc(1, sizeof *w->hnsw)))
-		base_nomem(err, "nearest-neighbour graph");
-	w->hnsw_free = scratch_free;
-	return w->hnsw;
-}
-
-/* lid's node in graph sf from its column value. */
-static int sync_node(struct store_txn *w, struct doctype *dt, int sf, uint32_t lid,
-                     struct hnsw_scratch *s, struct strata_error *err)
-{
-	struct hnsw_graph g;
-	hnsw_graph_init(&g, w, dt, sf, s, err);
-	g.mips = g.f->hnsw_metric == STORE_METRIC_DOTPRODUCT;
-	hnsw_forget(&g); /* the document's own writes came before */
-	hnsw_forget_block(&g, lid);
-	int rc = remove_node(&g, lid);
-	if (rc)
-		return rc;
-	const void *v = hnsw_vec(&g, lid);
-	if (!v)
-		return 0;
-	if ((rc = hnsw_reserve(&g, (void **)&s->q, &s->qcap, g.f->cell_bytes, 1)) != 0)
-		return rc;
-	memcpy(s->q, v, g.f->cell_bytes);
-	return insert(&g, lid);
-}
-
-int store_hnsw_sync_doc(struct store_txn *w, struct doctype *dt, uint32_t lid,
-                        const unsigned char *only, struct strata_error *err)
-{
-	int rc = 0;
-	for (int sf = 0; sf < dt->nstored && !rc; sf++) {
-		if (!dt->stored[sf].hnsw_metric || (only && !only[sf]))
-			continue;
-		struct hnsw_scratch *s = scratch_of(w, err);
-		rc = s ? sync_node(w, dt, sf, lid, s, err) : STRATA_NOMEM;
-	}
-	store_attr_reset(w);
-	return rc;
-}
-
-/* ---- settings and rebuilding ------------------------------------------------------------ */
-
-/* One recorded graph: stored field, metric, M, ef. */
-struct setting {
-	uint32_t sf, metric, m, ef;
-};
-
-static int drop_graph(MDB_txn *t, struct doctype *dt, int sf, struct strata_error *err)
-{
-	MDB_cursor *c;
-	int rc = mdb_cursor_open(t, dt->hnsw, &c);
-	if (rc)
-		return store_mdb_err(err, rc, "rebuilding a nearest-neighbour graph");
-	uint8_t key[2] = {(uint8_t)(sf >> 8), (uint8_t)sf};
-	MDB_val k = {sizeof key, key}, v;
-	for (rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE); rc == 0;
-	     rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
-		const uint8_t *kb = k.mv_data;
-		if (kb[0] != key[0] || kb[1] != key[1])
-			break;
-		if ((rc = mdb_cursor_del(c, 0)) != 0)
-			break;
-	}
-	mdb_cursor_close(c);
-	return rc == 0 || rc == MDB_NOTFOUND
-	               ? 0 : store_mdb_err(err, rc, "rebuilding a nearest-neighbour graph");
-}
-
-static int build_graph(struct store_env *env, MDB_txn *t, struct doctype *dt, int sf,
-                       struct strata_error *err)
-{
-	/* env: the column blocks in the map outlive the graph's writes */
-	struct store_txn w = {.env = env, .txn = t, .write = 1};
-	struct hnsw_scratch s = {0};
-	MDB_cursor *c;
-	int rc = mdb_cursor_open(t, dt->docs, &c);
-	if (rc)
-		return store_mdb_err(err, rc, "rebuilding a nearest-neighbour graph");
-	/* the lids first: the inserts write, which a cursor on docs survives,
-	 * but reading them all first keeps the two apart */
-	uint32_t *lids = NULL;
-	size_t n = 0, cap = 0;
-	MDB_val k, v;
-	int mrc;
-	for (mrc = mdb_cursor_get(c, &k, &v, MDB_FIRST); mrc == 0;
-	     mrc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
-		if (n == cap && (rc = base_grow((void **)&lids, &cap, n + 1, sizeof *lids,
-		                                (size_t)1 << 32)) != 0) {
-			rc = base_nomem(err, "rebuilding a nearest-neighbour graph");
-			break;
-		}
-		memcpy(&lids[n++], k.mv_data, 4);
-	}
-	mdb_cursor_close(c);
-	if (!rc && mrc != MDB_NOTFOUND)
-		rc = store_mdb_err(err, mrc, "rebuilding a nearest-neighbour graph");
-	for (size_t i = 0; i < n && !rc; i++)
-		rc = sync_node(&w, dt, sf, lids[i], &s, err);
-	base_free(lids, cap * sizeof *lids);
-	hnsw_scratch_release(&s);
-	return rc;
-}
-
-/* The field's graph settings are valid; fill in defaults and the kernel. */
-static int check_field(struct doctype *dt, struct sfield *f, int avx512, struct strata_error *err)
-{
-	if (f->type != STORE_T_TENSOR || !f->column || f->rank != 1)
-		return base_err(err, STRATA_INVALID_ARGUMENT,
-		                "document type '%s': field '%s' cannot have a nearest-neighbour graph "
-		                "(only a tensor attribute of one indexed dimension can)",
-		                dt->name, f->name);
-	if (f->hnsw_m == 0)
-		f->hnsw_m = 16;
-	if (f->hnsw_ef == 0)
-		f->hnsw_ef = 200;
-	if (f->hnsw_m < 2 || f->hnsw_m > HNSW_MAX_M || f->hnsw_ef < 1 || f->hnsw_ef > 100000)
-		return base_err(err, STRATA_INVALID_ARGUMENT,
-		                "document type '%s', field '%s': max-links-per-node must be 2-%d and "
-		                "neighbors-to-explore-at-insert 1-100000 (%d and %d given)",
-		                dt->name, f->name, HNSW_MAX_M, f->hnsw_m, f->hnsw_ef);
-	if (f->hnsw_metric == STORE_METRIC_GEODEGREES && f->ncells != 2)
-		return base_err(err, STRATA_INVALID_ARGUMENT,
-		                "document type '%s', field '%s': distance-metric geodegrees needs two "
-		                "cells (latitude, longitude)", dt->name, f->name);
-	f->dist = store_dist_kernel(f->hnsw_metric, f->cell, avx512);
-	if (!f->dist)
-		return base_err(err, STRATA_NOT_IMPLEMENTED,
-		                "document type '%s', field '%s': nearest-neighbour graphs on %s cells "
-		                "are not supported (float, double, bfloat16 and int8 are)",
-		                dt->name, f->name, base_dtype_name(f->cell));
-	return 0;
-}
-
-int store_hnsw_sync(struct store_env *env, MDB_txn *t, struct doctype *dt,
-                    struct strata_error *err)
-{
-	MDB_dbi meta = env->meta;
-	int avx512 = store_cpu_avx512(), rc;
-	struct setting want[64];
-	int nwant = 0;
-	for (int sf = 0; sf < dt->nstored; sf++) {
-		struct sfield *f = &dt->stored[sf];
-		if (!f->hnsw_metric)
-			continue;
-		if ((rc = check_field(dt, f, avx512, err)) != 0)
-			return rc;
-		if (nwant == (int)(sizeof want / sizeof want[0]))
-			return base_err(err, STRATA_LIMIT, "document type '%s': more than %d graphs",
-			                dt->name, nwant);
-		want[nwant++] = (struct setting){(uint32_t)sf, (uint32_t)f->hnsw_metric,
-		                                 (uint32_t)f->hnsw_m, (uint32_t)f->hnsw_ef};
-	}
-	char key[STORE_MAX_NAME + 8];
-	MDB_val k = {(size_t)snprintf(key, sizeof key, "h/%s", dt->name), key}, v = {0, NULL};
-	rc = mdb_get(t, meta, &k, &v);
-	if (rc && rc != MDB_NOTFOUND)
-		return store_mdb_err(err, rc, "reading the graph settings");
-	const struct setting *had = v.mv_data;
-	size_t nhad = rc ? 0 : v.mv_size / sizeof *had;
-	struct setting hv[64];
-	if (nhad > 64)
-		nhad = 64;
-	if (nhad)
-		memcpy(hv, had, nhad * sizeof *hv);
-	int changed = nhad != (size_t)nwant;
-	/* Graphs that went away or changed are dropped; new or changed ones built. */
-	for (size_t i = 0; i < nhad; i++) {
-		int same = 0;
-		for (int j = 0; j < nwant; j++)
-			same |= memcmp(&hv[i], &want[j], sizeof hv[i]) == 0;
-		if (!same && (rc = drop_graph(t, dt, (int)hv[i].sf, err)) != 0)
-			return rc;
-		changed |= !same;
-	}
-	for (int j = 0; j < nwant; j++) {
-		int same = 0;
-		for (size_t i = 0; i < nhad; i++)
-			same |= memcmp(&hv[i], &want[j], sizeof hv[i]) == 0;
-		if (same)
-			continue;
-		changed = 1;
-		if ((rc = drop_graph(t, dt, (int)want[j].sf, err)) != 0 ||
-		    (rc = build_graph(env, t, dt, (int)want[j].sf, err)) != 0)
-			return rc;
-	}
-	if (!changed)
-		return 0;
-	MDB_val nv = {(size_t)nwant * sizeof *want, want};
-	rc = nwant ? mdb_put(t, meta, &k, &nv, 0) : mdb_del(t, meta, &k, NULL);
-	return rc ? store_mdb_err(err, rc, "recording the graph settings") : 0;
 }

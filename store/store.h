@@ -82,6 +82,19 @@ struct store_field {
 	int hnsw_metric;   /* enum store_metric */
 	int hnsw_m;        /* links per node and level (twice that on level 0); 0: 16 */
 	int hnsw_ef;       /* candidates explored per insert; 0: 200 */
+	/* JSON fields holding a multi-vector tensor (several vectors of
+	 * vec_size cells per document), with hnsw_metric set: a graph whose
+	 * nodes are the vectors.  The store keeps the vectors in the field's
+	 * cell type vec_cell (float, double, bfloat16 or int8) and reads them
+	 * from a stored value with vec_decode(vec_ud, text, n, a, &cells,
+	 * &nvec), which sets cells to nvec * vec_size numbers made in arena a
+	 * and returns 0, or returns STRATA_NOMEM or STRATA_CORRUPT (not such a
+	 * value).  It must give the same vectors for the same text. */
+	int vec_cell;
+	int64_t vec_size;
+	int (*vec_decode)(const void *vec_ud, const char *text, size_t n, struct base_arena *a,
+	                  const double **cells, size_t *nvec);
+	const void *vec_ud;
 };
 
 /* Distance metrics of a nearest-neighbour graph (Vespa's distance-metric). */
@@ -309,7 +322,12 @@ int store_text_stats(struct store_txn *txn, int doctype, int field, uint64_t *do
  * store_doctype_add).  Node ids are local ids; a document's level is drawn
  * from a hash of its local id, so the same feed builds the same graph.
  * Searching reads the neighbour lists and vectors straight from the memory
- * map. */
+ * map.
+ *
+ * A multi-vector field (store_field.vec_decode) has a node per vector of
+ * each document, numbered in the order vectors are inserted (node ids are
+ * never reused); its search returns documents, each at the distance of its
+ * nearest vector, exploring until it has k distinct documents. */
 
 /* One result of store_hnsw_search(). */
 struct store_hit {
@@ -333,6 +351,30 @@ struct store_hit {
 int store_hnsw_search(struct store_txn *txn, int doctype, int field, const double *query,
                       size_t n, uint32_t k, uint32_t ef, const uint64_t *filter, size_t nbits,
                       struct store_hit *out, size_t *nout, struct strata_error *err);
+
+/* A search of store_hnsw_search_with: k, ef, filter and nbits as in
+ * store_hnsw_search, and how far it explores (Vespa's adaptive beam search
+ * and filter-first search, all 0 for plain HNSW):
+ * - slack: candidates are followed while their distance is below the
+ *   worst of the ef kept plus slack times its magnitude (0: below it);
+ * - filter_first (with a filter): a node the filter drops gets no
+ *   distance; the search looks instead at the neighbours of the nodes it
+ *   expands two hops away (three when fewer than exploration * links^2
+ *   nodes lie within two), keeping those the filter passes, up to a
+ *   neighbour list's length; when that finds fewer than k, the plain
+ *   search runs instead. */
+struct store_hnsw_params {
+	uint32_t k, ef;
+	const uint64_t *filter;
+	size_t nbits;
+	double slack;
+	int filter_first;
+	double exploration;
+};
+/* store_hnsw_search with every parameter: the same results and errors. */
+int store_hnsw_search_with(struct store_txn *txn, int doctype, int field, const double *query,
+                           size_t n, const struct store_hnsw_params *sp, struct store_hit *out,
+                           size_t *nout, struct strata_error *err);
 
 /* Check field's graph against the documents: a node for exactly the
  * documents with a value, records of the right size, links to nodes only

@@ -23,7 +23,15 @@
  *   "<dt>/hnsw"   the nearest-neighbour graphs (hnsw.c): key field (u16 BE)
  *                 -> the graph's head (entry point, top level, node count);
  *                 field (u16 BE) lid (u32 BE) -> the node's neighbour lists.
- *   "meta" "h/<doctype>" -> the graph settings the graphs were built with.
+ *                 A multi-vector field's graph (hnsw_multi.c) numbers its
+ *                 nodes apart from local ids: field node (u32 BE) -> the
+ *                 node's lists and its document's lid; field lid (u32 BE)
+ *                 'd' -> the document's nodes (u32 each); field 'n' -> the
+ *                 next node id (u32).  Its vectors are in "cols" under the
+ *                 field's column number, one cell per node: the vector,
+ *                 then the document's lid (u32).
+ *   "meta" "g/<doctype>" -> the graph settings the graphs were built with
+ *                 (an older "h/<doctype>" is replaced, its graphs rebuilt).
  *
  * A doctype has two field lists.  The stored layout (struct sfield) is every
  * field ever recorded for the type, in the order first recorded: a stored
@@ -75,6 +83,16 @@ struct sfield {
 	int hnsw_metric;   /* enum store_metric: a graph (hnsw.c), 0 without */
 	int hnsw_m, hnsw_ef;
 	store_dist_fn dist; /* the graph's distance kernel (hnsw_dist.c) */
+	/* A JSON field of a multi-vector tensor with a graph (store_field's
+	 * vec_*): multi is 1 and the graph's vectors live in a column of this
+	 * field's number indexed by node id, not local id (hnsw_multi.c), whose
+	 * geometry (cell_bytes, block_shift, ...) hnsw_write.c fills in;
+	 * ncells is vec_size. */
+	int multi;
+	int vec_cell;
+	int (*vec_decode)(const void *vec_ud, const char *text, size_t n, struct base_arena *a,
+	                  const double **cells, size_t *nvec);
+	const void *vec_ud;
 };
 
 struct doctype {
@@ -85,6 +103,10 @@ struct doctype {
 	struct sfield *stored;
 	int nuser;
 	int *ufield;             /* nuser: caller index -> stored index */
+	/* store_doc_bytes, set by doctype.c, for hnsw_multi.c (which reads the
+	 * records it is called from the writes of, so cannot name doc.c) */
+	int (*doc_bytes)(struct store_txn *txn, const struct doctype *dt, uint32_t lid, int sf,
+	                 const char **s, size_t *n, struct strata_error *err);
 };
 
 struct store_env {
@@ -251,6 +273,9 @@ int store_post_entry(const uint8_t *b, size_t n, size_t *off, uint32_t *lid, con
                      size_t *npos);
 
 /* attr.c */
+/* The block geometry of f's column from f->cell_bytes (block_shift chosen
+ * afresh when new_field, else kept) for page size psize. */
+void store_col_geometry(struct sfield *f, unsigned psize, int new_field);
 /* Set (cell != NULL) or clear (cell == NULL) lid's value in f's column.
  * Returns 0 or an LMDB/CORRUPT error; the caller fails the txn. */
 int store_col_write(struct store_txn *txn, struct doctype *dt, int sf, uint32_t lid,
@@ -266,9 +291,10 @@ const void *store_col_get(struct store_txn *txn, struct doctype *dt, int sf, uin
 /* Forget cached block pointers (before a write). */
 void store_attr_reset(struct store_txn *txn);
 
-/* hnsw.c */
+/* hnsw_sync.c */
 /* Bring lid's node in every graph of dt in line with its column value
- * (absent: no node).  Call after the columns are written.  Only fields
+ * (absent: no node), or its nodes with the vectors of its stored value
+ * (a multi-vector field).  Call after the record and columns are written.  Only fields
  * with only[sf] set are looked at (only NULL: all).  Returns 0 or an
  * error; the caller fails the txn. */
 int store_hnsw_sync_doc(struct store_txn *w, struct doctype *dt, uint32_t lid,
@@ -278,6 +304,12 @@ int store_hnsw_sync_doc(struct store_txn *w, struct doctype *dt, uint32_t lid,
  * (in env's meta DB). */
 int store_hnsw_sync(struct store_env *env, MDB_txn *t, struct doctype *dt,
                     struct strata_error *err);
+
+/* doc.c: the bytes of stored field sf (a string or JSON field) in lid's
+ * record: *s NULL when the document or its value is absent.  Valid until
+ * the next write.  Returns 0, STRATA_CORRUPT, STRATA_STORE. */
+int store_doc_bytes(struct store_txn *txn, const struct doctype *dt, uint32_t lid, int sf,
+                    const char **s, size_t *n, struct strata_error *err);
 
 /* hnsw_dist.c */
 store_dist_fn store_dist_kernel(int metric, int cell, int avx512);

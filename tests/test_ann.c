@@ -117,17 +117,6 @@ static int setup(void **state)
 	return 0;
 }
 
-struct ref {
-	double d;
-	int k;
-};
-
-static int ref_cmp(const void *a, const void *b)
-{
-	const struct ref *x = a, *y = b;
-	return x->d < y->d ? -1 : x->d > y->d ? 1 : x->k - y->k;
-}
-
 static double l2(const float *a, const float *b)
 {
 	double s = 0;
@@ -139,12 +128,12 @@ static double l2(const float *a, const float *b)
 /* Brute force: the distance of the K-th nearest live document with tag < below. */
 static double kth(struct fx *fx, const float *q, int below, int *n)
 {
-	struct ref *r = malloc(NDOC * sizeof *r);
+	struct vg_ref *r = malloc(NDOC * sizeof *r);
 	*n = 0;
 	for (int k = 0; k < NDOC; k++)
 		if (fx->live[k] && k % 1000 < below)
-			r[(*n)++] = (struct ref){l2(fx->emb[k], q), k};
-	qsort(r, (size_t)*n, sizeof *r, ref_cmp);
+			r[(*n)++] = (struct vg_ref){l2(fx->emb[k], q), k};
+	qsort(r, (size_t)*n, sizeof *r, vg_ref_cmp);
 	double d = *n ? r[(*n < K ? *n : K) - 1].d : INFINITY;
 	free(r);
 	return d;

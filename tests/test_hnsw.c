@@ -15,7 +15,6 @@
 
 #include <cmocka.h>
 
-#include <ftw.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -28,20 +27,14 @@
 #include "../store/store_int.h" /* the distance kernels */
 #include "../rank/rank.h"
 #include "../rank/rank_eval.h"
+#include "killwriter.h"
+#include "storetest.h"
 #include "vecgen.h"
 
 #define DIM 24
 #define NDOC 3000
 #define NQ 40
 #define K 10
-
-static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb;
-	(void)flag;
-	(void)ftw;
-	return remove(p);
-}
 
 struct fx {
 	char dir[64];
@@ -71,14 +64,7 @@ static void fx_type(struct fx *fx, int metric, int cell, int dim, int m, int ef)
 /* Open the store and add the type: 0 or the error code. */
 static int fx_open(struct fx *fx)
 {
-	int rc = store_open(fx->dir, &fx->env, &fx->err);
-	if (rc)
-		return rc;
-	if ((rc = store_doctype_add(fx->env, &fx->type, &fx->dt, &fx->err)) != 0) {
-		store_close(fx->env);
-		fx->env = NULL;
-	}
-	return rc;
+	return storetest_open(fx->dir, &fx->type, &fx->env, &fx->dt, &fx->err);
 }
 
 static struct fx *fx_new(int metric, int cell, int dim)
@@ -95,7 +81,7 @@ static struct fx *fx_new(int metric, int cell, int dim)
 static void fx_free(struct fx *fx)
 {
 	store_close(fx->env);
-	nftw(fx->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	storetest_rmdir(fx->dir);
 	free(fx);
 }
 
@@ -592,6 +578,24 @@ static void test_alloc_failures(void **state)
 	fx_free(fx);
 }
 
+/* test_kill9's writer: puts and removes of data set 13. */
+static int kill9_write(void *ud, struct store_txn *w, int dt, long k, int j)
+{
+	struct fx *fx = ud;
+	int d = (int)(k * 25 + j);
+	double v[DIM];
+	float c[DIM];
+	gen(13, d, DIM, STORE_METRIC_EUCLIDEAN, v);
+	to_cells(BASE_DT_FLOAT, v, DIM, c);
+	struct store_value vals[3] = {{0}};
+	vals[F_VEC] = (struct store_value){.set = 1, .n = DIM, .cells = c};
+	char id[64];
+	doc_id(id, sizeof id, d % 2000);
+	if ((k + j) % 7 == 0)
+		return store_remove(w, dt, id, &fx->err), 0;
+	return store_put(w, dt, id, vals, &fx->err);
+}
+
 /* A writer killed with SIGKILL between or inside commits: reopening finds
  * a graph that agrees with the committed documents. */
 static void test_kill9(void **state)
@@ -601,51 +605,8 @@ static void test_kill9(void **state)
 	store_close(fx->env);
 	fx->env = NULL;
 	for (int round = 0; round < 3; round++) {
-		int p[2];
-		assert_int_equal(pipe(p), 0);
-		pid_t pid = fork();
-		assert_true(pid >= 0);
-		if (pid == 0) {
-			close(p[0]);
-			if (fx_open(fx) != 0)
-				_exit(2);
-			for (int k = round * 100000;; k++) {
-				struct store_txn *w;
-				if (store_txn_begin(fx->env, 1, &w, &fx->err) != 0)
-					_exit(3);
-				for (int j = 0; j < 25; j++) {
-					double v[DIM];
-					float c[DIM];
-					gen(13, k * 25 + j, DIM, STORE_METRIC_EUCLIDEAN, v);
-					to_cells(BASE_DT_FLOAT, v, DIM, c);
-					struct store_value vals[3] = {{0}};
-					vals[F_VEC] = (struct store_value){.set = 1, .n = DIM, .cells = c};
-					char id[64];
-					doc_id(id, sizeof id, (k * 25 + j) % 2000);
-					if ((k + j) % 7 == 0)
-						store_remove(w, fx->dt, id, &fx->err);
-					else if (store_put(w, fx->dt, id, vals, &fx->err) != 0)
-						_exit(4);
-				}
-				if (store_txn_commit(w, &fx->err) != 0)
-					_exit(5);
-				if (write(p[1], "x", 1) != 1)
-					_exit(6);
-			}
-		}
-		close(p[1]);
-		char buf[64];
-		int commits = 0;
-		while (commits < 20 + round * 15) {
-			ssize_t got = read(p[0], buf, sizeof buf);
-			assert_true(got > 0);
-			commits += (int)got;
-		}
-		kill(pid, SIGKILL);
-		int st;
-		waitpid(pid, &st, 0);
-		close(p[0]);
-		assert_true(WIFSIGNALED(st));
+		struct kill_feed kf = {fx->dir, &fx->type, kill9_write, 25, round * 100000L, fx};
+		kill_writer(20 + round * 15, &kf);
 		assert_int_equal(fx_open(fx), 0);
 		struct store_txn *r;
 		assert_int_equal(store_txn_begin(fx->env, 0, &r, &fx->err), 0);

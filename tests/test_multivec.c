@@ -4,8 +4,11 @@
  * through the library's query path: the hits, their order and their
  * distance, closeness and closest features against a brute force computed
  * here over every document's vectors, with and without a filter and a
- * label, in the euclidean and angular metrics; features outside a
- * nearestNeighbor query; and the schema and query errors.
+ * label, in the euclidean and angular metrics, from the graph (emb has an
+ * index) and exactly (approximate: false, and ang without an index);
+ * updates that change the number of vectors and removes; a feed killed
+ * with SIGKILL, then reopened; features outside
+ * a nearestNeighbor query; and the schema and query errors.
  *
  * Cells are multiples of 1/64, exact in float and double, so the brute
  * force's sums are the engine's and ties order the same (by document id).
@@ -23,7 +26,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../store/store.h"
 #include "dbtest.h"
+#include "killwriter.h"
 #include "vecgen.h"
 
 #define DIM 4
@@ -192,9 +197,11 @@ static void request(char *buf, size_t n, const char *profile, const double *q, c
 }
 
 /* Queries of one profile (field emb or ang), with the filter tag < below
- * (100: none) and the label lab or none: the hits are the brute force's
- * K nearest in its order, with its distance and nearest vector. */
-static void run(struct fx *fx, int angular, int below, int labelled)
+ * (100: none) and the label lab or none, approximate (exploring enough
+ * that the graph finds the nearest) or with approximate: false: the hits
+ * are the brute force's K nearest in its order, with its distance and
+ * nearest vector. */
+static void run_as(struct fx *fx, int angular, int below, int labelled, int exact)
 {
 	const char *field = angular ? "ang" : "emb";
 	for (int qi = 0; qi < NQ; qi++) {
@@ -204,15 +211,19 @@ static void run(struct fx *fx, int angular, int below, int labelled)
 			q[i] = cell(&s);
 		char yql[300], req[1024];
 		snprintf(yql, sizeof yql,
-		         "select * from sources * where {targetHits: %d%s}nearestNeighbor(%s, q)%s", K,
-		         labelled ? ", label: 'lab'" : "", field, below < 100 ? " and tag < " : "");
+		         "select * from sources * where {targetHits: %d%s%s}nearestNeighbor(%s, q)%s", K,
+		         labelled ? ", label: 'lab'" : "",
+		         exact ? ", approximate: false" : ", hnsw.exploreAdditionalHits: 200", field,
+		         below < 100 ? " and tag < " : "");
 		if (below < 100)
 			snprintf(yql + strlen(yql), sizeof yql - strlen(yql), "%d", below);
 		request(req, sizeof req, angular ? "ang" : "emb", q, yql);
 		struct ref r[NDOC];
 		int n = 0, best[NDOC];
 		for (int k = 0; k < NDOC; k++) {
-			double d = doc_dist(fx, angular, k, q, &best[k]);
+			double d = fx->nv[k] < 0 ? INFINITY : doc_dist(fx, angular, k, q, &best[k]);
+			if (fx->nv[k] < 0)
+				best[k] = -1;
 			if (best[k] >= 0 && k % 100 < below) {
 				r[n] = (struct ref){d, "", k};
 				snprintf(r[n++].id, sizeof r[0].id, "id:t:mv::%d", k);
@@ -226,7 +237,8 @@ static void run(struct fx *fx, int angular, int below, int labelled)
 			json_t *h = json_array_get(hits, i);
 			int k = dbtest_hit_key(h);
 			if (k != r[i].k)
-				fail_msg("query %d hit %zu: %d, expected %d", qi, i, k, r[i].k);
+				fail_msg("%s query %d hit %zu: %d, expected %d", exact ? "exact" : "graph",
+				         qi, i, k, r[i].k);
 			json_t *mf = json_object_get(json_object_get(h, "fields"), "matchfeatures");
 			char name[64], want[32];
 			snprintf(name, sizeof name, "distance(field, %s)", field);
@@ -257,6 +269,13 @@ static void run(struct fx *fx, int angular, int below, int labelled)
 	}
 }
 
+static void run(struct fx *fx, int angular, int below, int labelled)
+{
+	run_as(fx, angular, below, labelled, 0);
+	if (!angular)
+		run_as(fx, angular, below, labelled, 1);
+}
+
 static void test_exact(void **state)
 {
 	struct fx *fx = *state;
@@ -272,6 +291,119 @@ static void test_filtered(void **state)
 	run(fx, 1, 3, 0);
 	run(fx, 0, 1, 0); /* fewer documents pass than targetHits */
 	run(fx, 0, 0, 0); /* none */
+}
+
+/* Updates that give documents more or fewer vectors (or none), and
+ * removes: the graph follows, the hits stay the brute force's.  Last, as
+ * it changes the documents. */
+static void test_update_remove(void **state)
+{
+	struct fx *fx = *state;
+	char path[256];
+	snprintf(path, sizeof path, "%s/update.jsonl", fx->app.dir);
+	FILE *f = fopen(path, "w");
+	uint64_t s = 4242;
+	for (int k = 0; k < NDOC; k += 4) {
+		if (k % 3 == 0) {
+			fprintf(f, "{\"remove\": \"id:t:mv::%d\"}\n", k);
+			fx->nv[k] = -1;
+			continue;
+		}
+		int nv = (fx->nv[k] + 1 + k % 3) % (MAXV + 1);
+		fx->nv[k] = nv;
+		fprintf(f, "{\"update\": \"id:t:mv::%d\", \"fields\": {\"emb\": {\"assign\": "
+		        "{\"blocks\": {", k);
+		for (int j = 0; j < nv; j++) {
+			fprintf(f, "%s\"v%d_%d\": [", j ? ", " : "", k, j);
+			for (int i = 0; i < DIM; i++) {
+				fx->v[k][j][i] = cell(&s);
+				fprintf(f, "%s%.17g", i ? ", " : "", fx->v[k][j][i]);
+			}
+			fprintf(f, "]");
+		}
+		fprintf(f, "}}}}}\n");
+	}
+	fclose(f);
+	dbtest_feed(fx->app.db, path);
+	run(fx, 0, 100, 1);
+	run(fx, 0, 30, 0);
+}
+
+/* kill_after's child: puts of documents 0..39 with 0 to MAXV vectors (0:
+ * the field left out), one commit each. */
+static void kill_feeder(void *ud, int fd)
+{
+	struct strata *db;
+	struct strata_error err = {0};
+	if (strata_open(ud, NULL, &db, &err) != 0)
+		_exit(2);
+	uint64_t s = (uint64_t)getpid();
+	for (int n = 0;; n++) {
+		char op[2048];
+		int nv = (int)(vg_next(&s) % (MAXV + 1));
+		int o = snprintf(op, sizeof op, "{\"put\": \"id:t:mv::%d\", \"fields\": {\"tag\": %d",
+		                 n % 40, n);
+		if (nv)
+			o += snprintf(op + o, sizeof op - (size_t)o, ", \"emb\": {\"blocks\": {");
+		for (int j = 0; j < nv; j++) {
+			o += snprintf(op + o, sizeof op - (size_t)o, "%s\"b%d\": [", j ? ", " : "", j);
+			for (int i = 0; i < DIM; i++)
+				o += snprintf(op + o, sizeof op - (size_t)o, "%s%.9g", i ? ", " : "",
+				              vg_gauss(&s));
+			o += snprintf(op + o, sizeof op - (size_t)o, "]");
+		}
+		snprintf(op + o, sizeof op - (size_t)o, "%s}}", nv ? "}}" : "");
+		if (strata_feed_json(db, op, &err) != 0)
+			_exit(4);
+		if (write(fd, "x", 1) != 1)
+			_exit(6);
+	}
+}
+
+/* The keys of the hits of a query for q, from the graph exploring past
+ * every node, or exact. */
+static void nn_keys(struct strata *db, const double *q, int exact, int *keys, size_t *n)
+{
+	char yql[300], req[1024];
+	snprintf(yql, sizeof yql, "select * from sources * where {targetHits: 5, %s}"
+	         "nearestNeighbor(emb, q)", exact ? "approximate: false" :
+	         "hnsw.exploreAdditionalHits: 1000");
+	request(req, sizeof req, "emb", q, yql);
+	json_t *r = dbtest_query(db, req);
+	json_t *hits = dbtest_hits(r);
+	*n = json_array_size(hits);
+	for (size_t i = 0; i < *n; i++)
+		keys[i] = dbtest_hit_key(json_array_get(hits, i));
+	json_decref(r);
+}
+
+/* A feed killed with SIGKILL between or inside its commits: reopened, the
+ * graph agrees with the documents stored, so that a search that explores
+ * all of it finds what exact search finds. */
+static void test_kill9(void **state)
+{
+	(void)state;
+	char *app = dbtest_app("strata-multivec-kill.", "mv.sd", mv_sd);
+	for (int round = 0; round < 3; round++) {
+		kill_after(10 + round * 10, kill_feeder, app);
+		struct strata *db;
+		dbtest_open_dir(app, &db);
+		for (int qi = 0; qi < 6; qi++) {
+			uint64_t s = 99 + (uint64_t)qi;
+			double q[DIM];
+			for (int i = 0; i < DIM; i++)
+				q[i] = vg_gauss(&s);
+			int a[5], b[5];
+			size_t na, nb;
+			nn_keys(db, q, 0, a, &na);
+			nn_keys(db, q, 1, b, &nb);
+			assert_true(nb > 0);
+			assert_int_equal(na, nb);
+			assert_memory_equal(a, b, na * sizeof *a);
+		}
+		strata_close(db);
+	}
+	apptest_remove(app);
 }
 
 /* Without a nearestNeighbor item the features have no query to measure:
@@ -360,6 +492,8 @@ int main(void)
 		cmocka_unit_test(test_without_item),
 		cmocka_unit_test(test_query_errors),
 		cmocka_unit_test(test_schema_errors),
+		cmocka_unit_test(test_update_remove),
+		cmocka_unit_test(test_kill9),
 	};
 	return cmocka_run_group_tests(tests, setup, dbtest_teardown);
 }

@@ -30,4 +30,17 @@ static inline double vg_gauss(uint64_t *s)
 	return sqrt(-2 * log(u)) * cos(2 * M_PI * v);
 }
 
+/* A document k at distance d from a query, for a brute force's ranking:
+ * nearest first, ties by k. */
+struct vg_ref {
+	double d;
+	int k;
+};
+
+static inline int vg_ref_cmp(const void *a, const void *b)
+{
+	const struct vg_ref *x = a, *y = b;
+	return x->d < y->d ? -1 : x->d > y->d ? 1 : x->k - y->k;
+}
+
 #endif
