@@ -51,10 +51,12 @@ static const struct cmd_help helps[] = {
 	  "  the feed.\n" },
 	{ "query",
 	  "usage: strata query APP [--yql YQL] [--profile P] [--input 'query(q)=VALUE' ...]\n"
-	  "                        [--hits N] [--offset N] [--data DIR]\n"
+	  "                        [--hits N] [--offset N] [--timeout T] [--data DIR]\n"
 	  "  Run a search and print Vespa result JSON.  Without --yql the request (Vespa\n"
 	  "  search JSON) is read from standard input.  VALUE is JSON (a number, an array,\n"
-	  "  a tensor object) or a tensor literal.\n" },
+	  "  a tensor object) or a tensor literal.  T is the request's \"timeout\"\n"
+	  "  (seconds, or 500ms, 2s): at half of it the query stops and prints what it\n"
+	  "  has, its \"coverage\" degraded (Vespa's soft timeout).\n" },
 	{ "get",
 	  "usage: strata get APP ID [--data DIR]\n"
 	  "  Print the document ID (id:NAMESPACE:DOCTYPE::KEY) as JSON.\n" },
@@ -147,6 +149,7 @@ struct opts {
 	const char *profile;
 	const char *hits;
 	const char *offset;
+	const char *timeout;
 	const char *inputs[64];
 	int ninputs;
 	int want_help;
@@ -185,9 +188,9 @@ static int parse_opts(struct opts *o, int argc, char **argv, const char *allowed
 		}
 		if (a[0] == '-' && a[1] == '-') {
 			static const char *names[] = { "--data", "--yql", "--profile", "--hits",
-			                               "--offset", "--input" };
+			                               "--offset", "--timeout", "--input" };
 			const char **slots[] = { &o->data, &o->yql, &o->profile, &o->hits, &o->offset,
-			                         NULL };
+			                         &o->timeout, NULL };
 			int matched = 0;
 			for (size_t k = 0; k < sizeof names / sizeof names[0] && !matched; k++) {
 				if (!strstr(allowed, names[k] + 2))
@@ -407,8 +410,9 @@ static int cmd_query(struct opts *o)
 	char *text = NULL;
 	int own_text = 0;
 	if (!o->yql) {
-		if (o->profile || o->ninputs || o->hits || o->offset)
-			return eng_cli_usage("query", "--profile, --input, --hits and --offset need --yql");
+		if (o->profile || o->ninputs || o->hits || o->offset || o->timeout)
+			return eng_cli_usage("query", "--profile, --input, --hits, --offset and --timeout "
+			                     "need --yql (a request on standard input has its own)");
 		if (isatty(0))
 			return eng_cli_usage("query", "give --yql or a request on standard input");
 		if (read_all_stdin(&text) != 0)
@@ -419,6 +423,8 @@ static int cmd_query(struct opts *o)
 		json_object_set_new(req, "yql", json_string(o->yql));
 		if (o->profile)
 			json_object_set_new(req, "ranking.profile", json_string(o->profile));
+		if (o->timeout) /* the library reads it, and says what is wrong with it */
+			json_object_set_new(req, "timeout", json_string(o->timeout));
 		for (int i = 0; i < o->ninputs; i++)
 			if (add_input(req, o->inputs[i])) {
 				json_decref(req);
@@ -533,7 +539,7 @@ int main(int argc, char **argv)
 	} cmds[] = {
 		{ "deploy", cmd_deploy, 1, "data" },
 		{ "feed", cmd_feed, 2, "data" },
-		{ "query", cmd_query, 1, "data yql profile hits offset input" },
+		{ "query", cmd_query, 1, "data yql profile hits offset timeout input" },
 		{ "get", cmd_get, 2, "data" },
 		{ "remove", cmd_remove, 2, "data" },
 	};
