@@ -480,11 +480,15 @@ bench-text: deps-bench
 	@$(TEXTBENCH) --xapian $(TEXT_XAPIAN) $(TEXT_ARGS) $(TEXT_DIR)
 
 # bench-serve: strata serve under wrk (bench/serve.sh): searches without and
-# with the model, and document gets; SERVE_SECONDS per case.  Its application
-# lives in $(BUILD)/bench/serve-app, reused from run to run.
+# with the model, and document gets; the model's searches at 1 and 2
+# threads (SERVE_REPS runs each, medians, scaling efficiency); puts over
+# HTTP; SERVE_SECONDS per case.  Its application lives in
+# $(BUILD)/bench/serve-app, reused from run to run.
 SERVE_SECONDS ?= 10
+SERVE_REPS ?= 3
 bench-serve: deps-bench $(CLI) $(TOOLS)
-	@sh bench/serve.sh $(CLI) $(BUILD)/tests/mkshop $(BUILD)/bench/serve-app $(SERVE_SECONDS)
+	@sh bench/serve.sh $(CLI) $(BUILD)/tests/mkshop $(BUILD)/bench/serve-app $(SERVE_SECONDS) \
+		$(SERVE_REPS)
 
 # The ANN case (bench/ann.c): clustered float vectors, Strata's HNSW graph
 # against hnswlib (python3-hnswlib, installed by make deps-bench) on the same
