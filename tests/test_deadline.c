@@ -10,7 +10,8 @@
  * What each stop leaves (matches, coverage, order) is computed here from
  * those numbers.  Also: Vespa's hard timeout (soft timeout off) fails the
  * query with STRATA_TIMEOUT; a large timeout gives the full result; bad
- * settings are refused with their names.
+ * settings are refused with their names; allocation failures of a
+ * stopped query report out of memory and keep nothing.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -271,6 +272,24 @@ static void test_hard(void **state)
 	assert_string_equal(strata_strerror(STRATA_TIMEOUT), "timed out");
 }
 
+/* Each allocation of a query stopped by its soft timeout made to fail in
+ * turn: out of memory, nothing kept; then the degraded result.  The clock
+ * moves on from query to query, but each reads it from its own start. */
+static void test_nomem(void **state)
+{
+	struct dbtest *fx = *state;
+	long failures;
+	clock_step = 1;
+	char *out = dbtest_query_failing(fx->db, "{" WHERE("n >= 1500") ", \"timeout\": 1.5,"
+	                                 " \"ranking.softtimeout.factor\": 1}", &failures);
+	clock_step = 0;
+	assert_true(failures > 0);
+	json_t *r = json_loads(out, 0, NULL);
+	strata_free(out);
+	expect_degraded(r, 2 * BLOCK, 2 * BLOCK - 1500);
+	json_decref(r);
+}
+
 static void test_bad_settings(void **state)
 {
 	struct dbtest *fx = *state;
@@ -302,6 +321,7 @@ int main(void)
 		cmocka_unit_test(test_second_phase_stops),
 		cmocka_unit_test(test_zero),
 		cmocka_unit_test(test_hard),
+		cmocka_unit_test(test_nomem),
 		cmocka_unit_test(test_bad_settings),
 	};
 	return cmocka_run_group_tests(tests, setup, dbtest_teardown);
