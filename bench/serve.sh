@@ -147,8 +147,9 @@ run search-get "$B/search/?yql=select%20*%20from%20product%20where%20true&rankin
 run search-model -s "$DIR/post.lua" "$B/search/"
 run doc-get "$B/document/v1/shop/product/docid/7"
 curl -s "$B/metrics/v2/values" | jq -c '.nodes[0].services[0].metrics[0].values
-	| {queries: ."queries.count", rejected: ."requests.rejected", p50_ms: ."query_latency.p50",
-	   p99_ms: ."query_latency.p99", pool_hits: ."pool.hits", pool_misses: ."pool.misses"}'
+	| {queries: ."queries.count", degraded: ."queries.degraded", rejected: ."requests.rejected",
+	   p50_ms: ."query_latency.p50", p99_ms: ."query_latency.p99", pool_hits: ."pool.hits",
+	   pool_misses: ."pool.misses"}'
 stop
 
 # ---- 2. thread scaling of the two-phase profile --------------------------------------------

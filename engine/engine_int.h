@@ -86,6 +86,7 @@ struct strata {
 	/* strata_stats(): the only fields that change after open (atomics) */
 	atomic_ullong n_queries;
 	atomic_ullong n_rank_allocs;
+	atomic_ullong n_degraded; /* queries answered with what they had at a soft timeout */
 };
 
 /* ---- db.c ------------------------------------------------------------------ */

@@ -1298,5 +1298,7 @@ int strata_query_json(struct strata *db, const char *request, char **result,
 	atomic_fetch_add(&db->n_rank_allocs, qs.rank_allocs);
 	if (rc == 0)
 		atomic_fetch_add(&db->n_queries, 1);
+	if (rc == 0 && qs.dl.passed)
+		atomic_fetch_add(&db->n_degraded, 1);
 	return rc;
 }

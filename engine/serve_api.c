@@ -573,11 +573,12 @@ static json_t *metric_values(struct srv *s)
 	memcpy(&m, &s->m, sizeof m);
 	pthread_mutex_unlock(&s->m.lock);
 	unsigned long long n = m.queries + m.query_errors + m.timeouts;
-	return json_pack("{s:I, s:I, s:I, s:I, s:f, s:f, s:f, s:f, s:f, s:I, s:I, s:I, s:I, s:I,"
-	                 " s:I, s:I, s:I, s:f, s:I}",
+	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:f, s:f, s:f, s:I, s:I, s:I, s:I,"
+	                 " s:I, s:I, s:I, s:I, s:f, s:I}",
 	                 "queries.count", (json_int_t)m.queries,
 	                 "queries.errors", (json_int_t)m.query_errors,
 	                 "queries.timeouts", (json_int_t)m.timeouts,
+	                 "queries.degraded", (json_int_t)st.degraded,
 	                 "requests.rejected", (json_int_t)m.rejected,
 	                 "query_latency.average", n ? m.lat_sum / (double)n * 1e3 : 0.0,
 	                 "query_latency.p50", percentile(&m, n, 0.50),

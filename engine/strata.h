@@ -280,6 +280,8 @@ struct strata_stats {
 	                                   the match or the result JSON) */
 	unsigned long long pool_hits;   /* model run contexts taken back from the pools */
 	unsigned long long pool_misses; /* model run contexts made anew */
+	unsigned long long degraded;    /* of the queries, those stopped by their soft timeout
+	                                   (answered with a degraded coverage) */
 };
 void strata_stats(struct strata *db, struct strata_stats *st);
 

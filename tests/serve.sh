@@ -212,6 +212,7 @@ check "metrics puts" "$(jout "$m.\"feed.puts\"")" "5"
 check "metrics updates" "$(jout "$m.\"feed.updates\"")" "2"
 check "metrics visits" "$(jout "$m.\"document.visits\"")" "4"
 check "metrics timeouts" "$(jout "$m.\"queries.timeouts\"")" "1"
+check "metrics degraded" "$(jout "$m.\"queries.degraded\"")" "0"
 check "metrics latency" "$(jout "$m.\"query_latency.p99\" > 0 and $m.\"query_latency.p50\" <= $m.\"query_latency.p99\"")" "true"
 req "state metrics" 200 "$B/state/v1/metrics"
 check "state metrics queries" "$(jout '.metrics.values[] | select(.name == "queries.count") | .values.value')" \

@@ -247,7 +247,12 @@ static void test_second_phase_stops(void **state)
 static void test_zero(void **state)
 {
 	struct dbtest *fx = *state;
+	struct strata_stats s0, s1;
+	strata_stats(fx->db, &s0);
 	expect_stop(fx->db, BLOCK, BLOCK, 0, "{" WHERE("true") ", \"timeout\": 0}");
+	strata_stats(fx->db, &s1);
+	assert_int_equal(s1.degraded - s0.degraded, 1); /* counted as such */
+	assert_int_equal(s1.queries - s0.queries, 1);
 }
 
 /* Soft timeout off: the query fails at the first check past the timeout,
@@ -257,6 +262,8 @@ static void test_hard(void **state)
 	struct dbtest *fx = *state;
 	json_t *r;
 	struct strata_error err = { 0 };
+	struct strata_stats s0, s1;
+	strata_stats(fx->db, &s0);
 	assert_int_equal(query(fx->db, &r, &err, "{" WHERE("true") ", \"timeout\": 4.5,"
 	                       " \"ranking.softtimeout.enable\": \"false\"}"), STRATA_TIMEOUT);
 	assert_non_null(strstr(err.msg, "timed out"));
@@ -270,6 +277,9 @@ static void test_hard(void **state)
 	assert_int_equal(member(r, "root.fields.totalCount"), NDOCS);
 	json_decref(r);
 	assert_string_equal(strata_strerror(STRATA_TIMEOUT), "timed out");
+	strata_stats(fx->db, &s1);
+	assert_int_equal(s1.queries - s0.queries, 1); /* the one that passed, not degraded */
+	assert_int_equal(s1.degraded, s0.degraded);
 }
 
 /* Each allocation of a query stopped by its soft timeout made to fail in
