@@ -63,7 +63,7 @@ RANK_SRC    += rank/fields.c rank/docs.c rank/parse_field.c rank/types.c rank/in
 ENGINE_SRC  := engine/db.c engine/contexts.c engine/feed.c engine/tensor_json.c engine/tensor_sparse_json.c engine/yql.c engine/yql_tree.c engine/query.c engine/textmatch.c engine/wsetmatch.c engine/samematch.c engine/attrmatch.c engine/labels.c engine/fieldmatch.c engine/userquery.c engine/wand.c \
                engine/result.c engine/json_alloc.c engine/grouping.c engine/values.c engine/embed.c engine/indexing.c engine/indexing_fn.c engine/snippet.c engine/summary.c engine/select_elements.c \
                engine/fieldtypes.c engine/predicate.c engine/position.c \
-               engine/services.c engine/tokenizer.c engine/query_embed.c engine/visit.c engine/nearest.c
+               engine/services.c engine/tokenizer.c engine/query_embed.c engine/visit.c engine/nearest.c engine/deadline.c
 CLI_SRC     := engine/cli.c engine/cli_run.c engine/serve.c engine/serve_api.c
 GEN_SRC     := $(BUILD)/gen/onnx.pb-c.c
 
@@ -74,7 +74,7 @@ LIB      := $(BUILD)/libstrata.a
 CLI      := $(BUILD)/strata
 
 # Unit tests: one cmocka binary per module (tests/test_<name>.c).
-UNIT_TESTS := base runtime ops_elementwise ops_tensor store hnsw ann multivec mvgraph nntune rank_parse text text_index text_blocks text_coll text_settings yql_ops text_query wand rank_eval rank_gbdt rank_phases rank_features compat engine yql ops_index ops_nn ops_rnn ops_quant qgemm qlinear ops_train ops_signal infer gemm plan optimize context pool binding embed fields summary types embedder indexing visit
+UNIT_TESTS := base runtime ops_elementwise ops_tensor store hnsw ann multivec mvgraph nntune rank_parse text text_index text_blocks text_coll text_settings yql_ops text_query wand rank_eval rank_gbdt rank_phases rank_features compat engine yql ops_index ops_nn ops_rnn ops_quant qgemm qlinear ops_train ops_signal infer gemm plan optimize context pool binding embed fields summary types embedder indexing visit deadline
 TEST_BINS  := $(UNIT_TESTS:%=$(BUILD)/tests/test_%)
 TEST_LIB_SRC := tests/modelbuild.c tests/opcase.c tests/apptest.c
 TEST_LIB_OBJ := $(TEST_LIB_SRC:%.c=$(BUILD)/%.o)
@@ -120,6 +120,8 @@ $(BUILD)/tests/test_%: $(BUILD)/tests/test_%.o $(TEST_LIB_OBJ) $(LIB)
 # These see every model run the library makes: runtime_run is wrapped at
 # link time, and their __wrap_runtime_run notes what it was given.
 $(BUILD)/tests/test_engine $(BUILD)/tests/test_rank_eval: TEST_LDFLAGS := -Wl,--wrap=runtime_run
+# Its clock is the test's: base_now is wrapped likewise.
+$(BUILD)/tests/test_deadline: TEST_LDFLAGS := -Wl,--wrap=base_now
 
 $(TENSOR_CONFORMANCE): $(BUILD)/tests/tensor_conformance.o $(LIB)
 	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS)
@@ -497,11 +499,15 @@ bench-text: deps-bench
 	@$(TEXTBENCH) --xapian $(TEXT_XAPIAN) $(TEXT_ARGS) $(TEXT_DIR)
 
 # bench-serve: strata serve under wrk (bench/serve.sh): searches without and
-# with the model, and document gets; SERVE_SECONDS per case.  Its application
-# lives in $(BUILD)/bench/serve-app, reused from run to run.
+# with the model, and document gets; the model's searches at 1 and 2
+# threads (SERVE_REPS runs each, medians, scaling efficiency); puts over
+# HTTP; SERVE_SECONDS per case.  Its application lives in
+# $(BUILD)/bench/serve-app, reused from run to run.
 SERVE_SECONDS ?= 10
+SERVE_REPS ?= 3
 bench-serve: deps-bench $(CLI) $(TOOLS)
-	@sh bench/serve.sh $(CLI) $(BUILD)/tests/mkshop $(BUILD)/bench/serve-app $(SERVE_SECONDS)
+	@sh bench/serve.sh $(CLI) $(BUILD)/tests/mkshop $(BUILD)/bench/serve-app $(SERVE_SECONDS) \
+		$(SERVE_REPS)
 
 # The ANN case (bench/ann.c): clustered float vectors, Strata's HNSW graph
 # against hnswlib (python3-hnswlib, installed by make deps-bench) on the same

@@ -53,10 +53,12 @@ static const struct cmd_help helps[] = {
 	  "  the feed.\n" },
 	{ "query",
 	  "usage: strata query APP [--yql YQL] [--profile P] [--input 'query(q)=VALUE' ...]\n"
-	  "                        [--hits N] [--offset N] [--data DIR]\n"
+	  "                        [--hits N] [--offset N] [--timeout T] [--data DIR]\n"
 	  "  Run a search and print Vespa result JSON.  Without --yql the request (Vespa\n"
 	  "  search JSON) is read from standard input.  VALUE is JSON (a number, an array,\n"
-	  "  a tensor object) or a tensor literal.\n" },
+	  "  a tensor object) or a tensor literal.  T is the request's \"timeout\"\n"
+	  "  (seconds, or 500ms, 2s): at half of it the query stops and prints what it\n"
+	  "  has, its \"coverage\" degraded (Vespa's soft timeout).\n" },
 	{ "get",
 	  "usage: strata get APP ID [--data DIR]\n"
 	  "  Print the document ID (id:NAMESPACE:DOCTYPE::KEY) as JSON.\n" },
@@ -151,6 +153,7 @@ struct opts {
 	const char *offset;
 	const char *batch;
 	long feed_batch;      /* --batch, parsed */
+	const char *timeout;
 	const char *inputs[64];
 	int ninputs;
 	int want_help;
@@ -189,9 +192,9 @@ static int parse_opts(struct opts *o, int argc, char **argv, const char *allowed
 		}
 		if (a[0] == '-' && a[1] == '-') {
 			static const char *names[] = { "--data", "--yql", "--profile", "--hits",
-			                               "--offset", "--batch", "--input" };
+			                               "--offset", "--batch", "--timeout", "--input" };
 			const char **slots[] = { &o->data, &o->yql, &o->profile, &o->hits, &o->offset,
-			                         &o->batch, NULL };
+			                         &o->batch, &o->timeout, NULL };
 			int matched = 0;
 			for (size_t k = 0; k < sizeof names / sizeof names[0] && !matched; k++) {
 				if (!strstr(allowed, names[k] + 2))
@@ -428,8 +431,9 @@ static int cmd_query(struct opts *o)
 	char *text = NULL;
 	int own_text = 0;
 	if (!o->yql) {
-		if (o->profile || o->ninputs || o->hits || o->offset)
-			return eng_cli_usage("query", "--profile, --input, --hits and --offset need --yql");
+		if (o->profile || o->ninputs || o->hits || o->offset || o->timeout)
+			return eng_cli_usage("query", "--profile, --input, --hits, --offset and --timeout "
+			                     "need --yql (a request on standard input has its own)");
 		if (isatty(0))
 			return eng_cli_usage("query", "give --yql or a request on standard input");
 		if (read_all_stdin(&text) != 0)
@@ -440,6 +444,8 @@ static int cmd_query(struct opts *o)
 		json_object_set_new(req, "yql", json_string(o->yql));
 		if (o->profile)
 			json_object_set_new(req, "ranking.profile", json_string(o->profile));
+		if (o->timeout) /* the library reads it, and says what is wrong with it */
+			json_object_set_new(req, "timeout", json_string(o->timeout));
 		for (int i = 0; i < o->ninputs; i++)
 			if (add_input(req, o->inputs[i])) {
 				json_decref(req);
@@ -554,7 +560,7 @@ int main(int argc, char **argv)
 	} cmds[] = {
 		{ "deploy", cmd_deploy, 1, "data" },
 		{ "feed", cmd_feed, 2, "data batch" },
-		{ "query", cmd_query, 1, "data yql profile hits offset input" },
+		{ "query", cmd_query, 1, "data yql profile hits offset timeout input" },
 		{ "get", cmd_get, 2, "data" },
 		{ "remove", cmd_remove, 2, "data" },
 	};

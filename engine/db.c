@@ -288,6 +288,7 @@ static int open_app(const char *app, const struct strata_options *opts, int depl
 		return base_nomem(err, "opening '%s'", app);
 	atomic_init(&db->n_queries, 0);
 	atomic_init(&db->n_rank_allocs, 0);
+	atomic_init(&db->n_degraded, 0);
 	struct eng_models ms = { 0 };
 	int rc;
 	db->read_only = opts ? opts->read_only : 0;
@@ -384,6 +385,7 @@ void strata_stats(struct strata *db, struct strata_stats *st)
 	rank_app_pool_stats(db->app, &hits, &misses);
 	st->queries = atomic_load(&db->n_queries);
 	st->rank_allocs = atomic_load(&db->n_rank_allocs);
+	st->degraded = atomic_load(&db->n_degraded);
 	st->pool_hits = hits;
 	st->pool_misses = misses;
 }

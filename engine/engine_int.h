@@ -46,6 +46,7 @@
  *   query_embed.c  embed(...) as the value of a query input
  *   indexing.c     the fields' indexing scripts, run on each put and update;
  *   indexing_fn.c  its functions: conversions, strings, chunkers, pack_bits
+ *   deadline.c     a search's timeout and soft timeout, checked as it runs
  *
  * The programs, not the library: cli.c and cli_run.c (the strata command),
  * serve.c and serve_api.c (strata serve, the HTTP server; serve_int.h).
@@ -90,6 +91,7 @@ struct strata {
 	/* strata_stats(): the only fields that change after open (atomics) */
 	atomic_ullong n_queries;
 	atomic_ullong n_rank_allocs;
+	atomic_ullong n_degraded; /* queries answered with what they had at a soft timeout */
 };
 
 /* ---- db.c ------------------------------------------------------------------ */
@@ -481,6 +483,39 @@ json_t *eng_tensor_to_json(const struct eng_ttype *t, const void *cells);
  * shortest decimal form. */
 json_t *eng_json_number(int cell, double v);
 
+/* ---- deadline.c: a search's time limit ---------------------------------------- */
+
+/* When a search must stop (Vespa's timeout and soft timeout). */
+struct eng_deadline {
+	double at;      /* base_now() when it passes; INFINITY: never */
+	double timeout; /* the request's timeout, seconds */
+	int soft;       /* 1: work stops there and the result is degraded;
+	                   0: the query fails with STRATA_TIMEOUT */
+	int passed;     /* a soft deadline was found passed: the result is degraded */
+};
+
+/* Vespa's timeout value v: a number of seconds, or a string of a number
+ * with unit ms, s or m ("500ms", "2 s"), at least 0, into *out seconds.
+ * Returns 0, or -1 for anything else. */
+int eng_timeout_parse(const json_t *v, double *out);
+
+/* The deadline of request req from now: its YQL's timeout (yql_ms
+ * milliseconds; -1: none) or else its "timeout", and
+ * "ranking.softtimeout.enable" and "ranking.softtimeout.factor" (flat keys
+ * or nested objects).  None without either timeout.  Returns 0 or
+ * STRATA_INVALID_ARGUMENT naming the bad setting. */
+int eng_deadline_init(struct eng_deadline *d, const json_t *req, long yql_ms,
+                      struct strata_error *err);
+
+/* Whether the work must stop: 0 go on; 1 stop, returning what is done (a
+ * soft deadline passed, now or before); STRATA_TIMEOUT (a hard one passed;
+ * err says so). */
+int eng_deadline_check(struct eng_deadline *d, struct strata_error *err);
+
+/* Vespa's "coverage" object of a result over docs documents of which covered
+ * were searched, degraded by timeout or not.  NULL when memory runs out. */
+json_t *eng_coverage_json(uint64_t docs, uint64_t covered, int degraded);
+
 /* ---- result.c ------------------------------------------------------------------ */
 
 /* Serialize j into a new string (base_strfree).  pretty: two-space indent.
@@ -661,6 +696,7 @@ struct yql_query {
 	struct yql_node *where;
 	long limit;              /* -1 when not given */
 	long offset;             /* -1 when not given */
+	long timeout_ms;         /* the query's timeout in milliseconds; -1 when not given */
 	int norder;              /* order by: replaces the rank order */
 	struct yql_order *order;
 	int ngroupings;          /* after '|': all(...), or all(all(...) all(...) ...) */

@@ -701,6 +701,15 @@ static int second_phase(struct qstate *qs, struct dtstate *ds, size_t base, size
 	for (size_t i = nre; i < n; i++)
 		qs->hits[base + i].tier = 0;
 	for (size_t off = 0; off < nre; off += BLOCK) {
+		int stop = off ? eng_deadline_check(&qs->dl, qs->err) : 0;
+		if (stop < 0)
+			return stop;
+		if (stop) { /* the candidates not re-ranked keep their first-phase order */
+			for (size_t i = off; i < nre; i++)
+				qs->hits[base + i].tier = 0;
+			nre = off;
+			break;
+		}
 		size_t k = nre - off < BLOCK ? nre - off : BLOCK;
 		for (size_t i = 0; i < k; i++) {
 			lids[i] = qs->hits[base + off + i].lid;
@@ -783,12 +792,24 @@ static int run_doctype(struct qstate *qs, struct dtstate *ds)
 	const uint32_t *drive;
 	size_t ndrive, at = 0;
 	int driven = eng_wand_driver(ds->wand, qs->yql->where, &drive, &ndrive);
+	ds->span = driven ? ndrive : 0;
 	for (uint32_t lid = 0; driven ? at < ndrive : store_next(qs->txn, ds->dt->store_id, &lid) == 0;
 	     lid++) {
 		if (driven)
 			lid = drive[at++];
-		if (eval(qs, ds, qs->yql->where, lid, 0) && (rc = add_hit(qs, ds, lid)) != 0)
-			return rc;
+		int stop = ds->covered && ds->covered % BLOCK == 0 ? eng_deadline_check(&qs->dl, qs->err)
+		                                                   : 0;
+		if (stop < 0)
+			return stop;
+		if (stop)
+			break;
+		if (eval(qs, ds, qs->yql->where, lid, 0)) {
+			if ((rc = add_hit(qs, ds, lid)) != 0)
+				return rc;
+			/* until the first phase scores it: how many documents came before it */
+			qs->hits[qs->nhits - 1].first = (double)ds->covered;
+		}
+		ds->covered++;
 		if (qs->match_nomem)
 			return base_nomem(qs->err, "matching a collection value");
 		if (lid == UINT32_MAX)
@@ -801,6 +822,15 @@ static int run_doctype(struct qstate *qs, struct dtstate *ds)
 	uint32_t lids[BLOCK];
 	double scores[BLOCK];
 	for (size_t off = 0; off < n; off += BLOCK) {
+		int stop = off ? eng_deadline_check(&qs->dl, qs->err) : 0;
+		if (stop < 0)
+			return stop;
+		if (stop) { /* the matches not ranked leave, and the documents from the first of them */
+			ds->covered = (uint64_t)qs->hits[base + off].first;
+			qs->nhits = base + off;
+			n = off;
+			break;
+		}
 		size_t k = n - off < BLOCK ? n - off : BLOCK;
 		for (size_t i = 0; i < k; i++)
 			lids[i] = qs->hits[base + off + i].lid;
@@ -1056,22 +1086,22 @@ static int check_order_grouping(struct qstate *qs)
 static int build_result(struct qstate *qs, size_t offset, size_t nhits, char **result)
 {
 	json_t *top = json_object(), *root = json_object(), *fields = json_object();
-	json_t *cov = json_object(), *children = json_array();
+	json_t *children = json_array();
 	int rc = 0;
-	uint64_t docs = 0;
-	for (int i = 0; i < qs->nds; i++)
-		docs += store_count(qs->txn, qs->ds[i].dt->store_id);
+	uint64_t docs = 0, covered = 0;
+	for (int i = 0; i < qs->nds; i++) {
+		const struct dtstate *ds = &qs->ds[i];
+		uint64_t n = store_count(qs->txn, ds->dt->store_id);
+		docs += n;
+		/* a weakAnd's matches only were visited: their share of the documents */
+		covered += !qs->dl.passed ? n : ds->span ? n * ds->covered / ds->span : ds->covered;
+	}
+	json_t *cov = eng_coverage_json(docs, covered, qs->dl.passed);
 	if (!top || !root || !fields || !cov || !children ||
 	    json_object_set_new(root, "id", json_string("toplevel")) ||
 	    json_object_set_new(root, "relevance", json_real(1.0)) ||
 	    json_object_set_new(fields, "totalCount", json_integer((json_int_t)qs->nhits)) ||
 	    json_object_set(root, "fields", fields) ||
-	    json_object_set_new(cov, "coverage", json_integer(100)) ||
-	    json_object_set_new(cov, "documents", json_integer((json_int_t)docs)) ||
-	    json_object_set_new(cov, "full", json_true()) ||
-	    json_object_set_new(cov, "nodes", json_integer(1)) ||
-	    json_object_set_new(cov, "results", json_integer(1)) ||
-	    json_object_set_new(cov, "resultsFull", json_integer(1)) ||
 	    json_object_set(root, "coverage", cov) || json_object_set(top, "root", root)) {
 		rc = base_nomem(qs->err, "result");
 		goto out;
@@ -1123,7 +1153,7 @@ static int run(struct qstate *qs, const json_t *req, char **result)
 	if (!json_is_string(yv))
 		return base_err(err, STRATA_INVALID_ARGUMENT, "\"yql\" must be a string");
 	int rc = yql_parse(json_string_value(yv), &qs->yql, err);
-	if (rc)
+	if (rc || (rc = eng_deadline_init(&qs->dl, req, qs->yql->timeout_ms, err)) != 0)
 		return rc;
 	long hits = DEFAULT_HITS, offset = 0;
 	const json_t *v;
@@ -1201,6 +1231,8 @@ static int run(struct qstate *qs, const json_t *req, char **result)
 		if ((rc = run_doctype(qs, ds)) != 0)
 			return rc;
 	}
+	if (!qs->dl.soft && (rc = eng_deadline_check(&qs->dl, err)) < 0)
+		return rc; /* a hard timeout holds at the end too */
 	/* Only the page is shown: the hits before it and on it are ordered. */
 	size_t page = (size_t)offset < qs->nhits && (size_t)hits < qs->nhits - (size_t)offset
 	                      ? (size_t)offset + (size_t)hits
@@ -1268,5 +1300,7 @@ int strata_query_json(struct strata *db, const char *request, char **result,
 	atomic_fetch_add(&db->n_rank_allocs, qs.rank_allocs);
 	if (rc == 0)
 		atomic_fetch_add(&db->n_queries, 1);
+	if (rc == 0 && qs.dl.passed)
+		atomic_fetch_add(&db->n_degraded, 1);
 	return rc;
 }

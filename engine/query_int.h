@@ -25,13 +25,16 @@ struct dtstate {
 	int has_nn;
 	struct qstate *qs;
 	struct base_arena sparse; /* values of mapped tensor fields ranking read */
+	uint64_t covered;    /* documents (or weakAnd matches, see span) matched and ranked */
+	uint64_t span;       /* 0: covered counts documents; else the weakAnd's matches, of
+	                        which covered were visited */
 };
 
 struct hit {
 	struct dtstate *ds;
 	uint32_t lid;
 	int tier;            /* 1: final score (re-ranked, or no second phase) */
-	double first;
+	double first;        /* before the first phase: documents visited before it */
 	double score;
 	const char *docid;
 };
@@ -52,6 +55,7 @@ struct qstate {
 	uint64_t rank_allocs;     /* allocations made inside rank_query_* calls */
 	int match_nomem;          /* a collection value could not be read for lack of memory */
 	json_t *embedded;         /* query inputs given as embed(...), by name (query_embed.c) */
+	struct eng_deadline dl;   /* the request's timeout (deadline.c) */
 };
 
 /* Bracket a call into rank: mark before, charge after. */

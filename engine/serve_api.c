@@ -15,9 +15,13 @@
  *   /state/v1/health         {"status": {"code": "up"}}
  *   /state/v1/metrics, /metrics/v2/values   the counters of struct srv_metrics
  *
- * A search's "timeout" (seconds, or "500ms", "2s") is checked when a worker
- * takes the request and again when the query ends: over it, the answer is
- * Vespa's timeout error (504); a running query is not interrupted.
+ * A search's "timeout" (seconds, or "500ms", "2s"; 10 s when not given)
+ * counts from when the request arrived.  Over it when a worker takes the
+ * request, or when the query ends, the answer is Vespa's timeout error
+ * (504).  The query runs with the time left as its own "timeout", so the
+ * library's soft timeout stops it early and a degraded result (its coverage
+ * says so) is answered with 200, as Vespa does; with
+ * "ranking.softtimeout.enable" false the query fails at its deadline (504).
  * "trace.level" 1 or more adds a "trace" with the time spent queued and
  * searching.  Conditions (test-and-set) are refused by the library with a
  * clear message, never ignored.
@@ -103,6 +107,9 @@ static void search_fail(struct srv_req *rq, int rc, const struct strata_error *e
 {
 	const char *msg = err->msg[0] ? err->msg : strata_strerror(rc);
 	switch (rc) {
+	case STRATA_TIMEOUT:
+		search_error(rq, 504, VE_TIMEOUT, msg);
+		break;
 	case STRATA_PARSE:
 		search_error(rq, 400, VE_ILLEGAL_QUERY, msg);
 		break;
@@ -113,30 +120,6 @@ static void search_fail(struct srv_req *rq, int rc, const struct strata_error *e
 	default:
 		search_error(rq, 500, VE_INTERNAL, msg);
 	}
-}
-
-/* Vespa's timeout: a number of seconds or a number with unit ms, s or m. */
-static int parse_timeout(const json_t *v, double *out)
-{
-	if (json_is_number(v)) {
-		*out = json_number_value(v);
-		return *out > 0 ? 0 : -1;
-	}
-	if (!json_is_string(v))
-		return -1;
-	const char *s = json_string_value(v);
-	char *end;
-	double x = strtod(s, &end);
-	if (end == s || !(x > 0) || !isfinite(x))
-		return -1;
-	while (*end == ' ')
-		end++;
-	double unit = !*end || !strcmp(end, "s") ? 1 : !strcmp(end, "ms") ? 1e-3
-	            : !strcmp(end, "m") ? 60 : -1;
-	if (unit < 0)
-		return -1;
-	*out = x * unit;
-	return 0;
 }
 
 /* A query parameter's value as the JSON request wants it: inputs as the
@@ -219,7 +202,7 @@ static void do_search(struct srv *s, struct srv_req *rq)
 		return;
 	double timeout = DEFAULT_TIMEOUT;
 	const json_t *tv = json_object_get(req, "timeout");
-	if (tv && parse_timeout(tv, &timeout)) {
+	if (tv && eng_timeout_parse(tv, &timeout)) {
 		json_decref(req);
 		search_error(rq, 400, VE_INVALID_PARAMETER,
 		             "timeout: expected seconds, or a number with unit ms, s or m");
@@ -240,14 +223,17 @@ static void do_search(struct srv *s, struct srv_req *rq)
 		srv_metrics_query(&s->m, queued, -1);
 		return;
 	}
-	char *text = eng_json_dump(req, 0), *result = NULL;
+	/* the query's own deadline: what is left of the request's */
+	char *text = json_object_set_new(req, "timeout", json_real(timeout - queued)) ? NULL
+	           : eng_json_dump(req, 0);
+	char *result = NULL;
 	json_decref(req);
 	struct strata_error err = { 0 };
 	int rc = text ? strata_query_json(s->db, text, &result, &err) : base_nomem(&err, "request");
 	base_strfree(text);
 	double end = base_now();
 	if (rc) {
-		srv_metrics_query(&s->m, end - rq->arrived, 0);
+		srv_metrics_query(&s->m, end - rq->arrived, rc == STRATA_TIMEOUT ? -1 : 0);
 		search_fail(rq, rc, &err);
 		return;
 	}
@@ -587,11 +573,12 @@ static json_t *metric_values(struct srv *s)
 	memcpy(&m, &s->m, sizeof m);
 	pthread_mutex_unlock(&s->m.lock);
 	unsigned long long n = m.queries + m.query_errors + m.timeouts;
-	return json_pack("{s:I, s:I, s:I, s:I, s:f, s:f, s:f, s:f, s:f, s:I, s:I, s:I, s:I, s:I,"
-	                 " s:I, s:I, s:I, s:f, s:I}",
+	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:f, s:f, s:f, s:I, s:I, s:I, s:I,"
+	                 " s:I, s:I, s:I, s:I, s:f, s:I}",
 	                 "queries.count", (json_int_t)m.queries,
 	                 "queries.errors", (json_int_t)m.query_errors,
 	                 "queries.timeouts", (json_int_t)m.timeouts,
+	                 "queries.degraded", (json_int_t)st.degraded,
 	                 "requests.rejected", (json_int_t)m.rejected,
 	                 "query_latency.average", n ? m.lat_sum / (double)n * 1e3 : 0.0,
 	                 "query_latency.p50", percentile(&m, n, 0.50),

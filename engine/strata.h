@@ -72,6 +72,7 @@ enum strata_code {
 	STRATA_TXN_FAILED = -13,      /* the transaction failed earlier and must be aborted */
 	STRATA_EXISTS = -14,          /* the thing to create already exists */
 	STRATA_RUNTIME = -15,         /* a model failed while running (bad index, shape mismatch) */
+	STRATA_TIMEOUT = -16,         /* a search ran past its timeout (soft timeout off) */
 };
 
 #define STRATA_ERRMSG_MAX 1024
@@ -233,8 +234,25 @@ int strata_feed_file_progress(struct strata *db, const char *path, strata_feed_r
  * On success *result is a new NUL-terminated Vespa result JSON text that the
  * caller frees with strata_free().  Returns 0, STRATA_PARSE (bad JSON or YQL),
  * STRATA_INVALID_ARGUMENT (bad input value or option), STRATA_NOT_FOUND
- * (unknown profile, field or input), STRATA_RUNTIME (a model failed), or a
- * store error. */
+ * (unknown profile, field or input), STRATA_RUNTIME (a model failed),
+ * STRATA_TIMEOUT (see below), or a store error.
+ *
+ * Time limit, as Vespa's: "timeout" (seconds, or "500ms", "2s", "1m"; or
+ * the YQL's "timeout N", N milliseconds, which wins; counted from this
+ * call; none when left out) with Vespa's soft timeout,
+ * on unless "ranking.softtimeout.enable" is false.  On, the query stops at
+ * timeout x "ranking.softtimeout.factor" (above 0, at most 1; default 0.5)
+ * and answers with what it has: the documents matched and first-phase
+ * ranked by then (the matches not yet ranked leave), the candidates
+ * re-ranked by then (the others keep their first-phase order below them),
+ * and a result whose "coverage" says so: "documents" (those covered),
+ * "coverage" (their percentage, below 100), "full": false, "resultsFull": 0
+ * and "degraded": {"timeout": true, ...}.  Off, running past the timeout
+ * fails the query with STRATA_TIMEOUT.  The deadline is looked at after
+ * every 1024 documents matched or first-phase ranked and after every 1024
+ * candidates re-ranked, never before the first of them, so every query
+ * covers some documents; the global phase, the summaries and the
+ * nearest-neighbour search are not cut. */
 int strata_query_json(struct strata *db, const char *request, char **result,
                       struct strata_error *err);
 
@@ -279,6 +297,8 @@ struct strata_stats {
 	                                   the match or the result JSON) */
 	unsigned long long pool_hits;   /* model run contexts taken back from the pools */
 	unsigned long long pool_misses; /* model run contexts made anew */
+	unsigned long long degraded;    /* of the queries, those stopped by their soft timeout
+	                                   (answered with a degraded coverage) */
 };
 void strata_stats(struct strata *db, struct strata_stats *st);
 

@@ -3,7 +3,7 @@
  *
  *   select <* | f1, f2> from <sources * | sources a, b | doctype>
  *     [where <cond>] [order by f [asc|desc], ...] [limit N] [offset N]
- *     [timeout N] [| grouping] [;]
+ *     [timeout N (milliseconds)] [| grouping] [;]
  *   cond: true | false | f < n | f <= n | f > n | f >= n | f = n (n a number,
  *         true or false; the number may stand on the left) | range(f, lo, hi)
  *         | f contains "text" | f in (n, ...) | f in ("s", ...)
@@ -1331,8 +1331,7 @@ static int statement(struct parser *ps, struct yql_query *q)
 			if (next(ps) || count(ps, &q->offset, "a number after 'offset'"))
 				return STRATA_PARSE;
 		} else if (is_kw(ps, "timeout")) {
-			long t;
-			if (next(ps) || count(ps, &t, "a number after 'timeout'"))
+			if (next(ps) || count(ps, &q->timeout_ms, "a number after 'timeout'"))
 				return STRATA_PARSE;
 		} else {
 			break;
@@ -1368,6 +1367,7 @@ int yql_parse(const char *text, struct yql_query **out, struct strata_error *err
 	base_arena_init(&q->arena, 4096);
 	q->limit = -1;
 	q->offset = -1;
+	q->timeout_ms = -1;
 	struct parser ps = { .text = text, .p = text, .a = &q->arena, .q = q, .err = err };
 	int rc = statement(&ps, q);
 	if (rc) {

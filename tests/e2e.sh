@@ -152,6 +152,21 @@ if expect_ok "query summary" "$STRATA" query "$APP" \
 	check "summary title" "$(jout '.root.children[0].fields.title')" "$want_title"
 fi
 
+# A request's timeout: one not reached leaves the coverage full; with the
+# soft timeout off, a timeout of 0 has passed by the query's end.  (Where a
+# soft timeout stops a query is tested against a clock in test_deadline.)
+if expect_ok "query timeout" "$STRATA" query "$APP" --yql 'select * from sources * where true' \
+	--profile cheap --hits 1 --timeout 10s; then
+	check "timeout coverage" "$(jout '.root.coverage | [.full, .documents, has("degraded")] | @csv')" \
+		"true,$NDOCS,false"
+fi
+expect_fail "query bad timeout" '"timeout": expected seconds' "$STRATA" query "$APP" \
+	--yql 'select * from sources * where true' --timeout soon
+echo '{"yql": "select * from sources * where true", "timeout": 0,
+	"ranking.softtimeout.enable": false}' >"$T/hard.json"
+expect_fail "query hard timeout" 'timed out: it ran past its timeout of 0 ms' \
+	sh -c '"$0" query "$1" <"$2"' "$STRATA" "$APP" "$T/hard.json"
+
 # ---- YQL: in, matches, order by, grouping; expected values from the feed with jq ------
 if expect_ok "query in" "$STRATA" query "$APP" --profile cheap --hits 100 \
 	--yql 'select * from sources * where brand in ("Northvale", "Sonora") and price < 100'; then

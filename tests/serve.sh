@@ -9,7 +9,9 @@
 # written, and visited page by page with continuations, each once; the
 # error answers (status and Vespa's JSON) of malformed JSON, bad YQL, an
 # unknown document type or profile, a condition, a body over --max-body
-# (with and without a length), a timeout; nothing of the store changes
+# (with and without a length), a timeout, a bad soft timeout setting (the
+# library's own error, so the query gets the request's settings) and a
+# timeout not reached (full coverage); nothing of the store changes
 # through them; a client that stops sending is disconnected after
 # --client-timeout while others are served; health and metrics count what
 # was done; a burst on one thread gets results or 503s, each counted;
@@ -177,6 +179,12 @@ req "bad timeout" 400 "$B/search/?yql=$yql&timeout=soon"
 req "timeout" 504 "$B/search/?yql=$yql&timeout=0.001ms"
 check "timeout error" "$(jout '.root.errors[0].code, .root.errors[0].summary' | tr '\n' ' ')" \
 	"12 Timed out "
+# the query runs with what is left of the timeout, its soft timeout settings read by the library
+req "soft timeout factor" 400 "$B/search/?yql=$yql&timeout=5s&ranking.softtimeout.factor=2"
+check "soft timeout factor message" "$(jout '.root.errors[0].code, .root.errors[0].message' | tr '\n' ' ')" \
+	"4 \"ranking.softtimeout.factor\": expected a number above 0 and at most 1 "
+req "timeout not reached" 200 "$B/search/?yql=$yql&timeout=30s&ranking.softtimeout.enable=false"
+check "timeout not reached coverage" "$(jout '.root.coverage | [.full, has("degraded")] | @csv')" "true,false"
 req "malformed document JSON" 400 -X POST -d '{"fields": {"price": ' \
 	"$B/document/v1/shop/product/docid/6"
 check "malformed document message" "$(jout '.message' | grep -c 'not JSON: line 1')" "1"
@@ -204,6 +212,7 @@ check "metrics puts" "$(jout "$m.\"feed.puts\"")" "5"
 check "metrics updates" "$(jout "$m.\"feed.updates\"")" "2"
 check "metrics visits" "$(jout "$m.\"document.visits\"")" "4"
 check "metrics timeouts" "$(jout "$m.\"queries.timeouts\"")" "1"
+check "metrics degraded" "$(jout "$m.\"queries.degraded\"")" "0"
 check "metrics latency" "$(jout "$m.\"query_latency.p99\" > 0 and $m.\"query_latency.p50\" <= $m.\"query_latency.p99\"")" "true"
 req "state metrics" 200 "$B/state/v1/metrics"
 check "state metrics queries" "$(jout '.metrics.values[] | select(.name == "queries.count") | .values.value')" \
