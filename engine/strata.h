@@ -248,6 +248,17 @@ int strata_visit_json(struct strata *db, const char *doctype, const char *ns,
                       const char *continuation, long count, char **out,
                       struct strata_error *err);
 
+/* strata_visit_json() that keeps only the documents matching selection, a
+ * Vespa document selection ("product.price < 100 and id.namespace ==
+ * \"shop\""; NULL or "": every document): count is the most a page shows
+ * of those, and a page reads on until it has them or the type ends.
+ * Returns strata_visit_json()'s codes, and STRATA_PARSE,
+ * STRATA_INVALID_ARGUMENT or STRATA_NOT_IMPLEMENTED for a selection that
+ * cannot be parsed ("selection:1:COL: why"). */
+int strata_visit_select_json(struct strata *db, const char *doctype, const char *ns,
+                             const char *selection, const char *continuation, long count,
+                             char **out, struct strata_error *err);
+
 /* Free a string returned by this library. */
 void strata_free(char *s);
 
