@@ -30,6 +30,7 @@ const char *strata_strerror(int code)
 	case STRATA_TXN_FAILED: return "transaction failed earlier";
 	case STRATA_EXISTS: return "already exists";
 	case STRATA_RUNTIME: return "model run failed";
+	case STRATA_CONDITION_FAILED: return "condition not met";
 	}
 	if (code > 0)
 		return strerror(code);

@@ -16,7 +16,8 @@
  *   feed.c         Vespa document operations -> store transactions; get, remove
  *   visit.c        visiting: the documents of a type in pages, with a continuation
  *   selection.c    Vespa's document selection language: text -> struct eng_sel
- *   selection_eval.c  a selection evaluated on a stored document
+ *   selection_eval.c  a selection evaluated on a stored document; test-and-set
+ *                  conditions of feed operations
  *   yql.c          YQL text -> struct yql_query (a condition tree);
  *   yql_tree.c     walking, testing and dumping such trees
  *   grouping.c     order by and grouping over the matches
@@ -986,7 +987,7 @@ int eng_grouping_json(const struct yql_query *q, const struct eng_hits *h, json_
 
 /* ---- selection.c, selection_eval.c: Vespa's document selection language ---------
  *
- * The selections of visits:
+ * The conditions of test-and-set operations and the selections of visits:
  * "music.year > 2000 and not music.title = \"*live*\"".  eng_sel_parse
  * turns the text into a tree whose document types and fields are resolved
  * against the application; eng_sel_eval tells whether one stored document
@@ -1052,6 +1053,16 @@ void eng_sel_free(struct eng_sel *s);
  * result does not match).  Returns 0 or STRATA_NOMEM. */
 int eng_sel_eval(const struct eng_sel *s, const struct eng_doctype *dt, const char *id,
                  const struct store_value *vals, int *match, struct strata_error *err);
+/* Test-and-set: whether an operation on document id (of type dt) whose
+ * condition is cond may be applied, judged on the document as write
+ * transaction w holds it.  A missing document fails the condition unless
+ * create is 1 (a put or update with "create": true), which ignores it.
+ * Returns 0 (go on), STRATA_CONDITION_FAILED ("condition 'c' did not match
+ * document 'id'", or "document 'id' does not exist"), eng_sel_parse's
+ * errors ("condition:1:COL: ..."), STRATA_NOMEM or a store error (w
+ * failed).  Writes nothing. */
+int eng_sel_condition(struct strata *db, struct store_txn *w, struct eng_doctype *dt,
+                      const char *id, const char *cond, int create, struct strata_error *err);
 
 /* ---- the CLI (cli.c, cli_run.c) ------------------------------------------------------- */
 

@@ -1,7 +1,8 @@
 /*
  * selection.c: Vespa's document selection language, parsed into a tree
  * (struct eng_sel, engine_int.h) that selection_eval.c evaluates against
- * stored documents.  The selections of visits are written in it.
+ * stored documents.  Test-and-set conditions of feed operations and the
+ * selections of visits are written in it.
  *
  * Grammar, loosest first (keywords in any case):
  *

@@ -522,3 +522,35 @@ int eng_sel_eval(const struct eng_sel *s, const struct eng_doctype *dt, const ch
 	*match = r == T_TRUE;
 	return 0;
 }
+
+/* ---- test-and-set --------------------------------------------------------------------------- */
+
+int eng_sel_condition(struct strata *db, struct store_txn *w, struct eng_doctype *dt,
+                      const char *id, const char *cond, int create, struct strata_error *err)
+{
+	struct eng_sel *s;
+	int rc = eng_sel_parse(db, cond, "condition", &s, err);
+	if (rc)
+		return rc;
+	uint32_t lid;
+	if ((rc = store_lookup(w, dt->store_id, id, &lid, err)) != 0) {
+		eng_sel_free(s);
+		if (rc != STRATA_NOT_FOUND)
+			return rc;
+		return create ? 0 : base_err(err, STRATA_CONDITION_FAILED,
+		                             "document '%s' does not exist", id);
+	}
+	size_t vsize = (size_t)(dt->nfields + 1) * sizeof(struct store_value);
+	struct store_value *vals = base_calloc(1, vsize);
+	int match = 0;
+	if (!vals)
+		rc = base_nomem(err, "document '%s'", id);
+	else if ((rc = store_get(w, dt->store_id, lid, vals, err)) == 0 &&
+	         (rc = eng_sel_eval(s, dt, id, vals, &match, err)) == 0 && !match)
+		rc = base_err(err, STRATA_CONDITION_FAILED,
+		              "condition '%.200s' did not match document '%s'", cond, id);
+	if (vals)
+		base_free(vals, vsize);
+	eng_sel_free(s);
+	return rc;
+}

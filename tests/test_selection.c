@@ -1,12 +1,19 @@
 /*
  * test_selection.c: Vespa's document selection language (engine/selection.c,
- * selection_eval.c), through the library's API: visits with a selection.
+ * selection_eval.c), through the library's API: visits with a selection
+ * and test-and-set conditions on feed operations.
  *
  * Checked: for each selection of a table, the documents a visit keeps
  * are exactly the ones listed beside it (worked out by hand from the
  * documents below); three-valued logic (a comparison that makes no sense
  * matches neither itself nor its negation); errors name the column and
- * what is wrong.
+ * what is wrong; conditions on put, update and remove apply the
+ * operation when they match and write nothing when they do not (the
+ * stored fields are compared before and after), a missing document fails
+ * a condition unless "create" is set; a file feed counts the operations
+ * left out apart from the failed ones and reports each; and every
+ * allocation failure of a conditional update gives STRATA_NOMEM, leaks
+ * nothing and changes nothing.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -283,11 +290,144 @@ static void test_errors(void **state)
 	assert_non_null(strstr(err.msg, "nested more than"));
 }
 
+/* ---- test-and-set --------------------------------------------------------------------- */
+
+static void expect_not_met(struct strata *db, const char *op, const char *id, const char *msg)
+{
+	char *before = dbtest_fields(db, id, 0);
+	dbtest_feed_fails(db, op, STRATA_CONDITION_FAILED, msg);
+	dbtest_expect_fields(db, id, 0, before);
+	dbtest_json_free(before);
+}
+
+static void test_conditions(void **state)
+{
+	struct dbtest *fx = *state;
+	struct strata *db = fx->db;
+	/* update: met, then not met (the year is now 2000) */
+	dbtest_feed_json(db, "{\"update\": \"id:shop:music::a\", \"condition\": \"music.year == 1999\","
+	                     " \"fields\": {\"year\": {\"assign\": 2000}}}");
+	char *f = dbtest_fields(db, "id:shop:music::a", 0);
+	assert_non_null(strstr(f, "\"year\":2000"));
+	dbtest_json_free(f);
+	expect_not_met(db, "{\"update\": \"id:shop:music::a\", \"condition\": \"music.year == 1999\","
+	                   " \"fields\": {\"year\": {\"assign\": 1}}}", "id:shop:music::a",
+	               "condition 'music.year == 1999' did not match document 'id:shop:music::a'");
+	/* put: replaces the document only when the condition holds */
+	expect_not_met(db, "{\"put\": \"id:shop:music:n=42:b\","
+	                   " \"condition\": \"music.title = \\\"x*\\\"\","
+	                   " \"fields\": {\"title\": \"new\"}}", "id:shop:music:n=42:b", "did not match");
+	dbtest_feed_json(db, "{\"put\": \"id:shop:music:n=42:b\","
+	                     " \"condition\": \"music.title = \\\"b*\\\"\","
+	                     " \"fields\": {\"title\": \"new\"}}");
+	dbtest_expect_fields(db, "id:shop:music:n=42:b", 0, "{\"title\":\"new\"}");
+	/* remove */
+	expect_not_met(db, "{\"remove\": \"id:shop:music:n=42:b\", \"condition\": \"music.year\"}",
+	               "id:shop:music:n=42:b", "did not match");
+	dbtest_feed_json(db, "{\"remove\": \"id:shop:music:n=42:b\", \"condition\": \"not music.year\"}");
+	char *s;
+	assert_int_equal(dbtest_get_fields(db, "id:shop:music:n=42:b", 0, &s), STRATA_NOT_FOUND);
+	/* a missing document fails a condition, unless create ignores it */
+	dbtest_feed_fails(db, "{\"remove\": \"id:shop:music::zz\", \"condition\": \"true\"}",
+	                  STRATA_CONDITION_FAILED, "document 'id:shop:music::zz' does not exist");
+	dbtest_feed_fails(db, "{\"update\": \"id:shop:music::zz\", \"condition\": \"true\","
+	                      " \"fields\": {\"year\": {\"assign\": 7}}}",
+	                  STRATA_CONDITION_FAILED, "does not exist");
+	dbtest_feed_fails(db, "{\"put\": \"id:shop:music::zz\", \"condition\": \"true\","
+	                      " \"fields\": {\"year\": 7}}", STRATA_CONDITION_FAILED, "does not exist");
+	assert_int_equal(dbtest_get_fields(db, "id:shop:music::zz", 0, &s), STRATA_NOT_FOUND);
+	dbtest_feed_json(db, "{\"update\": \"id:shop:music::zz\", \"condition\": \"false\","
+	                     " \"create\": true, \"fields\": {\"year\": {\"assign\": 7}}}");
+	dbtest_expect_fields(db, "id:shop:music::zz", 0, "{\"year\":7}");
+	/* once it exists, create no longer lets a false condition through */
+	expect_not_met(db, "{\"update\": \"id:shop:music::zz\", \"condition\": \"false\","
+	                   " \"create\": true, \"fields\": {\"year\": {\"assign\": 8}}}",
+	               "id:shop:music::zz", "did not match");
+	dbtest_feed_json(db, "{\"put\": \"id:shop:music::zy\", \"condition\": \"music.year > 1\","
+	                     " \"create\": true, \"fields\": {\"year\": 9}}");
+	dbtest_expect_fields(db, "id:shop:music::zy", 0, "{\"year\":9}");
+	/* bad conditions are errors, with the column; nothing is written */
+	dbtest_feed_fails(db, "{\"update\": \"id:shop:music::zz\", \"condition\": \"music.year >\","
+	                      " \"fields\": {\"year\": {\"assign\": 1}}}", STRATA_PARSE,
+	                  "condition:1:13: the condition ends");
+	dbtest_feed_fails(db, "{\"remove\": \"id:shop:music::zz\", \"condition\": 3}",
+	                  STRATA_INVALID_ARGUMENT, "\"condition\" must be a string");
+	dbtest_expect_fields(db, "id:shop:music::zz", 0, "{\"year\":7}");
+}
+
+struct reports {
+	int n, not_met;
+	long lines[8];
+};
+
+static void on_report(void *ud, long line, int code, const char *msg)
+{
+	struct reports *r = ud;
+	if (r->n < 8)
+		r->lines[r->n] = line;
+	r->n++;
+	r->not_met += code == STRATA_CONDITION_FAILED;
+}
+
+static void test_feed_file(void **state)
+{
+	struct dbtest *fx = *state;
+	char path[512];
+	snprintf(path, sizeof path, "%s/ops.jsonl", fx->dir);
+	apptest_write(fx->dir, "ops.jsonl",
+	              "{\"put\": \"id:shop:book::e\", \"fields\": {\"author\": \"Eve\"}}\n"
+	              "{\"update\": \"id:shop:book::e\", \"condition\": \"book.author == \\\"Bob\\\"\","
+	              " \"fields\": {\"author\": {\"assign\": \"X\"}}}\n"
+	              "{\"update\": \"id:shop:book::e\", \"condition\": \"book.author == \\\"Eve\\\"\","
+	              " \"fields\": {\"author\": {\"assign\": \"Eva\"}}}\n"
+	              "{\"remove\": \"id:shop:book::d\", \"condition\": \"book.author = \\\"Z*\\\"\"}\n"
+	              "{\"remove\": \"id:shop:book::q\"}\n");
+	struct strata_feed_stats st;
+	struct reports r = { 0 };
+	struct strata_error err = { 0 };
+	assert_int_equal(strata_feed_file(fx->db, path, on_report, &r, &st, &err),
+	                 STRATA_INVALID_ARGUMENT);
+	assert_int_equal(st.ok, 2);
+	assert_int_equal(st.not_met, 2);
+	assert_int_equal(st.failed, 1);
+	assert_int_equal(r.n, 3);
+	assert_int_equal(r.not_met, 2);
+	assert_int_equal(r.lines[0], 2);
+	assert_int_equal(r.lines[1], 4);
+	assert_int_equal(r.lines[2], 5);
+	dbtest_expect_fields(fx->db, "id:shop:book::e", 0, "{\"author\":\"Eva\"}");
+	dbtest_expect_fields(fx->db, "id:shop:book::d", 0, "{\"author\":\"Doe\"}");
+	/* only conditions left out: no failure */
+	apptest_write(fx->dir, "ops.jsonl",
+	              "{\"remove\": \"id:shop:book::d\", \"condition\": \"false\"}\n");
+	assert_int_equal(strata_feed_file(fx->db, path, NULL, NULL, &st, &err), 0);
+	assert_int_equal(st.not_met, 1);
+	assert_int_equal(st.failed, 0);
+}
+
+static void test_nomem(void **state)
+{
+	struct dbtest *fx = *state;
+	long n = dbtest_feed_failing(fx->db,
+	                             "{\"update\": \"id:shop:music::a\", \"condition\": "
+	                             "\"music.tags == \\\"rock\\\" and music.title =~ \\\"W.r\\\" and "
+	                             "music.title + \\\"x\\\" != \\\"y\\\"\", "
+	                             "\"fields\": {\"rating\": {\"assign\": 1.5}}}",
+	                             "id:shop:music::a");
+	assert_true(n > 5);
+	char *f = dbtest_fields(fx->db, "id:shop:music::a", 0);
+	assert_non_null(strstr(f, "\"rating\":1.5"));
+	dbtest_json_free(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_selections, setup, dbtest_teardown),
 		cmocka_unit_test_setup_teardown(test_errors, setup, dbtest_teardown),
+		cmocka_unit_test_setup_teardown(test_conditions, setup, dbtest_teardown),
+		cmocka_unit_test_setup_teardown(test_feed_file, setup, dbtest_teardown),
+		cmocka_unit_test_setup_teardown(test_nomem, setup, dbtest_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
