@@ -12,8 +12,8 @@
  *                            answers {"pathId", "id"[, "fields"]} or
  *                            {"pathId", "message"} with 400, 404 or 500, and
  *                            412 with "id" when the condition fails
- *   /document/v1/NS/TYPE/docid   GET: visiting, a page of documents and a
- *                            continuation
+ *   /document/v1/NS/TYPE/docid   GET: visiting, a page of documents (those
+ *                            of ?selection= only) and a continuation
  *   /state/v1/health         {"status": {"code": "up"}}
  *   /state/v1/metrics, /metrics/v2/values   the counters of struct srv_metrics
  *
@@ -427,16 +427,17 @@ static int visit_path(const char *path, char *ns, char *type, size_t n)
 	return 0;
 }
 
-/* GET /document/v1/NS/TYPE/docid?wantedDocumentCount=N&continuation=C: one
- * page of the type's documents in namespace NS.  cluster, concurrency and
- * timeout change nothing here (one store, one page per request) and are
- * accepted; any other parameter (selection, fieldSet, ...) is refused. */
+/* GET /document/v1/NS/TYPE/docid?wantedDocumentCount=N&continuation=C
+ * &selection=S: one page of the type's documents in namespace NS that
+ * match S.  cluster, concurrency and timeout change nothing here (one
+ * store, one page per request) and are accepted; any other parameter
+ * (fieldSet, ...) is refused. */
 static void do_visit(struct srv *s, struct srv_req *rq, const char *ns, const char *type)
 {
 	const char *key;
 	json_t *v;
 	long wanted = 100;
-	const char *cont = NULL;
+	const char *cont = NULL, *selection = NULL;
 	char msg[200];
 	json_object_foreach(rq->args, key, v) {
 		const char *val = json_string_value(v);
@@ -451,6 +452,8 @@ static void do_visit(struct srv *s, struct srv_req *rq, const char *ns, const ch
 				wanted = 1024; /* as Vespa, a page has at most 1024 documents */
 		} else if (!strcmp(key, "continuation")) {
 			cont = val;
+		} else if (!strcmp(key, "selection")) {
+			selection = val;
 		} else if (strcmp(key, "cluster") && strcmp(key, "concurrency") &&
 		           strcmp(key, "timeout")) {
 			snprintf(msg, sizeof msg, "visiting with '%.64s' is not implemented", key);
@@ -460,7 +463,7 @@ static void do_visit(struct srv *s, struct srv_req *rq, const char *ns, const ch
 	}
 	struct strata_error err = { 0 };
 	char *page;
-	int rc = strata_visit_json(s->db, type, ns, cont, wanted, &page, &err);
+	int rc = strata_visit_select_json(s->db, type, ns, selection, cont, wanted, &page, &err);
 	if (rc) {
 		doc_fail(rq, rc == STRATA_NOT_FOUND ? STRATA_INVALID_ARGUMENT : rc, &err);
 		return;

@@ -192,8 +192,26 @@ req "visit other namespace" 200 "$B/document/v1/other/product/docid"
 check "other namespace empty" "$(jout '.documentCount')" "0"
 check "visit members" "$(jout -c 'keys_unsorted')" '["documents","documentCount","pathId"]'
 check "visit pathId" "$(jout '.pathId')" "/document/v1/other/product/docid"
-req "visit selection" 400 "$B/document/v1/shop/product/docid?selection=true"
-check "visit selection message" "$(jout '.message')" "visiting with 'selection' is not implemented"
+req "visit selection" 200 "$B/document/v1/shop/product/docid?selection=id.specific%3D%3D%223%22%20or%20id.specific%3D%275%27"
+check "visit selection ids" "$(jout -c '[.documents[].id] | sort')" '["id:shop:product::3","id:shop:product::5"]'
+# Those under 50, by jq over what was put (product 2 at 1.25), in pages of 1.
+under=$(head -n 5 "$APP/feed.jsonl" | jq -rs 'map(select(.put == "id:shop:product::2" or .fields.price < 50)
+	| .put) | sort | join(" ")')
+cont=
+got=
+spages=0
+while :; do
+	spages=$((spages + 1))
+	req "visit selection page" 200 "$B/document/v1/shop/product/docid?wantedDocumentCount=1&selection=product.price%20%3C%2050${cont:+&continuation=$cont}"
+	got="$got $(jout -r '.documents[].id')"
+	cont=$(jout '.continuation // empty')
+	[ -n "$cont" ] || break
+done
+check "visit selection pages" "$(echo $got | tr ' ' '\n' | sort | tr '\n' ' ' | sed 's/ $//')" "$under"
+req "visit bad selection" 400 "$B/document/v1/shop/product/docid?selection=product.nope%3D%3D1"
+check "visit bad selection message" "$(jout '.message')" "selection:1:9: 'nope' is not a field of document type 'product'"
+req "visit fieldSet" 400 "$B/document/v1/shop/product/docid?fieldSet=x"
+check "visit fieldSet message" "$(jout '.message')" "visiting with 'fieldSet' is not implemented"
 req "visit bad continuation" 400 "$B/document/v1/shop/product/docid?continuation=xyz"
 req "visit unknown type" 400 "$B/document/v1/shop/nope/docid"
 
@@ -236,7 +254,7 @@ m='.nodes[0].services[0].metrics[0].values'
 check "metrics puts" "$(jout "$m.\"feed.puts\"")" "6"
 check "metrics updates" "$(jout "$m.\"feed.updates\"")" "4"
 check "metrics not met" "$(jout "$m.\"feed.condition_not_met\"")" "5"
-check "metrics visits" "$(jout "$m.\"document.visits\"")" "4"
+check "metrics visits" "$(jout "$m.\"document.visits\"")" "$((pages + 2 + spages))"
 check "metrics timeouts" "$(jout "$m.\"queries.timeouts\"")" "1"
 check "metrics latency" "$(jout "$m.\"query_latency.p99\" > 0 and $m.\"query_latency.p50\" <= $m.\"query_latency.p99\"")" "true"
 req "state metrics" 200 "$B/state/v1/metrics"
