@@ -258,7 +258,8 @@ tsan:
 # ---- fuzzing ------------------------------------------------------------------------
 # One fuzz target per input the library parses (tests/fuzz/harness.h says
 # how they are written): ONNX models (onnx), .sd schemas (sd), rank
-# expressions (expr), YQL (yql) and feeds of document operations (feed).
+# expressions (expr), YQL (yql), feeds of document operations (feed) and
+# document selections (selection).
 #
 # make fuzz builds them with clang and libFuzzer under ASan + UBSan in
 # build-fuzz/, the library included (instrumented for coverage), and runs
@@ -278,7 +279,7 @@ tsan:
 # make fuzz-replay runs the same targets without libFuzzer (tests/fuzz/replay.c)
 # over the committed corpora, so every input that once crashed stays a
 # test; make test runs it in the normal and the asan build.
-FUZZ_TARGETS  := onnx sd expr yql feed services tokenizer
+FUZZ_TARGETS  := onnx sd expr yql feed services tokenizer selection
 FUZZ_SECONDS  ?= 60
 FUZZ_ARGS     ?=
 FUZZ_SHARED   ?= ../shared
