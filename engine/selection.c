@@ -230,8 +230,9 @@ static struct eng_sel_node *number_lit(struct parser *ps)
 		for (q++; isdigit((unsigned char)*q); q++)
 			;
 	}
-	int sign = q[1] == '+' || q[1] == '-';
-	if ((q[0] == 'e' || q[0] == 'E') && isdigit((unsigned char)q[1 + sign])) {
+	int exp = q[0] == 'e' || q[0] == 'E';
+	int sign = exp && (q[1] == '+' || q[1] == '-'); /* q[1] exists when q[0] is no NUL */
+	if (exp && isdigit((unsigned char)q[1 + sign])) {
 		is_float = 1;
 		for (q += 1 + sign; isdigit((unsigned char)*q); q++)
 			;
