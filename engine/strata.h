@@ -72,7 +72,7 @@ enum strata_code {
 	STRATA_TXN_FAILED = -13,      /* the transaction failed earlier and must be aborted */
 	STRATA_EXISTS = -14,          /* the thing to create already exists */
 	STRATA_RUNTIME = -15,         /* a model failed while running (bad index, shape mismatch) */
-	STRATA_CONDITION_FAILED = -16, /* a test-and-set condition did not match the stored
+	STRATA_CONDITION_FAILED = -17, /* a test-and-set condition did not match the stored
 	                                  document, or there was none: nothing was written */
 };
 
