@@ -31,6 +31,7 @@ const char *strata_strerror(int code)
 	case STRATA_EXISTS: return "already exists";
 	case STRATA_RUNTIME: return "model run failed";
 	case STRATA_TIMEOUT: return "timed out";
+	case STRATA_CONDITION_FAILED: return "condition not met";
 	}
 	if (code > 0)
 		return strerror(code);

@@ -39,7 +39,9 @@ static const struct cmd_help helps[] = {
 	  "usage: strata feed APP [FILE|-] [--batch N] [--data DIR]\n"
 	  "  Feed Vespa document operations (JSON Lines or a JSON array) from FILE or\n"
 	  "  standard input.  Bad operations are reported as FILE:LINE: message and\n"
-	  "  skipped; the exit code is 1 when any failed.\n"
+	  "  skipped; the exit code is 1 when any failed.  An operation whose\n"
+	  "  test-and-set \"condition\" does not match is reported too, counted in\n"
+	  "  conditionNotMet, and is no failure.\n"
 	  "  Writes are committed in batches of N operations (--batch, default 50000;\n"
 	  "  larger batches build a text index faster, smaller ones are durable sooner).\n"
 	  "  After each commit a line on stderr says what is durable (it survives a\n"
@@ -49,8 +51,8 @@ static const struct cmd_help helps[] = {
 	  "  terminal one progress line is redrawn instead.  JSON Lines on standard\n"
 	  "  input are fed as they arrive, and committed before the feed waits for more.\n"
 	  "  At the end, \"fed N documents, M failed, R docs/s\" on stderr, and on stdout\n"
-	  "  {\"written\": N, \"failed\": M, \"seconds\": S}, also when an error stopped\n"
-	  "  the feed.\n" },
+	  "  {\"written\": N, \"failed\": M, \"conditionNotMet\": C, \"seconds\": S}, also\n"
+	  "  when an error stopped the feed.\n" },
 	{ "query",
 	  "usage: strata query APP [--yql YQL] [--profile P] [--input 'query(q)=VALUE' ...]\n"
 	  "                        [--hits N] [--offset N] [--timeout T] [--data DIR]\n"
@@ -359,13 +361,16 @@ static int cmd_feed(struct opts *o)
 		fputs("\r\033[K", stderr);
 	strata_close(db);
 	/* What was written, for a program, even when the feed was stopped. */
-	printf("{\"written\": %ld, \"failed\": %ld, \"seconds\": %.3f}\n", st.ok, st.failed,
-	       st.seconds);
+	printf("{\"written\": %ld, \"failed\": %ld, \"conditionNotMet\": %ld, \"seconds\": %.3f}\n",
+	       st.ok, st.failed, st.not_met, st.seconds);
 	fflush(stdout);
 	if (rc && rc != STRATA_INVALID_ARGUMENT)
 		return eng_cli_fail("%s", err.msg[0] ? err.msg : strata_strerror(rc));
 	double rate = st.seconds > 0 ? (double)st.ok / st.seconds : 0;
-	fprintf(stderr, "fed %ld documents, %ld failed, %.0f docs/s\n", st.ok, st.failed, rate);
+	fprintf(stderr, "fed %ld documents, %ld failed, %.0f docs/s", st.ok, st.failed, rate);
+	if (st.not_met)
+		fprintf(stderr, "; %ld left out by their condition", st.not_met);
+	fputc('\n', stderr);
 	return st.failed ? 1 : 0;
 }
 

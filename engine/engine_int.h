@@ -15,6 +15,9 @@
  *                  fields of such types, and their values for ranking
  *   feed.c         Vespa document operations -> store transactions; get, remove
  *   visit.c        visiting: the documents of a type in pages, with a continuation
+ *   selection.c    Vespa's document selection language: text -> struct eng_sel
+ *   selection_eval.c  a selection evaluated on a stored document; test-and-set
+ *                  conditions of feed operations
  *   yql.c          YQL text -> struct yql_query (a condition tree);
  *   yql_tree.c     walking, testing and dumping such trees
  *   grouping.c     order by and grouping over the matches
@@ -1034,6 +1037,85 @@ int eng_order_hits(const struct yql_query *q, const struct eng_hits *h,
  * Returns 0 and *out, or STRATA_NOMEM. */
 int eng_grouping_json(const struct yql_query *q, const struct eng_hits *h, json_t **out,
                       struct strata_error *err);
+
+/* ---- selection.c, selection_eval.c: Vespa's document selection language ---------
+ *
+ * The conditions of test-and-set operations and the selections of visits:
+ * "music.year > 2000 and not music.title = \"*live*\"".  eng_sel_parse
+ * turns the text into a tree whose document types and fields are resolved
+ * against the application; eng_sel_eval tells whether one stored document
+ * matches it.  Values are null, integers, floats, strings, and the
+ * elements (keys) of a collection field; a comparison that makes no sense
+ * (an order between a number and a string, anything but == and != with
+ * null) is "invalid", which and/or/not carry on as Vespa does and which
+ * never matches at the top. */
+
+enum eng_sel_kind {
+	/* booleans */
+	ENG_SEL_TRUE = 1, ENG_SEL_FALSE, ENG_SEL_AND, ENG_SEL_OR, ENG_SEL_NOT,
+	ENG_SEL_CMP,      /* a op b: op is an enum eng_sel_op */
+	ENG_SEL_DOCTYPE,  /* the bare name of a document type: dt */
+	/* values (ENG_SEL_FIELD, TRUE and FALSE are booleans too) */
+	ENG_SEL_FIELD,    /* dt's field fi, then path (NULL or ".s", "[2]", "{k}" parts) */
+	ENG_SEL_NULL, ENG_SEL_INT, ENG_SEL_FLOAT, ENG_SEL_STRING,
+	ENG_SEL_ID,       /* the document id, or its part op (enum eng_sel_idpart) */
+	ENG_SEL_NOW,      /* now(): seconds since the epoch */
+	ENG_SEL_ARITH,    /* a op b, op one of + - * / % */
+	ENG_SEL_FUNC,     /* a.lowercase() (op 'l') or a.abs() (op 'a') */
+};
+
+enum eng_sel_op { ENG_SEL_EQ = 1, ENG_SEL_NE, ENG_SEL_LT, ENG_SEL_LE, ENG_SEL_GT, ENG_SEL_GE,
+                  ENG_SEL_GLOB, ENG_SEL_REGEX };
+enum eng_sel_idpart { ENG_SEL_ID_ALL = 0, ENG_SEL_ID_SCHEME, ENG_SEL_ID_NAMESPACE,
+                      ENG_SEL_ID_TYPE, ENG_SEL_ID_SPECIFIC, ENG_SEL_ID_USER, ENG_SEL_ID_GROUP };
+
+struct eng_sel_node {
+	int kind;                    /* enum eng_sel_kind */
+	int op;                      /* CMP: enum eng_sel_op; ARITH: the character; ID: the part */
+	int col;                     /* where it begins in the text, from 1 */
+	struct eng_sel_node *a, *b;  /* operands (NOT, FUNC: a only) */
+	int64_t i;                   /* INT */
+	double d;                    /* FLOAT */
+	const char *s;               /* STRING: its bytes (escapes resolved); FIELD: path */
+	size_t n;                    /* STRING: length */
+	struct eng_doctype *dt;      /* DOCTYPE, FIELD */
+	int fi;                      /* FIELD */
+	regex_t *re;                 /* CMP =~ with a string on the right: compiled once */
+	struct eng_sel_node *re_next; /* the next node with a regex */
+};
+
+/* A parsed selection: its tree, all in one arena. */
+struct eng_sel {
+	struct eng_sel_node *root;
+	struct base_arena arena;     /* the nodes and their strings */
+	struct eng_sel_node *regexes; /* the nodes whose regexes eng_sel_free frees */
+};
+
+/* Parse text, a document selection, against db's document types into a
+ * new *out (eng_sel_free).  what names the text in messages ("condition",
+ * "selection"): "what:1:COL: why".  Returns 0, STRATA_PARSE (syntax, a
+ * bad regular expression, a value where a condition belongs),
+ * STRATA_INVALID_ARGUMENT (an unknown document type or field),
+ * STRATA_NOT_IMPLEMENTED (hash(), version(), an imported field) or
+ * STRATA_NOMEM. */
+int eng_sel_parse(struct strata *db, const char *text, const char *what, struct eng_sel **out,
+                  struct strata_error *err);
+void eng_sel_free(struct eng_sel *s);
+/* Whether the document id of type dt, whose values vals (dt->nfields,
+ * as store_get reads them) are, matches s: *match is 1 or 0 (an invalid
+ * result does not match).  Returns 0 or STRATA_NOMEM. */
+int eng_sel_eval(const struct eng_sel *s, const struct eng_doctype *dt, const char *id,
+                 const struct store_value *vals, int *match, struct strata_error *err);
+/* Test-and-set: whether an operation on document id (of type dt) whose
+ * condition is cond may be applied, judged on the document as write
+ * transaction w holds it.  A missing document fails the condition unless
+ * create is 1 (a put or update with "create": true), which ignores it.
+ * Returns 0 (go on), STRATA_CONDITION_FAILED ("condition 'c' did not match
+ * document 'id'", or "document 'id' does not exist"), eng_sel_parse's
+ * errors ("condition:1:COL: ..."), STRATA_NOMEM or a store error (w
+ * failed).  Writes nothing. */
+int eng_sel_condition(struct strata *db, struct store_txn *w, struct eng_doctype *dt,
+                      const char *id, const char *cond, int create, struct strata_error *err);
 
 /* ---- the CLI (cli.c, cli_run.c) ------------------------------------------------------- */
 

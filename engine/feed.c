@@ -9,6 +9,10 @@
  * the parsed JSON and whose tensor cells live in a per-operation arena; the
  * store copies everything, so both are released right after.
  *
+ * A "condition" (test-and-set, a document selection: selection.c) is
+ * checked against the stored document in the operation's write
+ * transaction before anything is written (eng_sel_condition).
+ *
  * strata_feed_file() reads JSON Lines or one JSON array, and writes in
  * batched transactions (db->feed_batch operations, ENG_FEED_BATCH unless
  * the handle was opened with another, or BATCH_BYTES of input).
@@ -304,6 +308,7 @@ static int apply_op(struct strata *db, struct store_txn *w, const json_t *op,
 	const char *id = NULL;
 	const json_t *fields = NULL;
 	int create = 0;
+	const char *cond = NULL;
 	const char *key;
 	json_t *v;
 	json_object_foreach((json_t *)op, key, v) {
@@ -325,8 +330,9 @@ static int apply_op(struct strata *db, struct store_txn *w, const json_t *op,
 				return base_err(err, STRATA_INVALID_ARGUMENT, "\"create\" must be a boolean");
 			create = json_is_true(v);
 		} else if (!strcmp(key, "condition")) {
-			return base_err(err, STRATA_INVALID_ARGUMENT,
-			                "test-and-set conditions are not supported");
+			if (!json_is_string(v))
+				return base_err(err, STRATA_INVALID_ARGUMENT, "\"condition\" must be a string");
+			cond = json_string_value(v);
 		} else {
 			return base_err(err, STRATA_INVALID_ARGUMENT,
 			                "unknown key \"%s\" in a document operation", key);
@@ -337,7 +343,8 @@ static int apply_op(struct strata *db, struct store_txn *w, const json_t *op,
 		                "an operation needs \"put\", \"update\" or \"remove\"");
 	struct eng_doctype *dt;
 	int rc = eng_docid_parse(db, id, &dt, err);
-	if (rc)
+	if (rc || (cond && (rc = eng_sel_condition(db, w, dt, id, cond, kind != OP_REMOVE && create,
+	                                           err)) != 0))
 		return rc;
 	if (kind == OP_REMOVE) {
 		if (fields)
@@ -369,7 +376,7 @@ static int apply_op(struct strata *db, struct store_txn *w, const json_t *op,
 static int op_level(int rc)
 {
 	return rc == STRATA_INVALID_ARGUMENT || rc == STRATA_NOT_FOUND || rc == STRATA_PARSE ||
-	       rc == STRATA_NOT_IMPLEMENTED;
+	       rc == STRATA_NOT_IMPLEMENTED || rc == STRATA_CONDITION_FAILED;
 }
 
 static int check_writable(struct strata *db, struct strata_error *err)
@@ -530,7 +537,10 @@ static void feed_one(struct feeder *f, const char *text, size_t len, long line)
 		f->batch_bytes += len;
 	} else if (op_level(rc)) {
 		report(f, line, rc, e.msg);
-		f->st.failed++;
+		if (rc == STRATA_CONDITION_FAILED)
+			f->st.not_met++;
+		else
+			f->st.failed++;
 	} else {
 		/* The transaction failed: this operation and the batch are lost. */
 		report(f, line, rc, e.msg);

@@ -8,10 +8,12 @@
  *                            summary, message}]}} with 400, 504 or 500
  *   /document/v1/NS/TYPE/docid/KEY   (and .../group/G/KEY, .../number/N/KEY)
  *                            GET, POST (put), PUT (update, ?create=true),
- *                            DELETE; answers {"pathId", "id"[, "fields"]} or
- *                            {"pathId", "message"} with 400, 404 or 500
- *   /document/v1/NS/TYPE/docid   GET: visiting, a page of documents and a
- *                            continuation
+ *                            DELETE, each with ?condition= (test-and-set);
+ *                            answers {"pathId", "id"[, "fields"]} or
+ *                            {"pathId", "message"} with 400, 404 or 500, and
+ *                            412 with "id" when the condition fails
+ *   /document/v1/NS/TYPE/docid   GET: visiting, a page of documents (those
+ *                            of ?selection= only) and a continuation
  *   /state/v1/health         {"status": {"code": "up"}}
  *   /state/v1/metrics, /metrics/v2/values   the counters of struct srv_metrics
  *
@@ -23,8 +25,8 @@
  * says so) is answered with 200, as Vespa does; with
  * "ranking.softtimeout.enable" false the query fails at its deadline (504).
  * "trace.level" 1 or more adds a "trace" with the time spent queued and
- * searching.  Conditions (test-and-set) are refused by the library with a
- * clear message, never ignored.
+ * searching.  A condition (test-and-set) goes to the library with the
+ * operation, which evaluates it in the write transaction.
  */
 #include <math.h>
 #include <stdio.h>
@@ -344,10 +346,6 @@ static json_t *doc_op(struct srv_req *rq, const char *kind, const char *id)
 		snprintf(msg, sizeof msg, "create must be true or false");
 		bad = 1;
 	}
-	if (!bad && create && !strcmp(kind, "put")) {
-		snprintf(msg, sizeof msg, "create applies to updates (PUT) only");
-		bad = 1;
-	}
 	if (bad) {
 		json_decref(op);
 		doc_error(rq, 400, msg);
@@ -415,16 +413,17 @@ static int visit_path(const char *path, char *ns, char *type, size_t n)
 	return 0;
 }
 
-/* GET /document/v1/NS/TYPE/docid?wantedDocumentCount=N&continuation=C: one
- * page of the type's documents in namespace NS.  cluster, concurrency and
- * timeout change nothing here (one store, one page per request) and are
- * accepted; any other parameter (selection, fieldSet, ...) is refused. */
+/* GET /document/v1/NS/TYPE/docid?wantedDocumentCount=N&continuation=C
+ * &selection=S: one page of the type's documents in namespace NS that
+ * match S.  cluster, concurrency and timeout change nothing here (one
+ * store, one page per request) and are accepted; any other parameter
+ * (fieldSet, ...) is refused. */
 static void do_visit(struct srv *s, struct srv_req *rq, const char *ns, const char *type)
 {
 	const char *key;
 	json_t *v;
 	long wanted = 100;
-	const char *cont = NULL;
+	const char *cont = NULL, *selection = NULL;
 	char msg[200];
 	json_object_foreach(rq->args, key, v) {
 		const char *val = json_string_value(v);
@@ -439,6 +438,8 @@ static void do_visit(struct srv *s, struct srv_req *rq, const char *ns, const ch
 				wanted = 1024; /* as Vespa, a page has at most 1024 documents */
 		} else if (!strcmp(key, "continuation")) {
 			cont = val;
+		} else if (!strcmp(key, "selection")) {
+			selection = val;
 		} else if (strcmp(key, "cluster") && strcmp(key, "concurrency") &&
 		           strcmp(key, "timeout")) {
 			snprintf(msg, sizeof msg, "visiting with '%.64s' is not implemented", key);
@@ -448,7 +449,7 @@ static void do_visit(struct srv *s, struct srv_req *rq, const char *ns, const ch
 	}
 	struct strata_error err = { 0 };
 	char *page;
-	int rc = strata_visit_json(s->db, type, ns, cont, wanted, &page, &err);
+	int rc = strata_visit_select_json(s->db, type, ns, selection, cont, wanted, &page, &err);
 	if (rc) {
 		doc_fail(rq, rc == STRATA_NOT_FOUND ? STRATA_INVALID_ARGUMENT : rc, &err);
 		return;
@@ -486,11 +487,14 @@ static void do_document(struct srv *s, struct srv_req *rq)
 		answer_with_path(rq, doc);
 		return;
 	}
-	if (rq->method == SRV_DELETE) {
-		if (json_object_get(rq->args, "condition")) {
-			doc_error(rq, 400, "test-and-set conditions are not supported");
-			return;
-		}
+	const json_t *cond = json_object_get(rq->args, "condition");
+	if (rq->method == SRV_DELETE && cond) {
+		json_t *op = json_pack("{s:s, s:O}", "remove", id, "condition", cond);
+		rc = op ? doc_write(s, op, &err) : base_nomem(&err, "operation");
+		json_decref(op);
+		count(s, rc == STRATA_CONDITION_FAILED ? &s->m.not_met : &s->m.removes,
+		      rc && rc != STRATA_CONDITION_FAILED);
+	} else if (rq->method == SRV_DELETE) {
 		pthread_mutex_lock(&s->write_lock);
 		rc = strata_remove(s->db, id, &err);
 		pthread_mutex_unlock(&s->write_lock);
@@ -506,9 +510,18 @@ static void do_document(struct srv *s, struct srv_req *rq)
 		}
 		rc = doc_write(s, op, &err);
 		json_decref(op);
-		count(s, put ? &s->m.puts : &s->m.updates, rc);
+		count(s, rc == STRATA_CONDITION_FAILED ? &s->m.not_met : put ? &s->m.puts : &s->m.updates,
+		      rc && rc != STRATA_CONDITION_FAILED);
 	} else {
 		doc_error(rq, 405, "/document/v1/ takes GET, POST, PUT or DELETE");
+		return;
+	}
+	if (rc == STRATA_CONDITION_FAILED) {
+		/* Vespa's answer: the content node's return code in the message. */
+		char msg[STRATA_ERRMSG_MAX + 64];
+		snprintf(msg, sizeof msg, "ReturnCode(TEST_AND_SET_CONDITION_FAILED, %s)", err.msg);
+		answer(rq, 412, json_pack("{s:s, s:s, s:s}", "pathId", rq->path, "id", id, "message",
+		                          msg));
 		return;
 	}
 	if (rc) {
@@ -574,7 +587,7 @@ static json_t *metric_values(struct srv *s)
 	pthread_mutex_unlock(&s->m.lock);
 	unsigned long long n = m.queries + m.query_errors + m.timeouts;
 	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:f, s:f, s:f, s:I, s:I, s:I, s:I,"
-	                 " s:I, s:I, s:I, s:I, s:f, s:I}",
+	                 " s:I, s:I, s:I, s:I, s:f, s:I, s:I}",
 	                 "queries.count", (json_int_t)m.queries,
 	                 "queries.errors", (json_int_t)m.query_errors,
 	                 "queries.timeouts", (json_int_t)m.timeouts,
@@ -591,7 +604,8 @@ static json_t *metric_values(struct srv *s)
 	                 "pool.hits", (json_int_t)st.pool_hits, "pool.misses",
 	                 (json_int_t)st.pool_misses, "document.visits", (json_int_t)m.visits,
 	                 "uptime.seconds", base_now() - s->started,
-	                 "requests.open", (json_int_t)m.open);
+	                 "requests.open", (json_int_t)m.open,
+	                 "feed.condition_not_met", (json_int_t)m.not_met);
 }
 
 static void do_metrics(struct srv *s, struct srv_req *rq)

@@ -36,6 +36,7 @@ struct srv_metrics {
 	double bound_us[SRV_BUCKETS]; /* set by srv_metrics_init, then constant */
 	unsigned long long queries, query_errors, timeouts, rejected;
 	unsigned long long puts, updates, removes, gets, visits, feed_errors;
+	unsigned long long not_met; /* writes left out by their test-and-set condition (412) */
 	long open;                /* requests begun and not yet ended */
 	unsigned long long lat[SRV_BUCKETS];
 	double lat_sum, lat_max; /* seconds */

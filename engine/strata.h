@@ -73,6 +73,8 @@ enum strata_code {
 	STRATA_EXISTS = -14,          /* the thing to create already exists */
 	STRATA_RUNTIME = -15,         /* a model failed while running (bad index, shape mismatch) */
 	STRATA_TIMEOUT = -16,         /* a search ran past its timeout (soft timeout off) */
+	STRATA_CONDITION_FAILED = -17, /* a test-and-set condition did not match the stored
+	                                  document, or there was none: nothing was written */
 };
 
 #define STRATA_ERRMSG_MAX 1024
@@ -178,16 +180,25 @@ void strata_close(struct strata *db);
 
 /* Apply one Vespa document operation given as JSON text: {"put": ID, "fields":
  * {...}}, {"update": ID, "fields": {"f": {"assign": v}}} or {"remove": ID}.
- * It is committed before the call returns.  Returns 0, STRATA_PARSE (not
- * JSON), STRATA_INVALID_ARGUMENT (does not fit the schema; nothing is
- * written), STRATA_NOT_FOUND (update or remove of a missing document), or a
- * store error.  For many operations use strata_feed_file(). */
+ * It is committed before the call returns.  An operation may carry a
+ * test-and-set "condition", a document selection ("music.year > 2000"),
+ * evaluated against the stored document in the write transaction: when it
+ * does not match, or there is no such document, nothing is written and the
+ * call returns STRATA_CONDITION_FAILED; a put or update with "create": true
+ * on a missing document ignores its condition and creates it (Vespa's
+ * rule).  Returns 0, STRATA_PARSE (not JSON, or a condition's syntax,
+ * "condition:1:COL: ..."), STRATA_INVALID_ARGUMENT (does not fit the schema;
+ * nothing is written), STRATA_NOT_FOUND (update or remove of a missing
+ * document), STRATA_CONDITION_FAILED, or a store error.  For many operations
+ * use strata_feed_file(). */
 int strata_feed_json(struct strata *db, const char *op, struct strata_error *err);
 
 /* Statistics of a feed. */
 struct strata_feed_stats {
 	long ok;        /* operations written (committed) */
 	long failed;    /* operations that failed, each reported */
+	long not_met;   /* operations whose test-and-set condition did not match: each
+	                   reported with STRATA_CONDITION_FAILED, not written, not failed */
 	double seconds;
 	long last_line; /* the line where the last operation fed begins: it and
 	                   every one before it are written or reported failed */
@@ -198,15 +209,19 @@ struct strata_feed_stats {
 	int durable;    /* in a progress call: 1 after a commit, 0 between */
 };
 
-/* Called for each operation that failed: line is its first line in the input
+/* Called for each operation that failed, or whose condition did not match
+ * (code STRATA_CONDITION_FAILED): line is its first line in the input
  * (1-based), msg the reason. */
 typedef void strata_feed_report_fn(void *ud, long line, int code, const char *msg);
 
 /* Feed every operation of a JSON Lines stream or a JSON array read from path
  * ("-" is standard input).  A bad operation is reported through report (may be
- * NULL) and skipped; the others are written in batched transactions.  Returns 0
- * when every operation went in, STRATA_INVALID_ARGUMENT when some failed (see
- * stats), or an error that stopped the feed (I/O, store).  stats may be NULL.
+ * NULL) and skipped; the others are written in batched transactions.  An
+ * operation whose condition does not match is reported too, and counted in
+ * stats->not_met, not as failed (Vespa's feed clients count it a success).
+ * Returns 0 when every operation went in or was left out by its condition,
+ * STRATA_INVALID_ARGUMENT when some failed (see stats), or an error that
+ * stopped the feed (I/O, store).  stats may be NULL.
  * An operation the store could not take (out of memory, a full store) loses
  * the batch it was in: those operations are reported and counted as failed,
  * so stats->ok is always what was committed.  JSON Lines on standard input
@@ -282,6 +297,17 @@ int strata_remove(struct strata *db, const char *id, struct strata_error *err);
 int strata_visit_json(struct strata *db, const char *doctype, const char *ns,
                       const char *continuation, long count, char **out,
                       struct strata_error *err);
+
+/* strata_visit_json() that keeps only the documents matching selection, a
+ * Vespa document selection ("product.price < 100 and id.namespace ==
+ * \"shop\""; NULL or "": every document): count is the most a page shows
+ * of those, and a page reads on until it has them or the type ends.
+ * Returns strata_visit_json()'s codes, and STRATA_PARSE,
+ * STRATA_INVALID_ARGUMENT or STRATA_NOT_IMPLEMENTED for a selection that
+ * cannot be parsed ("selection:1:COL: why"). */
+int strata_visit_select_json(struct strata *db, const char *doctype, const char *ns,
+                             const char *selection, const char *continuation, long count,
+                             char **out, struct strata_error *err);
 
 /* Free a string returned by this library. */
 void strata_free(char *s);

@@ -9,6 +9,9 @@
  * anywhere else is refused rather than misread.  Local ids only grow, so a
  * document stored before the visit began and left alone is seen exactly
  * once.
+ *
+ * A selection (selection.c) is evaluated on each document of the
+ * namespace as it is read; only those that match count toward the page.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +46,26 @@ int strata_visit_json(struct strata *db, const char *doctype, const char *ns,
                       const char *continuation, long count, char **out,
                       struct strata_error *err)
 {
+	return strata_visit_select_json(db, doctype, ns, NULL, continuation, count, out, err);
+}
+
+/* Whether document lid (id) of dt matches sel (NULL: every one); vals has
+ * room for its values. */
+static int selected(const struct eng_sel *sel, struct eng_doctype *dt, struct store_txn *r,
+                    uint32_t lid, const char *id, struct store_value *vals, int *match,
+                    struct strata_error *err)
+{
+	*match = 1;
+	if (!sel)
+		return 0;
+	int rc = store_get(r, dt->store_id, lid, vals, err);
+	return rc ? rc : eng_sel_eval(sel, dt, id, vals, match, err);
+}
+
+int strata_visit_select_json(struct strata *db, const char *doctype, const char *ns,
+                             const char *selection, const char *continuation, long count,
+                             char **out, struct strata_error *err)
+{
 	*out = NULL;
 	struct eng_doctype *dt = doctype ? eng_doctype_find(db, doctype) : NULL;
 	if (!dt)
@@ -52,12 +75,16 @@ int strata_visit_json(struct strata *db, const char *doctype, const char *ns,
 		return base_err(err, STRATA_INVALID_ARGUMENT,
 		                "a visit takes 1 to %d documents a page, not %ld", MAX_PAGE, count);
 	uint32_t lid;
+	struct eng_sel *sel = NULL;
 	int rc = parse_continuation(continuation, &lid, err);
-	if (rc)
+	if (rc || (selection && *selection &&
+	           (rc = eng_sel_parse(db, selection, "selection", &sel, err)) != 0))
 		return rc;
 	struct store_txn *r;
-	if ((rc = store_txn_begin(db->env, 0, &r, err)))
+	if ((rc = store_txn_begin(db->env, 0, &r, err))) {
+		eng_sel_free(sel);
 		return rc;
+	}
 	size_t vsize = (size_t)(dt->nfields + 1) * sizeof(struct store_value);
 	struct store_value *vals = base_calloc(1, vsize);
 	json_t *docs = json_array(), *page = json_object();
@@ -73,7 +100,13 @@ int strata_visit_json(struct strata *db, const char *doctype, const char *ns,
 			break;
 		}
 		const char *id = store_docid(r, dt->store_id, lid);
+		int match = 0;
 		if (id && in_namespace(id, ns)) {
+			memset(vals, 0, vsize);
+			if ((rc = selected(sel, dt, r, lid, id, vals, &match, err)))
+				goto out;
+		}
+		if (match) {
 			json_t *doc;
 			memset(vals, 0, vsize);
 			if ((rc = eng_doc_json(dt, r, lid, id, vals, &doc, err)))
@@ -101,5 +134,6 @@ out:
 	if (vals)
 		base_free(vals, vsize);
 	store_txn_abort(r);
+	eng_sel_free(sel);
 	return rc;
 }

@@ -595,6 +595,16 @@ echo "{\"update\": \"$ID1\", \"fields\": {\"price\": {\"assign\": $P1}}}" >"$T/u
 expect_ok "feed update back" "$STRATA" feed "$APP" "$T/update.jsonl"
 echo '{"update": "id:shop:product::999", "fields": {"price": {"assign": 1}}}' >"$T/update.jsonl"
 expect_fail "update missing document" "product::999" "$STRATA" feed "$APP" "$T/update.jsonl"
+# Test-and-set: an update whose condition fails is reported on its line,
+# counted apart and writes nothing; it is no failure.
+printf '%s\n' "{\"update\": \"$ID1\", \"condition\": \"product.price < 0\", \"fields\": {\"price\": {\"assign\": 1}}}" \
+	"{\"update\": \"$ID1\", \"condition\": \"product.price > 0\", \"fields\": {\"price\": {\"assign\": $P1}}}" \
+	>"$T/update.jsonl"
+if expect_ok "feed conditions" "$STRATA" feed "$APP" "$T/update.jsonl"; then
+	check "feed conditions JSON" "$(jout '[.written, .failed, .conditionNotMet] | @csv')" "1,0,1"
+	grep -q "update.jsonl:1: condition 'product.price < 0' did not match document '$ID1'" "$ERR" &&
+		ok || bad "feed conditions: line 1 not reported: $(cat "$ERR")"
+fi
 check "count after updates" "$(total)" "$NDOCS"
 
 # A JSON array is a feed too; the data can live outside the application.

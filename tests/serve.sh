@@ -7,8 +7,11 @@
 # stderr.  Checked: documents put, got, updated and removed through
 # /document/v1 and then found by /search/ GET and POST with the values
 # written, and visited page by page with continuations, each once; the
+# test-and-set conditions on puts, updates and removes (412 and nothing
+# written when one fails; create lets a write through to a missing
+# document); visits with a selection; the
 # error answers (status and Vespa's JSON) of malformed JSON, bad YQL, an
-# unknown document type or profile, a condition, a body over --max-body
+# unknown document type or profile, a bad condition, a body over --max-body
 # (with and without a length), a timeout, a bad soft timeout setting (the
 # library's own error, so the query gets the request's settings) and a
 # timeout not reached (full coverage); nothing of the store changes
@@ -119,6 +122,36 @@ req "remove" 200 -X DELETE "$B/document/v1/shop/product/docid/77"
 req "removed" 404 "$B/document/v1/shop/product/docid/77"
 req "remove again" 200 -X DELETE "$B/document/v1/shop/product/docid/77"
 
+# ---- test-and-set: a condition on a write, 412 and nothing written when it fails ----
+D=$B/document/v1/shop/product/docid
+req "condition met" 200 -X PUT -d '{"fields": {"price": {"assign": 2.5}}}' \
+	"$D/2?condition=product.price%3D%3D1.25"
+req "condition met: get" 200 "$D/2"
+check "condition met: written" "$(jout '.fields.price')" "2.5"
+req "condition not met" 412 -X PUT -d '{"fields": {"price": {"assign": 9}}}' \
+	"$D/2?condition=product.price%3E100"
+check "412 members" "$(jout -c 'keys_unsorted')" '["pathId","id","message"]'
+check "412 message" "$(jout '.id + " " + .message')" \
+	"id:shop:product::2 ReturnCode(TEST_AND_SET_CONDITION_FAILED, condition 'product.price>100' did not match document 'id:shop:product::2')"
+req "condition in the body" 412 -X PUT \
+	-d '{"condition": "product.price < 1", "fields": {"price": {"assign": 9}}}' "$D/2"
+req "conditional put" 412 -X POST -d '{"fields": {"price": 9}}' "$D/2?condition=false"
+req "conditional remove" 412 -X DELETE "$D/2?condition=not%20product.price"
+req "condition not met: get" 200 "$D/2"
+check "condition not met: nothing written" "$(jout '.fields.price')" "2.5"
+req "condition back" 200 -X PUT -d '{"fields": {"price": {"assign": 1.25}}}' \
+	"$D/2?condition=product.price%3D%3D2.5%20and%20id.specific%3D%3D%222%22"
+req "condition on a missing document" 412 -X DELETE "$D/78?condition=true"
+check "missing document message" "$(jout '.message')" \
+	"ReturnCode(TEST_AND_SET_CONDITION_FAILED, document 'id:shop:product::78' does not exist)"
+req "conditional put with create" 200 -X POST -d '{"fields": {"price": 4}}' \
+	"$D/78?create=true&condition=product.price%3E100"
+req "conditional remove met" 200 -X DELETE "$D/78?condition=product.price%3D%3D4"
+req "conditionally removed" 404 "$D/78"
+req "bad condition" 400 -X PUT -d '{"fields": {"price": {"assign": 9}}}' \
+	"$D/2?condition=product.price%3E"
+check "bad condition message" "$(jout '.message')" "condition:1:15: the condition ends where a value or condition belongs"
+
 # ---- searches ----
 yql='select%20title,price%20from%20product%20where%20true'
 req "search GET" 200 "$B/search/?yql=$yql&ranking.profile=cheap&hits=2"
@@ -161,8 +194,26 @@ req "visit other namespace" 200 "$B/document/v1/other/product/docid"
 check "other namespace empty" "$(jout '.documentCount')" "0"
 check "visit members" "$(jout -c 'keys_unsorted')" '["documents","documentCount","pathId"]'
 check "visit pathId" "$(jout '.pathId')" "/document/v1/other/product/docid"
-req "visit selection" 400 "$B/document/v1/shop/product/docid?selection=true"
-check "visit selection message" "$(jout '.message')" "visiting with 'selection' is not implemented"
+req "visit selection" 200 "$B/document/v1/shop/product/docid?selection=id.specific%3D%3D%223%22%20or%20id.specific%3D%275%27"
+check "visit selection ids" "$(jout -c '[.documents[].id] | sort')" '["id:shop:product::3","id:shop:product::5"]'
+# Those under 50, by jq over what was put (product 2 at 1.25), in pages of 1.
+under=$(head -n 5 "$APP/feed.jsonl" | jq -rs 'map(select(.put == "id:shop:product::2" or .fields.price < 50)
+	| .put) | sort | join(" ")')
+cont=
+got=
+spages=0
+while :; do
+	spages=$((spages + 1))
+	req "visit selection page" 200 "$B/document/v1/shop/product/docid?wantedDocumentCount=1&selection=product.price%20%3C%2050${cont:+&continuation=$cont}"
+	got="$got $(jout -r '.documents[].id')"
+	cont=$(jout '.continuation // empty')
+	[ -n "$cont" ] || break
+done
+check "visit selection pages" "$(echo $got | tr ' ' '\n' | sort | tr '\n' ' ' | sed 's/ $//')" "$under"
+req "visit bad selection" 400 "$B/document/v1/shop/product/docid?selection=product.nope%3D%3D1"
+check "visit bad selection message" "$(jout '.message')" "selection:1:9: 'nope' is not a field of document type 'product'"
+req "visit fieldSet" 400 "$B/document/v1/shop/product/docid?fieldSet=x"
+check "visit fieldSet message" "$(jout '.message')" "visiting with 'fieldSet' is not implemented"
 req "visit bad continuation" 400 "$B/document/v1/shop/product/docid?continuation=xyz"
 req "visit unknown type" 400 "$B/document/v1/shop/nope/docid"
 
@@ -193,8 +244,8 @@ check "unknown doc type message" "$(jout '.message' | grep -c "unknown document 
 req "unknown field" 400 -X POST -d '{"fields": {"nope": 3}}' "$B/document/v1/shop/product/docid/6"
 req "unknown body key" 400 -X POST -d '{"fields": {}, "put": "x"}' "$B/document/v1/shop/product/docid/6"
 req "condition" 400 -X POST -d '{"fields": {"price": 3}}' \
-	"$B/document/v1/shop/product/docid/1?condition=product.price%3E1"
-check "condition message" "$(jout '.message')" "test-and-set conditions are not supported"
+	"$B/document/v1/shop/product/docid/1?condition=product.price%3E%3E1"
+check "condition message" "$(jout '.message' | grep -c 'condition:1:15: unexpected')" "1"
 req "bad path" 400 "$B/document/v1/shop/product/1"
 req "unknown resource" 404 "$B/nope"
 req "wrong method" 405 -X DELETE "$B/search/"
@@ -208,9 +259,10 @@ req "health" 200 "$B/state/v1/health"
 check "health up" "$(jout '.status.code')" "up"
 req "metrics" 200 "$B/metrics/v2/values"
 m='.nodes[0].services[0].metrics[0].values'
-check "metrics puts" "$(jout "$m.\"feed.puts\"")" "5"
-check "metrics updates" "$(jout "$m.\"feed.updates\"")" "2"
-check "metrics visits" "$(jout "$m.\"document.visits\"")" "4"
+check "metrics puts" "$(jout "$m.\"feed.puts\"")" "6"
+check "metrics updates" "$(jout "$m.\"feed.updates\"")" "4"
+check "metrics not met" "$(jout "$m.\"feed.condition_not_met\"")" "5"
+check "metrics visits" "$(jout "$m.\"document.visits\"")" "$((pages + 2 + spages))"
 check "metrics timeouts" "$(jout "$m.\"queries.timeouts\"")" "1"
 check "metrics degraded" "$(jout "$m.\"queries.degraded\"")" "0"
 check "metrics latency" "$(jout "$m.\"query_latency.p99\" > 0 and $m.\"query_latency.p50\" <= $m.\"query_latency.p99\"")" "true"

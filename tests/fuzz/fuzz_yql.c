@@ -62,12 +62,7 @@ static void run_request(const char *yql, size_t len)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	uint64_t live = fuzz_live_bytes();
-	size_t len = strnlen((const char *)data, size);
-	char *text = malloc(len + 1);
-	if (!text)
-		fuzz_fail("out of memory");
-	memcpy(text, data, len);
-	text[len] = 0;
+	char *text = fuzz_cstring(data, size);
 	struct strata_error err = { 0 };
 	struct yql_query *q;
 	int rc = yql_parse(text, &q, &err);
@@ -75,7 +70,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (q->where)
 			base_strfree(yql_dump(q->where));
 		yql_free(q);
-		run_request(text, len);
+		run_request(text, strlen(text));
 	} else if (rc != STRATA_NOMEM && (err.code != rc || strncmp(err.msg, "yql:", 4) != 0)) {
 		fuzz_fail("error %d without its position: \"%s\"", rc, err.msg);
 	}

@@ -44,6 +44,17 @@ void fuzz_fail(const char *fmt, ...)
 	abort();
 }
 
+char *fuzz_cstring(const uint8_t *data, size_t size)
+{
+	size_t len = strnlen((const char *)data, size);
+	char *text = malloc(len + 1);
+	if (!text)
+		fuzz_fail("out of memory");
+	memcpy(text, data, len);
+	text[len] = 0;
+	return text;
+}
+
 void fuzz_check_live(uint64_t before, const char *target)
 {
 	uint64_t now = fuzz_live_bytes();

@@ -44,6 +44,10 @@ uint64_t fuzz_live_bytes(void);
 /* Abort, naming target, when the live bytes differ from before. */
 void fuzz_check_live(uint64_t before, const char *target);
 
+/* The input up to its first NUL byte, a new C string (free() it); aborts
+ * when memory runs out. */
+char *fuzz_cstring(const uint8_t *data, size_t size);
+
 /* Print "fuzz: message" on stderr and abort (a finding). */
 _Noreturn void fuzz_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
