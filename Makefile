@@ -56,7 +56,7 @@ RUNTIME_SRC := runtime/options.c runtime/blocks.c runtime/load.c runtime/graph.c
                runtime/ops/training.c runtime/ops/random.c runtime/ops/rnn.c runtime/ops/einsum.c runtime/ops/quant.c runtime/ops/string.c runtime/ops/sequence.c runtime/ops/control.c runtime/optimize.c runtime/ctxfile.c runtime/ctxhold.c runtime/epctx.c runtime/ctxgen.c runtime/ctxmodel.c runtime/ops/epcontext.c runtime/ops/fused.c runtime/ops/attn_avx512.c runtime/ops/vmath.c
 STORE_SRC   := store/env.c store/doctype.c store/doc.c store/attr.c store/text.c store/text_elems.c store/text_blocks.c store/hnsw.c store/hnsw_write.c \
                store/hnsw_dist.c store/hnsw_avx512.c
-RANK_SRC    := rank/lex.c rank/parser.c rank/expr.c rank/parse.c rank/parse_profile.c rank/parse_text.c rank/parse_hnsw.c rank/props.c rank/schema.c rank/inputs.c rank/type.c rank/fn.c rank/compile_base.c rank/compile.c rank/gbdt.c rank/compile_tensor.c rank/compile_feature.c rank/compile_raw.c rank/explain.c rank/vm.c \
+RANK_SRC    := rank/lex.c rank/parser.c rank/expr.c rank/parse.c rank/parse_profile.c rank/parse_text.c rank/parse_hnsw.c rank/props.c rank/schema.c rank/inputs.c rank/type.c rank/fn.c rank/compile_base.c rank/compile.c rank/gbdt.c rank/compile_tensor.c rank/compile_feature.c rank/compile_raw.c rank/explain.c rank/vm.c rank/dot.c rank/dot_avx512.c rank/firstdot.c \
                rank/tensor.c rank/tensor_sparse.c rank/literal.c rank/model.c rank/query.c rank/profile.c rank/app.c rank/nearest.c
 RANK_SRC    += rank/fields.c rank/docs.c rank/parse_field.c rank/types.c rank/indexing.c rank/indexing_check.c
 ENGINE_SRC  := engine/db.c engine/contexts.c engine/feed.c engine/tensor_json.c engine/tensor_sparse_json.c engine/yql.c engine/yql_tree.c engine/query.c engine/textmatch.c engine/wsetmatch.c engine/samematch.c engine/attrmatch.c engine/labels.c engine/fieldmatch.c engine/userquery.c engine/wand.c \
@@ -105,6 +105,7 @@ $(BUILD)/%.o: %.c | $(BUILD)/gen/onnx.pb-c.h
 $(BUILD)/runtime/ops/gemm_avx512.o: CFLAGS += -mavx512f -mavx512vl -mavx512bw -mavx512dq -mfma -mprfchw
 $(BUILD)/runtime/ops/attn_avx512.o: CFLAGS += -mavx512f -mavx512vl -mavx512bw -mavx512dq -mfma
 $(BUILD)/store/hnsw_avx512.o: CFLAGS += -mavx512f -mavx512vl -mavx512bw -mavx512dq -mfma
+$(BUILD)/rank/dot_avx512.o: CFLAGS += -mavx512f -mavx512vl -mavx512bw -mavx512dq
 
 $(LIB): $(LIB_OBJ)
 	rm -f $@

@@ -446,15 +446,24 @@ int rank_query_first_phase(struct rank_query *q, const struct rank_docs *d, cons
 	int rc = check_inputs(q, err);
 	if (rc)
 		return rc;
-	for (size_t i = 0; i < n; i++) {
-		struct rank_val v;
-		begin_doc(q, lids[i], 0.0);
-		rc = rank_vm_run(q, &q->p->first, &v, err);
-		if (rc)
+	struct rank_first_dot dot;
+	if (rank_first_dot_shape(q->p, &dot))
+		return rank_first_dot_run(q, &dot, d, lids, n, scores, err);
+	for (size_t i = 0; i < n; i++)
+		if ((rc = rank_query_first_one(q, lids[i], &scores[i], err)) != 0)
 			return rc;
-		scores[i] = v.num;
-	}
 	return 0;
+}
+
+int rank_query_first_one(struct rank_query *q, uint32_t lid, double *score,
+                         struct strata_error *err)
+{
+	struct rank_val v;
+	begin_doc(q, lid, 0.0);
+	int rc = rank_vm_run(q, &q->p->first, &v, err);
+	if (!rc)
+		*score = v.num;
+	return rc;
 }
 
 int rank_query_second_phase(struct rank_query *q, const struct rank_docs *d, const uint32_t *lids,
