@@ -62,7 +62,8 @@ RANK_SRC    += rank/fields.c rank/docs.c rank/parse_field.c rank/types.c rank/in
 ENGINE_SRC  := engine/db.c engine/contexts.c engine/feed.c engine/tensor_json.c engine/tensor_sparse_json.c engine/yql.c engine/yql_tree.c engine/query.c engine/textmatch.c engine/wsetmatch.c engine/samematch.c engine/attrmatch.c engine/labels.c engine/fieldmatch.c engine/userquery.c engine/wand.c \
                engine/result.c engine/json_alloc.c engine/grouping.c engine/values.c engine/embed.c engine/indexing.c engine/indexing_fn.c engine/snippet.c engine/summary.c engine/select_elements.c \
                engine/fieldtypes.c engine/predicate.c engine/position.c \
-               engine/services.c engine/tokenizer.c engine/query_embed.c engine/visit.c engine/nearest.c
+               engine/services.c engine/tokenizer.c engine/query_embed.c engine/visit.c engine/nearest.c \
+               engine/firstphase.c engine/searchpool.c
 CLI_SRC     := engine/cli.c engine/cli_run.c engine/serve.c engine/serve_api.c
 GEN_SRC     := $(BUILD)/gen/onnx.pb-c.c
 
@@ -73,7 +74,7 @@ LIB      := $(BUILD)/libstrata.a
 CLI      := $(BUILD)/strata
 
 # Unit tests: one cmocka binary per module (tests/test_<name>.c).
-UNIT_TESTS := base runtime ops_elementwise ops_tensor store hnsw ann multivec rank_parse text text_index text_blocks text_coll text_settings yql_ops text_query wand rank_eval rank_gbdt rank_phases rank_features compat engine yql ops_index ops_nn ops_rnn ops_quant ops_train ops_signal infer gemm plan optimize context pool binding embed fields summary types embedder indexing visit
+UNIT_TESTS := base runtime firstphase ops_elementwise ops_tensor store hnsw ann multivec rank_parse text text_index text_blocks text_coll text_settings yql_ops text_query wand rank_eval rank_gbdt rank_phases rank_features compat engine yql ops_index ops_nn ops_rnn ops_quant ops_train ops_signal infer gemm plan optimize context pool binding embed fields summary types embedder indexing visit
 TEST_BINS  := $(UNIT_TESTS:%=$(BUILD)/tests/test_%)
 TEST_LIB_SRC := tests/modelbuild.c tests/opcase.c tests/apptest.c
 TEST_LIB_OBJ := $(TEST_LIB_SRC:%.c=$(BUILD)/%.o)
@@ -248,7 +249,7 @@ asan:
 # The tests that run threads (the session buffer pool, compiled contexts
 # loaded by several threads, queries sharing an application and its pools)
 # again in build-tsan/ under ThreadSanitizer; a reported race fails the run.
-TSAN_TESTS := pool context engine rank_eval
+TSAN_TESTS := pool context engine rank_eval firstphase
 tsan:
 	$(MAKE) BUILD=build-tsan SAN='-fsanitize=thread' DEBUG=1 OPT='-O1 -g' $(TSAN_TESTS:%=build-tsan/tests/test_%)
 	@for t in $(TSAN_TESTS); do \

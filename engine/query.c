@@ -46,7 +46,7 @@
 #define MAX_HITS 400
 #define MAX_OFFSET 100000
 #define MAX_MATCHES ((size_t)1 << 31)
-#define BLOCK 1024
+#define BLOCK ENG_RANK_BLOCK
 
 
 
@@ -797,24 +797,8 @@ static int run_doctype(struct qstate *qs, struct dtstate *ds)
 	size_t n = qs->nhits - base;
 	if (!n)
 		return 0;
-	/* First phase in blocks: lids and scores gathered from the hits. */
-	uint32_t lids[BLOCK];
-	double scores[BLOCK];
-	for (size_t off = 0; off < n; off += BLOCK) {
-		size_t k = n - off < BLOCK ? n - off : BLOCK;
-		for (size_t i = 0; i < k; i++)
-			lids[i] = qs->hits[base + off + i].lid;
-		uint64_t a = mark();
-		rc = rank_query_first_phase(ds->rq, &ds->docs, lids, k, scores, qs->err);
-		charge(qs, a);
-		if (rc)
-			return rc;
-		for (size_t i = 0; i < k; i++) {
-			struct hit *h = &qs->hits[base + off + i];
-			h->first = h->score = scores[i];
-			h->tier = 1;
-		}
-	}
+	if ((rc = eng_first_phase(qs, ds, base, n)) != 0)
+		return rc;
 	double limit;
 	if (rank_profile_drop_limit(ds->prof, &limit)) {
 		/* rank-score-drop-limit: hits scoring the limit or less go (NaN too). */

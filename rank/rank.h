@@ -41,6 +41,7 @@
 #include "../runtime/runtime.h"
 
 #define RANK_MAX_RANK 8
+#define RANK_MAX_THREADS 64 /* num-threads-per-search, at most */
 
 enum rank_field_type {
 	RANK_FT_STRING = 1,
@@ -390,6 +391,11 @@ const struct rank_profile *rank_profile_find(const struct rank_schema *s, const 
 const char *rank_profile_name(const struct rank_profile *p);
 int rank_profile_has_second_phase(const struct rank_profile *p);
 int rank_profile_rerank_count(const struct rank_profile *p); /* default 100 */
+/* num-threads-per-search and min-hits-per-thread (the threads a search may
+ * split its first phase over, and the fewest matches each must get): 0
+ * when the profile and those it inherits from do not set them. */
+int rank_profile_threads_per_search(const struct rank_profile *p);
+int rank_profile_min_hits_per_thread(const struct rank_profile *p);
 /* The global phase: evaluated after the second phase over the best
  * rank_profile_global_rerank_count(p) hits (default 100) of the whole
  * result, see rank_query_global_phase. */
@@ -596,6 +602,21 @@ int rank_query_set_input(struct rank_query *q, const char *name, const double *c
 /* The query's time, the `now` feature (seconds since the epoch), from which
  * age(f) and freshness(f) count: the clock's when the query was made. */
 void rank_query_set_now(struct rank_query *q, double now);
+
+/* A second state for the query q is running, for another thread to run
+ * q's first phase over other documents with: q's profile, its dense inputs
+ * (whether given or not), its `now` and its random seed; not its inputs with
+ * mapped dimensions nor its nearestNeighbor items, which a first phase that
+ * rank_profile_first_parallel() accepts never reads.  The scores it gives
+ * are q's to the bit.  Free it with rank_query_free.  Returns 0 or
+ * STRATA_NOMEM. */
+int rank_query_fork(const struct rank_query *q, struct rank_query **out, struct strata_error *err);
+/* 1 when p's first phase reads only what rank_query_fork copies and the
+ * rank_docs attribute callback (attributes that are numbers or dense
+ * tensors, not imported), so its documents may be split over threads, each
+ * with its own fork; 0 when it reads text or term features, models, mapped
+ * values, nearestNeighbor items or firstPhase. */
+int rank_profile_first_parallel(const struct rank_profile *p);
 
 /* Declare the query's nearestNeighbor item: field (a tensor attribute) is
  * compared with query(input).  closeness(field, f) and distance(field, f)

@@ -169,6 +169,9 @@ int store_txn_begin(struct store_env *env, int write, struct store_txn **out,
  * STRATA_STORE, or an errno (I/O). */
 int store_txn_commit(struct store_txn *txn, struct strata_error *err);
 void store_txn_abort(struct store_txn *txn);
+/* The snapshot txn reads: two read transactions with the same id see the
+ * same data (LMDB's transaction id).  Any thread. */
+uint64_t store_txn_id(const struct store_txn *txn);
 
 /* Write a whole document (replacing an earlier one with the same id: fields
  * not set become absent).  values has one entry per field of the type; a

@@ -1,0 +1,164 @@
+/*
+ * firstphase.c: the first phase over a search's matches of one document
+ * type, in blocks of ENG_RANK_BLOCK, on the calling thread or split over
+ * the handle's search threads (searchpool.c).
+ *
+ * A split needs a profile whose first phase reads nothing but column
+ * attributes and dense inputs (rank_profile_first_parallel), and enough
+ * matches: each thread gets at least min-hits-per-thread of them (the
+ * profile's, else ENG_MIN_HITS_PER_THREAD), and there are at most
+ * num-threads-per-search threads (the profile's, else all), capped at
+ * strata_options.search_threads.  The matches are cut into that many
+ * contiguous runs; the caller scores the first, each worker another, with
+ * its own rank query state (rank_query_fork) and its own read transaction
+ * on the same snapshot (store_txn_id; when a write came in between, the
+ * search scores alone).  Each match's score is computed by the same code
+ * whichever thread runs it and lands in the match's own slot, so the hits,
+ * their order and their ties are those of one thread.  The first error of
+ * the lowest run is the search's.
+ */
+#include "query_int.h"
+
+struct part {
+	struct qstate *qs;
+	struct rank_query *rq;
+	struct rank_docs docs;
+	struct dtstate own;          /* a worker's: ds with its txn and rank query */
+	struct store_txn *txn;       /* a worker's read transaction */
+	size_t base, from, to;       /* hits base + from .. base + to */
+	int rc;
+	struct strata_error err, *errp;
+	uint64_t allocs;             /* counted on the thread that ran it */
+};
+
+/* Scores of hits base + from .. base + to into their first and score. */
+static int score_run(struct qstate *qs, struct rank_query *rq, const struct rank_docs *docs,
+                     size_t base, size_t from, size_t to, struct strata_error *err)
+{
+	uint32_t lids[ENG_RANK_BLOCK];
+	double scores[ENG_RANK_BLOCK];
+	for (size_t off = from; off < to; off += ENG_RANK_BLOCK) {
+		size_t k = to - off < ENG_RANK_BLOCK ? to - off : ENG_RANK_BLOCK;
+		for (size_t i = 0; i < k; i++)
+			lids[i] = qs->hits[base + off + i].lid;
+		int rc = rank_query_first_phase(rq, docs, lids, k, scores, err);
+		if (rc)
+			return rc;
+		for (size_t i = 0; i < k; i++) {
+			struct hit *h = &qs->hits[base + off + i];
+			h->first = h->score = scores[i];
+			h->tier = 1;
+		}
+	}
+	return 0;
+}
+
+static void run_part(void *ud, int i)
+{
+	struct part *p = &((struct part *)ud)[i];
+	uint64_t a = base_alloc_thread_count();
+	p->rc = score_run(p->qs, p->rq, &p->docs, p->base, p->from, p->to, p->errp);
+	p->allocs = base_alloc_thread_count() - a;
+}
+
+/* How many threads to split n matches over (1: none). */
+static int threads_for(const struct qstate *qs, const struct dtstate *ds, size_t n)
+{
+	int t = eng_pool_size(qs->db->pool);
+	int want = rank_profile_threads_per_search(ds->prof);
+	if (want > 0 && want < t)
+		t = want;
+	int min = rank_profile_min_hits_per_thread(ds->prof);
+	size_t per = min > 0 ? (size_t)min : ENG_MIN_HITS_PER_THREAD;
+	if ((size_t)t > n / per)
+		t = (int)(n / per);
+	if (t > 1 && !rank_profile_first_parallel(ds->prof))
+		t = 1;
+	return t < 1 ? 1 : t;
+}
+
+/* Free what set_up made of parts[1..t). */
+static void tear_down(struct qstate *qs, struct part *parts, int t)
+{
+	for (int i = 1; i < t; i++) {
+		if (parts[i].rq) {
+			uint64_t a = mark();
+			rank_query_free(parts[i].rq);
+			charge(qs, a);
+		}
+		store_txn_abort(parts[i].txn);
+	}
+}
+
+/* A worker's state for each run but the first.  *alone: a write came in
+ * since the search's snapshot, so the search scores alone. */
+static int set_up(struct qstate *qs, struct dtstate *ds, struct part *parts, int t, int *alone)
+{
+	uint64_t snap = store_txn_id(qs->txn);
+	for (int i = 1; i < t; i++) {
+		struct part *p = &parts[i];
+		int rc = store_txn_begin(qs->db->env, 0, &p->txn, qs->err);
+		if (rc)
+			return rc;
+		if (store_txn_id(p->txn) != snap) {
+			*alone = 1;
+			return 0;
+		}
+		uint64_t a = mark();
+		rc = rank_query_fork(ds->rq, &p->rq, qs->err);
+		charge(qs, a);
+		if (rc)
+			return rc;
+		p->own = *ds;
+		p->own.txn = p->txn;
+		p->own.rq = p->rq;
+		p->docs = ds->docs;
+		p->docs.ud = &p->own;
+		p->errp = &p->err;
+	}
+	return 0;
+}
+
+/* The whole first phase on the calling thread. */
+static int alone(struct qstate *qs, struct dtstate *ds, size_t base, size_t n)
+{
+	uint64_t a = mark();
+	int rc = score_run(qs, ds->rq, &ds->docs, base, 0, n, qs->err);
+	charge(qs, a);
+	return rc;
+}
+
+int eng_first_phase(struct qstate *qs, struct dtstate *ds, size_t base, size_t n)
+{
+	int t = threads_for(qs, ds, n);
+	if (t == 1)
+		return alone(qs, ds, base, n);
+	struct part *parts = base_calloc((size_t)t, sizeof *parts);
+	if (!parts)
+		return base_nomem(qs->err, "the first phase's threads");
+	int single = 0;
+	int rc = set_up(qs, ds, parts, t, &single);
+	if (rc == 0 && !single) {
+		parts[0].rq = ds->rq;
+		parts[0].docs = ds->docs;
+		parts[0].errp = qs->err;
+		for (int i = 0; i < t; i++) {
+			parts[i].qs = qs;
+			parts[i].base = base;
+			parts[i].from = n * (size_t)i / (size_t)t;
+			parts[i].to = n * (size_t)(i + 1) / (size_t)t;
+		}
+		eng_pool_run(qs->db->pool, t, run_part, parts);
+		atomic_fetch_add(&qs->db->n_split, 1);
+		atomic_fetch_add(&qs->db->n_split_parts, (unsigned long long)t);
+		for (int i = 0; i < t; i++)
+			qs->rank_allocs += parts[i].allocs;
+		for (int i = 0; i < t && rc == 0; i++)
+			if ((rc = parts[i].rc) != 0 && i > 0)
+				*qs->err = parts[i].err;
+	}
+	parts[0].rq = NULL; /* the search's own */
+	tear_down(qs, parts, t);
+	base_free(parts, (size_t)t * sizeof *parts);
+	return rc == 0 && single ? alone(qs, ds, base, n) : rc;
+}
