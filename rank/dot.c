@@ -57,19 +57,6 @@ static inline __attribute__((always_inline)) __m256d load4(int cell, const void 
 	}
 }
 
-/* The eight sums combined as rank_tensor_dot combines them. */
-double rank_dot_combine(const double p[8])
-{
-	return ((p[0] + p[4]) + (p[2] + p[6])) + ((p[1] + p[5]) + (p[3] + p[7]));
-}
-
-/* The cells past the last whole group of eight, each added to its sum. */
-void rank_dot_tail(int cell, const void *row, const double *q, size_t i, size_t n, double p[8])
-{
-	for (int k = 0; i < n; i++, k++)
-		p[k] += rank_cell(cell, row, i) * q[i];
-}
-
 /* One row: its eight sums are two registers. */
 static inline __attribute__((always_inline)) double row_avx2(int cell, const void *row,
                                                              const double *q, size_t n)

@@ -7,7 +7,8 @@
  * QUERY q, DOT, RET (compile.c fuses the sum of a product into DOT).  Run by
  * the VM it costs a dispatch loop per document, and its one dot product
  * waits on a chain of dependent additions; here the block's rows are
- * gathered from the attribute callback (pointers into the store's map) and
+ * gathered from the attribute callbacks (pointers into the store's map,
+ * GATHER at a time through attr_rows when the caller has it) and
  * dot.c takes them several at a time in SIMD, with the query's cells loaded
  * once for all.  The scores are the VM's to the bit (dot.c says why); a
  * document without the attribute, whose value reads as zeros, goes through
@@ -58,23 +59,27 @@ int rank_first_dot_run(struct rank_query *q, const struct rank_first_dot *s,
                        const struct rank_docs *d, const uint32_t *lids, size_t n,
                        double *scores, struct strata_error *err)
 {
-	const void *rows[GATHER];
+	const void *got[GATHER], *rows[GATHER];
 	size_t at[GATHER];
 	double out[GATHER];
 	const double *qc = q->inputs[s->input];
 	int avx512 = rank_dot_avx512();
-	for (size_t i = 0; i < n;) {
-		size_t k = 0;
-		for (; i < n && k < GATHER; i++) {
-			const void *r = d->attr(d->ud, s->field, lids[i]);
-			if (!r) { /* no value: zeros, as the VM reads it */
-				int rc = rank_query_first_one(q, lids[i], &scores[i], err);
+	for (size_t from = 0; from < n; from += GATHER) {
+		size_t m = n - from < GATHER ? n - from : GATHER, k = 0;
+		if (d->attr_rows)
+			d->attr_rows(d->ud, s->field, lids + from, m, got);
+		else
+			for (size_t i = 0; i < m; i++)
+				got[i] = d->attr(d->ud, s->field, lids[from + i]);
+		for (size_t i = 0; i < m; i++) {
+			if (!got[i]) { /* no value: zeros, as the VM reads it */
+				int rc = rank_query_first_one(q, lids[from + i], &scores[from + i], err);
 				if (rc)
 					return rc;
 				continue;
 			}
-			rows[k] = r;
-			at[k++] = i;
+			rows[k] = got[i];
+			at[k++] = from + i;
 		}
 		rank_dot_rows(avx512, s->cell, rows, k, qc, s->n, out);
 		for (size_t j = 0; j < k; j++)

@@ -568,6 +568,9 @@ struct rank_docs {
 	 * number, or -1) on field (or -1) for lid; may be NULL (every term
 	 * feature is then 0, queryTermDocumentFrequency empty). */
 	double (*term)(void *ud, int feature, int field, int term, uint32_t lid);
+	/* May be NULL: attr's answers for lids[0..n) into out[0..n), a block of
+	 * documents at a time (the first phase's dot products read so). */
+	void (*attr_rows)(void *ud, int field, const uint32_t *lids, size_t n, const void **out);
 };
 
 /* Evaluation state of one query against one profile: a retired one taken

@@ -418,10 +418,19 @@ int rank_dot_cell_ok(int cell);
 /* 1 when this machine runs the AVX-512 kernels and STRATA_CPU is not
  * "avx2". */
 int rank_dot_avx512(void);
-/* What dot.c and dot_avx512.c share: the eight sums' combination, and the
- * cells i..n past the last whole group of eight added to them. */
-double rank_dot_combine(const double p[8]);
-void rank_dot_tail(int cell, const void *row, const double *q, size_t i, size_t n, double p[8]);
+/* What tensor.c, dot.c and dot_avx512.c share: the eight sums'
+ * combination, and the cells i..n past the last whole group of eight added
+ * to them (inline: the kernels call them once per row). */
+static inline double rank_dot_combine(const double p[8])
+{
+	return ((p[0] + p[4]) + (p[2] + p[6])) + ((p[1] + p[5]) + (p[3] + p[7]));
+}
+static inline void rank_dot_tail(int cell, const void *row, const double *q, size_t i, size_t n,
+                                 double p[8])
+{
+	for (int k = 0; i < n; i++, k++)
+		p[k] += rank_cell(cell, row, i) * q[i];
+}
 /* firstdot.c: a first phase that is sum(query(q) * attribute(f)) over a
  * dense tensor field f (cells rank_dot_cell_ok() reads), run a block at a
  * time through rank_dot_rows. */

@@ -186,7 +186,7 @@ int rank_tensor_concat(struct base_arena *a, const struct rank_type *ta, struct 
 				p[k] += (double)(X)[i + k] * (double)(Y)[i + k];      \
 		for (int k = 0; i < n; i++, k++)                                      \
 			p[k] += (double)(X)[i] * (double)(Y)[i];                      \
-		s = ((p[0] + p[4]) + (p[2] + p[6])) + ((p[1] + p[5]) + (p[3] + p[7])); \
+		s = rank_dot_combine(p);                                              \
 	} while (0)
 
 double rank_tensor_dot(int ca, const void *a, int cb, const void *b, size_t n)

@@ -229,6 +229,11 @@ int store_get(struct store_txn *txn, int doctype, uint32_t lid, struct store_val
  * or the transaction failed.  Cheap: consecutive lids of one field usually
  * share a block, and the transaction remembers the last block per field. */
 const void *store_attr(struct store_txn *txn, int doctype, int field, uint32_t lid);
+/* store_attr() for each of lids[0..n) into out[0..n), looking each column
+ * block up once for a run of lids in it (lids in increasing order read
+ * each block once).  Same lifetime. */
+void store_attr_rows(struct store_txn *txn, int doctype, int field, const uint32_t *lids,
+                     size_t n, const void **out);
 
 /* ---- the text index ------------------------------------------------------------
  *

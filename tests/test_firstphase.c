@@ -6,6 +6,9 @@
  *   every length from 1 to 41 (the tail past the last group of eight
  *   included), checked against a sum written out here as the eight running
  *   sums that function documents;
+ * - the dot-product shape (firstdot.c, rows read a block at a time through
+ *   store_attr_rows) ranks as the same sum plus attribute(n) * 0, which the
+ *   VM runs document by document: the same result text;
  * - a search split over 2, 3 and 4 threads returns the bytes one thread
  *   returns: for the dot-product shape (firstdot.c), for an expression the
  *   VM runs (also split) and for one that reads text features (not split),
@@ -142,6 +145,16 @@ static const char *schema =
 	"reduce(attribute(bf), max)\n"
 	"        }\n"
 	"    }\n"
+	"    rank-profile plain inherits split {\n"
+	"        first-phase {\n"
+	"            expression: sum(query(q) * attribute(emb)) + attribute(n) * 0\n"
+	"        }\n"
+	"    }\n"
+	"    rank-profile i8plain inherits split {\n"
+	"        first-phase {\n"
+	"            expression: sum(query(q) * attribute(i8)) + attribute(n) * 0\n"
+	"        }\n"
+	"    }\n"
 	"    rank-profile text inherits split {\n"
 	"        first-phase {\n"
 	"            expression: sum(query(q) * attribute(emb)) + fieldLength(body)\n"
@@ -220,6 +233,12 @@ static void test_threads_same_results(void **state)
 		one[p] = search(db, profiles[p]);
 		assert_non_null(strstr(one[p], "\"totalCount\":1500"));
 	}
+	/* the dot products (firstdot.c) score as the VM does, to the bit */
+	char *plain = search(db, "plain"), *i8plain = search(db, "i8plain");
+	assert_string_equal(plain, one[0]);
+	assert_string_equal(i8plain, one[2]);
+	strata_free(plain);
+	strata_free(i8plain);
 	strata_close(db);
 	for (int t = 2; t <= 4; t++) {
 		struct strata_options o = { .search_threads = t };
