@@ -8,15 +8,13 @@
  * the VM it costs a dispatch loop per document, and its one dot product
  * waits on a chain of dependent additions; here the block's rows are
  * gathered from the attribute callbacks (pointers into the store's map,
- * GATHER at a time through attr_rows when the caller has it) and
+ * RANK_FIRST_DOT_CHUNK at a time through attr_rows when the caller has it) and
  * dot.c takes them several at a time in SIMD, with the query's cells loaded
  * once for all.  The scores are the VM's to the bit (dot.c says why); a
- * document without the attribute, whose value reads as zeros, goes through
- * the VM as before.  Any other program is left to the VM.
+ * document without the attribute, whose value reads as zeros, is left to
+ * the VM (query.c), as is any other program.
  */
 #include "rank_eval.h"
-
-#define GATHER 64 /* rows handed to the kernels at once */
 
 static size_t cells_of(const struct rank_type *t)
 {
@@ -55,35 +53,30 @@ int rank_first_dot_shape(const struct rank_profile *p, struct rank_first_dot *ou
 	return 1;
 }
 
-int rank_first_dot_run(struct rank_query *q, const struct rank_first_dot *s,
-                       const struct rank_docs *d, const uint32_t *lids, size_t n,
-                       double *scores, struct strata_error *err)
+uint64_t rank_first_dot_run(const struct rank_query *q, const struct rank_first_dot *s,
+                            const struct rank_docs *d, const uint32_t *lids, size_t m,
+                            double *scores)
 {
-	const void *got[GATHER], *rows[GATHER];
-	size_t at[GATHER];
-	double out[GATHER];
-	const double *qc = q->inputs[s->input];
-	int avx512 = rank_dot_avx512();
-	for (size_t from = 0; from < n; from += GATHER) {
-		size_t m = n - from < GATHER ? n - from : GATHER, k = 0;
-		if (d->attr_rows)
-			d->attr_rows(d->ud, s->field, lids + from, m, got);
-		else
-			for (size_t i = 0; i < m; i++)
-				got[i] = d->attr(d->ud, s->field, lids[from + i]);
-		for (size_t i = 0; i < m; i++) {
-			if (!got[i]) { /* no value: zeros, as the VM reads it */
-				int rc = rank_query_first_one(q, lids[from + i], &scores[from + i], err);
-				if (rc)
-					return rc;
-				continue;
-			}
-			rows[k] = got[i];
-			at[k++] = from + i;
+	const void *got[RANK_FIRST_DOT_CHUNK], *rows[RANK_FIRST_DOT_CHUNK];
+	size_t at[RANK_FIRST_DOT_CHUNK], k = 0;
+	double out[RANK_FIRST_DOT_CHUNK];
+	uint64_t missing = 0;
+	BASE_DEBUG_ASSERT(m <= RANK_FIRST_DOT_CHUNK);
+	if (d->attr_rows)
+		d->attr_rows(d->ud, s->field, lids, m, got);
+	else
+		for (size_t i = 0; i < m; i++)
+			got[i] = d->attr(d->ud, s->field, lids[i]);
+	for (size_t i = 0; i < m; i++) {
+		if (!got[i]) {
+			missing |= (uint64_t)1 << i;
+			continue;
 		}
-		rank_dot_rows(avx512, s->cell, rows, k, qc, s->n, out);
-		for (size_t j = 0; j < k; j++)
-			scores[at[j]] = out[j];
+		rows[k] = got[i];
+		at[k++] = i;
 	}
-	return 0;
+	rank_dot_rows(rank_dot_avx512(), s->cell, rows, k, q->inputs[s->input], s->n, out);
+	for (size_t j = 0; j < k; j++)
+		scores[at[j]] = out[j];
+	return missing;
 }

@@ -498,23 +498,23 @@ int rank_query_first_phase(struct rank_query *q, const struct rank_docs *d, cons
 	if (rc)
 		return rc;
 	struct rank_first_dot dot;
-	if (rank_first_dot_shape(q->p, &dot))
-		return rank_first_dot_run(q, &dot, d, lids, n, scores, err);
-	for (size_t i = 0; i < n; i++)
-		if ((rc = rank_query_first_one(q, lids[i], &scores[i], err)) != 0)
-			return rc;
+	int fast = rank_first_dot_shape(q->p, &dot);
+	for (size_t at = 0; at < n; at += RANK_FIRST_DOT_CHUNK) {
+		size_t m = n - at < RANK_FIRST_DOT_CHUNK ? n - at : RANK_FIRST_DOT_CHUNK;
+		/* the dot products where they apply, else each document on the VM */
+		uint64_t vm = fast ? rank_first_dot_run(q, &dot, d, lids + at, m, scores + at)
+		                   : ~(uint64_t)0;
+		for (size_t i = 0; i < m; i++) {
+			if (!(vm >> i & 1))
+				continue;
+			struct rank_val v;
+			begin_doc(q, lids[at + i], 0.0);
+			if ((rc = rank_vm_run(q, &q->p->first, &v, err)) != 0)
+				return rc;
+			scores[at + i] = v.num;
+		}
+	}
 	return 0;
-}
-
-int rank_query_first_one(struct rank_query *q, uint32_t lid, double *score,
-                         struct strata_error *err)
-{
-	struct rank_val v;
-	begin_doc(q, lid, 0.0);
-	int rc = rank_vm_run(q, &q->p->first, &v, err);
-	if (!rc)
-		*score = v.num;
-	return rc;
 }
 
 int rank_query_second_phase(struct rank_query *q, const struct rank_docs *d, const uint32_t *lids,

@@ -440,15 +440,13 @@ struct rank_first_dot {
 };
 /* 1 and *out filled when p's first phase has that shape, else 0. */
 int rank_first_dot_shape(const struct rank_profile *p, struct rank_first_dot *out);
-/* The first phase's scores of lids[0..n) as rank_query_first_phase gives
- * them, to the bit.  Returns 0 or the VM's errors (a document without the
- * field goes through it). */
-int rank_first_dot_run(struct rank_query *q, const struct rank_first_dot *s,
-                       const struct rank_docs *d, const uint32_t *lids, size_t n,
-                       double *scores, struct strata_error *err);
-/* query.c: the first phase of one document on the VM, into *score. */
-int rank_query_first_one(struct rank_query *q, uint32_t lid, double *score,
-                         struct strata_error *err);
+/* The first phase's scores of lids[0..m) (m at most RANK_FIRST_DOT_CHUNK)
+ * as the VM gives them, to the bit, for the documents that have the field;
+ * returns the others (bit i for lids[i]), whose scores are left for the VM. */
+#define RANK_FIRST_DOT_CHUNK 64
+uint64_t rank_first_dot_run(const struct rank_query *q, const struct rank_first_dot *s,
+                            const struct rank_docs *d, const uint32_t *lids, size_t m,
+                            double *scores);
 /* dot_avx512.c: rank_dot_rows's AVX-512 kernel, one row. */
 double rank_dot_row_avx512(int cell, const void *row, const double *q, size_t n);
 /* The distance of a to b (n cells each) in metric (enum rank_distance). */
