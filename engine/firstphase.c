@@ -91,16 +91,15 @@ static void tear_down(struct qstate *qs, struct part *parts, int t)
 }
 
 /* A worker's state for each run but the first.  *alone: a write came in
- * since the search's snapshot, so the search scores alone. */
+ * since the search's snapshot, or the store has no reader slot left for a
+ * worker, so the search scores alone. */
 static int set_up(struct qstate *qs, struct dtstate *ds, struct part *parts, int t, int *alone)
 {
 	uint64_t snap = store_txn_id(qs->txn);
 	for (int i = 1; i < t; i++) {
 		struct part *p = &parts[i];
-		int rc = store_txn_begin(qs->db->env, 0, &p->txn, qs->err);
-		if (rc)
-			return rc;
-		if (store_txn_id(p->txn) != snap) {
+		int rc = store_txn_begin(qs->db->env, 0, &p->txn, &p->err);
+		if (rc || store_txn_id(p->txn) != snap) {
 			*alone = 1;
 			return 0;
 		}
