@@ -801,11 +801,12 @@ static int run_doctype(struct qstate *qs, struct dtstate *ds)
 	const uint32_t *drive;
 	size_t ndrive, at = 0;
 	int driven = eng_wand_driver(ds->wand, qs->yql->where, &drive, &ndrive);
-	uint64_t all = store_count(qs->txn, ds->dt->store_id);
-	if (!driven && qs->yql->where->kind == YQL_TRUE && all < MAX_MATCHES &&
-	    base_grow((void **)&qs->hits, &qs->cap, qs->nhits + all, sizeof *qs->hits,
-	              MAX_MATCHES) != 0) /* every document matches: room for all at once */
-		return base_nomem(qs->err, "matches");
+	if (!driven && qs->yql->where->kind == YQL_TRUE) { /* all match: room for all at once */
+		uint64_t all = store_count(qs->txn, ds->dt->store_id);
+		if (all < MAX_MATCHES && base_grow((void **)&qs->hits, &qs->cap, qs->nhits + all,
+		                                   sizeof *qs->hits, MAX_MATCHES) != 0)
+			return base_nomem(qs->err, "matches");
+	}
 	for (uint32_t lid = 0; driven ? at < ndrive : store_next(qs->txn, ds->dt->store_id, &lid) == 0;
 	     lid++) {
 		if (driven)
