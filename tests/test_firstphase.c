@@ -14,11 +14,14 @@
  *   VM runs (also split) and for one that reads text features (not split),
  *   with ties (documents with the same vector), documents without the
  *   field, and every hit of the store (hits 400) so the whole order shows;
+ *   and so do searches from three threads at once on a handle with two
+ *   search threads (one splits, the others score alone meanwhile);
  * - num-threads-per-search and min-hits-per-thread are read, inherited and
  *   refused when not positive integers (file:line:col); search_threads out
  *   of range is refused.
  */
 #include <math.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -194,16 +197,21 @@ static char *write_feed(const char *dir)
 	return path;
 }
 
-static char *search(struct strata *db, const char *profile)
+/* The request of every search here: all documents, ranked by profile. */
+static void request(char *req, size_t size, const char *profile)
 {
-	char req[2048];
-	int n = snprintf(req, sizeof req,
+	int n = snprintf(req, size,
 	                 "{\"yql\": \"select * from sources * where true\", \"hits\": 400, "
 	                 "\"ranking.profile\": \"%s\", \"input.query(q)\": [", profile);
 	for (int i = 0; i < DIM; i++)
-		n += snprintf(req + n, sizeof req - (size_t)n, "%s%g", i ? ", " : "",
-		              0.25 * (i % 5) - 0.5);
-	snprintf(req + n, sizeof req - (size_t)n, "]}");
+		n += snprintf(req + n, size - (size_t)n, "%s%g", i ? ", " : "", 0.25 * (i % 5) - 0.5);
+	snprintf(req + n, size - (size_t)n, "]}");
+}
+
+static char *search(struct strata *db, const char *profile)
+{
+	char req[2048];
+	request(req, sizeof req, profile);
 	char *out = NULL;
 	struct strata_error err = { 0 };
 	int rc = strata_query_json(db, req, &out, &err);
@@ -211,6 +219,30 @@ static char *search(struct strata *db, const char *profile)
 		fprintf(stderr, "%s\n", err.msg);
 	assert_int_equal(rc, 0);
 	return out;
+}
+
+/* Searches from several threads at once on one handle: the one that holds
+ * the search threads splits, the others score alone meanwhile. */
+#define NSEARCHERS 3
+#define NROUNDS 4
+struct searcher {
+	struct strata *db;
+	const char *const *profiles; /* 5 of them, from profiles[first] on in turn */
+	int first;
+	char *got[NROUNDS];
+};
+
+static void *searcher_run(void *arg)
+{
+	struct searcher *s = arg;
+	for (int i = 0; i < NROUNDS; i++) {
+		char req[2048];
+		request(req, sizeof req, s->profiles[(s->first + i) % 5]);
+		struct strata_error err = { 0 };
+		if (strata_query_json(s->db, req, &s->got[i], &err) != 0)
+			s->got[i] = NULL;
+	}
+	return NULL;
 }
 
 static void test_threads_same_results(void **state)
@@ -258,6 +290,23 @@ static void test_threads_same_results(void **state)
 		}
 		strata_close(db);
 	}
+	struct strata_options o = { .search_threads = 2 };
+	assert_int_equal(strata_open(dir, &o, &db, &err), 0);
+	struct searcher s[NSEARCHERS];
+	pthread_t th[NSEARCHERS];
+	for (int i = 0; i < NSEARCHERS; i++) {
+		s[i] = (struct searcher){ .db = db, .profiles = profiles, .first = i };
+		assert_int_equal(pthread_create(&th[i], NULL, searcher_run, &s[i]), 0);
+	}
+	for (int i = 0; i < NSEARCHERS; i++) {
+		pthread_join(th[i], NULL);
+		for (int k = 0; k < NROUNDS; k++) {
+			assert_non_null(s[i].got[k]);
+			assert_string_equal(s[i].got[k], one[(i + k) % 5]);
+			strata_free(s[i].got[k]);
+		}
+	}
+	strata_close(db);
 	for (int p = 0; p < 5; p++)
 		strata_free(one[p]);
 	free(feed);
