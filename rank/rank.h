@@ -606,13 +606,13 @@ int rank_query_set_input(struct rank_query *q, const char *name, const double *c
  * age(f) and freshness(f) count: the clock's when the query was made. */
 void rank_query_set_now(struct rank_query *q, double now);
 
-/* A second state for the query q is running, for another thread to run
- * q's first phase over other documents with: q's profile, its dense inputs
- * (whether given or not), its `now` and its random seed; not its inputs with
- * mapped dimensions nor its nearestNeighbor items, which a first phase that
- * rank_profile_first_parallel() accepts never reads.  The scores it gives
- * are q's to the bit.  Free it with rank_query_free.  Returns 0 or
- * STRATA_NOMEM. */
+/* *out: a second state for the query q, with which another thread runs q's
+ * first phase over other documents.  It has q's profile, its dense inputs
+ * (given or not), its `now` and its random seed; not its inputs with mapped
+ * dimensions nor its nearestNeighbor items, which a first phase that
+ * rank_profile_first_parallel() accepts never reads, so the scores it gives
+ * are q's to the bit.  Call it on q's thread; free the copy with
+ * rank_query_free (on any one thread).  Returns 0 or STRATA_NOMEM. */
 int rank_query_fork(const struct rank_query *q, struct rank_query **out, struct strata_error *err);
 /* 1 when p's first phase reads only what rank_query_fork copies and the
  * rank_docs attribute callback (attributes that are numbers or dense
