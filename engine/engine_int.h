@@ -94,8 +94,9 @@ struct strata {
 /* ---- searchpool.c: worker threads for a search's first phase ---------------- */
 
 struct eng_pool;
-/* One part of a run: part i of ud's work. */
-typedef void eng_part_fn(void *ud, int i);
+/* A thread's share of a run: slot i (0 for the caller) takes work from a
+ * queue in ud until it is empty. */
+typedef void eng_part_fn(void *ud, int slot);
 /* A pool of nworkers threads (>= 1), sleeping until a run.  Returns 0,
  * STRATA_NOMEM or an errno (a thread would not start). */
 int eng_pool_new(int nworkers, struct eng_pool **out, struct strata_error *err);
@@ -103,11 +104,13 @@ int eng_pool_new(int nworkers, struct eng_pool **out, struct strata_error *err);
 void eng_pool_free(struct eng_pool *p);
 /* The threads a run may use: the workers and the caller (1 for NULL). */
 int eng_pool_size(const struct eng_pool *p);
-/* fn(ud, i) for each i in 0 .. nparts - 1 (nparts at most eng_pool_size),
- * part 0 on the calling thread and the others on workers, returning when
- * all are done; when another run holds the pool (or p is NULL), every part
- * runs on the calling thread in turn.  Any thread. */
-void eng_pool_run(struct eng_pool *p, int nparts, eng_part_fn *fn, void *ud);
+/* fn(ud, 0) on the calling thread, and fn(ud, i) for i in 1 .. nslots - 1
+ * (nslots at most eng_pool_size) on each worker that wakes before that
+ * call returns; returns once every call has, with the number of calls
+ * made (1 when another run holds the pool, or p is NULL: the caller alone).
+ * fn must leave no work behind when the caller's call returns.  Any
+ * thread. */
+int eng_pool_run(struct eng_pool *p, int nslots, eng_part_fn *fn, void *ud);
 
 /* ---- db.c ------------------------------------------------------------------ */
 

@@ -8,27 +8,39 @@
  * matches: each thread gets at least min-hits-per-thread of them (the
  * profile's, else ENG_MIN_HITS_PER_THREAD), and there are at most
  * num-threads-per-search threads (the profile's, else all), capped at
- * strata_options.search_threads.  The matches are cut into that many
- * contiguous runs; the caller scores the first, each worker another, with
- * its own rank query state (rank_query_fork) and its own read transaction
- * on the same snapshot (store_txn_id; when a write came in between, the
- * search scores alone).  Each match's score is computed by the same code
- * whichever thread runs it and lands in the match's own slot, so the hits,
- * their order and their ties are those of one thread.  The first error of
- * the lowest run is the search's.
+ * strata_options.search_threads.  The matches are cut into blocks that the
+ * caller and each worker that joins (searchpool.c) take in turn from a
+ * shared counter, each thread with its own rank query state
+ * (rank_query_fork) and its own read transaction on the same snapshot
+ * (store_txn_id; when a write came in between, the search scores alone).
+ * Taking blocks rather than a fixed share each means a worker that the
+ * machine runs late (or never, before the caller is done) delays nothing.
+ * Each match's score is computed by the same code whichever thread runs it
+ * and lands in the match's own slot, so the hits, their order and their
+ * ties are those of one thread.  The error of the lowest failed block is
+ * the search's.
  */
+#include <stdatomic.h>
+
 #include "query_int.h"
 
+/* A thread's state: the caller's is parts[0]. */
 struct part {
-	struct qstate *qs;
 	struct rank_query *rq;
 	struct rank_docs docs;
 	struct dtstate own;          /* a worker's: ds with its txn and rank query */
 	struct store_txn *txn;       /* a worker's read transaction */
-	size_t base, from, to;       /* hits base + from .. base + to */
 	int rc;
+	size_t failed_at;            /* rc != 0: the block that failed */
 	struct strata_error err, *errp;
 	uint64_t allocs;             /* counted on the thread that ran it */
+};
+
+struct split {
+	struct qstate *qs;
+	struct part *parts;
+	size_t base, n;              /* hits base .. base + n - 1 */
+	atomic_size_t next;          /* the next block to take */
 };
 
 /* Scores of hits base + from .. base + to into their first and score. */
@@ -53,11 +65,23 @@ static int score_run(struct qstate *qs, struct rank_query *rq, const struct rank
 	return 0;
 }
 
-static void run_part(void *ud, int i)
+static void run_part(void *ud, int slot)
 {
-	struct part *p = &((struct part *)ud)[i];
+	struct split *s = ud;
+	struct part *p = &s->parts[slot];
 	uint64_t a = base_alloc_thread_count();
-	p->rc = score_run(p->qs, p->rq, &p->docs, p->base, p->from, p->to, p->errp);
+	for (;;) {
+		size_t off = atomic_fetch_add(&s->next, ENG_RANK_BLOCK);
+		if (off >= s->n)
+			break;
+		size_t to = s->n - off < ENG_RANK_BLOCK ? s->n : off + ENG_RANK_BLOCK;
+		int rc = score_run(s->qs, p->rq, &p->docs, s->base, off, to, p->errp);
+		if (rc) {
+			p->rc = rc;
+			p->failed_at = off;
+			break;
+		}
+	}
 	p->allocs = base_alloc_thread_count() - a;
 }
 
@@ -141,20 +165,22 @@ int eng_first_phase(struct qstate *qs, struct dtstate *ds, size_t base, size_t n
 		parts[0].rq = ds->rq;
 		parts[0].docs = ds->docs;
 		parts[0].errp = qs->err;
-		for (int i = 0; i < t; i++) {
-			parts[i].qs = qs;
-			parts[i].base = base;
-			parts[i].from = n * (size_t)i / (size_t)t;
-			parts[i].to = n * (size_t)(i + 1) / (size_t)t;
-		}
-		eng_pool_run(qs->db->pool, t, run_part, parts);
+		struct split s = { .qs = qs, .parts = parts, .base = base, .n = n };
+		atomic_init(&s.next, 0);
+		int ran = eng_pool_run(qs->db->pool, t, run_part, &s);
 		atomic_fetch_add(&qs->db->n_split, 1);
-		atomic_fetch_add(&qs->db->n_split_parts, (unsigned long long)t);
-		for (int i = 0; i < t; i++)
+		atomic_fetch_add(&qs->db->n_split_parts, (unsigned long long)ran);
+		int worst = -1;
+		for (int i = 0; i < t; i++) {
 			qs->rank_allocs += parts[i].allocs;
-		for (int i = 0; i < t && rc == 0; i++)
-			if ((rc = parts[i].rc) != 0 && i > 0)
-				*qs->err = parts[i].err;
+			if (parts[i].rc && (worst < 0 || parts[i].failed_at < parts[worst].failed_at))
+				worst = i;
+		}
+		if (worst >= 0) {
+			rc = parts[worst].rc;
+			if (worst > 0)
+				*qs->err = parts[worst].err;
+		}
 	}
 	parts[0].rq = NULL; /* the search's own */
 	tear_down(qs, parts, t);

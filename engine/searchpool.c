@@ -3,13 +3,16 @@
  * first phase (strata_options.search_threads; firstphase.c uses them).
  *
  * One search holds the pool at a time: eng_pool_run takes it with a
- * trylock, and a search that finds it taken runs every part itself, on its
- * own thread, one after the other.  Parts never depend on which thread runs
- * them, so the results are the same either way; only the time differs.
- * The workers sleep on a condition variable between runs: a run bumps the
- * generation, each worker runs its part (worker w the part w + 1, when
- * there is one) and counts itself done; the caller runs part 0 and waits
- * for the count.
+ * trylock, and a search that finds it taken runs alone, on its own thread.
+ * The workers sleep on a condition variable between runs.  A run opens:
+ * it bumps the generation and wakes them, and each worker that wakes while
+ * the run is still open joins it under the next free slot and calls fn
+ * with it; the caller calls fn with slot 0.  When the caller's call
+ * returns the run closes, and the caller waits only for the workers that
+ * joined.  fn takes its work from a shared queue, so the work gets done
+ * whoever joins: a worker that the machine does not schedule in time (all
+ * its cores busy) costs nothing but its slot, instead of holding the
+ * search up until it runs.
  */
 #include <pthread.h>
 
@@ -20,23 +23,19 @@ struct eng_pool {
 	pthread_mutex_t mu;         /* guards what follows */
 	pthread_cond_t go, done;
 	unsigned long gen;          /* bumped by each run */
-	int nparts, ndone, quit;
+	int open;                   /* workers may join the current run */
+	int nslots, joined;         /* slots of the run; taken by workers so far */
+	int running;                /* workers in fn */
+	int quit;
 	eng_part_fn *fn;
 	void *ud;
 	int nworkers, started;
 	pthread_t *threads;
 };
 
-struct worker {
-	struct eng_pool *p;
-	int part;
-};
-
 static void *work(void *arg)
 {
-	struct eng_pool *p = ((struct worker *)arg)->p;
-	int part = ((struct worker *)arg)->part;
-	base_free(arg, sizeof(struct worker));
+	struct eng_pool *p = arg;
 	unsigned long seen = 0;
 	pthread_mutex_lock(&p->mu);
 	for (;;) {
@@ -45,14 +44,16 @@ static void *work(void *arg)
 		if (p->quit)
 			break;
 		seen = p->gen;
-		if (part < p->nparts) {
-			eng_part_fn *fn = p->fn;
-			void *ud = p->ud;
-			pthread_mutex_unlock(&p->mu);
-			fn(ud, part);
-			pthread_mutex_lock(&p->mu);
-		}
-		if (++p->ndone == p->nworkers)
+		if (!p->open || p->joined + 1 >= p->nslots)
+			continue; /* too late, or no slot left */
+		int slot = ++p->joined;
+		eng_part_fn *fn = p->fn;
+		void *ud = p->ud;
+		p->running++;
+		pthread_mutex_unlock(&p->mu);
+		fn(ud, slot);
+		pthread_mutex_lock(&p->mu);
+		if (--p->running == 0 && !p->open)
 			pthread_cond_signal(&p->done);
 	}
 	pthread_mutex_unlock(&p->mu);
@@ -76,15 +77,10 @@ int eng_pool_new(int nworkers, struct eng_pool **out, struct strata_error *err)
 	pthread_cond_init(&p->go, NULL);
 	pthread_cond_init(&p->done, NULL);
 	for (int w = 0; w < nworkers; w++) {
-		struct worker *a = base_alloc(sizeof *a);
-		if (a)
-			*a = (struct worker){ p, w + 1 };
-		int rc = a ? pthread_create(&p->threads[w], NULL, work, a) : STRATA_NOMEM;
+		int rc = pthread_create(&p->threads[w], NULL, work, p);
 		if (rc) {
-			base_free(a, sizeof *a);
 			eng_pool_free(p);
-			return rc == STRATA_NOMEM ? base_nomem(err, "the search threads")
-			                          : base_err(err, rc, "starting a search thread");
+			return base_err(err, rc, "starting a search thread");
 		}
 		p->started++;
 	}
@@ -115,26 +111,30 @@ int eng_pool_size(const struct eng_pool *p)
 	return p ? p->nworkers + 1 : 1;
 }
 
-void eng_pool_run(struct eng_pool *p, int nparts, eng_part_fn *fn, void *ud)
+int eng_pool_run(struct eng_pool *p, int nslots, eng_part_fn *fn, void *ud)
 {
-	if (!p || nparts < 2 || pthread_mutex_trylock(&p->hold) != 0) {
-		for (int i = 0; i < nparts; i++)
-			fn(ud, i);
-		return;
+	if (!p || nslots < 2 || pthread_mutex_trylock(&p->hold) != 0) {
+		fn(ud, 0);
+		return 1;
 	}
-	BASE_DEBUG_ASSERT(nparts <= p->nworkers + 1);
+	BASE_DEBUG_ASSERT(nslots <= p->nworkers + 1);
 	pthread_mutex_lock(&p->mu);
 	p->fn = fn;
 	p->ud = ud;
-	p->nparts = nparts;
-	p->ndone = 0;
+	p->nslots = nslots;
+	p->joined = 0;
+	p->running = 0;
+	p->open = 1;
 	p->gen++;
 	pthread_cond_broadcast(&p->go);
 	pthread_mutex_unlock(&p->mu);
 	fn(ud, 0);
 	pthread_mutex_lock(&p->mu);
-	while (p->ndone < p->nworkers)
+	p->open = 0;
+	int joined = p->joined;
+	while (p->running > 0)
 		pthread_cond_wait(&p->done, &p->mu);
 	pthread_mutex_unlock(&p->mu);
 	pthread_mutex_unlock(&p->hold);
+	return joined + 1;
 }

@@ -272,7 +272,9 @@ struct strata_stats {
 	unsigned long long pool_misses; /* model run contexts made anew */
 	unsigned long long split_first_phases; /* first phases (of one document type in
 	                                          a search) split over search threads */
-	unsigned long long split_parts;        /* the parts they were split into */
+	unsigned long long split_parts;        /* the threads that scored them (the
+	                                          searching thread and the workers that
+	                                          joined it in time) */
 };
 void strata_stats(struct strata *db, struct strata_stats *st);
 
