@@ -57,13 +57,14 @@ RUNTIME_SRC := runtime/options.c runtime/blocks.c runtime/load.c runtime/graph.c
                runtime/ops/training.c runtime/ops/random.c runtime/ops/rnn.c runtime/ops/einsum.c runtime/ops/quant.c runtime/ops/string.c runtime/ops/sequence.c runtime/ops/control.c runtime/optimize.c runtime/ctxfile.c runtime/ctxhold.c runtime/epctx.c runtime/ctxgen.c runtime/ctxmodel.c runtime/ops/epcontext.c runtime/ops/fused.c runtime/ops/attn_avx512.c runtime/ops/vmath.c
 STORE_SRC   := store/env.c store/doctype.c store/doc.c store/attr.c store/text.c store/text_elems.c store/text_blocks.c store/text_pend.c store/hnsw.c store/hnsw_api.c store/hnsw_write.c store/hnsw_sync.c store/hnsw_multi.c \
                store/hnsw_dist.c store/hnsw_avx512.c
-RANK_SRC    := rank/lex.c rank/parser.c rank/expr.c rank/parse.c rank/parse_profile.c rank/parse_text.c rank/parse_hnsw.c rank/props.c rank/schema.c rank/inputs.c rank/type.c rank/fn.c rank/compile_base.c rank/compile.c rank/gbdt.c rank/compile_tensor.c rank/compile_feature.c rank/compile_raw.c rank/explain.c rank/vm.c \
+RANK_SRC    := rank/lex.c rank/parser.c rank/expr.c rank/parse.c rank/parse_profile.c rank/parse_text.c rank/parse_hnsw.c rank/props.c rank/schema.c rank/inputs.c rank/type.c rank/fn.c rank/compile_base.c rank/compile.c rank/gbdt.c rank/compile_tensor.c rank/compile_feature.c rank/compile_raw.c rank/explain.c rank/vm.c rank/dot.c rank/dot_avx512.c rank/firstdot.c \
                rank/tensor.c rank/tensor_sparse.c rank/literal.c rank/model.c rank/query.c rank/profile.c rank/app.c rank/nearest.c
 RANK_SRC    += rank/fields.c rank/docs.c rank/parse_field.c rank/types.c rank/indexing.c rank/indexing_check.c
 ENGINE_SRC  := engine/db.c engine/contexts.c engine/feed.c engine/tensor_json.c engine/tensor_sparse_json.c engine/yql.c engine/yql_tree.c engine/query.c engine/textmatch.c engine/wsetmatch.c engine/samematch.c engine/attrmatch.c engine/labels.c engine/fieldmatch.c engine/userquery.c engine/wand.c \
                engine/result.c engine/json_alloc.c engine/grouping.c engine/values.c engine/embed.c engine/indexing.c engine/indexing_fn.c engine/snippet.c engine/summary.c engine/select_elements.c \
                engine/fieldtypes.c engine/predicate.c engine/position.c \
-               engine/services.c engine/tokenizer.c engine/query_embed.c engine/visit.c engine/nearest.c engine/deadline.c engine/selection.c engine/selection_eval.c
+               engine/services.c engine/tokenizer.c engine/query_embed.c engine/visit.c engine/nearest.c engine/deadline.c engine/selection.c engine/selection_eval.c \
+               engine/firstphase.c engine/searchpool.c
 CLI_SRC     := engine/cli.c engine/cli_run.c engine/serve.c engine/serve_api.c
 GEN_SRC     := $(BUILD)/gen/onnx.pb-c.c
 
@@ -74,7 +75,7 @@ LIB      := $(BUILD)/libstrata.a
 CLI      := $(BUILD)/strata
 
 # Unit tests: one cmocka binary per module (tests/test_<name>.c).
-UNIT_TESTS := base runtime ops_elementwise ops_tensor store hnsw ann multivec mvgraph nntune rank_parse text text_index text_blocks text_coll text_settings yql_ops text_query wand rank_eval rank_gbdt rank_phases rank_features compat engine yql ops_index ops_nn ops_rnn ops_quant qgemm qlinear ops_train ops_signal infer gemm plan optimize context pool binding embed fields summary types embedder indexing visit deadline selection
+UNIT_TESTS := base runtime firstphase ops_elementwise ops_tensor store hnsw ann multivec mvgraph nntune rank_parse text text_index text_blocks text_coll text_settings yql_ops text_query wand rank_eval rank_gbdt rank_phases rank_features compat engine yql ops_index ops_nn ops_rnn ops_quant qgemm qlinear ops_train ops_signal infer gemm plan optimize context pool binding embed fields summary types embedder indexing visit deadline selection
 TEST_BINS  := $(UNIT_TESTS:%=$(BUILD)/tests/test_%)
 TEST_LIB_SRC := tests/modelbuild.c tests/opcase.c tests/apptest.c
 TEST_LIB_OBJ := $(TEST_LIB_SRC:%.c=$(BUILD)/%.o)
@@ -107,6 +108,7 @@ $(BUILD)/runtime/ops/gemm_avx512.o: CFLAGS += -mavx512f -mavx512vl -mavx512bw -m
 $(BUILD)/runtime/ops/qgemm_vnni.o: CFLAGS += -mavx512f -mavx512vl -mavx512bw -mavx512dq -mavx512vnni
 $(BUILD)/runtime/ops/attn_avx512.o: CFLAGS += -mavx512f -mavx512vl -mavx512bw -mavx512dq -mfma
 $(BUILD)/store/hnsw_avx512.o: CFLAGS += -mavx512f -mavx512vl -mavx512bw -mavx512dq -mfma
+$(BUILD)/rank/dot_avx512.o: CFLAGS += -mavx512f -mavx512vl -mavx512bw -mavx512dq
 
 $(LIB): $(LIB_OBJ)
 	rm -f $@
@@ -251,7 +253,7 @@ asan:
 # The tests that run threads (the session buffer pool, compiled contexts
 # loaded by several threads, queries sharing an application and its pools)
 # again in build-tsan/ under ThreadSanitizer; a reported race fails the run.
-TSAN_TESTS := pool context engine rank_eval
+TSAN_TESTS := pool context engine rank_eval firstphase
 tsan:
 	$(MAKE) BUILD=build-tsan SAN='-fsanitize=thread' DEBUG=1 OPT='-O1 -g' $(TSAN_TESTS:%=build-tsan/tests/test_%)
 	@for t in $(TSAN_TESTS); do \

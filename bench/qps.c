@@ -2,7 +2,7 @@
  * qps.c: queries per second of a two-phase rank profile through the whole
  * engine, with the evaluation-state pools on and off.
  *
- *     qps [--docs N] [--rounds R] [--queries K] [--warmup W] MLP_RANKER DIR
+ *     qps [--docs N] [--rounds R] [--queries K] [--warmup W] [--threads T] MLP_RANKER DIR
  *
  * MLP_RANKER is mlp_ranker.onnx (query_emb [batch, 384] and doc_emb [batch,
  * 384] in, score [batch, 1] out: mkbench writes one, the peer's mkmodels.js
@@ -20,26 +20,39 @@
  * query_emb repeated).  A request asks for 10 hits; its query(q) is one of 8
  * fixed vectors, in turn, so every query has the same shape.
  *
- * Measurement: R rounds (5); in each, the application is opened once per
- * mode (pool_generations 1, "on", then -1, "off": strata.h), the mode going
- * first alternating from round to round, then W warm-up queries (3) and K
- * timed queries (10) run one after the other on this thread, and the
- * application is closed.  A round's figure is K over the wall time of its K
- * queries; qps is the median over the rounds.  allocs_per_query is
- * strata_stats' rank_allocs (allocations in the rank VM, its query state and
- * the model runtime) over the timed queries, divided by their number;
- * pool_hits and pool_misses are the model run contexts taken back from the
- * runtime's pool and made anew over the timed queries (R x K of them).  The
- * results of both modes must be the same bytes; a difference is an error.
+ * Measurement: first one core's read bandwidth: a sum of floats over 512
+ * MiB (far beyond the last cache level), 7 passes after one that faults the
+ * pages in, the median pass by wall time and by CPU time.  Then R rounds
+ * (5); in each, the application is opened once per mode (pool_generations 1,
+ * "on", and -1, "off": strata.h, on one thread; then "on" with
+ * search_threads T, 2 by default), the mode going first rotating from round
+ * to round, then W warm-up queries (3) and K timed queries (10) run one
+ * after the other on this thread, and the application is closed.  A round's
+ * figure is K over the wall time of its K queries; qps is the median over
+ * the rounds, cpu_ms_per_query the median of the process's CPU time per
+ * query (all threads).  gb_per_s is what the first phase must read per
+ * query (N x 384 x 4 bytes of cells) times qps, of_bandwidth that over the
+ * wall-time bandwidth.  allocs_per_query is strata_stats' rank_allocs
+ * (allocations in the rank VM, its query states and the model runtime) over
+ * the timed queries, divided by their number; pool_hits and pool_misses are
+ * the model run contexts taken back from the runtime's pool and made anew
+ * over the timed queries (R x K of them).  The results of every mode must be
+ * the same bytes; a difference is an error.
  *
- * Output: a table and one JSON line per mode, e.g.
- *     {"pool": "on", "qps": 21.5, "allocs_per_query": 0, "pool_hits": 50, "pool_misses": 0}
+ * Output: the bandwidth, a table and one JSON line per mode, e.g.
+ *     {"pool": "on", "threads": 1, "qps": 120, "cpu_ms_per_query": 8.2, "gb_per_s": 18.4,
+ *      "of_bandwidth": 0.61, "allocs_per_query": 0, "pool_hits": 50, "pool_misses": 0}
+ * then one line with the bandwidth, the bytes and the speed-up of T threads,
+ * and the goals (one thread at 70% of the bandwidth or more, T threads at
+ * 1.8 times one thread or more), reported, not enforced.
  */
 #include <errno.h>
+#include <immintrin.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../engine/engine_int.h"
@@ -117,7 +130,7 @@ static int write_app(const char *dir, const char *model)
 /* What qps-complete holds for n documents. */
 static void record_text(char *buf, size_t size, long n)
 {
-	snprintf(buf, size, "qps store 1: %ld documents of tensor<float>(x[%d]), seed %llx\n", n,
+	snprintf(buf, size, "qps store 2: %ld documents of tensor<float>(x[%d]), seed %llx\n", n,
 	         DIM, (unsigned long long)SEED);
 }
 
@@ -202,6 +215,63 @@ static int prepare_store(const char *dir, long n)
 	return rc;
 }
 
+/* ---- the machine's read bandwidth --------------------------------------------------------- */
+
+#define BW_BYTES ((size_t)512 << 20) /* 16x the L3 of the machines this runs on */
+#define BW_REPS 7
+
+/* The calling thread's CPU time in seconds. */
+static double cpu_now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+	return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* The sum of n floats (n a multiple of 64) in eight AVX sums: enough
+ * independent additions that the loop waits on memory, not on them. */
+static float sum_floats(const float *p, size_t n)
+{
+	__m256 s[8];
+	for (int k = 0; k < 8; k++)
+		s[k] = _mm256_setzero_ps();
+	for (size_t i = 0; i < n; i += 64)
+		for (int k = 0; k < 8; k++)
+			s[k] = _mm256_add_ps(s[k], _mm256_load_ps(p + i + 8 * k));
+	for (int k = 1; k < 8; k++)
+		s[0] = _mm256_add_ps(s[0], s[k]);
+	float v[8];
+	_mm256_storeu_ps(v, s[0]);
+	return v[0] + v[1] + v[2] + v[3] + v[4] + v[5] + v[6] + v[7];
+}
+
+/* One core's read bandwidth, GB/s: a sum over BW_BYTES (far beyond the
+ * last cache level, so every pass comes from memory), BW_REPS passes after
+ * one that faults the pages in; the median pass, by wall time (*wall) and
+ * by this thread's CPU time (*cpu). */
+static int read_bandwidth(double *wall, double *cpu)
+{
+	float *p = base_alloc(BW_BYTES);
+	if (!p)
+		return bench_fail("out of memory for the bandwidth buffer");
+	size_t n = BW_BYTES / sizeof *p;
+	for (size_t i = 0; i < n; i++)
+		p[i] = (float)(i & 1023);
+	double w[BW_REPS], c[BW_REPS];
+	volatile float sink = 0;
+	for (int r = 0; r < BW_REPS; r++) {
+		double t0 = base_now(), c0 = cpu_now();
+		sink += sum_floats(p, n);
+		c[r] = (double)BW_BYTES / (cpu_now() - c0) / 1e9;
+		w[r] = (double)BW_BYTES / (base_now() - t0) / 1e9;
+	}
+	(void)sink;
+	base_free(p, BW_BYTES);
+	*wall = bench_median(w, BW_REPS);
+	*cpu = bench_median(c, BW_REPS);
+	return 0;
+}
+
 /* ---- the queries ------------------------------------------------------------------------- */
 
 /* NQVEC requests: the same profile and page, query(q) drawn after the
@@ -232,7 +302,9 @@ static int make_requests(void)
 struct mode {
 	const char *name;
 	int generations;
+	int threads;                 /* strata_options.search_threads */
 	double qps[MAX_ROUNDS];
+	double cpu_ms[MAX_ROUNDS];   /* process CPU time per query, all threads */
 	unsigned long long queries, allocs, hits, misses;
 	char *answer;                /* the result of request 0, first round */
 };
@@ -253,7 +325,8 @@ static int query(struct strata *db, int k, char **out)
 /* One round of one mode: open, warm up, time K queries, close. */
 static int round_of(const char *dir, struct mode *m, int round, int warmup, int k)
 {
-	struct strata_options o = { .pool_generations = m->generations };
+	struct strata_options o = { .pool_generations = m->generations,
+		                    .search_threads = m->threads };
 	struct strata *db;
 	struct strata_error err = { 0 };
 	if (strata_open(dir, &o, &db, &err) != 0)
@@ -263,15 +336,20 @@ static int round_of(const char *dir, struct mode *m, int round, int warmup, int 
 		rc = query(db, i, round == 0 && i == 0 ? &m->answer : NULL);
 	struct strata_stats a, b;
 	strata_stats(db, &a);
+	struct timespec c0, c1;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
 	double t0 = base_now();
 	for (int i = 0; i < k && rc == 0; i++)
 		rc = query(db, warmup + i, NULL);
 	double t = base_now() - t0;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
 	strata_stats(db, &b);
 	strata_close(db);
 	if (rc)
 		return rc;
 	m->qps[round] = k / t;
+	m->cpu_ms[round] = 1e3 * ((double)(c1.tv_sec - c0.tv_sec) +
+	                          1e-9 * (double)(c1.tv_nsec - c0.tv_nsec)) / k;
 	m->queries += b.queries - a.queries;
 	m->allocs += b.rank_allocs - a.rank_allocs;
 	m->hits += b.pool_hits - a.pool_hits;
@@ -282,18 +360,20 @@ static int round_of(const char *dir, struct mode *m, int round, int warmup, int 
 static int usage(void)
 {
 	fprintf(stderr, "usage: qps [--docs N] [--rounds R] [--queries K] [--warmup W] "
-	                "MLP_RANKER.onnx DIR\n");
+	                "[--threads T] MLP_RANKER.onnx DIR\n");
 	return 2;
 }
 
+#define NMODES 3
+
 int main(int argc, char **argv)
 {
-	long docs = 100000, rounds = 5, k = 10, warmup = 3;
+	long docs = 100000, rounds = 5, k = 10, warmup = 3, threads = 2;
 	int i;
 	for (i = 1; i < argc && argv[i][0] == '-'; i += 2) {
 		long *p = !strcmp(argv[i], "--docs") ? &docs : !strcmp(argv[i], "--rounds") ? &rounds :
 		          !strcmp(argv[i], "--queries") ? &k : !strcmp(argv[i], "--warmup") ? &warmup :
-		          NULL;
+		          !strcmp(argv[i], "--threads") ? &threads : NULL;
 		char *end;
 		if (!p || i + 1 >= argc)
 			return usage();
@@ -301,44 +381,71 @@ int main(int argc, char **argv)
 		if (*end || end == argv[i + 1] || *p < 0)
 			return usage();
 	}
-	if (argc - i != 2 || docs < 1 || rounds < 1 || rounds > MAX_ROUNDS || k < 1 || warmup < 1)
+	if (argc - i != 2 || docs < 1 || rounds < 1 || rounds > MAX_ROUNDS || k < 1 || warmup < 1 ||
+	    threads < 2 || threads > 64)
 		return usage();
 	const char *model = argv[i], *dir = argv[i + 1];
 	if (write_app(dir, model) || prepare_store(dir, docs) || make_requests())
 		return 1;
+	double bw = 0, bw_cpu = 0;
+	if (read_bandwidth(&bw, &bw_cpu))
+		return 1;
 
-	struct mode modes[2] = { { .name = "on", .generations = 1 },
-		                 { .name = "off", .generations = -1 } };
+	struct mode modes[NMODES] = { { .name = "on", .generations = 1, .threads = 1 },
+		                      { .name = "off", .generations = -1, .threads = 1 },
+		                      { .name = "on", .generations = 1, .threads = (int)threads } };
 	fprintf(stderr, "qps: %ld rounds of %ld queries per mode after %ld warm-up queries\n",
 	        rounds, k, warmup);
 	int rc = 0;
 	for (int r = 0; r < rounds && rc == 0; r++)
-		for (int j = 0; j < 2 && rc == 0; j++)
-			rc = round_of(dir, &modes[(r + j) % 2], r, (int)warmup, (int)k);
-	if (rc == 0 && strcmp(modes[0].answer, modes[1].answer) != 0)
-		rc = bench_fail("the two modes gave different results for the same request");
+		for (int j = 0; j < NMODES && rc == 0; j++)
+			rc = round_of(dir, &modes[(r + j) % NMODES], r, (int)warmup, (int)k);
+	for (int j = 1; j < NMODES && rc == 0; j++)
+		if (strcmp(modes[0].answer, modes[j].answer) != 0)
+			rc = bench_fail("pool %s with %d threads gave another result than pool on with "
+			                "one thread for the same request", modes[j].name,
+			                modes[j].threads);
 	if (rc)
 		return rc;
 
+	/* What the first phase must read of each document: its cells. */
+	double bytes = (double)docs * DIM * sizeof(float);
 	printf("two-phase profile: first phase sum(query(q) * attribute(emb)) over %ld documents "
 	       "of tensor<float>(x[%d]),\nsecond phase mlp_ranker over the best %d; "
-	       "median of %ld rounds of %ld queries, one thread\n\n", docs, DIM, RERANK, rounds, k);
-	printf("%-5s %10s %10s %14s %10s %12s\n", "pool", "qps", "ms/query", "allocs/query",
-	       "pool hits", "pool misses");
-	double q[2], apq[2];
-	for (int j = 0; j < 2; j++) {
+	       "median of %ld rounds of %ld queries\n\n", docs, DIM, RERANK, rounds, k);
+	printf("read bandwidth of one core (sum over %zu MiB, median of %d): %.2f GB/s "
+	       "(%.2f GB/s by CPU time)\n", BW_BYTES >> 20, BW_REPS, bw, bw_cpu);
+	printf("the first phase reads %.1f MB per query\n\n", bytes / 1e6);
+	printf("%-5s %7s %9s %9s %9s %8s %8s %12s %9s %11s\n", "pool", "threads", "qps",
+	       "ms/query", "cpu ms/q", "GB/s", "of bw", "allocs/query", "pool hits", "pool misses");
+	double q[NMODES], apq[NMODES], cpu[NMODES];
+	for (int j = 0; j < NMODES; j++) {
 		struct mode *m = &modes[j];
 		q[j] = bench_median(m->qps, (size_t)rounds);
+		cpu[j] = bench_median(m->cpu_ms, (size_t)rounds);
 		apq[j] = m->queries ? (double)m->allocs / (double)m->queries : 0;
-		printf("%-5s %10.2f %10.2f %14.2f %10llu %12llu\n", m->name, q[j], 1000 / q[j], apq[j],
-		       m->hits, m->misses);
+		printf("%-5s %7d %9.2f %9.2f %9.2f %8.2f %7.1f%% %12.2f %9llu %11llu\n", m->name,
+		       m->threads, q[j], 1000 / q[j], cpu[j], bytes * q[j] / 1e9,
+		       100 * bytes * q[j] / 1e9 / bw, apq[j], m->hits, m->misses);
 	}
 	printf("\n");
-	for (int j = 0; j < 2; j++)
-		printf("{\"pool\": \"%s\", \"qps\": %.6g, \"allocs_per_query\": %.6g, "
-		       "\"pool_hits\": %llu, \"pool_misses\": %llu}\n", modes[j].name, q[j], apq[j],
-		       modes[j].hits, modes[j].misses);
-	for (int j = 0; j < 2; j++)
+	for (int j = 0; j < NMODES; j++)
+		printf("{\"pool\": \"%s\", \"threads\": %d, \"qps\": %.6g, \"cpu_ms_per_query\": %.6g, "
+		       "\"gb_per_s\": %.6g, \"of_bandwidth\": %.4f, \"allocs_per_query\": %.6g, "
+		       "\"pool_hits\": %llu, \"pool_misses\": %llu}\n", modes[j].name,
+		       modes[j].threads, q[j], cpu[j], bytes * q[j] / 1e9, bytes * q[j] / 1e9 / bw,
+		       apq[j], modes[j].hits, modes[j].misses);
+	/* by CPU time too: on a shared machine the steadier pair */
+	double frac = bytes * q[0] / 1e9 / bw, ratio = q[2] / q[0];
+	double frac_cpu = bytes / (cpu[0] / 1e3) / 1e9 / bw_cpu;
+	printf("{\"bandwidth_gb_per_s\": %.6g, \"bandwidth_cpu_gb_per_s\": %.6g, "
+	       "\"first_phase_bytes\": %.0f, \"of_bandwidth_cpu\": %.4f, \"threads\": %ld, "
+	       "\"speedup\": %.4f}\n\n", bw, bw_cpu, bytes, frac_cpu, threads, ratio);
+	printf("goal: one thread reads at >= 70%% of the bandwidth: %.1f%% (%.1f%% by CPU time), "
+	       "%s\n", 100 * frac, 100 * frac_cpu, frac >= 0.7 ? "met" : "NOT MET");
+	printf("goal: %ld threads >= 1.8x one: %.2fx, %s\n", threads, ratio,
+	       ratio >= 1.8 ? "met" : "NOT MET");
+	for (int j = 0; j < NMODES; j++)
 		strata_free(modes[j].answer);
 	for (int j = 0; j < NQVEC; j++)
 		base_free(requests[j], REQ_CAP);

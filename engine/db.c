@@ -283,12 +283,23 @@ static int open_app(const char *app, const struct strata_options *opts, int depl
 	if (batch < 0 || batch > STRATA_FEED_BATCH_MAX)
 		return base_err(err, STRATA_INVALID_ARGUMENT, "feed_batch is %ld: 0 (the default) to %d",
 		                batch, STRATA_FEED_BATCH_MAX);
+	int threads = opts ? opts->search_threads : 0;
+	if (threads < 0 || threads > RANK_MAX_THREADS)
+		return base_err(err, STRATA_INVALID_ARGUMENT,
+		                "search_threads is %d: 0 (the default, 1) or up to %d", threads,
+		                RANK_MAX_THREADS);
+	threads = threads == 0 ? 1 : threads;
+	/* a search split over threads takes a query state, with its models'
+	 * run contexts, for each */
+	int keep = gens * threads < RANK_QUERY_POOL_MAX ? gens * threads : RANK_QUERY_POOL_MAX;
 	struct strata *db = base_calloc(1, sizeof *db);
 	if (!db)
 		return base_nomem(err, "opening '%s'", app);
 	atomic_init(&db->n_queries, 0);
 	atomic_init(&db->n_rank_allocs, 0);
 	atomic_init(&db->n_degraded, 0);
+	atomic_init(&db->n_split, 0);
+	atomic_init(&db->n_split_parts, 0);
 	struct eng_models ms = { 0 };
 	int rc;
 	db->read_only = opts ? opts->read_only : 0;
@@ -303,7 +314,7 @@ static int open_app(const char *app, const struct strata_options *opts, int depl
 	if (deploy == ENG_OPEN_DEPLOYED && (rc = check_deployed(app, db->datadir, err)) != 0)
 		goto fail;
 	strata_log_fn *log = opts ? opts->log : NULL;
-	if ((rc = eng_models_init(&ms, db->datadir, deploy == ENG_OPEN_DEPLOY, gens, log,
+	if ((rc = eng_models_init(&ms, db->datadir, deploy == ENG_OPEN_DEPLOY, keep, log,
 	                          opts ? opts->log_ud : NULL, err)) != 0)
 		goto fail;
 	/* what the schemas say that changes nothing is told when deploying */
@@ -313,7 +324,9 @@ static int open_app(const char *app, const struct strata_options *opts, int depl
 	                              .notice = deploy == ENG_OPEN_DEPLOYED ? NULL : notice_for,
 	                              .parse_json = eng_json_parse };
 	rc = rank_app_load_all(app, &loader, errs, &db->app, err);
-	if (rc || (rc = rank_app_set_query_pool(db->app, gens, err)) != 0)
+	if (rc || (rc = rank_app_set_query_pool(db->app, keep, err)) != 0)
+		goto fail;
+	if (threads > 1 && (rc = eng_pool_new(threads - 1, &db->pool, err)) != 0)
 		goto fail;
 	if (db->read_only) {
 		struct stat st;
@@ -364,6 +377,7 @@ void strata_close(struct strata *db)
 			          (size_t)db->doctypes[i].nfields * sizeof(struct store_field));
 	if (db->doctypes)
 		base_free(db->doctypes, (size_t)db->ndoctypes * sizeof *db->doctypes);
+	eng_pool_free(db->pool);
 	if (db->env)
 		store_close(db->env);
 	eng_embedders_free(db->embedders);
@@ -388,6 +402,8 @@ void strata_stats(struct strata *db, struct strata_stats *st)
 	st->degraded = atomic_load(&db->n_degraded);
 	st->pool_hits = hits;
 	st->pool_misses = misses;
+	st->split_first_phases = atomic_load(&db->n_split);
+	st->split_parts = atomic_load(&db->n_split_parts);
 }
 
 struct eng_doctype *eng_doctype_find(struct strata *db, const char *name)

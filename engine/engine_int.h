@@ -22,6 +22,8 @@
  *   yql_tree.c     walking, testing and dumping such trees
  *   grouping.c     order by and grouping over the matches
  *   query.c        a search request: match, phases, hit order, the result;
+ *   firstphase.c   its first phase, in blocks, split over the search threads
+ *                  when the profile allows (searchpool.c: the threads)
  *   summary.c      its hits' summaries (query_int.h: the request's state,
  *                  which only these and select_elements.c share)
  *   select_elements.c  select-elements-by: the array elements a summary-feature's
@@ -91,11 +93,34 @@ struct strata {
 	struct eng_doctype *doctypes;
 	int ncontexts;              /* deploy: the models compiled into DATA/contexts */
 	struct eng_embedders *embedders; /* embed.c; NULL when the application has none */
+	struct eng_pool *pool;      /* search threads (searchpool.c); NULL: none */
 	/* strata_stats(): the only fields that change after open (atomics) */
 	atomic_ullong n_queries;
 	atomic_ullong n_rank_allocs;
 	atomic_ullong n_degraded; /* queries answered with what they had at a soft timeout */
+	atomic_ullong n_split, n_split_parts; /* first phases split over threads, parts */
 };
+
+/* ---- searchpool.c: worker threads for a search's first phase ---------------- */
+
+struct eng_pool;
+/* A thread's share of a run: slot i (0 for the caller) takes work from a
+ * queue in ud until it is empty. */
+typedef void eng_part_fn(void *ud, int slot);
+/* A pool of nworkers threads (>= 1), sleeping until a run.  Returns 0,
+ * STRATA_NOMEM or an errno (a thread would not start). */
+int eng_pool_new(int nworkers, struct eng_pool **out, struct strata_error *err);
+/* Stop and join the threads; NULL is ignored.  No run may be going on. */
+void eng_pool_free(struct eng_pool *p);
+/* The threads a run may use: the workers and the caller (1 for NULL). */
+int eng_pool_size(const struct eng_pool *p);
+/* fn(ud, 0) on the calling thread, and fn(ud, i) for i in 1 .. nslots - 1
+ * (nslots at most eng_pool_size) on each worker that wakes before that
+ * call returns; returns once every call has, with the number of calls
+ * made (1 when another run holds the pool, or p is NULL: the caller alone).
+ * fn must leave no work behind when the caller's call returns.  Any
+ * thread. */
+int eng_pool_run(struct eng_pool *p, int nslots, eng_part_fn *fn, void *ud);
 
 /* ---- db.c ------------------------------------------------------------------ */
 

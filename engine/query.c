@@ -46,30 +46,48 @@
 #define MAX_HITS 400
 #define MAX_OFFSET 100000
 #define MAX_MATCHES ((size_t)1 << 31)
-#define BLOCK 1024
+#define BLOCK ENG_RANK_BLOCK
 
 
 
 static const struct store_value *doc_value(struct qstate *qs, struct dtstate *ds, uint32_t lid,
                                            int fidx);
 
+/* A field whose value for ranking is its column attribute in the store. */
+static int in_column(const struct rank_field *rf)
+{
+	return !rf->imported && rf->type != RANK_FT_ARRAY && rf->type != RANK_FT_WSET &&
+	       rf->type != RANK_FT_STRING && !eng_field_mapped(rf);
+}
+
 static const void *attr_cb(void *ud, int field, uint32_t lid)
 {
 	struct dtstate *ds = ud;
 	const struct rank_field *rf = rank_schema_field(ds->dt->schema, field);
+	if (in_column(rf))
+		return store_attr(ds->txn, ds->dt->store_id, field, lid);
 	if (rf->imported) /* the referenced document's (fieldtypes.c) */
 		return eng_import_attr(ds->qs->db, ds->txn, rf,
 		                       doc_value(ds->qs, ds, lid, rf->import_ref), &ds->sparse);
 	if (rf->type == RANK_FT_ARRAY || rf->type == RANK_FT_WSET || rf->type == RANK_FT_STRING)
 		return eng_rank_value(rf, doc_value(ds->qs, ds, lid, field), &ds->sparse);
-	if (!eng_field_mapped(rf))
-		return store_attr(ds->txn, ds->dt->store_id, field, lid);
 	/* Read from the document; the value lives until the query ends.  A
 	 * value that cannot be read (memory) reads as the empty tensor. */
 	const struct store_value *sv = doc_value(ds->qs, ds, lid, field);
 	if (!sv || !sv->set)
 		return NULL;
 	return eng_sparse_from_text(rf, sv->s, sv->n, &ds->sparse);
+}
+
+static void attr_rows_cb(void *ud, int field, const uint32_t *lids, size_t n, const void **out)
+{
+	struct dtstate *ds = ud;
+	if (in_column(rank_schema_field(ds->dt->schema, field))) {
+		store_attr_rows(ds->txn, ds->dt->store_id, field, lids, n, out);
+		return;
+	}
+	for (size_t i = 0; i < n; i++)
+		out[i] = attr_cb(ud, field, lids[i]);
 }
 
 static const struct store_value *wset_value(void *ud, int field, uint32_t lid)
@@ -793,6 +811,12 @@ static int run_doctype(struct qstate *qs, struct dtstate *ds)
 	size_t ndrive, at = 0;
 	int driven = eng_wand_driver(ds->wand, qs->yql->where, &drive, &ndrive);
 	ds->span = driven ? ndrive : 0;
+	if (!driven && qs->yql->where->kind == YQL_TRUE) { /* all match: room for all at once */
+		uint64_t all = store_count(qs->txn, ds->dt->store_id);
+		if (all < MAX_MATCHES && base_grow((void **)&qs->hits, &qs->cap, qs->nhits + all,
+		                                   sizeof *qs->hits, MAX_MATCHES) != 0)
+			return base_nomem(qs->err, "matches");
+	}
 	for (uint32_t lid = 0; driven ? at < ndrive : store_next(qs->txn, ds->dt->store_id, &lid) == 0;
 	     lid++) {
 		if (driven)
@@ -818,33 +842,9 @@ static int run_doctype(struct qstate *qs, struct dtstate *ds)
 	size_t n = qs->nhits - base;
 	if (!n)
 		return 0;
-	/* First phase in blocks: lids and scores gathered from the hits. */
-	uint32_t lids[BLOCK];
-	double scores[BLOCK];
-	for (size_t off = 0; off < n; off += BLOCK) {
-		int stop = off ? eng_deadline_check(&qs->dl, qs->err) : 0;
-		if (stop < 0)
-			return stop;
-		if (stop) { /* the matches not ranked leave, and the documents from the first of them */
-			ds->covered = (uint64_t)qs->hits[base + off].first;
-			qs->nhits = base + off;
-			n = off;
-			break;
-		}
-		size_t k = n - off < BLOCK ? n - off : BLOCK;
-		for (size_t i = 0; i < k; i++)
-			lids[i] = qs->hits[base + off + i].lid;
-		uint64_t a = mark();
-		rc = rank_query_first_phase(ds->rq, &ds->docs, lids, k, scores, qs->err);
-		charge(qs, a);
-		if (rc)
-			return rc;
-		for (size_t i = 0; i < k; i++) {
-			struct hit *h = &qs->hits[base + off + i];
-			h->first = h->score = scores[i];
-			h->tier = 1;
-		}
-	}
+	if ((rc = eng_first_phase(qs, ds, base, n)) != 0)
+		return rc;
+	n = qs->nhits - base; /* fewer when the deadline stopped the first phase */
 	double limit;
 	if (rank_profile_drop_limit(ds->prof, &limit)) {
 		/* rank-score-drop-limit: hits scoring the limit or less go (NaN too). */
@@ -1216,6 +1216,7 @@ static int run(struct qstate *qs, const json_t *req, char **result)
 		ds->docs.attr = attr_cb;
 		ds->docs.text = text_cb;
 		ds->docs.term = term_cb;
+		ds->docs.attr_rows = attr_rows_cb;
 		if ((rc = resolve(qs, qs->yql->where, ds->dt, &nn_count)) != 0)
 			return rc;
 		if (nn_count > 1)

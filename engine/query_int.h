@@ -58,6 +58,20 @@ struct qstate {
 	struct eng_deadline dl;   /* the request's timeout (deadline.c) */
 };
 
+/* The matches a first phase scores per call into rank. */
+#define ENG_RANK_BLOCK 1024
+/* The fewest matches a search thread takes when the profile does not set
+ * min-hits-per-thread: fewer are scored faster than a thread wakes up. */
+#define ENG_MIN_HITS_PER_THREAD 4096
+
+/* firstphase.c: the first phase's scores of hits base .. base + n - 1 (all
+ * of ds's matches) into their first, score and tier, over the handle's
+ * search threads when it may.  When the query's soft deadline stops it,
+ * the hits not scored leave (qs->nhits shrinks) and ds->covered counts the
+ * documents before the first of them.  Returns 0 or the first phase's
+ * error (STRATA_TIMEOUT at a hard deadline). */
+int eng_first_phase(struct qstate *qs, struct dtstate *ds, size_t base, size_t n);
+
 /* Bracket a call into rank: mark before, charge after. */
 static inline uint64_t mark(void)
 {

@@ -141,6 +141,14 @@ struct strata_options {
 	 * default, 1; -1: none (every query allocates its state and frees it);
 	 * at most 1024. */
 	int pool_generations;
+	/* The most threads one search may split its first phase over (Vespa's
+	 * requestthreads persearch): a rank profile's num-threads-per-search
+	 * asks for fewer or more, capped at this.  The handle keeps
+	 * search_threads - 1 worker threads for that, shared by the searches
+	 * of all threads: one search uses them at a time, the others run on
+	 * their own thread alone meanwhile.  Results do not depend on it.  0:
+	 * the default, 1 (no workers); at most 64. */
+	int search_threads;
 	/* Where messages go (see strata_log_fn) with log_ud; NULL: nowhere,
 	 * the library says nothing.  The strata CLI prints them on stderr as
 	 * "strata: MSG". */
@@ -325,6 +333,11 @@ struct strata_stats {
 	unsigned long long pool_misses; /* model run contexts made anew */
 	unsigned long long degraded;    /* of the queries, those stopped by their soft timeout
 	                                   (answered with a degraded coverage) */
+	unsigned long long split_first_phases; /* first phases (of one document type in
+	                                          a search) split over search threads */
+	unsigned long long split_parts;        /* the threads that scored them (the
+	                                          searching thread and the workers that
+	                                          joined it in time) */
 };
 void strata_stats(struct strata *db, struct strata_stats *st);
 

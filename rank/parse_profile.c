@@ -429,33 +429,43 @@ static int expression_def(struct rank_parser *p, const struct rank_tok *kw, stru
 	return 0;
 }
 
-static int rerank_count(struct rank_parser *p, int *slot)
+/* NAME: N, a positive integer of at most max, into *slot. */
+static int positive_count(struct rank_parser *p, const char *name, long max, int *slot)
 {
 	struct rank_tok t;
-	int rc = rank_parser_expect(p, ":", "after 'rerank-count'");
+	char after[64];
+	snprintf(after, sizeof after, "after '%s'", name);
+	int rc = rank_parser_expect(p, ":", after);
 	if (rc)
 		return rc;
 	rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
 	if (rank_tok_is(&t, "-"))
-		return rank_parser_fail(p, &t, STRATA_TYPE, "rerank-count must be a positive integer");
+		return rank_parser_fail(p, &t, STRATA_TYPE, "%s must be a positive integer", name);
 	if (t.kind != RT_NUM)
-		return rank_parser_fail(p, &t, STRATA_PARSE,
-		                        "expected a number after 'rerank-count:', found %s",
-		                        rank_tok_quote(&t));
+		return rank_parser_fail(p, &t, STRATA_PARSE, "expected a number after '%s:', found %s",
+		                        name, rank_tok_quote(&t));
 	long v = 0;
 	for (size_t i = 0; i < t.len; i++) {
-		if (t.s[i] < '0' || t.s[i] > '9' || v > 1000000000L)
+		if (t.s[i] < '0' || t.s[i] > '9' || v > max)
 			return rank_parser_fail(p, &t, STRATA_TYPE,
-			                        "rerank-count must be a positive integer, found %s",
+			                        "%s must be a positive integer, found %s", name,
 			                        rank_tok_quote(&t));
 		v = v * 10 + (t.s[i] - '0');
 	}
-	if (v < 1 || v > 1000000000L)
-		return rank_parser_fail(p, &t, STRATA_TYPE,
-		                        "rerank-count must be a positive integer, found %s",
-		                        rank_tok_quote(&t));
+	if (v < 1 || v > max) {
+		char most[48] = "";
+		if (max < 1000000000L)
+			snprintf(most, sizeof most, " of at most %ld", max);
+		return rank_parser_fail(p, &t, STRATA_TYPE, "%s must be a positive integer%s, found %s",
+		                        name, most, rank_tok_quote(&t));
+	}
 	*slot = (int)v;
 	return 0;
+}
+
+static int rerank_count(struct rank_parser *p, int *slot)
+{
+	return positive_count(p, "rerank-count", 1000000000L, slot);
 }
 
 /* rank-score-drop-limit: X in a phase: hits the phase scores X or less are
@@ -807,10 +817,11 @@ int rank_parse_schema_constant(struct rank_parser *p, const struct rank_tok *kw)
 	return 0;
 }
 
-/* Settings that tune how Vespa spreads work; nothing Strata computes changes. */
+/* Settings that tune how Vespa spreads work; nothing Strata computes changes.
+ * (num-threads-per-search and min-hits-per-thread, read by profile_items, split the
+ * first phase over threads; they change no result either.) */
 static const char *const ignored_profile_settings[] = {
-	"num-threads-per-search", "num-search-partitions", "min-hits-per-thread", "termwise-limit",
-	NULL,
+	"num-search-partitions", "termwise-limit", NULL,
 };
 
 static const char *const unsupported_profile_settings[] = {
@@ -1001,7 +1012,7 @@ static int profile_item(const struct rank_tok *t)
 	static const char *const items[] = {
 		"first-phase", "second-phase", "global-phase", "function", "inputs",
 		"rank-properties", "constants", "match-features", "summary-features", "onnx-model",
-		NULL,
+		"num-threads-per-search", "min-hits-per-thread", NULL,
 	};
 	return rank_parser_name_in(t, items) || rank_nn_setting_of(t) >= 0 ||
 	       rank_parser_name_in(t, ignored_profile_settings) ||
@@ -1054,6 +1065,12 @@ static int profile_items(struct rank_parser *p, struct rank_profile_decl *pr,
 			rc = rank_parse_model(p, &pr->models, &pr->nmodels);
 		} else if (rank_nn_setting_of(&t) >= 0) {
 			rc = rank_parse_nn_setting(p, &t, pr);
+		} else if (rank_tok_is(&t, "num-threads-per-search")) {
+			rc = positive_count(p, "num-threads-per-search", RANK_MAX_THREADS,
+			                    &pr->threads_per_search);
+		} else if (rank_tok_is(&t, "min-hits-per-thread")) {
+			rc = positive_count(p, "min-hits-per-thread", 1000000000L,
+			                    &pr->min_hits_per_thread);
 		} else if (rank_parser_name_in(&t, ignored_profile_settings)) {
 			rc = rank_parser_skip_setting(p);
 		} else if (rank_parser_name_in(&t, unsupported_profile_settings)) {

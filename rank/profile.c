@@ -69,6 +69,16 @@ int rank_profile_rerank_count(const struct rank_profile *p)
 	return p->rerank;
 }
 
+int rank_profile_threads_per_search(const struct rank_profile *p)
+{
+	return p->decl->threads_per_search;
+}
+
+int rank_profile_min_hits_per_thread(const struct rank_profile *p)
+{
+	return p->decl->min_hits_per_thread;
+}
+
 int rank_profile_has_global_phase(const struct rank_profile *p)
 {
 	return p->has_global;

@@ -345,6 +345,57 @@ static int check_inputs(struct rank_query *q, struct strata_error *err)
 	return 0;
 }
 
+int rank_query_fork(const struct rank_query *q, struct rank_query **out, struct strata_error *err)
+{
+	const struct rank_profile *p = q->p;
+	int rc = rank_query_new(p, out, err);
+	if (rc)
+		return rc;
+	struct rank_query *f = *out;
+	for (int i = 0; i < p->ninputs; i++) {
+		size_t n = p->inputs[i].ncells;
+		memcpy(f->inputs[i], q->inputs[i], (n ? n : 1) * sizeof(double));
+		f->given[i] = q->given[i];
+	}
+	f->now = q->now;
+	f->seed = q->seed;
+	return 0;
+}
+
+/* An instruction of a first phase that rank_query_fork's copies may run on
+ * other threads: it reads the document's column attributes, dense inputs,
+ * constants and its own stack, nothing a fork lacks or threads share. */
+static int parallel_ins(const struct rank_profile *p, const struct rank_ins *in)
+{
+	switch (in->op) {
+	case RANK_OP_ATTR: {
+		const struct rank_field *f = &p->sd->fields[in->a];
+		if (f->imported || rank_type_mapped(&p->types[in->t]))
+			return 0;
+		return f->type == RANK_FT_INT || f->type == RANK_FT_LONG || f->type == RANK_FT_FLOAT ||
+		       f->type == RANK_FT_DOUBLE || f->type == RANK_FT_BOOL ||
+		       f->type == RANK_FT_TENSOR;
+	}
+	case RANK_OP_QUERY:
+		return !rank_type_mapped(&p->types[in->t]);
+	case RANK_OP_NUM: case RANK_OP_CONST: case RANK_OP_GET: case RANK_OP_SET:
+	case RANK_OP_UN: case RANK_OP_BIN: case RANK_OP_JUMPF: case RANK_OP_JUMP:
+	case RANK_OP_RET: case RANK_OP_MAP: case RANK_OP_JOIN: case RANK_OP_REDUCE:
+	case RANK_OP_DOT: case RANK_OP_CONCAT: case RANK_OP_LIT: case RANK_OP_GEN:
+	case RANK_OP_PEEK: case RANK_OP_NOW: case RANK_OP_RANDOM:
+		return 1;
+	}
+	return 0;
+}
+
+int rank_profile_first_parallel(const struct rank_profile *p)
+{
+	for (int i = 0; i < p->first.ncode; i++)
+		if (!parallel_ins(p, &p->first.code[i]))
+			return 0;
+	return 1;
+}
+
 void rank_query_set_now(struct rank_query *q, double now)
 {
 	q->now = now;
@@ -446,13 +497,22 @@ int rank_query_first_phase(struct rank_query *q, const struct rank_docs *d, cons
 	int rc = check_inputs(q, err);
 	if (rc)
 		return rc;
-	for (size_t i = 0; i < n; i++) {
-		struct rank_val v;
-		begin_doc(q, lids[i], 0.0);
-		rc = rank_vm_run(q, &q->p->first, &v, err);
-		if (rc)
-			return rc;
-		scores[i] = v.num;
+	struct rank_first_dot dot;
+	int fast = rank_first_dot_shape(q->p, &dot);
+	for (size_t at = 0; at < n; at += RANK_FIRST_DOT_CHUNK) {
+		size_t m = n - at < RANK_FIRST_DOT_CHUNK ? n - at : RANK_FIRST_DOT_CHUNK;
+		/* the dot products where they apply, else each document on the VM */
+		uint64_t vm = fast ? rank_first_dot_run(q, &dot, d, lids + at, m, scores + at)
+		                   : ~(uint64_t)0;
+		for (size_t i = 0; i < m; i++) {
+			if (!(vm >> i & 1))
+				continue;
+			struct rank_val v;
+			begin_doc(q, lids[at + i], 0.0);
+			if ((rc = rank_vm_run(q, &q->p->first, &v, err)) != 0)
+				return rc;
+			scores[at + i] = v.num;
+		}
 	}
 	return 0;
 }

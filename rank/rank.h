@@ -41,6 +41,7 @@
 #include "../runtime/runtime.h"
 
 #define RANK_MAX_RANK 8
+#define RANK_MAX_THREADS 64 /* num-threads-per-search, at most */
 
 enum rank_field_type {
 	RANK_FT_STRING = 1,
@@ -390,6 +391,11 @@ const struct rank_profile *rank_profile_find(const struct rank_schema *s, const 
 const char *rank_profile_name(const struct rank_profile *p);
 int rank_profile_has_second_phase(const struct rank_profile *p);
 int rank_profile_rerank_count(const struct rank_profile *p); /* default 100 */
+/* num-threads-per-search and min-hits-per-thread (the threads a search may
+ * split its first phase over, and the fewest matches each must get): 0
+ * when the profile and those it inherits from do not set them. */
+int rank_profile_threads_per_search(const struct rank_profile *p);
+int rank_profile_min_hits_per_thread(const struct rank_profile *p);
 /* The global phase: evaluated after the second phase over the best
  * rank_profile_global_rerank_count(p) hits (default 100) of the whole
  * result, see rank_query_global_phase. */
@@ -589,6 +595,9 @@ struct rank_docs {
 	 * number, or -1) on field (or -1) for lid; may be NULL (every term
 	 * feature is then 0, queryTermDocumentFrequency empty). */
 	double (*term)(void *ud, int feature, int field, int term, uint32_t lid);
+	/* May be NULL: attr's answers for lids[0..n) into out[0..n), a block of
+	 * documents at a time (the first phase's dot products read so). */
+	void (*attr_rows)(void *ud, int field, const uint32_t *lids, size_t n, const void **out);
 };
 
 /* Evaluation state of one query against one profile: a retired one taken
@@ -624,6 +633,21 @@ int rank_query_set_input(struct rank_query *q, const char *name, const double *c
  * age(f) and freshness(f) count: the clock's when the query was made. */
 void rank_query_set_now(struct rank_query *q, double now);
 
+/* *out: a second state for the query q, with which another thread runs q's
+ * first phase over other documents.  It has q's profile, its dense inputs
+ * (given or not), its `now` and its random seed; not its inputs with mapped
+ * dimensions nor its nearestNeighbor items, which a first phase that
+ * rank_profile_first_parallel() accepts never reads, so the scores it gives
+ * are q's to the bit.  Call it on q's thread; free the copy with
+ * rank_query_free (on any one thread).  Returns 0 or STRATA_NOMEM. */
+int rank_query_fork(const struct rank_query *q, struct rank_query **out, struct strata_error *err);
+/* 1 when p's first phase reads only what rank_query_fork copies and the
+ * rank_docs attribute callback (attributes that are numbers or dense
+ * tensors, not imported), so its documents may be split over threads, each
+ * with its own fork; 0 when it reads text or term features, models, mapped
+ * values, nearestNeighbor items or firstPhase. */
+int rank_profile_first_parallel(const struct rank_profile *p);
+
 /* Declare the query's nearestNeighbor item: field (a tensor attribute) is
  * compared with query(input).  closeness(field, f) and distance(field, f)
  * refer to it.  Call it after the inputs are set.  Returns 0,
@@ -647,7 +671,10 @@ double rank_query_nn_distance(struct rank_query *q, const struct rank_docs *d, u
  * the query's inputs change; NULL with no item. */
 const double *rank_query_nn_cells(const struct rank_query *q, size_t *n);
 
-/* First phase for n documents: scores[i] for lids[i].  Returns 0,
+/* First phase for n documents: scores[i] for lids[i].  A first phase that
+ * is sum(query(q) * attribute(f)) over a dense field runs as SIMD dot
+ * products over the documents' cells (gathered through d->attr_rows when
+ * set), with the VM's results to the bit.  Returns 0,
  * STRATA_INVALID_ARGUMENT (a required input was not given: see
  * rank_query_set_input), STRATA_RUNTIME (a model failed), STRATA_NOMEM. */
 int rank_query_first_phase(struct rank_query *q, const struct rank_docs *d, const uint32_t *lids,

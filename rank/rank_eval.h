@@ -1,7 +1,7 @@
 /*
  * rank_eval.h: the evaluation back end of rank/ (fn.c, compile_base.c,
  * compile.c, compile_tensor.c, compile_feature.c, gbdt.c, explain.c,
- * literal.c, vm.c, tensor.c, tensor_sparse.c, model.c, query.c, nearest.c, profile.c,
+ * literal.c, vm.c, tensor.c, dot.c, dot_avx512.c, firstdot.c, tensor_sparse.c, model.c, query.c, nearest.c, profile.c,
  * app.c), private to those
  * files and to the tests that look inside it.
  *
@@ -406,6 +406,49 @@ int rank_tensor_concat(struct base_arena *a, const struct rank_type *ta, struct 
                        int dim, double **out);
 /* sum(a[i] * b[i]) over n cells of types ca and cb, read in place. */
 double rank_tensor_dot(int ca, const void *a, int cb, const void *b, size_t n);
+/* dot.c: out[r] = rank_tensor_dot(cell, rows[r], BASE_DT_DOUBLE, q, n), the
+ * same bits, for r < nrows, in SIMD: the AVX-512 kernels when avx512 (the
+ * value of rank_dot_avx512()), else AVX2.  cell is one rank_dot_cell_ok()
+ * accepts; rows and q are read in place, unaligned. */
+void rank_dot_rows(int avx512, int cell, const void *const *rows, size_t nrows, const double *q,
+                   size_t n, double *out);
+/* 1 when rank_dot_rows reads cells of type cell: float, double, bfloat16
+ * and int8. */
+int rank_dot_cell_ok(int cell);
+/* 1 when this machine runs the AVX-512 kernels and STRATA_CPU is not
+ * "avx2". */
+int rank_dot_avx512(void);
+/* What tensor.c, dot.c and dot_avx512.c share: the eight sums'
+ * combination, and the cells i..n past the last whole group of eight added
+ * to them (inline: the kernels call them once per row). */
+static inline double rank_dot_combine(const double p[8])
+{
+	return ((p[0] + p[4]) + (p[2] + p[6])) + ((p[1] + p[5]) + (p[3] + p[7]));
+}
+static inline void rank_dot_tail(int cell, const void *row, const double *q, size_t i, size_t n,
+                                 double p[8])
+{
+	for (int k = 0; i < n; i++, k++)
+		p[k] += rank_cell(cell, row, i) * q[i];
+}
+/* firstdot.c: a first phase that is sum(query(q) * attribute(f)) over a
+ * dense tensor field f (cells rank_dot_cell_ok() reads), run a block at a
+ * time through rank_dot_rows. */
+struct rank_first_dot {
+	int field, input, cell;
+	size_t n;                    /* cells */
+};
+/* 1 and *out filled when p's first phase has that shape, else 0. */
+int rank_first_dot_shape(const struct rank_profile *p, struct rank_first_dot *out);
+/* The first phase's scores of lids[0..m) (m at most RANK_FIRST_DOT_CHUNK)
+ * as the VM gives them, to the bit, for the documents that have the field;
+ * returns the others (bit i for lids[i]), whose scores are left for the VM. */
+#define RANK_FIRST_DOT_CHUNK 64
+uint64_t rank_first_dot_run(const struct rank_query *q, const struct rank_first_dot *s,
+                            const struct rank_docs *d, const uint32_t *lids, size_t m,
+                            double *scores);
+/* dot_avx512.c: rank_dot_rows's AVX-512 kernel, one row. */
+double rank_dot_row_avx512(int cell, const void *row, const double *q, size_t n);
 /* The distance of a to b (n cells each) in metric (enum rank_distance). */
 double rank_tensor_distance(int metric, int ca, const void *a, int cb, const void *b, size_t n);
 /* closeness() for a distance in metric: 0 for +inf (no value). */

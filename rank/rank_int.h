@@ -190,6 +190,8 @@ struct rank_profile_decl {
 	int global_rerank_count;        /* -1 when not set */
 	unsigned nn_given;              /* bit i: nn[i] set (enum rank_nn_setting) */
 	double nn[RANK_NN_NSETTINGS];
+	int threads_per_search;         /* num-threads-per-search, 0 when not set */
+	int min_hits_per_thread;        /* min-hits-per-thread, 0 when not set */
 	int nmatch_features, nsummary_features;
 	struct rank_ast **match_features;   /* each with text = the feature's name */
 	struct rank_ast **summary_features;

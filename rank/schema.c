@@ -556,6 +556,10 @@ static int inherit_phases(struct rank_profile_decl *p, const struct rank_profile
 		p->rerank_count = parent->rerank_count;
 	if (own->global_rerank_count < 0 && parent->global_rerank_count >= 0)
 		p->global_rerank_count = parent->global_rerank_count;
+	if (!own->threads_per_search)
+		p->threads_per_search = parent->threads_per_search;
+	if (!own->min_hits_per_thread)
+		p->min_hits_per_thread = parent->min_hits_per_thread;
 	if (!own->has_drop_limit && parent->has_drop_limit) {
 		p->has_drop_limit = 1;
 		p->drop_limit = parent->drop_limit;
@@ -589,6 +593,8 @@ int rank_profile_decl_copy(struct rank_profile_decl *dst, const struct rank_prof
 	dst->pos = src->pos;
 	dst->rerank_count = src->rerank_count;
 	dst->global_rerank_count = src->global_rerank_count;
+	dst->threads_per_search = src->threads_per_search;
+	dst->min_hits_per_thread = src->min_hits_per_thread;
 	for (int k = 0; k < src->ninherits && !bad; k++) {
 		int npos = dst->ninherits;
 		if (rank_vec_push(&dst->inherits_pos, &npos, sizeof *dst->inherits_pos) ||

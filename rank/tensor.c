@@ -186,7 +186,7 @@ int rank_tensor_concat(struct base_arena *a, const struct rank_type *ta, struct 
 				p[k] += (double)(X)[i + k] * (double)(Y)[i + k];      \
 		for (int k = 0; i < n; i++, k++)                                      \
 			p[k] += (double)(X)[i] * (double)(Y)[i];                      \
-		s = ((p[0] + p[4]) + (p[2] + p[6])) + ((p[1] + p[5]) + (p[3] + p[7])); \
+		s = rank_dot_combine(p);                                              \
 	} while (0)
 
 double rank_tensor_dot(int ca, const void *a, int cb, const void *b, size_t n)
@@ -205,8 +205,16 @@ double rank_tensor_dot(int ca, const void *a, int cb, const void *b, size_t n)
 		const double *x = a, *y = b;
 		DOT8(x, y);
 	} else {
-		for (size_t i = 0; i < n; i++)
-			s += rank_cell(ca, a, i) * rank_cell(cb, b, i);
+		/* bfloat16, int8 and the integer cells: widened to double exactly,
+		 * then summed as the others (dot.c's kernels read them so) */
+		double p[8] = { 0 };
+		size_t i = 0;
+		for (; i + 8 <= n; i += 8)
+			for (int k = 0; k < 8; k++)
+				p[k] += rank_cell(ca, a, i + k) * rank_cell(cb, b, i + k);
+		for (int k = 0; i < n; i++, k++)
+			p[k] += rank_cell(ca, a, i) * rank_cell(cb, b, i);
+		s = rank_dot_combine(p);
 	}
 	return s;
 }

@@ -99,16 +99,44 @@ const void *store_col_get(struct store_txn *txn, struct doctype *dt, int sf, uin
 	return b ? cell_in(&dt->stored[sf], b, lid) : NULL;
 }
 
-const void *store_attr(struct store_txn *txn, int doctype, int field, uint32_t lid)
+/* The stored field of the caller's field when it is a column, else NULL. */
+static const struct sfield *column_of(struct store_txn *txn, int doctype, int field,
+                                      struct doctype **dt, int *sf)
 {
 	if (!txn || txn->failed || doctype < 0 || doctype >= txn->env->ntypes)
 		return NULL;
-	struct doctype *dt = txn->env->types[doctype];
-	if (field < 0 || field >= dt->nuser)
+	*dt = txn->env->types[doctype];
+	if (field < 0 || field >= (*dt)->nuser)
 		return NULL;
-	int sf = dt->ufield[field];
-	const struct sfield *f = &dt->stored[sf];
-	if (!f->column)
+	*sf = (*dt)->ufield[field];
+	const struct sfield *f = &(*dt)->stored[*sf];
+	return f->column ? f : NULL;
+}
+
+void store_attr_rows(struct store_txn *txn, int doctype, int field, const uint32_t *lids,
+                     size_t n, const void **out)
+{
+	struct doctype *dt;
+	int sf;
+	const struct sfield *f = column_of(txn, doctype, field, &dt, &sf);
+	const uint8_t *b = NULL;
+	uint32_t at = 0;
+	for (size_t i = 0; i < n; i++) {
+		uint32_t block = f ? lids[i] >> f->block_shift : 0;
+		if (f && (i == 0 || block != at)) {
+			b = block_get(txn, dt, sf, block);
+			at = block;
+		}
+		out[i] = b ? cell_in(f, b, lids[i]) : NULL;
+	}
+}
+
+const void *store_attr(struct store_txn *txn, int doctype, int field, uint32_t lid)
+{
+	struct doctype *dt;
+	int sf;
+	const struct sfield *f = column_of(txn, doctype, field, &dt, &sf);
+	if (!f)
 		return NULL;
 	uint32_t block = lid >> f->block_shift;
 	if (doctype >= txn->ntypes)

@@ -331,6 +331,11 @@ int store_txn_commit(struct store_txn *txn, struct strata_error *err)
 	return rc;
 }
 
+uint64_t store_txn_id(const struct store_txn *txn)
+{
+	return (uint64_t)mdb_txn_id(txn->txn);
+}
+
 void store_txn_abort(struct store_txn *txn)
 {
 	if (!txn)

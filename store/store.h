@@ -182,6 +182,9 @@ int store_txn_begin(struct store_env *env, int write, struct store_txn **out,
  * STRATA_STORE, or an errno (I/O). */
 int store_txn_commit(struct store_txn *txn, struct strata_error *err);
 void store_txn_abort(struct store_txn *txn);
+/* The snapshot txn reads: two read transactions with the same id see the
+ * same data (LMDB's transaction id).  Any thread. */
+uint64_t store_txn_id(const struct store_txn *txn);
 
 /* Write a whole document (replacing an earlier one with the same id: fields
  * not set become absent).  values has one entry per field of the type; a
@@ -239,6 +242,11 @@ int store_get(struct store_txn *txn, int doctype, uint32_t lid, struct store_val
  * or the transaction failed.  Cheap: consecutive lids of one field usually
  * share a block, and the transaction remembers the last block per field. */
 const void *store_attr(struct store_txn *txn, int doctype, int field, uint32_t lid);
+/* store_attr() for each of lids[0..n) into out[0..n), looking each column
+ * block up once for a run of lids in it (lids in increasing order read
+ * each block once).  Same lifetime. */
+void store_attr_rows(struct store_txn *txn, int doctype, int field, const uint32_t *lids,
+                     size_t n, const void **out);
 
 /* ---- the text index ------------------------------------------------------------
  *
