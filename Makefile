@@ -40,8 +40,8 @@ LDLIBS   := -llmdb -lstemmer -lprotobuf-c -ljansson -lexpat -lm -lpthread
 ONNX_PROTO ?= /usr/include/onnx/onnx.proto
 DEB_PKGS := build-essential pkg-config liblmdb-dev libprotobuf-c-dev protobuf-c-compiler \
             libonnx-dev libjansson-dev libcmocka-dev jq libstemmer-dev libexpat1-dev \
-            libmicrohttpd-dev
-DEB_TEST_PKGS := libonnx-testdata curl python3
+            libmicrohttpd-dev libnghttp2-dev
+DEB_TEST_PKGS := libonnx-testdata curl python3 nghttp2-client
 DEB_FUZZ_PKGS := clang libclang-rt-14-dev
 # The bench peers (make bench; never make test): Xapian and SQLite FTS5 for the
 # text case, wrk for the server case, hnswlib for the ANN case.
@@ -63,7 +63,8 @@ ENGINE_SRC  := engine/db.c engine/contexts.c engine/feed.c engine/tensor_json.c 
                engine/result.c engine/json_alloc.c engine/grouping.c engine/values.c engine/embed.c engine/indexing.c engine/indexing_fn.c engine/snippet.c engine/summary.c engine/select_elements.c \
                engine/fieldtypes.c engine/predicate.c engine/position.c \
                engine/services.c engine/tokenizer.c engine/query_embed.c engine/visit.c engine/nearest.c
-CLI_SRC     := engine/cli.c engine/cli_run.c engine/serve.c engine/serve_api.c
+CLI_SRC     := engine/cli.c engine/cli_run.c engine/serve.c engine/serve_api.c engine/serve_req.c \
+               engine/serve_h2.c
 GEN_SRC     := $(BUILD)/gen/onnx.pb-c.c
 
 LIB_SRC  := $(BASE_SRC) $(RUNTIME_SRC) $(STORE_SRC) $(RANK_SRC) $(ENGINE_SRC)
@@ -111,7 +112,7 @@ $(LIB): $(LIB_OBJ)
 	ar rcs $@ $^
 
 $(CLI): $(CLI_OBJ) $(LIB)
-	$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) $(LIB) $(LDLIBS) -lmicrohttpd
+	$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) $(LIB) $(LDLIBS) -lmicrohttpd -lnghttp2
 
 $(BUILD)/tests/test_%: $(BUILD)/tests/test_%.o $(TEST_LIB_OBJ) $(LIB)
 	$(CC) $(CFLAGS) -o $@ $< $(TEST_LIB_OBJ) $(LIB) $(LDLIBS) -lcmocka $(TEST_LDFLAGS)
