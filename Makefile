@@ -15,7 +15,8 @@
 #   make bench      the benchmarks in turn (bench/README.md): the runtime against ONNX Runtime
 #                   (without ../shared/peer, Strata alone on models from build/bench/mkbench) and
 #                   whole queries, text search against Xapian and SQLite FTS5, strata serve under
-#                   wrk, HNSW against hnswlib; BENCH_ONLY=runtime|text|serve|ann runs one alone
+#                   wrk, libmicrohttpd against h2o, HNSW against hnswlib;
+#                   BENCH_ONLY=runtime|text|serve|http|ann runs one alone
 #   make install    install strata, libstrata.a and strata.h under PREFIX (and DESTDIR)
 #   make clean
 
@@ -44,8 +45,10 @@ DEB_PKGS := build-essential pkg-config liblmdb-dev libprotobuf-c-dev protobuf-c-
 DEB_TEST_PKGS := libonnx-testdata curl python3 nghttp2-client
 DEB_FUZZ_PKGS := clang libclang-rt-14-dev
 # The bench peers (make bench; never make test): Xapian and SQLite FTS5 for the
-# text case, wrk for the server case, hnswlib for the ANN case.
-DEB_BENCH_PKGS := g++ libxapian-dev libsqlite3-dev wrk python3-hnswlib python3-numpy
+# text case, wrk for the server case, hnswlib for the ANN case, h2o (its
+# headers need OpenSSL's) and h2load for the HTTP library case.
+DEB_BENCH_PKGS := g++ libxapian-dev libsqlite3-dev wrk python3-hnswlib python3-numpy \
+                  libh2o-evloop-dev libssl-dev nghttp2-client
 
 # ---- sources (explicit lists, one per subsystem) -----------------------------
 BASE_SRC    := base/err.c base/alloc.c base/arena.c base/dtype.c base/file.c base/hash.c base/tokenize.c base/cpu.c base/base64.c
@@ -85,7 +88,7 @@ TENSOR_CONFORMANCE     := $(BUILD)/tests/tensor_conformance
 TENSOR_CONFORMANCE_MIN := 1987
 
 .PHONY: all test unit e2e tensor-conformance crash serve-test vespa-apps avx2 asan tsan demo deps deps-test deps-fuzz \
-        check check-peer peer bench bench-runtime bench-text bench-serve bench-ann deps-bench install clean layers fuzz fuzz-replay
+        check check-peer peer bench bench-runtime bench-text bench-serve bench-http bench-ann deps-bench install clean layers fuzz fuzz-replay
 # Objects made by pattern chains (tests/test_x.o) are kept, not deleted as intermediates.
 .SECONDARY:
 all: $(LIB) $(CLI)
@@ -395,10 +398,10 @@ check-peer:
 
 # ---- benchmarks -------------------------------------------------------------------------
 # make bench runs the cases below in turn, each a target of its own:
-# bench-runtime, bench-text, bench-serve and bench-ann.  BENCH_ONLY names
+# bench-runtime, bench-text, bench-serve, bench-http and bench-ann.  BENCH_ONLY names
 # the ones to run (make bench BENCH_ONLY=text, or BENCH_ONLY='text ann').
 # The peers' Debian packages come from deps-bench only (never make test).
-BENCH_CASES  := runtime text serve ann
+BENCH_CASES  := runtime text serve http ann
 BENCH_ONLY   ?=
 bench:
 	@for c in $(or $(BENCH_ONLY),$(BENCH_CASES)); do \
@@ -484,6 +487,22 @@ bench-text: deps-bench
 SERVE_SECONDS ?= 10
 bench-serve: deps-bench $(CLI) $(TOOLS)
 	@sh bench/serve.sh $(CLI) $(BUILD)/tests/mkshop $(BUILD)/bench/serve-app $(SERVE_SECONDS)
+
+# bench-http: the HTTP library chosen by measurement (bench/http.sh): the
+# same tiny service on libmicrohttpd and on h2o (bench/httpbench.c), and
+# strata serve's own answer, under wrk (HTTP/1.1) and h2load (HTTP/2), 1 and
+# 2 server threads; HTTP_SECONDS per case, HTTP_ROUNDS rounds.  httpbench
+# is built once deps-bench has installed h2o.
+HTTPBENCH     := $(BUILD)/bench/httpbench
+HTTP_SECONDS  ?= 5
+HTTP_ROUNDS   ?= 3
+$(HTTPBENCH): $(BUILD)/bench/httpbench.o $(BENCH_COMMON) $(LIB)
+	$(CC) $(CFLAGS) -o $@ $< $(BENCH_COMMON) $(LIB) $(LDLIBS) -lmicrohttpd \
+	  $$(pkg-config --libs libh2o-evloop) -lssl -lcrypto
+bench-http: deps-bench $(CLI)
+	@$(MAKE) --no-print-directory $(HTTPBENCH)
+	@mkdir -p $(BUILD)/bench/http
+	@sh bench/http.sh $(HTTPBENCH) $(CLI) $(BUILD)/bench/http $(HTTP_SECONDS) $(HTTP_ROUNDS)
 
 # The ANN case (bench/ann.c): clustered float vectors, Strata's HNSW graph
 # against hnswlib (python3-hnswlib, installed by make deps-bench) on the same
