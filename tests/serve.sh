@@ -20,8 +20,9 @@
 # prior knowledge (curl --http2-prior-knowledge): searches and document
 # operations answer as over HTTP/1.1, ten streams at once on one connection
 # (nghttp) each get the answer HTTP/1.1 gives, bodies over --max-body get
-# 413, a silent stream is disconnected, and a stream in flight at SIGTERM
-# is answered and its write kept.  No check depends on timing but the
+# 413, a silent stream is disconnected, a stream in flight at SIGTERM is
+# answered and its write kept, and an Upgrade: h2c request is answered over
+# HTTP/1.1.  No check depends on timing but the
 # timeout one, whose limit is a microsecond.  The last line is "N passed,
 # M failed".
 set -u
@@ -254,6 +255,10 @@ req2 "h2 unknown field" 400 -X POST -d '{"fields": {"nope": 3}}' "$B/document/v1
 req2 "h2 unknown resource" 404 "$B/nope"
 req2 "h2 health" 200 "$B/state/v1/health"
 check "h2 health up" "$(jout '.status.code')" "up"
+# An upgrade request (curl --http2 on http://) is not taken up: it is
+# answered over HTTP/1.1.
+code=$(curl -s --http2 -o "$OUT" -w '%{http_code} %{http_version}' "$B/state/v1/health" 2>"$ERR")
+check "Upgrade: h2c answered over HTTP/1.1" "$code" "200 1.1"
 req2 "h2 decoded parameters" 200 "$B/search/?yql=select+title+from+product+where+price+%3C+2&ranking.profile=cheap"
 check "h2 decoded parameters hits" "$(jout '[.root.children[].id] | join(",")')" "id:shop:product::2"
 # Several streams at once on one connection.  nghttp (nghttp2-client) opens
