@@ -19,22 +19,15 @@ import struct
 import sys
 import urllib.parse
 
+from pycheck import check, fail, finish, set_suite
+
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 DATA, HEADERS, SETTINGS, GOAWAY = 0x0, 0x1, 0x4, 0x7
 END_STREAM, END_HEADERS, ACK = 0x1, 0x4, 0x1
 
 url = urllib.parse.urlparse(sys.argv[1])
 path, body, split = sys.argv[2], sys.argv[3].encode(), int(sys.argv[4])
-passed = failed = 0
-
-
-def check(name, got, want):
-    global passed, failed
-    if got == want:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL: h2drain: %s: got %r, want %r" % (name, got, want))
+set_suite("h2drain")
 
 
 def frame(ftype, flags, stream, payload=b""):
@@ -95,12 +88,10 @@ try:
             answer += payload
         done = bool(flags & END_STREAM) or ftype == 0x3  # RST_STREAM
 except (EOFError, OSError) as e:
-    failed += 1
-    print("FAIL: h2drain: %s" % e)
+    fail(str(e))
 check("status 200", status, b"\x88")
 try:
     check("answer id", json.loads(answer.decode()).get("pathId"), path.split("?")[0])
 except ValueError:
     check("answer is JSON", answer, "JSON")
-print("h2drain: %d passed, %d failed" % (passed, failed))
-sys.exit(1 if failed else 0)
+finish()
