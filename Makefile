@@ -7,7 +7,7 @@
 #   make deps-test  the same, plus the packages only the tests need
 #   make unit       the cmocka unit tests          make e2e   the CLI end-to-end tests
 #   make crash      feeds killed mid-way keep what they reported written (part of e2e)
-#   make serve-test strata serve driven with curl (part of e2e)
+#   make serve-test strata serve driven with curl, nghttp and h2load (part of e2e)
 #   make asan       the unit and end-to-end tests under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make fuzz       build the fuzz targets with clang and libFuzzer, run each for FUZZ_SECONDS
 #   make fuzz-replay  the fuzz targets over their committed corpora (part of make test)
