@@ -259,7 +259,9 @@ static void respond(struct h2s *st)
 	nghttp2_data_provider prd = { .source.ptr = st, .read_callback = read_answer };
 	st->responded = 1;
 	st->sent = 0;
-	if (nghttp2_submit_response(st->c->ses, st->id, nv, 3, &prd))
+	/* HEAD: the headers of the answer GET would get, and no body */
+	int head = !strcmp(st->method, "HEAD");
+	if (nghttp2_submit_response(st->c->ses, st->id, nv, 3, head ? NULL : &prd))
 		nghttp2_submit_rst_stream(st->c->ses, NGHTTP2_FLAG_NONE, st->id,
 		                          NGHTTP2_INTERNAL_ERROR);
 }

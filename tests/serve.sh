@@ -255,6 +255,11 @@ req2 "h2 unknown field" 400 -X POST -d '{"fields": {"nope": 3}}' "$B/document/v1
 req2 "h2 unknown resource" 404 "$B/nope"
 req2 "h2 health" 200 "$B/state/v1/health"
 check "h2 health up" "$(jout '.status.code')" "up"
+# HEAD: the status and length GET gets, no body (a body would break the
+# stream).
+code=$(curl -s --http2-prior-knowledge -I -o "$OUT" -w '%{http_code} %{http_version}' \
+	"$B/state/v1/health" 2>"$ERR")
+check "h2 HEAD" "$code $(tr -d '\r' <"$OUT" | sed -n 's/^content-length: //p')" "200 2 24"
 # An upgrade request (curl --http2 on http://) is not taken up: it is
 # answered over HTTP/1.1.
 code=$(curl -s --http2 -o "$OUT" -w '%{http_code} %{http_version}' "$B/state/v1/health" 2>"$ERR")
