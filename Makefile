@@ -7,7 +7,7 @@
 #   make deps-test  the same, plus the packages only the tests need
 #   make unit       the cmocka unit tests          make e2e   the CLI end-to-end tests
 #   make crash      feeds killed mid-way keep what they reported written (part of e2e)
-#   make serve-test strata serve driven with curl (part of e2e)
+#   make serve-test strata serve driven with curl, nghttp and h2load (part of e2e)
 #   make asan       the unit and end-to-end tests under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make fuzz       build the fuzz targets with clang and libFuzzer, run each for FUZZ_SECONDS
 #   make fuzz-replay  the fuzz targets over their committed corpora (part of make test)
@@ -15,7 +15,8 @@
 #   make bench      the benchmarks in turn (bench/README.md): the runtime against ONNX Runtime
 #                   (without ../shared/peer, Strata alone on models from build/bench/mkbench) and
 #                   whole queries, text search against Xapian and SQLite FTS5, strata serve under
-#                   wrk, HNSW against hnswlib; BENCH_ONLY=runtime|text|serve|ann runs one alone
+#                   wrk, libmicrohttpd against h2o, HNSW against hnswlib;
+#                   BENCH_ONLY=runtime|text|serve|http|ann runs one alone
 #   make bench-gemm the GEMM alone on the models' shapes, against the core's FMA peak
 #   make install    install strata, libstrata.a and strata.h under PREFIX (and DESTDIR)
 #   make clean
@@ -41,12 +42,14 @@ LDLIBS   := -llmdb -lstemmer -lprotobuf-c -ljansson -lexpat -lm -lpthread
 ONNX_PROTO ?= /usr/include/onnx/onnx.proto
 DEB_PKGS := build-essential pkg-config liblmdb-dev libprotobuf-c-dev protobuf-c-compiler \
             libonnx-dev libjansson-dev libcmocka-dev jq libstemmer-dev libexpat1-dev \
-            libmicrohttpd-dev
-DEB_TEST_PKGS := libonnx-testdata curl python3
+            libmicrohttpd-dev libnghttp2-dev
+DEB_TEST_PKGS := libonnx-testdata curl python3 nghttp2-client
 DEB_FUZZ_PKGS := clang libclang-rt-14-dev
 # The bench peers (make bench; never make test): Xapian and SQLite FTS5 for the
-# text case, wrk for the server case, hnswlib for the ANN case.
-DEB_BENCH_PKGS := g++ libxapian-dev libsqlite3-dev wrk python3-hnswlib python3-numpy
+# text case, wrk for the server case, hnswlib for the ANN case, h2o (its
+# headers need OpenSSL's) and h2load for the HTTP library case.
+DEB_BENCH_PKGS := g++ libxapian-dev libsqlite3-dev wrk python3-hnswlib python3-numpy \
+                  libh2o-evloop-dev libssl-dev nghttp2-client
 
 # ---- sources (explicit lists, one per subsystem) -----------------------------
 BASE_SRC    := base/err.c base/alloc.c base/arena.c base/dtype.c base/file.c base/hash.c base/tokenize.c base/cpu.c base/base64.c
@@ -65,7 +68,8 @@ ENGINE_SRC  := engine/db.c engine/contexts.c engine/feed.c engine/tensor_json.c 
                engine/fieldtypes.c engine/predicate.c engine/position.c \
                engine/services.c engine/tokenizer.c engine/query_embed.c engine/visit.c engine/nearest.c engine/deadline.c engine/selection.c engine/selection_eval.c \
                engine/firstphase.c engine/searchpool.c
-CLI_SRC     := engine/cli.c engine/cli_run.c engine/serve.c engine/serve_api.c
+CLI_SRC     := engine/cli.c engine/cli_run.c engine/serve.c engine/serve_api.c engine/serve_req.c \
+               engine/serve_h2.c
 GEN_SRC     := $(BUILD)/gen/onnx.pb-c.c
 
 LIB_SRC  := $(BASE_SRC) $(RUNTIME_SRC) $(STORE_SRC) $(RANK_SRC) $(ENGINE_SRC)
@@ -86,7 +90,7 @@ TENSOR_CONFORMANCE     := $(BUILD)/tests/tensor_conformance
 TENSOR_CONFORMANCE_MIN := 1987
 
 .PHONY: all test unit e2e tensor-conformance crash serve-test vespa-apps avx2 asan tsan demo deps deps-test deps-fuzz \
-        check check-peer peer bench bench-runtime bench-gemm bench-text bench-serve bench-ann deps-bench install clean layers fuzz fuzz-replay
+        check check-peer peer bench bench-runtime bench-gemm bench-text bench-serve bench-http bench-ann deps-bench install clean layers fuzz fuzz-replay
 # Objects made by pattern chains (tests/test_x.o) are kept, not deleted as intermediates.
 .SECONDARY:
 all: $(LIB) $(CLI)
@@ -115,7 +119,7 @@ $(LIB): $(LIB_OBJ)
 	ar rcs $@ $^
 
 $(CLI): $(CLI_OBJ) $(LIB)
-	$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) $(LIB) $(LDLIBS) -lmicrohttpd
+	$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) $(LIB) $(LDLIBS) -lmicrohttpd -lnghttp2
 
 $(BUILD)/tests/test_%: $(BUILD)/tests/test_%.o $(TEST_LIB_OBJ) $(LIB)
 	$(CC) $(CFLAGS) -o $@ $< $(TEST_LIB_OBJ) $(LIB) $(LDLIBS) -lcmocka $(TEST_LDFLAGS)
@@ -401,10 +405,10 @@ check-peer:
 
 # ---- benchmarks -------------------------------------------------------------------------
 # make bench runs the cases below in turn, each a target of its own:
-# bench-runtime, bench-text, bench-serve and bench-ann.  BENCH_ONLY names
+# bench-runtime, bench-text, bench-serve, bench-http and bench-ann.  BENCH_ONLY names
 # the ones to run (make bench BENCH_ONLY=text, or BENCH_ONLY='text ann').
 # The peers' Debian packages come from deps-bench only (never make test).
-BENCH_CASES  := runtime text serve ann
+BENCH_CASES  := runtime text serve http ann
 BENCH_ONLY   ?=
 bench:
 	@for c in $(or $(BENCH_ONLY),$(BENCH_CASES)); do \
@@ -511,6 +515,22 @@ SERVE_REPS ?= 3
 bench-serve: deps-bench $(CLI) $(TOOLS)
 	@sh bench/serve.sh $(CLI) $(BUILD)/tests/mkshop $(BUILD)/bench/serve-app $(SERVE_SECONDS) \
 		$(SERVE_REPS)
+
+# bench-http: the HTTP library chosen by measurement (bench/http.sh): the
+# same tiny service on libmicrohttpd and on h2o (bench/httpbench.c), and
+# strata serve's own answer, under wrk (HTTP/1.1) and h2load (HTTP/2), 1 and
+# 2 server threads; HTTP_SECONDS per case, HTTP_ROUNDS rounds.  httpbench
+# is built once deps-bench has installed h2o.
+HTTPBENCH     := $(BUILD)/bench/httpbench
+HTTP_SECONDS  ?= 5
+HTTP_ROUNDS   ?= 3
+$(HTTPBENCH): $(BUILD)/bench/httpbench.o $(BENCH_COMMON) $(LIB)
+	$(CC) $(CFLAGS) -o $@ $< $(BENCH_COMMON) $(LIB) $(LDLIBS) -lmicrohttpd \
+	  $$(pkg-config --libs libh2o-evloop) -lssl -lcrypto
+bench-http: deps-bench $(CLI)
+	@$(MAKE) --no-print-directory $(HTTPBENCH)
+	@mkdir -p $(BUILD)/bench/http
+	@sh bench/http.sh $(HTTPBENCH) $(CLI) $(BUILD)/bench/http $(HTTP_SECONDS) $(HTTP_ROUNDS)
 
 # The ANN case (bench/ann.c): clustered float vectors, Strata's HNSW graph
 # against hnswlib (python3-hnswlib, installed by make deps-bench) on the same

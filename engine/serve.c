@@ -1,25 +1,31 @@
 /*
- * serve.c: `strata serve APP`, the HTTP server, on libmicrohttpd.
+ * serve.c: `strata serve APP`, the HTTP server: HTTP/1.1 on libmicrohttpd,
+ * HTTP/2 (cleartext, prior knowledge) on libnghttp2, on one port.
  *
- * libmicrohttpd's own threads (--io-threads) read requests and write
- * answers; they never run a query.  A request read whole is answered at
- * once when it is health or metrics, and otherwise goes into a bounded
- * queue (--queue) for the --threads workers: when the queue is full the
- * client gets 503 (a search) or 429 (a document operation) at once.  While
- * a worker has it, the connection is suspended, and the worker resumes it
- * with the answer.  A body over --max-body is refused with 413 as soon as
- * its length is known; a client silent for --client-timeout seconds is
- * disconnected.
+ * The program opens the listening socket itself and gives it to the front
+ * door (serve_h2.c), which keeps HTTP/2 connections and hands every other
+ * one to libmicrohttpd (MHD_add_connection; the daemon has no listening
+ * socket of its own).  libmicrohttpd's threads (--io-threads) read HTTP/1.1
+ * requests and write answers; they never run a query.  A request read
+ * whole goes through serve_req.c: health and metrics are answered at once,
+ * everything else waits in the bounded queue (--queue) for the --threads
+ * workers, and when the queue is full the client gets 503 (a search) or 429
+ * (a document operation) at once.  While a worker has it, the connection is
+ * suspended, and the worker resumes it with the answer.  A body over
+ * --max-body is refused with 413 as soon as its length is known; a client
+ * silent for --client-timeout seconds is disconnected.
  *
  * Queries run on all the workers at once; writes take the one writer lock
  * (the store has one writer).  A document operation is committed before its
  * 200 is sent, so an acknowledged write survives kill -9.
  *
- * SIGTERM or SIGINT: the listening socket closes, the requests being read,
- * queued or run are finished and answered (for at most --drain seconds),
- * then the daemon stops and the store is closed.
+ * SIGTERM or SIGINT: the listening socket closes, HTTP/2 connections get
+ * GOAWAY, the requests being read, queued or run are finished and answered
+ * (for at most --drain seconds), then the daemon stops and the store is
+ * closed.
  */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -33,57 +39,40 @@
 
 #include "serve_int.h"
 
-#define MAX_PATH_LEN 4096
-
 static const char *serve_usage =
 	"usage: strata serve APP [--port N] [--threads N] [--queue N] [--data DIR]\n"
 	"                        [--max-body BYTES] [--client-timeout S] [--drain S]\n"
 	"                        [--io-threads N] [--bind ADDR]\n"
 	"  Serve the application over HTTP: /search/ (GET and POST), /document/v1/,\n"
-	"  /state/v1/health and /metrics/v2/values, as Vespa does.\n"
+	"  /state/v1/health and /metrics/v2/values, as Vespa does.  HTTP/1.1 and\n"
+	"  HTTP/2 with prior knowledge (h2c, as curl --http2-prior-knowledge and\n"
+	"  Vespa's feed clients speak it) on the same port.\n"
 	"  --port N            port to listen on (default 8080; 0: any free port)\n"
 	"  --threads N         threads running requests (default: the number of CPUs)\n"
 	"  --queue N           requests waiting for a thread before 503/429 (default 64)\n"
 	"  --max-body BYTES    the largest request body, else 413 (default 64 MiB)\n"
 	"  --client-timeout S  disconnect a client silent this long (default 30)\n"
 	"  --drain S           on SIGTERM, wait this long for requests in flight (default 30)\n"
-	"  --io-threads N      threads reading and writing connections (default 2)\n"
+	"  --io-threads N      threads reading and writing HTTP/1.1 connections (default 2;\n"
+	"                      HTTP/2 connections have one thread of their own)\n"
 	"  --bind ADDR         the IPv4 address to listen on (default 127.0.0.1; 0.0.0.0: all)\n"
 	"  Once listening, one line on stderr: \"strata: listening on http://ADDR:PORT\".\n";
 
+/* An HTTP/1.1 request, on its libmicrohttpd connection. */
 struct job {
-	struct srv_req rq;
+	struct srv_job j;   /* first: the answered() callback casts back */
+	struct srv *s;
 	struct MHD_Connection *conn;
-	size_t cap;      /* of rq.body */
-	int too_big;
-	int nomem;       /* the body could not be held */
 	int queued;      /* handed to the workers */
-	int done;        /* the answer is in rq */
-	struct job *next;
+	int done;        /* the answer is in j.rq */
 };
 
-struct server {
-	struct srv s;
-	struct MHD_Daemon *d;
-	pthread_mutex_t lock;
-	pthread_cond_t cond;  /* work queued, or stopping */
-	pthread_cond_t idle;  /* a request ended (with s.m.lock: s.m.open counts them) */
-	struct job *head, *tail;
-	int nqueued, maxqueue;
-	int stopping;
-	size_t max_body;
-};
+/* ---- HTTP/1.1 requests ------------------------------------------------------------------- */
 
-/* ---- requests ---------------------------------------------------------------------------- */
-
-static void job_free(struct job *j)
+static void job_free(struct job *jb)
 {
-	json_decref(j->rq.args);
-	base_strfree(j->rq.path);
-	if (j->rq.body)
-		base_free(j->rq.body, j->cap);
-	base_strfree(j->rq.resp);
-	base_free(j, sizeof *j);
+	srv_job_clear(jb->s, &jb->j);
+	base_free(jb, sizeof *jb);
 }
 
 static enum MHD_Result collect_arg(void *cls, enum MHD_ValueKind kind, const char *key,
@@ -93,12 +82,6 @@ static enum MHD_Result collect_arg(void *cls, enum MHD_ValueKind kind, const cha
 	(void)kind;
 	json_object_set_new(args, key, json_string(value ? value : ""));
 	return MHD_YES;
-}
-
-static int method_of(const char *m)
-{
-	return !strcmp(m, "GET") ? SRV_GET : !strcmp(m, "POST") ? SRV_POST
-	     : !strcmp(m, "PUT") ? SRV_PUT : !strcmp(m, "DELETE") ? SRV_DELETE : SRV_OTHER;
 }
 
 /* Send rq's answer as JSON.  The answer is not copied: rq lives until
@@ -116,161 +99,81 @@ static enum MHD_Result send_answer(struct MHD_Connection *c, const struct srv_re
 	return ret;
 }
 
-static enum MHD_Result reject(struct MHD_Connection *c, struct job *j, int status, const char *msg)
+/* On a worker: the answer is in; resuming orders done before the I/O
+ * thread's next look at the connection. */
+static void answered(struct srv_job *j)
 {
-	srv_api_reject(&j->rq, status, msg);
-	return send_answer(c, &j->rq);
-}
-
-/* Append upload data to the body; past max_body the rest is dropped. */
-static void append_body(struct server *sv, struct job *j, const char *data, size_t n)
-{
-	if (j->too_big)
-		return;
-	if (j->rq.len + n > sv->max_body) {
-		j->too_big = 1;
-		return;
-	}
-	size_t need = j->rq.len + n + 1;
-	if (need > j->cap) {
-		size_t cap = j->cap ? j->cap : 4096;
-		while (cap < need)
-			cap *= 2;
-		char *b = base_realloc(j->rq.body, j->cap, cap);
-		if (!b) {
-			j->too_big = j->nomem = 1;
-			return;
-		}
-		j->rq.body = b;
-		j->cap = cap;
-	}
-	memcpy(j->rq.body + j->rq.len, data, n);
-	j->rq.len += n;
-	j->rq.body[j->rq.len] = 0;
-}
-
-/* One more (d = 1) or one less (-1) request open. */
-static void open_count(struct server *sv, int d)
-{
-	pthread_mutex_lock(&sv->s.m.lock);
-	sv->s.m.open += d;
-	pthread_cond_broadcast(&sv->idle);
-	pthread_mutex_unlock(&sv->s.m.lock);
+	struct job *jb = (struct job *)j;
+	jb->done = 1;
+	MHD_resume_connection(jb->conn);
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version,
                                   const char *upload, size_t *upload_size, void **ctx)
 {
-	struct server *sv = cls;
-	struct job *j = *ctx;
+	struct srv *s = cls;
+	struct job *jb = *ctx;
 	(void)version;
-	if (!j) {
-		j = base_calloc(1, sizeof *j);
-		if (!j)
+	if (!jb) {
+		jb = base_calloc(1, sizeof *jb);
+		if (!jb)
 			return MHD_NO;
-		j->conn = c;
-		j->rq.method = method_of(method);
-		j->rq.arrived = base_now();
-		j->rq.path = base_strndup(url, strnlen(url, MAX_PATH_LEN));
-		j->rq.args = json_object();
-		if (!j->rq.path || !j->rq.args) {
-			job_free(j);
+		jb->s = s;
+		jb->conn = c;
+		jb->j.answered = answered;
+		if (srv_job_begin(s, &jb->j, method, url, strlen(url))) {
+			job_free(jb);
 			return MHD_NO;
 		}
-		MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_arg, j->rq.args);
-		*ctx = j;
-		open_count(sv, 1);
+		MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_arg, jb->j.rq.args);
+		*ctx = jb;
 		const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
 		                                             MHD_HTTP_HEADER_CONTENT_LENGTH);
-		if (cl && strtoull(cl, NULL, 10) > sv->max_body) {
-			char msg[128];
-			snprintf(msg, sizeof msg, "the request body of %s bytes is over the limit of %zu",
-			         cl, sv->max_body);
-			return reject(c, j, 413, msg);
+		unsigned long long len = cl ? strtoull(cl, NULL, 10) : 0;
+		if (len > s->max_body) {
+			srv_job_too_large(s, &jb->j, len);
+			return send_answer(c, &jb->j.rq);
 		}
 		return MHD_YES;
 	}
 	if (*upload_size) {
-		append_body(sv, j, upload, *upload_size);
+		srv_job_append(s, &jb->j, upload, *upload_size);
 		*upload_size = 0;
 		return MHD_YES;
 	}
-	if (j->done)
-		return send_answer(c, &j->rq);
-	if (j->queued)
+	if (jb->done)
+		return send_answer(c, &jb->j.rq);
+	if (jb->queued)
 		return MHD_YES; /* resumed before the answer: cannot happen, wait */
-	if (j->nomem)
-		return reject(c, j, 500, "out of memory reading the request body");
-	if (j->too_big) {
-		char msg[128];
-		snprintf(msg, sizeof msg, "the request body is over the limit of %zu bytes",
-		         sv->max_body);
-		return reject(c, j, 413, msg);
-	}
-	if (srv_api_inline(j->rq.path)) {
-		srv_api_handle(&sv->s, &j->rq);
-		return send_answer(c, &j->rq);
-	}
-	pthread_mutex_lock(&sv->lock);
-	if (sv->nqueued >= sv->maxqueue) {
-		pthread_mutex_unlock(&sv->lock);
-		pthread_mutex_lock(&sv->s.m.lock);
-		sv->s.m.rejected++;
-		pthread_mutex_unlock(&sv->s.m.lock);
-		int doc = srv_api_is_document(j->rq.path);
-		return reject(c, j, doc ? 429 : 503, "overloaded: the request queue is full; retry later");
-	}
-	j->queued = 1;
+	if (srv_job_answer_now(s, &jb->j))
+		return send_answer(c, &jb->j.rq);
+	/* suspended before the job is queued: a worker may resume it at once */
 	MHD_suspend_connection(c);
-	if (sv->tail)
-		sv->tail->next = j;
-	else
-		sv->head = j;
-	sv->tail = j;
-	sv->nqueued++;
-	pthread_cond_signal(&sv->cond);
-	pthread_mutex_unlock(&sv->lock);
+	jb->queued = 1;
+	if (!srv_job_queue(s, &jb->j))
+		answered(&jb->j); /* refused: sent once resumed */
 	return MHD_YES;
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **ctx,
                          enum MHD_RequestTerminationCode toe)
 {
-	struct server *sv = cls;
-	struct job *j = *ctx;
+	struct job *jb = *ctx;
+	(void)cls;
 	(void)c;
 	(void)toe;
-	if (!j)
+	if (!jb)
 		return;
-	job_free(j);
+	job_free(jb);
 	*ctx = NULL;
-	open_count(sv, -1);
 }
 
-static void *worker(void *arg)
+/* The front door hands an HTTP/1.1 connection over. */
+static void to_mhd(void *arg, int fd, const struct sockaddr *peer, socklen_t len)
 {
-	struct server *sv = arg;
-	for (;;) {
-		pthread_mutex_lock(&sv->lock);
-		while (!sv->head && !sv->stopping)
-			pthread_cond_wait(&sv->cond, &sv->lock);
-		struct job *j = sv->head;
-		if (!j) {
-			pthread_mutex_unlock(&sv->lock);
-			return NULL;
-		}
-		sv->head = j->next;
-		if (!sv->head)
-			sv->tail = NULL;
-		sv->nqueued--;
-		pthread_mutex_unlock(&sv->lock);
-		srv_api_handle(&sv->s, &j->rq);
-		/* the queue is not touched: resuming orders done before the I/O
-		 * thread's next look at the connection */
-		j->done = 1;
-		MHD_resume_connection(j->conn);
-	}
+	struct MHD_Daemon *d = arg;
+	MHD_add_connection(d, fd, peer, len); /* closes fd on failure */
 }
 
 /* ---- the program --------------------------------------------------------------------------- */
@@ -352,25 +255,33 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 	vfprintf(stderr, fmt, ap);
 }
 
-/* Finish what is in flight (at most drain seconds), then stop. */
-static void drain(struct server *sv, long drain_s)
+/* The listening socket on addr: its fd, or -1 with errno set. */
+static int listen_on(const struct sockaddr_in *addr, unsigned *port)
 {
-	MHD_socket ls = MHD_quiesce_daemon(sv->d);
-	if (ls != MHD_INVALID_SOCKET)
-		close(ls);
-	struct timespec until;
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += drain_s;
-	pthread_mutex_lock(&sv->s.m.lock);
-	while (sv->s.m.open > 0 &&
-	       pthread_cond_timedwait(&sv->idle, &sv->s.m.lock, &until) == 0)
-		;
-	long left = sv->s.m.open;
-	pthread_mutex_unlock(&sv->s.m.lock);
-	pthread_mutex_lock(&sv->lock);
-	sv->stopping = 1;
-	pthread_cond_broadcast(&sv->cond);
-	pthread_mutex_unlock(&sv->lock);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	int one = 1;
+	struct sockaddr_in got;
+	socklen_t len = sizeof got;
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) ||
+	    bind(fd, (const struct sockaddr *)addr, sizeof *addr) || listen(fd, SOMAXCONN) ||
+	    getsockname(fd, (struct sockaddr *)&got, &len)) {
+		int e = errno;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	*port = ntohs(got.sin_port);
+	return fd;
+}
+
+/* Finish what is in flight (at most drain seconds), then stop. */
+static void drain(struct srv *s, struct srv_front *front, long drain_s)
+{
+	srv_front_quiesce(front);
+	long left = srv_wait_idle(s, drain_s);
+	srv_stop_workers(s);
 	if (left)
 		fprintf(stderr, "strata: %ld requests still open after %ld s, closed\n", left, drain_s);
 }
@@ -401,15 +312,15 @@ int eng_cli_serve(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
-	static struct server sv; /* one server per process; its threads point here */
+	static struct srv sv; /* one server per process; its threads point here */
 	struct strata_error err = { 0 };
 	struct strata_options so = { .data_dir = o.data, .log = eng_cli_log,
 	                             .pool_generations = (int)(o.threads < 1024 ? o.threads : 1024) };
-	if (eng_open(o.app, &so, ENG_OPEN_DEPLOYED, &sv.s.db, &err))
+	if (eng_open(o.app, &so, ENG_OPEN_DEPLOYED, &sv.db, &err))
 		return eng_cli_fail("%s", err.msg[0] ? err.msg : strata_strerror(err.code));
-	pthread_mutex_init(&sv.s.write_lock, NULL);
-	srv_metrics_init(&sv.s.m);
-	sv.s.started = base_now();
+	pthread_mutex_init(&sv.write_lock, NULL);
+	srv_metrics_init(&sv.m);
+	sv.started = base_now();
 	pthread_mutex_init(&sv.lock, NULL);
 	pthread_cond_init(&sv.cond, NULL);
 	pthread_cond_init(&sv.idle, NULL);
@@ -417,50 +328,63 @@ int eng_cli_serve(int argc, char **argv)
 	sv.max_body = (size_t)o.max_body;
 
 	rc = 1;
+	struct MHD_Daemon *d = NULL;
+	struct srv_front *front = NULL;
 	pthread_t *workers = base_calloc((size_t)o.threads, sizeof *workers);
 	int nworkers = 0;
 	while (workers && nworkers < o.threads &&
-	       !pthread_create(&workers[nworkers], NULL, worker, &sv))
+	       !pthread_create(&workers[nworkers], NULL, srv_worker, &sv))
 		nworkers++;
 	if (nworkers < o.threads) {
 		eng_cli_fail("cannot start %ld threads", o.threads);
 		goto stop;
 	}
-	sv.d = MHD_start_daemon(MHD_USE_AUTO_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME |
-	                        MHD_USE_ERROR_LOG,
-	                        0, NULL, NULL, on_request, &sv,
-	                        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-	                        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
-	                        MHD_OPTION_THREAD_POOL_SIZE, (unsigned)o.io_threads,
-	                        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)o.client_timeout,
-	                        MHD_OPTION_NOTIFY_COMPLETED, on_completed, &sv,
-	                        MHD_OPTION_END);
-	if (!sv.d) {
-		eng_cli_fail("cannot listen on %s:%ld (in use, or not allowed)", o.bind, o.port);
+	unsigned port = 0;
+	int lfd = listen_on(&addr, &port);
+	if (lfd < 0) {
+		eng_cli_fail("cannot listen on %s:%ld: %s", o.bind, o.port, strerror(errno));
 		goto stop;
 	}
-	const union MHD_DaemonInfo *info = MHD_get_daemon_info(sv.d, MHD_DAEMON_INFO_BIND_PORT);
-	fprintf(stderr, "strata: listening on http://%s:%u\n", o.bind,
-	        info ? (unsigned)info->port : (unsigned)o.port);
+	/* Connections come from the front door (MHD_add_connection), which
+	 * keeps HTTP/2 for itself. */
+	d = MHD_start_daemon(MHD_USE_AUTO_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME |
+	                     MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ERROR_LOG,
+	                     0, NULL, NULL, on_request, &sv,
+	                     MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+	                     MHD_OPTION_THREAD_POOL_SIZE, (unsigned)o.io_threads,
+	                     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)o.client_timeout,
+	                     MHD_OPTION_NOTIFY_COMPLETED, on_completed, &sv,
+	                     MHD_OPTION_END);
+	if (!d) {
+		close(lfd);
+		eng_cli_fail("cannot start the HTTP/1.1 server");
+		goto stop;
+	}
+	int e = srv_front_start(&sv, lfd, o.client_timeout, to_mhd, d, &front);
+	if (e) {
+		eng_cli_fail("cannot start accepting connections: %s",
+		             e > 0 ? strerror(e) : "out of memory");
+		goto stop;
+	}
+	fprintf(stderr, "strata: listening on http://%s:%u\n", o.bind, port);
 	fflush(stderr);
 	int sig = 0;
 	sigwait(&sigs, &sig);
 	fprintf(stderr, "strata: %s: finishing the requests in flight\n",
 	        sig == SIGTERM ? "SIGTERM" : "SIGINT");
-	drain(&sv, o.drain);
+	drain(&sv, front, o.drain);
 	rc = 0;
 stop:
-	pthread_mutex_lock(&sv.lock);
-	sv.stopping = 1;
-	pthread_cond_broadcast(&sv.cond);
-	pthread_mutex_unlock(&sv.lock);
+	srv_stop_workers(&sv);
 	for (int i = 0; i < nworkers; i++)
 		pthread_join(workers[i], NULL);
-	if (sv.d)
-		MHD_stop_daemon(sv.d);
+	if (front)
+		srv_front_free(front);
+	if (d)
+		MHD_stop_daemon(d);
 	if (workers)
 		base_free(workers, (size_t)o.threads * sizeof *workers);
-	strata_close(sv.s.db);
+	strata_close(sv.db);
 	if (!rc)
 		fprintf(stderr, "strata: stopped\n");
 	return rc ? 1 : 0;

@@ -21,7 +21,13 @@
 # SIGTERM answers the request still being read, then exits 0; a feed
 # through the server killed with -9 keeps every document it answered 200
 # for; and tests/serve_client.py, Python's http.client on one keep-alive
-# connection (chunked bodies included).  No check depends on timing but the
+# connection (chunked bodies included).  The same port speaks HTTP/2 with
+# prior knowledge (curl --http2-prior-knowledge): searches and document
+# operations answer as over HTTP/1.1, ten streams at once on one connection
+# (nghttp) each get the answer HTTP/1.1 gives, bodies over --max-body get
+# 413, a silent stream is disconnected, a stream in flight at SIGTERM gets
+# GOAWAY, is answered and its write kept, and an Upgrade: h2c request is answered over
+# HTTP/1.1.  No check depends on timing but the
 # timeout one, whose limit is a microsecond.  The last line is "N passed,
 # M failed".
 set -u
@@ -269,6 +275,83 @@ check "metrics latency" "$(jout "$m.\"query_latency.p99\" > 0 and $m.\"query_lat
 req "state metrics" 200 "$B/state/v1/metrics"
 check "state metrics queries" "$(jout '.metrics.values[] | select(.name == "queries.count") | .values.value')" \
 	"$(curl -s "$B/metrics/v2/values" | jq "$m.\"queries.count\"")"
+# ---- HTTP/2 with prior knowledge, on the same port ----
+# req2 NAME WANT_STATUS CURL_ARGS...: as req, over HTTP/2 (and a failure
+# unless the answer came over HTTP/2).
+req2() {
+	name=$1
+	want=$2
+	shift 2
+	code=$(curl -s --http2-prior-knowledge -o "$OUT" -w '%{http_code} %{http_version}' "$@" 2>"$ERR")
+	check "$name: status over HTTP/2 ($(head -c 200 "$OUT"))" "$code" "$want 2"
+}
+# same NAME CURL_ARGS...: the answer over HTTP/2 is the one over HTTP/1.1.
+same() {
+	name=$1
+	shift
+	curl -s --http1.1 -o "$T/h1" "$@"
+	req2 "$name" 200 "$@"
+	check "$name: the same as over HTTP/1.1" "$(jq -cS . "$OUT")" "$(jq -cS . "$T/h1")"
+}
+same "h2 search GET" "$B/search/?yql=$yql&ranking.profile=cheap&hits=3"
+check "h2 search hits" "$(jout '.root.children | length')" "3"
+same "h2 search POST" -X POST -H 'Content-Type: application/json' \
+	-d '{"yql": "select title from product where price < 2", "ranking.profile": "cheap"}' "$B/search/"
+check "h2 POST hits" "$(jout '[.root.children[].id] | join(",")')" "id:shop:product::2"
+same "h2 get" "$B/document/v1/shop/product/docid/3"
+req2 "h2 put" 200 -X POST -d '{"fields": {"title": "over h2", "price": 4.5}}' \
+	"$B/document/v1/shop/product/docid/60"
+check "h2 put answer" "$(jout '.id')" "id:shop:product::60"
+req "h2 put read over HTTP/1.1" 200 "$B/document/v1/shop/product/docid/60"
+check "h2 put stored" "$(jout '.fields.title + " " + (.fields.price | tostring)')" "over h2 4.5"
+req2 "h2 update" 200 -X PUT -d '{"fields": {"price": {"assign": 6}}}' \
+	"$B/document/v1/shop/product/docid/60"
+req2 "h2 get updated" 200 "$B/document/v1/shop/product/docid/60"
+check "h2 updated price" "$(jout '.fields.price')" "6"
+req2 "h2 delete" 200 -X DELETE "$B/document/v1/shop/product/docid/60"
+req2 "h2 deleted" 404 "$B/document/v1/shop/product/docid/60"
+req2 "h2 malformed JSON" 400 -X POST -d '{"yql": ' "$B/search/"
+check "h2 malformed error" "$(jout '.root.errors[0].code')" "3"
+req2 "h2 unknown field" 400 -X POST -d '{"fields": {"nope": 3}}' "$B/document/v1/shop/product/docid/6"
+req2 "h2 unknown resource" 404 "$B/nope"
+req2 "h2 health" 200 "$B/state/v1/health"
+check "h2 health up" "$(jout '.status.code')" "up"
+# HEAD: the status and length GET gets, no body (a body would break the
+# stream).
+code=$(curl -s --http2-prior-knowledge -I -o "$OUT" -w '%{http_code} %{http_version}' \
+	"$B/state/v1/health" 2>"$ERR")
+check "h2 HEAD" "$code $(tr -d '\r' <"$OUT" | sed -n 's/^content-length: //p')" "200 2 24"
+# An upgrade request (curl --http2 on http://) is not taken up: it is
+# answered over HTTP/1.1.
+code=$(curl -s --http2 -o "$OUT" -w '%{http_code} %{http_version}' "$B/state/v1/health" 2>"$ERR")
+check "Upgrade: h2c answered over HTTP/1.1" "$code" "200 1.1"
+req2 "h2 decoded parameters" 200 "$B/search/?yql=select+title+from+product+where+price+%3C+2&ranking.profile=cheap"
+check "h2 decoded parameters hits" "$(jout '[.root.children[].id] | join(",")')" "id:shop:product::2"
+# Several streams at once on one connection.  nghttp (nghttp2-client) opens
+# one connection and sends every request on it without waiting (Debian's
+# curl 7.88 fails the second transfer it multiplexes on a connection).
+if command -v nghttp >/dev/null 2>&1; then
+	set --
+	j=1
+	while [ $j -le 8 ]; do
+		set -- "$@" "$B/search/?yql=$yql&ranking.profile=cheap&hits=$j"
+		j=$((j + 1))
+	done
+	nghttp -s -n "$@" "$B/document/v1/shop/product/docid/4" "$B/document/v1/shop/product/docid/99" \
+		>"$OUT" 2>"$ERR"
+	check "h2 concurrent streams" "$?" "0"
+	# id, code, size per request; the sizes are the sizes over HTTP/1.1
+	awk '$1 ~ /^[0-9]+$/ && NF >= 7 { print $5, $6, $7 }' "$OUT" | sort -k3 >"$T/streams"
+	: >"$T/want"
+	for u in "$@" "$B/document/v1/shop/product/docid/4" "$B/document/v1/shop/product/docid/99"; do
+		c=$(curl -s --http1.1 -o "$T/h1" -w '%{http_code}' "$u")
+		echo "$c $(wc -c <"$T/h1" | tr -d ' ') ${u#"$B"}" >>"$T/want"
+	done
+	check "h2 concurrent answers" "$(sort -k3 "$T/streams")" "$(sort -k3 "$T/want")"
+	check "h2 ten streams" "$(wc -l <"$T/streams" | tr -d ' ')" "10"
+else
+	bad "nghttp is needed for several HTTP/2 streams at once (make deps-test installs nghttp2-client)"
+fi
 # The same server through Python's HTTP client, on one keep-alive connection.
 if command -v python3 >/dev/null 2>&1; then
 	python3 "$here/serve_client.py" "$B" >"$OUT" 2>&1 && ok || bad "python client: $(cat "$OUT")"
@@ -276,16 +359,29 @@ if command -v python3 >/dev/null 2>&1; then
 else
 	bad "python3 is needed for tests/serve_client.py (make deps-test installs it)"
 fi
+
 stop
 check "SIGTERM exit" "$rc" "0"
 
 # ---- limits: huge bodies, slow clients ----
+# wait_open N: until the server counts N requests open (this one included).
+wait_open() {
+	while [ "$(curl -s "$B/metrics/v2/values" | jq "$m.\"requests.open\"")" != "$1" ]; do
+		sleep 0.02
+	done
+}
 start --max-body 100000 --client-timeout 1 || { echo "$passed passed, $failed failed"; exit 1; }
 head -c 200000 /dev/zero | tr '\0' 'a' >"$T/big"
 req "huge body" 413 -X POST --data-binary "@$T/big" "$B/document/v1/shop/product/docid/8"
 check "huge body message" "$(jout '.message' | grep -c 'over the limit of 100000')" "1"
 req "huge chunked body" 413 -X POST -H 'Transfer-Encoding: chunked' --data-binary "@$T/big" "$B/search/"
 check "huge chunked error" "$(jout '.root.errors[0].code')" "2"
+req2 "h2 huge body" 413 -X POST --data-binary "@$T/big" "$B/document/v1/shop/product/docid/8"
+check "h2 huge body message" "$(jout '.message')" "the request body of 200000 bytes is over the limit of 100000"
+req2 "h2 huge body without a length" 413 -X POST -H 'Content-Length:' --data-binary "@$T/big" "$B/search/"
+check "h2 huge body without a length message" "$(jout '.root.errors[0].message')" \
+	"the request body is over the limit of 100000 bytes"
+req2 "h2 served after a huge body" 200 "$B/state/v1/health"
 # A client that sends part of its body and then nothing.
 mkfifo "$T/fifo"
 curl -s -o "$T/slow" -w '%{http_code}' -X POST -H 'Expect:' -H 'Content-Length: 100' -T "$T/fifo" \
@@ -297,35 +393,52 @@ req "served beside a silent client" 200 "$B/state/v1/health"
 # It is disconnected once silent for --client-timeout: then only the
 # metrics request itself is open.
 m='.nodes[0].services[0].metrics[0].values'
-while [ "$(curl -s "$B/metrics/v2/values" | jq "$m.\"requests.open\"")" != 1 ]; do
-	sleep 0.02
-done
+wait_open 1
 exec 3>&-
 wait "$slow"
 check "silent client disconnected" "$(cat "$T/slowcode")" "000"
 req "silent client stored nothing" 404 "$B/document/v1/shop/product/docid/9"
+# The same over HTTP/2: a stream whose body stops coming.
+curl -s --http2-prior-knowledge -o "$T/slow" -w '%{http_code}' -X POST -H 'Content-Length: 100' \
+	-T "$T/fifo" "$B/document/v1/shop/product/docid/9" >"$T/slowcode" 2>/dev/null &
+slow=$!
+exec 3>"$T/fifo"
+printf '{"fields": ' >&3
+wait_open 2
+wait_open 1
+exec 3>&-
+wait "$slow"
+check "silent HTTP/2 client disconnected" "$(cat "$T/slowcode")" "000"
+req2 "silent HTTP/2 client stored nothing" 404 "$B/document/v1/shop/product/docid/9"
 # SIGTERM while a request is being read: it is answered, then the server exits.
 curl -s -o "$T/late" -w '%{http_code}' -X PUT -T "$T/fifo" \
 	"$B/document/v1/shop/product/docid/3" >"$T/latecode" 2>/dev/null &
 late=$!
 exec 3>"$T/fifo"
 printf '{"fields": {"price": ' >&3
-# Once the server has it open (the metrics request is the other one).
-while [ "$(curl -s "$B/metrics/v2/values" | jq "$m.\"requests.open\"")" != 2 ]; do
-	sleep 0.02
-done
+# And one over HTTP/2 (tests/serve_h2drain.py): it gets GOAWAY naming its
+# stream as the last, then sends the rest of its body and is answered.
+python3 "$here/serve_h2drain.py" "$B" /document/v1/shop/product/docid/4 \
+	'{"fields": {"price": {"assign": 8}}}' 22 >"$T/h2drain" 2>&1 &
+late2=$!
+# Once the server has both open (the metrics request is the third).
+wait_open 3
 kill -TERM "$feeder"
 while ! grep -q 'finishing the requests' "$T/log"; do sleep 0.02; done
 printf '{"assign": 7}}}' >&3
 exec 3>&-
 wait "$late"
 check "request in flight at SIGTERM answered" "$(cat "$T/latecode")" "200"
+wait "$late2" && ok || bad "HTTP/2 stream in flight at SIGTERM: $(cat "$T/h2drain")"
+tail -n 1 "$T/h2drain"
 wait "$feeder"
 check "drained exit" "$?" "0"
 feeder=
 check "drain log" "$(grep -c '^strata: stopped' "$T/log")" "1"
 run "$STRATA" get "$APP" id:shop:product::3
 check "write in flight at SIGTERM kept" "$(jout '.fields.price')" "7"
+run "$STRATA" get "$APP" id:shop:product::4
+check "HTTP/2 write in flight at SIGTERM kept" "$(jout '.fields.price')" "8"
 
 # ---- kill -9 during a feed ----
 start --threads 2 || { echo "$passed passed, $failed failed"; exit 1; }
@@ -392,6 +505,19 @@ echo "burst of 40 searches: $n503 answered 503"
 check "burst answers" "$odd" "0"
 req "metrics after burst" 200 "$B/metrics/v2/values"
 check "rejections counted" "$(jout "$m.\"requests.rejected\"")" "$n503"
+# The same burst as 40 streams on one HTTP/2 connection (h2load, from
+# nghttp2-client): each a result or a 503, every 503 counted.
+if command -v h2load >/dev/null 2>&1; then
+	h2load -n 40 -c 1 -m 40 "$B/search/?yql=$yql&ranking.profile=cheap" >"$OUT" 2>&1
+	codes=$(sed -n 's/^status codes: \([0-9]*\) 2xx, \([0-9]*\) 3xx, \([0-9]*\) 4xx, \([0-9]*\) 5xx.*/\1 \2 \3 \4/p' "$OUT")
+	echo "burst of 40 HTTP/2 streams: $(echo "$codes" | cut -d' ' -f4) answered 5xx"
+	check "h2 burst answers" "$(echo "$codes" | awk '{ print $1 + $4, $2 + $3 }')" "40 0"
+	n5=$(echo "$codes" | cut -d' ' -f4)
+	req "metrics after the HTTP/2 burst" 200 "$B/metrics/v2/values"
+	check "h2 rejections counted" "$(jout "$m.\"requests.rejected\"")" "$((n503 + ${n5:-0}))"
+else
+	bad "h2load is needed for a burst of HTTP/2 streams (make deps-test installs nghttp2-client)"
+fi
 stop
 check "restarted server stops cleanly" "$rc" "0"
 

@@ -13,18 +13,11 @@ import json
 import sys
 import urllib.parse
 
+from pycheck import check, finish, set_suite
+
 url = urllib.parse.urlparse(sys.argv[1])
 conn = http.client.HTTPConnection(url.hostname, url.port, timeout=30)
-passed = failed = 0
-
-
-def check(name, got, want):
-    global passed, failed
-    if got == want:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL: client: %s: got %r, want %r" % (name, got, want))
+set_suite("client")
 
 
 def call(method, path, body=None, chunked=False):
@@ -72,5 +65,4 @@ check("remove", st, 200)
 st, j = call("GET", doc + "c0")
 check("removed", st, 404)
 conn.close()
-print("client: %d passed, %d failed" % (passed, failed))
-sys.exit(1 if failed else 0)
+finish()
