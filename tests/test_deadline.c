@@ -47,6 +47,7 @@ static int setup(void **state)
 	                      "    field n type int { indexing: attribute | summary }\n"
 	                      "  }\n"
 	                      "  rank-profile p {\n"
+	                      "    min-hits-per-thread: 1\n"
 	                      "    first-phase { expression: attribute(n) }\n"
 	                      "    second-phase {\n"
 	                      "      expression: 0 - attribute(n)\n"
@@ -242,6 +243,40 @@ static void test_second_phase_stops(void **state)
 	            ", \"timeout\": 100, \"ranking.softtimeout.factor\": 1}");
 }
 
+/* The first phase split over two search threads (min-hits-per-thread 1):
+ * matching reads 1 and 2 and ends; the searching thread reads 3 after its
+ * first block, past 2.5, and withdraws the blocks not yet taken.  How many
+ * the other thread took by then is the machine's doing (often all of
+ * them: then the second phase stops instead), but what was ranked is a
+ * prefix of the matches (n below the documents covered), whole blocks of
+ * them, or all. */
+static void test_split_stops(void **state)
+{
+	struct dbtest *fx = *state;
+	strata_close(fx->db);
+	struct strata_options o = { .search_threads = 2 };
+	struct strata_error err = { 0 };
+	if (strata_open(fx->dir, &o, &fx->db, &err) != 0)
+		fail_msg("open: %s", err.msg);
+	struct strata_stats s0, s1;
+	strata_stats(fx->db, &s0);
+	for (int round = 0; round < 20; round++) {
+		json_t *r;
+		assert_int_equal(query(fx->db, &r, &err, "{" WHERE("true") ", \"timeout\": 2.5,"
+		                       " \"ranking.softtimeout.factor\": 1, \"hits\": 100}"), 0);
+		long long docs = member(coverage(r), "documents");
+		assert_true(docs == BLOCK || docs == 2 * BLOCK || docs == NDOCS);
+		assert_int_equal(member(r, "root.fields.totalCount"), docs);
+		for (size_t i = 0; i < 100; i++)
+			assert_true(hit_n(r, i) < docs);
+		json_decref(r);
+	}
+	strata_stats(fx->db, &s1);
+	assert_int_equal(s1.split_first_phases - s0.split_first_phases, 20);
+	strata_close(fx->db);
+	dbtest_open_dir(fx->dir, &fx->db);
+}
+
 /* A timeout of 0 has passed when the query starts: the first block of
  * each step is done, no more. */
 static void test_zero(void **state)
@@ -329,6 +364,7 @@ int main(void)
 		cmocka_unit_test(test_match_stops),
 		cmocka_unit_test(test_first_phase_stops),
 		cmocka_unit_test(test_second_phase_stops),
+		cmocka_unit_test(test_split_stops),
 		cmocka_unit_test(test_zero),
 		cmocka_unit_test(test_hard),
 		cmocka_unit_test(test_nomem),
