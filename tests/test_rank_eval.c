@@ -1061,7 +1061,7 @@ static void test_schema_models(void **state)
 	struct strata_error err = { 0 };
 	assert_int_equal(rank_app_load(dir, &app, &err), 0);
 	struct fake fake = { rank_app_schema_find(app, "doc") };
-	struct rank_docs docs = { &fake, fake_attr, NULL, NULL };
+	struct rank_docs docs = { .ud = &fake, .attr = fake_attr };
 	struct rank_query *q;
 	assert_int_equal(rank_query_new(rank_profile_find(fake.s, "p"), &q, &err), 0);
 	uint32_t lids[NDOCS] = { 0, 1, 2, 3, 4 };

@@ -494,7 +494,7 @@ static void test_alloc_failures(void **state)
 	const struct rank_schema *s = rank_app_schema_find(app, "doc");
 	struct strata_error err = { 0 };
 	assert_int_equal(rank_app_set_query_pool(app, 0, &err), 0);
-	struct rank_docs docs = { (void *)s, fake_attr, NULL, fake_term };
+	struct rank_docs docs = { .ud = (void *)s, .attr = fake_attr, .term = fake_term };
 	long failures = 0;
 	for (long k = 1; k < 100000; k++) {
 		struct rank_query *q = NULL;

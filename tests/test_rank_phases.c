@@ -423,7 +423,7 @@ static void test_constants(void **state)
 	assert_int_equal(rank_app_load_with(dir, &loader, &app, &err), 0);
 	assert_int_equal(calls, 1); /* read once, inherited by child */
 	const struct rank_schema *s = rank_app_schema_find(app, "doc");
-	struct rank_docs docs = { (void *)s, fake_attr, NULL, NULL };
+	struct rank_docs docs = { .ud = (void *)s, .attr = fake_attr };
 	uint32_t lids[NDOCS] = { 0, 1, 2, 3, 4 };
 	double f[NDOCS];
 	const char *names[2] = { "p", "child" };
