@@ -520,7 +520,8 @@ int store_text_flush(struct store_txn *w, struct strata_error *err)
 		if (t->head || t->delta)
 			o[no++] = (struct order){d->keys + t->koff, t->klen, t->dbi, (uint32_t)i};
 	}
-	qsort(o, no, sizeof *o, cmp_order);
+	if (no)
+		qsort(o, no, sizeof *o, cmp_order);
 	int rc = 0;
 	for (size_t i = 0; i < no && !rc; i++) {
 		const struct pterm *t = &d->term[o[i].id];
