@@ -1,7 +1,10 @@
 /*
  * hnsw_int.h: what the graph files share: hnsw.c (records, searching,
- * checking) and hnsw_write.c (inserting, removing, rebuilding).  The layout
- * of the records is described in hnsw.c.
+ * checking), hnsw_write.c (inserting, removing, rebuilding), hnsw_cache.c
+ * (a write transaction's records, read once and written at commit) and
+ * hnsw_snap.c (the record and column block pointers of a snapshot, shared
+ * by the searches of every read transaction on it).  The layout of the
+ * records is described in hnsw.c.
  */
 #ifndef HNSW_INT_H
 #define HNSW_INT_H
@@ -27,8 +30,8 @@ struct hnsw_cand {
 /* Buffers reused across operations: one per write transaction (kept in
  * struct store_txn), one per search. */
 struct hnsw_scratch {
-	uint32_t *vkeys;              /* visited set: lid + 1, open addressing */
-	size_t vcap, vused;
+	uint64_t *vbits;              /* visited set: a bitmap of local ids */
+	size_t vwords, vhi;           /* words allocated; words [0, vhi) may be set */
 	struct hnsw_cand *cand;       /* candidates, a min-heap */
 	size_t ccap;
 	struct hnsw_cand *res;        /* results, a max-heap of at most ef */
@@ -61,6 +64,7 @@ struct hnsw_scratch {
 	uint32_t gen, epoch;
 	const struct doctype *owner;  /* the graph the blocks belong to */
 	int owner_sf;
+	struct hnsw_cache *cache;     /* write scratches: records kept (hnsw_cache.c) */
 };
 #define HNSW_BLOCK_CACHE 4096
 
@@ -80,6 +84,7 @@ struct hnsw_graph {
 	 * -a.b, which orders documents the same way. */
 	int mips;
 	double max_norm2;
+	struct hnsw_snap *snap;       /* read txns: the snapshot's pointers (hnsw_snap.c) */
 	const uint64_t *filter;       /* search only: a bitmap of local ids, or NULL */
 	size_t nbits;
 	struct strata_error *err;
@@ -99,16 +104,25 @@ uint32_t hnsw_rd(const void *p, size_t i);               /* word i of a record *
 size_t hnsw_list_off(const struct hnsw_graph *g, uint32_t level); /* word of level's count */
 size_t hnsw_rec_words(const struct hnsw_graph *g, uint32_t level);
 void hnsw_node_key(const struct hnsw_graph *g, uint32_t lid, uint8_t key[6]);
-/* lid's record (*rec NULL when lid is no node), valid until the next write. */
+void hnsw_key_of(int sf, uint32_t lid, uint8_t key[6]); /* the same for field sf */
+/* lid's record (*rec NULL when lid is no node), valid until the next write;
+ * through the scratch's cache when it has one. */
 int hnsw_node_get(struct hnsw_graph *g, uint32_t lid, const void **rec, uint32_t *level);
 /* The head; count 0 when the graph is empty. */
 int hnsw_head_get(struct hnsw_graph *g, struct hnsw_head *h);
+/* The same two read from the store itself. */
+int hnsw_node_read(struct hnsw_graph *g, uint32_t lid, const void **rec, uint32_t *level);
+int hnsw_head_read(struct hnsw_graph *g, struct hnsw_head *h);
 /* lid's vector (NULL: none), valid until the next write (which must call
  * hnsw_forget). */
 const void *hnsw_vec(struct hnsw_graph *g, uint32_t lid);
 /* Before a write to the graph: pointers into pages written in this
  * transaction go. */
 void hnsw_forget(struct hnsw_graph *g);
+/* The same for a scratch: the column blocks outside the map go. */
+void hnsw_scratch_forget(struct hnsw_scratch *s);
+/* Every column block the scratch keeps goes. */
+void hnsw_forget_all(struct hnsw_scratch *s);
 /* lid's column value was written: its block goes too. */
 void hnsw_forget_block(struct hnsw_graph *g, uint32_t lid);
 /* The distance between two vectors (documents, or a document and a query). */
@@ -123,5 +137,29 @@ int hnsw_greedy(struct hnsw_graph *g, const void *q, struct hnsw_cand *ep, uint3
 int hnsw_search_layer(struct hnsw_graph *g, const void *q, struct hnsw_cand ep, uint32_t ef,
                       uint32_t level);
 void hnsw_sort_results(struct hnsw_scratch *s);
+
+/* hnsw_cache.c: a write scratch's records and head, read once and written
+ * at hnsw_cache_flush.  hnsw_cache_start makes the cache or, when it holds
+ * another graph or transaction, flushes it first. */
+int hnsw_cache_start(struct hnsw_graph *g);
+int hnsw_cache_node(struct hnsw_graph *g, uint32_t lid, const void **rec, uint32_t *level);
+int hnsw_cache_head(struct hnsw_graph *g, struct hnsw_head *h);
+/* lid's record becomes rec (words long), or goes; the head becomes h. */
+int hnsw_cache_put(struct hnsw_graph *g, uint32_t lid, const uint32_t *rec, size_t words);
+int hnsw_cache_del(struct hnsw_graph *g, uint32_t lid);
+void hnsw_cache_set_head(struct hnsw_graph *g, const struct hnsw_head *h);
+/* Write what changed to the store (nothing without a cache); the cache is
+ * empty after. */
+int hnsw_cache_flush(struct hnsw_scratch *s, struct strata_error *err);
+void hnsw_cache_free(struct hnsw_scratch *s);
+
+/* hnsw_snap.c: the table of g's graph for the snapshot of g's read txn, in
+ * use until hnsw_snap_release (NULL: none, everything is looked up); lid's
+ * record and a column block through it. */
+struct hnsw_snap *hnsw_snap_acquire(struct hnsw_graph *g);
+void hnsw_snap_release(struct store_env *env, struct hnsw_snap *t);
+int hnsw_snap_node(struct hnsw_graph *g, uint32_t lid, const void **rec, uint32_t *level);
+uint32_t hnsw_snap_lids(const struct hnsw_snap *t); /* the local ids it covers */
+const uint8_t *hnsw_snap_block(struct hnsw_graph *g, uint32_t block);
 
 #endif

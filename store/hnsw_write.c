@@ -82,24 +82,13 @@ static int select_links(struct hnsw_graph *g, struct hnsw_cand *c, size_t n, uin
 
 static int put_node(struct hnsw_graph *g, uint32_t lid, const uint32_t *rec, size_t words)
 {
-	uint8_t key[6];
-	hnsw_node_key(g, lid, key);
-	MDB_val k = {sizeof key, key}, v = {words * 4, (void *)rec};
-	hnsw_forget(g);
-	int rc = mdb_put(g->txn, g->dt->hnsw, &k, &v, 0);
-	return rc ? store_mdb_err(g->err, rc, "writing the nearest-neighbour graph") : 0;
+	return hnsw_cache_put(g, lid, rec, words);
 }
 
 static int put_head(struct hnsw_graph *g, const struct hnsw_head *h)
 {
-	uint8_t key[2] = {(uint8_t)(g->sf >> 8), (uint8_t)g->sf};
-	MDB_val k = {sizeof key, key}, v = {sizeof *h, (void *)h};
-	hnsw_forget(g);
-	int rc = h->count ? mdb_put(g->txn, g->dt->hnsw, &k, &v, 0)
-	                  : mdb_del(g->txn, g->dt->hnsw, &k, NULL);
-	if (rc == MDB_NOTFOUND)
-		rc = 0;
-	return rc ? store_mdb_err(g->err, rc, "writing the nearest-neighbour graph") : 0;
+	hnsw_cache_set_head(g, h);
+	return 0;
 }
 
 /* Copy lid's record into s->rec (*level; *found 0 when lid is no node). */
@@ -346,9 +335,13 @@ static int new_entry(struct hnsw_graph *g, uint32_t lid, uint32_t lv, const uint
 	}
 	if (*found)
 		return 0;
-	/* lid was linked to nothing alive: take the node of the highest level */
+	/* lid was linked to nothing alive: take the node of the highest level
+	 * (the cursor reads the store: the changes so far go there first) */
 	MDB_cursor *c;
-	int rc = mdb_cursor_open(g->txn, g->dt->hnsw, &c);
+	int rc = hnsw_cache_flush(g->s, g->err);
+	if (rc)
+		return rc;
+	rc = mdb_cursor_open(g->txn, g->dt->hnsw, &c);
 	if (rc)
 		return store_mdb_err(g->err, rc, "reading the nearest-neighbour graph");
 	uint8_t key[6];
@@ -388,12 +381,8 @@ static int remove_node(struct hnsw_graph *g, uint32_t lid)
 	if ((rc = hnsw_head_get(g, &h)) != 0)
 		return rc;
 	g->max_norm2 = h.max_norm2;
-	uint8_t key[6];
-	hnsw_node_key(g, lid, key);
-	MDB_val k = {sizeof key, key};
-	hnsw_forget(g);
-	if ((rc = mdb_del(g->txn, g->dt->hnsw, &k, NULL)) != 0)
-		return store_mdb_err(g->err, rc, "writing the nearest-neighbour graph");
+	if ((rc = hnsw_cache_del(g, lid)) != 0)
+		return rc;
 	for (uint32_t l = 0; l <= lv; l++) {
 		const uint32_t *list = s->old + hnsw_list_off(g, l);
 		for (uint32_t i = 0; i < list[0]; i++)
@@ -421,11 +410,18 @@ static void scratch_free(struct hnsw_scratch *s)
 	base_free(s, sizeof *s);
 }
 
+/* The commit hook: the changes kept in the cache go to the store. */
+static int txn_flush(struct store_txn *w, struct strata_error *err)
+{
+	return hnsw_cache_flush(w->hnsw, err);
+}
+
 static struct hnsw_scratch *scratch_of(struct store_txn *w, struct strata_error *err)
 {
 	if (!w->hnsw && !(w->hnsw = base_calloc(1, sizeof *w->hnsw)))
 		base_nomem(err, "nearest-neighbour graph");
 	w->hnsw_free = scratch_free;
+	w->hnsw_flush = txn_flush;
 	return w->hnsw;
 }
 
@@ -438,8 +434,8 @@ static int sync_node(struct store_txn *w, struct doctype *dt, int sf, uint32_t l
 	g.mips = g.f->hnsw_metric == STORE_METRIC_DOTPRODUCT;
 	hnsw_forget(&g); /* the document's own writes came before */
 	hnsw_forget_block(&g, lid);
-	int rc = remove_node(&g, lid);
-	if (rc)
+	int rc = hnsw_cache_start(&g);
+	if (rc || (rc = remove_node(&g, lid)) != 0)
 		return rc;
 	const void *v = hnsw_vec(&g, lid);
 	if (!v)
@@ -522,6 +518,8 @@ static int build_graph(struct store_env *env, MDB_txn *t, struct doctype *dt, in
 		rc = store_mdb_err(err, mrc, "rebuilding a nearest-neighbour graph");
 	for (size_t i = 0; i < n && !rc; i++)
 		rc = sync_node(&w, dt, sf, lids[i], &s, err);
+	if (!rc)
+		rc = hnsw_cache_flush(&s, err);
 	base_free(lids, cap * sizeof *lids);
 	hnsw_scratch_release(&s);
 	return rc;
