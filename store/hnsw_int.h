@@ -9,6 +9,8 @@
 #ifndef HNSW_INT_H
 #define HNSW_INT_H
 
+#include <string.h>
+
 #include "store_int.h"
 
 #define HNSW_MAX_LEVEL 16
@@ -100,7 +102,13 @@ int hnsw_graph_init(struct hnsw_graph *g, struct store_txn *txn, struct doctype 
 void hnsw_scratch_release(struct hnsw_scratch *s);
 int hnsw_reserve(struct hnsw_graph *g, void **p, size_t *cap, size_t need, size_t elem);
 
-uint32_t hnsw_rd(const void *p, size_t i);               /* word i of a record */
+/* Word i of a record (LMDB aligns values on 2 bytes only). */
+static inline uint32_t hnsw_rd(const void *p, size_t i)
+{
+	uint32_t w;
+	memcpy(&w, (const uint8_t *)p + i * 4, 4);
+	return w;
+}
 size_t hnsw_list_off(const struct hnsw_graph *g, uint32_t level); /* word of level's count */
 size_t hnsw_rec_words(const struct hnsw_graph *g, uint32_t level);
 void hnsw_node_key(const struct hnsw_graph *g, uint32_t lid, uint8_t key[6]);

@@ -9,13 +9,6 @@
 
 #include "hnsw_int.h"
 
-uint32_t hnsw_rd(const void *p, size_t i)
-{
-	uint32_t w;
-	memcpy(&w, (const uint8_t *)p + i * 4, 4);
-	return w;
-}
-
 size_t hnsw_list_off(const struct hnsw_graph *g, uint32_t level)
 {
 	if (level == 0)
