@@ -62,12 +62,29 @@ int hnsw_head_get(struct hnsw_graph *g, struct hnsw_head *h)
 
 /* ---- distances -------------------------------------------------------------------- */
 
-/* A search looks up many vectors of the same column blocks: it keeps
- * them (s->blocks, which must exist). */
+/* Room in s->blocks for block: the entries, all unknown, at twice the
+ * size (nothing changes without memory: blocks share entries). */
+static void blocks_grow(struct hnsw_scratch *s, uint32_t block)
+{
+	size_t n = s->nblk;
+	while (n <= block && n < HNSW_BLOCK_CACHE_MAX)
+		n *= 2;
+	struct hnsw_block *p = n > s->nblk ? base_calloc(n, sizeof *p) : NULL;
+	if (!p)
+		return;
+	base_free(s->blocks, s->nblk * sizeof *s->blocks);
+	s->blocks = p;
+	s->nblk = n;
+}
+
+/* A search or an insert looks up many vectors of the same column blocks:
+ * it keeps them (s->blocks, which must exist). */
 static const uint8_t *cached_block(struct hnsw_graph *g, uint32_t block)
 {
 	struct hnsw_scratch *s = g->s;
-	struct hnsw_block *e = &s->blocks[block & (HNSW_BLOCK_CACHE - 1)];
+	if (block >= s->nblk && s->nblk < HNSW_BLOCK_CACHE_MAX)
+		blocks_grow(s, block);
+	struct hnsw_block *e = &s->blocks[block & (s->nblk - 1)];
 	if (e->block != block || e->epoch != s->epoch || (e->gen != s->gen && !e->mapped)) {
 		e->p = store_col_block(g->stx, g->dt, g->sf, block);
 		e->block = block;
@@ -116,7 +133,7 @@ void hnsw_forget_block(struct hnsw_graph *g, uint32_t lid)
 {
 	uint32_t block = lid >> g->f->block_shift;
 	if (g->s && g->s->blocks)
-		g->s->blocks[block & (HNSW_BLOCK_CACHE - 1)].epoch = 0;
+		g->s->blocks[block & (g->s->nblk - 1)].epoch = 0;
 }
 
 double hnsw_pair(const struct hnsw_graph *g, const void *a, const void *b)
@@ -268,7 +285,7 @@ void hnsw_scratch_release(struct hnsw_scratch *s)
 	base_free(s->old, s->oldcap * sizeof *s->old);
 	base_free(s->lists, s->lcap * sizeof *s->lists);
 	base_free(s->vptr, s->vpcap * sizeof *s->vptr);
-	base_free(s->blocks, HNSW_BLOCK_CACHE * sizeof *s->blocks);
+	base_free(s->blocks, s->nblk * sizeof *s->blocks);
 	hnsw_cache_free(s);
 	memset(s, 0, sizeof *s);
 }
@@ -400,6 +417,7 @@ int hnsw_graph_init(struct hnsw_graph *g, struct store_txn *txn, struct doctype 
 		g->snap = hnsw_snap_acquire(g);
 	if (s && !s->blocks && !g->snap) { /* without it (no memory) vectors are looked up each time */
 		s->blocks = base_calloc(HNSW_BLOCK_CACHE, sizeof *s->blocks);
+		s->nblk = s->blocks ? HNSW_BLOCK_CACHE : 0;
 		s->gen = 1;
 		s->epoch = 1;
 	} else if (s && (s->owner != dt || s->owner_sf != sf)) {

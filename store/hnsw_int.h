@@ -53,7 +53,9 @@ struct hnsw_scratch {
 	const void **vptr;            /* vectors of the chosen neighbours */
 	size_t vpcap;
 	/* Column blocks of one graph's field looked up (direct-mapped by block
-	 * number).  An entry is valid while its epoch is the scratch's epoch,
+	 * number, nblk entries: HNSW_BLOCK_CACHE, doubled up to
+	 * HNSW_BLOCK_CACHE_MAX as higher blocks come, so that a graph's blocks
+	 * do not take each other's places).  An entry is valid while its epoch is the scratch's epoch,
 	 * which hnsw_forget_all bumps, and, for a block outside the memory map
 	 * (a page written in this transaction), while its gen is the scratch's
 	 * gen, which every graph write bumps: a write may move or spill dirty
@@ -63,12 +65,14 @@ struct hnsw_scratch {
 		uint32_t block, gen, epoch;
 		int mapped;
 	} *blocks;
+	size_t nblk;
 	uint32_t gen, epoch;
 	const struct doctype *owner;  /* the graph the blocks belong to */
 	int owner_sf;
 	struct hnsw_cache *cache;     /* write scratches: records kept (hnsw_cache.c) */
 };
 #define HNSW_BLOCK_CACHE 4096
+#define HNSW_BLOCK_CACHE_MAX ((size_t)1 << 20)
 
 /* One graph during one operation. */
 struct hnsw_graph {

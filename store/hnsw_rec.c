@@ -80,7 +80,7 @@ void hnsw_forget_all(struct hnsw_scratch *s)
 {
 	if (++s->epoch == 0) { /* wrapped: no entry may look valid */
 		if (s->blocks)
-			memset(s->blocks, 0, HNSW_BLOCK_CACHE * sizeof *s->blocks);
+			memset(s->blocks, 0, s->nblk * sizeof *s->blocks);
 		s->epoch = 1;
 	}
 }
