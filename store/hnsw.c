@@ -31,9 +31,9 @@
  * held across a write (a write may move or spill the pages of the running
  * transaction): every update reads, computes, then writes.  The exceptions
  * are pointers into the memory map, which a write never moves or
- * overwrites: the column blocks a scratch keeps (the only column writes,
- * doc.c's, are followed by store_hnsw_sync_doc for the document, which
- * forgets its block), the records a write transaction keeps (hnsw_cache.c:
+ * overwrites: the column blocks a scratch keeps (doc.c's column writes
+ * are followed by store_hnsw_sync_doc for the document and hnsw_multi.c's
+ * by hnsw_forget_block, which forget the block), the records a write transaction keeps (hnsw_cache.c:
  * the graph's DB is written only when they are dropped) and a snapshot's
  * table (hnsw_snap.c: read transactions only).
  *
