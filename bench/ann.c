@@ -16,7 +16,10 @@
  * per second; the graph's bytes are store_hnsw_bytes.  With --hnswlib, the
  * Python script runs hnswlib on the same files with the same M, ef
  * construction and ef, one thread, in the same run, and both are printed
- * side by side.
+ * side by side, then the ratios Strata / hnswlib of the build times and of
+ * the queries per second at each setting, per wall second and per CPU
+ * second, with the load average before and after (the machine may be
+ * shared: the CPU ratios are the steadier ones).
  */
 #include <errno.h>
 #include <math.h>
@@ -48,6 +51,21 @@ struct opts {
 	long explore[MAX_EXPLORE];
 	const char *dir, *hnswlib;
 };
+
+/* One side's figures: build seconds (wall, CPU), then per setting recall
+ * and queries per wall and per CPU second. */
+struct side {
+	double build, build_cpu;
+	double recall[MAX_EXPLORE], qps[MAX_EXPLORE], qps_cpu[MAX_EXPLORE];
+	int nset;
+};
+
+static void print_load(const char *when)
+{
+	double l[3];
+	if (getloadavg(l, 3) == 3)
+		printf("ann: load average %s: %.2f, %.2f, %.2f\n", when, l[0], l[1], l[2]);
+}
 
 /* Vector k of set seed: a cluster centre (k % CLUSTERS) plus noise. */
 static void gen(uint64_t seed, long k, long dim, float *out)
@@ -109,7 +127,8 @@ static int open_store(const struct opts *o, struct store_env **env, int *dt, str
 	return rc;
 }
 
-static int strata_side(const struct opts *o, const float *base, const float *q, const uint32_t *gt)
+static int strata_side(const struct opts *o, const float *base, const float *q, const uint32_t *gt,
+                       struct side *out)
 {
 	struct strata_error err = {0};
 	struct store_env *env;
@@ -140,6 +159,8 @@ static int strata_side(const struct opts *o, const float *base, const float *q, 
 		}
 	}
 	double build = base_now() - t0, build_cpu = cpu() - c0;
+	out->build = build;
+	out->build_cpu = build_cpu;
 	store_close(env);
 	t0 = base_now();
 	if ((rc = open_store(o, &env, &dt, &err)) != 0)
@@ -169,6 +190,10 @@ static int strata_side(const struct opts *o, const float *base, const float *q, 
 					hits += h[a].lid == gt[j * K + b];
 		}
 		double secs = base_now() - t1, csecs = cpu() - c1;
+		out->recall[e] = (double)hits / (double)(o->nq * K);
+		out->qps[e] = (double)o->nq / secs;
+		out->qps_cpu[e] = (double)o->nq / csecs;
+		out->nset = e + 1;
 		printf("strata  explore %4ld ef %4ld  recall@10 %.4f  qps %8.0f (per cpu s %8.0f)\n",
 		       o->explore[e], K + o->explore[e], (double)hits / (double)(o->nq * K),
 		       (double)o->nq / secs, (double)o->nq / csecs);
@@ -180,6 +205,45 @@ static int strata_side(const struct opts *o, const float *base, const float *q, 
 fail:
 	fprintf(stderr, "ann: strata: %s\n", err.msg);
 	return -1;
+}
+
+/* Run the hnswlib script, echoing its lines and reading its figures. */
+static int hnswlib_side(const struct opts *o, struct side *out)
+{
+	char cmd[1024], list[256] = "", line[512];
+	for (int e = 0; e < o->nexp; e++)
+		snprintf(list + strlen(list), sizeof list - strlen(list), "%s%ld", e ? "," : "",
+		         o->explore[e]);
+	snprintf(cmd, sizeof cmd, "/usr/bin/python3 '%s' --dir '%s' --n %ld --dim %ld "
+	         "--queries %ld --m %ld --efc %ld --explore %s", o->hnswlib, o->dir, o->n, o->dim,
+	         o->nq, o->m, o->efc, list);
+	FILE *p = popen(cmd, "r");
+	if (!p)
+		return -1;
+	while (fgets(line, sizeof line, p)) {
+		fputs(line, stdout);
+		long ex, ef;
+		double r, qw, qc;
+		if (sscanf(line, "hnswlib build %lf s (cpu %lf s)", &out->build, &out->build_cpu) == 2)
+			continue;
+		if (sscanf(line, "hnswlib explore %ld ef %ld recall@10 %lf qps %lf (per cpu s %lf)",
+		           &ex, &ef, &r, &qw, &qc) == 5 && out->nset < MAX_EXPLORE) {
+			out->recall[out->nset] = r;
+			out->qps[out->nset] = qw;
+			out->qps_cpu[out->nset++] = qc;
+		}
+	}
+	return pclose(p) == 0 ? 0 : -1;
+}
+
+static void print_ratios(const struct opts *o, const struct side *a, const struct side *b)
+{
+	printf("ratio   build strata/hnswlib  wall %.2f  cpu %.2f\n", a->build / b->build,
+	       a->build_cpu / b->build_cpu);
+	for (int e = 0; e < o->nexp && e < a->nset && e < b->nset; e++)
+		printf("ratio   explore %4ld  recall@10 %.4f vs %.4f  qps strata/hnswlib  wall %.2f  "
+		       "cpu %.2f\n", o->explore[e], a->recall[e], b->recall[e], a->qps[e] / b->qps[e],
+		       a->qps_cpu[e] / b->qps_cpu[e]);
 }
 
 static int parse_list(const char *s, struct opts *o)
@@ -253,21 +317,19 @@ int main(int argc, char **argv)
 	    write_file(o.dir, "query.f32", q, (size_t)o.nq * (size_t)o.dim * 4) ||
 	    write_file(o.dir, "truth.u32", gt, (size_t)o.nq * K * 4))
 		return 1;
+	print_load("before");
 	fflush(stdout);
-	int rc = strata_side(&o, base, q, gt);
+	struct side st = {0}, hl = {0};
+	int rc = strata_side(&o, base, q, gt, &st);
 	fflush(stdout);
 	if (!rc && o.hnswlib) {
-		char cmd[1024], list[256] = "";
-		for (int e = 0; e < o.nexp; e++)
-			snprintf(list + strlen(list), sizeof list - strlen(list), "%s%ld", e ? "," : "",
-			         o.explore[e]);
-		snprintf(cmd, sizeof cmd, "/usr/bin/python3 '%s' --dir '%s' --n %ld --dim %ld "
-		         "--queries %ld --m %ld --efc %ld --explore %s", o.hnswlib, o.dir, o.n, o.dim,
-		         o.nq, o.m, o.efc, list);
-		rc = system(cmd) == 0 ? 0 : -1;
+		rc = hnswlib_side(&o, &hl);
 		if (rc)
 			fprintf(stderr, "ann: hnswlib side failed (make deps-bench installs it)\n");
+		else
+			print_ratios(&o, &st, &hl);
 	}
+	print_load("after");
 	free(base);
 	free(q);
 	free(gt);

@@ -175,6 +175,7 @@ int store_open_opts(const char *dir, const struct store_options *opts,
 	struct store_env *env = base_calloc(1, sizeof *env);
 	if (!env)
 		return base_nomem(err, "store handle");
+	pthread_mutex_init(&env->snap_lock, NULL);
 	MDB_txn *t = NULL;
 	if (opts && opts->map_size) {
 		rc = open_env(env, dir, opts->map_size);
@@ -212,6 +213,7 @@ fail:
 	base_err_prefix(err, rc, "store '%s'", dir);
 	if (env->env)
 		mdb_env_close(env->env);
+	pthread_mutex_destroy(&env->snap_lock);
 	base_free(env, sizeof *env);
 	return rc;
 }
@@ -227,6 +229,9 @@ void store_close(struct store_env *env)
 		return;
 	for (int i = 0; i < env->ntypes; i++)
 		store_doctype_free(env->types[i]);
+	if (env->snaps_free)
+		env->snaps_free(env); /* the graphs' tables (hnsw_snap.c) */
+	pthread_mutex_destroy(&env->snap_lock);
 	mdb_env_close(env->env);
 	base_free(env, sizeof *env);
 }
@@ -323,6 +328,8 @@ int store_txn_commit(struct store_txn *txn, struct strata_error *err)
 	} else if (!txn->write) {
 		mdb_txn_abort(txn->txn);
 	} else if (txn->df_flush && (rc = txn->df_flush(txn, err)) != 0) {
+		mdb_txn_abort(txn->txn);
+	} else if (txn->hnsw_flush && (rc = txn->hnsw_flush(txn, err)) != 0) {
 		mdb_txn_abort(txn->txn);
 	} else if ((rc = mdb_txn_commit(txn->txn)) != 0) {
 		rc = store_mdb_err(err, rc, "committing");

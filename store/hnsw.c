@@ -29,11 +29,17 @@
  * so a removed node leaves no link behind, and every node a link reaches
  * has a value (store_hnsw_check verifies both).  No pointer into LMDB is
  * held across a write (a write may move or spill the pages of the running
- * transaction): every update reads, computes, then writes.  The one
- * exception is the column blocks a scratch keeps that lie in the memory map:
- * a write never moves or overwrites a page the transaction sees, and the
- * only column writes, doc.c's, are followed by store_hnsw_sync_doc for the
- * document, which forgets its block.
+ * transaction): every update reads, computes, then writes.  The exceptions
+ * are pointers into the memory map, which a write never moves or
+ * overwrites: the column blocks a scratch keeps (doc.c's column writes
+ * are followed by store_hnsw_sync_doc for the document and hnsw_multi.c's
+ * by hnsw_forget_block, which forget the block), the records a write transaction keeps (hnsw_cache.c:
+ * the graph's DB is written only when they are dropped) and a snapshot's
+ * table (hnsw_snap.c: read transactions only).
+ *
+ * A search reads the node records and column blocks through its snapshot's
+ * table when it can have one, so that the engine's queries, each in its own
+ * read transaction, do not each look up the same records and blocks again.
  */
 #include <math.h>
 #include <stdarg.h>
@@ -44,90 +50,47 @@
 
 /* ---- records ------------------------------------------------------------------------ */
 
-uint32_t hnsw_rd(const void *p, size_t i)
-{
-	uint32_t w;
-	memcpy(&w, (const uint8_t *)p + i * 4, 4);
-	return w;
-}
-
-size_t hnsw_list_off(const struct hnsw_graph *g, uint32_t level)
-{
-	if (level == 0)
-		return 1;
-	return 1 + (1 + (size_t)g->cap0) + (size_t)(level - 1) * (1 + g->m);
-}
-
-size_t hnsw_rec_words(const struct hnsw_graph *g, uint32_t level)
-{
-	return hnsw_list_off(g, level + 1);
-}
-
-void hnsw_node_key(const struct hnsw_graph *g, uint32_t lid, uint8_t key[6])
-{
-	key[0] = (uint8_t)(g->sf >> 8);
-	key[1] = (uint8_t)g->sf;
-	key[2] = (uint8_t)(lid >> 24);
-	key[3] = (uint8_t)(lid >> 16);
-	key[4] = (uint8_t)(lid >> 8);
-	key[5] = (uint8_t)lid;
-}
-
-int hnsw_db_get(struct hnsw_graph *g, const void *key, size_t klen, MDB_val *v)
-{
-	MDB_val k = {klen, (void *)key};
-	int rc = mdb_get(g->txn, g->dt->hnsw, &k, v);
-	if (rc == MDB_NOTFOUND) {
-		*v = (MDB_val){0, NULL};
-		return 0;
-	}
-	return rc ? store_mdb_err(g->err, rc, "reading the nearest-neighbour graph") : 0;
-}
-
 int hnsw_node_get(struct hnsw_graph *g, uint32_t lid, const void **rec, uint32_t *level)
 {
-	uint8_t key[6];
-	hnsw_node_key(g, lid, key);
-	MDB_val v;
-	int rc = hnsw_db_get(g, key, sizeof key, &v);
-	*rec = NULL;
-	*level = 0;
-	if (rc || !v.mv_data)
-		return rc;
-	uint32_t lv = v.mv_size >= 4 ? hnsw_rd(v.mv_data, 0) : 0;
-	if (v.mv_size < 4 || lv > HNSW_MAX_LEVEL || v.mv_size != hnsw_rec_words(g, lv) * 4)
-		return base_err(g->err, STRATA_CORRUPT,
-		                "document type '%s', field '%s': graph node %u is malformed",
-		                g->dt->name, g->f->name, lid);
-	*rec = v.mv_data;
-	*level = lv;
-	return 0;
+	if (g->snap)
+		return hnsw_snap_node(g, lid, rec, level);
+	if (g->s && g->s->cache)
+		return hnsw_cache_node(g, lid, rec, level);
+	return hnsw_node_read(g, lid, rec, level);
 }
 
 int hnsw_head_get(struct hnsw_graph *g, struct hnsw_head *h)
 {
-	uint8_t key[2] = {(uint8_t)(g->sf >> 8), (uint8_t)g->sf};
-	MDB_val v;
-	int rc = hnsw_db_get(g, key, sizeof key, &v);
-	memset(h, 0, sizeof *h);
-	if (rc || !v.mv_data)
-		return rc;
-	if (v.mv_size != sizeof *h)
-		return base_err(g->err, STRATA_CORRUPT,
-		                "document type '%s', field '%s': the graph's head is malformed",
-		                g->dt->name, g->f->name);
-	memcpy(h, v.mv_data, sizeof *h);
-	return 0;
+	if (g->s && g->s->cache)
+		return hnsw_cache_head(g, h);
+	return hnsw_head_read(g, h);
 }
 
 /* ---- distances -------------------------------------------------------------------- */
 
-/* A search looks up many vectors of the same column blocks: it keeps
- * them (s->blocks, which must exist). */
+/* Room in s->blocks for block: the entries, all unknown, at twice the
+ * size (nothing changes without memory: blocks share entries). */
+static void blocks_grow(struct hnsw_scratch *s, uint32_t block)
+{
+	size_t n = s->nblk;
+	while (n <= block && n < HNSW_BLOCK_CACHE_MAX)
+		n *= 2;
+	struct hnsw_block *p = n > s->nblk ? base_calloc(n, sizeof *p) : NULL;
+	if (!p)
+		return;
+	base_free(s->blocks, s->nblk * sizeof *s->blocks);
+	s->blocks = p;
+	s->nblk = n;
+}
+
+/* A search or an insert looks up many vectors of the same column blocks:
+ * it keeps them (s->blocks, which must exist). */
 static const uint8_t *cached_block(struct hnsw_graph *g, uint32_t block)
 {
 	struct hnsw_scratch *s = g->s;
-	struct hnsw_block *e = &s->blocks[block & (HNSW_BLOCK_CACHE - 1)];
+	if (block >= s->nblk && s->nblk < HNSW_BLOCK_CACHE_MAX)
+		blocks_grow(s, block);
+	struct hnsw_block *e = &s->blocks[block & (s->nblk - 1)];
 	if (e->block != block || e->epoch != s->epoch || (e->gen != s->gen && !e->mapped)) {
 		e->p = store_col_block(g->stx, g->dt, g->sf, block);
 		e->block = block;
@@ -138,15 +101,20 @@ static const uint8_t *cached_block(struct hnsw_graph *g, uint32_t block)
 	return e->p;
 }
 
+/* A column block: through the snapshot's table, the scratch's cache, or
+ * looked up. */
+static const uint8_t *block_of(struct hnsw_graph *g, uint32_t block)
+{
+	if (g->snap)
+		return hnsw_snap_block(g, block);
+	if (g->s && g->s->blocks)
+		return cached_block(g, block);
+	return store_col_block(g->stx, g->dt, g->sf, block);
+}
+
 const void *hnsw_vec(struct hnsw_graph *g, uint32_t lid)
 {
-	struct hnsw_scratch *s = g->s;
-	uint32_t block = lid >> g->f->block_shift;
-	if (!s || !s->blocks) {
-		const uint8_t *b = store_col_block(g->stx, g->dt, g->sf, block);
-		return b ? store_col_cell(g->f, b, lid) : NULL;
-	}
-	const uint8_t *b = cached_block(g, block);
+	const uint8_t *b = block_of(g, lid >> g->f->block_shift);
 	return b ? store_col_cell(g->f, b, lid) : NULL;
 }
 
@@ -154,35 +122,24 @@ const void *hnsw_vec(struct hnsw_graph *g, uint32_t lid)
  * value, so the presence bit (another cache line) is not read. */
 static const void *linked_vec(struct hnsw_graph *g, uint32_t lid)
 {
-	const uint8_t *b = cached_block(g, lid >> g->f->block_shift);
+	const uint8_t *b = block_of(g, lid >> g->f->block_shift);
 	if (!b)
 		return NULL;
 	uint32_t slot = lid & ((1u << g->f->block_shift) - 1);
 	return b + g->f->bitmap_bytes + (size_t)slot * g->f->cell_bytes;
 }
 
-static void forget_all(struct hnsw_scratch *s)
-{
-	if (++s->epoch == 0) { /* wrapped: no entry may look valid */
-		if (s->blocks)
-			memset(s->blocks, 0, HNSW_BLOCK_CACHE * sizeof *s->blocks);
-		s->epoch = 1;
-	}
-}
-
 void hnsw_forget(struct hnsw_graph *g)
 {
-	if (g->s && ++g->s->gen == 0) {
-		g->s->gen = 1;
-		forget_all(g->s);
-	}
+	if (g->s)
+		hnsw_scratch_forget(g->s);
 }
 
 void hnsw_forget_block(struct hnsw_graph *g, uint32_t lid)
 {
 	uint32_t block = lid >> g->f->block_shift;
 	if (g->s && g->s->blocks)
-		g->s->blocks[block & (HNSW_BLOCK_CACHE - 1)].epoch = 0;
+		g->s->blocks[block & (g->s->nblk - 1)].epoch = 0;
 }
 
 double hnsw_pair(const struct hnsw_graph *g, const void *a, const void *b)
@@ -278,57 +235,58 @@ static struct hnsw_cand heap_pop(struct hnsw_cand *h, size_t *n, int max)
 	return top;
 }
 
-static uint32_t mix(uint32_t x)
-{
-	x ^= x >> 16;
-	x *= 0x7feb352dU;
-	x ^= x >> 15;
-	x *= 0x846ca68bU;
-	return x ^ (x >> 16);
-}
-
 void hnsw_visited_clear(struct hnsw_scratch *s)
 {
-	if (s->vused)
-		memset(s->vkeys, 0, s->vcap * sizeof *s->vkeys);
-	s->vused = 0;
+	if (s->vhi)
+		memset(s->vbits, 0, s->vhi * sizeof *s->vbits);
+	s->vhi = 0;
+}
+
+/* The visited set is a bitmap over the node ids (local ids, or a
+ * multi-vector graph's own, then its documents' local ids): one bit test
+ * per link, and clearing costs the words up to the highest one touched.
+ * Grow it to hold word w. */
+static int visited_grow(struct hnsw_graph *g, size_t w)
+{
+	struct hnsw_scratch *s = g->s;
+	size_t ncap = s->vwords ? s->vwords : 64;
+	while (ncap <= w)
+		ncap *= 2;
+	uint64_t *nb = base_realloc(s->vbits, s->vwords * sizeof *nb, ncap * sizeof *nb);
+	if (!nb)
+		return base_nomem(g->err, "nearest-neighbour search");
+	memset(nb + s->vwords, 0, (ncap - s->vwords) * sizeof *nb);
+	s->vbits = nb;
+	s->vwords = ncap;
+	return 0;
+}
+
+int hnsw_visited_reserve(struct hnsw_graph *g, uint32_t n)
+{
+	return n ? visited_grow(g, (n - 1) >> 6) : 0;
 }
 
 int hnsw_visit(struct hnsw_graph *g, uint32_t lid)
 {
 	struct hnsw_scratch *s = g->s;
-	if ((s->vused + 1) * 2 > s->vcap) {
-		size_t ncap = s->vcap ? s->vcap * 2 : 4096;
-		uint32_t *nk = base_calloc(ncap, sizeof *nk);
-		if (!nk)
-			return base_nomem(g->err, "nearest-neighbour search");
-		for (size_t i = 0; i < s->vcap; i++) {
-			if (!s->vkeys[i])
-				continue;
-			size_t j = mix(s->vkeys[i]) & (ncap - 1);
-			while (nk[j])
-				j = (j + 1) & (ncap - 1);
-			nk[j] = s->vkeys[i];
-		}
-		base_free(s->vkeys, s->vcap * sizeof *s->vkeys);
-		s->vkeys = nk;
-		s->vcap = ncap;
+	size_t w = lid >> 6;
+	if (w >= s->vwords) {
+		int rc = visited_grow(g, w);
+		if (rc)
+			return rc;
 	}
-	uint32_t key = lid + 1; /* 0 marks an empty slot; lid UINT32_MAX is never handed out */
-	size_t j = mix(key) & (s->vcap - 1);
-	while (s->vkeys[j]) {
-		if (s->vkeys[j] == key)
-			return 0;
-		j = (j + 1) & (s->vcap - 1);
-	}
-	s->vkeys[j] = key;
-	s->vused++;
+	uint64_t bit = (uint64_t)1 << (lid & 63);
+	if (s->vbits[w] & bit)
+		return 0;
+	s->vbits[w] |= bit;
+	if (w >= s->vhi)
+		s->vhi = w + 1;
 	return 1;
 }
 
 void hnsw_scratch_release(struct hnsw_scratch *s)
 {
-	base_free(s->vkeys, s->vcap * sizeof *s->vkeys);
+	base_free(s->vbits, s->vwords * sizeof *s->vbits);
 	base_free(s->cand, s->ccap * sizeof *s->cand);
 	base_free(s->res, s->rcap * sizeof *s->res);
 	base_free(s->sel, s->selcap * sizeof *s->sel);
@@ -340,7 +298,8 @@ void hnsw_scratch_release(struct hnsw_scratch *s)
 	base_free(s->hood, s->hcap * sizeof *s->hood);
 	base_free(s->found, s->fcap * sizeof *s->found);
 	base_free(s->vptr, s->vpcap * sizeof *s->vptr);
-	base_free(s->blocks, HNSW_BLOCK_CACHE * sizeof *s->blocks);
+	base_free(s->blocks, s->nblk * sizeof *s->blocks);
+	hnsw_cache_free(s);
 	memset(s, 0, sizeof *s);
 }
 
@@ -508,7 +467,7 @@ int hnsw_search_layer(struct hnsw_graph *g, const void *q, struct hnsw_cand ep, 
 			return rc;
 		for (uint32_t i = 0; i < n; i++) {
 			uint32_t nb = ids[i];
-			const void *v = s->blocks ? linked_vec(g, nb) : hnsw_vec(g, nb);
+			const void *v = s->blocks || g->snap ? linked_vec(g, nb) : hnsw_vec(g, nb);
 			if (!v)
 				continue;
 			for (size_t b = 0; b < g->f->cell_bytes && b < 512; b += 64)
@@ -526,10 +485,12 @@ int hnsw_search_layer(struct hnsw_graph *g, const void *q, struct hnsw_cand ep, 
 				return rc;
 			if ((full && d >= s->res[0].d) || !passes(g, ids[i]))
 				continue;
-			if ((rc = heap_push(g, &s->res, &s->rcap, &s->nres, e, 1)) != 0)
+			if (s->nres >= ef) { /* full: e takes the farthest one's place */
+				s->res[0] = e;
+				heap_down(s->res, s->nres, 0, 1);
+			} else if ((rc = heap_push(g, &s->res, &s->rcap, &s->nres, e, 1)) != 0) {
 				return rc;
-			if (s->nres > ef)
-				heap_pop(s->res, &s->nres, 1);
+			}
 		}
 	}
 	return 0;
@@ -565,12 +526,15 @@ int hnsw_graph_init(struct hnsw_graph *g, struct store_txn *txn, struct doctype 
 	g->lid_off = (g->vbytes + 3) & ~3u;
 	g->s = s;
 	g->err = err;
-	if (s && !s->blocks) { /* without it (no memory) vectors are looked up each time */
+	if (s && !txn->write)
+		g->snap = hnsw_snap_acquire(g);
+	if (s && !s->blocks && !g->snap) { /* without it (no memory) vectors are looked up each time */
 		s->blocks = base_calloc(HNSW_BLOCK_CACHE, sizeof *s->blocks);
+		s->nblk = s->blocks ? HNSW_BLOCK_CACHE : 0;
 		s->gen = 1;
 		s->epoch = 1;
 	} else if (s && (s->owner != dt || s->owner_sf != sf)) {
-		forget_all(s);
+		hnsw_forget_all(s);
 	}
 	if (s) {
 		s->owner = dt;

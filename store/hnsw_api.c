@@ -37,7 +37,9 @@ static int graph_field(struct store_txn *txn, int doctype, int field, int write,
 		                dt->stored[sf].name, dt->name);
 	*dtp = dt;
 	*sfp = sf;
-	return 0;
+	/* the graph is read from the store: what this transaction changed in
+	 * it goes there first */
+	return txn->hnsw_flush ? txn->hnsw_flush(txn, err) : 0;
 }
 
 int store_hnsw_search(struct store_txn *txn, int doctype, int field, const double *query,
@@ -80,6 +82,9 @@ int store_hnsw_search_with(struct store_txn *txn, int doctype, int field, const 
 	struct hnsw_head h;
 	if ((rc = hnsw_head_get(&g, &h)) != 0 || !h.count || (rc = query_cells(&g, query)) != 0)
 		goto out;
+	/* the visited set at its size at once, not doubled up to it */
+	if (g.snap && (rc = hnsw_visited_reserve(&g, hnsw_snap_lids(g.snap))) != 0)
+		goto out;
 	struct hnsw_cand ep = {0, h.entry};
 	if (hnsw_dist_to(&g, s.q, h.entry, &ep.d) != 0) {
 		rc = base_err(err, STRATA_CORRUPT,
@@ -110,6 +115,7 @@ int store_hnsw_search_with(struct store_txn *txn, int doctype, int field, const 
 	}
 	*nout = s.nres < k ? s.nres : k;
 out:
+	hnsw_snap_release(txn->env, g.snap);
 	hnsw_scratch_release(&s);
 	return rc;
 }

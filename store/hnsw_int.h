@@ -1,13 +1,19 @@
 /*
- * hnsw_int.h: what the graph files share, in layers: hnsw.c (records,
- * distances, searching a level), hnsw_write.c (inserting and removing a
- * node), hnsw_multi.c (the graphs of multi-vector fields), and above them
- * hnsw_api.c (the store's search and check calls) and hnsw_sync.c
- * (keeping graphs in line with documents and settings).  The layout
- * of the records is described in hnsw.c.
+ * hnsw_int.h: what the graph files share, in layers: hnsw_rec.c (the
+ * records as stored: words, keys, reads), hnsw_cache.c (a write
+ * transaction's records, read once and written at commit) and hnsw_snap.c
+ * (the record and column block pointers of a snapshot, shared by the
+ * searches of every read transaction on it), above them hnsw.c (records
+ * through those, distances, searching a level), hnsw_write.c (inserting
+ * and removing a node), hnsw_multi.c (the graphs of multi-vector fields),
+ * and at the top hnsw_api.c (the store's search and check calls) and
+ * hnsw_sync.c (keeping graphs in line with documents and settings).  The
+ * layout of the records is described in hnsw.c.
  */
 #ifndef HNSW_INT_H
 #define HNSW_INT_H
+
+#include <string.h>
 
 #include "store_int.h"
 
@@ -30,8 +36,8 @@ struct hnsw_cand {
 /* Buffers reused across operations: one per write transaction (kept in
  * struct store_txn), one per search. */
 struct hnsw_scratch {
-	uint32_t *vkeys;              /* visited set: lid + 1, open addressing */
-	size_t vcap, vused;
+	uint64_t *vbits;              /* visited set: a bitmap of local ids */
+	size_t vwords, vhi;           /* words allocated; words [0, vhi) may be set */
 	struct hnsw_cand *cand;       /* candidates, a min-heap */
 	size_t ccap;
 	struct hnsw_cand *res;        /* results, a max-heap of at most ef */
@@ -55,7 +61,9 @@ struct hnsw_scratch {
 	const void **vptr;            /* vectors of the chosen neighbours */
 	size_t vpcap;
 	/* Column blocks of one graph's field looked up (direct-mapped by block
-	 * number).  An entry is valid while its epoch is the scratch's epoch,
+	 * number, nblk entries: HNSW_BLOCK_CACHE, doubled up to
+	 * HNSW_BLOCK_CACHE_MAX as higher blocks come, so that a graph's blocks
+	 * do not take each other's places).  An entry is valid while its epoch is the scratch's epoch,
 	 * which hnsw_forget_all bumps, and, for a block outside the memory map
 	 * (a page written in this transaction), while its gen is the scratch's
 	 * gen, which every graph write bumps: a write may move or spill dirty
@@ -65,11 +73,14 @@ struct hnsw_scratch {
 		uint32_t block, gen, epoch;
 		int mapped;
 	} *blocks;
+	size_t nblk;
 	uint32_t gen, epoch;
 	const struct doctype *owner;  /* the graph the blocks belong to */
 	int owner_sf;
+	struct hnsw_cache *cache;     /* write scratches: records kept (hnsw_cache.c) */
 };
 #define HNSW_BLOCK_CACHE 4096
+#define HNSW_BLOCK_CACHE_MAX ((size_t)1 << 20)
 
 /* One graph during one operation. */
 struct hnsw_graph {
@@ -94,6 +105,7 @@ struct hnsw_graph {
 	 * -a.b, which orders documents the same way. */
 	int mips;
 	double max_norm2;
+	struct hnsw_snap *snap;       /* read txns: the snapshot's pointers (hnsw_snap.c) */
 	const uint64_t *filter;       /* search only: a bitmap of local ids, or NULL */
 	size_t nbits;
 	double slack;                 /* search only: struct store_hnsw_params' */
@@ -112,23 +124,40 @@ int hnsw_graph_init(struct hnsw_graph *g, struct store_txn *txn, struct doctype 
 void hnsw_scratch_release(struct hnsw_scratch *s);
 int hnsw_reserve(struct hnsw_graph *g, void **p, size_t *cap, size_t need, size_t elem);
 
-uint32_t hnsw_rd(const void *p, size_t i);               /* word i of a record */
+/* Word i of a record (LMDB aligns values on 2 bytes only). */
+static inline uint32_t hnsw_rd(const void *p, size_t i)
+{
+	uint32_t w;
+	memcpy(&w, (const uint8_t *)p + i * 4, 4);
+	return w;
+}
 size_t hnsw_list_off(const struct hnsw_graph *g, uint32_t level); /* word of level's count */
 size_t hnsw_rec_words(const struct hnsw_graph *g, uint32_t level);
 void hnsw_node_key(const struct hnsw_graph *g, uint32_t lid, uint8_t key[6]);
-/* The value of key in the graph DB (v->mv_data NULL when there is none),
- * valid until the next write. */
+void hnsw_key_of(int sf, uint32_t lid, uint8_t key[6]); /* the same for field sf */
+/* The value of key in the graph DB itself (v->mv_data NULL when there is
+ * none), valid until the next write.  Node records and the head are kept
+ * by a write transaction's cache: they are read through hnsw_node_get and
+ * hnsw_head_get, never through this. */
 int hnsw_db_get(struct hnsw_graph *g, const void *key, size_t klen, MDB_val *v);
-/* lid's record (*rec NULL when lid is no node), valid until the next write. */
+/* lid's record (*rec NULL when lid is no node), valid until the next write;
+ * through the scratch's cache or the snapshot's table when there is one. */
 int hnsw_node_get(struct hnsw_graph *g, uint32_t lid, const void **rec, uint32_t *level);
 /* The head; count 0 when the graph is empty. */
 int hnsw_head_get(struct hnsw_graph *g, struct hnsw_head *h);
+/* The same two read from the store itself. */
+int hnsw_node_read(struct hnsw_graph *g, uint32_t lid, const void **rec, uint32_t *level);
+int hnsw_head_read(struct hnsw_graph *g, struct hnsw_head *h);
 /* lid's vector (NULL: none), valid until the next write (which must call
  * hnsw_forget). */
 const void *hnsw_vec(struct hnsw_graph *g, uint32_t lid);
 /* Before a write to the graph: pointers into pages written in this
  * transaction go. */
 void hnsw_forget(struct hnsw_graph *g);
+/* The same for a scratch: the column blocks outside the map go. */
+void hnsw_scratch_forget(struct hnsw_scratch *s);
+/* Every column block the scratch keeps goes. */
+void hnsw_forget_all(struct hnsw_scratch *s);
 /* lid's column value was written: its block goes too. */
 void hnsw_forget_block(struct hnsw_graph *g, uint32_t lid);
 /* The distance between two vectors (documents, or a document and a query). */
@@ -147,6 +176,8 @@ void hnsw_sort_results(struct hnsw_scratch *s);
  * marked, 0 when it was, or an error. */
 void hnsw_visited_clear(struct hnsw_scratch *s);
 int hnsw_visit(struct hnsw_graph *g, uint32_t x);
+/* Room in g's visited set for the ids below n at once. */
+int hnsw_visited_reserve(struct hnsw_graph *g, uint32_t n);
 /* The document of node (its lid; UINT32_MAX when node has no vector). */
 uint32_t hnsw_node_doc(struct hnsw_graph *g, uint32_t node);
 /* The vector x (g->n numbers) in the graph's cell type at out. */
@@ -174,5 +205,29 @@ int hnsw_multi_search(struct hnsw_graph *g, struct hnsw_cand ep, uint32_t k, uin
                       uint64_t count, struct store_hit *out, size_t *nout);
 /* Drop the vectors of stored field sf's graph (its column). */
 int hnsw_multi_drop(MDB_txn *t, struct doctype *dt, int sf, struct strata_error *err);
+
+/* hnsw_cache.c: a write scratch's records and head, read once and written
+ * at hnsw_cache_flush.  hnsw_cache_start makes the cache or, when it holds
+ * another graph or transaction, flushes it first. */
+int hnsw_cache_start(struct hnsw_graph *g);
+int hnsw_cache_node(struct hnsw_graph *g, uint32_t lid, const void **rec, uint32_t *level);
+int hnsw_cache_head(struct hnsw_graph *g, struct hnsw_head *h);
+/* lid's record becomes rec (words long), or goes; the head becomes h. */
+int hnsw_cache_put(struct hnsw_graph *g, uint32_t lid, const uint32_t *rec, size_t words);
+int hnsw_cache_del(struct hnsw_graph *g, uint32_t lid);
+void hnsw_cache_set_head(struct hnsw_graph *g, const struct hnsw_head *h);
+/* Write what changed to the store (nothing without a cache); the cache is
+ * empty after. */
+int hnsw_cache_flush(struct hnsw_scratch *s, struct strata_error *err);
+void hnsw_cache_free(struct hnsw_scratch *s);
+
+/* hnsw_snap.c: the table of g's graph for the snapshot of g's read txn, in
+ * use until hnsw_snap_release (NULL: none, everything is looked up); lid's
+ * record and a column block through it. */
+struct hnsw_snap *hnsw_snap_acquire(struct hnsw_graph *g);
+void hnsw_snap_release(struct store_env *env, struct hnsw_snap *t);
+int hnsw_snap_node(struct hnsw_graph *g, uint32_t lid, const void **rec, uint32_t *level);
+uint32_t hnsw_snap_lids(const struct hnsw_snap *t); /* the node ids it covers */
+const uint8_t *hnsw_snap_block(struct hnsw_graph *g, uint32_t block);
 
 #endif

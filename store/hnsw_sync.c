@@ -19,11 +19,18 @@ static void scratch_free(struct hnsw_scratch *s)
 	base_free(s, sizeof *s);
 }
 
+/* The commit hook: the changes kept in the cache go to the store. */
+static int txn_flush(struct store_txn *w, struct strata_error *err)
+{
+	return hnsw_cache_flush(w->hnsw, err);
+}
+
 static struct hnsw_scratch *scratch_of(struct store_txn *w, struct strata_error *err)
 {
 	if (!w->hnsw && !(w->hnsw = base_calloc(1, sizeof *w->hnsw)))
 		base_nomem(err, "nearest-neighbour graph");
 	w->hnsw_free = scratch_free;
+	w->hnsw_flush = txn_flush;
 	return w->hnsw;
 }
 
@@ -35,11 +42,13 @@ static int sync_node(struct store_txn *w, struct doctype *dt, int sf, uint32_t l
 	hnsw_graph_init(&g, w, dt, sf, s, err);
 	g.mips = g.f->hnsw_metric == STORE_METRIC_DOTPRODUCT;
 	hnsw_forget(&g); /* the document's own writes came before */
+	int rc = hnsw_cache_start(&g);
+	if (rc)
+		return rc;
 	if (g.multi)
 		return hnsw_multi_sync(&g, lid);
 	hnsw_forget_block(&g, lid);
-	int rc = hnsw_remove(&g, lid);
-	if (rc)
+	if ((rc = hnsw_remove(&g, lid)) != 0)
 		return rc;
 	const void *v = hnsw_vec(&g, lid);
 	if (!v)
@@ -130,6 +139,8 @@ static int build_graph(struct store_env *env, MDB_txn *t, struct doctype *dt, in
 		rc = store_mdb_err(err, mrc, "rebuilding a nearest-neighbour graph");
 	for (size_t i = 0; i < n && !rc; i++)
 		rc = sync_node(&w, dt, sf, lids[i], &s, err);
+	if (!rc)
+		rc = hnsw_cache_flush(&s, err);
 	base_free(lids, cap * sizeof *lids);
 	base_free(w.buf, w.buf_cap); /* a column block kept aside (attr.c) */
 	hnsw_scratch_release(&s);

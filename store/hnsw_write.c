@@ -80,24 +80,13 @@ static int select_links(struct hnsw_graph *g, struct hnsw_cand *c, size_t n, uin
 
 static int put_node(struct hnsw_graph *g, uint32_t lid, const uint32_t *rec, size_t words)
 {
-	uint8_t key[6];
-	hnsw_node_key(g, lid, key);
-	MDB_val k = {sizeof key, key}, v = {words * 4, (void *)rec};
-	hnsw_forget(g);
-	int rc = mdb_put(g->txn, g->dt->hnsw, &k, &v, 0);
-	return rc ? store_mdb_err(g->err, rc, "writing the nearest-neighbour graph") : 0;
+	return hnsw_cache_put(g, lid, rec, words);
 }
 
 static int put_head(struct hnsw_graph *g, const struct hnsw_head *h)
 {
-	uint8_t key[2] = {(uint8_t)(g->sf >> 8), (uint8_t)g->sf};
-	MDB_val k = {sizeof key, key}, v = {sizeof *h, (void *)h};
-	hnsw_forget(g);
-	int rc = h->count ? mdb_put(g->txn, g->dt->hnsw, &k, &v, 0)
-	                  : mdb_del(g->txn, g->dt->hnsw, &k, NULL);
-	if (rc == MDB_NOTFOUND)
-		rc = 0;
-	return rc ? store_mdb_err(g->err, rc, "writing the nearest-neighbour graph") : 0;
+	hnsw_cache_set_head(g, h);
+	return 0;
 }
 
 /* Copy lid's record into s->rec (*level; *found 0 when lid is no node). */
@@ -344,9 +333,13 @@ static int new_entry(struct hnsw_graph *g, uint32_t lid, uint32_t lv, const uint
 	}
 	if (*found)
 		return 0;
-	/* lid was linked to nothing alive: take the node of the highest level */
+	/* lid was linked to nothing alive: take the node of the highest level
+	 * (the cursor reads the store: the changes so far go there first) */
 	MDB_cursor *c;
-	int rc = mdb_cursor_open(g->txn, g->dt->hnsw, &c);
+	int rc = hnsw_cache_flush(g->s, g->err);
+	if (rc)
+		return rc;
+	rc = mdb_cursor_open(g->txn, g->dt->hnsw, &c);
 	if (rc)
 		return store_mdb_err(g->err, rc, "reading the nearest-neighbour graph");
 	uint8_t key[6];
@@ -388,12 +381,8 @@ int hnsw_remove(struct hnsw_graph *g, uint32_t lid)
 	if ((rc = hnsw_head_get(g, &h)) != 0)
 		return rc;
 	g->max_norm2 = h.max_norm2;
-	uint8_t key[6];
-	hnsw_node_key(g, lid, key);
-	MDB_val k = {sizeof key, key};
-	hnsw_forget(g);
-	if ((rc = mdb_del(g->txn, g->dt->hnsw, &k, NULL)) != 0)
-		return store_mdb_err(g->err, rc, "writing the nearest-neighbour graph");
+	if ((rc = hnsw_cache_del(g, lid)) != 0)
+		return rc;
 	for (uint32_t l = 0; l <= lv; l++) {
 		const uint32_t *list = s->old + hnsw_list_off(g, l);
 		for (uint32_t i = 0; i < list[0]; i++)

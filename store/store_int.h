@@ -44,6 +44,7 @@
 #define STORE_INT_H
 
 #include <lmdb.h>
+#include <pthread.h>
 
 #include "store.h"
 
@@ -122,6 +123,11 @@ struct store_env {
 	size_t map_size;
 	int ntypes;
 	struct doctype *types[STORE_MAX_DOCTYPES];
+	/* The graphs' tables of pointers per snapshot (hnsw_snap.c), shared by
+	 * the read transactions of every thread: under snap_lock. */
+	pthread_mutex_t snap_lock;
+	struct hnsw_snap *snaps;
+	void (*snaps_free)(struct store_env *env); /* set with the first table */
 };
 
 /* One store_attr cache slot: the block last looked up for a field. */
@@ -166,6 +172,9 @@ struct store_txn {
 	 * use with the function that frees it. */
 	struct hnsw_scratch *hnsw;
 	void (*hnsw_free)(struct hnsw_scratch *s);
+	/* Writes the graph changes it keeps until commit (hnsw_cache.c); also
+	 * called before the graph is read from the store in this txn. */
+	int (*hnsw_flush)(struct store_txn *w, struct strata_error *err);
 	/* Aligned copies of record tensors that LMDB left misaligned. */
 	struct base_arena arena;
 	int arena_used;

@@ -3,10 +3,12 @@
  * (store/hnsw_multi.c): a node per vector of each document, searched for
  * the documents nearest by their nearest vector.  Recall against a brute
  * force over every document's vectors computed here in double precision,
- * with and without filters (plain and filter-first); updates that change the number of vectors and
- * removes; reopening (read, not rebuilt); a settings change (rebuilt from
- * the stored values); kill -9 in the middle of a feed; a value the decoder
- * refuses; allocation failures.
+ * with and without filters (plain and filter-first); updates that change
+ * the number of vectors and removes; searches on an older snapshot and in
+ * a write transaction after its own uncommitted writes; reopening (read,
+ * not rebuilt); a settings change (rebuilt from the stored values); kill -9
+ * in the middle of a feed; a value the decoder refuses; allocation
+ * failures.
  *
  * The field's stored value is the test's own format, read by the decoder
  * given to the store: the vectors' numbers as raw doubles, one vector
@@ -334,6 +336,68 @@ static void search_all(struct fx *fx, uint32_t *out)
 	store_txn_abort(r);
 }
 
+/* The nearest document to q in t (got 0 or 1 hits). */
+static size_t nearest_in(struct fx *fx, struct store_txn *t, const double *q,
+                         struct store_hit *hit)
+{
+	size_t got;
+	if (store_hnsw_search(t, fx->dt, F_VECS, q, DIM, 1, 32, NULL, 0, hit, &got, &fx->err) != 0)
+		fail_msg("search: %s", fx->err.msg);
+	return got;
+}
+
+/* Searches on an older snapshot (its table of node records, filled before
+ * the commit that added nodes past its counter) keep that snapshot's
+ * answers; a write transaction's own search sees its uncommitted nodes
+ * (kept by its graph cache until then); a new snapshot sees the committed
+ * ones. */
+static void test_snapshots_and_cache(void **state)
+{
+	(void)state;
+	struct fx *fx = fx_new(STORE_METRIC_EUCLIDEAN);
+	feed(fx, 1, 400);
+	struct store_txn *old, *w, *r;
+	assert_int_equal(store_txn_begin(fx->env, 0, &old, &fx->err), 0);
+	struct store_hit before[NQ], hit;
+	for (int qi = 0; qi < NQ; qi++) {
+		double q[DIM];
+		gen(79, qi, 0, q);
+		assert_int_equal(nearest_in(fx, old, q, &before[qi]), 1);
+	}
+	/* every third document: MAXV new vectors, new node ids */
+	assert_int_equal(store_txn_begin(fx->env, 1, &w, &fx->err), 0);
+	for (int k = 0; k < NDOC; k += 3)
+		put_doc(fx, w, 9, k, MAXV);
+	for (int pass = 0; pass < 2; pass++) {
+		struct store_txn *t = w;
+		if (pass == 1) {
+			assert_int_equal(store_txn_commit(w, &fx->err), 0);
+			assert_int_equal(store_txn_begin(fx->env, 0, &r, &fx->err), 0);
+			t = r;
+		}
+		for (int k = 0; k < NDOC; k += 39) {
+			char id[64];
+			uint32_t lid;
+			doc_id(id, sizeof id, k);
+			assert_int_equal(store_lookup(t, fx->dt, id, &lid, &fx->err), 0);
+			assert_int_equal(nearest_in(fx, t, fx->v[k][MAXV - 1], &hit), 1);
+			assert_int_equal(hit.lid, lid);
+			assert_true(hit.distance < 1e-9);
+		}
+	}
+	store_txn_abort(r);
+	for (int qi = 0; qi < NQ; qi++) {
+		double q[DIM];
+		gen(79, qi, 0, q);
+		assert_int_equal(nearest_in(fx, old, q, &hit), 1);
+		assert_int_equal(hit.lid, before[qi].lid);
+		assert_true(hit.distance == before[qi].distance);
+	}
+	store_txn_abort(old);
+	check_graph(fx);
+	fx_free(fx);
+}
+
 /* Reopening reads the graph (the same answers, the same bytes); another M
  * rebuilds it from the stored values. */
 static void test_reopen_and_settings(void **state)
@@ -487,6 +551,7 @@ int main(void)
 		cmocka_unit_test(test_filters),
 		cmocka_unit_test(test_update_remove),
 		cmocka_unit_test(test_reopen_and_settings),
+		cmocka_unit_test(test_snapshots_and_cache),
 		cmocka_unit_test(test_bad_value),
 		cmocka_unit_test(test_alloc_failures),
 		cmocka_unit_test(test_kill9),
