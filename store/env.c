@@ -309,7 +309,7 @@ static void txn_free(struct store_txn *txn)
 	if (txn->df_free)
 		txn->df_free(txn);
 	if (txn->hnsw)
-		txn->hnsw_free(txn->hnsw); /* graph maintenance's (hnsw_write.c) */
+		txn->hnsw_free(txn->hnsw); /* graph maintenance's (hnsw_sync.c) */
 	if (txn->arena_used)
 		base_arena_free(&txn->arena);
 	base_free(txn, sizeof *txn);

@@ -91,7 +91,7 @@ struct sfield {
 	/* A JSON field of a multi-vector tensor with a graph (store_field's
 	 * vec_*): multi is 1 and the graph's vectors live in a column of this
 	 * field's number indexed by node id, not local id (hnsw_multi.c), whose
-	 * geometry (cell_bytes, block_shift, ...) hnsw_write.c fills in;
+	 * geometry (cell_bytes, block_shift, ...) hnsw_sync.c fills in;
 	 * ncells is vec_size. */
 	int multi;
 	int vec_cell;
@@ -168,7 +168,7 @@ struct store_txn {
 	struct store_text_df *df;
 	int (*df_flush)(struct store_txn *w, struct strata_error *err);
 	void (*df_free)(struct store_txn *w);
-	/* Graph maintenance scratch (write txns, hnsw_write.c), made on first
+	/* Graph maintenance scratch (write txns, hnsw_sync.c), made on first
 	 * use with the function that frees it. */
 	struct hnsw_scratch *hnsw;
 	void (*hnsw_free)(struct hnsw_scratch *s);
