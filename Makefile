@@ -257,7 +257,7 @@ asan:
 # The tests that run threads (the session buffer pool, compiled contexts
 # loaded by several threads, queries sharing an application and its pools)
 # again in build-tsan/ under ThreadSanitizer; a reported race fails the run.
-TSAN_TESTS := pool context engine rank_eval firstphase
+TSAN_TESTS := pool context engine rank_eval firstphase hnsw_snap
 tsan:
 	$(MAKE) BUILD=build-tsan SAN='-fsanitize=thread' DEBUG=1 OPT='-O1 -g' $(TSAN_TESTS:%=build-tsan/tests/test_%)
 	@for t in $(TSAN_TESTS); do \
