@@ -37,14 +37,6 @@
 #define CLUSTERS 100
 #define MAX_EXPLORE 16
 
-/* This process's CPU time: the machine may be shared, so both are shown. */
-static double cpu(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 struct opts {
 	long n, dim, nq, m, efc;
 	int nexp;
@@ -141,7 +133,7 @@ static int strata_side(const struct opts *o, const float *base, const float *q, 
 	}
 	if ((rc = open_store(o, &env, &dt, &err)) != 0)
 		goto fail;
-	double t0 = base_now(), c0 = cpu();
+	double t0 = base_now(), c0 = bench_cpu_now();
 	struct store_txn *w = NULL;
 	for (long i = 0; i < o->n; i++) {
 		if (!w && (rc = store_txn_begin(env, 1, &w, &err)) != 0)
@@ -158,7 +150,7 @@ static int strata_side(const struct opts *o, const float *base, const float *q, 
 				goto fail;
 		}
 	}
-	double build = base_now() - t0, build_cpu = cpu() - c0;
+	double build = base_now() - t0, build_cpu = bench_cpu_now() - c0;
 	out->build = build;
 	out->build_cpu = build_cpu;
 	store_close(env);
@@ -175,7 +167,7 @@ static int strata_side(const struct opts *o, const float *base, const float *q, 
 	double *qd = malloc((size_t)o->dim * sizeof *qd);
 	for (int e = 0; e < o->nexp; e++) {
 		long hits = 0;
-		double t1 = base_now(), c1 = cpu();
+		double t1 = base_now(), c1 = bench_cpu_now();
 		for (long j = 0; j < o->nq; j++) {
 			for (long c = 0; c < o->dim; c++)
 				qd[c] = q[j * o->dim + c];
@@ -189,7 +181,7 @@ static int strata_side(const struct opts *o, const float *base, const float *q, 
 				for (int b = 0; b < K; b++)
 					hits += h[a].lid == gt[j * K + b];
 		}
-		double secs = base_now() - t1, csecs = cpu() - c1;
+		double secs = base_now() - t1, csecs = bench_cpu_now() - c1;
 		out->recall[e] = (double)hits / (double)(o->nq * K);
 		out->qps[e] = (double)o->nq / secs;
 		out->qps_cpu[e] = (double)o->nq / csecs;
