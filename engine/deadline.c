@@ -45,14 +45,12 @@ int eng_timeout_parse(const json_t *v, double *out)
 	return 0;
 }
 
-/* The request's value of a dotted name: the flat key ("a.b.c") or the
- * same path through nested objects ({"a": {"b": {"c": ...}}}). */
-static const json_t *setting(const json_t *req, const char *name)
+const json_t *eng_req_param(const json_t *req, const char *name)
 {
 	const json_t *v = json_object_get(req, name);
 	if (v)
 		return v;
-	char part[64];
+	char part[300];
 	const char *p = name;
 	v = req;
 	while (json_is_object(v)) {
@@ -108,11 +106,11 @@ int eng_deadline_init(struct eng_deadline *d, const json_t *req, long yql_ms,
 		return base_err(err, STRATA_INVALID_ARGUMENT,
 		                "\"timeout\": expected seconds, or a number with unit ms, s or m");
 	double factor = DEFAULT_FACTOR;
-	const json_t *en = setting(req, "ranking.softtimeout.enable");
+	const json_t *en = eng_req_param(req, "ranking.softtimeout.enable");
 	if (en && get_bool(en, &d->soft))
 		return base_err(err, STRATA_INVALID_ARGUMENT,
 		                "\"ranking.softtimeout.enable\": expected true or false");
-	const json_t *fv = setting(req, "ranking.softtimeout.factor");
+	const json_t *fv = eng_req_param(req, "ranking.softtimeout.factor");
 	if (fv && (get_number(fv, &factor) || !(factor > 0 && factor <= 1)))
 		return base_err(err, STRATA_INVALID_ARGUMENT,
 		                "\"ranking.softtimeout.factor\": expected a number above 0 and at most 1");

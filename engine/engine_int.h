@@ -532,6 +532,12 @@ int eng_timeout_parse(const json_t *v, double *out);
  * "ranking.softtimeout.enable" and "ranking.softtimeout.factor" (flat keys
  * or nested objects).  None without either timeout.  Returns 0 or
  * STRATA_INVALID_ARGUMENT naming the bad setting. */
+/* deadline.c: the request's value of a dotted parameter name, as Vespa
+ * takes it: the flat key ("ranking.matching.x") or the same path through
+ * nested objects ({"ranking": {"matching": {"x": ...}}}); NULL when not
+ * given.  A part of the name holds no dot (query(q) does not). */
+const json_t *eng_req_param(const json_t *req, const char *name);
+
 int eng_deadline_init(struct eng_deadline *d, const json_t *req, long yql_ms,
                       struct strata_error *err);
 

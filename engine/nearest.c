@@ -237,11 +237,7 @@ static const json_t *matching_param(const json_t *req, const char *name)
 {
 	char key[96];
 	snprintf(key, sizeof key, "ranking.matching.%s", name);
-	const json_t *v = json_object_get(req, key);
-	if (v)
-		return v;
-	const json_t *m = json_object_get(json_object_get(req, "ranking"), "matching");
-	return json_is_object(m) ? json_object_get(m, name) : NULL;
+	return eng_req_param(req, key);
 }
 
 int eng_nn_tuning(const struct rank_profile *prof, const json_t *req, double *tune,

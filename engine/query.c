@@ -158,12 +158,8 @@ static const json_t *find_input(const json_t *req, const char *name)
 {
 	char key[300];
 	snprintf(key, sizeof key, "input.query(%s)", name);
-	const json_t *v = json_object_get(req, key);
+	const json_t *v = eng_req_param(req, key);
 	if (v)
-		return v;
-	const json_t *in = json_object_get(req, "input");
-	snprintf(key, sizeof key, "query(%s)", name);
-	if (json_is_object(in) && (v = json_object_get(in, key)))
 		return v;
 	snprintf(key, sizeof key, "ranking.features.query(%s)", name);
 	return json_object_get(req, key);
