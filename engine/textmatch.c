@@ -181,6 +181,17 @@ static double significance(double df, double ndocs)
 	return 0.5 + 0.5 * (log(SIGNIFICANCE_N) - log(f)) / log(SIGNIFICANCE_N);
 }
 
+/* The posting lists [*from, *to) of query term `term` of s in s->t[k]:
+ * 0 when that condition does not hold the term. */
+static int term_lists(const struct eng_textset *s, int k, int term, int *from, int *to)
+{
+	int w = term - s->first[k];
+	if (w < 0 || w >= s->t[k]->nwords)
+		return 0;
+	word_lists(s->t[k], w, from, to);
+	return 1;
+}
+
 /* The significance of query term `term` of s: of its most frequent list on
  * any field. */
 static double term_significance(const struct eng_textset *s, int term)
@@ -188,10 +199,9 @@ static double term_significance(const struct eng_textset *s, int term)
 	double best = 0;
 	for (int k = 0; k < s->n; k++) {
 		const struct eng_text *t = s->t[k];
-		int w = term - s->first[k], from, to;
-		if (w < 0 || w >= t->nwords)
+		int from, to;
+		if (!term_lists(s, k, term, &from, &to))
 			continue;
-		word_lists(t, w, &from, &to);
 		for (int i = from; i < to; i++) {
 			double df = (double)store_postings_df(t->pl[i]);
 			best = df > best ? df : best;
@@ -591,10 +601,9 @@ double eng_text_term(struct store_txn *txn, const struct eng_doctype *dt,
 	int on_field = 0;
 	for (int k = 0; k < s->n; k++) {
 		const struct eng_text *t = s->t[k];
-		int w = term - s->first[k], from, to;
-		if (w < 0 || w >= t->nwords)
+		int from, to;
+		if (!term_lists(s, k, term, &from, &to))
 			continue;
-		word_lists(t, w, &from, &to);
 		for (int i = from; i < to; i++)
 			sum += (double)store_postings_df(t->pl[i]);
 		if (s->node[k]->fidx != field)
