@@ -36,6 +36,7 @@
  *   result.c       JSON output: the result tree, documents, a JSON printer
  *                  that writes numbers in their shortest exact form
  *   json_alloc.c   jansson's allocations through base_alloc
+ *   json_read.c    JSON text into jansson values, as jansson's parser reads it
  *   values.c       collection and struct values (arrays, weighted sets, maps,
  *                  structs): checked JSON text for the store, updates, contains
  *   snippet.c      summary fields made from the query: dynamic snippets,
@@ -380,11 +381,6 @@ int eng_ix_pack_bits(const json_t *in, int lenient, json_t **out, struct strata_
  * process; any thread may call it any number of times).  It runs by itself
  * when the program starts; strata_open() calls it too. */
 void eng_json_init(void);
-/* Parse the len bytes at text (jansson's flags).  Returns the value, or
- * NULL with *oom = 1 when an allocation failed on the way (even one jansson
- * shrugged off: the value could be wrong), or NULL with *oom = 0 and the
- * reason in je when the text is not JSON. */
-json_t *eng_json_parse(const char *text, size_t len, size_t flags, json_error_t *je, int *oom);
 /* How many of jansson's allocations failed on this thread so far: a value
  * built with jansson is whole when the count did not move meanwhile. */
 unsigned long eng_json_failures(void);
@@ -394,6 +390,15 @@ unsigned long eng_json_failures(void);
 void *eng_block_alloc(size_t n);
 void *eng_block_realloc(void *p, size_t n);
 void eng_block_free(void *p);
+
+/* ---- json_read.c: JSON text ------------------------------------------------------ */
+
+/* Parse the len bytes at text: what jansson's json_loadb(text, len, flags,
+ * je) accepts (but a NUL byte, always refused), into the same value (flags: 0, the text an object or an
+ * array, or JSON_DECODE_ANY).  Returns the value, or NULL with *oom = 1
+ * when an allocation failed on the way, or NULL with *oom = 0 and the
+ * reason, line and column in je when the text is not JSON.  Any thread. */
+json_t *eng_json_parse(const char *text, size_t len, size_t flags, json_error_t *je, int *oom);
 
 /* ---- tensor_json.c ------------------------------------------------------------ */
 

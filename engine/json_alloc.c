@@ -15,15 +15,9 @@
  * the strictest alignment of a C type (max_align_t), so the bytes handed to
  * jansson keep that alignment: base_alloc() returns 64-byte aligned blocks.
  *
- * jansson's parser does not always notice that it ran out of memory: a
- * byte of a long token that it fails to keep is dropped, and the value
- * comes back wrong rather than missing.  So every failed allocation is
- * counted, per thread, and eng_json_parse() refuses a value whose parse
- * saw one.  Worse, when the byte dropped is a string's closing quote, the
- * parser copies the string out looking for that quote past the end of its
- * buffer.  So once an allocation of a parse failed, every later one of the
- * same parse fails too: the copy's own buffer is never had, and the parse
- * stops before it.
+ * jansson's constructors report a failed allocation by returning NULL, but
+ * code that builds a large value may not check each one; so every failed
+ * allocation is also counted, per thread (eng_json_failures).
  *
  * The same sized blocks serve other libraries that free without a size
  * (expat, for services.xml): eng_block_alloc and friends.
@@ -39,16 +33,12 @@
 
 /* Allocations jansson asked for and did not get, on this thread. */
 static _Thread_local unsigned long failed;
-/* In eng_json_parse: 1, or 2 once an allocation failed (all later ones fail). */
-static _Thread_local int parsing;
 
 static void *json_block_alloc(size_t n)
 {
-	unsigned char *p = n <= SIZE_MAX - HEADER && parsing != 2 ? base_alloc(HEADER + n) : NULL;
+	unsigned char *p = n <= SIZE_MAX - HEADER ? base_alloc(HEADER + n) : NULL;
 	if (!p) {
 		failed++;
-		if (parsing)
-			parsing = 2;
 		return NULL;
 	}
 	*(size_t *)p = n;
@@ -108,18 +98,4 @@ __attribute__((constructor)) static void json_init_at_start(void)
 unsigned long eng_json_failures(void)
 {
 	return failed;
-}
-
-json_t *eng_json_parse(const char *text, size_t len, size_t flags, json_error_t *je, int *oom)
-{
-	unsigned long before = failed;
-	parsing = 1;
-	json_t *j = json_loadb(text, len, flags, je);
-	parsing = 0;
-	*oom = failed != before;
-	if (*oom) {
-		json_decref(j);
-		return NULL;
-	}
-	return j;
 }
