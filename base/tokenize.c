@@ -76,6 +76,25 @@ static long decode(const unsigned char *s, size_t n, size_t *len)
 
 enum { SEP = 0, LETTER, DIGIT, MARK };
 
+/* classify() of each ASCII byte, and its lowercase: the common case without
+ * branches. */
+#define L_ LETTER
+#define D_ DIGIT
+static const unsigned char ascii_class[128] = {
+	['0'] = D_, D_, D_, D_, D_, D_, D_, D_, D_, D_,
+	['A'] = L_, L_, L_, L_, L_, L_, L_, L_, L_, L_, L_, L_, L_, L_, L_, L_, L_, L_, L_, L_, L_,
+	L_, L_, L_, L_, L_,
+	['a'] = L_, L_, L_, L_, L_, L_, L_, L_, L_, L_, L_, L_, L_, L_, L_, L_, L_, L_, L_, L_, L_,
+	L_, L_, L_, L_, L_,
+};
+#undef L_
+#undef D_
+
+static unsigned char ascii_lower(unsigned char c)
+{
+	return (unsigned char)(c >= 'A' && c <= 'Z' ? c + ('a' - 'A') : c);
+}
+
 static int classify(long c)
 {
 	if (c < 0)
@@ -295,7 +314,7 @@ int base_token_next(struct base_tokenizer *tk, const char *text, size_t len, siz
 		for (; i < len; i += k) { /* skip separators */
 			if (s[i] < 0x80) { /* ASCII, the common case, without decoding */
 				k = 1;
-				if ((cls = classify(s[i])) != SEP)
+				if ((cls = ascii_class[s[i]]) != SEP)
 					break;
 				continue;
 			}
@@ -309,15 +328,18 @@ int base_token_next(struct base_tokenizer *tk, const char *text, size_t len, siz
 		tk->n = 0;
 		int kind = cls, cased = flags & BASE_TOKEN_CASED;
 		for (; i < len; i += k) {
-			if (s[i] < 0x80) { /* fold() of an ASCII letter or digit */
-				int cc = classify(s[i]);
+			/* fold() of ASCII letters or digits, a run at a time */
+			size_t m = tk->n;
+			while (i < len && s[i] < 0x80 && ascii_class[s[i]] == kind && m < BASE_TOKEN_MAX)
+				tk->buf[m++] = (char)(cased ? s[i++] : ascii_lower(s[i++]));
+			tk->n = m;
+			if (i >= len)
+				break;
+			if (s[i] < 0x80) {
 				k = 1;
-				if (cc != kind)
+				if (ascii_class[s[i]] != kind)
 					break;
-				if (tk->n < BASE_TOKEN_MAX)
-					tk->buf[tk->n++] = (char)(!cased && s[i] >= 'A' && s[i] <= 'Z'
-					                              ? s[i] + ('a' - 'A') : s[i]);
-				continue;
+				continue; /* past BASE_TOKEN_MAX: the rest of the word is dropped */
 			}
 			long c = decode(s + i, len - i, &k);
 			int cc = classify(c);
