@@ -755,11 +755,18 @@ int strata_feed_file_progress(struct strata *db, const char *path,
 	f.st.bytes_total = from_stdin ? 0 : (long long)n;
 	base_arena_init(&f.arena, 1 << 16);
 	rc = from_stdin ? feed_stdin(&f, err) : feed_text(&f, text, n, err);
+	if (!from_stdin && !f.fatal)
+		f.st.bytes_done = f.st.bytes_total; /* blank lines and frames too */
 	if (f.w) {
 		if (f.fatal)
 			store_txn_abort(f.w), f.w = NULL;
 		else
 			commit_batch(&f);
+	} else if (progress && !f.fatal) {
+		f.st.seconds = base_now() - t0;
+		f.st.applied = f.st.ok;
+		f.st.durable = 1;
+		progress(ud, &f.st);
 	}
 	/* Every batch ended: the ok count is exactly what was committed. */
 	BASE_DEBUG_ASSERT(!f.w && f.batch_ok == 0);
