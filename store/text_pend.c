@@ -8,11 +8,14 @@
  * numbers.  A record keeps the change to the term's document frequency and
  * the postings added for it, already encoded (lid as a native u32, the
  * positions' byte count as a varint, the positions as varint deltas) in a
- * chain of chunks in one slab, each chunk twice the size of the one before
+ * chain of chunks in the slab, each chunk twice the size of the one before
  * up to CHUNK_MAX, so that a frequent term's postings lie in a few long
  * runs and a rare term's take little room; the record keeps how full its
  * last chunk is, so an append touches only the bytes it writes (fetched
- * ahead for all of a document's terms).  A posting taken back before the
+ * ahead for all of a document's terms).  The slab is a list of segments of
+ * SEG_BYTES (or one chunk, when larger), so that it grows without copying
+ * what it holds; a chunk's offset is its segment's number in the high 32
+ * bits and its place there in the low.  A posting taken back before the
  * commit (its document removed or fed again) gets lid UINT32_MAX.
  *
  * A document field's tokens are grouped by term without sorting strings:
@@ -33,6 +36,7 @@
 #define TERMS_MAX ((size_t)1 << 26)  /* distinct terms one transaction may change */
 #define CHUNK_MIN 48
 #define CHUNK_MAX ((size_t)64 << 10)
+#define SEG_BYTES ((size_t)4 << 20)
 
 struct pterm {
 	uint64_t hash;
@@ -60,8 +64,13 @@ struct store_text_df {
 	size_t nterm, tcap;
 	uint8_t *keys;
 	size_t kused, kcap;
-	uint8_t *slab;         /* chunks, 8-byte aligned; offset 0 is never a chunk */
-	size_t sused, scap;
+	struct segment {
+		uint8_t *p;
+		size_t len;
+	} *seg;                /* the slab: chunks, 8-byte aligned; offset 0 is never one */
+	size_t nseg, segcap;
+	size_t segused;        /* bytes used in the last segment */
+	size_t sused;          /* bytes of chunks in all */
 	uint32_t stamp;
 	/* scratch of store_pend_terms, store_pend_doc and the flush */
 	uint32_t *s32;
@@ -101,7 +110,6 @@ static struct store_text_df *pend(struct store_txn *w, struct strata_error *err)
 		base_nomem(err, "indexing text");
 		return NULL;
 	}
-	d->sused = 8;
 	w->df = d;
 	w->df_flush = store_text_flush;
 	w->df_free = store_text_df_free;
@@ -111,6 +119,29 @@ static struct store_text_df *pend(struct store_txn *w, struct strata_error *err)
 static uint64_t key_hash(MDB_dbi dbi, const uint8_t *k, size_t n)
 {
 	return base_hash64(k, n, dbi);
+}
+
+/* Whether the n bytes at a and b are the same: a key of 4 to 16 bytes (most
+ * terms) in two overlapping loads a side instead of a call. */
+static int same_bytes(const uint8_t *a, const uint8_t *b, size_t n)
+{
+	if (n >= 8 && n <= 16) {
+		uint64_t x, y, u, v;
+		memcpy(&x, a, 8);
+		memcpy(&y, b, 8);
+		memcpy(&u, a + n - 8, 8);
+		memcpy(&v, b + n - 8, 8);
+		return ((x ^ y) | (u ^ v)) == 0;
+	}
+	if (n >= 4 && n < 8) {
+		uint32_t x, y, u, v;
+		memcpy(&x, a, 4);
+		memcpy(&y, b, 4);
+		memcpy(&u, a + n - 4, 4);
+		memcpy(&v, b + n - 4, 4);
+		return ((x ^ y) | (u ^ v)) == 0;
+	}
+	return memcmp(a, b, n) == 0;
 }
 
 /* The table slot of the term (dbi, k[0..n)) with hash h: holds its tag
@@ -127,7 +158,7 @@ static uint64_t *find(const struct store_text_df *d, uint64_t h, MDB_dbi dbi, co
 		if ((*s & ~(uint64_t)UINT32_MAX) != tag)
 			continue;
 		const struct pterm *t = &d->term[(uint32_t)*s - 1];
-		if (t->dbi == dbi && t->klen == n && memcmp(d->keys + t->koff, k, n) == 0)
+		if (t->dbi == dbi && t->klen == n && same_bytes(d->keys + t->koff, k, n))
 			return s;
 	}
 }
@@ -228,7 +259,7 @@ int store_pend_df(struct store_txn *w, MDB_dbi dbi, const uint8_t *k, size_t n, 
 
 static struct chunk *chunk_at(const struct store_text_df *d, size_t off)
 {
-	return (struct chunk *)(d->slab + off);
+	return (struct chunk *)(d->seg[off >> 32].p + (uint32_t)off);
 }
 
 /* Bring the header of t's last chunk up to date. */
@@ -241,7 +272,7 @@ static void sync_tail(struct store_text_df *d, const struct pterm *t)
 /* Where term t's last chunk takes its next bytes. */
 static uint8_t *tail_end(const struct store_text_df *d, const struct pterm *t)
 {
-	return d->slab + t->tail + sizeof(struct chunk) + t->tused;
+	return (uint8_t *)(chunk_at(d, t->tail) + 1) + t->tused;
 }
 
 /* Append a posting of `bytes` bytes to term t; *out gets where to write it. */
@@ -257,10 +288,19 @@ static int append(struct store_text_df *d, struct pterm *t, size_t bytes, uint8_
 		if (cap > UINT32_MAX)
 			return base_err(err, STRATA_LIMIT, "a posting too large to index");
 		size_t sz = (sizeof(struct chunk) + cap + 7) & ~(size_t)7;
-		int rc = grow((void **)&d->slab, &d->scap, d->sused + sz, 1, (size_t)1 << 20, err);
-		if (rc)
-			return rc;
-		size_t off = d->sused;
+		if (!d->nseg || d->seg[d->nseg - 1].len - d->segused < sz) {
+			size_t len = sz + 8 > SEG_BYTES ? sz + 8 : SEG_BYTES;
+			int rc = grow((void **)&d->seg, &d->segcap, d->nseg + 1, sizeof *d->seg, 16, err);
+			if (rc)
+				return rc;
+			uint8_t *p = base_alloc(len);
+			if (!p)
+				return base_nomem(err, "indexing text");
+			d->seg[d->nseg++] = (struct segment){p, len};
+			d->segused = d->nseg == 1 ? 8 : 0;
+		}
+		size_t off = (d->nseg - 1) << 32 | d->segused;
+		d->segused += sz;
 		d->sused += sz;
 		*chunk_at(d, off) = (struct chunk){0, 0, (uint32_t)cap};
 		if (t->tail) {
@@ -359,19 +399,36 @@ int store_pend_doc(struct store_txn *w, uint32_t lid, size_t n, struct strata_er
 				qsort(sorted + from, to - from, sizeof *sorted, cmp_u32);
 				break;
 			}
-		uint8_t *p = d->enc;
-		for (uint32_t j = from; j < to; j++) {
-			p = store_varint_put(p, sorted[j] - last);
-			last = sorted[j];
-		}
-		size_t nb = (size_t)(p - d->enc);
 		uint8_t *o = NULL;
 		struct pterm *t = &d->term[sterm[s]];
-		if ((rc = append(d, t, 4 + varint_size((uint32_t)nb) + nb, &o, err)) != 0)
-			return rc;
-		memcpy(o, &lid, 4);
-		o = store_varint_put(o + 4, (uint32_t)nb);
-		memcpy(o, d->enc, nb);
+		if (5 * (to - from) < 128) {
+			/* Their bytes' count fits one byte whatever they are: the
+			 * positions go straight into the chunk, room for the
+			 * longest kept, what they did not take given back. */
+			size_t most = 5 * (size_t)(to - from);
+			if ((rc = append(d, t, 5 + most, &o, err)) != 0)
+				return rc;
+			memcpy(o, &lid, 4);
+			uint8_t *p = o + 5;
+			for (uint32_t j = from; j < to; j++) {
+				p = store_varint_put(p, sorted[j] - last);
+				last = sorted[j];
+			}
+			o[4] = (uint8_t)(p - (o + 5));
+			t->tused -= (uint32_t)(most - (size_t)(p - (o + 5)));
+		} else {
+			uint8_t *p = d->enc;
+			for (uint32_t j = from; j < to; j++) {
+				p = store_varint_put(p, sorted[j] - last);
+				last = sorted[j];
+			}
+			size_t nb = (size_t)(p - d->enc);
+			if ((rc = append(d, t, 4 + varint_size((uint32_t)nb) + nb, &o, err)) != 0)
+				return rc;
+			memcpy(o, &lid, 4);
+			o = store_varint_put(o + 4, (uint32_t)nb);
+			memcpy(o, d->enc, nb);
+		}
 		t->delta++;
 		from = to;
 	}
@@ -461,21 +518,35 @@ static int gather(struct store_text_df *d, const struct pterm *t, size_t *n,
 	return 0;
 }
 
-/* Terms in the order their keys sort, as LMDB keeps them. */
+/* Terms in the order their keys sort, as LMDB keeps them; head is the
+ * key's first 8 bytes as a big-endian number (zeros after a shorter key),
+ * which decides most comparisons. */
 struct order {
+	uint64_t head;
 	const uint8_t *key;
 	uint32_t klen;
 	MDB_dbi dbi;
 	uint32_t id;
 };
 
+static uint64_t key_head(const uint8_t *k, size_t n)
+{
+	uint64_t h = 0;
+	for (size_t i = 0; i < 8; i++)
+		h = h << 8 | (i < n ? k[i] : 0);
+	return h;
+}
+
 static int cmp_order(const void *a, const void *b)
 {
 	const struct order *x = a, *y = b;
 	if (x->dbi != y->dbi)
 		return x->dbi < y->dbi ? -1 : 1;
+	if (x->head != y->head)
+		return x->head < y->head ? -1 : 1;
+	/* The first min(8, lengths) bytes are the same. */
 	size_t n = x->klen < y->klen ? x->klen : y->klen;
-	int c = memcmp(x->key, y->key, n);
+	int c = n > 8 ? memcmp(x->key + 8, y->key + 8, n - 8) : 0;
 	if (c)
 		return c;
 	return x->klen < y->klen ? -1 : x->klen > y->klen;
@@ -518,7 +589,8 @@ int store_text_flush(struct store_txn *w, struct strata_error *err)
 	for (size_t i = 0; i < d->nterm; i++) {
 		const struct pterm *t = &d->term[i];
 		if (t->head || t->delta)
-			o[no++] = (struct order){d->keys + t->koff, t->klen, t->dbi, (uint32_t)i};
+			o[no++] = (struct order){key_head(d->keys + t->koff, t->klen), d->keys + t->koff,
+			                         t->klen, t->dbi, (uint32_t)i};
 	}
 	if (no)
 		qsort(o, no, sizeof *o, cmp_order);
@@ -549,7 +621,9 @@ void store_text_df_free(struct store_txn *w)
 	base_free(d->table, d->cap * sizeof *d->table);
 	base_free(d->term, d->tcap * sizeof *d->term);
 	base_free(d->keys, d->kcap);
-	base_free(d->slab, d->scap);
+	for (size_t i = 0; i < d->nseg; i++)
+		base_free(d->seg[i].p, d->seg[i].len);
+	base_free(d->seg, d->segcap * sizeof *d->seg);
 	base_free(d->s32, d->s32cap * sizeof *d->s32);
 	base_free(d->hash, d->hcap * sizeof *d->hash);
 	base_free(d->kbuf, d->kbcap);
