@@ -64,7 +64,7 @@ RANK_SRC    := rank/lex.c rank/parser.c rank/expr.c rank/parse.c rank/parse_prof
                rank/tensor.c rank/tensor_sparse.c rank/literal.c rank/model.c rank/query.c rank/profile.c rank/app.c rank/nearest.c
 RANK_SRC    += rank/fields.c rank/docs.c rank/parse_field.c rank/types.c rank/indexing.c rank/indexing_check.c
 ENGINE_SRC  := engine/db.c engine/contexts.c engine/feed.c engine/tensor_json.c engine/tensor_sparse_json.c engine/yql.c engine/yql_tree.c engine/query.c engine/textmatch.c engine/wsetmatch.c engine/samematch.c engine/attrmatch.c engine/labels.c engine/fieldmatch.c engine/userquery.c engine/wand.c \
-               engine/result.c engine/json_alloc.c engine/json_read.c engine/grouping.c engine/values.c engine/embed.c engine/indexing.c engine/indexing_fn.c engine/snippet.c engine/summary.c engine/select_elements.c \
+               engine/result.c engine/json_alloc.c engine/json_read.c engine/feed_ahead.c engine/grouping.c engine/values.c engine/embed.c engine/indexing.c engine/indexing_fn.c engine/snippet.c engine/summary.c engine/select_elements.c \
                engine/fieldtypes.c engine/predicate.c engine/position.c \
                engine/services.c engine/tokenizer.c engine/query_embed.c engine/visit.c engine/nearest.c engine/deadline.c engine/selection.c engine/selection_eval.c \
                engine/firstphase.c engine/searchpool.c
@@ -257,7 +257,7 @@ asan:
 # The tests that run threads (the session buffer pool, compiled contexts
 # loaded by several threads, queries sharing an application and its pools)
 # again in build-tsan/ under ThreadSanitizer; a reported race fails the run.
-TSAN_TESTS := pool context engine rank_eval firstphase hnsw_snap
+TSAN_TESTS := pool context engine rank_eval firstphase hnsw_snap feed_file
 tsan:
 	$(MAKE) BUILD=build-tsan SAN='-fsanitize=thread' DEBUG=1 OPT='-O1 -g' $(TSAN_TESTS:%=build-tsan/tests/test_%)
 	@for t in $(TSAN_TESTS); do \

@@ -14,6 +14,7 @@
  *                  blocks (query inputs); the stored JSON text of document
  *                  fields of such types, and their values for ranking
  *   feed.c         Vespa document operations -> store transactions; get, remove
+ *   feed_ahead.c   a large feed's operations parsed on a second thread
  *   visit.c        visiting: the documents of a type in pages, with a continuation
  *   selection.c    Vespa's document selection language: text -> struct eng_sel
  *   selection_eval.c  a selection evaluated on a stored document; test-and-set
@@ -374,6 +375,32 @@ int eng_ix_chunk(const json_t *in, const char *chunker, long length, json_t **ou
  * {...}}): cells 0 or 1 (lenient: any number, > 0 a 1), 8 to an int8 cell,
  * the first in the highest bit. */
 int eng_ix_pack_bits(const json_t *in, int lenient, json_t **out, struct strata_error *err);
+
+/* ---- feed_ahead.c: a feed's operations parsed on a second thread ---------------- */
+
+/* Where the next operation's text lies (1), or the end (0); called on the
+ * parser's thread only. */
+typedef int eng_span_fn(void *ud, const char **text, size_t *len, long *line);
+/* An operation as the parser leaves it: its span, and its value (NULL:
+ * oom, or the reason in je). */
+struct eng_feed_op {
+	const char *text;
+	size_t len;
+	long line;
+	json_t *op;
+	int oom;
+	json_error_t je;
+};
+struct eng_ahead;
+/* Start a thread that parses the operations next(ud) gives, in order. */
+int eng_ahead_start(struct eng_ahead **out, eng_span_fn *next, void *ud, struct strata_error *err);
+/* The next operation, waiting for it, or NULL once next() said the end
+ * (ud is then the caller's again).  The operation is the ahead's: read it
+ * until the next call (which gives it back), never keep or free its value. */
+const struct eng_feed_op *eng_ahead_next(struct eng_ahead *a);
+/* Stop the parser (at once if the end was not reached) and free every
+ * value and the ring.  NULL: nothing. */
+void eng_ahead_stop(struct eng_ahead *a);
 
 /* ---- json_alloc.c: jansson's memory ------------------------------------------- */
 

@@ -40,6 +40,7 @@
 #define PROGRESS_SECONDS 0.5
 #define STDIN_MAX ((size_t)1 << 34)  /* the longest line, or JSON array, on standard input */
 #define STDIN_CHUNK ((size_t)1 << 16)
+#define AHEAD_BYTES ((size_t)1 << 20) /* a text this large is parsed on a second thread */
 
 /* ---- one field value -------------------------------------------------------------- */
 
@@ -494,24 +495,25 @@ static void show_progress(struct feeder *f)
 	f->progress(f->ud, &st);
 }
 
-static void feed_one(struct feeder *f, const char *text, size_t len, long line)
+/* An operation parsed (op, or NULL with oom or the reason in je): apply it
+ * in the open batch, beginning one when there is none.  op stays the
+ * caller's. */
+static void feed_parsed(struct feeder *f, json_t *op, int oom, const json_error_t *je,
+                        size_t len, long line)
 {
 	struct strata_error e = { 0 };
 	f->st.last_line = line;
 	f->st.bytes_done += (long long)len + 1; /* and its newline or comma */
 	if (f->st.bytes_total && f->st.bytes_done > f->st.bytes_total)
 		f->st.bytes_done = f->st.bytes_total;
-	json_error_t je;
-	int oom;
-	json_t *op = eng_json_parse(text, len, 0, &je, &oom);
 	if (!op) {
 		if (oom)
 			base_nomem(&e, "the operation");
-		else if (je.line > 1)
+		else if (je->line > 1)
 			base_err(&e, STRATA_PARSE, "invalid JSON at line %ld, column %d: %s",
-			         line + je.line - 1, je.column, je.text);
+			         line + je->line - 1, je->column, je->text);
 		else
-			base_err(&e, STRATA_PARSE, "invalid JSON at column %d: %s", je.column, je.text);
+			base_err(&e, STRATA_PARSE, "invalid JSON at column %d: %s", je->column, je->text);
 		report(f, line, e.code, e.msg);
 		f->st.failed++;
 		return;
@@ -521,14 +523,12 @@ static void feed_one(struct feeder *f, const char *text, size_t len, long line)
 		if (rc) {
 			f->fatal = rc;
 			f->w = NULL;
-			json_decref(op);
 			return;
 		}
 		f->batch_first = line;
 	}
 	base_arena_reset(&f->arena);
 	int rc = apply_op(f->db, f->w, op, &f->arena, &e);
-	json_decref(op);
 	f->batch_last = line;
 	if (rc == 0) {
 		BASE_DEBUG_ASSERT(f->w);
@@ -557,6 +557,15 @@ static void feed_one(struct feeder *f, const char *text, size_t len, long line)
 		show_progress(f);
 }
 
+static void feed_one(struct feeder *f, const char *text, size_t len, long line)
+{
+	json_error_t je;
+	int oom;
+	json_t *op = eng_json_parse(text, len, 0, &je, &oom);
+	feed_parsed(f, op, oom, &je, len, line);
+	json_decref(op);
+}
+
 static int is_space(char c)
 {
 	return c == ' ' || c == '\t' || c == '\r' || c == '\n';
@@ -570,100 +579,175 @@ static int blank(const char *s, size_t n)
 	return 1;
 }
 
+/* Where the operations of a text lie: its JSON Lines that are not blank,
+ * or the elements of one JSON array, whose spans are found by tracking
+ * strings and nesting only, so that a bad element is reported with its
+ * line and the next one is still fed.  A fault in the array's own frame
+ * (not closed, a stray character, text after it) ends the walk with rc and
+ * err set. */
+struct spans {
+	const char *s;
+	size_t n, i;      /* the text; where the walk is */
+	long line;        /* the line at i */
+	int array;        /* one JSON array (i inside it) */
+	int partial;      /* lines: a last one without its newline may be cut: left */
+	int after;        /* array: an element was just given; its separator next */
+	int rc;
+	struct strata_error err;
+};
+
+static int spans_fail(struct spans *sp, const char *what)
+{
+	sp->rc = base_err(&sp->err, STRATA_PARSE, "line %ld: %s", sp->line, what);
+	sp->i = sp->n;
+	return 0;
+}
+
+static int next_line(struct spans *sp, const char **text, size_t *len, long *line)
+{
+	while (sp->i < sp->n) {
+		size_t i = sp->i;
+		const char *nl = memchr(sp->s + i, '\n', sp->n - i);
+		if (!nl && sp->partial)
+			return 0;
+		size_t end = nl ? (size_t)(nl - sp->s) : sp->n;
+		sp->i = nl ? end + 1 : sp->n;
+		long at = sp->line++;
+		if (!blank(sp->s + i, end - i)) {
+			*text = sp->s + i;
+			*len = end - i;
+			*line = at;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static int next_element(struct spans *sp, const char **text, size_t *len, long *line)
+{
+	const char *s = sp->s;
+	size_t n = sp->n, i = sp->i;
+	if (sp->after) {
+		sp->after = 0;
+		if (i >= n)
+			return spans_fail(sp, "the JSON array is not closed");
+		if (s[i] == ',')
+			i++;
+		else if (s[i] != ']') {
+			char what[64];
+			snprintf(what, sizeof what, "unexpected '%c' in the JSON array", s[i]);
+			return spans_fail(sp, what);
+		}
+	}
+	while (i < n && is_space(s[i]))
+		if (s[i++] == '\n')
+			sp->line++;
+	sp->i = i;
+	if (i >= n)
+		return spans_fail(sp, "the JSON array is not closed");
+	if (s[i] == ']') {
+		for (i++; i < n; i++) {
+			if (s[i] == '\n')
+				sp->line++;
+			else if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r')
+				return spans_fail(sp, "text after the JSON array");
+		}
+		sp->i = n;
+		return 0;
+	}
+	size_t start = i;
+	long start_line = sp->line;
+	int depth = 0, in_str = 0;
+	for (; i < n; i++) {
+		char c = s[i];
+		if (c == '\n')
+			sp->line++;
+		if (in_str) {
+			if (c == '\\')
+				i++;
+			else if (c == '"')
+				in_str = 0;
+			continue;
+		}
+		if (c == '"')
+			in_str = 1;
+		else if (c == '{' || c == '[')
+			depth++;
+		else if (c == '}' || c == ']') {
+			if (depth == 0)
+				break;
+			depth--;
+		} else if (c == ',' && depth == 0)
+			break;
+	}
+	if (i > n)
+		i = n;
+	sp->i = i;
+	sp->after = 1;
+	*text = s + start;
+	*len = i - start;
+	*line = start_line;
+	return 1;
+}
+
+/* The next operation's span (1), or the end of the text (0). */
+static int span_next(void *ud, const char **text, size_t *len, long *line)
+{
+	struct spans *sp = ud;
+	return sp->array ? next_element(sp, text, len, line) : next_line(sp, text, len, line);
+}
+
 /* Feed the lines of s[0..n), the first of them line *line (advanced past
  * those fed).  last = 0: a last line without its newline may be cut, and
  * is left for later.  Returns how many bytes were fed. */
 static size_t feed_lines(struct feeder *f, const char *s, size_t n, long *line, int last)
 {
-	size_t i = 0;
-	while (i < n && !f->fatal) {
-		const char *nl = memchr(s + i, '\n', n - i);
-		if (!nl && !last)
-			break;
-		size_t end = nl ? (size_t)(nl - s) : n;
-		if (!blank(s + i, end - i))
-			feed_one(f, s + i, end - i, *line);
-		(*line)++;
-		i = end + 1;
-	}
-	return i < n ? i : n;
+	struct spans sp = { .s = s, .n = n, .line = *line, .partial = !last };
+	const char *t;
+	size_t len;
+	long at;
+	while (!f->fatal && span_next(&sp, &t, &len, &at))
+		feed_one(f, t, len, at);
+	*line = sp.line;
+	return sp.i;
 }
 
-/* One JSON array of operations: find each element's span (tracking strings
- * and nesting only) so that a bad element is reported with its line and the
- * next one is still fed. */
-static int feed_array(struct feeder *f, const char *s, size_t n, size_t i, long line,
-                      struct strata_error *err)
-{
-	i++; /* '[' */
-	for (;;) {
-		while (i < n && is_space(s[i]))
-			if (s[i++] == '\n')
-				line++;
-		if (i >= n)
-			return base_err(err, STRATA_PARSE, "line %ld: the JSON array is not closed", line);
-		if (s[i] == ']')
-			break;
-		size_t start = i;
-		long start_line = line;
-		int depth = 0, in_str = 0;
-		for (; i < n; i++) {
-			char c = s[i];
-			if (c == '\n')
-				line++;
-			if (in_str) {
-				if (c == '\\')
-					i++;
-				else if (c == '"')
-					in_str = 0;
-				continue;
-			}
-			if (c == '"')
-				in_str = 1;
-			else if (c == '{' || c == '[')
-				depth++;
-			else if (c == '}' || c == ']') {
-				if (depth == 0)
-					break;
-				depth--;
-			} else if (c == ',' && depth == 0)
-				break;
-		}
-		if (i > n)
-			i = n;
-		feed_one(f, s + start, i - start, start_line);
-		if (f->fatal)
-			return 0;
-		if (i >= n)
-			return base_err(err, STRATA_PARSE, "line %ld: the JSON array is not closed", line);
-		if (s[i] == ',')
-			i++;
-		else if (s[i] != ']')
-			return base_err(err, STRATA_PARSE, "line %ld: unexpected '%c' in the JSON array",
-			                line, s[i]);
-	}
-	i++;
-	for (; i < n; i++) {
-		if (s[i] == '\n')
-			line++;
-		else if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r')
-			return base_err(err, STRATA_PARSE, "line %ld: text after the JSON array", line);
-	}
-	return 0;
-}
-
-/* A whole text: JSON Lines, or one JSON array. */
+/* A whole text: JSON Lines, or one JSON array.  One of AHEAD_BYTES or more
+ * is parsed ahead on a second thread (feed_ahead.c) when there is a second
+ * CPU. */
 static int feed_text(struct feeder *f, const char *s, size_t n, struct strata_error *err)
 {
+	struct spans sp = { .s = s, .n = n, .line = 1 };
 	size_t i = 0;
 	long line = 1;
 	while (i < n && is_space(s[i]))
 		if (s[i++] == '\n')
 			line++;
-	if (i < n && s[i] == '[')
-		return feed_array(f, s, n, i, line, err);
-	line = 1;
-	feed_lines(f, s, n, &line, 1);
+	if (i < n && s[i] == '[') {
+		sp.array = 1;
+		sp.i = i + 1;
+		sp.line = line;
+	}
+	struct eng_ahead *a = NULL;
+	struct strata_error e = { 0 };
+	if (n >= AHEAD_BYTES && sysconf(_SC_NPROCESSORS_ONLN) > 1 &&
+	    eng_ahead_start(&a, span_next, &sp, &e) == 0) {
+		const struct eng_feed_op *op;
+		while (!f->fatal && (op = eng_ahead_next(a)) != NULL)
+			feed_parsed(f, op->op, op->oom, &op->je, op->len, op->line);
+		eng_ahead_stop(a);
+	} else {
+		const char *t;
+		size_t len;
+		long at;
+		while (!f->fatal && span_next(&sp, &t, &len, &at))
+			feed_one(f, t, len, at);
+	}
+	if (sp.rc && !f->fatal) {
+		if (err)
+			*err = sp.err;
+		return sp.rc;
+	}
 	return 0;
 }
 

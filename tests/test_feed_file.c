@@ -1,6 +1,8 @@
 /*
  * test_feed_file.c: feeds of whole files, JSON Lines and one JSON array,
- * of thousands of operations with faults among them (engine/feed.c).
+ * of thousands of operations with faults among them (engine/feed.c); a
+ * file of a megabyte or more has its operations parsed on a second thread
+ * ahead of the writer (engine/feed_ahead.c), a smaller one on the writer's.
  *
  * Checked, for both forms: every failed operation (JSON that does not
  * parse, a field of the wrong type, an unknown document type) is reported
@@ -8,8 +10,9 @@
  * stored with the text it was fed with; blank lines are skipped but counted
  * in line numbers; the progress callback sees the bytes done grow to the
  * file's size; a fault in the array's own frame is reported with its line
- * after every element before it was applied; and an allocation failure
- * anywhere fails an operation or a batch, which is counted, the ok count
+ * after every element before it was applied; a small file gives the same
+ * reports as a large one; and an allocation failure on either thread
+ * fails an operation or a batch, which is counted, the ok count
  * being exactly what was stored.
  */
 #include <setjmp.h>
@@ -24,7 +27,7 @@
 
 #include "dbtest.h"
 
-#define NOPS 6000 /* about 2.4 MB of operations */
+#define NOPS 6000 /* about 2.4 MB of operations: parsed ahead */
 #define MAXREP 64
 
 static const char *sd =
@@ -200,6 +203,13 @@ static void array(void **state)
 	feed_and_check(NOPS, 1);
 }
 
+static void small_file(void **state)
+{
+	(void)state;
+	feed_and_check(1400, 0); /* about 0.5 MB: parsed by the writer */
+	feed_and_check(1400, 1);
+}
+
 static void array_frame_fault(void **state)
 {
 	(void)state;
@@ -289,6 +299,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(lines),
 		cmocka_unit_test(array),
+		cmocka_unit_test(small_file),
 		cmocka_unit_test(array_frame_fault),
 		cmocka_unit_test(allocation_failures),
 	};
