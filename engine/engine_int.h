@@ -381,8 +381,11 @@ int eng_ix_pack_bits(const json_t *in, int lenient, json_t **out, struct strata_
 /* Where the next operation's text lies (1), or the end (0); called on the
  * parser's thread only. */
 typedef int eng_span_fn(void *ud, const char **text, size_t *len, long *line);
-/* An operation as the parser leaves it: its span, and its value (NULL:
- * oom, or the reason in je). */
+/* Text fields of one operation tokenized ahead, at most. */
+#define ENG_FEED_PRE 8
+/* An operation as the parser leaves it: its span, its value (NULL: oom,
+ * or the reason in je), and pre[0..npre) the text of its fields tokenized
+ * ahead (store_pretext; pre[npre..] are buffers kept for reuse). */
 struct eng_feed_op {
 	const char *text;
 	size_t len;
@@ -390,10 +393,16 @@ struct eng_feed_op {
 	json_t *op;
 	int oom;
 	json_error_t je;
+	struct store_pretext *pre[ENG_FEED_PRE];
+	int npre;
 };
+/* Called on the parser's thread with each operation that parsed. */
+typedef void eng_prep_fn(void *ud, struct eng_feed_op *op);
 struct eng_ahead;
-/* Start a thread that parses the operations next(ud) gives, in order. */
-int eng_ahead_start(struct eng_ahead **out, eng_span_fn *next, void *ud, struct strata_error *err);
+/* Start a thread that parses the operations next(ud) gives, in order, and
+ * calls prep(ud, op) (NULL: nothing) with each that parsed. */
+int eng_ahead_start(struct eng_ahead **out, eng_span_fn *next, eng_prep_fn *prep, void *ud,
+                    struct strata_error *err);
 /* The next operation, waiting for it, or NULL once next() said the end
  * (ud is then the caller's again).  The operation is the ahead's: read it
  * until the next call (which gives it back), never keep or free its value. */

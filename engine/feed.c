@@ -496,10 +496,11 @@ static void show_progress(struct feeder *f)
 }
 
 /* An operation parsed (op, or NULL with oom or the reason in je): apply it
- * in the open batch, beginning one when there is none.  op stays the
+ * in the open batch, beginning one when there is none, offering the write
+ * the text of its fields tokenized ahead, pre[0..npre).  op stays the
  * caller's. */
 static void feed_parsed(struct feeder *f, json_t *op, int oom, const json_error_t *je,
-                        size_t len, long line)
+                        size_t len, long line, struct store_pretext *const *pre, int npre)
 {
 	struct strata_error e = { 0 };
 	f->st.last_line = line;
@@ -528,7 +529,10 @@ static void feed_parsed(struct feeder *f, json_t *op, int oom, const json_error_
 		f->batch_first = line;
 	}
 	base_arena_reset(&f->arena);
+	store_txn_pretext(f->w, pre, npre);
 	int rc = apply_op(f->db, f->w, op, &f->arena, &e);
+	if (f->w)
+		store_txn_pretext(f->w, NULL, 0);
 	f->batch_last = line;
 	if (rc == 0) {
 		BASE_DEBUG_ASSERT(f->w);
@@ -562,7 +566,7 @@ static void feed_one(struct feeder *f, const char *text, size_t len, long line)
 	json_error_t je;
 	int oom;
 	json_t *op = eng_json_parse(text, len, 0, &je, &oom);
-	feed_parsed(f, op, oom, &je, len, line);
+	feed_parsed(f, op, oom, &je, len, line, NULL, 0);
 	json_decref(op);
 }
 
@@ -712,9 +716,45 @@ static size_t feed_lines(struct feeder *f, const char *s, size_t n, long *line, 
 	return sp.i;
 }
 
+/* What the parser thread of a feed works with. */
+struct ahead_src {
+	struct spans *sp;
+	struct strata *db;
+};
+
+static int ahead_next(void *ud, const char **text, size_t *len, long *line)
+{
+	return span_next(((struct ahead_src *)ud)->sp, text, len, line);
+}
+
+/* On the parser's thread: the values of a put's text fields tokenized
+ * ahead.  Whatever fails here is left to the writer, which tokenizes what
+ * it is not offered. */
+static void ahead_prep(void *ud, struct eng_feed_op *o)
+{
+	struct strata *db = ((struct ahead_src *)ud)->db;
+	json_t *id = json_object_get(o->op, "put"), *fields = json_object_get(o->op, "fields"), *v;
+	struct eng_doctype *dt;
+	const char *key;
+	if (!json_is_string(id) || !json_is_object(fields) ||
+	    eng_docid_parse(db, json_string_value(id), &dt, NULL) != 0)
+		return;
+	json_object_foreach(fields, key, v) {
+		int fi = json_is_string(v) ? rank_schema_field_index(dt->schema, key) : -1;
+		if (o->npre == ENG_FEED_PRE)
+			break;
+		if (fi < 0 || fi >= dt->nfields || !(dt->fields[fi].text & STORE_TEXT_ON) ||
+		    (dt->fields[fi].text & (STORE_TEXT_ARRAY | STORE_TEXT_WSET)))
+			continue;
+		if (store_pretext_make(db->env, dt->store_id, fi, json_string_value(v),
+		                       json_string_length(v), &o->pre[o->npre], NULL) == 0)
+			o->npre++;
+	}
+}
+
 /* A whole text: JSON Lines, or one JSON array.  One of AHEAD_BYTES or more
- * is parsed ahead on a second thread (feed_ahead.c) when there is a second
- * CPU. */
+ * is parsed, and the text of its puts tokenized, ahead on a second thread
+ * (feed_ahead.c) when there is a second CPU. */
 static int feed_text(struct feeder *f, const char *s, size_t n, struct strata_error *err)
 {
 	struct spans sp = { .s = s, .n = n, .line = 1 };
@@ -730,11 +770,12 @@ static int feed_text(struct feeder *f, const char *s, size_t n, struct strata_er
 	}
 	struct eng_ahead *a = NULL;
 	struct strata_error e = { 0 };
+	struct ahead_src src = { &sp, f->db };
 	if (n >= AHEAD_BYTES && sysconf(_SC_NPROCESSORS_ONLN) > 1 &&
-	    eng_ahead_start(&a, span_next, &sp, &e) == 0) {
+	    eng_ahead_start(&a, ahead_next, ahead_prep, &src, &e) == 0) {
 		const struct eng_feed_op *op;
 		while (!f->fatal && (op = eng_ahead_next(a)) != NULL)
-			feed_parsed(f, op->op, op->oom, &op->je, op->len, op->line);
+			feed_parsed(f, op->op, op->oom, &op->je, op->len, op->line, op->pre, op->npre);
 		eng_ahead_stop(a);
 	} else {
 		const char *t;

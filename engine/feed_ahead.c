@@ -5,14 +5,16 @@
  * The writer (the one thread that may write the store) needs a feed's
  * operations as JSON values, in order.  So a parser thread walks the
  * operations (the caller's span function says where each lies) and parses
- * them into a ring of AHEAD_SLOTS; the writer takes them from it in the
+ * them into a ring of AHEAD_SLOTS, with the text of their fields tokenized
+ * (the caller's prep function); the writer takes them from it in the
  * same order, and says when it is done with one.  When the ring is full the
  * parser waits until half of it is free again; when it is empty the writer
  * waits for the next one.
  *
  * A value stays in its slot after the writer took it, and the parser frees
- * it when it comes round to that slot again: every JSON value is made and
- * freed on the parser's thread, so the two threads never give memory to
+ * it when it comes round to that slot again (and reuses the slot's
+ * tokens' buffers): every JSON value is made and freed on the parser's
+ * thread, so the two threads never give memory to
  * each other (a block freed by another thread than the one that made it
  * costs the C library locks and returned pages).  Nothing else is shared:
  * the span function and its state belong to the parser until
@@ -27,6 +29,7 @@
 
 struct eng_ahead {
 	eng_span_fn *next;
+	eng_prep_fn *prep;
 	void *ud;
 	pthread_t thread;
 	pthread_mutex_t mu;
@@ -43,44 +46,48 @@ static void *parser(void *arg)
 {
 	struct eng_ahead *a = arg;
 	for (;;) {
-		struct eng_feed_op op = { 0 };
-		int more = a->next(a->ud, &op.text, &op.len, &op.line);
-		if (more)
-			op.op = eng_json_parse(op.text, op.len, 0, &op.je, &op.oom);
 		pthread_mutex_lock(&a->mu);
-		while (more && !a->stop && a->tail - a->head == AHEAD_SLOTS) {
+		while (!a->stop && a->tail - a->head == AHEAD_SLOTS) {
 			a->parser_waits = 1;
 			pthread_cond_wait(&a->room, &a->mu);
 		}
-		if (!more || a->stop) {
-			a->done = 1;
-			pthread_cond_signal(&a->ready);
-			pthread_mutex_unlock(&a->mu);
-			json_decref(op.op);
-			return NULL;
-		}
+		int stop = a->stop;
 		pthread_mutex_unlock(&a->mu);
 		/* The slot at tail is free: the writer is done with what it held. */
-		struct eng_feed_op *s = &a->slot[a->tail % AHEAD_SLOTS];
-		json_decref(s->op);
-		*s = op;
+		struct eng_feed_op *op = &a->slot[a->tail % AHEAD_SLOTS];
+		json_decref(op->op);
+		op->op = NULL;
+		op->npre = 0;
+		int more = !stop && a->next(a->ud, &op->text, &op->len, &op->line);
+		if (more) {
+			op->op = eng_json_parse(op->text, op->len, 0, &op->je, &op->oom);
+			if (op->op && a->prep)
+				a->prep(a->ud, op);
+		}
 		pthread_mutex_lock(&a->mu);
-		a->tail++;
+		if (more)
+			a->tail++;
+		else
+			a->done = 1;
 		if (a->writer_waits) {
 			a->writer_waits = 0;
 			pthread_cond_signal(&a->ready);
 		}
 		pthread_mutex_unlock(&a->mu);
+		if (!more)
+			return NULL;
 	}
 }
 
-int eng_ahead_start(struct eng_ahead **out, eng_span_fn *next, void *ud, struct strata_error *err)
+int eng_ahead_start(struct eng_ahead **out, eng_span_fn *next, eng_prep_fn *prep, void *ud,
+                    struct strata_error *err)
 {
 	struct eng_ahead *a = base_calloc(1, sizeof *a);
 	*out = NULL;
 	if (!a)
 		return base_nomem(err, "the feed's parser");
 	a->next = next;
+	a->prep = prep;
 	a->ud = ud;
 	int ok = pthread_mutex_init(&a->mu, NULL) == 0;
 	int room = ok && pthread_cond_init(&a->room, NULL) == 0;
@@ -136,8 +143,11 @@ void eng_ahead_stop(struct eng_ahead *a)
 	pthread_cond_signal(&a->room);
 	pthread_mutex_unlock(&a->mu);
 	pthread_join(a->thread, NULL);
-	for (size_t i = 0; i < AHEAD_SLOTS; i++)
+	for (size_t i = 0; i < AHEAD_SLOTS; i++) {
 		json_decref(a->slot[i].op);
+		for (int k = 0; k < ENG_FEED_PRE; k++)
+			store_pretext_free(a->slot[i].pre[k]);
+	}
 	pthread_cond_destroy(&a->room);
 	pthread_cond_destroy(&a->ready);
 	pthread_mutex_destroy(&a->mu);

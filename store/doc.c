@@ -519,8 +519,7 @@ int store_doc_text_sync(MDB_txn *t, MDB_dbi meta, struct doctype *dt, struct str
 	}
 	mdb_cursor_close(c);
 	base_free(copy, copy_cap);
-	base_tokenizer_free(w.tok);
-	base_free(w.tbuf, w.tbuf_cap);
+	store_tokbuf_free(&w.tb);
 	if (!rc && mrc == MDB_NOTFOUND)
 		rc = store_text_flush(&w, err);
 	store_text_df_free(&w);

@@ -303,8 +303,7 @@ static void txn_free(struct store_txn *txn)
 {
 	base_free(txn->slot_mem, txn->slot_count * sizeof *txn->slot_mem);
 	base_free(txn->buf, txn->buf_cap);
-	base_tokenizer_free(txn->tok); /* text indexing's (text.c) */
-	base_free(txn->tbuf, txn->tbuf_cap);
+	store_tokbuf_free(&txn->tb); /* text indexing's (text.c) */
 	base_free(txn->ebuf, txn->ebuf_cap);
 	if (txn->df_free)
 		txn->df_free(txn);

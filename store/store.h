@@ -314,6 +314,22 @@ int store_text_element(struct store_txn *txn, int doctype, int field, uint32_t l
 int store_text_elements(struct store_txn *txn, int doctype, int field, uint32_t lid,
                         const uint32_t *pos, uint32_t n, uint32_t *elem, int32_t *weight,
                         struct strata_error *err);
+/* Text tokenized ahead of its write, on any thread (text_tokens.c): the
+ * value s[0..n) of text field `field` (a single string) of doctype,
+ * tokenized into *pre (made when NULL, else reused) as a write would.
+ * Offered to a write transaction with store_txn_pretext, it spares the
+ * write tokenizing a value of the same bytes.  s must stay as it is while
+ * pre is offered.  Needs only what store_open and the doctype registration
+ * made, so another thread may call it while one writes.  Returns 0,
+ * STRATA_INVALID_ARGUMENT (not such a field), STRATA_NOMEM, STRATA_LIMIT. */
+struct store_pretext;
+int store_pretext_make(struct store_env *env, int doctype, int field, const char *s, size_t n,
+                       struct store_pretext **pre, struct strata_error *err);
+void store_pretext_free(struct store_pretext *pre); /* NULL: nothing */
+/* Offer pre[0..n) to the writes of w until the next call (n = 0: none):
+ * a text field whose value is the same bytes as one of them, under the
+ * same settings, is indexed from its tokens. */
+void store_txn_pretext(struct store_txn *w, struct store_pretext *const *pre, int n);
 /* Documents with a value in field and their total length in tokens (bm25's
  * average field length).  Returns 0, STRATA_INVALID_ARGUMENT, STRATA_STORE. */
 int store_text_stats(struct store_txn *txn, int doctype, int field, uint64_t *docs,

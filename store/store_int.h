@@ -137,6 +137,33 @@ struct attr_slot {
 	int valid;
 };
 
+/* text_tokens.c: a value's tokens as the text index is built from them:
+ * records of a position, a length and the token's bytes, each
+ * store_tok_rec_size(n) bytes from the one before. */
+struct store_tokbuf {
+	struct base_tokenizer *tok; /* made on first use */
+	uint8_t *buf;
+	size_t cap;
+};
+struct store_tok_rec {
+	uint32_t pos;
+	uint16_t n;
+	char s[];
+};
+size_t store_tok_rec_size(size_t n);
+/* Tokenize s[0..n) with tokenizer flags into tb from *used on (advanced),
+ * the first token at position base; *count gets the number of tokens.
+ * Returns 0, STRATA_NOMEM or STRATA_LIMIT. */
+int store_tokenize(struct store_tokbuf *tb, int flags, const char *s, size_t n, uint32_t base,
+                   size_t *used, uint32_t *count, struct strata_error *err);
+void store_tokbuf_free(struct store_tokbuf *tb);
+/* The tokens offered to w (store_txn_pretext) for stored field sf of dt
+ * whose value is s[0..n): 1 with *toks, *used, *count as store_tokenize
+ * leaves them; 0 when none is. */
+struct doctype;
+int store_pretext_find(const struct store_txn *w, const struct doctype *dt, int sf, const char *s,
+                       size_t n, const uint8_t **toks, size_t *used, uint32_t *count);
+
 struct store_txn {
 	struct store_env *env;
 	MDB_txn *txn;
@@ -156,11 +183,12 @@ struct store_txn {
 	 * put, attr.c may use it to keep a block aside. */
 	uint8_t *buf;
 	size_t buf_cap;
-	/* Text indexing (write txns, text.c): a tokenizer made on first use,
-	 * and a scratch buffer of keys. */
-	struct base_tokenizer *tok;
-	uint8_t *tbuf;
-	size_t tbuf_cap;
+	/* Text indexing (write txns, text.c): a value's tokens (its tokenizer
+	 * made on first use), and values tokenized ahead that the next write
+	 * may take (store_txn_pretext; text_tokens.c). */
+	struct store_tokbuf tb;
+	struct store_pretext *const *pre;
+	int npre;
 	uint8_t *ebuf;           /* a collection's element table */
 	size_t ebuf_cap;
 	/* Changes to term frequencies (text.c), written at commit: text.c sets

@@ -40,7 +40,7 @@
 
 #include "store_int.h"
 
-#define TBUF_MAX ((size_t)1 << 31) /* scratch bytes of one document's tokens */
+#define TBUF_MAX ((size_t)1 << 31) /* bytes of a collection's element table */
 #define LEN_TAG 0xFF
 #define SUM_TAG 0xFE
 #define ELEM_BYTES 12 /* an element in a length entry: start, length, weight (u32 each) */
@@ -72,66 +72,6 @@ static size_t length_key(uint8_t *k, int sf, uint32_t lid)
 	return o + 4;
 }
 
-static int tgrow(struct store_txn *w, size_t need, struct strata_error *err)
-{
-	if (need <= w->tbuf_cap)
-		return 0;
-	if (need > TBUF_MAX)
-		return base_err(err, STRATA_LIMIT, "a document's text has too many tokens to index");
-	size_t cap = w->tbuf_cap ? w->tbuf_cap : 4096;
-	while (cap < need)
-		cap *= 2;
-	uint8_t *p = base_realloc(w->tbuf, w->tbuf_cap, cap);
-	if (!p)
-		return base_nomem(err, "indexing text");
-	w->tbuf = p;
-	w->tbuf_cap = cap;
-	return 0;
-}
-
-/* A token as kept in tbuf: its position, its length, its bytes. */
-struct tok_rec {
-	uint32_t pos;
-	uint16_t n;
-	char s[];
-};
-
-static size_t rec_size(size_t n)
-{
-	return (sizeof(struct tok_rec) + n + 7) & ~(size_t)7;
-}
-
-/* Tokenize s[0..n) with tokenizer flags into tbuf from *used on, the
- * first token at position base; *count gets the number of tokens. */
-static int tokenize(struct store_txn *w, int flags, const char *s, size_t n, uint32_t base,
-                    size_t *used, uint32_t *count, struct strata_error *err)
-{
-	if (!w->tok) {
-		int rc = base_tokenizer_new(&w->tok, err);
-		if (rc)
-			return rc;
-	}
-	size_t off = 0, tn;
-	const char *t;
-	int pos;
-	*count = 0;
-	while (base_token_next(w->tok, s, n, &off, flags, &t, &tn, &pos) > 0) {
-		(*count)++;
-		if (tn == 0)
-			continue;
-		size_t sz = rec_size(tn);
-		int rc = tgrow(w, *used + sz, err);
-		if (rc)
-			return rc;
-		struct tok_rec *r = (struct tok_rec *)(w->tbuf + *used);
-		r->pos = base + (uint32_t)pos;
-		r->n = (uint16_t)tn;
-		memcpy(r->s, t, tn);
-		*used += sz;
-	}
-	return 0;
-}
-
 /* The elements of a collection value being collected. */
 struct elems {
 	struct store_txn *w;
@@ -149,7 +89,7 @@ static int elem_add(void *ud, const char *str, size_t len, int32_t weight)
 	struct elems *e = ud;
 	struct store_txn *w = e->w;
 	uint32_t cnt;
-	int rc = tokenize(w, e->flags, str, len, e->base, e->used, &cnt, e->err);
+	int rc = store_tokenize(&w->tb, e->flags, str, len, e->base, e->used, &cnt, e->err);
 	if (rc)
 		return rc;
 	if (e->table) {
@@ -190,7 +130,7 @@ static int collect(struct store_txn *w, int tf, const char *s, size_t n, size_t 
 	if (nelem)
 		*nelem = 0;
 	if (!kind)
-		return tokenize(w, STORE_TEXT_TOKEN_FLAGS(tf), s, n, 0, used, count, err);
+		return store_tokenize(&w->tb, STORE_TEXT_TOKEN_FLAGS(tf), s, n, 0, used, count, err);
 	struct elems e = {w, STORE_TEXT_TOKEN_FLAGS(tf), used, 0, 0, nelem != NULL, 0, err};
 	int rc = store_text_elems(s, n, kind, elem_add, &e, err);
 	*count = e.total;
@@ -242,7 +182,7 @@ static int drop_field(struct store_txn *w, struct doctype *dt, int sf, uint32_t 
 	uint8_t kb[STORE_TEXT_KEY_MAX];
 	int rc;
 	for (size_t o = from; o < to;) {
-		const struct tok_rec *r = (const struct tok_rec *)(w->tbuf + o);
+		const struct store_tok_rec *r = (const struct store_tok_rec *)(w->tb.buf + o);
 		size_t plen = posting_key(kb, sf, r->s, r->n, lid) - 4;
 		if (!store_pend_drop(w, dt->text, kb, plen, lid)) {
 			rc = store_post_del(w->txn, dt->text, kb, plen, lid, err);
@@ -251,7 +191,7 @@ static int drop_field(struct store_txn *w, struct doctype *dt, int sf, uint32_t 
 			if (!rc && (rc = store_pend_df(w, dt->text, kb, plen, -1, err)) != 0)
 				return rc;
 		}
-		o += rec_size(r->n);
+		o += store_tok_rec_size(r->n);
 	}
 	MDB_val k = {length_key(kb, sf, lid), kb};
 	if ((rc = mdb_del(w->txn, dt->text, &k, NULL)) != 0)
@@ -261,19 +201,26 @@ static int drop_field(struct store_txn *w, struct doctype *dt, int sf, uint32_t 
 	return sum_update(w, dt, sf, -1, -(int64_t)len, err);
 }
 
-/* Add lid's entries for field sf from s[0..n). */
+/* Add lid's entries for field sf from s[0..n): its tokens offered with
+ * the write (text_tokens.c), or tokenized now. */
 static int add_field(struct store_txn *w, struct doctype *dt, int sf, uint32_t lid,
                      const char *s, size_t n, struct strata_error *err)
 {
-	size_t used = 0, nelem;
+	size_t used = 0, nelem = 0;
 	uint32_t len;
-	int rc = collect(w, dt->stored[sf].text, s, n, &used, &len, &nelem, err);
-	if (rc)
-		return rc;
+	const uint8_t *toks;
+	int rc;
+	if (!store_pretext_find(w, dt, sf, s, n, &toks, &used, &len)) {
+		if ((rc = collect(w, dt->stored[sf].text, s, n, &used, &len, &nelem, err)) != 0)
+			return rc;
+		toks = w->tb.buf;
+	}
 	size_t ntok = 0, bytes = 0;
-	for (size_t o = 0; o < used; o += rec_size(((struct tok_rec *)(w->tbuf + o))->n)) {
+	for (size_t o = 0; o < used;) {
+		const struct store_tok_rec *r = (const struct store_tok_rec *)(toks + o);
 		ntok++;
-		bytes += ((struct tok_rec *)(w->tbuf + o))->n + 3;
+		bytes += r->n + 3;
+		o += store_tok_rec_size(r->n);
 	}
 	uint32_t *pos, *koff;
 	uint8_t *keys;
@@ -281,11 +228,11 @@ static int add_field(struct store_txn *w, struct doctype *dt, int sf, uint32_t l
 		return rc;
 	size_t i = 0, at = 0;
 	for (size_t o = 0; o < used; i++) {
-		const struct tok_rec *r = (const struct tok_rec *)(w->tbuf + o);
+		const struct store_tok_rec *r = (const struct store_tok_rec *)(toks + o);
 		koff[i] = (uint32_t)at;
 		at += posting_key(keys + at, sf, r->s, r->n, lid) - 4;
 		pos[i] = r->pos;
-		o += rec_size(r->n);
+		o += store_tok_rec_size(r->n);
 	}
 	koff[ntok] = (uint32_t)at;
 	if ((rc = store_pend_terms(w, dt->text, ntok, err)) != 0)

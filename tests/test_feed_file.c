@@ -7,7 +7,8 @@
  * Checked, for both forms: every failed operation (JSON that does not
  * parse, a field of the wrong type, an unknown document type) is reported
  * with its line, in the order of the file, and counted; every other one is
- * stored with the text it was fed with; blank lines are skipped but counted
+ * stored with the text it was fed with, and its words find it (the text
+ * index against the bodies fed, word by word); blank lines are skipped but counted
  * in line numbers; the progress callback sees the bytes done grow to the
  * file's size; a fault in the array's own frame is reported with its line
  * after every element before it was applied; a small file gives the same
@@ -27,7 +28,7 @@
 
 #include "dbtest.h"
 
-#define NOPS 6000 /* about 2.4 MB of operations: parsed ahead */
+#define NOPS 6000 /* about 2.2 MB of operations: parsed ahead */
 #define MAXREP 64
 
 static const char *sd =
@@ -68,12 +69,34 @@ static void on_progress(void *ud, const struct strata_feed_stats *st)
 	r->total = st->bytes_total;
 }
 
-/* Operation i's body: words that depend on i, about 350 bytes. */
+/* Word k of a small vocabulary: three letters. */
+static void word(char w[4], int k)
+{
+	w[0] = (char)('a' + k % 26);
+	w[1] = (char)('a' + k / 26 % 26);
+	w[2] = (char)('q' + k % 7);
+	w[3] = 0;
+}
+
+/* Operation i's body: 80 words that depend on i, about 320 bytes. */
 static void body(char *b, size_t cap, int i)
 {
 	size_t o = 0;
-	for (int w = 0; w < 40 && o + 16 < cap; w++)
-		o += (size_t)snprintf(b + o, cap - o, "%sw%dx%d", w ? " " : "", (i * 7 + w) % 97, w % 5);
+	char w[4];
+	for (int k = 0; k < 80 && o + 8 < cap; k++) {
+		word(w, (i * 7 + k * k) % 211);
+		o += (size_t)snprintf(b + o, cap - o, "%s%s", k ? " " : "", w);
+	}
+}
+
+/* Whether word w is one of the words of text b. */
+static int has_word(const char *b, const char *w)
+{
+	size_t n = strlen(w);
+	for (const char *p = strstr(b, w); p; p = strstr(p + 1, w))
+		if ((p == b || p[-1] == ' ') && (p[n] == ' ' || !p[n]))
+			return 1;
+	return 0;
 }
 
 /* What goes wrong with operation i, if anything. */
@@ -144,6 +167,38 @@ static int failing(int nops)
 	return n;
 }
 
+/* The text index agrees with the bodies fed: for a few words, the
+ * documents that contain them are the good operations whose body has them. */
+static void check_index(struct strata *db, int nops)
+{
+	char b[1024], w[4], req[256];
+	for (int k = 0; k < 211; k += 23) {
+		word(w, k);
+		long want = 0;
+		for (int i = 0; i < nops; i++) {
+			body(b, sizeof b, i);
+			want += fault_of(i) == OK && has_word(b, w);
+		}
+		snprintf(req, sizeof req, "{\"yql\": \"select * from note where body contains '%s'\", "
+		         "\"hits\": 0}", w);
+		char *out = NULL;
+		struct strata_error err = { 0 };
+		if (strata_query_json(db, req, &out, &err) != 0)
+			fail_msg("%s: %s", req, err.msg);
+		json_t *r = json_loads(out, 0, NULL);
+		assert_non_null(r);
+		json_t *total = json_object_get(json_object_get(json_object_get(r, "root"), "fields"),
+		                                "totalCount");
+		if (json_integer_value(total) != want)
+			fprintf(stderr, "word %s: %lld documents, wanted %ld\n", w,
+			        (long long)json_integer_value(total), want);
+		assert_int_equal(json_integer_value(total), want);
+		assert_true(want > 0);
+		json_decref(r);
+		strata_free(out);
+	}
+}
+
 static void feed_and_check(int nops, int array)
 {
 	struct strata *db;
@@ -187,6 +242,7 @@ static void feed_and_check(int nops, int array)
 		assert_non_null(strstr(doc, b));
 		strata_free(doc);
 	}
+	check_index(db, nops);
 	strata_close(db);
 	apptest_remove(app);
 }

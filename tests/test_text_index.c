@@ -4,7 +4,8 @@
  * force scan that tokenizes every stored document again (and seeks in them,
  * forward and back, against the lids found): after random puts,
  * updates and removes, after reopening, after the text settings change
- * (rebuild), after a failed transaction is aborted, and after a writer
+ * (rebuild), after a failed transaction is aborted, with tokens made ahead
+ * offered to the writes (matching or not), and after a writer
  * process is killed with SIGKILL in the middle of a feed (every
  * acknowledged document is there and searchable; store and index agree).
  */
@@ -305,6 +306,51 @@ static void test_random_ops(void **state)
 	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+/* Text tokenized ahead (store_pretext) and offered to the writes: taken
+ * where a field's value is the same bytes, ignored where it is not (other
+ * bytes, another field, a field without text); either way the index is
+ * what tokenizing the stored values gives. */
+static void test_pretext(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/strata_text_XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	struct store_env *env;
+	int dt = open_store(dir, &doc, &env);
+	struct strata_error err = {0};
+	struct store_pretext *pre[2] = {0};
+	static char title[8192], other[8192];
+	for (int batch = 0; batch < 4; batch++) {
+		struct store_txn *w;
+		assert_int_equal(store_txn_begin(env, 1, &w, &err), 0);
+		for (unsigned i = 0; i < 30; i++) {
+			unsigned seed = i * 2654435761u + (unsigned)batch * 977u;
+			text_of(seed, title, sizeof title);
+			text_of(seed + 1, other, sizeof other);
+			const char *t = i % 3 == 1 ? other : title;
+			assert_int_equal(store_pretext_make(env, dt, F_TITLE, t, strlen(t), &pre[0], &err),
+			                 0);
+			assert_int_equal(store_pretext_make(env, dt, F_TAG, title, strlen(title), &pre[1],
+			                                    &err), 0);
+			store_txn_pretext(w, pre, i % 5 == 4 ? 0 : 2);
+			put_doc(w, dt, i, seed, batch % 2);
+			store_txn_pretext(w, NULL, 0);
+		}
+		assert_int_equal(store_txn_commit(w, &err), 0);
+		check_all(env, dt);
+	}
+	assert_int_equal(store_pretext_make(env, dt, F_N, "1", 1, &pre[0], &err),
+	                 STRATA_INVALID_ARGUMENT);
+	assert_int_equal(store_pretext_make(env, dt, F_PLAIN, "x", 1, &pre[0], &err),
+	                 STRATA_INVALID_ARGUMENT);
+	assert_int_equal(store_pretext_make(env, dt + 7, F_TITLE, "x", 1, &pre[0], &err),
+	                 STRATA_INVALID_ARGUMENT);
+	store_pretext_free(pre[0]);
+	store_pretext_free(pre[1]);
+	store_close(env);
+	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 /* A child feeds documents, one commit each, writing the number of each
  * committed one to a pipe; it is killed with SIGKILL at some point. */
 static void test_kill_mid_feed(void **state)
@@ -373,6 +419,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_random_ops),
+		cmocka_unit_test(test_pretext),
 		cmocka_unit_test(test_kill_mid_feed),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
