@@ -707,20 +707,29 @@ int store_lookup(struct store_txn *txn, int doctype, const char *docid, uint32_t
 	return rc;
 }
 
+/* Open txn's cursor on the documents of doctype, once. */
+static int doc_cursor(struct store_txn *txn, int doctype)
+{
+	MDB_cursor **c = &txn->cursors[doctype];
+	if (*c)
+		return 0;
+	int rc = mdb_cursor_open(txn->txn, txn->env->types[doctype]->docs, c);
+	if (rc) {
+		*c = NULL;
+		return store_mdb_err(NULL, rc, "");
+	}
+	txn->cursor_ok[doctype] = 0;
+	return 0;
+}
+
 int store_next(struct store_txn *txn, int doctype, uint32_t *lid)
 {
 	int rc = store_txn_check(txn, 0, doctype, NULL);
 	if (rc)
 		return rc;
-	struct doctype *dt = txn->env->types[doctype];
 	MDB_cursor **c = &txn->cursors[doctype];
-	if (!*c) {
-		if ((rc = mdb_cursor_open(txn->txn, dt->docs, c)) != 0) {
-			*c = NULL;
-			return store_mdb_err(NULL, rc, "");
-		}
-		txn->cursor_ok[doctype] = 0;
-	}
+	if ((rc = doc_cursor(txn, doctype)) != 0)
+		return rc;
 	uint32_t want = *lid;
 	MDB_val k = {sizeof want, &want}, v;
 	/* Scans ask for the id after the last one found: step instead of
@@ -746,6 +755,29 @@ int store_next(struct store_txn *txn, int doctype, uint32_t *lid)
 	txn->cursor_lid[doctype] = *lid;
 	txn->cursor_ok[doctype] = 1;
 	return 0;
+}
+
+int store_dense(struct store_txn *txn, int doctype, uint32_t *n)
+{
+	*n = 0;
+	uint64_t count = store_count(txn, doctype);
+	if (!count)
+		return store_txn_check(txn, 0, doctype, NULL) == 0;
+	/* count distinct ids, the highest count - 1: they are 0 .. count - 1 */
+	uint32_t last;
+	MDB_val k, v;
+	if (doc_cursor(txn, doctype) != 0 ||
+	    mdb_cursor_get(txn->cursors[doctype], &k, &v, MDB_LAST) != 0 || k.mv_size != 4) {
+		txn->cursor_ok[doctype] = 0;
+		return 0;
+	}
+	memcpy(&last, k.mv_data, 4);
+	txn->cursor_lid[doctype] = last;
+	txn->cursor_ok[doctype] = 1;
+	if ((uint64_t)last + 1 != count)
+		return 0;
+	*n = (uint32_t)count;
+	return 1;
 }
 
 uint64_t store_count(struct store_txn *txn, int doctype)

@@ -222,6 +222,10 @@ int store_next(struct store_txn *txn, int doctype, uint32_t *lid);
 
 /* Number of live documents of the type (0 on a bad handle). */
 uint64_t store_count(struct store_txn *txn, int doctype);
+/* Whether the live local ids of the type are exactly 0 .. *n - 1 (none
+ * removed, or every gap filled again), so that a scan of them all needs
+ * no store_next: 1 with *n set, else 0 (gaps, or an error). */
+int store_dense(struct store_txn *txn, int doctype, uint32_t *n);
 
 /* The document id of lid (valid until the txn ends), or NULL. */
 const char *store_docid(struct store_txn *txn, int doctype, uint32_t lid);

@@ -320,8 +320,20 @@ static void test_put_replaces_and_update(void **state)
 static void test_remove(void **state)
 {
 	struct fx *fx = *state;
-	put_docs(fx, 0, 3);
 	struct store_txn *w;
+	uint32_t dn = 99;
+	assert_int_equal(store_txn_begin(fx->env, 0, &w, &fx->err), 0);
+	assert_int_equal(store_dense(w, fx->dt, &dn), 1); /* none: 0 .. -1 */
+	assert_int_equal(dn, 0);
+	store_txn_abort(w);
+	put_docs(fx, 0, 3);
+	assert_int_equal(store_txn_begin(fx->env, 0, &w, &fx->err), 0);
+	assert_int_equal(store_dense(w, fx->dt, &dn), 1);
+	assert_int_equal(dn, 3);
+	uint32_t at = 0; /* a scan after it still steps from the first */
+	assert_int_equal(store_next(w, fx->dt, &at), 0);
+	assert_int_equal(at, 0);
+	store_txn_abort(w);
 	assert_int_equal(store_txn_begin(fx->env, 1, &w, &fx->err), 0);
 	uint32_t lid = lid_of(w, fx->dt, 1);
 	assert_int_equal(store_remove(w, fx->dt, "id:shop:product::1", &fx->err), 0);
@@ -341,6 +353,7 @@ static void test_remove(void **state)
 	assert_null(store_attr(r, fx->dt, F_COUNT, lid));
 	assert_null(store_docid(r, fx->dt, lid));
 	assert_int_equal(store_count(r, fx->dt), 2);
+	assert_int_equal(store_dense(r, fx->dt, &dn), 0); /* 0 and 2: a gap */
 	uint32_t l = 0;
 	assert_int_equal(store_next(r, fx->dt, &l), 0);
 	assert_int_equal(l, 0);
@@ -359,6 +372,7 @@ static void test_remove(void **state)
 	assert_int_equal(store_txn_begin(fx->env, 0, &r, &fx->err), 0);
 	uint32_t nl = lid_of(r, fx->dt, 1);
 	assert_int_not_equal(nl, lid);
+	assert_int_equal(store_dense(r, fx->dt, &dn), 0); /* 0, 2 and 3 */
 	assert_int_equal(store_get(r, fx->dt, nl, got, &fx->err), 0);
 	check_doc(got, 1);
 	store_txn_abort(r);
