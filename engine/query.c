@@ -610,6 +610,14 @@ static int final_cmp(const void *a, const void *b)
 	return strcmp(eng_hit_docid(x), eng_hit_docid(y));
 }
 
+/* The score cmp (first_cmp or final_cmp) orders by before anything else:
+ * a hit whose key is below another's comes after it, whatever the rest
+ * (a NaN compares false with everything, so cmp decides). */
+static double cmp_key(int (*cmp)(const void *, const void *), const struct hit *h)
+{
+	return cmp == first_cmp ? h->first : h->score;
+}
+
 /* Make h[i] sink below its children in a heap of the k kept hits whose top
  * is the worst of them (cmp orders best first). */
 static void sift(struct hit *h, size_t k, size_t i, int (*cmp)(const void *, const void *))
@@ -644,13 +652,18 @@ static void sort_top(struct hit *h, size_t n, size_t k, int (*cmp)(const void *,
 	}
 	for (size_t i = k / 2; i-- > 0;)
 		sift(h, k, i, cmp);
-	for (size_t i = k; i < n; i++)
+	double worst = cmp_key(cmp, &h[0]);
+	for (size_t i = k; i < n; i++) {
+		if (cmp_key(cmp, &h[i]) < worst)
+			continue; /* plainly worse than the worst kept */
 		if (cmp(&h[i], &h[0]) < 0) {
 			struct hit t = h[i];
 			h[i] = h[0];
 			h[0] = t;
 			sift(h, k, 0, cmp);
+			worst = cmp_key(cmp, &h[0]);
 		}
+	}
 	qsort(h, k, sizeof *h, cmp);
 }
 
@@ -664,9 +677,12 @@ static void shift_rest(struct qstate *qs, size_t base, size_t nre, size_t n,
 	if (!nre || nre >= n)
 		return;
 	size_t best = base + nre; /* the best hit not re-ranked */
+	double top = cmp_key(cmp, &qs->hits[best]);
 	for (size_t i = base + nre + 1; i < base + n; i++)
-		if (cmp(&qs->hits[i], &qs->hits[best]) < 0)
+		if (!(cmp_key(cmp, &qs->hits[i]) < top) && cmp(&qs->hits[i], &qs->hits[best]) < 0) {
 			best = i;
+			top = cmp_key(cmp, &qs->hits[best]);
+		}
 	double low = INFINITY;
 	double high = by_first ? qs->hits[best].first : qs->hits[best].score;
 	for (size_t i = 0; i < nre; i++)
@@ -779,6 +795,37 @@ static int global_phase(struct qstate *qs, struct dtstate *ds, size_t base, size
 	return rc;
 }
 
+/* Every one of the documents 0 .. nlive - 1 matches (where true, no
+ * gaps): their hits in one loop, as the general one makes them, up to
+ * the room the hit array has; *next gets the first document left for
+ * the general loop.  Returns 0, or 1 when the deadline stopped the match
+ * (the first phase then scores what was matched), or an error. */
+static int match_all(struct qstate *qs, struct dtstate *ds, uint32_t nlive, uint32_t *next)
+{
+	size_t room = qs->cap - qs->nhits;
+	uint32_t n = nlive < room ? nlive : (uint32_t)room, lid = 0;
+	struct hit *h = qs->hits + qs->nhits;
+	while (lid < n) {
+		if (ds->covered && ds->covered % BLOCK == 0) {
+			int stop = eng_deadline_check(&qs->dl, qs->err);
+			if (stop < 0)
+				return stop;
+			if (stop) {
+				*next = nlive; /* nothing left */
+				qs->nhits += lid;
+				return 1;
+			}
+		}
+		uint32_t end = (uint32_t)(BLOCK - ds->covered % BLOCK);
+		end = end < n - lid ? lid + end : n;
+		for (; lid < end; lid++)
+			h[lid] = (struct hit){ .ds = ds, .lid = lid, .first = (double)ds->covered++ };
+	}
+	qs->nhits += n;
+	*next = n;
+	return 0;
+}
+
 static int run_doctype(struct qstate *qs, struct dtstate *ds)
 {
 	struct yql_node *nn = find_nn(qs->yql->where);
@@ -813,7 +860,16 @@ static int run_doctype(struct qstate *qs, struct dtstate *ds)
 		                                   sizeof *qs->hits, MAX_MATCHES) != 0)
 			return base_nomem(qs->err, "matches");
 	}
-	for (uint32_t lid = 0; driven ? at < ndrive : store_next(qs->txn, ds->dt->store_id, &lid) == 0;
+	/* Every document in turn: when the live ids are 0 .. nlive - 1, by
+	 * counting instead of stepping a cursor through the documents. */
+	uint32_t nlive = 0;
+	int dense = !driven && store_dense(qs->txn, ds->dt->store_id, &nlive);
+	uint32_t lid0 = 0;
+	if (dense && qs->yql->where->kind == YQL_TRUE && (rc = match_all(qs, ds, nlive, &lid0)) < 0)
+		return rc;
+	for (uint32_t lid = lid0;
+	     driven ? at < ndrive
+	            : dense ? lid < nlive : store_next(qs->txn, ds->dt->store_id, &lid) == 0;
 	     lid++) {
 		if (driven)
 			lid = drive[at++];
