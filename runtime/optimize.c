@@ -14,6 +14,9 @@
  *   MatMulInteger(Xq, W) + Cast + Mul(., Mul(Xs, Ws)) [+ the tail of a
  *   MatMul: bias Add, erf-GELU, residual Add]         -> strata.QuantLinear
  *     (ONNX Runtime's quantize_dynamic spelling of a linear layer)
+ *   MatMul(DequantizeLinear(Xq), DequantizeLinear(Wq)) [+ the same tail]
+ *                                                    -> strata.QuantLinear
+ *     (its QDQ spelling: the pairs QuantizeLinear / DequantizeLinear)
  *   Reshape + Transpose of Q, K, V, MatMul, Div or Mul by a constant,
  *   Add mask, Softmax, MatMul, and the inverse Transpose + Reshape
  *                                                    -> strata.Attention
@@ -513,6 +516,84 @@ static int fuse_qlinear(struct opt *o, int i, int *done)
 	return rc;
 }
 
+/* ---- QDQ linear ------------------------------------------------------------------------- */
+
+/* The DequantizeLinear node writing v, live or folded into a constant, or
+ * -1. */
+static int dq_writing(struct opt *o, int v)
+{
+	for (int i = 0; i < o->g->nnodes; i++) {
+		const struct rt_node *n = node(o, i);
+		if (!o->dead[i] && n->nout >= 1 && n->out[0] == v && is_op(n, "DequantizeLinear") &&
+		    !n->nimplicit)
+			return i;
+	}
+	return -1;
+}
+
+/* n dequantizes 8-bit cells to floats, one scale per tensor or per slice
+ * of one axis (no blocks), with a zero point of the cells' type or none. */
+static int dq_8bit(struct opt *o, const struct rt_node *n)
+{
+	if (n->nin < 2 || n->nin > 3 || n->in[0] < 0 || n->in[1] < 0)
+		return 0;
+	int dt = rt_graph_dtype(o->g, n->in[0]);
+	int64_t odt = rt_attr_int(n, "output_dtype", 0);
+	return (dt == BASE_DT_UINT8 || dt == BASE_DT_INT8) && rt_attr_int(n, "block_size", 0) == 0 &&
+	       rt_graph_dtype(o->g, n->in[1]) == BASE_DT_FLOAT &&
+	       (odt == 0 || odt == BASE_DT_FLOAT) &&
+	       (n->nin < 3 || n->in[2] < 0 || rt_graph_dtype(o->g, n->in[2]) == dt);
+}
+
+/* MatMul(DequantizeLinear(Xq, Xs, Xzp), DequantizeLinear(Wq, Ws, Wzp)), the
+ * QDQ spelling of a quantized linear layer (ONNX Runtime's QuantFormat.QDQ):
+ * Xs and Xzp one value each, Wq a constant [K,N] with one scale and zero
+ * point or one per column (axis 1), so that both scales come out of the
+ * sum: the same layer as QuantLinear's, (Xq - Xzp)(Wq - Wzp) summed in
+ * integers, then scaled, where the chain sums the dequantized floats (so
+ * the two agree within float rounding, not bit for bit).  The weights'
+ * DequantizeLinear was folded into a float constant; the fused layer reads
+ * the 8-bit constant under it instead.  The activations' DequantizeLinear
+ * goes with the pattern when this MatMul is its only reader, and is swept
+ * once every reader was fused otherwise. */
+static int fuse_qdq(struct opt *o, int i, int *done)
+{
+	const struct rt_node *n = node(o, i);
+	if (n->nin != 2)
+		return 0;
+	int a = n->in[0], w = n->in[1];
+	int da = prod(o, a, "DequantizeLinear"), dw = dq_writing(o, w);
+	if (da < 0 || dw < 0 || !dq_8bit(o, node(o, da)) || !dq_8bit(o, node(o, dw)))
+		return 0;
+	const struct rt_node *an = node(o, da), *wn = node(o, dw);
+	int aq = an->in[0], xs = an->in[1], azp = an->nin > 2 ? an->in[2] : -1;
+	int wq = wn->in[0], ws = wn->in[1], wzp = wn->nin > 2 ? wn->in[2] : -1;
+	const struct rt_tensor *wt = o->g->values[wq].konst, *wst = kfloat(o, ws);
+	if (o->g->values[aq].konst || !wt || wt->rank != 2 || !wst || !scalar_value(o, xs) ||
+	    (azp >= 0 && !scalar_value(o, azp)) || o->g->values[a].shape.rank < 2 ||
+	    last_dim(o, a) != wt->dims[0])
+		return 0;
+	int64_t N = wt->dims[1], nws = runtime_tensor_count(wst);
+	int64_t axis = rt_attr_int(wn, "axis", 1);
+	if (!(nws == 1 || (nws == N && wst->rank == 1 && (axis == 1 || axis == -1))))
+		return 0;
+	if (wzp >= 0 && (!o->g->values[wzp].konst ||
+	                 runtime_tensor_count(o->g->values[wzp].konst) != nws))
+		return 0;
+	int pat[MAXPAT] = { i }, np = 1, bias = -1, act = RT_ACT_NONE, res = -1;
+	if (single(o, a))
+		pat[np++] = da;
+	if (!wn->folded && single(o, w))
+		pat[np++] = dw;
+	int v = linear_tail(o, out0(o, i), (int)N, pat, &np, &bias, &act, &res, 1);
+	int in[8] = { aq, wq, azp, wzp, xs, ws, bias, res };
+	struct rt_attr at[1] = { attr_int("act", act) };
+	int rc = emit(o, max_of(pat, np), pat, np, "QuantLinear", in, 8, v, at, 1);
+	if (rc == 0)
+		(*done)++;
+	return rc;
+}
+
 /* ---- LayerNorm ---------------------------------------------------------------------------- */
 
 static int axes_last(struct opt *o, const struct rt_node *n, int rank)
@@ -896,9 +977,14 @@ int rt_graph_optimize(struct rt_model *m, struct strata_error *err)
 	for (int i = 0; i < g->nnodes && rc == 0; i++)
 		if (live(&o, i) && is_op(&g->nodes[i], "Softmax"))
 			rc = fuse_attention(&o, i, &done);
-	for (int i = 0; i < g->nnodes && rc == 0; i++)
-		if (live(&o, i) && (is_op(&g->nodes[i], "MatMul") || is_op(&g->nodes[i], "Gemm")))
+	for (int i = 0; i < g->nnodes && rc == 0; i++) {
+		int before = done;
+		if (live(&o, i) && is_op(&g->nodes[i], "MatMul"))
+			rc = fuse_qdq(&o, i, &done);
+		if (rc == 0 && done == before && live(&o, i) &&
+		    (is_op(&g->nodes[i], "MatMul") || is_op(&g->nodes[i], "Gemm")))
 			rc = fuse_linear(&o, i, &done);
+	}
 	for (int i = 0; i < g->nnodes && rc == 0; i++)
 		if (live(&o, i) && is_op(&g->nodes[i], "MatMulInteger"))
 			rc = fuse_qlinear(&o, i, &done);

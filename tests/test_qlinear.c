@@ -10,6 +10,13 @@
  * path against its scalar formula (odd lengths, halfway quotients), the
  * same for DequantizeLinear of 8-bit cells, and a
  * hand-written QuantLinear whose operands are wrong, which must fail to load.
+ * Also the QDQ spelling (QuantizeLinear -> DequantizeLinear of the
+ * activations, DequantizeLinear of 8-bit weights, MatMul, the same tail),
+ * fused into QuantLinear as well and checked against the chain within float
+ * rounding (the chain sums dequantized floats, the layer integers): uint8
+ * and int8 activations, one dequantized activation read by two layers,
+ * weight scales per tensor and per column; a weight scaled per row (which
+ * cannot come out of the sum) stays a float layer.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -142,18 +149,90 @@ static int count(const struct rt_model *m, const char *domain, const char *op)
 {
 	int k = 0;
 	for (int i = 0; i < m->g.nnodes; i++)
-		k += strcmp(m->g.nodes[i].domain, domain) == 0 && strcmp(m->g.nodes[i].op, op) == 0;
+		k += !m->g.nodes[i].folded && strcmp(m->g.nodes[i].domain, domain) == 0 &&
+		     strcmp(m->g.nodes[i].op, op) == 0;
 	return k;
 }
 
-static void compare(int kind, double tol)
+/* ---- the QDQ spelling ------------------------------------------------------------- */
+
+/* x through QuantizeLinear and DequantizeLinear with one scale and zero
+ * point (adt: uint8 or int8); the dequantized value. */
+static const char *qdq_act(struct mb_model *m, const char *x, int adt)
 {
-	struct mb_model *mb = build(kind);
+	char ins[128];
+	uint8_t z = adt == BASE_DT_UINT8 ? 128 : (uint8_t)(int8_t)-3;
+	const char *xs = kfloats(m, 1, 0, 3.2f / 127), *xz = fresh("xz");
+	mb_init(m, xz, adt, 0, NULL, &z);
+	snprintf(ins, sizeof ins, "%s,%s,%s", x, xs, xz);
+	const char *q = node1(m, "QuantizeLinear", ins);
+	snprintf(ins, sizeof ins, "%s,%s,%s", q, xs, xz);
+	return node1(m, "DequantizeLinear", ins);
+}
+
+/* MatMul(xdq [B,S,k], DequantizeLinear(Wq [k,n])) + bias.  scales: 0 one
+ * for the tensor, 1 one per column (axis 1), 2 one per row (axis 0). */
+static const char *qdq_layer(struct mb_model *m, const char *xdq, int64_t k, int64_t n, int wdt,
+                             int scales)
+{
+	char ins[256];
+	uint8_t w[64 * 64], z[64];
+	for (int64_t i = 0; i < k * n; i++)
+		w[i] = (uint8_t)(wdt == BASE_DT_INT8 ? (int8_t)(127 * oc_frand(&seed))
+		                                     : (uint8_t)(128 + 127 * oc_frand(&seed)));
+	int64_t nz = scales == 0 ? 1 : scales == 1 ? n : k;
+	for (int64_t j = 0; j < nz; j++)
+		z[j] = (uint8_t)(wdt == BASE_DT_INT8 ? (int8_t)(j % 5 - 2) : 128 + j % 3);
+	const char *wq = fresh("wq"), *wz = fresh("wz");
+	mb_init(m, wq, wdt, 2, (int64_t[]){ k, n }, w);
+	mb_init(m, wz, wdt, scales ? 1 : 0, (int64_t[]){ nz }, z);
+	const char *ws = kfloats(m, nz, 0.002f, 0.01f);
+	snprintf(ins, sizeof ins, "%s,%s,%s", wq, ws, wz);
+	const char *wd = fresh("wdq");
+	struct mb_node *dq = mb_node(m, "DequantizeLinear", ins, wd);
+	if (scales)
+		mb_attr_int(dq, "axis", scales == 1 ? 1 : 0);
+	snprintf(ins, sizeof ins, "%s,%s", xdq, wd);
+	const char *y = node1(m, "MatMul", ins);
+	snprintf(ins, sizeof ins, "%s,%s", y, kfloats(m, n, 0.1f, 0));
+	return node1(m, "Add", ins);
+}
+
+/* kind 0: uint8 activations read by three layers (int8 weights per tensor,
+ * uint8 per column, int8 per row), three outputs; kind 1: int8
+ * activations, layer, GELU, again through QDQ, layer, residual Add of x. */
+static struct mb_model *build_qdq(int kind)
+{
+	nnames = 0;
+	struct mb_model *m = mb_new("q", 13);
+	int64_t dx[] = { B, S, K }, dh[] = { B, S, H };
+	mb_input(m, "x", BASE_DT_FLOAT, 3, dx, NULL);
+	if (kind == 0) {
+		const char *xd = qdq_act(m, "x", BASE_DT_UINT8);
+		mb_node(m, "Identity", qdq_layer(m, xd, K, H, BASE_DT_INT8, 0), "ya");
+		mb_node(m, "Identity", qdq_layer(m, xd, K, H, BASE_DT_UINT8, 1), "yb");
+		mb_node(m, "Identity", qdq_layer(m, xd, K, H, BASE_DT_INT8, 2), "yc");
+		mb_output(m, "ya", BASE_DT_FLOAT, 3, dh, NULL);
+		mb_output(m, "yb", BASE_DT_FLOAT, 3, dh, NULL);
+		mb_output(m, "yc", BASE_DT_FLOAT, 3, dh, NULL);
+	} else {
+		const char *h = gelu(m, qdq_layer(m, qdq_act(m, "x", BASE_DT_INT8), K, H,
+		                                  BASE_DT_INT8, 0));
+		const char *y = qdq_layer(m, qdq_act(m, h, BASE_DT_INT8), H, K, BASE_DT_INT8, 1);
+		char ins[128];
+		snprintf(ins, sizeof ins, "%s,x", y);
+		mb_node(m, "Add", ins, "y");
+		mb_output(m, "y", BASE_DT_FLOAT, 3, dx, NULL);
+	}
+	return m;
+}
+
+/* The model mb optimized and not, on the same x, output by output, under
+ * each dispatch path: within tol relative. */
+static void compare_model(struct mb_model *mb, struct rt_model **optp, double tol)
+{
 	struct rt_model *opt = oc_load_level(mb, "all"), *ref = oc_load_level(mb, "disabled");
-	mb_free(mb);
-	assert_int_equal(count(opt, "strata", "QuantLinear"), 2);
-	assert_int_equal(count(opt, "", "MatMulInteger"), 0);
-	assert_int_equal(count(ref, "", "MatMulInteger"), 2);
+	*optp = opt;
 	float x[B * S * K];
 	for (int i = 0; i < B * S * K; i++)
 		x[i] = 3 * oc_frand(&seed);
@@ -163,7 +242,7 @@ static void compare(int kind, double tol)
 	for (int t = 0; t < (rt_cpu_best() == RT_ISA_AVX512 ? 2 : 1); t++) {
 		assert_int_equal(rt_cpu_force(isas[t]), 0);
 		struct rt_ctx *a, *b;
-		struct rt_tensor oa[2], ob[2];
+		struct rt_tensor oa[3], ob[3];
 		struct strata_error err = { 0 };
 		assert_int_equal(runtime_ctx_new(opt, &a, &err), 0);
 		assert_int_equal(runtime_ctx_new(ref, &b, &err), 0);
@@ -183,8 +262,47 @@ static void compare(int kind, double tol)
 		runtime_ctx_free(b);
 	}
 	assert_int_equal(rt_cpu_force(RT_ISA_AUTO), 0);
-	runtime_model_free(opt);
 	runtime_model_free(ref);
+}
+
+static void compare(int kind, double tol)
+{
+	struct mb_model *mb = build(kind);
+	struct rt_model *opt;
+	compare_model(mb, &opt, tol);
+	assert_int_equal(count(opt, "strata", "QuantLinear"), 2);
+	assert_int_equal(count(opt, "", "MatMulInteger"), 0);
+	mb_free(mb);
+	runtime_model_free(opt);
+}
+
+static void test_qdq_shared(void **state)
+{
+	(void)state;
+	struct mb_model *mb = build_qdq(0);
+	struct rt_model *opt;
+	compare_model(mb, &opt, 1e-5);
+	assert_int_equal(count(opt, "strata", "QuantLinear"), 2);
+	assert_int_equal(count(opt, "strata", "FusedLinear"), 1); /* the per-row one */
+	assert_int_equal(count(opt, "", "MatMul"), 0);
+	/* the activations' DequantizeLinear stays for the float layer */
+	assert_int_equal(count(opt, "", "DequantizeLinear"), 1);
+	mb_free(mb);
+	runtime_model_free(opt);
+}
+
+static void test_qdq_gelu_residual(void **state)
+{
+	(void)state;
+	struct mb_model *mb = build_qdq(1);
+	struct rt_model *opt;
+	compare_model(mb, &opt, 1e-5);
+	assert_int_equal(count(opt, "strata", "QuantLinear"), 2);
+	assert_int_equal(count(opt, "", "MatMul"), 0);
+	assert_int_equal(count(opt, "", "DequantizeLinear"), 0);
+	assert_int_equal(count(opt, "", "Erf"), 0);
+	mb_free(mb);
+	runtime_model_free(opt);
 }
 
 static void test_qlinear_exact(void **state)
@@ -299,6 +417,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_qlinear_exact),
 		cmocka_unit_test(test_qlinear_gelu_residual),
+		cmocka_unit_test(test_qdq_shared),
+		cmocka_unit_test(test_qdq_gelu_residual),
 		cmocka_unit_test(test_dynquant_vector),
 		cmocka_unit_test(test_dequantize_vector),
 		cmocka_unit_test(test_qlinear_bad_operands),
