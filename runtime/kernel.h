@@ -228,6 +228,16 @@ void rt_qgemm_pack_into(int bdt, int64_t K, int64_t N, const void *B, int64_t ld
 int rt_qgemm_pack_b(int bdt, int64_t K, int64_t N, const void *B, int64_t ldb,
                     struct rt_qpacked_b *pb);
 void rt_qpacked_b_free(struct rt_qpacked_b *pb);
+/* The layout version an int8 packing carries in a node's pack record (a
+ * struct rt_packed_b whose isa is B's type and nr, kc 0), so that a
+ * compiled context stores it beside the float packings and gives it back. */
+#define RT_QPACK_VERSION 0x51380001
+/* Node n's next weights for the int8 kernels, as rt_node_pack_b does for
+ * the float ones: in a model loaded from a context, taken from the
+ * context's packs (checked against K, N and B's type); else packed from B.
+ * rec, which must live as long as pb, becomes the node's record of it. */
+int rt_node_qpack_b(struct rt_node *n, int bdt, int64_t K, int64_t N, const void *B, int64_t ldb,
+                    struct rt_qpacked_b *pb, struct rt_packed_b *rec, struct strata_error *err);
 
 /* One product's operands besides B.  Zero points have the type of their
  * operand (A's adt, B's pb->bdt); NULL means 0; step 0 means one value,

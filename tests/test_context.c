@@ -12,7 +12,8 @@
  * together.  Then every way a context can be unusable: options that do not
  * parse, binaries truncated, corrupted in each region, of another format,
  * Strata version or instruction set, nodes of another source, paths out of
- * the model's folder.
+ * the model's folder.  An int8 layer's packed weights travel in its context
+ * too, fused or not.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -130,6 +131,33 @@ static void make_mlp(const char *file, const char *xin, const char *yout, int64_
 	free(w1);
 	free(b1);
 	free(w2);
+}
+
+/* x[batch,in] -> DynamicQuantizeLinear -> MatMulInteger with an int8
+ * Wq[in,out] -> Cast -> Mul by the product of the scales -> y: the layer
+ * quantize_dynamic writes, which the optimizer fuses into QuantLinear. */
+static void make_qlayer(const char *file, int64_t in, int64_t out, uint64_t seed)
+{
+	struct mb_model *m = mb_new("q", 13);
+	mb_input(m, "x", BASE_DT_FLOAT, 2, (int64_t[]){ -1, in }, (const char *[]){ "batch", "" });
+	float *wf = cells(seed, (size_t)(in * out));
+	int8_t *wq = malloc((size_t)(in * out));
+	assert_non_null(wq);
+	for (int64_t i = 0; i < in * out; i++)
+		wq[i] = (int8_t)(wf[i] * 250);
+	float ws = 0.004f;
+	mb_init(m, "wq", BASE_DT_INT8, 2, (int64_t[]){ in, out }, wq);
+	mb_init(m, "ws", BASE_DT_FLOAT, 0, NULL, &ws);
+	mb_node(m, "DynamicQuantizeLinear", "x", "xq,xs,xz");
+	mb_node(m, "MatMulInteger", "xq,wq,xz", "acc");
+	mb_attr_int(mb_node(m, "Cast", "acc", "accf"), "to", BASE_DT_FLOAT);
+	mb_node(m, "Mul", "xs,ws", "sc");
+	mb_node(m, "Mul", "accf,sc", "y");
+	mb_output(m, "y", BASE_DT_FLOAT, 2, (int64_t[]){ -1, out }, (const char *[]){ "batch", "" });
+	assert_int_equal(mb_save(m, path(file)), 0);
+	mb_free(m);
+	free(wf);
+	free(wq);
 }
 
 static struct rt_options *opts(const char *kv[][2], int n)
@@ -1017,6 +1045,35 @@ static void test_load_allocates_little(void **state)
 	runtime_model_free(m);
 }
 
+/* An int8 layer, fused (QuantLinear) and not (MatMulInteger): its packed
+ * weights travel in the context, so a load packs nothing and keeps no copy
+ * of the weights, and the outputs are the source model's bit for bit. */
+static void test_int8_packs(void **state)
+{
+	static const char *disabled[][2] = { { "session.graph_optimization_level", "disabled" } };
+	for (int fused = 1; fused >= 0; fused--) {
+		make_qlayer("q8.onnx", 4096, 64, 17); /* 256 KiB of Wq */
+		struct rt_options *o = fused ? NULL : opts(disabled, 1);
+		compile("q8.onnx", fused ? NULL : disabled, fused ? 0 : 1);
+		int64_t before = live_bytes();
+		struct rt_model *m = load_opts("q8_ctx.onnx", o);
+		int64_t used = live_bytes() - before;
+		if (used >= 64 * 1024)
+			fail_msg("%s: loading the context took %lld bytes", fused ? "fused" : "unfused",
+			         (long long)used);
+		int found = 0;
+		for (int i = 0; i < m->g.nnodes; i++)
+			found += strcmp(m->g.nodes[i].op, fused ? "QuantLinear" : "MatMulInteger") == 0 &&
+			         m->g.nodes[i].npre == 1;
+		assert_int_equal(found, 1);
+		runtime_model_free(m);
+		same_outputs_io("q8.onnx", "q8_ctx.onnx", o, 4096, 64);
+		runtime_options_free(o);
+		remove(path("q8_ctx.onnx"));
+		remove(path("q8_ctx_strata.bin"));
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1035,6 +1092,7 @@ int main(void)
 		cmocka_unit_test(test_other_instruction_set),
 		cmocka_unit_test(test_other_source),
 		cmocka_unit_test(test_load_allocates_little),
+		cmocka_unit_test(test_int8_packs),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

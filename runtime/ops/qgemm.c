@@ -53,6 +53,12 @@ size_t rt_qgemm_pack_bytes(int64_t K, int64_t N)
 	       round64((size_t)padded(N) * sizeof(int32_t));
 }
 
+/* Where a packing of K x N at mem keeps its column sums. */
+static int32_t *colsum_of(void *mem, int64_t K, int64_t N)
+{
+	return (int32_t *)((char *)mem + round64((size_t)(quads(K) * 4) * (size_t)padded(N)));
+}
+
 /* One quad of k (4 rows of B, rows ldb bytes apart) by 16 columns into
  * the packed layout: for each column its 4 bytes in k order (a 4 x 16 byte
  * transpose), top bits flipped by flip.  Returns the 16 columns' sums of
@@ -76,14 +82,14 @@ static __m256i pack_quad16(const uint8_t *src, int64_t ldb, __m128i flip, int8_t
 void rt_qgemm_pack_into(int bdt, int64_t K, int64_t N, const void *B, int64_t ldb, void *mem,
                         struct rt_qpacked_b *pb)
 {
-	int64_t kq = quads(K), npad = padded(N);
+	int64_t kq = quads(K);
 	memset(pb, 0, sizeof *pb);
 	pb->K = K;
 	pb->N = N;
 	pb->bdt = bdt;
 	pb->bytes = rt_qgemm_pack_bytes(K, N);
 	pb->data = mem;
-	pb->colsum = (int32_t *)((char *)mem + round64((size_t)(kq * 4) * (size_t)npad));
+	pb->colsum = colsum_of(mem, K, N);
 	memset(mem, 0, pb->bytes);
 	const uint8_t *src = B;
 	/* an uint8 b is stored b - 128: the same byte with its top bit flipped */
@@ -122,6 +128,38 @@ int rt_qgemm_pack_b(int bdt, int64_t K, int64_t N, const void *B, int64_t ldb,
 		return STRATA_NOMEM;
 	rt_qgemm_pack_into(bdt, K, N, B, ldb, mem, pb);
 	pb->owned = 1;
+	return 0;
+}
+
+int rt_node_qpack_b(struct rt_node *n, int bdt, int64_t K, int64_t N, const void *B, int64_t ldb,
+                    struct rt_qpacked_b *pb, struct rt_packed_b *rec, struct strata_error *err)
+{
+	size_t bytes = rt_qgemm_pack_bytes(K, N);
+	if (n->npacks >= RT_NODE_PACKS)
+		return rt_node_err(n, err, STRATA_LIMIT, "more than %d packed weights", RT_NODE_PACKS);
+	if (n->pre) {
+		if (n->npacks >= n->npre)
+			return rt_node_err(n, err, STRATA_INVALID_GRAPH,
+			                   "the context holds %d packed weights for it, it needs more",
+			                   n->npre);
+		const struct rt_packed_b *p = &n->pre[n->npacks];
+		if (p->version != RT_QPACK_VERSION || p->K != K || p->N != N || p->isa != bdt ||
+		    p->bytes != bytes || !p->data || ((uintptr_t)p->data & 63) != 0)
+			return rt_node_err(n, err, STRATA_INVALID_GRAPH,
+			                   "packed int8 weights %d of the context do not fit (%lldx%lld "
+			                   "wanted, %lldx%lld of layout %d found)",
+			                   n->npacks, (long long)K, (long long)N, (long long)p->K,
+			                   (long long)p->N, p->version);
+		*pb = (struct rt_qpacked_b){ .K = K, .N = N, .bdt = bdt, .data = (int8_t *)p->data,
+		                             .colsum = colsum_of(p->data, K, N), .bytes = bytes };
+	} else if (!B) {
+		return rt_node_err(n, err, STRATA_INVALID_GRAPH, "the weights have no data");
+	} else if (rt_qgemm_pack_b(bdt, K, N, B, ldb, pb) != 0) {
+		return rt_node_nomem(n, err, "packing the weights");
+	}
+	*rec = (struct rt_packed_b){ .K = K, .N = N, .version = RT_QPACK_VERSION, .bytes = bytes,
+	                             .data = (float *)(void *)pb->data, .isa = bdt };
+	n->packs[n->npacks++] = rec;
 	return 0;
 }
 

@@ -13,7 +13,8 @@
  *       constant [K,N] of uint8 or int8, packed once at init for the int8
  *       GEMM (qgemm.c), Wzp and Ws constants of one value or one per
  *       column; B [N] a constant, R Y's shape.  act as FusedLinear's
- *       (enum rt_act).
+ *       (enum rt_act).  Wq's packing goes into a compiled context and comes
+ *       back from it (rt_node_qpack_b).
  *
  * One int8 GEMM whose kernels finish each tile in float: the int32 result,
  * its float copy, the scaled product and the bias never make a pass of
@@ -32,6 +33,7 @@
 
 struct qlinear {
 	struct rt_qpacked_b pb;
+	struct rt_packed_b rec;  /* the node's record of pb (rt_node_qpack_b) */
 	const void *wzp;        /* Wq's type, one or N values, or NULL */
 	int wzstep;
 	const float *ws;        /* one or N */
@@ -123,7 +125,7 @@ static int init_qlinear(struct rt_node *n, struct rt_graph *g, struct strata_err
 		                   "takes Xq, Wq, Xzp?, Wzp?, Xs, Ws, B?, R?");
 	int adt = rt_graph_dtype(g, n->in[0]);
 	const struct rt_tensor *w = rt_graph_const(g, n->in[1]);
-	if (!is_q8(adt) || !w || !is_q8(w->dtype) || w->rank != 2 || !w->data)
+	if (!is_q8(adt) || !w || !is_q8(w->dtype) || w->rank != 2 || (!w->data && !n->pre))
 		return rt_node_err(n, err, STRATA_INVALID_GRAPH,
 		                   "Xq must be 8-bit and Wq a 2-D 8-bit constant");
 	if ((has_input(n, 2) && rt_graph_dtype(g, n->in[2]) != adt) ||
@@ -152,10 +154,12 @@ static int init_qlinear(struct rt_node *n, struct rt_graph *g, struct strata_err
 	if (!s)
 		return rt_node_nomem(n, err, "kernel state");
 	*s = st;
-	if (rt_qgemm_pack_b(w->dtype, K, N, w->data, N, &s->pb) != 0) {
+	int rc = rt_node_qpack_b(n, w->dtype, K, N, w->data, N, &s->pb, &s->rec, err);
+	if (rc) {
 		base_free(s, sizeof *s);
-		return rt_node_nomem(n, err, "packing the weights");
+		return rc;
 	}
+	rt_graph_release_const(g, n->in[1]); /* the packing is all it reads */
 	n->state = s;
 	rt_graph_set_dtype(g, n->out[0], BASE_DT_FLOAT);
 	n->run = run_qlinear;

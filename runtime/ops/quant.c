@@ -611,6 +611,7 @@ static void mm_acc(const struct mm *m, int64_t t, const struct rt_tensor *a,
 /* A MatMulInteger's or QLinearMatMul's constant B, packed at init. */
 struct qmm_state {
 	struct rt_qpacked_b pb;
+	struct rt_packed_b rec; /* the node's record of pb (rt_node_qpack_b) */
 	int packed;
 };
 
@@ -668,17 +669,26 @@ static int qmm_init_state(struct rt_node *n, struct rt_graph *g, int bin,
 {
 	const struct rt_tensor *b = rt_graph_const(g, n->in[bin]);
 	n->state = NULL;
-	if (!b || !b->data || b->rank != 2 ||
-	    (b->dtype != BASE_DT_UINT8 && b->dtype != BASE_DT_INT8) || b->dims[0] <= 0 ||
-	    b->dims[1] <= 0)
+	if (!b || b->rank != 2 || (b->dtype != BASE_DT_UINT8 && b->dtype != BASE_DT_INT8) ||
+	    b->dims[0] <= 0 || b->dims[1] <= 0)
+		return 0;
+	/* The packing is all it reads, but for QLinearMatMul's sums too long
+	 * for int32, which go through the reference loop; so the cells may
+	 * have stayed out of a compiled context. */
+	int only_packed = bin == 1 || b->dims[0] <= QMM_EXACT_K;
+	if (!b->data && !(n->pre && only_packed))
 		return 0;
 	struct qmm_state *st = base_calloc(1, sizeof *st);
 	if (!st)
 		return rt_node_nomem(n, err, "kernel state");
-	if (rt_qgemm_pack_b(b->dtype, b->dims[0], b->dims[1], b->data, b->dims[1], &st->pb) != 0) {
+	int rc = rt_node_qpack_b(n, b->dtype, b->dims[0], b->dims[1], b->data, b->dims[1], &st->pb,
+	                         &st->rec, err);
+	if (rc) {
 		base_free(st, sizeof *st);
-		return rt_node_nomem(n, err, "packing the weights");
+		return rc;
 	}
+	if (only_packed)
+		rt_graph_release_const(g, n->in[bin]);
 	st->packed = 1;
 	n->state = st;
 	return 0;
