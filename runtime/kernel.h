@@ -183,6 +183,10 @@ int rt_packed_b_valid(const struct rt_packed_b *pb);
  * taken instead (B may then be NULL): it must be K x N with a valid layout,
  * else STRATA_INVALID_GRAPH.  Returns 0, STRATA_NOMEM, STRATA_LIMIT (more
  * than RT_NODE_PACKS), STRATA_INVALID_GRAPH; err names the node. */
+/* The context's packing that node n takes next (*pre; NULL in a model not
+ * from a context), for a kernel's own pack function.  Returns 0,
+ * STRATA_LIMIT or STRATA_INVALID_GRAPH (the context holds fewer). */
+int rt_node_next_pack(struct rt_node *n, const struct rt_packed_b **pre, struct strata_error *err);
 int rt_node_pack_b(struct rt_node *n, int transb, int64_t K, int64_t N, const float *B,
                    int64_t ldb, struct rt_packed_b *pb, struct strata_error *err);
 /* C[M,N] = alpha * op(A)[M,K] * B + beta * C, then the epilogue (ep may be NULL). */

@@ -580,17 +580,28 @@ int rt_packed_b_valid(const struct rt_packed_b *pb)
 	return pb->bytes == (size_t)pb->K * (size_t)npad * sizeof(float);
 }
 
+int rt_node_next_pack(struct rt_node *n, const struct rt_packed_b **pre, struct strata_error *err)
+{
+	*pre = NULL;
+	if (n->npacks >= RT_NODE_PACKS)
+		return rt_node_err(n, err, STRATA_LIMIT, "more than %d packed weights", RT_NODE_PACKS);
+	if (n->pre && n->npacks >= n->npre)
+		return rt_node_err(n, err, STRATA_INVALID_GRAPH,
+		                   "the context holds %d packed weights for it, it needs more", n->npre);
+	if (n->pre)
+		*pre = &n->pre[n->npacks];
+	return 0;
+}
+
 int rt_node_pack_b(struct rt_node *n, int transb, int64_t K, int64_t N, const float *B,
                    int64_t ldb, struct rt_packed_b *pb, struct strata_error *err)
 {
-	if (n->npacks >= RT_NODE_PACKS)
-		return rt_node_err(n, err, STRATA_LIMIT, "more than %d packed weights", RT_NODE_PACKS);
-	if (n->pre) {
-		if (n->npacks >= n->npre)
-			return rt_node_err(n, err, STRATA_INVALID_GRAPH,
-			                   "the context holds %d packed weights for it, it needs more",
-			                   n->npre);
-		*pb = n->pre[n->npacks];
+	const struct rt_packed_b *pre;
+	int rc = rt_node_next_pack(n, &pre, err);
+	if (rc)
+		return rc;
+	if (pre) {
+		*pb = *pre;
 		pb->owned = 0;
 		if (pb->K != K || pb->N != N || !rt_packed_b_valid(pb))
 			return rt_node_err(n, err, STRATA_INVALID_GRAPH,

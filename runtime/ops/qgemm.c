@@ -135,14 +135,11 @@ int rt_node_qpack_b(struct rt_node *n, int bdt, int64_t K, int64_t N, const void
                     struct rt_qpacked_b *pb, struct rt_packed_b *rec, struct strata_error *err)
 {
 	size_t bytes = rt_qgemm_pack_bytes(K, N);
-	if (n->npacks >= RT_NODE_PACKS)
-		return rt_node_err(n, err, STRATA_LIMIT, "more than %d packed weights", RT_NODE_PACKS);
-	if (n->pre) {
-		if (n->npacks >= n->npre)
-			return rt_node_err(n, err, STRATA_INVALID_GRAPH,
-			                   "the context holds %d packed weights for it, it needs more",
-			                   n->npre);
-		const struct rt_packed_b *p = &n->pre[n->npacks];
+	const struct rt_packed_b *p;
+	int rc = rt_node_next_pack(n, &p, err);
+	if (rc)
+		return rc;
+	if (p) {
 		if (p->version != RT_QPACK_VERSION || p->K != K || p->N != N || p->isa != bdt ||
 		    p->bytes != bytes || !p->data || ((uintptr_t)p->data & 63) != 0)
 			return rt_node_err(n, err, STRATA_INVALID_GRAPH,
