@@ -804,6 +804,9 @@ static int match_all(struct qstate *qs, struct dtstate *ds, uint32_t nlive, uint
 {
 	size_t room = qs->cap - qs->nhits;
 	uint32_t n = nlive < room ? nlive : (uint32_t)room, lid = 0;
+	*next = 0;
+	if (!n)
+		return 0; /* no room (and perhaps no array yet): the general loop */
 	struct hit *h = qs->hits + qs->nhits;
 	while (lid < n) {
 		if (ds->covered && ds->covered % BLOCK == 0) {
