@@ -22,17 +22,26 @@
  * turns them off, as it does the runtime's and the store's).
  */
 #include <immintrin.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "rank_eval.h"
 
-int rank_dot_avx512(void)
+static int use_avx512;
+static pthread_once_t use_avx512_once = PTHREAD_ONCE_INIT;
+
+static void decide_avx512(void)
 {
 	const char *env = getenv("STRATA_CPU");
-	if (env && strcmp(env, "avx2") == 0)
-		return 0;
-	return base_cpu_avx512();
+	use_avx512 = !(env && strcmp(env, "avx2") == 0) && base_cpu_avx512();
+}
+
+int rank_dot_avx512(void)
+{
+	/* Decided once: the first phase asks for every chunk of rows. */
+	pthread_once(&use_avx512_once, decide_avx512);
+	return use_avx512;
 }
 
 /* Four cells from p (cell type cell) widened to doubles. */

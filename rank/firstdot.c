@@ -75,6 +75,10 @@ uint64_t rank_first_dot_run(const struct rank_query *q, const struct rank_first_
 		rows[k] = got[i];
 		at[k++] = i;
 	}
+	if (k == m) { /* every row there, the common case: straight into scores */
+		rank_dot_rows(rank_dot_avx512(), s->cell, got, m, q->inputs[s->input], s->n, scores);
+		return 0;
+	}
 	rank_dot_rows(rank_dot_avx512(), s->cell, rows, k, q->inputs[s->input], s->n, out);
 	for (size_t j = 0; j < k; j++)
 		scores[at[j]] = out[j];
