@@ -503,8 +503,8 @@ static json_t *read_object(struct reader *r)
 		return o;
 	for (;;) {
 		const char *k;
-		skip_space(r);
 		size_t kn;
+		skip_space(r); /* after a ',' */
 		if (r->p >= r->end || *r->p != '"') {
 			fail_expected(r, "a string (an object's key)");
 			goto fail;
