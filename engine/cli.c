@@ -263,7 +263,8 @@ static int open_app(const struct opts *o, int deploy, struct strata **db)
 static int print_pretty(const char *text)
 {
 	json_error_t je;
-	json_t *j = json_loads(text, JSON_DECODE_ANY, &je);
+	int oom;
+	json_t *j = eng_json_parse(text, strlen(text), JSON_DECODE_ANY, &je, &oom);
 	char *s = j ? eng_json_dump(j, 1) : NULL;
 	json_decref(j);
 	if (!s) {

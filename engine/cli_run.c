@@ -224,9 +224,13 @@ int eng_cli_run(int argc, char **argv)
 			goto out;
 		}
 		json_error_t je;
-		json_t *j = json_loads(eq + 1, JSON_DECODE_ANY, &je);
+		int oom;
+		json_t *j = eng_json_parse(eq + 1, strlen(eq + 1), JSON_DECODE_ANY, &je, &oom);
 		if (!j) {
-			eng_cli_fail("input '%s': invalid JSON: %s", name, je.text);
+			if (oom)
+				eng_cli_fail("input '%s': out of memory", name);
+			else
+				eng_cli_fail("input '%s': invalid JSON: %s", name, je.text);
 			goto out;
 		}
 		struct rt_tensor *t = &in[idx];
