@@ -192,6 +192,12 @@ uint64_t base_hash64(const void *p, size_t n, uint64_t seed);
 /* Monotonic seconds. */
 double base_now(void);
 
+/* hex.c: the value of hexadecimal digit c (either case), or -1. */
+int base_hex_digit(int c);
+/* The n (1 to 16) hexadecimal digits at s as a number into *v: 0, or -1
+ * when n is out of range or a character is no digit. */
+int base_hex_value(const char *s, size_t n, uint64_t *v);
+
 /* base64.c: decode the n base64 characters at s (padded: n a multiple of
  * 4) into out (room for n / 4 * 3 bytes), their number in *len.  Returns
  * -1, or the offset of the first bad character (n when n is no multiple of

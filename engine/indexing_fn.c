@@ -312,19 +312,10 @@ static int hex_decode(const json_t *in, json_t **out, struct strata_error *err)
 {
 	const char *s = json_string_value(in);
 	size_t n = json_string_length(in);
-	unsigned long long v = 0;
-	if (n == 0 || n > 16)
+	uint64_t v;
+	if (base_hex_value(s, n, &v) < 0)
 		return base_err(err, STRATA_INVALID_ARGUMENT,
 		                "hex_decode: '%.60s' is not 1 to 16 hex digits", s);
-	for (size_t i = 0; i < n; i++) {
-		char c = s[i];
-		int x = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
-		      : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-		if (x < 0)
-			return base_err(err, STRATA_INVALID_ARGUMENT,
-			                "hex_decode: '%.60s' is not 1 to 16 hex digits", s);
-		v = v << 4 | (unsigned)x;
-	}
 	*out = json_integer((json_int_t)(long long)v);
 	return *out ? 0 : base_nomem(err, "hex_decode");
 }

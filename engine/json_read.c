@@ -165,20 +165,10 @@ static int reserve(struct reader *r, size_t n)
 
 static int hex4(const unsigned char *p, const unsigned char *end, unsigned *out)
 {
-	if (end - p < 4)
+	uint64_t v;
+	if (end - p < 4 || base_hex_value((const char *)p, 4, &v) < 0)
 		return -1;
-	unsigned v = 0;
-	for (int i = 0; i < 4; i++) {
-		unsigned c = p[i], d;
-		if (c >= '0' && c <= '9')
-			d = c - '0';
-		else if ((c | 0x20) >= 'a' && (c | 0x20) <= 'f')
-			d = (c | 0x20) - 'a' + 10;
-		else
-			return -1;
-		v = v << 4 | d;
-	}
-	*out = v;
+	*out = (unsigned)v;
 	return 0;
 }
 

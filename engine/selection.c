@@ -159,11 +159,6 @@ static int want_value(struct parser *ps, const struct eng_sel_node *n, const cha
 
 /* ---- primaries ------------------------------------------------------------------------------ */
 
-static int hexval(char c)
-{
-	return isdigit((unsigned char)c) ? c - '0' : tolower((unsigned char)c) - 'a' + 10;
-}
-
 static struct eng_sel_node *string_lit(struct parser *ps)
 {
 	const char *start = ps->p;
@@ -200,7 +195,8 @@ static struct eng_sel_node *string_lit(struct parser *ps)
 				fail_at(ps, esc, STRATA_PARSE, "\\x needs two hexadecimal digits");
 				return NULL;
 			}
-			s[n++] = (char)(hexval(ps->p[0]) * 16 + hexval(ps->p[1]));
+			s[n++] = (char)(base_hex_digit((unsigned char)ps->p[0]) * 16 +
+			                base_hex_digit((unsigned char)ps->p[1]));
 			ps->p += 2;
 			break;
 		default:

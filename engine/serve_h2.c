@@ -172,12 +172,6 @@ static void stream_unlink(struct h2s *st)
 	st->prev = st->next = NULL;
 }
 
-static int hexval(char ch)
-{
-	return ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
-	     : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10 : -1;
-}
-
 /* Decode %XX (and '+' as a space when plus) in place; returns the new
  * length.  A malformed escape is kept as it is. */
 static size_t url_decode(char *p, size_t n, int plus)
@@ -186,8 +180,9 @@ static size_t url_decode(char *p, size_t n, int plus)
 	for (size_t i = 0; i < n; i++) {
 		char ch = p[i];
 		int hi, lo;
-		if (ch == '%' && i + 2 < n && (hi = hexval(p[i + 1])) >= 0 &&
-		    (lo = hexval(p[i + 2])) >= 0) {
+		if (ch == '%' && i + 2 < n &&
+		    (hi = base_hex_digit((unsigned char)p[i + 1])) >= 0 &&
+		    (lo = base_hex_digit((unsigned char)p[i + 2])) >= 0) {
 			ch = (char)(hi * 16 + lo);
 			i += 2;
 		} else if (plus && ch == '+') {

@@ -27,17 +27,11 @@ static void ws(struct rd *r)
 
 static int hex4(struct rd *r, long *v)
 {
-	if (r->n - r->i < 4)
+	uint64_t x;
+	if (r->n - r->i < 4 || base_hex_value(r->s + r->i, 4, &x) < 0)
 		return -1;
-	*v = 0;
-	for (int k = 0; k < 4; k++) {
-		char c = r->s[r->i++];
-		int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
-		        : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-		if (d < 0)
-			return -1;
-		*v = *v << 4 | d;
-	}
+	r->i += 4;
+	*v = (long)x;
 	return 0;
 }
 

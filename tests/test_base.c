@@ -807,6 +807,30 @@ static void test_strprintf(void **state)
 }
 
 /* RFC 4648's test vectors both ways, and what a decoder must refuse. */
+/* Hexadecimal digits of either case, and numbers of 1 to 16 of them. */
+static void test_hex(void **state)
+{
+	(void)state;
+	const char *digits = "0123456789abcdefABCDEF";
+	for (int i = 0; digits[i]; i++)
+		assert_int_equal(base_hex_digit(digits[i]), i < 16 ? i : i - 6);
+	assert_int_equal(base_hex_digit('g'), -1);
+	assert_int_equal(base_hex_digit('/'), -1);
+	assert_int_equal(base_hex_digit(':'), -1);
+	assert_int_equal(base_hex_digit('@'), -1);
+	assert_int_equal(base_hex_digit(0), -1);
+	uint64_t v = 7;
+	assert_int_equal(base_hex_value("00e9", 4, &v), 0);
+	assert_int_equal(v, 0xe9);
+	assert_int_equal(base_hex_value("FFFFffffFFFFffff", 16, &v), 0);
+	assert_true(v == UINT64_MAX);
+	v = 7;
+	assert_int_equal(base_hex_value("1FFFFffffFFFFffff", 17, &v), -1);
+	assert_int_equal(base_hex_value("12x4", 4, &v), -1);
+	assert_int_equal(base_hex_value("", 0, &v), -1);
+	assert_int_equal(v, 7); /* untouched on failure */
+}
+
 static void test_base64(void **state)
 {
 	(void)state;
@@ -864,6 +888,7 @@ int main(void)
 		cmocka_unit_test_setup(test_path_join, disarm_faults),
 		cmocka_unit_test_setup(test_now_monotonic, disarm_faults),
 		cmocka_unit_test_setup(test_base64, disarm_faults),
+		cmocka_unit_test_setup(test_hex, disarm_faults),
 		cmocka_unit_test_setup(test_strprintf, disarm_faults),
 	};
 	return cmocka_run_group_tests_name("base", tests, NULL, NULL);
