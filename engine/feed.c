@@ -435,8 +435,27 @@ struct feeder {
 	int fatal;           /* a transaction could not even begin */
 	double t0;
 	double shown;        /* base_now() at the last progress call */
+	struct strata_feed_stats told; /* what the last durable progress call said */
+	int told_any;
 	struct strata_error ferr;
 };
+
+/* Tell the progress callback what is durable now, unless its last durable
+ * call said the same (a stdin feed that committed while its input paused,
+ * then ended with nothing more). */
+static void tell_durable(struct feeder *f)
+{
+	f->shown = base_now();
+	f->st.seconds = f->shown - f->t0;
+	f->st.applied = f->st.ok;
+	f->st.durable = 1;
+	if (f->told_any && f->told.ok == f->st.ok && f->told.failed == f->st.failed &&
+	    f->told.last_line == f->st.last_line && f->told.bytes_done == f->st.bytes_done)
+		return;
+	f->told = f->st;
+	f->told_any = 1;
+	f->progress(f->ud, &f->st);
+}
 
 static void report(struct feeder *f, long line, int code, const char *msg)
 {
@@ -471,13 +490,8 @@ static void commit_batch(struct feeder *f)
 		batch_lost(f, &e);
 	f->batch_ok = 0;
 	f->batch_bytes = 0;
-	if (f->progress) {
-		f->shown = base_now();
-		f->st.seconds = f->shown - f->t0;
-		f->st.applied = f->st.ok;
-		f->st.durable = 1;
-		f->progress(f->ud, &f->st);
-	}
+	if (f->progress)
+		tell_durable(f);
 }
 
 /* Between commits, about every PROGRESS_SECONDS: how far the feed is. */
@@ -888,10 +902,7 @@ int strata_feed_file_progress(struct strata *db, const char *path,
 		else
 			commit_batch(&f);
 	} else if (progress && !f.fatal) {
-		f.st.seconds = base_now() - t0;
-		f.st.applied = f.st.ok;
-		f.st.durable = 1;
-		progress(ud, &f.st);
+		tell_durable(&f);
 	}
 	/* Every batch ended: the ok count is exactly what was committed. */
 	BASE_DEBUG_ASSERT(!f.w && f.batch_ok == 0);

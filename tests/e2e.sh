@@ -568,6 +568,12 @@ if expect_ok "feed stdin long line" sh -c 'cat "$3" | "$1" feed "$2" -' sh "$STR
 	"$STRATA" get "$APP" id:shop:product::900 >"$OUT" 2>"$ERR"
 	check "feed stdin long line: title" "$(jout '.fields.title | length')" "100000"
 fi
+# A producer that pauses: what it sent is committed while it waits, and the
+# end of the input adds no second line saying the same.
+if expect_ok "feed stdin pause" sh -c '{ cat "$3"; sleep 1; } | "$1" feed "$2" -' sh "$STRATA" \
+	"$APP" "$T/doc3.jsonl"; then
+	check "feed stdin pause: one line" "$(grep -c '^written ' "$ERR")" "1"
+fi
 printf ' \n[%s,\n %s]\n' "$(cat "$T/doc3.jsonl")" \
 	'{"remove": "id:shop:product::900"}' >"$T/array-stdin.json"
 if expect_ok "feed stdin array" sh -c 'cat "$3" | "$1" feed "$2" -' sh "$STRATA" "$APP" \
