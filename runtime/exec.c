@@ -743,13 +743,24 @@ static int check_shapes(struct rt_exec *x, const struct rt_node *n)
 static int run_nodes(struct rt_exec *x)
 {
 	const struct rt_graph *g = x->g;
+	const struct rt_exec *top = x;
+	while (top->outer)
+		top = top->outer;
+	struct rt_prof *prof = top->prof;
 	for (int i = 0; i < g->nnodes; i++) {
 		const struct rt_node *n = &g->nodes[i];
 		if (n->folded)
 			continue;
 		x->step = i;
 		x->failed = 0;
+		double t0 = 0, own0 = 0;
+		if (prof) {
+			own0 = prof->own;
+			t0 = base_now();
+		}
 		int rc = n->run((struct rt_node *)n, x);
+		if (prof)
+			rt_prof_add(prof, n->op, base_now() - t0 - (prof->own - own0));
 		rt_temp_release(x);
 		if (rc == 0) {
 			for (int j = 0; j < n->nout; j++)

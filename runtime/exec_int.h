@@ -181,6 +181,7 @@ struct rt_exec {
 	size_t tnext;            /* RT_MODE_PLAN: next scratch slot */
 	struct rt_plans pc;      /* the plans, the arena and the recording (plan.c) */
 	struct rt_binding *bind; /* top context: its IO binding, NULL until first used */
+	struct rt_prof *prof;    /* top context: its profile (profile.c), NULL when off */
 };
 
 /* buffers.c: where the buffers of a run context come from and go back to.
@@ -232,6 +233,17 @@ void rt_exec_buffers_free(struct rt_exec *x);
 /* ---- IO binding (runtime.h) ---------------------------------------------------
  * binding.c keeps a context's table (struct rt_binding above) and serves
  * the public calls; exec.c runs with it. */
+
+/* ---- profiling (runtime.h) ---------------------------------------------------
+ * profile.c keeps a top context's table; exec.c times each node into it. */
+struct rt_prof {
+	double own;              /* seconds added so far: a node's own time is its
+	                            elapsed time less what its subgraphs added */
+	int nrows;
+	struct rt_op_time rows[RUNTIME_PROFILE_ROWS + 1]; /* the last: "(other)" */
+};
+/* Add seconds of a node of type op to p. */
+void rt_prof_add(struct rt_prof *p, const char *op, double seconds);
 
 /* The public face of a top run context (model.c makes and pools them). */
 struct rt_ctx {

@@ -235,6 +235,7 @@ void runtime_ctx_free(struct rt_ctx *cx)
 {
 	if (!cx)
 		return;
+	runtime_ctx_profile(cx, 0, NULL);
 	struct rt_model *pm = (struct rt_model *)cx->x.m;
 	if (!pm || pm->opts.pool_gens <= 0) {
 		ctx_destroy(cx);

@@ -324,4 +324,30 @@ int runtime_run_bound(struct rt_ctx *cx, struct strata_error *err);
  * failed or none happened. */
 const struct rt_tensor *runtime_bound_output(struct rt_ctx *cx, int k);
 
+/* ---- profiling -------------------------------------------------------------------
+ * Where a context's runs spend their time, per operator type.  Turned on,
+ * every later run of the context adds each node's own time (a node that
+ * runs a subgraph without the nodes of its subgraph, which count under
+ * their own types) and one call to the row of its type ("MatMul",
+ * "QuantLinear", ...).  A run of a model with constant-folded nodes counts
+ * only the nodes it runs.  Profiling adds two clock reads per node; it is
+ * meant for measuring, not for every production run. */
+#define RUNTIME_PROFILE_ROWS 64 /* types with a row of their own; more count in "(other)" */
+struct rt_op_time {
+	const char *op;          /* the operator type, valid while the model is loaded */
+	double seconds;          /* the nodes' own time, summed over the runs */
+	uint64_t calls;          /* node runs */
+};
+
+/* Turn profiling of cx on (on != 0: an empty table, made now, replacing
+ * any earlier one; later runs allocate nothing for it) or off (the table
+ * is freed).  runtime_ctx_free turns it off.  Returns 0 or STRATA_NOMEM. */
+int runtime_ctx_profile(struct rt_ctx *cx, int on, struct strata_error *err);
+
+/* The rows of cx's profile, in the order their types were first counted
+ * (a node that runs a subgraph after the nodes of its body); *n gets
+ * their number (0 and NULL when profiling is off).  Valid until the
+ * profile is turned on again or off, or cx is freed. */
+const struct rt_op_time *runtime_ctx_profile_rows(const struct rt_ctx *cx, int *n);
+
 #endif

@@ -5,6 +5,7 @@
  * unknown ops, malformed files of every kind, the buffer pool (a warm run
  * allocates nothing), zero-size tensors and allocation failures.
  */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -1104,27 +1105,49 @@ static void test_sequence_errors(void **state)
 
 /* Loop with a sequence carried through the body (ONNX test data, when
  * installed): runs twice on one context and under allocation failures. */
+/* ONNX's test_loop11 (when the test data is installed): y = y + x[i] for
+ * i < trip count, y and the partial sums of y as the scan output. */
+struct loop11 {
+	int64_t trip;
+	uint8_t cond;
+	float y0;
+	struct rt_tensor in[3];
+	struct rt_model *m;
+	struct rt_ctx *cx;
+};
+
+/* Load it and make a context, with a trip count of 5; 0 when the test
+ * data is not there. */
+static int loop11_open(struct loop11 *l)
+{
+	const char *path = "/usr/share/libonnx-testdata/data/node/test_loop11/model.onnx";
+	if (access(path, R_OK) != 0)
+		return 0;
+	struct strata_error err;
+	assert_int_equal(runtime_model_load(path, &l->m, &err), 0);
+	assert_int_equal(runtime_ctx_new(l->m, &l->cx, &err), 0);
+	l->trip = 5;
+	l->cond = 1;
+	l->y0 = 0;
+	l->in[0] = (struct rt_tensor){ BASE_DT_INT64, 0, { 0 }, &l->trip };
+	l->in[1] = (struct rt_tensor){ BASE_DT_BOOL, 0, { 0 }, &l->cond };
+	l->in[2] = (struct rt_tensor){ BASE_DT_FLOAT, 1, { 1 }, &l->y0 };
+	return 1;
+}
+
 static void test_loop_model(void **state)
 {
 	(void)state;
-	const char *path = "/usr/share/libonnx-testdata/data/node/test_loop11/model.onnx";
-	if (access(path, R_OK) != 0) {
+	struct loop11 l;
+	if (!loop11_open(&l)) {
 		skip();
 		return;
 	}
-	struct rt_model *m;
+	struct rt_model *m = l.m;
+	struct rt_ctx *cx = l.cx;
 	struct strata_error err;
-	assert_int_equal(runtime_model_load(path, &m, &err), 0);
-	struct rt_ctx *cx;
-	assert_int_equal(runtime_ctx_new(m, &cx, &err), 0);
-	/* test_loop11: y = y + x[i] for i < trip_count, y and the partial sums
-	 * of y as the scan output; recomputed here. */
-	int64_t trip = 5;
-	uint8_t cond = 1;
-	float y0 = 0;
-	struct rt_tensor in[3] = { { BASE_DT_INT64, 0, { 0 }, &trip },
-	                           { BASE_DT_BOOL, 0, { 0 }, &cond },
-	                           { BASE_DT_FLOAT, 1, { 1 }, &y0 } };
+	int64_t *trip = &l.trip;
+	const struct rt_tensor *in = l.in;
 	struct rt_tensor out[2];
 	for (int r = 0; r < 2; r++) {
 		assert_int_equal(runtime_run(cx, in, out, &err), 0);
@@ -1138,11 +1161,11 @@ static void test_loop_model(void **state)
 		assert_true(((float *)out[0].data)[0] == y);
 	}
 	/* Stop at cond: trip count 0 runs nothing and returns y0. */
-	trip = 0;
+	*trip = 0;
 	assert_int_equal(runtime_run(cx, in, out, &err), 0);
 	assert_true(((float *)out[0].data)[0] == 0);
 	assert_int_equal(out[1].dims[0], 0);
-	trip = 3;
+	*trip = 3;
 	for (long k = 1; k < 400; k++) {
 		base_alloc_fail_after(k);
 		struct rt_ctx *c2;
@@ -1156,6 +1179,146 @@ static void test_loop_model(void **state)
 		if (rc == 0)
 			break;
 	}
+	runtime_ctx_free(cx);
+	runtime_model_free(m);
+}
+
+/* ---- profiling ---------------------------------------------------------------------- */
+
+/* The row of op in rows[0 .. n), or NULL. */
+static const struct rt_op_time *prof_row(const struct rt_op_time *rows, int n, const char *op)
+{
+	for (int i = 0; i < n; i++)
+		if (strcmp(rows[i].op, op) == 0)
+			return &rows[i];
+	return NULL;
+}
+
+/* y = |-x| + -x, unoptimized so that each node runs as written: per-type
+ * rows in first-run order, calls per run, times that add up to no more
+ * than the runs took, nothing allocated by a profiled run once warm, a
+ * reset by turning it on again, off, and allocation failure. */
+static void test_profile(void **state)
+{
+	(void)state;
+	struct mb_model *mb = mb_new("prof", 17);
+	mb_input(mb, "x", BASE_DT_FLOAT, 1, (int64_t[]){ 4096 }, NULL);
+	mb_node(mb, "Neg", "x", "a");
+	mb_node(mb, "Abs", "a", "b");
+	mb_node(mb, "Add", "b,a", "y");
+	mb_node(mb, "Neg", "y", "z");
+	mb_output(mb, "z", BASE_DT_FLOAT, 1, (int64_t[]){ 4096 }, NULL);
+	void *buf;
+	size_t nb;
+	assert_int_equal(mb_serialize(mb, &buf, &nb), 0);
+	mb_free(mb);
+	struct strata_error err;
+	struct rt_options *o;
+	struct rt_model *m;
+	assert_int_equal(runtime_options_new(&o, &err), 0);
+	assert_int_equal(runtime_options_set(o, "session.graph_optimization_level", "disabled", &err), 0);
+	assert_int_equal(runtime_model_load_buffer_opts(buf, nb, NULL, o, &m, &err), 0);
+	free(buf);
+	runtime_options_free(o);
+	struct rt_ctx *cx;
+	assert_int_equal(runtime_ctx_new(m, &cx, &err), 0);
+	static float x[4096];
+	for (int i = 0; i < 4096; i++)
+		x[i] = (float)(i % 7) - 3;
+	struct rt_tensor in = { BASE_DT_FLOAT, 1, { 4096 }, x }, out;
+	int n = -1;
+	assert_null(runtime_ctx_profile_rows(cx, &n));
+	assert_int_equal(n, 0);
+	assert_int_equal(runtime_run(cx, &in, &out, &err), 0); /* before: not counted */
+	assert_int_equal(runtime_ctx_profile(cx, 1, &err), 0);
+	const struct rt_op_time *rows = runtime_ctx_profile_rows(cx, &n);
+	assert_non_null(rows);
+	assert_int_equal(n, 0);
+	double t0 = base_now();
+	uint64_t a0 = base_alloc_thread_count();
+	for (int r = 0; r < 3; r++)
+		assert_int_equal(runtime_run(cx, &in, &out, &err), 0);
+	assert_int_equal(base_alloc_thread_count() - a0, 0);
+	double took = base_now() - t0;
+	rows = runtime_ctx_profile_rows(cx, &n);
+	assert_int_equal(n, 3);
+	assert_string_equal(rows[0].op, "Neg");
+	assert_string_equal(rows[1].op, "Abs");
+	assert_string_equal(rows[2].op, "Add");
+	assert_int_equal(rows[0].calls, 6);
+	assert_int_equal(rows[1].calls, 3);
+	assert_int_equal(rows[2].calls, 3);
+	double sum = 0;
+	for (int i = 0; i < n; i++) {
+		assert_true(rows[i].seconds > 0);
+		sum += rows[i].seconds;
+	}
+	assert_true(sum <= took);
+	for (int i = 0; i < 4096; i++) /* the runs are the same runs */
+		assert_true(((float *)out.data)[i] == -(fabsf(-x[i]) - x[i]));
+	/* On again: an empty table; a failed one keeps the old. */
+	base_alloc_fail_after(1);
+	assert_int_equal(runtime_ctx_profile(cx, 1, &err), STRATA_NOMEM);
+	base_alloc_fail_after(-1);
+	assert_true(has(err.msg, "profile"));
+	rows = runtime_ctx_profile_rows(cx, &n);
+	assert_int_equal(n, 3);
+	assert_int_equal(runtime_ctx_profile(cx, 1, &err), 0);
+	rows = runtime_ctx_profile_rows(cx, &n);
+	assert_int_equal(n, 0);
+	assert_int_equal(runtime_run(cx, &in, &out, &err), 0);
+	rows = runtime_ctx_profile_rows(cx, &n);
+	assert_int_equal(n, 3);
+	assert_int_equal(rows[0].calls, 2);
+	/* Off: no rows, and runs count nowhere; freed with the context when on. */
+	assert_int_equal(runtime_ctx_profile(cx, 0, &err), 0);
+	assert_null(runtime_ctx_profile_rows(cx, &n));
+	assert_int_equal(n, 0);
+	assert_int_equal(runtime_run(cx, &in, &out, &err), 0);
+	assert_int_equal(runtime_ctx_profile(cx, 1, &err), 0);
+	runtime_ctx_free(cx);
+	/* A pooled context comes back with profiling off. */
+	assert_int_equal(runtime_ctx_new(m, &cx, &err), 0);
+	assert_null(runtime_ctx_profile_rows(cx, &n));
+	runtime_ctx_free(cx);
+	runtime_model_free(m);
+}
+
+/* A node running a subgraph counts its own time, its body's nodes under
+ * their own types (ONNX test data, when installed): test_loop11's Loop
+ * runs its body trip times a run. */
+static void test_profile_subgraph(void **state)
+{
+	(void)state;
+	struct loop11 l;
+	if (!loop11_open(&l)) {
+		skip();
+		return;
+	}
+	struct rt_model *m = l.m;
+	struct rt_ctx *cx = l.cx;
+	struct strata_error err;
+	const struct rt_tensor *in = l.in;
+	assert_int_equal(runtime_ctx_profile(cx, 1, &err), 0);
+	struct rt_tensor out[2];
+	double t0 = base_now();
+	for (int r = 0; r < 2; r++)
+		assert_int_equal(runtime_run(cx, in, out, &err), 0);
+	double took = base_now() - t0;
+	int n;
+	const struct rt_op_time *rows = runtime_ctx_profile_rows(cx, &n);
+	const struct rt_op_time *loop = prof_row(rows, n, "Loop");
+	assert_non_null(loop);
+	assert_int_equal(loop->calls, 2);
+	assert_true(n > 1);
+	double sum = 0;
+	for (int i = 0; i < n; i++) {
+		sum += rows[i].seconds;
+		assert_true(rows[i].seconds >= 0);
+		if (&rows[i] != loop) /* body nodes: 5 times a run */
+			assert_int_equal(rows[i].calls % 10, 0);
+	}
+	assert_true(sum <= took);
 	runtime_ctx_free(cx);
 	runtime_model_free(m);
 }
@@ -1216,6 +1379,8 @@ int main(void)
 		cmocka_unit_test(test_sequences),
 		cmocka_unit_test(test_sequence_errors),
 		cmocka_unit_test(test_loop_model),
+		cmocka_unit_test(test_profile),
+		cmocka_unit_test(test_profile_subgraph),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
