@@ -68,10 +68,13 @@ static const struct cmd_help helps[] = {
 	  "usage: strata remove APP ID [--data DIR]\n"
 	  "  Remove the document ID.\n" },
 	{ "run",
-	  "usage: strata run MODEL [--input name=JSON ...]\n"
+	  "usage: strata run MODEL [--input name=JSON ...] [--profile]\n"
 	  "  Run an ONNX model once and print its outputs as JSON.  Each input is a\n"
 	  "  JSON number or nested array; its shape is taken from the nesting and its\n"
-	  "  element type from the model.\n" },
+	  "  element type from the model.\n"
+	  "  --profile  run it a second time, profiled, and add \"profile\": that run's\n"
+	  "             time per operator type (op, calls, ms; the costliest first)\n"
+	  "             and \"run_ms\", its whole time\n" },
 	{ "inspect",
 	  "usage: strata inspect MODEL\n"
 	  "  Print a model's inputs and outputs as JSON: name, element type and shape\n"

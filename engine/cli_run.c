@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -166,14 +167,48 @@ int eng_cli_inspect(int argc, char **argv)
 	return 0;
 }
 
+static int by_seconds(const void *a, const void *b)
+{
+	double x = ((const struct rt_op_time *)a)->seconds, y = ((const struct rt_op_time *)b)->seconds;
+	return (x < y) - (x > y);
+}
+
+/* Run cx again on in, profiled: {"run_ms": .., "profile": [{"op", "calls",
+ * "ms"}, ...]} with the costliest type first, or NULL (err set). */
+static json_t *profile_run(struct rt_ctx *cx, const struct rt_tensor *in, struct rt_tensor *out,
+                           struct strata_error *err)
+{
+	if (runtime_ctx_profile(cx, 1, err) != 0)
+		return NULL;
+	double t0 = base_now();
+	if (runtime_run(cx, in, out, err) != 0)
+		return NULL;
+	double took = base_now() - t0;
+	int n;
+	const struct rt_op_time *rows = runtime_ctx_profile_rows(cx, &n);
+	struct rt_op_time sorted[RUNTIME_PROFILE_ROWS + 1];
+	memcpy(sorted, rows, (size_t)n * sizeof *rows);
+	qsort(sorted, (size_t)n, sizeof *sorted, by_seconds);
+	json_t *o = json_object(), *list = json_array();
+	for (int i = 0; i < n; i++)
+		json_array_append_new(list, json_pack("{s:s, s:I, s:f}", "op", sorted[i].op, "calls",
+		                                      (json_int_t)sorted[i].calls, "ms",
+		                                      sorted[i].seconds * 1e3));
+	json_object_set_new(o, "run_ms", json_real(took * 1e3));
+	json_object_set_new(o, "profile", list);
+	return o;
+}
+
 int eng_cli_run(int argc, char **argv)
 {
 	const char *model = NULL;
 	const char *inputs[MAX_INPUTS];
-	int ninputs = 0;
+	int ninputs = 0, profile = 0;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
-		if (!strcmp(a, "--input") || !strncmp(a, "--input=", 8)) {
+		if (!strcmp(a, "--profile")) {
+			profile = 1;
+		} else if (!strcmp(a, "--input") || !strncmp(a, "--input=", 8)) {
 			const char *v = a[7] == '=' ? a + 8 : (i + 1 < argc ? argv[++i] : NULL);
 			if (!v)
 				return eng_cli_usage("run", "option --input needs a value");
@@ -268,12 +303,19 @@ int eng_cli_run(int argc, char **argv)
 		eng_cli_fail("%s", err.msg[0] ? err.msg : strata_strerror(rc));
 		goto out;
 	}
+	json_t *prof = NULL;
+	if (profile && (prof = profile_run(cx, in, out, &err)) == NULL) {
+		eng_cli_fail("%s", err.msg);
+		goto out;
+	}
 	json_t *top = json_object(), *outs = json_object();
 	for (int i = 0; i < nout; i++) {
 		const struct rt_value_info *info = runtime_model_output(m, i);
 		json_object_set_new(outs, info->name, output_json(&out[i]));
 	}
 	json_object_set_new(top, "outputs", outs);
+	if (prof)
+		json_object_update_new(top, prof);
 	char *s = eng_json_dump(top, 1);
 	json_decref(top);
 	if (!s) {

@@ -325,6 +325,15 @@ if expect_ok "run batch" "$STRATA" run "$APP/models/ranker.onnx" \
 		bad "run values: got '$got', want '0.04327320 0.04597176'"
 	fi
 fi
+# --profile: the same outputs, and the second run's time per operator type
+if expect_ok "run profile" "$STRATA" run "$APP/models/ranker.onnx" --profile \
+	--input "query_emb=[$Q,$Q]" --input "doc_emb=[$D0,$D1]"; then
+	check "run profile values" "$(jout -c '.outputs.score.values | map(. * 1e6 | round)')" "[43273,45972]"
+	check "run profile rows" "$(jout '(.profile | length) as $n | [.profile[] | select(.calls >= 1 and .ms >= 0 and (.op | length) > 0)] | length == $n and $n > 0')" "true"
+	check "run profile sorted" "$(jout '[.profile[].ms] == ([.profile[].ms] | sort | reverse)')" "true"
+	check "run profile within run" "$(jout '([.profile[].ms] | add) <= .run_ms')" "true"
+fi
+expect_fail "run unknown option" "unknown option '--profil'" "$STRATA" run "$APP/models/ranker.onnx" --profil
 expect_fail "run missing input" "doc_emb' \\(float \\[batch,16\\]\\) not given" "$STRATA" run "$APP/models/ranker.onnx" --input "query_emb=[$Q]"
 
 # ---- strata inspect: the declared inputs and outputs -----------------------------------
