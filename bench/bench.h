@@ -71,6 +71,10 @@ void json_num(const char *key, double v, int present);
 /* peak.c: the FMA roof of one core in GFLOP/s, on the vector width of the
  * runtime's kernels (runtime_isa()), timed in CPU time (a few ms). */
 double bench_fma_peak(void);
+/* peak.c: the int8 roof of one core in GOPS (a register-only vpdpbusd loop
+ * on zmm registers, CPU time), or -1 where the runtime's kernels do not use
+ * AVX512-VNNI (runtime_isa() not "avx512", or no VNNI on the CPU). */
+double bench_vnni_peak(void);
 /* peak.c: the calling thread's CPU time in ms. */
 double bench_cpu_ms(void);
 

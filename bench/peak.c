@@ -62,6 +62,40 @@ double bench_cpu_ms(void)
 PEAK_LOOP(peak_zmm, __m512, 16, _mm512_set1_ps, _mm512_fmadd_ps, "avx512f")
 PEAK_LOOP(peak_ymm, __m256, 8, _mm256_set1_ps, _mm256_fmadd_ps, "avx2,fma")
 
+/* The int8 roof: CHAINS chains of vpdpbusd (64 unsigned-by-signed byte
+ * products summed into 16 int32 lanes, 128 operations an instruction) on
+ * zmm registers, iters times; operations per second.  The byte inputs are
+ * small, so the int32 sums cannot overflow however long it runs. */
+__attribute__((target("avx512f,avx512vnni"), noinline)) static double peak_vnni(long iters)
+{
+	__m512i acc[CHAINS];
+	_Pragma("GCC unroll 12") for (int i = 0; i < CHAINS; i++)
+		acc[i] = _mm512_set1_epi32(i);
+	const __m512i a = _mm512_set1_epi8(1), b = _mm512_set1_epi8(-1);
+	double t = cpu_now();
+	for (long it = 0; it < iters; it++) {
+		_Pragma("GCC unroll 12") for (int i = 0; i < CHAINS; i++)
+			acc[i] = _mm512_dpbusd_epi32(acc[i], a, b);
+	}
+	t = cpu_now() - t;
+	int lanes[CHAINS * 16];
+	long sum = 0;
+	memcpy(lanes, acc, sizeof lanes);
+	for (int i = 0; i < CHAINS * 16; i++)
+		sum += lanes[i];
+	volatile long sink = sum;
+	(void)sink;
+	return t > 0 ? (double)iters * CHAINS * 128 / t : 0;
+}
+
+double bench_vnni_peak(void)
+{
+	__builtin_cpu_init();
+	if (strcmp(runtime_isa(), "avx512") != 0 || !__builtin_cpu_supports("avx512vnni"))
+		return -1;
+	return peak_vnni(600000) * 1e-9;
+}
+
 double bench_fma_peak(void)
 {
 	/* about 2 ms at 230 GFLOP/s (AVX-512) or 110 (AVX2) */
