@@ -570,8 +570,9 @@ static int function(struct rank_parser *p, struct rank_profile_decl *pr)
 	return 0;
 }
 
-/* match-features / summary-features: ": f1 f2 ..." to the end of the line,
- * or "{ f1 f2 ... }". */
+/* match-features / summary-features: ": f1 f2 ..." to the end of the line
+ * (nothing after the colon: no features, as Vespa reads it), or
+ * "{ f1 f2 ... }". */
 static int features(struct rank_parser *p, const struct rank_tok *kw, struct rank_ast ***arr,
                     int *n)
 {
@@ -588,7 +589,7 @@ static int features(struct rank_parser *p, const struct rank_tok *kw, struct ran
 			rank_lex_take(p->lx, &t);
 			return 0;
 		}
-		if (!block && (rank_tok_is(&t, "}") || t.kind == RT_EOF || (t.nl_before && *n > 0)))
+		if (!block && (rank_tok_is(&t, "}") || t.kind == RT_EOF || t.nl_before))
 			return 0;
 		if (!block && rank_tok_is(&t, ";")) {
 			rank_lex_take(p->lx, &t);

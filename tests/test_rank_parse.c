@@ -512,6 +512,20 @@ static void test_inheritance(void **state)
 	assert_true(function(profile(sd, "a"), "f")->body->num == 1);
 	assert_int_equal(profile(sd, "b")->nfunctions, 1);
 	rank_sd_free(sd);
+	/* "match-features:" with nothing after it on its line declares none;
+	 * the next line is the profile's next item. */
+	sd = parse_ok("schema s { document s { }\n"
+	              "rank-profile p inherits a {\n"
+	              "  match-features: \n"
+	              "  inputs { query(z) tensor(x[2]) }\n"
+	              "}\n"
+	              "rank-profile a { match-features: f\n"
+	              "  function f() { expression: 1 } }\n}\n");
+	const struct rank_profile_decl *pl = profile(sd, "p");
+	assert_int_equal(pl->nmatch_features, 0);
+	assert_int_equal(pl->ninputs, 1);
+	assert_int_equal(profile(sd, "a")->nmatch_features, 1);
+	rank_sd_free(sd);
 
 	sd = parse_ok("schema s { document s { }\n"
 	              "rank-profile x inherits y { }\n"
@@ -629,6 +643,8 @@ static const struct bad bads[] = {
 	{"schema s { document s { } rank-profile p {\n rank-properties { a: 1 } } }", STRATA_NOT_IMPLEMENTED,
 	 "t.sd:2:20: rank property 'a' is not supported: only query(name) and $name, a query input's "
 	 "default, bm25(field).k1, .b and .averageFieldLength, and freshness(f).maxAge and .halfResponse are"},
+	{"schema s { document s { } rank-profile p {\n summary-features:\n  f g } }", STRATA_PARSE,
+	 "t.sd:3:3: unexpected 'f' in rank-profile 'p'"},
 	{"schema s { document s { } rank-profile p { bogus } }", STRATA_PARSE,
 	 "t.sd:1:44: unexpected 'bogus' in rank-profile 'p'"},
 	{"schema s { document s { } onnx-model m { input a: query(q) } }", STRATA_TYPE,
