@@ -56,7 +56,9 @@ int base_err_prefix(struct strata_error *err, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
 /* Append a copy of e to list (struct strata_errors), or count it in
- * list->dropped when the list is full.  list may be NULL. */
+ * list->dropped when the list is full; an error with the code and message
+ * of one already listed (an inherited function checked in each profile
+ * that inherits it) is not listed again.  list may be NULL. */
 void base_errs_add(struct strata_errors *list, const struct strata_error *e);
 
 /* Bugs abort with file:line; bad input never reaches here. */

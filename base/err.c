@@ -75,6 +75,9 @@ void base_errs_add(struct strata_errors *list, const struct strata_error *e)
 {
 	if (!list)
 		return;
+	for (int i = 0; i < list->n; i++) /* one error found along several paths */
+		if (list->e[i].code == e->code && strcmp(list->e[i].msg, e->msg) == 0)
+			return;
 	if (list->n < STRATA_MAX_ERRORS)
 		list->e[list->n++] = *e;
 	else

@@ -641,6 +641,30 @@ static void test_err_prefix(void **state)
 	assert_int_equal(err.code, STRATA_PARSE);
 }
 
+/* An error list keeps each error once, and counts what does not fit. */
+static void test_errs_add(void **state)
+{
+	(void)state;
+	struct strata_errors list = {0};
+	struct strata_error a, b;
+	base_err(&a, STRATA_TYPE, "p.sd:3:4: unknown function 'f'");
+	base_err(&b, STRATA_PARSE, "p.sd:3:4: unknown function 'f'");
+	base_errs_add(&list, &a);
+	base_errs_add(&list, &a); /* the same error found again */
+	base_errs_add(&list, &b); /* another code: another error */
+	assert_int_equal(list.n, 2);
+	assert_int_equal(list.dropped, 0);
+	for (int i = 0; list.n < STRATA_MAX_ERRORS; i++) {
+		base_err(&a, STRATA_TYPE, "e%d", i);
+		base_errs_add(&list, &a);
+	}
+	base_err(&a, STRATA_TYPE, "one more");
+	base_errs_add(&list, &a);
+	assert_int_equal(list.n, STRATA_MAX_ERRORS);
+	assert_int_equal(list.dropped, 1);
+	base_errs_add(NULL, &a);
+}
+
 static void test_strerror(void **state)
 {
 	(void)state;
@@ -890,6 +914,7 @@ int main(void)
 		cmocka_unit_test_setup(test_base64, disarm_faults),
 		cmocka_unit_test_setup(test_hex, disarm_faults),
 		cmocka_unit_test_setup(test_strprintf, disarm_faults),
+		cmocka_unit_test_setup(test_errs_add, disarm_faults),
 	};
 	return cmocka_run_group_tests_name("base", tests, NULL, NULL);
 }
