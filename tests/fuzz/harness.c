@@ -353,20 +353,36 @@ static const void *docs_attr(void *ud, int field, uint32_t lid)
 
 static volatile double sink;
 
-/* Every cell of a feature is read: a wrong count or a dangling pointer
- * shows under the sanitizers. */
+/* Every cell and label of a feature is read: a wrong count or a dangling
+ * pointer shows under the sanitizers.  A type with mapped dimensions (dims
+ * -1) comes as sparse blocks of ncells cells each (rank.h). */
 static int feature_cb(void *ud, const struct rank_feature *f)
 {
 	(void)ud;
 	size_t n = 1;
-	for (int i = 0; i < f->rank; i++)
-		n *= (size_t)f->dims[i];
-	if (n != f->ncells || !f->name)
-		fuzz_fail("feature %s: %zu cells for its dimensions, %zu given",
-		          f->name ? f->name : "(no name)", n, f->ncells);
+	int mapped = 0;
+	for (int i = 0; i < f->rank; i++) {
+		if (f->dims[i] < 0)
+			mapped++;
+		else
+			n *= (size_t)f->dims[i];
+	}
+	if (n != f->ncells || !f->name || (mapped ? !f->sparse || f->cells : !f->cells))
+		fuzz_fail("feature %s: %zu cells for its dimensions, %zu given%s",
+		          f->name ? f->name : "(no name)", n, f->ncells,
+		          mapped ? (f->sparse ? "" : ", no blocks") : "");
 	double s = 0;
-	for (size_t i = 0; i < f->ncells; i++)
-		s += f->cells[i];
+	if (!mapped) {
+		for (size_t i = 0; i < f->ncells; i++)
+			s += f->cells[i];
+	} else {
+		for (size_t b = 0; b < f->sparse->nblocks; b++) {
+			for (int m = 0; m < mapped; m++)
+				s += (double)strlen(f->sparse->labels[b * (size_t)mapped + (size_t)m]);
+			for (size_t i = 0; i < f->ncells; i++)
+				s += f->sparse->cells[b * f->ncells + i];
+		}
+	}
 	sink = s;
 	return 0;
 }
@@ -384,7 +400,19 @@ static void set_inputs(struct rank_query *q, const struct rank_profile *p,
 			fuzz_fail("out of memory");
 		for (size_t k = 0; k < in->ncells; k++)
 			cells[k] = (double)(k % 7) - 3 + 0.5;
-		if (rank_query_set_input(q, in->name, cells, in->ncells, &err) != 0)
+		int mapped = 0;
+		for (int d = 0; d < in->rank; d++)
+			mapped += in->dims[d] < 0;
+		int rc;
+		if (mapped) { /* one block, every mapped dimension labelled "a" */
+			const char *labels[RANK_MAX_RANK];
+			for (int m = 0; m < mapped; m++)
+				labels[m] = "a";
+			rc = rank_query_set_input_sparse(q, in->name, 1, labels, cells, &err);
+		} else {
+			rc = rank_query_set_input(q, in->name, cells, in->ncells, &err);
+		}
+		if (rc != 0)
 			fuzz_fail("query(%s): a declared input of %zu cells refused: %s", in->name,
 			          in->ncells, err.msg);
 		free(cells);
