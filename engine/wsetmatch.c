@@ -144,7 +144,8 @@ static int open_item(struct eng_wset *w, const struct yql_node *n, struct strata
 		it->tok[i] = (struct wtok){s, len, n->nums[i], i};
 	}
 	/* sorted; of tokens given twice (or folding alike) the last one counts */
-	qsort(it->tok, (size_t)n->nvals, sizeof *it->tok, cmp_sorted);
+	if (n->nvals > 1) /* none: no array to sort (qsort's base may not be NULL) */
+		qsort(it->tok, (size_t)n->nvals, sizeof *it->tok, cmp_sorted);
 	int k = 0;
 	for (int i = 0; i < n->nvals; i++) {
 		if (k && cmp_tok(&it->tok[k - 1], &it->tok[i]) == 0)
@@ -256,7 +257,9 @@ static double weight_of(struct eng_wset *w, const struct witem *it, const char *
 	if (it->fold)
 		fold(w->tk, it->fold, &s, &n);
 	struct wtok key = {s, n, 0, 0};
-	const struct wtok *t = bsearch(&key, it->tok, (size_t)it->ntok, sizeof *it->tok, cmp_tok);
+	const struct wtok *t = it->ntok ? bsearch(&key, it->tok, (size_t)it->ntok, sizeof *it->tok,
+	                                          cmp_tok)
+	                                : NULL; /* none given: no array (bsearch's may not be NULL) */
 	*found = t != NULL;
 	return t ? t->w : 0;
 }
