@@ -149,6 +149,78 @@ static void test_quantize_load_errors(void **state)
 	                  STRATA_INVALID_GRAPH, "zero point");
 }
 
+/* DynamicQuantizeLinear against the scalar formula: every length from 1 to
+ * 70 and a long one (the vector loop and its scalar end), cells whose
+ * quotients the vector loop must divide rather than multiply by the
+ * reciprocal, and a NaN at each position, named by its index. */
+static void test_dynamic_quantize_paths(void **state)
+{
+	(void)state;
+	struct mb_node *nd;
+	struct oc_case o;
+	static const int OUT[] = {BASE_DT_UINT8, BASE_DT_FLOAT, BASE_DT_UINT8};
+	enum { LONG = 1031 };
+	static float x[LONG];
+	assert_int_equal(oc_load(oc_model(11, "DynamicQuantizeLinear", "x", F, "y,s,z", OUT, &nd), &o),
+	                 0);
+	uint32_t seed = 12345;
+	for (int64_t len = 1; len <= LONG; len = len < 70 ? len + 1 : LONG + 1) {
+		int64_t n = len > 70 ? LONG : len;
+		for (int64_t i = 0; i < n; i++) {
+			seed = seed * 1664525u + 1013904223u;
+			x[i] = -(float)((seed >> 8) % 8000) / 1000.0f;
+		}
+		/* The range is [-8, 0.13]: on its scale, 8.13 / 255, the
+		 * quotients of some cells by multiplying with 1 / scale round to
+		 * another integer than the true quotients: only the division the
+		 * passes fall back to near a half gets those right. */
+		x[0] = -8.0f;
+		if (n > 1)
+			x[n - 1] = 0.13f;
+		float sc = (0.13f - -8.0f) / 255.0f;
+		for (int64_t i = 1; i + 1 < n; i += 3) {
+			float v = ((float)(i % 240) + 0.5f) * sc;
+			for (int t = 0; t < 3; t++)
+				v = nextafterf(v, -100);
+			for (int t = 0; t < 7 && rintf(v * (1.0f / sc)) == rintf(v / sc); t++)
+				v = nextafterf(v, 100);
+			x[i] = -v;
+		}
+		int64_t d[] = {n};
+		struct rt_tensor in[1] = {oc_tensor(BASE_DT_FLOAT, 1, d, x)};
+		assert_int_equal(oc_run(&o, in), 0);
+		float lo = 0, hi = 0;
+		for (int64_t i = 0; i < n; i++) {
+			lo = x[i] < lo ? x[i] : lo;
+			hi = x[i] > hi ? x[i] : hi;
+		}
+		float scale = (hi - lo) / 255.0f;
+		float zp = rintf(0.0f - lo / scale);
+		zp = zp < 0 ? 0 : zp > 255 ? 255 : zp;
+		assert_true(*(float *)o.out[1].data == scale);
+		assert_int_equal(*(uint8_t *)o.out[2].data, (uint8_t)zp);
+		for (int64_t i = 0; i < n; i++) {
+			float r = rintf(x[i] / scale) + zp;
+			uint8_t want = (uint8_t)(r < 0 ? 0 : r > 255 ? 255 : r);
+			if (((uint8_t *)o.out[0].data)[i] != want)
+				fail_msg("length %lld, cell %lld: %u, want %u", (long long)n,
+				         (long long)i, ((uint8_t *)o.out[0].data)[i], want);
+		}
+	}
+	for (int64_t at = 0; at < 40; at++) {
+		float keep = x[at];
+		x[at] = NAN;
+		int64_t d[] = {40};
+		struct rt_tensor in[1] = {oc_tensor(BASE_DT_FLOAT, 1, d, x)};
+		assert_int_equal(oc_run(&o, in), STRATA_RUNTIME);
+		char want[32];
+		snprintf(want, sizeof want, "cell %lld is NaN", (long long)at);
+		oc_assert_msg(&o, want);
+		x[at] = keep;
+	}
+	oc_free(&o);
+}
+
 static void test_dequantize_int32(void **state)
 {
 	(void)state;
@@ -557,6 +629,7 @@ int main(void)
 		cmocka_unit_test(test_quantize_load_errors),
 		cmocka_unit_test(test_dequantize_int32),
 		cmocka_unit_test(test_dynamic_quantize),
+		cmocka_unit_test(test_dynamic_quantize_paths),
 		cmocka_unit_test(test_matmulinteger_batched),
 		cmocka_unit_test(test_qlinearmatmul_values),
 		cmocka_unit_test(test_strnorm_utf8_case),
