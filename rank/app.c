@@ -237,7 +237,8 @@ static int list_files(const char *dir, const char *suffix, char ***out, size_t *
 		k++;
 	}
 	closedir(d);
-	qsort(names, k, sizeof *names, cmp_str);
+	if (k > 1) /* none found: names is NULL, which qsort may not be given */
+		qsort(names, k, sizeof *names, cmp_str);
 	*out = names;
 	*n = k;
 	*cap = c;

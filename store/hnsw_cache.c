@@ -254,7 +254,8 @@ int hnsw_cache_flush(struct hnsw_scratch *s, struct strata_error *err)
 	for (size_t i = 0; i < c->cap; i++)
 		if (c->ents[i].key && (c->ents[i].state == ENT_DIRTY || c->ents[i].state == ENT_GONE))
 			order[n++] = &c->ents[i];
-	qsort(order, n, sizeof *order, ent_cmp); /* key order: the B-tree is filled in order */
+	if (n > 1) /* key order: the B-tree is filled in order (none: order is NULL) */
+		qsort(order, n, sizeof *order, ent_cmp);
 	hnsw_scratch_forget(s); /* the writes may move pages written earlier */
 	int rc = 0;
 	for (size_t i = 0; i < n && !rc; i++) {
