@@ -213,7 +213,7 @@ static void test_dynamic_quantize_paths(void **state)
 		int64_t d[] = {40};
 		struct rt_tensor in[1] = {oc_tensor(BASE_DT_FLOAT, 1, d, x)};
 		assert_int_equal(oc_run(&o, in), STRATA_RUNTIME);
-		char want[32];
+		char want[48];
 		snprintf(want, sizeof want, "cell %lld is NaN", (long long)at);
 		oc_assert_msg(&o, want);
 		x[at] = keep;
