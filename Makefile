@@ -52,7 +52,7 @@ DEB_BENCH_PKGS := g++ libxapian-dev libsqlite3-dev wrk python3-hnswlib python3-n
                   libh2o-evloop-dev libssl-dev nghttp2-client
 
 # ---- sources (explicit lists, one per subsystem) -----------------------------
-BASE_SRC    := base/err.c base/alloc.c base/arena.c base/dtype.c base/file.c base/hash.c base/tokenize.c base/cpu.c base/base64.c base/hex.c
+BASE_SRC    := base/err.c base/alloc.c base/arena.c base/dtype.c base/file.c base/hash.c base/tokenize.c base/cpu.c base/base64.c base/hex.c base/regex.c
 RUNTIME_SRC := runtime/options.c runtime/blocks.c runtime/load.c runtime/graph.c runtime/resolve.c runtime/model.c runtime/exec.c runtime/buffers.c runtime/binding.c runtime/profile.c runtime/plan.c runtime/shape.c runtime/infer.c runtime/ops/registry.c \
                runtime/ops/elementwise.c runtime/ops/unary.c runtime/ops/cast.c runtime/ops/matmul.c runtime/ops/gemm.c runtime/ops/gemm_avx2.c runtime/ops/gemm_avx512.c runtime/ops/qgemm.c runtime/ops/qgemm_avx2.c runtime/ops/qgemm_vnni.c runtime/ops/qlinear.c runtime/cpu.c runtime/ops/shape.c \
                runtime/ops/reduce.c runtime/ops/normalize.c \

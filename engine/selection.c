@@ -542,6 +542,12 @@ static struct eng_sel_node *comparison(struct parser *ps)
 			base_nomem(ps->err, "%s", ps->what);
 			return NULL;
 		}
+		if (base_regex_size(b->s) > BASE_REGEX_MAX) {
+			base_err(ps->err, STRATA_PARSE, "%s:1:%d: regular expression too complex: its "
+			         "repetitions would grow to more than %d nodes", ps->what, b->col,
+			         BASE_REGEX_MAX);
+			return NULL;
+		}
 		int rc = regcomp(re, b->s, REG_EXTENDED | REG_NOSUB);
 		if (rc) {
 			char why[128];

@@ -360,7 +360,7 @@ static int regex_match(struct ctx *c, const regex_t *re, const struct val *a, co
 	regex_t own;
 	if (!p)
 		return nomem(c);
-	if (regcomp(&own, p, REG_EXTENDED | REG_NOSUB))
+	if (base_regex_size(p) > BASE_REGEX_MAX || regcomp(&own, p, REG_EXTENDED | REG_NOSUB))
 		return T_INVALID; /* a pattern computed from the document that is no regex */
 	int r = regexec(&own, s, 0, NULL, 0) == 0;
 	regfree(&own);

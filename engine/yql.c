@@ -586,6 +586,13 @@ static struct yql_node *matches(struct parser *ps, char *field, const char *at)
 		nomem(ps, "yql matches");
 		return NULL;
 	}
+	if (base_regex_size(n->str) > BASE_REGEX_MAX) {
+		char limit[24];
+		snprintf(limit, sizeof limit, "%d", BASE_REGEX_MAX);
+		fail_at(ps, ps->start, "regular expression too complex: its repetitions would grow to "
+		        "more than %s nodes", limit);
+		return NULL;
+	}
 	int rc = regcomp(re, n->str, REG_EXTENDED | REG_ICASE | REG_NOSUB);
 	if (rc) {
 		char why[200];

@@ -237,6 +237,9 @@ static int check_func(struct chk *c, struct rank_ix *n, struct ixt in, struct ix
 	case RANK_IXF_SPLIT: {
 		regex_t re;
 		*out = (struct ixt){RANK_FT_ARRAY, RANK_FT_STRING, 0};
+		if (base_regex_size(n->str) > BASE_REGEX_MAX)
+			return fail(c, n, STRATA_TYPE, "split: regular expression \"%s\" too complex: its "
+			            "repetitions would grow to more than %d nodes", n->str, BASE_REGEX_MAX);
 		int e = regcomp(&re, n->str, REG_EXTENDED);
 		if (e) {
 			char m[128];

@@ -641,6 +641,33 @@ static void test_err_prefix(void **state)
 	assert_int_equal(err.code, STRATA_PARSE);
 }
 
+/* The size regcomp would build a pattern to: repetitions multiply. */
+static void test_regex_size(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *p;
+		size_t n;
+	} cases[] = {
+		{"", 0}, {"abc", 3}, {"a*b?", 2}, {"a+", 2}, {"a++", 4}, {"a+++", 8},
+		{"(ab){3}", 6}, {"a{2,5}", 5}, {"a{3,}", 4}, {"a{0}", 1}, {"((a{9}){9}){9}", 729},
+		{"(a|bc)+", 6}, {"[a-z]+", 2}, {"[]a]+", 2}, {"[^]a]{4}", 4}, {"[[:alpha:]]{4}", 4},
+		{"\\++", 2}, {"\\(a", 2}, {"x{", 2}, {"x{2", 3}, {"a)+", 3}, {"(a", 1},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+		if (base_regex_size(cases[i].p) != cases[i].n)
+			fail_msg("'%s': %zu, want %zu", cases[i].p, base_regex_size(cases[i].p), cases[i].n);
+	char many[80];
+	memset(many, '+', sizeof many - 1);
+	many[0] = 'n';
+	many[sizeof many - 1] = 0;
+	assert_true(base_regex_size(many) > BASE_REGEX_MAX); /* 2^78: saturated, not wrapped */
+	char deep[200];
+	memset(deep, '(', sizeof deep - 1);
+	deep[sizeof deep - 1] = 0;
+	assert_true(base_regex_size(deep) > BASE_REGEX_MAX); /* deeper than it follows */
+}
+
 /* An error list keeps each error once, and counts what does not fit. */
 static void test_errs_add(void **state)
 {
@@ -915,6 +942,7 @@ int main(void)
 		cmocka_unit_test_setup(test_hex, disarm_faults),
 		cmocka_unit_test_setup(test_strprintf, disarm_faults),
 		cmocka_unit_test_setup(test_errs_add, disarm_faults),
+		cmocka_unit_test_setup(test_regex_size, disarm_faults),
 	};
 	return cmocka_run_group_tests_name("base", tests, NULL, NULL);
 }

@@ -311,6 +311,9 @@ static void test_check_errors(void **state)
 		 " field b type string { indexing: input t | split \"(\" | summary } }",
 		 STRATA_TYPE, "t.sd:2:44: split: bad regular expression \"(\": "},
 		{"schema s { document s { field t type string { } }\n"
+		 " field b type string { indexing: input t | split \"(a{200}){200}\" | summary } }",
+		 STRATA_TYPE, "t.sd:2:44: split: regular expression \"(a{200}){200}\" too complex"},
+		{"schema s { document s { field t type string { } }\n"
 		 " field b type array<string> { indexing: input t | chunk sentence | join \" \" | summary } }",
 		 STRATA_TYPE, "t.sd:2:79: field 'b' of type array<string> cannot hold a string"},
 	};

@@ -241,6 +241,10 @@ static const struct { const char *sel; int code; const char *msg; } errors[] = {
 	{ "music.title == \"abc", STRATA_PARSE, "selection:1:16: the string is not closed" },
 	{ "music.title == \"a\\qb\"", STRATA_PARSE, "selection:1:18: unknown escape '\\q'" },
 	{ "music.title =~ \"(\"", STRATA_PARSE, "selection:1:16: bad regular expression" },
+	/* regcomp would spell out 2^40 copies: refused before it runs */
+	{ "music.title =~ \"n++++++++++++++++++++++++++++++++++++++++\"", STRATA_PARSE,
+	  "selection:1:16: regular expression too complex: its repetitions would grow to more "
+	  "than 10000 nodes" },
 	{ "(music.year == 1", STRATA_PARSE, "selection:1:17: expected ')'" },
 	{ "music.year + 1", STRATA_PARSE, "selection:1:12: a value where a condition belongs" },
 	{ "id.namespace", STRATA_PARSE, "selection:1:1: a value where a condition belongs" },

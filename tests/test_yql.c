@@ -250,6 +250,9 @@ static void test_yql_new_errors(void **state)
 	assert_int_equal(yql_parse("select * from sources * where a matches '(b'", &q, &err),
 	                 STRATA_PARSE);
 	assert_non_null(strstr(err.msg, "yql:1:41: bad regular expression: "));
+	yql_bad("select * from sources * where a matches '((x{99}){99}){99}'", STRATA_PARSE,
+	        "yql:1:41: regular expression too complex: its repetitions would grow to more than "
+	        "10000 nodes");
 	yql_bad("select * from sources * where true order price", STRATA_PARSE,
 	        "yql:1:42: expected 'by', found 'price'");
 	yql_bad("select * from sources * where true order by", STRATA_PARSE,
