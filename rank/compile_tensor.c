@@ -257,7 +257,8 @@ int rank_cc_slice(struct cc *c, const struct env *env, const struct rank_ast *a,
 		} else if (l->kind == RA_STR || l->kind == RA_NUM) {
 			char *end = NULL;
 			double x = l->kind == RA_NUM ? l->num : strtod(l->name, &end);
-			if ((end && (*end || end == l->name)) || x != (double)(int64_t)x)
+			if ((end && (*end || end == l->name)) || !(x >= -0x1p63 && x < 0x1p63) ||
+			    x != (double)(int64_t)x)
 				return rank_cc_at(c, l, STRATA_TYPE, "dimension '%s' is indexed: '%s' is no index",
 				                  T(c, t)->dim_names[d], l->kind == RA_STR ? l->name : l->text);
 			pk->index[e] = (int64_t)x;

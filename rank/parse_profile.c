@@ -208,7 +208,8 @@ static int verbose_cell(struct rank_parser *p, const struct rank_type *ty, struc
 			if (v < 0 || v >= (double)ty->dims[k] || v != floor(v))
 				rc = rank_parser_fail(p, &t, STRATA_TYPE, "%s is not an index of %s",
 				                      rank_tok_quote(&t), ty->dim_names[k]);
-			idx[k] = (int64_t)v;
+			else
+				idx[k] = (int64_t)v;
 		}
 		seen |= 1 << k;
 	}

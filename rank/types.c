@@ -96,7 +96,9 @@ static int int_setting(struct rank_parser *p, const struct rank_tok *kw, int64_t
 		return rc;
 	if (neg)
 		v = -v;
-	if (v != (double)(int64_t)v || v < (double)lo || v > (double)hi)
+	/* in int64's range before the cast (a cast of a value outside is undefined) */
+	if (!(v >= -0x1p63 && v < 0x1p63) || v != (double)(int64_t)v || (int64_t)v < lo ||
+	    (int64_t)v > hi)
 		return rank_parser_fail(p, &t, STRATA_TYPE, "%s must be an integer from %lld to %lld",
 		                        rank_tok_quote(kw), (long long)lo, (long long)hi);
 	*out = (int64_t)v;

@@ -637,6 +637,8 @@ static void test_tensor_literals(void **state)
 		{ "query(m)[1]", STRATA_TYPE,
 		  "expr:1:10: tensor<float>(x[4],y[2]) has no single indexed dimension to address" },
 		{ "query(q){x:a}", STRATA_TYPE, "expr:1:12: dimension 'x' is indexed: 'a' is no index" },
+		{ "query(q){x:\"1e300\"}", STRATA_TYPE,
+		  "expr:1:12: dimension 'x' is indexed: '1e300' is no index" },
 		{ "query(q){x:1, x:2}", STRATA_TYPE, "expr:1:17: the slice names 'x' twice" },
 		{ "concat(tensor(x{}):{a:1}, 1, x)", STRATA_NOT_IMPLEMENTED,
 		  "expr:1:30: concat() along a mapped dimension ('x') is not supported" },

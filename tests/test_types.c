@@ -157,6 +157,10 @@ static void test_schema_errors(void **state)
 	            "lower-bound is above upper-bound in field 'x'");
 	child_fails("field x type predicate { indexing: attribute\n index { arity: 1 } }\n  }",
 	            STRATA_TYPE, "child.sd:4:17", "'arity' must be an integer from 2 to 64");
+	/* past int64's range: refused before any conversion (fuzz_sd) */
+	child_fails("field x type predicate { indexing: attribute\n index { arity: 2\n "
+	            "upper-bound: 2222222222222222222222222222 } }\n  }", STRATA_TYPE, "child.sd:5:15",
+	            "'upper-bound' must be an integer from");
 	child_fails("field x type int8 { }\n  }", STRATA_TYPE, "child.sd:3:14",
 	            "unknown field type 'int8'");
 	child_fails("field x type float16 { }\n  }", STRATA_TYPE, "child.sd:3:14",
