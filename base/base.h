@@ -200,12 +200,14 @@ int base_hex_digit(int c);
  * when n is out of range or a character is no digit. */
 int base_hex_value(const char *s, size_t n, uint64_t *v);
 
-/* regex.c: an estimate of the nodes regcomp builds for POSIX extended
- * regular expression p: each character, bracket expression and escape one,
- * an operand repeated by + or {n,m} counted once per copy regcomp makes
- * (2, or max(n, m)), so a repetition of a repetition multiplies.  Callers
- * refuse a pattern over BASE_REGEX_MAX before regcomp, which builds such
- * trees in full: a few hundred bytes of nested repetitions take gigabytes. */
+/* regex.c: an estimate of what regcomp builds for POSIX extended regular
+ * expression p: each character, bracket expression and escape one, an
+ * operand repeated by + or {n,m} counted once per copy regcomp makes (2,
+ * or max(n, m)), so a repetition of a repetition multiplies; + of an
+ * operand that can match nothing counts 4 (its copies cost regcomp the
+ * square of their number).  Callers refuse a pattern over BASE_REGEX_MAX
+ * before regcomp, which builds such trees in full: a few hundred bytes of
+ * nested repetitions take gigabytes or minutes. */
 #define BASE_REGEX_MAX 10000
 size_t base_regex_size(const char *p);
 
