@@ -214,6 +214,21 @@ static int open_store(const char *dir, const struct store_doctype *d, struct sto
 	return dt;
 }
 
+/* A store in a new folder from template dir ("...XXXXXX", filled in) with
+ * type doc; its type index. */
+static int new_store(char *dir, struct store_env **env)
+{
+	assert_non_null(mkdtemp(dir));
+	return open_store(dir, &doc, env);
+}
+
+/* Close env and remove its folder. */
+static void remove_store(struct store_env *env, const char *dir)
+{
+	store_close(env);
+	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 static void put_doc(struct store_txn *w, int dt, unsigned i, unsigned seed, int update)
 {
 	struct strata_error err = {0};
@@ -236,9 +251,8 @@ static void test_random_ops(void **state)
 {
 	(void)state;
 	char dir[] = "/tmp/strata_text_XXXXXX";
-	assert_non_null(mkdtemp(dir));
 	struct store_env *env;
-	int dt = open_store(dir, &doc, &env);
+	int dt = new_store(dir, &env);
 	struct strata_error err = {0};
 	unsigned seed = 7;
 	for (int batch = 0; batch < 12; batch++) {
@@ -302,8 +316,7 @@ static void test_random_ops(void **state)
 	fields[F_TITLE].text = STORE_TEXT_ON | BASE_TOKEN_TEXT;
 	dt = open_store(dir, &doc, &env);
 	assert_int_equal(check_all(env, dt), n);
-	store_close(env);
-	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	remove_store(env, dir);
 }
 
 /* Text tokenized ahead (store_pretext) and offered to the writes: taken
@@ -314,9 +327,8 @@ static void test_pretext(void **state)
 {
 	(void)state;
 	char dir[] = "/tmp/strata_text_XXXXXX";
-	assert_non_null(mkdtemp(dir));
 	struct store_env *env;
-	int dt = open_store(dir, &doc, &env);
+	int dt = new_store(dir, &env);
 	struct strata_error err = {0};
 	struct store_pretext *pre[2] = {0};
 	static char title[8192], other[8192];
@@ -347,8 +359,7 @@ static void test_pretext(void **state)
 	                 STRATA_INVALID_ARGUMENT);
 	store_pretext_free(pre[0]);
 	store_pretext_free(pre[1]);
-	store_close(env);
-	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	remove_store(env, dir);
 }
 
 /* A child feeds documents, one commit each, writing the number of each
@@ -411,8 +422,7 @@ static void test_kill_mid_feed(void **state)
 	}
 	store_txn_abort(r);
 	check_all(env, dt);
-	store_close(env);
-	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	remove_store(env, dir);
 }
 
 int main(void)
