@@ -181,12 +181,7 @@ static void check_index(struct strata *db, int nops)
 		}
 		snprintf(req, sizeof req, "{\"yql\": \"select * from note where body contains '%s'\", "
 		         "\"hits\": 0}", w);
-		char *out = NULL;
-		struct strata_error err = { 0 };
-		if (strata_query_json(db, req, &out, &err) != 0)
-			fail_msg("%s: %s", req, err.msg);
-		json_t *r = json_loads(out, 0, NULL);
-		assert_non_null(r);
+		json_t *r = dbtest_query(db, req);
 		json_t *total = json_object_get(json_object_get(json_object_get(r, "root"), "fields"),
 		                                "totalCount");
 		if (json_integer_value(total) != want)
@@ -195,7 +190,6 @@ static void check_index(struct strata *db, int nops)
 		assert_int_equal(json_integer_value(total), want);
 		assert_true(want > 0);
 		json_decref(r);
-		strata_free(out);
 	}
 }
 
