@@ -1091,14 +1091,6 @@ static int goal_case(const struct bench_case *c)
 	       (strcmp(c->model, "mlp_ranker") == 0 && c->batch == 1000);
 }
 
-static void goal_line(int *tally, int measured, int met, const char *what)
-{
-	static const char *word[] = { "met", "NOT MET", "not measured" };
-	int k = !measured ? 2 : met ? 0 : 1;
-	tally[k]++;
-	printf("  %-13s %s\n", word[k], what);
-}
-
 static void print_goals(const int *idx, const struct result *res, int n)
 {
 	int tally[3] = { 0, 0, 0 };
@@ -1139,12 +1131,12 @@ static void print_goals(const int *idx, const struct result *res, int n)
 			if (r->others[0])
 				snprintf(line + len, sizeof line - (size_t)len, "; the rest: %s", r->others);
 		}
-		goal_line(tally, have, ratio <= 0.80, line);
+		bench_goal(tally, have, ratio <= 0.80, line);
 		if (is_int8(c->model))
 			continue;
 		double pct = peak_pct(r);
 		snprintf(line, sizeof line, "%s: %.1f%% of the FMA peak (goal: at least 80%%)", name, pct);
-		goal_line(tally, pct >= 0, pct >= 80, line);
+		bench_goal(tally, pct >= 0, pct >= 80, line);
 	}
 	printf("speed goals: %d met, %d not met, %d not measured\n", tally[0], tally[1], tally[2]);
 }

@@ -81,3 +81,11 @@ double bench_cpu_now(void)
 	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
+
+void bench_goal(int *tally, int measured, int met, const char *line)
+{
+	static const char *const word[] = { "met", "NOT MET", "not measured" };
+	int k = !measured ? 2 : met ? 0 : 1;
+	tally[k]++;
+	printf("  %-13s %s\n", word[k], line);
+}

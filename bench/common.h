@@ -32,6 +32,10 @@ int bench_write_file(const char *path, const void *data, size_t n);
  * Returns 0, or 1 after saying why. */
 int bench_write_schema(const char *dir, const char *name, const char *text);
 
+/* One line of a benchmark's goals, "  met|NOT MET|not measured  line",
+ * counted in tally[0], [1] or [2]. */
+void bench_goal(int *tally, int measured, int met, const char *line);
+
 /* Remove path and everything under it, links not followed.  Returns 0, or
  * -1 with errno set (ENOENT when there was nothing to remove). */
 int bench_remove_tree(const char *path);

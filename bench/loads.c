@@ -619,10 +619,9 @@ static void json_bool(const char *key, int v)
 static void goal(int *tally, int measured, int met, const char *what, const char *value,
                  const char *target)
 {
-	static const char *const word[] = { "met", "NOT MET", "not measured" };
-	int k = !measured ? 2 : met ? 0 : 1;
-	tally[k]++;
-	printf("  %-13s %s: %s (goal: %s)\n", word[k], what, measured ? value : "no figure", target);
+	char line[512];
+	snprintf(line, sizeof line, "%s: %s (goal: %s)", what, measured ? value : "no figure", target);
+	bench_goal(tally, measured, met, line);
 }
 
 static int is_minilm(const char *model)
