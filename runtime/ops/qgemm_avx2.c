@@ -27,9 +27,11 @@ static inline __m256i lanes(int64_t n)
 	return _mm256_cmpgt_epi32(_mm256_set1_epi32(v), idx);
 }
 
-/* Finish 8 columns (n valid) of row i from j. */
+/* Finish 8 columns (n valid) of row i from j.  Whole vectors are read and
+ * written plainly: vmaskmov stores cost several times a plain store. */
 static inline __attribute__((always_inline)) void finish8(__m256i v, int64_t i, int64_t j, int64_t n, const struct qgemm_fin *f)
 {
+	int whole = n >= 8;
 	__m256i m = lanes(n);
 	__m256i zb = _mm256_loadu_si256((const __m256i *)(f->zb + j));
 	__m256i cb = _mm256_loadu_si256((const __m256i *)(f->cb + j));
@@ -39,19 +41,30 @@ static inline __attribute__((always_inline)) void finish8(__m256i v, int64_t i, 
 		v = _mm256_add_epi32(v, _mm256_loadu_si256((const __m256i *)(f->zc + j)));
 	else
 		v = _mm256_add_epi32(v, _mm256_mullo_epi32(cb, _mm256_set1_epi32(f->za[i])));
-	if (f->cf) {
-		__m256 x = _mm256_mul_ps(_mm256_cvtepi32_ps(v), _mm256_loadu_ps(f->sc + j));
-		if (f->bias)
-			x = _mm256_add_ps(x, _mm256_maskload_ps(f->bias + j, m));
-		if (f->act == RT_ACT_RELU)
-			x = _mm256_max_ps(x, _mm256_setzero_ps());
-		else if (f->act == RT_ACT_GELU_ERF)
-			x = rt_gelu_erf8(x);
+	if (!f->cf) {
+		if (whole)
+			_mm256_storeu_si256((__m256i *)(f->ci + i * f->ldc + j), v);
+		else
+			_mm256_maskstore_epi32((int *)(f->ci + i * f->ldc + j), m, v);
+		return;
+	}
+	__m256 x = _mm256_mul_ps(_mm256_cvtepi32_ps(v), _mm256_loadu_ps(f->sc + j));
+	if (f->bias)
+		x = _mm256_add_ps(x, whole ? _mm256_loadu_ps(f->bias + j)
+		                           : _mm256_maskload_ps(f->bias + j, m));
+	if (f->act == RT_ACT_RELU)
+		x = _mm256_max_ps(x, _mm256_setzero_ps());
+	else if (f->act == RT_ACT_GELU_ERF)
+		x = rt_gelu_erf8(x);
+	float *c = f->cf + i * f->ldc + j;
+	if (whole) {
+		if (f->res)
+			x = _mm256_add_ps(x, _mm256_loadu_ps(f->res + i * f->ldr + j));
+		_mm256_storeu_ps(c, x);
+	} else {
 		if (f->res)
 			x = _mm256_add_ps(x, _mm256_maskload_ps(f->res + i * f->ldr + j, m));
-		_mm256_maskstore_ps(f->cf + i * f->ldc + j, m, x);
-	} else {
-		_mm256_maskstore_epi32((int *)(f->ci + i * f->ldc + j), m, v);
+		_mm256_maskstore_ps(c, m, x);
 	}
 }
 
