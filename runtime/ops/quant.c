@@ -382,36 +382,39 @@ static int range_with_zero(const float *v, int64_t n, float *lo, float *hi)
 
 /* q[i] = saturate(rintf(v[i] / scale) + zp) to [0, 255], scale > 0, 32
  * cells at a time.  A division per cell would cost more than the rest of
- * the pass, so the quotient is taken as v * (1 / scale), which differs from
- * the rounded quotient by under 3 units in its last place; both round to the
- * same integer unless one lies within that distance of a half.  Every
- * quotient here is at most 255 in magnitude (the range includes v), where
- * 3 units in the last place are under 5e-5: a vector with any lane within
- * 1e-4 of a half is divided instead, exactly as the scalar formula does,
- * and so is every vector when 1 / scale is too large to multiply safely
- * (scale near the bottom of the float range). */
+ * the pass, so the quotient is taken as t = v * (1 / scale), which differs
+ * from the rounded quotient by under 3 units in its last place; both round
+ * to the same integer unless one lies within that distance of a half.
+ * Every quotient here is at most 255 in magnitude (the range includes v),
+ * where 3 units in the last place are under 5e-5: when any of the 32 cells
+ * has t within 1e-4 of a half (|t - round(t)| > 0.5 - 1e-4) they are
+ * divided instead, exactly as the scalar formula does, and so is every
+ * cell when 1 / scale is too large to multiply safely (scale near the
+ * bottom of the float range).  The clamp to [0, 255] is the saturation of
+ * the packs: every rounded value plus zp lies in [-255, 510], inside int16. */
 static void quantize_u8(const float *v, int64_t n, float scale, float zp, uint8_t *q)
 {
 	const __m256 s = _mm256_set1_ps(scale), inv = _mm256_set1_ps(1.0f / scale);
-	const __m256 z = _mm256_set1_ps(zp), half = _mm256_set1_ps(0.5f);
-	const __m256 lo = _mm256_setzero_ps(), hi = _mm256_set1_ps(255.0f);
-	const __m256 near = _mm256_set1_ps(1e-4f);
+	const __m256 z = _mm256_set1_ps(zp), near = _mm256_set1_ps(0.5f - 1e-4f);
 	const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
 	const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+	const int rnd = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
 	int divide = !(1.0f / scale < 1e30f);
 	int64_t i = 0;
 	for (; i + 32 <= n; i += 32) {
-		__m256i w[4];
+		__m256 r[4], close = _mm256_setzero_ps();
 		for (int k = 0; k < 4; k++) {
-			__m256 x = _mm256_loadu_ps(v + i + 8 * k), t = _mm256_mul_ps(x, inv);
-			__m256 d = _mm256_sub_ps(t, _mm256_add_ps(_mm256_floor_ps(t), half));
-			d = _mm256_and_ps(d, absmask);
-			if (divide || _mm256_movemask_ps(_mm256_cmp_ps(d, near, _CMP_LT_OQ)))
-				t = _mm256_div_ps(x, s);
-			__m256 r = _mm256_round_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-			r = _mm256_min_ps(_mm256_max_ps(_mm256_add_ps(r, z), lo), hi);
-			w[k] = _mm256_cvtps_epi32(r);
+			__m256 t = _mm256_mul_ps(_mm256_loadu_ps(v + i + 8 * k), inv);
+			r[k] = _mm256_round_ps(t, rnd);
+			__m256 d = _mm256_and_ps(_mm256_sub_ps(t, r[k]), absmask);
+			close = _mm256_or_ps(close, _mm256_cmp_ps(d, near, _CMP_GT_OQ));
 		}
+		if (divide || !_mm256_testz_ps(close, close))
+			for (int k = 0; k < 4; k++)
+				r[k] = _mm256_round_ps(_mm256_div_ps(_mm256_loadu_ps(v + i + 8 * k), s), rnd);
+		__m256i w[4];
+		for (int k = 0; k < 4; k++)
+			w[k] = _mm256_cvtps_epi32(_mm256_add_ps(r[k], z));
 		/* the packs interleave 128-bit lanes; the permute restores order */
 		__m256i b = _mm256_packus_epi16(_mm256_packs_epi32(w[0], w[1]),
 		                                _mm256_packs_epi32(w[2], w[3]));
