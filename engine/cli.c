@@ -539,7 +539,8 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (!strcmp(cmd, "--version")) {
-		printf("strata %s (kernels: %s)\n", STRATA_VERSION, runtime_isa());
+		printf("strata %s (kernels: %s, int8: %s)\n", STRATA_VERSION, runtime_isa(),
+		       runtime_int8_isa());
 		return 0;
 	}
 	static const struct {

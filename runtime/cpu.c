@@ -14,8 +14,8 @@
  *
  * It also reports the sizes of the core's L1 data and L2 caches, from
  * which the GEMM driver derives its block sizes (gemm.c), and whether the
- * machine has AVX512-VNNI, which the int8 kernels use along with AVX-512
- * (qgemm.c).
+ * machine has AVX512-VNNI, which the int8 kernels use along with AVX-512,
+ * or AVX-VNNI, which they use on machines without AVX-512 (qgemm.c).
  *
  * Invariant: rt_cpu_isa() never returns an ISA the machine cannot execute.
  */
@@ -98,6 +98,34 @@ int rt_cpu_vnni(void)
 		__atomic_store_n(&vnni, v, __ATOMIC_RELAXED);
 	}
 	return v == 2;
+}
+
+/* 0: not asked yet; 1: no; 2: yes. */
+static int avxvnni;
+
+int rt_cpu_avxvnni(void)
+{
+	int v = __atomic_load_n(&avxvnni, __ATOMIC_RELAXED);
+	if (!v) {
+		unsigned int a = 0, b, c, d;
+		/* cpuid leaf 7, subleaf 1: eax bit 4 is AVX-VNNI (the VEX form of
+		 * vpdpbusd on xmm and ymm); the library's AVX2 baseline has
+		 * already checked that the OS saves ymm state */
+		if (__get_cpuid_max(0, NULL) >= 7)
+			__cpuid_count(7, 1, a, b, c, d);
+		v = ((a >> 4) & 1) ? 2 : 1;
+		__atomic_store_n(&avxvnni, v, __ATOMIC_RELAXED);
+	}
+	return v == 2;
+}
+
+int rt_cpu_baseline_only(void)
+{
+	int f = __atomic_load_n(&forced, __ATOMIC_RELAXED);
+	if (f)
+		return f == RT_ISA_AVX2;
+	const char *env = getenv("STRATA_CPU");
+	return env && strcmp(env, "avx2") == 0;
 }
 
 const char *rt_cpu_isa_name(int isa)

@@ -206,8 +206,8 @@ int rt_packed_b_layout(void);
  * (wrapping, exact modulo 2^32), stored as int32 or converted to float and
  * scaled: the core of MatMulInteger, QLinearMatMul and the fused dynamically
  * quantized linear layer.  Runs on AVX512-VNNI where the machine has it and
- * AVX-512 is in use, else on AVX2 (rt_qgemm_isa); the results are the same
- * bit for bit. */
+ * AVX-512 is in use, else on AVX-VNNI where the machine has that, else on
+ * AVX2 (rt_qgemm_isa); the results are the same bit for bit. */
 
 /* B (K x N, row-major, uint8 or int8) packed for the int8 kernels: strips
  * of 16 columns, for each group of 4 k the strip's 16 x 4 bytes, stored as
@@ -273,8 +273,15 @@ size_t rt_qgemm_scratch_bytes(int64_t M, int64_t K, int64_t N);
 /* C = (A - za) (pb - zb), see struct rt_qgemm_args.  scratch: at least
  * rt_qgemm_scratch_bytes(M, pb->K, pb->N).  Reentrant. */
 void rt_qgemm(const struct rt_qgemm_args *g, const struct rt_qpacked_b *pb, void *scratch);
-/* The kernel rt_qgemm runs now: RT_QGEMM_VNNI or RT_QGEMM_AVX2. */
-enum { RT_QGEMM_AVX2 = 1, RT_QGEMM_VNNI = 2 };
+/* The kernel rt_qgemm runs now: RT_QGEMM_VNNI (AVX512-VNNI, zmm),
+ * RT_QGEMM_VNNI256 (vpdpbusd on ymm: AVX-VNNI) or RT_QGEMM_AVX2. */
+enum { RT_QGEMM_AVX2 = 1, RT_QGEMM_VNNI = 2, RT_QGEMM_VNNI256 = 3 };
 int rt_qgemm_isa(void);
+/* Test hook: run kernel kind (an RT_QGEMM_* value) from now on, 0 to go
+ * back to the automatic choice.  RT_QGEMM_VNNI256 runs on AVX-VNNI machines
+ * and, in its EVEX encoding, on AVX-512 ones with VNNI.  Returns 0,
+ * STRATA_NOT_IMPLEMENTED (the machine cannot run kind) or
+ * STRATA_INVALID_ARGUMENT.  Not for use while other threads run kernels. */
+int rt_qgemm_force(int kind);
 
 #endif

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "kernel.h"
 #include "runtime_int.h"
 
 void rt_options_default(struct rt_options *o)
@@ -115,4 +116,13 @@ int runtime_options_set(struct rt_options *o, const char *key, const char *value
 const char *runtime_isa(void)
 {
 	return rt_cpu_isa() == RT_ISA_AVX512 ? "avx512" : "avx2";
+}
+
+const char *runtime_int8_isa(void)
+{
+	switch (rt_qgemm_isa()) {
+	case RT_QGEMM_VNNI: return "avx512-vnni";
+	case RT_QGEMM_VNNI256: return rt_cpu_avxvnni() ? "avx-vnni" : "avx512-vnni";
+	}
+	return "avx2";
 }

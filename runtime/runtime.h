@@ -81,6 +81,9 @@ int runtime_model_load_buffer(const void *buf, size_t n, const char *dir,
  * Chosen once from the CPU's features; STRATA_CPU=avx2 in the environment
  * forces the AVX2 kernels (what an AVX2-only machine runs). */
 const char *runtime_isa(void);
+/* The int8 GEMM kernel of this process: "avx512-vnni", "avx-vnni" or
+ * "avx2" (int8 widened to 16 bits); held to "avx2" by STRATA_CPU=avx2. */
+const char *runtime_int8_isa(void);
 
 /* ---- session options ----------------------------------------------------------
  * Options are string keys and values, parsed strictly: an unknown key or a

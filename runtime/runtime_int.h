@@ -311,6 +311,12 @@ int rt_cpu_force(int isa);
 /* 1 when the machine has AVX512-VNNI (and AVX-512: base_cpu_avx512), which
  * the int8 kernels use when rt_cpu_isa() is RT_ISA_AVX512. */
 int rt_cpu_vnni(void);
+/* 1 when the machine has AVX-VNNI (vpdpbusd on ymm in the VEX encoding). */
+int rt_cpu_avxvnni(void);
+/* 1 when the kernels are held to the x86-64-v3 baseline (STRATA_CPU=avx2,
+ * or rt_cpu_force(RT_ISA_AVX2)): no extension beyond AVX2 and FMA is used,
+ * AVX-VNNI included. */
+int rt_cpu_baseline_only(void);
 const char *rt_cpu_isa_name(int isa);
 
 /* ---- the model and its memory (model.c owns its lifecycle) ------------------ */

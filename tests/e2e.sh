@@ -525,6 +525,20 @@ grep -q "manifest\.json: .*compiled from their sources" "$ERR" && ok ||
 same_ranking "unreadable manifest" "$T/rank.manifest"
 expect_ok "deploy after the manifest" "$STRATA" deploy "$APP"
 
+# --version names the kernels, the int8 ones too; STRATA_CPU=avx2 holds both
+# to the AVX2 baseline.
+v=$("$STRATA" --version)
+case $v in
+"strata "*" (kernels: avx512, int8: avx512-vnni)" | "strata "*" (kernels: avx512, int8: avx2)" | \
+"strata "*" (kernels: avx2, int8: avx-vnni)" | "strata "*" (kernels: avx2, int8: avx2)") ok ;;
+*) bad "--version: $v" ;;
+esac
+v=$(STRATA_CPU=avx2 "$STRATA" --version)
+case $v in
+"strata "*" (kernels: avx2, int8: avx2)") ok ;;
+*) bad "STRATA_CPU=avx2 --version: $v" ;;
+esac
+
 # Weights packed for the AVX-512 kernels, in a process that runs the AVX2
 # ones: the runtime refuses the context (only where the CPU has AVX-512).
 if "$STRATA" --version | grep -q 'kernels: avx512'; then

@@ -37,13 +37,17 @@ static int64_t val(int dt, const void *p, int64_t i)
 	return dt == BASE_DT_INT8 ? ((const int8_t *)p)[i] : ((const uint8_t *)p)[i];
 }
 
-/* The ISAs to test on this machine, and how many. */
-static int isas(int *out)
+/* The kernels to test on this machine (RT_QGEMM_*), and how many: the
+ * AVX2 one always, the 256-bit VNNI one where either of its encodings
+ * runs, the AVX-512 one where it runs. */
+static int kernels(int *out)
 {
+	static const int all[] = {RT_QGEMM_AVX2, RT_QGEMM_VNNI256, RT_QGEMM_VNNI};
 	int n = 0;
-	out[n++] = RT_ISA_AVX2;
-	if (rt_cpu_best() == RT_ISA_AVX512)
-		out[n++] = RT_ISA_AVX512;
+	for (int k = 0; k < 3; k++)
+		if (rt_qgemm_force(all[k]) == 0)
+			out[n++] = all[k];
+	assert_int_equal(rt_qgemm_force(0), 0);
 	return n;
 }
 
@@ -84,9 +88,9 @@ static void check(int adt, int bdt, int64_t M, int64_t N, int64_t K, int zmode, 
 	assert_int_equal(rt_qgemm_pack_b(bdt, K, N, B, N, &pb), 0);
 	void *scratch = malloc(rt_qgemm_scratch_bytes(M, K, N));
 	assert_non_null(scratch);
-	int list[2], n = isas(list);
+	int list[3], n = kernels(list);
 	for (int t = 0; t < n; t++) {
-		assert_int_equal(rt_cpu_force(list[t]), 0);
+		assert_int_equal(rt_qgemm_force(list[t]), 0);
 		struct rt_qgemm_args g = {
 			.adt = adt, .M = M, .A = A, .lda = lda, .za = zmode ? za : NULL,
 			.zb = zmode ? zb : NULL, .zastep = zmode == 2, .zbstep = zmode == 2,
@@ -96,7 +100,7 @@ static void check(int adt, int bdt, int64_t M, int64_t N, int64_t K, int zmode, 
 		rt_qgemm(&g, &pb, scratch);
 		for (int64_t i = 0; i < M * N; i++)
 			if (ci[i] != want[i])
-				fail_msg("isa %d, %s x %s, %lldx%lldx%lld, zero points %d: cell %lld is %d, "
+				fail_msg("kernel %d, %s x %s, %lldx%lldx%lld, zero points %d: cell %lld is %d, "
 				         "not %d", list[t], base_dtype_name(adt), base_dtype_name(bdt),
 				         (long long)M, (long long)N, (long long)K, zmode, (long long)i,
 				         ci[i], want[i]);
@@ -112,11 +116,11 @@ static void check(int adt, int bdt, int64_t M, int64_t N, int64_t K, int zmode, 
 			for (int64_t j = 0; j < N; j++) {
 				float w = (float)want[i * N + j] * (0.5f * bs[j]) + bias[j];
 				if (cf[i * N + j] != w)
-					fail_msg("isa %d: float cell %lld,%lld is %g, not %g", list[t],
+					fail_msg("kernel %d: float cell %lld,%lld is %g, not %g", list[t],
 					         (long long)i, (long long)j, cf[i * N + j], w);
 			}
 	}
-	assert_int_equal(rt_cpu_force(RT_ISA_AUTO), 0);
+	assert_int_equal(rt_qgemm_force(0), 0);
 	rt_qpacked_b_free(&pb);
 	free(scratch);
 	free(A);
@@ -160,13 +164,30 @@ static void test_qgemm_extremes(void **state)
 static void test_qgemm_dispatch(void **state)
 {
 	(void)state;
+	int v256 = rt_cpu_avxvnni() ? RT_QGEMM_VNNI256 : RT_QGEMM_AVX2;
+	/* the AVX2 baseline uses no extension, AVX-VNNI included */
 	assert_int_equal(rt_cpu_force(RT_ISA_AVX2), 0);
+	assert_true(rt_cpu_baseline_only());
 	assert_int_equal(rt_qgemm_isa(), RT_QGEMM_AVX2);
 	if (rt_cpu_best() == RT_ISA_AVX512) {
 		assert_int_equal(rt_cpu_force(RT_ISA_AVX512), 0);
-		assert_int_equal(rt_qgemm_isa(), rt_cpu_vnni() ? RT_QGEMM_VNNI : RT_QGEMM_AVX2);
+		assert_false(rt_cpu_baseline_only());
+		assert_int_equal(rt_qgemm_isa(), rt_cpu_vnni() ? RT_QGEMM_VNNI : v256);
 	}
 	assert_int_equal(rt_cpu_force(RT_ISA_AUTO), 0);
+	int want = rt_cpu_isa() == RT_ISA_AVX512 && rt_cpu_vnni() ? RT_QGEMM_VNNI
+	           : rt_cpu_baseline_only()                      ? RT_QGEMM_AVX2
+	                                                         : v256;
+	assert_int_equal(rt_qgemm_isa(), want);
+	/* the test hook: a kind the machine runs, or a refusal */
+	assert_int_equal(rt_qgemm_force(7), STRATA_INVALID_ARGUMENT);
+	assert_int_equal(rt_qgemm_force(RT_QGEMM_AVX2), 0);
+	assert_int_equal(rt_qgemm_isa(), RT_QGEMM_AVX2);
+	int runs256 = rt_cpu_avxvnni() || (rt_cpu_best() == RT_ISA_AVX512 && rt_cpu_vnni());
+	assert_int_equal(rt_qgemm_force(RT_QGEMM_VNNI256), runs256 ? 0 : STRATA_NOT_IMPLEMENTED);
+	assert_int_equal(rt_qgemm_isa(), runs256 ? RT_QGEMM_VNNI256 : RT_QGEMM_AVX2);
+	assert_int_equal(rt_qgemm_force(0), 0);
+	assert_int_equal(rt_qgemm_isa(), want);
 }
 
 /* A model of one node whose input bname is the initializer b (K x N) when

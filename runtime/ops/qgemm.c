@@ -18,10 +18,11 @@
  * B is packed once at load when it is a weight (rt_qgemm_pack_b), at run
  * time into scratch otherwise; A is packed at every call (M x K bytes,
  * small beside the M x K x N products).  The kernel is qgemm_vnni.c's when
- * the machine has AVX512-VNNI and AVX-512 is in use, qgemm_avx2.c's
- * otherwise, decided on every call like the float GEMM's, so a test may
- * switch between calls.  Both read the same packed B, so a model packed on
- * one path runs on the other.
+ * the machine has AVX512-VNNI and AVX-512 is in use, qgemm_vnni256.c's on
+ * a machine with AVX-VNNI (unless STRATA_CPU=avx2 holds the kernels to the
+ * baseline), qgemm_avx2.c's otherwise, decided on every call like the float
+ * GEMM's, so a test may switch between calls.  All read the same packed B,
+ * so a model packed on one path runs on the others.
  *
  * Invariants: reentrant, allocates nothing at run time (the caller gives
  * the scratch, rt_qgemm_scratch_bytes of it).
@@ -174,9 +175,35 @@ size_t rt_qgemm_scratch_bytes(int64_t M, int64_t K, int64_t N)
 	       4 * round64((size_t)padded(N) * 4);
 }
 
+/* 0, or the kernel rt_qgemm_force chose. */
+static int qforced;
+
 int rt_qgemm_isa(void)
 {
-	return rt_cpu_isa() == RT_ISA_AVX512 && rt_cpu_vnni() ? RT_QGEMM_VNNI : RT_QGEMM_AVX2;
+	int f = __atomic_load_n(&qforced, __ATOMIC_RELAXED);
+	if (f)
+		return f;
+	if (rt_cpu_isa() == RT_ISA_AVX512 && rt_cpu_vnni())
+		return RT_QGEMM_VNNI;
+	return rt_cpu_avxvnni() && !rt_cpu_baseline_only() ? RT_QGEMM_VNNI256 : RT_QGEMM_AVX2;
+}
+
+/* The 256-bit VNNI kernel runs in the VEX encoding on AVX-VNNI machines, in
+ * the EVEX one on AVX-512 ones with VNNI. */
+static int vnni256_runs(void)
+{
+	return rt_cpu_avxvnni() || (rt_cpu_best() == RT_ISA_AVX512 && rt_cpu_vnni());
+}
+
+int rt_qgemm_force(int kind)
+{
+	if (kind != 0 && kind != RT_QGEMM_AVX2 && kind != RT_QGEMM_VNNI && kind != RT_QGEMM_VNNI256)
+		return STRATA_INVALID_ARGUMENT;
+	if ((kind == RT_QGEMM_VNNI && !(rt_cpu_best() == RT_ISA_AVX512 && rt_cpu_vnni())) ||
+	    (kind == RT_QGEMM_VNNI256 && !vnni256_runs()))
+		return STRATA_NOT_IMPLEMENTED;
+	__atomic_store_n(&qforced, kind, __ATOMIC_RELAXED);
+	return 0;
 }
 
 /* A zero point's value at index i (step 0: one value), as the stored
@@ -275,9 +302,15 @@ void rt_qgemm(const struct rt_qgemm_args *g, const struct rt_qpacked_b *pb, void
 	}
 	struct qgemm_fin f = {rs, za, zb, cb, g->ci, g->cf, sc, g->bias, g->ldc,
 	                      zb_zero, g->zastep ? NULL : zc, g->act, g->res, g->ldr};
-	int vnni = rt_qgemm_isa() == RT_QGEMM_VNNI;
-	qgemm_tile_fn *tile = vnni ? rt_qgemm_tile_vnni : rt_qgemm_tile_avx2;
-	int64_t mr = vnni ? QG_MR_VNNI : QG_MR_AVX2, sstride = kq * 64;
+	int kind = rt_qgemm_isa();
+	qgemm_tile_fn *tile = kind == RT_QGEMM_VNNI      ? rt_qgemm_tile_vnni
+	                      : kind == RT_QGEMM_AVX2    ? rt_qgemm_tile_avx2
+	                      : rt_cpu_avxvnni()         ? rt_qgemm_tile_avxvnni
+	                                                 : rt_qgemm_tile_vnni256_evex;
+	int64_t mr = kind == RT_QGEMM_VNNI      ? QG_MR_VNNI
+	             : kind == RT_QGEMM_VNNI256 ? QG_MR_VNNI256
+	                                        : QG_MR_AVX2;
+	int64_t sstride = kq * 64;
 	/* Rows in blocks whose A takes a quarter of L2, so that A is read from
 	 * memory once, not once per panel of B (a batch of 16 sequences is 2048
 	 * rows); within a block each B panel serves every row tile. */

@@ -20,54 +20,6 @@
 #include "qgemm_kern.h"
 #include "vmath.h"
 
-static inline __m256i lanes(int64_t n)
-{
-	__m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-	int v = n < 0 ? 0 : n > 8 ? 8 : (int)n;
-	return _mm256_cmpgt_epi32(_mm256_set1_epi32(v), idx);
-}
-
-/* Finish 8 columns (n valid) of row i from j.  Whole vectors are read and
- * written plainly: vmaskmov stores cost several times a plain store. */
-static inline __attribute__((always_inline)) void finish8(__m256i v, int64_t i, int64_t j, int64_t n, const struct qgemm_fin *f)
-{
-	int whole = n >= 8;
-	__m256i m = lanes(n);
-	__m256i zb = _mm256_loadu_si256((const __m256i *)(f->zb + j));
-	__m256i cb = _mm256_loadu_si256((const __m256i *)(f->cb + j));
-	if (!f->zb_zero)
-		v = _mm256_sub_epi32(v, _mm256_mullo_epi32(zb, _mm256_set1_epi32(f->rs[i])));
-	if (f->zc)
-		v = _mm256_add_epi32(v, _mm256_loadu_si256((const __m256i *)(f->zc + j)));
-	else
-		v = _mm256_add_epi32(v, _mm256_mullo_epi32(cb, _mm256_set1_epi32(f->za[i])));
-	if (!f->cf) {
-		if (whole)
-			_mm256_storeu_si256((__m256i *)(f->ci + i * f->ldc + j), v);
-		else
-			_mm256_maskstore_epi32((int *)(f->ci + i * f->ldc + j), m, v);
-		return;
-	}
-	__m256 x = _mm256_mul_ps(_mm256_cvtepi32_ps(v), _mm256_loadu_ps(f->sc + j));
-	if (f->bias)
-		x = _mm256_add_ps(x, whole ? _mm256_loadu_ps(f->bias + j)
-		                           : _mm256_maskload_ps(f->bias + j, m));
-	if (f->act == RT_ACT_RELU)
-		x = _mm256_max_ps(x, _mm256_setzero_ps());
-	else if (f->act == RT_ACT_GELU_ERF)
-		x = rt_gelu_erf8(x);
-	float *c = f->cf + i * f->ldc + j;
-	if (whole) {
-		if (f->res)
-			x = _mm256_add_ps(x, _mm256_loadu_ps(f->res + i * f->ldr + j));
-		_mm256_storeu_ps(c, x);
-	} else {
-		if (f->res)
-			x = _mm256_add_ps(x, _mm256_maskload_ps(f->res + i * f->ldr + j, m));
-		_mm256_maskstore_ps(c, m, x);
-	}
-}
-
 static inline __attribute__((always_inline)) void
 strip(const int R, int64_t kq, const uint8_t *a, int64_t lda, const int8_t *b, int64_t i0,
       int64_t j0, int64_t ncols, const struct qgemm_fin *f)
@@ -101,9 +53,9 @@ strip(const int R, int64_t kq, const uint8_t *a, int64_t lda, const int8_t *b, i
 	for (int r = 0; r < R; r++) {
 		__m256i lo = _mm256_permute4x64_epi64(_mm256_hadd_epi32(acc[r][0], acc[r][1]), 0xD8);
 		__m256i hi = _mm256_permute4x64_epi64(_mm256_hadd_epi32(acc[r][2], acc[r][3]), 0xD8);
-		finish8(lo, i0 + r, j0, ncols, f);
+		qgemm_finish8(lo, i0 + r, j0, ncols, f);
 		if (ncols > 8)
-			finish8(hi, i0 + r, j0 + 8, ncols - 8, f);
+			qgemm_finish8(hi, i0 + r, j0 + 8, ncols - 8, f);
 	}
 }
 

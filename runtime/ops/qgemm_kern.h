@@ -1,7 +1,7 @@
 /*
  * qgemm_kern.h: the interface between the int8 GEMM driver (qgemm.c:
  * packing, zero points, dispatch) and its register-blocked kernels
- * (qgemm_avx2.c, qgemm_vnni.c).  Private to those three files.
+ * (qgemm_avx2.c, qgemm_vnni.c, qgemm_vnni256.c).  Private to those files.
  *
  * Both kernels read one layout.  A arrives packed as unsigned bytes, each
  * row K rounded up to a multiple of 4 and zero-padded, rows lda bytes
@@ -50,8 +50,69 @@ typedef void qgemm_tile_fn(int64_t rows, int64_t kq, const uint8_t *a, int64_t l
                            const int8_t *b, int64_t sstride, int64_t i0, int64_t j0,
                            int64_t ncols, const struct qgemm_fin *f);
 
-enum { QG_MR_AVX2 = 3, QG_MR_VNNI = 6 };
+enum { QG_MR_AVX2 = 3, QG_MR_VNNI = 6, QG_MR_VNNI256 = 6 };
 qgemm_tile_fn rt_qgemm_tile_avx2;
 qgemm_tile_fn rt_qgemm_tile_vnni;
+/* qgemm_vnni256.c: one kernel, vpdpbusd on ymm, in two encodings: VEX
+ * (AVX-VNNI) and EVEX (AVX512-VNNI with AVX512VL). */
+qgemm_tile_fn rt_qgemm_tile_avxvnni;
+qgemm_tile_fn rt_qgemm_tile_vnni256_evex;
+
+#if defined(__AVX2__)
+#include <immintrin.h>
+
+#include "vmath.h"
+
+static inline __m256i qgemm_lanes(int64_t n)
+{
+	__m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+	int v = n < 0 ? 0 : n > 8 ? 8 : (int)n;
+	return _mm256_cmpgt_epi32(_mm256_set1_epi32(v), idx);
+}
+
+/* The finish of the 256-bit kernels (AVX2, AVX-VNNI): 8 columns (n valid)
+ * of row i from j.  Whole vectors are read and written plainly: vmaskmov
+ * stores cost several times a plain store. */
+static inline __attribute__((always_inline)) void
+qgemm_finish8(__m256i v, int64_t i, int64_t j, int64_t n, const struct qgemm_fin *f)
+{
+	int whole = n >= 8;
+	__m256i m = qgemm_lanes(n);
+	__m256i zb = _mm256_loadu_si256((const __m256i *)(f->zb + j));
+	__m256i cb = _mm256_loadu_si256((const __m256i *)(f->cb + j));
+	if (!f->zb_zero)
+		v = _mm256_sub_epi32(v, _mm256_mullo_epi32(zb, _mm256_set1_epi32(f->rs[i])));
+	if (f->zc)
+		v = _mm256_add_epi32(v, _mm256_loadu_si256((const __m256i *)(f->zc + j)));
+	else
+		v = _mm256_add_epi32(v, _mm256_mullo_epi32(cb, _mm256_set1_epi32(f->za[i])));
+	if (!f->cf) {
+		if (whole)
+			_mm256_storeu_si256((__m256i *)(f->ci + i * f->ldc + j), v);
+		else
+			_mm256_maskstore_epi32((int *)(f->ci + i * f->ldc + j), m, v);
+		return;
+	}
+	__m256 x = _mm256_mul_ps(_mm256_cvtepi32_ps(v), _mm256_loadu_ps(f->sc + j));
+	if (f->bias)
+		x = _mm256_add_ps(x, whole ? _mm256_loadu_ps(f->bias + j)
+		                           : _mm256_maskload_ps(f->bias + j, m));
+	if (f->act == RT_ACT_RELU)
+		x = _mm256_max_ps(x, _mm256_setzero_ps());
+	else if (f->act == RT_ACT_GELU_ERF)
+		x = rt_gelu_erf8(x);
+	float *c = f->cf + i * f->ldc + j;
+	if (whole) {
+		if (f->res)
+			x = _mm256_add_ps(x, _mm256_loadu_ps(f->res + i * f->ldr + j));
+		_mm256_storeu_ps(c, x);
+	} else {
+		if (f->res)
+			x = _mm256_add_ps(x, _mm256_maskload_ps(f->res + i * f->ldr + j, m));
+		_mm256_maskstore_ps(c, m, x);
+	}
+}
+
+#endif
 
 #endif
