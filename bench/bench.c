@@ -6,7 +6,8 @@
  *
  * MODELDIR holds the models the peer's mkmodels.js generates (mlp_ranker,
  * minilm_l6_cross, minilm_l6_cross_decomposed, minilm_l6_embed, and the
- * int8 models that bench/quantize.js makes of two of them), or the same
+ * int8 models that bench/quantize.js makes of two of them; a "_bf16" case
+ * is its float model run with bfloat16 weights), or the same
  * graphs written by mkbench where the peer is not set up; DIR is a
  * set-up copy of the peer harness (node_modules and inputs.js), and FILE the
  * ORT driver (default bench/ort_peer.js).  Without a usable peer the Strata
@@ -68,6 +69,8 @@ const struct bench_case cases[] = {
 	{ "minilm_l6_cross_int8", 16, 128, 5, 2, 1 },
 	{ "minilm_l6_embed_int8", 1, 128, 6, 10, 3 },
 	{ "minilm_l6_embed_int8", 16, 128, 5, 2, 1 },
+	{ "minilm_l6_cross_bf16", 1, 128, 6, 10, 3 },
+	{ "minilm_l6_cross_bf16", 16, 128, 5, 2, 1 },
 };
 _Static_assert(sizeof cases / sizeof cases[0] == NCASES, "NCASES in bench.h counts the cases");
 
@@ -89,6 +92,7 @@ struct result {
 	/* int8 models: the largest |int8 - fp32| over output 0 of each side,
 	 * the fp32 model's output run by Strata; fp32_max its largest |cell| */
 	int have_err;
+	int bf16;              /* a bf16 case (weights as bfloat16) */
 	double err_strata, err_ort, fp32_max;
 	/* int8 models: the operations of their int8 layers per run (2 per
 	 * multiply-add of the MatMulInteger nodes), the int8 roof measured
@@ -777,6 +781,25 @@ static int is_int8(const char *model)
 	return n > 5 && strcmp(model + n - 5, "_int8") == 0;
 }
 
+/* ---- bfloat16 weights ------------------------------------------------------------------
+ * A "_bf16" case is the float model of the name without the suffix, run by
+ * Strata with session.bf16_weights (the weights packed as bfloat16 and
+ * multiplied with AVX512-BF16) against ORT in float: what the option buys,
+ * and (as for int8) how far each side's output 0 lies from Strata's float
+ * output.  Not measured where the CPU lacks AVX512-BF16, and not a speed
+ * goal: the two sides do not compute the same thing. */
+static int is_bf16(const char *model)
+{
+	size_t n = strlen(model);
+	return n > 5 && strcmp(model + n - 5, "_bf16") == 0;
+}
+
+/* Compared with the float model's output, not with ORT's. */
+static int is_lowp(const char *model)
+{
+	return is_int8(model) || is_bf16(model);
+}
+
 /* Every cell of ORT's output 0 (n of them) into dst; -1 when the peer fails
  * or sends another count. */
 static int peer_output(struct peer *p, struct result *r, int64_t n, float *dst)
@@ -798,15 +821,13 @@ static int peer_output(struct peer *p, struct result *r, int64_t n, float *dst)
 
 /* Run the float model beside int8 model path on f and fill r's errors from
  * the two int8 outputs (n cells each; ort may be NULL). */
-static void int8_error(const char *path, const struct feeds *f, const float *strata,
+static void int8_error(const char *fp, const struct feeds *f, const float *strata,
                        const float *ort, int64_t n, struct result *r)
 {
-	char fp[4096];
 	struct strata_error err;
 	struct rt_model *m = NULL;
 	struct rt_ctx *cx = NULL;
 	struct rt_tensor out[MAX_INPUTS];
-	snprintf(fp, sizeof fp, "%.*s.onnx", (int)(strlen(path) - strlen("_int8.onnx")), path);
 	if (runtime_model_load(fp, &m, &err) != 0 || runtime_ctx_new(m, &cx, &err) != 0 ||
 	    runtime_run(cx, f->t, out, &err) != 0) {
 		note_add(r, "int8 error not measured: %s: %.200s", fp, err.msg);
@@ -822,14 +843,27 @@ static void int8_error(const char *path, const struct feeds *f, const float *str
 			if (ort)
 				r->err_ort = fmax(r->err_ort, fabs((double)ort[i] - ref[i]));
 		}
-		/* the same quantization on both sides: Strata's error may exceed
-		 * ORT's by chance, by a little */
-		if (ort && !(r->err_strata <= 1.5 * r->err_ort + 1e-6))
+		/* int8: the same quantization on both sides, so Strata's error may
+		 * exceed ORT's by chance, by a little (a bf16 case's ORT runs float) */
+		if (!r->bf16 && ort && !(r->err_strata <= 1.5 * r->err_ort + 1e-6))
 			note_add(r, "Strata's int8 output is farther from fp32 (%.3g) than 1.5x ORT's (%.3g)",
 			         r->err_strata, r->err_ort);
 	}
 	runtime_ctx_free(cx);
 	runtime_model_free(m);
+}
+
+/* Load path, with session.bf16_weights when bf16. */
+static int load_case(const char *path, int bf16, struct rt_model **m, struct strata_error *err)
+{
+	if (!bf16)
+		return runtime_model_load(path, m, err);
+	struct rt_options *o;
+	int rc = runtime_options_new(&o, err);
+	if (rc == 0 && (rc = runtime_options_set(o, "session.bf16_weights", "1", err)) == 0)
+		rc = runtime_model_load_opts(path, o, m, err);
+	runtime_options_free(o);
+	return rc;
 }
 
 static void run_case(const struct options *o, const struct bench_case *c, struct result *r)
@@ -857,7 +891,14 @@ static void run_case(const struct options *o, const struct bench_case *c, struct
 	r->strata_cpu_ms = r->ort_cpu_ms = r->peak_gflops = -1;
 	r->runs = (int)nt;
 	p->pid = -1;
-	snprintf(path, sizeof path, "%s/%s.onnx", o->models, c->model);
+	snprintf(path, sizeof path, "%s/%.*s.onnx", o->models,
+	         (int)strlen(c->model) - (is_bf16(c->model) ? 5 : 0), c->model);
+	r->bf16 = is_bf16(c->model);
+	if (r->bf16 && !rt_cpu_bf16()) {
+		r->skipped = 1;
+		note_add(r, "not measured: this CPU has no AVX512-BF16");
+		return;
+	}
 	if (access(path, R_OK) != 0 && is_int8(c->model) && errno == ENOENT) {
 		r->skipped = 1;
 		note_add(r, "not measured: no %s (bench/quantize.js makes it, with the peer)", path);
@@ -871,7 +912,7 @@ static void run_case(const struct options *o, const struct bench_case *c, struct
 	if (o->peer && peer_start(p, o->script, o->peer, path, c->batch, c->seq) != 0)
 		note_add(r, "cannot start the ORT peer: %s", strerror(errno));
 
-	if (runtime_model_load(path, &m, &err) != 0) {
+	if (load_case(path, r->bf16, &m, &err) != 0) {
 		note_add(r, "Strata cannot load the model: %s", err.msg);
 		goto done;
 	}
@@ -917,7 +958,7 @@ static void run_case(const struct options *o, const struct bench_case *c, struct
 		char *vals = peer_ask(p, r, cmd);
 		if (!vals)
 			peer_ok = 0;
-		else if (!is_int8(c->model)) /* int8: see int8_error */
+		else if (!is_lowp(c->model)) /* int8, bf16: see int8_error */
 			check_outputs(&out[0], vals, r);
 	}
 
@@ -953,7 +994,7 @@ static void run_case(const struct options *o, const struct bench_case *c, struct
 		if (ort_cpu)
 			r->ort_cpu_ms = bench_median(oc, nt);
 	}
-	if (is_int8(c->model) && out[0].dtype == BASE_DT_FLOAT) {
+	if (is_lowp(c->model) && out[0].dtype == BASE_DT_FLOAT) {
 		nq = runtime_tensor_count(&out[0]);
 		qs = base_alloc((size_t)nq * sizeof *qs);
 		qo = base_alloc((size_t)nq * sizeof *qo);
@@ -982,8 +1023,15 @@ done:
 		if (r->flops < 0)
 			note_add(r, "%s", why);
 	}
-	if (qs)
-		int8_error(path, &f, qs, qo, nq, r);
+	if (qs) {
+		/* the float model: the int8 one's name without "_int8"; a bf16
+		 * case's own file */
+		char fp[4096];
+		snprintf(fp, sizeof fp, "%.*s.onnx",
+		         (int)(strlen(path) - (is_int8(c->model) ? strlen("_int8.onnx") : strlen(".onnx"))),
+		         path);
+		int8_error(fp, &f, qs, qo, nq, r);
+	}
 	if (qs)
 		base_free(qs, (size_t)nq * sizeof *qs);
 	if (qo)
@@ -1088,6 +1136,8 @@ static double peak_pct(const struct result *r)
  * share of the roof they would need for 0.80 with the rest as measured. */
 static int goal_case(const struct bench_case *c)
 {
+	if (is_bf16(c->model))
+		return 0;
 	return strncmp(c->model, "minilm", 6) == 0 ||
 	       (strcmp(c->model, "mlp_ranker") == 0 && c->batch == 1000);
 }
@@ -1188,7 +1238,7 @@ static void print_report(const int *idx, const struct result *res, int n,
 		put_num(cpu_ratio(r), 7, 3);
 		put_num(r->ran && r->flops >= 0 ? r->flops / (r->strata_ms * 1e6) : -1, 8, 1);
 		put_num(r->ran ? r->peak_gflops : -1, 6, 0);
-		put_num(is_int8(c->model) ? -1 : peak_pct(r), 6, 1); /* int8 MACs: not FMA work */
+		put_num(is_lowp(c->model) ? -1 : peak_pct(r), 6, 1); /* int8, bf16: not FMA work */
 		put_num(r->ran ? r->strata_rss_mb : -1, 9, 1);
 		put_num(r->ort_rss_mb, 7, 1);
 		put_num(r->ran ? r->allocs_per_run : -1, 10, 1);
@@ -1200,7 +1250,8 @@ static void print_report(const int *idx, const struct result *res, int n,
 		if (!r->have_err)
 			continue;
 		if (!errs++)
-			printf("\nint8 models, output 0 against the float model's (largest |int8 - fp32|):\n");
+			printf("\nint8 and bf16 cases, output 0 against the float model's (largest |low "
+			       "precision - fp32|; a bf16 case's ORT side runs in float):\n");
 		char ort[32] = "-";
 		if (r->err_ort >= 0)
 			snprintf(ort, sizeof ort, "%.3g", r->err_ort);
@@ -1243,7 +1294,7 @@ static void print_report(const int *idx, const struct result *res, int n,
 		json_num("gflops", r->ran && r->flops >= 0 ? r->flops / (r->strata_ms * 1e6) : 0,
 		         r->ran && r->flops >= 0);
 		json_num("peak_gflops", r->peak_gflops, r->ran && r->peak_gflops > 0);
-		json_num("peak_fraction", peak_pct(r) / 100, peak_pct(r) >= 0 && !is_int8(c->model));
+		json_num("peak_fraction", peak_pct(r) / 100, peak_pct(r) >= 0 && !is_lowp(c->model));
 		json_num("strata_rss_mb", r->strata_rss_mb, r->ran && r->strata_rss_mb >= 0);
 		json_num("ort_rss_mb", r->ort_rss_mb, r->have_ort && r->ort_rss_mb >= 0);
 		json_num("allocs_per_run", r->allocs_per_run, r->ran);
@@ -1253,8 +1304,8 @@ static void print_report(const int *idx, const struct result *res, int n,
 			json_num("vnni_peak_gops", r->vnni_gops, r->vnni_gops > 0);
 		}
 		if (r->have_err) {
-			json_num("int8_err_strata", r->err_strata, 1);
-			json_num("int8_err_ort", r->err_ort, r->err_ort >= 0);
+			json_num(r->bf16 ? "bf16_err_strata" : "int8_err_strata", r->err_strata, 1);
+			json_num(r->bf16 ? "bf16_err_ort" : "int8_err_ort", r->err_ort, r->err_ort >= 0);
 		}
 		printf("}\n");
 	}

@@ -101,6 +101,23 @@ int rt_cpu_vnni(void)
 }
 
 /* 0: not asked yet; 1: no; 2: yes. */
+static int bf16;
+
+int rt_cpu_bf16(void)
+{
+	int v = __atomic_load_n(&bf16, __ATOMIC_RELAXED);
+	if (!v) {
+		unsigned int a = 0, b, c, d;
+		/* cpuid leaf 7, subleaf 1: eax bit 5 is AVX512_BF16 */
+		if (base_cpu_avx512() && __get_cpuid_max(0, NULL) >= 7)
+			__cpuid_count(7, 1, a, b, c, d);
+		v = base_cpu_avx512() && ((a >> 5) & 1) ? 2 : 1;
+		__atomic_store_n(&bf16, v, __ATOMIC_RELAXED);
+	}
+	return v == 2;
+}
+
+/* 0: not asked yet; 1: no; 2: yes. */
 static int avxvnni;
 
 int rt_cpu_avxvnni(void)

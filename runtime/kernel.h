@@ -178,8 +178,9 @@ void rt_packed_b_free(struct rt_packed_b *pb);
  * kernels read and bytes is exactly what that layout of K x N takes: a
  * packed B from a file is checked so before use. */
 int rt_packed_b_valid(const struct rt_packed_b *pb);
-/* For init(): pack constant B for node n (as rt_sgemm_pack_b) and note it
- * on the node.  In a model from a context the node's next mapped packing is
+/* For init(): pack constant B for node n of g (as rt_sgemm_pack_b, or as
+ * bfloat16 when g's model has session.bf16_weights and the machine runs
+ * it) and note it on the node.  In a model from a context the node's next mapped packing is
  * taken instead (B may then be NULL): it must be K x N with a valid layout,
  * else STRATA_INVALID_GRAPH.  Returns 0, STRATA_NOMEM, STRATA_LIMIT (more
  * than RT_NODE_PACKS), STRATA_INVALID_GRAPH; err names the node. */
@@ -187,8 +188,27 @@ int rt_packed_b_valid(const struct rt_packed_b *pb);
  * from a context), for a kernel's own pack function.  Returns 0,
  * STRATA_LIMIT or STRATA_INVALID_GRAPH (the context holds fewer). */
 int rt_node_next_pack(struct rt_node *n, const struct rt_packed_b **pre, struct strata_error *err);
-int rt_node_pack_b(struct rt_node *n, int transb, int64_t K, int64_t N, const float *B,
-                   int64_t ldb, struct rt_packed_b *pb, struct strata_error *err);
+int rt_node_pack_b(struct rt_node *n, const struct rt_graph *g, int transb, int64_t K, int64_t N,
+                   const float *B, int64_t ldb, struct rt_packed_b *pb, struct strata_error *err);
+/* ---- weights packed as bfloat16 (ops/gemm_bf16.c) ---------------------------
+ * With session.bf16_weights, rt_node_pack_b packs a constant B as bfloat16
+ * (pb->isa RT_PACK_BF16) where the machine has AVX512-BF16 and AVX-512 is in
+ * use, and rt_sgemm_pb then multiplies with vdpbf16ps, A rounded to
+ * bfloat16 at each call: results within about 2^-8 of the float GEMM's
+ * magnitudes, not equal to them. */
+enum { RT_PACK_BF16 = 3 };
+/* The largest K packed as bfloat16 (larger stays float). */
+int64_t rt_bgemm_kmax(void);
+size_t rt_bgemm_pack_bytes(int64_t K, int64_t N);
+/* Pack B (as rt_sgemm_pack_b takes it) into mem (rt_bgemm_pack_bytes,
+ * 64-byte aligned) and describe it in *pb (owned 0).  AVX512-BF16 only. */
+void rt_bgemm_pack_into(int transb, int64_t K, int64_t N, const float *B, int64_t ldb,
+                        void *mem, struct rt_packed_b *pb);
+/* rt_sgemm_pb for a B packed as bfloat16.  AVX512-BF16 only. */
+void rt_bgemm(int transa, int64_t M, float alpha, const float *A, int64_t lda,
+              const struct rt_packed_b *pb, float beta, float *C, int64_t ldc,
+              const struct rt_epilogue *ep);
+
 /* C[M,N] = alpha * op(A)[M,K] * B + beta * C, then the epilogue (ep may be NULL). */
 void rt_sgemm_pb(int transa, int64_t M, float alpha, const float *A, int64_t lda,
                  const struct rt_packed_b *pb, float beta, float *C, int64_t ldc,

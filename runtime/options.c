@@ -82,6 +82,7 @@ int runtime_options_set(struct rt_options *o, const char *key, const char *value
 		{ "ep.stop_share_ep_contexts", offsetof(struct rt_options, stop_share) },
 		{ "ep.context_verify_weights", offsetof(struct rt_options, ctx_verify) },
 		{ "session.check_shapes", offsetof(struct rt_options, check_shapes) },
+		{ "session.bf16_weights", offsetof(struct rt_options, bf16_weights) },
 	}, strs[] = {
 		{ "ep.context_file_path", offsetof(struct rt_options, ctx_file_path) },
 		{ "ep.context_node_name_prefix", offsetof(struct rt_options, ctx_prefix) },

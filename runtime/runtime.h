@@ -125,6 +125,16 @@ const char *runtime_int8_isa(void);
  *       (it costs time on every node); 0 by default.  The environment
  *       variable STRATA_CHECK_SHAPES=1 turns the run-time check on for every
  *       model of the process.
+ *   session.bf16_weights     1: constant weights of MatMul, Gemm and the
+ *       fused linear layers are packed as bfloat16 and multiplied with
+ *       AVX512-BF16 (vdpbf16ps), the activations rounded to bfloat16 at
+ *       each product: about twice the float GEMM's arithmetic rate from
+ *       half the weight memory, with results within about 2^-8 of the
+ *       magnitudes involved instead of float's 2^-24.  Used where the CPU
+ *       has AVX512-BF16 and AVX-512 is in use (STRATA_CPU=avx2 turns it
+ *       off); elsewhere, and for K above rt_bgemm_kmax, the weights stay
+ *       float.  0 by default.  A context compiled with it keeps the
+ *       bfloat16 packing, and loads only where the CPU runs it.
  *   session.buffer_pool_generations   run contexts (each with all its
  *       buffers) a model keeps when they end, for the next runtime_ctx_new:
  *       1 by default, N keeps N (the oldest freed first), 0 disables the

@@ -311,6 +311,8 @@ int rt_cpu_force(int isa);
 /* 1 when the machine has AVX512-VNNI (and AVX-512: base_cpu_avx512), which
  * the int8 kernels use when rt_cpu_isa() is RT_ISA_AVX512. */
 int rt_cpu_vnni(void);
+/* 1 when the machine has AVX512-BF16 (and AVX-512: base_cpu_avx512). */
+int rt_cpu_bf16(void);
 /* 1 when the machine has AVX-VNNI (vpdpbusd on ymm in the VEX encoding). */
 int rt_cpu_avxvnni(void);
 /* 1 when the kernels are held to the x86-64-v3 baseline (STRATA_CPU=avx2,
@@ -358,6 +360,7 @@ struct rt_options {
 	int ctx_verify;          /* ep.context_verify_weights */
 	int pool_gens;           /* session.buffer_pool_generations */
 	int check_shapes;        /* session.check_shapes */
+	int bf16_weights;        /* session.bf16_weights */
 	char ctx_file_path[RT_OPT_STR];   /* ep.context_file_path, "" when unset */
 	char ctx_prefix[RT_OPT_STR];      /* ep.context_node_name_prefix */
 	char ext_folder[RT_OPT_STR];      /* session.model_external_initializers_file_folder_path */

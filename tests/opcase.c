@@ -131,7 +131,7 @@ float oc_frand(unsigned *s)
 	return (float)((*s >> 8) & 0xffff) / 32768.0f - 1.0f;
 }
 
-struct rt_model *oc_load_level(struct mb_model *mb, const char *level)
+struct rt_model *oc_load_option(struct mb_model *mb, const char *key, const char *value)
 {
 	void *p;
 	size_t n;
@@ -140,10 +140,15 @@ struct rt_model *oc_load_level(struct mb_model *mb, const char *level)
 	struct rt_model *m;
 	assert_int_equal(mb_serialize(mb, &p, &n), 0);
 	assert_int_equal(runtime_options_new(&o, &err), 0);
-	assert_int_equal(runtime_options_set(o, "session.graph_optimization_level", level, &err), 0);
+	assert_int_equal(runtime_options_set(o, key, value, &err), 0);
 	if (runtime_model_load_buffer_opts(p, n, NULL, o, &m, &err) != 0)
-		fail_msg("load (%s): %s", level, err.msg);
+		fail_msg("load (%s=%s): %s", key, value, err.msg);
 	runtime_options_free(o);
 	free(p);
 	return m;
+}
+
+struct rt_model *oc_load_level(struct mb_model *mb, const char *level)
+{
+	return oc_load_option(mb, "session.graph_optimization_level", level);
 }

@@ -74,6 +74,8 @@ int oc_load_buffer(const void *buf, size_t n, struct oc_case *o);
  * a failed load fails the test with its message.  Free with
  * runtime_model_free. */
 struct rt_model *oc_load_level(struct mb_model *mb, const char *level);
+/* mb loaded with the session option key = value. */
+struct rt_model *oc_load_option(struct mb_model *mb, const char *key, const char *value);
 
 /* Run a loaded case on in[] (one tensor per graph input, in order).  Returns
  * runtime_run's code; outputs go to o->out, the message to o->err.msg. */

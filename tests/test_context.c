@@ -330,6 +330,41 @@ static void test_generate_from_path(void **state)
 	runtime_model_free(mc);
 }
 
+/* A model compiled with session.bf16_weights keeps its bfloat16 packing:
+ * the context, loaded plainly, gives the bits the source gives with the
+ * option (not the float ones), and is refused by a process on the AVX2
+ * kernels. */
+static void test_bf16_context(void **state)
+{
+	(void)state;
+	if (!rt_cpu_bf16() || rt_cpu_isa() != RT_ISA_AVX512)
+		skip();
+	make_mlp("b16.onnx", "x", "y", 32, 64, 8, 1, 2, NULL);
+	const char *kv[][2] = { { "session.bf16_weights", "1" } };
+	compile("b16.onnx", kv, 1);
+	struct rt_options *o = opts(kv, 1);
+	enum { BATCH = 5, IN = 32, OUT = 8 };
+	float *x = cells(7, BATCH * IN);
+	float a[BATCH * OUT], b[BATCH * OUT], c[BATCH * OUT];
+	struct rt_model *src = load_opts("b16.onnx", o), *plain = load_opts("b16.onnx", NULL);
+	struct rt_model *ctx = load_opts("b16_ctx.onnx", NULL);
+	assert_int_equal(runtime_model_compiled(ctx), 1);
+	run(src, x, BATCH, IN, a, BATCH * OUT);
+	run(ctx, x, BATCH, IN, b, BATCH * OUT);
+	run(plain, x, BATCH, IN, c, BATCH * OUT);
+	assert_memory_equal(a, b, sizeof a);
+	assert_memory_not_equal(a, c, sizeof a);
+	runtime_model_free(src);
+	runtime_model_free(plain);
+	runtime_model_free(ctx);
+	char msg[STRATA_ERRMSG_MAX];
+	assert_int_equal(rt_cpu_force(RT_ISA_AVX2), 0);
+	assert_int_not_equal(load_fails("b16_ctx.onnx", NULL, msg), 0);
+	assert_int_equal(rt_cpu_force(RT_ISA_AUTO), 0);
+	runtime_options_free(o);
+	free(x);
+}
+
 static void *read_all(const char *file, size_t *n);
 
 static void test_generate_embedded(void **state)
@@ -1080,6 +1115,7 @@ int main(void)
 		cmocka_unit_test(test_options_strict),
 		cmocka_unit_test(test_generate_from_path),
 		cmocka_unit_test(test_generate_embedded),
+		cmocka_unit_test(test_bf16_context),
 		cmocka_unit_test(test_prefix_and_file_path),
 		cmocka_unit_test(test_binary_in_subfolder),
 		cmocka_unit_test(test_buffers),

@@ -22,6 +22,7 @@
 #include <cmocka.h>
 
 #include "../runtime/kernel.h"
+#include "../runtime/runtime_int.h"
 
 static const int64_t sizes[] = {1, 2, 7, 15, 16, 17, 31, 33, 64, 130, 383};
 enum { NSIZES = sizeof sizes / sizeof sizes[0] };
@@ -395,6 +396,93 @@ static void test_gelu_avx512(void **st)
 
 /* Degenerate sizes: K == 0 and alpha == 0 scale C (beta 0: zero it, NaN or
  * not); M or N == 0 touches nothing. */
+/* ---- weights packed as bfloat16 (gemm_bf16.c) ------------------------------ */
+
+/* x rounded to bfloat16 and back. */
+static double bf(float x)
+{
+	return base_bf16_to_f32(base_f32_to_bf16(x));
+}
+
+/* rt_bgemm against the double products of the operands rounded to bfloat16
+ * (what the instruction multiplies): within the float sums' rounding, over
+ * ragged sizes, both transposes, alpha, beta and the epilogue. */
+static void bf16_case(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, float beta,
+                      int ep_on)
+{
+	int64_t lda = (ta ? M : K) + 3, ldb = (tb ? K : N) + 2, ldc = N + 1;
+	float *A = mat(ta ? K : M, lda), *B = mat(tb ? N : K, ldb), *C = mat(M, ldc);
+	float *bias = mat(1, N), *res = mat(M, N);
+	double *want = malloc((size_t)(M * N) * sizeof *want);
+	assert_non_null(want);
+	/* the bfloat16 operands, exactly, and the double result */
+	struct rt_epilogue ep = { bias, RT_ACT_GELU_ERF, res, N };
+	for (int64_t i = 0; i < M; i++)
+		for (int64_t j = 0; j < N; j++) {
+			double s = 0;
+			for (int64_t k = 0; k < K; k++)
+				s += bf(ta ? A[k * lda + i] : A[i * lda + k]) *
+				     bf(tb ? B[j * ldb + k] : B[k * ldb + j]);
+			double v = alpha * s + (beta != 0 ? beta * C[i * ldc + j] : 0);
+			if (ep_on) {
+				v += bias[j];
+				v = v * 0.5 * erfc(-v / sqrt(2.0)) + res[i * N + j];
+			}
+			want[i * N + j] = v;
+		}
+	float *C2 = mat(M, ldc);
+	memcpy(C2, C, (size_t)(M * ldc) * sizeof *C);
+	size_t bytes = rt_bgemm_pack_bytes(K, N);
+	void *mem = aligned_alloc(64, (bytes + 63) / 64 * 64);
+	assert_non_null(mem);
+	struct rt_packed_b pb;
+	rt_bgemm_pack_into(tb, K, N, B, ldb, mem, &pb);
+	assert_int_equal(pb.isa, RT_PACK_BF16);
+	assert_true(rt_packed_b_valid(&pb));
+	rt_sgemm_pb(ta, M, alpha, A, lda, &pb, beta, C2, ldc, ep_on ? &ep : NULL);
+	for (int64_t i = 0; i < M; i++)
+		for (int64_t j = 0; j < N; j++) {
+			double mag = fabs(beta * C[i * ldc + j]) + (ep_on ? fabs(bias[j]) + 1 : 0);
+			for (int64_t k = 0; k < K; k++)
+				mag += fabs(alpha * bf(ta ? A[k * lda + i] : A[i * lda + k]) *
+				            bf(tb ? B[j * ldb + k] : B[k * ldb + j]));
+			/* float sums of K products: at most K roundings of 2^-24 of
+			 * their magnitudes, and the epilogue's own (GELU: 1e-6) */
+			double got = C2[i * ldc + j], w = want[i * N + j];
+			if (!(fabs(got - w) <= 6e-8 * (double)(K + 16) * mag + 2e-6 * fabs(w) + 1e-30))
+				fail_msg("bf16 %s%s %lldx%lldx%lld alpha %g beta %g ep %d: C[%lld,%lld] is %.9g, "
+				         "not %.9g", ta ? "T" : "N", tb ? "T" : "N", (long long)M,
+				         (long long)N, (long long)K, alpha, beta, ep_on, (long long)i,
+				         (long long)j, got, w);
+		}
+	free(mem);
+	free(A);
+	free(B);
+	free(C);
+	free(C2);
+	free(bias);
+	free(res);
+	free(want);
+}
+
+static void test_bf16_weights(void **st)
+{
+	(void)st;
+	if (!rt_cpu_bf16())
+		skip();
+	assert_int_equal(rt_cpu_force(RT_ISA_AVX512), 0);
+	static const int64_t shapes[][3] = { { 1, 1, 1 },     { 2, 5, 3 },      { 7, 17, 33 },
+		                             { 6, 64, 64 },   { 13, 70, 130 },  { 5, 129, 383 },
+		                             { 1, 384, 384 }, { 20, 100, 2 } };
+	for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+		for (int t = 0; t < 4; t++)
+			bf16_case(t & 1, t >> 1, shapes[s][0], shapes[s][1], shapes[s][2],
+			          t == 3 ? 0.5f : 1.0f, t == 2 ? 1.0f : 0.0f, t & 1);
+	/* K past the A buffer's row block: rows in several blocks */
+	bf16_case(0, 0, 600, 40, 2048, 1.0f, 0.0f, 0);
+	assert_int_equal(rt_cpu_force(RT_ISA_AUTO), 0);
+}
+
 static void test_degenerate(void **st)
 {
 	(void)st;
@@ -475,6 +563,7 @@ int main(void)
 		cmocka_unit_test(test_hand_packed_avx512),
 		cmocka_unit_test(test_gelu_avx2),
 		cmocka_unit_test(test_gelu_avx512),
+		cmocka_unit_test(test_bf16_weights),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -28,6 +28,7 @@
 #include <cmocka.h>
 
 #include "../runtime/ops/attn.h"
+#include "../runtime/kernel.h"
 #include "../runtime/ops/vmath.h"
 #include "../runtime/runtime_int.h"
 #include "modelbuild.h"
@@ -485,6 +486,90 @@ static void test_shared_value_survives(void **state)
 	runtime_model_free(ref);
 }
 
+/* ---- session.bf16_weights ------------------------------------------------------- */
+
+static struct rt_model *load_bf16(struct mb_model *mb, const char *on)
+{
+	return oc_load_option(mb, "session.bf16_weights", on);
+}
+
+/* The packing isa of the first packed weights of m (-1: none). */
+static int first_pack_isa(const struct rt_model *m)
+{
+	for (int i = 0; i < m->g.nnodes; i++)
+		if (m->g.nodes[i].npacks)
+			return m->g.nodes[i].packs[0]->isa;
+	return -1;
+}
+
+/* A linear layer and a plain MatMul with the option: weights packed as
+ * bfloat16 where the CPU has AVX512-BF16 (float elsewhere, and under the
+ * AVX2 kernels), outputs within bfloat16's rounding of the float model's
+ * but not equal to them; a bad value is refused. */
+static void test_bf16_weights_option(void **state)
+{
+	(void)state;
+	struct rt_options *o;
+	struct strata_error err = { 0 };
+	assert_int_equal(runtime_options_new(&o, &err), 0);
+	assert_int_equal(runtime_options_set(o, "session.bf16_weights", "2", &err),
+	                 STRATA_INVALID_ARGUMENT);
+	assert_non_null(strstr(err.msg, "session.bf16_weights"));
+	runtime_options_free(o);
+
+	rng = 11;
+	nnames = 0;
+	enum { K = 96, N = 80 };
+	struct mb_model *mb = mb_new("bf16", 17);
+	const char *const nd[] = { "n", "" };
+	mb_input(mb, "x", BASE_DT_FLOAT, 2, (int64_t[]){ -1, K }, nd);
+	const char *w = weight(mb, 2, (int64_t[]){ K, N }, 0.3, 0);
+	const char *b = weight(mb, 1, (int64_t[]){ N }, 0.3, 0);
+	const char *w2 = weight(mb, 2, (int64_t[]){ N, 24 }, 0.3, 0);
+	const char *mm = op(mb, "MatMul", "x,%s", w);
+	const char *lin = op(mb, "Add", "%s,%s", mm, b);
+	mb_node(mb, "Relu", lin, "h");
+	snprintf(buf, sizeof buf, "h,%s", w2);
+	mb_node(mb, "MatMul", buf, "y");
+	mb_output(mb, "y", BASE_DT_FLOAT, 2, (int64_t[]){ -1, 24 }, nd);
+	float xv[13 * K];
+	for (int i = 0; i < 13 * K; i++)
+		xv[i] = normal(1);
+	struct rt_tensor in[1] = { { BASE_DT_FLOAT, 2, { 13, K }, xv } };
+	for (int isa = RT_ISA_AVX2; isa <= RT_ISA_AVX512; isa++) {
+		if (rt_cpu_force(isa) != 0)
+			continue;
+		struct rt_model *on = load_bf16(mb, "1"), *off = load_bf16(mb, "0");
+		int packed = isa == RT_ISA_AVX512 && rt_cpu_bf16();
+		assert_int_equal(first_pack_isa(on), packed ? RT_PACK_BF16 : isa);
+		assert_int_equal(first_pack_isa(off), isa);
+		struct rt_ctx *a, *c;
+		struct rt_tensor oa[1], oc[1];
+		assert_int_equal(runtime_ctx_new(on, &a, &err), 0);
+		assert_int_equal(runtime_ctx_new(off, &c, &err), 0);
+		assert_int_equal(runtime_run(a, in, oa, &err), 0);
+		assert_int_equal(runtime_run(c, in, oc, &err), 0);
+		double diff = 0, mag = 0;
+		for (int i = 0; i < 13 * 24; i++) {
+			double p = ((const float *)oa[0].data)[i], q = ((const float *)oc[0].data)[i];
+			diff = fmax(diff, fabs(p - q));
+			mag = fmax(mag, fabs(q));
+		}
+		/* bfloat16 keeps 8 bits: the layers' outputs move by a few 2^-8 of
+		 * their size, and do move */
+		if (packed)
+			assert_true(diff > 0 && diff <= 0.05 * mag);
+		else
+			assert_true(diff == 0);
+		runtime_ctx_free(a);
+		runtime_ctx_free(c);
+		runtime_model_free(on);
+		runtime_model_free(off);
+	}
+	assert_int_equal(rt_cpu_force(RT_ISA_AUTO), 0);
+	mb_free(mb);
+}
+
 /* ---- vectorized math ---------------------------------------------------------------------- */
 
 static void test_vmath(void **state)
@@ -636,6 +721,7 @@ int main(void)
 		cmocka_unit_test(test_mlp_three_pieces),
 		cmocka_unit_test(test_mlp_concat_read_elsewhere),
 		cmocka_unit_test(test_shared_value_survives),
+		cmocka_unit_test(test_bf16_weights_option),
 		cmocka_unit_test(test_vmath),
 		cmocka_unit_test(test_attn_kernel),
 	};

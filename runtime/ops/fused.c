@@ -187,7 +187,7 @@ static int init_linear(struct rt_node *n, struct rt_graph *g, struct strata_erro
 	for (int64_t p = 0, off = 0; p < nparts; p++) {
 		int64_t kp = splits ? splits[p] : K;
 		const float *src = !wd ? NULL : transb ? wd + off : wd + off * w->dims[1];
-		if ((rc = rt_node_pack_b(n, transb, kp, N, src, w->dims[1], &st->pb[p], err)) != 0) {
+		if ((rc = rt_node_pack_b(n, g, transb, kp, N, src, w->dims[1], &st->pb[p], err)) != 0) {
 			fini_linear_state(st);
 			return rc;
 		}

@@ -39,7 +39,6 @@
 /* Layout 2: K blocks of strips NR wide (gemm_kern.h), NR and KC recorded
  * in the struct.  Layout 1 was B itself, K x N.  Layout 2 with any kc is
  * read in place by a kernel of the same ISA and NR. */
-enum { RT_PACK_VERSION = 2 };
 
 /* Packing buffers, in floats: A blocks of at most MC_MAX x KC_MAX (only a
  * transposed A is packed), B panels of K x NC. */
@@ -569,6 +568,14 @@ int rt_packed_b_valid(const struct rt_packed_b *pb)
 	if (pb->version != RT_PACK_VERSION || pb->K < 0 || pb->N < 0 || !pb->data ||
 	    ((uintptr_t)pb->data & 63) != 0)
 		return 0;
+	if (pb->isa == RT_PACK_BF16) {
+		/* bfloat16 weights: only where this process multiplies them */
+		if (rt_cpu_isa() != RT_ISA_AVX512 || !rt_cpu_bf16() || pb->nr != 16 || pb->K < 1 ||
+		    pb->K > rt_bgemm_kmax() || pb->kc != ((pb->K + 1) & ~(int64_t)1) ||
+		    pb->N > ((int64_t)1 << 40) / pb->kc)
+			return 0;
+		return pb->bytes == rt_bgemm_pack_bytes(pb->K, pb->N);
+	}
 	if (pb->isa != RT_ISA_AVX2 && pb->isa != RT_ISA_AVX512)
 		return 0;
 	const struct gemm_kern *kr = kern_of(pb->isa);
@@ -593,8 +600,15 @@ int rt_node_next_pack(struct rt_node *n, const struct rt_packed_b **pre, struct 
 	return 0;
 }
 
-int rt_node_pack_b(struct rt_node *n, int transb, int64_t K, int64_t N, const float *B,
-                   int64_t ldb, struct rt_packed_b *pb, struct strata_error *err)
+/* Whether g's model packs a K-row weight as bfloat16 on this machine. */
+static int packs_bf16(const struct rt_graph *g, int64_t K)
+{
+	return g && g->model && g->model->opts.bf16_weights && rt_cpu_isa() == RT_ISA_AVX512 &&
+	       rt_cpu_bf16() && K <= rt_bgemm_kmax();
+}
+
+int rt_node_pack_b(struct rt_node *n, const struct rt_graph *g, int transb, int64_t K, int64_t N,
+                   const float *B, int64_t ldb, struct rt_packed_b *pb, struct strata_error *err)
 {
 	const struct rt_packed_b *pre;
 	int rc = rt_node_next_pack(n, &pre, err);
@@ -603,6 +617,12 @@ int rt_node_pack_b(struct rt_node *n, int transb, int64_t K, int64_t N, const fl
 	if (pre) {
 		*pb = *pre;
 		pb->owned = 0;
+		if (pb->isa == RT_PACK_BF16 && pb->K == K && pb->N == N && !rt_packed_b_valid(pb))
+			return rt_node_err(n, err, STRATA_INVALID_GRAPH,
+			                   "packed weights %d of the context are bfloat16 "
+			                   "(session.bf16_weights), which this process does not "
+			                   "multiply (no AVX512-BF16, or the AVX2 kernels in use)",
+			                   n->npacks);
 		if (pb->K != K || pb->N != N || !rt_packed_b_valid(pb))
 			return rt_node_err(n, err, STRATA_INVALID_GRAPH,
 			                   "packed weights %d of the context do not fit (%lldx%lld "
@@ -611,6 +631,13 @@ int rt_node_pack_b(struct rt_node *n, int transb, int64_t K, int64_t N, const fl
 			                   (long long)pb->N, pb->version);
 	} else if (!B) {
 		return rt_node_err(n, err, STRATA_INVALID_GRAPH, "the weights have no data");
+	} else if (packs_bf16(g, K)) {
+		size_t bytes = rt_bgemm_pack_bytes(K, N);
+		void *mem = base_alloc(bytes);
+		if (!mem)
+			return rt_node_nomem(n, err, "packing the weights");
+		rt_bgemm_pack_into(transb, K, N, B, ldb, mem, pb);
+		pb->owned = 1;
 	} else if (rt_sgemm_pack_b(transb, K, N, B, ldb, pb) != 0) {
 		return rt_node_nomem(n, err, "packing the weights");
 	}
@@ -628,6 +655,10 @@ void rt_sgemm_pb(int transa, int64_t M, float alpha, const float *A, int64_t lda
 	if (K <= 0 || alpha == 0.0f) {
 		scale_c(M, N, beta, C, ldc);
 		epilogue(M, N, C, ldc, ep);
+		return;
+	}
+	if (pb->isa == RT_PACK_BF16) {
+		rt_bgemm(transa, M, alpha, A, lda, pb, beta, C, ldc, ep);
 		return;
 	}
 	struct rt_packed_b v1;

@@ -32,36 +32,6 @@ enum { MR = 6, NR = 64, NV = NR / 16 };
  * tile is written once (gemm.c, kc_of). */
 enum { KC_MAX = 384 };
 
-static inline __mmask16 lanes(int64_t n)
-{
-	return n >= 16 ? (__mmask16)0xffff : n <= 0 ? (__mmask16)0 : (__mmask16)((1u << n) - 1);
-}
-
-/* Finish 16 cells of one row of C: x is the accumulator, m the valid lanes,
- * j the column offset of those lanes within the tile. */
-static inline void finish16(float *c, __m512 x, __mmask16 m, int64_t j, const float *res,
-                            const struct gemm_tile *t)
-{
-	if (t->alpha != 1.0f)
-		x = _mm512_mul_ps(x, _mm512_set1_ps(t->alpha));
-	if (t->beta == 1.0f)
-		x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(m, c));
-	else if (t->beta != 0.0f)
-		x = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, c), _mm512_set1_ps(t->beta), x);
-	if (t->bias)
-		x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(m, t->bias + j));
-	if (t->act == RT_ACT_RELU)
-		x = _mm512_max_ps(x, _mm512_setzero_ps());
-	else if (t->act == RT_ACT_GELU_ERF)
-		x = rt_gelu_erf16(x);
-	if (res)
-		x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(m, res));
-	if (m == 0xffff)
-		_mm512_storeu_ps(c, x);
-	else
-		_mm512_mask_storeu_ps(c, m, x);
-}
-
 /* The K loop for R rows and V vectors of 16 columns; R and V are
  * constants in every instance, so the accumulators live in registers.  It
  * hands them over through memory: inlined into one function with the
@@ -124,7 +94,7 @@ static __attribute__((noinline)) void finish_tile(const __m512 *acc, int rows, i
 		float *cr = c + r * ldc;
 		const float *res = t->res ? t->res + r * t->ldr : NULL;
 		for (int v = 0; v < vecs; v++)
-			finish16(cr + 16 * v, acc[r * NV + v], lanes(nr - 16 * v), 16 * v,
+			gemm_finish16(cr + 16 * v, acc[r * NV + v], gemm_lanes16(nr - 16 * v), 16 * v,
 			         res ? res + 16 * v : NULL, t);
 	}
 }
@@ -291,7 +261,7 @@ static void gemv(int64_t K, int64_t N, const float *a, int64_t sa, const float *
 			tj.bias += j0;
 		const float *res = t->res ? t->res + j0 : NULL;
 		for (int v = 0; v < NV && 16 * v < nr; v++)
-			finish16(c + j0 + 16 * v, s[v], lanes(nr - 16 * v), 16 * v,
+			gemm_finish16(c + j0 + 16 * v, s[v], gemm_lanes16(nr - 16 * v), 16 * v,
 			         res ? res + 16 * v : NULL, &tj);
 	}
 }

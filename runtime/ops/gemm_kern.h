@@ -1,8 +1,9 @@
 /*
  * gemm_kern.h: the interface between the GEMM driver (gemm.c: blocking,
  * packing, dispatch) and the register-blocked kernels of one instruction
- * set (gemm_avx2.c, gemm_avx512.c).  Private to those three files and to
- * cpu.c, which reports the cache sizes the blocking is derived from.
+ * set (gemm_avx2.c, gemm_avx512.c; gemm_bf16.c for weights packed as
+ * bfloat16).  Private to those files and to cpu.c, which reports the cache
+ * sizes the blocking is derived from.
  *
  * A reaches a kernel either in place (row-major: row stride lda, unit
  * stride along k) or packed (strips of mr rows, for each k mr consecutive
@@ -19,6 +20,9 @@
 #define RUNTIME_OPS_GEMM_KERN_H
 
 #include "../kernel.h"
+
+/* The layout version of the packings this build writes (rt_packed_b). */
+enum { RT_PACK_VERSION = 2 };
 
 /* How one tile of C is finished. */
 struct gemm_tile {
@@ -58,6 +62,44 @@ struct gemm_kern {
 
 extern const struct gemm_kern rt_gemm_avx2;
 extern const struct gemm_kern rt_gemm_avx512;
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+
+#include "vmath.h"
+
+static inline __mmask16 gemm_lanes16(int64_t n)
+{
+	return n >= 16 ? (__mmask16)0xffff : n <= 0 ? (__mmask16)0 : (__mmask16)((1u << n) - 1);
+}
+
+/* The AVX-512 kernels' finish (gemm_avx512.c, gemm_bf16.c): 16 cells of
+ * one row of C, x the accumulator, m the valid lanes, j the column offset
+ * of those lanes within the tile. */
+static inline void gemm_finish16(float *c, __m512 x, __mmask16 m, int64_t j, const float *res,
+                                 const struct gemm_tile *t)
+{
+	if (t->alpha != 1.0f)
+		x = _mm512_mul_ps(x, _mm512_set1_ps(t->alpha));
+	if (t->beta == 1.0f)
+		x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(m, c));
+	else if (t->beta != 0.0f)
+		x = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, c), _mm512_set1_ps(t->beta), x);
+	if (t->bias)
+		x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(m, t->bias + j));
+	if (t->act == RT_ACT_RELU)
+		x = _mm512_max_ps(x, _mm512_setzero_ps());
+	else if (t->act == RT_ACT_GELU_ERF)
+		x = rt_gelu_erf16(x);
+	if (res)
+		x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(m, res));
+	if (m == 0xffff)
+		_mm512_storeu_ps(c, x);
+	else
+		_mm512_mask_storeu_ps(c, m, x);
+}
+
+#endif
 
 /* Data cache sizes of this core in bytes, from cpuid at first use (leaf 4
  * on Intel, 0x8000001D on AMD); conservative constants when the CPU does

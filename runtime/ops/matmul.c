@@ -234,7 +234,7 @@ static int pack_const_b(struct rt_node *n, struct rt_graph *g, int transb,
 	struct rt_packed_b *pk = base_alloc(sizeof *pk);
 	if (!pk)
 		return rt_node_nomem(n, err, "kernel state");
-	int rc = rt_node_pack_b(n, transb, K, N, b->data, c, pk, err);
+	int rc = rt_node_pack_b(n, g, transb, K, N, b->data, c, pk, err);
 	if (rc != 0) {
 		base_free(pk, sizeof *pk);
 		return rc;
