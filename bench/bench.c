@@ -788,7 +788,7 @@ static int is_int8(const char *model)
  * and (as for int8) how far each side's output 0 lies from Strata's float
  * output.  Not measured where the CPU lacks AVX512-BF16, and not a speed
  * goal: the two sides do not compute the same thing. */
-static int is_bf16(const char *model)
+int bench_is_bf16(const char *model)
 {
 	size_t n = strlen(model);
 	return n > 5 && strcmp(model + n - 5, "_bf16") == 0;
@@ -797,7 +797,7 @@ static int is_bf16(const char *model)
 /* Compared with the float model's output, not with ORT's. */
 static int is_lowp(const char *model)
 {
-	return is_int8(model) || is_bf16(model);
+	return is_int8(model) || bench_is_bf16(model);
 }
 
 /* Every cell of ORT's output 0 (n of them) into dst; -1 when the peer fails
@@ -892,8 +892,8 @@ static void run_case(const struct options *o, const struct bench_case *c, struct
 	r->runs = (int)nt;
 	p->pid = -1;
 	snprintf(path, sizeof path, "%s/%.*s.onnx", o->models,
-	         (int)strlen(c->model) - (is_bf16(c->model) ? 5 : 0), c->model);
-	r->bf16 = is_bf16(c->model);
+	         (int)strlen(c->model) - (bench_is_bf16(c->model) ? 5 : 0), c->model);
+	r->bf16 = bench_is_bf16(c->model);
 	if (r->bf16 && !rt_cpu_bf16()) {
 		r->skipped = 1;
 		note_add(r, "not measured: this CPU has no AVX512-BF16");
@@ -1136,7 +1136,7 @@ static double peak_pct(const struct result *r)
  * share of the roof they would need for 0.80 with the rest as measured. */
 static int goal_case(const struct bench_case *c)
 {
-	if (is_bf16(c->model))
+	if (bench_is_bf16(c->model))
 		return 0;
 	return strncmp(c->model, "minilm", 6) == 0 ||
 	       (strcmp(c->model, "mlp_ranker") == 0 && c->batch == 1000);

@@ -28,6 +28,9 @@ struct bench_case {
 /* The table of cases, in bench.c; NCASES is its length (checked there). */
 #define NCASES 14
 extern const struct bench_case cases[];
+/* 1 when model names a "_bf16" case: its float model's file, run with
+ * session.bf16_weights (bench.c). */
+int bench_is_bf16(const char *model);
 
 struct options {
 	const char *peer;      /* NULL: no peer */

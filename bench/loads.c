@@ -771,7 +771,8 @@ int run_loads(const struct options *o)
 		int seen = 0;
 		for (int i = 0; i < n; i++)
 			seen |= strcmp(lr[i].model, cases[c].model) == 0;
-		if (seen || !selected(o, cases[c].model))
+		/* a bf16 case's file is its float model's, loaded above */
+		if (seen || !selected(o, cases[c].model) || bench_is_bf16(cases[c].model))
 			continue;
 		fprintf(stderr, "bench: load %s: compile once, %d rounds ...", cases[c].model, rounds);
 		double t0 = now_ms();
