@@ -83,57 +83,46 @@ int rt_cpu_force(int isa)
 	return 0;
 }
 
-/* 0: not asked yet; 1: no; 2: yes. */
-static int vnni;
+/* Bit `bit` of register reg (0 eax, 2 ecx) of cpuid leaf 7, subleaf sub;
+ * 0 when the CPU has no leaf 7. */
+static int leaf7_bit(unsigned int sub, int reg, int bit)
+{
+	unsigned int r[4] = { 0, 0, 0, 0 };
+	if (__get_cpuid_max(0, NULL) >= 7)
+		__cpuid_count(7, sub, r[0], r[1], r[2], r[3]);
+	return (r[reg] >> bit) & 1;
+}
+
+/* A feature asked once: *slot is 0 (not asked yet), 1 (no) or 2 (yes);
+ * relaxed atomics, racing first uses compute the same answer. */
+static int feature(int *slot, unsigned int sub, int reg, int bit, int needs_avx512)
+{
+	int v = __atomic_load_n(slot, __ATOMIC_RELAXED);
+	if (!v) {
+		v = (!needs_avx512 || base_cpu_avx512()) && leaf7_bit(sub, reg, bit) ? 2 : 1;
+		__atomic_store_n(slot, v, __ATOMIC_RELAXED);
+	}
+	return v == 2;
+}
+
+static int vnni, bf16, avxvnni;
 
 int rt_cpu_vnni(void)
 {
-	int v = __atomic_load_n(&vnni, __ATOMIC_RELAXED);
-	if (!v) {
-		unsigned int a, b, c = 0, d;
-		/* cpuid leaf 7: ecx bit 11 is AVX512_VNNI */
-		if (base_cpu_avx512() && __get_cpuid_max(0, NULL) >= 7)
-			__cpuid_count(7, 0, a, b, c, d);
-		v = base_cpu_avx512() && ((c >> 11) & 1) ? 2 : 1;
-		__atomic_store_n(&vnni, v, __ATOMIC_RELAXED);
-	}
-	return v == 2;
+	return feature(&vnni, 0, 2, 11, 1); /* ecx bit 11: AVX512_VNNI */
 }
-
-/* 0: not asked yet; 1: no; 2: yes. */
-static int bf16;
 
 int rt_cpu_bf16(void)
 {
-	int v = __atomic_load_n(&bf16, __ATOMIC_RELAXED);
-	if (!v) {
-		unsigned int a = 0, b, c, d;
-		/* cpuid leaf 7, subleaf 1: eax bit 5 is AVX512_BF16 */
-		if (base_cpu_avx512() && __get_cpuid_max(0, NULL) >= 7)
-			__cpuid_count(7, 1, a, b, c, d);
-		v = base_cpu_avx512() && ((a >> 5) & 1) ? 2 : 1;
-		__atomic_store_n(&bf16, v, __ATOMIC_RELAXED);
-	}
-	return v == 2;
+	return feature(&bf16, 1, 0, 5, 1); /* subleaf 1, eax bit 5: AVX512_BF16 */
 }
-
-/* 0: not asked yet; 1: no; 2: yes. */
-static int avxvnni;
 
 int rt_cpu_avxvnni(void)
 {
-	int v = __atomic_load_n(&avxvnni, __ATOMIC_RELAXED);
-	if (!v) {
-		unsigned int a = 0, b, c, d;
-		/* cpuid leaf 7, subleaf 1: eax bit 4 is AVX-VNNI (the VEX form of
-		 * vpdpbusd on xmm and ymm); the library's AVX2 baseline has
-		 * already checked that the OS saves ymm state */
-		if (__get_cpuid_max(0, NULL) >= 7)
-			__cpuid_count(7, 1, a, b, c, d);
-		v = ((a >> 4) & 1) ? 2 : 1;
-		__atomic_store_n(&avxvnni, v, __ATOMIC_RELAXED);
-	}
-	return v == 2;
+	/* subleaf 1, eax bit 4: AVX-VNNI, the VEX form of vpdpbusd on xmm and
+	 * ymm; the library's AVX2 baseline has already checked that the OS
+	 * saves ymm state */
+	return feature(&avxvnni, 1, 0, 4, 0);
 }
 
 int rt_cpu_baseline_only(void)
