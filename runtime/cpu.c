@@ -30,6 +30,8 @@
  * first uses compute the same answer. */
 static int chosen;
 static int forced;
+/* STRATA_CPU=avx2, as read (0: not yet; 1: no; 2: yes); reset with chosen. */
+static int env_avx2;
 static int hw_best;
 
 static int detect(void)
@@ -73,6 +75,7 @@ int rt_cpu_force(int isa)
 	if (isa == RT_ISA_AUTO) {
 		__atomic_store_n(&forced, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&chosen, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&env_avx2, 0, __ATOMIC_RELAXED);
 		return 0;
 	}
 	if (isa != RT_ISA_AVX2 && isa != RT_ISA_AVX512)
@@ -130,8 +133,13 @@ int rt_cpu_baseline_only(void)
 	int f = __atomic_load_n(&forced, __ATOMIC_RELAXED);
 	if (f)
 		return f == RT_ISA_AVX2;
-	const char *env = getenv("STRATA_CPU");
-	return env && strcmp(env, "avx2") == 0;
+	int v = __atomic_load_n(&env_avx2, __ATOMIC_RELAXED);
+	if (!v) {
+		const char *env = getenv("STRATA_CPU");
+		v = env && strcmp(env, "avx2") == 0 ? 2 : 1;
+		__atomic_store_n(&env_avx2, v, __ATOMIC_RELAXED);
+	}
+	return v == 2;
 }
 
 const char *rt_cpu_isa_name(int isa)
