@@ -30,7 +30,7 @@
  * around the timed Strata runs only.  After reading its own peak RSS the case
  * process counts the model's FLOPs (see count_flops), for an int8 model
  * measures how far each side's output is from the float model's (see
- * int8_error), and sends one struct result back through a pipe.  The orchestrator prints a table, then one JSON
+ * lowp_error), and sends one struct result back through a pipe.  The orchestrator prints a table, then one JSON
  * line per case.  bench.h declares what this file shares with loads.c.
  */
 #include <ctype.h>
@@ -819,9 +819,9 @@ static int peer_output(struct peer *p, struct result *r, int64_t n, float *dst)
 	return 0;
 }
 
-/* Run the float model beside int8 model path on f and fill r's errors from
- * the two int8 outputs (n cells each; ort may be NULL). */
-static void int8_error(const char *fp, const struct feeds *f, const float *strata,
+/* Run the float model fp on f and fill r's errors from the two low-precision
+ * outputs (int8 or bf16; n cells each; ort may be NULL). */
+static void lowp_error(const char *fp, const struct feeds *f, const float *strata,
                        const float *ort, int64_t n, struct result *r)
 {
 	struct strata_error err;
@@ -854,7 +854,7 @@ static void int8_error(const char *fp, const struct feeds *f, const float *strat
 }
 
 /* Load path, with session.bf16_weights when bf16. */
-static int load_case(const char *path, int bf16, struct rt_model **m, struct strata_error *err)
+static int load_model(const char *path, int bf16, struct rt_model **m, struct strata_error *err)
 {
 	if (!bf16)
 		return runtime_model_load(path, m, err);
@@ -912,7 +912,7 @@ static void run_case(const struct options *o, const struct bench_case *c, struct
 	if (o->peer && peer_start(p, o->script, o->peer, path, c->batch, c->seq) != 0)
 		note_add(r, "cannot start the ORT peer: %s", strerror(errno));
 
-	if (load_case(path, r->bf16, &m, &err) != 0) {
+	if (load_model(path, r->bf16, &m, &err) != 0) {
 		note_add(r, "Strata cannot load the model: %s", err.msg);
 		goto done;
 	}
@@ -958,7 +958,7 @@ static void run_case(const struct options *o, const struct bench_case *c, struct
 		char *vals = peer_ask(p, r, cmd);
 		if (!vals)
 			peer_ok = 0;
-		else if (!is_lowp(c->model)) /* int8, bf16: see int8_error */
+		else if (!is_lowp(c->model)) /* int8, bf16: see lowp_error */
 			check_outputs(&out[0], vals, r);
 	}
 
@@ -1025,12 +1025,10 @@ done:
 	}
 	if (qs) {
 		/* the float model: the int8 one's name without "_int8"; a bf16
-		 * case's own file */
+		 * case's file is its own */
 		char fp[4096];
-		snprintf(fp, sizeof fp, "%.*s.onnx",
-		         (int)(strlen(path) - (is_int8(c->model) ? strlen("_int8.onnx") : strlen(".onnx"))),
-		         path);
-		int8_error(fp, &f, qs, qo, nq, r);
+		snprintf(fp, sizeof fp, "%.*s.onnx", (int)(strlen(path) - strlen("_int8.onnx")), path);
+		lowp_error(is_int8(c->model) ? fp : path, &f, qs, qo, nq, r);
 	}
 	if (qs)
 		base_free(qs, (size_t)nq * sizeof *qs);

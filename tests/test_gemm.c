@@ -414,21 +414,28 @@ static void bf16_case(int ta, int tb, int64_t M, int64_t N, int64_t K, float alp
 	float *A = mat(ta ? K : M, lda), *B = mat(tb ? N : K, ldb), *C = mat(M, ldc);
 	float *bias = mat(1, N), *res = mat(M, N);
 	double *want = malloc((size_t)(M * N) * sizeof *want);
+	double *mag = malloc((size_t)(M * N) * sizeof *mag);
 	assert_non_null(want);
-	/* the bfloat16 operands, exactly, and the double result */
+	assert_non_null(mag);
+	/* the bfloat16 operands, exactly: the double result, and the sum of
+	 * the magnitudes of what the float sums add */
 	struct rt_epilogue ep = { bias, RT_ACT_GELU_ERF, res, N };
 	for (int64_t i = 0; i < M; i++)
 		for (int64_t j = 0; j < N; j++) {
-			double s = 0;
-			for (int64_t k = 0; k < K; k++)
-				s += bf(ta ? A[k * lda + i] : A[i * lda + k]) *
-				     bf(tb ? B[j * ldb + k] : B[k * ldb + j]);
+			double s = 0, m = 0;
+			for (int64_t k = 0; k < K; k++) {
+				double p = bf(ta ? A[k * lda + i] : A[i * lda + k]) *
+				           bf(tb ? B[j * ldb + k] : B[k * ldb + j]);
+				s += p;
+				m += fabs(alpha * p);
+			}
 			double v = alpha * s + (beta != 0 ? beta * C[i * ldc + j] : 0);
 			if (ep_on) {
 				v += bias[j];
 				v = v * 0.5 * erfc(-v / sqrt(2.0)) + res[i * N + j];
 			}
 			want[i * N + j] = v;
+			mag[i * N + j] = m + fabs(beta * C[i * ldc + j]) + (ep_on ? fabs(bias[j]) + 1 : 0);
 		}
 	float *C2 = mat(M, ldc);
 	memcpy(C2, C, (size_t)(M * ldc) * sizeof *C);
@@ -442,14 +449,11 @@ static void bf16_case(int ta, int tb, int64_t M, int64_t N, int64_t K, float alp
 	rt_sgemm_pb(ta, M, alpha, A, lda, &pb, beta, C2, ldc, ep_on ? &ep : NULL);
 	for (int64_t i = 0; i < M; i++)
 		for (int64_t j = 0; j < N; j++) {
-			double mag = fabs(beta * C[i * ldc + j]) + (ep_on ? fabs(bias[j]) + 1 : 0);
-			for (int64_t k = 0; k < K; k++)
-				mag += fabs(alpha * bf(ta ? A[k * lda + i] : A[i * lda + k]) *
-				            bf(tb ? B[j * ldb + k] : B[k * ldb + j]));
 			/* float sums of K products: at most K roundings of 2^-24 of
 			 * their magnitudes, and the epilogue's own (GELU: 1e-6) */
 			double got = C2[i * ldc + j], w = want[i * N + j];
-			if (!(fabs(got - w) <= 6e-8 * (double)(K + 16) * mag + 2e-6 * fabs(w) + 1e-30))
+			if (!(fabs(got - w) <= 6e-8 * (double)(K + 16) * mag[i * N + j] + 2e-6 * fabs(w) +
+			                        1e-30))
 				fail_msg("bf16 %s%s %lldx%lldx%lld alpha %g beta %g ep %d: C[%lld,%lld] is %.9g, "
 				         "not %.9g", ta ? "T" : "N", tb ? "T" : "N", (long long)M,
 				         (long long)N, (long long)K, alpha, beta, ep_on, (long long)i,
@@ -463,6 +467,7 @@ static void bf16_case(int ta, int tb, int64_t M, int64_t N, int64_t K, float alp
 	free(bias);
 	free(res);
 	free(want);
+	free(mag);
 }
 
 static void test_bf16_weights(void **st)
