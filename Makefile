@@ -63,13 +63,12 @@ STORE_SRC   := store/env.c store/doctype.c store/doc.c store/attr.c store/text.c
 RANK_SRC    := rank/lex.c rank/parser.c rank/expr.c rank/parse.c rank/parse_profile.c rank/parse_text.c rank/parse_hnsw.c rank/props.c rank/schema.c rank/inputs.c rank/type.c rank/fn.c rank/compile_base.c rank/compile.c rank/gbdt.c rank/compile_tensor.c rank/compile_feature.c rank/compile_raw.c rank/explain.c rank/vm.c rank/dot.c rank/dot_avx512.c rank/firstdot.c \
                rank/tensor.c rank/tensor_sparse.c rank/literal.c rank/model.c rank/query.c rank/profile.c rank/app.c rank/nearest.c
 RANK_SRC    += rank/fields.c rank/docs.c rank/parse_field.c rank/types.c rank/indexing.c rank/indexing_check.c
-ENGINE_SRC  := engine/db.c engine/contexts.c engine/feed.c engine/tensor_json.c engine/tensor_sparse_json.c engine/yql.c engine/yql_tree.c engine/query.c engine/textmatch.c engine/wsetmatch.c engine/samematch.c engine/attrmatch.c engine/labels.c engine/fieldmatch.c engine/userquery.c engine/wand.c \
-               engine/result.c engine/json_alloc.c engine/json_read.c engine/feed_ahead.c engine/grouping.c engine/values.c engine/embed.c engine/indexing.c engine/indexing_fn.c engine/snippet.c engine/summary.c engine/select_elements.c \
-               engine/fieldtypes.c engine/predicate.c engine/position.c \
-               engine/services.c engine/tokenizer.c engine/query_embed.c engine/visit.c engine/nearest.c engine/deadline.c engine/selection.c engine/selection_eval.c \
-               engine/firstphase.c engine/searchpool.c
-CLI_SRC     := engine/cli.c engine/cli_run.c engine/serve.c engine/serve_api.c engine/serve_req.c \
-               engine/serve_h2.c
+ENGINE_SRC  := engine/db.c engine/contexts.c engine/feed.c engine/query.c engine/feed_ahead.c engine/grouping.c engine/embed.c engine/indexing.c engine/indexing_fn.c engine/snippet.c engine/summary.c engine/select_elements.c engine/services.c engine/tokenizer.c engine/visit.c engine/firstphase.c engine/searchpool.c engine/query_embed.c engine/imports.c \
+               engine/value/values.c engine/value/docid.c engine/value/json_alloc.c engine/value/json_read.c engine/value/tensor_json.c engine/value/tensor_sparse_json.c engine/value/fieldtypes.c engine/value/labels.c engine/value/position.c engine/value/predicate.c engine/value/result.c \
+               engine/request/yql.c engine/request/yql_tree.c engine/request/userquery.c engine/request/deadline.c engine/request/selection.c engine/request/selection_eval.c  \
+               engine/match/textmatch.c engine/match/wsetmatch.c engine/match/samematch.c engine/match/attrmatch.c engine/match/fieldmatch.c engine/match/wand.c engine/match/nearest.c engine/match/typedmatch.c
+# The programs: the `strata` command and `strata serve`, outside the library.
+CLI_SRC     := cli/cli.c cli/cli_run.c serve/serve.c serve/serve_api.c serve/serve_req.c serve/serve_h2.c
 GEN_SRC     := $(BUILD)/gen/onnx.pb-c.c
 
 LIB_SRC  := $(BASE_SRC) $(RUNTIME_SRC) $(STORE_SRC) $(RANK_SRC) $(ENGINE_SRC)
@@ -551,7 +550,7 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include
 	install -m 755 $(CLI) $(DESTDIR)$(PREFIX)/bin/strata
 	install -m 644 $(LIB) $(DESTDIR)$(PREFIX)/lib/libstrata.a
-	install -m 644 engine/strata.h $(DESTDIR)$(PREFIX)/include/strata.h
+	install -m 644 include/strata.h include/strata_defs.h $(DESTDIR)$(PREFIX)/include/
 
 clean:
 	@if [ -d $(BUILD)/peer ]; then chmod -R u+w $(BUILD)/peer; fi

@@ -16,7 +16,7 @@
  *     base_arena_reset(&a);                        // keeps its first block
  *     base_arena_free(&a);
  *
- * Errors: functions return 0, a negative STRATA_* code (engine/strata.h is the
+ * Errors: functions return 0, a negative STRATA_* code (include/strata_defs.h is the
  * one list of codes) or a positive errno.  Details go into a struct
  * strata_error passed by the caller (it may be NULL); base_err() fills it and
  * returns the code, so a failure is reported in one statement.
@@ -34,7 +34,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../engine/strata.h"
+#include "../include/strata_defs.h"
 
 /* ---- errors ------------------------------------------------------------ */
 

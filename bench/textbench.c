@@ -57,7 +57,7 @@
 #include <jansson.h>
 
 #include "../base/base.h"
-#include "../engine/strata.h"
+#include "../include/strata.h"
 #include "common.h"
 #include "textbench.h"
 

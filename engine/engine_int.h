@@ -65,7 +65,7 @@
 #include <regex.h>
 #include <stdatomic.h>
 
-#include "strata.h"
+#include "../include/strata.h"
 #include "../base/base.h"
 #include "../rank/rank.h"
 #include "../store/store.h"

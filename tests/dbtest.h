@@ -15,7 +15,7 @@
 #include <jansson.h>
 
 #include "../base/base.h"
-#include "../engine/strata.h"
+#include "../include/strata.h"
 #include "apptest.h"
 
 /* A new application folder (apptest_new(prefix)) holding schemas/name with

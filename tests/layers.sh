@@ -6,12 +6,14 @@
 #   sh tests/layers.sh BUILD --edges    also print every edge "a.c -> b.c"
 #
 # File a.c uses file b.c when a.o refers to a global symbol that b.o
-# defines (nm).  Two rules are checked:
-#   1. No cycles among the files of one subsystem (runtime/, rank/, ...):
-#      every strongly connected component of more than one file is printed
-#      with its members.
-#   2. Subsystems depend one way: engine -> rank -> runtime -> base,
-#      engine -> store -> base.  An edge against that order is printed.
+# defines (nm).  The rules checked:
+#   1. No cycles among the files of one layer (runtime/, rank/, ...; each
+#      of engine/'s rooms is a layer of its own): every strongly connected
+#      component of more than one file is printed with its members.
+#   2. Layers depend one way: engine -> rank -> runtime -> base,
+#      engine -> store -> base; inside engine/, the root -> match/ ->
+#      request/ -> value/.  An edge against that order is printed.
+#   3. base/'s headers include nothing above base/ but include/strata_defs.h.
 # Headers are checked too: a cycle of #include among the project's headers
 # is a finding.  Exit status 1 when anything is found.
 set -u
@@ -22,7 +24,8 @@ trap 'rm -rf "$tmp"' EXIT
 
 # Library objects only (not tests, bench or the CLI).
 objs=$(find "$build/base" "$build/runtime" "$build/store" "$build/rank" "$build/engine" \
-	-name '*.o' 2>/dev/null | grep -v '/engine/cli' | sort)
+	-name '*.o' 2>/dev/null | sort)
+progs=$(find "$build/cli" "$build/serve" -name '*.o' 2>/dev/null | sort)
 [ -n "$objs" ] || { echo "layers: no objects under $build (build first)"; exit 2; }
 
 for o in $objs; do
@@ -37,7 +40,7 @@ awk '$1=="D" {def[$2]=$3; next}
 	"$tmp/syms" "$tmp/syms" | sort -u >"$tmp/edges"
 
 # Headers: "a.h -> b.h" for each #include "..." between project headers.
-for h in $(find base runtime store rank engine -name '*.h' | sort); do
+for h in $(find base runtime store rank engine include cli serve -name '*.h' | sort); do
 	d=$(dirname "$h")
 	sed -n 's/^#include "\([^"]*\)".*/\1/p' "$h" | while read -r inc; do
 		t=$(realpath -m --relative-to=. "$d/$inc")
@@ -70,8 +73,10 @@ scc() {
 }
 
 found=0
-sub_of() { echo "${1%%/*}"; }
-cycles=$(awk '{split($1, a, "/"); split($2, b, "/"); if (a[1] == b[1]) print}' "$tmp/edges" | scc)
+# The layer of a file: its top folder, or engine/ROOM for engine's rooms.
+layer='function layer(f,   p) { n = split(f, p, "/")
+	return (p[1] == "engine" && n > 2) ? p[1] "/" p[2] : p[1] }'
+cycles=$(awk "$layer"' {if (layer($1) == layer($2)) print}' "$tmp/edges" | scc)
 if [ -n "$cycles" ]; then
 	echo "$cycles" | while read -r n rest; do echo "layers: cycle of $n files:$rest"; done
 	found=1
@@ -82,18 +87,31 @@ if [ -n "$hcycles" ]; then
 	found=1
 fi
 # Allowed subsystem edges (a may use b).
-bad=$(awk '
+# engine/'s rooms may use what the engine may, and the rooms below them.
+bad=$(awk "$layer"'
 	BEGIN { ok["engine","rank"]; ok["engine","runtime"]; ok["engine","store"]; ok["engine","base"]
-	        ok["rank","runtime"]; ok["rank","base"]; ok["runtime","base"]; ok["store","base"] }
-	{ split($1, a, "/"); split($2, b, "/")
-	  if (a[1] != b[1] && !((a[1], b[1]) in ok)) print $1 " -> " $2 }' "$tmp/edges")
+	        ok["rank","runtime"]; ok["rank","base"]; ok["runtime","base"]; ok["store","base"]
+	        ok["engine","engine/match"]; ok["engine","engine/request"]; ok["engine","engine/value"]
+	        ok["engine/match","engine/request"]; ok["engine/match","engine/value"]
+	        ok["engine/request","engine/value"] }
+	{ a = layer($1); b = layer($2); split(a, top, "/")
+	  if (a != b && !((a, b) in ok) && !((top[1] != a) && (top[1], b) in ok && b !~ /^engine/)) print $1 " -> " $2 }' "$tmp/edges")
 if [ -n "$bad" ]; then
 	echo "$bad" | sed 's/^/layers: against the layering: /'
+	found=1
+fi
+# base/'s headers: nothing above base/ but the public definitions.
+bup=$(awk '$1 ~ /^base\// && $2 !~ /^base\// && $2 != "include/strata_defs.h" { print $1 " -> " $2 }' "$tmp/hedges")
+if [ -n "$bup" ]; then
+	echo "$bup" | sed 's/^/layers: base includes above it: /'
 	found=1
 fi
 n=$(wc -l <"$tmp/edges")
 files=$(echo "$objs" | wc -w)
 if [ $found -eq 0 ]; then
-	echo "layers: $files files, $n dependencies between them: no cycles, every subsystem edge points down"
+	echo "layers: $files library files, $n dependencies between them: no cycles, every edge points down;"
+	echo "layers: the layout, files per layer:"
+	for o in $objs $progs; do src=${o#"$build"/}; echo "$src"; done |
+		awk "$layer"' { c[layer($0)]++ } END { for (l in c) printf "  %-16s %3d\n", l "/", c[l] }' | sort
 fi
 exit $found

@@ -1,6 +1,6 @@
 /*
  * test_ann.c: nearestNeighbor through the library's query path on fields
- * with an HNSW index (engine/nearest.c over store/hnsw*.c): approximate
+ * with an HNSW index (engine/match/nearest.c over store/hnsw*.c): approximate
  * hits against exact search and against a brute force computed here,
  * filters keeping from every document down to 0.1% of them (where exact
  * search over the filter takes over), distance and closeness features of

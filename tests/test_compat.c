@@ -18,7 +18,7 @@
 
 #include <cmocka.h>
 
-#include "../engine/strata.h"
+#include "../include/strata.h"
 #include "../rank/rank_eval.h"
 #include "apptest.h"
 

@@ -1,5 +1,5 @@
 /*
- * test_json_read.c: the engine's JSON reader (engine/json_read.c) against
+ * test_json_read.c: the engine's JSON reader (engine/value/json_read.c) against
  * jansson's own parser.
  *
  * Checked: on a table of texts, valid and not (strings with every escape,

@@ -1,5 +1,5 @@
 /*
- * test_selection.c: Vespa's document selection language (engine/selection.c,
+ * test_selection.c: Vespa's document selection language (engine/request/selection.c,
  * selection_eval.c), through the library's API: visits with a selection
  * and test-and-set conditions on feed operations.
  *

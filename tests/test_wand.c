@@ -1,5 +1,5 @@
 /*
- * test_wand.c: weakAnd (engine/wand.c) through the library.  300 documents
+ * test_wand.c: weakAnd (engine/match/wand.c) through the library.  300 documents
  * of words drawn from a small vocabulary with skewed frequencies are fed;
  * the weakAnd scores (term weight 100 times log(1 + (N - n + 0.5) / (n +
  * 0.5)) summed over the query terms a document holds) are computed here by

@@ -1,5 +1,5 @@
 /*
- * fuzz_json.c: the engine's JSON reader (engine/json_read.c) against
+ * fuzz_json.c: the engine's JSON reader (engine/value/json_read.c) against
  * jansson's parser, which it must agree with.
  *
  * The input is parsed by both, as an object or array and as any value:

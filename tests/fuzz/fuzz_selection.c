@@ -1,5 +1,5 @@
 /*
- * fuzz_selection.c: the document selection language (engine/selection.c,
+ * fuzz_selection.c: the document selection language (engine/request/selection.c,
  * selection_eval.c).
  *
  * The input is a selection (up to its first NUL byte), used to visit each

@@ -1,5 +1,5 @@
 /*
- * fuzz_yql.c: the YQL parser (engine/yql.c).
+ * fuzz_yql.c: the YQL parser (engine/request/yql.c).
  *
  * The input is a YQL statement (up to its first NUL byte: yql_parse reads a
  * C string).  A failure must carry its position ("yql:LINE:COL: ...").  A

@@ -30,7 +30,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../../engine/strata.h"
+#include "../../include/strata.h"
 #include "../../rank/rank.h"
 
 /* What a target defines; LLVMFuzzerInitialize is optional (it makes what

@@ -27,7 +27,7 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "engine_int.h"
+#include "../engine_int.h"
 
 #define HEADER (alignof(max_align_t) > sizeof(size_t) ? alignof(max_align_t) : sizeof(size_t))
 

@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine_int.h"
+#include "../engine_int.h"
 
 #define MAX_DEPTH 32
 

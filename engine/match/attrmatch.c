@@ -13,7 +13,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "engine_int.h"
+#include "../engine_int.h"
 
 #define FIELD_COMPLETENESS_IMPORTANCE 0.05
 #define MAX_WEIGHT 256.0

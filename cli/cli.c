@@ -18,8 +18,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "engine_int.h"
-#include "serve_int.h"
+#include "../engine/engine_int.h"
+#include "../serve/serve_int.h"
 #include "../runtime/runtime.h"
 
 

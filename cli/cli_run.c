@@ -18,7 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "engine_int.h"
+#include "../engine/engine_int.h"
 #include "../runtime/runtime.h"
 
 #define MAX_INPUTS 64

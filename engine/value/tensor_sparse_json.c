@@ -29,7 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine_int.h"
+#include "../engine_int.h"
 
 void eng_sparse_free(struct eng_sparse *s)
 {

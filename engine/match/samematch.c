@@ -11,7 +11,7 @@
  */
 #include <string.h>
 
-#include "engine_int.h"
+#include "../engine_int.h"
 
 #define MAX_SAME 16      /* sameElement conditions of one query */
 #define MAX_STRINGS 16   /* strings of one sameElement */

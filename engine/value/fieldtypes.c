@@ -1,6 +1,7 @@
 /*
  * fieldtypes.c: the values of the field types of rank/types.c between
- * document JSON and the store, and imported fields.
+ * document JSON and the store (imports.c reads imported fields; match/typedmatch.c
+ * matches positions and predicates).
  *
  *   byte       an int of -128 to 127 (kept as an int; feed checks the range)
  *   raw        bytes, fed as base64 and shown as base64 (Vespa's
@@ -19,7 +20,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "engine_int.h"
+#include "../engine_int.h"
 
 /* ---- base64 ------------------------------------------------------------------------ */
 
@@ -131,105 +132,4 @@ json_t *eng_field_json(const struct eng_doctype *dt, int fi, const struct store_
 	if (rf->type == RANK_FT_POSITION)
 		return eng_position_json(v->i);
 	return eng_value_json(&dt->fields[fi], rf->dim_names, v);
-}
-
-/* ---- queries ---------------------------------------------------------------------- */
-
-int eng_typed_check(const struct rank_field *rf, const struct yql_node *n,
-                    struct strata_error *err)
-{
-	if (n->kind == YQL_PREDICATE)
-		return eng_predicate_check(rf, n, err);
-	if (n->kind == YQL_GEO && rf->type != RANK_FT_POSITION)
-		return base_err(err, STRATA_INVALID_ARGUMENT,
-		                "yql:1:%d: geoLocation() needs a position field; '%s' is not one", n->col,
-		                n->field);
-	if (n->kind != YQL_GEO)
-		return base_err(err, STRATA_INVALID_ARGUMENT,
-		                "yql:1:%d: '%s' is a position: search it with geoLocation()", n->col,
-		                n->field);
-	return 0;
-}
-
-int eng_typed_match(const struct yql_node *n, const struct store_value *v)
-{
-	if (n->kind == YQL_GEO)
-		return eng_geo_match(n, v->i);
-	return eng_predicate_match(v->s, v->n, n) != 0;
-}
-
-double eng_typed_feature(const struct yql_node *where, const struct rank_field *rf, int feature,
-                         const struct store_value *v)
-{
-	int pred = feature == RANK_TF_SUBQUERIES_LSB || feature == RANK_TF_SUBQUERIES_MSB;
-	const struct yql_node *n = where ? yql_find(where, pred ? YQL_PREDICATE : YQL_GEO, rf->name)
-	                                 : NULL;
-	if (!pred)
-		return eng_geo_feature(n, feature, v ? &v->i : NULL);
-	uint64_t bits = n && v ? eng_predicate_match(v->s, v->n, n) : 0;
-	return (double)(feature == RANK_TF_SUBQUERIES_MSB ? bits >> 32 : bits & 0xffffffffu);
-}
-
-/* ---- imported fields ----------------------------------------------------------------- */
-
-/* The referenced document of the reference value ref: its doctype and
- * local id; NULL when there is none (no value, not fed, removed). */
-static const struct eng_doctype *parent_of(struct strata *db, struct store_txn *txn,
-                                           const struct store_value *ref, uint32_t *lid)
-{
-	char id[512];
-	struct eng_doctype *pdt;
-	if (!ref || !ref->set || ref->n >= sizeof id)
-		return NULL;
-	memcpy(id, ref->s, ref->n);
-	id[ref->n] = 0;
-	if (eng_docid_parse(db, id, &pdt, NULL) != 0 ||
-	    store_lookup(txn, pdt->store_id, id, lid, NULL) != 0)
-		return NULL;
-	return pdt;
-}
-
-const void *eng_import_attr(struct strata *db, struct store_txn *txn, const struct rank_field *rf,
-                            const struct store_value *ref, struct base_arena *a)
-{
-	uint32_t lid;
-	const struct eng_doctype *pdt = parent_of(db, txn, ref, &lid);
-	int pf = pdt ? rank_schema_field_index(pdt->schema, rf->import_field) : -1;
-	if (pf < 0)
-		return NULL;
-	const struct rank_field *prf = rank_schema_field(pdt->schema, pf);
-	if (!eng_field_mapped(prf))
-		return store_attr(txn, pdt->store_id, pf, lid);
-	size_t sz = (size_t)(pdt->nfields + 1) * sizeof(struct store_value);
-	struct store_value *vals = base_arena_alloc(a, sz, 8);
-	if (!vals)
-		return NULL;
-	memset(vals, 0, sz);
-	if (store_get(txn, pdt->store_id, lid, vals, NULL) != 0 || !vals[pf].set)
-		return NULL;
-	return eng_sparse_from_text(prf, vals[pf].s, vals[pf].n, a);
-}
-
-int eng_imports_fill(struct strata *db, struct store_txn *txn, const struct eng_doctype *dt,
-                     int only, struct store_value *vals, struct base_arena *a)
-{
-	for (int i = 0; i < dt->nfields; i++) {
-		const struct rank_field *rf = rank_schema_field(dt->schema, i);
-		uint32_t lid;
-		if (!rf->imported || (only >= 0 && i != only))
-			continue;
-		memset(&vals[i], 0, sizeof vals[i]);
-		const struct eng_doctype *pdt = parent_of(db, txn, &vals[rf->import_ref], &lid);
-		int pf = pdt ? rank_schema_field_index(pdt->schema, rf->import_field) : -1;
-		if (pf < 0)
-			continue;
-		size_t sz = (size_t)(pdt->nfields + 1) * sizeof(struct store_value);
-		struct store_value *pv = base_arena_alloc(a, sz, 8);
-		if (!pv)
-			return STRATA_NOMEM;
-		memset(pv, 0, sz);
-		if (store_get(txn, pdt->store_id, lid, pv, NULL) == 0)
-			vals[i] = pv[pf];
-	}
-	return 0;
 }

@@ -37,7 +37,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "engine_int.h"
+#include "../engine_int.h"
 
 enum tok { T_EOF, T_IDENT, T_NUM, T_STR, T_PUNCT };
 

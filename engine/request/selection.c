@@ -34,7 +34,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "engine_int.h"
+#include "../engine_int.h"
 
 #define MAX_DEPTH 200 /* nesting of parentheses and operators */
 

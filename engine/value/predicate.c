@@ -32,7 +32,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "engine_int.h"
+#include "../engine_int.h"
 
 #define VALUE_MAX 1024  /* bytes of one value */
 #define DEPTH_MAX 64    /* nested parentheses */

@@ -30,7 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine_int.h"
+#include "../engine_int.h"
 
 #define NUMBER_MAX 64 /* longest number copied to the stack for strtod */
 

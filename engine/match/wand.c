@@ -25,7 +25,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "engine_int.h"
+#include "../engine_int.h"
 
 #define MAX_WANDS 16
 #define MAX_WAND_TERMS 1024

@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine_int.h"
+#include "../engine_int.h"
 
 #define MAX_CANDIDATES ((size_t)1 << 31)
 

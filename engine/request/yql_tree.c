@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine_int.h"
+#include "../engine_int.h"
 
 /* ---- dump (tests, diagnostics) ---------------------------------------------------- */
 

@@ -26,7 +26,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "engine_int.h"
+#include "../engine_int.h"
 
 #define KM_PER_MICRODEG 0.00011119508 /* Vespa's distance(f).km factor */
 #define NO_DISTANCE 6400000000.0      /* distance(f) without a position */

@@ -11,7 +11,7 @@
  */
 #include <string.h>
 
-#include "engine_int.h"
+#include "../engine_int.h"
 
 #define MAX_ITEMS 64
 

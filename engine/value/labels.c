@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "engine_int.h"
+#include "../engine_int.h"
 
 /* The label of element e (a string or an integer) in buf; NULL otherwise. */
 static const char *label_of(const json_t *e, char *buf, size_t n)

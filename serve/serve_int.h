@@ -31,7 +31,7 @@
 
 #include <jansson.h>
 
-#include "engine_int.h"
+#include "../engine/engine_int.h"
 
 enum srv_method { SRV_GET = 1, SRV_POST, SRV_PUT, SRV_DELETE, SRV_OTHER };
 

@@ -30,7 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine_int.h"
+#include "../engine_int.h"
 
 #define MAX_ITEMS 64  /* operators of one query */
 

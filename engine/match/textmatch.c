@@ -17,7 +17,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "engine_int.h"
+#include "../engine_int.h"
 
 #define MAX_TERMS 32    /* words of one contains */
 #define MAX_LISTS 1024  /* posting lists of one contains (prefix expansions) */

@@ -30,7 +30,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "engine_int.h"
+#include "../engine_int.h"
 
 enum { V_INVALID = 0, V_NULL, V_INT, V_FLOAT, V_STRING, V_LIST, V_OTHER };
 enum { T_FALSE = 0, T_TRUE = 1, T_INVALID = -1 };

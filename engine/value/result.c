@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine_int.h"
+#include "../engine_int.h"
 
 #define DUMP_MAX ((size_t)1 << 31) /* a hard limit on one JSON text */
 
