@@ -66,7 +66,7 @@ RANK_SRC    += rank/fields.c rank/docs.c rank/parse_field.c rank/types.c rank/in
 ENGINE_SRC  := engine/db.c engine/contexts.c engine/feed.c engine/query.c engine/feed_ahead.c engine/grouping.c engine/embed.c engine/indexing.c engine/indexing_fn.c engine/snippet.c engine/summary.c engine/select_elements.c engine/services.c engine/tokenizer.c engine/visit.c engine/firstphase.c engine/searchpool.c engine/query_embed.c engine/imports.c \
                engine/value/values.c engine/value/docid.c engine/value/json_alloc.c engine/value/json_read.c engine/value/tensor_json.c engine/value/tensor_sparse_json.c engine/value/fieldtypes.c engine/value/labels.c engine/value/position.c engine/value/predicate.c engine/value/result.c \
                engine/request/yql.c engine/request/yql_tree.c engine/request/userquery.c engine/request/deadline.c engine/request/selection.c engine/request/selection_eval.c  \
-               engine/match/textmatch.c engine/match/wsetmatch.c engine/match/samematch.c engine/match/attrmatch.c engine/match/fieldmatch.c engine/match/wand.c engine/match/nearest.c engine/match/typedmatch.c
+               engine/match/textmatch.c engine/match/wsetmatch.c engine/match/samematch.c engine/match/attrmatch.c engine/match/fieldmatch.c engine/match/wand.c engine/match/nearest.c engine/match/typedmatch.c engine/match/ops.c engine/match/iter.c engine/match/compare.c
 # The programs: the `strata` command and `strata serve`, outside the library.
 CLI_SRC     := cli/cli.c cli/cli_run.c serve/serve.c serve/serve_api.c serve/serve_req.c serve/serve_h2.c
 GEN_SRC     := $(BUILD)/gen/onnx.pb-c.c

@@ -688,6 +688,7 @@ enum yql_kind {
 	YQL_WSET,     /* dotProduct, wand or weightedSet(field, {token: weight, ...}) (op) */
 	YQL_SAME,     /* field contains sameElement("a", "b c"): strs all in one element */
 	YQL_WEAKAND,  /* [{targetHits: K}]weakAnd(c, ...): the top K of its terms (wand.c) */
+	YQL_KINDS     /* the number of kinds, 1 + the last: eng_ops has one row per kind */
 };
 
 /* YQL_WSET's op: the operator (wsetmatch.c). */
@@ -883,6 +884,101 @@ double eng_geo_feature(const struct yql_node *g, int feature, const int64_t *pac
 
 /* ---- textmatch.c: contains on text-indexed fields ----------------------------------- */
 
+/* ---- ops.c: the operator table; iter.c: iterators ------------------------------------- */
+
+struct eng_iter;
+struct eng_textset;
+struct eng_wset;
+struct eng_same;
+struct eng_wandset;
+
+/* What the operators read while they match the documents of one type: the
+ * state each family opened for the where tree, and the document's values
+ * through the query's reader (it keeps one document's values at a time). */
+struct eng_match {
+	struct store_txn *txn;
+	const struct eng_doctype *dt;
+	struct eng_textset *text; /* contains on text-indexed fields (textmatch.c) */
+	struct eng_wset *wset;    /* dotProduct, wand, weightedSet (wsetmatch.c) */
+	struct eng_same *same;    /* contains sameElement (samematch.c) */
+	struct eng_wandset *wand; /* the matches of each weakAnd (wand.c) */
+	const uint32_t *nn;       /* the nearestNeighbor set, lids increasing */
+	size_t nnn;
+	int nn_true;              /* nearestNeighbor matches every document (its filter) */
+	int nomem;                /* a value could not be read for lack of memory */
+	/* The document's stored value of field fidx, or NULL when it has none. */
+	const struct store_value *(*value)(void *ud, uint32_t lid, int fidx);
+	void *ud;
+	struct strata_error *err; /* iterators' errors */
+};
+
+/* One kind of where-tree node.  A kind is its parse (yql.c), one file of
+ * match/ and one row of eng_ops, indexed by the kind.  For a leaf, check
+ * and match see n->fidx >= 0 (the document type has the field; without it
+ * the condition is false there) and no path inside it (f.path conditions
+ * are checked and matched as collection values, value.c). */
+struct eng_op {
+	const char *name;      /* as YQL writes it */
+	int connective;        /* its kids are conditions (and, or, not, rank, weakAnd) */
+	/* 0, or the error (STRATA_INVALID_ARGUMENT "yql:1:COL: ...") that
+	 * n's field does not suit it; NULL: any field suits. */
+	int (*check)(const struct eng_doctype *dt, const struct yql_node *n,
+	             struct strata_error *err);
+	/* 1 when document lid matches n, else 0 (m->nomem set when a value
+	 * could not be read). */
+	int (*match)(struct eng_match *m, const struct yql_node *n, uint32_t lid);
+	/* An iterator over the documents n can match (a superset, in
+	 * increasing lid order, each tested with match after) into *out, or
+	 * *out NULL when n cannot drive a match (each document is tested).
+	 * Returns 0 or an error (m->err).  NULL: never drives. */
+	int (*open)(struct eng_match *m, const struct yql_node *n, struct eng_iter **out);
+};
+/* The rows, each defined in its operator's file. */
+extern const struct eng_op eng_op_true, eng_op_false, eng_op_and, eng_op_or, eng_op_not,
+	eng_op_rank, eng_op_cmp, eng_op_range, eng_op_in, eng_op_matches, eng_op_contains,
+	eng_op_nn, eng_op_userquery, eng_op_userinput, eng_op_predicate, eng_op_geo, eng_op_wset,
+	eng_op_same, eng_op_weakand;
+/* The table, indexed by enum yql_kind (row 0 is NULL; ops.c). */
+extern const struct eng_op *const eng_ops[YQL_KINDS];
+
+/* Whether document lid matches n: eng_ops[n->kind].match, false for a
+ * field the document type lacks. */
+int eng_match_node(struct eng_match *m, const struct yql_node *n, uint32_t lid);
+
+/* An iterator: the documents of a condition in increasing lid order. */
+struct eng_iter {
+	/* Move to the first document >= *lid and set *lid: 0, STRATA_NOT_FOUND
+	 * past the end, or an error.  Targets never decrease. */
+	int (*seek)(struct eng_iter *it, uint32_t *lid);
+	void (*close)(struct eng_iter *it);
+	uint64_t est;          /* at most this many documents */
+};
+/* The iterator of n (eng_ops[n->kind].open), *out NULL when it cannot
+ * drive; an empty one for a field the type lacks.  Returns 0 or an error. */
+int eng_iter_open(struct eng_match *m, const struct yql_node *n, struct eng_iter **out);
+void eng_iter_close(struct eng_iter *it); /* NULL is ignored */
+/* Over lids[0..n), increasing; own: freed with the iterator (base_free,
+ * cap entries).  Returns NULL when memory runs out (own is freed). */
+struct eng_iter *eng_iter_array(const uint32_t *lids, size_t n, uint32_t *own, size_t cap);
+/* Over the documents of the posting lists pl[0..n) (borrowed): all of them
+ * (and) or any (or).  NULL when memory runs out. */
+struct eng_iter *eng_iter_postings(struct store_postings *const *pl, int n, int any);
+/* The documents of every one (and) or of any (or) of kids[0..n), which it
+ * takes over (closed with it, also when this fails).  and: the kid of the
+ * lowest estimate leads, the others are sought to its documents.  NULL
+ * when memory runs out. */
+struct eng_iter *eng_iter_and(struct eng_iter **kids, int n);
+struct eng_iter *eng_iter_or(struct eng_iter **kids, int n);
+
+/* compare.c: contains on a field without a text index: the value is the
+ * string (a string field), or holds it (a collection of strings, or the
+ * values at a path inside a collection or struct field). */
+int eng_value_contains(struct eng_match *m, const struct yql_node *n, uint32_t lid);
+/* 1 when a store type is numeric (int, long, float, double, bool). */
+int eng_numeric_type(int store_type);
+/* The numeric value of field fidx of lid into *out: 1, or 0 without one. */
+int eng_num_value(struct eng_match *m, uint32_t lid, int fidx, double *out);
+
 struct eng_text;
 struct eng_textset;
 /* For each CONTAINS node of where on a field of dt with a text index (its
@@ -1055,12 +1151,6 @@ int eng_wand_open(struct store_txn *txn, const struct eng_doctype *dt,
 void eng_wand_close(struct eng_wandset *s);
 /* Whether weakAnd node n matches lid (s may be NULL: no). */
 int eng_wand_match(const struct eng_wandset *s, const struct yql_node *n, uint32_t lid);
-/* 1 when where can only match documents of one weakAnd (where is one, or
- * an AND with one among its conditions, or rank() whose first condition
- * is such): *lids (increasing, n of them) are its matches, borrowed from s.
- * 0 otherwise. */
-int eng_wand_driver(const struct eng_wandset *s, const struct yql_node *where,
-                    const uint32_t **lids, size_t *n);
 
 /* ---- userquery.c: the where tree completed from the request and the schema ----------- */
 

@@ -101,18 +101,18 @@ static double text_cb(void *ud, int feature, int field, uint32_t lid)
 	struct dtstate *ds = ud;
 	if (feature == RANK_TF_RAW_SCORE || feature == RANK_TF_ITEM_RAW_SCORE) {
 		int nomem = 0;
-		double v = eng_wset_feature(ds->wset, feature, field, feature == RANK_TF_ITEM_RAW_SCORE
+		double v = eng_wset_feature(ds->m.wset, feature, field, feature == RANK_TF_ITEM_RAW_SCORE
 		                            ? rank_profile_item_label(ds->prof, field) : NULL, lid,
 		                            wset_value, ds, &nomem);
 		ds->qs->match_nomem |= nomem; /* the query fails at its end */
 		return v;
 	}
 	if (feature == RANK_TF_NATIVE_PROX_SUM || feature == RANK_TF_NATIVE_PROX_WEIGHT)
-		return eng_native_proximity(ds->text, feature, field, lid);
+		return eng_native_proximity(ds->m.text, feature, field, lid);
 	if (feature >= RANK_TF_SUBQUERIES_LSB) /* of predicate and position fields */
 		return eng_typed_feature(ds->qs->yql->where, rank_schema_field(ds->dt->schema, field),
 		                         feature, doc_value(ds->qs, ds, lid, field));
-	return eng_text_feature(ds->txn, ds->dt, ds->prof, ds->text, feature, field, lid);
+	return eng_text_feature(ds->txn, ds->dt, ds->prof, ds->m.text, feature, field, lid);
 }
 
 static double term_cb(void *ud, int feature, int field, int term, uint32_t lid)
@@ -122,10 +122,10 @@ static double term_cb(void *ud, int feature, int field, int term, uint32_t lid)
 		return eng_attr_match(ds->qs->yql->where, ds->dt, field,
 		                      doc_value(ds->qs, ds, lid, field), term);
 	if (feature == RANK_TT_FIELD_MATCH)
-		return eng_field_match(ds->txn, ds->dt, ds->text, field, lid, term);
+		return eng_field_match(ds->txn, ds->dt, ds->m.text, field, lid, term);
 	if (feature == RANK_TT_TEXT_SIMILARITY)
-		return eng_text_similarity(ds->txn, ds->dt, ds->text, field, lid, term);
-	return eng_text_term(ds->txn, ds->dt, ds->text, feature, field, term, lid);
+		return eng_text_similarity(ds->txn, ds->dt, ds->m.text, field, lid, term);
+	return eng_text_term(ds->txn, ds->dt, ds->m.text, feature, field, term, lid);
 }
 
 /* ---- the request ------------------------------------------------------------------- */
@@ -204,12 +204,6 @@ static int check_inputs_declared(struct qstate *qs, const json_t *obj, const cha
 
 /* ---- resolving the where tree for one document type ------------------------------------- */
 
-static int is_numeric(int t)
-{
-	return t == STORE_T_INT || t == STORE_T_LONG || t == STORE_T_FLOAT || t == STORE_T_DOUBLE ||
-	       t == STORE_T_BOOL;
-}
-
 /* The index of field name in dt; or, for "f.path" (field names have no
  * '.'), of the collection or struct field f, with *path the rest.  -1 when
  * none. */
@@ -250,76 +244,40 @@ static int resolve_path(struct qstate *qs, const struct yql_node *n, const struc
 }
 
 /* Set fidx on every node for dt (-1: the type lacks the field, so the
- * condition is false there); check that each field suits its condition. */
+ * condition is false there); check that each field suits its condition
+ * (its row of eng_ops). */
 static int resolve(struct qstate *qs, struct yql_node *n, struct eng_doctype *dt, int *nn_count)
 {
-	switch (n->kind) {
-	case YQL_AND: case YQL_OR: case YQL_NOT: case YQL_RANK: case YQL_WEAKAND:
+	const struct eng_op *op = eng_ops[n->kind];
+	if (op->connective) {
 		for (int i = 0; i < n->nkids; i++) {
 			int rc = resolve(qs, n->kids[i], dt, nn_count);
 			if (rc)
 				return rc;
 		}
 		return 0;
-	case YQL_TRUE: case YQL_FALSE:
-		return 0;
 	}
+	if (!n->field)
+		return 0;
 	const char *path;
 	n->fidx = field_path(dt, n->field, &path);
 	if (n->fidx < 0)
 		return 0;
 	if (path)
 		return resolve_path(qs, n, dt, path);
-	int t = dt->fields[n->fidx].type;
-	if (n->kind == YQL_PREDICATE || n->kind == YQL_GEO ||
-	    rank_schema_field(dt->schema, n->fidx)->type == RANK_FT_POSITION)
-		return eng_typed_check(rank_schema_field(dt->schema, n->fidx), n, qs->err);
-	if ((n->kind == YQL_CMP || n->kind == YQL_RANGE) && !is_numeric(t) &&
-	    !eng_cvalue_holds_numbers(rank_schema_field(dt->schema, n->fidx)))
-		return base_err(qs->err, STRATA_INVALID_ARGUMENT,
-		                "yql:1:%d: field '%s' is not numeric: compare with %s", n->col, n->field,
-		                t == STORE_T_STRING ||
-		                eng_cvalue_holds_strings(rank_schema_field(dt->schema, n->fidx))
-		                ? "'contains'" : "nearestNeighbor");
-	if (n->kind == YQL_IN && (n->strs ? t != STORE_T_STRING : !is_numeric(t)))
-		return base_err(qs->err, STRATA_INVALID_ARGUMENT,
-		                "yql:1:%d: 'in' with %s needs a %s field; '%s' is not one", n->col,
-		                n->strs ? "strings" : "numbers", n->strs ? "string" : "numeric", n->field);
-	if (n->kind == YQL_MATCHES && t != STORE_T_STRING)
-		return base_err(qs->err, STRATA_INVALID_ARGUMENT,
-		                "yql:1:%d: 'matches' needs a string field; '%s' is not one", n->col,
-		                n->field);
-	if (n->kind == YQL_CONTAINS && t != STORE_T_STRING &&
-	    !eng_cvalue_holds_strings(rank_schema_field(dt->schema, n->fidx)))
-		return base_err(qs->err, STRATA_INVALID_ARGUMENT,
-		                "yql:1:%d: 'contains' needs a string field, or an array or weightedset "
-		                "of strings; '%s' is not one", n->col, n->field);
-	if (n->kind == YQL_WSET)
-		return eng_wset_check(dt, n, qs->err);
-	if (n->kind == YQL_SAME)
-		return eng_same_check(dt, n, qs->err);
-	if (n->kind == YQL_NN) {
-		const struct rank_field *rf = rank_schema_field(dt->schema, n->fidx);
-		int mv = rank_field_multivec(rf);
-		if (eng_field_mapped(rf) && !mv)
-			return base_err(qs->err, STRATA_NOT_IMPLEMENTED,
-			                "yql:1:%d: nearestNeighbor on '%s', a tensor with mapped "
-			                "dimensions other than one mapped and some indexed, is not "
-			                "supported", n->col, n->field);
-		if ((t != STORE_T_TENSOR && !mv) || !rf->attribute)
-			return base_err(qs->err, STRATA_INVALID_ARGUMENT,
-			                "yql:1:%d: nearestNeighbor needs a tensor attribute; '%s' is not one",
-			                n->col, n->field);
-		(*nn_count)++;
-	}
-	return 0;
+	int rc = 0;
+	if (rank_schema_field(dt->schema, n->fidx)->type == RANK_FT_POSITION)
+		rc = eng_typed_check(rank_schema_field(dt->schema, n->fidx), n, qs->err);
+	else if (op->check)
+		rc = op->check(dt, n, qs->err);
+	*nn_count += !rc && n->kind == YQL_NN;
+	return rc;
 }
 
 /* Every field named in the tree must exist in at least one document type. */
 static int check_fields(struct qstate *qs, const struct yql_node *n)
 {
-	if (n->kind == YQL_AND || n->kind == YQL_OR || n->kind == YQL_NOT || n->kind == YQL_RANK ||
-	    n->kind == YQL_WEAKAND) {
+	if (eng_ops[n->kind]->connective) {
 		for (int i = 0; i < n->nkids; i++) {
 			int rc = check_fields(qs, n->kids[i]);
 			if (rc)
@@ -349,7 +307,7 @@ static struct yql_node *find_nn(struct yql_node *n)
 	return NULL;
 }
 
-/* ---- evaluating the where tree --------------------------------------------------------- */
+/* ---- the documents' values, for the operators ------------------------------------------- */
 
 static const struct store_value *doc_value(struct qstate *qs, struct dtstate *ds, uint32_t lid,
                                            int fidx)
@@ -368,163 +326,18 @@ static const struct store_value *doc_value(struct qstate *qs, struct dtstate *ds
 	return qs->vals[fidx].set ? &qs->vals[fidx] : NULL;
 }
 
-/* The numeric value of a field; 0 when the document has none. */
-static int num_value(struct qstate *qs, struct dtstate *ds, uint32_t lid, int fidx, double *out)
+/* struct eng_match's reader. */
+static const struct store_value *match_value(void *ud, uint32_t lid, int fidx)
 {
-	const struct store_field *f = &ds->dt->fields[fidx];
-	if (f->attribute) {
-		const void *p = store_attr(qs->txn, ds->dt->store_id, fidx, lid);
-		if (!p)
-			return 0;
-		switch (f->type) {
-		case STORE_T_INT: *out = *(const int32_t *)p; return 1;
-		case STORE_T_LONG: *out = (double)*(const int64_t *)p; return 1;
-		case STORE_T_FLOAT: *out = *(const float *)p; return 1;
-		case STORE_T_DOUBLE: *out = *(const double *)p; return 1;
-		case STORE_T_BOOL: *out = *(const uint8_t *)p; return 1;
-		}
-		return 0;
-	}
-	const struct store_value *v = doc_value(qs, ds, lid, fidx);
-	if (!v)
-		return 0;
-	*out = (f->type == STORE_T_FLOAT || f->type == STORE_T_DOUBLE) ? v->d : (double)v->i;
-	return 1;
+	struct dtstate *ds = ud;
+	return doc_value(ds->qs, ds, lid, fidx);
 }
 
-static int in_nn(const struct dtstate *ds, uint32_t lid)
+static int eval(struct qstate *qs, struct dtstate *ds, const struct yql_node *n, uint32_t lid)
 {
-	size_t lo = 0, hi = ds->nnn;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (ds->nn[mid] < lid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < ds->nnn && ds->nn[lo] == lid;
-}
-
-/* field in (values): the document's value is one of them. */
-static int in_values(struct qstate *qs, struct dtstate *ds, const struct yql_node *n, uint32_t lid)
-{
-	if (n->strs) {
-		const struct store_value *sv = doc_value(qs, ds, lid, n->fidx);
-		for (int i = 0; sv && i < n->nvals; i++)
-			if (strlen(n->strs[i]) == sv->n && memcmp(sv->s, n->strs[i], sv->n) == 0)
-				return 1;
-		return 0;
-	}
-	double v;
-	if (!num_value(qs, ds, lid, n->fidx, &v))
-		return 0;
-	/* a float field holds its values as floats: so are the values compared */
-	int as_float = ds->dt->fields[n->fidx].type == STORE_T_FLOAT;
-	for (int i = 0; i < n->nvals; i++)
-		if (v == (as_float ? (double)(float)n->nums[i] : n->nums[i]))
-			return 1;
-	return 0;
-}
-
-/* Whether v passes the comparison or range n. */
-/* A condition on a collection or struct field: on any element (or key)
- * of an array or weighted set, or on the values at a path inside it. */
-static int json_match(struct qstate *qs, struct dtstate *ds, const struct yql_node *n,
-                      uint32_t lid)
-{
-	const struct store_value *sv = doc_value(qs, ds, lid, n->fidx);
-	const struct rank_field *rf = rank_schema_field(ds->dt->schema, n->fidx);
-	const char *dot = strchr(n->field, '.');
-	int m;
-	if (!sv)
-		return 0;
-	if (dot)
-		m = eng_cvalue_path_match(rf, sv->s, sv->n, dot + 1,
-		                          n->kind == YQL_CONTAINS ? n->str : NULL, yql_number_test, n);
-	else if (n->kind == YQL_CONTAINS)
-		m = eng_cvalue_contains(rf, sv->s, sv->n, n->str);
-	else
-		m = eng_cvalue_any_number(rf, sv->s, sv->n, yql_number_test, n);
-	if (m < 0)
-		qs->match_nomem = 1; /* the caller fails the query */
-	return m > 0;
-}
-
-/* nn_true: treat nearestNeighbor as true (while finding the NN set). */
-static int eval(struct qstate *qs, struct dtstate *ds, const struct yql_node *n, uint32_t lid,
-                int nn_true)
-{
-	double v;
-	switch (n->kind) {
-	case YQL_TRUE: return 1;
-	case YQL_FALSE: return 0;
-	case YQL_AND:
-		for (int i = 0; i < n->nkids; i++)
-			if (!eval(qs, ds, n->kids[i], lid, nn_true))
-				return 0;
-		return 1;
-	case YQL_OR:
-		for (int i = 0; i < n->nkids; i++)
-			if (eval(qs, ds, n->kids[i], lid, nn_true))
-				return 1;
-		return 0;
-	case YQL_NOT:
-		return !eval(qs, ds, n->kids[0], lid, nn_true);
-	case YQL_RANK:
-		return eval(qs, ds, n->kids[0], lid, nn_true);
-	case YQL_WEAKAND:
-		return eng_wand_match(ds->wand, n, lid);
-	case YQL_CMP:
-	case YQL_RANGE:
-		if (n->fidx >= 0 && ds->dt->fields[n->fidx].type == STORE_T_JSON)
-			return json_match(qs, ds, n, lid);
-		if (n->fidx < 0 || !num_value(qs, ds, lid, n->fidx, &v))
-			return 0;
-		return yql_number_test(n, v);
-	case YQL_CONTAINS: {
-		if (n->fidx < 0)
-			return 0;
-		const struct eng_text *t = eng_text_of(ds->text, n);
-		if (t)
-			return eng_text_match(t, lid);
-		if (ds->dt->fields[n->fidx].type == STORE_T_JSON)
-			return json_match(qs, ds, n, lid);
-		const struct store_value *sv = doc_value(qs, ds, lid, n->fidx);
-		size_t len = strlen(n->str);
-		return sv && sv->n == len && memcmp(sv->s, n->str, len) == 0;
-	}
-	case YQL_NN:
-		if (n->fidx < 0)
-			return 0;
-		return nn_true || in_nn(ds, lid);
-	case YQL_SAME:
-		return n->fidx >= 0 && eng_same_match(ds->same, n, lid);
-	case YQL_WSET: {
-		double score;
-		int m = n->fidx < 0 ? 0 : eng_wset_match(ds->wset, n, lid, wset_value, ds, &score);
-		if (m < 0)
-			qs->match_nomem = 1;
-		return m > 0;
-	}
-	case YQL_IN:
-		return n->fidx >= 0 && in_values(qs, ds, n, lid);
-	case YQL_GEO:
-	case YQL_PREDICATE: {
-		const struct store_value *sv = n->fidx >= 0 ? doc_value(qs, ds, lid, n->fidx) : NULL;
-		return sv && eng_typed_match(n, sv);
-	}
-	case YQL_MATCHES: {
-		if (n->fidx < 0)
-			return 0;
-		const struct store_value *sv = doc_value(qs, ds, lid, n->fidx);
-		if (!sv)
-			return 0;
-		/* the stored bytes have no NUL: pmatch[0] bounds them (REG_STARTEND) */
-		regmatch_t m = { 0, (regoff_t)sv->n };
-		return regexec(n->re, sv->s ? sv->s : "", 1, &m, REG_STARTEND) == 0;
-	}
-	}
-	return 0;
+	int m = eng_match_node(&ds->m, n, lid);
+	qs->match_nomem |= ds->m.nomem;
+	return m;
 }
 
 /* ---- nearest neighbours (nearest.c) ---------------------------------------------------- */
@@ -533,7 +346,9 @@ static int eval(struct qstate *qs, struct dtstate *ds, const struct yql_node *n,
 static int nn_filter(void *ud, uint32_t lid)
 {
 	struct dtstate *ds = ud;
-	int m = eval(ds->qs, ds, ds->qs->yql->where, lid, 1);
+	ds->m.nn_true = 1;
+	int m = eval(ds->qs, ds, ds->qs->yql->where, lid);
+	ds->m.nn_true = 0;
 	return ds->qs->match_nomem ? STRATA_NOMEM : m;
 }
 
@@ -562,7 +377,10 @@ static int nn_set(struct qstate *qs, struct dtstate *ds, struct yql_node *nn)
 		.tune = ds->nn_tune, .filter = filtered ? nn_filter : NULL, .distance = nn_distance, .ud = ds,
 	};
 	r.query = rank_query_nn_cells(ds->rq, &r.ncells);
-	return eng_nn_set(&r, &ds->nn, &ds->nnn, qs->err);
+	int rc = eng_nn_set(&r, &ds->nn, &ds->nnn, qs->err);
+	ds->m.nn = ds->nn;
+	ds->m.nnn = ds->nnn;
+	return rc;
 }
 
 /* ---- per document type ---------------------------------------------------------------- */
@@ -838,10 +656,63 @@ static int match_all(struct qstate *qs, struct dtstate *ds, uint32_t nlive, uint
 	return 0;
 }
 
+/* Test the documents of ds against the where tree, adding the matches:
+ * those iterator it gives (NULL: every live document in turn; when the
+ * live ids are 0 .. nlive - 1, by counting instead of stepping a cursor
+ * through the documents).  Returns 0, 1 when the deadline stopped it, or
+ * an error. */
+static int match_docs(struct qstate *qs, struct dtstate *ds, struct eng_iter *it)
+{
+	uint32_t nlive = 0, lid = 0;
+	int dense = store_dense(qs->txn, ds->dt->store_id, &nlive), rc;
+	if (!it && dense && qs->yql->where->kind == YQL_TRUE && (rc = match_all(qs, ds, nlive, &lid)))
+		return rc;
+	for (;; lid++) {
+		if (it) {
+			if ((rc = it->seek(it, &lid)) != 0)
+				return rc == STRATA_NOT_FOUND ? 0 : rc;
+			if (dense && lid >= nlive)
+				return 0; /* no live document after nlive */
+			uint32_t live = lid;
+			if (!dense && store_next(qs->txn, ds->dt->store_id, &live) != 0)
+				return 0;
+			if (live != lid) { /* removed: on from the next live one */
+				lid = live - 1;
+				continue;
+			}
+		} else if (dense ? lid >= nlive : store_next(qs->txn, ds->dt->store_id, &lid) != 0) {
+			return 0;
+		}
+		int stop = ds->covered && ds->covered % BLOCK == 0 ? eng_deadline_check(&qs->dl, qs->err)
+		                                                   : 0;
+		if (stop)
+			return stop;
+		if (eval(qs, ds, qs->yql->where, lid)) {
+			if ((rc = add_hit(qs, ds, lid)) != 0)
+				return rc;
+			/* until the first phase scores it: how many documents came before it */
+			qs->hits[qs->nhits - 1].first = (double)ds->covered;
+		}
+		ds->covered++;
+		if (qs->match_nomem)
+			return base_nomem(qs->err, "matching a collection value");
+		if (lid == UINT32_MAX)
+			return 0;
+	}
+}
+
 static int run_doctype(struct qstate *qs, struct dtstate *ds)
 {
 	struct yql_node *nn = find_nn(qs->yql->where);
 	int rc;
+	/* open until the query ends: rank features and summaries read it (and
+	 * a nearestNeighbor's filter matches with it) */
+	if ((rc = eng_text_open(qs->txn, ds->dt, qs->yql->where, &ds->m.text, qs->err)) != 0 ||
+	    (rc = eng_wset_open(qs->txn, ds->dt, qs->yql->where, &ds->m.wset, qs->err)) != 0 ||
+	    (rc = eng_same_open(qs->txn, ds->dt, qs->yql->where, &ds->m.same, qs->err)) != 0 ||
+	    (rc = eng_wand_open(qs->txn, ds->dt, ds->m.text, qs->yql->where, &ds->m.wand,
+	                        qs->err)) != 0)
+		return rc;
 	if (nn && nn->fidx >= 0) {
 		uint64_t a = mark();
 		rc = rank_query_set_nn(ds->rq, nn->field, nn->input, qs->err);
@@ -855,54 +726,21 @@ static int run_doctype(struct qstate *qs, struct dtstate *ds)
 			return rc;
 	}
 	size_t base = qs->nhits;
-	/* open until the query ends: rank features and summaries read it */
-	if ((rc = eng_text_open(qs->txn, ds->dt, qs->yql->where, &ds->text, qs->err)) != 0 ||
-	    (rc = eng_wset_open(qs->txn, ds->dt, qs->yql->where, &ds->wset, qs->err)) != 0 ||
-	    (rc = eng_same_open(qs->txn, ds->dt, qs->yql->where, &ds->same, qs->err)) != 0 ||
-	    (rc = eng_wand_open(qs->txn, ds->dt, ds->text, qs->yql->where, &ds->wand, qs->err)) != 0)
+	/* The documents the where tree's iterator gives (a superset of its
+	 * matches: each is tested), else every document. */
+	struct eng_iter *it = NULL;
+	if (qs->yql->where->kind != YQL_TRUE && (rc = eng_iter_open(&ds->m, qs->yql->where, &it)))
 		return rc;
-	/* a weakAnd that every match must pass: its matches only, else every document */
-	const uint32_t *drive;
-	size_t ndrive, at = 0;
-	int driven = eng_wand_driver(ds->wand, qs->yql->where, &drive, &ndrive);
-	ds->span = driven ? ndrive : 0;
-	if (!driven && qs->yql->where->kind == YQL_TRUE) { /* all match: room for all at once */
-		uint64_t all = store_count(qs->txn, ds->dt->store_id);
-		if (all < MAX_MATCHES && base_grow((void **)&qs->hits, &qs->cap, qs->nhits + all,
-		                                   sizeof *qs->hits, MAX_MATCHES) != 0)
-			return base_nomem(qs->err, "matches");
-	}
-	/* Every document in turn: when the live ids are 0 .. nlive - 1, by
-	 * counting instead of stepping a cursor through the documents. */
-	uint32_t nlive = 0;
-	int dense = !driven && store_dense(qs->txn, ds->dt->store_id, &nlive);
-	uint32_t lid0 = 0;
-	if (dense && qs->yql->where->kind == YQL_TRUE && (rc = match_all(qs, ds, nlive, &lid0)) < 0)
+	uint64_t all = store_count(qs->txn, ds->dt->store_id);
+	ds->span = it ? (it->est < all ? it->est : all) : 0;
+	if (!it && qs->yql->where->kind == YQL_TRUE && all < MAX_MATCHES &&
+	    base_grow((void **)&qs->hits, &qs->cap, qs->nhits + all, sizeof *qs->hits,
+	              MAX_MATCHES) != 0) /* all match: room for all at once */
+		return base_nomem(qs->err, "matches");
+	rc = match_docs(qs, ds, it);
+	eng_iter_close(it);
+	if (rc < 0)
 		return rc;
-	for (uint32_t lid = lid0;
-	     driven ? at < ndrive
-	            : dense ? lid < nlive : store_next(qs->txn, ds->dt->store_id, &lid) == 0;
-	     lid++) {
-		if (driven)
-			lid = drive[at++];
-		int stop = ds->covered && ds->covered % BLOCK == 0 ? eng_deadline_check(&qs->dl, qs->err)
-		                                                   : 0;
-		if (stop < 0)
-			return stop;
-		if (stop)
-			break;
-		if (eval(qs, ds, qs->yql->where, lid, 0)) {
-			if ((rc = add_hit(qs, ds, lid)) != 0)
-				return rc;
-			/* until the first phase scores it: how many documents came before it */
-			qs->hits[qs->nhits - 1].first = (double)ds->covered;
-		}
-		ds->covered++;
-		if (qs->match_nomem)
-			return base_nomem(qs->err, "matching a collection value");
-		if (lid == UINT32_MAX)
-			break;
-	}
 	size_t n = qs->nhits - base;
 	if (!n)
 		return 0;
@@ -1075,7 +913,7 @@ static void hit_value(void *ud, size_t i, const char *field, struct eng_hitval *
 			v->s = sv->s;
 			v->n = sv->n;
 		}
-	} else if (is_numeric(t) && num_value(qs, h->ds, h->lid, fi, &v->num)) {
+	} else if (eng_numeric_type(t) && eng_num_value(&h->ds->m, h->lid, fi, &v->num)) {
 		v->kind = 1;
 		v->integral = t == STORE_T_INT || t == STORE_T_LONG || t == STORE_T_BOOL;
 	}
@@ -1116,7 +954,7 @@ static int check_attr(struct qstate *qs, const char *name, int col, const char *
 		if (fi < 0)
 			continue;
 		const struct store_field *f = &dt->fields[fi];
-		if (!f->attribute || (f->type != STORE_T_STRING && !is_numeric(f->type)))
+		if (!f->attribute || (f->type != STORE_T_STRING && !eng_numeric_type(f->type)))
 			return base_err(qs->err, STRATA_INVALID_ARGUMENT,
 			                "yql:1:%d: %s needs a number or string attribute; '%s' is not one",
 			                col, what, name);
@@ -1275,6 +1113,11 @@ static int run(struct qstate *qs, const json_t *req, char **result)
 		int nn_count = 0;
 		ds->txn = qs->txn;
 		ds->qs = qs;
+		ds->m.txn = qs->txn;
+		ds->m.dt = ds->dt;
+		ds->m.value = match_value;
+		ds->m.ud = ds;
+		ds->m.err = err;
 		base_arena_init(&ds->sparse, 1 << 12);
 		ds->docs.ud = ds;
 		ds->docs.attr = attr_cb;
@@ -1345,10 +1188,10 @@ int strata_query_json(struct strata *db, const char *request, char **result,
 		}
 		if (qs.ds[i].nn)
 			base_free(qs.ds[i].nn, qs.ds[i].nnn * sizeof *qs.ds[i].nn);
-		eng_wand_close(qs.ds[i].wand);
-		eng_text_close(qs.ds[i].text);
-		eng_wset_close(qs.ds[i].wset);
-		eng_same_close(qs.ds[i].same);
+		eng_wand_close(qs.ds[i].m.wand);
+		eng_text_close(qs.ds[i].m.text);
+		eng_wset_close(qs.ds[i].m.wset);
+		eng_same_close(qs.ds[i].m.same);
 		base_arena_free(&qs.ds[i].sparse);
 	}
 	if (qs.ds)

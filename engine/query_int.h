@@ -14,15 +14,11 @@ struct dtstate {
 	struct rank_query *rq;
 	struct rank_docs docs;
 	struct store_txn *txn;
-	struct eng_textset *text; /* contains on text-indexed fields (textmatch.c) */
-	struct eng_wset *wset;    /* dotProduct, wand, weightedSet (wsetmatch.c) */
-	struct eng_same *same;    /* contains sameElement (samematch.c) */
-	struct eng_wandset *wand; /* the matches of each weakAnd (wand.c) */
+	struct eng_match m;       /* what the operators match with (match/ops.c) */
 	const struct rank_summary_class *summary; /* presentation.summary, or NULL */
 	double nn_tune[RANK_NN_NSETTINGS]; /* the search's tuning (eng_nn_tuning) */
-	uint32_t *nn;        /* sorted lids of the nearestNeighbor set */
+	uint32_t *nn;        /* sorted lids of the nearestNeighbor set (m.nn borrows it) */
 	size_t nnn;
-	int has_nn;
 	struct qstate *qs;
 	struct base_arena sparse; /* values of mapped tensor fields ranking read */
 	uint64_t covered;    /* documents (or weakAnd matches, see span) matched and ranked */

@@ -3,7 +3,9 @@
  * (with targetHits, scoreThreshold and label) and weightedSet, their tokens
  * (strings and integers) and weights as the condition tree holds them; and
  * of contains sameElement("a", ...) on arrays of strings; every error with
- * its yql:LINE:COL position.
+ * its yql:LINE:COL position.  Also the operator table (one row per kind)
+ * and the iterators the operators drive matches with (and, or over sorted
+ * sets) against a plain scan of random sets.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -108,9 +110,83 @@ static void test_errors(void **state)
 	        "yql:1:48: expected a number, found '\"x\"'");
 }
 
+/* Every kind has a row with a name and a match; the connectives say so. */
+static void test_table(void **state)
+{
+	assert_null(eng_ops[0]);
+	for (int k = 1; k < YQL_KINDS; k++) {
+		assert_non_null(eng_ops[k]);
+		assert_non_null(eng_ops[k]->name);
+		assert_non_null(eng_ops[k]->match);
+		int conn = k == YQL_AND || k == YQL_OR || k == YQL_NOT || k == YQL_RANK ||
+		           k == YQL_WEAKAND;
+		assert_int_equal(eng_ops[k]->connective, conn);
+	}
+}
+
+static uint64_t rnd_state = 88172645463325252ull;
+static uint32_t rnd(uint32_t n)
+{
+	rnd_state ^= rnd_state << 13;
+	rnd_state ^= rnd_state >> 7;
+	rnd_state ^= rnd_state << 17;
+	return (uint32_t)(rnd_state % n);
+}
+
+#define SPACE 600
+
+/* A random subset of 0 .. SPACE - 1 as sorted lids and as a membership map. */
+static size_t random_set(uint32_t *lids, unsigned char *in, uint32_t density)
+{
+	size_t n = 0;
+	for (uint32_t i = 0; i < SPACE; i++)
+		if ((in[i] = rnd(100) < density))
+			lids[n++] = i;
+	return n;
+}
+
+/* and / or of three random sets, each sought from random targets, give
+ * the first member >= each target, as a scan finds it. */
+static void test_iterators(void **state)
+{
+	static uint32_t lids[3][SPACE];
+	static unsigned char in[3][SPACE];
+	for (int round = 0; round < 300; round++) {
+		size_t n[3];
+		for (int i = 0; i < 3; i++)
+			n[i] = random_set(lids[i], in[i], 1 + rnd(60));
+		for (int any = 0; any < 2; any++) {
+			struct eng_iter *kids[3];
+			for (int i = 0; i < 3; i++)
+				assert_non_null(kids[i] = eng_iter_array(lids[i], n[i], NULL, 0));
+			struct eng_iter *it = any ? eng_iter_or(kids, 3) : eng_iter_and(kids, 3);
+			assert_non_null(it);
+			uint32_t target = 0;
+			for (;;) {
+				uint32_t want = target;
+				while (want < SPACE && !(any ? in[0][want] || in[1][want] || in[2][want]
+				                             : in[0][want] && in[1][want] && in[2][want]))
+					want++;
+				uint32_t got = target;
+				int rc = it->seek(it, &got);
+				if (want >= SPACE) {
+					assert_int_equal(rc, STRATA_NOT_FOUND);
+					break;
+				}
+				assert_int_equal(rc, 0);
+				assert_int_equal(got, want);
+				target = got + (rnd(4) ? 1 : 1 + rnd(40)); /* step, or skip ahead */
+			}
+			eng_iter_close(it);
+		}
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_table),
+		cmocka_unit_test(test_iterators),
 		cmocka_unit_test(test_parse),
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_same_element),

@@ -267,3 +267,40 @@ int eng_nn_tuning(const struct rank_profile *prof, const json_t *req, double *tu
 	}
 	return 0;
 }
+
+/* ---- the nearestNeighbor operator -------------------------------------------------- */
+
+static int nn_check(const struct eng_doctype *dt, const struct yql_node *n,
+                    struct strata_error *err)
+{
+	const struct rank_field *rf = rank_schema_field(dt->schema, n->fidx);
+	int mv = rank_field_multivec(rf);
+	if (eng_field_mapped(rf) && !mv)
+		return base_err(err, STRATA_NOT_IMPLEMENTED,
+		                "yql:1:%d: nearestNeighbor on '%s', a tensor with mapped dimensions "
+		                "other than one mapped and some indexed, is not supported", n->col,
+		                n->field);
+	if ((dt->fields[n->fidx].type != STORE_T_TENSOR && !mv) || !rf->attribute)
+		return base_err(err, STRATA_INVALID_ARGUMENT,
+		                "yql:1:%d: nearestNeighbor needs a tensor attribute; '%s' is not one",
+		                n->col, n->field);
+	return 0;
+}
+
+/* In the set found before matching (nn_set in query.c), or any document
+ * while the set's filter is tested. */
+static int nn_match(struct eng_match *m, const struct yql_node *n, uint32_t lid)
+{
+	return m->nn_true || eng_lid_find(m->nn, m->nnn, lid) < m->nnn;
+}
+
+static int nn_open(struct eng_match *m, const struct yql_node *n, struct eng_iter **out)
+{
+	*out = NULL;
+	if (m->nn_true)
+		return 0;
+	*out = eng_iter_array(m->nn, m->nnn, NULL, 0);
+	return *out ? 0 : base_nomem(m->err, "an iterator");
+}
+
+const struct eng_op eng_op_nn = { "nearestNeighbor", 0, nn_check, nn_match, nn_open };

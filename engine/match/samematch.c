@@ -179,3 +179,12 @@ int eng_same_match(struct eng_same *s, const struct yql_node *n, uint32_t lid)
 	}
 	return nc > 0;
 }
+
+/* ---- the sameElement operator ------------------------------------------------------ */
+
+static int same_match(struct eng_match *m, const struct yql_node *n, uint32_t lid)
+{
+	return eng_same_match(m->same, n, lid);
+}
+
+const struct eng_op eng_op_same = { "sameElement", 0, eng_same_check, same_match, NULL };

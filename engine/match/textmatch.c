@@ -658,3 +658,57 @@ int eng_text_positions(const struct eng_textset *s, int field, uint32_t lid,
 	}
 	return n;
 }
+
+/* ---- the contains operator ------------------------------------------------------- */
+
+static int contains_check(const struct eng_doctype *dt, const struct yql_node *n,
+                          struct strata_error *err)
+{
+	if (dt->fields[n->fidx].type == STORE_T_STRING ||
+	    eng_cvalue_holds_strings(rank_schema_field(dt->schema, n->fidx)))
+		return 0;
+	return base_err(err, STRATA_INVALID_ARGUMENT,
+	                "yql:1:%d: 'contains' needs a string field, or an array or weightedset "
+	                "of strings; '%s' is not one", n->col, n->field);
+}
+
+static int contains_match(struct eng_match *m, const struct yql_node *n, uint32_t lid)
+{
+	const struct eng_text *t = eng_text_of(m->text, n);
+	return t ? eng_text_match(t, lid) : eng_value_contains(m, n, lid);
+}
+
+/* On a text index: the documents of every word's lists (of any of a
+ * prefix word's expansions); a phrase's positions are tested after. */
+static int contains_open(struct eng_match *m, const struct yql_node *n, struct eng_iter **out)
+{
+	const struct eng_text *t = eng_text_of(m->text, n);
+	*out = NULL;
+	if (!t)
+		return 0;
+	if (!t->nterms || t->nterms < t->nwords)
+		*out = eng_iter_array(NULL, 0, NULL, 0);
+	else if (!t->prefix)
+		*out = eng_iter_postings(t->pl, t->nterms, 0);
+	else {
+		struct eng_iter *words[MAX_TERMS];
+		int nw = 0;
+		for (int w = 0; w < t->nwords; w++) {
+			int from, to;
+			word_lists(t, w, &from, &to);
+			if (from == to || !(words[nw] = eng_iter_postings(t->pl + from, to - from, 1))) {
+				while (nw)
+					eng_iter_close(words[--nw]);
+				if (from == to) /* a word without terms: nothing matches */
+					*out = eng_iter_array(NULL, 0, NULL, 0);
+				return *out ? 0 : base_nomem(m->err, "an iterator");
+			}
+			nw++;
+		}
+		*out = nw == 1 ? words[0] : eng_iter_and(words, nw);
+	}
+	return *out ? 0 : base_nomem(m->err, "an iterator");
+}
+
+const struct eng_op eng_op_contains = { "contains", 0, contains_check, contains_match,
+                                        contains_open };

@@ -44,3 +44,20 @@ double eng_typed_feature(const struct yql_node *where, const struct rank_field *
 	uint64_t bits = n && v ? eng_predicate_match(v->s, v->n, n) : 0;
 	return (double)(feature == RANK_TF_SUBQUERIES_MSB ? bits >> 32 : bits & 0xffffffffu);
 }
+
+/* ---- the predicate and geoLocation operators ----------------------------------------- */
+
+static int typed_check(const struct eng_doctype *dt, const struct yql_node *n,
+                       struct strata_error *err)
+{
+	return eng_typed_check(rank_schema_field(dt->schema, n->fidx), n, err);
+}
+
+static int typed_match(struct eng_match *m, const struct yql_node *n, uint32_t lid)
+{
+	const struct store_value *sv = m->value(m->ud, lid, n->fidx);
+	return sv && eng_typed_match(n, sv);
+}
+
+const struct eng_op eng_op_predicate = { "predicate", 0, typed_check, typed_match, NULL };
+const struct eng_op eng_op_geo = { "geoLocation", 0, typed_check, typed_match, NULL };

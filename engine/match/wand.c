@@ -344,23 +344,19 @@ int eng_wand_match(const struct eng_wandset *s, const struct yql_node *n, uint32
 	return wd && eng_lid_find(wd->lids, wd->n, lid) < wd->n;
 }
 
-int eng_wand_driver(const struct eng_wandset *s, const struct yql_node *where,
-                    const uint32_t **lids, size_t *n)
+/* ---- the weakAnd operator ------------------------------------------------------------- */
+
+static int weakand_match(struct eng_match *m, const struct yql_node *n, uint32_t lid)
 {
-	if (!s || !where)
-		return 0;
-	const struct wand *wd = NULL;
-	if (where->kind == YQL_WEAKAND)
-		wd = find(s, where);
-	else if (where->kind == YQL_RANK)
-		return eng_wand_driver(s, where->kids[0], lids, n);
-	else if (where->kind == YQL_AND)
-		for (int i = 0; i < where->nkids && !wd; i++)
-			if (where->kids[i]->kind == YQL_WEAKAND)
-				wd = find(s, where->kids[i]);
-	if (!wd)
-		return 0;
-	*lids = wd->lids;
-	*n = wd->n;
-	return 1;
+	return eng_wand_match(m->wand, n, lid);
 }
+
+/* Its matches, found when the set opened. */
+static int weakand_open(struct eng_match *m, const struct yql_node *n, struct eng_iter **out)
+{
+	const struct wand *wd = m->wand ? find(m->wand, n) : NULL;
+	*out = wd ? eng_iter_array(wd->lids, wd->n, NULL, 0) : eng_iter_array(NULL, 0, NULL, 0);
+	return *out ? 0 : base_nomem(m->err, "an iterator");
+}
+
+const struct eng_op eng_op_weakand = { "weakAnd", 1, NULL, weakand_match, weakand_open };

@@ -411,3 +411,22 @@ double eng_wset_feature(struct eng_wset *w, int feature, int field, const char *
 	}
 	return sum;
 }
+
+/* ---- the dotProduct, wand and weightedSet operators ---------------------------------- */
+
+static const struct store_value *doc_value(void *ud, int field, uint32_t lid)
+{
+	struct eng_match *m = ud;
+	return m->value(m->ud, lid, field);
+}
+
+static int wset_match(struct eng_match *m, const struct yql_node *n, uint32_t lid)
+{
+	double score;
+	int r = eng_wset_match(m->wset, n, lid, doc_value, m, &score);
+	if (r < 0)
+		m->nomem = 1;
+	return r > 0;
+}
+
+const struct eng_op eng_op_wset = { "weightedSet", 0, eng_wset_check, wset_match, NULL };

@@ -1,0 +1,156 @@
+/*
+ * compare.c: conditions on a document's stored values: comparisons
+ * (f < 5, f = 5, ...), range(f, lo, hi), f in (v, ...), f matches "re",
+ * and contains on a field without a text index (the value is the string).
+ * A numeric attribute is read from its column in the store's map; other
+ * values through the query's reader (m->value).  On an array or weighted
+ * set, or on a path inside a collection or struct field (f.path), a
+ * condition holds when any element (key) or value at the path passes.
+ */
+#include <string.h>
+
+#include "../engine_int.h"
+
+int eng_numeric_type(int t)
+{
+	return t == STORE_T_INT || t == STORE_T_LONG || t == STORE_T_FLOAT || t == STORE_T_DOUBLE ||
+	       t == STORE_T_BOOL;
+}
+
+int eng_num_value(struct eng_match *m, uint32_t lid, int fidx, double *out)
+{
+	const struct store_field *f = &m->dt->fields[fidx];
+	if (f->attribute) {
+		const void *p = store_attr(m->txn, m->dt->store_id, fidx, lid);
+		if (!p)
+			return 0;
+		switch (f->type) {
+		case STORE_T_INT: *out = *(const int32_t *)p; return 1;
+		case STORE_T_LONG: *out = (double)*(const int64_t *)p; return 1;
+		case STORE_T_FLOAT: *out = *(const float *)p; return 1;
+		case STORE_T_DOUBLE: *out = *(const double *)p; return 1;
+		case STORE_T_BOOL: *out = *(const uint8_t *)p; return 1;
+		}
+		return 0;
+	}
+	const struct store_value *v = m->value(m->ud, lid, fidx);
+	if (!v)
+		return 0;
+	*out = (f->type == STORE_T_FLOAT || f->type == STORE_T_DOUBLE) ? v->d : (double)v->i;
+	return 1;
+}
+
+/* n (CMP, RANGE or CONTAINS) on a collection or struct field. */
+static int collection_match(struct eng_match *m, const struct yql_node *n, uint32_t lid)
+{
+	const struct store_value *sv = m->value(m->ud, lid, n->fidx);
+	const struct rank_field *rf = rank_schema_field(m->dt->schema, n->fidx);
+	const char *dot = strchr(n->field, '.');
+	int r;
+	if (!sv)
+		return 0;
+	if (dot)
+		r = eng_cvalue_path_match(rf, sv->s, sv->n, dot + 1,
+		                          n->kind == YQL_CONTAINS ? n->str : NULL, yql_number_test, n);
+	else if (n->kind == YQL_CONTAINS)
+		r = eng_cvalue_contains(rf, sv->s, sv->n, n->str);
+	else
+		r = eng_cvalue_any_number(rf, sv->s, sv->n, yql_number_test, n);
+	if (r < 0)
+		m->nomem = 1; /* the query fails */
+	return r > 0;
+}
+
+int eng_value_contains(struct eng_match *m, const struct yql_node *n, uint32_t lid)
+{
+	if (m->dt->fields[n->fidx].type == STORE_T_JSON)
+		return collection_match(m, n, lid);
+	const struct store_value *sv = m->value(m->ud, lid, n->fidx);
+	size_t len = strlen(n->str);
+	return sv && sv->n == len && memcmp(sv->s, n->str, len) == 0;
+}
+
+/* ---- f < v, f = v, range(f, lo, hi) ------------------------------------------------- */
+
+static int cmp_check(const struct eng_doctype *dt, const struct yql_node *n,
+                     struct strata_error *err)
+{
+	const struct rank_field *rf = rank_schema_field(dt->schema, n->fidx);
+	int t = dt->fields[n->fidx].type;
+	if (eng_numeric_type(t) || eng_cvalue_holds_numbers(rf))
+		return 0;
+	return base_err(err, STRATA_INVALID_ARGUMENT,
+	                "yql:1:%d: field '%s' is not numeric: compare with %s", n->col, n->field,
+	                t == STORE_T_STRING || eng_cvalue_holds_strings(rf) ? "'contains'"
+	                                                                    : "nearestNeighbor");
+}
+
+static int cmp_match(struct eng_match *m, const struct yql_node *n, uint32_t lid)
+{
+	double v;
+	if (m->dt->fields[n->fidx].type == STORE_T_JSON)
+		return collection_match(m, n, lid);
+	return eng_num_value(m, lid, n->fidx, &v) && yql_number_test(n, v);
+}
+
+const struct eng_op eng_op_cmp = { "comparison", 0, cmp_check, cmp_match, NULL };
+const struct eng_op eng_op_range = { "range", 0, cmp_check, cmp_match, NULL };
+
+/* ---- f in (v, ...) --------------------------------------------------------------- */
+
+static int in_check(const struct eng_doctype *dt, const struct yql_node *n,
+                    struct strata_error *err)
+{
+	int t = dt->fields[n->fidx].type;
+	if (n->strs ? t == STORE_T_STRING : eng_numeric_type(t))
+		return 0;
+	return base_err(err, STRATA_INVALID_ARGUMENT,
+	                "yql:1:%d: 'in' with %s needs a %s field; '%s' is not one", n->col,
+	                n->strs ? "strings" : "numbers", n->strs ? "string" : "numeric", n->field);
+}
+
+static int in_match(struct eng_match *m, const struct yql_node *n, uint32_t lid)
+{
+	if (n->strs) {
+		const struct store_value *sv = m->value(m->ud, lid, n->fidx);
+		for (int i = 0; sv && i < n->nvals; i++)
+			if (strlen(n->strs[i]) == sv->n && memcmp(sv->s, n->strs[i], sv->n) == 0)
+				return 1;
+		return 0;
+	}
+	double v;
+	if (!eng_num_value(m, lid, n->fidx, &v))
+		return 0;
+	/* a float field holds its values as floats: so are the values compared */
+	int as_float = m->dt->fields[n->fidx].type == STORE_T_FLOAT;
+	for (int i = 0; i < n->nvals; i++)
+		if (v == (as_float ? (double)(float)n->nums[i] : n->nums[i]))
+			return 1;
+	return 0;
+}
+
+const struct eng_op eng_op_in = { "in", 0, in_check, in_match, NULL };
+
+/* ---- f matches "regex" ------------------------------------------------------------ */
+
+static int matches_check(const struct eng_doctype *dt, const struct yql_node *n,
+                         struct strata_error *err)
+{
+	if (dt->fields[n->fidx].type == STORE_T_STRING)
+		return 0;
+	return base_err(err, STRATA_INVALID_ARGUMENT,
+	                "yql:1:%d: 'matches' needs a string field; '%s' is not one", n->col,
+	                n->field);
+}
+
+static int matches_match(struct eng_match *m, const struct yql_node *n, uint32_t lid)
+{
+	const struct store_value *sv = m->value(m->ud, lid, n->fidx);
+	if (!sv)
+		return 0;
+	/* the stored bytes have no NUL: pmatch[0] bounds them (REG_STARTEND) */
+	regmatch_t r = { 0, (regoff_t)sv->n };
+	return regexec(n->re, sv->s ? sv->s : "", 1, &r, REG_STARTEND) == 0;
+}
+
+const struct eng_op eng_op_matches = { "matches", 0, matches_check, matches_match, NULL };
