@@ -74,6 +74,7 @@ static int register_doctype(struct strata *db, const struct rank_schema *s,
 			                "schema '%s': field '%s' has a type the store lacks",
 			                dt->name, rf->name);
 		sf->attribute = rf->attribute && !rf->imported; /* imported: read from the parent */
+		sf->fast_search = rf->fast_search && sf->attribute && rf->type != RANK_FT_POSITION;
 		int tf = rank_field_token_flags(rf);
 		if (tf >= 0)
 			sf->text = STORE_TEXT_ON | tf |

@@ -882,8 +882,6 @@ int eng_geo_match(const struct yql_node *n, int64_t packed);
  * query has none on the field). */
 double eng_geo_feature(const struct yql_node *g, int feature, const int64_t *packed);
 
-/* ---- textmatch.c: contains on text-indexed fields ----------------------------------- */
-
 /* ---- ops.c: the operator table; iter.c: iterators ------------------------------------- */
 
 struct eng_iter;
@@ -976,11 +974,16 @@ struct eng_iter *eng_iter_or(struct eng_iter **kids, int n);
 int eng_value_contains(struct eng_match *m, const struct yql_node *n, uint32_t lid);
 /* 1 when a store type is numeric (int, long, float, double, bool). */
 int eng_numeric_type(int store_type);
+/* Its iterator: the documents of the string in the field's value
+ * dictionary (fast-search), else *out NULL.  Returns 0 or an error. */
+int eng_value_open(struct eng_match *m, const struct yql_node *n, struct eng_iter **out);
 /* The numeric value of field fidx of lid into *out: 1, or 0 without one. */
 int eng_num_value(struct eng_match *m, uint32_t lid, int fidx, double *out);
 
 struct eng_text;
 struct eng_textset;
+/* ---- textmatch.c: contains on text-indexed fields ----------------------------------- */
+
 /* For each CONTAINS node of where on a field of dt with a text index (its
  * fidx resolved for dt): tokenize its string as the field is tokenized and
  * open the terms' posting lists in txn, into *out (NULL when there is no

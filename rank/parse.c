@@ -10,9 +10,10 @@
  * statements, rank-profile settings); what is not Vespa at all is a
  * STRATA_PARSE error; names that clash, bad types and counts are STRATA_TYPE.
  * Every message starts with "file:line:col: " and quotes the token at fault.
- * Accepted and ignored because they change nothing in what Strata computes:
- * attribute: fast-search / fast-access / paged / mutable, onnx-model thread
- * and device settings,
+ * attribute: fast-search is recorded on the field (the store keeps a value
+ * dictionary for it).  Accepted and ignored because they change nothing in
+ * what Strata computes: attribute: fast-access / paged / mutable (and
+ * fast-search in a struct-field), onnx-model thread and device settings,
  * rank-profile thread settings, set_language in indexing (the stemmer is
  * English), and rank: filter / normal on a field; and the field settings
  * parse_field.c lists as accepted (linguistics profiles, rank-type: about,
@@ -106,7 +107,7 @@ static const char *const unsupported_field_types[] = {
 static const char *const unsupported_field_settings[] = {"indexing-rewrite", NULL};
 
 static const char *const ignored_attribute_settings[] = {
-	"fast-search", "fast-access", "paged", "mutable", "fast-rank", "enable-bit-vectors",
+	"fast-access", "paged", "mutable", "fast-rank", "enable-bit-vectors",
 	"enable-only-bit-vector", NULL,
 };
 
@@ -177,6 +178,10 @@ static int attribute_setting(struct rank_parser *p, struct rank_field *f, const 
 {
 	if (rank_tok_is(t, "distance-metric"))
 		return distance_metric(p, f);
+	if (rank_tok_is(t, "fast-search")) {
+		f->fast_search = 1;
+		return 0;
+	}
 	if (rank_parser_name_in(t, ignored_attribute_settings))
 		return 0;
 	if (t->kind == RT_NAME)

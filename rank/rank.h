@@ -213,6 +213,8 @@ struct rank_field {
 	int64_t dims[RANK_MAX_RANK];   /* TENSOR: sizes; -1 for a mapped dimension */
 	const char *dim_names[RANK_MAX_RANK];
 	int distance_metric; /* enum rank_distance (attribute { distance-metric: ... }) */
+	int fast_search;     /* attribute: fast-search (or attribute { fast-search }): a value
+	                        dictionary that finds the documents holding a value */
 	int hnsw;            /* TENSOR: indexing: index, a nearest-neighbour graph */
 	int hnsw_m, hnsw_ef; /* index { hnsw { max-links-per-node, neighbors-to-explore-at-insert } };
 	                        0: the defaults (16, 200) */

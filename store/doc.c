@@ -4,7 +4,9 @@
  * A document has a local id (lid, u32) handed out by a per-type counter in
  * the meta DB and never reused, so a new lid has no column data anywhere.  The
  * "ids" DB maps the document id to its lid; the "docs" DB maps the lid to the
- * document record; column attributes live in attr.c's blocks.
+ * document record; column attributes live in attr.c's blocks.  Each write
+ * also brings the text index (text.c), the graphs (hnsw_sync.c) and the
+ * value dictionaries (dict.c) in line with the document.
  *
  * Record format, version 1 (native byte order, every part 8-byte aligned
  * from the record's start so tensor payloads are aligned whenever LMDB hands
@@ -586,18 +588,21 @@ static int write_put(struct store_txn *w, int t, const char *id,
 		rc = build_put(w, dt, id, idlen, values, &n, err);
 	if (rc)
 		return rc;
-
-	/* Writes from here on: a failure fails the transaction.  The text
-	 * index first, while old is still valid. */
-	store_attr_reset(w);
-	const char *what = "writing a document";
-	MDB_val rec = {n, w->buf};
 	unsigned char only[STORE_MAX_FIELDS];
 	if (update) {
 		memset(only, 0, (size_t)dt->nstored);
 		for (int sf = 0; sf < dt->nstored; sf++)
 			only[sf] = given(dt, values, sf) != NULL;
 	}
+	/* The dictionary keys of the values the write replaces. */
+	if ((rc = store_dict_before(w, dt, lid, fresh, update ? only : NULL, err)) != 0)
+		return rc;
+
+	/* Writes from here on: a failure fails the transaction.  The text
+	 * index first, while old is still valid. */
+	store_attr_reset(w);
+	const char *what = "writing a document";
+	MDB_val rec = {n, w->buf};
 	if ((rc = text_update(w, dt, lid, fresh ? NULL : &old, &rec, update ? only : NULL,
 	                      err)) != 0) {
 		w->failed = 1;
@@ -627,7 +632,8 @@ static int write_put(struct store_txn *w, int t, const char *id,
 			return rc;
 		}
 	}
-	if ((rc = store_hnsw_sync_doc(w, dt, lid, update ? only : NULL, err)) != 0) {
+	if ((rc = store_hnsw_sync_doc(w, dt, lid, update ? only : NULL, err)) != 0 ||
+	    (rc = store_dict_after(w, dt, lid, 0, update ? only : NULL, err)) != 0) {
 		w->failed = 1;
 		return rc;
 	}
@@ -663,6 +669,8 @@ int store_remove(struct store_txn *w, int doctype, const char *docid, struct str
 	if (rc)
 		return rc;
 	BASE_DEBUG_ASSERT(record_is(w, dt, lid, docid, idlen));
+	if ((rc = store_dict_before(w, dt, lid, 0, NULL, err)) != 0)
+		return rc;
 	store_attr_reset(w);
 	MDB_val k = {idlen, (void *)docid}, lk = {sizeof lid, &lid}, old;
 	rc = mdb_get(w->txn, dt->docs, &lk, &old);
@@ -685,7 +693,8 @@ int store_remove(struct store_txn *w, int doctype, const char *docid, struct str
 			return rc;
 		}
 	}
-	if ((rc = store_hnsw_sync_doc(w, dt, lid, NULL, err)) != 0) {
+	if ((rc = store_hnsw_sync_doc(w, dt, lid, NULL, err)) != 0 ||
+	    (rc = store_dict_after(w, dt, lid, 1, NULL, err)) != 0) {
 		w->failed = 1;
 		return rc;
 	}

@@ -2,8 +2,9 @@
  * doctype.c: document types.  store_doctype_add() records a type's field
  * layout in the meta DB the first time and checks it against the recorded
  * one afterwards, so data written under one layout is never read under an
- * incompatible one; it opens the type's tables and brings the text index in
- * line with the fields' text settings (doc.c rebuilds it when they changed).
+ * incompatible one; it opens the type's tables and brings the text index,
+ * the graphs and the value dictionaries in line with the fields' settings
+ * (doc.c, hnsw_sync.c and dict.c rebuild what changed).
  *
  * Invariants: a doctype's stored field list is append-only across the
  * store's life; the caller's field list and the stored one map to each
@@ -326,6 +327,10 @@ static int merge_fields(struct doctype *dt, const struct store_doctype *udt, uns
 		dt->stored[j].text = (uf->text & STORE_TEXT_ON) &&
 		                     (coll ? uf->type == STORE_T_JSON : uf->type == STORE_T_STRING)
 		                             ? uf->text : 0;
+		/* a dictionary on a string or a single number: others ignore the flag */
+		dt->stored[j].dict = uf->fast_search &&
+		                     (uf->type == STORE_T_STRING ||
+		                      (dt->stored[j].column && uf->type != STORE_T_TENSOR));
 		dt->stored[j].hnsw_metric = uf->hnsw_metric;
 		dt->stored[j].hnsw_m = uf->hnsw_m;
 		dt->stored[j].hnsw_ef = uf->hnsw_ef;
@@ -434,12 +439,14 @@ int store_doctype_add(struct store_env *env, const struct store_doctype *udt, in
 	    (rc = open_db(t, dt->name, "docs", MDB_INTEGERKEY, &dt->docs)) != 0 ||
 	    (rc = open_db(t, dt->name, "cols", MDB_INTEGERKEY, &dt->cols)) != 0 ||
 	    (rc = open_db(t, dt->name, "text", 0, &dt->text)) != 0 ||
-	    (rc = open_db(t, dt->name, "hnsw", 0, &dt->hnsw)) != 0) {
+	    (rc = open_db(t, dt->name, "hnsw", 0, &dt->hnsw)) != 0 ||
+	    (rc = open_db(t, dt->name, "dict", 0, &dt->dict)) != 0) {
 		rc = store_mdb_err(err, rc, "opening the document tables");
 		goto out;
 	}
 	if ((rc = store_doc_text_sync(t, env->meta, dt, err)) != 0 ||
-	    (rc = store_hnsw_sync(env, t, dt, err)) != 0)
+	    (rc = store_hnsw_sync(env, t, dt, err)) != 0 ||
+	    (rc = store_dict_sync(env, t, dt, err)) != 0)
 		goto out;
 	rc = mdb_txn_commit(t);
 	t = NULL;

@@ -305,6 +305,7 @@ static void txn_free(struct store_txn *txn)
 	base_free(txn->buf, txn->buf_cap);
 	store_tokbuf_free(&txn->tb); /* text indexing's (text.c) */
 	base_free(txn->ebuf, txn->ebuf_cap);
+	base_free(txn->dkeys, txn->dkeys_cap); /* the value dictionaries' (dict.c) */
 	if (txn->df_free)
 		txn->df_free(txn);
 	if (txn->hnsw)

@@ -76,6 +76,9 @@ struct store_field {
 	int64_t dims[STORE_MAX_RANK]; /* TENSOR: sizes */
 	int text;          /* STRING: STORE_TEXT_ON | BASE_TOKEN_* flags for a text index, else 0;
 	                      JSON: the same with STORE_TEXT_ARRAY or STORE_TEXT_WSET */
+	int fast_search;   /* 1: a value dictionary (see store_dict_range), for a STRING
+	                      field or a column attribute of type INT, LONG, FLOAT, DOUBLE
+	                      or BOOL; ignored on other fields */
 	/* TENSOR attributes of one dense dimension (cells float, double,
 	 * bfloat16 or int8): a nearest-neighbour graph (HNSW) under this
 	 * metric, STORE_METRIC_NONE for none; see store_hnsw_search(). */
@@ -160,7 +163,10 @@ void store_close(struct store_env *env);
  * cell type, shape or attribute flag changed is refused with
  * STRATA_INVALID_ARGUMENT naming the field and both types (the stored data
  * is left as it is).  A recorded field the given layout omits is hidden, its
- * data kept.  The attribute flag of a string field is ignored.  Names: the
+ * data kept.  The attribute flag of a string field is ignored.  The text
+ * indexes, graphs and value dictionaries whose settings changed (a
+ * fast-search flag set or cleared, or a field that is hidden now) are
+ * rebuilt or dropped here, in one transaction with the layout.  Names: the
  * type's is 1-200 of [A-Za-z0-9_.-], fields' 1-200 bytes, unique.  *id is the
  * handle used below; field indexes below are those of the given struct,
  * which may be freed after the call.  Returns 0, STRATA_INVALID_ARGUMENT,
@@ -416,6 +422,94 @@ int store_hnsw_check(struct store_txn *txn, int doctype, int field, uint64_t *no
 /* Bytes the field's graph takes in the store (keys and records, without
  * LMDB's page overhead); 0 without a graph. */
 uint64_t store_hnsw_bytes(struct store_txn *txn, int doctype, int field);
+
+/* ---- value dictionaries (fast-search) -------------------------------------------
+ *
+ * A field with store_field.fast_search (a STRING field, or a column
+ * attribute of type INT, LONG, FLOAT, DOUBLE or BOOL) has a dictionary from
+ * value to the local ids of the documents holding it, so that the documents
+ * with a value, or with a number in a range, are found without reading
+ * every document.  Every put, update and remove changes it in the same
+ * transaction as the document: after a crash the dictionary and the
+ * documents agree.  store_doctype_add builds the dictionary of a field that
+ * gains the flag (or of a store written before dictionaries) from the
+ * documents, once, and drops the dictionary of a field that loses it.
+ *
+ *     uint32_t *lids;
+ *     size_t n;
+ *     if (store_dict_range(r, dt, PRICE, 10.0, 20.0, &lids, &n, &err) == 0) {
+ *         for (size_t i = 0; i < n; i++)      // increasing local ids
+ *             ... lids[i] ...
+ *         store_dict_free(lids, n);
+ *     }
+ *     store_dict_string(r, dt, BRAND, "acme", 4, &lids, &n, &err);
+ *
+ * Numbers are compared as the double the column's value converts to
+ * exactly (an INT, FLOAT or BOOL: the value itself; a BOOL is 0 or 1), so
+ * a LONG beyond 2^53 in magnitude is compared rounded to a double and may
+ * match a range its exact value lies just outside: check the column when
+ * that matters.  -0.0 and 0.0 are one value.  A NaN is in the dictionary
+ * but never in a range (no comparison with NaN holds).
+ *
+ * Strings are compared as bytes.  An LMDB key is short, so the dictionary
+ * keeps at most STORE_DICT_STRING_MAX bytes of a value (a NUL byte counts
+ * twice): a longer value is kept under its first bytes, and a lookup of a
+ * longer value gives every document whose value is longer too and begins
+ * with the same STORE_DICT_STRING_MAX bytes.  So the dictionary never gives
+ * fewer documents than hold the exact value, but may give more: compare
+ * the stored value when an exact answer for such long values matters.
+ * Lookups of values up to STORE_DICT_STRING_MAX bytes (without NUL) are
+ * exact.
+ *
+ * Results are read in the snapshot of txn (a write transaction sees its own
+ * writes).  Reads only; any number of threads, each with its own read
+ * transaction.  Field indexes are the caller's. */
+
+/* Bytes of a string value a dictionary key keeps (a NUL byte counts twice). */
+#define STORE_DICT_STRING_MAX 480
+
+/* Whether field has a dictionary: 1 or 0 (also for a bad handle). */
+int store_dict_has(struct store_txn *txn, int doctype, int field);
+
+/* The local ids of the live documents whose value v of the numeric field
+ * has lo <= v <= hi (lo may be -INFINITY, hi INFINITY; a NaN bound, or lo >
+ * hi, matches nothing), increasing and each once, in a new array *lids of
+ * *n ids (NULL when none), which the caller frees with store_dict_free(*lids,
+ * *n) (that is base_free(*lids, *n * sizeof **lids)).  Returns 0,
+ * STRATA_INVALID_ARGUMENT (no dictionary on the field, a string field, a
+ * bad handle), STRATA_TXN_FAILED, STRATA_CORRUPT, STRATA_STORE,
+ * STRATA_NOMEM; on an error *lids is NULL and *n 0. */
+int store_dict_range(struct store_txn *txn, int doctype, int field, double lo, double hi,
+                     uint32_t **lids, size_t *n, struct strata_error *err);
+
+/* The local ids of the live documents whose value of the string field is
+ * s[0..len) (longer values: see above), increasing, in a new array as
+ * store_dict_range gives them.  Returns 0, STRATA_INVALID_ARGUMENT (no
+ * dictionary on the field, a numeric field, a bad handle),
+ * STRATA_TXN_FAILED, STRATA_CORRUPT, STRATA_STORE, STRATA_NOMEM. */
+int store_dict_string(struct store_txn *txn, int doctype, int field, const char *s, size_t len,
+                      uint32_t **lids, size_t *n, struct strata_error *err);
+
+/* Free a result of store_dict_range or store_dict_string (NULL: nothing). */
+void store_dict_free(uint32_t *lids, size_t n);
+
+/* The exact number of documents store_dict_range would give (not an
+ * estimate), without making or sorting the array: a walk over the range's
+ * keys in the memory map (some 170 documents to a 4 KiB page of a number's
+ * keys) that allocates nothing, so its cost still grows with the count.
+ * Returns store_dict_range's codes but STRATA_NOMEM. */
+int store_dict_count(struct store_txn *txn, int doctype, int field, double lo, double hi,
+                     uint64_t *n, struct strata_error *err);
+/* The same for store_dict_string. */
+int store_dict_string_count(struct store_txn *txn, int doctype, int field, const char *s,
+                            size_t len, uint64_t *n, struct strata_error *err);
+
+/* Check field's dictionary against the documents: one entry for each
+ * document with a value, under that value, and no other entry.  Reads
+ * every document: for tests and repair tools.  Returns 0, STRATA_CORRUPT
+ * naming the first disagreement, STRATA_INVALID_ARGUMENT (no dictionary),
+ * STRATA_TXN_FAILED, STRATA_STORE. */
+int store_dict_check(struct store_txn *txn, int doctype, int field, struct strata_error *err);
 
 /* Whether ptr lies inside the store's memory map (for zero-copy checks). */
 int store_in_map(const struct store_env *env, const void *ptr);

@@ -32,6 +32,18 @@
  *                 then the document's lid (u32).
  *   "meta" "g/<doctype>" -> the graph settings the graphs were built with
  *                 (an older "h/<doctype>" is replaced, its graphs rebuilt).
+ *   "<dt>/dict"   the value dictionaries of fast-search fields (dict.c), one
+ *                 entry per document with a value, the data empty: key
+ *                 field (u16 BE) value lid (u32 BE), the value of a number
+ *                 8 bytes (the double's bits, flipped so that bytes sort as
+ *                 numbers: all of them when negative, the sign bit when
+ *                 not; -0.0 as 0.0, every NaN as one), of a string its bytes
+ *                 with each 0x00 as 0x00 0x01, then 0x00 0x00 (0x00 0x02 after
+ *                 a value cut at STORE_DICT_STRING_MAX bytes), so a value's
+ *                 entries are one key range in lid order.
+ *   "meta" "d/<doctype>" -> the stored fields that have a dictionary (u32
+ *                 each) and the dictionaries' format (u32), so an open
+ *                 builds only a new one and drops one whose flag went.
  *
  * A doctype has two field lists.  The stored layout (struct sfield) is every
  * field ever recorded for the type, in the order first recorded: a stored
@@ -48,8 +60,8 @@
 
 #include "store.h"
 
-#define STORE_MAX_DOCTYPES 40      /* 4 named DBs each + meta must fit maxdbs */
-#define STORE_MAX_DBS 256         /* 5 named DBs per doctype + meta */
+#define STORE_MAX_DOCTYPES 40      /* 6 named DBs each + meta must fit maxdbs */
+#define STORE_MAX_DBS 256         /* 6 named DBs per doctype + meta */
 #define STORE_MAX_FIELDS 4096
 #define STORE_MAX_NAME 200         /* doctype and field names, bytes */
 #define STORE_MAX_STRING (16u << 20)
@@ -87,6 +99,8 @@ struct sfield {
 	                      index (STORE_TEXT_ON set), 0 without one */
 	int hnsw_metric;   /* enum store_metric: a graph (hnsw.c), 0 without */
 	int hnsw_m, hnsw_ef;
+	int dict;          /* 1: a value dictionary (dict.c): store_field.fast_search on a
+	                      string field or a number or bool column */
 	store_dist_fn dist; /* the graph's distance kernel (hnsw_dist.c) */
 	/* A JSON field of a multi-vector tensor with a graph (store_field's
 	 * vec_*): multi is 1 and the graph's vectors live in a column of this
@@ -102,14 +116,16 @@ struct sfield {
 
 struct doctype {
 	char *name;
-	MDB_dbi ids, docs, cols, text, hnsw;
+	MDB_dbi ids, docs, cols, text, hnsw, dict;
+	int ndict;               /* stored fields with a dictionary */
 	int nstored;
 	int stored_cap;          /* allocated entries; unused ones are zero */
 	struct sfield *stored;
 	int nuser;
 	int *ufield;             /* nuser: caller index -> stored index */
-	/* store_doc_bytes, set by doctype.c, for hnsw_multi.c (which reads the
-	 * records it is called from the writes of, so cannot name doc.c) */
+	/* store_doc_bytes, set by doctype.c, for hnsw_multi.c and dict.c (which
+	 * read the records they are called from the writes of, so cannot name
+	 * doc.c) */
 	int (*doc_bytes)(struct store_txn *txn, const struct doctype *dt, uint32_t lid, int sf,
 	                 const char **s, size_t *n, struct strata_error *err);
 };
@@ -203,6 +219,10 @@ struct store_txn {
 	/* Writes the graph changes it keeps until commit (hnsw_cache.c); also
 	 * called before the graph is read from the store in this txn. */
 	int (*hnsw_flush)(struct store_txn *w, struct strata_error *err);
+	/* A document's dictionary keys read before a write changes it (dict.c:
+	 * store_dict_before), for store_dict_after to compare with. */
+	uint8_t *dkeys;
+	size_t dkeys_cap, dkeys_used;
 	/* Aligned copies of record tensors that LMDB left misaligned. */
 	struct base_arena arena;
 	int arena_used;
@@ -344,6 +364,24 @@ int store_hnsw_sync_doc(struct store_txn *w, struct doctype *dt, uint32_t lid,
  * dt's fields, rebuild the graphs whose settings changed and record them
  * (in env's meta DB). */
 int store_hnsw_sync(struct store_env *env, MDB_txn *t, struct doctype *dt,
+                    struct strata_error *err);
+
+/* dict.c: the value dictionaries.  Around each write of document lid of dt
+ * in w: store_dict_before, before the first write (none: a new document,
+ * nothing to read), keeps the dictionary keys of its values now;
+ * store_dict_after, once the record and columns are written (removed: the
+ * document is gone), moves its entries to its new values.  Only fields with
+ * only[sf] set are looked at (only NULL: all).  before returns 0,
+ * STRATA_CORRUPT or STRATA_NOMEM, writing nothing; after returns 0 or an
+ * error, and the caller fails the txn. */
+int store_dict_before(struct store_txn *w, struct doctype *dt, uint32_t lid, int none,
+                      const unsigned char *only, struct strata_error *err);
+int store_dict_after(struct store_txn *w, struct doctype *dt, uint32_t lid, int removed,
+                     const unsigned char *only, struct strata_error *err);
+/* At store_doctype_add in its txn t of env: build the dictionaries of the
+ * fields that have none recorded, drop those of fields that lost the flag,
+ * record which fields have one (in env's meta DB). */
+int store_dict_sync(struct store_env *env, MDB_txn *t, struct doctype *dt,
                     struct strata_error *err);
 
 /* doc.c: the bytes of stored field sf (a string or JSON field) in lid's

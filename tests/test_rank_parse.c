@@ -107,10 +107,13 @@ static void test_full_schema(void **state)
 	assert_int_equal(f->line, 4);
 	assert_int_equal(f->col, 15);
 
+	assert_int_equal(f->fast_search, 0);
+
 	f = &sd->fields[1];
 	assert_int_equal(f->type, RANK_FT_INT);
 	assert_int_equal(f->attribute, 1);
 	assert_int_equal(f->summary, 1);
+	assert_int_equal(f->fast_search, 1); /* attribute: fast-search */
 
 	f = &sd->fields[2];
 	assert_int_equal(f->type, RANK_FT_TENSOR);
@@ -119,6 +122,7 @@ static void test_full_schema(void **state)
 	assert_int_equal(f->dims[0], 4);
 	assert_string_equal(f->dim_names[0], "x");
 	assert_int_equal(f->distance_metric, RANK_DIST_ANGULAR);
+	assert_int_equal(f->fast_search, 0);
 
 	f = &sd->fields[3];
 	assert_int_equal(f->cell, BASE_DT_DOUBLE); /* tensor(...) means double cells */
@@ -297,6 +301,42 @@ static void check_expr(const char *text, const char *want)
 	if (strcmp(buf, want) != 0)
 		fail_msg("'%s' parsed as %s, expected %s", text, buf, want);
 	rank_ast_free(a);
+}
+
+/* attribute: fast-search, in both forms, is recorded on the field; the
+ * other attribute settings and a struct-field's fast-search are not it. */
+static void test_fast_search(void **state)
+{
+	(void)state;
+	struct rank_sd *sd = parse_ok(
+		"schema s {\n"
+		"    document s {\n"
+		"        struct pair { field a type int {} }\n"
+		"        field name type string {\n"
+		"            indexing: attribute | summary\n"
+		"            attribute { fast-access\n fast-search }\n"
+		"        }\n"
+		"        field year type long {\n"
+		"            indexing: attribute\n"
+		"            attribute: fast-access\n"
+		"        }\n"
+		"        field ratio type double {\n"
+		"            indexing: attribute\n"
+		"            attribute: fast-search\n"
+		"            attribute: paged\n"
+		"        }\n"
+		"        field p type pair {\n"
+		"            struct-field a { indexing: attribute\n attribute: fast-search }\n"
+		"        }\n"
+		"    }\n"
+		"}\n");
+	assert_int_equal(sd->nfields, 4);
+	assert_string_equal(sd->fields[0].name, "name");
+	assert_int_equal(sd->fields[0].fast_search, 1);
+	assert_int_equal(sd->fields[1].fast_search, 0);
+	assert_int_equal(sd->fields[2].fast_search, 1);
+	assert_int_equal(sd->fields[3].fast_search, 0);
+	rank_sd_free(sd);
 }
 
 static void test_precedence(void **state)
@@ -849,6 +889,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_full_schema),
+		cmocka_unit_test(test_fast_search),
 		cmocka_unit_test(test_precedence),
 		cmocka_unit_test(test_expr_errors),
 		cmocka_unit_test(test_types),

@@ -6,7 +6,10 @@
  * values through the query's reader (m->value).  On an array or weighted
  * set, or on a path inside a collection or struct field (f.path), a
  * condition holds when any element (key) or value at the path passes.
+ * On a field with fast-search the conditions drive a match from the
+ * store's value dictionary (store_dict_range, store_dict_string).
  */
+#include <math.h>
 #include <string.h>
 
 #include "../engine_int.h"
@@ -70,6 +73,38 @@ int eng_value_contains(struct eng_match *m, const struct yql_node *n, uint32_t l
 	return sv && sv->n == len && memcmp(sv->s, n->str, len) == 0;
 }
 
+/* ---- the value dictionary of a fast-search field ------------------------------------ */
+
+/* The documents whose value of n's field is in [lo, hi] (numbers) or is
+ * str (len bytes; str NULL: a number), as an iterator into *out; *out NULL
+ * when the field has no dictionary. */
+static int dict_open(struct eng_match *m, const struct yql_node *n, double lo, double hi,
+                     const char *str, size_t len, struct eng_iter **out)
+{
+	uint32_t *lids = NULL;
+	size_t nl = 0;
+	*out = NULL;
+	if (m->dt->fields[n->fidx].type == STORE_T_JSON ||
+	    !store_dict_has(m->txn, m->dt->store_id, n->fidx))
+		return 0;
+	int rc = str ? store_dict_string(m->txn, m->dt->store_id, n->fidx, str, len, &lids, &nl,
+	                                 m->err)
+	             : store_dict_range(m->txn, m->dt->store_id, n->fidx, lo, hi, &lids, &nl,
+	                                m->err);
+	if (rc)
+		return rc;
+	*out = eng_iter_array(lids, nl, lids, nl);
+	return *out ? 0 : base_nomem(m->err, "an iterator");
+}
+
+int eng_value_open(struct eng_match *m, const struct yql_node *n, struct eng_iter **out)
+{
+	*out = NULL;
+	if (m->dt->fields[n->fidx].type != STORE_T_STRING)
+		return 0;
+	return dict_open(m, n, 0, 0, n->str, strlen(n->str), out);
+}
+
 /* ---- f < v, f = v, range(f, lo, hi) ------------------------------------------------- */
 
 static int cmp_check(const struct eng_doctype *dt, const struct yql_node *n,
@@ -93,8 +128,24 @@ static int cmp_match(struct eng_match *m, const struct yql_node *n, uint32_t lid
 	return eng_num_value(m, lid, n->fidx, &v) && yql_number_test(n, v);
 }
 
-const struct eng_op eng_op_cmp = { "comparison", 0, cmp_check, cmp_match, NULL };
-const struct eng_op eng_op_range = { "range", 0, cmp_check, cmp_match, NULL };
+/* The values yql_number_test passes, as a range (bounds included: the
+ * exclusive ones pass too, and match tests each document after). */
+static int cmp_open(struct eng_match *m, const struct yql_node *n, struct eng_iter **out)
+{
+	double lo = -INFINITY, hi = INFINITY;
+	if (n->kind == YQL_RANGE)
+		lo = n->lo, hi = n->hi;
+	else if (n->op == YQL_LT || n->op == YQL_LE)
+		hi = n->num;
+	else if (n->op == YQL_GT || n->op == YQL_GE)
+		lo = n->num;
+	else
+		lo = hi = n->num;
+	return dict_open(m, n, lo, hi, NULL, 0, out);
+}
+
+const struct eng_op eng_op_cmp = { "comparison", 0, cmp_check, cmp_match, cmp_open };
+const struct eng_op eng_op_range = { "range", 0, cmp_check, cmp_match, cmp_open };
 
 /* ---- f in (v, ...) --------------------------------------------------------------- */
 
@@ -129,7 +180,32 @@ static int in_match(struct eng_match *m, const struct yql_node *n, uint32_t lid)
 	return 0;
 }
 
-const struct eng_op eng_op_in = { "in", 0, in_check, in_match, NULL };
+/* Any of the values' documents. */
+static int in_open(struct eng_match *m, const struct yql_node *n, struct eng_iter **out)
+{
+	struct eng_iter *kids[64];
+	int as_float = m->dt->fields[n->fidx].type == STORE_T_FLOAT;
+	*out = NULL;
+	if (n->nvals > 64 || !store_dict_has(m->txn, m->dt->store_id, n->fidx))
+		return 0;
+	for (int i = 0; i < n->nvals; i++) {
+		double v = n->strs ? 0 : as_float ? (double)(float)n->nums[i] : n->nums[i];
+		int rc = dict_open(m, n, v, v, n->strs ? n->strs[i] : NULL,
+		                   n->strs ? strlen(n->strs[i]) : 0, &kids[i]);
+		if (rc || !kids[i]) {
+			while (i)
+				eng_iter_close(kids[--i]);
+			return rc;
+		}
+	}
+	if (!n->nvals)
+		*out = eng_iter_array(NULL, 0, NULL, 0);
+	else
+		*out = n->nvals == 1 ? kids[0] : eng_iter_or(kids, n->nvals);
+	return *out ? 0 : base_nomem(m->err, "an iterator");
+}
+
+const struct eng_op eng_op_in = { "in", 0, in_check, in_match, in_open };
 
 /* ---- f matches "regex" ------------------------------------------------------------ */
 

@@ -685,7 +685,7 @@ static int contains_open(struct eng_match *m, const struct yql_node *n, struct e
 	const struct eng_text *t = eng_text_of(m->text, n);
 	*out = NULL;
 	if (!t)
-		return 0;
+		return eng_value_open(m, n, out); /* a fast-search string attribute */
 	if (!t->nterms || t->nterms < t->nwords)
 		*out = eng_iter_array(NULL, 0, NULL, 0);
 	else if (!t->prefix)
