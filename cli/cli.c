@@ -4,7 +4,8 @@
  * server, in serve.c).
  *
  * Every command is a thin layer over the library API in strata.h: it parses
- * options, calls one or two functions and prints.  Conventions: results
+ * options, calls one or two functions and prints; the program's own
+ * helpers are in tool.h.  Conventions: results
  * (JSON) and nothing else go to stdout; errors are one line "strata: ..." on
  * stderr with exit code 1; a usage error prints the command's usage on
  * stderr and exits 2; progress is drawn on stderr only when it is a
@@ -18,10 +19,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../engine/engine_int.h"
-#include "../serve/serve_int.h"
-#include "../runtime/runtime.h"
-
+#include "../include/strata.h"
+#include "tool.h"
 
 struct cmd_help {
 	const char *name;
@@ -115,18 +114,7 @@ static const char *usage_of(const char *cmd)
 	return main_usage;
 }
 
-int eng_cli_fail(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	fputs("strata: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-	return 1;
-}
-
-int eng_cli_usage(const char *cmd, const char *fmt, ...)
+int tool_usage(const char *cmd, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -181,7 +169,7 @@ static int opt_value(const char *name, int argc, char **argv, int *i, const char
 		return 0;
 	if (*i + 1 >= argc) {
 		*out = NULL;
-		return eng_cli_usage(cmd, "option %s needs a value", name), -1;
+		return tool_usage(cmd, "option %s needs a value", name), -1;
 	}
 	*out = argv[++*i];
 	return 1;
@@ -215,50 +203,43 @@ static int parse_opts(struct opts *o, int argc, char **argv, const char *allowed
 					*slots[k] = v;
 				} else {
 					if (o->ninputs == (int)(sizeof o->inputs / sizeof o->inputs[0]))
-						return eng_cli_usage(o->cmd, "too many --input options");
+						return tool_usage(o->cmd, "too many --input options");
 					o->inputs[o->ninputs++] = v;
 				}
 			}
 			if (!matched)
-				return eng_cli_usage(o->cmd, "unknown option '%s'", a);
+				return tool_usage(o->cmd, "unknown option '%s'", a);
 			continue;
 		}
 		if (a[0] == '-' && a[1])
-			return eng_cli_usage(o->cmd, "unknown option '%s'", a);
+			return tool_usage(o->cmd, "unknown option '%s'", a);
 		if (o->npos == o->maxpos)
-			return eng_cli_usage(o->cmd, "unexpected argument '%s'", a);
+			return tool_usage(o->cmd, "unexpected argument '%s'", a);
 		o->pos[o->npos++] = a;
 	}
 	return 0;
 }
 
-/* The library's messages, one "strata: MSG" line each on stderr. */
-void eng_cli_log(void *ud, int level, const char *msg)
-{
-	(void)ud;
-	(void)level; /* warnings and notices alike */
-	fprintf(stderr, "strata: %s\n", msg);
-}
-
-/* Open the application: deploy it (ENG_OPEN_DEPLOY) or one deployed before
- * (ENG_OPEN_DEPLOYED). */
+/* Open the application: deploy it (deploy = 1) or one deployed before. */
 static int open_app(const struct opts *o, int deploy, struct strata **db)
 {
 	struct strata_error err = { 0 };
 	static struct strata_errors errs; /* the CLI opens one application */
-	struct strata_options so = { .data_dir = o->data, .log = eng_cli_log, .errors = &errs };
+	struct strata_options so = { .data_dir = o->data, .log = tool_log, .errors = &errs,
+	                             .must_be_deployed = 1 };
 	so.feed_batch = o->feed_batch;
-	int rc = eng_open(o->pos[0], &so, deploy, db, &err);
+	int rc = deploy ? strata_deploy(o->pos[0], &so, db, &err)
+	                : strata_open(o->pos[0], &so, db, &err);
 	if (!rc)
 		return 0;
 	/* Every error found, one line each, then how many when more than one. */
 	for (int i = 0; i < errs.n; i++)
-		eng_cli_fail("%s", errs.e[i].msg[0] ? errs.e[i].msg : strata_strerror(errs.e[i].code));
+		tool_fail("%s", errs.e[i].msg[0] ? errs.e[i].msg : strata_strerror(errs.e[i].code));
 	if (errs.n == 0)
-		eng_cli_fail("%s", err.msg[0] ? err.msg : strata_strerror(rc));
+		tool_fail("%s", err.msg[0] ? err.msg : strata_strerror(rc));
 	if (errs.n + errs.dropped > 1)
-		eng_cli_fail("%d errors%s", errs.n + errs.dropped,
-		             errs.dropped ? " (the first ones are listed)" : "");
+		tool_fail("%d errors%s", errs.n + errs.dropped,
+		          errs.dropped ? " (the first ones are listed)" : "");
 	return 1;
 }
 
@@ -267,15 +248,15 @@ static int print_pretty(const char *text)
 {
 	json_error_t je;
 	int oom;
-	json_t *j = eng_json_parse(text, strlen(text), JSON_DECODE_ANY, &je, &oom);
-	char *s = j ? eng_json_dump(j, 1) : NULL;
+	json_t *j = tool_json_parse(text, strlen(text), JSON_DECODE_ANY, &je, &oom);
+	char *s = j ? strata_json_dump(j, STRATA_JSON_PRETTY) : NULL;
 	json_decref(j);
 	if (!s) {
 		puts(text);
 		return 0;
 	}
 	puts(s);
-	base_strfree(s);
+	strata_free(s);
 	return 0;
 }
 
@@ -284,17 +265,19 @@ static int print_pretty(const char *text)
 static int cmd_deploy(struct opts *o)
 {
 	if (o->npos < 1)
-		return eng_cli_usage("deploy", "missing APP");
+		return tool_usage("deploy", "missing APP");
 	struct strata *db;
-	if (open_app(o, ENG_OPEN_DEPLOY, &db))
+	if (open_app(o, 1, &db))
 		return 1;
+	struct strata_app_info info;
+	strata_app_info(db, &info);
 	fprintf(stderr, "deployed %s:", o->pos[0]);
-	for (int i = 0; i < db->ndoctypes; i++)
-		fprintf(stderr, " %s", db->doctypes[i].name);
-	fprintf(stderr, "%s", db->ndoctypes ? "" : " no document types");
-	if (db->ncontexts)
-		fprintf(stderr, "; %d model%s compiled into %s/contexts", db->ncontexts,
-		        db->ncontexts == 1 ? "" : "s", db->datadir);
+	for (int i = 0; i < info.ndoctypes; i++)
+		fprintf(stderr, " %s", strata_doctype_name(db, i));
+	fprintf(stderr, "%s", info.ndoctypes ? "" : " no document types");
+	if (info.ncompiled)
+		fprintf(stderr, "; %d model%s compiled into %s/contexts", info.ncompiled,
+		        info.ncompiled == 1 ? "" : "s", info.data_dir);
 	fputc('\n', stderr);
 	strata_close(db);
 	return 0;
@@ -345,17 +328,17 @@ static void feed_progress(void *ud, const struct strata_feed_stats *st)
 static int cmd_feed(struct opts *o)
 {
 	if (o->npos < 1)
-		return eng_cli_usage("feed", "missing APP");
+		return tool_usage("feed", "missing APP");
 	const char *path = o->npos > 1 ? o->pos[1] : "-";
 	if (o->batch) {
 		char *end;
 		o->feed_batch = strtol(o->batch, &end, 10);
 		if (!*o->batch || *end || o->feed_batch < 1 || o->feed_batch > STRATA_FEED_BATCH_MAX)
-			return eng_cli_usage("feed", "--batch needs a number from 1 to %d, got '%s'",
-			                     STRATA_FEED_BATCH_MAX, o->batch);
+			return tool_usage("feed", "--batch needs a number from 1 to %d, got '%s'",
+			                  STRATA_FEED_BATCH_MAX, o->batch);
 	}
 	struct strata *db;
-	if (open_app(o, ENG_OPEN_DEPLOYED, &db))
+	if (open_app(o, 0, &db))
 		return 1;
 	struct feed_ud u = { strcmp(path, "-") ? path : "<stdin>", isatty(2), 0 };
 	struct strata_feed_stats st;
@@ -369,7 +352,7 @@ static int cmd_feed(struct opts *o)
 	       st.ok, st.failed, st.not_met, st.seconds);
 	fflush(stdout);
 	if (rc && rc != STRATA_INVALID_ARGUMENT)
-		return eng_cli_fail("%s", err.msg[0] ? err.msg : strata_strerror(rc));
+		return tool_fail("%s", err.msg[0] ? err.msg : strata_strerror(rc));
 	double rate = st.seconds > 0 ? (double)st.ok / st.seconds : 0;
 	fprintf(stderr, "fed %ld documents, %ld failed, %.0f docs/s", st.ok, st.failed, rate);
 	if (st.not_met)
@@ -378,20 +361,20 @@ static int cmd_feed(struct opts *o)
 	return st.failed ? 1 : 0;
 }
 
-/* The whole of standard input as a string (base_strfree). */
+/* The whole of standard input as a string (tool_free). */
 static int read_all_stdin(char **out)
 {
 	size_t cap = 65536, n = 0;
-	char *buf = base_alloc(cap);
+	char *buf = tool_alloc(cap);
 	if (!buf)
 		return -1;
 	size_t r;
 	while ((r = fread(buf + n, 1, cap - n - 1, stdin)) > 0) {
 		n += r;
 		if (cap - n - 1 == 0) {
-			char *nb = base_realloc(buf, cap, cap * 2);
+			char *nb = tool_realloc(buf, cap * 2);
 			if (!nb) {
-				base_free(buf, cap);
+				tool_free(buf);
 				return -1;
 			}
 			buf = nb;
@@ -399,17 +382,8 @@ static int read_all_stdin(char **out)
 		}
 	}
 	buf[n] = 0;
-	*out = base_strdup(buf);
-	base_free(buf, cap);
-	return *out ? 0 : -1;
-}
-
-json_t *eng_cli_input_value(const char *text)
-{
-	json_error_t je;
-	int oom;
-	json_t *v = eng_json_parse(text, strlen(text), JSON_DECODE_ANY, &je, &oom);
-	return v || oom ? v : json_string(text);
+	*out = buf;
+	return 0;
 }
 
 /* "query(q)=VALUE" or "q=VALUE" into the request as "input.query(q)". */
@@ -420,34 +394,42 @@ static int add_input(json_t *req, const char *arg)
 	if (close && eq && close < eq + 1 && close[1] == '=')
 		eq = close + 1;
 	if (!eq || eq == arg)
-		return eng_cli_usage("query", "--input needs NAME=VALUE, got '%s'", arg);
+		return tool_usage("query", "--input needs NAME=VALUE, got '%s'", arg);
 	char key[512];
 	size_t nl = (size_t)(eq - arg);
 	if (nl > 300)
-		return eng_cli_usage("query", "--input name too long");
+		return tool_usage("query", "--input name too long");
 	if (!strncmp(arg, "query(", 6))
 		snprintf(key, sizeof key, "input.%.*s", (int)nl, arg);
 	else
 		snprintf(key, sizeof key, "input.query(%.*s)", (int)nl, arg);
-	json_object_set_new(req, key, eng_cli_input_value(eq + 1));
+	json_object_set_new(req, key, tool_input_value(eq + 1));
 	return 0;
+}
+
+/* Free a request text: the library's (strata_json_dump) or the program's. */
+static void free_text(char *text, int lib_text)
+{
+	if (lib_text)
+		strata_free(text);
+	else
+		tool_free(text);
 }
 
 static int cmd_query(struct opts *o)
 {
 	if (o->npos < 1)
-		return eng_cli_usage("query", "missing APP");
+		return tool_usage("query", "missing APP");
 	char *text = NULL;
-	int own_text = 0;
+	int lib_text = 0; /* text is the library's (strata_free), else the program's */
 	if (!o->yql) {
 		if (o->profile || o->ninputs || o->hits || o->offset || o->timeout)
-			return eng_cli_usage("query", "--profile, --input, --hits, --offset and --timeout "
-			                     "need --yql (a request on standard input has its own)");
+			return tool_usage("query", "--profile, --input, --hits, --offset and --timeout "
+			                  "need --yql (a request on standard input has its own)");
 		if (isatty(0))
-			return eng_cli_usage("query", "give --yql or a request on standard input");
+			return tool_usage("query", "give --yql or a request on standard input");
 		if (read_all_stdin(&text) != 0)
-			return eng_cli_fail("cannot read standard input");
-		own_text = 1;
+			return tool_fail("cannot read standard input");
 	} else {
 		json_t *req = json_object();
 		json_object_set_new(req, "yql", json_string(o->yql));
@@ -469,28 +451,29 @@ static int cmd_query(struct opts *o)
 			long v = strtol(counts[i], &end, 10);
 			if (!*counts[i] || *end || v < 0) {
 				json_decref(req);
-				return eng_cli_usage("query", "--%s needs a number, got '%s'", names[i],
-				                     counts[i]);
+				return tool_usage("query", "--%s needs a number, got '%s'", names[i],
+				                  counts[i]);
 			}
 			json_object_set_new(req, names[i], json_integer(v));
 		}
-		text = eng_json_dump(req, 0);
+		text = strata_json_dump(req, 0);
 		json_decref(req);
-		own_text = 1;
+		if (!text)
+			return tool_fail("out of memory");
+		lib_text = 1;
 	}
 	struct strata *db;
-	if (open_app(o, ENG_OPEN_DEPLOYED, &db)) {
-		base_strfree(text);
+	if (open_app(o, 0, &db)) {
+		free_text(text, lib_text);
 		return 1;
 	}
 	char *result;
 	struct strata_error err = { 0 };
 	int rc = strata_query_json(db, text, &result, &err);
-	if (own_text)
-		base_strfree(text);
+	free_text(text, lib_text);
 	if (rc) {
 		strata_close(db);
-		return eng_cli_fail("%s", err.msg[0] ? err.msg : strata_strerror(rc));
+		return tool_fail("%s", err.msg[0] ? err.msg : strata_strerror(rc));
 	}
 	print_pretty(result);
 	strata_free(result);
@@ -501,9 +484,9 @@ static int cmd_query(struct opts *o)
 static int cmd_get(struct opts *o)
 {
 	if (o->npos < 2)
-		return eng_cli_usage("get", o->npos ? "missing ID" : "missing APP");
+		return tool_usage("get", o->npos ? "missing ID" : "missing APP");
 	struct strata *db;
-	if (open_app(o, ENG_OPEN_DEPLOYED, &db))
+	if (open_app(o, 0, &db))
 		return 1;
 	char *doc;
 	struct strata_error err = { 0 };
@@ -513,49 +496,48 @@ static int cmd_get(struct opts *o)
 		strata_free(doc);
 	}
 	strata_close(db);
-	return rc ? eng_cli_fail("%s", err.msg[0] ? err.msg : strata_strerror(rc)) : 0;
+	return rc ? tool_fail("%s", err.msg[0] ? err.msg : strata_strerror(rc)) : 0;
 }
 
 static int cmd_remove(struct opts *o)
 {
 	if (o->npos < 2)
-		return eng_cli_usage("remove", o->npos ? "missing ID" : "missing APP");
+		return tool_usage("remove", o->npos ? "missing ID" : "missing APP");
 	struct strata *db;
-	if (open_app(o, ENG_OPEN_DEPLOYED, &db))
+	if (open_app(o, 0, &db))
 		return 1;
 	struct strata_error err = { 0 };
 	int rc = strata_remove(db, o->pos[1], &err);
 	strata_close(db);
-	return rc ? eng_cli_fail("%s", err.msg[0] ? err.msg : strata_strerror(rc)) : 0;
+	return rc ? tool_fail("%s", err.msg[0] ? err.msg : strata_strerror(rc)) : 0;
 }
 
 int main(int argc, char **argv)
 {
 	if (argc < 2)
-		return eng_cli_usage(NULL, "no command given");
+		return tool_usage(NULL, "no command given");
 	const char *cmd = argv[1];
 	if (is_help(cmd)) {
 		fputs(main_usage, stdout);
 		return 0;
 	}
 	if (!strcmp(cmd, "--version")) {
-		printf("strata %s (kernels: %s, int8: %s)\n", STRATA_VERSION, runtime_isa(),
-		       runtime_int8_isa());
+		printf("strata %s (kernels: %s)\n", STRATA_VERSION, strata_kernels());
 		return 0;
 	}
 	static const struct {
 		const char *name;
 		int (*fn)(int, char **);
 	} model_cmds[] = {
-		{ "run", eng_cli_run },
-		{ "inspect", eng_cli_inspect },
-		{ "compile", eng_cli_compile },
-		{ "serve", eng_cli_serve }, /* prints its own --help */
+		{ "run", cli_cmd_run },
+		{ "inspect", cli_cmd_inspect },
+		{ "compile", cli_cmd_compile },
+		{ "serve", srv_cmd_serve }, /* prints its own --help */
 	};
 	for (size_t i = 0; i < sizeof model_cmds / sizeof model_cmds[0]; i++) {
 		if (strcmp(model_cmds[i].name, cmd) != 0)
 			continue;
-		for (int k = 2; k < argc && model_cmds[i].fn != eng_cli_serve; k++)
+		for (int k = 2; k < argc && model_cmds[i].fn != srv_cmd_serve; k++)
 			if (is_help(argv[k])) {
 				fputs(usage_of(cmd), stdout);
 				return 0;
@@ -588,6 +570,6 @@ int main(int argc, char **argv)
 		return cmds[i].fn(&o);
 	}
 	if (cmd[0] == '-')
-		return eng_cli_usage(NULL, "unknown option '%s'", cmd);
-	return eng_cli_usage(NULL, "unknown command '%s'", cmd);
+		return tool_usage(NULL, "unknown option '%s'", cmd);
+	return tool_usage(NULL, "unknown command '%s'", cmd);
 }

@@ -8,7 +8,9 @@
  * gives the shape (it must be rectangular); the element type is the one the
  * model declares for that input.  The outputs are printed as
  * {"outputs": {"name": {"dtype": "float", "shape": [...], "values": [...]}}}
- * with the values flat, in row-major order.
+ * with the values flat, in row-major order, each as the library writes a
+ * cell of its type (strata_json_number).  Everything goes through the
+ * public model API (struct strata_model, strata.h).
  */
 #include <errno.h>
 #include <math.h>
@@ -18,8 +20,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../engine/engine_int.h"
-#include "../runtime/runtime.h"
+#include "../include/strata.h"
+#include "tool.h"
 
 #define MAX_INPUTS 64
 #define MAX_MODELS 256
@@ -30,7 +32,7 @@ static int shape_of(const json_t *j, int *rank, int64_t *dims)
 	*rank = 0;
 	const json_t *p = j;
 	while (json_is_array(p)) {
-		if (*rank == RT_MAX_RANK)
+		if (*rank == STRATA_MAX_RANK)
 			return -1;
 		dims[(*rank)++] = (int64_t)json_array_size(p);
 		if (!json_array_size(p))
@@ -40,58 +42,68 @@ static int shape_of(const json_t *j, int *rank, int64_t *dims)
 	return 0;
 }
 
-/* Copy the leaves of j (which must have shape dims) into cells of dtype. */
-static int fill(const json_t *j, int depth, int rank, const int64_t *dims, int dtype, void *cells,
-                size_t *k, const char *name)
+/* The number of cells of t (1 for a scalar). */
+static int64_t cell_count(const struct strata_tensor *t)
 {
-	if (depth == rank) {
-		if (json_is_boolean(j) && dtype == BASE_DT_BOOL) {
-			((uint8_t *)cells)[(*k)++] = json_is_true(j);
+	int64_t n = 1;
+	for (int i = 0; i < t->rank; i++)
+		n *= t->dims[i];
+	return n;
+}
+
+static int is_dtype(const struct strata_tensor *t, const char *name)
+{
+	return !strcmp(t->dtype, name);
+}
+
+/* Copy the leaves of j (which must have shape t->dims) into t's cells. */
+static int fill(const json_t *j, int depth, struct strata_tensor *t, size_t *k, const char *name)
+{
+	if (depth == t->rank) {
+		if (json_is_boolean(j) && is_dtype(t, "bool")) {
+			((uint8_t *)t->data)[(*k)++] = json_is_true(j);
 			return 0;
 		}
 		if (!json_is_number(j))
-			return eng_cli_fail("input '%s': expected numbers in nested arrays", name);
-		if (dtype == BASE_DT_INT64)
-			((int64_t *)cells)[*k] = json_is_integer(j) ? (int64_t)json_integer_value(j)
-			                                            : (int64_t)json_number_value(j);
+			return tool_fail("input '%s': expected numbers in nested arrays", name);
+		if (is_dtype(t, "int64")) /* not through a double: all 64 bits */
+			((int64_t *)t->data)[*k] = json_is_integer(j) ? (int64_t)json_integer_value(j)
+			                                              : (int64_t)json_number_value(j);
 		else
-			base_store_double(dtype, cells, *k, json_number_value(j));
+			strata_tensor_set(t, *k, json_number_value(j));
 		(*k)++;
 		return 0;
 	}
-	if (!json_is_array(j) || (int64_t)json_array_size(j) != dims[depth])
-		return eng_cli_fail("input '%s': the nested arrays are not rectangular", name);
+	if (!json_is_array(j) || (int64_t)json_array_size(j) != t->dims[depth])
+		return tool_fail("input '%s': the nested arrays are not rectangular", name);
 	for (size_t i = 0; i < json_array_size(j); i++)
-		if (fill(json_array_get(j, i), depth + 1, rank, dims, dtype, cells, k, name))
+		if (fill(json_array_get(j, i), depth + 1, t, k, name))
 			return 1;
 	return 0;
 }
 
-static json_t *output_json(const struct rt_tensor *t)
+static json_t *output_json(const struct strata_tensor *t)
 {
 	json_t *o = json_object(), *shape = json_array(), *vals = json_array();
-	int64_t n = runtime_tensor_count(t);
-	json_object_set_new(o, "dtype", json_string(base_dtype_name(t->dtype)));
+	int64_t n = cell_count(t);
+	json_object_set_new(o, "dtype", json_string(t->dtype));
 	for (int i = 0; i < t->rank; i++)
 		json_array_append_new(shape, json_integer(t->dims[i]));
 	for (int64_t i = 0; i < n; i++) {
 		json_t *v;
-		switch (t->dtype) {
-		case BASE_DT_STRING:
+		double x;
+		if (is_dtype(t, "string"))
 			v = json_string(((char **)t->data)[i] ? ((char **)t->data)[i] : "");
-			break;
-		case BASE_DT_BOOL:
+		else if (is_dtype(t, "bool"))
 			v = json_boolean(((const uint8_t *)t->data)[i]);
-			break;
-		case BASE_DT_INT64:
+		else if (is_dtype(t, "int64"))
 			v = json_integer(((const int64_t *)t->data)[i]);
-			break;
-		case BASE_DT_UINT64:
+		else if (is_dtype(t, "uint64"))
 			v = json_integer((json_int_t)((const uint64_t *)t->data)[i]);
-			break;
-		default:
-			v = eng_json_number(t->dtype, base_load_double(t->dtype, t->data, (size_t)i));
-		}
+		else if (strata_tensor_get(t, (size_t)i, &x) == 0)
+			v = strata_json_number(t->dtype, x);
+		else
+			v = json_null(); /* an element type without numbers */
 		json_array_append_new(vals, v);
 	}
 	json_object_set_new(o, "shape", shape);
@@ -100,9 +112,9 @@ static json_t *output_json(const struct rt_tensor *t)
 }
 
 /* "float [batch,384]": a declared input or output type, for messages. */
-static const char *type_text(const struct rt_value_info *info, char *buf, size_t cap)
+static const char *type_text(const struct strata_value_info *info, char *buf, size_t cap)
 {
-	size_t n = (size_t)snprintf(buf, cap, "%s", base_dtype_name(info->dtype));
+	size_t n = (size_t)snprintf(buf, cap, "%s", info->dtype);
 	if (info->rank < 0 || n >= cap)
 		return buf;
 	n += (size_t)snprintf(buf + n, cap - n, " [");
@@ -120,15 +132,13 @@ static const char *type_text(const struct rt_value_info *info, char *buf, size_t
 }
 
 /* The declared type as JSON: {"name", "dtype", "shape": [384, "batch", null]}. */
-static json_t *info_json(const struct rt_value_info *info)
+static json_t *info_json(const struct strata_value_info *info)
 {
-	static const char *const kinds[] = { "tensor", "sequence", "optional tensor",
-		                             "optional sequence" };
 	json_t *o = json_object();
 	json_object_set_new(o, "name", json_string(info->name));
-	if (info->kind > 0 && info->kind < 4)
-		json_object_set_new(o, "kind", json_string(kinds[info->kind]));
-	json_object_set_new(o, "dtype", json_string(base_dtype_name(info->dtype)));
+	if (strcmp(info->kind, "tensor") != 0)
+		json_object_set_new(o, "kind", json_string(info->kind));
+	json_object_set_new(o, "dtype", json_string(info->dtype));
 	if (info->rank >= 0) {
 		json_t *shape = json_array();
 		for (int d = 0; d < info->rank; d++)
@@ -140,54 +150,63 @@ static json_t *info_json(const struct rt_value_info *info)
 	return o;
 }
 
-int eng_cli_inspect(int argc, char **argv)
+/* Print j (consumed) on stdout as the library writes JSON, indented
+ * (pretty) or on one line. */
+static int print_json(json_t *j, int pretty)
+{
+	char *s = j ? strata_json_dump(j, pretty ? STRATA_JSON_PRETTY : 0) : NULL;
+	json_decref(j);
+	if (!s)
+		return tool_fail("out of memory");
+	puts(s);
+	strata_free(s);
+	return 0;
+}
+
+int cli_cmd_inspect(int argc, char **argv)
 {
 	if (argc != 2 || argv[1][0] == '-')
-		return eng_cli_usage("inspect", argc < 2 ? "missing MODEL" : "unexpected argument '%s'",
-		                     argv[argc < 2 ? 0 : argc - 1]);
+		return tool_usage("inspect", argc < 2 ? "missing MODEL" : "unexpected argument '%s'",
+		                  argv[argc < 2 ? 0 : argc - 1]);
 	struct strata_error err = { 0 };
-	struct rt_model *m;
-	int rc = runtime_model_load(argv[1], &m, &err);
+	struct strata_model *m;
+	int rc = strata_model_open(argv[1], &m, &err);
 	if (rc)
-		return eng_cli_fail("%s", err.msg[0] ? err.msg : strata_strerror(rc));
+		return tool_fail("%s", err.msg[0] ? err.msg : strata_strerror(rc));
 	json_t *top = json_object(), *ins = json_array(), *outs = json_array();
-	for (int i = 0; i < runtime_model_ninputs(m); i++)
-		json_array_append_new(ins, info_json(runtime_model_input(m, i)));
-	for (int i = 0; i < runtime_model_noutputs(m); i++)
-		json_array_append_new(outs, info_json(runtime_model_output(m, i)));
+	struct strata_value_info info;
+	for (int i = 0; strata_model_input(m, i, &info) == 0; i++)
+		json_array_append_new(ins, info_json(&info));
+	for (int i = 0; strata_model_output(m, i, &info) == 0; i++)
+		json_array_append_new(outs, info_json(&info));
 	json_object_set_new(top, "inputs", ins);
 	json_object_set_new(top, "outputs", outs);
-	runtime_model_free(m);
-	char *s = eng_json_dump(top, 1);
-	json_decref(top);
-	if (!s)
-		return eng_cli_fail("out of memory");
-	puts(s);
-	base_strfree(s);
-	return 0;
+	strata_model_close(m);
+	return print_json(top, 1);
 }
 
 static int by_seconds(const void *a, const void *b)
 {
-	double x = ((const struct rt_op_time *)a)->seconds, y = ((const struct rt_op_time *)b)->seconds;
+	double x = ((const struct strata_op_time *)a)->seconds;
+	double y = ((const struct strata_op_time *)b)->seconds;
 	return (x < y) - (x > y);
 }
 
-/* Run cx again on in, profiled: {"run_ms": .., "profile": [{"op", "calls",
+/* Run m again on in, profiled: {"run_ms": .., "profile": [{"op", "calls",
  * "ms"}, ...]} with the costliest type first, or NULL (err set). */
-static json_t *profile_run(struct rt_ctx *cx, const struct rt_tensor *in, struct rt_tensor *out,
-                           struct strata_error *err)
+static json_t *profile_run(struct strata_model *m, const struct strata_tensor *in,
+                           struct strata_tensor *out, struct strata_error *err)
 {
-	if (runtime_ctx_profile(cx, 1, err) != 0)
+	if (strata_model_profile(m, 1, err) != 0)
 		return NULL;
-	double t0 = base_now();
-	if (runtime_run(cx, in, out, err) != 0)
+	double t0 = tool_now();
+	if (strata_model_run(m, in, out, err) != 0)
 		return NULL;
-	double took = base_now() - t0;
-	int n;
-	const struct rt_op_time *rows = runtime_ctx_profile_rows(cx, &n);
-	struct rt_op_time sorted[RUNTIME_PROFILE_ROWS + 1];
-	memcpy(sorted, rows, (size_t)n * sizeof *rows);
+	double took = tool_now() - t0;
+	struct strata_op_time sorted[128];
+	int n = strata_model_profile_rows(m, sorted, 128);
+	if (n > 128)
+		n = 128;
 	qsort(sorted, (size_t)n, sizeof *sorted, by_seconds);
 	json_t *o = json_object(), *list = json_array();
 	for (int i = 0; i < n; i++)
@@ -199,7 +218,7 @@ static json_t *profile_run(struct rt_ctx *cx, const struct rt_tensor *in, struct
 	return o;
 }
 
-int eng_cli_run(int argc, char **argv)
+int cli_cmd_run(int argc, char **argv)
 {
 	const char *model = NULL;
 	const char *inputs[MAX_INPUTS];
@@ -211,81 +230,83 @@ int eng_cli_run(int argc, char **argv)
 		} else if (!strcmp(a, "--input") || !strncmp(a, "--input=", 8)) {
 			const char *v = a[7] == '=' ? a + 8 : (i + 1 < argc ? argv[++i] : NULL);
 			if (!v)
-				return eng_cli_usage("run", "option --input needs a value");
+				return tool_usage("run", "option --input needs a value");
 			if (ninputs == MAX_INPUTS)
-				return eng_cli_usage("run", "too many --input options");
+				return tool_usage("run", "too many --input options");
 			inputs[ninputs++] = v;
 		} else if (a[0] == '-' && a[1]) {
-			return eng_cli_usage("run", "unknown option '%s'", a);
+			return tool_usage("run", "unknown option '%s'", a);
 		} else if (!model) {
 			model = a;
 		} else {
-			return eng_cli_usage("run", "unexpected argument '%s'", a);
+			return tool_usage("run", "unexpected argument '%s'", a);
 		}
 	}
 	if (!model)
-		return eng_cli_usage("run", "missing MODEL");
+		return tool_usage("run", "missing MODEL");
 	struct strata_error err = { 0 };
-	struct rt_model *m;
-	int rc = runtime_model_load(model, &m, &err);
+	struct strata_model *m;
+	int rc = strata_model_open(model, &m, &err);
 	if (rc)
-		return eng_cli_fail("%s", err.msg[0] ? err.msg : strata_strerror(rc));
-	int nin = runtime_model_ninputs(m), nout = runtime_model_noutputs(m);
-	struct rt_tensor *in = base_calloc((size_t)nin + 1, sizeof *in);
-	struct rt_tensor *out = base_calloc((size_t)nout + 1, sizeof *out);
-	size_t *sizes = base_calloc((size_t)nin + 1, sizeof *sizes);
-	struct rt_ctx *cx = NULL;
+		return tool_fail("%s", err.msg[0] ? err.msg : strata_strerror(rc));
+	int nin = strata_model_ninputs(m), nout = strata_model_noutputs(m);
+	struct strata_tensor *in = tool_calloc((size_t)nin + 1, sizeof *in);
+	struct strata_tensor *out = tool_calloc((size_t)nout + 1, sizeof *out);
 	int status = 1;
-	if (!in || !out || !sizes) {
-		eng_cli_fail("out of memory");
+	if (!in || !out) {
+		tool_fail("out of memory");
 		goto out;
 	}
 	for (int k = 0; k < ninputs; k++) {
 		const char *eq = strchr(inputs[k], '=');
 		if (!eq) {
-			status = eng_cli_usage("run", "--input needs NAME=JSON, got '%s'", inputs[k]);
+			status = tool_usage("run", "--input needs NAME=JSON, got '%s'", inputs[k]);
 			goto out;
 		}
 		char name[256];
 		snprintf(name, sizeof name, "%.*s", (int)(eq - inputs[k]), inputs[k]);
-		int idx = runtime_model_input_index(m, name);
+		int idx = strata_model_input_index(m, name);
 		if (idx < 0) {
-			eng_cli_fail("the model has no input '%s'", name);
+			tool_fail("the model has no input '%s'", name);
 			goto out;
 		}
-		const struct rt_value_info *info = runtime_model_input(m, idx);
+		struct strata_value_info info;
+		strata_model_input(m, idx, &info);
 		if (in[idx].data) {
-			eng_cli_fail("input '%s' given twice", name);
+			tool_fail("input '%s' given twice", name);
 			goto out;
 		}
 		json_error_t je;
 		int oom;
-		json_t *j = eng_json_parse(eq + 1, strlen(eq + 1), JSON_DECODE_ANY, &je, &oom);
+		json_t *j = tool_json_parse(eq + 1, strlen(eq + 1), JSON_DECODE_ANY, &je, &oom);
 		if (!j) {
 			if (oom)
-				eng_cli_fail("input '%s': out of memory", name);
+				tool_fail("input '%s': out of memory", name);
 			else
-				eng_cli_fail("input '%s': invalid JSON: %s", name, je.text);
+				tool_fail("input '%s': invalid JSON: %s", name, je.text);
 			goto out;
 		}
-		struct rt_tensor *t = &in[idx];
-		t->dtype = info->dtype;
-		if (!base_dtype_size(t->dtype) || t->dtype == BASE_DT_STRING) {
+		struct strata_tensor *t = &in[idx];
+		t->dtype = info.dtype;
+		size_t size = strata_dtype_size(t->dtype);
+		double probe;
+		struct strata_tensor one = { t->dtype, 0, { 0 }, &probe };
+		if (!size || size > sizeof probe || strata_tensor_set(&one, 0, 0) != 0) {
 			json_decref(j);
-			eng_cli_fail("input '%s': element type %s is not supported here", name,
-			             base_dtype_name(t->dtype));
+			tool_fail("input '%s': element type %s is not supported here", name, t->dtype);
 			goto out;
 		}
 		if (shape_of(j, &t->rank, t->dims)) {
 			json_decref(j);
-			eng_cli_fail("input '%s': too many dimensions", name);
+			tool_fail("input '%s': too many dimensions", name);
 			goto out;
 		}
-		size_t n = (size_t)runtime_tensor_count(t);
-		sizes[idx] = (n ? n : 1) * base_dtype_size(t->dtype);
-		t->data = base_calloc(1, sizes[idx]);
+		size_t n = (size_t)cell_count(t);
+		t->data = tool_calloc(n ? n : 1, size);
 		size_t filled = 0;
-		int bad = !t->data || fill(j, 0, t->rank, t->dims, t->dtype, t->data, &filled, name);
+		int bad = !t->data || fill(j, 0, t, &filled, name);
+		if (!t->data)
+			tool_fail("input '%s': out of memory", name);
 		json_decref(j);
 		if (bad)
 			goto out;
@@ -293,56 +314,42 @@ int eng_cli_run(int argc, char **argv)
 	for (int i = 0; i < nin; i++)
 		if (!in[i].data) {
 			char ty[256];
-			eng_cli_fail("input '%s' (%s) not given (--input %s=JSON)",
-			             runtime_model_input(m, i)->name,
-			             type_text(runtime_model_input(m, i), ty, sizeof ty),
-			             runtime_model_input(m, i)->name);
+			struct strata_value_info info;
+			strata_model_input(m, i, &info);
+			tool_fail("input '%s' (%s) not given (--input %s=JSON)", info.name,
+			          type_text(&info, ty, sizeof ty), info.name);
 			goto out;
 		}
-	if ((rc = runtime_ctx_new(m, &cx, &err)) != 0 || (rc = runtime_run(cx, in, out, &err)) != 0) {
-		eng_cli_fail("%s", err.msg[0] ? err.msg : strata_strerror(rc));
+	if ((rc = strata_model_run(m, in, out, &err)) != 0) {
+		tool_fail("%s", err.msg[0] ? err.msg : strata_strerror(rc));
 		goto out;
 	}
 	json_t *prof = NULL;
-	if (profile && (prof = profile_run(cx, in, out, &err)) == NULL) {
-		eng_cli_fail("%s", err.msg);
+	if (profile && (prof = profile_run(m, in, out, &err)) == NULL) {
+		tool_fail("%s", err.msg);
 		goto out;
 	}
 	json_t *top = json_object(), *outs = json_object();
 	for (int i = 0; i < nout; i++) {
-		const struct rt_value_info *info = runtime_model_output(m, i);
-		json_object_set_new(outs, info->name, output_json(&out[i]));
+		struct strata_value_info info;
+		strata_model_output(m, i, &info);
+		json_object_set_new(outs, info.name, output_json(&out[i]));
 	}
 	json_object_set_new(top, "outputs", outs);
 	if (prof)
 		json_object_update_new(top, prof);
-	char *s = eng_json_dump(top, 1);
-	json_decref(top);
-	if (!s) {
-		eng_cli_fail("out of memory");
-		goto out;
-	}
-	puts(s);
-	base_strfree(s);
-	status = 0;
+	status = print_json(top, 1);
 out:
-	if (cx)
-		runtime_ctx_free(cx);
-	for (int i = 0; in && sizes && i < nin; i++)
-		if (in[i].data)
-			base_free(in[i].data, sizes[i]);
-	if (in)
-		base_free(in, ((size_t)nin + 1) * sizeof *in);
-	if (out)
-		base_free(out, ((size_t)nout + 1) * sizeof *out);
-	if (sizes)
-		base_free(sizes, ((size_t)nin + 1) * sizeof *sizes);
-	runtime_model_free(m);
+	for (int i = 0; in && i < nin; i++)
+		tool_free(in[i].data);
+	tool_free(in);
+	tool_free(out);
+	strata_model_close(m);
 	return status;
 }
 
 /* ---- strata compile ------------------------------------------------------------------
- * Each model is loaded with the runtime's context options (runtime.h) and
+ * Each model is compiled by strata_model_compile() (strata.h) and
  * one JSON line per model goes to stdout once its files are complete:
  *     {"model": "a.onnx", "context": "a_ctx.onnx", "binary": "a_strata.bin", "ms": 4.2}
  * ("binary" is null with --embed).  With --share the binary is written by
@@ -356,13 +363,7 @@ out:
 /* Print j as one line on stdout and release it. */
 static int print_line(json_t *j)
 {
-	char *s = j ? eng_json_dump(j, 0) : NULL;
-	json_decref(j);
-	if (!s)
-		return eng_cli_fail("out of memory");
-	puts(s);
-	base_strfree(s);
-	return 0;
+	return print_json(j, 0);
 }
 
 /* Create dir unless it is a folder already. */
@@ -370,13 +371,13 @@ static int ensure_dir(const char *dir)
 {
 	struct stat st;
 	if (stat(dir, &st) == 0 && !S_ISDIR(st.st_mode))
-		return eng_cli_fail("%s: not a folder", dir);
+		return tool_fail("%s: not a folder", dir);
 	if (mkdir(dir, 0777) != 0 && errno != EEXIST)
-		return eng_cli_fail("cannot create %s: %s", dir, strerror(errno));
+		return tool_fail("cannot create %s: %s", dir, strerror(errno));
 	return 0;
 }
 
-int eng_cli_compile(int argc, char **argv)
+int cli_cmd_compile(int argc, char **argv)
 {
 	const char *models[MAX_MODELS];
 	const char *prefix = NULL, *outdir = NULL;
@@ -389,7 +390,7 @@ int eng_cli_compile(int argc, char **argv)
 			share = 1;
 		} else if (!strcmp(a, "--prefix") || !strcmp(a, "-o")) {
 			if (i + 1 >= argc)
-				return eng_cli_usage("compile", "option %s needs a value", a);
+				return tool_usage("compile", "option %s needs a value", a);
 			if (a[1] == 'o')
 				outdir = argv[++i];
 			else
@@ -397,37 +398,37 @@ int eng_cli_compile(int argc, char **argv)
 		} else if (!strncmp(a, "--prefix=", 9)) {
 			prefix = a + 9;
 		} else if (a[0] == '-' && a[1]) {
-			return eng_cli_usage("compile", "unknown option '%s'", a);
+			return tool_usage("compile", "unknown option '%s'", a);
 		} else if (n == MAX_MODELS) {
-			return eng_cli_usage("compile", "more than %d models", MAX_MODELS);
+			return tool_usage("compile", "more than %d models", MAX_MODELS);
 		} else {
 			models[n++] = a;
 		}
 	}
 	if (!n)
-		return eng_cli_usage("compile", "missing MODEL");
+		return tool_usage("compile", "missing MODEL");
 	if (share && embed)
-		return eng_cli_usage("compile", "--share writes one binary file for all the models "
-		                     "and --embed puts each binary inside its context model: choose one");
+		return tool_usage("compile", "--share writes one binary file for all the models "
+		                  "and --embed puts each binary inside its context model: choose one");
 	if (outdir && !*outdir)
-		return eng_cli_usage("compile", "-o needs a folder");
+		return tool_usage("compile", "-o needs a folder");
 
 	char *ctx[MAX_MODELS] = { 0 };
 	json_t *lines = json_array();
 	char *bin = NULL;
 	int status = 1;
 	if (!lines) {
-		eng_cli_fail("out of memory");
+		tool_fail("out of memory");
 		goto out;
 	}
 	for (int i = 0; i < n; i++) {
-		if (!(ctx[i] = eng_context_path(outdir, models[i]))) {
-			eng_cli_fail("out of memory");
+		if (!(ctx[i] = strata_context_path(outdir, models[i]))) {
+			tool_fail("out of memory");
 			goto out;
 		}
 		for (int j = 0; j < i; j++)
 			if (!strcmp(ctx[i], ctx[j])) {
-				eng_cli_fail("%s and %s would both write %s", models[j], models[i], ctx[i]);
+				tool_fail("%s and %s would both write %s", models[j], models[i], ctx[i]);
 				goto out;
 			}
 	}
@@ -435,19 +436,14 @@ int eng_cli_compile(int argc, char **argv)
 		goto out;
 	status = 0;
 	for (int i = 0; i < n; i++) {
-		struct eng_compile c = { ctx[i], prefix, embed, share ? (i + 1 < n ? 1 : 2) : 0 };
+		struct strata_compile_options c = { ctx[i], prefix, embed,
+		                                    share ? (i + 1 < n ? 1 : 2) : 0 };
 		struct strata_error err = { 0 };
-		char *written = NULL;
-		double t0 = base_now();
-		int rc = eng_compile_model(models[i], &c, &written, &err);
-		double ms = floor((base_now() - t0) * 1e6 + 0.5) / 1e3;
-		base_strfree(written); /* ctx[i], as asked */
+		double t0 = tool_now();
+		int rc = strata_model_compile(models[i], &c, &err);
+		double ms = floor((tool_now() - t0) * 1e6 + 0.5) / 1e3;
 		if (rc) {
-			const char *msg = err.msg[0] ? err.msg : strata_strerror(rc);
-			if (!strncmp(msg, models[i], strlen(models[i])))
-				eng_cli_fail("%s", msg);
-			else
-				eng_cli_fail("%s: %s", models[i], msg);
+			tool_fail("%s", err.msg); /* it names the model */
 			status = 1;
 			if (!share)
 				continue;
@@ -459,33 +455,33 @@ int eng_cli_compile(int argc, char **argv)
 				        models[i]);
 			goto out;
 		}
-		base_strfree(bin);
-		bin = embed ? NULL : eng_context_binary(ctx[i], models[share ? 0 : i]);
+		strata_free(bin);
+		bin = embed ? NULL : strata_context_binary(ctx[i], models[share ? 0 : i]);
 		if (!embed && !bin) {
-			status = eng_cli_fail("out of memory");
+			status = tool_fail("out of memory");
 			goto out;
 		}
 		struct stat st;
 		if (bin && !share && stat(bin, &st) != 0) {
-			status = eng_cli_fail("%s: no binary at %s: %s", models[i], bin, strerror(errno));
+			status = tool_fail("%s: no binary at %s: %s", models[i], bin, strerror(errno));
 			goto out;
 		}
 		json_t *line = json_pack("{s:s, s:s, s:o, s:o}", "model", models[i], "context", ctx[i],
 		                         "binary", bin ? json_string(bin) : json_null(), "ms",
-		                         eng_json_number(BASE_DT_DOUBLE, ms));
+		                         strata_json_number("double", ms));
 		if (!share) {
 			if (print_line(line))
 				status = 1;
 			fflush(stdout);
 		} else if (!line || json_array_append_new(lines, line)) {
-			status = eng_cli_fail("out of memory");
+			status = tool_fail("out of memory");
 			goto out;
 		}
 	}
 	if (share) {
 		struct stat st;
 		if (stat(bin, &st) != 0) {
-			status = eng_cli_fail("no shared binary at %s: %s", bin, strerror(errno));
+			status = tool_fail("no shared binary at %s: %s", bin, strerror(errno));
 			goto out;
 		}
 		size_t i;
@@ -497,8 +493,8 @@ int eng_cli_compile(int argc, char **argv)
 	}
 out:
 	for (int i = 0; i < n; i++)
-		base_strfree(ctx[i]);
-	base_strfree(bin);
+		strata_free(ctx[i]);
+	strata_free(bin);
 	json_decref(lines);
 	return status;
 }

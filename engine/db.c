@@ -247,7 +247,8 @@ static int check_deployed(const char *app, const char *datadir, struct strata_er
 int strata_open(const char *app, const struct strata_options *opts, struct strata **out,
                 struct strata_error *err)
 {
-	return eng_open(app, opts, ENG_OPEN_ANY, out, err);
+	return eng_open(app, opts, opts && opts->must_be_deployed ? ENG_OPEN_DEPLOYED : ENG_OPEN_ANY,
+	                out, err);
 }
 
 static int open_app(const char *app, const struct strata_options *opts, int deploy,

@@ -54,9 +54,11 @@
  *   indexing.c     the fields' indexing scripts, run on each put and update;
  *   indexing_fn.c  its functions: conversions, strings, chunkers, pack_bits
  *   deadline.c     a search's timeout and soft timeout, checked as it runs
+ *   api.c          strata.h beside the documents: deploy, single models and
+ *                  their contexts, element types, JSON printing, timeouts
  *
- * The programs, not the library: cli.c and cli_run.c (the strata command),
- * serve.c and serve_api.c (strata serve, the HTTP server; serve_int.h).
+ * The programs, not the library: cli/ (the strata command) and serve/
+ * (strata serve, the HTTP server), on strata.h and their cli/tool.h alone.
  */
 #ifndef ENGINE_INT_H
 #define ENGINE_INT_H
@@ -972,18 +974,18 @@ struct eng_iter *eng_iter_or(struct eng_iter **kids, int n);
  * string (a string field), or holds it (a collection of strings, or the
  * values at a path inside a collection or struct field). */
 int eng_value_contains(struct eng_match *m, const struct yql_node *n, uint32_t lid);
-/* 1 when a store type is numeric (int, long, float, double, bool). */
-int eng_numeric_type(int store_type);
 /* Its iterator: the documents of the string in the field's value
  * dictionary (fast-search), else *out NULL.  Returns 0 or an error. */
 int eng_value_open(struct eng_match *m, const struct yql_node *n, struct eng_iter **out);
+/* 1 when a store type is numeric (int, long, float, double, bool). */
+int eng_numeric_type(int store_type);
 /* The numeric value of field fidx of lid into *out: 1, or 0 without one. */
 int eng_num_value(struct eng_match *m, uint32_t lid, int fidx, double *out);
 
-struct eng_text;
-struct eng_textset;
 /* ---- textmatch.c: contains on text-indexed fields ----------------------------------- */
 
+struct eng_text;
+struct eng_textset;
 /* For each CONTAINS node of where on a field of dt with a text index (its
  * fidx resolved for dt): tokenize its string as the field is tokenized and
  * open the terms' posting lists in txn, into *out (NULL when there is no
@@ -1281,26 +1283,5 @@ int eng_sel_eval(const struct eng_sel *s, const struct eng_doctype *dt, const ch
  * failed).  Writes nothing. */
 int eng_sel_condition(struct strata *db, struct store_txn *w, struct eng_doctype *dt,
                       const char *id, const char *cond, int create, struct strata_error *err);
-
-/* ---- the CLI (cli.c, cli_run.c) ------------------------------------------------------- */
-
-/* `strata run MODEL [--input name=JSON ...]`: argv[0] is "run".  Returns the
- * exit code. */
-int eng_cli_run(int argc, char **argv);
-/* strata inspect MODEL (cli_run.c). */
-int eng_cli_inspect(int argc, char **argv);
-/* strata compile MODEL... [--embed] [--share] [--prefix P] [-o DIR] (cli_run.c). */
-int eng_cli_compile(int argc, char **argv);
-/* Print "strata: msg" on stderr; returns 1. */
-int eng_cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* Print msg and the command's usage on stderr; returns 2. */
-int eng_cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* The library's log messages (strata_options.log), "strata: MSG" on stderr. */
-void eng_cli_log(void *ud, int level, const char *msg);
-/* The value of a query input given as text (--input, a query parameter):
- * the JSON it is when it parses (a number, an array, a tensor object),
- * else the text as a string (a tensor literal such as {{x:0}:1}).  NULL
- * when out of memory. */
-json_t *eng_cli_input_value(const char *text);
 
 #endif

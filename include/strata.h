@@ -35,7 +35,8 @@
  * counts what it holds; it routes jansson's allocations there too
  * (json_set_alloc_funcs), from the start of the program on.  A program that
  * uses jansson itself shares that allocator for its own JSON values, and must
- * not set jansson's allocator.
+ * not set jansson's allocator; nor may it give json_dumps()'s text to free():
+ * strata_json_dump() (below) writes JSON text that strata_free() takes.
  *
  * Errors: every fallible call returns 0 on success, a negative STRATA_* code
  * below, or a positive errno value passed through from the system.  When a
@@ -47,6 +48,7 @@
 #define STRATA_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "strata_defs.h"
 
@@ -115,6 +117,13 @@ struct strata_options {
 	 * durable sooner.  A batch also ends at 64 MiB of input, and on
 	 * standard input when the feed is about to wait for more. */
 	long feed_batch;
+	/* 1: the application must have been deployed before (strata_deploy()
+	 * made its store in the data folder), else strata_open() fails with
+	 * STRATA_NOT_FOUND ("application 'APP' is not deployed ...") and
+	 * creates nothing; the strata CLI opens applications this way for
+	 * feed, query, get, remove and serve.  0: strata_open() creates the
+	 * store when there is none.  strata_deploy() ignores it. */
+	int must_be_deployed;
 };
 #define STRATA_FEED_BATCH_MAX 10000000
 
@@ -134,6 +143,34 @@ int strata_open(const char *app, const struct strata_options *opts,
 
 /* Close the handle and free everything it holds.  NULL is ignored. */
 void strata_close(struct strata *db);
+
+/* Deploy the application in folder app, as `strata deploy` does, and open
+ * it: strata_open(), and before it returns every model the rank profiles
+ * name is compiled into DATA/contexts/ (one shared binary for all of
+ * them, weights they share stored once) and recorded in
+ * DATA/contexts/manifest.json, so that later opens load the models from
+ * there while their sources are unchanged; the notices of the schemas
+ * (things accepted that change nothing) go to opts->log.  Deploying again
+ * compiles again.  opts as strata_open() (must_be_deployed is ignored).
+ * Returns strata_open()'s codes, and a model's compile errors, whose
+ * message names the model.  On success *out is a new handle for
+ * strata_close(); strata_app_info() says what was deployed. */
+int strata_deploy(const char *app, const struct strata_options *opts, struct strata **out,
+                  struct strata_error *err);
+
+/* What an open application is made of, for a summary. */
+struct strata_app_info {
+	const char *data_dir; /* the data folder: the store, and the compiled contexts in
+	                         DATA/contexts; valid until strata_close() */
+	int ndoctypes;        /* its document types, one per schema */
+	int ncompiled;        /* models strata_deploy() compiled into DATA/contexts (0 when
+	                         the handle came from strata_open()) */
+};
+void strata_app_info(struct strata *db, struct strata_app_info *info);
+
+/* The name of document type i (0 to ndoctypes - 1, in schema file name
+ * order), valid until strata_close(); NULL when i is out of range. */
+const char *strata_doctype_name(struct strata *db, int i);
 
 /* Apply one Vespa document operation given as JSON text: {"put": ID, "fields":
  * {...}}, {"update": ID, "fields": {"f": {"assign": v}}} or {"remove": ID}.
@@ -289,6 +326,222 @@ struct strata_stats {
 	                                          joined it in time) */
 };
 void strata_stats(struct strata *db, struct strata_stats *st);
+
+/* ---- models ---------------------------------------------------------------------
+ * One ONNX model on its own, outside any application: its declared inputs
+ * and outputs, runs on the caller's tensors, compiled contexts.
+ *
+ *     struct strata_model *m;
+ *     struct strata_error err;
+ *     if (strata_model_open("ranker.onnx", &m, &err) != 0)
+ *         die(err.msg);                   // "ranker.onnx: No such file or directory"
+ *     float q[16] = {...}, d[16] = {...};
+ *     struct strata_tensor in[2] = {
+ *         { "float", 2, {1, 16}, q },     // in the order of strata_model_input()
+ *         { NULL, 2, {1, 16}, d },        // NULL: the type the model declares
+ *     };
+ *     struct strata_tensor out[1];
+ *     if (strata_model_run(m, in, out, &err) == 0)
+ *         printf("%g\n", ((float *)out[0].data)[0]);
+ *     strata_model_close(m);
+ *
+ * A model file is an .onnx model or a compiled context (MODEL_ctx.onnx,
+ * from strata_model_compile() or strata_deploy()), which loads without
+ * compiling again; one compiled by another release or for another CPU
+ * feature set is refused with STRATA_INVALID_GRAPH saying why.
+ *
+ * Threads: a struct strata_model holds the buffers of its runs and is used
+ * by one thread at a time; threads that run the same model open one each
+ * (from a compiled context that is quick).  Inputs are read in place,
+ * never copied nor changed. */
+
+struct strata_model; /* an open model and the state of its runs */
+
+#define STRATA_MAX_RANK 8 /* the most dimensions of a tensor */
+
+/* A tensor view: a small value carrier, owning nothing.  dtype names the
+ * element type as ONNX does: "float", "double", "float16", "bfloat16",
+ * "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64",
+ * "uint64", "bool" (one byte, 0 or 1), "string" (cells are char *,
+ * NUL-terminated).  Cells are dense, row-major; a scalar has rank 0 and
+ * one cell. */
+struct strata_tensor {
+	const char *dtype;
+	int rank;
+	int64_t dims[STRATA_MAX_RANK];
+	void *data;
+};
+
+/* A declared input or output of a model.  The strings live as long as the
+ * model is open. */
+struct strata_value_info {
+	const char *name;
+	const char *kind;    /* "tensor", "sequence", "optional tensor" or "optional sequence"
+	                        (strata_model_run() takes tensors only); dtype and shape are
+	                        those of the element */
+	const char *dtype;   /* the element type, as in struct strata_tensor */
+	int rank;            /* -1 when the model declares no shape */
+	int64_t dims[STRATA_MAX_RANK];          /* -1 where symbolic or unknown */
+	const char *dim_names[STRATA_MAX_RANK]; /* a symbolic dimension's name ("batch"), else "" */
+};
+
+/* Open the model at path (an .onnx model or a compiled context); its
+ * external data files are looked up beside it and memory-mapped.  Returns
+ * 0, an errno (the file cannot be read; the message names it),
+ * STRATA_INVALID_PROTOBUF (not an ONNX model), STRATA_INVALID_GRAPH (a
+ * graph that cannot run, or a context that cannot be used here),
+ * STRATA_NOT_IMPLEMENTED (an operator without a kernel: the message names
+ * it, its domain and opset), STRATA_NOMEM.  On success *out is a new
+ * handle for strata_model_close(). */
+int strata_model_open(const char *path, struct strata_model **out, struct strata_error *err);
+
+/* Close the model and free what it holds; its outputs are invalid from
+ * here.  NULL is ignored. */
+void strata_model_close(struct strata_model *m);
+
+/* The number of inputs (initializers excluded) and of outputs. */
+int strata_model_ninputs(const struct strata_model *m);
+int strata_model_noutputs(const struct strata_model *m);
+
+/* Describe input (output) i, in declaration order, into *info.  Returns 0
+ * or STRATA_NOT_FOUND (i out of range; *info is left alone). */
+int strata_model_input(const struct strata_model *m, int i, struct strata_value_info *info);
+int strata_model_output(const struct strata_model *m, int i, struct strata_value_info *info);
+
+/* The index of the input (output) called name, or -1 when there is none. */
+int strata_model_input_index(const struct strata_model *m, const char *name);
+int strata_model_output_index(const struct strata_model *m, const char *name);
+
+/* Run the model once.  in[] has one tensor per input, in input order, each
+ * of the declared element type (dtype NULL: that type), rank and fixed
+ * dimensions, and one symbolic name takes one size throughout.  out[]
+ * (strata_model_noutputs() of them) receives a view of each output, valid
+ * until the next run, strata_model_profile() or strata_model_close().
+ * Returns 0, STRATA_INVALID_ARGUMENT (an input does not fit, or has an
+ * unknown element type or more than STRATA_MAX_RANK dimensions: the
+ * message names the input, what it expects and what it was given; or the
+ * model has an input or output that is not a tensor), STRATA_RUNTIME (an
+ * operator failed: the message names the node), STRATA_NOMEM.  Once a run
+ * of some shape has been made, the next ones of that shape allocate
+ * nothing. */
+int strata_model_run(struct strata_model *m, const struct strata_tensor *in,
+                     struct strata_tensor *out, struct strata_error *err);
+
+/* Profiling: where the runs spend their time, per operator type.  on != 0
+ * starts an empty table (replacing the one before), and every later run
+ * adds each node's own time and one call to the row of its operator type;
+ * on = 0 stops and drops it.  It costs two clock reads per node.  Returns
+ * 0 or STRATA_NOMEM. */
+int strata_model_profile(struct strata_model *m, int on, struct strata_error *err);
+
+/* One row of the profile. */
+struct strata_op_time {
+	const char *op;           /* the operator type ("MatMul"; "(other)" past the
+	                             table's rows), valid while the model is open */
+	double seconds;           /* the nodes' own time, summed over the runs */
+	unsigned long long calls; /* node runs */
+};
+
+/* Copy the rows of the profile, in the order their types were first
+ * counted, into rows[0 .. cap) and return how many there are (which may
+ * be more than cap: then only cap were copied; 0 when profiling is off).
+ * At most 65 rows. */
+int strata_model_profile_rows(const struct strata_model *m, struct strata_op_time *rows, int cap);
+
+/* How strata_model_compile() writes a context.  All zero: the context model
+ * MODEL_ctx.onnx beside the source, its binary MODEL_strata.bin beside
+ * that. */
+struct strata_compile_options {
+	const char *context; /* the context model to write; NULL: strata_context_path(NULL, src) */
+	const char *prefix;  /* prefix of the compiled graph's name; NULL: none */
+	int embed;           /* 1: the binary inside the context model, no .bin file */
+	/* Several models into one binary, where weights they share are stored
+	 * once: 1 for each model of the group but the last, compiled in turn
+	 * in one thread, and 2 for the last, which writes the binary, named
+	 * after the group's first model, beside its context model (the
+	 * contexts of a group go into one folder).  0: a binary of its own. */
+	int share;
+};
+
+/* Load the model at src and write its compiled context as opts says (NULL:
+ * all zero).  The files are written through temporary files and renamed,
+ * so a failure leaves none of its own.  Returns 0, strata_model_open()'s
+ * codes (a context given as src is refused with STRATA_INVALID_ARGUMENT:
+ * it is compiled already), STRATA_INVALID_ARGUMENT (embed with share), or
+ * an errno from writing; the message names src. */
+int strata_model_compile(const char *src, const struct strata_compile_options *opts,
+                         struct strata_error *err);
+
+/* The context model path for the model src ("x/NAME.onnx"):
+ * "DIR/NAME_ctx.onnx", or beside src when dir is NULL.  A new string freed
+ * with strata_free(); NULL when memory runs out. */
+char *strata_context_path(const char *dir, const char *src);
+
+/* The binary strata_model_compile() writes for the context model at context
+ * when it is named after the model src: "NAME_strata.bin" beside the
+ * context (with share, src is the group's first model).  A new string
+ * freed with strata_free(); NULL when memory runs out. */
+char *strata_context_binary(const char *context, const char *src);
+
+/* Bytes per cell of element type dtype (a struct strata_tensor name); 0 for
+ * "string" and for a name that is not an element type. */
+size_t strata_dtype_size(const char *dtype);
+
+/* Cell i of t (i below its cell count, not checked) as a double, into *v;
+ * float16 and bfloat16 widened, bool as 0 or 1, 64-bit integers rounded to
+ * the nearest double.  Returns 0, or STRATA_INVALID_ARGUMENT when t's dtype
+ * is not numeric or bool. */
+int strata_tensor_get(const struct strata_tensor *t, size_t i, double *v);
+
+/* Store v as cell i of t (i below its cell count, not checked), converted
+ * to t's dtype as a C cast does (float16 and bfloat16 rounded to nearest,
+ * bool: v != 0).  Returns 0, or STRATA_INVALID_ARGUMENT when t's dtype is
+ * not numeric or bool. */
+int strata_tensor_set(struct strata_tensor *t, size_t i, double v);
+
+/* ---- JSON as the library writes it ---------------------------------------------
+ * For programs that use jansson (struct json_t is jansson's json_t;
+ * strata.h does not include jansson.h) and print JSON beside the
+ * library's results: the same printer, so that their numbers read alike.
+ * It differs from json_dumps() in the reals: each is written in the
+ * shortest form that reads back as the same double ("0.1", where
+ * json_dumps() writes 0.10000000000000001), with ".0" on integral ones,
+ * and null for infinities and NaN. */
+struct json_t;
+
+/* strata_json_dump() flags. */
+#define STRATA_JSON_PRETTY 1 /* two-space indent; arrays of numbers on one line */
+
+/* j as JSON text: compact (no spaces) or as flags say, object members in
+ * the order they were added.  A new string freed with strata_free(); NULL
+ * when memory runs out. */
+char *strata_json_dump(const struct json_t *j, int flags);
+
+/* A new JSON number for a cell value v of element type dtype, as the
+ * library writes tensor cells: an integer for int8, uint8, int16, int32
+ * and int64; for float, float16 and bfloat16 the real of the shortest
+ * decimal that reads back as the same float ("0.1" rather than
+ * 0.10000000149011612); for the others a real; null when v is not
+ * finite (and a real type).  NULL when memory runs out. */
+struct json_t *strata_json_number(const char *dtype, double v);
+
+/* ---- requests -------------------------------------------------------------------- */
+
+/* A timeout as Vespa's query API writes one: a number of seconds, with an
+ * optional unit after it, "ms", "s" or "m", spaces between allowed ("500ms",
+ * "2 s", "1.5"); at least 0.  Into *seconds.  Returns 0,
+ * STRATA_INVALID_ARGUMENT (*seconds left alone) for anything else, or
+ * STRATA_NOMEM. */
+int strata_timeout_parse(const char *text, double *seconds);
+
+/* ---- the build ------------------------------------------------------------------- */
+
+/* The kernels this process runs, e.g. "avx512, int8: avx512-vnni": the
+ * instruction set of the float kernels ("avx512" or "avx2"), then that of
+ * the int8 GEMM ("avx512-vnni", "avx-vnni" or "avx2").  Chosen once from
+ * the CPU's features; STRATA_CPU=avx2 in the environment holds both to
+ * AVX2 (what an AVX2-only machine runs).  A static string; any thread. */
+const char *strata_kernels(void);
 
 #ifdef __cplusplus
 }

@@ -72,7 +72,7 @@ struct job {
 static void job_free(struct job *jb)
 {
 	srv_job_clear(jb->s, &jb->j);
-	base_free(jb, sizeof *jb);
+	tool_free(jb);
 }
 
 static enum MHD_Result collect_arg(void *cls, enum MHD_ValueKind kind, const char *key,
@@ -116,7 +116,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	struct job *jb = *ctx;
 	(void)version;
 	if (!jb) {
-		jb = base_calloc(1, sizeof *jb);
+		jb = tool_calloc(1, sizeof *jb);
 		if (!jb)
 			return MHD_NO;
 		jb->s = s;
@@ -190,8 +190,8 @@ static int parse_num(const char *name, const char *v, long long min, long long m
 	char *end;
 	long long x = v ? strtoll(v, &end, 10) : 0;
 	if (!v || !*v || *end || x < min || x > max)
-		return eng_cli_usage("serve", "%s needs a number from %lld to %lld, got '%s'", name, min,
-		                     max, v ? v : "");
+		return tool_usage("serve", "%s needs a number from %lld to %lld, got '%s'", name, min,
+		                  max, v ? v : "");
 	*out = x;
 	return 0;
 }
@@ -210,7 +210,7 @@ static int parse_serve_opts(int argc, char **argv, struct serve_opts *o)
 		const char *a = argv[i];
 		if (a[0] != '-') {
 			if (o->app)
-				return eng_cli_usage("serve", "unexpected argument '%s'", a);
+				return tool_usage("serve", "unexpected argument '%s'", a);
 			o->app = a;
 			continue;
 		}
@@ -228,7 +228,7 @@ static int parse_serve_opts(int argc, char **argv, struct serve_opts *o)
 			       (strlen(nums[k].name) != nl || strncmp(a, nums[k].name, nl)))
 				k++;
 			if (k == sizeof nums / sizeof nums[0])
-				return eng_cli_usage("serve", "unknown option '%s'", a);
+				return tool_usage("serve", "unknown option '%s'", a);
 			long long x = 0;
 			if (parse_num(nums[k].name, v, nums[k].min, nums[k].max, &x))
 				return 2;
@@ -240,11 +240,11 @@ static int parse_serve_opts(int argc, char **argv, struct serve_opts *o)
 				o->max_body = x;
 		}
 		if (!v)
-			return eng_cli_usage("serve", "option %.*s needs a value", (int)nl, a);
+			return tool_usage("serve", "option %.*s needs a value", (int)nl, a);
 		i += took;
 	}
 	if (!o->app)
-		return eng_cli_usage("serve", "missing APP");
+		return tool_usage("serve", "missing APP");
 	return 0;
 }
 
@@ -286,7 +286,7 @@ static void drain(struct srv *s, struct srv_front *front, long drain_s)
 		fprintf(stderr, "strata: %ld requests still open after %ld s, closed\n", left, drain_s);
 }
 
-int eng_cli_serve(int argc, char **argv)
+int srv_cmd_serve(int argc, char **argv)
 {
 	for (int i = 1; i < argc; i++)
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
@@ -302,7 +302,7 @@ int eng_cli_serve(int argc, char **argv)
 		return rc;
 	struct sockaddr_in addr = { .sin_family = AF_INET, .sin_port = htons((uint16_t)o.port) };
 	if (inet_pton(AF_INET, o.bind, &addr.sin_addr) != 1)
-		return eng_cli_usage("serve", "--bind needs an IPv4 address, got '%s'", o.bind);
+		return tool_usage("serve", "--bind needs an IPv4 address, got '%s'", o.bind);
 
 	/* Signals are taken by sigwait() below: blocked in every thread. */
 	sigset_t sigs;
@@ -314,13 +314,13 @@ int eng_cli_serve(int argc, char **argv)
 
 	static struct srv sv; /* one server per process; its threads point here */
 	struct strata_error err = { 0 };
-	struct strata_options so = { .data_dir = o.data, .log = eng_cli_log,
+	struct strata_options so = { .data_dir = o.data, .log = tool_log, .must_be_deployed = 1,
 	                             .pool_generations = (int)(o.threads < 1024 ? o.threads : 1024) };
-	if (eng_open(o.app, &so, ENG_OPEN_DEPLOYED, &sv.db, &err))
-		return eng_cli_fail("%s", err.msg[0] ? err.msg : strata_strerror(err.code));
+	if (strata_open(o.app, &so, &sv.db, &err))
+		return tool_fail("%s", err.msg[0] ? err.msg : strata_strerror(err.code));
 	pthread_mutex_init(&sv.write_lock, NULL);
 	srv_metrics_init(&sv.m);
-	sv.started = base_now();
+	sv.started = tool_now();
 	pthread_mutex_init(&sv.lock, NULL);
 	pthread_cond_init(&sv.cond, NULL);
 	pthread_cond_init(&sv.idle, NULL);
@@ -330,19 +330,19 @@ int eng_cli_serve(int argc, char **argv)
 	rc = 1;
 	struct MHD_Daemon *d = NULL;
 	struct srv_front *front = NULL;
-	pthread_t *workers = base_calloc((size_t)o.threads, sizeof *workers);
+	pthread_t *workers = tool_calloc((size_t)o.threads, sizeof *workers);
 	int nworkers = 0;
 	while (workers && nworkers < o.threads &&
 	       !pthread_create(&workers[nworkers], NULL, srv_worker, &sv))
 		nworkers++;
 	if (nworkers < o.threads) {
-		eng_cli_fail("cannot start %ld threads", o.threads);
+		tool_fail("cannot start %ld threads", o.threads);
 		goto stop;
 	}
 	unsigned port = 0;
 	int lfd = listen_on(&addr, &port);
 	if (lfd < 0) {
-		eng_cli_fail("cannot listen on %s:%ld: %s", o.bind, o.port, strerror(errno));
+		tool_fail("cannot listen on %s:%ld: %s", o.bind, o.port, strerror(errno));
 		goto stop;
 	}
 	/* Connections come from the front door (MHD_add_connection), which
@@ -357,13 +357,13 @@ int eng_cli_serve(int argc, char **argv)
 	                     MHD_OPTION_END);
 	if (!d) {
 		close(lfd);
-		eng_cli_fail("cannot start the HTTP/1.1 server");
+		tool_fail("cannot start the HTTP/1.1 server");
 		goto stop;
 	}
 	int e = srv_front_start(&sv, lfd, o.client_timeout, to_mhd, d, &front);
 	if (e) {
-		eng_cli_fail("cannot start accepting connections: %s",
-		             e > 0 ? strerror(e) : "out of memory");
+		tool_fail("cannot start accepting connections: %s",
+		          e > 0 ? strerror(e) : "out of memory");
 		goto stop;
 	}
 	fprintf(stderr, "strata: listening on http://%s:%u\n", o.bind, port);
@@ -382,8 +382,7 @@ stop:
 		srv_front_free(front);
 	if (d)
 		MHD_stop_daemon(d);
-	if (workers)
-		base_free(workers, (size_t)o.threads * sizeof *workers);
+	tool_free(workers);
 	strata_close(sv.db);
 	if (!rc)
 		fprintf(stderr, "strata: stopped\n");

@@ -58,24 +58,23 @@ static const char *ve_summary(int code)
 /* Sets rq's answer to the JSON j (consumed); 500 when it cannot be made. */
 static void answer(struct srv_req *rq, int status, json_t *j)
 {
-	char *s = j ? eng_json_dump(j, 0) : NULL;
+	char *s = strata_json_dump(j, 0);
 	json_decref(j);
-	rq->status = s ? status : 500;
-	rq->resp = s ? s : base_strdup("{\"message\": \"out of memory\"}");
+	srv_req_answer(rq, status, s, 1);
 }
 
-/* A new text (base_strfree): the library's compact JSON object text obj
+/* A new text (tool_free): the library's compact JSON object text obj
  * with "key": v (consumed) written in as its last member, so that the
  * library's result is not parsed and written again for one member.  key
  * needs no escapes.  NULL when memory runs out or v is NULL. */
 static char *with_member(const char *obj, const char *key, json_t *v)
 {
-	char *vs = v ? eng_json_dump(v, 0) : NULL;
+	char *vs = strata_json_dump(v, 0);
 	json_decref(v);
 	size_t n = strlen(obj), kl = strlen(key), vl = vs ? strlen(vs) : 0;
 	int members = n > 2; /* not "{}" */
 	size_t len = n - 1 + (size_t)members + kl + 3 + vl + 1;
-	char *s = vs && n >= 2 && obj[n - 1] == '}' ? base_alloc(len + 1) : NULL;
+	char *s = vs && n >= 2 && obj[n - 1] == '}' ? tool_alloc(len + 1) : NULL;
 	if (s) {
 		size_t k = n - 1;
 		memcpy(s, obj, k);
@@ -91,7 +90,7 @@ static char *with_member(const char *obj, const char *key, json_t *v)
 		s[k++] = '}';
 		s[k] = 0;
 	}
-	base_strfree(vs);
+	strata_free(vs);
 	return s;
 }
 
@@ -124,13 +123,27 @@ static void search_fail(struct srv_req *rq, int rc, const struct strata_error *e
 	}
 }
 
+/* The request's "timeout" v, as the library reads it: seconds as a number,
+ * or a string with a unit (strata_timeout_parse).  Returns 0,
+ * STRATA_INVALID_ARGUMENT or STRATA_NOMEM. */
+static int timeout_of(const json_t *v, double *out)
+{
+	if (json_is_string(v))
+		return strata_timeout_parse(json_string_value(v), out);
+	double x = json_number_value(v);
+	if (!json_is_number(v) || !(x >= 0) || !isfinite(x))
+		return STRATA_INVALID_ARGUMENT;
+	*out = x;
+	return 0;
+}
+
 /* A query parameter's value as the JSON request wants it: inputs as the
  * CLI's --input reads them; everything else stays a string. */
 static json_t *arg_value(const char *key, const char *val)
 {
 	if (!strncmp(key, "input.", 6) || !strncmp(key, "ranking.features.query(", 23) ||
 	    !strncmp(key, "query(", 6))
-		return eng_cli_input_value(val);
+		return tool_input_value(val);
 	return json_string(val);
 }
 
@@ -142,7 +155,7 @@ static json_t *search_request(struct srv_req *rq)
 	if (rq->method == SRV_POST && rq->len) {
 		json_error_t je;
 		int oom;
-		req = eng_json_parse(rq->body, rq->len, 0, &je, &oom);
+		req = tool_json_parse(rq->body, rq->len, 0, &je, &oom);
 		if (!req && oom) {
 			search_error(rq, 500, VE_INTERNAL, "out of memory");
 			return NULL;
@@ -177,8 +190,10 @@ static json_t *search_request(struct srv_req *rq)
 	return req;
 }
 
-/* Adds Vespa's "trace" to the result text: the time queued and searching. */
-static char *with_trace(char *result, double queued, double ran, long level)
+/* Adds Vespa's "trace" to the library's result text (taken): the time
+ * queued and searching.  Returns the new text (tool_free), or when memory
+ * runs out the result as it was, *lib set (strata_free). */
+static char *with_trace(char *result, double queued, double ran, long level, int *lib)
 {
 	char m1[96], m2[96];
 	snprintf(m1, sizeof m1, "waited %.3f ms in the request queue", queued * 1e3);
@@ -190,6 +205,7 @@ static char *with_trace(char *result, double queued, double ran, long level)
 	if (!s)
 		return result;
 	strata_free(result);
+	*lib = 0;
 	return s;
 }
 
@@ -204,7 +220,13 @@ static void do_search(struct srv *s, struct srv_req *rq)
 		return;
 	double timeout = DEFAULT_TIMEOUT;
 	const json_t *tv = json_object_get(req, "timeout");
-	if (tv && eng_timeout_parse(tv, &timeout)) {
+	int trc = tv ? timeout_of(tv, &timeout) : 0;
+	if (trc == STRATA_NOMEM) {
+		json_decref(req);
+		search_error(rq, 500, VE_INTERNAL, "out of memory");
+		return;
+	}
+	if (trc) {
 		json_decref(req);
 		search_error(rq, 400, VE_INVALID_PARAMETER,
 		             "timeout: expected seconds, or a number with unit ms, s or m");
@@ -215,7 +237,7 @@ static void do_search(struct srv *s, struct srv_req *rq)
 	if (lv && (json_is_integer(lv) || json_is_string(lv)))
 		trace = json_is_integer(lv) ? (long)json_integer_value(lv)
 		                            : strtol(json_string_value(lv), NULL, 10);
-	double start = base_now(), queued = start - rq->arrived;
+	double start = tool_now(), queued = start - rq->arrived;
 	char msg[160];
 	if (queued > timeout) {
 		json_decref(req);
@@ -227,13 +249,13 @@ static void do_search(struct srv *s, struct srv_req *rq)
 	}
 	/* the query's own deadline: what is left of the request's */
 	char *text = json_object_set_new(req, "timeout", json_real(timeout - queued)) ? NULL
-	           : eng_json_dump(req, 0);
+	           : strata_json_dump(req, 0);
 	char *result = NULL;
 	json_decref(req);
 	struct strata_error err = { 0 };
-	int rc = text ? strata_query_json(s->db, text, &result, &err) : base_nomem(&err, "request");
-	base_strfree(text);
-	double end = base_now();
+	int rc = text ? strata_query_json(s->db, text, &result, &err) : tool_nomem(&err, "request");
+	strata_free(text);
+	double end = tool_now();
 	if (rc) {
 		srv_metrics_query(&s->m, end - rq->arrived, rc == STRATA_TIMEOUT ? -1 : 0);
 		search_fail(rq, rc, &err);
@@ -247,11 +269,11 @@ static void do_search(struct srv *s, struct srv_req *rq)
 		srv_metrics_query(&s->m, end - rq->arrived, -1);
 		return;
 	}
+	int lib = 1;
 	if (trace > 0)
-		result = with_trace(result, queued, end - start, trace);
+		result = with_trace(result, queued, end - start, trace, &lib);
 	srv_metrics_query(&s->m, end - rq->arrived, 1);
-	rq->status = 200;
-	rq->resp = result; /* strata_free() is base_strfree(), which frees rq->resp */
+	srv_req_answer(rq, 200, result, lib);
 }
 
 /* ---- /document/v1/ ------------------------------------------------------------------ */
@@ -307,7 +329,7 @@ static json_t *doc_op(struct srv_req *rq, const char *kind, const char *id)
 {
 	json_error_t je;
 	int oom = 0;
-	json_t *body = rq->len ? eng_json_parse(rq->body, rq->len, 0, &je, &oom) : NULL;
+	json_t *body = rq->len ? tool_json_parse(rq->body, rq->len, 0, &je, &oom) : NULL;
 	char msg[300];
 	if (oom) {
 		doc_error(rq, 500, "out of memory");
@@ -365,13 +387,13 @@ static json_t *doc_op(struct srv_req *rq, const char *kind, const char *id)
 /* A write under the store's one-writer lock. */
 static int doc_write(struct srv *s, const json_t *op, struct strata_error *err)
 {
-	char *text = eng_json_dump(op, 0);
+	char *text = strata_json_dump(op, 0);
 	if (!text)
-		return base_nomem(err, "operation");
+		return tool_nomem(err, "operation");
 	pthread_mutex_lock(&s->write_lock);
 	int rc = strata_feed_json(s->db, text, err);
 	pthread_mutex_unlock(&s->write_lock);
-	base_strfree(text);
+	strata_free(text);
 	return rc;
 }
 
@@ -394,8 +416,7 @@ static void answer_with_path(struct srv_req *rq, char *text)
 		doc_error(rq, 500, "out of memory");
 		return;
 	}
-	rq->status = 200;
-	rq->resp = s;
+	srv_req_answer(rq, 200, s, 0);
 }
 
 /* The NS and TYPE of a visit's path /document/v1/NS/TYPE/docid[/] into ns
@@ -490,7 +511,7 @@ static void do_document(struct srv *s, struct srv_req *rq)
 	const json_t *cond = json_object_get(rq->args, "condition");
 	if (rq->method == SRV_DELETE && cond) {
 		json_t *op = json_pack("{s:s, s:O}", "remove", id, "condition", cond);
-		rc = op ? doc_write(s, op, &err) : base_nomem(&err, "operation");
+		rc = op ? doc_write(s, op, &err) : tool_nomem(&err, "operation");
 		json_decref(op);
 		count(s, rc == STRATA_CONDITION_FAILED ? &s->m.not_met : &s->m.removes,
 		      rc && rc != STRATA_CONDITION_FAILED);
@@ -603,7 +624,7 @@ static json_t *metric_values(struct srv *s)
 	                 (json_int_t)m.feed_errors, "document.gets", (json_int_t)m.gets,
 	                 "pool.hits", (json_int_t)st.pool_hits, "pool.misses",
 	                 (json_int_t)st.pool_misses, "document.visits", (json_int_t)m.visits,
-	                 "uptime.seconds", base_now() - s->started,
+	                 "uptime.seconds", tool_now() - s->started,
 	                 "requests.open", (json_int_t)m.open,
 	                 "feed.condition_not_met", (json_int_t)m.not_met);
 }

@@ -30,8 +30,8 @@
  * done.  A connection that neither sent nor received for --client-timeout
  * seconds, with no stream at a worker, is closed.
  *
- * nghttp2's memory comes from the one allocator (eng_block_alloc: blocks
- * that carry their size, since nghttp2 frees without one).
+ * Memory: the program's own (tool.h), and nghttp2's default allocator for
+ * nghttp2's.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -68,7 +68,7 @@ struct h2s {
 	int closed;        /* the stream ended while queued: free when given back */
 	int responded;     /* the response is submitted */
 	char method[16];
-	char *target;      /* :path as sent (base_strfree) */
+	char *target;      /* :path as sent (tool_free) */
 	long long clen;    /* content-length, or -1 */
 	size_t sent;       /* bytes of the answer given to nghttp2 */
 	struct h2s *prev, *next; /* the connection's open streams */
@@ -79,7 +79,7 @@ struct h2c {
 	struct srv_front *f;
 	int fd;              /* -1 once closed */
 	nghttp2_session *ses;
-	double last;         /* base_now() of the last bytes read or written */
+	double last;         /* tool_now() of the last bytes read or written */
 	int outstanding;     /* streams a worker has */
 	struct h2s *streams;
 	int pfd;             /* its slot in this round's poll set, or -1 */
@@ -117,48 +117,15 @@ struct srv_front {
 	struct pollfd *pfds;
 	size_t npfds;
 	nghttp2_session_callbacks *cbs;
-	nghttp2_mem mem;
 };
-
-/* ---- memory -------------------------------------------------------------------------------- */
-
-static void *mem_malloc(size_t n, void *ud)
-{
-	(void)ud;
-	return eng_block_alloc(n);
-}
-
-static void mem_free(void *p, void *ud)
-{
-	(void)ud;
-	if (p)
-		eng_block_free(p);
-}
-
-static void *mem_calloc(size_t n, size_t size, void *ud)
-{
-	(void)ud;
-	if (size && n > SIZE_MAX / size)
-		return NULL;
-	void *p = eng_block_alloc(n * size);
-	if (p)
-		memset(p, 0, n * size);
-	return p;
-}
-
-static void *mem_realloc(void *p, size_t n, void *ud)
-{
-	(void)ud;
-	return eng_block_realloc(p, n);
-}
 
 /* ---- streams -------------------------------------------------------------------------------- */
 
 static void stream_free(struct srv *s, struct h2s *st)
 {
 	srv_job_clear(s, &st->j);
-	base_strfree(st->target);
-	base_free(st, sizeof *st);
+	tool_free(st->target);
+	tool_free(st);
 }
 
 static void stream_unlink(struct h2s *st)
@@ -181,8 +148,8 @@ static size_t url_decode(char *p, size_t n, int plus)
 		char ch = p[i];
 		int hi, lo;
 		if (ch == '%' && i + 2 < n &&
-		    (hi = base_hex_digit((unsigned char)p[i + 1])) >= 0 &&
-		    (lo = base_hex_digit((unsigned char)p[i + 2])) >= 0) {
+		    (hi = tool_hex_digit((unsigned char)p[i + 1])) >= 0 &&
+		    (lo = tool_hex_digit((unsigned char)p[i + 2])) >= 0) {
 			ch = (char)(hi * 16 + lo);
 			i += 2;
 		} else if (plus && ch == '+') {
@@ -206,11 +173,11 @@ static int parse_query(char *q, size_t n, json_t *args)
 			size_t kl = url_decode(q, (size_t)((eq ? eq : stop) - q), 1);
 			size_t vl = eq ? url_decode(eq + 1, (size_t)(stop - eq - 1), 1) : 0;
 			json_t *v = json_stringn(eq ? eq + 1 : "", vl);
-			char *key = base_strndup(q, kl);
+			char *key = tool_strndup(q, kl);
 			int bad = !v || !key || json_object_set_new(args, key, v);
 			if (bad && !key)
 				json_decref(v);
-			base_strfree(key);
+			tool_free(key);
 			if (bad)
 				return -1;
 		}
@@ -313,7 +280,7 @@ static int on_begin_headers(nghttp2_session *ses, const nghttp2_frame *frame, vo
 	struct h2c *c = ud;
 	if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST)
 		return 0;
-	struct h2s *st = base_calloc(1, sizeof *st);
+	struct h2s *st = tool_calloc(1, sizeof *st);
 	if (!st)
 		return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE; /* the stream is reset */
 	st->c = c;
@@ -343,7 +310,7 @@ static int on_header(nghttp2_session *ses, const nghttp2_frame *frame, const uin
 		memcpy(st->method, v, n);
 		st->method[n] = 0;
 	} else if (namelen == 5 && !memcmp(name, ":path", 5) && !st->target) {
-		st->target = base_strndup(v, valuelen < MAX_TARGET ? valuelen : MAX_TARGET);
+		st->target = tool_strndup(v, valuelen < MAX_TARGET ? valuelen : MAX_TARGET);
 		if (!st->target)
 			return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
 	} else if (namelen == 14 && !memcmp(name, "content-length", 14)) {
@@ -412,7 +379,7 @@ static void conn_unlink_free(struct srv_front *f, struct h2c *c)
 	while (*p != c)
 		p = &(*p)->next;
 	*p = c->next;
-	base_free(c, sizeof *c);
+	tool_free(c);
 }
 
 /* Close c's socket and session; its streams at a worker keep it until they
@@ -423,7 +390,7 @@ static void conn_close(struct srv_front *f, struct h2c *c)
 		nghttp2_session_del(c->ses); /* calls no callback */
 		c->ses = NULL;
 		if (c->out)
-			base_free(c->out, c->cap);
+			tool_free(c->out);
 		c->out = NULL;
 		close(c->fd);
 		c->fd = -1;
@@ -443,14 +410,14 @@ static void conn_close(struct srv_front *f, struct h2c *c)
 /* Start HTTP/2 on fd; closes fd when that fails. */
 static void conn_open(struct srv_front *f, int fd)
 {
-	struct h2c *c = base_calloc(1, sizeof *c);
+	struct h2c *c = tool_calloc(1, sizeof *c);
 	if (!c) {
 		close(fd);
 		return;
 	}
 	c->f = f;
 	c->fd = fd;
-	c->last = base_now();
+	c->last = tool_now();
 	c->pfd = -1;
 	/* frames are written as nghttp2 makes them: a HEADERS frame must not
 	 * wait for the peer's delayed ACK before its DATA goes */
@@ -460,13 +427,13 @@ static void conn_open(struct srv_front *f, int fd)
 		{ NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, MAX_STREAMS },
 		{ NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, WINDOW },
 	};
-	if (nghttp2_session_server_new3(&c->ses, f->cbs, c, NULL, &f->mem) ||
+	if (nghttp2_session_server_new(&c->ses, f->cbs, c) ||
 	    nghttp2_submit_settings(c->ses, NGHTTP2_FLAG_NONE, set, 2) ||
 	    nghttp2_session_set_local_window_size(c->ses, NGHTTP2_FLAG_NONE, 0, CONN_WINDOW)) {
 		if (c->ses)
 			nghttp2_session_del(c->ses);
 		close(fd);
-		base_free(c, sizeof *c);
+		tool_free(c);
 		return;
 	}
 	c->next = f->conns;
@@ -488,7 +455,7 @@ static int conn_write(struct h2c *c)
 			if (n < 0)
 				return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
 			c->off += (size_t)n;
-			c->last = base_now();
+			c->last = tool_now();
 		}
 		c->off = c->len = 0;
 		while (c->len < OUT_BATCH) {
@@ -502,7 +469,7 @@ static int conn_write(struct h2c *c)
 				size_t cap = c->cap ? c->cap : OUT_BATCH;
 				while (cap < c->len + (size_t)n)
 					cap *= 2;
-				uint8_t *o = base_realloc(c->out, c->cap, cap);
+				uint8_t *o = tool_realloc(c->out, cap);
 				if (!o)
 					return -1;
 				c->out = o;
@@ -533,7 +500,7 @@ static void conn_io(struct srv_front *f, struct h2c *c, short revents)
 				bad = 1;
 				break;
 			}
-			c->last = base_now();
+			c->last = tool_now();
 			if (nghttp2_session_mem_recv(c->ses, buf, (size_t)n) < 0) {
 				bad = 1;
 				break;
@@ -559,7 +526,7 @@ static void pending_free(struct srv_front *f, struct pending *p, int close_fd)
 	*q = p->next;
 	if (close_fd)
 		close(p->fd);
-	base_free(p, sizeof *p);
+	tool_free(p);
 }
 
 /* Look at p's first bytes: HTTP/2, HTTP/1.1, or not yet known. */
@@ -585,7 +552,7 @@ static void pending_sniff(struct srv_front *f, struct pending *p, double now)
 static void accept_all(struct srv_front *f, double now)
 {
 	for (;;) {
-		struct pending *p = base_calloc(1, sizeof *p);
+		struct pending *p = tool_calloc(1, sizeof *p);
 		if (!p) {
 			f->accept_pause = now + ACCEPT_PAUSE_S;
 			return;
@@ -595,7 +562,7 @@ static void accept_all(struct srv_front *f, double now)
 		                SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (p->fd < 0) {
 			int e = errno;
-			base_free(p, sizeof *p);
+			tool_free(p);
 			if (e == EINTR || e == ECONNABORTED)
 				continue;
 			if (e != EAGAIN && e != EWOULDBLOCK)
@@ -661,7 +628,7 @@ static int grow_pfds(struct srv_front *f, size_t need)
 	size_t n = f->npfds ? f->npfds : 16;
 	while (n < need)
 		n *= 2;
-	struct pollfd *p = base_realloc(f->pfds, f->npfds * sizeof *p, n * sizeof *p);
+	struct pollfd *p = tool_realloc(f->pfds, n * sizeof *p);
 	if (!p)
 		return -1;
 	f->pfds = p;
@@ -724,7 +691,7 @@ static void *front_loop(void *arg)
 			if (c->fd >= 0)
 				conn_io(f, c, 0);
 		}
-		double now = base_now();
+		double now = tool_now();
 		size_t slots = 1 + (f->lfd >= 0);
 		for (struct pending *p = f->pend; p; p = p->next)
 			slots++;
@@ -738,7 +705,7 @@ static void *front_loop(void *arg)
 		size_t n = poll_set(f, now, &wait_ms);
 		if (poll(f->pfds, (nfds_t)n, wait_ms) < 0 && errno != EINTR)
 			poll(NULL, 0, 10);
-		now = base_now();
+		now = tool_now();
 		/* the listening socket sits at slot 1 when polled */
 		if (f->lfd >= 0 && n > 1 && f->pfds[1].fd == f->lfd && f->pfds[1].revents)
 			accept_all(f, now);
@@ -775,7 +742,7 @@ int srv_front_start(struct srv *s, int lfd, long client_timeout, srv_http1_fn ht
                     struct srv_front **out)
 {
 	*out = NULL;
-	struct srv_front *f = base_calloc(1, sizeof *f);
+	struct srv_front *f = tool_calloc(1, sizeof *f);
 	if (!f) {
 		close(lfd);
 		return -1;
@@ -785,7 +752,6 @@ int srv_front_start(struct srv *s, int lfd, long client_timeout, srv_http1_fn ht
 	f->timeout = client_timeout;
 	f->http1 = http1;
 	f->arg = arg;
-	f->mem = (nghttp2_mem){ NULL, mem_malloc, mem_free, mem_calloc, mem_realloc };
 	f->wake[0] = f->wake[1] = -1;
 	int e = 0;
 	if (fcntl(lfd, F_SETFL, fcntl(lfd, F_GETFL) | O_NONBLOCK) ||
@@ -813,7 +779,7 @@ int srv_front_start(struct srv *s, int lfd, long client_timeout, srv_http1_fn ht
 		if (f->wake[i] >= 0)
 			close(f->wake[i]);
 	close(lfd);
-	base_free(f, sizeof *f);
+	tool_free(f);
 	return e;
 }
 
@@ -844,7 +810,7 @@ void srv_front_free(struct srv_front *f)
 	close(f->wake[1]);
 	nghttp2_session_callbacks_del(f->cbs);
 	if (f->pfds)
-		base_free(f->pfds, f->npfds * sizeof *f->pfds);
+		tool_free(f->pfds);
 	pthread_mutex_destroy(&f->lock);
-	base_free(f, sizeof *f);
+	tool_free(f);
 }

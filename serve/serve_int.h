@@ -21,6 +21,9 @@
  * it and called the job's answered() to give it back to its protocol.
  * Workers run queries at once; writes take srv->write_lock, the store's one
  * writer.
+ *
+ * Like the CLI, the server uses the library through strata.h alone, and
+ * the programs' helpers of cli/tool.h (memory, the clock).
  */
 #ifndef SERVE_INT_H
 #define SERVE_INT_H
@@ -31,7 +34,8 @@
 
 #include <jansson.h>
 
-#include "../engine/engine_int.h"
+#include "../include/strata.h"
+#include "../cli/tool.h"
 
 enum srv_method { SRV_GET = 1, SRV_POST, SRV_PUT, SRV_DELETE, SRV_OTHER };
 
@@ -57,7 +61,7 @@ struct srv {
 	struct strata *db;
 	pthread_mutex_t write_lock; /* held by the one thread writing the store */
 	struct srv_metrics m;
-	double started;             /* base_now() at start */
+	double started;             /* tool_now() at start */
 	size_t max_body;            /* --max-body */
 	/* the bounded queue of requests waiting for a worker */
 	pthread_mutex_t lock;
@@ -75,10 +79,11 @@ struct srv_req {
 	json_t *args;       /* query parameters: name -> string */
 	char *body;         /* NUL-terminated, len bytes (NULL when empty) */
 	size_t len;
-	double arrived;     /* base_now() when the request began */
+	double arrived;     /* tool_now() when the request began */
 	/* the answer */
 	int status;
-	char *resp;         /* JSON text (base_strfree) */
+	char *resp;         /* JSON text, freed by srv_job_clear() */
+	int resp_lib;       /* 1: resp is the library's (strata_free), 0: the program's (tool_free) */
 };
 
 /* A request on its way through the server, embedded first in each
@@ -179,7 +184,10 @@ void srv_api_reject(struct srv_req *rq, int status, const char *msg);
 void srv_metrics_init(struct srv_metrics *m);
 void srv_metrics_query(struct srv_metrics *m, double seconds, int ok);
 
-/* strata serve APP [options] (serve.c). */
-int eng_cli_serve(int argc, char **argv);
+/* The answer of rq: status, and the JSON text resp, which rq takes; lib: 1
+ * when resp came from the library (strata_free), 0 from tool.h's
+ * allocator.  resp NULL (out of memory) sends a fixed "out of memory"
+ * text with status 500. */
+void srv_req_answer(struct srv_req *rq, int status, char *resp, int lib);
 
 #endif

@@ -41,8 +41,8 @@ int srv_job_begin(struct srv *s, struct srv_job *j, const char *method, const ch
                   size_t path_len)
 {
 	j->rq.method = method_of(method);
-	j->rq.arrived = base_now();
-	j->rq.path = base_strndup(path, path_len < MAX_PATH_LEN ? path_len : MAX_PATH_LEN);
+	j->rq.arrived = tool_now();
+	j->rq.path = tool_strndup(path, path_len < MAX_PATH_LEN ? path_len : MAX_PATH_LEN);
 	j->rq.args = json_object();
 	if (!j->rq.path || !j->rq.args)
 		return -1;
@@ -63,7 +63,7 @@ void srv_job_append(struct srv *s, struct srv_job *j, const char *data, size_t n
 		size_t cap = j->cap ? j->cap : 4096;
 		while (cap < need)
 			cap *= 2;
-		char *b = base_realloc(j->rq.body, j->cap, cap);
+		char *b = tool_realloc(j->rq.body, cap);
 		if (!b) {
 			j->too_big = j->nomem = 1;
 			return;
@@ -130,13 +130,36 @@ int srv_job_queue(struct srv *s, struct srv_job *j)
 	return 1;
 }
 
+/* Free rq's answer, from whichever allocator made it. */
+static void resp_free(struct srv_req *rq)
+{
+	if (rq->resp_lib)
+		strata_free(rq->resp);
+	else
+		tool_free(rq->resp);
+	rq->resp = NULL;
+	rq->resp_lib = 0;
+}
+
+void srv_req_answer(struct srv_req *rq, int status, char *resp, int lib)
+{
+	resp_free(rq);
+	if (!resp) {
+		status = 500;
+		resp = tool_strdup("{\"message\": \"out of memory\"}");
+		lib = 0;
+	}
+	rq->status = status;
+	rq->resp = resp;
+	rq->resp_lib = lib;
+}
+
 void srv_job_clear(struct srv *s, struct srv_job *j)
 {
 	json_decref(j->rq.args);
-	base_strfree(j->rq.path);
-	if (j->rq.body)
-		base_free(j->rq.body, j->cap);
-	base_strfree(j->rq.resp);
+	tool_free(j->rq.path);
+	tool_free(j->rq.body);
+	resp_free(&j->rq);
 	int counted = j->rq.path && j->rq.args;
 	memset(j, 0, sizeof *j);
 	if (counted)

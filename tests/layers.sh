@@ -13,7 +13,9 @@
 #   2. Layers depend one way: engine -> rank -> runtime -> base,
 #      engine -> store -> base; inside engine/, the root -> match/ ->
 #      request/ -> value/.  An edge against that order is printed.
-#   3. base/'s headers include nothing above base/ but include/strata_defs.h.
+#   3. The programs (cli/, serve/) use the library only through its public
+#      API: every library symbol they refer to is a strata_* function.
+#   4. base/'s headers include nothing above base/ but include/strata_defs.h.
 # Headers are checked too: a cycle of #include among the project's headers
 # is a finding.  Exit status 1 when anything is found.
 set -u
@@ -100,6 +102,18 @@ if [ -n "$bad" ]; then
 	echo "$bad" | sed 's/^/layers: against the layering: /'
 	found=1
 fi
+# Programs: the library symbols they use must be public (strata_*).
+for o in $progs; do
+	src=${o#"$build"/}
+	nm -u "$o" | awk -v f="${src%.o}.c" '{print f, $NF}'
+done >"$tmp/puses"
+internal=$(awk 'NR == FNR { if ($1 == "D") lib[$2] = $3; next }
+	($2 in lib) && $2 !~ /^strata_/ { print $1 " uses " $2 " (" lib[$2] ")" }' \
+	"$tmp/syms" "$tmp/puses" | sort -u)
+if [ -n "$internal" ]; then
+	echo "$internal" | sed 's/^/layers: program uses the library'"'"'s internals: /'
+	found=1
+fi
 # base/'s headers: nothing above base/ but the public definitions.
 bup=$(awk '$1 ~ /^base\// && $2 !~ /^base\// && $2 != "include/strata_defs.h" { print $1 " -> " $2 }' "$tmp/hedges")
 if [ -n "$bup" ]; then
@@ -110,6 +124,7 @@ n=$(wc -l <"$tmp/edges")
 files=$(echo "$objs" | wc -w)
 if [ $found -eq 0 ]; then
 	echo "layers: $files library files, $n dependencies between them: no cycles, every edge points down;"
+	echo "layers: $(echo "$progs" | wc -w) program files use only the public API (include/strata.h)"
 	echo "layers: the layout, files per layer:"
 	for o in $objs $progs; do src=${o#"$build"/}; echo "$src"; done |
 		awk "$layer"' { c[layer($0)]++ } END { for (l in c) printf "  %-16s %3d\n", l "/", c[l] }' | sort
