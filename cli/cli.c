@@ -118,9 +118,7 @@ int tool_usage(const char *cmd, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	fputs("strata: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+	tool_vfail(fmt, ap);
 	va_end(ap);
 	fputs(usage_of(cmd), stderr);
 	return 2;

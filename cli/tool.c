@@ -1,6 +1,6 @@
 /*
  * tool.c: the programs' own helpers (tool.h): malloc checked, a monotonic
- * clock, hex digits, the "strata: ..." lines on stderr, and JSON read from
+ * clock, the "strata: ..." lines on stderr, and JSON read from
  * the command line or a request body.
  *
  * It is linked into the `strata` program only, never into the library,
@@ -25,9 +25,7 @@ void *tool_alloc(size_t n)
 
 void *tool_calloc(size_t count, size_t size)
 {
-	if (size && count > SIZE_MAX / size)
-		return NULL;
-	return calloc(count ? count : 1, size ? size : 1);
+	return count && size ? calloc(count, size) : malloc(1); /* calloc checks the product */
 }
 
 void *tool_realloc(void *p, size_t n)
@@ -74,26 +72,21 @@ double tool_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-int tool_hex_digit(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* ---- messages ------------------------------------------------------------------------------- */
+
+int tool_vfail(const char *fmt, va_list ap)
+{
+	fputs("strata: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	return 1;
+}
 
 int tool_fail(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	fputs("strata: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+	tool_vfail(fmt, ap);
 	va_end(ap);
 	return 1;
 }

@@ -25,6 +25,7 @@
 #ifndef TOOL_H
 #define TOOL_H
 
+#include <stdarg.h>
 #include <stddef.h>
 
 #include <jansson.h>
@@ -55,14 +56,13 @@ int tool_nomem(struct strata_error *err, const char *what);
 
 /* Seconds on a monotonic clock (for durations, not dates). */
 double tool_now(void);
-/* The value of hex digit c (0-9, a-f, A-F), or -1. */
-int tool_hex_digit(int c);
 
 /* ---- messages ------------------------------------------------------------------------ */
 
 /* Print "strata: MSG" on stderr; returns 1, the exit code of a failure
- * (tool.c). */
+ * (tool.c).  tool_vfail takes the arguments as a va_list. */
 int tool_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int tool_vfail(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
 /* Print "strata: MSG" and the usage of command cmd (NULL: the command
  * list) on stderr; returns 2, the exit code of a usage error (cli.c, which
  * knows every command's usage). */

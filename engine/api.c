@@ -292,14 +292,8 @@ int strata_timeout_parse(const char *text, double *seconds)
 {
 	if (!text)
 		return STRATA_INVALID_ARGUMENT;
-	/* The request's parser reads it as a JSON string value. */
-	json_t *s = json_string_nocheck(text);
-	if (!s)
-		return STRATA_NOMEM;
 	double x;
-	int rc = eng_timeout_parse(s, &x);
-	json_decref(s);
-	if (rc)
+	if (eng_timeout_text(text, &x))
 		return STRATA_INVALID_ARGUMENT;
 	*seconds = x;
 	return 0;

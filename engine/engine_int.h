@@ -569,6 +569,8 @@ struct eng_deadline {
  * with unit ms, s or m ("500ms", "2 s"), at least 0, into *out seconds.
  * Returns 0, or -1 for anything else. */
 int eng_timeout_parse(const json_t *v, double *out);
+/* The same of the text s ("2.5", "500ms", "1 s", "2m"). */
+int eng_timeout_text(const char *s, double *out);
 
 /* The deadline of request req from now: its YQL's timeout (yql_ms
  * milliseconds; -1: none) or else its "timeout", and
@@ -957,6 +959,8 @@ struct eng_iter {
  * drive; an empty one for a field the type lacks.  Returns 0 or an error. */
 int eng_iter_open(struct eng_match *m, const struct yql_node *n, struct eng_iter **out);
 void eng_iter_close(struct eng_iter *it); /* NULL is ignored */
+/* *out = it; 0, or STRATA_NOMEM (m->err) when it is NULL (memory ran out). */
+int eng_iter_give(struct eng_match *m, struct eng_iter *it, struct eng_iter **out);
 /* Over lids[0..n), increasing; own: freed with the iterator (base_free,
  * cap entries).  Returns NULL when memory runs out (own is freed). */
 struct eng_iter *eng_iter_array(const uint32_t *lids, size_t n, uint32_t *own, size_t cap);
@@ -964,9 +968,10 @@ struct eng_iter *eng_iter_array(const uint32_t *lids, size_t n, uint32_t *own, s
  * (and) or any (or).  NULL when memory runs out. */
 struct eng_iter *eng_iter_postings(struct store_postings *const *pl, int n, int any);
 /* The documents of every one (and) or of any (or) of kids[0..n), which it
- * takes over (closed with it, also when this fails).  and: the kid of the
- * lowest estimate leads, the others are sought to its documents.  NULL
- * when memory runs out. */
+ * takes over (closed with it, also when this fails); one kid is returned
+ * itself, none gives no document.  and: the kid of the lowest estimate
+ * leads, the others are sought to its documents.  NULL when memory runs
+ * out. */
 struct eng_iter *eng_iter_and(struct eng_iter **kids, int n);
 struct eng_iter *eng_iter_or(struct eng_iter **kids, int n);
 

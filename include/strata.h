@@ -529,9 +529,8 @@ struct json_t *strata_json_number(const char *dtype, double v);
 
 /* A timeout as Vespa's query API writes one: a number of seconds, with an
  * optional unit after it, "ms", "s" or "m", spaces between allowed ("500ms",
- * "2 s", "1.5"); at least 0.  Into *seconds.  Returns 0,
- * STRATA_INVALID_ARGUMENT (*seconds left alone) for anything else, or
- * STRATA_NOMEM. */
+ * "2 s", "1.5"); at least 0.  Into *seconds.  Returns 0, or
+ * STRATA_INVALID_ARGUMENT (*seconds left alone) for anything else. */
 int strata_timeout_parse(const char *text, double *seconds);
 
 /* ---- the build ------------------------------------------------------------------- */

@@ -33,6 +33,7 @@
  * Memory: the program's own (tool.h), and nghttp2's default allocator for
  * nghttp2's.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -146,11 +147,10 @@ static size_t url_decode(char *p, size_t n, int plus)
 	size_t o = 0;
 	for (size_t i = 0; i < n; i++) {
 		char ch = p[i];
-		int hi, lo;
-		if (ch == '%' && i + 2 < n &&
-		    (hi = tool_hex_digit((unsigned char)p[i + 1])) >= 0 &&
-		    (lo = tool_hex_digit((unsigned char)p[i + 2])) >= 0) {
-			ch = (char)(hi * 16 + lo);
+		if (ch == '%' && i + 2 < n && isxdigit((unsigned char)p[i + 1]) &&
+		    isxdigit((unsigned char)p[i + 2])) {
+			char hex[3] = { p[i + 1], p[i + 2], 0 };
+			ch = (char)strtol(hex, NULL, 16);
 			i += 2;
 		} else if (plus && ch == '+') {
 			ch = ' ';

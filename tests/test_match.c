@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "dbtest.h"
+#include "rng.h"
 
 #define NDOCS 1200
 #define NWORDS 24
@@ -48,10 +49,7 @@ static struct doc docs[NDOCS];
 static uint64_t rs = 0x9e3779b97f4a7c15ull;
 static uint32_t rnd(uint32_t n)
 {
-	rs ^= rs << 13;
-	rs ^= rs >> 7;
-	rs ^= rs << 17;
-	return (uint32_t)(rs % n);
+	return test_rng_below(&rs, n);
 }
 
 /* Words skewed towards the first ones: some common, some rare. */

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "../store/store.h"
+#include "rng.h"
 #include "../store/store_int.h" /* to plant a stray entry and count entries */
 #include "killwriter.h"
 #include "storetest.h"
@@ -627,13 +628,6 @@ static void test_added_later(void **state)
 #define OPS 2000
 #define LONG_S 500      /* a long string's bytes */
 
-static uint64_t rnd(uint64_t *s)
-{
-	*s ^= *s << 13;
-	*s ^= *s >> 7;
-	*s ^= *s << 17;
-	return *s;
-}
 
 static const int64_t int_pool[] = {-3, -2, -1, 0, 1, 2, 3, INT32_MIN, INT32_MAX};
 static const int64_t long_pool[] = {-3, 0, 2, 9007199254740992LL, 9007199254740993LL,
@@ -692,27 +686,27 @@ static void random_value(uint64_t *s, int f, struct store_value *v, struct mdoc 
 	m->set[f] = 1;
 	switch (f) {
 	case F_I:
-		v->i = int_pool[rnd(s) % (sizeof int_pool / sizeof int_pool[0])];
+		v->i = int_pool[test_rng(s) % (sizeof int_pool / sizeof int_pool[0])];
 		m->num[f] = (double)v->i;
 		break;
 	case F_L:
-		v->i = long_pool[rnd(s) % (sizeof long_pool / sizeof long_pool[0])];
+		v->i = long_pool[test_rng(s) % (sizeof long_pool / sizeof long_pool[0])];
 		m->num[f] = (double)v->i;
 		break;
 	case F_F:
-		v->d = float_pool[rnd(s) % (sizeof float_pool / sizeof float_pool[0])];
+		v->d = float_pool[test_rng(s) % (sizeof float_pool / sizeof float_pool[0])];
 		m->num[f] = (double)(float)v->d;
 		break;
 	case F_D:
-		v->d = double_pool[rnd(s) % (sizeof double_pool / sizeof double_pool[0])];
+		v->d = double_pool[test_rng(s) % (sizeof double_pool / sizeof double_pool[0])];
 		m->num[f] = v->d;
 		break;
 	case F_B:
-		v->i = bool_pool[rnd(s) % (sizeof bool_pool / sizeof bool_pool[0])];
+		v->i = bool_pool[test_rng(s) % (sizeof bool_pool / sizeof bool_pool[0])];
 		m->num[f] = v->i != 0;
 		break;
 	default:
-		m->str = (int)(rnd(s) % NSTR);
+		m->str = (int)(test_rng(s) % NSTR);
 		v->s = str_pool[m->str];
 		v->n = str_len[m->str];
 		break;
@@ -758,11 +752,11 @@ static void check_model(struct fx *fx, struct store_txn *t, const struct mdoc *m
 		bounds[nb++] = -INFINITY;
 		bounds[nb++] = INFINITY;
 		for (int k = 0; k < NK && nb < 23; k++)
-			if (m[k].live && m[k].set[f] && rnd(s) % 4 == 0)
+			if (m[k].live && m[k].set[f] && test_rng(s) % 4 == 0)
 				bounds[nb++] = m[k].num[f];
 		bounds[nb++] = -0.0;
 		for (int q = 0; q < 12; q++) {
-			double lo = bounds[rnd(s) % (uint64_t)nb], hi = bounds[rnd(s) % (uint64_t)nb];
+			double lo = bounds[test_rng(s) % (uint64_t)nb], hi = bounds[test_rng(s) % (uint64_t)nb];
 			if (q == 0)
 				lo = -INFINITY, hi = INFINITY;
 			else if (q < 4)
@@ -796,9 +790,9 @@ static void test_random(void **state)
 	while (ops < OPS) {
 		memcpy(pending, model, sizeof model);
 		struct store_txn *w = begin(fx, 1);
-		int batch = 1 + (int)(rnd(&s) % 30);
+		int batch = 1 + (int)(test_rng(&s) % 30);
 		for (int b = 0; b < batch && ops < OPS; b++, ops++) {
-			int k = (int)(rnd(&s) % NK), op = (int)(rnd(&s) % 10);
+			int k = (int)(test_rng(&s) % NK), op = (int)(test_rng(&s) % 10);
 			struct mdoc *d = &pending[k];
 			char id[64];
 			id_of(id, sizeof id, k);
@@ -806,7 +800,7 @@ static void test_random(void **state)
 			if (op < 5 || (op >= 8 && !d->live)) { /* a put */
 				struct mdoc nd = {.live = 1};
 				for (int f = 0; f < NDICT; f++)
-					if (rnd(&s) % 5)
+					if (test_rng(&s) % 5)
 						random_value(&s, f, &v[f], &nd);
 				put(fx, w, k, v);
 				if (!d->live)
@@ -818,7 +812,7 @@ static void test_random(void **state)
 				int any = 0;
 				struct mdoc nd = *d;
 				for (int f = 0; f < NDICT; f++)
-					if (rnd(&s) % 5 < 2) {
+					if (test_rng(&s) % 5 < 2) {
 						random_value(&s, f, &v[f], &nd);
 						any = 1;
 					}
@@ -837,9 +831,9 @@ static void test_random(void **state)
 				d->live = 0;
 			}
 		}
-		if (rnd(&s) % 5 == 0)
+		if (test_rng(&s) % 5 == 0)
 			check_model(fx, w, pending, &s); /* its own writes */
-		if (rnd(&s) % 10 == 0) {
+		if (test_rng(&s) % 10 == 0) {
 			store_txn_abort(w);
 			aborts++;
 		} else {
@@ -916,15 +910,15 @@ static int crash_write(void *ud, struct store_txn *w, int dt, long k, int j)
 	struct fx *fx = ud;
 	uint64_t s = (uint64_t)k * 7919 + (uint64_t)j * 104729 + 1;
 	for (int i = 0; i < 3; i++)
-		rnd(&s);
+		test_rng(&s);
 	char id[64];
-	id_of(id, sizeof id, (int)(rnd(&s) % 300));
+	id_of(id, sizeof id, (int)(test_rng(&s) % 300));
 	struct store_value v[NF] = {0};
 	struct mdoc m = {0};
 	for (int f = 0; f < NDICT; f++)
-		if (rnd(&s) % 4)
+		if (test_rng(&s) % 4)
 			random_value(&s, f, &v[f], &m);
-	int op = (int)(rnd(&s) % 10), rc;
+	int op = (int)(test_rng(&s) % 10), rc;
 	if (op < 6)
 		rc = store_put(w, dt, id, v, &fx->err);
 	else if (op < 8)

@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "../engine/engine_int.h"
+#include "rng.h"
 
 static void yql_ok(const char *where, const char *want)
 {
@@ -127,10 +128,7 @@ static void test_table(void **state)
 static uint64_t rnd_state = 88172645463325252ull;
 static uint32_t rnd(uint32_t n)
 {
-	rnd_state ^= rnd_state << 13;
-	rnd_state ^= rnd_state >> 7;
-	rnd_state ^= rnd_state << 17;
-	return (uint32_t)(rnd_state % n);
+	return test_rng_below(&rnd_state, n);
 }
 
 #define SPACE 600
@@ -182,11 +180,32 @@ static void test_iterators(void **state)
 	}
 }
 
+/* One operand is the and / or itself; none gives no document. */
+static void test_iterator_edges(void **state)
+{
+	static const uint32_t v[] = { 3, 8 };
+	struct eng_iter *one = eng_iter_array(v, 2, NULL, 0);
+	assert_ptr_equal(eng_iter_or(&one, 1), one);
+	assert_ptr_equal(eng_iter_and(&one, 1), one);
+	uint32_t lid = 4;
+	assert_int_equal(one->seek(one, &lid), 0);
+	assert_int_equal(lid, 8);
+	eng_iter_close(one);
+	for (int any = 0; any < 2; any++) {
+		struct eng_iter *none = any ? eng_iter_or(NULL, 0) : eng_iter_and(NULL, 0);
+		lid = 0;
+		assert_int_equal(none->seek(none, &lid), STRATA_NOT_FOUND);
+		assert_int_equal(none->est, 0);
+		eng_iter_close(none);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_table),
 		cmocka_unit_test(test_iterators),
+		cmocka_unit_test(test_iterator_edges),
 		cmocka_unit_test(test_parse),
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_same_element),

@@ -93,8 +93,7 @@ static int dict_open(struct eng_match *m, const struct yql_node *n, double lo, d
 	                                m->err);
 	if (rc)
 		return rc;
-	*out = eng_iter_array(lids, nl, lids, nl);
-	return *out ? 0 : base_nomem(m->err, "an iterator");
+	return eng_iter_give(m, eng_iter_array(lids, nl, lids, nl), out);
 }
 
 int eng_value_open(struct eng_match *m, const struct yql_node *n, struct eng_iter **out)
@@ -198,11 +197,7 @@ static int in_open(struct eng_match *m, const struct yql_node *n, struct eng_ite
 			return rc;
 		}
 	}
-	if (!n->nvals)
-		*out = eng_iter_array(NULL, 0, NULL, 0);
-	else
-		*out = n->nvals == 1 ? kids[0] : eng_iter_or(kids, n->nvals);
-	return *out ? 0 : base_nomem(m->err, "an iterator");
+	return eng_iter_give(m, eng_iter_or(kids, n->nvals), out);
 }
 
 const struct eng_op eng_op_in = { "in", 0, in_check, in_match, in_open };

@@ -15,6 +15,12 @@ void eng_iter_close(struct eng_iter *it)
 		it->close(it);
 }
 
+int eng_iter_give(struct eng_match *m, struct eng_iter *it, struct eng_iter **out)
+{
+	*out = it;
+	return it ? 0 : base_nomem(m->err, "an iterator");
+}
+
 /* ---- a sorted array ---------------------------------------------------------------- */
 
 struct arr {
@@ -71,115 +77,11 @@ struct eng_iter *eng_iter_array(const uint32_t *lids, size_t n, uint32_t *own, s
 	return &a->it;
 }
 
-/* ---- posting lists ------------------------------------------------------------------ */
-
-struct post {
-	struct eng_iter it;
-	int n, any, primed;            /* primed: every list sought once */
-	uint32_t *cur;                 /* any: each list's document (UINT32_MAX: ended) */
-	struct store_postings *pl[];   /* and: the rarest first */
-};
-
-static int post_and_seek(struct eng_iter *it, uint32_t *lid)
-{
-	struct post *p = (struct post *)it;
-	uint32_t want = *lid;
-	int agree = 0, i = 0;
-	while (agree < p->n) { /* until every list is on want */
-		uint32_t at = want;
-		int rc = store_postings_seek(p->pl[i], &at);
-		if (rc)
-			return rc;
-		if (at == want) {
-			agree++;
-		} else {
-			want = at;
-			agree = 1;
-		}
-		i = (i + 1) % p->n;
-	}
-	*lid = want;
-	return 0;
-}
-
-static int post_any_seek(struct eng_iter *it, uint32_t *lid)
-{
-	struct post *p = (struct post *)it;
-	uint32_t best = UINT32_MAX;
-	int found = 0;
-	for (int i = 0; i < p->n; i++) {
-		if (p->primed && p->cur[i] == UINT32_MAX)
-			continue; /* ended */
-		if (!p->primed || p->cur[i] < *lid) {
-			uint32_t at = *lid;
-			int rc = store_postings_seek(p->pl[i], &at);
-			if (rc == STRATA_NOT_FOUND) {
-				p->cur[i] = UINT32_MAX;
-				continue;
-			}
-			if (rc)
-				return rc;
-			p->cur[i] = at;
-		}
-		if (p->cur[i] < best)
-			best = p->cur[i];
-		found = 1;
-	}
-	p->primed = 1;
-	if (!found)
-		return STRATA_NOT_FOUND;
-	*lid = best;
-	return 0;
-}
-
-static void post_close(struct eng_iter *it)
-{
-	struct post *p = (struct post *)it;
-	base_free(p->cur, (size_t)p->n * sizeof *p->cur);
-	base_free(p, sizeof *p + (size_t)p->n * sizeof p->pl[0]);
-}
-
-struct eng_iter *eng_iter_postings(struct store_postings *const *pl, int n, int any)
-{
-	struct post *p = base_calloc(1, sizeof *p + (size_t)n * sizeof p->pl[0]);
-	if (!p)
-		return NULL;
-	p->n = n;
-	p->any = any;
-	p->it.seek = any ? post_any_seek : post_and_seek;
-	p->it.close = post_close;
-	p->it.est = any ? 0 : UINT64_MAX;
-	for (int i = 0; i < n; i++) {
-		uint64_t df = store_postings_df(pl[i]);
-		int at = i;
-		if (!any) /* the rarest first: it leads */
-			while (at > 0 && store_postings_df(p->pl[at - 1]) > df) {
-				p->pl[at] = p->pl[at - 1];
-				at--;
-			}
-		p->pl[at] = pl[i];
-		p->it.est = any ? p->it.est + df : (df < p->it.est ? df : p->it.est);
-	}
-	if (!n)
-		p->it.est = 0;
-	if (any) {
-		if (!(p->cur = base_alloc((size_t)n * sizeof *p->cur))) {
-			base_free(p, sizeof *p + (size_t)n * sizeof p->pl[0]);
-			return NULL;
-		}
-	}
-	if (!any && !n) { /* no list: no document */
-		post_close(&p->it);
-		return eng_iter_array(NULL, 0, NULL, 0);
-	}
-	return &p->it;
-}
-
 /* ---- and, or of iterators ------------------------------------------------------------ */
 
 struct group {
 	struct eng_iter it;
-	int n, primed;             /* primed: every kid sought once */
+	int any, n, cap, primed;   /* primed: every kid sought once */
 	uint32_t *cur;             /* or: each kid's document (UINT32_MAX: ended) */
 	struct eng_iter *kids[];   /* and: the lowest estimate first */
 };
@@ -189,7 +91,7 @@ static int and_seek(struct eng_iter *it, uint32_t *lid)
 	struct group *g = (struct group *)it;
 	uint32_t want = *lid;
 	int agree = 0, i = 0;
-	while (agree < g->n) {
+	while (agree < g->n) { /* until every kid is on want */
 		uint32_t at = want;
 		int rc = g->kids[i]->seek(g->kids[i], &at);
 		if (rc)
@@ -241,40 +143,57 @@ static void group_close(struct eng_iter *it)
 	struct group *g = (struct group *)it;
 	for (int i = 0; i < g->n; i++)
 		eng_iter_close(g->kids[i]);
-	base_free(g->cur, (size_t)g->n * sizeof *g->cur);
-	base_free(g, sizeof *g + (size_t)g->n * sizeof g->kids[0]);
+	base_free(g->cur, (size_t)g->cap * sizeof *g->cur);
+	base_free(g, sizeof *g + (size_t)g->cap * sizeof g->kids[0]);
+}
+
+/* An and (any 0) or or of up to cap kids, none yet; NULL when memory runs out. */
+static struct group *group_new(int cap, int any)
+{
+	struct group *g = base_calloc(1, sizeof *g + (size_t)cap * sizeof g->kids[0]);
+	if (!g)
+		return NULL;
+	if (any && !(g->cur = base_alloc((size_t)cap * sizeof *g->cur))) {
+		base_free(g, sizeof *g + (size_t)cap * sizeof g->kids[0]);
+		return NULL;
+	}
+	g->any = any;
+	g->cap = cap;
+	g->it.seek = any ? or_seek : and_seek;
+	g->it.close = group_close;
+	g->it.est = any ? 0 : UINT64_MAX;
+	return g;
+}
+
+/* Take kid into g: an and keeps its kids by estimate, the lowest first. */
+static void group_add(struct group *g, struct eng_iter *kid)
+{
+	int at = g->n++;
+	if (!g->any)
+		while (at > 0 && g->kids[at - 1]->est > kid->est) {
+			g->kids[at] = g->kids[at - 1];
+			at--;
+		}
+	g->kids[at] = kid;
+	if (!g->any)
+		g->it.est = kid->est < g->it.est ? kid->est : g->it.est;
+	else
+		g->it.est = g->it.est + kid->est < g->it.est ? UINT64_MAX : g->it.est + kid->est;
 }
 
 static struct eng_iter *group(struct eng_iter **kids, int n, int any)
 {
-	struct group *g = base_calloc(1, sizeof *g + (size_t)n * sizeof g->kids[0]);
-	uint32_t *cur = g && any ? base_alloc((size_t)n * sizeof *cur) : NULL;
-	if (!g || (any && !cur)) {
-		base_free(g, sizeof *g + (size_t)n * sizeof g->kids[0]);
-		for (int i = 0; i < n; i++)
+	if (n == 1)
+		return kids[0]; /* itself */
+	if (n == 0)
+		return eng_iter_array(NULL, 0, NULL, 0);
+	struct group *g = group_new(n, any);
+	for (int i = 0; i < n; i++)
+		if (g)
+			group_add(g, kids[i]);
+		else
 			eng_iter_close(kids[i]);
-		return NULL;
-	}
-	g->n = n;
-	g->cur = cur;
-	g->it.seek = any ? or_seek : and_seek;
-	g->it.close = group_close;
-	g->it.est = any ? 0 : UINT64_MAX;
-	for (int i = 0; i < n; i++) {
-		int at = i;
-		if (!any)
-			while (at > 0 && g->kids[at - 1]->est > kids[i]->est) {
-				g->kids[at] = g->kids[at - 1];
-				at--;
-			}
-		g->kids[at] = kids[i];
-		if (any)
-			g->it.est = g->it.est + kids[i]->est < g->it.est ? UINT64_MAX
-			                                                 : g->it.est + kids[i]->est;
-		else if (kids[i]->est < g->it.est)
-			g->it.est = kids[i]->est;
-	}
-	return &g->it;
+	return g ? &g->it : NULL;
 }
 
 struct eng_iter *eng_iter_and(struct eng_iter **kids, int n)
@@ -285,4 +204,50 @@ struct eng_iter *eng_iter_and(struct eng_iter **kids, int n)
 struct eng_iter *eng_iter_or(struct eng_iter **kids, int n)
 {
 	return group(kids, n, 1);
+}
+
+/* ---- posting lists ------------------------------------------------------------------ */
+
+/* One list, borrowed. */
+struct list {
+	struct eng_iter it;
+	struct store_postings *p;
+};
+
+static int list_seek(struct eng_iter *it, uint32_t *lid)
+{
+	return store_postings_seek(((struct list *)it)->p, lid);
+}
+
+static void list_close(struct eng_iter *it)
+{
+	base_free(it, sizeof(struct list));
+}
+
+static struct eng_iter *list_new(struct store_postings *p)
+{
+	struct list *l = base_calloc(1, sizeof *l);
+	if (!l)
+		return NULL;
+	l->it.seek = list_seek;
+	l->it.close = list_close;
+	l->it.est = store_postings_df(p);
+	l->p = p;
+	return &l->it;
+}
+
+struct eng_iter *eng_iter_postings(struct store_postings *const *pl, int n, int any)
+{
+	if (n <= 1) /* no list: no document; one: itself */
+		return n ? list_new(pl[0]) : eng_iter_array(NULL, 0, NULL, 0);
+	struct group *g = group_new(n, any);
+	for (int i = 0; g && i < n; i++) {
+		struct eng_iter *l = list_new(pl[i]);
+		if (!l) {
+			group_close(&g->it);
+			return NULL;
+		}
+		group_add(g, l);
+	}
+	return g ? &g->it : NULL;
 }

@@ -299,8 +299,7 @@ static int nn_open(struct eng_match *m, const struct yql_node *n, struct eng_ite
 	*out = NULL;
 	if (m->nn_true)
 		return 0;
-	*out = eng_iter_array(m->nn, m->nnn, NULL, 0);
-	return *out ? 0 : base_nomem(m->err, "an iterator");
+	return eng_iter_give(m, eng_iter_array(m->nn, m->nnn, NULL, 0), out);
 }
 
 const struct eng_op eng_op_nn = { "nearestNeighbor", 0, nn_check, nn_match, nn_open };

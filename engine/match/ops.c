@@ -30,8 +30,7 @@ static int false_match(struct eng_match *m, const struct yql_node *n, uint32_t l
 
 static int false_open(struct eng_match *m, const struct yql_node *n, struct eng_iter **out)
 {
-	*out = eng_iter_array(NULL, 0, NULL, 0);
-	return *out ? 0 : base_nomem(m->err, "an iterator");
+	return eng_iter_give(m, eng_iter_array(NULL, 0, NULL, 0), out);
 }
 
 const struct eng_op eng_op_true = { "true", 0, NULL, true_match, NULL };
@@ -81,8 +80,7 @@ static int and_open(struct eng_match *m, const struct yql_node *n, struct eng_it
 	int rc = open_kids(m, n, kids, &nk, &all);
 	if (rc || !nk)
 		return rc;
-	*out = nk == 1 ? kids[0] : eng_iter_and(kids, nk);
-	return *out ? 0 : base_nomem(m->err, "an iterator");
+	return eng_iter_give(m, eng_iter_and(kids, nk), out);
 }
 
 const struct eng_op eng_op_and = { "and", 1, NULL, and_match, and_open };
@@ -110,8 +108,7 @@ static int or_open(struct eng_match *m, const struct yql_node *n, struct eng_ite
 			eng_iter_close(kids[--nk]);
 		return 0;
 	}
-	*out = nk == 1 ? kids[0] : eng_iter_or(kids, nk);
-	return *out ? 0 : base_nomem(m->err, "an iterator");
+	return eng_iter_give(m, eng_iter_or(kids, nk), out);
 }
 
 const struct eng_op eng_op_or = { "or", 1, NULL, or_match, or_open };
@@ -176,8 +173,7 @@ int eng_iter_open(struct eng_match *m, const struct yql_node *n, struct eng_iter
 	const struct eng_op *op = eng_ops[n->kind];
 	*out = NULL;
 	if (!op->connective && n->field && n->fidx < 0) {
-		*out = eng_iter_array(NULL, 0, NULL, 0);
-		return *out ? 0 : base_nomem(m->err, "an iterator");
+		return eng_iter_give(m, eng_iter_array(NULL, 0, NULL, 0), out);
 	}
 	return op->open ? op->open(m, n, out) : 0;
 }

@@ -687,27 +687,20 @@ static int contains_open(struct eng_match *m, const struct yql_node *n, struct e
 	if (!t)
 		return eng_value_open(m, n, out); /* a fast-search string attribute */
 	if (!t->nterms || t->nterms < t->nwords)
-		*out = eng_iter_array(NULL, 0, NULL, 0);
-	else if (!t->prefix)
-		*out = eng_iter_postings(t->pl, t->nterms, 0);
-	else {
-		struct eng_iter *words[MAX_TERMS];
-		int nw = 0;
-		for (int w = 0; w < t->nwords; w++) {
-			int from, to;
-			word_lists(t, w, &from, &to);
-			if (from == to || !(words[nw] = eng_iter_postings(t->pl + from, to - from, 1))) {
-				while (nw)
-					eng_iter_close(words[--nw]);
-				if (from == to) /* a word without terms: nothing matches */
-					*out = eng_iter_array(NULL, 0, NULL, 0);
-				return *out ? 0 : base_nomem(m->err, "an iterator");
-			}
-			nw++;
+		return eng_iter_give(m, eng_iter_array(NULL, 0, NULL, 0), out);
+	if (!t->prefix)
+		return eng_iter_give(m, eng_iter_postings(t->pl, t->nterms, 0), out);
+	struct eng_iter *words[MAX_TERMS];
+	for (int w = 0; w < t->nwords; w++) { /* a word without terms gives none */
+		int from, to;
+		word_lists(t, w, &from, &to);
+		if (!(words[w] = eng_iter_postings(t->pl + from, to - from, 1))) {
+			while (w)
+				eng_iter_close(words[--w]);
+			return base_nomem(m->err, "an iterator");
 		}
-		*out = nw == 1 ? words[0] : eng_iter_and(words, nw);
 	}
-	return *out ? 0 : base_nomem(m->err, "an iterator");
+	return eng_iter_give(m, eng_iter_and(words, t->nwords), out);
 }
 
 const struct eng_op eng_op_contains = { "contains", 0, contains_check, contains_match,

@@ -355,8 +355,7 @@ static int weakand_match(struct eng_match *m, const struct yql_node *n, uint32_t
 static int weakand_open(struct eng_match *m, const struct yql_node *n, struct eng_iter **out)
 {
 	const struct wand *wd = m->wand ? find(m->wand, n) : NULL;
-	*out = wd ? eng_iter_array(wd->lids, wd->n, NULL, 0) : eng_iter_array(NULL, 0, NULL, 0);
-	return *out ? 0 : base_nomem(m->err, "an iterator");
+	return eng_iter_give(m, eng_iter_array(wd ? wd->lids : NULL, wd ? wd->n : 0, NULL, 0), out);
 }
 
 const struct eng_op eng_op_weakand = { "weakAnd", 1, NULL, weakand_match, weakand_open };

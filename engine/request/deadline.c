@@ -21,27 +21,30 @@
 
 #define DEFAULT_FACTOR 0.5
 
-int eng_timeout_parse(const json_t *v, double *out)
+int eng_timeout_text(const char *s, double *out)
 {
-	double x, unit = 1;
-	if (json_is_number(v)) {
-		x = json_number_value(v);
-	} else if (json_is_string(v)) {
-		const char *s = json_string_value(v);
-		char *end;
-		x = strtod(s, &end);
-		if (end == s)
-			return -1;
-		while (*end == ' ')
-			end++;
-		unit = !*end || !strcmp(end, "s") ? 1 : !strcmp(end, "ms") ? 1e-3
-		     : !strcmp(end, "m") ? 60 : -1;
-	} else {
+	char *end;
+	double x = strtod(s, &end);
+	if (end == s)
 		return -1;
-	}
+	while (*end == ' ')
+		end++;
+	double unit = !*end || !strcmp(end, "s") ? 1 : !strcmp(end, "ms") ? 1e-3
+	            : !strcmp(end, "m") ? 60 : -1;
 	if (unit < 0 || !(x >= 0) || !isfinite(x))
 		return -1;
 	*out = x * unit;
+	return 0;
+}
+
+int eng_timeout_parse(const json_t *v, double *out)
+{
+	if (json_is_string(v))
+		return eng_timeout_text(json_string_value(v), out);
+	double x = json_is_number(v) ? json_number_value(v) : -1;
+	if (!(x >= 0) || !isfinite(x))
+		return -1;
+	*out = x;
 	return 0;
 }
 
