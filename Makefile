@@ -6,7 +6,8 @@
 #   make deps       install the Debian packages Strata needs (apt-get, only when missing)
 #   make deps-test  the same, plus the packages only the tests need
 #   make unit       the cmocka unit tests          make e2e   the CLI end-to-end tests
-#   make crash      feeds killed mid-way keep what they reported written (part of e2e)
+#   make crash      feeds killed mid-way keep what they reported written, and indexes that
+#                   agree with the documents (part of e2e)
 #   make serve-test strata serve driven with curl, nghttp and h2load (part of e2e)
 #   make asan       the unit and end-to-end tests under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make fuzz       build the fuzz targets with clang and libFuzzer, run each for FUZZ_SECONDS
@@ -58,7 +59,7 @@ RUNTIME_SRC := runtime/options.c runtime/blocks.c runtime/load.c runtime/graph.c
                runtime/ops/reduce.c runtime/ops/normalize.c \
                runtime/ops/conv.c runtime/ops/window.c runtime/ops/pool.c runtime/ops/nn.c runtime/ops/index.c runtime/ops/misc.c runtime/ops/resize.c runtime/ops/signal.c runtime/ops/loss.c \
                runtime/ops/training.c runtime/ops/random.c runtime/ops/rnn.c runtime/ops/einsum.c runtime/ops/quant.c runtime/ops/string.c runtime/ops/sequence.c runtime/ops/control.c runtime/optimize.c runtime/ctxfile.c runtime/ctxhold.c runtime/epctx.c runtime/ctxgen.c runtime/ctxmodel.c runtime/ops/epcontext.c runtime/ops/fused.c runtime/ops/attn_avx512.c runtime/ops/vmath.c
-STORE_SRC   := store/env.c store/doctype.c store/doc.c store/attr.c store/text.c store/text_elems.c store/text_blocks.c store/text_pend.c store/text_tokens.c store/hnsw_rec.c store/hnsw.c store/hnsw_api.c store/hnsw_write.c store/hnsw_sync.c store/hnsw_multi.c store/hnsw_cache.c store/hnsw_snap.c \
+STORE_SRC   := store/env.c store/doctype.c store/doc.c store/attr.c store/text.c store/text_elems.c store/text_blocks.c store/text_check.c store/text_pend.c store/text_tokens.c store/hnsw_rec.c store/hnsw.c store/hnsw_api.c store/hnsw_write.c store/hnsw_sync.c store/hnsw_multi.c store/hnsw_cache.c store/hnsw_snap.c \
                store/hnsw_dist.c store/hnsw_avx512.c store/dict.c
 RANK_SRC    := rank/lex.c rank/parser.c rank/expr.c rank/parse.c rank/parse_profile.c rank/parse_text.c rank/parse_hnsw.c rank/props.c rank/schema.c rank/inputs.c rank/type.c rank/fn.c rank/compile_base.c rank/compile.c rank/gbdt.c rank/compile_tensor.c rank/compile_feature.c rank/compile_raw.c rank/explain.c rank/vm.c rank/dot.c rank/dot_avx512.c rank/firstdot.c \
                rank/tensor.c rank/tensor_sparse.c rank/literal.c rank/model.c rank/query.c rank/profile.c rank/app.c rank/nearest.c
@@ -209,6 +210,7 @@ e2e: $(CLI) $(TOOLS)
 	STRATA=$(CLI) MKSHOP=$(BUILD)/tests/mkshop sh tests/e2e.sh || status=1; \
 	STRATA=$(CLI) MKSHOP=$(BUILD)/tests/mkshop sh tests/phases.sh || status=1; \
 	STRATA=$(CLI) MKSHOP=$(BUILD)/tests/mkshop sh tests/crash.sh || status=1; \
+	STRATA=$(CLI) MKSHOP=$(BUILD)/tests/mkshop sh tests/crash_index.sh || status=1; \
 	STRATA=$(CLI) MKSHOP=$(BUILD)/tests/mkshop sh tests/text.sh || status=1; \
 	STRATA=$(CLI) MKSHOP=$(BUILD)/tests/mkshop sh tests/summary.sh || status=1; \
 	STRATA=$(CLI) MKSHOP=$(BUILD)/tests/mkshop sh tests/features.sh || status=1; \
@@ -237,9 +239,11 @@ tensor-conformance: $(TENSOR_CONFORMANCE)
 serve-test: $(CLI) $(TOOLS)
 	STRATA=$(CLI) MKSHOP=$(BUILD)/tests/mkshop sh tests/serve.sh
 
-# Feeds killed with SIGKILL keep what they reported written (tests/crash.sh).
+# Feeds killed with SIGKILL keep what they reported written (tests/crash.sh)
+# and leave the indexes agreeing with the documents (tests/crash_index.sh).
 crash: $(CLI) $(TOOLS)
 	STRATA=$(CLI) MKSHOP=$(BUILD)/tests/mkshop sh tests/crash.sh
+	STRATA=$(CLI) MKSHOP=$(BUILD)/tests/mkshop sh tests/crash_index.sh
 
 # The AVX2 kernels, as an AVX2-only machine runs them: the same binaries
 # with the AVX-512 paths switched off (STRATA_CPU=avx2, read at first use).

@@ -66,6 +66,13 @@ static const struct cmd_help helps[] = {
 	{ "remove",
 	  "usage: strata remove APP ID [--data DIR]\n"
 	  "  Remove the document ID.\n" },
+	{ "check",
+	  "usage: strata check APP [--data DIR]\n"
+	  "  Check the store's indexes against its documents: each text index (its\n"
+	  "  blocks and their score bounds, field lengths, frequencies), each fast-search\n"
+	  "  dictionary and each nearest-neighbour graph.  Prints JSON, one entry per\n"
+	  "  document type (documents, postings, dictionaries, graphs), and exits 0 when\n"
+	  "  they agree; else names the first fault and exits 1.\n" },
 	{ "run",
 	  "usage: strata run MODEL [--input name=JSON ...] [--profile]\n"
 	  "  Run an ONNX model once and print its outputs as JSON.  Each input is a\n"
@@ -100,6 +107,7 @@ static const char *main_usage =
 	"  query APP --yql YQL    search\n"
 	"  get APP ID             print a document\n"
 	"  remove APP ID          remove a document\n"
+	"  check APP              check the indexes against the documents\n"
 	"  run MODEL              run an ONNX model\n"
 	"  inspect MODEL          show a model's inputs and outputs\n"
 	"  compile MODEL...       compile models into contexts that load without compiling\n"
@@ -510,6 +518,24 @@ static int cmd_remove(struct opts *o)
 	return rc ? tool_fail("%s", err.msg[0] ? err.msg : strata_strerror(rc)) : 0;
 }
 
+static int cmd_check(struct opts *o)
+{
+	if (o->npos < 1)
+		return tool_usage("check", "missing APP");
+	struct strata *db;
+	if (open_app(o, 0, &db))
+		return 1;
+	char *report = NULL;
+	struct strata_error err = { 0 };
+	int rc = strata_check(db, &report, &err);
+	if (!rc) {
+		print_pretty(report);
+		strata_free(report);
+	}
+	strata_close(db);
+	return rc ? tool_fail("%s", err.msg[0] ? err.msg : strata_strerror(rc)) : 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2)
@@ -553,6 +579,7 @@ int main(int argc, char **argv)
 		{ "query", cmd_query, 1, "data yql profile hits offset timeout input" },
 		{ "get", cmd_get, 2, "data" },
 		{ "remove", cmd_remove, 2, "data" },
+		{ "check", cmd_check, 1, "data" },
 	};
 	for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
 		if (strcmp(cmds[i].name, cmd) != 0)

@@ -45,6 +45,68 @@ const char *strata_doctype_name(struct strata *db, int i)
 	return i >= 0 && i < db->ndoctypes ? db->doctypes[i].name : NULL;
 }
 
+/* ---- checking the store ------------------------------------------------------------- */
+
+/* The checks of one document type into o; 0 or the first fault. */
+static int check_doctype(const struct eng_doctype *dt, struct store_txn *txn,
+                         json_t *o, struct strata_error *err)
+{
+	uint64_t postings = 0;
+	int dicts = 0, graphs = 0, f = 0;
+	int rc = store_text_check(txn, dt->store_id, &postings, err);
+	for (; !rc && f < dt->nfields; f++) {
+		if (dt->fields[f].fast_search) {
+			rc = store_dict_check(txn, dt->store_id, f, err);
+			dicts++;
+		}
+		if (!rc && dt->fields[f].hnsw_metric) {
+			rc = store_hnsw_check(txn, dt->store_id, f, NULL, err);
+			graphs++;
+		}
+		if (rc)
+			break;
+	}
+	if (rc) { /* where: the doctype, and the field past the text index */
+		char msg[sizeof err->msg];
+		memcpy(msg, err->msg, sizeof msg);
+		if (f < dt->nfields && (dicts || graphs))
+			return base_err(err, rc, "%s.%s: %s", dt->name, dt->fields[f].name, msg);
+		return base_err(err, rc, "%s: %s", dt->name, msg);
+	}
+	if (!rc && (json_object_set_new(o, "name", json_string(dt->name)) ||
+	            json_object_set_new(o, "documents",
+	                                json_integer((json_int_t)store_count(txn, dt->store_id))) ||
+	            json_object_set_new(o, "postings", json_integer((json_int_t)postings)) ||
+	            json_object_set_new(o, "dictionaries", json_integer(dicts)) ||
+	            json_object_set_new(o, "graphs", json_integer(graphs))))
+		rc = base_nomem(err, "the check's report");
+	return rc;
+}
+
+int strata_check(struct strata *db, char **report, struct strata_error *err)
+{
+	struct store_txn *txn;
+	if (report)
+		*report = NULL;
+	int rc = store_txn_begin(db->env, 0, &txn, err);
+	if (rc)
+		return rc;
+	json_t *top = json_object(), *arr = json_array();
+	if (!top || !arr || json_object_set(top, "doctypes", arr))
+		rc = base_nomem(err, "the check's report");
+	for (int i = 0; !rc && i < db->ndoctypes; i++) {
+		json_t *o = json_object();
+		rc = !o || json_array_append_new(arr, o) ? base_nomem(err, "the check's report")
+		                                         : check_doctype(&db->doctypes[i], txn, o, err);
+	}
+	store_txn_abort(txn);
+	if (!rc && report && !(*report = eng_json_dump(top, 0)))
+		rc = base_nomem(err, "the check's report");
+	json_decref(arr);
+	json_decref(top);
+	return rc;
+}
+
 /* ---- models ------------------------------------------------------------------------ */
 
 struct strata_model {

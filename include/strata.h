@@ -172,6 +172,16 @@ void strata_app_info(struct strata *db, struct strata_app_info *info);
  * order), valid until strata_close(); NULL when i is out of range. */
 const char *strata_doctype_name(struct strata *db, int i);
 
+/* Check the store's indexes against its documents: for each document type
+ * its text index (blocks, their score bounds, field lengths, frequencies,
+ * totals), the value dictionary of each fast-search attribute and the
+ * graph of each nearest-neighbour field.  Reads everything: for tests
+ * and after a crash.  *report (NULL: not wanted; free with strata_free)
+ * gets JSON, {"doctypes": [{"name", "documents", "postings",
+ * "dictionaries", "graphs"}]}.  Returns 0 when they agree, STRATA_CORRUPT
+ * naming the first fault (its doctype and field), or another error. */
+int strata_check(struct strata *db, char **report, struct strata_error *err);
+
 /* Apply one Vespa document operation given as JSON text: {"put": ID, "fields":
  * {...}}, {"update": ID, "fields": {"f": {"assign": v}}} or {"remove": ID}.
  * It is committed before the call returns.  An operation may carry a

@@ -296,6 +296,21 @@ int store_postings_seek(struct store_postings *p, uint32_t *lid);
 /* The term's number of occurrences in the current document; its first max
  * positions (token numbers in the field, increasing) go to pos (may be NULL). */
 uint32_t store_postings_positions(const struct store_postings *p, uint32_t *pos, uint32_t max);
+/* The term's occurrences in the current document (the positions' count,
+ * without reading them), and the field's length there in tokens (as
+ * store_text_length gives it, kept beside the posting). */
+uint32_t store_postings_tf(const struct store_postings *p);
+uint32_t store_postings_dl(const struct store_postings *p);
+/* The block of postings the list is on: its last local id, and bounds of
+ * every posting in it, the most occurrences and the shortest field
+ * length, for scores that grow with the one and fall with the other.
+ * Returns 0, or STRATA_NOT_FOUND past the end. */
+int store_postings_block(const struct store_postings *p, uint32_t *last, uint32_t *max_tf,
+                         uint32_t *min_dl);
+/* The local ids of the block from the current posting on, increasing, in
+ * *lids (valid until the list moves); their number, 0 past the end.  A
+ * seek past the last moves to the next block. */
+uint32_t store_postings_rest(const struct store_postings *p, const uint32_t **lids);
 void store_postings_close(struct store_postings *p); /* NULL is ignored */
 /* The terms of field that begin with prefix (n bytes), in byte order:
  * fn(ud, term, len) for each (term valid during the call) until it returns
@@ -344,6 +359,16 @@ void store_txn_pretext(struct store_txn *w, struct store_pretext *const *pre, in
  * average field length).  Returns 0, STRATA_INVALID_ARGUMENT, STRATA_STORE. */
 int store_text_stats(struct store_txn *txn, int doctype, int field, uint64_t *docs,
                      uint64_t *tokens, struct strata_error *err);
+
+/* Check doctype's text index against itself and the documents
+ * (text_check.c): every block decodes and its bounds are its postings';
+ * every posting is of a live document and has its field length; each
+ * term's frequency is its number of postings; the fields' totals are the
+ * sums of their length entries.  *postings gets the postings read.  Reads
+ * the whole index: for tests and repair tools.  Returns 0, STRATA_CORRUPT
+ * naming the first fault, STRATA_TXN_FAILED, STRATA_STORE, STRATA_NOMEM. */
+int store_text_check(struct store_txn *txn, int doctype, uint64_t *postings,
+                     struct strata_error *err);
 
 /* ---- nearest-neighbour graphs ---------------------------------------------------
  *

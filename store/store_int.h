@@ -11,8 +11,9 @@
  *   "<dt>/text"   the text index of the fields with one (text.c), keys
  *                 starting with the stored field number (u16, big-endian):
  *                 F term 0x00 lid(u32 BE) -> a block of the term's
- *                 postings from lid on, each its lid and the term's
- *                 positions in the field (varint deltas; text_blocks.c);
+ *                 postings from lid on, each its lid, the term's
+ *                 occurrences and positions and the field's length, with
+ *                 the block's bounds on them (text_blocks.c);
  *                 F term 0x00 -> the number of those postings (u32); F 0xFF lid(u32 BE) -> the field's
  *                 length in tokens (u32), for an array or weighted set
  *                 followed by (first position, length, weight) per element
@@ -285,8 +286,10 @@ int store_pend_scratch(struct store_txn *w, size_t n, size_t keybytes, uint32_t 
  * scratch, in the index dbi.  Returns 0, STRATA_NOMEM or STRATA_LIMIT. */
 int store_pend_terms(struct store_txn *w, MDB_dbi dbi, size_t n, struct strata_error *err);
 /* Add lid's postings from the n tokens in the scratch: one per distinct
- * term, with its positions.  Returns 0 or an error. */
-int store_pend_doc(struct store_txn *w, uint32_t lid, size_t n, struct strata_error *err);
+ * term, with its positions and dl, the field's length in the document.
+ * Returns 0 or an error. */
+int store_pend_doc(struct store_txn *w, uint32_t lid, uint32_t dl, size_t n,
+                   struct strata_error *err);
 /* Add delta to the frequency of the term k[0..n) at the commit. */
 int store_pend_df(struct store_txn *w, MDB_dbi dbi, const uint8_t *k, size_t n, int delta,
                   struct strata_error *err);
@@ -315,6 +318,7 @@ uint8_t *store_varint_put(uint8_t *p, uint32_t v);
  * functions use. */
 struct store_post {
 	uint32_t lid;
+	uint32_t dl;           /* the field's length in the document, in tokens */
 	const uint8_t *pos;    /* the term's positions (varint deltas) */
 	size_t n;              /* their bytes */
 };
@@ -326,12 +330,52 @@ int store_post_merge(MDB_txn *t, MDB_dbi dbi, uint8_t *key, size_t plen,
  * error. */
 int store_post_del(MDB_txn *t, MDB_dbi dbi, uint8_t *key, size_t plen, uint32_t lid,
                    struct strata_error *err);
-/* Decode the posting at b[*off..n) of a block: *lid (the previous
- * posting's lid, or the block key's for the first) advances to its lid,
- * *pos and *npos get its positions and *off moves past it.  Returns 0, or -1
- * when the bytes are not a posting. */
-int store_post_entry(const uint8_t *b, size_t n, size_t *off, uint32_t *lid, const uint8_t **pos,
-                     size_t *npos);
+/* A block of postings, as stored (text_blocks.c has the layout). */
+#define STORE_BLOCK_MAX 128       /* postings in a block */
+struct store_block {
+	uint32_t n;                   /* its postings, 1 .. STORE_BLOCK_MAX */
+	uint32_t max_tf;              /* the most occurrences of the term in one of them */
+	uint32_t min_dl;              /* the shortest field length among them */
+	const uint8_t *lids;          /* the lids after the first, varint deltas */
+	/* per posting, little-endian numbers of a width (1, 2 or 4 bytes) the
+	 * block chose: occurrences, field length, end of its positions */
+	const uint8_t *tf, *dl, *off;
+	int wtf, wdl, woff;
+	const uint8_t *pos;           /* the positions, posting after posting */
+	const uint8_t *end;           /* the block's end */
+};
+/* Read the header of the block b[0..size) into h: 0, or -1 when the bytes
+ * are not a block. */
+int store_block_open(const uint8_t *b, size_t size, struct store_block *h);
+/* The block's n lids into lids, the first being first (its key's):
+ * 0, or -1 when they are not increasing or the bytes are bad. */
+int store_block_lids(const struct store_block *h, uint32_t first, uint32_t *lids);
+/* Posting i's occurrences and field length. */
+static inline uint32_t store_block_num(const uint8_t *col, int w, uint32_t i)
+{
+	const uint8_t *p = col + (size_t)i * (size_t)w;
+	return w == 1 ? p[0] : w == 2 ? (uint32_t)(p[0] | p[1] << 8)
+	                              : (uint32_t)p[0] | (uint32_t)p[1] << 8 |
+	                                    (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static inline uint32_t store_block_tf(const struct store_block *h, uint32_t i)
+{
+	return store_block_num(h->tf, h->wtf, i);
+}
+static inline uint32_t store_block_dl(const struct store_block *h, uint32_t i)
+{
+	return store_block_num(h->dl, h->wdl, i);
+}
+/* Posting i's positions (varint deltas): *pos and their bytes; 0, or -1
+ * when the block's offsets are bad. */
+int store_block_pos(const struct store_block *h, uint32_t i, const uint8_t **pos, size_t *npos);
+/* Decode the block v (its first lid first) into e (room for
+ * STORE_BLOCK_MAX), checked against its header: 0, or STRATA_CORRUPT
+ * reported. */
+int store_post_decode(const MDB_val *v, uint32_t first, struct store_post *e, size_t *ne,
+                      struct strata_error *err);
+/* The number of positions (varints) in pos[0..n). */
+uint32_t store_pos_count(const uint8_t *pos, size_t n);
 
 /* attr.c */
 /* The block geometry of f's column from f->cell_bytes (block_shift chosen

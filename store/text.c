@@ -7,8 +7,10 @@
  * under the key (field, term, first lid), so a posting list is a key range
  * that a cursor walks a block at a time; a seek lands on the block that
  * would hold its lid with one MDB_SET_RANGE and scans inside it.  Each
- * posting carries the positions of the term in the field; the field's length and the totals bm25 needs are
- * kept beside them, and so is each term's document frequency (F term 0,
+ * posting carries the term's occurrences and positions and the field's
+ * length in the document (each block the most occurrences and the least
+ * length, bounds of bm25 there: text_blocks.c); the field's lengths and the
+ * totals bm25 needs are kept beside them, and so is each term's document frequency (F term 0,
  * just before its postings), so that a query reads it in one lookup instead
  * of counting the postings.  A write transaction collects the postings it
  * adds per term in memory (a removal takes back one of them or rewrites a
@@ -44,7 +46,7 @@
 #define LEN_TAG 0xFF
 #define SUM_TAG 0xFE
 #define ELEM_BYTES 12 /* an element in a length entry: start, length, weight (u32 each) */
-#define TEXT_FORMAT 0x54584632u /* recorded with the settings: "TXF2", posting blocks */
+#define TEXT_FORMAT 0x54584635u /* recorded with the settings: "TXF5", blocks with bounds */
 
 static size_t key_field(uint8_t *k, int sf)
 {
@@ -237,7 +239,7 @@ static int add_field(struct store_txn *w, struct doctype *dt, int sf, uint32_t l
 	koff[ntok] = (uint32_t)at;
 	if ((rc = store_pend_terms(w, dt->text, ntok, err)) != 0)
 		return rc;
-	if ((rc = store_pend_doc(w, lid, ntok, err)) != 0)
+	if ((rc = store_pend_doc(w, lid, len, ntok, err)) != 0)
 		return rc;
 	/* the length, then a collection's element table */
 	uint8_t kb[STORE_TEXT_KEY_MAX];
@@ -340,12 +342,11 @@ struct store_postings {
 	MDB_cursor *c;
 	uint8_t key[STORE_TEXT_KEY_MAX];
 	size_t plen;           /* bytes of F term 0 */
-	const uint8_t *blk;    /* the block the cursor is on */
-	size_t blen, off;      /* its bytes; the next posting's offset */
+	struct store_block b;  /* the block the cursor is on */
+	uint32_t lids[STORE_BLOCK_MAX]; /* its lids */
+	uint32_t i;            /* the posting: lids[i] */
 	uint32_t lid;
 	uint32_t lo;           /* valid: no posting in [lo, lid) */
-	const uint8_t *val;
-	size_t vlen;
 	int valid;             /* on a posting */
 	uint64_t df;
 };
@@ -373,26 +374,32 @@ static int take_block(struct store_postings *p, int rc, const MDB_val *k, const 
 		return rc == MDB_NOTFOUND ? STRATA_NOT_FOUND : STRATA_STORE;
 	if (k->mv_size != p->plen + 4 || memcmp(k->mv_data, p->key, p->plen) != 0)
 		return STRATA_NOT_FOUND;
-	p->blk = v->mv_data;
-	p->blen = v->mv_size;
-	p->off = 0;
-	p->lid = store_be32_get((const uint8_t *)k->mv_data + p->plen);
-	if (store_post_entry(p->blk, p->blen, &p->off, &p->lid, &p->val, &p->vlen))
+	if (store_block_open(v->mv_data, v->mv_size, &p->b) ||
+	    store_block_lids(&p->b, store_be32_get((const uint8_t *)k->mv_data + p->plen), p->lids))
 		return STRATA_CORRUPT;
+	p->i = 0;
+	p->lid = p->lids[0];
 	p->valid = 1;
 	return 0;
 }
 
-/* One posting on, into the next block when this one is done. */
-static int step_next(struct store_postings *p)
+/* The first posting from the current one on with lid >= want, when the
+ * block holds one: 1, else 0 (the posting unchanged). */
+static int in_block(struct store_postings *p, uint32_t want)
 {
-	if (p->off < p->blen) {
-		if (store_post_entry(p->blk, p->blen, &p->off, &p->lid, &p->val, &p->vlen)) {
-			p->valid = 0;
-			return STRATA_CORRUPT;
-		}
+	if (p->lids[p->b.n - 1] < want)
 		return 0;
-	}
+	uint32_t i = p->i;
+	while (p->lids[i] < want)
+		i++;
+	p->i = i;
+	p->lid = p->lids[i];
+	return 1;
+}
+
+/* To the next block's first posting. */
+static int next_block(struct store_postings *p)
+{
 	MDB_val k, v;
 	return take_block(p, mdb_cursor_get(p->c, &k, &v, MDB_NEXT), &k, &v);
 }
@@ -411,11 +418,13 @@ static int step_seek(struct store_postings *p, uint32_t want)
 		MDB_val pk, pv;
 		int prc = mdb_cursor_get(p->c, &pk, &pv, rc ? MDB_LAST : MDB_PREV);
 		if (prc == 0 && take_block(p, 0, &pk, &pv) == 0) {
-			while (p->lid < want)
-				if ((rc = step_next(p)) != 0)
-					return rc;
-			return 0;
+			if (in_block(p, want))
+				return 0;
+			return next_block(p);
 		}
+		if (prc == 0 && p->valid == 0 && pk.mv_size == p->plen + 4 &&
+		    memcmp(pk.mv_data, p->key, p->plen) == 0)
+			return STRATA_CORRUPT; /* the term's block, unreadable */
 		/* no earlier block of the term: back to where the search landed */
 		if (rc)
 			return STRATA_NOT_FOUND;
@@ -482,21 +491,25 @@ int store_postings_seek(struct store_postings *p, uint32_t *lid)
 	}
 	int rc;
 	if (p->valid && p->lid < want) {
-		/* within the block, or a short hop into the next one, costs less
-		 * than a search from the root */
-		uint32_t from = p->lid + 1;
-		int hop = 0;
-		while (p->lid < want && (p->off < p->blen || !hop++)) {
-			from = p->lid + 1;
-			if ((rc = step_next(p)) != 0)
+		/* within the block, or in the next one, costs less than a search
+		 * from the root */
+		uint32_t from;
+		if (in_block(p, want)) {
+			from = p->lids[p->i - 1] + 1; /* i > 0: the posting before was < want */
+		} else {
+			from = p->lids[p->b.n - 1] + 1;
+			if ((rc = next_block(p)) != 0)
 				return rc;
+			if (!in_block(p, want))
+				goto search;
+			if (p->i)
+				from = p->lids[p->i - 1] + 1;
 		}
-		if (p->lid >= want) {
-			p->lo = from;
-			*lid = p->lid;
-			return 0;
-		}
+		p->lo = from;
+		*lid = p->lid;
+		return 0;
 	}
+search:
 	rc = step_seek(p, want);
 	if (!rc) {
 		p->lo = want;
@@ -507,14 +520,16 @@ int store_postings_seek(struct store_postings *p, uint32_t *lid)
 
 uint32_t store_postings_positions(const struct store_postings *p, uint32_t *pos, uint32_t max)
 {
-	if (!p->valid)
+	const uint8_t *val;
+	size_t vlen;
+	if (!p->valid || store_block_pos(&p->b, p->i, &val, &vlen))
 		return 0;
 	uint32_t n = 0, cur = 0, v = 0;
 	int shift = 0;
-	for (size_t i = 0; i < p->vlen; i++) {
-		v |= (uint32_t)(p->val[i] & 0x7f) << shift;
+	for (size_t i = 0; i < vlen; i++) {
+		v |= (uint32_t)(val[i] & 0x7f) << shift;
 		shift += 7;
-		if (p->val[i] & 0x80)
+		if (val[i] & 0x80)
 			continue;
 		cur += v;
 		if (pos && n < max)
@@ -524,6 +539,35 @@ uint32_t store_postings_positions(const struct store_postings *p, uint32_t *pos,
 		shift = 0;
 	}
 	return n;
+}
+
+uint32_t store_postings_tf(const struct store_postings *p)
+{
+	return p->valid ? store_block_tf(&p->b, p->i) : 0;
+}
+
+uint32_t store_postings_dl(const struct store_postings *p)
+{
+	return p->valid ? store_block_dl(&p->b, p->i) : 0;
+}
+
+int store_postings_block(const struct store_postings *p, uint32_t *last, uint32_t *max_tf,
+                         uint32_t *min_dl)
+{
+	if (!p->valid)
+		return STRATA_NOT_FOUND;
+	*last = p->lids[p->b.n - 1];
+	*max_tf = p->b.max_tf;
+	*min_dl = p->b.min_dl;
+	return 0;
+}
+
+uint32_t store_postings_rest(const struct store_postings *p, const uint32_t **lids)
+{
+	if (!p->valid)
+		return 0;
+	*lids = p->lids + p->i;
+	return p->b.n - p->i;
 }
 
 void store_postings_close(struct store_postings *p)

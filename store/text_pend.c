@@ -6,9 +6,9 @@
  * Every term the transaction touches (its key F term 0 in one field's
  * index) has a record, found through an open-addressing table of record
  * numbers.  A record keeps the change to the term's document frequency and
- * the postings added for it, already encoded (lid as a native u32, the
- * positions' byte count as a varint, the positions as varint deltas) in a
- * chain of chunks in the slab, each chunk twice the size of the one before
+ * the postings added for it, already encoded (lid and the document's field
+ * length as native u32s, the positions' byte count as a varint, the
+ * positions as varint deltas) in a chain of chunks in the slab, each chunk twice the size of the one before
  * up to CHUNK_MAX, so that a frequent term's postings lie in a few long
  * runs and a rare term's take little room; the record keeps how full its
  * last chunk is, so an append touches only the bytes it writes (fetched
@@ -352,7 +352,8 @@ int store_pend_scratch(struct store_txn *w, size_t n, size_t keybytes, uint32_t 
 	return 0;
 }
 
-int store_pend_doc(struct store_txn *w, uint32_t lid, size_t n, struct strata_error *err)
+int store_pend_doc(struct store_txn *w, uint32_t lid, uint32_t dl, size_t n,
+                   struct strata_error *err)
 {
 	struct store_text_df *d = w->df;
 	if (!n)
@@ -406,16 +407,17 @@ int store_pend_doc(struct store_txn *w, uint32_t lid, size_t n, struct strata_er
 			 * positions go straight into the chunk, room for the
 			 * longest kept, what they did not take given back. */
 			size_t most = 5 * (size_t)(to - from);
-			if ((rc = append(d, t, 5 + most, &o, err)) != 0)
+			if ((rc = append(d, t, 9 + most, &o, err)) != 0)
 				return rc;
 			memcpy(o, &lid, 4);
-			uint8_t *p = o + 5;
+			memcpy(o + 4, &dl, 4);
+			uint8_t *p = o + 9;
 			for (uint32_t j = from; j < to; j++) {
 				p = store_varint_put(p, sorted[j] - last);
 				last = sorted[j];
 			}
-			o[4] = (uint8_t)(p - (o + 5));
-			t->tused -= (uint32_t)(most - (size_t)(p - (o + 5)));
+			o[8] = (uint8_t)(p - (o + 9));
+			t->tused -= (uint32_t)(most - (size_t)(p - (o + 9)));
 		} else {
 			uint8_t *p = d->enc;
 			for (uint32_t j = from; j < to; j++) {
@@ -423,10 +425,11 @@ int store_pend_doc(struct store_txn *w, uint32_t lid, size_t n, struct strata_er
 				last = sorted[j];
 			}
 			size_t nb = (size_t)(p - d->enc);
-			if ((rc = append(d, t, 4 + varint_size((uint32_t)nb) + nb, &o, err)) != 0)
+			if ((rc = append(d, t, 8 + varint_size((uint32_t)nb) + nb, &o, err)) != 0)
 				return rc;
 			memcpy(o, &lid, 4);
-			o = store_varint_put(o + 4, (uint32_t)nb);
+			memcpy(o + 4, &dl, 4);
+			o = store_varint_put(o + 8, (uint32_t)nb);
 			memcpy(o, d->enc, nb);
 		}
 		t->delta++;
@@ -435,12 +438,14 @@ int store_pend_doc(struct store_txn *w, uint32_t lid, size_t n, struct strata_er
 	return d->sused > PEND_MAX ? store_text_flush(w, err) : 0;
 }
 
-/* Walk a chunk's postings: the one at *off (lid, positions) and the next. */
-static const uint8_t *next_posting(const uint8_t *p, uint32_t *lid, const uint8_t **pos,
-                                   size_t *npos)
+/* Walk a chunk's postings: the one at p (lid, field length, positions);
+ * returns the next. */
+static const uint8_t *next_posting(const uint8_t *p, uint32_t *lid, uint32_t *dl,
+                                   const uint8_t **pos, size_t *npos)
 {
 	memcpy(lid, p, 4);
-	p += 4;
+	memcpy(dl, p + 4, 4);
+	p += 8;
 	uint32_t v = 0;
 	for (int shift = 0;; shift += 7) {
 		uint8_t c = *p++;
@@ -467,10 +472,10 @@ int store_pend_drop(struct store_txn *w, MDB_dbi dbi, const uint8_t *k, size_t n
 		struct chunk *c = chunk_at(d, off);
 		uint8_t *p = (uint8_t *)(c + 1), *end = p + c->used;
 		while (p < end) {
-			uint32_t l;
+			uint32_t l, dl;
 			const uint8_t *pos;
 			size_t np;
-			uint8_t *next = (uint8_t *)next_posting(p, &l, &pos, &np);
+			uint8_t *next = (uint8_t *)next_posting(p, &l, &dl, &pos, &np);
 			if (l == lid) {
 				const uint32_t dead = UINT32_MAX;
 				memcpy(p, &dead, 4);
@@ -501,7 +506,7 @@ static int gather(struct store_text_df *d, const struct pterm *t, size_t *n,
 		const uint8_t *p = (const uint8_t *)(c + 1), *end = p + c->used;
 		while (p < end) {
 			struct store_post e;
-			p = next_posting(p, &e.lid, &e.pos, &e.n);
+			p = next_posting(p, &e.lid, &e.dl, &e.pos, &e.n);
 			if (e.lid == UINT32_MAX)
 				continue;
 			int rc = grow((void **)&d->post, &d->postcap, m + 1, sizeof *d->post, 1024, err);

@@ -569,6 +569,15 @@ expect_ok "remove" "$STRATA" remove "$APP" "$ID3"
 expect_fail "get removed" "not found|no such|does not exist|$ID3" "$STRATA" get "$APP" "$ID3"
 expect_fail "remove twice" "not found|no such|does not exist|$ID3" "$STRATA" remove "$APP" "$ID3"
 check "count after remove" "$(total)" "$((NDOCS - 1))"
+# The indexes still agree with the documents; check's own errors.
+if expect_ok "check" "$STRATA" check "$APP"; then
+	check "check documents" "$(jout '.doctypes[0].documents')" "$((NDOCS - 1))"
+fi
+expect_fail "check without APP" "missing APP" "$STRATA" check
+expect_fail "check, an unknown option" "unknown option|--hits" "$STRATA" check "$APP" --hits 3
+expect_fail "check, no application" "not deployed" "$STRATA" check "$T/none"
+run "$STRATA" check --help
+[ "$rc" = 0 ] && grep -q "usage: strata check APP" "$OUT" && ok || bad "check --help: $(head -c 300 "$OUT")"
 # Put it back from standard input.
 grep -F "\"$ID3\"" "$FEED" >"$T/doc3.jsonl"
 if expect_ok "feed stdin" sh -c '"$1" feed "$2" - <"$3"' sh "$STRATA" "$APP" "$T/doc3.jsonl"; then

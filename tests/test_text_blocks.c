@@ -96,6 +96,9 @@ static void check_term(struct store_txn *r, int dt, const char *term)
 	assert_int_equal(store_postings_open(r, dt, 0, term, strlen(term), &pl, &err), 0);
 	size_t df = 0;
 	uint32_t at = 0;
+	/* the block being read: its bounds, and those of its postings seen */
+	uint32_t last = 0, max_tf = 0, min_dl = 0, seen_tf = 0, seen_dl = UINT32_MAX;
+	int inblock = 0;
 	for (uint32_t lid = 0; store_next(r, dt, &lid) == 0; lid++) {
 		struct store_value v;
 		assert_int_equal(store_get(r, dt, lid, &v, &err), 0);
@@ -106,9 +109,32 @@ static void check_term(struct store_txn *r, int dt, const char *term)
 		assert_int_equal(at, lid);
 		assert_int_equal(store_postings_positions(pl, pos, MAXPOS), bn);
 		assert_memory_equal(pos, bpos, (size_t)bn * sizeof *pos);
+		/* occurrences, the field's length, the block's bounds: exactly the
+		 * most and the least of its postings */
+		uint32_t words = 1;
+		for (size_t c = 0; c < v.n; c++)
+			words += v.s[c] == ' ';
+		assert_int_equal(store_postings_tf(pl), bn);
+		assert_int_equal(store_postings_dl(pl), words);
+		uint32_t bl, bt, bd;
+		assert_int_equal(store_postings_block(pl, &bl, &bt, &bd), 0);
+		if (inblock && bl != last) {
+			assert_int_equal(seen_tf, max_tf);
+			assert_int_equal(seen_dl, min_dl);
+			seen_tf = 0;
+			seen_dl = UINT32_MAX;
+		}
+		inblock = 1;
+		last = bl, max_tf = bt, min_dl = bd;
+		seen_tf = (uint32_t)bn > seen_tf ? (uint32_t)bn : seen_tf;
+		seen_dl = words < seen_dl ? words : seen_dl;
 		assert_true(df < MAXDOC);
 		lids[df++] = lid;
 		at = lid + 1;
+	}
+	if (inblock) {
+		assert_int_equal(seen_tf, max_tf);
+		assert_int_equal(seen_dl, min_dl);
 	}
 	assert_int_equal(store_postings_seek(pl, &at), STRATA_NOT_FOUND);
 	assert_int_equal(store_postings_df(pl), df);
@@ -144,6 +170,9 @@ static void check_all(struct store_env *env, int dt)
 	assert_int_equal(store_txn_begin(env, 0, &r, &err), 0);
 	for (size_t t = 0; t < NTERMS; t++)
 		check_term(r, dt, terms[t]);
+	uint64_t postings;
+	assert_int_equal(store_text_check(r, dt, &postings, &err), 0);
+	assert_true(postings > 0);
 	store_txn_abort(r);
 }
 
@@ -359,12 +388,101 @@ static void test_old_format_rebuilt(void **state)
 	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+/* store_text_check finds a block whose bounds are not its postings', a
+ * frequency that is not the count of postings, and a posting whose field
+ * length is not the document's. */
+static void test_check_finds_faults(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/strata_blocks_XXXXXX";
+	struct store_env *env;
+	int dt = open_store(dir, 1, &env);
+	feed(env, dt, 0, 300);
+	store_close(env);
+	for (int fault = 0; fault < 3; fault++) {
+		MDB_env *e;
+		MDB_txn *t;
+		MDB_dbi text;
+		MDB_cursor *c;
+		assert_int_equal(mdb_env_create(&e), 0);
+		assert_int_equal(mdb_env_set_maxdbs(e, 192), 0);
+		assert_int_equal(mdb_env_open(e, dir, 0, 0644), 0);
+		assert_int_equal(mdb_txn_begin(e, NULL, 0, &t), 0);
+		assert_int_equal(mdb_dbi_open(t, "doc/text", 0, &text), 0);
+		/* "tri": its frequency entry, then its first block */
+		uint8_t key[] = {0, 0, 't', 'r', 'i', 0};
+		MDB_val k = {sizeof key, key}, v;
+		assert_int_equal(mdb_cursor_open(t, text, &c), 0);
+		assert_int_equal(mdb_cursor_get(c, &k, &v, MDB_SET_KEY), 0);
+		uint32_t df;
+		memcpy(&df, v.mv_data, 4);
+		if (fault == 0) { /* one frequency too many */
+			df++;
+			MDB_val nv = {4, &df};
+			assert_int_equal(mdb_cursor_put(c, &k, &nv, MDB_CURRENT), 0);
+		} else {
+			assert_int_equal(mdb_cursor_get(c, &k, &v, MDB_NEXT), 0);
+			uint8_t b[4096];
+			assert_true(v.mv_size <= sizeof b && v.mv_size > 8);
+			memcpy(b, v.mv_data, v.mv_size);
+			/* header: n, max_tf, min_dl, lid bytes, the columns' widths;
+			 * then the lids, the occurrences, the lengths (small values:
+			 * one more stays one byte) */
+			size_t o = 0, at[4];
+			uint32_t hv[4];
+			for (int h = 0; h < 4; h++) {
+				at[h] = o;
+				hv[h] = 0;
+				uint8_t byte;
+				int sh = 0;
+				do {
+					byte = b[o++];
+					hv[h] |= (uint32_t)(byte & 0x7f) << sh;
+					sh += 7;
+				} while (byte & 0x80);
+			}
+			uint8_t widths = b[o++];
+			o += hv[3] + hv[0] * (1u << (widths & 3)); /* the first posting's length */
+			assert_true(b[at[1]] < 0x7f && b[o] < 0xff);
+			if (fault == 1)
+				b[at[1]]++;
+			else
+				b[o]++;
+			MDB_val nv = {v.mv_size, b};
+			assert_int_equal(mdb_cursor_put(c, &k, &nv, MDB_CURRENT), 0);
+		}
+		mdb_cursor_close(c);
+		assert_int_equal(mdb_txn_commit(t), 0);
+		mdb_env_close(e);
+		struct strata_error err = {0};
+		struct store_txn *r;
+		uint64_t postings;
+		assert_int_equal(store_open(dir, &env, &err), 0);
+		assert_int_equal(store_doctype_add(env, &doc, &dt, &err), 0);
+		assert_int_equal(store_txn_begin(env, 0, &r, &err), 0);
+		assert_int_equal(store_text_check(r, dt, &postings, &err), STRATA_CORRUPT);
+		static const char *const says[] = {"frequency", "bounds", "length"};
+		if (!strstr(err.msg, says[fault]))
+			fail_msg("fault %d: %s", fault, err.msg);
+		store_txn_abort(r);
+		/* put it right again for the next: the documents fed afresh */
+		store_close(env);
+		nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+		memcpy(dir + strlen(dir) - 6, "XXXXXX", 6);
+		dt = open_store(dir, 1, &env);
+		feed(env, dt, 0, 300);
+		store_close(env);
+	}
+	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_block_edges),
 		cmocka_unit_test(test_alloc_failures),
 		cmocka_unit_test(test_old_format_rebuilt),
+		cmocka_unit_test(test_check_finds_faults),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
