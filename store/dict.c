@@ -20,6 +20,11 @@
  * its record (a string) holds; the field has no other entry; a field
  * without a dictionary has no entry at all.  store_dict_check verifies the
  * first two for a field.
+ *
+ * One value's documents are also read through a cursor
+ * (store_dict_value_open), which seeks to a lid inside the value's key
+ * range: an AND that another operand drives reads only the entries it
+ * lands on, not the whole value.
  */
 #include <stdio.h>
 #include <string.h>
@@ -40,6 +45,7 @@
 /* The longest key: field, escaped string, terminator, lid. */
 #define KEY_MAX (FIELD_BYTES + STORE_DICT_STRING_MAX + 2 + LID_BYTES)
 #define MAX_LIDS ((size_t)1 << 32)
+#define EST_WALK 256 /* entries a value's cursor counts for its estimate */
 
 /* ---- keys ---------------------------------------------------------------------- */
 
@@ -655,4 +661,103 @@ int store_dict_check(struct store_txn *txn, int doctype, int field, struct strat
 		              "entries", name, (unsigned long long)values,
 		              (unsigned long long)entries);
 	return rc;
+}
+
+/* ---- one value's documents through a cursor ------------------------------------------- */
+
+struct store_dict_cursor {
+	MDB_cursor *c;
+	uint8_t key[KEY_MAX];
+	size_t plen;          /* bytes of field and value; a key is those and a lid */
+	uint32_t lid;
+	int valid;            /* on an entry of the value */
+	const char *name;     /* the doctype's, for messages */
+};
+
+/* Take the entry the cursor landed on (rc from mdb_cursor_get). */
+static int cursor_take(struct store_dict_cursor *d, int rc, const MDB_val *k)
+{
+	d->valid = 0;
+	if (rc)
+		return rc == MDB_NOTFOUND ? STRATA_NOT_FOUND : STRATA_STORE;
+	if (k->mv_size != d->plen + LID_BYTES || memcmp(k->mv_data, d->key, d->plen) != 0)
+		return STRATA_NOT_FOUND;
+	d->lid = store_be32_get((const uint8_t *)k->mv_data + d->plen);
+	d->valid = 1;
+	return 0;
+}
+
+int store_dict_value_open(struct store_txn *txn, int doctype, int field, double v, const char *s,
+                          size_t len, struct store_dict_cursor **out, uint64_t *est,
+                          struct strata_error *err)
+{
+	*out = NULL;
+	struct doctype *dt;
+	int sf, rc = dict_field(txn, doctype, field, s ? STRING : NUMBER, &dt, &sf, err);
+	if (rc)
+		return rc;
+	struct store_dict_cursor *d = base_calloc(1, sizeof *d);
+	if (!d)
+		return base_nomem(err, "a dictionary cursor");
+	d->name = dt->name;
+	if (s) {
+		d->plen = string_prefix(sf, s, len, d->key);
+	} else {
+		d->plen = put_field(d->key, sf);
+		num_bytes(d->key + d->plen, v);
+		d->plen += NUM_BYTES;
+	}
+	if ((rc = mdb_cursor_open(txn->txn, dt->dict, &d->c)) != 0) {
+		base_free(d, sizeof *d);
+		return store_mdb_err(err, rc, "reading a dictionary");
+	}
+	/* the estimate: the entries counted up to EST_WALK, else every document */
+	memset(d->key + d->plen, 0, LID_BYTES);
+	MDB_val k = {d->plen + LID_BYTES, d->key}, val;
+	uint64_t n = 0;
+	for (rc = mdb_cursor_get(d->c, &k, &val, MDB_SET_RANGE); cursor_take(d, rc, &k) == 0;
+	     rc = mdb_cursor_get(d->c, &k, &val, MDB_NEXT))
+		if (++n == EST_WALK) { /* the type's documents: the docs DB's entries */
+			MDB_stat st;
+			n = mdb_stat(txn->txn, dt->docs, &st) == 0 ? st.ms_entries : UINT32_MAX;
+			break;
+		}
+	if (rc && rc != MDB_NOTFOUND) {
+		store_dict_value_close(d);
+		return store_mdb_err(err, rc, "reading a dictionary");
+	}
+	d->valid = 0; /* the first seek searches */
+	*est = n;
+	*out = d;
+	return 0;
+}
+
+int store_dict_value_seek(struct store_dict_cursor *d, uint32_t *lid)
+{
+	MDB_val k, v;
+	if (d->valid && d->lid >= *lid) {
+		*lid = d->lid;
+		return 0;
+	}
+	int rc = 0;
+	if (d->valid) { /* the next entry is often the one */
+		rc = cursor_take(d, mdb_cursor_get(d->c, &k, &v, MDB_NEXT), &k);
+		if (rc || d->lid >= *lid) {
+			*lid = d->lid;
+			return rc;
+		}
+	}
+	store_be32_put(d->key + d->plen, *lid);
+	k = (MDB_val){d->plen + LID_BYTES, d->key};
+	rc = cursor_take(d, mdb_cursor_get(d->c, &k, &v, MDB_SET_RANGE), &k);
+	*lid = d->lid;
+	return rc;
+}
+
+void store_dict_value_close(struct store_dict_cursor *d)
+{
+	if (!d)
+		return;
+	mdb_cursor_close(d->c);
+	base_free(d, sizeof *d);
 }

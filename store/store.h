@@ -515,6 +515,21 @@ int store_dict_range(struct store_txn *txn, int doctype, int field, double lo, d
 int store_dict_string(struct store_txn *txn, int doctype, int field, const char *s, size_t len,
                       uint32_t **lids, size_t *n, struct strata_error *err);
 
+/* The documents whose value of field is v (a numeric field; s NULL) or
+ * s[0..len) (a string field), read in lid order through a cursor into
+ * *out, which store_dict_value_seek moves and store_dict_value_close
+ * closes (before the transaction ends).  *est: their number when at most
+ * 255, else the type's documents (a bound without counting them all).
+ * Returns 0, or an error as store_dict_range's. */
+struct store_dict_cursor;
+int store_dict_value_open(struct store_txn *txn, int doctype, int field, double v, const char *s,
+                          size_t len, struct store_dict_cursor **out, uint64_t *est,
+                          struct strata_error *err);
+/* Move to the first document >= *lid and set *lid: 0, STRATA_NOT_FOUND
+ * past the last, STRATA_STORE.  Cheapest with *lid increasing. */
+int store_dict_value_seek(struct store_dict_cursor *d, uint32_t *lid);
+void store_dict_value_close(struct store_dict_cursor *d); /* NULL: nothing */
+
 /* Free a result of store_dict_range or store_dict_string (NULL: nothing). */
 void store_dict_free(uint32_t *lids, size_t n);
 

@@ -145,6 +145,33 @@ static const char *docs_of(struct fx *fx, struct store_txn *t, const uint32_t *l
 	return buf;
 }
 
+/* One value's cursor (store_dict_value_open) gives lids[0..n): stepping
+ * one past each, and seeking to each from the one before; its estimate
+ * is the count while that is small, else at least it. */
+static void cursor_agrees(struct fx *fx, struct store_txn *t, int field, double v, const char *s,
+                          size_t len, const uint32_t *lids, size_t n)
+{
+	for (int pass = 0; pass < 2; pass++) {
+		struct store_dict_cursor *c;
+		uint64_t est;
+		if (store_dict_value_open(t, fx->dt, field, v, s, len, &c, &est, &fx->err) != 0)
+			fail_msg("cursor of field %d: %s", field, fx->err.msg);
+		if (n < 255)
+			assert_int_equal(est, n);
+		else
+			assert_true(est >= n);
+		uint32_t at = 0;
+		for (size_t i = 0; i < n; i++) {
+			uint32_t want = pass ? lids[i] : at; /* pass 1: seek exactly to each */
+			assert_int_equal(store_dict_value_seek(c, &want), 0);
+			assert_int_equal(want, lids[i]);
+			at = want + 1;
+		}
+		assert_int_equal(store_dict_value_seek(c, &at), STRATA_NOT_FOUND);
+		store_dict_value_close(c);
+	}
+}
+
 /* The documents of [lo, hi] in field, store_dict_count agreeing. */
 static const char *range(struct fx *fx, struct store_txn *t, int field, double lo, double hi)
 {
@@ -155,6 +182,8 @@ static const char *range(struct fx *fx, struct store_txn *t, int field, double l
 		fail_msg("range of field %d: %s", field, fx->err.msg);
 	assert_int_equal(store_dict_count(t, fx->dt, field, lo, hi, &count, &fx->err), 0);
 	assert_int_equal(count, n);
+	if (lo == hi)
+		cursor_agrees(fx, t, field, lo, NULL, 0, lids, n);
 	const char *s = docs_of(fx, t, lids, n);
 	store_dict_free(lids, n);
 	return s;
@@ -170,6 +199,7 @@ static const char *lookup(struct fx *fx, struct store_txn *t, int field, const c
 		fail_msg("lookup in field %d: %s", field, fx->err.msg);
 	assert_int_equal(store_dict_string_count(t, fx->dt, field, s, len, &count, &fx->err), 0);
 	assert_int_equal(count, n);
+	cursor_agrees(fx, t, field, 0, s ? s : "", len, lids, n);
 	const char *r = docs_of(fx, t, lids, n);
 	base_free(lids, n * sizeof *lids); /* as store_dict_free */
 	return r;

@@ -75,9 +75,29 @@ int eng_value_contains(struct eng_match *m, const struct yql_node *n, uint32_t l
 
 /* ---- the value dictionary of a fast-search field ------------------------------------ */
 
+/* One value's documents, through the dictionary's cursor: a seek reads the
+ * entries it lands on, so an AND led by a rarer operand costs its own
+ * documents, not the value's. */
+struct value_iter {
+	struct eng_iter it;
+	struct store_dict_cursor *c;
+};
+
+static int value_seek(struct eng_iter *it, uint32_t *lid)
+{
+	return store_dict_value_seek(((struct value_iter *)it)->c, lid);
+}
+
+static void value_close(struct eng_iter *it)
+{
+	store_dict_value_close(((struct value_iter *)it)->c);
+	base_free(it, sizeof(struct value_iter));
+}
+
 /* The documents whose value of n's field is in [lo, hi] (numbers) or is
  * str (len bytes; str NULL: a number), as an iterator into *out; *out NULL
- * when the field has no dictionary. */
+ * when the field has no dictionary.  One value reads through a cursor, a
+ * range of values as one sorted array. */
 static int dict_open(struct eng_match *m, const struct yql_node *n, double lo, double hi,
                      const char *str, size_t len, struct eng_iter **out)
 {
@@ -87,10 +107,24 @@ static int dict_open(struct eng_match *m, const struct yql_node *n, double lo, d
 	if (m->dt->fields[n->fidx].type == STORE_T_JSON ||
 	    !store_dict_has(m->txn, m->dt->store_id, n->fidx))
 		return 0;
-	int rc = str ? store_dict_string(m->txn, m->dt->store_id, n->fidx, str, len, &lids, &nl,
-	                                 m->err)
-	             : store_dict_range(m->txn, m->dt->store_id, n->fidx, lo, hi, &lids, &nl,
-	                                m->err);
+	if (!str && lo != lo)
+		return eng_iter_give(m, eng_iter_array(NULL, 0, NULL, 0), out); /* no NaN matches */
+	if (str || lo == hi) {
+		struct value_iter *v = base_calloc(1, sizeof *v);
+		if (!v)
+			return base_nomem(m->err, "an iterator");
+		int rc = store_dict_value_open(m->txn, m->dt->store_id, n->fidx, lo, str, len, &v->c,
+		                               &v->it.est, m->err);
+		if (rc) {
+			base_free(v, sizeof *v);
+			return rc;
+		}
+		v->it.seek = value_seek;
+		v->it.close = value_close;
+		*out = &v->it;
+		return 0;
+	}
+	int rc = store_dict_range(m->txn, m->dt->store_id, n->fidx, lo, hi, &lids, &nl, m->err);
 	if (rc)
 		return rc;
 	return eng_iter_give(m, eng_iter_array(lids, nl, lids, nl), out);
