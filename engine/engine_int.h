@@ -554,6 +554,40 @@ json_t *eng_tensor_to_json(const struct eng_ttype *t, const void *cells);
  * shortest decimal form. */
 json_t *eng_json_number(int cell, double v);
 
+
+/* ---- request/request.c: a search request, read once ----------------------------------- */
+
+#define ENG_DEFAULT_HITS 10
+#define ENG_MAX_HITS 400
+#define ENG_MAX_OFFSET 100000
+
+/* The keys every search reads, typed (request.c lists every key a request
+ * may hold); the others stay in json: query inputs, nearest-neighbour
+ * settings, parameters for userInput(@p) and embed(ID, @p). */
+struct eng_request {
+	const json_t *json;        /* the request (borrowed) */
+	const char *yql;
+	long hits, offset;         /* -1: not given */
+	const char *profile;       /* "default" when not given */
+	const char *summary;       /* presentation.summary, NULL */
+	const json_t *timeout;     /* deadline.c reads these three, NULL when not given */
+	const json_t *soft_enable, *soft_factor;
+	double now;                /* ranking.properties.vespa.now, when has_now */
+	int has_now;
+	const char *query;         /* userQuery()'s text, NULL */
+	const char *default_index; /* model.defaultIndex, NULL */
+	const json_t *input;       /* the "input" object, NULL */
+};
+/* Read the request json into r (borrowing from it).  Returns 0, or
+ * STRATA_INVALID_ARGUMENT naming the key of a wrong type or value, or a
+ * missing "yql". */
+int eng_request_read(const json_t *json, struct eng_request *r, struct strata_error *err);
+/* The request's value of a dotted parameter name, as Vespa takes it: the
+ * flat key ("ranking.matching.x") or the same path through nested objects
+ * ({"ranking": {"matching": {"x": ...}}}); NULL when not given.  A part of
+ * the name holds no dot (query(q) does not). */
+const json_t *eng_request_param(const json_t *req, const char *name);
+
 /* ---- deadline.c: a search's time limit ---------------------------------------- */
 
 /* When a search must stop (Vespa's timeout and soft timeout). */
@@ -577,13 +611,7 @@ int eng_timeout_text(const char *s, double *out);
  * "ranking.softtimeout.enable" and "ranking.softtimeout.factor" (flat keys
  * or nested objects).  None without either timeout.  Returns 0 or
  * STRATA_INVALID_ARGUMENT naming the bad setting. */
-/* deadline.c: the request's value of a dotted parameter name, as Vespa
- * takes it: the flat key ("ranking.matching.x") or the same path through
- * nested objects ({"ranking": {"matching": {"x": ...}}}); NULL when not
- * given.  A part of the name holds no dot (query(q) does not). */
-const json_t *eng_req_param(const json_t *req, const char *name);
-
-int eng_deadline_init(struct eng_deadline *d, const json_t *req, long yql_ms,
+int eng_deadline_init(struct eng_deadline *d, const struct eng_request *req, long yql_ms,
                       struct strata_error *err);
 
 /* Whether the work must stop: 0 go on; 1 stop, returning what is done (a
@@ -1012,6 +1040,31 @@ size_t eng_lid_find(const uint32_t *v, size_t n, uint32_t lid);
  * given in increasing order: its rank features read that instead of the
  * posting list.  Returns 0 or STRATA_NOMEM. */
 int eng_text_memo(struct eng_text *t, uint32_t lid, uint32_t tf, struct strata_error *err);
+/* bm25's parts, as the rank feature computes them: the idf of a term in
+ * df of ndocs documents, log(1 + (ndocs - df + 0.5) / (df + 0.5)); a
+ * term's score in a document of length dl holding it tf times, idf * tf *
+ * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl)); the documents of t's
+ * type (bm25's N); the average length bm25 uses for t's field (the
+ * profile's, else the index's). */
+double eng_bm25_idf(double ndocs, double df);
+double eng_bm25(double idf, double tf, double dl, double avgdl, const struct rank_bm25 *bm);
+double eng_text_ndocs(const struct eng_text *t);
+double eng_text_avgdl(const struct eng_text *t, const struct rank_bm25 *bm);
+/* topk.c: the exact top k of an OR of words ranked by a sum of bm25.
+ * eng_topk_fits: 1 when where is 'contains' of one word on a text index
+ * (m->text open), alone or under OR, and prof's first phase is a sum of
+ * weighted bm25 with weights of at least 0 (rank_profile_bm25_sum), else
+ * 0.  eng_topk_run: for such a query, keep(ud, lid) for every candidate of
+ * the k best (by the first phase; a superset of them, ties and near ties
+ * included, as few as it can), in lid order, and the exact number of
+ * matches in *matched.  Returns 0, 1 when the deadline dl stopped it
+ * (the candidates and matches so far are given), or an error (keep's, or
+ * the store's, reported). */
+int eng_topk_fits(const struct eng_match *m, const struct yql_node *where,
+                  const struct rank_profile *prof);
+int eng_topk_run(struct eng_match *m, const struct yql_node *where,
+                 const struct rank_profile *prof, size_t k, struct eng_deadline *dl,
+                 int (*keep)(void *ud, uint32_t lid), void *ud, uint64_t *matched);
 /* The words of t (-1 on a field with match: prefix), and in *p the posting
  * list of its one term when it has one word (else NULL), borrowed from t. */
 int eng_text_single(const struct eng_text *t, struct store_postings **p);
@@ -1168,11 +1221,8 @@ int eng_wand_match(const struct eng_wandset *s, const struct yql_node *n, uint32
  * parameter query or p (words in model.defaultIndex, else "default"), then
  * each contains on a fieldset of s by an OR over its fields.  Returns 0,
  * STRATA_LIMIT (too many words), STRATA_NOMEM. */
-/* The request parameter name: flat ("model.defaultIndex") or one level
- * nested ({"model": {"defaultIndex": ...}}); NULL when not given. */
-const json_t *eng_request_param(const json_t *req, const char *name);
-int eng_text_expand(struct yql_query *q, const json_t *req, const struct rank_schema *s,
-                    struct strata_error *err);
+int eng_text_expand(struct yql_query *q, const struct eng_request *req,
+                    const struct rank_schema *s, struct strata_error *err);
 
 /* ---- grouping.c: order by and grouping over the matches ----------------------------- */
 

@@ -42,9 +42,6 @@
 
 #include "query_int.h"
 
-#define DEFAULT_HITS 10
-#define MAX_HITS 400
-#define MAX_OFFSET 100000
 #define MAX_MATCHES ((size_t)1 << 31)
 #define BLOCK ENG_RANK_BLOCK
 
@@ -128,37 +125,14 @@ static double term_cb(void *ud, int feature, int field, int term, uint32_t lid)
 	return eng_text_term(ds->txn, ds->dt, ds->m.text, feature, field, term, lid);
 }
 
-/* ---- the request ------------------------------------------------------------------- */
-
-static int get_count(const json_t *v, const char *name, long max, long *out,
-                     struct strata_error *err)
-{
-	long long x;
-	if (json_is_integer(v)) {
-		x = json_integer_value(v);
-	} else if (json_is_string(v)) {
-		char *end;
-		x = strtoll(json_string_value(v), &end, 10);
-		if (*end || end == json_string_value(v))
-			return base_err(err, STRATA_INVALID_ARGUMENT, "\"%s\" must be a number", name);
-	} else {
-		return base_err(err, STRATA_INVALID_ARGUMENT, "\"%s\" must be a number", name);
-	}
-	if (x < 0)
-		return base_err(err, STRATA_INVALID_ARGUMENT, "\"%s\" must not be negative", name);
-	if (x > max)
-		return base_err(err, STRATA_INVALID_ARGUMENT, "\"%s\" is %lld, the maximum is %ld",
-		                name, x, max);
-	*out = (long)x;
-	return 0;
-}
+/* ---- the request's inputs -------------------------------------------------------------- */
 
 /* The value of input name ("q" of query(q)) in the request, or NULL. */
 static const json_t *find_input(const json_t *req, const char *name)
 {
 	char key[300];
 	snprintf(key, sizeof key, "input.query(%s)", name);
-	const json_t *v = eng_req_param(req, key);
+	const json_t *v = eng_request_param(req, key);
 	if (v)
 		return v;
 	snprintf(key, sizeof key, "ranking.features.query(%s)", name);
@@ -701,6 +675,52 @@ static int match_docs(struct qstate *qs, struct dtstate *ds, struct eng_iter *it
 	}
 }
 
+/* Rank ds's matches, the hits from base on: the phases, the drop limit. */
+static int ranked(struct qstate *qs, struct dtstate *ds, size_t base)
+{
+	int rc;
+	size_t n = qs->nhits - base;
+	if (!n)
+		return 0;
+	if ((rc = eng_first_phase(qs, ds, base, n)) != 0)
+		return rc;
+	n = qs->nhits - base; /* fewer when the deadline stopped the first phase */
+	double limit;
+	if (rank_profile_drop_limit(ds->prof, &limit)) {
+		/* rank-score-drop-limit: hits scoring the limit or less go (NaN too). */
+		size_t kept = 0;
+		for (size_t i = 0; i < n; i++)
+			if (qs->hits[base + i].first > limit)
+				qs->hits[base + kept++] = qs->hits[base + i];
+		qs->nhits = base + kept;
+		n = kept;
+	}
+	if ((rc = second_phase(qs, ds, base, &n)) != 0)
+		return rc;
+	return global_phase(qs, ds, base, n);
+}
+
+/* Whether ds's matches need no more than the page's best by the first
+ * phase, and topk.c can find those (eng_topk_fits). */
+static int topk_fits(struct qstate *qs, struct dtstate *ds)
+{
+	double limit;
+	return !qs->yql->norder && !qs->yql->ngroupings && qs->yql->where->kind != YQL_TRUE &&
+	       !rank_profile_has_second_phase(ds->prof) && !rank_profile_has_global_phase(ds->prof) &&
+	       !rank_profile_drop_limit(ds->prof, &limit) &&
+	       eng_topk_fits(&ds->m, qs->yql->where, ds->prof);
+}
+
+/* eng_topk_run's keep: a hit of lid, numbered in order for the deadline. */
+static int keep_hit(void *ud, uint32_t lid)
+{
+	struct dtstate *ds = ud;
+	int rc = add_hit(ds->qs, ds, lid);
+	if (!rc)
+		ds->qs->hits[ds->qs->nhits - 1].first = (double)ds->covered++;
+	return rc;
+}
+
 static int run_doctype(struct qstate *qs, struct dtstate *ds)
 {
 	struct yql_node *nn = find_nn(qs->yql->where);
@@ -726,6 +746,17 @@ static int run_doctype(struct qstate *qs, struct dtstate *ds)
 			return rc;
 	}
 	size_t base = qs->nhits;
+	if (topk_fits(qs, ds)) {
+		/* the candidates of the page's hits only, the others counted */
+		uint64_t matched;
+		rc = eng_topk_run(&ds->m, qs->yql->where, ds->prof, qs->want, &qs->dl, keep_hit, ds,
+		                  &matched);
+		if (rc < 0)
+			return rc;
+		ds->covered = matched;
+		qs->counted += matched - (qs->nhits - base);
+		return ranked(qs, ds, base);
+	}
 	/* The documents the where tree's iterator gives (a superset of its
 	 * matches: each is tested), else every document. */
 	struct eng_iter *it = NULL;
@@ -741,25 +772,7 @@ static int run_doctype(struct qstate *qs, struct dtstate *ds)
 	eng_iter_close(it);
 	if (rc < 0)
 		return rc;
-	size_t n = qs->nhits - base;
-	if (!n)
-		return 0;
-	if ((rc = eng_first_phase(qs, ds, base, n)) != 0)
-		return rc;
-	n = qs->nhits - base; /* fewer when the deadline stopped the first phase */
-	double limit;
-	if (rank_profile_drop_limit(ds->prof, &limit)) {
-		/* rank-score-drop-limit: hits scoring the limit or less go (NaN too). */
-		size_t kept = 0;
-		for (size_t i = 0; i < n; i++)
-			if (qs->hits[base + i].first > limit)
-				qs->hits[base + kept++] = qs->hits[base + i];
-		qs->nhits = base + kept;
-		n = kept;
-	}
-	if ((rc = second_phase(qs, ds, base, &n)) != 0)
-		return rc;
-	return global_phase(qs, ds, base, n);
+	return ranked(qs, ds, base);
 }
 
 /* An input with mapped dimensions, from the request's JSON value v. */
@@ -782,15 +795,12 @@ static int set_sparse_input(struct qstate *qs, struct dtstate *ds,
 	return rc;
 }
 
-static int set_inputs(struct qstate *qs, struct dtstate *ds, const json_t *req)
+static int set_inputs(struct qstate *qs, struct dtstate *ds, const struct eng_request *rq)
 {
+	const json_t *req = rq->json;
 	/* the `now` feature, as Vespa's rank property vespa.now sets it */
-	const json_t *now = json_object_get(req, "ranking.properties.vespa.now");
-	if (now && !json_is_number(now))
-		return base_err(qs->err, STRATA_INVALID_ARGUMENT,
-		                "ranking.properties.vespa.now: expected a number of seconds");
-	if (now)
-		rank_query_set_now(ds->rq, json_number_value(now));
+	if (rq->has_now)
+		rank_query_set_now(ds->rq, rq->now);
 	int ni = rank_profile_ninputs(ds->prof);
 	for (int i = 0; i < ni; i++) {
 		const struct rank_input_info *in = rank_profile_input(ds->prof, i);
@@ -871,19 +881,6 @@ static int pick_doctypes(struct qstate *qs)
 		qs->ds[qs->nds++].dt = dt;
 	}
 	return 0;
-}
-
-static const char *profile_name(const json_t *req)
-{
-	const json_t *p = json_object_get(req, "ranking.profile");
-	if (json_is_string(p))
-		return json_string_value(p);
-	p = json_object_get(req, "ranking");
-	if (json_is_string(p))
-		return json_string_value(p);
-	if (json_is_object(p) && json_is_string(json_object_get(p, "profile")))
-		return json_string_value(json_object_get(p, "profile"));
-	return "default";
 }
 
 /* ---- order by and grouping (grouping.c reads the hits through these) ---------------- */
@@ -1002,7 +999,8 @@ static int build_result(struct qstate *qs, size_t offset, size_t nhits, char **r
 	if (!top || !root || !fields || !cov || !children ||
 	    json_object_set_new(root, "id", json_string("toplevel")) ||
 	    json_object_set_new(root, "relevance", json_real(1.0)) ||
-	    json_object_set_new(fields, "totalCount", json_integer((json_int_t)qs->nhits)) ||
+	    json_object_set_new(fields, "totalCount",
+	                        json_integer((json_int_t)(qs->nhits + qs->counted))) ||
 	    json_object_set(root, "fields", fields) ||
 	    json_object_set(root, "coverage", cov) || json_object_set(top, "root", root)) {
 		rc = base_nomem(qs->err, "result");
@@ -1046,42 +1044,35 @@ out:
 	return rc;
 }
 
-static int run(struct qstate *qs, const json_t *req, char **result)
+static int run(struct qstate *qs, const json_t *json, char **result)
 {
 	struct strata_error *err = qs->err;
-	const json_t *yv = json_object_get(req, "yql");
-	if (!yv)
-		return base_err(err, STRATA_INVALID_ARGUMENT, "the request has no \"yql\"");
-	if (!json_is_string(yv))
-		return base_err(err, STRATA_INVALID_ARGUMENT, "\"yql\" must be a string");
-	int rc = yql_parse(json_string_value(yv), &qs->yql, err);
-	if (rc || (rc = eng_deadline_init(&qs->dl, req, qs->yql->timeout_ms, err)) != 0)
+	struct eng_request rq, *req = &rq;
+	int rc = eng_request_read(json, req, err);
+	if (rc || (rc = yql_parse(req->yql, &qs->yql, err)) != 0 ||
+	    (rc = eng_deadline_init(&qs->dl, req, qs->yql->timeout_ms, err)) != 0)
 		return rc;
-	long hits = DEFAULT_HITS, offset = 0;
-	const json_t *v;
-	if ((v = json_object_get(req, "hits")) && (rc = get_count(v, "hits", MAX_HITS, &hits, err)))
-		return rc;
-	if ((v = json_object_get(req, "offset")) &&
-	    (rc = get_count(v, "offset", MAX_OFFSET, &offset, err)))
-		return rc;
+	long hits = req->hits >= 0 ? req->hits : ENG_DEFAULT_HITS;
+	long offset = req->offset >= 0 ? req->offset : 0;
 	/* YQL's limit is the end of the page, not its size (limit 15 offset 5: 10 hits). */
 	if (qs->yql->offset >= 0)
 		offset = qs->yql->offset;
 	if (qs->yql->limit >= 0)
 		hits = qs->yql->limit > offset ? qs->yql->limit - offset : 0;
-	if (hits > MAX_HITS)
+	if (hits > ENG_MAX_HITS)
 		return base_err(err, STRATA_INVALID_ARGUMENT, "%ld hits requested, the maximum is %d",
-		                hits, MAX_HITS);
-	if (offset > MAX_OFFSET)
+		                hits, ENG_MAX_HITS);
+	if (offset > ENG_MAX_OFFSET)
 		return base_err(err, STRATA_INVALID_ARGUMENT, "offset %ld, the maximum is %d", offset,
-		                MAX_OFFSET);
+		                ENG_MAX_OFFSET);
+	qs->want = (size_t)offset + (size_t)hits;
 	if ((rc = pick_doctypes(qs)) != 0)
 		return rc;
 	if (qs->nds && (rc = eng_text_expand(qs->yql, req, qs->ds[0].dt->schema, err)) != 0)
 		return rc;
 	if ((rc = check_fields(qs, qs->yql->where)) != 0 || (rc = check_order_grouping(qs)) != 0)
 		return rc;
-	const char *pname = profile_name(req);
+	const char *pname = req->profile;
 	int maxf = 0;
 	for (int i = 0; i < qs->nds; i++) {
 		struct dtstate *ds = &qs->ds[i];
@@ -1089,17 +1080,16 @@ static int run(struct qstate *qs, const json_t *req, char **result)
 		if (!ds->prof)
 			return base_err(err, STRATA_NOT_FOUND,
 			                "rank profile '%s' not found in schema '%s'", pname, ds->dt->name);
-		if ((rc = eng_nn_tuning(ds->prof, req, ds->nn_tune, err)) != 0)
+		if ((rc = eng_nn_tuning(ds->prof, json, ds->nn_tune, err)) != 0)
 			return rc;
 		if (ds->dt->nfields > maxf)
 			maxf = ds->dt->nfields;
 	}
 	if ((rc = eng_pick_summary(qs, req)) != 0 || (rc = eng_check_selected(qs)) != 0)
 		return rc;
-	rc = check_inputs_declared(qs, req, pname);
-	v = json_object_get(req, "input");
-	if (!rc && json_is_object(v))
-		rc = check_inputs_declared(qs, v, pname);
+	rc = check_inputs_declared(qs, json, pname);
+	if (!rc && json_is_object(req->input))
+		rc = check_inputs_declared(qs, req->input, pname);
 	if (rc)
 		return rc;
 	qs->vals_size = (size_t)(maxf + 1) * sizeof *qs->vals;

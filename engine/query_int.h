@@ -52,6 +52,8 @@ struct qstate {
 	int match_nomem;          /* a collection value could not be read for lack of memory */
 	json_t *embedded;         /* query inputs given as embed(...), by name (query_embed.c) */
 	struct eng_deadline dl;   /* the request's timeout (deadline.c) */
+	size_t want;              /* hits the page needs: offset + hits */
+	uint64_t counted;         /* matches counted but not kept as hits (topk.c) */
 };
 
 /* The matches a first phase scores per call into rank. */
@@ -97,7 +99,7 @@ static inline const char *eng_hit_docid(const struct hit *hc)
 /* The summary class of the request's presentation.summary (each type's, in
  * ds->summary; NULL: the default).  Returns 0 or STRATA_INVALID_ARGUMENT
  * naming a class no type of the request has. */
-int eng_pick_summary(struct qstate *qs, const json_t *req);
+int eng_pick_summary(struct qstate *qs, const struct eng_request *req);
 /* Every field the YQL select list names must exist in some type of the
  * request.  Returns 0 or STRATA_INVALID_ARGUMENT. */
 int eng_check_selected(struct qstate *qs);

@@ -79,18 +79,11 @@ int eng_check_selected(struct qstate *qs)
 
 /* presentation.summary (or "presentation": {"summary": ...}): the
  * document-summary class of every type, which must have it. */
-int eng_pick_summary(struct qstate *qs, const json_t *req)
+int eng_pick_summary(struct qstate *qs, const struct eng_request *req)
 {
-	const json_t *p = json_object_get(req, "presentation.summary");
-	const json_t *pres = json_object_get(req, "presentation");
-	if (!p && json_is_object(pres))
-		p = json_object_get(pres, "summary");
-	if (!p)
+	const char *name = req->summary;
+	if (!name)
 		return 0;
-	if (!json_is_string(p))
-		return base_err(qs->err, STRATA_INVALID_ARGUMENT,
-		                "presentation.summary must be a string");
-	const char *name = json_string_value(p);
 	for (int i = 0; i < qs->nds; i++) {
 		struct dtstate *ds = &qs->ds[i];
 		ds->summary = rank_schema_summary(ds->dt->schema, name);

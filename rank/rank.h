@@ -406,6 +406,19 @@ int rank_profile_global_rerank_count(const struct rank_profile *p);
 /* first-phase { rank-score-drop-limit: X }: 1 and *limit = X when set (a
  * hit whose first-phase score is X or less, or NaN, is dropped), else 0. */
 int rank_profile_drop_limit(const struct rank_profile *p, double *limit);
+/* A first phase that is bias + the sum of weight[i] * bm25(field[i]) with
+ * every weight at least 0 (sums, differences, products and quotients with
+ * constants, folded; a field named twice has its weights added), so that
+ * bounds on each bm25 bound the score (firstsum.c): 1 with *out filled,
+ * else 0. */
+#define RANK_SUM_FIELDS 8
+struct rank_bm25_sum {
+	int n;
+	int field[RANK_SUM_FIELDS];    /* fields, as in the schema */
+	double weight[RANK_SUM_FIELDS];
+	double bias;
+};
+int rank_profile_bm25_sum(const struct rank_profile *p, struct rank_bm25_sum *out);
 /* The rank-score-drop-limit of phase 1 (first), 2 (second) or 3 (global):
  * 1 and *limit when set, else 0.  After the second and the global phase,
  * the hits that phase re-ranked and scored the limit or less (or NaN) are

@@ -237,7 +237,7 @@ static const json_t *matching_param(const json_t *req, const char *name)
 {
 	char key[96];
 	snprintf(key, sizeof key, "ranking.matching.%s", name);
-	return eng_req_param(req, key);
+	return eng_request_param(req, key);
 }
 
 int eng_nn_tuning(const struct rank_profile *prof, const json_t *req, double *tune,

@@ -385,17 +385,35 @@ static long memo_tf(const struct eng_text *t, uint32_t lid)
 	return at < t->nmemo ? (long)t->memo_tf[at] : -1;
 }
 
-/* bm25 of term i of t for lid (its length dl; tf occurrences of it):
- * idf(n) * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl)), with the
- * profile's k1, b and average length (bm; the index's average without). */
+double eng_bm25_idf(double ndocs, double df)
+{
+	return log(1 + (ndocs - df + 0.5) / (df + 0.5));
+}
+
+double eng_bm25(double idf, double tf, double dl, double avgdl, const struct rank_bm25 *bm)
+{
+	double norm = avgdl > 0 ? dl / avgdl : 1;
+	return idf * tf * (bm->k1 + 1) / (tf + bm->k1 * (1 - bm->b + bm->b * norm));
+}
+
+double eng_text_avgdl(const struct eng_text *t, const struct rank_bm25 *bm)
+{
+	return bm->avgdl > 0 ? bm->avgdl : t->avgdl;
+}
+
+double eng_text_ndocs(const struct eng_text *t)
+{
+	return t->ndocs;
+}
+
+/* bm25 of term i of t for a document of length dl holding it tf times,
+ * with the profile's k1, b and average length (bm; the index's average
+ * without). */
 static double bm25_term(const struct eng_text *t, int i, double tf, double dl,
                         const struct rank_bm25 *bm)
 {
-	double df = (double)store_postings_df(t->pl[i]);
-	double idf = log(1 + (t->ndocs - df + 0.5) / (df + 0.5));
-	double avgdl = bm->avgdl > 0 ? bm->avgdl : t->avgdl;
-	double norm = avgdl > 0 ? dl / avgdl : 1;
-	return idf * tf * (bm->k1 + 1) / (tf + bm->k1 * (1 - bm->b + bm->b * norm));
+	double idf = eng_bm25_idf(t->ndocs, (double)store_postings_df(t->pl[i]));
+	return eng_bm25(idf, tf, dl, eng_text_avgdl(t, bm), bm);
 }
 
 json_t *eng_tokens_json(const struct store_field *f, const struct store_value *v,
@@ -506,11 +524,11 @@ double eng_text_feature(struct store_txn *txn, const struct eng_doctype *dt,
 			sum += t->prefix ? t->nwords : t->nterms;
 			continue;
 		}
-		if (has < 0)
-			has = eng_text_length(txn, dt, s, field, lid, &len);
-		if (!has)
-			break;
 		if (feature == RANK_TF_NATIVE_SUM) {
+			if (has < 0)
+				has = eng_text_length(txn, dt, s, field, lid, &len);
+			if (!has)
+				break;
 			for (int i = 0; i < t->nterms;)
 				sum += native_word(t, &i, lid);
 			continue;
@@ -519,17 +537,21 @@ double eng_text_feature(struct store_txn *txn, const struct eng_doctype *dt,
 		if (known >= 0) { /* read by weakAnd already */
 			if (known && feature == RANK_TF_MATCHES)
 				return 1;
+			if (known && has < 0)
+				has = eng_text_length(txn, dt, s, field, lid, &len);
 			if (known)
 				sum += bm25_term(t, 0, (double)known, len, &bm);
 			continue;
 		}
+		/* the field's length is the posting's: no value, no posting */
 		for (int i = 0; i < t->nterms; i++) {
 			uint32_t at = lid;
 			if (store_postings_seek(t->pl[i], &at) != 0 || at != lid)
 				continue;
 			if (feature == RANK_TF_MATCHES)
 				return 1;
-			sum += bm25_term(t, i, store_postings_positions(t->pl[i], NULL, 0), len, &bm);
+			sum += bm25_term(t, i, store_postings_tf(t->pl[i]), store_postings_dl(t->pl[i]),
+			                 &bm);
 		}
 	}
 	return sum;

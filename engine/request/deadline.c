@@ -48,29 +48,6 @@ int eng_timeout_parse(const json_t *v, double *out)
 	return 0;
 }
 
-const json_t *eng_req_param(const json_t *req, const char *name)
-{
-	const json_t *v = json_object_get(req, name);
-	if (v)
-		return v;
-	char part[300];
-	const char *p = name;
-	v = req;
-	while (json_is_object(v)) {
-		const char *dot = strchr(p, '.');
-		size_t n = dot ? (size_t)(dot - p) : strlen(p);
-		if (n >= sizeof part)
-			return NULL;
-		memcpy(part, p, n);
-		part[n] = 0;
-		v = json_object_get(v, part);
-		if (!dot)
-			return v;
-		p = dot + 1;
-	}
-	return NULL;
-}
-
 static int get_bool(const json_t *v, int *out)
 {
 	if (json_is_boolean(v)) {
@@ -98,22 +75,22 @@ static int get_number(const json_t *v, double *out)
 	return end == json_string_value(v) || *end ? -1 : 0;
 }
 
-int eng_deadline_init(struct eng_deadline *d, const json_t *req, long yql_ms,
+int eng_deadline_init(struct eng_deadline *d, const struct eng_request *req, long yql_ms,
                       struct strata_error *err)
 {
 	memset(d, 0, sizeof *d);
 	d->soft = 1;
 	d->at = INFINITY;
-	const json_t *v = json_object_get(req, "timeout");
+	const json_t *v = req->timeout;
 	if (v && eng_timeout_parse(v, &d->timeout))
 		return base_err(err, STRATA_INVALID_ARGUMENT,
 		                "\"timeout\": expected seconds, or a number with unit ms, s or m");
 	double factor = DEFAULT_FACTOR;
-	const json_t *en = eng_req_param(req, "ranking.softtimeout.enable");
+	const json_t *en = req->soft_enable;
 	if (en && get_bool(en, &d->soft))
 		return base_err(err, STRATA_INVALID_ARGUMENT,
 		                "\"ranking.softtimeout.enable\": expected true or false");
-	const json_t *fv = eng_req_param(req, "ranking.softtimeout.factor");
+	const json_t *fv = req->soft_factor;
 	if (fv && (get_number(fv, &factor) || !(factor > 0 && factor <= 1)))
 		return base_err(err, STRATA_INVALID_ARGUMENT,
 		                "\"ranking.softtimeout.factor\": expected a number above 0 and at most 1");

@@ -27,23 +27,6 @@ static struct yql_node *new_node(struct yql_query *q, int kind, int col)
 	return n;
 }
 
-const json_t *eng_request_param(const json_t *req, const char *name)
-{
-	const json_t *v = json_object_get(req, name);
-	const char *dot = strchr(name, '.');
-	if (!v && dot) {
-		char head[64];
-		size_t n = (size_t)(dot - name);
-		if (n < sizeof head) {
-			memcpy(head, name, n);
-			head[n] = 0;
-			const json_t *o = json_object_get(req, head);
-			v = json_is_object(o) ? json_object_get(o, dot + 1) : NULL;
-		}
-	}
-	return v;
-}
-
 /* The string of request parameter name, or NULL. */
 static const char *param(const json_t *req, const char *name)
 {
@@ -153,14 +136,14 @@ static int fieldset(struct yql_query *q, struct yql_node *n, const struct rank_s
 	return 0;
 }
 
-static int walk(struct yql_query *q, struct yql_node *n, const json_t *req,
+static int walk(struct yql_query *q, struct yql_node *n, const struct eng_request *req,
                 const struct rank_schema *s, struct strata_error *err)
 {
 	int rc = 0;
 	if (n->kind == YQL_USERQUERY || n->kind == YQL_USERINPUT) {
-		const char *index = param(req, "model.defaultIndex");
-		const char *text = n->kind == YQL_USERQUERY ? param(req, "query")
-		                   : n->str                 ? param(req, n->str)
+		const char *index = req->default_index;
+		const char *text = n->kind == YQL_USERQUERY ? req->query
+		                   : n->str                 ? param(req->json, n->str)
 		                                            : n->field;
 		if ((rc = parse_user(q, n, text, index ? index : "default", err)) != 0)
 			return rc;
@@ -172,8 +155,8 @@ static int walk(struct yql_query *q, struct yql_node *n, const json_t *req,
 	return rc;
 }
 
-int eng_text_expand(struct yql_query *q, const json_t *req, const struct rank_schema *s,
-                    struct strata_error *err)
+int eng_text_expand(struct yql_query *q, const struct eng_request *req,
+                    const struct rank_schema *s, struct strata_error *err)
 {
 	return q->where ? walk(q, q->where, req, s, err) : 0;
 }
