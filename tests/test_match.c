@@ -249,7 +249,7 @@ static const char *SD2 =
 	"    rank-properties { bm25(title).k1: 0.5\n bm25(title).b: 1.0 }\n"
 	"  }\n"
 	"}\n";
-#define NDOCS2 3000
+#define NDOCS2 2000
 
 /* Word w as letters only (the tokenizer cuts "w12" into two words). */
 static const char *letters(int w)
@@ -302,7 +302,7 @@ static void test_topk_agrees_with_exhaustive(void **state)
 			strata_remove(db, id, &err);
 	}
 	static const int pages[] = {0, 1, 3, 10, 50, 400};
-	for (int q = 0; q < 400; q++) {
+	for (int q = 0; q < 250; q++) {
 		char where[2048] = "", scan[2200], req[2600];
 		int nt = 1 + (int)rnd(8);
 		for (int t = 0; t < nt; t++)
