@@ -16,8 +16,8 @@
 #   make bench      the benchmarks in turn (bench/README.md): the runtime against ONNX Runtime
 #                   (without ../shared/peer, Strata alone on models from build/bench/mkbench) and
 #                   whole queries, text search against Xapian and SQLite FTS5, strata serve under
-#                   wrk, libmicrohttpd against h2o, HNSW against hnswlib;
-#                   BENCH_ONLY=runtime|text|serve|http|ann runs one alone
+#                   wrk, libmicrohttpd against h2o, HNSW against hnswlib, a query's cost at
+#                   100k and 1M documents; BENCH_ONLY=runtime|text|match|serve|http|ann runs one alone
 #   make bench-gemm the GEMM alone on the models' shapes, against the core's FMA peak
 #   make install    install strata, libstrata.a and strata.h under PREFIX (and DESTDIR)
 #   make clean
@@ -90,7 +90,7 @@ TENSOR_CONFORMANCE     := $(BUILD)/tests/tensor_conformance
 TENSOR_CONFORMANCE_MIN := 1987
 
 .PHONY: all test unit e2e tensor-conformance crash serve-test vespa-apps avx2 asan tsan demo deps deps-test deps-fuzz \
-        check check-peer peer bench bench-runtime bench-gemm bench-text bench-serve bench-http bench-ann deps-bench install clean layers fuzz fuzz-replay
+        check check-peer peer bench bench-runtime bench-gemm bench-text bench-serve bench-http bench-ann bench-match deps-bench install clean layers fuzz fuzz-replay
 # Objects made by pattern chains (tests/test_x.o) are kept, not deleted as intermediates.
 .SECONDARY:
 all: $(LIB) $(CLI)
@@ -409,10 +409,10 @@ check-peer:
 
 # ---- benchmarks -------------------------------------------------------------------------
 # make bench runs the cases below in turn, each a target of its own:
-# bench-runtime, bench-text, bench-serve, bench-http and bench-ann.  BENCH_ONLY names
-# the ones to run (make bench BENCH_ONLY=text, or BENCH_ONLY='text ann').
+# bench-runtime, bench-text, bench-serve, bench-http, bench-ann and bench-match.
+# BENCH_ONLY names the ones to run (make bench BENCH_ONLY=text, or BENCH_ONLY='text ann').
 # The peers' Debian packages come from deps-bench only (never make test).
-BENCH_CASES  := runtime text serve http ann
+BENCH_CASES  := runtime text serve http ann match
 BENCH_ONLY   ?=
 bench:
 	@for c in $(or $(BENCH_ONLY),$(BENCH_CASES)); do \
@@ -548,6 +548,22 @@ $(ANN): $(BUILD)/bench/ann.o $(BENCH_COMMON) $(LIB)
 	$(CC) $(CFLAGS) -o $@ $< $(BENCH_COMMON) $(LIB) $(LDLIBS)
 bench-ann: deps-bench $(ANN)
 	@$(ANN) --dir $(BUILD)/bench/ann-data --hnswlib bench/ann_hnswlib.py $(ANN_ARGS)
+
+# The match case (bench/matchbench.c; bench/README.md): one schema (a text
+# field with bm25, an int attribute with fast-search) built from generated
+# documents at 100,000 and at 1,000,000, then queries of one hit each (a word
+# of one document; that word and a word of half the corpus; a bucket and
+# that word) timed at both sizes: a query's cost should follow its answer,
+# not the corpus.  No peer.  Its applications live in $(MATCH_DIR), built
+# afresh each run.  MATCH_ARGS go to the driver (e.g. MATCH_ARGS='--docs
+# 10000,100000 --rounds 2' for a quick look).
+MATCHBENCH := $(BUILD)/bench/matchbench
+MATCH_DIR  := $(BUILD)/bench/match
+MATCH_ARGS ?=
+$(MATCHBENCH): $(BUILD)/bench/matchbench.o $(BENCH_COMMON) $(LIB)
+	$(CC) $(CFLAGS) -o $@ $< $(BENCH_COMMON) $(LIB) $(LDLIBS)
+bench-match: $(MATCHBENCH)
+	@$(MATCHBENCH) $(MATCH_ARGS) $(MATCH_DIR)
 
 # ---- install and clean ------------------------------------------------------------------
 install: all
