@@ -52,9 +52,11 @@ static int check_doctype(const struct eng_doctype *dt, struct store_txn *txn,
                          json_t *o, struct strata_error *err)
 {
 	uint64_t postings = 0;
-	int dicts = 0, graphs = 0, f = 0;
+	int dicts = 0, graphs = 0;
+	const char *field = NULL; /* the field whose check failed, NULL: the text index */
 	int rc = store_text_check(txn, dt->store_id, &postings, err);
-	for (; !rc && f < dt->nfields; f++) {
+	for (int f = 0; !rc && f < dt->nfields; f++) {
+		field = dt->fields[f].name;
 		if (dt->fields[f].fast_search) {
 			rc = store_dict_check(txn, dt->store_id, f, err);
 			dicts++;
@@ -63,14 +65,12 @@ static int check_doctype(const struct eng_doctype *dt, struct store_txn *txn,
 			rc = store_hnsw_check(txn, dt->store_id, f, NULL, err);
 			graphs++;
 		}
-		if (rc)
-			break;
 	}
 	if (rc) { /* where: the doctype, and the field past the text index */
 		char msg[sizeof err->msg];
 		memcpy(msg, err->msg, sizeof msg);
-		if (f < dt->nfields && (dicts || graphs))
-			return base_err(err, rc, "%s.%s: %s", dt->name, dt->fields[f].name, msg);
+		if (dicts || graphs)
+			return base_err(err, rc, "%s.%s: %s", dt->name, field, msg);
 		return base_err(err, rc, "%s: %s", dt->name, msg);
 	}
 	if (!rc && (json_object_set_new(o, "name", json_string(dt->name)) ||

@@ -572,8 +572,7 @@ struct eng_request {
 	const char *summary;       /* presentation.summary, NULL */
 	const json_t *timeout;     /* deadline.c reads these three, NULL when not given */
 	const json_t *soft_enable, *soft_factor;
-	double now;                /* ranking.properties.vespa.now, when has_now */
-	int has_now;
+	const json_t *now;         /* ranking.properties.vespa.now (a number), NULL */
 	const char *query;         /* userQuery()'s text, NULL */
 	const char *default_index; /* model.defaultIndex, NULL */
 	const json_t *input;       /* the "input" object, NULL */

@@ -799,8 +799,8 @@ static int set_inputs(struct qstate *qs, struct dtstate *ds, const struct eng_re
 {
 	const json_t *req = rq->json;
 	/* the `now` feature, as Vespa's rank property vespa.now sets it */
-	if (rq->has_now)
-		rank_query_set_now(ds->rq, rq->now);
+	if (rq->now)
+		rank_query_set_now(ds->rq, json_number_value(rq->now));
 	int ni = rank_profile_ninputs(ds->prof);
 	for (int i = 0; i < ni; i++) {
 		const struct rank_input_info *in = rank_profile_input(ds->prof, i);

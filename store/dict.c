@@ -671,7 +671,6 @@ struct store_dict_cursor {
 	size_t plen;          /* bytes of field and value; a key is those and a lid */
 	uint32_t lid;
 	int valid;            /* on an entry of the value */
-	const char *name;     /* the doctype's, for messages */
 };
 
 /* Take the entry the cursor landed on (rc from mdb_cursor_get). */
@@ -699,7 +698,6 @@ int store_dict_value_open(struct store_txn *txn, int doctype, int field, double 
 	struct store_dict_cursor *d = base_calloc(1, sizeof *d);
 	if (!d)
 		return base_nomem(err, "a dictionary cursor");
-	d->name = dt->name;
 	if (s) {
 		d->plen = string_prefix(sf, s, len, d->key);
 	} else {

@@ -307,6 +307,14 @@ void store_text_df_free(struct store_txn *w);
 int store_text_settings(MDB_txn *t, MDB_dbi meta, const struct doctype *dt, int record,
                         int *changed, struct strata_error *err);
 
+/* text.c: the text index's keys after the field (F): F 0xFF lid, a
+ * document's length entry; F 0xFE, the field's totals.  A term's key
+ * never begins with those bytes (no UTF-8 does).  The length entry's key
+ * of lid in stored field sf at k (STORE_TEXT_KEY_MAX room); its bytes. */
+#define STORE_TEXT_LEN_TAG 0xFF
+#define STORE_TEXT_SUM_TAG 0xFE
+size_t store_text_length_key(uint8_t *k, int sf, uint32_t lid);
+
 /* text_blocks.c: a big-endian u32 at p (keys sort by it). */
 void store_be32_put(uint8_t *p, uint32_t v);
 uint32_t store_be32_get(const uint8_t *p);
@@ -319,6 +327,7 @@ uint8_t *store_varint_put(uint8_t *p, uint32_t v);
 struct store_post {
 	uint32_t lid;
 	uint32_t dl;           /* the field's length in the document, in tokens */
+	uint32_t tf;           /* the term's occurrences there: its positions' count */
 	const uint8_t *pos;    /* the term's positions (varint deltas) */
 	size_t n;              /* their bytes */
 };

@@ -43,8 +43,8 @@
 #include "store_int.h"
 
 #define TBUF_MAX ((size_t)1 << 31) /* bytes of a collection's element table */
-#define LEN_TAG 0xFF
-#define SUM_TAG 0xFE
+#define LEN_TAG STORE_TEXT_LEN_TAG
+#define SUM_TAG STORE_TEXT_SUM_TAG
 #define ELEM_BYTES 12 /* an element in a length entry: start, length, weight (u32 each) */
 #define TEXT_FORMAT 0x54584635u /* recorded with the settings: "TXF5", blocks with bounds */
 
@@ -66,7 +66,7 @@ static size_t posting_key(uint8_t *k, int sf, const char *term, size_t n, uint32
 	return o + 4;
 }
 
-static size_t length_key(uint8_t *k, int sf, uint32_t lid)
+size_t store_text_length_key(uint8_t *k, int sf, uint32_t lid)
 {
 	size_t o = key_field(k, sf);
 	k[o++] = LEN_TAG;
@@ -195,7 +195,7 @@ static int drop_field(struct store_txn *w, struct doctype *dt, int sf, uint32_t 
 		}
 		o += store_tok_rec_size(r->n);
 	}
-	MDB_val k = {length_key(kb, sf, lid), kb};
+	MDB_val k = {store_text_length_key(kb, sf, lid), kb};
 	if ((rc = mdb_del(w->txn, dt->text, &k, NULL)) != 0)
 		return rc == MDB_NOTFOUND ? base_err(err, STRATA_CORRUPT,
 		                                     "text index: no length entry for local id %u", lid)
@@ -243,7 +243,7 @@ static int add_field(struct store_txn *w, struct doctype *dt, int sf, uint32_t l
 		return rc;
 	/* the length, then a collection's element table */
 	uint8_t kb[STORE_TEXT_KEY_MAX];
-	MDB_val k = {length_key(kb, sf, lid), kb}, v = {sizeof len + nelem * ELEM_BYTES, NULL};
+	MDB_val k = {store_text_length_key(kb, sf, lid), kb}, v = {sizeof len + nelem * ELEM_BYTES, NULL};
 	if ((rc = mdb_put(w->txn, dt->text, &k, &v, MDB_RESERVE)) != 0)
 		return store_mdb_err(err, rc, "writing the text index");
 	memcpy(v.mv_data, &len, sizeof len);
@@ -584,7 +584,7 @@ static int length_get(struct store_txn *txn, struct doctype *dt, int sf, uint32_
                       struct strata_error *err)
 {
 	uint8_t kb[STORE_TEXT_KEY_MAX];
-	MDB_val k = {length_key(kb, sf, lid), kb};
+	MDB_val k = {store_text_length_key(kb, sf, lid), kb};
 	int rc = mdb_get(txn->txn, dt->text, &k, v);
 	if (rc == MDB_NOTFOUND)
 		return STRATA_NOT_FOUND;

@@ -198,10 +198,7 @@ int store_post_decode(const MDB_val *v, uint32_t first, struct store_post *e, si
 		e[i].dl = store_block_dl(&h, i);
 		if (store_block_pos(&h, i, &e[i].pos, &e[i].n))
 			return base_err(err, STRATA_CORRUPT, "text index: bad posting block");
-		uint32_t tf = store_block_tf(&h, i);
-		if (tf != store_pos_count(e[i].pos, e[i].n))
-			return base_err(err, STRATA_CORRUPT,
-			                "text index: a posting's occurrences are not its positions'");
+		uint32_t tf = e[i].tf = store_block_tf(&h, i);
 		max_tf = tf > max_tf ? tf : max_tf;
 		min_dl = e[i].dl < min_dl ? e[i].dl : min_dl;
 	}
@@ -246,7 +243,7 @@ static uint8_t *encode(uint8_t *p, const struct store_post *e, size_t n)
 {
 	uint32_t max_tf = 0, min_dl = UINT32_MAX, max_dl = 0, lbytes = 0, pbytes = 0;
 	for (size_t i = 0; i < n; i++) {
-		uint32_t tf = store_pos_count(e[i].pos, e[i].n);
+		uint32_t tf = e[i].tf;
 		max_tf = tf > max_tf ? tf : max_tf;
 		min_dl = e[i].dl < min_dl ? e[i].dl : min_dl;
 		max_dl = e[i].dl > max_dl ? e[i].dl : max_dl;
@@ -263,7 +260,7 @@ static uint8_t *encode(uint8_t *p, const struct store_post *e, size_t n)
 	for (size_t i = 1; i < n; i++)
 		p = store_varint_put(p, e[i].lid - e[i - 1].lid);
 	for (size_t i = 0; i < n; i++)
-		p = put_num(p, store_pos_count(e[i].pos, e[i].n), ctf);
+		p = put_num(p, e[i].tf, ctf);
 	for (size_t i = 0; i < n; i++)
 		p = put_num(p, e[i].dl, cdl);
 	uint32_t at = 0;

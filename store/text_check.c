@@ -4,7 +4,8 @@
  *
  * One pass over the doctype's text index in key order (store_int.h): for
  * each term its frequency entry, then its blocks.  Every block decodes
- * and its header's bounds are those of its postings (store_post_decode);
+ * and its header's bounds are those of its postings (store_post_decode),
+ * each posting's occurrences the count of its positions;
  * blocks of a term follow one another without overlap; every posting is
  * of a live document and carries that document's length entry; a term's
  * frequency is its number of postings.  Every length entry is of a live
@@ -57,17 +58,20 @@ static int block(struct store_txn *txn, int doctype, struct doctype *dt, struct 
 	int rc = store_post_decode(v, first, e, &n, err);
 	if (rc)
 		return rc;
+	for (size_t i = 0; i < n; i++)
+		if (e[i].tf != store_pos_count(e[i].pos, e[i].n))
+			return base_err(err, STRATA_CORRUPT,
+			                "text index: local id %u: occurrences %u, positions %u", e[i].lid,
+			                e[i].tf, store_pos_count(e[i].pos, e[i].n));
 	if (first < t->next)
 		return base_err(err, STRATA_CORRUPT, "text index: blocks of a term overlap at %u", first);
 	for (size_t i = 0; i < n; i++) {
 		if (!live(txn, doctype, e[i].lid))
 			return base_err(err, STRATA_CORRUPT,
 			                "text index: a posting of local id %u, no document", e[i].lid);
-		uint8_t lk[7];
-		memcpy(lk, k->mv_data, 2);
-		lk[2] = 0xFF;
-		store_be32_put(lk + 3, e[i].lid);
-		MDB_val key = {sizeof lk, lk}, val;
+		uint8_t lk[STORE_TEXT_KEY_MAX];
+		const uint8_t *kb = k->mv_data;
+		MDB_val key = {store_text_length_key(lk, kb[0] << 8 | kb[1], e[i].lid), lk}, val;
 		uint32_t len;
 		rc = mdb_get(txn->txn, dt->text, &key, &val);
 		if (rc == MDB_NOTFOUND || (!rc && val.mv_size < 4))
@@ -119,16 +123,16 @@ int store_text_check(struct store_txn *txn, int doctype, uint64_t *postings,
 			rc = base_err(err, STRATA_CORRUPT, "text index: a key of no text field");
 			goto out;
 		}
-		if (kb[2] == 0xFF || kb[2] == 0xFE) { /* a length entry, the totals */
+		if (kb[2] == STORE_TEXT_LEN_TAG || kb[2] == STORE_TEXT_SUM_TAG) {
 			if ((rc = term_end(t, err)) != 0)
 				goto out;
 			t->len = 0;
 			uint32_t len;
-			if (kb[2] == 0xFE && k.mv_size == 3 && v.mv_size == 16) {
+			if (kb[2] == STORE_TEXT_SUM_TAG && k.mv_size == 3 && v.mv_size == 16) {
 				memcpy(&fs[sf].tdocs, v.mv_data, 8);
 				memcpy(&fs[sf].ttokens, (const uint8_t *)v.mv_data + 8, 8);
 				fs[sf].has_totals = 1;
-			} else if (kb[2] == 0xFF && k.mv_size == 7 && v.mv_size >= 4 &&
+			} else if (kb[2] == STORE_TEXT_LEN_TAG && k.mv_size == 7 && v.mv_size >= 4 &&
 			           live(txn, doctype, store_be32_get(kb + 3))) {
 				memcpy(&len, v.mv_data, 4);
 				fs[sf].docs++;

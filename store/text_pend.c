@@ -509,6 +509,7 @@ static int gather(struct store_text_df *d, const struct pterm *t, size_t *n,
 			p = next_posting(p, &e.lid, &e.dl, &e.pos, &e.n);
 			if (e.lid == UINT32_MAX)
 				continue;
+			e.tf = store_pos_count(e.pos, e.n);
 			int rc = grow((void **)&d->post, &d->postcap, m + 1, sizeof *d->post, 1024, err);
 			if (rc)
 				return rc;

@@ -107,15 +107,18 @@ jout() {
 	jq -r "$@" "$OUT" 2>/dev/null || echo "null"
 }
 
-# feed_killed APP FILE: feed FILE in the background in batches of 1000,
-# kill it with SIGKILL once it reported a commit, and set w to the documents
-# it reported written (0 when none); counts a failure when there were none.
+# feed_killed APP FILE [COMMITS [BATCH [DATA]]]: feed FILE in the background
+# in batches of BATCH (1000; into the data folder DATA when given), kill it
+# with SIGKILL once it reported COMMITS commits (1), and set w to the
+# documents it reported written (0 when none); counts a failure when there
+# were none.
 feed_killed() {
-	"$STRATA" feed "$1" "$2" --batch 1000 >"$T/kout" 2>"$T/kerr" &
+	: >"$T/kerr"
+	"$STRATA" feed "$1" "$2" --batch "${4:-1000}" ${5:+--data "$5"} >"$T/kout" 2>"$T/kerr" &
 	feeder=$!
 	i=0
-	while ! grep -q '^written [1-9]' "$T/kerr" 2>/dev/null && kill -0 "$feeder" 2>/dev/null &&
-		[ $i -lt 6000 ]; do
+	while [ "$(grep -c '^written [1-9]' "$T/kerr" 2>/dev/null)" -lt "${3:-1}" ] &&
+		kill -0 "$feeder" 2>/dev/null && [ $i -lt 6000 ]; do
 		i=$((i + 1))
 		sleep 0.02
 	done

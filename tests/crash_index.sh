@@ -79,12 +79,6 @@ if ! "$STRATA" deploy "$APP" --data "$T/deployed" >/dev/null 2>"$ERR"; then
 	exit 1
 fi
 
-# commits FILE: the number of "written" lines a feed printed in FILE.
-commits() {
-	n=$(grep -c '^written ' "$1" 2>/dev/null)
-	echo "${n:-0}"
-}
-
 # total DATA WHERE: the number of matches of WHERE in the store in DATA.
 total() {
 	"$STRATA" query "$APP" --data "$1" --hits 0 --yql "select * from sources * where $2" \
@@ -112,18 +106,7 @@ consistent() {
 for n in 1 3 8; do
 	data=$T/kill-$n
 	cp -R "$T/deployed" "$data"
-	: >"$T/kerr"
-	"$STRATA" feed "$APP" "$T/all.jsonl" --batch 400 --data "$data" >"$T/kout" 2>"$T/kerr" &
-	feeder=$!
-	i=0
-	while [ "$(commits "$T/kerr")" -lt $n ] && kill -0 "$feeder" 2>/dev/null && [ $i -lt 6000 ]; do
-		i=$((i + 1))
-		sleep 0.01
-	done
-	kill -9 "$feeder" 2>/dev/null
-	wait "$feeder" 2>/dev/null
-	feeder=
-	echo "killed after commit $(commits "$T/kerr")"
+	feed_killed "$APP" "$T/all.jsonl" $n 400 "$data"
 	consistent "killed after commit $n" "$data"
 	# the puts again (a removal of a document removed already would fail)
 	if grep -v '"remove"' "$T/all.jsonl" | "$STRATA" feed "$APP" - --data "$data" >/dev/null 2>"$ERR"; then

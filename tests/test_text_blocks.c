@@ -389,8 +389,9 @@ static void test_old_format_rebuilt(void **state)
 }
 
 /* store_text_check finds a block whose bounds are not its postings', a
- * frequency that is not the count of postings, and a posting whose field
- * length is not the document's. */
+ * frequency that is not the count of postings, a posting whose field
+ * length is not the document's, and occurrences that are not the count of
+ * the posting's positions. */
 static void test_check_finds_faults(void **state)
 {
 	(void)state;
@@ -399,7 +400,7 @@ static void test_check_finds_faults(void **state)
 	int dt = open_store(dir, 1, &env);
 	feed(env, dt, 0, 300);
 	store_close(env);
-	for (int fault = 0; fault < 3; fault++) {
+	for (int fault = 0; fault < 4; fault++) {
 		MDB_env *e;
 		MDB_txn *t;
 		MDB_dbi text;
@@ -409,9 +410,11 @@ static void test_check_finds_faults(void **state)
 		assert_int_equal(mdb_env_open(e, dir, 0, 0644), 0);
 		assert_int_equal(mdb_txn_begin(e, NULL, 0, &t), 0);
 		assert_int_equal(mdb_dbi_open(t, "doc/text", 0, &text), 0);
-		/* "tri": its frequency entry, then its first block */
-		uint8_t key[] = {0, 0, 't', 'r', 'i', 0};
-		MDB_val k = {sizeof key, key}, v;
+		/* "tri" (or "common", once or twice in a document): its frequency
+		 * entry, then its first block */
+		uint8_t tri[] = {0, 0, 't', 'r', 'i', 0};
+		uint8_t common[] = {0, 0, 'c', 'o', 'm', 'm', 'o', 'n', 0};
+		MDB_val k = {fault == 3 ? sizeof common : sizeof tri, fault == 3 ? common : tri}, v;
 		assert_int_equal(mdb_cursor_open(t, text, &c), 0);
 		assert_int_equal(mdb_cursor_get(c, &k, &v, MDB_SET_KEY), 0);
 		uint32_t df;
@@ -442,12 +445,20 @@ static void test_check_finds_faults(void **state)
 				} while (byte & 0x80);
 			}
 			uint8_t widths = b[o++];
-			o += hv[3] + hv[0] * (1u << (widths & 3)); /* the first posting's length */
-			assert_true(b[at[1]] < 0x7f && b[o] < 0xff);
-			if (fault == 1)
+			size_t tf = o + hv[3];                   /* the occurrences, a byte each */
+			o = tf + hv[0] * (1u << (widths & 3));   /* the first posting's length */
+			assert_true((widths & 3) == 0 && b[at[1]] < 0x7f && b[o] < 0xff);
+			if (fault == 1) {
 				b[at[1]]++;
-			else
+			} else if (fault == 2) {
 				b[o]++;
+			} else { /* a posting once in its document said twice, the bound kept */
+				uint32_t i = 0;
+				while (i < hv[0] && b[tf + i] != 1)
+					i++;
+				assert_true(i < hv[0] && hv[1] == 2);
+				b[tf + i] = 2;
+			}
 			MDB_val nv = {v.mv_size, b};
 			assert_int_equal(mdb_cursor_put(c, &k, &nv, MDB_CURRENT), 0);
 		}
@@ -461,7 +472,7 @@ static void test_check_finds_faults(void **state)
 		assert_int_equal(store_doctype_add(env, &doc, &dt, &err), 0);
 		assert_int_equal(store_txn_begin(env, 0, &r, &err), 0);
 		assert_int_equal(store_text_check(r, dt, &postings, &err), STRATA_CORRUPT);
-		static const char *const says[] = {"frequency", "bounds", "length"};
+		static const char *const says[] = {"frequency", "bounds", "length", "occurrences"};
 		if (!strstr(err.msg, says[fault]))
 			fail_msg("fault %d: %s", fault, err.msg);
 		store_txn_abort(r);

@@ -76,8 +76,10 @@ struct topk {
 	size_t k;
 	double *heap;             /* the k best scores so far, the least on top */
 	size_t nheap;
-	uint32_t *clid;           /* candidates: lids increasing, their scores */
-	double *cest;
+	struct cand {
+		uint32_t lid;
+		double est;
+	} *cand;                  /* candidates, lids increasing, and their scores */
 	size_t ncand, ccap;
 	uint64_t bits[CHUNK / 64];
 	struct strata_error *err;
@@ -194,10 +196,8 @@ static void compact(struct topk *q)
 	double th = threshold(q);
 	size_t kept = 0;
 	for (size_t i = 0; i < q->ncand; i++)
-		if (reaches(q->cest[i], th)) {
-			q->clid[kept] = q->clid[i];
-			q->cest[kept++] = q->cest[i];
-		}
+		if (reaches(q->cand[i].est, th))
+			q->cand[kept++] = q->cand[i];
 	q->ncand = kept;
 }
 
@@ -216,30 +216,12 @@ static int candidate(struct topk *q, uint32_t lid, double est)
 		q->heap[0] = est;
 		heap_down(q->heap, q->nheap);
 	}
-	if (q->ncand == q->ccap) {
-		if (q->ccap >= 2 * q->k + 1024)
-			compact(q);
-		if (q->ncand == q->ccap) {
-			size_t cap = q->ccap ? 2 * q->ccap : 1024;
-			uint32_t *l = base_alloc(cap * sizeof *l);
-			double *e = l ? base_alloc(cap * sizeof *e) : NULL;
-			if (!e) {
-				base_free(l, cap * sizeof *l);
-				return base_nomem(q->err, "top hits");
-			}
-			if (q->ncand) {
-				memcpy(l, q->clid, q->ncand * sizeof *l);
-				memcpy(e, q->cest, q->ncand * sizeof *e);
-			}
-			base_free(q->clid, q->ccap * sizeof *q->clid);
-			base_free(q->cest, q->ccap * sizeof *q->cest);
-			q->clid = l;
-			q->cest = e;
-			q->ccap = cap;
-		}
-	}
-	q->clid[q->ncand] = lid;
-	q->cest[q->ncand++] = est;
+	if (q->ncand == q->ccap && q->ccap >= 2 * q->k + 1024)
+		compact(q); /* before growing: the threshold has risen since */
+	if (base_grow((void **)&q->cand, &q->ccap, q->ncand + 1, sizeof *q->cand,
+	              SIZE_MAX / sizeof *q->cand) != 0)
+		return base_nomem(q->err, "top hits");
+	q->cand[q->ncand++] = (struct cand){lid, est};
 	return 0;
 }
 
@@ -296,15 +278,14 @@ static int count_all(struct topk *q, uint64_t *matched)
 
 /* The first essential list: the lists ordered by their bounds u, the
  * weakest whose bounds with the bias stay below the threshold are not
- * essential (a document they alone hold cannot reach it), and their sum
- * goes to *rest; q->n when none is essential. */
-static int essential(const struct topk *q, double *rest)
+ * essential (a document they alone hold cannot reach it); q->n when none
+ * is essential. */
+static int essential(const struct topk *q)
 {
 	double th = threshold(q), sum = q->bias;
 	int e = 0;
 	while (e < q->n && !reaches(sum + q->l[e].u, th))
 		sum += q->l[e++].u;
-	*rest = sum - q->bias;
 	return e;
 }
 
@@ -391,8 +372,7 @@ static int visit(struct topk *q, struct span *s, int ns, int e, uint32_t x)
  * their ends, or an error. */
 static int step(struct topk *q)
 {
-	double rest;
-	int e = essential(q, &rest);
+	int e = essential(q);
 	uint64_t d = END, end = END;
 	for (int i = e; i < q->n; i++)
 		d = q->l[i].cur < d ? q->l[i].cur : d;
@@ -431,8 +411,7 @@ static int step(struct topk *q)
 		rc = visit(q, s, ns, e, (uint32_t)x);
 		for (int i = 0; i < ns; i++)
 			s[i].at += s[i].at < s[i].n && s[i].a[s[i].at] == x;
-		double r2;
-		if (essential(q, &r2) != e) { /* the threshold rose: fewer lists are essential */
+		if (essential(q) != e) { /* the threshold rose: fewer lists are essential */
 			past = x + 1;
 			break;
 		}
@@ -447,8 +426,7 @@ static void topk_free(struct topk *q)
 	for (int i = 0; i < q->n; i++)
 		base_free(q->l[i].b, q->l[i].bcap * sizeof *q->l[i].b);
 	base_free(q->heap, q->k * sizeof *q->heap);
-	base_free(q->clid, q->ccap * sizeof *q->clid);
-	base_free(q->cest, q->ccap * sizeof *q->cest);
+	base_free(q->cand, q->ccap * sizeof *q->cand);
 	base_free(q, sizeof *q);
 }
 
@@ -501,7 +479,7 @@ int eng_topk_run(struct eng_match *m, const struct yql_node *where,
 	if (rc >= 0) {
 		compact(q);
 		for (size_t i = 0; i < q->ncand && rc >= 0; i++) {
-			int krc = keep(ud, q->clid[i]);
+			int krc = keep(ud, q->cand[i].lid);
 			if (krc)
 				rc = krc;
 		}

@@ -21,7 +21,7 @@ enum kind {
 	ELSEWHERE,  /* read where it is used */
 	TEXT,       /* a string */
 	COUNT,      /* a count: an integer, or a string of one, 0 .. max */
-	NUMBER,     /* a number */
+	NUMBER,     /* a number, kept as its JSON value */
 	ANY,        /* its JSON value, checked by the part that reads it */
 	OBJECT,     /* an object */
 	ALIAS,      /* a string: the key named in `what`, when that is not given */
@@ -141,8 +141,7 @@ int eng_request_read(const json_t *json, struct eng_request *r, struct strata_er
 			if (!json_is_number(v))
 				return base_err(err, STRATA_INVALID_ARGUMENT, "%s: expected a number (%s)",
 				                k->name, k->what);
-			*(double *)(void *)at = json_number_value(v);
-			r->has_now = 1; /* the one NUMBER key */
+			*(const json_t **)at = v;
 			break;
 		case OBJECT:
 			if (!json_is_object(v))
