@@ -1035,10 +1035,11 @@ const struct eng_text *eng_text_of(const struct eng_textset *s, const struct yql
 int eng_text_match(const struct eng_text *t, uint32_t lid);
 /* Where lid is in v[0..n) (increasing), or n when it is not there. */
 size_t eng_lid_find(const uint32_t *v, size_t n, uint32_t lid);
-/* Remember that t's one term occurs tf times in lid (0: not at all), lids
- * given in increasing order: its rank features read that instead of the
- * posting list.  Returns 0 or STRATA_NOMEM. */
-int eng_text_memo(struct eng_text *t, uint32_t lid, uint32_t tf, struct strata_error *err);
+/* Remember that t's one term occurs tf times in lid (0: not at all), whose
+ * field is dl long, lids given in increasing order: its rank features read
+ * that instead of the posting list.  Returns 0 or STRATA_NOMEM. */
+int eng_text_memo(struct eng_text *t, uint32_t lid, uint32_t tf, uint32_t dl,
+                  struct strata_error *err);
 /* bm25's parts, as the rank feature computes them: the idf of a term in
  * df of ndocs documents, log(1 + (ndocs - df + 0.5) / (df + 0.5)); a
  * term's score in a document of length dl holding it tf times, idf * tf *

@@ -31,17 +31,18 @@ struct eng_text {
 	short grp[MAX_LISTS];
 	double ndocs;    /* documents of the type (bm25's N) */
 	double avgdl;    /* average length of the field where it has a value */
-	/* The term's occurrences in documents read already (a weakAnd's
-	 * matches, wand.c): lids increasing, tf 0 where it is absent. */
-	uint32_t *memo_lid;
-	uint32_t *memo_tf;
+	/* The term's occurrences and the field's length in documents read
+	 * already (a weakAnd's matches, wand.c): lids increasing, tf 0 where
+	 * it is absent. */
+	struct memo {
+		uint32_t lid, tf, dl;
+	} *memo;
 	size_t nmemo, memo_cap;
 };
 
 static void text_free(struct eng_text *t)
 {
-	base_free(t->memo_lid, t->memo_cap * sizeof *t->memo_lid);
-	base_free(t->memo_tf, t->memo_cap * sizeof *t->memo_tf);
+	base_free(t->memo, t->memo_cap * sizeof *t->memo);
 	for (int i = 0; i < t->nterms; i++)
 		store_postings_close(t->pl[i]);
 	base_free(t, sizeof *t);
@@ -339,29 +340,14 @@ int eng_text_match(const struct eng_text *t, uint32_t lid)
 	return t->nterms == 1 || phrase_at(t);
 }
 
-int eng_text_memo(struct eng_text *t, uint32_t lid, uint32_t tf, struct strata_error *err)
+int eng_text_memo(struct eng_text *t, uint32_t lid, uint32_t tf, uint32_t dl,
+                  struct strata_error *err)
 {
-	if (t->nmemo == t->memo_cap) {
-		size_t cap = t->memo_cap ? 2 * t->memo_cap : 256;
-		uint32_t *l = base_alloc(cap * sizeof *l), *f = l ? base_alloc(cap * sizeof *f) : NULL;
-		if (!f) {
-			if (l)
-				base_free(l, cap * sizeof *l);
-			return base_nomem(err, "weakAnd matches");
-		}
-		if (t->nmemo) {
-			memcpy(l, t->memo_lid, t->nmemo * sizeof *l);
-			memcpy(f, t->memo_tf, t->nmemo * sizeof *f);
-		}
-		base_free(t->memo_lid, t->memo_cap * sizeof *l);
-		base_free(t->memo_tf, t->memo_cap * sizeof *f);
-		t->memo_lid = l;
-		t->memo_tf = f;
-		t->memo_cap = cap;
-	}
-	BASE_DEBUG_ASSERT(!t->nmemo || t->memo_lid[t->nmemo - 1] < lid);
-	t->memo_lid[t->nmemo] = lid;
-	t->memo_tf[t->nmemo++] = tf;
+	if (base_grow((void **)&t->memo, &t->memo_cap, t->nmemo + 1, sizeof *t->memo,
+	              SIZE_MAX / sizeof *t->memo) != 0)
+		return base_nomem(err, "weakAnd matches");
+	BASE_DEBUG_ASSERT(!t->nmemo || t->memo[t->nmemo - 1].lid < lid);
+	t->memo[t->nmemo++] = (struct memo){lid, tf, dl};
 	return 0;
 }
 
@@ -378,11 +364,19 @@ size_t eng_lid_find(const uint32_t *v, size_t n, uint32_t lid)
 	return lo < n && v[lo] == lid ? lo : n;
 }
 
-/* The occurrences of t's one term in lid when t remembers them, else -1. */
-static long memo_tf(const struct eng_text *t, uint32_t lid)
+/* What t remembers of lid (its one term's occurrences and the field's
+ * length), or NULL. */
+static const struct memo *memo_of(const struct eng_text *t, uint32_t lid)
 {
-	size_t at = eng_lid_find(t->memo_lid, t->nmemo, lid);
-	return at < t->nmemo ? (long)t->memo_tf[at] : -1;
+	size_t lo = 0, hi = t->nmemo;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (t->memo[mid].lid < lid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < t->nmemo && t->memo[lo].lid == lid ? &t->memo[lo] : NULL;
 }
 
 double eng_bm25_idf(double ndocs, double df)
@@ -533,14 +527,12 @@ double eng_text_feature(struct store_txn *txn, const struct eng_doctype *dt,
 				sum += native_word(t, &i, lid);
 			continue;
 		}
-		long known = t->nterms == 1 ? memo_tf(t, lid) : -1;
-		if (known >= 0) { /* read by weakAnd already */
-			if (known && feature == RANK_TF_MATCHES)
+		const struct memo *known = t->nterms == 1 ? memo_of(t, lid) : NULL;
+		if (known) { /* read by weakAnd already */
+			if (known->tf && feature == RANK_TF_MATCHES)
 				return 1;
-			if (known && has < 0)
-				has = eng_text_length(txn, dt, s, field, lid, &len);
-			if (known)
-				sum += bm25_term(t, 0, (double)known, len, &bm);
+			if (known->tf)
+				sum += bm25_term(t, 0, known->tf, known->dl, &bm);
 			continue;
 		}
 		/* the field's length is the posting's: no value, no posting */

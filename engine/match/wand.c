@@ -185,8 +185,9 @@ static int keep(struct walk *w, struct wand *wd, uint32_t lid, struct strata_err
 {
 	for (int i = 0; i < w->m; i++) {
 		struct term *t = &w->t[i];
-		int rc = eng_text_memo(t->text, lid, t->cur == lid ? store_postings_positions(t->p, NULL, 0)
-		                                                   : 0, err);
+		int on = t->cur == lid;
+		int rc = eng_text_memo(t->text, lid, on ? store_postings_tf(t->p) : 0,
+		                       on ? store_postings_dl(t->p) : 0, err);
 		if (rc)
 			return rc;
 	}
