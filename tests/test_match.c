@@ -195,7 +195,7 @@ static void test_iterators_agree_with_scan(void **state)
 	for (int q = 0; q < 300; q++) {
 		npool = 0;
 		struct node *tree = gen(3);
-		char where[4200], scan[4300], t[4096], nn[128] = "";
+		char where[4096 + 128], scan[4096 + 128 + 16], t[4096], nn[128] = "";
 		int nnn = rnd(4) == 0;
 		yql(tree, t, sizeof t);
 		if (nnn)
