@@ -4,7 +4,9 @@
  * condition, operation), term(n).significance/.weight/.connectedness,
  * queryTermCount, fieldTermMatch(f, n).occurrences/.firstPosition,
  * matchCount(f), averageFieldLength(f), num_docs_indexed, now, age(f) and
- * freshness(f) (.logscale).  The term features read the query through the
+ * freshness(f) (.logscale), and elementwise(bm25(f), dim, cell_type) (a
+ * TERM of a tensor(dim{}) type, whose cells the VM asks the engine for one
+ * element at a time).  The term features read the query through the
  * TERM instruction (rank_docs.term); age and freshness are expressions over
  * NOW and the attribute, with the profile's rank properties
  * freshness(f).maxAge and .halfResponse (kept among its constants under
@@ -113,12 +115,12 @@ static int compile_term(struct cc *c, const struct env *env, const struct rank_a
 	return emit_term(c, feats[o], -1, n, type);
 }
 
-/* fieldTermMatch(f, n) (.firstPosition, .occurrences), matchCount(f),
+/* fieldTermMatch(f, n) (.firstPosition, .occurrences, .weight), matchCount(f),
  * averageFieldLength(f), queryTermDocumentFrequency(f). */
 static int compile_field_term(struct cc *c, const struct env *env, const struct rank_ast *a,
                               int *type)
 {
-	static const char *const outs[] = { "firstPosition", "occurrences", NULL };
+	static const char *const outs[] = { "firstPosition", "occurrences", "weight", NULL };
 	int rc = 0, n = -1, fi = field_arg(c, a, 1, &rc);
 	if (fi < 0)
 		return rc;
@@ -130,7 +132,8 @@ static int compile_field_term(struct cc *c, const struct env *env, const struct 
 			return rank_cc_at(c, a, STRATA_TYPE, "fieldTermMatch(field, n) takes two arguments");
 		if ((rc = term_arg(c, env, a->args[1], &n)))
 			return rc;
-		return emit_term(c, o ? RANK_TT_OCCURRENCES : RANK_TT_FIRST_POSITION, fi, n, type);
+		return emit_term(c, o == 2 ? RANK_TT_TERM_WEIGHT : o ? RANK_TT_OCCURRENCES
+		                                                    : RANK_TT_FIRST_POSITION, fi, n, type);
 	}
 	if (a->nargs != 1)
 		return rank_cc_at(c, a, STRATA_TYPE, "%s(field) takes one field", a->name);
@@ -377,6 +380,53 @@ static int compile_attr_match(struct cc *c, const struct rank_ast *a, int *type)
 		return rank_cc_at(c, f, STRATA_TYPE, "attributeMatch(): '%s' is not an attribute",
 		                  f->name);
 	return emit_term(c, RANK_TT_ATTR_MATCH, fi, o, type);
+}
+
+/* elementwise(bm25(f), dim[, cell_type]): a tensor<cell_type>(dim{}) with
+ * a cell per element of f's value that holds a query term on f, labelled by
+ * the element's number, holding bm25 over that element alone (Vespa's; the
+ * cell type double when left out).  As in Vespa, f needs a text index but
+ * not enable-bm25. */
+static int compile_elementwise(struct cc *c, const struct rank_ast *a, int *type)
+{
+	static const char *const cells[] = { "double", "float", "bfloat16", "int8", NULL };
+	static const int dts[] = { BASE_DT_DOUBLE, BASE_DT_FLOAT, BASE_DT_BFLOAT16, BASE_DT_INT8 };
+	const struct rank_ast *in = a->nargs >= 1 ? a->args[0] : NULL;
+	if (a->out || a->nargs < 2 || a->nargs > 3 || !in || in->kind != RA_CALL ||
+	    rank_cc_name_arg(c, a->args[1], "a dimension name") ||
+	    (a->nargs == 3 && a->args[2]->kind != RA_NAME))
+		return rank_cc_at(c, a, STRATA_TYPE,
+		                  "elementwise(feature, dimension, cell_type) is expected");
+	if (strcmp(in->name, "bm25") != 0)
+		return rank_cc_at(c, in, STRATA_NOT_IMPLEMENTED,
+		                  "elementwise(): '%s' is not a feature with elementwise support "
+		                  "(only bm25)", in->name);
+	if (in->nargs != 1 || in->out || rank_cc_name_arg(c, in->args[0], "a field name"))
+		return rank_cc_at(c, in, STRATA_TYPE, "elementwise(bm25(field), ...) is expected");
+	int fi = rank_schema_field_index(c->p->schema, in->args[0]->name);
+	if (fi < 0 || rank_field_token_flags(&c->p->sd->fields[fi]) < 0)
+		return rank_cc_at(c, in->args[0], STRATA_TYPE,
+		                  "elementwise(bm25(%s)): '%s' is not a field with a text index",
+		                  in->args[0]->name, in->args[0]->name);
+	int cell = BASE_DT_DOUBLE;
+	if (a->nargs == 3) {
+		int k = 0;
+		while (cells[k] && strcmp(cells[k], a->args[2]->name) != 0)
+			k++;
+		if (!cells[k])
+			return rank_cc_at(c, a->args[2], STRATA_TYPE,
+			                  "elementwise(): '%s' is not a cell type (double, float, "
+			                  "bfloat16, int8)", a->args[2]->name);
+		cell = dts[k];
+	}
+	struct rank_type r = { .cell = cell, .rank = 1 };
+	r.dims[0] = RANK_DIM_MAPPED;
+	r.dim_names[0] = (char *)rank_cc_pool_str(c, a->args[1]->name);
+	if (!r.dim_names[0] || (*type = rank_cc_add_type(c->p, &r)) < 0)
+		return rank_cc_nomem(c);
+	c->prog->doc_dependent = 1;
+	EMIT(c, RANK_OP_TERM, RANK_TT_ELEM_BM25, fi, -1, 0, 0, *type, 0);
+	return 0;
 }
 
 /* ---- nativeRank and its parts --------------------------------------------------- */
@@ -677,6 +727,21 @@ int rank_cc_feature(struct cc *c, const struct env *env, const struct rank_ast *
 		return compile_field_term(c, env, a, type);
 	if (strcmp(f, "attributeMatch") == 0)
 		return compile_attr_match(c, a, type);
+	if (strcmp(f, "elementwise") == 0)
+		return compile_elementwise(c, a, type);
+	if (strcmp(f, "elementSimilarity") == 0) {
+		/* Vespa's default output, max((0.35*p+0.15*o+0.30*q+0.20*f)*w) */
+		int rc = 0, fi = field_arg(c, a, 1, &rc);
+		if (fi < 0)
+			return rc;
+		if (a->nargs != 1)
+			return rank_cc_at(c, a, STRATA_TYPE, "elementSimilarity(field) takes one field");
+		if (a->out && strcmp(a->out, "default") != 0)
+			return rank_cc_at(c, a, STRATA_NOT_IMPLEMENTED,
+			                  "elementSimilarity(f).%s is not supported: only the default "
+			                  "output, max((0.35*p+0.15*o+0.30*q+0.20*f)*w)", a->out);
+		return emit_term(c, RANK_TT_ELEM_SIMILARITY, fi, -1, type);
+	}
 	if (strcmp(f, "nativeRank") == 0 || strcmp(f, "nativeFieldMatch") == 0 ||
 	    strcmp(f, "nativeProximity") == 0 || strcmp(f, "nativeAttributeMatch") == 0)
 		return compile_native(c, a, type);

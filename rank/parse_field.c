@@ -29,7 +29,18 @@
  *   body, header       accepted: old document-layout hints without effect
  *   alias, query-command, literal-boost, summary-to
  *                      refused with STRATA_NOT_IMPLEMENTED and their position.
+ *
+ * And a rank-profile's settings of one field (rank_parse_profile_rank):
+ *
+ *   rank f { element-gap: N|infinity }
+ *                      the positions between the elements of a collection
+ *                      field f for the features that measure distances
+ *                      across elements (nativeProximity): kept as the rank
+ *                      property "elementGap(f)" (-1 for infinity), which
+ *                      props.c resolves and inheritance merges by field;
+ *                      rank f: filter and filter-threshold are refused.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "rank_syntax.h"
@@ -247,4 +258,63 @@ int rank_parse_field_setting(struct rank_parser *p, struct rank_field *f, const 
 		                        "in a document-summary instead");
 	return rank_parser_fail(p, kw, STRATA_NOT_IMPLEMENTED, "field setting %s is not supported",
 	                        rank_tok_quote(kw));
+}
+
+#define ELEMENT_GAP_MAX 1000000 /* a gap beyond any distance a feature scores */
+
+int rank_parse_profile_rank(struct rank_parser *p, struct rank_profile_decl *pr,
+                            const struct rank_tok *kw)
+{
+	struct rank_tok nm, t, v;
+	int block, rc = rank_parser_expect_name(p, RANK_LEX_SCHEMA, &nm, "a field name after 'rank'");
+	if (rc || (rc = rank_parser_colon_or_block(p, &nm, &block)) != 0)
+		return rc;
+	if (!block) {
+		rank_lex_next(p->lx, RANK_LEX_SCHEMA, &t);
+		if (rank_tok_is(&t, "filter"))
+			return rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED,
+			                        "rank %.*s: filter in a rank-profile is not supported",
+			                        (int)nm.len, nm.s);
+		return rank_parser_fail(p, &t, STRATA_PARSE, "expected filter or '{' after 'rank %.*s', "
+		                        "found %s", (int)nm.len, nm.s, rank_tok_quote(&t));
+	}
+	while ((rc = rank_parser_block_item(p, kw, &t)) > 0) {
+		if (rank_tok_is(&t, "filter-threshold"))
+			return rank_parser_fail(p, &t, STRATA_NOT_IMPLEMENTED,
+			                        "filter-threshold in 'rank %.*s' is not supported",
+			                        (int)nm.len, nm.s);
+		if (!rank_tok_is(&t, "element-gap"))
+			return rank_parser_fail(p, &t, STRATA_PARSE,
+			                        "expected element-gap or '}' in 'rank %.*s', found %s",
+			                        (int)nm.len, nm.s, rank_tok_quote(&t));
+		int gap = -1;
+		if ((rc = rank_parser_expect(p, ":", "after 'element-gap'")) != 0)
+			return rc;
+		rank_lex_next(p->lx, RANK_LEX_SCHEMA, &v);
+		if (v.kind == RT_NUM) {
+			if ((rc = rank_parser_whole(p, &v, "element-gap", 0, ELEMENT_GAP_MAX, &gap)) != 0)
+				return rc;
+		} else if (!rank_tok_is(&v, "infinity")) {
+			return rank_parser_fail(p, &v, STRATA_PARSE,
+			                        "expected a whole number or infinity after 'element-gap', "
+			                        "found %s", rank_tok_quote(&v));
+		}
+		char name[RANK_ELEMENT_GAP_KEY_MAX];
+		if (nm.len > sizeof name - 16)
+			return rank_parser_fail(p, &nm, STRATA_LIMIT, "field name too long");
+		snprintf(name, sizeof name, "elementGap(%.*s)", (int)nm.len, nm.s);
+		for (int i = 0; i < pr->nfprops; i++)
+			if (strcmp(pr->fprops[i].name, name) == 0)
+				return rank_parser_fail(p, &t, STRATA_TYPE,
+				                        "element-gap of '%.*s' is given twice", (int)nm.len,
+				                        nm.s);
+		if ((rc = rank_parser_push(p, &pr->fprops, &pr->nfprops, sizeof *pr->fprops)) != 0)
+			return rc;
+		struct rank_fprop_decl *d = &pr->fprops[pr->nfprops - 1];
+		d->value = gap;
+		d->pos = rank_parser_pos(p, &nm);
+		if (!(d->name = base_strdup(name)))
+			return rank_parser_nomem(p);
+	}
+	return rc;
 }

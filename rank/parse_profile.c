@@ -827,8 +827,8 @@ static const char *const ignored_profile_settings[] = {
 };
 
 static const char *const unsupported_profile_settings[] = {
-	"match-phase", "diversity", "mutate", "strict", "rank", "rank-type",
-	"weakand", "significance", "filter-threshold", "post-filter-threshold", "rank-features",
+	"match-phase", "diversity", "mutate", "strict", "rank-type",
+	"weakand", "significance", "filter-threshold", "post-filter-threshold",
 	"ignore-default-rank-features", "constant", "macro", "second-phase-rerank-count",
 	"global-phase-rerank-count", "normalizer", "input", NULL,
 };
@@ -1014,7 +1014,7 @@ static int profile_item(const struct rank_tok *t)
 	static const char *const items[] = {
 		"first-phase", "second-phase", "global-phase", "function", "inputs",
 		"rank-properties", "constants", "match-features", "summary-features", "onnx-model",
-		"num-threads-per-search", "min-hits-per-thread", NULL,
+		"num-threads-per-search", "min-hits-per-thread", "rank", "rank-features", NULL,
 	};
 	return rank_parser_name_in(t, items) || rank_nn_setting_of(t) >= 0 ||
 	       rank_parser_name_in(t, ignored_profile_settings) ||
@@ -1065,6 +1065,17 @@ static int profile_items(struct rank_parser *p, struct rank_profile_decl *pr,
 			rc = features(p, &t, &pr->summary_features, &pr->nsummary_features);
 		} else if (rank_tok_is(&t, "onnx-model")) {
 			rc = rank_parse_model(p, &pr->models, &pr->nmodels);
+		} else if (rank_tok_is(&t, "rank")) {
+			rc = rank_parse_profile_rank(p, pr, &t);
+		} else if (rank_tok_is(&t, "rank-features")) {
+			/* what Vespa dumps with ranking.listFeatures, which Strata
+			 * does not offer: read, and changes nothing */
+			struct rank_ast **list = NULL;
+			int nlist = 0;
+			rc = features(p, &t, &list, &nlist);
+			for (int i = 0; i < nlist; i++)
+				rank_ast_free(list[i]);
+			rank_vec_free(list, nlist, sizeof *list);
 		} else if (rank_nn_setting_of(&t) >= 0) {
 			rc = rank_parse_nn_setting(p, &t, pr);
 		} else if (rank_tok_is(&t, "num-threads-per-search")) {

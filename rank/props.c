@@ -20,6 +20,10 @@
  * to the back end as they are and one no feature reads changes nothing (a
  * bm25(f) that could read it is refused where an expression names it).
  * rank_fprop_notice() gives the line the loader passes up to say so.
+ *
+ * A profile's "rank f { element-gap: N }" (parse_field.c) comes here as the
+ * property "elementGap(f)" (-1: infinity); f must be a field with a text
+ * index, and rank_profile_element_gap() gives the engine its value.
  */
 #include <math.h>
 #include <stdio.h>
@@ -100,6 +104,43 @@ static void bm25_defaults(struct rank_bm25 *b)
 	b->avgdl = 0;
 }
 
+/* name is "elementGap(FIELD)": the field's name in *f, *fn bytes. */
+static int split_gap(const char *name, const char **f, size_t *fn)
+{
+	size_t n = strlen(name);
+	if (n < 12 || memcmp(name, "elementGap(", 11) != 0 || name[n - 1] != ')')
+		return 0;
+	*f = name + 11;
+	*fn = n - 12;
+	return 1;
+}
+
+/* The element gap property fp of profile p into its table. */
+static int resolve_gap(struct rank_profile *p, const struct rank_fprop_decl *fp, const char *f,
+                       size_t fn, struct strata_error *err)
+{
+	int fi = field_named(p->sd, f, fn);
+	if (fi < 0 || rank_field_token_flags(&p->sd->fields[fi]) < 0)
+		return base_err(err, STRATA_TYPE, "%s:%d:%d: rank %.*s { element-gap }: '%.*s' is %s",
+		                fp->pos.file, fp->pos.line, fp->pos.col, (int)fn, f, (int)fn, f,
+		                fi < 0 ? "no field of the schema" : "a field without a text index");
+	if (!p->elem_gap) {
+		p->elem_gap = base_arena_alloc(&p->pool, (size_t)p->sd->nfields * sizeof *p->elem_gap,
+		                               _Alignof(int));
+		if (!p->elem_gap)
+			return base_nomem(err, "profile '%s'", p->decl->name);
+		for (int k = 0; k < p->sd->nfields; k++)
+			p->elem_gap[k] = -1;
+	}
+	p->elem_gap[fi] = (int)fp->value;
+	return 0;
+}
+
+int rank_profile_element_gap(const struct rank_profile *p, int field)
+{
+	return p && p->elem_gap && field >= 0 && field < p->sd->nfields ? p->elem_gap[field] : -1;
+}
+
 int rank_fprops_resolve(struct rank_profile *p, struct strata_error *err)
 {
 	const struct rank_profile_decl *d = p->decl;
@@ -107,7 +148,12 @@ int rank_fprops_resolve(struct rank_profile *p, struct strata_error *err)
 		const struct rank_fprop_decl *fp = &d->fprops[i];
 		const char *f;
 		size_t fn;
-		int which;
+		int which, rc;
+		if (split_gap(fp->name, &f, &fn)) {
+			if ((rc = resolve_gap(p, fp, f, fn, err)) != 0)
+				return rc;
+			continue;
+		}
 		split_bm25(fp->name, strlen(fp->name), &f, &fn, &which);
 		int fi = field_named(p->sd, f, fn);
 		if (fi < 0 || rank_field_token_flags(&p->sd->fields[fi]) < 0)
@@ -146,6 +192,8 @@ int rank_fprop_notice(const struct rank_profile *p, int i, char *buf, size_t n)
 	const char *f;
 	size_t fn;
 	int which;
+	if (split_gap(fp->name, &f, &fn)) /* refused at compile when it changes nothing */
+		return 0;
 	split_bm25(fp->name, strlen(fp->name), &f, &fn, &which);
 	int fi = field_named(p->sd, f, fn);
 	if (fi >= 0 && rank_field_token_flags(&p->sd->fields[fi]) >= 0)

@@ -190,6 +190,13 @@ int rank_text_fields_check(struct rank_parser *p);
  * rank_field_setting_is: kw is one of them. */
 int rank_field_setting_is(const struct rank_tok *kw);
 int rank_parse_field_setting(struct rank_parser *p, struct rank_field *f, const struct rank_tok *kw);
+/* parse_field.c: after "rank" (kw) in a rank-profile, "FIELD { element-gap:
+ * N|infinity }", kept in pr as the rank property "elementGap(FIELD)" (-1:
+ * infinity).  Returns 0 or the parser's error (STRATA_NOT_IMPLEMENTED for
+ * filter and filter-threshold). */
+#define RANK_ELEMENT_GAP_KEY_MAX 300
+int rank_parse_profile_rank(struct rank_parser *p, struct rank_profile_decl *pr,
+                            const struct rank_tok *kw);
 
 /* fields.c: the document part of the schema language, called by parse.c.
  * Each returns 0 or a parse error as above. */

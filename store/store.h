@@ -339,6 +339,14 @@ int store_text_element(struct store_txn *txn, int doctype, int field, uint32_t l
 int store_text_elements(struct store_txn *txn, int doctype, int field, uint32_t lid,
                         const uint32_t *pos, uint32_t n, uint32_t *elem, int32_t *weight,
                         struct strata_error *err);
+/* store_text_elements for positions pos[0..n) of lid, with each one's
+ * element's length in tokens: elem[i] its element (UINT32_MAX, len[i] 0,
+ * when none holds it) and len[i] that element's length (a string field:
+ * element 0, the field's length).  Returns 0, STRATA_NOT_FOUND (no value),
+ * STRATA_INVALID_ARGUMENT, STRATA_CORRUPT, STRATA_STORE. */
+int store_text_element_spans(struct store_txn *txn, int doctype, int field, uint32_t lid,
+                             const uint32_t *pos, uint32_t n, uint32_t *elem, uint32_t *len,
+                             struct strata_error *err);
 /* Text tokenized ahead of its write, on any thread (text_tokens.c): the
  * value s[0..n) of text field `field` (a single string) of doctype,
  * tokenized into *pre (made when NULL, else reused) as a write would.
@@ -359,6 +367,13 @@ void store_txn_pretext(struct store_txn *w, struct store_pretext *const *pre, in
  * average field length).  Returns 0, STRATA_INVALID_ARGUMENT, STRATA_STORE. */
 int store_text_stats(struct store_txn *txn, int doctype, int field, uint64_t *docs,
                      uint64_t *tokens, struct strata_error *err);
+
+/* The elements of field over the documents with a value (a string is
+ * one; a collection, its elements, empty ones too): the total tokens over
+ * it is the average element length.  Returns 0, STRATA_INVALID_ARGUMENT,
+ * STRATA_STORE. */
+int store_text_element_total(struct store_txn *txn, int doctype, int field, uint64_t *elements,
+                             struct strata_error *err);
 
 /* Check doctype's text index against itself and the documents
  * (text_check.c): every block decodes and its bounds are its postings';

@@ -25,7 +25,9 @@
  * the consecutive positions of a phrase never span two elements, and the
  * length entry carries after the field's length (the sum of its elements')
  * a table of (first position, length, weight) per element, which maps a
- * position back to its element and a weighted set key's weight.
+ * position back to its element and a weighted set key's weight.  The
+ * field's totals count its documents, tokens and elements (a single string
+ * is one element).
  *
  * Invariants: for every live document and text field with a value, there is
  * exactly one length entry and one posting per distinct term of the value
@@ -46,7 +48,8 @@
 #define LEN_TAG STORE_TEXT_LEN_TAG
 #define SUM_TAG STORE_TEXT_SUM_TAG
 #define ELEM_BYTES 12 /* an element in a length entry: start, length, weight (u32 each) */
-#define TEXT_FORMAT 0x54584635u /* recorded with the settings: "TXF5", blocks with bounds */
+#define TEXT_FORMAT 0x54584636u /* recorded with the settings: "TXF6", blocks with bounds,
+                                   totals with the elements */
 
 static size_t key_field(uint8_t *k, int sf)
 {
@@ -141,36 +144,38 @@ static int collect(struct store_txn *w, int tf, const char *s, size_t n, size_t 
 	return rc;
 }
 
-/* The totals entry of field sf: s[0] documents, s[1] tokens (0, 0 when
- * there is none).  Returns 0, STRATA_CORRUPT or an LMDB error reported. */
-static int sums_read(MDB_txn *t, MDB_dbi dbi, int sf, uint8_t kb[3], uint64_t s[2],
+/* The totals entry of field sf: s[0] documents, s[1] tokens, s[2]
+ * elements (0 when there is none).  Returns 0, STRATA_CORRUPT or an LMDB
+ * error reported. */
+static int sums_read(MDB_txn *t, MDB_dbi dbi, int sf, uint8_t kb[3], uint64_t s[3],
                      struct strata_error *err)
 {
 	key_field(kb, sf);
 	kb[2] = SUM_TAG;
 	MDB_val k = {3, kb}, v;
-	s[0] = s[1] = 0;
+	s[0] = s[1] = s[2] = 0;
 	int rc = mdb_get(t, dbi, &k, &v);
 	if (rc == MDB_NOTFOUND)
 		return 0;
 	if (rc)
 		return store_mdb_err(err, rc, "reading the text index");
-	if (v.mv_size != 2 * sizeof *s)
+	if (v.mv_size != 3 * sizeof *s)
 		return base_err(err, STRATA_CORRUPT, "text index: bad totals entry");
-	memcpy(s, v.mv_data, 2 * sizeof *s);
+	memcpy(s, v.mv_data, 3 * sizeof *s);
 	return 0;
 }
 
 static int sum_update(struct store_txn *w, struct doctype *dt, int sf, int64_t docs,
-                      int64_t tokens, struct strata_error *err)
+                      int64_t tokens, int64_t elems, struct strata_error *err)
 {
 	uint8_t kb[3];
-	uint64_t s[2];
+	uint64_t s[3];
 	int rc = sums_read(w->txn, dt->text, sf, kb, s, err);
 	if (rc)
 		return rc;
 	s[0] += (uint64_t)docs;
 	s[1] += (uint64_t)tokens;
+	s[2] += (uint64_t)elems;
 	MDB_val k = {3, kb}, v = {sizeof s, s};
 	if ((rc = mdb_put(w->txn, dt->text, &k, &v, 0)) != 0)
 		return store_mdb_err(err, rc, "updating the text index");
@@ -195,12 +200,19 @@ static int drop_field(struct store_txn *w, struct doctype *dt, int sf, uint32_t 
 		}
 		o += store_tok_rec_size(r->n);
 	}
-	MDB_val k = {store_text_length_key(kb, sf, lid), kb};
-	if ((rc = mdb_del(w->txn, dt->text, &k, NULL)) != 0)
+	MDB_val k = {store_text_length_key(kb, sf, lid), kb}, v;
+	/* its elements: a collection's table's entries, else one */
+	if ((rc = mdb_get(w->txn, dt->text, &k, &v)) == 0 && v.mv_size < 4)
+		return base_err(err, STRATA_CORRUPT, "text index: a bad length entry");
+	int64_t nelem = !rc && (dt->stored[sf].text & (STORE_TEXT_ARRAY | STORE_TEXT_WSET))
+	                        ? (int64_t)((v.mv_size - 4) / ELEM_BYTES) : 1;
+	if (!rc)
+		rc = mdb_del(w->txn, dt->text, &k, NULL);
+	if (rc)
 		return rc == MDB_NOTFOUND ? base_err(err, STRATA_CORRUPT,
 		                                     "text index: no length entry for local id %u", lid)
 		                          : store_mdb_err(err, rc, "updating the text index");
-	return sum_update(w, dt, sf, -1, -(int64_t)len, err);
+	return sum_update(w, dt, sf, -1, -(int64_t)len, -nelem, err);
 }
 
 /* Add lid's entries for field sf from s[0..n): its tokens offered with
@@ -249,7 +261,8 @@ static int add_field(struct store_txn *w, struct doctype *dt, int sf, uint32_t l
 	memcpy(v.mv_data, &len, sizeof len);
 	if (nelem)
 		memcpy((uint8_t *)v.mv_data + sizeof len, w->ebuf, nelem * ELEM_BYTES);
-	return sum_update(w, dt, sf, 1, len, err);
+	int coll = (dt->stored[sf].text & (STORE_TEXT_ARRAY | STORE_TEXT_WSET)) != 0;
+	return sum_update(w, dt, sf, 1, len, coll ? (int64_t)nelem : 1, err);
 }
 
 int store_text_reindex(struct store_txn *w, struct doctype *dt, uint32_t lid,
@@ -679,12 +692,57 @@ int store_text_stats(struct store_txn *txn, int doctype, int field, uint64_t *do
 	if (sf < 0)
 		return sf;
 	uint8_t kb[3];
-	uint64_t s[2];
+	uint64_t s[3];
 	int rc = sums_read(txn->txn, dt->text, sf, kb, s, err);
 	if (rc)
 		return rc;
 	*docs = s[0];
 	*tokens = s[1];
+	return 0;
+}
+
+int store_text_element_total(struct store_txn *txn, int doctype, int field, uint64_t *elements,
+                             struct strata_error *err)
+{
+	struct doctype *dt;
+	int sf = text_field(txn, doctype, field, &dt, err);
+	if (sf < 0)
+		return sf;
+	uint8_t kb[3];
+	uint64_t s[3];
+	int rc = sums_read(txn->txn, dt->text, sf, kb, s, err);
+	if (!rc)
+		*elements = s[2];
+	return rc;
+}
+
+int store_text_element_spans(struct store_txn *txn, int doctype, int field, uint32_t lid,
+                             const uint32_t *pos, uint32_t n, uint32_t *elem, uint32_t *len,
+                             struct strata_error *err)
+{
+	struct doctype *dt;
+	int sf = text_field(txn, doctype, field, &dt, err);
+	if (sf < 0)
+		return sf;
+	MDB_val v;
+	int rc = length_get(txn, dt, sf, lid, &v, err);
+	if (rc)
+		return rc;
+	uint32_t whole;
+	memcpy(&whole, v.mv_data, 4);
+	int coll = (dt->stored[sf].text & (STORE_TEXT_ARRAY | STORE_TEXT_WSET)) != 0;
+	const uint8_t *tab = (const uint8_t *)v.mv_data + 4;
+	size_t nelem = (v.mv_size - 4) / ELEM_BYTES;
+	for (uint32_t i = 0; i < n; i++) {
+		int32_t w;
+		long e = coll ? element_at(tab, nelem, pos[i], &w) : pos[i] < whole ? 0 : -1;
+		elem[i] = e < 0 ? UINT32_MAX : (uint32_t)e;
+		len[i] = 0;
+		if (e >= 0 && coll)
+			memcpy(&len[i], tab + (size_t)e * ELEM_BYTES + 4, 4);
+		else if (e >= 0)
+			len[i] = whole;
+	}
 	return 0;
 }
 

@@ -19,6 +19,7 @@
 struct field_sum {
 	uint64_t docs, tokens;   /* from the length entries */
 	uint64_t tdocs, ttokens; /* the totals entry */
+	uint64_t elems, telems;  /* elements: of the length entries, of the totals */
 	int has_totals;
 };
 
@@ -128,15 +129,18 @@ int store_text_check(struct store_txn *txn, int doctype, uint64_t *postings,
 				goto out;
 			t->len = 0;
 			uint32_t len;
-			if (kb[2] == STORE_TEXT_SUM_TAG && k.mv_size == 3 && v.mv_size == 16) {
+			if (kb[2] == STORE_TEXT_SUM_TAG && k.mv_size == 3 && v.mv_size == 24) {
 				memcpy(&fs[sf].tdocs, v.mv_data, 8);
 				memcpy(&fs[sf].ttokens, (const uint8_t *)v.mv_data + 8, 8);
+				memcpy(&fs[sf].telems, (const uint8_t *)v.mv_data + 16, 8);
 				fs[sf].has_totals = 1;
 			} else if (kb[2] == STORE_TEXT_LEN_TAG && k.mv_size == 7 && v.mv_size >= 4 &&
 			           live(txn, doctype, store_be32_get(kb + 3))) {
 				memcpy(&len, v.mv_data, 4);
 				fs[sf].docs++;
 				fs[sf].tokens += len;
+				fs[sf].elems += dt->stored[sf].text & (STORE_TEXT_ARRAY | STORE_TEXT_WSET)
+				                ? (v.mv_size - 4) / 12 : 1; /* text.c's element table */
 			} else {
 				rc = base_err(err, STRATA_CORRUPT, "text index: a bad length or totals entry");
 				goto out;
@@ -171,12 +175,13 @@ int store_text_check(struct store_txn *txn, int doctype, uint64_t *postings,
 		goto out;
 	for (int sf = 0; sf < dt->nstored; sf++)
 		if (fs[sf].docs && (!fs[sf].has_totals || fs[sf].docs != fs[sf].tdocs ||
-		                    fs[sf].tokens != fs[sf].ttokens)) {
+		                    fs[sf].tokens != fs[sf].ttokens || fs[sf].elems != fs[sf].telems)) {
 			rc = base_err(err, STRATA_CORRUPT,
-			              "text index: field totals of %llu documents, %llu tokens; the "
-			              "length entries %llu, %llu",
+			              "text index: field totals of %llu documents, %llu tokens, %llu "
+			              "elements; the length entries %llu, %llu, %llu",
 			              (unsigned long long)fs[sf].tdocs, (unsigned long long)fs[sf].ttokens,
-			              (unsigned long long)fs[sf].docs, (unsigned long long)fs[sf].tokens);
+			              (unsigned long long)fs[sf].telems, (unsigned long long)fs[sf].docs,
+			              (unsigned long long)fs[sf].tokens, (unsigned long long)fs[sf].elems);
 			goto out;
 		}
 out:

@@ -3,8 +3,9 @@
  * iteration (rank/compile_feature.c): foreach over terms, fields and
  * attributes with each condition and operation, term(n), queryTermCount,
  * fieldTermMatch, matchCount, averageFieldLength, num_docs_indexed, now,
- * age and freshness with their rank properties, and the errors of each,
- * with positions.  Documents and query terms come from a fake store whose
+ * age and freshness with their rank properties, elementwise(bm25(f)),
+ * elementSimilarity, fieldTermMatch(f, n).weight, rank f { element-gap },
+ * and the errors of each, with positions.  Documents and query terms come from a fake store whose
  * values the tests compute again by hand.
  */
 #include <float.h>
@@ -65,6 +66,10 @@ static double fake_term(void *ud, int feature, int field, int term, uint32_t lid
 	case RANK_TT_AVG_LENGTH: return 2.5 + field;
 	case RANK_TT_NUM_DOCS: return 42;
 	case RANK_TT_DOC_FREQ: return term == 1 || term >= NTERMS ? NAN : 10 + term + field;
+	/* elements 0 to 3 but 1 scored, each 0.1 + element + 10 * field + 100 * lid */
+	case RANK_TT_ELEM_BM25: return term < 0 ? 4 : term == 1 ? NAN : 0.1 + term + 10 * field + 100.0 * lid;
+	case RANK_TT_ELEM_SIMILARITY: return 0.25 + field + lid;
+	case RANK_TT_TERM_WEIGHT: return term < NTERMS ? 7 * (term + 1) + field : 0;
 	}
 	return NAN;
 }
@@ -112,6 +117,7 @@ struct run {
 static void open_profile(struct run *r, const char *sd, const char *profile)
 {
 	struct strata_error err = { 0 };
+	memset(r, 0, sizeof *r); /* no text callback: text features are 0 */
 	r->app = load(sd);
 	r->s = rank_app_schema_find(r->app, "doc");
 	r->docs.ud = (void *)r->s;
@@ -256,6 +262,136 @@ static void test_foreach(void **state)
 	           STRATA_TYPE, "doc.sd:9:61:", "the variable must be a name");
 	load_fails(DOC "  rank-profile p { first-phase { expression: foreach(terms, x, term(y).weight, true, sum) } }\n}\n",
 	           STRATA_TYPE, "doc.sd:9:69:", "a term number");
+}
+
+/* ---- elementwise, elementSimilarity, element-gap --------------------------------- */
+
+/* An elementwise tensor's cells in order of their labels: "label=value,". */
+struct cells {
+	char dim[16];
+	char text[512];
+	int n;
+};
+
+static int collect_cells(void *ud, const struct rank_feature *f)
+{
+	struct cells *c = &((struct cells *)ud)[((struct cells *)ud)->n++];
+	if (!f->sparse) {
+		snprintf(c->text, sizeof c->text, "%.17g", f->cells ? f->cells[0] : NAN);
+		return 0;
+	}
+	assert_int_equal(f->rank, 1);
+	snprintf(c->dim, sizeof c->dim, "%s", f->dim_names[0]);
+	size_t o = 0;
+	for (int want = 0; want < 8; want++) /* the labels are 0..7: print in order */
+		for (size_t b = 0; b < f->sparse->nblocks; b++)
+			if (atoi(f->sparse->labels[b]) == want)
+				o += (size_t)snprintf(c->text + o, sizeof c->text - o, "%s=%.17g,",
+				                      f->sparse->labels[b], f->sparse->cells[b]);
+	return 0;
+}
+
+static void test_elements(void **state)
+{
+	(void)state;
+	static const char *sd =
+		DOC
+		"  rank-profile p {\n"
+		"    rank title { element-gap: 2 }\n"
+		"    match-features {\n"
+		"      elementwise(bm25(body), e, float)\n"
+		"      elementwise(bm25(title),x)\n"
+		"      elementSimilarity(body)\n"
+		"      elementSimilarity(title).default\n"
+		"      fieldTermMatch(body, 1).weight\n"
+		"    }\n"
+		"    rank-features { nativeRank elementSimilarity(title)\n"
+		"                    fieldTermMatch(title, 4).weight }\n"
+		"  }\n"
+		"  rank-profile q inherits p {\n"
+		"    rank body {\n"
+		"      element-gap: 0\n"
+		"    }\n"
+		"  }\n"
+		"  rank-profile r inherits q { rank title { element-gap: infinity } }\n"
+		"}\n";
+	struct run r;
+	open_profile(&r, sd, "p");
+	int title = rank_schema_field_index(r.s, "title"), body = rank_schema_field_index(r.s, "body");
+	struct cells c[8] = { 0 };
+	struct strata_error err = { 0 };
+	double score;
+	uint32_t lid = 2;
+	assert_int_equal(rank_query_first_phase(r.q, &r.docs, &lid, 1, &score, &err), 0);
+	assert_int_equal(rank_query_features(r.q, &r.docs, lid, score, RANK_MATCH_FEATURES,
+	                                     collect_cells, c, &err), 0);
+	assert_int_equal(c[0].n, 5);
+	/* float cells hold the float nearest; element 1 has no cell */
+	char want[512];
+	snprintf(want, sizeof want, "0=%.17g,2=%.17g,3=%.17g,", (double)(float)(0.1 + 10 * body + 200),
+	         (double)(float)(2.1 + 10 * body + 200), (double)(float)(3.1 + 10 * body + 200));
+	assert_string_equal(c[0].dim, "e");
+	assert_string_equal(c[0].text, want);
+	snprintf(want, sizeof want, "0=%.17g,2=%.17g,3=%.17g,", 0.1 + 10 * title + 200,
+	         2.1 + 10 * title + 200, 3.1 + 10 * title + 200);
+	assert_string_equal(c[1].dim, "x");
+	assert_string_equal(c[1].text, want);
+	NEAR(atof(c[2].text), 0.25 + body + 2);
+	NEAR(atof(c[3].text), 0.25 + title + 2);
+	NEAR(atof(c[4].text), 14 + body);
+	/* the element gaps, per field, inherited and overridden */
+	assert_int_equal(rank_profile_element_gap(r.p, title), 2);
+	assert_int_equal(rank_profile_element_gap(r.p, body), -1);
+	const struct rank_profile *q = rank_profile_find(r.s, "q"), *rr = rank_profile_find(r.s, "r");
+	assert_int_equal(rank_profile_element_gap(q, title), 2);
+	assert_int_equal(rank_profile_element_gap(q, body), 0);
+	assert_int_equal(rank_profile_element_gap(rr, title), -1);
+	assert_int_equal(rank_profile_element_gap(rr, body), 0);
+	assert_int_equal(rank_profile_element_gap(NULL, body), -1);
+	close_run(&r);
+
+	/* a query without text conditions: no cells */
+	open_profile(&r, sd, "p");
+	struct rank_docs none = r.docs;
+	none.term = NULL;
+	memset(c, 0, sizeof c);
+	assert_int_equal(rank_query_first_phase(r.q, &none, &lid, 1, &score, &err), 0);
+	assert_int_equal(rank_query_features(r.q, &none, lid, score, RANK_MATCH_FEATURES,
+	                                     collect_cells, c, &err), 0);
+	assert_string_equal(c[0].text, "");
+	close_run(&r);
+
+	/* the errors */
+	load_fails(DOC "  rank-profile p { first-phase { expression: sum(elementwise(nativeRank(body), x)) } }\n}\n",
+	           STRATA_NOT_IMPLEMENTED, "doc.sd:9:62:", "not a feature with elementwise support");
+	load_fails(DOC "  rank-profile p { first-phase { expression: sum(elementwise(bm25(ts), x)) } }\n}\n",
+	           STRATA_TYPE, "doc.sd:9:67:", "'ts' is not a field with a text index");
+	load_fails(DOC "  rank-profile p { first-phase { expression: sum(elementwise(bm25(body), x, half)) } }\n}\n",
+	           STRATA_TYPE, "doc.sd:9:77:", "'half' is not a cell type");
+	load_fails(DOC "  rank-profile p { first-phase { expression: sum(elementwise(bm25(body))) } }\n}\n",
+	           STRATA_TYPE, "doc.sd:9:50:", "elementwise(feature, dimension, cell_type) is expected");
+	load_fails(DOC "  rank-profile p { first-phase { expression: elementSimilarity(body).sumWeight } }\n}\n",
+	           STRATA_NOT_IMPLEMENTED, "doc.sd:9:46:", "only the default output");
+	load_fails(DOC "  rank-profile p { first-phase { expression: elementSimilarity(n) } }\n}\n",
+	           STRATA_TYPE, "doc.sd:9:64:", "'n' is not a field with a text index");
+	load_fails(DOC "  rank-profile p { rank body { element-gap: -1 } }\n}\n",
+	           STRATA_PARSE, "doc.sd:9:45:", "expected a whole number or infinity");
+	load_fails(DOC "  rank-profile p { rank body { element-gap: 1.5 } }\n}\n",
+	           STRATA_TYPE, "doc.sd:9:45:", "element-gap must be a whole number from 0");
+	load_fails(DOC "  rank-profile p { rank body { gap: 1 } }\n}\n",
+	           STRATA_PARSE, "doc.sd:9:32:", "expected element-gap or '}'");
+	load_fails(DOC "  rank-profile p { rank body { filter-threshold: 0.1 } }\n}\n",
+	           STRATA_NOT_IMPLEMENTED, "doc.sd:9:32:", "filter-threshold in 'rank body'");
+	load_fails(DOC "  rank-profile p { rank body: filter }\n}\n",
+	           STRATA_NOT_IMPLEMENTED, "doc.sd:9:31:", "rank body: filter");
+	load_fails(DOC "  rank-profile p { rank body { element-gap: 1  element-gap: 2 } }\n}\n",
+	           STRATA_TYPE, "doc.sd:9:48:", "element-gap of 'body' is given twice");
+	load_fails(DOC "  rank-profile p { rank nosuch { element-gap: 1 } }\n}\n",
+	           STRATA_TYPE, "doc.sd:9:25:", "'nosuch' is no field of the schema");
+	load_fails(DOC "  rank-profile p { rank n { element-gap: 1 } }\n}\n",
+	           STRATA_TYPE, "doc.sd:9:25:", "'n' is a field without a text index");
+	load_fails(DOC "  rank-profile p { rank-features: nosuchfeature(1 }\n}\n",
+	           STRATA_PARSE, "doc.sd:9", "");
 }
 
 /* ---- term features ------------------------------------------------------------ */
@@ -529,6 +665,7 @@ int main(void)
 		cmocka_unit_test(test_terms),
 		cmocka_unit_test(test_freshness),
 		cmocka_unit_test(test_close_label),
+		cmocka_unit_test(test_elements),
 		cmocka_unit_test(test_alloc_failures),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

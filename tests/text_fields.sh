@@ -47,6 +47,23 @@ schema doc {
     rank-profile avg inherits tuned {
         rank-properties { bm25(tags).averageFieldLength: 10 }
     }
+    rank-profile ew {
+        first-phase { expression: sum(elementwise(bm25(tags), e, float)) }
+        match-features: elementwise(bm25(tags),e,float) elementwise(bm25(tags),x)
+    }
+    rank-profile ewtuned inherits ew {
+        rank-properties { bm25(tags).k1: 0.9 }
+    }
+    rank-profile prox {
+        first-phase { expression: nativeProximity(tags) }
+    }
+    rank-profile gap0 inherits prox { rank tags { element-gap: 0 } }
+    rank-profile gap3 inherits gap0 {
+        rank tags {
+            element-gap: 3
+        }
+    }
+    rank-profile gapinf inherits gap3 { rank tags { element-gap: infinity } }
 }
 EOS
 cat >"$APP/feed.jsonl" <<'EOS'
@@ -127,6 +144,57 @@ if expect_ok "bm25" "$STRATA" query "$APP" --profile bm25 \
 		"\(."fieldLength(tags)")/\(."fieldLength(kw)")"] | join(",")')" "4/2,5/0,5/1"
 fi
 
+# elementwise(bm25(tags)): bm25 of each element alone, its length over the
+# average element length (14 tokens in 7 elements: 2), labelled by element
+elem() { # TF LEN DF [K1 [AVGEL [N]]]: one element's bm25, as %.6f
+	awk -v tf="$1" -v len="$2" -v df="$3" -v k1="${4:-1.2}" -v avg="${5:-2}" -v n="${6:-4}" \
+		'BEGIN { idf = log(1 + (n - df + 0.5) / (df + 0.5))
+		printf "%.6f", idf * tf * (k1 + 1) / (tf + k1 * (0.25 + 0.75 * len / avg)) }'
+}
+ewcells='[.root.children[] | (.id | sub("id:doc:doc::"; "")) + "=" + ([.fields.matchfeatures[$f].cells |
+	to_entries[] | "\(.key):\(.value * 1e6 | round / 1e6)"] | join(";"))] | join(",")'
+# "apple" and "apples" stem alike: doc 3 has it in elements 0 (2 tokens) and
+# 1 (1 token), doc 1 in element 1 (2 tokens)
+if expect_ok "elementwise bm25" "$STRATA" query "$APP" --profile ew \
+	--yql 'select * from sources * where tags contains "apple"'; then
+	r=$(jout --arg f 'elementwise(bm25(tags),x)' "$ewcells")
+	check "elementwise bm25 cells" "$r" \
+		"3=0:$(elem 1 2 2);1:$(elem 1 1 2),1=1:$(elem 1 2 2)"
+	check "elementwise bm25, float cells" "$(jout --arg f 'elementwise(bm25(tags),e,float)' "$ewcells")" "$r"
+	check "elementwise bm25, type" "$(jout -r '.root.children[0].fields.matchfeatures."elementwise(bm25(tags),e,float)".type')" "tensor(e{})"
+fi
+expect_ok "elementwise bm25, k1" "$STRATA" query "$APP" --profile ewtuned \
+	--yql 'select * from sources * where tags contains "apple"' &&
+	check "elementwise bm25 follows bm25(f).k1" "$(jout --arg f 'elementwise(bm25(tags),x)' "$ewcells")" \
+		"3=0:$(elem 1 2 2 0.9);1:$(elem 1 1 2 0.9),1=1:$(elem 1 2 2 0.9)"
+# two terms in one element add up; a document without a match has no cells
+expect_ok "elementwise bm25, two terms" "$STRATA" query "$APP" --profile ew \
+	--yql 'select * from sources * where tags contains "york" or tags contains "city"' &&
+	check "elementwise bm25, two terms" "$(jout --arg f 'elementwise(bm25(tags),x)' "$ewcells")" \
+		"2=1:$(awk -v a="$(elem 1 4 2)" -v b="$(elem 1 4 1)" 'BEGIN { printf "%.6f", a + b }'),1=0:$(elem 1 2 2)"
+expect_ok "elementwise bm25, no text condition" "$STRATA" query "$APP" --profile ew \
+	--yql 'select * from sources * where n = 1' &&
+	check "elementwise bm25, no text condition" "$(jout --arg f 'elementwise(bm25(tags),x)' "$ewcells")" "1="
+# nativeProximity across elements: doc 1 is ["New York", "big apple"]; york
+# ends element 0 and big begins element 1.  By default (infinity) they never
+# pair; element-gap 0: 1 apart (forward 500/2 of 450 from york to big, or
+# reverse 400/2 of 450), gap 3: 4 apart
+prox() { # PROFILE WHERE: doc 1's relevance
+	"$STRATA" query "$APP" --profile "$1" --yql "select * from sources * where $2" 2>"$ERR" |
+		jq -r '.root.children[] | select(.id == "id:doc:doc::1") | .relevance * 1e6 | round' 2>/dev/null
+}
+near() { awk -v s="$1" -v d="$2" 'BEGIN { printf "%d", 1e6 * 0.5 * s * exp(-(d - 1) / 3) / 450 + 0.5 }'; }
+YB='tags contains "york" and tags contains "big"'
+BY='tags contains "big" and tags contains "york"'
+check "nativeProximity: elements apart by default" "$(prox prox "$YB")/$(prox prox "$BY")" "0/0"
+check "nativeProximity: element-gap 0" "$(prox gap0 "$YB")/$(prox gap0 "$BY")" "$(near 500 1)/$(near 400 1)"
+check "nativeProximity: element-gap 3, inherited and changed" "$(prox gap3 "$YB")/$(prox gap3 "$BY")" \
+	"$(near 500 4)/$(near 400 4)"
+check "nativeProximity: element-gap infinity" "$(prox gapinf "$YB")" "0"
+check "nativeProximity: within an element" "$(prox prox 'tags contains "new" and tags contains "york"')" \
+	"$(near 500 1)"
+expect_ok "check after elementwise" "$STRATA" check "$APP"
+
 # updates: elements added, removed and assigned; the index follows
 cat >"$T/upd.jsonl" <<'EOS'
 {"update": "id:doc:doc::1", "fields": {"tags": {"add": ["green fields"]}}}
@@ -149,6 +217,12 @@ if expect_ok "lengths after updates" "$STRATA" query "$APP" --profile bm25 \
 		.fields.matchfeatures."fieldLength(tags)")/\(.fields.matchfeatures."fieldLength(kw)")"] |
 		sort | join(",")')" "1:6/1,2:5/1,3:2/0"
 fi
+# the average element length follows: 13 tokens in 6 elements, 3 documents
+expect_ok "elementwise bm25 after updates" "$STRATA" query "$APP" --profile ew \
+	--yql 'select * from sources * where tags contains "green"' &&
+	check "elementwise bm25 after updates" "$(jout --arg f 'elementwise(bm25(tags),x)' "$ewcells")" \
+		"1=2:$(elem 1 2 1 1.2 "$(awk 'BEGIN { printf "%.17g", 13 / 6 }')" 3)"
+expect_ok "check after updates" "$STRATA" check "$APP"
 
 # match: gram: the text and the query's words split into grams alike, the
 # query's grams a phrase

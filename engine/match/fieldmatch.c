@@ -304,7 +304,9 @@ double eng_field_match(struct store_txn *txn, const struct eng_doctype *dt,
  * reverse, 256 entries, mixed half and half (proximityImportance 0.5) and
  * normalized by the largest mix; pairs within a sliding window of 4 terms,
  * weighted by their connectedness (0.1, over the distance in the query for
- * terms not adjacent there). */
+ * terms not adjacent there).  In a collection, as in Vespa, occurrences
+ * pair within an element, and across two adjacent ones only when the
+ * profile gives the field an element gap. */
 #define NATIVE_WINDOW 4
 #define NATIVE_TABLE 256
 
@@ -313,10 +315,47 @@ static double native_table(double scale, int64_t dist)
 	return dist >= 1 && dist <= NATIVE_TABLE ? scale * exp(-(double)(dist - 1) / 3) : 0;
 }
 
-double eng_native_proximity(const struct eng_textset *s, int feature, int field, uint32_t lid)
+/* The elements of the positions of the n terms of t in lid's value of a
+ * collection field (el[i][k] for t[i].pos[k]): 0 when they are read. */
+static int term_elements(struct store_txn *txn, const struct eng_doctype *dt, int field,
+                         uint32_t lid, const struct eng_term_pos *t, int n,
+                         uint32_t (*el)[ENG_TERM_POS_MAX])
+{
+	static _Thread_local int32_t w[ENG_TERM_POS_MAX];
+	for (int i = 0; i < n; i++)
+		if (t[i].n && store_text_elements(txn, dt->store_id, field, lid, t[i].pos, t[i].n, el[i],
+		                                  w, NULL) != 0)
+			return -1;
+	return 0;
+}
+
+/* The distance from an occurrence at position a (in element ea) to one
+ * at b (in eb) after it, as Vespa measures it: within an element, b - a;
+ * from an element to the next, the positions between them counted as gap
+ * (b - a - 1 + gap: the store leaves one unused position between elements);
+ * else, or with gap -1 (infinity), none (INT64_MAX). */
+static int64_t forward(uint32_t a, uint32_t ea, uint32_t b, uint32_t eb, int gap)
+{
+	if (b <= a || ea == UINT32_MAX || eb == UINT32_MAX)
+		return INT64_MAX;
+	if (ea == eb)
+		return (int64_t)b - a;
+	if (gap < 0 || eb != ea + 1)
+		return INT64_MAX;
+	return (int64_t)b - a - 1 + gap;
+}
+
+double eng_native_proximity(struct store_txn *txn, const struct eng_doctype *dt,
+                            const struct rank_profile *prof, const struct eng_textset *s,
+                            int feature, int field, uint32_t lid)
 {
 	static _Thread_local struct eng_term_pos t[MAX_TERMS];
+	static _Thread_local uint32_t el[MAX_TERMS][ENG_TERM_POS_MAX];
 	int n = eng_text_positions(s, field, lid, t, MAX_TERMS);
+	int coll = (dt->fields[field].text & (STORE_TEXT_ARRAY | STORE_TEXT_WSET)) != 0;
+	int gap = rank_profile_element_gap(prof, field);
+	if (coll && term_elements(txn, dt, field, lid, t, n, el) != 0)
+		n = 0; /* unread: no pairs */
 	double sum = 0, weight = 0;
 	for (int a = 0; a < n; a++) {
 		for (int b = a + 1; b < n && b - a < NATIVE_WINDOW; b++) {
@@ -325,11 +364,14 @@ double eng_native_proximity(const struct eng_textset *s, int feature, int field,
 			int64_t fwd = INT64_MAX, rev = INT64_MAX;
 			for (uint32_t i = 0; i < t[a].n; i++)
 				for (uint32_t k = 0; k < t[b].n; k++) {
-					int64_t d = (int64_t)t[b].pos[k] - (int64_t)t[a].pos[i];
-					if (d > 0 && d < fwd)
-						fwd = d;
-					if (d < 0 && -d < rev)
-						rev = -d;
+					uint32_t pa = t[a].pos[i], pb = t[b].pos[k];
+					/* a string field: one element */
+					uint32_t ea = coll ? el[a][i] : 0, eb = coll ? el[b][k] : 0;
+					int64_t f = forward(pa, ea, pb, eb, gap), r = forward(pb, eb, pa, ea, gap);
+					if (f < fwd)
+						fwd = f;
+					if (r < rev)
+						rev = r;
 				}
 			weight += w;
 			sum += w * (0.5 * native_table(500, fwd) + 0.5 * native_table(400, rev)) /
@@ -391,4 +433,81 @@ double eng_text_similarity(struct store_txn *txn, const struct eng_doctype *dt,
 	double qc = (double)matched / n, fc = m / len;
 	double v[5] = { 0.35 * p + 0.15 * o + 0.30 * qc + 0.20 * fc, p, o, qc, fc };
 	return output >= 0 && output < 5 ? v[output] : 0;
+}
+
+/* elementSimilarity(f), Vespa's default output: for each element holding
+ * a query term on f, the textSimilarity walk inside it (each term once, at
+ * its first occurrence after the last one taken) gives p (proximity), o
+ * (order), q (the terms matched over the terms on f) and f (matched over
+ * the element's length); the feature is the largest (0.35 p + 0.15 o +
+ * 0.30 q + 0.20 f) * w, w the element's weight, 0 when none. */
+double eng_element_similarity(struct store_txn *txn, const struct eng_doctype *dt,
+                              const struct eng_textset *s, int field, uint32_t lid)
+{
+	static _Thread_local struct eng_term_pos t[MAX_TERMS];
+	static _Thread_local uint32_t el[MAX_TERMS][ENG_TERM_POS_MAX], len[MAX_TERMS][ENG_TERM_POS_MAX];
+	static _Thread_local int32_t wt[MAX_TERMS][ENG_TERM_POS_MAX];
+	int n = eng_text_positions(s, field, lid, t, MAX_TERMS);
+	for (int i = 0; i < n; i++)
+		if (t[i].n && (store_text_element_spans(txn, dt->store_id, field, lid, t[i].pos, t[i].n,
+		                                        el[i], len[i], NULL) != 0 ||
+		               store_text_elements(txn, dt->store_id, field, lid, t[i].pos, t[i].n,
+		                                   el[i], wt[i], NULL) != 0))
+			return 0;
+	uint32_t at[MAX_TERMS] = { 0 };
+	double best = 0;
+	int any = 0;
+	for (;;) {
+		uint32_t e = UINT32_MAX;
+		for (int i = 0; i < n; i++) {
+			while (at[i] < t[i].n && el[i][at[i]] == UINT32_MAX)
+				at[i]++;
+			if (at[i] < t[i].n && el[i][at[i]] < e)
+				e = el[i][at[i]];
+		}
+		if (e == UINT32_MAX)
+			break;
+		uint32_t k[MAX_TERMS], last = 0, matched = 0, in_order = 0, elen = 0;
+		int used[MAX_TERMS] = { 0 }, last_idx = -1;
+		double prox = 0, w = 1;
+		for (int i = 0; i < n; i++)
+			k[i] = at[i];
+		for (;;) { /* the term at the least position in e after the last one taken */
+			int b = -1;
+			for (int i = 0; i < n; i++) {
+				while (!used[i] && k[i] < t[i].n && el[i][k[i]] == e && matched &&
+				       t[i].pos[k[i]] <= last)
+					k[i]++;
+				if (!used[i] && k[i] < t[i].n && el[i][k[i]] == e &&
+				    (b < 0 || t[i].pos[k[i]] < t[b].pos[k[b]]))
+					b = i;
+			}
+			if (b < 0)
+				break;
+			uint32_t pos = t[b].pos[k[b]];
+			if (matched) {
+				prox += similarity_proximity(pos - last);
+				in_order += b > last_idx;
+			} else {
+				elen = len[b][k[b]];
+				w = wt[b][k[b]];
+			}
+			used[b] = 1;
+			matched++;
+			last = pos;
+			last_idx = b;
+		}
+		if (elen < matched)
+			elen = matched;
+		double p = matched < 2 ? similarity_proximity(elen) : prox / (matched - 1);
+		double o = matched < 2 ? matched : (double)in_order / (matched - 1);
+		double score = (0.35 * p + 0.15 * o + 0.30 * matched / n + 0.20 * matched / elen) * w;
+		if (!any || score > best)
+			best = score;
+		any = 1;
+		for (int i = 0; i < n; i++) /* on to the next element */
+			while (at[i] < t[i].n && el[i][at[i]] <= e)
+				at[i]++;
+	}
+	return best;
 }
