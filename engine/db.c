@@ -325,6 +325,10 @@ static int open_app(const char *app, const struct strata_options *opts, int depl
 	                              .load_sparse_constant = sparse_constant_for,
 	                              .notice = deploy == ENG_OPEN_DEPLOYED ? NULL : notice_for,
 	                              .parse_json = eng_json_parse };
+	if ((rc = eng_services_java(app, deploy == ENG_OPEN_DEPLOY ? log : NULL,
+	                            opts ? opts->log_ud : NULL, err)) != 0 ||
+	    (rc = eng_qprofiles_load(db, &loader, err)) != 0)
+		goto fail;
 	rc = rank_app_load_all(app, &loader, errs, &db->app, err);
 	if (rc || (rc = rank_app_set_query_pool(db->app, keep, err)) != 0)
 		goto fail;
@@ -385,6 +389,7 @@ void strata_close(struct strata *db)
 	eng_embedders_free(db->embedders);
 	if (db->app)
 		rank_app_free(db->app);
+	eng_qprofiles_free(db->qprofiles);
 	base_strfree(db->appdir);
 	base_strfree(db->datadir);
 	base_free(db, sizeof *db);

@@ -8,7 +8,9 @@
  * splade-embedder or hugging-face-tokenizer.  Those are read here, with
  * their settings, into struct eng_component (defaults as Vespa's embedding
  * reference gives them); embed.c loads their tokenizers and models.  Other
- * components (Java classes, bundles) are no embedders and are left alone.
+ * components (Java classes, bundles) are no embedders: eng_services_java
+ * (at the end) names each, once at deploy, as what a single node without a
+ * JVM cannot run.
  * A component whose type ends in "-embedder" but is none of the above is
  * kept as ENG_EMB_OTHER: declared, so that schemas naming it deploy, and
  * refused when asked to embed.
@@ -131,6 +133,12 @@ static void *xml_realloc(void *p, size_t n)
 static void xml_free(void *p)
 {
 	eng_block_free(p);
+}
+
+XML_Parser eng_xml_parser(void)
+{
+	XML_Memory_Handling_Suite mem = { xml_malloc, xml_realloc, xml_free };
+	return XML_ParserCreate_MM(NULL, &mem, NULL);
 }
 
 static int line_of(struct parse *p)
@@ -485,9 +493,8 @@ int eng_services_read(const char *path, struct eng_services *s, struct strata_er
 		base_free(text, n + 1);
 		return base_nomem(err, "%s", path);
 	}
-	XML_Memory_Handling_Suite mem = { xml_malloc, xml_realloc, xml_free };
 	struct parse p = { .s = s, .err = err };
-	p.xp = XML_ParserCreate_MM(NULL, &mem, NULL);
+	p.xp = eng_xml_parser();
 	if (!p.xp) {
 		base_free(text, n + 1);
 		return base_nomem(err, "parsing %s", path);
@@ -509,4 +516,138 @@ int eng_services_read(const char *path, struct eng_services *s, struct strata_er
 		base_free(p.text, p.captext);
 	/* every component begun was closed unless the parse stopped */
 	return p.rc;
+}
+
+/* ---- the Java components ------------------------------------------------------------- */
+
+/* Elements whose every instance is a Java class run by a container. */
+static const char *const java_elements[] = {
+	"searcher", "document-processor", "documentprocessor", "handler", "processor",
+	"renderer", "server", "client", "filter", "provider",
+};
+
+struct java {
+	XML_Parser xp;
+	const char *path;
+	strata_log_fn *log;
+	void *ud;
+	int depth;
+	int skip_depth;  /* depth of the Java component being passed over, or 0 */
+	char chain[128]; /* id of the open <chain>, or "" */
+	int chain_depth;
+};
+
+static int java_line(struct java *j)
+{
+	return (int)XML_GetCurrentLineNumber(j->xp);
+}
+
+/* Whether a <component> of this type is one embed.c runs or declares. */
+static int native_component(const char *type)
+{
+	if (!type)
+		return 0;
+	for (size_t i = 0; i < sizeof types / sizeof *types; i++)
+		if (!strcmp(type, types[i].type))
+			return 1;
+	size_t tl = strlen(type);
+	return tl > 9 && !strcmp(type + tl - 9, "-embedder");
+}
+
+static void XMLCALL java_start(void *ud, const char *name, const char **atts)
+{
+	struct java *j = ud;
+	j->depth++;
+	if (j->skip_depth)
+		return;
+	if (!strcmp(name, "chain")) {
+		const char *id = attr(atts, "id");
+		snprintf(j->chain, sizeof j->chain, "%s", id ? id : "");
+		j->chain_depth = j->depth;
+		return;
+	}
+	int java = !strcmp(name, "component") && !native_component(attr(atts, "type"));
+	for (size_t i = 0; !java && i < sizeof java_elements / sizeof *java_elements; i++)
+		java = !strcmp(name, java_elements[i]);
+	if (!java)
+		return;
+	j->skip_depth = j->depth; /* what it holds is its own configuration */
+	if (!j->log)
+		return;
+	const char *id = attr(atts, "id"), *cls = attr(atts, "class"), *type = attr(atts, "type");
+	const char *bundle = attr(atts, "bundle");
+	char what[STRATA_ERRMSG_MAX] = "";
+	size_t n = 0;
+#define ADD(...) \
+	if (n < sizeof what) \
+		n += (size_t)snprintf(what + n, sizeof what - n, __VA_ARGS__)
+	if (cls && (!id || strcmp(cls, id)))
+		ADD(", class '%s'", cls);
+	if (type)
+		ADD(", type '%s'", type);
+	if (bundle)
+		ADD(", bundle '%s'", bundle);
+	if (j->chain[0])
+		ADD(", in chain '%s'", j->chain);
+#undef ADD
+	char msg[2 * STRATA_ERRMSG_MAX];
+	snprintf(msg, sizeof msg,
+	         "%s:%d:%d: %s '%s'%s%s%s is a Java component: a single node without a JVM cannot "
+	         "run it; the rest of the application works without it",
+	         j->path, java_line(j), (int)XML_GetCurrentColumnNumber(j->xp) + 1, name,
+	         id ? id : cls ? cls : "(no id)", n ? " (" : "", n ? what + 2 : "", n ? ")" : "");
+	j->log(j->ud, STRATA_LOG_WARNING, msg);
+}
+
+static void XMLCALL java_end(void *ud, const char *name)
+{
+	struct java *j = ud;
+	if (j->depth == j->skip_depth)
+		j->skip_depth = 0;
+	if (j->depth == j->chain_depth) {
+		j->chain[0] = 0;
+		j->chain_depth = 0;
+	}
+	j->depth--;
+	(void)name;
+}
+
+int eng_services_java(const char *appdir, strata_log_fn *log, void *ud, struct strata_error *err)
+{
+	char *path = base_path_join(appdir, "services.xml");
+	if (!path)
+		return base_nomem(err, "services.xml");
+	char *text = NULL;
+	size_t n = 0;
+	struct strata_error e2;
+	int rc = base_read_file(path, &text, &n, &e2);
+	if (rc == ENOENT) {
+		base_strfree(path);
+		return 0;
+	}
+	if (rc) {
+		*err = e2;
+		base_strfree(path);
+		return rc;
+	}
+	struct java j = { .path = path, .log = log, .ud = ud };
+	j.xp = eng_xml_parser();
+	if (!j.xp)
+		rc = base_nomem(err, "parsing %s", path);
+	if (j.xp) {
+		XML_SetUserData(j.xp, &j);
+		XML_SetElementHandler(j.xp, java_start, java_end);
+		if (XML_Parse(j.xp, text, (int)n, XML_TRUE) == XML_STATUS_ERROR) {
+			enum XML_Error code = XML_GetErrorCode(j.xp);
+			rc = code == XML_ERROR_NO_MEMORY
+			             ? base_nomem(err, "parsing %s", path)
+			             : base_err(err, STRATA_PARSE, "%s:%d:%d: %s", path, java_line(&j),
+			                        (int)XML_GetCurrentColumnNumber(j.xp) + 1,
+			                        XML_ErrorString(code));
+		}
+		XML_ParserFree(j.xp);
+	}
+	base_free(text, n + 1);
+	base_strfree(path);
+	return rc;
 }

@@ -431,7 +431,9 @@ static int load_schema(struct rank_app *app, struct rank_schema *s, struct errs 
 	/* each flat profile declares the query inputs it reads undeclared */
 	for (int i = 0; i < s->sd->nprofiles; i++)
 		if (!s->sd->profiles[i].unresolved &&
-		    (rc = rank_profile_implicit_inputs(&s->sd->profiles[i], err))) {
+		    ((rc = rank_profile_typed_inputs(&s->sd->profiles[i], app->loader.typed_inputs,
+		                                     app->loader.ntyped_inputs, err)) ||
+		     (rc = rank_profile_implicit_inputs(&s->sd->profiles[i], err)))) {
 			noted(e, rc, err, 0);
 			return rc;
 		}

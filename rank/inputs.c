@@ -60,3 +60,34 @@ int rank_profile_implicit_inputs(struct rank_profile_decl *p, struct strata_erro
 			rc = add_from(p, p->models[m].inputs[i].source);
 	return rc ? base_nomem(err, "the query inputs of rank-profile '%s'", p->name) : 0;
 }
+
+/* The loader's typed inputs (struct rank_loader.typed_inputs) that p does
+ * not declare itself, declared: before the implicit ones, so that query(x)
+ * read undeclared takes the type given. */
+int rank_profile_typed_inputs(struct rank_profile_decl *p, const struct rank_typed_input *ts,
+                              int n, struct strata_error *err)
+{
+	for (int k = 0; k < n; k++) {
+		const struct rank_typed_input *t = &ts[k];
+		int have = 0;
+		for (int i = 0; i < p->ninputs && !have; i++)
+			have = strcmp(p->inputs[i].name, t->name) == 0;
+		if (have)
+			continue;
+		if (rank_vec_push(&p->inputs, &p->ninputs, sizeof *p->inputs))
+			return base_nomem(err, "query(%s)", t->name);
+		struct rank_input_decl *in = &p->inputs[p->ninputs - 1];
+		in->pos = (struct rank_pos){ t->file, t->line, t->col };
+		int rc = rank_type_parse_mapped(t->type, &in->type);
+		if (!rc && !(in->name = base_strdup(t->name)))
+			rc = STRATA_NOMEM;
+		if (rc) {
+			rank_input_decl_clear(in);
+			p->ninputs--;
+			return rc == STRATA_NOMEM ? base_nomem(err, "query(%s)", t->name)
+			                          : base_err(err, rc, "%s:%d:%d: query(%s): '%s' is not a type",
+			                                     t->file, t->line, t->col, t->name, t->type);
+		}
+	}
+	return 0;
+}

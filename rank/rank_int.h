@@ -362,6 +362,11 @@ int rank_sd_resolve_all(struct rank_sd *sd, struct strata_errors *errs, struct s
  * doubles with no default, the query(x) its expressions read that it does
  * not declare.  Returns 0 or STRATA_NOMEM. */
 int rank_profile_implicit_inputs(struct rank_profile_decl *p, struct strata_error *err);
+/* inputs.c: declare each of ts[0..n) that p does not declare (a query
+ * profile type's typed query(x)).  Returns 0, STRATA_PARSE or STRATA_NOMEM. */
+struct rank_typed_input;
+int rank_profile_typed_inputs(struct rank_profile_decl *p, const struct rank_typed_input *ts,
+                              int n, struct strata_error *err);
 /* Free sd and everything it owns; NULL is ignored. */
 void rank_sd_free(struct rank_sd *sd);
 
