@@ -12,8 +12,16 @@
  *                            answers {"pathId", "id"[, "fields"]} or
  *                            {"pathId", "message"} with 400, 404 or 500, and
  *                            412 with "id" when the condition fails
- *   /document/v1/NS/TYPE/docid   GET: visiting, a page of documents (those
- *                            of ?selection= only) and a continuation
+ *   /document/v1/NS/TYPE/docid   (and .../group/G, .../number/N) GET:
+ *                            visiting, a page of documents (those of
+ *                            ?selection= only) and a continuation; DELETE
+ *                            with ?cluster= and ?selection=: removing what
+ *                            the selection picks, {"pathId", "documentCount"}
+ *   /document/v1/            the same over every type of ?cluster=
+ *
+ * Each /document/v1 operation takes a fixed set of request parameters
+ * (doc_params) and refuses any other, naming it; ?dryRun=true checks a
+ * write and answers as if it were done.
  *   /state/v1/health         {"status": {"code": "up"}}
  *   /state/v1/metrics, /metrics/v2/values   the counters of struct srv_metrics
  *
@@ -215,9 +223,16 @@ static void do_search(struct srv *s, struct srv_req *rq)
 		search_error(rq, 405, VE_BAD_REQUEST, "/search/ takes GET or POST");
 		return;
 	}
-	json_t *req = search_request(rq);
-	if (!req)
+	json_t *given = search_request(rq), *req = NULL;
+	if (!given)
 		return;
+	struct strata_error ferr = { 0 };
+	int frc = strata_request_flatten(given, &req, &ferr);
+	json_decref(given);
+	if (frc) {
+		search_fail(rq, frc, &ferr);
+		return;
+	}
 	double timeout = DEFAULT_TIMEOUT;
 	const json_t *tv = json_object_get(req, "timeout");
 	int trc = tv ? timeout_of(tv, &timeout) : 0;
@@ -322,68 +337,6 @@ static int doc_id(const char *path, char *id, size_t n)
 	return w > 0 && (size_t)w < n ? 0 : -1;
 }
 
-/* The operation {"put"|"update": id, "fields": ..., "create", "condition"}
- * of a POST or PUT body and its query parameters.  NULL after setting the
- * error answer. */
-static json_t *doc_op(struct srv_req *rq, const char *kind, const char *id)
-{
-	json_error_t je;
-	int oom = 0;
-	json_t *body = rq->len ? tool_json_parse(rq->body, rq->len, 0, &je, &oom) : NULL;
-	char msg[300];
-	if (oom) {
-		doc_error(rq, 500, "out of memory");
-		return NULL;
-	}
-	if (!body) {
-		if (rq->len)
-			snprintf(msg, sizeof msg, "the request body is not JSON: line %d column %d: %s",
-			         je.line, je.column, je.text);
-		else
-			snprintf(msg, sizeof msg, "a %s needs a JSON body with \"fields\"", kind);
-		doc_error(rq, 400, msg);
-		return NULL;
-	}
-	json_t *op = json_object();
-	const char *key;
-	json_t *v;
-	int bad = !json_is_object(body);
-	if (bad)
-		snprintf(msg, sizeof msg, "the request body must be a JSON object");
-	json_object_foreach(body, key, v) {
-		if (bad)
-			break;
-		if (strcmp(key, "fields") && strcmp(key, "condition") && strcmp(key, "create")) {
-			snprintf(msg, sizeof msg, "unknown key \"%.100s\" in the request body", key);
-			bad = 1;
-		} else if (op) {
-			json_object_set(op, key, v);
-		}
-	}
-	json_decref(body);
-	const json_t *cond = json_object_get(rq->args, "condition");
-	const json_t *create = json_object_get(rq->args, "create");
-	if (!bad && create && strcmp(json_string_value(create), "true") &&
-	    strcmp(json_string_value(create), "false")) {
-		snprintf(msg, sizeof msg, "create must be true or false");
-		bad = 1;
-	}
-	if (bad) {
-		json_decref(op);
-		doc_error(rq, 400, msg);
-		return NULL;
-	}
-	if (!op || json_object_set_new(op, kind, json_string(id)) ||
-	    (cond && json_object_set(op, "condition", (json_t *)cond)) ||
-	    (create && json_object_set_new(op, "create",
-	                                   json_boolean(!strcmp(json_string_value(create), "true"))))) {
-		json_decref(op);
-		doc_error(rq, 500, "out of memory");
-		return NULL;
-	}
-	return op;
-}
-
 /* A write under the store's one-writer lock. */
 static int doc_write(struct srv *s, const json_t *op, struct strata_error *err)
 {
@@ -419,58 +372,219 @@ static void answer_with_path(struct srv_req *rq, char *text)
 	srv_req_answer(rq, 200, s, 0);
 }
 
-/* The NS and TYPE of a visit's path /document/v1/NS/TYPE/docid[/] into ns
- * and type (size n each).  Returns 0, or -1 for another path. */
-static int visit_path(const char *path, char *ns, char *type, size_t n)
+/* What a /document/v1/ path names: the root (every type of a cluster),
+ * the documents of NS/TYPE (docid/, or group/G/ and number/N/ with a
+ * group), or one document. */
+enum { DP_ROOT = 1, DP_TYPE, DP_DOC };
+
+struct dpath {
+	int kind;
+	char ns[256], type[256];
+	char group[256]; /* DP_TYPE: the group value, "" when none */
+	int numbered;    /* group is number/N (id.user), not group/G (id.group) */
+	char id[2048];   /* DP_DOC */
+};
+
+/* Parses path into d.  Returns 0, or -1 for another path. */
+static int doc_path(const char *path, struct dpath *d)
 {
+	memset(d, 0, sizeof *d);
 	const char *p = path + strlen("/document/v1/");
+	if (!*p) {
+		d->kind = DP_ROOT;
+		return 0;
+	}
+	if (!doc_id(path, d->id, sizeof d->id)) {
+		d->kind = DP_DOC;
+		return 0;
+	}
 	const char *a = strchr(p, '/');
 	const char *b = a ? strchr(a + 1, '/') : NULL;
-	if (!a || a == p || !b || b == a + 1 || (strcmp(b, "/docid") && strcmp(b, "/docid/")) ||
-	    (size_t)(a - p) >= n || (size_t)(b - a - 1) >= n)
+	if (!a || a == p || !b || b == a + 1 || (size_t)(a - p) >= sizeof d->ns ||
+	    (size_t)(b - a - 1) >= sizeof d->type)
 		return -1;
-	snprintf(ns, n, "%.*s", (int)(a - p), p);
-	snprintf(type, n, "%.*s", (int)(b - a - 1), a + 1);
+	snprintf(d->ns, sizeof d->ns, "%.*s", (int)(a - p), p);
+	snprintf(d->type, sizeof d->type, "%.*s", (int)(b - a - 1), a + 1);
+	d->kind = DP_TYPE;
+	if (!strcmp(b, "/docid") || !strcmp(b, "/docid/"))
+		return 0;
+	int g = !strncmp(b, "/group/", 7);
+	if (!g && strncmp(b, "/number/", 8))
+		return -1;
+	const char *v = b + (g ? 7 : 8), *end = strchr(v, '/');
+	size_t n = end ? (size_t)(end - v) : strlen(v);
+	if (!n || n >= sizeof d->group || (end && end[1]))
+		return -1;
+	snprintf(d->group, sizeof d->group, "%.*s", (int)n, v);
+	d->numbered = !g;
 	return 0;
 }
 
-/* GET /document/v1/NS/TYPE/docid?wantedDocumentCount=N&continuation=C
- * &selection=S: one page of the type's documents in namespace NS that
- * match S.  cluster, concurrency and timeout change nothing here (one
- * store, one page per request) and are accepted; any other parameter
- * (fieldSet, ...) is refused. */
-static void do_visit(struct srv *s, struct srv_req *rq, const char *ns, const char *type)
+/* The request parameters an operation takes.  Every parameter of Vespa's
+ * /document/v1 that is not among them is refused, naming it and these. */
+enum { P_CLUSTER = 1 << 0, P_SELECTION = 1 << 1, P_CONTINUATION = 1 << 2,
+       P_WANTED = 1 << 3, P_CONCURRENCY = 1 << 4, P_TIMEOUT = 1 << 5, P_CONDITION = 1 << 6,
+       P_CREATE = 1 << 7, P_DRYRUN = 1 << 8, P_FIELDSET = 1 << 9, P_BUCKETSPACE = 1 << 10 };
+
+static const struct {
+	const char *name;
+	int bit;
+} params[] = {
+	{ "cluster", P_CLUSTER }, { "selection", P_SELECTION }, { "continuation", P_CONTINUATION },
+	{ "wantedDocumentCount", P_WANTED }, { "concurrency", P_CONCURRENCY },
+	{ "timeout", P_TIMEOUT }, { "condition", P_CONDITION }, { "create", P_CREATE },
+	{ "dryRun", P_DRYRUN }, { "fieldSet", P_FIELDSET }, { "bucketSpace", P_BUCKETSPACE },
+};
+
+/* Whether text is "true" or "false"; *v set. */
+static int boolean(const char *text, int *v)
+{
+	*v = !strcmp(text, "true");
+	return *v || !strcmp(text, "false");
+}
+
+/* Checks rq's parameters against the set allowed for what (an operation's
+ * name) and their values; 0, or -1 after setting the error answer. */
+static int doc_params(struct srv_req *rq, int allowed, const char *what)
 {
 	const char *key;
 	json_t *v;
-	long wanted = 100;
-	const char *cont = NULL, *selection = NULL;
-	char msg[200];
+	char msg[400];
 	json_object_foreach(rq->args, key, v) {
 		const char *val = json_string_value(v);
-		if (!strcmp(key, "wantedDocumentCount")) {
-			char *end;
-			wanted = strtol(val, &end, 10);
-			if (!*val || *end || wanted < 1) {
-				doc_error(rq, 400, "wantedDocumentCount must be a positive number");
-				return;
-			}
-			if (wanted > 1024)
-				wanted = 1024; /* as Vespa, a page has at most 1024 documents */
-		} else if (!strcmp(key, "continuation")) {
-			cont = val;
-		} else if (!strcmp(key, "selection")) {
-			selection = val;
-		} else if (strcmp(key, "cluster") && strcmp(key, "concurrency") &&
-		           strcmp(key, "timeout")) {
-			snprintf(msg, sizeof msg, "visiting with '%.64s' is not implemented", key);
+		int bit = 0, b;
+		for (size_t i = 0; i < sizeof params / sizeof params[0]; i++)
+			if (!strcmp(key, params[i].name))
+				bit = params[i].bit;
+		if (!(bit & allowed)) {
+			size_t k = (size_t)snprintf(msg, sizeof msg,
+			                            "%s does not take the request parameter '%.64s'; it "
+			                            "takes ", what, key);
+			int first = 1;
+			for (size_t i = 0; i < sizeof params / sizeof params[0] && k < sizeof msg; i++)
+				if (params[i].bit & allowed) {
+					k += (size_t)snprintf(msg + k, sizeof msg - k, "%s%s", first ? "" : ", ",
+					                      params[i].name);
+					first = 0;
+				}
+			if (first && k < sizeof msg)
+				snprintf(msg + k, sizeof msg - k, "none");
 			doc_error(rq, 400, msg);
-			return;
+			return -1;
+		}
+		const char *bad = NULL;
+		double t;
+		if (!*val) {
+			bad = "a value";
+		} else if (bit == P_WANTED || bit == P_CONCURRENCY) {
+			char *end;
+			long x = strtol(val, &end, 10);
+			if (*end || x < 1)
+				bad = "a positive number";
+		} else if (bit == P_CREATE || bit == P_DRYRUN) {
+			if (!boolean(val, &b))
+				bad = "true or false";
+		} else if (bit == P_TIMEOUT) {
+			if (strata_timeout_parse(val, &t))
+				bad = "seconds, or a number with unit ms, s or m";
+		} else if (bit == P_BUCKETSPACE) {
+			if (strcmp(val, "default"))
+				bad = "'default' (no document type is global here)";
+		} else if (bit == P_FIELDSET) {
+			const char *c = strchr(val, ':');
+			if (strcmp(c ? c + 1 : val, "[document]") && strcmp(val, "[all]"))
+				bad = "[all], [document] or TYPE:[document] (every field)";
+		}
+		if (bad) {
+			snprintf(msg, sizeof msg, "%s must be %s, not '%.64s'", key, bad, val);
+			doc_error(rq, 400, msg);
+			return -1;
 		}
 	}
+	return 0;
+}
+
+static const char *arg(const struct srv_req *rq, const char *name)
+{
+	return json_string_value(json_object_get(rq->args, name));
+}
+
+/* Whether the request waited in the queue past its ?timeout=; then the
+ * answer (504) is set. */
+static int doc_late(struct srv_req *rq)
+{
+	double timeout;
+	const char *t = arg(rq, "timeout");
+	if (!t || strata_timeout_parse(t, &timeout))
+		return 0;
+	double waited = tool_now() - rq->arrived;
+	if (waited <= timeout)
+		return 0;
+	char msg[160];
+	snprintf(msg, sizeof msg, "the request waited %.0f ms for a thread, over its timeout of %.0f ms",
+	         waited * 1e3, timeout * 1e3);
+	doc_error(rq, 504, msg);
+	return 1;
+}
+
+/* The selection of a visit or removal: ?selection=, and the path's
+ * group.  NULL when there is neither; *sel is a new text (tool_free) or
+ * NULL; -1 after the error answer. */
+static int doc_selection(struct srv_req *rq, const struct dpath *d, char **sel)
+{
+	*sel = NULL;
+	const char *s = arg(rq, "selection");
+	if (!d->group[0])
+		return 0;
+	if (strpbrk(d->group, "\"\\") ||
+	    (d->numbered && strspn(d->group, "0123456789") != strlen(d->group))) {
+		doc_error(rq, 400, d->numbered ? "number/N: N must be a number"
+		                               : "group/G: G may not hold '\"' or '\\'");
+		return -1;
+	}
+	size_t n = strlen(d->group) + (s ? strlen(s) : 0) + 40;
+	if (!(*sel = tool_alloc(n))) {
+		doc_error(rq, 500, "out of memory");
+		return -1;
+	}
+	if (d->numbered)
+		snprintf(*sel, n, "(id.user == %s)%s%s%s", d->group, s ? " and (" : "", s ? s : "",
+		         s ? ")" : "");
+	else
+		snprintf(*sel, n, "(id.group == \"%s\")%s%s%s", d->group, s ? " and (" : "",
+		         s ? s : "", s ? ")" : "");
+	return 0;
+}
+
+/* GET /document/v1/ (every type of ?cluster=) or /document/v1/NS/TYPE/docid
+ * (or .../group/G, .../number/N): one page of the documents that match
+ * ?selection=, and a continuation while more follow. */
+static void do_visit(struct srv *s, struct srv_req *rq, const struct dpath *d)
+{
+	if (doc_params(rq, P_CLUSTER | P_SELECTION | P_CONTINUATION | P_WANTED | P_CONCURRENCY |
+	               P_TIMEOUT | P_FIELDSET | P_BUCKETSPACE, "visiting") || doc_late(rq))
+		return;
+	struct strata_visit v = { .cluster = arg(rq, "cluster"), .continuation =
+	                          arg(rq, "continuation"), .count = 100 };
+	if (d->kind == DP_ROOT && !v.cluster) {
+		doc_error(rq, 400, "visiting /document/v1/ needs ?cluster= (a content cluster)");
+		return;
+	}
+	if (d->kind == DP_TYPE) {
+		v.doctype = d->type;
+		v.ns = d->ns;
+	}
+	const char *w = arg(rq, "wantedDocumentCount");
+	if (w)
+		v.count = strtol(w, NULL, 10) > 1024 ? 1024 : strtol(w, NULL, 10); /* at most 1024 */
+	char *sel;
+	if (doc_selection(rq, d, &sel))
+		return;
+	v.selection = sel ? sel : arg(rq, "selection");
 	struct strata_error err = { 0 };
 	char *page;
-	int rc = strata_visit_select_json(s->db, type, ns, selection, cont, wanted, &page, &err);
+	int rc = strata_visit_where_json(s->db, &v, &page, &err);
+	tool_free(sel);
 	if (rc) {
 		doc_fail(rq, rc == STRATA_NOT_FOUND ? STRATA_INVALID_ARGUMENT : rc, &err);
 		return;
@@ -479,21 +593,188 @@ static void do_visit(struct srv *s, struct srv_req *rq, const char *ns, const ch
 	answer_with_path(rq, page);
 }
 
+/* DELETE /document/v1/?cluster=C&selection=S (or NS/TYPE/docid, with
+ * group/G or number/N): every document of the cluster's types (or of
+ * NS/TYPE) that S selects, removed; {"pathId", "documentCount"}. */
+static void do_remove_where(struct srv *s, struct srv_req *rq, const struct dpath *d)
+{
+	if (doc_params(rq, P_CLUSTER | P_SELECTION | P_TIMEOUT | P_BUCKETSPACE,
+	               "removing by selection") || doc_late(rq))
+		return;
+	char msg[300];
+	const char *need = !arg(rq, "selection") ? "selection" : !arg(rq, "cluster") ? "cluster"
+	                                                                            : NULL;
+	if (need) {
+		snprintf(msg, sizeof msg, "removing by selection needs ?%s= at '%.200s'", need, rq->path);
+		doc_error(rq, 400, msg);
+		return;
+	}
+	struct strata_visit v = { .cluster = arg(rq, "cluster") };
+	if (d->kind == DP_TYPE) {
+		v.doctype = d->type;
+		v.ns = d->ns;
+	}
+	char *sel;
+	if (doc_selection(rq, d, &sel))
+		return;
+	v.selection = sel ? sel : arg(rq, "selection");
+	struct strata_error err = { 0 };
+	long removed = 0;
+	pthread_mutex_lock(&s->write_lock);
+	int rc = strata_remove_where(s->db, &v, &removed, &err);
+	pthread_mutex_unlock(&s->write_lock);
+	tool_free(sel);
+	pthread_mutex_lock(&s->m.lock);
+	s->m.removes += (unsigned long long)removed;
+	s->m.feed_errors += rc != 0;
+	pthread_mutex_unlock(&s->m.lock);
+	if (rc && removed == 0) {
+		doc_fail(rq, rc == STRATA_NOT_FOUND ? STRATA_INVALID_ARGUMENT : rc, &err);
+		return;
+	}
+	if (rc) { /* some were removed (and are durable) before the error */
+		answer(rq, 500, json_pack("{s:s, s:I, s:s}", "pathId", rq->path, "documentCount",
+		                          (json_int_t)removed, "message", err.msg));
+		return;
+	}
+	answer(rq, 200, json_pack("{s:s, s:I}", "pathId", rq->path, "documentCount",
+	                          (json_int_t)removed));
+}
+
+/* The operation of a single-document write: {kind: id} with the body's
+ * "fields", "condition" and "create" (a DELETE's body is optional and may
+ * hold "condition" only), and the query parameters.  A body's own "put",
+ * "update", "remove" or "id" is accepted when it names the path's id and
+ * the request's kind.  NULL after setting the error answer. */
+static json_t *doc_op(struct srv_req *rq, const char *kind, const char *id)
+{
+	json_error_t je;
+	int oom = 0;
+	json_t *body = rq->len ? tool_json_parse(rq->body, rq->len, 0, &je, &oom) : NULL;
+	char msg[600];
+	int del = !strcmp(kind, "remove");
+	if (oom) {
+		doc_error(rq, 500, "out of memory");
+		return NULL;
+	}
+	if (!body && (rq->len || !del)) {
+		if (rq->len)
+			snprintf(msg, sizeof msg, "the request body is not JSON: line %d column %d: %s",
+			         je.line, je.column, je.text);
+		else
+			snprintf(msg, sizeof msg, "a %s needs a JSON body with \"fields\"", kind);
+		doc_error(rq, 400, msg);
+		return NULL;
+	}
+	json_t *op = json_object();
+	const char *key;
+	json_t *v;
+	int bad = body && !json_is_object(body);
+	if (bad)
+		snprintf(msg, sizeof msg, "the request body must be a JSON object");
+	json_object_foreach(body, key, v) {
+		if (bad)
+			break;
+		int idkey = !strcmp(key, "put") || !strcmp(key, "update") || !strcmp(key, "remove") ||
+		            !strcmp(key, "id");
+		if (idkey && (!json_is_string(v) || strcmp(json_string_value(v), id))) {
+			snprintf(msg, sizeof msg, "the body's \"%s\" names another document than the "
+			         "path: '%.200s', not '%.200s'", key,
+			         json_is_string(v) ? json_string_value(v) : "(not a string)", id);
+			bad = 1;
+		} else if (idkey && strcmp(key, "id") && strcmp(key, kind)) {
+			snprintf(msg, sizeof msg, "the body's \"%s\" does not fit this request, a %s",
+			         key, kind);
+			bad = 1;
+		} else if (!idkey && strcmp(key, "condition") &&
+		           (del || (strcmp(key, "fields") && strcmp(key, "create")))) {
+			snprintf(msg, sizeof msg, "unknown key \"%.100s\" in the request body of a %s",
+			         key, kind);
+			bad = 1;
+		} else if (!idkey && op) {
+			json_object_set(op, key, v);
+		}
+	}
+	json_decref(body);
+	const json_t *cond = json_object_get(rq->args, "condition");
+	const char *create = arg(rq, "create");
+	int cv = 0;
+	if (bad) {
+		json_decref(op);
+		doc_error(rq, 400, msg);
+		return NULL;
+	}
+	if (!op || json_object_set_new(op, kind, json_string(id)) ||
+	    (cond && json_object_set(op, "condition", (json_t *)cond)) ||
+	    (create && boolean(create, &cv) && json_object_set_new(op, "create", json_boolean(cv)))) {
+		json_decref(op);
+		doc_error(rq, 500, "out of memory");
+		return NULL;
+	}
+	return op;
+}
+
+/* dryRun=true: what a write would check before the store (the document
+ * type, the body, the condition's syntax), and nothing written. */
+static int doc_dry(struct srv *s, struct srv_req *rq, const struct dpath *d, const json_t *op,
+                   struct strata_error *err)
+{
+	char type[256];
+	const char *t = strchr(d->id + 3, ':');
+	snprintf(type, sizeof type, "%.*s", t ? (int)strcspn(t + 1, ":") : 0, t ? t + 1 : "");
+	const json_t *c = json_object_get(op, "condition");
+	struct strata_visit v = { .doctype = type, .selection = json_string_value(c) };
+	char *none = NULL;
+	int rc = strata_visit_where_json(s->db, &v, &none, err);
+	if (rc == STRATA_NOT_FOUND)
+		rc = STRATA_INVALID_ARGUMENT;
+	if (rc && c && !strncmp(err->msg, "selection:", 10)) { /* it is the condition */
+		char m[sizeof err->msg];
+		snprintf(m, sizeof m, "condition:%s", err->msg + 10);
+		snprintf(err->msg, sizeof err->msg, "%s", m);
+	}
+	return rc;
+}
+
 static void do_document(struct srv *s, struct srv_req *rq)
 {
-	char id[2048], ns[256], type[256];
-	if (rq->method == SRV_GET && !visit_path(rq->path, ns, type, sizeof ns)) {
-		do_visit(s, rq, ns, type);
+	struct dpath d;
+	if (doc_path(rq->path, &d)) {
+		doc_error(rq, 400, "expected /document/v1/, /document/v1/NAMESPACE/DOCTYPE/docid/KEY "
+		                   "(or .../group/G/KEY, .../number/N/KEY), or a visit's "
+		                   "/document/v1/NAMESPACE/DOCTYPE/docid (or .../group/G, .../number/N)");
 		return;
 	}
-	if (doc_id(rq->path, id, sizeof id)) {
-		doc_error(rq, 400, "expected /document/v1/NAMESPACE/DOCTYPE/docid/KEY "
-		                   "(or .../group/G/KEY, .../number/N/KEY)");
+	if (d.kind != DP_DOC) {
+		if (rq->method == SRV_GET)
+			do_visit(s, rq, &d);
+		else if (rq->method == SRV_DELETE)
+			do_remove_where(s, rq, &d);
+		else
+			doc_error(rq, 405, "a visit's path takes GET (visiting) or DELETE (removing by "
+			                   "selection); copying and updating by selection are not "
+			                   "implemented");
 		return;
 	}
+	const char *id = d.id;
 	struct strata_error err = { 0 };
 	int rc;
 	if (rq->method == SRV_GET) {
+		if (doc_params(rq, P_CLUSTER | P_TIMEOUT | P_FIELDSET, "a get") || doc_late(rq))
+			return;
+		const char *cluster = arg(rq, "cluster");
+		if (cluster) { /* the document's type must be in that cluster */
+			char type[256];
+			const char *t = strchr(id + 3, ':');
+			snprintf(type, sizeof type, "%.*s", t ? (int)strcspn(t + 1, ":") : 0,
+			         t ? t + 1 : "");
+			struct strata_visit v = { .cluster = cluster, .doctype = type };
+			char *none = NULL;
+			if ((rc = strata_visit_where_json(s->db, &v, &none, &err))) {
+				doc_fail(rq, rc == STRATA_NOT_FOUND ? STRATA_INVALID_ARGUMENT : rc, &err);
+				return;
+			}
+		}
 		char *doc;
 		rc = strata_get_json(s->db, id, &doc, &err);
 		count(s, &s->m.gets, rc && rc != STRATA_NOT_FOUND);
@@ -508,35 +789,43 @@ static void do_document(struct srv *s, struct srv_req *rq)
 		answer_with_path(rq, doc);
 		return;
 	}
-	const json_t *cond = json_object_get(rq->args, "condition");
-	if (rq->method == SRV_DELETE && cond) {
-		json_t *op = json_pack("{s:s, s:O}", "remove", id, "condition", cond);
-		rc = op ? doc_write(s, op, &err) : tool_nomem(&err, "operation");
+	if (rq->method != SRV_POST && rq->method != SRV_PUT && rq->method != SRV_DELETE) {
+		doc_error(rq, 405, "/document/v1/ takes GET, POST, PUT or DELETE");
+		return;
+	}
+	int put = rq->method == SRV_POST, del = rq->method == SRV_DELETE;
+	const char *kind = put ? "put" : del ? "remove" : "update";
+	unsigned long long *counter = put ? &s->m.puts : del ? &s->m.removes : &s->m.updates;
+	if (doc_params(rq, P_CONDITION | P_TIMEOUT | P_DRYRUN | (del ? 0 : P_CREATE), kind) ||
+	    doc_late(rq))
+		return;
+	json_t *op = doc_op(rq, kind, id);
+	if (!op) {
+		count(s, counter, 1);
+		return;
+	}
+	int dry = 0;
+	if (arg(rq, "dryRun") && boolean(arg(rq, "dryRun"), &dry) && dry) {
+		rc = doc_dry(s, rq, &d, op, &err);
 		json_decref(op);
-		count(s, rc == STRATA_CONDITION_FAILED ? &s->m.not_met : &s->m.removes,
-		      rc && rc != STRATA_CONDITION_FAILED);
-	} else if (rq->method == SRV_DELETE) {
+		if (rc)
+			doc_fail(rq, rc, &err);
+		else
+			answer(rq, 200, json_pack("{s:s, s:s}", "pathId", rq->path, "id", id));
+		return;
+	}
+	if (del && json_object_size(op) == 1) { /* no condition */
 		pthread_mutex_lock(&s->write_lock);
 		rc = strata_remove(s->db, id, &err);
 		pthread_mutex_unlock(&s->write_lock);
 		if (rc == STRATA_NOT_FOUND)
 			rc = 0; /* as in Vespa, removing a missing document succeeds */
-		count(s, &s->m.removes, rc);
-	} else if (rq->method == SRV_POST || rq->method == SRV_PUT) {
-		int put = rq->method == SRV_POST;
-		json_t *op = doc_op(rq, put ? "put" : "update", id);
-		if (!op) {
-			count(s, &s->m.puts, 1);
-			return;
-		}
-		rc = doc_write(s, op, &err);
-		json_decref(op);
-		count(s, rc == STRATA_CONDITION_FAILED ? &s->m.not_met : put ? &s->m.puts : &s->m.updates,
-		      rc && rc != STRATA_CONDITION_FAILED);
 	} else {
-		doc_error(rq, 405, "/document/v1/ takes GET, POST, PUT or DELETE");
-		return;
+		rc = doc_write(s, op, &err);
 	}
+	json_decref(op);
+	count(s, rc == STRATA_CONDITION_FAILED ? &s->m.not_met : counter,
+	      rc && rc != STRATA_CONDITION_FAILED);
 	if (rc == STRATA_CONDITION_FAILED) {
 		/* Vespa's answer: the content node's return code in the message. */
 		char msg[STRATA_ERRMSG_MAX + 64];
@@ -683,6 +972,8 @@ void srv_api_handle(struct srv *s, struct srv_req *rq)
 		do_search(s, rq);
 	} else if (srv_api_is_document(p)) {
 		do_document(s, rq);
+	} else if (!strncmp(p, "/model-evaluation", 17) && (!p[17] || p[17] == '/')) {
+		srv_modeleval(s, rq);
 	} else if (!strcmp(p, "/state/v1/health") || !strcmp(p, "/state/v1") ||
 	           !strcmp(p, "/state/v1/")) {
 		answer(rq, 200, json_pack("{s:{s:s}}", "status", "code", "up"));

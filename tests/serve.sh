@@ -180,13 +180,23 @@ req "input parameter of the wrong size" 400 \
 	"$B/search/?yql=$yql&ranking.profile=relevance&input.query%28q_emb%29=%5B1,2%5D"
 req "trace" 200 "$B/search/?yql=$yql&trace.level=1"
 check "trace messages" "$(jout '.trace.children | length')" "2"
+# Vespa's aliases, and its parameters Strata does not honour refused by name
+req "tracelevel alias" 200 "$B/search/?yql=$yql&tracelevel=1&count=1"
+check "tracelevel alias trace" "$(jout '.trace.children | length') $(jout '.root.children | length')" "2 1"
+req "presentation.timing" 200 "$B/search/?yql=$yql&presentation.timing=true"
+check "timing members" "$(jout -c '.timing | keys_unsorted')" '["querytime","summaryfetchtime","searchtime"]'
+req "refused parameter" 400 "$B/search/?yql=$yql&sorting=%2Bprice"
+check "refused parameter message" "$(jout '.root.errors[0].message')" \
+	"request parameter 'sorting' is not supported: write order by in the YQL"
+req "query without yql" 200 "$B/search/?query=nosuchwordanywhere&type=all&default-index=title"
+check "query without yql hits" "$(jout '.root.fields.totalCount')" "0"
 
 # ---- visiting: every document once, page by page ----
 cont=
 : >"$T/visited"
 pages=0
 while :; do
-	req "visit page $pages" 200 "$B/document/v1/shop/product/docid?cluster=c&wantedDocumentCount=2${cont:+&continuation=$cont}"
+	req "visit page $pages" 200 "$B/document/v1/shop/product/docid?cluster=default&wantedDocumentCount=2${cont:+&continuation=$cont}"
 	jout '.documents[] | .id + " " + (.fields.title // "")' >>"$T/visited"
 	check "visit page size $pages" "$(jout '.documentCount <= 2 and .documentCount == (.documents | length)')" "true"
 	cont=$(jout '.continuation // empty')
@@ -219,7 +229,7 @@ check "visit selection pages" "$(echo $got | tr ' ' '\n' | sort | tr '\n' ' ' | 
 req "visit bad selection" 400 "$B/document/v1/shop/product/docid?selection=product.nope%3D%3D1"
 check "visit bad selection message" "$(jout '.message')" "selection:1:9: 'nope' is not a field of document type 'product'"
 req "visit fieldSet" 400 "$B/document/v1/shop/product/docid?fieldSet=x"
-check "visit fieldSet message" "$(jout '.message')" "visiting with 'fieldSet' is not implemented"
+check "visit fieldSet message" "$(jout '.message')" "fieldSet must be [all], [document] or TYPE:[document] (every field), not 'x'"
 req "visit bad continuation" 400 "$B/document/v1/shop/product/docid?continuation=xyz"
 req "visit unknown type" 400 "$B/document/v1/shop/nope/docid"
 
@@ -275,6 +285,11 @@ check "metrics latency" "$(jout "$m.\"query_latency.p99\" > 0 and $m.\"query_lat
 req "state metrics" 200 "$B/state/v1/metrics"
 check "state metrics queries" "$(jout '.metrics.values[] | select(.name == "queries.count") | .values.value')" \
 	"$(curl -s "$B/metrics/v2/values" | jq "$m.\"queries.count\"")"
+# An application without services.xml has one content cluster, "default".
+req "visit cluster default" 200 "$B/document/v1/?cluster=default&wantedDocumentCount=100"
+check "cluster default holds every document" "$(jout '.documentCount')" "5"
+req "visit a cluster the shop lacks" 400 "$B/document/v1/?cluster=content"
+check "wrong cluster message" "$(jout '.message')" "no content cluster 'content', only 'default'"
 # ---- HTTP/2 with prior knowledge, on the same port ----
 # req2 NAME WANT_STATUS CURL_ARGS...: as req, over HTTP/2 (and a failure
 # unless the answer came over HTTP/2).
@@ -520,6 +535,200 @@ else
 fi
 stop
 check "restarted server stops cleanly" "$rc" "0"
+
+# ---- /document/v1 over content clusters: visiting and removing by selection ----
+# Two document types in two clusters of services.xml: "all" holds both,
+# "books" only book.  Documents not selected survive each removal; `strata
+# check` finds the indexes in step with the documents afterwards.
+TWO=$T/two
+mkdir -p "$TWO/schemas"
+cat >"$TWO/schemas/music.sd" <<'SD'
+schema music {
+    document music {
+        field title type string {
+            indexing: index | summary
+        }
+        field year type int {
+            indexing: attribute | summary
+            attribute: fast-search
+        }
+    }
+}
+SD
+cat >"$TWO/schemas/book.sd" <<'SD'
+schema book {
+    document book {
+        field title type string {
+            indexing: index | summary
+        }
+        field pages type int {
+            indexing: attribute | summary
+        }
+    }
+}
+SD
+cat >"$TWO/services.xml" <<'XML'
+<?xml version="1.0" encoding="utf-8" ?>
+<services version="1.0">
+  <container id="default" version="1.0">
+    <document-api/>
+    <search/>
+  </container>
+  <content id="all" version="1.0">
+    <redundancy>1</redundancy>
+    <documents>
+      <document type="music" mode="index"/>
+      <document type="book" mode="index"/>
+    </documents>
+  </content>
+  <content id="books" version="1.0">
+    <documents>
+      <document type="book" mode="index"/>
+    </documents>
+  </content>
+</services>
+XML
+{
+	for i in 1 2 3 4 5 6; do
+		echo "{\"put\": \"id:mus:music::$i\", \"fields\": {\"title\": \"song $i\", \"year\": $((1990 + i))}}"
+	done
+	echo '{"put": "id:mus:music:g=red:7", "fields": {"title": "red song", "year": 2000}}'
+	echo '{"put": "id:mus:music:n=5:8", "fields": {"title": "five song", "year": 2001}}'
+	for i in 1 2 3 4; do
+		echo "{\"put\": \"id:lib:book::$i\", \"fields\": {\"title\": \"book $i\", \"pages\": $((100 * i))}}"
+	done
+} >"$T/two.jsonl"
+run "$STRATA" deploy "$TWO"
+check "two clusters: deploy ($(cat "$ERR"))" "$rc" "0"
+run "$STRATA" feed "$TWO" "$T/two.jsonl"
+check "two clusters: feed" "$rc" "0"
+APP=$TWO
+start --threads 2 || { echo "$passed passed, $failed failed"; exit 1; }
+V=$B/document/v1
+
+# visiting the whole of a cluster, page by page: each document once
+cont=
+: >"$T/visited"
+pages=0
+while :; do
+	req "cluster visit page $pages" 200 "$V/?cluster=all&wantedDocumentCount=5${cont:+&continuation=$cont}"
+	jout -r '.documents[].id' >>"$T/visited"
+	cont=$(jout -r '.continuation // empty')
+	pages=$((pages + 1))
+	[ -n "$cont" ] && [ $pages -lt 10 ] || break
+done
+check "cluster visit pages" "$pages" "3"
+check "cluster visit: every document of both types once" "$(LC_ALL=C sort "$T/visited" | tr '\n' ' ')" \
+	"id:lib:book::1 id:lib:book::2 id:lib:book::3 id:lib:book::4 id:mus:music::1 id:mus:music::2 id:mus:music::3 id:mus:music::4 id:mus:music::5 id:mus:music::6 id:mus:music:g=red:7 id:mus:music:n=5:8 "
+check "cluster visit pathId" "$(jout '.pathId')" "/document/v1/"
+req "cluster of one type" 200 "$V/?cluster=books"
+check "cluster books holds books only" "$(jout -c '[.documents[].id] | sort')" \
+	'["id:lib:book::1","id:lib:book::2","id:lib:book::3","id:lib:book::4"]'
+req "cluster visit with selection" 200 "$V/?cluster=all&selection=music.year%3E1994"
+check "cluster selection" "$(jout -c '[.documents[].id] | sort')" \
+	'["id:mus:music::5","id:mus:music::6","id:mus:music:g=red:7","id:mus:music:n=5:8"]'
+req "unknown cluster" 400 "$V/?cluster=nope"
+check "unknown cluster message" "$(jout '.message')" "no content cluster 'nope', only 'all', 'books'"
+req "root visit without a cluster" 400 "$V/"
+req "type not in the cluster" 400 "$V/mus/music/docid?cluster=books"
+check "type not in the cluster message" "$(jout '.message')" \
+	"no document type 'music' in content cluster 'books', only 'book'"
+req "typed visit in its cluster" 200 "$V/mus/music/docid?cluster=all"
+check "typed visit in its cluster count" "$(jout '.documentCount')" "8"
+req "typed continuation to a cluster visit" 400 "$V/?cluster=all&continuation=v1.2"
+req "group visit" 200 "$V/mus/music/group/red"
+check "group visit ids" "$(jout -c '[.documents[].id]')" '["id:mus:music:g=red:7"]'
+req "number visit" 200 "$V/mus/music/number/5/"
+check "number visit ids" "$(jout -c '[.documents[].id]')" '["id:mus:music:n=5:8"]'
+req "visit slices" 400 "$V/?cluster=all&slices=2&sliceId=0"
+check "visit slices message" "$(jout '.message')" \
+	"visiting does not take the request parameter 'slices'; it takes cluster, selection, continuation, wantedDocumentCount, concurrency, timeout, fieldSet, bucketSpace"
+req "visit global bucket space" 400 "$V/?cluster=all&bucketSpace=global"
+
+# removing by selection
+req "remove where" 200 -X DELETE "$V/?cluster=all&selection=music.year%3C1993"
+check "remove where answer" "$(jout -c '.')" '{"pathId":"/document/v1/","documentCount":2}'
+req "removed by selection" 404 "$V/mus/music/docid/1"
+req "removed by selection 2" 404 "$V/mus/music/docid/2"
+req "not selected: kept" 200 "$V/mus/music/docid/3"
+req "books not selected: kept" 200 "$V/?cluster=books"
+check "books all kept" "$(jout '.documentCount')" "4"
+req "remove where needs a cluster" 400 -X DELETE "$V/?selection=true"
+check "remove where cluster message" "$(jout '.message')" "removing by selection needs ?cluster= at '/document/v1/'"
+req "remove where needs a selection" 400 -X DELETE "$V/?cluster=all"
+req "remove where bad selection" 400 -X DELETE "$V/?cluster=all&selection=music.year%3C%3C2"
+check "remove where bad selection message" "$(jout '.message' | grep -c '^selection:1:')" "1"
+req "remove where unknown cluster" 400 -X DELETE "$V/?cluster=nope&selection=true"
+req "remove where wantedDocumentCount" 400 -X DELETE "$V/?cluster=all&selection=true&wantedDocumentCount=3"
+req "nothing removed by the refusals" 200 "$V/?cluster=all&wantedDocumentCount=100"
+check "ten left" "$(jout '.documentCount')" "10"
+req "typed remove where" 200 -X DELETE "$V/lib/book/docid/?cluster=books&selection=book.pages%3E250"
+check "typed remove where count" "$(jout '.documentCount')" "2"
+req "typed remove where: rest kept" 200 "$V/lib/book/docid"
+check "books left" "$(jout -c '[.documents[].id] | sort')" '["id:lib:book::1","id:lib:book::2"]'
+req "group remove where" 200 -X DELETE "$V/mus/music/group/red?cluster=all&selection=true"
+check "group remove where count" "$(jout '.documentCount')" "1"
+req "group removed" 404 "$V/mus/music/group/red/7"
+req "other group kept" 200 "$V/mus/music/number/5/8"
+req "remove where other namespace" 200 -X DELETE "$V/nope/music/docid?cluster=all&selection=true"
+check "other namespace: none removed" "$(jout '.documentCount')" "0"
+
+# dryRun: checked, answered as a write, nothing written
+req "dry put" 200 -X POST -d '{"fields": {"title": "dry", "year": 1}}' "$V/mus/music/docid/50?dryRun=true"
+check "dry put answer" "$(jout -c '.')" '{"pathId":"/document/v1/mus/music/docid/50","id":"id:mus:music::50"}'
+req "dry put wrote nothing" 404 "$V/mus/music/docid/50"
+req "dry update" 200 -X PUT -d '{"fields": {"year": {"assign": 1}}}' "$V/mus/music/docid/3?dryRun=true"
+req "dry remove" 200 -X DELETE "$V/mus/music/docid/3?dryRun=true"
+req "dry writes: document unchanged" 200 "$V/mus/music/docid/3"
+check "dry writes: year kept" "$(jout '.fields.year')" "1993"
+req "dry put of an unknown type" 400 -X POST -d '{"fields": {}}' "$V/mus/nope/docid/1?dryRun=true"
+req "dry put with a bad condition" 400 -X POST -d '{"fields": {}}' \
+	"$V/mus/music/docid/3?dryRun=true&condition=music.year%3E"
+check "dry bad condition message" "$(jout '.message' | grep -c '^condition:1:')" "1"
+req "dry put with a bad body" 400 -X POST -d '{"fields": ' "$V/mus/music/docid/3?dryRun=true"
+req "dryRun not a boolean" 400 -X POST -d '{"fields": {}}' "$V/mus/music/docid/3?dryRun=maybe"
+req "dryRun false writes" 200 -X POST -d '{"fields": {"title": "wet", "year": 2}}' "$V/mus/music/docid/50?dryRun=false"
+req "dryRun false written" 200 "$V/mus/music/docid/50"
+
+# the id in a body: the path's is accepted, another refused
+req "body put key, same id" 200 -X POST -d '{"put": "id:mus:music::51", "fields": {"title": "t", "year": 3}}' \
+	"$V/mus/music/docid/51"
+req "body put key: written" 200 "$V/mus/music/docid/51"
+check "body put key: fields" "$(jout '.fields.year')" "3"
+req "body put key, another id" 400 -X POST -d '{"put": "id:mus:music::52", "fields": {"title": "x", "year": 9}}' \
+	"$V/mus/music/docid/51"
+check "body put key, another id message" "$(jout '.message')" \
+	"the body's \"put\" names another document than the path: 'id:mus:music::52', not 'id:mus:music::51'"
+req "body update key" 200 -X PUT -d '{"update": "id:mus:music::51", "fields": {"year": {"assign": 4}}}' \
+	"$V/mus/music/docid/51"
+req "body put key in an update" 400 -X PUT -d '{"put": "id:mus:music::51", "fields": {"year": {"assign": 5}}}' \
+	"$V/mus/music/docid/51"
+req "body remove key, another id" 400 -X DELETE -d '{"remove": "id:mus:music::99"}' "$V/mus/music/docid/51"
+req "body keys refused: nothing written" 200 "$V/mus/music/docid/51"
+check "body keys refused: year 4" "$(jout '.fields.year')" "4"
+req "another id never written" 404 "$V/mus/music/docid/52"
+req "body remove key, same id" 200 -X DELETE -d '{"remove": "id:mus:music::51"}' "$V/mus/music/docid/51"
+req "body remove key: removed" 404 "$V/mus/music/docid/51"
+
+# parameters Strata does not honour are refused, named
+req "get tracelevel" 400 "$V/mus/music/docid/3?tracelevel=3"
+check "get tracelevel message" "$(jout '.message')" \
+	"a get does not take the request parameter 'tracelevel'; it takes cluster, timeout, fieldSet"
+req "put route" 400 -X POST -d '{"fields": {}}' "$V/mus/music/docid/3?route=default"
+req "remove create" 400 -X DELETE "$V/mus/music/docid/3?create=true"
+req "get in a cluster without its type" 400 "$V/mus/music/docid/3?cluster=books"
+req "get in its cluster" 200 "$V/mus/music/docid/3?cluster=all"
+req "get fieldSet [all]" 200 "$V/mus/music/docid/3?fieldSet=%5Ball%5D"
+req "update by selection" 405 -X PUT -d '{"fields": {}}' "$V/mus/music/docid?cluster=all&selection=true"
+req "after all that" 200 "$V/?cluster=all&wantedDocumentCount=100"
+check "documents left" "$(jout -c '[.documents[].id] | sort')" \
+	'["id:lib:book::1","id:lib:book::2","id:mus:music::3","id:mus:music::4","id:mus:music::5","id:mus:music::50","id:mus:music::6","id:mus:music:n=5:8"]'
+stop
+check "two clusters: server stops cleanly" "$rc" "0"
+run "$STRATA" check "$TWO"
+check "two clusters: indexes agree with the documents ($(cat "$ERR"))" "$rc" "0"
+check "two clusters: documents in the store" "$(jq -c '[.doctypes[] | [.name, .documents]]' "$OUT")" \
+	'[["book",2],["music",6]]'
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
