@@ -12,6 +12,8 @@
  *                bounded queue and its worker threads
  *   serve_api.c  what a request does: /search/, /document/v1/, /state/v1/
  *                and /metrics/v2/values, each answered as Vespa answers it
+ *   serve_modeleval.c  /model-evaluation/v1/, Vespa's stateless model
+ *                evaluation, on the library's strata_modeleval_* calls
  *
  * Data flow: an I/O thread (libmicrohttpd's for HTTP/1.1, the front door's
  * for HTTP/2) reads a request whole (path, query parameters, body up to
@@ -161,6 +163,12 @@ void srv_front_quiesce(struct srv_front *f);
 /* Close every connection left, stop the thread and free f.  Call after the
  * workers are stopped. */
 void srv_front_free(struct srv_front *f);
+
+/* ---- serve_modeleval.c ---- */
+
+/* Answer rq, whose path is /model-evaluation or under it: Vespa's stateless
+ * model evaluation API (strata_modeleval_*).  Safe on many threads. */
+void srv_modeleval(struct srv *s, struct srv_req *rq);
 
 /* ---- serve_api.c ---- */
 
