@@ -97,6 +97,17 @@ static const struct cmd_help helps[] = {
 	  "               they share are stored once (a last line gives its size)\n"
 	  "  --prefix P   prefix of the compiled graph's name\n"
 	  "  -o DIR       write into DIR (created if missing)\n" },
+	{ "test",
+	  "usage: strata test PATH [--endpoint URL] [--app APP]\n"
+	  "  Run Vespa's basic HTTP tests: PATH is a test (.json) or a folder of them\n"
+	  "  (APP/tests/system-test, staging-setup, staging-test); an application\n"
+	  "  folder runs its tests/system-test.  Without --endpoint, APP (the folder\n"
+	  "  above tests/, or --app) is deployed into a temporary data folder and\n"
+	  "  served on a free loopback port for the run: its own store is untouched.\n"
+	  "  --endpoint URL  send the requests to a running server (http:// only)\n"
+	  "  A line per step and per test on stderr, the first mismatch's JSON path\n"
+	  "  with expected and actual; on stdout {\"tests\", \"passed\", \"failed\",\n"
+	  "  \"failures\"}.  Exit status 1 when a test failed.\n" },
 };
 
 static const char *main_usage =
@@ -112,6 +123,7 @@ static const char *main_usage =
 	"  inspect MODEL          show a model's inputs and outputs\n"
 	"  compile MODEL...       compile models into contexts that load without compiling\n"
 	"  serve APP              serve searches and documents over HTTP, as Vespa\n"
+	"  test PATH              run Vespa's basic HTTP tests (JSON) against the application\n"
 	"options: --help, --version; `strata COMMAND --help` for a command's options\n";
 
 static const char *usage_of(const char *cmd)
@@ -557,6 +569,7 @@ int main(int argc, char **argv)
 		{ "inspect", cli_cmd_inspect },
 		{ "compile", cli_cmd_compile },
 		{ "serve", srv_cmd_serve }, /* prints its own --help */
+		{ "test", cli_cmd_test },
 	};
 	for (size_t i = 0; i < sizeof model_cmds / sizeof model_cmds[0]; i++) {
 		if (strcmp(model_cmds[i].name, cmd) != 0)

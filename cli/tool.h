@@ -95,5 +95,7 @@ int cli_cmd_inspect(int argc, char **argv);
 int cli_cmd_compile(int argc, char **argv);
 /* strata serve APP [options] (serve/serve.c) */
 int srv_cmd_serve(int argc, char **argv);
+/* strata test PATH [--endpoint URL] [--app APP] (cli_test.c) */
+int cli_cmd_test(int argc, char **argv);
 
 #endif
