@@ -64,12 +64,12 @@ STORE_SRC   := store/env.c store/doctype.c store/doc.c store/attr.c store/text.c
 RANK_SRC    := rank/lex.c rank/parser.c rank/expr.c rank/parse.c rank/parse_profile.c rank/parse_text.c rank/parse_hnsw.c rank/props.c rank/schema.c rank/inputs.c rank/type.c rank/fn.c rank/compile_base.c rank/compile.c rank/gbdt.c rank/compile_tensor.c rank/compile_feature.c rank/compile_raw.c rank/explain.c rank/vm.c rank/dot.c rank/dot_avx512.c rank/firstdot.c rank/firstsum.c \
                rank/tensor.c rank/tensor_sparse.c rank/literal.c rank/model.c rank/query.c rank/profile.c rank/app.c rank/nearest.c
 RANK_SRC    += rank/fields.c rank/docs.c rank/parse_field.c rank/types.c rank/indexing.c rank/indexing_check.c
-ENGINE_SRC  := engine/db.c engine/contexts.c engine/feed.c engine/query.c engine/feed_ahead.c engine/grouping.c engine/embed.c engine/indexing.c engine/indexing_fn.c engine/snippet.c engine/summary.c engine/select_elements.c engine/services.c engine/tokenizer.c engine/visit.c engine/firstphase.c engine/searchpool.c engine/query_embed.c engine/imports.c engine/api.c \
+ENGINE_SRC  := engine/db.c engine/queryprofile.c engine/contexts.c engine/feed.c engine/query.c engine/feed_ahead.c engine/grouping.c engine/embed.c engine/indexing.c engine/indexing_fn.c engine/snippet.c engine/summary.c engine/select_elements.c engine/services.c engine/tokenizer.c engine/visit.c engine/firstphase.c engine/searchpool.c engine/query_embed.c engine/imports.c engine/api.c engine/modeleval.c \
                engine/value/values.c engine/value/docid.c engine/value/json_alloc.c engine/value/json_read.c engine/value/tensor_json.c engine/value/tensor_sparse_json.c engine/value/fieldtypes.c engine/value/labels.c engine/value/position.c engine/value/predicate.c engine/value/result.c \
                engine/request/request.c engine/request/yql.c engine/request/yql_tree.c engine/request/userquery.c engine/request/deadline.c engine/request/selection.c engine/request/selection_eval.c  \
                engine/match/textmatch.c engine/match/wsetmatch.c engine/match/samematch.c engine/match/attrmatch.c engine/match/fieldmatch.c engine/match/wand.c engine/match/nearest.c engine/match/typedmatch.c engine/match/ops.c engine/match/iter.c engine/match/compare.c engine/match/topk.c
 # The programs: the `strata` command and `strata serve`, outside the library.
-CLI_SRC     := cli/cli.c cli/cli_run.c cli/tool.c serve/serve.c serve/serve_api.c serve/serve_req.c serve/serve_h2.c
+CLI_SRC     := cli/cli.c cli/cli_run.c cli/cli_test.c cli/http_client.c cli/tool.c serve/serve.c serve/serve_api.c serve/serve_req.c serve/serve_h2.c serve/serve_modeleval.c
 GEN_SRC     := $(BUILD)/gen/onnx.pb-c.c
 
 LIB_SRC  := $(BASE_SRC) $(RUNTIME_SRC) $(STORE_SRC) $(RANK_SRC) $(ENGINE_SRC)
@@ -79,7 +79,7 @@ LIB      := $(BUILD)/libstrata.a
 CLI      := $(BUILD)/strata
 
 # Unit tests: one cmocka binary per module (tests/test_<name>.c).
-UNIT_TESTS := base match json_read feed_file runtime firstphase ops_elementwise ops_tensor store store_dict hnsw hnsw_snap ann multivec mvgraph nntune rank_parse text text_index text_blocks text_coll text_settings yql_ops text_query wand rank_eval rank_gbdt rank_phases rank_features compat engine yql ops_index ops_nn ops_rnn ops_quant qgemm qlinear ops_train ops_signal infer gemm plan optimize context pool binding embed fields summary types embedder indexing visit deadline selection api request
+UNIT_TESTS := base match json_read feed_file runtime firstphase ops_elementwise ops_tensor store store_dict hnsw hnsw_snap ann multivec mvgraph nntune rank_parse text text_index text_blocks text_coll text_settings yql_ops text_query wand rank_eval rank_gbdt rank_phases rank_features compat engine yql ops_index ops_nn ops_rnn ops_quant qgemm qlinear ops_train ops_signal infer gemm plan optimize context pool binding embed fields summary types embedder indexing visit deadline selection api request queryprofile vespa_query
 TEST_BINS  := $(UNIT_TESTS:%=$(BUILD)/tests/test_%)
 TEST_LIB_SRC := tests/modelbuild.c tests/opcase.c tests/apptest.c
 TEST_LIB_OBJ := $(TEST_LIB_SRC:%.c=$(BUILD)/%.o)
@@ -217,6 +217,8 @@ e2e: $(CLI) $(TOOLS)
 	STRATA=$(CLI) MKSHOP=$(BUILD)/tests/mkshop sh tests/text_fields.sh || status=1; \
 	STRATA=$(CLI) MKSHOP=$(BUILD)/tests/mkshop sh tests/indexing.sh || status=1; \
 	STRATA=$(CLI) MKSHOP=$(BUILD)/tests/mkshop sh tests/serve.sh || status=1; \
+	STRATA=$(CLI) MKSHOP=$(BUILD)/tests/mkshop sh tests/strata_test.sh || status=1; \
+	STRATA=$(CLI) MKSHOP=$(BUILD)/tests/mkshop sh tests/modeleval.sh || status=1; \
 	exit $$status
 
 # Vespa's tensor conformance cases through the expression compiler and VM: one

@@ -97,6 +97,7 @@ struct strata {
 	struct eng_doctype *doctypes;
 	int ncontexts;              /* deploy: the models compiled into DATA/contexts */
 	struct eng_embedders *embedders; /* embed.c; NULL when the application has none */
+	struct eng_qprofiles *qprofiles; /* queryprofile.c; NULL when the application has none */
 	struct eng_pool *pool;      /* search threads (searchpool.c); NULL: none */
 	/* strata_stats(): the only fields that change after open (atomics) */
 	atomic_ullong n_queries;
@@ -264,6 +265,35 @@ struct eng_services {
  * name the element.  eng_services_free(s) in every case. */
 int eng_services_read(const char *path, struct eng_services *s, struct strata_error *err);
 void eng_services_free(struct eng_services *s);
+/* A new expat parser (XML_Parser) that allocates with the library's
+ * allocator, as every XML file of an application is read; NULL when memory
+ * runs out.  XML_ParserFree() frees it. */
+struct XML_ParserStruct *eng_xml_parser(void);
+
+/* Tell log (NULL: nobody), one STRATA_LOG_WARNING each, of the Java
+ * components of appdir/services.xml: <searcher>, <document-processor>,
+ * <handler>, <processor>, <renderer>, <server>, <client>, <filter>,
+ * <provider>, and a <component> that is no embedder ("path:line:col:
+ * searcher 'ID' ... cannot run ...").  Returns 0 (no file too),
+ * STRATA_PARSE (malformed XML), STRATA_NOMEM, or an errno. */
+int eng_services_java(const char *appdir, strata_log_fn *log, void *ud, struct strata_error *err);
+
+/* ---- queryprofile.c: query profiles and their types --------------------------- */
+
+/* Read APP/search/query-profiles/ *.xml and types/ *.xml into db->qprofiles
+ * (NULL when there are none) and give loader the query inputs the types
+ * declare.  Returns 0, STRATA_PARSE, STRATA_NOT_FOUND (an unknown parent or
+ * type), STRATA_NOT_IMPLEMENTED (what is not honoured: variants, strict),
+ * STRATA_INVALID_ARGUMENT (a value of the wrong type), STRATA_NOMEM, or an
+ * errno; messages begin "file:line:col:".  Freed by eng_qprofiles_free. */
+int eng_qprofiles_load(struct strata *db, struct rank_loader *loader, struct strata_error *err);
+void eng_qprofiles_free(struct eng_qprofiles *q);
+/* Add the fields of the request's query profile (its "queryProfile", else
+ * "default" when there is one) to req where req does not set them (or
+ * where the profile says overridable="false").  Returns 0, STRATA_NOT_FOUND
+ * (an unknown queryProfile), STRATA_INVALID_ARGUMENT (a value of the wrong
+ * type, a mandatory field missing), STRATA_NOMEM. */
+int eng_qprofiles_apply(const struct eng_qprofiles *q, json_t *req, struct strata_error *err);
 
 /* ---- tokenizer.c: WordPiece and Unigram tokenizers ------------------------------ */
 
@@ -437,6 +467,29 @@ void eng_block_free(void *p);
  * when an allocation failed on the way, or NULL with *oom = 0 and the
  * reason, line and column in je when the text is not JSON.  Any thread. */
 json_t *eng_json_parse(const char *text, size_t len, size_t flags, json_error_t *je, int *oom);
+/* strtod in the C locale, whatever the program set.  Any thread. */
+double eng_json_strtod(const char *text);
+
+/* ---- numbers.c: numbers in document JSON, as Vespa reads them --------------------- */
+
+#define ENG_NUM_NOT (-1)   /* not a number of the type asked */
+#define ENG_NUM_RANGE (-2) /* an integer, out of the range asked */
+/* An integer of lo..hi: a JSON integer, a real without a fraction, or a
+ * string of decimal digits with an optional sign.  0, ENG_NUM_NOT or
+ * ENG_NUM_RANGE. */
+int eng_num_int(const json_t *j, int64_t lo, int64_t hi, int64_t *out);
+/* A real: a JSON number or a string as Java's Double.parseDouble reads it
+ * (tensor = 1: also "inf", "nan" in any case).  0 or ENG_NUM_NOT. */
+int eng_num_real(const json_t *j, int tensor, double *out);
+/* j as a message shows it: a string quoted (cut at 40 bytes), a number. */
+const char *eng_num_show(const json_t *j, char *buf, size_t n);
+/* The n cells of hex[0..len) (2, 4, 8 or 16 digits a cell: int8, bfloat16,
+ * float, double bits, high digit first) for cells of type cell into out.
+ * 0 or STRATA_INVALID_ARGUMENT (what names the value). */
+int eng_hex_cells(const char *hex, size_t len, int cell, size_t n, double *out, const char *what,
+                  struct strata_error *err);
+/* 1 when j is a non-empty string of hex digits only. */
+int eng_hex_string(const json_t *j);
 
 /* ---- tensor_json.c ------------------------------------------------------------ */
 
@@ -561,30 +614,58 @@ json_t *eng_json_number(int cell, double v);
 #define ENG_MAX_HITS 400
 #define ENG_MAX_OFFSET 100000
 
+/* How userQuery() and userInput() read their text: Vespa's model.type
+ * (all, any, weakAnd, phrase, web, tokenize, linguistics), or its parts. */
+enum eng_composite { ENG_COMPOSITE_AND = 1, ENG_COMPOSITE_OR, ENG_COMPOSITE_WEAKAND,
+	             ENG_COMPOSITE_PHRASE };
+enum eng_syntax { ENG_SYNTAX_SIMPLE = 1, ENG_SYNTAX_WEB, ENG_SYNTAX_NONE };
+struct eng_grammar {
+	int composite;   /* enum eng_composite */
+	int syntax;      /* enum eng_syntax */
+	int linguistics; /* model.type.tokenization linguistics: the words as the
+	                    field's tokenizer finds them, not stemmed again */
+};
+
 /* The keys every search reads, typed (request.c lists every key a request
  * may hold); the others stay in json: query inputs, nearest-neighbour
  * settings, parameters for userInput(@p) and embed(ID, @p). */
 struct eng_request {
-	const json_t *json;        /* the request (borrowed) */
-	const char *yql;
+	const json_t *json;        /* the request with every key by its full name (flat) */
+	json_t *flat;              /* owned: json */
+	const char *yql;           /* given, or userQuery() when only a query is */
 	long hits, offset;         /* -1: not given */
 	const char *profile;       /* "default" when not given */
+	const char *query_profile; /* queryProfile, NULL */
 	const char *summary;       /* presentation.summary, NULL */
+	int timing;                /* presentation.timing */
+	const char *tensor_format; /* presentation.format.tensors, NULL */
+	int short_value;           /* it is short-value */
 	const json_t *timeout;     /* deadline.c reads these three, NULL when not given */
 	const json_t *soft_enable, *soft_factor;
 	const json_t *now;         /* ranking.properties.vespa.now (a number), NULL */
 	const char *query;         /* userQuery()'s text, NULL */
 	const char *default_index; /* model.defaultIndex, NULL */
-	const json_t *input;       /* the "input" object, NULL */
+	const char *type;          /* model.type and its parts, NULL when not given */
+	const char *composite, *tokenization, *syntax;
+	struct eng_grammar grammar; /* what they say: weakAnd over the simple syntax
+	                               when none is given */
 };
-/* Read the request json into r (borrowing from it).  Returns 0, or
- * STRATA_INVALID_ARGUMENT naming the key of a wrong type or value, or a
- * missing "yql". */
+/* Read the request json into r: every key by its full name, Vespa's
+ * aliases and nested objects ({"ranking": {"profile": ...}}) resolved, into
+ * r->flat; a parameter of Vespa's that Strata does not honour is refused
+ * (STRATA_NOT_IMPLEMENTED naming it and what to do instead).  Returns 0
+ * (then eng_request_done() frees it), or STRATA_INVALID_ARGUMENT naming the
+ * key of a wrong type or value, or a missing "yql" (without "query"). */
 int eng_request_read(const json_t *json, struct eng_request *r, struct strata_error *err);
-/* The request's value of a dotted parameter name, as Vespa takes it: the
- * flat key ("ranking.matching.x") or the same path through nested objects
- * ({"ranking": {"matching": {"x": ...}}}); NULL when not given.  A part of
- * the name holds no dot (query(q) does not). */
+void eng_request_done(struct eng_request *r);
+/* The flat form of request json (a new object in *out), as above. */
+int eng_request_flatten(const json_t *json, json_t **out, struct strata_error *err);
+/* r->grammar from r->type and its parts (userquery.c); STRATA_INVALID_ARGUMENT
+ * for a value Vespa does not have, STRATA_NOT_IMPLEMENTED for near and oNear. */
+int eng_query_type(struct eng_request *r, struct strata_error *err);
+/* The grammar of Vespa's model.type or grammar annotation value name into
+ * *g; -1 when it is none of them. */
+int eng_grammar_named(const char *name, struct eng_grammar *g);
 const json_t *eng_request_param(const json_t *req, const char *name);
 
 /* ---- deadline.c: a search's time limit ---------------------------------------- */
@@ -730,6 +811,29 @@ enum yql_wset_op { YQL_DOTPRODUCT = 1, YQL_WAND, YQL_WEIGHTEDSET };
 
 enum yql_cmp { YQL_LT = 1, YQL_LE, YQL_GT, YQL_GE, YQL_EQ };
 
+/* A word's annotations: {prefix: true}, {stem: false}, {ranked: false},
+ * {filter: true}, {weight: N}, given on it or on a condition around it. */
+struct yql_term {
+	unsigned char prefix;   /* matches every word that begins with it */
+	unsigned char no_stem;  /* looked up as written, not stemmed */
+	unsigned char unranked; /* ranked: false or filter: true: matches, feeds no text rank feature */
+	unsigned char set;      /* YQL_TERM_* bits: which were given (for inheritance) */
+	int weight;             /* 0: Vespa's 100 */
+};
+#define YQL_TERM_PREFIX 1
+#define YQL_TERM_STEM 2
+#define YQL_TERM_RANKED 4
+#define YQL_TERM_WEIGHT 8
+
+/* userInput()'s annotations. */
+struct yql_user {
+	const char *default_index;  /* defaultIndex, NULL */
+	const char *grammar;        /* grammar, NULL */
+	struct eng_grammar grammar_of;
+	int allow_empty;            /* allowEmpty: true */
+	int raw;                    /* grammar raw or segment: the text is one term */
+};
+
 struct yql_node {
 	int kind;          /* enum yql_kind */
 	int op;            /* YQL_CMP: enum yql_cmp; YQL_WSET: enum yql_wset_op */
@@ -761,6 +865,8 @@ struct yql_node {
 	int nkids;
 	struct yql_node **kids;
 	int fidx;          /* set by query.c per doctype: field index or -1 */
+	struct yql_term term; /* CONTAINS, USERQUERY, USERINPUT: word annotations */
+	struct yql_user *user; /* USERINPUT: its annotations, or NULL */
 };
 
 /* order by field [asc|desc], ... */
@@ -924,6 +1030,13 @@ struct eng_wandset;
 /* What the operators read while they match the documents of one type: the
  * state each family opened for the where tree, and the document's values
  * through the query's reader (it keeps one document's values at a time). */
+/* The documents of one nearestNeighbor item, lids increasing. */
+struct eng_nnset {
+	const struct yql_node *node;
+	uint32_t *lids;
+	size_t n;
+};
+
 struct eng_match {
 	struct store_txn *txn;
 	const struct eng_doctype *dt;
@@ -931,8 +1044,8 @@ struct eng_match {
 	struct eng_wset *wset;    /* dotProduct, wand, weightedSet (wsetmatch.c) */
 	struct eng_same *same;    /* contains sameElement (samematch.c) */
 	struct eng_wandset *wand; /* the matches of each weakAnd (wand.c) */
-	const uint32_t *nn;       /* the nearestNeighbor set, lids increasing */
-	size_t nnn;
+	const struct eng_nnset *nn; /* each nearestNeighbor item's set */
+	int nnn;
 	int nn_true;              /* nearestNeighbor matches every document (its filter) */
 	int nomem;                /* a value could not be read for lack of memory */
 	/* The document's stored value of field fidx, or NULL when it has none. */
@@ -1091,6 +1204,14 @@ int eng_text_length(struct store_txn *txn, const struct eng_doctype *dt, struct 
 double eng_text_feature(struct store_txn *txn, const struct eng_doctype *dt,
                         const struct rank_profile *prof, struct eng_textset *s, int feature,
                         int field, uint32_t lid);
+/* elementwise(bm25(field)) of lid (RANK_TT_ELEM_BM25): with elem >= 0,
+ * bm25 of the set's terms on field over element elem alone (NaN when none
+ * is in it), with prof's k1 and b; with elem -1, one past the last element
+ * scored.  The set keeps the document's scores, computed at its first
+ * question.  A failed read gives no cells. */
+double eng_text_elementwise(struct store_txn *txn, const struct eng_doctype *dt,
+                            const struct rank_profile *prof, struct eng_textset *s, int field,
+                            int elem, uint32_t lid);
 /* labels.c: an array or weighted set field's stored value (n bytes at s) as
  * the tensor with one mapped dimension that tensorFromLabels and
  * tensorFromWeightedSet read: each distinct element holding 1, or each key
@@ -1122,12 +1243,20 @@ double eng_field_match(struct store_txn *txn, const struct eng_doctype *dt,
                        struct eng_textset *s, int field, uint32_t lid, int output);
 /* fieldmatch.c: nativeProximity's parts on field for lid, feature
  * RANK_TF_NATIVE_PROX_SUM (the term pairs' boosts, each times its weight,
- * normalized) or RANK_TF_NATIVE_PROX_WEIGHT (the pairs' weights). */
-double eng_native_proximity(const struct eng_textset *s, int feature, int field, uint32_t lid);
+ * normalized) or RANK_TF_NATIVE_PROX_WEIGHT (the pairs' weights).  In a
+ * collection, occurrences in one element pair up, and in adjacent ones
+ * only with prof's element gap for the field (rank_profile_element_gap). */
+double eng_native_proximity(struct store_txn *txn, const struct eng_doctype *dt,
+                            const struct rank_profile *prof, const struct eng_textset *s,
+                            int feature, int field, uint32_t lid);
 /* fieldmatch.c: output (RANK_TT_TEXT_SIMILARITY's) of textSimilarity(field)
  * for lid, over the terms of s. */
 double eng_text_similarity(struct store_txn *txn, const struct eng_doctype *dt,
                            struct eng_textset *s, int field, uint32_t lid, int output);
+/* fieldmatch.c: elementSimilarity(field) for lid (Vespa's default output),
+ * over the terms of s. */
+double eng_element_similarity(struct store_txn *txn, const struct eng_doctype *dt,
+                              const struct eng_textset *s, int field, uint32_t lid);
 /* attrmatch.c: output (enum rank_attr_match) of attributeMatch(field) for a
  * document whose value of field is sv (NULL or unset: none), over the
  * 'contains' conditions of where. */

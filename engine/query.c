@@ -105,7 +105,7 @@ static double text_cb(void *ud, int feature, int field, uint32_t lid)
 		return v;
 	}
 	if (feature == RANK_TF_NATIVE_PROX_SUM || feature == RANK_TF_NATIVE_PROX_WEIGHT)
-		return eng_native_proximity(ds->m.text, feature, field, lid);
+		return eng_native_proximity(ds->txn, ds->dt, ds->prof, ds->m.text, feature, field, lid);
 	if (feature >= RANK_TF_SUBQUERIES_LSB) /* of predicate and position fields */
 		return eng_typed_feature(ds->qs->yql->where, rank_schema_field(ds->dt->schema, field),
 		                         feature, doc_value(ds->qs, ds, lid, field));
@@ -122,6 +122,10 @@ static double term_cb(void *ud, int feature, int field, int term, uint32_t lid)
 		return eng_field_match(ds->txn, ds->dt, ds->m.text, field, lid, term);
 	if (feature == RANK_TT_TEXT_SIMILARITY)
 		return eng_text_similarity(ds->txn, ds->dt, ds->m.text, field, lid, term);
+	if (feature == RANK_TT_ELEM_BM25)
+		return eng_text_elementwise(ds->txn, ds->dt, ds->prof, ds->m.text, field, term, lid);
+	if (feature == RANK_TT_ELEM_SIMILARITY)
+		return ds->m.text ? eng_element_similarity(ds->txn, ds->dt, ds->m.text, field, lid) : 0;
 	return eng_text_term(ds->txn, ds->dt, ds->m.text, feature, field, term, lid);
 }
 
@@ -269,16 +273,13 @@ static int check_fields(struct qstate *qs, const struct yql_node *n)
 	                n->field);
 }
 
-static struct yql_node *find_nn(struct yql_node *n)
+/* The nearestNeighbor items of the tree n into v (*k of them, at most max). */
+static void find_nn(struct yql_node *n, struct yql_node **v, int *k, int max)
 {
-	if (n->kind == YQL_NN)
-		return n;
-	for (int i = 0; i < n->nkids; i++) {
-		struct yql_node *r = find_nn(n->kids[i]);
-		if (r)
-			return r;
-	}
-	return NULL;
+	if (n->kind == YQL_NN && *k < max)
+		v[(*k)++] = n;
+	for (int i = 0; i < n->nkids; i++)
+		find_nn(n->kids[i], v, k, max);
 }
 
 /* ---- the documents' values, for the operators ------------------------------------------- */
@@ -330,7 +331,7 @@ static double nn_distance(void *ud, uint32_t lid)
 {
 	struct dtstate *ds = ud;
 	uint64_t a = mark();
-	double d = rank_query_nn_distance(ds->rq, &ds->docs, lid);
+	double d = rank_query_nn_distance(ds->rq, &ds->docs, ds->nn_field, lid);
 	charge(ds->qs, a);
 	return d;
 }
@@ -350,11 +351,38 @@ static int nn_set(struct qstate *qs, struct dtstate *ds, struct yql_node *nn)
 		.target_hits = (uint32_t)nn->target_hits, .explore = (uint32_t)nn->explore,
 		.tune = ds->nn_tune, .filter = filtered ? nn_filter : NULL, .distance = nn_distance, .ud = ds,
 	};
-	r.query = rank_query_nn_cells(ds->rq, &r.ncells);
-	int rc = eng_nn_set(&r, &ds->nn, &ds->nnn, qs->err);
+	ds->nn_field = nn->fidx;
+	r.query = rank_query_nn_cells(ds->rq, nn->fidx, &r.ncells);
+	struct eng_nnset *s = &ds->nn[ds->nnn];
+	int rc = eng_nn_set(&r, &s->lids, &s->n, qs->err);
+	if (!rc) {
+		s->node = nn;
+		ds->nnn++;
+	}
 	ds->m.nn = ds->nn;
 	ds->m.nnn = ds->nnn;
 	return rc;
+}
+
+/* At most RANK_MAX_NN nearestNeighbor items, on as many fields (the rank
+ * features name an item by its field). */
+static int check_nns(struct qstate *qs, struct dtstate *ds, int count)
+{
+	struct yql_node *nns[RANK_MAX_NN];
+	int n = 0;
+	if (count > RANK_MAX_NN)
+		return base_err(qs->err, STRATA_LIMIT, "yql: more than %d nearestNeighbor items",
+		                RANK_MAX_NN);
+	find_nn(qs->yql->where, nns, &n, RANK_MAX_NN);
+	for (int i = 0; i < n; i++)
+		for (int j = 0; j < i; j++)
+			if (nns[i]->fidx >= 0 && nns[i]->fidx == nns[j]->fidx)
+				return base_err(qs->err, STRATA_NOT_IMPLEMENTED,
+				                "yql:1:%d: a second nearestNeighbor on '%s' (at column %d) "
+				                "is not supported: one item per field", nns[i]->col,
+				                nns[i]->field, nns[j]->col);
+	(void)ds;
+	return 0;
 }
 
 /* ---- per document type ---------------------------------------------------------------- */
@@ -723,8 +751,9 @@ static int keep_hit(void *ud, uint32_t lid)
 
 static int run_doctype(struct qstate *qs, struct dtstate *ds)
 {
-	struct yql_node *nn = find_nn(qs->yql->where);
-	int rc;
+	struct yql_node *nns[RANK_MAX_NN];
+	int nnn = 0, rc;
+	find_nn(qs->yql->where, nns, &nnn, RANK_MAX_NN);
 	/* open until the query ends: rank features and summaries read it (and
 	 * a nearestNeighbor's filter matches with it) */
 	if ((rc = eng_text_open(qs->txn, ds->dt, qs->yql->where, &ds->m.text, qs->err)) != 0 ||
@@ -733,7 +762,11 @@ static int run_doctype(struct qstate *qs, struct dtstate *ds)
 	    (rc = eng_wand_open(qs->txn, ds->dt, ds->m.text, qs->yql->where, &ds->m.wand,
 	                        qs->err)) != 0)
 		return rc;
-	if (nn && nn->fidx >= 0) {
+	/* every item's query tensor first: a filter may hold the others */
+	for (int i = 0; i < nnn; i++) {
+		struct yql_node *nn = nns[i];
+		if (nn->fidx < 0)
+			continue;
 		uint64_t a = mark();
 		rc = rank_query_set_nn(ds->rq, nn->field, nn->input, qs->err);
 		if (!rc && nn->label)
@@ -741,10 +774,10 @@ static int run_doctype(struct qstate *qs, struct dtstate *ds)
 		charge(qs, a);
 		if (rc)
 			return rc;
-		rc = nn_set(qs, ds, nn);
-		if (rc)
-			return rc;
 	}
+	for (int i = 0; i < nnn; i++)
+		if (nns[i]->fidx >= 0 && (rc = nn_set(qs, ds, nns[i])) != 0)
+			return rc;
 	size_t base = qs->nhits;
 	if (topk_fits(qs, ds)) {
 		/* the candidates of the page's hits only, the others counted */
@@ -982,11 +1015,40 @@ static int check_order_grouping(struct qstate *qs)
 	return rc;
 }
 
+/* presentation.format.tensors short-value: a tensor {"type": T, "values" |
+ * "cells" | "blocks": V} in a hit's fields becomes V. */
+static void short_values(json_t *fields)
+{
+	const char *k;
+	json_t *v;
+	json_object_foreach(fields, k, v) {
+		if (!strcmp(k, "summaryfeatures") || !strcmp(k, "matchfeatures")) {
+			short_values(v);
+			continue;
+		}
+		const json_t *t = json_object_get(v, "type");
+		if (json_object_size(v) != 2 || !json_is_string(t) ||
+		    strncmp(json_string_value(t), "tensor", 6))
+			continue;
+		static const char *const forms[] = { "values", "cells", "blocks" };
+		for (int i = 0; i < 3; i++) {
+			json_t *inner = json_object_get(v, forms[i]);
+			if (inner) {
+				json_object_set(fields, k, inner); /* v's last reference goes */
+				break;
+			}
+		}
+	}
+}
+
 static int build_result(struct qstate *qs, size_t offset, size_t nhits, char **result)
 {
 	json_t *top = json_object(), *root = json_object(), *fields = json_object();
 	json_t *children = json_array();
 	int rc = 0;
+	double t_fetch = base_now();
+	/* presentation.timing: Vespa's "timing" before "root", its times set below */
+	int no_timing = qs->timing && top && json_object_set_new(top, "timing", json_object());
 	uint64_t docs = 0, covered = 0;
 	for (int i = 0; i < qs->nds; i++) {
 		const struct dtstate *ds = &qs->ds[i];
@@ -996,7 +1058,7 @@ static int build_result(struct qstate *qs, size_t offset, size_t nhits, char **r
 		covered += !qs->dl.passed ? n : ds->span ? n * ds->covered / ds->span : ds->covered;
 	}
 	json_t *cov = eng_coverage_json(docs, covered, qs->dl.passed);
-	if (!top || !root || !fields || !cov || !children ||
+	if (!top || !root || !fields || !cov || !children || no_timing ||
 	    json_object_set_new(root, "id", json_string("toplevel")) ||
 	    json_object_set_new(root, "relevance", json_real(1.0)) ||
 	    json_object_set_new(fields, "totalCount",
@@ -1022,7 +1084,20 @@ static int build_result(struct qstate *qs, size_t offset, size_t nhits, char **r
 		rc = eng_summary(qs, &qs->hits[i], &child);
 		if (rc)
 			goto out;
+		if (qs->short_value)
+			short_values(json_object_get(child, "fields"));
 		if (json_array_append_new(children, child)) {
+			rc = base_nomem(qs->err, "result");
+			goto out;
+		}
+	}
+	if (qs->timing) { /* seconds, as Vespa's */
+		double end = base_now();
+		json_t *t = json_pack("{s:f, s:f, s:f}", "querytime", t_fetch - qs->t0,
+		                      "summaryfetchtime", end - t_fetch, "searchtime", end - qs->t0);
+		int bad = !t || json_object_update(json_object_get(top, "timing"), t);
+		json_decref(t);
+		if (bad) {
 			rc = base_nomem(qs->err, "result");
 			goto out;
 		}
@@ -1044,12 +1119,15 @@ out:
 	return rc;
 }
 
-static int run(struct qstate *qs, const json_t *json, char **result)
+static int run_request(struct qstate *qs, const struct eng_request *req, char **result)
 {
 	struct strata_error *err = qs->err;
-	struct eng_request rq, *req = &rq;
-	int rc = eng_request_read(json, req, err);
-	if (rc || (rc = yql_parse(req->yql, &qs->yql, err)) != 0 ||
+	const json_t *json = req->json;
+	int rc;
+	qs->t0 = base_now();
+	qs->timing = req->timing;
+	qs->short_value = req->short_value;
+	if ((rc = yql_parse(req->yql, &qs->yql, err)) != 0 ||
 	    (rc = eng_deadline_init(&qs->dl, req, qs->yql->timeout_ms, err)) != 0)
 		return rc;
 	long hits = req->hits >= 0 ? req->hits : ENG_DEFAULT_HITS;
@@ -1087,10 +1165,7 @@ static int run(struct qstate *qs, const json_t *json, char **result)
 	}
 	if ((rc = eng_pick_summary(qs, req)) != 0 || (rc = eng_check_selected(qs)) != 0)
 		return rc;
-	rc = check_inputs_declared(qs, json, pname);
-	if (!rc && json_is_object(req->input))
-		rc = check_inputs_declared(qs, req->input, pname);
-	if (rc)
+	if ((rc = check_inputs_declared(qs, json, pname)) != 0)
 		return rc;
 	qs->vals_size = (size_t)(maxf + 1) * sizeof *qs->vals;
 	qs->vals = base_calloc(1, qs->vals_size);
@@ -1116,9 +1191,8 @@ static int run(struct qstate *qs, const json_t *json, char **result)
 		ds->docs.attr_rows = attr_rows_cb;
 		if ((rc = resolve(qs, qs->yql->where, ds->dt, &nn_count)) != 0)
 			return rc;
-		if (nn_count > 1)
-			return base_err(err, STRATA_NOT_IMPLEMENTED,
-			                "yql: only one nearestNeighbor per query is supported");
+		if ((rc = check_nns(qs, ds, nn_count)) != 0)
+			return rc;
 		uint64_t a = mark();
 		rc = rank_query_new(ds->prof, &ds->rq, err);
 		charge(qs, a);
@@ -1150,6 +1224,16 @@ static int run(struct qstate *qs, const json_t *json, char **result)
 	return 0;
 }
 
+static int run(struct qstate *qs, const json_t *json, char **result)
+{
+	struct eng_request req;
+	int rc = eng_request_read(json, &req, qs->err);
+	if (!rc)
+		rc = run_request(qs, &req, result);
+	eng_request_done(&req);
+	return rc;
+}
+
 int strata_query_json(struct strata *db, const char *request, char **result,
                       struct strata_error *err)
 {
@@ -1169,15 +1253,18 @@ int strata_query_json(struct strata *db, const char *request, char **result,
 		return base_err(err, STRATA_INVALID_ARGUMENT, "the request must be a JSON object");
 	}
 	struct qstate qs = { .db = db, .err = err };
-	int rc = run(&qs, req, result);
+	int rc = eng_qprofiles_apply(db->qprofiles, req, err);
+	if (!rc)
+		rc = run(&qs, req, result);
 	for (int i = 0; i < qs.nds; i++) {
 		if (qs.ds[i].rq) {
 			uint64_t a = mark();
 			rank_query_free(qs.ds[i].rq);
 			charge(&qs, a);
 		}
-		if (qs.ds[i].nn)
-			base_free(qs.ds[i].nn, qs.ds[i].nnn * sizeof *qs.ds[i].nn);
+		for (int k = 0; k < qs.ds[i].nnn; k++)
+			if (qs.ds[i].nn[k].lids)
+				base_free(qs.ds[i].nn[k].lids, qs.ds[i].nn[k].n * sizeof(uint32_t));
 		eng_wand_close(qs.ds[i].m.wand);
 		eng_text_close(qs.ds[i].m.text);
 		eng_wset_close(qs.ds[i].m.wset);

@@ -17,8 +17,10 @@ struct dtstate {
 	struct eng_match m;       /* what the operators match with (match/ops.c) */
 	const struct rank_summary_class *summary; /* presentation.summary, or NULL */
 	double nn_tune[RANK_NN_NSETTINGS]; /* the search's tuning (eng_nn_tuning) */
-	uint32_t *nn;        /* sorted lids of the nearestNeighbor set (m.nn borrows it) */
-	size_t nnn;
+	struct eng_nnset nn[RANK_MAX_NN]; /* each nearestNeighbor item's set (owned; m.nn
+	                                     borrows them) */
+	int nnn;
+	int nn_field;        /* the field of the item whose set is being found */
 	struct qstate *qs;
 	struct base_arena sparse; /* values of mapped tensor fields ranking read */
 	uint64_t covered;    /* documents (or weakAnd matches, see span) matched and ranked */
@@ -54,6 +56,9 @@ struct qstate {
 	struct eng_deadline dl;   /* the request's timeout (deadline.c) */
 	size_t want;              /* hits the page needs: offset + hits */
 	uint64_t counted;         /* matches counted but not kept as hits (topk.c) */
+	double t0;                /* base_now() when the search began */
+	int timing;               /* presentation.timing: the result says its times */
+	int short_value;          /* presentation.format.tensors short-value */
 };
 
 /* The matches a first phase scores per call into rank. */

@@ -313,6 +313,46 @@ int strata_visit_select_json(struct strata *db, const char *doctype, const char 
                              const char *selection, const char *continuation, long count,
                              char **out, struct strata_error *err);
 
+/* What strata_visit_where_json() and strata_remove_where() go through.
+ * Content clusters are the <content id> elements of the application's
+ * services.xml (an id left out is "content"), each holding the types its
+ * <documents><document type> name; an application whose services.xml
+ * declares none, or that has no services.xml, has one, "default", holding
+ * every type. */
+struct strata_visit {
+	const char *cluster;      /* a content cluster, or NULL (then doctype is needed) */
+	const char *doctype;      /* one type (in cluster, when given), or NULL: every type
+	                             of cluster, in schema order */
+	const char *ns;           /* ids of this namespace only, or NULL: any */
+	const char *selection;    /* a document selection, or NULL or "": every document */
+	const char *continuation; /* where the page begins: NULL or "" to start */
+	long count;               /* documents a page shows: 1 to 1024 (visits only); 0:
+	                             strata_visit_where_json() only checks v (cluster,
+	                             types, selection, continuation), reads no document and
+	                             leaves *out NULL */
+};
+
+/* strata_visit_select_json() over v's types: a visit of several types
+ * makes continuations that only such a visit takes.  Returns its codes,
+ * and STRATA_INVALID_ARGUMENT for a cluster the application lacks ("no
+ * content cluster 'x', only 'a', 'b'"), a doctype the cluster does not hold,
+ * or no cluster and no doctype; STRATA_PARSE and the others of
+ * services.xml ("services.xml:line:col: ..."). */
+int strata_visit_where_json(struct strata *db, const struct strata_visit *v, char **out,
+                            struct strata_error *err);
+
+/* Remove every document of v's types (and namespace) that matches
+ * v->selection, which must be given ("true" for all); v->continuation must
+ * be NULL, v->count is not read.  The removals are committed in
+ * transactions of up to 1,000 as they go, each durable when committed and
+ * every index kept in step with the documents; *removed counts those
+ * committed, also when an error stops it.  Returns 0,
+ * strata_visit_where_json()'s codes (nothing removed), STRATA_INVALID_ARGUMENT
+ * (no selection; a read-only handle), or a store error.  Call it from the
+ * writer thread, as strata_feed_json(). */
+int strata_remove_where(struct strata *db, const struct strata_visit *v, long *removed,
+                        struct strata_error *err);
+
 /* Free a string returned by this library. */
 void strata_free(char *s);
 
@@ -509,6 +549,103 @@ int strata_tensor_get(const struct strata_tensor *t, size_t i, double *v);
  * not numeric or bool. */
 int strata_tensor_set(struct strata_tensor *t, size_t i, double v);
 
+/* ---- stateless model evaluation -------------------------------------------------
+ * Vespa's stateless model evaluation over the ONNX models of the application's
+ * models/ folder (what `strata serve` answers at /model-evaluation/v1/):
+ *
+ *     struct strata_modeleval *me;
+ *     if (strata_modeleval_open(db, &me, &err) == 0) {
+ *         char *t;
+ *         if (strata_modeleval_run(me, "add_mul", "output1",
+ *                                  "{\"input1\": \"[2]\", \"input2\": \"[3]\"}",
+ *                                  NULL, &t, &err) == 0) {
+ *             puts(t);          // {"type":"tensor<float>(d0[1])","values":[6.0]}
+ *             strata_free(t);
+ *         }
+ *         strata_modeleval_close(me);
+ *     }
+ *
+ * Every .onnx file under models/ (sub-folders too) is a model, named as Vespa
+ * names it: its path under models/ without the extension, '/' and '.' made '_'
+ * ("models/a/b.v2.onnx": "a_b_v2").  Its functions are its outputs and their
+ * arguments its inputs, both named as identifiers (characters other than
+ * letters, digits, '_', '$', '@' made '_') and typed as Vespa types them:
+ * float16 cells as float, int8 and bfloat16 as themselves, the other integer
+ * types and bool as double; dimensions d0, d1, ..., a symbolic one unbound
+ * ("tensor<float>(d0[],d1[3])").  A model is loaded on its first use, from its
+ * compiled context while that is fresh (strata_deploy), else from the source.
+ *
+ * Names: a model or function is found by its name, or by the name in other
+ * case (Vespa matches lower-cased paths); a function by Vespa's rules: NULL
+ * when the model has one, else the name, or the only function whose name
+ * begins "NAME." or ends ".NAME".  Messages are Vespa's: "No model named 'x'.
+ * Available models: a, b", "No function 'f' in model 'm'. Available
+ * functions: ...", "More than one function is available in model 'm', but no
+ * name is given. ...", "'x' is not a valid argument in function ...",
+ * "Argument 'a' must be bound to a value of type T[: why]".
+ *
+ * Threads: any thread may call any of these at once, but close; runs of one
+ * model wait for each other (one run context per model).  The handle reads
+ * the application's folder when it opens; it does not use db afterwards. */
+struct strata_modeleval;
+
+/* Open model evaluation over db's application: read services.xml and list
+ * models/.  With a services.xml, a <container> of it must hold
+ * <model-evaluation/>, else STRATA_NOT_FOUND ("model evaluation is not
+ * enabled: ..."); without one it is on.  Inside <model-evaluation>, <onnx>
+ * <models><model name="M"> with intraop-threads, interop-threads,
+ * execution-mode and gpu-device is taken and changes nothing (a model runs on
+ * the calling thread); anything else is refused (STRATA_NOT_IMPLEMENTED,
+ * services.xml:line:col).  Also STRATA_PARSE (malformed XML),
+ * STRATA_INVALID_ARGUMENT (a <model name> that models/ lacks, a file name
+ * that is not a valid model name, two files of one name), STRATA_LIMIT,
+ * STRATA_NOMEM, an errno.  On success *out is a new handle for
+ * strata_modeleval_close(). */
+int strata_modeleval_open(struct strata *db, struct strata_modeleval **out,
+                          struct strata_error *err);
+/* Free the handle and the models it loaded.  NULL is ignored. */
+void strata_modeleval_close(struct strata_modeleval *me);
+
+/* The models as Vespa's API root lists them: {"NAME": "BASE" "NAME", ...} in
+ * name order; base (NULL: "") is the API's URL, "/model-evaluation/v1/".
+ * *out is a new string (strata_free).  Returns 0 or STRATA_NOMEM. */
+int strata_modeleval_list(struct strata_modeleval *me, const char *base, char **out,
+                          struct strata_error *err);
+
+/* A model's functions, {"model": M, "functions": [F, ...]}, or (function not
+ * NULL) one of them, {"model": M, "function": ..., "info", "eval",
+ * "arguments"}; each F is {"function": NAME, "info": URL, "eval": URL,
+ * "arguments": [{"name", "type"}]} with the arguments in name order, the URLs
+ * under base (NULL: no "info" nor "eval").  *out is a new string
+ * (strata_free).  Returns 0, STRATA_NOT_FOUND (no such model or function),
+ * the model's load error (its message names the file), or STRATA_NOMEM. */
+int strata_modeleval_describe(struct strata_modeleval *me, const char *model,
+                              const char *function, const char *base, char **out,
+                              struct strata_error *err);
+
+/* Evaluate a function of a model.  args is a JSON object text (NULL: {}):
+ * argument name -> a string holding a Vespa tensor literal ("[2, 3]",
+ * "tensor<float>(d0[2]):[2,3]", "{{d0:0}:2, {d0:1}:3}", "2.5" for a tensor()),
+ * or a tensor in Vespa's JSON forms (nested arrays, {"values": ...},
+ * {"cells": [...]}, a number).  An unbound dimension takes its size from the
+ * value; a literal's leading type must have the argument's dimensions (cell
+ * types convert).  Cells are converted to the element type the model declares
+ * as a C cast does.  "missing-value" (a value as above) binds every argument
+ * not given, when it fits.  format is Vespa's format.tensors (NULL: "short"):
+ *   short        {"type": T, "values": nested arrays}
+ *   long         {"type": T, "cells": [{"address": {"d0": "0"}, "value": v}]}
+ *   short-value  the nested arrays alone;  long-value: the cells array alone
+ *   string       "T:[[1.0, 2.0], [3.0, 4.0]]";  string-long: "T:{{d0:0,d1:0}:1.0, ...}"
+ * with T the output's type and its sizes; a rank 0 output is [v], or "T:{v}".
+ * *out is a new string (strata_free).  Returns 0, STRATA_NOT_FOUND (no such
+ * model, function or argument), STRATA_INVALID_ARGUMENT (an unknown format, a
+ * value that does not fit its argument, one given twice or missing),
+ * STRATA_PARSE (args is not JSON), STRATA_RUNTIME (the model failed),
+ * the model's load error, or STRATA_NOMEM. */
+int strata_modeleval_run(struct strata_modeleval *me, const char *model, const char *function,
+                         const char *args, const char *format, char **out,
+                         struct strata_error *err);
+
 /* ---- JSON as the library writes it ---------------------------------------------
  * For programs that use jansson (struct json_t is jansson's json_t;
  * strata.h does not include jansson.h) and print JSON beside the
@@ -536,6 +673,19 @@ char *strata_json_dump(const struct json_t *j, int flags);
 struct json_t *strata_json_number(const char *dtype, double v);
 
 /* ---- requests -------------------------------------------------------------------- */
+
+/* Search request req (a JSON object) with every parameter by its full
+ * name, as Vespa's query API defines them: aliases ("hits" for count,
+ * "summary", "tracelevel", "type", ...; case-insensitive) and nested
+ * objects ({"ranking": {"profile": "p"}}) resolved to flat keys
+ * ("ranking.profile"); other keys (the application's own parameters, for
+ * userInput(@name)) kept as they are.  A new object in *out.  Returns 0,
+ * STRATA_NOT_IMPLEMENTED naming a parameter of Vespa's that Strata does not
+ * honour (and what to do instead), or STRATA_INVALID_ARGUMENT for one given
+ * twice or of a wrong form.  strata_query_json() does this itself; a server
+ * calls it to read "timeout" and "trace.level" as the library will. */
+int strata_request_flatten(const struct json_t *req, struct json_t **out,
+                           struct strata_error *err);
 
 /* A timeout as Vespa's query API writes one: a number of seconds, with an
  * optional unit after it, "ms", "s" or "m", spaces between allowed ("500ms",

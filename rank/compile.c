@@ -1217,8 +1217,15 @@ int rank_profile_compile(struct rank_profile *p, const struct rank_schema *s,
 		if ((rc = compile_prog(p, models, d->first_phase, "first-phase", 0, 1, &p->first, err)))
 			return rc;
 	} else {
-		struct rank_ast zero = { .kind = RA_NUM, .num = 0, .pos = d->pos };
-		if ((rc = compile_prog(p, models, &zero, "first-phase", 0, 1, &p->first, err)))
+		/* Vespa's first phase where a profile names none: nativeRank
+		 * over every field (0 for a schema without text fields). */
+		struct rank_ast *native;
+		if ((rc = rank_expr_parse(d->name, "nativeRank", &native, err)))
+			return rc;
+		native->pos = d->pos;
+		rc = compile_prog(p, models, native, "first-phase", 0, 1, &p->first, err);
+		rank_ast_free(native);
+		if (rc)
 			return rc;
 	}
 	p->has_first = d->first_phase != NULL;

@@ -63,8 +63,7 @@ static void query_reset(struct rank_query *q)
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	q->seed = (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-	q->nn_label = NULL;
-	q->nn_label_field = -1;
+	q->nnn_labels = 0;
 	q->term_labels = NULL;
 	q->nterm_labels = 0;
 	q->top = 0;
@@ -446,37 +445,35 @@ int rank_query_set_nn_label(struct rank_query *q, const char *field, const char 
 		return base_err(err, STRATA_NOT_FOUND,
 		                "nearestNeighbor label '%s': no nearestNeighbor item on '%s'", label,
 		                field);
-	if (!(q->nn_label = base_arena_strdup(&q->in_arena, label)))
+	if (q->nnn_labels == RANK_MAX_NN)
+		return base_err(err, STRATA_LIMIT, "more than %d nearestNeighbor labels", RANK_MAX_NN);
+	if (!(q->nn_labels[q->nnn_labels] = base_arena_strdup(&q->in_arena, label)))
 		return base_nomem(err, "nearestNeighbor label");
-	q->nn_label_field = f;
+	q->nn_label_fields[q->nnn_labels++] = f;
 	return 0;
 }
 
-double rank_query_nn_distance(struct rank_query *q, const struct rank_docs *d, uint32_t lid)
+double rank_query_nn_distance(struct rank_query *q, const struct rank_docs *d, int field,
+                              uint32_t lid)
 {
 	const struct rank_profile *p = q->p;
-	for (int f = 0; f < p->sd->nfields; f++) {
-		int i = q->nn_input[f];
-		if (i < 0)
-			continue;
-		return rank_field_nn_distance(&p->sd->fields[f], d->attr(d->ud, f, lid),
-		                              q->inputs[i], p->inputs[i].ncells, NULL);
-	}
-	return INFINITY;
+	int i = field >= 0 && field < p->sd->nfields ? q->nn_input[field] : -1;
+	if (i < 0)
+		return INFINITY;
+	return rank_field_nn_distance(&p->sd->fields[field], d->attr(d->ud, field, lid),
+	                              q->inputs[i], p->inputs[i].ncells, NULL);
 }
 
-const double *rank_query_nn_cells(const struct rank_query *q, size_t *n)
+const double *rank_query_nn_cells(const struct rank_query *q, int field, size_t *n)
 {
 	const struct rank_profile *p = q->p;
-	for (int f = 0; f < p->sd->nfields; f++) {
-		int i = q->nn_input[f];
-		if (i >= 0) {
-			*n = p->inputs[i].ncells;
-			return q->inputs[i];
-		}
+	int i = field >= 0 && field < p->sd->nfields ? q->nn_input[field] : -1;
+	if (i < 0) {
+		*n = 0;
+		return NULL;
 	}
-	*n = 0;
-	return NULL;
+	*n = p->inputs[i].ncells;
+	return q->inputs[i];
 }
 
 static void begin_doc(struct rank_query *q, uint32_t lid, double first)

@@ -302,6 +302,17 @@ struct rank_loader {
 	 * changes nothing (msg "file:line:col: what and why", valid during the
 	 * call); NULL: nobody is told. */
 	void (*notice)(void *ud, const char *msg);
+	/* Query inputs typed outside the schemas (a query profile type's
+	 * ranking.features.query(NAME) fields): each profile that does not
+	 * declare query(name) declares it with type ("tensor<float>(x[3])",
+	 * "double"), without a default.  A type that does not parse fails
+	 * the load with STRATA_PARSE at file:line:col, which live as long as
+	 * the application. */
+	const struct rank_typed_input {
+		const char *name, *type, *file;
+		int line, col;
+	} *typed_inputs;
+	int ntyped_inputs;
 	/* Parse the JSON text of a model file (lightgbm("f.json"),
 	 * xgboost("f.json")) as jansson's json_loadb(text, len, flags, je) does,
 	 * but NULL with *oom set when memory ran out during the parse (jansson
@@ -387,7 +398,7 @@ struct rank_summary_class {
 /* The class called name, NULL if none. */
 const struct rank_summary_class *rank_schema_summary(const struct rank_schema *s, const char *name);
 
-/* The profile called name ("default" always exists: first-phase 0 unless the
+/* The profile called name ("default" always exists: first-phase nativeRank unless the
  * schema defines it).  NULL if none. */
 const struct rank_profile *rank_profile_find(const struct rank_schema *s, const char *name);
 const char *rank_profile_name(const struct rank_profile *p);
@@ -533,6 +544,11 @@ struct rank_bm25 {
  * the defaults) into *out: a lookup in a table the profile made when it
  * compiled; thread-safe. */
 void rank_profile_bm25(const struct rank_profile *p, int field, struct rank_bm25 *out);
+/* The element gap of field in profile p (rank f { element-gap: N }): N, or
+ * -1 for infinity (the default, and for p NULL): how many positions lie
+ * between two adjacent elements of a collection field for the features
+ * that measure distances across elements.  Thread-safe. */
+int rank_profile_element_gap(const struct rank_profile *p, int field);
 
 /* A tensor with mapped dimensions: nblocks dense subspaces (the type's
  * indexed dimensions, rank_type_cells() double cells each), each under the
@@ -568,6 +584,15 @@ enum rank_term_feature {
 	                           rank_field_match) */
 	RANK_TT_TEXT_SIMILARITY, /* textSimilarity(f), the output term: 0 the score,
 	                           1 proximity, 2 order, 3 queryCoverage, 4 fieldCoverage */
+	RANK_TT_ELEM_SIMILARITY, /* elementSimilarity(f): the best element's
+	                           (0.35 p + 0.15 o + 0.30 q + 0.20 f) * w (0: none) */
+	RANK_TT_TERM_WEIGHT,    /* fieldTermMatch(f, n).weight: the weights of the elements
+	                           of term n's occurrences, summed (1 each but in weighted
+	                           sets) */
+	RANK_TT_ELEM_BM25,      /* elementwise(bm25(f)): with term an element number e,
+	                           bm25 of the query's terms on f over element e of lid's
+	                           value (NaN when none is in it); with term -1, one past
+	                           the last element that holds one (0: none) */
 };
 
 /* The outputs of fieldMatch(f), in the order of fieldMatch_outputs[]
@@ -671,6 +696,8 @@ int rank_profile_first_parallel(const struct rank_profile *p);
  * given and declares no default). */
 int rank_query_set_nn(struct rank_query *q, const char *field, const char *input,
                       struct strata_error *err);
+/* The most nearestNeighbor items a query may hold (on as many fields). */
+#define RANK_MAX_NN 8
 
 /* The nearestNeighbor item on field (set with rank_query_set_nn) carries
  * label ({label: "l"}): closeness(label, l) and distance(label, l) are
@@ -679,12 +706,14 @@ int rank_query_set_nn(struct rank_query *q, const char *field, const char *input
 int rank_query_set_nn_label(struct rank_query *q, const char *field, const char *label,
                             struct strata_error *err);
 
-/* The distance of lid's field value to the nearestNeighbor query tensor, in
- * the field's metric; +inf when the document has no value. */
-double rank_query_nn_distance(struct rank_query *q, const struct rank_docs *d, uint32_t lid);
-/* The cells of the nearestNeighbor query tensor (*n of them), valid until
- * the query's inputs change; NULL with no item. */
-const double *rank_query_nn_cells(const struct rank_query *q, size_t *n);
+/* The distance of lid's value of field to the query tensor of the
+ * nearestNeighbor item on it, in the field's metric; +inf when the document
+ * has no value or the field no item. */
+double rank_query_nn_distance(struct rank_query *q, const struct rank_docs *d, int field,
+                              uint32_t lid);
+/* The cells of the query tensor of the nearestNeighbor item on field (*n of
+ * them), valid until the query's inputs change; NULL with no item. */
+const double *rank_query_nn_cells(const struct rank_query *q, int field, size_t *n);
 
 /* First phase for n documents: scores[i] for lids[i].  A first phase that
  * is sum(query(q) * attribute(f)) over a dense field runs as SIMD dot

@@ -207,6 +207,8 @@ struct rank_profile {
 	int global_rerank;           /* global-phase rerank-count (100 by default) */
 	struct rank_bm25 *bm25;      /* bm25's parameters per field (props.c), in pool; NULL
 	                                when the profile sets none (the defaults hold) */
+	int *elem_gap;               /* rank f { element-gap } per field (props.c), in pool, -1
+	                                infinity; NULL when the profile sets none */
 	int nmatch, nsummary;
 	struct rank_prog *match, *summary;
 	int nmodels;                 /* profile-level, then schema-level models */
@@ -500,8 +502,10 @@ struct rank_query {
 	double first;
 	double now;                  /* the `now` feature (rank_query_set_now) */
 	uint64_t seed;               /* random's: the clock's microseconds at the query */
-	const char *nn_label;        /* the nearestNeighbor item's label, in in_arena */
-	int nn_label_field;          /* and its field */
+	/* the nearestNeighbor items' labels (in in_arena) and their fields */
+	const char *nn_labels[RANK_MAX_NN];
+	int nn_label_fields[RANK_MAX_NN];
+	int nnn_labels;
 	long serial;                 /* bumped per document evaluation */
 	long cand;                   /* candidate index during second phase, else -1 */
 	int ncand_lookup;            /* features: look model outputs up in the cache */

@@ -210,6 +210,47 @@ static int term_tensor(struct vm *x, const struct rank_ins *in, struct rank_val 
 	return 0;
 }
 
+/* A double as a cell of type dt holds it (a float rounds, ...). */
+static double as_cell(double v, int dt)
+{
+	switch (dt) {
+	case BASE_DT_FLOAT: return (float)v;
+	case BASE_DT_BFLOAT16: return base_bf16_to_f32(base_f32_to_bf16((float)v));
+	case BASE_DT_INT8: return isnan(v) ? 0 : v <= -128 ? -128 : v >= 127 ? 127 : (double)(int8_t)v;
+	}
+	return v;
+}
+
+/* TERM of elementwise(bm25(f), ...): a cell per element of the document's
+ * value that the engine scores (not NaN), labelled with its number and
+ * held in the type's cell type. */
+static int elem_tensor(struct vm *x, const struct rank_ins *in, struct rank_val *v)
+{
+	struct rank_query *q = x->q;
+	const struct rank_docs *d = q->docs;
+	double top = d && d->term ? d->term(d->ud, RANK_TT_ELEM_BM25, in->b, -1, q->lid) : 0;
+	int n = top > 0 && top < INT32_MAX ? (int)top : 0;
+	struct rank_sparse *s = base_arena_alloc(&q->arena, sizeof *s, 8);
+	const char **labels = base_arena_alloc(&q->arena, ((size_t)n + 1) * sizeof *labels, 8);
+	double *cells = base_arena_alloc(&q->arena, ((size_t)n + 1) * sizeof *cells, 8);
+	const char **names = n ? term_labels(q, n) : NULL;
+	if (!s || !labels || !cells || (n && !names))
+		return oom(x);
+	int dt = x->q->p->types[in->t].cell;
+	s->nblocks = 0;
+	for (int i = 0; i < n; i++) {
+		double c = d->term(d->ud, RANK_TT_ELEM_BM25, in->b, i, q->lid);
+		if (isnan(c))
+			continue;
+		labels[s->nblocks] = names[i];
+		cells[s->nblocks++] = as_cell(c, dt);
+	}
+	s->labels = labels;
+	s->cells = cells;
+	set_cells(v, s, BASE_DT_UNDEFINED);
+	return 0;
+}
+
 /* closeness/distance of the document's field to the query tensor its
  * nearestNeighbor item names; no such item or no value: distance +inf. */
 static double closeness(struct vm *x, int field, int distance, int label)
@@ -217,9 +258,11 @@ static double closeness(struct vm *x, int field, int distance, int label)
 	struct rank_query *q = x->q;
 	if (field < 0) {
 		/* by label: the field of the item that carries it */
-		if (!q->nn_label || strcmp(q->nn_label, q->p->labels[label]) != 0)
+		for (int k = 0; k < q->nnn_labels && field < 0; k++)
+			if (!strcmp(q->nn_labels[k], q->p->labels[label]))
+				field = q->nn_label_fields[k];
+		if (field < 0)
 			return distance ? INFINITY : 0;
-		field = q->nn_label_field;
 	}
 	const struct rank_field *f = &q->p->sd->fields[field];
 	int in = q->nn_input[field];
@@ -242,10 +285,11 @@ static int closest(struct vm *x, int field, int label, struct rank_val *v)
 	*s = (struct rank_sparse){0};
 	*one = 1.0;
 	set_cells(v, s, BASE_DT_UNDEFINED);
-	int in = q->nn_input[field];
-	if (in < 0 || !q->docs ||
-	    (label >= 0 && (!q->nn_label || q->nn_label_field != field ||
-	                    strcmp(q->nn_label, q->p->labels[label]) != 0)))
+	int in = q->nn_input[field], labelled = label < 0;
+	for (int k = 0; k < q->nnn_labels && !labelled; k++)
+		labelled = q->nn_label_fields[k] == field &&
+		           !strcmp(q->nn_labels[k], q->p->labels[label]);
+	if (in < 0 || !q->docs || !labelled)
 		return 0;
 	const struct rank_sparse *d = q->docs->attr(q->docs->ud, field, q->lid);
 	size_t best;
@@ -570,7 +614,8 @@ static int exec(struct vm *x, int pc, struct rank_val *sp, struct rank_val *res)
 		}
 		case RANK_OP_TERM:
 			if (p->types[in->t].rank) {
-				if ((rc = term_tensor(x, in, sp++)))
+				if ((rc = in->a == RANK_TT_ELEM_BM25 ? elem_tensor(x, in, sp++)
+				                                     : term_tensor(x, in, sp++)))
 					return rc;
 				break;
 			}

@@ -114,7 +114,8 @@ static void test_yql_errors(void **state)
 	yql_bad("select * from sources * where {targetHits: 2, k: 1}weakAnd(t contains \"x\")",
 	        STRATA_PARSE, "yql:1:47: unknown annotation 'k'");
 	yql_bad("select * from sources * where {targetHits: 2}rank(t contains \"x\")", STRATA_PARSE,
-	        "yql:1:31: annotations are only supported on nearestNeighbor, wand and weakAnd, not on "
+	        "yql:1:31: annotations are only supported on nearestNeighbor, wand, weakAnd, userInput "
+	        "and words, not on "
 	        "'rank'");
 	yql_bad("select * from sources * where t contains phrase(\"a\", 1)", STRATA_PARSE,
 	        "yql:1:54: expected a word in quotes, found '1'");

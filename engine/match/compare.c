@@ -11,6 +11,7 @@
  */
 #include <math.h>
 #include <string.h>
+#include <strings.h>
 
 #include "../engine_int.h"
 
@@ -70,6 +71,8 @@ int eng_value_contains(struct eng_match *m, const struct yql_node *n, uint32_t l
 		return collection_match(m, n, lid);
 	const struct store_value *sv = m->value(m->ud, lid, n->fidx);
 	size_t len = strlen(n->str);
+	if (n->term.prefix) /* {prefix: true}: the value begins with it */
+		return sv && sv->n >= len && strncasecmp(sv->s, n->str, len) == 0;
 	return sv && sv->n == len && memcmp(sv->s, n->str, len) == 0;
 }
 

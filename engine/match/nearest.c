@@ -289,9 +289,18 @@ static int nn_check(const struct eng_doctype *dt, const struct yql_node *n,
 
 /* In the set found before matching (nn_set in query.c), or any document
  * while the set's filter is tested. */
+static const struct eng_nnset *set_of(const struct eng_match *m, const struct yql_node *n)
+{
+	for (int i = 0; i < m->nnn; i++)
+		if (m->nn[i].node == n)
+			return &m->nn[i];
+	return NULL;
+}
+
 static int nn_match(struct eng_match *m, const struct yql_node *n, uint32_t lid)
 {
-	return m->nn_true || eng_lid_find(m->nn, m->nnn, lid) < m->nnn;
+	const struct eng_nnset *s = set_of(m, n);
+	return m->nn_true || (s && eng_lid_find(s->lids, s->n, lid) < s->n);
 }
 
 static int nn_open(struct eng_match *m, const struct yql_node *n, struct eng_iter **out)
@@ -299,7 +308,8 @@ static int nn_open(struct eng_match *m, const struct yql_node *n, struct eng_ite
 	*out = NULL;
 	if (m->nn_true)
 		return 0;
-	return eng_iter_give(m, eng_iter_array(m->nn, m->nnn, NULL, 0), out);
+	const struct eng_nnset *s = set_of(m, n);
+	return eng_iter_give(m, eng_iter_array(s ? s->lids : NULL, s ? s->n : 0, NULL, 0), out);
 }
 
 const struct eng_op eng_op_nn = { "nearestNeighbor", 0, nn_check, nn_match, nn_open };

@@ -12,7 +12,10 @@
  * or the profile's bm25(f).k1 and .b; idf log(1 + (N - n + 0.5) / (n +
  * 0.5)), N the type's documents, n those with the term; the average length
  * over the documents with a value, or bm25(f).averageFieldLength),
- * fieldLength and matches.
+ * fieldLength and matches; and elementwise(bm25(f)), bm25 over each
+ * element of a collection alone (its length over the average element
+ * length, the field's tokens over its elements), which a document's
+ * features compute once and keep for the VM's questions element by element.
  */
 #include <math.h>
 #include <string.h>
@@ -31,6 +34,7 @@ struct eng_text {
 	short grp[MAX_LISTS];
 	double ndocs;    /* documents of the type (bm25's N) */
 	double avgdl;    /* average length of the field where it has a value */
+	double avgel;    /* average length of its elements (of a string: avgdl) */
 	/* The term's occurrences and the field's length in documents read
 	 * already (a weakAnd's matches, wand.c): lids increasing, tf 0 where
 	 * it is absent. */
@@ -64,6 +68,17 @@ struct eng_textset {
 		uint32_t lid, len;
 		int has;
 	} len[LEN_MEMO];
+	/* elementwise(bm25(field)) of lid: the elements holding a term,
+	 * increasing, with their scores */
+	struct {
+		int field;         /* -1: none */
+		uint32_t lid, n;
+		size_t cap;
+		struct ew_cell {
+			uint32_t elem;
+			double score;
+		} *c;
+	} ew;
 };
 
 /* Where store_text_terms puts what it finds (and open_one one word). */
@@ -93,13 +108,16 @@ static int open_one(struct store_txn *txn, const struct eng_doctype *dt, const s
                     struct base_tokenizer *tk, struct eng_text **out, struct strata_error *err)
 {
 	int flags = STORE_TEXT_TOKEN_FLAGS(dt->fields[n->fidx].text);
+	if (n->term.no_stem) /* {stem: false}: the word as written */
+		flags &= ~BASE_TOKEN_STEM;
 	struct eng_text *t = base_calloc(1, sizeof *t);
 	if (!t)
 		return base_nomem(err, "a text condition");
 	size_t off = 0, tn, len = strlen(n->str);
 	const char *tok;
 	int pos, rc = 0;
-	t->prefix = rank_schema_field(dt->schema, n->fidx)->match == RANK_MATCH_PREFIX;
+	t->prefix = rank_schema_field(dt->schema, n->fidx)->match == RANK_MATCH_PREFIX ||
+	            n->term.prefix;
 	while (base_token_next(tk, n->str, len, &off, flags, &tok, &tn, &pos) > 0) {
 		if (t->nwords == MAX_TERMS) {
 			rc = base_err(err, STRATA_LIMIT, "yql:1:%d: more than %d words in one 'contains'",
@@ -115,10 +133,12 @@ static int open_one(struct store_txn *txn, const struct eng_doctype *dt, const s
 			break;
 		t->nwords++;
 	}
-	uint64_t docs, tokens;
-	if (!rc && (rc = store_text_stats(txn, dt->store_id, n->fidx, &docs, &tokens, err)) == 0) {
+	uint64_t docs, tokens, elems = 0;
+	if (!rc && (rc = store_text_stats(txn, dt->store_id, n->fidx, &docs, &tokens, err)) == 0 &&
+	    (rc = store_text_element_total(txn, dt->store_id, n->fidx, &elems, err)) == 0) {
 		t->ndocs = (double)store_count(txn, dt->store_id);
 		t->avgdl = docs ? (double)tokens / (double)docs : 0;
+		t->avgel = elems ? (double)tokens / (double)elems : 0;
 	}
 	if (rc) {
 		text_free(t);
@@ -234,6 +254,7 @@ int eng_text_open(struct store_txn *txn, const struct eng_doctype *dt,
 	}
 	for (int i = 0; i < LEN_MEMO; i++)
 		s->len[i].field = -1;
+	s->ew.field = -1;
 	/* A fieldset's condition became one per field, all with the same
 	 * string: its words are one set of terms. */
 	for (int k = 0; k < s->n; k++) {
@@ -261,6 +282,7 @@ void eng_text_close(struct eng_textset *s)
 		return;
 	for (int i = 0; i < s->n; i++)
 		text_free(s->t[i]);
+	base_free(s->ew.c, s->ew.cap * sizeof *s->ew.c);
 	base_free(s->sig, (size_t)s->nterms * sizeof *s->sig);
 	base_free(s, sizeof *s);
 }
@@ -512,7 +534,7 @@ double eng_text_feature(struct store_txn *txn, const struct eng_doctype *dt,
 	rank_profile_bm25(prof, field, &bm);
 	for (int k = 0; s && k < s->n; k++) {
 		const struct eng_text *t = s->t[k];
-		if (s->node[k]->fidx != field)
+		if (s->node[k]->fidx != field || s->node[k]->term.unranked)
 			continue;
 		if (feature == RANK_TF_NATIVE_TERMS) {
 			sum += t->prefix ? t->nwords : t->nterms;
@@ -549,6 +571,103 @@ double eng_text_feature(struct store_txn *txn, const struct eng_doctype *dt,
 	return sum;
 }
 
+/* ---- elementwise(bm25(f)) ------------------------------------------------------ */
+
+#define EW_MAX_ELEMS (1u << 24) /* elements of one document the feature scores */
+
+/* Where element e is or goes in the set's elementwise list. */
+static uint32_t ew_find(const struct eng_textset *s, uint32_t e)
+{
+	uint32_t lo = 0, hi = s->ew.n;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (s->ew.c[mid].elem < e)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Add score to element e of the set's elementwise list (kept increasing). */
+static int ew_add(struct eng_textset *s, uint32_t e, double score)
+{
+	uint32_t at = ew_find(s, e);
+	if (at < s->ew.n && s->ew.c[at].elem == e) {
+		s->ew.c[at].score += score;
+		return 0;
+	}
+	if (base_grow((void **)&s->ew.c, &s->ew.cap, (size_t)s->ew.n + 1, sizeof *s->ew.c,
+	              EW_MAX_ELEMS))
+		return STRATA_NOMEM;
+	memmove(s->ew.c + at + 1, s->ew.c + at, (s->ew.n - at) * sizeof *s->ew.c);
+	s->ew.c[at] = (struct ew_cell){e, score};
+	s->ew.n++;
+	return 0;
+}
+
+/* The elementwise scores of lid on field into the set's list: for each
+ * posting list of a condition on field that holds lid, its occurrences
+ * grouped by element (positions increase, so elements do), each group
+ * scored by bm25 with the element's length. */
+static int ew_compute(struct store_txn *txn, const struct eng_doctype *dt,
+                      const struct rank_profile *prof, struct eng_textset *s, int field,
+                      uint32_t lid)
+{
+	static _Thread_local uint32_t pos[MAX_POS], el[MAX_POS], len[MAX_POS];
+	struct rank_bm25 bm;
+	rank_profile_bm25(prof, field, &bm);
+	s->ew.field = -1;
+	s->ew.n = 0;
+	for (int k = 0; k < s->n; k++) {
+		const struct eng_text *t = s->t[k];
+		if (s->node[k]->fidx != field || s->node[k]->term.unranked)
+			continue;
+		for (int i = 0; i < t->nterms; i++) {
+			uint32_t at = lid;
+			if (store_postings_seek(t->pl[i], &at) != 0 || at != lid)
+				continue;
+			uint32_t c = store_postings_positions(t->pl[i], pos, MAX_POS);
+			if (c > MAX_POS)
+				c = MAX_POS;
+			int rc = store_text_element_spans(txn, dt->store_id, field, lid, pos, c, el, len,
+			                                  NULL);
+			if (rc)
+				return rc;
+			double idf = eng_bm25_idf(t->ndocs, (double)store_postings_df(t->pl[i]));
+			for (uint32_t a = 0; a < c;) {
+				uint32_t b = a + 1;
+				while (b < c && el[b] == el[a])
+					b++;
+				if (el[a] != UINT32_MAX &&
+				    (rc = ew_add(s, el[a], eng_bm25(idf, b - a, len[a], t->avgel, &bm))) != 0)
+					return rc;
+				a = b;
+			}
+		}
+	}
+	s->ew.field = field;
+	s->ew.lid = lid;
+	return 0;
+}
+
+double eng_text_elementwise(struct store_txn *txn, const struct eng_doctype *dt,
+                            const struct rank_profile *prof, struct eng_textset *s, int field,
+                            int elem, uint32_t lid)
+{
+	if (!s)
+		return elem < 0 ? 0 : NAN;
+	if ((s->ew.field != field || s->ew.lid != lid) &&
+	    ew_compute(txn, dt, prof, s, field, lid) != 0) {
+		s->ew.field = -1; /* a read failed or memory ran out: no cells */
+		return elem < 0 ? 0 : NAN;
+	}
+	if (elem < 0)
+		return s->ew.n ? (double)s->ew.c[s->ew.n - 1].elem + 1 : 0;
+	uint32_t i = ew_find(s, (uint32_t)elem);
+	return i < s->ew.n && s->ew.c[i].elem == (uint32_t)elem ? s->ew.c[i].score : NAN;
+}
+
 /* ---- query-term features (rank_term_feature) ------------------------------ */
 
 #define NO_POSITION 1000000.0 /* fieldTermMatch's firstPosition when none */
@@ -569,6 +688,35 @@ static uint32_t occurrences(const struct eng_text *t, int from, int to, uint32_t
 		n += c;
 	}
 	return n;
+}
+
+/* The weights of the elements of the occurrences of a term (lists
+ * from..to of t) in lid's value of field, summed: 1 each but in a weighted
+ * set. */
+static double occurrence_weights(struct store_txn *txn, const struct eng_doctype *dt, int field,
+                                 const struct eng_text *t, int from, int to, uint32_t lid)
+{
+	static _Thread_local uint32_t pos[MAX_POS], el[MAX_POS];
+	static _Thread_local int32_t w[MAX_POS];
+	int wset = (dt->fields[field].text & STORE_TEXT_WSET) != 0;
+	double sum = 0;
+	for (int i = from; i < to; i++) {
+		uint32_t at = lid;
+		if (store_postings_seek(t->pl[i], &at) != 0 || at != lid)
+			continue;
+		uint32_t c = store_postings_positions(t->pl[i], wset ? pos : NULL, wset ? MAX_POS : 0);
+		if (!wset) {
+			sum += c;
+			continue;
+		}
+		if (c > MAX_POS)
+			c = MAX_POS;
+		if (store_text_elements(txn, dt->store_id, field, lid, pos, c, el, w, NULL) != 0)
+			continue;
+		for (uint32_t k = 0; k < c; k++)
+			sum += w[k];
+	}
+	return sum;
 }
 
 double eng_text_term(struct store_txn *txn, const struct eng_doctype *dt,
@@ -605,13 +753,19 @@ double eng_text_term(struct store_txn *txn, const struct eng_doctype *dt,
 		return feature == RANK_TT_FIRST_POSITION ? NO_POSITION
 		       : feature == RANK_TT_DOC_FREQ     ? NAN
 		                                         : 0;
-	if (feature == RANK_TT_WEIGHT)
+	if (feature == RANK_TT_WEIGHT) { /* {weight: N} */
+		for (int k = 0; k < s->n; k++)
+			if (term >= s->first[k] && term < s->first[k] + s->t[k]->nwords)
+				return s->node[k]->term.weight > 0   ? s->node[k]->term.weight
+				       : s->node[k]->term.weight < 0 ? 0
+				                                     : 100;
 		return 100;
+	}
 	if (feature == RANK_TT_CONNECTEDNESS)
 		return 0.1;
 	if (feature == RANK_TT_SIGNIFICANCE)
 		return s->sig[term];
-	double sum = 0, occ = 0, first = NO_POSITION;
+	double sum = 0, occ = 0, first = NO_POSITION, weights = 0;
 	int on_field = 0;
 	for (int k = 0; k < s->n; k++) {
 		const struct eng_text *t = s->t[k];
@@ -625,11 +779,14 @@ double eng_text_term(struct store_txn *txn, const struct eng_doctype *dt,
 		on_field = 1;
 		uint32_t f;
 		occ += occurrences(t, from, to, lid, &f);
+		if (feature == RANK_TT_TERM_WEIGHT)
+			weights += occurrence_weights(txn, dt, field, t, from, to, lid);
 		if (f != UINT32_MAX && f < first)
 			first = f;
 	}
 	switch (feature) {
 	case RANK_TT_OCCURRENCES: return occ;
+	case RANK_TT_TERM_WEIGHT: return weights;
 	case RANK_TT_FIRST_POSITION: return first;
 	case RANK_TT_DOC_FREQ: return on_field ? sum : NAN;
 	}
@@ -678,6 +835,11 @@ int eng_text_positions(const struct eng_textset *s, int field, uint32_t lid,
 static int contains_check(const struct eng_doctype *dt, const struct yql_node *n,
                           struct strata_error *err)
 {
+	if (n->term.prefix && !dt->fields[n->fidx].text && dt->fields[n->fidx].type != STORE_T_STRING)
+		return base_err(err, STRATA_NOT_IMPLEMENTED,
+		                "yql:1:%d: a prefix ('%s*' or {prefix: true}) on the collection '%s' is "
+		                "not supported: only on text and single string fields", n->col, n->str,
+		                n->field);
 	if (dt->fields[n->fidx].type == STORE_T_STRING ||
 	    eng_cvalue_holds_strings(rank_schema_field(dt->schema, n->fidx)))
 		return 0;
@@ -698,8 +860,8 @@ static int contains_open(struct eng_match *m, const struct yql_node *n, struct e
 {
 	const struct eng_text *t = eng_text_of(m->text, n);
 	*out = NULL;
-	if (!t)
-		return eng_value_open(m, n, out); /* a fast-search string attribute */
+	if (!t) /* a fast-search string attribute (a prefix is tested per document) */
+		return n->term.prefix ? 0 : eng_value_open(m, n, out);
 	if (!t->nterms || t->nterms < t->nwords)
 		return eng_iter_give(m, eng_iter_array(NULL, 0, NULL, 0), out);
 	if (!t->prefix)

@@ -115,7 +115,7 @@ static int gather(struct topk *q, int *n, const struct eng_match *m, const struc
 				return 0;
 		return node->nkids > 0;
 	}
-	if (node->kind != YQL_CONTAINS || *n == MAX_LISTS)
+	if (node->kind != YQL_CONTAINS || *n == MAX_LISTS || node->term.unranked)
 		return 0;
 	const struct eng_text *t = eng_text_of(m->text, node);
 	struct store_postings *p;

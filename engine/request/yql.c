@@ -292,60 +292,142 @@ static int flip(int op)
 	return op;
 }
 
-/* {targetHits: 10, label: "x", approximate: false,
- * hnsw.exploreAdditionalHits: 100} before nearestNeighbor; scoreThreshold
- * before wand.  *nn_only is where the first annotation that weakAnd does not
- * take begins (left alone when there is none). */
-static int annotations(struct parser *ps, long *target, long *explore, char **label, int *approx,
-                       double *threshold, const char **nn_only)
+/* The annotations {key: value, ...} before a condition, each key known
+ * here, which the condition then checks are its own. */
+struct annot {
+	long target, explore;      /* targetHits (-1: none), hnsw.exploreAdditionalHits */
+	char *label;
+	int approx;                /* approximate (1 unless false) */
+	double threshold;          /* scoreThreshold (-Infinity: none) */
+	struct yql_term term;      /* prefix, stem, ranked, filter, weight */
+	struct yql_user user;      /* defaultIndex, grammar, allowEmpty */
+	const char *nn_only;       /* the first that only nearestNeighbor or wand take */
+	const char *user_only;     /* the first that only userInput() takes */
+	const char *term_at;       /* the first of the words' annotations */
+};
+
+static int boolean(struct parser *ps, int *out)
+{
+	if (!is_kw(ps, "true") && !is_kw(ps, "false"))
+		return expected(ps, "true or false");
+	*out = is_kw(ps, "true");
+	return next(ps);
+}
+
+/* After '{' (or '[{'): the annotations up to '}' into *an. */
+static int annotations(struct parser *ps, struct annot *an)
 {
 	if (next(ps))
 		return STRATA_PARSE;
 	while (!is_punct(ps, "}")) {
 		const char *at = ps->start;
-		char *key = ident(ps, "an annotation name");
-		if (!key || expect_punct(ps, ":"))
+		char *key = ps->tok == T_STR ? ps->str : NULL; /* {"targetHits": 10} too */
+		if (key ? next(ps) : !(key = ident(ps, "an annotation name")))
 			return STRATA_PARSE;
-		if (!strcmp(key, "targetHits") || !strcmp(key, "targetNumHits")) {
+		if (expect_punct(ps, ":"))
+			return STRATA_PARSE;
+		int b;
+		if (!strcmp(key, "targetHits") || !strcmp(key, "targetNumHits") ||
+		    !strcmp(key, "totalTargetHits")) {
 			double v;
 			const char *vat = ps->start;
 			if (number(ps, &v, "a number"))
 				return STRATA_PARSE;
 			if (v < 1 || v != floor(v) || v > 1e9)
 				return fail_at(ps, vat, "targetHits must be a positive integer%s", "");
-			*target = (long)v;
+			an->target = (long)v;
 		} else if (!strcmp(key, "label")) {
-			if (!*nn_only)
-				*nn_only = at;
+			if (!an->nn_only)
+				an->nn_only = at;
 			if (ps->tok != T_STR)
 				return expected(ps, "a string");
-			*label = ps->str;
+			an->label = ps->str;
 			if (next(ps))
 				return STRATA_PARSE;
 		} else if (!strcmp(key, "approximate")) {
-			if (!*nn_only)
-				*nn_only = at;
-			if (!is_kw(ps, "true") && !is_kw(ps, "false"))
-				return expected(ps, "true or false");
-			*approx = is_kw(ps, "true");
-			if (next(ps))
+			if (!an->nn_only)
+				an->nn_only = at;
+			if (boolean(ps, &an->approx))
 				return STRATA_PARSE;
 		} else if (!strcmp(key, "scoreThreshold")) {
-			if (!*nn_only)
-				*nn_only = at;
-			if (number(ps, threshold, "a number"))
+			if (!an->nn_only)
+				an->nn_only = at;
+			if (number(ps, &an->threshold, "a number"))
 				return STRATA_PARSE;
 		} else if (!strcmp(key, "hnsw.exploreAdditionalHits")) {
 			double v;
-			if (!*nn_only)
-				*nn_only = at;
+			if (!an->nn_only)
+				an->nn_only = at;
 			const char *vat = ps->start;
 			if (number(ps, &v, "a number"))
 				return STRATA_PARSE;
 			if (v < 0 || v != floor(v) || v > 1e9)
 				return fail_at(ps, vat, "hnsw.exploreAdditionalHits must be a whole number "
 				               "from 0%s", "");
-			*explore = (long)v;
+			an->explore = (long)v;
+		} else if (!strcmp(key, "prefix") || !strcmp(key, "stem") || !strcmp(key, "ranked") ||
+		           !strcmp(key, "filter")) {
+			if (!an->term_at)
+				an->term_at = at;
+			if (boolean(ps, &b))
+				return STRATA_PARSE;
+			if (key[0] == 'p') {
+				an->term.prefix = (unsigned char)b;
+				an->term.set |= YQL_TERM_PREFIX;
+			} else if (key[0] == 's') {
+				an->term.no_stem = (unsigned char)!b;
+				an->term.set |= YQL_TERM_STEM;
+			} else {
+				/* ranked: false, or filter: true: matches, not ranked */
+				an->term.unranked = (unsigned char)(key[0] == 'r' ? !b : b);
+				an->term.set |= YQL_TERM_RANKED;
+			}
+		} else if (!strcmp(key, "weight")) {
+			double v;
+			const char *vat = ps->start;
+			if (!an->term_at)
+				an->term_at = at;
+			if (number(ps, &v, "a number"))
+				return STRATA_PARSE;
+			if (v < 0 || v != floor(v) || v > 1e9)
+				return fail_at(ps, vat, "weight must be a whole number from 0%s", "");
+			an->term.weight = v ? (int)v : -1;
+			an->term.set |= YQL_TERM_WEIGHT;
+		} else if (!strcmp(key, "defaultIndex") || !strcmp(key, "grammar")) {
+			if (!an->user_only)
+				an->user_only = at;
+			const char *vat = ps->start;
+			if (ps->tok != T_STR)
+				return expected(ps, "a string");
+			if (key[0] == 'd') {
+				an->user.default_index = ps->str;
+			} else {
+				an->user.grammar = ps->str;
+				an->user.raw = !strcmp(ps->str, "raw") || !strcmp(ps->str, "segment");
+				if (!an->user.raw && eng_grammar_named(ps->str, &an->user.grammar_of))
+					return fail_at(ps, vat, "grammar '%s' is not one of raw, segment, all, "
+					               "any, weakAnd, phrase, web, tokenize, linguistics",
+					               ps->str);
+				if (an->user.raw)
+					eng_grammar_named("phrase", &an->user.grammar_of);
+			}
+			if (next(ps))
+				return STRATA_PARSE;
+		} else if (!strcmp(key, "allowEmpty")) {
+			if (!an->user_only)
+				an->user_only = at;
+			if (boolean(ps, &an->user.allow_empty))
+				return STRATA_PARSE;
+		} else if (!strcmp(key, "language")) {
+			const char *vat = ps->start;
+			if (ps->tok != T_STR)
+				return expected(ps, "a string");
+			if (strncasecmp(ps->str, "en", 2) || (ps->str[2] && ps->str[2] != '-' &&
+			                                      ps->str[2] != '_'))
+				return fail_at(ps, vat, "language '%s' is not supported: Strata's "
+				               "linguistics is English only", ps->str);
+			if (next(ps))
+				return STRATA_PARSE;
 		} else {
 			return fail_at(ps, at, "unknown annotation '%s'", key);
 		}
@@ -355,6 +437,27 @@ static int annotations(struct parser *ps, long *target, long *explore, char **la
 			return expected(ps, "',' or '}'");
 	}
 	return next(ps);
+}
+
+/* The words' annotations t on every word below n that does not set its
+ * own (Vespa looks for a term's annotation from it up through the
+ * conditions around it). */
+static void inherit_term(struct yql_node *n, const struct yql_term *t)
+{
+	if (n->kind == YQL_CONTAINS || n->kind == YQL_USERQUERY || n->kind == YQL_USERINPUT ||
+	    n->kind == YQL_SAME) {
+		if (!(n->term.set & YQL_TERM_PREFIX) && (t->set & YQL_TERM_PREFIX))
+			n->term.prefix = t->prefix;
+		if (!(n->term.set & YQL_TERM_STEM) && (t->set & YQL_TERM_STEM))
+			n->term.no_stem = t->no_stem;
+		if (!(n->term.set & YQL_TERM_RANKED) && (t->set & YQL_TERM_RANKED))
+			n->term.unranked = t->unranked;
+		if (!(n->term.set & YQL_TERM_WEIGHT) && (t->set & YQL_TERM_WEIGHT))
+			n->term.weight = t->weight;
+		n->term.set |= t->set;
+	}
+	for (int i = 0; i < n->nkids; i++)
+		inherit_term(n->kids[i], t);
 }
 
 /* Room for element n of the arena array *v (capacity *cap, elements of esz
@@ -667,8 +770,22 @@ static struct yql_node *text_call(struct parser *ps, const char *name, const cha
 		return NULL;
 	n->target_hits = kind == YQL_WEAKAND && target < 0 ? YQL_WEAKAND_TARGET : target;
 	if (kind == YQL_USERINPUT) {
-		if (is_punct(ps, "@")) {
-			if (next(ps) || !(n->str = ident(ps, "a parameter name")))
+		if (is_punct(ps, "@")) { /* @name: letters, digits, _ . - */
+			const char *p = ps->p, *e = p;
+			while (isalnum((unsigned char)*e) || *e == '_' || *e == '.' || *e == '-')
+				e++;
+			if (e == p) {
+				if (next(ps))
+					return NULL;
+				expected(ps, "a parameter name");
+				return NULL;
+			}
+			if (!(n->str = base_arena_alloc(ps->a, (size_t)(e - p) + 1, 1)))
+				return nomem(ps, "yql name"), NULL;
+			memcpy(n->str, p, (size_t)(e - p));
+			n->str[e - p] = 0;
+			ps->p = e;
+			if (next(ps))
 				return NULL;
 		} else if (ps->tok == T_STR) {
 			n->field = ps->str; /* the text itself */
@@ -766,6 +883,42 @@ static struct yql_node *wset_call(struct parser *ps, const char *name, const cha
 	return n;
 }
 
+/* After 'field': contains "word", or contains ({prefix: true}"word") with
+ * the word's annotations (the parentheses may be left out). */
+static struct yql_node *contains_word(struct parser *ps, char *field, const char *at)
+{
+	struct yql_node *n = node(ps, YQL_CONTAINS, at);
+	if (!n || next(ps))
+		return NULL;
+	int paren = is_punct(ps, "(");
+	if (paren && next(ps))
+		return NULL;
+	if (is_punct(ps, "{")) {
+		struct annot an = { .target = -1, .approx = 1, .threshold = -INFINITY };
+		if (annotations(ps, &an))
+			return NULL;
+		const char *bad = an.nn_only ? an.nn_only : an.user_only;
+		if (bad || an.target >= 0) {
+			fail_at(ps, bad ? bad : at, "a word takes only prefix, stem, ranked, filter and "
+			        "weight annotations%s", "");
+			return NULL;
+		}
+		n->term = an.term;
+	} else if (paren) {
+		expected(ps, "'{' or a string");
+		return NULL;
+	}
+	if (ps->tok != T_STR) {
+		expected(ps, "a string");
+		return NULL;
+	}
+	n->field = field;
+	n->str = ps->str;
+	if (next(ps) || (paren && expect_punct(ps, ")")))
+		return NULL;
+	return n;
+}
+
 static struct yql_node *primary(struct parser *ps)
 {
 	const char *at = ps->start;
@@ -791,17 +944,42 @@ static struct yql_node *primary(struct parser *ps)
 		n->nkids = 1;
 		return n;
 	}
-	long target = -1, explore = 0;
-	char *label = NULL;
-	int approx = 1;
-	int annotated = 0;
-	double threshold = -INFINITY;
-	const char *nn_only = NULL;
+	struct annot an = { .target = -1, .approx = 1, .threshold = -INFINITY };
+	int annotated = 0, bracket = 0;
+	if (is_punct(ps, "[")) { /* [{...}]userInput(...): the older form */
+		if (next(ps))
+			return NULL;
+		if (!is_punct(ps, "{")) {
+			expected(ps, "'{' after '['");
+			return NULL;
+		}
+		bracket = 1;
+	}
 	if (is_punct(ps, "{")) {
-		if (annotations(ps, &target, &explore, &label, &approx, &threshold, &nn_only))
+		if (annotations(ps, &an) || (bracket && expect_punct(ps, "]")))
 			return NULL;
 		annotated = 1;
+		if (is_punct(ps, "(")) { /* {stem: false}(cond): for the words in it */
+			if (an.nn_only || an.user_only || an.target >= 0) {
+				fail_at(ps, an.nn_only ? an.nn_only : an.user_only ? an.user_only : at,
+				        "only the words' annotations (prefix, stem, ranked, filter, weight) "
+				        "may stand before '('%s", "");
+				return NULL;
+			}
+			if (next(ps))
+				return NULL;
+			struct yql_node *n = cond(ps);
+			if (!n || expect_punct(ps, ")"))
+				return NULL;
+			inherit_term(n, &an.term);
+			return n;
+		}
 	}
+	long target = an.target, explore = an.explore;
+	char *label = an.label;
+	int approx = an.approx;
+	double threshold = an.threshold;
+	const char *nn_only = an.nn_only;
 	if (ps->tok == T_IDENT && !annotated && (is_kw(ps, "true") || is_kw(ps, "false"))) {
 		const char *kwat = ps->start;
 		int t = is_kw(ps, "true");
@@ -875,18 +1053,39 @@ static struct yql_node *primary(struct parser *ps)
 			}
 			return n;
 		}
-		if (!strcmp(name, "weakAnd") && nn_only) {
-			fail_at(ps, nn_only, "weakAnd takes the annotation targetHits only%s", "");
+		int user = !strcmp(name, "userInput");
+		if (an.user_only && !user) {
+			fail_at(ps, an.user_only, "this annotation is for userInput(), not '%s'", name);
 			return NULL;
 		}
-		if (annotated && strcmp(name, "weakAnd")) {
-			fail_at(ps, at, "annotations are only supported on nearestNeighbor, wand and "
-			        "weakAnd, not on '%s'", name);
+		if (an.term_at && (!strcmp(name, "nearestNeighbor") || !strcmp(name, "geoLocation") ||
+		                   !strcmp(name, "range") || !strcmp(name, "predicate"))) {
+			fail_at(ps, an.term_at, "this annotation is for words, not '%s'", name);
+			return NULL;
+		}
+		if ((!strcmp(name, "weakAnd") || user) && nn_only) {
+			fail_at(ps, nn_only, user ? "%s takes no such annotation"
+			                     : "%s takes the annotation targetHits only", name);
+			return NULL;
+		}
+		if (annotated && strcmp(name, "weakAnd") && !user) {
+			fail_at(ps, at, "annotations are only supported on nearestNeighbor, wand, "
+			        "weakAnd, userInput and words, not on '%s'", name);
 			return NULL;
 		}
 		if (!strcmp(name, "weakAnd") || !strcmp(name, "rank") || !strcmp(name, "userQuery") ||
-		    !strcmp(name, "userInput"))
-			return text_call(ps, name, at, target);
+		    user) {
+			struct yql_node *n = text_call(ps, name, at, target);
+			if (n && user && annotated) {
+				n->user = base_arena_alloc(ps->a, sizeof *n->user, 8);
+				if (!n->user)
+					return nomem(ps, "yql annotation"), NULL;
+				*n->user = an.user;
+			}
+			if (n)
+				inherit_term(n, &an.term);
+			return n;
+		}
 		if (!strcmp(name, "predicate"))
 			return predicate_call(ps, at);
 		if (!strcmp(name, "geoLocation")) {
@@ -927,8 +1126,7 @@ static struct yql_node *primary(struct parser *ps)
 			return phrase(ps, name, at);
 		if (!strncmp(ps->p + strspn(ps->p, " \t\r\n"), "sameElement", 11))
 			return same_element(ps, name, at);
-		struct yql_node *n = string_op(ps, YQL_CONTAINS, name, at, "a string");
-		return !n || next(ps) ? NULL : n;
+		return contains_word(ps, name, at);
 	}
 	int op = cmp_op(ps);
 	if (!op) {
