@@ -13,6 +13,7 @@
  * reads them to know what is durable).  The library's log messages go to
  * stderr as "strata: ...".
  */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,18 +36,22 @@ static const struct cmd_help helps[] = {
 	  "  APP/.strata unless --data is given.  The other commands load a model from its\n"
 	  "  context while its source is unchanged, and compile the source otherwise.\n" },
 	{ "feed",
-	  "usage: strata feed APP [FILE|-] [--batch N] [--data DIR]\n"
-	  "  Feed Vespa document operations (JSON Lines or a JSON array) from FILE or\n"
-	  "  standard input.  Bad operations are reported as FILE:LINE: message and\n"
-	  "  skipped; the exit code is 1 when any failed.  An operation whose\n"
-	  "  test-and-set \"condition\" does not match is reported too, counted in\n"
-	  "  conditionNotMet, and is no failure.\n"
+	  "usage: strata feed APP [FILE|- ...] [--batch N] [--data DIR]\n"
+	  "  Feed Vespa document operations from each FILE in turn (- or none: standard\n"
+	  "  input): JSON Lines, a JSON array, or objects over several lines each (one\n"
+	  "  pretty-printed operation).  Bad operations are reported as FILE:LINE: message\n"
+	  "  (FILE:LINE:COLUMN: for JSON that does not parse) and skipped; a file whose\n"
+	  "  array is broken is reported and the next file fed; the exit code is 1 when\n"
+	  "  any failed.  Every file is checked readable before anything is fed.  An\n"
+	  "  operation whose test-and-set \"condition\" does not match is reported too,\n"
+	  "  counted in conditionNotMet, and is no failure.\n"
 	  "  Writes are committed in batches of N operations (--batch, default 50000;\n"
 	  "  larger batches build a text index faster, smaller ones are durable sooner).\n"
 	  "  After each commit a line on stderr says what is durable (it survives a\n"
 	  "  crash from then on):\n"
 	  "    written N documents, M failed, through line L\n"
-	  "  (every operation up to the one on line L is written or reported); on a\n"
+	  "  (every operation up to the one on line L is written or reported; with\n"
+	  "  several files, \"through line L of FILE\" and the counts of all files); on a\n"
 	  "  terminal one progress line is redrawn instead.  JSON Lines on standard\n"
 	  "  input are fed as they arrive, and committed before the feed waits for more.\n"
 	  "  At the end, \"fed N documents, M failed, R docs/s\" on stderr, and on stdout\n"
@@ -114,7 +119,7 @@ static const char *main_usage =
 	"usage: strata COMMAND [ARGS]\n"
 	"commands:\n"
 	"  deploy APP             check an application and create its store\n"
-	"  feed APP [FILE]        feed document operations\n"
+	"  feed APP [FILE...]     feed document operations\n"
 	"  query APP --yql YQL    search\n"
 	"  get APP ID             print a document\n"
 	"  remove APP ID          remove a document\n"
@@ -151,10 +156,12 @@ static int is_help(const char *a)
 
 /* ---- option parsing ----------------------------------------------------------------- */
 
+#define FEED_FILES_MAX 1024 /* files one `strata feed` takes */
+
 /* Options common to the application commands, and positional arguments. */
 struct opts {
 	const char *cmd;
-	const char *pos[4];
+	const char *pos[1 + FEED_FILES_MAX]; /* APP, and a feed's files */
 	int npos;
 	int maxpos;
 	const char *data;
@@ -305,16 +312,38 @@ struct feed_ud {
 	const char *file;
 	int tty;
 	int drew;
+	int many;                   /* more than one file: commit lines name theirs */
+	long ok, failed;            /* the counts of the files fed before this one */
 };
+
+/* A message of the library that begins "PREFIX line L, column C: " as
+ * FILE:L:C: PREFIX rest, the form of every other position; 0 when msg is
+ * not one. */
+static int print_at(const char *file, const char *prefix, const char *msg)
+{
+	char fmt[64];
+	long line;
+	int col, k = 0;
+	snprintf(fmt, sizeof fmt, "%sline %%ld, column %%d: %%n", prefix);
+	if (sscanf(msg, fmt, &line, &col, &k) != 2 || k == 0)
+		return 0;
+	if (*prefix) /* "invalid JSON at " as "invalid JSON: " */
+		fprintf(stderr, "%s:%ld:%d: %.*s: %s\n", file, line, col, (int)strlen(prefix) - 4,
+		        prefix, msg + k);
+	else
+		tool_fail("%s:%ld:%d: %s", file, line, col, msg + k);
+	return 1;
+}
 
 static void feed_report(void *ud, long line, int code, const char *msg)
 {
 	struct feed_ud *u = ud;
-	(void)code; /* the message says what went wrong */
 	if (u->drew) {
 		fputs("\r\033[K", stderr);
 		u->drew = 0;
 	}
+	if (code == STRATA_PARSE && print_at(u->file, "invalid JSON at ", msg))
+		return;
 	fprintf(stderr, "%s:%ld: %s\n", u->file, line, msg);
 }
 
@@ -326,14 +355,16 @@ static void feed_progress(void *ud, const struct strata_feed_stats *st)
 {
 	struct feed_ud *u = ud;
 	if (!u->tty) {
-		if (st->durable)
-			fprintf(stderr, "written %ld documents, %ld failed, through line %ld\n", st->ok,
-			        st->failed, st->last_line);
+		if (st->durable) {
+			fprintf(stderr, "written %ld documents, %ld failed, through line %ld",
+			        u->ok + st->ok, u->failed + st->failed, st->last_line);
+			fprintf(stderr, u->many ? " of %s\n" : "\n", u->file);
+		}
 		return;
 	}
 	double rate = st->seconds > 0 ? (double)st->applied / st->seconds : 0;
-	fprintf(stderr, "\r\033[Kwritten %ld documents, %ld failed, %.0f docs/s", st->ok,
-	        st->failed, rate);
+	fprintf(stderr, "\r\033[Kwritten %ld documents, %ld failed, %.0f docs/s", u->ok + st->ok,
+	        u->failed + st->failed, rate);
 	if (st->bytes_total > 0) {
 		double done = (double)st->bytes_done / (double)st->bytes_total;
 		fprintf(stderr, ", %.1f%% of %s", 100 * done, u->file);
@@ -347,7 +378,9 @@ static int cmd_feed(struct opts *o)
 {
 	if (o->npos < 1)
 		return tool_usage("feed", "missing APP");
-	const char *path = o->npos > 1 ? o->pos[1] : "-";
+	static const char *from_stdin[] = { "-" };
+	const char **files = o->npos > 1 ? o->pos + 1 : from_stdin;
+	int nfiles = o->npos > 1 ? o->npos - 1 : 1;
 	if (o->batch) {
 		char *end;
 		o->feed_batch = strtol(o->batch, &end, 10);
@@ -355,28 +388,73 @@ static int cmd_feed(struct opts *o)
 			return tool_usage("feed", "--batch needs a number from 1 to %d, got '%s'",
 			                  STRATA_FEED_BATCH_MAX, o->batch);
 	}
+	/* Every file readable before anything is fed: a mistyped name feeds
+	 * nothing. */
+	int dashes = 0;
+	for (int i = 0; i < nfiles; i++) {
+		if (!strcmp(files[i], "-")) {
+			if (dashes++)
+				return tool_usage("feed", "standard input (-) can be fed once");
+			continue;
+		}
+		FILE *f = fopen(files[i], "r");
+		if (!f) {
+			int e = errno;
+			printf("{\"written\": 0, \"failed\": 0, \"conditionNotMet\": 0, "
+			       "\"seconds\": 0.000}\n"); /* for a program, as always */
+			fflush(stdout);
+			return tool_fail("%s: %s", files[i], strerror(e));
+		}
+		fclose(f);
+	}
 	struct strata *db;
 	if (open_app(o, 0, &db))
 		return 1;
-	struct feed_ud u = { strcmp(path, "-") ? path : "<stdin>", isatty(2), 0 };
-	struct strata_feed_stats st;
+	struct feed_ud u = { NULL, isatty(2), 0, nfiles > 1, 0, 0 };
+	long not_met = 0;
+	double seconds = 0;
+	int rc = 0, bad_files = 0;
 	struct strata_error err = { 0 };
-	int rc = strata_feed_file_progress(db, path, feed_report, feed_progress, &u, &st, &err);
-	if (u.drew)
-		fputs("\r\033[K", stderr);
+	for (int i = 0; i < nfiles; i++) {
+		struct strata_feed_stats st;
+		u.file = strcmp(files[i], "-") ? files[i] : "<stdin>";
+		memset(&err, 0, sizeof err);
+		rc = strata_feed_file_progress(db, files[i], feed_report, feed_progress, &u, &st, &err);
+		if (u.drew)
+			fputs("\r\033[K", stderr), u.drew = 0;
+		u.ok += st.ok;
+		u.failed += st.failed;
+		not_met += st.not_met;
+		seconds += st.seconds;
+		if (rc == STRATA_PARSE) {
+			/* The file's own frame is broken (its operations before the
+			 * fault are in): say where, and go on with the next file. */
+			if (!print_at(u.file, "", err.msg))
+				tool_fail("%s: %s", u.file, err.msg[0] ? err.msg : strata_strerror(rc));
+			bad_files++;
+			rc = 0;
+		} else if (rc && rc != STRATA_INVALID_ARGUMENT) {
+			break; /* the store, memory, input: the feed stops here */
+		}
+	}
 	strata_close(db);
 	/* What was written, for a program, even when the feed was stopped. */
 	printf("{\"written\": %ld, \"failed\": %ld, \"conditionNotMet\": %ld, \"seconds\": %.3f}\n",
-	       st.ok, st.failed, st.not_met, st.seconds);
+	       u.ok, u.failed, not_met, seconds);
 	fflush(stdout);
 	if (rc && rc != STRATA_INVALID_ARGUMENT)
-		return tool_fail("%s", err.msg[0] ? err.msg : strata_strerror(rc));
-	double rate = st.seconds > 0 ? (double)st.ok / st.seconds : 0;
-	fprintf(stderr, "fed %ld documents, %ld failed, %.0f docs/s", st.ok, st.failed, rate);
-	if (st.not_met)
-		fprintf(stderr, "; %ld left out by their condition", st.not_met);
+		return tool_fail("%s%s%s", nfiles > 1 ? u.file : "", nfiles > 1 ? ": " : "",
+		                 err.msg[0] ? err.msg : strata_strerror(rc));
+	double rate = seconds > 0 ? (double)u.ok / seconds : 0;
+	fprintf(stderr, "fed %ld documents, %ld failed, %.0f docs/s", u.ok, u.failed, rate);
+	if (nfiles > 1)
+		fprintf(stderr, " from %d files", nfiles);
+	if (bad_files)
+		fprintf(stderr, "; %d file%s broken", bad_files, bad_files == 1 ? "" : "s");
+	if (not_met)
+		fprintf(stderr, "; %ld left out by their condition", not_met);
 	fputc('\n', stderr);
-	return st.failed ? 1 : 0;
+	return u.failed || bad_files ? 1 : 0;
 }
 
 /* The whole of standard input as a string (tool_free). */
@@ -588,7 +666,7 @@ int main(int argc, char **argv)
 		const char *allowed;
 	} cmds[] = {
 		{ "deploy", cmd_deploy, 1, "data" },
-		{ "feed", cmd_feed, 2, "data batch" },
+		{ "feed", cmd_feed, 1 + FEED_FILES_MAX, "data batch" },
 		{ "query", cmd_query, 1, "data yql profile hits offset timeout input" },
 		{ "get", cmd_get, 2, "data" },
 		{ "remove", cmd_remove, 2, "data" },

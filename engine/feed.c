@@ -13,7 +13,9 @@
  * checked against the stored document in the operation's write
  * transaction before anything is written (eng_sel_condition).
  *
- * strata_feed_file() reads JSON Lines or one JSON array, and writes in
+ * strata_feed_file() reads JSON Lines, one JSON array, or objects one
+ * after another over as many lines as each takes (a pretty-printed
+ * operation; see struct spans), and writes in
  * batched transactions (db->feed_batch operations, ENG_FEED_BATCH unless
  * the handle was opened with another, or BATCH_BYTES of input).
  * Large batches are what makes a text index fast to build: a term's
@@ -63,38 +65,34 @@ static int field_value(struct eng_doctype *dt, int fi, const json_t *j, struct s
 		break;
 	case STORE_T_INT:
 	case STORE_T_LONG: {
+		/* A JSON integer, an integral real, or a string of one (Vespa reads the
+		 * value's text). */
 		int is_int = f->type == STORE_T_INT;
-		double d;
-		if (json_is_integer(j)) {
-			json_int_t x = json_integer_value(j);
-			if (is_int && (x < INT32_MIN || x > INT32_MAX))
-				return base_err(err, STRATA_INVALID_ARGUMENT,
-				                "%s: %lld is out of range for int", what, (long long)x);
-			v->i = x;
-			break;
-		}
-		if (!json_is_real(j))
-			return base_err(err, STRATA_INVALID_ARGUMENT, "%s: expected an integer (%s)",
-			                what, is_int ? "int" : "long");
-		d = json_real_value(j);
-		if (d != floor(d))
-			return base_err(err, STRATA_INVALID_ARGUMENT, "%s: %g is not an integer", what, d);
-		if (is_int ? (d < INT32_MIN || d > INT32_MAX)
-		           : (d < -9223372036854775808.0 || d >= 9223372036854775808.0))
-			return base_err(err, STRATA_INVALID_ARGUMENT, "%s: %g is out of range for %s",
-			                what, d, is_int ? "int" : "long");
-		v->i = (int64_t)d;
+		char shown[64];
+		int64_t x;
+		int r = eng_num_int(j, is_int ? INT32_MIN : INT64_MIN, is_int ? INT32_MAX : INT64_MAX,
+		                    &x);
+		if (r == ENG_NUM_RANGE)
+			return base_err(err, STRATA_INVALID_ARGUMENT, "%s: %s is out of range for %s",
+			                what, eng_num_show(j, shown, sizeof shown), is_int ? "int" : "long");
+		if (r)
+			return base_err(err, STRATA_INVALID_ARGUMENT, "%s: expected an integer (%s), got %s",
+			                what, is_int ? "int" : "long", eng_num_show(j, shown, sizeof shown));
+		v->i = x;
 		break;
 	}
 	case STORE_T_FLOAT:
-	case STORE_T_DOUBLE:
-		if (!json_is_number(j))
-			return base_err(err, STRATA_INVALID_ARGUMENT, "%s: expected a number", what);
-		v->d = json_number_value(j);
-		if (f->type == STORE_T_FLOAT && fabs(v->d) > 3.4028234663852886e38)
-			return base_err(err, STRATA_INVALID_ARGUMENT, "%s: %g is out of range for float",
-			                what, v->d);
+	case STORE_T_DOUBLE: {
+		char shown[64];
+		if (eng_num_real(j, 0, &v->d))
+			return base_err(err, STRATA_INVALID_ARGUMENT, "%s: expected a number (%s), got %s",
+			                what, f->type == STORE_T_FLOAT ? "float" : "double",
+			                eng_num_show(j, shown, sizeof shown));
+		if (f->type == STORE_T_FLOAT && isfinite(v->d) && fabs(v->d) > 3.4028234663852886e38)
+			return base_err(err, STRATA_INVALID_ARGUMENT, "%s: %s is out of range for float",
+			                what, eng_num_show(j, shown, sizeof shown));
 		break;
+	}
 	case STORE_T_BOOL:
 		if (json_is_boolean(j))
 			v->i = json_is_true(j);
@@ -435,6 +433,7 @@ struct feeder {
 	int fatal;           /* a transaction could not even begin */
 	double t0;
 	double shown;        /* base_now() at the last progress call */
+	const char *base;    /* the text being fed (columns are counted from its lines) */
 	struct strata_feed_stats told; /* what the last durable progress call said */
 	int told_any;
 	struct strata_error ferr;
@@ -514,7 +513,8 @@ static void show_progress(struct feeder *f)
  * the text of its fields tokenized ahead, pre[0..npre).  op stays the
  * caller's. */
 static void feed_parsed(struct feeder *f, json_t *op, int oom, const json_error_t *je,
-                        size_t len, long line, struct store_pretext *const *pre, int npre)
+                        const char *text, size_t len, long line,
+                        struct store_pretext *const *pre, int npre)
 {
 	struct strata_error e = { 0 };
 	f->st.last_line = line;
@@ -522,13 +522,17 @@ static void feed_parsed(struct feeder *f, json_t *op, int oom, const json_error_
 	if (f->st.bytes_total && f->st.bytes_done > f->st.bytes_total)
 		f->st.bytes_done = f->st.bytes_total;
 	if (!op) {
+		/* Where in the input: the operation may begin inside a line (an
+		 * element of an array, an object after another). */
+		long col = je->column;
+		if (je->line <= 1 && f->base)
+			for (const char *p = text; p > f->base && p[-1] != '\n'; p--)
+				col++;
 		if (oom)
 			base_nomem(&e, "the operation");
-		else if (je->line > 1)
-			base_err(&e, STRATA_PARSE, "invalid JSON at line %ld, column %d: %s",
-			         line + je->line - 1, je->column, je->text);
 		else
-			base_err(&e, STRATA_PARSE, "invalid JSON at column %d: %s", je->column, je->text);
+			base_err(&e, STRATA_PARSE, "invalid JSON at line %ld, column %ld: %s",
+			         line + (je->line > 1 ? je->line - 1 : 0), col, je->text);
 		report(f, line, e.code, e.msg);
 		f->st.failed++;
 		return;
@@ -580,7 +584,7 @@ static void feed_one(struct feeder *f, const char *text, size_t len, long line)
 	json_error_t je;
 	int oom;
 	json_t *op = eng_json_parse(text, len, 0, &je, &oom);
-	feed_parsed(f, op, oom, &je, len, line, NULL, 0);
+	feed_parsed(f, op, oom, &je, text, len, line, NULL, 0);
 	json_decref(op);
 }
 
@@ -598,27 +602,114 @@ static int blank(const char *s, size_t n)
 }
 
 /* Where the operations of a text lie: its JSON Lines that are not blank,
- * or the elements of one JSON array, whose spans are found by tracking
- * strings and nesting only, so that a bad element is reported with its
- * line and the next one is still fed.  A fault in the array's own frame
- * (not closed, a stray character, text after it) ends the walk with rc and
- * err set. */
+ * the elements of one JSON array, or JSON objects one after another each
+ * over as many lines as it takes (a pretty-printed operation: the
+ * stream), whose spans are found by tracking strings and nesting only, so
+ * that a bad element is reported once, with its line and column, and the
+ * next one is still fed.  A fault in the array's own frame (not closed, a
+ * stray character, text after it) ends the walk with rc and err set. */
 struct spans {
 	const char *s;
 	size_t n, i;      /* the text; where the walk is */
 	long line;        /* the line at i */
 	int array;        /* one JSON array (i inside it) */
+	int stream;       /* objects one after another, not one a line */
 	int partial;      /* lines: a last one without its newline may be cut: left */
 	int after;        /* array: an element was just given; its separator next */
 	int rc;
 	struct strata_error err;
 };
 
-static int spans_fail(struct spans *sp, const char *what)
+/* A fault of the frame at s[at] (on line sp->line). */
+static int spans_fail(struct spans *sp, size_t at, const char *what)
 {
-	sp->rc = base_err(&sp->err, STRATA_PARSE, "line %ld: %s", sp->line, what);
+	size_t bol = at < sp->n ? at : sp->n;
+	while (bol > 0 && sp->s[bol - 1] != '\n')
+		bol--;
+	sp->rc = base_err(&sp->err, STRATA_PARSE, "line %ld, column %zu: %s", sp->line,
+	                  (at < sp->n ? at : sp->n) - bol + 1, what);
 	sp->i = sp->n;
 	return 0;
+}
+
+/* The end (one past the close) of the object or array that begins at
+ * s[i], found by its strings and nesting, or 0 when it does not close
+ * before s[n]; *lines counts the newlines passed. */
+static size_t value_end(const char *s, size_t n, size_t i, long *lines)
+{
+	int depth = 0, in_str = 0;
+	for (; i < n; i++) {
+		char c = s[i];
+		if (c == '\n')
+			++*lines;
+		if (in_str) {
+			if (c == '\\')
+				i++;
+			else if (c == '"')
+				in_str = 0;
+		} else if (c == '"') {
+			in_str = 1;
+		} else if (c == '{' || c == '[') {
+			depth++;
+		} else if ((c == '}' || c == ']') && --depth == 0) {
+			return i + 1;
+		}
+	}
+	return 0;
+}
+
+/* The stream: the next object, from '{' to its close; other text up to
+ * the end of its line, to be reported; an object that does not close, the
+ * rest of the text (one error, where the text ends). */
+static int next_object(struct spans *sp, const char **text, size_t *len, long *line)
+{
+	const char *s = sp->s;
+	size_t n = sp->n, i = sp->i;
+	while (i < n && is_space(s[i]))
+		if (s[i++] == '\n')
+			sp->line++;
+	sp->i = i;
+	if (i >= n)
+		return 0;
+	*text = s + i;
+	*line = sp->line;
+	size_t end;
+	if (s[i] != '{') {
+		const char *nl = memchr(s + i, '\n', n - i);
+		end = nl ? (size_t)(nl - s) : n;
+	} else if ((end = value_end(s, n, i, &sp->line)) == 0) {
+		end = n;
+	}
+	*len = end - i;
+	sp->i = end;
+	return 1;
+}
+
+/* Whether the object that begins at s[first] closes on its line. */
+static int first_line_closes(const char *s, size_t n, size_t first)
+{
+	const char *nl = memchr(s + first, '\n', n - first);
+	long lines = 0;
+	return !nl || value_end(s, (size_t)(nl - s), first, &lines) != 0;
+}
+
+/* Whether the text s[0..n), whose first byte that is not white space is
+ * '{' at s[first], holds objects over several lines: the first object does
+ * not close on its first line (else it is JSON Lines, where a line that
+ * does not close is one bad line). */
+static int is_stream(const char *s, size_t n, size_t first)
+{
+	long lines = 0;
+	if (first_line_closes(s, n, first))
+		return 0;
+	if (value_end(s, n, first, &lines) != 0)
+		return 1;
+	/* It never closes: a broken first line of JSON Lines when the next line
+	 * is an object of its own, else one broken object (one error). */
+	size_t i = (size_t)((const char *)memchr(s + first, '\n', n - first) - s);
+	while (i < n && is_space(s[i]))
+		i++;
+	return !(i < n && s[i] == '{' && first_line_closes(s, n, i));
 }
 
 static int next_line(struct spans *sp, const char **text, size_t *len, long *line)
@@ -648,13 +739,13 @@ static int next_element(struct spans *sp, const char **text, size_t *len, long *
 	if (sp->after) {
 		sp->after = 0;
 		if (i >= n)
-			return spans_fail(sp, "the JSON array is not closed");
+			return spans_fail(sp, i, "the JSON array is not closed");
 		if (s[i] == ',')
 			i++;
 		else if (s[i] != ']') {
 			char what[64];
 			snprintf(what, sizeof what, "unexpected '%c' in the JSON array", s[i]);
-			return spans_fail(sp, what);
+			return spans_fail(sp, i, what);
 		}
 	}
 	while (i < n && is_space(s[i]))
@@ -662,13 +753,13 @@ static int next_element(struct spans *sp, const char **text, size_t *len, long *
 			sp->line++;
 	sp->i = i;
 	if (i >= n)
-		return spans_fail(sp, "the JSON array is not closed");
+		return spans_fail(sp, i, "the JSON array is not closed");
 	if (s[i] == ']') {
 		for (i++; i < n; i++) {
 			if (s[i] == '\n')
 				sp->line++;
 			else if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r')
-				return spans_fail(sp, "text after the JSON array");
+				return spans_fail(sp, i, "text after the JSON array");
 		}
 		sp->i = n;
 		return 0;
@@ -712,7 +803,8 @@ static int next_element(struct spans *sp, const char **text, size_t *len, long *
 static int span_next(void *ud, const char **text, size_t *len, long *line)
 {
 	struct spans *sp = ud;
-	return sp->array ? next_element(sp, text, len, line) : next_line(sp, text, len, line);
+	return sp->array ? next_element(sp, text, len, line)
+	     : sp->stream ? next_object(sp, text, len, line) : next_line(sp, text, len, line);
 }
 
 /* Feed the lines of s[0..n), the first of them line *line (advanced past
@@ -721,6 +813,7 @@ static int span_next(void *ud, const char **text, size_t *len, long *line)
 static size_t feed_lines(struct feeder *f, const char *s, size_t n, long *line, int last)
 {
 	struct spans sp = { .s = s, .n = n, .line = *line, .partial = !last };
+	f->base = s;
 	const char *t;
 	size_t len;
 	long at;
@@ -781,7 +874,12 @@ static int feed_text(struct feeder *f, const char *s, size_t n, struct strata_er
 		sp.array = 1;
 		sp.i = i + 1;
 		sp.line = line;
+	} else if (i < n && s[i] == '{' && is_stream(s, n, i)) {
+		sp.stream = 1;
+		sp.i = i;
+		sp.line = line;
 	}
+	f->base = s;
 	struct eng_ahead *a = NULL;
 	struct strata_error e = { 0 };
 	struct ahead_src src = { &sp, f->db };
@@ -789,7 +887,8 @@ static int feed_text(struct feeder *f, const char *s, size_t n, struct strata_er
 	    eng_ahead_start(&a, ahead_next, ahead_prep, &src, &e) == 0) {
 		const struct eng_feed_op *op;
 		while (!f->fatal && (op = eng_ahead_next(a)) != NULL)
-			feed_parsed(f, op->op, op->oom, &op->je, op->len, op->line, op->pre, op->npre);
+			feed_parsed(f, op->op, op->oom, &op->je, op->text, op->len, op->line, op->pre,
+			            op->npre);
 		eng_ahead_stop(a);
 	} else {
 		const char *t;
@@ -817,13 +916,16 @@ static int input_ready(int fd)
 /* Standard input.  JSON Lines are fed as they arrive, and before the
  * feed waits for more input it commits what it has read, so that what a
  * producer has sent is written (and reported so) while it is still at
- * work.  A JSON array is read whole, then fed. */
+ * work.  A JSON array, or an object that does not close on its first line
+ * (a pretty-printed operation), is read whole, then fed as a file. */
 static int feed_stdin(struct feeder *f, struct strata_error *err)
 {
 	char *buf = NULL;
 	size_t cap = 0, len = 0;
 	long line = 1;
-	int array = -1; /* not known until a byte that is not white space */
+	int array = -1; /* read whole (1) or as lines (0): not known until the first line */
+	size_t first = 0; /* the first byte that is not white space, once seen */
+	int seen = 0;
 	int rc = 0;
 	while (!f->fatal) {
 		if (array == 0 && !input_ready(0))
@@ -846,17 +948,21 @@ static int feed_stdin(struct feeder *f, struct strata_error *err)
 		}
 		if (r == 0)
 			break;
-		for (size_t i = len; array < 0 && i < len + (size_t)r; i++)
+		for (size_t i = len; !seen && i < len + (size_t)r; i++)
 			if (!is_space(buf[i]))
-				array = buf[i] == '[';
+				seen = 1, first = i;
 		len += (size_t)r;
+		if (array < 0 && seen && buf[first] != '{')
+			array = buf[first] == '[';
+		else if (array < 0 && seen && memchr(buf + first, '\n', len - first))
+			array = !first_line_closes(buf, len, first);
 		if (array == 0) {
 			size_t used = feed_lines(f, buf, len, &line, 0);
 			memmove(buf, buf + used, len - used);
 			len -= used;
 		}
 	}
-	if (!rc && !f->fatal && array == 1) {
+	if (!rc && !f->fatal && array != 0 && buf) {
 		buf[len] = 0;
 		rc = feed_text(f, buf, len, err);
 	} else if (!rc && !f->fatal && len) {

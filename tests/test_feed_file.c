@@ -283,7 +283,7 @@ static void array_frame_fault(void **state)
 	assert_int_equal(strata_feed_file(db, path, NULL, NULL, &st, &err), STRATA_PARSE);
 	assert_non_null(strstr(err.msg, "text after the JSON array"));
 	char want[64];
-	snprintf(want, sizeof want, "line %d:", NOPS + 1);
+	snprintf(want, sizeof want, "line %d, column 3:", NOPS + 1);
 	assert_non_null(strstr(err.msg, want));
 	assert_int_equal(st.ok, NOPS);
 	char *doc = NULL;
@@ -344,6 +344,243 @@ static void allocation_failures(void **state)
 	assert_true(fed); /* a failure after the feed's last allocation: all stored */
 }
 
+/* ---- Vespa's value forms: numbers as strings, hex cells ------------------------------ */
+
+static const char *vsd =
+	"schema v {\n"
+	"  document v {\n"
+	"    struct pt { field n type int {} }\n"
+	"    field b type byte { indexing: attribute | summary }\n"
+	"    field i type int { indexing: attribute | summary }\n"
+	"    field l type long { indexing: attribute | summary }\n"
+	"    field f type float { indexing: attribute | summary }\n"
+	"    field d type double { indexing: attribute | summary }\n"
+	"    field ok type bool { indexing: attribute | summary }\n"
+	"    field ai type array<int> { indexing: summary }\n"
+	"    field ws type weightedset<long> { indexing: summary }\n"
+	"    field md type map<string, double> { indexing: summary }\n"
+	"    field s type pt { indexing: summary }\n"
+	"    field e type tensor<float>(x[4]) { indexing: attribute | summary }\n"
+	"    field q type tensor<int8>(x[2]) { indexing: attribute | summary }\n"
+	"    field m type tensor<float>(p{},x[2]) { indexing: attribute | summary }\n"
+	"  }\n"
+	"}\n";
+
+static void feed_fails_keeps(struct strata *db, const char *fields, const char *msg,
+                             const char *kept)
+{
+	char op[1024];
+	snprintf(op, sizeof op, "{\"put\": \"id:v:v::1\", \"fields\": {%s}}", fields);
+	dbtest_feed_fails(db, op, STRATA_INVALID_ARGUMENT, msg);
+	dbtest_expect_fields(db, "id:v:v::1", 0, kept); /* the stored document is whole */
+}
+
+static void numbers_as_strings(void **state)
+{
+	(void)state;
+	struct strata *db;
+	char *app = dbtest_open("feedvals", "v.sd", vsd, &db);
+	dbtest_feed_json(db, "{\"put\": \"id:v:v::1\", \"fields\": {\"b\": \"-7\", \"i\": \"1000\", "
+	                     "\"l\": \"+9007199254740993\", \"f\": \" 2.5f \", \"d\": \"-1e-3\", "
+	                     "\"ok\": \"true\", \"ai\": [\"1\", 2, \"-3\"], \"ws\": {\"7\": \"5\"}, "
+	                     "\"md\": {\"k\": \"0.25\"}, \"s\": {\"n\": \"42\"}, "
+	                     "\"e\": [\"1\", \"0.5\", 2, \"-Infinity\"]}}");
+	const char *want = "{\"ai\":[1,2,-3],\"b\":-7,\"d\":-0.001,"
+	                   "\"e\":{\"type\":\"tensor<float>(x[4])\",\"values\":[1.0,0.5,2.0,null]},"
+	                   "\"f\":2.5,\"i\":1000,\"l\":9007199254740993,\"md\":{\"k\":0.25},"
+	                   "\"ok\":true,\"s\":{\"n\":42},\"ws\":{\"7\":5}}";
+	dbtest_expect_fields(db, "id:v:v::1", 0, want);
+	/* Updates take them too. */
+	dbtest_feed_json(db, "{\"update\": \"id:v:v::2\", \"create\": true, \"fields\": {"
+	                     "\"i\": {\"assign\": \"-12\"}, \"d\": {\"assign\": \"0x1.8p1\"}, "
+	                     "\"ws\": {\"add\": {\"3\": \"2\"}}}}");
+	dbtest_expect_fields(db, "id:v:v::2", 0, "{\"d\":3.0,\"i\":-12,\"ws\":{\"3\":2}}");
+	dbtest_feed_json(db, "{\"update\": \"id:v:v::2\", \"fields\": {"
+	                     "\"ws\": {\"match\": {\"element\": \"3\", \"increment\": \"4\"}}}}");
+	dbtest_expect_fields(db, "id:v:v::2", 0, "{\"d\":3.0,\"i\":-12,\"ws\":{\"3\":6}}");
+	/* A string that is not a number of the field's type: refused with the
+	 * field and the value; the document stays as it was. */
+	feed_fails_keeps(db, "\"i\": \"12x\"", "field 'i': expected an integer (int), got '12x'", want);
+	feed_fails_keeps(db, "\"i\": \"1.5\"", "field 'i': expected an integer (int), got '1.5'", want);
+	feed_fails_keeps(db, "\"i\": \" 7\"", "field 'i': expected an integer (int), got ' 7'", want);
+	feed_fails_keeps(db, "\"i\": \"2147483648\"", "field 'i': '2147483648' is out of range for int",
+	                 want);
+	feed_fails_keeps(db, "\"l\": \"9223372036854775808\"",
+	                 "field 'l': '9223372036854775808' is out of range for long", want);
+	feed_fails_keeps(db, "\"b\": \"128\"", "field 'b': '128' is out of range for byte", want);
+	feed_fails_keeps(db, "\"b\": \"0x10\"", "field 'b': expected an integer (byte), got '0x10'",
+	                 want);
+	feed_fails_keeps(db, "\"d\": \"abc\"", "field 'd': expected a number (double), got 'abc'",
+	                 want);
+	feed_fails_keeps(db, "\"d\": \"\"", "field 'd': expected a number (double), got ''", want);
+	feed_fails_keeps(db, "\"d\": \"1e\"", "got '1e'", want);
+	feed_fails_keeps(db, "\"f\": \"1e39\"", "field 'f': '1e39' is out of range for float", want);
+	feed_fails_keeps(db, "\"ok\": \"yes\"", "field 'ok': expected true or false", want);
+	feed_fails_keeps(db, "\"ai\": [1, \"two\"]",
+	                 "field 'ai'[1]: expected an integer that fits int, got 'two'", want);
+	feed_fails_keeps(db, "\"ws\": {\"x\": 1}", "field 'ws'{x}: expected an integer that fits long",
+	                 want);
+	feed_fails_keeps(db, "\"ws\": {\"7\": \"heavy\"}", "field 'ws'{7}: a weight must be an integer",
+	                 want);
+	feed_fails_keeps(db, "\"md\": {\"k\": \"1,5\"}", "field 'md'{k}: expected a number, got '1,5'",
+	                 want);
+	feed_fails_keeps(db, "\"s\": {\"n\": \"n\"}", "field 's'.n: expected an integer that fits int",
+	                 want);
+	feed_fails_keeps(db, "\"e\": [1, 2, 3, \"four\"]", "field 'e': cell 3 is not a number: 'four'",
+	                 want);
+	dbtest_feed_fails(db, "{\"update\": \"id:v:v::1\", \"fields\": {\"i\": {\"assign\": \"x\"}}}",
+	                  STRATA_INVALID_ARGUMENT, "field 'i': expected an integer (int), got 'x'");
+	dbtest_expect_fields(db, "id:v:v::1", 0, want);
+	strata_close(db);
+	apptest_remove(app);
+}
+
+static void hex_cells(void **state)
+{
+	(void)state;
+	struct strata *db;
+	char *app = dbtest_open("feedhex", "v.sd", vsd, &db);
+	/* float bits (1, 2, -1, 0.5), any case; int8 bits; a mixed tensor's
+	 * block in hex, in both blocks forms. */
+	dbtest_feed_json(db, "{\"put\": \"id:v:v::1\", \"fields\": {"
+	                     "\"e\": \"3F80000040000000bf8000003f000000\", \"q\": \"ff01\", "
+	                     "\"m\": {\"blocks\": {\"a\": \"3f80000040000000\"}}}}");
+	const char *want = "{\"e\":{\"type\":\"tensor<float>(x[4])\",\"values\":[1.0,2.0,-1.0,0.5]},"
+	                   "\"m\":{\"blocks\":{\"a\":[1.0,2.0]},\"type\":\"tensor<float>(p{},x[2])\"},"
+	                   "\"q\":{\"type\":\"tensor<int8>(x[2])\",\"values\":[-1,1]}}";
+	dbtest_expect_fields(db, "id:v:v::1", 0, want);
+	/* "values" in hex; double, bfloat16 and int8 hex into float cells. */
+	static const struct {
+		const char *e, *values;
+	} ok[] = {
+		{"{\"values\": \"3ff0000000000000c00000000000000000000000000000004020000000000000\"}",
+		 "[1.0,-2.0,0.0,8.0]"},
+		{"\"3f804000bf803f00\"", "[1.0,2.0,-1.0,0.5]"},
+		{"\"01ff7f80\"", "[1.0,-1.0,127.0,-128.0]"},
+	};
+	for (size_t k = 0; k < sizeof ok / sizeof ok[0]; k++) {
+		char op[512], w[256];
+		snprintf(op, sizeof op, "{\"put\": \"id:v:v::2\", \"fields\": {\"e\": %s, "
+		         "\"m\": {\"blocks\": [{\"address\": {\"p\": \"b\"}, \"values\": \"3f000000bf000000\"}]}}}",
+		         ok[k].e);
+		dbtest_feed_json(db, op);
+		snprintf(w, sizeof w, "{\"e\":{\"type\":\"tensor<float>(x[4])\",\"values\":%s},"
+		         "\"m\":{\"blocks\":{\"b\":[0.5,-0.5]},\"type\":\"tensor<float>(p{},x[2])\"}}",
+		         ok[k].values);
+		dbtest_expect_fields(db, "id:v:v::2", 0, w);
+	}
+	/* Refused with a clear message, the stored document left whole. */
+	feed_fails_keeps(db, "\"e\": \"3f80000040000000bf8000003f0000\"",
+	                 "field 'e': 30 hex digits for 4 cells; expected 32 (8 a cell of float; or 2, "
+	                 "4, 8 or 16 a cell", want);
+	feed_fails_keeps(db, "\"e\": \"3f80000040000000bf8000003f00000000\"",
+	                 "field 'e': 34 hex digits for 4 cells", want);
+	feed_fails_keeps(db, "\"e\": \"3f80000040000000bf8000003f00000\"",
+	                 "field 'e': 31 hex digits for 4 cells", want);
+	feed_fails_keeps(db, "\"e\": \"\"", "field 'e': 0 hex digits for 4 cells", want);
+	feed_fails_keeps(db, "\"e\": \"3f80000040000000bf8000003f00000g\"",
+	                 "field 'e': expected a tensor or its cells in hex, got a string whose "
+	                 "character 32 ('g') is not a hex digit", want);
+	feed_fails_keeps(db, "\"q\": \"3f80000040000000\"",
+	                 "field 'q': 16 hex digits for 2 cells; expected 4 (2 a cell of int8)", want);
+	feed_fails_keeps(db, "\"m\": {\"blocks\": {\"a\": \"3f8\"}}",
+	                 "field 'm': block 'a': 3 hex digits for 2 cells", want);
+	feed_fails_keeps(db, "\"m\": {\"blocks\": [{\"address\": {\"p\": \"a\"}, \"values\": \"zz\"}]}",
+	                 "field 'm': block 'a': expected a tensor or its cells in hex, got a string", want);
+	strata_close(db);
+	apptest_remove(app);
+}
+
+/* ---- the forms of a feed file ---------------------------------------------------- */
+
+/* Feed text as a file of db: the reports in *r, the counts in *st. */
+static int feed_text_file(struct strata *db, const char *app, const char *text,
+                          struct reports *r, struct strata_feed_stats *st)
+{
+	char path[512];
+	snprintf(path, sizeof path, "%s/forms.json", app);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+	memset(r, 0, sizeof *r);
+	struct strata_error err = { 0 };
+	return strata_feed_file(db, path, on_report, r, st, &err);
+}
+
+static void file_forms(void **state)
+{
+	(void)state;
+	struct strata *db;
+	char *app = dbtest_open("feedforms", "note.sd", sd, &db);
+	struct reports r;
+	struct strata_feed_stats st;
+	/* One operation pretty-printed over many lines. */
+	assert_int_equal(feed_text_file(db, app,
+	                                "\n{\n  \"put\": \"id:note:note::1\",\n  \"fields\": {\n"
+	                                "    \"body\": \"one two\",\n    \"n\": \"1\"\n  }\n}\n",
+	                                &r, &st), 0);
+	assert_int_equal(st.ok, 1);
+	assert_int_equal(r.n, 0);
+	dbtest_expect_fields(db, "id:note:note::1", 0, "{\"body\":\"one two\",\"n\":1}");
+	/* A bad one: one report, where the JSON goes wrong; nothing stored lost. */
+	assert_int_equal(feed_text_file(db, app,
+	                                "{\n  \"put\": \"id:note:note::1\",\n  \"fields\": {\n"
+	                                "    \"body\": \"gone\"\n    \"n\": 2\n  }\n}\n",
+	                                &r, &st), STRATA_INVALID_ARGUMENT);
+	assert_int_equal(st.ok, 0);
+	assert_int_equal(st.failed, 1);
+	assert_int_equal(r.n, 1);
+	assert_int_equal(r.codes[0], STRATA_PARSE);
+	assert_int_equal(r.lines[0], 1);
+	assert_non_null(strstr(r.msgs[0], "invalid JSON at line 5, column 5: "));
+	dbtest_expect_fields(db, "id:note:note::1", 0, "{\"body\":\"one two\",\"n\":1}");
+	/* Not closed: one report, at the end of the text. */
+	assert_int_equal(feed_text_file(db, app, "{\n  \"put\": \"id:note:note::1\",\n"
+	                                "  \"fields\": {\"body\": \"gone\"}\n", &r, &st),
+	                 STRATA_INVALID_ARGUMENT);
+	assert_int_equal(r.n, 1);
+	assert_int_equal(st.failed, 1);
+	assert_non_null(strstr(r.msgs[0], "invalid JSON at line 4, column 1: "));
+	dbtest_expect_fields(db, "id:note:note::1", 0, "{\"body\":\"one two\",\"n\":1}");
+	/* Several, one after another (two on one line), a bad one among them:
+	 * reported at its first line and column, the others fed. */
+	assert_int_equal(feed_text_file(db, app,
+	                                "{\n \"put\": \"id:note:note::2\",\n \"fields\": {\"n\": 2}\n}\n"
+	                                "{\"put\": \"id:note:note::3\", \"fields\": {\"n\": 3}} {\"put\":\n"
+	                                "  \"id:note:note::4\", \"fields\": {\"n\": }}\n"
+	                                "{\n \"put\": \"id:note:note::5\", \"fields\": {\"n\": 5}\n}\n",
+	                                &r, &st), STRATA_INVALID_ARGUMENT);
+	assert_int_equal(st.ok, 3);
+	assert_int_equal(r.n, 1);
+	assert_int_equal(r.lines[0], 5);
+	if (!strstr(r.msgs[0], "invalid JSON at line 6, column 38: ")) fail_msg("%s", r.msgs[0]);
+	dbtest_expect_fields(db, "id:note:note::5", 0, "{\"n\":5}");
+	/* An element of an array: its column counts from the line's start. */
+	assert_int_equal(feed_text_file(db, app,
+	                                "[{\"put\": \"id:note:note::6\", \"fields\": {\"n\": 6}},"
+	                                " {\"put\": \"id:note:note::7\" \"fields\": {}}]\n",
+	                                &r, &st), STRATA_INVALID_ARGUMENT);
+	assert_int_equal(st.ok, 1);
+	assert_int_equal(r.n, 1);
+	assert_non_null(strstr(r.msgs[0], "invalid JSON at line 1, column 76: "));
+	/* JSON Lines whose first line is broken: that line reported, the next
+	 * ones fed. */
+	assert_int_equal(feed_text_file(db, app,
+	                                "{\"put\": \"id:note:note::8\", \"fields\": {\"n\": 8}\n"
+	                                "{\"put\": \"id:note:note::9\", \"fields\": {\"n\": 9}}\n"
+	                                "{\"put\": \"id:note:note::10\", \"fields\": {\"n\": \"ten\"}}\n",
+	                                &r, &st), STRATA_INVALID_ARGUMENT);
+	assert_int_equal(st.ok, 1);
+	assert_int_equal(r.n, 2);
+	assert_int_equal(r.lines[0], 1);
+	assert_int_equal(r.lines[1], 3);
+	assert_non_null(strstr(r.msgs[1], "field 'n': expected an integer (int), got 'ten'"));
+	dbtest_expect_fields(db, "id:note:note::9", 0, "{\"n\":9}");
+	strata_close(db);
+	apptest_remove(app);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -352,6 +589,9 @@ int main(void)
 		cmocka_unit_test(small_file),
 		cmocka_unit_test(array_frame_fault),
 		cmocka_unit_test(allocation_failures),
+		cmocka_unit_test(numbers_as_strings),
+		cmocka_unit_test(hex_cells),
+		cmocka_unit_test(file_forms),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

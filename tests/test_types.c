@@ -239,7 +239,7 @@ static void test_feed_get(void **state)
 		{"\"b\": 128", "field 'b': 128 is out of range for byte (-128 to 127)"},
 		{"\"b\": -129", "field 'b': -129 is out of range for byte (-128 to 127)"},
 		{"\"b\": 1.5", "field 'b': expected an integer (byte)"},
-		{"\"b\": \"1\"", "field 'b': expected an integer (byte)"},
+		{"\"b\": \"1x\"", "field 'b': expected an integer (byte), got '1x'"},
 		{"\"img\": \"YQ=\"", "field 'img': not base64: the length is not a multiple of 4"},
 		{"\"img\": \"Y*==\"", "field 'img': not base64: a bad character at character 2"},
 		{"\"img\": \"Y===\"", "field 'img': not base64: a bad character at character 2"},

@@ -3,7 +3,8 @@
  * document JSON and the store (imports.c reads imported fields; match/typedmatch.c
  * matches positions and predicates).
  *
- *   byte       an int of -128 to 127 (kept as an int; feed checks the range)
+ *   byte       an int of -128 to 127 (kept as an int; feed checks the range;
+ *              a string of one is taken, as Vespa takes it: numbers.c)
  *   raw        bytes, fed as base64 and shown as base64 (Vespa's
  *              raw-as-base64-in-summary, its default); kept as the bytes
  *   reference  a document id of the referenced type, kept as a string
@@ -99,16 +100,16 @@ int eng_typed_value(const struct rank_field *rf, const json_t *j, struct base_ar
 		                "%s is imported (from field '%s' of the referenced document): it cannot "
 		                "be fed", what, rf->import_field);
 	if (rf->byte) {
-		if (!json_is_integer(j) && !(json_is_real(j) && json_real_value(j) ==
-		                             (double)(json_int_t)json_real_value(j)))
-			return base_err(err, STRATA_INVALID_ARGUMENT, "%s: expected an integer (byte)",
-			                what);
-		json_int_t x = json_is_integer(j) ? json_integer_value(j)
-		                                  : (json_int_t)json_real_value(j);
-		if (x < -128 || x > 127)
+		char shown[64];
+		int64_t x;
+		int r = eng_num_int(j, -128, 127, &x); /* "7" as 7, as Vespa reads it (numbers.c) */
+		if (r == ENG_NUM_NOT)
+			return base_err(err, STRATA_INVALID_ARGUMENT, "%s: expected an integer (byte), "
+			                "got %s", what, eng_num_show(j, shown, sizeof shown));
+		if (r)
 			return base_err(err, STRATA_INVALID_ARGUMENT,
-			                "%s: %lld is out of range for byte (-128 to 127)", what,
-			                (long long)x);
+			                "%s: %s is out of range for byte (-128 to 127)", what,
+			                eng_num_show(j, shown, sizeof shown));
 		v->i = x;
 		v->set = 1;
 		return 0;

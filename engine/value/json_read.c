@@ -328,6 +328,11 @@ static double strtod_c(const char *text)
 	return c_numeric ? strtod_l(text, NULL, c_numeric) : strtod(text, NULL);
 }
 
+double eng_json_strtod(const char *text)
+{
+	return strtod_c(text);
+}
+
 static json_t *read_number(struct reader *r)
 {
 	const unsigned char *s = r->p, *p = s, *end = r->end;

@@ -8,7 +8,9 @@
  *     all cells is accepted too;
  *   - {"values": [...]} (flat, row-major, or nested);
  *   - {"cells": [{"address": {"x": "0"}, "value": 1.5}, ...]}: unset cells are 0;
- *   - a number for a rank 0 tensor;
+ *   - "0a04ff..." or {"values": "0a04ff..."}: the cells in hex (numbers.c);
+ *   - a number for a rank 0 tensor; a cell may be a string of a number
+ *     ("1.5", "inf", "nan");
  *   - for query inputs, a string holding a tensor literal: "[1,2,3]",
  *     "{{x:0}:1.0,{x:1}:2.0}", optionally after a type ("tensor(x[2]):[1,2]").
  * Output is Vespa's short form: {"type": "tensor<float>(x[3])", "values":
@@ -69,20 +71,32 @@ static int is_int_cell(int cell)
 	       cell == BASE_DT_INT16 || cell == BASE_DT_UINT8;
 }
 
-/* Store one JSON number as cell i, checking integer cells for range. */
+static int put_value(double d, const struct eng_ttype *t, void *cells, size_t i,
+                     const char *what, struct strata_error *err);
+
+/* Store one JSON number (or a string of one) as cell i, checking integer
+ * cells for range. */
 static int put_cell(const json_t *v, const struct eng_ttype *t, void *cells, size_t i,
                     const char *what, struct strata_error *err)
 {
-	char tb[256];
-	if (!json_is_number(v))
-		return base_err(err, STRATA_INVALID_ARGUMENT,
-		                "%s: cell %zu is not a number (%s)", what, i,
-		                eng_ttype_str(t, tb, sizeof tb));
+	char tb[256], shown[64];
+	double d;
 	if (t->cell == BASE_DT_INT64 && json_is_integer(v)) {
 		((int64_t *)cells)[i] = (int64_t)json_integer_value(v);
 		return 0;
 	}
-	double d = json_number_value(v);
+	if (eng_num_real(v, 1, &d)) /* a number, or a string of one as Vespa reads it */
+		return base_err(err, STRATA_INVALID_ARGUMENT,
+		                "%s: cell %zu is not a number: %s (%s)", what, i,
+		                eng_num_show(v, shown, sizeof shown), eng_ttype_str(t, tb, sizeof tb));
+	return put_value(d, t, cells, i, what, err);
+}
+
+/* Store d as cell i, checking it fits the cell type. */
+static int put_value(double d, const struct eng_ttype *t, void *cells, size_t i,
+                     const char *what, struct strata_error *err)
+{
+	char tb[256];
 	if (is_int_cell(t->cell)) {
 		double lo, hi;
 		switch (t->cell) {
@@ -154,7 +168,7 @@ static int put_array(const json_t *a, const struct eng_ttype *t, void *cells, co
 	}
 	/* A flat list of every cell is accepted for any rank. */
 	if (t->rank > 1 && json_array_size(a) == total && json_array_size(a) > 0 &&
-	    json_is_number(json_array_get(a, 0))) {
+	    (json_is_number(json_array_get(a, 0)) || json_is_string(json_array_get(a, 0)))) {
 		for (size_t i = 0; i < total; i++) {
 			int rc = put_cell(json_array_get(a, i), t, cells, i, what, err);
 			if (rc)
@@ -359,12 +373,37 @@ static int put_literal(const char *s, const struct eng_ttype *t, void *cells, co
 	return rc;
 }
 
+/* Cells given as one hex string (numbers.c has the encodings). */
+static int put_hex(const json_t *j, const struct eng_ttype *t, void *cells, const char *what,
+                   struct strata_error *err)
+{
+	size_t n = eng_ttype_cells(t);
+	if (t->rank == 0)
+		return base_err(err, STRATA_INVALID_ARGUMENT,
+		                "%s: hex cells need a tensor with indexed dimensions", what);
+	double *v = base_alloc(n * sizeof *v);
+	if (!v)
+		return base_nomem(err, "%s: %zu cells", what, n);
+	int rc = eng_hex_cells(json_string_value(j), json_string_length(j), t->cell, n, v, what,
+	                       err);
+	for (size_t i = 0; !rc && i < n; i++)
+		rc = put_value(v[i], t, cells, i, what, err);
+	base_free(v, n * sizeof *v);
+	return rc;
+}
+
 int eng_tensor_from_json(const json_t *j, const struct eng_ttype *t, int literal, void *cells,
                          const char *what, struct strata_error *err)
 {
 	char tb[256];
 	size_t total = eng_ttype_cells(t);
 	memset(cells, 0, total * base_dtype_size(t->cell));
+	/* A string is the cells in hex (Vespa's form for indexed tensors); for a
+	 * query input, a string that is not hex is a tensor literal. */
+	if (json_is_string(j) && t->rank > 0 && (!literal || eng_hex_string(j)))
+		return put_hex(j, t, cells, what, err);
+	if (json_is_string(j) && t->rank == 0 && !literal)
+		return put_cell(j, t, cells, 0, what, err);
 	if (json_is_number(j)) {
 		if (t->rank == 0)
 			return put_cell(j, t, cells, 0, what, err);
@@ -380,9 +419,11 @@ int eng_tensor_from_json(const json_t *j, const struct eng_ttype *t, int literal
 			return base_err(err, STRATA_INVALID_ARGUMENT,
 			                "%s: give \"values\" or \"cells\", not both", what);
 		if (v) {
+			if (json_is_string(v))
+				return put_hex(v, t, cells, what, err);
 			if (!json_is_array(v))
 				return base_err(err, STRATA_INVALID_ARGUMENT,
-				                "%s: \"values\" must be an array (%s)", what,
+				                "%s: \"values\" must be an array or a hex string (%s)", what,
 				                eng_ttype_str(t, tb, sizeof tb));
 			return put_array(v, t, cells, what, err);
 		}

@@ -11,7 +11,10 @@
  *   - {"blocks": [{"address": {"p": "a"}, "values": [1, 2, 3, 4]}, ...]},
  *     for mixed types;
  *   - {"blocks": {"a": [1, 2, 3, 4]}} and the bare {"a": [1, 2, 3, 4]}, for
- *     one mapped dimension and indexed ones (values row-major, flat or nested).
+ *     one mapped dimension and indexed ones (values row-major, flat or nested);
+ *   - in either blocks form a block's values may be one hex string, the
+ *     cells' bits as Vespa encodes them (numbers.c: eng_hex_cells);
+ *   - a cell value may be a string of a number ("1.5", "inf", "nan").
  * A "type" member beside "cells" or "blocks" (as in Vespa's output) is
  * ignored.  Labels are strings (integers are taken as their decimal text)
  * of 1 to ENG_LABEL_MAX bytes.
@@ -114,12 +117,11 @@ static long add_block(struct eng_sparse *s, char labels[][ENG_LABEL_MAX + 1],
 	return (long)b;
 }
 
+/* A cell value: a number, or a string of one as Vespa reads it
+ * ("1.5", "inf", "nan": numbers.c). */
 static int number(const json_t *v, double *out)
 {
-	if (!json_is_number(v))
-		return -1;
-	*out = json_number_value(v);
-	return 0;
+	return eng_num_real(v, 1, out) ? -1 : 0;
 }
 
 /* One cell of the cells form: {"address": {...}, "value": v}. */
@@ -209,13 +211,19 @@ static int put_block(struct eng_sparse *s, const struct eng_ttype *t,
                      char labels[][ENG_LABEL_MAX + 1], const json_t *values, const char *what,
                      struct strata_error *err)
 {
-	if (!json_is_array(values))
+	if (!json_is_array(values) && !json_is_string(values))
 		return base_err(err, STRATA_INVALID_ARGUMENT,
 		                "%s: block '%s' needs an array of %zu numbers", what, labels[0],
 		                s->sub);
 	long b = add_block(s, labels, err);
 	if (b < 0)
 		return STRATA_NOMEM;
+	if (json_is_string(values)) {
+		char bwhat[ENG_LABEL_MAX + 200];
+		snprintf(bwhat, sizeof bwhat, "%s: block '%s'", what, labels[0]);
+		return eng_hex_cells(json_string_value(values), json_string_length(values), t->cell,
+		                     s->sub, s->cells + (size_t)b * s->sub, bwhat, err);
+	}
 	size_t at = 0;
 	return put_values(values, t, 0, s->cells + (size_t)b * s->sub, &at, s->sub, what, labels[0],
 	                  err);
@@ -246,7 +254,7 @@ static int put_block_list(struct eng_sparse *s, const struct eng_ttype *t, const
 				                what, idx, t->dim_names[k], ENG_LABEL_MAX);
 		}
 		const json_t *values = json_object_get(bl, "values");
-		if (json_is_array(values) && find_block(s, labels) >= 0)
+		if ((json_is_array(values) || json_is_string(values)) && find_block(s, labels) >= 0)
 			return base_err(err, STRATA_INVALID_ARGUMENT, "%s: block '%s' is given twice",
 			                what, labels[0]);
 		int rc = put_block(s, t, labels, values, what, err);

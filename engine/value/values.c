@@ -8,7 +8,9 @@
  *   weightedset  {"key": weight, ...}     (weights are int32)
  *   map          {"key": value, ...}      (keys as strings)
  *   struct       {"field": value, ...}    (the fields set, in the struct's order)
- * A feed may also write a map as [{"key": k, "value": v}, ...].  Every value
+ * A feed may also write a map as [{"key": k, "value": v}, ...].  Numbers
+ * (elements, keys, values, weights) may be written as strings ("7", "1.5"),
+ * as Vespa reads them (numbers.c).  Every value
  * is checked against the field's type, element by element; the first
  * mismatch fails the operation with the path to it ("field 'tags'[2]:
  * expected a string").
@@ -31,29 +33,12 @@ static int bad(struct strata_error *err, const char *path, const char *fmt, cons
 	return base_err(err, STRATA_INVALID_ARGUMENT, "%s: %s", path, msg);
 }
 
-/* An integer from JSON: an integer, an integral real, or (key = 1) a string
- * holding one, as object keys must. */
-static int json_int(const json_t *j, int key, int64_t lo, int64_t hi, int64_t *out)
+/* An integer from JSON: an integer, an integral real, or a string holding
+ * one (Vespa reads a value's text, and object keys are strings):
+ * numbers.c. */
+static int json_int(const json_t *j, int64_t lo, int64_t hi, int64_t *out)
 {
-	if (json_is_integer(j)) {
-		*out = json_integer_value(j);
-	} else if (json_is_real(j)) {
-		double d = json_real_value(j);
-		if (d != floor(d) || d < -9.2e18 || d > 9.2e18)
-			return -1;
-		*out = (int64_t)d;
-	} else if (key && json_is_string(j)) {
-		const char *s = json_string_value(j);
-		char *end;
-		errno = 0;
-		long long v = strtoll(s, &end, 10);
-		if (!*s || *end || errno)
-			return -1;
-		*out = v;
-	} else {
-		return -1;
-	}
-	return *out < lo || *out > hi ? -1 : 0;
+	return eng_num_int(j, lo, hi, out) ? -1 : 0;
 }
 
 static int canon(const struct rank_vtype *t, const json_t *j, const char *path, int depth,
@@ -64,29 +49,53 @@ static int canon_simple(int type, const json_t *j, int key, const char *path, js
                         struct strata_error *err)
 {
 	int64_t i;
+	double d;
+	char shown[64];
 	switch (type) {
 	case RANK_FT_STRING:
 		if (!json_is_string(j))
-			return bad(err, path, "expected a string%s", "");
+			return bad(err, path, "expected a string, got %s",
+			           eng_num_show(j, shown, sizeof shown));
 		*out = json_incref((json_t *)j);
 		return 0;
 	case RANK_FT_INT:
 	case RANK_FT_LONG:
-		if (json_int(j, key, type == RANK_FT_INT ? INT32_MIN : INT64_MIN,
-		             type == RANK_FT_INT ? INT32_MAX : INT64_MAX, &i))
-			return bad(err, path, "expected an integer that fits %s",
-			           type == RANK_FT_INT ? "int" : "long");
+		if (json_int(j, type == RANK_FT_INT ? INT32_MIN : INT64_MIN,
+		             type == RANK_FT_INT ? INT32_MAX : INT64_MAX, &i)) {
+			char msg[160];
+			snprintf(msg, sizeof msg, "expected an integer that fits %s, got %s",
+			         type == RANK_FT_INT ? "int" : "long", eng_num_show(j, shown, sizeof shown));
+			return bad(err, path, "%s", msg);
+		}
 		break;
 	case RANK_FT_FLOAT:
 	case RANK_FT_DOUBLE:
-		if (!json_is_number(j))
-			return bad(err, path, "expected a number%s", "");
-		*out = eng_json_number(type == RANK_FT_FLOAT ? BASE_DT_FLOAT : BASE_DT_DOUBLE,
-		                       json_number_value(j));
+		if (eng_num_real(j, 0, &d))
+			return bad(err, path, "expected a number, got %s",
+			           eng_num_show(j, shown, sizeof shown));
+		if (key) {
+			/* The shortest text that reads back as the same value. */
+			char tmp[40];
+			int flt = type == RANK_FT_FLOAT;
+			for (int prec = flt ? 6 : 15; prec <= 17; prec++) {
+				snprintf(tmp, sizeof tmp, "%.*g", prec, flt ? (double)(float)d : d);
+				if (flt ? strtof(tmp, NULL) == (float)d : strtod(tmp, NULL) == d)
+					break;
+			}
+			*out = json_string(tmp);
+			goto made;
+		}
+		*out = eng_json_number(type == RANK_FT_FLOAT ? BASE_DT_FLOAT : BASE_DT_DOUBLE, d);
 		goto made;
 	case RANK_FT_BOOL:
+		if (json_is_string(j) && (!strcmp(json_string_value(j), "true") ||
+		                          !strcmp(json_string_value(j), "false"))) {
+			*out = json_boolean(!strcmp(json_string_value(j), "true"));
+			goto made;
+		}
 		if (!json_is_boolean(j))
-			return bad(err, path, "expected true or false%s", "");
+			return bad(err, path, "expected true or false, got %s",
+			           eng_num_show(j, shown, sizeof shown));
 		*out = json_incref((json_t *)j);
 		return 0;
 	default:
@@ -198,7 +207,7 @@ static int canon_object(const struct rank_vtype *t, const json_t *j, const char 
 		int64_t w;
 		rc = canon_key(kt->type, k, sub, &ck, err);
 		if (!rc && wset) {
-			if (json_int(v, 0, INT32_MIN, INT32_MAX, &w))
+			if (json_int(v, INT32_MIN, INT32_MAX, &w))
 				rc = bad(err, sub, "a weight must be an integer that fits int%s", "");
 			else if (!(cv = json_integer((json_int_t)w)))
 				rc = base_nomem(err, "%s", path);
@@ -370,7 +379,7 @@ static int match_weight(const struct rank_field *rf, json_t *cur, const json_t *
 	const json_t *dec = json_object_get(arg, "decrement");
 	int64_t d;
 	if (!json_is_object(arg) || !json_is_string(el) || json_object_size(arg) != 2 ||
-	    !(inc || dec) || json_int(inc ? inc : dec, 0, INT32_MIN, INT32_MAX, &d))
+	    !(inc || dec) || json_int(inc ? inc : dec, INT32_MIN, INT32_MAX, &d))
 		return bad(err, what, "a weighted set's match takes {\"element\": key, \"increment\" "
 		           "or \"decrement\": integer}%s", "");
 	json_t *ck;
