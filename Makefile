@@ -66,7 +66,7 @@ RANK_SRC    := rank/lex.c rank/parser.c rank/expr.c rank/parse.c rank/parse_prof
 RANK_SRC    += rank/fields.c rank/docs.c rank/parse_field.c rank/types.c rank/indexing.c rank/indexing_check.c
 ENGINE_SRC  := engine/db.c engine/queryprofile.c engine/contexts.c engine/feed.c engine/query.c engine/feed_ahead.c engine/grouping.c engine/embed.c engine/indexing.c engine/indexing_fn.c engine/snippet.c engine/summary.c engine/select_elements.c engine/services.c engine/tokenizer.c engine/visit.c engine/firstphase.c engine/searchpool.c engine/query_embed.c engine/imports.c engine/api.c engine/modeleval.c \
                engine/value/values.c engine/value/numbers.c engine/value/docid.c engine/value/json_alloc.c engine/value/json_read.c engine/value/tensor_json.c engine/value/tensor_sparse_json.c engine/value/fieldtypes.c engine/value/labels.c engine/value/position.c engine/value/predicate.c engine/value/result.c \
-               engine/request/request.c engine/request/yql.c engine/request/yql_tree.c engine/request/userquery.c engine/request/deadline.c engine/request/selection.c engine/request/selection_eval.c  \
+               engine/request/request.c engine/request/yql.c engine/request/yql_tree.c engine/request/grouping_expr.c engine/request/userquery.c engine/request/deadline.c engine/request/selection.c engine/request/selection_eval.c  \
                engine/match/textmatch.c engine/match/wsetmatch.c engine/match/samematch.c engine/match/attrmatch.c engine/match/fieldmatch.c engine/match/wand.c engine/match/nearest.c engine/match/typedmatch.c engine/match/ops.c engine/match/iter.c engine/match/compare.c engine/match/topk.c
 # The programs: the `strata` command and `strata serve`, outside the library.
 CLI_SRC     := cli/cli.c cli/cli_run.c cli/cli_test.c cli/http_client.c cli/tool.c serve/serve.c serve/serve_api.c serve/serve_req.c serve/serve_h2.c serve/serve_modeleval.c
@@ -79,7 +79,7 @@ LIB      := $(BUILD)/libstrata.a
 CLI      := $(BUILD)/strata
 
 # Unit tests: one cmocka binary per module (tests/test_<name>.c).
-UNIT_TESTS := base match json_read feed_file runtime firstphase ops_elementwise ops_tensor store store_dict hnsw hnsw_snap ann multivec mvgraph nntune rank_parse text text_index text_blocks text_coll text_settings yql_ops text_query wand rank_eval rank_gbdt rank_phases rank_features compat engine yql ops_index ops_nn ops_rnn ops_quant qgemm qlinear ops_train ops_signal infer gemm plan optimize context pool binding embed fields summary types embedder indexing visit deadline selection api request queryprofile vespa_query
+UNIT_TESTS := base match json_read feed_file runtime firstphase ops_elementwise ops_tensor store store_dict hnsw hnsw_snap ann multivec mvgraph nntune rank_parse text text_index text_blocks text_coll text_settings yql_ops text_query wand rank_eval rank_gbdt rank_phases rank_features compat engine yql ops_index ops_nn ops_rnn ops_quant qgemm qlinear ops_train ops_signal infer gemm plan optimize context pool binding embed fields summary types embedder indexing visit deadline selection api request queryprofile vespa_query grouping
 TEST_BINS  := $(UNIT_TESTS:%=$(BUILD)/tests/test_%)
 TEST_LIB_SRC := tests/modelbuild.c tests/opcase.c tests/apptest.c
 TEST_LIB_OBJ := $(TEST_LIB_SRC:%.c=$(BUILD)/%.o)

@@ -21,7 +21,8 @@
  *                  conditions of feed operations
  *   yql.c          YQL text -> struct yql_query (a condition tree);
  *   yql_tree.c     walking, testing and dumping such trees
- *   grouping.c     order by and grouping over the matches
+ *   grouping.c     order by and grouping over the matches (grouping.h;
+ *                  grouping_expr.c: the grouping language and its expressions)
  *   query.c        a search request: match, phases, hit order, the result;
  *   firstphase.c   its first phase, in blocks, split over the search threads
  *                  when the profile allows (searchpool.c: the threads)
@@ -877,26 +878,7 @@ struct yql_order {
 	int col;
 };
 
-/* Grouping: | all(group(field) [max(N)] [order(...)] each(output(...))), or
- * | all(output(...)) over all matches; several side by side in
- * | all(all(...) all(...)). */
-enum yql_agg { YQL_AGG_COUNT = 1, YQL_AGG_SUM, YQL_AGG_AVG, YQL_AGG_MIN, YQL_AGG_MAX };
-struct yql_agg_expr {
-	int agg;      /* enum yql_agg */
-	char *field;  /* NULL for count() */
-	int desc;     /* in order(): '-' before it */
-	char *label;  /* "count()", "sum(price)" */
-	int col;
-};
-struct yql_grouping {
-	char *field;  /* group(field); NULL: all(output(...)) */
-	int col;
-	long max;     /* -1: every group */
-	int norder, nout;
-	struct yql_agg_expr *order, *out; /* out: each(output(...)), or all(output(...)) */
-	struct yql_grouping *sub;         /* each(group(g) ...): the hits of each group
-	                                     grouped in turn, or NULL */
-};
+struct yql_grouping; /* grouping.h */
 
 struct yql_query {
 	struct base_arena arena; /* everything below lives here */
@@ -1376,6 +1358,9 @@ struct eng_hits {
 	double (*relevance)(void *ud, size_t i);
 	/* the value of field (a name) in hit i */
 	void (*value)(void *ud, size_t i, const char *field, struct eng_hitval *v);
+	/* hit i as a result hit in summary class cls (NULL: the request's), for
+	 * grouping's summary(); 0 or an error (an unknown class: STRATA_NOT_FOUND) */
+	int (*hit_json)(void *ud, size_t i, const char *cls, json_t **out, struct strata_error *err);
 };
 
 /* The order of the hits by q's order by: perm[0..n) receives hit indexes,
@@ -1384,10 +1369,7 @@ struct eng_hits {
 int eng_order_hits(const struct yql_query *q, const struct eng_hits *h,
                    int (*tiebreak)(void *ud, size_t i, size_t j), size_t *perm,
                    struct strata_error *err);
-/* Vespa's grouping result for q's groupings over h: the "group:root:0" hit.
- * Returns 0 and *out, or STRATA_NOMEM. */
-int eng_grouping_json(const struct yql_query *q, const struct eng_hits *h, json_t **out,
-                      struct strata_error *err);
+/* Grouping: grouping.h. */
 
 /* ---- selection.c, selection_eval.c: Vespa's document selection language ---------
  *

@@ -40,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grouping.h"
 #include "query_int.h"
 
 #define MAX_MATCHES ((size_t)1 << 31)
@@ -949,6 +950,22 @@ static void hit_value(void *ud, size_t i, const char *field, struct eng_hitval *
 	}
 }
 
+/* grouping's summary(CLASS): hit i in that class (NULL: the request's). */
+static int hit_json(void *ud, size_t i, const char *cls, json_t **out, struct strata_error *err)
+{
+	struct qstate *qs = ud;
+	struct hit *h = &qs->hits[i];
+	const struct rank_summary_class *keep = h->ds->summary;
+	if (cls && !(h->ds->summary = rank_schema_summary(h->ds->dt->schema, cls))) {
+		h->ds->summary = keep;
+		return base_err(err, STRATA_NOT_FOUND, "summary(%s): document-summary '%s' not found "
+		                "in schema '%s'", cls, cls, h->ds->dt->name);
+	}
+	int rc = eng_summary(qs, h, out);
+	h->ds->summary = keep;
+	return rc;
+}
+
 static int hit_tiebreak(void *ud, size_t i, size_t j)
 {
 	struct qstate *qs = ud;
@@ -958,7 +975,7 @@ static int hit_tiebreak(void *ud, size_t i, size_t j)
 /* order by: every hit in the order of its field values. */
 static int order_hits(struct qstate *qs)
 {
-	struct eng_hits eh = { qs->nhits, qs, hit_relevance, hit_value };
+	struct eng_hits eh = { qs->nhits, qs, hit_relevance, hit_value, hit_json };
 	size_t n = qs->nhits ? qs->nhits : 1;
 	size_t *perm = base_alloc(n * sizeof *perm);
 	struct hit *sorted = base_alloc(n * sizeof *sorted);
@@ -995,24 +1012,18 @@ static int check_attr(struct qstate *qs, const char *name, int col, const char *
 	return 0;
 }
 
+static int grouping_attr(void *ud, const char *name, int col, const char *what)
+{
+	return check_attr(ud, name, col, what);
+}
+
 static int check_order_grouping(struct qstate *qs)
 {
 	const struct yql_query *q = qs->yql;
 	int rc = 0;
 	for (int i = 0; !rc && i < q->norder; i++)
 		rc = check_attr(qs, q->order[i].field, q->order[i].col, "order by");
-	for (int k = 0; !rc && k < q->ngroupings; k++)
-		for (const struct yql_grouping *g = &q->grouping[k]; !rc && g; g = g->sub) {
-			if (g->field)
-				rc = check_attr(qs, g->field, g->col, "group()");
-			for (int i = 0; !rc && i < g->nout + g->norder; i++) {
-				const struct yql_agg_expr *e =
-					i < g->nout ? &g->out[i] : &g->order[i - g->nout];
-				if (e->field)
-					rc = check_attr(qs, e->field, e->col, e->label);
-			}
-		}
-	return rc;
+	return rc ? rc : eng_grouping_fields(q, grouping_attr, qs);
 }
 
 /* presentation.format.tensors short-value: a tensor {"type": T, "values" |
@@ -1070,7 +1081,7 @@ static int build_result(struct qstate *qs, size_t offset, size_t nhits, char **r
 	}
 	if (qs->yql->ngroupings) {
 		/* Vespa's grouping result: a "group:root:0" hit before the others */
-		struct eng_hits eh = { qs->nhits, qs, hit_relevance, hit_value };
+		struct eng_hits eh = { qs->nhits, qs, hit_relevance, hit_value, hit_json };
 		json_t *g = NULL;
 		if ((rc = eng_grouping_json(qs->yql, &eh, &g, qs->err)))
 			goto out;
@@ -1127,7 +1138,12 @@ static int run_request(struct qstate *qs, const struct eng_request *req, char **
 	qs->t0 = base_now();
 	qs->timing = req->timing;
 	qs->short_value = req->short_value;
+	const json_t *sel = eng_request_param(json, "select");
 	if ((rc = yql_parse(req->yql, &qs->yql, err)) != 0 ||
+	    (sel && (rc = json_is_string(sel) ? eng_grouping_select(qs->yql, json_string_value(sel),
+	                                                            err)
+	                                      : base_err(err, STRATA_INVALID_ARGUMENT,
+	                                                 "\"select\" must be a string")) != 0) ||
 	    (rc = eng_deadline_init(&qs->dl, req, qs->yql->timeout_ms, err)) != 0)
 		return rc;
 	long hits = req->hits >= 0 ? req->hits : ENG_DEFAULT_HITS;

@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "../engine/engine_int.h"
+#include "../engine/grouping.h"
 
 /* ---- YQL ------------------------------------------------------------------------------- */
 
@@ -270,18 +270,18 @@ static void test_yql_new_errors(void **state)
 	yql_bad("select * from sources * where true | all(group(a) each())", STRATA_PARSE,
 	        "yql:1:51: each() needs output() or a grouping");
 	yql_bad("select * from sources * where true | all(group(a) each(each(output(count()))))",
-	        STRATA_NOT_IMPLEMENTED, "yql:1:56: this inside each() is not supported");
-	yql_bad("select * from sources * where true | all(group(time.year(a)) each(output(count())))",
-	        STRATA_NOT_IMPLEMENTED,
-	        "yql:1:48: grouping by an expression (only by a field) is not supported");
+	        STRATA_NOT_IMPLEMENTED, "yql:1:68: this output of hits (only summary()) is not supported");
+	yql_bad("select * from sources * where true | all(group(predefined(a, bucket(1, 2))) each("
+	        "output(count())))", STRATA_NOT_IMPLEMENTED,
+	        "yql:1:48: predefined() in a grouping expression is not supported");
 	yql_bad("select * from sources * where true | all(group(a) each(output(xor(b))))",
-	        STRATA_NOT_IMPLEMENTED, "yql:1:63: this grouping expression is not supported");
-	yql_bad("select * from sources * where true | all(group(a) precision(5) each(output(count())))",
-	        STRATA_NOT_IMPLEMENTED, "yql:1:51: 'precision' in a grouping is not supported");
+	        STRATA_NOT_IMPLEMENTED, "yql:1:63: xor() here is not supported");
+	yql_bad("select * from sources * where true | all(group(a) filter(regex('x', a)) each(output("
+	        "count())))", STRATA_NOT_IMPLEMENTED, "yql:1:51: 'filter' in a grouping is not supported");
 	yql_bad("select * from sources * where true | all(group(a))", STRATA_PARSE,
 	        "yql:1:50: group() needs each(...)");
 	yql_bad("select * from sources * where true | all(max(3) output(count()))", STRATA_PARSE,
-	        "yql:1:38: each(), order() and max() need a group()");
+	        "yql:1:38: each(), order(), max() and precision() need a group()");
 	yql_bad("select * from sources * where true | all(group(a) max(0) each(output(count())))",
 	        STRATA_PARSE, "yql:1:55: max() takes a positive integer");
 	yql_bad("select * from sources * where true | all(output(count())) x", STRATA_PARSE,
@@ -291,7 +291,7 @@ static void test_yql_new_errors(void **state)
 	yql_bad("select * from sources * where true | all(group(a) all(output(count())))",
 	        STRATA_NOT_IMPLEMENTED, "yql:1:51: 'all' in a grouping is not supported");
 	yql_bad("select * from sources * where true | all(output(sum()))", STRATA_PARSE,
-	        "yql:1:53: expected a field name, found ')'");
+	        "yql:1:53: expected an expression, found ')'");
 }
 
 int main(void)

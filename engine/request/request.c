@@ -108,7 +108,7 @@ static const struct key keys[] = {
 	{"presentation.template", NO_ALIAS, REFUSED, 0, 0, "Strata renders JSON only"},
 	{"presentation.format.tensors", {"format.tensors"}, TEXT, AT(tensor_format), 0,
 	 "short (the default) or short-value"},
-	{"select", NO_ALIAS, REFUSED, 0, 0, "write the grouping after '|' in the YQL"},
+	{"select", NO_ALIAS, ELSEWHERE, 0, 0, "a grouping, as after '|' in the YQL (query.c)"},
 	{"collapsefield", NO_ALIAS, REFUSED, 0, 0, "Strata does not collapse hits"},
 	{"collapsesize", NO_ALIAS, REFUSED, 0, 0, "Strata does not collapse hits"},
 	{"collapse.*", NO_ALIAS, REFUSED, 0, 0, "Strata does not collapse hits"},

@@ -16,10 +16,7 @@
  *         | [{targetHits: K, scoreThreshold: X, label: "l"}]wand(f, {...})
  *         | f contains sameElement("a", "b")
  *         | [{targetHits: K}]weakAnd(f contains "w", ...)
- *   grouping: all(group(f) [max(N)] [order([-]agg, ...)] each(EACH))
- *         | all(output(agg, ...)) | all(grouping grouping ...),
- *         EACH: [output(agg, ...)] [all(group(g) ...) | group(g) ...] (groups
- *         within each group), agg: count() | sum(f) | avg(f) | min(f) | max(f)
+ *   grouping: Vespa's grouping language (grouping_expr.c parses it)
  *
  * It sits between the request (query.c hands it the "yql" text) and
  * execution (query.c resolves field names per document type and evaluates
@@ -37,7 +34,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "../engine_int.h"
+#include "../grouping.h"
 
 enum tok { T_EOF, T_IDENT, T_NUM, T_STR, T_PUNCT };
 
@@ -1261,226 +1258,17 @@ static int order_by(struct parser *ps, struct yql_query *q)
 	return 0;
 }
 
-/* One aggregator: count(), sum(f), avg(f), min(f), max(f); in order() with
- * an optional sign before it. */
-static int aggregator(struct parser *ps, struct yql_agg_expr *e, int signed_)
-{
-	static const char *const names[] = { NULL, "count", "sum", "avg", "min", "max" };
-	const char *at = ps->start;
-	int line;
-	position(ps, at, &line, &e->col);
-	e->desc = 0;
-	if (signed_ && (is_punct(ps, "-") || is_punct(ps, "+"))) {
-		e->desc = is_punct(ps, "-");
-		if (next(ps))
-			return STRATA_PARSE;
-	}
-	e->agg = 0;
-	for (int i = 1; i <= YQL_AGG_MAX; i++)
-		if (is_kw(ps, names[i]))
-			e->agg = i;
-	if (!e->agg)
-		return ps->tok == T_IDENT ? refuse(ps, at, "this grouping expression")
-		                          : expected(ps, "count(), sum(), avg(), min() or max()");
-	const char *name = names[e->agg];
-	if (next(ps) || expect_punct(ps, "("))
-		return STRATA_PARSE;
-	e->field = NULL;
-	if (e->agg != YQL_AGG_COUNT && !(e->field = ident(ps, "a field name")))
-		return STRATA_PARSE;
-	if (expect_punct(ps, ")"))
-		return STRATA_PARSE;
-	size_t n = strlen(name) + (e->field ? strlen(e->field) : 0) + 3;
-	if (!(e->label = base_arena_alloc(ps->a, n, 1)))
-		return nomem(ps, "yql grouping");
-	snprintf(e->label, n, "%s(%s)", name, e->field ? e->field : "");
-	return 0;
-}
-
-/* A parenthesized list of aggregators into *out, *n: at the '('. */
-static int agg_list(struct parser *ps, struct yql_agg_expr **out, int *n, int signed_)
-{
-	if (expect_punct(ps, "("))
-		return STRATA_PARSE;
-	int cap = 0;
-	for (;;) {
-		if (room(ps, (void **)out, &cap, *n, sizeof **out))
-			return STRATA_NOMEM;
-		if (aggregator(ps, &(*out)[*n], signed_))
-			return STRATA_PARSE;
-		(*n)++;
-		if (is_punct(ps, ")"))
-			return next(ps);
-		if (expect_punct(ps, ","))
-			return STRATA_PARSE;
-	}
-}
-
-/* all(group(f) max(N) order(...) each(output(...))) or all(output(...)) into
- * g: at the 'all', through its ')'. */
-#define MAX_GROUP_DEPTH 8 /* levels of groups in groups */
-
-static int one_all(struct parser *ps, struct yql_grouping *g, int depth);
-static int clauses(struct parser *ps, struct yql_grouping *g, const char *all_at, int depth);
-
-static struct yql_grouping *new_grouping(struct parser *ps)
-{
-	struct yql_grouping *g = base_arena_alloc(ps->a, sizeof *g, 8);
-	if (!g) {
-		nomem(ps, "yql grouping");
-		return NULL;
-	}
-	memset(g, 0, sizeof *g);
-	g->max = -1;
-	return g;
-}
-
-/* each([output(...)] [all(group(f) ...) | group(f) ...]) of g: what to
- * output for each group, and how to group its hits in turn.  At 'each'. */
-static int each_clause(struct parser *ps, struct yql_grouping *g, int depth)
-{
-	const char *each_at = ps->start;
-	if (next(ps) || expect_punct(ps, "("))
-		return STRATA_PARSE;
-	while (!is_punct(ps, ")")) {
-		const char *at = ps->start;
-		if (is_kw(ps, "output") && !g->nout) {
-			if (next(ps) || agg_list(ps, &g->out, &g->nout, 0))
-				return STRATA_PARSE;
-		} else if ((is_kw(ps, "all") || is_kw(ps, "group")) && !g->sub) {
-			if (depth + 1 >= MAX_GROUP_DEPTH)
-				return refuse(ps, at, "grouping nested deeper than 8 levels");
-			if (!(g->sub = new_grouping(ps)))
-				return STRATA_NOMEM;
-			int rc = is_kw(ps, "all") ? one_all(ps, g->sub, depth + 1)
-			                          : clauses(ps, g->sub, at, depth + 1);
-			if (rc)
-				return rc;
-			if (!g->sub->field)
-				return fail_at(ps, at, "a grouping inside each() needs a group()%s", "");
-		} else if (is_kw(ps, "each") || is_kw(ps, "max") || is_kw(ps, "order")) {
-			return refuse(ps, at, "this inside each()");
-		} else {
-			return expected(ps, "output(), all() or group()");
-		}
-	}
-	if (!g->nout && !g->sub)
-		return fail_at(ps, each_at, "each() needs output() or a grouping%s", "");
-	return next(ps);
-}
-
-/* all(...) into g: at the 'all', through its ')'. */
-static int one_all(struct parser *ps, struct yql_grouping *g, int depth)
-{
-	memset(g, 0, sizeof *g);
-	g->max = -1;
-	const char *all_at = ps->start;
-	if (next(ps) || expect_punct(ps, "(") || clauses(ps, g, all_at, depth))
-		return STRATA_PARSE;
-	return next(ps);
-}
-
-/* The clauses of a grouping (group(f) max(N) order(...) each(...), or
- * output(...) alone) up to the ')' that ends them, left unread. */
-static int clauses(struct parser *ps, struct yql_grouping *g, const char *all_at, int depth)
-{
-	int each = 0;
-	while (!is_punct(ps, ")")) {
-		const char *at = ps->start;
-		if (is_kw(ps, "group") && !g->field) {
-			int line;
-			if (next(ps) || expect_punct(ps, "("))
-				return STRATA_PARSE;
-			position(ps, ps->start, &line, &g->col);
-			if (ps->tok == T_IDENT) {
-				const char *p = ps->p;
-				while (isspace((unsigned char)*p))
-					p++;
-				if (*p == '(')
-					return refuse(ps, ps->start, "grouping by an expression (only by a "
-					              "field)");
-			}
-			if (!(g->field = ident(ps, "a field name")) || expect_punct(ps, ")"))
-				return STRATA_PARSE;
-		} else if (is_kw(ps, "max") && g->max < 0) {
-			double v;
-			const char *vat;
-			if (next(ps) || expect_punct(ps, "("))
-				return STRATA_PARSE;
-			vat = ps->start;
-			if (number(ps, &v, "a number"))
-				return STRATA_PARSE;
-			if (v < 1 || v != floor(v) || v > 1e9)
-				return fail_at(ps, vat, "max() takes a positive integer%s", "");
-			g->max = (long)v;
-			if (expect_punct(ps, ")"))
-				return STRATA_PARSE;
-		} else if (is_kw(ps, "order") && !g->norder) {
-			if (next(ps) || agg_list(ps, &g->order, &g->norder, 1))
-				return STRATA_PARSE;
-		} else if (is_kw(ps, "each") && !each) {
-			int rc = each_clause(ps, g, depth);
-			if (rc)
-				return rc;
-			each = 1;
-		} else if (is_kw(ps, "output") && !g->nout) {
-			if (next(ps) || agg_list(ps, &g->out, &g->nout, 0))
-				return STRATA_PARSE;
-		} else if (ps->tok == T_IDENT && (is_kw(ps, "precision") || is_kw(ps, "where") ||
-		                                  is_kw(ps, "accuracy") || is_kw(ps, "hint") ||
-		                                  is_kw(ps, "alias") || is_kw(ps, "filter") ||
-		                                  is_kw(ps, "all"))) {
-			char what[64];
-			snprintf(what, sizeof what, "'%.*s' in a grouping", (int)ps->len, ps->start);
-			return refuse(ps, at, what);
-		} else {
-			return expected(ps, "group(), max(), order(), each() or output()");
-		}
-	}
-	if (g->field && !each)
-		return fail_at(ps, ps->start, "group() needs each(...)%s", "");
-	if (!g->field && (each || g->norder || g->max >= 0))
-		return fail_at(ps, all_at, "each(), order() and max() need a group()%s", "");
-	if (!g->field && !g->nout)
-		return fail_at(ps, all_at, "all() needs group() or output()%s", "");
-	if (g->field && !each && g->nout)
-		return refuse(ps, all_at, "output() beside group()");
-	return 0;
-}
-
-/* Is the text after the current token "( all" (several groupings)? */
-static int parallel_alls(const struct parser *ps)
-{
-	const char *p = ps->p;
-	while (isspace((unsigned char)*p))
-		p++;
-	if (*p++ != '(')
-		return 0;
-	while (isspace((unsigned char)*p))
-		p++;
-	return strncasecmp(p, "all", 3) == 0 && !isalnum((unsigned char)p[3]) && p[3] != '_';
-}
-
-/* | all(...) or | all(all(...) all(...) ...): at the '|'. */
+/* | GROUPING: at the '|'; grouping_expr.c parses the grouping language. */
 static int grouping(struct parser *ps, struct yql_query *q)
 {
-	if (next(ps))
-		return STRATA_PARSE;
-	if (!is_kw(ps, "all"))
-		return is_kw(ps, "each") ? refuse(ps, ps->start, "each() at the top of a grouping")
-		                         : expected(ps, "'all'");
-	int several = parallel_alls(ps), cap = 0;
-	if (several && (next(ps) || expect_punct(ps, "(")))
-		return STRATA_PARSE;
-	do {
-		if (several && !is_kw(ps, "all"))
-			return expected(ps, "'all'");
-		if (room(ps, (void **)&q->grouping, &cap, q->ngroupings, sizeof *q->grouping) ||
-		    one_all(ps, &q->grouping[q->ngroupings], 0))
-			return STRATA_PARSE;
-		q->ngroupings++;
-	} while (several && !is_punct(ps, ")"));
-	return several ? next(ps) : 0;
+	size_t end;
+	int rc = eng_grouping_parse("yql", ps->text, (size_t)(ps->p - ps->text), q, &end, ps->err);
+	if (rc) {
+		ps->failed = 1;
+		return rc;
+	}
+	ps->p = ps->text + end;
+	return next(ps);
 }
 
 static int statement(struct parser *ps, struct yql_query *q)
