@@ -536,8 +536,8 @@ struct eng_sparse {
 
 /* Fill s from JSON in Vespa's forms for mapped and mixed tensors (cells,
  * blocks, their short forms: tensor_sparse_json.c).  t has dims -1 for its
- * mapped dimensions, dim_names set.  what names the value in messages.
- * Returns 0 (free s with eng_sparse_free), STRATA_INVALID_ARGUMENT (a bad
+ * mapped dimensions, dim_names set; the cells are rounded to t->cell.
+ * what names the value in messages.  Returns 0 (free s with eng_sparse_free), STRATA_INVALID_ARGUMENT (a bad
  * address, label or value; s is then empty) or STRATA_NOMEM. */
 int eng_sparse_from_json(const json_t *j, const struct eng_ttype *t, struct eng_sparse *s,
                          const char *what, struct strata_error *err);

@@ -813,7 +813,7 @@ static int run_doctype(struct qstate *qs, struct dtstate *ds)
 static int set_sparse_input(struct qstate *qs, struct dtstate *ds,
                             const struct rank_input_info *in, const json_t *v)
 {
-	struct eng_ttype t = { BASE_DT_DOUBLE, in->rank, in->dims, in->dim_names };
+	struct eng_ttype t = { in->cell, in->rank, in->dims, in->dim_names };
 	struct eng_sparse s;
 	char what[300];
 	snprintf(what, sizeof what, "query input 'query(%s)'", in->name);

@@ -1188,6 +1188,7 @@ int rank_profile_compile(struct rank_profile *p, const struct rank_schema *s,
 			ii->dim_names[k] = in->type.dim_names[k];
 		}
 		ii->ncells = rank_type_cells(&in->type);
+		ii->cell = in->type.cell;
 		ii->string = in->string;
 		ii->implicit = in->implicit;
 	}

@@ -472,6 +472,8 @@ struct rank_input_info {
 	int64_t dims[RANK_MAX_RANK];
 	const char *dim_names[RANK_MAX_RANK];
 	size_t ncells;
+	int cell;            /* the declared cell type (BASE_DT_DOUBLE, FLOAT, ...): the
+	                        cells of a mapped input are rounded to it */
 	int has_default;     /* the declaration gives a value */
 	int required;        /* a tensor the profile reads with no default: a query
 	                        that leaves it out fails (a number defaults to 0) */

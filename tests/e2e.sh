@@ -962,6 +962,9 @@ if expect_ok "mapped inputs: deploy" "$STRATA" deploy "$MAP" &&
 		--input 'query(m)={{p:u,x:0}:1,{p:u,x:1}:2,{p:v,x:0}:3,{p:v,x:1}:4}')" 46
 	check "mapped inputs: short literals" "$(mapped_score --input "query(q)={a:2,'b':3}" \
 		--input 'query(m)={u:[1,2],v:[3,4]}')" 46
+	# query(q) is declared tensor<float>: its cells are floats, as Vespa keeps them
+	check "mapped inputs: cells of the declared type" "$(mapped_score --input 'query(q)={"a":0.1}')" \
+		1.1000000014901161
 	check "mapped inputs: a literal with its type" \
 		"$(mapped_score --input 'query(q)=tensor<float>(cat{}):{a:5}')" 6
 	expect_fail "mapped inputs: malformed literal" \
@@ -969,7 +972,7 @@ if expect_ok "mapped inputs: deploy" "$STRATA" deploy "$MAP" &&
 		"$STRATA" query "$MAP" --yql 'select * from item where true' --profile cats \
 		--input 'query(q)={a:}'
 	expect_fail "mapped inputs: wrong dimension" \
-		"query\(q\)': cell 0: address lacks dimension 'cat' \(tensor\(cat\{\}\)\)" \
+		"query\(q\)': cell 0: address lacks dimension 'cat' \(tensor<float>\(cat\{\}\)\)" \
 		"$STRATA" query "$MAP" --yql 'select * from item where true' --profile cats \
 		--input 'query(q)={"cells":[{"address":{"dog":"a"},"value":5}]}'
 	expect_fail "mapped inputs: bad index" "cell 0: bad index for dimension 'x'" \

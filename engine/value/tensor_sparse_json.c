@@ -348,6 +348,19 @@ static int from_json(const json_t *j, const struct eng_ttype *t, struct eng_spar
 	return put_short(s, t, j, what, err);
 }
 
+/* Cell value d as the field's cell type keeps it. */
+static double rounded(int cell, double d)
+{
+	switch (cell) {
+	case BASE_DT_FLOAT: return (float)d;
+	case BASE_DT_BFLOAT16: return base_bf16_to_f32(base_f32_to_bf16((float)d));
+	case BASE_DT_INT8:
+	case BASE_DT_INT32:
+	case BASE_DT_INT64: return trunc(d);
+	}
+	return d;
+}
+
 int eng_sparse_from_json(const json_t *j, const struct eng_ttype *t, struct eng_sparse *s,
                          const char *what, struct strata_error *err)
 {
@@ -358,6 +371,8 @@ int eng_sparse_from_json(const json_t *j, const struct eng_ttype *t, struct eng_
 	int rc = from_json(j, t, s, what, err);
 	if (rc)
 		eng_sparse_free(s);
+	for (size_t i = 0; !rc && i < s->nblocks * s->sub; i++)
+		s->cells[i] = rounded(t->cell, s->cells[i]);
 	return rc;
 }
 
@@ -534,19 +549,6 @@ int eng_field_mapped(const struct rank_field *rf)
 	return 0;
 }
 
-/* Cell value d as the field's cell type keeps it. */
-static double rounded(int cell, double d)
-{
-	switch (cell) {
-	case BASE_DT_FLOAT: return (float)d;
-	case BASE_DT_BFLOAT16: return base_bf16_to_f32(base_f32_to_bf16((float)d));
-	case BASE_DT_INT8:
-	case BASE_DT_INT32:
-	case BASE_DT_INT64: return trunc(d);
-	}
-	return d;
-}
-
 /* The short or general JSON of s, of type t (see eng_sparse_field_text). */
 static json_t *sparse_json(const struct eng_ttype *t, const struct eng_sparse *s)
 {
@@ -624,8 +626,6 @@ int eng_sparse_field_text(const struct rank_field *rf, const json_t *j, struct b
 	int rc = eng_sparse_from_json(j, &t, &s, what, err);
 	if (rc)
 		return rc;
-	for (size_t i = 0; i < s.nblocks * s.sub; i++)
-		s.cells[i] = rounded(rf->cell, s.cells[i]);
 	json_t *o = sparse_json(&t, &s);
 	eng_sparse_free(&s);
 	if (!o)
@@ -658,7 +658,7 @@ const struct rank_sparse *eng_sparse_from_text(const struct rank_field *rf, cons
 			lab = NULL;
 	if (r && lab && c) {
 		for (size_t i = 0; i < nc; i++)
-			c[i] = rounded(rf->cell, sp.cells[i]);
+			c[i] = sp.cells[i];
 		r->nblocks = sp.nblocks;
 		r->labels = lab;
 		r->cells = c;
@@ -688,7 +688,7 @@ int eng_multivec_decode(const void *field, const char *s, size_t n, struct base_
 	double *c = base_arena_alloc(a, (nc ? nc : 1) * sizeof *c, 8);
 	if (c) {
 		for (size_t i = 0; i < nc; i++)
-			c[i] = rounded(rf->cell, sp.cells[i]);
+			c[i] = sp.cells[i];
 		*cells = c;
 		*nvec = sp.nblocks;
 	}
