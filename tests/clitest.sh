@@ -6,7 +6,7 @@
 # folder removed at exit (with the feed whose pid is in feeder, if any);
 # defines ok and bad, which count checks into passed and failed, and the
 # checks below (run, expect_ok, expect_fail, check, jout), which leave a
-# command's output in $OUT and $ERR.  Stops with "0 passed, 1 failed" when
+# command's output in $OUT and $ERR; start and stop run `strata serve`.  Stops with "0 passed, 1 failed" when
 # a tool or jq is missing.
 
 top=$(cd "$here/.." && pwd)
@@ -151,4 +151,32 @@ req() {
 total() {
 	"$STRATA" query "$APP" --yql "select * from sources * where $1" --hits 0 2>"$ERR" |
 		jq -r '.root.fields.totalCount' 2>/dev/null || echo error
+}
+
+# start ARGS...: `strata serve $APP --port 0 ARGS` (its pid in feeder, so
+# that it is killed at exit; its stderr in $T/log) and B, its base URL;
+# false when it did not start.
+start() {
+	: >"$T/log"
+	"$STRATA" serve "$APP" --port 0 "$@" 2>"$T/log" &
+	feeder=$!
+	i=0
+	while ! grep -q 'listening on' "$T/log"; do
+		i=$((i + 1))
+		if ! kill -0 "$feeder" 2>/dev/null || [ $i -ge 3000 ]; then
+			bad "server did not start: $(cat "$T/log")"
+			return 1
+		fi
+		sleep 0.02
+	done
+	B=$(sed -n 's/.*listening on \(http:[^ ]*\).*/\1/p' "$T/log")
+	return 0
+}
+
+# stop: SIGTERM and wait; rc is its exit status.
+stop() {
+	kill -TERM "$feeder" 2>/dev/null
+	wait "$feeder"
+	rc=$?
+	feeder=
 }

@@ -39,30 +39,16 @@ if ! "$STRATA" deploy "$APP" >/dev/null 2>"$T/err"; then
 	exit 1
 fi
 
-start() {
-	: >"$T/log"
-	"$STRATA" serve "$APP" --port 0 "$@" 2>"$T/log" &
-	feeder=$!
-	i=0
-	while ! grep -q 'listening on' "$T/log"; do
-		i=$((i + 1))
-		if ! kill -0 "$feeder" 2>/dev/null || [ $i -ge 3000 ]; then
-			bad "server did not start: $(cat "$T/log")"
-			return 1
-		fi
-		sleep 0.02
-	done
-	B=$(sed -n 's/.*listening on \(http:[^ ]*\).*/\1/p' "$T/log")
+# serve ARGS...: start (clitest.sh), and the URLs the checks use.
+serve() {
+	start "$@" || return 1
 	M=$B/model-evaluation/v1
 	E=$M/add_mul/output1/eval
-	return 0
 }
 
-stop() {
-	kill -TERM "$feeder" 2>/dev/null
-	wait "$feeder"
-	rc=$?
-	feeder=
+# halt: stop, and the server's exit and log checked.
+halt() {
+	stop
 	check "server exits 0 on SIGTERM" "$rc" "0"
 	if grep -Eq 'Sanitizer|runtime error:' "$T/log"; then
 		bad "sanitizer report: $(head -c 600 "$T/log")"
@@ -80,7 +66,7 @@ get() {
 	check "$name" "$(cat "$OUT")" "$body"
 }
 
-start || { echo "$passed passed, $failed failed"; exit 1; }
+serve || { echo "$passed passed, $failed failed"; exit 1; }
 
 # ---- listings ----
 get "list models" 200 '{"add_mul":"/model-evaluation/v1/add_mul","ids":"/model-evaluation/v1/ids","sub_one_layer":"/model-evaluation/v1/sub_one_layer"}' "$M/"
@@ -141,23 +127,23 @@ get "unbound size not told" 400 '{"error":"Argument '"'input'"' must be bound to
 # the rest of the server is untouched
 code=$(curl -s -o "$OUT" -w '%{http_code}' "$B/search/?yql=select%20*%20from%20doc%20where%20true")
 check "search still answers" "$code" "200"
-stop
+halt
 
 # ---- services.xml without <model-evaluation/>: not served ----
 cat >"$APP/services.xml" <<'EOF'
 <services version="1.0"><container id="c" version="1.0"><search/></container></services>
 EOF
-start || { echo "$passed passed, $failed failed"; exit 1; }
+serve || { echo "$passed passed, $failed failed"; exit 1; }
 NE='{"error":"model evaluation is not enabled: services.xml has no <model-evaluation/> in a <container>"}'
 get "not enabled: list" 404 "$NE" "$M/"
 get "not enabled: eval" 404 "$NE" "$E?input1=%5B2%5D&input2=%5B3%5D"
-stop
+halt
 
 # ---- no services.xml: served ----
 rm "$APP/services.xml"
-start || { echo "$passed passed, $failed failed"; exit 1; }
+serve || { echo "$passed passed, $failed failed"; exit 1; }
 get "no services.xml: eval" 200 '{"type":"tensor<float>(d0[1])","values":[6.0]}' "$E?input1=%5B2%5D&input2=%5B3%5D"
-stop
+halt
 
 # ---- settings refused, names refused ----
 cat >"$APP/services.xml" <<'EOF'
@@ -169,25 +155,25 @@ cat >"$APP/services.xml" <<'EOF'
   </container>
 </services>
 EOF
-start || { echo "$passed passed, $failed failed"; exit 1; }
+serve || { echo "$passed passed, $failed failed"; exit 1; }
 code=$(curl -s -o "$OUT" -w '%{http_code}' "$M/")
 check "unknown setting: status" "$code" "500"
 check "unknown setting: message" "$(jq -r .error "$OUT")" \
 	'services.xml:4:43: <batching> is not supported in <model-evaluation> (<onnx><models><model name=".."> with intraop-threads, interop-threads, execution-mode, gpu-device)'
-stop
+halt
 cat >"$APP/services.xml" <<'EOF'
 <services version="1.0"><container id="c" version="1.0"><model-evaluation>
 <onnx><models><model name="missing"><gpu-device>0</gpu-device></model></models></onnx>
 </model-evaluation></container></services>
 EOF
-start || { echo "$passed passed, $failed failed"; exit 1; }
+serve || { echo "$passed passed, $failed failed"; exit 1; }
 get "settings of no model" 500 '{"error":"services.xml:2:15: <model name=\"missing\">: models/ has no such model"}' "$M/"
-stop
+halt
 rm "$APP/services.xml"
 cp "$APP/models/ids.onnx" "$APP/models/bad-name.onnx"
-start || { echo "$passed passed, $failed failed"; exit 1; }
+serve || { echo "$passed passed, $failed failed"; exit 1; }
 get "file name that is no model name" 500 '{"error":"models/bad-name.onnx: a model'"'"'s name is made of its path under models/, which may hold only letters, digits, '"'_'"' and '"'.'"': rename it"}' "$M/"
-stop
+halt
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

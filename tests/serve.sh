@@ -50,33 +50,6 @@ if ! "$MKSHOP" "$APP" >/dev/null 2>"$T/err" || ! "$STRATA" deploy "$APP" 2>"$T/e
 	exit 1
 fi
 
-# start ARGS...: start the server on $APP (its pid in feeder, so that it is
-# killed at exit) and set B to its base URL; false when it did not start.
-start() {
-	: >"$T/log"
-	"$STRATA" serve "$APP" --port 0 "$@" 2>"$T/log" &
-	feeder=$!
-	i=0
-	while ! grep -q 'listening on' "$T/log"; do
-		i=$((i + 1))
-		if ! kill -0 "$feeder" 2>/dev/null || [ $i -ge 3000 ]; then
-			bad "server did not start: $(cat "$T/log")"
-			return 1
-		fi
-		sleep 0.02
-	done
-	B=$(sed -n 's/.*listening on \(http:[^ ]*\).*/\1/p' "$T/log")
-	return 0
-}
-
-# stop: SIGTERM and wait; rc is its exit status.
-stop() {
-	kill -TERM "$feeder" 2>/dev/null
-	wait "$feeder"
-	rc=$?
-	feeder=
-}
-
 # req NAME WANT_STATUS CURL_ARGS...: one request; its body in $OUT, and a
 # failure unless the status is WANT_STATUS.
 req() {
