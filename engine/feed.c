@@ -3,7 +3,8 @@
  *
  * An operation ({"put": ID, "fields": {...}}, {"update": ID, "fields": {"f":
  * {"assign": v}}, "create": true}, {"remove": ID}; arrays and weighted sets
- * also take "add" and "remove" updates) is checked against its
+ * also take "add" and "remove" updates, numbers "increment", "decrement",
+ * "multiply" and "divide") is checked against its
  * document type's schema and turned into an array of struct store_value
  * (field i of the schema is field i of the store), whose strings point into
  * the parsed JSON and whose tensor cells live in a per-operation arena; the
@@ -153,6 +154,59 @@ static const struct store_value *current_value(struct eng_doctype *dt, struct st
 	return cur[fi].set ? &cur[fi] : NULL;
 }
 
+/* Vespa's arithmetic updates of a single-value number: {"increment" |
+ * "decrement" | "multiply" | "divide": x}.  As Vespa applies them, the
+ * operand is a double; an integer field's result is truncated toward zero,
+ * and a field without a value counts as 0.  A result its type cannot hold
+ * (or an integer divided by 0) is refused, not wrapped. */
+static const char *const arith_ops[] = { "increment", "decrement", "multiply", "divide" };
+
+static int arith_update(struct eng_doctype *dt, struct store_txn *w, const char *id, int fi,
+                        const char *key, int op, const json_t *val, struct store_value *vals,
+                        struct base_arena *a, struct strata_error *err)
+{
+	const struct store_field *f = &dt->fields[fi];
+	const struct rank_field *rf = rank_schema_field(dt->schema, fi);
+	int integral = f->type == STORE_T_INT || f->type == STORE_T_LONG;
+	if ((!integral && f->type != STORE_T_FLOAT && f->type != STORE_T_DOUBLE) ||
+	    (eng_typed_field(rf) && !rf->byte) || rf->outside)
+		return base_err(err, STRATA_INVALID_ARGUMENT, "field '%s': '%s' needs a single-value "
+		                "number field (byte, int, long, float or double)", key, arith_ops[op]);
+	double x;
+	char shown[64];
+	if (eng_num_real(val, 0, &x) || !isfinite(x))
+		return base_err(err, STRATA_INVALID_ARGUMENT, "field '%s': '%s' needs a finite number, "
+		                "got %s", key, arith_ops[op], eng_num_show(val, shown, sizeof shown));
+	int rc;
+	const struct store_value *cur = current_value(dt, w, id, fi, vals, a, err, &rc);
+	if (rc)
+		return rc;
+	double v = !cur ? 0 : integral ? (double)cur->i : cur->d;
+	if (integral && op == 3 && x == 0)
+		return base_err(err, STRATA_INVALID_ARGUMENT, "field '%s': an integer divided by 0",
+		                key);
+	double r = op == 0 ? v + x : op == 1 ? v - x : op == 2 ? v * x : v / x;
+	struct store_value nv = { .set = 1 };
+	if (integral) {
+		double lo = rf->byte ? -128 : f->type == STORE_T_INT ? INT32_MIN : -0x1p63;
+		double hi = rf->byte ? 127 : f->type == STORE_T_INT ? INT32_MAX : 0x1p63;
+		r = trunc(r);
+		if (!(r >= lo && (f->type == STORE_T_LONG && !rf->byte ? r < hi : r <= hi)))
+			return base_err(err, STRATA_INVALID_ARGUMENT, "field '%s': %s by %g gives %.17g, "
+			                "out of range for %s", key, arith_ops[op], x, r,
+			                rf->byte ? "byte" : f->type == STORE_T_INT ? "int" : "long");
+		/* an int64 operand beyond 2^53 loses its low bits in a double, as in Vespa */
+		nv.i = (int64_t)r;
+	} else {
+		if (f->type == STORE_T_FLOAT && isfinite(r) && fabs(r) > 3.4028234663852886e38)
+			return base_err(err, STRATA_INVALID_ARGUMENT, "field '%s': %s by %g gives %g, out "
+			                "of range for float", key, arith_ops[op], x, r);
+		nv.d = r;
+	}
+	vals[fi] = nv;
+	return 0;
+}
+
 /* One field's update operation {"assign" | "add" | "remove": arg} into
  * vals[fi]. */
 static int field_update(struct eng_doctype *dt, struct store_txn *w, const char *id, int fi,
@@ -173,10 +227,14 @@ static int field_update(struct eng_doctype *dt, struct store_txn *w, const char 
 		const struct store_value *cur = current_value(dt, w, id, fi, vals, a, err, &rc);
 		return rc ? rc : eng_cvalue_update(rf, kind, val, cur, a, &vals[fi], what, err);
 	}
+	for (int op = 0; op < (int)(sizeof arith_ops / sizeof *arith_ops); op++)
+		if (!strcmp(kind, arith_ops[op]))
+			return arith_update(dt, w, id, fi, key, op, val, vals, a, err);
 	if (strcmp(kind, "assign") != 0)
 		return base_err(err, STRATA_INVALID_ARGUMENT,
 		                "field '%s': update operation '%s' is not supported%s", key, kind,
-		                coll ? " (assign, add, remove, match are)" : "");
+		                coll ? " (assign, add, remove, match are)"
+		                     : " (assign, increment, decrement, multiply, divide are)");
 	if (json_is_null(val))
 		return base_err(err, STRATA_INVALID_ARGUMENT,
 		                "field '%s': clearing a field is not supported", key);

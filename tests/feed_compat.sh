@@ -10,7 +10,8 @@
 # in, and a broken one gives one error with FILE:LINE:COLUMN; several files
 # (and - for standard input) are fed in order, with totals and errors named
 # by file; a missing file feeds nothing; a bad value is refused with the
-# field and the value, and nothing stored is lost.
+# field and the value, and nothing stored is lost; arithmetic updates apply
+# as Vespa's do, and those it cannot are refused.
 #
 # The last line is "N passed, M failed"; the exit status is 1 when any failed.
 set -u
@@ -121,6 +122,37 @@ expect_fail "missing file feeds nothing" "nosuch\.json: No such file" \
 	"$STRATA" feed "$APP" "$T/a.jsonl" "$T/nosuch.json"
 check "missing file: count" "$(count)" "8"
 expect_fail "stdin twice" "standard input \(-\) can be fed once" "$STRATA" feed "$APP" - -
+
+# Arithmetic updates (Vespa's increment, decrement, multiply, divide): the
+# operand a double, integers truncated toward zero, an absent value 0; a
+# result out of the type's range, an integer divided by 0, a string field
+# and a bad operand are refused with the field, and leave what is stored.
+cat >"$T/arith.jsonl" <<'EOF'
+{"put": "id:purchase:purchase::a1", "fields": {"price": 5, "tax": 0.5, "date": 10}}
+{"update": "id:purchase:purchase::a1", "fields": {"price": {"increment": 2}, "tax": {"multiply": 3}, "date": {"decrement": "4"}}}
+{"update": "id:purchase:purchase::a1", "fields": {"price": {"divide": -2}}}
+{"put": "id:purchase:purchase::a2", "fields": {"item": "Bolt"}}
+{"update": "id:purchase:purchase::a2", "fields": {"price": {"increment": 7}, "tax": {"divide": 4}}}
+{"update": "id:purchase:purchase::a1", "fields": {"price": {"multiply": 3e9}}}
+{"update": "id:purchase:purchase::a1", "fields": {"price": {"divide": 0}}}
+{"update": "id:purchase:purchase::a1", "fields": {"item": {"increment": 1}}}
+{"update": "id:purchase:purchase::a1", "fields": {"tax": {"increment": "much"}}}
+EOF
+run "$STRATA" feed "$APP" "$T/arith.jsonl"
+check "arithmetic: totals" "$(jout '[.written, .failed] | @csv')" "5,4"
+grep -q "arith\.jsonl:6: .*field 'price': multiply by 3e+09 gives -9000000000, out of range for int" \
+	"$ERR" && ok || bad "arithmetic out of range: $(cat "$ERR")"
+grep -q "arith\.jsonl:7: .*field 'price': an integer divided by 0" "$ERR" && ok ||
+	bad "arithmetic divide by 0: $(cat "$ERR")"
+grep -q "arith\.jsonl:8: .*field 'item': 'increment' needs a single-value number field" "$ERR" && ok ||
+	bad "arithmetic on a string: $(cat "$ERR")"
+grep -q "arith\.jsonl:9: .*field 'tax': 'increment' needs a finite number, got 'much'" "$ERR" && ok ||
+	bad "arithmetic bad operand: $(cat "$ERR")"
+run "$STRATA" get "$APP" id:purchase:purchase::a1
+check "arithmetic: applied in order" "$(jout -c '[.fields.price, .fields.tax, .fields.date]')" '[-3,1.5,6]'
+run "$STRATA" get "$APP" id:purchase:purchase::a2
+check "arithmetic: an absent value is 0" "$(jout -c '[.fields.price, .fields.tax, .fields.item]')" \
+	'[7,0,"Bolt"]'
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
