@@ -655,7 +655,7 @@ static void test_feed_array(void **state)
 	           "  {\"put\": \"id:test:item::8\",\n"
 	           "   \"fields\": {\"emb\": [1, 2]}},\n"
 	           "  {\"put\": \"id:test:item::9\", \"fields\": {\"colour\": \"red\"}},\n"
-	           "  {\"update\": \"id:test:item::7\", \"fields\": {\"price\": {\"increment\": 1}}},\n"
+	           "  {\"update\": \"id:test:item::7\", \"fields\": {\"price\": {\"append\": 1}}},\n"
 	           "  {\"put\": \"id:test:item::10\", \"fields\": {\"price\": 3000000000}},\n"
 	           "  {\"put\": \"id:test:item::11\", \"fields\": {\"title\": \"b\", \"price\": 80}}\n"
 	           "]\n");
@@ -672,7 +672,7 @@ static void test_feed_array(void **state)
 	assert_int_equal(r.lines[1], 5);
 	assert_non_null(strstr(r.msgs[1], "field 'colour' is not in document type 'item'"));
 	assert_int_equal(r.lines[2], 6);
-	assert_non_null(strstr(r.msgs[2], "update operation 'increment' is not supported"));
+	assert_non_null(strstr(r.msgs[2], "update operation 'append' is not supported"));
 	assert_int_equal(r.lines[3], 7);
 	assert_non_null(strstr(r.msgs[3], "out of range for int"));
 	char *doc;
@@ -711,9 +711,10 @@ static void test_update_remove(void **state)
 	                                          "true, \"fields\": {\"price\": {\"assign\": 5}}}",
 	                                  &err), 0);
 	assert_int_equal(strata_feed_json(fx->db, "{\"update\": \"id:test:item::1\", \"fields\": "
-	                                          "{\"price\": {\"increment\": 5}}}", &err),
+	                                          "{\"price\": {\"append\": 5}}}", &err),
 	                 STRATA_INVALID_ARGUMENT);
-	assert_non_null(strstr(err.msg, "update operation 'increment' is not supported"));
+	assert_non_null(strstr(err.msg, "update operation 'append' is not supported (assign, "
+	                                "increment, decrement, multiply, divide are)"));
 	assert_int_equal(strata_feed_json(fx->db, "{\"put\": ", &err), STRATA_PARSE);
 	assert_int_equal(strata_feed_json(fx->db, "{\"put\": \"id:test:item::3\", \"fields\": "
 	                                          "{\"emb\": [1, 2, 3, 4]}}", &err),

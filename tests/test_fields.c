@@ -422,7 +422,7 @@ static void test_feed_forms(void **state)
 	feed_fails(fx, "{\"update\": \"id:t:item::1\", \"fields\": {\"m\": {\"add\": {\"z\": [1]}}}}",
 	           "field 'm': 'add' updates an array or a weighted set; assign a map whole");
 	feed_fails(fx, "{\"update\": \"id:t:item::1\", \"fields\": {\"tags\": {\"increment\": 1}}}",
-	           "update operation 'increment' is not supported (assign, add, remove, match are)");
+	           "field 'tags': 'increment' needs a single-value number field");
 	struct strata_error err = {0};
 	char *doc = NULL;
 	assert_int_equal(strata_get_json(fx->db, "id:t:item::3", &doc, &err), STRATA_NOT_FOUND);
