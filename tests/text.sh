@@ -108,8 +108,11 @@ expect_fail "bm25 needs enable-bm25" "doc\\.sd:32:40: bm25\\(tag\\) needs 'index
 # nativeRank against its tables, computed here: a word first at token pos,
 # n times, scores (0.5 * 8000 * exp(-pos / 12.5) + 0.5 * (1500 + 4000 *
 # log(1 + n / 19))) over the same at pos 0 and n 255; nativeFieldMatch(fields)
-# is the mean over the query's words on those fields.  Query words: running
-# and cafe on title, paris on tag.  nativeProximity: only document 3 has the
+# is the mean over the query's words on those fields, each weighted by its
+# weight (100) times its significance, Vespa's 0.5 + 0.5 * (ln 1e6 - ln
+# max(1, df * 1e6 / 3)) / ln 1e6 for a word in df of the 3 documents: R for
+# running (in every title), C for cafe and paris (in one document each).
+# Query words: running and cafe on title, paris on tag.  nativeProximity: only document 3 has the
 # pair (running, cafe) on title, cafe 3 tokens before: the reverse table
 # 400 * exp(-(3 - 1) / 3), half of it, over 450: p = 4/9 * exp(-2/3).
 # nativeRank is (100 * fieldMatch + 25 * proximity + 100 * attributeMatch)
@@ -118,20 +121,28 @@ expect_fail "bm25 needs enable-bm25" "doc\\.sd:32:40: bm25\\(tag\\) needs 'index
 native() { # EXPR over s(pos, n): the value times 1e9, rounded
 	awk "function t(p, n) { return 4000 * exp(-p / 12.5) + 0.5 * (1500 + 4000 * log(1 + n / 19)) }
 		function s(p, n) { return t(p, n) / t(0, 255) }
-		BEGIN { printf \"%d\", ($1) * 1e9 + 0.5 }"
+		function g(df,   f) { f = df * 1e6 / 3; if (f < 1) f = 1; return 0.5 + 0.5 * (log(1e6) - log(f)) / log(1e6) }
+		BEGIN { R = g(3); C = g(1); printf \"%d\", ($1) * 1e9 + 0.5 }"
 }
 if expect_ok "query nativeRank" "$STRATA" query "$APP" --profile native \
 	--yql 'select * from sources * where title contains "running" or title contains "cafe" or tag contains "paris"'; then
 	check "nativeRank order" "$(jout '[.root.children[].id | sub("id:doc:doc::"; "")] | join(",")')" "3,1,2"
 	check "nativeRank(title, tag) in the second phase" \
 		"$(jout '[.root.children[] | .relevance * 1e9 | round] | map(tostring) | join(",")')" \
-		"$(native '2 * (0.8 * (s(3, 1) + 2 * s(0, 1)) / 3 + 0.2 * 4 / 9 * exp(-2 / 3))'),$(native '2 * 0.8 * s(0, 1) / 3'),$(native '2 * 0.8 * s(2, 1) / 3')"
+		"$(native '2 * (0.8 * (R * s(3, 1) + 2 * C * s(0, 1)) / (R + 2 * C) + 0.2 * 4 / 9 * exp(-2 / 3))'),$(native '2 * 0.8 * R * s(0, 1) / (R + 2 * C)'),$(native '2 * 0.8 * R * s(2, 1) / (R + 2 * C)')"
 	check "nativeRank match-features" \
 		"$(jout '[.root.children[].fields.matchfeatures | [.nativeRank, .["nativeRank(title)"], .["nativeRank(tag)"], .["nativeRank(n)"]] | map(. * 1e9 | round | tostring) | join(" ")] | join(",")')" \
-		"$(native '(100 * (s(3, 1) + 2 * s(0, 1)) / 3 + 25 * 4 / 9 * exp(-2 / 3)) / 225') $(native '0.8 * (s(3, 1) + s(0, 1)) / 2 + 0.2 * 4 / 9 * exp(-2 / 3)') $(native '0.8 * s(0, 1)') 0,$(native '100 * s(0, 1) / 3 / 225') $(native '0.8 * s(0, 1) / 2') 0 0,$(native '100 * s(2, 1) / 3 / 225') $(native '0.8 * s(2, 1) / 2') 0 0"
+		"$(native '(100 * (R * s(3, 1) + 2 * C * s(0, 1)) / (R + 2 * C) + 25 * 4 / 9 * exp(-2 / 3)) / 225') $(native '0.8 * (R * s(3, 1) + C * s(0, 1)) / (R + C) + 0.2 * 4 / 9 * exp(-2 / 3)') $(native '0.8 * s(0, 1)') 0,$(native '100 * R * s(0, 1) / (R + 2 * C) / 225') $(native '0.8 * R * s(0, 1) / (R + C)') 0 0,$(native '100 * R * s(2, 1) / (R + 2 * C) / 225') $(native '0.8 * R * s(2, 1) / (R + C)') 0 0"
 	check "nativeFieldMatch match-features" \
 		"$(jout '[.root.children[].fields.matchfeatures | [.nativeFieldMatch, .["nativeFieldMatch(title)"]] | map(. * 1e9 | round | tostring) | join(" ")] | join(",")')" \
-		"$(native '(s(3, 1) + 2 * s(0, 1)) / 3') $(native '(s(3, 1) + s(0, 1)) / 2'),$(native 's(0, 1) / 3') $(native 's(0, 1) / 2'),$(native 's(2, 1) / 3') $(native 's(2, 1) / 2')"
+		"$(native '(R * s(3, 1) + 2 * C * s(0, 1)) / (R + 2 * C)') $(native '(R * s(3, 1) + C * s(0, 1)) / (R + C)'),$(native 'R * s(0, 1) / (R + 2 * C)') $(native 'R * s(0, 1) / (R + C)'),$(native 'R * s(2, 1) / (R + 2 * C)') $(native 'R * s(2, 1) / (R + C)')"
+fi
+# {weight: 300} on cafe: it weighs three times running in nativeFieldMatch
+if expect_ok "query nativeRank, a weight" "$STRATA" query "$APP" --profile native \
+	--yql 'select * from sources * where title contains "running" or title contains ({weight: 300}"cafe")'; then
+	check "nativeFieldMatch(title) with a term's weight" \
+		"$(jout '[.root.children[] | [.id, (.fields.matchfeatures["nativeFieldMatch(title)"] * 1e9 | round | tostring)] | join(" ")] | join(",")')" \
+		"id:doc:doc::3 $(native '(R * s(3, 1) + 3 * C * s(0, 1)) / (R + 3 * C)'),id:doc:doc::1 $(native 'R * s(0, 1) / (R + 3 * C)'),id:doc:doc::2 $(native 'R * s(2, 1) / (R + 3 * C)')"
 fi
 sed 's/expression: nativeRank }/expression: nativeRank(title, nosuch) }/' "$APP/schemas/doc.sd" >"$T/bad/schemas/doc.sd"
 expect_fail "nativeRank of an unknown field" "doc\\.sd:[0-9]*:[0-9]*: nativeRank\\(\\): unknown field 'nosuch'" \

@@ -500,6 +500,19 @@ static double native_word(const struct eng_text *t, int *i, uint32_t lid)
 	return best;
 }
 
+/* The weight of condition n's words: {weight: N}, Vespa's 100 without. */
+static int cond_weight(const struct yql_node *n)
+{
+	return n->term.weight > 0 ? n->term.weight : n->term.weight < 0 ? 0 : 100;
+}
+
+/* What word w of condition k weighs in nativeFieldMatch, as in Vespa: its
+ * significance times its weight. */
+static double native_weight(const struct eng_textset *s, int k, int w)
+{
+	return cond_weight(s->node[k]) * s->sig[s->first[k] + w];
+}
+
 int eng_text_length(struct store_txn *txn, const struct eng_doctype *dt, struct eng_textset *s,
                     int field, uint32_t lid, uint32_t *len)
 {
@@ -537,7 +550,8 @@ double eng_text_feature(struct store_txn *txn, const struct eng_doctype *dt,
 		if (s->node[k]->fidx != field || s->node[k]->term.unranked)
 			continue;
 		if (feature == RANK_TF_NATIVE_TERMS) {
-			sum += t->prefix ? t->nwords : t->nterms;
+			for (int w = 0; w < t->nwords; w++)
+				sum += native_weight(s, k, w);
 			continue;
 		}
 		if (feature == RANK_TF_NATIVE_SUM) {
@@ -545,8 +559,10 @@ double eng_text_feature(struct store_txn *txn, const struct eng_doctype *dt,
 				has = eng_text_length(txn, dt, s, field, lid, &len);
 			if (!has)
 				break;
-			for (int i = 0; i < t->nterms;)
-				sum += native_word(t, &i, lid);
+			for (int i = 0; i < t->nterms;) {
+				double wt = native_weight(s, k, t->grp[i]);
+				sum += wt * native_word(t, &i, lid);
+			}
 			continue;
 		}
 		const struct memo *known = t->nterms == 1 ? memo_of(t, lid) : NULL;
@@ -756,9 +772,7 @@ double eng_text_term(struct store_txn *txn, const struct eng_doctype *dt,
 	if (feature == RANK_TT_WEIGHT) { /* {weight: N} */
 		for (int k = 0; k < s->n; k++)
 			if (term >= s->first[k] && term < s->first[k] + s->t[k]->nwords)
-				return s->node[k]->term.weight > 0   ? s->node[k]->term.weight
-				       : s->node[k]->term.weight < 0 ? 0
-				                                     : 100;
+				return cond_weight(s->node[k]);
 		return 100;
 	}
 	if (feature == RANK_TT_CONNECTEDNESS)
