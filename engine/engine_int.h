@@ -1345,6 +1345,9 @@ struct eng_hitval {
 	double num;
 	const char *s;
 	size_t n;
+	int store_type;    /* the field's STORE_T_ type (0: no such field): what grouping
+	                      reads for a value that is not set (Vespa's undefined value) */
+	int byte;          /* a byte field (store_type STORE_T_INT) */
 	/* the field's sorting settings (rank.h): for order by */
 	int sort_desc;     /* its order when the query gives none */
 	int sort_function; /* enum rank_sort_function */

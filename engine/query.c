@@ -937,6 +937,8 @@ static void hit_value(void *ud, size_t i, const char *field, struct eng_hitval *
 	v->sort_desc = rf->sort_desc;
 	v->sort_function = rf->sort_function;
 	v->sort_primary = rf->sort_primary;
+	v->store_type = rf->attribute || t == STORE_T_STRING ? t : 0;
+	v->byte = rf->byte;
 	if (t == STORE_T_STRING) {
 		const struct store_value *sv = doc_value(qs, h->ds, h->lid, fi);
 		if (sv) {
@@ -1079,11 +1081,12 @@ static int build_result(struct qstate *qs, size_t offset, size_t nhits, char **r
 		rc = base_nomem(qs->err, "result");
 		goto out;
 	}
-	if (qs->yql->ngroupings) {
-		/* Vespa's grouping result: a "group:root:0" hit before the others */
+	/* Vespa's grouping result: a "group:root:N" hit for each grouping
+	 * request, before the others */
+	for (int req = 0; req < eng_grouping_requests(qs->yql); req++) {
 		struct eng_hits eh = { qs->nhits, qs, hit_relevance, hit_value, hit_json };
 		json_t *g = NULL;
-		if ((rc = eng_grouping_json(qs->yql, &eh, &g, qs->err)))
+		if ((rc = eng_grouping_json(qs->yql, req, &eh, &g, qs->err)))
 			goto out;
 		if (json_array_append_new(children, g)) {
 			rc = base_nomem(qs->err, "result");

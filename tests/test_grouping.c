@@ -401,12 +401,19 @@ static void test_select_parameter(void **state)
 	groups(root, "count()", got, sizeof got);
 	assert_string_equal(got, "group:string:chair=1"); /* 30..60: all once; ties by value */
 	json_decref(r);
-	/* beside a grouping in the YQL: both */
+	/* beside a grouping in the YQL: a request of its own, the second root */
 	r = query(fx, "{\"yql\": \"select * from sources * where true limit 0 | all(output(count()))\","
 	              " \"select\": \"all(output(sum(price)))\"}");
-	json_t *f = json_object_get(json_array_get(json_object_get(json_object_get(r, "root"),
-	                                                           "children"), 0), "fields");
+	json_t *kids = json_object_get(json_object_get(r, "root"), "children");
+	assert_int_equal(json_array_size(kids), 2);
+	json_t *f = json_object_get(json_array_get(kids, 0), "fields");
+	assert_string_equal(json_string_value(json_object_get(json_array_get(kids, 0), "id")),
+	                    "group:root:0");
 	assert_int_equal(json_integer_value(json_object_get(f, "count()")), 6);
+	assert_null(json_object_get(f, "sum(price)"));
+	f = json_object_get(json_array_get(kids, 1), "fields");
+	assert_string_equal(json_string_value(json_object_get(json_array_get(kids, 1), "id")),
+	                    "group:root:1");
 	assert_int_equal(json_integer_value(json_object_get(f, "sum(price)")), 210);
 	json_decref(r);
 	expect_error(fx, "{\"yql\": \"select * from sources * where true\", \"select\": "
@@ -426,9 +433,16 @@ static void test_refused(void **state)
 	              "yql:1:48: cat() in a grouping expression is not supported");
 	expect_gerror(fx, "all(group(name) each(output(quantiles([0.5], price))))",
 	              STRATA_NOT_IMPLEMENTED, "yql:1:66: quantiles() here is not supported");
-	expect_gerror(fx, "all(group(name) order(-price) each(output(count())))",
-	              STRATA_NOT_IMPLEMENTED,
-	              "yql:1:60: order() by an expression other than an aggregator is not supported");
+	expect_gerror(fx, "all(group(name) each(output(xor(md5(cat(name), 64)))))",
+	              STRATA_NOT_IMPLEMENTED, "yql:1:66: xor() here is not supported");
+	expect_gerror(fx, "all(group(name{\\\"k\\\"}) each(output(count())))",
+	              STRATA_NOT_IMPLEMENTED, "yql:1:48: a map lookup (field{\"key\"}) in a grouping "
+	              "expression is not supported");
+	expect_gerror(fx, "all(group(name) each(each(output(summary())) each(output(summary()))))",
+	              STRATA_NOT_IMPLEMENTED, "yql:1:83: a second hit list in one group is not "
+	              "supported");
+	expect_gerror(fx, "all(group(name) all(group(price)) each(output(count())))",
+	              STRATA_NOT_IMPLEMENTED, "yql:1:54: 'all' in a grouping is not supported");
 	expect_gerror(fx, "all(group(name) each(output(count()) order(-count())))",
 	              STRATA_NOT_IMPLEMENTED,
 	              "yql:1:75: order() of hits (they come by relevance) is not supported");
@@ -448,6 +462,250 @@ static void test_refused(void **state)
 	              "yql:1:74: field 'nope' not found");
 }
 
+static void test_filter(void **state)
+{
+	struct fixture *fx = *state;
+	/* regex matches the whole value: "l.*" keeps lamp, "am" keeps nothing */
+	expect_groups(fx, "all(group(name) filter(regex('l.*', name)) each(output(count())))",
+	              "count()", "group:string:lamp=2");
+	expect_groups(fx, "all(group(name) filter(regex('am', name)) each(output(count())))",
+	              "count()", "");
+	/* range: [20, 40) by default, (20, 40] with false, true */
+	expect_groups(fx, "all(group(name) filter(range(20, 40, price)) each(output(count())))",
+	              "count()", "group:string:lamp=1,group:string:desk=1");
+	expect_groups(fx, "all(group(name) filter(range(20, 40, price, false, true)) "
+	                  "each(output(sum(price))))", "sum(price)",
+	              "group:string:chair=40,group:string:lamp=30");
+	/* not before and before or, parentheses; istrue of a number: not 0 (price / 60: rug) */
+	expect_groups(fx, "all(group(name) filter(not regex('lamp', name) and (range(0, 30, price) "
+	                  "or istrue(price / 60))) each(output(count())))", "count()",
+	              "group:string:rug=1,group:string:desk=1");
+	expect_groups(fx, "all(group(name) filter(not istrue(price / 30) or regex('r.*', name)) "
+	                  "each(output(count())))", "count()",
+	              "group:string:rug=1,group:string:desk=1,group:string:lamp=1");
+	/* the filter of a level inside each() works on the group's hits */
+	expect_groups(fx, "all(group(1) each(all(group(name) filter(regex('lamp', name)) "
+	                  "output(count(), sum(price)) each(output(count())))))", "sum(price)",
+	              "group:long:1=40");
+	expect_gerror(fx, "all(group(name) filter(price) each(output(count())))", STRATA_PARSE,
+	              "yql:1:61: expected regex(), range(), istrue(), not or '(', found 'price'");
+	expect_gerror(fx, "all(group(name) filter(range(1, 2, price, yes, no)) each(output(count())))",
+	              STRATA_PARSE, "yql:1:80: expected true or false, found 'yes'");
+	expect_gerror(fx, "all(group(name) filter(regex('x', nope)) each(output(count())))",
+	              STRATA_NOT_FOUND, "yql:1:72: field 'nope' not found");
+}
+
+/* The id, limits.from and limits.to of group k of the first grouplist. */
+static void expect_bucket(json_t *root, size_t k, const char *id, const char *from, const char *to)
+{
+	json_t *list = json_array_get(json_object_get(root, "children"), 0);
+	json_t *b = json_array_get(json_object_get(list, "children"), k);
+	assert_string_equal(json_string_value(json_object_get(b, "id")), id);
+	json_t *lim = json_object_get(b, "limits");
+	assert_string_equal(json_string_value(json_object_get(lim, "from")), from);
+	assert_string_equal(json_string_value(json_object_get(lim, "to")), to);
+	assert_null(json_object_get(b, "value"));
+}
+
+static void test_predefined(void **state)
+{
+	struct fixture *fx = *state;
+	/* long buckets [-inf, 20), [20, 41), [41, inf): 1, 3 and 2 hits */
+	const char *g = "all(group(predefined(price, bucket(-inf, 20), bucket[20, 40], "
+	                "bucket<40, inf>)) order(-count()) each(output(count())))";
+	expect_groups(fx, g, "count()", "group:long_bucket:20:41=3,"
+	              "group:long_bucket:41:9223372036854775807=2,"
+	              "group:long_bucket:-9223372036854775808:20=1");
+	json_t *r, *root = grouping(fx, g, &r);
+	expect_bucket(root, 2, "group:long_bucket:-9223372036854775808:20", "-9223372036854775808",
+	              "20");
+	json_t *list = json_array_get(json_object_get(root, "children"), 0);
+	assert_string_equal(json_string_value(json_object_get(list, "label")),
+	                    "predefined(price, bucket[-inf, 20>, bucket[20, 41>, bucket[41, inf>)");
+	json_decref(r);
+	/* one value: bucket[3] and bucket(5) are [3, 4> and [5, 6>; price / 10 = 1..6 */
+	expect_groups(fx, "all(group(predefined(price / 10, bucket[3], bucket(5))) "
+	                  "each(output(sum(price))))", "sum(price)",
+	              "group:long_bucket:5:6=50,group:long_bucket:3:4=30");
+	/* strings: chair < desk, lamp alone (["lamp", "lamp ">), the rest after; desk in none */
+	g = "all(group(predefined(name, bucket(-inf, 'desk'), bucket['lamp'], bucket<'lamp', inf>)) "
+	    "order(-count()) each(output(count())))";
+	expect_groups(fx, g, "count()", "group:string_bucket:lamp:lamp =2,"
+	              "group:string_bucket:lamp :inf=2,group:string_bucket:-inf:desk=1");
+	root = grouping(fx, g, &r);
+	expect_bucket(root, 2, "group:string_bucket:-inf:desk", "-inf", "desk");
+	json_decref(r);
+	/* doubles: w = 0.5 3 1 2 0.25 1.5; a long value meets double buckets as a double */
+	root = grouping(fx, "all(group(predefined(w, bucket(0.0, 1.0), bucket(1.0, inf))) "
+	                    "each(output(count())))", &r);
+	expect_bucket(root, 0, "group:double_bucket:1.0:Infinity", "1.0", "Infinity");
+	expect_bucket(root, 1, "group:double_bucket:0.0:1.0", "0.0", "1.0");
+	json_decref(r);
+	/* a double meets long buckets rounded: 0.25 to 0 (price 50), 0.5 and 1 to 1 (prices 10
+	 * and 30), 1.5 and 2 to 2 (in none) */
+	expect_groups(fx, "all(group(predefined(w, bucket(0, 1), bucket(1, 2))) "
+	                  "each(output(count())))", "count()",
+	              "group:long_bucket:0:1=1,group:long_bucket:1:2=2");
+	expect_gerror(fx, "all(group(predefined(price, bucket(0, 20), bucket(10, 30))) "
+	                  "each(output(count())))", STRATA_PARSE,
+	              "yql:1:48: predefined() buckets must ascend without overlapping");
+	expect_gerror(fx, "all(group(predefined(price, bucket(0, 'a'))) each(output(count())))",
+	              STRATA_PARSE, "yql:1:48: predefined() buckets mix strings and numbers");
+	expect_gerror(fx, "all(group(predefined(price, range(0, 1))) each(output(count())))",
+	              STRATA_PARSE, "yql:1:66: expected bucket(...), found 'range'");
+}
+
+static void test_levels(void **state)
+{
+	struct fixture *fx = *state;
+	/* all() side by side inside each(): a hit list of one, then a grouplist */
+	json_t *r, *root = grouping(fx, "all(group(name) max(1) order(-count()) each(output(count()) "
+	                                "all(max(1) each(output(summary()))) "
+	                                "all(group(price) each(output(count())))))", &r);
+	json_t *lamp = json_array_get(json_object_get(json_array_get(json_object_get(root,
+	                                                             "children"), 0), "children"), 0);
+	assert_string_equal(json_string_value(json_object_get(lamp, "id")), "group:string:lamp");
+	json_t *kids = json_object_get(lamp, "children");
+	assert_int_equal(json_array_size(kids), 2);
+	json_t *hl = json_array_get(kids, 0);
+	assert_string_equal(json_string_value(json_object_get(hl, "id")), "hitlist:hits");
+	assert_int_equal(json_array_size(json_object_get(hl, "children")), 1);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(hl,
+	                    "children"), 0), "id")), "id:test:item::3");
+	json_t *pl = json_array_get(kids, 1);
+	assert_string_equal(json_string_value(json_object_get(pl, "id")), "grouplist:price");
+	assert_int_equal(json_array_size(json_object_get(pl, "children")), 2);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(pl,
+	                    "children"), 0), "id")), "group:long:30");
+	json_decref(r);
+	/* two each() at one level add up: the hits, then a grouping of them */
+	root = grouping(fx, "all(group(name) max(1) order(-count()) each(max(1) "
+	                    "each(output(summary()))) each(group(price / 20) each(output(count()))))",
+	                &r);
+	lamp = json_array_get(json_object_get(json_array_get(json_object_get(root, "children"), 0),
+	                                      "children"), 0);
+	kids = json_object_get(lamp, "children");
+	assert_string_equal(json_string_value(json_object_get(json_array_get(kids, 0), "id")),
+	                    "hitlist:hits");
+	assert_string_equal(json_string_value(json_object_get(json_array_get(kids, 1), "id")),
+	                    "grouplist:div(price, 20)");
+	json_decref(r);
+	/* max(N) of a level without group(): the best N hits go on */
+	expect_groups(fx, "all(max(2) all(group(name) each(output(count()))))", "count()",
+	              "group:string:rug=1,group:string:sofa=1");
+	root = grouping(fx, "all(max(2) output(sum(price), count()))", &r);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(root, "fields"),
+	                                                    "sum(price)")), 110);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(root, "fields"),
+	                                                    "count()")), 2);
+	json_decref(r);
+	/* output() beside group(): the root's fields, count() the number of groups */
+	root = grouping(fx, "all(group(name) max(2) output(count(), sum(price)) "
+	                    "each(output(count())))", &r);
+	json_t *f = json_object_get(root, "fields");
+	assert_int_equal(json_integer_value(json_object_get(f, "count()")), 5);
+	assert_int_equal(json_integer_value(json_object_get(f, "sum(price)")), 210);
+	char got[512];
+	groups(root, "count()", got, sizeof got);
+	assert_string_equal(got, "group:string:rug=1,group:string:sofa=1");
+	json_decref(r);
+	/* ... inside each(): the group's fields (6 hits, 5 names) */
+	expect_groups(fx, "all(group(1) each(group(name) output(count())))", "count()",
+	              "group:long:1=5");
+	/* a second grouping after '|': a request of its own, with its own root */
+	root = grouping(fx, "all(group(name) max(1) each(output(count()))) | all(output(count()))",
+	                &r);
+	assert_null(json_object_get(root, "fields"));
+	groups(root, "count()", got, sizeof got);
+	assert_string_equal(got, "group:string:rug=1");
+	json_t *second = json_array_get(json_object_get(json_object_get(r, "root"), "children"), 1);
+	assert_string_equal(json_string_value(json_object_get(second, "id")), "group:root:1");
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(second, "fields"),
+	                                                    "count()")), 6);
+	json_decref(r);
+}
+
+static void test_order_exprs(void **state)
+{
+	struct fixture *fx = *state;
+	/* max(price) * count(): lamp 60, desk 20, chair 40, sofa 50, rug 60 */
+	expect_groups(fx, "all(group(name) order(-max(price) * count()) each(output(count())))",
+	              "count()", "group:string:lamp=2,group:string:rug=1,group:string:sofa=1,"
+	              "group:string:chair=1,group:string:desk=1");
+	/* avg(relevance()) * count() ascending: desk 20, chair 40, lamp 40, sofa 50, rug 60 */
+	expect_groups(fx, "all(group(name) order(avg(relevance()) * count()) each(output(sum(price))))",
+	              "sum(price)", "group:string:desk=20,group:string:chair=40,group:string:lamp=40,"
+	              "group:string:sofa=50,group:string:rug=60");
+	/* max() of a string: alphabetical */
+	json_t *r, *root = grouping(fx, "all(group(name) order(-max(name)) max(2) "
+	                                "each(output(max(name), min(name))))", &r);
+	char got[256];
+	groups(root, "count()", got, sizeof got);
+	assert_string_equal(got, "group:string:sofa=-,group:string:rug=-");
+	json_t *sofa = json_array_get(json_object_get(json_array_get(json_object_get(root,
+	                                                             "children"), 0), "children"), 0);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(sofa, "fields"),
+	                                                      "max(name)")), "sofa");
+	json_decref(r);
+	expect_gerror(fx, "all(group(name) order(-price) each(output(count())))", STRATA_PARSE,
+	              "yql:1:61: order() cannot read 'price' outside an aggregator: it orders groups "
+	              "by their aggregates, not by their hits' values (write it inside one, e.g. "
+	              "max(...))");
+	expect_gerror(fx, "all(group(name) order(relevance() * count()) each(output(count())))",
+	              STRATA_PARSE, "yql:1:60: order() cannot read 'relevance()' outside an "
+	              "aggregator: it orders groups by their aggregates, not by their hits' values "
+	              "(write it inside one, e.g. max(...))");
+	expect_gerror(fx, "all(group(name) order(sum(nope) * count()) each(output(count())))",
+	              STRATA_NOT_FOUND, "yql:1:64: field 'nope' not found");
+}
+
+/* A hit without a value for an attribute groups under Vespa's undefined
+ * value: "" for a string, the type's smallest for an int or a long, NaN for
+ * a double; aggregates take those values too, as Vespa's do. */
+static void test_undefined_values(void **state)
+{
+	struct fixture *fx = *state;
+	struct strata_error err = { 0 };
+	assert_int_equal(strata_feed_json(fx->db, "{\"put\": \"id:test:item::98\", \"fields\": "
+	                                          "{\"t\": 5}}", &err), 0);
+	assert_int_equal(strata_feed_json(fx->db, "{\"put\": \"id:test:item::99\", \"fields\": "
+	                                          "{\"name\": \"zzz\"}}", &err), 0);
+	static const struct { const char *where, *g, *field, *want; } cases[] = {
+		{ "t = 5", "all(group(name) each(output(count())))", "count()", "group:string:=1" },
+		{ "t = 5", "all(group(price) each(output(count())))", "count()",
+		  "group:long:-2147483648=1" },
+		{ "t = 5", "all(group(w) each(output(count())))", "count()", "group:double:NaN=1" },
+		{ "name contains \\\"zzz\\\"", "all(group(t) each(output(count())))", "count()",
+		  "group:long:-9223372036854775808=1" },
+		{ "t = 5", "all(group(1) each(output(sum(price))))", "sum(price)",
+		  "group:long:1=-2147483648" },
+	};
+	for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+		char req[512], got[256];
+		snprintf(req, sizeof req, "{\"yql\": \"select * from sources * where %s limit 0 | %s\"}",
+		         cases[k].where, cases[k].g);
+		json_t *r = query(fx, req);
+		groups(json_array_get(json_object_get(json_object_get(r, "root"), "children"), 0),
+		       cases[k].field, got, sizeof got);
+		if (strcmp(got, cases[k].want))
+			fail_msg("%s:\n got  %s\n want %s", req, got, cases[k].want);
+		json_decref(r);
+	}
+	/* NaN among numbers: its own group, first; an avg over it is "NaN" */
+	json_t *r = query(fx, "{\"yql\": \"select * from sources * where t = 5 or t = 0 limit 0 | "
+	              "all(group(w) order(-count()) each(output(avg(w))))\"}");
+	char *text = json_dumps(r, JSON_COMPACT);
+	assert_non_null(strstr(text, "\"id\":\"group:double:NaN\",\"relevance\":"));
+	assert_non_null(strstr(text, "\"avg(w)\":\"NaN\""));
+	assert_non_null(strstr(text, "\"avg(w)\":0.5"));
+	json_free_t release;
+	json_get_alloc_funcs(NULL, &release); /* jansson's text goes back to its allocator */
+	release(text);
+	json_decref(r);
+	assert_int_equal(strata_remove(fx->db, "id:test:item::98", &err), 0);
+	assert_int_equal(strata_remove(fx->db, "id:test:item::99", &err), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -457,6 +715,11 @@ int main(void)
 		cmocka_unit_test(test_continuations),
 		cmocka_unit_test(test_select_parameter),
 		cmocka_unit_test(test_refused),
+		cmocka_unit_test(test_filter),
+		cmocka_unit_test(test_predefined),
+		cmocka_unit_test(test_levels),
+		cmocka_unit_test(test_order_exprs),
+		cmocka_unit_test(test_undefined_values),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,17 +1,17 @@
 /*
- * grouping_expr.c: Vespa's grouping language, parsed into struct
- * yql_grouping, and its expressions, evaluated per hit.
+ * grouping_expr.c: Vespa's grouping language, parsed into a tree of
+ * struct yql_grouping levels.
  *
- * yql.c hands over the text after YQL's '|'; query.c the request's "select"
- * parameter, which holds the same language.  A request is
- * [{continuations: ['...']}] all(OPS) or all(all(OPS) all(OPS) ...); a
- * level with group(EXP) becomes one struct yql_grouping: its each(...)
- * gives the groups' outputs, a nested grouping (sub) or the hits shown in
- * each group (each(output(summary()))), with max() of those hits.  Each
- * group list and hit list gets a tag, numbered in the order they are
- * written, that continuations name.  Expressions compile to a tree in the
- * query's arena; grp_eval computes one for one hit, numbers as doubles
- * (integral when every input was), strings in a caller's arena.  What the
+ * yql.c hands over the text after YQL's '|' (several '| all(...)' are
+ * parsed here, one grouping each); query.c the request's "select"
+ * parameter, which holds the same language.  A level is all(...) with or
+ * without group(EXP); its each(...) clauses say what each group holds
+ * (outputs, a hit list, nested levels), its filter(...) which hits go on,
+ * its order(...) keys are expressions over aggregators (GX_AGG leaves of
+ * the level's oaggs).  Each group list and hit list gets a tag, numbered
+ * in the order written across the request, that continuations name.
+ * Expressions, predefined() buckets and filters compile to trees in the
+ * query's arena (grouping.h); grouping.c evaluates them.  What the
  * language has and Strata does not is refused at its position with
  * STRATA_NOT_IMPLEMENTED, never skipped.
  */
@@ -25,28 +25,9 @@
 
 #include "../grouping.h"
 
-enum {
-	GX_ATTR = 1, GX_REL, GX_NUM, GX_STR, GX_ADD, GX_SUB, GX_MUL, GX_DIV, GX_MOD, GX_NEG,
-	GX_MIN, GX_MAX, GX_AND, GX_OR, GX_XOR, GX_MATH1, GX_MATH2, GX_TIME, GX_STRCAT, GX_STRLEN,
-	GX_TOSTRING, GX_TOLONG, GX_TODOUBLE, GX_FIXEDWIDTH,
-};
-
-struct grp_expr {
-	int op;
-	int fn;          /* GX_MATH1, GX_MATH2, GX_TIME: which function */
-	int nargs;
-	struct grp_expr **args;
-	char *field;     /* GX_ATTR */
-	struct grp_val v; /* GX_NUM, GX_STR */
-	int col;
-};
-
 static const char *const math1[] = { "exp", "log", "log1p", "log10", "sqrt", "cbrt", "sin",
 	                             "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh",
 	                             "asinh", "acosh", "atanh", "floor", "ceil" };
-static double (*const math1_fn[])(double) = { exp, log, log1p, log10, sqrt, cbrt, sin, cos, tan,
-	                                      asin, acos, atan, sinh, cosh, tanh, asinh, acosh, atanh,
-	                                      floor, ceil };
 static const char *const timefn[] = { "year", "monthofyear", "dayofmonth", "dayofweek",
 	                              "dayofyear", "hourofday", "minuteofhour", "secondofminute",
 	                              "date" };
@@ -62,7 +43,7 @@ static const struct { const char *name; int op, nargs; } funcs[] = {
 /* Parts of the language that Strata refuses, by the name that starts them. */
 static const char *const refused[] = {
 	"cat", "md5", "xorbit", "toraw", "uca", "zcurve.x", "zcurve.y", "docidnsspecific",
-	"geo_distance", "interpolatedlookup", "predefined", "reverse", "sort", "size", "attribute",
+	"geo_distance", "interpolatedlookup", "reverse", "sort", "size", "attribute",
 	"array.at", "quantiles",
 };
 
@@ -84,6 +65,8 @@ struct gp {
 	char *str;
 	int tags;             /* lists numbered so far */
 	int edepth;
+	struct yql_grouping *olevel; /* in order(): the level whose oaggs it reads, else NULL */
+	int ocap;             /* olevel->oaggs' room */
 };
 
 static int col_of(const struct gp *g, const char *at, int *line)
@@ -229,6 +212,179 @@ static struct grp_expr *new_expr(struct gp *g, int op, int nargs)
 }
 
 static int expr(struct gp *g, struct grp_expr **out);
+static int aggregator(struct gp *g, struct yql_agg_expr *e, int signed_);
+static int room(struct gp *g, void **v, int *cap, int n, size_t esz);
+
+static const char *const agg_names[] = { NULL, "count", "sum", "avg", "min", "max", "stddev" };
+
+/* In order(): an aggregator, appended to the level's oaggs, as a GX_AGG
+ * leaf of the key.  Its argument is a per-hit expression again. */
+static int order_agg(struct gp *g, struct grp_expr **out)
+{
+	struct yql_grouping *s = g->olevel;
+	if (!(*out = new_expr(g, GX_AGG, 0)))
+		return STRATA_NOMEM;
+	if (room(g, (void **)&s->oaggs, &g->ocap, s->noagg, sizeof *s->oaggs))
+		return g->err->code;
+	g->olevel = NULL;
+	int rc = aggregator(g, &s->oaggs[s->noagg], 0);
+	g->olevel = s;
+	if (rc)
+		return rc;
+	(*out)->fn = s->noagg++;
+	return 0;
+}
+
+/* The next bucket end of predefined(): -inf, inf, a number or a string,
+ * into *v (kind 1 or 2; inf_lo, inf_hi for the infinities). */
+static int bucket_end(struct gp *g, struct grp_val *v)
+{
+	memset(v, 0, sizeof *v);
+	int neg = is_p(g, '-');
+	if (neg && next(g))
+		return g->err->code;
+	if (is_kw(g, "inf")) {
+		v->inf_lo = neg;
+		v->inf_hi = !neg;
+	} else if (g->tok == T_NUM) {
+		v->kind = 1;
+		v->num = neg ? -g->num : g->num;
+		v->integral = g->integral;
+	} else if (g->tok == T_STR && !neg) {
+		v->kind = 2;
+		v->s = g->str;
+		v->n = strlen(g->str);
+	} else if (is_p(g, '{')) {
+		return refuse(g, g->start, "a raw value in a bucket");
+	} else {
+		return expected(g, "-inf, inf, a number or a string");
+	}
+	return next(g);
+}
+
+/* The smallest value above v of bucket type t (a string: v and a space,
+ * as the reference defines bucket("c") as bucket["c", "c ">). */
+static int bucket_next(struct gp *g, struct grp_val *v, int t)
+{
+	if (v->inf_lo || v->inf_hi)
+		return 0;
+	if (t == BK_LONG) {
+		v->num += 1;
+	} else if (t == BK_DOUBLE) {
+		v->num = nextafter(v->num, INFINITY);
+	} else {
+		char *d = base_arena_alloc(g->a, v->n + 2, 1);
+		if (!d)
+			return base_nomem(g->err, "grouping");
+		memcpy(d, v->s, v->n);
+		d[v->n] = ' ';
+		d[v->n + 1] = 0;
+		v->s = d;
+		v->n++;
+	}
+	return 0;
+}
+
+/* Compare bucket ends a, b as lower (lo) or upper ends. */
+int grp_bucket_cmp(const struct grp_val *a, const struct grp_val *b, int t)
+{
+	int ia = a->inf_lo ? -1 : a->inf_hi, ib = b->inf_lo ? -1 : b->inf_hi;
+	if (ia || ib)
+		return ia - ib;
+	if (t != BK_STRING)
+		return a->num < b->num ? -1 : a->num > b->num;
+	size_t n = a->n < b->n ? a->n : b->n;
+	int c = memcmp(a->s, b->s, n);
+	return c ? c : (a->n > b->n) - (a->n < b->n);
+}
+
+/* predefined(EXP, bucket..., ...): at 'predefined'.  '(' and '[' include
+ * the start, '<' does not; ')' and '>' exclude the end, ']' includes it;
+ * bucket(v) alone is [v, next v>.  The buckets ascend without overlap. */
+static int predefined(struct gp *g, struct grp_expr **out)
+{
+	const char *at = g->start;
+	struct grp_bucket bk[64];
+	int nb = 0, t = 0, paren = 0;
+	struct grp_expr *arg;
+	if (next(g) || expect_p(g, '(') || expr(g, &arg) || expect_p(g, ','))
+		return g->err->code;
+	if (is_p(g, '(')) { /* the reference's grammar: a parenthesised list */
+		paren = 1;
+		if (next(g))
+			return g->err->code;
+	}
+	char open[64], close[64];
+	int single[64];
+	do {
+		if (nb && next(g))
+			return g->err->code;
+		if (!is_kw(g, "bucket"))
+			return expected(g, "bucket(...)");
+		if (nb == 64)
+			return fail(g, STRATA_PARSE, g->start, "more than 64 buckets in predefined()%s", "");
+		if (next(g))
+			return g->err->code;
+		if (!is_p(g, '(') && !is_p(g, '[') && !is_p(g, '<'))
+			return expected(g, "'(', '[' or '<'");
+		open[nb] = *g->start;
+		struct grp_bucket *b = &bk[nb];
+		if (next(g) || bucket_end(g, &b->lo))
+			return g->err->code;
+		single[nb] = !is_p(g, ',');
+		if (!single[nb] && (next(g) || bucket_end(g, &b->hi)))
+			return g->err->code;
+		if (!is_p(g, ')') && !is_p(g, ']') && !is_p(g, '>'))
+			return expected(g, "')', ']' or '>'");
+		close[nb] = *g->start;
+		if (next(g))
+			return g->err->code;
+		for (int k = 0; k < 2 - single[nb]; k++) {
+			const struct grp_val *v = k ? &b->hi : &b->lo;
+			int vt = v->kind == 2 ? BK_STRING : v->kind == 1 ? (v->integral ? BK_LONG : BK_DOUBLE) : 0;
+			if ((vt == BK_STRING) != (t == BK_STRING) && vt && t)
+				return fail(g, STRATA_PARSE, at, "predefined() buckets mix strings and "
+				            "numbers%s", "");
+			if (vt > t)
+				t = vt;
+		}
+		nb++;
+	} while (is_p(g, ','));
+	if (paren && expect_p(g, ')'))
+		return g->err->code;
+	if (expect_p(g, ')'))
+		return g->err->code;
+	if (!t)
+		t = BK_LONG;
+	for (int i = 0; i < nb; i++) {
+		struct grp_bucket *b = &bk[i];
+		if (single[i]) {
+			if (b->lo.inf_lo || b->lo.inf_hi)
+				return fail(g, STRATA_PARSE, at, "a bucket of one value needs a number or a "
+				            "string%s", "");
+			b->hi = b->lo;
+			if (bucket_next(g, &b->hi, t))
+				return g->err->code;
+		} else if ((open[i] == '<' && bucket_next(g, &b->lo, t)) ||
+		           (close[i] == ']' && bucket_next(g, &b->hi, t))) {
+			return g->err->code;
+		}
+		b->lo.integral = b->hi.integral = t == BK_LONG;
+		if (grp_bucket_cmp(&b->lo, &b->hi, t) >= 0 || (i && grp_bucket_cmp(&bk[i - 1].hi, &b->lo, t) > 0))
+			return fail(g, STRATA_PARSE, at, "predefined() buckets must ascend without "
+			            "overlapping%s", "");
+	}
+	if (!(*out = new_expr(g, GX_PREDEF, 1)) ||
+	    !((*out)->buckets = base_arena_alloc(g->a, (size_t)nb * sizeof *bk, 8)))
+		return base_nomem(g->err, "grouping");
+	int line;
+	(*out)->col = col_of(g, at, &line);
+	(*out)->args[0] = arg;
+	(*out)->fn = nb;
+	(*out)->btype = t;
+	memcpy((*out)->buckets, bk, (size_t)nb * sizeof *bk);
+	return 0;
+}
 
 /* '(' exp, ... ')' as e's arguments; at the '('. */
 static int arg_list(struct gp *g, int op, int want, const char *name, struct grp_expr **out)
@@ -297,6 +453,22 @@ static int value(struct gp *g, struct grp_expr **out)
 	}
 	if (g->tok != T_IDENT)
 		return expected(g, "an expression");
+	if (g->olevel) {
+		for (int i = 1; i <= YQL_AGG_STDDEV; i++)
+			if (is_kw(g, agg_names[i]) && call_follows(g))
+				return order_agg(g, out);
+		if (is_kw(g, "xor") || is_kw(g, "quantiles"))
+			return refuse(g, at, is_kw(g, "xor") ? "order by xor()" : "order by quantiles()");
+		if (!call_follows(g) || is_kw(g, "relevance")) {
+			const char *name = call_follows(g) ? "relevance()" : tokdup(g);
+			return name ? fail(g, STRATA_PARSE, at, "order() cannot read '%s' outside an "
+			                   "aggregator: it orders groups by their aggregates, not by "
+			                   "their hits' values (write it inside one, e.g. max(...))",
+			                   name) : STRATA_NOMEM;
+		}
+	}
+	if (is_kw(g, "predefined") && call_follows(g))
+		return predefined(g, out);
 	for (size_t i = 0; call_follows(g) && i < sizeof refused / sizeof *refused; i++)
 		if (is_kw(g, refused[i])) {
 			char what[80];
@@ -306,6 +478,11 @@ static int value(struct gp *g, struct grp_expr **out)
 	if (!call_follows(g)) {
 		if (is_kw(g, "inf") || is_kw(g, "true") || is_kw(g, "false"))
 			return refuse(g, at, "this constant in a grouping expression");
+		const char *p = g->p;
+		while (isspace((unsigned char)*p))
+			p++;
+		if (*p == '{')
+			return refuse(g, at, "a map lookup (field{\"key\"}) in a grouping expression");
 		if (!(*out = new_expr(g, GX_ATTR, 0)) || !((*out)->field = tokdup(g)))
 			return STRATA_NOMEM;
 		return next(g);
@@ -422,6 +599,31 @@ static void print_expr(const struct grp_expr *e, char *buf, size_t n, size_t *at
 	case GX_MATH1: PUT("math.%s(", math1[e->fn]); break;
 	case GX_MATH2: PUT("math.%s(", e->fn ? "pow" : "hypot"); break;
 	case GX_TIME: PUT("time.%s(", timefn[e->fn]); break;
+	case GX_AGG: PUT("$%d", e->fn); return;
+	case GX_PREDEF:
+		PUT("predefined(");
+		print_expr(e->args[0], buf, n, at);
+		for (int k = 0; k < e->fn; k++) {
+			PUT(", bucket[");
+			for (int end = 0; end < 2; end++) {
+				const struct grp_val *v = end ? &e->buckets[k].hi : &e->buckets[k].lo;
+				if (end)
+					PUT(", ");
+				if (v->inf_lo || v->inf_hi)
+					PUT("%sinf", v->inf_lo ? "-" : "");
+				else if (e->btype == BK_STRING)
+					PUT("\"%.*s\"", (int)v->n, v->s);
+				else if (e->btype == BK_LONG)
+					PUT("%lld", (long long)v->num);
+				else {
+					eng_real_str(v->num, num, sizeof num);
+					PUT("%s", num);
+				}
+			}
+			PUT(">");
+		}
+		PUT(")");
+		return;
 	default: PUT("%s(", names[e->op]); break;
 	}
 	for (int i = 0; i < e->nargs; i++) {
@@ -451,208 +653,8 @@ static char *expr_text(struct gp *g, const char *pre, const struct grp_expr *e)
 	return s;
 }
 
-/* ---- evaluation ------------------------------------------------------------------ */
-
-static int as_string(struct grp_val *v, struct base_arena *a)
-{
-	if (v->kind == 2)
-		return 0;
-	char buf[64];
-	if (v->integral)
-		snprintf(buf, sizeof buf, "%lld", (long long)v->num);
-	else
-		eng_real_str(v->num, buf, sizeof buf);
-	v->s = base_arena_strdup(a, buf);
-	v->n = strlen(buf);
-	v->kind = 2;
-	return v->s ? 0 : -1;
-}
-
-/* v as a number: a string by its leading number (0 when none). */
-static void as_number(struct grp_val *v)
-{
-	if (v->kind == 2) {
-		char buf[64];
-		size_t n = v->n < sizeof buf - 1 ? v->n : sizeof buf - 1;
-		memcpy(buf, v->s, n);
-		buf[n] = 0;
-		char *end;
-		v->num = strtod(buf, &end);
-		v->integral = v->num == floor(v->num) && !strpbrk(buf, ".eE");
-		v->kind = 1;
-	}
-}
-
-static double arith(int op, double x, double y, int integral)
-{
-	switch (op) {
-	case GX_ADD: return x + y;
-	case GX_SUB: return x - y;
-	case GX_MUL: return x * y;
-	case GX_DIV: return integral ? (y ? trunc(x / y) : 0) : x / y;
-	case GX_MOD: return integral ? (y ? fmod(x, y) : 0) : fmod(x, y);
-	case GX_MIN: return y < x ? y : x;
-	case GX_MAX: return y > x ? y : x;
-	case GX_AND: return (double)((long long)x & (long long)y);
-	case GX_OR: return (double)((long long)x | (long long)y);
-	case GX_XOR: return (double)((long long)x ^ (long long)y);
-	}
-	return NAN;
-}
-
-static void time_value(int fn, double secs, struct grp_val *v, struct base_arena *a)
-{
-	time_t t = (time_t)floor(secs);
-	struct tm tm;
-	memset(v, 0, sizeof *v);
-	if (!gmtime_r(&t, &tm))
-		return;
-	v->kind = 1;
-	v->integral = 1;
-	switch (fn) {
-	case 0: v->num = tm.tm_year + 1900; break;
-	case 1: v->num = tm.tm_mon + 1; break;
-	case 2: v->num = tm.tm_mday; break;
-	case 3: v->num = (tm.tm_wday + 6) % 7; break; /* Monday is 0 */
-	case 4: v->num = tm.tm_yday; break;
-	case 5: v->num = tm.tm_hour; break;
-	case 6: v->num = tm.tm_min; break;
-	case 7: v->num = tm.tm_sec; break;
-	default: {
-		char buf[32];
-		snprintf(buf, sizeof buf, "%04d-%02d-%02d", tm.tm_year + 1900, tm.tm_mon + 1,
-		         tm.tm_mday);
-		v->s = base_arena_strdup(a, buf);
-		v->n = strlen(buf);
-		v->kind = v->s ? 2 : 0;
-	}
-	}
-}
-
-int grp_eval(const struct grp_expr *e, const struct eng_hits *h, size_t i, struct base_arena *a,
-             struct grp_val *v)
-{
-	memset(v, 0, sizeof *v);
-	struct grp_val x, y;
-	switch (e->op) {
-	case GX_ATTR: {
-		struct eng_hitval hv;
-		h->value(h->ud, i, e->field, &hv);
-		v->kind = hv.kind;
-		v->num = hv.num;
-		v->integral = hv.integral;
-		v->s = hv.s;
-		v->n = hv.n;
-		return 0;
-	}
-	case GX_REL:
-		v->kind = 1;
-		v->num = h->relevance(h->ud, i);
-		return 0;
-	case GX_NUM:
-	case GX_STR:
-		*v = e->v;
-		return 0;
-	case GX_NEG:
-		if (grp_eval(e->args[0], h, i, a, v))
-			return -1;
-		as_number(v);
-		v->num = v->kind ? -v->num : 0;
-		return 0;
-	case GX_MATH1:
-	case GX_MATH2:
-	case GX_TIME:
-	case GX_TOLONG:
-	case GX_TODOUBLE:
-	case GX_STRLEN:
-	case GX_TOSTRING:
-	case GX_FIXEDWIDTH:
-		if (grp_eval(e->args[0], h, i, a, &x))
-			return -1;
-		if (!x.kind)
-			return 0;
-		if (e->op == GX_TOSTRING) {
-			*v = x;
-			return as_string(v, a);
-		}
-		if (e->op == GX_STRLEN) {
-			if (as_string(&x, a))
-				return -1;
-			v->kind = 1;
-			v->integral = 1;
-			v->num = (double)x.n;
-			return 0;
-		}
-		as_number(&x);
-		if (e->op == GX_TIME) {
-			time_value(e->fn, x.num, v, a);
-			return v->kind || e->fn != 8 ? 0 : -1;
-		}
-		v->kind = 1;
-		if (e->op == GX_MATH1) {
-			v->num = math1_fn[e->fn](x.num);
-		} else if (e->op == GX_MATH2) {
-			if (grp_eval(e->args[1], h, i, a, &y))
-				return -1;
-			as_number(&y);
-			v->num = e->fn ? pow(x.num, y.num) : hypot(x.num, y.num);
-		} else if (e->op == GX_TOLONG) {
-			v->num = trunc(x.num);
-			v->integral = 1;
-		} else if (e->op == GX_TODOUBLE) {
-			v->num = x.num;
-		} else { /* fixedwidth: [from, from + width) */
-			double w = e->args[1]->v.num;
-			v->integral = x.integral && e->args[1]->v.integral;
-			v->num = floor(x.num / w) * w;
-			v->to = v->num + w;
-			v->kind = 3;
-		}
-		return 0;
-	case GX_STRCAT: {
-		size_t n = 0;
-		struct grp_val parts[16];
-		for (int k = 0; k < e->nargs; k++) {
-			if (grp_eval(e->args[k], h, i, a, &parts[k]) || as_string(&parts[k], a))
-				return -1;
-			n += parts[k].n;
-		}
-		char *s = base_arena_alloc(a, n + 1, 1);
-		if (!s)
-			return -1;
-		n = 0;
-		for (int k = 0; k < e->nargs; k++) {
-			memcpy(s + n, parts[k].s, parts[k].n);
-			n += parts[k].n;
-		}
-		s[n] = 0;
-		v->kind = 2;
-		v->s = s;
-		v->n = n;
-		return 0;
-	}
-	default: /* add, sub, mul, div, mod, min, max, and, or, xor over two or more */
-		if (grp_eval(e->args[0], h, i, a, v))
-			return -1;
-		if (!v->kind)
-			return 0;
-		as_number(v);
-		if (e->op >= GX_AND)
-			v->integral = 1;
-		for (int k = 1; k < e->nargs; k++) {
-			if (grp_eval(e->args[k], h, i, a, &y))
-				return -1;
-			if (!y.kind) {
-				v->kind = 0;
-				return 0;
-			}
-			as_number(&y);
-			v->integral = v->integral && (y.integral || e->op >= GX_AND);
-			v->num = arith(e->op, v->num, y.num, v->integral);
-		}
-		return 0;
-	}
-}
+static int filter_attrs(const struct grp_filter *f,
+                        int (*fn)(void *, const char *, int, const char *), void *ud);
 
 static int each_attr(const struct grp_expr *e, int (*fn)(void *, const char *, int, const char *),
                      void *ud, const char *what)
@@ -669,20 +671,50 @@ static int each_attr(const struct grp_expr *e, int (*fn)(void *, const char *, i
 	return 0;
 }
 
+static int filter_attrs(const struct grp_filter *f,
+                        int (*fn)(void *, const char *, int, const char *), void *ud)
+{
+	if (!f)
+		return 0;
+	int rc = each_attr(f->e, fn, ud, "filter()");
+	if (!rc)
+		rc = filter_attrs(f->a, fn, ud);
+	return rc ? rc : filter_attrs(f->b, fn, ud);
+}
+
+static int aggs_attrs(const struct yql_agg_expr *e, int n,
+                      int (*fn)(void *, const char *, int, const char *), void *ud)
+{
+	int rc = 0;
+	for (int i = 0; !rc && i < n; i++)
+		rc = each_attr(e[i].arg, fn, ud, e[i].label);
+	return rc;
+}
+
+static int level_attrs(const struct yql_grouping *g,
+                       int (*fn)(void *, const char *, int, const char *), void *ud)
+{
+	int rc = each_attr(g->key, fn, ud, "group()");
+	if (!rc)
+		rc = filter_attrs(g->filter, fn, ud);
+	if (!rc)
+		rc = aggs_attrs(g->out, g->nout, fn, ud);
+	if (!rc)
+		rc = aggs_attrs(g->lout, g->nlout, fn, ud);
+	if (!rc)
+		rc = aggs_attrs(g->oaggs, g->noagg, fn, ud);
+	for (int k = 0; !rc && k < g->nkids; k++)
+		rc = level_attrs(&g->kids[k], fn, ud);
+	return rc;
+}
+
 int eng_grouping_fields(const struct yql_query *q,
                         int (*fn)(void *ud, const char *field, int col, const char *what),
                         void *ud)
 {
 	int rc = 0;
 	for (int k = 0; !rc && k < q->ngroupings; k++)
-		for (const struct yql_grouping *g = &q->grouping[k]; !rc && g; g = g->sub) {
-			rc = each_attr(g->key, fn, ud, "group()");
-			for (int i = 0; !rc && i < g->nout + g->norder; i++) {
-				const struct yql_agg_expr *e =
-					i < g->nout ? &g->out[i] : &g->order[i - g->nout];
-				rc = each_attr(e->arg, fn, ud, e->label);
-			}
-		}
+		rc = level_attrs(&q->grouping[k], fn, ud);
 	return rc;
 }
 
@@ -693,6 +725,8 @@ static int room(struct gp *g, void **v, int *cap, int n, size_t esz)
 	if (n < *cap)
 		return 0;
 	int nc = *cap ? *cap * 2 : 4;
+	while (nc <= n)
+		nc *= 2;
 	void *nv = base_arena_alloc(g->a, (size_t)nc * esz, 8);
 	if (!nv)
 		return base_nomem(g->err, "grouping");
@@ -703,32 +737,22 @@ static int room(struct gp *g, void **v, int *cap, int n, size_t esz)
 	return 0;
 }
 
-/* One aggregator: count(), sum(EXP), avg, min, max, stddev, [as(label)]; in
- * order() with an optional sign. */
+/* One aggregator: count(), sum(EXP), avg, min, max, stddev, [as(label)]. */
 static int aggregator(struct gp *g, struct yql_agg_expr *e, int signed_)
 {
-	static const char *const names[] = { NULL, "count", "sum", "avg", "min", "max", "stddev" };
 	const char *at = g->start;
 	int line;
 	memset(e, 0, sizeof *e);
 	e->col = col_of(g, at, &line);
-	if (signed_ && (is_p(g, '-') || is_p(g, '+'))) {
-		e->desc = is_p(g, '-');
-		if (next(g))
-			return g->err->code;
-	}
 	for (int i = 1; i <= YQL_AGG_STDDEV; i++)
-		if (is_kw(g, names[i]))
+		if (is_kw(g, agg_names[i]))
 			e->agg = i;
 	if (!e->agg) {
 		if (is_kw(g, "xor") || is_kw(g, "quantiles") || is_kw(g, "summary")) {
 			char what[64];
-			snprintf(what, sizeof what, "%s%.*s() here", signed_ ? "order by " : "",
-			         (int)g->len, g->start);
+			snprintf(what, sizeof what, "%.*s() here", (int)g->len, g->start);
 			return refuse(g, at, what);
 		}
-		if (signed_ && g->tok == T_IDENT)
-			return refuse(g, at, "order() by an expression other than an aggregator");
 		return g->tok == T_IDENT ? refuse(g, at, "this grouping expression")
 		                         : expected(g, "count(), sum(), avg(), min(), max() or stddev()");
 	}
@@ -744,9 +768,9 @@ static int aggregator(struct gp *g, struct yql_agg_expr *e, int signed_)
 	}
 	if (expect_p(g, ')'))
 		return g->err->code;
-	if (!(e->label = expr_text(g, names[e->agg], e->arg)))
+	if (!(e->label = expr_text(g, agg_names[e->agg], e->arg)))
 		return STRATA_NOMEM;
-	if (is_kw(g, "as")) {
+	if (!signed_ && is_kw(g, "as")) {
 		if (next(g) || expect_p(g, '('))
 			return g->err->code;
 		if (g->tok != T_IDENT)
@@ -757,15 +781,54 @@ static int aggregator(struct gp *g, struct yql_agg_expr *e, int signed_)
 	return 0;
 }
 
-static int agg_list(struct gp *g, struct yql_agg_expr **out, int *n, int signed_)
+/* output(AGG, ...) appended to out: at 'output'. */
+static int agg_list(struct gp *g, struct yql_agg_expr **out, int *n)
 {
 	int cap = 0;
 	if (next(g) || expect_p(g, '('))
 		return g->err->code;
 	for (;;) {
-		if (room(g, (void **)out, &cap, *n, sizeof **out) || aggregator(g, &(*out)[*n], signed_))
+		if (room(g, (void **)out, &cap, *n, sizeof **out) || aggregator(g, &(*out)[*n], 0))
 			return g->err->code;
 		(*n)++;
+		if (is_p(g, ')'))
+			return next(g);
+		if (expect_p(g, ','))
+			return g->err->code;
+	}
+}
+
+/* order([+|-]EXP, ...) of s, each EXP over aggregators: at 'order'. */
+static int order_list(struct gp *g, struct yql_grouping *s)
+{
+	int cap = 0;
+	if (next(g) || expect_p(g, '('))
+		return g->err->code;
+	g->ocap = 0;
+	for (;;) {
+		if (room(g, (void **)&s->order, &cap, s->norder, sizeof *s->order))
+			return g->err->code;
+		struct yql_agg_expr *e = &s->order[s->norder];
+		int line;
+		memset(e, 0, sizeof *e);
+		e->col = col_of(g, g->start, &line);
+		if (is_p(g, '-') || is_p(g, '+')) {
+			e->desc = is_p(g, '-');
+			if (next(g))
+				return g->err->code;
+		}
+		g->olevel = s;
+		int rc = expr(g, &e->arg);
+		g->olevel = NULL;
+		if (rc)
+			return rc;
+		if (e->arg->op == GX_AGG) { /* one aggregator: say which */
+			const struct yql_agg_expr *a = &s->oaggs[e->arg->fn];
+			e->agg = a->agg;
+			e->field = a->field;
+			e->label = a->label;
+		}
+		s->norder++;
 		if (is_p(g, ')'))
 			return next(g);
 		if (expect_p(g, ','))
@@ -790,17 +853,167 @@ static int max_clause(struct gp *g, long *out, const char *what)
 	return expect_p(g, ')');
 }
 
-static struct yql_grouping *new_grouping(struct gp *g)
+/* ---- filter(...) ---- */
+
+static struct grp_filter *new_filter(struct gp *g, int op)
 {
-	struct yql_grouping *s = base_arena_alloc(g->a, sizeof *s, 8);
-	if (!s) {
+	struct grp_filter *f = base_arena_alloc(g->a, sizeof *f, 8);
+	if (!f) {
 		base_nomem(g->err, "grouping");
 		return NULL;
 	}
+	memset(f, 0, sizeof *f);
+	f->op = op;
+	return f;
+}
+
+static int filter_or(struct gp *g, struct grp_filter **out);
+
+/* A number of range(), maybe negative. */
+static int signed_num(struct gp *g, double *x)
+{
+	int neg = is_p(g, '-');
+	if (neg && next(g))
+		return g->err->code;
+	if (g->tok != T_NUM)
+		return expected(g, "a number");
+	*x = neg ? -g->num : g->num;
+	return next(g);
+}
+
+static int boolean(struct gp *g, int *b)
+{
+	if (!is_kw(g, "true") && !is_kw(g, "false"))
+		return expected(g, "true or false");
+	*b = is_kw(g, "true");
+	return next(g);
+}
+
+/* regex("RE", EXP), range(LO, HI, EXP [, BOOL, BOOL]), istrue(EXP), (FILTER). */
+static int filter_prim(struct gp *g, struct grp_filter **out)
+{
+	const char *at = g->start;
+	if (is_p(g, '(')) {
+		if (next(g) || filter_or(g, out))
+			return g->err->code;
+		return expect_p(g, ')');
+	}
+	int op = is_kw(g, "regex") ? FX_REGEX : is_kw(g, "range") ? FX_RANGE
+	         : is_kw(g, "istrue") ? FX_ISTRUE : 0;
+	if (!op || !call_follows(g))
+		return expected(g, "regex(), range(), istrue(), not or '('");
+	struct grp_filter *f = new_filter(g, op);
+	if (!f || next(g) || expect_p(g, '('))
+		return g->err->code;
+	if (op == FX_REGEX) {
+		if (g->tok != T_STR)
+			return expected(g, "a regular expression in quotes");
+		if (base_regex_size(g->str) > BASE_REGEX_MAX)
+			return fail(g, STRATA_PARSE, g->start, "regular expression too complex: its "
+			            "repetitions would grow past the limit%s", "");
+		size_t n = strlen(g->str);
+		if (!(f->re = base_arena_alloc(g->a, n + 5, 1)))
+			return base_nomem(g->err, "grouping");
+		snprintf(f->re, n + 5, "^(%s)$", g->str);
+		regex_t re;
+		int rc = regcomp(&re, f->re, REG_EXTENDED | REG_NOSUB);
+		if (rc) {
+			char why[200];
+			regerror(rc, &re, why, sizeof why);
+			return fail(g, STRATA_PARSE, g->start, "bad regular expression: %s", why);
+		}
+		regfree(&re);
+		if (next(g) || expect_p(g, ','))
+			return g->err->code;
+	} else if (op == FX_RANGE) {
+		f->lo_incl = 1;
+		if (signed_num(g, &f->lo) || expect_p(g, ',') || signed_num(g, &f->hi) ||
+		    expect_p(g, ','))
+			return g->err->code;
+	}
+	if (expr(g, &f->e))
+		return g->err->code;
+	if (op == FX_RANGE && is_p(g, ',')) {
+		if (next(g) || boolean(g, &f->lo_incl) || expect_p(g, ',') ||
+		    boolean(g, &f->hi_incl))
+			return g->err->code;
+	}
+	(void)at;
+	*out = f;
+	return expect_p(g, ')');
+}
+
+static int filter_not(struct gp *g, struct grp_filter **out)
+{
+	if (!is_kw(g, "not"))
+		return filter_prim(g, out);
+	if (++g->edepth > MAX_EXPR_DEPTH)
+		return fail(g, STRATA_PARSE, g->start, "filter nested too deep%s", "");
+	struct grp_filter *f = new_filter(g, FX_NOT);
+	if (!f || next(g) || filter_not(g, &f->a))
+		return g->err->code;
+	g->edepth--;
+	*out = f;
+	return 0;
+}
+
+static int filter_and(struct gp *g, struct grp_filter **out)
+{
+	if (filter_not(g, out))
+		return g->err->code;
+	while (is_kw(g, "and")) {
+		struct grp_filter *f = new_filter(g, FX_AND);
+		if (!f || next(g) || filter_not(g, &f->b))
+			return g->err->code;
+		f->a = *out;
+		*out = f;
+	}
+	return 0;
+}
+
+/* not before and before or, left to right. */
+static int filter_or(struct gp *g, struct grp_filter **out)
+{
+	if (++g->edepth > MAX_EXPR_DEPTH)
+		return fail(g, STRATA_PARSE, g->start, "filter nested too deep%s", "");
+	if (filter_and(g, out))
+		return g->err->code;
+	while (is_kw(g, "or")) {
+		struct grp_filter *f = new_filter(g, FX_OR);
+		if (!f || next(g) || filter_and(g, &f->b))
+			return g->err->code;
+		f->a = *out;
+		*out = f;
+	}
+	g->edepth--;
+	return 0;
+}
+
+/* filter(...) or keep(...) of s (a second one and-ed to the first): at the keyword. */
+static int filter_clause(struct gp *g, struct yql_grouping *s)
+{
+	struct grp_filter *f;
+	if (next(g) || expect_p(g, '(') || filter_or(g, &f) || expect_p(g, ')'))
+		return g->err->code;
+	if (s->filter) {
+		struct grp_filter *both = new_filter(g, FX_AND);
+		if (!both)
+			return STRATA_NOMEM;
+		both->a = s->filter;
+		both->b = f;
+		f = both;
+	}
+	s->filter = f;
+	return 0;
+}
+
+/* ---- levels ---- */
+
+static void init_level(struct yql_grouping *s)
+{
 	memset(s, 0, sizeof *s);
 	s->max = s->precision = s->hits_max = -1;
 	s->tag = s->hits_tag = -1;
-	return s;
 }
 
 static int clauses(struct gp *g, struct yql_grouping *s, const char *all_at, int depth);
@@ -808,8 +1021,7 @@ static int clauses(struct gp *g, struct yql_grouping *s, const char *all_at, int
 /* A clause Vespa has and Strata does not, at the current token? */
 static int refused_clause(struct gp *g)
 {
-	static const char *const kws[] = { "where", "alias", "filter", "keep", "accuracy", "hint",
-		                           "as" };
+	static const char *const kws[] = { "where", "alias", "accuracy", "hint", "as" };
 	for (size_t i = 0; i < sizeof kws / sizeof *kws; i++)
 		if (is_kw(g, kws[i])) {
 			char what[64];
@@ -819,7 +1031,7 @@ static int refused_clause(struct gp *g)
 	return 0;
 }
 
-/* each(output(summary([CLASS]))) of the hits of s's groups: at 'each'. */
+/* each(output(summary([CLASS]))): s's hit list.  At 'each'. */
 static int hits_clause(struct gp *g, struct yql_grouping *s)
 {
 	if (next(g) || expect_p(g, '('))
@@ -846,64 +1058,80 @@ static int hits_clause(struct gp *g, struct yql_grouping *s)
 	if (next(g))
 		return g->err->code;
 	s->summary = 1;
+	s->hits_at = s->nkids;
 	s->hits_tag = g->tags++;
 	return expect_p(g, ')');
 }
 
-/* each(...) of s: the outputs of each group, the hits shown in it (max(N),
- * each(output(summary()))) or a grouping of its hits.  At 'each'. */
-static int each_clause(struct gp *g, struct yql_grouping *s, int depth)
+/* A level inside s: all(...) at 'all', or group(...) ... up to the ')' of
+ * the each() it is in (left unread), appended to s's kids. */
+static int kid_level(struct gp *g, struct yql_grouping *s, int *kcap, int depth, int in_each)
+{
+	const char *at = g->start;
+	if (depth + 1 >= MAX_DEPTH)
+		return refuse(g, at, "grouping nested deeper than 8 levels");
+	struct yql_grouping k;
+	init_level(&k);
+	int all = is_kw(g, "all");
+	if (all && (next(g) || expect_p(g, '(')))
+		return g->err->code;
+	if (clauses(g, &k, at, depth + 1) || (all && next(g)))
+		return g->err->code;
+	if (in_each && !k.key && !k.nkids && !k.summary) /* its outputs: the group's own */
+		return fail(g, STRATA_PARSE, at, "a grouping inside each() needs a group()%s", "");
+	if (room(g, (void **)&s->kids, kcap, s->nkids, sizeof *s->kids))
+		return g->err->code;
+	s->kids[s->nkids++] = k;
+	return 0;
+}
+
+/* each(...) of s (with a key): what each group holds, its outputs, its hit
+ * list (max(N), each(output(summary()))), levels over its hits.  Several
+ * each() add up.  At 'each'. */
+static int each_clause(struct gp *g, struct yql_grouping *s, int *kcap, int depth)
 {
 	const char *each_at = g->start;
+	int any = 0;
 	if (next(g) || expect_p(g, '('))
 		return g->err->code;
 	while (!is_p(g, ')')) {
 		const char *at = g->start;
-		if (is_kw(g, "output") && !s->nout) {
-			if (agg_list(g, &s->out, &s->nout, 0))
+		any = 1;
+		if (is_kw(g, "output")) {
+			if (agg_list(g, &s->out, &s->nout))
 				return g->err->code;
-		} else if (is_kw(g, "max") && !s->sub && s->hits_max < 0) {
+		} else if (is_kw(g, "max") && s->hits_max < 0) {
 			if (max_clause(g, &s->hits_max, "max()"))
 				return g->err->code;
-		} else if (is_kw(g, "precision") && !s->sub) {
+		} else if (is_kw(g, "precision")) {
 			long p;
 			if (max_clause(g, &p, "precision()"))
 				return g->err->code;
-		} else if (is_kw(g, "each") && !s->sub && !s->summary) {
+		} else if (is_kw(g, "each") && !s->summary) {
 			if (hits_clause(g, s))
 				return g->err->code;
-		} else if ((is_kw(g, "all") || is_kw(g, "group")) && !s->sub && !s->summary) {
-			if (depth + 1 >= MAX_DEPTH)
-				return refuse(g, at, "grouping nested deeper than 8 levels");
-			if (s->hits_max >= 0)
-				return refuse(g, at, "max() of hits beside a grouping of them");
-			if (!(s->sub = new_grouping(g)))
-				return STRATA_NOMEM;
-			int all = is_kw(g, "all");
-			if (all && (next(g) || expect_p(g, '(')))
+		} else if (is_kw(g, "all") || is_kw(g, "group")) {
+			int grp = is_kw(g, "group");
+			if (kid_level(g, s, kcap, depth, 1))
 				return g->err->code;
-			if (clauses(g, s->sub, at, depth + 1))
-				return g->err->code;
-			if (all && next(g))
-				return g->err->code;
-			if (!s->sub->key)
-				return fail(g, STRATA_PARSE, at, "a grouping inside each() needs a group()%s",
-				            "");
-			if (!all)
+			if (grp)
 				break; /* group(b) ... runs to the each()'s ')' */
-		} else if (is_kw(g, "order") && !s->sub) {
+		} else if (is_kw(g, "order")) {
 			return refuse(g, at, "order() of hits (they come by relevance)");
-		} else if (is_kw(g, "all") || is_kw(g, "group") || is_kw(g, "each")) {
-			return refuse(g, at, "a second grouping inside each()");
+		} else if (is_kw(g, "each")) {
+			return refuse(g, at, "a second hit list in one group");
+		} else if (is_kw(g, "filter") || is_kw(g, "keep")) {
+			return refuse(g, at, "filter() of a group's hits (filter the level: "
+			              "all(group(...) filter(...) each(...)))");
 		} else if (refused_clause(g)) {
 			return g->err->code;
 		} else {
 			return expected(g, "output(), max(), each(), all() or group()");
 		}
 	}
-	if (!s->nout && !s->sub && !s->summary)
+	if (!any)
 		return fail(g, STRATA_PARSE, each_at, "each() needs output() or a grouping%s", "");
-	if (s->hits_max >= 0 && !s->summary)
+	if (s->hits_max >= 0 && !s->summary && !s->nkids)
 		return fail(g, STRATA_PARSE, each_at, "max() of hits needs each(output(summary()))%s",
 		            "");
 	return next(g);
@@ -912,10 +1140,10 @@ static int each_clause(struct gp *g, struct yql_grouping *s, int depth)
 /* The clauses of a level up to its ')', left unread. */
 static int clauses(struct gp *g, struct yql_grouping *s, const char *all_at, int depth)
 {
-	int each = 0;
+	int each = 0, any = 0, kcap = 0;
 	while (!is_p(g, ')')) {
 		const char *at = g->start;
-		if (is_kw(g, "group") && !s->key && !each && !s->nout) {
+		if (is_kw(g, "group") && !any) {
 			if (next(g) || expect_p(g, '('))
 				return g->err->code;
 			int line;
@@ -929,6 +1157,13 @@ static int clauses(struct gp *g, struct yql_grouping *s, const char *all_at, int
 			if (!(s->label = expr_text(g, NULL, s->key)))
 				return STRATA_NOMEM;
 			s->tag = g->tags++;
+		} else if (is_kw(g, "group") && !s->key && s->nkids) {
+			return expected(g, "'all'");
+		} else if (is_kw(g, "group")) {
+			return fail(g, STRATA_PARSE, at, "group() comes first in its level%s", "");
+		} else if (is_kw(g, "filter") || is_kw(g, "keep")) {
+			if (filter_clause(g, s))
+				return g->err->code;
 		} else if (is_kw(g, "max") && s->max < 0) {
 			if (max_clause(g, &s->max, "max()"))
 				return g->err->code;
@@ -936,34 +1171,39 @@ static int clauses(struct gp *g, struct yql_grouping *s, const char *all_at, int
 			if (max_clause(g, &s->precision, "precision()"))
 				return g->err->code;
 		} else if (is_kw(g, "order") && !s->norder) {
-			if (agg_list(g, &s->order, &s->norder, 1))
+			if (order_list(g, s))
 				return g->err->code;
-		} else if (is_kw(g, "each") && !each) {
-			if (!s->key)
-				return fail(g, STRATA_PARSE, at, "each() needs a group() before it%s", "");
-			if (each_clause(g, s, depth))
+		} else if (is_kw(g, "each") && s->key) {
+			if (each_clause(g, s, &kcap, depth))
 				return g->err->code;
 			each = 1;
-		} else if (is_kw(g, "output") && !s->nout && !s->key) {
-			if (agg_list(g, &s->out, &s->nout, 0))
+		} else if (is_kw(g, "each") && !s->summary) {
+			if (hits_clause(g, s))
 				return g->err->code;
-		} else if (is_kw(g, "output") && s->key) {
-			return refuse(g, at, "output() beside group() (put it in each())");
-		} else if (is_kw(g, "all")) {
+		} else if (is_kw(g, "output")) {
+			if (s->key ? agg_list(g, &s->lout, &s->nlout) : agg_list(g, &s->out, &s->nout))
+				return g->err->code;
+		} else if (is_kw(g, "all") && s->key) {
 			return refuse(g, at, "'all' in a grouping");
+		} else if (is_kw(g, "all")) {
+			if (kid_level(g, s, &kcap, depth, 0))
+				return g->err->code;
 		} else if (refused_clause(g)) {
 			return g->err->code;
 		} else {
-			return expected(g, "group(), max(), precision(), order(), each() or output()");
+			return expected(g, "group(), filter(), max(), precision(), order(), each(), all() "
+			                "or output()");
 		}
+		any = 1;
 	}
-	if (s->key && !each)
+	s->sub = s->nkids ? s->kids : NULL;
+	if (s->key && !each && !s->nlout)
 		return fail(g, STRATA_PARSE, g->start, "group() needs each(...)%s", "");
-	if (!s->key && (each || s->norder || s->max >= 0 || s->precision >= 0))
-		return fail(g, STRATA_PARSE, all_at, "each(), order(), max() and precision() need a "
-		            "group()%s", "");
-	if (!s->key && !s->nout)
-		return fail(g, STRATA_PARSE, all_at, "all() needs group() or output()%s", "");
+	if (!s->key && (s->norder || s->precision >= 0))
+		return fail(g, STRATA_PARSE, all_at, "order() and precision() need a group()%s", "");
+	if (!s->key && !s->nout && !s->nkids && !s->summary)
+		return fail(g, STRATA_PARSE, all_at, "all() needs group(), output(), all() or "
+		            "each()%s", "");
 	return 0;
 }
 
@@ -1012,54 +1252,60 @@ static int annotation(struct gp *g, char **conts)
 	return next(g);
 }
 
-/* Is the text after the current token "( all"? */
-static int parallel_alls(const struct gp *g)
+int grp_tags(const struct yql_grouping *s)
 {
-	const char *p = g->p;
-	while (isspace((unsigned char)*p))
-		p++;
-	if (*p++ != '(')
-		return 0;
-	while (isspace((unsigned char)*p))
-		p++;
-	return strncasecmp(p, "all", 3) == 0 && !isalnum((unsigned char)p[3]) && p[3] != '_';
+	int t = s->tag > s->hits_tag ? s->tag + 1 : s->hits_tag + 1;
+	for (int k = 0; k < s->nkids; k++) {
+		int u = grp_tags(&s->kids[k]);
+		t = u > t ? u : t;
+	}
+	return t;
 }
 
 int eng_grouping_parse(const char *name, const char *text, size_t at, struct yql_query *q,
                        size_t *end, struct strata_error *err)
 {
-	struct gp g = { name, text, text + at, &q->arena, err, 0, text + at, 0, 0, 0, NULL, 0, 0 };
-	char *conts = NULL;
-	int rc = next(&g);
-	if (!rc && is_p(&g, '{'))
-		rc = annotation(&g, &conts);
-	if (rc)
-		return rc;
-	if (!is_kw(&g, "all"))
-		return is_kw(&g, "each") ? refuse(&g, g.start, "each() at the top of a grouping")
-		                         : expected(&g, "'all'");
-	int several = parallel_alls(&g), cap = q->ngroupings, first = q->ngroupings;
-	if (several && (next(&g) || expect_p(&g, '(')))
+	struct gp g = { name, text, text + at, &q->arena, err, 0, text + at, 0, 0, 0, NULL, 0, 0,
+	                NULL, 0 };
+	int cap = q->ngroupings; /* the groupings so far were allocated to the size they have */
+	for (int k = 0; k < q->ngroupings; k++) /* lists are numbered across the request */
+		g.tags = grp_tags(&q->grouping[k]) > g.tags ? grp_tags(&q->grouping[k]) : g.tags;
+	if (next(&g))
 		return err->code;
-	do {
-		if (several && !is_kw(&g, "all"))
-			return expected(&g, "'all'");
+	/* all(...) [| [{...}] all(...)] ...: each a grouping request of its own */
+	int request = q->ngroupings ? q->grouping[q->ngroupings - 1].request + 1 : 0;
+	for (int first = 1;; first = 0, request++) {
+		char *conts = NULL;
+		if (!first && !is_p(&g, '|'))
+			break;
+		if ((!first && next(&g)) || (is_p(&g, '{') && annotation(&g, &conts)))
+			return err->code;
+		if (!is_kw(&g, "all"))
+			return is_kw(&g, "each") ? refuse(&g, g.start, "each() at the top of a grouping")
+			                         : expected(&g, "'all'");
 		const char *all_at = g.start;
-		/* the groupings so far were allocated to the size they have */
 		if (room(&g, (void **)&q->grouping, &cap, q->ngroupings, sizeof *q->grouping))
 			return err->code;
 		struct yql_grouping *s = &q->grouping[q->ngroupings];
-		memset(s, 0, sizeof *s);
-		s->max = s->precision = s->hits_max = -1;
-		s->tag = s->hits_tag = -1;
+		init_level(s);
 		if (next(&g) || expect_p(&g, '(') || clauses(&g, s, all_at, 0) || next(&g))
 			return err->code;
+		s->continuations = conts;
+		s->request = request;
 		q->ngroupings++;
-	} while (several && !is_p(&g, ')'));
-	if (several && next(&g))
-		return err->code;
-	for (int k = first; k < q->ngroupings; k++)
-		q->grouping[k].continuations = conts;
+		if (!s->key && !s->filter && s->max < 0 && !s->nout && !s->summary) {
+			/* all(all(A) all(B) ...): the groupings A, B, ... side by side */
+			struct yql_grouping top = *s;
+			q->ngroupings--;
+			for (int k = 0; k < top.nkids; k++) {
+				if (room(&g, (void **)&q->grouping, &cap, q->ngroupings, sizeof *q->grouping))
+					return err->code;
+				q->grouping[q->ngroupings] = top.kids[k];
+				q->grouping[q->ngroupings].request = request;
+				q->grouping[q->ngroupings++].continuations = conts;
+			}
+		}
+	}
 	*end = (size_t)(g.start - text);
 	return 0;
 }
