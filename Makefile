@@ -89,7 +89,7 @@ TOOLS      := $(BUILD)/tests/mkshop
 TENSOR_CONFORMANCE     := $(BUILD)/tests/tensor_conformance
 TENSOR_CONFORMANCE_MIN := 1987
 
-.PHONY: all test unit e2e tensor-conformance crash serve-test vespa-apps avx2 asan tsan demo deps deps-test deps-fuzz \
+.PHONY: all test unit e2e tensor-conformance crash serve-test vespa-apps vespa-readmes avx2 asan tsan demo deps deps-test deps-fuzz \
         check check-peer peer bench bench-runtime bench-gemm bench-text bench-serve bench-http bench-ann bench-match deps-bench install clean layers fuzz fuzz-replay
 # Objects made by pattern chains (tests/test_x.o) are kept, not deleted as intermediates.
 .SECONDARY:
@@ -384,6 +384,12 @@ peer:
 VESPA_APPS ?= ../shared/vespa-apps
 vespa-apps: $(CLI)
 	@sh tests/vespa_apps.sh $(VESPA_APPS) $(CLI)
+
+# Follow the sample applications' READMEs and Vespa's tutorials for them
+# (tests/vespa_readmes.sh: deploy, feed, then their requests through
+# `strata test` with tests/readmes/NAME/), when $(VESPA_APPS) exists.
+vespa-readmes: $(CLI) $(TOOLS)
+	@VESPA_APPS=$(VESPA_APPS) STRATA=$(CLI) MKSHOP=$(BUILD)/tests/mkshop sh tests/vespa_readmes.sh
 
 # check-peer runs the conformance runner (built by the conformance rule) on the
 # generated cases, with --compare-opt: each data set also runs on the model
