@@ -27,7 +27,8 @@
  *   firstphase.c   its first phase, in blocks, split over the search threads
  *                  when the profile allows (searchpool.c: the threads)
  *   summary.c      its hits' summaries (query_int.h: the request's state,
- *                  which only these and select_elements.c share)
+ *                  which only these, select_elements.c and collapse.c share)
+ *   collapse.c     collapsefield: hits whose value better hits showed, left out
  *   select_elements.c  select-elements-by: the array elements a summary-feature's
  *                  mapped labels index
  *   textmatch.c    contains on text indexes, the text and query-term features
@@ -614,6 +615,7 @@ json_t *eng_json_number(int cell, double v);
 #define ENG_DEFAULT_HITS 10
 #define ENG_MAX_HITS 400
 #define ENG_MAX_OFFSET 100000
+#define ENG_MAX_COLLAPSE 1000000 /* collapsesize */
 
 /* How userQuery() and userInput() read their text: Vespa's model.type
  * (all, any, weakAnd, phrase, web, tokenize, linguistics), or its parts. */
@@ -650,6 +652,8 @@ struct eng_request {
 	const char *composite, *tokenization, *syntax;
 	struct eng_grammar grammar; /* what they say: weakAnd over the simple syntax
 	                               when none is given */
+	const char *collapse_field; /* collapsefield, NULL */
+	long collapse_size;         /* collapsesize; -1: not given (1) */
 };
 /* Read the request json into r: every key by its full name, Vespa's
  * aliases and nested objects ({"ranking": {"profile": ...}}) resolved, into

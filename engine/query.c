@@ -734,7 +734,8 @@ static int ranked(struct qstate *qs, struct dtstate *ds, size_t base)
 static int topk_fits(struct qstate *qs, struct dtstate *ds)
 {
 	double limit;
-	return !qs->yql->norder && !qs->yql->ngroupings && qs->yql->where->kind != YQL_TRUE &&
+	return !qs->yql->norder && !qs->yql->ngroupings && !qs->collapse &&
+	       qs->yql->where->kind != YQL_TRUE &&
 	       !rank_profile_has_second_phase(ds->prof) && !rank_profile_has_global_phase(ds->prof) &&
 	       !rank_profile_drop_limit(ds->prof, &limit) &&
 	       eng_topk_fits(&ds->m, qs->yql->where, ds->prof);
@@ -1093,7 +1094,7 @@ static int build_result(struct qstate *qs, size_t offset, size_t nhits, char **r
 			goto out;
 		}
 	}
-	for (size_t i = offset; i < qs->nhits && i < offset + nhits; i++) {
+	for (size_t i = offset; i < qs->nshown && i < offset + nhits; i++) {
 		json_t *child = NULL;
 		rc = eng_summary(qs, &qs->hits[i], &child);
 		if (rc)
@@ -1163,6 +1164,7 @@ static int run_request(struct qstate *qs, const struct eng_request *req, char **
 		return base_err(err, STRATA_INVALID_ARGUMENT, "offset %ld, the maximum is %d", offset,
 		                ENG_MAX_OFFSET);
 	qs->want = (size_t)offset + (size_t)hits;
+	qs->collapse = req->collapse_field != NULL;
 	if ((rc = pick_doctypes(qs)) != 0)
 		return rc;
 	if (qs->nds && (rc = eng_text_expand(qs->yql, req, qs->ds[0].dt->schema, err)) != 0)
@@ -1224,14 +1226,19 @@ static int run_request(struct qstate *qs, const struct eng_request *req, char **
 	}
 	if (!qs->dl.soft && (rc = eng_deadline_check(&qs->dl, err)) < 0)
 		return rc; /* a hard timeout holds at the end too */
-	/* Only the page is shown: the hits before it and on it are ordered. */
-	size_t page = (size_t)offset < qs->nhits && (size_t)hits < qs->nhits - (size_t)offset
+	/* Only the page is shown: the hits before it and on it are ordered
+	 * (all of them when collapsing may leave some out). */
+	size_t page = !qs->collapse && (size_t)offset < qs->nhits &&
+	                      (size_t)hits < qs->nhits - (size_t)offset
 	                      ? (size_t)offset + (size_t)hits
 	                      : qs->nhits;
 	if (qs->yql->norder && (rc = order_hits(qs)) != 0)
 		return rc;
 	if (!qs->yql->norder)
 		sort_top(qs->hits, qs->nhits, page, final_cmp);
+	qs->nshown = qs->nhits;
+	if (qs->collapse && (rc = eng_collapse(qs, req, hit_value)) != 0)
+		return rc;
 	/* rawScore of a value that could not be read (memory) fails the query */
 	if (!qs->match_nomem && (rc = build_result(qs, (size_t)offset, (size_t)hits, result)) != 0)
 		return rc;

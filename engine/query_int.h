@@ -1,7 +1,8 @@
 /*
  * query_int.h: the state of one search request, shared by query.c (match,
- * phases, hit order, the result), summary.c (the hits' summaries) and
- * select_elements.c (select-elements-by in them).
+ * phases, hit order, the result), summary.c (the hits' summaries),
+ * select_elements.c (select-elements-by in them) and collapse.c
+ * (collapsefield).
  */
 #ifndef ENGINE_QUERY_INT_H
 #define ENGINE_QUERY_INT_H
@@ -59,7 +60,17 @@ struct qstate {
 	double t0;                /* base_now() when the search began */
 	int timing;               /* presentation.timing: the result says its times */
 	int short_value;          /* presentation.format.tensors short-value */
+	int collapse;             /* collapsefield is given: every match is kept and ordered */
+	size_t nshown;            /* the hits the page shows from: all but those collapsed */
 };
+
+/* collapse.c: collapsefield over the ordered hits, reading field values
+ * with value(qs, i, field, v) (query.c's, as grouping reads them): those
+ * kept first, their number in qs->nshown.  Returns 0,
+ * STRATA_INVALID_ARGUMENT (a field that is not there or no single value,
+ * a bad collapsesize.FIELD), STRATA_LIMIT or STRATA_NOMEM. */
+int eng_collapse(struct qstate *qs, const struct eng_request *req,
+                 void (*value)(void *qs, size_t i, const char *field, struct eng_hitval *v));
 
 /* The matches a first phase scores per call into rank. */
 #define ENG_RANK_BLOCK 1024

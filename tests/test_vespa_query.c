@@ -296,6 +296,76 @@ static void test_nearest_neighbors(void **state)
 	                   "a second nearestNeighbor on 'e'");
 }
 
+/* The keys of the hits of request req in their order, as "1 2 4", and
+ * totalCount. */
+static void ordered(struct strata *db, const char *req, char *out, size_t size, long *total)
+{
+	json_t *r = dbtest_query(db, req);
+	json_t *hits = dbtest_hits(r);
+	size_t len = 0;
+	out[0] = 0;
+	for (size_t i = 0; i < json_array_size(hits); i++)
+		len += (size_t)snprintf(out + len, size - len, "%s%d", i ? " " : "",
+		                        dbtest_hit_key(json_array_get(hits, i)));
+	*total = (long)json_integer_value(json_object_get(
+		json_object_get(json_object_get(r, "root"), "fields"), "totalCount"));
+	json_decref(r);
+}
+
+/* collapsefield, as Vespa's: a hit whose value collapsesize better hits
+ * showed is left out; the first of a value always shows; the fields in
+ * turn; totalCount still counts every match. */
+static void test_collapse(void **state)
+{
+	struct fixture *f = *state;
+	static const struct { const char *req, *want; } cases[] = {
+		{ "\"collapsefield\": \"tag\"", "1 2 4" },
+		{ "\"collapsefield\": \"tag\", \"collapsesize\": 2", "1 2 3 4" },
+		{ "\"collapsefield\": \"tag\", \"collapsesize\": 0", "1 2 4" },
+		{ "\"collapsefield\": \"tag\", \"collapsesize.tag\": \"2\", \"collapsesize\": 1", "1 2 3 4" },
+		{ "\"collapsefield\": \"tag\", \"hits\": 1, \"offset\": 2", "4" },
+		{ "\"collapsefield\": \" title , tag\"", "1 2 4" },
+		{ "\"collapse\": {\"summary\": \"x\"}, \"collapsefield\": \"tag\"", NULL },
+	};
+	for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+		char req[512], got[64];
+		long total;
+		snprintf(req, sizeof req, "{\"yql\": \"select * from doc where true\", %s}", cases[k].req);
+		if (!cases[k].want) {
+			dbtest_query_fails(f->db, req, STRATA_NOT_IMPLEMENTED,
+			                   "request parameter 'collapse.summary' is not supported");
+			continue;
+		}
+		ordered(f->db, req, got, sizeof got, &total);
+		if (strcmp(got, cases[k].want) || total != 4)
+			fail_msg("%s: hits '%s' of %ld, expected '%s' of 4", req, got, total, cases[k].want);
+	}
+	/* a search that keeps only the page's best hits without collapsing keeps
+	 * every match here: 1 (running), 2 and 3 (apple, both food) */
+	char got[64];
+	long total;
+	ordered(f->db, "{\"yql\": \"select * from doc where title contains \\\"apple\\\" or "
+	               "title contains \\\"running\\\"\", \"ranking\": \"bm\", \"hits\": 2, "
+	               "\"collapsefield\": \"tag\"}", got, sizeof got, &total);
+	assert_string_equal(got, "1 2");
+	assert_int_equal(total, 3);
+	dbtest_query_fails(f->db, "{\"yql\": \"select * from doc where true\", \"collapsefield\": \"e\"}",
+	                   STRATA_INVALID_ARGUMENT,
+	                   "collapsefield: 'e' of 'doc' is a tensor; Strata collapses on single strings "
+	                   "and numbers");
+	dbtest_query_fails(f->db, "{\"yql\": \"select * from doc where true\", \"collapsefield\": \"no\"}",
+	                   STRATA_INVALID_ARGUMENT,
+	                   "collapsefield: no field 'no' in the document types searched");
+	dbtest_query_fails(f->db, "{\"yql\": \"select * from doc where true\", \"collapsefield\": "
+	                          "\"tag,,title\"}", STRATA_INVALID_ARGUMENT,
+	                   "collapsefield: expected field names separated by commas, got 'tag,,title'");
+	dbtest_query_fails(f->db, "{\"yql\": \"select * from doc where true\", \"collapsefield\": "
+	                          "\"tag\", \"collapsesize.tag\": -1}", STRATA_INVALID_ARGUMENT,
+	                   "collapsesize.tag: expected an integer from 0 to 1000000");
+	dbtest_query_fails(f->db, "{\"yql\": \"select * from doc where true\", \"collapsesize\": \"x\"}",
+	                   STRATA_INVALID_ARGUMENT, "collapsesize");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -305,6 +375,7 @@ int main(void)
 		cmocka_unit_test(test_word_annotations),
 		cmocka_unit_test(test_annotation_errors),
 		cmocka_unit_test(test_nearest_neighbors),
+		cmocka_unit_test(test_collapse),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -109,9 +109,13 @@ static const struct key keys[] = {
 	{"presentation.format.tensors", {"format.tensors"}, TEXT, AT(tensor_format), 0,
 	 "short (the default) or short-value"},
 	{"select", NO_ALIAS, ELSEWHERE, 0, 0, "a grouping, as after '|' in the YQL (query.c)"},
-	{"collapsefield", NO_ALIAS, REFUSED, 0, 0, "Strata does not collapse hits"},
-	{"collapsesize", NO_ALIAS, REFUSED, 0, 0, "Strata does not collapse hits"},
-	{"collapse.*", NO_ALIAS, REFUSED, 0, 0, "Strata does not collapse hits"},
+	{"collapsefield", NO_ALIAS, TEXT, AT(collapse_field), 0,
+	 "fields (comma-separated) whose values a higher hit already showed collapsesize times"},
+	{"collapsesize", NO_ALIAS, COUNT, AT(collapse_size), ENG_MAX_COLLAPSE,
+	 "the hits kept for each value (1)"},
+	{"collapsesize.*", NO_ALIAS, ELSEWHERE, 0, 0, "collapsesize of one field (query.c)"},
+	{"collapse.summary", NO_ALIAS, REFUSED, 0, 0,
+	 "Strata reads the collapse fields from the stored documents, whatever the summary class"},
 	{"grouping.*", NO_ALIAS, REFUSED, 0, 0, "write max() and precision() in the grouping"},
 	{"timezone", NO_ALIAS, REFUSED, 0, 0, "grouping's time functions are in UTC"},
 	{"trace.level", {"tracelevel"}, ELSEWHERE, 0, 0, "over HTTP: 1 or more adds a trace (serve/)"},
@@ -434,6 +438,7 @@ int eng_request_read(const json_t *json, struct eng_request *r, struct strata_er
 	memset(r, 0, sizeof *r);
 	r->hits = -1;
 	r->offset = -1;
+	r->collapse_size = -1;
 	int rc = eng_request_flatten(json, &r->flat, err);
 	if (rc)
 		return rc;
