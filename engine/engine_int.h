@@ -776,6 +776,14 @@ int eng_cvalue_path_type(const struct rank_field *rf, const char *path);
  * does; -1 when memory ran out (so the answer is unknown). */
 int eng_cvalue_path_match(const struct rank_field *rf, const char *s, size_t n, const char *path,
                           const char *str, int (*test)(const void *ud, double v), const void *ud);
+/* The simple type at path inside rf's values, as eng_cvalue_path_type,
+ * and also a weighted set's keys (path "" of a weighted set); 0 when none. */
+int eng_cvalue_path_simple(const struct rank_field *rf, const char *path);
+/* fn(ud, leaf) for each of those values in the stored value (n bytes at s)
+ * of rf: a jansson string, number or boolean, valid during the call.
+ * Returns 0, what fn returned when not 0, or -1 when memory ran out. */
+int eng_cvalue_path_each(const struct rank_field *rf, const char *s, size_t n, const char *path,
+                         int (*fn)(void *ud, const json_t *leaf), void *ud);
 /* 1 when rf is an array or weighted set of strings. */
 int eng_cvalue_holds_strings(const struct rank_field *rf);
 /* 1 when the stored value (n bytes at s) of rf, an array or weighted set of
@@ -1368,6 +1376,12 @@ struct eng_hits {
 	/* hit i as a result hit in summary class cls (NULL: the request's), for
 	 * grouping's summary(); 0 or an error (an unknown class: STRATA_NOT_FOUND) */
 	int (*hit_json)(void *ud, size_t i, const char *cls, json_t **out, struct strata_error *err);
+	/* the values of a collection field or path (an array's elements, a
+	 * weighted set's keys, "m.key", "m.value") in hit i, into *out (in a),
+	 * *n of them: 1; 0 when field names no collection (value() reads it);
+	 * -1 when a runs out */
+	int (*values)(void *ud, size_t i, const char *field, struct base_arena *a,
+	              struct eng_hitval **out, size_t *n);
 };
 
 /* The order of the hits by q's order by: perm[0..n) receives hit indexes,

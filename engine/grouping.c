@@ -1111,28 +1111,92 @@ static int make_groups(struct group_ctx *c, size_t n, struct acc *accs, int nacc
 	return 0;
 }
 
+/* The keys of hits idx[0 .. n): *ne entries, each a hit (*eidx) and a key
+ * (*evals), base_alloc'd.  A key that is a collection field (an array, a
+ * weighted set's keys, a map's keys or values) gives an entry for each of
+ * its values, so the hit joins the group of each, as in Vespa; a hit of an
+ * empty one joins none. */
+static int key_entries(struct run *r, const struct yql_grouping *g, const size_t *idx, size_t n,
+                       size_t **eidx, struct grp_val **evals, size_t *ne, size_t *ecap)
+{
+	size_t cap = n ? n : 1, k = 0;
+	*eidx = base_alloc(cap * sizeof **eidx);
+	*evals = base_calloc(cap, sizeof **evals);
+	if (!*eidx || !*evals)
+		goto nomem;
+	for (size_t i = 0; i < n; i++) {
+		struct eng_hitval *hv = NULL;
+		size_t nv = 0;
+		int multi = g->key->op == GX_ATTR && r->h->values
+		                    ? r->h->values(r->h->ud, idx[i], g->key->field, &r->a, &hv, &nv)
+		                    : 0;
+		if (multi < 0)
+			goto nomem;
+		if (!multi)
+			nv = 1;
+		if (k + nv > cap) {
+			size_t nc = 2 * (k + nv);
+			size_t *ei = base_realloc(*eidx, cap * sizeof **eidx, nc * sizeof **eidx);
+			if (!ei)
+				goto nomem;
+			*eidx = ei;
+			struct grp_val *ev = base_realloc(*evals, cap * sizeof **evals, nc * sizeof **evals);
+			if (!ev)
+				goto nomem;
+			*evals = ev;
+			memset(ev + cap, 0, (nc - cap) * sizeof *ev);
+			cap = nc;
+		}
+		for (size_t j = 0; j < nv; j++, k++) {
+			(*eidx)[k] = idx[i];
+			struct grp_val *v = &(*evals)[k];
+			if (!multi) {
+				if (grp_eval(g->key, r->h, idx[i], &r->a, v))
+					goto nomem;
+				continue;
+			}
+			memset(v, 0, sizeof *v);
+			v->kind = hv[j].kind;
+			v->integral = hv[j].integral;
+			v->num = hv[j].num;
+			v->s = hv[j].s;
+			v->n = hv[j].n;
+		}
+	}
+	*ne = k;
+	*ecap = cap;
+	return 0;
+nomem:
+	base_free(*eidx, cap * sizeof **eidx);
+	base_free(*evals, cap * sizeof **evals);
+	*eidx = NULL;
+	*evals = NULL;
+	return base_nomem(r->err, "grouping");
+}
+
 /* The grouplist of g over the hits idx[0..n), appended to kids; its
  * output() beside group() into fields. */
 static int grouped(struct run *r, const struct yql_grouping *g, const size_t *idx, size_t n,
                    uint64_t path, json_t *fields, json_t *kids)
 {
-	size_t m = n ? n : 1;
+	size_t *eidx, ne = 0, cap = 0;
+	struct grp_val *evals;
+	int rc = key_entries(r, g, idx, n, &eidx, &evals, &ne, &cap);
+	if (rc)
+		return rc;
+	size_t m = ne ? ne : 1;
 	int nacc = g->nout + g->noagg;
-	struct group_ctx c = { r, g, idx, base_calloc(m, sizeof *c.vals),
-	                       base_alloc(m * sizeof *c.perm), base_calloc(m, sizeof *c.groups) };
+	struct group_ctx c = { r, g, eidx, evals, base_alloc(m * sizeof *c.perm),
+	                       base_calloc(m, sizeof *c.groups) };
 	struct acc *accs = base_calloc(m * (size_t)(nacc ? nacc : 1), sizeof *accs);
 	struct grp_val *okeys = base_calloc(m * (size_t)(g->norder ? g->norder : 1), sizeof *okeys);
 	size_t *gperm = base_alloc(m * sizeof *gperm), ng = 0;
-	int rc = 0;
-	if (!c.vals || !c.perm || !c.groups || !accs || !okeys || !gperm) {
+	if (!c.perm || !c.groups || !accs || !okeys || !gperm) {
 		rc = base_nomem(r->err, "grouping");
 		goto out;
 	}
-	for (size_t i = 0; !rc && i < n; i++)
-		if (grp_eval(g->key, r->h, idx[i], &r->a, &c.vals[i]))
-			rc = base_nomem(r->err, "grouping");
-	if (rc || (rc = sort_perm(c.perm, n, by_value, &c, r->err, "grouping")) ||
-	    (rc = make_groups(&c, n, accs, nacc, okeys, &ng)) ||
+	if ((rc = sort_perm(c.perm, ne, by_value, &c, r->err, "grouping")) ||
+	    (rc = make_groups(&c, ne, accs, nacc, okeys, &ng)) ||
 	    (rc = sort_perm(gperm, ng, group_cmp, &c, r->err, "grouping")))
 		goto out;
 	/* count() beside group() counts the groups */
@@ -1140,7 +1204,8 @@ static int grouped(struct run *r, const struct yql_grouping *g, const size_t *id
 	if (!rc)
 		rc = grouplist_json(&c, ng, gperm, path, kids);
 out:
-	base_free(c.vals, m * sizeof *c.vals);
+	base_free(eidx, cap * sizeof *eidx);
+	base_free(evals, cap * sizeof *evals);
 	base_free(c.perm, m * sizeof *c.perm);
 	base_free(c.groups, m * sizeof *c.groups);
 	base_free(accs, m * (size_t)(nacc ? nacc : 1) * sizeof *accs);

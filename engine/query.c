@@ -953,6 +953,89 @@ static void hit_value(void *ud, size_t i, const char *field, struct eng_hitval *
 	}
 }
 
+/* A collection field, or a path into one ("attributes.key"), with simple
+ * values: its index in dt and *path, what follows the field's name; -1
+ * when name is none. */
+static int collection_path(const struct eng_doctype *dt, const char *name, const char **path)
+{
+	size_t n = strcspn(name, ".");
+	char base[256];
+	if (n >= sizeof base)
+		return -1;
+	memcpy(base, name, n);
+	base[n] = 0;
+	int fi = rank_schema_field_index(dt->schema, base);
+	if (fi < 0 || dt->fields[fi].type != STORE_T_JSON)
+		return -1;
+	const struct rank_field *rf = rank_schema_field(dt->schema, fi);
+	*path = name[n] ? name + n + 1 : "";
+	return !eng_field_mapped(rf) && eng_cvalue_path_simple(rf, *path) ? fi : -1;
+}
+
+struct collected {
+	struct base_arena *a;
+	struct eng_hitval *v;
+	size_t n, cap;
+};
+
+static int collect_value(void *ud, const json_t *leaf)
+{
+	struct collected *c = ud;
+	if (c->n == c->cap) {
+		size_t cap = c->cap ? 2 * c->cap : 8;
+		struct eng_hitval *v = base_arena_alloc(c->a, cap * sizeof *v, 8);
+		if (!v)
+			return -1;
+		if (c->n)
+			memcpy(v, c->v, c->n * sizeof *v);
+		c->v = v;
+		c->cap = cap;
+	}
+	struct eng_hitval *v = &c->v[c->n];
+	memset(v, 0, sizeof *v);
+	if (json_is_string(leaf)) {
+		v->n = json_string_length(leaf);
+		char *s = base_arena_alloc(c->a, v->n + 1, 1);
+		if (!s)
+			return -1;
+		memcpy(s, json_string_value(leaf), v->n + 1);
+		v->s = s;
+		v->kind = 2;
+	} else if (json_is_number(leaf) || json_is_boolean(leaf)) {
+		v->kind = 1;
+		v->integral = !json_is_real(leaf);
+		v->num = json_is_boolean(leaf) ? json_is_true(leaf) : json_number_value(leaf);
+	} else {
+		return 0;
+	}
+	c->n++;
+	return 0;
+}
+
+/* grouping's key of a collection: the values of field in hit i. */
+static int hit_values(void *ud, size_t i, const char *field, struct base_arena *a,
+                      struct eng_hitval **out, size_t *n)
+{
+	struct qstate *qs = ud;
+	const struct hit *h = &qs->hits[i];
+	const char *path;
+	*out = NULL;
+	*n = 0;
+	int fi = collection_path(h->ds->dt, field, &path);
+	if (fi < 0)
+		return 0;
+	const struct store_value *sv = doc_value(qs, h->ds, h->lid, fi);
+	if (!sv)
+		return 1;
+	struct collected c = { a, NULL, 0, 0 };
+	if (eng_cvalue_path_each(rank_schema_field(h->ds->dt->schema, fi), sv->s, sv->n, path,
+	                         collect_value, &c) < 0)
+		return -1;
+	*out = c.v;
+	*n = c.n;
+	return 1;
+}
+
 /* grouping's summary(CLASS): hit i in that class (NULL: the request's). */
 static int hit_json(void *ud, size_t i, const char *cls, json_t **out, struct strata_error *err)
 {
@@ -978,7 +1061,7 @@ static int hit_tiebreak(void *ud, size_t i, size_t j)
 /* order by: every hit in the order of its field values. */
 static int order_hits(struct qstate *qs)
 {
-	struct eng_hits eh = { qs->nhits, qs, hit_relevance, hit_value, hit_json };
+	struct eng_hits eh = { qs->nhits, qs, hit_relevance, hit_value, hit_json, hit_values };
 	size_t n = qs->nhits ? qs->nhits : 1;
 	size_t *perm = base_alloc(n * sizeof *perm);
 	struct hit *sorted = base_alloc(n * sizeof *sorted);
@@ -1001,6 +1084,18 @@ static int check_attr(struct qstate *qs, const char *name, int col, const char *
 	for (int i = 0; i < qs->nds; i++) {
 		struct eng_doctype *dt = qs->ds[i].dt;
 		int fi = rank_schema_field_index(dt->schema, name);
+		const char *path;
+		if ((fi < 0 || dt->fields[fi].type == STORE_T_JSON) &&
+		    collection_path(dt, name, &path) >= 0) {
+			/* a collection: its values as group(field)'s keys, nowhere else */
+			if (strcmp(what, "group()") != 0)
+				return base_err(qs->err, STRATA_NOT_IMPLEMENTED,
+				                "yql:1:%d: %s of '%s', a collection, is not supported: "
+				                "Strata reads a collection's values only as the key of "
+				                "group(%s)", col, what, name, name);
+			found = 1;
+			continue;
+		}
 		if (fi < 0)
 			continue;
 		const struct store_field *f = &dt->fields[fi];
@@ -1085,7 +1180,7 @@ static int build_result(struct qstate *qs, size_t offset, size_t nhits, char **r
 	/* Vespa's grouping result: a "group:root:N" hit for each grouping
 	 * request, before the others */
 	for (int req = 0; req < eng_grouping_requests(qs->yql); req++) {
-		struct eng_hits eh = { qs->nhits, qs, hit_relevance, hit_value, hit_json };
+		struct eng_hits eh = { qs->nhits, qs, hit_relevance, hit_value, hit_json, hit_values };
 		json_t *g = NULL;
 		if ((rc = eng_grouping_json(qs->yql, req, &eh, &g, qs->err)))
 			goto out;

@@ -36,6 +36,14 @@ static const char *sd =
 	"        field t type long {\n"
 	"            indexing: summary | attribute\n"
 	"        }\n"
+	"        field tags type array<string> {\n"
+	"            indexing: summary | attribute\n"
+	"        }\n"
+	"        field m type map<string, string> {\n"
+	"            indexing: summary\n"
+	"            struct-field key { indexing: attribute }\n"
+	"            struct-field value { indexing: attribute }\n"
+	"        }\n"
 	"    }\n"
 	"    document-summary short {\n"
 	"        summary name { }\n"
@@ -88,10 +96,12 @@ static int setup(void **state)
 		return -1;
 	}
 	for (int i = 0; i < NDOC; i++) {
-		char op[300];
+		char op[400];
+		/* tags: "all" and "odd" or "even"; m: colour c0..c2, and size s on the first 3 */
 		snprintf(op, sizeof op, "{\"put\": \"id:test:item::%d\", \"fields\": {\"name\": \"%s\", "
-		         "\"price\": %d, \"w\": %g, \"t\": %ld}}", i + 1, names[i], 10 * (i + 1), ws[i],
-		         ts[i]);
+		         "\"price\": %d, \"w\": %g, \"t\": %ld, \"tags\": [\"all\", \"%s\"], "
+		         "\"m\": {\"colour\": \"c%d\"%s}}}", i + 1, names[i], 10 * (i + 1), ws[i], ts[i],
+		         i % 2 ? "even" : "odd", i % 3, i < 3 ? ", \"size\": \"s\"" : "");
 		if (strata_feed_json(fx->db, op, &err) != 0) {
 			fprintf(stderr, "feed: %s\n", err.msg);
 			return -1;
@@ -706,6 +716,39 @@ static void test_undefined_values(void **state)
 	assert_int_equal(strata_remove(fx->db, "id:test:item::99", &err), 0);
 }
 
+/* group(f) of a collection: a hit joins the group of each of its values
+ * (an array's elements, a map's keys or values); elsewhere a collection
+ * is refused. */
+static void test_collections(void **state)
+{
+	struct fixture *fx = *state;
+	/* relevance is the price: the groups by their best hit, 60 (doc 6) first */
+	expect_groups(fx, "all(group(tags) each(output(count(), sum(price))))", "sum(price)",
+	              "group:string:all=210,group:string:even=120,group:string:odd=90");
+	expect_groups(fx, "all(group(m.key) each(output(count())))", "count()",
+	              "group:string:colour=6,group:string:size=3");
+	expect_groups(fx, "all(group(m.value) order(-count()) each(output(count())))", "count()",
+	              "group:string:s=3,group:string:c0=2,group:string:c1=2,group:string:c2=2");
+	/* nested: the values of the hits of each key, not only that key's */
+	json_t *r, *root = grouping(fx, "all(group(m.key) each(group(tags) each(output(count()))))",
+	                            &r);
+	json_t *size = json_array_get(json_object_get(json_array_get(json_object_get(root, "children"),
+	                                                             0), "children"), 1);
+	assert_string_equal(json_string_value(json_object_get(size, "id")), "group:string:size");
+	char got[256];
+	groups(size, "count()", got, sizeof got);
+	assert_string_equal(got, "group:string:all=3,group:string:odd=2,group:string:even=1");
+	json_decref(r);
+	expect_gerror(fx, "all(group(strlen(tags)) each(output(count())))", STRATA_NOT_IMPLEMENTED,
+	              "yql:1:55: a group() expression of 'tags', a collection, is not supported: "
+	              "Strata reads a collection's values only as the key of group(tags)");
+	expect_gerror(fx, "all(group(name) each(output(max(m.value))))", STRATA_NOT_IMPLEMENTED,
+	              "yql:1:70: max(m.value) of 'm.value', a collection, is not supported: Strata "
+	              "reads a collection's values only as the key of group(m.value)");
+	expect_gerror(fx, "all(group(m.nokey) each(output(count())))", STRATA_NOT_FOUND,
+	              "yql:1:48: field 'm.nokey' not found");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -720,6 +763,7 @@ int main(void)
 		cmocka_unit_test(test_levels),
 		cmocka_unit_test(test_order_exprs),
 		cmocka_unit_test(test_undefined_values),
+		cmocka_unit_test(test_collections),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

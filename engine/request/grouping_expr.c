@@ -694,7 +694,9 @@ static int aggs_attrs(const struct yql_agg_expr *e, int n,
 static int level_attrs(const struct yql_grouping *g,
                        int (*fn)(void *, const char *, int, const char *), void *ud)
 {
-	int rc = each_attr(g->key, fn, ud, "group()");
+	/* "group()" only for a bare field: a collection is a key there alone */
+	int rc = each_attr(g->key, fn, ud, g->key && g->key->op == GX_ATTR ? "group()"
+	                                                                    : "a group() expression");
 	if (!rc)
 		rc = filter_attrs(g->filter, fn, ud);
 	if (!rc)

@@ -599,6 +599,66 @@ int eng_cvalue_path_match(const struct rank_field *rf, const char *s, size_t n, 
 	return found;
 }
 
+/* fn(ud, leaf) for each simple value at path inside value j of type t;
+ * a weighted set at the end of the path gives its keys. */
+static int each_leaf(const struct rank_vtype *t, const json_t *j, const char *path,
+                     int (*fn)(void *ud, const json_t *leaf), void *ud, int depth)
+{
+	if (depth > MAX_DEPTH || !j)
+		return 0;
+	if (t->type == RANK_FT_ARRAY) {
+		for (size_t i = 0; i < json_array_size(j); i++) {
+			int rc = each_leaf(t->elem, json_array_get(j, i), path, fn, ud, depth + 1);
+			if (rc)
+				return rc;
+		}
+		return 0;
+	}
+	const char *k;
+	json_t *v;
+	size_t h = head_len(path);
+	const char *rest = path[h] ? path + h + 1 : path + h;
+	int keys = (t->type == RANK_FT_WSET && !*path) || (t->type == RANK_FT_MAP && h == 3);
+	if (keys || t->type == RANK_FT_MAP) {
+		json_object_foreach((json_t *)j, k, v) {
+			json_t *ks = keys ? json_string(k) : NULL;
+			int rc = keys ? (ks ? fn(ud, ks) : -1) : each_leaf(t->elem, v, rest, fn, ud, depth + 1);
+			json_decref(ks);
+			if (rc)
+				return rc;
+		}
+		return 0;
+	}
+	if (!*path)
+		return fn(ud, j);
+	for (int i = 0; t->type == RANK_FT_STRUCT && i < t->st->nfields; i++)
+		if (strlen(t->st->fields[i].name) == h && !strncmp(t->st->fields[i].name, path, h))
+			return each_leaf(t->st->fields[i].type, json_object_get(j, t->st->fields[i].name),
+			                 rest, fn, ud, depth + 1);
+	return 0;
+}
+
+int eng_cvalue_path_simple(const struct rank_field *rf, const char *path)
+{
+	if (!rf->vtype)
+		return 0;
+	const struct rank_vtype *t = path_type(rf->vtype, path, 0);
+	if (t && t->type == RANK_FT_WSET && !*path) /* its keys */
+		t = t->elem;
+	return t && t->type <= RANK_FT_BOOL ? t->type : 0;
+}
+
+int eng_cvalue_path_each(const struct rank_field *rf, const char *s, size_t n, const char *path,
+                         int (*fn)(void *ud, const json_t *leaf), void *ud)
+{
+	if (!eng_cvalue_path_simple(rf, path))
+		return 0;
+	json_t *j = stored_json(s, n);
+	int rc = j ? each_leaf(rf->vtype, j, path, fn, ud, 0) : -1;
+	json_decref(j);
+	return rc;
+}
+
 /* ---- field path updates: m{key}, a[i], s.f ------------------------------------------ */
 
 int eng_cvalue_assign_path(const struct rank_field *rf, const char *step, const json_t *arg,
