@@ -652,6 +652,7 @@ struct eng_request {
 	const char *composite, *tokenization, *syntax;
 	struct eng_grammar grammar; /* what they say: weakAnd over the simple syntax
 	                               when none is given */
+	const char *sorting;        /* ranking.sorting, NULL (yql_sorting reads it) */
 	const char *collapse_field; /* collapsefield, NULL */
 	long collapse_size;         /* collapsesize; -1: not given (1) */
 };
@@ -884,10 +885,15 @@ struct yql_node {
 
 /* order by field [asc|desc], ... */
 struct yql_order {
-	char *field;
+	char *field;  /* NULL: by relevance ([relevance] in the sorting parameter) */
 	int desc;
 	int given;    /* asc or desc was written (else the field's sorting order) */
 	int col;
+	int function; /* -1: the field's sorting function; else enum rank_sort_function */
+	int primary;  /* with function: uca's strength is primary */
+	int missing;  /* a hit without a value: 0 Vespa's default (first when ascending,
+	                 else last), 1 first, 2 last */
+	int from_sorting; /* given by the sorting parameter (col is in its text) */
 };
 
 struct yql_grouping; /* grouping.h */
@@ -915,6 +921,10 @@ struct yql_query {
  * STRATA_NOMEM.  Free with yql_free. */
 int yql_parse(const char *text, struct yql_query **out, struct strata_error *err);
 void yql_free(struct yql_query *q);
+/* The request's sorting (ranking.sorting): Vespa's sorting language, into
+ * q->order.  Errors "sorting:1:COL: ..." (STRATA_PARSE), STRATA_INVALID_ARGUMENT
+ * beside an order by, STRATA_NOT_IMPLEMENTED (a part Strata lacks, named). */
+int yql_sorting(struct yql_query *q, const char *spec, struct strata_error *err);
 /* The first node of kind on field in the tree at n (depth first), or NULL. */
 const struct yql_node *yql_find(const struct yql_node *n, int kind, const char *field);
 /* A readable dump of the condition tree (for tests): "AND(CMP(price<30),...)". */

@@ -11,8 +11,9 @@
  * the aggregates in "fields".  Without order() the groups come by their
  * best hit's relevance (Vespa's default order, -max(relevance())); with
  * order() by the aggregates it names, and the groups' relevances fall from
- * 1 in steps of 1/n as Vespa gives them.  Equal groups come by value.  A
- * hit whose key has no value is in no group.  A grouping inside each()
+ * 1 in steps of 1/n as Vespa gives them.  Equal groups come by value.  An
+ * attribute without a value reads as Vespa's undefined value; a key that
+ * has none (time.* of no date) is in no group.  A grouping inside each()
  * runs again over each group's hits, its grouplist in the group's
  * "children", beside the group's "hitlist:hits" when summary() asks for
  * them; all(output(...)) fills the root's "fields".  Lists with max() page
@@ -489,16 +490,22 @@ static int order_cmp(void *ud, size_t i, size_t j)
 	struct order_ctx *c = ud;
 	int k = c->q->norder;
 	for (int o = 0; o < k; o++) {
+		const struct yql_order *ord = &c->q->order[o];
 		size_t ai = i * (size_t)k + (size_t)o, bi = j * (size_t)k + (size_t)o;
 		const struct eng_hitval *a = &c->keys[ai], *b = &c->keys[bi];
+		int desc = ord->given ? ord->desc : a->kind ? a->sort_desc : b->sort_desc;
+		if (!a->kind || !b->kind) {
+			if (a->kind == b->kind)
+				continue;
+			/* Vespa's missing policies: by default first when ascending */
+			int first = ord->missing ? ord->missing == 1 : !desc;
+			return (!a->kind) == first ? -1 : 1;
+		}
 		int r = val_cmp(&c->folded[ai], &c->folded[bi]);
 		if (!r && a->kind == 2 && a->sort_function && !a->sort_primary)
 			r = val_cmp(a, b); /* equal folded: by the bytes */
-		int desc = c->q->order[o].given ? c->q->order[o].desc : a->sort_desc;
-		if (r && a->kind && b->kind && desc)
-			r = -r; /* a missing value stays last */
 		if (r)
-			return r;
+			return desc ? -r : r;
 	}
 	return c->tiebreak(c->h->ud, i, j);
 }
@@ -538,8 +545,21 @@ int eng_order_hits(const struct yql_query *q, const struct eng_hits *h,
 	for (size_t i = 0; !rc && i < h->n; i++)
 		for (int o = 0; !rc && o < q->norder; o++) {
 			size_t at = i * (size_t)q->norder + (size_t)o;
-			h->value(h->ud, i, q->order[o].field, &c.keys[at]);
-			rc = fold_key(&c, tk, &c.keys[at], &c.folded[at], err);
+			const struct yql_order *ord = &q->order[o];
+			struct eng_hitval *v = &c.keys[at];
+			if (!ord->field) { /* [relevance]: descending unless said */
+				memset(v, 0, sizeof *v);
+				v->kind = 1;
+				v->num = h->relevance(h->ud, i);
+				v->sort_desc = 1;
+			} else {
+				h->value(h->ud, i, ord->field, v);
+			}
+			if (ord->function >= 0) { /* lowercase(f), uca(f), raw(f) */
+				v->sort_function = ord->function;
+				v->sort_primary = ord->primary;
+			}
+			rc = fold_key(&c, tk, v, &c.folded[at], err);
 		}
 	if (!rc)
 		rc = sort_perm(perm, h->n, order_cmp, &c, err, "order by");

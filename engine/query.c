@@ -1080,6 +1080,7 @@ static int order_hits(struct qstate *qs)
  * string) of some document type of the query. */
 static int check_attr(struct qstate *qs, const char *name, int col, const char *what)
 {
+	const char *src = strcmp(what, "sorting") ? "yql" : "sorting"; /* the text's name */
 	int found = 0;
 	for (int i = 0; i < qs->nds; i++) {
 		struct eng_doctype *dt = qs->ds[i].dt;
@@ -1090,9 +1091,9 @@ static int check_attr(struct qstate *qs, const char *name, int col, const char *
 			/* a collection: its values as group(field)'s keys, nowhere else */
 			if (strcmp(what, "group()") != 0)
 				return base_err(qs->err, STRATA_NOT_IMPLEMENTED,
-				                "yql:1:%d: %s of '%s', a collection, is not supported: "
+				                "%s:1:%d: %s of '%s', a collection, is not supported: "
 				                "Strata reads a collection's values only as the key of "
-				                "group(%s)", col, what, name, name);
+				                "group(%s)", src, col, what, name, name);
 			found = 1;
 			continue;
 		}
@@ -1101,12 +1102,13 @@ static int check_attr(struct qstate *qs, const char *name, int col, const char *
 		const struct store_field *f = &dt->fields[fi];
 		if (!f->attribute || (f->type != STORE_T_STRING && !eng_numeric_type(f->type)))
 			return base_err(qs->err, STRATA_INVALID_ARGUMENT,
-			                "yql:1:%d: %s needs a number or string attribute; '%s' is not one",
-			                col, what, name);
+			                "%s:1:%d: %s needs a number or string attribute; '%s' is not one",
+			                src, col, what, name);
 		found = 1;
 	}
 	if (!found && qs->nds)
-		return base_err(qs->err, STRATA_NOT_FOUND, "yql:1:%d: field '%s' not found", col, name);
+		return base_err(qs->err, STRATA_NOT_FOUND, "%s:1:%d: field '%s' not found", src,
+		                col, name);
 	return 0;
 }
 
@@ -1120,7 +1122,9 @@ static int check_order_grouping(struct qstate *qs)
 	const struct yql_query *q = qs->yql;
 	int rc = 0;
 	for (int i = 0; !rc && i < q->norder; i++)
-		rc = check_attr(qs, q->order[i].field, q->order[i].col, "order by");
+		if (q->order[i].field) /* else [relevance] */
+			rc = check_attr(qs, q->order[i].field, q->order[i].col,
+			                q->order[i].from_sorting ? "sorting" : "order by");
 	return rc ? rc : eng_grouping_fields(q, grouping_attr, qs);
 }
 
@@ -1243,6 +1247,7 @@ static int run_request(struct qstate *qs, const struct eng_request *req, char **
 	                                                            err)
 	                                      : base_err(err, STRATA_INVALID_ARGUMENT,
 	                                                 "\"select\" must be a string")) != 0) ||
+	    (req->sorting && (rc = yql_sorting(qs->yql, req->sorting, err)) != 0) ||
 	    (rc = eng_deadline_init(&qs->dl, req, qs->yql->timeout_ms, err)) != 0)
 		return rc;
 	long hits = req->hits >= 0 ? req->hits : ENG_DEFAULT_HITS;

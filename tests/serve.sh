@@ -158,9 +158,15 @@ req "tracelevel alias" 200 "$B/search/?yql=$yql&tracelevel=1&count=1"
 check "tracelevel alias trace" "$(jout '.trace.children | length') $(jout '.root.children | length')" "2 1"
 req "presentation.timing" 200 "$B/search/?yql=$yql&presentation.timing=true"
 check "timing members" "$(jout -c '.timing | keys_unsorted')" '["querytime","summaryfetchtime","searchtime"]'
-req "refused parameter" 400 "$B/search/?yql=$yql&sorting=%2Bprice"
+req "refused parameter" 400 "$B/search/?yql=$yql&filter=%2Bprice"
 check "refused parameter message" "$(jout '.root.errors[0].message')" \
-	"request parameter 'sorting' is not supported: write order by in the YQL"
+	"request parameter 'filter' is not supported: write the filter in the YQL"
+req "sorting parameter" 200 "$B/search/?yql=$yql&sorting=-price%20%5Brelevance%5D&hits=5"
+check "sorting parameter: by price, descending" \
+	"$(jout '[.root.children[].fields.price] | (length > 1 and . == (sort | reverse))')" "true"
+req "bad sorting parameter" 400 "$B/search/?yql=$yql&sorting=-price,title"
+check "bad sorting parameter message" "$(jout '.root.errors[0].message')" \
+	"sorting:1:7: expected a space between sort expressions"
 req "query without yql" 200 "$B/search/?query=nosuchwordanywhere&type=all&default-index=title"
 check "query without yql hits" "$(jout '.root.fields.totalCount')" "0"
 

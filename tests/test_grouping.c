@@ -749,6 +749,80 @@ static void test_collections(void **state)
 	              "yql:1:48: field 'm.nokey' not found");
 }
 
+/* The hits of request req as their document numbers in order, "6 5 4". */
+static void hit_order(struct fixture *fx, const char *req, char *out, size_t n)
+{
+	json_t *r = query(fx, req), *hit;
+	size_t i, at = 0;
+	out[0] = 0;
+	json_array_foreach(json_object_get(json_object_get(r, "root"), "children"), i, hit) {
+		const char *id = json_string_value(json_object_get(hit, "id"));
+		at += (size_t)snprintf(out + at, n - at, "%s%s", i ? " " : "", strrchr(id, ':') + 1);
+	}
+	json_decref(r);
+}
+
+/* The sorting parameter: Vespa's sorting language, as order by; and the
+ * missing policies, Vespa's default (first when ascending) in order by too. */
+static void test_sorting(void **state)
+{
+	struct fixture *fx = *state;
+	struct strata_error err = { 0 };
+	assert_int_equal(strata_feed_json(fx->db, "{\"put\": \"id:test:item::9\", \"fields\": "
+	                                          "{\"name\": \"Zed\"}}", &err), 0);
+	static const struct { const char *params, *want; } cases[] = {
+		{ "\"sorting\": \"-price\"", "6 5 4 3 2 1 9" },
+		{ "\"sorting\": \"+price\"", "9 1 2 3 4 5 6" },
+		{ "\"sorting\": \"price\"", "9 1 2 3 4 5 6" },
+		{ "\"sorting\": \"+missing(price,last)\"", "1 2 3 4 5 6 9" },
+		{ "\"sorting\": \"-missing(price,first)\"", "9 6 5 4 3 2 1" },
+		{ "\"sorting\": \"+name -price\"", "9 4 2 3 1 6 5" },
+		{ "\"sorting\": \"lowercase(name) -price\"", "4 2 3 1 6 5 9" },
+		{ "\"sorting\": \"uca(name,en_US,PRIMARY) price\"", "4 2 1 3 6 5 9" },
+		{ "\"ranking\": {\"sorting\": \"[relevance]\"}", "6 5 4 3 2 1 9" },
+		{ "\"ranking.sorting\": \"+[rank]\"", "9 1 2 3 4 5 6" },
+		{ "\"sorting\": \"-w\", \"hits\": 2, \"offset\": 1", "4 6" },
+	};
+	for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+		char req[300], got[64];
+		snprintf(req, sizeof req, "{\"yql\": \"select * from sources * where true\", %s}",
+		         cases[k].params);
+		hit_order(fx, req, got, sizeof got);
+		if (strcmp(got, cases[k].want))
+			fail_msg("%s: got '%s', want '%s'", req, got, cases[k].want);
+	}
+	char got[64];
+	hit_order(fx, "{\"yql\": \"select * from sources * where true order by price\"}", got,
+	          sizeof got);
+	assert_string_equal(got, "9 1 2 3 4 5 6");
+	hit_order(fx, "{\"yql\": \"select * from sources * where true order by price desc\"}", got,
+	          sizeof got);
+	assert_string_equal(got, "6 5 4 3 2 1 9");
+	static const struct { const char *spec; int code; const char *msg; } bad[] = {
+		{ "-price,name", STRATA_PARSE, "sorting:1:7: expected a space between sort expressions" },
+		{ "upper(name)", STRATA_PARSE, "sorting:1:1: unknown sort function upper" },
+		{ "uca(name,de)", STRATA_NOT_IMPLEMENTED, "sorting:1:10: uca() in locale de is not supported" },
+		{ "uca(name,en,LOUD)", STRATA_PARSE, "sorting:1:13: expected PRIMARY, SECONDARY, TERTIARY, "
+		  "QUATERNARY or IDENTICAL" },
+		{ "missing(price,as,3)", STRATA_NOT_IMPLEMENTED,
+		  "sorting:1:15: missing(..., as, VALUE) is not supported" },
+		{ "[docid]", STRATA_NOT_IMPLEMENTED, "sorting:1:1: sorting by [docid] is not supported" },
+		{ "lowercase(name", STRATA_PARSE, "sorting:1:15: expected ')' after lowercase" },
+		{ "+nope", STRATA_NOT_FOUND, "sorting:1:1: field 'nope' not found" },
+		{ "  ", STRATA_INVALID_ARGUMENT, "sorting: no sort expression" },
+	};
+	for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+		char req[300];
+		snprintf(req, sizeof req, "{\"yql\": \"select * from sources * where true\", "
+		         "\"sorting\": \"%s\"}", bad[k].spec);
+		expect_error(fx, req, bad[k].code, bad[k].msg);
+	}
+	expect_error(fx, "{\"yql\": \"select * from sources * where true order by price\", "
+	                 "\"sorting\": \"-price\"}", STRATA_INVALID_ARGUMENT,
+	             "sorting: the YQL has an order by: give one of them");
+	assert_int_equal(strata_remove(fx->db, "id:test:item::9", &err), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -764,6 +838,7 @@ int main(void)
 		cmocka_unit_test(test_order_exprs),
 		cmocka_unit_test(test_undefined_values),
 		cmocka_unit_test(test_collections),
+		cmocka_unit_test(test_sorting),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1247,6 +1247,10 @@ static int order_by(struct parser *ps, struct yql_query *q)
 			return STRATA_PARSE;
 		o->desc = 0;
 		o->given = 0;
+		o->function = -1;
+		o->primary = 0;
+		o->missing = 0;
+		o->from_sorting = 0;
 		if (is_kw(ps, "asc") || is_kw(ps, "desc")) {
 			o->desc = is_kw(ps, "desc");
 			o->given = 1;
@@ -1255,6 +1259,163 @@ static int order_by(struct parser *ps, struct yql_query *q)
 		}
 		q->norder++;
 	} while (is_punct(ps, ","));
+	return 0;
+}
+
+/* ---- the sorting parameter ------------------------------------------------------ */
+
+static int sort_fail(struct strata_error *err, int code, const char *spec, const char *at,
+                     const char *msg, size_t n, const char *what)
+{
+	return base_err(err, code, "sorting:1:%d: %s%.*s%s", (int)(at - spec) + 1, msg, (int)n,
+	                what, code == STRATA_NOT_IMPLEMENTED ? " is not supported" : "");
+}
+
+/* A name at *p ([A-Za-z0-9_.]+, or [relevance] and the like): its length. */
+static size_t sort_name(const char *p)
+{
+	if (*p == '[') {
+		const char *e = strchr(p, ']');
+		return e ? (size_t)(e - p) + 1 : 0;
+	}
+	size_t n = 0;
+	while (isalnum((unsigned char)p[n]) || p[n] == '_' || p[n] == '.')
+		n++;
+	return n;
+}
+
+static int sort_expr(struct yql_query *q, const char *spec, const char **pp, struct yql_order *o,
+                     struct strata_error *err)
+{
+	const char *p = *pp;
+	size_t n = sort_name(p);
+	if (!n)
+		return sort_fail(err, STRATA_PARSE, spec, p, "expected an attribute name or a function",
+		                 0, "");
+	int fn = -1;
+	if (p[n] == '(') {
+		if (n == 9 && !strncmp(p, "lowercase", 9))
+			fn = RANK_SORT_LOWERCASE;
+		else if (n == 3 && !strncmp(p, "raw", 3))
+			fn = RANK_SORT_RAW;
+		else if (n == 3 && !strncmp(p, "uca", 3))
+			fn = RANK_SORT_UCA;
+		else if (n == 7 && !strncmp(p, "missing", 7))
+			fn = -2;
+		else
+			return sort_fail(err, STRATA_PARSE, spec, p, "unknown sort function ", n, p);
+		const char *fname = p;
+		size_t fnlen = n;
+		p += n + 1;
+		if (fn == -2) { /* missing(SORTOBJECT, first | last | as, V) */
+			if (sort_expr(q, spec, &p, o, err))
+				return err->code;
+			if (*p++ != ',')
+				return sort_fail(err, STRATA_PARSE, spec, p - 1, "expected ',' in missing()",
+				                 0, "");
+			size_t m = sort_name(p);
+			if (m == 5 && !strncmp(p, "first", 5))
+				o->missing = 1;
+			else if (m == 4 && !strncmp(p, "last", 4))
+				o->missing = 2;
+			else if (m == 2 && !strncmp(p, "as", 2))
+				return sort_fail(err, STRATA_NOT_IMPLEMENTED, spec, p,
+				                 "missing(..., as, VALUE)", 0, "");
+			else
+				return sort_fail(err, STRATA_PARSE, spec, p,
+				                 "expected first, last or as in missing()", 0, "");
+			p += m;
+		} else {
+			size_t m = sort_name(p);
+			if (!m || *p == '[')
+				return sort_fail(err, STRATA_PARSE, spec, p, "expected an attribute name in ",
+				                 fnlen, fname);
+			if (!(o->field = base_arena_strndup(&q->arena, p, m)))
+				return base_nomem(err, "sorting");
+			o->function = fn;
+			p += m;
+			if (fn == RANK_SORT_UCA && *p == ',') { /* uca(f, LOCALE[, STRENGTH]) */
+				size_t l = sort_name(++p);
+				if (!l)
+					return sort_fail(err, STRATA_PARSE, spec, p, "expected a locale", 0, "");
+				if (!(l >= 2 && !strncmp(p, "en", 2) && (l == 2 || p[2] == '_')))
+					return sort_fail(err, STRATA_NOT_IMPLEMENTED, spec, p, "uca() in locale ",
+					                 l, p);
+				p += l;
+				if (*p == ',') {
+					size_t t = sort_name(++p);
+					static const char *const str[] = { "PRIMARY", "SECONDARY", "TERTIARY",
+					                                   "QUATERNARY", "IDENTICAL" };
+					int k = 0;
+					while (k < 5 && !(strlen(str[k]) == t && !strncmp(p, str[k], t)))
+						k++;
+					if (k == 5)
+						return sort_fail(err, STRATA_PARSE, spec, p,
+						                 "expected PRIMARY, SECONDARY, TERTIARY, QUATERNARY "
+						                 "or IDENTICAL", 0, "");
+					o->primary = k == 0;
+					p += t;
+				}
+			}
+		}
+		if (*p++ != ')')
+			return sort_fail(err, STRATA_PARSE, spec, p - 1, "expected ')' after ", fnlen,
+			                 fname);
+		*pp = p;
+		return 0;
+	}
+	if (*p == '[') {
+		if ((n == 11 && !strncmp(p, "[relevance]", 11)) || (n == 6 && !strncmp(p, "[rank]", 6))) {
+			o->field = NULL;
+		} else {
+			return sort_fail(err, STRATA_NOT_IMPLEMENTED, spec, p, "sorting by ", n, p);
+		}
+	} else if (!(o->field = base_arena_strndup(&q->arena, p, n))) {
+		return base_nomem(err, "sorting");
+	}
+	*pp = p + n;
+	return 0;
+}
+
+int yql_sorting(struct yql_query *q, const char *spec, struct strata_error *err)
+{
+	if (q->norder)
+		return base_err(err, STRATA_INVALID_ARGUMENT,
+		                "sorting: the YQL has an order by: give one of them");
+	int n = 0;
+	for (const char *c = spec; *c; c++)
+		n += *c == ' ';
+	struct yql_order *o = base_arena_alloc(&q->arena, (size_t)(n + 1) * sizeof *o, 8);
+	if (!o)
+		return base_nomem(err, "sorting");
+	const char *p = spec;
+	int k = 0;
+	while (*p == ' ')
+		p++;
+	while (*p) {
+		struct yql_order *e = &o[k];
+		memset(e, 0, sizeof *e);
+		e->function = -1;
+		e->from_sorting = 1;
+		e->col = (int)(p - spec) + 1;
+		if (*p == '+' || *p == '-') {
+			e->desc = *p == '-';
+			e->given = 1;
+			p++;
+		}
+		if (sort_expr(q, spec, &p, e, err))
+			return err->code;
+		if (*p && *p != ' ')
+			return sort_fail(err, STRATA_PARSE, spec, p, "expected a space between sort "
+			                 "expressions", 0, "");
+		while (*p == ' ')
+			p++;
+		k++;
+	}
+	if (!k)
+		return base_err(err, STRATA_INVALID_ARGUMENT, "sorting: no sort expression");
+	q->order = o;
+	q->norder = k;
 	return 0;
 }
 
