@@ -652,6 +652,7 @@ struct eng_request {
 	const char *composite, *tokenization, *syntax;
 	struct eng_grammar grammar; /* what they say: weakAnd over the simple syntax
 	                               when none is given */
+	const char *filter;         /* model.filter, NULL (userquery.c) */
 	const char *sorting;        /* ranking.sorting, NULL (yql_sorting reads it) */
 	const char *collapse_field; /* collapsefield, NULL */
 	long collapse_size;         /* collapsesize; -1: not given (1) */
@@ -1237,8 +1238,8 @@ struct eng_term_pos {
 	uint32_t n;
 	uint32_t pos[ENG_TERM_POS_MAX];
 };
-/* textmatch.c: the terms of s on field for lid into out (at most max);
- * their number. */
+/* textmatch.c: the ranked terms of s (not {filter: true} or {ranked:
+ * false}) on field for lid into out (at most max); their number. */
 int eng_text_positions(const struct eng_textset *s, int field, uint32_t lid,
                        struct eng_term_pos *out, int max);
 /* fieldmatch.c: output (enum rank_field_match) of fieldMatch(field) for

@@ -158,9 +158,9 @@ req "tracelevel alias" 200 "$B/search/?yql=$yql&tracelevel=1&count=1"
 check "tracelevel alias trace" "$(jout '.trace.children | length') $(jout '.root.children | length')" "2 1"
 req "presentation.timing" 200 "$B/search/?yql=$yql&presentation.timing=true"
 check "timing members" "$(jout -c '.timing | keys_unsorted')" '["querytime","summaryfetchtime","searchtime"]'
-req "refused parameter" 400 "$B/search/?yql=$yql&filter=%2Bprice"
+req "refused parameter" 400 "$B/search/?yql=$yql&ranking.freshness=now"
 check "refused parameter message" "$(jout '.root.errors[0].message')" \
-	"request parameter 'filter' is not supported: write the filter in the YQL"
+	"request parameter 'ranking.freshness' is not supported: use the freshness rank feature"
 req "sorting parameter" 200 "$B/search/?yql=$yql&sorting=-price%20%5Brelevance%5D&hits=5"
 check "sorting parameter: by price, descending" \
 	"$(jout '[.root.children[].fields.price] | (length > 1 and . == (sort | reverse))')" "true"

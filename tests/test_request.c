@@ -184,7 +184,7 @@ static void test_not_honoured(void **state)
 	static const struct {
 		const char *req, *says;
 	} bad[] = {
-		{"{\"yql\": \"y\", \"filter\": \"+a\"}", "'filter' is not supported"},
+		{"{\"yql\": \"y\", \"ranking.freshness\": \"now\"}", "'ranking.freshness' is not supported"},
 		{"{\"yql\": \"y\", \"collapse.summary\": \"a\"}", "'collapse.summary' is not supported"},
 		{"{\"yql\": \"y\", \"collapse.nosuch\": \"a\"}", "'collapse.nosuch'"},
 		{"{\"yql\": \"y\", \"ranking\": {\"listFeatures\": true}}",

@@ -366,6 +366,45 @@ static void test_collapse(void **state)
 	                   STRATA_INVALID_ARGUMENT, "collapsesize");
 }
 
+/* The relevance of the first hit of req. */
+static double first_relevance(struct strata *db, const char *req)
+{
+	json_t *r = dbtest_query(db, req);
+	double v = json_real_value(json_object_get(json_array_get(dbtest_hits(r), 0), "relevance"));
+	json_decref(r);
+	return v;
+}
+
+/* model.filter, as Vespa's: +words and phrases filter userQuery()'s
+ * matches without ranking them, -words exclude, other words only rank. */
+static void test_model_filter(void **state)
+{
+	struct fixture *f = *state;
+	expect(f->db, "{\"query\": \"apple\", \"filter\": \"-pie\"}", "2");
+	expect(f->db, "{\"query\": \"apple\", \"filter\": \"+title:red\"}", "2");
+	expect(f->db, "{\"query\": \"apple\", \"model\": {\"filter\": \"\\\"apple pie\\\"\"}}", "3");
+	expect(f->db, "{\"query\": \"apple\", \"filter\": \"fruit\"}", "2 3");
+	/* a filter term does not move the score; a ranking one does */
+	double plain = first_relevance(f->db, "{\"query\": \"apple\", \"ranking\": \"native\"}");
+	double filtered = first_relevance(f->db, "{\"query\": \"apple\", \"ranking\": \"native\", "
+	                                         "\"filter\": \"+tag:food\"}");
+	assert_true(plain > 0 && plain == filtered);
+	/* pie beside apple in doc 3's title: a filter word adds no proximity */
+	assert_true(first_relevance(f->db, "{\"query\": \"apple\", \"ranking\": \"native\", "
+	                                   "\"filter\": \"+pie\"}") == plain);
+	json_t *r = dbtest_query(f->db, "{\"query\": \"apple\", \"ranking\": \"native\", "
+	                                "\"filter\": \"pie\"}");
+	assert_int_equal(dbtest_hit_key(json_array_get(dbtest_hits(r), 0)), 3); /* pie ranks it up */
+	json_decref(r);
+	dbtest_query_fails(f->db, "{\"yql\": \"select * from doc where true\", \"filter\": \"+a\"}",
+	                   STRATA_INVALID_ARGUMENT,
+	                   "model.filter: it filters userQuery()'s matches, and the YQL has no "
+	                   "userQuery()");
+	dbtest_query_fails(f->db, "{\"yql\": \"select * from doc where userQuery()\", \"filter\": "
+	                          "\"+a\"}", STRATA_INVALID_ARGUMENT,
+	                   "the request has no model.queryString (query) to match");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -376,6 +415,7 @@ int main(void)
 		cmocka_unit_test(test_annotation_errors),
 		cmocka_unit_test(test_nearest_neighbors),
 		cmocka_unit_test(test_collapse),
+		cmocka_unit_test(test_model_filter),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -58,8 +58,8 @@ static void walk(const struct yql_node *n, const struct eng_doctype *dt, int fie
 	for (int i = 0; i < n->nkids; i++)
 		walk(n->kids[i], dt, field, j, sv, c);
 	if (n->kind != YQL_CONTAINS || n->fidx < 0 || dt->fields[n->fidx].text ||
-	    !rank_schema_field(dt->schema, n->fidx)->attribute)
-		return;
+	    !rank_schema_field(dt->schema, n->fidx)->attribute || n->term.unranked)
+		return; /* a filter term feeds no rank feature */
 	c->attr_terms++;
 	if (n->fidx != field)
 		return;

@@ -813,8 +813,8 @@ int eng_text_positions(const struct eng_textset *s, int field, uint32_t lid,
 	int n = 0;
 	for (int k = 0; s && k < s->n; k++) {
 		const struct eng_text *t = s->t[k];
-		if (s->node[k]->fidx != field)
-			continue;
+		if (s->node[k]->fidx != field || s->node[k]->term.unranked)
+			continue; /* a filter term feeds no rank feature */
 		for (int w = 0; w < t->nwords && n < max; w++) {
 			int from, to;
 			word_lists(t, w, &from, &to);

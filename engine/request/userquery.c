@@ -5,7 +5,8 @@
  * parameter p, in Vespa's simple query language with type all: words and
  * "quoted phrases" that must all match (a leading '+' changes nothing),
  * '-' before one that must not, and field:word for a word in another field
- * than the default index (model.defaultIndex, else "default").  Then a
+ * than the default index (model.defaultIndex, else "default"); model.filter
+ * adds its terms to userQuery()'s.  Then a
  * 'contains' on a fieldset becomes an OR over the fieldset's fields.  New
  * nodes live in the query's arena, like the parsed ones.
  */
@@ -310,6 +311,50 @@ static int parse_user(struct yql_query *q, struct yql_node *n, const char *text,
 	return 0;
 }
 
+/* model.filter over userQuery() n, as Vespa reads it: the filter in the
+ * simple syntax, its +words and "phrases" required (as filters: matched,
+ * not ranked), its -words excluded, its other words ranking only:
+ * rank(n and +... and !-..., words...). */
+static int add_filter(struct yql_query *q, struct yql_node *n, const char *filter,
+                      const char *index, const struct eng_user_opts *uo, struct strata_error *err)
+{
+	struct items it = { 0 };
+	struct eng_user_opts o = *uo;
+	int rc = parse_simple(q, n->col, filter, index, &o, 0, &it, err);
+	if (rc)
+		return rc;
+	struct yql_node *all[2 * MAX_ITEMS + 1], *ranked[MAX_ITEMS + 1];
+	int na = 0, nr = 0;
+	struct yql_node *self = new_node(q, YQL_TRUE, n->col);
+	if (!self)
+		return base_nomem(err, "model.filter");
+	*self = *n;
+	all[na++] = self;
+	ranked[nr++] = NULL; /* the and, below */
+	for (int i = 0; i < it.nreq; i++)
+		all[na++] = it.req[i];
+	for (int i = 0; i < it.nopt; i++) /* a phrase filters; a word ranks */
+		if (it.opt[i]->str && strchr(it.opt[i]->str, ' '))
+			all[na++] = it.opt[i];
+		else
+			ranked[nr++] = it.opt[i];
+	for (int i = 0; i < na; i++)
+		if (i && all[i]->kind == YQL_CONTAINS)
+			all[i]->term.unranked = 1;
+	for (int i = 0; i < it.nneg; i++)
+		if (!(all[na++] = parent(q, YQL_NOT, n->col, &it.neg[i], 1)))
+			return base_nomem(err, "model.filter");
+	struct yql_node *and = na == 1 ? self : parent(q, YQL_AND, n->col, all, na);
+	if (!and)
+		return base_nomem(err, "model.filter");
+	ranked[0] = and;
+	struct yql_node *top = nr == 1 ? and : parent(q, YQL_RANK, n->col, ranked, nr);
+	if (!top)
+		return base_nomem(err, "model.filter");
+	*n = *top;
+	return 0;
+}
+
 /* contains on fieldset n->field of s: an OR over its fields. */
 static int fieldset(struct yql_query *q, struct yql_node *n, const struct rank_schema *s,
                     struct strata_error *err)
@@ -340,10 +385,11 @@ static int fieldset(struct yql_query *q, struct yql_node *n, const struct rank_s
 }
 
 static int walk(struct yql_query *q, struct yql_node *n, const struct eng_request *req,
-                const struct rank_schema *s, struct strata_error *err)
+                const struct rank_schema *s, int *filtered, struct strata_error *err)
 {
 	int rc = 0;
 	if (n->kind == YQL_USERQUERY || n->kind == YQL_USERINPUT) {
+		int is_query = n->kind == YQL_USERQUERY;
 		struct eng_user_opts o = { .grammar = req->grammar, .target_hits = n->target_hits,
 		                           .term = n->term, .allow_empty = 1, .schema = s };
 		const char *index = req->default_index;
@@ -374,9 +420,19 @@ static int walk(struct yql_query *q, struct yql_node *n, const struct eng_reques
 		}
 		if ((rc = parse_user(q, n, text, index ? index : "default", &o, err)) != 0)
 			return rc;
+		if (is_query && req->filter) {
+			if (!text || !*text)
+				return base_err(err, STRATA_INVALID_ARGUMENT,
+				                "model.filter: it filters userQuery()'s matches, and the "
+				                "request has no model.queryString (query) to match");
+			o.term = (struct yql_term){ 0 };
+			if ((rc = add_filter(q, n, req->filter, index ? index : "default", &o, err)) != 0)
+				return rc;
+			(*filtered)++;
+		}
 	}
 	for (int i = 0; i < n->nkids && !rc; i++)
-		rc = walk(q, n->kids[i], req, s, err);
+		rc = walk(q, n->kids[i], req, s, filtered, err);
 	if (!rc && n->kind == YQL_CONTAINS)
 		rc = fieldset(q, n, s, err);
 	return rc;
@@ -385,5 +441,11 @@ static int walk(struct yql_query *q, struct yql_node *n, const struct eng_reques
 int eng_text_expand(struct yql_query *q, const struct eng_request *req,
                     const struct rank_schema *s, struct strata_error *err)
 {
-	return q->where ? walk(q, q->where, req, s, err) : 0;
+	int filtered = 0;
+	int rc = q->where ? walk(q, q->where, req, s, &filtered, err) : 0;
+	if (!rc && req->filter && !filtered)
+		return base_err(err, STRATA_INVALID_ARGUMENT,
+		                "model.filter: it filters userQuery()'s matches, and the YQL has no "
+		                "userQuery()");
+	return rc;
 }
