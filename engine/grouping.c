@@ -252,6 +252,34 @@ static void undefined_value(struct eng_hitval *v)
 	}
 }
 
+/* field{"key"}: the value at key of a map (its keys and values come in
+ * the same order); none when the map lacks the key.  0, or -1 when the
+ * arena runs out. */
+static int map_get(const struct grp_expr *e, const struct ectx *c, struct grp_val *v)
+{
+	char path[300];
+	struct eng_hitval *keys = NULL, *vals = NULL;
+	size_t nk = 0, nv = 0;
+	memset(v, 0, sizeof *v);
+	snprintf(path, sizeof path, "%s.key", e->field);
+	int rc = c->h->values ? c->h->values(c->h->ud, c->i, path, c->a, &keys, &nk) : 0;
+	snprintf(path, sizeof path, "%s.value", e->field);
+	if (rc > 0)
+		rc = c->h->values(c->h->ud, c->i, path, c->a, &vals, &nv);
+	if (rc < 0)
+		return -1;
+	for (size_t k = 0; rc > 0 && k < nk && k < nv; k++)
+		if (keys[k].kind == 2 && keys[k].n == e->v.n && !memcmp(keys[k].s, e->v.s, e->v.n)) {
+			v->kind = vals[k].kind;
+			v->integral = vals[k].integral;
+			v->num = vals[k].num;
+			v->s = vals[k].s;
+			v->n = vals[k].n;
+			break;
+		}
+	return 0;
+}
+
 static int eval(const struct grp_expr *e, const struct ectx *c, struct grp_val *v)
 {
 	memset(v, 0, sizeof *v);
@@ -269,6 +297,8 @@ static int eval(const struct grp_expr *e, const struct ectx *c, struct grp_val *
 		v->n = hv.n;
 		return 0;
 	}
+	case GX_MAPGET:
+		return map_get(e, c, v);
 	case GX_REL:
 		v->kind = 1;
 		v->num = c->h->relevance(c->h->ud, c->i);

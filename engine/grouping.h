@@ -80,6 +80,7 @@ enum {
 	GX_TOSTRING, GX_TOLONG, GX_TODOUBLE, GX_FIXEDWIDTH,
 	GX_AGG,     /* in order(): the value of the level's oaggs[fn] */
 	GX_PREDEF,  /* predefined(EXP, bucket, ...): the bucket holding the value */
+	GX_MAPGET,  /* field{"key"}: the value of map field at key (v.s) */
 };
 
 /* A bucket of predefined(), as the half-open [lo, hi) the brackets mean. */

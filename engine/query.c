@@ -1089,7 +1089,7 @@ static int check_attr(struct qstate *qs, const char *name, int col, const char *
 		if ((fi < 0 || dt->fields[fi].type == STORE_T_JSON) &&
 		    collection_path(dt, name, &path) >= 0) {
 			/* a collection: its values as group(field)'s keys, nowhere else */
-			if (strcmp(what, "group()") != 0)
+			if (strcmp(what, "group()") != 0 && strcmp(what, "a map lookup") != 0)
 				return base_err(qs->err, STRATA_NOT_IMPLEMENTED,
 				                "%s:1:%d: %s of '%s', a collection, is not supported: "
 				                "Strata reads a collection's values only as the key of "
@@ -1097,6 +1097,10 @@ static int check_attr(struct qstate *qs, const char *name, int col, const char *
 			found = 1;
 			continue;
 		}
+		if (!strcmp(what, "a map lookup")) /* NAME.value: NAME is no map */
+			return base_err(qs->err, STRATA_INVALID_ARGUMENT,
+			                "%s:1:%d: a map lookup needs a map field; '%.*s' is not one", src,
+			                col, (int)strcspn(name, "."), name);
 		if (fi < 0)
 			continue;
 		const struct store_field *f = &dt->fields[fi];

@@ -445,9 +445,6 @@ static void test_refused(void **state)
 	              STRATA_NOT_IMPLEMENTED, "yql:1:66: quantiles() here is not supported");
 	expect_gerror(fx, "all(group(name) each(output(xor(md5(cat(name), 64)))))",
 	              STRATA_NOT_IMPLEMENTED, "yql:1:66: xor() here is not supported");
-	expect_gerror(fx, "all(group(name{\\\"k\\\"}) each(output(count())))",
-	              STRATA_NOT_IMPLEMENTED, "yql:1:48: a map lookup (field{\"key\"}) in a grouping "
-	              "expression is not supported");
 	expect_gerror(fx, "all(group(name) each(each(output(summary())) each(output(summary()))))",
 	              STRATA_NOT_IMPLEMENTED, "yql:1:83: a second hit list in one group is not "
 	              "supported");
@@ -747,6 +744,16 @@ static void test_collections(void **state)
 	              "reads a collection's values only as the key of group(m.value)");
 	expect_gerror(fx, "all(group(m.nokey) each(output(count())))", STRATA_NOT_FOUND,
 	              "yql:1:48: field 'm.nokey' not found");
+	/* m{"key"}: the value at key */
+	expect_groups(fx, "all(group(m{\\\"colour\\\"}) each(output(count())))", "count()",
+	              "group:string:c2=2,group:string:c1=2,group:string:c0=2");
+	expect_groups(fx, "all(group(m{size}) each(output(count())))", "count()", "group:string:s=3");
+	expect_groups(fx, "all(group(name) filter(regex(\\\"c1\\\", m{\\\"colour\\\"})) "
+	                  "each(output(count())))", "count()",
+	              "group:string:sofa=1,group:string:desk=1");
+	expect_gerror(fx, "all(group(name{\\\"x\\\"}) each(output(count())))",
+	              STRATA_INVALID_ARGUMENT,
+	              "yql:1:48: a map lookup needs a map field; 'name' is not one");
 }
 
 /* The hits of request req as their document numbers in order, "6 5 4". */

@@ -481,8 +481,19 @@ static int value(struct gp *g, struct grp_expr **out)
 		const char *p = g->p;
 		while (isspace((unsigned char)*p))
 			p++;
-		if (*p == '{')
-			return refuse(g, at, "a map lookup (field{\"key\"}) in a grouping expression");
+		if (*p == '{') { /* field{"key"}: a map's value at key */
+			if (!(*out = new_expr(g, GX_MAPGET, 0)) || !((*out)->field = tokdup(g)))
+				return STRATA_NOMEM;
+			if (next(g) || expect_p(g, '{'))
+				return g->err->code;
+			if (g->tok != T_STR && g->tok != T_IDENT)
+				return expected(g, "a key in quotes");
+			(*out)->v.kind = 2;
+			if (!((*out)->v.s = g->tok == T_STR ? g->str : tokdup(g)))
+				return STRATA_NOMEM;
+			(*out)->v.n = strlen((*out)->v.s);
+			return next(g) || expect_p(g, '}') ? g->err->code : 0;
+		}
 		if (!(*out = new_expr(g, GX_ATTR, 0)) || !((*out)->field = tokdup(g)))
 			return STRATA_NOMEM;
 		return next(g);
@@ -587,6 +598,7 @@ static void print_expr(const struct grp_expr *e, char *buf, size_t n, size_t *at
 	char num[40];
 	switch (e->op) {
 	case GX_ATTR: PUT("%s", e->field); return;
+	case GX_MAPGET: PUT("%s{\"%s\"}", e->field, e->v.s); return;
 	case GX_NUM:
 		if (e->v.integral)
 			PUT("%lld", (long long)e->v.num);
@@ -663,6 +675,11 @@ static int each_attr(const struct grp_expr *e, int (*fn)(void *, const char *, i
 		return 0;
 	if (e->op == GX_ATTR)
 		return fn(ud, e->field, e->col, what);
+	if (e->op == GX_MAPGET) { /* the map's values: m.value, looked up by m.key */
+		char path[300];
+		snprintf(path, sizeof path, "%s.value", e->field);
+		return fn(ud, path, e->col, "a map lookup");
+	}
 	for (int k = 0; k < e->nargs; k++) {
 		int rc = each_attr(e->args[k], fn, ud, what);
 		if (rc)
