@@ -1393,6 +1393,7 @@ struct eng_hits {
 	 * -1 when a runs out */
 	int (*values)(void *ud, size_t i, const char *field, struct base_arena *a,
 	              struct eng_hitval **out, size_t *n);
+	double now;    /* the query's time, whole seconds since 1970 (grouping's now()) */
 };
 
 /* The order of the hits by q's order by: perm[0..n) receives hit indexes,

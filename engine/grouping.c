@@ -303,6 +303,11 @@ static int eval(const struct grp_expr *e, const struct ectx *c, struct grp_val *
 		v->kind = 1;
 		v->num = c->h->relevance(c->h->ud, c->i);
 		return 0;
+	case GX_NOW:
+		v->kind = 1;
+		v->integral = 1;
+		v->num = c->h->now;
+		return 0;
 	case GX_NUM:
 	case GX_STR:
 		*v = e->v;

@@ -81,6 +81,7 @@ enum {
 	GX_AGG,     /* in order(): the value of the level's oaggs[fn] */
 	GX_PREDEF,  /* predefined(EXP, bucket, ...): the bucket holding the value */
 	GX_MAPGET,  /* field{"key"}: the value of map field at key (v.s) */
+	GX_NOW,     /* now(): the query's time, seconds since 1970 (struct eng_hits' now) */
 };
 
 /* A bucket of predefined(), as the half-open [lo, hi) the brackets mean. */

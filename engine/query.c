@@ -39,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "grouping.h"
 #include "query_int.h"
@@ -1061,7 +1062,8 @@ static int hit_tiebreak(void *ud, size_t i, size_t j)
 /* order by: every hit in the order of its field values. */
 static int order_hits(struct qstate *qs)
 {
-	struct eng_hits eh = { qs->nhits, qs, hit_relevance, hit_value, hit_json, hit_values };
+	struct eng_hits eh = { qs->nhits, qs, hit_relevance, hit_value, hit_json, hit_values,
+	                       qs->now };
 	size_t n = qs->nhits ? qs->nhits : 1;
 	size_t *perm = base_alloc(n * sizeof *perm);
 	struct hit *sorted = base_alloc(n * sizeof *sorted);
@@ -1188,7 +1190,8 @@ static int build_result(struct qstate *qs, size_t offset, size_t nhits, char **r
 	/* Vespa's grouping result: a "group:root:N" hit for each grouping
 	 * request, before the others */
 	for (int req = 0; req < eng_grouping_requests(qs->yql); req++) {
-		struct eng_hits eh = { qs->nhits, qs, hit_relevance, hit_value, hit_json, hit_values };
+		struct eng_hits eh = { qs->nhits, qs, hit_relevance, hit_value, hit_json, hit_values,
+	                       qs->now };
 		json_t *g = NULL;
 		if ((rc = eng_grouping_json(qs->yql, req, &eh, &g, qs->err)))
 			goto out;
@@ -1269,6 +1272,7 @@ static int run_request(struct qstate *qs, const struct eng_request *req, char **
 		                ENG_MAX_OFFSET);
 	qs->want = (size_t)offset + (size_t)hits;
 	qs->collapse = req->collapse_field != NULL;
+	qs->now = req->now ? floor(json_number_value(req->now)) : (double)time(NULL);
 	if ((rc = pick_doctypes(qs)) != 0)
 		return rc;
 	if (qs->nds && (rc = eng_text_expand(qs->yql, req, qs->ds[0].dt->schema, err)) != 0)

@@ -61,6 +61,8 @@ struct qstate {
 	int timing;               /* presentation.timing: the result says its times */
 	int short_value;          /* presentation.format.tensors short-value */
 	int collapse;             /* collapsefield is given: every match is kept and ordered */
+	double now;               /* seconds since 1970: ranking.properties.vespa.now, else the
+	                             clock's when the search began */
 	size_t nshown;            /* the hits the page shows from: all but those collapsed */
 };
 

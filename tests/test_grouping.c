@@ -756,6 +756,31 @@ static void test_collections(void **state)
 	              "yql:1:48: a map lookup needs a map field; 'name' is not one");
 }
 
+/* now(): the query's time, ranking.properties.vespa.now when given. */
+static void test_now(void **state)
+{
+	struct fixture *fx = *state;
+	json_t *r = query(fx, "{\"yql\": \"select * from sources * where true limit 0 | "
+	                      "all(group(1) each(output(max(now() - t), min(now() - t))))\", "
+	                      "\"ranking.properties.vespa.now\": 1800000000.5}");
+	json_t *gr = json_array_get(json_object_get(json_array_get(json_object_get(
+		json_array_get(json_object_get(json_object_get(r, "root"), "children"), 0),
+		"children"), 0), "children"), 0);
+	json_t *f = json_object_get(gr, "fields");
+	assert_int_equal(json_integer_value(json_object_get(f, "max(sub(now(), t))")), 1800000000);
+	assert_int_equal(json_integer_value(json_object_get(f, "min(sub(now(), t))")), 100000000);
+	json_decref(r);
+	/* without it, the clock's: some time after this was written */
+	r = query(fx, "{\"yql\": \"select * from sources * where true limit 0 | "
+	              "all(group(1) each(output(min(now()))))\"}");
+	gr = json_array_get(json_object_get(json_array_get(json_object_get(
+		json_array_get(json_object_get(json_object_get(r, "root"), "children"), 0),
+		"children"), 0), "children"), 0);
+	assert_true(json_integer_value(json_object_get(json_object_get(gr, "fields"), "min(now())")) >
+	            1700000000);
+	json_decref(r);
+}
+
 /* The hits of request req as their document numbers in order, "6 5 4". */
 static void hit_order(struct fixture *fx, const char *req, char *out, size_t n)
 {
@@ -846,6 +871,7 @@ int main(void)
 		cmocka_unit_test(test_undefined_values),
 		cmocka_unit_test(test_collections),
 		cmocka_unit_test(test_sorting),
+		cmocka_unit_test(test_now),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -38,7 +38,7 @@ static const struct { const char *name; int op, nargs; } funcs[] = {
 	{ "and", GX_AND, -1 }, { "or", GX_OR, -1 }, { "xor", GX_XOR, -1 },
 	{ "strcat", GX_STRCAT, -1 }, { "strlen", GX_STRLEN, 1 }, { "tostring", GX_TOSTRING, 1 },
 	{ "tolong", GX_TOLONG, 1 }, { "todouble", GX_TODOUBLE, 1 }, { "relevance", GX_REL, 0 },
-	{ "fixedwidth", GX_FIXEDWIDTH, 2 },
+	{ "fixedwidth", GX_FIXEDWIDTH, 2 }, { "now", GX_NOW, 0 },
 };
 /* Parts of the language that Strata refuses, by the name that starts them. */
 static const char *const refused[] = {
@@ -592,7 +592,7 @@ static void print_expr(const struct grp_expr *e, char *buf, size_t n, size_t *at
 		[GX_DIV] = "div", [GX_MOD] = "mod", [GX_NEG] = "neg", [GX_MIN] = "min",
 		[GX_MAX] = "max", [GX_AND] = "and", [GX_OR] = "or", [GX_XOR] = "xor",
 		[GX_STRCAT] = "strcat", [GX_STRLEN] = "strlen", [GX_TOSTRING] = "tostring",
-		[GX_TOLONG] = "tolong", [GX_TODOUBLE] = "todouble", [GX_REL] = "relevance",
+		[GX_TOLONG] = "tolong", [GX_TODOUBLE] = "todouble", [GX_REL] = "relevance", [GX_NOW] = "now",
 		[GX_FIXEDWIDTH] = "fixedwidth" };
 #define PUT(...) (*at += (size_t)snprintf(buf + (*at < n ? *at : n), *at < n ? n - *at : 0, __VA_ARGS__))
 	char num[40];
