@@ -62,6 +62,20 @@ follow() {
 	check "$nm: the server exits 0" "$rc" "0"
 }
 
+# deploys NAME SRC [TEXT...]: SRC deploys unchanged, saying each TEXT (a
+# notice of what it cannot run) on stderr.
+deploys() {
+	nm=$1
+	src=$2
+	shift 2
+	rm -rf "$T/$nm" "$T/$nm.data"
+	cp -R "$src" "$T/$nm"
+	expect_ok "$nm: deploy" "$STRATA" deploy "$T/$nm" --data "$T/$nm.data" || return 1
+	for text in "$@"; do
+		grep -qF "$text" "$ERR" && ok || bad "$nm: deploy does not say '$text': $(head -c 600 "$ERR")"
+	done
+}
+
 # album-recommendation: Vespa's getting-started guide (its README's link).
 follow album-recommendation "$root/album-recommendation/app" \
 	"$root/album-recommendation/dataset/documents.jsonl"
@@ -76,6 +90,11 @@ follow part-purchases-demo "$root/examples/part-purchases-demo" \
 follow news-1 "$root/news/app-1-getting-started" "$root/news/doc.json"
 follow news-2 "$root/news/app-2-feed-and-query" "$root/news/doc.json"
 follow news-3 "$root/news/app-3-searching" "$root/news/doc.json"
+deploys news-5 "$root/news/app-5-recommendation"
+deploys news-6 "$root/news/app-6-recommendation-with-searchers/src/main/application" \
+	"searcher 'ai.vespa.example.UserProfileSearcher' (bundle 'news-recommendation-searcher', in chain 'user') is a Java component"
+deploys news-7 "$root/news/app-7-parent-child/src/main/application" \
+	"searchChain 'user' is a chain of Java components"
 skip "news parts 2 to 7: the counts and ids they show (65238 news, 94057 users, N10864," \
 	"U33527) are of the MIND dataset, which the tutorial downloads (mind/vespa.json)"
 skip "news parts 6 and 7: searchChain=user is a Java searcher (UserProfileSearcher)"
@@ -94,8 +113,12 @@ if expect_ok "rag-blueprint: deploy" "$STRATA" deploy "$APP" --data "$T/rag.data
 fi
 
 # use-case-shopping: its data is downloaded and converted by Python scripts.
+deploys use-case-shopping "$root/use-case-shopping/src/main/application" \
+	"handler 'ai.vespa.example.shopping.site.SiteHandler' (bundle 'use-case-shopping') is a Java component" \
+	"embedder 'encoder' cannot run: its transformer-model file 'model/e5-small-v2-int8.onnx' is not in the application"
 skip "use-case-shopping: its feeds are made from downloads (meta_sports_20k_sample.json.zst," \
-	"reviews), its system test (src/test/application) is not in this copy, and its site is a Java handler"
+	"reviews), its system test (src/test/application) and its embedder's model are not in this" \
+	"copy, and its site is a Java handler"
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
