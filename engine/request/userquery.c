@@ -192,20 +192,17 @@ static int parse_none(struct yql_query *q, int col, const char *p, const char *i
 
 /* Whether weakAnd can take c: a single word, no prefix, in a text field or
  * a fieldset. */
-static int weak_term(const struct yql_node *c, const struct rank_schema *s)
+static int weak_term(const struct yql_node *c, const struct rank_schema *s,
+                     struct base_tokenizer *tk)
 {
 	if (c->kind != YQL_CONTAINS || c->term.prefix || !s)
 		return 0;
 	/* one token as the text fields' tokenizer finds them (b2b is three) */
-	struct base_tokenizer *tk;
-	if (base_tokenizer_new(&tk, NULL))
-		return 0;
 	size_t off = 0, tn, len = strlen(c->str);
 	const char *tok;
 	int pos, n = 0;
 	while (n < 2 && base_token_next(tk, c->str, len, &off, BASE_TOKEN_TEXT, &tok, &tn, &pos) > 0)
 		n++;
-	base_tokenizer_free(tk);
 	if (n != 1)
 		return 0;
 	int f = rank_schema_field_index(s, c->field);
@@ -254,9 +251,13 @@ static int parse_user(struct yql_query *q, struct yql_node *n, const char *text,
 			int kind = g->composite == ENG_COMPOSITE_OR ? YQL_OR : YQL_WEAKAND;
 			/* weakAnd takes single words of text fields; over others it is
 			 * the or it approximates, exact */
+			struct base_tokenizer *tk = NULL;
+			if (kind == YQL_WEAKAND && (rc = base_tokenizer_new(&tk, err)) != 0)
+				return rc;
 			for (int i = 0; i < it.nopt && kind == YQL_WEAKAND; i++)
-				if (!weak_term(it.opt[i], o->schema))
+				if (!weak_term(it.opt[i], o->schema, tk))
 					kind = YQL_OR;
+			base_tokenizer_free(tk);
 			if (!(any = parent(q, kind, col, it.opt, it.nopt)))
 				return base_nomem(err, "query");
 			any->target_hits = o->target_hits > 0 ? o->target_hits : YQL_WEAKAND_TARGET;
