@@ -47,9 +47,10 @@ DEB_PKGS := build-essential pkg-config liblmdb-dev libprotobuf-c-dev protobuf-c-
 DEB_TEST_PKGS := libonnx-testdata curl python3 nghttp2-client
 DEB_FUZZ_PKGS := clang libclang-rt-14-dev
 # The bench peers (make bench; never make test): Xapian and SQLite FTS5 for the
-# text case, wrk for the server case, hnswlib for the ANN case, h2o (its
-# headers need OpenSSL's) and h2load for the HTTP library case.
-DEB_BENCH_PKGS := g++ libxapian-dev libsqlite3-dev wrk python3-hnswlib python3-numpy \
+# text case, wrk for the server case, hnswlib and FAISS (C++; FAISS pulls a BLAS) for
+# the ANN case, h2o (its headers need OpenSSL's) and h2load for the HTTP
+# library case.
+DEB_BENCH_PKGS := g++ libxapian-dev libsqlite3-dev wrk libhnswlib-dev libfaiss-dev \
                   libh2o-evloop-dev libssl-dev nghttp2-client
 
 # ---- sources (explicit lists, one per subsystem) -----------------------------
@@ -546,17 +547,25 @@ bench-http: deps-bench $(CLI)
 	@sh bench/http.sh $(HTTPBENCH) $(CLI) $(BUILD)/bench/http $(HTTP_SECONDS) $(HTTP_ROUNDS)
 
 # The ANN case (bench/ann.c): clustered float vectors, Strata's HNSW graph
-# against hnswlib (python3-hnswlib, installed by make deps-bench) on the same
-# files with the same M and ef, one thread each: build time, index bytes,
-# open time, recall@10 and queries per second per exploreAdditionalHits.
-# ANN_ARGS go to it (default 100k x 128; e.g. ANN_ARGS='--n 1000000' or
-# '--dim 768').
+# against hnswlib and FAISS's HNSW (driven from C++ by bench/ann_peer.cc,
+# their Debian packages installed by make deps-bench) on the same files with
+# the same M and ef, one thread each, their searches alone timed: build
+# time, index bytes, open time, recall@10 and queries per second per
+# exploreAdditionalHits, and at recall@10 0.95.  hnswlib is a header
+# library: it is compiled here for this CPU (-march=native), as Strata's
+# kernels are chosen for it.  ANN_ARGS go to it (default 100k x 128; e.g.
+# ANN_ARGS='--n 1000000' or '--dim 768').
 ANN          := $(BUILD)/bench/ann
+ANN_PEER     := $(BUILD)/bench/ann_peer
 ANN_ARGS     ?=
 $(ANN): $(BUILD)/bench/ann.o $(BENCH_COMMON) $(LIB)
 	$(CC) $(CFLAGS) -o $@ $< $(BENCH_COMMON) $(LIB) $(LDLIBS)
-bench-ann: deps-bench $(ANN)
-	@$(ANN) --dir $(BUILD)/bench/ann-data --hnswlib bench/ann_hnswlib.py $(ANN_ARGS)
+$(ANN_PEER): bench/ann_peer.cc
+	@mkdir -p $(dir $@)
+	$(CXX) -O3 -march=native -std=c++17 -Wall -Wextra -fopenmp -o $@ $< -lfaiss -lblas -llapack
+bench-ann: deps-bench
+	@$(MAKE) --no-print-directory $(ANN) $(ANN_PEER)
+	@$(ANN) --dir $(BUILD)/bench/ann-data --peer $(ANN_PEER) $(ANN_ARGS)
 
 # The match case (bench/matchbench.c; bench/README.md): one schema (a text
 # field with bm25, an int attribute with fast-search) built from generated

@@ -3,7 +3,7 @@
  * the ANN case of make bench).
  *
  *   build/bench/ann [--n N] [--dim D] [--queries Q] [--m M] [--efc E]
- *                   [--explore 0,10,...] [--dir DIR] [--hnswlib SCRIPT]
+ *                   [--explore 0,10,...] [--dir DIR] [--peer PROGRAM]
  *
  * Generates N clustered float vectors of D cells and Q queries near the
  * same clusters (fixed seed, tests/vecgen.h) into DIR as raw float32 files,
@@ -13,13 +13,15 @@
  * the store is closed and opened again, timed (it reads the graph, so the
  * time does not grow with N); each query runs single-threaded through
  * store_hnsw_search with ef = 10 + explore, giving recall@10 and queries
- * per second; the graph's bytes are store_hnsw_bytes.  With --hnswlib, the
- * Python script runs hnswlib on the same files with the same M, ef
- * construction and ef, one thread, in the same run, and both are printed
- * side by side, then the ratios Strata / hnswlib of the build times and of
- * the queries per second at each setting, per wall second and per CPU
- * second, with the load average before and after (the machine may be
- * shared: the CPU ratios are the steadier ones).
+ * per second; the graph's bytes are store_hnsw_bytes.  With --peer, the
+ * program (bench/ann_peer.cc) runs hnswlib and then FAISS's HNSW on the
+ * same files with the same M, ef construction and ef, one thread, in the
+ * same run, from C++, timing their searches alone; each is printed beside
+ * Strata, then the ratios Strata / peer of the build times and of the
+ * queries per second at each setting, per wall second and per CPU second,
+ * and the queries per second of each at recall@10 0.95 (interpolated
+ * between the settings around it), with the load average before and after
+ * (the machine may be shared: the CPU ratios are the steadier ones).
  */
 #include <errno.h>
 #include <math.h>
@@ -41,7 +43,7 @@ struct opts {
 	long n, dim, nq, m, efc;
 	int nexp;
 	long explore[MAX_EXPLORE];
-	const char *dir, *hnswlib;
+	const char *dir, *peer;
 };
 
 /* One side's figures: build seconds (wall, CPU), then per setting recall
@@ -199,43 +201,74 @@ fail:
 	return -1;
 }
 
-/* Run the hnswlib script, echoing its lines and reading its figures. */
-static int hnswlib_side(const struct opts *o, struct side *out)
+/* Run the peer program for library lib, echoing its lines and reading its
+ * figures. */
+static int peer_side(const struct opts *o, const char *lib, struct side *out)
 {
 	char cmd[1024], list[256] = "", line[512];
 	for (int e = 0; e < o->nexp; e++)
 		snprintf(list + strlen(list), sizeof list - strlen(list), "%s%ld", e ? "," : "",
 		         o->explore[e]);
-	snprintf(cmd, sizeof cmd, "/usr/bin/python3 '%s' --dir '%s' --n %ld --dim %ld "
-	         "--queries %ld --m %ld --efc %ld --explore %s", o->hnswlib, o->dir, o->n, o->dim,
-	         o->nq, o->m, o->efc, list);
+	snprintf(cmd, sizeof cmd, "'%s' --lib %s --dir '%s' --n %ld --dim %ld --queries %ld --m %ld "
+	         "--efc %ld --explore %s", o->peer, lib, o->dir, o->n, o->dim, o->nq, o->m, o->efc,
+	         list);
 	FILE *p = popen(cmd, "r");
 	if (!p)
 		return -1;
+	size_t nl = strlen(lib);
 	while (fgets(line, sizeof line, p)) {
 		fputs(line, stdout);
 		long ex, ef;
 		double r, qw, qc;
-		if (sscanf(line, "hnswlib build %lf s (cpu %lf s)", &out->build, &out->build_cpu) == 2)
+		if (strncmp(line, lib, nl) || line[nl] != ' ')
 			continue;
-		if (sscanf(line, "hnswlib explore %ld ef %ld recall@10 %lf qps %lf (per cpu s %lf)",
-		           &ex, &ef, &r, &qw, &qc) == 5 && out->nset < MAX_EXPLORE) {
+		if (sscanf(line + nl + 1, "build %lf s (cpu %lf s)", &out->build, &out->build_cpu) == 2)
+			continue;
+		if (sscanf(line + nl + 1, "explore %ld ef %ld recall@10 %lf qps %lf (per cpu s %lf)", &ex,
+		           &ef, &r, &qw, &qc) == 5 && out->nset < MAX_EXPLORE) {
 			out->recall[out->nset] = r;
 			out->qps[out->nset] = qw;
 			out->qps_cpu[out->nset++] = qc;
 		}
 	}
-	return pclose(p) == 0 ? 0 : -1;
+	return pclose(p) == 0 && out->nset ? 0 : -1;
 }
 
-static void print_ratios(const struct opts *o, const struct side *a, const struct side *b)
+/* Queries per (wall, or CPU) second at recall@10 `at`, interpolated on the
+ * settings' recalls (assumed rising with ef); 0 when no setting reaches it. */
+static double qps_at(const struct side *s, double at, int cpu)
 {
-	printf("ratio   build strata/hnswlib  wall %.2f  cpu %.2f\n", a->build / b->build,
+	const double *q = cpu ? s->qps_cpu : s->qps;
+	for (int i = 0; i < s->nset; i++) {
+		if (s->recall[i] < at)
+			continue;
+		if (i == 0 || s->recall[i] == s->recall[i - 1])
+			return q[i];
+		double f = (at - s->recall[i - 1]) / (s->recall[i] - s->recall[i - 1]);
+		return q[i - 1] + f * (q[i] - q[i - 1]);
+	}
+	return 0;
+}
+
+#define RECALL_AT 0.95
+
+static void print_ratios(const struct opts *o, const char *lib, const struct side *a,
+                         const struct side *b)
+{
+	printf("ratio   build strata/%s  wall %.2f  cpu %.2f\n", lib, a->build / b->build,
 	       a->build_cpu / b->build_cpu);
 	for (int e = 0; e < o->nexp && e < a->nset && e < b->nset; e++)
-		printf("ratio   explore %4ld  recall@10 %.4f vs %.4f  qps strata/hnswlib  wall %.2f  "
-		       "cpu %.2f\n", o->explore[e], a->recall[e], b->recall[e], a->qps[e] / b->qps[e],
+		printf("ratio   explore %4ld  recall@10 %.4f vs %.4f  qps strata/%s  wall %.2f  "
+		       "cpu %.2f\n", o->explore[e], a->recall[e], b->recall[e], lib, a->qps[e] / b->qps[e],
 		       a->qps_cpu[e] / b->qps_cpu[e]);
+	double sw = qps_at(a, RECALL_AT, 0), sc = qps_at(a, RECALL_AT, 1);
+	double pw = qps_at(b, RECALL_AT, 0), pc = qps_at(b, RECALL_AT, 1);
+	if (sw > 0 && pw > 0)
+		printf("at recall@10 %.2f  qps strata %.0f  %s %.0f  strata/%s wall %.2f  cpu %.2f\n",
+		       RECALL_AT, sw, lib, pw, lib, sw / pw, sc / pc);
+	else
+		printf("at recall@10 %.2f  %s does not reach it with these settings (--explore)\n",
+		       RECALL_AT, sw > 0 ? lib : "strata");
 }
 
 static int parse_list(const char *s, struct opts *o)
@@ -254,7 +287,7 @@ static int parse_list(const char *s, struct opts *o)
 int main(int argc, char **argv)
 {
 	struct opts o = {.n = 100000, .dim = 128, .nq = 1000, .m = 16, .efc = 200,
-	                 .dir = "build/bench/ann", .hnswlib = NULL};
+	                 .dir = "build/bench/ann", .peer = NULL};
 	parse_list("0,10,30,90,190,390", &o);
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -275,8 +308,8 @@ int main(int argc, char **argv)
 			o.efc = atol(v);
 		else if (!strcmp(a, "--dir"))
 			o.dir = v;
-		else if (!strcmp(a, "--hnswlib"))
-			o.hnswlib = v;
+		else if (!strcmp(a, "--peer"))
+			o.peer = v;
 		else if (!strcmp(a, "--explore")) {
 			if (parse_list(v, &o) != 0) {
 				fprintf(stderr, "ann: bad --explore list '%s'\n", v);
@@ -311,15 +344,18 @@ int main(int argc, char **argv)
 		return 1;
 	print_load("before");
 	fflush(stdout);
-	struct side st = {0}, hl = {0};
+	struct side st = {0};
 	int rc = strata_side(&o, base, q, gt, &st);
 	fflush(stdout);
-	if (!rc && o.hnswlib) {
-		rc = hnswlib_side(&o, &hl);
+	static const char *const libs[] = { "hnswlib", "faiss" };
+	for (int l = 0; !rc && o.peer && l < 2; l++) {
+		struct side ps = {0};
+		rc = peer_side(&o, libs[l], &ps);
 		if (rc)
-			fprintf(stderr, "ann: hnswlib side failed (make deps-bench installs it)\n");
+			fprintf(stderr, "ann: the %s side failed (make deps-bench installs it)\n", libs[l]);
 		else
-			print_ratios(&o, &st, &hl);
+			print_ratios(&o, libs[l], &st, &ps);
+		fflush(stdout);
 	}
 	print_load("after");
 	free(base);
