@@ -1,7 +1,8 @@
 /*
  * firstphase.c: the first phase over a search's matches of one document
  * type, in blocks of ENG_RANK_BLOCK, on the calling thread or split over
- * the handle's search threads (searchpool.c).
+ * the handle's search threads (searchpool.c); and the second phase's
+ * candidates split the same way (eng_second_phase_split, at the end).
  *
  * A split needs a profile whose first phase reads nothing but column
  * attributes and dense inputs (rank_profile_first_parallel), and enough
@@ -184,6 +185,23 @@ static int set_up(struct qstate *qs, struct dtstate *ds, struct part *parts, int
 	return 0;
 }
 
+/* After a run over parts[0 .. t): their allocations counted, and the
+ * error of the lowest block that failed (the search's), or 0. */
+static int gather(struct qstate *qs, struct part *parts, int t)
+{
+	int worst = -1;
+	for (int i = 0; i < t; i++) {
+		qs->rank_allocs += parts[i].allocs;
+		if (parts[i].rc && (worst < 0 || parts[i].failed_at < parts[worst].failed_at))
+			worst = i;
+	}
+	if (worst < 0)
+		return 0;
+	if (worst > 0)
+		*qs->err = parts[worst].err;
+	return parts[worst].rc;
+}
+
 /* The whole first phase on the calling thread. */
 static int alone(struct qstate *qs, struct dtstate *ds, size_t base, size_t n)
 {
@@ -212,22 +230,98 @@ int eng_first_phase(struct qstate *qs, struct dtstate *ds, size_t base, size_t n
 		int ran = eng_pool_run(qs->db->pool, t, run_part, &s);
 		atomic_fetch_add(&qs->db->n_split, 1);
 		atomic_fetch_add(&qs->db->n_split_parts, (unsigned long long)ran);
-		int worst = -1;
-		for (int i = 0; i < t; i++) {
-			qs->rank_allocs += parts[i].allocs;
-			if (parts[i].rc && (worst < 0 || parts[i].failed_at < parts[worst].failed_at))
-				worst = i;
-		}
-		if (worst >= 0) {
-			rc = parts[worst].rc;
-			if (worst > 0)
-				*qs->err = parts[worst].err;
-		} else if (s.cut < n) {
+		rc = gather(qs, parts, t);
+		if (!rc && s.cut < n)
 			cut_at(qs, ds, base, s.cut);
-		}
 	}
 	parts[0].rq = NULL; /* the search's own */
 	tear_down(qs, parts, t);
 	base_free(parts, (size_t)t * sizeof *parts);
 	return rc == 0 && single ? alone(qs, ds, base, n) : rc;
+}
+
+/* ---- the second phase's candidates over the threads ----------------------------- */
+
+struct rerank {
+	struct qstate *qs;
+	struct part *parts;
+	size_t base, n, chunk;       /* candidates base .. base + n - 1, chunk at a time */
+	atomic_size_t next;
+};
+
+/* Second-phase scores of candidates base + from .. base + to into score. */
+static int rerank_run(struct qstate *qs, struct rank_query *rq, const struct rank_docs *docs,
+                      size_t base, size_t from, size_t to, struct strata_error *err)
+{
+	uint32_t lids[ENG_RANK_BLOCK];
+	double scores[ENG_RANK_BLOCK], firsts[ENG_RANK_BLOCK];
+	for (size_t off = from; off < to; off += ENG_RANK_BLOCK) {
+		size_t k = to - off < ENG_RANK_BLOCK ? to - off : ENG_RANK_BLOCK;
+		for (size_t i = 0; i < k; i++) {
+			lids[i] = qs->hits[base + off + i].lid;
+			firsts[i] = qs->hits[base + off + i].first;
+		}
+		int rc = rank_query_second_phase(rq, docs, lids, firsts, k, scores, err);
+		if (rc)
+			return rc;
+		for (size_t i = 0; i < k; i++)
+			qs->hits[base + off + i].score = scores[i];
+	}
+	return 0;
+}
+
+/* Chunks taken from the shared counter by whichever thread runs: each
+ * chunk is the same whoever scores it, so the scores are too. */
+static void rerank_part(void *ud, int slot)
+{
+	struct rerank *r = ud;
+	struct part *p = &r->parts[slot];
+	uint64_t a = base_alloc_thread_count();
+	for (;;) {
+		size_t off = atomic_fetch_add(&r->next, r->chunk);
+		if (off >= r->n)
+			break;
+		size_t to = r->n - off < r->chunk ? r->n : off + r->chunk;
+		int rc = rerank_run(r->qs, p->rq, &p->docs, r->base, off, to, p->errp);
+		if (rc) {
+			p->rc = rc;
+			p->failed_at = off;
+			break;
+		}
+	}
+	p->allocs = base_alloc_thread_count() - a;
+}
+
+int eng_second_phase_split(struct qstate *qs, struct dtstate *ds, size_t base, size_t n)
+{
+	int t = eng_pool_size(qs->db->pool);
+	int want = rank_profile_threads_per_search(ds->prof);
+	if (want > 0 && want < t)
+		t = want;
+	if ((size_t)t > n)
+		t = (int)n;
+	if (t < 2 || !rank_profile_second_parallel(ds->prof))
+		return 0;
+	struct part *parts = base_calloc((size_t)t, sizeof *parts);
+	if (!parts)
+		return base_nomem(qs->err, "the second phase's threads");
+	int single = 0, done = 0;
+	int rc = set_up(qs, ds, parts, t, &single);
+	if (rc == 0 && !single) {
+		parts[0].rq = ds->rq;
+		parts[0].docs = ds->docs;
+		parts[0].errp = qs->err;
+		struct rerank r = { .qs = qs, .parts = parts, .base = base, .n = n,
+		                    .chunk = (n + (size_t)t - 1) / (size_t)t };
+		atomic_init(&r.next, 0);
+		int ran = eng_pool_run(qs->db->pool, t, rerank_part, &r);
+		atomic_fetch_add(&qs->db->n_split2, 1);
+		atomic_fetch_add(&qs->db->n_split2_parts, (unsigned long long)ran);
+		rc = gather(qs, parts, t);
+		done = 1;
+	}
+	parts[0].rq = NULL; /* the search's own */
+	tear_down(qs, parts, t);
+	base_free(parts, (size_t)t * sizeof *parts);
+	return rc ? rc : done;
 }

@@ -561,7 +561,10 @@ static int second_phase(struct qstate *qs, struct dtstate *ds, size_t base, size
 	sort_top(qs->hits + base, n, nre, first_cmp);
 	for (size_t i = nre; i < n; i++)
 		qs->hits[base + i].tier = 0;
-	for (size_t off = 0; off < nre; off += BLOCK) {
+	int split = eng_second_phase_split(qs, ds, base, nre);
+	if (split < 0)
+		return split;
+	for (size_t off = 0; !split && off < nre; off += BLOCK) {
 		int stop = off ? eng_deadline_check(&qs->dl, qs->err) : 0;
 		if (stop < 0)
 			return stop;

@@ -88,6 +88,15 @@ int eng_collapse(struct qstate *qs, const struct eng_request *req,
  * error (STRATA_TIMEOUT at a hard deadline). */
 int eng_first_phase(struct qstate *qs, struct dtstate *ds, size_t base, size_t n);
 
+/* The second phase's scores of candidates base .. base + n - 1 (ordered
+ * best first) split over the search threads, in chunks whose scores are
+ * one thread's: 1 when it did so, 0 when the profile (its second phase
+ * reads more than column attributes, dense inputs and models over them, or
+ * num-threads-per-search 1), the candidates (one) or a write since the
+ * search's snapshot leave it to the caller's thread, or the second phase's
+ * error. */
+int eng_second_phase_split(struct qstate *qs, struct dtstate *ds, size_t base, size_t n);
+
 /* Bracket a call into rank: mark before, charge after. */
 static inline uint64_t mark(void)
 {

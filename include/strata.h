@@ -374,6 +374,9 @@ struct strata_stats {
 	unsigned long long split_parts;        /* the threads that scored them (the
 	                                          searching thread and the workers that
 	                                          joined it in time) */
+	unsigned long long split_second_phases; /* second phases whose candidates were
+	                                           split over search threads */
+	unsigned long long split_second_parts;  /* the threads that scored those */
 };
 void strata_stats(struct strata *db, struct strata_stats *st);
 

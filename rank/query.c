@@ -395,6 +395,33 @@ int rank_profile_first_parallel(const struct rank_profile *p)
 	return 1;
 }
 
+/* Program g's instructions: each parallel_ins, firstPhase (the candidate's
+ * score, given with it), and with models, ONNX models whose every input is
+ * such a program too (each fork runs them in its own contexts). */
+static int parallel_prog(const struct rank_profile *p, const struct rank_prog *g, int models)
+{
+	for (int i = 0; i < g->ncode; i++) {
+		const struct rank_ins *in = &g->code[i];
+		if (in->op == RANK_OP_FIRST)
+			continue;
+		if (models && in->op == RANK_OP_ONNX) {
+			const struct rank_cmodel *cm = &p->models[in->a];
+			for (int k = 0; k < cm->nin; k++)
+				if (!parallel_prog(p, &cm->src[k], 0))
+					return 0;
+			continue;
+		}
+		if (!parallel_ins(p, in))
+			return 0;
+	}
+	return 1;
+}
+
+int rank_profile_second_parallel(const struct rank_profile *p)
+{
+	return p->has_second && parallel_prog(p, &p->second, 1);
+}
+
 void rank_query_set_now(struct rank_query *q, double now)
 {
 	q->now = now;

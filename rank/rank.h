@@ -689,6 +689,11 @@ int rank_query_fork(const struct rank_query *q, struct rank_query **out, struct 
  * with its own fork; 0 when it reads text or term features, models, mapped
  * values, nearestNeighbor items or firstPhase. */
 int rank_profile_first_parallel(const struct rank_profile *p);
+/* The same for p's second phase, which may also run ONNX models whose
+ * inputs read only those (each fork has its own model contexts), and the
+ * candidates' first-phase scores: its candidates may be split over threads.
+ * 0 without a second phase. */
+int rank_profile_second_parallel(const struct rank_profile *p);
 
 /* Declare the query's nearestNeighbor item: field (a tensor attribute) is
  * compared with query(input).  closeness(field, f) and distance(field, f)

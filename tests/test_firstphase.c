@@ -19,6 +19,9 @@
  * - the search threads: each worker joins a run while the caller's share
  *   lasts, and a run started while another holds the pool runs on its
  *   caller alone;
+ * - the second phase split over 2, 3 and 4 threads, its candidates in
+ *   chunks: the bytes one thread returns, for a model over an attribute and
+ *   for an expression; one that reads a text feature is not split;
  * - num-threads-per-search and min-hits-per-thread are read, inherited and
  *   refused when not positive integers (file:line:col); search_threads out
  *   of range is refused.
@@ -33,12 +36,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <cmocka.h>
 
 #include "../engine/engine_int.h"
 #include "../rank/rank_eval.h"
 #include "apptest.h"
+#include "modelbuild.h"
 #include "vecgen.h"
 
 /* ---- the kernels ----------------------------------------------------------- */
@@ -169,6 +174,29 @@ static const char *schema =
 	"            expression: sum(query(q) * attribute(emb)) + fieldLength(body)\n"
 	"        }\n"
 	"    }\n"
+	"    rank-profile rerank inherits split {\n"
+	"        onnx-model mlp {\n"
+	"            file: models/mlp.onnx\n"
+	"            input \"x\": attribute(emb)\n"
+	"            output \"y\": out\n"
+	"        }\n"
+	"        second-phase {\n"
+	"            rerank-count: 333\n"
+	"            expression: sum(onnx(mlp).out) + attribute(n) + firstPhase\n"
+	"        }\n"
+	"    }\n"
+	"    rank-profile rerank_expr inherits split {\n"
+	"        second-phase {\n"
+	"            rerank-count: 1000\n"
+	"            expression: sum(attribute(bf) * query(q)) * 3 - reduce(attribute(i8), min)\n"
+	"        }\n"
+	"    }\n"
+	"    rank-profile rerank_text inherits rerank {\n"
+	"        second-phase {\n"
+	"            rerank-count: 333\n"
+	"            expression: sum(onnx(mlp).out) + fieldLength(body)\n"
+	"        }\n"
+	"    }\n"
 	"}\n";
 
 /* NDOCS documents: every fifth has no emb, every seventh the vector of the
@@ -202,6 +230,31 @@ static char *write_feed(const char *dir)
 	return path;
 }
 
+/* The second phase's model: y = relu(x W1) W2, x of 19 floats, in batches. */
+static void write_mlp(const char *dir)
+{
+	char path[512];
+	snprintf(path, sizeof path, "%s/models", dir);
+	mkdir(path, 0777);
+	snprintf(path, sizeof path, "%s/models/mlp.onnx", dir);
+	float w1[DIM * 8], w2[8];
+	uint64_t s = 11;
+	for (int i = 0; i < DIM * 8; i++)
+		w1[i] = (float)(2.0 * vg_unit(&s) - 1.0);
+	for (int i = 0; i < 8; i++)
+		w2[i] = (float)(2.0 * vg_unit(&s) - 1.0);
+	struct mb_model *m = mb_new("mlp", 17);
+	mb_input(m, "x", BASE_DT_FLOAT, 2, (int64_t[]){ -1, DIM }, (const char *[]){ "batch", "" });
+	mb_init(m, "w1", BASE_DT_FLOAT, 2, (int64_t[]){ DIM, 8 }, w1);
+	mb_init(m, "w2", BASE_DT_FLOAT, 2, (int64_t[]){ 8, 1 }, w2);
+	mb_node(m, "MatMul", "x,w1", "h");
+	mb_node(m, "Relu", "h", "r");
+	mb_node(m, "MatMul", "r,w2", "y");
+	mb_output(m, "y", BASE_DT_FLOAT, 2, (int64_t[]){ -1, 1 }, (const char *[]){ "batch", "" });
+	assert_int_equal(mb_save(m, path), 0);
+	mb_free(m);
+}
+
 /* The request of every search here: all documents, ranked by profile. */
 static void request(char *req, size_t size, const char *profile)
 {
@@ -224,6 +277,25 @@ static char *search(struct strata *db, const char *profile)
 		fprintf(stderr, "%s\n", err.msg);
 	assert_int_equal(rc, 0);
 	return out;
+}
+
+/* An application (name) with the schema, the model and the feed (*feed,
+ * its path), fed and closed. */
+static char *fed_app(const char *name, char **feed)
+{
+	char *dir = apptest_new(name);
+	char sub[512];
+	snprintf(sub, sizeof sub, "%s/schemas", dir);
+	apptest_write(sub, "fp.sd", schema);
+	write_mlp(dir);
+	*feed = write_feed(dir);
+	struct strata *db;
+	struct strata_error err = { 0 };
+	struct strata_feed_stats st;
+	assert_int_equal(strata_open(dir, NULL, &db, &err), 0);
+	assert_int_equal(strata_feed_file(db, *feed, NULL, NULL, &st, &err), 0);
+	strata_close(db);
+	return dir;
 }
 
 /* Searches from several threads at once on one handle: the one that holds
@@ -253,17 +325,9 @@ static void *searcher_run(void *arg)
 static void test_threads_same_results(void **state)
 {
 	(void)state;
-	char *dir = apptest_new("strata_firstphase");
-	char sub[512];
-	snprintf(sub, sizeof sub, "%s/schemas", dir);
-	apptest_write(sub, "fp.sd", schema);
-	char *feed = write_feed(dir);
+	char *feed, *dir = fed_app("strata_firstphase", &feed);
 	struct strata *db;
 	struct strata_error err = { 0 };
-	struct strata_feed_stats st;
-	assert_int_equal(strata_open(dir, NULL, &db, &err), 0);
-	assert_int_equal(strata_feed_file(db, feed, NULL, NULL, &st, &err), 0);
-	strata_close(db);
 	static const char *profiles[] = { "split", "bf", "i8", "vm", "text" };
 	char *one[5];
 	assert_int_equal(strata_open(dir, NULL, &db, &err), 0);
@@ -315,6 +379,45 @@ static void test_threads_same_results(void **state)
 	}
 	strata_close(db);
 	for (int p = 0; p < 5; p++)
+		strata_free(one[p]);
+	free(feed);
+	apptest_remove(dir);
+}
+
+/* The second phase split over 2, 3 and 4 threads: its candidates' scores
+ * and the hits' order are one thread's, to the byte, for a model over an
+ * attribute and for an expression; one that reads a text feature is not
+ * split. */
+static void test_second_phase_threads(void **state)
+{
+	(void)state;
+	char *feed, *dir = fed_app("strata_secondphase", &feed);
+	struct strata *db;
+	struct strata_error err = { 0 };
+	assert_int_equal(strata_open(dir, NULL, &db, &err), 0);
+	static const char *profiles[] = { "rerank", "rerank_expr", "rerank_text" };
+	char *one[3];
+	for (int p = 0; p < 3; p++)
+		one[p] = search(db, profiles[p]);
+	strata_close(db);
+	for (int t = 2; t <= 4; t++) {
+		struct strata_options o = { .search_threads = t };
+		assert_int_equal(strata_open(dir, &o, &db, &err), 0);
+		for (int p = 0; p < 3; p++) {
+			struct strata_stats a, b;
+			strata_stats(db, &a);
+			char *r = search(db, profiles[p]);
+			strata_stats(db, &b);
+			assert_string_equal(r, one[p]);
+			strata_free(r);
+			unsigned long long split = p < 2;
+			assert_int_equal(b.split_second_phases - a.split_second_phases, split);
+			assert_true(b.split_second_parts - a.split_second_parts >= split);
+			assert_true(b.split_second_parts - a.split_second_parts <= split * (unsigned)t);
+		}
+		strata_close(db);
+	}
+	for (int p = 0; p < 3; p++)
 		strata_free(one[p]);
 	free(feed);
 	apptest_remove(dir);
@@ -420,6 +523,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_kernels_exact),
 		cmocka_unit_test(test_threads_same_results),
+		cmocka_unit_test(test_second_phase_threads),
 		cmocka_unit_test(test_pool),
 		cmocka_unit_test(test_settings),
 	};
