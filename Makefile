@@ -461,9 +461,16 @@ BENCH_ARGS   ?=
 QPS          := $(BUILD)/bench/qps
 QPS_DIR      := $(BUILD)/bench/qps-app
 QPS_ARGS     ?=
+# rerank times a MiniLM cross-encoder second phase over 100 hits on one
+# search thread and on 2 (--threads T); RERANK_ARGS go to it.
+RERANK       := $(BUILD)/bench/rerank
+RERANK_DIR   := $(BUILD)/bench/rerank-app
+RERANK_ARGS  ?=
 $(BENCH): $(BENCH_OBJ) $(LIB)
 	$(CC) $(CFLAGS) -o $@ $(BENCH_OBJ) $(LIB) $(LDLIBS)
 $(QPS): $(BUILD)/bench/qps.o $(BENCH_COMMON) $(LIB)
+	$(CC) $(CFLAGS) -o $@ $< $(BENCH_COMMON) $(LIB) $(LDLIBS)
+$(RERANK): $(BUILD)/bench/rerank.o $(BENCH_COMMON) $(LIB)
 	$(CC) $(CFLAGS) -o $@ $< $(BENCH_COMMON) $(LIB) $(LDLIBS)
 # Linked like mkshop: the model builder alone.
 $(MKBENCH): $(BUILD)/bench/mkbench.o $(BUILD)/tests/modelbuild.o $(LIB)
@@ -475,7 +482,7 @@ $(BENCH_MODELS)/minilm_l6_cross_decomposed.onnx $(BENCH_MODELS)/minilm_l6_embed.
 	@mkdir -p $(BENCH_MODELS)
 	@echo "mkbench: writing the benchmark's models to $(BENCH_MODELS)"
 	@$(MKBENCH) $(BENCH_MODELS)
-bench-runtime: $(BENCH) $(MKBENCH) $(QPS)
+bench-runtime: $(BENCH) $(MKBENCH) $(QPS) $(RERANK)
 	@if [ -d $(PEER_SRC) ] && $(MAKE) --no-print-directory peer; then \
 	  for m in minilm_l6_cross minilm_l6_embed; do \
 	    [ ! -f $(BUILD)/peer/models/$$m.onnx ] || node bench/quantize.js $(BUILD)/peer \
@@ -489,6 +496,8 @@ bench-runtime: $(BENCH) $(MKBENCH) $(QPS)
 	fi
 	@$(MAKE) -s --no-print-directory $(BENCH_MODELS)/mlp_ranker.onnx
 	@$(QPS) $(QPS_ARGS) $(BENCH_MODELS)/mlp_ranker.onnx $(QPS_DIR)
+	@$(MAKE) -s --no-print-directory $(RERANK)
+	@$(RERANK) $(RERANK_ARGS) $(BENCH_MODELS)/minilm_l6_cross.onnx $(RERANK_DIR)
 
 # bench-gemm: the GEMM alone (bench/gemmbench.c) on the models' shapes, in
 # GFLOP/s and as a share of the core's FMA peak; not one of make bench's
