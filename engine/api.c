@@ -363,12 +363,13 @@ int strata_timeout_parse(const char *text, double *seconds)
 
 /* ---- the build ------------------------------------------------------------------------ */
 
-static char kernels[64];
+static char kernels[96];
 static pthread_once_t kernels_once = PTHREAD_ONCE_INIT;
 
 static void name_kernels(void)
 {
-	snprintf(kernels, sizeof kernels, "%s, int8: %s", runtime_isa(), runtime_int8_isa());
+	snprintf(kernels, sizeof kernels, "%s, int8: %s, bf16_weights: %s", runtime_isa(),
+	         runtime_int8_isa(), runtime_bf16_isa());
 }
 
 const char *strata_kernels(void)

@@ -698,9 +698,12 @@ int strata_timeout_parse(const char *text, double *seconds);
 
 /* ---- the build ------------------------------------------------------------------- */
 
-/* The kernels this process runs, e.g. "avx512, int8: avx512-vnni": the
- * instruction set of the float kernels ("avx512" or "avx2"), then that of
- * the int8 GEMM ("avx512-vnni", "avx-vnni" or "avx2").  Chosen once from
+/* The kernels this process runs, e.g. "avx512, int8: avx512-vnni,
+ * bf16_weights: float": the instruction set of the float kernels ("avx512"
+ * or "avx2"), that of the int8 GEMM ("avx512-vnni", "avx-vnni" or "avx2"),
+ * and what session.bf16_weights multiplies with ("avx512-bf16" where that
+ * is faster than float, else "float": the option keeps float weights
+ * there).  Chosen once from
  * the CPU's features; STRATA_CPU=avx2 in the environment holds both to
  * AVX2 (what an AVX2-only machine runs).  A static string; any thread. */
 const char *strata_kernels(void);

@@ -120,6 +120,30 @@ int rt_cpu_bf16(void)
 	return feature(&bf16, 1, 0, 5, 1); /* subleaf 1, eax bit 5: AVX512_BF16 */
 }
 
+/* 1 on AMD's processors: cpuid leaf 0's ebx, the vendor's first four
+ * letters, "Auth" (AuthenticAMD) or "Hygo" (HygonGenuine, the same cores). */
+static int vendor_amd(void)
+{
+	unsigned int ebx = 0;
+	__get_cpuid_max(0, &ebx);
+	return ebx == 0x68747541u || ebx == 0x6f677948u;
+}
+
+static int bf16_forced = -1;
+
+void rt_cpu_bf16_force(int on)
+{
+	__atomic_store_n(&bf16_forced, on, __ATOMIC_RELAXED);
+}
+
+int rt_cpu_bf16_faster(void)
+{
+	if (!rt_cpu_bf16())
+		return 0;
+	int f = __atomic_load_n(&bf16_forced, __ATOMIC_RELAXED);
+	return f >= 0 ? f : vendor_amd();
+}
+
 int rt_cpu_avxvnni(void)
 {
 	/* subleaf 1, eax bit 4: AVX-VNNI, the VEX form of vpdpbusd on xmm and
@@ -183,8 +207,7 @@ void rt_cpu_caches(int64_t *l1d, int64_t *l2)
 		unsigned int eax, ebx, ecx, edx;
 		int64_t l1 = 0, l2c = 0;
 		unsigned int max = __get_cpuid_max(0, &ebx);
-		/* ebx holds the vendor's first four letters: "Auth" or "Hygo" for AMD */
-		int amd = ebx == 0x68747541u || ebx == 0x6f677948u;
+		int amd = vendor_amd();
 		if (amd) {
 			unsigned int ext = __get_cpuid_max(0x80000000u, NULL);
 			if (ext >= 0x8000001Du && __get_cpuid(0x80000001u, &eax, &ebx, &ecx, &edx) &&

@@ -119,6 +119,11 @@ const char *runtime_isa(void)
 	return rt_cpu_isa() == RT_ISA_AVX512 ? "avx512" : "avx2";
 }
 
+const char *runtime_bf16_isa(void)
+{
+	return rt_cpu_isa() == RT_ISA_AVX512 && rt_cpu_bf16_faster() ? "avx512-bf16" : "float";
+}
+
 const char *runtime_int8_isa(void)
 {
 	switch (rt_qgemm_isa()) {

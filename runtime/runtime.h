@@ -84,6 +84,10 @@ const char *runtime_isa(void);
 /* The int8 GEMM kernel of this process: "avx512-vnni", "avx-vnni" or
  * "avx2" (int8 widened to 16 bits); held to "avx2" by STRATA_CPU=avx2. */
 const char *runtime_int8_isa(void);
+/* What session.bf16_weights multiplies with here: "avx512-bf16" where that
+ * is faster than float (rt_cpu_bf16_faster), else "float" (the option then
+ * keeps the float weights and results). */
+const char *runtime_bf16_isa(void);
 
 /* ---- session options ----------------------------------------------------------
  * Options are string keys and values, parsed strictly: an unknown key or a

@@ -525,17 +525,23 @@ grep -q "manifest\.json: .*compiled from their sources" "$ERR" && ok ||
 same_ranking "unreadable manifest" "$T/rank.manifest"
 expect_ok "deploy after the manifest" "$STRATA" deploy "$APP"
 
-# --version names the kernels, the int8 ones too; STRATA_CPU=avx2 holds both
-# to the AVX2 baseline.
+# --version names the kernels, the int8 ones and those of bf16_weights too;
+# STRATA_CPU=avx2 holds them all to the AVX2 baseline (bf16_weights: float).
 v=$("$STRATA" --version)
 case $v in
-"strata "*" (kernels: avx512, int8: avx512-vnni)" | "strata "*" (kernels: avx512, int8: avx2)" | \
-"strata "*" (kernels: avx2, int8: avx-vnni)" | "strata "*" (kernels: avx2, int8: avx2)") ok ;;
+"strata "*" (kernels: avx512, int8: avx512-vnni, bf16_weights: "*")" | \
+"strata "*" (kernels: avx512, int8: avx2, bf16_weights: "*")" | \
+"strata "*" (kernels: avx2, int8: avx-vnni, bf16_weights: float)" | \
+"strata "*" (kernels: avx2, int8: avx2, bf16_weights: float)") ok ;;
 *) bad "--version: $v" ;;
+esac
+case $v in
+*"bf16_weights: float)" | *"bf16_weights: avx512-bf16)") ok ;;
+*) bad "--version bf16_weights: $v" ;;
 esac
 v=$(STRATA_CPU=avx2 "$STRATA" --version)
 case $v in
-"strata "*" (kernels: avx2, int8: avx2)") ok ;;
+"strata "*" (kernels: avx2, int8: avx2, bf16_weights: float)") ok ;;
 *) bad "STRATA_CPU=avx2 --version: $v" ;;
 esac
 

@@ -339,6 +339,7 @@ static void test_bf16_context(void **state)
 	(void)state;
 	if (!rt_cpu_bf16() || rt_cpu_isa() != RT_ISA_AVX512)
 		skip();
+	rt_cpu_bf16_force(1); /* packed as bfloat16 whether or not it is faster here */
 	make_mlp("b16.onnx", "x", "y", 32, 64, 8, 1, 2, NULL);
 	const char *kv[][2] = { { "session.bf16_weights", "1" } };
 	compile("b16.onnx", kv, 1);
@@ -361,6 +362,7 @@ static void test_bf16_context(void **state)
 	assert_int_equal(rt_cpu_force(RT_ISA_AVX2), 0);
 	assert_int_not_equal(load_fails("b16_ctx.onnx", NULL, msg), 0);
 	assert_int_equal(rt_cpu_force(RT_ISA_AUTO), 0);
+	rt_cpu_bf16_force(-1);
 	runtime_options_free(o);
 	free(x);
 }

@@ -600,11 +600,12 @@ int rt_node_next_pack(struct rt_node *n, const struct rt_packed_b **pre, struct 
 	return 0;
 }
 
-/* Whether g's model packs a K-row weight as bfloat16 on this machine. */
+/* Whether g's model packs a K-row weight as bfloat16 on this machine
+ * (only where that is faster than float: rt_cpu_bf16_faster). */
 static int packs_bf16(const struct rt_graph *g, int64_t K)
 {
 	return g && g->model && g->model->opts.bf16_weights && rt_cpu_isa() == RT_ISA_AVX512 &&
-	       rt_cpu_bf16() && K <= rt_bgemm_kmax();
+	       rt_cpu_bf16_faster() && K <= rt_bgemm_kmax();
 }
 
 int rt_node_pack_b(struct rt_node *n, const struct rt_graph *g, int transb, int64_t K, int64_t N,
