@@ -15,13 +15,18 @@
  * It also reports the sizes of the core's L1 data and L2 caches, from
  * which the GEMM driver derives its block sizes (gemm.c), and whether the
  * machine has AVX512-VNNI, which the int8 kernels use along with AVX-512,
- * or AVX-VNNI, which they use on machines without AVX-512 (qgemm.c).
+ * or AVX-VNNI, which they use on machines without AVX-512 (qgemm.c), and
+ * whether it has AMX tiles that Linux lets this process use, which the
+ * int8 and bfloat16 GEMMs use in auto mode only: STRATA_CPU=avx512 (or
+ * rt_cpu_force(RT_ISA_AVX512)) holds the kernels to AVX-512 registers.
  *
  * Invariant: rt_cpu_isa() never returns an ISA the machine cannot execute.
  */
 #include <cpuid.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "runtime_int.h"
 #include "ops/gemm_kern.h"
@@ -30,8 +35,9 @@
  * first uses compute the same answer. */
 static int chosen;
 static int forced;
-/* STRATA_CPU=avx2, as read (0: not yet; 1: no; 2: yes); reset with chosen. */
-static int env_avx2;
+/* STRATA_CPU=avx2 and =avx512, as read (0: not yet; 1: no; 2: yes); reset
+ * with chosen. */
+static int env_avx2, env_avx512;
 static int hw_best;
 
 static int detect(void)
@@ -76,6 +82,7 @@ int rt_cpu_force(int isa)
 		__atomic_store_n(&forced, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&chosen, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&env_avx2, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&env_avx512, 0, __ATOMIC_RELAXED);
 		return 0;
 	}
 	if (isa != RT_ISA_AVX2 && isa != RT_ISA_AVX512)
@@ -152,18 +159,63 @@ int rt_cpu_avxvnni(void)
 	return feature(&avxvnni, 1, 0, 4, 0);
 }
 
+/* STRATA_CPU == name, read once into *slot (0: not yet; 1: no; 2: yes). */
+static int env_is(int *slot, const char *name)
+{
+	int v = __atomic_load_n(slot, __ATOMIC_RELAXED);
+	if (!v) {
+		const char *env = getenv("STRATA_CPU");
+		v = env && strcmp(env, name) == 0 ? 2 : 1;
+		__atomic_store_n(slot, v, __ATOMIC_RELAXED);
+	}
+	return v == 2;
+}
+
 int rt_cpu_baseline_only(void)
 {
 	int f = __atomic_load_n(&forced, __ATOMIC_RELAXED);
 	if (f)
 		return f == RT_ISA_AVX2;
-	int v = __atomic_load_n(&env_avx2, __ATOMIC_RELAXED);
+	return env_is(&env_avx2, "avx2");
+}
+
+/* ---- AMX ----------------------------------------------------------------------
+ * Three things must hold: the CPU has AMX-TILE, AMX-INT8 and AMX-BF16
+ * (cpuid leaf 7, edx bits 24, 25 and 22); the OS manages the tile state
+ * (XCR0 bits 17, XTILECFG, and 18, XTILEDATA); and Linux grants this
+ * process the tile data (arch_prctl ARCH_REQ_XCOMP_PERM for feature 18,
+ * Linux 5.16 and later; a process-wide permission, asked once).  Any of
+ * them failing leaves the AVX-512 kernels in use. */
+
+enum { ARCH_REQ_XCOMP_PERM = 0x1023, XFEATURE_XTILEDATA = 18 };
+
+static int amx_hw; /* 0: not asked yet; 1: no; 2: yes */
+
+static uint64_t xcr0(void)
+{
+	uint32_t lo, hi;
+	__asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+	return (uint64_t)hi << 32 | lo;
+}
+
+int rt_cpu_amx_usable(void)
+{
+	int v = __atomic_load_n(&amx_hw, __ATOMIC_RELAXED);
 	if (!v) {
-		const char *env = getenv("STRATA_CPU");
-		v = env && strcmp(env, "avx2") == 0 ? 2 : 1;
-		__atomic_store_n(&env_avx2, v, __ATOMIC_RELAXED);
+		v = 1;
+		if (base_cpu_avx512() && leaf7_bit(0, 3, 24) && leaf7_bit(0, 3, 25) &&
+		    leaf7_bit(0, 3, 22) && (xcr0() & (3u << 17)) == (3u << 17) &&
+		    syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0)
+			v = 2;
+		__atomic_store_n(&amx_hw, v, __ATOMIC_RELAXED);
 	}
 	return v == 2;
+}
+
+int rt_cpu_amx(void)
+{
+	return __atomic_load_n(&forced, __ATOMIC_RELAXED) == 0 && rt_cpu_isa() == RT_ISA_AVX512 &&
+	       !env_is(&env_avx512, "avx512") && rt_cpu_amx_usable();
 }
 
 const char *rt_cpu_isa_name(int isa)

@@ -225,14 +225,15 @@ int rt_packed_b_layout(void);
  * C[M,N] = (A - za) (B - zb) with A and B each uint8 or int8, summed in int32
  * (wrapping, exact modulo 2^32), stored as int32 or converted to float and
  * scaled: the core of MatMulInteger, QLinearMatMul and the fused dynamically
- * quantized linear layer.  Runs on AVX512-VNNI where the machine has it and
+ * quantized linear layer.  Runs on AMX tiles where the machine has them and
+ * Linux grants them, else on AVX512-VNNI where the machine has it and
  * AVX-512 is in use, else on AVX-VNNI where the machine has that, else on
  * AVX2 (rt_qgemm_isa); the results are the same bit for bit. */
 
 /* B (K x N, row-major, uint8 or int8) packed for the int8 kernels: strips
  * of 16 columns, for each group of 4 k the strip's 16 x 4 bytes, stored as
- * signed bytes (a uint8 b as b - 128), zero-padded to whole groups of 4 k
- * and 64 columns; with each column's sum of the stored bytes.  The layout
+ * signed bytes (a uint8 b as b - 128), zero-padded to whole groups of 64 k
+ * (one AMX tile) and 64 columns; with each column's sum of the stored bytes.  The layout
  * is the same for every ISA. */
 struct rt_qpacked_b {
 	int64_t K, N;
@@ -255,7 +256,7 @@ void rt_qpacked_b_free(struct rt_qpacked_b *pb);
 /* The layout version an int8 packing carries in a node's pack record (a
  * struct rt_packed_b whose isa is B's type and nr, kc 0), so that a
  * compiled context stores it beside the float packings and gives it back. */
-#define RT_QPACK_VERSION 0x51380001
+#define RT_QPACK_VERSION 0x51380002
 /* Node n's next weights for the int8 kernels, as rt_node_pack_b does for
  * the float ones: in a model loaded from a context, taken from the
  * context's packs (checked against K, N and B's type); else packed from B.
@@ -293,9 +294,10 @@ size_t rt_qgemm_scratch_bytes(int64_t M, int64_t K, int64_t N);
 /* C = (A - za) (pb - zb), see struct rt_qgemm_args.  scratch: at least
  * rt_qgemm_scratch_bytes(M, pb->K, pb->N).  Reentrant. */
 void rt_qgemm(const struct rt_qgemm_args *g, const struct rt_qpacked_b *pb, void *scratch);
-/* The kernel rt_qgemm runs now: RT_QGEMM_VNNI (AVX512-VNNI, zmm),
- * RT_QGEMM_VNNI256 (vpdpbusd on ymm: AVX-VNNI) or RT_QGEMM_AVX2. */
-enum { RT_QGEMM_AVX2 = 1, RT_QGEMM_VNNI = 2, RT_QGEMM_VNNI256 = 3 };
+/* The kernel rt_qgemm runs now: RT_QGEMM_AMX (tdpbusd on AMX tiles, where
+ * rt_cpu_amx() says so), RT_QGEMM_VNNI (AVX512-VNNI, zmm), RT_QGEMM_VNNI256
+ * (vpdpbusd on ymm: AVX-VNNI) or RT_QGEMM_AVX2. */
+enum { RT_QGEMM_AVX2 = 1, RT_QGEMM_VNNI = 2, RT_QGEMM_VNNI256 = 3, RT_QGEMM_AMX = 4 };
 int rt_qgemm_isa(void);
 /* Test hook: run kernel kind (an RT_QGEMM_* value) from now on, 0 to go
  * back to the automatic choice.  RT_QGEMM_VNNI256 runs on AVX-VNNI machines

@@ -127,6 +127,7 @@ const char *runtime_bf16_isa(void)
 const char *runtime_int8_isa(void)
 {
 	switch (rt_qgemm_isa()) {
+	case RT_QGEMM_AMX: return "amx-int8";
 	case RT_QGEMM_VNNI: return "avx512-vnni";
 	case RT_QGEMM_VNNI256: return rt_cpu_avxvnni() ? "avx-vnni" : "avx512-vnni";
 	}

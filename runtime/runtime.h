@@ -81,8 +81,9 @@ int runtime_model_load_buffer(const void *buf, size_t n, const char *dir,
  * Chosen once from the CPU's features; STRATA_CPU=avx2 in the environment
  * forces the AVX2 kernels (what an AVX2-only machine runs). */
 const char *runtime_isa(void);
-/* The int8 GEMM kernel of this process: "avx512-vnni", "avx-vnni" or
- * "avx2" (int8 widened to 16 bits); held to "avx2" by STRATA_CPU=avx2. */
+/* The int8 GEMM kernel of this process: "amx-int8" (AMX tiles),
+ * "avx512-vnni", "avx-vnni" or "avx2" (int8 widened to 16 bits); held to
+ * "avx512-vnni" by STRATA_CPU=avx512, to "avx2" by STRATA_CPU=avx2. */
 const char *runtime_int8_isa(void);
 /* What session.bf16_weights multiplies with here: "avx512-bf16" where that
  * is faster than float (rt_cpu_bf16_faster), else "float" (the option then

@@ -328,6 +328,12 @@ int rt_cpu_avxvnni(void);
  * AVX-VNNI included. */
 int rt_cpu_baseline_only(void);
 const char *rt_cpu_isa_name(int isa);
+/* 1 when the machine has AMX (tiles, int8 and bfloat16) and Linux has
+ * granted this process its tile data; asked once. */
+int rt_cpu_amx_usable(void);
+/* 1 when the GEMMs use AMX now: rt_cpu_amx_usable(), AVX-512 in use and
+ * chosen automatically (neither STRATA_CPU=avx512 nor rt_cpu_force). */
+int rt_cpu_amx(void);
 
 /* ---- the model and its memory (model.c owns its lifecycle) ------------------ */
 

@@ -526,9 +526,11 @@ same_ranking "unreadable manifest" "$T/rank.manifest"
 expect_ok "deploy after the manifest" "$STRATA" deploy "$APP"
 
 # --version names the kernels, the int8 ones and those of bf16_weights too;
-# STRATA_CPU=avx2 holds them all to the AVX2 baseline (bf16_weights: float).
+# STRATA_CPU=avx512 holds them to AVX-512 registers (no AMX tiles),
+# STRATA_CPU=avx2 to the AVX2 baseline (bf16_weights: float).
 v=$("$STRATA" --version)
 case $v in
+"strata "*" (kernels: avx512, int8: amx-int8, bf16_weights: "*")" | \
 "strata "*" (kernels: avx512, int8: avx512-vnni, bf16_weights: "*")" | \
 "strata "*" (kernels: avx512, int8: avx2, bf16_weights: "*")" | \
 "strata "*" (kernels: avx2, int8: avx-vnni, bf16_weights: float)" | \
@@ -543,6 +545,11 @@ v=$(STRATA_CPU=avx2 "$STRATA" --version)
 case $v in
 "strata "*" (kernels: avx2, int8: avx2, bf16_weights: float)") ok ;;
 *) bad "STRATA_CPU=avx2 --version: $v" ;;
+esac
+v=$(STRATA_CPU=avx512 "$STRATA" --version)
+case $v in
+*"int8: amx-int8"*) bad "STRATA_CPU=avx512 --version: $v" ;;
+*) ok ;;
 esac
 
 # Weights packed for the AVX-512 kernels, in a process that runs the AVX2

@@ -1,6 +1,6 @@
 /*
- * test_qgemm.c: the int8 GEMM (runtime/ops/qgemm.c and its AVX2 and
- * AVX512-VNNI kernels) against int64 loops written here: every combination
+ * test_qgemm.c: the int8 GEMM (runtime/ops/qgemm.c and its AVX2,
+ * AVX-VNNI, AVX512-VNNI and AMX kernels) against int64 loops written here: every combination
  * of uint8 and int8 operands, zero points absent, one per tensor, one per
  * row of A and column of B, ragged sizes around the register blocks, int32
  * and scaled float results, under each dispatch path the machine has;
@@ -39,12 +39,12 @@ static int64_t val(int dt, const void *p, int64_t i)
 
 /* The kernels to test on this machine (RT_QGEMM_*), and how many: the
  * AVX2 one always, the 256-bit VNNI one where either of its encodings
- * runs, the AVX-512 one where it runs. */
+ * runs, the AVX-512 one and the AMX one where they run. */
 static int kernels(int *out)
 {
-	static const int all[] = {RT_QGEMM_AVX2, RT_QGEMM_VNNI256, RT_QGEMM_VNNI};
+	static const int all[] = {RT_QGEMM_AVX2, RT_QGEMM_VNNI256, RT_QGEMM_VNNI, RT_QGEMM_AMX};
 	int n = 0;
-	for (int k = 0; k < 3; k++)
+	for (int k = 0; k < 4; k++)
 		if (rt_qgemm_force(all[k]) == 0)
 			out[n++] = all[k];
 	assert_int_equal(rt_qgemm_force(0), 0);
@@ -88,7 +88,7 @@ static void check(int adt, int bdt, int64_t M, int64_t N, int64_t K, int zmode, 
 	assert_int_equal(rt_qgemm_pack_b(bdt, K, N, B, N, &pb), 0);
 	void *scratch = malloc(rt_qgemm_scratch_bytes(M, K, N));
 	assert_non_null(scratch);
-	int list[3], n = kernels(list);
+	int list[4], n = kernels(list);
 	for (int t = 0; t < n; t++) {
 		assert_int_equal(rt_qgemm_force(list[t]), 0);
 		struct rt_qgemm_args g = {
@@ -140,6 +140,8 @@ static void test_qgemm_random(void **state)
 	static const int64_t shapes[][3] = {
 		{1, 1, 1}, {2, 3, 5}, {3, 16, 4}, {5, 17, 7}, {6, 64, 8}, {7, 65, 9},
 		{12, 130, 33}, {13, 1, 100}, {1, 200, 384}, {19, 63, 3}, {40, 128, 64},
+		/* around the AMX block (32 x 32, 64 k a tile) */
+		{32, 32, 64}, {33, 47, 65}, {64, 96, 256}, {17, 33, 127}, {31, 16, 130},
 	};
 	for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
 		for (int a = 0; a < 2; a++)
@@ -175,9 +177,15 @@ static void test_qgemm_dispatch(void **state)
 		assert_int_equal(rt_qgemm_isa(), rt_cpu_vnni() ? RT_QGEMM_VNNI : v256);
 	}
 	assert_int_equal(rt_cpu_force(RT_ISA_AUTO), 0);
-	int want = rt_cpu_isa() == RT_ISA_AVX512 && rt_cpu_vnni() ? RT_QGEMM_VNNI
-	           : rt_cpu_baseline_only()                      ? RT_QGEMM_AVX2
-	                                                         : v256;
+	/* AMX in auto mode only (STRATA_CPU=avx512 and rt_cpu_force hold the
+	 * kernels to AVX-512 registers) */
+	int want = rt_cpu_amx()                                   ? RT_QGEMM_AMX
+	           : rt_cpu_isa() == RT_ISA_AVX512 && rt_cpu_vnni() ? RT_QGEMM_VNNI
+	           : rt_cpu_baseline_only()                        ? RT_QGEMM_AVX2
+	                                                           : v256;
+	assert_int_equal(rt_cpu_amx(), rt_cpu_amx_usable() && rt_cpu_isa() == RT_ISA_AVX512 &&
+	                                   !(getenv("STRATA_CPU") &&
+	                                     strcmp(getenv("STRATA_CPU"), "avx512") == 0));
 	assert_int_equal(rt_qgemm_isa(), want);
 	/* the test hook: a kind the machine runs, or a refusal */
 	assert_int_equal(rt_qgemm_force(7), STRATA_INVALID_ARGUMENT);
@@ -186,6 +194,7 @@ static void test_qgemm_dispatch(void **state)
 	int runs256 = rt_cpu_avxvnni() || (rt_cpu_best() == RT_ISA_AVX512 && rt_cpu_vnni());
 	assert_int_equal(rt_qgemm_force(RT_QGEMM_VNNI256), runs256 ? 0 : STRATA_NOT_IMPLEMENTED);
 	assert_int_equal(rt_qgemm_isa(), runs256 ? RT_QGEMM_VNNI256 : RT_QGEMM_AVX2);
+	assert_int_equal(rt_qgemm_force(RT_QGEMM_AMX), rt_cpu_amx_usable() ? 0 : STRATA_NOT_IMPLEMENTED);
 	assert_int_equal(rt_qgemm_force(0), 0);
 	assert_int_equal(rt_qgemm_isa(), want);
 }

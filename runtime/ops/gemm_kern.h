@@ -101,6 +101,11 @@ static inline void gemm_finish16(float *c, __m512 x, __mmask16 m, int64_t j, con
 
 #endif
 
+/* Load the tile configuration of the AMX kernels (qgemm_amx.c,
+ * gemm_amx.c): tiles 0 to 7, each 16 rows of 64 bytes.  Compiled with
+ * AMX-TILE; the caller releases the tiles (_tile_release) when done. */
+void rt_amx_config(void);
+
 /* Data cache sizes of this core in bytes, from cpuid at first use (leaf 4
  * on Intel, 0x8000001D on AMD); conservative constants when the CPU does
  * not say.  cpu.c. */

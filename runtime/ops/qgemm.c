@@ -38,6 +38,12 @@ static int64_t quads(int64_t K)
 	return (K + 3) / 4;
 }
 
+/* Quads a strip of packed B holds: whole AMX tiles of k. */
+static int64_t strip_quads(int64_t K)
+{
+	return (quads(K) + 15) / 16 * 16;
+}
+
 static int64_t padded(int64_t N)
 {
 	return (N + QG_PANEL - 1) / QG_PANEL * QG_PANEL;
@@ -50,14 +56,14 @@ static size_t round64(size_t n)
 
 size_t rt_qgemm_pack_bytes(int64_t K, int64_t N)
 {
-	return round64((size_t)(quads(K) * 4) * (size_t)padded(N)) +
+	return round64((size_t)(strip_quads(K) * 4) * (size_t)padded(N)) +
 	       round64((size_t)padded(N) * sizeof(int32_t));
 }
 
 /* Where a packing of K x N at mem keeps its column sums. */
 static int32_t *colsum_of(void *mem, int64_t K, int64_t N)
 {
-	return (int32_t *)((char *)mem + round64((size_t)(quads(K) * 4) * (size_t)padded(N)));
+	return (int32_t *)((char *)mem + round64((size_t)(strip_quads(K) * 4) * (size_t)padded(N)));
 }
 
 /* One quad of k (4 rows of B, rows ldb bytes apart) by 16 columns into
@@ -83,7 +89,7 @@ static __m256i pack_quad16(const uint8_t *src, int64_t ldb, __m128i flip, int8_t
 void rt_qgemm_pack_into(int bdt, int64_t K, int64_t N, const void *B, int64_t ldb, void *mem,
                         struct rt_qpacked_b *pb)
 {
-	int64_t kq = quads(K);
+	int64_t kq = strip_quads(K);
 	memset(pb, 0, sizeof *pb);
 	pb->K = K;
 	pb->N = N;
@@ -171,8 +177,9 @@ void rt_qpacked_b_free(struct rt_qpacked_b *pb)
 
 size_t rt_qgemm_scratch_bytes(int64_t M, int64_t K, int64_t N)
 {
-	return round64((size_t)M * (size_t)(quads(K) * 4)) + 2 * round64((size_t)M * 4) +
-	       4 * round64((size_t)padded(N) * 4);
+	size_t rowbytes = (size_t)(strip_quads(K) * 4);
+	return round64((size_t)M * rowbytes) + 2 * round64((size_t)M * 4) +
+	       4 * round64((size_t)padded(N) * 4) + 32 * rowbytes;
 }
 
 /* 0, or the kernel rt_qgemm_force chose. */
@@ -183,6 +190,8 @@ int rt_qgemm_isa(void)
 	int f = __atomic_load_n(&qforced, __ATOMIC_RELAXED);
 	if (f)
 		return f;
+	if (rt_cpu_amx())
+		return RT_QGEMM_AMX;
 	if (rt_cpu_isa() == RT_ISA_AVX512 && rt_cpu_vnni())
 		return RT_QGEMM_VNNI;
 	return rt_cpu_avxvnni() && !rt_cpu_baseline_only() ? RT_QGEMM_VNNI256 : RT_QGEMM_AVX2;
@@ -197,10 +206,12 @@ static int vnni256_runs(void)
 
 int rt_qgemm_force(int kind)
 {
-	if (kind != 0 && kind != RT_QGEMM_AVX2 && kind != RT_QGEMM_VNNI && kind != RT_QGEMM_VNNI256)
+	if (kind != 0 && kind != RT_QGEMM_AVX2 && kind != RT_QGEMM_VNNI && kind != RT_QGEMM_VNNI256 &&
+	    kind != RT_QGEMM_AMX)
 		return STRATA_INVALID_ARGUMENT;
 	if ((kind == RT_QGEMM_VNNI && !(rt_cpu_best() == RT_ISA_AVX512 && rt_cpu_vnni())) ||
-	    (kind == RT_QGEMM_VNNI256 && !vnni256_runs()))
+	    (kind == RT_QGEMM_VNNI256 && !vnni256_runs()) ||
+	    (kind == RT_QGEMM_AMX && !rt_cpu_amx_usable()))
 		return STRATA_NOT_IMPLEMENTED;
 	__atomic_store_n(&qforced, kind, __ATOMIC_RELAXED);
 	return 0;
@@ -253,7 +264,8 @@ void rt_qgemm(const struct rt_qgemm_args *g, const struct rt_qpacked_b *pb, void
 	int64_t M = g->M, K = pb->K, N = pb->N;
 	if (M <= 0 || N <= 0)
 		return;
-	int64_t kq = quads(K), lda = kq * 4, npad = padded(N);
+	int64_t kq = quads(K), kqs = strip_quads(K), lda = kqs * 4, npad = padded(N);
+	int kind = rt_qgemm_isa();
 	char *p = scratch;
 	uint8_t *ap = (uint8_t *)p;
 	p += round64((size_t)M * (size_t)lda);
@@ -268,15 +280,18 @@ void rt_qgemm(const struct rt_qgemm_args *g, const struct rt_qpacked_b *pb, void
 	float *sc = (float *)p;
 	p += round64((size_t)npad * 4);
 	int32_t *zc = (int32_t *)p;
+	p += round64((size_t)npad * 4);
+	uint8_t *tail = (uint8_t *)p;
 
-	/* A as unsigned bytes with K a whole number of quads, and its row sums.
-	 * uint8 A with K a multiple of 4 (what quantize_dynamic makes, on
-	 * transformer widths) is read in place; otherwise it is copied with its
-	 * top bits flipped (int8) and zero padding. */
+	/* A as unsigned bytes with K a whole number of quads (of AMX tiles of
+	 * k, 64 bytes, for the AMX kernel), and its row sums.  uint8 A with K
+	 * such a multiple (what quantize_dynamic makes, on transformer widths)
+	 * is read in place; otherwise it is copied with its top bits flipped
+	 * (int8) and zero padding. */
 	uint8_t aflip = g->adt == BASE_DT_INT8 ? 0x80 : 0;
 	const uint8_t *arows = ap;
 	int64_t ald = lda;
-	if (!aflip && K == lda) {
+	if (!aflip && K == (kind == RT_QGEMM_AMX ? lda : kq * 4)) {
 		arows = g->A;
 		ald = g->lda;
 	}
@@ -302,7 +317,11 @@ void rt_qgemm(const struct rt_qgemm_args *g, const struct rt_qpacked_b *pb, void
 	}
 	struct qgemm_fin f = {rs, za, zb, cb, g->ci, g->cf, sc, g->bias, g->ldc,
 	                      zb_zero, g->zastep ? NULL : zc, g->act, g->res, g->ldr};
-	int kind = rt_qgemm_isa();
+	int64_t sstride = kqs * 64;
+	if (kind == RT_QGEMM_AMX) {
+		rt_qgemm_amx(M, kqs, arows, ald, pb->data, sstride, N, &f, tail);
+		return;
+	}
 	qgemm_tile_fn *tile = kind == RT_QGEMM_VNNI      ? rt_qgemm_tile_vnni
 	                      : kind == RT_QGEMM_AVX2    ? rt_qgemm_tile_avx2
 	                      : rt_cpu_avxvnni()         ? rt_qgemm_tile_avxvnni
@@ -310,7 +329,6 @@ void rt_qgemm(const struct rt_qgemm_args *g, const struct rt_qpacked_b *pb, void
 	int64_t mr = kind == RT_QGEMM_VNNI      ? QG_MR_VNNI
 	             : kind == RT_QGEMM_VNNI256 ? QG_MR_VNNI256
 	                                        : QG_MR_AVX2;
-	int64_t sstride = kq * 64;
 	/* Rows in blocks whose A takes a quarter of L2, so that A is read from
 	 * memory once, not once per panel of B (a batch of 16 sequences is 2048
 	 * rows); within a block each B panel serves every row tile. */

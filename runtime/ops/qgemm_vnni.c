@@ -18,7 +18,6 @@
 #include <string.h>
 
 #include "qgemm_kern.h"
-#include "vmath.h"
 
 /* acc += the four products of each lane's bytes (a unsigned, b signed).  In
  * asm because gcc 12 copies the accumulator of _mm512_dpbusd_epi32 through
@@ -27,49 +26,6 @@ static inline __m512i dpbusd(__m512i acc, __m512i a, __m512i b)
 {
 	__asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(a), "v"(b));
 	return acc;
-}
-
-/* Finish 16 columns (n valid, 1..16) of row i from j.  Whole vectors are
- * read and written unmasked: a masked store costs several times a plain
- * one on Zen 4 (measured: the epilogue of a 128 x 384 x 384 layer took
- * 18 us masked, 7 us plain). */
-static inline __attribute__((always_inline)) void finish16(__m512i v, int64_t i, int64_t j, int64_t n,
-                            const struct qgemm_fin *f)
-{
-	int whole = n >= 16;
-	__mmask16 m = (__mmask16)(whole ? 0xffff : (1u << n) - 1);
-	__m512i zb = _mm512_loadu_si512(f->zb + j), cb = _mm512_loadu_si512(f->cb + j);
-	if (!f->zb_zero)
-		v = _mm512_sub_epi32(v, _mm512_mullo_epi32(zb, _mm512_set1_epi32(f->rs[i])));
-	if (f->zc)
-		v = _mm512_add_epi32(v, _mm512_loadu_si512(f->zc + j));
-	else
-		v = _mm512_add_epi32(v, _mm512_mullo_epi32(cb, _mm512_set1_epi32(f->za[i])));
-	if (!f->cf) {
-		if (whole)
-			_mm512_storeu_si512(f->ci + i * f->ldc + j, v);
-		else
-			_mm512_mask_storeu_epi32(f->ci + i * f->ldc + j, m, v);
-		return;
-	}
-	__m512 x = _mm512_mul_ps(_mm512_cvtepi32_ps(v), _mm512_loadu_ps(f->sc + j));
-	if (f->bias)
-		x = _mm512_add_ps(x, whole ? _mm512_loadu_ps(f->bias + j)
-		                           : _mm512_maskz_loadu_ps(m, f->bias + j));
-	if (f->act == RT_ACT_RELU)
-		x = _mm512_max_ps(x, _mm512_setzero_ps());
-	else if (f->act == RT_ACT_GELU_ERF)
-		x = rt_gelu_erf16(x);
-	float *c = f->cf + i * f->ldc + j;
-	if (whole) {
-		if (f->res)
-			x = _mm512_add_ps(x, _mm512_loadu_ps(f->res + i * f->ldr + j));
-		_mm512_storeu_ps(c, x);
-	} else {
-		if (f->res)
-			x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(m, f->res + i * f->ldr + j));
-		_mm512_mask_storeu_ps(c, m, x);
-	}
 }
 
 static inline __attribute__((always_inline)) void
@@ -100,7 +56,7 @@ body(const int R, int64_t kq, const uint8_t *a, int64_t lda, const int8_t *b, in
 	for (int r = 0; r < R; r++)
 		for (int s = 0; s < 4; s++)
 			if (ncols > s * QG_STRIP)
-				finish16(acc[r][s], i0 + r, j0 + s * QG_STRIP, ncols - s * QG_STRIP, f);
+				qgemm_finish16(acc[r][s], i0 + r, j0 + s * QG_STRIP, ncols - s * QG_STRIP, f);
 }
 
 void rt_qgemm_tile_vnni(int64_t rows, int64_t kq, const uint8_t *a, int64_t lda,

@@ -1,0 +1,109 @@
+/*
+ * qgemm_amx.c: the int8 GEMM on AMX tiles.  Compiled for AVX-512 with
+ * AMX-TILE and AMX-INT8; called only when rt_qgemm_isa() (qgemm.c) says
+ * RT_QGEMM_AMX, which needs rt_cpu_amx_usable() (cpu.c: the CPU has the
+ * tiles and Linux granted this process their state).
+ *
+ * A tile is 16 rows of 64 bytes.  tdpbusd takes a tile of A (16 rows by 16
+ * quads of k: 64 unsigned bytes a row) and a tile of B (16 quads, each 16
+ * columns by 4 signed bytes: one 64-byte row per quad) and adds the 16 x 16
+ * int32 sums of the four products of each quad into a third tile, without
+ * saturation, as vpdpbusd does lane by lane.  So a tile of B is 16
+ * consecutive quads of one strip of the packed layout (qgemm_kern.h), read
+ * with a stride of 64 bytes, and the sums are the same, bit for bit, as the
+ * other kernels' (exact modulo 2^32).
+ *
+ * The block is 32 rows by 32 columns: four accumulator tiles (0 to 3), two
+ * tiles of A (4, 5: rows 0-15 and 16-31) and two of B (6, 7: two strips),
+ * each A and B tile used twice per load.  The accumulators are stored to a
+ * 4 KiB buffer on the stack and finished a row at a time by the AVX-512
+ * finish (qgemm_finish16), which applies the zero points, scale, bias,
+ * activation and residual.
+ *
+ * What the driver guarantees: kq (quads of k) is a multiple of 16, the
+ * packing of B zero beyond K (rt_qgemm_pack_into pads every strip to a
+ * multiple of 16 quads), and every row of A readable for kq * 4 bytes (its
+ * bytes past K are multiplied by those zeros).  A last block of fewer than
+ * 32 rows is copied into tail (32 * kq * 4 bytes), zero-filled, so that no
+ * tile reads past A; its extra rows are computed and not stored.
+ *
+ * The tile configuration is loaded at every call and released at its end
+ * (tilerelease), so a thread holds tile state only inside this function.
+ */
+#include <immintrin.h>
+#include <string.h>
+
+#include "gemm_kern.h"
+#include "qgemm_kern.h"
+
+/* The tile configuration's memory layout (palette 1). */
+struct tilecfg {
+	uint8_t palette, start_row;
+	uint8_t reserved[14];
+	uint16_t colsb[16];
+	uint8_t rows[16];
+};
+
+void rt_amx_config(void)
+{
+	struct tilecfg c;
+	memset(&c, 0, sizeof c);
+	c.palette = 1;
+	for (int t = 0; t < 8; t++) {
+		c.colsb[t] = 64;
+		c.rows[t] = 16;
+	}
+	_tile_loadconfig(&c);
+}
+
+void rt_qgemm_amx(int64_t M, int64_t kq, const uint8_t *a, int64_t lda, const int8_t *b,
+                  int64_t sstride, int64_t N, const struct qgemm_fin *f, uint8_t *tail)
+{
+	int32_t c[4][16][16] __attribute__((aligned(64)));
+	int64_t rowbytes = kq * 4;
+	rt_amx_config();
+	for (int64_t i = 0; i < M; i += 32) {
+		int64_t rows = M - i < 32 ? M - i : 32;
+		const uint8_t *a0 = a + i * lda;
+		int64_t la = lda;
+		if (rows < 32) {
+			for (int64_t r = 0; r < rows; r++)
+				memcpy(tail + r * rowbytes, a0 + r * lda, (size_t)rowbytes);
+			memset(tail + rows * rowbytes, 0, (size_t)((32 - rows) * rowbytes));
+			a0 = tail;
+			la = rowbytes;
+		}
+		const uint8_t *a1 = a0 + 16 * la;
+		for (int64_t j = 0; j < N; j += 32) {
+			const int8_t *b0 = b + (j / QG_STRIP) * sstride, *b1 = b0 + sstride;
+			_tile_zero(0);
+			_tile_zero(1);
+			_tile_zero(2);
+			_tile_zero(3);
+			for (int64_t q = 0; q < kq; q += 16) {
+				_tile_loadd(4, a0 + q * 4, la);
+				_tile_loadd(6, b0 + q * 64, 64);
+				_tile_loadd(7, b1 + q * 64, 64);
+				_tile_dpbusd(0, 4, 6);
+				_tile_dpbusd(1, 4, 7);
+				_tile_loadd(5, a1 + q * 4, la);
+				_tile_dpbusd(2, 5, 6);
+				_tile_dpbusd(3, 5, 7);
+			}
+			_tile_stored(0, c[0], 64);
+			_tile_stored(1, c[1], 64);
+			_tile_stored(2, c[2], 64);
+			_tile_stored(3, c[3], 64);
+			int64_t ncols = N - j < 32 ? N - j : 32;
+			for (int64_t r = 0; r < rows; r++) {
+				int t = r < 16 ? 0 : 2;
+				const int32_t *row = c[t][r & 15];
+				qgemm_finish16(_mm512_load_si512(row), i + r, j, ncols, f);
+				if (ncols > 16)
+					qgemm_finish16(_mm512_load_si512(c[t + 1][r & 15]), i + r, j + 16,
+					               ncols - 16, f);
+			}
+		}
+	}
+	_tile_release();
+}
