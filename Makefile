@@ -56,7 +56,7 @@ DEB_BENCH_PKGS := g++ libxapian-dev libsqlite3-dev wrk libhnswlib-dev libfaiss-d
 # ---- sources (explicit lists, one per subsystem) -----------------------------
 BASE_SRC    := base/err.c base/alloc.c base/arena.c base/dtype.c base/file.c base/hash.c base/tokenize.c base/cpu.c base/base64.c base/hex.c base/regex.c
 RUNTIME_SRC := runtime/options.c runtime/blocks.c runtime/load.c runtime/graph.c runtime/resolve.c runtime/model.c runtime/exec.c runtime/buffers.c runtime/binding.c runtime/profile.c runtime/plan.c runtime/shape.c runtime/infer.c runtime/ops/registry.c \
-               runtime/ops/elementwise.c runtime/ops/unary.c runtime/ops/cast.c runtime/ops/matmul.c runtime/ops/gemm.c runtime/ops/gemm_avx2.c runtime/ops/gemm_avx512.c runtime/ops/gemm_bf16.c runtime/ops/qgemm.c runtime/ops/qgemm_avx2.c runtime/ops/qgemm_vnni.c runtime/ops/qgemm_vnni256.c runtime/ops/qgemm_amx.c runtime/ops/qlinear.c runtime/cpu.c runtime/ops/shape.c \
+               runtime/ops/elementwise.c runtime/ops/unary.c runtime/ops/cast.c runtime/ops/matmul.c runtime/ops/gemm.c runtime/ops/gemm_avx2.c runtime/ops/gemm_avx512.c runtime/ops/gemm_bf16.c runtime/ops/gemm_amx.c runtime/ops/qgemm.c runtime/ops/qgemm_avx2.c runtime/ops/qgemm_vnni.c runtime/ops/qgemm_vnni256.c runtime/ops/qgemm_amx.c runtime/ops/qlinear.c runtime/cpu.c runtime/ops/shape.c \
                runtime/ops/reduce.c runtime/ops/normalize.c \
                runtime/ops/conv.c runtime/ops/window.c runtime/ops/pool.c runtime/ops/nn.c runtime/ops/index.c runtime/ops/misc.c runtime/ops/resize.c runtime/ops/signal.c runtime/ops/loss.c \
                runtime/ops/training.c runtime/ops/random.c runtime/ops/rnn.c runtime/ops/einsum.c runtime/ops/quant.c runtime/ops/string.c runtime/ops/sequence.c runtime/ops/control.c runtime/optimize.c runtime/ctxfile.c runtime/ctxhold.c runtime/epctx.c runtime/ctxgen.c runtime/ctxmodel.c runtime/ops/epcontext.c runtime/ops/fused.c runtime/ops/attn_avx512.c runtime/ops/vmath.c
@@ -112,6 +112,7 @@ $(BUILD)/%.o: %.c | $(BUILD)/gen/onnx.pb-c.h
 $(BUILD)/runtime/ops/gemm_avx512.o: CFLAGS += -mavx512f -mavx512vl -mavx512bw -mavx512dq -mfma -mprfchw
 $(BUILD)/runtime/ops/gemm_bf16.o: CFLAGS += -mavx512f -mavx512vl -mavx512bw -mavx512dq -mavx512bf16 -mfma
 $(BUILD)/runtime/ops/qgemm_vnni.o: CFLAGS += -mavx512f -mavx512vl -mavx512bw -mavx512dq -mavx512vnni
+$(BUILD)/runtime/ops/gemm_amx.o: CFLAGS += -mavx512f -mavx512vl -mavx512bw -mavx512dq -mfma -mamx-tile -mamx-bf16
 $(BUILD)/runtime/ops/qgemm_amx.o: CFLAGS += -mavx512f -mavx512vl -mavx512bw -mavx512dq -mamx-tile -mamx-int8
 $(BUILD)/runtime/ops/attn_avx512.o: CFLAGS += -mavx512f -mavx512vl -mavx512bw -mavx512dq -mfma
 $(BUILD)/store/hnsw_avx512.o: CFLAGS += -mavx512f -mavx512vl -mavx512bw -mavx512dq -mfma

@@ -148,7 +148,7 @@ int rt_cpu_bf16_faster(void)
 	if (!rt_cpu_bf16())
 		return 0;
 	int f = __atomic_load_n(&bf16_forced, __ATOMIC_RELAXED);
-	return f >= 0 ? f : vendor_amd();
+	return f >= 0 ? f : vendor_amd() || rt_cpu_amx();
 }
 
 int rt_cpu_avxvnni(void)

@@ -121,7 +121,9 @@ const char *runtime_isa(void)
 
 const char *runtime_bf16_isa(void)
 {
-	return rt_cpu_isa() == RT_ISA_AVX512 && rt_cpu_bf16_faster() ? "avx512-bf16" : "float";
+	if (rt_cpu_isa() != RT_ISA_AVX512 || !rt_cpu_bf16_faster())
+		return "float";
+	return rt_cpu_amx() ? "amx-bf16" : "avx512-bf16";
 }
 
 const char *runtime_int8_isa(void)

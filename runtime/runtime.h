@@ -85,9 +85,9 @@ const char *runtime_isa(void);
  * "avx512-vnni", "avx-vnni" or "avx2" (int8 widened to 16 bits); held to
  * "avx512-vnni" by STRATA_CPU=avx512, to "avx2" by STRATA_CPU=avx2. */
 const char *runtime_int8_isa(void);
-/* What session.bf16_weights multiplies with here: "avx512-bf16" where that
- * is faster than float (rt_cpu_bf16_faster), else "float" (the option then
- * keeps the float weights and results). */
+/* What session.bf16_weights multiplies with here: "amx-bf16" (AMX tiles) or
+ * "avx512-bf16" where that is faster than float (rt_cpu_bf16_faster), else
+ * "float" (the option then keeps the float weights and results). */
 const char *runtime_bf16_isa(void);
 
 /* ---- session options ----------------------------------------------------------

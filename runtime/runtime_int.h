@@ -315,9 +315,10 @@ int rt_cpu_vnni(void);
 int rt_cpu_bf16(void);
 /* 1 when session.bf16_weights packs weights as bfloat16 here: the machine
  * has AVX512-BF16 and its bfloat16 GEMM measured faster than the float one
- * (AMD's Zen 4 and later: the same vdpbf16ps rate as two float FMAs; on
- * Intel's cores it ran MiniLM 1.5x slower than float, so there the option
- * keeps the float weights and results).  rt_cpu_bf16_force(1) or (0) sets
+ * (AMD's Zen 4 and later: the same vdpbf16ps rate as two float FMAs) or
+ * its AMX tiles are in use (rt_cpu_amx); on Intel's cores without AMX
+ * vdpbf16ps ran MiniLM 1.5x slower than float, so there the option keeps
+ * the float weights and results.  rt_cpu_bf16_force(1) or (0) sets
  * the answer for tests (where the machine has AVX512-BF16), -1 drops it. */
 int rt_cpu_bf16_faster(void);
 void rt_cpu_bf16_force(int on);

@@ -538,7 +538,7 @@ case $v in
 *) bad "--version: $v" ;;
 esac
 case $v in
-*"bf16_weights: float)" | *"bf16_weights: avx512-bf16)") ok ;;
+*"bf16_weights: float)" | *"bf16_weights: avx512-bf16)" | *"bf16_weights: amx-bf16)") ok ;;
 *) bad "--version bf16_weights: $v" ;;
 esac
 v=$(STRATA_CPU=avx2 "$STRATA" --version)

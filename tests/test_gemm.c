@@ -470,21 +470,28 @@ static void bf16_case(int ta, int tb, int64_t M, int64_t N, int64_t K, float alp
 	free(mag);
 }
 
+/* Both bfloat16 kernels where the machine has them: vdpbf16ps (AVX-512
+ * forced) and the AMX tiles (auto mode, where rt_cpu_amx). */
 static void test_bf16_weights(void **st)
 {
 	(void)st;
 	if (!rt_cpu_bf16())
 		skip();
-	assert_int_equal(rt_cpu_force(RT_ISA_AVX512), 0);
 	static const int64_t shapes[][3] = { { 1, 1, 1 },     { 2, 5, 3 },      { 7, 17, 33 },
 		                             { 6, 64, 64 },   { 13, 70, 130 },  { 5, 129, 383 },
-		                             { 1, 384, 384 }, { 20, 100, 2 } };
-	for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
-		for (int t = 0; t < 4; t++)
-			bf16_case(t & 1, t >> 1, shapes[s][0], shapes[s][1], shapes[s][2],
-			          t == 3 ? 0.5f : 1.0f, t == 2 ? 1.0f : 0.0f, t & 1);
-	/* K past the A buffer's row block: rows in several blocks */
-	bf16_case(0, 0, 600, 40, 2048, 1.0f, 0.0f, 0);
+		                             { 1, 384, 384 }, { 20, 100, 2 },   { 32, 32, 32 },
+		                             { 33, 47, 65 },  { 64, 96, 256 },  { 31, 16, 130 } };
+	for (int pass = 0; pass < 2; pass++) {
+		assert_int_equal(rt_cpu_force(pass == 0 ? RT_ISA_AVX512 : RT_ISA_AUTO), 0);
+		if (pass == 1 && !rt_cpu_amx())
+			break;
+		for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+			for (int t = 0; t < 4; t++)
+				bf16_case(t & 1, t >> 1, shapes[s][0], shapes[s][1], shapes[s][2],
+				          t == 3 ? 0.5f : 1.0f, t == 2 ? 1.0f : 0.0f, t & 1);
+		/* K past the A buffer's row block: rows in several blocks */
+		bf16_case(0, 0, 600, 40, 2048, 1.0f, 0.0f, 0);
+	}
 	assert_int_equal(rt_cpu_force(RT_ISA_AUTO), 0);
 }
 

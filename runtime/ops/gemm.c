@@ -571,7 +571,7 @@ int rt_packed_b_valid(const struct rt_packed_b *pb)
 	if (pb->isa == RT_PACK_BF16) {
 		/* bfloat16 weights: only where this process multiplies them */
 		if (rt_cpu_isa() != RT_ISA_AVX512 || !rt_cpu_bf16() || pb->nr != 16 || pb->K < 1 ||
-		    pb->K > rt_bgemm_kmax() || pb->kc != ((pb->K + 1) & ~(int64_t)1) ||
+		    pb->K > rt_bgemm_kmax() || pb->kc != ((pb->K + 31) & ~(int64_t)31) ||
 		    pb->N > ((int64_t)1 << 40) / pb->kc)
 			return 0;
 		return pb->bytes == rt_bgemm_pack_bytes(pb->K, pb->N);

@@ -14,7 +14,7 @@
  * the magnitudes involved, which is why the option is off by default.
  *
  * Layout of packed B (struct rt_packed_b with isa RT_PACK_BF16, nr 16, kc
- * Kp = K rounded up to even): strips of 16 columns, N padded with zero
+ * Kp = K rounded up to a multiple of 32): strips of 16 columns, N padded with zero
  * columns to a multiple of 64; within a strip, for each pair of k (2p,
  * 2p + 1), column c's two values at (p * 16 + c) * 2 and + 1, so one
  * 64-byte load is a pair of k for 16 columns.  Zero padding makes a ragged
@@ -24,7 +24,9 @@
  * accumulators, four B vectors and one broadcast pair of A, as the float
  * AVX-512 kernel.  A is converted to bfloat16 rows of Kp values, a block of
  * rows at a time, into a per-thread buffer (no allocation), then every
- * 64-column panel of B goes over every row tile of the block.
+ * 64-column panel of B goes over every row tile of the block.  Where AMX
+ * is in use (rt_cpu_amx) the block goes to the tile kernel instead
+ * (gemm_amx.c), which reads the same packing.
  */
 #include <immintrin.h>
 #include <string.h>
@@ -40,13 +42,15 @@ static _Thread_local uint16_t packa[BA_MAX] __attribute__((aligned(64)));
 
 int64_t rt_bgemm_kmax(void)
 {
-	/* one row tile of A must fit the buffer */
-	return BA_MAX / MR;
+	/* a block of 32 rows of A (the AMX kernel's) must fit the buffer */
+	return BA_MAX / 32;
 }
 
-static int64_t even(int64_t k)
+/* K as packed: whole tiles of k for the AMX kernel (gemm_amx.c), which the
+ * vector kernel reads as zero pairs. */
+static int64_t kpad(int64_t k)
 {
-	return (k + 1) & ~(int64_t)1;
+	return (k + 31) & ~(int64_t)31;
 }
 
 static int64_t padded(int64_t n)
@@ -56,7 +60,7 @@ static int64_t padded(int64_t n)
 
 size_t rt_bgemm_pack_bytes(int64_t K, int64_t N)
 {
-	return (size_t)(even(K) * padded(N)) * sizeof(uint16_t);
+	return (size_t)(kpad(K) * padded(N)) * sizeof(uint16_t);
 }
 
 /* x rounded to bfloat16 by the instruction the activations go through. */
@@ -71,7 +75,7 @@ static uint16_t to_bf16(float x)
 void rt_bgemm_pack_into(int transb, int64_t K, int64_t N, const float *B, int64_t ldb,
                         void *mem, struct rt_packed_b *pb)
 {
-	int64_t kp = even(K);
+	int64_t kp = kpad(K);
 	uint16_t *d = mem;
 	memset(d, 0, rt_bgemm_pack_bytes(K, N));
 	for (int64_t j = 0; j < N; j++) {
@@ -180,10 +184,27 @@ void rt_bgemm(int transa, int64_t M, float alpha, const float *A, int64_t lda,
 {
 	int64_t K = pb->K, N = pb->N, kp = pb->kc, ss = kp * STRIP;
 	const uint16_t *B = (const uint16_t *)(const void *)pb->data;
-	int64_t mc = BA_MAX / kp / MR * MR;
+	int64_t mc = BA_MAX / kp / 96 * 96; /* whole AMX blocks and row tiles */
+	mc = mc < 32 ? 32 : mc;
+	int amx = rt_cpu_amx();
 	for (int64_t i0 = 0; i0 < M; i0 += mc) {
 		int64_t i1 = M - i0 < mc ? M : i0 + mc;
 		convert_a(transa, A, lda, i0, i1, K, kp, packa);
+		if (amx) {
+			/* the rows past M to the next multiple of 32 are zero */
+			int64_t r = i1 - i0, r32 = (r + 31) / 32 * 32;
+			memset(packa + r * kp, 0, (size_t)((r32 - r) * kp) * sizeof(uint16_t));
+			struct gemm_tile t = { alpha, beta, NULL, RT_ACT_NONE, NULL, 0, 0, 0, 0 };
+			const float *res = NULL;
+			if (ep) {
+				t.bias = ep->bias;
+				t.act = ep->act;
+				res = ep->residual ? ep->residual + i0 * ep->ldr : NULL;
+			}
+			rt_bgemm_amx(r, kp, packa, B, ss, N, C + i0 * ldc, ldc, &t, res,
+			             ep ? ep->ldr : 0);
+			continue;
+		}
 		for (int64_t j = 0; j < N; j += PANEL) {
 			int64_t ncols = N - j < PANEL ? N - j : PANEL;
 			for (int64_t i = i0; i < i1; i += MR) {

@@ -106,6 +106,14 @@ static inline void gemm_finish16(float *c, __m512 x, __mmask16 m, int64_t j, con
  * AMX-TILE; the caller releases the tiles (_tile_release) when done. */
 void rt_amx_config(void);
 
+/* gemm_amx.c: rows (padded with zero rows to a multiple of 32) of
+ * bfloat16 A, kp values apart (kp a multiple of 32), times the bfloat16
+ * packing b (strips ss values apart) into C, each tile finished as t says
+ * (bias at column 0) with res (ldr apart; NULL: none) added. */
+void rt_bgemm_amx(int64_t rows, int64_t kp, const uint16_t *a, const uint16_t *b, int64_t ss,
+                  int64_t N, float *c, int64_t ldc, const struct gemm_tile *t,
+                  const float *res, int64_t ldr);
+
 /* Data cache sizes of this core in bytes, from cpuid at first use (leaf 4
  * on Intel, 0x8000001D on AMD); conservative constants when the CPU does
  * not say.  cpu.c. */

@@ -44,16 +44,18 @@ struct tilecfg {
 	uint8_t rows[16];
 };
 
+/* In read-only memory, not built on the stack: gcc 12 does not count
+ * ldtilecfg as reading its operand and drops the stores that would fill a
+ * local configuration. */
+static const struct tilecfg config = {
+	.palette = 1,
+	.colsb = { 64, 64, 64, 64, 64, 64, 64, 64 },
+	.rows = { 16, 16, 16, 16, 16, 16, 16, 16 },
+};
+
 void rt_amx_config(void)
 {
-	struct tilecfg c;
-	memset(&c, 0, sizeof c);
-	c.palette = 1;
-	for (int t = 0; t < 8; t++) {
-		c.colsb[t] = 64;
-		c.rows[t] = 16;
-	}
-	_tile_loadconfig(&c);
+	_tile_loadconfig(&config);
 }
 
 void rt_qgemm_amx(int64_t M, int64_t kq, const uint8_t *a, int64_t lda, const int8_t *b,
