@@ -120,6 +120,34 @@ static void check(int adt, int bdt, int64_t M, int64_t N, int64_t K, int zmode, 
 					         (long long)i, (long long)j, cf[i * N + j], w);
 			}
 	}
+	/* with GELU (and then a residual) every kernel gives the bits the first
+	 * of its vector width gives (256 bits: AVX2, AVX-VNNI; 512: AVX512-VNNI,
+	 * AMX): the same function of the same floats, wherever a kernel
+	 * applies it */
+	float *first = malloc((size_t)(M * N) * sizeof *first);
+	assert_non_null(first);
+	for (int withres = 0; withres < 4; withres++)
+		for (int t = 0, seen = 0; t < n; t++) {
+			int wide = list[t] == RT_QGEMM_VNNI || list[t] == RT_QGEMM_AMX;
+			if (wide != (withres >= 2))
+				continue;
+			assert_int_equal(rt_qgemm_force(list[t]), 0);
+			struct rt_qgemm_args g = {
+				.adt = adt, .M = M, .A = A, .lda = lda, .za = zmode ? za : NULL,
+				.zb = zmode ? zb : NULL, .zastep = zmode == 2, .zbstep = zmode == 2,
+				.cf = cf, .ldc = N, .ascale = 0.5f, .bscale = bs, .bsstep = 1,
+				.bias = bias, .act = RT_ACT_GELU_ERF, .res = withres & 1 ? bias : NULL,
+				.ldr = 0,
+			};
+			rt_qgemm(&g, &pb, scratch);
+			if (seen++ == 0)
+				memcpy(first, cf, (size_t)(M * N) * sizeof *cf);
+			else if (memcmp(first, cf, (size_t)(M * N) * sizeof *cf) != 0)
+				fail_msg("kernel %d: GELU%s differs, %lldx%lldx%lld", list[t],
+				         withres & 1 ? " + residual" : "", (long long)M, (long long)N,
+				         (long long)K);
+		}
+	free(first);
 	assert_int_equal(rt_qgemm_force(0), 0);
 	rt_qpacked_b_free(&pb);
 	free(scratch);
@@ -142,6 +170,8 @@ static void test_qgemm_random(void **state)
 		{12, 130, 33}, {13, 1, 100}, {1, 200, 384}, {19, 63, 3}, {40, 128, 64},
 		/* around the AMX block (32 x 32, 64 k a tile) */
 		{32, 32, 64}, {33, 47, 65}, {64, 96, 256}, {17, 33, 127}, {31, 16, 130},
+		/* rows in two of the AMX kernel's chunks (half of a 2 MiB L2) */
+		{500, 512, 64},
 	};
 	for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
 		for (int a = 0; a < 2; a++)

@@ -20,8 +20,9 @@
  * 4 and 5 (rows 0-15, 16-31), tiles of B 6 and 7 (two strips).  The
  * accumulators go to a 4 KiB buffer on the stack and each row is finished
  * by the AVX-512 finish (gemm_finish16: alpha, beta, bias, activation,
- * residual).  The caller's rows of A number a multiple of 32 (the extra
- * ones zero); only the first rows are finished.
+ * residual; GELU without a residual in a second pass, rt_gelu_rows16).
+ * The caller's rows of A number a multiple of 32 (the extra ones zero);
+ * only the first rows are finished.
  */
 #include <immintrin.h>
 #include <string.h>
@@ -34,6 +35,10 @@ void rt_bgemm_amx(int64_t rows, int64_t kp, const uint16_t *a, const uint16_t *b
 {
 	float acc[4][16][16] __attribute__((aligned(64)));
 	int64_t la = kp * 2; /* bytes between rows of A */
+	struct gemm_tile t0 = *tt;
+	int gelu = tt->act == RT_ACT_GELU_ERF && !res;
+	if (gelu)
+		t0.act = RT_ACT_NONE; /* a second pass, below */
 	rt_amx_config();
 	for (int64_t i = 0; i < rows; i += 32) {
 		const uint16_t *a0 = a + i * kp, *a1 = a0 + 16 * kp;
@@ -59,7 +64,7 @@ void rt_bgemm_amx(int64_t rows, int64_t kp, const uint16_t *a, const uint16_t *b
 			_tile_stored(2, acc[2], 64);
 			_tile_stored(3, acc[3], 64);
 			int64_t ncols = N - j < 32 ? N - j : 32;
-			struct gemm_tile t = *tt;
+			struct gemm_tile t = t0;
 			t.bias = tt->bias ? tt->bias + j : NULL;
 			for (int64_t r = 0; r < nr; r++) {
 				int q = r < 16 ? 0 : 2;
@@ -74,4 +79,6 @@ void rt_bgemm_amx(int64_t rows, int64_t kp, const uint16_t *a, const uint16_t *b
 		}
 	}
 	_tile_release();
+	if (gelu)
+		rt_gelu_rows16(c, ldc, rows, N);
 }

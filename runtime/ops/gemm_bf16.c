@@ -185,8 +185,16 @@ void rt_bgemm(int transa, int64_t M, float alpha, const float *A, int64_t lda,
 	int64_t K = pb->K, N = pb->N, kp = pb->kc, ss = kp * STRIP;
 	const uint16_t *B = (const uint16_t *)(const void *)pb->data;
 	int64_t mc = BA_MAX / kp / 96 * 96; /* whole AMX blocks and row tiles */
-	mc = mc < 32 ? 32 : mc;
 	int amx = rt_cpu_amx();
+	if (amx) {
+		/* blocks whose rows of A and results fill half of L2, where the
+		 * kernel's GELU pass finds them */
+		int64_t l1, l2;
+		rt_cpu_caches(&l1, &l2);
+		int64_t m2 = l2 / 2 / (N * 4 + kp * 2) / 32 * 32;
+		mc = m2 < mc ? m2 : mc;
+	}
+	mc = mc < 32 ? 32 : mc;
 	for (int64_t i0 = 0; i0 < M; i0 += mc) {
 		int64_t i1 = M - i0 < mc ? M : i0 + mc;
 		convert_a(transa, A, lda, i0, i1, K, kp, packa);
