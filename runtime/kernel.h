@@ -221,6 +221,15 @@ void rt_sgemm_ex(int transa, int transb, int64_t M, int64_t N, int64_t K, float 
 /* The packing layout version this build writes and reads (ops/gemm.c). */
 int rt_packed_b_layout(void);
 
+/* ---- DynamicQuantizeLinear on AVX-512 (ops/quant_avx512.c) -----------------
+ * The bulk of its two passes where rt_cpu_isa() is RT_ISA_AVX512; each
+ * returns how many leading cells it did (a multiple of 64 or 16), the
+ * caller does the rest.  The range: the smallest and largest of those cells
+ * (0 included) and whether one is NaN.  The quantization: q = saturate(
+ * rint(v / scale) + zp) to [0, 255], as quant.c's loop computes it. */
+int64_t rt_dq_range_avx512(const float *v, int64_t n, float *lo, float *hi, int *nan);
+int64_t rt_dq_quantize_avx512(const float *v, int64_t n, float scale, float zp, uint8_t *q);
+
 /* ---- int8 GEMM (ops/qgemm.c) -------------------------------------------------
  * C[M,N] = (A - za) (B - zb) with A and B each uint8 or int8, summed in int32
  * (wrapping, exact modulo 2^32), stored as int32 or converted to float and

@@ -18,7 +18,7 @@
  * the sums as int32; QLinearMatMul rescales them by a_scale * b_scale /
  * y_scale, rounds and saturates into y's type.
  *
- * Both products run on the int8 GEMM (qgemm.c: VNNI or AVX2 kernels) when
+ * Both products run on the int8 GEMM (qgemm.c: AMX, VNNI or AVX2 kernels) when
  * its int32 sums are exact: always for MatMulInteger, whose output is int32
  * and wraps anyway, and for QLinearMatMul while K * 255 * 255 fits in int32
  * (K <= 33025); past that, and for 16-bit types, the int64 loops here run.
@@ -346,12 +346,32 @@ static int init_dequantize(struct rt_node *n, struct rt_graph *g, struct strata_
 /* ---- DynamicQuantizeLinear --------------------------------------------------------- */
 
 /* The range of v[0..n) widened to include 0, in *lo and *hi; -1 when a cell
- * is NaN (*lo holds its index then).  Eight lanes at a time: min and max
- * are exact, so the order does not matter. */
+ * is NaN (*lo holds its index then).  Sixteen lanes at a time on AVX-512
+ * (quant_avx512.c), eight after: min and max are exact, so the order does
+ * not matter. */
 static int range_with_zero(const float *v, int64_t n, float *lo, float *hi)
 {
-	__m256 vlo = _mm256_setzero_ps(), vhi = _mm256_setzero_ps(), bad = _mm256_setzero_ps();
-	int64_t i = 0;
+	float a0 = 0, b0 = 0;
+	int bad0 = 0;
+	int64_t i = rt_cpu_isa() == RT_ISA_AVX512 ? rt_dq_range_avx512(v, n, &a0, &b0, &bad0) : 0;
+	__m256 vlo = _mm256_set1_ps(a0), vhi = _mm256_set1_ps(b0), bad = _mm256_setzero_ps();
+	/* four chains of min and max, 32 cells a step: one chain waits on the
+	 * latency of each min and max */
+	__m256 cl[4], ch[4], cu[4];
+	for (int k = 0; k < 4; k++)
+		cl[k] = ch[k] = cu[k] = _mm256_setzero_ps();
+	for (; i + 32 <= n; i += 32)
+		for (int k = 0; k < 4; k++) {
+			__m256 x = _mm256_loadu_ps(v + i + 8 * k);
+			cu[k] = _mm256_or_ps(cu[k], _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+			cl[k] = _mm256_min_ps(cl[k], x);
+			ch[k] = _mm256_max_ps(ch[k], x);
+		}
+	for (int k = 0; k < 4; k++) {
+		bad = _mm256_or_ps(bad, cu[k]);
+		vlo = _mm256_min_ps(vlo, cl[k]);
+		vhi = _mm256_max_ps(vhi, ch[k]);
+	}
 	for (; i + 8 <= n; i += 8) {
 		__m256 x = _mm256_loadu_ps(v + i);
 		bad = _mm256_or_ps(bad, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
@@ -366,7 +386,7 @@ static int range_with_zero(const float *v, int64_t n, float *lo, float *hi)
 		a = l[k] < a ? l[k] : a;
 		b = h[k] > b ? h[k] : b;
 	}
-	int has_nan = _mm256_movemask_ps(bad) != 0;
+	int has_nan = bad0 || _mm256_movemask_ps(bad) != 0;
 	for (int64_t k = has_nan ? 0 : i; k < n; k++) {
 		if (isnan(v[k])) {
 			*lo = (float)k;
@@ -400,7 +420,7 @@ static void quantize_u8(const float *v, int64_t n, float scale, float zp, uint8_
 	const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
 	const int rnd = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
 	int divide = !(1.0f / scale < 1e30f);
-	int64_t i = 0;
+	int64_t i = rt_cpu_isa() == RT_ISA_AVX512 ? rt_dq_quantize_avx512(v, n, scale, zp, q) : 0;
 	for (; i + 32 <= n; i += 32) {
 		__m256 r[4], close = _mm256_setzero_ps();
 		for (int k = 0; k < 4; k++) {
