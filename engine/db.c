@@ -304,6 +304,8 @@ static int open_app(const char *app, const struct strata_options *opts, int depl
 	atomic_init(&db->n_split_parts, 0);
 	atomic_init(&db->n_split2, 0);
 	atomic_init(&db->n_split2_parts, 0);
+	atomic_init(&db->n_split_global, 0);
+	atomic_init(&db->n_split_global_parts, 0);
 	struct eng_models ms = { 0 };
 	int rc;
 	db->read_only = opts ? opts->read_only : 0;
@@ -415,4 +417,6 @@ void strata_stats(struct strata *db, struct strata_stats *st)
 	st->split_parts = atomic_load(&db->n_split_parts);
 	st->split_second_phases = atomic_load(&db->n_split2);
 	st->split_second_parts = atomic_load(&db->n_split2_parts);
+	st->split_global_phases = atomic_load(&db->n_split_global);
+	st->split_global_parts = atomic_load(&db->n_split_global_parts);
 }

@@ -107,6 +107,7 @@ struct strata {
 	atomic_ullong n_degraded; /* queries answered with what they had at a soft timeout */
 	atomic_ullong n_split, n_split_parts; /* first phases split over threads, parts */
 	atomic_ullong n_split2, n_split2_parts; /* second phases split over threads, parts */
+	atomic_ullong n_split_global, n_split_global_parts; /* global phases, parts */
 };
 
 /* ---- searchpool.c: worker threads for a search's first phase ---------------- */

@@ -2,7 +2,7 @@
  * firstphase.c: the first phase over a search's matches of one document
  * type, in blocks of ENG_RANK_BLOCK, on the calling thread or split over
  * the handle's search threads (searchpool.c); and the second phase's
- * candidates split the same way (eng_second_phase_split, at the end).
+ * candidates and the global phase's split the same way (at the end).
  *
  * A split needs a profile whose first phase reads nothing but column
  * attributes and dense inputs (rank_profile_first_parallel), and enough
@@ -240,34 +240,56 @@ int eng_first_phase(struct qstate *qs, struct dtstate *ds, size_t base, size_t n
 	return rc == 0 && single ? alone(qs, ds, base, n) : rc;
 }
 
-/* ---- the second phase's candidates over the threads ----------------------------- */
+/* ---- re-ranking over the threads: the second phase's candidates, the
+ * global phase's arguments and scores ------------------------------------------- */
+
+struct rerank;
+/* One stage's work for candidates from .. to - 1, on part p's fork. */
+typedef int stage_fn(struct rerank *r, struct part *p, size_t from, size_t to);
 
 struct rerank {
 	struct qstate *qs;
 	struct part *parts;
-	size_t base, n, chunk;       /* candidates base .. base + n - 1, chunk at a time */
+	stage_fn *run;
+	size_t base, n, chunk;       /* candidates 0 .. n - 1, chunk at a time */
 	atomic_size_t next;
+	/* the global phase's candidates, normalizer arguments and scores */
+	const uint32_t *lids;
+	const double *firsts;
+	double *vals, *scores;
 };
 
-/* Second-phase scores of candidates base + from .. base + to into score. */
-static int rerank_run(struct qstate *qs, struct rank_query *rq, const struct rank_docs *docs,
-                      size_t base, size_t from, size_t to, struct strata_error *err)
+/* Second-phase scores of the hits base + from .. base + to - 1. */
+static int second_stage(struct rerank *r, struct part *p, size_t from, size_t to)
 {
+	struct qstate *qs = r->qs;
 	uint32_t lids[ENG_RANK_BLOCK];
 	double scores[ENG_RANK_BLOCK], firsts[ENG_RANK_BLOCK];
 	for (size_t off = from; off < to; off += ENG_RANK_BLOCK) {
 		size_t k = to - off < ENG_RANK_BLOCK ? to - off : ENG_RANK_BLOCK;
 		for (size_t i = 0; i < k; i++) {
-			lids[i] = qs->hits[base + off + i].lid;
-			firsts[i] = qs->hits[base + off + i].first;
+			lids[i] = qs->hits[r->base + off + i].lid;
+			firsts[i] = qs->hits[r->base + off + i].first;
 		}
-		int rc = rank_query_second_phase(rq, docs, lids, firsts, k, scores, err);
+		int rc = rank_query_second_phase(p->rq, &p->docs, lids, firsts, k, scores, p->errp);
 		if (rc)
 			return rc;
 		for (size_t i = 0; i < k; i++)
-			qs->hits[base + off + i].score = scores[i];
+			qs->hits[r->base + off + i].score = scores[i];
 	}
 	return 0;
+}
+
+static int args_stage(struct rerank *r, struct part *p, size_t from, size_t to)
+{
+	return rank_query_global_args(p->rq, &p->docs, r->lids, r->firsts, from, to, r->n, r->vals,
+	                              p->errp);
+}
+
+static int scores_stage(struct rerank *r, struct part *p, size_t from, size_t to)
+{
+	return rank_query_global_scores(p->rq, &p->docs, r->lids, r->firsts, from, to, r->vals,
+	                                r->n, r->scores, p->errp);
 }
 
 /* Chunks taken from the shared counter by whichever thread runs: each
@@ -282,7 +304,7 @@ static void rerank_part(void *ud, int slot)
 		if (off >= r->n)
 			break;
 		size_t to = r->n - off < r->chunk ? r->n : off + r->chunk;
-		int rc = rerank_run(r->qs, p->rq, &p->docs, r->base, off, to, p->errp);
+		int rc = r->run(r, p, off, to);
 		if (rc) {
 			p->rc = rc;
 			p->failed_at = off;
@@ -292,7 +314,9 @@ static void rerank_part(void *ud, int slot)
 	p->allocs = base_alloc_thread_count() - a;
 }
 
-int eng_second_phase_split(struct qstate *qs, struct dtstate *ds, size_t base, size_t n)
+/* The threads a re-ranking of n candidates may take: the pool's, at most
+ * the profile's num-threads-per-search, at most one a candidate. */
+static int rerank_threads(struct qstate *qs, struct dtstate *ds, size_t n)
 {
 	int t = eng_pool_size(qs->db->pool);
 	int want = rank_profile_threads_per_search(ds->prof);
@@ -300,28 +324,93 @@ int eng_second_phase_split(struct qstate *qs, struct dtstate *ds, size_t base, s
 		t = want;
 	if ((size_t)t > n)
 		t = (int)n;
-	if (t < 2 || !rank_profile_second_parallel(ds->prof))
-		return 0;
+	return t;
+}
+
+/* One stage over the t threads of r's parts; *ran gets how many took
+ * part.  Returns the error of the lowest chunk that failed, or 0. */
+static int stage(struct rerank *r, int t, stage_fn *fn, unsigned long long *ran)
+{
+	r->run = fn;
+	atomic_store(&r->next, 0);
+	*ran += (unsigned long long)eng_pool_run(r->qs->db->pool, t, rerank_part, r);
+	return gather(r->qs, r->parts, t);
+}
+
+/* Parts for t threads (part 0 the search's own fork), or a refusal:
+ * returns 0 with *parts NULL when the forks could not all be had (*single:
+ * the caller runs on its own thread), an error otherwise. */
+static int rerank_begin(struct qstate *qs, struct dtstate *ds, int t, struct part **out,
+                        const char *what)
+{
+	*out = NULL;
 	struct part *parts = base_calloc((size_t)t, sizeof *parts);
 	if (!parts)
-		return base_nomem(qs->err, "the second phase's threads");
-	int single = 0, done = 0;
+		return base_nomem(qs->err, "%s's threads", what);
+	int single = 0;
 	int rc = set_up(qs, ds, parts, t, &single);
 	if (rc == 0 && !single) {
 		parts[0].rq = ds->rq;
 		parts[0].docs = ds->docs;
 		parts[0].errp = qs->err;
-		struct rerank r = { .qs = qs, .parts = parts, .base = base, .n = n,
-		                    .chunk = (n + (size_t)t - 1) / (size_t)t };
-		atomic_init(&r.next, 0);
-		int ran = eng_pool_run(qs->db->pool, t, rerank_part, &r);
-		atomic_fetch_add(&qs->db->n_split2, 1);
-		atomic_fetch_add(&qs->db->n_split2_parts, (unsigned long long)ran);
-		rc = gather(qs, parts, t);
-		done = 1;
+		*out = parts;
+		return 0;
 	}
+	parts[0].rq = NULL;
+	tear_down(qs, parts, t);
+	base_free(parts, (size_t)t * sizeof *parts);
+	return rc;
+}
+
+static void rerank_end(struct qstate *qs, struct part *parts, int t)
+{
 	parts[0].rq = NULL; /* the search's own */
 	tear_down(qs, parts, t);
 	base_free(parts, (size_t)t * sizeof *parts);
-	return rc ? rc : done;
+}
+
+int eng_second_phase_split(struct qstate *qs, struct dtstate *ds, size_t base, size_t n)
+{
+	int t = rerank_threads(qs, ds, n);
+	if (t < 2 || !rank_profile_second_parallel(ds->prof))
+		return 0;
+	struct part *parts;
+	int rc = rerank_begin(qs, ds, t, &parts, "the second phase");
+	if (rc || !parts)
+		return rc;
+	struct rerank r = { .qs = qs, .parts = parts, .base = base, .n = n,
+	                    .chunk = (n + (size_t)t - 1) / (size_t)t };
+	unsigned long long ran = 0;
+	rc = stage(&r, t, second_stage, &ran);
+	atomic_fetch_add(&qs->db->n_split2, 1);
+	atomic_fetch_add(&qs->db->n_split2_parts, ran);
+	rerank_end(qs, parts, t);
+	return rc ? rc : 1;
+}
+
+int eng_global_phase_split(struct qstate *qs, struct dtstate *ds, const uint32_t *lids,
+                           const double *firsts, size_t n, double *vals, double *scores)
+{
+	int t = rerank_threads(qs, ds, n);
+	if (t < 2 || !rank_profile_global_parallel(ds->prof))
+		return 0;
+	struct part *parts;
+	int rc = rerank_begin(qs, ds, t, &parts, "the global phase");
+	if (rc || !parts)
+		return rc;
+	struct rerank r = { .qs = qs, .parts = parts, .n = n,
+	                    .chunk = (n + (size_t)t - 1) / (size_t)t, .lids = lids,
+	                    .firsts = firsts, .vals = vals, .scores = scores };
+	unsigned long long ran = 0;
+	/* the arguments over the threads, their normalization (which compares
+	 * the candidates) on this one, then the expression over the threads */
+	rc = rank_profile_global_norms(ds->prof) ? stage(&r, t, args_stage, &ran) : 0;
+	if (!rc)
+		rc = rank_query_global_normalize(ds->rq, vals, n, qs->err);
+	if (!rc)
+		rc = stage(&r, t, scores_stage, &ran);
+	atomic_fetch_add(&qs->db->n_split_global, 1);
+	atomic_fetch_add(&qs->db->n_split_global_parts, ran);
+	rerank_end(qs, parts, t);
+	return rc ? rc : 1;
 }

@@ -604,19 +604,24 @@ static int global_phase(struct qstate *qs, struct dtstate *ds, size_t base, size
 	if (!ng)
 		return 0;
 	sort_top(qs->hits + base, n, ng, final_cmp);
-	size_t bytes = ng * (sizeof(uint32_t) + 2 * sizeof(double));
+	size_t nv = (size_t)rank_profile_global_norms(ds->prof) * ng;
+	size_t bytes = ng * (sizeof(uint32_t) + 2 * sizeof(double)) + nv * sizeof(double);
 	double *firsts = base_alloc(bytes);
 	if (!firsts)
 		return base_nomem(qs->err, "global phase of %zu hits", ng);
-	double *scores = firsts + ng;
-	uint32_t *lids = (uint32_t *)(scores + ng);
+	double *scores = firsts + ng, *vals = scores + ng;
+	uint32_t *lids = (uint32_t *)(vals + nv);
 	for (size_t i = 0; i < ng; i++) {
 		lids[i] = qs->hits[base + i].lid;
 		firsts[i] = qs->hits[base + i].first;
 	}
-	uint64_t a = mark();
-	int rc = rank_query_global_phase(ds->rq, &ds->docs, lids, firsts, ng, scores, qs->err);
-	charge(qs, a);
+	int rc = eng_global_phase_split(qs, ds, lids, firsts, ng, vals, scores);
+	if (rc == 0) {
+		uint64_t a = mark();
+		rc = rank_query_global_phase(ds->rq, &ds->docs, lids, firsts, ng, scores, qs->err);
+		charge(qs, a);
+	}
+	rc = rc < 0 ? rc : 0;
 	if (!rc) {
 		for (size_t i = 0; i < ng; i++) {
 			qs->hits[base + i].score = scores[i];

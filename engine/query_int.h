@@ -96,6 +96,13 @@ int eng_first_phase(struct qstate *qs, struct dtstate *ds, size_t base, size_t n
  * search's snapshot leave it to the caller's thread, or the second phase's
  * error. */
 int eng_second_phase_split(struct qstate *qs, struct dtstate *ds, size_t base, size_t n);
+/* The global phase of n candidates (lids, firsts) over the search threads:
+ * the normalizers' arguments into vals (rank_profile_global_norms x n)
+ * and the scores, as rank_query_global_phase gives them on one thread.
+ * Returns 1 when done, 0 when it cannot split (the caller runs it), or an
+ * error. */
+int eng_global_phase_split(struct qstate *qs, struct dtstate *ds, const uint32_t *lids,
+                           const double *firsts, size_t n, double *vals, double *scores);
 
 /* Bracket a call into rank: mark before, charge after. */
 static inline uint64_t mark(void)

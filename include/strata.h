@@ -377,6 +377,11 @@ struct strata_stats {
 	unsigned long long split_second_phases; /* second phases whose candidates were
 	                                           split over search threads */
 	unsigned long long split_second_parts;  /* the threads that scored those */
+	unsigned long long split_global_phases; /* global phases whose candidates were
+	                                           split over search threads */
+	unsigned long long split_global_parts;  /* the threads that took part in them
+	                                           (counted per pass: the normalizers'
+	                                           arguments, then the expression) */
 };
 void strata_stats(struct strata *db, struct strata_stats *st);
 

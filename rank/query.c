@@ -396,18 +396,20 @@ int rank_profile_first_parallel(const struct rank_profile *p)
 }
 
 /* Program g's instructions: each parallel_ins, firstPhase (the candidate's
- * score, given with it), and with models, ONNX models whose every input is
- * such a program too (each fork runs them in its own contexts). */
-static int parallel_prog(const struct rank_profile *p, const struct rank_prog *g, int models)
+ * score, given with it), with models ONNX models whose every input is such
+ * a program too (each fork runs them in its own contexts), and with norms
+ * the global phase's normalized values. */
+static int parallel_prog(const struct rank_profile *p, const struct rank_prog *g, int models,
+                         int norms)
 {
 	for (int i = 0; i < g->ncode; i++) {
 		const struct rank_ins *in = &g->code[i];
-		if (in->op == RANK_OP_FIRST)
+		if (in->op == RANK_OP_FIRST || (norms && in->op == RANK_OP_NORM))
 			continue;
 		if (models && in->op == RANK_OP_ONNX) {
 			const struct rank_cmodel *cm = &p->models[in->a];
 			for (int k = 0; k < cm->nin; k++)
-				if (!parallel_prog(p, &cm->src[k], 0))
+				if (!parallel_prog(p, &cm->src[k], 0, 0))
 					return 0;
 			continue;
 		}
@@ -419,7 +421,7 @@ static int parallel_prog(const struct rank_profile *p, const struct rank_prog *g
 
 int rank_profile_second_parallel(const struct rank_profile *p)
 {
-	return p->has_second && parallel_prog(p, &p->second, 1);
+	return p->has_second && parallel_prog(p, &p->second, 1, 0);
 }
 
 void rank_query_set_now(struct rank_query *q, double now)
@@ -648,14 +650,91 @@ static void reciprocal_rank(double *v, size_t n, double k, size_t *order)
 		v[i] = 1.0 / (k + (double)tmp[i]);
 }
 
-int rank_query_global_phase(struct rank_query *q, const struct rank_docs *d, const uint32_t *lids,
-                            const double *first, size_t n, double *scores,
-                            struct strata_error *err)
+int rank_profile_global_norms(const struct rank_profile *p)
+{
+	return p->has_global ? p->nnorms : 0;
+}
+
+int rank_profile_global_parallel(const struct rank_profile *p)
+{
+	if (!p->has_global)
+		return 0;
+	for (int k = 0; k < p->nnorms; k++)
+		if (!parallel_prog(p, &p->norms[k].arg, 1, 0))
+			return 0;
+	/* NORM reads the normalized values given to rank_query_global_scores */
+	return parallel_prog(p, &p->global, 1, 1);
+}
+
+int rank_query_global_args(struct rank_query *q, const struct rank_docs *d, const uint32_t *lids,
+                           const double *first, size_t from, size_t to, size_t n, double *vals,
+                           struct strata_error *err)
 {
 	const struct rank_profile *p = q->p;
 	q->docs = d;
 	q->cand = -1;
 	q->ncand_lookup = 0;
+	for (int k = 0; k < p->nnorms; k++) {
+		double *v = vals + (size_t)k * n;
+		for (size_t i = from; i < to; i++) {
+			struct rank_val r;
+			begin_doc(q, lids[i], first ? first[i] : 0.0);
+			int rc = rank_vm_run(q, &p->norms[k].arg, &r, err);
+			if (rc)
+				return rc;
+			v[i] = r.num;
+		}
+	}
+	return 0;
+}
+
+int rank_query_global_normalize(struct rank_query *q, double *vals, size_t n,
+                                struct strata_error *err)
+{
+	const struct rank_profile *p = q->p;
+	if (!p->nnorms)
+		return 0;
+	int rc = grow_to((void **)&q->norm_order, &q->order_cap, 2 * n, sizeof(size_t), err);
+	if (rc)
+		return rc;
+	for (int k = 0; k < p->nnorms; k++) {
+		const struct rank_norm *nm = &p->norms[k];
+		double *v = vals + (size_t)k * n;
+		if (nm->kind == RANK_NORM_LINEAR)
+			normalize_linear(v, n);
+		else
+			reciprocal_rank(v, n, nm->k, q->norm_order);
+	}
+	return 0;
+}
+
+int rank_query_global_scores(struct rank_query *q, const struct rank_docs *d, const uint32_t *lids,
+                             const double *first, size_t from, size_t to, const double *vals,
+                             size_t n, double *scores, struct strata_error *err)
+{
+	const struct rank_profile *p = q->p;
+	q->docs = d;
+	q->cand = -1;
+	q->ncand_lookup = 0;
+	q->norm_read = vals;
+	q->norm_n = n;
+	for (size_t i = from; i < to; i++) {
+		struct rank_val r;
+		begin_doc(q, lids[i], first ? first[i] : 0.0);
+		q->gcand = i;
+		int rc = rank_vm_run(q, &p->global, &r, err);
+		if (rc)
+			return rc;
+		scores[i] = r.num;
+	}
+	return 0;
+}
+
+int rank_query_global_phase(struct rank_query *q, const struct rank_docs *d, const uint32_t *lids,
+                            const double *first, size_t n, double *scores,
+                            struct strata_error *err)
+{
+	const struct rank_profile *p = q->p;
 	if (!p->has_global) {
 		for (size_t i = 0; i < n; i++)
 			scores[i] = first ? first[i] : 0.0;
@@ -663,36 +742,12 @@ int rank_query_global_phase(struct rank_query *q, const struct rank_docs *d, con
 	}
 	size_t nn = (size_t)p->nnorms;
 	int rc;
-	if (nn && ((rc = grow_to((void **)&q->norm_vals, &q->norm_cap, nn * n, sizeof(double),
-	                         err)) ||
-	           (rc = grow_to((void **)&q->norm_order, &q->order_cap, 2 * n, sizeof(size_t),
-	                         err))))
+	if (nn && (rc = grow_to((void **)&q->norm_vals, &q->norm_cap, nn * n, sizeof(double), err)))
 		return rc;
-	q->norm_n = n;
-	for (size_t k = 0; k < nn; k++) {
-		const struct rank_norm *nm = &p->norms[k];
-		double *v = q->norm_vals + k * n;
-		for (size_t i = 0; i < n; i++) {
-			struct rank_val r;
-			begin_doc(q, lids[i], first ? first[i] : 0.0);
-			if ((rc = rank_vm_run(q, &nm->arg, &r, err)))
-				return rc;
-			v[i] = r.num;
-		}
-		if (nm->kind == RANK_NORM_LINEAR)
-			normalize_linear(v, n);
-		else
-			reciprocal_rank(v, n, nm->k, q->norm_order);
-	}
-	for (size_t i = 0; i < n; i++) {
-		struct rank_val r;
-		begin_doc(q, lids[i], first ? first[i] : 0.0);
-		q->gcand = i;
-		if ((rc = rank_vm_run(q, &p->global, &r, err)))
-			return rc;
-		scores[i] = r.num;
-	}
-	return 0;
+	if ((rc = rank_query_global_args(q, d, lids, first, 0, n, n, q->norm_vals, err)) ||
+	    (rc = rank_query_global_normalize(q, q->norm_vals, n, err)))
+		return rc;
+	return rank_query_global_scores(q, d, lids, first, 0, n, q->norm_vals, n, scores, err);
 }
 
 int rank_query_features(struct rank_query *q, const struct rank_docs *d, uint32_t lid, double first,

@@ -751,6 +751,29 @@ int rank_query_second_phase(struct rank_query *q, const struct rank_docs *d, con
 int rank_query_global_phase(struct rank_query *q, const struct rank_docs *d, const uint32_t *lids,
                             const double *first, size_t n, double *scores,
                             struct strata_error *err);
+/* The same in three steps, so that the first and the last may run over
+ * threads (each thread its own fork, all sharing vals; the result is the
+ * one-thread result whatever the split):
+ *   1. rank_query_global_args: normalizer k's argument for candidates
+ *      from .. to - 1 of n into vals[k * n + i] (vals holds
+ *      rank_profile_global_norms(p) * n doubles);
+ *   2. rank_query_global_normalize: each normalizer over its n values, in
+ *      place (on one thread: they compare the candidates);
+ *   3. rank_query_global_scores: the expression for candidates from .. to
+ *      - 1 into scores[i], reading the normalized vals.
+ * rank_profile_global_parallel(p) is 1 when the arguments and the
+ * expression read only what a fork has (rank_profile_second_parallel's
+ * rule). */
+int rank_profile_global_norms(const struct rank_profile *p);
+int rank_profile_global_parallel(const struct rank_profile *p);
+int rank_query_global_args(struct rank_query *q, const struct rank_docs *d, const uint32_t *lids,
+                           const double *first, size_t from, size_t to, size_t n, double *vals,
+                           struct strata_error *err);
+int rank_query_global_normalize(struct rank_query *q, double *vals, size_t n,
+                                struct strata_error *err);
+int rank_query_global_scores(struct rank_query *q, const struct rank_docs *d, const uint32_t *lids,
+                             const double *first, size_t from, size_t to, const double *vals,
+                             size_t n, double *scores, struct strata_error *err);
 
 /* A feature value handed to a callback: rank 0 is a number.  A type with
  * mapped dimensions (dims -1) comes as sparse (cells NULL, ncells the

@@ -511,7 +511,8 @@ struct rank_query {
 	int ncand_lookup;            /* features: look model outputs up in the cache */
 	size_t gcand;                /* global phase: the candidate NORM reads */
 	size_t norm_n;               /* global phase: candidates per normalizer */
-	double *norm_vals;           /* nnorms x norm_n normalized values */
+	const double *norm_read;     /* the normalized values NORM reads (nnorms x norm_n) */
+	double *norm_vals;           /* this query's own, for rank_query_global_phase */
 	size_t norm_cap;             /* doubles */
 	size_t *norm_order;          /* reciprocal_rank's sort of the candidates */
 	size_t order_cap;

@@ -380,7 +380,7 @@ static int exec(struct vm *x, int pc, struct rank_val *sp, struct rank_val *res)
 			set_num(sp++, q->first);
 			break;
 		case RANK_OP_NORM:
-			set_num(sp++, q->norm_vals[(size_t)in->a * q->norm_n + q->gcand]);
+			set_num(sp++, q->norm_read[(size_t)in->a * q->norm_n + q->gcand]);
 			break;
 		case RANK_OP_GET:
 			*sp++ = x->locals[in->a];

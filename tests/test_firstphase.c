@@ -197,6 +197,24 @@ static const char *schema =
 	"            expression: sum(onnx(mlp).out) + fieldLength(body)\n"
 	"        }\n"
 	"    }\n"
+	"    rank-profile global_expr inherits split {\n"
+	"        global-phase {\n"
+	"            rerank-count: 700\n"
+	"            expression: normalize_linear(attribute(n)) + reciprocal_rank(firstPhase, 10) + "
+	"sum(attribute(bf) * query(q))\n"
+	"        }\n"
+	"    }\n"
+	"    rank-profile global_model inherits rerank {\n"
+	"        global-phase {\n"
+	"            rerank-count: 250\n"
+	"            expression: sum(onnx(mlp).out) * 2 + normalize_linear(firstPhase)\n"
+	"        }\n"
+	"    }\n"
+	"    rank-profile global_text inherits split {\n"
+	"        global-phase {\n"
+	"            expression: reciprocal_rank(fieldLength(body)) + firstPhase\n"
+	"        }\n"
+	"    }\n"
 	"}\n";
 
 /* NDOCS documents: every fifth has no emb, every seventh the vector of the
@@ -384,40 +402,49 @@ static void test_threads_same_results(void **state)
 	apptest_remove(dir);
 }
 
-/* The second phase split over 2, 3 and 4 threads: its candidates' scores
- * and the hits' order are one thread's, to the byte, for a model over an
- * attribute and for an expression; one that reads a text feature is not
- * split. */
-static void test_second_phase_threads(void **state)
+/* The second and global phases split over 2, 3 and 4 threads: their
+ * candidates' scores and the hits' order are one thread's, to the byte,
+ * for a model over an attribute and for expressions (the global phase's
+ * with normalizers, whose arguments are split and normalized over all the
+ * candidates); a phase that reads a text feature is not split. */
+static void test_rerank_threads(void **state)
 {
 	(void)state;
 	char *feed, *dir = fed_app("strata_secondphase", &feed);
 	struct strata *db;
 	struct strata_error err = { 0 };
 	assert_int_equal(strata_open(dir, NULL, &db, &err), 0);
-	static const char *profiles[] = { "rerank", "rerank_expr", "rerank_text" };
-	char *one[3];
-	for (int p = 0; p < 3; p++)
+	enum { NP = 6 };
+	static const char *profiles[NP] = { "rerank",      "rerank_expr",  "rerank_text",
+		                            "global_expr", "global_model", "global_text" };
+	char *one[NP];
+	for (int p = 0; p < NP; p++)
 		one[p] = search(db, profiles[p]);
 	strata_close(db);
 	for (int t = 2; t <= 4; t++) {
 		struct strata_options o = { .search_threads = t };
 		assert_int_equal(strata_open(dir, &o, &db, &err), 0);
-		for (int p = 0; p < 3; p++) {
+		for (int p = 0; p < NP; p++) {
 			struct strata_stats a, b;
 			strata_stats(db, &a);
 			char *r = search(db, profiles[p]);
 			strata_stats(db, &b);
 			assert_string_equal(r, one[p]);
 			strata_free(r);
-			unsigned long long split = p < 2;
-			assert_int_equal(b.split_second_phases - a.split_second_phases, split);
-			assert_true(b.split_second_parts - a.split_second_parts >= split);
-			assert_true(b.split_second_parts - a.split_second_parts <= split * (unsigned)t);
+			/* second phases split: rerank, rerank_expr, and global_model's
+			 * (inherited from rerank); global phases: the first two */
+			unsigned long long second = p < 2 || p == 4, global = p == 3 || p == 4;
+			assert_int_equal(b.split_second_phases - a.split_second_phases, second);
+			assert_true(b.split_second_parts - a.split_second_parts >= second);
+			assert_true(b.split_second_parts - a.split_second_parts <= second * (unsigned)t);
+			assert_int_equal(b.split_global_phases - a.split_global_phases, global);
+			assert_true(b.split_global_parts - a.split_global_parts >= 2 * global);
+			assert_true(b.split_global_parts - a.split_global_parts <=
+			            2 * global * (unsigned)t);
 		}
 		strata_close(db);
 	}
-	for (int p = 0; p < 3; p++)
+	for (int p = 0; p < NP; p++)
 		strata_free(one[p]);
 	free(feed);
 	apptest_remove(dir);
@@ -523,7 +550,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_kernels_exact),
 		cmocka_unit_test(test_threads_same_results),
-		cmocka_unit_test(test_second_phase_threads),
+		cmocka_unit_test(test_rerank_threads),
 		cmocka_unit_test(test_pool),
 		cmocka_unit_test(test_settings),
 	};
