@@ -59,7 +59,7 @@ RUNTIME_SRC := runtime/options.c runtime/blocks.c runtime/load.c runtime/graph.c
                runtime/ops/elementwise.c runtime/ops/unary.c runtime/ops/cast.c runtime/ops/matmul.c runtime/ops/gemm.c runtime/ops/gemm_avx2.c runtime/ops/gemm_avx512.c runtime/ops/gemm_bf16.c runtime/ops/gemm_amx.c runtime/ops/qgemm.c runtime/ops/qgemm_avx2.c runtime/ops/qgemm_vnni.c runtime/ops/qgemm_vnni256.c runtime/ops/qgemm_amx.c runtime/ops/qlinear.c runtime/cpu.c runtime/ops/shape.c \
                runtime/ops/reduce.c runtime/ops/normalize.c \
                runtime/ops/conv.c runtime/ops/window.c runtime/ops/pool.c runtime/ops/nn.c runtime/ops/index.c runtime/ops/misc.c runtime/ops/resize.c runtime/ops/signal.c runtime/ops/loss.c \
-               runtime/ops/training.c runtime/ops/random.c runtime/ops/rnn.c runtime/ops/einsum.c runtime/ops/quant.c runtime/ops/quant_avx512.c runtime/ops/string.c runtime/ops/sequence.c runtime/ops/control.c runtime/optimize.c runtime/ctxfile.c runtime/ctxhold.c runtime/epctx.c runtime/ctxgen.c runtime/ctxmodel.c runtime/ops/epcontext.c runtime/ops/fused.c runtime/ops/attn_avx512.c runtime/ops/vmath.c
+               runtime/ops/training.c runtime/ops/random.c runtime/ops/rnn.c runtime/ops/einsum.c runtime/ops/quant.c runtime/ops/quant_avx512.c runtime/ops/string.c runtime/ops/sequence.c runtime/ops/control.c runtime/optimize.c runtime/ctxfile.c runtime/ctxhold.c runtime/epctx.c runtime/ctxgen.c runtime/ctxmodel.c runtime/ops/epcontext.c runtime/ops/fused.c runtime/ops/attn_avx512.c runtime/ops/attn_amx.c runtime/ops/vmath.c
 STORE_SRC   := store/env.c store/doctype.c store/doc.c store/attr.c store/text.c store/text_elems.c store/text_blocks.c store/text_check.c store/text_pend.c store/text_tokens.c store/hnsw_rec.c store/hnsw.c store/hnsw_api.c store/hnsw_write.c store/hnsw_sync.c store/hnsw_multi.c store/hnsw_cache.c store/hnsw_snap.c \
                store/hnsw_dist.c store/hnsw_avx512.c store/dict.c
 RANK_SRC    := rank/lex.c rank/parser.c rank/expr.c rank/parse.c rank/parse_profile.c rank/parse_text.c rank/parse_hnsw.c rank/props.c rank/schema.c rank/inputs.c rank/type.c rank/fn.c rank/compile_base.c rank/compile.c rank/gbdt.c rank/compile_tensor.c rank/compile_feature.c rank/compile_raw.c rank/explain.c rank/vm.c rank/dot.c rank/dot_avx512.c rank/firstdot.c rank/firstsum.c \
@@ -114,6 +114,7 @@ $(BUILD)/runtime/ops/gemm_bf16.o: CFLAGS += -mavx512f -mavx512vl -mavx512bw -mav
 $(BUILD)/runtime/ops/qgemm_vnni.o: CFLAGS += -mavx512f -mavx512vl -mavx512bw -mavx512dq -mavx512vnni
 $(BUILD)/runtime/ops/gemm_amx.o: CFLAGS += -mavx512f -mavx512vl -mavx512bw -mavx512dq -mfma -mamx-tile -mamx-bf16
 $(BUILD)/runtime/ops/quant_avx512.o: CFLAGS += -mavx512f -mavx512vl -mavx512bw -mavx512dq
+$(BUILD)/runtime/ops/attn_amx.o: CFLAGS += -mavx512f -mavx512vl -mavx512bw -mavx512dq -mavx512bf16 -mfma -mamx-tile -mamx-bf16
 $(BUILD)/runtime/ops/qgemm_amx.o: CFLAGS += -mavx512f -mavx512vl -mavx512bw -mavx512dq -mamx-tile -mamx-int8
 $(BUILD)/runtime/ops/attn_avx512.o: CFLAGS += -mavx512f -mavx512vl -mavx512bw -mavx512dq -mfma
 $(BUILD)/store/hnsw_avx512.o: CFLAGS += -mavx512f -mavx512vl -mavx512bw -mavx512dq -mfma

@@ -649,12 +649,57 @@ static void attn_ref(int sq, int sk, int d, float scale, const float *q, int ldq
 	free(p);
 }
 
-static void test_attn_kernel(void **state)
+/* x rounded to bfloat16 (to nearest even) and back. */
+static double bf(double x)
 {
-	(void)state;
-	if (rt_cpu_best() != RT_ISA_AVX512)
-		skip();
-	static const int ds[] = { 16, 24, 32, 40, 64 }, sqs[] = { 1, 7, 8, 13 },
+	return base_bf16_to_f32(base_f32_to_bf16((float)x));
+}
+
+/* attn_ref with the operands the bfloat16 kernel multiplies: q, scale * k,
+ * v and the exponentials rounded to bfloat16; the sum of the exponentials
+ * not. */
+static void attn_ref_bf16(int sq, int sk, int d, float scale, const float *q, int ldq,
+                          const float *k, const float *v, int ldkv, const float *mask,
+                          int mask_ld, int mstep, double *out)
+{
+	double *p = malloc((size_t)sk * sizeof *p);
+	for (int i = 0; i < sq; i++) {
+		double mx = -INFINITY, sum = 0;
+		for (int j = 0; j < sk; j++) {
+			double s = 0;
+			for (int c = 0; c < d; c++)
+				s += bf(q[i * ldq + c]) * bf(scale * k[j * ldkv + c]);
+			s += mask ? mask[i * mask_ld + (mstep ? j : 0)] : 0.0;
+			p[j] = s;
+			mx = s > mx ? s : mx;
+		}
+		for (int j = 0; j < sk; j++)
+			sum += p[j] = exp(p[j] - mx);
+		for (int c = 0; c < d; c++) {
+			double o = 0;
+			for (int j = 0; j < sk; j++)
+				o += bf(p[j]) * bf(v[j * ldkv + c]);
+			out[i * d + c] = o / sum;
+		}
+	}
+	free(p);
+}
+
+typedef void attn_ref_fn(int sq, int sk, int d, float scale, const float *q, int ldq,
+                         const float *k, const float *v, int ldkv, const float *mask,
+                         int mask_ld, int mstep, double *out);
+typedef void attn_fn(int64_t sq, int64_t sk, int64_t d, float scale, const float *q,
+                     int64_t ldq, const float *k, int64_t ldk, const float *v, int64_t ldv,
+                     const float *mask, int64_t mask_ld, int mask_step, float *out,
+                     int64_t ldo, float *work);
+
+/* One head kernel (work bytes from wb) against its double reference within
+ * tol, over widths, query and key counts around the blocks and every form
+ * of mask; then NaN and all -inf rows. */
+static void attn_kernel(attn_fn *fn, size_t (*wb)(int64_t, int64_t, int64_t), attn_ref_fn *ref,
+                        double tol)
+{
+	static const int ds[] = { 16, 24, 32, 40, 64 }, sqs[] = { 1, 7, 8, 13, 40 },
 	                 sks[] = { 1, 5, 16, 17, 33, 128 };
 	rng = 99;
 	for (size_t a = 0; a < sizeof ds / sizeof *ds; a++)
@@ -669,7 +714,7 @@ static void test_attn_kernel(void **state)
 					float *m = malloc((size_t)(sq * sk) * sizeof *m);
 					float *o = malloc((size_t)(sq * ldo) * sizeof *o);
 					double *r = malloc((size_t)(sq * d) * sizeof *r);
-					float *w = malloc(rt_attn_work_bytes(sq, sk, d));
+					float *w = malloc(wb(sq, sk, d));
 					for (int i = 0; i < rows * ld; i++) {
 						q[i] = normal(1.0);
 						k[i] = normal(1.0);
@@ -684,12 +729,11 @@ static void test_attn_kernel(void **state)
 					const float *mp = mform ? m : NULL;
 					int mld = mform == 3 ? 0 : sk, mstep = mform != 2;
 					memset(o, 0xff, (size_t)(sq * ldo) * sizeof *o);
-					rt_attn_head_avx512(sq, sk, d, 0.25f, q, ld, k, ld, v, ld, mp, mld,
-					                    mstep, o, ldo, w);
-					attn_ref(sq, sk, d, 0.25f, q, ld, k, v, ld, mp, mld, mstep, r);
+					fn(sq, sk, d, 0.25f, q, ld, k, ld, v, ld, mp, mld, mstep, o, ldo, w);
+					ref(sq, sk, d, 0.25f, q, ld, k, v, ld, mp, mld, mstep, r);
 					for (int i = 0; i < sq; i++) {
 						for (int j = 0; j < d; j++)
-							if (!(fabs(o[i * ldo + j] - r[i * d + j]) <= 1e-5))
+							if (!(fabs(o[i * ldo + j] - r[i * d + j]) <= tol))
 								fail_msg("d %d sq %d sk %d mask %d: [%d][%d] %.9g, "
 								         "reference %.9g",
 								         d, sq, sk, mform, i, j, o[i * ldo + j],
@@ -708,19 +752,40 @@ static void test_attn_kernel(void **state)
 	/* A NaN score poisons its row; a row of all -inf gives NaN (0/0), as
 	 * the unfused Softmax does; other rows are unaffected. */
 	float q[2 * 16], k[3 * 16], v[3 * 16], m[2 * 3] = { 0, 0, 0, -INFINITY, -INFINITY, -INFINITY };
-	float o[2 * 16], w[1024];
-	assert_true(rt_attn_work_bytes(2, 3, 16) <= sizeof w);
+	float o[2 * 16], *w = malloc(wb(2, 3, 16));
+	assert_non_null(w);
 	for (int i = 0; i < 48; i++)
 		k[i] = v[i] = (float)(i % 7) * 0.1f;
 	for (int i = 0; i < 32; i++)
 		q[i] = 0.5f;
-	rt_attn_head_avx512(2, 3, 16, 1.0f, q, 16, k, 16, v, 16, m, 3, 1, o, 16, w);
+	fn(2, 3, 16, 1.0f, q, 16, k, 16, v, 16, m, 3, 1, o, 16, w);
 	for (int j = 0; j < 16; j++)
 		assert_true(isfinite(o[j]) && isnan(o[16 + j]));
 	q[3] = NAN;
-	rt_attn_head_avx512(2, 3, 16, 1.0f, q, 16, k, 16, v, 16, NULL, 0, 1, o, 16, w);
+	fn(2, 3, 16, 1.0f, q, 16, k, 16, v, 16, NULL, 0, 1, o, 16, w);
 	for (int j = 0; j < 16; j++)
 		assert_true(isnan(o[j]) && isfinite(o[16 + j]));
+	free(w);
+}
+
+static void test_attn_kernel(void **state)
+{
+	(void)state;
+	if (rt_cpu_best() != RT_ISA_AVX512)
+		skip();
+	attn_kernel(rt_attn_head_avx512, rt_attn_work_bytes, attn_ref, 1e-5);
+}
+
+/* The bfloat16 kernel (session.bf16_weights on AMX) against the reference
+ * of its rounded operands: the rest is float rounding, and the rare
+ * exponential whose float value rounds to the other bfloat16 neighbour of
+ * the double one's. */
+static void test_attn_kernel_amx(void **state)
+{
+	(void)state;
+	if (!rt_cpu_amx_usable())
+		skip();
+	attn_kernel(rt_attn_head_amx, rt_attn_amx_work_bytes, attn_ref_bf16, 2e-3);
 }
 
 int main(void)
@@ -735,6 +800,7 @@ int main(void)
 		cmocka_unit_test(test_bf16_weights_option),
 		cmocka_unit_test(test_vmath),
 		cmocka_unit_test(test_attn_kernel),
+		cmocka_unit_test(test_attn_kernel_amx),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

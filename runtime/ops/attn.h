@@ -39,4 +39,13 @@ void rt_attn_head_avx512(int64_t sq, int64_t sk, int64_t d, float scale, const f
                          const float *mask, int64_t mask_ld, int mask_step, float *out,
                          int64_t ldo, float *work);
 
+/* attn_amx.c: the same with the products in bfloat16 on AMX tiles, for
+ * models run with session.bf16_weights; only where rt_cpu_amx() says so,
+ * with a work buffer of rt_attn_amx_work_bytes. */
+size_t rt_attn_amx_work_bytes(int64_t sq, int64_t sk, int64_t d);
+void rt_attn_head_amx(int64_t sq, int64_t sk, int64_t d, float scale, const float *q,
+                      int64_t ldq, const float *k, int64_t ldk, const float *v, int64_t ldv,
+                      const float *mask, int64_t mask_ld, int mask_step, float *out,
+                      int64_t ldo, float *work);
+
 #endif

@@ -355,6 +355,7 @@ struct attn {
 	int64_t heads;
 	float scale;
 	int layout;
+	int bf16; /* session.bf16_weights: the products in bfloat16 where AMX is in use */
 };
 
 static int run_attn(struct rt_node *n, struct rt_exec *x)
@@ -396,7 +397,9 @@ static int run_attn(struct rt_node *n, struct rt_exec *x)
 	const float *md = m ? m->data : NULL;
 	float *yd = y->data;
 	if (Sk && rt_cpu_isa() == RT_ISA_AVX512) {
-		float *w = rt_scratch(x, rt_attn_work_bytes(Sq, Sk, D));
+		int amx = st->bf16 && rt_cpu_amx();
+		float *w = rt_scratch(x, amx ? rt_attn_amx_work_bytes(Sq, Sk, D)
+		                             : rt_attn_work_bytes(Sq, Sk, D));
 		if (!w)
 			return rt_nomem(x, n, "kernel scratch");
 		for (int64_t b = 0; b < B; b++)
@@ -404,10 +407,10 @@ static int run_attn(struct rt_node *n, struct rt_exec *x)
 				float *out = st->layout ? yd + ((b * H + h) * Sq) * D
 				                        : yd + b * Sq * HD + h * D;
 				int64_t off = b * Sk * HD + h * D;
-				rt_attn_head_avx512(Sq, Sk, D, st->scale, qd + b * Sq * HD + h * D, HD,
-				                    kd + off, HD, vd + off, HD,
-				                    md ? md + b * ms[0] + h * ms[1] : NULL, ms[2],
-				                    (int)ms[3], out, st->layout ? D : HD, w);
+				(amx ? rt_attn_head_amx : rt_attn_head_avx512)(
+					Sq, Sk, D, st->scale, qd + b * Sq * HD + h * D, HD, kd + off, HD,
+					vd + off, HD, md ? md + b * ms[0] + h * ms[1] : NULL, ms[2],
+					(int)ms[3], out, st->layout ? D : HD, w);
 			}
 		return 0;
 	}
@@ -482,6 +485,7 @@ static int init_attn(struct rt_node *n, struct rt_graph *g, struct strata_error 
 	st->heads = heads;
 	st->scale = rt_attr_float(n, "scale", 1.0f);
 	st->layout = (int)rt_attr_int(n, "out_layout", 0) != 0;
+	st->bf16 = g->model && g->model->opts.bf16_weights;
 	n->state = st;
 	rt_graph_set_dtype(g, n->out[0], BASE_DT_FLOAT);
 	n->run = run_attn;
